@@ -1,0 +1,62 @@
+"""Settings: one pydantic model, built once per entry point and passed as a value.
+
+Sources, strongest first: explicit arguments, ``MEMO_*`` environment variables
+(``MEMO_VAULT`` for the vault root), then defaults. The default vault lives under the
+user's home (``~/.memo/vault``), never in the current repository (SPEC §2.1).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .domain.errors import InvalidFieldError
+
+#: Largest prompt body accepted, in bytes of UTF-8 (bigger bodies are refused, not cut).
+MAX_BODY_BYTES = 1_000_000
+
+
+def default_vault_root() -> Path:
+    """``~/.memo/vault``: outside every product repository."""
+    return Path.home() / ".memo" / "vault"
+
+
+class Settings(BaseSettings):
+    """Runtime settings.
+
+    Attributes
+    ----------
+    vault_root : Path
+        The vault folder (env ``MEMO_VAULT``).
+    timezone : str | None
+        IANA zone for display and for reading timestamps without an offset; None means the
+        machine's zone (env ``MEMO_TIMEZONE``).
+    default_project : str
+        Project id used when a caller names none (env ``MEMO_PROJECT``).
+    idle_gap_minutes : int
+        Importers split a transcript into one session per work interval at pauses longer
+        than this many minutes (SPEC §7).
+    """
+
+    model_config = SettingsConfigDict(env_prefix="MEMO_", extra="ignore")
+
+    vault_root: Path = Field(
+        default_factory=default_vault_root, validation_alias=AliasChoices("vault_root", "MEMO_VAULT")
+    )
+    timezone: str | None = None
+    default_project: str = Field(
+        default="default", validation_alias=AliasChoices("default_project", "MEMO_PROJECT")
+    )
+    idle_gap_minutes: int = 30
+
+    @field_validator("vault_root", mode="before")
+    @classmethod
+    def _expand(cls, value: object) -> Path:
+        if value in (None, ""):
+            return default_vault_root()
+        text = str(value)
+        if "\x00" in text:
+            raise InvalidFieldError("vaultRoot", "contains a NUL character")
+        return Path(text).expanduser().resolve()

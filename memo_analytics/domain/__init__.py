@@ -1,0 +1,1 @@
+"""Pure domain layer: records, ids, clock and the error tree (no I/O)."""

@@ -1,0 +1,168 @@
+"""The one module that owns time: parsing, zones, ISO formatting and rounding.
+
+Storage rule (SPEC §2.3): every timestamp is stored as ISO 8601 in UTC with ``Z`` and a
+fixed millisecond precision (``2026-01-05T09:30:00.000Z``) so that stored strings sort in
+time order. Display converts to a zone chosen by the caller (default: the machine's).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone, tzinfo
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from dateutil import parser as _dateutil_parser
+
+from .errors import InvalidDateError, InvalidFieldError
+
+UTC = timezone.utc
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def utcnow() -> datetime:
+    """The current instant as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+def resolve_zone(name: str | None) -> ZoneInfo:
+    """Return the IANA zone ``name``, or the machine's zone when ``name`` is empty.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid tz: ...`` for an unknown zone name.
+    """
+    if not name:
+        try:
+            from tzlocal import get_localzone_name
+
+            local = get_localzone_name()
+        except Exception:  # pragma: no cover - depends on the machine
+            local = None
+        try:
+            return ZoneInfo(local or "UTC")
+        except (ZoneInfoNotFoundError, ValueError):  # pragma: no cover
+            return ZoneInfo("UTC")
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, TypeError):
+        raise InvalidFieldError("tz", f"unknown time zone {name!r}") from None
+
+
+def parse_instant(value: object, field: str, tz: tzinfo | None = None) -> datetime:
+    """Parse an ISO 8601 timestamp or date into an aware UTC datetime.
+
+    A value without an offset is read in ``tz`` (UTC when ``tz`` is None). A date alone
+    means midnight at the start of that day in ``tz``. Only ISO 8601 forms are accepted
+    (``2026-01-05``, ``2026-01-05T09:30``, ``2026-01-05 09:30:00+02:00``, ``...Z``);
+    free text is refused rather than guessed.
+
+    Raises
+    ------
+    InvalidDateError
+        ``Invalid <field> date: '...'`` for anything else (``2026-13-45`` included).
+    """
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, date):
+        parsed = datetime.combine(value, time())
+    elif isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            parsed = datetime.fromisoformat(text.replace("z", "Z"))
+        except ValueError:
+            try:
+                parsed = _dateutil_parser.isoparse(text)
+            except (ValueError, OverflowError):
+                raise InvalidDateError(field, value) from None
+    else:
+        raise InvalidDateError(field, value)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=tz or UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise InvalidDateError(field, value) from None
+
+
+@dataclass(frozen=True)
+class TimeBounds:
+    """A half-open window ``[since, until_exclusive)`` in UTC; either end may be open."""
+
+    since: datetime | None = None
+    until_exclusive: datetime | None = None
+
+    def contains(self, instant: datetime) -> bool:
+        if self.since is not None and instant < self.since:
+            return False
+        return not (self.until_exclusive is not None and instant >= self.until_exclusive)
+
+    @property
+    def since_iso(self) -> str | None:
+        return to_iso(self.since) if self.since else None
+
+    @property
+    def until_iso(self) -> str | None:
+        return to_iso(self.until_exclusive) if self.until_exclusive else None
+
+
+def parse_bounds(since: object = None, until: object = None, tz: tzinfo | None = None) -> TimeBounds:
+    """Parse ``since``/``until`` filters (SPEC §2.6).
+
+    ``since`` is inclusive. A date-only ``until`` covers that whole day (in ``tz``); an
+    ``until`` with a time is inclusive of that instant.
+
+    Raises
+    ------
+    InvalidDateError
+        ``Invalid since date`` / ``Invalid until date``.
+    """
+    start = parse_instant(since, "since", tz) if since not in (None, "") else None
+    end = None
+    if until not in (None, ""):
+        end = parse_instant(until, "until", tz)
+        if isinstance(until, date) and not isinstance(until, datetime) or (
+            isinstance(until, str) and _DATE_ONLY.match(until.strip())
+        ):
+            end = _next_local_midnight(end, tz or UTC)
+        else:
+            end = end + timedelta(microseconds=1)
+    return TimeBounds(start, end)
+
+
+def _next_local_midnight(instant: datetime, tz: tzinfo) -> datetime:
+    local_day = instant.astimezone(tz).date() + timedelta(days=1)
+    return datetime.combine(local_day, time(), tzinfo=tz).astimezone(UTC)
+
+
+def to_iso(instant: datetime) -> str:
+    """Format an aware datetime as stored: UTC, millisecond precision, ``Z`` suffix."""
+    if instant.tzinfo is None:
+        raise ValueError("naive datetime cannot be stored; attach a zone first")
+    utc = instant.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def from_iso(text: str) -> datetime:
+    """Parse a stored timestamp (as written by :func:`to_iso`) back to aware UTC."""
+    return parse_instant(text, "timestamp")
+
+
+def minutes_between(start: datetime, end: datetime) -> int:
+    """Whole minutes from ``start`` to ``end``, half up, never negative (SPEC §2.5)."""
+    seconds = max((end - start).total_seconds(), 0.0)
+    return int(math.floor(seconds / 60.0 + 0.5))
+
+
+def hours_2dp(minutes: int | float) -> float:
+    """Minutes to hours, rounded half up to two decimals (SPEC §4)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    return float((Decimal(str(minutes)) / Decimal(60)).quantize(Decimal("0.01"), ROUND_HALF_UP))
+
+
+def zone_name(tz: tzinfo) -> str:
+    """The display name of a zone (its IANA key when it has one)."""
+    return getattr(tz, "key", None) or str(tz)

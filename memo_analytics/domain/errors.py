@@ -1,0 +1,95 @@
+"""The one error tree of memo_analytics.
+
+Every error the product raises on purpose is a :class:`MemoError`. Interfaces translate
+them at the edge only: the CLI exits non-zero with ``str(error)`` on one line, the MCP tool
+raises a tool error with the same message, the HTTP API answers with a JSON body.
+"""
+
+from __future__ import annotations
+
+
+class MemoError(Exception):
+    """Base of every error memo_analytics raises on purpose.
+
+    ``str(error)`` is a one-line message fit for a person or an agent.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message.replace("\n", " "))
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class InvalidFieldError(MemoError):
+    """An input field was refused (bad id, bad path, empty body, ...).
+
+    Attributes
+    ----------
+    field : str
+        The wire name of the field (``sessionId``, ``body``, ``project`` ...).
+    reason : str
+        Why the value was refused.
+    """
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field = field
+        self.reason = reason
+        super().__init__(f"Invalid {field}: {reason}")
+
+
+class InvalidDateError(InvalidFieldError):
+    """A date or timestamp could not be parsed (SPEC §2.6: ``Invalid since date``)."""
+
+    def __init__(self, field: str, value: object) -> None:
+        self.field = field
+        self.value = value
+        self.reason = f"cannot parse {value!r}"
+        MemoError.__init__(self, f"Invalid {field} date: {_short(value)!r}")
+
+
+class RecordNotFoundError(MemoError):
+    """No prompt or session record has this id (SPEC §2.6 ``get``)."""
+
+    def __init__(self, record_id: str) -> None:
+        self.record_id = record_id
+        super().__init__(f"Record not found: {_short(record_id)}")
+
+
+class SessionCompletedError(MemoError):
+    """``session_start`` on a session whose record is completed (SPEC §2.5)."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        super().__init__(
+            f"Session {session_id} is completed and cannot be restarted; start a new session"
+        )
+
+
+class SessionNotStartedError(MemoError):
+    """``session_end`` without a session id or an existing record (SPEC §2.5)."""
+
+    def __init__(self, session_id: str | None) -> None:
+        self.session_id = session_id
+        what = f"No session record for {session_id}" if session_id else "sessionId is required"
+        super().__init__(f"{what}. Call session_start first")
+
+
+class CorruptRecordError(MemoError):
+    """A vault file could not be parsed; it is reported and left untouched."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"Cannot parse {path}: {reason}")
+
+
+class ReportError(MemoError):
+    """A report could not be rendered (template missing, output not writable ...)."""
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = str(value)
+    text = text.replace("\n", "\\n").replace("\x00", "\\0")
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -1,0 +1,72 @@
+"""Record identity and safe slugs (SPEC §2.1, §2.2).
+
+Every id that becomes part of a path (project id, session id, record id, task slug) must be
+a *safe slug*: letters, digits, ``.``, ``_`` and ``-``; not starting with a dot or dash;
+no ``..``; at most 200 characters.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import datetime
+
+from .errors import InvalidFieldError
+
+MAX_SLUG_LENGTH = 200
+_SLUG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+
+
+def validate_slug(value: object, field: str) -> str:
+    """Return ``value`` if it is a safe slug, else raise.
+
+    Parameters
+    ----------
+    value : object
+        The candidate id.
+    field : str
+        Wire name of the field, used in the error message.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid <field>: ...`` when the value is empty, too long, contains a path
+        separator, ``..``, NUL or any character outside ``[A-Za-z0-9._-]``.
+    """
+    if not isinstance(value, str) or not value:
+        raise InvalidFieldError(field, "must be a non-empty string")
+    if len(value) > MAX_SLUG_LENGTH:
+        raise InvalidFieldError(field, f"longer than {MAX_SLUG_LENGTH} characters")
+    if ".." in value or not _SLUG.match(value):
+        raise InvalidFieldError(
+            field, "only letters, digits, '.', '_' and '-' are allowed (no '..', no path separators)"
+        )
+    return value
+
+
+def slugify(text: str, max_length: int = 64) -> str:
+    """Turn free text into a safe slug (lowercase, ``-`` separated); never empty."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text.strip().lower()).strip("-._")
+    slug = re.sub(r"-{2,}", "-", slug).replace("..", ".")
+    return slug[:max_length].strip("-._") or "untitled"
+
+
+def prompt_id(session_id: str | None, turn: int | None, now: datetime) -> str:
+    """Prompt record id (SPEC §2.2).
+
+    ``prompt-{sessionId}-t{turn}`` when both are known, else
+    ``prompt-{epoch ms}-{6 lowercase hex}``.
+    """
+    if session_id and turn is not None:
+        return f"prompt-{session_id}-t{turn}"
+    return f"prompt-{int(now.timestamp() * 1000)}-{secrets.token_hex(3)}"
+
+
+def session_record_id(session_id: str) -> str:
+    """Session record id: ``session-{sessionId}`` (SPEC §2.2)."""
+    return f"session-{session_id}"
+
+
+def new_session_id(now: datetime) -> str:
+    """A fresh session id ``{timestamp}-{6 hex}`` (SPEC §2.2); the timestamp is UTC."""
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"

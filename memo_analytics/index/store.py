@@ -1,0 +1,178 @@
+"""SQLite index over the vault (SPEC §2.1, §2.6).
+
+``records`` holds one row per record file (frontmatter columns + body); ``records_fts``
+is an FTS5 table over prompt/session text sharing the row ids of ``records``. The index is
+a cache: :mod:`memo_analytics.index.reindex` rebuilds it from the files alone.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from .query import PromptFilter, build_where, fts_match_expression
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    project TEXT NOT NULL,
+    path TEXT NOT NULL,
+    status TEXT,
+    created TEXT NOT NULL,
+    updated TEXT,
+    source TEXT,
+    ide TEXT,
+    model TEXT,
+    agent TEXT,
+    session_id TEXT,
+    turn INTEGER,
+    task_slug TEXT,
+    client TEXT,
+    billable INTEGER NOT NULL DEFAULT 1,
+    branch TEXT,
+    git_sha TEXT,
+    start_time TEXT,
+    end_time TEXT,
+    duration_minutes INTEGER,
+    summary TEXT,
+    deliverables TEXT NOT NULL DEFAULT '[]',
+    tags TEXT NOT NULL DEFAULT '[]',
+    meta TEXT NOT NULL,
+    body TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS records_kind_project_created ON records(kind, project, created);
+CREATE INDEX IF NOT EXISTS records_kind_created ON records(kind, created);
+CREATE INDEX IF NOT EXISTS records_session_turn ON records(session_id, turn);
+CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
+    id UNINDEXED, body, summary, tokenize = 'unicode61 remove_diacritics 2'
+);
+"""
+
+_COLUMNS = {
+    "id": "id", "kind": "kind", "project": "project", "status": "status", "created": "created",
+    "updated": "updated", "source": "source", "ide": "ide", "model": "model", "agent": "agent",
+    "sessionId": "session_id", "turn": "turn", "taskSlug": "task_slug", "client": "client",
+    "billable": "billable", "branch": "branch", "gitSha": "git_sha", "startTime": "start_time",
+    "endTime": "end_time", "durationMinutes": "duration_minutes", "summary": "summary",
+}
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """Open (and create) the index at ``path``: WAL mode, 30 s busy timeout, schema applied."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.executescript(_SCHEMA)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return conn
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """The one transaction helper: ``BEGIN IMMEDIATE`` … ``COMMIT`` (rollback on error)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _row_values(meta: dict[str, Any], body: str, path: str) -> dict[str, Any]:
+    values = {column: meta.get(key) for key, column in _COLUMNS.items()}
+    values["billable"] = 0 if meta.get("billable") is False else 1
+    turn = meta.get("turn")
+    values["turn"] = turn if isinstance(turn, int) and not isinstance(turn, bool) else None
+    duration = meta.get("durationMinutes")
+    values["duration_minutes"] = duration if isinstance(duration, int) and not isinstance(duration, bool) else None
+    values["deliverables"] = json.dumps(meta.get("deliverables") or [], ensure_ascii=False)
+    values["tags"] = json.dumps(meta.get("tags") or [], ensure_ascii=False)
+    values["meta"] = json.dumps(meta, ensure_ascii=False, default=str)
+    values["body"] = body
+    values["path"] = path
+    for key in ("created", "updated", "startTime", "endTime"):
+        column = _COLUMNS[key]
+        if values[column] is not None:
+            values[column] = str(values[column])
+    values["created"] = values["created"] or ""
+    return values
+
+
+def upsert_record(conn: sqlite3.Connection, meta: dict[str, Any], body: str, path: str) -> None:
+    """Insert or replace one record and its FTS row (call inside :func:`transaction`)."""
+    values = _row_values(meta, body, path)
+    columns = list(values)
+    conn.execute(
+        f"INSERT INTO records ({','.join(columns)}) VALUES ({','.join('?' * len(columns))}) "
+        f"ON CONFLICT(id) DO UPDATE SET {','.join(f'{c}=excluded.{c}' for c in columns if c != 'id')}",
+        [values[c] for c in columns],
+    )
+    rowid = conn.execute("SELECT rowid FROM records WHERE id = ?", (values["id"],)).fetchone()[0]
+    conn.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
+    if values["kind"] in ("prompt", "session"):
+        conn.execute(
+            "INSERT INTO records_fts (rowid, id, body, summary) VALUES (?, ?, ?, ?)",
+            (rowid, values["id"], body, values["summary"] or ""),
+        )
+
+
+def get_row(conn: sqlite3.Connection, record_id: str, kind: str | None = None) -> sqlite3.Row | None:
+    """The ``records`` row of ``record_id`` (optionally of one kind), or None."""
+    if kind:
+        return conn.execute("SELECT * FROM records WHERE id = ? AND kind = ?", (record_id, kind)).fetchone()
+    return conn.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchone()
+
+
+def max_turn(conn: sqlite3.Connection, session_id: str) -> int:
+    """Highest turn recorded for ``session_id`` (0 when none) (SPEC §2.4)."""
+    row = conn.execute(
+        "SELECT MAX(turn) FROM records WHERE kind = 'prompt' AND session_id = ?", (session_id,)
+    ).fetchone()
+    return int(row[0] or 0)
+
+
+def count_and_page(
+    conn: sqlite3.Connection, kind: str, flt: PromptFilter, limit: int, offset: int, sort: str = "date-desc"
+) -> tuple[int, list[sqlite3.Row]]:
+    """Total count and one page of ``kind`` rows matching ``flt``, newest first by default."""
+    where, params = build_where(kind, flt)
+    order = "r.created ASC, r.id ASC" if sort == "date-asc" else "r.created DESC, r.id DESC"
+    total = conn.execute(f"SELECT COUNT(*) FROM records r WHERE {where}", params).fetchone()[0]
+    rows = conn.execute(
+        f"SELECT r.* FROM records r WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
+        [*params, limit, offset],
+    ).fetchall()
+    return total, rows
+
+
+def search_page(
+    conn: sqlite3.Connection, query: str, flt: PromptFilter, limit: int, offset: int
+) -> tuple[int, list[sqlite3.Row]]:
+    """FTS5 search over prompt records ranked by bm25 (SPEC §2.6); no substring fallback."""
+    match = fts_match_expression(query)
+    if match is None:
+        return 0, []
+    where, params = build_where("prompt", flt)
+    base = f"FROM records_fts f JOIN records r ON r.rowid = f.rowid WHERE records_fts MATCH ? AND {where}"
+    total = conn.execute(f"SELECT COUNT(*) {base}", [match, *params]).fetchone()[0]
+    rows = conn.execute(
+        f"SELECT r.*, bm25(records_fts) AS score {base} ORDER BY score ASC, r.created DESC LIMIT ? OFFSET ?",
+        [match, *params, limit, offset],
+    ).fetchall()
+    return total, rows
+
+
+def clear(conn: sqlite3.Connection) -> None:
+    """Delete every row (used by reindex inside its transaction)."""
+    conn.execute("DELETE FROM records")
+    conn.execute("DELETE FROM records_fts")

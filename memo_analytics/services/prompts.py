@@ -1,0 +1,195 @@
+"""Prompt turns: record, list, search, get (SPEC §2.2–§2.4, §2.6)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..config import MAX_BODY_BYTES
+from ..domain.clock import parse_bounds, parse_instant, to_iso, utcnow
+from ..domain.errors import InvalidFieldError, RecordNotFoundError
+from ..domain.ids import prompt_id, session_record_id, validate_slug
+from ..domain.records import Prompt, RecordKind
+from ..index import store as index
+from ..index.query import PromptFilter, clamp_page
+from ..vault.redact import redact_secrets
+from .requests import ListRequest, RecordPromptRequest
+from .store import VaultStore
+
+
+def clean_text(value: str | None, field: str, required: bool = False) -> str | None:
+    """Validate free text (UTF-8, size limit) and redact secrets in it (SPEC §2.4).
+
+    Raises
+    ------
+    InvalidFieldError
+        Empty when ``required``; not valid UTF-8; larger than ``MAX_BODY_BYTES``.
+    """
+    if value is None:
+        if required:
+            raise InvalidFieldError(field, "must not be empty")
+        return None
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidFieldError(field, "is not valid UTF-8") from None
+    if size > MAX_BODY_BYTES:
+        raise InvalidFieldError(field, f"is {size} bytes; the limit is {MAX_BODY_BYTES} bytes")
+    if "\x00" in value:
+        raise InvalidFieldError(field, "contains a NUL character")
+    if required and not value.strip():
+        raise InvalidFieldError(field, "must not be empty")
+    return redact_secrets(value)[0]
+
+
+def optional_slug(value: str | None, field: str) -> str | None:
+    return None if value in (None, "") else validate_slug(value, field)
+
+
+def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> dict[str, Any]:
+    """Record one turn (SPEC §2.2–§2.4).
+
+    With ``session_id`` and no ``turn`` the turn is ``max(existing) + 1``, allocated and
+    written under the vault lock. Client, billable and task slug default to the session's.
+    The body passes secret redaction before anything is written.
+
+    Returns
+    -------
+    dict
+        The prompt's frontmatter (camelCase) plus ``body``.
+
+    Raises
+    ------
+    InvalidFieldError
+        Empty/oversized/non-UTF-8 body, unsafe ids, bad ``created``.
+    """
+    body = clean_text(request.body, "body", required=True)
+    now = now or utcnow()
+    project = store.resolve_project(request.project, request.cwd)
+    session_id = optional_slug(request.session_id, "sessionId")
+    task_slug = optional_slug(request.task_slug, "taskSlug")
+    created = to_iso(parse_instant(request.created, "created", store.zone)) if request.created else to_iso(now)
+    with store.lock():
+        session_meta = _session_meta(store, project, session_id)
+        turn = request.turn
+        if session_id and turn is None:
+            turn = index.max_turn(store.conn, session_id) + 1
+            while store.path_for(project, RecordKind.PROMPT, prompt_id(session_id, turn, now)).exists():
+                turn += 1  # the index lags the files (crash before indexing): never overwrite
+        record_id = validate_slug(prompt_id(session_id, turn, now), "id")
+        existing = store.read(project, RecordKind.PROMPT, record_id)
+        if existing is not None and request.skip_existing:
+            meta, old_body = existing
+            return {**meta, "body": old_body}
+        prompt = Prompt(
+            id=record_id,
+            project=project,
+            created=existing[0].get("created", created) if existing else created,
+            updated=created if request.created else to_iso(now),
+            source=request.source or "mcp",
+            ide=request.ide or session_meta.get("ide") or "generic",
+            model=request.model or session_meta.get("model"),
+            agent=request.agent or session_meta.get("agent"),
+            session_id=session_id,
+            turn=turn if session_id else request.turn,
+            task_slug=task_slug or session_meta.get("taskSlug"),
+            client=clean_text(request.client, "client") or session_meta.get("client"),
+            billable=_first_bool(request.billable, session_meta.get("billable"), True),
+            branch=request.branch or session_meta.get("branch"),
+            git_sha=request.git_sha,
+            linked_paths=request.linked_paths,
+            tags=request.tags,
+        )
+        meta = {**prompt.wire(), **_clean_extra(request.extra)}
+        store.upsert(RecordKind.PROMPT, meta, body)
+    return {**meta, "body": body}
+
+
+def _first_bool(*values: object) -> bool:
+    for value in values:
+        if isinstance(value, bool):
+            return value
+    return True
+
+
+def _clean_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    reserved = set(Prompt.model_fields) | {f.alias for f in Prompt.model_fields.values() if f.alias}
+    return {k: v for k, v in extra.items() if k not in reserved}
+
+
+def _session_meta(store: VaultStore, project: str, session_id: str | None) -> dict[str, Any]:
+    if not session_id:
+        return {}
+    found = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+    return found[0] if found else {}
+
+
+def row_to_record(row) -> dict[str, Any]:
+    """An index row back to the record's wire dict (frontmatter + ``body``)."""
+    return {**json.loads(row["meta"]), "body": row["body"]}
+
+
+def filter_from_request(store: VaultStore, request: ListRequest) -> PromptFilter:
+    """Validate a list/search request into a :class:`PromptFilter` (SPEC §2.6).
+
+    Raises
+    ------
+    InvalidDateError
+        ``Invalid since date`` / ``Invalid until date``.
+    """
+    projects = None if request.cross_project else [store.resolve_project(request.project)]
+    return PromptFilter(
+        projects=projects,
+        ide=request.ide or None,
+        model=request.model or None,
+        agent=request.agent or None,
+        session_id=request.session_id or None,
+        task_slug=request.task_slug or None,
+        client=request.client or None,
+        billable=request.billable,
+        tags=[t for t in request.tags if t],
+        bounds=parse_bounds(request.since, request.until, store.zone),
+    )
+
+
+def envelope(total: int, limit: int, offset: int, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The list envelope ``{total, limit, offset, hasMore, items}`` (SPEC §2.6)."""
+    return {"total": total, "limit": limit, "offset": offset, "hasMore": offset + len(items) < total, "items": items}
+
+
+def list_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
+    """Prompt records matching the filters, newest first (SPEC §2.6)."""
+    flt = filter_from_request(store, request)
+    limit, offset = clamp_page(request.limit, request.offset)
+    total, rows = index.count_and_page(store.conn, "prompt", flt, limit, offset, request.sort)
+    return envelope(total, limit, offset, [row_to_record(r) for r in rows])
+
+
+def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
+    """FTS5 search ranked by bm25; an empty query gives an empty page (SPEC §2.6)."""
+    flt = filter_from_request(store, request)
+    limit, offset = clamp_page(request.limit, request.offset)
+    if not (request.query or "").strip():
+        return envelope(0, limit, offset, [])
+    total, rows = index.search_page(store.conn, request.query or "", flt, limit, offset)
+    return envelope(total, limit, offset, [row_to_record(r) for r in rows])
+
+
+def get_record(store: VaultStore, record_id: str) -> dict[str, Any]:
+    """Resolve ``record_id`` as a prompt, then as a session (also ``session-<id>``) (SPEC §2.6).
+
+    Raises
+    ------
+    RecordNotFoundError
+        When neither exists.
+    """
+    validate_slug(record_id, "id")
+    for candidate, kind in (
+        (record_id, "prompt"),
+        (record_id, "session"),
+        (session_record_id(record_id), "session"),
+    ):
+        row = index.get_row(store.conn, candidate, kind)
+        if row is not None:
+            return row_to_record(row)
+    raise RecordNotFoundError(record_id)

@@ -1,0 +1,88 @@
+"""Typed request models: one per action, shared by the CLI, MCP and HTTP adapters.
+
+Fields are snake_case in Python and camelCase on the wire (``sessionId``, ``taskSlug``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class RecordContext(Request):
+    """Fields shared by ``record`` and ``session_start`` (SPEC §2.3, §3.1)."""
+
+    project: str | None = Field(None, description="Project id (safe slug); default from cwd or settings")
+    cwd: str | None = Field(None, description="The caller's working directory (product repository)")
+    ide: str | None = Field(None, description="IDE or agent host, e.g. cursor, claude-code (default generic)")
+    model: str | None = Field(None, description="Model name")
+    agent: str | None = Field(None, description="Agent name")
+    client: str | None = Field(None, description="Client billed for this work (default: the session's, else internal)")
+    billable: bool | None = Field(None, description="Billable work (default true)")
+    task_slug: str | None = Field(None, description="Task slug")
+    branch: str | None = Field(None, description="Git branch")
+    git_sha: str | None = Field(None, description="Git commit sha")
+    linked_paths: list[str] = Field(default_factory=list, description="Paths this turn concerns")
+    tags: list[str] = Field(default_factory=list, description="Free tags")
+    source: str | None = Field(None, description="Where the record came from (mcp, cli, import:claude-code ...)")
+    extra: dict[str, Any] = Field(default_factory=dict, description="Extra frontmatter (importers: transcriptId ...)")
+
+
+class RecordPromptRequest(RecordContext):
+    """``record``: one conversational turn (SPEC §2.2–§2.4)."""
+
+    body: str = Field(description="The turn's text; must be non-empty after stripping")
+    session_id: str | None = Field(None, description="Session id; with no turn, the next turn is allocated")
+    turn: int | None = Field(None, ge=1, description="Explicit turn number (≥ 1)")
+    created: datetime | str | None = Field(None, description="When the turn happened (default now), ISO 8601")
+    skip_existing: bool = Field(False, description="Importers: leave an existing record with this id untouched")
+
+
+class StartSessionRequest(RecordContext):
+    """``session_start`` (SPEC §2.5)."""
+
+    session_id: str | None = Field(None, description="Session id; generated when absent")
+    start_time: datetime | str | None = Field(None, description="Start instant (default now), ISO 8601")
+    summary: str | None = Field(None, description="Summary of the work")
+
+
+class EndSessionRequest(Request):
+    """``session_end`` (SPEC §2.5)."""
+
+    session_id: str | None = Field(None, description="Session id (required)")
+    project: str | None = Field(None, description="Project id (default: where the session lives)")
+    until: datetime | str | None = Field(None, description="End instant (default now), ISO 8601")
+    summary: str | None = Field(None, description="Summary of the work")
+    pr: str | None = Field(None, description="Pull-request URL; adds a {type: 'pr'} deliverable")
+    deliverables: list[dict[str, Any]] = Field(default_factory=list, description="Deliverables {type, url?, sha?, title?}")
+    recompute_duration: bool = Field(
+        False, description="Importers: move the end of an imported session as its transcript grew"
+    )
+
+
+class ListRequest(Request):
+    """``list`` and ``search`` filters (SPEC §2.6)."""
+
+    project: str | None = None
+    cross_project: bool = False
+    query: str | None = None
+    ide: str | None = None
+    model: str | None = None
+    agent: str | None = None
+    session_id: str | None = None
+    task_slug: str | None = None
+    client: str | None = None
+    billable: bool | None = None
+    tags: list[str] = Field(default_factory=list)
+    since: str | None = None
+    until: str | None = None
+    limit: int | str | None = None
+    offset: int | str | None = None
+    sort: str = "date-desc"

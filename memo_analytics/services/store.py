@@ -1,0 +1,99 @@
+"""The vault as a service context: settings, layout, lock and index connection.
+
+Every mutation goes through :meth:`VaultStore.upsert` under the re-entrant vault lock:
+the Markdown file is written atomically first (the source of truth), then the index row
+and its ``records_fts`` row are updated in one transaction (SPEC §2.4).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from ..config import Settings
+from ..domain.clock import resolve_zone
+from ..domain.errors import InvalidFieldError
+from ..domain.ids import slugify, validate_slug
+from ..domain.records import RecordKind
+from ..index import store as index
+from ..vault.io import read_record, write_record
+from ..vault.layout import VaultLayout
+from ..vault.lock import vault_lock
+
+
+class VaultStore:
+    """One open vault.
+
+    Parameters
+    ----------
+    settings : Settings
+        ``settings.vault_root`` is created on first write if missing.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.layout = VaultLayout(settings.vault_root)
+        if self.layout.root.exists() and not self.layout.root.is_dir():
+            raise InvalidFieldError("vaultRoot", f"{self.layout.root} is not a folder")
+        self._conn: sqlite3.Connection | None = None
+        self._conn_guard = threading.Lock()
+        self.zone = resolve_zone(settings.timezone)
+
+    @property
+    def root(self) -> Path:
+        return self.layout.root
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The index connection (opened, and the schema created, on first use)."""
+        with self._conn_guard:
+            if self._conn is None:
+                self._conn = index.connect(self.layout.index_path)
+            return self._conn
+
+    def close(self) -> None:
+        with self._conn_guard:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def lock(self):
+        """The re-entrant vault lock (a context manager)."""
+        return vault_lock(self.layout.lock_path)
+
+    def resolve_project(self, project: str | None, cwd: str | Path | None = None) -> str:
+        """The project id: explicit ``project``, else the repository folder name of ``cwd``,
+        else ``settings.default_project``; always validated as a safe slug.
+        """
+        if project not in (None, ""):
+            return validate_slug(project, "project")
+        if cwd:
+            path = Path(cwd)
+            for candidate in (path, *path.parents):
+                if (candidate / ".git").exists():
+                    return slugify(candidate.name)
+        return validate_slug(self.settings.default_project, "project")
+
+    def path_for(self, project: str, kind: RecordKind, record_id: str) -> Path:
+        return self.layout.record_path(project, kind, record_id)
+
+    def read(self, project: str, kind: RecordKind, record_id: str) -> tuple[dict[str, Any], str] | None:
+        """Read a record file, or None when it does not exist."""
+        path = self.path_for(project, kind, record_id)
+        if not path.exists():
+            return None
+        return read_record(path)
+
+    def upsert(self, kind: RecordKind, meta: dict[str, Any], body: str) -> Path:
+        """Write one record file atomically and update its index rows, under the vault lock."""
+        path = self.path_for(meta["project"], kind, meta["id"])
+        with self.lock():
+            row = index.get_row(self.conn, meta["id"])
+            if row is not None and row["project"] != meta["project"]:
+                raise InvalidFieldError("id", f"{meta['id']} already belongs to project {row['project']}")
+            write_record(path, meta, body)
+            with index.transaction(self.conn):
+                index.upsert_record(self.conn, meta, body, str(path.relative_to(self.root)))
+        return path

@@ -1,0 +1,52 @@
+"""Where each record lives in the vault (SPEC §2.1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..domain.ids import validate_slug
+from ..domain.records import RecordKind, subdir_for_kind
+
+META_DIR = ".memo"
+INDEX_FILE = "index.sqlite"
+LOCK_FILE = "vault.lock"
+
+
+class VaultLayout:
+    """Paths of one vault rooted at ``root`` (an absolute folder)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @property
+    def meta_dir(self) -> Path:
+        return self.root / META_DIR
+
+    @property
+    def index_path(self) -> Path:
+        return self.meta_dir / INDEX_FILE
+
+    @property
+    def lock_path(self) -> Path:
+        return self.meta_dir / LOCK_FILE
+
+    @property
+    def projects_dir(self) -> Path:
+        return self.root / "projects"
+
+    def project_dir(self, project: str) -> Path:
+        """Folder of one project; ``project`` must be a safe slug."""
+        return self.projects_dir / validate_slug(project, "project")
+
+    def record_path(self, project: str, kind: RecordKind | str, record_id: str) -> Path:
+        """``projects/<project>/<subdir>/<id>.md``; both ids are validated as safe slugs."""
+        return self.project_dir(project) / subdir_for_kind(kind) / f"{validate_slug(record_id, 'id')}.md"
+
+    def record_files(self):
+        """Every record file under ``projects/`` (prompts, sessions, traps, ...), sorted."""
+        if not self.projects_dir.is_dir():
+            return []
+        files = []
+        for kind in RecordKind:
+            files.extend(self.projects_dir.glob(f"*/{subdir_for_kind(kind)}/*.md"))
+        return sorted(files)
