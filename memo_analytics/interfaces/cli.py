@@ -1,0 +1,472 @@
+"""The ``memo`` command line (SPEC §3.2): a thin Typer adapter over the services.
+
+Human output by default (tables), ``--json`` for machines. Every error the product raises
+on purpose exits non-zero with one line on stderr: ``error: <message>``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable, List, Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..analytics.activity import ActivityReport, ActivityRequest, activity_report
+from ..config import Settings
+from ..domain.clock import resolve_zone, to_iso
+from ..domain.errors import MemoError
+from ..domain.wire import dumps
+from ..index.reindex import rebuild
+from ..reports.timesheet import format_minutes, render_timesheet_pdf
+from ..services import prompts as prompt_service
+from ..services import sessions as session_service
+from ..services.demo import DEMO_ZONE, build_demo_vault
+from ..services.importers import IMPORTERS, load_importer
+from ..services.importers.common import ImportOptions, run_import, walk_files
+from ..services.requests import EndSessionRequest, ListRequest, RecordPromptRequest, StartSessionRequest
+from ..services.store import VaultStore
+
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+app = typer.Typer(
+    name="memo",
+    help="Keep AI coding agents' turns and work sessions in a Markdown vault outside your repositories; "
+    "search them, report billable hours, print timesheets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+prompt_app = typer.Typer(help="Record, list, search and get prompt turns (SPEC §2.2–§2.6).", no_args_is_help=True)
+session_app = typer.Typer(help="Open and close work sessions (SPEC §2.5).", no_args_is_help=True)
+report_app = typer.Typer(help="Printable reports (PDF).", no_args_is_help=True)
+import_app = typer.Typer(help="Import real agent transcripts as sessions and turns (SPEC §7).", no_args_is_help=True)
+app.add_typer(prompt_app, name="prompt")
+app.add_typer(prompt_app, name="prompts", help="Alias of `memo prompt`.")
+app.add_typer(session_app, name="session")
+app.add_typer(report_app, name="report")
+app.add_typer(import_app, name="import")
+
+
+class State:
+    settings: Settings | None = None
+    json: bool = False
+    _store: VaultStore | None = None
+
+    @property
+    def store(self) -> VaultStore:
+        if self._store is None:
+            assert self.settings is not None
+            self._store = VaultStore(self.settings)
+        return self._store
+
+
+state = State()
+
+
+@app.callback()
+def _global(
+    vault_root: Optional[Path] = typer.Option(
+        None, "--vault-root", envvar="MEMO_VAULT", help="Vault folder (default ~/.memo/vault; env MEMO_VAULT)."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables."),
+) -> None:
+    """Global options."""
+    state.settings = Settings(vault_root=vault_root) if vault_root else Settings()
+    state.json = json_output
+    state._store = None
+
+
+def _emit(value: Any, human: Callable[[Any], None]) -> None:
+    if state.json:
+        sys.stdout.write(dumps(value) + "\n")
+    else:
+        human(value)
+
+
+def _short(text: str | None, width: int = 70) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# ---------------------------------------------------------------- prompt
+
+
+@prompt_app.command("record")
+def prompt_record(
+    body: str = typer.Option(..., "--body", help="The turn's text (must not be empty)."),
+    session_id: Optional[str] = typer.Option(None, "--session-id", help="Session id; the next turn is allocated when --turn is absent."),
+    turn: Optional[int] = typer.Option(None, "--turn", help="Explicit turn number (≥ 1)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (default: the repository folder of the cwd)."),
+    ide: Optional[str] = typer.Option(None, "--ide", help="IDE or agent host (default generic)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name."),
+    agent: Optional[str] = typer.Option(None, "--agent", help="Agent name."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client billed (default: the session's, else internal)."),
+    billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Billable work (default yes)."),
+    task_slug: Optional[str] = typer.Option(None, "--task-slug", "--slug", help="Task slug."),
+    tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
+) -> None:
+    """Record one conversational turn."""
+    request = _build(RecordPromptRequest, body=body, session_id=session_id, turn=turn, project=project, ide=ide,
+                     model=model, agent=agent, client=client, billable=billable, task_slug=task_slug,
+                     tags=tag, cwd=str(Path.cwd()), source="cli")
+    record = prompt_service.record_prompt(state.store, request)
+    _emit(record, lambda r: out.print(f"recorded {r['id']} in project {r['project']}"))
+
+
+def _list_request(**kwargs: Any) -> ListRequest:
+    kwargs["cross_project"] = kwargs.pop("all_projects")
+    kwargs["tags"] = kwargs.pop("tag")
+    return _build(ListRequest, **kwargs)
+
+
+def _print_page(page: dict[str, Any]) -> None:
+    table = Table(title=f"{page['total']} prompts (showing {page['offset'] + 1 if page['items'] else 0}–"
+                        f"{page['offset'] + len(page['items'])})")
+    for column in ("created", "project", "session", "turn", "ide", "prompt"):
+        table.add_column(column)
+    for item in page["items"]:
+        table.add_row(item["created"][:16].replace("T", " "), item["project"], _short(item.get("sessionId"), 28),
+                      str(item.get("turn") or ""), item.get("ide") or "", _short(item.get("body")))
+    out.print(table)
+    if page["hasMore"]:
+        out.print(f"more: --offset {page['offset'] + page['limit']}")
+
+
+_FILTERS = dict(
+    project=typer.Option(None, "--project", help="Project id (default: the repository folder of the cwd)."),
+    all_projects=typer.Option(False, "--all", "--cross-project", help="Every project of the vault."),
+    ide=typer.Option(None, "--ide", help="IDE, exact (case-insensitive)."),
+    model=typer.Option(None, "--model", help="Model, substring (case-insensitive)."),
+    agent=typer.Option(None, "--agent", help="Agent, substring (case-insensitive)."),
+    session_id=typer.Option(None, "--session-id", help="Session id, exact."),
+    task_slug=typer.Option(None, "--task-slug", "--slug", help="Task slug, exact."),
+    client=typer.Option(None, "--client", help="Client, exact."),
+    billable=typer.Option(None, "--billable/--no-billable", help="Billable or not."),
+    tag=typer.Option([], "--tag", help="Tag that must be present (repeatable)."),
+    since=typer.Option(None, "--since", help="Created at or after (ISO date or time)."),
+    until=typer.Option(None, "--until", help="Created at or before (a date covers the whole day)."),
+    limit=typer.Option(20, "--limit", help="Page size, 1–100."),
+    offset=typer.Option(0, "--offset", help="Items to skip."),
+)
+
+
+@prompt_app.command("list")
+def prompt_list(
+    project: Optional[str] = _FILTERS["project"], all_projects: bool = _FILTERS["all_projects"],
+    ide: Optional[str] = _FILTERS["ide"], model: Optional[str] = _FILTERS["model"],
+    agent: Optional[str] = _FILTERS["agent"], session_id: Optional[str] = _FILTERS["session_id"],
+    task_slug: Optional[str] = _FILTERS["task_slug"], client: Optional[str] = _FILTERS["client"],
+    billable: Optional[bool] = _FILTERS["billable"], tag: List[str] = _FILTERS["tag"],
+    since: Optional[str] = _FILTERS["since"], until: Optional[str] = _FILTERS["until"],
+    limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"],
+) -> None:
+    """List prompt turns, newest first, as {total, limit, offset, hasMore, items}."""
+    request = _list_request(**{k: v for k, v in locals().items()})
+    _emit(prompt_service.list_prompts(state.store, request), _print_page)
+
+
+@prompt_app.command("search")
+def prompt_search(
+    text: Optional[str] = typer.Argument(None, help="Words to find (any text is a valid query)."),
+    query: Optional[str] = typer.Option(None, "--query", help="Same as the argument."),
+    project: Optional[str] = _FILTERS["project"], all_projects: bool = _FILTERS["all_projects"],
+    ide: Optional[str] = _FILTERS["ide"], model: Optional[str] = _FILTERS["model"],
+    agent: Optional[str] = _FILTERS["agent"], session_id: Optional[str] = _FILTERS["session_id"],
+    task_slug: Optional[str] = _FILTERS["task_slug"], client: Optional[str] = _FILTERS["client"],
+    billable: Optional[bool] = _FILTERS["billable"], tag: List[str] = _FILTERS["tag"],
+    since: Optional[str] = _FILTERS["since"], until: Optional[str] = _FILTERS["until"],
+    limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"],
+) -> None:
+    """Full-text search (FTS5, bm25 ranking) over prompt turns."""
+    args = {k: v for k, v in locals().items() if k != "text"}
+    args["query"] = query if query is not None else text
+    request = _list_request(**args)
+    _emit(prompt_service.search_prompts(state.store, request), _print_page)
+
+
+@prompt_app.command("get")
+def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt id, session record id or session id.")) -> None:
+    """Show one record: a prompt, else a session."""
+    record = prompt_service.get_record(state.store, record_id)
+
+    def human(r: dict[str, Any]) -> None:
+        body = r.pop("body", "")
+        for key, value in r.items():
+            if value not in (None, [], ""):
+                out.print(f"[bold]{key}[/]: {value}", markup=True)
+        if body:
+            out.print()
+            out.print(body, markup=False)
+
+    _emit(record, human)
+
+
+# ---------------------------------------------------------------- session
+
+
+@session_app.command("start")
+def session_start(
+    session_id: Optional[str] = typer.Argument(None, help="Session id (generated when absent)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (default: the repository folder of the cwd)."),
+    ide: Optional[str] = typer.Option(None, "--ide", help="IDE or agent host."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name."),
+    agent: Optional[str] = typer.Option(None, "--agent", help="Agent name."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client billed (default internal)."),
+    billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Billable work (default yes)."),
+    task_slug: Optional[str] = typer.Option(None, "--task-slug", "--slug", help="Task slug."),
+    summary: Optional[str] = typer.Option(None, "--summary", help="What the session is about."),
+    branch: Optional[str] = typer.Option(None, "--branch", help="Git branch."),
+    start_time: Optional[str] = typer.Option(None, "--start-time", help="When it started (ISO; default now)."),
+) -> None:
+    """Open a work session (a completed session cannot be restarted)."""
+    request = _build(StartSessionRequest, session_id=session_id, project=project, ide=ide, model=model,
+                     agent=agent, client=client, billable=billable, task_slug=task_slug, summary=summary,
+                     branch=branch, start_time=start_time, cwd=str(Path.cwd()), source="cli")
+    record = session_service.start_session(state.store, request)
+    _emit(record, lambda r: out.print(f"started session {r['sessionId']} in project {r['project']} at {r['startTime']}"))
+
+
+@session_app.command("end")
+def session_end(
+    session_id: Optional[str] = typer.Argument(None, help="Session id."),
+    summary: Optional[str] = typer.Option(None, "--summary", help="What was done."),
+    pr: List[str] = typer.Option([], "--pr", help="Pull-request URL delivered (repeatable)."),
+    deliverables: Optional[str] = typer.Option(None, "--deliverables", help='JSON list of {type, url?, sha?, title?}.'),
+    until: Optional[str] = typer.Option(None, "--until", help="When it ended (ISO; default now)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (default: where the session lives)."),
+) -> None:
+    """Close a work session: end time, duration in minutes, deliverables."""
+    items: list[dict[str, Any]] = []
+    if deliverables:
+        try:
+            items = json.loads(deliverables)
+        except json.JSONDecodeError as exc:
+            raise MemoError(f"Invalid deliverables: not JSON ({exc.msg})") from None
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise MemoError("Invalid deliverables: expected a JSON list of objects")
+    for url in pr:
+        items.append({"type": "pr", "url": url, "title": f"Pull request {url.rstrip('/').rsplit('/', 1)[-1]}"})
+    request = _build(EndSessionRequest, session_id=session_id, summary=summary, deliverables=items,
+                     until=until, project=project)
+    record = session_service.end_session(state.store, request)
+    _emit(record, lambda r: out.print(
+        f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({r['startTime']} – {r['endTime']})"))
+
+
+# ---------------------------------------------------------------- activity & reports
+
+
+def _activity_request(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
+                      client: Optional[str], tz: Optional[str]) -> ActivityRequest:
+    store = state.store
+    if all_projects:
+        projects = None
+    elif project:
+        projects = [store.resolve_project(project)]
+    else:
+        resolved = store.resolve_project(None, Path.cwd())
+        in_repo = resolved != store.settings.default_project or bool(store.settings.default_project != "default")
+        projects = [resolved] if in_repo else None
+    return ActivityRequest(projects=projects, since=since, until=until, client=client, tz=tz)
+
+
+_REPORT_FILTERS = dict(
+    since=typer.Option(None, "--since", help="Sessions starting at or after (ISO date or time)."),
+    until=typer.Option(None, "--until", help="Sessions starting at or before (a date covers the whole day)."),
+    client=typer.Option(None, "--client", help="Client (case-insensitive; 'internal' for none)."),
+    project=typer.Option(None, "--project", help="One project (default: the cwd's repository, else all)."),
+    all_projects=typer.Option(False, "--all", "--cross-project", help="Every project of the vault."),
+    tz=typer.Option(None, "--tz", help="IANA time zone for dates and display (default: machine's)."),
+)
+
+
+def _print_activity(report: ActivityReport) -> None:
+    data = report.wire()
+    for title, groups in (("client", data["byClient"]), ("project", data["byProject"])):
+        table = Table(title=f"Billable time by {title}")
+        table.add_column(title)
+        table.add_column("sessions", justify="right")
+        table.add_column("duration", justify="right")
+        table.add_column("hours", justify="right")
+        for name, bucket in groups.items():
+            table.add_row(name, str(bucket["sessions"]), format_minutes(bucket["durationMinutes"]),
+                          f"{bucket['billableHours']:.2f}")
+        out.print(table)
+    sessions = Table(title=f"Sessions (times in {data['timezone']})")
+    for column in ("start", "end", "project", "client", "billable", "minutes", "task / summary"):
+        sessions.add_column(column)
+    zone = report.zone
+    from ..domain.clock import from_iso
+
+    for s in data["sessions"]:
+        start = from_iso(s["startTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M")
+        end = from_iso(s["endTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M") if s["endTime"] else "open"
+        sessions.add_row(start, end, s["project"], s["client"], "yes" if s["billable"] else "no",
+                         "" if s["durationMinutes"] is None else str(s["durationMinutes"]),
+                         _short(s["taskSlug"] or s["summary"] or s["sessionId"], 40))
+    out.print(sessions)
+    out.print(f"Total billable: {format_minutes(data['totalDurationMinutes'])} "
+              f"({data['totalBillableHours']:.2f} h) · prompts: {data['totalPrompts']}")
+
+
+@app.command("activity")
+def activity(
+    since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
+    client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
+    all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
+) -> None:
+    """Billable activity: totals by client and project, sessions, prompts (SPEC §4)."""
+    report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
+    if state.json:
+        _emit(report.wire(), lambda _: None)
+    else:
+        _print_activity(report)
+
+
+@report_app.command("timesheet")
+def report_timesheet(
+    output: Path = typer.Option(..., "--output", "-o", help="PDF file to write."),
+    since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
+    client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
+    all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
+    templates: Optional[Path] = typer.Option(None, "--templates", help="Your own template folder (tried first)."),
+) -> None:
+    """PDF timesheet: one row per billable session, subtotals per client, the grand total."""
+    report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
+    path = render_timesheet_pdf(report, output, templates)
+    result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
+              "totalBillableHours": report.total_billable_hours, "timezone": report.wire()["timezone"]}
+    _emit(result, lambda r: out.print(f"wrote {r['output']}: total billable {r['totalBillableHours']:.2f} h "
+                                      f"(times in {r['timezone']})"))
+
+
+# ---------------------------------------------------------------- import & reindex
+
+
+def _import_command(source: str) -> Callable[..., None]:
+    def command(
+        paths: List[Path] = typer.Argument(..., help="Transcript files or folders (hidden folders are walked)."),
+        project: Optional[str] = typer.Option(None, "--project", help="File everything under this project."),
+        client: Optional[str] = typer.Option(None, "--client", help="Client of the imported sessions."),
+        billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Billable or not (default yes)."),
+        idle_gap: int = typer.Option(30, "--idle-gap", min=1, help="Minutes of pause that start a new session."),
+        tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
+    ) -> None:
+        module = load_importer(source)
+        options = ImportOptions(project=project, client=client, billable=billable,
+                                idle_gap=timedelta(minutes=idle_gap), zone=resolve_zone(tz or state.settings.timezone))
+        files = list(walk_files(paths, module.SUFFIXES, module.EXCLUDE_DIRS))
+        with _progress(f"import {source}", len(files)) as advance:
+            result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance())
+        for line in result.errors[:20]:
+            err.print(f"skipped: {line}", markup=False)
+        _emit(result.wire(), lambda r: out.print(result.line()))
+
+    command.__doc__ = f"Import {source} transcripts: one session per work interval, one turn per human prompt."
+    return command
+
+
+for _source in IMPORTERS:
+    import_app.command(_source)(_import_command(_source))
+
+
+class _progress:
+    def __init__(self, label: str, total: int) -> None:
+        self.progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 console=err, transient=True, disable=not err.is_terminal)
+        self.total = total
+
+    def __enter__(self) -> Callable[[], None]:
+        self.progress.start()
+        task = self.progress.add_task("", total=self.total)
+        return lambda: self.progress.advance(task)
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+
+@app.command("reindex")
+def reindex() -> None:
+    """Rebuild the SQLite index (records, records_fts) from the vault's files alone."""
+    store = state.store
+    total = len(store.layout.record_files())
+    with _progress("reindex", total) as advance:
+        with store.lock():
+            result = rebuild(store.conn, store.layout, progress=lambda n, t: advance())
+    for error in result.skipped:
+        err.print(f"skipped: {error}", markup=False)
+    _emit(result.wire(), lambda r: out.print(f"indexed {r['indexed']} records, skipped {len(r['skipped'])} files"))
+
+
+# ---------------------------------------------------------------- demo
+
+
+@app.command("demo")
+def demo(
+    out_dir: Path = typer.Option(Path.home() / ".memo" / "demo", "--out", help="Folder for the sample vault and PDF."),
+    tz: str = typer.Option(DEMO_ZONE, "--tz", help="Zone of the sample's working hours and of the report."),
+) -> None:
+    """Build a sample vault, print its activity and write its PDF timesheet."""
+    out_dir = out_dir.expanduser().resolve()
+    vault = out_dir / "vault"
+    marker = vault / ".memo" / "demo-vault"
+    if vault.exists():
+        if not marker.exists():
+            raise MemoError(f"Invalid out: {vault} exists and is not a memo demo vault; choose another --out")
+        shutil.rmtree(vault)
+    state.settings = Settings(vault_root=vault, timezone=tz)
+    state._store = None
+    counts = build_demo_vault(state.store)
+    marker.write_text("built by memo demo\n", encoding="utf-8")
+    report = activity_report(state.store, ActivityRequest(projects=None, tz=tz))
+    pdf = render_timesheet_pdf(report, out_dir / "timesheet.pdf")
+    if state.json:
+        _emit({"vault": str(vault), "timesheet": str(pdf), **counts, "activity": report.wire()}, lambda _: None)
+        return
+    _print_activity(report)
+    out.print()
+    out.print(f"sample vault : {vault}  ({counts['sessions']} sessions, {counts['turns']} turns)")
+    out.print(f"timesheet PDF: {pdf}")
+    out.print(f"try          : memo --vault-root {vault} prompt search invoices --all")
+
+
+# ---------------------------------------------------------------- entry point
+
+
+def _build(model: type, **fields: Any):
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "input"
+        raise MemoError(f"Invalid {field}: {first['msg']}") from None
+
+
+def main() -> None:
+    """Console-script entry point: translate :class:`MemoError` into one line and exit 1."""
+    try:
+        app(standalone_mode=False)
+    except MemoError as exc:
+        err.print(f"error: {exc}", markup=False)
+        sys.exit(1)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

@@ -1,0 +1,1 @@
+"""Reports: Jinja2 templates rendered to HTML and, with WeasyPrint, to PDF (SPEC §5)."""

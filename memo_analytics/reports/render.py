@@ -1,0 +1,76 @@
+"""The Jinja2 environment and WeasyPrint rendering (STYLE §11).
+
+Templates resolve through a ``ChoiceLoader``: a user's own template folder first (so a firm
+can restyle its timesheet without forking), then ``report_templates/`` shipped in the wheel.
+Undefined variables are errors (``StrictUndefined``); HTML is auto-escaped.
+"""
+
+from __future__ import annotations
+
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from ..domain.errors import ReportError
+from ..vault.io import atomic_write_bytes
+
+
+def templates_dir() -> Path:
+    """The folder of the templates shipped with the package."""
+    return Path(str(files("memo_analytics.report_templates")))
+
+
+def environment(user_templates: Path | None = None) -> jinja2.Environment:
+    """A Jinja2 environment over the user's folder (first) and ours (second)."""
+    loaders: list[jinja2.BaseLoader] = []
+    if user_templates is not None:
+        loaders.append(jinja2.FileSystemLoader(str(user_templates)))
+    loaders.append(jinja2.FileSystemLoader(str(templates_dir())))
+    return jinja2.Environment(
+        loader=jinja2.ChoiceLoader(loaders),
+        undefined=jinja2.StrictUndefined,
+        autoescape=jinja2.select_autoescape(["html", "html.j2", "xml"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def render_html(template: str, context: dict[str, Any], user_templates: Path | None = None) -> str:
+    """Render ``template`` (e.g. ``timesheet.html.j2``) with ``context``.
+
+    Raises
+    ------
+    ReportError
+        The template is missing or refers to an undefined value.
+    """
+    try:
+        return environment(user_templates).get_template(template).render(**context)
+    except jinja2.TemplateNotFound as exc:
+        raise ReportError(f"Report template not found: {exc.name}") from None
+    except jinja2.UndefinedError as exc:
+        raise ReportError(f"Report template {template}: {exc.message}") from None
+
+
+def write_pdf(html: str, output: Path, base_dir: Path | None = None) -> Path:
+    """Render ``html`` to a PDF at ``output`` with WeasyPrint, written atomically.
+
+    Raises
+    ------
+    ReportError
+        The output folder does not exist or is not writable.
+    """
+    from weasyprint import HTML
+
+    output = Path(output)
+    if not output.parent.exists():
+        raise ReportError(f"Invalid output: folder {output.parent} does not exist")
+    if output.is_dir():
+        raise ReportError(f"Invalid output: {output} is a folder")
+    pdf = HTML(string=html, base_url=str(base_dir or templates_dir())).write_pdf()
+    try:
+        atomic_write_bytes(output, pdf)
+    except OSError as exc:
+        raise ReportError(f"Invalid output: cannot write {output} ({exc.strerror})") from None
+    return output

@@ -1,0 +1,115 @@
+"""The billing timesheet (SPEC §5.1): pure row building + rendering to HTML/PDF.
+
+One row per billable session with a duration, grouped per client; a subtotal per client
+and a grand total. Minutes are the unit of truth: subtotals are sums of row minutes and
+the grand total equals ``totalDurationMinutes``/``totalBillableHours`` of the
+:class:`~memo_analytics.analytics.activity.ActivityReport` for the same filters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..analytics.activity import ROUNDING_POLICY, ActivityReport
+from ..domain.clock import from_iso, hours_2dp, utcnow, zone_name
+from .render import render_html, templates_dir, write_pdf
+
+
+@dataclass
+class TimesheetRow:
+    """One billable session as printed (times in the report's zone)."""
+
+    date: str
+    project: str
+    task: str
+    start: str
+    end: str
+    duration_minutes: int
+    deliverables: list[str]
+
+    @property
+    def duration(self) -> str:
+        return format_minutes(self.duration_minutes)
+
+
+@dataclass
+class ClientSection:
+    """All rows of one client with their subtotal."""
+
+    client: str
+    rows: list[TimesheetRow] = field(default_factory=list)
+
+    @property
+    def minutes(self) -> int:
+        return sum(r.duration_minutes for r in self.rows)
+
+    @property
+    def hours(self) -> float:
+        return hours_2dp(self.minutes)
+
+
+def format_minutes(minutes: int) -> str:
+    """``125`` → ``2:05`` (hours:minutes)."""
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
+def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
+    """Group the report's billable sessions by client (sorted case-insensitively). Pure."""
+    zone = report.zone
+    sections: dict[str, ClientSection] = {}
+    for item in report.sessions:
+        if not item["billable"] or item["durationMinutes"] is None:
+            continue
+        start = from_iso(item["startTime"]).astimezone(zone)
+        end = from_iso(item["endTime"]).astimezone(zone)
+        days = (end.date() - start.date()).days
+        key = item["client"].lower()
+        section = sections.setdefault(key, ClientSection(item["client"]))
+        section.rows.append(
+            TimesheetRow(
+                date=start.strftime("%Y-%m-%d"),
+                project=item["project"],
+                task=item["taskSlug"] or item["summary"] or item["sessionId"],
+                start=start.strftime("%H:%M"),
+                end=end.strftime("%H:%M") + (f" (+{days}d)" if days else ""),
+                duration_minutes=int(item["durationMinutes"]),
+                deliverables=[d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]],
+            )
+        )
+    return [sections[k] for k in sorted(sections)]
+
+
+def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: datetime | None = None) -> dict[str, Any]:
+    """Everything the template needs; the grand total comes from the report itself."""
+    sections = timesheet_sections(report)
+    zone = report.zone
+    since = report.bounds.since.astimezone(zone).strftime("%Y-%m-%d %H:%M") if report.bounds.since else "the beginning"
+    until = (
+        report.bounds.until_exclusive.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+        if report.bounds.until_exclusive
+        else "now"
+    )
+    return {
+        "title": title,
+        "sections": sections,
+        "zone": zone_name(zone),
+        "period": f"{since} – {until} (end exclusive)",
+        "projects": ", ".join(report.projects) if report.projects is not None else "all projects",
+        "client_filter": report.client,
+        "total_minutes": report.total_duration_minutes,
+        "total_duration": format_minutes(report.total_duration_minutes),
+        "total_hours": f"{report.total_billable_hours:.2f}",
+        "rounding_policy": ROUNDING_POLICY,
+        "generated": (now or utcnow()).astimezone(zone).strftime("%Y-%m-%d %H:%M"),
+        "format_hours": lambda minutes: f"{hours_2dp(minutes):.2f}",
+    }
+
+
+def render_timesheet_pdf(report: ActivityReport, output: Path, user_templates: Path | None = None,
+                         now: datetime | None = None) -> Path:
+    """Write the timesheet PDF for ``report`` to ``output`` (atomically) and return the path."""
+    html = render_html("timesheet.html.j2", timesheet_context(report, now=now), user_templates)
+    return write_pdf(html, output, user_templates or templates_dir())

@@ -1,0 +1,17 @@
+"""Importers of real agent transcripts (SPEC §7): Claude Code JSONL, SpecStory Markdown, Codex rollouts.
+
+Each importer module exposes ``SUFFIXES``, ``EXCLUDE_DIRS`` and ``parse(path, options)``.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from types import ModuleType
+
+#: CLI name → module name.
+IMPORTERS = {"claude-code": "claude_code", "specstory": "specstory", "codex": "codex"}
+
+
+def load_importer(source: str) -> ModuleType:
+    """The parser module of ``source`` (a key of :data:`IMPORTERS`)."""
+    return import_module(f"{__name__}.{IMPORTERS[source]}")

@@ -1,0 +1,237 @@
+"""What every importer shares (SPEC §7).
+
+A parser turns one file into zero or more :class:`Transcript` values (one per
+conversation it holds). :func:`import_transcripts` splits each transcript into work
+intervals at pauses longer than the idle gap and writes every interval as a session and
+every human prompt as a turn through the same service functions as the MCP tool
+(``start_session``, ``record_prompt``, ``end_session``), so redaction, validation, the
+vault lock and the index are the same.
+
+Idempotency: session and turn ids are deterministic (``{source}-{transcriptId}-{n}`` and
+``prompt-{sessionId}-t{turn}``); a turn whose file exists is left untouched, and a
+session whose transcript grew has its end moved to the new last activity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ...domain.clock import to_iso
+from ...domain.errors import MemoError
+from ...domain.ids import session_record_id, slugify
+from ...domain.records import RecordKind
+from ..prompts import record_prompt
+from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
+from ..sessions import end_session, start_session
+from ..store import VaultStore
+
+
+@dataclass
+class HumanPrompt:
+    """One thing the person typed, with when they typed it (aware UTC, or None if unknown)."""
+
+    text: str
+    at: datetime | None
+
+
+@dataclass
+class Transcript:
+    """One conversation read from a transcript file.
+
+    Attributes
+    ----------
+    transcript_id : str
+        The tool's own id of the conversation (a session uuid ...), else derived from the path.
+    source : str
+        ``claude-code``, ``specstory`` or ``codex``.
+    prompts : list[HumanPrompt]
+        The person's prompts in order.
+    activity : list[datetime]
+        Every timestamp seen in the transcript (human, agent, tool), aware UTC; used to find
+        work intervals and their start and end.
+    project_hint : str | None
+        The working folder or project folder the transcript names.
+    ide, model, agent : str | None
+        What the transcript says about its host and model.
+    path : Path
+        The file it came from.
+    """
+
+    transcript_id: str
+    source: str
+    path: Path
+    prompts: list[HumanPrompt] = field(default_factory=list)
+    activity: list[datetime] = field(default_factory=list)
+    project_hint: str | None = None
+    ide: str | None = None
+    model: str | None = None
+    agent: str | None = None
+    title: str | None = None
+
+
+@dataclass
+class ParseResult:
+    """What a parser got from one file: transcripts and the number of bad lines skipped."""
+
+    transcripts: list[Transcript] = field(default_factory=list)
+    skipped_lines: int = 0
+
+
+@dataclass
+class ImportOptions:
+    """Options of ``memo import`` (SPEC §7)."""
+
+    project: str | None = None
+    client: str | None = None
+    billable: bool | None = None
+    idle_gap: timedelta = timedelta(minutes=30)
+    zone: object = None  # tzinfo for timestamps without an offset
+
+
+@dataclass
+class ImportResult:
+    """The one-line summary: files, sessions, turns (new), skipped."""
+
+    files: int = 0
+    sessions: int = 0
+    turns: int = 0
+    skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return f"files {self.files}, sessions {self.sessions}, turns {self.turns}, skipped {self.skipped}"
+
+    def wire(self) -> dict:
+        return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
+                "skipped": self.skipped, "errors": self.errors}
+
+
+def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
+    """Every file under ``paths`` ending with one of ``suffixes``, hidden folders included, sorted."""
+    for root in paths:
+        root = Path(root)
+        if root.is_file():
+            yield root
+            continue
+        if not root.is_dir():
+            raise MemoError(f"Invalid path: {root} does not exist")
+        found = []
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d not in exclude_dirs)
+            found.extend(Path(folder) / f for f in files if f.endswith(suffixes))
+        yield from sorted(found)
+
+
+@dataclass
+class Interval:
+    start: datetime
+    end: datetime
+    prompts: list[HumanPrompt]
+
+
+def work_intervals(transcript: Transcript, idle_gap: timedelta) -> list[Interval]:
+    """Split a transcript into work intervals at pauses longer than ``idle_gap`` (SPEC §7).
+
+    Every interval holds at least one human prompt; prompts without a timestamp go with
+    the interval before them (the first one when none). Pure; prefix-stable: a transcript
+    that grows only extends its last interval or adds new ones.
+    """
+    stamps = sorted({*transcript.activity, *(p.at for p in transcript.prompts if p.at)})
+    if not transcript.prompts:
+        return []
+    if not stamps:
+        return []
+    spans: list[list[datetime]] = [[stamps[0], stamps[0]]]
+    for stamp in stamps[1:]:
+        if stamp - spans[-1][1] > idle_gap:
+            spans.append([stamp, stamp])
+        else:
+            spans[-1][1] = stamp
+    buckets: list[list[HumanPrompt]] = [[] for _ in spans]
+    current = 0
+    for prompt in transcript.prompts:
+        if prompt.at is not None:
+            while current + 1 < len(spans) and prompt.at >= spans[current + 1][0]:
+                current += 1
+        buckets[current].append(prompt)
+    intervals = [Interval(s, e, b) for (s, e), b in zip(spans, buckets) if b]
+    return intervals
+
+
+def transcript_session_base(transcript: Transcript) -> str:
+    """Deterministic, safe base of session ids for a transcript: ``{source}-{id}``."""
+    base = slugify(transcript.transcript_id, 120)
+    if base != transcript.transcript_id.lower():
+        digest = hashlib.sha1(transcript.transcript_id.encode("utf-8")).hexdigest()[:8]
+        base = f"{base[:100]}-{digest}"
+    return f"{transcript.source}-{base}"
+
+
+def import_transcript(store: VaultStore, transcript: Transcript, options: ImportOptions, result: ImportResult) -> None:
+    """Write one transcript as sessions and turns through the service functions."""
+    project = store.resolve_project(options.project or (slugify(transcript.project_hint) if transcript.project_hint else None))
+    base = transcript_session_base(transcript)
+    extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
+    for number, interval in enumerate(work_intervals(transcript, options.idle_gap), 1):
+        session_id = f"{base}-{number}"
+        existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+        if existing is None:
+            start_session(store, StartSessionRequest(
+                session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
+                agent=transcript.agent, client=options.client, billable=options.billable,
+                start_time=interval.start, source=f"import:{transcript.source}",
+                summary=transcript.title, extra={**extra, "interval": number},
+            ))
+            result.sessions += 1
+        for turn, prompt in enumerate(interval.prompts, 1):
+            if store.path_for(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}").exists():
+                continue
+            record_prompt(store, RecordPromptRequest(
+                body=prompt.text, session_id=session_id, turn=turn, project=project,
+                created=prompt.at or interval.start, source=f"import:{transcript.source}",
+                ide=transcript.ide, model=transcript.model, agent=transcript.agent,
+                client=options.client, billable=options.billable, extra=extra, skip_existing=True,
+            ))
+            result.turns += 1
+        old_end = existing[0].get("endTime") if existing else None
+        if old_end != to_iso(interval.end):
+            end_session(store, EndSessionRequest(
+                session_id=session_id, project=project, until=interval.end, recompute_duration=True,
+            ))
+
+
+ParseFn = Callable[[Path, ImportOptions], ParseResult]
+
+
+def run_import(
+    store: VaultStore,
+    files: Iterable[Path],
+    parse: ParseFn,
+    options: ImportOptions,
+    progress: Callable[[Path], None] | None = None,
+) -> ImportResult:
+    """Parse every file and import what it holds; a bad file is counted, never fatal."""
+    result = ImportResult()
+    for path in files:
+        result.files += 1
+        try:
+            parsed = parse(path, options)
+        except (OSError, ValueError, UnicodeDecodeError, MemoError) as exc:
+            result.skipped += 1
+            result.errors.append(f"{path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+        else:
+            result.skipped += parsed.skipped_lines
+            for transcript in parsed.transcripts:
+                try:
+                    import_transcript(store, transcript, options, result)
+                except MemoError as exc:
+                    result.skipped += 1
+                    result.errors.append(f"{path}: {exc}")
+        if progress:
+            progress(path)
+    return result
