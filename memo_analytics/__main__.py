@@ -1,0 +1,5 @@
+"""``python -m memo_analytics`` runs the ``memo`` command line."""
+
+from .interfaces.cli import main
+
+main()

@@ -1,0 +1,195 @@
+"""Codex CLI rollouts: ``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`` (SPEC §7).
+
+Each line is ``{timestamp, type, payload}``: ``session_meta`` (``id``, ``cwd``,
+``originator``, ``cli_version``), ``turn_context`` (``model``, ``cwd``), ``response_item``
+(messages, reasoning, tool calls and outputs) and ``event_msg`` (UI events). Every
+timestamp (the envelope's and ``session_meta.payload.timestamp``) is activity.
+
+What counts as a human prompt:
+
+* the ``event_msg`` records with ``payload.type == "user_message"`` and a plain ``kind``
+  (or none); ``response_item`` user messages are never used when such events exist, as
+  they repeat the prompt and add ``<environment_context>``, ``<user_instructions>`` and
+  ``# AGENTS.md instructions`` wrappers that are not the person's words;
+* an IDE wrapper (``# Context from my IDE setup:`` with ``## Active file``, ``## Open
+  tabs`` … sections, written by the VS Code extension) is cut down to the text under
+  ``## My request for Codex:``; a wrapper without that section carries no request and is
+  not a prompt.
+
+Older rollouts (no envelope: a first line ``{id, timestamp, instructions}``, then bare
+``{"type": "message", "role": "user", …}`` items and ``{"record_type": "state"}``
+lines) have no ``user_message`` events: there the user ``message`` items are read, with
+the same wrappers removed.
+
+One transcript per file, id = ``session_meta.id`` (else the file stem). A file with no
+Codex-shaped line at all is not a rollout: it yields nothing and counts no bad lines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from ...domain.clock import parse_instant
+from ...domain.errors import InvalidDateError
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript
+
+SUFFIXES: tuple[str, ...] = (".jsonl",)
+EXCLUDE_DIRS: tuple[str, ...] = ()
+SOURCE = "codex"
+
+_IDE_HEADER = "# Context from my IDE setup"
+_IDE_REQUEST = re.compile(r"^## My request for Codex:?[ \t]*\n?", re.M)
+_WRAPPER_PREFIXES = (
+    "<environment_context>", "<user_instructions>", "<user_shell_command>", "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+)
+_ENVELOPE_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
+_BARE_ITEM_TYPES = {"message", "reasoning", "function_call", "function_call_output", "local_shell_call",
+                    "custom_tool_call", "custom_tool_call_output", "web_search_call"}
+
+
+def human_request(text: str) -> str | None:
+    """The person's words in a Codex user message, or None when it holds none.
+
+    Parameters
+    ----------
+    text : str
+        The message text as the rollout holds it.
+
+    Returns
+    -------
+    str | None
+        The text itself; for an IDE wrapper the text under ``## My request for Codex:``;
+        None for environment/instruction wrappers, an IDE wrapper without a request, or
+        blank text.
+    """
+    text = text.replace("\x00", "").strip()
+    if not text or text.startswith(_WRAPPER_PREFIXES):
+        return None
+    if text.startswith(_IDE_HEADER):
+        match = _IDE_REQUEST.search(text)
+        if match is None:
+            return None
+        text = text[match.end():].strip()
+    return text or None
+
+
+def _message_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    return "\n\n".join(
+        block["text"] for block in content
+        if isinstance(block, dict) and isinstance(block.get("text"), str)
+        and block.get("type") in (None, "input_text", "text")
+    )
+
+
+def _folder_name(cwd: object) -> str | None:
+    if not isinstance(cwd, str) or not cwd.strip():
+        return None
+    path = PureWindowsPath(cwd) if "\\" in cwd and "/" not in cwd else PurePosixPath(cwd)
+    return path.name or None
+
+
+def _normalise(record: object) -> tuple[str, dict] | None:
+    """``(type, payload)`` of a Codex line in either shape, or None when it is not one."""
+    if not isinstance(record, dict):
+        return None
+    if "payload" in record:
+        kind, payload = record.get("type"), record.get("payload")
+        if isinstance(kind, str) and kind in _ENVELOPE_TYPES and isinstance(payload, dict):
+            return kind, payload
+        return None
+    kind = record.get("type")
+    if kind is None and "record_type" in record:
+        return "state", record
+    if kind is None and isinstance(record.get("id"), str) and "timestamp" in record:
+        return "session_meta", record
+    if isinstance(kind, str) and kind in _BARE_ITEM_TYPES:
+        return "response_item", record
+    return None
+
+
+def parse(path: Path, options: ImportOptions) -> ParseResult:
+    """Read one Codex rollout.
+
+    Parameters
+    ----------
+    path : Path
+        The ``rollout-*.jsonl`` file.
+    options : ImportOptions
+        ``options.zone`` reads timestamps without an offset (None: UTC).
+
+    Returns
+    -------
+    ParseResult
+        At most one transcript (none when it has no human prompt; see the module docstring
+        for what counts); ``activity`` holds every timestamp as aware UTC;
+        ``skipped_lines`` counts lines that are not JSON objects of a known Codex shape
+        or have an unreadable timestamp.
+
+    Raises
+    ------
+    OSError, UnicodeDecodeError
+        The file cannot be read as UTF-8 text.
+    """
+    lines = path.read_text(encoding="utf-8").splitlines()
+    transcript = Transcript(transcript_id=path.stem, source=SOURCE, path=path, ide="codex", agent="codex")
+    events: list[HumanPrompt] = []
+    items: list[HumanPrompt] = []
+    skipped = recognised = 0
+    have_id = False
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            record = None
+        shaped = _normalise(record)
+        if shaped is None:
+            skipped += 1
+            continue
+        kind, payload = shaped
+        try:
+            at = _stamp(record.get("timestamp"), options)
+            inner_at = _stamp(payload.get("timestamp"), options) if kind == "session_meta" and payload is not record else None
+        except InvalidDateError:
+            skipped += 1
+            continue
+        recognised += 1
+        transcript.activity.extend(stamp for stamp in (at, inner_at) if stamp is not None)
+        if kind == "session_meta":
+            if not have_id and isinstance(payload.get("id"), str) and payload["id"].strip():
+                transcript.transcript_id, have_id = payload["id"].strip(), True
+            transcript.project_hint = transcript.project_hint or _folder_name(payload.get("cwd"))
+            transcript.model = transcript.model or _text(payload.get("model"))
+        elif kind == "turn_context":
+            transcript.model = transcript.model or _text(payload.get("model"))
+            transcript.project_hint = transcript.project_hint or _folder_name(payload.get("cwd"))
+        elif kind == "event_msg" and payload.get("type") == "user_message":
+            if payload.get("kind") in (None, "plain") and isinstance(payload.get("message"), str):
+                request = human_request(payload["message"])
+                if request:
+                    events.append(HumanPrompt(request, at))
+        elif kind == "response_item" and payload.get("type") == "message" and payload.get("role") == "user":
+            request = human_request(_message_text(payload.get("content")))
+            if request:
+                items.append(HumanPrompt(request, at))
+    if not recognised:
+        return ParseResult()
+    transcript.prompts = events or items
+    return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=skipped)
+
+
+def _text(value: object) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _stamp(value: object, options: ImportOptions) -> datetime | None:
+    return None if value is None else parse_instant(value, "timestamp", options.zone)

@@ -1,0 +1,39 @@
+"""Shared fixtures: a fresh vault per test, and the real transcripts in ../shared/realdata."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memo_analytics.config import Settings
+from memo_analytics.services.store import VaultStore
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def realdata_root() -> Path:
+    """``$MEMO_REALDATA``, else ``<repo>/../shared/realdata``, else ``/work/shared/realdata``."""
+    candidates = [os.environ.get("MEMO_REALDATA"), REPO.parent / "shared" / "realdata", Path("/work/shared/realdata")]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "MANIFEST.tsv").is_file():
+            return Path(candidate)
+    raise RuntimeError("real transcripts not found: set MEMO_REALDATA to the shared/realdata folder")
+
+
+@pytest.fixture(scope="session")
+def realdata() -> Path:
+    return realdata_root()
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(vault_root=tmp_path / "vault", timezone="UTC")
+
+
+@pytest.fixture
+def store(settings: Settings):
+    vault = VaultStore(settings)
+    yield vault
+    vault.close()

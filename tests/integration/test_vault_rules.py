@@ -1,0 +1,320 @@
+"""SPEC §2.1–§2.5 as built by the walking skeleton, on a real vault folder and SQLite index."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from datetime import datetime, timezone
+
+import pytest
+
+from memo_analytics.domain.errors import (
+    CorruptRecordError,
+    InvalidFieldError,
+    RecordNotFoundError,
+    SessionCompletedError,
+    SessionNotStartedError,
+)
+from memo_analytics.index.reindex import rebuild
+from memo_analytics.services.prompts import get_record, list_prompts, record_prompt, search_prompts
+from memo_analytics.services.requests import EndSessionRequest, ListRequest, RecordPromptRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.vault import io as vault_io
+from memo_analytics.vault.io import read_record
+
+UTC = timezone.utc
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+PROMPT_FIELDS = ["id", "kind", "project", "status", "created", "updated", "source", "ide", "model", "agent",
+                 "sessionId", "turn", "taskSlug", "client", "billable", "branch", "gitSha", "linkedPaths", "tags"]
+SESSION_EXTRA = ["startTime", "endTime", "durationMinutes", "deliverables", "summary", "handoffArchive"]
+
+
+def rec(store, body="do the thing", **kw):
+    kw.setdefault("project", "p1")
+    now = kw.pop("now", None)
+    return record_prompt(store, RecordPromptRequest(body=body, **kw), now=now)
+
+
+def files(store, sub="prompts", project="p1"):
+    folder = store.root / "projects" / project / sub
+    return sorted(p.name for p in folder.glob("*.md")) if folder.exists() else []
+
+
+# ---- §2.1 layout and §2.3 frontmatter
+
+def test_prompt_lives_under_projects_id_prompts_with_every_frontmatter_field(store):
+    rec(store, session_id="s1")
+    path = store.root / "projects" / "p1" / "prompts" / "prompt-s1-t1.md"
+    meta, body = read_record(path)
+    assert list(meta)[: len(PROMPT_FIELDS)] == PROMPT_FIELDS
+    assert body == "do the thing"
+    assert meta["ide"] == "generic" and meta["billable"] is True and meta["kind"] == "prompt"
+    assert meta["created"].endswith("Z") and len(meta["created"]) == len("2026-01-05T09:00:00.000Z")
+
+
+def test_session_frontmatter_adds_the_session_fields(store):
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0))
+    meta, _ = read_record(store.root / "projects" / "p1" / "sessions" / "session-s1.md")
+    assert list(meta)[: len(PROMPT_FIELDS) + len(SESSION_EXTRA)] == PROMPT_FIELDS + SESSION_EXTRA
+    assert meta["startTime"] == "2026-01-05T09:00:00.000Z" and meta["status"] == "active"
+
+
+def test_index_file_lives_in_dot_memo(store):
+    rec(store)
+    assert (store.root / ".memo" / "index.sqlite").is_file()
+
+
+# ---- §2.2 identity
+
+def test_prompt_without_session_gets_epoch_ms_and_hex_id(store):
+    record = rec(store, now=T0)
+    assert record["id"].startswith("prompt-1767603600000-") and len(record["id"].rsplit("-", 1)[1]) == 6
+
+
+def test_session_start_without_id_generates_timestamp_and_hex(store):
+    record = start_session(store, StartSessionRequest(project="p1"), now=T0)
+    assert record["sessionId"].startswith("20260105T090000Z-") and record["id"] == f"session-{record['sessionId']}"
+
+
+# ---- §2.4 turn allocation, body, redaction
+
+def test_first_turn_is_1_and_next_is_max_plus_1(store):
+    assert rec(store, session_id="s1")["turn"] == 1
+    assert rec(store, session_id="s1")["turn"] == 2
+    assert rec(store, session_id="s1", turn=7)["turn"] == 7
+    assert rec(store, session_id="s1")["turn"] == 8
+    assert files(store) == ["prompt-s1-t1.md", "prompt-s1-t2.md", "prompt-s1-t7.md", "prompt-s1-t8.md"]
+
+
+def test_allocation_never_overwrites_a_file_the_index_missed(store):
+    rec(store, session_id="s1")
+    with sqlite3.connect(store.layout.index_path) as conn:
+        conn.execute("DELETE FROM records")  # the index lags the files (crash between file and index)
+    assert rec(store, session_id="s1", body="second")["turn"] == 2
+    assert read_record(store.root / "projects/p1/prompts/prompt-s1-t1.md")[1] == "do the thing"
+
+
+def test_concurrent_threads_never_collide_on_turns(store):
+    def worker():
+        for _ in range(20):
+            rec(store, session_id="busy")
+
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    turns = sorted(r["turn"] for r in list_prompts(store, ListRequest(project="p1", limit=100)).get("items"))
+    total = list_prompts(store, ListRequest(project="p1"))["total"]
+    assert total == 120
+    assert len(files(store)) == 120
+    assert sorted(int(name.rsplit("-t", 1)[1][:-3]) for name in files(store)) == list(range(1, 121))
+    assert len(turns) == 100
+
+
+def _process_writer(vault_root: str, count: int) -> None:
+    from memo_analytics.config import Settings
+    from memo_analytics.services.store import VaultStore
+
+    store = VaultStore(Settings(vault_root=vault_root))
+    for _ in range(count):
+        record_prompt(store, RecordPromptRequest(body="parallel", session_id="multi", project="p1"))
+
+
+def test_concurrent_processes_never_collide_on_turns(store):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_process_writer, args=(str(store.root), 25)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    names = files(store)
+    assert sorted(int(n.rsplit("-t", 1)[1][:-3]) for n in names) == list(range(1, 101))
+    count = store.conn.execute("SELECT COUNT(*) FROM records WHERE session_id = 'multi'").fetchone()[0]
+    assert count == 100
+
+
+@pytest.mark.parametrize("body", ["", "   ", "\n\t\n"])
+def test_record_requires_a_non_empty_body_and_writes_nothing(store, body):
+    with pytest.raises(InvalidFieldError, match="^Invalid body: must not be empty"):
+        rec(store, body=body, session_id="s1")
+    assert files(store) == []
+
+
+def test_body_of_invalid_utf8_is_refused(store):
+    with pytest.raises(InvalidFieldError, match="^Invalid body: is not valid UTF-8"):
+        rec(store, body="abc \udcff def")
+    assert files(store) == []
+
+
+def test_oversized_body_is_refused_not_truncated(store):
+    with pytest.raises(InvalidFieldError, match="^Invalid body: is 2000001 bytes; the limit is 1000000 bytes"):
+        rec(store, body="x" * 2_000_001)
+    assert files(store) == []
+
+
+@pytest.mark.parametrize("field, value", [("session_id", "../x"), ("project", "a/b"), ("session_id", "a\x00b"),
+                                           ("project", "x" * 2000), ("task_slug", "..")])
+def test_unsafe_ids_are_refused_and_nothing_is_written(store, field, value):
+    with pytest.raises(InvalidFieldError, match="^Invalid (sessionId|project|taskSlug):"):
+        rec(store, **{field: value})
+    assert not (store.root / "projects").exists() or not any((store.root / "projects").rglob("*.md"))
+
+
+SECRETS = [
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345",
+    "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+    "AKIAIOSFODNN7EXAMPLQ",
+    "hunter2hunter2",
+]
+
+
+def test_secrets_are_redacted_before_the_file_and_the_index(store):
+    body = (f"use {SECRETS[0]} and key {SECRETS[1]}\naws {SECRETS[2]}\npassword = \"{SECRETS[3]}\"\n"
+            "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n-----END OPENSSH PRIVATE KEY-----")
+    record = rec(store, body=body, session_id="s1")
+    text = (store.root / "projects/p1/prompts/prompt-s1-t1.md").read_text()
+    db = store.layout.index_path.read_bytes()
+    for secret in [*SECRETS, "b3BlbnNzaC1rZXktdjEAAAA"]:
+        assert secret not in text and secret not in record["body"]
+        assert secret.encode() not in db
+    assert "[REDACTED:github-token]" in text and "[REDACTED:private-key]" in text
+
+
+def test_atomic_write_leaves_the_old_file_when_the_rename_fails(store, monkeypatch):
+    rec(store, session_id="s1", turn=1, body="original")
+    path = store.root / "projects/p1/prompts/prompt-s1-t1.md"
+    before = path.read_bytes()
+
+    def boom(src, dst):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(vault_io.os, "replace", boom)
+    with pytest.raises(OSError):
+        rec(store, session_id="s1", turn=1, body="replacement")
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir()] == ["prompt-s1-t1.md"]  # no temp file left behind
+
+
+# ---- §2.5 lifecycle
+
+def test_session_start_refuses_to_restart_a_completed_session(store):
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0))
+    end_session(store, EndSessionRequest(session_id="s1", until="2026-01-05T10:00:00Z"))
+    with pytest.raises(SessionCompletedError, match="cannot be restarted"):
+        start_session(store, StartSessionRequest(session_id="s1", project="p1"))
+
+
+def test_session_restart_preserves_start_created_slug_client_billable_summary(store):
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0, task_slug="t-1",
+                                             client="Acme", billable=False, summary="first"))
+    again = start_session(store, StartSessionRequest(session_id="s1", project="p1", task_slug="other",
+                                                     client="Other", billable=True, summary="second", model="m2"),
+                          now=datetime(2026, 1, 5, 12, 0, tzinfo=UTC))
+    assert (again["startTime"], again["created"], again["taskSlug"], again["client"], again["billable"], again["summary"]) == (
+        "2026-01-05T09:00:00.000Z", "2026-01-05T09:00:00.000Z", "t-1", "Acme", False, "first")
+    assert again["model"] == "m2"
+
+
+@pytest.mark.parametrize("session_id", [None, "never-started"])
+def test_session_end_without_a_started_session_says_call_session_start_first(store, session_id):
+    with pytest.raises(SessionNotStartedError, match="Call session_start first$"):
+        end_session(store, EndSessionRequest(session_id=session_id))
+
+
+def test_session_end_defaults_to_now_and_rounds_duration_to_whole_minutes(store):
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0))
+    ended = end_session(store, EndSessionRequest(session_id="s1"), now=datetime(2026, 1, 5, 10, 42, 31, tzinfo=UTC))
+    assert ended["endTime"] == "2026-01-05T10:42:31.000Z"
+    assert ended["durationMinutes"] == 103 and ended["status"] == "completed"
+
+
+def test_reending_a_completed_session_keeps_its_duration_and_merges_deliverables(store):
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0))
+    end_session(store, EndSessionRequest(session_id="s1", until="2026-01-05T09:45:00Z", pr="https://x/pull/1",
+                                         deliverables=[{"type": "commit", "sha": "abc"}]))
+    again = end_session(store, EndSessionRequest(
+        session_id="s1", until="2026-01-05T18:00:00Z", pr="https://x/pull/1",
+        deliverables=[{"type": "commit", "sha": "abc"}, {"type": "commit", "sha": "def"}]))
+    assert again["durationMinutes"] == 45 and again["endTime"] == "2026-01-05T09:45:00.000Z"
+    assert [(d["type"], d.get("url"), d.get("sha")) for d in again["deliverables"]] == [
+        ("commit", None, "abc"), ("pr", "https://x/pull/1", None), ("commit", None, "def")]
+    assert again["deliverables"][1]["title"] == "Pull request 1"
+
+
+def test_session_end_before_start_is_refused(store):
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0))
+    with pytest.raises(InvalidFieldError, match="^Invalid until:"):
+        end_session(store, EndSessionRequest(session_id="s1", until="2026-01-05T08:00:00Z"))
+
+
+def test_prompt_inherits_client_billable_and_slug_from_its_session(store):
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", client="Acme", billable=False, task_slug="t"))
+    record = rec(store, session_id="s1")
+    assert (record["client"], record["billable"], record["taskSlug"]) == ("Acme", False, "t")
+
+
+# ---- index, search, get, reindex
+
+def test_every_mutation_updates_records_fts(store):
+    rec(store, body="the flux capacitor leaks", session_id="s1")
+    page = search_prompts(store, ListRequest(project="p1", query="capacitor"))
+    assert [i["id"] for i in page["items"]] == ["prompt-s1-t1"]
+    rec(store, body="replaced text", session_id="s1", turn=1)
+    assert search_prompts(store, ListRequest(project="p1", query="capacitor"))["total"] == 0
+    fts_rows = store.conn.execute("SELECT COUNT(*) FROM records_fts").fetchone()[0]
+    assert fts_rows == 1
+
+
+def test_list_returns_the_envelope_newest_first(store):
+    for minute in range(5):
+        rec(store, session_id="s1", created=f"2026-01-05T09:0{minute}:00Z")
+    page = list_prompts(store, ListRequest(project="p1", limit=2, offset=1))
+    assert (page["total"], page["limit"], page["offset"], page["hasMore"]) == (5, 2, 1, True)
+    assert [i["turn"] for i in page["items"]] == [4, 3]
+
+
+def test_get_resolves_a_prompt_then_a_session_else_fails(store):
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0))
+    rec(store, session_id="s1")
+    assert get_record(store, "prompt-s1-t1")["kind"] == "prompt"
+    assert get_record(store, "session-s1")["kind"] == "session"
+    assert get_record(store, "s1")["kind"] == "session"
+    with pytest.raises(RecordNotFoundError, match="^Record not found: nope"):
+        get_record(store, "nope")
+
+
+def _index_rows(store):
+    return sorted(tuple(r) for r in store.conn.execute("SELECT * FROM records").fetchall())
+
+
+def test_reindex_rebuilds_the_same_index_from_the_files_alone(store):
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0, client="Acme"))
+    for _ in range(3):
+        rec(store, body="alpha beta", session_id="s1")
+    end_session(store, EndSessionRequest(session_id="s1", until="2026-01-05T10:00:00Z", pr="https://x/pull/9"))
+    before = _index_rows(store)
+    fts_before = store.conn.execute("SELECT rowid, id, body FROM records_fts ORDER BY id").fetchall()
+    store.close()
+    os.remove(store.layout.index_path)
+    result = rebuild(store.conn, store.layout)
+    assert result.indexed == 4 and result.skipped == []
+    assert _index_rows(store) == before
+    assert len(store.conn.execute("SELECT rowid, id, body FROM records_fts ORDER BY id").fetchall()) == len(fts_before)
+    assert search_prompts(store, ListRequest(project="p1", query="beta"))["total"] == 3
+
+
+def test_reindex_reports_a_broken_file_and_leaves_it_byte_for_byte(store):
+    rec(store, session_id="s1")
+    broken = store.root / "projects/p1/prompts/prompt-bad-t1.md"
+    content = b"---\nid: [unclosed\nkind: prompt\n---\nbody\n"
+    broken.write_bytes(content)
+    result = rebuild(store.conn, store.layout)
+    assert result.indexed == 1
+    assert [isinstance(e, CorruptRecordError) and e.path.endswith("prompt-bad-t1.md") for e in result.skipped] == [True]
+    assert broken.read_bytes() == content

@@ -1,0 +1,61 @@
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from memo_analytics.domain.clock import hours_2dp, minutes_between, parse_bounds, parse_instant, to_iso
+from memo_analytics.domain.errors import InvalidDateError
+
+UTC = timezone.utc
+
+
+def test_stored_timestamps_are_utc_with_z_and_fixed_millis():
+    assert to_iso(datetime(2026, 1, 5, 10, 0, tzinfo=ZoneInfo("Europe/Berlin"))) == "2026-01-05T09:00:00.000Z"
+
+
+def test_naive_timestamp_is_read_in_the_given_zone():
+    assert parse_instant("2025-11-28T23:30:00", "x", ZoneInfo("Asia/Shanghai")) == datetime(2025, 11, 28, 15, 30, tzinfo=UTC)
+
+
+def test_offset_wins_over_zone():
+    assert parse_instant("2026-01-05T09:30:00+02:00", "x", ZoneInfo("Asia/Tokyo")) == datetime(2026, 1, 5, 7, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("bad", ["2026-13-45", "yesterday", "2026-02-30", "12/01/2026", "   ", None])
+def test_unparseable_since_raises_invalid_since_date(bad):
+    with pytest.raises(InvalidDateError) as info:
+        parse_bounds(since=bad if bad is not None else object())
+    assert str(info.value).startswith("Invalid since date")
+
+
+def test_unparseable_until_raises_invalid_until_date():
+    with pytest.raises(InvalidDateError, match="^Invalid until date"):
+        parse_bounds(until="2026-13-45")
+
+
+def test_date_only_until_covers_the_whole_day_in_the_zone():
+    bounds = parse_bounds("2026-01-05", "2026-01-05", ZoneInfo("Europe/Berlin"))
+    assert bounds.since == datetime(2026, 1, 4, 23, 0, tzinfo=UTC)
+    assert bounds.until_exclusive == datetime(2026, 1, 5, 23, 0, tzinfo=UTC)
+    assert bounds.contains(datetime(2026, 1, 5, 22, 59, 59, tzinfo=UTC))
+    assert not bounds.contains(datetime(2026, 1, 5, 23, 0, tzinfo=UTC))
+
+
+def test_until_with_a_time_is_inclusive_of_that_instant():
+    bounds = parse_bounds(None, "2026-01-05T10:00:00Z")
+    assert bounds.contains(datetime(2026, 1, 5, 10, 0, tzinfo=UTC))
+    assert not bounds.contains(datetime(2026, 1, 5, 10, 0, 0, 1000, tzinfo=UTC))
+
+
+def test_duration_rounds_to_whole_minutes_half_up():
+    start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    assert minutes_between(start, datetime(2026, 1, 5, 10, 30, 29, tzinfo=UTC)) == 90
+    assert minutes_between(start, datetime(2026, 1, 5, 10, 30, 30, tzinfo=UTC)) == 91
+    assert minutes_between(start, start) == 0
+
+
+def test_hours_round_half_up_to_two_decimals():
+    assert hours_2dp(20) == 0.33
+    assert hours_2dp(35) == 0.58
+    assert hours_2dp(980) == 16.33
+    assert hours_2dp(3) == 0.05

@@ -1,0 +1,35 @@
+import sqlite3
+
+import pytest
+
+from memo_analytics.index.query import clamp_page, fts_match_expression
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [((None, None), (20, 0)), ((0, -5), (1, 0)), ((500, 3), (100, 3)), ((50, 10), (50, 10)), (("abc", "x"), (20, 0))],
+)
+def test_limit_clamps_to_1_100_default_20_and_offset_to_non_negative(given, expected):
+    assert clamp_page(*given) == expected
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"', 'C++', 'AND', 'a AND OR NOT b', '-x', 'a:b', '(unbalanced', 'x"y', 'NEAR(a b)', '*', 'col:val^', "'quote'", '日本語の検索'],
+)
+def test_any_typed_text_is_a_valid_fts5_query(query):
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')")
+    conn.execute("INSERT INTO t VALUES ('C and C++ code: a:b x\"y (unbalanced NEAR')")
+    expression = fts_match_expression(query)
+    if expression is not None:
+        conn.execute("SELECT * FROM t WHERE t MATCH ?", (expression,)).fetchall()
+
+
+def test_tokens_without_letters_leave_nothing_to_search():
+    assert fts_match_expression("-- ** ()") is None
+    assert fts_match_expression("   ") is None
+
+
+def test_tokens_are_quoted_phrases_and_combined():
+    assert fts_match_expression('say "hi"') == '"say" """hi"""'
