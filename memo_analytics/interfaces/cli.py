@@ -442,9 +442,9 @@ def demo(
 # ---------------------------------------------------------------- entry point
 
 
-def _build(model: type, **fields: Any):
+def _build(request_model: type, /, **fields: Any):
     try:
-        return model(**fields)
+        return request_model(**fields)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "input"

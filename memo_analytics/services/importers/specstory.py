@@ -1,0 +1,177 @@
+"""SpecStory Markdown: ``<project>/.specstory/history/*.md`` (SPEC §7).
+
+Three dialects, told apart by the preamble (the lines before the first turn header):
+
+* old Cursor extension: ``# Title (YYYY-MM-DD HH:MM:SS)`` in *local* time (read in
+  ``options.zone``) and bare ``_**User**_`` / ``_**Assistant**_`` headers; the turns have
+  no time of their own, so the title stamp is the only activity;
+* new Cursor extension: ``<!-- cursor Session <uuid> (YYYY-MM-DD HH:MMZ) -->`` and
+  ``_**User (YYYY-MM-DD HH:MMZ)**_`` / ``_**Assistant (model)**_``;
+* SpecStory CLI v2: ``<!-- Claude Code|Codex CLI|Gemini CLI|Cursor IDE Session <uuid>
+  (…) -->`` with ``_**User (ISO-8601 Z)**_`` / ``_**Agent (model ISO-8601 Z)**_``.
+
+A turn runs from its header line to the next one; the ``---`` separator at its end is
+dropped, and a ``---`` inside a body (YAML front matter, a horizontal rule) is just text.
+Code fences are deliberately *not* tracked: SpecStory writes tool output that itself holds
+```` ``` ```` lines inside a ```` ``` ```` fence, so its fences are often unbalanced and
+tracking them hides real headers (three real User turns of one real file, dozens of
+Agent turns of others). The cost is that a SpecStory transcript pasted verbatim into a
+prompt would be read as turns. Every stamp seen (session comment, title, headers) is
+activity. transcript_id is the session uuid of the comment, else the file stem, so the
+same session saved under several names imports once. ``ide``/``agent``: ``cursor`` for
+the Cursor dialects, else ``claude-code``, ``codex`` or ``gemini-cli`` from the comment;
+``model`` from the first agent header that names one (Cursor's ``default`` is not a
+model). project_hint: the folder that contains ``.specstory``.
+
+The person's prompts are the User turns, filtered with the Claude Code rules
+(:class:`~.claude_code.PromptSieve`: no caveats, local commands or their output, task
+notifications, interrupt markers, image-path notes; a slash command is kept as
+``/name args``), since SpecStory copies those records verbatim. SpecStory drops Claude
+Code's ``isMeta`` flag, so a User turn that follows a kept slash command at the very same
+instant is taken as the command's expansion and dropped. Codex IDE wrappers are cut to the
+person's request as in :func:`~.codex.human_request`. A file without a User turn (e.g. a
+hand-written summary) yields nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from ...domain.clock import parse_instant
+from ...domain.errors import InvalidDateError
+from .claude_code import PromptSieve
+from .codex import human_request
+from .common import ImportOptions, ParseResult, Transcript
+
+SUFFIXES: tuple[str, ...] = (".md",)
+EXCLUDE_DIRS: tuple[str, ...] = ("ai_rules_backups",)
+SOURCE = "specstory"
+
+_HEADER = re.compile(r"^_\*\*(User|Assistant|Agent)(?:\s*\((?P<arg>[^)]*)\))?\*\*_\s*$")
+_STAMP = r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
+_STAMP_AT_END = re.compile(rf"(?:^|\s)(?P<stamp>{_STAMP})$")
+_SESSION_COMMENT = re.compile(r"^<!--\s*(?P<agent>.*?)\s+Session\s+(?P<id>[A-Za-z0-9._-]+)\s*(?:\((?P<stamp>[^)]*)\))?\s*-->")
+_TITLE = re.compile(rf"^#\s+(?P<title>.*?)\s*(?:\((?P<stamp>{_STAMP})\))?\s*$")
+_NOT_MODELS = {"default", "auto"}
+_IDES = (("cursor", "cursor"), ("claude", "claude-code"), ("codex", "codex"), ("gemini", "gemini-cli"))
+
+
+@dataclass
+class _Turn:
+    role: str
+    at: datetime | None
+    model: str | None
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        lines = list(self.lines)
+        while lines and lines[-1].strip() in ("", "---"):
+            lines.pop()
+        return "\n".join(lines).strip()
+
+
+def _split_arg(arg: str | None, options: ImportOptions) -> tuple[datetime | None, str | None]:
+    """A header's ``(stamp, model)``; raises InvalidDateError on a broken stamp."""
+    arg = (arg or "").strip()
+    match = _STAMP_AT_END.search(arg)
+    at = parse_instant(match.group("stamp"), "timestamp", options.zone) if match else None
+    model = (arg[: match.start()] if match else arg).strip() or None
+    return at, (None if model is None or model.lower() in _NOT_MODELS else model)
+
+
+def _ide(agent: str | None) -> str:
+    name = (agent or "cursor").strip().lower()
+    for key, ide in _IDES:
+        if name.startswith(key):
+            return ide
+    return re.sub(r"[^a-z0-9]+", "-", name).strip("-") or "cursor"
+
+
+def _project_hint(path: Path) -> str | None:
+    for folder in path.parents:
+        if folder.name == ".specstory":
+            return folder.parent.name or None
+    return None
+
+
+def _scan(lines: list[str], options: ImportOptions) -> tuple[list[str], list[_Turn], int]:
+    """Split into (preamble lines, turns, headers with an unreadable stamp)."""
+    preamble: list[str] = []
+    turns: list[_Turn] = []
+    bad = 0
+    for line in lines:
+        header = _HEADER.match(line)
+        if header:
+            try:
+                at, model = _split_arg(header.group("arg"), options)
+            except InvalidDateError:
+                at, model, bad = None, None, bad + 1
+            turns.append(_Turn("user" if header.group(1) == "User" else "agent", at, model))
+            continue
+        (turns[-1].lines if turns else preamble).append(line)
+    return preamble, turns, bad
+
+
+def parse(path: Path, options: ImportOptions) -> ParseResult:
+    """Read one SpecStory Markdown file.
+
+    Parameters
+    ----------
+    path : Path
+        A ``.specstory/history/*.md`` file.
+    options : ImportOptions
+        ``options.zone`` reads stamps without an offset (the old Cursor title's local
+        time); None means UTC.
+
+    Returns
+    -------
+    ParseResult
+        At most one transcript (none without a human prompt; see the module docstring);
+        ``activity`` holds every stamp as aware UTC; ``skipped_lines`` counts header or
+        preamble stamps that could not be read.
+
+    Raises
+    ------
+    OSError, UnicodeDecodeError
+        The file cannot be read as UTF-8 text.
+    """
+    preamble, turns, skipped = _scan(path.read_text(encoding="utf-8").splitlines(), options)
+    transcript = Transcript(transcript_id=path.stem, source=SOURCE, path=path, project_hint=_project_hint(path))
+    agent_name = None
+    for line in preamble:
+        comment = _SESSION_COMMENT.match(line.strip())
+        title = _TITLE.match(line) if transcript.title is None else None
+        try:
+            if comment:
+                agent_name, transcript.transcript_id = comment.group("agent"), comment.group("id")
+                stamp = comment.group("stamp")
+                if stamp and _STAMP_AT_END.search(stamp.strip()):
+                    transcript.activity.append(parse_instant(stamp.strip(), "timestamp", options.zone))
+            elif title:
+                text, stamp = title.group("title").strip(), title.group("stamp")
+                if stamp is None and re.fullmatch(_STAMP, text):
+                    text, stamp = "", text  # CLI v2: the title is only the start stamp
+                transcript.title = text or None
+                if stamp:
+                    transcript.activity.append(parse_instant(stamp, "timestamp", options.zone))
+        except InvalidDateError:
+            skipped += 1
+    transcript.ide = transcript.agent = _ide(agent_name)
+    sieve = PromptSieve(same_stamp_expansion=True)
+    for turn in turns:
+        if turn.at is not None:
+            transcript.activity.append(turn.at)
+        if turn.role == "agent":
+            transcript.model = transcript.model or turn.model
+            sieve.other()
+            continue
+        text = turn.text
+        if text.startswith("# Context from my IDE setup"):
+            text = human_request(text) or ""
+        sieve.feed(text, turn.at)
+    transcript.prompts = sieve.prompts
+    return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=skipped)

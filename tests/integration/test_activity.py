@@ -1,0 +1,85 @@
+"""SPEC §4 activity_report, computed with DuckDB over the real index."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from memo_analytics.analytics.activity import ActivityRequest, activity_report
+from memo_analytics.domain.errors import InvalidDateError
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+
+UTC = timezone.utc
+
+
+def session(store, sid, start, end, project="p1", client=None, billable=True, prompts=1):
+    start_session(store, StartSessionRequest(session_id=sid, project=project, client=client, billable=billable,
+                                             start_time=start))
+    for _ in range(prompts):
+        record_prompt(store, RecordPromptRequest(body="work", session_id=sid, project=project, created=start))
+    if end:
+        end_session(store, EndSessionRequest(session_id=sid, until=end))
+
+
+@pytest.fixture
+def filled(store):
+    session(store, "a1", "2026-01-05T09:00:00Z", "2026-01-05T10:20:00Z", client="Acme", prompts=2)   # 80
+    session(store, "a2", "2026-01-06T09:00:00Z", "2026-01-06T09:35:00Z", client="acme", project="p2")  # 35
+    session(store, "g1", "2026-01-06T13:00:00Z", "2026-01-06T13:10:00Z", client="Globex")  # 10
+    session(store, "i1", "2026-01-07T09:00:00Z", "2026-01-07T09:20:00Z")  # 20, internal
+    session(store, "nb", "2026-01-07T10:00:00Z", "2026-01-07T15:00:00Z", client="Acme", billable=False)  # 300, not billable
+    session(store, "open", "2026-01-08T09:00:00Z", None, client="Acme")  # open: bills nothing yet
+    return store
+
+
+def test_only_billable_completed_sessions_count_toward_totals(filled):
+    report = activity_report(filled, ActivityRequest()).wire()
+    assert report["totalDurationMinutes"] == 80 + 35 + 10 + 20
+    assert report["totalBillableHours"] == 2.42  # 145 / 60 = 2.4166…
+    assert len(report["sessions"]) == 6
+    assert [s["durationMinutes"] for s in report["sessions"] if s["sessionId"] == "open"] == [None]
+
+
+def test_missing_client_is_internal_and_clients_group_case_insensitively(filled):
+    report = activity_report(filled, ActivityRequest()).wire()
+    assert report["byClient"] == {
+        "Acme": {"durationMinutes": 115, "billableHours": 1.92, "sessions": 2},
+        "Globex": {"durationMinutes": 10, "billableHours": 0.17, "sessions": 1},
+        "internal": {"durationMinutes": 20, "billableHours": 0.33, "sessions": 1},
+    }
+    assert report["byProject"] == {
+        "p1": {"durationMinutes": 110, "billableHours": 1.83, "sessions": 3},
+        "p2": {"durationMinutes": 35, "billableHours": 0.58, "sessions": 1},
+    }
+
+
+def test_client_filter_is_case_insensitive_and_internal_matches_no_client(filled):
+    acme = activity_report(filled, ActivityRequest(client="ACME")).wire()
+    assert acme["totalDurationMinutes"] == 115 and acme["totalPrompts"] == 2 + 1 + 1 + 1
+    internal = activity_report(filled, ActivityRequest(client="internal")).wire()
+    assert internal["totalDurationMinutes"] == 20 and [s["sessionId"] for s in internal["sessions"]] == ["i1"]
+
+
+def test_total_prompts_counts_prompts_within_the_date_bounds(filled):
+    report = activity_report(filled, ActivityRequest(since="2026-01-06", until="2026-01-07", tz="UTC")).wire()
+    assert report["totalPrompts"] == 1 + 1 + 1 + 1  # a2, g1, i1, nb
+    assert report["totalDurationMinutes"] == 35 + 10 + 20
+
+
+def test_project_selection(filled):
+    report = activity_report(filled, ActivityRequest(projects=["p2"])).wire()
+    assert report["totalDurationMinutes"] == 35 and report["projects"] == ["p2"]
+
+
+def test_session_json_keys(filled):
+    item = activity_report(filled, ActivityRequest()).wire()["sessions"][0]
+    assert list(item) == ["id", "sessionId", "project", "client", "billable", "status", "startTime", "endTime",
+                          "durationMinutes", "taskSlug", "summary", "deliverables"]
+
+
+def test_invalid_dates_in_the_report_are_refused(filled):
+    with pytest.raises(InvalidDateError, match="^Invalid until date"):
+        activity_report(filled, ActivityRequest(until="2026-13-45"))

@@ -1,0 +1,178 @@
+"""The ``memo`` console script, run as a real process (SPEC §3.2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader
+
+
+def memo(*args: str, vault: Path | None = None, env: dict | None = None, cwd: Path | None = None,
+         check: bool = True) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("MEMO_VAULT", None) if vault is None and "MEMO_VAULT" not in (env or {}) else None
+    command = [sys.executable, "-m", "memo_analytics"]
+    if vault is not None:
+        command += ["--vault-root", str(vault)]
+    proc = subprocess.run([*command, *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"memo {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+def pdf_text(path: Path) -> str:
+    return "\n".join(page.extract_text() for page in PdfReader(str(path)).pages)
+
+
+def grand_total(text: str) -> str:
+    match = re.search(r"Total billable hours: ([0-9]+\.[0-9]{2})", text)
+    assert match, text[-500:]
+    return match.group(1)
+
+
+def test_record_list_search_get_round_trip_as_json(tmp_path):
+    vault = tmp_path / "v"
+    rec = json.loads(memo("--json", "prompt", "record", "--body", "Refactor the invoice module", "--session-id",
+                          "s1", "--project", "acme", "--client", "Acme", "--ide", "cursor", vault=vault).stdout)
+    assert rec["id"] == "prompt-s1-t1" and rec["ide"] == "cursor" and rec["client"] == "Acme"
+    page = json.loads(memo("--json", "prompts", "list", "--project", "acme", vault=vault).stdout)
+    assert list(page) == ["total", "limit", "offset", "hasMore", "items"] and page["total"] == 1
+    found = json.loads(memo("--json", "prompt", "search", "invoice", "--project", "acme", vault=vault).stdout)
+    assert [i["id"] for i in found["items"]] == ["prompt-s1-t1"]
+    got = json.loads(memo("--json", "prompt", "get", "prompt-s1-t1", vault=vault).stdout)
+    assert got["body"] == "Refactor the invoice module"
+
+
+def test_session_start_end_and_activity_json_keys(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "s9", "--project", "acme", "--client", "Acme", "--start-time", "2026-01-05T09:00:00Z",
+         vault=vault)
+    memo("prompt", "record", "--body", "go", "--session-id", "s9", "--project", "acme", vault=vault)
+    ended = json.loads(memo("--json", "session", "end", "s9", "--until", "2026-01-05T10:30:00Z", "--pr",
+                            "https://github.com/o/r/pull/7", "--summary", "done", vault=vault).stdout)
+    assert ended["durationMinutes"] == 90 and ended["deliverables"][0]["type"] == "pr"
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    for key in ("totalDurationMinutes", "totalBillableHours", "byClient", "byProject", "totalPrompts", "sessions"):
+        assert key in report
+    assert report["totalBillableHours"] == 1.5 and report["byClient"]["Acme"]["durationMinutes"] == 90
+    assert set(report["sessions"][0]) >= {"id", "sessionId", "project", "client", "billable", "startTime", "endTime",
+                                          "durationMinutes", "taskSlug", "summary", "deliverables"}
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["prompt", "record", "--body", "x", "--session-id", "../etc"], "error: Invalid sessionId:"),
+        (["prompt", "record", "--body", "   "], "error: Invalid body: must not be empty"),
+        (["prompt", "record", "--body", "x", "--project", "a/b"], "error: Invalid project:"),
+        (["prompt", "record", "--body", "x", "--turn", "0", "--session-id", "s"], "error: Invalid turn:"),
+        (["prompt", "list", "--since", "2026-13-45"], "error: Invalid since date: '2026-13-45'"),
+        (["activity", "--all", "--until", "soon"], "error: Invalid until date: 'soon'"),
+        (["activity", "--all", "--tz", "Mars/Olympus"], "error: Invalid tz: unknown time zone 'Mars/Olympus'"),
+        (["session", "end", "ghost"], "error: No session record for ghost. Call session_start first"),
+        (["prompt", "get", "nothing-here"], "error: Record not found: nothing-here"),
+        (["session", "end", "s", "--deliverables", "{bad"], "error: Invalid deliverables: not JSON"),
+    ],
+)
+def test_bad_input_is_one_line_non_zero_and_writes_nothing(tmp_path, args, message):
+    vault = tmp_path / "v"
+    proc = memo(*args, vault=vault, check=False)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
+    assert not (vault / "projects").exists()
+
+
+def test_default_vault_is_under_home_never_the_current_repository(tmp_path):
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    home.mkdir()
+    memo("prompt", "record", "--body", "hello", cwd=repo, env={"HOME": str(home)})
+    assert list((home / ".memo" / "vault" / "projects" / "repo" / "prompts").glob("*.md"))
+    assert [p.name for p in repo.iterdir()] == [".git"]
+
+
+def test_memo_vault_env_sets_the_vault(tmp_path):
+    memo("prompt", "record", "--body", "hello", "--project", "p", env={"MEMO_VAULT": str(tmp_path / "envvault")})
+    assert list((tmp_path / "envvault" / "projects" / "p" / "prompts").glob("*.md"))
+
+
+def test_demo_builds_the_sample_and_its_pdf_total_matches_activity(tmp_path):
+    out = tmp_path / "demo"
+    proc = memo("demo", "--out", str(out))
+    assert "timesheet PDF" in proc.stdout and str(out / "timesheet.pdf") in proc.stdout
+    vault = out / "vault"
+    report = json.loads(memo("--json", "activity", "--all", "--tz", "Europe/Berlin", vault=vault).stdout)
+    text = pdf_text(out / "timesheet.pdf")
+    assert grand_total(text) == f"{report['totalBillableHours']:.2f}"
+    assert "All times in Europe/Berlin" in text
+    clients = set(report["byClient"])
+    assert {"Acme Corp", "Globex", "Initech"} <= clients
+    assert any(not s["billable"] for s in report["sessions"])
+    assert "(+1d)" in text  # the session crossing local midnight
+    assert len({s["project"] for s in report["sessions"]}) >= 4
+    # deterministic: a second demo produces the same vault content
+    first = {p.relative_to(vault): p.read_bytes() for p in (vault / "projects").rglob("*.md")}
+    memo("demo", "--out", str(out))
+    second = {p.relative_to(vault): p.read_bytes() for p in (vault / "projects").rglob("*.md")}
+    assert first == second
+
+
+def test_demo_refuses_to_overwrite_a_folder_that_is_not_a_demo(tmp_path):
+    (tmp_path / "vault").mkdir()
+    (tmp_path / "vault" / "keep.txt").write_text("mine")
+    proc = memo("demo", "--out", str(tmp_path), check=False)
+    assert proc.returncode == 1 and "is not a memo demo vault" in proc.stderr
+    assert (tmp_path / "vault" / "keep.txt").read_text() == "mine"
+
+
+def test_timesheet_pdf_rows_subtotals_and_total_for_a_client_filter(tmp_path):
+    vault = tmp_path / "v"
+    memo("demo", "--out", str(tmp_path / "d"))
+    vault = tmp_path / "d" / "vault"
+    report = json.loads(memo("--json", "activity", "--all", "--client", "globex", "--tz", "Asia/Tokyo",
+                             vault=vault).stdout)
+    pdf = tmp_path / "globex.pdf"
+    memo("report", "timesheet", "--all", "--client", "globex", "--tz", "Asia/Tokyo", "-o", str(pdf), vault=vault)
+    text = pdf_text(pdf)
+    assert grand_total(text) == f"{report['totalBillableHours']:.2f}"
+    assert "Client: Globex" in text and "Client: Acme" not in text
+    assert "All times in Asia/Tokyo" in text
+    rows = [s for s in report["sessions"] if s["billable"] and s["durationMinutes"] is not None]
+    assert text.count("globex-etl") >= len(rows)
+
+
+def test_reindex_reports_counts(tmp_path):
+    memo("demo", "--out", str(tmp_path / "d"))
+    vault = tmp_path / "d" / "vault"
+    result = json.loads(memo("--json", "reindex", vault=vault).stdout)
+    assert result["indexed"] == 17 + 55 and result["skipped"] == []
+
+
+def _commands(group, prefix=()):
+    import click
+
+    for name, command in group.commands.items():
+        yield (*prefix, name), command
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*prefix, name))
+
+
+def test_every_command_has_help_text():
+    import typer.main
+
+    from memo_analytics.interfaces.cli import app
+
+    root = typer.main.get_command(app)
+    missing = [" ".join(path) for path, command in _commands(root) if not (command.help or "").strip()]
+    assert missing == []
+    for path, command in _commands(root):
+        for param in command.params:
+            if param.param_type_name == "option" and param.name != "help":
+                assert (param.help or "").strip(), f"{' '.join(path)} {param.name} lacks help"
