@@ -125,6 +125,7 @@ def prompt_record(
 def _list_request(**kwargs: Any) -> ListRequest:
     kwargs["cross_project"] = kwargs.pop("all_projects")
     kwargs["tags"] = kwargs.pop("tag")
+    kwargs["cwd"] = str(Path.cwd())
     return _build(ListRequest, **kwargs)
 
 
@@ -267,15 +268,7 @@ def session_end(
 
 def _activity_request(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
                       client: Optional[str], tz: Optional[str]) -> ActivityRequest:
-    store = state.store
-    if all_projects:
-        projects = None
-    elif project:
-        projects = [store.resolve_project(project)]
-    else:
-        resolved = store.resolve_project(None, Path.cwd())
-        in_repo = resolved != store.settings.default_project or bool(store.settings.default_project != "default")
-        projects = [resolved] if in_repo else None
+    projects = state.store.scope(project, all_projects, Path.cwd())
     return ActivityRequest(projects=projects, since=since, until=until, client=client, tz=tz)
 
 

@@ -137,7 +137,7 @@ def filter_from_request(store: VaultStore, request: ListRequest) -> PromptFilter
     InvalidDateError
         ``Invalid since date`` / ``Invalid until date``.
     """
-    projects = None if request.cross_project else [store.resolve_project(request.project)]
+    projects = store.scope(request.project, request.cross_project, request.cwd)
     return PromptFilter(
         projects=projects,
         ide=request.ide or None,

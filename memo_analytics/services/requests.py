@@ -72,6 +72,7 @@ class ListRequest(Request):
 
     project: str | None = None
     cross_project: bool = False
+    cwd: str | None = None
     query: str | None = None
     ide: str | None = None
     model: str | None = None

@@ -23,6 +23,17 @@ from ..vault.layout import VaultLayout
 from ..vault.lock import vault_lock
 
 
+def project_from_cwd(cwd: str | Path | None) -> str | None:
+    """The slug of the git repository folder that contains ``cwd``, or None."""
+    if not cwd:
+        return None
+    path = Path(cwd)
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return slugify(candidate.name)
+    return None
+
+
 class VaultStore:
     """One open vault.
 
@@ -64,17 +75,30 @@ class VaultStore:
         return vault_lock(self.layout.lock_path)
 
     def resolve_project(self, project: str | None, cwd: str | Path | None = None) -> str:
-        """The project id: explicit ``project``, else the repository folder name of ``cwd``,
-        else ``settings.default_project``; always validated as a safe slug.
+        """The project id a record is filed under: explicit ``project``, else the repository
+        folder name of ``cwd``, else ``settings.default_project``; validated as a safe slug.
         """
         if project not in (None, ""):
             return validate_slug(project, "project")
-        if cwd:
-            path = Path(cwd)
-            for candidate in (path, *path.parents):
-                if (candidate / ".git").exists():
-                    return slugify(candidate.name)
-        return validate_slug(self.settings.default_project, "project")
+        return project_from_cwd(cwd) or validate_slug(self.settings.default_project, "project")
+
+    def scope(self, project: str | None, cross_project: bool, cwd: str | Path | None = None) -> list[str] | None:
+        """Projects a read covers (None = every project).
+
+        ``cross_project`` → every project; an explicit ``project`` → that one; else the
+        repository of ``cwd`` or a configured ``MEMO_PROJECT``; else every project (a reader
+        outside any repository sees the whole vault).
+        """
+        if cross_project:
+            return None
+        if project not in (None, ""):
+            return [validate_slug(project, "project")]
+        from_cwd = project_from_cwd(cwd)
+        if from_cwd:
+            return [from_cwd]
+        if "default_project" in self.settings.model_fields_set:
+            return [validate_slug(self.settings.default_project, "project")]
+        return None
 
     def path_for(self, project: str, kind: RecordKind, record_id: str) -> Path:
         return self.layout.record_path(project, kind, record_id)

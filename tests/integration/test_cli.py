@@ -176,3 +176,15 @@ def test_every_command_has_help_text():
         for param in command.params:
             if param.param_type_name == "option" and param.name != "help":
                 assert (param.help or "").strip(), f"{' '.join(path)} {param.name} lacks help"
+
+
+def test_reads_outside_a_repository_cover_every_project_and_inside_one_only_its_own(tmp_path):
+    vault = tmp_path / "v"
+    repo = tmp_path / "acme-web"
+    (repo / ".git").mkdir(parents=True)
+    memo("prompt", "record", "--body", "in the repo", vault=vault, cwd=repo)
+    memo("prompt", "record", "--body", "elsewhere", "--project", "other", vault=vault)
+    outside = json.loads(memo("--json", "prompt", "list", vault=vault, cwd=tmp_path).stdout)
+    inside = json.loads(memo("--json", "prompt", "list", vault=vault, cwd=repo).stdout)
+    assert outside["total"] == 2
+    assert [i["project"] for i in inside["items"]] == ["acme-web"]
