@@ -21,7 +21,9 @@ Slash commands (decision): a ``<command-name>/x</command-name>`` record is what 
 typed, so a command that goes to the model (``/init``, ``/review 12``, a custom command)
 is a prompt, stored as ``/x args``. A *local* command (``/model``, ``/plugin``, ``/exit``
 …) is a UI action, not a request to the agent: it is recognised by the
-``<local-command-stdout>`` that answers it (or the caveat just before it) and dropped.
+``<local-command-stdout>`` that answers it (Claude Code writes one even when empty) and
+dropped. The caveat is no clue: it comes before the command in Claude Code's files and
+after it in SpecStory's.
 
 IDE and harness wrappers inside a prompt (``<system-reminder>``, ``<ide_opened_file>``,
 ``<ide_selection>``, ``<ide_diagnostics>``) are cut out of its text.
@@ -100,8 +102,8 @@ class PromptSieve:
     """Keeps the person's prompts from a stream of user turns (shared with SpecStory).
 
     Feed every user turn in order with :meth:`feed` and call :meth:`other` for anything
-    else (a tool result, an agent turn). A slash command is kept unless a local-command
-    caveat came just before it or local output comes right after it. With
+    else (a tool result, an agent turn). A slash command is kept unless local-command
+    output comes right after it (then it was a local command). With
     ``same_stamp_expansion`` (SpecStory, which drops Claude Code's ``isMeta`` flag) a
     plain turn that follows a kept command at the very same instant is the command's
     expansion and is dropped.
@@ -109,26 +111,25 @@ class PromptSieve:
 
     same_stamp_expansion: bool = False
     prompts: list[HumanPrompt] = field(default_factory=list)
-    _last: str = "none"
     _pending: HumanPrompt | None = None
 
     def feed(self, text: str, at: datetime | None, meta: bool = False) -> None:
         kind, clean = classify_text(text)
+        if kind == "caveat":
+            return  # may sit between a local command and its output
         pending, self._pending = self._pending, None
         if kind == "output" and pending is not None and self.prompts and self.prompts[-1] is pending:
             self.prompts.pop()
-        elif kind == "command" and not meta and self._last != "caveat":
+        elif kind == "command" and not meta:
             self._pending = HumanPrompt(clean, at)
             self.prompts.append(self._pending)
         elif kind == "prompt" and not meta:
             expansion = self.same_stamp_expansion and pending is not None and at is not None and pending.at == at
             if not expansion:
                 self.prompts.append(HumanPrompt(clean, at))
-        self._last = "meta" if meta and kind != "caveat" else kind
 
     def other(self) -> None:
         self._pending = None
-        self._last = "other"
 
 
 @dataclass
@@ -263,12 +264,14 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
     if transcript.project_hint is None:
         transcript.project_hint = _folder_name(record.get("cwd"))
     message = record.get("message")
+    if record.get("isSidechain") is True:
+        return  # a sub-agent's brief, tool traffic and model: activity only
     if record["type"] == "assistant":
         model = message.get("model")
         if transcript.model is None and isinstance(model, str) and model and model != "<synthetic>":
             transcript.model = model
         return
-    if record["type"] != "user" or record.get("isSidechain") is True:
+    if record["type"] != "user":
         return
     content, tool = _content_text(message["content"])
     if tool or "toolUseResult" in record:

@@ -42,10 +42,7 @@ SOURCE = "codex"
 
 _IDE_HEADER = "# Context from my IDE setup"
 _IDE_REQUEST = re.compile(r"^## My request for Codex:?[ \t]*\n?", re.M)
-_WRAPPER_PREFIXES = (
-    "<environment_context>", "<user_instructions>", "<user_shell_command>", "# AGENTS.md instructions",
-    "<INSTRUCTIONS>",
-)
+_WRAPPER = re.compile(r"^(?:<(?:environment_context|user_instructions|user_shell_command|INSTRUCTIONS)\b|# AGENTS\.md instructions)")
 _ENVELOPE_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 _BARE_ITEM_TYPES = {"message", "reasoning", "function_call", "function_call_output", "local_shell_call",
                     "custom_tool_call", "custom_tool_call_output", "web_search_call"}
@@ -67,7 +64,7 @@ def human_request(text: str) -> str | None:
         blank text.
     """
     text = text.replace("\x00", "").strip()
-    if not text or text.startswith(_WRAPPER_PREFIXES):
+    if not text or _WRAPPER.match(text):
         return None
     if text.startswith(_IDE_HEADER):
         match = _IDE_REQUEST.search(text)

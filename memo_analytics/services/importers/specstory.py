@@ -12,8 +12,8 @@ Three dialects, told apart by the preamble (the lines before the first turn head
 
 A turn runs from its header line to the next one; the ``---`` separator at its end is
 dropped, and a ``---`` inside a body (YAML front matter, a horizontal rule) is just text.
-Code fences are deliberately *not* tracked: SpecStory writes tool output that itself holds
-```` ``` ```` lines inside a ```` ``` ```` fence, so its fences are often unbalanced and
+Code fences are deliberately *not* tracked: SpecStory wraps tool output that itself holds
+triple-backtick lines in a triple-backtick fence, so its fences are often unbalanced and
 tracking them hides real headers (three real User turns of one real file, dozens of
 Agent turns of others). The cost is that a SpecStory transcript pasted verbatim into a
 prompt would be read as turns. Every stamp seen (session comment, title, headers) is
@@ -141,10 +141,10 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     """
     preamble, turns, skipped = _scan(path.read_text(encoding="utf-8").splitlines(), options)
     transcript = Transcript(transcript_id=path.stem, source=SOURCE, path=path, project_hint=_project_hint(path))
-    agent_name = None
+    agent_name, titled = None, False
     for line in preamble:
         comment = _SESSION_COMMENT.match(line.strip())
-        title = _TITLE.match(line) if transcript.title is None else None
+        title = None if titled else _TITLE.match(line)
         try:
             if comment:
                 agent_name, transcript.transcript_id = comment.group("agent"), comment.group("id")
@@ -152,7 +152,7 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
                 if stamp and _STAMP_AT_END.search(stamp.strip()):
                     transcript.activity.append(parse_instant(stamp.strip(), "timestamp", options.zone))
             elif title:
-                text, stamp = title.group("title").strip(), title.group("stamp")
+                titled, text, stamp = True, title.group("title").strip(), title.group("stamp")
                 if stamp is None and re.fullmatch(_STAMP, text):
                     text, stamp = "", text  # CLI v2: the title is only the start stamp
                 transcript.title = text or None

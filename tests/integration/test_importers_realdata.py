@@ -1,0 +1,310 @@
+"""The three transcript importers on real, published transcripts (SPEC §7).
+
+The transcripts live outside the repository, in ``<repo>/../shared/realdata`` (see its
+README; the ``realdata`` fixture of ``tests/conftest.py`` finds them and errors out when
+they are missing); they are read in place, never copied. Every expected count below was made by
+reading the file directly (json/grep exploration, independent of the parsers) and the
+comment next to it says how.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from memo_analytics.config import Settings
+from memo_analytics.domain.records import RecordKind
+from memo_analytics.services.importers import claude_code, codex, specstory
+from memo_analytics.services.importers.common import ImportOptions, run_import, walk_files
+from memo_analytics.services.store import VaultStore
+
+UTC = timezone.utc
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+NEW_YORK = ZoneInfo("America/New_York")  # edobry's old-Cursor titles: 16:30:55 local, file name 20-30 UTC
+PARSERS = {"claude-code-jsonl": claude_code, "specstory-md": specstory, "codex-rollouts": codex}
+FEISHU = "codex-rollouts/7567491-Feishu_ClaudeCode"
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+CC = "claude-code-jsonl/"
+SS = "specstory-md/"
+CX = f"{FEISHU}/.codex/sessions/2025/11/"
+MA = "multi-agent/Mai0313-VibeCodingTracker/tests/fixtures/sessions/"
+GSS = SS + "specstoryai-getspecstory/specstory-cli/.specstory/history/"
+
+# (parser, file, [(prompt count, start of first prompt) per transcript])
+CASES = [
+    # 16 user records: 13 carry toolUseResult + a tool_result block, 2 are isMeta "Stop hook
+    # feedback" → 1 prompt (line 2)
+    (claude_code, CC + "DRMacIver-claude-reliability/snapshot-tests/tests/coverage-test-fix/transcript.jsonl",
+     [(1, "Add a function called multiply_numbers(a: int, b: int)")]),
+    # 24 user records: 7 tool results, 3 <task-notification>, 4 isMeta (2 caveats, 2 command
+    # expansions), 2 local /plugin commands + their 2 <local-command-stdout>, 1 "[Request
+    # interrupted by user]" → 5: lines 2, 44 (/publish-session), 70 (/publish-session), 74, 82
+    (claude_code, CC + "moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl",
+     [(5, "Spaw sub-agents to write poems about Thai green curry")]),
+    # 175 user records: 167 tool results (156 of them in sidechains), 5 isSidechain briefs,
+    # line 3 the isMeta expansion of line 2 (/orchestrator with args), line 434 "Thanks! ..." → 2
+    (claude_code, CC + "d-kimuson-claude-code-viewer/mock-global-claude-dir/projects/sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
+     [(2, "/orchestrator create TODO app by Next.js")]),
+    # 10 "type":"user" lines: 1, 3, 12 are text; 5, 18 tool results; 6 bare caveat text; 7
+    # test-command answered by 8 <local-command-stdout>; 10 (no content) and 11 (message is a
+    # string) are malformed → 3 (skipped lines tested below)
+    (claude_code, CC + "daaain-claude-code-log/test/test_data/edge_cases.jsonl",
+     [(3, "Here's a message with some **markdown** formatting")]),
+    # two sessionIds. e9f146fa: 22 user records, 19 tool results, line 20 "[Request interrupted
+    # by user for tool use]" → 2 (lines 1, 21). b162b1ae: 22 user records, 13 tool results, 2
+    # caveats, /mcp and /exit each answered by a <local-command-stdout> (4 records), line 63
+    # interrupt → 2 (lines 54, 64)
+    (claude_code, MA + "claude_code.jsonl",
+     [(2, "幫我檢查一下 go.mod 裡面 為何 go版本是 1.23"), (2, "幫我查一下 golang文檔 透過 context7")]),
+    # grep -c '^_\*\*User\*\*_' = 6; three of them follow an Assistant turn whose ``` fences are
+    # unbalanced (a fence-tracking reader loses them); none is a caveat/command → 6
+    (specstory, SS + "edobry-minsky/.specstory/history/2025-05-01_20-45-existing-guidelines-for-cursor-rules.md",
+     [(6, "do we have any existing cursor rules ABOUT making cursor rules?")]),
+    # grep -c '^_\*\*User\*\*_' = 26, all plain requests → 26
+    (specstory, SS + "edobry-minsky/.specstory/history/2025-04-26_20-30-setting-up-minsky-cli-with-bun.md",
+     [(26, "initialize a bun typescript project for a CLI tool called minsky")]),
+    # grep '^_\*\*User' → 4 × "_**User (2025-10-14 22:25Z)**_", all plain → 4
+    (specstory, SS + "hpm27-agente-bsc-rag/.specstory/history/2025-10-15_00-22Z-me-ajude-a-resolver.md",
+     [(4, "me ajude a resolver")]),
+    # 11 User blocks: /code-review (kept), its same-second "## Context" expansion, 6 plain, then
+    # /exit + "<local-command-stdout>Goodbye!" + caveat → 7
+    (specstory, GSS + "2026-01-16_16-26-02Z.md", [(7, "/code-review")]),
+    # 21 User blocks: /model + its stdout + caveat, 4 "[Request interrupted by user…]" → 14
+    (specstory, SS + "specstoryai-getspecstory/.specstory/history/2026-07-02_15-28-22Z.md",
+     [(14, "OK, we're implementing chunk 1 of @specstory-cli/docs/CLOUD-RESUME.md")]),
+    # 3 User blocks: /exit, its stdout, the caveat → nothing
+    (specstory, GSS + "2026-01-16_16-46-41Z-command-name-exit-command.md", []),
+    # a hand-written summary, no User block at all → nothing
+    (specstory, SS + "edobry-minsky/.specstory/history/2025-05-21_improve-mcp-error-handling.md", []),
+    # grep -c '"type":"user_message"' = 4 (response_item user messages also hold an
+    # <environment_context> wrapper, not counted) → 4
+    (codex, CX + "27/rollout-2025-11-27T11-39-23-019ac364-f0dc-7043-9750-594e12f5fd21.jsonl", [(4, "阅读readme")]),
+    # grep -c '"type":"user_message"' = 23 (plus AGENTS.md and environment wrappers as items) → 23
+    (codex, CX + "28/rollout-2025-11-28T22-33-42-019acae2-56c7-73c2-a045-02820622bdaa.jsonl", [(23, "阅读readme")]),
+    # grep -c '"type":"user_message"' = 12 → 12
+    (codex, CX + "29/rollout-2025-11-29T04-46-22-019acc37-86ce-7730-9043-dc2bafe2e2c2.jsonl",
+     [(12, "查看日志，告诉我为什么生成飞书文档这件事情重复了那么多次")]),
+    # 1 user_message event, itself a VS Code wrapper "# Context from my IDE setup: ... ## My
+    # request for Codex:" → 1, the request only
+    (codex, MA + "codex.jsonl", [(1, "幫我檢查一下 go.mod 裡面 為何 go版本是 1.24?")]),
+]
+
+
+@pytest.mark.parametrize("parser, relative, expected", CASES, ids=[Path(c[1]).name[:48] for c in CASES])
+def test_human_prompt_counts(realdata, parser, relative, expected):
+    result = parser.parse(realdata / relative, ImportOptions(zone=NEW_YORK))
+    got = [(len(t.prompts), t.prompts[0].text) for t in result.transcripts]
+    assert [n for n, _ in got] == [n for n, _ in expected]
+    for (_, first), (_, start) in zip(got, expected):
+        assert first.startswith(start)
+    for transcript in result.transcripts:
+        assert transcript.activity and all(s.utcoffset() == timedelta(0) for s in transcript.activity)
+
+
+def case(name: str) -> str:
+    """The relative path of the CASES file whose name starts with ``name``."""
+    [relative] = [c[1] for c in CASES if Path(c[1]).name.startswith(name)]
+    return relative
+
+
+def span(parser, path, zone=None):
+    [transcript] = parser.parse(path, ImportOptions(zone=zone)).transcripts
+    return min(transcript.activity), max(transcript.activity)
+
+
+def test_start_and_end_are_the_first_and_last_timestamps(realdata):
+    # min/max of every "timestamp" field of the file, computed with json alone
+    assert span(claude_code, realdata / case("transcript.jsonl")) == (at("2026-01-21T06:19:38.048Z"), at("2026-01-21T06:20:29.268Z"))
+    assert span(claude_code, realdata / case("0ccf1a04")) == (at("2026-01-22T19:38:12.032Z"), at("2026-01-22T21:21:28.260Z"))
+    # session_meta.payload.timestamp (…23.740Z) precedes its envelope stamp (…23.746Z)
+    assert span(codex, realdata / case("rollout-2025-11-27")) == (at("2025-11-27T03:39:23.740Z"), at("2025-11-27T03:42:00.997Z"))
+    # old Cursor: only the title stamp "(2025-04-26 16:30:55)", local time of the author
+    assert span(specstory, realdata / case("2025-04-26_20-30"), NEW_YORK) == (at("2025-04-26T20:30:55Z"),) * 2
+
+
+def test_edge_cases_file_counts_its_malformed_lines(realdata):
+    # lines 10 (no content), 11 (message is a string), 13 "massive error", 14 {"silly"}, 15 42,
+    # 16 [1]; line 17 is a well-formed assistant record of another session (no prompt)
+    result = claude_code.parse(realdata / case("edge_cases"), ImportOptions())
+    assert result.skipped_lines == 6
+    assert [t.transcript_id for t in result.transcripts] == ["edge_cases"]
+
+
+def test_codex_session_across_the_local_date_line_keeps_utc_instants(realdata):
+    # Saved under 2025/11/29 (local UTC+8 date, file name 04-46-22 local), but every instant
+    # is on 2025-11-28 in UTC. (No rollout here runs through local midnight itself: the
+    # 11/28 one ends at 23:53:31 local.)
+    [transcript] = codex.parse(realdata / case("rollout-2025-11-29"), ImportOptions(zone=SHANGHAI)).transcripts
+    start, end = min(transcript.activity), max(transcript.activity)
+    assert (start, end) == (at("2025-11-28T20:46:22.414Z"), at("2025-11-28T21:50:08.925Z"))
+    assert start.astimezone(SHANGHAI).isoformat() == "2025-11-29T04:46:22.414000+08:00"
+    assert transcript.prompts[0].at == at("2025-11-28T20:46:56.319Z")
+    assert transcript.prompts[-1].at == at("2025-11-28T21:36:33.270Z")
+    [evening] = codex.parse(realdata / case("rollout-2025-11-28"), ImportOptions(zone=SHANGHAI)).transcripts
+    assert max(evening.activity).astimezone(SHANGHAI).isoformat() == "2025-11-28T23:53:31.197000+08:00"
+
+
+def test_same_session_saved_under_three_names_has_one_id(realdata):
+    folder = realdata / GSS
+    ids = {specstory.parse(p, ImportOptions()).transcripts[0].transcript_id for p in folder.glob("2026-01-16_16-26-02Z*.md")}
+    assert ids == {"0a57f201-e967-4d94-a191-eef5c4419091"}
+
+
+# Every file of each folder, for the import totals. Claude Code: each count checked as above
+# (DRMacIver: one prompt + tool results + isMeta stop hooks each; d-kimuson 1af7/5c03: /init or
+# /orchestrator + isMeta expansion + tool results/sidechains; daaain: text user records minus
+# tool results; moredip 4b20: 1 text + 1 tool result). subagents/ are not walked.
+CLAUDE_PROMPTS = 7 * 1 + (1 + 1 + 2) + (3 + 4 + 2 + 2) + (5 + 1)  # = 28
+# SpecStory: old Cursor files = grep -c '^_\*\*User\*\*_' (26+24+2+5+23+1+1+17+6); hpm27 =
+# 2+1+4 User blocks; CLI v2 = User blocks minus local commands/output/caveats, interrupts,
+# image notes, expansions and task notifications (each listed and checked by hand):
+# 2026-07-02 14, 2025-06-30 1, 2026-01-16 7 (three identical files, imported once), exit 0,
+# 01-25 1 (4 − /exit trio), 02-10 13 (19 − 3 − 3 interrupts), 02-11 5 (9 − expansion − 3),
+# 02-20 4, 03-02 2 (6 − expansion − 3), 06-11 35 (58 − 12 local − 6 images − 2 interrupts
+# − 3 exit), 06-18 4, 06-23 76 (97 − 10 interrupts − 10 image notes − 1 task notification), 08-03 1
+SPECSTORY_PROMPTS = 105 + 7 + (14 + 1 + 7 + 0 + 1 + 13 + 5 + 4 + 2 + 35 + 4 + 76 + 1)  # = 275
+CODEX_PROMPTS = 4 + 23 + 12
+# Sessions: one per work interval (idle gap 30 min). Claude Code: 16 transcripts, 0ccf1a04
+# pauses 19:51 → 21:11 → 17. SpecStory: 24 distinct transcripts; 2026-07-02 has 3 intervals
+# (07-02, 07-03, 07-06), 02-11 has 2 (02-11, 02-12), 06-11 has 11 (prompts on 8 days, 06-18
+# alone split in 4) → 24 + 2 + 1 + 10 = 37; the /exit of 0a57f201 nine days later is no prompt,
+# so that session is not stretched to it. Codex: 3 rollouts without a long pause → 3.
+EXPECTED = {
+    "claude-code-jsonl": dict(files=16, sessions=17, turns=CLAUDE_PROMPTS, skipped=6),
+    "specstory-md": dict(files=28, sessions=37, turns=SPECSTORY_PROMPTS, skipped=0),
+    "codex-rollouts": dict(files=3, sessions=3, turns=CODEX_PROMPTS, skipped=0),
+}
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def import_all(store: VaultStore, realdata: Path) -> dict[str, dict]:
+    summaries = {}
+    for folder, parser in PARSERS.items():
+        files = list(walk_files([realdata / folder], parser.SUFFIXES, parser.EXCLUDE_DIRS))
+        result = run_import(store, files, parser.parse, ImportOptions(zone=NEW_YORK))
+        assert result.errors == []
+        summaries[folder] = dict(files=result.files, sessions=result.sessions, turns=result.turns, skipped=result.skipped)
+    return summaries
+
+
+@pytest.fixture(scope="module")
+def vault(realdata, tmp_path_factory):
+    store = VaultStore(Settings(vault_root=tmp_path_factory.mktemp("realdata") / "vault", timezone="UTC"))
+    first = import_all(store, realdata)
+    before = tree_digest(store.layout.projects_dir)
+    second = import_all(store, realdata)
+    after = tree_digest(store.layout.projects_dir)
+    yield store, first, second, before, after
+    store.close()
+
+
+@pytest.mark.slow
+def test_import_summaries_match_the_per_file_counts(vault):
+    store, first, _, _, _ = vault
+    assert first == EXPECTED
+    rows = dict(store.conn.execute("SELECT source, count(*) FROM records WHERE kind = 'prompt' GROUP BY source"))
+    assert rows == {"import:claude-code": 28, "import:specstory": 275, "import:codex": 39}
+
+
+@pytest.mark.slow
+def test_second_import_adds_nothing_and_changes_no_byte(vault):
+    _, _, second, before, after = vault
+    assert {k: (v["sessions"], v["turns"]) for k, v in second.items()} == {k: (0, 0) for k in PARSERS}
+    assert len(before) == 17 + 37 + 3 + 28 + 275 + 39
+    assert after == before
+
+
+@pytest.mark.slow
+def test_no_fake_token_reaches_the_vault_or_the_index(vault, realdata):
+    store = vault[0]
+    pattern = re.compile(r"github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}")
+    tokens = {t for p in (realdata / FEISHU).rglob("*.jsonl") for t in pattern.findall(p.read_text(encoding="utf-8"))}
+    assert any(t.startswith("github_pat_eReRXVRK") for t in tokens)
+    assert any(t.startswith("sk-xIM8icuB") for t in tokens)
+    store.conn.execute("PRAGMA wal_checkpoint(FULL)")
+    files = [p for p in store.root.rglob("*") if p.is_file()]
+    assert store.layout.index_path in files
+    for path in files:
+        data = path.read_bytes()
+        for token in tokens:
+            assert token.encode() not in data, f"{token[:16]}… found in {path}"
+    conn = sqlite3.connect(store.layout.index_path)
+    try:
+        for token in tokens:
+            hits = conn.execute("SELECT count(*) FROM records WHERE instr(meta, ?) OR instr(body, ?) OR instr(path, ?)",
+                                (token, token, token)).fetchone()[0]
+            assert hits == 0
+        assert conn.execute("SELECT count(*) FROM records WHERE kind = 'prompt' AND source = 'import:codex'").fetchone()[0] == 39
+    finally:
+        conn.close()
+
+
+def cc_line(ts: str, kind: str, text: str = "ok", sid: str = "5e55a0a1-0000-4000-8000-000000000001") -> str:
+    record = {"type": kind, "sessionId": sid, "timestamp": ts, "cwd": "/home/ana/shop-api", "uuid": f"{kind}-{ts}",
+              "message": {"role": kind, "content": text} if kind == "user" else
+              {"role": "assistant", "model": "claude-opus-4-5", "content": [{"type": "text", "text": text}]}}
+    return json.dumps(record) + "\n"
+
+
+def import_file(store: VaultStore, path: Path):
+    return run_import(store, [path], claude_code.parse, ImportOptions())
+
+
+def test_idle_gap_makes_one_session_per_work_interval(tmp_path, store):
+    path = tmp_path / "5e55a0a1-0000-4000-8000-000000000001.jsonl"
+    path.write_text("".join([
+        cc_line("2026-01-05T10:00:00Z", "user", "plan the cart fix"), cc_line("2026-01-05T10:05:00Z", "assistant"),
+        cc_line("2026-01-05T10:12:00Z", "user", "add tests"), cc_line("2026-01-05T10:20:00Z", "assistant"),
+        cc_line("2026-01-07T09:00:00Z", "user", "two days later: ship it"), cc_line("2026-01-07T09:15:00Z", "assistant"),
+    ]), encoding="utf-8")
+    result = import_file(store, path)
+    assert (result.sessions, result.turns, result.skipped) == (2, 3, 0)
+    base = "claude-code-5e55a0a1-0000-4000-8000-000000000001"
+    metas = [store.read("shop-api", RecordKind.SESSION, f"session-{base}-{n}")[0] for n in (1, 2)]
+    assert [(m["transcriptId"], m["interval"]) for m in metas] == [("5e55a0a1-0000-4000-8000-000000000001", 1),
+                                                                    ("5e55a0a1-0000-4000-8000-000000000001", 2)]
+    # each interval bills its own minutes, not the two days between them
+    assert [(m["startTime"], m["endTime"], m["durationMinutes"]) for m in metas] == [
+        ("2026-01-05T10:00:00.000Z", "2026-01-05T10:20:00.000Z", 20),
+        ("2026-01-07T09:00:00.000Z", "2026-01-07T09:15:00.000Z", 15),
+    ]
+    assert store.read("shop-api", RecordKind.PROMPT, f"prompt-{base}-2-t1")[1].strip() == "two days later: ship it"
+
+
+def test_grown_transcript_adds_only_new_turns_and_moves_the_end(tmp_path, store):
+    path = tmp_path / "5e55a0a1-0000-4000-8000-000000000001.jsonl"
+    path.write_text(cc_line("2026-01-05T10:00:00Z", "user", "one") + cc_line("2026-01-05T10:02:00Z", "assistant")
+                    + cc_line("2026-01-05T10:05:00Z", "user", "two") + cc_line("2026-01-05T10:08:00Z", "assistant"),
+                    encoding="utf-8")
+    base = "claude-code-5e55a0a1-0000-4000-8000-000000000001-1"
+    first = import_file(store, path)
+    assert (first.sessions, first.turns) == (1, 2)
+    session = store.read("shop-api", RecordKind.SESSION, f"session-{base}")[0]
+    assert (session["endTime"], session["durationMinutes"]) == ("2026-01-05T10:08:00.000Z", 8)
+    turn_one = store.path_for("shop-api", RecordKind.PROMPT, f"prompt-{base}-t1").read_bytes()
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(cc_line("2026-01-05T10:15:00Z", "user", "three") + cc_line("2026-01-05T10:18:00Z", "assistant")
+                     + cc_line("2026-01-05T10:22:00Z", "user", "four") + cc_line("2026-01-05T10:26:00Z", "assistant"))
+    grown = import_file(store, path)
+    assert (grown.sessions, grown.turns) == (0, 2)
+    session = store.read("shop-api", RecordKind.SESSION, f"session-{base}")[0]
+    assert (session["startTime"], session["endTime"], session["durationMinutes"]) == (
+        "2026-01-05T10:00:00.000Z", "2026-01-05T10:26:00.000Z", 26)
+    bodies = [store.read("shop-api", RecordKind.PROMPT, f"prompt-{base}-t{n}")[1].strip() for n in (3, 4)]
+    assert bodies == ["three", "four"]
+    assert store.path_for("shop-api", RecordKind.PROMPT, f"prompt-{base}-t1").read_bytes() == turn_one
