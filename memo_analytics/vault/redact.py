@@ -34,6 +34,8 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), 0),
     ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), 0),
     ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), 0),
+    # a key glued to other text (no word boundary): long, with digits and both cases
+    ("openai-key", re.compile(r"sk-(?=[A-Za-z0-9_-]{40})(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{40,}"), 0),
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), 0),
     ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), 0),
     ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0),

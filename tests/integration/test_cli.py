@@ -188,3 +188,27 @@ def test_reads_outside_a_repository_cover_every_project_and_inside_one_only_its_
     inside = json.loads(memo("--json", "prompt", "list", vault=vault, cwd=repo).stdout)
     assert outside["total"] == 2
     assert [i["project"] for i in inside["items"]] == ["acme-web"]
+
+
+@pytest.mark.slow
+def test_real_transcripts_imported_by_the_cli_agree_with_the_timesheet_and_reimport_changes_nothing(tmp_path, realdata):
+    import hashlib
+
+    vault = tmp_path / "v"
+    sources = [("claude-code", "claude-code-jsonl"), ("specstory", "specstory-md"), ("codex", "codex-rollouts")]
+    lines = [memo("import", name, str(realdata / folder), vault=vault).stdout.strip() for name, folder in sources]
+    assert lines == ["files 16, sessions 17, turns 28, skipped 6", "files 28, sessions 37, turns 275, skipped 0",
+                     "files 3, sessions 3, turns 39, skipped 0"]
+
+    def digest() -> dict[str, str]:
+        return {str(p.relative_to(vault)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in (vault / "projects").rglob("*") if p.is_file()}
+
+    before = digest()
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.pdf"), vault=vault)
+    assert grand_total(pdf_text(tmp_path / "t.pdf")) == f"{report['totalBillableHours']:.2f}"
+    assert report["totalPrompts"] == 28 + 275 + 39 and len(report["sessions"]) == 17 + 37 + 3
+    again = [memo("import", name, str(realdata / folder), vault=vault).stdout.strip() for name, folder in sources]
+    assert [line.split(", ")[1:3] for line in again] == [["sessions 0", "turns 0"]] * 3
+    assert digest() == before

@@ -308,3 +308,62 @@ def test_grown_transcript_adds_only_new_turns_and_moves_the_end(tmp_path, store)
     bodies = [store.read("shop-api", RecordKind.PROMPT, f"prompt-{base}-t{n}")[1].strip() for n in (3, 4)]
     assert bodies == ["three", "four"]
     assert store.path_for("shop-api", RecordKind.PROMPT, f"prompt-{base}-t1").read_bytes() == turn_one
+
+
+@pytest.mark.slow
+def test_imported_sessions_are_summarised_by_title_or_first_prompt(vault):
+    store = vault[0]
+    rows = store.conn.execute("SELECT summary FROM records WHERE kind = 'session'").fetchall()
+    assert rows and all(r[0] and len(r[0]) <= 120 for r in rows)
+
+
+@pytest.mark.slow
+def test_activity_and_timesheet_pdf_agree_on_the_real_vault(vault, tmp_path):
+    from pypdf import PdfReader
+
+    from memo_analytics.analytics.activity import ActivityRequest, activity_report
+    from memo_analytics.reports.timesheet import render_timesheet_pdf
+
+    store = vault[0]
+    report = activity_report(store, ActivityRequest(tz="Asia/Shanghai"))
+    assert report.total_duration_minutes > 0 and len(report.sessions) == 17 + 37 + 3
+    pdf = render_timesheet_pdf(report, tmp_path / "real.pdf")
+    text = "\n".join(page.extract_text() for page in PdfReader(str(pdf)).pages)
+    assert f"Total billable hours: {report.total_billable_hours:.2f}" in text
+    assert "All times in Asia/Shanghai" in text
+
+
+def test_the_real_lines_carrying_fake_tokens_are_redacted_when_recorded(realdata, store):
+    """The fake tokens sit in tool output and git URLs, not in human prompts; record the very
+    lines that carry them as bodies so that redaction itself is exercised on real text."""
+    pattern = re.compile(r"github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}")
+    lines = []
+    for path in sorted((realdata / FEISHU).rglob("*.jsonl")):
+        for raw in path.read_text(encoding="utf-8").splitlines():
+            if pattern.search(raw):
+                lines.append(json.loads(raw))
+    texts = []
+    for record in lines:
+        stack, found = [record], []
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+            elif isinstance(item, str) and pattern.search(item):
+                found.append(item)
+        texts.extend(found)
+    assert len(texts) >= 3
+    tokens = {t for text in texts for t in pattern.findall(text)}
+    from memo_analytics.services.prompts import record_prompt
+    from memo_analytics.services.requests import RecordPromptRequest
+
+    for text in texts:
+        record = record_prompt(store, RecordPromptRequest(body=text[:900_000], session_id="tok", project="p"))
+        assert not pattern.search(record["body"]) or all(t not in record["body"] for t in tokens if len(t) > 30)
+    store.conn.execute("PRAGMA wal_checkpoint(FULL)")
+    blobs = [p.read_bytes() for p in store.root.rglob("*") if p.is_file()]
+    for token in tokens:
+        if len(token) > 30:  # the real fake tokens; placeholders like github_pat_xxx are not secrets
+            assert not any(token.encode() in blob for blob in blobs), token[:16]

@@ -163,6 +163,13 @@ def work_intervals(transcript: Transcript, idle_gap: timedelta) -> list[Interval
     return intervals
 
 
+def first_line(text: str, limit: int = 120) -> str:
+    """The first non-empty line of ``text``, cut to ``limit`` characters (a session's summary
+    when the transcript has no title)."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
 def transcript_session_base(transcript: Transcript) -> str:
     """Deterministic, safe base of session ids for a transcript: ``{source}-{id}``."""
     base = slugify(transcript.transcript_id, 120)
@@ -185,7 +192,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
                 agent=transcript.agent, client=options.client, billable=options.billable,
                 start_time=interval.start, source=f"import:{transcript.source}",
-                summary=transcript.title, extra={**extra, "interval": number},
+                summary=first_line(transcript.title or interval.prompts[0].text),
+                extra={**extra, "interval": number},
             ))
             result.sessions += 1
         for turn, prompt in enumerate(interval.prompts, 1):
