@@ -54,9 +54,26 @@ class Settings(BaseSettings):
     @field_validator("vault_root", mode="before")
     @classmethod
     def _expand(cls, value: object) -> Path:
-        if value in (None, ""):
+        if value is None:
             return default_vault_root()
         text = str(value)
+        if not text.strip():
+            raise InvalidFieldError("vaultRoot", "must not be empty")
         if "\x00" in text:
             raise InvalidFieldError("vaultRoot", "contains a NUL character")
-        return Path(text).expanduser().resolve()
+        path = Path(text).expanduser().resolve()
+        repository = enclosing_repository(path)
+        if repository is not None:
+            raise InvalidFieldError(
+                "vaultRoot", f"{path} is inside the git repository {repository}; keep the vault outside product repositories"
+            )
+        return path
+
+
+def enclosing_repository(path: Path) -> Path | None:
+    """The git work tree strictly above ``path``, if any (a vault that is itself a git
+    repository, for vault-git, is fine)."""
+    for parent in path.parents:
+        if (parent / ".git").exists():
+            return parent
+    return None

@@ -123,12 +123,15 @@ def parse_bounds(since: object = None, until: object = None, tz: tzinfo | None =
     end = None
     if until not in (None, ""):
         end = parse_instant(until, "until", tz)
-        if isinstance(until, date) and not isinstance(until, datetime) or (
-            isinstance(until, str) and _DATE_ONLY.match(until.strip())
-        ):
-            end = _next_local_midnight(end, tz or UTC)
-        else:
-            end = end + timedelta(microseconds=1)
+        try:
+            if isinstance(until, date) and not isinstance(until, datetime) or (
+                isinstance(until, str) and _DATE_ONLY.match(until.strip())
+            ):
+                end = _next_local_midnight(end, tz or UTC)
+            else:
+                end = end + timedelta(microseconds=1)
+        except (OverflowError, ValueError):
+            end = None  # past the last representable instant: no upper bound
     return TimeBounds(start, end)
 
 
@@ -142,7 +145,27 @@ def to_iso(instant: datetime) -> str:
     if instant.tzinfo is None:
         raise ValueError("naive datetime cannot be stored; attach a zone first")
     utc = instant.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return (f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d}T{utc.hour:02d}:{utc.minute:02d}:"
+            f"{utc.second:02d}.{utc.microsecond // 1000:03d}Z")
+
+
+#: Instants a record may carry: anything else is a typo, not work (SPEC §2.3).
+EARLIEST_RECORD = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_RECORD = datetime(9000, 1, 1, tzinfo=UTC)
+
+
+def parse_record_instant(value: object, field: str, tz: tzinfo | None = None) -> datetime:
+    """:func:`parse_instant` for a timestamp that will be stored on a record.
+
+    Raises
+    ------
+    InvalidDateError
+        Unparseable, or outside 1970-01-01 … 9000-01-01 (UTC).
+    """
+    instant = parse_instant(value, field, tz)
+    if not EARLIEST_RECORD <= instant < LATEST_RECORD:
+        raise InvalidDateError(field, value)
+    return instant
 
 
 def from_iso(text: str) -> datetime:

@@ -85,6 +85,31 @@ class CorruptRecordError(MemoError):
         super().__init__(f"Cannot parse {path}: {reason}")
 
 
+class IndexDamagedError(MemoError):
+    """The SQLite index file is not readable; ``memo reindex`` rebuilds it from the files."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        super().__init__(f"The index {path} is damaged ({reason}); run `memo reindex` to rebuild it")
+
+
+class VaultMissingError(MemoError):
+    """A read named a vault folder that holds no vault (a typo, or nothing recorded yet)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"No vault at {path}: record a turn, import transcripts or run `memo demo` first"
+        )
+
+
+class VaultBusyError(MemoError):
+    """Another process held the vault lock for longer than the timeout."""
+
+    def __init__(self, path: str, timeout_s: float) -> None:
+        super().__init__(f"The vault {path} is busy: another memo process held its lock for {timeout_s:.0f} s")
+
+
 class ReportError(MemoError):
     """A report could not be rendered (template missing, output not writable ...)."""
 

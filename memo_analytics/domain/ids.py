@@ -14,10 +14,14 @@ from datetime import datetime
 from .errors import InvalidFieldError
 
 MAX_SLUG_LENGTH = 200
-_SLUG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*$")
+#: A session id leaves room for ``prompt-{sessionId}-t{turn}`` within MAX_SLUG_LENGTH.
+MAX_SESSION_ID_LENGTH = 160
+#: Highest turn number accepted (SPEC §2.4).
+MAX_TURN = 1_000_000
+_SLUG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 
 
-def validate_slug(value: object, field: str) -> str:
+def validate_slug(value: object, field: str, max_length: int = MAX_SLUG_LENGTH) -> str:
     """Return ``value`` if it is a safe slug, else raise.
 
     Parameters
@@ -35,13 +39,18 @@ def validate_slug(value: object, field: str) -> str:
     """
     if not isinstance(value, str) or not value:
         raise InvalidFieldError(field, "must be a non-empty string")
-    if len(value) > MAX_SLUG_LENGTH:
-        raise InvalidFieldError(field, f"longer than {MAX_SLUG_LENGTH} characters")
-    if ".." in value or not _SLUG.match(value):
+    if len(value) > max_length:
+        raise InvalidFieldError(field, f"longer than {max_length} characters")
+    if ".." in value or not _SLUG.fullmatch(value):
         raise InvalidFieldError(
             field, "only letters, digits, '.', '_' and '-' are allowed (no '..', no path separators)"
         )
     return value
+
+
+def validate_session_id(value: object) -> str:
+    """A session id: a safe slug of at most :data:`MAX_SESSION_ID_LENGTH` characters."""
+    return validate_slug(value, "sessionId", MAX_SESSION_ID_LENGTH)
 
 
 def slugify(text: str, max_length: int = 64) -> str:

@@ -10,8 +10,12 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer, field_validator
 from pydantic.alias_generators import to_camel
+
+from .clock import parse_record_instant, to_iso
+from .errors import MemoError
+from .ids import MAX_TURN, validate_slug
 
 
 class RecordKind(str, Enum):
@@ -77,7 +81,7 @@ class Prompt(WireModel):
     model: str | None = None
     agent: str | None = None
     session_id: str | None = None
-    turn: int | None = None
+    turn: int | None = Field(default=None, ge=1, le=MAX_TURN)
     task_slug: str | None = None
     client: str | None = None
     billable: bool = True
@@ -86,6 +90,26 @@ class Prompt(WireModel):
     linked_paths: list[str] = Field(default_factory=list)
     tags: list[str] = Field(default_factory=list)
     body: str = Field(default="", exclude=True)
+
+    @field_validator("id", "project", "session_id", "task_slug")
+    @classmethod
+    def _safe_ids(cls, value: str | None, info) -> str | None:
+        if value is None:
+            return None
+        try:
+            return validate_slug(value, info.field_name)
+        except MemoError as exc:
+            raise ValueError(exc.reason if hasattr(exc, "reason") else str(exc)) from None
+
+    @field_validator("created", "updated", "start_time", "end_time", check_fields=False)
+    @classmethod
+    def _timestamps(cls, value: str | None, info) -> str | None:
+        if value is None:
+            return None
+        try:
+            return to_iso(parse_record_instant(value, info.field_name))
+        except MemoError:
+            raise ValueError("not an ISO 8601 timestamp between 1970 and 9000") from None
 
 
 class Session(Prompt):
@@ -99,7 +123,44 @@ class Session(Prompt):
     status: str = "active"
     start_time: str
     end_time: str | None = None
-    duration_minutes: int | None = None
+    duration_minutes: int | None = Field(default=None, ge=0)
     deliverables: list[Deliverable] = Field(default_factory=list)
     summary: str | None = None
     handoff_archive: str | None = None
+
+    @field_serializer("deliverables")
+    def _compact_deliverables(self, items: list[Deliverable]) -> list[dict[str, Any]]:
+        return [item.model_dump(by_alias=True, mode="json", exclude_none=True) for item in items]
+
+
+_MODELS: dict[str, type[Prompt]] = {"prompt": Prompt, "session": Session}
+
+
+def normalize_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """Validate a record's frontmatter and return it in canonical form.
+
+    Prompt and session frontmatter goes through :class:`Prompt` / :class:`Session`
+    (safe ids, turn 1–1,000,000, whole non-negative minutes, deliverable objects, UTC ``Z``
+    timestamps); unknown keys are kept after the known ones. Other kinds need a known
+    ``kind`` and safe ``id`` and ``project``.
+
+    Raises
+    ------
+    ValueError
+        One line naming the first bad field.
+    """
+    kind = meta.get("kind")
+    model = _MODELS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        if kind not in {k.value for k in RecordKind}:
+            raise ValueError(f"kind: unknown record kind {kind!r}")
+        validate_slug(meta.get("id"), "id")
+        validate_slug(meta.get("project"), "project")
+        return dict(meta)
+    try:
+        record = model.model_validate(meta)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "frontmatter"
+        raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
+    return record.wire()

@@ -6,7 +6,10 @@ import sqlite3
 from dataclasses import dataclass, field
 from typing import Callable
 
+from pathlib import Path
+
 from ..domain.errors import CorruptRecordError
+from ..domain.records import subdir_for_kind
 from ..vault.io import read_record
 from ..vault.layout import VaultLayout
 from .store import clear, transaction, upsert_record
@@ -18,33 +21,50 @@ class ReindexResult:
 
     indexed: int = 0
     skipped: list[CorruptRecordError] = field(default_factory=list)
+    removed_temp_files: int = 0
 
     def wire(self) -> dict:
         return {
             "indexed": self.indexed,
             "skipped": [{"path": e.path, "reason": e.reason} for e in self.skipped],
+            "removedTempFiles": self.removed_temp_files,
         }
 
 
 def rebuild(
-    conn: sqlite3.Connection, layout: VaultLayout, progress: Callable[[int, int], None] | None = None
+    conn: sqlite3.Connection,
+    layout: VaultLayout,
+    progress: Callable[[int, int], None] | None = None,
+    redact: Callable[[str], str] = lambda text: text,
 ) -> ReindexResult:
     """Replace the index content with what the record files say.
 
-    A file that cannot be parsed is reported in ``skipped`` and left byte-for-byte
-    untouched; the rebuild is one transaction, so readers never see a half-built index.
+    A file that cannot be parsed or validated (or whose id, kind or project disagrees with
+    where it lies) is reported in ``skipped`` and left byte-for-byte untouched. ``redact``
+    is applied to every body before it enters the index, so a secret pasted into a file by
+    hand never reaches the index. The rebuild is one transaction: readers never see a
+    half-built index.
     """
     files = layout.record_files()
     result = ReindexResult()
+    seen: dict[str, Path] = {}
     with transaction(conn):
         clear(conn)
         for number, path in enumerate(files, 1):
             try:
                 meta, body = read_record(path)
+                if meta["id"] != path.stem:
+                    raise CorruptRecordError(str(path), f"id {meta['id']!r} does not match the file name")
+                if subdir_for_kind(meta["kind"]) != path.parent.name:
+                    raise CorruptRecordError(str(path), f"a {meta['kind']} record in {path.parent.name}/")
+                if meta["project"] != path.parent.parent.name:
+                    raise CorruptRecordError(str(path), f"project {meta['project']!r} does not match its folder")
+                if not seen.setdefault(meta["id"], path) == path:
+                    raise CorruptRecordError(str(path), f"id {meta['id']!r} also used by {seen[meta['id']]}")
             except CorruptRecordError as error:
                 result.skipped.append(error)
             else:
-                upsert_record(conn, meta, body, str(path.relative_to(layout.root)))
+                upsert_record(conn, meta, redact(body), str(path.relative_to(layout.root)))
                 result.indexed += 1
             if progress:
                 progress(number, len(files))

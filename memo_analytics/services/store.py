@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
+
+from filelock import Timeout
 
 from ..config import Settings
 from ..domain.clock import resolve_zone
-from ..domain.errors import InvalidFieldError
+from ..domain.errors import IndexDamagedError, InvalidFieldError, VaultBusyError, VaultMissingError
 from ..domain.ids import slugify, validate_slug
-from ..domain.records import RecordKind
+from ..domain.records import RecordKind, normalize_meta
 from ..index import store as index
 from ..vault.io import read_record, write_record
 from ..vault.layout import VaultLayout
@@ -50,6 +53,7 @@ class VaultStore:
             raise InvalidFieldError("vaultRoot", f"{self.layout.root} is not a folder")
         self._conn: sqlite3.Connection | None = None
         self._conn_guard = threading.Lock()
+        self._may_create = False
         self.zone = resolve_zone(settings.timezone)
 
     @property
@@ -58,10 +62,26 @@ class VaultStore:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The index connection (opened, and the schema created, on first use)."""
+        """The index connection (opened, and the schema created, on first use).
+
+        Raises
+        ------
+        VaultMissingError
+            A read (outside the vault lock) on a folder that holds no vault: nothing is
+            created there.
+        IndexDamagedError
+            The index file is not a SQLite database.
+        """
         with self._conn_guard:
             if self._conn is None:
-                self._conn = index.connect(self.layout.index_path)
+                path = self.layout.index_path
+                if not path.exists() and not self._may_create:
+                    if not (self.layout.projects_dir.is_dir() or self.layout.meta_dir.is_dir()):
+                        raise VaultMissingError(str(self.root))
+                try:
+                    self._conn = index.connect(path)
+                except sqlite3.DatabaseError as exc:
+                    raise IndexDamagedError(str(path), str(exc)) from None
             return self._conn
 
     def close(self) -> None:
@@ -70,9 +90,25 @@ class VaultStore:
                 self._conn.close()
                 self._conn = None
 
-    def lock(self):
-        """The re-entrant vault lock (a context manager)."""
-        return vault_lock(self.layout.lock_path)
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the re-entrant vault lock (every write does; SPEC §2.4).
+
+        Raises
+        ------
+        VaultBusyError
+            Another process held the lock for longer than the timeout.
+        """
+        self._may_create = True
+        lock = vault_lock(self.layout.lock_path)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise VaultBusyError(str(self.root), lock.timeout) from None
+        try:
+            yield
+        finally:
+            lock.release()
 
     def resolve_project(self, project: str | None, cwd: str | Path | None = None) -> str:
         """The project id a record is filed under: explicit ``project``, else the repository
@@ -111,7 +147,15 @@ class VaultStore:
         return read_record(path)
 
     def upsert(self, kind: RecordKind, meta: dict[str, Any], body: str) -> Path:
-        """Write one record file atomically and update its index rows, under the vault lock."""
+        """Write one record file atomically and update its index rows, under the vault lock.
+
+        ``meta`` is validated and stored in canonical form (``normalize_meta``), the form a
+        reindex reads back, so the index after a write equals the index after a rebuild.
+        """
+        try:
+            meta = normalize_meta(meta)
+        except ValueError as exc:
+            raise InvalidFieldError("record", str(exc)) from None
         path = self.path_for(meta["project"], kind, meta["id"])
         with self.lock():
             row = index.get_row(self.conn, meta["id"])

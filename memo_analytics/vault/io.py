@@ -14,14 +14,31 @@ from typing import Any
 import frontmatter
 import yaml
 
+from ..domain.clock import to_iso
 from ..domain.errors import CorruptRecordError
+from ..domain.records import normalize_meta
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+#: Permissions of files we create: what ``open()`` would give under the process umask.
+_FILE_MODE = 0o666 & ~_current_umask()
+
+
+#: Suffix of the temporary files of :func:`atomic_write_bytes` (a crash may leave one).
+TEMP_SUFFIX = ".tmp"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (temp file + fsync + rename + dir fsync)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
+        os.fchmod(fd, _FILE_MODE)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -54,25 +71,35 @@ def write_record(path: Path, meta: dict[str, Any], body: str) -> None:
 def read_record(path: Path) -> tuple[dict[str, Any], str]:
     """Read one record file into ``(frontmatter dict, body)``.
 
+    The frontmatter is validated and returned in canonical form
+    (:func:`~memo_analytics.domain.records.normalize_meta`).
+
     Raises
     ------
     CorruptRecordError
-        When the file is not UTF-8, has no YAML frontmatter mapping, or the YAML is broken.
-        The file itself is never modified.
+        When the file cannot be read, is not UTF-8, has no YAML frontmatter mapping, the
+        YAML is broken or a field is invalid. The file itself is never modified.
     """
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CorruptRecordError(str(path), f"not UTF-8 ({exc.reason})") from None
+    except OSError as exc:
+        raise CorruptRecordError(str(path), exc.strerror or type(exc).__name__) from None
     if not text.startswith("---"):
         raise CorruptRecordError(str(path), "no YAML frontmatter")
     try:
         post = frontmatter.loads(text)
     except yaml.YAMLError as exc:
         raise CorruptRecordError(str(path), f"broken frontmatter ({str(exc).splitlines()[0]})") from None
-    if not post.metadata or "id" not in post.metadata:
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise CorruptRecordError(str(path), f"broken frontmatter ({type(exc).__name__})") from None
+    if not isinstance(post.metadata, dict) or "id" not in post.metadata:
         raise CorruptRecordError(str(path), "frontmatter has no id")
-    meta = {key: _plain(value) for key, value in post.metadata.items()}
+    try:
+        meta = normalize_meta({str(key): _plain(value) for key, value in post.metadata.items()})
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise CorruptRecordError(str(path), str(exc).splitlines()[0]) from None
     return meta, post.content
 
 
@@ -81,10 +108,7 @@ def _plain(value: Any) -> Any:
     from datetime import date, datetime, timezone
 
     if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        utc = value.astimezone(timezone.utc)
-        return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+        return to_iso(value if value.tzinfo else value.replace(tzinfo=timezone.utc))
     if isinstance(value, date):
         return value.isoformat()
     return value

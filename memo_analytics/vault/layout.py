@@ -50,3 +50,11 @@ class VaultLayout:
         for kind in RecordKind:
             files.extend(self.projects_dir.glob(f"*/{subdir_for_kind(kind)}/*.md"))
         return sorted(files)
+
+    def temp_files(self):
+        """Temporary files an interrupted atomic write left in record folders."""
+        if not self.projects_dir.is_dir():
+            return []
+        return sorted(
+            p for kind in RecordKind for p in self.projects_dir.glob(f"*/{subdir_for_kind(kind)}/.*.tmp")
+        )

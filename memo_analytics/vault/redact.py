@@ -20,12 +20,22 @@ from functools import lru_cache
 
 REDACTION = "[REDACTED:{kind}]"
 
-# (kind, pattern, group to replace: 0 = whole match)
+# A value worth hiding: not a placeholder, a variable reference or a call, and with a digit,
+# a symbol or both letter cases (``letmein`` and ``get_token()`` are left alone).
+_VALUE = (
+    r"""(?!\$|\{|<|\[REDACTED)"""  # $VAR, ${VAR}, {{ template }}, <placeholder>, already redacted
+    r"""(?!(?:[A-Za-z_]+\.)+[A-Za-z_]+(?:[\s"'`(),;\[\]{}]|$))"""  # dotted code reference
+    r"""(?=[^\s"'`(),;\[\]{}]*(?:\d|[^\w\s"'`(),;\[\]{}]|[A-Z][^\s"'`(),;\[\]{}]*[a-z]|[a-z][^\s"'`(),;\[\]{}]*[A-Z]))"""
+    r"""[^\s"'`(),;\[\]{}]{6,}(?![\w(\[])"""
+)
+_SECRET_NAME = r"[A-Za-z0-9_.-]*(?i:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?key|credentials?)[A-Za-z0-9_.-]*"
+
+# (kind, pattern, group to replace: 0 = whole match). Order matters: specific shapes first.
 _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     (
         "private-key",
         re.compile(
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)",
             re.S,
         ),
         0,
@@ -33,23 +43,39 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     ("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), 0),
     ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), 0),
     ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), 0),
+    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), 0),
     ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), 0),
     # a key glued to other text (no word boundary): long, with digits and both cases
     ("openai-key", re.compile(r"sk-(?=[A-Za-z0-9_-]{40})(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{40,}"), 0),
-    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), 0),
     ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), 0),
     ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0),
     ("slack-webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"), 0),
     ("discord-webhook", re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]+"), 0),
-    ("stripe-key", re.compile(r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
+    ("stripe-key", re.compile(r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
     ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), 0),
     ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
     ("pypi-token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"), 0),
     ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), 0),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
-    ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@]+:([^\s/@]{3,})@"), 1),
+    # user:password@host — the password may hold '@'; the host may not
+    ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@]+:([^\s/]+)@[^\s/@]+"), 1),
+    ("authorization", re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([A-Za-z0-9+/=._~-]{8,})"), 1),
     ("bearer-token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/-]{20,}=*"), 0),
+    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]*?\s(?:-u|--user)\s+[\"']?[^\s:\"']+:([^\s\"']+)"), 1),
+    ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p([^\s\"'-][^\s\"']*)"), 1),
+    ("cli-password", re.compile(r"\bsshpass\s+-p\s*[\"']?([^\s\"']+)"), 1),
+    ("password", re.compile(r"\b(?i:password|passphrase|pin)\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1),
+    ("secret-assignment", re.compile(r"\b" + _SECRET_NAME + r"\b[\"']?\s*(?::=|=>|=|:)\s*[\"']?(" + _VALUE + ")"), 1),
 ]
+
+# Substrings that a line must hold for the (slower) maintained detector to look at it.
+_DETECTOR_HINTS = (
+    "key", "token", "secret", "pass", "pwd", "auth", "cred", "akia", "asia", "eyj", "xox", "begin",
+    "://", "sk_", "rk_", "sg.", "npm_", "pypi", "ghp_", "gho_", "ghs_", "glpat", "hooks.", "discord",
+    "twilio", "mailchimp", "artifactory", "cloudant", "ibm", "softlayer", "square", "stripe", "telegram",
+)
+_CHUNK = 4_000
+_OVERLAP = 200
 
 # detect-secrets plugins that look for a known shape (no entropy guessing)
 _DETECTOR_PLUGINS = [
@@ -116,11 +142,33 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
     lines = text.split("\n")
     for index, line in enumerate(lines):
-        if len(line) > 20_000 or not line.strip():
+        lowered = line.lower()
+        if not line.strip() or not any(hint in lowered for hint in _DETECTOR_HINTS):
             continue
-        for kind, value in _detector_secrets(line):
-            if value in line:
-                line = line.replace(value, REDACTION.format(kind=kind))
-                count += 1
+        # long lines are scanned in overlapping windows so that nothing escapes by length
+        windows = [line] if len(line) <= _CHUNK else [
+            line[start : start + _CHUNK + _OVERLAP] for start in range(0, len(line), _CHUNK)
+        ]
+        for window in windows:
+            for kind, value in _detector_secrets(window):
+                if value in line:
+                    line = line.replace(value, REDACTION.format(kind=kind))
+                    count += 1
         lines[index] = line
     return "\n".join(lines), count
+
+
+def redact_value(value: object) -> object:
+    """Redact every string inside ``value`` (str, list, dict; nested), other types as is."""
+    if isinstance(value, str):
+        return redact_secrets(value)[0]
+    if isinstance(value, list):
+        return [redact_value(item) for item in value]
+    if isinstance(value, dict):
+        return {key: redact_value(item) for key, item in value.items()}
+    return value
+
+
+def looks_like_secret(text: str) -> bool:
+    """True when ``text`` holds something :func:`redact_secrets` would hide."""
+    return redact_secrets(text)[1] > 0

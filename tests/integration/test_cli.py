@@ -76,7 +76,8 @@ def test_session_start_end_and_activity_json_keys(tmp_path):
         (["activity", "--all", "--until", "soon"], "error: Invalid until date: 'soon'"),
         (["activity", "--all", "--tz", "Mars/Olympus"], "error: Invalid tz: unknown time zone 'Mars/Olympus'"),
         (["session", "end", "ghost"], "error: No session record for ghost. Call session_start first"),
-        (["prompt", "get", "nothing-here"], "error: Record not found: nothing-here"),
+        (["prompt", "get", "nothing-here"], "error: No vault at "),
+        (["prompt", "list", "--all"], "error: No vault at "),
         (["session", "end", "s", "--deliverables", "{bad"], "error: Invalid deliverables: not JSON"),
     ],
 )
@@ -87,6 +88,13 @@ def test_bad_input_is_one_line_non_zero_and_writes_nothing(tmp_path, args, messa
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), proc.stderr
     assert not (vault / "projects").exists()
+
+
+def test_get_of_an_unknown_id_names_it(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "x", "--project", "p", vault=vault)
+    proc = memo("prompt", "get", "nothing-here", vault=vault, check=False)
+    assert proc.returncode == 1 and proc.stderr.strip() == "error: Record not found: nothing-here"
 
 
 def test_default_vault_is_under_home_never_the_current_repository(tmp_path):

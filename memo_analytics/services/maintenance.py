@@ -1,0 +1,42 @@
+"""Vault maintenance: ``memo reindex`` (STYLE §7)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Callable
+
+from ..domain.clock import utcnow
+from ..index.reindex import ReindexResult, rebuild
+from ..vault.redact import redact_secrets
+from .store import VaultStore
+
+
+def reindex(store: VaultStore, progress: Callable[[int, int], None] | None = None) -> ReindexResult:
+    """Rebuild the index from the files alone, under the vault lock.
+
+    Temporary files left by an interrupted write are removed (under the lock no write is
+    in flight) and counted in ``removedTempFiles``. A damaged index file (not a SQLite
+    database) is set aside as ``index.sqlite.damaged-<UTC stamp>`` and built anew.
+    Bodies are passed through secret redaction on their way into the index.
+    """
+    with store.lock():
+        removed = 0
+        for temp in store.layout.temp_files():
+            temp.unlink(missing_ok=True)
+            removed += 1
+        try:
+            conn = store.conn
+            conn.execute("SELECT COUNT(*) FROM records").fetchone()
+        except sqlite3.DatabaseError:
+            store.close()
+            stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+            index = store.layout.index_path
+            for suffix in ("", "-wal", "-shm"):
+                damaged = index.with_name(index.name + suffix)
+                if damaged.exists():
+                    os.replace(damaged, damaged.with_name(f"{index.name}.damaged-{stamp}{suffix}"))
+            conn = store.conn
+        result = rebuild(conn, store.layout, progress, redact=lambda text: redact_secrets(text)[0])
+        result.removed_temp_files = removed
+        return result
