@@ -9,6 +9,8 @@ from ..domain.clock import TimeBounds, to_iso
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
+#: Largest offset passed to SQLite (beyond any vault; keeps the value a 64-bit integer).
+MAX_OFFSET = 2**53
 
 
 def clamp_page(limit: object = None, offset: object = None) -> tuple[int, int]:
@@ -24,7 +26,7 @@ def clamp_page(limit: object = None, offset: object = None) -> tuple[int, int]:
         off = 0 if offset in (None, "") else int(offset)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         off = 0
-    return min(max(lim, 1), MAX_LIMIT), max(off, 0)
+    return min(max(lim, 1), MAX_LIMIT), min(max(off, 0), MAX_OFFSET)
 
 
 _WORD = re.compile(r"\w", re.UNICODE)

@@ -15,16 +15,17 @@ from typing import Any, Callable, List, Optional
 
 import typer
 from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ..analytics.activity import ActivityReport, ActivityRequest, activity_report
-from ..config import Settings
+from ..config import MAX_BODY_BYTES, Settings
 from ..domain.clock import resolve_zone, to_iso
 from ..domain.errors import MemoError
 from ..domain.wire import dumps
-from ..index.reindex import rebuild
+from ..services.maintenance import reindex as reindex_vault
 from ..reports.timesheet import format_minutes, render_timesheet_pdf
 from ..services import prompts as prompt_service
 from ..services import sessions as session_service
@@ -33,9 +34,11 @@ from ..services.importers import IMPORTERS, load_importer
 from ..services.importers.common import ImportOptions, run_import, walk_files
 from ..services.requests import EndSessionRequest, ListRequest, RecordPromptRequest, StartSessionRequest
 from ..services.store import VaultStore
+from ..vault.redact import redact_secrets
 
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# markup and emoji off: stored text ("list[int]", "[/]", ":smile:") is printed as it is
+out = Console(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
 app = typer.Typer(
     name="memo",
@@ -74,13 +77,13 @@ state = State()
 
 @app.callback()
 def _global(
-    vault_root: Optional[Path] = typer.Option(
+    vault_root: Optional[str] = typer.Option(
         None, "--vault-root", envvar="MEMO_VAULT", help="Vault folder (default ~/.memo/vault; env MEMO_VAULT)."
     ),
     json_output: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables."),
 ) -> None:
     """Global options."""
-    state.settings = Settings(vault_root=vault_root) if vault_root else Settings()
+    state.settings = _settings(vault_root=vault_root) if vault_root is not None else _settings()
     state.json = json_output
     state._store = None
 
@@ -102,7 +105,10 @@ def _short(text: str | None, width: int = 70) -> str:
 
 @prompt_app.command("record")
 def prompt_record(
-    body: str = typer.Option(..., "--body", help="The turn's text (must not be empty)."),
+    body: Optional[str] = typer.Option(None, "--body", help="The turn's text (must not be empty)."),
+    body_file: Optional[Path] = typer.Option(
+        None, "--body-file", help="Read the turn's text from this UTF-8 file ('-' for stdin); for long prompts."
+    ),
     session_id: Optional[str] = typer.Option(None, "--session-id", help="Session id; the next turn is allocated when --turn is absent."),
     turn: Optional[int] = typer.Option(None, "--turn", help="Explicit turn number (≥ 1)."),
     project: Optional[str] = typer.Option(None, "--project", help="Project id (default: the repository folder of the cwd)."),
@@ -115,11 +121,33 @@ def prompt_record(
     tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
 ) -> None:
     """Record one conversational turn."""
+    body = _read_body(body, body_file)
     request = _build(RecordPromptRequest, body=body, session_id=session_id, turn=turn, project=project, ide=ide,
                      model=model, agent=agent, client=client, billable=billable, task_slug=task_slug,
                      tags=tag, cwd=str(Path.cwd()), source="cli")
     record = prompt_service.record_prompt(state.store, request)
     _emit(record, lambda r: out.print(f"recorded {r['id']} in project {r['project']}"))
+
+
+def _read_body(body: Optional[str], body_file: Optional[Path]) -> str:
+    if (body is None) == (body_file is None):
+        raise MemoError("Invalid body: give exactly one of --body and --body-file")
+    if body_file is None:
+        return body  # type: ignore[return-value]
+    raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1) if str(body_file) == "-" else _read_file(body_file)
+    if len(raw) > MAX_BODY_BYTES:
+        raise MemoError(f"Invalid body: larger than the limit of {MAX_BODY_BYTES} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MemoError(f"Invalid body: {body_file} is not valid UTF-8") from None
+
+
+def _read_file(path: Path) -> bytes:
+    if not path.is_file():
+        raise MemoError(f"Invalid body-file: {path} is not a readable file")
+    with path.open("rb") as handle:
+        return handle.read(MAX_BODY_BYTES + 1)
 
 
 def _list_request(**kwargs: Any) -> ListRequest:
@@ -203,7 +231,7 @@ def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt i
         body = r.pop("body", "")
         for key, value in r.items():
             if value not in (None, [], ""):
-                out.print(f"[bold]{key}[/]: {value}", markup=True)
+                out.print(f"{key}: {value}")
         if body:
             out.print()
             out.print(body, markup=False)
@@ -351,7 +379,8 @@ def _import_command(source: str) -> Callable[..., None]:
         project: Optional[str] = typer.Option(None, "--project", help="File everything under this project."),
         client: Optional[str] = typer.Option(None, "--client", help="Client of the imported sessions."),
         billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Billable or not (default yes)."),
-        idle_gap: int = typer.Option(30, "--idle-gap", min=1, help="Minutes of pause that start a new session."),
+        idle_gap: int = typer.Option(30, "--idle-gap", min=1, max=525_600,
+                                     help="Minutes of pause that start a new session (1–525600)."),
         tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
     ) -> None:
         module = load_importer(source)
@@ -361,7 +390,7 @@ def _import_command(source: str) -> Callable[..., None]:
         with _progress(f"import {source}", len(files)) as advance:
             result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance())
         for line in result.errors[:20]:
-            err.print(f"skipped: {line}", markup=False)
+            err.print(f"skipped: {line}")
         _emit(result.wire(), lambda r: out.print(result.line()))
 
     command.__doc__ = f"Import {source} transcripts: one session per work interval, one turn per human prompt."
@@ -391,13 +420,16 @@ class _progress:
 def reindex() -> None:
     """Rebuild the SQLite index (records, records_fts) from the vault's files alone."""
     store = state.store
+    if not store.root.is_dir():
+        raise MemoError(f"No vault at {store.root}")
     total = len(store.layout.record_files())
     with _progress("reindex", total) as advance:
-        with store.lock():
-            result = rebuild(store.conn, store.layout, progress=lambda n, t: advance())
+        result = reindex_vault(store, progress=lambda n, t: advance())
     for error in result.skipped:
-        err.print(f"skipped: {error}", markup=False)
-    _emit(result.wire(), lambda r: out.print(f"indexed {r['indexed']} records, skipped {len(r['skipped'])} files"))
+        err.print(f"skipped: {error}")
+    _emit(result.wire(), lambda r: out.print(
+        f"indexed {r['indexed']} records, skipped {len(r['skipped'])} files"
+        + (f", removed {r['removedTempFiles']} stale temporary files" if r["removedTempFiles"] else "")))
 
 
 # ---------------------------------------------------------------- demo
@@ -411,15 +443,20 @@ def demo(
     """Build a sample vault, print its activity and write its PDF timesheet."""
     out_dir = out_dir.expanduser().resolve()
     vault = out_dir / "vault"
-    marker = vault / ".memo" / "demo-vault"
+    marker = out_dir / DEMO_MARKER
+    resolve_zone(tz)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise MemoError(f"Invalid out: {out_dir} is not a folder")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not marker.exists():
+        raise MemoError(f"Invalid out: {out_dir} is not empty and was not made by memo demo; choose another --out")
+    settings = _settings(vault_root=vault, timezone=tz)
     if vault.exists():
-        if not marker.exists():
-            raise MemoError(f"Invalid out: {vault} exists and is not a memo demo vault; choose another --out")
         shutil.rmtree(vault)
-    state.settings = Settings(vault_root=vault, timezone=tz)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text("This folder was made by `memo demo`; the next run replaces it.\n", encoding="utf-8")
+    state.settings = settings
     state._store = None
     counts = build_demo_vault(state.store)
-    marker.write_text("built by memo demo\n", encoding="utf-8")
     report = activity_report(state.store, ActivityRequest(projects=None, tz=tz))
     pdf = render_timesheet_pdf(report, out_dir / "timesheet.pdf")
     if state.json:
@@ -435,31 +472,64 @@ def demo(
 # ---------------------------------------------------------------- entry point
 
 
+DEMO_MARKER = ".memo-demo"
+
+
+def _validation_message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    message = first["msg"].removeprefix("Value error, ")
+    field = ".".join(to_camel(str(p)) for p in first["loc"])
+    if not field and ": " in message:
+        field, message = message.split(": ", 1)
+        field = to_camel(field)
+    return f"Invalid {field or 'input'}: {message}"
+
+
 def _build(request_model: type, /, **fields: Any):
     try:
         return request_model(**fields)
     except ValidationError as exc:
+        raise MemoError(_validation_message(exc)) from None
+
+
+def _settings(**fields: Any) -> Settings:
+    try:
+        return Settings(**fields)
+    except ValidationError as exc:
         first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "input"
-        raise MemoError(f"Invalid {field}: {first['msg']}") from None
+        name = str(first["loc"][0]) if first["loc"] else "setting"
+        env = {"vault_root": "vaultRoot (MEMO_VAULT)"}.get(name, f"{to_camel(name)} (MEMO_{name.upper()})")
+        raise MemoError(f"Invalid {env}: {first['msg'].removeprefix('Value error, ')}") from None
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"error: {redact_secrets(message)[0]}")
+    sys.exit(code)
 
 
 def main() -> None:
-    """Console-script entry point: translate :class:`MemoError` into one line and exit 1."""
+    """Console-script entry point.
+
+    Every expected failure ends as one line ``error: <message>`` on stderr (secrets in the
+    message redacted) and a non-zero exit: 1 for a refused request, 2 for a usage error.
+    """
     try:
-        app(standalone_mode=False)
+        app(standalone_mode=False, prog_name="memo")
     except MemoError as exc:
-        err.print(f"error: {exc}", markup=False)
-        sys.exit(1)
+        _fail(str(exc))
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        _fail("aborted", 130)
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        _fail(f"Cannot use{where}: {exc.strerror or type(exc).__name__}")
+    except Exception as exc:
+        # usage errors of the click that typer ships (duck-typed: typer may vendor click)
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            sys.exit(0)
+        if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
+            context = getattr(exc, "ctx", None)
+            where = f" ({context.command_path})" if context is not None else ""
+            _fail(f"{exc.format_message()}{where}; see --help", exc.exit_code)
         raise

@@ -45,12 +45,44 @@ def render_html(template: str, context: dict[str, Any], user_templates: Path | N
     ReportError
         The template is missing or refers to an undefined value.
     """
+    if user_templates is not None and not Path(user_templates).is_dir():
+        raise ReportError(f"Invalid templates: {user_templates} is not a folder")
     try:
         return environment(user_templates).get_template(template).render(**context)
     except jinja2.TemplateNotFound as exc:
         raise ReportError(f"Report template not found: {exc.name}") from None
-    except jinja2.UndefinedError as exc:
+    except jinja2.TemplateSyntaxError as exc:
+        raise ReportError(f"Report template {exc.name or template} line {exc.lineno}: {exc.message}") from None
+    except jinja2.TemplateError as exc:
         raise ReportError(f"Report template {template}: {exc.message}") from None
+    except UnicodeDecodeError:
+        raise ReportError(f"Report template {template} is not UTF-8") from None
+
+
+def check_output_path(output: Path) -> Path:
+    """The real path a report will be written to.
+
+    A symbolic link is followed (its target is replaced, the link kept). Refused: a missing
+    folder, a parent that is not a folder, and an existing target that is not a regular
+    file (a folder, a device such as ``/dev/null``, a FIFO) — an atomic replace would
+    destroy it.
+
+    Raises
+    ------
+    ReportError
+        ``Invalid output: ...``.
+    """
+    output = Path(output).expanduser()
+    target = output.resolve() if output.is_symlink() else output.absolute()
+    parent = target.parent
+    if not parent.exists():
+        raise ReportError(f"Invalid output: folder {parent} does not exist")
+    if not parent.is_dir():
+        raise ReportError(f"Invalid output: {parent} is not a folder")
+    if target.exists() and not target.is_file():
+        kind = "a folder" if target.is_dir() else "not a regular file"
+        raise ReportError(f"Invalid output: {output} is {kind}")
+    return target
 
 
 def write_pdf(html: str, output: Path, base_dir: Path | None = None) -> Path:
@@ -63,11 +95,7 @@ def write_pdf(html: str, output: Path, base_dir: Path | None = None) -> Path:
     """
     from weasyprint import HTML
 
-    output = Path(output)
-    if not output.parent.exists():
-        raise ReportError(f"Invalid output: folder {output.parent} does not exist")
-    if output.is_dir():
-        raise ReportError(f"Invalid output: {output} is a folder")
+    output = check_output_path(output)
     pdf = HTML(string=html, base_url=str(base_dir or templates_dir())).write_pdf()
     try:
         atomic_write_bytes(output, pdf)

@@ -7,6 +7,7 @@ import sqlite3
 from typing import Callable
 
 from ..domain.clock import utcnow
+from ..domain.errors import IndexDamagedError
 from ..index.reindex import ReindexResult, rebuild
 from ..vault.redact import redact_secrets
 from .store import VaultStore
@@ -28,7 +29,7 @@ def reindex(store: VaultStore, progress: Callable[[int, int], None] | None = Non
         try:
             conn = store.conn
             conn.execute("SELECT COUNT(*) FROM records").fetchone()
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, IndexDamagedError):
             store.close()
             stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
             index = store.layout.index_path

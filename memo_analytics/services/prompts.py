@@ -6,24 +6,32 @@ import json
 from typing import Any
 
 from ..config import MAX_BODY_BYTES
-from ..domain.clock import parse_bounds, parse_instant, to_iso, utcnow
+from ..domain.clock import parse_bounds, parse_record_instant, to_iso, utcnow
 from ..domain.errors import InvalidFieldError, RecordNotFoundError
-from ..domain.ids import prompt_id, session_record_id, validate_slug
+from ..domain.ids import prompt_id, session_record_id, validate_session_id, validate_slug
 from ..domain.records import Prompt, RecordKind
 from ..index import store as index
 from ..index.query import PromptFilter, clamp_page
-from ..vault.redact import redact_secrets
+from ..vault.redact import looks_like_secret, redact_secrets, redact_value
 from .requests import ListRequest, RecordPromptRequest
 from .store import VaultStore
 
 
+#: Characters that print nothing: a body made only of these (and whitespace) is empty.
+_INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+
+
 def clean_text(value: str | None, field: str, required: bool = False) -> str | None:
-    """Validate free text (UTF-8, size limit) and redact secrets in it (SPEC §2.4).
+    """Validate free text and redact secrets in it (SPEC §2.4).
+
+    Line endings become ``\n`` and surrounding whitespace is trimmed (the form a re-read of
+    the Markdown file gives back).
 
     Raises
     ------
     InvalidFieldError
-        Empty when ``required``; not valid UTF-8; larger than ``MAX_BODY_BYTES``.
+        Empty (whitespace or invisible characters only) when ``required``; not valid
+        UTF-8; larger than ``MAX_BODY_BYTES``; contains NUL.
     """
     if value is None:
         if required:
@@ -37,13 +45,32 @@ def clean_text(value: str | None, field: str, required: bool = False) -> str | N
         raise InvalidFieldError(field, f"is {size} bytes; the limit is {MAX_BODY_BYTES} bytes")
     if "\x00" in value:
         raise InvalidFieldError(field, "contains a NUL character")
-    if required and not value.strip():
+    text = value.replace("\r\n", "\n").replace("\r", "\n").strip()
+    if required and not text.strip(_INVISIBLE + " \t\n\v\f"):
         raise InvalidFieldError(field, "must not be empty")
-    return redact_secrets(value)[0]
+    return redact_secrets(text)[0]
+
+
+def clean_list(values: list[str], field: str) -> list[str]:
+    """:func:`clean_text` on every item; empty items are dropped."""
+    cleaned = [clean_text(v, field) for v in values]
+    return [v for v in cleaned if v]
 
 
 def optional_slug(value: str | None, field: str) -> str | None:
-    return None if value in (None, "") else validate_slug(value, field)
+    """A safe slug, or None; a value shaped like a secret is refused (it would become a
+    file name, where redaction cannot reach)."""
+    if value in (None, ""):
+        return None
+    slug = validate_session_id(value) if field == "sessionId" else validate_slug(value, field)
+    if looks_like_secret(slug):
+        raise InvalidFieldError(field, "looks like a secret (token or key); choose another id")
+    return slug
+
+
+def clean_deliverables(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Redact every string of every deliverable (nested values included)."""
+    return [redact_value(item) for item in items]  # type: ignore[misc]
 
 
 def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> dict[str, Any]:
@@ -65,10 +92,12 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     """
     body = clean_text(request.body, "body", required=True)
     now = now or utcnow()
-    project = store.resolve_project(request.project, request.cwd)
+    project = optional_slug(store.resolve_project(request.project, request.cwd), "project")
     session_id = optional_slug(request.session_id, "sessionId")
     task_slug = optional_slug(request.task_slug, "taskSlug")
-    created = to_iso(parse_instant(request.created, "created", store.zone)) if request.created else to_iso(now)
+    if request.turn is not None and not session_id:
+        raise InvalidFieldError("turn", "needs a sessionId")
+    created = to_iso(parse_record_instant(request.created, "created", store.zone)) if request.created else to_iso(now)
     with store.lock():
         session_meta = _session_meta(store, project, session_id)
         turn = request.turn
@@ -78,27 +107,29 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
                 turn += 1  # the index lags the files (crash before indexing): never overwrite
         record_id = validate_slug(prompt_id(session_id, turn, now), "id")
         existing = store.read(project, RecordKind.PROMPT, record_id)
-        if existing is not None and request.skip_existing:
-            meta, old_body = existing
-            return {**meta, "body": old_body}
+        if existing is not None:
+            if request.skip_existing:
+                meta, old_body = existing
+                return {**meta, "body": old_body}
+            raise InvalidFieldError("turn", f"turn {turn} of session {session_id} is already recorded; omit --turn to append")
         prompt = Prompt(
             id=record_id,
             project=project,
             created=existing[0].get("created", created) if existing else created,
             updated=created if request.created else to_iso(now),
-            source=request.source or "mcp",
-            ide=request.ide or session_meta.get("ide") or "generic",
-            model=request.model or session_meta.get("model"),
-            agent=request.agent or session_meta.get("agent"),
+            source=clean_text(request.source, "source") or "mcp",
+            ide=clean_text(request.ide, "ide") or session_meta.get("ide") or "generic",
+            model=clean_text(request.model, "model") or session_meta.get("model"),
+            agent=clean_text(request.agent, "agent") or session_meta.get("agent"),
             session_id=session_id,
-            turn=turn if session_id else request.turn,
+            turn=turn if session_id else None,
             task_slug=task_slug or session_meta.get("taskSlug"),
             client=clean_text(request.client, "client") or session_meta.get("client"),
             billable=_first_bool(request.billable, session_meta.get("billable"), True),
-            branch=request.branch or session_meta.get("branch"),
-            git_sha=request.git_sha,
-            linked_paths=request.linked_paths,
-            tags=request.tags,
+            branch=clean_text(request.branch, "branch") or session_meta.get("branch"),
+            git_sha=clean_text(request.git_sha, "gitSha"),
+            linked_paths=clean_list(request.linked_paths, "linkedPaths"),
+            tags=clean_list(request.tags, "tags"),
         )
         meta = {**prompt.wire(), **_clean_extra(request.extra)}
         store.upsert(RecordKind.PROMPT, meta, body)
@@ -113,8 +144,10 @@ def _first_bool(*values: object) -> bool:
 
 
 def _clean_extra(extra: dict[str, Any]) -> dict[str, Any]:
-    reserved = set(Prompt.model_fields) | {f.alias for f in Prompt.model_fields.values() if f.alias}
-    return {k: v for k, v in extra.items() if k not in reserved}
+    from ..domain.records import Session
+
+    reserved = set(Session.model_fields) | {f.alias for f in Session.model_fields.values() if f.alias}
+    return {k: redact_value(v) for k, v in extra.items() if k not in reserved}
 
 
 def _session_meta(store: VaultStore, project: str, session_id: str | None) -> dict[str, Any]:

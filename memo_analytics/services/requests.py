@@ -8,12 +8,29 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
+
+from ..domain.ids import MAX_TURN
 
 
 class Request(BaseModel):
+    """Base of every request: camelCase aliases, unknown fields refused, text must be UTF-8."""
+
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    @model_validator(mode="after")
+    def _utf8_text(self):
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            values = value if isinstance(value, list) else [value]
+            for item in values:
+                if isinstance(item, str):
+                    try:
+                        item.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise ValueError(f"{name}: is not valid UTF-8") from None
+        return self
 
 
 class RecordContext(Request):
@@ -40,7 +57,7 @@ class RecordPromptRequest(RecordContext):
 
     body: str = Field(description="The turn's text; must be non-empty after stripping")
     session_id: str | None = Field(None, description="Session id; with no turn, the next turn is allocated")
-    turn: int | None = Field(None, ge=1, description="Explicit turn number (≥ 1)")
+    turn: int | None = Field(None, ge=1, le=MAX_TURN, description="Explicit turn number (1–1,000,000)")
     created: datetime | str | None = Field(None, description="When the turn happened (default now), ISO 8601")
     skip_existing: bool = Field(False, description="Importers: leave an existing record with this id untouched")
 

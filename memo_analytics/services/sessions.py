@@ -4,15 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain.clock import minutes_between, parse_instant, to_iso, utcnow, from_iso
+from pydantic import ValidationError
+
+from datetime import timedelta
+
+from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow
 from ..domain.errors import InvalidFieldError, SessionCompletedError, SessionNotStartedError
-from ..domain.ids import new_session_id, session_record_id, validate_slug
+from ..domain.ids import new_session_id, session_record_id, validate_session_id, validate_slug
 from ..domain.records import Deliverable, RecordKind, Session
 from ..index.query import PromptFilter
 from ..index import store as index
-from .prompts import _clean_extra, clean_text, optional_slug, row_to_record
+from .prompts import _clean_extra, clean_deliverables, clean_list, clean_text, optional_slug, row_to_record
 from .requests import EndSessionRequest, StartSessionRequest
 from .store import VaultStore
+
+#: How far in the future a start may lie (clock skew between machines).
+MAX_CLOCK_SKEW = timedelta(days=1)
 
 #: Fields that ``session_start`` keeps from an existing record (SPEC §2.5).
 PRESERVED_ON_RESTART = ("startTime", "created", "taskSlug", "client", "billable", "summary")
@@ -37,9 +44,12 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
         Unsafe ids or a bad ``startTime``.
     """
     now = now or utcnow()
-    project = store.resolve_project(request.project, request.cwd)
-    session_id = validate_slug(request.session_id, "sessionId") if request.session_id else new_session_id(now)
-    start = to_iso(parse_instant(request.start_time, "startTime", store.zone)) if request.start_time else to_iso(now)
+    project = optional_slug(store.resolve_project(request.project, request.cwd), "project")
+    session_id = optional_slug(request.session_id, "sessionId") or new_session_id(now)
+    start_at = parse_record_instant(request.start_time, "startTime", store.zone) if request.start_time else now
+    if start_at > now + MAX_CLOCK_SKEW:
+        raise InvalidFieldError("startTime", f"{to_iso(start_at)} is in the future")
+    start = to_iso(start_at)
     record_id = session_record_id(session_id)
     with store.lock():
         existing = store.read(project, RecordKind.SESSION, record_id)
@@ -52,18 +62,18 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
             status="active",
             created=start,
             updated=start if request.start_time else to_iso(now),
-            source=request.source or "mcp",
-            ide=request.ide or old.get("ide") or "generic",
-            model=request.model or old.get("model"),
-            agent=request.agent or old.get("agent"),
+            source=clean_text(request.source, "source") or "mcp",
+            ide=clean_text(request.ide, "ide") or old.get("ide") or "generic",
+            model=clean_text(request.model, "model") or old.get("model"),
+            agent=clean_text(request.agent, "agent") or old.get("agent"),
             session_id=session_id,
             task_slug=optional_slug(request.task_slug, "taskSlug"),
             client=clean_text(request.client, "client"),
             billable=True if request.billable is None else request.billable,
-            branch=request.branch or old.get("branch"),
-            git_sha=request.git_sha or old.get("gitSha"),
-            linked_paths=request.linked_paths or old.get("linkedPaths") or [],
-            tags=request.tags or old.get("tags") or [],
+            branch=clean_text(request.branch, "branch") or old.get("branch"),
+            git_sha=clean_text(request.git_sha, "gitSha") or old.get("gitSha"),
+            linked_paths=clean_list(request.linked_paths, "linkedPaths") or old.get("linkedPaths") or [],
+            tags=clean_list(request.tags, "tags") or old.get("tags") or [],
             start_time=start,
             summary=clean_text(request.summary, "summary"),
         )
@@ -94,7 +104,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
     now = now or utcnow()
     if not request.session_id:
         raise SessionNotStartedError(None)
-    session_id = validate_slug(request.session_id, "sessionId")
+    session_id = validate_session_id(request.session_id)
     record_id = session_record_id(session_id)
     with store.lock():
         project = _session_project(store, request.project, record_id)
@@ -102,7 +112,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
         if existing is None:
             raise SessionNotStartedError(session_id)
         meta, body = existing
-        end = parse_instant(request.until, "until", store.zone) if request.until else now
+        end = parse_record_instant(request.until, "until", store.zone) if request.until else now
         start = from_iso(str(meta["startTime"]))
         if end < start:
             raise InvalidFieldError("until", f"{to_iso(end)} is before the session's startTime {meta['startTime']}")
@@ -124,17 +134,15 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
     if request.pr:
         items.append({"type": "pr", "url": request.pr, "title": f"Pull request {request.pr.rstrip('/').rsplit('/', 1)[-1]}"})
     cleaned = []
-    for item in items:
+    for number, item in enumerate(items):
         try:
             deliverable = Deliverable.model_validate(item)
-        except Exception as exc:
-            raise InvalidFieldError("deliverables", str(exc).splitlines()[0]) from None
-        data = {k: v for k, v in deliverable.wire().items() if v is not None}
-        for key in ("url", "title"):
-            if key in data:
-                data[key] = clean_text(data[key], f"deliverables.{key}")
-        cleaned.append(data)
-    return cleaned
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "item"
+            raise InvalidFieldError(f"deliverables[{number}].{where}", first["msg"].lower()) from None
+        cleaned.append({k: v for k, v in deliverable.wire().items() if v is not None})
+    return clean_deliverables(cleaned)
 
 
 def merge_deliverables(existing: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -159,7 +167,7 @@ def _session_project(store: VaultStore, project: str | None, record_id: str) -> 
 
 def session_turns(store: VaultStore, session_id: str) -> list[dict[str, Any]]:
     """Every prompt of a session in turn order."""
-    validate_slug(session_id, "sessionId")
+    validate_session_id(session_id)
     flt = PromptFilter(session_id=session_id)
     _, rows = index.count_and_page(store.conn, "prompt", flt, 1_000_000, 0, "date-asc")
     records = [row_to_record(r) for r in rows]

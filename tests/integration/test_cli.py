@@ -132,12 +132,21 @@ def test_demo_builds_the_sample_and_its_pdf_total_matches_activity(tmp_path):
     assert first == second
 
 
-def test_demo_refuses_to_overwrite_a_folder_that_is_not_a_demo(tmp_path):
-    (tmp_path / "vault").mkdir()
-    (tmp_path / "vault" / "keep.txt").write_text("mine")
+@pytest.mark.parametrize("mine", ["vault/keep.txt", "timesheet.pdf"])
+def test_demo_refuses_a_folder_it_did_not_make_and_touches_nothing(tmp_path, mine):
+    (tmp_path / mine).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / mine).write_text("mine")
     proc = memo("demo", "--out", str(tmp_path), check=False)
-    assert proc.returncode == 1 and "is not a memo demo vault" in proc.stderr
-    assert (tmp_path / "vault" / "keep.txt").read_text() == "mine"
+    assert proc.returncode == 1 and "was not made by memo demo" in proc.stderr
+    assert (tmp_path / mine).read_text() == "mine"
+
+
+def test_demo_checks_the_zone_before_replacing_its_previous_vault(tmp_path):
+    memo("demo", "--out", str(tmp_path / "d"))
+    before = sorted(p.name for p in (tmp_path / "d" / "vault" / "projects").iterdir())
+    proc = memo("demo", "--out", str(tmp_path / "d"), "--tz", "Nowhere/Zone", check=False)
+    assert proc.returncode == 1 and proc.stderr.startswith("error: Invalid tz:")
+    assert sorted(p.name for p in (tmp_path / "d" / "vault" / "projects").iterdir()) == before
 
 
 def test_timesheet_pdf_rows_subtotals_and_total_for_a_client_filter(tmp_path):

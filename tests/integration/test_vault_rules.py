@@ -8,6 +8,7 @@ import threading
 from datetime import datetime, timezone
 
 import pytest
+from pydantic import ValidationError
 
 from memo_analytics.domain.errors import (
     CorruptRecordError,
@@ -147,7 +148,7 @@ def test_record_requires_a_non_empty_body_and_writes_nothing(store, body):
 
 
 def test_body_of_invalid_utf8_is_refused(store):
-    with pytest.raises(InvalidFieldError, match="^Invalid body: is not valid UTF-8"):
+    with pytest.raises(ValidationError, match="body: is not valid UTF-8"):
         rec(store, body="abc \udcff def")
     assert files(store) == []
 
@@ -187,8 +188,8 @@ def test_secrets_are_redacted_before_the_file_and_the_index(store):
 
 
 def test_atomic_write_leaves_the_old_file_when_the_rename_fails(store, monkeypatch):
-    rec(store, session_id="s1", turn=1, body="original")
-    path = store.root / "projects/p1/prompts/prompt-s1-t1.md"
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0))
+    path = store.root / "projects/p1/sessions/session-s1.md"
     before = path.read_bytes()
 
     def boom(src, dst):
@@ -196,9 +197,9 @@ def test_atomic_write_leaves_the_old_file_when_the_rename_fails(store, monkeypat
 
     monkeypatch.setattr(vault_io.os, "replace", boom)
     with pytest.raises(OSError):
-        rec(store, session_id="s1", turn=1, body="replacement")
+        end_session(store, EndSessionRequest(session_id="s1", until="2026-01-05T10:00:00Z", summary="done"))
     assert path.read_bytes() == before
-    assert [p.name for p in path.parent.iterdir()] == ["prompt-s1-t1.md"]  # no temp file left behind
+    assert [p.name for p in path.parent.iterdir()] == ["session-s1.md"]  # no temp file left behind
 
 
 # ---- §2.5 lifecycle
@@ -262,13 +263,25 @@ def test_prompt_inherits_client_billable_and_slug_from_its_session(store):
 # ---- index, search, get, reindex
 
 def test_every_mutation_updates_records_fts(store):
+    start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0, summary="warp drive"))
     rec(store, body="the flux capacitor leaks", session_id="s1")
     page = search_prompts(store, ListRequest(project="p1", query="capacitor"))
     assert [i["id"] for i in page["items"]] == ["prompt-s1-t1"]
-    rec(store, body="replaced text", session_id="s1", turn=1)
-    assert search_prompts(store, ListRequest(project="p1", query="capacitor"))["total"] == 0
-    fts_rows = store.conn.execute("SELECT COUNT(*) FROM records_fts").fetchone()[0]
-    assert fts_rows == 1
+
+    def fts_ids(word):
+        return sorted(r[0] for r in store.conn.execute("SELECT id FROM records_fts WHERE records_fts MATCH ?", (word,)))
+
+    assert fts_ids("warp") == ["session-s1"]
+    end_session(store, EndSessionRequest(session_id="s1", until="2026-01-05T10:00:00Z", summary="hyperdrive fixed"))
+    assert fts_ids("warp") == [] and fts_ids("hyperdrive") == ["session-s1"]
+    assert store.conn.execute("SELECT COUNT(*) FROM records_fts").fetchone()[0] == 2
+
+
+def test_an_explicit_turn_never_replaces_a_recorded_one(store):
+    rec(store, session_id="s1", body="original")
+    with pytest.raises(InvalidFieldError, match="^Invalid turn: turn 1 of session s1 is already recorded"):
+        rec(store, session_id="s1", turn=1, body="replacement")
+    assert read_record(store.root / "projects/p1/prompts/prompt-s1-t1.md")[1] == "original"
 
 
 def test_list_returns_the_envelope_newest_first(store):

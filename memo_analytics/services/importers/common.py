@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ...domain.clock import to_iso
-from ...domain.errors import MemoError
+from ...domain.errors import InvalidFieldError, MemoError
 from ...domain.ids import session_record_id, slugify
 from ...domain.records import RecordKind
 from ..prompts import record_prompt
@@ -118,8 +118,10 @@ def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: t
         if root.is_file():
             yield root
             continue
+        if not root.exists():
+            raise InvalidFieldError("path", f"{root} does not exist")
         if not root.is_dir():
-            raise MemoError(f"Invalid path: {root} does not exist")
+            raise InvalidFieldError("path", f"{root} is not a regular file or a folder")
         found = []
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in exclude_dirs)

@@ -1,0 +1,307 @@
+"""Hostile input through the real ``memo`` process: refused in one line, nothing lost or leaked."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .test_cli import memo
+
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def vault_bytes(vault: Path) -> bytes:
+    """Every byte of the vault: record files and the index (WAL included)."""
+    return b"".join(p.read_bytes() for p in sorted(vault.rglob("*")) if p.is_file())
+
+
+def one_line_error(proc: subprocess.CompletedProcess, starts: str) -> None:
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(starts), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args, starts",
+    [
+        ([], None),
+        (["nosuch"], "error: No such command 'nosuch'"),
+        (["prompt", "record"], "error: Invalid body: give exactly one of --body and --body-file"),
+        (["prompt", "record", "--body"], "error: Option '--body' requires an argument"),
+        (["--bogus"], "error: No such option: --bogus"),
+        (["prompt", "record", "--body", "x", "--turn", "abc"], "error: Invalid value for '--turn'"),
+        (["prompt", "list", "--limit", "abc"], "error: Invalid value for '--limit'"),
+        (["import", "codex", "/nonexistent", "--idle-gap", "0"], "error: Invalid value for '--idle-gap'"),
+    ],
+)
+def test_usage_errors_are_one_line_without_traceback(tmp_path, args, starts):
+    proc = memo(*args, vault=tmp_path / "v" if args else None, check=False)
+    if starts is None:  # no arguments: the help, exit 0
+        assert proc.returncode == 0 and "Usage: memo" in proc.stdout
+    else:
+        one_line_error(proc, starts)
+
+
+def test_an_explicit_turn_never_overwrites_a_recorded_turn(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "first", "--session-id", "u", "--project", "p", vault=vault)
+    proc = memo("prompt", "record", "--body", "OVERWRITE", "--session-id", "u", "--turn", "1", "--project", "p",
+                vault=vault, check=False)
+    one_line_error(proc, "error: Invalid turn: turn 1 of session u is already recorded")
+    assert "first" in (vault / "projects/p/prompts/prompt-u-t1.md").read_text()
+
+
+@pytest.mark.parametrize("turn", ["99999999999999999999999", "9223372036854775807", "1000001"])
+def test_a_huge_turn_is_refused_and_nothing_is_written(tmp_path, turn):
+    vault = tmp_path / "v"
+    proc = memo("prompt", "record", "--body", "a", "--session-id", "t", "--turn", turn, "--project", "p",
+                vault=vault, check=False)
+    one_line_error(proc, "error: Invalid")
+    assert not (vault / "projects").exists()
+
+
+def test_a_turn_without_a_session_is_refused(tmp_path):
+    proc = memo("prompt", "record", "--body", "a", "--turn", "5", "--project", "p", vault=tmp_path / "v", check=False)
+    one_line_error(proc, "error: Invalid turn: needs a sessionId")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["prompt", "record", "--body", "x" * 25_000 + f" password = \"Hunter2SuperSecretPw\" {TOKEN}"],
+        ["prompt", "record", "--body", "ok", "--model", TOKEN, "--agent", f"token={TOKEN}", "--ide", TOKEN,
+         "--tag", TOKEN],
+        ["session", "start", "s1", "--summary", f"key {TOKEN}", "--client", TOKEN, "--branch", TOKEN],
+    ],
+)
+def test_secrets_in_any_field_reach_neither_file_nor_index(tmp_path, args):
+    vault = tmp_path / "v"
+    memo(*args, "--project", "p", vault=vault)
+    data = vault_bytes(vault)
+    assert TOKEN.encode() not in data and b"Hunter2SuperSecretPw" not in data
+
+
+def test_secrets_in_deliverables_are_redacted_in_every_value(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "p", vault=vault)
+    deliverables = f'[{{"type":"commit","sha":"{TOKEN}","note":{{"deep":"password=Sup3rS3cretPw!"}}}}]'
+    memo("session", "end", "s1", "--deliverables", deliverables, "--pr", f"https://u:Pa55word9@host/{TOKEN}",
+         vault=vault)
+    data = vault_bytes(vault)
+    for secret in (TOKEN, "Sup3rS3cretPw", "Pa55word9"):
+        assert secret.encode() not in data
+
+
+@pytest.mark.parametrize("option", ["--session-id", "--task-slug", "--project"])
+def test_a_token_shaped_id_is_refused(tmp_path, option):
+    proc = memo("prompt", "record", "--body", "x", option, TOKEN, vault=tmp_path / "v", check=False)
+    one_line_error(proc, "error: Invalid")
+    assert "looks like a secret" in proc.stderr and TOKEN not in proc.stderr
+
+
+def test_error_messages_never_echo_a_secret(tmp_path):
+    memo("prompt", "record", "--body", "x", "--project", "p", vault=tmp_path / "v")
+    proc = memo("prompt", "list", "--since", TOKEN, vault=tmp_path / "v", check=False)
+    one_line_error(proc, "error: Invalid since date")
+    assert TOKEN not in proc.stderr
+
+
+def test_a_secret_pasted_into_a_file_by_hand_stays_out_of_the_index(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "clean", "--session-id", "r", "--project", "p", vault=vault)
+    path = vault / "projects/p/prompts/prompt-r-t1.md"
+    path.write_text(path.read_text().replace("clean", f"clean {TOKEN}"))
+    memo("reindex", vault=vault)
+    conn = sqlite3.connect(vault / ".memo/index.sqlite")
+    assert conn.execute("SELECT count(*) FROM records WHERE instr(body, ?)", (TOKEN,)).fetchone()[0] == 0
+    assert TOKEN in path.read_text()  # the file is the person's: left as they wrote it
+
+
+@pytest.mark.parametrize("body", ["array[/] slice", "def f(x: list[int]) -> dict[str]: see [bold]", ":smile: [link=https://evil.example]x[/link]"])
+def test_stored_text_prints_literally_in_human_output(tmp_path, body):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", body, "--project", "p", "--session-id", "s", vault=vault)
+    memo("session", "start", "s2", "--project", "p", "--summary", body, vault=vault)
+    listed = memo("prompt", "list", "--project", "p", vault=vault)
+    got = memo("prompt", "get", "prompt-s-t1", vault=vault)
+    memo("activity", "--all", vault=vault)
+    assert body in got.stdout
+    assert body[:10] in listed.stdout
+
+
+def test_timestamps_outside_1970_to_9000_are_refused(tmp_path):
+    proc = memo("session", "start", "old", "--project", "p", "--start-time", "0001-01-01T00:00:00Z",
+                vault=tmp_path / "v", check=False)
+    one_line_error(proc, "error: Invalid startTime date")
+
+
+def test_a_start_in_the_future_is_refused(tmp_path):
+    proc = memo("session", "start", "f", "--project", "p", "--start-time", "2099-01-01T00:00:00Z",
+                vault=tmp_path / "v", check=False)
+    one_line_error(proc, "error: Invalid startTime:")
+
+
+@pytest.mark.parametrize("args", [["prompt", "list", "--all", "--until", "9999-12-31"],
+                                  ["activity", "--all", "--until", "9999-12-31"],
+                                  ["prompt", "list", "--all", "--offset", "99999999999999999999"]])
+def test_extreme_bounds_do_not_crash(tmp_path, args):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "x", "--project", "p", vault=vault)
+    memo(*args, vault=vault)
+
+
+def test_invalid_utf8_in_any_argument_is_refused(tmp_path):
+    vault = tmp_path / "v"
+    command = [sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "prompt", "record", "--body", "ok",
+               "--project", "p", "--model", b"bad\xffmodel"]
+    proc = subprocess.run(command, capture_output=True, text=True, env={**os.environ}, timeout=60)
+    one_line_error(proc, "error: Invalid model: is not valid UTF-8")
+    assert not (vault / "projects").exists()
+
+
+@pytest.mark.parametrize("name", ["nl\n", "proj\n"])
+def test_a_trailing_newline_is_not_a_safe_slug(tmp_path, name):
+    proc = memo("session", "start", name, "--project", "p", vault=tmp_path / "v", check=False)
+    one_line_error(proc, "error: Invalid sessionId")
+
+
+def test_a_long_session_id_is_refused_up_front(tmp_path):
+    proc = memo("session", "start", "s" * 161, "--project", "p", vault=tmp_path / "v", check=False)
+    one_line_error(proc, "error: Invalid sessionId: longer than 160 characters")
+
+
+def test_a_vault_inside_a_repository_or_an_empty_path_is_refused(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    proc = memo("prompt", "record", "--body", "x", vault=repo / "inner-vault", check=False)
+    one_line_error(proc, "error: Invalid vaultRoot:")
+    assert "is inside the git repository" in proc.stderr
+    proc = memo("--vault-root", "", "prompt", "record", "--body", "x", cwd=repo, check=False)
+    one_line_error(proc, "error: Invalid vaultRoot")
+    assert sorted(p.name for p in repo.iterdir()) == [".git"]
+
+
+def test_reads_never_create_a_vault_at_a_mistyped_path(tmp_path):
+    for args in (["prompt", "list", "--all"], ["activity", "--all"], ["prompt", "get", "x"]):
+        proc = memo(*args, vault=tmp_path / "typo", check=False)
+        one_line_error(proc, "error: No vault at")
+    assert not (tmp_path / "typo").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "device"])
+def test_timesheet_output_never_destroys_special_files(tmp_path, kind):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "x", "--project", "p", vault=vault)
+    target = tmp_path / "target.pdf"
+    path = tmp_path / "out.pdf"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        target.write_text("old")
+        path.symlink_to(target)
+    else:
+        if os.geteuid() != 0:
+            pytest.fail("device nodes need root; the CI runs as root")
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 7))
+    proc = memo("report", "timesheet", "--all", "-o", str(path), vault=vault, check=False)
+    if kind == "symlink":  # the link is followed: its target gets the PDF, the link stays
+        assert proc.returncode == 0 and path.is_symlink() and target.read_bytes().startswith(b"%PDF")
+    else:
+        one_line_error(proc, "error: Invalid output:")
+        mode = path.lstat().st_mode
+        assert stat.S_ISFIFO(mode) if kind == "fifo" else stat.S_ISCHR(mode)
+
+
+def test_a_missing_template_folder_is_refused(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "x", "--project", "p", vault=vault)
+    proc = memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.pdf"), "--templates", str(tmp_path / "none"),
+                vault=vault, check=False)
+    one_line_error(proc, "error: Invalid templates:")
+
+
+def test_body_file_and_stdin_carry_long_prompts(tmp_path):
+    vault = tmp_path / "v"
+    text = "long prompt " * 20_000  # 240 KB: more than one command-line argument may hold
+    (tmp_path / "body.txt").write_text(text)
+    memo("prompt", "record", "--body-file", str(tmp_path / "body.txt"), "--session-id", "b", "--project", "p",
+         vault=vault)
+    proc = subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "prompt", "record",
+                           "--body-file", "-", "--session-id", "b", "--project", "p"],
+                          input="from stdin", capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert (vault / "projects/p/prompts/prompt-b-t1.md").read_text().rstrip().endswith(text.strip())
+    assert "from stdin" in (vault / "projects/p/prompts/prompt-b-t2.md").read_text()
+
+
+def test_reindex_skips_every_kind_of_bad_file_and_indexes_the_rest(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "good", "--session-id", "g", "--project", "p", vault=vault)
+    prompts = vault / "projects/p/prompts"
+    head = "---\nid: {id}\nkind: prompt\nproject: p\ncreated: '{created}'\nupdated: '2026-01-05T09:00:00.000Z'\n{extra}---\nbody\n"
+    bad = {
+        "b1": head.format(id="b1", created="2026-13-45", extra=""),
+        "b2": "---\nid: b2\nproject: p\ncreated: '2026-01-05T09:00:00Z'\n---\nno kind\n",
+        "b3": "---\nid: &a [*a]\n---\nx\n",
+        "b4": head.format(id="b4", created="2026-01-05T09:00:00Z", extra="turn: 99999999999999999999\nsessionId: s\n"),
+        "b5": head.format(id="other-id", created="2026-01-05T09:00:00Z", extra=""),
+        "b6": head.format(id="b6", created="2026-01-05T09:00:00Z", extra="billable: maybe\n"),
+    }
+    for name, text in bad.items():
+        (prompts / f"{name}.md").write_text(text)
+    (prompts / "dir.md").mkdir()
+    before = {name: (prompts / f"{name}.md").read_bytes() for name in bad}
+    proc = memo("--json", "reindex", vault=vault)
+    import json
+
+    result = json.loads(proc.stdout)
+    assert result["indexed"] == 1
+    assert sorted(Path(s["path"]).name for s in result["skipped"]) == sorted([*(f"{n}.md" for n in bad), "dir.md"])
+    assert {name: (prompts / f"{name}.md").read_bytes() for name in bad} == before
+
+
+def test_reindex_rebuilds_a_damaged_index_and_other_commands_say_so(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "good", "--session-id", "g", "--project", "p", vault=vault)
+    index = vault / ".memo/index.sqlite"
+    for suffix in ("-wal", "-shm"):
+        Path(str(index) + suffix).unlink(missing_ok=True)
+    index.write_bytes(b"junk" * 100)
+    proc = memo("prompt", "list", "--all", vault=vault, check=False)
+    one_line_error(proc, "error: The index")
+    assert "run `memo reindex`" in proc.stderr
+    memo("reindex", vault=vault)
+    assert '"total": 1' in memo("--json", "prompt", "list", "--all", vault=vault).stdout
+    assert list((vault / ".memo").glob("index.sqlite.damaged-*"))
+
+
+def test_reindex_removes_temp_files_a_killed_writer_left(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "good", "--session-id", "g", "--project", "p", vault=vault)
+    torn = vault / "projects/p/prompts/.prompt-g-t2.md.abcd1234.tmp"
+    torn.write_bytes(b"---\nid: prompt-g-t2\nki")
+    import json
+
+    result = json.loads(memo("--json", "reindex", vault=vault).stdout)
+    assert result["removedTempFiles"] == 1 and not torn.exists() and result["indexed"] == 1
+
+
+def test_files_are_created_with_the_umask_not_0600(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "x", "--session-id", "m", "--project", "p", vault=vault)
+    mode = stat.S_IMODE((vault / "projects/p/prompts/prompt-m-t1.md").stat().st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask
+
+
+def test_a_body_of_invisible_characters_is_empty(tmp_path):
+    proc = memo("prompt", "record", "--body", "\u200b\ufeff \u200b", "--project", "p", vault=tmp_path / "v", check=False)
+    one_line_error(proc, "error: Invalid body: must not be empty")
