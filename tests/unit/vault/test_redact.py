@@ -1,0 +1,84 @@
+"""Secret redaction (SPEC §2.4): each format is hidden, and code that only looks like one is left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from memo_analytics.vault.redact import redact_secrets, redact_value
+
+# (text, the secret part that must disappear); every value here is fake
+SECRETS = [
+    ("key AKIAIOSFODNN7EXAMPLQ in use", "AKIAIOSFODNN7EXAMPLQ"),
+    ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("git clone https://github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF@github.com/o/r",
+     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF"),
+    ("token ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"),
+    ("gitlab glpat-AbCdEfGhIjKlMnOpQrSt12", "glpat-AbCdEfGhIjKlMnOpQrSt12"),
+    ("OPENAI_API_KEY=sk-proj-Abcdefghijklmnopqrstuvwxyz0123456789", "sk-proj-Abcdefghijklmnopqrstuvwxyz0123456789"),
+    ("use sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345"),
+    ("google AIzaSyA1234567890abcdefghijklmnopqrstuv", "AIzaSyA1234567890abcdefghijklmnopqrstuv"),
+    ("slack xoxb-1234567890-abcdefghijklmnop", "xoxb-1234567890-abcdefghijklmnop"),
+    ("hook https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX", "hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXX"),
+    ("https://discord.com/api/webhooks/123456789/abcDEF_ghi-JKL", "abcDEF_ghi-JKL"),
+    ("stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("npm npm_abcdefghijklmnopqrstuvwxyz0123456789", "npm_abcdefghijklmnopqrstuvwxyz0123456789"),
+    ("hf hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH"),
+    ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+     "eyJzdWIiOiIxMjM0NTY3ODkwIn0"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----", "MIIEowIBAAKCAQEA7"),
+    ("postgres://admin:pa@ss9@db.example.com/app", "pa@ss9"),
+    ("https://u:pw@host/x", "pw@"),
+    ("Authorization: Basic YWRtaW46cGFzc3dvcmQ=", "YWRtaW46cGFzc3dvcmQ="),
+    ("curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz123456'", "abcdefghijklmnopqrstuvwxyz123456"),
+    ("curl -u admin:CurlPassw0rd https://x", "CurlPassw0rd"),
+    ("mysql -u root -pMysqlPassw0rd123 db", "MysqlPassw0rd123"),
+    ('password = "hunter2hunter"', "hunter2hunter"),
+    ("DB_PASSWORD: YamlPassw0rdValue", "YamlPassw0rdValue"),
+    ("my password is Hunter2!", "Hunter2!"),
+    ("client_secret=abc123def456", "abc123def456"),
+    ("x" * 25_000 + ' password = "Hunter2SuperSecretPw" ', "Hunter2SuperSecretPw"),
+]
+
+# code and prose from real transcripts that mention secrets without holding one
+NOT_SECRETS = [
+    "password: SecretStr = Field(",
+    "def f(password: str) -> None:",
+    "token = get_token()",
+    "the password is required",
+    'api_key = os.environ["API_KEY"]',
+    "const token = process.env.TOKEN;",
+    "pageToken = res.data?.next_page_token",
+    "input_tokens = 6976",
+    '"outputTokens":2848,"cacheReadTokens":1024',
+    "DISCORD_BOT_TOKEN=your_bot_token",
+    "secret = ${SECRET}",
+    "--- PASS: TestAgentSessionTypes (0.00s)",
+    "task-management-system-design-with-extra-words",
+    "github_pat_xxx is a placeholder",
+    "passwordless login",
+]
+
+
+@pytest.mark.parametrize("text, secret", SECRETS, ids=[s[1][:24] for s in SECRETS])
+def test_each_secret_format_is_redacted(text, secret):
+    redacted, count = redact_secrets(text)
+    assert secret not in redacted
+    assert count >= 1 and "[REDACTED:" in redacted
+
+
+@pytest.mark.parametrize("text", NOT_SECRETS)
+def test_code_that_mentions_secrets_is_left_alone(text):
+    assert redact_secrets(text) == (text, 0)
+
+
+def test_a_token_used_as_url_user_is_redacted_once():
+    text = "https://github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF@github.com/o/r"
+    assert redact_secrets(text) == ("https://[REDACTED:github-token]@github.com/o/r", 1)
+
+
+def test_redact_value_walks_nested_structures():
+    value = {"type": "commit", "sha": "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8", "n": 3,
+             "more": [{"note": "password=Sup3rS3cretPw!"}]}
+    redacted = redact_value(value)
+    assert redacted["sha"] == "[REDACTED:github-token]" and redacted["n"] == 3
+    assert "Sup3rS3cretPw" not in str(redacted)
