@@ -9,7 +9,7 @@ from ..config import MAX_BODY_BYTES
 from ..domain.clock import parse_bounds, parse_record_instant, to_iso, utcnow
 from ..domain.errors import InvalidFieldError, RecordNotFoundError
 from ..domain.ids import prompt_id, session_record_id, validate_session_id, validate_slug
-from ..domain.records import Prompt, RecordKind
+from ..domain.records import Prompt, RecordKind, Session
 from ..index import store as index
 from ..index.query import PromptFilter, clamp_page
 from ..vault.redact import looks_like_secret, redact_secrets, redact_value
@@ -131,7 +131,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
             linked_paths=clean_list(request.linked_paths, "linkedPaths"),
             tags=clean_list(request.tags, "tags"),
         )
-        meta = {**prompt.wire(), **_clean_extra(request.extra)}
+        meta = {**prompt.wire(), **clean_extra(request.extra)}
         store.upsert(RecordKind.PROMPT, meta, body)
     return {**meta, "body": body}
 
@@ -143,9 +143,9 @@ def _first_bool(*values: object) -> bool:
     return True
 
 
-def _clean_extra(extra: dict[str, Any]) -> dict[str, Any]:
-    from ..domain.records import Session
-
+def clean_extra(extra: dict[str, Any]) -> dict[str, Any]:
+    """Extra frontmatter keys (importers' ``transcriptId`` ...): the record's own fields are
+    dropped (they cannot be overridden this way) and every value is redacted."""
     reserved = set(Session.model_fields) | {f.alias for f in Session.model_fields.values() if f.alias}
     return {k: redact_value(v) for k, v in extra.items() if k not in reserved}
 

@@ -14,7 +14,7 @@ from ..domain.ids import new_session_id, session_record_id, validate_session_id,
 from ..domain.records import Deliverable, RecordKind, Session
 from ..index.query import PromptFilter
 from ..index import store as index
-from .prompts import _clean_extra, clean_deliverables, clean_list, clean_text, optional_slug, row_to_record
+from .prompts import clean_extra, clean_deliverables, clean_list, clean_text, optional_slug, row_to_record
 from .requests import EndSessionRequest, StartSessionRequest
 from .store import VaultStore
 
@@ -77,7 +77,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
             start_time=start,
             summary=clean_text(request.summary, "summary"),
         )
-        meta = {**old, **session.wire(), **_clean_extra(request.extra)}
+        meta = {**old, **session.wire(), **clean_extra(request.extra)}
         for key in PRESERVED_ON_RESTART:
             if old.get(key) is not None:
                 meta[key] = old[key]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -90,7 +90,7 @@ class ImportOptions:
     client: str | None = None
     billable: bool | None = None
     idle_gap: timedelta = timedelta(minutes=30)
-    zone: object = None  # tzinfo for timestamps without an offset
+    zone: tzinfo | None = None  # zone of timestamps without an offset (None: UTC)
 
 
 @dataclass
