@@ -13,12 +13,11 @@ prompt records whose ``created`` lies in the bounds, filtered by client.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any
 
 import duckdb
-import polars as pl
 
 from ..domain.clock import TimeBounds, hours_2dp, parse_bounds, resolve_zone, to_iso, zone_name
 from ..services.store import VaultStore
@@ -60,7 +59,6 @@ class ActivityReport:
     bounds: TimeBounds
     projects: list[str] | None
     client: str | None = None
-    extras: dict[str, Any] = field(default_factory=dict)
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -176,8 +174,3 @@ def _session_item(row: dict[str, Any]) -> dict[str, Any]:
         "summary": row["summary"],
         "deliverables": json.loads(row["deliverables"] or "[]"),
     }
-
-
-def report_hours_frame(report: ActivityReport) -> pl.DataFrame:
-    """The report's sessions as a frame (for notebooks and the timesheet)."""
-    return pl.DataFrame(report.sessions)

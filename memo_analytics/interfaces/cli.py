@@ -22,7 +22,7 @@ from rich.table import Table
 
 from ..analytics.activity import ActivityReport, ActivityRequest, activity_report
 from ..config import MAX_BODY_BYTES, Settings
-from ..domain.clock import resolve_zone, to_iso
+from ..domain.clock import resolve_zone
 from ..domain.errors import MemoError
 from ..domain.wire import dumps
 from ..services.maintenance import reindex as reindex_vault
