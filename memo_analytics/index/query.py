@@ -30,22 +30,50 @@ def clamp_page(limit: object = None, offset: object = None) -> tuple[int, int]:
 
 
 _WORD = re.compile(r"\w", re.UNICODE)
+# Han, Hiragana, Katakana, Hangul: scripts written without spaces between words
+_CJK_RUN = re.compile(
+    "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+    "\U00020000-\U0002fa1f]+"
+)
+
+
+def _bigrams(match: re.Match[str]) -> str:
+    run = match.group(0)
+    if len(run) == 1:
+        return f" {run} "
+    return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
+
+
+def fts_text(text: str) -> str:
+    """The text FTS5 indexes: runs of Chinese, Japanese or Korean characters become
+    overlapping bigrams (``查看飞书文档`` → ``查看 看飞 飞书 书文 文档``), so that a word of two or
+    more characters inside a sentence is found; other text is left as it is (the
+    ``unicode61`` tokenizer splits it and folds accents). Pure.
+    """
+    return _CJK_RUN.sub(_bigrams, text)
 
 
 def fts_match_expression(query: str) -> str | None:
     """Quote free text into an FTS5 MATCH expression that can never be a syntax error.
 
-    Every whitespace-separated token becomes a quoted phrase (inner quotes doubled);
-    tokens are AND-combined. Operators a user types (``AND``, ``-x``, ``a:b``, ``C++``,
-    brackets) are searched as text, not interpreted. Tokens without any letter or digit
-    are dropped. Returns None when nothing searchable is left (the caller answers with an
-    empty page, SPEC §2.6).
+    Every whitespace-separated token becomes a quoted phrase (inner quotes doubled) of its
+    :func:`fts_text` tokens; tokens are AND-combined. Operators a user types (``AND``,
+    ``-x``, ``a:b``, ``C++``, brackets) are searched as text, not interpreted; the one
+    exception is a trailing ``*``, which asks for a prefix (``decorat*``). Tokens without
+    any letter or digit are dropped. Returns None when nothing searchable is left (the
+    caller answers with an empty page, SPEC §2.6).
     """
     phrases = []
     for token in query.split():
-        if not _WORD.search(token):
+        prefix = token.endswith("*") and len(token) > 1
+        word = token.rstrip("*") if prefix else token
+        if not _WORD.search(word):
             continue
-        phrases.append('"' + token.replace('"', '""') + '"')
+        parts = fts_text(word).split()
+        if len(parts) == 1 and len(parts[0]) == 1 and _CJK_RUN.fullmatch(parts[0]):
+            prefix = True  # one CJK character: every bigram that starts with it
+        phrase = '"' + " ".join(parts).replace('"', '""') + '"'
+        phrases.append(phrase + ("*" if prefix else ""))
     return " ".join(phrases) if phrases else None
 
 

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from .query import PromptFilter, build_where, fts_match_expression
+from .query import PromptFilter, build_where, fts_match_expression, fts_text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -71,9 +71,23 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.execute("PRAGMA busy_timeout = 30000")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
     conn.executescript(_SCHEMA)
+    if 0 < version < SCHEMA_VERSION:
+        _migrate(conn)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Schema 1 → 2: ``records_fts`` holds :func:`fts_text` (CJK bigrams); refill it."""
+    with transaction(conn):
+        conn.execute("DELETE FROM records_fts")
+        rows = conn.execute("SELECT rowid, id, body, summary FROM records WHERE kind IN ('prompt', 'session')")
+        conn.executemany(
+            "INSERT INTO records_fts (rowid, id, body, summary) VALUES (?, ?, ?, ?)",
+            [(r[0], r[1], fts_text(r[2] or ""), fts_text(r[3] or "")) for r in rows.fetchall()],
+        )
 
 
 @contextmanager
@@ -122,7 +136,7 @@ def upsert_record(conn: sqlite3.Connection, meta: dict[str, Any], body: str, pat
     if values["kind"] in ("prompt", "session"):
         conn.execute(
             "INSERT INTO records_fts (rowid, id, body, summary) VALUES (?, ?, ?, ?)",
-            (rowid, values["id"], body, values["summary"] or ""),
+            (rowid, values["id"], fts_text(body), fts_text(values["summary"] or "")),
         )
 
 

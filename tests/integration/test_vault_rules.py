@@ -331,3 +331,30 @@ def test_reindex_reports_a_broken_file_and_leaves_it_byte_for_byte(store):
     assert result.indexed == 1
     assert [isinstance(e, CorruptRecordError) and e.path.endswith("prompt-bad-t1.md") for e in result.skipped] == [True]
     assert broken.read_bytes() == content
+
+
+@pytest.mark.parametrize(
+    "body, query",
+    [
+        ("请帮我查看飞书文档的权限设置", "飞书"),
+        ("请帮我查看飞书文档的权限设置", "飞书文档"),
+        ("ログを確認してください", "確認"),
+        ("한국어 검색을 테스트합니다", "검색"),
+        ("Vérifier le café crème", "cafe creme"),
+        ("Refactor the decorator module", "decorat*"),
+    ],
+)
+def test_search_finds_words_inside_cjk_sentences_accents_and_prefixes(store, body, query):
+    rec(store, body=body, session_id="s1")
+    rec(store, body="something unrelated", session_id="s1")
+    page = search_prompts(store, ListRequest(project="p1", query=query))
+    assert [i["body"] for i in page["items"]] == [body]
+
+
+def test_an_old_index_is_migrated_to_cjk_bigrams(store):
+    rec(store, body="请查看飞书文档", session_id="s1")
+    conn = store.conn
+    conn.execute("UPDATE records_fts SET body = '请查看飞书文档'")  # schema 1 kept raw text
+    conn.execute("PRAGMA user_version = 1")
+    store.close()
+    assert search_prompts(store, ListRequest(project="p1", query="飞书"))["total"] == 1

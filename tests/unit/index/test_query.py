@@ -33,3 +33,17 @@ def test_tokens_without_letters_leave_nothing_to_search():
 
 def test_tokens_are_quoted_phrases_and_combined():
     assert fts_match_expression('say "hi"') == '"say" """hi"""'
+
+
+def test_cjk_runs_become_overlapping_bigrams_and_latin_is_kept():
+    from memo_analytics.index.query import fts_text
+
+    assert fts_text("请查看飞书文档").split() == ["请查", "查看", "看飞", "飞书", "书文", "文档"]
+    assert fts_text("阅读readme now").split() == ["阅读", "readme", "now"]
+
+
+def test_cjk_query_is_a_phrase_of_bigrams_and_a_trailing_star_is_a_prefix():
+    assert fts_match_expression("飞书文档") == '"飞书 书文 文档"'
+    assert fts_match_expression("飞") == '"飞"*'
+    assert fts_match_expression("decorat*") == '"decorat"*'
+    assert fts_match_expression("a*b") == '"a*b"'
