@@ -48,10 +48,10 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-prompt_app = typer.Typer(help="Record, list, search and get prompt turns (SPEC §2.2–§2.6).", no_args_is_help=True)
-session_app = typer.Typer(help="Open and close work sessions (SPEC §2.5).", no_args_is_help=True)
+prompt_app = typer.Typer(help="Record, list, search and get prompt turns.", no_args_is_help=True)
+session_app = typer.Typer(help="Open and close work sessions.", no_args_is_help=True)
 report_app = typer.Typer(help="Printable reports (PDF).", no_args_is_help=True)
-import_app = typer.Typer(help="Import real agent transcripts as sessions and turns (SPEC §7).", no_args_is_help=True)
+import_app = typer.Typer(help="Import real agent transcripts as sessions and turns.", no_args_is_help=True)
 app.add_typer(prompt_app, name="prompt")
 app.add_typer(prompt_app, name="prompts", help="Alias of `memo prompt`.")
 app.add_typer(session_app, name="session")
@@ -95,6 +95,18 @@ def _emit(value: Any, human: Callable[[Any], None]) -> None:
         human(value)
 
 
+def _scope_line(projects: list[str] | None, explicit: bool) -> str:
+    if projects is None:
+        return "Projects: all"
+    note = "" if explicit else " (the current repository; --all for every project)"
+    return f"Projects: {', '.join(projects)}{note}"
+
+
+def _check_scope(project: Optional[str], all_projects: bool) -> None:
+    if project and all_projects:
+        raise MemoError("Invalid project: --project and --all exclude each other")
+
+
 def _short(text: str | None, width: int = 70) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -119,12 +131,13 @@ def prompt_record(
     billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Billable work (default yes)."),
     task_slug: Optional[str] = typer.Option(None, "--task-slug", "--slug", help="Task slug."),
     tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
+    created: Optional[str] = typer.Option(None, "--created", help="When the turn happened (ISO; default now)."),
 ) -> None:
     """Record one conversational turn."""
     body = _read_body(body, body_file)
     request = _build(RecordPromptRequest, body=body, session_id=session_id, turn=turn, project=project, ide=ide,
                      model=model, agent=agent, client=client, billable=billable, task_slug=task_slug,
-                     tags=tag, cwd=str(Path.cwd()), source="cli")
+                     tags=tag, cwd=str(Path.cwd()), source="cli", created=created)
     record = prompt_service.record_prompt(state.store, request)
     _emit(record, lambda r: out.print(f"recorded {r['id']} in project {r['project']}"))
 
@@ -151,20 +164,25 @@ def _read_file(path: Path) -> bytes:
 
 
 def _list_request(**kwargs: Any) -> ListRequest:
+    _check_scope(kwargs.get("project"), kwargs.get("all_projects", False))
     kwargs["cross_project"] = kwargs.pop("all_projects")
     kwargs["tags"] = kwargs.pop("tag")
     kwargs["cwd"] = str(Path.cwd())
     return _build(ListRequest, **kwargs)
 
 
-def _print_page(page: dict[str, Any]) -> None:
-    table = Table(title=f"{page['total']} prompts (showing {page['offset'] + 1 if page['items'] else 0}–"
-                        f"{page['offset'] + len(page['items'])})")
-    for column in ("created", "project", "session", "turn", "ide", "prompt"):
-        table.add_column(column)
+def _print_page(page: dict[str, Any], request: ListRequest) -> None:
+    scope = _scope_line(state.store.scope(request.project, request.cross_project, request.cwd), bool(request.project))
+    if not page["items"]:
+        out.print(f"No prompts match. {scope}")
+        return
+    table = Table(title=f"{page['total']} prompts (showing {page['offset'] + 1}–{page['offset'] + len(page['items'])})"
+                        f" · {scope}")
+    for column in ("created (UTC)", "project", "id", "ide", "prompt"):
+        table.add_column(column, overflow="fold")
     for item in page["items"]:
-        table.add_row(item["created"][:16].replace("T", " "), item["project"], _short(item.get("sessionId"), 28),
-                      str(item.get("turn") or ""), item.get("ide") or "", _short(item.get("body")))
+        table.add_row(item["created"][:16].replace("T", " "), item["project"], item["id"], item.get("ide") or "",
+                      _short(item.get("body"), 60))
     out.print(table)
     if page["hasMore"]:
         out.print(f"more: --offset {page['offset'] + page['limit']}")
@@ -200,7 +218,7 @@ def prompt_list(
 ) -> None:
     """List prompt turns, newest first, as {total, limit, offset, hasMore, items}."""
     request = _list_request(**{k: v for k, v in locals().items()})
-    _emit(prompt_service.list_prompts(state.store, request), _print_page)
+    _emit(prompt_service.list_prompts(state.store, request), lambda page: _print_page(page, request))
 
 
 @prompt_app.command("search")
@@ -219,7 +237,7 @@ def prompt_search(
     args = {k: v for k, v in locals().items() if k != "text"}
     args["query"] = query if query is not None else text
     request = _list_request(**args)
-    _emit(prompt_service.search_prompts(state.store, request), _print_page)
+    _emit(prompt_service.search_prompts(state.store, request), lambda page: _print_page(page, request))
 
 
 @prompt_app.command("get")
@@ -231,7 +249,7 @@ def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt i
         body = r.pop("body", "")
         for key, value in r.items():
             if value not in (None, [], ""):
-                out.print(f"{key}: {value}")
+                out.print(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
         if body:
             out.print()
             out.print(body, markup=False)
@@ -286,9 +304,28 @@ def session_end(
         items.append({"type": "pr", "url": url, "title": f"Pull request {url.rstrip('/').rsplit('/', 1)[-1]}"})
     request = _build(EndSessionRequest, session_id=session_id, summary=summary, deliverables=items,
                      until=until, project=project)
+    was_completed = _is_completed(session_id, project)
     record = session_service.end_session(state.store, request)
-    _emit(record, lambda r: out.print(
-        f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({r['startTime']} – {r['endTime']})"))
+
+    def human(r: dict[str, Any]) -> None:
+        if was_completed:
+            out.print(f"session {r['sessionId']} was already ended; its times and duration are kept "
+                      f"({r['durationMinutes']} minutes, {r['startTime']} – {r['endTime']}); summary and deliverables updated")
+        else:
+            out.print(f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({r['startTime']} – {r['endTime']})")
+
+    _emit(record, human)
+
+
+def _is_completed(session_id: Optional[str], project: Optional[str]) -> bool:
+    if not session_id:
+        return False
+    try:
+        record = prompt_service.get_record(state.store, session_id)
+    except MemoError:
+        return False
+    return record.get("kind") == "session" and record.get("status") == "completed" and (
+        not project or record.get("project") == project)
 
 
 # ---------------------------------------------------------------- activity & reports
@@ -296,6 +333,7 @@ def session_end(
 
 def _activity_request(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
                       client: Optional[str], tz: Optional[str]) -> ActivityRequest:
+    _check_scope(project, all_projects)
     projects = state.store.scope(project, all_projects, Path.cwd())
     return ActivityRequest(projects=projects, since=since, until=until, client=client, tz=tz)
 
@@ -310,8 +348,15 @@ _REPORT_FILTERS = dict(
 )
 
 
-def _print_activity(report: ActivityReport) -> None:
+def _print_activity(report: ActivityReport, explicit_project: bool = True) -> None:
     data = report.wire()
+    out.print(_scope_line(report.projects, explicit_project)
+              + (f" · client: {report.client}" if report.client else "")
+              + f" · times in {data['timezone']}")
+    if report.client and not data["sessions"]:
+        known = sorted({c for c in _known_clients()})
+        hint = f"; clients in the vault: {', '.join(known)}" if known else ""
+        err.print(f"note: no session has the client {report.client!r} (exact name, any case){hint}")
     for title, groups in (("client", data["byClient"]), ("project", data["byProject"])):
         table = Table(title=f"Billable time by {title}")
         table.add_column(title)
@@ -345,12 +390,17 @@ def activity(
     client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
 ) -> None:
-    """Billable activity: totals by client and project, sessions, prompts (SPEC §4)."""
+    """Billable activity: totals by client and project, sessions, prompts."""
     report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
     if state.json:
         _emit(report.wire(), lambda _: None)
     else:
-        _print_activity(report)
+        _print_activity(report, explicit_project=bool(project) or all_projects)
+
+
+def _known_clients() -> list[str]:
+    everything = activity_report(state.store, ActivityRequest(projects=None))
+    return [s["client"] for s in everything.sessions]
 
 
 @report_app.command("timesheet")
@@ -391,6 +441,9 @@ def _import_command(source: str) -> Callable[..., None]:
             result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance())
         for line in result.errors[:20]:
             err.print(f"skipped: {line}")
+        if client is None and billable is not False and result.sessions and not state.json:
+            err.print("note: the new sessions have no client, so they bill to 'internal'; "
+                      "import with --client NAME or --no-billable to file them otherwise")
         _emit(result.wire(), lambda r: out.print(result.line()))
 
     command.__doc__ = f"Import {source} transcripts: one session per work interval, one turn per human prompt."
@@ -531,5 +584,6 @@ def main() -> None:
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             context = getattr(exc, "ctx", None)
             where = f" ({context.command_path})" if context is not None else ""
-            _fail(f"{exc.format_message()}{where}; see --help", exc.exit_code)
+            hint = "; put --json before the command: memo --json <command>" if "--json" in exc.format_message() else ""
+            _fail(f"{exc.format_message()}{where}; see --help{hint}", exc.exit_code)
         raise

@@ -229,3 +229,42 @@ def test_real_transcripts_imported_by_the_cli_agree_with_the_timesheet_and_reimp
     again = [memo("import", name, str(realdata / folder), vault=vault).stdout.strip() for name, folder in sources]
     assert [line.split(", ")[1:3] for line in again] == [["sessions 0", "turns 0"]] * 3
     assert digest() == before
+
+
+def test_project_and_all_exclude_each_other(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "x", "--project", "p", vault=vault)
+    for args in (["prompt", "list"], ["activity"], ["report", "timesheet", "-o", str(tmp_path / "t.pdf")]):
+        proc = memo(*args, "--all", "--project", "p", vault=vault, check=False)
+        assert proc.returncode == 1
+        assert proc.stderr.strip() == "error: Invalid project: --project and --all exclude each other"
+
+
+def test_a_client_filter_that_matches_nothing_names_the_known_clients(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "a", "--project", "p", "--client", "Acme Corp", "--start-time", "2026-03-02T09:00:00Z",
+         vault=vault)
+    memo("session", "end", "a", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    proc = memo("activity", "--all", "--client", "acme", vault=vault)
+    assert "clients in the vault: Acme Corp" in proc.stderr
+    assert "Total billable: 0:00" in proc.stdout
+
+
+def test_reending_says_the_times_are_kept(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "a", "--project", "p", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    memo("session", "end", "a", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    proc = memo("session", "end", "a", "--until", "2026-03-02T11:00:00Z", vault=vault)
+    assert "was already ended; its times and duration are kept (60 minutes" in proc.stdout
+
+
+def test_prompt_record_can_be_backdated(tmp_path):
+    vault = tmp_path / "v"
+    rec = json.loads(memo("--json", "prompt", "record", "--body", "x", "--project", "p", "--created",
+                          "2026-03-02T10:00:00+01:00", vault=vault).stdout)
+    assert rec["created"] == "2026-03-02T09:00:00.000Z"
+
+
+def test_a_misplaced_json_flag_gets_a_hint(tmp_path):
+    proc = memo("activity", "--json", vault=tmp_path / "v", check=False)
+    assert proc.returncode == 2 and "put --json before the command: memo --json <command>" in proc.stderr
