@@ -367,3 +367,16 @@ def test_the_real_lines_carrying_fake_tokens_are_redacted_when_recorded(realdata
     for token in tokens:
         if len(token) > 30:  # the real fake tokens; placeholders like github_pat_xxx are not secrets
             assert not any(token.encode() in blob for blob in blobs), token[:16]
+
+
+def test_reimport_with_another_idle_gap_is_refused_instead_of_double_billing(tmp_path, store):
+    path = tmp_path / "gap.jsonl"
+    path.write_text(cc_line("2026-01-05T09:00:00Z", "user", "first") + cc_line("2026-01-05T09:20:00Z", "assistant")
+                    + cc_line("2026-01-05T10:05:00Z", "user", "second") + cc_line("2026-01-05T10:15:00Z", "assistant"))
+    first = run_import(store, [path], claude_code.parse, ImportOptions(idle_gap=timedelta(minutes=30)))
+    assert (first.sessions, first.turns) == (2, 2)
+    again = run_import(store, [path], claude_code.parse, ImportOptions(idle_gap=timedelta(minutes=60)))
+    assert (again.sessions, again.turns, again.skipped) == (0, 0, 1)
+    assert "re-import it with the same gap" in again.errors[0] and "--idle-gap 30" in again.errors[0]
+    minutes = store.conn.execute("SELECT sum(duration_minutes) FROM records WHERE kind = 'session'").fetchone()[0]
+    assert minutes == 20 + 10

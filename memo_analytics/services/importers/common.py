@@ -185,6 +185,14 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     """Write one transcript as sessions and turns through the service functions."""
     project = store.resolve_project(options.project or (slugify(transcript.project_hint) if transcript.project_hint else None))
     base = transcript_session_base(transcript)
+    gap_minutes = int(options.idle_gap.total_seconds() // 60)
+    first = store.read(project, RecordKind.SESSION, session_record_id(f"{base}-1"))
+    if first is not None and first[0].get("idleGapMinutes", gap_minutes) != gap_minutes:
+        # another gap would cut other intervals under the same ids: overlapping sessions, double billing
+        raise MemoError(
+            f"transcript {transcript.transcript_id} was imported with --idle-gap {first[0]['idleGapMinutes']}; "
+            f"re-import it with the same gap"
+        )
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
     for number, interval in enumerate(work_intervals(transcript, options.idle_gap), 1):
         session_id = f"{base}-{number}"
@@ -195,7 +203,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 agent=transcript.agent, client=options.client, billable=options.billable,
                 start_time=interval.start, source=f"import:{transcript.source}",
                 summary=first_line(transcript.title or interval.prompts[0].text),
-                extra={**extra, "interval": number},
+                extra={**extra, "interval": number, "idleGapMinutes": gap_minutes},
             ))
             result.sessions += 1
         for turn, prompt in enumerate(interval.prompts, 1):
