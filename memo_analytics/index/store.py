@@ -177,7 +177,9 @@ def search_page(
     if match is None:
         return 0, []
     where, params = build_where("prompt", flt)
-    base = f"FROM records_fts f JOIN records r ON r.rowid = f.rowid WHERE records_fts MATCH ? AND {where}"
+    # CROSS JOIN keeps the FTS match as the outer loop (SQLite would otherwise probe the FTS
+    # table once per record of the kind)
+    base = f"FROM records_fts f CROSS JOIN records r ON r.rowid = f.rowid WHERE records_fts MATCH ? AND {where}"
     total = conn.execute(f"SELECT COUNT(*) {base}", [match, *params]).fetchone()[0]
     rows = conn.execute(
         f"SELECT r.*, bm25(records_fts) AS score {base} ORDER BY score ASC, r.created DESC LIMIT ? OFFSET ?",

@@ -1,0 +1,119 @@
+"""Benchmark of the walking skeleton's hot paths on a generated vault.
+
+Generates a vault through the real service path (``start_session``/``record_prompt``/
+``end_session``), then measures, with medians over repeats:
+
+- recording one turn (p50 / p95, ms)           — the write path must not grow with the vault
+- ``list`` with filters and ``search`` (p50 / p95, ms)
+- ``activity_report`` over every project (median, s)
+- rendering a one-month timesheet PDF (median, s)
+- ``reindex`` from the files (s)
+
+Targets named by later issues are printed beside the figures (issue 3: recording p50 ≤ 10 ms;
+issue 4: activity ≤ 1 s, one-month PDF of 1,000 sessions ≤ 5 s; issue 6: /api/prompts p95 ≤ 100 ms).
+
+Usage: ``python benchmarks/bench_core.py [--sessions 2000] [--turns 5] [--vault /tmp/memo-bench]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import tempfile
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from memo_analytics.analytics.activity import ActivityRequest, activity_report
+from memo_analytics.config import Settings
+from memo_analytics.reports.timesheet import render_timesheet_pdf
+from memo_analytics.services.maintenance import reindex
+from memo_analytics.services.prompts import list_prompts, record_prompt, search_prompts
+from memo_analytics.services.requests import EndSessionRequest, ListRequest, RecordPromptRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.services.store import VaultStore
+
+WORDS = ("invoice refactor login search export billing sync report cache index migrate deploy test "
+         "never always must pagination envelope 飞书 文档 日志 café crème").split()
+CLIENTS = ["Acme Corp", "Globex", "Initech", None]
+IDES = ["cursor", "claude-code", "codex", "vscode", "gemini-cli"]
+
+
+def generate(store: VaultStore, sessions: int, turns: int, projects: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    start = datetime(2026, 1, 1, 8, 0, tzinfo=timezone.utc)
+    for number in range(sessions):
+        at = start + timedelta(minutes=number * 523 % (365 * 24 * 60))
+        project = f"project-{number % projects:02d}"
+        sid = f"bench-{number:06d}"
+        start_session(store, StartSessionRequest(session_id=sid, project=project, client=rng.choice(CLIENTS),
+                                                 ide=rng.choice(IDES), start_time=at), now=at)
+        for turn in range(turns):
+            body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 40)))
+            record_prompt(store, RecordPromptRequest(body=body, session_id=sid, project=project,
+                                                     created=at + timedelta(minutes=5 * turn)), now=at)
+        end_session(store, EndSessionRequest(session_id=sid, project=project,
+                                             until=at + timedelta(minutes=rng.randint(10, 180))), now=at)
+
+
+def timed(fn, repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=2000)
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--projects", type=int, default=50)
+    parser.add_argument("--vault", type=Path, default=None)
+    args = parser.parse_args()
+    root = args.vault or Path(tempfile.mkdtemp(prefix="memo-bench-")) / "vault"
+    shutil.rmtree(root, ignore_errors=True)
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    t0 = time.perf_counter()
+    generate(store, args.sessions, args.turns, args.projects)
+    built = time.perf_counter() - t0
+    prompts = args.sessions * args.turns
+    print(f"vault: {root}  {args.sessions} sessions, {prompts} prompts, {args.projects} projects "
+          f"(built in {built:.1f} s, {1000 * built / (prompts + 2 * args.sessions):.2f} ms per record)")
+
+    counter = iter(range(10**9))
+    record = timed(lambda: record_prompt(store, RecordPromptRequest(
+        body="Please add pagination to the invoices endpoint", session_id="bench-extra", project="project-00",
+        client="Acme Corp")), 200)
+    print(f"record a turn        p50 {1000 * statistics.median(record):7.2f} ms  p95 {1000 * pct(record, .95):7.2f} ms"
+          f"   (target p50 ≤ 10 ms)")
+    filt = timed(lambda: list_prompts(store, ListRequest(cross_project=True, ide="cursor", client="Globex",
+                                                         since="2026-03-01", limit=50, offset=next(counter) % 5)), 50)
+    print(f"list with filters    p50 {1000 * statistics.median(filt):7.2f} ms  p95 {1000 * pct(filt, .95):7.2f} ms"
+          f"   (target p95 ≤ 100 ms)")
+    words = ["invoice", "pagination envelope", "飞书", "café", "migrate deploy", "login"]
+    search = timed(lambda: search_prompts(store, ListRequest(cross_project=True, query=words[next(counter) % 6],
+                                                             limit=20)), 60)
+    print(f"search (FTS5, bm25)  p50 {1000 * statistics.median(search):7.2f} ms  p95 {1000 * pct(search, .95):7.2f} ms"
+          f"   (target p95 ≤ 100 ms)")
+    act = timed(lambda: activity_report(store, ActivityRequest(projects=None, tz="Europe/Berlin")), 5)
+    print(f"activity (all)       median {statistics.median(act):6.3f} s   (target ≤ 1 s)")
+    month = activity_report(store, ActivityRequest(projects=None, since="2026-03-01", until="2026-03-31", tz="UTC"))
+    out = root.parent / "bench-timesheet.pdf"
+    pdf = timed(lambda: render_timesheet_pdf(month, out), 3)
+    print(f"timesheet PDF        median {statistics.median(pdf):6.3f} s for {len(month.sessions)} sessions "
+          f"(target ≤ 5 s for 1,000)")
+    rebuilt = timed(lambda: reindex(store), 1)[0]
+    print(f"reindex              {rebuilt:6.2f} s for {prompts + args.sessions + 200} records")
+
+
+if __name__ == "__main__":
+    main()
