@@ -214,7 +214,7 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # bad JSON, or nested too deep to parse
             skipped += 1
             continue
         if not _valid(record):

@@ -146,7 +146,7 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # bad JSON, or nested too deep to parse
             record = None
         shaped = _normalise(record)
         if shaped is None:

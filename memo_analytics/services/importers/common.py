@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
@@ -29,6 +30,7 @@ from ..prompts import record_prompt
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, start_session
 from ..store import VaultStore
+from ...vault.redact import redact_secrets
 
 
 @dataclass
@@ -172,6 +174,14 @@ def first_line(text: str, limit: int = 120) -> str:
     return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid_text(text: str) -> str:
+    """Lone surrogates (cut JSON strings in real transcripts) become U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def transcript_session_base(transcript: Transcript) -> str:
     """Deterministic, safe base of session ids for a transcript: ``{source}-{id}``."""
     base = slugify(transcript.transcript_id, 120)
@@ -194,7 +204,19 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             f"re-import it with the same gap"
         )
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
-    for number, interval in enumerate(work_intervals(transcript, options.idle_gap), 1):
+    intervals = work_intervals(transcript, options.idle_gap)
+    for number, interval in enumerate(intervals, 1):
+        session_id = f"{base}-{number}"
+        existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+        if existing is not None and existing[0].get("startTime") != to_iso(interval.start):
+            # the same ids would now mean other work (another --tz, another file of the same
+            # conversation imported alone): refuse rather than stretch or overlap sessions
+            raise MemoError(
+                f"transcript {transcript.transcript_id}: work interval {number} starts at {to_iso(interval.start)} "
+                f"but was imported starting {existing[0].get('startTime')}; re-import with the same --tz and all "
+                f"files of the conversation together"
+            )
+    for number, interval in enumerate(intervals, 1):
         session_id = f"{base}-{number}"
         existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
         if existing is None:
@@ -202,19 +224,24 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
                 agent=transcript.agent, client=options.client, billable=options.billable,
                 start_time=interval.start, source=f"import:{transcript.source}",
-                summary=first_line(transcript.title or interval.prompts[0].text),
+                summary=first_line(_valid_text(transcript.title or interval.prompts[0].text)),
                 extra={**extra, "interval": number, "idleGapMinutes": gap_minutes},
             ))
             result.sessions += 1
         for turn, prompt in enumerate(interval.prompts, 1):
             if store.path_for(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}").exists():
                 continue
-            record_prompt(store, RecordPromptRequest(
-                body=prompt.text, session_id=session_id, turn=turn, project=project,
-                created=prompt.at or interval.start, source=f"import:{transcript.source}",
-                ide=transcript.ide, model=transcript.model, agent=transcript.agent,
-                client=options.client, billable=options.billable, extra=extra, skip_existing=True,
-            ))
+            try:
+                record_prompt(store, RecordPromptRequest(
+                    body=_valid_text(prompt.text), session_id=session_id, turn=turn, project=project,
+                    created=prompt.at or interval.start, source=f"import:{transcript.source}",
+                    ide=transcript.ide, model=transcript.model, agent=transcript.agent,
+                    client=options.client, billable=options.billable, extra=extra, skip_existing=True,
+                ))
+            except (MemoError, ValueError) as exc:  # one bad prompt (e.g. over the size limit)
+                result.skipped += 1
+                result.errors.append(f"{transcript.path}: turn {turn} of {session_id}: {_one_line(exc)}")
+                continue
             result.turns += 1
         old_end = existing[0].get("endTime") if existing else None
         if old_end != to_iso(interval.end):
@@ -226,6 +253,50 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
 ParseFn = Callable[[Path, ImportOptions], ParseResult]
 
 
+def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
+    """Join the transcripts that share ``(source, transcript_id)`` (one conversation saved in
+    several files, or a copy of one) into one, so that a re-saved or split conversation is
+    neither lost nor billed twice. Pure.
+
+    Prompts are united by ``(time, text)``, keeping for each the largest number of times one
+    file holds it (an identical copy adds nothing; a prompt typed twice stays twice), then
+    ordered by time (prompts without a time keep their order). Activity is the union.
+    """
+    groups: dict[tuple[str, str], list[Transcript]] = {}
+    for transcript in transcripts:
+        groups.setdefault((transcript.source, transcript.transcript_id), []).append(transcript)
+    merged = []
+    for group in groups.values():
+        if len(group) == 1:
+            merged.append(group[0])
+            continue
+        first = group[0]
+        counts: dict[tuple, int] = {}
+        order: list[HumanPrompt] = []
+        for transcript in group:
+            seen: dict[tuple, int] = {}
+            for prompt in transcript.prompts:
+                key = (prompt.at, prompt.text)
+                seen[key] = seen.get(key, 0) + 1
+                if seen[key] > counts.get(key, 0):
+                    counts[key] = seen[key]
+                    order.append(prompt)
+        timed = sorted((p for p in order if p.at is not None), key=lambda p: p.at)
+        untimed = [p for p in order if p.at is None]
+        activity = sorted({stamp for t in group for stamp in t.activity})
+        merged.append(Transcript(
+            transcript_id=first.transcript_id, source=first.source, path=first.path, prompts=timed + untimed,
+            activity=activity, project_hint=first.project_hint, ide=first.ide, model=first.model,
+            agent=first.agent, title=next((t.title for t in group if t.title), None),
+        ))
+    return merged
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return redact_secrets(text)[0]
+
+
 def run_import(
     store: VaultStore,
     files: Iterable[Path],
@@ -233,23 +304,34 @@ def run_import(
     options: ImportOptions,
     progress: Callable[[Path], None] | None = None,
 ) -> ImportResult:
-    """Parse every file and import what it holds; a bad file is counted, never fatal."""
+    """Parse every file, then import what they hold (SPEC §7).
+
+    A file that cannot be read or parsed is counted in ``skipped`` with its reason and
+    never stops the run; so is a transcript the vault refuses. Transcripts that several
+    files share are merged first (:func:`merge_transcripts`). Reasons are redacted.
+    """
     result = ImportResult()
+    transcripts: list[Transcript] = []
+    where: dict[tuple[str, str], Path] = {}
     for path in files:
         result.files += 1
         try:
             parsed = parse(path, options)
-        except (OSError, ValueError, UnicodeDecodeError, MemoError) as exc:
+        except (OSError, ValueError, UnicodeDecodeError, RecursionError, MemoError) as exc:
             result.skipped += 1
-            result.errors.append(f"{path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
+            result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
         else:
             result.skipped += parsed.skipped_lines
             for transcript in parsed.transcripts:
-                try:
-                    import_transcript(store, transcript, options, result)
-                except MemoError as exc:
-                    result.skipped += 1
-                    result.errors.append(f"{path}: {exc}")
+                where.setdefault((transcript.source, transcript.transcript_id), path)
+            transcripts.extend(parsed.transcripts)
         if progress:
             progress(path)
+    for transcript in merge_transcripts(transcripts):
+        try:
+            import_transcript(store, transcript, options, result)
+        except (MemoError, ValueError) as exc:
+            result.skipped += 1
+            path = where[(transcript.source, transcript.transcript_id)]
+            result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
     return result
