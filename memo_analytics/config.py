@@ -49,7 +49,7 @@ class Settings(BaseSettings):
     default_project: str = Field(
         default="default", validation_alias=AliasChoices("default_project", "MEMO_PROJECT")
     )
-    idle_gap_minutes: int = 30
+    idle_gap_minutes: int = Field(default=30, ge=1, le=525_600)
 
     @field_validator("vault_root", mode="before")
     @classmethod
@@ -61,7 +61,10 @@ class Settings(BaseSettings):
             raise InvalidFieldError("vaultRoot", "must not be empty")
         if "\x00" in text:
             raise InvalidFieldError("vaultRoot", "contains a NUL character")
-        path = Path(text).expanduser().resolve()
+        try:
+            path = Path(text).expanduser().resolve()
+        except (RuntimeError, OSError) as exc:
+            raise InvalidFieldError("vaultRoot", str(exc)) from None
         repository = enclosing_repository(path)
         if repository is not None:
             raise InvalidFieldError(

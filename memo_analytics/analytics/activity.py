@@ -6,7 +6,8 @@ sessions with a duration count toward ``totalDurationMinutes``, ``totalBillableH
 ``byClient`` and ``byProject``; open sessions are listed with a null duration and count
 nothing until they end. A missing client is ``internal``; client matching is
 case-insensitive; hours are minutes / 60 rounded half up to two decimals, computed from
-the summed minutes of each row (never by adding rounded hours). ``totalPrompts`` counts
+the summed minutes of each row (never by adding rounded hours). A client spelled several ways is listed under its most frequent
+spelling. ``totalPrompts`` counts
 prompt records whose ``created`` lies in the bounds, filtered by client.
 """
 
@@ -124,7 +125,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
             "SELECT coalesce(sum(duration_minutes), 0) FROM selected WHERE billable AND duration_minutes IS NOT NULL"
         ).fetchone()[0]
         by_client = db.execute(
-            """SELECT min(client_name) AS name, sum(duration_minutes) AS minutes, count(*) AS n
+            """SELECT mode(client_name ORDER BY start_time) AS name, sum(duration_minutes) AS minutes, count(*) AS n
                FROM selected WHERE billable AND duration_minutes IS NOT NULL
                GROUP BY lower(client_name) ORDER BY lower(client_name)"""
         ).fetchall()

@@ -37,20 +37,26 @@ _CJK_RUN = re.compile(
 )
 
 
-def _bigrams(match: re.Match[str]) -> str:
-    run = match.group(0)
+def _bigrams(run: str) -> str:
     if len(run) == 1:
         return f" {run} "
     return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
 
 
+def _indexed_bigrams(match: re.Match[str]) -> str:
+    run = match.group(0)
+    # the last character also stands alone, so that a one-character query (a prefix query)
+    # finds it at the end of a run too
+    return _bigrams(run) + (f"{run[-1]} " if len(run) > 1 else "")
+
+
 def fts_text(text: str) -> str:
     """The text FTS5 indexes: runs of Chinese, Japanese or Korean characters become
-    overlapping bigrams (``查看飞书文档`` → ``查看 看飞 飞书 书文 文档``), so that a word of two or
-    more characters inside a sentence is found; other text is left as it is (the
+    overlapping bigrams plus the run's last character (``查看飞书`` → ``查看 看飞 飞书 书``), so
+    that a word inside a sentence is found; other text is left as it is (the
     ``unicode61`` tokenizer splits it and folds accents). Pure.
     """
-    return _CJK_RUN.sub(_bigrams, text)
+    return _CJK_RUN.sub(_indexed_bigrams, text)
 
 
 def fts_match_expression(query: str) -> str | None:
@@ -69,7 +75,7 @@ def fts_match_expression(query: str) -> str | None:
         word = token.rstrip("*") if prefix else token
         if not _WORD.search(word):
             continue
-        parts = fts_text(word).split()
+        parts = _CJK_RUN.sub(lambda m: _bigrams(m.group(0)), word).split()
         if len(parts) == 1 and len(parts[0]) == 1 and _CJK_RUN.fullmatch(parts[0]):
             prefix = True  # one CJK character: every bigram that starts with it
         phrase = '"' + " ".join(parts).replace('"', '""') + '"'

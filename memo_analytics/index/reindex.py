@@ -31,6 +31,24 @@ class ReindexResult:
         }
 
 
+#: Frontmatter keys whose values are identity, time or numbers (validated, never free text).
+_STRUCTURAL = {"id", "kind", "project", "status", "created", "updated", "startTime", "endTime", "sessionId",
+               "turn", "durationMinutes", "billable"}
+
+
+def _redact_meta(meta: dict, redact: Callable[[str], str]) -> dict:
+    def walk(value):
+        if isinstance(value, str):
+            return redact(value)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    return {key: value if key in _STRUCTURAL else walk(value) for key, value in meta.items()}
+
+
 def rebuild(
     conn: sqlite3.Connection,
     layout: VaultLayout,
@@ -41,8 +59,8 @@ def rebuild(
 
     A file that cannot be parsed or validated (or whose id, kind or project disagrees with
     where it lies) is reported in ``skipped`` and left byte-for-byte untouched. ``redact``
-    is applied to every body before it enters the index, so a secret pasted into a file by
-    hand never reaches the index. The rebuild is one transaction: readers never see a
+    is applied to every body and every free-text frontmatter value before it enters the
+    index, so a secret pasted into a file by hand never reaches the index or a report. The rebuild is one transaction: readers never see a
     half-built index.
     """
     files = layout.record_files()
@@ -64,7 +82,7 @@ def rebuild(
             except CorruptRecordError as error:
                 result.skipped.append(error)
             else:
-                upsert_record(conn, meta, redact(body), str(path.relative_to(layout.root)))
+                upsert_record(conn, _redact_meta(meta, redact), redact(body), str(path.relative_to(layout.root)))
                 result.indexed += 1
             if progress:
                 progress(number, len(files))

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from .query import PromptFilter, build_where, fts_match_expression, fts_text
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -80,7 +80,7 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
-    """Schema 1 → 2: ``records_fts`` holds :func:`fts_text` (CJK bigrams); refill it."""
+    """Older schema: ``records_fts`` must hold the current :func:`fts_text`; refill it."""
     with transaction(conn):
         conn.execute("DELETE FROM records_fts")
         rows = conn.execute("SELECT rowid, id, body, summary FROM records WHERE kind IN ('prompt', 'session')")

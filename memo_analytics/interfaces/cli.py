@@ -7,7 +7,9 @@ on purpose exits non-zero with one line on stderr: ``error: <message>``.
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import sqlite3
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -107,8 +109,17 @@ def _check_scope(project: Optional[str], all_projects: bool) -> None:
         raise MemoError("Invalid project: --project and --all exclude each other")
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _safe(text: object) -> str:
+    """Stored text for a terminal: control characters (escape sequences that could set the
+    window title, clear the screen or write the clipboard) are shown as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
+
+
 def _short(text: str | None, width: int = 70) -> str:
-    text = " ".join((text or "").split())
+    text = " ".join(_safe(text or "").split())
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -151,7 +162,7 @@ def _read_body(body: Optional[str], body_file: Optional[Path]) -> str:
     if len(raw) > MAX_BODY_BYTES:
         raise MemoError(f"Invalid body: larger than the limit of {MAX_BODY_BYTES} bytes")
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise MemoError(f"Invalid body: {body_file} is not valid UTF-8") from None
 
@@ -249,10 +260,10 @@ def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt i
         body = r.pop("body", "")
         for key, value in r.items():
             if value not in (None, [], ""):
-                out.print(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}")
+                out.print(_safe(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"))
         if body:
             out.print()
-            out.print(body, markup=False)
+            out.print(_safe(body))
 
     _emit(record, human)
 
@@ -364,7 +375,7 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
         table.add_column("duration", justify="right")
         table.add_column("hours", justify="right")
         for name, bucket in groups.items():
-            table.add_row(name, str(bucket["sessions"]), format_minutes(bucket["durationMinutes"]),
+            table.add_row(_short(name, 40), str(bucket["sessions"]), format_minutes(bucket["durationMinutes"]),
                           f"{bucket['billableHours']:.2f}")
         out.print(table)
     sessions = Table(title=f"Sessions (times in {data['timezone']})")
@@ -376,7 +387,7 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
     for s in data["sessions"]:
         start = from_iso(s["startTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M")
         end = from_iso(s["endTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M") if s["endTime"] else "open"
-        sessions.add_row(start, end, s["project"], s["client"], "yes" if s["billable"] else "no",
+        sessions.add_row(start, end, s["project"], _short(s["client"], 30), "yes" if s["billable"] else "no",
                          "" if s["durationMinutes"] is None else str(s["durationMinutes"]),
                          _short(s["taskSlug"] or s["summary"] or s["sessionId"], 40))
     out.print(sessions)
@@ -413,7 +424,7 @@ def report_timesheet(
 ) -> None:
     """PDF timesheet: one row per billable session, subtotals per client, the grand total."""
     report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
-    path = render_timesheet_pdf(report, output, templates)
+    path = render_timesheet_pdf(report, output, templates, vault_root=state.store.root)
     result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
               "totalBillableHours": report.total_billable_hours, "timezone": report.wire()["timezone"]}
     _emit(result, lambda r: out.print(f"wrote {r['output']}: total billable {r['totalBillableHours']:.2f} h "
@@ -425,18 +436,22 @@ def report_timesheet(
 
 def _import_command(source: str) -> Callable[..., None]:
     def command(
-        paths: List[Path] = typer.Argument(..., help="Transcript files or folders (hidden folders are walked)."),
+        paths: List[str] = typer.Argument(..., help="Transcript files or folders (hidden folders are walked)."),
         project: Optional[str] = typer.Option(None, "--project", help="File everything under this project."),
         client: Optional[str] = typer.Option(None, "--client", help="Client of the imported sessions."),
         billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Billable or not (default yes)."),
-        idle_gap: int = typer.Option(30, "--idle-gap", min=1, max=525_600,
-                                     help="Minutes of pause that start a new session (1–525600)."),
+        idle_gap: Optional[int] = typer.Option(
+            None, "--idle-gap", min=1, max=525_600,
+            help="Minutes of pause that start a new session (1–525600; default 30 or MEMO_IDLE_GAP_MINUTES)."),
         tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
     ) -> None:
         module = load_importer(source)
+        if any(not p.strip() for p in paths):
+            raise MemoError("Invalid path: must not be empty")
+        gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
         options = ImportOptions(project=project, client=client, billable=billable,
-                                idle_gap=timedelta(minutes=idle_gap), zone=resolve_zone(tz or state.settings.timezone))
-        files = list(walk_files(paths, module.SUFFIXES, module.EXCLUDE_DIRS))
+                                idle_gap=timedelta(minutes=gap), zone=resolve_zone(tz or state.settings.timezone))
+        files = list(walk_files([Path(p) for p in paths], module.SUFFIXES, module.EXCLUDE_DIRS))
         with _progress(f"import {source}", len(files)) as advance:
             result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance())
         for line in result.errors[:20]:
@@ -577,6 +592,9 @@ def main() -> None:
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         _fail(f"Cannot use{where}: {exc.strerror or type(exc).__name__}")
+    except sqlite3.DatabaseError as exc:
+        path = state.settings.vault_root / ".memo" / "index.sqlite" if state.settings else "the index"
+        _fail(f"The index {path} is damaged ({exc}); run `memo reindex` to rebuild it")
     except Exception as exc:
         # usage errors of the click that typer ships (duck-typed: typer may vendor click)
         if type(exc).__name__ == "NoArgsIsHelpError":

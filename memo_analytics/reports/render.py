@@ -59,21 +59,28 @@ def render_html(template: str, context: dict[str, Any], user_templates: Path | N
         raise ReportError(f"Report template {template} is not UTF-8") from None
 
 
-def check_output_path(output: Path) -> Path:
+def check_output_path(output: Path, forbidden: tuple[Path, ...] = ()) -> Path:
     """The real path a report will be written to.
 
-    A symbolic link is followed (its target is replaced, the link kept). Refused: a missing
-    folder, a parent that is not a folder, and an existing target that is not a regular
-    file (a folder, a device such as ``/dev/null``, a FIFO) — an atomic replace would
-    destroy it.
+    A symbolic link is followed (its target is replaced, the link kept). Refused: a path
+    inside one of the ``forbidden`` folders (the vault: a report must never replace a
+    record or the index), a missing folder, a parent that is not a folder, a symlink loop,
+    and an existing target that is not a regular file (a folder, a device such as
+    ``/dev/null``, a FIFO) — an atomic replace would destroy it.
 
     Raises
     ------
     ReportError
         ``Invalid output: ...``.
     """
-    output = Path(output).expanduser()
-    target = output.resolve() if output.is_symlink() else output.absolute()
+    try:
+        output = Path(output).expanduser()
+        target = output.resolve() if output.is_symlink() else output.absolute()
+    except (RuntimeError, OSError) as exc:
+        raise ReportError(f"Invalid output: {output} ({exc})") from None
+    for folder in forbidden:
+        if target.resolve().is_relative_to(Path(folder).resolve()):
+            raise ReportError(f"Invalid output: {output} is inside the vault {folder}; write reports elsewhere")
     parent = target.parent
     if not parent.exists():
         raise ReportError(f"Invalid output: folder {parent} does not exist")
@@ -85,7 +92,7 @@ def check_output_path(output: Path) -> Path:
     return target
 
 
-def write_pdf(html: str, output: Path, base_dir: Path | None = None) -> Path:
+def write_pdf(html: str, output: Path, base_dir: Path | None = None, forbidden: tuple[Path, ...] = ()) -> Path:
     """Render ``html`` to a PDF at ``output`` with WeasyPrint, written atomically.
 
     Raises
@@ -95,7 +102,7 @@ def write_pdf(html: str, output: Path, base_dir: Path | None = None) -> Path:
     """
     from weasyprint import HTML
 
-    output = check_output_path(output)
+    output = check_output_path(output, forbidden)
     pdf = HTML(string=html, base_url=str(base_dir or templates_dir())).write_pdf()
     try:
         atomic_write_bytes(output, pdf)

@@ -9,13 +9,13 @@ the grand total equals ``totalDurationMinutes``/``totalBillableHours`` of the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from ..analytics.activity import ROUNDING_POLICY, ActivityReport
 from ..domain.clock import from_iso, hours_2dp, utcnow, zone_name
-from .render import render_html, templates_dir, write_pdf
+from .render import check_output_path, render_html, templates_dir, write_pdf
 
 
 @dataclass
@@ -59,6 +59,7 @@ def format_minutes(minutes: int) -> str:
 def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
     """Group the report's billable sessions by client (sorted case-insensitively). Pure."""
     zone = report.zone
+    names = {name.lower(): name for name in report.by_client}
     sections: dict[str, ClientSection] = {}
     for item in report.sessions:
         if not item["billable"] or item["durationMinutes"] is None:
@@ -67,7 +68,7 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
         end = from_iso(item["endTime"]).astimezone(zone)
         days = (end.date() - start.date()).days
         key = item["client"].lower()
-        section = sections.setdefault(key, ClientSection(item["client"]))
+        section = sections.setdefault(key, ClientSection(names.get(key, item["client"])))
         section.rows.append(
             TimesheetRow(
                 date=start.strftime("%Y-%m-%d"),
@@ -82,21 +83,38 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
     return [sections[k] for k in sorted(sections)]
 
 
+def period_text(bounds, zone) -> str:
+    """The report's period as a person reads it, in ``zone``: whole days when the bounds
+    are local midnights (``2026-03-01 – 2026-03-31``), else instants (the end inclusive)."""
+    def is_midnight(instant: datetime) -> bool:
+        local = instant.astimezone(zone)
+        return (local.hour, local.minute, local.second, local.microsecond) == (0, 0, 0, 0)
+
+    if bounds.since is None:
+        since = "the first session"
+    elif is_midnight(bounds.since):
+        since = bounds.since.astimezone(zone).strftime("%Y-%m-%d")
+    else:
+        since = bounds.since.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
+    end = bounds.until_exclusive
+    if end is None:
+        until = "the last session"
+    elif is_midnight(end):
+        until = (end.astimezone(zone) - timedelta(days=1)).strftime("%Y-%m-%d")
+    else:
+        until = (end - timedelta(microseconds=1)).astimezone(zone).strftime("%Y-%m-%d %H:%M:%S") + " (inclusive)"
+    return f"{since} – {until}"
+
+
 def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: datetime | None = None) -> dict[str, Any]:
     """Everything the template needs; the grand total comes from the report itself."""
     sections = timesheet_sections(report)
     zone = report.zone
-    since = report.bounds.since.astimezone(zone).strftime("%Y-%m-%d %H:%M") if report.bounds.since else "the beginning"
-    until = (
-        report.bounds.until_exclusive.astimezone(zone).strftime("%Y-%m-%d %H:%M")
-        if report.bounds.until_exclusive
-        else "now"
-    )
     return {
         "title": title,
         "sections": sections,
         "zone": zone_name(zone),
-        "period": f"{since} – {until} (end exclusive)",
+        "period": period_text(report.bounds, zone),
         "projects": ", ".join(report.projects) if report.projects is not None else "all projects",
         "client_filter": report.client,
         "total_minutes": report.total_duration_minutes,
@@ -109,7 +127,14 @@ def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: dat
 
 
 def render_timesheet_pdf(report: ActivityReport, output: Path, user_templates: Path | None = None,
-                         now: datetime | None = None) -> Path:
-    """Write the timesheet PDF for ``report`` to ``output`` (atomically) and return the path."""
+                         now: datetime | None = None, vault_root: Path | None = None) -> Path:
+    """Write the timesheet PDF for ``report`` to ``output`` (atomically) and return the path.
+
+    Raises
+    ------
+    ReportError
+        A bad output path (inside ``vault_root`` included) or template.
+    """
+    check_output_path(output, (vault_root,) if vault_root else ())
     html = render_html("timesheet.html.j2", timesheet_context(report, now=now), user_templates)
-    return write_pdf(html, output, user_templates or templates_dir())
+    return write_pdf(html, output, user_templates or templates_dir(), (vault_root,) if vault_root else ())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from ..config import MAX_BODY_BYTES
@@ -16,6 +17,9 @@ from ..vault.redact import looks_like_secret, redact_secrets, redact_value
 from .requests import ListRequest, RecordPromptRequest
 from .store import VaultStore
 
+
+#: How far in the future a recorded instant may lie (clock skew between machines).
+MAX_CLOCK_SKEW = timedelta(days=1)
 
 #: Characters that print nothing: a body made only of these (and whitespace) is empty.
 _INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
@@ -97,7 +101,10 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     task_slug = optional_slug(request.task_slug, "taskSlug")
     if request.turn is not None and not session_id:
         raise InvalidFieldError("turn", "needs a sessionId")
-    created = to_iso(parse_record_instant(request.created, "created", store.zone)) if request.created else to_iso(now)
+    created_at = parse_record_instant(request.created, "created", store.zone) if request.created else now
+    if created_at > now + MAX_CLOCK_SKEW:
+        raise InvalidFieldError("created", f"{to_iso(created_at)} is in the future")
+    created = to_iso(created_at)
     with store.lock():
         session_meta = _session_meta(store, project, session_id)
         turn = request.turn

@@ -6,7 +6,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from datetime import timedelta
 
 from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow
 from ..domain.errors import InvalidFieldError, SessionCompletedError, SessionNotStartedError
@@ -14,12 +13,10 @@ from ..domain.ids import new_session_id, session_record_id, validate_session_id,
 from ..domain.records import Deliverable, RecordKind, Session
 from ..index.query import PromptFilter
 from ..index import store as index
-from .prompts import clean_extra, clean_deliverables, clean_list, clean_text, optional_slug, row_to_record
+from .prompts import MAX_CLOCK_SKEW, clean_extra, clean_deliverables, clean_list, clean_text, optional_slug, row_to_record
 from .requests import EndSessionRequest, StartSessionRequest
 from .store import VaultStore
 
-#: How far in the future a start may lie (clock skew between machines).
-MAX_CLOCK_SKEW = timedelta(days=1)
 
 #: Fields that ``session_start`` keeps from an existing record (SPEC §2.5).
 PRESERVED_ON_RESTART = ("startTime", "created", "taskSlug", "client", "billable", "summary")
@@ -113,6 +110,8 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
             raise SessionNotStartedError(session_id)
         meta, body = existing
         end = parse_record_instant(request.until, "until", store.zone) if request.until else now
+        if end > now + MAX_CLOCK_SKEW:
+            raise InvalidFieldError("until", f"{to_iso(end)} is in the future")
         start = from_iso(str(meta["startTime"]))
         if end < start:
             raise InvalidFieldError("until", f"{to_iso(end)} is before the session's startTime {meta['startTime']}")
@@ -135,6 +134,8 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
         items.append({"type": "pr", "url": request.pr, "title": f"Pull request {request.pr.rstrip('/').rsplit('/', 1)[-1]}"})
     cleaned = []
     for number, item in enumerate(items):
+        if isinstance(item, dict) and item.get("type") == "pr" and not _is_web_url(item.get("url")):
+            raise InvalidFieldError("pr", f"{item.get('url')!r} is not an http(s) URL")
         try:
             deliverable = Deliverable.model_validate(item)
         except ValidationError as exc:
@@ -143,6 +144,15 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
             raise InvalidFieldError(f"deliverables[{number}].{where}", first["msg"].lower()) from None
         cleaned.append({k: v for k, v in deliverable.wire().items() if v is not None})
     return clean_deliverables(cleaned)
+
+
+def _is_web_url(value: object) -> bool:
+    from urllib.parse import urlsplit
+
+    if not isinstance(value, str) or any(c.isspace() for c in value):
+        return False
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.netloc)
 
 
 def merge_deliverables(existing: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:

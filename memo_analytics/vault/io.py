@@ -81,7 +81,7 @@ def read_record(path: Path) -> tuple[dict[str, Any], str]:
         YAML is broken or a field is invalid. The file itself is never modified.
     """
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = path.read_bytes().decode("utf-8-sig")  # an editor's byte-order mark is not content
     except UnicodeDecodeError as exc:
         raise CorruptRecordError(str(path), f"not UTF-8 ({exc.reason})") from None
     except OSError as exc:

@@ -268,3 +268,18 @@ def test_prompt_record_can_be_backdated(tmp_path):
 def test_a_misplaced_json_flag_gets_a_hint(tmp_path):
     proc = memo("activity", "--json", vault=tmp_path / "v", check=False)
     assert proc.returncode == 2 and "put --json before the command: memo --json <command>" in proc.stderr
+
+
+def test_a_client_spelled_several_ways_is_one_line_under_its_usual_spelling(tmp_path):
+    vault = tmp_path / "v"
+    for n, (client, hour) in enumerate([("Acme", 9), ("ACME", 11), ("Acme", 13)]):
+        memo("session", "start", f"s{n}", "--project", "p", "--client", client,
+             "--start-time", f"2026-03-02T{hour:02d}:00:00Z", vault=vault)
+        memo("session", "end", f"s{n}", "--until", f"2026-03-02T{hour:02d}:30:00Z", vault=vault)
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert report["byClient"] == {"Acme": {"durationMinutes": 90, "billableHours": 1.5, "sessions": 3}}
+    memo("report", "timesheet", "--all", "--since", "2026-03-01", "--until", "2026-03-31", "--tz", "UTC",
+         "-o", str(tmp_path / "t.pdf"), vault=vault)
+    text = pdf_text(tmp_path / "t.pdf")
+    assert "Client: Acme" in text and "Client: ACME" not in text
+    assert "2026-03-01 – 2026-03-31" in text

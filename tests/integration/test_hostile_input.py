@@ -305,3 +305,98 @@ def test_files_are_created_with_the_umask_not_0600(tmp_path):
 def test_a_body_of_invisible_characters_is_empty(tmp_path):
     proc = memo("prompt", "record", "--body", "\u200b\ufeff \u200b", "--project", "p", vault=tmp_path / "v", check=False)
     one_line_error(proc, "error: Invalid body: must not be empty")
+
+
+def test_a_report_is_never_written_into_the_vault(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "keep me", "--session-id", "s1", "--project", "p", vault=vault)
+    record = vault / "projects/p/prompts/prompt-s1-t1.md"
+    before = record.read_bytes()
+    for target in (record, vault / ".memo/index.sqlite", vault / "new.pdf"):
+        proc = memo("report", "timesheet", "--all", "-o", str(target), vault=vault, check=False)
+        one_line_error(proc, "error: Invalid output:")
+        assert "is inside the vault" in proc.stderr
+    assert record.read_bytes() == before and not (vault / "new.pdf").exists()
+
+
+@pytest.mark.parametrize("args, field", [
+    (["session", "end", "f", "--until", "2099-03-01T10:00:00Z"], "until"),
+    (["prompt", "record", "--body", "x", "--created", "2100-01-01"], "created"),
+])
+def test_instants_in_the_future_are_refused(tmp_path, args, field):
+    vault = tmp_path / "v"
+    memo("session", "start", "f", "--project", "p", vault=vault)
+    proc = memo(*args, "--project", "p", vault=vault, check=False)
+    one_line_error(proc, f"error: Invalid {field}:")
+    assert "is in the future" in proc.stderr
+
+
+def test_secrets_pasted_into_frontmatter_stay_out_of_the_index_and_reports(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "p", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    memo("session", "end", "s1", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    path = vault / "projects/p/sessions/session-s1.md"
+    text = path.read_text().replace("client: null", f"client: {TOKEN}").replace("summary: null", f"summary: key {TOKEN}")
+    path.write_text(text)
+    memo("reindex", vault=vault)
+    assert TOKEN.encode() not in (vault / ".memo/index.sqlite").read_bytes()
+    report = memo("--json", "activity", "--all", vault=vault).stdout
+    assert TOKEN not in report and "[REDACTED:github-token]" in report
+
+
+def test_an_index_damaged_inside_gives_one_line(tmp_path):
+    vault = tmp_path / "v"
+    for n in range(30):
+        memo("prompt", "record", "--body", f"text {n} " * 200, "--session-id", "s", "--project", "p", vault=vault)
+    memo("reindex", vault=vault)  # checkpoints the WAL into the main file
+    index = vault / ".memo/index.sqlite"
+    for suffix in ("-wal", "-shm"):
+        Path(str(index) + suffix).unlink(missing_ok=True)
+    data = bytearray(index.read_bytes())
+    data[8192:] = b"\x00" * (len(data) - 8192)
+    index.write_bytes(bytes(data))
+    proc = memo("prompt", "search", "text", "--all", vault=vault, check=False)
+    one_line_error(proc, "error: The index")
+
+
+def test_symlink_loop_output_and_unknown_home_are_one_line(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "x", "--project", "p", vault=vault)
+    loop = tmp_path / "loop1"
+    loop.symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(loop)
+    one_line_error(memo("report", "timesheet", "--all", "-o", str(loop), vault=vault, check=False), "error: Invalid output:")
+    one_line_error(memo("--vault-root", "~nosuchuser-xyz/v", "prompt", "list", check=False), "error: Invalid vaultRoot:")
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "not a url", ""])
+def test_pr_must_be_a_web_address(tmp_path, url):
+    vault = tmp_path / "v"
+    memo("session", "start", "s", "--project", "p", vault=vault)
+    one_line_error(memo("session", "end", "s", "--pr", url, vault=vault, check=False), "error: Invalid pr:")
+
+
+def test_junk_settings_from_the_environment_are_one_line(tmp_path):
+    proc = memo("prompt", "list", "--all", vault=tmp_path / "v", env={"MEMO_IDLE_GAP_MINUTES": "abc"}, check=False)
+    one_line_error(proc, "error: Invalid idleGapMinutes (MEMO_IDLE_GAP_MINUTES):")
+
+
+def test_byte_order_marks_are_not_content(tmp_path):
+    vault = tmp_path / "v"
+    (tmp_path / "body.txt").write_bytes("\ufeffhello bom".encode("utf-8"))
+    memo("prompt", "record", "--body-file", str(tmp_path / "body.txt"), "--session-id", "b", "--project", "p", vault=vault)
+    path = vault / "projects/p/prompts/prompt-b-t1.md"
+    assert "\ufeff" not in path.read_text()
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())  # an editor added a BOM
+    import json
+
+    assert json.loads(memo("--json", "reindex", vault=vault).stdout)["skipped"] == []
+
+
+def test_terminal_control_sequences_are_shown_not_run(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "\x1b]0;pwned\x07\x1b[2J\x1b[31mRED", "--session-id", "e", "--project", "p",
+         vault=vault)
+    for args in (["prompt", "get", "prompt-e-t1"], ["prompt", "list", "--all"]):
+        out = memo(*args, vault=vault).stdout
+        assert "\x1b" not in out and "\x07" not in out and "\\x1b]0;pwned" in out

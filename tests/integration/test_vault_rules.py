@@ -338,6 +338,9 @@ def test_reindex_reports_a_broken_file_and_leaves_it_byte_for_byte(store):
     [
         ("请帮我查看飞书文档的权限设置", "飞书"),
         ("请帮我查看飞书文档的权限设置", "飞书文档"),
+        ("我爱北京天安门", "门"),
+        ("我爱北京天安门", "北"),
+        ("飞书", "飞 书"),
         ("ログを確認してください", "確認"),
         ("한국어 검색을 테스트합니다", "검색"),
         ("Vérifier le café crème", "cafe creme"),

@@ -38,8 +38,8 @@ def test_tokens_are_quoted_phrases_and_combined():
 def test_cjk_runs_become_overlapping_bigrams_and_latin_is_kept():
     from memo_analytics.index.query import fts_text
 
-    assert fts_text("请查看飞书文档").split() == ["请查", "查看", "看飞", "飞书", "书文", "文档"]
-    assert fts_text("阅读readme now").split() == ["阅读", "readme", "now"]
+    assert fts_text("请查看飞书文档").split() == ["请查", "查看", "看飞", "飞书", "书文", "文档", "档"]
+    assert fts_text("阅读readme now").split() == ["阅读", "读", "readme", "now"]
 
 
 def test_cjk_query_is_a_phrase_of_bigrams_and_a_trailing_star_is_a_prefix():
