@@ -160,7 +160,10 @@ def count_and_page(
 ) -> tuple[int, list[sqlite3.Row]]:
     """Total count and one page of ``kind`` rows matching ``flt``, newest first by default."""
     where, params = build_where(kind, flt)
-    order = "r.created ASC, r.id ASC" if sort == "date-asc" else "r.created DESC, r.id DESC"
+    order = {
+        "date-asc": "r.created ASC, r.id ASC",
+        "turn-asc": "r.turn ASC, r.created ASC, r.id ASC",
+    }.get(sort, "r.created DESC, r.id DESC")
     total = conn.execute(f"SELECT COUNT(*) FROM records r WHERE {where}", params).fetchone()[0]
     rows = conn.execute(
         f"SELECT r.* FROM records r WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",

@@ -34,7 +34,7 @@ from ..services import sessions as session_service
 from ..services.demo import DEMO_ZONE, build_demo_vault
 from ..services.importers import IMPORTERS, load_importer
 from ..services.importers.common import ImportOptions, run_import, walk_files
-from ..services.requests import EndSessionRequest, ListRequest, RecordPromptRequest, StartSessionRequest
+from ..services.requests import EndSessionRequest, ListRequest, RecordPromptRequest, SessionRequest, StartSessionRequest
 from ..services.store import VaultStore
 from ..vault.redact import redact_secrets
 
@@ -328,6 +328,50 @@ def session_end(
     _emit(record, human)
 
 
+@session_app.command("show")
+def session_show(
+    session_id: Optional[str] = typer.Argument(None, help="Session id; without it, sessions are listed."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (listing)."),
+    all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client, exact (listing)."),
+    since: Optional[str] = typer.Option(None, "--since", help="Sessions starting at or after (listing)."),
+    until: Optional[str] = typer.Option(None, "--until", help="Sessions starting at or before (listing)."),
+    limit: int = typer.Option(20, "--limit", help="Page size, 1–100."),
+    offset: int = typer.Option(0, "--offset", help="Items to skip."),
+) -> None:
+    """Show one session with its turns in order, or list sessions newest first."""
+    _check_scope(project, all_projects)
+    request = _build(SessionRequest, session_id=session_id, project=project, cross_project=all_projects,
+                     client=client, since=since, until=until, limit=limit, offset=offset, cwd=str(Path.cwd()))
+    result = session_service.session_view(state.store, request)
+
+    def human(r: dict[str, Any]) -> None:
+        if "session" in r:
+            session = r["session"] or {}
+            if session:
+                out.print(_safe(f"session {session['sessionId']} · {session['project']} · {session['status']} · "
+                                f"{session['startTime']} – {session.get('endTime') or 'open'} · "
+                                f"{session.get('durationMinutes') if session.get('durationMinutes') is not None else '-'} min"
+                                + (f" · {session['summary']}" if session.get("summary") else "")))
+            for turn in r["items"]:
+                out.print(_safe(f"\n[turn {turn.get('turn')}] {turn['created']}"))
+                out.print(_safe(turn.get("body", "")))
+            if r["hasMore"]:
+                out.print(f"more: --offset {r['offset'] + r['limit']}")
+            return
+        table = Table(title=f"{r['total']} sessions")
+        for column in ("start (UTC)", "project", "session", "client", "status", "minutes", "summary"):
+            table.add_column(column, overflow="fold")
+        for item in r["items"]:
+            table.add_row(item["startTime"][:16].replace("T", " "), item["project"], item["sessionId"],
+                          _short(item.get("client") or "internal", 20), item["status"],
+                          "" if item.get("durationMinutes") is None else str(item["durationMinutes"]),
+                          _short(item.get("summary"), 40))
+        out.print(table)
+
+    _emit(result, human)
+
+
 def _is_completed(session_id: Optional[str], project: Optional[str]) -> bool:
     if not session_id:
         return False
@@ -498,6 +542,21 @@ def reindex() -> None:
     _emit(result.wire(), lambda r: out.print(
         f"indexed {r['indexed']} records, skipped {len(r['skipped'])} files"
         + (f", removed {r['removedTempFiles']} stale temporary files" if r["removedTempFiles"] else "")))
+
+
+# ---------------------------------------------------------------- mcp
+
+
+@app.command("mcp")
+def mcp_server(
+    http: bool = typer.Option(False, "--http", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio."),
+    port: int = typer.Option(3125, "--port", min=1, max=65535, help="HTTP port (with --http)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="HTTP address (loopback only)."),
+) -> None:
+    """Run the MCP server with the one tool `prompt` (stdio by default)."""
+    from .mcp import serve  # the launcher starts the MCP adapter; it shares nothing else with it
+
+    serve(state.settings, http=http, host=host, port=port)
 
 
 # ---------------------------------------------------------------- demo

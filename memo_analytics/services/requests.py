@@ -104,3 +104,30 @@ class ListRequest(Request):
     limit: int | str | None = None
     offset: int | str | None = None
     sort: str = "date-desc"
+
+
+class GetRequest(Request):
+    """``get``: a prompt id, a session record id or a session id (SPEC §2.6)."""
+
+    id: str = Field(description="Record id (prompt-…, session-…) or a session id")
+
+
+class SessionRequest(Request):
+    """``session``: one session's record and turns, or (without ``sessionId``) a page of sessions."""
+
+    session_id: str | None = Field(None, description="Session id; without it, sessions are listed")
+    project: str | None = Field(None, description="Project id")
+    cross_project: bool = Field(False, description="Every project")
+    cwd: str | None = Field(None, description="The caller's working directory")
+    client: str | None = Field(None, description="Client, exact")
+    since: str | None = Field(None, description="Sessions starting at or after")
+    until: str | None = Field(None, description="Sessions starting at or before (a date covers the day)")
+    limit: int | str | None = Field(None, description="Page size, 1–100 (default 20)")
+    offset: int | str | None = Field(None, description="Items to skip")
+
+
+class FeedbackRequest(Request):
+    """``feedback``: a record was recalled (a hit), and was or was not helpful."""
+
+    id: str = Field(description="Record id that was used")
+    helpful: bool | None = Field(None, description="Whether it helped; omit to count a hit only")

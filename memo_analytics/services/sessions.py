@@ -8,13 +8,15 @@ from pydantic import ValidationError
 
 
 from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow
-from ..domain.errors import InvalidFieldError, SessionCompletedError, SessionNotStartedError
+from ..domain.clock import parse_bounds
+from ..domain.errors import InvalidFieldError, RecordNotFoundError, SessionCompletedError, SessionNotStartedError
+from ..index.query import clamp_page
 from ..domain.ids import new_session_id, session_record_id, validate_session_id, validate_slug
 from ..domain.records import Deliverable, RecordKind, Session
 from ..index.query import PromptFilter
 from ..index import store as index
-from .prompts import MAX_CLOCK_SKEW, clean_extra, clean_deliverables, clean_list, clean_text, optional_slug, row_to_record
-from .requests import EndSessionRequest, StartSessionRequest
+from .prompts import MAX_CLOCK_SKEW, envelope, clean_extra, clean_deliverables, clean_list, clean_text, optional_slug, row_to_record
+from .requests import EndSessionRequest, SessionRequest, StartSessionRequest
 from .store import VaultStore
 
 
@@ -182,3 +184,34 @@ def session_turns(store: VaultStore, session_id: str) -> list[dict[str, Any]]:
     _, rows = index.count_and_page(store.conn, "prompt", flt, 1_000_000, 0, "date-asc")
     records = [row_to_record(r) for r in rows]
     return sorted(records, key=lambda r: (r.get("turn") or 0, r["created"]))
+
+
+def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
+    """``session`` (SPEC §2.6).
+
+    With ``session_id``: ``{session, total, limit, offset, hasMore, items}`` — the session
+    record (or None when only turns exist) and a page of its turns in turn order. Without:
+    the list envelope of session records, newest first. ``limit`` clamps to 1–100.
+
+    Raises
+    ------
+    RecordNotFoundError
+        Neither a session record nor any turn has this session id.
+    """
+    limit, offset = clamp_page(request.limit, request.offset)
+    if request.session_id:
+        session_id = validate_session_id(request.session_id)
+        row = index.get_row(store.conn, session_record_id(session_id), "session")
+        flt = PromptFilter(session_id=session_id)
+        total, rows = index.count_and_page(store.conn, "prompt", flt, limit, offset, "turn-asc")
+        if row is None and total == 0:
+            raise RecordNotFoundError(session_id)
+        page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
+        return {"session": row_to_record(row) if row is not None else None, **page}
+    flt = PromptFilter(
+        projects=store.scope(request.project, request.cross_project, request.cwd),
+        client=request.client or None,
+        bounds=parse_bounds(request.since, request.until, store.zone),
+    )
+    total, rows = index.count_and_page(store.conn, "session", flt, limit, offset, "date-desc")
+    return envelope(total, limit, offset, [row_to_record(r) for r in rows])

@@ -1,0 +1,157 @@
+"""The one action table (STYLE "One action table", SPEC §3.1).
+
+Each action of the MCP tool ``prompt`` is one entry: a typed request model and the service
+function that answers it with a wire dict. The MCP tool, the CLI and the HTTP API parse their
+input into the same request and print or return the same dict through
+:func:`memo_analytics.domain.wire.dumps`, so the same request gives byte-identical JSON.
+
+:class:`PromptToolInput` is the tool's one flat schema (camelCase on the wire): every field
+any action reads, each described; :func:`request_for` picks the fields an action uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from .analytics.activity import ActivityRequest, activity_report
+from .domain.errors import InvalidFieldError
+from .services.feedback import record_feedback
+from .services.prompts import get_record, list_prompts, record_prompt, search_prompts
+from .services.requests import (
+    EndSessionRequest,
+    FeedbackRequest,
+    GetRequest,
+    ListRequest,
+    RecordPromptRequest,
+    Request,
+    SessionRequest,
+    StartSessionRequest,
+)
+from .services.sessions import end_session, session_view, start_session
+from .services.store import VaultStore
+
+ActionName = Literal[
+    "record", "list", "get", "search", "session", "session_start", "session_end", "activity_report", "feedback"
+]
+
+
+class ActivityReportRequest(Request):
+    """``activity_report`` (SPEC §4)."""
+
+    project: str | None = None
+    cross_project: bool = False
+    cwd: str | None = None
+    since: str | None = None
+    until: str | None = None
+    client: str | None = None
+    tz: str | None = None
+
+
+def _activity(store: VaultStore, request: ActivityReportRequest) -> dict[str, Any]:
+    projects = store.scope(request.project, request.cross_project, request.cwd)
+    report = activity_report(store, ActivityRequest(projects=projects, since=request.since, until=request.until,
+                                                    client=request.client, tz=request.tz))
+    return report.wire()
+
+
+@dataclass(frozen=True)
+class Action:
+    """One row of the action table."""
+
+    request: type[Request]
+    run: Callable[[VaultStore, Any], dict[str, Any]]
+    description: str
+
+
+ACTIONS: dict[str, Action] = {
+    "record": Action(RecordPromptRequest, record_prompt,
+                     "Record one conversational turn (body required; with sessionId and no turn, the next turn)."),
+    "list": Action(ListRequest, list_prompts, "List turns newest first with filters; {total, limit, offset, hasMore, items}."),
+    "search": Action(ListRequest, search_prompts, "Full-text search (FTS5, bm25) over turns with the same filters."),
+    "get": Action(GetRequest, lambda store, r: get_record(store, r.id),
+                  "One record by id: a prompt first, then a session."),
+    "session": Action(SessionRequest, session_view,
+                      "With sessionId: the session and its turns in order; without: a page of sessions."),
+    "session_start": Action(StartSessionRequest, start_session,
+                            "Open a work session (refuses a completed one; keeps start, client, billable on restart)."),
+    "session_end": Action(EndSessionRequest, end_session,
+                          "Close a session: endTime (now or until), durationMinutes, merged deliverables."),
+    "activity_report": Action(ActivityReportRequest, _activity,
+                              "Billable minutes and hours by client and project, sessions and prompt count."),
+    "feedback": Action(FeedbackRequest, record_feedback, "Count a use of a record and whether it helped."),
+}
+
+
+class PromptToolInput(BaseModel):
+    """The arguments of the MCP tool ``prompt`` (one flat model; camelCase on the wire)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    action: ActionName = Field(description="What to do: " + "; ".join(f"{k}: {v.description}" for k, v in ACTIONS.items()))
+    body: str | None = Field(None, description="record: the turn's text")
+    session_id: str | None = Field(None, description="Session id (record, session, session_start, session_end, list/search filter)")
+    turn: int | None = Field(None, description="record: explicit turn number (1–1,000,000)")
+    id: str | None = Field(None, description="get / feedback: record id")
+    project_id: str | None = Field(None, description="Project id (safe slug); default: the repository of cwd")
+    cwd: str | None = Field(None, description="The caller's working directory (its git repository names the project)")
+    vault_root: str | None = Field(None, description="Vault folder for this call (default: the server's)")
+    cross_project: bool | None = Field(None, description="Read every project of the vault")
+    ide: str | None = Field(None, description="IDE or agent host (record/session_start: value; list/search: exact filter)")
+    model: str | None = Field(None, description="Model (record/session_start: value; list/search: substring filter)")
+    agent: str | None = Field(None, description="Agent (record/session_start: value; list/search: substring filter)")
+    client: str | None = Field(None, description="Client billed (value, or exact filter)")
+    billable: bool | None = Field(None, description="Billable work (value, or filter); default true")
+    task_slug: str | None = Field(None, description="Task slug (value, or exact filter)")
+    branch: str | None = Field(None, description="Git branch")
+    git_sha: str | None = Field(None, description="Git commit sha")
+    linked_paths: list[str] | None = Field(None, description="Paths a turn concerns")
+    tags: list[str] | None = Field(None, description="Tags (value; as a filter all must match)")
+    summary: str | None = Field(None, description="session_start / session_end: summary of the work")
+    start_time: str | None = Field(None, description="session_start: when it started (ISO 8601; default now)")
+    until: str | None = Field(None, description="session_end: end instant; list/search/session/activity_report: upper bound")
+    since: str | None = Field(None, description="list/search/session/activity_report: lower bound (ISO date or time)")
+    query: str | None = Field(None, description="search: any text (quoted safely; word* for a prefix)")
+    limit: int | None = Field(None, description="Page size, clamped to 1–100 (default 20)")
+    offset: int | None = Field(None, description="Items to skip (≥ 0)")
+    pr: str | None = Field(None, description="session_end: pull-request URL, adds a {type: 'pr'} deliverable")
+    deliverables: list[dict[str, Any]] | None = Field(None, description="session_end: [{type, url?, sha?, title?}]")
+    helpful: bool | None = Field(None, description="feedback: whether the record helped")
+    tz: str | None = Field(None, description="activity_report: IANA time zone for date bounds")
+
+
+# tool field → request field, where the names differ
+_RENAMES = {"project_id": "project"}
+# context an agent may send with any call (SPEC §3.1); ignored by actions that do not use it
+_CONTEXT = {"branch", "git_sha", "linked_paths", "cwd", "project", "cross_project"}
+
+
+def request_for(arguments: PromptToolInput) -> Request:
+    """The typed request of ``arguments.action`` built from the fields it reads.
+
+    Context fields (``branch, gitSha, linkedPaths, cwd, projectId, crossProject``) are
+    ignored by actions that do not use them; any other unused field is refused.
+
+    Raises
+    ------
+    InvalidFieldError
+        A field the action does not take (``Invalid summary: not used by action list``).
+    pydantic.ValidationError
+        A value the action's request model refuses.
+    """
+    action = ACTIONS[arguments.action]
+    given = {(_RENAMES.get(k, k)): v for k, v in arguments.model_dump(exclude_none=True).items()
+             if k not in ("action", "vault_root")}
+    accepted = set(action.request.model_fields)
+    unused = sorted(k for k in given if k not in accepted and k not in _CONTEXT)
+    if unused:
+        raise InvalidFieldError(to_camel(unused[0]), f"not used by action {arguments.action}")
+    return action.request.model_validate({k: v for k, v in given.items() if k in accepted})
+
+
+def run_action(store: VaultStore, name: str, request: Request) -> dict[str, Any]:
+    """Run one action of the table."""
+    return ACTIONS[name].run(store, request)

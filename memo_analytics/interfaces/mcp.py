@@ -1,0 +1,122 @@
+"""The MCP server: one tool ``prompt`` over stdio or streamable HTTP (SPEC §3.1).
+
+A thin adapter: arguments are validated into :class:`~memo_analytics.actions.PromptToolInput`,
+turned into the action's typed request and answered by the action table; the result is the
+same JSON text the CLI prints with ``--json``. Every refused request comes back as an MCP
+tool error carrying the one-line message (secrets redacted), never as a crash.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field, ValidationError
+
+from ..actions import ACTIONS, PromptToolInput, request_for, run_action
+from ..config import Settings
+from ..domain.errors import MemoError
+from ..domain.wire import dumps
+from ..services.store import VaultStore
+from ..vault.redact import redact_secrets
+
+INSTRUCTIONS = (
+    "memo_analytics keeps your conversation turns and work sessions in a vault outside the product "
+    "repository. Call prompt with action session_start when work begins, record for each turn the "
+    "person asks, session_end (with summary and pr) when it is done; recall with search, list, session "
+    "and get; activity_report gives billable hours."
+)
+
+TOOL_DESCRIPTION = (
+    "Prompt history, work sessions and billable activity, kept outside the product repository. "
+    "Actions: " + " ".join(f"{name}: {action.description}" for name, action in ACTIONS.items())
+)
+
+
+def _message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    message = first["msg"].removeprefix("Value error, ")
+    field = ".".join(str(p) for p in first["loc"])
+    if not field and ": " in message:
+        field, message = message.split(": ", 1)
+    return f"Invalid {field or 'input'}: {message}"
+
+
+class PromptTool:
+    """The ``prompt`` tool bound to a default vault; other vaults are opened per ``vaultRoot``."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._stores: dict[str, VaultStore] = {}
+        self._guard = threading.Lock()
+
+    def store_for(self, vault_root: str | None) -> VaultStore:
+        settings = self.settings if vault_root is None else self.settings.model_copy(
+            update={"vault_root": Settings(vault_root=vault_root).vault_root})
+        key = str(settings.vault_root)
+        with self._guard:
+            if key not in self._stores:
+                self._stores[key] = VaultStore(settings)
+            return self._stores[key]
+
+    def __call__(self, **arguments: Any) -> str:
+        try:
+            parsed = PromptToolInput.model_validate(arguments)
+            store = self.store_for(parsed.vault_root)
+            result = run_action(store, parsed.action, request_for(parsed))
+        except MemoError as exc:
+            raise ToolError(redact_secrets(str(exc))[0]) from None
+        except ValidationError as exc:
+            raise ToolError(redact_secrets(_message(exc))[0]) from None
+        return dumps(result)
+
+
+def _tool_function(tool: PromptTool):
+    """A function whose signature is :class:`PromptToolInput` flattened (camelCase names, types
+    and descriptions), so the SDK publishes one flat, typed, described input schema."""
+
+    def prompt(**arguments: Any) -> str:
+        return tool(**{k: v for k, v in arguments.items() if v is not None})
+
+    parameters = []
+    for name, field in PromptToolInput.model_fields.items():
+        alias = field.alias or name
+        annotation = Annotated[field.annotation, Field(description=field.description)]
+        default = inspect.Parameter.empty if field.is_required() else None
+        parameters.append(inspect.Parameter(alias, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                            annotation=annotation))
+    prompt.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    prompt.__doc__ = TOOL_DESCRIPTION
+    return prompt
+
+
+def build_server(settings: Settings) -> MCPServer:
+    """An MCP server with the one tool ``prompt`` on the vault of ``settings``."""
+    server = MCPServer(name="memo_analytics", instructions=INSTRUCTIONS, log_level="WARNING")
+    server.add_tool(_tool_function(PromptTool(settings)), name="prompt", description=TOOL_DESCRIPTION,
+                    structured_output=False)
+    return server
+
+
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def serve(settings: Settings, http: bool = False, host: str = "127.0.0.1", port: int = 3125) -> None:
+    """Run the server over stdio (default) or streamable HTTP at ``http://host:port/mcp``.
+
+    Raises
+    ------
+    MemoError
+        A non-loopback ``host``: this server has no token check yet, so it only listens on
+        this machine.
+    """
+    if http and host not in LOOPBACK:
+        raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
+    server = build_server(settings)
+    if http:
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run("stdio")

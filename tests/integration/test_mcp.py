@@ -1,0 +1,175 @@
+"""The MCP tool ``prompt`` driven by the SDK's own client over stdio and streamable HTTP (SPEC §3.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from .test_cli import memo
+
+TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@asynccontextmanager
+async def stdio_client(vault: Path):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memo_analytics", "--vault-root", str(vault), "mcp"],
+                                   env={**os.environ})
+    async with Client(params) as client:
+        yield client
+
+
+@asynccontextmanager
+async def http_client(vault: Path):
+    port = free_port()
+    log = vault.parent / f"mcp-http-{port}.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "mcp", "--http",
+                                 "--port", str(port)], stdout=subprocess.DEVNULL, stderr=sink)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    raise AssertionError(log.read_text())
+                time.sleep(0.1)
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            yield client
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+TRANSPORTS = {"stdio": stdio_client, "http": http_client}
+
+
+async def call(mcp_client, /, **arguments):
+    result = await mcp_client.call_tool("prompt", arguments)
+    text = result.content[0].text
+    return (json.loads(text) if not result.is_error else None), result.is_error, text
+
+
+@pytest.mark.parametrize("transport", sorted(TRANSPORTS))
+def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transport):
+    vault = tmp_path / "v"
+
+    async def scenario():
+        async with TRANSPORTS[transport](vault) as client:
+            started, error, _ = await call(client, action="session_start", sessionId="m1", projectId="acme",
+                                           client="Acme", startTime="2026-03-02T09:00:00Z", ide="claude-code")
+            assert not error and started["status"] == "active" and started["ide"] == "claude-code"
+            first, _, _ = await call(client, action="record", sessionId="m1", projectId="acme",
+                                     body="Add pagination to the invoices endpoint")
+            second, _, _ = await call(client, action="record", sessionId="m1", projectId="acme",
+                                      body=f"use the token {TOKEN} for CI")
+            assert (first["turn"], second["turn"]) == (1, 2) and first["client"] == "Acme"
+            assert TOKEN not in second["body"]
+            ended, _, _ = await call(client, action="session_end", sessionId="m1", projectId="acme",
+                                     until="2026-03-02T10:30:00Z", pr="https://github.com/acme/web/pull/7",
+                                     summary="Pagination added")
+            assert ended["durationMinutes"] == 90 and ended["deliverables"][0]["type"] == "pr"
+            feedback, _, _ = await call(client, action="feedback", id="prompt-m1-t1", helpful=True)
+            assert feedback["feedback"]["hits"] == 1 and feedback["feedback"]["helpful"] == 1
+            answers = {}
+            for name, arguments in {
+                "list": dict(action="list", projectId="acme"),
+                "search": dict(action="search", projectId="acme", query="pagination"),
+                "get": dict(action="get", id="prompt-m1-t1"),
+                "session": dict(action="session", sessionId="m1"),
+                "activity": dict(action="activity_report", crossProject=True, tz="UTC"),
+            }.items():
+                result = await client.call_tool("prompt", arguments)
+                assert not result.is_error, result.content[0].text
+                answers[name] = result.content[0].text
+            return answers
+
+    answers = asyncio.run(scenario())
+    cli = {
+        "list": memo("--json", "prompt", "list", "--project", "acme", vault=vault).stdout,
+        "search": memo("--json", "prompt", "search", "pagination", "--project", "acme", vault=vault).stdout,
+        "get": memo("--json", "prompt", "get", "prompt-m1-t1", vault=vault).stdout,
+        "session": memo("--json", "session", "show", "m1", vault=vault).stdout,
+        "activity": memo("--json", "activity", "--all", "--tz", "UTC", vault=vault).stdout,
+    }
+    for name in answers:
+        assert answers[name] == cli[name].rstrip("\n"), name  # byte-identical JSON
+    assert json.loads(answers["search"])["items"][0]["id"] == "prompt-m1-t1"
+    assert json.loads(answers["activity"])["totalBillableHours"] == 1.5
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (dict(action="session_end", sessionId="ghost"), "No session record for ghost. Call session_start first"),
+        (dict(action="list", since="2026-13-45", crossProject=True), "Invalid since date: '2026-13-45'"),
+        (dict(action="record", body="   ", projectId="p"), "Invalid body: must not be empty"),
+        (dict(action="record", body="x", sessionId="../etc", projectId="p"), "Invalid sessionId:"),
+        (dict(action="get", id="nothing"), "Record not found: nothing"),
+        (dict(action="list", summary="x"), "Invalid summary: not used by action list"),
+        (dict(action="list", since=TOKEN), "Invalid since date: '[REDACTED:github-token]'"),
+    ],
+)
+def test_refusals_are_tool_errors_with_the_message(tmp_path, arguments, message):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "seed", "--project", "p", vault=vault)
+
+    async def scenario():
+        async with stdio_client(vault) as client:
+            return await call(client, **arguments)
+
+    _, is_error, text = asyncio.run(scenario())
+    assert is_error and message in text and "Traceback" not in text and TOKEN not in text
+
+
+def test_the_tool_schema_is_typed_and_described(tmp_path):
+    async def scenario():
+        async with stdio_client(tmp_path / "v") as client:
+            return (await client.list_tools()).tools
+
+    tools = asyncio.run(scenario())
+    assert [t.name for t in tools] == ["prompt"]
+    schema = tools[0].input_schema
+    properties = schema["properties"]
+    assert schema["required"] == ["action"]
+    assert {"action", "body", "sessionId", "turn", "projectId", "cwd", "vaultRoot", "crossProject", "branch", "gitSha",
+            "linkedPaths", "query", "limit", "offset", "since", "until", "pr", "deliverables"} <= set(properties)
+    assert all(p.get("description") for p in properties.values())
+    assert set(properties["action"]["enum"]) == {"record", "list", "get", "search", "session", "session_start",
+                                                  "session_end", "activity_report", "feedback"}
+    assert "session_start" in tools[0].description
+
+
+def test_concurrent_agents_on_one_session_never_collide(tmp_path):
+    vault = tmp_path / "v"
+
+    async def agent(client, n):
+        for i in range(10):
+            _, error, text = await call(client, action="record", sessionId="shared", projectId="p", body=f"agent {n} turn {i}")
+            assert not error, text
+
+    async def scenario():
+        async with stdio_client(vault) as one, stdio_client(vault) as two:
+            await asyncio.gather(agent(one, 1), agent(two, 2))
+
+    asyncio.run(scenario())
+    names = sorted((vault / "projects/p/prompts").glob("prompt-shared-t*.md"))
+    assert sorted(int(p.stem.rsplit("-t", 1)[1]) for p in names) == list(range(1, 21))
