@@ -20,11 +20,14 @@ from pydantic.alias_generators import to_camel
 from .analytics.activity import ActivityRequest, activity_report
 from .domain.errors import InvalidFieldError
 from .services.feedback import record_feedback
+from .services.handoffs import cancel_handoff
 from .services.prompts import get_record, list_prompts, record_prompt, search_prompts
 from .services.requests import (
+    CancelHandoffRequest,
     EndSessionRequest,
     FeedbackRequest,
     GetRequest,
+    HandoffInput,
     ListRequest,
     RecordPromptRequest,
     Request,
@@ -35,7 +38,8 @@ from .services.sessions import end_session, session_view, start_session
 from .services.store import VaultStore
 
 ActionName = Literal[
-    "record", "list", "get", "search", "session", "session_start", "session_end", "activity_report", "feedback"
+    "record", "list", "get", "search", "session", "session_start", "session_end", "cancel_handoff",
+    "activity_report", "feedback"
 ]
 
 
@@ -77,9 +81,13 @@ ACTIONS: dict[str, Action] = {
     "session": Action(SessionRequest, session_view,
                       "With sessionId: the session and its turns in order; without: a page of sessions."),
     "session_start": Action(StartSessionRequest, start_session,
-                            "Open a work session (refuses a completed one; keeps start, client, billable on restart)."),
+                            "Open a work session (refuses a completed one; keeps start, client, billable on restart); "
+                            "claims and returns the next eligible hand-off as handoff."),
     "session_end": Action(EndSessionRequest, end_session,
-                          "Close a session: endTime (now or until), durationMinutes, merged deliverables."),
+                          "Close a session: endTime (now or until), durationMinutes, merged deliverables; "
+                          "with handoff, leaves a baton for the next session."),
+    "cancel_handoff": Action(CancelHandoffRequest, cancel_handoff,
+                             "Cancel a pending hand-off (by id, or by the sessionId that wrote it)."),
     "activity_report": Action(ActivityReportRequest, _activity,
                               "Billable minutes and hours by client and project, sessions and prompt count."),
     "feedback": Action(FeedbackRequest, record_feedback, "Count a use of a record and whether it helped."),
@@ -120,6 +128,11 @@ class PromptToolInput(BaseModel):
     pr: str | None = Field(None, description="session_end: pull-request URL, adds a {type: 'pr'} deliverable")
     deliverables: list[dict[str, Any]] | None = Field(None, description="session_end: [{type, url?, sha?, title?}]")
     helpful: bool | None = Field(None, description="feedback: whether the record helped")
+    handoff: HandoffInput | None = Field(None, description="session_end: baton {nextSteps (required), failedApproaches, "
+                                                           "openQuestions, branch, owner, shared} for the next session")
+    shared: bool | None = Field(None, description="session_end: the hand-off may be claimed by any owner")
+    owner: str | None = Field(None, description="session_start: who works the session (claims batons addressed to them)")
+    objective: str | None = Field(None, description="session_start: the session objective (cleared on end)")
     tz: str | None = Field(None, description="activity_report: IANA time zone for date bounds")
 
 
@@ -145,6 +158,8 @@ def request_for(arguments: PromptToolInput) -> Request:
     action = ACTIONS[arguments.action]
     given = {(_RENAMES.get(k, k)): v for k, v in arguments.model_dump(exclude_none=True).items()
              if k not in ("action", "vault_root")}
+    if "shared" in given and isinstance(given.get("handoff"), dict):
+        given["handoff"]["shared"] = given.pop("shared")
     accepted = set(action.request.model_fields)
     unused = sorted(k for k in given if k not in accepted and k not in _CONTEXT)
     if unused:

@@ -127,6 +127,9 @@ class Session(Prompt):
     deliverables: list[Deliverable] = Field(default_factory=list)
     summary: str | None = None
     handoff_archive: str | None = None
+    owner: str | None = None
+    objective: str | None = None
+    handoff_claimed: str | None = None
 
     @field_serializer("deliverables")
     def _compact_deliverables(self, items: list[Deliverable]) -> list[dict[str, Any]]:

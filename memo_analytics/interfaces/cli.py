@@ -34,7 +34,8 @@ from ..services import sessions as session_service
 from ..services.demo import DEMO_ZONE, build_demo_vault
 from ..services.importers import IMPORTERS, load_importer
 from ..services.importers.common import ImportOptions, run_import, walk_files
-from ..services.requests import EndSessionRequest, ListRequest, RecordPromptRequest, SessionRequest, StartSessionRequest
+from ..services.handoffs import cancel_handoff, handoff_id, list_handoffs
+from ..services.requests import CancelHandoffRequest, EndSessionRequest, ListRequest, RecordPromptRequest, SessionRequest, StartSessionRequest
 from ..services.store import VaultStore
 from ..vault.redact import redact_secrets
 
@@ -284,13 +285,22 @@ def session_start(
     summary: Optional[str] = typer.Option(None, "--summary", help="What the session is about."),
     branch: Optional[str] = typer.Option(None, "--branch", help="Git branch."),
     start_time: Optional[str] = typer.Option(None, "--start-time", help="When it started (ISO; default now)."),
+    owner: Optional[str] = typer.Option(None, "--owner", help="Who works it (claims hand-offs addressed to them)."),
+    objective: Optional[str] = typer.Option(None, "--objective", help="The session objective (cleared on end)."),
 ) -> None:
-    """Open a work session (a completed session cannot be restarted)."""
+    """Open a work session (a completed session cannot be restarted); claims the next hand-off."""
     request = _build(StartSessionRequest, session_id=session_id, project=project, ide=ide, model=model,
                      agent=agent, client=client, billable=billable, task_slug=task_slug, summary=summary,
-                     branch=branch, start_time=start_time, cwd=str(Path.cwd()), source="cli")
+                     branch=branch, start_time=start_time, owner=owner, objective=objective,
+                     cwd=str(Path.cwd()), source="cli")
     record = session_service.start_session(state.store, request)
-    _emit(record, lambda r: out.print(f"started session {r['sessionId']} in project {r['project']} at {r['startTime']}"))
+
+    def human(r: dict[str, Any]) -> None:
+        out.print(f"started session {r['sessionId']} in project {r['project']} at {r['startTime']}")
+        if r.get("handoff"):
+            out.print(_safe(f"\nhand-off claimed ({r['handoff']['id']}):\n{r['handoff']['body']}"))
+
+    _emit(record, human)
 
 
 @session_app.command("end")
@@ -301,8 +311,14 @@ def session_end(
     deliverables: Optional[str] = typer.Option(None, "--deliverables", help='JSON list of {type, url?, sha?, title?}.'),
     until: Optional[str] = typer.Option(None, "--until", help="When it ended (ISO; default now)."),
     project: Optional[str] = typer.Option(None, "--project", help="Project id (default: where the session lives)."),
+    next_step: List[str] = typer.Option([], "--next-step", help="Hand-off: what the next session does first (repeatable)."),
+    failed: List[str] = typer.Option([], "--failed", help="Hand-off: an approach that did not work (repeatable)."),
+    question: List[str] = typer.Option([], "--question", help="Hand-off: an open question (repeatable)."),
+    handoff_branch: Optional[str] = typer.Option(None, "--handoff-branch", help="Hand-off: only for this branch."),
+    handoff_owner: Optional[str] = typer.Option(None, "--handoff-owner", help="Hand-off: only for this owner."),
+    shared: bool = typer.Option(False, "--shared", help="Hand-off: any owner may claim it."),
 ) -> None:
-    """Close a work session: end time, duration in minutes, deliverables."""
+    """Close a work session: end time, duration in minutes, deliverables, optional hand-off."""
     items: list[dict[str, Any]] = []
     if deliverables:
         try:
@@ -313,8 +329,14 @@ def session_end(
             raise MemoError("Invalid deliverables: expected a JSON list of objects")
     for url in pr:
         items.append({"type": "pr", "url": url, "title": f"Pull request {url.rstrip('/').rsplit('/', 1)[-1]}"})
+    handoff = None
+    if next_step or failed or question or handoff_branch or handoff_owner or shared:
+        if not next_step:
+            raise MemoError("Invalid handoff.nextSteps: give at least one --next-step")
+        handoff = {"next_steps": next_step, "failed_approaches": failed, "open_questions": question,
+                   "branch": handoff_branch, "owner": handoff_owner, "shared": shared}
     request = _build(EndSessionRequest, session_id=session_id, summary=summary, deliverables=items,
-                     until=until, project=project)
+                     until=until, project=project, handoff=handoff)
     was_completed = _is_completed(session_id, project)
     record = session_service.end_session(state.store, request)
 
@@ -326,6 +348,35 @@ def session_end(
             out.print(f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({r['startTime']} – {r['endTime']})")
 
     _emit(record, human)
+
+
+@session_app.command("handoff")
+def session_handoff(
+    session_id: Optional[str] = typer.Argument(None, help="The session whose end wrote the hand-off; without it, list."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (listing)."),
+    all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
+    cancel: bool = typer.Option(False, "--cancel", help="Cancel this pending hand-off."),
+) -> None:
+    """Show pending hand-offs, show one, or cancel one (--cancel)."""
+    _check_scope(project, all_projects)
+    store = state.store
+    if cancel:
+        if not session_id:
+            raise MemoError("Invalid sessionId: --cancel needs the session that wrote the hand-off")
+        result: Any = cancel_handoff(store, _build(CancelHandoffRequest, session_id=session_id, project=project))
+        _emit(result, lambda r: out.print(f"cancelled {r['id']}"))
+        return
+    if session_id:
+        result = prompt_service.get_record(store, handoff_id(_build(CancelHandoffRequest, session_id=session_id).session_id))
+        _emit(result, lambda r: out.print(_safe(f"{r['id']} · {r['status']}\n\n{r['body']}")))
+        return
+    scope = store.scope(project, all_projects, Path.cwd())
+    batons = [h for p in (scope or [None]) for h in list_handoffs(store, p)]
+    _emit({"items": batons, "total": len(batons)}, lambda r: out.print(
+        "\n\n".join(_safe(f"{h['id']} ({h['project']}, from {h['fromSessionId']}"
+                             f"{', branch ' + h['branch'] if h.get('branch') else ''}"
+                             f"{', owner ' + h['owner'] if h.get('owner') else ''}):\n{h['body']}")
+                      for h in r["items"]) or "No pending hand-offs."))
 
 
 @session_app.command("show")

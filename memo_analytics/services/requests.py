@@ -68,6 +68,27 @@ class StartSessionRequest(RecordContext):
     session_id: str | None = Field(None, description="Session id; generated when absent")
     start_time: datetime | str | None = Field(None, description="Start instant (default now), ISO 8601")
     summary: str | None = Field(None, description="Summary of the work")
+    owner: str | None = Field(None, description="Who works this session (claims hand-offs addressed to them)")
+    objective: str | None = Field(None, description="The session objective for this owner/branch (cleared on end)")
+
+
+class HandoffInput(Request):
+    """The baton a ``session_end`` leaves for the next session (SPEC §2.5)."""
+
+    next_steps: list[str] | str = Field(description="What the next session should do first (required)")
+    failed_approaches: list[str] | str = Field(default_factory=list, description="What was tried and did not work")
+    open_questions: list[str] | str = Field(default_factory=list, description="Questions still open")
+    branch: str | None = Field(None, description="Only a session on this branch claims it")
+    owner: str | None = Field(None, description="Only this owner's session claims it (unless shared)")
+    shared: bool = Field(False, description="Any session of the project may claim it")
+
+
+class CancelHandoffRequest(Request):
+    """``cancel_handoff``: a pending hand-off nobody should claim (SPEC §2.5)."""
+
+    id: str | None = Field(None, description="Hand-off id (handoff-<sessionId>)")
+    session_id: str | None = Field(None, description="The session whose end wrote the hand-off")
+    project: str | None = Field(None, description="Project id")
 
 
 class EndSessionRequest(Request):
@@ -79,6 +100,7 @@ class EndSessionRequest(Request):
     summary: str | None = Field(None, description="Summary of the work")
     pr: str | None = Field(None, description="Pull-request URL; adds a {type: 'pr'} deliverable")
     deliverables: list[dict[str, Any]] = Field(default_factory=list, description="Deliverables {type, url?, sha?, title?}")
+    handoff: HandoffInput | None = Field(None, description="Baton for the next session {nextSteps, failedApproaches, openQuestions, branch, owner, shared}")
     recompute_duration: bool = Field(
         False, description="Importers: move the end of an imported session as its transcript grew"
     )

@@ -15,6 +15,7 @@ from ..domain.ids import new_session_id, session_record_id, validate_session_id,
 from ..domain.records import Deliverable, RecordKind, Session
 from ..index.query import PromptFilter
 from ..index import store as index
+from .handoffs import claim_handoff, write_handoff
 from .prompts import MAX_CLOCK_SKEW, envelope, clean_extra, clean_deliverables, clean_list, clean_text, optional_slug, row_to_record
 from .requests import EndSessionRequest, SessionRequest, StartSessionRequest
 from .store import VaultStore
@@ -75,14 +76,21 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
             tags=clean_list(request.tags, "tags") or old.get("tags") or [],
             start_time=start,
             summary=clean_text(request.summary, "summary"),
+            owner=clean_text(request.owner, "owner") or old.get("owner"),
+            objective=clean_text(request.objective, "objective"),
+            handoff_archive=old.get("handoffArchive"),
         )
         meta = {**old, **session.wire(), **clean_extra(request.extra)}
         for key in PRESERVED_ON_RESTART:
             if old.get(key) is not None:
                 meta[key] = old[key]
+        baton = None
+        if not old.get("handoffClaimed"):
+            baton = claim_handoff(store, project, session_id, meta.get("branch"), meta.get("owner"), now)
+            meta["handoffClaimed"] = baton["id"] if baton else None
         body = existing[1] if existing else ""
         store.upsert(RecordKind.SESSION, meta, body)
-    return {**meta, "body": body}
+    return {**meta, "body": body, "handoff": baton}
 
 
 def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict[str, Any]:
@@ -126,6 +134,10 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
         if request.summary is not None:
             meta["summary"] = clean_text(request.summary, "summary")
         meta["deliverables"] = merge_deliverables(meta.get("deliverables") or [], _new_deliverables(request))
+        meta["objective"] = None  # SPEC §2.5: the objective is cleared on end
+        if request.handoff is not None:
+            baton = write_handoff(store, project, session_id, request.handoff, now)
+            meta["handoffArchive"] = baton["id"]
         store.upsert(RecordKind.SESSION, meta, body)
     return {**meta, "body": body}
 

@@ -283,3 +283,17 @@ def test_a_client_spelled_several_ways_is_one_line_under_its_usual_spelling(tmp_
     text = pdf_text(tmp_path / "t.pdf")
     assert "Client: Acme" in text and "Client: ACME" not in text
     assert "2026-03-01 – 2026-03-31" in text
+
+
+def test_handoff_through_the_cli(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "a", "--project", "p", "--branch", "main", vault=vault)
+    memo("session", "end", "a", "--next-step", "run migrations", "--failed", "tried X", "--handoff-branch", "main",
+         vault=vault)
+    pending = json.loads(memo("--json", "session", "handoff", "--all", vault=vault).stdout)
+    assert [h["id"] for h in pending["items"]] == ["handoff-a"]
+    started = memo("session", "start", "b", "--project", "p", "--branch", "main", vault=vault).stdout
+    assert "hand-off claimed (handoff-a)" in started and "- run migrations" in started
+    assert json.loads(memo("--json", "session", "handoff", "--all", vault=vault).stdout)["total"] == 0
+    proc = memo("session", "end", "b", "--failed", "x", vault=vault, check=False)
+    assert proc.returncode == 1 and "give at least one --next-step" in proc.stderr

@@ -154,7 +154,8 @@ def test_the_tool_schema_is_typed_and_described(tmp_path):
             "linkedPaths", "query", "limit", "offset", "since", "until", "pr", "deliverables"} <= set(properties)
     assert all(p.get("description") for p in properties.values())
     assert set(properties["action"]["enum"]) == {"record", "list", "get", "search", "session", "session_start",
-                                                  "session_end", "activity_report", "feedback"}
+                                                  "session_end", "cancel_handoff", "activity_report", "feedback"}
+    assert {"handoff", "objective", "owner", "shared"} <= set(properties)
     assert "session_start" in tools[0].description
 
 
@@ -173,3 +174,22 @@ def test_concurrent_agents_on_one_session_never_collide(tmp_path):
     asyncio.run(scenario())
     names = sorted((vault / "projects/p/prompts").glob("prompt-shared-t*.md"))
     assert sorted(int(p.stem.rsplit("-t", 1)[1]) for p in names) == list(range(1, 21))
+
+
+def test_handoff_through_the_tool(tmp_path):
+    vault = tmp_path / "v"
+
+    async def scenario():
+        async with stdio_client(vault) as client:
+            await call(client, action="session_start", sessionId="a", projectId="p", objective="ship")
+            ended, error, text = await call(client, action="session_end", sessionId="a", projectId="p",
+                                            handoff={"nextSteps": ["deploy"], "owner": "ana"}, shared=True)
+            assert not error, text
+            claimed, _, _ = await call(client, action="session_start", sessionId="b", projectId="p", owner="bob")
+            _, error, text = await call(client, action="cancel_handoff", sessionId="a")
+            return ended, claimed, error, text
+
+    ended, claimed, cancel_error, cancel_text = asyncio.run(scenario())
+    assert ended["handoffArchive"] == "handoff-a" and ended["objective"] is None
+    assert claimed["handoff"]["nextSteps"] == ["deploy"] and claimed["handoff"]["shared"] is True
+    assert cancel_error and "is claimed, not pending" in cancel_text

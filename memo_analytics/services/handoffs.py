@@ -1,0 +1,142 @@
+"""The session hand-off baton (SPEC §2.5).
+
+``session_end`` with a ``handoff`` writes ``handoffs/handoff-{sessionId}.md`` (status
+``pending``) and records its id as the session's ``handoffArchive``. The next eligible
+``session_start`` in the same project claims it — exactly once, under the vault lock — and
+gets it back as ``handoff``. Eligible: pending; not written by the starting session; its
+``branch`` (when set) equals the start's branch; its ``owner`` (when set, and the baton is
+not ``shared``) equals the start's owner. The oldest eligible baton is claimed first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain.clock import to_iso
+from ..domain.errors import InvalidFieldError, RecordNotFoundError
+from ..domain.ids import validate_session_id, validate_slug
+from ..domain.records import RecordKind
+from ..index import store as index
+from .prompts import clean_list, clean_text, row_to_record
+from .requests import CancelHandoffRequest, HandoffInput
+from .store import VaultStore
+
+
+def handoff_id(session_id: str) -> str:
+    """``handoff-{sessionId}``: one baton per ending session."""
+    return f"handoff-{session_id}"
+
+
+def _as_list(value: list[str] | str, field: str) -> list[str]:
+    return clean_list([value] if isinstance(value, str) else list(value), field)
+
+
+def _body(meta: dict[str, Any]) -> str:
+    parts = [f"# Hand-off from session {meta['fromSessionId']}", "", "## Next steps"]
+    parts += [f"- {item}" for item in meta["nextSteps"]]
+    for title, key in (("Failed approaches", "failedApproaches"), ("Open questions", "openQuestions")):
+        if meta[key]:
+            parts += ["", f"## {title}", *[f"- {item}" for item in meta[key]]]
+    return "\n".join(parts)
+
+
+def write_handoff(store: VaultStore, project: str, session_id: str, baton: HandoffInput, now) -> dict[str, Any]:
+    """Write (or replace a still pending) baton for ``session_id``; call under the vault lock.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``nextSteps`` empty, or the session's earlier baton was already claimed.
+    """
+    next_steps = _as_list(baton.next_steps, "handoff.nextSteps")
+    if not next_steps:
+        raise InvalidFieldError("handoff.nextSteps", "must not be empty")
+    record_id = handoff_id(session_id)
+    existing = store.read(project, RecordKind.HANDOFF, record_id)
+    if existing is not None and existing[0].get("status") == "claimed":
+        raise InvalidFieldError("handoff", f"{record_id} was already claimed by {existing[0].get('claimedBy')}")
+    meta = {
+        "id": record_id, "kind": "handoff", "project": project, "status": "pending",
+        "created": existing[0]["created"] if existing else to_iso(now), "updated": to_iso(now),
+        "fromSessionId": session_id,
+        "branch": clean_text(baton.branch, "handoff.branch"),
+        "owner": clean_text(baton.owner, "handoff.owner"),
+        "shared": baton.shared,
+        "nextSteps": next_steps,
+        "failedApproaches": _as_list(baton.failed_approaches, "handoff.failedApproaches"),
+        "openQuestions": _as_list(baton.open_questions, "handoff.openQuestions"),
+        "claimedBy": None, "claimedAt": None,
+    }
+    store.upsert(RecordKind.HANDOFF, meta, _body(meta))
+    return meta
+
+
+def _eligible(meta: dict[str, Any], session_id: str, branch: str | None, owner: str | None) -> bool:
+    if meta.get("status") != "pending" or meta.get("fromSessionId") == session_id:
+        return False
+    if meta.get("branch") and meta["branch"] != branch:
+        return False
+    return bool(meta.get("shared")) or not meta.get("owner") or meta["owner"] == owner
+
+
+def claim_handoff(store: VaultStore, project: str, session_id: str, branch: str | None, owner: str | None,
+                  now) -> dict[str, Any] | None:
+    """Claim the oldest eligible pending baton of ``project`` for ``session_id`` (under the lock)."""
+    rows = store.conn.execute(
+        "SELECT id FROM records WHERE kind = 'handoff' AND project = ? AND status = 'pending' ORDER BY created, id",
+        (project,),
+    ).fetchall()
+    for row in rows:
+        found = store.read(project, RecordKind.HANDOFF, row["id"])
+        if found is None:
+            continue
+        meta, body = found
+        if _eligible(meta, session_id, branch, owner):
+            meta.update(status="claimed", claimedBy=session_id, claimedAt=to_iso(now), updated=to_iso(now))
+            store.upsert(RecordKind.HANDOFF, meta, body)
+            return {**meta, "body": body}
+    return None
+
+
+def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -> dict[str, Any]:
+    """Cancel a pending baton (by id, or by the session that wrote it).
+
+    Raises
+    ------
+    RecordNotFoundError
+        No such hand-off.
+    InvalidFieldError
+        Neither id nor sessionId given, or the baton is no longer pending.
+    """
+    from ..domain.clock import utcnow
+
+    now = now or utcnow()
+    if request.id:
+        record_id = validate_slug(request.id, "id")
+    elif request.session_id:
+        record_id = handoff_id(validate_session_id(request.session_id))
+    else:
+        raise InvalidFieldError("id", "give the hand-off id or the sessionId that wrote it")
+    with store.lock():
+        row = index.get_row(store.conn, record_id, "handoff")
+        if row is None or (request.project and row["project"] != request.project):
+            raise RecordNotFoundError(record_id)
+        meta, body = store.read(row["project"], RecordKind.HANDOFF, record_id) or ({}, "")
+        if meta.get("status") != "pending":
+            raise InvalidFieldError("id", f"{record_id} is {meta.get('status')}, not pending")
+        meta.update(status="cancelled", cancelledAt=to_iso(now), updated=to_iso(now))
+        store.upsert(RecordKind.HANDOFF, meta, body)
+    return {**meta, "body": body}
+
+
+def list_handoffs(store: VaultStore, project: str | None, status: str | None = "pending") -> list[dict[str, Any]]:
+    """Hand-offs of a project (every project when None), oldest first, filtered by status."""
+    sql = "SELECT * FROM records WHERE kind = 'handoff'"
+    params: list[Any] = []
+    if project:
+        sql += " AND project = ?"
+        params.append(validate_slug(project, "project"))
+    if status:
+        sql += " AND status = ?"
+        params.append(status)
+    return [row_to_record(r) for r in store.conn.execute(sql + " ORDER BY created, id", params).fetchall()]

@@ -1,0 +1,107 @@
+"""SPEC §2.5 hand-off baton and session objective, on a real vault."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from memo_analytics.domain.errors import InvalidFieldError, RecordNotFoundError
+from memo_analytics.services.handoffs import cancel_handoff, list_handoffs
+from memo_analytics.services.requests import CancelHandoffRequest, EndSessionRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.vault.io import read_record
+
+T0 = "2026-03-02T09:00:00Z"
+
+
+def start(store, sid, **kw):
+    kw.setdefault("project", "p")
+    return start_session(store, StartSessionRequest(session_id=sid, **kw))
+
+
+def end(store, sid, **kw):
+    return end_session(store, EndSessionRequest(session_id=sid, until=kw.pop("until", "2026-03-02T10:00:00Z"), **kw))
+
+
+def test_session_end_with_handoff_writes_a_baton_and_records_handoff_archive(store):
+    start(store, "a", start_time=T0)
+    ended = end(store, "a", handoff={"nextSteps": ["run migrations"], "failedApproaches": "tried X",
+                                     "openQuestions": ["which region?"], "branch": "main", "owner": "ana"})
+    assert ended["handoffArchive"] == "handoff-a"
+    meta, body = read_record(store.root / "projects/p/handoffs/handoff-a.md")
+    assert (meta["status"], meta["nextSteps"], meta["failedApproaches"], meta["openQuestions"]) == (
+        "pending", ["run migrations"], ["tried X"], ["which region?"])
+    assert (meta["branch"], meta["owner"], meta["shared"]) == ("main", "ana", False)
+    assert "## Next steps\n- run migrations" in body
+
+
+def test_the_next_eligible_start_claims_the_baton_exactly_once(store):
+    start(store, "a", start_time=T0)
+    end(store, "a", handoff={"nextSteps": "deploy", "branch": "main"})
+    assert start(store, "other-branch", branch="dev")["handoff"] is None
+    claimed = start(store, "b", branch="main")["handoff"]
+    assert claimed["id"] == "handoff-a" and claimed["status"] == "claimed" and claimed["claimedBy"] == "b"
+    assert start(store, "c", branch="main")["handoff"] is None
+    assert start(store, "b", branch="main")["handoff"] is None  # a restart claims nothing new
+    assert list_handoffs(store, "p") == []
+
+
+def test_owner_matters_unless_shared_and_other_projects_never_claim(store):
+    start(store, "a", start_time=T0)
+    end(store, "a", handoff={"nextSteps": "for ana", "owner": "ana"})
+    start(store, "x", start_time=T0)
+    end(store, "x", handoff={"nextSteps": "anyone", "owner": "ana", "shared": True})
+    assert start(store, "elsewhere", project="q", owner="ana")["handoff"] is None
+    assert start(store, "bob", owner="bob")["handoff"]["id"] == "handoff-x"
+    assert start(store, "ana", owner="ana")["handoff"]["id"] == "handoff-a"
+
+
+def test_concurrent_starts_claim_one_baton_once(store):
+    start(store, "a", start_time=T0)
+    end(store, "a", handoff={"nextSteps": "only one of you"})
+    results = []
+
+    def worker(n):
+        results.append(start(store, f"s{n}")["handoff"])
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sum(1 for r in results if r) == 1
+
+
+def test_objective_is_set_on_start_and_cleared_on_end(store):
+    assert start(store, "a", start_time=T0, objective="ship pagination", branch="main")["objective"] == "ship pagination"
+    assert end(store, "a")["objective"] is None
+
+
+def test_cancel_handoff_stops_a_claim_and_only_pending_batons_cancel(store):
+    start(store, "a", start_time=T0)
+    end(store, "a", handoff={"nextSteps": "x"})
+    cancelled = cancel_handoff(store, CancelHandoffRequest(session_id="a"))
+    assert cancelled["status"] == "cancelled"
+    assert start(store, "b")["handoff"] is None
+    with pytest.raises(InvalidFieldError, match="is cancelled, not pending"):
+        cancel_handoff(store, CancelHandoffRequest(id="handoff-a"))
+    with pytest.raises(RecordNotFoundError):
+        cancel_handoff(store, CancelHandoffRequest(id="handoff-nobody"))
+
+
+def test_a_handoff_needs_next_steps_and_is_redacted(store):
+    start(store, "a", start_time=T0)
+    with pytest.raises(InvalidFieldError, match="^Invalid handoff.nextSteps: must not be empty"):
+        end(store, "a", handoff={"nextSteps": ["   "]})
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    end(store, "a", handoff={"nextSteps": [f"use {token}"]})
+    assert token not in (store.root / "projects/p/handoffs/handoff-a.md").read_text()
+
+
+def test_a_claimed_baton_is_not_replaced_by_re_ending(store):
+    start(store, "a", start_time=T0)
+    end(store, "a", handoff={"nextSteps": "first"})
+    start(store, "b")
+    with pytest.raises(InvalidFieldError, match="already claimed by b"):
+        end(store, "a", handoff={"nextSteps": "second"})
