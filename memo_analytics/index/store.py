@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from .query import PromptFilter, build_where, fts_match_expression, fts_text
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -49,6 +49,12 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_kind_project_created ON records(kind, project, created);
 CREATE INDEX IF NOT EXISTS records_kind_created ON records(kind, created);
 CREATE INDEX IF NOT EXISTS records_session_turn ON records(session_id, turn);
+CREATE TABLE IF NOT EXISTS record_counts (
+    project TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (project, kind)
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
     id UNINDEXED, body, summary, tokenize = 'unicode61 remove_diacritics 2'
 );
@@ -75,6 +81,10 @@ def connect(path: Path) -> sqlite3.Connection:
     conn.executescript(_SCHEMA)
     if 0 < version < SCHEMA_VERSION:
         _migrate(conn)
+    if version < 4:
+        with transaction(conn):  # counts arrive with schema 4: derive them once
+            conn.execute("DELETE FROM record_counts")
+            conn.execute("INSERT INTO record_counts SELECT project, kind, COUNT(*) FROM records GROUP BY project, kind")
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return conn
 
@@ -126,6 +136,11 @@ def upsert_record(conn: sqlite3.Connection, meta: dict[str, Any], body: str, pat
     """Insert or replace one record and its FTS row (call inside :func:`transaction`)."""
     values = _row_values(meta, body, path)
     columns = list(values)
+    before = conn.execute("SELECT project, kind FROM records WHERE id = ?", (values["id"],)).fetchone()
+    if before is None or tuple(before) != (values["project"], values["kind"]):
+        _count(conn, values["project"], values["kind"], +1)
+        if before is not None:
+            _count(conn, before[0], before[1], -1)
     conn.execute(
         f"INSERT INTO records ({','.join(columns)}) VALUES ({','.join('?' * len(columns))}) "
         f"ON CONFLICT(id) DO UPDATE SET {','.join(f'{c}=excluded.{c}' for c in columns if c != 'id')}",
@@ -138,6 +153,29 @@ def upsert_record(conn: sqlite3.Connection, meta: dict[str, Any], body: str, pat
             "INSERT INTO records_fts (rowid, id, body, summary) VALUES (?, ?, ?, ?)",
             (rowid, values["id"], fts_text(body), fts_text(values["summary"] or "")),
         )
+
+
+def _count(conn: sqlite3.Connection, project: str, kind: str, delta: int) -> None:
+    conn.execute(
+        "INSERT INTO record_counts (project, kind, n) VALUES (?, ?, ?) "
+        "ON CONFLICT(project, kind) DO UPDATE SET n = n + excluded.n",
+        (project, kind, delta),
+    )
+
+
+def record_counts(conn: sqlite3.Connection, project: str) -> dict[str, int]:
+    """How many records of each kind ``project`` holds (kept up to date on every write: O(1))."""
+    return {kind: n for kind, n in conn.execute("SELECT kind, n FROM record_counts WHERE project = ?", (project,))}
+
+
+def latest_rows(conn: sqlite3.Connection, project: str, kind: str, limit: int) -> list[sqlite3.Row]:
+    """The newest ``limit`` records of one kind in one project (by ``created``): ``id, meta``
+    and the first 400 characters of ``body``."""
+    return conn.execute(
+        "SELECT id, meta, substr(body, 1, 400) AS body FROM records WHERE kind = ? AND project = ? "
+        "ORDER BY created DESC, id DESC LIMIT ?",
+        (kind, project, limit),
+    ).fetchall()
 
 
 def get_row(conn: sqlite3.Connection, record_id: str, kind: str | None = None) -> sqlite3.Row | None:
@@ -195,3 +233,4 @@ def clear(conn: sqlite3.Connection) -> None:
     """Delete every row (used by reindex inside its transaction)."""
     conn.execute("DELETE FROM records")
     conn.execute("DELETE FROM records_fts")
+    conn.execute("DELETE FROM record_counts")

@@ -48,6 +48,11 @@ def build_demo_vault(store: VaultStore) -> dict[str, int]:
 
     Deterministic: the same vault content on every run (fixed seed, fixed instants).
     """
+    with store.deferred_views():
+        return _build(store)
+
+
+def _build(store: VaultStore) -> dict[str, int]:
     rng = random.Random(20260302)
     sessions = turns = 0
     plan = []

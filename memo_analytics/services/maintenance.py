@@ -19,7 +19,8 @@ def reindex(store: VaultStore, progress: Callable[[int, int], None] | None = Non
     Temporary files left by an interrupted write are removed (under the lock no write is
     in flight) and counted in ``removedTempFiles``. A damaged index file (not a SQLite
     database) is set aside as ``index.sqlite.damaged-<UTC stamp>`` and built anew.
-    Bodies are passed through secret redaction on their way into the index.
+    Bodies are passed through secret redaction on their way into the index. Every project's
+    compiled views are regenerated afterwards.
     """
     with store.lock():
         removed = 0
@@ -40,4 +41,7 @@ def reindex(store: VaultStore, progress: Callable[[int, int], None] | None = Non
             conn = store.conn
         result = rebuild(conn, store.layout, progress, redact=lambda text: redact_secrets(text)[0])
         result.removed_temp_files = removed
+        projects = [r[0] for r in conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]
+        for project in projects:
+            store.refresh_views(project)
         return result

@@ -7,6 +7,7 @@ and its ``records_fts`` row are updated in one transaction (SPEC §2.4).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -21,7 +22,8 @@ from ..domain.errors import IndexDamagedError, InvalidFieldError, VaultBusyError
 from ..domain.ids import slugify, validate_slug
 from ..domain.records import RecordKind, normalize_meta
 from ..index import store as index
-from ..vault.io import read_record, write_record
+from ..vault import views
+from ..vault.io import atomic_write_bytes, read_record, write_record
 from ..vault.layout import VaultLayout
 from ..vault.lock import vault_lock
 
@@ -54,6 +56,7 @@ class VaultStore:
         self._conn: sqlite3.Connection | None = None
         self._conn_guard = threading.Lock()
         self._may_create = False
+        self._deferred: set[tuple[str, str]] | None = None
         self.zone = resolve_zone(settings.timezone)
 
     @property
@@ -164,4 +167,48 @@ class VaultStore:
             write_record(path, meta, body)
             with index.transaction(self.conn):
                 index.upsert_record(self.conn, meta, body, str(path.relative_to(self.root)))
+            if self._deferred is not None:
+                self._deferred.add((meta["project"], RecordKind(kind).value))
+            else:
+                self.refresh_views(meta["project"], {RecordKind(kind).value})
         return path
+
+    @contextmanager
+    def deferred_views(self) -> Iterator[None]:
+        """Within this block, compiled views are regenerated once at the end (bulk imports)."""
+        if self._deferred is not None:
+            yield
+            return
+        self._deferred = set()
+        try:
+            yield
+        finally:
+            pending, self._deferred = self._deferred, None
+            by_project: dict[str, set[str]] = {}
+            for project, kind in pending:
+                by_project.setdefault(project, set()).add(kind)
+            for project, kinds in sorted(by_project.items()):
+                self.refresh_views(project, kinds)
+
+    def refresh_views(self, project: str, kinds: set[str] | None = None) -> None:
+        """Regenerate the compiled views of ``project`` for ``kinds`` (all when None) and
+        ``INDEX.md`` (SPEC §2.7). Bounded work: the newest records only, counts kept by the
+        index, so the cost does not grow with the vault."""
+        folder = self.layout.project_dir(project)
+        kinds = set(views.VIEW_FILES) if kinds is None else kinds | {
+            kind for kind, name in views.VIEW_FILES.items() if not (folder / name).exists()}
+        counts = index.record_counts(self.conn, project)
+
+        def latest(kind: str, limit: int = views.VIEW_LIMIT) -> list[dict[str, Any]]:
+            return [{**json.loads(r["meta"]), "body": r["body"]} for r in index.latest_rows(self.conn, project, kind, limit)]
+
+        renderers = {
+            "prompt": lambda: views.render_prompts(project, counts.get("prompt", 0), latest("prompt")),
+            "session": lambda: views.render_sessions(project, counts.get("session", 0), latest("session")),
+            "trap": lambda: views.render_listing("Traps", project, counts.get("trap", 0), latest("trap")),
+            "decision": lambda: views.render_listing("Decisions", project, counts.get("decision", 0), latest("decision")),
+        }
+        for kind in sorted(kinds & set(renderers)):
+            atomic_write_bytes(folder / views.VIEW_FILES[kind], renderers[kind]().encode("utf-8"), durable=False)
+        text = views.render_index(project, counts, latest("session", 50), latest("handoff", 50))
+        atomic_write_bytes(folder / "INDEX.md", text.encode("utf-8"), durable=False)

@@ -225,8 +225,9 @@ def test_import_summaries_match_the_per_file_counts(vault):
 def test_second_import_adds_nothing_and_changes_no_byte(vault):
     _, _, second, before, after = vault
     assert {k: (v["sessions"], v["turns"]) for k, v in second.items()} == {k: (0, 0) for k in PARSERS}
-    assert len(before) == 17 + 37 + 3 + 28 + 275 + 39
-    assert after == before
+    records = [name for name in before if "/prompts/" in name or "/sessions/" in name]
+    assert len(records) == 17 + 37 + 3 + 28 + 275 + 39
+    assert after == before  # records and compiled views alike
 
 
 @pytest.mark.slow

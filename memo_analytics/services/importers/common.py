@@ -327,11 +327,12 @@ def run_import(
             transcripts.extend(parsed.transcripts)
         if progress:
             progress(path)
-    for transcript in merge_transcripts(transcripts):
-        try:
-            import_transcript(store, transcript, options, result)
-        except (MemoError, ValueError) as exc:
-            result.skipped += 1
-            path = where[(transcript.source, transcript.transcript_id)]
-            result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
+    with store.deferred_views():
+        for transcript in merge_transcripts(transcripts):
+            try:
+                import_transcript(store, transcript, options, result)
+            except (MemoError, ValueError) as exc:
+                result.skipped += 1
+                path = where[(transcript.source, transcript.transcript_id)]
+                result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
     return result
