@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     idle_gap_minutes : int
         Importers split a transcript into one session per work interval at pauses longer
         than this many minutes (SPEC §7).
+    capture_ignore : list[str]
+        Gitignore-style globs of paths never captured in a body, on top of the product
+        root's ``.memoignore`` (env ``MEMO_CAPTURE_IGNORE`` as a JSON list) (SPEC §2.4).
     """
 
     model_config = SettingsConfigDict(env_prefix="MEMO_", extra="ignore")
@@ -50,6 +53,7 @@ class Settings(BaseSettings):
         default="default", validation_alias=AliasChoices("default_project", "MEMO_PROJECT")
     )
     idle_gap_minutes: int = Field(default=30, ge=1, le=525_600)
+    capture_ignore: list[str] = Field(default_factory=list)
 
     @field_validator("vault_root", mode="before")
     @classmethod

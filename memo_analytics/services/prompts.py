@@ -13,7 +13,7 @@ from ..domain.ids import prompt_id, session_record_id, validate_session_id, vali
 from ..domain.records import Prompt, RecordKind, Session
 from ..index import store as index
 from ..index.query import PromptFilter, clamp_page
-from ..vault.redact import looks_like_secret, redact_secrets, redact_value
+from ..vault.redact import IGNORED_PATH, looks_like_secret, redact_ignored_paths, redact_secrets, redact_value
 from .requests import ListRequest, RecordPromptRequest
 from .store import VaultStore
 
@@ -82,7 +82,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
 
     With ``session_id`` and no ``turn`` the turn is ``max(existing) + 1``, allocated and
     written under the vault lock. Client, billable and task slug default to the session's.
-    The body passes secret redaction before anything is written.
+    Before anything is written the body passes capture-ignore path redaction (the product
+    root of ``cwd``: its ``.memoignore`` plus configured globs), then secret redaction.
 
     Returns
     -------
@@ -94,7 +95,9 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     InvalidFieldError
         Empty/oversized/non-UTF-8 body, unsafe ids, bad ``created``.
     """
-    body = clean_text(request.body, "body", required=True)
+    rules = store.ignore_rules(request.cwd)
+    body = clean_text(redact_ignored_paths(request.body, rules)[0] if request.body else request.body, "body",
+                      required=True)
     now = now or utcnow()
     project = optional_slug(store.resolve_project(request.project, request.cwd), "project")
     session_id = optional_slug(request.session_id, "sessionId")
@@ -135,7 +138,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
             billable=_first_bool(request.billable, session_meta.get("billable"), True),
             branch=clean_text(request.branch, "branch") or session_meta.get("branch"),
             git_sha=clean_text(request.git_sha, "gitSha"),
-            linked_paths=clean_list(request.linked_paths, "linkedPaths"),
+            linked_paths=clean_list([IGNORED_PATH if rules.matches(p) else p for p in request.linked_paths],
+                                    "linkedPaths"),
             tags=clean_list(request.tags, "tags"),
         )
         meta = {**prompt.wire(), **clean_extra(request.extra)}

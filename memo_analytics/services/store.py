@@ -26,17 +26,24 @@ from ..vault import views
 from ..vault.io import atomic_write_bytes, read_record, write_record
 from ..vault.layout import VaultLayout
 from ..vault.lock import vault_lock
+from ..vault.redact import IgnoreRules
 
 
-def project_from_cwd(cwd: str | Path | None) -> str | None:
-    """The slug of the git repository folder that contains ``cwd``, or None."""
+def repository_root(cwd: str | Path | None) -> Path | None:
+    """The git work tree that contains ``cwd`` (the product root), or None."""
     if not cwd:
         return None
     path = Path(cwd)
     for candidate in (path, *path.parents):
         if (candidate / ".git").exists():
-            return slugify(candidate.name)
+            return candidate
     return None
+
+
+def project_from_cwd(cwd: str | Path | None) -> str | None:
+    """The slug of the git repository folder that contains ``cwd``, or None."""
+    root = repository_root(cwd)
+    return slugify(root.name) if root is not None else None
 
 
 class VaultStore:
@@ -138,6 +145,11 @@ class VaultStore:
         if "default_project" in self.settings.model_fields_set:
             return [validate_slug(self.settings.default_project, "project")]
         return None
+
+    def ignore_rules(self, cwd: str | Path | None) -> IgnoreRules:
+        """Capture-ignore rules for a caller in ``cwd``: its product root's ``.memoignore``
+        plus ``settings.capture_ignore`` (SPEC §2.4)."""
+        return IgnoreRules.for_root(repository_root(cwd), self.settings.capture_ignore)
 
     def path_for(self, project: str, kind: RecordKind, record_id: str) -> Path:
         return self.layout.record_path(project, kind, record_id)

@@ -57,13 +57,22 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
     ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
     ("pypi-token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"), 0),
     ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), 0),
+    ("twilio-api-key", re.compile(r"\bSK[0-9a-fA-F]{32}\b"), 0),
+    ("sendgrid-api-key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}"), 0),
+    ("telegram-bot-token", re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,}"), 0),
+    ("square-token", re.compile(r"\bsq0(?:atp|csp)-[A-Za-z0-9_-]{20,}"), 0),
+    ("shopify-token", re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"), 0),
+    ("vault-token", re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}"), 0),
+    ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0),
+    ("google-oauth-secret", re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}"), 0),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
     # user:password@host — the password may hold '@'; the host may not
-    ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@\[\]]+:([^\s/\[\]]+)@[^\s/@]+"), 1),
+    ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@\[\]]*:([^\s/\[\]]+)@[^\s/@]+"), 1),
     ("authorization", re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([A-Za-z0-9+/=._~-]{8,})"), 1),
     ("bearer-token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/-]{20,}=*"), 0),
     ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]*?\s(?:-u|--user)\s+[\"']?[^\s:\"']+:([^\s\"']+)"), 1),
     ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p([^\s\"'-][^\s\"']*)"), 1),
+    ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]*?\s(?:-p|--password)\s+[\"']?([^\s\"']+)"), 1),
     ("cli-password", re.compile(r"\bsshpass\s+-p\s*[\"']?([^\s\"']+)"), 1),
     ("password", re.compile(r"\b(?i:password|passphrase|pin)\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1),
     ("secret-assignment", re.compile(r"\b" + _SECRET_NAME + r"\b[\"']?\s*(?::=|=>|=|:)\s*[\"']?(" + _VALUE + ")"), 1),
@@ -73,7 +82,7 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
 _DETECTOR_HINTS = (
     "key", "token", "secret", "pass", "pwd", "auth", "cred", "akia", "asia", "eyj", "xox", "begin",
     "://", "sk_", "rk_", "sg.", "npm_", "pypi", "ghp_", "gho_", "ghs_", "glpat", "hooks.", "discord",
-    "twilio", "mailchimp", "artifactory", "cloudant", "ibm", "softlayer", "square", "stripe", "telegram",
+    "twilio", "mailchimp", "artifactory", "akc", "cloudant", "ibm", "softlayer", "square", "stripe", "telegram",
 )
 _SECRET_VALUE = re.compile(_VALUE)
 _CHUNK = 4_000
@@ -177,3 +186,82 @@ def redact_value(value: object) -> object:
 def looks_like_secret(text: str) -> bool:
     """True when ``text`` holds something :func:`redact_secrets` would hide."""
     return redact_secrets(text)[1] > 0
+
+
+# ---------------------------------------------------------------- capture-ignore paths
+
+IGNORED_PATH = "[IGNORED PATH]"
+IGNORE_FILE = ".memoignore"
+_PATH_CANDIDATE = re.compile(r"(?<![\w@:/.~-])(?:~|\.{1,2})?/?[\w.~-]+(?:/[\w.~-]+)*/?")
+
+
+class IgnoreRules:
+    """Paths a person does not want captured (SPEC §2.4): the product root's ``.memoignore``
+    (gitignore syntax) plus configured globs, matched by ``pathspec``.
+
+    Parameters
+    ----------
+    root : Path | None
+        The product repository root; absolute paths inside it are matched relative to it.
+    patterns : list[str]
+        Gitignore-style patterns.
+    """
+
+    def __init__(self, root, patterns: list[str]) -> None:
+        import pathspec
+
+        self.root = root
+        self.patterns = [p for p in patterns if p.strip() and not p.lstrip().startswith("#")]
+        self.spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+
+    @classmethod
+    def for_root(cls, root, extra: list[str] | None = None) -> "IgnoreRules":
+        """Rules from ``root/.memoignore`` (when present) and ``extra`` globs."""
+        from pathlib import Path
+
+        patterns = list(extra or [])
+        if root is not None:
+            ignore_file = Path(root) / IGNORE_FILE
+            if ignore_file.is_file():
+                patterns += ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+        return cls(root, patterns)
+
+    def matches(self, candidate: str) -> bool:
+        """Whether a path (relative, ``./``-relative, ``~``-less absolute inside the root) is ignored."""
+        from pathlib import PurePosixPath
+
+        if not self.patterns:
+            return False
+        path = candidate.rstrip("/")
+        if path.startswith("/") and self.root is not None:
+            try:
+                path = str(PurePosixPath(path).relative_to(str(self.root)))
+            except ValueError:
+                pass
+        path = path.removeprefix("./")
+        if not path or path in (".", ".."):
+            return False
+        return self.spec.match_file(path) or self.spec.match_file(path + "/")
+
+
+def redact_ignored_paths(text: str, rules: IgnoreRules | None) -> tuple[str, int]:
+    """Replace every path in ``text`` that ``rules`` ignore by ``[IGNORED PATH]``.
+
+    Returns
+    -------
+    tuple[str, int]
+        The text and the number of paths replaced.
+    """
+    if rules is None or not rules.patterns:
+        return text, 0
+    count = 0
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal count
+        token = match.group(0)
+        if ("/" in token or token.startswith(".")) and rules.matches(token):
+            count += 1
+            return IGNORED_PATH
+        return token
+
+    return _PATH_CANDIDATE.sub(replace, text), count

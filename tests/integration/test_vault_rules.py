@@ -361,3 +361,22 @@ def test_an_old_index_is_migrated_to_cjk_bigrams(store):
     conn.execute("PRAGMA user_version = 1")
     store.close()
     assert search_prompts(store, ListRequest(project="p1", query="飞书"))["total"] == 1
+
+
+def test_paths_in_memoignore_and_configured_globs_never_reach_the_vault(tmp_path):
+    from memo_analytics.config import Settings
+    from memo_analytics.services.store import VaultStore
+
+    repo = tmp_path / "product"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".memoignore").write_text("# private\n.env\nsecrets/\n*.pem\n")
+    store = VaultStore(Settings(vault_root=tmp_path / "vault", capture_ignore=["config/prod.yaml"]))
+    record = record_prompt(store, RecordPromptRequest(
+        body=f"read .env, secrets/db.txt, {repo}/config/prod.yaml and keys/server.pem but keep src/main.py",
+        cwd=str(repo), linked_paths=["secrets/db.txt", "src/main.py"], session_id="s"))
+    assert record["project"] == "product"
+    assert record["body"] == ("read [IGNORED PATH], [IGNORED PATH], [IGNORED PATH] and [IGNORED PATH] "
+                              "but keep src/main.py")
+    assert record["linkedPaths"] == ["[IGNORED PATH]", "src/main.py"]
+    text = (store.root / "projects/product/prompts/prompt-s-t1.md").read_text()
+    assert "secrets/db.txt" not in text and "prod.yaml" not in text

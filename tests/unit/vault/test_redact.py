@@ -37,6 +37,27 @@ SECRETS = [
     ("my password is Hunter2!", "Hunter2!"),
     ("client_secret=abc123def456", "abc123def456"),
     ("x" * 25_000 + ' password = "Hunter2SuperSecretPw" ', "Hunter2SuperSecretPw"),
+    ("AccountName=acct;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;",
+     "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50u"),
+    ("twilio SK0123456789abcdef0123456789abcdef", "SK0123456789abcdef0123456789abcdef"),
+    ("SENDGRID=SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ", "SG.abcdefghijklmnopqrstuv"),
+    ("bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0", "AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw0"),
+    ("mailchimp 0123456789abcdef0123456789abcdef-us12", "0123456789abcdef0123456789abcdef-us12"),
+    ("square sq0atp-abcdefghijklmnopqrstuv", "sq0atp-abcdefghijklmnopqrstuv"),
+    ("pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoLWlqa2wtbW5vcC1xcnN0LXV2d3h5ejAxMjM0NTY3AAIqWzMsImFiYyJd", "pypi-AgEIcHlwaS5vcmcCJGFiY2Rl"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----", "b3BlbnNzaC1rZXktdjEAAAAA"),
+    ('{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkq\\n-----END PRIVATE KEY-----"}',
+     "MIIEvQIBADANBgkq"),
+    ("dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "dop_v1_0123456789abcdef"),
+    ("shopify shpat_0123456789abcdef0123456789abcdef", "shpat_0123456789abcdef0123456789abcdef"),
+    ("gho_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8 oauth", "gho_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"),
+    ("AKCp5budTFpbypBqQbGJPz3pGCi28pPivfWczqjfYb9drAmd9LbRZbj6UpKFxJXA8ksWGc9fM",
+     "AKCp5budTFpbypBqQbGJPz3pGCi28pPivfWczqjfYb9drAmd9LbRZbj6UpKFxJXA8ksWGc9fM"),
+    ("redis://:R3disPassw0rd@cache:6379/0", "R3disPassw0rd"),
+    ("GOOGLE_CLIENT_SECRET=GOCSPX-abcdefghijklmnopqrstuvwxyz01", "GOCSPX-abcdefghijklmnopqrstuvwxyz01"),
+    ("vault hvs.CAESIJlU9JMYEhOPYv4KEvVYJ2TRAZXTlJMl0abcdefGh", "hvs.CAESIJlU9JMYEhOPYv4KEvVYJ2TRAZXTlJMl0"),
+    ("docker login -u user -p Dock3rPassw0rd", "Dock3rPassw0rd"),
+    ("PGPASSWORD=PgPassw0rd123 psql", "PgPassw0rd123"),
 ]
 
 # code and prose from real transcripts that mention secrets without holding one
@@ -56,7 +77,14 @@ NOT_SECRETS = [
     "task-management-system-design-with-extra-words",
     "github_pat_xxx is a placeholder",
     "passwordless login",
+    "time 12:30:00 ok",
+    "http://localhost:8080/x and git@github.com:o/r.git",
+    "const skipped = items.filter(x => x.sk_id)",
 ]
+
+
+def test_the_corpus_covers_at_least_25_formats():
+    assert len(SECRETS) >= 40
 
 
 @pytest.mark.parametrize("text, secret", SECRETS, ids=[s[1][:24] for s in SECRETS])
