@@ -9,7 +9,6 @@ from typing import Callable
 from ..domain.clock import utcnow
 from ..domain.errors import IndexDamagedError
 from ..index.reindex import ReindexResult, rebuild
-from ..vault.redact import redact_secrets
 from .store import VaultStore
 
 
@@ -39,7 +38,7 @@ def reindex(store: VaultStore, progress: Callable[[int, int], None] | None = Non
                 if damaged.exists():
                     os.replace(damaged, damaged.with_name(f"{index.name}.damaged-{stamp}{suffix}"))
             conn = store.conn
-        result = rebuild(conn, store.layout, progress, redact=lambda text: redact_secrets(text)[0])
+        result = rebuild(conn, store.layout, progress, redact=True)
         result.removed_temp_files = removed
         projects = [r[0] for r in conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]
         for project in projects:

@@ -64,10 +64,26 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
         os.close(dir_fd)
 
 
+class _LibYAML(frontmatter.YAMLHandler):
+    """python-frontmatter's YAML handler on libyaml (the C loader/dumper of PyYAML) when
+    present: the same safe types, several times faster on large vaults."""
+
+    def load(self, fm: str, **kwargs: object) -> Any:
+        kwargs.setdefault("Loader", getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return super().load(fm, **kwargs)
+
+    def export(self, metadata: dict[str, object], **kwargs: object) -> str:
+        kwargs.setdefault("Dumper", getattr(yaml, "CSafeDumper", yaml.SafeDumper))
+        return super().export(metadata, **kwargs)
+
+
+_YAML = _LibYAML()
+
+
 def dump_record(meta: dict[str, Any], body: str) -> str:
     """Render frontmatter + body as the Markdown text stored in the vault."""
-    post = frontmatter.Post(body, **meta)
-    return frontmatter.dumps(post, sort_keys=False, allow_unicode=True, width=1_000_000) + "\n"
+    post = frontmatter.Post(body, handler=_YAML, **meta)
+    return frontmatter.dumps(post, handler=_YAML, sort_keys=False, allow_unicode=True, width=1_000_000) + "\n"
 
 
 def write_record(path: Path, meta: dict[str, Any], body: str) -> None:
@@ -96,7 +112,7 @@ def read_record(path: Path) -> tuple[dict[str, Any], str]:
     if not text.startswith("---"):
         raise CorruptRecordError(str(path), "no YAML frontmatter")
     try:
-        post = frontmatter.loads(text)
+        post = frontmatter.loads(text, handler=_YAML)
     except yaml.YAMLError as exc:
         raise CorruptRecordError(str(path), f"broken frontmatter ({str(exc).splitlines()[0]})") from None
     except (ValueError, TypeError, RecursionError) as exc:

@@ -380,3 +380,19 @@ def test_paths_in_memoignore_and_configured_globs_never_reach_the_vault(tmp_path
     assert record["linkedPaths"] == ["[IGNORED PATH]", "src/main.py"]
     text = (store.root / "projects/product/prompts/prompt-s-t1.md").read_text()
     assert "secrets/db.txt" not in text and "prod.yaml" not in text
+
+
+def test_a_parallel_rebuild_gives_the_same_index_as_a_sequential_one(store, monkeypatch):
+    from memo_analytics.index import reindex as reindex_module
+
+    for n in range(30):
+        rec(store, body=f"turn {n} with password = \"Hunter2x{n}\"", session_id=f"s{n % 3}")
+    (store.root / "projects/p1/prompts/prompt-broken-t1.md").write_text("---\nid: [x\n---\n")
+    monkeypatch.setattr(reindex_module, "PARALLEL_FROM", 10_000)
+    sequential = rebuild(store.conn, store.layout)
+    rows_sequential = _index_rows(store)
+    monkeypatch.setattr(reindex_module, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(reindex_module, "_CHUNK", 7)
+    parallel = rebuild(store.conn, store.layout)
+    assert (parallel.indexed, len(parallel.skipped)) == (sequential.indexed, len(sequential.skipped)) == (30, 1)
+    assert _index_rows(store) == rows_sequential
