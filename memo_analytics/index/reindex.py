@@ -78,8 +78,18 @@ def parse_for_index(path: Path, redact: bool = True) -> tuple[dict[str, Any], st
     return meta, body
 
 
-def _parse_chunk(paths: list[Path], redact: bool) -> list[tuple[dict[str, Any], str] | CorruptRecordError]:
-    return [parse_for_index(path, redact) for path in paths]
+def _parse_chunk(paths: list[Path], redact: bool) -> list[tuple]:
+    # errors travel between processes as plain tuples (an exception with its own
+    # constructor arguments does not unpickle)
+    out: list[tuple] = []
+    for path in paths:
+        parsed = parse_for_index(path, redact)
+        out.append(("error", parsed.path, parsed.reason) if isinstance(parsed, CorruptRecordError) else ("ok", *parsed))
+    return out
+
+
+def _unpack(item: tuple) -> tuple[dict[str, Any], str] | CorruptRecordError:
+    return CorruptRecordError(item[1], item[2]) if item[0] == "error" else (item[1], item[2])
 
 
 def _parsed(files: list[Path], redact: bool):
@@ -90,7 +100,7 @@ def _parsed(files: list[Path], redact: bool):
     chunks = [files[i : i + _CHUNK] for i in range(0, len(files), _CHUNK)]
     with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=get_context("fork")) as pool:
         for chunk, results in zip(chunks, pool.map(_parse_chunk, chunks, [redact] * len(chunks))):
-            yield from zip(chunk, results)
+            yield from zip(chunk, map(_unpack, results))
 
 
 def rebuild(
