@@ -396,3 +396,24 @@ def test_a_parallel_rebuild_gives_the_same_index_as_a_sequential_one(store, monk
     parallel = rebuild(store.conn, store.layout)
     assert (parallel.indexed, len(parallel.skipped)) == (sequential.indexed, len(sequential.skipped)) == (30, 1)
     assert _index_rows(store) == rows_sequential
+
+
+def test_feedback_counts_hits_and_helpfulness_on_the_record(store):
+    from memo_analytics.services.feedback import record_feedback
+    from memo_analytics.services.requests import FeedbackRequest
+
+    rec(store, session_id="s1")
+    record_feedback(store, FeedbackRequest(id="prompt-s1-t1"))
+    record_feedback(store, FeedbackRequest(id="prompt-s1-t1", helpful=True))
+    last = record_feedback(store, FeedbackRequest(id="prompt-s1-t1", helpful=False))
+    assert {k: last["feedback"][k] for k in ("hits", "helpful", "notHelpful")} == {"hits": 3, "helpful": 1, "notHelpful": 1}
+    meta, body = read_record(store.root / "projects/p1/prompts/prompt-s1-t1.md")
+    assert meta["feedback"]["hits"] == 3 and body == "do the thing"
+    with pytest.raises(RecordNotFoundError):
+        record_feedback(store, FeedbackRequest(id="prompt-nope"))
+
+
+def test_a_20_mb_body_is_refused_with_the_documented_limit(store):
+    with pytest.raises(InvalidFieldError, match="^Invalid body: is 20000000 bytes; the limit is 1000000 bytes"):
+        rec(store, body="x" * 20_000_000, session_id="big")
+    assert files(store) == []
