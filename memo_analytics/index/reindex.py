@@ -15,7 +15,7 @@ from ..domain.records import subdir_for_kind
 from ..vault.io import read_record
 from ..vault.layout import VaultLayout
 from ..vault.redact import redact_secrets
-from .store import clear, transaction, upsert_record
+from .store import clear, insert_fresh, recount, transaction
 
 #: Below this many files the rebuild parses in-process; above, on every core.
 PARALLEL_FROM = 2_000
@@ -122,6 +122,7 @@ def rebuild(
     files = layout.record_files()
     result = ReindexResult()
     seen: dict[str, Path] = {}
+    batch: list[tuple[dict[str, Any], str, str]] = []
     with transaction(conn):
         clear(conn)
         for number, (path, parsed) in enumerate(_parsed(files, redact), 1):
@@ -131,8 +132,13 @@ def rebuild(
                 result.skipped.append(parsed)
             else:
                 meta, body = parsed
-                upsert_record(conn, meta, body, str(path.relative_to(layout.root)))
+                batch.append((meta, body, str(path.relative_to(layout.root))))
                 result.indexed += 1
+                if len(batch) >= _CHUNK:
+                    insert_fresh(conn, batch)
+                    batch = []
             if progress:
                 progress(number, len(files))
+        insert_fresh(conn, batch)
+        recount(conn)
     return result

@@ -155,6 +155,36 @@ def upsert_record(conn: sqlite3.Connection, meta: dict[str, Any], body: str, pat
         )
 
 
+def insert_fresh(conn: sqlite3.Connection, batch: list[tuple[dict[str, Any], str, str]]) -> None:
+    """Bulk insert records into a just-cleared index (reindex): ``(meta, body, path)`` each.
+
+    Same rows as :func:`upsert_record`, without its per-row lookups; call
+    :func:`recount` once at the end.
+    """
+    if not batch:
+        return
+    values = [_row_values(meta, body, path) for meta, body, path in batch]
+    columns = list(values[0])
+    conn.executemany(
+        f"INSERT INTO records ({','.join(columns)}) VALUES ({','.join('?' * len(columns))})",
+        [[v[c] for c in columns] for v in values],
+    )
+    ids = [v["id"] for v in values]
+    rowids = dict(conn.execute(
+        f"SELECT id, rowid FROM records WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall())
+    conn.executemany(
+        "INSERT INTO records_fts (rowid, id, body, summary) VALUES (?, ?, ?, ?)",
+        [(rowids[v["id"]], v["id"], fts_text(v["body"]), fts_text(v["summary"] or ""))
+         for v in values if v["kind"] in ("prompt", "session")],
+    )
+
+
+def recount(conn: sqlite3.Connection) -> None:
+    """Derive ``record_counts`` from ``records`` (after a bulk insert)."""
+    conn.execute("DELETE FROM record_counts")
+    conn.execute("INSERT INTO record_counts SELECT project, kind, COUNT(*) FROM records GROUP BY project, kind")
+
+
 def _count(conn: sqlite3.Connection, project: str, kind: str, delta: int) -> None:
     conn.execute(
         "INSERT INTO record_counts (project, kind, n) VALUES (?, ?, ?) "

@@ -85,6 +85,14 @@ _DETECTOR_HINTS = (
     "twilio", "mailchimp", "artifactory", "akc", "cloudant", "ibm", "softlayer", "square", "stripe", "telegram",
 )
 _SECRET_VALUE = re.compile(_VALUE)
+#: No pattern here matches a text shorter than this.
+_MIN_SECRET_TEXT = 8
+# every own pattern in one alternation (a global (?i) becomes a scoped one), flags inlined
+_ANY_OWN = re.compile("|".join(
+    ("(?si:" if p.flags & re.S else "(?i:") + p.pattern.removeprefix("(?i)") + ")" if p.pattern.startswith("(?i)")
+    else ("(?s:" if p.flags & re.S else "(?:") + p.pattern + ")"
+    for _, p, _ in _OWN_PATTERNS
+))
 _CHUNK = 4_000
 _OVERLAP = 200
 
@@ -151,9 +159,15 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
         return replace
 
-    for kind, pattern, group in _OWN_PATTERNS:
-        text = pattern.sub(_sub(kind, group), text)
+    if len(text) < _MIN_SECRET_TEXT:
+        return text, 0
+    if _ANY_OWN.search(text):  # one scan decides whether any of our patterns can apply
+        for kind, pattern, group in _OWN_PATTERNS:
+            text = pattern.sub(_sub(kind, group), text)
 
+    whole = text.lower()
+    if not any(hint in whole for hint in _DETECTOR_HINTS):
+        return text, count
     lines = text.split("\n")
     for index, line in enumerate(lines):
         lowered = line.lower()

@@ -1,0 +1,163 @@
+"""Shared pieces of the ``memo`` command line: the Typer apps, output, errors."""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any, Callable, Optional
+
+import typer
+from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+
+from ...config import Settings
+from ...domain.errors import MemoError
+from ...domain.wire import dumps
+from ...services.store import VaultStore
+from ...vault.redact import redact_secrets
+
+# markup and emoji off: stored text ("list[int]", "[/]", ":smile:") is printed as it is
+out = Console(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
+
+app = typer.Typer(
+    name="memo",
+    help="Keep AI coding agents' turns and work sessions in a Markdown vault outside your repositories; "
+    "search them, report billable hours, print timesheets.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+prompt_app = typer.Typer(help="Record, list, search and get prompt turns.", no_args_is_help=True)
+session_app = typer.Typer(help="Open and close work sessions.", no_args_is_help=True)
+report_app = typer.Typer(help="Printable reports (PDF).", no_args_is_help=True)
+import_app = typer.Typer(help="Import real agent transcripts as sessions and turns.", no_args_is_help=True)
+app.add_typer(prompt_app, name="prompt")
+app.add_typer(prompt_app, name="prompts", help="Alias of `memo prompt`.")
+app.add_typer(session_app, name="session")
+app.add_typer(report_app, name="report")
+app.add_typer(import_app, name="import")
+
+
+class State:
+    settings: Settings | None = None
+    json: bool = False
+    _store: VaultStore | None = None
+
+    @property
+    def store(self) -> VaultStore:
+        if self._store is None:
+            assert self.settings is not None
+            self._store = VaultStore(self.settings)
+        return self._store
+
+
+state = State()
+
+
+@app.callback()
+def _global(
+    vault_root: Optional[str] = typer.Option(
+        None, "--vault-root", envvar="MEMO_VAULT", help="Vault folder (default ~/.memo/vault; env MEMO_VAULT)."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables."),
+) -> None:
+    """Global options."""
+    state.settings = _settings(vault_root=vault_root) if vault_root is not None else _settings()
+    state.json = json_output
+    state._store = None
+
+
+def _emit(value: Any, human: Callable[[Any], None]) -> None:
+    if state.json:
+        sys.stdout.write(dumps(value) + "\n")
+    else:
+        human(value)
+
+
+def _scope_line(projects: list[str] | None, explicit: bool) -> str:
+    if projects is None:
+        return "Projects: all"
+    note = "" if explicit else " (the current repository; --all for every project)"
+    return f"Projects: {', '.join(projects)}{note}"
+
+
+def _check_scope(project: Optional[str], all_projects: bool) -> None:
+    if project and all_projects:
+        raise MemoError("Invalid project: --project and --all exclude each other")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _safe(text: object) -> str:
+    """Stored text for a terminal: control characters (escape sequences that could set the
+    window title, clear the screen or write the clipboard) are shown as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
+
+
+def _short(text: str | None, width: int = 70) -> str:
+    text = " ".join(_safe(text or "").split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+
+class _progress:
+    def __init__(self, label: str, total: int) -> None:
+        self.progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                 console=err, transient=True, disable=not err.is_terminal)
+        self.total = total
+
+    def __enter__(self) -> Callable[[], None]:
+        self.progress.start()
+        task = self.progress.add_task("", total=self.total)
+        return lambda: self.progress.advance(task)
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+
+
+DEMO_MARKER = ".memo-demo"
+
+
+def _validation_message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    message = first["msg"].removeprefix("Value error, ")
+    field = ".".join(to_camel(str(p)) for p in first["loc"])
+    if not field and ": " in message:
+        field, message = message.split(": ", 1)
+        field = to_camel(field)
+    return f"Invalid {field or 'input'}: {message}"
+
+
+def _build(request_model: type, /, **fields: Any):
+    try:
+        return request_model(**fields)
+    except ValidationError as exc:
+        raise MemoError(_validation_message(exc)) from None
+
+
+def _settings(**fields: Any) -> Settings:
+    try:
+        return Settings(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]) if first["loc"] else "setting"
+        env = {"vault_root": "vaultRoot (MEMO_VAULT)"}.get(name, f"{to_camel(name)} (MEMO_{name.upper()})")
+        raise MemoError(f"Invalid {env}: {first['msg'].removeprefix('Value error, ')}") from None
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"error: {redact_secrets(message)[0]}")
+    sys.exit(code)
+
+

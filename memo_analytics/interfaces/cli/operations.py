@@ -1,0 +1,140 @@
+"""``memo import``, ``memo reindex``, ``memo mcp`` and ``memo demo``."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import timedelta
+from pathlib import Path
+from typing import Callable, List, Optional
+
+import typer
+
+from ...analytics.activity import ActivityRequest, activity_report
+from ...domain.clock import resolve_zone
+from ...domain.errors import MemoError
+from ...reports.timesheet import render_timesheet_pdf
+from ...services.demo import DEMO_ZONE, build_demo_vault
+from ...services.importers import IMPORTERS, load_importer
+from ...services.importers.common import ImportOptions, run_import, walk_files
+from ...services.maintenance import reindex as reindex_vault
+from .common import (
+    DEMO_MARKER,
+    _emit,
+    _progress,
+    _settings,
+    app,
+    err,
+    import_app,
+    out,
+    state,
+)
+from .reports import _print_activity
+
+# ---------------------------------------------------------------- import & reindex
+
+
+def _import_command(source: str) -> Callable[..., None]:
+    def command(
+        paths: List[str] = typer.Argument(..., help="Transcript files or folders (hidden folders are walked)."),
+        project: Optional[str] = typer.Option(None, "--project", help="File everything under this project."),
+        client: Optional[str] = typer.Option(None, "--client", help="Client of the imported sessions."),
+        billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Billable or not (default yes)."),
+        idle_gap: Optional[int] = typer.Option(
+            None, "--idle-gap", min=1, max=525_600,
+            help="Minutes of pause that start a new session (1–525600; default 30 or MEMO_IDLE_GAP_MINUTES)."),
+        tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
+    ) -> None:
+        module = load_importer(source)
+        if any(not p.strip() for p in paths):
+            raise MemoError("Invalid path: must not be empty")
+        gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
+        options = ImportOptions(project=project, client=client, billable=billable,
+                                idle_gap=timedelta(minutes=gap), zone=resolve_zone(tz or state.settings.timezone))
+        files = list(walk_files([Path(p) for p in paths], module.SUFFIXES, module.EXCLUDE_DIRS))
+        with _progress(f"import {source}", len(files)) as advance:
+            result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance())
+        for line in result.errors[:20]:
+            err.print(f"skipped: {line}")
+        if client is None and billable is not False and result.sessions and not state.json:
+            err.print("note: the new sessions have no client, so they bill to 'internal'; "
+                      "import with --client NAME or --no-billable to file them otherwise")
+        _emit(result.wire(), lambda r: out.print(result.line()))
+
+    command.__doc__ = f"Import {source} transcripts: one session per work interval, one turn per human prompt."
+    return command
+
+
+for _source in IMPORTERS:
+    import_app.command(_source)(_import_command(_source))
+
+
+@app.command("reindex")
+def reindex() -> None:
+    """Rebuild the SQLite index (records, records_fts) from the vault's files alone."""
+    store = state.store
+    if not store.root.is_dir():
+        raise MemoError(f"No vault at {store.root}")
+    total = len(store.layout.record_files())
+    with _progress("reindex", total) as advance:
+        result = reindex_vault(store, progress=lambda n, t: advance())
+    for error in result.skipped:
+        err.print(f"skipped: {error}")
+    _emit(result.wire(), lambda r: out.print(
+        f"indexed {r['indexed']} records, skipped {len(r['skipped'])} files"
+        + (f", removed {r['removedTempFiles']} stale temporary files" if r["removedTempFiles"] else "")))
+
+
+# ---------------------------------------------------------------- mcp
+
+
+@app.command("mcp")
+def mcp_server(
+    http: bool = typer.Option(False, "--http", help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio."),
+    port: int = typer.Option(3125, "--port", min=1, max=65535, help="HTTP port (with --http)."),
+    host: str = typer.Option("127.0.0.1", "--host", help="HTTP address (loopback only)."),
+) -> None:
+    """Run the MCP server with the one tool `prompt` (stdio by default)."""
+    from ..mcp import (
+        serve,  # the launcher starts the MCP adapter; it shares nothing else with it
+    )
+
+    serve(state.settings, http=http, host=host, port=port)
+
+
+# ---------------------------------------------------------------- demo
+
+
+@app.command("demo")
+def demo(
+    out_dir: Path = typer.Option(Path.home() / ".memo" / "demo", "--out", help="Folder for the sample vault and PDF."),
+    tz: str = typer.Option(DEMO_ZONE, "--tz", help="Zone of the sample's working hours and of the report."),
+) -> None:
+    """Build a sample vault, print its activity and write its PDF timesheet."""
+    out_dir = out_dir.expanduser().resolve()
+    vault = out_dir / "vault"
+    marker = out_dir / DEMO_MARKER
+    resolve_zone(tz)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise MemoError(f"Invalid out: {out_dir} is not a folder")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not marker.exists():
+        raise MemoError(f"Invalid out: {out_dir} is not empty and was not made by memo demo; choose another --out")
+    settings = _settings(vault_root=vault, timezone=tz)
+    if vault.exists():
+        shutil.rmtree(vault)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    marker.write_text("This folder was made by `memo demo`; the next run replaces it.\n", encoding="utf-8")
+    state.settings = settings
+    state._store = None
+    counts = build_demo_vault(state.store)
+    report = activity_report(state.store, ActivityRequest(projects=None, tz=tz))
+    pdf = render_timesheet_pdf(report, out_dir / "timesheet.pdf")
+    if state.json:
+        _emit({"vault": str(vault), "timesheet": str(pdf), **counts, "activity": report.wire()}, lambda _: None)
+        return
+    _print_activity(report)
+    out.print()
+    out.print(f"sample vault : {vault}  ({counts['sessions']} sessions, {counts['turns']} turns)")
+    out.print(f"timesheet PDF: {pdf}")
+    out.print(f"try          : memo --vault-root {vault} prompt search invoices --all")
+
+

@@ -1,0 +1,173 @@
+"""``memo prompt record|list|search|get`` (alias ``memo prompts``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+from rich.table import Table
+
+from ...config import MAX_BODY_BYTES
+from ...domain.errors import MemoError
+from ...services import prompts as prompt_service
+from ...services.requests import ListRequest, RecordPromptRequest
+from .common import (
+    _build,
+    _check_scope,
+    _emit,
+    _safe,
+    _scope_line,
+    _short,
+    out,
+    prompt_app,
+    state,
+)
+
+# ---------------------------------------------------------------- prompt
+
+
+@prompt_app.command("record")
+def prompt_record(
+    body: Optional[str] = typer.Option(None, "--body", help="The turn's text (must not be empty)."),
+    body_file: Optional[Path] = typer.Option(
+        None, "--body-file", help="Read the turn's text from this UTF-8 file ('-' for stdin); for long prompts."
+    ),
+    session_id: Optional[str] = typer.Option(None, "--session-id", help="Session id; the next turn is allocated when --turn is absent."),
+    turn: Optional[int] = typer.Option(None, "--turn", help="Explicit turn number (≥ 1)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (default: the repository folder of the cwd)."),
+    ide: Optional[str] = typer.Option(None, "--ide", help="IDE or agent host (default generic)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name."),
+    agent: Optional[str] = typer.Option(None, "--agent", help="Agent name."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client billed (default: the session's, else internal)."),
+    billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Billable work (default yes)."),
+    task_slug: Optional[str] = typer.Option(None, "--task-slug", "--slug", help="Task slug."),
+    tag: List[str] = typer.Option([], "--tag", help="Tag (repeatable)."),
+    created: Optional[str] = typer.Option(None, "--created", help="When the turn happened (ISO; default now)."),
+) -> None:
+    """Record one conversational turn."""
+    body = _read_body(body, body_file)
+    request = _build(RecordPromptRequest, body=body, session_id=session_id, turn=turn, project=project, ide=ide,
+                     model=model, agent=agent, client=client, billable=billable, task_slug=task_slug,
+                     tags=tag, cwd=str(Path.cwd()), source="cli", created=created)
+    record = prompt_service.record_prompt(state.store, request)
+    _emit(record, lambda r: out.print(f"recorded {r['id']} in project {r['project']}"))
+
+
+def _read_body(body: Optional[str], body_file: Optional[Path]) -> str:
+    if (body is None) == (body_file is None):
+        raise MemoError("Invalid body: give exactly one of --body and --body-file")
+    if body_file is None:
+        return body  # type: ignore[return-value]
+    raw = sys.stdin.buffer.read(MAX_BODY_BYTES + 1) if str(body_file) == "-" else _read_file(body_file)
+    if len(raw) > MAX_BODY_BYTES:
+        raise MemoError(f"Invalid body: larger than the limit of {MAX_BODY_BYTES} bytes")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise MemoError(f"Invalid body: {body_file} is not valid UTF-8") from None
+
+
+def _read_file(path: Path) -> bytes:
+    if not path.is_file():
+        raise MemoError(f"Invalid body-file: {path} is not a readable file")
+    with path.open("rb") as handle:
+        return handle.read(MAX_BODY_BYTES + 1)
+
+
+def _list_request(**kwargs: Any) -> ListRequest:
+    _check_scope(kwargs.get("project"), kwargs.get("all_projects", False))
+    kwargs["cross_project"] = kwargs.pop("all_projects")
+    kwargs["tags"] = kwargs.pop("tag")
+    kwargs["cwd"] = str(Path.cwd())
+    return _build(ListRequest, **kwargs)
+
+
+def _print_page(page: dict[str, Any], request: ListRequest) -> None:
+    scope = _scope_line(state.store.scope(request.project, request.cross_project, request.cwd), bool(request.project))
+    if not page["items"]:
+        out.print(f"No prompts match. {scope}")
+        return
+    table = Table(title=f"{page['total']} prompts (showing {page['offset'] + 1}–{page['offset'] + len(page['items'])})"
+                        f" · {scope}")
+    for column in ("created (UTC)", "project", "id", "ide", "prompt"):
+        table.add_column(column, overflow="fold")
+    for item in page["items"]:
+        table.add_row(item["created"][:16].replace("T", " "), item["project"], item["id"], item.get("ide") or "",
+                      _short(item.get("body"), 60))
+    out.print(table)
+    if page["hasMore"]:
+        out.print(f"more: --offset {page['offset'] + page['limit']}")
+
+
+_FILTERS = dict(
+    project=typer.Option(None, "--project", help="Project id (default: the repository folder of the cwd)."),
+    all_projects=typer.Option(False, "--all", "--cross-project", help="Every project of the vault."),
+    ide=typer.Option(None, "--ide", help="IDE, exact (case-insensitive)."),
+    model=typer.Option(None, "--model", help="Model, substring (case-insensitive)."),
+    agent=typer.Option(None, "--agent", help="Agent, substring (case-insensitive)."),
+    session_id=typer.Option(None, "--session-id", help="Session id, exact."),
+    task_slug=typer.Option(None, "--task-slug", "--slug", help="Task slug, exact."),
+    client=typer.Option(None, "--client", help="Client, exact."),
+    billable=typer.Option(None, "--billable/--no-billable", help="Billable or not."),
+    tag=typer.Option([], "--tag", help="Tag that must be present (repeatable)."),
+    since=typer.Option(None, "--since", help="Created at or after (ISO date or time)."),
+    until=typer.Option(None, "--until", help="Created at or before (a date covers the whole day)."),
+    limit=typer.Option(20, "--limit", help="Page size, 1–100."),
+    offset=typer.Option(0, "--offset", help="Items to skip."),
+)
+
+
+@prompt_app.command("list")
+def prompt_list(
+    project: Optional[str] = _FILTERS["project"], all_projects: bool = _FILTERS["all_projects"],
+    ide: Optional[str] = _FILTERS["ide"], model: Optional[str] = _FILTERS["model"],
+    agent: Optional[str] = _FILTERS["agent"], session_id: Optional[str] = _FILTERS["session_id"],
+    task_slug: Optional[str] = _FILTERS["task_slug"], client: Optional[str] = _FILTERS["client"],
+    billable: Optional[bool] = _FILTERS["billable"], tag: List[str] = _FILTERS["tag"],
+    since: Optional[str] = _FILTERS["since"], until: Optional[str] = _FILTERS["until"],
+    limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"],
+) -> None:
+    """List prompt turns, newest first, as {total, limit, offset, hasMore, items}."""
+    request = _list_request(**{k: v for k, v in locals().items()})
+    _emit(prompt_service.list_prompts(state.store, request), lambda page: _print_page(page, request))
+
+
+@prompt_app.command("search")
+def prompt_search(
+    text: Optional[str] = typer.Argument(None, help="Words to find (any text is a valid query)."),
+    query: Optional[str] = typer.Option(None, "--query", help="Same as the argument."),
+    project: Optional[str] = _FILTERS["project"], all_projects: bool = _FILTERS["all_projects"],
+    ide: Optional[str] = _FILTERS["ide"], model: Optional[str] = _FILTERS["model"],
+    agent: Optional[str] = _FILTERS["agent"], session_id: Optional[str] = _FILTERS["session_id"],
+    task_slug: Optional[str] = _FILTERS["task_slug"], client: Optional[str] = _FILTERS["client"],
+    billable: Optional[bool] = _FILTERS["billable"], tag: List[str] = _FILTERS["tag"],
+    since: Optional[str] = _FILTERS["since"], until: Optional[str] = _FILTERS["until"],
+    limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"],
+) -> None:
+    """Full-text search (FTS5, bm25 ranking) over prompt turns."""
+    args = {k: v for k, v in locals().items() if k != "text"}
+    args["query"] = query if query is not None else text
+    request = _list_request(**args)
+    _emit(prompt_service.search_prompts(state.store, request), lambda page: _print_page(page, request))
+
+
+@prompt_app.command("get")
+def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt id, session record id or session id.")) -> None:
+    """Show one record: a prompt, else a session."""
+    record = prompt_service.get_record(state.store, record_id)
+
+    def human(r: dict[str, Any]) -> None:
+        body = r.pop("body", "")
+        for key, value in r.items():
+            if value not in (None, [], ""):
+                out.print(_safe(f"{key}: {value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)}"))
+        if body:
+            out.print()
+            out.print(_safe(body))
+
+    _emit(record, human)
+
+

@@ -1,0 +1,116 @@
+"""``memo activity`` and ``memo report timesheet``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ...analytics.activity import ActivityReport, ActivityRequest, activity_report
+from ...reports.timesheet import format_minutes, render_timesheet_pdf
+from .common import (
+    _check_scope,
+    _emit,
+    _scope_line,
+    _short,
+    app,
+    err,
+    out,
+    report_app,
+    state,
+)
+
+# ---------------------------------------------------------------- activity & reports
+
+
+def _activity_request(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
+                      client: Optional[str], tz: Optional[str]) -> ActivityRequest:
+    _check_scope(project, all_projects)
+    projects = state.store.scope(project, all_projects, Path.cwd())
+    return ActivityRequest(projects=projects, since=since, until=until, client=client, tz=tz)
+
+
+_REPORT_FILTERS = dict(
+    since=typer.Option(None, "--since", help="Sessions starting at or after (ISO date or time)."),
+    until=typer.Option(None, "--until", help="Sessions starting at or before (a date covers the whole day)."),
+    client=typer.Option(None, "--client", help="Client (case-insensitive; 'internal' for none)."),
+    project=typer.Option(None, "--project", help="One project (default: the cwd's repository, else all)."),
+    all_projects=typer.Option(False, "--all", "--cross-project", help="Every project of the vault."),
+    tz=typer.Option(None, "--tz", help="IANA time zone for dates and display (default: machine's)."),
+)
+
+
+def _print_activity(report: ActivityReport, explicit_project: bool = True) -> None:
+    data = report.wire()
+    out.print(_scope_line(report.projects, explicit_project)
+              + (f" · client: {report.client}" if report.client else "")
+              + f" · times in {data['timezone']}")
+    if report.client and not data["sessions"]:
+        known = sorted({c for c in _known_clients()})
+        hint = f"; clients in the vault: {', '.join(known)}" if known else ""
+        err.print(f"note: no session has the client {report.client!r} (exact name, any case){hint}")
+    for title, groups in (("client", data["byClient"]), ("project", data["byProject"])):
+        table = Table(title=f"Billable time by {title}")
+        table.add_column(title)
+        table.add_column("sessions", justify="right")
+        table.add_column("duration", justify="right")
+        table.add_column("hours", justify="right")
+        for name, bucket in groups.items():
+            table.add_row(_short(name, 40), str(bucket["sessions"]), format_minutes(bucket["durationMinutes"]),
+                          f"{bucket['billableHours']:.2f}")
+        out.print(table)
+    sessions = Table(title=f"Sessions (times in {data['timezone']})")
+    for column in ("start", "end", "project", "client", "billable", "minutes", "task / summary"):
+        sessions.add_column(column)
+    zone = report.zone
+    from ..domain.clock import from_iso
+
+    for s in data["sessions"]:
+        start = from_iso(s["startTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M")
+        end = from_iso(s["endTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M") if s["endTime"] else "open"
+        sessions.add_row(start, end, s["project"], _short(s["client"], 30), "yes" if s["billable"] else "no",
+                         "" if s["durationMinutes"] is None else str(s["durationMinutes"]),
+                         _short(s["taskSlug"] or s["summary"] or s["sessionId"], 40))
+    out.print(sessions)
+    out.print(f"Total billable: {format_minutes(data['totalDurationMinutes'])} "
+              f"({data['totalBillableHours']:.2f} h) · prompts: {data['totalPrompts']}")
+
+
+@app.command("activity")
+def activity(
+    since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
+    client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
+    all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
+) -> None:
+    """Billable activity: totals by client and project, sessions, prompts."""
+    report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
+    if state.json:
+        _emit(report.wire(), lambda _: None)
+    else:
+        _print_activity(report, explicit_project=bool(project) or all_projects)
+
+
+def _known_clients() -> list[str]:
+    everything = activity_report(state.store, ActivityRequest(projects=None))
+    return [s["client"] for s in everything.sessions]
+
+
+@report_app.command("timesheet")
+def report_timesheet(
+    output: Path = typer.Option(..., "--output", "-o", help="PDF file to write."),
+    since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
+    client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
+    all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
+    templates: Optional[Path] = typer.Option(None, "--templates", help="Your own template folder (tried first)."),
+) -> None:
+    """PDF timesheet: one row per billable session, subtotals per client, the grand total."""
+    report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
+    path = render_timesheet_pdf(report, output, templates, vault_root=state.store.root)
+    result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
+              "totalBillableHours": report.total_billable_hours, "timezone": report.wire()["timezone"]}
+    _emit(result, lambda r: out.print(f"wrote {r['output']}: total billable {r['totalBillableHours']:.2f} h "
+                                      f"(times in {r['timezone']})"))
+
+

@@ -1,0 +1,197 @@
+"""``memo session start|end|handoff|show``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, List, Optional
+
+import typer
+from rich.table import Table
+
+from ...domain.errors import MemoError
+from ...services import prompts as prompt_service
+from ...services import sessions as session_service
+from ...services.handoffs import cancel_handoff, handoff_id, list_handoffs
+from ...services.requests import (
+    CancelHandoffRequest,
+    EndSessionRequest,
+    SessionRequest,
+    StartSessionRequest,
+)
+from .common import (
+    _build,
+    _check_scope,
+    _emit,
+    _safe,
+    _short,
+    out,
+    session_app,
+    state,
+)
+
+# ---------------------------------------------------------------- session
+
+
+@session_app.command("start")
+def session_start(
+    session_id: Optional[str] = typer.Argument(None, help="Session id (generated when absent)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (default: the repository folder of the cwd)."),
+    ide: Optional[str] = typer.Option(None, "--ide", help="IDE or agent host."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name."),
+    agent: Optional[str] = typer.Option(None, "--agent", help="Agent name."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client billed (default internal)."),
+    billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Billable work (default yes)."),
+    task_slug: Optional[str] = typer.Option(None, "--task-slug", "--slug", help="Task slug."),
+    summary: Optional[str] = typer.Option(None, "--summary", help="What the session is about."),
+    branch: Optional[str] = typer.Option(None, "--branch", help="Git branch."),
+    start_time: Optional[str] = typer.Option(None, "--start-time", help="When it started (ISO; default now)."),
+    owner: Optional[str] = typer.Option(None, "--owner", help="Who works it (claims hand-offs addressed to them)."),
+    objective: Optional[str] = typer.Option(None, "--objective", help="The session objective (cleared on end)."),
+) -> None:
+    """Open a work session (a completed session cannot be restarted); claims the next hand-off."""
+    request = _build(StartSessionRequest, session_id=session_id, project=project, ide=ide, model=model,
+                     agent=agent, client=client, billable=billable, task_slug=task_slug, summary=summary,
+                     branch=branch, start_time=start_time, owner=owner, objective=objective,
+                     cwd=str(Path.cwd()), source="cli")
+    record = session_service.start_session(state.store, request)
+
+    def human(r: dict[str, Any]) -> None:
+        out.print(f"started session {r['sessionId']} in project {r['project']} at {r['startTime']}")
+        if r.get("handoff"):
+            out.print(_safe(f"\nhand-off claimed ({r['handoff']['id']}):\n{r['handoff']['body']}"))
+
+    _emit(record, human)
+
+
+@session_app.command("end")
+def session_end(
+    session_id: Optional[str] = typer.Argument(None, help="Session id."),
+    summary: Optional[str] = typer.Option(None, "--summary", help="What was done."),
+    pr: List[str] = typer.Option([], "--pr", help="Pull-request URL delivered (repeatable)."),
+    deliverables: Optional[str] = typer.Option(None, "--deliverables", help='JSON list of {type, url?, sha?, title?}.'),
+    until: Optional[str] = typer.Option(None, "--until", help="When it ended (ISO; default now)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (default: where the session lives)."),
+    next_step: List[str] = typer.Option([], "--next-step", help="Hand-off: what the next session does first (repeatable)."),
+    failed: List[str] = typer.Option([], "--failed", help="Hand-off: an approach that did not work (repeatable)."),
+    question: List[str] = typer.Option([], "--question", help="Hand-off: an open question (repeatable)."),
+    handoff_branch: Optional[str] = typer.Option(None, "--handoff-branch", help="Hand-off: only for this branch."),
+    handoff_owner: Optional[str] = typer.Option(None, "--handoff-owner", help="Hand-off: only for this owner."),
+    shared: bool = typer.Option(False, "--shared", help="Hand-off: any owner may claim it."),
+) -> None:
+    """Close a work session: end time, duration in minutes, deliverables, optional hand-off."""
+    items: list[dict[str, Any]] = []
+    if deliverables:
+        try:
+            items = json.loads(deliverables)
+        except json.JSONDecodeError as exc:
+            raise MemoError(f"Invalid deliverables: not JSON ({exc.msg})") from None
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise MemoError("Invalid deliverables: expected a JSON list of objects")
+    for url in pr:
+        items.append({"type": "pr", "url": url, "title": f"Pull request {url.rstrip('/').rsplit('/', 1)[-1]}"})
+    handoff = None
+    if next_step or failed or question or handoff_branch or handoff_owner or shared:
+        if not next_step:
+            raise MemoError("Invalid handoff.nextSteps: give at least one --next-step")
+        handoff = {"next_steps": next_step, "failed_approaches": failed, "open_questions": question,
+                   "branch": handoff_branch, "owner": handoff_owner, "shared": shared}
+    request = _build(EndSessionRequest, session_id=session_id, summary=summary, deliverables=items,
+                     until=until, project=project, handoff=handoff)
+    was_completed = _is_completed(session_id, project)
+    record = session_service.end_session(state.store, request)
+
+    def human(r: dict[str, Any]) -> None:
+        if was_completed:
+            out.print(f"session {r['sessionId']} was already ended; its times and duration are kept "
+                      f"({r['durationMinutes']} minutes, {r['startTime']} – {r['endTime']}); summary and deliverables updated")
+        else:
+            out.print(f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({r['startTime']} – {r['endTime']})")
+
+    _emit(record, human)
+
+
+@session_app.command("handoff")
+def session_handoff(
+    session_id: Optional[str] = typer.Argument(None, help="The session whose end wrote the hand-off; without it, list."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (listing)."),
+    all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
+    cancel: bool = typer.Option(False, "--cancel", help="Cancel this pending hand-off."),
+) -> None:
+    """Show pending hand-offs, show one, or cancel one (--cancel)."""
+    _check_scope(project, all_projects)
+    store = state.store
+    if cancel:
+        if not session_id:
+            raise MemoError("Invalid sessionId: --cancel needs the session that wrote the hand-off")
+        result: Any = cancel_handoff(store, _build(CancelHandoffRequest, session_id=session_id, project=project))
+        _emit(result, lambda r: out.print(f"cancelled {r['id']}"))
+        return
+    if session_id:
+        result = prompt_service.get_record(store, handoff_id(_build(CancelHandoffRequest, session_id=session_id).session_id))
+        _emit(result, lambda r: out.print(_safe(f"{r['id']} · {r['status']}\n\n{r['body']}")))
+        return
+    scope = store.scope(project, all_projects, Path.cwd())
+    batons = [h for p in (scope or [None]) for h in list_handoffs(store, p)]
+    _emit({"items": batons, "total": len(batons)}, lambda r: out.print(
+        "\n\n".join(_safe(f"{h['id']} ({h['project']}, from {h['fromSessionId']}"
+                             f"{', branch ' + h['branch'] if h.get('branch') else ''}"
+                             f"{', owner ' + h['owner'] if h.get('owner') else ''}):\n{h['body']}")
+                      for h in r["items"]) or "No pending hand-offs."))
+
+
+@session_app.command("show")
+def session_show(
+    session_id: Optional[str] = typer.Argument(None, help="Session id; without it, sessions are listed."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (listing)."),
+    all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client, exact (listing)."),
+    since: Optional[str] = typer.Option(None, "--since", help="Sessions starting at or after (listing)."),
+    until: Optional[str] = typer.Option(None, "--until", help="Sessions starting at or before (listing)."),
+    limit: int = typer.Option(20, "--limit", help="Page size, 1–100."),
+    offset: int = typer.Option(0, "--offset", help="Items to skip."),
+) -> None:
+    """Show one session with its turns in order, or list sessions newest first."""
+    _check_scope(project, all_projects)
+    request = _build(SessionRequest, session_id=session_id, project=project, cross_project=all_projects,
+                     client=client, since=since, until=until, limit=limit, offset=offset, cwd=str(Path.cwd()))
+    result = session_service.session_view(state.store, request)
+
+    def human(r: dict[str, Any]) -> None:
+        if "session" in r:
+            session = r["session"] or {}
+            if session:
+                out.print(_safe(f"session {session['sessionId']} · {session['project']} · {session['status']} · "
+                                f"{session['startTime']} – {session.get('endTime') or 'open'} · "
+                                f"{session.get('durationMinutes') if session.get('durationMinutes') is not None else '-'} min"
+                                + (f" · {session['summary']}" if session.get("summary") else "")))
+            for turn in r["items"]:
+                out.print(_safe(f"\n[turn {turn.get('turn')}] {turn['created']}"))
+                out.print(_safe(turn.get("body", "")))
+            if r["hasMore"]:
+                out.print(f"more: --offset {r['offset'] + r['limit']}")
+            return
+        table = Table(title=f"{r['total']} sessions")
+        for column in ("start (UTC)", "project", "session", "client", "status", "minutes", "summary"):
+            table.add_column(column, overflow="fold")
+        for item in r["items"]:
+            table.add_row(item["startTime"][:16].replace("T", " "), item["project"], item["sessionId"],
+                          _short(item.get("client") or "internal", 20), item["status"],
+                          "" if item.get("durationMinutes") is None else str(item["durationMinutes"]),
+                          _short(item.get("summary"), 40))
+        out.print(table)
+
+    _emit(result, human)
+
+
+def _is_completed(session_id: Optional[str], project: Optional[str]) -> bool:
+    if not session_id:
+        return False
+    try:
+        record = prompt_service.get_record(state.store, session_id)
+    except MemoError:
+        return False
+    return record.get("kind") == "session" and record.get("status") == "completed" and (
+        not project or record.get("project") == project)
+
+
