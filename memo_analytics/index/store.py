@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 from .query import PromptFilter, build_where, fts_match_expression, fts_text
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -49,6 +49,8 @@ CREATE TABLE IF NOT EXISTS records (
 CREATE INDEX IF NOT EXISTS records_kind_project_created ON records(kind, project, created);
 CREATE INDEX IF NOT EXISTS records_kind_created ON records(kind, created);
 CREATE INDEX IF NOT EXISTS records_session_turn ON records(session_id, turn);
+CREATE INDEX IF NOT EXISTS records_kind_client_created ON records(kind, client, created);
+CREATE INDEX IF NOT EXISTS records_kind_ide_created ON records(kind, lower(ide), created);
 CREATE TABLE IF NOT EXISTS record_counts (
     project TEXT NOT NULL,
     kind TEXT NOT NULL,
