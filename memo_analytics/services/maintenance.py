@@ -39,6 +39,7 @@ def reindex(store: VaultStore, progress: Callable[[int, int], None] | None = Non
                     os.replace(damaged, damaged.with_name(f"{index.name}.damaged-{stamp}{suffix}"))
             conn = store.conn
         result = rebuild(conn, store.layout, progress, redact=True)
+        conn.execute("PRAGMA analysis_limit = 1000")  # sampled statistics: bounded time on any vault
         conn.execute("ANALYZE")  # fresh statistics for the query planner
         result.removed_temp_files = removed
         projects = [r[0] for r in conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]
