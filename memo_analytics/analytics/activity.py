@@ -20,7 +20,14 @@ from typing import Any
 
 import duckdb
 
-from ..domain.clock import TimeBounds, hours_2dp, parse_bounds, resolve_zone, to_iso, zone_name
+from ..domain.clock import (
+    TimeBounds,
+    hours_2dp,
+    parse_bounds,
+    resolve_zone,
+    to_iso,
+    zone_name,
+)
 from ..services.store import VaultStore
 from .frames import prompts_frame, sessions_frame
 

@@ -9,14 +9,24 @@ from typing import Any
 from ..config import MAX_BODY_BYTES
 from ..domain.clock import parse_bounds, parse_record_instant, to_iso, utcnow
 from ..domain.errors import InvalidFieldError, RecordNotFoundError
-from ..domain.ids import prompt_id, session_record_id, validate_session_id, validate_slug
+from ..domain.ids import (
+    prompt_id,
+    session_record_id,
+    validate_session_id,
+    validate_slug,
+)
 from ..domain.records import Prompt, RecordKind, Session
 from ..index import store as index
 from ..index.query import PromptFilter, clamp_page
-from ..vault.redact import IGNORED_PATH, looks_like_secret, redact_ignored_paths, redact_secrets, redact_value
+from ..vault.redact import (
+    IGNORED_PATH,
+    looks_like_secret,
+    redact_ignored_paths,
+    redact_secrets,
+    redact_value,
+)
 from .requests import ListRequest, RecordPromptRequest
 from .store import VaultStore
-
 
 #: How far in the future a recorded instant may lie (clock skew between machines).
 MAX_CLOCK_SKEW = timedelta(days=1)

@@ -6,20 +6,42 @@ from typing import Any
 
 from pydantic import ValidationError
 
-
-from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow
-from ..domain.clock import parse_bounds
-from ..domain.errors import InvalidFieldError, RecordNotFoundError, SessionCompletedError, SessionNotStartedError
-from ..index.query import clamp_page
-from ..domain.ids import new_session_id, session_record_id, validate_session_id, validate_slug
+from ..domain.clock import (
+    from_iso,
+    minutes_between,
+    parse_bounds,
+    parse_record_instant,
+    to_iso,
+    utcnow,
+)
+from ..domain.errors import (
+    InvalidFieldError,
+    RecordNotFoundError,
+    SessionCompletedError,
+    SessionNotStartedError,
+)
+from ..domain.ids import (
+    new_session_id,
+    session_record_id,
+    validate_session_id,
+    validate_slug,
+)
 from ..domain.records import Deliverable, RecordKind, Session
-from ..index.query import PromptFilter
 from ..index import store as index
+from ..index.query import PromptFilter, clamp_page
 from .handoffs import claim_handoff, write_handoff
-from .prompts import MAX_CLOCK_SKEW, envelope, clean_extra, clean_deliverables, clean_list, clean_text, optional_slug, row_to_record
+from .prompts import (
+    MAX_CLOCK_SKEW,
+    clean_deliverables,
+    clean_extra,
+    clean_list,
+    clean_text,
+    envelope,
+    optional_slug,
+    row_to_record,
+)
 from .requests import EndSessionRequest, SessionRequest, StartSessionRequest
 from .store import VaultStore
-
 
 #: Fields that ``session_start`` keeps from an existing record (SPEC §2.5).
 PRESERVED_ON_RESTART = ("startTime", "created", "taskSlug", "client", "billable", "summary")

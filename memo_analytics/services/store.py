@@ -18,7 +18,12 @@ from filelock import Timeout
 
 from ..config import Settings
 from ..domain.clock import resolve_zone
-from ..domain.errors import IndexDamagedError, InvalidFieldError, VaultBusyError, VaultMissingError
+from ..domain.errors import (
+    IndexDamagedError,
+    InvalidFieldError,
+    VaultBusyError,
+    VaultMissingError,
+)
 from ..domain.ids import slugify, validate_slug
 from ..domain.records import RecordKind, normalize_meta
 from ..index import store as index

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from ...analytics.activity import ActivityReport, ActivityRequest, activity_report
+from ...domain.clock import from_iso
 from ...reports.timesheet import format_minutes, render_timesheet_pdf
 from .common import (
     _check_scope,
@@ -65,8 +66,6 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
     for column in ("start", "end", "project", "client", "billable", "minutes", "task / summary"):
         sessions.add_column(column)
     zone = report.zone
-    from ..domain.clock import from_iso
-
     for s in data["sessions"]:
         start = from_iso(s["startTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M")
         end = from_iso(s["endTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M") if s["endTime"] else "open"

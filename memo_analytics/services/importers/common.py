@@ -26,11 +26,11 @@ from ...domain.clock import to_iso
 from ...domain.errors import InvalidFieldError, MemoError
 from ...domain.ids import session_record_id, slugify
 from ...domain.records import RecordKind
+from ...vault.redact import redact_secrets
 from ..prompts import record_prompt
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, start_session
 from ..store import VaultStore
-from ...vault.redact import redact_secrets
 
 
 @dataclass
