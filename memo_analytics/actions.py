@@ -23,6 +23,7 @@ from .services.feedback import record_feedback
 from .services.handoffs import cancel_handoff
 from .services.prompts import get_record, list_prompts, record_prompt, search_prompts
 from .services.requests import (
+    ActivityReportRequest,
     CancelHandoffRequest,
     EndSessionRequest,
     FeedbackRequest,
@@ -41,18 +42,6 @@ ActionName = Literal[
     "record", "list", "get", "search", "session", "session_start", "session_end", "cancel_handoff",
     "activity_report", "feedback"
 ]
-
-
-class ActivityReportRequest(Request):
-    """``activity_report`` (SPEC §4)."""
-
-    project: str | None = None
-    cross_project: bool = False
-    cwd: str | None = None
-    since: str | None = None
-    until: str | None = None
-    client: str | None = None
-    tz: str | None = None
 
 
 def _activity(store: VaultStore, request: ActivityReportRequest) -> dict[str, Any]:

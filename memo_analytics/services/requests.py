@@ -153,3 +153,15 @@ class FeedbackRequest(Request):
 
     id: str = Field(description="Record id that was used")
     helpful: bool | None = Field(None, description="Whether it helped; omit to count a hit only")
+
+
+class ActivityReportRequest(Request):
+    """``activity_report`` (SPEC §4)."""
+
+    project: str | None = Field(None, description="Project id")
+    cross_project: bool = Field(False, description="Every project of the vault")
+    cwd: str | None = Field(None, description="The caller's working directory")
+    since: str | None = Field(None, description="Sessions starting at or after (ISO date or time)")
+    until: str | None = Field(None, description="Sessions starting at or before (a date covers the day)")
+    client: str | None = Field(None, description="Client (case-insensitive; 'internal' for none)")
+    tz: str | None = Field(None, description="IANA time zone for dates")
