@@ -147,7 +147,9 @@ def request_for(arguments: PromptToolInput) -> Request:
     action = ACTIONS[arguments.action]
     given = {(_RENAMES.get(k, k)): v for k, v in arguments.model_dump(exclude_none=True).items()
              if k not in ("action", "vault_root")}
-    if "shared" in given and isinstance(given.get("handoff"), dict):
+    if "shared" in given:
+        if not isinstance(given.get("handoff"), dict):
+            raise InvalidFieldError("shared", "describes a hand-off: give it with handoff on session_end")
         given["handoff"]["shared"] = given.pop("shared")
     accepted = set(action.request.model_fields)
     unused = sorted(k for k in given if k not in accepted and k not in _CONTEXT)

@@ -70,11 +70,27 @@ class Settings(BaseSettings):
         except (RuntimeError, OSError) as exc:
             raise InvalidFieldError("vaultRoot", str(exc)) from None
         repository = enclosing_repository(path)
+        if repository is None and (path / ".git").exists() and not is_vault_repository(path):
+            raise InvalidFieldError(
+                "vaultRoot", f"{path} is a git repository with other content; keep the vault outside product repositories"
+            )
         if repository is not None:
             raise InvalidFieldError(
                 "vaultRoot", f"{path} is inside the git repository {repository}; keep the vault outside product repositories"
             )
         return path
+
+
+_VAULT_ENTRIES = {".git", ".memo", "projects", ".gitignore", ".gitattributes", "README.md"}
+
+
+def is_vault_repository(path: Path) -> bool:
+    """A git repository used as a vault (vault-git): it already holds a vault, or nothing yet."""
+    try:
+        entries = {entry.name for entry in path.iterdir()}
+    except OSError:
+        return False
+    return (path / ".memo").is_dir() or entries <= _VAULT_ENTRIES
 
 
 def enclosing_repository(path: Path) -> Path | None:

@@ -93,16 +93,6 @@ class IndexDamagedError(MemoError):
         super().__init__(f"The index {path} is damaged ({reason}); run `memo reindex` to rebuild it")
 
 
-class VaultMissingError(MemoError):
-    """A read named a vault folder that holds no vault (a typo, or nothing recorded yet)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        super().__init__(
-            f"No vault at {path}: record a turn, import transcripts or run `memo demo` first"
-        )
-
-
 class VaultBusyError(MemoError):
     """Another process held the vault lock for longer than the timeout."""
 

@@ -43,7 +43,8 @@ def validate_slug(value: object, field: str, max_length: int = MAX_SLUG_LENGTH) 
         raise InvalidFieldError(field, f"longer than {max_length} characters")
     if ".." in value or not _SLUG.fullmatch(value):
         raise InvalidFieldError(
-            field, "only letters, digits, '.', '_' and '-' are allowed (no '..', no path separators)"
+            field, "must start with a letter, digit or '_' and hold only letters, digits, '.', '_' and '-' "
+            "(no '..', no path separators)"
         )
     return value
 

@@ -91,6 +91,14 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def connect_empty() -> sqlite3.Connection:
+    """An empty in-memory index with the schema (reads on a vault that does not exist yet)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.executescript(_SCHEMA)
+    return conn
+
+
 def _migrate(conn: sqlite3.Connection) -> None:
     """Older schema: ``records_fts`` must hold the current :func:`fts_text`; refill it."""
     with transaction(conn):

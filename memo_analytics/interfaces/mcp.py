@@ -14,6 +14,8 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import Field, ValidationError
 
 from ..actions import ACTIONS, PromptToolInput, request_for, run_action
@@ -40,6 +42,10 @@ def _message(exc: ValidationError) -> str:
     first = exc.errors()[0]
     message = first["msg"].removeprefix("Value error, ")
     field = ".".join(str(p) for p in first["loc"])
+    if first["type"] == "extra_forbidden":
+        message = "unknown field of the tool prompt"
+    elif first["type"] == "missing":
+        message = "is required"
     if not field and ": " in message:
         field, message = message.split(": ", 1)
     return f"Invalid {field or 'input'}: {message}"
@@ -93,12 +99,22 @@ def _tool_function(tool: PromptTool):
     return prompt
 
 
+class _OwnValidation(FuncMetadata):
+    """Hands the raw arguments to the tool, which validates them with
+    :class:`PromptToolInput` itself: unknown fields refused (the SDK would drop them),
+    one-line messages, secrets redacted (the SDK's messages echo the input)."""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.pre_parse_json(arguments_to_validate))
+
+
 def build_server(settings: Settings) -> MCPServer:
     """An MCP server with the one tool ``prompt`` on the vault of ``settings``."""
-    server = MCPServer(name="memo_analytics", instructions=INSTRUCTIONS, log_level="WARNING")
-    server.add_tool(_tool_function(PromptTool(settings)), name="prompt", description=TOOL_DESCRIPTION,
-                    structured_output=False)
-    return server
+    tool = Tool.from_function(_tool_function(PromptTool(settings)), name="prompt", description=TOOL_DESCRIPTION,
+                              structured_output=False)
+    metadata = tool.fn_metadata
+    tool.fn_metadata = _OwnValidation(**{name: getattr(metadata, name) for name in type(metadata).model_fields})
+    return MCPServer(name="memo_analytics", instructions=INSTRUCTIONS, log_level="WARNING", tools=[tool])
 
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}

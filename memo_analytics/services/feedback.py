@@ -6,6 +6,7 @@ from typing import Any
 
 from ..domain.clock import to_iso, utcnow
 from ..domain.errors import RecordNotFoundError
+from ..domain.ids import validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
 from .requests import FeedbackRequest
@@ -29,6 +30,7 @@ def record_feedback(store: VaultStore, request: FeedbackRequest, now=None) -> di
         No prompt or session has this id.
     """
     now = now or utcnow()
+    validate_slug(request.id, "id")
     with store.lock():
         row = None
         for candidate in (request.id, f"session-{request.id}"):

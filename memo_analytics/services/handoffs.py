@@ -123,7 +123,7 @@ def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -
             raise RecordNotFoundError(record_id)
         meta, body = store.read(row["project"], RecordKind.HANDOFF, record_id) or ({}, "")
         if meta.get("status") != "pending":
-            raise InvalidFieldError("id", f"{record_id} is {meta.get('status')}, not pending")
+            raise InvalidFieldError("handoff", f"{record_id} is {meta.get('status')}, not pending")
         meta.update(status="cancelled", cancelledAt=to_iso(now), updated=to_iso(now))
         store.upsert(RecordKind.HANDOFF, meta, body)
     return {**meta, "body": body}

@@ -131,7 +131,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
             if request.skip_existing:
                 meta, old_body = existing
                 return {**meta, "body": old_body}
-            raise InvalidFieldError("turn", f"turn {turn} of session {session_id} is already recorded; omit --turn to append")
+            raise InvalidFieldError("turn", f"turn {turn} of session {session_id} is already recorded; leave the turn out to append one")
         prompt = Prompt(
             id=record_id,
             project=project,

@@ -22,7 +22,6 @@ from ..domain.errors import (
     IndexDamagedError,
     InvalidFieldError,
     VaultBusyError,
-    VaultMissingError,
 )
 from ..domain.ids import slugify, validate_slug
 from ..domain.records import RecordKind, normalize_meta
@@ -35,10 +34,19 @@ from ..vault.redact import IgnoreRules
 
 
 def repository_root(cwd: str | Path | None) -> Path | None:
-    """The git work tree that contains ``cwd`` (the product root), or None."""
+    """The git work tree that contains ``cwd`` (the product root), or None.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``cwd`` is given but is not an existing folder (a typo would silently file the
+        work elsewhere).
+    """
     if not cwd:
         return None
     path = Path(cwd)
+    if not path.is_dir():
+        raise InvalidFieldError("cwd", f"{cwd} is not an existing folder")
     for candidate in (path, *path.parents):
         if (candidate / ".git").exists():
             return candidate
@@ -79,25 +87,31 @@ class VaultStore:
     def conn(self) -> sqlite3.Connection:
         """The index connection (opened, and the schema created, on first use).
 
+        A read (outside the vault lock) on a folder that holds no vault yet gets an empty
+        in-memory index: nothing is created there.
+
         Raises
         ------
-        VaultMissingError
-            A read (outside the vault lock) on a folder that holds no vault: nothing is
-            created there.
         IndexDamagedError
             The index file is not a SQLite database.
         """
         with self._conn_guard:
             if self._conn is None:
                 path = self.layout.index_path
-                if not path.exists() and not self._may_create:
-                    if not (self.layout.projects_dir.is_dir() or self.layout.meta_dir.is_dir()):
-                        raise VaultMissingError(str(self.root))
+                if not path.exists() and not self._may_create and not self.exists:
+                    # a read on a vault that does not exist yet: answer from an empty index
+                    # and create nothing (a mistyped path must not sprout folders)
+                    return index.connect_empty()
                 try:
                     self._conn = index.connect(path)
                 except sqlite3.DatabaseError as exc:
                     raise IndexDamagedError(str(path), str(exc)) from None
             return self._conn
+
+    @property
+    def exists(self) -> bool:
+        """Whether the vault folder already holds a vault (records or an index)."""
+        return self.layout.projects_dir.is_dir() or self.layout.meta_dir.is_dir()
 
     def close(self) -> None:
         with self._conn_guard:

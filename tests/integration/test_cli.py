@@ -76,8 +76,7 @@ def test_session_start_end_and_activity_json_keys(tmp_path):
         (["activity", "--all", "--until", "soon"], "error: Invalid until date: 'soon'"),
         (["activity", "--all", "--tz", "Mars/Olympus"], "error: Invalid tz: unknown time zone 'Mars/Olympus'"),
         (["session", "end", "ghost"], "error: No session record for ghost. Call session_start first"),
-        (["prompt", "get", "nothing-here"], "error: No vault at "),
-        (["prompt", "list", "--all"], "error: No vault at "),
+        (["prompt", "get", "nothing-here"], "error: Record not found: nothing-here"),
         (["session", "end", "s", "--deliverables", "{bad"], "error: Invalid deliverables: not JSON"),
     ],
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import stat
@@ -189,10 +190,34 @@ def test_a_vault_inside_a_repository_or_an_empty_path_is_refused(tmp_path):
 
 
 def test_reads_never_create_a_vault_at_a_mistyped_path(tmp_path):
-    for args in (["prompt", "list", "--all"], ["activity", "--all"], ["prompt", "get", "x"]):
-        proc = memo(*args, vault=tmp_path / "typo", check=False)
-        one_line_error(proc, "error: No vault at")
+    listed = memo("prompt", "list", "--all", vault=tmp_path / "typo")
+    assert "No prompts match" in listed.stdout and "there is no vault at" in listed.stderr
+    assert json.loads(memo("--json", "activity", "--all", vault=tmp_path / "typo").stdout)["totalPrompts"] == 0
+    one_line_error(memo("prompt", "get", "x", vault=tmp_path / "typo", check=False), "error: Record not found: x")
     assert not (tmp_path / "typo").exists()
+
+
+def test_a_vault_at_the_root_of_a_product_repository_is_refused(tmp_path):
+    repo = tmp_path / "product"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "main.py").write_text("print()")
+    one_line_error(memo("prompt", "record", "--body", "x", vault=repo, check=False), "error: Invalid vaultRoot:")
+    assert sorted(p.name for p in repo.iterdir()) == [".git", "main.py"]
+    vault_git = tmp_path / "vault-git"
+    (vault_git / ".git").mkdir(parents=True)
+    memo("prompt", "record", "--body", "x", "--project", "p", vault=vault_git)  # an empty repository may become a vault
+
+
+def test_a_cwd_that_does_not_exist_is_refused(tmp_path):
+    from memo_analytics.config import Settings
+    from memo_analytics.domain.errors import InvalidFieldError
+    from memo_analytics.services.prompts import record_prompt
+    from memo_analytics.services.requests import RecordPromptRequest
+    from memo_analytics.services.store import VaultStore
+
+    store = VaultStore(Settings(vault_root=tmp_path / "v"))
+    with pytest.raises(InvalidFieldError, match="^Invalid cwd: /nonexistent/dir is not an existing folder"):
+        record_prompt(store, RecordPromptRequest(body="x", cwd="/nonexistent/dir"))
 
 
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "device"])

@@ -193,3 +193,40 @@ def test_handoff_through_the_tool(tmp_path):
     assert ended["handoffArchive"] == "handoff-a" and ended["objective"] is None
     assert claimed["handoff"]["nextSteps"] == ["deploy"] and claimed["handoff"]["shared"] is True
     assert cancel_error and "is claimed, not pending" in cancel_text
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (dict(action="list", sesionId="s"), "Invalid sesionId: unknown field of the tool prompt"),
+        (dict(action="list", limit="abc"), "Invalid limit: Input should be a valid integer"),
+        (dict(body=f"pw postgres://u:{TOKEN}@h/db"), "Invalid action: is required"),
+        (dict(action="serach"), "Invalid action: Input should be 'record'"),
+        (dict(action="list", tags=TOKEN), "Invalid tags: Input should be a valid list"),
+        (dict(action="session_end", sessionId="a", shared=True), "Invalid shared: describes a hand-off"),
+    ],
+)
+def test_bad_arguments_are_one_line_refusals_without_echo(tmp_path, arguments, message):
+    from memo_analytics.config import Settings
+    from memo_analytics.interfaces.mcp import build_server
+
+    async def scenario():
+        async with Client(build_server(Settings(vault_root=tmp_path / "v"))) as client:
+            result = await client.call_tool("prompt", arguments)
+            return result.is_error, result.content[0].text
+
+    is_error, text = asyncio.run(scenario())
+    assert is_error and message in text and "\n" not in text and TOKEN not in text
+    assert not (tmp_path / "v" / "projects").exists()
+
+
+def test_snake_case_field_names_are_understood(tmp_path):
+    from memo_analytics.config import Settings
+    from memo_analytics.interfaces.mcp import build_server
+
+    async def scenario():
+        async with Client(build_server(Settings(vault_root=tmp_path / "v"))) as client:
+            return await call(client, action="record", body="x", session_id="snake", project_id="p")
+
+    record, is_error, text = asyncio.run(scenario())
+    assert not is_error and record["id"] == "prompt-snake-t1", text

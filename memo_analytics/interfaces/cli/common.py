@@ -83,6 +83,11 @@ def _emit(value: Any, human: Callable[[Any], None]) -> None:
         human(value)
 
 
+def _note_missing_vault() -> None:
+    if not state.store.exists:
+        err.print(f"note: there is no vault at {state.store.root} yet (nothing recorded or imported there)")
+
+
 def _scope_line(projects: list[str] | None, explicit: bool) -> str:
     if projects is None:
         return "Projects: all"

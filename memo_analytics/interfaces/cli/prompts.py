@@ -15,6 +15,7 @@ from ...domain.errors import MemoError
 from ...services import prompts as prompt_service
 from ...services.requests import ListRequest, RecordPromptRequest
 from .common import (
+    _note_missing_vault,
     _build,
     _check_scope,
     _emit,
@@ -86,6 +87,7 @@ def _list_request(**kwargs: Any) -> ListRequest:
 
 
 def _print_page(page: dict[str, Any], request: ListRequest) -> None:
+    _note_missing_vault()
     scope = _scope_line(state.store.scope(request.project, request.cross_project, request.cwd), bool(request.project))
     if not page["items"]:
         out.print(f"No prompts match. {scope}")

@@ -12,6 +12,7 @@ from ...analytics.activity import ActivityReport, ActivityRequest, activity_repo
 from ...domain.clock import from_iso
 from ...reports.timesheet import format_minutes, render_timesheet_pdf
 from .common import (
+    _note_missing_vault,
     _check_scope,
     _emit,
     _scope_line,
@@ -44,6 +45,7 @@ _REPORT_FILTERS = dict(
 
 
 def _print_activity(report: ActivityReport, explicit_project: bool = True) -> None:
+    _note_missing_vault()
     data = report.wire()
     out.print(_scope_line(report.projects, explicit_project)
               + (f" · client: {report.client}" if report.client else "")
