@@ -26,7 +26,7 @@ from ..vault.redact import (
     redact_value,
 )
 from .requests import ListRequest, RecordPromptRequest
-from .store import VaultStore
+from .store import VaultStore, git_head, repository_root
 
 #: How far in the future a recorded instant may lie (clock skew between machines).
 MAX_CLOCK_SKEW = timedelta(days=1)
@@ -92,7 +92,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
 
     With ``session_id`` and no ``turn`` the turn is ``max(existing) + 1``, allocated and
     written under the vault lock. Client, billable and task slug default to the session's.
-    Before anything is written the body passes capture-ignore path redaction (the product
+    Branch and commit default to the ``cwd`` repository's HEAD. Before anything is written
+    the body passes capture-ignore path redaction (the product
     root of ``cwd``: its ``.memoignore`` plus configured globs), then secret redaction.
 
     Returns
@@ -106,6 +107,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
         Empty/oversized/non-UTF-8 body, unsafe ids, bad ``created``.
     """
     rules = store.ignore_rules(request.cwd)
+    head_branch, head_sha = git_head(repository_root(request.cwd))
     body = clean_text(redact_ignored_paths(request.body, rules)[0] if request.body else request.body, "body",
                       required=True)
     now = now or utcnow()
@@ -146,8 +148,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
             task_slug=task_slug or session_meta.get("taskSlug"),
             client=clean_text(request.client, "client") or session_meta.get("client"),
             billable=_first_bool(request.billable, session_meta.get("billable"), True),
-            branch=clean_text(request.branch, "branch") or session_meta.get("branch"),
-            git_sha=clean_text(request.git_sha, "gitSha"),
+            branch=clean_text(request.branch, "branch") or session_meta.get("branch") or head_branch,
+            git_sha=clean_text(request.git_sha, "gitSha") or head_sha,
             linked_paths=clean_list([IGNORED_PATH if rules.matches(p) else p for p in request.linked_paths],
                                     "linkedPaths"),
             tags=clean_list(request.tags, "tags"),

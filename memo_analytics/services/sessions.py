@@ -41,7 +41,7 @@ from .prompts import (
     row_to_record,
 )
 from .requests import EndSessionRequest, SessionRequest, StartSessionRequest
-from .store import VaultStore
+from .store import VaultStore, git_head, repository_root
 
 #: Fields that ``session_start`` keeps from an existing record (SPEC §2.5).
 PRESERVED_ON_RESTART = ("startTime", "created", "taskSlug", "client", "billable", "summary")
@@ -67,6 +67,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
     """
     now = now or utcnow()
     project = optional_slug(store.resolve_project(request.project, request.cwd), "project")
+    head_branch, head_sha = git_head(repository_root(request.cwd))
     session_id = optional_slug(request.session_id, "sessionId") or new_session_id(now)
     start_at = parse_record_instant(request.start_time, "startTime", store.zone) if request.start_time else now
     if start_at > now + MAX_CLOCK_SKEW:
@@ -92,8 +93,8 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
             task_slug=optional_slug(request.task_slug, "taskSlug"),
             client=clean_text(request.client, "client"),
             billable=True if request.billable is None else request.billable,
-            branch=clean_text(request.branch, "branch") or old.get("branch"),
-            git_sha=clean_text(request.git_sha, "gitSha") or old.get("gitSha"),
+            branch=clean_text(request.branch, "branch") or old.get("branch") or head_branch,
+            git_sha=clean_text(request.git_sha, "gitSha") or old.get("gitSha") or head_sha,
             linked_paths=clean_list(request.linked_paths, "linkedPaths") or old.get("linkedPaths") or [],
             tags=clean_list(request.tags, "tags") or old.get("tags") or [],
             start_time=start,

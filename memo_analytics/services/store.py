@@ -8,6 +8,7 @@ and its ``records_fts`` row are updated in one transaction (SPEC §2.4).
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import threading
 from contextlib import contextmanager
@@ -51,6 +52,36 @@ def repository_root(cwd: str | Path | None) -> Path | None:
         if (candidate / ".git").exists():
             return candidate
     return None
+
+
+def git_head(root: Path | None) -> tuple[str | None, str | None]:
+    """``(branch, commit sha)`` of the repository at ``root``, read from its ``.git`` files
+    (no git process); ``(None, sha)`` on a detached HEAD, ``(None, None)`` when unknown."""
+    if root is None:
+        return None, None
+    git = root / ".git"
+    try:
+        if git.is_file():  # a worktree: "gitdir: <path>"
+            git = (root / git.read_text(encoding="utf-8").strip().removeprefix("gitdir:").strip()).resolve()
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None, None
+    if not head.startswith("ref:"):
+        return None, head if re.fullmatch(r"[0-9a-f]{40,64}", head) else None
+    ref = head.removeprefix("ref:").strip()
+    branch = ref.removeprefix("refs/heads/")
+    sha = None
+    try:
+        sha = (git / ref).read_text(encoding="utf-8").strip()
+    except OSError:
+        packed = git / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text(encoding="utf-8").splitlines():
+                if line.endswith(" " + ref):
+                    sha = line.split(" ", 1)[0]
+    if sha is not None and not re.fullmatch(r"[0-9a-f]{40,64}", sha):
+        sha = None
+    return branch, sha
 
 
 def project_from_cwd(cwd: str | Path | None) -> str | None:

@@ -417,3 +417,21 @@ def test_a_20_mb_body_is_refused_with_the_documented_limit(store):
     with pytest.raises(InvalidFieldError, match="^Invalid body: is 20000000 bytes; the limit is 1000000 bytes"):
         rec(store, body="x" * 20_000_000, session_id="big")
     assert files(store) == []
+
+
+def test_branch_and_commit_default_to_the_cwd_repository_head(tmp_path):
+    from memo_analytics.config import Settings
+    from memo_analytics.services.store import VaultStore
+
+    repo = tmp_path / "product"
+    (repo / ".git" / "refs" / "heads" / "feature").mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/feature/login\n")
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    (repo / ".git" / "refs" / "heads" / "feature" / "login").write_text(sha + "\n")
+    store = VaultStore(Settings(vault_root=tmp_path / "vault"))
+    started = start_session(store, StartSessionRequest(session_id="g", cwd=str(repo)))
+    record = record_prompt(store, RecordPromptRequest(body="x", cwd=str(repo), session_id="g"))
+    assert (started["branch"], started["gitSha"]) == ("feature/login", sha)
+    assert (record["branch"], record["gitSha"]) == ("feature/login", sha)
+    explicit = record_prompt(store, RecordPromptRequest(body="y", cwd=str(repo), branch="main", git_sha="abc"))
+    assert (explicit["branch"], explicit["gitSha"]) == ("main", "abc")
