@@ -218,6 +218,14 @@ def latest_rows(conn: sqlite3.Connection, project: str, kind: str, limit: int) -
     ).fetchall()
 
 
+def client_names(conn: sqlite3.Connection) -> list[str]:
+    """Distinct client names of the vault's sessions (``internal`` for none), sorted."""
+    rows = conn.execute(
+        "SELECT DISTINCT coalesce(nullif(trim(client), ''), 'internal') FROM records WHERE kind = 'session'"
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
 def get_row(conn: sqlite3.Connection, record_id: str, kind: str | None = None) -> sqlite3.Row | None:
     """The ``records`` row of ``record_id`` (optionally of one kind), or None."""
     if kind:

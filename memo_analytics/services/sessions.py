@@ -250,3 +250,8 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     )
     total, rows = index.count_and_page(store.conn, "session", flt, limit, offset, "date-desc")
     return envelope(total, limit, offset, [row_to_record(r) for r in rows])
+
+
+def known_clients(store: VaultStore) -> list[str]:
+    """Every client name the vault's sessions use (``internal`` for none), sorted."""
+    return index.client_names(store.conn)

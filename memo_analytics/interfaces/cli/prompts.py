@@ -15,10 +15,10 @@ from ...domain.errors import MemoError
 from ...services import prompts as prompt_service
 from ...services.requests import ListRequest, RecordPromptRequest
 from .common import (
-    _note_missing_vault,
     _build,
     _check_scope,
     _emit,
+    _note_missing_vault,
     _safe,
     _scope_line,
     _short,

@@ -11,10 +11,11 @@ from rich.table import Table
 from ...analytics.activity import ActivityReport, ActivityRequest, activity_report
 from ...domain.clock import from_iso
 from ...reports.timesheet import format_minutes, render_timesheet_pdf
+from ...services import sessions as session_service
 from .common import (
-    _note_missing_vault,
     _check_scope,
     _emit,
+    _note_missing_vault,
     _scope_line,
     _short,
     app,
@@ -51,7 +52,7 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
               + (f" · client: {report.client}" if report.client else "")
               + f" · times in {data['timezone']}")
     if report.client and not data["sessions"]:
-        known = sorted({c for c in _known_clients()})
+        known = session_service.known_clients(state.store)
         hint = f"; clients in the vault: {', '.join(known)}" if known else ""
         err.print(f"note: no session has the client {report.client!r} (exact name, any case){hint}")
     for title, groups in (("client", data["byClient"]), ("project", data["byProject"])):
@@ -91,11 +92,6 @@ def activity(
         _emit(report.wire(), lambda _: None)
     else:
         _print_activity(report, explicit_project=bool(project) or all_projects)
-
-
-def _known_clients() -> list[str]:
-    everything = activity_report(state.store, ActivityRequest(projects=None))
-    return [s["client"] for s in everything.sessions]
 
 
 @report_app.command("timesheet")
