@@ -8,14 +8,15 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..domain.errors import CorruptRecordError
 from ..domain.records import subdir_for_kind
 from ..vault.io import read_record
 from ..vault.layout import VaultLayout
 from ..vault.redact import redact_secrets
-from .store import clear, insert_fresh, recount, transaction
+from .store import (clear, create_secondary_indexes, drop_secondary_indexes, index_row, insert_fresh, recount,
+                    transaction)
 
 #: Below this many files the rebuild parses in-process; above, on every core.
 PARALLEL_FROM = 2_000
@@ -78,29 +79,30 @@ def parse_for_index(path: Path, redact: bool = True) -> tuple[dict[str, Any], st
     return meta, body
 
 
-def _parse_chunk(paths: list[Path], redact: bool) -> list[tuple]:
-    # errors travel between processes as plain tuples (an exception with its own
-    # constructor arguments does not unpickle)
-    out: list[tuple] = []
-    for path in paths:
-        parsed = parse_for_index(path, redact)
-        out.append(("error", parsed.path, parsed.reason) if isinstance(parsed, CorruptRecordError) else ("ok", *parsed))
-    return out
+def _row_for(path: Path, root: Path, redact: bool) -> tuple:
+    # results travel between processes as plain tuples (an exception with its own
+    # constructor arguments does not unpickle); the worker does all per-file work, the
+    # parent only inserts
+    parsed = parse_for_index(path, redact)
+    if isinstance(parsed, CorruptRecordError):
+        return ("error", parsed.path, parsed.reason)
+    return ("ok", *index_row(parsed[0], parsed[1], str(path.relative_to(root))))
 
 
-def _unpack(item: tuple) -> tuple[dict[str, Any], str] | CorruptRecordError:
-    return CorruptRecordError(item[1], item[2]) if item[0] == "error" else (item[1], item[2])
+def _rows_chunk(paths: list[Path], root: Path, redact: bool) -> list[tuple]:
+    return [_row_for(path, root, redact) for path in paths]
 
 
-def _parsed(files: list[Path], redact: bool):
+def _rows(files: list[Path], root: Path, redact: bool) -> Iterator[tuple[Path, tuple]]:
     if len(files) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
         for path in files:
-            yield path, parse_for_index(path, redact)
+            yield path, _row_for(path, root, redact)
         return
     chunks = [files[i : i + _CHUNK] for i in range(0, len(files), _CHUNK)]
     with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=get_context("fork")) as pool:
-        for chunk, results in zip(chunks, pool.map(_parse_chunk, chunks, [redact] * len(chunks))):
-            yield from zip(chunk, map(_unpack, results))
+        results = pool.map(_rows_chunk, chunks, [root] * len(chunks), [redact] * len(chunks))
+        for chunk, rows in zip(chunks, results):
+            yield from zip(chunk, rows)
 
 
 def rebuild(
@@ -122,23 +124,25 @@ def rebuild(
     files = layout.record_files()
     result = ReindexResult()
     seen: dict[str, Path] = {}
-    batch: list[tuple[dict[str, Any], str, str]] = []
+    batch: list[tuple[int, tuple, str | None, str | None]] = []
     with transaction(conn):
         clear(conn)
-        for number, (path, parsed) in enumerate(_parsed(files, redact), 1):
-            if not isinstance(parsed, CorruptRecordError) and seen.setdefault(parsed[0]["id"], path) != path:
-                parsed = CorruptRecordError(str(path), f"id {parsed[0]['id']!r} also used by {seen[parsed[0]['id']]}")
-            if isinstance(parsed, CorruptRecordError):
-                result.skipped.append(parsed)
+        drop_secondary_indexes(conn)
+        for number, (path, item) in enumerate(_rows(files, layout.root, redact), 1):
+            if item[0] == "error":
+                result.skipped.append(CorruptRecordError(item[1], item[2]))
+            elif seen.setdefault(item[1][0], path) != path:
+                result.skipped.append(
+                    CorruptRecordError(str(path), f"id {item[1][0]!r} also used by {seen[item[1][0]]}"))
             else:
-                meta, body = parsed
-                batch.append((meta, body, str(path.relative_to(layout.root))))
                 result.indexed += 1
+                batch.append((result.indexed, *item[1:]))
                 if len(batch) >= _CHUNK:
                     insert_fresh(conn, batch)
                     batch = []
             if progress:
                 progress(number, len(files))
         insert_fresh(conn, batch)
+        create_secondary_indexes(conn)
         recount(conn)
     return result

@@ -46,11 +46,6 @@ CREATE TABLE IF NOT EXISTS records (
     meta TEXT NOT NULL,
     body TEXT NOT NULL DEFAULT ''
 );
-CREATE INDEX IF NOT EXISTS records_kind_project_created ON records(kind, project, created);
-CREATE INDEX IF NOT EXISTS records_kind_created ON records(kind, created);
-CREATE INDEX IF NOT EXISTS records_session_turn ON records(session_id, turn);
-CREATE INDEX IF NOT EXISTS records_kind_client_created ON records(kind, client, created);
-CREATE INDEX IF NOT EXISTS records_kind_ide_created ON records(kind, lower(ide), created);
 CREATE TABLE IF NOT EXISTS record_counts (
     project TEXT NOT NULL,
     kind TEXT NOT NULL,
@@ -61,6 +56,17 @@ CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
     id UNINDEXED, body, summary, tokenize = 'unicode61 remove_diacritics 2'
 );
 """
+
+#: Secondary indexes of ``records`` (dropped and rebuilt around a bulk load: faster than
+#: maintaining them row by row).
+_INDEXES = {
+    "records_kind_project_created": "records(kind, project, created)",
+    "records_kind_created": "records(kind, created)",
+    "records_session_turn": "records(session_id, turn)",
+    "records_kind_client_created": "records(kind, client, created)",
+    "records_kind_ide_created": "records(kind, lower(ide), created)",
+}
+_SCHEMA += "".join(f"CREATE INDEX IF NOT EXISTS {name} ON {on};\n" for name, on in _INDEXES.items())
 
 _COLUMNS = {
     "id": "id", "kind": "kind", "project": "project", "status": "status", "created": "created",
@@ -165,28 +171,51 @@ def upsert_record(conn: sqlite3.Connection, meta: dict[str, Any], body: str, pat
         )
 
 
-def insert_fresh(conn: sqlite3.Connection, batch: list[tuple[dict[str, Any], str, str]]) -> None:
-    """Bulk insert records into a just-cleared index (reindex): ``(meta, body, path)`` each.
+#: Column order of the rows :func:`index_row` builds and :func:`insert_fresh` inserts.
+ROW_COLUMNS = (*_COLUMNS.values(), "deliverables", "tags", "meta", "body", "path")
+
+
+def index_row(meta: dict[str, Any], body: str, path: str) -> tuple[tuple, str, str] | None:
+    """One record as the index stores it: ``(row, fts_body, fts_summary)`` with ``row`` in
+    :data:`ROW_COLUMNS` order; the FTS texts are None for kinds that are not searched.
+    Pure, so a rebuild can compute it in worker processes."""
+    values = _row_values(meta, body, path)
+    row = tuple(values[c] for c in ROW_COLUMNS)
+    if values["kind"] in ("prompt", "session"):
+        return row, fts_text(body), fts_text(values["summary"] or "")
+    return row, None, None
+
+
+def insert_fresh(conn: sqlite3.Connection, rows: list[tuple[int, tuple, str | None, str | None]]) -> None:
+    """Bulk insert rows made by :func:`index_row` into a just-cleared index (reindex), each
+    as ``(rowid, row, fts_body, fts_summary)`` with rowids the caller assigns (unique).
 
     Same rows as :func:`upsert_record`, without its per-row lookups; call
-    :func:`recount` once at the end.
+    :func:`recount` once at the end (and :func:`drop_secondary_indexes` /
+    :func:`create_secondary_indexes` around a large load).
     """
-    if not batch:
+    if not rows:
         return
-    values = [_row_values(meta, body, path) for meta, body, path in batch]
-    columns = list(values[0])
     conn.executemany(
-        f"INSERT INTO records ({','.join(columns)}) VALUES ({','.join('?' * len(columns))})",
-        [[v[c] for c in columns] for v in values],
+        f"INSERT INTO records (rowid, {','.join(ROW_COLUMNS)}) VALUES (?, {','.join('?' * len(ROW_COLUMNS))})",
+        [(rowid, *row) for rowid, row, _, _ in rows],
     )
-    ids = [v["id"] for v in values]
-    rowids = dict(conn.execute(
-        f"SELECT id, rowid FROM records WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall())
     conn.executemany(
         "INSERT INTO records_fts (rowid, id, body, summary) VALUES (?, ?, ?, ?)",
-        [(rowids[v["id"]], v["id"], fts_text(v["body"]), fts_text(v["summary"] or ""))
-         for v in values if v["kind"] in ("prompt", "session")],
+        [(rowid, row[0], body, summary) for rowid, row, body, summary in rows if body is not None],
     )
+
+
+def drop_secondary_indexes(conn: sqlite3.Connection) -> None:
+    """Drop the secondary indexes of ``records`` (inside the rebuild's transaction)."""
+    for name in _INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
+
+
+def create_secondary_indexes(conn: sqlite3.Connection) -> None:
+    """(Re)create the secondary indexes of ``records``."""
+    for name, on in _INDEXES.items():
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON {on}")
 
 
 def recount(conn: sqlite3.Connection) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -126,10 +127,13 @@ def read_record(path: Path) -> tuple[dict[str, Any], str]:
     return meta, post.content
 
 
+_PLAIN_TYPES = frozenset({str, int, bool, float, list, dict, type(None)})
+
+
 def _plain(value: Any) -> Any:
     """Hand-edited YAML may hold unquoted timestamps; keep them as stored ISO strings."""
-    from datetime import date, datetime, timezone
-
+    if type(value) in _PLAIN_TYPES:
+        return value
     if isinstance(value, datetime):
         return to_iso(value if value.tzinfo else value.replace(tzinfo=timezone.utc))
     if isinstance(value, date):

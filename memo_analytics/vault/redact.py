@@ -31,8 +31,11 @@ _VALUE = (
 )
 _SECRET_NAME = r"[A-Za-z0-9_.-]*(?i:password|passwd|passphrase|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?key|credentials?)[A-Za-z0-9_.-]*"
 
-# (kind, pattern, group to replace: 0 = whole match). Order matters: specific shapes first.
-_OWN_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
+# (kind, pattern, group to replace: 0 = whole match, anchors). Order matters: specific shapes
+# first. ``anchors`` are lower-case substrings of which every match holds at least one: a
+# pattern runs only on a text that holds one of its anchors (a substring test is far cheaper
+# than a regex scan; a test checks the anchors against the credential corpus).
+_OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     (
         "private-key",
         re.compile(
@@ -40,43 +43,45 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int]] = [
             re.S,
         ),
         0,
+        ('private key',),
     ),
-    ("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), 0),
-    ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), 0),
-    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), 0),
-    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), 0),
-    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), 0),
+    ("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), 0, ('github_pat_',)),
+    ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), 0, ('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_')),
+    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), 0, ('glpat-',)),
+    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), 0, ('sk-ant-',)),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), 0, ('sk-',)),
     # a key glued to other text (no word boundary): long, with digits and both cases
-    ("openai-key", re.compile(r"sk-(?=[A-Za-z0-9_-]{40})(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{40,}"), 0),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), 0),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0),
-    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"), 0),
-    ("discord-webhook", re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]+"), 0),
-    ("stripe-key", re.compile(r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}"), 0),
-    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), 0),
-    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0),
-    ("pypi-token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"), 0),
-    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), 0),
-    ("twilio-api-key", re.compile(r"\bSK[0-9a-fA-F]{32}\b"), 0),
-    ("sendgrid-api-key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}"), 0),
-    ("telegram-bot-token", re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,}"), 0),
-    ("square-token", re.compile(r"\bsq0(?:atp|csp)-[A-Za-z0-9_-]{20,}"), 0),
-    ("shopify-token", re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"), 0),
-    ("vault-token", re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}"), 0),
-    ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0),
-    ("google-oauth-secret", re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}"), 0),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
+    ("openai-key", re.compile(r"sk-(?=[A-Za-z0-9_-]{40})(?=[A-Za-z0-9_-]*\d)(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])[A-Za-z0-9_-]{40,}"), 0, ('sk-',)),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), 0, ('aiza',)),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), 0, ('xox',)),
+    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"), 0, ('hooks.slack.com',)),
+    ("discord-webhook", re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]+"), 0, ('/api/webhooks/',)),
+    ("stripe-key", re.compile(r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}"), 0, ('k_live_', 'k_test_')),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), 0, ('akia', 'asia')),
+    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), 0, ('npm_',)),
+    ("pypi-token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}"), 0, ('pypi-',)),
+    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), 0, ('hf_',)),
+    ("twilio-api-key", re.compile(r"\bSK[0-9a-fA-F]{32}\b"), 0, ('sk',)),
+    ("sendgrid-api-key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}"), 0, ('sg.',)),
+    ("telegram-bot-token", re.compile(r"\b\d{8,10}:AA[A-Za-z0-9_-]{30,}"), 0, (':aa',)),
+    ("square-token", re.compile(r"\bsq0(?:atp|csp)-[A-Za-z0-9_-]{20,}"), 0, ('sq0',)),
+    ("shopify-token", re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"), 0, ('shp',)),
+    ("vault-token", re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}"), 0, ('hvs.', 'hvb.', 'hvr.')),
+    ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0, ('_v1_',)),
+    ("google-oauth-secret", re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}"), 0, ('gocspx-',)),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0, ('eyj',)),
     # user:password@host — the password may hold '@'; the host may not
-    ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@\[\]]*:([^\s/\[\]]+)@[^\s/@]+"), 1),
-    ("authorization", re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([A-Za-z0-9+/=._~-]{8,})"), 1),
-    ("bearer-token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/-]{20,}=*"), 0),
-    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]*?\s(?:-u|--user)\s+[\"']?[^\s:\"']+:([^\s\"']+)"), 1),
-    ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p([^\s\"'-][^\s\"']*)"), 1),
-    ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]*?\s(?:-p|--password)\s+[\"']?([^\s\"']+)"), 1),
-    ("cli-password", re.compile(r"\bsshpass\s+-p\s*[\"']?([^\s\"']+)"), 1),
-    ("password", re.compile(r"\b(?i:password|passphrase|pin)\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1),
-    ("secret-assignment", re.compile(r"\b" + _SECRET_NAME + r"\b[\"']?\s*(?::=|=>|=|:)\s*[\"']?(" + _VALUE + ")"), 1),
+    ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@\[\]]*:([^\s/\[\]]+)@[^\s/@]+"), 1, ('://',)),
+    ("authorization", re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([A-Za-z0-9+/=._~-]{8,})"), 1, ('authorization',)),
+    ("bearer-token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/-]{20,}=*"), 0, ('bearer ',)),
+    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]*?\s(?:-u|--user)\s+[\"']?[^\s:\"']+:([^\s\"']+)"), 1, ('-u',)),
+    ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p([^\s\"'-][^\s\"']*)"), 1, ('mysql', 'mariadb')),
+    ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]*?\s(?:-p|--password)\s+[\"']?([^\s\"']+)"), 1, ('docker',)),
+    ("cli-password", re.compile(r"\bsshpass\s+-p\s*[\"']?([^\s\"']+)"), 1, ('sshpass',)),
+    ("password", re.compile(r"\b(?i:password|passphrase|pin)\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1, ('password', 'passphrase', 'pin')),
+    ("secret-assignment", re.compile(r"\b" + _SECRET_NAME + r"\b[\"']?\s*(?::=|=>|=|:)\s*[\"']?(" + _VALUE + ")"), 1, ('password', 'passwd', 'passphrase', 'pwd', 'secret', 'token', 'api_key', 'apikey', 'api-key', 'access_key', 'accesskey', 'access-key', 'private_key', 'privatekey', 'private-key', 'auth_key', 'authkey', 'auth-key', 'credential')),
 ]
+_ALL_ANCHORS = tuple(sorted({anchor for *_, anchors in _OWN_PATTERNS for anchor in anchors}))
 
 # Substrings that a line must hold for the (slower) maintained detector to look at it.
 _DETECTOR_HINTS = (
@@ -87,12 +92,6 @@ _DETECTOR_HINTS = (
 _SECRET_VALUE = re.compile(_VALUE)
 #: No pattern here matches a text shorter than this.
 _MIN_SECRET_TEXT = 8
-# every own pattern in one alternation (a global (?i) becomes a scoped one), flags inlined
-_ANY_OWN = re.compile("|".join(
-    ("(?si:" if p.flags & re.S else "(?i:") + p.pattern.removeprefix("(?i)") + ")" if p.pattern.startswith("(?i)")
-    else ("(?s:" if p.flags & re.S else "(?:") + p.pattern + ")"
-    for _, p, _ in _OWN_PATTERNS
-))
 _CHUNK = 4_000
 _OVERLAP = 200
 
@@ -115,19 +114,28 @@ def _detector_config() -> dict:
     return {"plugins_used": [{"name": name} for name in _DETECTOR_PLUGINS]}
 
 
+def _use_detector_settings() -> None:
+    """Configure detect-secrets (process-wide) with our plugin list, once: entering its
+    ``transient_settings`` per line costs four times the scan itself. Re-applied if
+    something else in the process changed the detector's settings."""
+    from detect_secrets.settings import configure_settings_from_baseline, get_settings
+
+    if set(get_settings().plugins) != set(_DETECTOR_PLUGINS):
+        configure_settings_from_baseline(_detector_config())
+
+
 def _detector_secrets(line: str) -> list[tuple[str, str]]:
     from detect_secrets.core.scan import scan_line
-    from detect_secrets.settings import transient_settings
 
+    _use_detector_settings()
     found: list[tuple[str, str]] = []
-    with transient_settings(_detector_config()):
-        for secret in scan_line(line):
-            value = secret.secret_value
-            if secret.type == "Secret Keyword" and not _SECRET_VALUE.fullmatch(value or ""):
-                continue  # the keyword plugin also flags identifiers and words: keep only secret-like values
-            if value and len(value) >= _MIN_DETECTED_LENGTH and not _ALREADY.search(value):
-                kind = re.sub(r"[^a-z]+", "-", secret.type.lower()).strip("-")
-                found.append((kind, value))
+    for secret in scan_line(line):
+        value = secret.secret_value
+        if secret.type == "Secret Keyword" and not _SECRET_VALUE.fullmatch(value or ""):
+            continue  # the keyword plugin also flags identifiers and words: keep only secret-like values
+        if value and len(value) >= _MIN_DETECTED_LENGTH and not _ALREADY.search(value):
+            kind = re.sub(r"[^a-z]+", "-", secret.type.lower()).strip("-")
+            found.append((kind, value))
     return found
 
 
@@ -161,9 +169,15 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
     if len(text) < _MIN_SECRET_TEXT:
         return text, 0
-    if _ANY_OWN.search(text):  # one scan decides whether any of our patterns can apply
-        for kind, pattern, group in _OWN_PATTERNS:
+    lowered = text.lower()
+    present = {anchor for anchor in _ALL_ANCHORS if anchor in lowered}
+    for kind, pattern, group, anchors in _OWN_PATTERNS if present else ():
+        if not present.isdisjoint(anchors):
+            before = count
             text = pattern.sub(_sub(kind, group), text)
+            if count != before:
+                lowered = text.lower()
+                present = {anchor for anchor in _ALL_ANCHORS if anchor in lowered}
 
     whole = text.lower()
     if not any(hint in whole for hint in _DETECTOR_HINTS):

@@ -110,3 +110,19 @@ def test_redact_value_walks_nested_structures():
     redacted = redact_value(value)
     assert redacted["sha"] == "[REDACTED:github-token]" and redacted["n"] == 3
     assert "Sup3rS3cretPw" not in str(redacted)
+
+
+def test_every_own_pattern_match_holds_one_of_its_anchors():
+    """The anchor prefilter may skip a pattern only where it cannot match: every match of
+    every own pattern on the corpus (and on each secret alone) holds one of its anchors."""
+    from memo_analytics.vault.redact import _OWN_PATTERNS
+
+    matched_kinds = set()
+    for text, secret in SECRETS:
+        for candidate in (text, secret, text.upper(), text.title()):
+            for kind, pattern, _, anchors in _OWN_PATTERNS:
+                for match in pattern.finditer(candidate):
+                    matched_kinds.add(kind)
+                    near = candidate[max(0, match.start() - 16) : match.end()].lower()  # a look-behind's context
+                    assert any(a in near for a in anchors), (kind, match.group(0))
+    assert len(matched_kinds) >= 25
