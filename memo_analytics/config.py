@@ -1,16 +1,36 @@
 """Settings: one pydantic model, built once per entry point and passed as a value.
 
 Sources, strongest first: explicit arguments, ``MEMO_*`` environment variables
-(``MEMO_VAULT`` for the vault root), then defaults. The default vault lives under the
-user's home (``~/.memo/vault``), never in the current repository (SPEC §2.1).
+(``MEMO_VAULT`` for the vault root), the TOML config file (``$MEMO_CONFIG``, else
+``~/.memo/config.toml``; camelCase keys as on the wire), then defaults. The default vault
+lives under the user's home (``~/.memo/vault``), never in the current repository (SPEC §2.1).
+
+Example config file::
+
+    vaultRoot = "~/.memo/vault"
+    timezone = "Europe/Berlin"
+    vaults = ["~/team/vault"]           # further vaults read by crossProject reports
+    templatesDir = "~/.memo/templates"  # your own timesheet/invoice templates
+
+    [clients."Acme Corp"]
+    hourlyRate = "120.00"
+    currency = "EUR"
+
+    [ports]
+    status = 3124
 """
 
 from __future__ import annotations
 
+import os
+import tomllib
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
-from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .domain.errors import InvalidFieldError
 
@@ -21,6 +41,60 @@ MAX_BODY_BYTES = 1_000_000
 def default_vault_root() -> Path:
     """``~/.memo/vault``: outside every product repository."""
     return Path.home() / ".memo" / "vault"
+
+
+def config_path() -> Path:
+    """The config file: ``$MEMO_CONFIG``, else ``~/.memo/config.toml`` (it need not exist)."""
+    given = os.environ.get("MEMO_CONFIG")
+    return Path(given).expanduser() if given and given.strip() else Path.home() / ".memo" / "config.toml"
+
+
+def read_config_file(path: Path | None = None) -> dict[str, Any]:
+    """The config file's content (empty when there is none).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid config: <path>: <what is wrong>`` for unreadable or broken TOML.
+    """
+    path = path or config_path()
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidFieldError("config", f"{path}: {exc}") from None
+    except OSError as exc:
+        raise InvalidFieldError("config", f"{path}: {exc.strerror or type(exc).__name__}") from None
+
+
+class _ConfigFileSource(PydanticBaseSettingsSource):
+    def get_field_value(self, field, field_name):  # pragma: no cover - __call__ does the work
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return read_config_file()
+
+
+class ClientBilling(BaseModel):
+    """Billing terms of one client (config ``[clients."<name>"]``, SPEC §5.1).
+
+    ``hourly_rate`` is a decimal amount of ``currency`` (an ISO 4217 code) per hour.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    hourly_rate: Decimal = Field(ge=0, max_digits=12, decimal_places=4)
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+
+
+class Ports(BaseModel):
+    """Ports of the servers (config ``[ports]``, SPEC §3.3)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: int = Field(default=3124, ge=1, le=65535)
 
 
 class Settings(BaseSettings):
@@ -41,9 +115,20 @@ class Settings(BaseSettings):
     capture_ignore : list[str]
         Gitignore-style globs of paths never captured in a body, on top of the product
         root's ``.memoignore`` (env ``MEMO_CAPTURE_IGNORE`` as a JSON list) (SPEC §2.4).
+    vaults : list[Path]
+        Further vaults whose projects ``crossProject`` reports and :func:`open_vault` read
+        besides ``vault_root`` (SPEC §4); they are read, never written.
+    clients : dict[str, ClientBilling]
+        Hourly rate and currency per client name (matched case-insensitively) for invoices.
+    templates_dir : Path | None
+        A folder whose templates (``timesheet.html.j2``, ``invoice.html.j2``, ``report.css``)
+        replace the shipped ones of the same name.
+    ports : Ports
+        ``ports.status``: the port of ``memo serve`` (default 3124).
     """
 
-    model_config = SettingsConfigDict(env_prefix="MEMO_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="MEMO_", extra="ignore", alias_generator=to_camel,
+                                      populate_by_name=True)
 
     vault_root: Path = Field(
         default_factory=default_vault_root, validation_alias=AliasChoices("vault_root", "MEMO_VAULT")
@@ -54,6 +139,34 @@ class Settings(BaseSettings):
     )
     idle_gap_minutes: int = Field(default=30, ge=1, le=525_600)
     capture_ignore: list[str] = Field(default_factory=list)
+    vaults: list[Path] = Field(default_factory=list)
+    clients: dict[str, ClientBilling] = Field(default_factory=dict)
+    templates_dir: Path | None = None
+    ports: Ports = Field(default_factory=Ports)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return init_settings, env_settings, _ConfigFileSource(settings_cls)
+
+    @field_validator("vaults", mode="before")
+    @classmethod
+    def _expand_vaults(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [Path(str(item)).expanduser() for item in value]
+        return value
+
+    @field_validator("templates_dir", mode="before")
+    @classmethod
+    def _expand_templates(cls, value: object) -> object:
+        return Path(str(value)).expanduser() if isinstance(value, (str, Path)) and str(value).strip() else None
+
+    def billing_for(self, client: str | None) -> ClientBilling | None:
+        """The configured terms of ``client`` (case-insensitive), or None."""
+        if not client:
+            return None
+        wanted = client.strip().lower()
+        return next((terms for name, terms in self.clients.items() if name.strip().lower() == wanted), None)
 
     @field_validator("vault_root", mode="before")
     @classmethod

@@ -12,6 +12,9 @@ from memo_analytics.services.store import VaultStore
 
 REPO = Path(__file__).resolve().parents[1]
 
+# no developer's ~/.memo/config.toml leaks into a test (tests that need one write their own)
+os.environ["MEMO_CONFIG"] = str(REPO / "tests" / "no-such-config.toml")
+
 
 def realdata_root() -> Path:
     """``$MEMO_REALDATA``, else ``<repo>/../shared/realdata``, else ``/work/shared/realdata``."""

@@ -18,7 +18,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from ...config import Settings
+from ...config import Settings, config_path
 from ...domain.errors import MemoError
 from ...domain.wire import dumps
 from ...services.store import VaultStore
@@ -156,9 +156,11 @@ def _settings(**fields: Any) -> Settings:
         return Settings(**fields)
     except ValidationError as exc:
         first = exc.errors()[0]
-        name = str(first["loc"][0]) if first["loc"] else "setting"
-        env = {"vault_root": "vaultRoot (MEMO_VAULT)"}.get(name, f"{to_camel(name)} (MEMO_{name.upper()})")
-        raise MemoError(f"Invalid {env}: {first['msg'].removeprefix('Value error, ')}") from None
+        loc = [str(part) for part in first["loc"]] or ["setting"]
+        field = ".".join(to_camel(part) if i == 0 else part for i, part in enumerate(loc))
+        env = "MEMO_VAULT" if loc[0] == "vault_root" else f"MEMO_{loc[0].upper()}"
+        raise MemoError(f"Invalid {field} ({env} or {config_path()}): "
+                        f"{first['msg'].removeprefix('Value error, ')}") from None
 
 
 def _fail(message: str, code: int = 1) -> None:

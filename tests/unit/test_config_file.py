@@ -1,0 +1,67 @@
+"""The TOML config file: camelCase keys, env beats file, client billing terms, clear errors."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from pydantic import ValidationError
+
+from memo_analytics.config import Settings
+from memo_analytics.domain.errors import InvalidFieldError
+
+
+@pytest.fixture
+def config(tmp_path, monkeypatch):
+    path = tmp_path / "config.toml"
+    monkeypatch.setenv("MEMO_CONFIG", str(path))
+    monkeypatch.delenv("MEMO_TIMEZONE", raising=False)
+    return path
+
+
+def test_config_file_values_are_read_with_wire_names(config, tmp_path):
+    config.write_text('timezone = "Europe/Berlin"\nidleGapMinutes = 45\nvaults = ["~/team-vault"]\n'
+                      '[clients."Acme Corp"]\nhourlyRate = "120.50"\ncurrency = "EUR"\n[ports]\nstatus = 4000\n')
+    settings = Settings(vault_root=tmp_path / "vault")
+    assert settings.timezone == "Europe/Berlin"
+    assert settings.idle_gap_minutes == 45
+    assert settings.ports.status == 4000
+    assert settings.vaults[0].name == "team-vault" and "~" not in str(settings.vaults[0])
+    assert settings.billing_for("ACME corp").hourly_rate == Decimal("120.50")
+    assert settings.billing_for("acme corp").currency == "EUR"
+    assert settings.billing_for("Globex") is None
+
+
+def test_environment_beats_the_config_file(config, tmp_path, monkeypatch):
+    config.write_text('timezone = "Europe/Berlin"\n')
+    monkeypatch.setenv("MEMO_TIMEZONE", "Asia/Tokyo")
+    assert Settings(vault_root=tmp_path / "vault").timezone == "Asia/Tokyo"
+
+
+def test_no_config_file_means_defaults(config, tmp_path):
+    settings = Settings(vault_root=tmp_path / "vault")
+    assert settings.clients == {} and settings.ports.status == 3124 and settings.templates_dir is None
+
+
+def test_broken_toml_is_refused_naming_the_file(config, tmp_path):
+    config.write_text("timezone = [\n")
+    with pytest.raises(InvalidFieldError, match=r"Invalid config: .*config\.toml"):
+        Settings(vault_root=tmp_path / "vault")
+
+
+@pytest.mark.parametrize("terms", ['hourlyRate = "-1"\ncurrency = "EUR"', 'hourlyRate = "10"\ncurrency = "euro"',
+                                   'hourlyRate = "abc"\ncurrency = "EUR"'])
+def test_bad_billing_terms_are_refused(config, tmp_path, terms):
+    config.write_text(f'[clients.Acme]\n{terms}\n')
+    with pytest.raises(ValidationError):
+        Settings(vault_root=tmp_path / "vault")
+
+
+def test_cli_names_the_bad_config_field(config, tmp_path):
+    from tests.integration.test_cli import memo
+
+    config.write_text('[clients.Acme]\nhourlyRate = "-5"\ncurrency = "EUR"\n')
+    result = memo("activity", "--all", vault=tmp_path / "vault", env={"MEMO_CONFIG": str(config)}, check=False)
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1
+    assert "Invalid clients.Acme.hourlyRate" in result.stderr and "config.toml" in result.stderr
