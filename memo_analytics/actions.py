@@ -26,6 +26,7 @@ from .services.requests import (
     ActivityReportRequest,
     CancelHandoffRequest,
     EndSessionRequest,
+    ExportStoryRequest,
     FeedbackRequest,
     GetRequest,
     HandoffInput,
@@ -37,10 +38,11 @@ from .services.requests import (
 )
 from .services.sessions import end_session, session_view, start_session
 from .services.store import VaultStore
+from .services.stories import export_story
 
 ActionName = Literal[
     "record", "list", "get", "search", "session", "session_start", "session_end", "cancel_handoff",
-    "activity_report", "feedback"
+    "activity_report", "export_story", "feedback"
 ]
 
 
@@ -79,6 +81,9 @@ ACTIONS: dict[str, Action] = {
                              "Cancel a pending hand-off (by id, or by the sessionId that wrote it)."),
     "activity_report": Action(ActivityReportRequest, _activity,
                               "Billable minutes and hours by client and project, sessions and prompt count."),
+    "export_story": Action(ExportStoryRequest, export_story,
+                           "One session as a Markdown intent story: metadata, deliverables, hand-offs, turn log; "
+                           "with output (and cwd in a product repository), written outside the repository."),
     "feedback": Action(FeedbackRequest, record_feedback, "Count a use of a record and whether it helped."),
 }
 
@@ -123,6 +128,7 @@ class PromptToolInput(BaseModel):
     owner: str | None = Field(None, description="session_start: who works the session (claims batons addressed to them)")
     objective: str | None = Field(None, description="session_start: the session objective (cleared on end)")
     tz: str | None = Field(None, description="activity_report: IANA time zone for date bounds")
+    output: str | None = Field(None, description="export_story: file to write (outside the product repository)")
 
 
 # tool field → request field, where the names differ

@@ -165,3 +165,13 @@ class ActivityReportRequest(Request):
     until: str | None = Field(None, description="Sessions starting at or before (a date covers the day)")
     client: str | None = Field(None, description="Client (case-insensitive; 'internal' for none)")
     tz: str | None = Field(None, description="IANA time zone for dates")
+
+
+class ExportStoryRequest(Request):
+    """``export_story`` (SPEC §5.2): one session as a Markdown intent story."""
+
+    session_id: str = Field(description="Session id")
+    output: str | None = Field(None, description="Write the story to this file (outside the product repository and "
+                                                 "the vault); without it the Markdown is returned")
+    cwd: str | None = Field(None, description="The caller's working directory: a product repository, required "
+                                              "with output")

@@ -139,3 +139,38 @@ def _plain(value: Any) -> Any:
     if isinstance(value, date):
         return value.isoformat()
     return value
+
+
+def output_target(output: Path, forbidden: tuple[Path, ...] = ()) -> Path:
+    """The real path an export or report will be written to (atomically).
+
+    A symbolic link is followed (its target is replaced, the link kept). Refused: a path
+    inside one of the ``forbidden`` folders (the vault: an export must never replace a
+    record or the index), a missing folder, a parent that is not a folder, a symlink loop,
+    and an existing target that is not a regular file (a folder, a device such as
+    ``/dev/null``, a FIFO) — an atomic replace would destroy it.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid output: ...``.
+    """
+    from ..domain.errors import InvalidFieldError
+
+    try:
+        output = Path(output).expanduser()
+        target = output.resolve() if output.is_symlink() else Path(os.path.abspath(output))
+        for folder in forbidden:
+            if target.resolve().is_relative_to(Path(folder).resolve()):
+                raise InvalidFieldError("output", f"{output} is inside the vault {folder}; write it elsewhere")
+        parent = target.parent
+        if not parent.exists():
+            raise InvalidFieldError("output", f"folder {parent} does not exist")
+        if not parent.is_dir():
+            raise InvalidFieldError("output", f"{parent} is not a folder")
+        if target.exists() and not target.is_file():
+            kind = "a folder" if target.is_dir() else "not a regular file"
+            raise InvalidFieldError("output", f"{output} is {kind}")
+    except (RuntimeError, OSError, ValueError) as exc:
+        raise InvalidFieldError("output", f"{output} ({exc})") from None
+    return target

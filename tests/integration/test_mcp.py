@@ -96,6 +96,7 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
                 "get": dict(action="get", id="prompt-m1-t1"),
                 "session": dict(action="session", sessionId="m1"),
                 "activity": dict(action="activity_report", crossProject=True, tz="UTC"),
+                "story": dict(action="export_story", sessionId="m1"),
             }.items():
                 result = await client.call_tool("prompt", arguments)
                 assert not result.is_error, result.content[0].text
@@ -109,6 +110,7 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
         "get": memo("--json", "prompt", "get", "prompt-m1-t1", vault=vault).stdout,
         "session": memo("--json", "session", "show", "m1", vault=vault).stdout,
         "activity": memo("--json", "activity", "--all", "--tz", "UTC", vault=vault).stdout,
+        "story": memo("--json", "session", "export", "m1", vault=vault).stdout,
     }
     for name in answers:
         assert answers[name] == cli[name].rstrip("\n"), name  # byte-identical JSON
@@ -154,7 +156,7 @@ def test_the_tool_schema_is_typed_and_described(tmp_path):
             "linkedPaths", "query", "limit", "offset", "since", "until", "pr", "deliverables"} <= set(properties)
     assert all(p.get("description") for p in properties.values())
     assert set(properties["action"]["enum"]) == {"record", "list", "get", "search", "session", "session_start",
-                                                  "session_end", "cancel_handoff", "activity_report", "feedback"}
+                                                  "session_end", "cancel_handoff", "activity_report", "export_story", "feedback"}
     assert {"handoff", "objective", "owner", "shared"} <= set(properties)
     assert "session_start" in tools[0].description
 

@@ -1,8 +1,9 @@
-"""``memo session start|end|handoff|show``."""
+"""``memo session start|end|handoff|show|export``."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -12,10 +13,12 @@ from rich.table import Table
 from ...domain.errors import MemoError
 from ...services import prompts as prompt_service
 from ...services import sessions as session_service
+from ...services.stories import export_story
 from ...services.handoffs import cancel_handoff, handoff_id, list_handoffs
 from ...services.requests import (
     CancelHandoffRequest,
     EndSessionRequest,
+    ExportStoryRequest,
     SessionRequest,
     StartSessionRequest,
 )
@@ -195,3 +198,24 @@ def _is_completed(session_id: Optional[str], project: Optional[str]) -> bool:
         not project or record.get("project") == project)
 
 
+
+
+@session_app.command("export")
+def session_export(
+    session_id: str = typer.Argument(..., help="Session id."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o",
+                                          help="Write the Markdown here (outside the product repository and the "
+                                               "vault; run from the product repository). Default: stdout."),
+) -> None:
+    """Export a session as a Markdown intent story: metadata, deliverables, hand-offs, turn log."""
+    request = _build(ExportStoryRequest, session_id=session_id, output=str(output) if output else None,
+                     cwd=str(Path.cwd()))
+    result = export_story(state.store, request)
+
+    def human(r: dict[str, Any]) -> None:
+        if "markdown" in r:
+            sys.stdout.write(r["markdown"] if r["markdown"].endswith("\n") else r["markdown"] + "\n")
+        else:
+            out.print(_safe(f"wrote {r['path']} ({r['turns']} turns, {r['bytes']} bytes)"))
+
+    _emit(result, human)

@@ -1,0 +1,191 @@
+"""Intent-story export (SPEC §5.2): every turn of a session merged into one Markdown document.
+
+The story holds the session's metadata, its deliverables, the hand-off it received and the
+one it left, and the chronological turn log. It is built from the index, whose text has
+passed secret redaction, so nothing redacted reappears in an export.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..domain.clock import from_iso
+from ..domain.errors import InvalidFieldError, RecordNotFoundError
+from ..domain.ids import session_record_id, validate_session_id
+from ..index import store as index
+from ..index.query import PromptFilter
+from ..vault.io import atomic_write_bytes, output_target
+from ..vault.redact import redact_secrets
+from .prompts import row_to_record
+from .requests import ExportStoryRequest
+from .store import VaultStore, repository_root
+
+#: Most turns one story holds (a session is a work interval, far below this).
+MAX_STORY_TURNS = 100_000
+
+
+def story_data(store: VaultStore, session_id: str) -> dict[str, Any]:
+    """The parts of a story: ``{session, turns, handoffLeft, handoffReceived}``.
+
+    ``session`` is the session record (None when only turns exist), ``turns`` every turn in
+    turn order (wire dicts with ``body``), the hand-offs their records (or None).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``session_id`` is not a safe id.
+    RecordNotFoundError
+        Neither a session record nor any turn has this id.
+    """
+    session_id = validate_session_id(session_id)
+    row = index.get_row(store.conn, session_record_id(session_id), "session")
+    total, rows = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id),
+                                       MAX_STORY_TURNS, 0, "turn-asc")
+    if row is None and total == 0:
+        raise RecordNotFoundError(session_id)
+    session = row_to_record(row) if row is not None else None
+
+    def handoff(record_id: str | None) -> dict[str, Any] | None:
+        found = index.get_row(store.conn, record_id, "handoff") if record_id else None
+        return row_to_record(found) if found is not None else None
+
+    return {
+        "session": session,
+        "turns": [row_to_record(r) for r in rows],
+        "handoffLeft": handoff((session or {}).get("handoffArchive")),
+        "handoffReceived": handoff((session or {}).get("handoffClaimed")),
+    }
+
+
+def _when(value: str | None, zone) -> str:
+    if not value:
+        return "—"
+    return from_iso(value).astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _cell(value: Any) -> str:
+    text = "—" if value in (None, "", []) else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _handoff_lines(title: str, record: dict[str, Any] | None) -> list[str]:
+    if record is None:
+        return []
+    lines = [f"## {title}", "", f"- Hand-off: `{record['id']}` ({record.get('status', 'pending')})"]
+    for key, label in (("nextSteps", "Next steps"), ("failedApproaches", "Failed approaches"),
+                       ("openQuestions", "Open questions")):
+        items = record.get(key) or []
+        if items:
+            lines.append(f"- {label}:")
+            lines.extend(f"  - {item}" for item in items)
+    for key, label in (("branch", "Branch"), ("owner", "Owner")):
+        if record.get(key):
+            lines.append(f"- {label}: {record[key]}")
+    return [*lines, ""]
+
+
+def render_story(data: dict[str, Any], zone) -> str:
+    """The story as Markdown (pure). Times are shown in ``zone``; sections: metadata,
+    deliverables, hand-offs, turn log (SPEC §5.2)."""
+    session = data["session"] or {}
+    turns = data["turns"]
+    session_id = session.get("sessionId") or (turns[0]["sessionId"] if turns else "")
+    title = session.get("summary") or session.get("taskSlug") or session_id
+    meta = [
+        ("Session", session_id), ("Project", session.get("project") or (turns[0]["project"] if turns else None)),
+        ("Status", session.get("status", "no session record")), ("Client", session.get("client") or "internal"),
+        ("Billable", "yes" if session.get("billable", True) else "no"), ("Task", session.get("taskSlug")),
+        ("Start", _when(session.get("startTime"), zone)), ("End", _when(session.get("endTime"), zone)),
+        ("Duration (minutes)", session.get("durationMinutes")), ("IDE", session.get("ide")),
+        ("Model", session.get("model")), ("Agent", session.get("agent")), ("Branch", session.get("branch")),
+        ("Commit", session.get("gitSha")), ("Owner", session.get("owner")), ("Turns", len(turns)),
+    ]
+    lines = [f"# Intent story: {_cell(title)}", "", "| Field | Value |", "|---|---|"]
+    lines += [f"| {name} | {_cell(value)} |" for name, value in meta]
+    lines += ["", "## Summary", "", session.get("summary") or "—", "", "## Deliverables", ""]
+    deliverables = session.get("deliverables") or []
+    for item in deliverables:
+        parts = [f"**{item.get('type', 'other')}**"]
+        if item.get("title"):
+            parts.append(item["title"])
+        if item.get("url"):
+            parts.append(f"<{item['url']}>")
+        if item.get("sha"):
+            parts.append(f"`{item['sha']}`")
+        lines.append("- " + " — ".join(parts))
+    if not deliverables:
+        lines.append("—")
+    lines.append("")
+    lines += _handoff_lines("Hand-off received", data["handoffReceived"])
+    lines += _handoff_lines("Hand-off left", data["handoffLeft"])
+    lines += ["## Turn log", ""]
+    for turn in turns:
+        who = ", ".join(v for v in (turn.get("ide"), turn.get("model")) if v)
+        lines += [f"### Turn {turn.get('turn') or '—'} · {_when(turn.get('created'), zone)}"
+                  + (f" · {who}" if who else ""), "", turn.get("body", "").rstrip(), ""]
+    if not turns:
+        lines += ["No turns recorded.", ""]
+    return "\n".join(lines)
+
+
+def story_destination(store: VaultStore, output: str, cwd: str | Path | None) -> Path:
+    """Where a story may be written (SPEC §5.2).
+
+    The caller's ``cwd`` must be a product repository — not the vault nor inside it — and
+    the destination must lie outside that repository and outside the vault.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid cwd: ...`` or ``Invalid output: ...``.
+    """
+    if cwd is None or not str(cwd).strip():
+        raise InvalidFieldError("cwd", "required with output: the product repository you export from")
+    try:
+        here = Path(cwd).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        raise InvalidFieldError("cwd", str(exc)) from None
+    vault = store.root.resolve()
+    if here == vault or here.is_relative_to(vault):
+        raise InvalidFieldError("cwd", f"{here} is the vault or inside it; export from a product repository")
+    product_root = repository_root(here)
+    if product_root is None:
+        raise InvalidFieldError("cwd", f"{here} is not inside a product repository (no .git found)")
+    destination = Path(output).expanduser()
+    destination = destination if destination.is_absolute() else here / destination
+    target = output_target(destination, (vault,))
+    if target.resolve().is_relative_to(product_root.resolve()):
+        raise InvalidFieldError("output", f"{destination} is inside the product repository {product_root}; "
+                                          "write the story outside it")
+    return target
+
+
+def export_story(store: VaultStore, request: ExportStoryRequest, now: datetime | None = None) -> dict[str, Any]:
+    """``export_story`` (SPEC §5.2).
+
+    Returns
+    -------
+    dict
+        ``{sessionId, project, turns, markdown}``; with ``output`` the file is written
+        atomically and ``{sessionId, project, turns, path, bytes}`` comes back instead.
+
+    Raises
+    ------
+    RecordNotFoundError, InvalidFieldError
+        Unknown session; a refused ``cwd`` or ``output`` (nothing is written).
+    """
+    data = story_data(store, request.session_id)
+    markdown = redact_secrets(render_story(data, store.zone))[0]
+    session = data["session"] or data["turns"][0]
+    result = {"sessionId": session["sessionId"], "project": session["project"], "turns": len(data["turns"])}
+    if request.output is None:
+        return {**result, "markdown": markdown}
+    target = story_destination(store, request.output, request.cwd)
+    payload = markdown.encode("utf-8")
+    try:
+        atomic_write_bytes(target, payload)
+    except OSError as exc:
+        raise InvalidFieldError("output", f"cannot write {target} ({exc.strerror or type(exc).__name__})") from None
+    return {**result, "path": str(target), "bytes": len(payload)}

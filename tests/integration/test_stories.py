@@ -1,0 +1,119 @@
+"""Intent-story export (SPEC §5.2): content, order, hand-offs, and where a story may be written."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from memo_analytics.domain.errors import InvalidFieldError, RecordNotFoundError
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import (
+    EndSessionRequest,
+    ExportStoryRequest,
+    HandoffInput,
+    RecordPromptRequest,
+    StartSessionRequest,
+)
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.services.stories import export_story
+from tests.integration.test_cli import memo
+
+
+def _session(store, session_id="s1", project="web", **end):
+    start_session(store, StartSessionRequest(session_id=session_id, project=project, client="Acme",
+                                             start_time="2026-03-02T09:00:00Z", task_slug="csv-export"))
+    # turns recorded out of order: the story is chronological by turn
+    for turn, body in ((2, "Then write the tests for the CSV export"), (1, "Add a CSV export to invoices"),
+                       (3, "Ship it")):
+        record_prompt(store, RecordPromptRequest(session_id=session_id, project=project, turn=turn, body=body))
+    return end_session(store, EndSessionRequest(session_id=session_id, project=project, until="2026-03-02T10:15:00Z",
+                                                summary="CSV export shipped", pr="https://github.com/acme/web/pull/9",
+                                                deliverables=[{"type": "commit", "sha": "abc1234"}], **end))
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "product"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def test_export_story_holds_metadata_deliverables_and_the_turn_log_in_order(store):
+    _session(store)
+    story = export_story(store, ExportStoryRequest(session_id="s1"))
+    markdown = story["markdown"]
+    assert (story["sessionId"], story["project"], story["turns"]) == ("s1", "web", 3)
+    assert markdown.startswith("# Intent story: CSV export shipped")
+    for row in ("| Session | s1 |", "| Project | web |", "| Status | completed |", "| Client | Acme |",
+                "| Task | csv-export |", "| Duration (minutes) | 75 |", "| Turns | 3 |"):
+        assert row in markdown
+    assert "<https://github.com/acme/web/pull/9>" in markdown and "`abc1234`" in markdown
+    positions = [markdown.index(text) for text in ("### Turn 1", "Add a CSV export", "### Turn 2",
+                                                    "Then write the tests", "### Turn 3", "Ship it")]
+    assert positions == sorted(positions)
+
+
+def test_export_story_shows_the_handoff_left_and_the_one_received(store):
+    _session(store, handoff=HandoffInput(next_steps=["Add the XLSX export"], failed_approaches=["csv module quoting"],
+                                         open_questions=["Which delimiter for DE?"]))
+    start_session(store, StartSessionRequest(session_id="s2", project="web", start_time="2026-03-03T09:00:00Z"))
+    left = export_story(store, ExportStoryRequest(session_id="s1"))["markdown"]
+    received = export_story(store, ExportStoryRequest(session_id="s2"))["markdown"]
+    assert "## Hand-off left" in left and "Add the XLSX export" in left and "csv module quoting" in left
+    assert "## Hand-off received" in received and "Which delimiter for DE?" in received
+    assert "No turns recorded." in received
+
+
+def test_export_story_of_an_unknown_session_is_refused(store):
+    with pytest.raises(RecordNotFoundError):
+        export_story(store, ExportStoryRequest(session_id="ghost"))
+    with pytest.raises(InvalidFieldError, match="sessionId"):
+        export_story(store, ExportStoryRequest(session_id="../etc"))
+
+
+def test_story_is_written_outside_the_product_root_from_a_product_repository(store, repo, tmp_path):
+    _session(store)
+    result = export_story(store, ExportStoryRequest(session_id="s1", output="../stories-s1.md", cwd=str(repo)))
+    written = tmp_path / "stories-s1.md"
+    assert result["path"] == str(written)
+    assert written.read_text(encoding="utf-8") == export_story(store, ExportStoryRequest(session_id="s1"))["markdown"]
+    assert result["bytes"] == written.stat().st_size
+
+
+@pytest.mark.parametrize("where, output, message", [
+    ("vault", "/tmp/never-written-story.md", "Invalid cwd: .* is the vault or inside it"),
+    ("vault-sub", "/tmp/never-written-story.md", "Invalid cwd: .* is the vault or inside it"),
+    ("plain", "story.md", "Invalid cwd: .* is not inside a product repository"),
+    ("repo", "story.md", "Invalid output: .* is inside the product repository"),
+    ("repo", "docs/../notes/story.md", "Invalid output"),
+    ("repo", "VAULT/story.md", "Invalid output: .* is inside the vault"),
+    ("repo", "../missing-folder/story.md", "Invalid output: folder .* does not exist"),
+    (None, "../story.md", "Invalid cwd: required with output"),
+])
+def test_story_destination_rules_refuse_and_write_nothing(store, repo, tmp_path, where, output, message):
+    _session(store)
+    (repo / "notes").mkdir()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    cwd = {"vault": store.root, "vault-sub": store.root / "projects", "plain": plain, "repo": repo, None: None}[where]
+    output = output.replace("VAULT", str(store.root))
+    before = sorted(p for p in tmp_path.rglob("*") if p.is_file() and ".memo" not in p.parts)
+    with pytest.raises(InvalidFieldError, match=message):
+        export_story(store, ExportStoryRequest(session_id="s1", output=output, cwd=str(cwd) if cwd else None))
+    after = sorted(p for p in tmp_path.rglob("*") if p.is_file() and ".memo" not in p.parts)
+    assert before == after
+
+
+def test_cli_session_export_prints_or_writes_the_story(tmp_path, repo):
+    vault = tmp_path / "vault"
+    memo("session", "start", "c1", "--project", "web", "--client", "Acme", vault=vault)
+    memo("prompt", "record", "--session-id", "c1", "--project", "web", "--body", "Add dark mode", vault=vault)
+    memo("session", "end", "c1", "--summary", "Dark mode", vault=vault)
+    printed = memo("session", "export", "c1", vault=vault).stdout
+    assert printed.startswith("# Intent story: Dark mode") and "Add dark mode" in printed
+    wrote = memo("session", "export", "c1", "-o", str(tmp_path / "out.md"), vault=vault, cwd=repo)
+    assert "wrote" in wrote.stdout and (tmp_path / "out.md").read_text(encoding="utf-8") == printed
+    refused = memo("session", "export", "c1", "-o", "inside.md", vault=vault, cwd=repo, check=False)
+    assert refused.returncode == 1 and "Invalid output" in refused.stderr and not (repo / "inside.md").exists()
