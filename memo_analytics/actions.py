@@ -25,6 +25,7 @@ from .services.prompts import get_record, list_prompts, record_prompt, search_pr
 from .services.requests import (
     ActivityReportRequest,
     CancelHandoffRequest,
+    DeriveRulesRequest,
     EndSessionRequest,
     ExportStoryRequest,
     FeedbackRequest,
@@ -38,11 +39,12 @@ from .services.requests import (
 )
 from .services.sessions import end_session, session_view, start_session
 from .services.store import VaultStore
+from .services.rules import derive_rules
 from .services.stories import export_story
 
 ActionName = Literal[
     "record", "list", "get", "search", "session", "session_start", "session_end", "cancel_handoff",
-    "activity_report", "export_story", "feedback"
+    "activity_report", "derive_rules", "export_story", "feedback"
 ]
 
 
@@ -81,6 +83,11 @@ ACTIONS: dict[str, Action] = {
                              "Cancel a pending hand-off (by id, or by the sessionId that wrote it)."),
     "activity_report": Action(ActivityReportRequest, _activity,
                               "Billable minutes and hours by client and project, sessions and prompt count."),
+    "derive_rules": Action(DeriveRulesRequest, derive_rules,
+                           "Rule candidates from instructions people repeat (confidence, occurrences, evidence turns); "
+                           "saveTraps saves those ≥ 0.8 as traps; format renders them; promote writes them into "
+                           "CLAUDE.md, GEMINI.md, .github/copilot-instructions.md or .cursor/rules/*.mdc of the "
+                           "product root."),
     "export_story": Action(ExportStoryRequest, export_story,
                            "One session as a Markdown intent story: metadata, deliverables, hand-offs, turn log; "
                            "with output (and cwd in a product repository), written outside the repository."),
@@ -129,6 +136,12 @@ class PromptToolInput(BaseModel):
     objective: str | None = Field(None, description="session_start: the session objective (cleared on end)")
     tz: str | None = Field(None, description="activity_report: IANA time zone for date bounds")
     output: str | None = Field(None, description="export_story: file to write (outside the product repository)")
+    min_confidence: float | None = Field(None, description="derive_rules: leave out candidates below (0–1)")
+    save_traps: bool | None = Field(None, description="derive_rules: save candidates with confidence ≥ 0.8 as traps")
+    format: str | None = Field(None, description="derive_rules: cursor, copilot, claude, gemini or markdown")
+    promote: str | None = Field(None, description="derive_rules: instruction file of the product root to write the "
+                                                  "rules into (CLAUDE.md, GEMINI.md, .github/copilot-instructions.md, "
+                                                  ".cursor/rules/<name>.mdc)")
 
 
 # tool field → request field, where the names differ

@@ -97,6 +97,17 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def connect_readonly(path: Path) -> sqlite3.Connection:
+    """Open an existing index for reading only (another vault's: nothing is created or
+    migrated there; ``sqlite3.OperationalError`` when it does not exist or cannot be read)."""
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=30.0, isolation_level=None,
+                           check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA query_only = 1")
+    return conn
+
+
 def connect_empty() -> sqlite3.Connection:
     """An empty in-memory index with the schema (reads on a vault that does not exist yet)."""
     conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
@@ -311,3 +322,17 @@ def clear(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM records")
     conn.execute("DELETE FROM records_fts")
     conn.execute("DELETE FROM record_counts")
+
+
+def texts_containing(conn: sqlite3.Connection, kind: str, flt: PromptFilter, words: list[str]) -> list[sqlite3.Row]:
+    """``id, project, session_id, turn, created, body`` of every ``kind`` row matching
+    ``flt`` whose body holds one of ``words`` (ASCII case-insensitive ``LIKE``), oldest
+    first: a cheap prefilter for rule derivation over a whole vault."""
+    where, params = build_where(kind, flt)
+    if words:
+        where += " AND (" + " OR ".join("r.body LIKE ? ESCAPE '\\'" for _ in words) + ")"
+        params = [*params, *(f"%{w.replace(chr(92), chr(92) * 2).replace('%', chr(92) + '%').replace('_', chr(92) + '_')}%"
+                             for w in words)]
+    return conn.execute(
+        f"SELECT r.id, r.project, r.session_id, r.turn, r.created, r.body FROM records r WHERE {where} "
+        "ORDER BY r.created ASC, r.id ASC", params).fetchall()

@@ -26,6 +26,7 @@ from ..vault.redact import (
     redact_value,
 )
 from .requests import ListRequest, RecordPromptRequest
+from .projects import remember_root
 from .store import VaultStore, git_head, repository_root
 
 #: How far in the future a recorded instant may lie (clock skew between machines).
@@ -107,7 +108,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
         Empty/oversized/non-UTF-8 body, unsafe ids, bad ``created``.
     """
     rules = store.ignore_rules(request.cwd)
-    head_branch, head_sha = git_head(repository_root(request.cwd))
+    product_root = repository_root(request.cwd)
+    head_branch, head_sha = git_head(product_root)
     body = clean_text(redact_ignored_paths(request.body, rules)[0] if request.body else request.body, "body",
                       required=True)
     now = now or utcnow()
@@ -156,6 +158,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
         )
         meta = {**prompt.wire(), **clean_extra(request.extra)}
         store.upsert(RecordKind.PROMPT, meta, body)
+    remember_root(store, project, product_root)
     return {**meta, "body": body}
 
 

@@ -175,3 +175,22 @@ class ExportStoryRequest(Request):
                                                  "the vault); without it the Markdown is returned")
     cwd: str | None = Field(None, description="The caller's working directory: a product repository, required "
                                               "with output")
+
+
+class DeriveRulesRequest(Request):
+    """``derive_rules`` (SPEC §5.3): rule candidates from the turns in scope."""
+
+    project: str | None = Field(None, description="Project id")
+    cross_project: bool = Field(False, description="Every project of the vault")
+    cwd: str | None = Field(None, description="The caller's working directory (its repository names the project and "
+                                              "is the product root a promotion writes to)")
+    session_id: str | None = Field(None, description="Only this session's turns")
+    since: str | None = Field(None, description="Turns created at or after (ISO date or time)")
+    until: str | None = Field(None, description="Turns created at or before (a date covers the day)")
+    min_confidence: float = Field(0.0, ge=0.0, le=1.0, description="Leave out candidates below this confidence")
+    limit: int | str | None = Field(None, description="Candidates returned, 1–100 (default 20); all count in total")
+    save_traps: bool = Field(False, description="Save candidates with confidence ≥ 0.8 as traps")
+    format: str | None = Field(None, description="Render the rules as cursor, copilot, claude, gemini or markdown")
+    promote: str | None = Field(None, description="Write the rules (confidence ≥ 0.8) into this instruction file of "
+                                                  "the product root: CLAUDE.md, GEMINI.md, "
+                                                  ".github/copilot-instructions.md or .cursor/rules/<name>.mdc")

@@ -41,6 +41,7 @@ from .prompts import (
     row_to_record,
 )
 from .requests import EndSessionRequest, SessionRequest, StartSessionRequest
+from .projects import remember_root
 from .store import VaultStore, git_head, repository_root
 
 #: Fields that ``session_start`` keeps from an existing record (SPEC §2.5).
@@ -67,7 +68,8 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
     """
     now = now or utcnow()
     project = optional_slug(store.resolve_project(request.project, request.cwd), "project")
-    head_branch, head_sha = git_head(repository_root(request.cwd))
+    product_root = repository_root(request.cwd)
+    head_branch, head_sha = git_head(product_root)
     session_id = optional_slug(request.session_id, "sessionId") or new_session_id(now)
     start_at = parse_record_instant(request.start_time, "startTime", store.zone) if request.start_time else now
     if start_at > now + MAX_CLOCK_SKEW:
@@ -113,6 +115,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
             meta["handoffClaimed"] = baton["id"] if baton else None
         body = existing[1] if existing else ""
         store.upsert(RecordKind.SESSION, meta, body)
+    remember_root(store, project, product_root)
     return {**meta, "body": body, "handoff": baton}
 
 

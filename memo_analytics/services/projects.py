@@ -1,0 +1,63 @@
+"""Project metadata: ``projects/<projectId>/project.toml`` (SPEC §2.1).
+
+Holds the project's ``name`` and ``lastSeenRoot`` — the product repository a turn or session
+last came from, which rule promotion needs when the caller gives no ``cwd`` (SPEC §5.3).
+Written only when the root changes, so recording a turn stays O(1).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from ..domain.clock import to_iso, utcnow
+from ..vault.io import atomic_write_bytes
+from .store import VaultStore
+
+PROJECT_FILE = "project.toml"
+
+
+def project_file(store: VaultStore, project: str) -> Path:
+    return store.layout.project_dir(project) / PROJECT_FILE
+
+
+def read_project(store: VaultStore, project: str) -> dict[str, Any] | None:
+    """The project's metadata ({} when it has none); None when the file is not valid TOML
+    (it is then left untouched)."""
+    try:
+        return tomllib.loads(project_file(store, project).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError):
+        return None
+
+
+def last_seen_root(store: VaultStore, project: str) -> Path | None:
+    """The product repository the project was last seen in, if it is known and still there."""
+    data = read_project(store, project) or {}
+    root = data.get("lastSeenRoot")
+    return Path(root) if isinstance(root, str) and Path(root).is_dir() else None
+
+
+def remember_root(store: VaultStore, project: str, root: Path | None) -> None:
+    """Record ``root`` as the project's ``lastSeenRoot`` (when it changed). Never fails the
+    caller: a hand-broken project file is left as it is."""
+    if root is None:
+        return
+    cache: dict[str, str] = store.__dict__.setdefault("_seen_roots", {})
+    value = str(root)
+    if cache.get(project) == value:
+        return
+    with store.lock():
+        data = read_project(store, project)
+        if data is None:
+            return
+        if data.get("lastSeenRoot") != value:
+            data = {"name": data.get("name", project), **data, "lastSeenRoot": value, "lastSeenAt": to_iso(utcnow())}
+            path = project_file(store, project)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, tomli_w.dumps(data).encode("utf-8"), durable=False)
+    cache[project] = value

@@ -1,0 +1,120 @@
+"""Derived rules (SPEC §5.3): candidates from the turns in scope, traps, formats, promotion.
+
+The pure core is :mod:`.extract` (what counts as the person's instruction) and
+:mod:`.formats`; :mod:`.promote` owns the one write into a product repository.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ...domain.clock import parse_bounds, to_iso, utcnow
+from ...domain.errors import InvalidFieldError
+from ...domain.ids import validate_session_id
+from ...domain.records import RecordKind
+from ...index import store as index
+from ...index.query import PromptFilter, clamp_page
+from ..projects import last_seen_root
+from ..requests import DeriveRulesRequest
+from ..store import VaultStore, repository_root
+from .extract import Candidate, extract, trap_id
+from .formats import FORMATS, rules_body
+from .promote import allowed_destination, promote
+
+#: Candidates at or above this confidence become traps and are promoted (SPEC §5.3).
+TRAP_THRESHOLD = 0.8
+#: Body substrings that can hold a signal phrase (SQL prefilter; the regexes decide).
+_PREFILTER = ["always", "every time", "never", "not", "don", "circumstances", "cannot", "must", "mandatory",
+              "required", "refuse", "reject", "prohibit"]
+
+
+def candidates_in_scope(store: VaultStore, request: DeriveRulesRequest) -> list[Candidate]:
+    """Every candidate from the prompt turns the request selects (pure extraction over the
+    index's redacted text)."""
+    flt = PromptFilter(
+        projects=store.scope(request.project, request.cross_project, request.cwd),
+        session_id=validate_session_id(request.session_id) if request.session_id else None,
+        bounds=parse_bounds(request.since, request.until, store.zone),
+    )
+    rows = index.texts_containing(store.conn, "prompt", flt, _PREFILTER)
+    turns = ({"id": r["id"], "project": r["project"], "sessionId": r["session_id"], "turn": r["turn"],
+              "created": r["created"], "body": r["body"]} for r in rows)
+    return [c for c in extract(turns) if c.confidence >= request.min_confidence]
+
+
+def save_traps(store: VaultStore, candidates: list[Candidate], now=None) -> list[str]:
+    """Save every candidate with confidence ≥ :data:`TRAP_THRESHOLD` as a trap record in the
+    project where it was said most (SPEC §5.3): id ``trap-derived-{slug32}-{suffix8}``,
+    severity ``high``, tags ``['derived-rule', category]``. Saving again updates the trap
+    (same id) and keeps its ``created``. Returns the trap ids."""
+    now = to_iso(now or utcnow())
+    saved = []
+    with store.lock(), store.deferred_views():
+        for candidate in candidates:
+            if candidate.confidence < TRAP_THRESHOLD:
+                continue
+            projects = Counter(e.project for e in candidate.evidence)
+            project = min(projects, key=lambda p: (-projects[p], p))
+            record_id = trap_id(candidate)
+            existing = store.read(project, RecordKind.TRAP, record_id)
+            meta = {
+                "id": record_id, "kind": "trap", "project": project, "status": "active",
+                "created": existing[0].get("created", now) if existing else now, "updated": now,
+                "source": "derived-rules", "severity": "high", "tags": ["derived-rule", candidate.category],
+                "confidence": candidate.confidence, "occurrences": candidate.occurrences, "summary": candidate.text,
+                "evidence": [e.id for e in candidate.evidence[:50]],
+            }
+            store.upsert(RecordKind.TRAP, meta, candidate.text + "\n")
+            saved.append(record_id)
+    return saved
+
+
+def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, Any]:
+    """``derive_rules`` (SPEC §5.3).
+
+    Returns
+    -------
+    dict
+        ``{total, limit, items}`` — candidates by confidence, each ``{key, text, category,
+        confidence, occurrences, signal, projects, evidence[]}`` — plus ``savedTraps`` (ids)
+        with ``saveTraps``, ``format``/``rules`` (the text) with ``format``, and
+        ``promoted`` (the file written) with ``promote``.
+
+    Raises
+    ------
+    InvalidFieldError
+        Unknown format; a promotion without a product root (no ``cwd`` in a repository and
+        no ``lastSeenRoot`` for the project) or to a file that is not allow-listed.
+    InvalidDateError
+        ``Invalid since date`` / ``Invalid until date``.
+    """
+    if request.format is not None and request.format not in FORMATS:
+        raise InvalidFieldError("format", f"{request.format!r} is not one of {', '.join(FORMATS)}")
+    product_root = None
+    if request.promote is not None:
+        product_root = repository_root(request.cwd)
+        if product_root is None:
+            project = store.resolve_project(request.project, request.cwd)
+            product_root = last_seen_root(store, project)
+        if product_root is None:
+            raise InvalidFieldError("promote", "needs a cwd inside the product repository, or a project whose "
+                                               "lastSeenRoot is known (record a turn from the repository first)")
+        allowed_destination(product_root, request.promote)  # refuse before any work
+    candidates = candidates_in_scope(store, request)
+    limit, _ = clamp_page(request.limit, 0)
+    result: dict[str, Any] = {
+        "total": len(candidates), "limit": limit, "items": [c.wire() for c in candidates[:limit]],
+    }
+    if request.save_traps:
+        result["savedTraps"] = save_traps(store, candidates)
+    confident = [c.wire(evidence_limit=0) for c in candidates if c.confidence >= TRAP_THRESHOLD]
+    if request.format is not None:
+        result["format"] = request.format
+        result["rules"] = rules_body(confident, request.format)
+    if request.promote is not None:
+        _, default_format = allowed_destination(product_root, request.promote)
+        fmt = request.format or default_format
+        written = promote(product_root, request.promote, rules_body(confident, fmt))
+        result["promoted"] = {"path": str(written), "format": fmt, "rules": len(confident)}
+    return result
