@@ -3,47 +3,49 @@
 Rules: a session belongs to the report when its ``startTime`` lies in ``[since, until)``
 (a date-only ``until`` covers that whole day in the report's zone). Only billable
 sessions with a duration count toward ``totalDurationMinutes``, ``totalBillableHours``,
-``byClient`` and ``byProject``; open sessions are listed with a null duration and count
-nothing until they end. A missing client is ``internal``; client matching is
-case-insensitive; hours are minutes / 60 rounded half up to two decimals, computed from
-the summed minutes of each row (never by adding rounded hours). A client spelled several ways is listed under its most frequent
-spelling. ``totalPrompts`` counts
-prompt records whose ``created`` lies in the bounds, filtered by client.
+``byClient``, ``byProject`` and ``byDay``; open sessions are listed with a null duration and
+count nothing until they end. A missing client is ``internal``; client matching is
+case-insensitive; a client spelled several ways is listed under its most frequent spelling.
+``totalPrompts`` counts prompt records whose ``created`` lies in the bounds, filtered by
+client. ``crossProject`` reads every project of the vault and of every further vault of the
+configuration (``Settings.vaults``, read-only); a record id found in several vaults counts
+once.
+
+Hours follow the one rounding policy of :mod:`memo_analytics.domain.rounding` (stated on the
+wire as ``roundingPolicy``): a client's hours are rounded from its minutes, the total is
+their sum, and hours by project, by day and per session are largest-remainder shares, so
+every column adds up to its total. ``byDay`` splits a session that crosses local midnight
+(in the report's zone) into per-day parts that add up to its minutes.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from datetime import tzinfo
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 import duckdb
+import polars as pl
 
-from ..domain.clock import (
-    TimeBounds,
-    hours_2dp,
-    parse_bounds,
-    resolve_zone,
-    to_iso,
-    zone_name,
-)
+from ..domain.clock import TimeBounds, parse_bounds, resolve_zone, to_iso, zone_name
+from ..domain.rounding import ROUNDING_POLICY, apportion, cents_to_hours, hours_cents, minutes_by_local_day
 from ..services.store import VaultStore
-from .frames import prompts_frame, sessions_frame
+from .frames import IndexSource, sessions_frame, vault_sources
+
+__all__ = ["INTERNAL_CLIENT", "ROUNDING_POLICY", "ActivityReport", "ActivityRequest", "activity_report"]
 
 INTERNAL_CLIENT = "internal"
-ROUNDING_POLICY = (
-    "Durations are whole minutes (end − start, half up). Hours = minutes / 60, rounded half up "
-    "to 2 decimals from the summed minutes of each line and of each total."
-)
 
 
 @dataclass
 class ActivityRequest:
     """Filters of ``memo activity`` / ``activity_report`` (SPEC §4).
 
-    ``projects`` None means every project of the vault (``crossProject``/``--all``).
-    ``tz`` is an IANA zone name (None: the configured zone, else the machine's).
+    ``projects`` None means every project; ``cross_project`` also reads every further vault
+    of ``Settings.vaults`` (SPEC §4 ``crossProject``: every project of every configured
+    vault; ``projects``, when given, then selects in all of them). ``tz`` is an IANA zone
+    name (None: the configured zone, else the machine's).
     """
 
     projects: list[str] | None = None
@@ -51,11 +53,33 @@ class ActivityRequest:
     until: str | None = None
     client: str | None = None
     tz: str | None = None
+    cross_project: bool = False
 
 
 @dataclass
 class ActivityReport:
-    """The report; :meth:`wire` gives the camelCase JSON of every interface."""
+    """The report; :meth:`wire` gives the camelCase JSON of every interface.
+
+    Attributes
+    ----------
+    total_duration_minutes : int
+        Billable minutes of completed sessions.
+    total_billable_hours : float
+        Sum of the clients' hours (two decimals).
+    by_client, by_project : dict[str, dict]
+        ``{durationMinutes, billableHours, sessions}`` per client (``internal`` for none) /
+        per project, sorted by name.
+    by_day : dict[str, dict]
+        ``{durationMinutes, billableHours}`` per local date (``YYYY-MM-DD`` in ``zone``),
+        in date order; a session crossing midnight adds a part to each day it ran on (a
+        day may lie after ``until``: a session counts by its start, wholly).
+    total_prompts : int
+        Prompt records created within the bounds, for the client filter.
+    sessions : list[dict]
+        Every selected session (billable or not, open or not) in start order.
+    vaults : list[str]
+        Roots of the vaults read (the primary first).
+    """
 
     total_duration_minutes: int
     total_billable_hours: float
@@ -67,6 +91,8 @@ class ActivityReport:
     bounds: TimeBounds
     projects: list[str] | None
     client: str | None = None
+    by_day: dict[str, dict[str, Any]] = field(default_factory=dict)
+    vaults: list[str] = field(default_factory=list)
 
     def wire(self) -> dict[str, Any]:
         return {
@@ -74,6 +100,7 @@ class ActivityReport:
             "totalBillableHours": self.total_billable_hours,
             "byClient": self.by_client,
             "byProject": self.by_project,
+            "byDay": self.by_day,
             "totalPrompts": self.total_prompts,
             "sessions": self.sessions,
             "timezone": zone_name(self.zone),
@@ -85,12 +112,15 @@ class ActivityReport:
         }
 
 
-_REPORT_SQL = """
-SELECT *, coalesce(nullif(trim(client), ''), 'internal') AS client_name
+_CLIENT_NAME = "coalesce(nullif(trim(client), ''), 'internal')"
+
+_REPORT_SQL = f"""
+SELECT *, {_CLIENT_NAME} AS client_name,
+       billable AND duration_minutes IS NOT NULL AS counts
 FROM sessions
 WHERE ($since IS NULL OR start_time >= $since)
   AND ($until IS NULL OR start_time < $until)
-  AND ($client IS NULL OR lower(coalesce(nullif(trim(client), ''), 'internal')) = lower($client))
+  AND ($client IS NULL OR lower({_CLIENT_NAME}) = lower($client))
 """
 
 
@@ -102,72 +132,149 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     ActivityReport
         Totals in minutes (int) and hours (2 decimals); ``sessions`` sorted by start,
         each ``{id, sessionId, project, client, billable, status, startTime, endTime,
-        durationMinutes, taskSlug, summary, deliverables}`` with times in UTC ISO.
+        durationMinutes, billableHours, taskSlug, summary, deliverables}`` with times in UTC
+        ISO (``billableHours`` null for a session that bills nothing).
 
     Raises
     ------
     InvalidDateError
         ``Invalid since date`` / ``Invalid until date``.
     InvalidFieldError
-        Unknown time zone.
+        Unknown time zone (``Invalid tz``); a further vault without an index
+        (``Invalid vaults``).
+    IndexDamagedError
+        A further vault's index cannot be read.
     """
     zone = resolve_zone(request.tz or store.settings.timezone)
     bounds = parse_bounds(request.since, request.until, zone)
     client = request.client.strip() if request.client and request.client.strip() else None
-    sessions = sessions_frame(store, request.projects)
-    prompts = prompts_frame(store, request.projects)
+    with vault_sources(store, further=request.cross_project) as sources:
+        sessions = sessions_frame(sources, request.projects)
+        prompt_clients = _prompt_clients(sources, request.projects, bounds)
+        vaults = [s.vault for s in sources]
     params = {"since": bounds.since, "until": bounds.until_exclusive, "client": client}
     db = duckdb.connect()
     try:
         db.execute("SET TimeZone = 'UTC'")
         db.register("sessions", sessions)
-        db.register("prompts", prompts)
-        db.register("selected", db.sql(_REPORT_SQL, params=params).pl())
-        rows = db.sql(
-            """SELECT id, session_id, project, client_name, billable, status, start_time, end_time,
-                      duration_minutes, task_slug, summary, deliverables
-               FROM selected ORDER BY start_time, id"""
-        ).pl()
-        total = db.execute(
-            "SELECT coalesce(sum(duration_minutes), 0) FROM selected WHERE billable AND duration_minutes IS NOT NULL"
-        ).fetchone()[0]
+        db.register("prompt_clients", prompt_clients)
+        selected = db.sql(_REPORT_SQL, params=params).pl()
+        db.register("selected", selected)
         by_client = db.execute(
-            """SELECT mode(client_name ORDER BY start_time) AS name, sum(duration_minutes) AS minutes, count(*) AS n
-               FROM selected WHERE billable AND duration_minutes IS NOT NULL
-               GROUP BY lower(client_name) ORDER BY lower(client_name)"""
+            """SELECT mode(client_name ORDER BY start_time) AS name, lower(client_name) AS key,
+                      sum(duration_minutes) AS minutes, count(*) AS n
+               FROM selected WHERE counts GROUP BY lower(client_name) ORDER BY lower(client_name)"""
         ).fetchall()
         by_project = db.execute(
             """SELECT project, sum(duration_minutes) AS minutes, count(*) AS n
-               FROM selected WHERE billable AND duration_minutes IS NOT NULL
-               GROUP BY project ORDER BY project"""
+               FROM selected WHERE counts GROUP BY project ORDER BY project"""
         ).fetchall()
         total_prompts = db.execute(
-            """SELECT count(*) FROM prompts
-               WHERE ($since IS NULL OR created >= $since) AND ($until IS NULL OR created < $until)
-                 AND ($client IS NULL OR lower(coalesce(nullif(trim(client), ''), 'internal')) = lower($client))""",
-            params,
+            f"""SELECT coalesce(sum(n), 0) FROM prompt_clients
+                WHERE $client IS NULL OR lower({_CLIENT_NAME}) = lower($client)""",
+            {"client": client},
         ).fetchone()[0]
     finally:
         db.close()
+    rows = selected.sort("start_time", "id", nulls_last=True)
+    client_cents = {key: hours_cents(int(minutes)) for _, key, minutes, _ in by_client}
+    total_cents = sum(client_cents.values())
+    project_cents = apportion(total_cents, [int(m) for _, m, _ in by_project])
+    session_cents = _session_cents(rows, client_cents)
     return ActivityReport(
-        total_duration_minutes=int(total),
-        total_billable_hours=hours_2dp(int(total)),
-        by_client={name: _bucket(minutes, n) for name, minutes, n in by_client},
-        by_project={name: _bucket(minutes, n) for name, minutes, n in by_project},
+        total_duration_minutes=sum(int(m) for _, _, m, _ in by_client),
+        total_billable_hours=cents_to_hours(total_cents),
+        by_client={name: _bucket(m, client_cents[key], n) for name, key, m, n in by_client},
+        by_project={name: _bucket(m, c, n) for (name, m, n), c in zip(by_project, project_cents)},
+        by_day=_by_day(rows, zone, total_cents),
         total_prompts=int(total_prompts),
-        sessions=[_session_item(r) for r in rows.iter_rows(named=True)],
+        sessions=[_session_item(r, session_cents.get(r["id"])) for r in rows.iter_rows(named=True)],
         zone=zone,
         bounds=bounds,
         projects=request.projects,
         client=client,
+        vaults=vaults,
     )
 
 
-def _bucket(minutes: int, sessions: int) -> dict[str, Any]:
-    return {"durationMinutes": int(minutes), "billableHours": hours_2dp(int(minutes)), "sessions": int(sessions)}
+def _bucket(minutes: int, cents: int, sessions: int | None = None) -> dict[str, Any]:
+    bucket: dict[str, Any] = {"durationMinutes": int(minutes), "billableHours": cents_to_hours(cents)}
+    if sessions is not None:
+        bucket["sessions"] = int(sessions)
+    return bucket
 
 
-def _session_item(row: dict[str, Any]) -> dict[str, Any]:
+def _session_cents(rows: pl.DataFrame, client_cents: dict[str, int]) -> dict[str, int]:
+    """Each counted session's hundredths of an hour: its client's hours apportioned over the
+    client's sessions (start order) by minutes."""
+    counted = rows.filter(pl.col("counts")).select("id", pl.col("client_name").str.to_lowercase().alias("key"),
+                                                   "duration_minutes")
+    shares: dict[str, int] = {}
+    for (key,), group in counted.group_by("key", maintain_order=True):
+        ids = group["id"].to_list()
+        parts = apportion(client_cents[key], [int(m) for m in group["duration_minutes"].to_list()])
+        shares.update(zip(ids, parts))
+    return shares
+
+
+def _by_day(rows: pl.DataFrame, zone: tzinfo, total_cents: int) -> dict[str, dict[str, Any]]:
+    """Billable minutes per local date; sessions within one local day are summed as they
+    are, one crossing midnight is split by :func:`minutes_by_local_day`."""
+    name = zone_name(zone)
+    counted = rows.filter(pl.col("counts")).select(
+        "start_time", "end_time", "duration_minutes",
+        pl.col("start_time").dt.convert_time_zone(name).dt.date().alias("first"),
+        pl.col("end_time").dt.convert_time_zone(name).dt.date().alias("last"),
+    )
+    same_day = pl.col("last").is_null() | (pl.col("first") == pl.col("last"))
+    minutes: dict[Any, int] = {
+        day: int(m) for day, m in counted.filter(same_day).group_by("first").agg(pl.col("duration_minutes").sum())
+        .iter_rows()
+    }
+    for start, end, duration, _, _ in counted.filter(~same_day).iter_rows():
+        for day, part in minutes_by_local_day(start, end, int(duration), zone):
+            minutes[day] = minutes.get(day, 0) + part
+    days = sorted(minutes)
+    cents = apportion(total_cents, [minutes[d] for d in days]) if days else []
+    return {d.isoformat(): _bucket(minutes[d], c) for d, c in zip(days, cents)}
+
+
+def _ms_key(instant: datetime | None) -> str | None:
+    """A bound as a stored-timestamp string (millisecond precision, rounded up so that
+    ``created >= key`` / ``created < key`` on strings equals the comparison on instants)."""
+    if instant is None:
+        return None
+    extra = instant.microsecond % 1000
+    return to_iso(instant + timedelta(microseconds=1000 - extra) if extra else instant)
+
+
+def _prompt_clients(sources: list[IndexSource], projects: list[str] | None, bounds: TimeBounds) -> pl.DataFrame:
+    """Prompts created within ``bounds``: ``{client, n}`` (client as stored). Counted in
+    SQLite on the ``(kind, created)`` index; across several vaults an id counts once."""
+    where = ["kind = 'prompt'"]
+    params: list[Any] = []
+    if bounds.since is not None:
+        where.append("created >= ?")
+        params.append(_ms_key(bounds.since))
+    if bounds.until_exclusive is not None:
+        where.append("created < ?")
+        params.append(_ms_key(bounds.until_exclusive))
+    if projects is not None:
+        where.append(f"project IN ({','.join('?' * len(projects)) or 'NULL'})")
+        params.extend(projects)
+    schema = {"client": pl.String, "n": pl.Int64}
+    if len(sources) == 1:
+        sql = f"SELECT client, count(*) AS n FROM records WHERE {' AND '.join(where)} GROUP BY client"
+        rows = sources[0].conn.execute(sql, params).fetchall()
+        return pl.DataFrame([tuple(r) for r in rows], schema=schema, orient="row")
+    sql = f"SELECT id, client FROM records WHERE {' AND '.join(where)}"
+    frames = [pl.DataFrame([tuple(r) for r in src.conn.execute(sql, params).fetchall()],
+                           schema={"id": pl.String, "client": pl.String}, orient="row") for src in sources]
+    ids = pl.concat(frames).unique(subset="id", keep="first")
+    return ids.group_by("client").agg(pl.len().cast(pl.Int64).alias("n")).select(list(schema))
+
+
+def _session_item(row: dict[str, Any], cents: int | None) -> dict[str, Any]:
     return {
         "id": row["id"],
         "sessionId": row["session_id"],
@@ -178,6 +285,7 @@ def _session_item(row: dict[str, Any]) -> dict[str, Any]:
         "startTime": to_iso(row["start_time"]) if row["start_time"] else None,
         "endTime": to_iso(row["end_time"]) if row["end_time"] else None,
         "durationMinutes": row["duration_minutes"],
+        "billableHours": cents_to_hours(cents) if cents is not None else None,
         "taskSlug": row["task_slug"],
         "summary": row["summary"],
         "deliverables": json.loads(row["deliverables"] or "[]"),

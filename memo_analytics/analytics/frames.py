@@ -1,80 +1,206 @@
-"""Polars frames over the index (SPEC §4).
+"""Polars frames over the index of one or several vaults (SPEC §4).
 
 Frames come straight from the SQLite index through ``polars.read_database`` (no per-row
-Python loops) and carry times as ``Datetime(us, UTC)``.
+Python loops) and carry times as ``Datetime(us, UTC)``. Every frame has a ``vault`` column
+(the vault's root folder) so that rows read from several vaults stay distinguishable; a
+record id found in more than one vault is kept once, from the first vault read (the
+primary vault, then the further vaults in configuration order).
+
+Further vaults (``Settings.vaults``) are opened read-only: their index is read as it is
+(nothing is created, migrated or reindexed there).
 """
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
 import polars as pl
 
+from ..domain.errors import IndexDamagedError, InvalidFieldError
+from ..index import store as index
 from ..services.store import VaultStore
+from ..vault.layout import VaultLayout
 
 UTC_DT = pl.Datetime("us", "UTC")
 
-#: Columns and dtypes of :func:`sessions_frame`.
+#: Columns and dtypes of :func:`sessions_frame`, in order.
 SESSION_SCHEMA: dict[str, pl.DataType] = {
-    "id": pl.String, "session_id": pl.String, "project": pl.String, "status": pl.String,
+    "vault": pl.String, "id": pl.String, "session_id": pl.String, "project": pl.String, "status": pl.String,
     "client": pl.String, "billable": pl.Boolean, "start_time": UTC_DT, "end_time": UTC_DT,
     "duration_minutes": pl.Int64, "task_slug": pl.String, "summary": pl.String,
     "deliverables": pl.String, "ide": pl.String, "model": pl.String, "agent": pl.String,
+    "branch": pl.String, "git_sha": pl.String,
 }
 
-#: Columns and dtypes of :func:`prompts_frame`.
+#: Columns and dtypes of :func:`prompts_frame`, in order (``body`` only when asked for).
 PROMPT_SCHEMA: dict[str, pl.DataType] = {
-    "id": pl.String, "session_id": pl.String, "turn": pl.Int64, "project": pl.String,
+    "vault": pl.String, "id": pl.String, "session_id": pl.String, "turn": pl.Int64, "project": pl.String,
     "client": pl.String, "billable": pl.Boolean, "created": UTC_DT, "ide": pl.String,
-    "model": pl.String, "agent": pl.String, "task_slug": pl.String,
+    "model": pl.String, "agent": pl.String, "task_slug": pl.String, "status": pl.String,
+    "branch": pl.String, "git_sha": pl.String, "tags": pl.List(pl.String),
 }
 
+_DELIVERABLE = pl.Struct({"type": pl.String, "url": pl.String, "sha": pl.String, "title": pl.String})
 
-def _select(kind: str, columns: list[str], projects: list[str] | None) -> tuple[str, list]:
-    where = "kind = ?"
-    params: list = [kind]
+#: Columns and dtypes of :func:`deliverables_frame`, in order.
+DELIVERABLE_SCHEMA: dict[str, pl.DataType] = {
+    "vault": pl.String, "session_id": pl.String, "session_record_id": pl.String, "position": pl.Int64,
+    "project": pl.String, "client": pl.String, "billable": pl.Boolean, "session_status": pl.String,
+    "session_start": UTC_DT, "session_end": UTC_DT, "type": pl.String, "url": pl.String, "sha": pl.String,
+    "title": pl.String,
+}
+
+_TIMES = ("start_time", "end_time", "created")
+_JSON_LISTS = ("tags",)
+
+
+@dataclass(frozen=True)
+class IndexSource:
+    """One vault to read: its root folder (the frames' ``vault`` column) and its index."""
+
+    vault: str
+    conn: sqlite3.Connection
+
+
+Sources = VaultStore | Sequence[IndexSource]
+
+
+def primary_source(store: VaultStore) -> IndexSource:
+    """The store's own vault as a source."""
+    return IndexSource(str(store.root), store.conn)
+
+
+@contextmanager
+def vault_sources(store: VaultStore, further: bool = False) -> Iterator[list[IndexSource]]:
+    """The vaults a read covers: ``store``'s, then (``further``) every vault of
+    ``store.settings.vaults`` opened read-only, each once (the primary vault listed again,
+    or a vault listed twice, is read once). Connections to further vaults close on exit.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid vaults: <path> holds no vault index …`` for a further vault without
+        ``.memo/index.sqlite`` (a typo must not silently drop a vault from a bill).
+    IndexDamagedError
+        A further vault's index cannot be read.
+    """
+    with ExitStack() as stack:
+        sources = [primary_source(store)]
+        seen = {store.root.resolve()}
+        for root in (store.settings.vaults if further else []):
+            root = Path(root).expanduser().resolve()
+            if root in seen:
+                continue
+            seen.add(root)
+            path = VaultLayout(root).index_path
+            if not path.is_file():
+                raise InvalidFieldError("vaults", f"{root} holds no vault index ({path}); "
+                                                  f"run `memo --vault-root {root} reindex` or remove it from the config")
+            try:
+                conn = index.connect_readonly(path)
+                stack.callback(conn.close)
+                conn.execute("SELECT id, kind, project FROM records LIMIT 0")
+            except sqlite3.DatabaseError as exc:
+                raise IndexDamagedError(str(path), str(exc)) from None
+            sources.append(IndexSource(str(root), conn))
+        yield sources
+
+
+def _as_sources(source: Sources) -> list[IndexSource]:
+    return [primary_source(source)] if isinstance(source, VaultStore) else list(source)
+
+
+def _read_one(src: IndexSource, kind: str, columns: dict[str, pl.DataType], projects: list[str] | None) -> pl.DataFrame:
+    where, params = "kind = ?", [kind]
     if projects is not None:
         where += f" AND project IN ({','.join('?' * len(projects)) or 'NULL'})"
         params.extend(projects)
-    return f"SELECT {', '.join(columns)} FROM records WHERE {where}", params
+    names = [c for c in columns if c != "vault"]
+    raw = {c: (pl.Int64 if d in (pl.Int64, pl.Boolean) else pl.String) for c, d in columns.items() if c != "vault"}
+    frame = pl.read_database(f"SELECT {', '.join(names)} FROM records WHERE {where}", connection=src.conn,
+                             execute_options={"parameters": params}, schema_overrides=raw)
+    return frame.with_columns(pl.lit(src.vault, pl.String).alias("vault"))
 
 
-def _read(store: VaultStore, kind: str, schema: dict, projects: list[str] | None) -> pl.DataFrame:
-    sql, params = _select(kind, list(schema), projects)
-    raw_schema = {c: (pl.Int64 if dtype in (pl.Int64, pl.Boolean) else pl.String) for c, dtype in schema.items()}
-    frame = pl.read_database(
-        sql, connection=store.conn, execute_options={"parameters": params}, schema_overrides=raw_schema
-    )
-    return frame.with_columns(pl.col(c).cast(pl.Boolean) for c, d in schema.items() if d == pl.Boolean)
-
-
-def _to_utc(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
+def _read(source: Sources, kind: str, schema: dict[str, pl.DataType], projects: list[str] | None) -> pl.DataFrame:
+    sources = _as_sources(source)
+    frames = [_read_one(src, kind, schema, projects) for src in sources]
+    frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
+    if len(frames) > 1:
+        frame = frame.unique(subset="id", keep="first", maintain_order=True)
     return frame.with_columns(
-        pl.col(c).cast(pl.String).str.to_datetime("%Y-%m-%dT%H:%M:%S%.3fZ", time_zone="UTC", strict=False)
-        .dt.cast_time_unit("us")
-        for c in columns
-    )
+        *(pl.col(c).cast(pl.Boolean) for c, d in schema.items() if d == pl.Boolean),
+        *(pl.col(c).str.to_datetime("%Y-%m-%dT%H:%M:%S%.3fZ", time_zone="UTC", strict=False).dt.cast_time_unit("us")
+          for c in schema if c in _TIMES),
+        *(pl.col(c).str.json_decode(pl.List(pl.String)) for c in schema if c in _JSON_LISTS),
+    ).select(list(schema)).cast(schema)
 
 
-def sessions_frame(store: VaultStore, projects: list[str] | None = None) -> pl.DataFrame:
+def sessions_frame(source: Sources, projects: list[str] | None = None) -> pl.DataFrame:
     """One row per session record.
 
     Parameters
     ----------
-    store : VaultStore
+    source : VaultStore or sequence of IndexSource
+        A store (its own vault) or the vaults of :func:`vault_sources`.
     projects : list[str] | None
-        Project ids to include; None for every project.
+        Project ids to include (in every vault read); None for every project.
 
     Returns
     -------
     polars.DataFrame
-        Columns and dtypes of :data:`SESSION_SCHEMA`: ``start_time``/``end_time`` are
-        ``Datetime(us, UTC)`` (``end_time`` null while the session is open),
-        ``duration_minutes`` whole minutes (null while open), ``deliverables`` a JSON list.
+        Columns and dtypes of :data:`SESSION_SCHEMA`: ``vault`` the vault root,
+        ``client`` as recorded (null when none: reports call it ``internal``),
+        ``start_time``/``end_time`` ``Datetime(us, UTC)`` (``end_time`` null while the
+        session is open), ``duration_minutes`` whole minutes (null while open),
+        ``deliverables`` the JSON list (see :func:`deliverables_frame`).
     """
-    frame = _read(store, "session", SESSION_SCHEMA, projects)
-    return _to_utc(frame, ["start_time", "end_time"]).select(list(SESSION_SCHEMA)).cast(SESSION_SCHEMA)
+    return _read(source, "session", SESSION_SCHEMA, projects)
 
 
-def prompts_frame(store: VaultStore, projects: list[str] | None = None) -> pl.DataFrame:
-    """One row per prompt record (columns and dtypes of :data:`PROMPT_SCHEMA`; ``created`` UTC)."""
-    frame = _read(store, "prompt", PROMPT_SCHEMA, projects)
-    return _to_utc(frame, ["created"]).select(list(PROMPT_SCHEMA)).cast(PROMPT_SCHEMA)
+def prompts_frame(source: Sources, projects: list[str] | None = None, body: bool = False) -> pl.DataFrame:
+    """One row per prompt record (turn).
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns and dtypes of :data:`PROMPT_SCHEMA` (``created`` ``Datetime(us, UTC)``,
+        ``turn`` null for a prompt outside a session, ``tags`` ``List(String)``), plus
+        ``body`` (``String``, the redacted text as stored) when ``body`` is true.
+    """
+    schema = {**PROMPT_SCHEMA, "body": pl.String} if body else PROMPT_SCHEMA
+    return _read(source, "prompt", schema, projects)
+
+
+def deliverables_frame(sessions: pl.DataFrame) -> pl.DataFrame:
+    """One row per deliverable of the sessions in ``sessions`` (a :func:`sessions_frame`).
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns and dtypes of :data:`DELIVERABLE_SCHEMA`: the session's ``vault``,
+        ``session_id``, ``session_record_id`` (``session-…``), ``position`` (0-based order
+        in the session's list), ``project``, ``client`` (null when none), ``billable``,
+        ``session_status``, ``session_start``/``session_end`` (``Datetime(us, UTC)``), and
+        the deliverable's ``type`` (``pr``, ``commit``, …), ``url``, ``sha``, ``title``
+        (null when absent). Sessions without deliverables have no row.
+    """
+    exploded = (
+        sessions.lazy()
+        .select(
+            "vault", "session_id", pl.col("id").alias("session_record_id"), "project", "client", "billable",
+            pl.col("status").alias("session_status"), pl.col("start_time").alias("session_start"),
+            pl.col("end_time").alias("session_end"),
+            pl.col("deliverables").str.json_decode(pl.List(_DELIVERABLE)).alias("item"),
+        )
+        .filter(pl.col("item").list.len() > 0)
+        .with_columns(pl.int_ranges(0, pl.col("item").list.len()).alias("position"))
+        .explode("item", "position")
+        .unnest("item")
+        .collect()
+    )
+    return exploded.select(list(DELIVERABLE_SCHEMA)).cast(DELIVERABLE_SCHEMA)

@@ -189,3 +189,21 @@ def hours_2dp(minutes: int | float) -> float:
 def zone_name(tz: tzinfo) -> str:
     """The display name of a zone (its IANA key when it has one)."""
     return getattr(tz, "key", None) or str(tz)
+
+
+def local_day_spans(start: datetime, end: datetime, tz: tzinfo) -> list[tuple[date, timedelta]]:
+    """The time from ``start`` to ``end`` cut at the local midnights of ``tz``.
+
+    Returns ``(local date, time on that day)`` in date order; the spans add up to
+    ``end − start`` (empty when ``end`` is not after ``start``). Days are as long as the
+    zone makes them (23 or 25 hours across a daylight-saving change).
+    """
+    spans: list[tuple[date, timedelta]] = []
+    cursor = start
+    while cursor < end:
+        day = cursor.astimezone(tz).date()
+        midnight = datetime.combine(day + timedelta(days=1), time(), tzinfo=tz).astimezone(UTC)
+        stop = min(midnight, end)
+        spans.append((day, stop - cursor))
+        cursor = stop
+    return spans

@@ -3,7 +3,9 @@
 One row per billable session with a duration, grouped per client; a subtotal per client
 and a grand total. Minutes are the unit of truth: subtotals are sums of row minutes and
 the grand total equals ``totalDurationMinutes``/``totalBillableHours`` of the
-:class:`~memo_analytics.analytics.activity.ActivityReport` for the same filters.
+:class:`~memo_analytics.analytics.activity.ActivityReport` for the same filters. Row hours
+are the report's per-session ``billableHours`` (the report's rounding policy), so the hours
+of the rows add up to each subtotal and the subtotals to the grand total.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class TimesheetRow:
     end: str
     duration_minutes: int
     deliverables: list[str]
+    hours: float = 0.0
 
     @property
     def duration(self) -> str:
@@ -48,7 +51,9 @@ class ClientSection:
 
     @property
     def hours(self) -> float:
-        return hours_2dp(self.minutes)
+        """The client's hours: rounded from its minutes, the sum of its rows' hours (SPEC §4
+        rounding policy, :mod:`memo_analytics.domain.rounding`)."""
+        return round(sum(r.hours for r in self.rows), 2)
 
 
 def format_minutes(minutes: int) -> str:
@@ -78,6 +83,7 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
                 end=end.strftime("%H:%M") + (f" (+{days}d)" if days else ""),
                 duration_minutes=int(item["durationMinutes"]),
                 deliverables=[d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]],
+                hours=item["billableHours"],
             )
         )
     return [sections[k] for k in sorted(sections)]
