@@ -151,10 +151,11 @@ def sentences(text: str) -> Iterable[str]:
 
 def normalized_key(text: str) -> str:
     """The grouping key: Unicode-folded, lower case, quotes unified, spacing collapsed,
-    end punctuation dropped (``"Never use var."`` and ``never  use var`` share a key)."""
+    leading fillers ("ok,", "please", "also") and end punctuation dropped (``"Never use
+    var."``, ``ok, never  use var!`` share a key)."""
     folded = unicodedata.normalize("NFKC", text).casefold()
     folded = folded.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
-    folded = _INLINE_NOISE.sub(" ", folded).strip()
+    folded = _FILLER.sub("", _INLINE_NOISE.sub(" ", folded).strip())
     return folded.rstrip(" .!;:,。！；").strip()
 
 
@@ -168,6 +169,9 @@ _ADDRESSED = re.compile(r"^(?:you|u)\s+(?:\w+\s+){0,2}?(?:must|should|shall|need
 # A norm about the work: "<subject> should always / must never / must be ...".
 _NORMATIVE = re.compile(r"\b(?:should|must|shall|has\s+to|have\s+to|needs?\s+to)\s+(?:always|never|not\b|only|be\b|"
                         r"\w+\s+(?:always|never))", re.I)
+# Phrases that state a norm whoever the subject is ("every handler must validate ...").
+_INHERENTLY_NORMATIVE = re.compile(r"(?:must|mustn" + _APOS + r"t|should\s+never|strictly\s+required|mandatory|"
+                                   r"under\s+no\s+circumstances)\b", re.I)
 _MAKE_SURE = re.compile(r"^(?:make\s+sure|ensure|be\s+sure)\b", re.I)
 # After "don't": a pronoun makes a question ("don't we want ..."), a verb of opinion or
 # perception a statement with its subject dropped ("don't think ...", "don't like ...").
@@ -181,6 +185,8 @@ def is_instruction(sentence: str, phrase_start: int) -> bool:
     agent ("you must ...", "you don't need to ..."), states a norm ("results should always
     be ...", "rules MUST be created in ..."), or asks to make sure of something. "I don't
     think ...", "we don't know ...", "it never gets to 0" are narration."""
+    if _INHERENTLY_NORMATIVE.match(sentence, phrase_start):
+        return True
     head = _FILLER.sub("", sentence[:phrase_start]).strip(" ,:;*_`\"'")
     phrase = re.match(r"\S+(?:\s+not)?", sentence[phrase_start:])
     after = sentence[phrase_start + (phrase.end() if phrase else 0):]
@@ -226,7 +232,7 @@ def extract(turns: Iterable[dict[str, Any]], naive: bool = False) -> list[Candid
             if signal is None:
                 continue
             key = normalized_key(sentence)
-            if len(key) < MIN_RULE_CHARS or key in seen_in_turn:
+            if key in seen_in_turn:
                 continue
             seen_in_turn.add(key)
             candidate = groups.get(key)

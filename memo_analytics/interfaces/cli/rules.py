@@ -1,0 +1,82 @@
+"""``memo report rules`` (derived rules: review, traps, formats, promotion) and
+``memo report story`` (a session's intent story as PDF, HTML or Markdown)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from ...reports.rules_review import review_context, write_review
+from ...reports.story import write_story
+from ...services.requests import DeriveRulesRequest, ExportStoryRequest
+from ...services.rules import TRAP_THRESHOLD, derive_rules
+from ...services.rules.formats import FORMATS
+from ...services.stories import export_story
+from .common import _build, _check_scope, _emit, _safe, _scope_line, _short, out, report_app, state
+
+
+@report_app.command("rules")
+def report_rules(
+    project: Optional[str] = typer.Option(None, "--project", help="One project (default: the cwd's repository)."),
+    all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project of the vault."),
+    session_id: Optional[str] = typer.Option(None, "--session-id", help="Only this session's turns."),
+    since: Optional[str] = typer.Option(None, "--since", help="Turns created at or after (ISO date or time)."),
+    until: Optional[str] = typer.Option(None, "--until", help="Turns created at or before (a date covers the day)."),
+    min_confidence: float = typer.Option(0.0, "--min-confidence", help="Leave out candidates below (0–1)."),
+    limit: int = typer.Option(20, "--limit", help="Candidates shown, 1–100."),
+    save_traps: bool = typer.Option(False, "--save-traps", help=f"Save candidates with confidence ≥ {TRAP_THRESHOLD} "
+                                                                "as traps in the vault."),
+    fmt: Optional[str] = typer.Option(None, "--format", help=f"Print the rules as {', '.join(FORMATS)}."),
+    promote: Optional[str] = typer.Option(None, "--promote", help="Write the rules into this file of the product "
+                                          "repository (run from it): CLAUDE.md, GEMINI.md, "
+                                          ".github/copilot-instructions.md or .cursor/rules/<name>.mdc."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a review report: .pdf or .html."),
+) -> None:
+    """Derive rules from what people keep telling their agents; review, save as traps, promote."""
+    _check_scope(project, all_projects)
+    request = _build(DeriveRulesRequest, project=project, cross_project=all_projects, cwd=str(Path.cwd()),
+                     session_id=session_id, since=since, until=until, min_confidence=min_confidence, limit=limit,
+                     save_traps=save_traps, format=fmt, promote=promote)
+    result = derive_rules(state.store, request)
+    if output is not None:
+        scope = _scope_line(state.store.scope(project, all_projects, Path.cwd()), bool(project or all_projects))
+        written = write_review(review_context(state.store, result, scope, TRAP_THRESHOLD), output,
+                               state.settings.vault_root, state.settings.templates_dir)
+        result = {**result, "review": str(written)}
+
+    def human(r: dict[str, Any]) -> None:
+        table = Table(title=f"{r['total']} rule candidates")
+        for column in ("confidence", "category", "times", "rule"):
+            table.add_column(column, overflow="fold")
+        for item in r["items"]:
+            table.add_row(f"{item['confidence']:.2f}", item["category"], str(item["occurrences"]),
+                          _short(item["text"], 90))
+        out.print(table)
+        if "rules" in r:
+            sys.stdout.write(_safe(r["rules"]))
+        if "savedTraps" in r:
+            out.print(f"saved {len(r['savedTraps'])} traps")
+        if "promoted" in r:
+            out.print(_safe(f"promoted {r['promoted']['rules']} rules into {r['promoted']['path']}"))
+        if "review" in r:
+            out.print(_safe(f"wrote {r['review']}"))
+
+    _emit(result, human)
+
+
+@report_app.command("story")
+def report_story(
+    session_id: str = typer.Argument(..., help="Session id."),
+    output: Path = typer.Option(..., "--output", "-o", help="The file: .pdf, .html or .md (outside the product "
+                                                            "repository and the vault)."),
+) -> None:
+    """A session's intent story as a printable PDF (or HTML / Markdown)."""
+    request = _build(ExportStoryRequest, session_id=session_id)
+    story = export_story(state.store, request)
+    written = write_story(story["markdown"], output, state.store, str(Path.cwd()), state.settings.templates_dir)
+    _emit({**{k: v for k, v in story.items() if k != "markdown"}, "path": str(written)},
+          lambda r: out.print(_safe(f"wrote {r['path']} ({r['turns']} turns)")))

@@ -1,0 +1,188 @@
+"""Derived rules through the service, the CLI and the files (SPEC §5.3): traps, formats,
+promotion into a managed block that never touches the person's own text, and precision
+on hand-labelled candidates from the real transcripts."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memo_analytics.domain.errors import InvalidFieldError
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import DeriveRulesRequest, RecordPromptRequest
+from memo_analytics.services.rules import derive_rules
+from memo_analytics.services.rules.promote import BLOCK_END, BLOCK_START
+from memo_analytics.vault.io import read_record
+from tests.integration.test_cli import memo, pdf_text
+
+HAND_WRITTEN = """# CLAUDE.md
+
+Our own notes for agents. Keep them.
+
+- Use uv, not pip.
+"""
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "web"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def _say(store, *bodies, project="web", cwd=None):
+    for i, body in enumerate(bodies, 1):
+        record_prompt(store, RecordPromptRequest(body=body, project=project, session_id=f"s{i}", cwd=cwd))
+
+
+def test_derive_rules_groups_repeats_and_returns_evidence(store):
+    _say(store, "Never commit directly to main.", "ok, never commit directly to main!", "Always run the tests first.",
+         "```\n# never do this in code\n```")
+    result = derive_rules(store, DeriveRulesRequest(project="web"))
+    assert result["total"] == 2
+    top = result["items"][0]
+    assert (top["text"], top["category"], top["confidence"], top["occurrences"]) == \
+        ("Never commit directly to main.", "constraint", 0.95, 2)
+    assert [e["id"] for e in top["evidence"]] == ["prompt-s1-t1", "prompt-s2-t1"]
+    assert result["items"][1]["confidence"] == 0.85
+    assert derive_rules(store, DeriveRulesRequest(project="web", min_confidence=0.9))["total"] == 1
+
+
+def test_save_traps_keeps_only_confidence_at_least_08_with_id_severity_and_tags(store):
+    _say(store, "Never commit directly to main.", "Always run the tests first.")
+    saved = derive_rules(store, DeriveRulesRequest(project="web", save_traps=True))["savedTraps"]
+    assert len(saved) == 2 and all(t.startswith("trap-derived-") for t in saved)
+    meta, body = read_record(store.root / "projects" / "web" / "traps" / f"{saved[0]}.md")
+    assert (meta["kind"], meta["severity"], meta["tags"]) == ("trap", "high", ["derived-rule", "constraint"])
+    assert body.strip() == "Never commit directly to main."
+    assert "Never commit directly to main." in (store.root / "projects" / "web" / "TRAPS.md").read_text()
+    again = derive_rules(store, DeriveRulesRequest(project="web", save_traps=True))["savedTraps"]
+    assert again == saved  # same ids: saving again updates, never duplicates
+    assert len(list((store.root / "projects" / "web" / "traps").glob("*.md"))) == 2
+    # below the threshold nothing is saved
+    assert derive_rules(store, DeriveRulesRequest(project="web", save_traps=True, min_confidence=0.95)) \
+        ["savedTraps"] == []
+
+
+@pytest.mark.parametrize("fmt, marker", [("cursor", "### Constraint"), ("copilot", "## Rules derived from the team"),
+                                         ("claude", "## Rules derived from your prompts"),
+                                         ("gemini", "## Rules derived from your prompts"),
+                                         ("markdown", "| Never commit directly to main. | constraint | 0.90 | 1 |")])
+def test_each_format_renders_the_rules(store, fmt, marker):
+    _say(store, "Never commit directly to main.")
+    rules = derive_rules(store, DeriveRulesRequest(project="web", format=fmt))["rules"]
+    assert marker in rules and "Never commit directly to main." in rules
+
+
+def test_unknown_format_is_refused(store):
+    with pytest.raises(InvalidFieldError, match="Invalid format: 'html' is not one of cursor"):
+        derive_rules(store, DeriveRulesRequest(project="web", format="html"))
+
+
+def test_promote_writes_a_managed_block_and_keeps_the_persons_text(store, repo):
+    claude = repo / "CLAUDE.md"
+    claude.write_text(HAND_WRITTEN, encoding="utf-8")
+    _say(store, "Never commit directly to main.", cwd=str(repo))
+    derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
+    first = claude.read_text(encoding="utf-8")
+    assert first.startswith(HAND_WRITTEN) and BLOCK_START in first and first.rstrip().endswith(BLOCK_END)
+    assert "- Never commit directly to main." in first
+    # the person edits around the block; a re-promotion replaces only the block
+    claude.write_text("Intro line.\n" + first + "\n## After\nMore of my own text.\n", encoding="utf-8")
+    _say(store, "Always run the tests first.", "always run the tests first", cwd=str(repo))
+    derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
+    second = claude.read_text(encoding="utf-8")
+    before, rest = second.split(BLOCK_START, 1)
+    block, after = rest.split(BLOCK_END, 1)
+    assert before == "Intro line.\n" + HAND_WRITTEN + "\n"
+    assert after == "\n\n## After\nMore of my own text.\n"
+    assert "Always run the tests first." in block and "Never commit directly to main." in block
+    assert second.count(BLOCK_START) == 1
+
+
+def test_promote_into_a_new_cursor_rule_starts_with_front_matter(store, repo):
+    _say(store, "Never commit directly to main.", cwd=str(repo))
+    result = derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote=".cursor/rules/derived.mdc"))
+    text = (repo / ".cursor" / "rules" / "derived.mdc").read_text(encoding="utf-8")
+    assert result["promoted"]["format"] == "cursor" and text.startswith("---\ndescription:")
+    assert "alwaysApply: true" in text and "Never commit directly to main." in text
+
+
+@pytest.mark.parametrize("destination, message", [
+    ("README.md", "is not an agent instruction file"),
+    ("src/CLAUDE.md", "is not an agent instruction file"),
+    (".cursor/rules/x.txt", "is not an agent instruction file"),
+    ("../CLAUDE.md", "is outside the product root"),
+    ("/etc/CLAUDE.md", "is outside the product root"),
+])
+def test_promote_refuses_files_outside_the_allow_list_and_writes_nothing(store, repo, destination, message):
+    _say(store, "Never commit directly to main.", cwd=str(repo))
+    before = sorted(repo.parent.rglob("*"))
+    with pytest.raises(InvalidFieldError, match=f"Invalid promote: .*{message}"):
+        derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote=destination))
+    assert sorted(repo.parent.rglob("*")) == before
+
+
+def test_promote_refuses_hand_edited_markers(store, repo):
+    (repo / "CLAUDE.md").write_text(f"mine\n{BLOCK_START}\nhalf a block\n", encoding="utf-8")
+    _say(store, "Never commit directly to main.", cwd=str(repo))
+    with pytest.raises(InvalidFieldError, match="markers were edited"):
+        derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
+    assert (repo / "CLAUDE.md").read_text(encoding="utf-8") == f"mine\n{BLOCK_START}\nhalf a block\n"
+
+
+def test_promote_needs_a_cwd_or_the_projects_last_seen_root(store, repo, tmp_path):
+    _say(store, "Never commit directly to main.", project="api")  # no cwd: no lastSeenRoot
+    with pytest.raises(InvalidFieldError, match="needs a cwd inside the product repository"):
+        derive_rules(store, DeriveRulesRequest(project="api", promote="CLAUDE.md"))
+    _say(store, "Never commit directly to main.", cwd=str(repo))  # project "web", seen at repo
+    assert f'lastSeenRoot = "{repo}"' in (store.root / "projects" / "web" / "project.toml").read_text()
+    result = derive_rules(store, DeriveRulesRequest(project="web", promote="CLAUDE.md"))
+    assert result["promoted"]["path"] == str(repo / "CLAUDE.md")
+
+
+def test_cli_report_rules_review_pdf_shows_candidates_and_evidence(tmp_path, repo):
+    vault = tmp_path / "vault"
+    for i, body in enumerate(["Never commit directly to main.", "never commit directly to main",
+                              "Reject pull requests without tests."], 1):
+        memo("prompt", "record", "--project", "web", "--session-id", f"c{i}", "--body", body, vault=vault)
+    shown = memo("report", "rules", "--project", "web", "--save-traps", "-o", str(tmp_path / "review.pdf"),
+                 vault=vault).stdout
+    assert "2 rule candidates" in shown and "saved 2 traps" in shown
+    text = pdf_text(tmp_path / "review.pdf")
+    assert "Never commit directly to main." in text and "0.95" in text and "prompt" not in text.lower().split("what")[0]
+    assert "c1" in text and "c2" in text and "Reject pull requests without tests." in text
+    promoted = memo("report", "rules", "--project", "web", "--promote", "GEMINI.md", vault=vault, cwd=repo).stdout
+    assert "promoted 2 rules" in promoted and "Never commit" in (repo / "GEMINI.md").read_text()
+
+
+LABELS = Path(__file__).resolve().parents[1] / "data" / "rule_candidate_labels.tsv"
+
+
+def _labels() -> dict[str, int]:
+    rows = [line.split("\t") for line in LABELS.read_text(encoding="utf-8").splitlines()
+            if line and not line.startswith("#")][1:]
+    return {key: int(label) for label, _source, _note, key in rows}
+
+
+def test_precision_on_hand_labelled_real_candidates(tmp_path, realdata):
+    labels = _labels()
+    assert len(labels) >= 50 and sum(labels.values()) >= 10
+    vault = tmp_path / "vault"
+    memo("import", "claude-code", str(realdata / "claude-code-jsonl"), vault=vault)
+    memo("import", "specstory", str(realdata / "specstory-md"), vault=vault)
+    memo("import", "codex", str(realdata / "codex-rollouts"), vault=vault)
+    import json
+
+    result = json.loads(memo("--json", "report", "rules", "--all", "--limit", "100", vault=vault).stdout)
+    proposed = [item["key"] for item in result["items"]]
+    unlabelled = [key for key in proposed if key not in labels]
+    assert not unlabelled, f"label these candidates in {LABELS.name}: {unlabelled}"
+    true_positives = sum(labels[key] for key in proposed)
+    precision = true_positives / len(proposed)
+    recall = true_positives / sum(labels.values())
+    assert precision >= 0.9, (precision, proposed)
+    assert recall >= 0.6, recall
