@@ -2,8 +2,9 @@
 product repository, with search, billable activity, PDF timesheets and an MCP tool.
 
 The command line is ``memo`` (:mod:`memo_analytics.interfaces.cli`); agents use the MCP tool
-``prompt`` (:mod:`memo_analytics.interfaces.mcp`). Every error raised on purpose is a
-:class:`MemoError`.
+``prompt`` (:mod:`memo_analytics.interfaces.mcp`); analysts call :func:`open_vault`
+(:mod:`memo_analytics.api`: polars frames, the activity report, DuckDB). Every error raised
+on purpose is a :class:`MemoError`.
 """
 
 from .domain.errors import (
@@ -24,5 +25,14 @@ __version__ = "0.1.0"
 __all__ = [
     "CorruptRecordError", "IndexDamagedError", "InvalidDateError", "InvalidFieldError", "MemoError",
     "RecordNotFoundError", "ReportError", "SessionCompletedError", "SessionNotStartedError", "VaultBusyError",
-    "__version__",
+    "Vault", "__version__", "open_vault",
 ]
+
+
+def __getattr__(name: str):
+    # the analyst API loads polars and DuckDB: imported on first use, not by every `memo` start
+    if name in ("open_vault", "Vault"):
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

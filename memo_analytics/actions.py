@@ -51,7 +51,8 @@ ActionName = Literal[
 def _activity(store: VaultStore, request: ActivityReportRequest) -> dict[str, Any]:
     projects = store.scope(request.project, request.cross_project, request.cwd)
     report = activity_report(store, ActivityRequest(projects=projects, since=request.since, until=request.until,
-                                                    client=request.client, tz=request.tz))
+                                                    client=request.client, tz=request.tz,
+                                                    cross_project=request.cross_project))
     return report.wire()
 
 
@@ -108,7 +109,8 @@ class PromptToolInput(BaseModel):
     project_id: str | None = Field(None, description="Project id (safe slug); default: the repository of cwd")
     cwd: str | None = Field(None, description="The caller's working directory (its git repository names the project)")
     vault_root: str | None = Field(None, description="Vault folder for this call (default: the server's)")
-    cross_project: bool | None = Field(None, description="Read every project of the vault")
+    cross_project: bool | None = Field(None, description="Read every project of the vault "
+                                                 "(activity_report: and of every further configured vault)")
     ide: str | None = Field(None, description="IDE or agent host (record/session_start: value; list/search: exact filter)")
     model: str | None = Field(None, description="Model (record/session_start: value; list/search: substring filter)")
     agent: str | None = Field(None, description="Agent (record/session_start: value; list/search: substring filter)")

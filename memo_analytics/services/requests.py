@@ -159,7 +159,7 @@ class ActivityReportRequest(Request):
     """``activity_report`` (SPEC §4)."""
 
     project: str | None = Field(None, description="Project id")
-    cross_project: bool = Field(False, description="Every project of the vault")
+    cross_project: bool = Field(False, description="Every project of the vault and of every further configured vault")
     cwd: str | None = Field(None, description="The caller's working directory")
     since: str | None = Field(None, description="Sessions starting at or after (ISO date or time)")
     until: str | None = Field(None, description="Sessions starting at or before (a date covers the day)")

@@ -32,7 +32,8 @@ def _activity_request(project: Optional[str], all_projects: bool, since: Optiona
                       client: Optional[str], tz: Optional[str]) -> ActivityRequest:
     _check_scope(project, all_projects)
     projects = state.store.scope(project, all_projects, Path.cwd())
-    return ActivityRequest(projects=projects, since=since, until=until, client=client, tz=tz)
+    return ActivityRequest(projects=projects, since=since, until=until, client=client, tz=tz,
+                           cross_project=all_projects)
 
 
 _REPORT_FILTERS = dict(
@@ -40,7 +41,8 @@ _REPORT_FILTERS = dict(
     until=typer.Option(None, "--until", help="Sessions starting at or before (a date covers the whole day)."),
     client=typer.Option(None, "--client", help="Client (case-insensitive; 'internal' for none)."),
     project=typer.Option(None, "--project", help="One project (default: the cwd's repository, else all)."),
-    all_projects=typer.Option(False, "--all", "--cross-project", help="Every project of the vault."),
+    all_projects=typer.Option(False, "--all", "--cross-project",
+                              help="Every project of the vault and of every further vault of the config."),
     tz=typer.Option(None, "--tz", help="IANA time zone for dates and display (default: machine's)."),
 )
 

@@ -1,0 +1,232 @@
+"""The analyst API (SPEC §4): :func:`open_vault` gives polars frames, the activity report and
+a DuckDB connection over one vault and the further vaults of the configuration.
+
+Example (a notebook)::
+
+    import memo_analytics as memo
+
+    vault = memo.open_vault("~/.memo/vault")
+    sessions = vault.sessions()                       # polars.DataFrame
+    report = vault.activity(since="2026-03-01", until="2026-03-31", tz="Europe/Berlin")
+    report.total_billable_hours, report.by_day
+    db = vault.duckdb()
+    db.sql("SELECT project, sum(duration_minutes) FROM sessions GROUP BY ALL").pl()
+
+Everything here reads: nothing is written to any vault (the further vaults are opened
+read-only). Frames are read afresh on every call.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import duckdb
+import polars as pl
+
+from .analytics.activity import ActivityReport, ActivityRequest, activity_report
+from .analytics.frames import (
+    DELIVERABLE_SCHEMA,
+    PROMPT_SCHEMA,
+    SESSION_SCHEMA,
+    deliverables_frame,
+    prompts_frame,
+    sessions_frame,
+    vault_sources,
+)
+from .config import Settings
+from .domain.clock import resolve_zone
+from .domain.errors import InvalidFieldError
+from .services.store import VaultStore
+
+__all__ = ["DELIVERABLE_SCHEMA", "PROMPT_SCHEMA", "SESSION_SCHEMA", "Vault", "open_vault"]
+
+
+def open_vault(path: str | Path | None = None, *, vaults: Sequence[str | Path] | None = None,
+               timezone: str | None = None) -> Vault:
+    """Open a vault for analysis.
+
+    Parameters
+    ----------
+    path : str | Path | None
+        The vault folder. None: the configured vault (``MEMO_VAULT``, the config file's
+        ``vaultRoot``, else ``~/.memo/vault``).
+    vaults : sequence of str | Path | None
+        Further vaults read beside it (read-only). None: the config file's ``vaults`` when
+        ``path`` is None, and no further vault when ``path`` is given (a notebook that names
+        its vault reads that vault only, whatever the machine's config says).
+    timezone : str | None
+        IANA zone of :meth:`Vault.activity` by default (None: the configured zone, else the
+        machine's).
+
+    Returns
+    -------
+    Vault
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid path: … holds no vault`` when the folder has neither ``projects/`` nor
+        ``.memo/``; ``Invalid vaultRoot`` for a path inside a product repository;
+        ``Invalid tz`` for an unknown zone.
+    """
+    settings = Settings() if path is None else Settings(vault_root=path)
+    chosen = vaults if vaults is not None else (settings.vaults if path is None else [])
+    further = [Path(v).expanduser().resolve() for v in chosen]
+    update: dict = {"vaults": further}
+    if timezone is not None:
+        update["timezone"] = timezone
+    settings = settings.model_copy(update=update)
+    store = VaultStore(settings)
+    if not store.exists:
+        raise InvalidFieldError("path", f"{store.root} holds no vault (no projects/ or .memo/ folder)")
+    resolve_zone(settings.timezone)  # an unknown zone fails here, not at the first report
+    return Vault(store)
+
+
+class Vault:
+    """One opened vault and its further vaults (see :func:`open_vault`).
+
+    Every frame has the columns and dtypes of its schema (``vault`` first: the root folder
+    a row was read from; a record id found in several vaults is kept once, from the first);
+    times are ``Datetime(us, UTC)``, durations whole minutes.
+
+    Attributes
+    ----------
+    root : Path
+        The primary vault.
+    vaults : list[Path]
+        Every vault read: ``root`` first, then the further vaults.
+    settings : Settings
+    """
+
+    def __init__(self, store: VaultStore) -> None:
+        self._store = store
+        self.settings = store.settings
+        self.root = store.root
+        self.vaults = [self.root, *[v for v in self.settings.vaults if v != self.root]]
+
+    def __repr__(self) -> str:
+        return f"Vault({str(self.root)!r}, further={[str(v) for v in self.vaults[1:]]!r})"
+
+    def __enter__(self) -> Vault:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the index connection (further vaults are opened per call)."""
+        self._store.close()
+
+    def sessions(self, projects: list[str] | None = None) -> pl.DataFrame:
+        """One row per work session (SPEC §2.3, §2.5).
+
+        Parameters
+        ----------
+        projects : list[str] | None
+            Project ids to keep (in every vault); None: every project.
+
+        Returns
+        -------
+        polars.DataFrame
+            Columns and dtypes of :data:`~memo_analytics.analytics.frames.SESSION_SCHEMA`:
+            ``vault, id, session_id, project, status, client`` (null when none: reports
+            call it ``internal``), ``billable`` (Boolean), ``start_time``, ``end_time``
+            (``Datetime(us, UTC)``; null while open), ``duration_minutes`` (Int64, whole
+            minutes; null while open), ``task_slug, summary, deliverables`` (JSON list),
+            ``ide, model, agent, branch, git_sha``.
+
+        Raises
+        ------
+        InvalidFieldError
+            A further vault without an index (``Invalid vaults``).
+        """
+        with vault_sources(self._store, further=True) as sources:
+            return sessions_frame(sources, projects)
+
+    def prompts(self, projects: list[str] | None = None, *, body: bool = False) -> pl.DataFrame:
+        """One row per prompt (one conversational turn).
+
+        Returns
+        -------
+        polars.DataFrame
+            Columns and dtypes of :data:`~memo_analytics.analytics.frames.PROMPT_SCHEMA`:
+            ``vault, id, session_id, turn`` (Int64; null outside a session), ``project,
+            client, billable, created`` (``Datetime(us, UTC)``), ``ide, model, agent,
+            task_slug, status, branch, git_sha, tags`` (``List(String)``); with
+            ``body=True`` also ``body`` (the redacted text as stored).
+        """
+        with vault_sources(self._store, further=True) as sources:
+            return prompts_frame(sources, projects, body=body)
+
+    def deliverables(self, projects: list[str] | None = None) -> pl.DataFrame:
+        """One row per deliverable of a session (a PR, a commit …).
+
+        Returns
+        -------
+        polars.DataFrame
+            Columns and dtypes of :data:`~memo_analytics.analytics.frames.DELIVERABLE_SCHEMA`:
+            ``vault, session_id, session_record_id, position`` (0-based order in the
+            session), ``project, client, billable, session_status, session_start,
+            session_end`` (``Datetime(us, UTC)``), ``type, url, sha, title``.
+        """
+        return deliverables_frame(self.sessions(projects))
+
+    def activity(self, since: str | None = None, until: str | None = None, client: str | None = None,
+                 tz: str | None = None, projects: list[str] | None = None,
+                 cross_project: bool = True) -> ActivityReport:
+        """The activity report (SPEC §4), as ``memo activity`` gives it.
+
+        Parameters
+        ----------
+        since, until : str | None
+            ISO date or time bounding session starts (a date-only ``until`` covers that
+            whole day in ``tz``).
+        client : str | None
+            Client (case-insensitive; ``internal`` for sessions without one).
+        tz : str | None
+            IANA zone of date bounds and of ``by_day`` (default: the vault's zone).
+        projects : list[str] | None
+            Projects to report on; None: every project.
+        cross_project : bool
+            Read the further vaults too (default, like the frames); False: the primary
+            vault only. ``vault.activity()`` equals ``memo --json activity --all``.
+
+        Returns
+        -------
+        ActivityReport
+            Minutes and hours by client, project and local day; :meth:`ActivityReport.wire`
+            is the JSON of every interface.
+
+        Raises
+        ------
+        InvalidDateError
+            ``Invalid since date`` / ``Invalid until date``.
+        InvalidFieldError
+            ``Invalid tz``; a further vault without an index (``Invalid vaults``).
+        """
+        return activity_report(self._store, ActivityRequest(projects=projects, since=since, until=until,
+                                                            client=client, tz=tz, cross_project=cross_project))
+
+    def duckdb(self, *, body: bool = False) -> duckdb.DuckDBPyConnection:
+        """A new in-memory DuckDB connection with the tables ``prompts``, ``sessions`` and
+        ``deliverables`` (the frames above, copied in through Arrow; ``TIMESTAMPTZ`` columns,
+        session time zone UTC). The caller closes it.
+
+        Parameters
+        ----------
+        body : bool
+            Include the prompts' ``body`` column.
+        """
+        with vault_sources(self._store, further=True) as sources:
+            sessions = sessions_frame(sources)
+            frames = {"prompts": prompts_frame(sources, body=body), "sessions": sessions,
+                      "deliverables": deliverables_frame(sessions)}
+        db = duckdb.connect()
+        db.execute("SET TimeZone = 'UTC'")
+        for name, frame in frames.items():
+            db.register(f"_{name}_arrow", frame.to_arrow())
+            db.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")
+            db.unregister(f"_{name}_arrow")
+        return db

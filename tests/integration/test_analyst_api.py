@@ -1,0 +1,157 @@
+"""The analyst API (SPEC §4): memo_analytics.open_vault → frames, the report, DuckDB; several
+configured vaults for crossProject."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import polars as pl
+import pytest
+
+import memo_analytics
+from memo_analytics.analytics.activity import ActivityRequest, activity_report
+from memo_analytics.analytics.frames import DELIVERABLE_SCHEMA, PROMPT_SCHEMA, SESSION_SCHEMA
+from memo_analytics.config import Settings
+from memo_analytics.domain.errors import InvalidFieldError
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.services.store import VaultStore
+
+from .test_cli import memo
+
+UTC = timezone.utc
+
+
+def work(store, sid, start, end, project="p1", client=None, prompts=1, deliverables=()):
+    start_session(store, StartSessionRequest(session_id=sid, project=project, client=client, start_time=start))
+    for _ in range(prompts):
+        record_prompt(store, RecordPromptRequest(body=f"work on {sid}", session_id=sid, project=project,
+                                                 created=start, tags=["billing"]))
+    if end:
+        end_session(store, EndSessionRequest(session_id=sid, until=end, deliverables=list(deliverables)))
+
+
+@pytest.fixture
+def vaults(tmp_path):
+    """A personal vault and a team vault, with one session id in both."""
+    mine = VaultStore(Settings(vault_root=tmp_path / "mine", timezone="UTC"))
+    work(mine, "m1", "2026-01-05T09:00:00Z", "2026-01-05T10:30:00Z", client="Acme", prompts=2, deliverables=[
+        {"type": "pr", "url": "https://github.com/o/r/pull/7", "title": "Pagination"},
+        {"type": "commit", "sha": "a" * 40}])
+    work(mine, "m2", "2026-01-06T23:30:00Z", "2026-01-07T00:10:00Z", project="p2", client="Globex")
+    work(mine, "open", "2026-01-08T09:00:00Z", None)
+    mine.close()
+    team = VaultStore(Settings(vault_root=tmp_path / "team", timezone="UTC"))
+    work(team, "t1", "2026-01-05T12:00:00Z", "2026-01-05T12:20:00Z", project="shared", client="acme", prompts=3)
+    work(team, "m2", "2026-01-06T23:30:00Z", "2026-01-07T00:10:00Z", project="p2", client="Globex")  # synced copy
+    team.close()
+    return tmp_path / "mine", tmp_path / "team"
+
+
+def test_frames_have_the_documented_columns_and_dtypes(vaults):
+    with memo_analytics.open_vault(vaults[0]) as vault:
+        sessions, prompts, deliverables = vault.sessions(), vault.prompts(), vault.deliverables()
+    assert sessions.schema == pl.Schema(SESSION_SCHEMA)
+    assert prompts.schema == pl.Schema(PROMPT_SCHEMA)
+    assert deliverables.schema == pl.Schema(DELIVERABLE_SCHEMA)
+    assert sessions.schema["start_time"] == pl.Datetime("us", "UTC")
+    first = sessions.filter(pl.col("session_id") == "m1").row(0, named=True)
+    assert first["start_time"] == datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+    assert first["duration_minutes"] == 90 and first["client"] == "Acme" and first["vault"] == str(vaults[0])
+    opened = sessions.filter(pl.col("session_id") == "open").row(0, named=True)
+    assert opened["end_time"] is None and opened["duration_minutes"] is None and opened["client"] is None
+    assert prompts.height == 4 and prompts["tags"].to_list()[0] == ["billing"]
+    assert prompts.filter(pl.col("session_id") == "m1")["turn"].sort().to_list() == [1, 2]
+
+
+def test_prompts_with_body(vaults):
+    with memo_analytics.open_vault(vaults[0]) as vault:
+        frame = vault.prompts(["p2"], body=True)
+    assert frame.columns == [*PROMPT_SCHEMA, "body"] and frame["body"].to_list() == ["work on m2"]
+
+
+def test_deliverables_one_row_per_deliverable_with_its_session(vaults):
+    with memo_analytics.open_vault(vaults[0]) as vault:
+        frame = vault.deliverables()
+    assert frame.select("session_id", "position", "type", "url", "sha", "title", "project", "client").rows() == [
+        ("m1", 0, "pr", "https://github.com/o/r/pull/7", None, "Pagination", "p1", "Acme"),
+        ("m1", 1, "commit", None, "a" * 40, None, "p1", "Acme"),
+    ]
+    assert frame["session_start"].to_list() == [datetime(2026, 1, 5, 9, 0, tzinfo=UTC)] * 2
+
+
+def test_further_vaults_are_read_with_a_vault_column_and_shared_ids_once(vaults):
+    mine, team = vaults
+    with memo_analytics.open_vault(mine, vaults=[team]) as vault:
+        sessions = vault.sessions()
+        assert vault.vaults == [mine, team]
+    assert sorted(sessions["session_id"].to_list()) == ["m1", "m2", "open", "t1"]
+    assert dict(sessions.select("session_id", "vault").iter_rows())["t1"] == str(team)
+    assert dict(sessions.select("session_id", "vault").iter_rows())["m2"] == str(mine)  # the first vault wins
+    with memo_analytics.open_vault(mine) as alone:  # a named vault reads itself only
+        assert alone.sessions().height == 3
+
+
+def test_activity_equals_the_report_of_every_interface(vaults, monkeypatch):
+    mine, team = vaults
+    config = mine.parent / "config.toml"
+    config.write_text(f'vaults = ["{team}"]\ntimezone = "Europe/Berlin"\n', encoding="utf-8")
+    monkeypatch.setenv("MEMO_CONFIG", str(config))
+    monkeypatch.setenv("MEMO_VAULT", str(mine))
+    with memo_analytics.open_vault() as vault:  # the configured vault and its further vaults
+        report = vault.activity()
+        assert vault.vaults == [mine, team]
+        sessions_minutes = vault.sessions().filter(pl.col("duration_minutes").is_not_null())["duration_minutes"].sum()
+        only_mine = vault.activity(cross_project=False)
+    cli = json.loads(memo("--json", "activity", "--all", env={"MEMO_CONFIG": str(config), "MEMO_VAULT": str(mine)}).stdout)
+    assert report.wire() == cli
+    assert report.total_duration_minutes == 90 + 40 + 20 == sessions_minutes
+    assert report.total_prompts == 2 + 1 + 1 + 3
+    assert report.by_client["Acme"]["durationMinutes"] == 110
+    assert report.by_day == {"2026-01-05": {"durationMinutes": 110, "billableHours": 1.83},
+                             "2026-01-07": {"durationMinutes": 40, "billableHours": 0.67}}  # 00:30–01:10 Berlin
+    assert only_mine.total_duration_minutes == 130
+    without = json.loads(memo("--json", "activity", env={"MEMO_CONFIG": str(config), "MEMO_VAULT": str(mine)},
+                              cwd=mine.parent).stdout)
+    assert without["totalDurationMinutes"] == 130  # without --all: the vault itself
+
+
+def test_the_mcp_action_reads_further_vaults_with_cross_project(vaults):
+    from memo_analytics.actions import ACTIONS, run_action
+
+    mine, team = vaults
+    store = VaultStore(Settings(vault_root=mine, timezone="UTC", vaults=[team]))
+    request = ACTIONS["activity_report"].request(cross_project=True)
+    assert run_action(store, "activity_report", request) == activity_report(
+        store, ActivityRequest(cross_project=True)).wire()
+    assert run_action(store, "activity_report", request)["totalDurationMinutes"] == 150
+    store.close()
+
+
+def test_duckdb_has_the_three_tables(vaults):
+    with memo_analytics.open_vault(vaults[0], vaults=[vaults[1]]) as vault:
+        db = vault.duckdb()
+    try:
+        tables = {row[0] for row in db.execute("SHOW TABLES").fetchall()}
+        assert tables == {"prompts", "sessions", "deliverables"}
+        minutes = db.execute("SELECT sum(duration_minutes) FROM sessions WHERE billable").fetchone()[0]
+        assert minutes == 150
+        assert db.execute("SELECT count(*) FROM prompts").fetchone()[0] == 7
+        assert db.execute("SELECT typeof(start_time) FROM sessions LIMIT 1").fetchone()[0] == "TIMESTAMP WITH TIME ZONE"
+        assert db.execute("SELECT count(*) FROM deliverables WHERE type = 'pr'").fetchone()[0] == 1
+    finally:
+        db.close()
+
+
+def test_open_vault_refuses_a_folder_without_a_vault(tmp_path):
+    with pytest.raises(InvalidFieldError, match=r"^Invalid path: .*nothing-here holds no vault"):
+        memo_analytics.open_vault(tmp_path / "nothing-here")
+    assert not (tmp_path / "nothing-here").exists()
+
+
+def test_a_configured_further_vault_that_is_missing_is_named(vaults, tmp_path):
+    with memo_analytics.open_vault(vaults[0], vaults=[tmp_path / "typo"]) as vault:
+        with pytest.raises(InvalidFieldError, match="^Invalid vaults: .*typo holds no vault index"):
+            vault.sessions()
