@@ -97,6 +97,7 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
                 "session": dict(action="session", sessionId="m1"),
                 "activity": dict(action="activity_report", crossProject=True, tz="UTC"),
                 "story": dict(action="export_story", sessionId="m1"),
+                "rules": dict(action="derive_rules", crossProject=True),
             }.items():
                 result = await client.call_tool("prompt", arguments)
                 assert not result.is_error, result.content[0].text
@@ -111,6 +112,7 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
         "session": memo("--json", "session", "show", "m1", vault=vault).stdout,
         "activity": memo("--json", "activity", "--all", "--tz", "UTC", vault=vault).stdout,
         "story": memo("--json", "session", "export", "m1", vault=vault).stdout,
+        "rules": memo("--json", "report", "rules", "--all", vault=vault).stdout,
     }
     for name in answers:
         assert answers[name] == cli[name].rstrip("\n"), name  # byte-identical JSON
