@@ -13,8 +13,8 @@ from typing import Any
 
 import jinja2
 
-from ..domain.errors import ReportError
-from ..vault.io import atomic_write_bytes
+from ..domain.errors import InvalidFieldError, ReportError
+from ..vault.io import atomic_write_bytes, output_target
 
 
 def templates_dir() -> Path:
@@ -74,22 +74,9 @@ def check_output_path(output: Path, forbidden: tuple[Path, ...] = ()) -> Path:
         ``Invalid output: ...``.
     """
     try:
-        output = Path(output).expanduser()
-        target = output.resolve() if output.is_symlink() else output.absolute()
-    except (RuntimeError, OSError) as exc:
-        raise ReportError(f"Invalid output: {output} ({exc})") from None
-    for folder in forbidden:
-        if target.resolve().is_relative_to(Path(folder).resolve()):
-            raise ReportError(f"Invalid output: {output} is inside the vault {folder}; write reports elsewhere")
-    parent = target.parent
-    if not parent.exists():
-        raise ReportError(f"Invalid output: folder {parent} does not exist")
-    if not parent.is_dir():
-        raise ReportError(f"Invalid output: {parent} is not a folder")
-    if target.exists() and not target.is_file():
-        kind = "a folder" if target.is_dir() else "not a regular file"
-        raise ReportError(f"Invalid output: {output} is {kind}")
-    return target
+        return output_target(output, forbidden)
+    except InvalidFieldError as exc:
+        raise ReportError(str(exc)) from None
 
 
 def write_pdf(html: str, output: Path, base_dir: Path | None = None, forbidden: tuple[Path, ...] = ()) -> Path:
