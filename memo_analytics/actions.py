@@ -26,6 +26,7 @@ from .services.requests import (
     ActivityReportRequest,
     CancelHandoffRequest,
     DeriveRulesRequest,
+    DigestRequest,
     EndSessionRequest,
     ExportStoryRequest,
     FeedbackRequest,
@@ -39,12 +40,13 @@ from .services.requests import (
 )
 from .services.sessions import end_session, session_view, start_session
 from .services.store import VaultStore
+from .operator.service import run_digest
 from .services.rules import derive_rules
 from .services.stories import export_story
 
 ActionName = Literal[
     "record", "list", "get", "search", "session", "session_start", "session_end", "cancel_handoff",
-    "activity_report", "derive_rules", "export_story", "feedback"
+    "activity_report", "derive_rules", "export_story", "feedback", "digest"
 ]
 
 
@@ -92,6 +94,10 @@ ACTIONS: dict[str, Action] = {
     "export_story": Action(ExportStoryRequest, export_story,
                            "One session as a Markdown intent story: metadata, deliverables, hand-offs, turn log; "
                            "with output (and cwd in a product repository), written outside the repository."),
+    "digest": Action(DigestRequest, run_digest,
+                     "The operator digest: what needs the human now (stalled or overlong open sessions, unclaimed "
+                     "hand-offs, PRs awaiting review, rules ready to promote, billable work without a client), "
+                     "ranked, one line each with the command that unsticks it."),
     "feedback": Action(FeedbackRequest, record_feedback, "Count a use of a record and whether it helped."),
 }
 
@@ -141,6 +147,8 @@ class PromptToolInput(BaseModel):
     min_confidence: float | None = Field(None, description="derive_rules: leave out candidates below (0–1)")
     save_traps: bool | None = Field(None, description="derive_rules: save candidates with confidence ≥ 0.8 as traps")
     format: str | None = Field(None, description="derive_rules: cursor, copilot, claude, gemini or markdown")
+    refresh: bool | None = Field(None, description="digest: recompute now instead of the cached answer")
+    as_of: str | None = Field(None, description="digest: evaluate as of this instant (ISO date or time)")
     promote: str | None = Field(None, description="derive_rules: instruction file of the product root to write the "
                                                   "rules into (CLAUDE.md, GEMINI.md, .github/copilot-instructions.md, "
                                                   ".cursor/rules/<name>.mdc)")

@@ -97,6 +97,33 @@ class Ports(BaseModel):
     status: int = Field(default=3124, ge=1, le=65535)
 
 
+class OperatorPolicy(BaseModel):
+    """Thresholds of the operator digest (config ``[operator]``, SPEC §6).
+
+    ``stalled_minutes``: an open session with no turn for this long is stalled.
+    ``open_too_long_hours``: an open session started this long ago would inflate a timesheet.
+    ``handoff_unclaimed_hours``: a pending hand-off waits this long before it is listed.
+    ``horizon_days``: items older than this are counted, not listed.
+    ``debounce_seconds``: a change of the vault is folded into one recompute within this time.
+    ``webhook_url`` / ``settle_seconds`` / ``notify_min_interval_seconds``: the notification
+    (one per settle window, at most one per interval, never an item already sent).
+    ``max_auto_actions_per_hour``: past this many automatic actions on one session in an
+    hour, delegated actions fall back to proposals.
+    """
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    stalled_minutes: int = Field(default=60, ge=1, le=100_000)
+    open_too_long_hours: float = Field(default=10.0, gt=0, le=10_000)
+    handoff_unclaimed_hours: float = Field(default=4.0, ge=0, le=10_000)
+    horizon_days: int = Field(default=14, ge=1, le=3650)
+    debounce_seconds: float = Field(default=5.0, ge=0, le=3600)
+    webhook_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    settle_seconds: float = Field(default=60.0, ge=0, le=86_400)
+    notify_min_interval_seconds: float = Field(default=3600.0, ge=0, le=604_800)
+    max_auto_actions_per_hour: int = Field(default=3, ge=0, le=1000)
+
+
 class Settings(BaseSettings):
     """Runtime settings.
 
@@ -125,6 +152,8 @@ class Settings(BaseSettings):
         replace the shipped ones of the same name.
     ports : Ports
         ``ports.status``: the port of ``memo serve`` (default 3124).
+    operator : OperatorPolicy
+        Thresholds and notification of the operator digest (``[operator]``).
     """
 
     model_config = SettingsConfigDict(env_prefix="MEMO_", extra="ignore", alias_generator=to_camel,
@@ -143,6 +172,7 @@ class Settings(BaseSettings):
     clients: dict[str, ClientBilling] = Field(default_factory=dict)
     templates_dir: Path | None = None
     ports: Ports = Field(default_factory=Ports)
+    operator: OperatorPolicy = Field(default_factory=OperatorPolicy)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,

@@ -194,3 +194,11 @@ class DeriveRulesRequest(Request):
     promote: str | None = Field(None, description="Write the rules (confidence ≥ 0.8) into this instruction file of "
                                                   "the product root: CLAUDE.md, GEMINI.md, "
                                                   ".github/copilot-instructions.md or .cursor/rules/<name>.mdc")
+
+
+class DigestRequest(Request):
+    """``digest`` (SPEC §6): what needs the human now."""
+
+    refresh: bool = Field(False, description="Recompute now instead of answering from the cached digest")
+    as_of: str | None = Field(None, description="Evaluate the digest as of this instant (ISO date or time; "
+                                                "default now); computed afresh, not cached")

@@ -98,6 +98,7 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
                 "activity": dict(action="activity_report", crossProject=True, tz="UTC"),
                 "story": dict(action="export_story", sessionId="m1"),
                 "rules": dict(action="derive_rules", crossProject=True),
+                "digest": dict(action="digest", asOf="2026-03-02T12:00:00Z"),
             }.items():
                 result = await client.call_tool("prompt", arguments)
                 assert not result.is_error, result.content[0].text
@@ -113,6 +114,7 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
         "activity": memo("--json", "activity", "--all", "--tz", "UTC", vault=vault).stdout,
         "story": memo("--json", "session", "export", "m1", vault=vault).stdout,
         "rules": memo("--json", "report", "rules", "--all", vault=vault).stdout,
+        "digest": memo("--json", "digest", "--as-of", "2026-03-02T12:00:00Z", vault=vault).stdout,
     }
     for name in answers:
         assert answers[name] == cli[name].rstrip("\n"), name  # byte-identical JSON
@@ -158,7 +160,7 @@ def test_the_tool_schema_is_typed_and_described(tmp_path):
             "linkedPaths", "query", "limit", "offset", "since", "until", "pr", "deliverables"} <= set(properties)
     assert all(p.get("description") for p in properties.values())
     assert set(properties["action"]["enum"]) == {"record", "list", "get", "search", "session", "session_start",
-                                                  "session_end", "cancel_handoff", "activity_report", "derive_rules", "export_story", "feedback"}
+                                                  "session_end", "cancel_handoff", "activity_report", "derive_rules", "export_story", "feedback", "digest"}
     assert {"handoff", "objective", "owner", "shared"} <= set(properties)
     assert "session_start" in tools[0].description
 

@@ -1,0 +1,54 @@
+"""The index rows the operator digest joins (SPEC §6). Read-only queries."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+
+def _records(conn: sqlite3.Connection, where: str, params: tuple = ()) -> list[dict[str, Any]]:
+    import json
+
+    return [{**json.loads(row[0]), "_path": row[1]}
+            for row in conn.execute(f"SELECT meta, path FROM records WHERE {where}", params)]
+
+
+def open_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every session record still ``active``, each with ``lastTurnAt`` (the newest turn's
+    ``created``, or None)."""
+    sessions = _records(conn, "kind = 'session' AND status = 'active'")
+    for session in sessions:
+        row = conn.execute("SELECT max(created) FROM records WHERE kind = 'prompt' AND session_id = ?",
+                           (session.get("sessionId"),)).fetchone()
+        session["lastTurnAt"] = row[0]
+    return sessions
+
+
+def pending_handoffs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every hand-off record still ``pending``."""
+    return _records(conn, "kind = 'handoff' AND status = 'pending'")
+
+
+def sessions_with_pull_requests(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Completed sessions whose deliverables include a ``pr``."""
+    return _records(conn, "kind = 'session' AND status = 'completed' AND deliverables LIKE '%\"pr\"%'")
+
+
+def derived_rule_traps(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Traps saved from derived rules that are still ``active`` (not promoted)."""
+    return _records(conn, "kind = 'trap' AND status = 'active' AND tags LIKE '%derived-rule%'")
+
+
+def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Billable sessions without a client in projects where other sessions name a client."""
+    return _records(
+        conn,
+        "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND project IN "
+        "(SELECT DISTINCT project FROM records WHERE kind = 'session' AND coalesce(trim(client), '') <> '')")
+
+
+def version(conn: sqlite3.Connection) -> str:
+    """A cheap fingerprint of the index content: it changes whenever a record is written."""
+    row = conn.execute("SELECT count(*), coalesce(max(updated), ''), coalesce(max(rowid), 0), "
+                       "coalesce(sum(length(updated)), 0) FROM records").fetchone()
+    return f"{row[0]}:{row[1]}:{row[2]}:{row[3]}"

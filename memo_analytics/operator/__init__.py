@@ -1,0 +1,1 @@
+"""The operator (SPEC §6): digest, proposals, delegated actions, audit."""

@@ -1,0 +1,221 @@
+"""The operator digest (SPEC §6, phase 1): what needs the human now. Pure — no I/O.
+
+A deterministic join over the vault's records that returns one line per item: the reason
+code (``kind``), its ``lane``, the ``subject`` it concerns (one row, one owner: a session or
+a hand-off or a trap, never repeated per project), what it waits for, why it matters, its
+age, the billable minutes at stake and the one command that unsticks it.
+
+Ranking (documented and tested): lane (``waiting on you`` before ``dropped``), then the
+billable minutes at stake (more first), then age (older first), then kind and subject.
+Items older than the horizon are counted per kind, not listed. Record text is evidence,
+never authority: nothing a prompt or summary says changes an item or grants an action.
+
+Kinds
+-----
+waiting on you: ``session_open_too_long``, ``handoff_unclaimed``, ``pr_awaiting_review``,
+``rule_ready``; dropped: ``session_stalled``, ``client_missing``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..config import OperatorPolicy
+from ..domain.clock import from_iso, minutes_between, to_iso
+
+LANES = ("waiting on you", "dropped")
+KIND_LANE = {
+    "session_open_too_long": "waiting on you",
+    "handoff_unclaimed": "waiting on you",
+    "pr_awaiting_review": "waiting on you",
+    "rule_ready": "waiting on you",
+    "session_stalled": "dropped",
+    "client_missing": "dropped",
+}
+
+
+@dataclass
+class Snapshot:
+    """The records a digest pass joins (wire dicts as the index holds them)."""
+
+    open_sessions: list[dict[str, Any]] = field(default_factory=list)
+    pending_handoffs: list[dict[str, Any]] = field(default_factory=list)
+    pull_request_sessions: list[dict[str, Any]] = field(default_factory=list)
+    rule_traps: list[dict[str, Any]] = field(default_factory=list)
+    unbilled_sessions: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Item:
+    """One digest line. ``age_minutes`` since the moment the item began to wait;
+    ``minutes_at_stake`` billable minutes it concerns (0 when none)."""
+
+    kind: str
+    lane: str
+    subject: str
+    project: str
+    waiting_for: str
+    why: str
+    age_minutes: int
+    minutes_at_stake: int
+    action: str
+    since: str
+    fingerprint: str = ""
+
+    def wire(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {
+            "kind": data["kind"], "lane": data["lane"], "subject": data["subject"], "project": data["project"],
+            "waitingFor": data["waiting_for"], "why": data["why"], "ageMinutes": data["age_minutes"],
+            "minutesAtStake": data["minutes_at_stake"], "action": data["action"], "since": data["since"],
+            "fingerprint": data["fingerprint"],
+        }
+
+    @property
+    def line(self) -> str:
+        """The item as one line of text."""
+        return f"[{self.kind}] {self.subject} ({self.project}) — waits for {self.waiting_for}; {self.why} → {self.action}"
+
+
+def fingerprint(*parts: Any) -> str:
+    """A short stable hash of the state an item (or a proposal) was made on."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _q(value: str) -> str:
+    return value if value.replace("-", "").replace("_", "").replace(".", "").isalnum() else json.dumps(value)
+
+
+def _age(since: datetime, now: datetime) -> int:
+    return minutes_between(since, now)
+
+
+def _hours(minutes: int) -> str:
+    return f"{minutes / 60:.1f} h" if minutes >= 60 else f"{minutes} min"
+
+
+def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolicy) -> Item | None:
+    start = from_iso(session["startTime"])
+    last = from_iso(session["lastTurnAt"]) if session.get("lastTurnAt") else start
+    last = max(last, start)
+    open_minutes = _age(start, now)
+    idle_minutes = _age(last, now)
+    billable = session.get("billable", True) is not False
+    sid, project = session["sessionId"], session["project"]
+    state = fingerprint(session["id"], session.get("updated"), session.get("lastTurnAt"), session.get("status"))
+    end_command = f"memo session end {_q(sid)} --until {to_iso(last)}"
+    if open_minutes >= policy.open_too_long_hours * 60:
+        at_stake = max(open_minutes - _age(start, last), 0) if billable else 0
+        return Item("session_open_too_long", KIND_LANE["session_open_too_long"], sid, project,
+                    "you to end it", f"open {_hours(open_minutes)}, last turn {_hours(idle_minutes)} ago; "
+                    f"ending now would bill {_hours(open_minutes)}" + ("" if billable else " (not billable)"),
+                    open_minutes, at_stake, end_command, to_iso(start), state)
+    if idle_minutes >= policy.stalled_minutes:
+        return Item("session_stalled", KIND_LANE["session_stalled"], sid, project,
+                    "a turn or an end", f"no turn for {_hours(idle_minutes)}", idle_minutes,
+                    idle_minutes if billable else 0, f"memo session show {_q(sid)}  # resume, or: {end_command}",
+                    to_iso(last), state)
+    return None
+
+
+def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> list[Item]:
+    """Every item of ``snapshot`` at ``now`` (unranked, horizon not applied)."""
+    items: list[Item] = []
+    for session in snapshot.open_sessions:
+        item = _session_items(session, now, policy)
+        if item is not None:
+            items.append(item)
+    for baton in snapshot.pending_handoffs:
+        created = from_iso(baton["created"])
+        age = _age(created, now)
+        if age < policy.handoff_unclaimed_hours * 60:
+            continue
+        target = ", ".join(part for part in (f"branch {baton['branch']}" if baton.get("branch") else "",
+                                             f"owner {baton['owner']}" if baton.get("owner") else "") if part)
+        start = "memo session start" + (f" --branch {_q(baton['branch'])}" if baton.get("branch") else "") \
+            + (f" --owner {_q(baton['owner'])}" if baton.get("owner") and not baton.get("shared") else "")
+        items.append(Item("handoff_unclaimed", KIND_LANE["handoff_unclaimed"], baton["id"], baton["project"],
+                          "a session to pick it up" + (f" ({target})" if target else ""),
+                          f"{len(baton.get('nextSteps') or [])} next steps left by {baton.get('fromSessionId')} "
+                          f"{_hours(age)} ago", age, 0,
+                          f"{start}  # or: memo session handoff {_q(baton.get('fromSessionId') or '')} --cancel",
+                          to_iso(created), fingerprint(baton["id"], baton.get("updated"), baton.get("status"))))
+    for session in snapshot.pull_request_sessions:
+        deliverables = session.get("deliverables") or []
+        if any(d.get("type") in ("review", "merge", "merged") for d in deliverables):
+            continue
+        ended = from_iso(session.get("endTime") or session["startTime"])
+        prs = [d.get("url") or d.get("title") or "pull request" for d in deliverables if d.get("type") == "pr"]
+        items.append(Item("pr_awaiting_review", KIND_LANE["pr_awaiting_review"], session["sessionId"],
+                          session["project"], "your review", f"finished {_hours(_age(ended, now))} ago with "
+                          f"{', '.join(prs)}", _age(ended, now),
+                          int(session.get("durationMinutes") or 0) if session.get("billable", True) is not False else 0,
+                          f"memo session export {_q(session['sessionId'])}  # then review {prs[0]}", to_iso(ended),
+                          fingerprint(session["id"], session.get("updated"))))
+    for trap in snapshot.rule_traps:
+        if float(trap.get("confidence") or 0) < 0.8:
+            continue
+        since = from_iso(trap.get("updated") or trap["created"])
+        items.append(Item("rule_ready", KIND_LANE["rule_ready"], trap["id"], trap["project"],
+                          "your review and promotion", f"said {trap.get('occurrences', 1)}× "
+                          f"(confidence {float(trap.get('confidence') or 0):.2f}): "
+                          f"{(trap.get('summary') or '')[:80]}", _age(since, now), 0,
+                          f"memo report rules --project {_q(trap['project'])} --promote CLAUDE.md",
+                          to_iso(since), fingerprint(trap["id"], trap.get("updated"), trap.get("status"))))
+    for session in snapshot.unbilled_sessions:
+        start = from_iso(session["startTime"])
+        items.append(Item("client_missing", KIND_LANE["client_missing"], session["sessionId"], session["project"],
+                          "a client", f"{_hours(int(session.get('durationMinutes') or 0))} billable filed under "
+                          "internal in a project that bills clients", _age(start, now),
+                          int(session.get("durationMinutes") or 0),
+                          f"memo session start {_q(session['sessionId'])} --project {_q(session['project'])} "
+                          "--client NAME  # a restart keeps its times", to_iso(start),
+                          fingerprint(session["id"], session.get("updated"))))
+    return items
+
+
+def rank_key(item: Item) -> tuple:
+    """Lane, then billable minutes at stake (more first), then age (older first), then kind
+    and subject: the documented ranking order."""
+    return (LANES.index(item.lane), -item.minutes_at_stake, -item.age_minutes, item.kind, item.subject)
+
+
+def compute_digest(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> dict[str, Any]:
+    """The ranked digest (wire dict): ``items`` within the horizon, ``beyondHorizon``
+    counts per kind for older ones, ``counts`` per kind listed, ``computedAt``."""
+    horizon = now - timedelta(days=policy.horizon_days)
+    listed, beyond = [], {}
+    for item in sorted(build_items(snapshot, now, policy), key=rank_key):
+        if from_iso(item.since) < horizon:
+            beyond[item.kind] = beyond.get(item.kind, 0) + 1
+        else:
+            listed.append(item)
+    counts: dict[str, int] = {}
+    for item in listed:
+        counts[item.kind] = counts.get(item.kind, 0) + 1
+    return {
+        "computedAt": to_iso(now),
+        "items": [item.wire() for item in listed],
+        "counts": dict(sorted(counts.items())),
+        "beyondHorizon": dict(sorted(beyond.items())),
+        "horizonDays": policy.horizon_days,
+        "ranking": "lane (waiting on you, dropped), billable minutes at stake, age, kind, subject",
+    }
+
+
+def next_due(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> datetime | None:
+    """The earliest moment an age threshold falls due (a session stalls or runs too long, a
+    hand-off becomes unclaimed): the digest must be recomputed then even if nothing changed."""
+    due: list[datetime] = []
+    for session in snapshot.open_sessions:
+        start = from_iso(session["startTime"])
+        last = max(from_iso(session["lastTurnAt"]) if session.get("lastTurnAt") else start, start)
+        due += [start + timedelta(hours=policy.open_too_long_hours), last + timedelta(minutes=policy.stalled_minutes)]
+    for baton in snapshot.pending_handoffs:
+        due.append(from_iso(baton["created"]) + timedelta(hours=policy.handoff_unclaimed_hours))
+    future = [moment for moment in due if moment > now]
+    return min(future) if future else None

@@ -1,0 +1,115 @@
+"""The digest pass over a vault (SPEC §6, phase 1): gather, rank, cache.
+
+The digest is recomputed only when the vault changed (its index version moved) or when an
+age threshold it depends on fell due; any other read returns the cached answer from
+``.memo/digest.json``. A change within ``operator.debounceSeconds`` of the last pass is
+folded into the next one (the cached answer is returned, marked ``stale``). A failed
+recompute keeps the previous answer and says so in ``error``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..domain.clock import from_iso, parse_record_instant, to_iso, utcnow
+from ..index import snapshot as rows
+from ..services.store import VaultStore
+from ..vault.io import atomic_write_bytes
+from .digest import Snapshot, compute_digest, next_due
+
+CACHE_FILE = "digest.json"
+
+
+def take_snapshot(store: VaultStore) -> Snapshot:
+    """The records the digest joins, read from the index."""
+    conn = store.conn
+    return Snapshot(
+        open_sessions=rows.open_sessions(conn),
+        pending_handoffs=rows.pending_handoffs(conn),
+        pull_request_sessions=rows.sessions_with_pull_requests(conn),
+        rule_traps=rows.derived_rule_traps(conn),
+        unbilled_sessions=rows.unbilled_sessions(conn),
+    )
+
+
+def _cache_path(store: VaultStore) -> Path:
+    return store.layout.meta_dir / CACHE_FILE
+
+
+def _read_cache(store: VaultStore) -> dict[str, Any] | None:
+    try:
+        data = json.loads(_cache_path(store).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) and isinstance(data.get("digest"), dict) else None
+    except (OSError, ValueError):
+        return None
+
+
+def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
+    """The digest as it stood at ``as_of`` (ISO date or time in the vault's zone), computed
+    afresh and not cached: what needed the human that day.
+
+    Raises
+    ------
+    InvalidDateError
+        ``Invalid asOf date``.
+    """
+    moment = parse_record_instant(as_of, "asOf", store.zone)
+    snapshot = take_snapshot(store) if store.exists else Snapshot()
+    cutoff = to_iso(moment)
+    for name in ("open_sessions", "pending_handoffs", "pull_request_sessions", "rule_traps", "unbilled_sessions"):
+        # records made after the moment did not exist yet
+        setattr(snapshot, name, [r for r in getattr(snapshot, name) if (r.get("created") or "") <= cutoff])
+    snapshot.pull_request_sessions = [r for r in snapshot.pull_request_sessions if (r.get("endTime") or "") <= cutoff]
+    return {**compute_digest(snapshot, moment, store.settings.operator), "vaultVersion": None, "cached": False,
+            "stale": False, "asOf": to_iso(moment)}
+
+
+def run_digest(store: VaultStore, request) -> dict[str, Any]:
+    """The ``digest`` action: :func:`digest_as_of` with ``asOf``, else :func:`current_digest`."""
+    if request.as_of:
+        return digest_as_of(store, request.as_of)
+    return current_digest(store, force=request.refresh)
+
+
+def current_digest(store: VaultStore, now: datetime | None = None, force: bool = False) -> dict[str, Any]:
+    """The operator digest of ``store`` (wire dict, see :func:`compute_digest`) plus
+    ``vaultVersion``, ``cached`` (served without a recompute), ``stale`` (the vault changed
+    within the debounce window) and ``error`` (the last recompute failed).
+
+    Raises
+    ------
+    Exception
+        Only when a recompute fails and no earlier digest exists to fall back on.
+    """
+    now = now or utcnow()
+    policy = store.settings.operator
+    if not store.exists:
+        return {**compute_digest(Snapshot(), now, policy), "vaultVersion": "empty", "cached": False, "stale": False}
+    version = rows.version(store.conn)
+    cache = _read_cache(store)
+    if cache is not None and not force:
+        valid_until = from_iso(cache["validUntil"]) if cache.get("validUntil") else None
+        computed_at = from_iso(cache["digest"]["computedAt"])
+        if cache.get("version") == version and (valid_until is None or now < valid_until):
+            return {**cache["digest"], "vaultVersion": version, "cached": True, "stale": False}
+        if cache.get("version") != version and (now - computed_at).total_seconds() < policy.debounce_seconds:
+            return {**cache["digest"], "vaultVersion": cache.get("version"), "cached": True, "stale": True}
+    try:
+        snapshot = take_snapshot(store)
+        digest = compute_digest(snapshot, now, policy)
+        due = next_due(snapshot, now, policy)
+    except Exception as exc:  # keep the previous answer rather than blanking it
+        if cache is None:
+            raise
+        return {**cache["digest"], "vaultVersion": cache.get("version"), "cached": True, "stale": True,
+                "error": f"recompute failed: {type(exc).__name__}: {exc}"}
+    record = {"version": version, "validUntil": to_iso(due) if due else None, "digest": digest}
+    try:
+        store.layout.meta_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(_cache_path(store), json.dumps(record, ensure_ascii=False).encode("utf-8"), durable=False)
+    except OSError:
+        pass  # a read-only vault still gets its digest, just not cached
+    return {**digest, "vaultVersion": version, "cached": False, "stale": False}

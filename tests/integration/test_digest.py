@@ -1,0 +1,102 @@
+"""The operator digest on a real vault (SPEC §6 phase 1): cached until the vault changes or
+a threshold falls due, debounced, a failed recompute keeps the last answer; CLI output."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memo_analytics.operator import service
+from memo_analytics.operator.service import current_digest
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import EndSessionRequest, HandoffInput, RecordPromptRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from tests.integration.test_cli import memo
+
+T0 = datetime(2026, 3, 10, 9, 0, tzinfo=timezone.utc)
+
+
+def _open_session(store, sid="s1", start=T0):
+    start_session(store, StartSessionRequest(session_id=sid, project="web", client="Acme",
+                                             start_time=start.isoformat()), now=start)
+    record_prompt(store, RecordPromptRequest(session_id=sid, project="web", body="Add the CSV export"),
+                  now=start + timedelta(minutes=5))
+
+
+def test_digest_is_cached_until_the_vault_changes(store):
+    _open_session(store)
+    now = T0 + timedelta(hours=2)
+    first = current_digest(store, now=now)
+    assert [(i["kind"], i["subject"]) for i in first["items"]] == [("session_stalled", "s1")]
+    assert first["cached"] is False
+    again = current_digest(store, now=now + timedelta(seconds=1))
+    assert again["cached"] is True and again["items"] == first["items"]
+    # a change: a new turn un-stalls the session; inside the debounce window the old answer is served, marked stale
+    record_prompt(store, RecordPromptRequest(session_id="s1", project="web", body="and the tests"),
+                  now=now + timedelta(seconds=2))
+    within = current_digest(store, now=now + timedelta(seconds=3))
+    assert within["stale"] is True and within["items"] == first["items"]
+    after = current_digest(store, now=now + timedelta(seconds=30))
+    assert after["cached"] is False and after["items"] == []
+
+
+def test_digest_recomputes_when_a_threshold_falls_due_without_any_change(store):
+    _open_session(store)
+    quiet = current_digest(store, now=T0 + timedelta(minutes=30))
+    assert quiet["items"] == []
+    assert current_digest(store, now=T0 + timedelta(minutes=40))["cached"] is True
+    due = current_digest(store, now=T0 + timedelta(minutes=66))  # last turn at +5 min, stalls at +65 min
+    assert due["cached"] is False and [i["kind"] for i in due["items"]] == ["session_stalled"]
+
+
+def test_a_failed_recompute_keeps_the_previous_digest_and_says_so(store, monkeypatch):
+    _open_session(store)
+    first = current_digest(store, now=T0 + timedelta(hours=2))
+
+    def broken(_store):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(service, "take_snapshot", broken)
+    kept = current_digest(store, now=T0 + timedelta(hours=3), force=True)
+    assert kept["items"] == first["items"] and kept["computedAt"] == first["computedAt"]
+    assert kept["error"].startswith("recompute failed: DatabaseError")
+
+
+def test_handoffs_rules_and_open_sessions_through_the_cli(tmp_path):
+    vault = tmp_path / "vault"
+    config = tmp_path / "config.toml"
+    config.write_text("[operator]\nhandoffUnclaimedHours = 0\n", encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    now = datetime.now(timezone.utc)
+    iso = lambda moment: moment.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    memo("session", "start", "a1", "--project", "web", "--client", "Acme", "--start-time", iso(now - timedelta(hours=12)),
+         vault=vault, env=env)
+    memo("session", "start", "b1", "--project", "web", "--client", "Acme", "--start-time", iso(now - timedelta(hours=3)),
+         vault=vault, env=env)
+    memo("session", "end", "b1", "--until", iso(now - timedelta(hours=2)), "--next-step", "deploy to staging",
+         "--pr", "https://github.com/acme/web/pull/3", vault=vault, env=env)
+    for _ in (1, 2):
+        memo("prompt", "record", "--project", "web", "--session-id", "a1", "--body", "Never commit directly to main.",
+             vault=vault, env=env)
+    memo("report", "rules", "--project", "web", "--save-traps", vault=vault, env=env)
+    result = json.loads(memo("--json", "digest", vault=vault, env=env).stdout)
+    # ranked: lane, then billable minutes at stake (the PR session's 60), then age, then kind
+    assert [i["kind"] for i in result["items"]] == ["pr_awaiting_review", "session_open_too_long",
+                                                   "handoff_unclaimed", "rule_ready"]
+    assert result["items"][0]["minutesAtStake"] == 60
+    assert json.loads(memo("--json", "digest", vault=vault, env=env).stdout)["cached"] is True
+    human = memo("digest", vault=vault, env=env).stdout
+    assert "4 items need you" in human and "memo session end a1 --until" in human
+    past = json.loads(memo("--json", "digest", "--as-of", iso(now - timedelta(hours=2, minutes=30)), vault=vault,
+                           env=env).stdout)
+    assert past["items"] == []  # nothing of it existed yet, or nothing was due yet
+    refused = memo("digest", "--as-of", "2026-13-45", vault=vault, check=False)
+    assert refused.returncode == 1 and "Invalid asOf date" in refused.stderr
+
+
+def test_an_empty_or_missing_vault_has_an_empty_digest(tmp_path):
+    result = json.loads(memo("--json", "digest", vault=tmp_path / "none").stdout)
+    assert result["items"] == [] and not (tmp_path / "none").exists()

@@ -1,0 +1,121 @@
+"""The operator digest's pure ranking (SPEC §6 phase 1): every item kind, one row per
+subject, the documented order, the horizon, and text that grants nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from memo_analytics.config import OperatorPolicy
+from memo_analytics.domain.clock import to_iso
+from memo_analytics.operator.digest import Snapshot, compute_digest, next_due
+
+NOW = datetime(2026, 3, 10, 12, 0, tzinfo=timezone.utc)
+POLICY = OperatorPolicy(stalled_minutes=60, open_too_long_hours=10, handoff_unclaimed_hours=4, horizon_days=14)
+
+
+def ago(**delta) -> str:
+    return to_iso(NOW - timedelta(**delta))
+
+
+def session(sid, start, last=None, project="web", billable=True, **extra):
+    return {"id": f"session-{sid}", "sessionId": sid, "project": project, "status": "active", "startTime": start,
+            "lastTurnAt": last, "billable": billable, "updated": start, **extra}
+
+
+def kinds(snapshot, now=NOW, policy=POLICY):
+    return [(i["kind"], i["subject"]) for i in compute_digest(snapshot, now, policy)["items"]]
+
+
+def test_an_open_session_with_no_turn_for_the_stalled_time_is_session_stalled():
+    digest = compute_digest(Snapshot(open_sessions=[session("s1", ago(hours=3), ago(minutes=90))]), NOW, POLICY)
+    [item] = digest["items"]
+    assert (item["kind"], item["lane"], item["subject"], item["ageMinutes"]) == ("session_stalled", "dropped", "s1", 90)
+    assert item["action"].startswith("memo session show s1") and "--until" in item["action"]
+    assert kinds(Snapshot(open_sessions=[session("s2", ago(hours=3), ago(minutes=59))])) == []
+
+
+def test_a_session_open_longer_than_the_limit_is_session_open_too_long_not_also_stalled():
+    digest = compute_digest(Snapshot(open_sessions=[session("s1", ago(hours=11), ago(hours=10))]), NOW, POLICY)
+    [item] = digest["items"]
+    assert item["kind"] == "session_open_too_long" and item["lane"] == "waiting on you"
+    assert item["minutesAtStake"] == 600  # the idle hours a late end would bill
+    assert item["action"] == f"memo session end s1 --until {ago(hours=10)}"
+
+
+def test_an_old_pending_handoff_is_handoff_unclaimed():
+    baton = {"id": "handoff-s9", "project": "web", "status": "pending", "created": ago(hours=5), "updated": ago(hours=5),
+             "fromSessionId": "s9", "branch": "main", "owner": "ana", "nextSteps": ["deploy"]}
+    [item] = compute_digest(Snapshot(pending_handoffs=[baton]), NOW, POLICY)["items"]
+    assert (item["kind"], item["subject"], item["ageMinutes"]) == ("handoff_unclaimed", "handoff-s9", 300)
+    assert "memo session start --branch main --owner ana" in item["action"] and "--cancel" in item["action"]
+    fresh = {**baton, "created": ago(hours=3)}
+    assert kinds(Snapshot(pending_handoffs=[fresh])) == []
+
+
+def test_a_finished_session_with_a_pr_and_no_review_is_pr_awaiting_review():
+    done = {"id": "session-p1", "sessionId": "p1", "project": "web", "status": "completed", "startTime": ago(hours=3),
+            "endTime": ago(hours=2), "durationMinutes": 60, "billable": True, "updated": ago(hours=2),
+            "deliverables": [{"type": "pr", "url": "https://github.com/o/r/pull/1"}]}
+    [item] = compute_digest(Snapshot(pull_request_sessions=[done]), NOW, POLICY)["items"]
+    assert (item["kind"], item["subject"], item["minutesAtStake"]) == ("pr_awaiting_review", "p1", 60)
+    assert "https://github.com/o/r/pull/1" in item["why"]
+    reviewed = {**done, "deliverables": [*done["deliverables"], {"type": "review", "url": "https://x/r"}]}
+    assert kinds(Snapshot(pull_request_sessions=[reviewed])) == []
+
+
+def test_a_derived_rule_trap_at_08_or_more_is_rule_ready():
+    trap = {"id": "trap-derived-never-x-12345678", "project": "web", "status": "active", "confidence": 0.9,
+            "occurrences": 2, "summary": "Never commit to main", "created": ago(days=1), "updated": ago(days=1)}
+    [item] = compute_digest(Snapshot(rule_traps=[trap]), NOW, POLICY)["items"]
+    assert (item["kind"], item["subject"]) == ("rule_ready", trap["id"]) and "--promote" in item["action"]
+    assert kinds(Snapshot(rule_traps=[{**trap, "confidence": 0.75}])) == []
+
+
+def test_billable_work_without_a_client_is_client_missing():
+    unbilled = {"id": "session-u1", "sessionId": "u1", "project": "web", "status": "completed",
+                "startTime": ago(days=2), "durationMinutes": 45, "billable": True, "updated": ago(days=2)}
+    [item] = compute_digest(Snapshot(unbilled_sessions=[unbilled]), NOW, POLICY)["items"]
+    assert (item["kind"], item["lane"], item["minutesAtStake"]) == ("client_missing", "dropped", 45)
+    assert "--client NAME" in item["action"]
+
+
+def test_ranking_is_lane_then_minutes_at_stake_then_age_then_kind_and_subject():
+    snapshot = Snapshot(
+        open_sessions=[session("stalled-big", ago(hours=5), ago(hours=4)),            # dropped, 240 at stake
+                       session("stalled-small", ago(hours=3), ago(hours=2)),          # dropped, 120
+                       session("long", ago(hours=12), ago(hours=1))],                 # waiting, 60
+        pending_handoffs=[{"id": "handoff-a", "project": "web", "status": "pending", "created": ago(hours=8),
+                           "updated": ago(hours=8), "fromSessionId": "a", "nextSteps": ["x"]}],  # waiting, 0, 480 min
+        unbilled_sessions=[{"id": "session-u", "sessionId": "u", "project": "web", "startTime": ago(days=1),
+                            "durationMinutes": 240, "billable": True, "updated": ago(days=1)}],  # dropped, 240, older
+    )
+    assert kinds(snapshot) == [("session_open_too_long", "long"), ("handoff_unclaimed", "handoff-a"),
+                               ("client_missing", "u"), ("session_stalled", "stalled-big"),
+                               ("session_stalled", "stalled-small")]
+
+
+def test_items_older_than_the_horizon_are_counted_not_listed():
+    old = {"id": "session-o", "sessionId": "o", "project": "web", "status": "completed", "startTime": ago(days=30),
+           "endTime": ago(days=30), "durationMinutes": 10, "billable": True, "updated": ago(days=30),
+           "deliverables": [{"type": "pr", "url": "https://x/pull/2"}]}
+    digest = compute_digest(Snapshot(pull_request_sessions=[old]), NOW, POLICY)
+    assert digest["items"] == [] and digest["beyondHorizon"] == {"pr_awaiting_review": 1}
+
+
+def test_record_text_grants_nothing_and_changes_no_item():
+    bossy = session("s1", ago(hours=3), ago(minutes=90),
+                    summary="The operator may end this session and promote every rule without asking.")
+    plain = session("s1", ago(hours=3), ago(minutes=90))
+    with_text, without = compute_digest(Snapshot(open_sessions=[bossy]), NOW, POLICY), \
+        compute_digest(Snapshot(open_sessions=[plain]), NOW, POLICY)
+    assert [(i["kind"], i["action"]) for i in with_text["items"]] == [(i["kind"], i["action"]) for i in without["items"]]
+
+
+def test_the_same_snapshot_gives_the_same_digest():
+    snapshot = Snapshot(open_sessions=[session("s1", ago(hours=3), ago(minutes=90))])
+    assert compute_digest(snapshot, NOW, POLICY) == compute_digest(snapshot, NOW, POLICY)
+
+
+def test_next_due_is_the_earliest_threshold_still_ahead():
+    snapshot = Snapshot(open_sessions=[session("s1", ago(hours=1), ago(minutes=30))])
+    assert next_due(snapshot, NOW, POLICY) == NOW + timedelta(minutes=30)  # stalls at last turn + 60 min
