@@ -188,7 +188,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         by_project={name: _bucket(m, c, n) for (name, m, n), c in zip(by_project, project_cents)},
         by_day=_by_day(rows, zone, total_cents),
         total_prompts=int(total_prompts),
-        sessions=[_session_item(r, session_cents.get(r["id"])) for r in rows.iter_rows(named=True)],
+        sessions=_session_items(rows, session_cents),
         zone=zone,
         bounds=bounds,
         projects=request.projects,
@@ -274,19 +274,22 @@ def _prompt_clients(sources: list[IndexSource], projects: list[str] | None, boun
     return ids.group_by("client").agg(pl.len().cast(pl.Int64).alias("n")).select(list(schema))
 
 
-def _session_item(row: dict[str, Any], cents: int | None) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "sessionId": row["session_id"],
-        "project": row["project"],
-        "client": row["client_name"],
-        "billable": bool(row["billable"]),
-        "status": row["status"],
-        "startTime": to_iso(row["start_time"]) if row["start_time"] else None,
-        "endTime": to_iso(row["end_time"]) if row["end_time"] else None,
-        "durationMinutes": row["duration_minutes"],
-        "billableHours": cents_to_hours(cents) if cents is not None else None,
-        "taskSlug": row["task_slug"],
-        "summary": row["summary"],
-        "deliverables": json.loads(row["deliverables"] or "[]"),
-    }
+def _session_items(rows: pl.DataFrame, cents: dict[str, int]) -> list[dict[str, Any]]:
+    """The wire items of the selected sessions, built column by column (times as stored:
+    UTC ISO with milliseconds and ``Z``)."""
+    iso = "%Y-%m-%dT%H:%M:%S%.3fZ"
+    columns = rows.select(
+        "id", "session_id", "project", "client_name", "billable", "status",
+        pl.col("start_time").dt.strftime(iso), pl.col("end_time").dt.strftime(iso), "duration_minutes",
+        "task_slug", "summary", "deliverables",
+    ).get_columns()
+    ids, sids, projects, clients, billable, status, starts, ends, minutes, slugs, summaries, raw = (
+        c.to_list() for c in columns)
+    deliverables = json.loads("[" + ",".join(d or "[]" for d in raw) + "]")  # one parse for all rows
+    return [
+        {"id": i, "sessionId": sid, "project": p, "client": c, "billable": bool(b), "status": st, "startTime": s,
+         "endTime": e, "durationMinutes": m, "billableHours": cents_to_hours(cents[i]) if i in cents else None,
+         "taskSlug": slug, "summary": summary, "deliverables": d}
+        for i, sid, p, c, b, st, s, e, m, slug, summary, d in zip(
+            ids, sids, projects, clients, billable, status, starts, ends, minutes, slugs, summaries, deliverables)
+    ]

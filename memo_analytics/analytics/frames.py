@@ -1,7 +1,7 @@
 """Polars frames over the index of one or several vaults (SPEC §4).
 
-Frames come straight from the SQLite index through ``polars.read_database`` (no per-row
-Python loops) and carry times as ``Datetime(us, UTC)``. Every frame has a ``vault`` column
+Frames come straight from the SQLite index, built column by column (no per-row Python
+loops) and carry times as ``Datetime(us, UTC)``. Every frame has a ``vault`` column
 (the vault's root folder) so that rows read from several vaults stay distinguishable; a
 record id found in more than one vault is kept once, from the first vault read (the
 primary vault, then the further vaults in configuration order).
@@ -119,10 +119,11 @@ def _read_one(src: IndexSource, kind: str, columns: dict[str, pl.DataType], proj
     if projects is not None:
         where += f" AND project IN ({','.join('?' * len(projects)) or 'NULL'})"
         params.extend(projects)
-    names = [c for c in columns if c != "vault"]
     raw = {c: (pl.Int64 if d in (pl.Int64, pl.Boolean) else pl.String) for c, d in columns.items() if c != "vault"}
-    frame = pl.read_database(f"SELECT {', '.join(names)} FROM records WHERE {where}", connection=src.conn,
-                             execute_options={"parameters": params}, schema_overrides=raw)
+    rows = src.conn.execute(f"SELECT {', '.join(raw)} FROM records WHERE {where}", params).fetchall()
+    # column-wise construction: much cheaper than building a frame row by row
+    values = list(zip(*rows)) if rows else [()] * len(raw)
+    frame = pl.DataFrame([pl.Series(name, list(col), dtype=dtype) for (name, dtype), col in zip(raw.items(), values)])
     return frame.with_columns(pl.lit(src.vault, pl.String).alias("vault"))
 
 
