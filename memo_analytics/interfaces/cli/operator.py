@@ -1,15 +1,22 @@
-"""``memo digest``: what needs you now (SPEC §6)."""
+"""``memo digest`` (what needs you now) and ``memo operator …`` (SPEC §6)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any, Optional
 
 import typer
 from rich.table import Table
 
-from ...operator.service import run_digest
+from ...domain.clock import to_iso, utcnow
+from ...operator.notify import offer
+from ...operator.service import current_digest, run_digest
 from ...services.requests import DigestRequest
 from .common import _build, _emit, _safe, _short, app, out, state
+
+
+def utc_stamp() -> str:
+    return to_iso(utcnow())[:19].replace("T", " ")
 
 
 def _age(minutes: int) -> str:
@@ -45,3 +52,24 @@ def digest(
             out.print(f"older than {r['horizonDays']} days (counted, not listed): {older}")
 
     _emit(result, human)
+
+
+operator_app = typer.Typer(help="The operator: watch the vault, notify, act within your delegations.",
+                           no_args_is_help=True)
+app.add_typer(operator_app, name="operator")
+
+
+@operator_app.command("watch")
+def operator_watch(
+    interval: float = typer.Option(30.0, "--interval", min=1.0, help="Seconds between passes."),
+    once: bool = typer.Option(False, "--once", help="One pass, then exit (for cron)."),
+) -> None:
+    """Recompute the digest when the vault changes and send new items to the configured
+    webhook (operator.webhookUrl), coalesced per settle window and at most one an hour."""
+    while True:
+        result = offer(state.store, current_digest(state.store))
+        _emit(result, lambda r: out.print(_safe(f"{utc_stamp()} notification: {r['reason']}"
+                                                + (f" ({r['sent']} items)" if r["sent"] else ""))))
+        if once:
+            return
+        time.sleep(interval)
