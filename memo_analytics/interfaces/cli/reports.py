@@ -67,6 +67,13 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
             table.add_row(_short(name, 40), str(bucket["sessions"]), format_minutes(bucket["durationMinutes"]),
                           f"{bucket['billableHours']:.2f}")
         out.print(table)
+    if 0 < len(data["byDay"]) <= 62:
+        days = Table(title=f"Billable time by day ({data['timezone']}; a session across midnight in parts)")
+        for column, justify in (("day", "left"), ("duration", "right"), ("hours", "right")):
+            days.add_column(column, justify=justify)
+        for day, bucket in data["byDay"].items():
+            days.add_row(day, format_minutes(bucket["durationMinutes"]), f"{bucket['billableHours']:.2f}")
+        out.print(days)
     sessions = Table(title=f"Sessions (times in {data['timezone']})")
     for column in ("start", "end", "project", "client", "billable", "minutes", "task / summary"):
         sessions.add_column(column)
