@@ -3,7 +3,8 @@ product repository, with search, billable activity, PDF timesheets and an MCP to
 
 The command line is ``memo`` (:mod:`memo_analytics.interfaces.cli`); agents use the MCP tool
 ``prompt`` (:mod:`memo_analytics.interfaces.mcp`); analysts call :func:`open_vault`
-(:mod:`memo_analytics.api`: polars frames, the activity report, DuckDB). Every error raised
+(:mod:`memo_analytics.api`: polars frames, the activity report, DuckDB, derived-rule
+candidates) and :func:`sample_vault` (the deterministic sample of ``memo demo``). Every error raised
 on purpose is a :class:`MemoError`.
 """
 
@@ -25,13 +26,13 @@ __version__ = "0.1.0"
 __all__ = [
     "CorruptRecordError", "IndexDamagedError", "InvalidDateError", "InvalidFieldError", "MemoError",
     "RecordNotFoundError", "ReportError", "SessionCompletedError", "SessionNotStartedError", "VaultBusyError",
-    "Vault", "__version__", "open_vault",
+    "Vault", "__version__", "open_vault", "sample_vault",
 ]
 
 
 def __getattr__(name: str):
     # the analyst API loads polars and DuckDB: imported on first use, not by every `memo` start
-    if name in ("open_vault", "Vault"):
+    if name in ("open_vault", "Vault", "sample_vault"):
         from . import api
 
         return getattr(api, name)

@@ -11,9 +11,13 @@ Example (a notebook)::
     report.total_billable_hours, report.by_day
     db = vault.duckdb()
     db.sql("SELECT project, sum(duration_minutes) FROM sessions GROUP BY ALL").pl()
+    vault.rule_candidates()                           # derived-rule candidates (SPEC §5.3)
 
-Everything here reads: nothing is written to any vault (the further vaults are opened
-read-only). Frames are read afresh on every call.
+:func:`sample_vault` builds the deterministic sample vault of ``memo demo`` into a folder
+(the analyst notebooks start from it).
+
+Everything on :class:`Vault` reads: nothing is written to any vault (the further vaults are
+opened read-only). Frames are read afresh on every call.
 """
 
 from __future__ import annotations
@@ -37,9 +41,21 @@ from .analytics.frames import (
 from .config import Settings
 from .domain.clock import resolve_zone
 from .domain.errors import InvalidFieldError
+from .services.demo import DEMO_ZONE, build_demo_vault
+from .services.requests import DeriveRulesRequest
+from .services.rules import candidates_in_scope
 from .services.store import VaultStore
 
-__all__ = ["DELIVERABLE_SCHEMA", "PROMPT_SCHEMA", "SESSION_SCHEMA", "Vault", "open_vault"]
+__all__ = ["DELIVERABLE_SCHEMA", "PROMPT_SCHEMA", "RULE_SCHEMA", "SESSION_SCHEMA", "Vault", "open_vault",
+           "sample_vault"]
+
+#: Columns and dtypes of :meth:`Vault.rule_candidates`.
+RULE_SCHEMA = {
+    "key": pl.String, "text": pl.String, "category": pl.String, "confidence": pl.Float64,
+    "occurrences": pl.Int64, "signal": pl.String, "projects": pl.List(pl.String),
+    "first_said": pl.Datetime("us", "UTC"), "last_said": pl.Datetime("us", "UTC"),
+    "evidence": pl.List(pl.String),
+}
 
 
 def open_vault(path: str | Path | None = None, *, vaults: Sequence[str | Path] | None = None,
@@ -82,6 +98,43 @@ def open_vault(path: str | Path | None = None, *, vaults: Sequence[str | Path] |
         raise InvalidFieldError("path", f"{store.root} holds no vault (no projects/ or .memo/ folder)")
     resolve_zone(settings.timezone)  # an unknown zone fails here, not at the first report
     return Vault(store)
+
+
+def sample_vault(path: str | Path) -> Path:
+    """Build the sample vault of ``memo demo`` in ``path``: one week of March 2026 in
+    Europe/Berlin with several clients, projects, IDEs and models, billable and internal
+    work, a session across local midnight, one open session, PR deliverables and a few
+    instructions said again and again.
+
+    Deterministic: the same records on every machine and every day (fixed seed, fixed
+    instants; nothing depends on today), so notebooks built on it have stable outputs.
+
+    Parameters
+    ----------
+    path : str | Path
+        A folder that does not exist yet or is empty, outside every git repository.
+
+    Returns
+    -------
+    Path
+        The vault root (``path`` resolved), ready for :func:`open_vault`.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid path: … is not empty`` (nothing is touched) or is not a folder;
+        ``Invalid vaultRoot`` for a folder inside a git repository.
+    """
+    root = Path(path).expanduser().resolve()
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise InvalidFieldError("path", f"{root} is not an empty folder; the sample vault needs a new one")
+    settings = Settings(vault_root=root, timezone=DEMO_ZONE, vaults=[])
+    store = VaultStore(settings)
+    try:
+        build_demo_vault(store)
+    finally:
+        store.close()
+    return root
 
 
 class Vault:
@@ -208,6 +261,55 @@ class Vault:
         """
         return activity_report(self._store, ActivityRequest(projects=projects, since=since, until=until,
                                                             client=client, tz=tz, cross_project=cross_project))
+
+    def rule_candidates(self, project: str | None = None, since: str | None = None, until: str | None = None,
+                        min_confidence: float = 0.0) -> pl.DataFrame:
+        """Derived-rule candidates: instructions the person keeps giving (SPEC §5.3), as
+        ``memo report rules`` finds them, without saving or promoting anything.
+
+        Read from the primary vault (``root``) only.
+
+        Parameters
+        ----------
+        project : str | None
+            Only this project's turns; None: every project.
+        since, until : str | None
+            ISO date or time bounding the turns' ``created`` (a date-only ``until`` covers
+            that day in the vault's zone).
+        min_confidence : float
+            Leave out candidates below this confidence (0–1).
+
+        Returns
+        -------
+        polars.DataFrame
+            One row per candidate, by confidence, then occurrences, then key; columns and
+            dtypes of :data:`RULE_SCHEMA`: ``key`` (the normalized grouping key), ``text``
+            (first spelling seen), ``category`` (constraint, security, process,
+            architecture), ``confidence`` (Float64, 0–0.99: base of the signal group plus
+            0.05 per repeat), ``occurrences`` (Int64, turns that said it), ``signal`` (the
+            phrase matched), ``projects`` (``List(String)``), ``first_said``, ``last_said``
+            (``Datetime(us, UTC)``), ``evidence`` (``List(String)``: every prompt id that
+            said it, in the order found).
+
+        Raises
+        ------
+        InvalidDateError
+            ``Invalid since date`` / ``Invalid until date``.
+        InvalidFieldError
+            An invalid project id.
+        """
+        request = DeriveRulesRequest(project=project, cross_project=project is None, since=since, until=until,
+                                     min_confidence=min_confidence)
+        rows = []
+        for c in candidates_in_scope(self._store, request):
+            said = sorted(e.created for e in c.evidence)
+            rows.append((c.key, c.text, c.category, c.confidence, c.occurrences, c.signal,
+                         sorted({e.project for e in c.evidence}), said[0], said[-1], [e.id for e in c.evidence]))
+        frame = pl.DataFrame(rows, schema={**RULE_SCHEMA, "first_said": pl.String, "last_said": pl.String},
+                             orient="row")
+        return frame.with_columns(
+            pl.col("first_said", "last_said").str.to_datetime(time_zone="UTC", time_unit="us")
+        ).sort(["confidence", "occurrences", "key"], descending=[True, True, False])
 
     def duckdb(self, *, body: bool = False) -> duckdb.DuckDBPyConnection:
         """A new in-memory DuckDB connection with the tables ``prompts``, ``sessions`` and

@@ -91,8 +91,21 @@ def _build(store: VaultStore) -> dict[str, int]:
         session_id="demo-open-acme-web", project="acme-web", client="Acme Corp", ide="cursor",
         model="claude-sonnet-4-5", start_time=DEMO_WEEK + timedelta(days=4, hours=16), source="demo",
     ))
-    record_prompt(store, RecordPromptRequest(
-        body="Start the release checklist for the web app.", session_id="demo-open-acme-web",
-        project="acme-web", created=DEMO_WEEK + timedelta(days=4, hours=16, minutes=5), source="demo",
-    ))
-    return {"sessions": sessions + 1, "turns": turns + 1}
+    for step, body in enumerate(_RELEASE_TURNS):
+        record_prompt(store, RecordPromptRequest(
+            body=body, session_id="demo-open-acme-web", project="acme-web",
+            created=DEMO_WEEK + timedelta(days=4, hours=16, minutes=5 + 15 * step), source="demo",
+        ))
+    return {"sessions": sessions + 1, "turns": turns + len(_RELEASE_TURNS)}
+
+
+#: Turns of the open session: instructions of more signal groups for the rules review, one
+#: said twice, and pasted output whose "never" is not the person's instruction.
+_RELEASE_TURNS = [
+    "Start the release checklist for the web app.",
+    "Every migration must be listed in the release notes.",
+    "Reject any dependency upgrade that is not pinned in the lockfile.",
+    "The deploy failed again:\n\n```\nERROR deploy: healthcheck never became ready (timeout 120s)\n```\n\n"
+    "Can you find out why?",
+    "Thanks. Every migration must be listed in the release notes.",
+]

@@ -1,0 +1,81 @@
+"""The analyst notebooks (``notebooks/*.ipynb``) run on the sample vault and reproduce their
+stored outputs under nbval; ``notebooks/sanitize.cfg`` masks only what differs between runs
+(the temporary folder, memory addresses).
+
+nbval runs in a pytest subprocess of its own: its kernel is this environment's Python
+(``--nbval-current-env``), and warnings of the Jupyter machinery in that process do not touch
+this run's warnings-as-errors.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parents[2]
+NOTEBOOKS = REPO / "notebooks"
+SANITIZE = NOTEBOOKS / "sanitize.cfg"
+EXPECTED = ["activity.ipynb", "invoicing.ipynb", "rules_review.ipynb"]
+
+
+def nbval(paths: list[Path], tmp_path: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
+               "--nbval-sanitize-with", str(SANITIZE), "--nbval-cell-timeout", "300",
+               "-p", "no:cacheprovider", "-q", "-W", "ignore::DeprecationWarning",
+               "-W", "ignore::PendingDeprecationWarning", *map(str, paths)]
+    # the machine's own config file must not change what the notebooks show
+    env = {**os.environ, "MEMO_CONFIG": str(tmp_path / "no-config.toml"), "TMPDIR": str(tmp_path)}
+    for name in ("MEMO_VAULT", "MEMO_TIMEZONE", "MEMO_PROJECT", "PYTEST_ADDOPTS"):
+        env.pop(name, None)
+    return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+def summary(proc: subprocess.CompletedProcess) -> str:
+    return f"exit {proc.returncode}\n{proc.stdout[-6000:]}\n{proc.stderr[-2000:]}"
+
+
+def test_every_notebook_reproduces_its_stored_outputs(tmp_path):
+    notebooks = sorted(NOTEBOOKS.glob("*.ipynb"))
+    assert [p.name for p in notebooks] == EXPECTED
+    for path in notebooks:  # outputs are stored, and charts are among them
+        cells = nbformat.read(path, as_version=4).cells
+        outputs = [o for c in cells if c.cell_type == "code" for o in c.outputs]
+        assert outputs and all(o.output_type != "error" for o in outputs), path.name
+        assert any("image/png" in o.get("data", {}) for o in outputs), f"{path.name} has no chart"
+        assert any("text/html" in o.get("data", {}) for o in outputs), f"{path.name} has no table"
+    proc = nbval(notebooks, tmp_path)
+    assert proc.returncode == 0, summary(proc)
+    cells = sum(1 for p in notebooks for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code")
+    assert re.search(rf"\b{cells} passed\b", proc.stdout), summary(proc)
+
+
+def test_a_changed_total_fails_the_notebook_check(tmp_path):
+    copy = tmp_path / "activity.ipynb"
+    text = (NOTEBOOKS / "activity.ipynb").read_text(encoding="utf-8")
+    assert "billable hours       : 16.34" in text
+    copy.write_text(text.replace("billable hours       : 16.34", "billable hours       : 16.35"), encoding="utf-8")
+    proc = nbval([copy], tmp_path)
+    assert proc.returncode == 1, summary(proc)
+    assert "1 failed" in proc.stdout and "16.35" in proc.stdout, summary(proc)
+
+
+def test_the_sanitizer_masks_only_the_sample_folder_and_addresses(tmp_path):
+    """A fixed value (a date of the sample, an amount) is never masked."""
+    from nbval.plugin import get_sanitize_patterns
+
+    patterns = get_sanitize_patterns(SANITIZE.read_text(encoding="utf-8"))
+    volatile = "Vault('/tmp/memo-notebook-k2x_9abc/vault', further=[]) at 0x7f3a2c1d9e50"
+    fixed = "2026-03-05 22:40:00 CET  16.34  EUR 1005.41  prompt-demo-20260305-1115-acme-web-t1"
+
+    def sanitize(text: str) -> str:
+        for regex, replacement in patterns:
+            text = re.sub(regex, replacement, text)
+        return text
+
+    assert sanitize(volatile) == "Vault('<sample-folder>/vault', further=[]) at 0x<address>"
+    assert sanitize(fixed) == fixed
