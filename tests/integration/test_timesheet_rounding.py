@@ -25,7 +25,7 @@ def test_rows_of_twenty_minutes_add_up_to_the_subtotal_and_the_total(store, tmp_
     session(store, "i", "2026-02-03T10:00:00Z", "2026-02-03T10:20:00Z")
     report = activity_report(store, ActivityRequest(tz="UTC"))
     text = pdf_text(render_timesheet_pdf(report, tmp_path / "t.pdf"))
-    hours = re.findall(r"^2026-02-0\d p1 \S+ \d\d:\d\d \d\d:\d\d 0:20 (\d+\.\d\d)$", text, re.M)
+    hours = re.findall(r"\bp1 (?:a\d|g|i)\b.* 0:20 (\d\.\d\d)$", text, re.M)  # task, duration, hours
     assert hours == ["0.34", "0.33", "0.33", "0.33", "0.33"]  # naive rounding: 0.33 each, 0.99 for Acme
     assert "Subtotal Acme (3 sessions) 1:00 1.00" in text
     assert "Subtotal Globex (1 session) 0:20 0.33" in text
