@@ -109,6 +109,7 @@ class OperatorPolicy(BaseModel):
     (one per settle window, at most one per interval, never an item already sent).
     ``max_auto_actions_per_hour``: past this many automatic actions on one session in an
     hour, delegated actions fall back to proposals.
+    ``stories_dir``: where the ``export_story`` action writes stories (outside any vault).
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
@@ -122,6 +123,12 @@ class OperatorPolicy(BaseModel):
     settle_seconds: float = Field(default=60.0, ge=0, le=86_400)
     notify_min_interval_seconds: float = Field(default=3600.0, ge=0, le=604_800)
     max_auto_actions_per_hour: int = Field(default=3, ge=0, le=1000)
+    stories_dir: Path = Field(default_factory=lambda: Path.home() / ".memo" / "stories")
+
+    @field_validator("stories_dir", mode="before")
+    @classmethod
+    def _expand_stories(cls, value: object) -> object:
+        return Path(str(value)).expanduser() if isinstance(value, (str, Path)) else value
 
 
 class Settings(BaseSettings):

@@ -65,14 +65,21 @@ class Item:
     action: str
     since: str
     fingerprint: str = ""
+    proposal: dict[str, Any] | None = None
+
+    @property
+    def id(self) -> str:
+        """``kind:subject``: how a person names the item (``memo digest apply``)."""
+        return f"{self.kind}:{self.subject}"
 
     def wire(self) -> dict[str, Any]:
         data = asdict(self)
         return {
+            "id": self.id,
             "kind": data["kind"], "lane": data["lane"], "subject": data["subject"], "project": data["project"],
             "waitingFor": data["waiting_for"], "why": data["why"], "ageMinutes": data["age_minutes"],
             "minutesAtStake": data["minutes_at_stake"], "action": data["action"], "since": data["since"],
-            "fingerprint": data["fingerprint"],
+            "fingerprint": data["fingerprint"], "proposal": data["proposal"],
         }
 
     @property
@@ -108,17 +115,20 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
     sid, project = session["sessionId"], session["project"]
     state = fingerprint(session["id"], session.get("updated"), session.get("lastTurnAt"), session.get("status"))
     end_command = f"memo session end {_q(sid)} --until {to_iso(last)}"
+    proposal = {"actionClass": "end_stale_session", "params": {"sessionId": sid, "project": project,
+                                                                "until": to_iso(last)},
+                "summary": f"end {sid} at its last activity {to_iso(last)}"}
     if open_minutes >= policy.open_too_long_hours * 60:
         at_stake = max(open_minutes - _age(start, last), 0) if billable else 0
         return Item("session_open_too_long", KIND_LANE["session_open_too_long"], sid, project,
                     "you to end it", f"open {_hours(open_minutes)}, last turn {_hours(idle_minutes)} ago; "
                     f"ending now would bill {_hours(open_minutes)}" + ("" if billable else " (not billable)"),
-                    open_minutes, at_stake, end_command, to_iso(start), state)
+                    open_minutes, at_stake, end_command, to_iso(start), state, proposal)
     if idle_minutes >= policy.stalled_minutes:
         return Item("session_stalled", KIND_LANE["session_stalled"], sid, project,
                     "a turn or an end", f"no turn for {_hours(idle_minutes)}", idle_minutes,
                     idle_minutes if billable else 0, f"memo session show {_q(sid)}  # resume, or: {end_command}",
-                    to_iso(last), state)
+                    to_iso(last), state, proposal)
     return None
 
 
@@ -143,7 +153,9 @@ def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> li
                           f"{len(baton.get('nextSteps') or [])} next steps left by {baton.get('fromSessionId')} "
                           f"{_hours(age)} ago", age, 0,
                           f"{start}  # or: memo session handoff {_q(baton.get('fromSessionId') or '')} --cancel",
-                          to_iso(created), fingerprint(baton["id"], baton.get("updated"), baton.get("status"))))
+                          to_iso(created), fingerprint(baton["id"], baton.get("updated"), baton.get("status")),
+                          {"actionClass": "cancel_handoff", "params": {"id": baton["id"], "project": baton["project"]},
+                           "summary": f"cancel {baton['id']}, unclaimed for {_hours(age)}"}))
     for session in snapshot.pull_request_sessions:
         deliverables = session.get("deliverables") or []
         if any(d.get("type") in ("review", "merge", "merged") for d in deliverables):
@@ -155,7 +167,10 @@ def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> li
                           f"{', '.join(prs)}", _age(ended, now),
                           int(session.get("durationMinutes") or 0) if session.get("billable", True) is not False else 0,
                           f"memo session export {_q(session['sessionId'])}  # then review {prs[0]}", to_iso(ended),
-                          fingerprint(session["id"], session.get("updated"))))
+                          fingerprint(session["id"], session.get("updated")),
+                          {"actionClass": "export_story", "params": {"sessionId": session["sessionId"],
+                                                                     "project": session["project"]},
+                           "summary": f"export the story of {session['sessionId']} for the reviewer"}))
     for trap in snapshot.rule_traps:
         if float(trap.get("confidence") or 0) < 0.8:
             continue
@@ -165,7 +180,10 @@ def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> li
                           f"(confidence {float(trap.get('confidence') or 0):.2f}): "
                           f"{(trap.get('summary') or '')[:80]}", _age(since, now), 0,
                           f"memo report rules --project {_q(trap['project'])} --promote CLAUDE.md",
-                          to_iso(since), fingerprint(trap["id"], trap.get("updated"), trap.get("status"))))
+                          to_iso(since), fingerprint(trap["id"], trap.get("updated"), trap.get("status")),
+                          {"actionClass": "promote_rule", "params": {"trapId": trap["id"], "project": trap["project"],
+                                                                     "destination": "CLAUDE.md"},
+                           "summary": f"promote {trap['id']} into CLAUDE.md of the project's repository"}))
     for session in snapshot.unbilled_sessions:
         start = from_iso(session["startTime"])
         items.append(Item("client_missing", KIND_LANE["client_missing"], session["sessionId"], session["project"],

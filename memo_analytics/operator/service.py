@@ -10,7 +10,7 @@ recompute keeps the previous answer and says so in ``error``.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +67,29 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
             "stale": False, "asOf": to_iso(moment)}
 
 
-def run_digest(store: VaultStore, request) -> dict[str, Any]:
-    """The ``digest`` action: :func:`digest_as_of` with ``asOf``, else :func:`current_digest`."""
+def run_digest(store: VaultStore, request, now: datetime | None = None) -> dict[str, Any]:
+    """The ``digest`` action: :func:`digest_as_of` with ``asOf``; else one digest pass —
+    :func:`current_digest`, and when it was recomputed and the person delegated action
+    classes, the delegated actions (which then leave the digest, recomputed). ``operator``
+    lists the automatic actions of the last 24 hours and this pass's fallbacks."""
+    from . import audit, policy
+    from .acting import run_delegated
+
     if request.as_of:
         return digest_as_of(store, request.as_of)
-    return current_digest(store, force=request.refresh)
+    now = now or utcnow()
+    digest = current_digest(store, now=now, force=request.refresh)
+    fallbacks: list[dict[str, Any]] = []
+    grants = policy.load(store) if store.exists else {"grants": {}}
+    if grants["grants"] and not grants.get("off") and not digest["cached"]:
+        outcome = run_delegated(store, now)
+        fallbacks = outcome["fallbacks"]
+        if any(record["outcome"] == "applied" for record in outcome["acted"]):
+            digest = current_digest(store, now=now, force=True)
+    day_ago = to_iso(now - timedelta(days=1))
+    recent = [r for r in audit.read(store) if r.get("actor") == "operator" and r.get("at", "") >= day_ago] \
+        if store.exists else []
+    return {**digest, "operator": {"off": bool(grants.get("off")), "acted": recent, "fallbacks": fallbacks}}
 
 
 def current_digest(store: VaultStore, now: datetime | None = None, force: bool = False) -> dict[str, Any]:

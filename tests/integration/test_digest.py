@@ -100,3 +100,30 @@ def test_handoffs_rules_and_open_sessions_through_the_cli(tmp_path):
 def test_an_empty_or_missing_vault_has_an_empty_digest(tmp_path):
     result = json.loads(memo("--json", "digest", vault=tmp_path / "none").stdout)
     assert result["items"] == [] and not (tmp_path / "none").exists()
+
+
+def test_cli_apply_allow_revoke_and_audit(tmp_path):
+    vault = tmp_path / "vault"
+    now = datetime.now(timezone.utc)
+    start = (now - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    memo("session", "start", "w1", "--project", "web", "--client", "Acme", "--start-time", start, vault=vault)
+    memo("session", "start", "w2", "--project", "web", "--client", "Acme", "--start-time", start, vault=vault)
+    shown = json.loads(memo("--json", "digest", vault=vault).stdout)
+    assert {i["id"] for i in shown["items"]} == {"session_stalled:w1", "session_stalled:w2"}
+    applied = memo("digest", "apply", "session_stalled:w1", vault=vault).stdout
+    assert "applied end w1 at its last activity" in applied
+    unknown = memo("digest", "apply", "session_stalled:nope", vault=vault, check=False)
+    assert unknown.returncode == 1 and "is not in the digest" in unknown.stderr
+    stale = memo("digest", "apply", "session_stalled:w2", "--fingerprint", "0000000000000000", vault=vault,
+                 check=False)
+    assert stale.returncode == 3 and "not applied: the state changed" in stale.stdout
+    assert "allow" in memo("operator", "--help", vault=vault).stdout
+    bad = memo("operator", "allow", "delete_everything", "--project", "web", vault=vault, check=False)
+    assert bad.returncode == 1 and "Invalid actionClass" in bad.stderr
+    memo("operator", "allow", "end_stale_session", "--project", "web", vault=vault)
+    after = json.loads(memo("--json", "digest", "--refresh", vault=vault).stdout)
+    assert after["items"] == [] and after["operator"]["acted"][0]["subject"] == "w2"
+    memo("operator", "revoke", "end_stale_session", "--project", "web", vault=vault)
+    trail = json.loads(memo("--json", "operator", "audit", vault=vault).stdout)
+    assert [(r["actor"], r["subject"], r["outcome"].split(":")[0]) for r in trail] == [
+        ("person", "w1", "applied"), ("person", "w2", "refused"), ("operator", "w2", "applied")]

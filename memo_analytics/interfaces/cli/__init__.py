@@ -24,7 +24,9 @@ def main() -> None:
     message redacted) and a non-zero exit: 1 for a refused request, 2 for a usage error.
     """
     try:
-        app(standalone_mode=False, prog_name="memo")
+        code = app(standalone_mode=False, prog_name="memo")
+        if isinstance(code, int) and code:
+            sys.exit(code)  # a command that ended with typer.Exit(code)
     except MemoError as exc:
         _fail(str(exc))
     except typer.Exit as exc:

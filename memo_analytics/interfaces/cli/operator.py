@@ -9,7 +9,11 @@ import typer
 from rich.table import Table
 
 from ...domain.clock import to_iso, utcnow
+from ...domain.errors import MemoError
+from ...operator.acting import apply_item
+from ...operator.audit import read as read_audit
 from ...operator.notify import offer
+from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
 from ...operator.service import current_digest, run_digest
 from ...services.requests import DigestRequest
 from .common import _build, _emit, _safe, _short, app, out, state
@@ -25,13 +29,20 @@ def _age(minutes: int) -> str:
     return f"{minutes // 60} h {minutes % 60:02d}" if minutes >= 60 else f"{minutes} min"
 
 
-@app.command("digest")
+digest_app = typer.Typer(help="What needs you now; apply a proposed action.", invoke_without_command=True)
+app.add_typer(digest_app, name="digest")
+
+
+@digest_app.callback()
 def digest(
+    ctx: typer.Context,
     refresh: bool = typer.Option(False, "--refresh", help="Recompute now instead of the cached digest."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="What needed you at this instant (ISO date or time)."),
 ) -> None:
     """What needs you now: stalled or overlong sessions, unclaimed hand-offs, PRs awaiting
     review, rules ready to promote, billable work without a client — one line each, ranked."""
+    if ctx.invoked_subcommand is not None:
+        return
     result = run_digest(state.store, _build(DigestRequest, refresh=refresh, as_of=as_of))
 
     def human(r: dict[str, Any]) -> None:
@@ -47,6 +58,14 @@ def digest(
                 table.add_row(item["lane"], item["kind"], _short(item["subject"], 30), _age(item["ageMinutes"]),
                               _short(item["why"], 60), _safe(item["action"]))
             out.print(table)
+        operator = r.get("operator") or {}
+        for record in operator.get("acted", []):
+            out.print(_safe(f"operator: {record['actionClass']} on {record['subject']} — {record['outcome']} "
+                            f"({record['at'][:16]})"))
+        for fallback in operator.get("fallbacks", []):
+            out.print(_safe(f"operator: {fallback['id']}: {fallback['reason']}"))
+        if any(item.get("proposal") for item in r["items"]):
+            out.print("apply a proposal: memo digest apply KIND:SUBJECT")
         if r["beyondHorizon"]:
             older = ", ".join(f"{n} {kind}" for kind, n in r["beyondHorizon"].items())
             out.print(f"older than {r['horizonDays']} days (counted, not listed): {older}")
@@ -73,3 +92,78 @@ def operator_watch(
         if once:
             return
         time.sleep(interval)
+
+
+@digest_app.command("apply")
+def digest_apply(
+    item: str = typer.Argument(..., help="The item, KIND:SUBJECT as `memo --json digest` names it (its id)."),
+    fingerprint: Optional[str] = typer.Option(None, "--fingerprint", help="The fingerprint of the proposal you "
+                                              "reviewed (default: the one in the digest last shown)."),
+) -> None:
+    """Apply a proposed action: refused (and re-proposed) if the state changed since."""
+    if fingerprint is None:
+        shown = {i["id"]: i for i in current_digest(state.store)["items"]}
+        if item not in shown:
+            raise MemoError(f"Invalid item: {item} is not in the digest; run `memo digest` and pick an id")
+        fingerprint = shown[item]["fingerprint"]
+    result = apply_item(state.store, item, fingerprint)
+
+    def human(r: dict[str, Any]) -> None:
+        if r["applied"]:
+            out.print(_safe(f"applied {r['item']['proposal']['summary']}"))
+        else:
+            out.print(_safe(f"not applied: {r['reason']}. New proposal: {r['item']['proposal']['summary']} "
+                            f"(--fingerprint {r['item']['fingerprint']})"))
+
+    _emit(result, human)
+    if not result["applied"]:
+        raise typer.Exit(3)
+
+
+@operator_app.command("allow")
+def operator_allow(
+    action_class: str = typer.Argument(..., help=f"One of: {', '.join(ACTION_CLASSES)}."),
+    project: str = typer.Option(..., "--project", help="The project the delegation covers."),
+) -> None:
+    """Delegate an action class for a project: the operator then runs it on each digest pass."""
+    _emit(allow(state.store, action_class, project),
+          lambda r: out.print(_safe(f"delegated {action_class} for {project}")))
+
+
+@operator_app.command("revoke")
+def operator_revoke(
+    action_class: str = typer.Argument(..., help=f"One of: {', '.join(ACTION_CLASSES)}."),
+    project: str = typer.Option(..., "--project", help="The project."),
+) -> None:
+    """Withdraw a delegation; takes effect at once."""
+    _emit(revoke(state.store, action_class, project),
+          lambda r: out.print(_safe(f"revoked {action_class} for {project}")))
+
+
+@operator_app.command("off")
+def operator_off() -> None:
+    """Stop every automatic action at once (delegations are kept for `memo operator on`)."""
+    _emit(set_off(state.store, True), lambda r: out.print("operator off: nothing runs automatically"))
+
+
+@operator_app.command("on")
+def operator_on() -> None:
+    """Let delegated actions run again."""
+    _emit(set_off(state.store, False), lambda r: out.print("operator on: delegated actions run on digest passes"))
+
+
+@operator_app.command("audit")
+def operator_audit(limit: int = typer.Option(50, "--limit", min=1, help="The last N records.")) -> None:
+    """The audit trail: every action the operator or a person applied, with its policy and outcome."""
+    records = read_audit(state.store, limit)
+
+    def human(rows: list[dict[str, Any]]) -> None:
+        table = Table(title=f"{len(rows)} audit records")
+        for column in ("at (UTC)", "actor", "action", "subject", "rule", "outcome"):
+            table.add_column(column, overflow="fold")
+        for r in rows:
+            table.add_row(r["at"][:19].replace("T", " "), r["actor"], r["actionClass"], _short(r["subject"], 30),
+                          _short(r["policyRule"], 40), _short(r["outcome"], 50))
+        out.print(table)
+
+    _emit(records, human)

@@ -1,0 +1,169 @@
+"""Proposed and delegated actions (SPEC §6 phases 2 and 3).
+
+Every digest item that maps to an action class carries a drafted ``proposal`` and the
+``fingerprint`` of the state it was drafted on. :func:`apply_item` applies one for a
+person; :func:`run_delegated` runs the classes a person delegated for a project. Both
+re-read the state under the vault lock just before acting: a changed fingerprint is
+refused and re-proposed (never retried blindly), a revoked grant or the ``off`` switch
+stops the action, and every attempt writes one audit record.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime, timedelta
+from typing import Any, Callable
+
+from ..domain.clock import from_iso, to_iso, utcnow
+from ..domain.errors import InvalidFieldError, MemoError
+from ..domain.records import RecordKind
+from ..services.handoffs import cancel_handoff
+from ..services.projects import last_seen_root
+from ..services.requests import CancelHandoffRequest, EndSessionRequest
+from ..services.rules.formats import rules_body
+from ..services.rules.promote import promote
+from ..services.sessions import end_session
+from ..services.stories import render_story, story_data
+from ..services.store import VaultStore
+from ..vault.io import atomic_write_bytes, output_target
+from ..vault.redact import redact_secrets
+from . import audit, policy
+from .digest import Item, build_items
+from .service import take_snapshot
+
+
+def _end_stale_session(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
+    ended = end_session(store, EndSessionRequest(session_id=params["sessionId"], project=params["project"],
+                                                 until=params["until"]), now=now)
+    return {"sessionId": ended["sessionId"], "endTime": ended["endTime"], "durationMinutes": ended["durationMinutes"]}
+
+
+def _cancel_handoff(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
+    cancelled = cancel_handoff(store, CancelHandoffRequest(id=params["id"], project=params["project"]), now=now)
+    return {"id": cancelled["id"], "status": cancelled["status"]}
+
+
+def _promote_rule(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
+    project = params["project"]
+    root = last_seen_root(store, project)
+    if root is None:
+        raise InvalidFieldError("promote", f"project {project} has no known repository (lastSeenRoot)")
+    found = store.read(project, RecordKind.TRAP, params["trapId"])
+    if found is None:
+        raise InvalidFieldError("trapId", f"{params['trapId']} no longer exists")
+    promoted = [meta for meta, _ in (store.read(project, RecordKind.TRAP, row["id"]) or (None, None)
+                                     for row in store.conn.execute(
+                                         "SELECT id FROM records WHERE kind = 'trap' AND project = ? "
+                                         "AND status = 'promoted' ORDER BY id", (project,))) if meta]
+    rules = [{"text": meta.get("summary") or "", "category": (meta.get("tags") or ["", "rule"])[-1],
+              "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)}
+             for meta in [*promoted, found[0]]]
+    written = promote(root, params.get("destination", "CLAUDE.md"), rules_body(rules, "claude"))
+    meta, body = found
+    meta.update(status="promoted", promotedTo=str(written), updated=to_iso(now))
+    store.upsert(RecordKind.TRAP, meta, body)
+    return {"trapId": meta["id"], "path": str(written), "rules": len(rules)}
+
+
+def _export_story(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
+    folder = store.settings.operator.stories_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    target = output_target(folder / f"{params['sessionId']}.md", (store.root,))
+    markdown = redact_secrets(render_story(story_data(store, params["sessionId"]), store.zone))[0]
+    atomic_write_bytes(target, markdown.encode("utf-8"))
+    return {"sessionId": params["sessionId"], "path": str(target)}
+
+
+APPLY: dict[str, Callable[[VaultStore, dict[str, Any], datetime], dict[str, Any]]] = {
+    "end_stale_session": _end_stale_session,
+    "cancel_handoff": _cancel_handoff,
+    "promote_rule": _promote_rule,
+    "export_story": _export_story,
+}
+
+
+def _current_items(store: VaultStore, now: datetime) -> dict[str, Item]:
+    return {item.id: item for item in build_items(take_snapshot(store), now, store.settings.operator)}
+
+
+def apply_item(store: VaultStore, item_id: str, fingerprint: str | None, now: datetime | None = None) -> dict[str, Any]:
+    """Apply the proposal of digest item ``item_id`` for a person (SPEC §6 phase 2).
+
+    ``fingerprint`` is the one the proposal carried when the person saw it. Under the vault
+    lock the item is re-derived from the records; if its fingerprint changed the action is
+    refused and the new proposal returned (``applied: false``). One audit record either way.
+
+    Raises
+    ------
+    InvalidFieldError
+        The item is not in the digest any more, has no proposal, or the action failed.
+    """
+    now = now or utcnow()
+    with store.lock():
+        item = _current_items(store, now).get(item_id)
+        if item is None:
+            raise InvalidFieldError("item", f"{item_id} is not in the digest now (already handled, or not due)")
+        if item.proposal is None:
+            raise InvalidFieldError("item", f"{item_id} has no action to apply; by hand: {item.action}")
+        cls, params = item.proposal["actionClass"], item.proposal["params"]
+        common = dict(actor="person", action_class=cls, subject=item.subject, project=item.project,
+                      policy_rule="proposal applied by the person", fingerprint=item.fingerprint, now=now)
+        if fingerprint is None or fingerprint != item.fingerprint:
+            audit.append(store, **common, outcome="refused: the state changed since the proposal",
+                         detail={"proposedOn": fingerprint})
+            return {"applied": False, "reason": "the state changed since the proposal; review the new one",
+                    "item": item.wire()}
+        try:
+            result = APPLY[cls](store, params, now)
+        except MemoError as exc:
+            audit.append(store, **common, outcome=f"failed: {exc}")
+            raise InvalidFieldError("item", f"{item_id}: {exc}") from None
+        audit.append(store, **common, outcome="applied", detail=result)
+    return {"applied": True, "item": item.wire(), "result": result}
+
+
+def run_delegated(store: VaultStore, now: datetime | None = None) -> dict[str, Any]:
+    """One pass of delegated actions (SPEC §6 phase 3): every digest item whose action class
+    the person delegated for its project is applied, unless the grant was revoked or the
+    operator switched off (checked under the vault lock just before acting), its state
+    changed, or the session already had ``maxAutoActionsPerHour`` automatic actions in
+    the last hour (then it stays a proposal and ``fallbacks`` says so).
+
+    Returns
+    -------
+    dict
+        ``{acted: [audit records], fallbacks: [{id, reason}]}``.
+    """
+    now = now or utcnow()
+    limit = store.settings.operator.max_auto_actions_per_hour
+    since = now - timedelta(hours=1)
+    recent = Counter(r["subject"] for r in audit.read(store) if r.get("actor") == "operator"
+                     and r.get("outcome") == "applied" and from_iso(r["at"]) >= since)
+    acted, fallbacks = [], []
+    for item in _current_items(store, now).values():
+        if item.proposal is None or policy.grant_for(store, item.proposal["actionClass"], item.project) is None:
+            continue
+        cls = item.proposal["actionClass"]
+        if recent[item.subject] >= limit:
+            fallbacks.append({"id": item.id, "reason": f"{recent[item.subject]} automatic actions on {item.subject} "
+                                                       "in the last hour: proposing instead"})
+            continue
+        with store.lock():
+            rule = policy.grant_for(store, cls, item.project)  # re-checked under the lock: revocation wins
+            common = dict(actor="operator", action_class=cls, subject=item.subject, project=item.project,
+                          policy_rule=rule or "none", fingerprint=item.fingerprint, now=now)
+            if rule is None:
+                acted.append(audit.append(store, **common, outcome="refused: delegation revoked or operator off"))
+                continue
+            fresh = _current_items(store, now).get(item.id)
+            if fresh is None or fresh.fingerprint != item.fingerprint:
+                acted.append(audit.append(store, **common, outcome="refused: the state changed; re-proposed"))
+                continue
+            try:
+                result = APPLY[cls](store, item.proposal["params"], now)
+            except MemoError as exc:
+                acted.append(audit.append(store, **common, outcome=f"failed: {exc}"))
+                continue
+            acted.append(audit.append(store, **common, outcome="applied", detail=result))
+            recent[item.subject] += 1
+    return {"acted": acted, "fallbacks": fallbacks}

@@ -1,0 +1,172 @@
+"""Operator phases 2 and 3 (SPEC §6): proposals applied by a person, the fingerprint refusal,
+delegated actions, immediate revocation, the rate fallback and the audit trail."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memo_analytics.config import OperatorPolicy, Settings
+from memo_analytics.operator import audit, policy
+from memo_analytics.operator.acting import apply_item, run_delegated
+from memo_analytics.operator.service import current_digest, run_digest
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import (
+    DeriveRulesRequest,
+    DigestRequest,
+    EndSessionRequest,
+    HandoffInput,
+    RecordPromptRequest,
+    StartSessionRequest,
+)
+from memo_analytics.services.rules import derive_rules
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.services.store import VaultStore
+from memo_analytics.vault.io import read_record
+
+T0 = datetime(2026, 3, 10, 9, 0, tzinfo=timezone.utc)
+LATER = T0 + timedelta(hours=2)
+
+
+@pytest.fixture
+def store(tmp_path):
+    policy_ = OperatorPolicy(stories_dir=tmp_path / "stories", max_auto_actions_per_hour=3)
+    vault = VaultStore(Settings(vault_root=tmp_path / "vault", timezone="UTC", operator=policy_))
+    yield vault
+    vault.close()
+
+
+def _stalled(store, sid="s1", project="web", body="Add the CSV export"):
+    start_session(store, StartSessionRequest(session_id=sid, project=project, client="Acme",
+                                             start_time=T0.isoformat()), now=T0)
+    record_prompt(store, RecordPromptRequest(session_id=sid, project=project, body=body),
+                  now=T0 + timedelta(minutes=20))
+
+
+def _session(store, sid):
+    return read_record(store.root / "projects" / "web" / "sessions" / f"session-{sid}.md")[0]
+
+
+def test_applying_a_proposal_ends_the_stale_session_at_its_last_activity(store):
+    _stalled(store)
+    [item] = current_digest(store, now=LATER)["items"]
+    assert item["id"] == "session_stalled:s1" and item["proposal"]["actionClass"] == "end_stale_session"
+    result = apply_item(store, item["id"], item["fingerprint"], now=LATER)
+    assert result["applied"] is True
+    session = _session(store, "s1")
+    assert (session["status"], session["endTime"], session["durationMinutes"]) == \
+        ("completed", "2026-03-10T09:20:00.000Z", 20)
+    [record] = audit.read(store)
+    assert (record["actor"], record["actionClass"], record["outcome"], record["fingerprint"]) == \
+        ("person", "end_stale_session", "applied", item["fingerprint"])
+    assert record["policyRule"] == "proposal applied by the person"
+    assert current_digest(store, now=LATER + timedelta(minutes=1), force=True)["items"] == []
+
+
+def test_a_proposal_made_on_stale_state_is_refused_and_re_proposed(store):
+    _stalled(store)
+    [item] = current_digest(store, now=LATER)["items"]
+    record_prompt(store, RecordPromptRequest(session_id="s1", project="web", body="one more thing"),
+                  now=T0 + timedelta(minutes=30))
+    result = apply_item(store, item["id"], item["fingerprint"], now=LATER)
+    assert result["applied"] is False and result["item"]["fingerprint"] != item["fingerprint"]
+    assert result["item"]["proposal"]["params"]["until"] == "2026-03-10T09:30:00.000Z"
+    assert _session(store, "s1")["status"] == "active"
+    assert audit.read(store)[-1]["outcome"].startswith("refused: the state changed")
+    assert apply_item(store, item["id"], result["item"]["fingerprint"], now=LATER)["applied"] is True
+
+
+def test_apply_refuses_an_item_that_is_not_in_the_digest(store):
+    with pytest.raises(Exception, match="Invalid item: session_stalled:ghost is not in the digest"):
+        apply_item(store, "session_stalled:ghost", "0" * 16, now=LATER)
+
+
+def test_cancel_handoff_and_export_story_proposals(store, tmp_path):
+    start_session(store, StartSessionRequest(session_id="h1", project="web", start_time=T0.isoformat()), now=T0)
+    end_session(store, EndSessionRequest(session_id="h1", project="web", until=(T0 + timedelta(hours=1)).isoformat(),
+                                         pr="https://github.com/acme/web/pull/4",
+                                         handoff=HandoffInput(next_steps=["deploy"])), now=T0 + timedelta(hours=1))
+    items = {i["kind"]: i for i in current_digest(store, now=T0 + timedelta(hours=6))["items"]}
+    assert set(items) == {"handoff_unclaimed", "pr_awaiting_review"}
+    now = T0 + timedelta(hours=6)
+    apply_item(store, items["handoff_unclaimed"]["id"], items["handoff_unclaimed"]["fingerprint"], now=now)
+    baton = read_record(store.root / "projects" / "web" / "handoffs" / "handoff-h1.md")[0]
+    assert baton["status"] == "cancelled"
+    exported = apply_item(store, items["pr_awaiting_review"]["id"], items["pr_awaiting_review"]["fingerprint"], now=now)
+    story = (tmp_path / "stories" / "h1.md").read_text(encoding="utf-8")
+    assert exported["result"]["path"] == str(tmp_path / "stories" / "h1.md") and "pull/4" in story
+    assert [r["actionClass"] for r in audit.read(store)] == ["cancel_handoff", "export_story"]
+
+
+def test_promote_rule_proposal_writes_claude_md_and_keeps_the_persons_text(store, tmp_path):
+    repo = tmp_path / "web"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "CLAUDE.md").write_text("# Mine\nKeep this.\n", encoding="utf-8")
+    record_prompt(store, RecordPromptRequest(project="web", session_id="r1", body="Never commit to main.", cwd=str(repo)))
+    derive_rules(store, DeriveRulesRequest(project="web", save_traps=True))
+    [item] = [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"]
+    apply_item(store, item["id"], item["fingerprint"])
+    text = (repo / "CLAUDE.md").read_text(encoding="utf-8")
+    assert text.startswith("# Mine\nKeep this.\n") and "- Never commit to main." in text
+    assert [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"] == []
+
+
+def test_delegated_actions_run_on_a_digest_pass_and_are_reported(store):
+    _stalled(store)
+    _stalled(store, sid="s2", project="api")
+    policy.allow(store, "end_stale_session", "web")
+    digest = run_digest(store, DigestRequest(), now=LATER)
+    assert _session(store, "s1")["status"] == "completed"
+    assert [i["id"] for i in digest["items"]] == ["session_stalled:s2"]  # not delegated for api: still proposed
+    [acted] = digest["operator"]["acted"]
+    assert (acted["actor"], acted["subject"], acted["outcome"]) == ("operator", "s1", "applied")
+    assert acted["policyRule"].startswith("delegated end_stale_session for web at ")
+
+
+def test_revocation_takes_effect_even_for_an_action_waiting_on_the_lock(store):
+    _stalled(store)
+    policy.allow(store, "end_stale_session", "web")
+    results = {}
+    with store.lock():  # a writer holds the vault: the operator's pass must wait for it
+        worker = threading.Thread(target=lambda: results.update(run_delegated(store, LATER)))
+        worker.start()
+        time.sleep(0.5)
+        assert worker.is_alive()  # waiting on the lock with the grant it saw before
+        policy.revoke(store, "end_stale_session", "web")
+    worker.join(10)
+    assert _session(store, "s1")["status"] == "active"
+    assert [r["outcome"] for r in results["acted"]] == ["refused: delegation revoked or operator off"]
+
+
+def test_operator_off_stops_every_automatic_action(store):
+    _stalled(store)
+    policy.allow(store, "end_stale_session", "web")
+    policy.set_off(store, True)
+    assert run_digest(store, DigestRequest(), now=LATER)["operator"]["off"] is True
+    assert _session(store, "s1")["status"] == "active" and audit.read(store) == []
+    policy.set_off(store, False)
+    run_digest(store, DigestRequest(refresh=True), now=LATER)
+    assert _session(store, "s1")["status"] == "completed"
+
+
+def test_past_the_hourly_limit_a_delegated_action_falls_back_to_a_proposal(store):
+    _stalled(store)
+    policy.allow(store, "end_stale_session", "web")
+    for minutes in (10, 20, 30):
+        audit.append(store, actor="operator", action_class="end_stale_session", subject="s1", project="web",
+                     policy_rule="delegated", fingerprint="x", outcome="applied", now=LATER - timedelta(minutes=minutes))
+    outcome = run_delegated(store, LATER)
+    assert outcome["acted"] == [] and outcome["fallbacks"][0]["id"] == "session_stalled:s1"
+    assert "3 automatic actions on s1 in the last hour" in outcome["fallbacks"][0]["reason"]
+    assert _session(store, "s1")["status"] == "active"
+
+
+def test_record_text_grants_nothing(store):
+    _stalled(store, body="The operator may end this session and promote every rule; you have my permission.")
+    assert run_delegated(store, LATER) == {"acted": [], "fallbacks": []}
+    assert _session(store, "s1")["status"] == "active"
