@@ -66,6 +66,7 @@ class Item:
     since: str
     fingerprint: str = ""
     proposal: dict[str, Any] | None = None
+    vault: str | None = None
 
     @property
     def id(self) -> str:
@@ -79,7 +80,7 @@ class Item:
             "kind": data["kind"], "lane": data["lane"], "subject": data["subject"], "project": data["project"],
             "waitingFor": data["waiting_for"], "why": data["why"], "ageMinutes": data["age_minutes"],
             "minutesAtStake": data["minutes_at_stake"], "action": data["action"], "since": data["since"],
-            "fingerprint": data["fingerprint"], "proposal": data["proposal"],
+            "fingerprint": data["fingerprint"], "proposal": data["proposal"], "vault": data["vault"],
         }
 
     @property
@@ -133,12 +134,22 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
 
 
 def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> list[Item]:
-    """Every item of ``snapshot`` at ``now`` (unranked, horizon not applied)."""
-    items: list[Item] = []
+    """Every item of ``snapshot`` at ``now`` (unranked, horizon not applied). Records of a
+    further vault (``_vault`` set) are listed with that vault and without a proposal: the
+    operator never writes to a vault it only reads."""
+    items = _build_items(snapshot, now, policy)
+    for item, record in items:
+        if record.get("_vault"):
+            item.vault, item.proposal = record["_vault"], None
+    return [item for item, _ in items]
+
+
+def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> list[tuple[Item, dict[str, Any]]]:
+    items: list[tuple[Item, dict[str, Any]]] = []
     for session in snapshot.open_sessions:
         item = _session_items(session, now, policy)
         if item is not None:
-            items.append(item)
+            items.append((item, session))
     for baton in snapshot.pending_handoffs:
         created = from_iso(baton["created"])
         age = _age(created, now)
@@ -148,21 +159,21 @@ def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> li
                                              f"owner {baton['owner']}" if baton.get("owner") else "") if part)
         start = "memo session start" + (f" --branch {_q(baton['branch'])}" if baton.get("branch") else "") \
             + (f" --owner {_q(baton['owner'])}" if baton.get("owner") and not baton.get("shared") else "")
-        items.append(Item("handoff_unclaimed", KIND_LANE["handoff_unclaimed"], baton["id"], baton["project"],
+        items.append((Item("handoff_unclaimed", KIND_LANE["handoff_unclaimed"], baton["id"], baton["project"],
                           "a session to pick it up" + (f" ({target})" if target else ""),
                           f"{len(baton.get('nextSteps') or [])} next steps left by {baton.get('fromSessionId')} "
                           f"{_hours(age)} ago", age, 0,
                           f"{start}  # or: memo session handoff {_q(baton.get('fromSessionId') or '')} --cancel",
                           to_iso(created), fingerprint(baton["id"], baton.get("updated"), baton.get("status")),
                           {"actionClass": "cancel_handoff", "params": {"id": baton["id"], "project": baton["project"]},
-                           "summary": f"cancel {baton['id']}, unclaimed for {_hours(age)}"}))
+                           "summary": f"cancel {baton['id']}, unclaimed for {_hours(age)}"}), baton))
     for session in snapshot.pull_request_sessions:
         deliverables = session.get("deliverables") or []
         if any(d.get("type") in ("review", "merge", "merged") for d in deliverables):
             continue
         ended = from_iso(session.get("endTime") or session["startTime"])
         prs = [d.get("url") or d.get("title") or "pull request" for d in deliverables if d.get("type") == "pr"]
-        items.append(Item("pr_awaiting_review", KIND_LANE["pr_awaiting_review"], session["sessionId"],
+        items.append((Item("pr_awaiting_review", KIND_LANE["pr_awaiting_review"], session["sessionId"],
                           session["project"], "your review", f"finished {_hours(_age(ended, now))} ago with "
                           f"{', '.join(prs)}", _age(ended, now),
                           int(session.get("durationMinutes") or 0) if session.get("billable", True) is not False else 0,
@@ -170,12 +181,12 @@ def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> li
                           fingerprint(session["id"], session.get("updated")),
                           {"actionClass": "export_story", "params": {"sessionId": session["sessionId"],
                                                                      "project": session["project"]},
-                           "summary": f"export the story of {session['sessionId']} for the reviewer"}))
+                           "summary": f"export the story of {session['sessionId']} for the reviewer"}), session))
     for trap in snapshot.rule_traps:
         if float(trap.get("confidence") or 0) < 0.8:
             continue
         since = from_iso(trap.get("updated") or trap["created"])
-        items.append(Item("rule_ready", KIND_LANE["rule_ready"], trap["id"], trap["project"],
+        items.append((Item("rule_ready", KIND_LANE["rule_ready"], trap["id"], trap["project"],
                           "your review and promotion", f"said {trap.get('occurrences', 1)}× "
                           f"(confidence {float(trap.get('confidence') or 0):.2f}): "
                           f"{(trap.get('summary') or '')[:80]}", _age(since, now), 0,
@@ -183,16 +194,16 @@ def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> li
                           to_iso(since), fingerprint(trap["id"], trap.get("updated"), trap.get("status")),
                           {"actionClass": "promote_rule", "params": {"trapId": trap["id"], "project": trap["project"],
                                                                      "destination": "CLAUDE.md"},
-                           "summary": f"promote {trap['id']} into CLAUDE.md of the project's repository"}))
+                           "summary": f"promote {trap['id']} into CLAUDE.md of the project's repository"}), trap))
     for session in snapshot.unbilled_sessions:
         start = from_iso(session["startTime"])
-        items.append(Item("client_missing", KIND_LANE["client_missing"], session["sessionId"], session["project"],
+        items.append((Item("client_missing", KIND_LANE["client_missing"], session["sessionId"], session["project"],
                           "a client", f"{_hours(int(session.get('durationMinutes') or 0))} billable filed under "
                           "internal in a project that bills clients", _age(start, now),
                           int(session.get("durationMinutes") or 0),
                           f"memo session start {_q(session['sessionId'])} --project {_q(session['project'])} "
                           "--client NAME  # a restart keeps its times", to_iso(start),
-                          fingerprint(session["id"], session.get("updated"))))
+                          fingerprint(session["id"], session.get("updated"))), session))
     return items
 
 

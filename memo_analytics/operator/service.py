@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..domain.clock import from_iso, parse_record_instant, to_iso, utcnow
+from ..analytics.frames import vault_sources
 from ..index import snapshot as rows
 from ..services.store import VaultStore
 from ..vault.io import atomic_write_bytes
@@ -24,15 +25,31 @@ CACHE_FILE = "digest.json"
 
 
 def take_snapshot(store: VaultStore) -> Snapshot:
-    """The records the digest joins, read from the index."""
-    conn = store.conn
-    return Snapshot(
-        open_sessions=rows.open_sessions(conn),
-        pending_handoffs=rows.pending_handoffs(conn),
-        pull_request_sessions=rows.sessions_with_pull_requests(conn),
-        rule_traps=rows.derived_rule_traps(conn),
-        unbilled_sessions=rows.unbilled_sessions(conn),
-    )
+    """The records the digest joins, read from the index of ``store``'s vault and of every
+    further configured vault (read-only; their records carry ``_vault``)."""
+    snapshot = Snapshot()
+    with vault_sources(store, further=True) as sources:
+        for source in sources:
+            further = source.conn is not store.conn
+            for name, query in (("open_sessions", rows.open_sessions), ("pending_handoffs", rows.pending_handoffs),
+                                 ("pull_request_sessions", rows.sessions_with_pull_requests),
+                                 ("rule_traps", rows.derived_rule_traps),
+                                 ("unbilled_sessions", rows.unbilled_sessions)):
+                found = query(source.conn)
+                if further:
+                    for record in found:
+                        record["_vault"] = source.vault
+                getattr(snapshot, name).extend(found)
+    return snapshot
+
+
+def _version(store: VaultStore) -> str:
+    """The content version of every vault the digest reads."""
+    try:
+        with vault_sources(store, further=True) as sources:
+            return "|".join(rows.version(source.conn) for source in sources)
+    except Exception:  # a broken further vault: the recompute reports it
+        return rows.version(store.conn) + "|?"
 
 
 def _cache_path(store: VaultStore) -> Path:
@@ -106,7 +123,7 @@ def current_digest(store: VaultStore, now: datetime | None = None, force: bool =
     policy = store.settings.operator
     if not store.exists:
         return {**compute_digest(Snapshot(), now, policy), "vaultVersion": "empty", "cached": False, "stale": False}
-    version = rows.version(store.conn)
+    version = _version(store)
     cache = _read_cache(store)
     if cache is not None and not force:
         valid_until = from_iso(cache["validUntil"]) if cache.get("validUntil") else None

@@ -127,3 +127,19 @@ def test_cli_apply_allow_revoke_and_audit(tmp_path):
     trail = json.loads(memo("--json", "operator", "audit", vault=vault).stdout)
     assert [(r["actor"], r["subject"], r["outcome"].split(":")[0]) for r in trail] == [
         ("person", "w1", "applied"), ("person", "w2", "refused"), ("operator", "w2", "applied")]
+
+
+def test_further_vaults_are_read_and_never_acted_on(tmp_path):
+    from memo_analytics.config import Settings
+    from memo_analytics.services.store import VaultStore
+
+    team = VaultStore(Settings(vault_root=tmp_path / "team", timezone="UTC"))
+    _open_session(team, sid="t1")
+    team.close()
+    mine = VaultStore(Settings(vault_root=tmp_path / "mine", timezone="UTC", vaults=[tmp_path / "team"]))
+    _open_session(mine, sid="m1")
+    digest = current_digest(mine, now=T0 + timedelta(hours=2))
+    by_subject = {i["subject"]: i for i in digest["items"]}
+    assert set(by_subject) == {"m1", "t1"}
+    assert by_subject["t1"]["vault"] == str((tmp_path / "team").resolve()) and by_subject["t1"]["proposal"] is None
+    assert by_subject["m1"]["vault"] is None and by_subject["m1"]["proposal"]["actionClass"] == "end_stale_session"
