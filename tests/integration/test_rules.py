@@ -186,3 +186,15 @@ def test_precision_on_hand_labelled_real_candidates(tmp_path, realdata):
     recall = true_positives / sum(labels.values())
     assert precision >= 0.9, (precision, proposed)
     assert recall >= 0.6, recall
+
+
+def test_promoting_marks_saved_traps_promoted_so_they_leave_the_digest(store, repo):
+    from memo_analytics.operator.service import current_digest
+
+    _say(store, "Never commit directly to main.", cwd=str(repo))
+    [trap] = derive_rules(store, DeriveRulesRequest(project="web", save_traps=True))["savedTraps"]
+    assert [i["subject"] for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"] == [trap]
+    result = derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
+    assert result["promoted"]["traps"] == [trap]
+    assert read_record(store.root / "projects" / "web" / "traps" / f"{trap}.md")[0]["status"] == "promoted"
+    assert [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"] == []

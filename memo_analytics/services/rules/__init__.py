@@ -54,8 +54,7 @@ def save_traps(store: VaultStore, candidates: list[Candidate], now=None) -> list
         for candidate in candidates:
             if candidate.confidence < TRAP_THRESHOLD:
                 continue
-            projects = Counter(e.project for e in candidate.evidence)
-            project = min(projects, key=lambda p: (-projects[p], p))
+            project = _home_project(candidate)
             record_id = trap_id(candidate)
             existing = store.read(project, RecordKind.TRAP, record_id)
             meta = {
@@ -68,6 +67,28 @@ def save_traps(store: VaultStore, candidates: list[Candidate], now=None) -> list
             store.upsert(RecordKind.TRAP, meta, candidate.text + "\n")
             saved.append(record_id)
     return saved
+
+
+def _home_project(candidate: Candidate) -> str:
+    projects = Counter(e.project for e in candidate.evidence)
+    return min(projects, key=lambda p: (-projects[p], p))
+
+
+def _mark_promoted(store: VaultStore, candidates: list[Candidate], written, now=None) -> list[str]:
+    """Saved traps of promoted candidates become ``promoted`` (they leave the digest's
+    ``rule_ready``). Returns their ids."""
+    marked = []
+    with store.lock(), store.deferred_views():
+        for candidate in candidates:
+            project, record_id = _home_project(candidate), trap_id(candidate)
+            found = store.read(project, RecordKind.TRAP, record_id)
+            if found is None or found[0].get("status") == "promoted":
+                continue
+            meta, body = found
+            meta.update(status="promoted", promotedTo=str(written), updated=to_iso(now or utcnow()))
+            store.upsert(RecordKind.TRAP, meta, body)
+            marked.append(record_id)
+    return marked
 
 
 def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, Any]:
@@ -116,5 +137,7 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
         _, default_format = allowed_destination(product_root, request.promote)
         fmt = request.format or default_format
         written = promote(product_root, request.promote, rules_body(confident, fmt))
-        result["promoted"] = {"path": str(written), "format": fmt, "rules": len(confident)}
+        result["promoted"] = {"path": str(written), "format": fmt, "rules": len(confident),
+                              "traps": _mark_promoted(store, [c for c in candidates if c.confidence >= TRAP_THRESHOLD],
+                                                      written)}
     return result
