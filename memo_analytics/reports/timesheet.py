@@ -32,10 +32,17 @@ class TimesheetRow:
     duration_minutes: int
     deliverables: list[str]
     hours: float = 0.0
+    summary: str = ""
 
     @property
     def duration(self) -> str:
         return format_minutes(self.duration_minutes)
+
+    @property
+    def notes(self) -> list[str]:
+        """The lines printed under the task: the summary (when it is not the task itself),
+        then one line per deliverable."""
+        return ([self.summary] if self.summary else []) + self.deliverables
 
 
 @dataclass
@@ -83,6 +90,7 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
                 end=end.strftime("%H:%M") + (f" (+{days}d)" if days else ""),
                 duration_minutes=int(item["durationMinutes"]),
                 deliverables=[d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]],
+                summary=item["summary"] if item["taskSlug"] and item["summary"] else "",
                 hours=item["billableHours"],
             )
         )

@@ -9,7 +9,10 @@ import typer
 from rich.table import Table
 
 from ...analytics.activity import ActivityReport, ActivityRequest, activity_report
+from ...config import config_path
 from ...domain.clock import from_iso
+from ...domain.errors import MemoError
+from ...reports.invoice import LINE_MODES, parse_issued, render_invoice_pdf
 from ...reports.timesheet import format_minutes, render_timesheet_pdf
 from ...services import sessions as session_service
 from .common import (
@@ -45,6 +48,15 @@ _REPORT_FILTERS = dict(
                               help="Every project of the vault and of every further vault of the config."),
     tz=typer.Option(None, "--tz", help="IANA time zone for dates and display (default: machine's)."),
 )
+
+
+_TEMPLATES_HELP = ("Your own template folder, tried before ours (default: templatesDir of the config file): "
+                   "timesheet.html.j2, invoice.html.j2, report.css.")
+
+
+def _user_templates(given: Optional[Path]) -> Optional[Path]:
+    """``--templates``, else the config file's ``templatesDir``, else None (ours only)."""
+    return given if given is not None else state.settings.templates_dir
 
 
 def _print_activity(report: ActivityReport, explicit_project: bool = True) -> None:
@@ -109,14 +121,49 @@ def report_timesheet(
     since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
     client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
-    templates: Optional[Path] = typer.Option(None, "--templates", help="Your own template folder (tried first)."),
+    templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
 ) -> None:
     """PDF timesheet: one row per billable session, subtotals per client, the grand total."""
     report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
-    path = render_timesheet_pdf(report, output, templates, vault_root=state.store.root)
+    path = render_timesheet_pdf(report, output, _user_templates(templates), vault_root=state.store.root)
     result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
               "totalBillableHours": report.total_billable_hours, "timezone": report.wire()["timezone"]}
     _emit(result, lambda r: out.print(f"wrote {r['output']}: total billable {r['totalBillableHours']:.2f} h "
                                       f"(times in {r['timezone']})"))
 
 
+
+
+@report_app.command("invoice")
+def report_invoice(
+    output: Path = typer.Option(..., "--output", "-o", help="PDF file to write."),
+    since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
+    client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
+    all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
+    lines: str = typer.Option("project", "--lines",
+                              help="One line per client and project (default) or per session: project|session."),
+    number: Optional[str] = typer.Option(None, "--number", help="Invoice number (without it: a draft invoice)."),
+    issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: today)."),
+    templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
+) -> None:
+    """PDF invoice: hours × each client's hourly rate (config [clients."<name>"]), one total per currency."""
+    if lines not in LINE_MODES:
+        raise MemoError(f"Invalid lines: {lines!r} is not one of {', '.join(LINE_MODES)}")
+    report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
+    path, invoice = render_invoice_pdf(
+        report, state.settings, output, lines=lines, number=number.strip() if number and number.strip() else None,
+        issued=parse_issued(issued, report), user_templates=_user_templates(templates),
+        vault_root=state.store.root, config=str(config_path()))
+    result = {
+        "output": str(path),
+        "totalBillableHours": float(invoice.hours),
+        "totalDurationMinutes": invoice.minutes,
+        "totals": {t.currency: {"amount": str(t.amount), "billableHours": float(t.hours), "clients": list(t.clients)}
+                   for t in invoice.totals},
+        "lines": sum(len(s.lines) for s in invoice.sections),
+        "openSessions": invoice.open_sessions,
+        "timezone": report.wire()["timezone"],
+    }
+    _emit(result, lambda r: out.print(
+        f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
+        + "; ".join(f"{c} {v['amount']}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))

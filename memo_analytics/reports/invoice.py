@@ -1,0 +1,332 @@
+"""The invoice (SPEC §5.1, issue 4): hours × the client's hourly rate, in its currency.
+
+Built from the same :class:`~memo_analytics.analytics.activity.ActivityReport` as the
+timesheet, so an invoice and its timesheet always agree. Pure line building
+(:func:`build_invoice`) and rendering to PDF (:func:`render_invoice_pdf`).
+
+Rules
+-----
+- **What is billed**: billable sessions with a duration (open sessions bill nothing until
+  they end; the invoice says how many were left out).
+- **Quantity**: hours with two decimals, the report's own figures (its rounding policy):
+  a session line carries the session's ``billableHours``; a project line the sum of its
+  sessions'. So a client's lines add up to the client's hours and all lines to the report's
+  ``totalBillableHours`` — the figure of ``memo activity`` for the same filters.
+- **Amount** of a line = printed hours × hourly rate, rounded half up (``ROUND_HALF_UP``) to
+  the currency's minor unit (cents; none for JPY, KRW …; three decimals for BHD, KWD …),
+  computed with :class:`decimal.Decimal`, never with floats.
+- **Subtotals and totals** are sums of the printed line amounts, so they equal the sum of
+  the lines exactly. Currencies are never added together: there is one total per currency.
+- **Terms**: ``[clients."<name>"] hourlyRate, currency`` in the config file, matched
+  case-insensitively (``Settings.billing_for``). A client without terms — ``internal`` (no
+  client) included — is refused with :class:`UnpricedClientError`, naming the client and the
+  key to set; invoice the others with ``--client``. An invoice with nothing to bill is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from ..analytics.activity import ActivityReport
+from ..config import ClientBilling, Settings
+from ..domain.clock import from_iso, utcnow, zone_name
+from ..domain.errors import InvalidDateError, InvalidFieldError, ReportError
+from ..domain.rounding import ROUNDING_POLICY
+from .render import check_output_path, render_html, templates_dir, write_pdf
+from .timesheet import format_minutes, period_text
+
+LineMode = Literal["project", "session"]
+LINE_MODES: tuple[str, ...] = ("project", "session")
+
+#: ISO 4217 currencies whose minor unit is not the cent (all others have two decimals).
+_MINOR_UNITS = {
+    **dict.fromkeys("BIF CLP DJF GNF ISK JPY KMF KRW PYG RWF UGX UYI VND VUV XAF XOF XPF".split(), 0),
+    **dict.fromkeys("BHD IQD JOD KWD LYD OMR TND".split(), 3),
+}
+
+
+class UnpricedClientError(InvalidFieldError):
+    """Clients to invoice have no hourly rate and currency in the config file.
+
+    Attributes
+    ----------
+    clients : list[str]
+        The clients without terms, as the report spells them.
+    config : str
+        The config file the terms belong in.
+    """
+
+    def __init__(self, clients: list[str], config: str) -> None:
+        self.clients = clients
+        self.config = config
+        names = ", ".join(repr(c) for c in clients)
+        InvalidFieldError.__init__(
+            self, f'clients."{clients[0]}".hourlyRate',
+            f"no billing terms for {'client' if len(clients) == 1 else 'clients'} {names}; set hourlyRate and "
+            f'currency under [clients."{clients[0]}"] in {config}, or invoice other clients with --client',
+        )
+
+
+def minor_unit(currency: str) -> Decimal:
+    """The smallest amount of ``currency`` (``Decimal('0.01')`` for EUR, ``Decimal('1')`` for JPY)."""
+    return Decimal(1).scaleb(-_MINOR_UNITS.get(currency, 2))
+
+
+def line_amount(hours: Decimal, rate: Decimal, currency: str) -> Decimal:
+    """``hours × rate`` rounded half up to the minor unit of ``currency``. Pure, exact."""
+    return (hours * rate).quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
+
+
+def format_money(amount: Decimal, currency: str) -> str:
+    """``Decimal('1234.5')`` → ``1,234.50`` (the currency's decimals, thousands separated)."""
+    places = _MINOR_UNITS.get(currency, 2)
+    return f"{amount:,.{places}f}"
+
+
+@dataclass(frozen=True)
+class InvoiceLine:
+    """One printed line: ``hours × rate = amount``."""
+
+    date: str
+    project: str
+    description: str
+    notes: tuple[str, ...]
+    sessions: int
+    duration_minutes: int
+    hours: Decimal
+    rate: Decimal
+    amount: Decimal
+
+    @property
+    def duration(self) -> str:
+        return format_minutes(self.duration_minutes)
+
+
+@dataclass
+class InvoiceSection:
+    """The lines of one client, billed in one currency at one rate."""
+
+    client: str
+    currency: str
+    rate: Decimal
+    lines: list[InvoiceLine] = field(default_factory=list)
+
+    @property
+    def minutes(self) -> int:
+        return sum(line.duration_minutes for line in self.lines)
+
+    @property
+    def hours(self) -> Decimal:
+        return sum((line.hours for line in self.lines), Decimal("0.00"))
+
+    @property
+    def amount(self) -> Decimal:
+        """The subtotal: the sum of the printed line amounts."""
+        return sum((line.amount for line in self.lines), Decimal(0)).quantize(minor_unit(self.currency))
+
+
+@dataclass(frozen=True)
+class CurrencyTotal:
+    """The total of one currency over the sections billed in it."""
+
+    currency: str
+    clients: tuple[str, ...]
+    hours: Decimal
+    amount: Decimal
+
+
+@dataclass
+class Invoice:
+    """Sections per client (sorted case-insensitively) and one total per currency."""
+
+    sections: list[InvoiceSection]
+    open_sessions: int
+
+    @property
+    def totals(self) -> list[CurrencyTotal]:
+        currencies = sorted({s.currency for s in self.sections})
+        out = []
+        for currency in currencies:
+            mine = [s for s in self.sections if s.currency == currency]
+            out.append(CurrencyTotal(
+                currency=currency,
+                clients=tuple(s.client for s in mine),
+                hours=sum((s.hours for s in mine), Decimal("0.00")),
+                amount=sum((s.amount for s in mine), Decimal(0)).quantize(minor_unit(currency)),
+            ))
+        return out
+
+    @property
+    def hours(self) -> Decimal:
+        """All billed hours (hours add up across currencies; money does not)."""
+        return sum((s.hours for s in self.sections), Decimal("0.00"))
+
+    @property
+    def minutes(self) -> int:
+        return sum(s.minutes for s in self.sections)
+
+
+def _hours(value: float | None) -> Decimal:
+    return Decimal(f"{value or 0:.2f}")
+
+
+def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling | None], lines: str = "project",
+                  config: str = "the config file") -> Invoice:
+    """Group the report's billed sessions into priced lines. Pure.
+
+    Parameters
+    ----------
+    report : ActivityReport
+        The activity of the invoiced period and filters.
+    terms : callable
+        Client name → its :class:`~memo_analytics.config.ClientBilling` or None
+        (``Settings.billing_for``).
+    lines : {"project", "session"}
+        One line per client and project (sessions, first and last date), or one per session
+        (date, time, task, summary, deliverables).
+    config : str
+        Where the terms live, for the error message.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``lines`` is not one of :data:`LINE_MODES`.
+    UnpricedClientError
+        A billed client has no terms.
+    ReportError
+        Nothing to bill.
+    """
+    if lines not in LINE_MODES:
+        raise InvalidFieldError("lines", f"{lines!r} is not one of {', '.join(LINE_MODES)}")
+    names = {name.lower(): name for name in report.by_client}
+    billed = [s for s in report.sessions if s["billable"] and s["durationMinutes"] is not None]
+    open_sessions = sum(1 for s in report.sessions if s["billable"] and s["durationMinutes"] is None)
+    if not billed:
+        raise ReportError("Nothing to invoice: no billable session with a duration for these filters")
+    by_client: dict[str, list[dict[str, Any]]] = {}
+    for item in billed:
+        by_client.setdefault(item["client"].lower(), []).append(item)
+    unpriced = [names.get(key, items[0]["client"]) for key, items in sorted(by_client.items())
+                if terms(names.get(key, items[0]["client"])) is None]
+    if unpriced:
+        raise UnpricedClientError(unpriced, config)
+    sections = []
+    for key in sorted(by_client):
+        client = names.get(key, by_client[key][0]["client"])
+        billing = terms(client)
+        assert billing is not None
+        section = InvoiceSection(client=client, currency=billing.currency, rate=billing.hourly_rate)
+        build = _session_lines if lines == "session" else _project_lines
+        section.lines = build(by_client[key], report, billing)
+        sections.append(section)
+    return Invoice(sections=sections, open_sessions=open_sessions)
+
+
+def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:
+    out = []
+    for item in items:
+        start = from_iso(item["startTime"]).astimezone(report.zone)
+        end = from_iso(item["endTime"]).astimezone(report.zone)
+        days = (end.date() - start.date()).days
+        hours = _hours(item["billableHours"])
+        task = item["taskSlug"] or item["summary"] or item["sessionId"]
+        notes = ([item["summary"]] if item["taskSlug"] and item["summary"] else []) + [
+            d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]]
+        out.append(InvoiceLine(
+            date=f"{start:%Y-%m-%d}\n{start:%H:%M}–{end:%H:%M}" + (f" (+{days}d)" if days else ""),
+            project=item["project"], description=task, notes=tuple(notes), sessions=1,
+            duration_minutes=int(item["durationMinutes"]), hours=hours, rate=billing.hourly_rate,
+            amount=line_amount(hours, billing.hourly_rate, billing.currency)))
+    return out
+
+
+def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        groups.setdefault(item["project"], []).append(item)
+    out = []
+    for project in sorted(groups):
+        mine = groups[project]
+        first = from_iso(mine[0]["startTime"]).astimezone(report.zone).date()
+        last = from_iso(mine[-1]["startTime"]).astimezone(report.zone).date()
+        hours = sum((_hours(i["billableHours"]) for i in mine), Decimal("0.00"))
+        tasks = sorted({i["taskSlug"] for i in mine if i["taskSlug"]})
+        shown = ", ".join(tasks[:6]) + (f" and {len(tasks) - 6} more" if len(tasks) > 6 else "")
+        n = len(mine)
+        out.append(InvoiceLine(
+            date=f"{first}" if first == last else f"{first}\n– {last}",
+            project=project, description=f"{n} {'session' if n == 1 else 'sessions'}",
+            notes=(f"Tasks: {shown}",) if tasks else (), sessions=n,
+            duration_minutes=sum(int(i["durationMinutes"]) for i in mine), hours=hours,
+            rate=billing.hourly_rate, amount=line_amount(hours, billing.hourly_rate, billing.currency)))
+    return out
+
+
+def parse_issued(value: str | None, report: ActivityReport, now: datetime | None = None) -> date:
+    """The issue date: ``value`` (ISO ``YYYY-MM-DD``) or today in the report's zone.
+
+    Raises
+    ------
+    InvalidDateError
+        ``Invalid issued date: ...``.
+    """
+    if value is None or not value.strip():
+        return (now or utcnow()).astimezone(report.zone).date()
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidDateError("issued", value) from None
+
+
+def invoice_context(report: ActivityReport, invoice: Invoice, *, number: str | None = None,
+                    issued: date | None = None, lines: str = "project", now: datetime | None = None) -> dict[str, Any]:
+    """Everything ``invoice.html.j2`` needs (amounts as formatted strings and as Decimals)."""
+    zone = report.zone
+    now = now or utcnow()
+    return {
+        "title": f"Invoice {number}" if number else "Draft invoice",
+        "number": number,
+        "issued": (issued or now.astimezone(zone).date()).isoformat(),
+        "invoice": invoice,
+        "sections": invoice.sections,
+        "totals": invoice.totals,
+        "lines": lines,
+        "zone": zone_name(zone),
+        "period": period_text(report.bounds, zone),
+        "projects": ", ".join(report.projects) if report.projects is not None else "all projects",
+        "client_filter": report.client,
+        "total_hours": f"{invoice.hours:.2f}",
+        "total_duration": format_minutes(invoice.minutes),
+        "rounding_policy": ROUNDING_POLICY,
+        "generated": now.astimezone(zone).strftime("%Y-%m-%d %H:%M"),
+        "money": format_money,
+    }
+
+
+def render_invoice_pdf(report: ActivityReport, settings: Settings, output: Path, *, lines: str = "project",
+                       number: str | None = None, issued: date | None = None, user_templates: Path | None = None,
+                       now: datetime | None = None, vault_root: Path | None = None,
+                       config: str = "the config file") -> tuple[Path, Invoice]:
+    """Write the invoice PDF for ``report`` with the terms of ``settings`` (atomically).
+
+    Returns
+    -------
+    tuple[Path, Invoice]
+        The file written and the invoice it shows.
+
+    Raises
+    ------
+    UnpricedClientError, ReportError, InvalidFieldError
+        A client without terms; nothing to bill; a bad output path (inside ``vault_root``
+        included) or template. Nothing is written then.
+    """
+    forbidden = (vault_root,) if vault_root else ()
+    check_output_path(output, forbidden)
+    invoice = build_invoice(report, settings.billing_for, lines, config)
+    context = invoice_context(report, invoice, number=number, issued=issued, lines=lines, now=now)
+    html = render_html("invoice.html.j2", context, user_templates)
+    return write_pdf(html, output, user_templates or templates_dir(), forbidden), invoice
