@@ -168,7 +168,9 @@ def test_reindex_reports_counts(tmp_path):
     memo("demo", "--out", str(tmp_path / "d"))
     vault = tmp_path / "d" / "vault"
     result = json.loads(memo("--json", "reindex", vault=vault).stdout)
-    assert result["indexed"] == 17 + 55 and result["skipped"] == []
+    files = [p for kind in ("prompts", "sessions") for p in vault.glob(f"projects/*/{kind}/*.md")]
+    assert len(files) == 76  # the sample: 17 sessions, 59 turns
+    assert result["indexed"] == len(files) and result["skipped"] == []
 
 
 def _commands(group, prefix=()):

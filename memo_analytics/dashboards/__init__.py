@@ -1,0 +1,1 @@
+"""The Panel dashboard served by ``memo serve`` (SPEC §3.4)."""

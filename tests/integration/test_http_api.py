@@ -1,0 +1,223 @@
+"""The status HTTP API (SPEC §3.3) over a real `memo serve`: every endpoint, the same JSON as
+the CLI, safe output for hostile records, errors, tokens and the digest apply."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from tests.integration.test_cli import memo
+
+XSS = ('Fix it <script>alert("pwned")</script> <img src=x onerror=alert(1)> '
+       '[click](javascript:alert(2)) <a href="javascript:alert(3)">x</a> "quoted" & done')
+
+
+def live_markup(html: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """Every element of ``html`` with its attributes (text, escaped or not, is not markup)."""
+    from html.parser import HTMLParser
+
+    found: list = []
+
+    class Collect(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            found.append((tag, attrs))
+
+    Collect().feed(html)
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    def __init__(self, vault: Path, *args: str):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "serve",
+                                      "--port", str(self.port), *args],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                if self.proc.poll() is not None:
+                    message = self.proc.stderr.read()
+                    self.proc.stderr.close()
+                    raise AssertionError(message)
+                time.sleep(0.2)
+        raise AssertionError("memo serve did not start")
+
+    def request(self, path: str, data: dict | None = None, headers: dict | None = None):
+        body = json.dumps(data).encode() if data is not None else None
+        req = urllib.request.Request(self.base + path, data=body, headers=headers or {},
+                                     method="POST" if data is not None else "GET")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as response:
+                return response.status, response.headers, response.read().decode("utf-8")
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.headers, exc.read().decode("utf-8")
+
+    def get_json(self, path: str, **kwargs):
+        status, _, text = self.request(path, **kwargs)
+        return status, json.loads(text)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.proc.stderr.close()
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory):
+    vault = tmp_path_factory.mktemp("api") / "vault"
+    memo("session", "start", "s1", "--project", "web", "--client", "Acme", "--ide", "cursor",
+         "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    memo("prompt", "record", "--session-id", "s1", "--project", "web", "--body", "Add pagination to the invoices API",
+         "--tag", "api", vault=vault)
+    memo("prompt", "record", "--session-id", "s1", "--project", "web", "--body", XSS, vault=vault)
+    memo("session", "end", "s1", "--project", "web", "--until", "2026-03-02T10:30:00Z", "--summary", "Pagination",
+         vault=vault)
+    memo("prompt", "record", "--project", "api", "--session-id", "z9", "--ide", "claude-code", "--client", "Globex",
+         "--body", "Never commit directly to main.", vault=vault)
+    server = Server(vault)
+    yield vault, server
+    server.stop()
+
+
+@pytest.mark.parametrize("path, cli", [
+    ("/api/prompts?crossProject=true", ["prompt", "list", "--all"]),
+    ("/api/prompts?project=web&query=pagination", ["prompt", "search", "pagination", "--project", "web"]),
+    ("/api/prompts?crossProject=true&ide=CURSOR&limit=1", ["prompt", "list", "--all", "--ide", "CURSOR", "--limit", "1"]),
+    ("/api/prompts?crossProject=true&client=Globex", ["prompt", "list", "--all", "--client", "Globex"]),
+    ("/api/prompts?project=web&tag=api", ["prompt", "list", "--project", "web", "--tag", "api"]),
+    ("/api/prompts/prompt-s1-t1", None),
+    ("/api/prompts/sessions/s1?project=web", ["session", "show", "s1"]),
+    ("/api/sessions?crossProject=true", ["session", "show", "--all"]),
+    ("/api/activity?crossProject=true&tz=UTC", ["activity", "--all", "--tz", "UTC"]),
+    ("/api/digest?asOf=2026-03-02T12:00:00Z", ["digest", "--as-of", "2026-03-02T12:00:00Z"]),
+])
+def test_every_endpoint_answers_the_same_json_as_the_cli(seeded, path, cli):
+    vault, server = seeded
+    status, answer = server.get_json(path)
+    assert status == 200, answer
+    if cli is None:
+        expected = json.loads(memo("--json", "prompt", "get", "prompt-s1-t1", vault=vault).stdout)
+        assert {k: v for k, v in answer.items() if k not in ("renderedHtml", "secretsRedacted")} == expected
+    else:
+        assert answer == json.loads(memo("--json", *cli, vault=vault).stdout)
+
+
+def test_list_envelope_and_filters(seeded):
+    _, server = seeded
+    _, page = server.get_json("/api/prompts?crossProject=true&limit=2&offset=1")
+    assert (page["total"], page["limit"], page["offset"], page["hasMore"], len(page["items"])) == (3, 2, 1, False, 2)
+    _, billable = server.get_json("/api/prompts?crossProject=true&billable=false")
+    assert billable["total"] == 0
+    _, since = server.get_json("/api/prompts?crossProject=true&since=2100-01-01")
+    assert since["total"] == 0
+
+
+def test_hostile_text_never_runs_and_never_breaks_the_json(seeded):
+    _, server = seeded
+    status, headers, text = server.request("/api/prompts/prompt-s1-t2")
+    assert status == 200 and headers["Content-Type"].startswith("application/json")
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert "<" not in text and ">" not in text  # escaped as \u003c / \u003e: inert even if embedded in HTML
+    record = json.loads(text)
+    assert record["body"] == XSS  # the stored text itself comes back unchanged
+    tags = live_markup(record["renderedHtml"])
+    assert not [t for t in tags if t[0] in ("script", "iframe", "object", "embed", "style")]
+    assert not [a for _, attrs in tags for a in attrs if a[0].startswith("on")]
+    assert not [a for _, attrs in tags for a in attrs if a[0] in ("href", "src") and "javascript:" in (a[1] or "")]
+    assert "alert(&quot;pwned&quot;)" in record["renderedHtml"] or "alert(\"pwned\")" in record["renderedHtml"]
+    for path in ("/api/prompts?project=web&query=pwned", "/api/prompts/sessions/s1?project=web"):
+        status, _, listing = server.request(path)
+        assert status == 200 and "<script" not in listing and json.loads(listing)["items"]
+
+
+def test_story_download_is_markdown_with_a_safe_file_name(seeded):
+    _, server = seeded
+    status, headers, text = server.request("/api/prompts/sessions/s1/export")
+    assert status == 200 and headers["Content-Type"] == "text/markdown; charset=utf-8"
+    assert headers["Content-Disposition"] == 'attachment; filename="story-s1.md"'
+    assert text.startswith("# Intent story: Pagination") and "Add pagination" in text
+    bad, _, body = server.request("/api/prompts/sessions/..%2Fetc/export")
+    assert bad in (400, 404) and "error" in json.loads(body)
+
+
+@pytest.mark.parametrize("path, data, status, message", [
+    ("/api/prompts?crossProject=true&since=2026-13-45", None, 400, "Invalid since date: '2026-13-45'"),
+    ("/api/prompts?crossProject=true&billable=maybe", None, 400, "Invalid billable"),
+    ("/api/prompts/nothing-here", None, 404, "Record not found: nothing-here"),
+    ("/api/prompts/sessions/s1", None, 400, "Invalid project: required"),
+    ("/api/prompts/sessions/s1?project=api", None, 404, "Record not found: s1"),
+    ("/api/prompts/derive-rules", {"format": "<script>x</script>"}, 400, "Invalid format"),
+    ("/api/prompts/derive-rules", {"promote": "CLAUDE.md"}, 400, "Invalid promote: not over HTTP"),
+    ("/api/digest/apply", {"item": "session_stalled:ghost", "fingerprint": "x"}, 400, "is not in the digest"),
+    ("/api/digest/apply", {"item": "x"}, 400, "Invalid fingerprint"),
+])
+def test_errors_are_sanitized_json_with_the_message(seeded, path, data, status, message):
+    _, server = seeded
+    code, headers, text = server.request(path, data=data)
+    assert code == status and headers["Content-Type"].startswith("application/json")
+    assert message in json.loads(text)["error"] and "<script" not in text
+
+
+def test_derive_rules_over_http_saves_traps(seeded):
+    vault, server = seeded
+    status, result = server.get_json("/api/prompts/derive-rules", data={"crossProject": True, "saveTraps": True})
+    assert status == 200 and result["items"][0]["text"] == "Never commit directly to main."
+    assert len(result["savedTraps"]) == 1
+    assert (vault / "projects" / "api" / "traps" / f"{result['savedTraps'][0]}.md").is_file()
+
+
+def test_digest_apply_refuses_stale_state_and_applies_fresh(tmp_path):
+    vault = tmp_path / "vault"
+    start = (datetime.now(timezone.utc) - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    memo("session", "start", "o1", "--project", "web", "--start-time", start, vault=vault)
+    server = Server(vault)
+    try:
+        _, digest = server.get_json("/api/digest")
+        [item] = digest["items"]
+        stale, answer = server.get_json("/api/digest/apply", data={"item": item["id"], "fingerprint": "0" * 16})
+        assert stale == 409 and answer["applied"] is False and answer["item"]["fingerprint"] == item["fingerprint"]
+        ok, applied = server.get_json("/api/digest/apply", data={"item": item["id"], "fingerprint": item["fingerprint"]})
+        assert ok == 200 and applied["applied"] is True
+        _, after = server.get_json("/api/digest?refresh=true")
+        assert after["items"] == []
+    finally:
+        server.stop()
+
+
+def test_a_non_loopback_bind_needs_a_token(tmp_path):
+    refused = memo("serve", "--host", "0.0.0.0", "--port", str(free_port()), vault=tmp_path / "v", check=False)
+    assert refused.returncode == 1 and "Invalid token: binding 0.0.0.0 (not loopback) requires --token" in refused.stderr
+
+
+def test_with_a_token_requests_without_it_get_401(tmp_path):
+    server = Server(tmp_path / "v", "--token", "s3cret-token-value")
+    try:
+        status, _, text = server.request("/api/prompts?crossProject=true")
+        assert status == 401 and "Unauthorized" in json.loads(text)["error"]
+        wrong, _, _ = server.request("/api/prompts", headers={"Authorization": "Bearer nope"})
+        assert wrong == 401
+        ok, _, _ = server.request("/api/prompts?crossProject=true",
+                                  headers={"Authorization": "Bearer s3cret-token-value"})
+        assert ok == 200
+        assert server.request("/api/digest", headers={"X-Memo-Token": "s3cret-token-value"})[0] == 200
+    finally:
+        server.stop()
