@@ -1,0 +1,32 @@
+"""Invoice arithmetic (pure): half-up rounding to the currency's minor unit, exact decimals."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from memo_analytics.reports.invoice import format_money, line_amount, minor_unit
+
+
+@pytest.mark.parametrize("hours, rate, currency, amount", [
+    ("0.33", "120.00", "EUR", "39.60"),
+    ("0.12", "95.55", "USD", "11.47"),     # 11.466 → half up
+    ("0.10", "0.125", "EUR", "0.01"),      # 0.0125 → 0.01
+    ("0.50", "0.125", "EUR", "0.06"),      # 0.0625 → 0.06
+    ("1.00", "0.005", "EUR", "0.01"),      # exactly half a cent rounds up (a float would not)
+    ("0.42", "9000", "JPY", "3780"),
+    ("0.01", "50", "JPY", "1"),            # 0.5 yen → 1
+    ("1.00", "10.0005", "KWD", "10.001"),  # three decimals
+    ("0.00", "120.00", "EUR", "0.00"),
+])
+def test_a_line_amount_is_hours_times_rate_rounded_half_up_to_the_minor_unit(hours, rate, currency, amount):
+    result = line_amount(Decimal(hours), Decimal(rate), currency)
+    assert result == Decimal(amount) and str(result) == amount
+
+
+def test_minor_units_and_printed_money():
+    assert (minor_unit("EUR"), minor_unit("JPY"), minor_unit("BHD")) == (Decimal("0.01"), Decimal(1), Decimal("0.001"))
+    assert format_money(Decimal("1234567.5"), "EUR") == "1,234,567.50"
+    assert format_money(Decimal("3780"), "JPY") == "3,780"
+    assert format_money(Decimal("10.001"), "KWD") == "10.001"
