@@ -237,7 +237,7 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         notes = ([item["summary"]] if item["taskSlug"] and item["summary"] else []) + [
             d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]]
         out.append(InvoiceLine(
-            date=f"{start:%Y-%m-%d}\n{start:%H:%M}–{end:%H:%M}" + (f" (+{days}d)" if days else ""),
+            date=f"{start:%Y-%m-%d}\n{start:%H:%M}–{end:%H:%M}" + (f"\n(+{days}d)" if days else ""),
             project=item["project"], description=task, notes=tuple(notes), sessions=1,
             duration_minutes=int(item["durationMinutes"]), hours=hours, rate=billing.hourly_rate,
             amount=line_amount(hours, billing.hourly_rate, billing.currency)))
