@@ -32,7 +32,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from .domain.errors import InvalidFieldError
+from .domain.errors import InvalidFieldError, MemoError
 
 #: Largest prompt body accepted, in bytes of UTF-8 (bigger bodies are refused, not cut).
 MAX_BODY_BYTES = 1_000_000
@@ -58,15 +58,29 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
         ``Invalid config: <path>: <what is wrong>`` for unreadable or broken TOML.
     """
     path = path or config_path()
+    if not path.exists():
+        return {}
+    if not path.is_file():
+        raise InvalidFieldError("config", f"{path} is not a regular file")
     try:
         with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        return {}
+            data = tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidFieldError("config", f"{path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise InvalidFieldError("config", f"{path} is not UTF-8") from None
+    except RecursionError:
+        raise InvalidFieldError("config", f"{path}: nested too deeply") from None
     except OSError as exc:
         raise InvalidFieldError("config", f"{path}: {exc.strerror or type(exc).__name__}") from None
+    unknown = sorted(set(data) - _CONFIG_KEYS)
+    if unknown:
+        raise InvalidFieldError("config", f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_CONFIG_KEYS))})")
+    return data
+
+
+_CONFIG_KEYS = {"vaultRoot", "timezone", "defaultProject", "idleGapMinutes", "captureIgnore", "vaults", "clients",
+                "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode"}
 
 
 class _ConfigFileSource(PydanticBaseSettingsSource):
@@ -167,11 +181,11 @@ class Settings(BaseSettings):
                                       populate_by_name=True)
 
     vault_root: Path = Field(
-        default_factory=default_vault_root, validation_alias=AliasChoices("vault_root", "MEMO_VAULT")
+        default_factory=default_vault_root, validation_alias=AliasChoices("vault_root", "vaultRoot", "MEMO_VAULT")
     )
     timezone: str | None = None
     default_project: str = Field(
-        default="default", validation_alias=AliasChoices("default_project", "MEMO_PROJECT")
+        default="default", validation_alias=AliasChoices("default_project", "defaultProject", "MEMO_PROJECT")
     )
     idle_gap_minutes: int = Field(default=30, ge=1, le=525_600)
     capture_ignore: list[str] = Field(default_factory=list)
@@ -196,7 +210,29 @@ class Settings(BaseSettings):
     @field_validator("templates_dir", mode="before")
     @classmethod
     def _expand_templates(cls, value: object) -> object:
-        return Path(str(value)).expanduser() if isinstance(value, (str, Path)) and str(value).strip() else None
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, (str, Path)):
+            raise ValueError("must be a folder path")
+        path = Path(str(value)).expanduser()
+        if not path.is_dir():
+            raise ValueError(f"{path} is not a folder")
+        return path
+
+    @field_validator("timezone", mode="before")
+    @classmethod
+    def _known_zone(cls, value: object) -> object:
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError("must be an IANA time zone name such as Europe/Berlin")
+        from .domain.clock import resolve_zone
+
+        try:
+            resolve_zone(value)
+        except MemoError as exc:
+            raise ValueError(str(exc).split(": ", 1)[-1]) from None
+        return value.strip()
 
     def billing_for(self, client: str | None) -> ClientBilling | None:
         """The configured terms of ``client`` (case-insensitive), or None."""
@@ -210,6 +246,8 @@ class Settings(BaseSettings):
     def _expand(cls, value: object) -> Path:
         if value is None:
             return default_vault_root()
+        if not isinstance(value, (str, Path)):
+            raise InvalidFieldError("vaultRoot", "must be a folder path")
         text = str(value)
         if not text.strip():
             raise InvalidFieldError("vaultRoot", "must not be empty")

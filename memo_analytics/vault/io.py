@@ -141,14 +141,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def output_target(output: Path, forbidden: tuple[Path, ...] = ()) -> Path:
+def _work_tree(path: Path) -> Path | None:
+    """The git work tree holding ``path`` (itself or an ancestor with ``.git``), if any."""
+    for folder in (path, *path.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tuple[str, ...] = ()) -> Path:
     """The real path an export or report will be written to (atomically).
 
     A symbolic link is followed (its target is replaced, the link kept). Refused: a path
     inside one of the ``forbidden`` folders (the vault: an export must never replace a
-    record or the index), a missing folder, a parent that is not a folder, a symlink loop,
-    and an existing target that is not a regular file (a folder, a device such as
-    ``/dev/null``, a FIFO) — an atomic replace would destroy it.
+    record or the index), a path inside any git work tree (nothing is written inside a
+    product repository except by rule promotion, SPEC §2.1), a suffix not in ``suffixes``
+    (when given), a missing folder, a parent that is not a folder, a symlink loop, and an
+    existing target that is not a regular file (a folder, a device such as ``/dev/null``,
+    a FIFO) — an atomic replace would destroy it.
 
     Raises
     ------
@@ -157,17 +167,28 @@ def output_target(output: Path, forbidden: tuple[Path, ...] = ()) -> Path:
     """
     from ..domain.errors import InvalidFieldError
 
+    if not str(output).strip():
+        raise InvalidFieldError("output", "is empty; give a file name")
     try:
         output = Path(output).expanduser()
+        if "\x00" in str(output) or "\n" in str(output):
+            raise InvalidFieldError("output", "contains a NUL or newline character")
         target = output.resolve() if output.is_symlink() else Path(os.path.abspath(output))
+        real = target.parent.resolve() / target.name
         for folder in forbidden:
-            if target.resolve().is_relative_to(Path(folder).resolve()):
+            if real.is_relative_to(Path(folder).resolve()):
                 raise InvalidFieldError("output", f"{output} is inside the vault {folder}; write it elsewhere")
+        if suffixes and real.suffix.lower() not in suffixes:
+            raise InvalidFieldError("output", f"{output} must end with {' or '.join(suffixes)}")
         parent = target.parent
         if not parent.exists():
             raise InvalidFieldError("output", f"folder {parent} does not exist")
         if not parent.is_dir():
             raise InvalidFieldError("output", f"{parent} is not a folder")
+        repository = _work_tree(real.parent)
+        if repository is not None:
+            raise InvalidFieldError("output", f"{output} is inside the git repository {repository}; "
+                                              "write reports and exports outside repositories")
         if target.exists() and not target.is_file():
             kind = "a folder" if target.is_dir() else "not a regular file"
             raise InvalidFieldError("output", f"{output} is {kind}")

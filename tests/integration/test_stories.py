@@ -86,7 +86,8 @@ def test_story_is_written_outside_the_product_root_from_a_product_repository(sto
     ("vault", "/tmp/never-written-story.md", "Invalid cwd: .* is the vault or inside it"),
     ("vault-sub", "/tmp/never-written-story.md", "Invalid cwd: .* is the vault or inside it"),
     ("plain", "story.md", "Invalid cwd: .* is not inside a product repository"),
-    ("repo", "story.md", "Invalid output: .* is inside the product repository"),
+    ("repo", "story.md", "Invalid output: .* is inside the git repository"),
+    ("repo", "OTHER/story.md", "Invalid output: .* is inside the git repository .*other"),
     ("repo", "docs/../notes/story.md", "Invalid output"),
     ("repo", "VAULT/story.md", "Invalid output: .* is inside the vault"),
     ("repo", "../missing-folder/story.md", "Invalid output: folder .* does not exist"),
@@ -98,7 +99,10 @@ def test_story_destination_rules_refuse_and_write_nothing(store, repo, tmp_path,
     plain = tmp_path / "plain"
     plain.mkdir()
     cwd = {"vault": store.root, "vault-sub": store.root / "projects", "plain": plain, "repo": repo, None: None}[where]
-    output = output.replace("VAULT", str(store.root))
+    other = tmp_path / "other"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    output = output.replace("VAULT", str(store.root)).replace("OTHER", str(other))
     before = sorted(p for p in tmp_path.rglob("*") if p.is_file() and ".memo" not in p.parts)
     with pytest.raises(InvalidFieldError, match=message):
         export_story(store, ExportStoryRequest(session_id="s1", output=output, cwd=str(cwd) if cwd else None))

@@ -65,3 +65,36 @@ def test_cli_names_the_bad_config_field(config, tmp_path):
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1
     assert "Invalid clients.Acme.hourlyRate" in result.stderr and "config.toml" in result.stderr
+
+
+def test_vault_root_and_default_project_use_their_wire_names(config, tmp_path):
+    config.write_text(f'vaultRoot = "{tmp_path / "v"}"\ndefaultProject = "web"\n')
+    settings = Settings()
+    assert settings.vault_root == (tmp_path / "v").resolve() and settings.default_project == "web"
+
+
+@pytest.mark.parametrize("content, message", [
+    ('vaultroot = "/x"\n', "unknown key 'vaultroot'"),
+    ("unknownKey = 1\n", "unknown key 'unknownKey'"),
+    ("vaultRoot = 5\n", "vaultRoot"),
+    ('timezone = ""\n', "timezone"),
+    ('timezone = "Mars/Olympus"\n', "timezone"),
+    ('templatesDir = "/no/such/folder"\n', "templatesDir"),
+    (b'timezone = "caf\xe9"\n', "is not UTF-8"),
+    ("x = " + "[" * 5000 + "]" * 5000 + "\n", "Invalid config"),
+])
+def test_bad_config_values_are_refused_naming_the_field(config, tmp_path, content, message):
+    if isinstance(content, bytes):
+        config.write_bytes(content)
+    else:
+        config.write_text(content)
+    with pytest.raises((InvalidFieldError, ValidationError), match=message):
+        Settings(vault_root=tmp_path / "vault") if "vaultRoot" not in str(content) else Settings()
+
+
+def test_a_config_path_that_is_not_a_file_is_refused(config, tmp_path):
+    import os
+
+    os.mkfifo(config)
+    with pytest.raises(InvalidFieldError, match="is not a regular file"):
+        Settings(vault_root=tmp_path / "vault")

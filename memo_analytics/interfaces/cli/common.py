@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 
 import typer
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 from pydantic.alias_generators import to_camel
 from rich.console import Console
 from rich.progress import (
@@ -157,10 +158,13 @@ def _settings(**fields: Any) -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = [str(part) for part in first["loc"]] or ["setting"]
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", loc[0]).lower()
         field = ".".join(to_camel(part) if i == 0 else part for i, part in enumerate(loc))
-        env = "MEMO_VAULT" if loc[0] == "vault_root" else f"MEMO_{loc[0].upper()}"
-        raise MemoError(f"Invalid {field} ({env} or {config_path()}): "
-                        f"{first['msg'].removeprefix('Value error, ')}") from None
+        env = {"vault_root": "MEMO_VAULT", "default_project": "MEMO_PROJECT"}.get(snake, f"MEMO_{snake.upper()}")
+        source = f"{env} or {config_path()}" if config_path().is_file() else env
+        raise MemoError(f"Invalid {field} ({source}): {first['msg'].removeprefix('Value error, ')}") from None
+    except SettingsError as exc:  # an environment value that is not the JSON a list or table needs
+        raise MemoError(f"Invalid settings: {str(exc).splitlines()[0]}") from None
 
 
 def _fail(message: str, code: int = 1) -> None:
