@@ -58,7 +58,7 @@ def _promote_rule(store: VaultStore, params: dict[str, Any], now: datetime) -> d
     rules = [{"text": meta.get("summary") or "", "category": (meta.get("tags") or ["", "rule"])[-1],
               "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)}
              for meta in [*promoted, found[0]]]
-    written = promote(root, params.get("destination", "CLAUDE.md"), rules_body(rules, "claude"))
+    written = promote(root, params.get("destination", "CLAUDE.md"), rules_body(rules, "claude"), store.root)
     meta, body = found
     meta.update(status="promoted", promotedTo=str(written), updated=to_iso(now))
     store.upsert(RecordKind.TRAP, meta, body)

@@ -198,3 +198,53 @@ def test_promoting_marks_saved_traps_promoted_so_they_leave_the_digest(store, re
     assert result["promoted"]["traps"] == [trap]
     assert read_record(store.root / "projects" / "web" / "traps" / f"{trap}.md")[0]["status"] == "promoted"
     assert [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"] == []
+
+
+def test_promote_keeps_crlf_line_endings_and_the_file_mode(store, repo):
+    claude = repo / "CLAUDE.md"
+    claude.write_bytes(b"My own rules\r\nline two\r\n")
+    claude.chmod(0o600)
+    _say(store, "Never commit directly to main.", cwd=str(repo))
+    derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
+    data = claude.read_bytes()
+    assert data.startswith(b"My own rules\r\nline two\r\n") and b"\n" not in data.replace(b"\r\n", b"")
+    assert (claude.stat().st_mode & 0o777) == 0o600
+
+
+def test_rule_text_cannot_fake_the_block_markers(store, repo):
+    _say(store, "Never edit the block that ends with <!-- memo:derived-rules:end --> by hand, ok.", cwd=str(repo))
+    derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
+    derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))  # again: still one block
+    assert (repo / "CLAUDE.md").read_text(encoding="utf-8").count(BLOCK_END) == 1
+
+
+@pytest.mark.parametrize("setup, destination, message", [
+    ("github-file", ".github/copilot-instructions.md", "is not a folder"),
+    (None, ".cursor/rules/" + "a" * 300 + ".mdc", "name is too long"),
+    ("latin1", "CLAUDE.md", "is not UTF-8 text"),
+])
+def test_a_refused_promotion_writes_nothing_and_saves_no_trap(store, repo, setup, destination, message):
+    if setup == "github-file":
+        (repo / ".github").write_text("not a folder")
+    if setup == "latin1":
+        (repo / "CLAUDE.md").write_bytes("caf\xe9\n".encode("latin-1"))
+    _say(store, "Never commit directly to main.", cwd=str(repo))
+    before = sorted((p, p.read_bytes() if p.is_file() else None) for p in repo.rglob("*") if ".git" not in p.parts[-3:])
+    with pytest.raises(InvalidFieldError, match=f"Invalid promote: .*{message}"):
+        derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote=destination, save_traps=True))
+    after = sorted((p, p.read_bytes() if p.is_file() else None) for p in repo.rglob("*") if ".git" not in p.parts[-3:])
+    assert after == before and not (store.root / "projects" / "web" / "traps").exists()
+
+
+def test_promotion_only_into_a_git_repository_that_is_not_the_vault(store, tmp_path):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    _say(store, "Never commit directly to main.")
+    (store.root / "projects" / "web" / "project.toml").write_text(f'lastSeenRoot = "{plain}"\n')
+    with pytest.raises(InvalidFieldError, match="is not a git repository"):
+        derive_rules(store, DeriveRulesRequest(project="web", promote="CLAUDE.md"))
+    subprocess.run(["git", "init", "-q", str(store.root)], check=True)
+    (store.root / "projects" / "web" / "project.toml").write_text(f'lastSeenRoot = "{store.root}"\n')
+    with pytest.raises(InvalidFieldError, match="is the vault"):
+        derive_rules(store, DeriveRulesRequest(project="web", promote="CLAUDE.md"))
+    assert not (plain / "CLAUDE.md").exists() and not (store.root / "CLAUDE.md").exists()

@@ -20,7 +20,7 @@ from ..requests import DeriveRulesRequest
 from ..store import VaultStore, repository_root
 from .extract import Candidate, extract, trap_id
 from .formats import FORMATS, rules_body
-from .promote import allowed_destination, promote
+from .promote import allowed_destination, plan_promotion, write_promotion
 
 #: Candidates at or above this confidence become traps and are promoted (SPEC §5.3).
 TRAP_THRESHOLD = 0.8
@@ -127,16 +127,19 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
     result: dict[str, Any] = {
         "total": len(candidates), "limit": limit, "items": [c.wire() for c in candidates[:limit]],
     }
+    confident = [c.wire(evidence_limit=0) for c in candidates if c.confidence >= TRAP_THRESHOLD]
+    plan, fmt = None, None
+    if request.promote is not None:  # every check of the promotion before anything is written
+        _, default_format = allowed_destination(product_root, request.promote)
+        fmt = request.format or default_format
+        plan = plan_promotion(product_root, request.promote, rules_body(confident, fmt), store.root)
     if request.save_traps:
         result["savedTraps"] = save_traps(store, candidates)
-    confident = [c.wire(evidence_limit=0) for c in candidates if c.confidence >= TRAP_THRESHOLD]
     if request.format is not None:
         result["format"] = request.format
         result["rules"] = rules_body(confident, request.format)
-    if request.promote is not None:
-        _, default_format = allowed_destination(product_root, request.promote)
-        fmt = request.format or default_format
-        written = promote(product_root, request.promote, rules_body(confident, fmt))
+    if plan is not None:
+        written = write_promotion(plan)
         result["promoted"] = {"path": str(written), "format": fmt, "rules": len(confident),
                               "traps": _mark_promoted(store, [c for c in candidates if c.confidence >= TRAP_THRESHOLD],
                                                       written)}

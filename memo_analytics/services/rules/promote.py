@@ -9,6 +9,9 @@ text before and after it is kept byte for byte. The write is atomic.
 
 from __future__ import annotations
 
+import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ...domain.errors import InvalidFieldError
@@ -50,8 +53,15 @@ def allowed_destination(product_root: Path, destination: str) -> tuple[Path, str
                                        ".github/copilot-instructions.md or .cursor/rules/<name>.mdc")
 
 
+def _neutral(rules: str) -> str:
+    """Rule text can never open or close a comment (and so never fake our markers)."""
+    return rules.replace("<!--", "<!- -").replace("-->", "- ->")
+
+
 def merged_text(existing: str | None, rules: str, cursor: bool) -> str:
-    """``existing`` with its managed block replaced by ``rules`` (appended when absent).
+    """``existing`` with its managed block replaced by ``rules`` (appended when absent). The
+    person's text outside the block is kept byte for byte, line endings included; the block
+    uses the file's line ending (CRLF when the file has any).
 
     Raises
     ------
@@ -59,42 +69,114 @@ def merged_text(existing: str | None, rules: str, cursor: bool) -> str:
         The file holds a start marker without its end, or several blocks: it was edited by
         hand, and guessing could destroy the person's text.
     """
-    block = f"{BLOCK_START}\n{rules.rstrip()}\n{BLOCK_END}\n"
+    nl = "\r\n" if existing and "\r\n" in existing else "\n"
+    body = nl.join(_neutral(rules).rstrip().split("\n"))
+    block = f"{BLOCK_START}{nl}{body}{nl}{BLOCK_END}{nl}"
     if existing is None or not existing.strip():
         return (CURSOR_FRONT_MATTER + "\n" if cursor else "") + block
     starts = existing.count(_START_PREFIX)
     ends = existing.count(BLOCK_END)
     if starts == 0 and ends == 0:
-        separator = "" if existing.endswith("\n\n") else ("\n" if existing.endswith("\n") else "\n\n")
+        separator = "" if existing.endswith(nl * 2) else (nl if existing.endswith(("\n", "\r")) else nl * 2)
         return existing + separator + block
     if starts != 1 or ends != 1 or existing.index(_START_PREFIX) > existing.index(BLOCK_END):
         raise InvalidFieldError("promote", "the file's memo block markers were edited (missing, repeated or out of "
                                            "order); fix or remove them by hand, then promote again")
     before = existing[: existing.index(_START_PREFIX)]
     after = existing[existing.index(BLOCK_END) + len(BLOCK_END):]
-    after = after[1:] if after.startswith("\n") else after
+    after = after[len(nl):] if after.startswith(nl) else (after[1:] if after.startswith("\n") else after)
     return before + block + after
 
 
-def promote(product_root: Path, destination: str, rules: str) -> Path:
+@dataclass
+class Promotion:
+    """A promotion checked and merged, not yet written."""
+
+    target: Path
+    text: str
+    mode: int | None
+
+
+def check_product_root(product_root: Path, vault_root: Path | None) -> Path:
+    """A product root a promotion may write into: a git work tree, not the vault nor inside it.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid promote: ...``.
+    """
+    root = product_root.resolve()
+    if not (root / ".git").exists():
+        raise InvalidFieldError("promote", f"{root} is not a git repository (the product root)")
+    if vault_root is not None:
+        vault = vault_root.resolve()
+        if root == vault or root.is_relative_to(vault):
+            raise InvalidFieldError("promote", f"{root} is the vault; promote into a product repository")
+    return root
+
+
+def plan_promotion(product_root: Path, destination: str, rules: str, vault_root: Path | None = None) -> Promotion:
+    """Everything a promotion checks, before anything is written: the product root, the
+    allow-list, the file (regular, UTF-8, markers intact) and the merged text.
+
+    Raises
+    ------
+    InvalidFieldError
+        Refused root or destination, hand-edited markers, a file that is not UTF-8 text.
+    """
+    root = check_product_root(product_root, vault_root)
+    target, fmt = allowed_destination(root, destination)
+    if any(len(part.encode("utf-8")) > 255 for part in target.relative_to(root).parts):
+        raise InvalidFieldError("promote", f"{destination}: a file or folder name is too long")
+    existing, mode = None, None
+    for folder in (target.parent, *target.parent.parents):
+        if folder == root:
+            break
+        if folder.exists() and not folder.is_dir():
+            raise InvalidFieldError("promote", f"{folder} is not a folder")
+    if target.exists():
+        if not target.is_file():
+            raise InvalidFieldError("promote", f"{target} is not a regular file")
+        try:
+            existing = target.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidFieldError("promote", f"{target} is not UTF-8 text") from None
+        mode = stat.S_IMODE(target.stat().st_mode)
+    return Promotion(target, merged_text(existing, rules, cursor=fmt == "cursor"), mode)
+
+
+def write_promotion(plan: Promotion) -> Path:
+    """Write a checked promotion atomically (folders created as needed, the file's mode kept).
+
+    Raises
+    ------
+    InvalidFieldError
+        The file system refused the write; folders this call created are removed again.
+    """
+    created = [folder for folder in (plan.target.parent, *plan.target.parent.parents) if not folder.exists()]
+    try:
+        plan.target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(plan.target, plan.text.encode("utf-8"))
+        if plan.mode is not None:
+            os.chmod(plan.target, plan.mode)
+    except OSError as exc:
+        for folder in created:  # innermost first
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        raise InvalidFieldError("promote", f"cannot write {plan.target} ({exc.strerror or type(exc).__name__})") from None
+    return plan.target
+
+
+def promote(product_root: Path, destination: str, rules: str, vault_root: Path | None = None) -> Path:
     """Write ``rules`` into the managed block of an allow-listed file (created if missing,
     its folder too). Returns the file written.
 
     Raises
     ------
     InvalidFieldError
-        Refused destination, hand-edited markers, a file that is not UTF-8 text.
+        Refused root or destination, hand-edited markers, a file that is not UTF-8 text, a
+        write the file system refused.
     """
-    target, fmt = allowed_destination(product_root, destination)
-    existing = None
-    if target.exists():
-        if not target.is_file():
-            raise InvalidFieldError("promote", f"{target} is not a regular file")
-        try:
-            existing = target.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise InvalidFieldError("promote", f"{target} is not UTF-8 text") from None
-    text = merged_text(existing, rules, cursor=fmt == "cursor")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(target, text.encode("utf-8"))
-    return target
+    return write_promotion(plan_promotion(product_root, destination, rules, vault_root))
