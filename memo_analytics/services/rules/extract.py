@@ -48,7 +48,7 @@ SIGNALS: list[tuple[str, float, re.Pattern[str]]] = [
     ("architecture", 0.85, re.compile(r"\b(?:must|strictly\s+required|mandatory)\b", re.I)),
 ]
 
-_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})(.*)$")
 _TAG_LINE = re.compile(r"^\s*</?[A-Za-z][\w:-]*(?:\s[^>]*)?>")
 _TAG_OPEN = re.compile(r"^\s*<([A-Za-z][\w:-]*)(?:\s[^>]*)?>\s*$")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
@@ -115,11 +115,14 @@ def spoken_text(body: str) -> str:
     open_tag: str | None = None
     for line in lines:
         if fence is not None:
-            if line.strip().startswith(fence):
+            # CommonMark: closed by the same character, at least as long, nothing after it
+            closing = _FENCE.match(line)
+            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence) \
+                    and not closing.group(2).strip():
                 fence = None
             continue
         marker = _FENCE.match(line)
-        if marker:
+        if marker and not (marker.group(1)[0] == "`" and "`" in marker.group(2)):
             fence = marker.group(1)
             continue
         if open_tag is not None:

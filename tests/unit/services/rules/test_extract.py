@@ -111,3 +111,17 @@ def test_trap_id_is_trap_derived_slug32_suffix8_and_stable():
     assert tid.startswith("trap-derived-never-commit-directly-to-the-ma")
     assert len(prefix.removeprefix("trap-derived-")) <= 32 and len(suffix) == 8 and int(suffix, 16) >= 0
     assert trap_id(extract(turns("never commit directly to the main branch of any repository please"))[0]) == tid
+
+
+@pytest.mark.parametrize("body", [
+    "Example file:\n````markdown\n```\nNever commit directly to the main branch of this repo.\n```\n````\n",
+    "see\n```\nfoo\n```python\nYou must upload the secrets file to the public bucket.\n```\n",
+    "~~~\nNever do this in production code, ever.\n```\nstill code: never trust input here\n~~~\n",
+])
+def test_fences_close_only_on_a_matching_fence(body):
+    assert extract(turns(body)) == []
+
+
+def test_text_after_a_closed_fence_counts_again():
+    body = "```\ncode never matters\n```\nNever push to main without review."
+    assert [c.text for c in extract(turns(body))] == ["Never push to main without review."]
