@@ -1,0 +1,153 @@
+"""Activity & Invoicing (SPEC §3.4, §5.1): the billing timesheet by client and period, hours
+per day, and PDF downloads of the timesheet and the draft invoice. Figures come from
+``activity_report`` over every project of every configured vault, so the PDF totals equal
+``GET /api/activity?crossProject=true`` for the same client and period."""
+
+from __future__ import annotations
+
+import io
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import pandas as pd
+import panel as pn
+from bokeh.models import HoverTool, NumeralTickFormatter
+from bokeh.plotting import figure
+
+from ..analytics.activity import ActivityReport
+from ..domain.errors import MemoError
+from ..reports.timesheet import format_minutes, period_text, timesheet_sections
+from .data import DashboardData, esc, period_bounds
+from .style import ACCENT, cards, grid, html_pane, note
+
+PERIODS = {"This month": "this-month", "Last month": "last-month", "Last 30 days": "last-30-days",
+           "This year": "this-year", "All time": "all", "Custom dates": "custom"}
+ALL_CLIENTS = "All clients"
+SHEET_COLUMNS = ["Client", "Date", "Project", "Task", "Start", "End", "Duration", "Hours"]
+
+
+def hours_chart(by_day: dict[str, dict[str, Any]]) -> Any:
+    """A bar chart of billable hours per local day (``byDay`` of the report)."""
+    days = [datetime.fromisoformat(day) for day in by_day]
+    hours = [bucket["billableHours"] for bucket in by_day.values()]
+    plot = figure(height=240, sizing_mode="stretch_width", x_axis_type="datetime", toolbar_location=None,
+                  title="Billable hours per day", tools="")
+    plot.vbar(x=days, top=hours, width=timedelta(hours=20), color=ACCENT, alpha=0.85)
+    plot.add_tools(HoverTool(tooltips=[("day", "@x{%F}"), ("hours", "@top{0.00}")], formatters={"@x": "datetime"}))
+    plot.yaxis.formatter = NumeralTickFormatter(format="0.0")
+    plot.y_range.start = 0
+    plot.xgrid.grid_line_color = None
+    plot.outline_line_color = None
+    return plot
+
+
+class ActivityView:
+    """The tab; :attr:`layout` is what the app shows."""
+
+    def __init__(self, data: DashboardData) -> None:
+        self.data = data
+        self.report: ActivityReport | None = None
+        self.period = pn.widgets.Select(name="Period", options=PERIODS, value="all", width=160,
+                                        css_classes=["memo-period"])
+        self.since = pn.widgets.DatePicker(name="Since", width=140, disabled=True, css_classes=["memo-act-since"])
+        self.until = pn.widgets.DatePicker(name="Until", width=140, disabled=True, css_classes=["memo-act-until"])
+        self.client = pn.widgets.Select(name="Client", options=[ALL_CLIENTS, *data.clients()], value=ALL_CLIENTS,
+                                        width=200, css_classes=["memo-act-client"])
+        self.timesheet = pn.widgets.FileDownload(callback=self._timesheet_pdf, filename="timesheet.pdf",
+                                                 label="⬇ Timesheet PDF", button_type="primary", width=170,
+                                                 margin=(24, 10, 10, 10), css_classes=["memo-timesheet-pdf"])
+        self.invoice = pn.widgets.FileDownload(callback=self._invoice_pdf, filename="invoice-draft.pdf",
+                                               label="⬇ Invoice PDF", button_type="success", width=150,
+                                               margin=(24, 10, 10, 10), css_classes=["memo-invoice-pdf"])
+        self.summary = html_pane(sizing_mode="stretch_width", css_classes=["memo-activity-summary"])
+        self.invoice_note = html_pane(sizing_mode="stretch_width", visible=False)
+        self.chart = pn.pane.Bokeh(sizing_mode="stretch_width", css_classes=["memo-hours-chart"])
+        self.by_client = html_pane(sizing_mode="stretch_width", css_classes=["memo-by-client"])
+        self.sheet = pn.widgets.Tabulator(
+            pd.DataFrame(columns=SHEET_COLUMNS), show_index=False, disabled=True, selectable=False,
+            pagination="remote", page_size=25, groupby=["Client"], layout="fit_data_stretch",
+            sizing_mode="stretch_width", css_classes=["memo-timesheet"], header_align="left", hidden_columns=["Client"],
+            text_align={"Duration": "right", "Hours": "right"},
+        )
+        for widget in (self.period, self.since, self.until, self.client):
+            widget.param.watch(self._changed, "value")
+        self.layout = pn.Column(
+            pn.Row(self.period, self.since, self.until, self.client, pn.layout.HSpacer(), self.timesheet,
+                   self.invoice, sizing_mode="stretch_width"),
+            self.invoice_note, self.summary, self.chart,
+            pn.Row(pn.Column(html_pane('<h3 class="section">Billable time by client</h3>'), self.by_client,
+                             width=420),
+                   pn.Column(html_pane('<h3 class="section">Timesheet</h3>'), self.sheet,
+                             sizing_mode="stretch_width"),
+                   sizing_mode="stretch_width"),
+            sizing_mode="stretch_width", css_classes=["memo-activity"],
+        )
+        self._changed(None)
+
+    def bounds(self) -> tuple[date | None, date | None]:
+        if self.period.value == "custom":
+            return self.since.value, self.until.value
+        return period_bounds(self.period.value, self.data.today())
+
+    def _changed(self, _event: Any) -> None:
+        custom = self.period.value == "custom"
+        self.since.disabled = self.until.disabled = not custom
+        since, until = self.bounds()
+        client = None if self.client.value == ALL_CLIENTS else self.client.value
+        try:
+            report = self.data.activity(client, since, until)
+        except MemoError as exc:
+            self.summary.object = note("error", str(exc))
+            return
+        self.report = report
+        with pn.io.hold():
+            self._show(report)
+
+    def _show(self, report: ActivityReport) -> None:
+        billable = [s for s in report.sessions if s["billable"] and s["durationMinutes"] is not None]
+        open_count = sum(1 for s in report.sessions if s["durationMinutes"] is None)
+        period = period_text(report.bounds, report.zone)
+        self.summary.object = (
+            f'<div class="muted small" style="margin-bottom:6px">{esc(period)} · times in '
+            f'{esc(report.wire()["timezone"])} · every project of every configured vault'
+            + (f" · client {esc(report.client)}" if report.client else "") + "</div>"
+            + cards([("Billable hours", f"{report.total_billable_hours:.2f}"),
+                     ("Billable time", format_minutes(report.total_duration_minutes)),
+                     ("Billed sessions", f"{len(billable):,}"),
+                     ("Open sessions", f"{open_count:,}"),
+                     ("Prompts", f"{report.total_prompts:,}")]))
+        if report.by_day:
+            self.chart.object = hours_chart(report.by_day)
+        self.chart.visible = bool(report.by_day)
+        rows = [[name, bucket["sessions"], format_minutes(bucket["durationMinutes"]), f"{bucket['billableHours']:.2f}"]
+                for name, bucket in report.by_client.items()]
+        self.by_client.object = grid(["Client", "Sessions", "Duration", "Hours"], rows, numeric={1, 2, 3},
+                                     total=["Total", len(billable), format_minutes(report.total_duration_minutes),
+                                            f"{report.total_billable_hours:.2f}"]) if rows else \
+            '<span class="muted">No billable session in this period.</span>'
+        sheet = [[section.client, row.date, row.project, row.task, row.start, row.end, row.duration, f"{row.hours:.2f}"]
+                 for section in timesheet_sections(report) for row in section.rows]
+        self.sheet.value = pd.DataFrame(sheet, columns=SHEET_COLUMNS)
+        problem = self.data.invoice_problem(report) if billable else "Nothing to invoice in this period."
+        self.timesheet.disabled = False
+        self.invoice.disabled = problem is not None
+        self.invoice_note.object = note("warn", f"Invoice: {problem}") if problem else ""
+        self.invoice_note.visible = problem is not None
+        stamp = self._stamp()
+        self.timesheet.filename = f"timesheet-{stamp}.pdf"
+        self.invoice.filename = f"invoice-draft-{stamp}.pdf"
+
+    def _stamp(self) -> str:
+        since, until = self.bounds()
+        parts = [since.isoformat() if since else "start", until.isoformat() if until else "now"]
+        if self.client.value != ALL_CLIENTS:
+            parts.append("".join(c if c.isalnum() or c in "-_" else "_" for c in self.client.value)[:40])
+        return "_".join(parts)
+
+    def _timesheet_pdf(self) -> io.BytesIO:
+        assert self.report is not None
+        return io.BytesIO(self.data.timesheet_pdf(self.report))
+
+    def _invoice_pdf(self) -> io.BytesIO:
+        assert self.report is not None
+        return io.BytesIO(self.data.invoice_pdf(self.report))

@@ -1,0 +1,108 @@
+"""The operator digest atop every tab (SPEC §6): one line per item, ranked, with a one-click
+apply of its proposed action. A proposal made on state that changed since is refused by
+:func:`~memo_analytics.operator.acting.apply_item`; the view then shows the new proposal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import panel as pn
+
+from ..domain.errors import MemoError
+from .data import DashboardData, esc
+from .style import html_pane, note
+
+#: Items listed (the rest are counted).
+SHOWN = 12
+#: The label of the apply button per action class (the proposal's summary is its tooltip).
+APPLY_LABELS = {"end_stale_session": "End it at its last activity", "cancel_handoff": "Cancel the hand-off",
+                "promote_rule": "Promote into CLAUDE.md", "export_story": "Export the story"}
+
+
+def _hours(minutes: int) -> str:
+    return f"{minutes / 60:.1f} h" if minutes >= 60 else f"{minutes} min"
+
+
+def item_html(item: dict[str, Any]) -> str:
+    """One digest item as escaped HTML."""
+    lane = "lane-waiting" if item["lane"] == "waiting on you" else "lane-dropped"
+    where = esc(item["project"]) + (f" · vault {esc(item['vault'])}" if item.get("vault") else "")
+    stake = f" · {_hours(item['minutesAtStake'])} billable at stake" if item.get("minutesAtStake") else ""
+    return (f'<div class="item"><span class="badge {lane}">{esc(item["lane"])}</span> '
+            f'<span class="kind">{esc(item["kind"].replace("_", " "))}</span> '
+            f'<b>{esc(item["subject"])}</b> <span class="muted">({where})</span><br>'
+            f'<span class="why">{esc(item["why"])}</span> <span class="muted">— waits for '
+            f'{esc(item["waitingFor"])}{esc(stake)}</span><br>'
+            f'<span class="muted small">by hand:</span> <code>{esc(item["action"])}</code></div>')
+
+
+class DigestView:
+    """The digest panel; :attr:`layout` is what the app shows."""
+
+    def __init__(self, data: DashboardData) -> None:
+        self.data = data
+        self.header = html_pane(sizing_mode="stretch_width", margin=(0, 10))
+        self.message = html_pane(sizing_mode="stretch_width", margin=(0, 10), visible=False)
+        self.items = pn.Column(sizing_mode="stretch_width", margin=0)
+        self.refresh_button = pn.widgets.Button(name="↻ Refresh", button_type="light", width=100,
+                                                css_classes=["memo-digest-refresh"])
+        self.refresh_button.on_click(lambda _: self.refresh(force=True))
+        self.layout = pn.Column(
+            pn.Row(self.header, pn.layout.HSpacer(), self.refresh_button, sizing_mode="stretch_width"),
+            self.message, self.items, sizing_mode="stretch_width", css_classes=["memo-digest"],
+            styles={"border": "1px solid #dfe5ec", "border-radius": "8px", "background": "#fbfcfd"},
+            margin=(5, 10, 10, 10),
+        )
+        self.refresh()
+
+    def refresh(self, force: bool = False) -> None:
+        """Re-read the digest (``force``: recompute, not the cached answer)."""
+        try:
+            digest = self.data.digest(refresh=force)
+        except MemoError as exc:
+            self.header.object = note("error", f"The digest could not be computed: {exc}")
+            self.items.objects = []
+            return
+        items = digest["items"]
+        beyond = sum(digest.get("beyondHorizon", {}).values())
+        older = f" · {beyond} older than {digest['horizonDays']} days (counted, not listed)" if beyond else ""
+        title = f"{len(items)} {'item needs' if len(items) == 1 else 'items need'} you" if items \
+            else "Nothing needs you now"
+        self.header.object = (f'<h3 class="section">Operator digest — {esc(title)}</h3>'
+                              f'<span class="muted small">ranked: waiting on you first, then billable minutes at '
+                              f'stake, then age{esc(older)}</span>')
+        self.items.objects = [self._row(item) for item in items[:SHOWN]]
+        if len(items) > SHOWN:
+            self.items.append(html_pane(f'<span class="muted">… and {len(items) - SHOWN} more '
+                                        f'(<code>memo digest</code> lists them all)</span>', margin=(0, 10)))
+
+    def _row(self, item: dict[str, Any]) -> pn.Row:
+        text = html_pane(item_html(item), sizing_mode="stretch_width", margin=(4, 10))
+        proposal = item.get("proposal")
+        style = {"border-top": "1px solid #eef1f5"}
+        if proposal is None:
+            return pn.Column(text, sizing_mode="stretch_width", css_classes=["memo-digest-item"], styles=style)
+        label = APPLY_LABELS.get(proposal["actionClass"], "Apply the proposal")
+        button = pn.widgets.Button(name=f"▶ {label}", button_type="primary", width=260, margin=(0, 10, 6, 10),
+                                   css_classes=["memo-digest-apply"], description=proposal["summary"])
+        button.on_click(lambda _event, item=item: self.apply(item))
+        return pn.Column(text, button, sizing_mode="stretch_width", css_classes=["memo-digest-item"], styles=style)
+
+    def apply(self, item: dict[str, Any]) -> None:
+        """Apply ``item``'s proposal with the fingerprint it was shown with."""
+        try:
+            result = self.data.apply(item["id"], item["fingerprint"])
+        except MemoError as exc:
+            self._say("error", str(exc))
+            self.refresh(force=True)
+            return
+        if result["applied"]:
+            self._say("ok", f"Applied: {item['proposal']['summary']}")
+        else:
+            new = result["item"].get("proposal") or {}
+            self._say("warn", f"Not applied: {result['reason']}. New proposal: {new.get('summary', 'none')}")
+        self.refresh(force=True)
+
+    def _say(self, kind: str, message: str) -> None:
+        self.message.object = note(kind, message)
+        self.message.visible = True

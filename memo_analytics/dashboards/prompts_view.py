@@ -1,0 +1,186 @@
+"""Prompts & Intent Stories (SPEC §3.4): a master table filled one page at a time from the
+index (``list``/``search`` with limit and offset; the browser never holds more than a page),
+IDE chips, a vault selector, search, model, agent and client fields, date pickers, page
+size 10/20/50/100, pagination, and a details drawer with the rendered prompt and the
+session's intent story (both sanitized HTML: record text is hostile)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import panel as pn
+
+from ..domain.errors import MemoError
+from .data import PAGE_SIZES, DashboardData, PromptQuery, esc, page_count, preview
+from .style import html_pane, note
+
+ALL_IDES = "All IDEs"
+ALL_PROJECTS = "All projects"
+COLUMNS = ["When", "Project", "Session", "Turn", "IDE", "Model", "Client", "Prompt"]
+
+
+class PromptsView:
+    """The tab; :attr:`layout` is what the app shows."""
+
+    def __init__(self, data: DashboardData) -> None:
+        self.data = data
+        self.ids: list[str] = []
+        self.page = 1
+        self.pages = 1
+        vaults = data.vaults()
+        self.vault = pn.widgets.Select(name="Vault", options=vaults, value=next(iter(vaults.values())), width=260,
+                                       disabled=len(vaults) == 1, css_classes=["memo-vault"])
+        self.search = pn.widgets.TextInput(name="Search", placeholder="Full text (Enter to search)", width=300,
+                                           css_classes=["memo-search"])
+        self.project = pn.widgets.Select(name="Project", width=200, css_classes=["memo-project"])
+        self.model = pn.widgets.TextInput(name="Model", placeholder="contains…", width=150, css_classes=["memo-model"])
+        self.agent = pn.widgets.TextInput(name="Agent", placeholder="contains…", width=150, css_classes=["memo-agent"])
+        self.client = pn.widgets.TextInput(name="Client", placeholder="exact name", width=150,
+                                           css_classes=["memo-client"])
+        self.since = pn.widgets.DatePicker(name="Since", width=140, css_classes=["memo-since"])
+        self.until = pn.widgets.DatePicker(name="Until", width=140, css_classes=["memo-until"])
+        self.clear = pn.widgets.Button(name="Clear filters", button_type="light", width=110, margin=(24, 10, 10, 10))
+        self.ides = pn.widgets.RadioButtonGroup(name="IDE", button_type="primary", button_style="outline",
+                                                css_classes=["memo-ide-chips"])
+        self.page_size = pn.widgets.Select(name="Rows per page", options=list(PAGE_SIZES), value=20, width=110,
+                                           css_classes=["memo-page-size"])
+        self.first = pn.widgets.Button(name="« First", width=80, css_classes=["memo-first"])
+        self.prev = pn.widgets.Button(name="‹ Previous", width=100, css_classes=["memo-prev"])
+        self.next = pn.widgets.Button(name="Next ›", width=90, css_classes=["memo-next"])
+        self.last = pn.widgets.Button(name="Last »", width=80, css_classes=["memo-last"])
+        self.status = html_pane(css_classes=["memo-page-status"], margin=(18, 10, 5, 10))
+        self.table = pn.widgets.Tabulator(
+            pd.DataFrame(columns=COLUMNS), show_index=False, disabled=True, selectable=False,
+            layout="fit_data_stretch", sizing_mode="stretch_width", css_classes=["memo-prompts-table"],
+            widths={"Prompt": 420}, header_align="left", text_align={"Turn": "right"},
+        )
+        self.table.on_click(self._open_row)
+        self.drawer_title = html_pane(sizing_mode="stretch_width", css_classes=["memo-drawer-title"])
+        self.drawer_prompt = html_pane(sizing_mode="stretch_width", css_classes=["memo-drawer-prompt"])
+        self.drawer_story = html_pane(sizing_mode="stretch_width", css_classes=["memo-drawer-story"])
+        self.close = pn.widgets.Button(name="✕ Close", width=80, button_type="light", css_classes=["memo-drawer-close"])
+        self.close.on_click(lambda _: setattr(self.drawer, "visible", False))
+        self.drawer = pn.Column(
+            pn.Row(self.drawer_title, self.close, sizing_mode="stretch_width"),
+            html_pane('<h3 class="section">Prompt</h3>', margin=(0, 10)), self.drawer_prompt,
+            html_pane('<h3 class="section">Session story</h3>', margin=(10, 10, 0, 10)), self.drawer_story,
+            width=500, visible=False, scroll=True, max_height=1100, css_classes=["memo-drawer"],
+            styles={"border-left": "3px solid #1f5f8b", "background": "#fbfcfd", "box-shadow": "-4px 0 12px #0001"},
+        )
+        self.message = html_pane(sizing_mode="stretch_width", visible=False)
+        self._facets()
+        for widget in (self.search, self.project, self.model, self.agent, self.client, self.since, self.until,
+                       self.ides, self.page_size):
+            widget.param.watch(lambda _: self.go(1), "value")
+        self.vault.param.watch(self._vault_changed, "value")
+        self.clear.on_click(self._clear)
+        self.first.on_click(lambda _: self.go(1))
+        self.prev.on_click(lambda _: self.go(self.page - 1))
+        self.next.on_click(lambda _: self.go(self.page + 1))
+        self.last.on_click(lambda _: self.go(self.pages))
+        filters = pn.Column(
+            pn.FlexBox(self.vault, self.search, self.project, self.model, self.agent, self.client, self.since,
+                       self.until, self.clear, sizing_mode="stretch_width"),
+            self.ides, sizing_mode="stretch_width",
+        )
+        pager = pn.Row(self.page_size, pn.Spacer(width=10), self.first, self.prev, self.status, self.next, self.last,
+                       align="center")
+        master = pn.Column(filters, self.message, self.table, pager, sizing_mode="stretch_width")
+        self.layout = pn.Row(master, self.drawer, sizing_mode="stretch_width", css_classes=["memo-prompts"])
+        self.go(1)
+
+    # ---------------------------------------------------------------- filters
+    def _facets(self) -> None:
+        facets = self.data.facets(self.vault.value)
+        self.ides.options = [ALL_IDES, *facets.ides]
+        self.ides.value = ALL_IDES
+        self.project.options = [ALL_PROJECTS, *facets.projects]
+        self.project.value = ALL_PROJECTS
+
+    def _vault_changed(self, _event: Any) -> None:
+        self.drawer.visible = False
+        with pn.io.hold():
+            self._facets()
+        self.go(1)
+
+    def _clear(self, _event: Any) -> None:
+        with pn.io.hold():
+            for widget in (self.search, self.model, self.agent, self.client):
+                widget.value = ""
+            self.since.value = self.until.value = None
+            self.ides.value = ALL_IDES
+            self.project.value = ALL_PROJECTS
+        self.go(1)
+
+    def query(self, page: int) -> PromptQuery:
+        """The filters as the widgets hold them, for ``page``."""
+        return PromptQuery(
+            vault=self.vault.value, query=self.search.value or "",
+            ide="" if self.ides.value in (None, ALL_IDES) else self.ides.value,
+            project="" if self.project.value in (None, ALL_PROJECTS) else self.project.value,
+            model=self.model.value or "", agent=self.agent.value or "", client=self.client.value or "",
+            since=self.since.value, until=self.until.value, page_size=int(self.page_size.value), page=page,
+        )
+
+    # ---------------------------------------------------------------- one page
+    def go(self, page: int) -> None:
+        """Show page ``page`` (clamped) of the prompts the filters select."""
+        page = max(1, page)
+        try:
+            result = self.data.prompts_page(self.query(page))
+        except MemoError as exc:
+            self._say(str(exc))
+            return
+        size = result["limit"]
+        self.pages = page_count(result["total"], size)
+        if page > self.pages and result["total"]:
+            return self.go(self.pages)
+        self.page = page
+        self.message.visible = False
+        items = result["items"]
+        self.ids = [item["id"] for item in items]
+        rows = [[self.data.local_time(i.get("created")), i.get("project") or "", i.get("sessionId") or "",
+                 i.get("turn") if i.get("turn") is not None else "", i.get("ide") or "", i.get("model") or "",
+                 i.get("client") or "", preview(i.get("body"))] for i in items]
+        with pn.io.hold():
+            self.table.value = pd.DataFrame(rows, columns=COLUMNS)
+            first = result["offset"] + 1 if items else 0
+            searched = " · ranked by relevance" if (self.search.value or "").strip() else " · newest first"
+            self.status.object = (f'<div class="memo-status">Page {page:,} of {self.pages:,} '
+                                  f'<span class="muted">· {first:,}–{result["offset"] + len(items):,} of '
+                                  f'{result["total"]:,} prompts{esc(searched)}</span></div>')
+            self.first.disabled = self.prev.disabled = page <= 1
+            self.next.disabled = self.last.disabled = not result["hasMore"]
+
+    def _say(self, message: str) -> None:
+        self.message.object = note("error", message)
+        self.message.visible = True
+
+    # ---------------------------------------------------------------- drawer
+    def _open_row(self, event: Any) -> None:
+        if event.row is None or not 0 <= event.row < len(self.ids):
+            return
+        self.open(self.ids[event.row])
+
+    def open(self, record_id: str) -> None:
+        """Show ``record_id`` in the drawer: metadata, the rendered prompt, the story."""
+        try:
+            record = self.data.prompt_detail(self.vault.value, record_id)
+        except MemoError as exc:
+            self._say(str(exc))
+            return
+        fields = [("Project", record.get("project")), ("Session", record.get("sessionId")),
+                  ("Turn", record.get("turn")), ("When", self.data.local_time(record.get("created"))),
+                  ("IDE", record.get("ide")), ("Model", record.get("model")), ("Agent", record.get("agent")),
+                  ("Client", record.get("client") or "internal"), ("Billable", "yes" if record.get("billable", True)
+                                                                   else "no"),
+                  ("Branch", record.get("branch")), ("Task", record.get("taskSlug"))]
+        meta = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fields if v not in (None, ""))
+        with pn.io.hold():
+            self.drawer_title.object = (f'<h3 class="section">{esc(record["id"])}</h3>'
+                                        f'<table class="grid small">{meta}</table>')
+            self.drawer_prompt.object = f'<div class="rendered">{record["renderedHtml"]}</div>'
+            self.drawer_story.object = (f'<div class="rendered">{record["storyHtml"]}</div>' if record["storyHtml"]
+                                        else '<span class="muted">This turn belongs to no session.</span>')
+            self.drawer.visible = True

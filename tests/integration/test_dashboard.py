@@ -1,0 +1,327 @@
+"""The Panel dashboard (SPEC §3.4) in a real browser (Playwright driving Debian's Chromium)
+against a real `memo serve` on the sample vault: IDE chips, search, page size and paging
+one page at a time from the index, the details drawer, PDF downloads whose totals equal
+/api/activity, one-click digest proposals (and stale ones), derived rules, and stored
+record text that never runs. A screenshot of each tab is saved under tests/artifacts/."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+import memo_analytics
+from tests.integration.test_cli import grand_total, memo, pdf_text
+from tests.integration.test_http_api import Server
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+XSS_BODY = ('Ship it <img src=x onerror="window.__xss=1"> <script>window.__xss=2</script> '
+            '[docs](javascript:window.__xss=3) <a href="javascript:window.__xss=4">x</a> <svg onload="window.__xss=5">')
+WAIT_MS = 20_000
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    base = tmp_path_factory.mktemp("dashboard")
+    vault = memo_analytics.sample_vault(base / "vault")
+    now = datetime.now(timezone.utc)
+    outside = base / "outside"  # a folder in no repository: no project learns a repository from these calls
+    outside.mkdir()
+    memo("prompt", "record", "--project", "web", "--session-id", "xss-1", "--ide", "cursor", "--body", XSS_BODY,
+         vault=vault, cwd=outside)
+    for sid in ("stale-1", "stale-2"):  # open, no turn for hours: stalled, with a proposal to end them
+        memo("session", "start", sid, "--project", "acme-web", "--client", "Acme Corp",
+             "--start-time", _iso(now - timedelta(hours=3)), vault=vault, cwd=outside)
+    product = base / "product"  # a repository the "product" project was seen in: promotion can write there
+    product.mkdir()
+    subprocess.run(["git", "init", "-q", str(product)], check=True)
+    for n in range(2):
+        memo("prompt", "record", "--project", "product", "--session-id", f"p-{n}", "--ide", "codex",
+             "--body", "Never push to the release branch without a second review.", vault=vault, cwd=product)
+    config = base / "config.toml"
+    config.write_text('timezone = "UTC"\n' + "".join(
+        f'[clients."{name}"]\nhourlyRate = "100.00"\ncurrency = "EUR"\n' for name in ("Acme Corp", "Globex", "Initech")),
+        encoding="utf-8")
+    previous = os.environ["MEMO_CONFIG"]  # tests/conftest.py points it at no file
+    os.environ["MEMO_CONFIG"] = str(config)
+    try:
+        server = Server(vault)
+    finally:
+        os.environ["MEMO_CONFIG"] = previous
+    yield server, vault, product
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(served, browser):
+    server = served[0]
+    context = browser.new_context(viewport={"width": 1500, "height": 1000}, accept_downloads=True)
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.dialogs = dialogs
+    page.goto(server.base + "/")
+    page.wait_for_selector(".memo-prompts-table .tabulator-row", timeout=60_000)
+    yield page
+    context.close()
+
+
+def api(served, path: str) -> dict:
+    status, answer = served[0].get_json(path)
+    assert status == 200, answer
+    return answer
+
+
+def rows(page) -> list[dict[str, str]]:
+    """The master table's rows as {column: text}."""
+    return page.evaluate("""() => {
+        const out = [];
+        const walk = (root) => {
+            root.querySelectorAll('*').forEach(el => { if (el.shadowRoot) walk(el.shadowRoot); });
+            root.querySelectorAll('.tabulator-row').forEach(row => {
+                const cells = {};
+                row.querySelectorAll('.tabulator-cell').forEach(c => cells[c.getAttribute('tabulator-field')] = c.innerText);
+                out.push(cells);
+            });
+        };
+        walk(document);
+        return out;
+    }""")
+
+
+def status_text(page) -> str:
+    return page.locator(".memo-page-status .memo-status").inner_text()
+
+
+def wait_status(page, text: str) -> None:
+    expect(page.locator(".memo-page-status")).to_contain_text(text, timeout=WAIT_MS)
+
+
+def open_tab(page, name: str) -> None:
+    page.locator(".bk-tab", has_text=name).click()
+
+
+def shot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"dashboard-{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+    return path
+
+
+def test_first_page_holds_one_page_of_the_newest_prompts(served, page):
+    expected = api(served, "/api/prompts?crossProject=true&limit=20")
+    wait_status(page, f"Page 1 of {-(-expected['total'] // 20)}")
+    assert f"1–20 of {expected['total']} prompts" in status_text(page)
+    shown = rows(page)
+    assert len(shown) == 20
+    assert [(r["Session"], r["Turn"]) for r in shown] == [
+        (i.get("sessionId") or "", str(i["turn"]) if i.get("turn") is not None else "") for i in expected["items"]]
+    shot(page, "prompts")
+
+
+def test_an_ide_chip_keeps_only_that_ides_prompts(served, page):
+    expected = api(served, "/api/prompts?crossProject=true&ide=codex&limit=20")
+    page.locator(".memo-ide-chips").get_by_role("button", name="codex", exact=True).click()
+    wait_status(page, f"of {expected['total']} prompts")
+    shown = rows(page)
+    assert len(shown) == min(20, expected["total"]) and {r["IDE"] for r in shown} == {"codex"}
+
+
+def test_search_ranks_by_full_text_with_the_same_answer_as_the_api(served, page):
+    expected = api(served, "/api/prompts?crossProject=true&query=linter&limit=20")
+    assert expected["total"] > 0
+    page.locator(".memo-search input").fill("linter")
+    page.locator(".memo-search input").press("Enter")
+    wait_status(page, f"of {expected['total']} prompts · ranked by relevance")
+    shown = rows(page)
+    assert [(r["Session"], r["Turn"]) for r in shown] == [(i["sessionId"], str(i["turn"])) for i in expected["items"]]
+    assert all("linter" in r["Prompt"].lower() for r in shown)
+
+
+def test_page_size_and_paging_fetch_the_page_the_api_gives(served, page):
+    total = api(served, "/api/prompts?crossProject=true&limit=1")["total"]
+    page.locator(".memo-page-size select").select_option("10")
+    wait_status(page, f"Page 1 of {-(-total // 10)}")
+    assert len(rows(page)) == 10
+    page.locator(".memo-next button").click()
+    wait_status(page, f"Page 2 of {-(-total // 10)}")
+    expected = api(served, "/api/prompts?crossProject=true&limit=10&offset=10")
+    assert [(r["Session"], r["Turn"]) for r in rows(page)] == [
+        (i.get("sessionId") or "", str(i.get("turn") or "")) for i in expected["items"]]
+    assert "11–20" in status_text(page)
+    page.locator(".memo-last button").click()
+    last = -(-total // 10)
+    wait_status(page, f"Page {last} of {last}")
+    assert len(rows(page)) == total - 10 * (last - 1)
+    expect(page.locator(".memo-next button")).to_be_disabled()
+    page.locator(".memo-page-size select").select_option("50")
+    wait_status(page, f"Page 1 of {-(-total // 50)}")
+    assert len(rows(page)) == min(50, total)
+
+
+def test_the_drawer_shows_the_prompt_and_story_and_stored_markup_never_runs(served, page):
+    page.locator(".memo-search input").fill("onerror")
+    page.locator(".memo-search input").press("Enter")
+    wait_status(page, "of 1 prompts")
+    table_cell = page.locator(".memo-prompts-table .tabulator-cell[tabulator-field='Prompt']").first
+    assert 'onerror="window.__xss=1"' in table_cell.inner_text()  # shown as text, not markup
+    table_cell.click()
+    drawer = page.locator(".memo-drawer")
+    expect(drawer.locator(".memo-drawer-title")).to_contain_text("prompt-xss-1-t1", timeout=WAIT_MS)
+    prompt = drawer.locator(".memo-drawer-prompt .rendered")
+    expect(prompt).to_contain_text("Ship it", timeout=WAIT_MS)
+    assert "<script>window.__xss=2</script>" in prompt.inner_text()  # escaped: visible as text
+    expect(drawer.locator(".memo-drawer-story")).to_contain_text("Intent story: xss-1")
+    expect(drawer.locator(".memo-drawer-story")).to_contain_text("Turn log")
+    page.wait_for_timeout(500)
+    handlers = page.evaluate("""() => {
+        const found = [];
+        const walk = (root) => root.querySelectorAll('*').forEach(el => {
+            if (el.shadowRoot) walk(el.shadowRoot);
+            for (const a of el.attributes) {
+                if (a.name.startsWith('on') || /javascript:/i.test(a.value)) found.push(el.tagName + ' ' + a.name);
+            }
+        });
+        walk(document);
+        return found;
+    }""")
+    markup = [f"{where} {tag}" for where in (".memo-drawer-prompt", ".memo-drawer-story", ".memo-prompts-table")
+              for tag in ("script", "img", "svg", "iframe") if page.locator(f"{where} {tag}").count()]
+    assert page.evaluate("window.__xss") is None
+    assert page.dialogs == []
+    assert handlers == [] and markup == []
+    shot(page, "prompt-drawer")
+    page.locator(".memo-drawer-close button").click()
+    expect(drawer).to_be_hidden(timeout=WAIT_MS)
+
+
+def test_the_timesheet_and_invoice_pdfs_total_what_the_api_reports(served, page):
+    activity = api(served, "/api/activity?crossProject=true")
+    open_tab(page, "Activity & Invoicing")
+    summary = page.locator(".memo-activity-summary")
+    expect(summary).to_contain_text(f"{activity['totalBillableHours']:.2f}", timeout=WAIT_MS)
+    expect(page.locator(".memo-hours-chart")).to_be_visible()
+    shot(page, "activity")
+    with page.expect_download(timeout=60_000) as download:
+        page.locator(".memo-timesheet-pdf button").click()
+    path = download.value.path()
+    assert download.value.suggested_filename.startswith("timesheet-")
+    assert grand_total(pdf_text(Path(path))) == f"{activity['totalBillableHours']:.2f}"
+    with page.expect_download(timeout=60_000) as download:
+        page.locator(".memo-invoice-pdf button").click()
+    text = pdf_text(Path(download.value.path()))
+    assert grand_total(text) == f"{activity['totalBillableHours']:.2f}" and "Total due in EUR" in text
+
+
+def test_the_activity_of_one_client_and_month_matches_the_api(served, page):
+    activity = api(served, "/api/activity?crossProject=true&client=Globex&since=2026-03-01&until=2026-03-31")
+    open_tab(page, "Activity & Invoicing")
+    page.locator(".memo-period select").select_option(label="Custom dates")
+    page.locator(".memo-act-client select").select_option("Globex")
+    expect(page.locator(".memo-activity-summary")).to_contain_text("client Globex", timeout=WAIT_MS)
+    for cls, value in ((".memo-act-since", "2026-03-01"), (".memo-act-until", "2026-03-31")):
+        field = page.locator(f"{cls} input.flatpickr-input, {cls} input").first
+        field.evaluate("(el, v) => el._flatpickr.setDate(v, true)", value)
+    expect(page.locator(".memo-activity-summary")).to_contain_text("2026-03-01 – 2026-03-31", timeout=WAIT_MS)
+    expect(page.locator(".memo-activity-summary")).to_contain_text(f"{activity['totalBillableHours']:.2f}")
+    with page.expect_download(timeout=60_000) as download:
+        page.locator(".memo-timesheet-pdf button").click()
+    assert download.value.suggested_filename == "timesheet-2026-03-01_2026-03-31_Globex.pdf"
+    assert grand_total(pdf_text(Path(download.value.path()))) == f"{activity['totalBillableHours']:.2f}"
+
+
+def _digest_item(page, subject: str):
+    return page.locator(".memo-digest-item", has_text=subject)
+
+
+def test_applying_a_proposal_ends_the_session_and_it_leaves_the_digest(served, page):
+    item = _digest_item(page, "stale-1")
+    expect(item).to_contain_text("session stalled", timeout=WAIT_MS)
+    shot(page, "digest")
+    item.locator(".memo-digest-apply button").click()
+    expect(page.locator(".memo-digest")).to_contain_text("Applied: end stale-1", timeout=WAIT_MS)
+    expect(_digest_item(page, "stale-1")).to_have_count(0, timeout=WAIT_MS)
+    digest = api(served, "/api/digest?refresh=true")
+    assert "stale-1" not in {i["subject"] for i in digest["items"]}
+    session = api(served, "/api/prompts/sessions/stale-1?project=acme-web")["session"]
+    assert session["status"] == "completed" and session["durationMinutes"] == 0
+
+
+def test_a_proposal_made_on_changed_state_is_refused_and_the_new_one_shown(served, page):
+    item = _digest_item(page, "stale-2")
+    expect(item).to_contain_text("session stalled", timeout=WAIT_MS)
+    vault = served[1]
+    memo("session", "start", "stale-2", "--project", "acme-web", "--summary", "Release checklist", vault=vault,
+         cwd=vault.parent / "outside")
+    item.locator(".memo-digest-apply button").click()
+    expect(page.locator(".memo-digest")).to_contain_text("Not applied: the state changed since the proposal",
+                                                         timeout=WAIT_MS)
+    expect(page.locator(".memo-digest")).to_contain_text("New proposal: end stale-2")
+    session = api(served, "/api/prompts/sessions/stale-2?project=acme-web")["session"]
+    assert session["status"] != "completed"
+    _digest_item(page, "stale-2").locator(".memo-digest-apply button").click()
+    expect(page.locator(".memo-digest")).to_contain_text("Applied: end stale-2", timeout=WAIT_MS)
+
+
+def test_derived_rules_show_evidence_save_traps_and_promote_only_into_a_known_repository(served, page):
+    server, _, product = served
+    status, derived = server.get_json("/api/prompts/derive-rules", data={"crossProject": True, "limit": 100})
+    assert status == 200
+    open_tab(page, "Derived Rules")
+    expect(page.locator(".memo-rules-count")).to_have_text(f"{derived['total']} candidates", timeout=WAIT_MS)
+    top = derived["items"][0]
+    page.locator(".memo-rules-table .tabulator-cell[tabulator-field='Rule']", has_text=top["text"]).first.click()
+    evidence = page.locator(".memo-rules-evidence")
+    expect(evidence).to_contain_text(f"said {top['occurrences']}×", timeout=WAIT_MS)
+    assert evidence.locator("tbody tr").count() == min(top["occurrences"], 50)
+    shot(page, "rules")
+    page.locator(".memo-rules-project select").select_option("acme-web")
+    expect(page.locator(".memo-rules-summary")).to_contain_text("has no known repository", timeout=WAIT_MS)
+    expect(page.locator(".memo-rules-promote button")).to_be_disabled()
+    page.locator(".memo-rules-save button").click()
+    expect(page.locator(".memo-rules-message")).to_contain_text("Saved", timeout=WAIT_MS)
+    expect(page.locator(".memo-digest")).to_contain_text("rule ready", timeout=WAIT_MS)
+    page.locator(".memo-rules-project select").select_option("product")
+    expect(page.locator(".memo-rules-summary")).to_contain_text(f"promotion writes into {product}", timeout=WAIT_MS)
+    page.locator(".memo-rules-promote button").click()
+    expect(page.locator(".memo-rules-message")).to_contain_text("Promoted 1 rules into", timeout=WAIT_MS)
+    assert "Never push to the release branch without a second review." in (product / "CLAUDE.md").read_text()
+
+
+def test_every_tab_renders_without_browser_errors(served, browser):
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+    page.on("requestfailed", lambda request: errors.append(f"failed: {request.url}"))
+    page.goto(served[0].base + "/")
+    page.wait_for_selector(".memo-prompts-table .tabulator-row", timeout=60_000)
+    for name, ready in (("Activity & Invoicing", ".memo-activity-summary .card"),
+                        ("Derived Rules", ".memo-rules-count"), ("Prompts & Intent Stories", ".memo-prompts-table")):
+        open_tab(page, name)
+        page.wait_for_selector(ready, timeout=WAIT_MS)
+    context.close()
+    assert errors == []
