@@ -51,8 +51,12 @@ def served(tmp_path_factory):
     for n in range(2):
         memo("prompt", "record", "--project", "product", "--session-id", f"p-{n}", "--ide", "codex",
              "--body", "Never push to the release branch without a second review.", vault=vault, cwd=product)
+    further = base / "team-vault"  # a further vault of the config: listed by the vault selector, read-only
+    for n in range(3):
+        memo("prompt", "record", "--project", "team", "--session-id", "team-1", "--ide", "zed",
+             "--body", f"Team turn {n}: review the export", vault=further, cwd=outside)
     config = base / "config.toml"
-    config.write_text('timezone = "UTC"\n' + "".join(
+    config.write_text(f'timezone = "UTC"\nvaults = ["{further}"]\n' + "".join(
         f'[clients."{name}"]\nhourlyRate = "100.00"\ncurrency = "EUR"\n' for name in ("Acme Corp", "Globex", "Initech")),
         encoding="utf-8")
     previous = os.environ["MEMO_CONFIG"]  # tests/conftest.py points it at no file
@@ -61,7 +65,7 @@ def served(tmp_path_factory):
         server = Server(vault)
     finally:
         os.environ["MEMO_CONFIG"] = previous
-    yield server, vault, product
+    yield server, vault, product, further
     server.stop()
 
 
@@ -252,6 +256,21 @@ def test_the_activity_of_one_client_and_month_matches_the_api(served, page):
     assert grand_total(pdf_text(Path(download.value.path()))) == f"{activity['totalBillableHours']:.2f}"
 
 
+def test_the_vault_selector_lists_a_further_vault_read_only(served, page):
+    further = served[3]
+    page.locator(".memo-vault select").select_option(str(further.resolve()))
+    wait_status(page, "of 3 prompts")
+    assert {r["IDE"] for r in rows(page)} == {"zed"}
+    expect(page.locator(".memo-ide-chips")).to_contain_text("zed")
+    page.locator(".memo-prompts-table .tabulator-cell[tabulator-field='Prompt']").first.click()
+    expect(page.locator(".memo-drawer-story .rendered")).to_contain_text("Intent story: team-1", timeout=WAIT_MS)
+    assert (further / ".memo" / "index.sqlite").stat().st_size > 0
+    main = next(label for label in page.locator(".memo-vault option").all_inner_texts() if label.endswith("(main)"))
+    page.locator(".memo-vault select").select_option(label=main)
+    expected = api(served, "/api/prompts?crossProject=true&limit=1")["total"]
+    wait_status(page, f"of {expected} prompts")
+
+
 def _digest_item(page, subject: str):
     return page.locator(".memo-digest-item", has_text=subject)
 
@@ -286,7 +305,7 @@ def test_a_proposal_made_on_changed_state_is_refused_and_the_new_one_shown(serve
 
 
 def test_derived_rules_show_evidence_save_traps_and_promote_only_into_a_known_repository(served, page):
-    server, _, product = served
+    server, _, product, _ = served
     status, derived = server.get_json("/api/prompts/derive-rules", data={"crossProject": True, "limit": 100})
     assert status == 200
     open_tab(page, "Derived Rules")

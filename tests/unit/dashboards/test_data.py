@@ -1,0 +1,57 @@
+"""The dashboard's pure helpers: the page request it sends, page counts, named periods, cell
+previews, and the facets it reads from the index (SPEC §3.4)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+from memo_analytics.analytics.facets import prompt_facets
+from memo_analytics.dashboards.data import DashboardData, PromptQuery, esc, page_count, period_bounds, preview
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import RecordPromptRequest
+
+
+def test_a_page_of_the_dashboard_is_one_list_request_with_limit_and_offset():
+    request = PromptQuery(query="  invoice ", ide="cursor", model=" gpt ", since=date(2026, 3, 1),
+                          until=date(2026, 3, 31), page_size=50, page=3).request()
+    assert (request.limit, request.offset) == (50, 100)
+    assert (request.query, request.ide, request.model) == ("invoice", "cursor", "gpt")
+    assert (request.since, request.until, request.cross_project, request.project) == \
+        ("2026-03-01", "2026-03-31", True, None)
+    assert PromptQuery(project="web", page=0, page_size=7).request().model_dump(include={
+        "project", "cross_project", "limit", "offset", "query"}) == \
+        {"project": "web", "cross_project": False, "limit": 20, "offset": 0, "query": None}
+
+
+def test_page_counts_round_up_and_an_empty_result_has_one_page():
+    assert [page_count(t, 20) for t in (0, 1, 20, 21, 100_400)] == [1, 1, 1, 2, 5020]
+
+
+def test_named_periods_are_inclusive_local_dates():
+    today = date(2026, 3, 15)
+    assert period_bounds("this-month", today) == (date(2026, 3, 1), today)
+    assert period_bounds("last-month", today) == (date(2026, 2, 1), date(2026, 2, 28))
+    assert period_bounds("last-30-days", today) == (date(2026, 2, 14), today)
+    assert period_bounds("this-year", today) == (date(2026, 1, 1), today)
+    assert period_bounds("all", today) == (None, None)
+    assert period_bounds("last-month", date(2026, 1, 5)) == (date(2025, 12, 1), date(2025, 12, 31))
+
+
+def test_previews_fold_whitespace_and_cut_and_escaping_covers_attributes():
+    assert preview("a\n\n  b\tc") == "a b c"
+    assert preview("x" * 200, 10) == "x" * 9 + "…"
+    assert esc('<img src=x onerror="a">') == "&lt;img src=x onerror=&quot;a&quot;&gt;" and esc(None) == ""
+
+
+def test_facets_list_each_ide_once_whatever_its_case(store):
+    for n, ide in enumerate(["cursor", "Cursor", "codex", "", "claude-code"]):
+        record_prompt(store, RecordPromptRequest(body=f"turn {n}", project="web" if n < 3 else "api", ide=ide or None))
+    facets = prompt_facets(store)
+    assert [ide.lower() for ide in facets.ides] == ["claude-code", "codex", "cursor", "generic"]
+    assert (facets.projects, facets.prompts) == (["api", "web"], 5)
+
+
+def test_the_main_vault_is_the_only_one_without_further_vaults(store):
+    data = DashboardData(store)
+    assert list(data.vaults().values()) == [str(store.root)]
+    assert data.store_for("") is store and data.is_main(str(store.root))
