@@ -12,8 +12,8 @@ from ..domain.errors import MemoError
 from .data import DashboardData, esc
 from .style import html_pane, note
 
-#: Items listed (the rest are counted).
-SHOWN = 12
+#: Items listed (the rest are counted); the list scrolls past about four items.
+SHOWN = 25
 #: The label of the apply button per action class (the proposal's summary is its tooltip).
 APPLY_LABELS = {"end_stale_session": "End it at its last activity", "cancel_handoff": "Cancel the hand-off",
                 "promote_rule": "Promote into CLAUDE.md", "export_story": "Export the story"}
@@ -43,7 +43,8 @@ class DigestView:
         self.data = data
         self.header = html_pane(sizing_mode="stretch_width", margin=(0, 10))
         self.message = html_pane(sizing_mode="stretch_width", margin=(0, 10), visible=False)
-        self.items = pn.Column(sizing_mode="stretch_width", margin=0)
+        self.items = pn.Column(sizing_mode="stretch_width", margin=0, css_classes=["memo-digest-items"],
+                               styles={"max-height": "290px", "overflow-y": "auto"})
         self.refresh_button = pn.widgets.Button(name="↻ Refresh", button_type="light", width=100,
                                                 css_classes=["memo-digest-refresh"])
         self.refresh_button.on_click(lambda _: self.refresh(force=True))
