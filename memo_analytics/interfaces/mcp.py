@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import Field, ValidationError
+from pydantic.alias_generators import to_camel
 
 from ..actions import ACTIONS, PromptToolInput, request_for, run_action
 from ..config import Settings
@@ -41,13 +42,14 @@ TOOL_DESCRIPTION = (
 def _message(exc: ValidationError) -> str:
     first = exc.errors()[0]
     message = first["msg"].removeprefix("Value error, ")
-    field = ".".join(str(p) for p in first["loc"])
+    field = ".".join(to_camel(p) if isinstance(p, str) else str(p) for p in first["loc"])
     if first["type"] == "extra_forbidden":
         message = "unknown field of the tool prompt"
     elif first["type"] == "missing":
         message = "is required"
     if not field and ": " in message:
         field, message = message.split(": ", 1)
+        field = to_camel(field)
     return f"Invalid {field or 'input'}: {message}"
 
 

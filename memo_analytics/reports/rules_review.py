@@ -9,6 +9,8 @@ from typing import Any
 from ..domain.clock import to_iso, utcnow
 from ..index import store as index
 from ..services.store import VaultStore
+from ..domain.errors import InvalidFieldError, ReportError
+from ..vault.io import output_target
 from .render import check_output_path, render_html, templates_dir, write_pdf
 
 #: Characters of a turn shown as evidence around the instruction.
@@ -51,6 +53,10 @@ def write_review(context: dict[str, Any], output: Path, vault_root: Path | None 
         Bad output path or template.
     """
     forbidden = (vault_root,) if vault_root else ()
+    try:
+        output_target(output, forbidden, (".pdf", ".html"))
+    except InvalidFieldError as exc:
+        raise ReportError(str(exc)) from None
     html = render_html("rules_review.html.j2", context, user_templates)
     if Path(output).suffix.lower() == ".pdf":
         return write_pdf(html, output, forbidden=forbidden)

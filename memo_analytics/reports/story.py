@@ -9,40 +9,64 @@ import nh3
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from ..services.stories import story_destination
+from ..domain.errors import InvalidFieldError
+from ..services.stories import render_story, story_data, story_destination
+from ..vault.redact import redact_secrets
 from ..services.store import VaultStore
 from ..vault.io import atomic_write_bytes
 from .render import render_html, templates_dir, write_pdf
 
 
+#: Tags a rendered turn may keep: nh3's allow-list without images (an image in a turn would
+#: be fetched by the PDF renderer or the browser: a tracking pixel, a request to any host).
+SAFE_TAGS = set(nh3.ALLOWED_TAGS) - {"img"}
+#: Characters of one turn printed in a PDF or HTML story (the Markdown export keeps all).
+MAX_PRINTED_TURN_CHARS = 20_000
+
+
 def story_html_fragment(markdown: str) -> str:
     """Markdown → sanitized HTML (raw HTML in the text is escaped, then an allow-list
-    sanitizer removes anything that could run: scripts, event handlers, ``javascript:``)."""
+    sanitizer removes anything that could run or fetch: scripts, event handlers,
+    ``javascript:`` links, images)."""
     html = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
-    return nh3.clean(html)
+    return nh3.clean(html, tags=SAFE_TAGS)
 
 
-def write_story(markdown: str, output: Path, store: VaultStore, cwd: str | None,
-                user_templates: Path | None = None) -> Path:
-    """Write the story to ``output`` (``.pdf``, ``.html`` or ``.md``) under the same rules
-    as ``export_story``: from a product repository, outside it and outside the vault.
+def write_story(session_id: str, output: Path, store: VaultStore, cwd: str | None,
+                user_templates: Path | None = None) -> dict:
+    """Write a session's story to ``output`` (``.pdf``, ``.html`` or ``.md``) under the same
+    rules as ``export_story``: from a product repository, outside it and outside the vault.
+    Printed forms clip each turn to :data:`MAX_PRINTED_TURN_CHARS`.
+
+    Returns
+    -------
+    dict
+        ``{sessionId, project, turns, path}``.
 
     Raises
     ------
     InvalidFieldError, ReportError
-        A refused destination; a broken template.
+        A refused destination or suffix; an unknown session; a broken template.
     """
+    if Path(output).suffix.lower() not in (".pdf", ".html", ".md"):
+        raise InvalidFieldError("output", f"{output} must end with .pdf, .html or .md")
+    data = story_data(store, session_id)
     target = story_destination(store, str(output), cwd)
     suffix = target.suffix.lower()
+    session = data["session"] or data["turns"][0]
+    result = {"sessionId": session["sessionId"], "project": session["project"], "turns": len(data["turns"]),
+              "path": str(target)}
     if suffix == ".md":
-        atomic_write_bytes(target, markdown.encode("utf-8"))
-        return target
+        atomic_write_bytes(target, redact_secrets(render_story(data, store.zone))[0].encode("utf-8"))
+        return result
+    markdown = redact_secrets(render_story(data, store.zone, MAX_PRINTED_TURN_CHARS))[0]
     title = markdown.splitlines()[0].lstrip("# ").strip() if markdown else "Intent story"
     html = render_html("story.html.j2", {"title": title, "content": Markup(story_html_fragment(markdown))},
                        user_templates)
     if suffix == ".pdf":
-        return write_pdf(html, target, forbidden=(store.root,))
+        write_pdf(html, target, forbidden=(store.root,))
+        return result
     css = (templates_dir() / "report.css").read_text(encoding="utf-8")
     atomic_write_bytes(target, html.replace('<link rel="stylesheet" href="report.css">', f"<style>{css}</style>")
                        .encode("utf-8"))
-    return target
+    return result

@@ -86,9 +86,16 @@ def _handoff_lines(title: str, record: dict[str, Any] | None) -> list[str]:
     return [*lines, ""]
 
 
-def render_story(data: dict[str, Any], zone) -> str:
+def _clip(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n\n… ({len(text) - limit:,} more characters: see `memo session export`)"
+
+
+def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) -> str:
     """The story as Markdown (pure). Times are shown in ``zone``; sections: metadata,
-    deliverables, hand-offs, turn log (SPEC §5.2)."""
+    deliverables, hand-offs, turn log (SPEC §5.2). ``max_turn_chars`` clips each turn
+    (printed stories); the export keeps every character."""
     session = data["session"] or {}
     turns = data["turns"]
     session_id = session.get("sessionId") or (turns[0]["sessionId"] if turns else "")
@@ -124,7 +131,7 @@ def render_story(data: dict[str, Any], zone) -> str:
     for turn in turns:
         who = ", ".join(v for v in (turn.get("ide"), turn.get("model")) if v)
         lines += [f"### Turn {turn.get('turn') or '—'} · {_when(turn.get('created'), zone)}"
-                  + (f" · {who}" if who else ""), "", turn.get("body", "").rstrip(), ""]
+                  + (f" · {who}" if who else ""), "", _clip(turn.get("body", "").rstrip(), max_turn_chars), ""]
     if not turns:
         lines += ["No turns recorded.", ""]
     return "\n".join(lines)

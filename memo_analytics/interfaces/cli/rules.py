@@ -11,11 +11,11 @@ import typer
 from rich.table import Table
 
 from ...reports.rules_review import review_context, write_review
+from ...vault.io import output_target
 from ...reports.story import write_story
-from ...services.requests import DeriveRulesRequest, ExportStoryRequest
+from ...services.requests import DeriveRulesRequest
 from ...services.rules import TRAP_THRESHOLD, derive_rules
 from ...services.rules.formats import FORMATS
-from ...services.stories import export_story
 from .common import _build, _check_scope, _emit, _safe, _scope_line, _short, out, report_app, state
 
 
@@ -38,6 +38,8 @@ def report_rules(
 ) -> None:
     """Derive rules from what people keep telling their agents; review, save as traps, promote."""
     _check_scope(project, all_projects)
+    if output is not None:  # refuse a bad review path before any trap is saved or file promoted
+        output_target(output, (state.settings.vault_root,), (".pdf", ".html"))
     request = _build(DeriveRulesRequest, project=project, cross_project=all_projects, cwd=str(Path.cwd()),
                      session_id=session_id, since=since, until=until, min_confidence=min_confidence, limit=limit,
                      save_traps=save_traps, format=fmt, promote=promote)
@@ -75,8 +77,5 @@ def report_story(
                                                             "repository and the vault)."),
 ) -> None:
     """A session's intent story as a printable PDF (or HTML / Markdown)."""
-    request = _build(ExportStoryRequest, session_id=session_id)
-    story = export_story(state.store, request)
-    written = write_story(story["markdown"], output, state.store, str(Path.cwd()), state.settings.templates_dir)
-    _emit({**{k: v for k, v in story.items() if k != "markdown"}, "path": str(written)},
-          lambda r: out.print(_safe(f"wrote {r['path']} ({r['turns']} turns)")))
+    result = write_story(session_id, output, state.store, str(Path.cwd()), state.settings.templates_dir)
+    _emit(result, lambda r: out.print(_safe(f"wrote {r['path']} ({r['turns']} turns)")))

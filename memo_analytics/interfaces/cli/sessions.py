@@ -214,7 +214,9 @@ def session_export(
 
     def human(r: dict[str, Any]) -> None:
         if "markdown" in r:
-            sys.stdout.write(r["markdown"] if r["markdown"].endswith("\n") else r["markdown"] + "\n")
+            text = r["markdown"] if r["markdown"].endswith("\n") else r["markdown"] + "\n"
+            # on a terminal, control characters in turn text could set the title or write the clipboard
+            sys.stdout.write(_safe(text) if sys.stdout.isatty() else text)
         else:
             out.print(_safe(f"wrote {r['path']} ({r['turns']} turns, {r['bytes']} bytes)"))
 
