@@ -26,7 +26,7 @@ import os
 import tomllib
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -80,7 +80,7 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
 
 
 _CONFIG_KEYS = {"vaultRoot", "timezone", "defaultProject", "idleGapMinutes", "captureIgnore", "vaults", "clients",
-                "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode"}
+                "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode", "remote"}
 
 
 class _ConfigFileSource(PydanticBaseSettingsSource):
@@ -145,6 +145,39 @@ class OperatorPolicy(BaseModel):
         return Path(str(value)).expanduser() if isinstance(value, (str, Path)) else value
 
 
+class HybridSync(BaseModel):
+    """Hybrid mode (config ``[hybrid]``, SPEC §2.7): local writes plus a debounced push of
+    changed records to the daemon at ``remote_url`` (its token in ``token``)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    remote_url: str | None = Field(default=None, pattern=r"^https?://[^\s/]+(?::\d+)?/?$")
+    debounce_ms: int = Field(default=2000, ge=0, le=3_600_000)
+    token: str | None = None
+    batch_size: int = Field(default=200, ge=1, le=10_000)
+
+
+class RemoteDaemon(BaseModel):
+    """Remote mode (config ``[remote]``): every tool call goes to the daemon at ``url``."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    url: str | None = Field(default=None, pattern=r"^https?://[^\s/]+(?::\d+)?/?$")
+    token: str | None = None
+    timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+
+
+class VaultGit(BaseModel):
+    """Vault-git (config ``[vaultGit]``): the vault is a git repository; sync commits changed
+    files, pulls, resolves conflicts like hybrid, and pushes to ``remote``/``branch``."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    enabled: bool = False
+    remote: str = Field(default="origin", pattern=r"^[A-Za-z0-9._-]+$")
+    branch: str = Field(default="main", pattern=r"^[A-Za-z0-9._/-]+$")
+
+
 class Settings(BaseSettings):
     """Runtime settings.
 
@@ -175,6 +208,11 @@ class Settings(BaseSettings):
         ``ports.status``: the port of ``memo serve`` (default 3124).
     operator : OperatorPolicy
         Thresholds and notification of the operator digest (``[operator]``).
+    mode : str
+        ``local`` (default), ``hybrid`` (local writes + push to ``hybrid.remoteUrl``) or
+        ``remote`` (every tool call proxied to ``remote.url``; nothing written locally).
+    hybrid, remote, vault_git
+        The sync settings of each mode (SPEC §2.7).
     """
 
     model_config = SettingsConfigDict(env_prefix="MEMO_", extra="ignore", alias_generator=to_camel,
@@ -194,6 +232,10 @@ class Settings(BaseSettings):
     templates_dir: Path | None = None
     ports: Ports = Field(default_factory=Ports)
     operator: OperatorPolicy = Field(default_factory=OperatorPolicy)
+    mode: Literal["local", "hybrid", "remote"] = "local"
+    hybrid: HybridSync = Field(default_factory=HybridSync)
+    remote: RemoteDaemon = Field(default_factory=RemoteDaemon)
+    vault_git: VaultGit = Field(default_factory=VaultGit)
 
     @classmethod
     def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,

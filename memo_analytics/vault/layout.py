@@ -43,12 +43,14 @@ class VaultLayout:
         return self.project_dir(project) / subdir_for_kind(kind) / f"{validate_slug(record_id, 'id')}.md"
 
     def record_files(self):
-        """Every record file under ``projects/`` (prompts, sessions, traps, ...), sorted."""
+        """Every record file under ``projects/`` (prompts, sessions, traps, ...), sorted; sync
+        conflict versions (``<id>.conflict-….md``) are not records and are left out."""
         if not self.projects_dir.is_dir():
             return []
         files = []
         for kind in RecordKind:
-            files.extend(self.projects_dir.glob(f"*/{subdir_for_kind(kind)}/*.md"))
+            files.extend(p for p in self.projects_dir.glob(f"*/{subdir_for_kind(kind)}/*.md")
+                         if ".conflict-" not in p.name)  # kept sync conflict versions are not records
         return sorted(files)
 
     def temp_files(self):
