@@ -104,11 +104,14 @@ class ClientBilling(BaseModel):
 
 
 class Ports(BaseModel):
-    """Ports of the servers (config ``[ports]``, SPEC §3.3)."""
+    """Ports of the servers (config ``[ports]``, SPEC §3.3): ``status`` for the API and the
+    dashboard; ``mcp`` for the MCP tool over streamable HTTP beside them (default: status + 1;
+    0 turns it off)."""
 
     model_config = ConfigDict(extra="forbid")
 
     status: int = Field(default=3124, ge=1, le=65535)
+    mcp: int | None = Field(default=None, ge=0, le=65535)
 
 
 class OperatorPolicy(BaseModel):

@@ -23,7 +23,7 @@ import tornado.web
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
-from ..actions import ACTIONS
+from ..actions import ACTIONS, PromptToolInput, request_for, run_action
 from ..domain.errors import (
     InvalidFieldError,
     MemoError,
@@ -44,6 +44,7 @@ from ..services.requests import (
     SessionRequest,
 )
 from ..services.store import VaultStore
+from ..services.sync import apply_incoming
 from ..vault.redact import redact_secrets
 
 _REDACTED = re.compile(r"\[REDACTED:[a-z-]+\]")
@@ -287,6 +288,42 @@ class DeriveRulesHandler(ApiHandler):
         self.run(work)
 
 
+class ActionHandler(ApiHandler):
+    """``POST /api/actions/{action}``: one call of the MCP tool ``prompt`` (the JSON body holds
+    its camelCase fields without ``action``): what a client in remote mode sends (SPEC §2.7).
+    The caller's ``vaultRoot`` is refused: the daemon owns its vault."""
+
+    def post(self, action: str) -> None:
+        def work():
+            if action not in ACTIONS:
+                raise InvalidFieldError("action", f"{action!r} is not one of {', '.join(ACTIONS)}")
+            data = self.body_json()
+            if "vaultRoot" in data or "vault_root" in data:
+                raise InvalidFieldError("vaultRoot", "not accepted by the daemon; it serves its own vault")
+            if "cwd" in data:
+                raise InvalidFieldError("cwd", "means nothing on the daemon's machine; send projectId")
+            arguments = PromptToolInput.model_validate({**data, "action": action})
+            return run_action(self.store, action, request_for(arguments))
+
+        self.run(work)
+
+
+class SyncRecordsHandler(ApiHandler):
+    """``POST /api/sync/records`` ``{records: [{id, text, base}]}``: the hybrid push of
+    another vault, applied as idempotent upserts by id (newer ``updated`` wins a conflict,
+    the other version kept beside it)."""
+
+    def post(self) -> None:
+        def work():
+            data = self.body_json()
+            records = data.get("records")
+            if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+                raise InvalidFieldError("records", "must be a list of {id, text, base}")
+            return {"results": apply_incoming(self.store, records)}
+
+        self.run(work)
+
+
 def api_patterns(store: VaultStore, token: str | None) -> list[tuple[str, type, dict[str, Any]]]:
     """The Tornado routes of the API, for ``extra_patterns`` of the Panel server."""
     args = {"store": store, "token": token}
@@ -300,4 +337,6 @@ def api_patterns(store: VaultStore, token: str | None) -> list[tuple[str, type, 
         (r"/api/activity", ActivityHandler, args),
         (r"/api/digest", DigestHandler, args),
         (r"/api/digest/apply", DigestApplyHandler, args),
+        (r"/api/actions/([A-Za-z_]+)", ActionHandler, args),
+        (r"/api/sync/records", SyncRecordsHandler, args),
     ]

@@ -23,6 +23,7 @@ from ..actions import ACTIONS, PromptToolInput, request_for, run_action
 from ..config import Settings
 from ..domain.errors import MemoError
 from ..domain.wire import dumps
+from ..services import remote, sync
 from ..services.store import VaultStore
 from ..vault.redact import redact_secrets
 
@@ -68,9 +69,21 @@ class PromptTool:
         with self._guard:
             if key not in self._stores:
                 self._stores[key] = VaultStore(settings)
+                if sync.hybrid_enabled(self._stores[key]):
+                    sync.enable_background_push(self._stores[key])  # a long-running process pushes
             return self._stores[key]
 
     def __call__(self, **arguments: Any) -> str:
+        if self.settings.mode == "remote":  # SPEC §2.7: proxied, nothing local read or written
+            try:
+                parsed = PromptToolInput.model_validate(arguments)
+                return dumps(remote.call(self.settings, {"action": parsed.action,
+                                                         **parsed.model_dump(by_alias=True, exclude_none=True,
+                                                                             exclude={"action"})}))
+            except MemoError as exc:
+                raise ToolError(redact_secrets(str(exc))[0]) from None
+            except ValidationError as exc:
+                raise ToolError(redact_secrets(_message(exc))[0]) from None
         try:
             parsed = PromptToolInput.model_validate(arguments)
             store = self.store_for(parsed.vault_root)
@@ -138,3 +151,43 @@ def serve(settings: Settings, http: bool = False, host: str = "127.0.0.1", port:
         server.run("streamable-http", host=host, port=port)
     else:
         server.run("stdio")
+
+
+def serve_http_in_thread(settings: Settings, host: str, port: int, token: str | None = None):
+    """Serve the tool over streamable HTTP at ``http://host:port/mcp`` in a daemon thread
+    (``memo serve`` runs it beside the status API). Off loopback a token is required and
+    every request must carry ``Authorization: Bearer <token>``. Returns the uvicorn server
+    (``should_exit = True`` stops it)."""
+    import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if host not in LOOPBACK and not token:
+        raise MemoError(f"Invalid token: the MCP endpoint on {host} (not loopback) requires one")
+    security = None if host in LOOPBACK else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = build_server(settings).streamable_http_app(host=host, transport_security=security)
+    if token:
+        app = _TokenGate(app, token)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, name="memo-mcp-http", daemon=True)
+    thread.start()
+    return server
+
+
+class _TokenGate:
+    """ASGI wrapper: HTTP requests without the bearer token get 401."""
+
+    def __init__(self, app, token: str) -> None:
+        self.app, self.token = app, token.encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            import hmac
+
+            headers = dict(scope.get("headers") or [])
+            given = headers.get(b"authorization", b"")
+            if not (given.lower().startswith(b"bearer ") and hmac.compare_digest(given[7:].strip(), self.token)):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json")]})
+                await send({"type": "http.response.body", "body": b'{"error": "Unauthorized"}'})
+                return
+        await self.app(scope, receive, send)

@@ -165,6 +165,12 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
             baton = write_handoff(store, project, session_id, request.handoff, now)
             meta["handoffArchive"] = baton["id"]
         store.upsert(RecordKind.SESSION, meta, body)
+    settings = store.settings
+    if settings.mode != "remote" and (settings.hybrid.remote_url and settings.mode == "hybrid"
+                                      or settings.vault_git.enabled):
+        from .sync import dual_sync  # SPEC §2.5: errors are logged, never fail session_end
+
+        dual_sync(store, "session_end")
     return {**meta, "body": body}
 
 

@@ -233,6 +233,10 @@ class VaultStore:
                 self._deferred.add((meta["project"], RecordKind(kind).value))
             else:
                 self.refresh_views(meta["project"], {RecordKind(kind).value})
+            if self.settings.mode == "hybrid" and self.settings.hybrid.remote_url:
+                from .sync import note_write  # the outbox of the hybrid push (SPEC §2.7)
+
+                note_write(self, meta, path)
         return path
 
     @contextmanager

@@ -110,20 +110,32 @@ def read_record(path: Path) -> tuple[dict[str, Any], str]:
         raise CorruptRecordError(str(path), f"not UTF-8 ({exc.reason})") from None
     except OSError as exc:
         raise CorruptRecordError(str(path), exc.strerror or type(exc).__name__) from None
+    return parse_record_text(text, str(path))
+
+
+def parse_record_text(text: str, source: str) -> tuple[dict[str, Any], str]:
+    """Parse and validate the text of a record file (``source`` names it in errors).
+
+    Raises
+    ------
+    CorruptRecordError
+        No YAML frontmatter mapping, broken YAML, no id or an invalid field.
+    """
+    text = text.removeprefix("\ufeff")
     if not text.startswith("---"):
-        raise CorruptRecordError(str(path), "no YAML frontmatter")
+        raise CorruptRecordError(source, "no YAML frontmatter")
     try:
         post = frontmatter.loads(text, handler=_YAML)
     except yaml.YAMLError as exc:
-        raise CorruptRecordError(str(path), f"broken frontmatter ({str(exc).splitlines()[0]})") from None
+        raise CorruptRecordError(source, f"broken frontmatter ({str(exc).splitlines()[0]})") from None
     except (ValueError, TypeError, RecursionError) as exc:
-        raise CorruptRecordError(str(path), f"broken frontmatter ({type(exc).__name__})") from None
+        raise CorruptRecordError(source, f"broken frontmatter ({type(exc).__name__})") from None
     if not isinstance(post.metadata, dict) or "id" not in post.metadata:
-        raise CorruptRecordError(str(path), "frontmatter has no id")
+        raise CorruptRecordError(source, "frontmatter has no id")
     try:
         meta = normalize_meta({str(key): _plain(value) for key, value in post.metadata.items()})
     except (ValueError, TypeError, RecursionError) as exc:
-        raise CorruptRecordError(str(path), str(exc).splitlines()[0]) from None
+        raise CorruptRecordError(source, str(exc).splitlines()[0]) from None
     return meta, post.content
 
 

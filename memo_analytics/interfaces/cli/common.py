@@ -57,6 +57,10 @@ class State:
     def store(self) -> VaultStore:
         if self._store is None:
             assert self.settings is not None
+            if self.settings.mode == "remote":  # SPEC §2.7: this machine keeps no vault
+                raise MemoError(f"Invalid mode: remote — this machine keeps no vault; agents reach "
+                                f"{self.settings.remote.url or 'the daemon'} through `memo mcp`, people through "
+                                "its dashboard (or set mode = \"local\")")
             self._store = VaultStore(self.settings)
         return self._store
 

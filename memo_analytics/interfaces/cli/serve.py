@@ -17,11 +17,25 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; anything but loopback needs --token."),
     token: Optional[str] = typer.Option(None, "--token", help="Token the API and dashboard require "
                                         "(default: MEMO_TOKEN)."),
+    mcp_port: Optional[int] = typer.Option(None, "--mcp-port", min=0, max=65535,
+                                           help="Port of the MCP tool over streamable HTTP (default: config "
+                                                "ports.mcp, else the status port + 1; 0 = off)."),
 ) -> None:
-    """Serve the status API (/api/…) and the operator dashboard (/) until interrupted."""
+    """Serve the status API (/api/…, sync included), the operator dashboard (/) and the MCP
+    tool over streamable HTTP until interrupted."""
+    from ...services.sync import enable_background_push, hybrid_enabled
+    from ..mcp import serve_http_in_thread
     from ..server import build_server
 
-    server = build_server(state.store, host=host, port=port, token=token or os.environ.get("MEMO_TOKEN") or None)
-    err.print(f"memo serve: http://{host}:{server.port}/ (API under /api/) — Ctrl-C to stop")
+    token = token or os.environ.get("MEMO_TOKEN") or None
+    server = build_server(state.store, host=host, port=port, token=token)
+    if hybrid_enabled(state.store):
+        enable_background_push(state.store)
+    mcp_port = state.settings.ports.mcp if mcp_port is None else mcp_port
+    mcp_port = server.port + 1 if mcp_port is None else mcp_port
+    if mcp_port:
+        serve_http_in_thread(state.settings, host, mcp_port, token)
+    mcp_line = f"; MCP at http://{host}:{mcp_port}/mcp" if mcp_port else ""
+    err.print(f"memo serve: http://{host}:{server.port}/ (API under /api/){mcp_line} — Ctrl-C to stop")
     server.start()
     server.io_loop.start()
