@@ -42,8 +42,8 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, vault: Path, *args: str):
-        self.port = free_port()
+    def __init__(self, vault: Path, *args: str, port: int | None = None):
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "serve",
                                       "--port", str(self.port), *args],

@@ -1,0 +1,227 @@
+"""Hybrid sync and remote mode on loopback (SPEC §2.7, issue 7): a local vault pushing to a
+real `memo serve` daemon; the daemon down or answering 500; both sides changing a record; a
+push killed mid-batch and restarted; session_end syncing; remote mode writing nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from memo_analytics.config import HybridSync, Settings
+from memo_analytics.services import sync
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.services.store import VaultStore
+from memo_analytics.vault.io import read_record
+from tests.integration.test_http_api import Server, free_port
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    server = Server(tmp_path / "team-vault", "--mcp-port", "0")
+    yield tmp_path / "team-vault", server
+    server.stop()
+
+
+def _client(tmp_path, url, name="mine"):
+    return VaultStore(Settings(vault_root=tmp_path / name, timezone="UTC", mode="hybrid",
+                               hybrid=HybridSync(remote_url=url, debounce_ms=0)))
+
+
+def _record(store, session="s1", body="Add the CSV export", turn=None, project="web"):
+    return record_prompt(store, RecordPromptRequest(session_id=session, project=project, body=body, turn=turn))
+
+
+def _team_file(team: Path, record_id: str, kind="prompts", project="web") -> Path:
+    return team / "projects" / project / kind / f"{record_id}.md"
+
+
+def test_changed_records_are_pushed_once_and_idempotently(tmp_path, daemon):
+    team, server = daemon
+    mine = _client(tmp_path, server.base)
+    for i in range(3):
+        _record(mine, body=f"turn {i}")
+    assert sync.status(mine)["pending"] == 3
+    result = sync.push(mine)
+    assert (result["pushed"], result["pending"], result["error"]) == (3, 0, None)
+    assert [r["outcome"] for r in result["results"]] == ["applied"] * 3
+    for turn in (1, 2, 3):
+        local = (mine.root / "projects/web/prompts" / f"prompt-s1-t{turn}.md").read_text()
+        assert _team_file(team, f"prompt-s1-t{turn}").read_text() == local
+    assert sync.push(mine)["pushed"] == 0  # nothing left
+    # the same version pushed again (a lost answer, a replay) changes nothing on the daemon
+    again = json.loads(server.request("/api/sync/records", data={"records": [
+        {"id": "prompt-s1-t1", "text": (mine.root / "projects/web/prompts/prompt-s1-t1.md").read_text(),
+         "base": None}]})[2])
+    assert again["results"] == [{"id": "prompt-s1-t1", "outcome": "unchanged"}]
+    assert status_of(server)["total"] == 3
+
+
+def status_of(server):
+    return server.get_json("/api/prompts?crossProject=true")[1]
+
+
+def test_a_daemon_that_is_down_keeps_everything_pending_with_backoff(tmp_path):
+    port = free_port()
+    mine = _client(tmp_path, f"http://127.0.0.1:{port}")
+    _record(mine)
+    failed = sync.push(mine)
+    assert failed["pushed"] == 0 and failed["pending"] == 1 and "Connection refused" in failed["error"]
+    state = sync.status(mine)
+    assert state["attempts"] == 1 and state["nextRetryAt"] and state["lastError"] == failed["error"]
+    assert sync.push(mine)["error"].startswith("waiting until")  # backoff: not retried blindly at once
+    server = Server(tmp_path / "team", "--mcp-port", "0", port=port)
+    try:
+        delivered = sync.push(mine, force=True)
+        assert delivered["pushed"] == 1 and sync.status(mine)["attempts"] == 0
+        assert _team_file(tmp_path / "team", "prompt-s1-t1").is_file()
+    finally:
+        server.stop()
+
+
+def test_a_daemon_answering_500_is_retried_later(tmp_path):
+    class Broken(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(500)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    broken = ThreadingHTTPServer(("127.0.0.1", 0), Broken)
+    threading.Thread(target=broken.serve_forever, daemon=True).start()
+    try:
+        mine = _client(tmp_path, f"http://127.0.0.1:{broken.server_address[1]}")
+        _record(mine)
+        result = sync.push(mine)
+        assert result["error"] == "HTTP 500" and result["pending"] == 1
+    finally:
+        broken.shutdown()
+        broken.server_close()
+
+
+def test_both_sides_changed_newer_wins_and_the_other_is_kept_beside_it(tmp_path, daemon):
+    team, server = daemon
+    mine = _client(tmp_path, server.base)
+    start_session(mine, StartSessionRequest(session_id="c1", project="web", start_time="2026-03-02T09:00:00Z"))
+    sync.push(mine)
+    # the team daemon's copy changes (someone else ended it) ...
+    theirs = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    end_session(theirs, EndSessionRequest(session_id="c1", project="web", until="2026-03-02T10:00:00Z",
+                                          summary="ended on the team side"),
+                now=__import__("datetime").datetime(2026, 3, 2, 10, 0, tzinfo=__import__("datetime").timezone.utc))
+    theirs.close()
+    # ... and so does mine, later: session_end pushes at once
+    end_session(mine, EndSessionRequest(session_id="c1", project="web", until="2026-03-02T11:00:00Z",
+                                        summary="ended here"))
+    assert sync.status(mine)["pending"] == 0
+    winner = read_record(_team_file(team, "session-c1", "sessions"))[0]
+    assert winner["summary"] == "ended here"
+    [conflict] = list((team / "projects/web/sessions").glob("session-c1.conflict-*.md"))
+    assert "ended on the team side" in conflict.read_text()  # nothing lost
+    reindexed = subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(team), "--json",
+                                "reindex"], capture_output=True, text=True, check=True)
+    assert json.loads(reindexed.stdout)["skipped"] == []  # conflict files are not records
+
+
+def test_a_push_killed_mid_batch_is_finished_by_the_next_one(tmp_path, daemon):
+    team, server = daemon
+    received = threading.Event()
+
+    class Relay(BaseHTTPRequestHandler):  # forwards the batch, then stalls before answering
+        def do_POST(self):  # noqa: N802
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            server.request("/api/sync/records", data=json.loads(body))
+            received.set()
+            time.sleep(30)
+
+        def log_message(self, *args):
+            pass
+
+    relay = ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+    threading.Thread(target=relay.serve_forever, daemon=True).start()
+    config = tmp_path / "config.toml"
+    config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "http://127.0.0.1:{relay.server_address[1]}"\n')
+    env = {**os.environ, "MEMO_CONFIG": str(config), "MEMO_TIMEZONE": "UTC"}
+    vault = tmp_path / "mine"
+    for i in range(5):
+        subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "prompt", "record",
+                        "--project", "web", "--session-id", "k1", "--body", f"turn {i}"], env=env, check=True,
+                       capture_output=True)
+    pusher = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "sync", "push"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert received.wait(30)
+    os.kill(pusher.pid, signal.SIGKILL)  # the daemon applied the batch; the pusher never heard back
+    pusher.wait()
+    relay.shutdown()
+    relay.server_close()
+    mine = _client(tmp_path, server.base)
+    assert sync.status(mine)["pending"] == 5  # nothing was marked pushed
+    again = sync.push(mine, force=True)
+    assert [r["outcome"] for r in again["results"]] == ["unchanged"] * 5 and again["pending"] == 0
+    assert status_of(server)["total"] == 5  # each record once, none lost
+
+
+def test_session_end_pushes_at_once_and_a_sync_error_never_fails_it(tmp_path, daemon):
+    team, server = daemon
+    mine = _client(tmp_path, server.base)
+    start_session(mine, StartSessionRequest(session_id="e1", project="web"))
+    ended = end_session(mine, EndSessionRequest(session_id="e1", project="web"))
+    assert ended["status"] == "completed"
+    assert read_record(_team_file(team, "session-e1", "sessions"))[0]["status"] == "completed"
+    down = _client(tmp_path, f"http://127.0.0.1:{free_port()}", name="offline")
+    start_session(down, StartSessionRequest(session_id="e2", project="web"))
+    assert end_session(down, EndSessionRequest(session_id="e2", project="web"))["status"] == "completed"
+    assert sync.status(down)["lastError"] and sync.status(down)["pending"] == 1
+
+
+def test_remote_mode_proxies_every_tool_call_and_writes_nothing_locally(tmp_path, daemon):
+    import asyncio
+
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    team, server = daemon
+    local = tmp_path / "local-vault"
+    local.mkdir()
+    config = tmp_path / "remote.toml"
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "{server.base}"\n')
+    before = sorted(str(p) for p in tmp_path.rglob("*") if "team-vault" not in str(p))
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memo_analytics", "--vault-root", str(local),
+                                                                 "mcp"],
+                                   env={**os.environ, "MEMO_CONFIG": str(config)})
+
+    async def cycle():
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            answers = []
+            for arguments in (
+                dict(action="session_start", sessionId="r1", projectId="web", client="Acme",
+                     startTime="2026-03-02T09:00:00Z"),
+                dict(action="record", sessionId="r1", projectId="web", body="Proxied turn"),
+                dict(action="session_end", sessionId="r1", projectId="web", until="2026-03-02T09:45:00Z"),
+                dict(action="activity_report", crossProject=True, tz="UTC"),
+                dict(action="get", id="nothing-here"),
+            ):
+                result = await session.call_tool("prompt", arguments)
+                answers.append((result.is_error, result.content[0].text))
+            return answers
+
+    answers = asyncio.run(cycle())
+    assert [error for error, _ in answers] == [False, False, False, False, True]
+    assert json.loads(answers[3][1])["totalDurationMinutes"] == 45
+    assert answers[4][1].endswith("Record not found: nothing-here")
+    assert _team_file(team, "prompt-r1-t1").is_file()
+    after = sorted(str(p) for p in tmp_path.rglob("*") if "team-vault" not in str(p))
+    assert after == before and list(local.iterdir()) == []  # the local vault was not written at all
