@@ -13,7 +13,8 @@ never authority: nothing a prompt or summary says changes an item or grants an a
 Kinds
 -----
 waiting on you: ``session_open_too_long``, ``handoff_unclaimed``, ``pr_awaiting_review``,
-``rule_ready``; dropped: ``session_stalled``, ``client_missing``.
+``rule_ready``; dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
+a sync kept beside a record, SPEC §2.7).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ KIND_LANE = {
     "rule_ready": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
+    "sync_conflict": "dropped",
 }
 
 
@@ -47,6 +49,7 @@ class Snapshot:
     pull_request_sessions: list[dict[str, Any]] = field(default_factory=list)
     rule_traps: list[dict[str, Any]] = field(default_factory=list)
     unbilled_sessions: list[dict[str, Any]] = field(default_factory=list)
+    sync_conflicts: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -204,6 +207,13 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                           f"memo session start {_q(session['sessionId'])} --project {_q(session['project'])} "
                           "--client NAME  # a restart keeps its times", to_iso(start),
                           fingerprint(session["id"], session.get("updated"))), session))
+    for conflict in snapshot.sync_conflicts:
+        since = from_iso(conflict["created"])
+        items.append((Item("sync_conflict", KIND_LANE["sync_conflict"], conflict["recordId"], conflict["project"],
+                           "you to compare two versions", f"a sync kept the losing version of {conflict['recordId']} "
+                           f"beside it ({conflict['path']})", _age(since, now), 0,
+                           f"diff {conflict['recordPath']} {conflict['path']}  # keep what you need, then delete "
+                           "the conflict file", to_iso(since), fingerprint(conflict["path"])), conflict))
     return items
 
 

@@ -10,7 +10,7 @@ recompute keeps the previous answer and says so in ``error``.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ from ..domain.clock import from_iso, parse_record_instant, to_iso, utcnow
 from ..analytics.frames import vault_sources
 from ..index import snapshot as rows
 from ..services.store import VaultStore
+from ..vault.conflicts import conflict_files, conflict_record_id
 from ..vault.io import atomic_write_bytes
 from .digest import Snapshot, compute_digest, next_due
 
@@ -40,6 +41,14 @@ def take_snapshot(store: VaultStore) -> Snapshot:
                     for record in found:
                         record["_vault"] = source.vault
                 getattr(snapshot, name).extend(found)
+            root = Path(source.vault)
+            for path in conflict_files(root / "projects"):
+                record_path = path.with_name(f"{conflict_record_id(path)}.md")
+                snapshot.sync_conflicts.append({
+                    "recordId": conflict_record_id(path), "project": path.parent.parent.name,
+                    "path": str(path), "recordPath": str(record_path), **({"_vault": source.vault} if further else {}),
+                    "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
+                })
     return snapshot
 
 
@@ -47,7 +56,10 @@ def _version(store: VaultStore) -> str:
     """The content version of every vault the digest reads."""
     try:
         with vault_sources(store, further=True) as sources:
-            return "|".join(rows.version(source.conn) for source in sources)
+            # record folders' mtimes move when a file appears or goes (a sync conflict kept or resolved)
+            folders = [max((f.stat().st_mtime_ns for f in (Path(source.vault) / "projects").glob("*/*")
+                            if f.is_dir()), default=0) for source in sources]
+            return "|".join(f"{rows.version(source.conn)}@{mtime}" for source, mtime in zip(sources, folders))
     except Exception:  # a broken further vault: the recompute reports it
         return rows.version(store.conn) + "|?"
 
@@ -76,7 +88,8 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
     moment = parse_record_instant(as_of, "asOf", store.zone)
     snapshot = take_snapshot(store) if store.exists else Snapshot()
     cutoff = to_iso(moment)
-    for name in ("open_sessions", "pending_handoffs", "pull_request_sessions", "rule_traps", "unbilled_sessions"):
+    for name in ("open_sessions", "pending_handoffs", "pull_request_sessions", "rule_traps", "unbilled_sessions",
+                 "sync_conflicts"):
         # records made after the moment did not exist yet
         setattr(snapshot, name, [r for r in getattr(snapshot, name) if (r.get("created") or "") <= cutoff])
     snapshot.pull_request_sessions = [r for r in snapshot.pull_request_sessions if (r.get("endTime") or "") <= cutoff]

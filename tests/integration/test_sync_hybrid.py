@@ -225,3 +225,22 @@ def test_remote_mode_proxies_every_tool_call_and_writes_nothing_locally(tmp_path
     assert _team_file(team, "prompt-r1-t1").is_file()
     after = sorted(str(p) for p in tmp_path.rglob("*") if "team-vault" not in str(p))
     assert after == before and list(local.iterdir()) == []  # the local vault was not written at all
+
+
+def test_the_digest_lists_a_kept_conflict(tmp_path, daemon):
+    from datetime import datetime, timezone
+
+    from memo_analytics.operator.service import current_digest
+
+    team, server = daemon
+    mine = _client(tmp_path, server.base)
+    start_session(mine, StartSessionRequest(session_id="d1", project="web", start_time="2026-03-02T09:00:00Z"))
+    sync.push(mine)
+    theirs = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    before = [i["kind"] for i in current_digest(theirs)["items"]]
+    end_session(theirs, EndSessionRequest(session_id="d1", project="web", until="2026-03-02T10:00:00Z"),
+                now=datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc))
+    end_session(mine, EndSessionRequest(session_id="d1", project="web", until="2026-03-02T11:00:00Z"))
+    kinds = [(i["kind"], i["subject"]) for i in current_digest(theirs, force=True)["items"]]
+    assert "sync_conflict" not in before and ("sync_conflict", "session-d1") in kinds
+    theirs.close()

@@ -119,3 +119,13 @@ def test_the_same_snapshot_gives_the_same_digest():
 def test_next_due_is_the_earliest_threshold_still_ahead():
     snapshot = Snapshot(open_sessions=[session("s1", ago(hours=1), ago(minutes=30))])
     assert next_due(snapshot, NOW, POLICY) == NOW + timedelta(minutes=30)  # stalls at last turn + 60 min
+
+
+def test_a_kept_sync_conflict_is_listed_until_resolved():
+    conflict = {"recordId": "session-c1", "project": "web", "created": ago(hours=1),
+                "path": "/v/projects/web/sessions/session-c1.conflict-20260310T110000Z-1a2b3c4d.md",
+                "recordPath": "/v/projects/web/sessions/session-c1.md"}
+    [item] = compute_digest(Snapshot(sync_conflicts=[conflict]), NOW, POLICY)["items"]
+    assert (item["kind"], item["lane"], item["subject"], item["proposal"]) == \
+        ("sync_conflict", "dropped", "session-c1", None)
+    assert item["action"].startswith("diff /v/projects/web/sessions/session-c1.md ")
