@@ -237,5 +237,6 @@ def test_a_missing_templates_folder_in_the_config_is_refused(vault, tmp_path):
     for command in ("invoice", "timesheet"):
         proc = memo("report", command, "--all", "--client", "globex", "-o", str(tmp_path / "x.pdf"), vault=vault,
                     env={"MEMO_CONFIG": str(path)}, check=False)
-        assert proc.returncode == 1 and proc.stderr.strip() == f"error: Invalid templates: {tmp_path / 'gone'} is not a folder"
+        assert proc.returncode == 1 and proc.stderr.strip().startswith("error: Invalid templatesDir (")
+        assert proc.stderr.strip().endswith(f"{tmp_path / 'gone'} is not a folder") and proc.stderr.count("\n") == 1
         assert not (tmp_path / "x.pdf").exists()
