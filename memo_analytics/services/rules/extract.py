@@ -147,7 +147,7 @@ def sentences(text: str) -> Iterable[str]:
     for line in text.splitlines():
         line = _BULLET.sub("", line).strip()
         for part in _SENTENCE_END.split(line):
-            part = part.strip().strip("*_").strip()
+            part = part.strip().strip("*_").strip().rstrip(";；").rstrip()
             if part:
                 yield part
 
