@@ -11,7 +11,7 @@ import sys
 import typer
 
 from ...domain.errors import MemoError
-from . import export, operations, operator, prompts, reports, rules, serve, sessions, sync_cmd  # noqa: F401  (register the commands)
+from . import config_cmd, export, operations, operator, prompts, reports, rules, serve, sessions, sync_cmd  # noqa: F401  (register the commands)
 from .common import _fail, app, state
 
 __all__ = ["app", "main"]

@@ -6,7 +6,9 @@ from typing import Any
 
 import typer
 
+from ...domain.errors import InvalidFieldError, MemoError
 from ...services import sync
+from ...services.vault_git import sync as vault_git_sync
 from .common import _emit, _safe, app, out, state
 
 sync_app = typer.Typer(help="Sync the vault: hybrid pushes to a team daemon, vault-git.", no_args_is_help=True)
@@ -36,3 +38,33 @@ def sync_push() -> None:
                                             + (f"; error: {r['error']}" if r["error"] else ""))))
     if result["error"] and result["error"] != "hybrid sync is off":
         raise typer.Exit(1)
+
+
+def _print_git(result: dict) -> None:
+    vg = state.settings.vault_git
+    parts = [f"committed {result['committed']} record{'s' if result['committed'] != 1 else ''}"]
+    if result["records"]:
+        shown = ", ".join(result["records"][:8]) + (", …" if len(result["records"]) > 8 else "")
+        parts[0] += f" ({_safe(shown)})"
+    parts.append(f"pulled from {vg.remote}/{vg.branch}" if result["pulled"] else "nothing to pull")
+    parts.append(f"pushed to {vg.remote}/{vg.branch}" if result["pushed"] else "nothing pushed")
+    out.print("; ".join(parts))
+    for path in result["conflicts"]:
+        out.print(f"conflict: the older version is kept as {_safe(path)}")
+
+
+@sync_app.command("git")
+def sync_git() -> None:
+    """Run a vault-git sync now: commit the changed records in one commit, pull (fetch + merge)
+    from vaultGit.remote/vaultGit.branch, keep the older side of a conflict beside the record,
+    push. Needs `[vaultGit] enabled = true` and a git remote in the vault."""
+    settings = state.settings
+    if not settings.vault_git.enabled:
+        raise InvalidFieldError("vaultGit.enabled", "vault-git is off; turn it on with "
+                                                    "`memo config set vaultGit.enabled true`")
+    if settings.mode == "remote":
+        raise InvalidFieldError("mode", "remote mode writes nothing locally, so there is no vault to sync")
+    result = vault_git_sync(state.store, "manual")
+    _emit(result, _print_git)
+    if result["error"]:
+        raise MemoError(result["error"])

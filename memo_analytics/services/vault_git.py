@@ -1,0 +1,459 @@
+"""Vault-git sync (SPEC §2.7, issue 7): the vault is a git repository that follows its owner.
+
+:func:`sync` (``memo sync git``; ``session_end`` runs it with trigger ``session_end`` when
+``[vaultGit] enabled = true`` and the mode is not ``remote``):
+
+1. makes sure the vault is a git repository (``git init -b <branch>``) whose ``.gitignore``
+   keeps out what is machine-local or derived: all of ``.memo/`` (the index, the lock, the
+   digest cache, notification and sync state, the operator's delegations and audit log —
+   ``memo reindex`` rebuilds the index and each machine keeps its own operator policy), the
+   compiled views (``PROMPTS.md``, ``SESSIONS.md``, ``TRAPS.md``, ``DECISIONS.md``,
+   ``INDEX.md``, regenerated after every pull) and temporary files of interrupted writes.
+   Its ``.gitattributes`` marks record files ``-merge``: git never blends two versions of a
+   record line by line;
+2. stages every changed file and makes **one commit per batch**, its message naming the
+   records (``memo sync (session_end): 3 records — prompt-a-t1, session-a, …``);
+3. fetches ``vaultGit.remote``/``vaultGit.branch`` and merges it **before** pushing. When
+   both sides changed a record, the version with the newer frontmatter ``updated`` wins
+   as the file and the other is kept beside it as ``<id>.conflict-<stamp>-<hash8>.md``
+   (:func:`~memo_analytics.vault.conflicts.keep_conflict`, as hybrid does); a conflict in
+   any other file keeps ours and keeps theirs as a conflict file. A side that deleted a
+   file the other changed loses: the changed version stays. No side is ever discarded;
+4. brings the index up to date with the records changed since the commit it last matched
+   (``indexedCommit`` in the state file; a full reindex after a fresh clone or when records
+   were deleted) and regenerates those projects' views;
+5. pushes ``HEAD`` to ``remote``/``branch`` (re-fetching and merging when the remote moved
+   meanwhile).
+
+The remote is a git remote of the vault repository (``git -C VAULT remote add origin URL``,
+or clone the vault on the second machine). Errors — no remote, remote down, refused
+credentials — are returned in ``error`` and logged, never raised: a local commit is kept and
+the next sync pushes it. The outcome is kept in ``.memo/sync/git.json`` for
+``memo sync status``. Local steps hold the vault lock; network steps (fetch, push) do not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import subprocess
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import frontmatter
+from filelock import FileLock, Timeout
+
+from ..domain.clock import EARLIEST_RECORD, parse_instant, to_iso, utcnow
+from ..domain.errors import CorruptRecordError, MemoError
+from ..domain.records import RecordKind, subdir_for_kind
+from ..index import store as index
+from ..index.reindex import parse_for_index
+from ..vault.conflicts import is_conflict_file, keep_conflict
+from ..vault.io import atomic_write_bytes
+from ..vault.redact import redact_secrets
+from .maintenance import reindex
+from .store import VaultStore
+
+log = logging.getLogger("memo_analytics.vault_git")
+
+#: Seconds one git command may take (a fetch from a remote that never answers ends here).
+GIT_TIMEOUT_SECONDS = 120
+#: Fetch-merge-push rounds when the remote moves while we merge.
+PUSH_ATTEMPTS = 3
+STATE_FILE = "git.json"
+_NAMES_IN_SUBJECT = 5
+
+GITIGNORE_LINES = (
+    "# memo vault-git: machine-local and derived files stay out of git (memo reindex rebuilds the index)",
+    "/.memo/",
+    "/projects/*/PROMPTS.md",
+    "/projects/*/SESSIONS.md",
+    "/projects/*/TRAPS.md",
+    "/projects/*/DECISIONS.md",
+    "/projects/*/INDEX.md",
+    ".*.tmp",
+)
+GITATTRIBUTES_LINES = (
+    "# memo vault-git: two versions of a record are never blended; the newer `updated` wins",
+    "/projects/**/*.md -merge",
+)
+_SUBDIRS = "|".join(re.escape(subdir_for_kind(kind)) for kind in RecordKind)
+_RECORD_PATH = re.compile(rf"^projects/[^/]+/(?:{_SUBDIRS})/[^/]+\.md$")
+
+
+class VaultGitError(MemoError):
+    """A vault-git step failed (``step`` is the git command, e.g. ``push``)."""
+
+    def __init__(self, step: str, reason: str) -> None:
+        self.step = step
+        self.reason = reason
+        super().__init__(f"Vault-git sync failed (git {step}): {reason}")
+
+
+# ---------------------------------------------------------------- git
+
+
+class _Git:
+    """The ``git`` command line in one work tree, with memo's identity when none is set."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"}
+        self.env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=15")
+        self.identity: list[str] = []
+
+    def run(self, *args: str, check: bool = True, input: bytes | None = None) -> subprocess.CompletedProcess:
+        try:
+            proc = subprocess.run(["git", *self.identity, *args], cwd=self.root, env=self.env, input=input,
+                                  capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False)
+        except FileNotFoundError:
+            raise VaultGitError(args[0], "git is not installed (no `git` on PATH)") from None
+        except subprocess.TimeoutExpired:
+            raise VaultGitError(args[0], f"no answer within {GIT_TIMEOUT_SECONDS} s") from None
+        if check and proc.returncode != 0:
+            raise VaultGitError(args[0], _first_line(proc.stderr) or f"exit code {proc.returncode}")
+        return proc
+
+    def out(self, *args: str) -> str:
+        return self.run(*args).stdout.decode("utf-8", "replace").strip()
+
+    def names(self, *args: str) -> list[str]:
+        """Paths of a ``-z`` listing."""
+        return [p for p in self.run(*args, "-z").stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+    def ok(self, *args: str) -> bool:
+        return self.run(*args, check=False).returncode == 0
+
+    def head(self) -> str | None:
+        proc = self.run("rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
+        return proc.stdout.decode().strip() if proc.returncode == 0 else None
+
+    def use_identity(self) -> None:
+        """``memo <memo@localhost>`` as author and committer unless git has one configured."""
+        self.identity = []
+        for key, value in (("user.name", "memo"), ("user.email", "memo@localhost")):
+            if not self.run("config", key, check=False).stdout.strip():
+                self.identity += ["-c", f"{key}={value}"]
+
+
+def _first_line(data: bytes) -> str:
+    lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith(("fatal:", "error:", "!"))]
+    return (fatal or lines or [""])[0][:300]
+
+
+# ---------------------------------------------------------------- the repository
+
+
+def ensure_repository(store: VaultStore, git: _Git) -> bool:
+    """Make the vault a git repository with memo's ``.gitignore`` and ``.gitattributes``
+    (missing lines are appended; a person's own lines are kept). True when it was created."""
+    root = store.root
+    root.mkdir(parents=True, exist_ok=True)
+    created = not (root / ".git").exists()
+    if created:
+        git.run("init", "-q", "-b", store.settings.vault_git.branch)
+    for name, lines in ((".gitignore", GITIGNORE_LINES), (".gitattributes", GITATTRIBUTES_LINES)):
+        path = root / name
+        text = path.read_text(encoding="utf-8") if path.is_file() else ""
+        have = set(text.splitlines())
+        missing = [line for line in lines if line not in have]
+        if missing:
+            joined = (text if not text or text.endswith("\n") else text + "\n") + "\n".join(missing) + "\n"
+            atomic_write_bytes(path, joined.encode("utf-8"))
+    return created
+
+
+def _record_id(path: str) -> str | None:
+    return Path(path).stem if _RECORD_PATH.match(path) and not is_conflict_file(Path(path)) else None
+
+
+def commit_message(trigger: str, paths: list[str]) -> str:
+    """``memo sync (<trigger>): <n> records — id, id, …`` and, in the body, every changed path.
+
+    Pure: ``paths`` are the vault-relative paths the commit holds.
+    """
+    ids = sorted({i for i in map(_record_id, paths) if i})
+    others = len(paths) - sum(1 for p in paths if _record_id(p))
+    what = f"{len(ids)} record{'s' if len(ids) != 1 else ''}"
+    if ids:
+        what += " — " + ", ".join(ids[:_NAMES_IN_SUBJECT]) + (", …" if len(ids) > _NAMES_IN_SUBJECT else "")
+    if others:
+        what += f" (+{others} other file{'s' if others != 1 else ''})"
+    return f"memo sync ({trigger}): {what}\n\n" + "\n".join(sorted(paths)) + "\n"
+
+
+def _commit_changes(git: _Git, trigger: str) -> list[str]:
+    """Stage everything that changed and commit it as one batch; the committed paths."""
+    git.run("add", "-A", "--", ".")
+    paths = git.names("diff", "--cached", "--name-only", "--no-renames")
+    if paths:
+        git.run("commit", "-q", "--no-verify", "-F", "-", input=commit_message(trigger, paths).encode("utf-8"))
+    return paths
+
+
+# ---------------------------------------------------------------- merge and conflicts
+
+
+def _updated(data: bytes) -> datetime:
+    """The frontmatter ``updated`` of a record file's bytes (the epoch when unreadable)."""
+    try:
+        value = frontmatter.loads(data.decode("utf-8-sig")).metadata.get("updated")
+        return parse_instant(value, "updated") if value is not None else EARLIEST_RECORD
+    except Exception:  # noqa: BLE001 - a broken version still loses to a readable one, never raises
+        return EARLIEST_RECORD
+
+
+def newer_version(ours: bytes, theirs: bytes) -> tuple[bytes, bytes]:
+    """``(winner, loser)``: the newer frontmatter ``updated`` wins; on a tie the larger
+    SHA-256 of the bytes, so both machines pick the same winner. Pure."""
+    def key(data: bytes) -> tuple[datetime, str]:
+        return _updated(data), hashlib.sha256(data).hexdigest()
+
+    return (ours, theirs) if key(ours) >= key(theirs) else (theirs, ours)
+
+
+def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> list[str]:
+    """Settle every unmerged path of a stopped merge; the vault-relative conflict files kept."""
+    stages: dict[str, dict[int, str]] = {}
+    for entry in git.run("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"):
+        if entry:
+            info, path = entry.split("\t", 1)
+            stages.setdefault(path, {})[int(info.split()[2])] = info.split()[1]
+    kept: list[str] = []
+    for path, blobs in sorted(stages.items()):
+        ours, theirs = (git.run("cat-file", "blob", blobs[n]).stdout if n in blobs else None for n in (2, 3))
+        target = store.root / path
+        if ours is None and theirs is None:  # deleted on both sides
+            git.run("rm", "-q", "--cached", "--ignore-unmatch", "--", path)
+            continue
+        if ours is None or theirs is None:  # deleted on one side, changed on the other: it stays
+            winner, loser = ours if ours is not None else theirs, None
+        elif _record_id(path):
+            winner, loser = newer_version(ours, theirs)
+        else:
+            winner, loser = ours, theirs
+        atomic_write_bytes(target, winner)
+        git.run("add", "--", path)
+        if loser is not None and loser != winner:
+            conflict = keep_conflict(target, loser, stamp)
+            rel = conflict.relative_to(store.root).as_posix()
+            git.run("add", "--", rel)
+            kept.append(rel)
+    return kept
+
+
+def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> list[str]:
+    """Merge ``ref`` into HEAD; the conflict files kept."""
+    vg = store.settings.vault_git
+    proc = git.run("merge", "-q", "--no-edit", "--no-verify", "-X", "no-renames", "--allow-unrelated-histories",
+                   "-m", f"memo sync ({trigger}): merge {vg.remote}/{vg.branch}", ref, check=False)
+    if proc.returncode == 0:
+        return []
+    if not git.names("diff", "--name-only", "--diff-filter=U"):
+        git.run("merge", "--abort", check=False)
+        raise VaultGitError("merge", _first_line(proc.stderr) or _first_line(proc.stdout))
+    kept = _resolve_conflicts(store, git, stamp)
+    message = f"memo sync ({trigger}): merge {vg.remote}/{vg.branch}; {len(kept)} conflict version(s) kept\n\n"
+    git.run("commit", "-q", "--no-verify", "-F", "-", input=(message + "\n".join(kept) + "\n").encode("utf-8"))
+    return kept
+
+
+def _refresh_index(store: VaultStore, git: _Git) -> int:
+    """Bring the index up to date with the records that changed since the commit it was
+    last brought up to date with (``indexedCommit`` in the state file); a full reindex when
+    that commit is unknown (a fresh clone, the first sync) or records were deleted. The
+    number of records touched."""
+    head = git.head()
+    indexed = read_state(store).get("indexedCommit")
+    if head is None or head == indexed:
+        return 0
+    if not indexed or not git.ok("cat-file", "-e", f"{indexed}^{{commit}}"):
+        changes = None
+    else:
+        listing = git.names("diff", "--name-status", "--no-renames", indexed, "HEAD")
+        changes = [(status, path) for status, path in zip(listing[0::2], listing[1::2]) if _record_id(path)]
+    if changes is None or any(status == "D" for status, _ in changes):
+        touched = reindex(store).indexed  # rebuild from the files
+    else:
+        touched, projects = 0, set()
+        with index.transaction(store.conn):
+            for _, path in changes:
+                parsed = parse_for_index(store.root / path)
+                if isinstance(parsed, CorruptRecordError):
+                    log.warning("vault-git: %s is not indexed: %s", path, parsed.reason)
+                    continue
+                index.upsert_record(store.conn, parsed[0], parsed[1], path)
+                projects.add(parsed[0]["project"])
+                touched += 1
+        for project in sorted(projects):
+            store.refresh_views(project)
+    _update_state(store, indexedCommit=head)
+    return touched
+
+
+# ---------------------------------------------------------------- sync
+
+
+def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[str, Any]:
+    """Commit, pull (fetch + merge) and push the vault (see the module docstring).
+
+    Parameters
+    ----------
+    store : VaultStore
+        The vault; ``store.settings.vault_git`` says whether, where and which branch.
+    trigger : str
+        What asked for the sync (``session_end``, ``manual``); named in commit messages.
+    now : datetime, optional
+        Aware UTC instant for conflict-file stamps and the state file (default: now).
+
+    Returns
+    -------
+    dict
+        ``{trigger, at, committed (records in the new commit), records (their ids), files
+        (paths committed), pulled (a merge brought commits in), pushed (commits went out;
+        False when the remote already had them), conflicts (vault-relative paths of kept
+        versions), reindexed (records the index took in), error (one line or None), skipped
+        (why nothing ran, or None)}``. Never raises for a
+        git, network or vault problem: it is in ``error`` (and logged).
+    """
+    now = now or utcnow()
+    result: dict[str, Any] = {"trigger": trigger, "at": to_iso(now), "committed": 0, "records": [], "files": 0,
+                              "pulled": False, "pushed": False, "conflicts": [], "reindexed": 0, "error": None,
+                              "skipped": None}
+    settings = store.settings
+    if not settings.vault_git.enabled:
+        result["skipped"] = "vaultGit.enabled is false"
+        return result
+    if settings.mode == "remote":
+        result["skipped"] = "mode is remote: the local vault is not written"
+        return result
+    try:
+        store.layout.meta_dir.joinpath("sync").mkdir(parents=True, exist_ok=True)
+        with FileLock(str(store.layout.meta_dir / "sync" / "git.lock"), timeout=GIT_TIMEOUT_SECONDS * 3):
+            _sync(store, trigger, now, result)
+    except Timeout:
+        result["error"] = "Vault-git sync failed: another sync of this vault is still running"
+    except (MemoError, OSError) as exc:
+        result["error"] = str(exc) if isinstance(exc, MemoError) else f"Vault-git sync failed: {exc}"
+    if result["error"]:
+        result["error"] = redact_secrets(result["error"])[0]  # a token in a remote URL stays out of logs
+        log.warning("memo sync (%s): %s", trigger, result["error"])
+    _save_state(store, result)
+    return result
+
+
+def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]) -> None:
+    vg = store.settings.vault_git
+    git = _Git(store.root)
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    tracking = f"refs/remotes/{vg.remote}/{vg.branch}"
+
+    def commit() -> None:
+        paths = _commit_changes(git, trigger)
+        ids = [i for i in map(_record_id, paths) if i]
+        result["records"] = sorted(set(result["records"]) | set(ids))
+        result["committed"] = len(result["records"])
+        result["files"] += len(paths)
+
+    with store.lock():
+        ensure_repository(store, git)
+        git.use_identity()
+        commit()
+    if not git.ok("remote", "get-url", vg.remote):
+        raise VaultGitError("remote", f"the vault repository has no remote {vg.remote!r}; add one with "
+                                      f"git -C {store.root} remote add {vg.remote} URL (local commits are kept)")
+    for attempt in range(1, PUSH_ATTEMPTS + 1):
+        fetch = git.run("fetch", "-q", "--no-tags", vg.remote, f"+refs/heads/{vg.branch}:{tracking}", check=False)
+        remote_empty = fetch.returncode != 0 and b"couldn't find remote ref" in fetch.stderr
+        if fetch.returncode != 0 and not remote_empty:
+            raise VaultGitError("fetch", _first_line(fetch.stderr))
+        with store.lock():
+            commit()  # records written while we fetched
+            if not remote_empty and not git.ok("merge-base", "--is-ancestor", tracking, "HEAD"):
+                result["conflicts"] += _merge(store, git, tracking, trigger, stamp)
+                result["pulled"] = True
+            result["reindexed"] += _refresh_index(store, git)
+        head = git.head()
+        if head is None or (not remote_empty and git.out("rev-parse", tracking) == head):
+            return  # nothing the remote lacks
+        push = git.run("push", "-q", "--no-verify", vg.remote, f"HEAD:refs/heads/{vg.branch}", check=False)
+        if push.returncode == 0:
+            result["pushed"] = True
+            git.run("update-ref", tracking, head)
+            return
+        moved = re.search(rb"\[rejected\]|non-fast-forward|fetch first", push.stderr)
+        if not moved or attempt == PUSH_ATTEMPTS:
+            raise VaultGitError("push", _first_line(push.stderr))
+
+
+# ---------------------------------------------------------------- state for `memo sync status`
+
+
+def _state_path(store: VaultStore) -> Path:
+    return store.layout.meta_dir / "sync" / STATE_FILE
+
+
+def _save_state(store: VaultStore, result: dict[str, Any]) -> None:
+    if result["skipped"]:
+        return
+    changes: dict[str, Any] = {"lastAttemptAt": result["at"], "last": result}
+    if result["error"]:
+        changes.update(lastError=result["error"], lastErrorAt=result["at"])
+    else:
+        changes["lastSuccessAt"] = result["at"]
+    _update_state(store, **changes)
+
+
+def _update_state(store: VaultStore, **changes: Any) -> None:
+    state = {**read_state(store), **changes}
+    try:
+        atomic_write_bytes(_state_path(store), (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    except OSError as exc:
+        log.warning("memo sync: cannot write %s: %s", _state_path(store), exc)
+
+
+def read_state(store: VaultStore) -> dict[str, Any]:
+    """``.memo/sync/git.json``: ``lastAttemptAt``, ``lastSuccessAt``, ``lastError``,
+    ``lastErrorAt`` and ``last`` (the result of the last sync); empty before the first."""
+    try:
+        state = json.loads(_state_path(store).read_text(encoding="utf-8"))
+        return state if isinstance(state, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def status(store: VaultStore) -> dict[str, Any]:
+    """Vault-git status without touching the network (for ``memo sync status``).
+
+    Returns ``{enabled, remote, branch, remoteUrl, repository (bool), unpushedCommits,
+    uncommittedFiles, conflictFiles, lastAttemptAt, lastSuccessAt, lastError, lastErrorAt}``;
+    counts are None when the vault is not a git repository yet.
+    """
+    vg = store.settings.vault_git
+    state = read_state(store)
+    answer: dict[str, Any] = {"enabled": vg.enabled, "remote": vg.remote, "branch": vg.branch, "remoteUrl": None,
+                              "repository": (store.root / ".git").exists(), "unpushedCommits": None,
+                              "uncommittedFiles": None,
+                              **{k: state.get(k) for k in ("lastAttemptAt", "lastSuccessAt", "lastError", "lastErrorAt")}}
+    if answer["repository"]:
+        git = _Git(store.root)
+        try:
+            url = git.run("remote", "get-url", vg.remote, check=False)
+            text = url.stdout.decode("utf-8", "replace").strip()
+            answer["remoteUrl"] = re.sub(r"//[^/@\s]+@", "//***@", text) or None  # no credentials shown
+            if git.head() is not None:
+                tracking = f"refs/remotes/{vg.remote}/{vg.branch}"
+                span = f"{tracking}..HEAD" if git.ok("rev-parse", "-q", "--verify", tracking) else "HEAD"
+                answer["unpushedCommits"] = int(git.out("rev-list", "--count", span))
+            else:
+                answer["unpushedCommits"] = 0
+            answer["uncommittedFiles"] = len(git.names("status", "--porcelain", "--no-renames",
+                                                          "--untracked-files=all"))
+        except VaultGitError as exc:
+            answer["lastError"] = answer["lastError"] or str(exc)
+    return answer

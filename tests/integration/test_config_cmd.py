@@ -1,0 +1,129 @@
+"""``memo config show|set|unset`` as a real process on a real TOML file: values and their
+sources, validation before any write, refusals that leave the file byte-for-byte unchanged."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+
+def memo(config: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    full_env.update({"MEMO_CONFIG": str(config), **(env or {})})
+    return subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(config.parent / "vault"),
+                           *args], check=False, capture_output=True, text=True, env=full_env, timeout=120)
+
+
+@pytest.fixture
+def config(tmp_path) -> Path:
+    return tmp_path / "memo" / "config.toml"
+
+
+def test_set_writes_typed_values_and_keeps_the_other_keys(config):
+    for key, value in [("vaultGit.enabled", "true"), ("hybrid.remoteUrl", "http://127.0.0.1:3200"),
+                       ("operator.stalledMinutes", "45"), ("vaultGit.branch", "vault"), ("timezone", "Europe/Berlin"),
+                       ('clients."Acme Corp"', '{hourlyRate = "120.50", currency = "EUR"}')]:
+        done = memo(config, "config", "set", key, value)
+        assert done.returncode == 0, done.stderr
+
+    assert tomllib.loads(config.read_text(encoding="utf-8")) == {
+        "vaultGit": {"enabled": True, "branch": "vault"},
+        "hybrid": {"remoteUrl": "http://127.0.0.1:3200"},
+        "operator": {"stalledMinutes": 45},
+        "timezone": "Europe/Berlin",
+        "clients": {"Acme Corp": {"hourlyRate": "120.50", "currency": "EUR"}},
+    }
+    assert memo(config, "config", "set", "operator.stalledMinutes", "50").stdout.strip() == (
+        f"operator.stalledMinutes = 50 in {config}")
+
+
+def test_show_lists_the_effective_settings_with_their_sources(config):
+    config.parent.mkdir(parents=True)
+    config.write_text('timezone = "Europe/Berlin"\n[vaultGit]\nenabled = true\n[hybrid]\ntoken = "s3cret"\n')
+
+    shown = memo(config, "config", "show", "--json", env={"MEMO_IDLE_GAP_MINUTES": "15"})
+
+    assert shown.returncode == 0, shown.stderr
+    result = json.loads(shown.stdout)
+    assert result["configPath"] == str(config) and result["configFileExists"] is True
+    assert result["settings"]["vaultGit"] == {"enabled": True, "remote": "origin", "branch": "main"}
+    assert result["settings"]["idleGapMinutes"] == 15 and result["settings"]["hybrid"]["token"] == "***"
+    assert result["sources"]["vaultGit.enabled"] == "config file"
+    assert result["sources"]["vaultGit.branch"] == "default"
+    assert result["sources"]["timezone"] == "config file"
+    assert result["sources"]["idleGapMinutes"] == "environment (MEMO_IDLE_GAP_MINUTES)"
+    assert result["sources"]["vaultRoot"] == "command line (--vault-root)"
+    human = memo(config, "config", "show").stdout
+    assert human.splitlines()[0] == f"config file: {config}"
+    assert "s3cret" not in human and "s3cret" not in shown.stdout
+    assert any(line.split() == ["vaultGit.enabled", "true", "[config", "file]"] for line in human.splitlines())
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("colour", "blue", "error: Invalid config key colour: unknown key 'colour' (known: "),
+    ("hybrid.remoteURL", "http://x:1", "error: Invalid config hybrid.remoteURL: unknown key"),
+    ("hybrid.remoteUrl", "ftp://files", "error: Invalid config hybrid.remoteUrl: String should match pattern"),
+    ("operator.stalledMinutes", "soon", "error: Invalid config operator.stalledMinutes: Input should be a valid integer"),
+    ("vaultGit.enabled", "maybe", "error: Invalid config vaultGit.enabled: Input should be a valid boolean"),
+    ("vaultGit.enabled.really", "true", "error: Invalid config key vaultGit.enabled.really: vaultGit.enabled is a value"),
+    ("mode", "cloud", "error: Invalid config mode: Input should be 'local', 'hybrid' or 'remote'"),
+    ("timezone", "Mars/Olympus", "error: Invalid config timezone: unknown time zone"),
+    ("not a key", "1", "error: Invalid config key: 'not a key' is not a dotted key"),
+])
+def test_a_refused_set_names_the_key_and_leaves_the_file_byte_for_byte(config, key, value, message):
+    config.parent.mkdir(parents=True)
+    original = b'# my settings\ntimezone = "UTC"   # where I work\n\n[vaultGit]\nenabled = false\n'
+    config.write_bytes(original)
+
+    refused = memo(config, "config", "set", key, value)
+
+    assert refused.returncode == 1
+    assert len(refused.stderr.strip().splitlines()) == 1 and refused.stderr.startswith(message), refused.stderr
+    assert config.read_bytes() == original
+
+
+def test_set_on_a_file_with_comments_says_they_are_not_kept(config):
+    config.parent.mkdir(parents=True)
+    config.write_text("# mine\nmode = \"local\"\n")
+
+    done = memo(config, "config", "set", "mode", "hybrid")
+
+    assert done.returncode == 0
+    assert "rewritten without its comments" in done.stderr
+    assert config.read_text(encoding="utf-8") == 'mode = "hybrid"\n'
+
+
+def test_the_environment_still_wins_and_set_says_so(config):
+    done = memo(config, "config", "set", "timezone", "Asia/Tokyo", env={"MEMO_TIMEZONE": "UTC"})
+
+    assert done.returncode == 0
+    assert "MEMO_TIMEZONE is set in the environment and overrides" in done.stderr
+    assert json.loads(memo(config, "--json", "config", "show", env={"MEMO_TIMEZONE": "UTC"}).stdout)[
+        "settings"]["timezone"] == "UTC"
+    assert tomllib.loads(config.read_text(encoding="utf-8")) == {"timezone": "Asia/Tokyo"}
+
+
+def test_unset_removes_a_key_and_its_emptied_table(config):
+    memo(config, "config", "set", "hybrid.remoteUrl", "http://127.0.0.1:3200")
+    memo(config, "config", "set", "mode", "hybrid")
+
+    removed = memo(config, "config", "unset", "hybrid.remoteUrl")
+    again = memo(config, "config", "unset", "hybrid.remoteUrl")
+
+    assert removed.returncode == 0
+    assert tomllib.loads(config.read_text(encoding="utf-8")) == {"mode": "hybrid"}
+    assert again.returncode == 1 and again.stderr.strip() == (
+        f"error: Invalid config key hybrid.remoteUrl: not set in {config}")
+
+
+def test_the_config_commands_have_help_text(config):
+    for command in (["config"], ["config", "show"], ["config", "set"], ["config", "unset"], ["sync", "git"]):
+        shown = memo(config, *command, "--help")
+        assert shown.returncode == 0 and len(shown.stdout) > 100, command
+    assert "comments" in memo(config, "config", "set", "--help").stdout

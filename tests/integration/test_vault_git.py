@@ -1,0 +1,274 @@
+"""Vault-git sync with the real git on a local bare repository as the remote (SPEC §2.7,
+issue 7): commit per batch, pull before push, newer ``updated`` wins and the other side is
+kept beside the record, an unreachable remote keeps the local commit for the next sync."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memo_analytics.config import Settings, VaultGit
+from memo_analytics.domain.records import RecordKind
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.services.store import VaultStore
+from memo_analytics.services.vault_git import commit_message, status, sync
+from memo_analytics.vault.conflicts import conflict_files
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def no_git_identity(tmp_path, monkeypatch):
+    """No global or system git config: memo's own identity is used, nothing of the machine's."""
+    empty = tmp_path / "gitconfig"
+    empty.write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(empty))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+
+
+def git(*args: str, cwd: Path | None = None) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def remote(tmp_path) -> Path:
+    path = tmp_path / "remote.git"
+    git("init", "-q", "--bare", "-b", "main", str(path))
+    return path
+
+
+def clone(remote: Path, path: Path) -> VaultStore:
+    git("clone", "-q", str(remote), str(path))
+    return vault(path)
+
+
+def vault(path: Path) -> VaultStore:
+    return VaultStore(Settings(vault_root=path, timezone="UTC", vault_git=VaultGit(enabled=True)))
+
+
+def record(store: VaultStore, body: str, session: str | None = None, project: str = "shop") -> str:
+    return record_prompt(store, RecordPromptRequest(body=body, project=project, session_id=session), now=T0)["id"]
+
+
+def edit(store: VaultStore, record_id: str, summary: str, updated: str, project: str = "shop") -> None:
+    meta, body = store.read(project, RecordKind.PROMPT, record_id)
+    store.upsert(RecordKind.PROMPT, {**meta, "summary": summary, "updated": updated}, body + f"\n\n{summary}")
+
+
+def indexed(store: VaultStore) -> dict[str, str | None]:
+    return {row["id"]: row["summary"] for row in store.conn.execute("SELECT id, summary FROM records")}
+
+
+def record_files(store: VaultStore) -> list[str]:
+    return [p.relative_to(store.root).as_posix() for p in store.layout.record_files()]
+
+
+def test_records_committed_and_pushed_in_one_vault_reach_the_other_on_its_sync(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    ids = [record(a, "first turn", "s1"), record(a, "second turn", "s1"), record(a, "a lone prompt")]
+
+    result = sync(a, "session_end", now=T0)
+
+    assert result["error"] is None and result["pushed"] is True
+    assert result["committed"] == 3 and result["records"] == sorted(ids)
+    subject = git("--git-dir", str(remote), "log", "-1", "--format=%s", "main").strip()
+    assert subject.startswith("memo sync (session_end): 3 records — ")
+    assert all(record_id in subject for record_id in ids)
+    tree = git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main").split()
+    assert sorted(p for p in tree if p.startswith("projects/")) == sorted(record_files(a))
+    assert ".gitignore" in tree and not any(p.startswith(".memo/") or p.endswith("PROMPTS.md") for p in tree)
+
+    b = clone(remote, tmp_path / "b")
+    assert indexed(b) == {}  # a fresh clone has files, no index yet
+    pulled = sync(b, "manual", now=T0)
+    assert pulled["error"] is None and pulled["pushed"] is False
+    assert set(indexed(b)) == set(ids)
+    assert "first turn" in (b.root / "projects" / "shop" / "PROMPTS.md").read_text(encoding="utf-8")
+    assert git("status", "--porcelain", cwd=b.root) == ""  # index, lock and views are ignored
+
+    again = sync(a, "manual", now=T0)
+    assert again == {**again, "committed": 0, "pulled": False, "pushed": False, "error": None}
+
+
+@pytest.mark.parametrize("newer_syncs_first", [True, False])
+def test_both_sides_changed_a_record_the_newer_updated_wins_and_the_other_is_kept_beside(
+        remote, tmp_path, newer_syncs_first):
+    a = clone(remote, tmp_path / "a")
+    shared = record(a, "the shared turn", "s1")
+    assert sync(a, "manual", now=T0)["pushed"]
+    b = clone(remote, tmp_path / "b")
+    sync(b, "manual", now=T0)
+    edit(a, shared, "from A (older)", "2026-01-05T10:00:00.000Z")
+    edit(b, shared, "from B (newer)", "2026-01-05T11:00:00.000Z")
+    record(a, "only in A", "s2")
+    record(b, "only in B", "s3")
+
+    first, second = (b, a) if newer_syncs_first else (a, b)
+    assert sync(first, "manual", now=T0)["pushed"]
+    merged = sync(second, "manual", now=T0)
+    assert merged["error"] is None and merged["pulled"] and merged["pushed"]
+    assert len(merged["conflicts"]) == 1
+    assert sync(first, "manual", now=T0)["pulled"]
+
+    for side in (a, b):
+        text = (side.root / "projects" / "shop" / "prompts" / f"{shared}.md").read_text(encoding="utf-8")
+        assert "from B (newer)" in text and "from A (older)" not in text
+        kept = conflict_files(side.layout.projects_dir)
+        assert [p.relative_to(side.root).as_posix() for p in kept] == merged["conflicts"]
+        assert kept[0].name.startswith(f"{shared}.conflict-20260105T090000Z-")
+        assert "from A (older)" in kept[0].read_text(encoding="utf-8")
+        assert indexed(side)[shared] == "from B (newer)"
+        assert len(indexed(side)) == 3  # the shared turn and each side's own: nothing lost
+    assert record_files(a) == record_files(b)
+    assert git("rev-parse", "HEAD", cwd=a.root) == git("rev-parse", "HEAD", cwd=b.root)
+
+    # `memo reindex` rebuilds from the files and leaves the conflict version out
+    reindex = subprocess.run([sys.executable, "-m", "memo_analytics", "--json", "--vault-root", str(a.root), "reindex"],
+                             check=False, capture_output=True, text=True, env=os.environ, timeout=120)
+    assert reindex.returncode == 0, reindex.stderr
+    assert json.loads(reindex.stdout)["indexed"] == 3 and json.loads(reindex.stdout)["skipped"] == []
+
+
+def test_an_unreachable_remote_keeps_the_local_commit_and_a_later_sync_pushes_it(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    git("remote", "set-url", "origin", str(tmp_path / "no-such-remote.git"), cwd=a.root)
+    first = record(a, "written while the remote is down", "s1")
+
+    down = sync(a, "session_end", now=T0)
+
+    assert down["pushed"] is False and down["committed"] == 1
+    assert down["error"].startswith("Vault-git sync failed (git fetch):") and "no-such-remote" in down["error"]
+    assert first in git("log", "-1", "--format=%B", cwd=a.root)
+    assert status(a)["unpushedCommits"] == 1 and status(a)["lastError"] == down["error"]
+    assert git("--git-dir", str(remote), "branch", "--list") == ""  # nothing reached the remote
+
+    git("remote", "set-url", "origin", str(remote), cwd=a.root)
+    up = sync(a, "manual", now=T0)
+    assert up["error"] is None and up["pushed"] is True and up["committed"] == 0
+    assert first in git("--git-dir", str(remote), "log", "--format=%B", "main")
+    state = json.loads((a.layout.meta_dir / "sync" / "git.json").read_text(encoding="utf-8"))
+    assert state["lastSuccessAt"] == "2026-01-05T09:00:00.000Z" and state["lastError"] == down["error"]
+    assert status(a)["unpushedCommits"] == 0
+
+
+def test_session_end_with_the_remote_down_completes_and_commits_locally(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=a.root)
+    start_session(a, StartSessionRequest(project="shop", session_id="work-1"), now=T0)
+    record(a, "a turn", "work-1")
+
+    ended = end_session(a, EndSessionRequest(session_id="work-1", project="shop", summary="done",
+                                             until="2026-01-05T10:00:00Z"))
+
+    assert ended["status"] == "completed" and ended["durationMinutes"] == 60
+    assert git("log", "-1", "--format=%s", cwd=a.root).strip() == (
+        "memo sync (session_end): 2 records — prompt-work-1-t1, session-work-1 (+2 other files)")
+    assert "gone.git" in status(a)["lastError"] and status(a)["unpushedCommits"] == 1
+
+
+def test_a_plain_vault_becomes_a_repository_that_keeps_index_lock_and_views_out(remote, tmp_path):
+    a = vault(tmp_path / "plain")
+    turn = record(a, "before git")
+
+    no_remote = sync(a, "manual", now=T0)
+
+    assert "has no remote 'origin'" in no_remote["error"] and no_remote["committed"] == 1
+    ignore = (a.root / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert "/.memo/" in ignore and "/projects/*/INDEX.md" in ignore
+    assert git("status", "--porcelain", "--ignored", cwd=a.root).count(".memo/") == 1  # ignored, not committed
+    assert git("branch", "--show-current", cwd=a.root).strip() == "main"
+    assert git("log", "-1", "--format=%an <%ae>", cwd=a.root).strip() == "memo <memo@localhost>"
+    git("remote", "add", "origin", str(remote), cwd=a.root)
+    assert sync(a, "manual", now=T0)["pushed"] is True
+    assert turn in git("--git-dir", str(remote), "log", "--format=%s", "main")
+
+
+def test_a_vault_started_on_its_own_joins_a_remote_that_already_has_history(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    from_a = record(a, "written on the laptop", "s1")
+    sync(a, "manual", now=T0)
+    c = vault(tmp_path / "desktop")
+    from_c = record(c, "written on the desktop", "s2")
+    sync(c, "manual", now=T0)  # no remote yet: a local repository with one commit
+    git("remote", "add", "origin", str(remote), cwd=c.root)
+
+    joined = sync(c, "manual", now=T0)
+
+    assert joined["error"] is None and joined["pulled"] and joined["pushed"] and joined["conflicts"] == []
+    assert set(indexed(c)) == {from_a, from_c}
+    assert sync(a, "manual", now=T0)["pulled"] and set(indexed(a)) == {from_a, from_c}
+
+
+def test_a_conflict_in_another_file_keeps_ours_and_keeps_theirs_beside_it(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    record(a, "seed")
+    sync(a, "manual", now=T0)
+    b = clone(remote, tmp_path / "b")
+    (a.root / "README.md").write_text("vault of A\n", encoding="utf-8")
+    (b.root / "README.md").write_text("vault of B\n", encoding="utf-8")
+    sync(a, "manual", now=T0)
+
+    merged = sync(b, "manual", now=T0)
+
+    assert merged["error"] is None and merged["pushed"]
+    assert (b.root / "README.md").read_text(encoding="utf-8") == "vault of B\n"
+    [kept] = merged["conflicts"]
+    assert kept.startswith("README.conflict-") and (b.root / kept).read_text(encoding="utf-8") == "vault of A\n"
+
+
+def test_a_record_deleted_on_one_side_and_changed_on_the_other_stays(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    turn = record(a, "keep me", "s1")
+    sync(a, "manual", now=T0)
+    b = clone(remote, tmp_path / "b")
+    sync(b, "manual", now=T0)
+    (a.root / "projects" / "shop" / "prompts" / f"{turn}.md").unlink()
+    edit(b, turn, "changed in B", "2026-01-05T12:00:00.000Z")
+    sync(a, "manual", now=T0)
+
+    merged = sync(b, "manual", now=T0)
+    sync(a, "manual", now=T0)
+
+    assert merged["error"] is None
+    for side in (a, b):
+        assert "changed in B" in (side.root / "projects" / "shop" / "prompts" / f"{turn}.md").read_text("utf-8")
+        assert indexed(side)[turn] == "changed in B"
+
+
+def test_the_commit_message_names_the_records_and_lists_every_path():
+    paths = [f"projects/shop/prompts/prompt-s-t{n}.md" for n in range(1, 8)] + [
+        "projects/shop/sessions/session-s.md", ".gitignore"]
+
+    message = commit_message("session_end", paths)
+
+    subject, _, body = message.partition("\n\n")
+    assert subject == ("memo sync (session_end): 8 records — prompt-s-t1, prompt-s-t2, prompt-s-t3, prompt-s-t4, "
+                       "prompt-s-t5, … (+1 other file)")
+    assert body.splitlines() == sorted(paths)
+
+
+def test_memo_sync_git_runs_a_sync_and_refuses_when_vault_git_is_off(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    record(a, "from the command line")
+    memo = [sys.executable, "-m", "memo_analytics", "--vault-root", str(a.root)]
+    config = tmp_path / "config.toml"
+    env = {**os.environ, "MEMO_CONFIG": str(config)}
+
+    off = subprocess.run([*memo, "sync", "git"], check=False, capture_output=True, text=True, env=env, timeout=120)
+    assert off.returncode == 1
+    assert off.stderr.strip().splitlines() == [
+        "error: Invalid vaultGit.enabled: vault-git is off; turn it on with `memo config set vaultGit.enabled true`"]
+
+    config.write_text("[vaultGit]\nenabled = true\n", encoding="utf-8")
+    on = subprocess.run([*memo, "sync", "git"], check=False, capture_output=True, text=True, env=env, timeout=120)
+    assert on.returncode == 0, on.stderr
+    assert on.stdout.startswith("committed 1 record (") and "pushed to origin/main" in on.stdout
+    assert "from the command line" in git("--git-dir", str(remote), "show", "main", "--", "projects")
