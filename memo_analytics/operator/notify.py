@@ -22,7 +22,7 @@ from filelock import FileLock
 
 from ..domain.clock import from_iso, to_iso, utcnow
 from ..services.store import VaultStore
-from ..vault.io import atomic_write_bytes
+from ..vault.io import read_json_state, write_json_state
 
 STATE_FILE = "notify.json"
 TIMEOUT_SECONDS = 10
@@ -37,17 +37,11 @@ def _state_path(store: VaultStore):
 
 
 def _load(store: VaultStore) -> dict[str, Any]:
-    try:
-        data = json.loads(_state_path(store).read_text(encoding="utf-8"))
-        if isinstance(data, dict) and isinstance(data.get("sent"), dict):
-            return data
-    except (OSError, ValueError):
-        pass
-    return {"sent": {}, "lastSentAt": None, "pendingSince": None}
+    return read_json_state(_state_path(store), "sent") or {"sent": {}, "lastSentAt": None, "pendingSince": None}
 
 
 def _save(store: VaultStore, state: dict[str, Any]) -> None:
-    atomic_write_bytes(_state_path(store), json.dumps(state, sort_keys=True).encode("utf-8"))
+    write_json_state(_state_path(store), state)
 
 
 def _post(url: str, payload: dict[str, Any]) -> str | None:

@@ -5,14 +5,13 @@ so once ``revoke`` or ``off`` returns, no action under that grant can land."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..domain.clock import to_iso, utcnow
 from ..domain.errors import InvalidFieldError
 from ..domain.ids import validate_slug
 from ..services.store import VaultStore
-from ..vault.io import atomic_write_bytes
+from ..vault.io import read_json_state, write_json_state
 
 DELEGATIONS_FILE = "delegations.json"
 ACTION_CLASSES = ("end_stale_session", "cancel_handoff", "promote_rule", "export_story")
@@ -24,18 +23,11 @@ def _path(store: VaultStore):
 
 def load(store: VaultStore) -> dict[str, Any]:
     """``{off, grants: {project: {class: {grantedAt}}}}`` (nothing granted when missing)."""
-    try:
-        data = json.loads(_path(store).read_text(encoding="utf-8"))
-        if isinstance(data, dict) and isinstance(data.get("grants"), dict):
-            return data
-    except (OSError, ValueError):
-        pass
-    return {"off": False, "grants": {}}
+    return read_json_state(_path(store), "grants") or {"off": False, "grants": {}}
 
 
 def _save(store: VaultStore, data: dict[str, Any]) -> None:
-    store.layout.meta_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(_path(store), json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
+    write_json_state(_path(store), data)
 
 
 def _check(action_class: str, project: str) -> str:

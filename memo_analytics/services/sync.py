@@ -30,7 +30,7 @@ from ..domain.errors import CorruptRecordError, InvalidFieldError
 from ..domain.records import RecordKind
 from ..domain.ids import validate_slug
 from ..vault.conflicts import keep_conflict
-from ..vault.io import atomic_write_bytes, dump_record, parse_record_text
+from ..vault.io import atomic_write_bytes, dump_record, parse_record_text, read_json_state, write_json_state
 from .store import VaultStore
 
 log = logging.getLogger("memo_analytics.sync")
@@ -77,16 +77,11 @@ def _outbox(store: VaultStore) -> list[dict[str, Any]]:
 
 
 def _load(store: VaultStore, name: str) -> dict[str, Any]:
-    try:
-        data = json.loads((_dir(store) / name).read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    return read_json_state(_dir(store) / name) or {}
 
 
 def _save(store: VaultStore, name: str, data: dict[str, Any]) -> None:
-    _dir(store).mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(_dir(store) / name, json.dumps(data, sort_keys=True).encode("utf-8"))
+    write_json_state(_dir(store) / name, data)
 
 
 def status(store: VaultStore) -> dict[str, Any]:

@@ -207,3 +207,25 @@ def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tupl
     except (RuntimeError, OSError, ValueError) as exc:
         raise InvalidFieldError("output", f"{output} ({exc})") from None
     return target
+
+
+def read_json_state(path: Path, required_key: str | None = None) -> dict[str, Any] | None:
+    """A small JSON state file of the vault's ``.memo/`` (None when missing, unreadable, not
+    an object, or without ``required_key``): state that is rebuilt, never trusted blindly."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or (required_key is not None and not isinstance(data.get(required_key), dict)):
+        return None
+    return data
+
+
+def write_json_state(path: Path, data: dict[str, Any]) -> None:
+    """Write a JSON state file atomically (its folder created as needed)."""
+    import json
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(Path(path), json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False).encode("utf-8"))
