@@ -174,6 +174,44 @@ def test_session_end_with_the_remote_down_completes_and_commits_locally(remote, 
     assert "gone.git" in status(a)["lastError"] and status(a)["unpushedCommits"] == 1
 
 
+def test_when_the_remote_moves_between_fetch_and_push_the_sync_merges_again_and_pushes(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    record(a, "seed")
+    sync(a, "manual", now=T0)
+    c = clone(remote, tmp_path / "c")
+    theirs = []
+    for n in (1, 2):  # the first is on the remote before we sync, the second arrives while we merge
+        theirs.append(record(c, f"pushed by someone else, {n}", "s9"))
+        git("add", "-A", cwd=c.root)
+        git("-c", "user.name=c", "-c", "user.email=c@localhost", "commit", "-q", "-m", f"from c {n}", cwd=c.root)
+        if n == 1:
+            git("push", "-q", "origin", "HEAD:refs/heads/main", cwd=c.root)
+    marker = tmp_path / "push-once"
+    marker.touch()
+    # right after our fetch updates origin/main, another machine pushes: our first push is rejected
+    hook = a.root / ".git" / "hooks" / "reference-transaction"
+    hook.write_text(f"""#!/bin/sh
+[ "$1" = committed ] || exit 0
+grep -q refs/remotes/origin/main || exit 0
+[ -f '{marker}' ] || exit 0
+rm '{marker}'
+unset GIT_DIR GIT_INDEX_FILE GIT_WORK_TREE GIT_PREFIX
+git -C '{c.root}' push -q origin HEAD:refs/heads/main
+""")
+    hook.chmod(0o755)
+    mine = record(a, "written here", "s1")
+
+    result = sync(a, "manual", now=T0)
+
+    assert not marker.exists()  # the other push did happen in between
+    assert result["error"] is None and result["pulled"] and result["pushed"]
+    published = git("--git-dir", str(remote), "log", "--format=%B", "main")
+    assert mine in published and "from c 1" in published and "from c 2" in published
+    assert set(indexed(a)) >= {mine, *theirs}
+    merges = git("log", "--merges", "--format=%s", cwd=a.root).splitlines()
+    assert merges == ["memo sync (manual): merge origin/main"] * 2  # merged, refused, merged again, pushed
+
+
 def test_a_plain_vault_becomes_a_repository_that_keeps_index_lock_and_views_out(remote, tmp_path):
     a = vault(tmp_path / "plain")
     turn = record(a, "before git")
