@@ -244,3 +244,24 @@ def test_the_digest_lists_a_kept_conflict(tmp_path, daemon):
     kinds = [(i["kind"], i["subject"]) for i in current_digest(theirs, force=True)["items"]]
     assert "sync_conflict" not in before and ("sync_conflict", "session-d1") in kinds
     theirs.close()
+
+
+def test_two_daemons_a_hybrid_one_pushes_to_the_team_one_after_the_debounce(tmp_path, daemon, monkeypatch):
+    team, team_server = daemon
+    config = tmp_path / "a.toml"
+    config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "{team_server.base}"\ndebounceMs = 300\n')
+    monkeypatch.setenv("MEMO_CONFIG", str(config))  # daemon A reads it; the team daemon already runs
+    a = Server(tmp_path / "a-vault", "--mcp-port", "0")
+    try:
+        for i in range(3):
+            status, _ = a.get_json("/api/actions/record", data={"projectId": "web", "sessionId": "two",
+                                                                 "body": f"turn {i} on daemon A"})
+            assert status == 200
+        deadline = time.time() + 20
+        while time.time() < deadline and status_of(team_server)["total"] < 3:
+            time.sleep(0.2)
+        assert status_of(team_server)["total"] == 3  # pushed in the background, no command needed
+        assert _team_file(team, "prompt-two-t3").read_text() == \
+            (tmp_path / "a-vault/projects/web/prompts/prompt-two-t3.md").read_text()
+    finally:
+        a.stop()
