@@ -35,7 +35,6 @@ the next sync pushes it. The outcome is kept in ``.memo/sync/git.json`` for
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import re
@@ -53,7 +52,7 @@ from ..domain.records import RecordKind, subdir_for_kind
 from ..index import store as index
 from ..index.reindex import parse_for_index
 from ..vault.conflicts import is_conflict_file, keep_conflict
-from ..vault.io import atomic_write_bytes
+from ..vault.io import atomic_write_bytes, read_json_state, write_json_state
 from ..vault.redact import redact_secrets
 from .maintenance import reindex
 from .store import VaultStore
@@ -410,9 +409,8 @@ def _save_state(store: VaultStore, result: dict[str, Any]) -> None:
 
 
 def _update_state(store: VaultStore, **changes: Any) -> None:
-    state = {**read_state(store), **changes}
     try:
-        atomic_write_bytes(_state_path(store), (json.dumps(state, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+        write_json_state(_state_path(store), {**read_state(store), **changes})
     except OSError as exc:
         log.warning("memo sync: cannot write %s: %s", _state_path(store), exc)
 
@@ -420,11 +418,7 @@ def _update_state(store: VaultStore, **changes: Any) -> None:
 def read_state(store: VaultStore) -> dict[str, Any]:
     """``.memo/sync/git.json``: ``lastAttemptAt``, ``lastSuccessAt``, ``lastError``,
     ``lastErrorAt`` and ``last`` (the result of the last sync); empty before the first."""
-    try:
-        state = json.loads(_state_path(store).read_text(encoding="utf-8"))
-        return state if isinstance(state, dict) else {}
-    except (OSError, ValueError):
-        return {}
+    return read_json_state(_state_path(store)) or {}
 
 
 def status(store: VaultStore) -> dict[str, Any]:
