@@ -136,5 +136,8 @@ def demo(
     out.print(f"sample vault : {vault}  ({counts['sessions']} sessions, {counts['turns']} turns)")
     out.print(f"timesheet PDF: {pdf}")
     out.print(f"try          : memo --vault-root {vault} prompt search invoices --all")
+    out.print(f"               memo --vault-root {vault} digest --as-of 2026-03-07T08:00   # what needed you")
+    out.print(f"               memo --vault-root {vault} report rules --all                # rules you repeat")
+    out.print(f"               memo --vault-root {vault} serve                             # the dashboard")
 
 
