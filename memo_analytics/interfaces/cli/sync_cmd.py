@@ -8,6 +8,7 @@ import typer
 
 from ...domain.errors import InvalidFieldError, MemoError
 from ...services import sync
+from ...services.vault_git import status as vault_git_status
 from ...services.vault_git import sync as vault_git_sync
 from .common import _emit, _safe, app, out, state
 
@@ -17,8 +18,11 @@ app.add_typer(sync_app, name="sync")
 
 @sync_app.command("status")
 def sync_status() -> None:
-    """Pending pushes, last success, last error and the next retry."""
+    """Pending pushes, last success, last error and the next retry (hybrid), and the state
+    of vault-git when it is on."""
     result = sync.status(state.store)
+    if state.settings.vault_git.enabled:
+        result["vaultGit"] = vault_git_status(state.store)
 
     def human(r: dict[str, Any]) -> None:
         out.print(_safe(f"mode {r['mode']} · remote {r['remoteUrl'] or '—'} · {r['pending']} records waiting"))
@@ -26,6 +30,9 @@ def sync_status() -> None:
         if r["lastError"]:
             out.print(_safe(f"last error: {r['lastError']} at {r['lastErrorAt']} (attempt {r['attempts']}; "
                             f"next retry {r['nextRetryAt'] or 'now'})"))
+        if "vaultGit" in r:
+            git = r["vaultGit"]
+            out.print(_safe("vault-git: " + ", ".join(f"{k} {v}" for k, v in git.items() if v not in (None, [], ""))))
 
     _emit(result, human)
 
