@@ -78,7 +78,11 @@ def _status_for(exc: MemoError) -> int:
 
 
 class ApiHandler(tornado.web.RequestHandler):
-    """Base: token check, JSON answers, errors as sanitized JSON."""
+    """Base: token check, JSON answers, errors as sanitized JSON. ``params`` names the query
+    parameters an endpoint reads; any other is refused (a misspelt filter must not silently
+    return everything)."""
+
+    params: tuple[str, ...] = ()
 
     def initialize(self, store: VaultStore, token: str | None) -> None:
         self.store = store
@@ -90,6 +94,8 @@ class ApiHandler(tornado.web.RequestHandler):
         self.set_header("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 
     def prepare(self) -> None:
+        if not self._check_params():
+            raise tornado.web.Finish()
         if not self.token:
             return
         given = self.request.headers.get("X-Memo-Token") or self.get_query_argument("token", "")
@@ -99,6 +105,14 @@ class ApiHandler(tornado.web.RequestHandler):
         if not given or not hmac.compare_digest(given.encode(), self.token.encode()):
             self.fail(401, "Unauthorized: give the server's token (Authorization: Bearer <token>)")
             raise tornado.web.Finish()
+
+    def _check_params(self) -> bool:
+        unknown = sorted(set(self.request.query_arguments) - set(self.params) - {"token"})
+        if unknown:
+            known = ", ".join(self.params) if self.params else "none"
+            self.fail(400, f"Invalid query parameter {unknown[0]!r}: this endpoint reads {known}")
+            return False
+        return True
 
     def answer(self, value: Any, status: int = 200) -> None:
         self.set_status(status)
@@ -159,6 +173,9 @@ class ApiHandler(tornado.web.RequestHandler):
 class PromptsHandler(ApiHandler):
     """``GET /api/prompts``: list (or, with ``query``, search) with the filters of SPEC §2.6."""
 
+    params = ("project", "query", "ide", "model", "agent", "sessionId", "session", "taskSlug", "slug", "client",
+              "billable", "tag", "since", "until", "limit", "offset", "sort", "crossProject")
+
     def get(self) -> None:
         def work():
             request = ListRequest(
@@ -190,6 +207,8 @@ class PromptHandler(ApiHandler):
 
 class SessionTurnsHandler(ApiHandler):
     """``GET /api/prompts/sessions/{sessionId}?project=…``: the session and its turns."""
+
+    params = ("project", "limit", "offset")
 
     def get(self, session_id: str) -> None:
         def work():
@@ -230,6 +249,8 @@ class SessionExportHandler(ApiHandler):
 class SessionsHandler(ApiHandler):
     """``GET /api/sessions``: a page of sessions (project, crossProject, client, since, until)."""
 
+    params = ("project", "crossProject", "client", "since", "until", "limit", "offset")
+
     def get(self) -> None:
         self.run(lambda: ACTIONS["session"].run(self.store, SessionRequest(
             project=self.arg("project"), cross_project=bool(self.flag("crossProject")), client=self.arg("client"),
@@ -239,6 +260,8 @@ class SessionsHandler(ApiHandler):
 class ActivityHandler(ApiHandler):
     """``GET /api/activity``: ``activity_report`` (project, crossProject, since, until, client, tz)."""
 
+    params = ("project", "crossProject", "since", "until", "client", "tz")
+
     def get(self) -> None:
         self.run(lambda: ACTIONS["activity_report"].run(self.store, ActivityReportRequest(
             project=self.arg("project"), cross_project=bool(self.flag("crossProject")), since=self.arg("since"),
@@ -247,6 +270,8 @@ class ActivityHandler(ApiHandler):
 
 class DigestHandler(ApiHandler):
     """``GET /api/digest``: the operator digest (``refresh``, ``asOf``)."""
+
+    params = ("refresh", "asOf")
 
     def get(self) -> None:
         self.run(lambda: ACTIONS["digest"].run(self.store, DigestRequest(refresh=bool(self.flag("refresh")),
@@ -324,6 +349,14 @@ class SyncRecordsHandler(ApiHandler):
         self.run(work)
 
 
+class NotFoundHandler(ApiHandler):
+    """Any other path under ``/api/``: a JSON 404 (never an HTML page)."""
+
+    def prepare(self) -> None:
+        self.fail(404, f"No such endpoint: {self.request.method} {self.request.path}")
+        raise tornado.web.Finish()
+
+
 def api_patterns(store: VaultStore, token: str | None) -> list[tuple[str, type, dict[str, Any]]]:
     """The Tornado routes of the API, for ``extra_patterns`` of the Panel server."""
     args = {"store": store, "token": token}
@@ -339,4 +372,5 @@ def api_patterns(store: VaultStore, token: str | None) -> list[tuple[str, type, 
         (r"/api/digest/apply", DigestApplyHandler, args),
         (r"/api/actions/([A-Za-z_]+)", ActionHandler, args),
         (r"/api/sync/records", SyncRecordsHandler, args),
+        (r"/api/.*", NotFoundHandler, args),
     ]

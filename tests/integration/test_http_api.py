@@ -169,6 +169,9 @@ def test_story_download_is_markdown_with_a_safe_file_name(seeded):
     ("/api/prompts/derive-rules", {"promote": "CLAUDE.md"}, 400, "Invalid promote: not over HTTP"),
     ("/api/digest/apply", {"item": "session_stalled:ghost", "fingerprint": "x"}, 400, "is not in the digest"),
     ("/api/digest/apply", {"item": "x"}, 400, "Invalid fingerprint"),
+    ("/api/prompts?q=invoices", None, 400, "Invalid query parameter 'q': this endpoint reads project, query"),
+    ("/api/prompts?projectId=web", None, 400, "Invalid query parameter 'projectId'"),
+    ("/api/nothing/here", None, 404, "No such endpoint: GET /api/nothing/here"),
 ])
 def test_errors_are_sanitized_json_with_the_message(seeded, path, data, status, message):
     _, server = seeded
