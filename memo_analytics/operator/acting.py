@@ -86,10 +86,12 @@ def _current_items(store: VaultStore, now: datetime) -> dict[str, Item]:
     return {item.id: item for item in build_items(take_snapshot(store), now, store.settings.operator)}
 
 
-def apply_item(store: VaultStore, item_id: str, fingerprint: str | None, now: datetime | None = None) -> dict[str, Any]:
+def apply_item(store: VaultStore, item_id: str, fingerprint: str | None, now: datetime | None = None,
+               as_of: datetime | None = None) -> dict[str, Any]:
     """Apply the proposal of digest item ``item_id`` for a person (SPEC §6 phase 2).
 
-    ``fingerprint`` is the one the proposal carried when the person saw it. Under the vault
+    ``fingerprint`` is the one the proposal carried when the person saw it; ``as_of`` the
+    moment of the digest it was shown in (``memo digest --as-of``; default now). Under the vault
     lock the item is re-derived from the records; if its fingerprint changed the action is
     refused and the new proposal returned (``applied: false``). One audit record either way.
 
@@ -100,7 +102,7 @@ def apply_item(store: VaultStore, item_id: str, fingerprint: str | None, now: da
     """
     now = now or utcnow()
     with store.lock():
-        item = _current_items(store, now).get(item_id)
+        item = _current_items(store, as_of or now).get(item_id)
         if item is None:
             raise InvalidFieldError("item", f"{item_id} is not in the digest now (already handled, or not due)")
         if item.proposal is None:

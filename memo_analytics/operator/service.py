@@ -20,7 +20,7 @@ from ..index import snapshot as rows
 from ..services.store import VaultStore
 from ..vault.conflicts import conflict_files, conflict_record_id
 from ..vault.io import atomic_write_bytes
-from .digest import Snapshot, compute_digest, next_due
+from .digest import Snapshot, compute_digest, fingerprint, next_due
 
 CACHE_FILE = "digest.json"
 
@@ -137,7 +137,10 @@ def current_digest(store: VaultStore, now: datetime | None = None, force: bool =
     if not store.exists:
         return {**compute_digest(Snapshot(), now, policy), "vaultVersion": "empty", "cached": False, "stale": False}
     version = _version(store)
+    policy_print = fingerprint(store.settings.operator.model_dump(mode="json"))
     cache = _read_cache(store)
+    if cache is not None and cache.get("policy") != policy_print:
+        cache = None  # thresholds changed: the last answer says nothing about the new ones
     if cache is not None and not force:
         valid_until = from_iso(cache["validUntil"]) if cache.get("validUntil") else None
         computed_at = from_iso(cache["digest"]["computedAt"])
@@ -154,7 +157,8 @@ def current_digest(store: VaultStore, now: datetime | None = None, force: bool =
             raise
         return {**cache["digest"], "vaultVersion": cache.get("version"), "cached": True, "stale": True,
                 "error": f"recompute failed: {type(exc).__name__}: {exc}"}
-    record = {"version": version, "validUntil": to_iso(due) if due else None, "digest": digest}
+    record = {"version": version, "policy": policy_print, "validUntil": to_iso(due) if due else None,
+              "digest": digest}
     try:
         store.layout.meta_dir.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(_cache_path(store), json.dumps(record, ensure_ascii=False).encode("utf-8"), durable=False)

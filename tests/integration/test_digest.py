@@ -143,3 +143,28 @@ def test_further_vaults_are_read_and_never_acted_on(tmp_path):
     assert set(by_subject) == {"m1", "t1"}
     assert by_subject["t1"]["vault"] == str((tmp_path / "team").resolve()) and by_subject["t1"]["proposal"] is None
     assert by_subject["m1"]["vault"] is None and by_subject["m1"]["proposal"]["actionClass"] == "end_stale_session"
+
+
+def test_the_sample_digest_as_of_its_week_can_be_applied(tmp_path):
+    memo("demo", "--out", str(tmp_path / "d"))
+    vault = tmp_path / "d" / "vault"
+    now_view = memo("digest", vault=vault).stdout
+    assert "Nothing needs you now" in now_view and "memo digest --as-of DATE" in now_view
+    past = json.loads(memo("--json", "digest", "--as-of", "2026-03-07T08:00", vault=vault).stdout)
+    assert past["items"][0]["id"] == "session_open_too_long:demo-open-acme-web"
+    applied = memo("digest", "apply", "session_open_too_long:demo-open-acme-web", "--as-of", "2026-03-07T08:00",
+                   vault=vault).stdout
+    assert "applied end demo-open-acme-web at its last activity 2026-03-06T16:05:00.000Z" in applied
+    session = json.loads(memo("--json", "session", "show", "demo-open-acme-web", vault=vault).stdout)["session"]
+    assert (session["status"], session["durationMinutes"]) == ("completed", 65)
+
+
+def test_a_changed_policy_recomputes_the_cached_digest(tmp_path):
+    vault = tmp_path / "vault"
+    memo("demo", "--out", str(tmp_path / "d"))
+    vault = tmp_path / "d" / "vault"
+    assert json.loads(memo("--json", "digest", vault=vault).stdout)["items"] == []
+    config = tmp_path / "config.toml"
+    config.write_text("[operator]\nhorizonDays = 3650\n", encoding="utf-8")
+    wider = json.loads(memo("--json", "digest", vault=vault, env={"MEMO_CONFIG": str(config)}).stdout)
+    assert wider["cached"] is False and len(wider["items"]) == 6

@@ -8,7 +8,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from ...domain.clock import to_iso, utcnow
+from ...domain.clock import parse_record_instant, to_iso, utcnow
 from ...domain.errors import MemoError
 from ...operator.acting import apply_item
 from ...operator.audit import read as read_audit
@@ -68,7 +68,8 @@ def digest(
             out.print("apply a proposal: memo digest apply KIND:SUBJECT")
         if r["beyondHorizon"]:
             older = ", ".join(f"{n} {kind}" for kind, n in r["beyondHorizon"].items())
-            out.print(f"older than {r['horizonDays']} days (counted, not listed): {older}")
+            out.print(f"older than {r['horizonDays']} days (counted, not listed): {older} — see them with "
+                      "`memo digest --as-of DATE`, or raise operator.horizonDays (`memo config set`)")
 
     _emit(result, human)
 
@@ -98,19 +99,25 @@ def operator_watch(
 def digest_apply(
     item: str = typer.Argument(..., help="The item, KIND:SUBJECT as `memo --json digest` names it (its id)."),
     fingerprint: Optional[str] = typer.Option(None, "--fingerprint", help="The fingerprint of the proposal you "
-                                              "reviewed (default: the one in the digest last shown)."),
+                                              "reviewed (default: the one in the digest shown now, or --as-of)."),
+    as_of: Optional[str] = typer.Option(None, "--as-of", help="The moment of the digest you picked the item from "
+                                        "(as given to `memo digest --as-of`)."),
 ) -> None:
     """Apply a proposed action: refused (and re-proposed) if the state changed since."""
+    moment = parse_record_instant(as_of, "asOf", state.store.zone) if as_of else None
     if fingerprint is None:
-        shown = {i["id"]: i for i in current_digest(state.store)["items"]}
+        digest = run_digest(state.store, DigestRequest(as_of=as_of)) if as_of else current_digest(state.store)
+        shown = {i["id"]: i for i in digest["items"]}
         if item not in shown:
-            raise MemoError(f"Invalid item: {item} is not in the digest; run `memo digest` and pick an id")
+            raise MemoError(f"Invalid item: {item} is not in the digest; run `memo digest"
+                            f"{' --as-of ' + as_of if as_of else ''}` and pick an id")
         fingerprint = shown[item]["fingerprint"]
-    result = apply_item(state.store, item, fingerprint)
+    result = apply_item(state.store, item, fingerprint, as_of=moment)
 
     def human(r: dict[str, Any]) -> None:
         if r["applied"]:
-            out.print(_safe(f"applied {r['item']['proposal']['summary']}"))
+            written = r.get("result", {}).get("path")
+            out.print(_safe(f"applied {r['item']['proposal']['summary']}" + (f" → {written}" if written else "")))
         else:
             out.print(_safe(f"not applied: {r['reason']}. New proposal: {r['item']['proposal']['summary']} "
                             f"(--fingerprint {r['item']['fingerprint']})"))
