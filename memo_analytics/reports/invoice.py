@@ -87,6 +87,14 @@ def format_money(amount: Decimal, currency: str) -> str:
     return f"{amount:,.{places}f}"
 
 
+def format_rate(rate: Decimal, currency: str) -> str:
+    """A rate as configured, never rounded (``19.99`` JPY stays ``19.99``: the printed rate is
+    the one the amounts are computed with), with at least the currency's decimals."""
+    places = max(_MINOR_UNITS.get(currency, 2), -rate.normalize().as_tuple().exponent
+                 if rate.normalize().as_tuple().exponent < 0 else 0)
+    return f"{rate:,.{places}f}"
+
+
 @dataclass(frozen=True)
 class InvoiceLine:
     """One printed line: ``hours × rate = amount``."""
@@ -304,6 +312,7 @@ def invoice_context(report: ActivityReport, invoice: Invoice, *, number: str | N
         "rounding_policy": ROUNDING_POLICY,
         "generated": now.astimezone(zone).strftime("%Y-%m-%d %H:%M"),
         "money": format_money,
+        "rate": format_rate,
     }
 
 

@@ -30,3 +30,13 @@ def test_minor_units_and_printed_money():
     assert format_money(Decimal("1234567.5"), "EUR") == "1,234,567.50"
     assert format_money(Decimal("3780"), "JPY") == "3,780"
     assert format_money(Decimal("10.001"), "KWD") == "10.001"
+
+
+def test_the_printed_rate_is_the_rate_the_amounts_use():
+    from decimal import Decimal
+
+    from memo_analytics.reports.invoice import format_rate
+
+    assert format_rate(Decimal("19.99"), "JPY") == "19.99"  # not rounded to 20 yen
+    assert format_rate(Decimal("120"), "EUR") == "120.00"
+    assert format_rate(Decimal("98.755"), "USD") == "98.755"
