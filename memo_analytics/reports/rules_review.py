@@ -38,7 +38,8 @@ def review_context(store: VaultStore, result: dict[str, Any], scope: str, thresh
         candidates.append({**item, "evidence": evidence})
     return {
         "title": "Derived rules — review", "scope": scope, "total": result["total"], "threshold": threshold,
-        "confident": sum(1 for c in result["items"] if c["confidence"] >= threshold),
+        "confident": result.get("confident", sum(1 for c in result["items"] if c["confidence"] >= threshold)),
+        "shown": len(result["items"]),
         "generated": to_iso(utcnow()), "candidates": candidates,
     }
 

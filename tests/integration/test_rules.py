@@ -248,3 +248,13 @@ def test_promotion_only_into_a_git_repository_that_is_not_the_vault(store, tmp_p
     with pytest.raises(InvalidFieldError, match="is the vault"):
         derive_rules(store, DeriveRulesRequest(project="web", promote="CLAUDE.md"))
     assert not (plain / "CLAUDE.md").exists() and not (store.root / "CLAUDE.md").exists()
+
+
+def test_promote_refuses_nothing_to_promote_and_cross_project_scope(store, repo):
+    with pytest.raises(InvalidFieldError, match="Invalid promote: no rule of project web reaches 0.8"):
+        derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
+    _say(store, "Never commit directly to main.", cwd=str(repo))
+    with pytest.raises(InvalidFieldError, match="promotes the rules of one project"):
+        derive_rules(store, DeriveRulesRequest(cwd=str(repo), cross_project=True, promote="CLAUDE.md"))
+    assert not (repo / "CLAUDE.md").exists()
+    assert derive_rules(store, DeriveRulesRequest(project="web"))["confident"] == 1

@@ -113,6 +113,9 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
     if request.format is not None and request.format not in FORMATS:
         raise InvalidFieldError("format", f"{request.format!r} is not one of {', '.join(FORMATS)}")
     product_root = None
+    if request.promote is not None and request.cross_project:
+        raise InvalidFieldError("promote", "promotes the rules of one project into its repository; drop "
+                                           "crossProject/--all")
     if request.promote is not None:
         product_root = repository_root(request.cwd)
         if product_root is None:
@@ -128,8 +131,13 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
         "total": len(candidates), "limit": limit, "items": [c.wire() for c in candidates[:limit]],
     }
     confident = [c.wire(evidence_limit=0) for c in candidates if c.confidence >= TRAP_THRESHOLD]
+    result["confident"] = len(confident)
     plan, fmt = None, None
     if request.promote is not None:  # every check of the promotion before anything is written
+        if not confident:
+            project = store.resolve_project(request.project, request.cwd)
+            raise InvalidFieldError("promote", f"no rule of project {project} reaches {TRAP_THRESHOLD} "
+                                               "(nothing to promote; see `memo report rules`)")
         _, default_format = allowed_destination(product_root, request.promote)
         fmt = request.format or default_format
         plan = plan_promotion(product_root, request.promote, rules_body(confident, fmt), store.root)
