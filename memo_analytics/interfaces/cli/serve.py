@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import os
+import socket
 from typing import Optional
 
 import typer
 
+from ...domain.errors import InvalidFieldError
 from .common import app, err, state
+
+
+def _check_free(host: str, port: int) -> None:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise InvalidFieldError("mcpPort", f"{host}:{port} cannot be used ({exc.strerror or exc}); choose "
+                                               "another with --mcp-port, or 0 to serve no MCP endpoint") from None
 
 
 @app.command("serve")
@@ -28,11 +39,18 @@ def serve(
     from ..server import build_server
 
     token = token or os.environ.get("MEMO_TOKEN") or None
-    server = build_server(state.store, host=host, port=port, token=token)
+    wanted = state.settings.ports.status if port is None else port
+    mcp_port = state.settings.ports.mcp if mcp_port is None else mcp_port
+    mcp_port = wanted + 1 if mcp_port is None else mcp_port
+    if mcp_port:
+        _check_free(host, mcp_port)  # before anything starts
+    try:
+        server = build_server(state.store, host=host, port=port, token=token)
+    except OSError as exc:
+        raise InvalidFieldError("port", f"{host}:{wanted} cannot be used ({exc.strerror or exc}); "
+                                        "choose another with --port") from None
     if hybrid_enabled(state.store):
         enable_background_push(state.store)
-    mcp_port = state.settings.ports.mcp if mcp_port is None else mcp_port
-    mcp_port = server.port + 1 if mcp_port is None else mcp_port
     if mcp_port:
         serve_http_in_thread(state.settings, host, mcp_port, token)
     mcp_line = f"; MCP at http://{host}:{mcp_port}/mcp" if mcp_port else ""
