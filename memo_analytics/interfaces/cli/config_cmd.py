@@ -155,6 +155,11 @@ def _validated(data: dict[str, Any], key: str) -> Settings:
         first = exc.errors()[0]
         where = _key_text([str(p) for p in first["loc"]]) or key
         reason = "unknown key" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
+        loc = [str(p) for p in first["loc"]]
+        if first["type"] == "missing" and loc[:1] == ["clients"] and len(loc) >= 2:
+            name = loc[1].replace('"', '\\"')
+            reason += (f"; a client needs both terms at once: memo config set 'clients.\"{name}\"' "
+                       "'{hourlyRate = \"95.50\", currency = \"USD\"}'")
         raise InvalidFieldError(f"config {where}", reason) from None
 
 
