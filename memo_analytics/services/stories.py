@@ -159,7 +159,9 @@ def story_destination(store: VaultStore, output: str, cwd: str | Path | None) ->
         raise InvalidFieldError("cwd", f"{here} is the vault or inside it; export from a product repository")
     product_root = repository_root(here)
     if product_root is None:
-        raise InvalidFieldError("cwd", f"{here} is not inside a product repository (no .git found)")
+        raise InvalidFieldError("cwd", f"{here} is not inside a product repository (no .git found); run it from "
+                                       "the repository the session worked on, or print the story and redirect it "
+                                       "(memo session export ID > FILE)")
     destination = Path(output).expanduser()
     destination = destination if destination.is_absolute() else here / destination
     target = output_target(destination, (vault,))
