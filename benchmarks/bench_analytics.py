@@ -18,19 +18,15 @@ from __future__ import annotations
 import argparse
 import shutil
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 import duckdb
 
-from bench_core import generate, timed  # the same generator as the core benchmark
+from bench_core import add_vault_arguments, scale_vault, timed  # the same generator as the core benchmark
 
 import memo_analytics
 from memo_analytics.analytics.activity import ActivityRequest, activity_report
 from memo_analytics.analytics.parquet import export_parquet
-from memo_analytics.config import Settings
-from memo_analytics.services.store import VaultStore
 
 
 def line(label: str, seconds: list[float], target: str = "") -> None:
@@ -40,24 +36,11 @@ def line(label: str, seconds: list[float], target: str = "") -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=20_000)
-    parser.add_argument("--turns", type=int, default=5)
-    parser.add_argument("--projects", type=int, default=50)
-    parser.add_argument("--vault", type=Path, default=None)
-    parser.add_argument("--reuse", action="store_true",
-                        help="keep the vault at --vault when it exists (its shape must match the other options)")
+    add_vault_arguments(parser, sessions=20_000, turns=5)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
-    root = args.vault or Path(tempfile.mkdtemp(prefix="memo-bench-analytics-")) / "vault"
-    reuse = args.reuse and args.vault is not None and (root / "projects").is_dir()
-    if not reuse:
-        shutil.rmtree(root, ignore_errors=True)
-    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
-    t0 = time.perf_counter()
-    if not reuse:
-        generate(store, args.sessions, args.turns, args.projects)
-    built = time.perf_counter() - t0
+    store, root, built, reuse = scale_vault(args, "memo-bench-analytics-")
     counts = dict(store.conn.execute("SELECT kind, count(*) FROM records GROUP BY kind").fetchall())
     print(f"vault: {root}  {counts.get('session', 0)} sessions, {counts.get('prompt', 0)} prompts, "
           f"{args.projects} projects" + ("  (reused)" if reuse else f"  (built in {built:.0f} s)"))

@@ -111,21 +111,20 @@ def yaml_parse_seconds(root: Path) -> float:
     return time.perf_counter() - t0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=10_000)
-    parser.add_argument("--turns", type=int, default=10)
+def add_vault_arguments(parser: argparse.ArgumentParser, sessions: int = 10_000, turns: int = 10) -> None:
+    """The scale-vault options every benchmark shares."""
+    parser.add_argument("--sessions", type=int, default=sessions)
+    parser.add_argument("--turns", type=int, default=turns)
     parser.add_argument("--projects", type=int, default=50)
     parser.add_argument("--vault", type=Path, default=None)
     parser.add_argument("--reuse", action="store_true",
                         help="keep the vault at --vault when it exists (its shape must match the other options)")
-    args = parser.parse_args()
-    small_root = Path(tempfile.mkdtemp(prefix="memo-bench-small-")) / "vault"
-    small = VaultStore(Settings(vault_root=small_root, timezone="UTC"))
-    generate(small, 100, 10, 10)
-    small_record = record_latencies(small)
-    print(f"1,000-prompt vault: record a turn p50 {1000 * statistics.median(small_record):.2f} ms")
-    root = args.vault or Path(tempfile.mkdtemp(prefix="memo-bench-")) / "vault"
+
+
+def scale_vault(args: argparse.Namespace, prefix: str) -> tuple[VaultStore, Path, float, bool]:
+    """Generate the scale vault the options describe (or reuse it with ``--reuse``).
+    Returns ``(store, root, seconds spent building, reused)``."""
+    root = args.vault or Path(tempfile.mkdtemp(prefix=prefix)) / "vault"
     reuse = args.reuse and args.vault is not None and (root / "projects").is_dir()
     if not reuse:
         shutil.rmtree(root, ignore_errors=True)
@@ -133,7 +132,19 @@ def main() -> None:
     t0 = time.perf_counter()
     if not reuse:
         generate(store, args.sessions, args.turns, args.projects)
-    built = time.perf_counter() - t0
+    return store, root, time.perf_counter() - t0, reuse
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_vault_arguments(parser)
+    args = parser.parse_args()
+    small_root = Path(tempfile.mkdtemp(prefix="memo-bench-small-")) / "vault"
+    small = VaultStore(Settings(vault_root=small_root, timezone="UTC"))
+    generate(small, 100, 10, 10)
+    small_record = record_latencies(small)
+    print(f"1,000-prompt vault: record a turn p50 {1000 * statistics.median(small_record):.2f} ms")
+    store, root, built, _ = scale_vault(args, "memo-bench-")
     prompts = args.sessions * args.turns
     print(f"vault: {root}  {args.sessions} sessions, {prompts} prompts, {args.projects} projects "
           f"(built in {built:.1f} s, {1000 * built / (prompts + 2 * args.sessions):.2f} ms per record)")

@@ -22,22 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_core import generate, pct  # noqa: E402
+from bench_core import add_vault_arguments, pct, scale_vault  # noqa: E402
 
-from memo_analytics.config import Settings  # noqa: E402
-from memo_analytics.services.store import VaultStore  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 # the text of the page status (inside the HTML pane's shadow root)
@@ -144,22 +140,12 @@ def bench_browser(base: str, paints: int = 5, changes: int = 10) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=10_000)
-    parser.add_argument("--turns", type=int, default=10)
-    parser.add_argument("--projects", type=int, default=50)
-    parser.add_argument("--vault", type=Path, default=None)
-    parser.add_argument("--reuse", action="store_true",
-                        help="keep the vault at --vault when it exists (its shape must match the other options)")
+    add_vault_arguments(parser)
     args = parser.parse_args()
-    root = args.vault or Path(tempfile.mkdtemp(prefix="memo-bench-dash-")) / "vault"
-    reuse = args.reuse and args.vault is not None and (root / "projects").is_dir()
+    store, root, built, reuse = scale_vault(args, "memo-bench-dash-")
+    store.close()
     if not reuse:
-        shutil.rmtree(root, ignore_errors=True)
-        t0 = time.perf_counter()
-        store = VaultStore(Settings(vault_root=root, timezone="UTC"))
-        generate(store, args.sessions, args.turns, args.projects)
-        store.close()
-        print(f"generated {args.sessions * args.turns:,} prompts in {time.perf_counter() - t0:.0f} s")
+        print(f"generated {args.sessions * args.turns:,} prompts in {built:.0f} s")
     proc, base = start_server(root)
     try:
         total = get(f"{base}/api/prompts?crossProject=true&limit=1")["total"]
