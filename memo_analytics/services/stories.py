@@ -157,18 +157,14 @@ def story_destination(store: VaultStore, output: str, cwd: str | Path | None) ->
     vault = store.root.resolve()
     if here == vault or here.is_relative_to(vault):
         raise InvalidFieldError("cwd", f"{here} is the vault or inside it; export from a product repository")
-    product_root = repository_root(here)
-    if product_root is None:
+    if repository_root(here) is None:
         raise InvalidFieldError("cwd", f"{here} is not inside a product repository (no .git found); run it from "
                                        "the repository the session worked on, or print the story and redirect it "
                                        "(memo session export ID > FILE)")
     destination = Path(output).expanduser()
     destination = destination if destination.is_absolute() else here / destination
-    target = output_target(destination, (vault,))
-    if target.resolve().is_relative_to(product_root.resolve()):
-        raise InvalidFieldError("output", f"{destination} is inside the product repository {product_root}; "
-                                          "write the story outside it")
-    return target
+    # refuses the vault and any git work tree, the product root among them (SPEC §2.1, §5.2)
+    return output_target(destination, (vault,))
 
 
 def export_story(store: VaultStore, request: ExportStoryRequest, now: datetime | None = None) -> dict[str, Any]:

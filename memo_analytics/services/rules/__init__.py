@@ -124,7 +124,7 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
         if product_root is None:
             raise InvalidFieldError("promote", "needs a cwd inside the product repository, or a project whose "
                                                "lastSeenRoot is known (record a turn from the repository first)")
-        allowed_destination(product_root, request.promote)  # refuse before any work
+        _, default_format = allowed_destination(product_root, request.promote)  # refuse before any work
     candidates = candidates_in_scope(store, request)
     limit, _ = clamp_page(request.limit, 0)
     result: dict[str, Any] = {
@@ -132,13 +132,12 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
     }
     confident = [c.wire(evidence_limit=0) for c in candidates if c.confidence >= TRAP_THRESHOLD]
     result["confident"] = len(confident)
-    plan, fmt = None, None
+    plan = None
     if request.promote is not None:  # every check of the promotion before anything is written
         if not confident:
             project = store.resolve_project(request.project, request.cwd)
             raise InvalidFieldError("promote", f"no rule of project {project} reaches {TRAP_THRESHOLD} "
                                                "(nothing to promote; see `memo report rules`)")
-        _, default_format = allowed_destination(product_root, request.promote)
         fmt = request.format or default_format
         plan = plan_promotion(product_root, request.promote, rules_body(confident, fmt), store.root)
     if request.save_traps:

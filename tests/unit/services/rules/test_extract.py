@@ -41,7 +41,7 @@ def test_extracted_text_is_at_least_15_characters():
 def test_repeats_group_by_normalized_key_and_add_005_each_capped_at_099():
     spellings = ["Never commit directly to main.", "never  commit directly to MAIN", "Never commit directly to main!"]
     [candidate] = extract(turns(*spellings))
-    assert candidate.occurrences == 3 and candidate.confidence == 1.0 - 0.0 - 0.0 or candidate.confidence == 0.99
+    assert candidate.occurrences == 3
     assert candidate.confidence == 0.99  # 0.9 + 0.05 + 0.05 = 1.0 → capped
     [process] = extract(turns("Always run the tests first.", "always run the tests first"))
     assert process.confidence == 0.9  # 0.85 + 0.05
