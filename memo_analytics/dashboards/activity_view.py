@@ -13,6 +13,7 @@ import pandas as pd
 import panel as pn
 from bokeh.models import HoverTool, NumeralTickFormatter
 from bokeh.plotting import figure
+from panel.io.model import JSCode
 
 from ..analytics.activity import ActivityReport
 from ..domain.errors import MemoError
@@ -24,6 +25,15 @@ PERIODS = {"This month": "this-month", "Last month": "last-month", "Last 30 days
            "This year": "this-year", "All time": "all", "Custom dates": "custom"}
 ALL_CLIENTS = "All clients"
 SHEET_COLUMNS = ["Client", "Date", "Project", "Task", "Start", "End", "Duration", "Hours"]
+#: The timesheet's group header ("Client: NAME (n items)"). Tabulator's own header inserts the
+#: group value as HTML; this one puts the client name in a text node, so it is shown, never run.
+GROUP_HEADER = JSCode("""function(value, count) {
+  const header = document.createDocumentFragment();
+  const size = document.createElement("span");
+  size.textContent = "(" + count + (count === 1 ? " item" : " items") + ")";
+  header.append(document.createTextNode(value == null ? "" : String(value)), size);
+  return header;
+}""")
 
 
 def hours_chart(by_day: dict[str, dict[str, Any]]) -> Any:
@@ -67,7 +77,7 @@ class ActivityView:
             pd.DataFrame(columns=SHEET_COLUMNS), show_index=False, disabled=True, selectable=False,
             pagination="remote", page_size=25, groupby=["Client"], layout="fit_data_stretch",
             sizing_mode="stretch_width", css_classes=["memo-timesheet"], header_align="left", hidden_columns=["Client"],
-            text_align={"Duration": "right", "Hours": "right"},
+            text_align={"Duration": "right", "Hours": "right"}, configuration={"groupHeader": GROUP_HEADER},
         )
         for widget in (self.period, self.since, self.until, self.client):
             widget.param.watch(self._changed, "value")

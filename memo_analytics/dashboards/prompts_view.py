@@ -175,7 +175,8 @@ class PromptsView:
                   ("IDE", record.get("ide")), ("Model", record.get("model")), ("Agent", record.get("agent")),
                   ("Client", record.get("client") or "internal"), ("Billable", "yes" if record.get("billable", True)
                                                                    else "no"),
-                  ("Branch", record.get("branch")), ("Task", record.get("taskSlug"))]
+                  ("Branch", record.get("branch")), ("Task", record.get("taskSlug")),
+                  ("Tags", ", ".join(record.get("tags") or [])), ("Files", ", ".join(record.get("linkedPaths") or []))]
         meta = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in fields if v not in (None, ""))
         with pn.io.hold():
             self.drawer_title.object = (f'<h3 class="section">{esc(record["id"])}</h3>'
