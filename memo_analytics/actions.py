@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from .analytics.activity import ActivityRequest, activity_report
 from .domain.errors import InvalidFieldError
@@ -144,6 +144,7 @@ class PromptToolInput(BaseModel):
     objective: str | None = Field(None, description="session_start: the session objective (cleared on end)")
     tz: str | None = Field(None, description="activity_report: IANA time zone for date bounds")
     output: str | None = Field(None, description="export_story: file to write (outside the product repository)")
+    overwrite: bool | None = Field(None, description="export_story: replace an existing output file (default: refused)")
     min_confidence: float | None = Field(None, description="derive_rules: leave out candidates below (0–1)")
     save_traps: bool | None = Field(None, description="derive_rules: save candidates with confidence ≥ 0.8 as traps")
     format: str | None = Field(None, description="derive_rules: cursor, copilot, claude, gemini or markdown")
@@ -185,6 +186,30 @@ def request_for(arguments: PromptToolInput) -> Request:
     if unused:
         raise InvalidFieldError(to_camel(unused[0]), f"not used by action {arguments.action}")
     return action.request.model_validate({k: v for k, v in given.items() if k in accepted})
+
+
+#: Tool fields that name a path on the machine that runs the action.
+SERVER_PATH_FIELDS = ("vaultRoot", "cwd", "output", "promote")
+
+
+def refuse_server_paths(arguments: dict[str, Any]) -> None:
+    """Refuse a caller who may not choose paths on this machine (the HTTP API always; the
+    MCP endpoint off loopback): ``vaultRoot``, ``cwd``, ``output``, ``promote`` (snake_case
+    spellings too). Project and branch come as ``projectId``/``branch``; an export answers
+    with its content (SPEC §2.7, §3.3).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid <field>: …`` naming the first such field.
+    """
+    reasons = {"vaultRoot": "the daemon serves its own vault", "cwd": "means nothing on the daemon's machine; "
+               "send projectId and branch", "output": "the daemon writes no files for a caller; leave it out and "
+               "the export answers with its content", "promote": "promotion writes into a repository; run it "
+               "on the machine that holds the repository"}
+    for field in SERVER_PATH_FIELDS:
+        if field in arguments or to_snake(field) in arguments:
+            raise InvalidFieldError(field, f"not accepted here: {reasons[field]}")
 
 
 def run_action(store: VaultStore, name: str, request: Request) -> dict[str, Any]:

@@ -13,17 +13,21 @@ but loopback requires a token (``Authorization: Bearer <token>``, ``X-Memo-Token
 
 from __future__ import annotations
 
+import concurrent.futures
 import hmac
 import ipaddress
 import json
 import re
+import threading
 from typing import Any, Callable
 
+import tornado.ioloop
 import tornado.web
+from tornado import httputil
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
-from ..actions import ACTIONS, PromptToolInput, request_for, run_action
+from ..actions import ACTIONS, PromptToolInput, refuse_server_paths, request_for, run_action
 from ..domain.errors import (
     InvalidFieldError,
     MemoError,
@@ -46,6 +50,14 @@ from ..services.requests import (
 from ..services.store import VaultStore
 from ..services.sync import apply_incoming
 from ..vault.redact import redact_secrets
+
+#: Largest request body, in bytes: a hybrid push of ``batchSize`` records near the record
+#: size limit; the Tornado server refuses anything bigger before reading it.
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: Request bodies of endpoints other than the sync push, in bytes (a prompt body is ≤ 1 MB).
+MAX_CALL_BYTES = 4 * 1024 * 1024
+#: Deepest JSON a request body may hold (a tool call or a push needs fewer than 8 levels).
+MAX_JSON_DEPTH = 32
 
 _REDACTED = re.compile(r"\[REDACTED:[a-z-]+\]")
 _TRUE = {"1", "true", "yes", "on"}
@@ -85,6 +97,7 @@ class ApiHandler(tornado.web.RequestHandler):
     params: tuple[str, ...] = ()
 
     def initialize(self, store: VaultStore, token: str | None) -> None:
+        self.base_store = store
         self.store = store
         self.token = token
 
@@ -141,20 +154,45 @@ class ApiHandler(tornado.web.RequestHandler):
             return False
         raise InvalidFieldError(name, f"{value!r} is not true or false")
 
+    #: Largest request body an endpoint reads, in bytes (a sync push carries whole records).
+    max_body_bytes = MAX_CALL_BYTES
+
     def body_json(self) -> dict[str, Any]:
+        """The request body as a JSON object (SPEC §3.3).
+
+        Raises
+        ------
+        InvalidFieldError
+            Not JSON, not an object, or nested deeper than ``MAX_JSON_DEPTH``.
+        """
         if not self.request.body:
             return {}
         try:
             data = json.loads(self.request.body)
         except (ValueError, UnicodeDecodeError):
             raise InvalidFieldError("body", "is not JSON") from None
+        except RecursionError:
+            data = None
+        if data is None or json_depth(data) > MAX_JSON_DEPTH:
+            raise InvalidFieldError("body", f"is nested deeper than {MAX_JSON_DEPTH} levels")
         if not isinstance(data, dict):
             raise InvalidFieldError("body", "must be a JSON object")
         return data
 
-    def run(self, work: Callable[[], Any]) -> None:
+    async def run(self, work: Callable[[], Any]) -> None:
+        """Run ``work`` in a worker thread (one slow request never holds the others up), with
+        a store of that thread's own; answer its result, or its error as JSON."""
+        if len(self.request.body or b"") > self.max_body_bytes:
+            self.fail(413, f"Request body is {len(self.request.body)} bytes; this endpoint reads at most "
+                           f"{self.max_body_bytes}")
+            return
+
+        def call() -> Any:
+            self.store = thread_store(self.base_store)
+            return work()
+
         try:
-            result = work()
+            result = await tornado.ioloop.IOLoop.current().run_in_executor(_WORKERS, call)
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(to_camel(str(p)) for p in first["loc"]) or "input"
@@ -167,7 +205,59 @@ class ApiHandler(tornado.web.RequestHandler):
             self.fail(500, f"Internal error ({type(exc).__name__}); see the server log")
             raise
         if not self._finished:
-            self.answer(result)
+            if isinstance(result, Download):
+                name = re.sub(r"[^A-Za-z0-9._-]", "_", result.filename)[:120] or "download"
+                self.set_header("Content-Type", result.content_type)
+                self.set_header("Content-Disposition", f'attachment; filename="{name}"')
+                self.finish(result.data)
+            elif isinstance(result, Answer):
+                self.answer(result.value, result.status)
+            else:
+                self.answer(result)
+
+
+class Download:
+    """A file answer: bytes, their content type and a file name (sanitized when sent)."""
+
+    def __init__(self, data: bytes, content_type: str, filename: str) -> None:
+        self.data, self.content_type, self.filename = data, content_type, filename
+
+
+class Answer:
+    """A result with a status other than 200 (work runs off the IO loop and cannot answer)."""
+
+    def __init__(self, value: Any, status: int) -> None:
+        self.value, self.status = value, status
+
+
+_WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="memo-api")
+_THREAD = threading.local()
+
+
+def thread_store(base: VaultStore) -> VaultStore:
+    """The calling thread's own :class:`VaultStore` on the vault of ``base`` (SQLite
+    connections and the re-entrant vault lock are per thread; hybrid pushes stay on)."""
+    stores = _THREAD.__dict__.setdefault("stores", {})
+    store = stores.get(id(base))
+    if store is None or store.settings is not base.settings:
+        store = VaultStore(base.settings)
+        if base.__dict__.get("_background_push"):
+            store.__dict__["_background_push"] = True
+        stores[id(base)] = store
+    return store
+
+
+def json_depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects (iterative: no recursion limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > MAX_JSON_DEPTH:
+                return depth
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
 
 
 class PromptsHandler(ApiHandler):
@@ -176,7 +266,7 @@ class PromptsHandler(ApiHandler):
     params = ("project", "query", "ide", "model", "agent", "sessionId", "session", "taskSlug", "slug", "client",
               "billable", "tag", "since", "until", "limit", "offset", "sort", "crossProject")
 
-    def get(self) -> None:
+    async def get(self) -> None:
         def work():
             request = ListRequest(
                 project=self.arg("project"), cross_project=bool(self.flag("crossProject")), query=self.arg("query"),
@@ -188,21 +278,21 @@ class PromptsHandler(ApiHandler):
             )
             return ACTIONS["search" if (request.query or "").strip() else "list"].run(self.store, request)
 
-        self.run(work)
+        await self.run(work)
 
 
 class PromptHandler(ApiHandler):
     """``GET /api/prompts/{id}``: the record plus ``renderedHtml`` (sanitized) and
     ``secretsRedacted`` (how many secrets the stored text had hidden)."""
 
-    def get(self, record_id: str) -> None:
+    async def get(self, record_id: str) -> None:
         def work():
             record = ACTIONS["get"].run(self.store, ACTIONS["get"].request(id=record_id))
             body = record.get("body") or ""
             return {**record, "renderedHtml": story_html_fragment(body),
                     "secretsRedacted": len(_REDACTED.findall(json.dumps(record, ensure_ascii=False)))}
 
-        self.run(work)
+        await self.run(work)
 
 
 class SessionTurnsHandler(ApiHandler):
@@ -210,7 +300,7 @@ class SessionTurnsHandler(ApiHandler):
 
     params = ("project", "limit", "offset")
 
-    def get(self, session_id: str) -> None:
+    async def get(self, session_id: str) -> None:
         def work():
             project = self.arg("project")
             if not project:
@@ -224,26 +314,20 @@ class SessionTurnsHandler(ApiHandler):
                 raise RecordNotFoundError(session_id)
             return result
 
-        self.run(work)
+        await self.run(work)
 
 
 class SessionExportHandler(ApiHandler):
     """``GET /api/prompts/sessions/{sessionId}/export``: the intent story as a Markdown
     download (``text/markdown``, attachment, sanitized file name)."""
 
-    def get(self, session_id: str) -> None:
-        try:
+    async def get(self, session_id: str) -> None:
+        def work():
             story = ACTIONS["export_story"].run(self.store, ExportStoryRequest(session_id=session_id))
-        except ValidationError:
-            self.fail(400, "Invalid sessionId")
-            return
-        except MemoError as exc:
-            self.fail(_status_for(exc), str(exc))
-            return
-        name = re.sub(r"[^A-Za-z0-9._-]", "_", story["sessionId"])[:120] or "session"
-        self.set_header("Content-Type", "text/markdown; charset=utf-8")
-        self.set_header("Content-Disposition", f'attachment; filename="story-{name}.md"')
-        self.finish(story["markdown"].encode("utf-8"))
+            return Download(story["markdown"].encode("utf-8"), "text/markdown; charset=utf-8",
+                            f"story-{story['sessionId']}.md")
+
+        await self.run(work)
 
 
 class SessionsHandler(ApiHandler):
@@ -251,8 +335,8 @@ class SessionsHandler(ApiHandler):
 
     params = ("project", "crossProject", "client", "since", "until", "limit", "offset")
 
-    def get(self) -> None:
-        self.run(lambda: ACTIONS["session"].run(self.store, SessionRequest(
+    async def get(self) -> None:
+        await self.run(lambda: ACTIONS["session"].run(self.store, SessionRequest(
             project=self.arg("project"), cross_project=bool(self.flag("crossProject")), client=self.arg("client"),
             since=self.arg("since"), until=self.arg("until"), limit=self.arg("limit"), offset=self.arg("offset"))))
 
@@ -262,8 +346,8 @@ class ActivityHandler(ApiHandler):
 
     params = ("project", "crossProject", "since", "until", "client", "tz")
 
-    def get(self) -> None:
-        self.run(lambda: ACTIONS["activity_report"].run(self.store, ActivityReportRequest(
+    async def get(self) -> None:
+        await self.run(lambda: ACTIONS["activity_report"].run(self.store, ActivityReportRequest(
             project=self.arg("project"), cross_project=bool(self.flag("crossProject")), since=self.arg("since"),
             until=self.arg("until"), client=self.arg("client"), tz=self.arg("tz"))))
 
@@ -273,8 +357,8 @@ class DigestHandler(ApiHandler):
 
     params = ("refresh", "asOf")
 
-    def get(self) -> None:
-        self.run(lambda: ACTIONS["digest"].run(self.store, DigestRequest(refresh=bool(self.flag("refresh")),
+    async def get(self) -> None:
+        await self.run(lambda: ACTIONS["digest"].run(self.store, DigestRequest(refresh=bool(self.flag("refresh")),
                                                                          as_of=self.arg("asOf"))))
 
 
@@ -282,7 +366,7 @@ class DigestApplyHandler(ApiHandler):
     """``POST /api/digest/apply`` ``{item, fingerprint}``: apply a proposal; 409 with the new
     proposal when the state changed since it was made."""
 
-    def post(self) -> None:
+    async def post(self) -> None:
         def work():
             data = self.body_json()
             item, fingerprint = data.get("item"), data.get("fingerprint")
@@ -291,11 +375,9 @@ class DigestApplyHandler(ApiHandler):
             if not isinstance(fingerprint, str) or not fingerprint:
                 raise InvalidFieldError("fingerprint", "required: the fingerprint of the proposal you reviewed")
             result = apply_item(self.store, item, fingerprint)
-            if not result["applied"]:
-                self.answer(result, status=409)
-            return result
+            return result if result["applied"] else Answer(result, 409)
 
-        self.run(work)
+        await self.run(work)
 
 
 class DeriveRulesHandler(ApiHandler):
@@ -303,42 +385,42 @@ class DeriveRulesHandler(ApiHandler):
     fields of ``derive_rules``: project, crossProject, since, until, minConfidence, limit,
     saveTraps, format). Promotion is not offered over HTTP: it writes into a repository."""
 
-    def post(self) -> None:
+    async def post(self) -> None:
         def work():
             data = self.body_json()
-            if "promote" in data or "cwd" in data:
-                raise InvalidFieldError("promote", "not over HTTP; promote from the repository with the CLI")
+            refuse_server_paths(data)  # promotion writes into a repository: from the CLI there
             return ACTIONS["derive_rules"].run(self.store, DeriveRulesRequest.model_validate(data))
 
-        self.run(work)
+        await self.run(work)
 
 
 class ActionHandler(ApiHandler):
     """``POST /api/actions/{action}``: one call of the MCP tool ``prompt`` (the JSON body holds
     its camelCase fields without ``action``): what a client in remote mode sends (SPEC §2.7).
-    The caller's ``vaultRoot`` is refused: the daemon owns its vault."""
+    The daemon owns its filesystem: ``vaultRoot``, ``cwd``, ``output`` and ``promote`` are
+    refused (:func:`~memo_analytics.actions.refuse_server_paths`)."""
 
-    def post(self, action: str) -> None:
+    async def post(self, action: str) -> None:
         def work():
             if action not in ACTIONS:
                 raise InvalidFieldError("action", f"{action!r} is not one of {', '.join(ACTIONS)}")
             data = self.body_json()
-            if "vaultRoot" in data or "vault_root" in data:
-                raise InvalidFieldError("vaultRoot", "not accepted by the daemon; it serves its own vault")
-            if "cwd" in data:
-                raise InvalidFieldError("cwd", "means nothing on the daemon's machine; send projectId")
+            refuse_server_paths(data)  # the daemon owns its filesystem
             arguments = PromptToolInput.model_validate({**data, "action": action})
             return run_action(self.store, action, request_for(arguments))
 
-        self.run(work)
+        await self.run(work)
 
 
 class SyncRecordsHandler(ApiHandler):
-    """``POST /api/sync/records`` ``{records: [{id, text, base}]}``: the hybrid push of
-    another vault, applied as idempotent upserts by id (newer ``updated`` wins a conflict,
-    the other version kept beside it)."""
+    """``POST /api/sync/records`` ``{records: [{id, text, base, sent}]}``: the hybrid push of
+    another vault, each record admitted by the rules of local writes (validation, size,
+    capture-ignore, redaction), then applied as idempotent upserts by id (newer ``updated``
+    wins a conflict, the other version kept beside it)."""
 
-    def post(self) -> None:
+    max_body_bytes = MAX_REQUEST_BYTES
+
+    async def post(self) -> None:
         def work():
             data = self.body_json()
             records = data.get("records")
@@ -346,7 +428,7 @@ class SyncRecordsHandler(ApiHandler):
                 raise InvalidFieldError("records", "must be a list of {id, text, base}")
             return {"results": apply_incoming(self.store, records)}
 
-        self.run(work)
+        await self.run(work)
 
 
 class NotFoundHandler(ApiHandler):
@@ -374,3 +456,161 @@ def api_patterns(store: VaultStore, token: str | None) -> list[tuple[str, type, 
         (r"/api/sync/records", SyncRecordsHandler, args),
         (r"/api/.*", NotFoundHandler, args),
     ]
+
+
+# ---------------------------------------------------------------- the browser boundary
+
+
+class BrowserBoundary:
+    """What a request must show before any route sees it (SPEC §3.3; loopback is not a trust
+    boundary: any page the person visits can send requests to ``127.0.0.1``).
+
+    - ``Host`` must name this server: the bound address or a loopback name, with its port
+      (421 otherwise) — a DNS-rebinding page sends its own name. A wildcard bind
+      (``0.0.0.0``, ``::``) accepts any name: it needs the token anyway.
+    - ``Origin``, when sent, must be this server's own (``http(s)://<Host>``); ``null`` and
+      every other origin get 403, as do requests a browser marks ``Sec-Fetch-Site:
+      cross-site|same-site`` (another page, another port) unless they are a top-level
+      navigation to the dashboard (a link the person clicks).
+    - A write to ``/api/`` (POST, PUT, PATCH, DELETE) must be ``Content-Type:
+      application/json`` (415): a cross-site form or ``text/plain`` fetch cannot send that
+      without a preflight, which gets no CORS answer.
+    """
+
+    WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+    def __init__(self, host: str, port: int) -> None:
+        bound = host.strip("[]").lower()
+        self.wildcard = bound in ("0.0.0.0", "::", "")
+        names = {"localhost", "127.0.0.1", "[::1]", f"[{bound}]" if ":" in bound else bound}
+        self.hosts = {f"{name}:{port}" for name in names} | (names if port == 80 else set())
+
+    def refusal(self, method: str, path: str, headers: Any) -> tuple[int, str] | None:
+        """``(status, message)`` when the request is refused, else None."""
+        host = (headers.get("Host") or "").strip().lower()
+        if not self.wildcard and host not in self.hosts:
+            return 421, "Misdirected request: the Host header does not name this server"
+        origin = headers.get("Origin")
+        if origin is not None and origin.strip().lower() not in (f"http://{host}", f"https://{host}"):
+            return 403, "Forbidden: cross-origin request"
+        site = (headers.get("Sec-Fetch-Site") or "").lower()
+        if site in ("cross-site", "same-site"):
+            navigation = (method == "GET" and (headers.get("Sec-Fetch-Mode") or "").lower() == "navigate"
+                          and (headers.get("Sec-Fetch-Dest") or "document").lower() == "document")
+            if not navigation or path.startswith("/api/"):
+                return 403, "Forbidden: cross-site request"
+        if method in self.WRITES and path.startswith("/api/"):
+            content_type = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
+            if content_type != "application/json":
+                return 415, "Unsupported media type: send the body as Content-Type: application/json"
+        return None
+
+
+class _Refusal(httputil.HTTPMessageDelegate):
+    """Answers a refused request once its body has been read (never passed to a route)."""
+
+    def __init__(self, connection: Any, status: int, message: str) -> None:
+        self.connection, self.status, self.message = connection, status, message
+
+    def data_received(self, chunk: bytes) -> None:
+        return None
+
+    def finish(self) -> None:
+        body = safe_json({"error": self.message}).encode("utf-8")
+        headers = httputil.HTTPHeaders({"Content-Type": "application/json; charset=utf-8",
+                                        "Content-Length": str(len(body)), "Cache-Control": "no-store",
+                                        "X-Content-Type-Options": "nosniff", "Connection": "close"})
+        reason = {421: "Misdirected Request", 403: "Forbidden", 415: "Unsupported Media Type"}[self.status]
+        self.connection.write_headers(httputil.ResponseStartLine("HTTP/1.1", self.status, reason), headers, body)
+        self.connection.finish()
+
+    def on_connection_close(self) -> None:
+        return None
+
+
+class _Guarded(httputil.HTTPMessageDelegate):
+    """Checks the headers against the boundary, then hands the request to the application."""
+
+    def __init__(self, app: Any, boundary: BrowserBoundary, server_conn: Any, request_conn: Any) -> None:
+        self.app, self.boundary, self.server_conn, self.request_conn = app, boundary, server_conn, request_conn
+        self.inner: httputil.HTTPMessageDelegate | None = None
+
+    def headers_received(self, start_line: Any, headers: httputil.HTTPHeaders):
+        refused = self.boundary.refusal(start_line.method, start_line.path.split("?", 1)[0], headers)
+        if refused:
+            self.inner = _Refusal(self.request_conn, *refused)
+            return None
+        self.inner = self.app.start_request(self.server_conn, self.request_conn)
+        return self.inner.headers_received(start_line, headers)
+
+    def data_received(self, chunk: bytes):
+        return self.inner.data_received(chunk) if self.inner else None
+
+    def finish(self) -> None:
+        if self.inner:
+            self.inner.finish()
+
+    def on_connection_close(self) -> None:
+        if self.inner:
+            self.inner.on_connection_close()
+
+
+class GuardedApplication(httputil.HTTPServerConnectionDelegate):
+    """The Tornado application behind :class:`BrowserBoundary`: installed as the HTTP
+    server's request callback, so every route — API, dashboard page, static files, the
+    dashboard's websocket — is checked the same way."""
+
+    def __init__(self, app: Any, boundary: BrowserBoundary) -> None:
+        self.app, self.boundary = app, boundary
+
+    def start_request(self, server_conn: Any, request_conn: Any) -> httputil.HTTPMessageDelegate:
+        return _Guarded(self.app, self.boundary, server_conn, request_conn)
+
+    def on_close(self, server_conn: Any) -> None:
+        self.app.on_close(server_conn)
+
+
+# ---------------------------------------------------------------- no secret in the logs
+
+_LOGGED_SECRET = re.compile(
+    r"""(?ix)
+    ( [?&;]token= ) [^&\s"'#]+                                   # ?token=… in a request URI
+  | ( \b(?:authorization|x-memo-token)['"]?\s*[:=,]\s*['"]?(?:bearer\s+|basic\s+)? ) [^\s'",}]+  # headers
+  | ( \bbearer\s+ ) [A-Za-z0-9._~+/=-]{6,}
+    """)
+
+
+def redact_log_text(text: str) -> str:
+    """``text`` of a log line with tokens masked: ``?token=``, ``Authorization``/``X-Memo-Token``
+    header values, bearer tokens, then any secret shape :func:`redact_secrets` knows."""
+    masked = _LOGGED_SECRET.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "***", text)
+    return redact_secrets(masked)[0]
+
+
+_installed = False
+
+
+def install_log_redaction() -> None:
+    """Mask tokens in every log record of this process (access and error logs of Tornado,
+    uvicorn, Bokeh and ours): the record's message is formatted and masked as it is made,
+    tracebacks as they are formatted. Idempotent."""
+    global _installed
+    if _installed:
+        return
+    import logging
+
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a broken format string is logged as it is
+            return record
+        record.msg, record.args = redact_log_text(message), None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact_log_text(logging.Formatter().formatException(record.exc_info))
+        return record
+
+    logging.setLogRecordFactory(factory)
+    _installed = True

@@ -19,7 +19,7 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from ..actions import ACTIONS, PromptToolInput, request_for, run_action
+from ..actions import ACTIONS, PromptToolInput, refuse_server_paths, request_for, run_action
 from ..config import Settings
 from ..domain.errors import MemoError
 from ..domain.wire import dumps
@@ -55,10 +55,15 @@ def _message(exc: ValidationError) -> str:
 
 
 class PromptTool:
-    """The ``prompt`` tool bound to a default vault; other vaults are opened per ``vaultRoot``."""
+    """The ``prompt`` tool bound to a default vault; other vaults are opened per ``vaultRoot``.
 
-    def __init__(self, settings: Settings) -> None:
+    ``confined``: callers may reach it from other machines (the MCP endpoint bound off
+    loopback), so they never choose a path here: ``vaultRoot``, ``cwd``, ``output`` and
+    ``promote`` are refused (:func:`~memo_analytics.actions.refuse_server_paths`)."""
+
+    def __init__(self, settings: Settings, confined: bool = False) -> None:
         self.settings = settings
+        self.confined = confined
         self._stores: dict[str, VaultStore] = {}
         self._guard = threading.Lock()
 
@@ -74,9 +79,19 @@ class PromptTool:
             return self._stores[key]
 
     def __call__(self, **arguments: Any) -> str:
+        if self.confined:
+            try:
+                refuse_server_paths(arguments)
+            except MemoError as exc:
+                raise ToolError(redact_secrets(str(exc))[0]) from None
         if self.settings.mode == "remote":  # SPEC §2.7: proxied, nothing local read or written
             try:
                 parsed = PromptToolInput.model_validate(arguments)
+                sent = parsed.model_dump(by_alias=True, exclude_none=True, exclude={"action", "output", "overwrite"})
+                if parsed.action == "export_story" and parsed.output:
+                    # the daemon answers with the story; the file is written here, by the local rules
+                    story = remote.call(self.settings, {"action": parsed.action, **sent})
+                    return dumps(write_story_locally(story, parsed.output, parsed.cwd, bool(parsed.overwrite)))
                 return dumps(remote.call(self.settings, {"action": parsed.action,
                                                          **parsed.model_dump(by_alias=True, exclude_none=True,
                                                                              exclude={"action"})}))
@@ -93,6 +108,26 @@ class PromptTool:
         except ValidationError as exc:
             raise ToolError(redact_secrets(_message(exc))[0]) from None
         return dumps(result)
+
+
+def write_story_locally(story: dict[str, Any], output: str, cwd: str | None, overwrite: bool) -> dict[str, Any]:
+    """Write a story the daemon returned to ``output`` on this machine (remote mode): from a
+    product repository, outside it, ``.md``, no symbolic link, an existing file only with
+    ``overwrite`` (SPEC §5.2)."""
+    from pathlib import Path
+
+    from ..domain.errors import InvalidFieldError
+    from ..services.store import repository_root
+    from ..vault.io import atomic_write_bytes, output_target
+
+    if not cwd or repository_root(cwd) is None:
+        raise InvalidFieldError("cwd", "required with output: the product repository you export from")
+    destination = Path(output).expanduser()
+    destination = destination if destination.is_absolute() else Path(cwd) / destination
+    target = output_target(destination, (), (".md",), overwrite)
+    payload = str(story.get("markdown", "")).encode("utf-8")
+    atomic_write_bytes(target, payload)
+    return {k: v for k, v in story.items() if k != "markdown"} | {"path": str(target), "bytes": len(payload)}
 
 
 def _tool_function(tool: PromptTool):
@@ -123,9 +158,10 @@ class _OwnValidation(FuncMetadata):
         return dict(self.pre_parse_json(arguments_to_validate))
 
 
-def build_server(settings: Settings) -> MCPServer:
-    """An MCP server with the one tool ``prompt`` on the vault of ``settings``."""
-    tool = Tool.from_function(_tool_function(PromptTool(settings)), name="prompt", description=TOOL_DESCRIPTION,
+def build_server(settings: Settings, confined: bool = False) -> MCPServer:
+    """An MCP server with the one tool ``prompt`` on the vault of ``settings``; ``confined``
+    (reachable from other machines) refuses caller-chosen paths."""
+    tool = Tool.from_function(_tool_function(PromptTool(settings, confined)), name="prompt", description=TOOL_DESCRIPTION,
                               structured_output=False)
     metadata = tool.fn_metadata
     tool.fn_metadata = _OwnValidation(**{name: getattr(metadata, name) for name in type(metadata).model_fields})
@@ -164,7 +200,8 @@ def serve_http_in_thread(settings: Settings, host: str, port: int, token: str | 
     if host not in LOOPBACK and not token:
         raise MemoError(f"Invalid token: the MCP endpoint on {host} (not loopback) requires one")
     security = None if host in LOOPBACK else TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = build_server(settings).streamable_http_app(host=host, transport_security=security)
+    app = build_server(settings, confined=host not in LOOPBACK).streamable_http_app(host=host,
+                                                                                   transport_security=security)
     if token:
         app = _TokenGate(app, token)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))

@@ -7,12 +7,16 @@ from typing import Any
 
 from ..domain.errors import InvalidFieldError
 from ..services.store import VaultStore
-from .http import api_patterns, is_loopback
+from .http import MAX_REQUEST_BYTES, BrowserBoundary, GuardedApplication, api_patterns, install_log_redaction, is_loopback
 
 
 def build_server(store: VaultStore, host: str = "127.0.0.1", port: int | None = None, token: str | None = None,
                  start: bool = False) -> Any:
     """The Panel/Bokeh ``Server`` with the API routes mounted beside the dashboard at ``/``.
+
+    Every request first passes :class:`~memo_analytics.interfaces.http.BrowserBoundary`
+    (Host 421, Origin 403, JSON writes 415), bodies over ``MAX_REQUEST_BYTES`` are refused
+    before they are read, and tokens are masked in every log line.
 
     Raises
     ------
@@ -28,8 +32,13 @@ def build_server(store: VaultStore, host: str = "127.0.0.1", port: int | None = 
     port = store.settings.ports.status if port is None else port
     origins = [f"{name}:{port}" for name in {host, "localhost", "127.0.0.1"}] + ["*"] if not is_loopback(host) \
         else [f"{name}:{port}" for name in ("localhost", "127.0.0.1", host)]
-    return pn.serve(
+    install_log_redaction()
+    server = pn.serve(
         {"/": lambda: create_app(store)}, port=port, address=host, websocket_origin=origins, show=False,
         start=start, title="memo", extra_patterns=api_patterns(store, token),
         basic_auth=token if token else None, cookie_secret=token if token else None, threaded=False,
+        http_server_kwargs={"max_body_size": MAX_REQUEST_BYTES},
     )
+    http_server = server._http  # bokeh's HTTPServer: every route goes through its request callback
+    http_server.request_callback = GuardedApplication(http_server.request_callback, BrowserBoundary(host, server.port))
+    return server

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any, Callable
+from pathlib import Path
 
 from ..domain.clock import from_iso, to_iso, utcnow
 from ..domain.errors import InvalidFieldError, MemoError
@@ -65,10 +66,19 @@ def _promote_rule(store: VaultStore, params: dict[str, Any], now: datetime) -> d
     return {"trapId": meta["id"], "path": str(written), "rules": len(rules)}
 
 
+def _free_name(folder: Path, stem: str, vault: Path) -> Path:
+    """``folder/stem.md``, or ``stem-2.md``, ``stem-3.md`` … : an export never replaces a file."""
+    for n in range(1, 1000):
+        candidate = folder / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
+        if not candidate.exists() and not candidate.is_symlink():
+            return output_target(candidate, (vault,), (".md",))
+    raise InvalidFieldError("storiesDir", f"{folder} already holds 999 stories of {stem}")
+
+
 def _export_story(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
     folder = store.settings.operator.stories_dir
     folder.mkdir(parents=True, exist_ok=True)
-    target = output_target(folder / f"{params['sessionId']}.md", (store.root,))
+    target = _free_name(folder, params["sessionId"], store.root)
     markdown = redact_secrets(render_story(story_data(store, params["sessionId"]), store.zone))[0]
     atomic_write_bytes(target, markdown.encode("utf-8"))
     return {"sessionId": params["sessionId"], "path": str(target)}

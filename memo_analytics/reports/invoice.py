@@ -319,8 +319,9 @@ def invoice_context(report: ActivityReport, invoice: Invoice, *, number: str | N
 def render_invoice_pdf(report: ActivityReport, settings: Settings, output: Path, *, lines: str = "project",
                        number: str | None = None, issued: date | None = None, user_templates: Path | None = None,
                        now: datetime | None = None, vault_root: Path | None = None,
-                       config: str = "the config file") -> tuple[Path, Invoice]:
-    """Write the invoice PDF for ``report`` with the terms of ``settings`` (atomically).
+                       config: str = "the config file", overwrite: bool = False) -> tuple[Path, Invoice]:
+    """Write the invoice PDF for ``report`` with the terms of ``settings`` (atomically); an
+    existing file is replaced only with ``overwrite``.
 
     Returns
     -------
@@ -334,8 +335,8 @@ def render_invoice_pdf(report: ActivityReport, settings: Settings, output: Path,
         included) or template. Nothing is written then.
     """
     forbidden = (vault_root,) if vault_root else ()
-    check_output_path(output, forbidden)
+    check_output_path(output, forbidden, overwrite=overwrite)
     invoice = build_invoice(report, settings.billing_for, lines, config)
     context = invoice_context(report, invoice, number=number, issued=issued, lines=lines, now=now)
     html = render_html("invoice.html.j2", context, user_templates)
-    return write_pdf(html, output, user_templates or templates_dir(), forbidden), invoice
+    return write_pdf(html, output, user_templates or templates_dir(), forbidden, overwrite), invoice

@@ -83,14 +83,11 @@ def render_html(template: str, context: dict[str, Any], user_templates: Path | N
         raise ReportError(f"Report template {template}: {type(exc).__name__}: {exc}") from None
 
 
-def check_output_path(output: Path, forbidden: tuple[Path, ...] = ()) -> Path:
-    """The real path a report will be written to.
-
-    A symbolic link is followed (its target is replaced, the link kept). Refused: a path
-    inside one of the ``forbidden`` folders (the vault: a report must never replace a
-    record or the index), a missing folder, a parent that is not a folder, a symlink loop,
-    and an existing target that is not a regular file (a folder, a device such as
-    ``/dev/null``, a FIFO) — an atomic replace would destroy it.
+def check_output_path(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tuple[str, ...] = (".pdf",),
+                      overwrite: bool = False) -> Path:
+    """The path a report will be written to: :func:`~memo_analytics.vault.io.output_target`
+    (outside the vault and every repository, one of the kind's ``suffixes``, never through
+    a symbolic link, an existing file only with ``overwrite``).
 
     Raises
     ------
@@ -98,7 +95,7 @@ def check_output_path(output: Path, forbidden: tuple[Path, ...] = ()) -> Path:
         ``Invalid output: ...``.
     """
     try:
-        return output_target(output, forbidden)
+        return output_target(output, forbidden, suffixes, overwrite)
     except InvalidFieldError as exc:
         raise ReportError(str(exc)) from None
 
@@ -176,7 +173,8 @@ def render_pdf_bytes(html: str, base_dir: Path | None = None) -> bytes:
     return pdf
 
 
-def write_pdf(html: str, output: Path, base_dir: Path | None = None, forbidden: tuple[Path, ...] = ()) -> Path:
+def write_pdf(html: str, output: Path, base_dir: Path | None = None, forbidden: tuple[Path, ...] = (),
+              overwrite: bool = False) -> Path:
     """Render ``html`` to a PDF at ``output`` with WeasyPrint, written atomically.
 
     Raises
@@ -185,8 +183,9 @@ def write_pdf(html: str, output: Path, base_dir: Path | None = None, forbidden: 
         The output folder does not exist or is not writable; a resource the HTML names
         could not be loaded (nothing is written then).
     """
-    output = check_output_path(output, forbidden)
+    check_output_path(output, forbidden, overwrite=overwrite)
     pdf = render_pdf_bytes(html, base_dir)
+    output = check_output_path(output, forbidden, overwrite=overwrite)  # again: rendering takes seconds
     try:
         atomic_write_bytes(output, pdf)
     except OSError as exc:

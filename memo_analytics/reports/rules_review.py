@@ -45,7 +45,7 @@ def review_context(store: VaultStore, result: dict[str, Any], scope: str, thresh
 
 
 def write_review(context: dict[str, Any], output: Path, vault_root: Path | None = None,
-                 user_templates: Path | None = None) -> Path:
+                 user_templates: Path | None = None, overwrite: bool = False) -> Path:
     """Write the review as PDF (``.pdf``) or HTML (any other suffix), atomically.
 
     Raises
@@ -55,13 +55,13 @@ def write_review(context: dict[str, Any], output: Path, vault_root: Path | None 
     """
     forbidden = (vault_root,) if vault_root else ()
     try:
-        output_target(output, forbidden, (".pdf", ".html"))
+        output_target(output, forbidden, (".pdf", ".html"), overwrite)
     except InvalidFieldError as exc:
         raise ReportError(str(exc)) from None
     html = render_html("rules_review.html.j2", context, user_templates)
     if Path(output).suffix.lower() == ".pdf":
-        return write_pdf(html, output, forbidden=forbidden)
-    target = check_output_path(output, forbidden)
+        return write_pdf(html, output, forbidden=forbidden, overwrite=overwrite)
+    target = check_output_path(output, forbidden, (".html",), overwrite)
     css = (templates_dir() / "report.css").read_text(encoding="utf-8")
     from ..vault.io import atomic_write_bytes
 

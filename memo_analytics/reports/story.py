@@ -33,7 +33,7 @@ def story_html_fragment(markdown: str) -> str:
 
 
 def write_story(session_id: str, output: Path, store: VaultStore, cwd: str | None,
-                user_templates: Path | None = None) -> dict:
+                user_templates: Path | None = None, overwrite: bool = False) -> dict:
     """Write a session's story to ``output`` (``.pdf``, ``.html`` or ``.md``) under the same
     rules as ``export_story``: from a product repository, outside it and outside the vault.
     Printed forms clip each turn to :data:`MAX_PRINTED_TURN_CHARS`.
@@ -51,7 +51,7 @@ def write_story(session_id: str, output: Path, store: VaultStore, cwd: str | Non
     if Path(output).suffix.lower() not in (".pdf", ".html", ".md"):
         raise InvalidFieldError("output", f"{output} must end with .pdf, .html or .md")
     data = story_data(store, session_id)
-    target = story_destination(store, str(output), cwd)
+    target = story_destination(store, str(output), cwd, (".pdf", ".html", ".md"), overwrite)
     suffix = target.suffix.lower()
     session = data["session"] or data["turns"][0]
     result = {"sessionId": session["sessionId"], "project": session["project"], "turns": len(data["turns"]),
@@ -64,7 +64,7 @@ def write_story(session_id: str, output: Path, store: VaultStore, cwd: str | Non
     html = render_html("story.html.j2", {"title": title, "content": Markup(story_html_fragment(markdown))},
                        user_templates)
     if suffix == ".pdf":
-        write_pdf(html, target, forbidden=(store.root,))
+        write_pdf(html, target, forbidden=(store.root,), overwrite=overwrite)
         return result
     css = (templates_dir() / "report.css").read_text(encoding="utf-8")
     atomic_write_bytes(target, html.replace('<link rel="stylesheet" href="report.css">', f"<style>{css}</style>")

@@ -141,14 +141,15 @@ def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: dat
 
 
 def render_timesheet_pdf(report: ActivityReport, output: Path, user_templates: Path | None = None,
-                         now: datetime | None = None, vault_root: Path | None = None) -> Path:
-    """Write the timesheet PDF for ``report`` to ``output`` (atomically) and return the path.
+                         now: datetime | None = None, vault_root: Path | None = None, overwrite: bool = False) -> Path:
+    """Write the timesheet PDF for ``report`` to ``output`` (atomically) and return the path;
+    an existing file is replaced only with ``overwrite``.
 
     Raises
     ------
     ReportError
         A bad output path (inside ``vault_root`` included) or template.
     """
-    check_output_path(output, (vault_root,) if vault_root else ())
+    check_output_path(output, (vault_root,) if vault_root else (), overwrite=overwrite)
     html = render_html("timesheet.html.j2", timesheet_context(report, now=now), user_templates)
-    return write_pdf(html, output, user_templates or templates_dir(), (vault_root,) if vault_root else ())
+    return write_pdf(html, output, user_templates or templates_dir(), (vault_root,) if vault_root else (), overwrite)

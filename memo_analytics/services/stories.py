@@ -137,11 +137,13 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
     return "\n".join(lines)
 
 
-def story_destination(store: VaultStore, output: str, cwd: str | Path | None) -> Path:
+def story_destination(store: VaultStore, output: str, cwd: str | Path | None,
+                      suffixes: tuple[str, ...] = (".md",), overwrite: bool = False) -> Path:
     """Where a story may be written (SPEC §5.2).
 
     The caller's ``cwd`` must be a product repository — not the vault nor inside it — and
-    the destination must lie outside that repository and outside the vault.
+    the destination must lie outside that repository and outside the vault, end with one of
+    ``suffixes``, not be a symbolic link, and not exist unless ``overwrite``.
 
     Raises
     ------
@@ -164,7 +166,7 @@ def story_destination(store: VaultStore, output: str, cwd: str | Path | None) ->
     destination = Path(output).expanduser()
     destination = destination if destination.is_absolute() else here / destination
     # refuses the vault and any git work tree, the product root among them (SPEC §2.1, §5.2)
-    return output_target(destination, (vault,))
+    return output_target(destination, (vault,), suffixes, overwrite)
 
 
 def export_story(store: VaultStore, request: ExportStoryRequest, now: datetime | None = None) -> dict[str, Any]:
@@ -187,7 +189,7 @@ def export_story(store: VaultStore, request: ExportStoryRequest, now: datetime |
     result = {"sessionId": session["sessionId"], "project": session["project"], "turns": len(data["turns"])}
     if request.output is None:
         return {**result, "markdown": markdown}
-    target = story_destination(store, request.output, request.cwd)
+    target = story_destination(store, request.output, request.cwd, overwrite=request.overwrite)
     payload = markdown.encode("utf-8")
     try:
         atomic_write_bytes(target, payload)

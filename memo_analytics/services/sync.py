@@ -14,8 +14,10 @@ remote memo daemon (``hybrid.remoteUrl``).
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -26,17 +28,22 @@ from typing import Any
 from filelock import FileLock
 
 from ..domain.clock import from_iso, to_iso, utcnow
+from ..config import MAX_BODY_BYTES
 from ..domain.errors import CorruptRecordError, InvalidFieldError
-from ..domain.records import RecordKind
 from ..domain.ids import validate_slug
+from ..domain.records import RecordKind, normalize_meta
+from ..index import store as index
 from ..vault.conflicts import keep_conflict
 from ..vault.io import atomic_write_bytes, dump_record, parse_record_text, read_json_state, write_json_state
+from ..vault.redact import IgnoreRules, looks_like_secret, redact_ignored_paths, redact_secrets
 from .store import VaultStore
 
 log = logging.getLogger("memo_analytics.sync")
 
 SYNC_DIR = "sync"
 MAX_BACKOFF_SECONDS = 300
+#: Versions of one record a pusher remembers as sent but unconfirmed (a lost answer).
+MAX_SENT_VERSIONS = 20
 CONNECT_TIMEOUT_SECONDS = 10
 
 
@@ -84,11 +91,19 @@ def _save(store: VaultStore, name: str, data: dict[str, Any]) -> None:
     write_json_state(_dir(store) / name, data)
 
 
+_URL_PASSWORD = re.compile(r"(://[^/?#@:\s]*:)[^/?#\s]*@")
+
+
+def mask_url(url: str | None) -> str | None:
+    """``url`` with a password inside it shown as ``***`` (``https://ana:***@host/``)."""
+    return _URL_PASSWORD.sub(r"\1***@", url) if url else url
+
+
 def status(store: VaultStore) -> dict[str, Any]:
     """``{mode, remoteUrl, pending, lastSuccessAt, lastError, lastErrorAt, attempts, nextRetryAt}``."""
     state = _load(store, "state.json")
     pending = len({entry["id"] for entry in _outbox(store)})
-    return {"mode": store.settings.mode, "remoteUrl": store.settings.hybrid.remote_url, "pending": pending,
+    return {"mode": store.settings.mode, "remoteUrl": mask_url(store.settings.hybrid.remote_url), "pending": pending,
             "lastSuccessAt": state.get("lastSuccessAt"), "lastError": state.get("lastError"),
             "lastErrorAt": state.get("lastErrorAt"), "attempts": state.get("attempts", 0),
             "nextRetryAt": state.get("nextRetryAt")}
@@ -104,6 +119,12 @@ def _post(url: str, payload: dict[str, Any], token: str | None, timeout: float) 
     request = urllib.request.Request(url, data=json.dumps(payload).encode("utf-8"), headers=headers, method="POST")
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (configured URL)
         return json.loads(response.read().decode("utf-8"))
+
+
+def _one_line(text: str) -> str:
+    """An error as one short line with secrets redacted (it is shown and kept in state)."""
+    line = " ".join(str(text).split())
+    return redact_secrets(line[:300] + ("…" if len(line) > 300 else ""))[0]
 
 
 def push(store: VaultStore, now: datetime | None = None, force: bool = False) -> dict[str, Any]:
@@ -126,6 +147,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             latest[entry["id"]] = entry
         batch = list(latest.values())[: store.settings.hybrid.batch_size]
         pushed_versions = _load(store, "pushed.json")
+        unconfirmed = _load(store, "sent.json")  # versions sent whose answer never came
         records = []
         for entry in batch:
             path = store.root / entry["path"]
@@ -133,14 +155,26 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                 text = path.read_text(encoding="utf-8")
             except OSError:
                 continue  # removed since: nothing to push
-            records.append({"id": entry["id"], "text": text, "base": pushed_versions.get(entry["id"])})
+            try:
+                updated = parse_record_text(text, entry["id"])[0].get("updated")
+            except CorruptRecordError:
+                updated = None  # the daemon refuses it with the reason
+            sent = [v for v in unconfirmed.get(entry["id"], []) if v != updated][-MAX_SENT_VERSIONS:]
+            records.append({"id": entry["id"], "text": text, "base": pushed_versions.get(entry["id"]), "sent": sent,
+                            "updated": updated})
+            if updated is not None:
+                unconfirmed[entry["id"]] = [*sent, updated][-MAX_SENT_VERSIONS:]
+        _save(store, "sent.json", unconfirmed)  # before sending: a lost answer is remembered
         url = store.settings.hybrid.remote_url.rstrip("/") + "/api/sync/records"
         try:
-            answer = _post(url, {"records": records}, store.settings.hybrid.token, CONNECT_TIMEOUT_SECONDS) \
-                if records else {"results": []}
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = f"HTTP {exc.code}" if isinstance(exc, urllib.error.HTTPError) else \
-                f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+            answer = _post(url, {"records": [{k: r[k] for k in ("id", "text", "base", "sent")} for r in records]},
+                           store.settings.hybrid.token, CONNECT_TIMEOUT_SECONDS) if records else {"results": []}
+            if not isinstance(answer, dict) or not isinstance(answer.get("results", []), list) \
+                    or not all(isinstance(r, dict) for r in answer.get("results", [])):
+                raise ValueError("the answer is not a memo daemon's sync answer")
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            reason = _one_line(f"HTTP {exc.code}" if isinstance(exc, urllib.error.HTTPError) else
+                               f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
             attempts = int(state.get("attempts", 0)) + 1
             state.update(lastError=reason, lastErrorAt=to_iso(now), attempts=attempts,
                          nextRetryAt=to_iso(now + timedelta(seconds=min(2 ** attempts, MAX_BACKOFF_SECONDS))))
@@ -151,15 +185,16 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         sent_updated = {entry["id"]: entry.get("updated") for entry in batch}
         for record in records:
             if record["id"] in done:
-                meta, _ = parse_record_text(record["text"], record["id"])
-                pushed_versions[record["id"]] = meta.get("updated")
+                pushed_versions[record["id"]] = record["updated"]
+                unconfirmed.pop(record["id"], None)
+        _save(store, "sent.json", unconfirmed)
         _save(store, "pushed.json", pushed_versions)
         with store.lock():  # appends happen under this lock: none is lost by the rewrite
             remaining = [e for e in _outbox(store)
                          if not (e["id"] in done and e.get("updated") == sent_updated.get(e["id"]))]
             atomic_write_bytes(_dir(store) / "outbox.jsonl",
                                "".join(json.dumps(e) + "\n" for e in remaining).encode("utf-8"))
-        state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None)
+        state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None)
         _save(store, "state.json", state)
         return {"pushed": len(done), "results": answer.get("results", []),
                 "pending": len({e["id"] for e in remaining}), "error": None}
@@ -230,29 +265,88 @@ def _start(key: str, delay: float, run) -> None:
 # ---------------------------------------------------------------- receiving (the daemon side)
 
 
+#: Largest record text a push may carry, in bytes of UTF-8: the body limit of local writes
+#: (``MAX_BODY_BYTES``) plus room for the frontmatter.
+MAX_RECORD_BYTES = MAX_BODY_BYTES + 256_000
+
+#: Frontmatter fields that name a record: never rewritten by redaction (a secret-shaped
+#: value there is refused instead).
+_IDENTITY_FIELDS = ("id", "kind", "project")
+
+
+def _clean_strings(value: Any, rules: IgnoreRules) -> Any:
+    """Capture-ignore paths, then secrets, out of every string inside ``value`` (SPEC §2.4)."""
+    if isinstance(value, str):
+        return redact_secrets(redact_ignored_paths(value, rules)[0])[0]
+    if isinstance(value, list):
+        return [_clean_strings(item, rules) for item in value]
+    if isinstance(value, dict):
+        return {key: _clean_strings(item, rules) for key, item in value.items()}
+    return value
+
+
+def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKind, dict[str, Any], str]:
+    """One pushed record through the ingress rules of local writes: size limit, a record
+    file that parses (no YAML aliases), an id that matches and names nothing secret, a
+    known kind, then capture-ignore (``captureIgnore`` globs: the daemon has no product root)
+    and secret redaction of the body and every frontmatter string (SPEC §2.4, §2.7).
+
+    Returns
+    -------
+    tuple
+        ``(kind, meta, body)`` as they will be stored.
+
+    Raises
+    ------
+    InvalidFieldError, CorruptRecordError
+        One line naming what is wrong; nothing is written.
+    """
+    validate_slug(record_id, "id")
+    if looks_like_secret(record_id):
+        raise InvalidFieldError("id", "looks like a secret (token or key)")
+    if not isinstance(text, str):
+        raise InvalidFieldError("text", "must be the record file's text")
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_RECORD_BYTES:
+        raise InvalidFieldError("text", f"is {size} bytes; the limit is {MAX_RECORD_BYTES} bytes")
+    if "\x00" in text:
+        raise InvalidFieldError("text", "contains a NUL character")
+    meta, body = parse_record_text(text, record_id)
+    if meta["id"] != record_id:
+        raise InvalidFieldError("id", f"{record_id} does not match the record's id {meta['id']}")
+    kind = RecordKind(meta["kind"])
+    validate_slug(meta["project"], "project")
+    if looks_like_secret(meta["project"]):
+        raise InvalidFieldError("project", "looks like a secret (token or key)")
+    rules = store.ignore_rules(None)
+    cleaned = {key: value if key in _IDENTITY_FIELDS else _clean_strings(value, rules) for key, value in meta.items()}
+    return kind, normalize_meta(cleaned), _clean_strings(body, rules)
+
+
 def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: datetime | None = None) -> list[dict]:
     """Upsert pushed records by id (the daemon's ``POST /api/sync/records``).
 
-    Each item ``{id, text, base}``: ``text`` is the record file; ``base`` the ``updated`` of
-    the version the pusher last pushed. Outcomes: ``applied`` (new, or the daemon still had
-    the base), ``unchanged`` (same content), ``applied, older kept as conflict`` /
-    ``kept ours, theirs kept as conflict`` (both sides changed: newer ``updated`` wins),
-    ``refused`` (the text is not a valid record; one line why). Nothing is ever lost.
+    Each item ``{id, text, base, sent}``: ``text`` is the record file; ``base`` the
+    ``updated`` of the version the daemon last confirmed to the pusher; ``sent`` the
+    ``updated`` of versions the pusher sent since without hearing back (a push whose answer
+    was lost). Every record first passes :func:`admit_record` (the rules of local writes).
+    Outcomes: ``applied`` (new, or the daemon holds one of the pusher's own versions: a
+    fast-forward), ``unchanged`` (same content; re-indexed when the index lost it),
+    ``applied, older kept as conflict`` / ``kept ours, theirs kept as conflict`` (both
+    sides changed: newer ``updated`` wins), ``refused`` (one line why). Nothing is lost.
     """
     now = now or utcnow()
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
     results = []
     for item in records:
-        record_id = str(item.get("id", ""))
+        record_id = str(item.get("id", ""))[:200]
         try:
-            validate_slug(record_id, "id")
-            meta, body = parse_record_text(str(item.get("text", "")), record_id)
-            if meta["id"] != record_id:
-                raise InvalidFieldError("id", f"{record_id} does not match the record's id {meta['id']}")
-            kind = RecordKind(meta["kind"])
+            kind, meta, body = admit_record(store, record_id, item.get("text"))
         except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
-            results.append({"id": record_id, "outcome": "refused", "reason": str(exc)})
+            results.append({"id": record_id, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
             continue
+        sent = item.get("sent") if isinstance(item.get("sent"), list) else []
+        ancestors = {value for value in [item.get("base"), *sent[:MAX_SENT_VERSIONS]] if isinstance(value, str)}
         path = store.path_for(meta["project"], kind, record_id)
         incoming = dump_record(meta, body)
         with store.lock():
@@ -261,12 +355,17 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
                 results.append({"id": record_id, "outcome": "applied"})
                 continue
             local_text = path.read_text(encoding="utf-8")
-            local_meta, local_body = parse_record_text(local_text, str(path))
-            if dump_record(local_meta, local_body) == incoming:
+            try:
+                local_meta, local_body = parse_record_text(local_text, str(path))
+            except CorruptRecordError:
+                local_meta, local_body = {}, None  # a broken live file loses to a valid version, kept beside it
+            if local_body is not None and dump_record(local_meta, local_body) == incoming:
+                if index.get_row(store.conn, record_id) is None:
+                    store.upsert(kind, meta, body)  # the file landed but its index row did not
                 results.append({"id": record_id, "outcome": "unchanged"})
                 continue
-            if item.get("base") is not None and local_meta.get("updated") == item.get("base"):
-                store.upsert(kind, meta, body)  # the daemon had what the pusher last sent: an update
+            if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors:
+                store.upsert(kind, meta, body)  # the daemon holds a version the pusher sent: fast-forward
                 results.append({"id": record_id, "outcome": "applied"})
                 continue
             if (meta.get("updated") or "") > (local_meta.get("updated") or ""):

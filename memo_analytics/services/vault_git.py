@@ -43,7 +43,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import frontmatter
 from filelock import FileLock, Timeout
 
 from ..domain.clock import EARLIEST_RECORD, parse_instant, to_iso, utcnow
@@ -52,7 +51,7 @@ from ..domain.records import RecordKind, subdir_for_kind
 from ..index import store as index
 from ..index.reindex import parse_for_index
 from ..vault.conflicts import is_conflict_file, keep_conflict
-from ..vault.io import atomic_write_bytes, read_json_state, write_json_state
+from ..vault.io import atomic_write_bytes, parse_record_text, read_json_state, write_json_state
 from ..vault.redact import redact_secrets
 from .maintenance import reindex
 from .store import VaultStore
@@ -201,7 +200,7 @@ def _commit_changes(git: _Git, trigger: str) -> list[str]:
 def _updated(data: bytes) -> datetime:
     """The frontmatter ``updated`` of a record file's bytes (the epoch when unreadable)."""
     try:
-        value = frontmatter.loads(data.decode("utf-8-sig")).metadata.get("updated")
+        value = parse_record_text(data.decode("utf-8-sig"), "merge")[0].get("updated")  # no YAML aliases
         return parse_instant(value, "updated") if value is not None else EARLIEST_RECORD
     except Exception:  # noqa: BLE001 - a broken version still loses to a readable one, never raises
         return EARLIEST_RECORD

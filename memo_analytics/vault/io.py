@@ -124,19 +124,43 @@ def parse_record_text(text: str, source: str) -> tuple[dict[str, Any], str]:
     text = text.removeprefix("\ufeff")
     if not text.startswith("---"):
         raise CorruptRecordError(source, "no YAML frontmatter")
+    metadata, content = _load_frontmatter(text, source)
+    if not isinstance(metadata, dict) or "id" not in metadata:
+        raise CorruptRecordError(source, "frontmatter has no id")
     try:
-        post = frontmatter.loads(text, handler=_YAML)
+        meta = normalize_meta({str(key): _plain(value) for key, value in metadata.items()})
+    except (ValueError, TypeError, RecursionError) as exc:
+        raise CorruptRecordError(source, str(exc).splitlines()[0]) from None
+    return meta, content
+
+
+#: Largest frontmatter a record may carry, in characters (a record's metadata is a few
+#: hundred bytes; anything near this is not a record).
+MAX_FRONTMATTER_CHARS = 256_000
+
+
+def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
+    """python-frontmatter's ``parse`` (same split and stripping) with two refusals first:
+    an oversized frontmatter, and YAML anchors or aliases (``&a`` / ``*a``): a record never
+    needs them, and a few hundred bytes of nested aliases expand into millions of nodes."""
+    text = text.strip()
+    try:
+        fm, content = _YAML.split(text)
+    except ValueError:
+        return {}, text
+    if len(fm) > MAX_FRONTMATTER_CHARS:
+        raise CorruptRecordError(source, f"frontmatter is {len(fm)} characters; the limit is {MAX_FRONTMATTER_CHARS}")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        if "&" in fm or "*" in fm:  # cheap test first: only then walk the events
+            for event in yaml.parse(fm, Loader=loader):
+                if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                    raise CorruptRecordError(source, "frontmatter uses YAML anchors or aliases, which records never hold")
+        return _YAML.load(fm), content.strip()
     except yaml.YAMLError as exc:
         raise CorruptRecordError(source, f"broken frontmatter ({str(exc).splitlines()[0]})") from None
     except (ValueError, TypeError, RecursionError) as exc:
         raise CorruptRecordError(source, f"broken frontmatter ({type(exc).__name__})") from None
-    if not isinstance(post.metadata, dict) or "id" not in post.metadata:
-        raise CorruptRecordError(source, "frontmatter has no id")
-    try:
-        meta = normalize_meta({str(key): _plain(value) for key, value in post.metadata.items()})
-    except (ValueError, TypeError, RecursionError) as exc:
-        raise CorruptRecordError(source, str(exc).splitlines()[0]) from None
-    return meta, post.content
 
 
 _PLAIN_TYPES = frozenset({str, int, bool, float, list, dict, type(None)})
@@ -161,16 +185,18 @@ def _work_tree(path: Path) -> Path | None:
     return None
 
 
-def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tuple[str, ...] = ()) -> Path:
-    """The real path an export or report will be written to (atomically).
+def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tuple[str, ...] = (),
+                  overwrite: bool = False) -> Path:
+    """The path an export or report will be written to (atomically).
 
-    A symbolic link is followed (its target is replaced, the link kept). Refused: a path
-    inside one of the ``forbidden`` folders (the vault: an export must never replace a
-    record or the index), a path inside any git work tree (nothing is written inside a
-    product repository except by rule promotion, SPEC §2.1), a suffix not in ``suffixes``
-    (when given), a missing folder, a parent that is not a folder, a symlink loop, and an
-    existing target that is not a regular file (a folder, a device such as ``/dev/null``,
-    a FIFO) — an atomic replace would destroy it.
+    Refused: a path inside one of the ``forbidden`` folders (the vault: an export must never
+    replace a record or the index), a path inside any git work tree (nothing is written
+    inside a product repository except by rule promotion, SPEC §2.1), a suffix not in
+    ``suffixes`` (the file kind's own: ``.pdf``, ``.html``, ``.md``), a missing folder, a
+    parent that is not a folder, a symbolic link at the destination (never followed: it
+    could point anywhere), and an existing file unless ``overwrite`` (``--force`` /
+    ``overwrite: true``); an existing target that is not a regular file (a folder, a
+    device such as ``/dev/null``, a FIFO) is refused even then.
 
     Raises
     ------
@@ -185,7 +211,7 @@ def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tupl
         output = Path(output).expanduser()
         if "\x00" in str(output) or "\n" in str(output):
             raise InvalidFieldError("output", "contains a NUL or newline character")
-        target = output.resolve() if output.is_symlink() else Path(os.path.abspath(output))
+        target = Path(os.path.abspath(output))
         real = target.parent.resolve() / target.name
         for folder in forbidden:
             if real.is_relative_to(Path(folder).resolve()):
@@ -201,9 +227,13 @@ def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tupl
         if repository is not None:
             raise InvalidFieldError("output", f"{output} is inside the git repository {repository}; "
                                               "write reports and exports outside repositories")
+        if target.is_symlink():
+            raise InvalidFieldError("output", f"{output} is a symbolic link; give the path of a regular file")
         if target.exists() and not target.is_file():
             kind = "a folder" if target.is_dir() else "not a regular file"
             raise InvalidFieldError("output", f"{output} is {kind}")
+        if target.exists() and not overwrite:
+            raise InvalidFieldError("output", f"{output} already exists; pass --force (overwrite: true) to replace it")
     except (RuntimeError, OSError, ValueError) as exc:
         raise InvalidFieldError("output", f"{output} ({exc})") from None
     return target

@@ -63,7 +63,8 @@ class Server:
 
     def request(self, path: str, data: dict | None = None, headers: dict | None = None):
         body = json.dumps(data).encode() if data is not None else None
-        req = urllib.request.Request(self.base + path, data=body, headers=headers or {},
+        headers = {**({"Content-Type": "application/json"} if body is not None else {}), **(headers or {})}
+        req = urllib.request.Request(self.base + path, data=body, headers=headers,
                                      method="POST" if data is not None else "GET")
         try:
             with urllib.request.urlopen(req, timeout=30) as response:
@@ -166,7 +167,7 @@ def test_story_download_is_markdown_with_a_safe_file_name(seeded):
     ("/api/prompts/sessions/s1", None, 400, "Invalid project: required"),
     ("/api/prompts/sessions/s1?project=api", None, 404, "Record not found: s1"),
     ("/api/prompts/derive-rules", {"format": "<script>x</script>"}, 400, "Invalid format"),
-    ("/api/prompts/derive-rules", {"promote": "CLAUDE.md"}, 400, "Invalid promote: not over HTTP"),
+    ("/api/prompts/derive-rules", {"promote": "CLAUDE.md"}, 400, "Invalid promote: not accepted here"),
     ("/api/digest/apply", {"item": "session_stalled:ghost", "fingerprint": "x"}, 400, "is not in the digest"),
     ("/api/digest/apply", {"item": "x"}, 400, "Invalid fingerprint"),
     ("/api/prompts?q=invoices", None, 400, "Invalid query parameter 'q': this endpoint reads project, query"),

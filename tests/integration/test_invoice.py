@@ -140,7 +140,7 @@ def test_printed_lines_are_hours_times_rate_and_totals_are_their_sums(vault, con
 
 def test_session_lines_match_the_timesheet_rows_and_print_cjk_in_a_cjk_font(vault, config, tmp_path):
     pdf = tmp_path / "invoice.pdf"
-    memo("report", "invoice", "--all", "--client", "ACME CORP", "--tz", "UTC", "--lines", "session",
+    memo("report", "invoice", "--all", "--force", "--client", "ACME CORP", "--tz", "UTC", "--lines", "session",
          "--number", "2026-0042", "--issued", "2026-04-01", "-o", str(pdf), vault=vault, env=config)
     text = pdf_text(pdf)
     # the summary wraps inside its cell: compare without line breaks
@@ -164,7 +164,7 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
     store.close()
     pdf = tmp_path / "invoice.pdf"
     pdf.write_bytes(b"previous invoice")
-    proc = memo("report", "invoice", "--all", "-o", str(pdf), vault=vault, env=config, check=False)
+    proc = memo("report", "invoice", "--all", "--force", "-o", str(pdf), vault=vault, env=config, check=False)
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
     assert proc.stderr.strip() == (
         f"error: Invalid clients.\"internal\".hourlyRate: no billing terms for clients 'internal', 'Umbrella'; set "
@@ -172,7 +172,7 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
         "with --client")
     assert pdf.read_bytes() == b"previous invoice"
     # the priced clients alone are invoiced
-    memo("report", "invoice", "--all", "--client", "globex", "-o", str(pdf), vault=vault, env=config)
+    memo("report", "invoice", "--all", "--force", "--client", "globex", "-o", str(pdf), vault=vault, env=config)
     assert check_invoice_arithmetic(pdf_text(pdf)) == {"USD": (Decimal("1.12"), Decimal("107.02"))}
 
 
@@ -183,7 +183,7 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
 ])
 def test_refused_requests_write_nothing(vault, config, tmp_path, args, starts):
     pdf = tmp_path / "invoice.pdf"
-    proc = memo("report", "invoice", "--all", "-o", str(pdf), *args, vault=vault, env=config, check=False)
+    proc = memo("report", "invoice", "--all", "--force", "-o", str(pdf), *args, vault=vault, env=config, check=False)
     assert proc.returncode == 1 and proc.stderr.strip() == starts and not pdf.exists()
 
 
@@ -199,7 +199,7 @@ def test_the_config_templates_folder_overrides_both_reports_and_the_stylesheet(v
         "<p>Total billable hours: {{ total_hours }}</p></body></html>", encoding="utf-8")
     (folder / "report.css").write_text('h1::after { content: " CSS-MARKER"; }', encoding="utf-8")
     invoice, timesheet = tmp_path / "i.pdf", tmp_path / "t.pdf"
-    memo("report", "invoice", "--all", "--client", "globex", "-o", str(invoice), vault=vault, env=config)
+    memo("report", "invoice", "--all", "--force", "--client", "globex", "-o", str(invoice), vault=vault, env=config)
     memo("report", "timesheet", "--all", "-o", str(timesheet), vault=vault, env=config)
     text = pdf_text(invoice)
     assert "MARKER Hooli LLC" in text and "Draft invoice CSS-MARKER" in text
@@ -208,7 +208,7 @@ def test_the_config_templates_folder_overrides_both_reports_and_the_stylesheet(v
     # --templates names another folder for one run; our templates fill in what it lacks
     other = tmp_path / "other"
     other.mkdir()
-    memo("report", "invoice", "--all", "--client", "globex", "-o", str(invoice), "--templates", str(other),
+    memo("report", "invoice", "--all", "--force", "--client", "globex", "-o", str(invoice), "--templates", str(other),
          vault=vault, env=config)
     assert "MARKER" not in pdf_text(invoice) and "Client: Globex" in pdf_text(invoice)
 
@@ -224,7 +224,7 @@ def test_a_broken_user_template_is_one_line_and_writes_nothing(vault, config, tm
     (tmp_path / "templates" / "invoice.html.j2").write_text(template, encoding="utf-8")
     pdf = tmp_path / "invoice.pdf"
     pdf.write_bytes(b"previous invoice")
-    proc = memo("report", "invoice", "--all", "--client", "globex", "-o", str(pdf), vault=vault, env=config,
+    proc = memo("report", "invoice", "--all", "--force", "--client", "globex", "-o", str(pdf), vault=vault, env=config,
                 check=False)
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert proc.stderr.startswith(starts), proc.stderr
@@ -235,7 +235,7 @@ def test_a_missing_templates_folder_in_the_config_is_refused(vault, tmp_path):
     path = tmp_path / "config.toml"
     path.write_text(CONFIG.format(templates=tmp_path / "gone"), encoding="utf-8")
     for command in ("invoice", "timesheet"):
-        proc = memo("report", command, "--all", "--client", "globex", "-o", str(tmp_path / "x.pdf"), vault=vault,
+        proc = memo("report", command, "--all", "--force", "--client", "globex", "-o", str(tmp_path / "x.pdf"), vault=vault,
                     env={"MEMO_CONFIG": str(path)}, check=False)
         assert proc.returncode == 1 and proc.stderr.strip().startswith("error: Invalid templatesDir (")
         assert proc.stderr.strip().endswith(f"{tmp_path / 'gone'} is not a folder") and proc.stderr.count("\n") == 1

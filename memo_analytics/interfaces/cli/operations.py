@@ -127,7 +127,7 @@ def demo(
     state._store = None
     counts = build_demo_vault(state.store)
     report = activity_report(state.store, ActivityRequest(projects=None, tz=tz))
-    pdf = render_timesheet_pdf(report, out_dir / "timesheet.pdf")
+    pdf = render_timesheet_pdf(report, out_dir / "timesheet.pdf", overwrite=True)  # the demo's own folder
     if state.json:
         _emit({"vault": str(vault), "timesheet": str(pdf), **counts, "activity": report.wire()}, lambda _: None)
         return

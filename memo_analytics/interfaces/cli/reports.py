@@ -122,10 +122,12 @@ def report_timesheet(
     client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
+    force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """PDF timesheet: one row per billable session, subtotals per client, the grand total."""
     report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
-    path = render_timesheet_pdf(report, output, _user_templates(templates), vault_root=state.store.root)
+    path = render_timesheet_pdf(report, output, _user_templates(templates), vault_root=state.store.root,
+                                overwrite=force)
     result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
               "totalBillableHours": report.total_billable_hours, "timezone": report.wire()["timezone"]}
     _emit(result, lambda r: out.print(f"wrote {r['output']}: total billable {r['totalBillableHours']:.2f} h "
@@ -145,6 +147,7 @@ def report_invoice(
     number: Optional[str] = typer.Option(None, "--number", help="Invoice number (without it: a draft invoice)."),
     issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: today)."),
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
+    force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """PDF invoice: hours × each client's hourly rate (config [clients."<name>"]), one total per currency."""
     if lines not in LINE_MODES:
@@ -153,7 +156,7 @@ def report_invoice(
     path, invoice = render_invoice_pdf(
         report, state.settings, output, lines=lines, number=number.strip() if number and number.strip() else None,
         issued=parse_issued(issued, report), user_templates=_user_templates(templates),
-        vault_root=state.store.root, config=str(config_path()))
+        vault_root=state.store.root, config=str(config_path()), overwrite=force)
     result = {
         "output": str(path),
         "totalBillableHours": float(invoice.hours),

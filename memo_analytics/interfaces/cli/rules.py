@@ -35,11 +35,12 @@ def report_rules(
                                           "repository (run from it): CLAUDE.md, GEMINI.md, "
                                           ".github/copilot-instructions.md or .cursor/rules/<name>.mdc."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a review report: .pdf or .html."),
+    force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """Derive rules from what people keep telling their agents; review, save as traps, promote."""
     _check_scope(project, all_projects)
     if output is not None:  # refuse a bad review path before any trap is saved or file promoted
-        output_target(output, (state.settings.vault_root,), (".pdf", ".html"))
+        output_target(output, (state.settings.vault_root,), (".pdf", ".html"), force)
     request = _build(DeriveRulesRequest, project=project, cross_project=all_projects, cwd=str(Path.cwd()),
                      session_id=session_id, since=since, until=until, min_confidence=min_confidence, limit=limit,
                      save_traps=save_traps, format=fmt, promote=promote)
@@ -47,7 +48,7 @@ def report_rules(
     if output is not None:
         scope = _scope_line(state.store.scope(project, all_projects, Path.cwd()), bool(project or all_projects))
         written = write_review(review_context(state.store, result, scope, TRAP_THRESHOLD), output,
-                               state.settings.vault_root, state.settings.templates_dir)
+                               state.settings.vault_root, state.settings.templates_dir, force)
         result = {**result, "review": str(written)}
 
     def human(r: dict[str, Any]) -> None:
@@ -75,7 +76,8 @@ def report_story(
     session_id: str = typer.Argument(..., help="Session id."),
     output: Path = typer.Option(..., "--output", "-o", help="The file: .pdf, .html or .md (outside the product "
                                                             "repository and the vault)."),
+    force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """A session's intent story as a printable PDF (or HTML / Markdown)."""
-    result = write_story(session_id, output, state.store, str(Path.cwd()), state.settings.templates_dir)
+    result = write_story(session_id, output, state.store, str(Path.cwd()), state.settings.templates_dir, force)
     _emit(result, lambda r: out.print(_safe(f"wrote {r['path']} ({r['turns']} turns)")))
