@@ -4,7 +4,7 @@ Two passes, in this order:
 
 1. our own patterns for multi-line and vendor formats the maintained detector misses or
    only half-catches (private key blocks, GitHub fine-grained tokens, OpenAI/Anthropic
-   keys, passwords inside URLs ...);
+   keys, Mailgun, Databricks and whole Discord bot tokens, passwords inside URLs ...);
 2. the maintained detector `detect-secrets` with its regex plugins (cloud keys, VCS
    tokens, chat tokens, JWTs, keyword assignments such as ``password = "..."``). Its
    high-entropy plugins are left off: on prose and code they flag ordinary words.
@@ -70,6 +70,23 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0, ('_v1_',)),
     ("google-oauth-secret", re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}"), 0, ('gocspx-',)),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0, ('eyj',)),
+    # Mailgun private API key (gitleaks mailgun-private-api-token; older keys are alphanumeric)
+    ("mailgun-api-key", re.compile(r"(?<![A-Za-z0-9])key-(?=[A-Za-z0-9]{0,31}\d)(?=[A-Za-z0-9]{0,31}[A-Za-z])[A-Za-z0-9]{32}(?![\w-])"), 0, ('key-',)),
+    # Databricks personal access token (gitleaks databricks-api-token): hex, an optional -N suffix
+    ("databricks-token", re.compile(r"(?<![A-Za-z0-9])dapi[a-f0-9]{32}(?:-\d{1,2})?(?![\w-])"), 0, ('dapi',)),
+    # Discord bot token: id.timestamp.HMAC. The id part is base64 of the bot's decimal id, so
+    # it opens with [MNO] and then [DTjz] (an ASCII digit's high bits) and holds no '-' or '_';
+    # 6 chars of timestamp; 27-38 of HMAC. With a digit and a lower-case letter: not a dotted name.
+    # The only literal every such token holds is its dot, hence the anchor.
+    (
+        "discord-bot-token",
+        re.compile(
+            r"[MNO](?<![\w.-][MNO])(?=[\w.-]*\d)(?=[\w.-]*[a-z])"
+            r"[DTjz][A-Za-z0-9]{22,26}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![\w-]|\.[\w-])"
+        ),
+        0,
+        ('.',),
+    ),
     # user:password@host — the password may hold '@'; the host may not
     ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@\[\]]*:([^\s/\[\]]+)@[^\s/@]+"), 1, ('://',)),
     ("authorization", re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([A-Za-z0-9+/=._~-]{8,})"), 1, ('authorization',)),
