@@ -190,8 +190,11 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         _save(store, "sent.json", unconfirmed)
         _save(store, "pushed.json", pushed_versions)
         with store.lock():  # appends happen under this lock: none is lost by the rewrite
-            remaining = [e for e in _outbox(store)
-                         if not (e["id"] in done and e.get("updated") == sent_updated.get(e["id"]))]
+            # every line read before the push is delivered with its record's newest version;
+            # a write made while the push ran stays queued
+            read = {(e["id"], e.get("updated")) for e in entries}
+            remaining = [e for e in _outbox(store) if not (e["id"] in done and (e["id"], e.get("updated")) in read
+                                                            and sent_updated.get(e["id"]) is not None)]
             atomic_write_bytes(_dir(store) / "outbox.jsonl",
                                "".join(json.dumps(e) + "\n" for e in remaining).encode("utf-8"))
         state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None)
