@@ -583,7 +583,7 @@ _LOGGED_SECRET = re.compile(
 def redact_log_text(text: str) -> str:
     """``text`` of a log line with tokens masked: ``?token=``, ``Authorization``/``X-Memo-Token``
     header values, bearer tokens, then any secret shape :func:`redact_secrets` knows."""
-    masked = _LOGGED_SECRET.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "***", text)
+    masked = _LOGGED_SECRET.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "[REDACTED:token]", text)
     return redact_secrets(masked)[0]
 
 
