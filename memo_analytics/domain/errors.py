@@ -93,6 +93,16 @@ class IndexDamagedError(MemoError):
         super().__init__(f"The index {path} is damaged ({reason}); run `memo reindex` to rebuild it")
 
 
+class IndexReadOnlyError(MemoError):
+    """The index file, its WAL files or the ``.memo`` folder cannot be written (a read-only
+    file, folder or file system). The index is never moved or rebuilt then: the person
+    decides (make it writable, or copy the vault elsewhere)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"index is read-only: {path}")
+
+
 class VaultBusyError(MemoError):
     """Another process held the vault lock for longer than the timeout."""
 

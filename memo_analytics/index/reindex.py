@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
 import sqlite3
+import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -15,8 +20,9 @@ from ..domain.records import subdir_for_kind
 from ..vault.io import read_record
 from ..vault.layout import VaultLayout
 from ..vault.redact import redact_secrets
-from .store import (clear, create_secondary_indexes, drop_secondary_indexes, index_row, insert_fresh, recount,
-                    transaction)
+from .folders import disk_stamps
+from .store import (create_secondary_indexes, drop_secondary_indexes, index_row, insert_fresh, recount, reset_schema,
+                    set_folder_stamps, transaction)
 
 #: Below this many files the rebuild parses in-process; above, on every core.
 PARALLEL_FROM = 2_000
@@ -93,13 +99,45 @@ def _rows_chunk(paths: list[Path], root: Path, redact: bool) -> list[tuple]:
     return [_row_for(path, root, redact) for path in paths]
 
 
+_PR_SET_PDEATHSIG = 1
+#: How often (s) a worker checks that the process that started it still runs.
+WATCHDOG_INTERVAL_S = 0.5
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: a worker ends as soon as the process that started it ends.
+
+    On Linux the kernel sends the worker SIGKILL when its parent dies
+    (``PR_SET_PDEATHSIG``, through ``prctl``); everywhere a daemon thread checks every
+    :data:`WATCHDOG_INTERVAL_S` seconds that the parent is still its parent and exits
+    otherwise. So a ``memo reindex`` killed by SIGKILL or SIGTERM leaves no worker behind
+    (a left worker would go on parsing, and hold the vault lock it inherited).
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no prctl in this libc: the watchdog alone
+            pass
+    if os.getppid() != parent_pid:  # the parent died before the line above ran
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), name="memo-parent-watchdog", daemon=True).start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while True:
+        time.sleep(WATCHDOG_INTERVAL_S)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+
 def _rows(files: list[Path], root: Path, redact: bool) -> Iterator[tuple[Path, tuple]]:
     if len(files) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
         for path in files:
             yield path, _row_for(path, root, redact)
         return
     chunks = [files[i : i + _CHUNK] for i in range(0, len(files), _CHUNK)]
-    with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=get_context("fork")) as pool:
+    with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=get_context("fork"),
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
         results = pool.map(_rows_chunk, chunks, [root] * len(chunks), [redact] * len(chunks))
         for chunk, rows in zip(chunks, results):
             yield from zip(chunk, rows)
@@ -118,15 +156,18 @@ def rebuild(
     left byte-for-byte untouched. With ``redact`` every body and every free-text
     frontmatter value passes secret redaction before it enters the index, so a secret
     pasted into a file by hand never reaches the index or a report. Files are parsed on
-    every core for large vaults; the rebuild is one transaction, so readers never see a
-    half-built index.
+    every core for large vaults (the workers die with this process); the rebuild is one
+    transaction, so readers never see a half-built index. The schema is created anew
+    (whatever version the file had) and every record folder's modification time is
+    recorded as the state the index now reflects (:mod:`memo_analytics.index.folders`).
     """
+    stamps = disk_stamps(layout)  # before listing: a file arriving meanwhile leaves a newer time
     files = layout.record_files()
     result = ReindexResult()
     seen: dict[str, Path] = {}
     batch: list[tuple[int, tuple, str | None, str | None]] = []
     with transaction(conn):
-        clear(conn)
+        reset_schema(conn)
         drop_secondary_indexes(conn)
         for number, (path, item) in enumerate(_rows(files, layout.root, redact), 1):
             if item[0] == "error":
@@ -145,4 +186,5 @@ def rebuild(
         insert_fresh(conn, batch)
         create_secondary_indexes(conn)
         recount(conn)
+        set_folder_stamps(conn, dict(stamps))
     return result

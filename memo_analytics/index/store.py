@@ -15,7 +15,9 @@ from typing import Any, Iterator
 
 from .query import PromptFilter, build_where, fts_match_expression, fts_text
 
-SCHEMA_VERSION = 5
+#: Version of the schema below (``PRAGMA user_version``); an index of another version is
+#: rebuilt from the files on open (it is a cache).
+SCHEMA_VERSION = 6
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
@@ -52,6 +54,10 @@ CREATE TABLE IF NOT EXISTS record_counts (
     n INTEGER NOT NULL,
     PRIMARY KEY (project, kind)
 );
+CREATE TABLE IF NOT EXISTS folder_stamps (
+    folder TEXT PRIMARY KEY,
+    mtime_ns INTEGER NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
     id UNINDEXED, body, summary, tokenize = 'unicode61 remove_diacritics 2'
 );
@@ -78,23 +84,66 @@ _COLUMNS = {
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """Open (and create) the index at ``path``: WAL mode, 30 s busy timeout, schema applied."""
+    """Open (and create) the index at ``path``: WAL mode, 30 s busy timeout.
+
+    A new (or empty) database gets the schema; an existing one is left as it is, whatever
+    its version: :func:`schema_problem` says whether it is usable, and a rebuild
+    (:func:`reset_schema`) makes it so.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 30000")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    conn.executescript(_SCHEMA)
-    if 0 < version < SCHEMA_VERSION:
-        _migrate(conn)
-    if version < 4:
-        with transaction(conn):  # counts arrive with schema 4: derive them once
-            conn.execute("DELETE FROM record_counts")
-            conn.execute("INSERT INTO record_counts SELECT project, kind, COUNT(*) FROM records GROUP BY project, kind")
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+        with transaction(conn):
+            _create_schema(conn)
     return conn
+
+
+#: Columns ``records`` must have (in this order) for this version of the code.
+_RECORD_COLUMNS = ("id", "kind", "project", "path", *[c for c in _COLUMNS.values() if c not in ("id", "kind", "project")],
+                   "deliverables", "tags", "meta", "body")
+
+
+def schema_problem(conn: sqlite3.Connection) -> str | None:
+    """Why the index's schema is not the one this code reads and writes (another
+    ``user_version``, a missing table, other columns), or None. Reads the catalogue only:
+    well under a millisecond."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version != SCHEMA_VERSION:
+        return f"schema is version {version} (this memo uses {SCHEMA_VERSION})"
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = sorted({"records", "record_counts", "folder_stamps", "records_fts"} - tables)
+    if missing:
+        return f"table {missing[0]} is missing"
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(records)")}
+    if not set(_RECORD_COLUMNS) <= columns:
+        return f"table records lacks {sorted(set(_RECORD_COLUMNS) - columns)[0]}"
+    return None
+
+
+def _statements(script: str) -> list[str]:
+    return [part.strip() for part in script.split(";\n") if part.strip()]
+
+
+def _create_schema(conn: sqlite3.Connection) -> None:
+    # one statement at a time: executescript would commit the caller's transaction
+    for statement in _statements(_SCHEMA):
+        conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+def reset_schema(conn: sqlite3.Connection) -> None:
+    """Drop every table of the index and create the current schema, empty (inside the
+    rebuild's :func:`transaction`, so readers see the old index until the new one is
+    committed)."""
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                        "AND name NOT LIKE 'sqlite_%' AND name NOT LIKE 'records_fts_%'")]
+    for name in names:
+        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+    _create_schema(conn)
 
 
 def connect_readonly(path: Path) -> sqlite3.Connection:
@@ -114,17 +163,6 @@ def connect_empty() -> sqlite3.Connection:
     conn.row_factory = sqlite3.Row
     conn.executescript(_SCHEMA)
     return conn
-
-
-def _migrate(conn: sqlite3.Connection) -> None:
-    """Older schema: ``records_fts`` must hold the current :func:`fts_text`; refill it."""
-    with transaction(conn):
-        conn.execute("DELETE FROM records_fts")
-        rows = conn.execute("SELECT rowid, id, body, summary FROM records WHERE kind IN ('prompt', 'session')")
-        conn.executemany(
-            "INSERT INTO records_fts (rowid, id, body, summary) VALUES (?, ?, ?, ?)",
-            [(r[0], r[1], fts_text(r[2] or ""), fts_text(r[3] or "")) for r in rows.fetchall()],
-        )
 
 
 @contextmanager
@@ -322,6 +360,72 @@ def clear(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM records")
     conn.execute("DELETE FROM records_fts")
     conn.execute("DELETE FROM record_counts")
+    conn.execute("DELETE FROM folder_stamps")
+
+
+def delete_record(conn: sqlite3.Connection, record_id: str) -> bool:
+    """Remove one record's rows (its file is gone); True when there was one. Call inside
+    :func:`transaction`."""
+    row = conn.execute("SELECT rowid, project, kind FROM records WHERE id = ?", (record_id,)).fetchone()
+    if row is None:
+        return False
+    conn.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
+    conn.execute("DELETE FROM records WHERE rowid = ?", (row[0],))
+    _count(conn, row[1], row[2], -1)
+    return True
+
+
+def folder_rows(conn: sqlite3.Connection, project: str, kind: str) -> dict[str, str]:
+    """``{id: path}`` of every indexed record of one kind in one project."""
+    return {r[0]: r[1] for r in conn.execute("SELECT id, path FROM records WHERE kind = ? AND project = ?",
+                                             (kind, project))}
+
+
+def has_rows(conn: sqlite3.Connection) -> bool:
+    """Whether the index holds any record."""
+    return conn.execute("SELECT 1 FROM records LIMIT 1").fetchone() is not None
+
+
+# ---------------------------------------------------------------- folder stamps
+# The modification time (ns) of each record folder (``<project>/<subdir>``) as it was when
+# the index last took in every change of that folder. A folder whose time differs on disk
+# was changed by something that did not update the index (a writer killed between its
+# rename and its index update, a hand edit that adds or removes files, a git pull).
+
+
+def folder_stamps(conn: sqlite3.Connection) -> dict[str, int]:
+    """``{"<project>/<subdir>": mtime_ns}`` of every folder the index is up to date with."""
+    return {r[0]: r[1] for r in conn.execute("SELECT folder, mtime_ns FROM folder_stamps")}
+
+
+def folder_stamp(conn: sqlite3.Connection, folder: str) -> int | None:
+    """The stamp of one folder (``<project>/<subdir>``), or None when it has none."""
+    row = conn.execute("SELECT mtime_ns FROM folder_stamps WHERE folder = ?", (folder,)).fetchone()
+    return row[0] if row is not None else None
+
+
+def set_folder_stamps(conn: sqlite3.Connection, stamps: dict[str, int | None]) -> None:
+    """Record folder stamps (None removes a folder's stamp); inside :func:`transaction`."""
+    for folder, mtime_ns in stamps.items():
+        if mtime_ns is None:
+            conn.execute("DELETE FROM folder_stamps WHERE folder = ?", (folder,))
+        else:
+            conn.execute("INSERT INTO folder_stamps (folder, mtime_ns) VALUES (?, ?) "
+                         "ON CONFLICT(folder) DO UPDATE SET mtime_ns = excluded.mtime_ns", (folder, mtime_ns))
+
+
+def session_turn_span(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
+    """``(number of distinct turns, highest turn)`` indexed for ``session_id`` ((0, 0) when
+    none): equal when the turns are 1…n without a gap. One probe of the session index."""
+    row = conn.execute("SELECT count(DISTINCT turn), coalesce(max(turn), 0) FROM records "
+                       "WHERE kind = 'prompt' AND session_id = ? AND turn IS NOT NULL", (session_id,)).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def session_turn_numbers(conn: sqlite3.Connection, session_id: str) -> set[int]:
+    """The turn numbers indexed for ``session_id`` (SPEC §2.4)."""
+    return {r[0] for r in conn.execute(
+        "SELECT turn FROM records WHERE kind = 'prompt' AND session_id = ? AND turn IS NOT NULL", (session_id,))}
 
 
 def texts_containing(conn: sqlite3.Connection, kind: str, flt: PromptFilter, words: list[str]) -> list[sqlite3.Row]:

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Callable
 
 from ..domain.clock import utcnow
-from ..domain.errors import IndexDamagedError
+from ..domain.errors import IndexDamagedError, IndexReadOnlyError
 from ..index.reindex import ReindexResult, rebuild
 from .store import VaultStore
 
@@ -17,28 +17,35 @@ def reindex(store: VaultStore, progress: Callable[[int, int], None] | None = Non
 
     Temporary files left by an interrupted write are removed (under the lock no write is
     in flight) and counted in ``removedTempFiles``. A damaged index file (not a SQLite
-    database) is set aside as ``index.sqlite.damaged-<UTC stamp>`` and built anew.
-    Bodies are passed through secret redaction on their way into the index. Every project's
-    compiled views are regenerated afterwards.
+    database, or malformed inside) is set aside as ``index.sqlite.damaged-<UTC stamp>``
+    and built anew; an index of another schema version is rebuilt in place. Bodies are
+    passed through secret redaction on their way into the index. Every project's compiled
+    views are regenerated afterwards.
+
+    Raises
+    ------
+    IndexReadOnlyError
+        The index (or its folder) cannot be written: nothing is moved or rebuilt.
     """
+    if store.index_read_only():
+        raise IndexReadOnlyError(str(store.layout.index_path))
     with store.lock():
         removed = 0
         for temp in store.layout.temp_files():
             temp.unlink(missing_ok=True)
             removed += 1
         try:
-            conn = store.conn
-            conn.execute("SELECT COUNT(*) FROM records").fetchone()
-        except (sqlite3.DatabaseError, IndexDamagedError):
+            conn = store.open_for_rebuild()
+            result = rebuild(conn, store.layout, progress, redact=True)
+        except (sqlite3.DatabaseError, IndexDamagedError) as exc:
+            if isinstance(exc, sqlite3.DatabaseError):
+                error = store.index_error(exc)
+                if not isinstance(error, IndexDamagedError):
+                    raise error from None
             store.close()
-            stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
-            index = store.layout.index_path
-            for suffix in ("", "-wal", "-shm"):
-                damaged = index.with_name(index.name + suffix)
-                if damaged.exists():
-                    os.replace(damaged, damaged.with_name(f"{index.name}.damaged-{stamp}{suffix}"))
-            conn = store.conn
-        result = rebuild(conn, store.layout, progress, redact=True)
+            _set_aside(store)
+            conn = store.open_for_rebuild()
+            result = rebuild(conn, store.layout, progress, redact=True)
         conn.execute("PRAGMA analysis_limit = 1000")  # sampled statistics: bounded time on any vault
         conn.execute("ANALYZE")  # fresh statistics for the query planner
         result.removed_temp_files = removed
@@ -46,3 +53,13 @@ def reindex(store: VaultStore, progress: Callable[[int, int], None] | None = Non
         for project in projects:
             store.refresh_views(project)
         return result
+
+
+def _set_aside(store: VaultStore) -> None:
+    """Move a damaged index (and its WAL files) aside as ``index.sqlite.damaged-<stamp>``."""
+    stamp = utcnow().strftime("%Y%m%dT%H%M%SZ")
+    index = store.layout.index_path
+    for suffix in ("", "-wal", "-shm"):
+        damaged = index.with_name(index.name + suffix)
+        if damaged.exists():
+            os.replace(damaged, damaged.with_name(f"{index.name}.damaged-{stamp}{suffix}"))

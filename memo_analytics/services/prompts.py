@@ -8,7 +8,7 @@ from typing import Any
 
 from ..config import MAX_BODY_BYTES
 from ..domain.clock import parse_bounds, parse_record_instant, to_iso, utcnow
-from ..domain.errors import InvalidFieldError, RecordNotFoundError
+from ..domain.errors import CorruptRecordError, InvalidFieldError, RecordNotFoundError
 from ..domain.ids import (
     prompt_id,
     session_record_id,
@@ -92,7 +92,11 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     """Record one turn (SPEC §2.2–§2.4).
 
     With ``session_id`` and no ``turn`` the turn is ``max(existing) + 1``, allocated and
-    written under the vault lock. Client, billable and task slug default to the session's.
+    written under the vault lock; turn files above the highest indexed turn (a writer
+    killed before its index update) are indexed and stepped over, never overwritten, and an
+    existing turn file is always indexed before it is returned (``skip_existing``) or
+    refused. (Missing rows below the highest turn are taken in by ``session_start`` and
+    ``session_end``.) Client, billable and task slug default to the session's.
     Branch and commit default to the ``cwd`` repository's HEAD. Before anything is written
     the body passes capture-ignore path redaction (the product
     root of ``cwd``: its ``.memoignore`` plus configured globs), then secret redaction.
@@ -128,10 +132,15 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
         if session_id and turn is None:
             turn = index.max_turn(store.conn, session_id) + 1
             while store.path_for(project, RecordKind.PROMPT, prompt_id(session_id, turn, now)).exists():
-                turn += 1  # the index lags the files (crash before indexing): never overwrite
+                try:  # the index lags the files (a writer killed before indexing): index it, never overwrite it
+                    store.ensure_indexed(RecordKind.PROMPT, project, prompt_id(session_id, turn, now))
+                except CorruptRecordError:
+                    pass  # a file that cannot be used is stepped over, untouched
+                turn += 1
         record_id = validate_slug(prompt_id(session_id, turn, now), "id")
         existing = store.read(project, RecordKind.PROMPT, record_id)
         if existing is not None:
+            store.ensure_indexed(RecordKind.PROMPT, project, record_id)  # the file is there: so is its row
             if request.skip_existing:
                 meta, old_body = existing
                 return {**meta, "body": old_body}

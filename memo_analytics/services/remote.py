@@ -8,7 +8,9 @@ call names them; then ``cwd`` is dropped.
 
 from __future__ import annotations
 
+import http.client
 import json
+import re
 import urllib.error
 import urllib.request
 from typing import Any
@@ -16,6 +18,11 @@ from typing import Any
 from ..config import Settings
 from ..domain.errors import MemoError
 from .store import git_head, project_from_cwd, repository_root
+
+
+def mask_url(url: str | None) -> str | None:
+    """``url`` with a password inside it shown as ``***``."""
+    return re.sub(r"(://[^/?#@:\s]*:)[^/?#\s]*@", r"\1***@", url) if url else url
 
 
 def _localize(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -58,5 +65,8 @@ def call(settings: Settings, arguments: dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             message = f"HTTP {exc.code}"
         raise MemoError(message) from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise MemoError(f"Remote daemon {settings.remote.url} unreachable: {getattr(exc, 'reason', exc)}") from None
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+        reason = " ".join(str(getattr(exc, "reason", exc) or type(exc).__name__).split())[:200]
+        raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} unreachable: {reason}") from None
+    except ValueError:
+        raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} answered something that is not JSON") from None

@@ -53,6 +53,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
 
     A new session id ``{timestamp}-{6 hex}`` is generated when none is given. Restarting
     an active session keeps its ``startTime, created, taskSlug, client, billable, summary``.
+    Turn files of the session that a killed writer left unindexed are indexed first.
 
     Returns
     -------
@@ -77,9 +78,11 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
     start = to_iso(start_at)
     record_id = session_record_id(session_id)
     with store.lock():
+        store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         existing = store.read(project, RecordKind.SESSION, record_id)
         old = existing[0] if existing else {}
         if old.get("status") == "completed":
+            store.ensure_indexed(RecordKind.SESSION, project, record_id, meta=old)
             raise SessionCompletedError(session_id)
         session = Session(
             id=record_id,
@@ -126,6 +129,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
     whole minutes; re-ending a completed session keeps its duration (unless an importer
     asks to recompute it from a grown transcript). New deliverables (``pr`` adds
     ``{type: 'pr', url, title}``) merge into existing ones by ``(url, sha, type)``.
+    Turn files of the session that a killed writer left unindexed are indexed first.
 
     Raises
     ------
@@ -144,6 +148,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
         existing = store.read(project, RecordKind.SESSION, record_id) if project else None
         if existing is None:
             raise SessionNotStartedError(session_id)
+        store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         meta, body = existing
         end = parse_record_instant(request.until, "until", store.zone) if request.until else now
         if end > now + MAX_CLOCK_SKEW:

@@ -2,31 +2,45 @@
 
 Every mutation goes through :meth:`VaultStore.upsert` under the re-entrant vault lock:
 the Markdown file is written atomically first (the source of truth), then the index row
-and its ``records_fts`` row are updated in one transaction (SPEC §2.4).
+and its ``records_fts`` row are updated in one transaction (SPEC §2.4), together with the
+stamp of the record folder (:mod:`memo_analytics.index.folders`).
+
+The index is checked on open (:mod:`memo_analytics.index.freshness`): a missing, empty,
+stale or other-schema index is brought in line with the files before anything reads it —
+changed folders file by file, otherwise a rebuild — and :attr:`VaultStore.on_repair` is
+told in one line. A read-only index is refused (``index is read-only: <path>``) and never
+moved or rebuilt.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from filelock import Timeout
 
 from ..config import Settings
 from ..domain.clock import resolve_zone
 from ..domain.errors import (
+    CorruptRecordError,
     IndexDamagedError,
+    IndexReadOnlyError,
     InvalidFieldError,
     VaultBusyError,
 )
-from ..domain.ids import slugify, validate_slug
+from ..domain.ids import prompt_id, slugify, validate_slug
 from ..domain.records import RecordKind, normalize_meta
+from ..index import freshness
 from ..index import store as index
+from ..index.folders import folder_key, folder_stamp
+from ..index.reindex import parse_for_index, rebuild
 from ..vault import views
 from ..vault.io import atomic_write_bytes, read_record, write_record
 from ..vault.layout import VaultLayout
@@ -90,6 +104,10 @@ def project_from_cwd(cwd: str | Path | None) -> str | None:
     return slugify(root.name) if root is not None else None
 
 
+def _turn_id(session_id: str, turn: int) -> str:
+    return prompt_id(session_id, turn, None)  # type: ignore[arg-type]  # no clock needed with a turn
+
+
 class VaultStore:
     """One open vault.
 
@@ -109,6 +127,10 @@ class VaultStore:
         self._may_create = False
         self._deferred: set[tuple[str, str]] | None = None
         self.zone = resolve_zone(settings.timezone)
+        #: Called with one line whenever the index was brought in line with the files on
+        #: open (the CLI prints it as a note on stderr); the lines are kept in ``repairs``.
+        self.on_repair: Callable[[str], None] | None = None
+        self.repairs: list[str] = []
 
     @property
     def root(self) -> Path:
@@ -116,28 +138,141 @@ class VaultStore:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """The index connection (opened, and the schema created, on first use).
+        """The index connection, opened on first use and checked against the files.
 
         A read (outside the vault lock) on a folder that holds no vault yet gets an empty
-        in-memory index: nothing is created there.
+        in-memory index: nothing is created there. Otherwise the index is opened (created
+        when missing) and :func:`memo_analytics.index.freshness.check` compares it with the
+        record folders (one ``stat`` per project and kind); a missing, empty, stale or
+        other-schema index is repaired under the vault lock before it is returned —
+        changed folders file by file, else a full rebuild — and :attr:`on_repair` is told.
 
         Raises
         ------
         IndexDamagedError
-            The index file is not a SQLite database.
+            The index file is not a SQLite database (``memo reindex`` sets it aside).
+        IndexReadOnlyError
+            The index, its WAL files or the ``.memo`` folder cannot be written.
+        VaultBusyError
+            A repair was needed and another process held the vault lock too long.
+        """
+        conn = self._conn
+        if conn is not None:
+            return conn
+        with self._conn_guard:
+            if self._conn is not None:
+                return self._conn
+            path = self.layout.index_path
+            if not path.exists() and not self._may_create and not self.exists:
+                # a read on a vault that does not exist yet: answer from an empty index
+                # and create nothing (a mistyped path must not sprout folders)
+                return index.connect_empty()
+            existed = path.exists()
+            raw = self._open_index()
+            stale = self._check(raw)
+            if stale is not None and not existed:
+                stale = freshness.missing()
+            if stale is None:
+                self._conn = raw
+                return raw
+        # the vault lock is always taken before the connection guard, never inside it
+        with self.lock():
+            with self._conn_guard:
+                if self._conn is not None:  # another thread repaired it meanwhile
+                    raw.close()
+                    return self._conn
+            again = self._check(raw)
+            stale = again if again is None or not stale.full else stale  # keep "there was none"
+            projects = self._repair(raw, stale) if stale is not None else set()
+            with self._conn_guard:
+                self._conn = raw
+            for project in sorted(projects):
+                self._views_changed(project, None)
+        return raw
+
+    def open_for_rebuild(self) -> sqlite3.Connection:
+        """The index connection without the check against the files (``memo reindex``
+        rebuilds it anyway); it becomes :attr:`conn`.
+
+        Raises
+        ------
+        IndexDamagedError, IndexReadOnlyError
+            As :attr:`conn`.
         """
         with self._conn_guard:
             if self._conn is None:
-                path = self.layout.index_path
-                if not path.exists() and not self._may_create and not self.exists:
-                    # a read on a vault that does not exist yet: answer from an empty index
-                    # and create nothing (a mistyped path must not sprout folders)
-                    return index.connect_empty()
-                try:
-                    self._conn = index.connect(path)
-                except sqlite3.DatabaseError as exc:
-                    raise IndexDamagedError(str(path), str(exc)) from None
+                self._conn = self._open_index()
             return self._conn
+
+    def index_read_only(self) -> bool:
+        """Whether the index cannot be written: the index file, its ``-wal``/``-shm``
+        files or the ``.memo`` folder (or, before it exists, the vault folder) is not
+        writable by this process (a read-only file, folder or file system)."""
+        path = self.layout.index_path
+
+        def writable(target: Path, mode: int = os.W_OK) -> bool:
+            if os.access in os.supports_effective_ids:
+                return os.access(target, mode, effective_ids=True)
+            return os.access(target, mode)
+
+        folder = path.parent
+        if not folder.exists():
+            parent = next((p for p in folder.parents if p.exists()), None)
+            return parent is not None and not writable(parent, os.W_OK | os.X_OK)
+        if not writable(folder, os.W_OK | os.X_OK):
+            return True
+        return any(p.exists() and not writable(p, os.R_OK | os.W_OK)
+                   for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")))
+
+    def _open_index(self) -> sqlite3.Connection:
+        path = self.layout.index_path
+        if self.index_read_only():
+            raise IndexReadOnlyError(str(path))
+        try:
+            return index.connect(path)
+        except sqlite3.DatabaseError as exc:
+            raise self.index_error(exc) from None
+
+    def index_error(self, exc: sqlite3.DatabaseError) -> Exception:
+        """The product error a SQLite error of the index stands for: :class:`IndexReadOnlyError`,
+        :class:`IndexDamagedError` (not a database, malformed), else ``exc`` itself."""
+        path = self.layout.index_path
+        text = str(exc).lower()
+        if "readonly" in text or "read-only" in text or self.index_read_only():
+            return IndexReadOnlyError(str(path))
+        if not isinstance(exc, sqlite3.OperationalError) or "malformed" in text or "not a database" in text:
+            return IndexDamagedError(str(path), str(exc))
+        return exc
+
+    def _check(self, conn: sqlite3.Connection) -> freshness.Staleness | None:
+        try:
+            return freshness.check(conn, self.layout)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise self.index_error(exc) from None
+
+    def _repair(self, conn: sqlite3.Connection, stale: freshness.Staleness) -> set[str]:
+        """Bring the index in line with the files (under the vault lock); the projects touched."""
+        path = self.layout.index_path
+        try:
+            done = None if stale.full else freshness.reconcile(conn, self.layout, stale.folders)
+            if done is not None:
+                self._note(f"the index caught up with {stale.reason}: {done.line()}")
+                return done.projects
+            files = len(self.layout.record_files())
+            self._note(f"rebuilding the index {path} from the {files} record files, because {stale.reason}")
+            result = rebuild(conn, self.layout, redact=True)
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise self.index_error(exc) from None
+        if result.skipped:
+            self._note(f"{len(result.skipped)} record files could not be indexed; `memo reindex` lists them")
+        return {r[0] for r in conn.execute("SELECT DISTINCT project FROM records")}
+
+    def _note(self, line: str) -> None:
+        self.repairs.append(line)
+        if self.on_repair is not None:
+            self.on_repair(line)
 
     @property
     def exists(self) -> bool:
@@ -158,13 +293,19 @@ class VaultStore:
         ------
         VaultBusyError
             Another process held the lock for longer than the timeout.
+        IndexReadOnlyError
+            The lock file cannot be created because ``.memo`` is read-only.
         """
         self._may_create = True
-        lock = vault_lock(self.layout.lock_path)
         try:
+            lock = vault_lock(self.layout.lock_path)
             lock.acquire()
         except Timeout:
             raise VaultBusyError(str(self.root), lock.timeout) from None
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and self.index_read_only():
+                raise IndexReadOnlyError(str(self.layout.index_path)) from None
+            raise
         try:
             yield
         finally:
@@ -216,28 +357,121 @@ class VaultStore:
 
         ``meta`` is validated and stored in canonical form (``normalize_meta``), the form a
         reindex reads back, so the index after a write equals the index after a rebuild.
+        A record folder changed behind the index's back since its last write (a writer
+        killed between rename and index update) is caught up first; the folder's new stamp
+        is stored with the row, in the same transaction.
+
+        Raises
+        ------
+        InvalidFieldError
+            Invalid frontmatter, or the id belongs to another project.
+        IndexReadOnlyError
+            The index cannot be written (the file may have been written: the next open
+            that can write the index takes it in).
         """
         try:
             meta = normalize_meta(meta)
         except ValueError as exc:
             raise InvalidFieldError("record", str(exc)) from None
         path = self.path_for(meta["project"], kind, meta["id"])
+        key = folder_key(meta["project"], kind)
         with self.lock():
-            row = index.get_row(self.conn, meta["id"])
+            conn = self.conn
+            self.catch_up_folder(meta["project"], kind)
+            row = index.get_row(conn, meta["id"])
             if row is not None and row["project"] != meta["project"]:
                 raise InvalidFieldError("id", f"{meta['id']} already belongs to project {row['project']}")
             write_record(path, meta, body)
-            with index.transaction(self.conn):
-                index.upsert_record(self.conn, meta, body, str(path.relative_to(self.root)))
-            if self._deferred is not None:
-                self._deferred.add((meta["project"], RecordKind(kind).value))
-            else:
-                self.refresh_views(meta["project"], {RecordKind(kind).value})
+            stamp = folder_stamp(self.layout, key)
+            try:
+                with index.transaction(conn):
+                    index.upsert_record(conn, meta, body, str(path.relative_to(self.root)))
+                    index.set_folder_stamps(conn, {key: stamp})
+            except sqlite3.DatabaseError as exc:
+                raise self.index_error(exc) from None
+            self._views_changed(meta["project"], RecordKind(kind).value)
             if self.settings.mode == "hybrid" and self.settings.hybrid.remote_url:
                 from .sync import note_write  # the outbox of the hybrid push (SPEC §2.7)
 
                 note_write(self, meta, path)
         return path
+
+    def _views_changed(self, project: str, kind: str | None) -> None:
+        if self._deferred is not None:
+            self._deferred.update((project, k) for k in ([kind] if kind else views.VIEW_FILES))
+        else:
+            self.refresh_views(project, {kind} if kind else None)
+
+    def catch_up_folder(self, project: str, kind: RecordKind | str) -> int:
+        """Take in what changed in one record folder since the index last did (files
+        renamed into place but not indexed, files removed), when its stamp says so; the
+        number of records added, updated or removed. One ``stat`` and one lookup when
+        nothing changed. Call it under the vault lock (:meth:`upsert` does)."""
+        key = folder_key(project, kind)
+        conn = self.conn
+        if folder_stamp(self.layout, key) == index.folder_stamp(conn, key):
+            return 0
+        done = freshness.reconcile(conn, self.layout, [key], max_files=10**9)
+        touched = done.added + done.updated + done.removed
+        if touched or done.skipped:
+            self._note(f"the index caught up with a record folder changed outside memo ({key}): {done.line()}")
+        if touched:
+            self._views_changed(project, RecordKind(kind).value)
+        return touched
+
+    def ensure_indexed(self, kind: RecordKind | str, project: str, record_id: str,
+                       meta: dict[str, Any] | None = None) -> bool:
+        """Index a record file that exists but that the index lacks — or, when ``meta``
+        (the file's frontmatter, already read) is given, holds in another version
+        (``updated``/``status`` differ): a write killed between its rename and its index
+        update. The file is read, validated and redacted as a rebuild does; never
+        rewritten. True when the index changed. Takes the vault lock.
+
+        Raises
+        ------
+        CorruptRecordError
+            The file exists but cannot be used (it is left untouched).
+        """
+        path = self.path_for(project, kind, record_id)
+        with self.lock():
+            conn = self.conn
+            row = index.get_row(conn, record_id)
+            if row is not None and (meta is None or (row["updated"], row["status"]) == (
+                    None if meta.get("updated") is None else str(meta.get("updated")), meta.get("status"))):
+                return False
+            if not path.is_file():
+                return False
+            parsed = parse_for_index(path, redact=True)
+            if isinstance(parsed, CorruptRecordError):
+                raise parsed
+            relative = str(path.relative_to(self.root))
+            if row is not None and row["path"] != relative:
+                raise CorruptRecordError(str(path), f"id {record_id!r} also used by {self.root / row['path']}")
+            with index.transaction(conn):
+                index.upsert_record(conn, parsed[0], parsed[1], relative)
+            self._views_changed(project, RecordKind(kind).value)
+        return True
+
+    def index_session_turns(self, project: str, session_id: str) -> int:
+        """Index the turn files of ``session_id`` in ``project`` that the index lacks (a
+        turn renamed into place by a process killed before its index update): missing
+        numbers below the highest indexed turn and every file above it. One probe of the
+        index and one ``stat`` when nothing is missing; a ``stat`` per missing number
+        otherwise. Files that cannot be used are left as they are (turn allocation steps
+        over them). The number of turns indexed. Call it under the vault lock (SPEC §2.4).
+        """
+        count, top = index.session_turn_span(self.conn, session_id)
+        present = index.session_turn_numbers(self.conn, session_id) if count < top else set()
+        indexed = 0
+        turn = 1 if count < top else top + 1
+        while turn <= top or self.path_for(project, RecordKind.PROMPT, _turn_id(session_id, turn)).exists():
+            if turn not in present:
+                try:
+                    indexed += self.ensure_indexed(RecordKind.PROMPT, project, _turn_id(session_id, turn))
+                except CorruptRecordError:
+                    pass
+            turn += 1
+        return indexed
 
     @contextmanager
     def deferred_views(self) -> Iterator[None]:

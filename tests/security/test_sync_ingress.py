@@ -366,3 +366,47 @@ def test_sync_errors_are_one_line_kept_in_status_and_cleared_by_success(tmp_path
     assert pushed.exit_code == 0, pushed.output
     state = json.loads(runner.invoke(app, ["--vault-root", str(vault), "--json", "sync", "status"], env=env).output)
     assert state["lastError"] is None and state["lastErrorAt"] is None and state["pending"] == 0
+
+
+def test_a_daemon_killed_mid_push_converges_after_its_restart(tmp_path):
+    """SIGKILL of the daemon while it applies a batch: some records landed, the pusher heard
+    nothing. After more local edits and a restart, every live record is the pusher's newest
+    version and no conflict file exists (nothing changed on the daemon's side)."""
+    import os
+    import signal
+
+    team = tmp_path / "team"
+    server = Server(team, "--mcp-port", "0")
+    laptop = VaultStore(Settings(vault_root=tmp_path / "laptop", timezone="UTC", mode="hybrid",
+                                 hybrid=HybridSync(remote_url=server.base, debounce_ms=0, batch_size=500)))
+    padding = "lorem ipsum dolor sit amet " * 2000  # ~54 kB a record: the batch takes a while to apply
+    with laptop.deferred_views():
+        for turn in range(1, 161):
+            _turn(laptop, f"turn {turn} {padding}", turn=turn)
+    outcome: dict = {}
+    pusher = threading.Thread(target=lambda: outcome.setdefault("push", sync.push(laptop, force=True)))
+    pusher.start()
+    prompts = team / "projects/web/prompts"
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(prompts.glob("*.md")) if prompts.is_dir() else []) < 3:
+        time.sleep(0.005)
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait(10)
+    server.proc.stderr.close()
+    pusher.join(60)
+    landed = len(list(prompts.glob("*.md")))
+    assert outcome["push"]["error"] and 3 <= landed < 160  # killed part way
+    for turn in (1, 2, 80):  # edited again while the daemon was down
+        time.sleep(0.002)
+        _rewrite(laptop, f"prompt-s1-t{turn}", f"turn {turn}, second version")
+    server = Server(team, "--mcp-port", "0", port=server.port)
+    try:
+        again = sync.push(laptop, force=True)
+        assert again["error"] is None and again["pending"] == 0
+        assert {r["outcome"] for r in again["results"]} <= {"applied", "unchanged"}
+        for local in sorted((laptop.root / "projects/web/prompts").glob("*.md")):
+            assert (prompts / local.name).read_text() == local.read_text(), local.name
+        assert conflict_files(team / "projects") == []
+        assert server.get_json("/api/prompts?project=web&limit=1")[1]["total"] == 160
+    finally:
+        server.stop()

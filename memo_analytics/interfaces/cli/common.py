@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 from pydantic.alias_generators import to_camel
 from rich.console import Console
+from rich.segment import Segment
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -25,9 +26,49 @@ from ...domain.wire import dumps
 from ...services.store import VaultStore
 from ...vault.redact import redact_secrets
 
+#: What a terminal would act on rather than show: escape sequences (CSI ``ESC [ … final``,
+#: OSC ``ESC ] … BEL|ST``, DCS/SOS/PM/APC ``… ST``, two-character ``ESC x``), their 8-bit
+#: C1 forms, and every other C0 and C1 control character except tab and newline.
+_TERMINAL_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?"
+    r"|\x1b\][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[PX^_][^\x1b\x9c\n]*(?:\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+    r"|\x9b[0-?]*[ -/]*[@-~]?"
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+)
+
+
+def terminal_text(text: object) -> str:
+    """``text`` fit for a terminal: escape sequences and control characters removed (C0
+    except ``\\n`` and ``\\t``, DEL, C1), so stored text — a prompt, a summary, a client
+    name, a file name in an error — cannot clear the screen, set the window title, write the
+    clipboard or move the cursor. ``--json`` output is not passed through this (JSON
+    escapes control characters itself)."""
+    return _TERMINAL_CONTROL.sub("", str(text))
+
+
+class _TerminalConsole(Console):
+    """A rich console that prints stored text without its control characters: strings are
+    cleaned before rich measures and lays them out (tables keep their widths), and every
+    text segment again on its way out (text objects built elsewhere); rich's own styling
+    and cursor control (progress bars) are untouched."""
+
+    def render_str(self, text: str, **kwargs: Any):  # type: ignore[override]
+        return super().render_str(terminal_text(text), **kwargs)
+
+    def render(self, renderable: Any, options: Any = None):  # type: ignore[override]
+        for segment in super().render(renderable, options):
+            if segment.control or not _TERMINAL_CONTROL.search(segment.text):
+                yield segment
+            else:
+                yield Segment(terminal_text(segment.text), segment.style, segment.control)
+
+
 # markup and emoji off: stored text ("list[int]", "[/]", ":smile:") is printed as it is
-out = Console(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
+out = _TerminalConsole(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+err = _TerminalConsole(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
 app = typer.Typer(
     name="memo",
@@ -62,6 +103,8 @@ class State:
                                 f"{self.settings.remote.url or 'the daemon'} through `memo mcp`, people through "
                                 "its dashboard (or set mode = \"local\")")
             self._store = VaultStore(self.settings)
+            # the index was brought in line with the files on open: say so, on stderr
+            self._store.on_repair = lambda line: err.print(f"note: {line}")
         return self._store
 
 
@@ -105,13 +148,11 @@ def _check_scope(project: Optional[str], all_projects: bool) -> None:
         raise MemoError("Invalid project: --project and --all exclude each other")
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def _safe(text: object) -> str:
-    """Stored text for a terminal: control characters (escape sequences that could set the
-    window title, clear the screen or write the clipboard) are shown as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
+    """Stored text for a terminal (:func:`terminal_text`): escape sequences that could set
+    the window title, clear the screen or write the clipboard, and every other control
+    character but tab and newline, are removed."""
+    return terminal_text(text)
 
 
 def _short(text: str | None, width: int = 70) -> str:

@@ -8,8 +8,9 @@ every human prompt as a turn through the same service functions as the MCP tool
 vault lock and the index are the same.
 
 Idempotency: session and turn ids are deterministic (``{source}-{transcriptId}-{n}`` and
-``prompt-{sessionId}-t{turn}``); a turn whose file exists is left untouched, and a
-session whose transcript grew has its end moved to the new last activity.
+``prompt-{sessionId}-t{turn}``); a turn whose file exists is left untouched (and indexed
+from that file when the index lacks it: an import killed between a rename and its index
+update), and a session whose transcript grew has its end moved to the new last activity.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ...domain.clock import to_iso
-from ...domain.errors import InvalidFieldError, MemoError
+from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError
 from ...domain.ids import session_record_id, slugify
 from ...domain.records import RecordKind
 from ...vault.redact import redact_secrets
@@ -97,20 +98,23 @@ class ImportOptions:
 
 @dataclass
 class ImportResult:
-    """The one-line summary: files, sessions, turns (new), skipped."""
+    """The one-line summary: files, sessions, turns (new), skipped, and ``reindexed``:
+    sessions and turns whose files were already there but missing from the index."""
 
     files: int = 0
     sessions: int = 0
     turns: int = 0
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
+    reindexed: int = 0
 
     def line(self) -> str:
-        return f"files {self.files}, sessions {self.sessions}, turns {self.turns}, skipped {self.skipped}"
+        line = f"files {self.files}, sessions {self.sessions}, turns {self.turns}, skipped {self.skipped}"
+        return line + (f", indexed {self.reindexed} already in the vault" if self.reindexed else "")
 
     def wire(self) -> dict:
         return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
-                "skipped": self.skipped, "errors": self.errors}
+                "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
@@ -219,6 +223,9 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     for number, interval in enumerate(intervals, 1):
         session_id = f"{base}-{number}"
         existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+        if existing is not None and store.ensure_indexed(RecordKind.SESSION, project, session_record_id(session_id),
+                                                         meta=existing[0]):
+            result.reindexed += 1
         if existing is None:
             start_session(store, StartSessionRequest(
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
@@ -230,6 +237,11 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             result.sessions += 1
         for turn, prompt in enumerate(interval.prompts, 1):
             if store.path_for(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}").exists():
+                try:
+                    result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
+                except CorruptRecordError as exc:
+                    result.skipped += 1
+                    result.errors.append(f"{transcript.path}: turn {turn} of {session_id}: {_one_line(exc)}")
                 continue
             try:
                 record_prompt(store, RecordPromptRequest(
