@@ -171,6 +171,18 @@ def build_server(settings: Settings, confined: bool = False) -> MCPServer:
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
+def own_origin_only(port: int):
+    """The SDK's Host/Origin checks for an endpoint on loopback ``port``: a loopback name with
+    this port as ``Host`` (421 otherwise) and, when a browser sends one, this endpoint's own
+    ``Origin`` (403 otherwise) — a page on another local port is another origin."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    names = ("127.0.0.1", "localhost", "[::1]")
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=[f"{name}:{port}" for name in names],
+                                     allowed_origins=[f"http://{name}:{port}" for name in names])
+
+
 def serve(settings: Settings, http: bool = False, host: str = "127.0.0.1", port: int = 3125) -> None:
     """Run the server over stdio (default) or streamable HTTP at ``http://host:port/mcp``.
 
@@ -184,7 +196,7 @@ def serve(settings: Settings, http: bool = False, host: str = "127.0.0.1", port:
         raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
     server = build_server(settings)
     if http:
-        server.run("streamable-http", host=host, port=port)
+        server.run("streamable-http", host=host, port=port, transport_security=own_origin_only(port))
     else:
         server.run("stdio")
 
@@ -199,7 +211,8 @@ def serve_http_in_thread(settings: Settings, host: str, port: int, token: str | 
 
     if host not in LOOPBACK and not token:
         raise MemoError(f"Invalid token: the MCP endpoint on {host} (not loopback) requires one")
-    security = None if host in LOOPBACK else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    security = own_origin_only(port) if host in LOOPBACK else \
+        TransportSecuritySettings(enable_dns_rebinding_protection=False)  # off loopback the token guards it
     app = build_server(settings, confined=host not in LOOPBACK).streamable_http_app(host=host,
                                                                                    transport_security=security)
     if token:
