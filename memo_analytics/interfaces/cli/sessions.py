@@ -206,10 +206,11 @@ def session_export(
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Write the Markdown here (outside the product repository and the "
                                                "vault; run from the product repository). Default: stdout."),
+    force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """Export a session as a Markdown intent story: metadata, deliverables, hand-offs, turn log."""
     request = _build(ExportStoryRequest, session_id=session_id, output=str(output) if output else None,
-                     cwd=str(Path.cwd()))
+                     cwd=str(Path.cwd()), overwrite=force)
     result = export_story(state.store, request)
 
     def human(r: dict[str, Any]) -> None:
