@@ -5,6 +5,11 @@ Sources, strongest first: explicit arguments, ``MEMO_*`` environment variables
 ``~/.memo/config.toml``; camelCase keys as on the wire), then defaults. The default vault
 lives under the user's home (``~/.memo/vault``), never in the current repository (SPEC §2.1).
 
+Paths (``vaultRoot``, ``vaults``, ``templatesDir``, ``operator.storiesDir``): ``~`` is the
+user's home; a relative path in the config file is read against the folder of the config
+file, one given by argument or environment against the current directory, so one config file
+means the same folders wherever a command runs.
+
 Example config file::
 
     vaultRoot = "~/.memo/vault"
@@ -22,16 +27,21 @@ Example config file::
 
 from __future__ import annotations
 
+import copy
 import os
+import re
 import tomllib
+from contextvars import ContextVar
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from .domain.clock import zone_name_problem
 from .domain.errors import InvalidFieldError, MemoError
 
 #: Largest prompt body accepted, in bytes of UTF-8 (bigger bodies are refused, not cut).
@@ -44,18 +54,21 @@ def default_vault_root() -> Path:
 
 
 def config_path() -> Path:
-    """The config file: ``$MEMO_CONFIG``, else ``~/.memo/config.toml`` (it need not exist)."""
+    """The config file: ``$MEMO_CONFIG`` (``~`` expanded; a relative name is read against the
+    current directory), else ``~/.memo/config.toml``. Always absolute; it need not exist."""
     given = os.environ.get("MEMO_CONFIG")
-    return Path(given).expanduser() if given and given.strip() else Path.home() / ".memo" / "config.toml"
+    path = Path(given).expanduser() if given and given.strip() else Path.home() / ".memo" / "config.toml"
+    return path.absolute()
 
 
-def read_config_file(path: Path | None = None) -> dict[str, Any]:
-    """The config file's content (empty when there is none).
+def load_config_toml(path: Path | None = None) -> dict[str, Any]:
+    """The config file's TOML as it is written (empty when there is none): keys and values
+    unchecked, relative paths left relative. ``memo config set|unset`` edit this.
 
     Raises
     ------
     InvalidFieldError
-        ``Invalid config: <path>: <what is wrong>`` for unreadable or broken TOML.
+        ``Invalid config: <path>: <what is wrong>`` for an unreadable file or broken TOML.
     """
     path = path or config_path()
     if not path.exists():
@@ -64,7 +77,7 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
         raise InvalidFieldError("config", f"{path} is not a regular file")
     try:
         with path.open("rb") as handle:
-            data = tomllib.load(handle)
+            return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidFieldError("config", f"{path}: {exc}") from None
     except UnicodeDecodeError:
@@ -73,6 +86,19 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
         raise InvalidFieldError("config", f"{path}: nested too deeply") from None
     except OSError as exc:
         raise InvalidFieldError("config", f"{path}: {exc.strerror or type(exc).__name__}") from None
+
+
+def read_config_file(path: Path | None = None) -> dict[str, Any]:
+    """:func:`load_config_toml` with its top-level keys checked (empty when there is none).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid config: <path>: <what is wrong>`` for unreadable or broken TOML, or an
+        unknown top-level key.
+    """
+    path = path or config_path()
+    data = load_config_toml(path)
     unknown = sorted(set(data) - _CONFIG_KEYS)
     if unknown:
         raise InvalidFieldError("config", f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_CONFIG_KEYS))})")
@@ -83,12 +109,66 @@ _CONFIG_KEYS = {"vaultRoot", "timezone", "defaultProject", "idleGapMinutes", "ca
                 "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode", "remote"}
 
 
+def _file_path(value: object, folder: Path) -> object:
+    """One path value of the config file, absolute: ``~`` expanded, a relative path joined
+    to ``folder``. Anything that is not a non-empty string is left for the validators."""
+    if not isinstance(value, str) or not value.strip() or "\x00" in value:
+        return value
+    try:
+        path = Path(value).expanduser()
+    except RuntimeError:  # ~user of an unknown user: the validator names it
+        return value
+    return str(path if path.is_absolute() else folder / path)
+
+
+def resolve_config_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A copy of the config file's ``data`` whose path values are absolute.
+
+    ``vaultRoot``, ``templatesDir``, every item of ``vaults`` and ``operator.storiesDir``:
+    ``~`` is the user's home, a relative path is read against ``folder`` (the config file's
+    folder, never the current directory). Other keys are copied as they are.
+    """
+    resolved = copy.deepcopy(data)
+    for key in ("vaultRoot", "templatesDir"):
+        if key in resolved:
+            resolved[key] = _file_path(resolved[key], folder)
+    if isinstance(resolved.get("vaults"), list):
+        resolved["vaults"] = [_file_path(item, folder) for item in resolved["vaults"]]
+    operator = resolved.get("operator")
+    if isinstance(operator, dict) and "storiesDir" in operator:
+        operator["storiesDir"] = _file_path(operator["storiesDir"], folder)
+    return resolved
+
+
+#: The config file's content as :class:`Settings` reads it, when a caller (``memo config
+#: show``) hands it over instead of the file (see :func:`settings_despite_problems`).
+_FILE_DATA: ContextVar[dict[str, Any] | None] = ContextVar("memo_config_file_data", default=None)
+
+
 class _ConfigFileSource(PydanticBaseSettingsSource):
     def get_field_value(self, field, field_name):  # pragma: no cover - __call__ does the work
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        return read_config_file()
+        given = _FILE_DATA.get()
+        if given is not None:
+            return given
+        path = config_path()
+        return resolve_config_paths(read_config_file(path), path.parent)
+
+
+def _user_path(value: object, what: str) -> Path:
+    """``value`` as an absolute path: ``~`` expanded, a relative path against the current
+    directory (the config file's own relative paths were made absolute before)."""
+    if not isinstance(value, (str, Path)):
+        raise ValueError(f"must be {what}")
+    text = str(value)
+    if "\x00" in text:
+        raise ValueError("contains a NUL character")
+    try:
+        return Path(text).expanduser().absolute()
+    except RuntimeError as exc:  # ~user of an unknown user
+        raise ValueError(f"{text}: {exc}") from None
 
 
 class ClientBilling(BaseModel):
@@ -145,7 +225,9 @@ class OperatorPolicy(BaseModel):
     @field_validator("stories_dir", mode="before")
     @classmethod
     def _expand_stories(cls, value: object) -> object:
-        return Path(str(value)).expanduser() if isinstance(value, (str, Path)) else value
+        """Absolute: ``~`` expanded, relative against the config file's folder (in the file)
+        or the current directory (argument, environment)."""
+        return _user_path(value, "a folder path") if isinstance(value, (str, Path)) else value
 
 
 class HybridSync(BaseModel):
@@ -248,18 +330,19 @@ class Settings(BaseSettings):
     @field_validator("vaults", mode="before")
     @classmethod
     def _expand_vaults(cls, value: object) -> object:
+        """Each further vault absolute (``~`` expanded; relative as for ``templates_dir``)."""
         if isinstance(value, list):
-            return [Path(str(item)).expanduser() for item in value]
+            return [_user_path(item, "a list of folder paths") for item in value]
         return value
 
     @field_validator("templates_dir", mode="before")
     @classmethod
     def _expand_templates(cls, value: object) -> object:
+        """An existing folder, absolute: ``~`` expanded, relative against the config file's
+        folder (in the file) or the current directory (argument, environment)."""
         if value is None or (isinstance(value, str) and not value.strip()):
             return None
-        if not isinstance(value, (str, Path)):
-            raise ValueError("must be a folder path")
-        path = Path(str(value)).expanduser()
+        path = _user_path(value, "a folder path")
         if not path.is_dir():
             raise ValueError(f"{path} is not a folder")
         return path
@@ -267,17 +350,13 @@ class Settings(BaseSettings):
     @field_validator("timezone", mode="before")
     @classmethod
     def _known_zone(cls, value: object) -> object:
+        """A zone the reports can use (:func:`memo_analytics.domain.clock.zone_name_problem`)."""
         if value is None:
             return None
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError("must be an IANA time zone name such as Europe/Berlin")
-        from .domain.clock import resolve_zone
-
-        try:
-            resolve_zone(value)
-        except MemoError as exc:
-            raise ValueError(str(exc).split(": ", 1)[-1]) from None
-        return value.strip()
+        problem = zone_name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return str(value).strip()
 
     def billing_for(self, client: str | None) -> ClientBilling | None:
         """The configured terms of ``client`` (case-insensitive), or None."""
@@ -314,6 +393,16 @@ class Settings(BaseSettings):
         return path
 
 
+class _GivenOnly(Settings):
+    """:class:`Settings` from the given values alone: no environment, no config file (the
+    would-be config file of ``memo config set|unset`` is checked with it)."""
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings):
+        return (init_settings,)
+
+
 _VAULT_ENTRIES = {".git", ".memo", "projects", ".gitignore", ".gitattributes", "README.md"}
 
 
@@ -333,3 +422,179 @@ def enclosing_repository(path: Path) -> Path | None:
         if (parent / ".git").exists():
             return parent
     return None
+
+
+def config_key_text(parts: list[str] | tuple[str, ...]) -> str:
+    """A dotted config key as written in TOML: ``hybrid.remoteUrl``, ``clients."Acme Corp".currency``."""
+    return ".".join(p if re.fullmatch(r"[A-Za-z0-9_-]+", p) else '"' + p.replace('"', '\\"') + '"'
+                    for p in map(str, parts))
+
+
+@dataclass(frozen=True)
+class ConfigProblem:
+    """One value the settings refuse.
+
+    Attributes
+    ----------
+    parts : tuple[str, ...]
+        The key as in the config file, split (``("clients", "Acme", "currency")``).
+    reason : str
+        Why it is refused, one line.
+    kind : str
+        The pydantic error type (``missing``, ``value_error``, ``extra_forbidden`` …),
+        ``unknown_key`` for an unknown top-level key, ``invalid`` for a refusal raised as an
+        :class:`~memo_analytics.domain.errors.InvalidFieldError` (``vaultRoot``).
+    source : str
+        Where the value came from: ``config file``, ``environment (MEMO_…)`` or ``command line``.
+    """
+
+    parts: tuple[str, ...]
+    reason: str
+    kind: str = "invalid"
+    source: str = "config file"
+
+    @property
+    def key(self) -> str:
+        """The dotted key (:func:`config_key_text`)."""
+        return config_key_text(self.parts)
+
+    def __str__(self) -> str:
+        if self.source == "config file":
+            return f"Invalid config {self.key}: {self.reason}"
+        where = self.source.removeprefix("environment (").removesuffix(")") if self.source.startswith(
+            "environment (") else self.source
+        return f"Invalid {self.key} ({where}): {self.reason}"
+
+
+def _problems_of(exc: Exception, top: str, source: str) -> list[ConfigProblem]:
+    if isinstance(exc, ValidationError):
+        found = []
+        for error in exc.errors():
+            parts = tuple(str(p) for p in error["loc"]) or (top,)
+            reason = error["msg"].removeprefix("Value error, ")
+            if error["type"] == "extra_forbidden":
+                reason = "unknown key"
+            found.append(ConfigProblem(parts, reason, error["type"], source))
+        return found
+    reason = exc.reason if isinstance(exc, InvalidFieldError) else str(exc)
+    return [ConfigProblem((top,), reason, "invalid", source)]
+
+
+def config_file_problems(data: dict[str, Any], folder: Path) -> list[ConfigProblem]:
+    """Every problem of the config file's ``data`` (as :func:`load_config_toml` reads it),
+    key by key, so that one bad value never hides another.
+
+    Paths are read against ``folder`` (:func:`resolve_config_paths`); the environment is not
+    looked at. Top-level keys are independent (no rule of :class:`Settings` ties two of them),
+    so the file is valid exactly when this is empty.
+
+    Returns
+    -------
+    list[ConfigProblem]
+        In the file's key order; an unknown top-level key is ``unknown key``.
+    """
+    resolved = resolve_config_paths(data, folder)
+    problems: list[ConfigProblem] = []
+    for top, value in resolved.items():
+        if top not in _CONFIG_KEYS:
+            problems.append(ConfigProblem((top,), f"unknown key (known: {', '.join(sorted(_CONFIG_KEYS))})",
+                                          "unknown_key"))
+            continue
+        try:
+            _GivenOnly.model_validate({top: value})
+        except (ValidationError, MemoError) as exc:
+            problems.extend(_problems_of(exc, top, "config file"))
+    return problems
+
+
+def _without(data: dict[str, Any], parts: tuple[str, ...]) -> None:
+    """Remove the deepest table entry of ``data`` on the way to ``parts`` (a missing or list
+    leaf takes its table entry with it)."""
+    node, trail = data, []
+    for part in parts:
+        if not isinstance(node, dict) or part not in node:
+            break
+        trail.append((node, part))
+        node = node[part]
+    if trail:
+        holder, part = trail[-1]
+        del holder[part]
+
+
+def usable_config_data(data: dict[str, Any], folder: Path) -> tuple[dict[str, Any], list[ConfigProblem]]:
+    """The config file's ``data`` without its refused values (paths made absolute against
+    ``folder``), and the problems that were left out (:func:`config_file_problems`)."""
+    problems = config_file_problems(data, folder)
+    usable = resolve_config_paths(data, folder)
+    for problem in problems:
+        _without(usable, problem.parts)
+    for _ in range(len(_CONFIG_KEYS)):  # a table that lost a leaf may still be refused
+        remaining = config_file_problems(usable, folder)
+        if not remaining:
+            break
+        for problem in remaining:
+            _without(usable, problem.parts)
+    return usable, problems
+
+
+#: Environment variables of the fields whose name is not ``MEMO_<FIELD>``.
+ENV_NAMES = {"vault_root": ("MEMO_VAULT", "MEMO_VAULT_ROOT"), "default_project": ("MEMO_PROJECT", "MEMO_DEFAULT_PROJECT")}
+
+
+def env_name(field: str) -> str | None:
+    """The ``MEMO_*`` variable that sets the :class:`Settings` field ``field`` in this process, if any."""
+    for name in ENV_NAMES.get(field, (f"MEMO_{field.upper()}",)):
+        if os.environ.get(name, "").strip():
+            return name
+    return None
+
+
+def _field_of(key: str) -> str | None:
+    """The :class:`Settings` field a key of an error names (its name, alias or env alias)."""
+    for name, field in Settings.model_fields.items():
+        choices = getattr(field.validation_alias, "choices", [])
+        if key in (name, field.alias, *[c for c in choices if isinstance(c, str)]):
+            return name
+    return None
+
+
+def settings_despite_problems(**init: Any) -> tuple[Settings, list[ConfigProblem]]:
+    """The effective settings with every refused value left out, and the refused values.
+
+    For ``memo config show``, which must show and explain a broken configuration instead of
+    refusing to run: a refused value of the config file (:func:`usable_config_data`), of the
+    environment or of ``init`` (the command line) is left out — the next source, or the
+    default, applies — and listed.
+
+    Raises
+    ------
+    InvalidFieldError
+        The config file cannot be read as TOML at all (``Invalid config: <path>: …``), or
+        even a default is refused (a default vault inside a git repository).
+    """
+    path = config_path()
+    usable, problems = usable_config_data(load_config_toml(path), path.parent)
+    token = _FILE_DATA.set(usable)
+    replaced: set[str] = set()
+    try:
+        while True:
+            try:
+                return Settings(**init), problems
+            except (ValidationError, InvalidFieldError) as exc:
+                if isinstance(exc, ValidationError):
+                    loc = exc.errors()[0]["loc"]
+                    name = _field_of(str(loc[0])) if loc else None
+                else:
+                    name = _field_of(exc.field)
+                env = env_name(name) if name else None
+                if name is None or name in replaced or (name not in init and env is None):
+                    raise  # not the command line's or the environment's: the default itself is refused
+                replaced.add(name)
+                alias = Settings.model_fields[name].alias or name
+                source = "command line" if name in init else f"environment ({env})"
+                problems.extend(ConfigProblem((alias, *p.parts[1:]), p.reason, p.kind, p.source)
+                                for p in _problems_of(exc, alias, source) if _field_of(p.parts[0]) == name)
+                # the file's value (checked) or the default takes the place of the refused one
+                init[name] = getattr(_GivenOnly.model_validate({alias: usable[alias]} if alias in usable else {}), name)
+    finally:
+        _FILE_DATA.reset(token)

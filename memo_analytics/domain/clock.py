@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from dateutil import parser as _dateutil_parser
 
@@ -26,29 +27,106 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def resolve_zone(name: str | None) -> ZoneInfo:
-    """Return the IANA zone ``name``, or the machine's zone when ``name`` is empty.
+#: Names of the tz database that are placeholders or files, not places: the analytics layer
+#: (polars, whose zone table is chrono-tz's) refuses them, so every entry point does too.
+_NOT_PLACES = frozenset({"Factory", "localtime", "posixrules"})
+#: Folders of alternative copies of the database: ``right/`` counts leap seconds in its
+#: clock, ``posix/`` duplicates the plain names. Polars knows neither.
+_VARIANT_FOLDERS = ("right/", "posix/")
+_EXAMPLE = "use an IANA name such as Europe/Berlin or UTC"
+
+
+@lru_cache(maxsize=1)
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones())
+
+
+def zone_name_problem(name: object) -> str | None:
+    """Why ``name`` is not a zone the product can use, or None when it is one.
+
+    The rule (the one rule of every entry point: ``--tz``, the ``tz`` field of every API,
+    ``timezone`` of the config file and ``MEMO_TIMEZONE``): a zone is a name of
+    :func:`zoneinfo.available_timezones`, spelled exactly so (``utc`` and
+    ``europe/berlin`` are refused even where the file system ignores case), that
+    :class:`zoneinfo.ZoneInfo` loads, and that is not ``Factory``, ``localtime``,
+    ``posixrules`` or under ``right/`` or ``posix/``. Of the available zones, these are
+    exactly the ones the analytics layer (polars) converts to;
+    ``tests/unit/domain/test_zone_names.py`` checks the rule against polars for every one.
+
+    Parameters
+    ----------
+    name : object
+        The zone name as given (surrounding white space is ignored).
+
+    Returns
+    -------
+    str | None
+        A one-line reason (``unknown time zone 'Mars/Olympus'; use …``), or None.
+    """
+    if not isinstance(name, str) or not name.strip():
+        return f"must be a time zone name; {_EXAMPLE}"
+    text = name.strip()
+    if text.startswith(_VARIANT_FOLDERS):
+        folder, plain = text.split("/", 1)
+        if zone_name_problem(plain) is not None:
+            return f"unknown time zone {text!r}; {_EXAMPLE}"
+        return f"{text!r} is the {folder}/ copy of a zone, which reports cannot use; use {plain!r}"
+    if text in _NOT_PLACES:
+        return f"{text!r} is a placeholder of the tz database, not a place's time zone; {_EXAMPLE}"
+    if text not in _zone_names():
+        return f"unknown time zone {text!r}; {_EXAMPLE}"
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return f"unknown time zone {text!r}; {_EXAMPLE}"
+    return None
+
+
+def check_zone_name(name: object, field: str = "tz") -> str:
+    """``name`` without surrounding white space, when it is a usable zone (see
+    :func:`zone_name_problem` for the rule).
+
+    Parameters
+    ----------
+    name : object
+        The zone name as given.
+    field : str
+        The wire name of the field it came from, named in the error (``tz``, ``timezone``).
 
     Raises
     ------
     InvalidFieldError
-        ``Invalid tz: ...`` for an unknown zone name.
+        ``Invalid <field>: <reason>`` (``Invalid tz: 'Factory' is a placeholder of the tz database …``).
+    """
+    problem = zone_name_problem(name)
+    if problem is not None:
+        raise InvalidFieldError(field, problem)
+    return str(name).strip()
+
+
+def resolve_zone(name: str | None, field: str = "tz") -> ZoneInfo:
+    """Return the zone ``name``, or the machine's zone when ``name`` is empty.
+
+    The machine's zone is used when it follows the rule of :func:`zone_name_problem`; a
+    ``right/`` or ``posix/`` copy stands for its plain name; anything else is UTC.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid <field>: ...`` for a name :func:`check_zone_name` refuses.
     """
     if not name:
         try:
             from tzlocal import get_localzone_name
 
-            local = get_localzone_name()
+            local = get_localzone_name() or "UTC"
         except Exception:  # pragma: no cover - depends on the machine
-            local = None
-        try:
-            return ZoneInfo(local or "UTC")
-        except (ZoneInfoNotFoundError, ValueError):  # pragma: no cover
-            return ZoneInfo("UTC")
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, TypeError):
-        raise InvalidFieldError("tz", f"unknown time zone {name!r}") from None
+            local = "UTC"
+        for candidate in (local, local.split("/", 1)[-1] if local.startswith(_VARIANT_FOLDERS) else None):
+            if candidate and zone_name_problem(candidate) is None:
+                return ZoneInfo(candidate)
+        return ZoneInfo("UTC")  # pragma: no cover - depends on the machine
+    return ZoneInfo(check_zone_name(name, field))
 
 
 def parse_instant(value: object, field: str, tz: tzinfo | None = None) -> datetime:

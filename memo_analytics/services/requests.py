@@ -8,9 +8,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from ..domain.clock import zone_name_problem
 from ..domain.ids import MAX_TURN
 
 
@@ -164,7 +165,20 @@ class ActivityReportRequest(Request):
     since: str | None = Field(None, description="Sessions starting at or after (ISO date or time)")
     until: str | None = Field(None, description="Sessions starting at or before (a date covers the day)")
     client: str | None = Field(None, description="Client (case-insensitive; 'internal' for none)")
-    tz: str | None = Field(None, description="IANA time zone for dates")
+    tz: str | None = Field(None, description="IANA time zone for dates (e.g. Europe/Berlin; default: the configured "
+                                             "zone, else the machine's)")
+
+    @field_validator("tz", mode="before")
+    @classmethod
+    def _usable_zone(cls, value: object) -> object:
+        """A zone the reports can use (the rule of :func:`memo_analytics.domain.clock.zone_name_problem`);
+        empty means the default. Refused with ``Invalid tz: <reason>``."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        problem = zone_name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.strip()
 
 
 class ExportStoryRequest(Request):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -98,3 +99,31 @@ def test_a_config_path_that_is_not_a_file_is_refused(config, tmp_path):
     os.mkfifo(config)
     with pytest.raises(InvalidFieldError, match="is not a regular file"):
         Settings(vault_root=tmp_path / "vault")
+
+
+def test_relative_paths_of_the_file_are_made_absolute_against_its_folder(tmp_path):
+    from memo_analytics.config import resolve_config_paths
+
+    data = {"vaultRoot": "v", "templatesDir": "/abs/t", "vaults": ["../team", "~/x", 5], "timezone": "UTC",
+            "operator": {"storiesDir": "s", "stalledMinutes": 5}}
+    resolved = resolve_config_paths(data, tmp_path / "A")
+    assert resolved == {"vaultRoot": str(tmp_path / "A" / "v"), "templatesDir": "/abs/t",
+                        "vaults": [str(tmp_path / "A" / ".." / "team"), str(Path.home() / "x"), 5],
+                        "timezone": "UTC", "operator": {"storiesDir": str(tmp_path / "A" / "s"), "stalledMinutes": 5}}
+    assert data["vaultRoot"] == "v"  # a copy: the file's own text is never changed
+
+
+def test_every_problem_of_the_file_is_listed_key_by_key_and_the_rest_still_applies(config, tmp_path):
+    from memo_analytics.config import config_file_problems, load_config_toml, settings_despite_problems
+
+    config.write_text('timezone = "Factory"\ntemplatesDir = "missing"\nidleGapMinutes = 45\ncolour = 1\n'
+                      '[operator]\nstalledMinutes = 0\nhorizonDays = 3\n')
+    problems = config_file_problems(load_config_toml(config), config.parent)
+    assert [(p.key, p.kind) for p in problems] == [("timezone", "value_error"), ("templatesDir", "value_error"),
+                                                  ("colour", "unknown_key"),
+                                                  ("operator.stalledMinutes", "greater_than_equal")]
+    assert str(problems[1]) == f"Invalid config templatesDir: {config.parent / 'missing'} is not a folder"
+    settings, listed = settings_despite_problems(vault_root=tmp_path / "vault")
+    assert listed == problems
+    assert (settings.timezone, settings.templates_dir, settings.idle_gap_minutes) == (None, None, 45)
+    assert (settings.operator.stalled_minutes, settings.operator.horizon_days) == (60, 3)

@@ -20,7 +20,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from ...config import Settings, config_path
+from ...config import ENV_NAMES, Settings, config_key_text, config_path, env_name
 from ...domain.errors import MemoError
 from ...domain.wire import dumps
 from ...services.store import VaultStore
@@ -92,6 +92,8 @@ app.add_typer(import_app, name="import")
 class State:
     settings: Settings | None = None
     json: bool = False
+    #: ``--vault-root`` (or ``MEMO_VAULT``) as given; ``memo config`` builds its settings itself
+    vault_root: str | None = None
     _store: VaultStore | None = None
 
     @property
@@ -113,15 +115,20 @@ state = State()
 
 @app.callback()
 def _global(
+    ctx: typer.Context,
     vault_root: Optional[str] = typer.Option(
         None, "--vault-root", envvar="MEMO_VAULT", help="Vault folder (default ~/.memo/vault; env MEMO_VAULT)."
     ),
     json_output: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables."),
 ) -> None:
     """Global options."""
-    state.settings = _settings(vault_root=vault_root) if vault_root is not None else _settings()
     state.json = json_output
     state._store = None
+    state.vault_root = vault_root
+    state.settings = None
+    if ctx.invoked_subcommand == "config":
+        return  # memo config reads (and repairs) the config file itself, valid or not
+    state.settings = _settings(vault_root=vault_root) if vault_root is not None else _settings()
 
 
 def _emit(value: Any, human: Callable[[Any], None]) -> None:
@@ -198,6 +205,8 @@ def _build(request_model: type, /, **fields: Any):
 
 
 def _settings(**fields: Any) -> Settings:
+    """The settings of a command; a refused value is one line naming the key, where it came
+    from (the ``MEMO_*`` variable or the config file) and how to repair the file."""
     try:
         return Settings(**fields)
     except ValidationError as exc:
@@ -205,8 +214,12 @@ def _settings(**fields: Any) -> Settings:
         loc = [str(part) for part in first["loc"]] or ["setting"]
         snake = re.sub(r"(?<!^)(?=[A-Z])", "_", loc[0]).lower()
         field = ".".join(to_camel(part) if i == 0 else part for i, part in enumerate(loc))
-        env = {"vault_root": "MEMO_VAULT", "default_project": "MEMO_PROJECT"}.get(snake, f"MEMO_{snake.upper()}")
-        source = f"{env} or {config_path()}" if config_path().is_file() else env
+        env = env_name(snake)
+        if env is None and snake not in fields and config_path().is_file():
+            key = config_key_text([to_camel(loc[0]), *loc[1:]])
+            source = f"{config_path()}; repair: memo config set {key} VALUE, or memo config unset {key}"
+        else:
+            source = env or ENV_NAMES.get(snake, (f"MEMO_{snake.upper()}",))[0]
         raise MemoError(f"Invalid {field} ({source}): {first['msg'].removeprefix('Value error, ')}") from None
     except SettingsError as exc:  # an environment value that is not the JSON a list or table needs
         raise MemoError(f"Invalid settings: {str(exc).splitlines()[0]}") from None

@@ -1,36 +1,61 @@
 """``memo config show|set|unset``: the TOML config file (``$MEMO_CONFIG``, else
 ``~/.memo/config.toml``) and the effective settings.
 
+These commands never need valid settings: they are how a broken config file is repaired.
+
 - ``show`` prints every effective setting with where its value comes from: ``default``,
-  ``config file``, ``environment (MEMO_…)`` or ``command line (--vault-root)``. Tokens are
-  shown as ``***``.
+  ``config file``, ``environment (MEMO_…)`` or ``command line (--vault-root)``. Secrets are
+  masked: every token as ``***``, the password (or lone user name) of a URL and every query
+  value as ``***`` (``https://ana:***@team.example/``), the path of a URL that is itself a
+  secret (Slack or Discord webhooks) as ``/***``. A refused value (of the file, the
+  environment or the command line) is left out — the next source or the default applies —
+  and listed with its reason.
 - ``set KEY VALUE`` takes a dotted camelCase key as in the file (``vaultGit.enabled``,
   ``hybrid.remoteUrl``, ``operator.stalledMinutes``, ``clients."Acme Corp".hourlyRate``) and
   a TOML value (``true``, ``42``, ``"text"``, ``["a", "b"]``); a value that is not TOML is
-  taken as a string. The would-be file is validated as settings before anything is
-  written; an unknown key or a bad value is refused with one line naming the key and the
-  file stays byte-for-byte as it was. The file is rewritten atomically with ``tomli_w``,
-  which keeps every key but not comments or layout.
-- ``unset KEY`` removes a key, so its default (or environment) value applies again.
+  taken as a string. The would-be file is validated as settings (without the environment;
+  relative paths against the config file's folder) before anything is written: a bad value
+  for the key, or any new problem, is refused with one line naming the key and the file stays
+  byte-for-byte as it was. Problems elsewhere in the file that were there before do not block
+  the change; they are listed on stderr. The file is rewritten atomically with ``tomli_w``,
+  which keeps every key but not comments or layout. The value is echoed masked as in ``show``.
+- ``unset KEY`` removes a key (an unknown one too), so its default (or environment) value
+  applies again. It is refused only when the removal itself makes the file invalid (a
+  client's ``currency`` without the client); what else stays invalid is listed on stderr.
+
+A file that is not TOML at all cannot be edited by these commands: the error names the line
+to repair in an editor.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import tomli_w
 import typer
-from pydantic import ValidationError
 
-from ...config import Settings, config_path, default_vault_root, read_config_file
+from ...config import (
+    ConfigProblem,
+    Settings,
+    config_file_problems,
+    config_key_text,
+    config_path,
+    default_vault_root,
+    env_name,
+    load_config_toml,
+    resolve_config_paths,
+    settings_despite_problems,
+    usable_config_data,
+)
 from ...domain.errors import InvalidFieldError
 from ...vault.io import atomic_write_bytes
+from ...vault.redact import redact_secrets
 from .common import _emit, _safe, app, err, out, state
 
 config_app = typer.Typer(
@@ -39,8 +64,9 @@ config_app = typer.Typer(
 )
 app.add_typer(config_app, name="config")
 
-_SECRET_KEYS = {"token"}
-_ENV_NAMES = {"vault_root": ("MEMO_VAULT", "MEMO_VAULT_ROOT"), "default_project": ("MEMO_PROJECT", "MEMO_DEFAULT_PROJECT")}
+MASK = "***"
+#: A key whose value is a secret: ``token``, ``remote.token``, ``apiKey``, ``password`` …
+_SECRET_KEY = re.compile(r"(?i)token|secret|passw|api_?key|credential")
 
 
 def _top_fields() -> dict[str, str]:
@@ -48,22 +74,61 @@ def _top_fields() -> dict[str, str]:
     return {(field.alias or name): name for name, field in Settings.model_fields.items()}
 
 
-def _env_name(field: str) -> str | None:
-    """The ``MEMO_*`` variable that sets ``field`` in this process, if any."""
-    for name in _ENV_NAMES.get(field, (f"MEMO_{field.upper()}",)):
-        if os.environ.get(name, "").strip():
-            return name
-    return None
-
-
 def _key_text(parts: list[str]) -> str:
-    return ".".join(p if re.fullmatch(r"[A-Za-z0-9_-]+", p) else '"' + p.replace('"', '\\"') + '"' for p in parts)
+    return config_key_text(parts)
 
 
 def _leaves(value: Any, prefix: list[str]) -> list[tuple[list[str], Any]]:
     if isinstance(value, dict) and value:
         return [leaf for key, item in value.items() for leaf in _leaves(item, [*prefix, str(key)])]
     return [(prefix, value)]
+
+
+def mask_url(text: str) -> str:
+    """``text`` with the secrets of a URL masked.
+
+    The userinfo's password (``https://ana:***@host``; a lone user name, which is often a
+    token, as ``***@host``), every query value (``?key=***&token=***``), the fragment, and a
+    path that is a secret by itself (a Slack or Discord webhook: ``/***``) become ``***``.
+    Text that is not a URL with a host is returned as it is.
+    """
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return redact_secrets(text)[0]
+    if not parts.scheme or not parts.netloc:
+        return text
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        user = userinfo.split(":", 1)[0] if ":" in userinfo else ""
+        netloc = f"{user}:{MASK}@{host}" if user else f"{MASK}@{host}"
+    query = "&".join(f"{pair.split('=', 1)[0]}={MASK}" if pair else pair for pair in parts.query.split("&")) \
+        if parts.query else ""
+    path = parts.path
+    if path.strip("/") and redact_secrets(urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], path, "", "")))[1]:
+        path = "/" + MASK
+    return urlunsplit((parts.scheme, netloc, path, query, MASK if parts.fragment else ""))
+
+
+def masked(value: Any, parts: tuple[str, ...] = ()) -> Any:
+    """A config value as it may be shown: the value of a secret key (``token`` …) as ``***``,
+    every URL through :func:`mask_url`, tables and lists item by item."""
+    if isinstance(value, dict):
+        return {key: masked(item, (*parts, str(key))) for key, item in value.items()}
+    if isinstance(value, list):
+        return [masked(item, parts) for item in value]
+    if parts and _SECRET_KEY.search(parts[-1]) and value not in (None, ""):
+        return MASK
+    if isinstance(value, str) and "://" in value:
+        return mask_url(value)
+    return value
+
+
+def _clean(text: str) -> str:
+    """A message for the terminal: URLs masked, other secrets redacted, controls escaped."""
+    text = re.sub(r"[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s'\"]+", lambda m: mask_url(m.group(0)), text)
+    return _safe(redact_secrets(text)[0])
 
 
 def _shown(value: Any) -> str:
@@ -75,10 +140,11 @@ def _shown(value: Any) -> str:
     return tomli_w.dumps({"v": value}).split("=", 1)[1].strip()
 
 
-def _source(parts: list[str], file_data: dict[str, Any], settings: Settings) -> str:
+def _source(parts: list[str], file_data: dict[str, Any], settings: Settings, refused: set[str]) -> str:
+    """Where the value at ``parts`` comes from; ``refused`` holds the sources left out."""
     field = _top_fields().get(parts[0], parts[0])
-    env = _env_name(field)
-    if env:
+    env = env_name(field)
+    if env and f"environment ({env})" not in refused:
         return f"environment ({env})"
     node: Any = file_data
     for part in parts:
@@ -92,25 +158,51 @@ def _source(parts: list[str], file_data: dict[str, Any], settings: Settings) -> 
     return "default"
 
 
+def _file(path: Path) -> dict[str, Any]:
+    try:
+        return copy.deepcopy(load_config_toml(path))
+    except InvalidFieldError as exc:
+        raise InvalidFieldError("config", f"{exc.reason} (not TOML: memo config cannot edit it; repair it in an "
+                                          "editor)") from None
+
+
+def _hint(problem: ConfigProblem) -> str:
+    if problem.kind == "missing" and problem.parts[:1] == ("clients",) and len(problem.parts) >= 2:
+        name = problem.parts[1].replace('"', '\\"')
+        return (f"; a client needs both terms at once: memo config set 'clients.\"{name}\"' "
+                "'{hourlyRate = \"95.50\", currency = \"USD\"}'")
+    return ""
+
+
+def _note_problems(path: Path, problems: list[ConfigProblem], what: str) -> None:
+    if not problems:
+        return
+    listed = "; ".join(str(p) for p in problems)
+    err.print(_clean(f"note: {path} {what} {len(problems)} invalid setting{'s' if len(problems) > 1 else ''} "
+                     f"(other memo commands refuse to run until each is set or unset): {listed}"))
+
+
 @config_app.command("show")
 def config_show(
     json_output: bool = typer.Option(False, "--json", help="Print JSON (same as memo --json config show)."),
 ) -> None:
     """Show the effective settings, each with its source (default, config file, environment,
-    command line), and the config file's path. Tokens are shown as ***."""
+    command line), and the config file's path. Secrets are masked (tokens, URL passwords and
+    query values as ***). Refused values are left out and listed, so a broken file can be
+    inspected and repaired with memo config set/unset."""
     path = config_path()
-    file_data = read_config_file(path)
-    settings = state.settings
-    values = settings.model_dump(mode="json", by_alias=True)
-    for table in ("hybrid", "remote"):
-        if values.get(table, {}).get("token"):
-            values[table]["token"] = "***"
+    usable, _ = usable_config_data(_file(path), path.parent)
+    init = {"vault_root": state.vault_root} if state.vault_root is not None else {}
+    settings, problems = settings_despite_problems(**init)
+    refused = {p.source for p in problems if p.source != "config file"}
+    values = masked(settings.model_dump(mode="json", by_alias=True))
     leaves = _leaves(values, [])
     result = {
         "configPath": str(path),
         "configFileExists": path.is_file(),
         "settings": values,
-        "sources": {_key_text(parts): _source(parts, file_data, settings) for parts, _ in leaves},
+        "sources": {_key_text(parts): _source(parts, usable, settings, refused) for parts, _ in leaves},
+        "problems": [{"key": p.key, "source": p.source, "message": _clean(str(p))} for p in problems],
     }
 
     def human(r: dict[str, Any]) -> None:
@@ -119,12 +211,19 @@ def config_show(
         for parts, value in leaves:
             key = _key_text(parts)
             out.print(_safe(f"{key:<{width}}  {_shown(value)}  [{r['sources'][key]}]"))
+        for problem in r["problems"]:
+            out.print(f"not used: {problem['message']}")
 
     state.json = state.json or json_output
     _emit(result, human)
+    if problems:
+        err.print(f"note: {len(problems)} refused value{'s' if len(problems) > 1 else ''} not used; other memo "
+                  "commands refuse to run until each is repaired (memo config set KEY VALUE, memo config unset KEY)")
 
 
-def _parse_key(key: str) -> list[str]:
+def _parse_key(key: str, present: dict[str, Any] | None = None) -> list[str]:
+    """``key`` split into its parts; an unknown top-level key is refused unless it is one of
+    ``present`` (the file's, so that ``unset`` can remove it)."""
     try:
         parsed: Any = tomllib.loads(f"{key} = 0")
     except tomllib.TOMLDecodeError:
@@ -134,7 +233,7 @@ def _parse_key(key: str) -> list[str]:
         (name, parsed), = parsed.items()
         parts.append(name)
     known = _top_fields()
-    if parts[0] not in known:
+    if parts[0] not in known and parts[0] not in (present or {}):
         raise InvalidFieldError(f"config key {key}", f"unknown key {parts[0]!r} (known: {', '.join(sorted(known))})")
     return parts
 
@@ -147,30 +246,45 @@ def _parse_value(text: str) -> Any:
         return text
 
 
-def _validated(data: dict[str, Any], key: str) -> Settings:
-    """Settings built from ``data`` alone (no environment): the would-be config file."""
-    try:
-        return Settings.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = _key_text([str(p) for p in first["loc"]]) or key
-        reason = "unknown key" if first["type"] == "extra_forbidden" else first["msg"].removeprefix("Value error, ")
-        loc = [str(p) for p in first["loc"]]
-        if first["type"] == "missing" and loc[:1] == ["clients"] and len(loc) >= 2:
-            name = loc[1].replace('"', '\\"')
-            reason += (f"; a client needs both terms at once: memo config set 'clients.\"{name}\"' "
-                       "'{hourlyRate = \"95.50\", currency = \"USD\"}'")
-        raise InvalidFieldError(f"config {where}", reason) from None
+def _overlaps(a: tuple[str, ...] | list[str], b: tuple[str, ...] | list[str]) -> bool:
+    n = min(len(a), len(b))
+    return tuple(a[:n]) == tuple(b[:n])
+
+
+def _changed(path: Path, before: dict[str, Any], after: dict[str, Any], parts: list[str] | None,
+             key: str) -> list[ConfigProblem]:
+    """The problems of the would-be file ``after``; raises for one the change brings: one that
+    ``before`` did not have, or (with ``parts``, the key that is set) any at that key."""
+    old = config_file_problems(before, path.parent)
+    new = config_file_problems(after, path.parent)
+    brought = [p for p in new if (parts is not None and _overlaps(p.parts, parts)) or p not in old]
+    if brought:
+        first = brought[0]
+        raise InvalidFieldError(f"config {first.key or key}", _clean(first.reason + _hint(first)))
+    return new
 
 
 def _write(path: Path, data: dict[str, Any], old_text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, tomli_w.dumps(data).encode("utf-8"))
     if re.search(r"(?m)^\s*#|\s#", old_text):
         err.print(f"note: {path} was rewritten without its comments (tomli_w keeps keys and values, not comments)")
 
 
+def _note_relative(path: Path, data: dict[str, Any], parts: list[str]) -> None:
+    """Say where a relative path that was just set points: the config file's folder, not here."""
+    elsewhere, resolved = resolve_config_paths(data, path.parent / "elsewhere"), resolve_config_paths(data, path.parent)
+    for part in parts:
+        elsewhere = elsewhere.get(part) if isinstance(elsewhere, dict) else None
+        resolved = resolved.get(part) if isinstance(resolved, dict) else None
+    if elsewhere != resolved and resolved is not None:  # the value depends on the file's folder
+        where = ", ".join(map(str, resolved)) if isinstance(resolved, list) else resolved
+        err.print(_safe(f"note: relative paths of the config file are read against its folder {path.parent}: {where}"))
+
+
 def _override_note(parts: list[str]) -> str | None:
-    env = _env_name(_top_fields()[parts[0]])
+    field = _top_fields().get(parts[0])
+    env = env_name(field) if field else None
     if env:
         err.print(f"note: {env} is set in the environment and overrides the config file's {parts[0]}")
     return env
@@ -184,36 +298,47 @@ def config_set(
                                           "'{hourlyRate = \"120\", currency = \"EUR\"}'); anything else is "
                                           "taken as a string."),
 ) -> None:
-    """Set one key of the config file after validating the whole would-be file; an unknown key
-    or a bad value is refused and the file is left untouched. The file is rewritten with
-    tomli_w: keys and values are kept, comments and layout are not."""
+    """Set one key of the config file after validating the would-be file; a bad value for the
+    key is refused and the file is left untouched (problems elsewhere in the file do not block
+    it and are listed). Relative paths are read against the config file's folder. The file is
+    rewritten with tomli_w: keys and values are kept, comments and layout are not. A secret
+    is echoed as ***."""
     path = config_path()
     old_text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    data = copy.deepcopy(read_config_file(path))
+    original = _file(path)
+    data = copy.deepcopy(original)
     parts = _parse_key(key)
     parsed = _parse_value(value)
     node = data
     for depth, part in enumerate(parts[:-1], 1):
         node = node.setdefault(part, {})
         if not isinstance(node, dict):
-            raise InvalidFieldError(f"config key {key}", f"{_key_text(parts[:depth])} is a value, not a table")
+            where = _key_text(parts[:depth])
+            raise InvalidFieldError(f"config key {key}",
+                                    f"{where} is a value, not a table (memo config unset {where} first)")
     node[parts[-1]] = parsed
-    _validated(data, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    remaining = _changed(path, original, data, parts, key)
     _write(path, data, old_text)
     overridden = _override_note(parts)
-    shown = _shown(parsed)
-    _emit({"configPath": str(path), "key": key, "value": parsed, "overriddenBy": overridden},
-          lambda r: out.print(_safe(f"{key} = {shown} in {path}")))
+    _note_relative(path, data, parts)
+    shown_value = masked(parsed, tuple(parts))
+    line = (f"{key} = {_shown(shown_value)} in {path}" if shown_value == parsed
+            else f"{key} set to {MASK if shown_value == MASK else _shown(shown_value)} in {path}")
+    _emit({"configPath": str(path), "key": key, "value": shown_value, "overriddenBy": overridden,
+           "problems": [_clean(str(p)) for p in remaining]},
+          lambda r: out.print(_safe(line)))
+    _note_problems(path, remaining, "still has")
 
 
 @config_app.command("unset")
 def config_unset(key: str = typer.Argument(..., help="Dotted camelCase key, e.g. hybrid.remoteUrl.")) -> None:
-    """Remove one key from the config file, so its default (or environment) value applies."""
+    """Remove one key from the config file (even an unknown or refused one), so its default (or
+    environment) value applies; whatever else in the file is still invalid is listed."""
     path = config_path()
     old_text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    data = copy.deepcopy(read_config_file(path))
-    parts = _parse_key(key)
+    original = _file(path)
+    data = copy.deepcopy(original)
+    parts = _parse_key(key, present=data)
     trail = [data]
     for part in parts[:-1]:
         nxt = trail[-1].get(part)
@@ -226,8 +351,8 @@ def config_unset(key: str = typer.Argument(..., help="Dotted camelCase key, e.g.
     for parent, part, child in reversed(list(zip(trail[:-1], parts, trail[1:]))):
         if not child:
             del parent[part]  # an emptied table goes too
-    _validated(data, key)
+    remaining = _changed(path, original, data, None, key)
     _write(path, data, old_text)
-    _emit({"configPath": str(path), "key": key, "removed": True},
+    _emit({"configPath": str(path), "key": key, "removed": True, "problems": [_clean(str(p)) for p in remaining]},
           lambda r: out.print(_safe(f"{key} removed from {path}")))
-
+    _note_problems(path, remaining, "still has")
