@@ -257,7 +257,8 @@ class VaultStore:
         try:
             done = None if stale.full else freshness.reconcile(conn, self.layout, stale.folders)
             if done is not None:
-                self._note(f"the index caught up with {stale.reason}: {done.line()}")
+                if done.projects or done.skipped:  # a folder that only gained a conflict copy or a temp file: quiet
+                    self._note(f"the index caught up with {stale.reason}: {done.line()}")
                 return done.projects
             files = len(self.layout.record_files())
             self._note(f"rebuilding the index {path} from the {files} record files, because {stale.reason}")

@@ -87,7 +87,8 @@ def test_records_committed_and_pushed_in_one_vault_reach_the_other_on_its_sync(r
     assert ".gitignore" in tree and not any(p.startswith(".memo/") or p.endswith("PROMPTS.md") for p in tree)
 
     b = clone(remote, tmp_path / "b")
-    assert indexed(b) == {}  # a fresh clone has files, no index yet
+    assert set(indexed(b)) == set(ids)  # a fresh clone has files and no index: it is built from them on open
+    assert "because there was none" in b.repairs[0]
     pulled = sync(b, "manual", now=T0)
     assert pulled["error"] is None and pulled["pushed"] is False
     assert set(indexed(b)) == set(ids)

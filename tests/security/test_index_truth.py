@@ -252,6 +252,18 @@ def test_files_added_and_removed_by_hand_are_caught_up_on_open(recorded):
     assert "prompt-b-t3" not in ids(vault)
 
 
+def test_a_folder_that_only_gained_a_temporary_file_or_a_conflict_copy_is_caught_up_quietly(recorded):
+    vault, before = recorded
+    prompts = vault / "projects/p/prompts"
+    (prompts / ".prompt-a-t9.md.abcd1234.tmp").write_bytes(b"---\nid: prompt-a-t9\nki")  # a killed writer's
+    (prompts / "prompt-a-t1.conflict-20260302T100000Z-0123abcd.md").write_text("the other machine's version")
+    ran = ok(vault, "--json", "activity", "--all")
+    assert ran.stderr == "" and json.loads(ran.stdout) == before
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    assert freshness.check(store.conn, store.layout) is None  # the new folder time is recorded
+    store.close()
+
+
 def test_the_check_on_open_and_the_write_path_read_no_record_file(tmp_path, monkeypatch):
     root = tmp_path / "v"
     store = VaultStore(Settings(vault_root=root, timezone="UTC"))
