@@ -189,6 +189,7 @@ class ExportStoryRequest(Request):
                                                  "the vault); without it the Markdown is returned")
     cwd: str | None = Field(None, description="The caller's working directory: a product repository, required "
                                               "with output")
+    overwrite: bool = Field(False, description="With output: replace an existing file (never a symbolic link)")
 
 
 class DeriveRulesRequest(Request):
