@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import http.client
 import json
-import re
 import urllib.error
 import urllib.request
 from typing import Any
 
 from ..config import Settings
 from ..domain.errors import MemoError
+from ..vault.redact import mask_url
 from .store import git_head, project_from_cwd, repository_root
-
-
-def mask_url(url: str | None) -> str | None:
-    """``url`` with a password inside it shown as ``***``."""
-    return re.sub(r"(://[^/?#@:\s]*:)[^/?#\s]*@", r"\1***@", url) if url else url
 
 
 def _localize(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import re
 import threading
 import urllib.error
 import urllib.request
@@ -35,7 +34,7 @@ from ..domain.records import RecordKind, normalize_meta
 from ..index import store as index
 from ..vault.conflicts import keep_conflict
 from ..vault.io import atomic_write_bytes, dump_record, parse_record_text, read_json_state, write_json_state
-from ..vault.redact import IgnoreRules, looks_like_secret, redact_ignored_paths, redact_secrets
+from ..vault.redact import IgnoreRules, looks_like_secret, mask_url, redact_ignored_paths, redact_secrets
 from .store import VaultStore
 
 log = logging.getLogger("memo_analytics.sync")
@@ -91,19 +90,11 @@ def _save(store: VaultStore, name: str, data: dict[str, Any]) -> None:
     write_json_state(_dir(store) / name, data)
 
 
-_URL_PASSWORD = re.compile(r"(://[^/?#@:\s]*:)[^/?#\s]*@")
-
-
-def mask_url(url: str | None) -> str | None:
-    """``url`` with a password inside it shown as ``***`` (``https://ana:***@host/``)."""
-    return _URL_PASSWORD.sub(r"\1***@", url) if url else url
-
-
 def status(store: VaultStore) -> dict[str, Any]:
     """``{mode, remoteUrl, pending, lastSuccessAt, lastError, lastErrorAt, attempts, nextRetryAt}``."""
     state = _load(store, "state.json")
     pending = len({entry["id"] for entry in _outbox(store)})
-    return {"mode": store.settings.mode, "remoteUrl": mask_url(store.settings.hybrid.remote_url), "pending": pending,
+    return {"mode": store.settings.mode, "remoteUrl": mask_url(store.settings.hybrid.remote_url or "") or None, "pending": pending,
             "lastSuccessAt": state.get("lastSuccessAt"), "lastError": state.get("lastError"),
             "lastErrorAt": state.get("lastErrorAt"), "attempts": state.get("attempts", 0),
             "nextRetryAt": state.get("nextRetryAt")}

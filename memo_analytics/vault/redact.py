@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from urllib.parse import urlsplit, urlunsplit
 
 REDACTION = "[REDACTED:{kind}]"
 
@@ -310,3 +311,35 @@ def redact_ignored_paths(text: str, rules: IgnoreRules | None) -> tuple[str, int
         return token
 
     return _PATH_CANDIDATE.sub(replace, text), count
+
+
+# ---------------------------------------------------------------- URLs shown to people
+
+_URL_MASK = "***"
+
+
+def mask_url(text: str) -> str:
+    """``text`` with the secrets of a URL masked.
+
+    The userinfo's password (``https://ana:***@host``; a lone user name, which is often a
+    token, as ``***@host``), every query value (``?key=***&token=***``), the fragment, and a
+    path that is a secret by itself (a Slack or Discord webhook: ``/***``) become ``***``.
+    Text that is not a URL with a host is returned as it is.
+    """
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return redact_secrets(text)[0]
+    if not parts.scheme or not parts.netloc:
+        return text
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        user = userinfo.split(":", 1)[0] if ":" in userinfo else ""
+        netloc = f"{user}:{_URL_MASK}@{host}" if user else f"{_URL_MASK}@{host}"
+    query = "&".join(f"{pair.split('=', 1)[0]}={_URL_MASK}" if pair else pair for pair in parts.query.split("&")) \
+        if parts.query else ""
+    path = parts.path
+    if path.strip("/") and redact_secrets(urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], path, "", "")))[1]:
+        path = "/" + _URL_MASK
+    return urlunsplit((parts.scheme, netloc, path, query, _URL_MASK if parts.fragment else ""))

@@ -35,7 +35,6 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import tomli_w
 import typer
@@ -55,7 +54,7 @@ from ...config import (
 )
 from ...domain.errors import InvalidFieldError
 from ...vault.io import atomic_write_bytes
-from ...vault.redact import redact_secrets
+from ...vault.redact import mask_url, redact_secrets
 from .common import _emit, _safe, app, err, out, state
 
 config_app = typer.Typer(
@@ -82,33 +81,6 @@ def _leaves(value: Any, prefix: list[str]) -> list[tuple[list[str], Any]]:
     if isinstance(value, dict) and value:
         return [leaf for key, item in value.items() for leaf in _leaves(item, [*prefix, str(key)])]
     return [(prefix, value)]
-
-
-def mask_url(text: str) -> str:
-    """``text`` with the secrets of a URL masked.
-
-    The userinfo's password (``https://ana:***@host``; a lone user name, which is often a
-    token, as ``***@host``), every query value (``?key=***&token=***``), the fragment, and a
-    path that is a secret by itself (a Slack or Discord webhook: ``/***``) become ``***``.
-    Text that is not a URL with a host is returned as it is.
-    """
-    try:
-        parts = urlsplit(text)
-    except ValueError:
-        return redact_secrets(text)[0]
-    if not parts.scheme or not parts.netloc:
-        return text
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        user = userinfo.split(":", 1)[0] if ":" in userinfo else ""
-        netloc = f"{user}:{MASK}@{host}" if user else f"{MASK}@{host}"
-    query = "&".join(f"{pair.split('=', 1)[0]}={MASK}" if pair else pair for pair in parts.query.split("&")) \
-        if parts.query else ""
-    path = parts.path
-    if path.strip("/") and redact_secrets(urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], path, "", "")))[1]:
-        path = "/" + MASK
-    return urlunsplit((parts.scheme, netloc, path, query, MASK if parts.fragment else ""))
 
 
 def masked(value: Any, parts: tuple[str, ...] = ()) -> Any:
