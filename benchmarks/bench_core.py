@@ -173,7 +173,7 @@ def main() -> None:
     print(f"activity (all)       median {statistics.median(act):6.3f} s   (target ≤ 1 s)")
     month = activity_report(store, ActivityRequest(projects=None, since="2026-03-01", until="2026-03-31", tz="UTC"))
     out = root.parent / "bench-timesheet.pdf"
-    pdf = timed(lambda: render_timesheet_pdf(month, out), 3)
+    pdf = timed(lambda: render_timesheet_pdf(month, out, overwrite=True), 3)
     print(f"timesheet PDF        median {statistics.median(pdf):6.3f} s for {len(month.sessions)} sessions "
           f"(target ≤ 5 s for 1,000)")
     store.close()

@@ -110,13 +110,14 @@ def main() -> None:
     invoice = work / "invoice.pdf"
     if args.profile:
         profiler = cProfile.Profile()
-        profiler.runcall(render_timesheet_pdf, report, timesheet)
+        profiler.runcall(render_timesheet_pdf, report, timesheet, overwrite=True)
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(30)
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    times, cpu = timed(lambda: render_timesheet_pdf(report, timesheet), args.repeats)
+    times, cpu = timed(lambda: render_timesheet_pdf(report, timesheet, overwrite=True), args.repeats)
     print(f"timesheet PDF  median {statistics.median(times):6.3f} s  (min {min(times):.3f}, max {max(times):.3f}; "
           f"CPU median {statistics.median(cpu):.3f} s) for {billable} sessions   (target ≤ {TARGET_S:.0f} s for 1,000)")
-    times, cpu = timed(lambda: render_invoice_pdf(report, store.settings, invoice, lines="session"), args.repeats)
+    times, cpu = timed(lambda: render_invoice_pdf(report, store.settings, invoice, lines="session", overwrite=True),
+                      args.repeats)
     print(f"invoice PDF    median {statistics.median(times):6.3f} s  (min {min(times):.3f}, max {max(times):.3f}; "
           f"CPU median {statistics.median(cpu):.3f} s) for {billable} session lines   (no target of its own)")
     print(f"PDFs: {timesheet}  {invoice}")
