@@ -26,7 +26,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from ..domain.clock import from_iso, to_iso, utcnow
+from ..domain.clock import from_iso, minutes_between, to_iso, utcnow
 from ..config import MAX_BODY_BYTES
 from ..domain.errors import CorruptRecordError, InvalidFieldError
 from ..domain.ids import validate_slug
@@ -35,6 +35,7 @@ from ..index import store as index
 from ..vault.conflicts import keep_conflict
 from ..vault.io import atomic_write_bytes, dump_record, parse_record_text, read_json_state, write_json_state
 from ..vault.redact import IgnoreRules, looks_like_secret, mask_url, redact_ignored_paths, redact_secrets
+from .prompts import MAX_CLOCK_SKEW
 from .store import VaultStore
 
 log = logging.getLogger("memo_analytics.sync")
@@ -279,6 +280,27 @@ def _clean_strings(value: Any, rules: IgnoreRules) -> Any:
     return value
 
 
+def _check_times(meta: dict[str, Any], now: datetime) -> None:
+    """The time rules of local writes (SPEC §2.5): no instant beyond the clock skew allowed,
+    a session ends after it starts, and its ``durationMinutes`` is ``endTime − startTime``
+    (billed minutes are derived, never taken from the sender)."""
+    for field in ("created", "updated", "startTime", "endTime"):
+        if meta.get(field) and from_iso(meta[field]) > now + MAX_CLOCK_SKEW:
+            raise InvalidFieldError(field, f"{meta[field]} is in the future")
+    if meta.get("kind") != RecordKind.SESSION.value:
+        return
+    start, end, minutes = meta.get("startTime"), meta.get("endTime"), meta.get("durationMinutes")
+    if end is None:
+        if minutes is not None:
+            raise InvalidFieldError("durationMinutes", "given for a session without an endTime")
+        return
+    if from_iso(end) < from_iso(start):
+        raise InvalidFieldError("endTime", f"{end} is before startTime {start}")
+    if minutes is not None and minutes != minutes_between(from_iso(start), from_iso(end)):
+        raise InvalidFieldError("durationMinutes", f"{minutes} is not endTime − startTime "
+                                                   f"({minutes_between(from_iso(start), from_iso(end))} minutes)")
+
+
 def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKind, dict[str, Any], str]:
     """One pushed record through the ingress rules of local writes: size limit, a record
     file that parses (no YAML aliases), an id that matches and names nothing secret, a
@@ -312,6 +334,7 @@ def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKi
     validate_slug(meta["project"], "project")
     if looks_like_secret(meta["project"]):
         raise InvalidFieldError("project", "looks like a secret (token or key)")
+    _check_times(meta, utcnow())
     rules = store.ignore_rules(None)
     cleaned = {key: value if key in _IDENTITY_FIELDS else _clean_strings(value, rules) for key, value in meta.items()}
     return kind, normalize_meta(cleaned), _clean_strings(body, rules)

@@ -410,3 +410,37 @@ def test_a_daemon_killed_mid_push_converges_after_its_restart(tmp_path):
         assert server.get_json("/api/prompts?project=web&limit=1")[1]["total"] == 160
     finally:
         server.stop()
+
+
+SESSION = """---
+id: session-s9
+kind: session
+project: web
+status: completed
+created: '2026-11-30T09:00:00.000Z'
+updated: '2026-11-30T09:30:00.000Z'
+source: mcp
+ide: generic
+sessionId: s9
+client: Acme
+billable: true
+startTime: '{start}'
+endTime: '{end}'
+durationMinutes: {minutes}
+---
+"""
+
+
+@pytest.mark.parametrize("start, end, minutes, reason", [
+    ("2026-11-30T09:00:00.000Z", "2026-11-30T09:30:00.000Z", 1380, "durationMinutes: 1380 is not endTime − startTime"),
+    ("2026-11-30T09:30:00.000Z", "2026-11-30T09:00:00.000Z", 0, "endTime: 2026-11-30T09:00:00.000Z is before"),
+    ("2099-01-01T09:00:00.000Z", "2099-01-01T09:30:00.000Z", 30, "startTime: 2099-01-01T09:00:00.000Z is in the future"),
+])
+def test_a_pushed_session_cannot_claim_billable_minutes_it_did_not_work(tmp_path, start, end, minutes, reason):
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    text = SESSION.format(start=start, end=end, minutes=minutes)
+    [result] = sync.apply_incoming(store, [{"id": "session-s9", "text": text, "base": None}])
+    assert result["outcome"] == "refused" and reason in result["reason"]
+    assert not (store.root / "projects/web/sessions/session-s9.md").exists()
+    good = SESSION.format(start="2026-11-30T09:00:00.000Z", end="2026-11-30T09:30:00.000Z", minutes=30)
+    assert sync.apply_incoming(store, [{"id": "session-s9", "text": good, "base": None}])[0]["outcome"] == "applied"
