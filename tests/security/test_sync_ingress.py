@@ -7,6 +7,7 @@ others; a push whose answer was lost converges; sync errors are one line, kept a
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -306,7 +307,11 @@ def test_a_file_the_daemon_holds_but_never_indexed_is_indexed_by_the_next_push(t
     target = team / "projects/web/prompts/prompt-s1-t1.md"
     server.request("/api/actions/record", data={"body": "make the vault", "projectId": "web"})
     target.parent.mkdir(parents=True, exist_ok=True)
+    folder_time = target.parent.stat().st_mtime_ns
     target.write_text(text)
+    # within one clock tick of the daemon's last write the folder's time does not move, so
+    # nothing on open can tell: only the push itself can take the file in
+    os.utime(target.parent, ns=(target.parent.stat().st_atime_ns, folder_time))
     assert all(i["id"] != "prompt-s1-t1" for i in server.get_json("/api/prompts?crossProject=true")[1]["items"])
     result = sync.push(laptop, force=True)
     assert [r["outcome"] for r in result["results"]] == ["unchanged"]
