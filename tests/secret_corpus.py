@@ -12,6 +12,9 @@ MAILGUN_KEY = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"
 DATABRICKS_TOKEN = "dapi0123456789abcdef0123456789abcdef"
 DATABRICKS_TOKEN_SUFFIXED = "dapif13ac4b49d1cb31f69f678e39602e381-2"
 DISCORD_BOT_TOKEN = "MTA4NzY1NDMyMTA5ODc2NTQzMg.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789AB"
+AZURE_STORAGE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+DOPPLER_TOKEN = "dp.st.dev.xKx3NqG0QqJH7mZT9cWv1PFs2LhYdE8aRbUo4nVy"
+AGE_SECRET_KEY = "AGE-SECRET-KEY-1QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHCE"
 DISCORD_BOT_TOKEN_SHORT = "Nzk5MjgxNDk0NDc2NDU1OTg3.YABS5g.2lmzECVlZv3vv6miVnUaKPQi2wI"
 
 # (text, the secret part that must disappear, the exact kind it is redacted as): no hint word
@@ -24,6 +27,10 @@ NEW_SHAPES = [
     (f"the bot runs as {DISCORD_BOT_TOKEN} now", DISCORD_BOT_TOKEN, "discord-bot-token"),
     (f"DISCORD_TOKEN={DISCORD_BOT_TOKEN}", DISCORD_BOT_TOKEN, "discord-bot-token"),
     (f"client.run('{DISCORD_BOT_TOKEN_SHORT}')", DISCORD_BOT_TOKEN_SHORT, "discord-bot-token"),
+    (f"DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={AZURE_STORAGE_KEY};EndpointSuffix=core.windows.net",
+     AZURE_STORAGE_KEY, "azure-storage-key"),
+    (f"export DOPPLER_TOKEN= && doppler setup --token {DOPPLER_TOKEN}", DOPPLER_TOKEN, "doppler-token"),
+    (f"# created: 2026-11-30\n{AGE_SECRET_KEY}", AGE_SECRET_KEY, "age-secret-key"),
 ]
 
 # (text, the secret part that must disappear)

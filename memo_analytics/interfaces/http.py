@@ -19,6 +19,7 @@ import ipaddress
 import json
 import re
 import threading
+import urllib.parse
 from typing import Any, Callable
 
 import tornado.ioloop
@@ -200,6 +201,9 @@ class ApiHandler(tornado.web.RequestHandler):
             return
         except MemoError as exc:
             self.fail(_status_for(exc), str(exc))
+            return
+        except tornado.web.HTTPError as exc:  # e.g. a query argument that is not UTF-8
+            self.fail(exc.status_code, f"Invalid request: {exc.log_message or exc.reason or exc.status_code}")
             return
         except Exception as exc:  # noqa: BLE001 - never a traceback to the client
             self.fail(500, f"Internal error ({type(exc).__name__}); see the server log")
@@ -580,9 +584,19 @@ _LOGGED_SECRET = re.compile(
     """)
 
 
+_QUERY_PAIR = re.compile(r"([?&;])([^=&;?\s\"'#]+)=([^&;\s\"'#]*)")
+
+
+def _mask_query_token(match: re.Match[str]) -> str:
+    key = urllib.parse.unquote_plus(match.group(2)).strip().lower()  # Tornado reads ?%74oken= as token
+    return f"{match.group(1)}{match.group(2)}=[REDACTED:token]" if key == "token" else match.group(0)
+
+
 def redact_log_text(text: str) -> str:
-    """``text`` of a log line with tokens masked: ``?token=``, ``Authorization``/``X-Memo-Token``
-    header values, bearer tokens, then any secret shape :func:`redact_secrets` knows."""
+    """``text`` of a log line with tokens masked: ``?token=`` (however the key is
+    percent-encoded), ``Authorization``/``X-Memo-Token`` header values, bearer tokens, then
+    any secret shape :func:`redact_secrets` knows."""
+    text = _QUERY_PAIR.sub(_mask_query_token, text)
     masked = _LOGGED_SECRET.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "[REDACTED:token]", text)
     return redact_secrets(masked)[0]
 

@@ -20,6 +20,21 @@ from ..vault.redact import mask_url
 from .store import git_head, project_from_cwd, repository_root
 
 
+def without_userinfo(url: str) -> tuple[str, str | None]:
+    """``(url without user:password@, "Basic …" header or None)``: a password inside a URL is
+    sent as HTTP Basic authentication, never as part of a host name to resolve."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    credentials = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode("utf-8")).decode("ascii")
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), f"Basic {credentials}"
+
+
 def _localize(arguments: dict[str, Any]) -> dict[str, Any]:
     arguments = dict(arguments)
     cwd = arguments.pop("cwd", None)
@@ -47,9 +62,12 @@ def call(settings: Settings, arguments: dict[str, Any]) -> dict[str, Any]:
     if "vaultRoot" in arguments:
         raise MemoError("Invalid vaultRoot: not available in remote mode (the daemon owns its vault)")
     headers = {"Content-Type": "application/json", "User-Agent": "memo-remote"}
+    base, basic = without_userinfo(settings.remote.url)
+    if basic:
+        headers["Authorization"] = basic
     if settings.remote.token:
         headers["Authorization"] = f"Bearer {settings.remote.token}"
-    request = urllib.request.Request(f"{settings.remote.url.rstrip('/')}/api/actions/{action}",
+    request = urllib.request.Request(f"{base.rstrip('/')}/api/actions/{action}",
                                      data=json.dumps(arguments).encode("utf-8"), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=settings.remote.timeout_seconds) as response:  # noqa: S310

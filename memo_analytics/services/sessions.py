@@ -185,7 +185,7 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
         items.append({"type": "pr", "url": request.pr, "title": f"Pull request {request.pr.rstrip('/').rsplit('/', 1)[-1]}"})
     cleaned = []
     for number, item in enumerate(items):
-        if isinstance(item, dict) and item.get("type") == "pr" and not _is_web_url(item.get("url")):
+        if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             raise InvalidFieldError("pr", f"{item.get('url')!r} is not an http(s) URL")
         try:
             deliverable = Deliverable.model_validate(item)
@@ -197,7 +197,8 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
     return clean_deliverables(cleaned)
 
 
-def _is_web_url(value: object) -> bool:
+def is_web_url(value: object) -> bool:
+    """Whether ``value`` is an http(s) URL with a host (what a deliverable may link to)."""
     from urllib.parse import urlsplit
 
     if not isinstance(value, str) or any(c.isspace() for c in value):

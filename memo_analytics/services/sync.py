@@ -28,14 +28,16 @@ from filelock import FileLock
 
 from ..domain.clock import from_iso, minutes_between, to_iso, utcnow
 from ..config import MAX_BODY_BYTES
-from ..domain.errors import CorruptRecordError, InvalidFieldError
-from ..domain.ids import validate_slug
+from ..domain.errors import CorruptRecordError, InvalidFieldError, MemoError
+from ..domain.ids import prompt_id, session_record_id, validate_slug
 from ..domain.records import RecordKind, normalize_meta
 from ..index import store as index
 from ..vault.conflicts import keep_conflict
 from ..vault.io import atomic_write_bytes, dump_record, parse_record_text, read_json_state, write_json_state
 from ..vault.redact import IgnoreRules, looks_like_secret, mask_url, redact_ignored_paths, redact_secrets
 from .prompts import MAX_CLOCK_SKEW
+from .remote import without_userinfo
+from .sessions import is_web_url
 from .store import VaultStore
 
 log = logging.getLogger("memo_analytics.sync")
@@ -92,13 +94,15 @@ def _save(store: VaultStore, name: str, data: dict[str, Any]) -> None:
 
 
 def status(store: VaultStore) -> dict[str, Any]:
-    """``{mode, remoteUrl, pending, lastSuccessAt, lastError, lastErrorAt, attempts, nextRetryAt}``."""
+    """``{mode, remoteUrl, pending, lastSuccessAt, lastError, lastErrorAt, attempts, nextRetryAt,
+    refused}``: ``refused`` lists the records (id, one-line reason) the daemon refused in the
+    last push; they stay queued."""
     state = _load(store, "state.json")
     pending = len({entry["id"] for entry in _outbox(store)})
     return {"mode": store.settings.mode, "remoteUrl": mask_url(store.settings.hybrid.remote_url or "") or None, "pending": pending,
             "lastSuccessAt": state.get("lastSuccessAt"), "lastError": state.get("lastError"),
             "lastErrorAt": state.get("lastErrorAt"), "attempts": state.get("attempts", 0),
-            "nextRetryAt": state.get("nextRetryAt")}
+            "nextRetryAt": state.get("nextRetryAt"), "refused": state.get("refused") or []}
 
 
 # ---------------------------------------------------------------- pushing
@@ -106,6 +110,9 @@ def status(store: VaultStore) -> dict[str, Any]:
 
 def _post(url: str, payload: dict[str, Any], token: str | None, timeout: float) -> dict[str, Any]:
     headers = {"Content-Type": "application/json", "User-Agent": "memo-sync"}
+    url, basic = without_userinfo(url)  # a password in the URL: Basic auth, never a host name to look up
+    if basic:
+        headers["Authorization"] = basic
     if token:
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(url, data=json.dumps(payload).encode("utf-8"), headers=headers, method="POST")
@@ -189,7 +196,10 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                                                             and sent_updated.get(e["id"]) is not None)]
             atomic_write_bytes(_dir(store) / "outbox.jsonl",
                                "".join(json.dumps(e) + "\n" for e in remaining).encode("utf-8"))
-        state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None)
+        refused = [{"id": r.get("id"), "reason": r.get("reason")} for r in answer.get("results", [])
+                   if r.get("outcome") == "refused"]
+        state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None,
+                     refused=refused[:20])
         _save(store, "state.json", state)
         return {"pushed": len(done), "results": answer.get("results", []),
                 "pending": len({e["id"] for e in remaining}), "error": None}
@@ -275,20 +285,38 @@ def _clean_strings(value: Any, rules: IgnoreRules) -> Any:
         return redact_secrets(redact_ignored_paths(value, rules)[0])[0]
     if isinstance(value, list):
         return [_clean_strings(item, rules) for item in value]
-    if isinstance(value, dict):
-        return {key: _clean_strings(item, rules) for key, item in value.items()}
+    if isinstance(value, dict):  # keys too: a secret can hide in a key of a hand-written table
+        return {_clean_strings(key, rules): _clean_strings(item, rules) for key, item in value.items()}
     return value
 
 
-def _check_times(meta: dict[str, Any], now: datetime) -> None:
-    """The time rules of local writes (SPEC §2.5): no instant beyond the clock skew allowed,
-    a session ends after it starts, and its ``durationMinutes`` is ``endTime − startTime``
-    (billed minutes are derived, never taken from the sender)."""
+def _check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
+    """The rules of local writes a record file can break (SPEC §2.2–§2.5): the body limit;
+    the id a turn or session of that ``sessionId`` (and ``turn``) has; no instant beyond the
+    clock skew allowed; a session ends after it starts and its ``durationMinutes`` is
+    ``endTime − startTime`` (billed minutes are derived, never taken from the sender); a
+    pull request links to a web page."""
+    size = len(body.encode("utf-8", "surrogatepass"))
+    if size > MAX_BODY_BYTES:
+        raise InvalidFieldError("body", f"is {size} bytes; the limit is {MAX_BODY_BYTES} bytes")
+    session_id, kind = meta.get("sessionId"), meta.get("kind")
+    if kind == RecordKind.SESSION.value:
+        expected = session_record_id(session_id) if session_id else None
+        if meta["id"] != expected:
+            raise InvalidFieldError("id", f"{meta['id']} is not the id of session {session_id!r} ({expected})")
+    elif kind == RecordKind.PROMPT.value and session_id and meta.get("turn") is not None:
+        expected = prompt_id(session_id, meta["turn"], now)
+        if meta["id"] != expected:
+            raise InvalidFieldError("id", f"{meta['id']} is not the id of turn {meta['turn']} of {session_id} "
+                                          f"({expected})")
     for field in ("created", "updated", "startTime", "endTime"):
         if meta.get(field) and from_iso(meta[field]) > now + MAX_CLOCK_SKEW:
             raise InvalidFieldError(field, f"{meta[field]} is in the future")
     if meta.get("kind") != RecordKind.SESSION.value:
         return
+    for number, item in enumerate(meta.get("deliverables") or [], 1):
+        if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
+            raise InvalidFieldError(f"deliverables[{number}].url", "a pull request's url must be an http(s) URL")
     start, end, minutes = meta.get("startTime"), meta.get("endTime"), meta.get("durationMinutes")
     if end is None:
         if minutes is not None:
@@ -334,9 +362,10 @@ def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKi
     validate_slug(meta["project"], "project")
     if looks_like_secret(meta["project"]):
         raise InvalidFieldError("project", "looks like a secret (token or key)")
-    _check_times(meta, utcnow())
+    _check_record(meta, body, utcnow())
     rules = store.ignore_rules(None)
-    cleaned = {key: value if key in _IDENTITY_FIELDS else _clean_strings(value, rules) for key, value in meta.items()}
+    cleaned = {key if key in _IDENTITY_FIELDS else _clean_strings(key, rules):
+               value if key in _IDENTITY_FIELDS else _clean_strings(value, rules) for key, value in meta.items()}
     return kind, normalize_meta(cleaned), _clean_strings(body, rules)
 
 
@@ -362,36 +391,41 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
         except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
             results.append({"id": record_id, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
             continue
-        sent = item.get("sent") if isinstance(item.get("sent"), list) else []
-        ancestors = {value for value in [item.get("base"), *sent[:MAX_SENT_VERSIONS]] if isinstance(value, str)}
-        path = store.path_for(meta["project"], kind, record_id)
-        incoming = dump_record(meta, body)
-        with store.lock():
-            if not path.exists():
-                store.upsert(kind, meta, body)
-                results.append({"id": record_id, "outcome": "applied"})
-                continue
-            local_text = path.read_text(encoding="utf-8")
-            try:
-                local_meta, local_body = parse_record_text(local_text, str(path))
-            except CorruptRecordError:
-                local_meta, local_body = {}, None  # a broken live file loses to a valid version, kept beside it
-            if local_body is not None and dump_record(local_meta, local_body) == incoming:
-                if index.get_row(store.conn, record_id) is None:
-                    store.upsert(kind, meta, body)  # the file landed but its index row did not
-                results.append({"id": record_id, "outcome": "unchanged"})
-                continue
-            if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors:
-                store.upsert(kind, meta, body)  # the daemon holds a version the pusher sent: fast-forward
-                results.append({"id": record_id, "outcome": "applied"})
-                continue
-            if (meta.get("updated") or "") > (local_meta.get("updated") or ""):
-                kept = keep_conflict(path, local_text.encode("utf-8"), stamp)
-                store.upsert(kind, meta, body)
-                results.append({"id": record_id, "outcome": "applied, older kept as conflict",
-                                "conflict": str(kept.relative_to(store.root))})
-            else:
-                kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
-                results.append({"id": record_id, "outcome": "kept ours, theirs kept as conflict",
-                                "conflict": str(kept.relative_to(store.root))})
+        try:
+            results.append(_apply_one(store, record_id, kind, meta, body, item, stamp))
+        except MemoError as exc:  # e.g. the id belongs to another project here: this record only
+            results.append({"id": record_id, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
     return results
+
+
+def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[str, Any], body: str,
+               item: dict[str, Any], stamp: str) -> dict[str, Any]:
+    """Apply one admitted record (see :func:`apply_incoming`) under the vault lock; its outcome."""
+    sent = item.get("sent") if isinstance(item.get("sent"), list) else []
+    ancestors = {value for value in [item.get("base"), *sent[:MAX_SENT_VERSIONS]] if isinstance(value, str)}
+    path = store.path_for(meta["project"], kind, record_id)
+    incoming = dump_record(meta, body)
+    with store.lock():
+        if not path.exists():
+            store.upsert(kind, meta, body)
+            return {"id": record_id, "outcome": "applied"}
+        local_text = path.read_text(encoding="utf-8")
+        try:
+            local_meta, local_body = parse_record_text(local_text, str(path))
+        except CorruptRecordError:
+            local_meta, local_body = {}, None  # a broken live file loses to a valid version, kept beside it
+        if local_body is not None and dump_record(local_meta, local_body) == incoming:
+            if index.get_row(store.conn, record_id) is None:
+                store.upsert(kind, meta, body)  # the file landed but its index row did not
+            return {"id": record_id, "outcome": "unchanged"}
+        if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors:
+            store.upsert(kind, meta, body)  # the daemon holds a version the pusher sent: fast-forward
+            return {"id": record_id, "outcome": "applied"}
+        if (meta.get("updated") or "") > (local_meta.get("updated") or ""):
+            kept = keep_conflict(path, local_text.encode("utf-8"), stamp)
+            store.upsert(kind, meta, body)
+            return {"id": record_id, "outcome": "applied, older kept as conflict",
+                    "conflict": str(kept.relative_to(store.root))}
+        kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
+        return {"id": record_id, "outcome": "kept ours, theirs kept as conflict",
+                "conflict": str(kept.relative_to(store.root))}

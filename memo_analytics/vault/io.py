@@ -34,16 +34,17 @@ _FILE_MODE = 0o666 & ~_current_umask()
 TEMP_SUFFIX = ".tmp"
 
 
-def atomic_write_bytes(path: Path, data: bytes, durable: bool = True) -> None:
+def atomic_write_bytes(path: Path, data: bytes, durable: bool = True, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` atomically (temp file + fsync + rename + dir fsync).
 
     ``durable=False`` skips the fsyncs (still atomic: readers see the old or the new file);
-    for derived files such as compiled views, which a rebuild regenerates.
+    for derived files such as compiled views, which a rebuild regenerates. ``mode``: the
+    file's permissions (default: what ``open()`` gives under the umask).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
-        os.fchmod(fd, _FILE_MODE)
+        os.fchmod(fd, _FILE_MODE if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -137,12 +138,16 @@ def parse_record_text(text: str, source: str) -> tuple[dict[str, Any], str]:
 #: Largest frontmatter a record may carry, in characters (a record's metadata is a few
 #: hundred bytes; anything near this is not a record).
 MAX_FRONTMATTER_CHARS = 256_000
+#: Deepest nesting of lists and mappings a frontmatter may hold (a record needs 3; libyaml's
+#: loader recurses per level and a few tens of thousands crash the process).
+MAX_FRONTMATTER_DEPTH = 32
 
 
 def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
-    """python-frontmatter's ``parse`` (same split and stripping) with two refusals first:
-    an oversized frontmatter, and YAML anchors or aliases (``&a`` / ``*a``): a record never
-    needs them, and a few hundred bytes of nested aliases expand into millions of nodes."""
+    """python-frontmatter's ``parse`` (same split and stripping) with three refusals first:
+    an oversized frontmatter, YAML anchors or aliases (``&a`` / ``*a``: a record never needs
+    them, and a few hundred bytes of nested aliases expand into millions of nodes), and
+    nesting deeper than ``MAX_FRONTMATTER_DEPTH`` (50 kB of ``[`` crash libyaml's loader)."""
     text = text.strip()
     try:
         fm, content = _YAML.split(text)
@@ -152,10 +157,19 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
         raise CorruptRecordError(source, f"frontmatter is {len(fm)} characters; the limit is {MAX_FRONTMATTER_CHARS}")
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        if "&" in fm or "*" in fm:  # cheap test first: only then walk the events
+        # cheap tests first; only a frontmatter that could hold aliases or deep nesting has
+        # its events walked (libyaml's event parser keeps its own stack: it never recurses)
+        if "&" in fm or "*" in fm or fm.count("[") + fm.count("{") + fm.count("- ") > MAX_FRONTMATTER_DEPTH:
+            depth = 0
             for event in yaml.parse(fm, Loader=loader):
                 if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
                     raise CorruptRecordError(source, "frontmatter uses YAML anchors or aliases, which records never hold")
+                if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                    depth += 1
+                    if depth > MAX_FRONTMATTER_DEPTH:
+                        raise CorruptRecordError(source, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
+                elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                    depth -= 1
         return _YAML.load(fm), content.strip()
     except yaml.YAMLError as exc:
         raise CorruptRecordError(source, f"broken frontmatter ({str(exc).splitlines()[0]})") from None
@@ -233,7 +247,8 @@ def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tupl
             kind = "a folder" if target.is_dir() else "not a regular file"
             raise InvalidFieldError("output", f"{output} is {kind}")
         if target.exists() and not overwrite:
-            raise InvalidFieldError("output", f"{output} already exists; pass --force (overwrite: true) to replace it")
+            raise InvalidFieldError("output", f"{output} already exists; ask to replace it (--force; over MCP, "
+                                              "overwrite: true)")
     except (RuntimeError, OSError, ValueError) as exc:
         raise InvalidFieldError("output", f"{output} ({exc})") from None
     return target

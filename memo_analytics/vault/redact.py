@@ -69,6 +69,9 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     ("shopify-token", re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"), 0, ('shp',)),
     ("vault-token", re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}"), 0, ('hvs.', 'hvb.', 'hvr.')),
     ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0, ('_v1_',)),
+    ("doppler-token", re.compile(r"\bdp\.(?:pt|st|ct|sa|scim|audit)\.(?:[a-z0-9_-]{1,32}\.)?[A-Za-z0-9]{40,44}\b"), 0, ('dp.',)),
+    ("age-secret-key", re.compile(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b"), 0, ('age-secret-key-1',)),
+    ("azure-storage-key", re.compile(r"(?i)\bAccountKey=([A-Za-z0-9+/]{86,88}={0,2})"), 1, ('accountkey=',)),
     ("google-oauth-secret", re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}"), 0, ('gocspx-',)),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0, ('eyj',)),
     # Mailgun private API key (gitleaks mailgun-private-api-token; older keys are alphanumeric)

@@ -330,3 +330,10 @@ def test_a_refused_set_or_a_problem_note_never_echoes_a_secret(config):
     for ran in (memo("config", "show"), memo("--json", "config", "show"), memo("config", "set", "timezone", "UTC"),
                 memo("config", "unset", "timezone"), memo("activity", "--all")):
         assert secrets_in(ran.stdout + ran.stderr) == [], ran
+
+
+def test_the_config_file_that_holds_tokens_is_readable_by_its_owner_only(config):
+    ran = memo("config", "set", "hybrid.token", "s3cret-hybrid-t0ken")
+    assert ran.code == 0, ran
+    assert config.stat().st_mode & 0o777 == 0o600
+    assert "s3cret-hybrid-t0ken" in config.read_text()  # kept for the push, shown to nobody else

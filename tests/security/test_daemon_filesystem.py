@@ -135,7 +135,7 @@ def test_over_stdio_an_export_keeps_to_its_suffix_and_never_replaces_a_file_unas
     story.write_text("my notes")
     error, text = asyncio.run(_stdio_call(vault, action="export_story", sessionId="s1", output=str(story),
                                           cwd=str(repo)))
-    assert error and "already exists; pass --force (overwrite: true)" in text and story.read_text() == "my notes"
+    assert error and "already exists; ask to replace it (--force; over MCP, overwrite: true)" in text and story.read_text() == "my notes"
     error, text = asyncio.run(_stdio_call(vault, action="export_story", sessionId="s1", output=str(story),
                                           cwd=str(repo), overwrite=True))
     assert not error and "Ship the CSV export" in story.read_text()
@@ -165,7 +165,7 @@ def test_cli_reports_replace_an_existing_file_only_with_force(local, command, na
     target = out / name
     target.write_bytes(b"kept")
     refused = memo(*command, "-o", str(target), vault=vault, cwd=repo, check=False)
-    assert refused.returncode == 1 and "already exists; pass --force" in refused.stderr
+    assert refused.returncode == 1 and "already exists; ask to replace it (--force" in refused.stderr
     assert target.read_bytes() == b"kept"
     memo(*command, "-o", str(target), "--force", vault=vault, cwd=repo)
     assert target.read_bytes() != b"kept" and target.stat().st_size > 0

@@ -28,7 +28,8 @@ from ...vault.redact import redact_secrets
 
 #: What a terminal would act on rather than show: escape sequences (CSI ``ESC [ … final``,
 #: OSC ``ESC ] … BEL|ST``, DCS/SOS/PM/APC ``… ST``, two-character ``ESC x``), their 8-bit
-#: C1 forms, and every other C0 and C1 control character except tab and newline.
+#: C1 forms, every other C0 and C1 control character except tab and newline, and the
+#: bidirectional overrides that make a terminal show text in another order than it is.
 _TERMINAL_CONTROL = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]?"
     r"|\x1b\][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
@@ -37,6 +38,7 @@ _TERMINAL_CONTROL = re.compile(
     r"|\x9b[0-?]*[ -/]*[@-~]?"
     r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
     r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+    r"|[\u202a-\u202e\u2066-\u2069]"  # bidirectional embeddings, overrides and isolates: text shown reversed
 )
 
 

@@ -238,7 +238,7 @@ def _changed(path: Path, before: dict[str, Any], after: dict[str, Any], parts: l
 
 def _write(path: Path, data: dict[str, Any], old_text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, tomli_w.dumps(data).encode("utf-8"))
+    atomic_write_bytes(path, tomli_w.dumps(data).encode("utf-8"), mode=0o600)  # it may hold tokens: yours alone
     if re.search(r"(?m)^\s*#|\s#", old_text):
         err.print(f"note: {path} was rewritten without its comments (tomli_w keeps keys and values, not comments)")
 

@@ -30,6 +30,8 @@ def sync_status() -> None:
         if r["lastError"]:
             out.print(_safe(f"last error: {r['lastError']} at {r['lastErrorAt']} (attempt {r['attempts']}; "
                             f"next retry {r['nextRetryAt'] or 'now'})"))
+        for item in r.get("refused") or []:
+            out.print(_safe(f"refused by the daemon: {item['id']}: {item['reason']}"))
         if "vaultGit" in r:
             git = r["vaultGit"]
             out.print(_safe("vault-git: " + ", ".join(f"{k} {v}" for k, v in git.items() if v not in (None, [], ""))))

@@ -1,0 +1,162 @@
+"""Attacks found by trying to break the first round of issue 11's defences, replayed with their
+final state asserted: a deeply nested frontmatter that crashed libyaml (the daemon and every
+command on the vault), a secret hidden in a frontmatter key, pushed records that lie about
+their identity, one colliding id that blocked a whole push, a percent-encoded `?token=` key in
+the log, a query value that is not UTF-8, bidirectional overrides on the terminal, and a
+password inside the daemon URL sent to DNS as part of a host name."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+
+import pytest
+
+from memo_analytics.config import Settings
+from memo_analytics.services import sync
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.remote import without_userinfo
+from memo_analytics.services.requests import RecordPromptRequest
+from memo_analytics.services.store import VaultStore
+from tests.integration.test_cli import memo
+from tests.integration.test_http_api import Server
+from tests.security.test_sync_ingress import record_text
+
+DEEP = ("---\nid: prompt-deep1\nkind: prompt\nproject: acme\ncreated: '2025-01-07T09:00:00.000Z'\n"
+        "updated: '2025-01-07T09:00:00.000Z'\na: " + "[" * 50_000 + "]" * 50_000 + "\n---\nbody\n")
+
+
+def test_a_deeply_nested_pushed_frontmatter_is_refused_and_the_daemon_keeps_serving(tmp_path):
+    server = Server(tmp_path / "team", "--mcp-port", "0")
+    try:
+        started = time.perf_counter()
+        status, _, text = server.request("/api/sync/records", data={"records": [{"id": "prompt-deep1", "text": DEEP}]})
+        assert status == 200 and time.perf_counter() - started < 1.0
+        [result] = json.loads(text)["results"]
+        assert result["outcome"] == "refused" and "nests deeper than 32 levels" in result["reason"]
+        assert server.request("/api/sessions")[0] == 200 and server.proc.poll() is None
+    finally:
+        server.stop()
+
+
+def test_a_deeply_nested_hand_edited_file_is_reported_and_every_command_still_runs(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "acme", "--body", "a normal turn", vault=vault)
+    bad = vault / "projects/acme/prompts/prompt-deep1.md"
+    bad.write_text(DEEP)
+    listed = memo("--json", "prompt", "list", "--all", vault=vault)
+    assert [item["body"] for item in json.loads(listed.stdout)["items"]] == ["a normal turn"]
+    rebuilt = memo("--json", "reindex", vault=vault, check=False)
+    assert rebuilt.returncode in (0, 1) and "nests deeper than 32 levels" in rebuilt.stdout + rebuilt.stderr
+    assert bad.read_text() == DEEP
+
+
+def test_a_secret_in_a_frontmatter_key_is_redacted(tmp_path):
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    text = record_text().replace("tags: []\n", "tags: []\nAKIAIOSFODNN7EXAMPLE: x\nextra: {'password=hunter2hunter2': 2}\n")
+    [result] = sync.apply_incoming(store, [{"id": "prompt-s9-t1", "text": text}])
+    assert result["outcome"] == "applied"
+    stored = (store.root / "projects/web/prompts/prompt-s9-t1.md").read_text()
+    assert "AKIAIOSFODNN7EXAMPLE" not in stored and "hunter2hunter2" not in stored and "[REDACTED:" in stored
+
+
+@pytest.mark.parametrize("old, new, reason", [
+    ("id: {id}", "id: session-evil3", "is not the id of session"),
+    ("turn: 1", "turn: 2", "is not the id of turn 2 of s9"),
+])
+def test_a_pushed_record_must_carry_the_id_its_session_and_turn_give(tmp_path, old, new, reason):
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    text = record_text()
+    if "session" in new:
+        text = text.replace("id: prompt-s9-t1", "id: session-evil3").replace("kind: prompt", "kind: session") \
+            .replace("sessionId: s9", "sessionId: s9\nstartTime: '2026-11-30T10:00:00.000Z'")
+        record_id = "session-evil3"
+    else:
+        text, record_id = text.replace(old, new), "prompt-s9-t1"
+    [result] = sync.apply_incoming(store, [{"id": record_id, "text": text}])
+    assert result["outcome"] == "refused" and reason in result["reason"]
+
+
+def test_a_pushed_body_over_the_local_limit_is_refused(tmp_path):
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    [result] = sync.apply_incoming(store, [{"id": "prompt-s9-t1", "text": record_text(body="x" * 1_200_000)}])
+    assert result["outcome"] == "refused" and "body" in result["reason"] and "1000000 bytes" in result["reason"]
+
+
+def test_one_colliding_id_is_refused_alone_and_the_rest_of_the_push_lands(tmp_path):
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    record_prompt(store, RecordPromptRequest(session_id="s9", project="acme", body="the daemon's own turn"))
+    colliding = record_text()  # prompt-s9-t1 of project web: that id is project acme's here
+    other = record_text(record_id="prompt-s8-t1").replace("sessionId: s9", "sessionId: s8")
+    results = sync.apply_incoming(store, [{"id": "prompt-s9-t1", "text": colliding},
+                                          {"id": "prompt-s8-t1", "text": other}])
+    assert results[0]["outcome"] == "refused" and "already belongs to project acme" in results[0]["reason"]
+    assert results[1]["outcome"] == "applied"
+    assert (store.root / "projects/web/prompts/prompt-s8-t1.md").exists()
+
+
+def test_a_percent_encoded_token_key_and_a_non_utf8_query_stay_out_of_the_log(tmp_path):
+    token = "encoded-k3y-t0ken-5511"
+    server = Server(tmp_path / "vault", "--host", "0.0.0.0", "--token", token, "--mcp-port", "0")
+    try:
+        assert server.request(f"/api/prompts?tok%65n={token}&bogus=1")[0] == 400
+        assert server.request(f"/api/nothing?%74oken={token}")[0] == 404
+        status, _, text = server.request(f"/api/prompts?query=%ed%a0%80&token={token}")
+        assert status == 400 and json.loads(text)["error"].startswith("Invalid request")
+    finally:
+        server.proc.terminate()
+        server.proc.wait(10)
+    log = server.proc.stderr.read()
+    server.proc.stderr.close()
+    assert "/api/nothing?%74oken=" in log and token not in log
+
+
+def test_bidirectional_overrides_never_reach_the_terminal():
+    from memo_analytics.interfaces.cli.common import terminal_text
+
+    assert terminal_text("invoice\u202egnp.exe \u2066x\u2069 ok") == "invoicegnp.exe x ok"
+
+
+def test_a_password_in_the_daemon_url_is_sent_as_basic_auth_never_as_a_host_name(tmp_path):
+    url, header = without_userinfo("http://ana:hunter2pw@127.0.0.1:18124/team")
+    assert url == "http://127.0.0.1:18124/team" and header == "Basic YW5hOmh1bnRlcjJwdw=="
+    received: dict = {}
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import threading
+
+    class Daemon(BaseHTTPRequestHandler):
+        def do_POST(self):
+            received["host"], received["auth"] = self.headers["Host"], self.headers["Authorization"]
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b'{"results": []}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Daemon)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        port = httpd.server_address[1]
+        answer = sync._post(f"http://ana:hunter2pw@127.0.0.1:{port}/api/sync/records", {"records": []}, None, 5)
+        assert answer == {"results": []}
+        assert received == {"host": f"127.0.0.1:{port}", "auth": "Basic YW5hOmh1bnRlcjJwdw=="}
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_raw_http_status_of_a_refused_host_is_421_even_for_http_1_0(tmp_path):
+    server = Server(tmp_path / "vault", "--mcp-port", "0")
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        conn.putrequest("GET", "/api/prompts?crossProject=true", skip_host=True)
+        conn.putheader("Host", "evil.example")
+        conn.endheaders()
+        assert conn.getresponse().status == 421
+    finally:
+        server.stop()
