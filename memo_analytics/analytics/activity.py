@@ -29,6 +29,7 @@ import duckdb
 import polars as pl
 
 from ..domain.clock import TimeBounds, parse_bounds, resolve_zone, to_iso, zone_name
+from ..domain.records import RecordKind
 from ..domain.rounding import ROUNDING_POLICY, apportion, cents_to_hours, hours_cents, minutes_by_local_day
 from ..services.store import VaultStore
 from .frames import IndexSource, sessions_frame, vault_sources
@@ -144,10 +145,15 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         (``Invalid vaults``).
     IndexDamagedError
         A further vault's index cannot be read.
+
+    Session files edited in place since the index read them are taken in first
+    (:meth:`VaultStore.catch_up_edits`): a hand-corrected duration bills as corrected.
     """
     zone = resolve_zone(request.tz or store.settings.timezone)
     bounds = parse_bounds(request.since, request.until, zone)
     client = request.client.strip() if request.client and request.client.strip() else None
+    if store.exists:
+        store.catch_up_edits(RecordKind.SESSION)  # billed minutes come from the files as they are now
     with vault_sources(store, further=request.cross_project) as sources:
         sessions = sessions_frame(sources, request.projects)
         prompt_clients = _prompt_clients(sources, request.projects, bounds)

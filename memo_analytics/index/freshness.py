@@ -72,6 +72,20 @@ def check(conn: sqlite3.Connection, layout: VaultLayout) -> Staleness | None:
                      folders=changed)
 
 
+def edited_in_place(conn: sqlite3.Connection, layout: VaultLayout, subdirs: tuple[str, ...]) -> dict[str, int]:
+    """``{folder: newest file mtime_ns}`` of the record folders (of ``subdirs``) holding a file
+    modified after the folder's stamp: an edit made in place, which leaves the folder's own
+    time as it was. One ``stat`` per file of those folders (a few milliseconds per thousand)."""
+    found = {}
+    for key, since in folder_stamps(conn).items():
+        if key.split("/", 1)[1] not in subdirs:
+            continue
+        newest = max((mtime_ns for _, mtime_ns in folder_files(layout, key).values()), default=0)
+        if newest > since:
+            found[key] = newest
+    return found
+
+
 def missing() -> Staleness:
     """The staleness of an index file that did not exist (it is created empty)."""
     return Staleness("there was none", full=True)

@@ -420,6 +420,45 @@ class VaultStore:
             self._views_changed(project, RecordKind(kind).value)
         return touched
 
+    def catch_up_edits(self, kind: RecordKind | str) -> int:
+        """Take in record files of ``kind`` edited in place since the index read them (an
+        editor that rewrites a file without a rename leaves its folder's time as it was, so
+        the check on open cannot see it). Billing reads call it for sessions: every session
+        file is stat-ed (milliseconds per thousand). The folder's time is moved up to its
+        newest file, so the edit is taken in once. The number of records updated.
+
+        Raises
+        ------
+        IndexReadOnlyError
+            The index cannot be written.
+        """
+        import os
+
+        subdir = folder_key("x", kind).split("/", 1)[1]
+        edited = freshness.edited_in_place(self.conn, self.layout, (subdir,))
+        if not edited:
+            return 0
+        touched = 0
+        with self.lock():
+            for key, newest in edited.items():
+                folder = self.layout.projects_dir / key
+                try:
+                    info = os.stat(folder)
+                    os.utime(folder, ns=(info.st_atime_ns, max(info.st_mtime_ns, newest)))
+                except OSError:
+                    continue
+            try:
+                done = freshness.reconcile(self.conn, self.layout, sorted(edited), max_files=10**9)
+            except sqlite3.DatabaseError as exc:
+                raise self.index_error(exc) from None
+            touched = done.added + done.updated + done.removed
+            if touched or done.skipped:
+                self._note(f"the index caught up with {len(edited)} record folder{'s' if len(edited) != 1 else ''} "
+                           f"edited in place: {done.line()}")
+            for project in done.projects:
+                self._views_changed(project, RecordKind(kind).value)
+        return touched
+
     def ensure_indexed(self, kind: RecordKind | str, project: str, record_id: str,
                        meta: dict[str, Any] | None = None) -> bool:
         """Index a record file that exists but that the index lacks — or, when ``meta``

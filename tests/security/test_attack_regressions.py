@@ -160,3 +160,30 @@ def test_raw_http_status_of_a_refused_host_is_421_even_for_http_1_0(tmp_path):
         assert conn.getresponse().status == 421
     finally:
         server.stop()
+
+
+def test_a_session_file_edited_in_place_bills_as_edited(tmp_path):
+    """An editor that rewrites a file in place leaves its folder's time unchanged; billing
+    reads still see the edit (and take it in once)."""
+    from memo_analytics.analytics.activity import ActivityRequest, activity_report
+
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+
+    start_session(store, StartSessionRequest(session_id="a1", project="web", client="Acme",
+                                             start_time="2026-11-30T09:00:00Z"))
+    end_session(store, EndSessionRequest(session_id="a1", until="2026-11-30T09:45:00Z"))
+    assert activity_report(store, ActivityRequest(projects=None)).total_duration_minutes == 45
+    path = store.root / "projects/web/sessions/session-a1.md"
+    folder_time = path.parent.stat().st_mtime_ns
+    time.sleep(0.01)
+    with open(path, "r+", encoding="utf-8") as handle:  # in place: same inode, folder time unchanged
+        text = handle.read().replace("durationMinutes: 45", "durationMinutes: 50")
+        handle.seek(0)
+        handle.write(text)
+        handle.truncate()
+    assert path.parent.stat().st_mtime_ns == folder_time
+    fresh = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    assert activity_report(fresh, ActivityRequest(projects=None)).total_duration_minutes == 50
+    assert fresh.catch_up_edits("session") == 0  # taken in once
