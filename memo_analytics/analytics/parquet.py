@@ -43,6 +43,8 @@ from .frames import deliverables_frame, prompts_frame, sessions_frame, vault_sou
 MANIFEST = "_memo_export.json"
 FORMAT = "memo-parquet/1"
 PARTITIONS = ("project", "month")
+#: The table folders of an export (with the manifest, all an export folder holds).
+EXPORT_TABLES = ("prompts", "sessions", "deliverables")
 
 _MONTH_OF = {"prompts": "created", "sessions": "start_time", "deliverables": "session_start"}
 
@@ -70,10 +72,13 @@ def check_export_dir(directory: Path, vault_roots: list[Path]) -> Path:
     InvalidFieldError
         ``Invalid dir: …`` — inside a vault (records and exports must not mix), containing
         a vault (replacing it would delete the vault), inside a git repository (turns must
-        never land in a product's tree), a missing parent folder, an existing file, or a
-        folder with content that no export made.
+        never land in a product's tree), a symbolic link, a missing parent folder, an
+        existing file, or a folder with content that no export made (a previous export
+        holding anything else is refused too: replacing it would delete that).
     """
     target = Path(directory).expanduser().absolute()
+    if target.is_symlink():
+        raise InvalidFieldError("dir", f"{directory} is a symbolic link; give the real folder")
     resolved = target.resolve()
     for root in vault_roots:
         root = Path(root).resolve()
@@ -90,9 +95,14 @@ def check_export_dir(directory: Path, vault_roots: list[Path]) -> Path:
     if resolved.exists():
         if not resolved.is_dir():
             raise InvalidFieldError("dir", f"{directory} exists and is not a folder")
-        if any(resolved.iterdir()) and not (resolved / MANIFEST).is_file():
+        entries = sorted(p.name for p in resolved.iterdir())
+        if entries and not (resolved / MANIFEST).is_file():
             raise InvalidFieldError("dir", f"{directory} is not empty and was not written by memo export parquet; "
                                            "choose an empty or new folder")
+        foreign = [name for name in entries if name != MANIFEST and name not in EXPORT_TABLES]
+        if foreign:  # replacing the export would delete them
+            raise InvalidFieldError("dir", f"{directory} holds {foreign[0]!r}, which no export wrote; move it away "
+                                           "or choose another folder")
     return resolved
 
 

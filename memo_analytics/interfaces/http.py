@@ -584,12 +584,13 @@ _LOGGED_SECRET = re.compile(
     """)
 
 
-_QUERY_PAIR = re.compile(r"([?&;])([^=&;?\s\"'#]+)=([^&;\s\"'#]*)")
+_QUERY_PAIR = re.compile(r"([?&;])([^=&;?\s\"'#]+)=([^&;\s#]*)")
 
 
 def _mask_query_token(match: re.Match[str]) -> str:
     key = urllib.parse.unquote_plus(match.group(2)).strip().lower()  # Tornado reads ?%74oken= as token
-    return f"{match.group(1)}{match.group(2)}=[REDACTED:token]" if key == "token" else match.group(0)
+    return f"{match.group(1)}{match.group(2)}=[REDACTED:token]" if key.removesuffix("[]") == "token" \
+        else match.group(0)
 
 
 def redact_log_text(text: str) -> str:

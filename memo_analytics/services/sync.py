@@ -17,6 +17,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -34,7 +35,15 @@ from ..domain.records import RecordKind, normalize_meta
 from ..index import store as index
 from ..vault.conflicts import keep_conflict
 from ..vault.io import atomic_write_bytes, dump_record, parse_record_text, read_json_state, write_json_state
-from ..vault.redact import IgnoreRules, looks_like_secret, mask_url, redact_ignored_paths, redact_secrets
+from ..vault.redact import (
+    SECRET_VALUE,
+    IgnoreRules,
+    is_secret_name,
+    looks_like_secret,
+    mask_url,
+    redact_ignored_paths,
+    redact_secrets,
+)
 from .prompts import MAX_CLOCK_SKEW
 from .remote import without_userinfo
 from .sessions import is_web_url
@@ -46,6 +55,8 @@ SYNC_DIR = "sync"
 MAX_BACKOFF_SECONDS = 300
 #: Versions of one record a pusher remembers as sent but unconfirmed (a lost answer).
 MAX_SENT_VERSIONS = 20
+#: The id of a prompt recorded without a session (SPEC §2.2).
+_LONE_PROMPT_ID = re.compile(r"prompt-\d{1,16}-[0-9a-f]{6}")
 CONNECT_TIMEOUT_SECONDS = 10
 
 
@@ -286,7 +297,8 @@ def _clean_strings(value: Any, rules: IgnoreRules) -> Any:
     if isinstance(value, list):
         return [_clean_strings(item, rules) for item in value]
     if isinstance(value, dict):  # keys too: a secret can hide in a key of a hand-written table
-        return {_clean_strings(key, rules): _clean_strings(item, rules) for key, item in value.items()}
+        return {_clean_strings(key, rules): SECRET_VALUE if isinstance(item, str) and is_secret_name(key)
+                else _clean_strings(item, rules) for key, item in value.items()}  # password: hunter2
     return value
 
 
@@ -304,11 +316,19 @@ def _check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
         expected = session_record_id(session_id) if session_id else None
         if meta["id"] != expected:
             raise InvalidFieldError("id", f"{meta['id']} is not the id of session {session_id!r} ({expected})")
-    elif kind == RecordKind.PROMPT.value and session_id and meta.get("turn") is not None:
-        expected = prompt_id(session_id, meta["turn"], now)
-        if meta["id"] != expected:
-            raise InvalidFieldError("id", f"{meta['id']} is not the id of turn {meta['turn']} of {session_id} "
-                                          f"({expected})")
+    elif kind == RecordKind.PROMPT.value:
+        if session_id or meta.get("turn") is not None:
+            if not session_id or meta.get("turn") is None:
+                raise InvalidFieldError("turn", "a turn of a session has both sessionId and turn")
+            expected = prompt_id(session_id, meta["turn"], now)
+            if meta["id"] != expected:
+                raise InvalidFieldError("id", f"{meta['id']} is not the id of turn {meta['turn']} of {session_id} "
+                                              f"({expected})")
+        elif not _LONE_PROMPT_ID.fullmatch(meta["id"]):
+            raise InvalidFieldError("id", f"{meta['id']} is not the id of a prompt without a session "
+                                          "(prompt-<epoch ms>-<6 hex>)")
+    elif not meta["id"].startswith(f"{kind}-"):
+        raise InvalidFieldError("id", f"{meta['id']} is not the id of a {kind} record ({kind}-…)")
     for field in ("created", "updated", "startTime", "endTime"):
         if meta.get(field) and from_iso(meta[field]) > now + MAX_CLOCK_SKEW:
             raise InvalidFieldError(field, f"{meta[field]} is in the future")
@@ -318,6 +338,9 @@ def _check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             raise InvalidFieldError(f"deliverables[{number}].url", "a pull request's url must be an http(s) URL")
     start, end, minutes = meta.get("startTime"), meta.get("endTime"), meta.get("durationMinutes")
+    if (end is not None) != (meta.get("status") == "completed"):
+        raise InvalidFieldError("status", f"{meta.get('status')!r} with{'' if end else 'out'} an endTime: a session "
+                                          "is completed exactly when it has ended")
     if end is None:
         if minutes is not None:
             raise InvalidFieldError("durationMinutes", "given for a session without an endTime")
@@ -364,8 +387,8 @@ def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKi
         raise InvalidFieldError("project", "looks like a secret (token or key)")
     _check_record(meta, body, utcnow())
     rules = store.ignore_rules(None)
-    cleaned = {key if key in _IDENTITY_FIELDS else _clean_strings(key, rules):
-               value if key in _IDENTITY_FIELDS else _clean_strings(value, rules) for key, value in meta.items()}
+    cleaned = {key: value for key, value in meta.items() if key in _IDENTITY_FIELDS}
+    cleaned.update(_clean_strings({k: v for k, v in meta.items() if k not in _IDENTITY_FIELDS}, rules))
     return kind, normalize_meta(cleaned), _clean_strings(body, rules)
 
 

@@ -159,7 +159,8 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
     try:
         # cheap tests first; only a frontmatter that could hold aliases or deep nesting has
         # its events walked (libyaml's event parser keeps its own stack: it never recurses)
-        if "&" in fm or "*" in fm or fm.count("[") + fm.count("{") + fm.count("- ") > MAX_FRONTMATTER_DEPTH:
+        nesting = fm.count("[") + fm.count("{") + fm.count("-") + fm.count("?")  # each opens a level at most
+        if "&" in fm or "*" in fm or nesting > MAX_FRONTMATTER_DEPTH or len(fm) > 16_000:
             depth = 0
             for event in yaml.parse(fm, Loader=loader):
                 if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:

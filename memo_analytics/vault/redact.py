@@ -232,6 +232,20 @@ def redact_value(value: object) -> object:
     return value
 
 
+#: What the value of a secret-named field becomes (``password: hunter2``).
+SECRET_VALUE = REDACTION.format(kind="secret-assignment")
+_SECRET_NAME_RE = re.compile(_SECRET_NAME)
+
+
+def is_secret_name(name: object) -> bool:
+    """Whether a field name names a secret (``password``, ``api_key``, ``AWS_SECRET_ACCESS_KEY``,
+    ``token`` …): its value is hidden whatever its shape. Names that merely count or describe
+    tokens (``inputTokens``, ``max_tokens``) are not secrets."""
+    if not isinstance(name, str) or not _SECRET_NAME_RE.fullmatch(name):
+        return False
+    return not re.search(r"(?i)tokens$|^(?:max|input|output|total|cache)[_-]?tokens?|count", name)
+
+
 def looks_like_secret(text: str) -> bool:
     """True when ``text`` holds something :func:`redact_secrets` would hide."""
     return redact_secrets(text)[1] > 0

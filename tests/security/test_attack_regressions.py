@@ -187,3 +187,100 @@ def test_a_session_file_edited_in_place_bills_as_edited(tmp_path):
     fresh = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
     assert activity_report(fresh, ActivityRequest(projects=None)).total_duration_minutes == 50
     assert fresh.catch_up_edits("session") == 0  # taken in once
+
+
+# ---------------------------------------------------------------- the second round
+
+
+EXPLICIT_KEYS = "---\nid: prompt-evil-t1\nkind: prompt\nproject: p1\n" + "? " * 100_000 + "x\n---\nbody\n"
+
+
+def test_deep_explicit_key_nesting_is_refused_over_sync_and_in_a_hand_edited_file(tmp_path):
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    [result] = sync.apply_incoming(store, [{"id": "prompt-evil-t1", "text": EXPLICIT_KEYS}])
+    assert result["outcome"] == "refused" and ("nests deeper" in result["reason"] or "limit" in result["reason"])
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "p1", "--body", "a normal turn", vault=vault)
+    bad = vault / "projects/p1/prompts/prompt-evil-t1.md"
+    bad.write_text(EXPLICIT_KEYS)
+    rebuilt = memo("reindex", vault=vault, check=False)
+    assert rebuilt.returncode in (0, 1) and "Segmentation" not in rebuilt.stderr and bad.read_text() == EXPLICIT_KEYS
+    assert "a normal turn" in memo("prompt", "list", "--all", vault=vault).stdout
+
+
+@pytest.mark.parametrize("record_id, edit, reason", [
+    ("session-s1", lambda t: t.replace("id: prompt-s9-t1", "id: session-s1").replace("turn: 1", "turn: null"),
+     "both sessionId and turn"),
+    ("prompt-s1-t7", lambda t: t.replace("id: prompt-s9-t1", "id: prompt-s1-t7").replace("turn: 1", "turn: null"),
+     "both sessionId and turn"),
+    ("prompt-zz-t3", lambda t: t.replace("id: prompt-s9-t1", "id: prompt-zz-t3").replace("sessionId: s9\nturn: 1\n",
+                                                                                         ""),
+     "not the id of a prompt without a session"),
+    ("decision-x", lambda t: t.replace("id: prompt-s9-t1", "id: decision-x").replace("sessionId: s9\nturn: 1\n", ""),
+     "not the id of a prompt"),
+])
+def test_a_pushed_prompt_cannot_take_another_records_id(tmp_path, record_id, edit, reason):
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    [result] = sync.apply_incoming(store, [{"id": record_id, "text": edit(record_text())}])
+    assert result["outcome"] == "refused" and reason in result["reason"], result
+
+
+def test_the_value_of_a_secret_named_frontmatter_key_is_hidden(tmp_path):
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    text = record_text().replace("tags: []\n", "tags: []\npassword: hunter2hunter2\nextra: {api_key: plainvalue1}\n")
+    [result] = sync.apply_incoming(store, [{"id": "prompt-s9-t1", "text": text}])
+    assert result["outcome"] == "applied"
+    stored = (store.root / "projects/web/prompts/prompt-s9-t1.md").read_text()
+    assert "hunter2hunter2" not in stored and "plainvalue1" not in stored
+    assert "password: '[REDACTED:secret-assignment]'" in stored
+
+
+@pytest.mark.parametrize("status, end", [("open", "'2026-11-30T09:30:00.000Z'"), ("abandoned", "'2026-11-30T09:30:00.000Z'"),
+                                         ("completed", "null")])
+def test_a_pushed_session_is_completed_exactly_when_it_has_ended(tmp_path, status, end):
+    from tests.security.test_sync_ingress import SESSION
+
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    text = SESSION.format(start="2026-11-30T09:00:00.000Z", end="X", minutes=30) \
+        .replace("status: completed", f"status: {status}").replace("endTime: 'X'", f"endTime: {end}")
+    if end == "null":
+        text = text.replace("durationMinutes: 30\n", "")
+    [result] = sync.apply_incoming(store, [{"id": "session-s9", "text": text}])
+    assert result["outcome"] == "refused" and "completed exactly when it has ended" in result["reason"]
+
+
+def test_parquet_export_never_writes_through_a_symlink_nor_deletes_what_it_did_not_write(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "p1", "--body", "a turn", vault=vault)
+    important = tmp_path / "important"
+    important.mkdir()
+    (important / "a.txt").write_text("keep")
+    (important / "_memo_export.json").write_text("{}")
+    link = tmp_path / "out"
+    link.symlink_to(important)
+    refused = memo("export", "parquet", str(link), vault=vault, check=False)
+    assert refused.returncode == 1 and "is a symbolic link" in refused.stderr
+    refused = memo("export", "parquet", str(important), vault=vault, check=False)
+    assert refused.returncode == 1 and "holds 'a.txt', which no export wrote" in refused.stderr
+    assert (important / "a.txt").read_text() == "keep"
+    lake = tmp_path / "lake"
+    memo("export", "parquet", str(lake), vault=vault)
+    memo("export", "parquet", str(lake), vault=vault)  # a previous export is replaced
+    assert sorted(p.name for p in lake.iterdir()) == ["_memo_export.json", "deliverables", "prompts", "sessions"]
+
+
+def test_memo_demo_never_writes_through_a_symlinked_marker(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / ".memo-demo").symlink_to(notes)
+    refused = memo("demo", "--out", str(out), check=False)
+    assert refused.returncode == 1 and "symbolic link" in refused.stderr and notes.read_text() == "my notes"
+
+
+def test_a_percent_or_quote_laden_token_stays_out_of_log_lines():
+    from memo_analytics.interfaces.http import redact_log_text
+
+    for line in ('400 GET /api/p?token[]=SECRET123456&x=1', '400 GET /api/p?token=SECRET"TOKEN123456 (1.1.1.1)'):
+        assert "SECRET" not in redact_log_text(line) and "TOKEN123456" not in redact_log_text(line)

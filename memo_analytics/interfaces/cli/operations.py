@@ -17,6 +17,7 @@ from ...services.demo import DEMO_ZONE, build_demo_vault
 from ...services.importers import IMPORTERS, load_importer
 from ...services.importers.common import ImportOptions, run_import, walk_files
 from ...services.maintenance import reindex as reindex_vault
+from ...vault.io import atomic_write_bytes
 from .common import (
     DEMO_MARKER,
     _emit,
@@ -116,13 +117,15 @@ def demo(
     resolve_zone(tz)
     if out_dir.exists() and not out_dir.is_dir():
         raise MemoError(f"Invalid out: {out_dir} is not a folder")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not marker.exists():
+    if marker.is_symlink() or (vault.is_symlink()):
+        raise MemoError(f"Invalid out: {out_dir} holds a symbolic link where memo demo writes; choose another --out")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not marker.is_file():
         raise MemoError(f"Invalid out: {out_dir} is not empty and was not made by memo demo; choose another --out")
     settings = _settings(vault_root=vault, timezone=tz)
     if vault.exists():
         shutil.rmtree(vault)
     out_dir.mkdir(parents=True, exist_ok=True)
-    marker.write_text("This folder was made by `memo demo`; the next run replaces it.\n", encoding="utf-8")
+    atomic_write_bytes(marker, b"This folder was made by `memo demo`; the next run replaces it.\n")
     state.settings = settings
     state._store = None
     counts = build_demo_vault(state.store)
