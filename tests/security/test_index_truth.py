@@ -26,52 +26,28 @@ import sqlite3
 import stat
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from memo_analytics.config import Settings
 from memo_analytics.domain.records import Prompt
 from memo_analytics.index import freshness, reindex
-from memo_analytics.interfaces.cli import main
-from memo_analytics.interfaces.cli.common import state
 from memo_analytics.services.prompts import record_prompt
 from memo_analytics.services.requests import RecordPromptRequest
 from memo_analytics.services.store import VaultStore
 from memo_analytics.vault.io import read_record, write_record
+from tests.security.test_config_boundary import Ran
+from tests.security.test_config_boundary import memo as memo_in_process
 
 TRANSCRIPT = "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[31mRED\x9b2J\x1b]52;c;aGk=\x1b\\ end\r"
 CONTROL = [chr(c) for c in [*range(0, 9), *range(11, 32), *range(127, 160)]]
 
 
-@dataclass
-class Ran:
-    code: int
-    stdout: str
-    stderr: str
-
-
 def memo(vault: Path, *args: str) -> Ran:
     """``memo --vault-root VAULT ARGS`` in this process, through the console-script entry point."""
-    runner = CliRunner()
-    with runner.isolation() as (stdout, stderr, _):
-        argv, sys.argv = sys.argv, ["memo", "--vault-root", str(vault), *args]
-        code = 0
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            sys.argv = argv
-            if state._store is not None:
-                state._store.close()
-                state._store = None
-            sys.stdout.flush()
-            sys.stderr.flush()
-        return Ran(code, stdout.getvalue().decode(), stderr.getvalue().decode())
+    return memo_in_process("--vault-root", str(vault), *args)
 
 
 def ok(vault: Path, *args: str) -> Ran:
