@@ -72,6 +72,10 @@ def prompt_id(session_id: str | None, turn: int | None, now: datetime) -> str:
     return f"prompt-{int(now.timestamp() * 1000)}-{secrets.token_hex(3)}"
 
 
+#: The id :func:`prompt_id` gives a prompt recorded without a session.
+LONE_PROMPT_ID = re.compile(r"prompt-\d{1,16}-[0-9a-f]{6}")
+
+
 def session_record_id(session_id: str) -> str:
     """Session record id: ``session-{sessionId}`` (SPEC §2.2)."""
     return f"session-{session_id}"

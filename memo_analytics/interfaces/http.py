@@ -173,8 +173,8 @@ class ApiHandler(tornado.web.RequestHandler):
         except (ValueError, UnicodeDecodeError):
             raise InvalidFieldError("body", "is not JSON") from None
         except RecursionError:
-            data = None
-        if data is None or json_depth(data) > MAX_JSON_DEPTH:
+            raise InvalidFieldError("body", f"is nested deeper than {MAX_JSON_DEPTH} levels") from None
+        if json_depth(data) > MAX_JSON_DEPTH:
             raise InvalidFieldError("body", f"is nested deeper than {MAX_JSON_DEPTH} levels")
         if not isinstance(data, dict):
             raise InvalidFieldError("body", "must be a JSON object")
@@ -578,8 +578,7 @@ class GuardedApplication(httputil.HTTPServerConnectionDelegate):
 
 _LOGGED_SECRET = re.compile(
     r"""(?ix)
-    ( [?&;]token= ) [^&\s"'#]+                                   # ?token=… in a request URI
-  | ( \b(?:authorization|x-memo-token)['"]?\s*[:=,]\s*['"]?(?:bearer\s+|basic\s+)? ) [^\s'",}]+  # headers
+    ( \b(?:authorization|x-memo-token)['"]?\s*[:=,]\s*['"]?(?:bearer\s+|basic\s+)? ) [^\s'",}]+  # headers
   | ( \bbearer\s+ ) [A-Za-z0-9._~+/=-]{6,}
     """)
 
@@ -598,7 +597,7 @@ def redact_log_text(text: str) -> str:
     percent-encoded), ``Authorization``/``X-Memo-Token`` header values, bearer tokens, then
     any secret shape :func:`redact_secrets` knows."""
     text = _QUERY_PAIR.sub(_mask_query_token, text)
-    masked = _LOGGED_SECRET.sub(lambda m: (m.group(1) or m.group(2) or m.group(3)) + "[REDACTED:token]", text)
+    masked = _LOGGED_SECRET.sub(lambda m: (m.group(1) or m.group(2)) + "[REDACTED:token]", text)
     return redact_secrets(masked)[0]
 
 

@@ -25,6 +25,7 @@ from ..domain.errors import MemoError
 from ..domain.wire import dumps
 from ..services import remote, sync
 from ..services.store import VaultStore
+from ..services.stories import write_story_file
 from ..vault.redact import redact_secrets
 
 INSTRUCTIONS = (
@@ -91,7 +92,7 @@ class PromptTool:
                 if parsed.action == "export_story" and parsed.output:
                     # the daemon answers with the story; the file is written here, by the local rules
                     story = remote.call(self.settings, {"action": parsed.action, **sent})
-                    return dumps(write_story_locally(story, parsed.output, parsed.cwd, bool(parsed.overwrite)))
+                    return dumps(write_story_file(story, parsed.output, parsed.cwd, bool(parsed.overwrite)))
                 return dumps(remote.call(self.settings, {"action": parsed.action,
                                                          **parsed.model_dump(by_alias=True, exclude_none=True,
                                                                              exclude={"action"})}))
@@ -108,26 +109,6 @@ class PromptTool:
         except ValidationError as exc:
             raise ToolError(redact_secrets(_message(exc))[0]) from None
         return dumps(result)
-
-
-def write_story_locally(story: dict[str, Any], output: str, cwd: str | None, overwrite: bool) -> dict[str, Any]:
-    """Write a story the daemon returned to ``output`` on this machine (remote mode): from a
-    product repository, outside it, ``.md``, no symbolic link, an existing file only with
-    ``overwrite`` (SPEC §5.2)."""
-    from pathlib import Path
-
-    from ..domain.errors import InvalidFieldError
-    from ..services.store import repository_root
-    from ..vault.io import atomic_write_bytes, output_target
-
-    if not cwd or repository_root(cwd) is None:
-        raise InvalidFieldError("cwd", "required with output: the product repository you export from")
-    destination = Path(output).expanduser()
-    destination = destination if destination.is_absolute() else Path(cwd) / destination
-    target = output_target(destination, (), (".md",), overwrite)
-    payload = str(story.get("markdown", "")).encode("utf-8")
-    atomic_write_bytes(target, payload)
-    return {k: v for k, v in story.items() if k != "markdown"} | {"path": str(target), "bytes": len(payload)}
 
 
 def _tool_function(tool: PromptTool):

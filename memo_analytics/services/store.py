@@ -36,7 +36,7 @@ from ..domain.errors import (
     VaultBusyError,
 )
 from ..domain.ids import prompt_id, slugify, validate_slug
-from ..domain.records import RecordKind, normalize_meta
+from ..domain.records import RecordKind, normalize_meta, subdir_for_kind
 from ..index import freshness
 from ..index import store as index
 from ..index.folders import folder_key, folder_stamp
@@ -409,14 +409,21 @@ class VaultStore:
         number of records added, updated or removed. One ``stat`` and one lookup when
         nothing changed. Call it under the vault lock (:meth:`upsert` does)."""
         key = folder_key(project, kind)
-        conn = self.conn
-        if folder_stamp(self.layout, key) == index.folder_stamp(conn, key):
+        if folder_stamp(self.layout, key) == index.folder_stamp(self.conn, key):
             return 0
-        done = freshness.reconcile(conn, self.layout, [key], max_files=10**9)
+        return self._reconcile([key], kind, f"a record folder changed outside memo ({key})")
+
+    def _reconcile(self, keys: list[str], kind: RecordKind | str, what: str) -> int:
+        """:func:`freshness.reconcile` of ``keys`` (under the vault lock), a note when it took
+        anything in, the views of the projects touched refreshed; the records changed."""
+        try:
+            done = freshness.reconcile(self.conn, self.layout, keys, max_files=10**9)
+        except sqlite3.DatabaseError as exc:
+            raise self.index_error(exc) from None
         touched = done.added + done.updated + done.removed
         if touched or done.skipped:
-            self._note(f"the index caught up with a record folder changed outside memo ({key}): {done.line()}")
-        if touched:
+            self._note(f"the index caught up with {what}: {done.line()}")
+        for project in sorted(done.projects):
             self._views_changed(project, RecordKind(kind).value)
         return touched
 
@@ -432,13 +439,9 @@ class VaultStore:
         IndexReadOnlyError
             The index cannot be written.
         """
-        import os
-
-        subdir = folder_key("x", kind).split("/", 1)[1]
-        edited = freshness.edited_in_place(self.conn, self.layout, (subdir,))
+        edited = freshness.edited_in_place(self.conn, self.layout, (subdir_for_kind(kind),))
         if not edited:
             return 0
-        touched = 0
         with self.lock():
             for key, newest in edited.items():
                 folder = self.layout.projects_dir / key
@@ -447,17 +450,8 @@ class VaultStore:
                     os.utime(folder, ns=(info.st_atime_ns, max(info.st_mtime_ns, newest)))
                 except OSError:
                     continue
-            try:
-                done = freshness.reconcile(self.conn, self.layout, sorted(edited), max_files=10**9)
-            except sqlite3.DatabaseError as exc:
-                raise self.index_error(exc) from None
-            touched = done.added + done.updated + done.removed
-            if touched or done.skipped:
-                self._note(f"the index caught up with {len(edited)} record folder{'s' if len(edited) != 1 else ''} "
-                           f"edited in place: {done.line()}")
-            for project in done.projects:
-                self._views_changed(project, RecordKind(kind).value)
-        return touched
+            plural = "s" if len(edited) != 1 else ""
+            return self._reconcile(sorted(edited), kind, f"{len(edited)} record folder{plural} edited in place")
 
     def ensure_indexed(self, kind: RecordKind | str, project: str, record_id: str,
                        meta: dict[str, Any] | None = None) -> bool:

@@ -137,13 +137,14 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
     return "\n".join(lines)
 
 
-def story_destination(store: VaultStore, output: str, cwd: str | Path | None,
+def story_destination(store: VaultStore | None, output: str, cwd: str | Path | None,
                       suffixes: tuple[str, ...] = (".md",), overwrite: bool = False) -> Path:
     """Where a story may be written (SPEC §5.2).
 
     The caller's ``cwd`` must be a product repository — not the vault nor inside it — and
     the destination must lie outside that repository and outside the vault, end with one of
-    ``suffixes``, not be a symbolic link, and not exist unless ``overwrite``.
+    ``suffixes``, not be a symbolic link, and not exist unless ``overwrite``. ``store`` is
+    None in remote mode: no local vault, the story came from the daemon.
 
     Raises
     ------
@@ -156,8 +157,8 @@ def story_destination(store: VaultStore, output: str, cwd: str | Path | None,
         here = Path(cwd).expanduser().resolve()
     except (OSError, RuntimeError, ValueError) as exc:
         raise InvalidFieldError("cwd", str(exc)) from None
-    vault = store.root.resolve()
-    if here == vault or here.is_relative_to(vault):
+    vault = store.root.resolve() if store is not None else None
+    if vault is not None and (here == vault or here.is_relative_to(vault)):
         raise InvalidFieldError("cwd", f"{here} is the vault or inside it; export from a product repository")
     if repository_root(here) is None:
         raise InvalidFieldError("cwd", f"{here} is not inside a product repository (no .git found); run it from "
@@ -166,7 +167,27 @@ def story_destination(store: VaultStore, output: str, cwd: str | Path | None,
     destination = Path(output).expanduser()
     destination = destination if destination.is_absolute() else here / destination
     # refuses the vault and any git work tree, the product root among them (SPEC §2.1, §5.2)
-    return output_target(destination, (vault,), suffixes, overwrite)
+    return output_target(destination, (vault,) if vault is not None else (), suffixes, overwrite)
+
+
+def write_story_file(story: dict[str, Any], output: str, cwd: str | Path | None, overwrite: bool = False,
+                     store: VaultStore | None = None) -> dict[str, Any]:
+    """Write an exported story (``{sessionId, project, turns, markdown}``) to ``output`` under
+    the rules of :func:`story_destination`; the story without its text, plus ``path`` and
+    ``bytes``. Used by ``export_story`` and, in remote mode, on the caller's machine.
+
+    Raises
+    ------
+    InvalidFieldError
+        A refused ``cwd`` or ``output``, or the file cannot be written (nothing is written).
+    """
+    target = story_destination(store, output, cwd, overwrite=overwrite)
+    payload = str(story.get("markdown", "")).encode("utf-8")
+    try:
+        atomic_write_bytes(target, payload)
+    except OSError as exc:
+        raise InvalidFieldError("output", f"cannot write {target} ({exc.strerror or type(exc).__name__})") from None
+    return {**{k: v for k, v in story.items() if k != "markdown"}, "path": str(target), "bytes": len(payload)}
 
 
 def export_story(store: VaultStore, request: ExportStoryRequest, now: datetime | None = None) -> dict[str, Any]:
@@ -189,10 +210,4 @@ def export_story(store: VaultStore, request: ExportStoryRequest, now: datetime |
     result = {"sessionId": session["sessionId"], "project": session["project"], "turns": len(data["turns"])}
     if request.output is None:
         return {**result, "markdown": markdown}
-    target = story_destination(store, request.output, request.cwd, overwrite=request.overwrite)
-    payload = markdown.encode("utf-8")
-    try:
-        atomic_write_bytes(target, payload)
-    except OSError as exc:
-        raise InvalidFieldError("output", f"cannot write {target} ({exc.strerror or type(exc).__name__})") from None
-    return {**result, "path": str(target), "bytes": len(payload)}
+    return write_story_file({**result, "markdown": markdown}, request.output, request.cwd, request.overwrite, store)

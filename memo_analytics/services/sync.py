@@ -17,7 +17,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import re
 import threading
 import urllib.error
 import urllib.request
@@ -30,7 +29,7 @@ from filelock import FileLock
 from ..domain.clock import from_iso, minutes_between, to_iso, utcnow
 from ..config import MAX_BODY_BYTES
 from ..domain.errors import CorruptRecordError, InvalidFieldError, MemoError
-from ..domain.ids import prompt_id, session_record_id, validate_slug
+from ..domain.ids import LONE_PROMPT_ID, prompt_id, session_record_id, validate_slug
 from ..domain.records import RecordKind, normalize_meta
 from ..index import store as index
 from ..vault.conflicts import keep_conflict
@@ -55,8 +54,6 @@ SYNC_DIR = "sync"
 MAX_BACKOFF_SECONDS = 300
 #: Versions of one record a pusher remembers as sent but unconfirmed (a lost answer).
 MAX_SENT_VERSIONS = 20
-#: The id of a prompt recorded without a session (SPEC §2.2).
-_LONE_PROMPT_ID = re.compile(r"prompt-\d{1,16}-[0-9a-f]{6}")
 CONNECT_TIMEOUT_SECONDS = 10
 
 
@@ -324,7 +321,7 @@ def _check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
             if meta["id"] != expected:
                 raise InvalidFieldError("id", f"{meta['id']} is not the id of turn {meta['turn']} of {session_id} "
                                               f"({expected})")
-        elif not _LONE_PROMPT_ID.fullmatch(meta["id"]):
+        elif not LONE_PROMPT_ID.fullmatch(meta["id"]):
             raise InvalidFieldError("id", f"{meta['id']} is not the id of a prompt without a session "
                                           "(prompt-<epoch ms>-<6 hex>)")
     elif not meta["id"].startswith(f"{kind}-"):

@@ -33,6 +33,16 @@ def _iso(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def serve_with_config(vault: Path, config: Path) -> Server:
+    """A real `memo serve` on ``vault`` reading the config file ``config``."""
+    previous = os.environ["MEMO_CONFIG"]  # tests/conftest.py points it at no file
+    os.environ["MEMO_CONFIG"] = str(config)
+    try:
+        return Server(vault)
+    finally:
+        os.environ["MEMO_CONFIG"] = previous
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     base = tmp_path_factory.mktemp("dashboard")
@@ -59,12 +69,7 @@ def served(tmp_path_factory):
     config.write_text(f'timezone = "UTC"\nvaults = ["{further}"]\n' + "".join(
         f'[clients."{name}"]\nhourlyRate = "100.00"\ncurrency = "EUR"\n' for name in ("Acme Corp", "Globex", "Initech")),
         encoding="utf-8")
-    previous = os.environ["MEMO_CONFIG"]  # tests/conftest.py points it at no file
-    os.environ["MEMO_CONFIG"] = str(config)
-    try:
-        server = Server(vault)
-    finally:
-        os.environ["MEMO_CONFIG"] = previous
+    server = serve_with_config(vault, config)
     yield server, vault, product, further
     server.stop()
 

@@ -193,3 +193,30 @@ def test_the_operator_story_export_never_replaces_a_file(tmp_path):
     (folder / "s1.md").write_text("an earlier export")
     assert _free_name(folder, "s1", tmp_path / "vault") == folder / "s1-2.md"
     assert (folder / "s1.md").read_text() == "an earlier export"
+
+
+def test_in_remote_mode_an_export_with_output_is_written_on_the_callers_machine(hosts, tmp_path):
+    """The daemon refuses `output`; the remote-mode tool asks it for the story and writes the
+    file locally, by the same rules (a product repository as cwd, `.md`, nothing replaced)."""
+    from mcp import Client
+
+    from memo_analytics.config import RemoteDaemon
+    from memo_analytics.interfaces.mcp import build_server
+
+    repo = tmp_path / "web"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    settings = Settings(vault_root=tmp_path / "no-local-vault", mode="remote",
+                        remote=RemoteDaemon(url=hosts["server"].base, token=TOKEN))
+    target = tmp_path / "story.md"
+
+    async def call(**arguments):
+        async with Client(build_server(settings)) as client:
+            result = await client.call_tool("prompt", {"action": "export_story", "sessionId": "s1", **arguments})
+            return result.is_error, result.content[0].text
+
+    error, text = asyncio.run(call(output=str(target), cwd=str(repo)))
+    assert not error and json.loads(text)["path"] == str(target) and "Ship the CSV export" in target.read_text()
+    error, text = asyncio.run(call(output=str(target), cwd=str(repo)))
+    assert error and "already exists" in text
+    assert not (tmp_path / "no-local-vault").exists()

@@ -16,7 +16,6 @@ payload was on screen as text. A screenshot per step is saved under tests/artifa
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -37,7 +36,7 @@ from memo_analytics.services.requests import (
 from memo_analytics.services.rules import derive_rules
 from memo_analytics.services.sessions import end_session, start_session
 from memo_analytics.services.store import VaultStore
-from tests.integration.test_http_api import Server
+from tests.integration.test_dashboard import serve_with_config
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
@@ -136,12 +135,7 @@ def served(tmp_path_factory):
     config = base / "config.toml"
     config.write_text(tomli_w.dumps({"timezone": "UTC", "clients": {
         PAYLOADS["config client"]: {"hourlyRate": "100.00", "currency": "EUR"}}}), encoding="utf-8")
-    previous = os.environ["MEMO_CONFIG"]  # tests/conftest.py points it at no file
-    os.environ["MEMO_CONFIG"] = str(config)
-    try:
-        server = Server(vault)
-    finally:
-        os.environ["MEMO_CONFIG"] = previous
+    server = serve_with_config(vault, config)
     yield server, vault
     server.stop()
 

@@ -101,17 +101,22 @@ def outside_any_repository(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_cli_record_stores_and_answers_no_secret(outside_any_repository):
-    vault = outside_any_repository / "v"
-    recorded = memo("prompt", "record", "--body", BODY, "--session-id", "corpus", "--project", "acme", vault=vault)
-    record_id = json.loads(recorded)["id"]
-    got = memo("prompt", "get", record_id, vault=vault)
-
+def assert_record_and_get_clean(vault, recorded: str, got: str) -> None:
+    """No secret in the vault or the two answers; the record file, its index row and the
+    ``get`` answer each hold the redacted body with every look-alike intact."""
     assert_vault_clean(vault, {"record response": recorded, "get response": got})
     [on_disk] = record_files(vault)
     [in_index] = indexed(vault, "body")
     for where, text in {"record file": on_disk, "index": in_index, "get": json.loads(got)["body"]}.items():
         assert_redacted(text, where)
+
+
+def test_cli_record_stores_and_answers_no_secret(outside_any_repository):
+    vault = outside_any_repository / "v"
+    recorded = memo("prompt", "record", "--body", BODY, "--session-id", "corpus", "--project", "acme", vault=vault)
+    record_id = json.loads(recorded)["id"]
+    got = memo("prompt", "get", record_id, vault=vault)
+    assert_record_and_get_clean(vault, recorded, got)
 
 
 def test_mcp_record_stores_and_answers_no_secret(outside_any_repository):
@@ -130,11 +135,7 @@ def test_mcp_record_stores_and_answers_no_secret(outside_any_repository):
             return recorded.content[0].text, got.content[0].text
 
     recorded, got = asyncio.run(scenario())
-    assert_vault_clean(vault, {"record response": recorded, "get response": got})
-    [on_disk] = record_files(vault)
-    [in_index] = indexed(vault, "body")
-    for where, text in {"record file": on_disk, "index": in_index, "get": json.loads(got)["body"]}.items():
-        assert_redacted(text, where)
+    assert_record_and_get_clean(vault, recorded, got)
 
 
 def test_claude_code_import_stores_no_secret(outside_any_repository):
