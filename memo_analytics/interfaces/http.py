@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import hmac
-import ipaddress
 import json
 import re
 import threading
@@ -63,16 +62,6 @@ MAX_JSON_DEPTH = 32
 _REDACTED = re.compile(r"\[REDACTED:[a-z-]+\]")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` binds the loopback interface only."""
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def safe_json(value: Any) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain.errors import InvalidFieldError
+from ..domain.hosts import check_bind, is_loopback
 from ..services.store import VaultStore
-from .http import MAX_REQUEST_BYTES, BrowserBoundary, GuardedApplication, api_patterns, install_log_redaction, is_loopback
+from .http import MAX_REQUEST_BYTES, BrowserBoundary, GuardedApplication, api_patterns, install_log_redaction
 
 
 def build_server(store: VaultStore, host: str = "127.0.0.1", port: int | None = None, token: str | None = None,
@@ -27,8 +27,7 @@ def build_server(store: VaultStore, host: str = "127.0.0.1", port: int | None = 
 
     from ..dashboards.app import create_app
 
-    if not is_loopback(host) and not token:
-        raise InvalidFieldError("token", f"binding {host} (not loopback) requires --token or MEMO_TOKEN")
+    check_bind(host, token)
     port = store.settings.ports.status if port is None else port
     origins = [f"{name}:{port}" for name in {host, "localhost", "127.0.0.1"}] + ["*"] if not is_loopback(host) \
         else [f"{name}:{port}" for name in ("localhost", "127.0.0.1", host)]

@@ -18,7 +18,7 @@ from ..domain.ids import MAX_TURN
 class Request(BaseModel):
     """Base of every request: camelCase aliases, unknown fields refused, text must be UTF-8."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True)
 
     @model_validator(mode="after")
     def _utf8_text(self):

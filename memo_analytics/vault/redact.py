@@ -271,11 +271,13 @@ class IgnoreRules:
     """
 
     def __init__(self, root, patterns: list[str]) -> None:
-        import pathspec
-
         self.root = root
         self.patterns = [p for p in patterns if p.strip() and not p.lstrip().startswith("#")]
-        self.spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
+        self.spec = None
+        if self.patterns:  # no rules (the common case): pathspec is not even loaded
+            import pathspec
+
+            self.spec = pathspec.GitIgnoreSpec.from_lines(self.patterns)
 
     @classmethod
     def for_root(cls, root, extra: list[str] | None = None) -> "IgnoreRules":
@@ -293,7 +295,7 @@ class IgnoreRules:
         """Whether a path (relative, ``./``-relative, ``~``-less absolute inside the root) is ignored."""
         from pathlib import PurePosixPath
 
-        if not self.patterns:
+        if self.spec is None:
             return False
         path = candidate.rstrip("/")
         if path.startswith("/") and self.root is not None:

@@ -29,8 +29,10 @@ def nbval(paths: list[Path], tmp_path: Path) -> subprocess.CompletedProcess:
                "-p", "no:cacheprovider", "-q", "-W", "ignore::DeprecationWarning",
                "-W", "ignore::PendingDeprecationWarning", *map(str, paths)]
     # the machine's own config file must not change what the notebooks show
-    env = {**os.environ, "MEMO_CONFIG": str(tmp_path / "no-config.toml"), "TMPDIR": str(tmp_path)}
-    for name in ("MEMO_VAULT", "MEMO_TIMEZONE", "MEMO_PROJECT", "PYTEST_ADDOPTS"):
+    # nor does this run's pytest (its options, or the xdist worker it may be)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(MEMO_CONFIG=str(tmp_path / "no-config.toml"), TMPDIR=str(tmp_path))
+    for name in ("MEMO_VAULT", "MEMO_TIMEZONE", "MEMO_PROJECT"):
         env.pop(name, None)
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
 

@@ -5,16 +5,79 @@ raises on purpose exits non-zero with one line on stderr: ``error: <message>``.
 
 from __future__ import annotations
 
+import gc
+import importlib
 import sqlite3
 import sys
+from typing import Any, Sequence
 
-import typer
+# Loading the modules creates a few hundred thousand objects (pydantic's schemas among them);
+# the cyclic collector would walk them again and again while they load, for nothing.
+gc.disable()
+try:
+    import typer
 
-from ...domain.errors import MemoError
-from . import config_cmd, export, operations, operator, prompts, reports, rules, serve, sessions, sync_cmd  # noqa: F401  (register the commands)
-from .common import _fail, app, state
+    from ...domain.errors import MemoError
+    from .common import _fail, state
+    from .common import app as _app
+finally:
+    gc.enable()
 
-__all__ = ["app", "main"]
+__all__ = ["COMMAND_MODULES", "app", "load_commands", "main"]
+
+#: The modules that define each top-level command. A run loads only its command's module, so
+#: ``memo prompt record`` builds (and imports for) four commands rather than forty; ``memo
+#: --help``, a mistyped name and ``app`` itself load them all. ``tests/unit/interfaces`` checks
+#: that this table names every command the modules define.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "prompt": ("prompts",), "prompts": ("prompts",),
+    "session": ("sessions",),
+    "activity": ("reports",), "report": ("reports", "rules"),
+    "import": ("operations",), "reindex": ("operations",), "mcp": ("operations",), "demo": ("operations",),
+    "digest": ("operator",), "operator": ("operator",),
+    "config": ("config_cmd",),
+    "export": ("export",),
+    "serve": ("serve",),
+    "sync": ("sync_cmd",),
+}
+_ALL_MODULES = tuple(dict.fromkeys(m for modules in COMMAND_MODULES.values() for m in modules))
+#: global options that take a value (``--vault-root DIR``)
+_VALUED_GLOBALS = ("--vault-root",)
+
+
+def _command_name(argv: Sequence[str]) -> str | None:
+    """The top-level command in ``argv`` (after the global options), or None when help is
+    asked for first or there is none."""
+    args = iter(argv)
+    for arg in args:
+        if arg in _VALUED_GLOBALS:
+            next(args, None)
+        elif arg == "--help":
+            return None
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def load_commands(argv: Sequence[str] | None = None) -> typer.Typer:
+    """Register the commands a run of ``memo argv…`` needs (all of them when ``argv`` is None,
+    names no known command, or asks for the top-level help) and return the Typer app."""
+    name = None if argv is None else _command_name(argv)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for module in COMMAND_MODULES.get(name or "", _ALL_MODULES):
+            importlib.import_module(f"{__name__}.{module}")
+    finally:
+        if enabled:
+            gc.enable()
+    return _app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole command line (tests, docs): every command registered
+        return load_commands()
+    raise AttributeError(name)
 
 
 def main() -> None:
@@ -23,6 +86,10 @@ def main() -> None:
     Every expected failure ends as one line ``error: <message>`` on stderr (secrets in the
     message redacted) and a non-zero exit: 1 for a refused request, 2 for a usage error.
     """
+    app = load_commands(sys.argv[1:])
+    # What is loaded now lives as long as the process: kept out of the collector's walks, and
+    # out of the interpreter's collections at exit (tens of milliseconds on every command).
+    gc.freeze()
     try:
         code = app(standalone_mode=False, prog_name="memo")
         if isinstance(code, int) and code:
@@ -49,3 +116,5 @@ def main() -> None:
             hint = "; put --json before the command: memo --json <command>" if "--json" in exc.format_message() else ""
             _fail(f"{exc.format_message()}{where}; see --help{hint}", exc.exit_code)
         raise
+    finally:
+        state.close()  # the index connection closed (its WAL checkpointed), not left to the collector

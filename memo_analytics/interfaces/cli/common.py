@@ -12,13 +12,6 @@ from pydantic_settings import SettingsError
 from pydantic.alias_generators import to_camel
 from rich.console import Console
 from rich.segment import Segment
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from ...config import ENV_NAMES, Settings, config_key_text, config_path, env_name
 from ...domain.errors import MemoError
@@ -111,6 +104,12 @@ class State:
             self._store.on_repair = lambda line: err.print(f"note: {line}")
         return self._store
 
+    def close(self) -> None:
+        """Close the store a command opened (its SQLite connection), if any."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
 
 state = State()
 
@@ -172,6 +171,8 @@ def _short(text: str | None, width: int = 70) -> str:
 
 class _progress:
     def __init__(self, label: str, total: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
         self.progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                  console=err, transient=True, disable=not err.is_terminal)
         self.total = total

@@ -7,7 +7,6 @@ from typing import Optional
 
 import typer
 
-from ...analytics.parquet import export_parquet
 from ...domain.ids import validate_slug
 from .common import _emit, _note_missing_vault, app, out, state
 
@@ -23,6 +22,8 @@ def export_parquet_command(
 ) -> None:
     """Prompts, sessions and deliverables as Parquet partitioned by project and month, for
     DuckDB, Spark or Trino; every project of the vault and of every further configured vault."""
+    from ...analytics.parquet import export_parquet
+
     _note_missing_vault()
     projects = [validate_slug(p, "project") for p in project] if project else None
     result = export_parquet(state.store, directory, projects=projects, body=body).wire()

@@ -9,15 +9,11 @@ from typing import Callable, List, Optional
 
 import typer
 
-from ...analytics.activity import ActivityRequest, activity_report
 from ...domain.clock import resolve_zone
 from ...domain.errors import MemoError
-from ...reports.timesheet import render_timesheet_pdf
+from ...domain.hosts import is_loopback
 from ...services.demo import DEMO_ZONE, build_demo_vault
 from ...services.importers import IMPORTERS, load_importer
-from ...services.importers.common import ImportOptions, run_import, walk_files
-from ...services.maintenance import reindex as reindex_vault
-from ...vault.io import atomic_write_bytes
 from .common import (
     DEMO_MARKER,
     _emit,
@@ -29,7 +25,6 @@ from .common import (
     out,
     state,
 )
-from .reports import _print_activity
 
 # ---------------------------------------------------------------- import & reindex
 
@@ -45,6 +40,8 @@ def _import_command(source: str) -> Callable[..., None]:
             help="Minutes of pause that start a new session (1–525600; default 30 or MEMO_IDLE_GAP_MINUTES)."),
         tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
     ) -> None:
+        from ...services.importers.common import ImportOptions, run_import, walk_files
+
         module = load_importer(source)
         if any(not p.strip() for p in paths):
             raise MemoError("Invalid path: must not be empty")
@@ -72,6 +69,8 @@ for _source in IMPORTERS:
 @app.command("reindex")
 def reindex() -> None:
     """Rebuild the SQLite index (records, records_fts) from the vault's files alone."""
+    from ...services.maintenance import reindex as reindex_vault
+
     store = state.store
     if not store.root.is_dir():
         raise MemoError(f"No vault at {store.root}")
@@ -95,6 +94,8 @@ def mcp_server(
     host: str = typer.Option("127.0.0.1", "--host", help="HTTP address (loopback only)."),
 ) -> None:
     """Run the MCP server with the one tool `prompt` (stdio by default)."""
+    if http and not is_loopback(host):  # before the SDK loads
+        raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
     from ..mcp import (
         serve,  # the launcher starts the MCP adapter; it shares nothing else with it
     )
@@ -111,6 +112,11 @@ def demo(
     tz: str = typer.Option(DEMO_ZONE, "--tz", help="Zone of the sample's working hours and of the report."),
 ) -> None:
     """Build a sample vault, print its activity and write its PDF timesheet."""
+    from ...analytics.activity import ActivityRequest, activity_report
+    from ...reports.timesheet import render_timesheet_pdf
+    from ...vault.io import atomic_write_bytes
+    from .reports import _print_activity
+
     out_dir = out_dir.expanduser().resolve()
     vault = out_dir / "vault"
     marker = out_dir / DEMO_MARKER

@@ -10,11 +10,8 @@ from rich.table import Table
 
 from ...domain.clock import parse_record_instant, to_iso, utcnow
 from ...domain.errors import MemoError
-from ...operator.acting import apply_item
 from ...operator.audit import read as read_audit
-from ...operator.notify import offer
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
-from ...operator.service import current_digest, run_digest
 from ...services.requests import DigestRequest
 from .common import _build, _emit, _safe, _short, app, out, state
 
@@ -43,6 +40,8 @@ def digest(
     review, rules ready to promote, billable work without a client — one line each, ranked."""
     if ctx.invoked_subcommand is not None:
         return
+    from ...operator.service import run_digest
+
     result = run_digest(state.store, _build(DigestRequest, refresh=refresh, as_of=as_of))
 
     def human(r: dict[str, Any]) -> None:
@@ -86,6 +85,9 @@ def operator_watch(
 ) -> None:
     """Recompute the digest when the vault changes and send new items to the configured
     webhook (operator.webhookUrl), coalesced per settle window and at most one an hour."""
+    from ...operator.notify import offer
+    from ...operator.service import current_digest
+
     while True:
         result = offer(state.store, current_digest(state.store))
         _emit(result, lambda r: out.print(_safe(f"{utc_stamp()} notification: {r['reason']}"
@@ -104,6 +106,9 @@ def digest_apply(
                                         "(as given to `memo digest --as-of`)."),
 ) -> None:
     """Apply a proposed action: refused (and re-proposed) if the state changed since."""
+    from ...operator.acting import apply_item
+    from ...operator.service import current_digest, run_digest
+
     moment = parse_record_instant(as_of, "asOf", state.store.zone) if as_of else None
     if fingerprint is None:
         digest = run_digest(state.store, DigestRequest(as_of=as_of)) if as_of else current_digest(state.store)

@@ -8,12 +8,11 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ...analytics.activity import ActivityReport, ActivityRequest, activity_report
+from typing import TYPE_CHECKING
+
 from ...config import config_path
 from ...domain.clock import from_iso
 from ...domain.errors import MemoError
-from ...reports.invoice import LINE_MODES, parse_issued, render_invoice_pdf
-from ...reports.timesheet import format_minutes, render_timesheet_pdf
 from ...services import sessions as session_service
 from .common import (
     _check_scope,
@@ -28,11 +27,16 @@ from .common import (
     state,
 )
 
+if TYPE_CHECKING:  # the analytics (polars, DuckDB) and PDF rendering load when a report runs
+    from ...analytics.activity import ActivityReport, ActivityRequest
+
 # ---------------------------------------------------------------- activity & reports
 
 
 def _activity_request(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
                       client: Optional[str], tz: Optional[str]) -> ActivityRequest:
+    from ...analytics.activity import ActivityRequest
+
     _check_scope(project, all_projects)
     projects = state.store.scope(project, all_projects, Path.cwd())
     return ActivityRequest(projects=projects, since=since, until=until, client=client, tz=tz,
@@ -60,6 +64,8 @@ def _user_templates(given: Optional[Path]) -> Optional[Path]:
 
 
 def _print_activity(report: ActivityReport, explicit_project: bool = True) -> None:
+    from ...reports.timesheet import format_minutes
+
     _note_missing_vault()
     data = report.wire()
     out.print(_scope_line(report.projects, explicit_project)
@@ -108,6 +114,8 @@ def activity(
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
 ) -> None:
     """Billable activity: totals by client and project, sessions, prompts."""
+    from ...analytics.activity import activity_report
+
     report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
     if state.json:
         _emit(report.wire(), lambda _: None)
@@ -125,6 +133,9 @@ def report_timesheet(
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """PDF timesheet: one row per billable session, subtotals per client, the grand total."""
+    from ...analytics.activity import activity_report
+    from ...reports.timesheet import render_timesheet_pdf
+
     report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
     path = render_timesheet_pdf(report, output, _user_templates(templates), vault_root=state.store.root,
                                 overwrite=force)
@@ -150,6 +161,9 @@ def report_invoice(
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """PDF invoice: hours × each client's hourly rate (config [clients."<name>"]), one total per currency."""
+    from ...analytics.activity import activity_report
+    from ...reports.invoice import LINE_MODES, parse_issued, render_invoice_pdf
+
     if lines not in LINE_MODES:
         raise MemoError(f"Invalid lines: {lines!r} is not one of {', '.join(LINE_MODES)}")
     report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))

@@ -10,12 +10,10 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from ...reports.rules_review import review_context, write_review
-from ...vault.io import output_target
-from ...reports.story import write_story
 from ...services.requests import DeriveRulesRequest
 from ...services.rules import TRAP_THRESHOLD, derive_rules
 from ...services.rules.formats import FORMATS
+from ...vault.io import output_target
 from .common import _build, _check_scope, _emit, _safe, _scope_line, _short, out, report_app, state
 
 
@@ -38,6 +36,8 @@ def report_rules(
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """Derive rules from what people keep telling their agents; review, save as traps, promote."""
+    from ...reports.rules_review import review_context, write_review
+
     _check_scope(project, all_projects)
     if output is not None:  # refuse a bad review path before any trap is saved or file promoted
         output_target(output, (state.settings.vault_root,), (".pdf", ".html"), force)
@@ -79,5 +79,7 @@ def report_story(
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """A session's intent story as a printable PDF (or HTML / Markdown)."""
+    from ...reports.story import write_story
+
     result = write_story(session_id, output, state.store, str(Path.cwd()), state.settings.templates_dir, force)
     _emit(result, lambda r: out.print(_safe(f"wrote {r['path']} ({r['turns']} turns)")))

@@ -9,16 +9,20 @@ from typing import Optional
 import typer
 
 from ...domain.errors import InvalidFieldError
+from ...domain.hosts import check_bind
 from .common import app, err, state
 
 
-def _check_free(host: str, port: int) -> None:
+def _check_free(host: str, port: int, field: str, hint: str) -> None:
+    """Refuse a port this process cannot bind, before the web framework loads (seconds)."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        # as the servers bind (tornado, uvicorn): a port whose old connections linger in
+        # TIME_WAIT is free, one with a listener is not
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind((host, port))
+            probe.bind((host.strip("[]"), port))
         except OSError as exc:
-            raise InvalidFieldError("mcpPort", f"{host}:{port} cannot be used ({exc.strerror or exc}); choose "
-                                               "another with --mcp-port, or 0 to serve no MCP endpoint") from None
+            raise InvalidFieldError(field, f"{host}:{port} cannot be used ({exc.strerror or exc}); {hint}") from None
 
 
 @app.command("serve")
@@ -34,16 +38,20 @@ def serve(
 ) -> None:
     """Serve the status API (/api/…, sync included), the operator dashboard (/) and the MCP
     tool over streamable HTTP until interrupted."""
+    token = token or os.environ.get("MEMO_TOKEN") or None
+    check_bind(host, token)  # argument errors first: the web framework takes seconds to load
+    wanted = state.settings.ports.status if port is None else port
+    mcp_port = state.settings.ports.mcp if mcp_port is None else mcp_port
+    mcp_port = wanted + 1 if mcp_port is None else mcp_port
+    _check_free(host, wanted, "port", "choose another with --port")
+    if mcp_port:
+        _check_free(host, mcp_port, "mcpPort", "choose another with --mcp-port, or 0 to serve no MCP endpoint")
+    state.store  # a remote-mode machine keeps no vault: said before the framework loads
+
     from ...services.sync import enable_background_push, hybrid_enabled
     from ..mcp import serve_http_in_thread
     from ..server import build_server
 
-    token = token or os.environ.get("MEMO_TOKEN") or None
-    wanted = state.settings.ports.status if port is None else port
-    mcp_port = state.settings.ports.mcp if mcp_port is None else mcp_port
-    mcp_port = wanted + 1 if mcp_port is None else mcp_port
-    if mcp_port:
-        _check_free(host, mcp_port)  # before anything starts
     try:
         server = build_server(state.store, host=host, port=port, token=token)
     except OSError as exc:

@@ -87,3 +87,18 @@ def test_an_unusable_machine_zone_falls_back_to_its_plain_name_or_utc(monkeypatc
 
     monkeypatch.setattr(tzlocal, "get_localzone_name", lambda: machine)
     assert resolve_zone(None).key == expected
+
+
+def test_the_quick_tzpath_check_agrees_with_the_full_list_of_zones():
+    """The start-up path checks a name with a few directory listings instead of walking the
+    whole database; it must answer as ``available_timezones`` does, case included."""
+    from memo_analytics.domain.clock import _listed_on_tzpath
+
+    names = sorted(zoneinfo.available_timezones())
+    on_path = [n for n in names if _listed_on_tzpath(n)]
+    assert len(on_path) > 300  # the machine's database is on the tz path
+    assert [n for n in on_path if n not in names] == []
+    mangled = ["europe/berlin", "EUROPE/Berlin", "utc", "Europe/../UTC", "Europe//Berlin", "zone.tab",
+               "Europe", "iso3166.tab", "Europe/Berlin/x", "/UTC"]
+    assert [n for n in mangled if _listed_on_tzpath(n)] == []
+    assert [n for n in mangled if zone_name_problem(n) is None] == []

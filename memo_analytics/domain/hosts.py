@@ -1,0 +1,30 @@
+"""Which addresses a server may bind without a token (SPEC §3.3): pure, so every entry point
+can refuse a bad ``--host`` before it loads a web framework."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from .errors import InvalidFieldError
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` binds the loopback interface only (``localhost``, ``127.0.0.0/8``, ``::1``)."""
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse binding a non-loopback address without a token.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid token: binding 0.0.0.0 (not loopback) requires --token or MEMO_TOKEN``.
+    """
+    if not is_loopback(host) and not token:
+        raise InvalidFieldError("token", f"binding {host} (not loopback) requires --token or MEMO_TOKEN")

@@ -1,0 +1,110 @@
+"""Fast start (issue 12): the commands an agent hook or a person runs on every prompt load no
+analytics, PDF or dashboard library, and the CLI loads only the module of the command it runs.
+
+The import checks start a fresh interpreter: what a process has loaded is what is tested.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import memo_analytics.interfaces.cli as cli
+
+#: loaded on first use only: never by the commands of ``QUICK_COMMANDS``
+HEAVY = ("polars", "pyarrow", "pandas", "numpy", "duckdb", "weasyprint", "panel", "bokeh", "tornado", "mcp",
+         "jinja2", "uvicorn", "starlette", "nbformat")
+
+QUICK_COMMANDS = [
+    ["--help"],
+    ["prompt", "record", "--body", "make the export faster", "--project", "p1", "--session-id", "s1"],
+    ["session", "start", "s2", "--project", "p1"],
+    ["session", "end", "s2", "--project", "p1", "--summary", "done"],
+    ["serve", "--host", "0.0.0.0"],  # refused before any web framework loads
+    ["mcp", "--http", "--host", "0.0.0.0"],
+]
+
+_PROBE = """
+import json, sys
+sys.argv = ["memo", *json.loads(sys.argv[1])]
+from memo_analytics.interfaces.cli import main
+try:
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "loaded": sorted(m for m in sys.modules)}) + "\\n")
+"""
+
+
+def _probe(args: list[str], vault: Path, cwd: Path) -> tuple[dict, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(MEMO_VAULT=str(vault), MEMO_CONFIG=str(vault.parent / "none.toml"), MEMO_TIMEZONE="UTC",
+               PYTHONPATH=str(Path(cli.__file__).parents[3]))
+    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=60)
+    line = [x for x in proc.stderr.splitlines() if x.startswith("PROBE ")][-1]
+    return json.loads(line[len("PROBE "):]), proc.stderr
+
+
+def test_the_quick_commands_load_no_heavy_library(tmp_path):
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    results = {}
+    for args in QUICK_COMMANDS:
+        probe, stderr = _probe(args, tmp_path / "vault", cwd)
+        heavy = sorted({name.split(".")[0] for name in probe["loaded"]} & set(HEAVY))
+        results[" ".join(args[:2])] = (probe["code"], heavy, stderr.splitlines()[0] if probe["code"] else "")
+    # the commands did their work (the refusals refused, with the message about the argument)
+    assert {name: r[0] for name, r in results.items()} == {
+        "--help": 0, "prompt record": 0, "session start": 0, "session end": 0, "serve --host": 1, "mcp --http": 1}
+    assert "Invalid token" in results["serve --host"][2]
+    assert "Invalid host" in results["mcp --http"][2]
+    assert (tmp_path / "vault" / "projects" / "p1" / "prompts" / "prompt-s1-t1.md").is_file()
+    assert {name: r[1] for name, r in results.items()} == {name: [] for name in results}
+
+
+def test_a_report_command_still_loads_what_it_needs(tmp_path):
+    """The analytics load on first use: ``memo activity`` works and has polars loaded."""
+    probe, stderr = _probe(["--json", "activity", "--all"], tmp_path / "vault", tmp_path)
+    assert probe["code"] == 0, stderr
+    assert "polars" in probe["loaded"]
+
+
+def _top_level_sources(app) -> dict[str, set[str]]:
+    """Each top-level command name of ``app`` → the CLI modules that define it or anything under it."""
+    def modules_of(typer_app) -> set[str]:
+        found = {c.callback.__module__ for c in typer_app.registered_commands}
+        if typer_app.registered_callback is not None:
+            found.add(typer_app.registered_callback.callback.__module__)
+        for group in typer_app.registered_groups:
+            found |= modules_of(group.typer_instance)
+        return found
+
+    sources = {c.name: {c.callback.__module__} for c in app.registered_commands}
+    for group in app.registered_groups:
+        sources.setdefault(group.name, set()).update(modules_of(group.typer_instance))
+    return {name: {m.rsplit(".", 1)[-1] for m in mods} for name, mods in sources.items()}
+
+
+def test_the_command_table_names_every_command_and_the_modules_that_define_it():
+    sources = _top_level_sources(cli.app)
+    assert sorted(sources) == sorted(cli.COMMAND_MODULES)
+    assert {name: set(mods) for name, mods in cli.COMMAND_MODULES.items()} == sources
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["prompt", "record"], "prompt"),
+    (["--vault-root", "/tmp/v", "--json", "session", "end"], "session"),
+    (["--json", "--help"], None),
+    (["--vault-root", "report", "activity"], "activity"),  # the folder may be called "report"
+    ([], None),
+])
+def test_the_command_name_is_found_after_the_global_options(argv, expected):
+    assert cli._command_name(argv) == expected
