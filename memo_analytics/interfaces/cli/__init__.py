@@ -39,6 +39,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "export": ("export",),
     "serve": ("serve",),
     "sync": ("sync_cmd",),
+    "doctor": ("doctor",),
 }
 _ALL_MODULES = tuple(dict.fromkeys(m for modules in COMMAND_MODULES.values() for m in modules))
 #: global options that take a value (``--vault-root DIR``)
