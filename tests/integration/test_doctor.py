@@ -100,6 +100,7 @@ def test_missing_pieces_are_named_with_what_to_install_and_exit_1(tmp_path):
     # the one line every other command would refuse with, repair included
     assert ran.line("config").startswith("MISSING ")
     assert f"Invalid templatesDir ({config}; repair: memo config set templatesDir VALUE" in ran.line("config")
+    assert ran.line("config").endswith("→ memo config set templatesDir VALUE, or memo config unset templatesDir")
     assert ran.line("vault").startswith("MISSING ") and "cannot be created" in ran.line("vault")
     assert ran.line("python").startswith("ok ")  # the rest is checked all the same
     assert ran.stderr.strip() == ("error: 2 required checks failed: config, vault "
@@ -190,6 +191,9 @@ def test_json_shape(tmp_path):
     assert broken.code == 1
     result = json.loads(broken.stdout)
     assert result["ok"] is False and result["missingRequired"] == ["config"]
+    (config_check,) = [c for c in result["checks"] if c["name"] == "config"]
+    assert config_check["detail"].startswith(f"Invalid timezone ({config}; repair: memo config set timezone VALUE")
+    assert config_check["install"] == "memo config set timezone VALUE, or memo config unset timezone"
     assert broken.stderr.strip() == "error: 1 required check failed: config"
 
 

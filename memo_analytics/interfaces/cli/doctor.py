@@ -22,6 +22,7 @@ touching the machine.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -304,7 +305,8 @@ def _config(vault_root: str | None, found: dict[str, Any]) -> Check:
             found["settings"] = None
             repair = f"repair {path} in an editor" if path.is_file() else "memo config show explains it"
         message = redact_secrets(str(exc))[0]
-        return Check("config", "config file", True, False, message, [], None if "repair:" in message else repair)
+        named = re.search(r"; repair: (.+?)\)", message)  # the message's own repair, for this key
+        return Check("config", "config file", True, False, message, [], named.group(1) if named else repair)
     where = f"{path}: valid" if path.is_file() else f"{path} is not there: the defaults apply"
     return Check("config", "config file", True, True, where)
 
