@@ -20,7 +20,9 @@ from pydantic.alias_generators import to_camel, to_snake
 from .analytics.activity import ActivityRequest, activity_report
 from .domain.errors import InvalidFieldError
 from .services.feedback import record_feedback
-from .services.handoffs import cancel_handoff
+from .operator.service import apply_digest_item
+from .reports.story import prompt_detail
+from .services.handoffs import cancel_handoff, handoff_list
 from .services.prompts import get_record, list_prompts, record_prompt, search_prompts
 from .services.requests import (
     ActivityReportRequest,
@@ -30,8 +32,10 @@ from .services.requests import (
     EndSessionRequest,
     ExportStoryRequest,
     FeedbackRequest,
+    DigestApplyRequest,
     GetRequest,
     HandoffInput,
+    HandoffListRequest,
     ListRequest,
     RecordPromptRequest,
     Request,
@@ -46,7 +50,7 @@ from .services.stories import export_story
 
 ActionName = Literal[
     "record", "list", "get", "search", "session", "session_start", "session_end", "cancel_handoff",
-    "activity_report", "derive_rules", "export_story", "feedback", "digest"
+    "activity_report", "derive_rules", "export_story", "feedback", "digest", "handoffs", "prompt_detail"
 ]
 
 
@@ -60,11 +64,15 @@ def _activity(store: VaultStore, request: ActivityReportRequest) -> dict[str, An
 
 @dataclass(frozen=True)
 class Action:
-    """One row of the action table."""
+    """One row of the action table. ``agents``: the MCP tool (and ``/api/actions``) offers it;
+    an action only for people (applying a digest proposal acts with the person's authority,
+    beyond what they delegated to the operator) is reached through the CLI, the dashboard
+    and its own HTTP route."""
 
     request: type[Request]
     run: Callable[[VaultStore, Any], dict[str, Any]]
     description: str
+    agents: bool = True
 
 
 ACTIONS: dict[str, Action] = {
@@ -99,7 +107,17 @@ ACTIONS: dict[str, Action] = {
                      "hand-offs, PRs awaiting review, rules ready to promote, billable work without a client), "
                      "ranked, one line each with the command that unsticks it."),
     "feedback": Action(FeedbackRequest, record_feedback, "Count a use of a record and whether it helped."),
+    "handoffs": Action(HandoffListRequest, handoff_list,
+                       "Hand-offs of a project (or every project), oldest first; pending ones by default."),
+    "prompt_detail": Action(GetRequest, prompt_detail,
+                            "One record by id with its body as sanitized HTML (renderedHtml) and secretsRedacted."),
+    "digest_apply": Action(DigestApplyRequest, apply_digest_item,
+                           "Apply the proposal of one digest item; refused (with the new proposal) when the state "
+                           "changed since the fingerprint.", agents=False),
 }
+
+#: The actions the MCP tool offers (every one of ``ActionName``).
+AGENT_ACTIONS = tuple(name for name, action in ACTIONS.items() if action.agents)
 
 
 class PromptToolInput(BaseModel):
@@ -107,7 +125,8 @@ class PromptToolInput(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
-    action: ActionName = Field(description="What to do: " + "; ".join(f"{k}: {v.description}" for k, v in ACTIONS.items()))
+    action: ActionName = Field(description="What to do: " + "; ".join(f"{k}: {ACTIONS[k].description}"
+                                                                      for k in AGENT_ACTIONS))
     body: str | None = Field(None, description="record: the turn's text")
     session_id: str | None = Field(None, description="Session id (record, session, session_start, session_end, list/search filter)")
     turn: int | None = Field(None, description="record: explicit turn number (1–1,000,000)")
@@ -150,6 +169,8 @@ class PromptToolInput(BaseModel):
     format: str | None = Field(None, description="derive_rules: cursor, copilot, claude, gemini or markdown")
     refresh: bool | None = Field(None, description="digest: recompute now instead of the cached answer")
     as_of: str | None = Field(None, description="digest: evaluate as of this instant (ISO date or time)")
+    status: Literal["pending", "claimed", "cancelled"] | None = Field(
+        None, description="handoffs: only hand-offs with this status (default pending)")
     promote: str | None = Field(None, description="derive_rules: instruction file of the product root to write the "
                                                   "rules into (CLAUDE.md, GEMINI.md, .github/copilot-instructions.md, "
                                                   ".cursor/rules/<name>.mdc)")

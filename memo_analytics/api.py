@@ -23,9 +23,8 @@ opened read-only). Frames are read afresh on every call.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import duckdb
 import polars as pl
 
 from .analytics.activity import ActivityReport, ActivityRequest, activity_report
@@ -34,6 +33,7 @@ from .analytics.frames import (
     PROMPT_SCHEMA,
     SESSION_SCHEMA,
     deliverables_frame,
+    duckdb_tables,
     prompts_frame,
     sessions_frame,
     vault_sources,
@@ -45,6 +45,9 @@ from .services.demo import DEMO_ZONE, build_demo_vault
 from .services.requests import DeriveRulesRequest
 from .services.rules import candidates_in_scope
 from .services.store import VaultStore
+
+if TYPE_CHECKING:
+    import duckdb
 
 __all__ = ["DELIVERABLE_SCHEMA", "PROMPT_SCHEMA", "RULE_SCHEMA", "SESSION_SCHEMA", "Vault", "open_vault",
            "sample_vault"]
@@ -325,10 +328,4 @@ class Vault:
             sessions = sessions_frame(sources)
             frames = {"prompts": prompts_frame(sources, body=body), "sessions": sessions,
                       "deliverables": deliverables_frame(sessions)}
-        db = duckdb.connect()
-        db.execute("SET TimeZone = 'UTC'")
-        for name, frame in frames.items():
-            db.register(f"_{name}_arrow", frame.to_arrow())
-            db.execute(f"CREATE TABLE {name} AS SELECT * FROM _{name}_arrow")
-            db.unregister(f"_{name}_arrow")
-        return db
+        return duckdb_tables(frames)

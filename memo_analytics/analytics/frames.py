@@ -205,3 +205,23 @@ def deliverables_frame(sessions: pl.DataFrame) -> pl.DataFrame:
         .collect()
     )
     return exploded.select(list(DELIVERABLE_SCHEMA)).cast(DELIVERABLE_SCHEMA)
+
+
+def duckdb_tables(frames: dict[str, pl.DataFrame]):
+    """A new in-memory DuckDB connection holding each frame as a table of its name, copied in
+    through Arrow (``Datetime(us, UTC)`` columns become ``TIMESTAMPTZ``; the connection's
+    time zone is UTC). The caller closes it.
+
+    Returns
+    -------
+    duckdb.DuckDBPyConnection
+    """
+    import duckdb
+
+    db = duckdb.connect()
+    db.execute("SET TimeZone = 'UTC'")
+    for name, frame in frames.items():
+        db.register(f"_{name}_arrow", frame.to_arrow())
+        db.execute(f'CREATE TABLE "{name}" AS SELECT * FROM "_{name}_arrow"')
+        db.unregister(f"_{name}_arrow")
+    return db

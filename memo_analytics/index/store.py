@@ -296,6 +296,53 @@ def latest_rows(conn: sqlite3.Connection, project: str, kind: str, limit: int) -
     ).fetchall()
 
 
+def rows_of_kind(conn: sqlite3.Connection, kind: str, project: str | None = None,
+                 status: str | None = None) -> list[sqlite3.Row]:
+    """Every record of ``kind`` (of ``project`` and with ``status`` when given), oldest first
+    (``created``, then ``id``): whole rows."""
+    sql, params = "SELECT * FROM records WHERE kind = ?", [kind]
+    if project is not None:
+        sql += " AND project = ?"
+        params.append(project)
+    if status is not None:
+        sql += " AND status = ?"
+        params.append(status)
+    return conn.execute(sql + " ORDER BY created, id", params).fetchall()
+
+
+def project_names(conn: sqlite3.Connection) -> list[str]:
+    """The projects that hold at least one record, sorted."""
+    return [r[0] for r in conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]
+
+
+def analyze(conn: sqlite3.Connection) -> None:
+    """Fresh statistics for the query planner, sampled (bounded time on any vault)."""
+    conn.execute("PRAGMA analysis_limit = 1000")
+    conn.execute("ANALYZE")
+
+
+def probe(path: Path) -> tuple[str | None, dict[str, int]]:
+    """Look at the index file ``path`` without changing anything (no ``-wal``/``-shm`` file
+    appears): ``(schema problem or None, records per kind)`` — counts only when the schema
+    is this product's.
+
+    Raises
+    ------
+    sqlite3.Error
+        The file is not a SQLite database, or cannot be read.
+    """
+    # no -wal file: no writer has it open, and an immutable read adds no files either
+    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
+    conn = sqlite3.connect(f"{path.as_uri()}?{mode}", uri=True)
+    try:
+        problem = schema_problem(conn)
+        counts = {} if problem is not None else dict(
+            conn.execute("SELECT kind, sum(n) FROM record_counts GROUP BY kind").fetchall())
+    finally:
+        conn.close()
+    return problem, counts
+
+
 def client_names(conn: sqlite3.Connection) -> list[str]:
     """Distinct client names of the vault's sessions (``internal`` for none), sorted."""
     rows = conn.execute(

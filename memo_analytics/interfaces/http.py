@@ -17,7 +17,6 @@ import concurrent.futures
 import hmac
 import json
 import re
-import threading
 import urllib.parse
 from typing import Any, Callable
 
@@ -27,7 +26,7 @@ from tornado import httputil
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
-from ..actions import ACTIONS, PromptToolInput, refuse_server_paths, request_for, run_action
+from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, refuse_server_paths, request_for, run_action
 from ..domain.errors import (
     InvalidFieldError,
     MemoError,
@@ -37,8 +36,6 @@ from ..domain.errors import (
     VaultBusyError,
 )
 from ..domain.wire import dumps
-from ..operator.acting import apply_item
-from ..reports.story import story_html_fragment
 from ..services.requests import (
     ActivityReportRequest,
     DeriveRulesRequest,
@@ -47,7 +44,7 @@ from ..services.requests import (
     ListRequest,
     SessionRequest,
 )
-from ..services.store import VaultStore
+from ..runtime import Runtime
 from ..services.sync import apply_incoming
 from ..vault.redact import redact_secrets
 
@@ -59,7 +56,6 @@ MAX_CALL_BYTES = 4 * 1024 * 1024
 #: Deepest JSON a request body may hold (a tool call or a push needs fewer than 8 levels).
 MAX_JSON_DEPTH = 32
 
-_REDACTED = re.compile(r"\[REDACTED:[a-z-]+\]")
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -86,9 +82,8 @@ class ApiHandler(tornado.web.RequestHandler):
 
     params: tuple[str, ...] = ()
 
-    def initialize(self, store: VaultStore, token: str | None) -> None:
-        self.base_store = store
-        self.store = store
+    def initialize(self, runtime: Runtime, token: str | None) -> None:
+        self.runtime = runtime
         self.token = token
 
     def set_default_headers(self) -> None:
@@ -178,7 +173,8 @@ class ApiHandler(tornado.web.RequestHandler):
             return
 
         def call() -> Any:
-            self.store = thread_store(self.base_store)
+            self.runtime.refresh()  # a changed config file is taken in (one stat otherwise)
+            self.store = self.runtime.thread_store()
             return work()
 
         try:
@@ -224,20 +220,6 @@ class Answer:
 
 
 _WORKERS = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="memo-api")
-_THREAD = threading.local()
-
-
-def thread_store(base: VaultStore) -> VaultStore:
-    """The calling thread's own :class:`VaultStore` on the vault of ``base`` (SQLite
-    connections and the re-entrant vault lock are per thread; hybrid pushes stay on)."""
-    stores = _THREAD.__dict__.setdefault("stores", {})
-    store = stores.get(id(base))
-    if store is None or store.settings is not base.settings:
-        store = VaultStore(base.settings)
-        if base.__dict__.get("_background_push"):
-            store.__dict__["_background_push"] = True
-        stores[id(base)] = store
-    return store
 
 
 def json_depth(value: Any) -> int:
@@ -280,10 +262,7 @@ class PromptHandler(ApiHandler):
 
     async def get(self, record_id: str) -> None:
         def work():
-            record = ACTIONS["get"].run(self.store, ACTIONS["get"].request(id=record_id))
-            body = record.get("body") or ""
-            return {**record, "renderedHtml": story_html_fragment(body),
-                    "secretsRedacted": len(_REDACTED.findall(json.dumps(record, ensure_ascii=False)))}
+            return ACTIONS["prompt_detail"].run(self.store, ACTIONS["prompt_detail"].request(id=record_id))
 
         await self.run(work)
 
@@ -298,14 +277,9 @@ class SessionTurnsHandler(ApiHandler):
             project = self.arg("project")
             if not project:
                 raise InvalidFieldError("project", "required for a session's turns")
-            result = ACTIONS["session"].run(self.store, SessionRequest(session_id=session_id, project=project,
-                                                                        limit=self.arg("limit"),
-                                                                        offset=self.arg("offset")))
-            session = result.get("session")
-            owner = (session or {}).get("project") or (result["items"][0]["project"] if result["items"] else None)
-            if owner != project:
-                raise RecordNotFoundError(session_id)
-            return result
+            return ACTIONS["session"].run(self.store, SessionRequest(session_id=session_id, project=project,
+                                                                      limit=self.arg("limit"),
+                                                                      offset=self.arg("offset")))
 
         await self.run(work)
 
@@ -361,13 +335,8 @@ class DigestApplyHandler(ApiHandler):
 
     async def post(self) -> None:
         def work():
-            data = self.body_json()
-            item, fingerprint = data.get("item"), data.get("fingerprint")
-            if not isinstance(item, str) or not item:
-                raise InvalidFieldError("item", "required: the digest item id (kind:subject)")
-            if not isinstance(fingerprint, str) or not fingerprint:
-                raise InvalidFieldError("fingerprint", "required: the fingerprint of the proposal you reviewed")
-            result = apply_item(self.store, item, fingerprint)
+            action = ACTIONS["digest_apply"]
+            result = action.run(self.store, action.request.model_validate(self.body_json()))
             return result if result["applied"] else Answer(result, 409)
 
         await self.run(work)
@@ -395,8 +364,8 @@ class ActionHandler(ApiHandler):
 
     async def post(self, action: str) -> None:
         def work():
-            if action not in ACTIONS:
-                raise InvalidFieldError("action", f"{action!r} is not one of {', '.join(ACTIONS)}")
+            if action not in AGENT_ACTIONS:  # the MCP tool's actions (a remote-mode client sends its calls)
+                raise InvalidFieldError("action", f"{action!r} is not one of {', '.join(AGENT_ACTIONS)}")
             data = self.body_json()
             refuse_server_paths(data)  # the daemon owns its filesystem
             arguments = PromptToolInput.model_validate({**data, "action": action})
@@ -432,9 +401,9 @@ class NotFoundHandler(ApiHandler):
         raise tornado.web.Finish()
 
 
-def api_patterns(store: VaultStore, token: str | None) -> list[tuple[str, type, dict[str, Any]]]:
+def api_patterns(runtime: Runtime, token: str | None) -> list[tuple[str, type, dict[str, Any]]]:
     """The Tornado routes of the API, for ``extra_patterns`` of the Panel server."""
-    args = {"store": store, "token": token}
+    args = {"runtime": runtime, "token": token}
     return [
         (r"/api/prompts", PromptsHandler, args),
         (r"/api/prompts/derive-rules", DeriveRulesHandler, args),

@@ -19,11 +19,12 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from ..actions import ACTIONS, PromptToolInput, refuse_server_paths, request_for, run_action
+from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, refuse_server_paths, request_for, run_action
 from ..config import Settings
 from ..domain.errors import MemoError
 from ..domain.wire import dumps
-from ..services import remote, sync
+from ..runtime import Runtime
+from ..services import remote
 from ..services.store import VaultStore
 from ..services.stories import write_story_file
 from ..vault.redact import redact_secrets
@@ -37,7 +38,7 @@ INSTRUCTIONS = (
 
 TOOL_DESCRIPTION = (
     "Prompt history, work sessions and billable activity, kept outside the product repository. "
-    "Actions: " + " ".join(f"{name}: {action.description}" for name, action in ACTIONS.items())
+    "Actions: " + " ".join(f"{name}: {ACTIONS[name].description}" for name in AGENT_ACTIONS)
 )
 
 
@@ -62,22 +63,13 @@ class PromptTool:
     loopback), so they never choose a path here: ``vaultRoot``, ``cwd``, ``output`` and
     ``promote`` are refused (:func:`~memo_analytics.actions.refuse_server_paths`)."""
 
-    def __init__(self, settings: Settings, confined: bool = False) -> None:
-        self.settings = settings
+    def __init__(self, runtime: Runtime, confined: bool = False) -> None:
+        self.runtime = runtime
         self.confined = confined
-        self._stores: dict[str, VaultStore] = {}
-        self._guard = threading.Lock()
 
     def store_for(self, vault_root: str | None) -> VaultStore:
-        settings = self.settings if vault_root is None else self.settings.model_copy(
-            update={"vault_root": Settings(vault_root=vault_root).vault_root})
-        key = str(settings.vault_root)
-        with self._guard:
-            if key not in self._stores:
-                self._stores[key] = VaultStore(settings)
-                if sync.hybrid_enabled(self._stores[key]):
-                    sync.enable_background_push(self._stores[key])  # a long-running process pushes
-            return self._stores[key]
+        """This thread's store of ``vault_root`` (default: the runtime's vault)."""
+        return self.runtime.thread_store(vault_root)
 
     def __call__(self, **arguments: Any) -> str:
         if self.confined:
@@ -85,15 +77,17 @@ class PromptTool:
                 refuse_server_paths(arguments)
             except MemoError as exc:
                 raise ToolError(redact_secrets(str(exc))[0]) from None
-        if self.settings.mode == "remote":  # SPEC §2.7: proxied, nothing local read or written
+        self.runtime.refresh()  # a changed config file is taken in (one stat otherwise)
+        if self.runtime.remote:  # SPEC §2.7: proxied, nothing local read or written
+            settings = self.runtime.settings
             try:
                 parsed = PromptToolInput.model_validate(arguments)
                 sent = parsed.model_dump(by_alias=True, exclude_none=True, exclude={"action", "output", "overwrite"})
                 if parsed.action == "export_story" and parsed.output:
                     # the daemon answers with the story; the file is written here, by the local rules
-                    story = remote.call(self.settings, {"action": parsed.action, **sent})
+                    story = remote.call(settings, {"action": parsed.action, **sent})
                     return dumps(write_story_file(story, parsed.output, parsed.cwd, bool(parsed.overwrite)))
-                return dumps(remote.call(self.settings, {"action": parsed.action,
+                return dumps(remote.call(settings, {"action": parsed.action,
                                                          **parsed.model_dump(by_alias=True, exclude_none=True,
                                                                              exclude={"action"})}))
             except MemoError as exc:
@@ -139,10 +133,14 @@ class _OwnValidation(FuncMetadata):
         return dict(self.pre_parse_json(arguments_to_validate))
 
 
-def build_server(settings: Settings, confined: bool = False) -> MCPServer:
-    """An MCP server with the one tool ``prompt`` on the vault of ``settings``; ``confined``
-    (reachable from other machines) refuses caller-chosen paths."""
-    tool = Tool.from_function(_tool_function(PromptTool(settings, confined)), name="prompt", description=TOOL_DESCRIPTION,
+def build_server(settings: Settings | Runtime, confined: bool = False) -> MCPServer:
+    """An MCP server with the one tool ``prompt`` on the vault of ``settings`` (or of a
+    :class:`~memo_analytics.runtime.Runtime` shared with other servers of the process);
+    ``confined`` (reachable from other machines) refuses caller-chosen paths. The server
+    stays up: hybrid pushes go out in the background."""
+    runtime = settings if isinstance(settings, Runtime) else Runtime(settings, long_running=True)
+    runtime.stay_up()
+    tool = Tool.from_function(_tool_function(PromptTool(runtime, confined)), name="prompt", description=TOOL_DESCRIPTION,
                               structured_output=False)
     metadata = tool.fn_metadata
     tool.fn_metadata = _OwnValidation(**{name: getattr(metadata, name) for name in type(metadata).model_fields})
@@ -164,7 +162,7 @@ def own_origin_only(port: int):
                                      allowed_origins=[f"http://{name}:{port}" for name in names])
 
 
-def serve(settings: Settings, http: bool = False, host: str = "127.0.0.1", port: int = 3125) -> None:
+def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0.1", port: int = 3125) -> None:
     """Run the server over stdio (default) or streamable HTTP at ``http://host:port/mcp``.
 
     Raises
@@ -182,7 +180,7 @@ def serve(settings: Settings, http: bool = False, host: str = "127.0.0.1", port:
         server.run("stdio")
 
 
-def serve_http_in_thread(settings: Settings, host: str, port: int, token: str | None = None):
+def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, token: str | None = None):
     """Serve the tool over streamable HTTP at ``http://host:port/mcp`` in a daemon thread
     (``memo serve`` runs it beside the status API). Off loopback a token is required and
     every request must carry ``Authorization: Bearer <token>``. Returns the uvicorn server

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from tornado.ioloop import PeriodicCallback
+
 from ..domain.hosts import check_bind, is_loopback
-from ..services.store import VaultStore
+from ..runtime import Runtime
 from .http import MAX_REQUEST_BYTES, BrowserBoundary, GuardedApplication, api_patterns, install_log_redaction
 
+#: How often ``memo serve`` looks whether the config file changed (milliseconds).
+CONFIG_CHECK_MS = 2000
 
-def build_server(store: VaultStore, host: str = "127.0.0.1", port: int | None = None, token: str | None = None,
+
+def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = None, token: str | None = None,
                  start: bool = False) -> Any:
     """The Panel/Bokeh ``Server`` with the API routes mounted beside the dashboard at ``/``.
 
@@ -28,16 +33,20 @@ def build_server(store: VaultStore, host: str = "127.0.0.1", port: int | None = 
     from ..dashboards.app import create_app
 
     check_bind(host, token)
-    port = store.settings.ports.status if port is None else port
+    store = runtime.store()
+    port = runtime.settings.ports.status if port is None else port
     origins = [f"{name}:{port}" for name in {host, "localhost", "127.0.0.1"}] + ["*"] if not is_loopback(host) \
         else [f"{name}:{port}" for name in ("localhost", "127.0.0.1", host)]
     install_log_redaction()
     server = pn.serve(
         {"/": lambda: create_app(store)}, port=port, address=host, websocket_origin=origins, show=False,
-        start=start, title="memo", extra_patterns=api_patterns(store, token),
+        start=start, title="memo", extra_patterns=api_patterns(runtime, token),
         basic_auth=token if token else None, cookie_secret=token if token else None, threaded=False,
         http_server_kwargs={"max_body_size": MAX_REQUEST_BYTES},
     )
     http_server = server._http  # bokeh's HTTPServer: every route goes through its request callback
     http_server.request_callback = GuardedApplication(http_server.request_callback, BrowserBoundary(host, server.port))
+    # a changed config file reaches the dashboard too (its digest thresholds, rates): checked
+    # every couple of seconds, one stat each time
+    server.io_loop.add_callback(lambda: PeriodicCallback(runtime.refresh, CONFIG_CHECK_MS).start())
     return server

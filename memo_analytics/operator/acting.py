@@ -18,6 +18,7 @@ from pathlib import Path
 from ..domain.clock import from_iso, to_iso, utcnow
 from ..domain.errors import InvalidFieldError, MemoError
 from ..domain.records import RecordKind
+from ..index import store as index
 from ..services.handoffs import cancel_handoff
 from ..services.projects import last_seen_root
 from ..services.requests import CancelHandoffRequest, EndSessionRequest
@@ -30,7 +31,7 @@ from ..vault.io import atomic_write_bytes, output_target
 from ..vault.redact import redact_secrets
 from . import audit, policy
 from .digest import Item, build_items
-from .service import take_snapshot
+from .snapshot import take_snapshot
 
 
 def _end_stale_session(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
@@ -53,9 +54,8 @@ def _promote_rule(store: VaultStore, params: dict[str, Any], now: datetime) -> d
     if found is None:
         raise InvalidFieldError("trapId", f"{params['trapId']} no longer exists")
     promoted = [meta for meta, _ in (store.read(project, RecordKind.TRAP, row["id"]) or (None, None)
-                                     for row in store.conn.execute(
-                                         "SELECT id FROM records WHERE kind = 'trap' AND project = ? "
-                                         "AND status = 'promoted' ORDER BY id", (project,))) if meta]
+                                     for row in sorted(index.rows_of_kind(store.conn, RecordKind.TRAP.value, project,
+                                                                          "promoted"), key=lambda r: r["id"])) if meta]
     rules = [{"text": meta.get("summary") or "", "category": (meta.get("tags") or ["", "rule"])[-1],
               "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)}
              for meta in [*promoted, found[0]]]

@@ -10,46 +10,23 @@ recompute keeps the previous answer and says so in ``error``.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from ..domain.clock import from_iso, parse_record_instant, to_iso, utcnow
 from ..analytics.frames import vault_sources
 from ..index import snapshot as rows
+from ..domain.errors import InvalidFieldError
+from ..services.requests import DigestApplyRequest
 from ..services.store import VaultStore
-from ..vault.conflicts import conflict_files, conflict_record_id
 from ..vault.io import atomic_write_bytes
+from . import audit, policy
+from .acting import apply_item, run_delegated
 from .digest import Snapshot, compute_digest, fingerprint, next_due
+from .snapshot import take_snapshot
 
 CACHE_FILE = "digest.json"
-
-
-def take_snapshot(store: VaultStore) -> Snapshot:
-    """The records the digest joins, read from the index of ``store``'s vault and of every
-    further configured vault (read-only; their records carry ``_vault``)."""
-    snapshot = Snapshot()
-    with vault_sources(store, further=True) as sources:
-        for source in sources:
-            further = source.conn is not store.conn
-            for name, query in (("open_sessions", rows.open_sessions), ("pending_handoffs", rows.pending_handoffs),
-                                 ("pull_request_sessions", rows.sessions_with_pull_requests),
-                                 ("rule_traps", rows.derived_rule_traps),
-                                 ("unbilled_sessions", rows.unbilled_sessions)):
-                found = query(source.conn)
-                if further:
-                    for record in found:
-                        record["_vault"] = source.vault
-                getattr(snapshot, name).extend(found)
-            root = Path(source.vault)
-            for path in conflict_files(root / "projects"):
-                record_path = path.with_name(f"{conflict_record_id(path)}.md")
-                snapshot.sync_conflicts.append({
-                    "recordId": conflict_record_id(path), "project": path.parent.parent.name,
-                    "path": str(path), "recordPath": str(record_path), **({"_vault": source.vault} if further else {}),
-                    "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
-                })
-    return snapshot
 
 
 def _version(store: VaultStore) -> str:
@@ -102,9 +79,6 @@ def run_digest(store: VaultStore, request, now: datetime | None = None) -> dict[
     :func:`current_digest`, and when it was recomputed and the person delegated action
     classes, the delegated actions (which then leave the digest, recomputed). ``operator``
     lists the automatic actions of the last 24 hours and this pass's fallbacks."""
-    from . import audit, policy
-    from .acting import run_delegated
-
     if request.as_of:
         return digest_as_of(store, request.as_of)
     now = now or utcnow()
@@ -165,3 +139,28 @@ def current_digest(store: VaultStore, now: datetime | None = None, force: bool =
     except OSError:
         pass  # a read-only vault still gets its digest, just not cached
     return {**digest, "vaultVersion": version, "cached": False, "stale": False}
+
+
+def apply_digest_item(store: VaultStore, request: DigestApplyRequest) -> dict[str, Any]:
+    """``digest_apply``: apply the proposal of the digest item ``request.item`` (SPEC §6
+    phase 2) with the fingerprint the person reviewed — by default the one the digest shows
+    now (or as of ``asOf``). ``{applied, item, reason?, result?}``: ``applied: false`` with
+    the new proposal when the state changed since.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid item: …`` — not in the digest (of ``asOf``), or without a proposal.
+    InvalidDateError
+        ``Invalid asOf date``.
+    """
+    moment = parse_record_instant(request.as_of, "asOf", store.zone) if request.as_of else None
+    fingerprint = request.fingerprint
+    if fingerprint is None:
+        digest = digest_as_of(store, request.as_of) if request.as_of else current_digest(store)
+        shown = {i["id"]: i for i in digest["items"]}
+        if request.item not in shown:
+            raise InvalidFieldError("item", f"{request.item} is not in the digest; run `memo digest"
+                                            f"{' --as-of ' + request.as_of if request.as_of else ''}` and pick an id")
+        fingerprint = shown[request.item]["fingerprint"]
+    return apply_item(store, request.item, fingerprint, as_of=moment)

@@ -3,6 +3,9 @@ passed through the nh3 allow-list sanitizer (a turn's text can hold any HTML).""
 
 from __future__ import annotations
 
+import json
+import re
+
 from pathlib import Path
 
 import nh3
@@ -12,6 +15,8 @@ from markupsafe import Markup
 from ..domain.errors import InvalidFieldError
 from ..services.stories import render_story, story_data, story_destination
 from ..vault.redact import redact_secrets
+from ..services.prompts import get_record
+from ..services.requests import GetRequest
 from ..services.store import VaultStore
 from ..vault.io import atomic_write_bytes
 from .render import render_html, templates_dir, write_pdf
@@ -70,3 +75,21 @@ def write_story(session_id: str, output: Path, store: VaultStore, cwd: str | Non
     atomic_write_bytes(target, html.replace('<link rel="stylesheet" href="report.css">', f"<style>{css}</style>")
                        .encode("utf-8"))
     return result
+
+
+_REDACTED = re.compile(r"\[REDACTED:[a-z-]+\]")
+
+
+def prompt_detail(store: VaultStore, request: GetRequest) -> dict:
+    """``prompt_detail``: the record ``get`` answers plus ``renderedHtml`` (its body as
+    sanitized HTML, as the story shows it) and ``secretsRedacted`` (how many secrets the
+    stored record has hidden).
+
+    Raises
+    ------
+    RecordNotFoundError
+        No record has this id.
+    """
+    record = get_record(store, request.id)
+    return {**record, "renderedHtml": story_html_fragment(record.get("body") or ""),
+            "secretsRedacted": len(_REDACTED.findall(json.dumps(record, ensure_ascii=False)))}

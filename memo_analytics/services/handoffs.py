@@ -18,7 +18,7 @@ from ..domain.ids import validate_session_id, validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
 from .prompts import clean_list, clean_text, row_to_record
-from .requests import CancelHandoffRequest, HandoffInput
+from .requests import CancelHandoffRequest, HandoffInput, HandoffListRequest
 from .store import VaultStore
 
 
@@ -82,10 +82,7 @@ def _eligible(meta: dict[str, Any], session_id: str, branch: str | None, owner: 
 def claim_handoff(store: VaultStore, project: str, session_id: str, branch: str | None, owner: str | None,
                   now) -> dict[str, Any] | None:
     """Claim the oldest eligible pending baton of ``project`` for ``session_id`` (under the lock)."""
-    rows = store.conn.execute(
-        "SELECT id FROM records WHERE kind = 'handoff' AND project = ? AND status = 'pending' ORDER BY created, id",
-        (project,),
-    ).fetchall()
+    rows = index.rows_of_kind(store.conn, RecordKind.HANDOFF.value, project, "pending")
     for row in rows:
         found = store.read(project, RecordKind.HANDOFF, row["id"])
         if found is None:
@@ -131,12 +128,22 @@ def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -
 
 def list_handoffs(store: VaultStore, project: str | None, status: str | None = "pending") -> list[dict[str, Any]]:
     """Hand-offs of a project (every project when None), oldest first, filtered by status."""
-    sql = "SELECT * FROM records WHERE kind = 'handoff'"
-    params: list[Any] = []
-    if project:
-        sql += " AND project = ?"
-        params.append(validate_slug(project, "project"))
-    if status:
-        sql += " AND status = ?"
-        params.append(status)
-    return [row_to_record(r) for r in store.conn.execute(sql + " ORDER BY created, id", params).fetchall()]
+    rows = index.rows_of_kind(store.conn, RecordKind.HANDOFF.value, validate_slug(project, "project") if project else None,
+                              status or None)
+    return [row_to_record(r) for r in rows]
+
+
+def handoff_list(store: VaultStore, request: HandoffListRequest) -> dict[str, Any]:
+    """``handoffs``: ``{items, total}`` — the hand-offs of the request's scope (a project,
+    the cwd's repository, or every project), oldest first, with ``status`` (pending by
+    default). Each item is the hand-off record (``fromSessionId``, ``branch``, ``owner``,
+    ``shared``, ``status``, ``body``, …).
+
+    Raises
+    ------
+    InvalidFieldError
+        An invalid project id.
+    """
+    scope = store.scope(request.project, request.cross_project, request.cwd)
+    items = [h for project in (scope or [None]) for h in list_handoffs(store, project, request.status)]
+    return {"items": items, "total": len(items)}

@@ -8,6 +8,7 @@ from typing import Callable
 
 from ..domain.clock import utcnow
 from ..domain.errors import IndexDamagedError, IndexReadOnlyError
+from ..index import store as index
 from ..index.reindex import ReindexResult, rebuild
 from .store import VaultStore
 
@@ -46,11 +47,9 @@ def reindex(store: VaultStore, progress: Callable[[int, int], None] | None = Non
             _set_aside(store)
             conn = store.open_for_rebuild()
             result = rebuild(conn, store.layout, progress, redact=True)
-        conn.execute("PRAGMA analysis_limit = 1000")  # sampled statistics: bounded time on any vault
-        conn.execute("ANALYZE")  # fresh statistics for the query planner
+        index.analyze(conn)
         result.removed_temp_files = removed
-        projects = [r[0] for r in conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]
-        for project in projects:
+        for project in index.project_names(conn):
             store.refresh_views(project)
         return result
 

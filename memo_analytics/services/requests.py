@@ -6,7 +6,7 @@ Fields are snake_case in Python and camelCase on the wire (``sessionId``, ``task
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -217,3 +217,22 @@ class DigestRequest(Request):
     refresh: bool = Field(False, description="Recompute now instead of answering from the cached digest")
     as_of: str | None = Field(None, description="Evaluate the digest as of this instant (ISO date or time; "
                                                 "default now); computed afresh, not cached")
+
+
+class DigestApplyRequest(Request):
+    """``digest_apply``: apply the proposal of one digest item (SPEC §6 phase 2)."""
+
+    item: str = Field(..., min_length=1, description="The digest item id, KIND:SUBJECT")
+    fingerprint: str | None = Field(None, description="The fingerprint of the proposal you reviewed (default: the "
+                                                      "one of the digest now, or of asOf)")
+    as_of: str | None = Field(None, description="The moment of the digest the item was picked from")
+
+
+class HandoffListRequest(Request):
+    """``handoffs``: the hand-offs of a project (or every project), oldest first."""
+
+    project: str | None = Field(None, description="Project id (default: the repository of cwd, else every project)")
+    cross_project: bool = Field(False, description="Every project")
+    cwd: str | None = Field(None, description="The caller's working directory")
+    status: Literal["pending", "claimed", "cancelled"] | None = Field(
+        "pending", description="Only hand-offs with this status (pending by default)")

@@ -170,12 +170,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
             baton = write_handoff(store, project, session_id, request.handoff, now)
             meta["handoffArchive"] = baton["id"]
         store.upsert(RecordKind.SESSION, meta, body)
-    settings = store.settings
-    if settings.mode != "remote" and (settings.hybrid.remote_url and settings.mode == "hybrid"
-                                      or settings.vault_git.enabled):
-        from .sync import dual_sync  # SPEC §2.5: errors are logged, never fail session_end
-
-        dual_sync(store, "session_end")
+    store.emit("session_end", session=meta)  # SPEC §2.5: the sync the runtime wired (never fails this)
     return {**meta, "body": body}
 
 
@@ -240,13 +235,15 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     """``session`` (SPEC §2.6).
 
     With ``session_id``: ``{session, total, limit, offset, hasMore, items}`` — the session
-    record (or None when only turns exist) and a page of its turns in turn order. Without:
-    the list envelope of session records, newest first. ``limit`` clamps to 1–100.
+    record (or None when only turns exist) and a page of its turns in turn order; with
+    ``project`` too, the session must belong to that project (every interface answers a
+    session of another project alike: not found). Without ``session_id``: the list envelope
+    of session records, newest first. ``limit`` clamps to 1–100.
 
     Raises
     ------
     RecordNotFoundError
-        Neither a session record nor any turn has this session id.
+        Neither a session record nor any turn has this session id (in ``project``, when given).
     """
     limit, offset = clamp_page(request.limit, request.offset)
     if request.session_id:
@@ -257,7 +254,11 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
         if row is None and total == 0:
             raise RecordNotFoundError(session_id)
         page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
-        return {"session": row_to_record(row) if row is not None else None, **page}
+        session = row_to_record(row) if row is not None else None
+        owner = (session or {}).get("project") or (page["items"][0]["project"] if page["items"] else None)
+        if request.project and owner != validate_slug(request.project, "project"):
+            raise RecordNotFoundError(session_id)
+        return {"session": session, **page}
     flt = PromptFilter(
         projects=store.scope(request.project, request.cross_project, request.cwd),
         client=request.client or None,

@@ -131,6 +131,49 @@ class VaultStore:
         #: open (the CLI prints it as a note on stderr); the lines are kept in ``repairs``.
         self.on_repair: Callable[[str], None] | None = None
         self.repairs: list[str] = []
+        #: Who hears of what this store does (``memo_analytics.runtime`` wires them from the
+        #: settings): ``"write"`` after a record is written and indexed (``meta=``, ``path=``,
+        #: still under the vault lock), ``"session_end"`` after a session ended (``session=``).
+        #: Each is called as ``listener(store, **payload)``.
+        self.listeners: dict[str, list[Callable[..., None]]] = {"write": [], "session_end": []}
+
+    def subscribe(self, event: str, listener: Callable[..., None]) -> None:
+        """Call ``listener(store, **payload)`` on every ``event`` (``"write"``, ``"session_end"``).
+
+        Raises
+        ------
+        ValueError
+            An event this store does not emit.
+        """
+        if event not in self.listeners:
+            raise ValueError(f"no such store event: {event!r}")
+        self.listeners[event].append(listener)
+
+    def emit(self, event: str, **payload: object) -> None:
+        """Tell the listeners of ``event`` (see :attr:`listeners`)."""
+        for listener in list(self.listeners[event]):
+            listener(self, **payload)
+
+    def sibling(self) -> "VaultStore":
+        """A new store on the same vault, settings and listeners (SQLite connections and
+        the re-entrant vault lock are per thread: each thread opens its own)."""
+        twin = VaultStore(self.settings)
+        twin.listeners = self.listeners
+        return twin
+
+    def reconfigure(self, settings: Settings) -> None:
+        """Take changed settings of the same vault (a long-running process re-read its
+        config file): the zone follows; listeners are the runtime's to rewire.
+
+        Raises
+        ------
+        ValueError
+            ``settings`` name another vault.
+        """
+        if settings.vault_root != self.settings.vault_root:
+            raise ValueError("reconfigure keeps the vault; open a new store for another")
+        self.zone = resolve_zone(settings.timezone)
+        self.settings = settings
 
     @property
     def root(self) -> Path:
@@ -268,7 +311,7 @@ class VaultStore:
             raise self.index_error(exc) from None
         if result.skipped:
             self._note(f"{len(result.skipped)} record files could not be indexed; `memo reindex` lists them")
-        return {r[0] for r in conn.execute("SELECT DISTINCT project FROM records")}
+        return set(index.project_names(conn))
 
     def _note(self, line: str) -> None:
         self.repairs.append(line)
@@ -391,10 +434,7 @@ class VaultStore:
             except sqlite3.DatabaseError as exc:
                 raise self.index_error(exc) from None
             self._views_changed(meta["project"], RecordKind(kind).value)
-            if self.settings.mode == "hybrid" and self.settings.hybrid.remote_url:
-                from .sync import note_write  # the outbox of the hybrid push (SPEC §2.7)
-
-                note_write(self, meta, path)
+            self.emit("write", meta=meta, path=path)  # e.g. the hybrid push's outbox (SPEC §2.7)
         return path
 
     def _views_changed(self, project: str, kind: str | None) -> None:

@@ -70,13 +70,33 @@ def hybrid_enabled(store: VaultStore) -> bool:
 
 
 def note_write(store: VaultStore, meta: dict[str, Any], path: Path) -> None:
-    """Append a written record to the outbox (called by ``VaultStore.upsert`` under the lock)."""
+    """Append a written record to the outbox (a ``"write"`` listener: under the vault lock)."""
     folder = _dir(store)
     folder.mkdir(parents=True, exist_ok=True)
     line = json.dumps({"id": meta["id"], "path": str(path.relative_to(store.root)), "updated": meta.get("updated")})
     with open(folder / "outbox.jsonl", "a", encoding="utf-8") as handle:
         handle.write(line + "\n")
-    _schedule(store)
+
+
+def wire_hybrid(store: VaultStore, background: bool) -> None:
+    """Queue every write of ``store`` in the outbox of the hybrid push (SPEC §2.7); with
+    ``background`` (a long-running process: ``memo serve``, ``memo mcp``) push
+    ``hybrid.debounceMs`` after the last write and retry what the outbox still holds.
+    ``memo_analytics.runtime`` calls this in hybrid mode with a remote URL."""
+    def on_write(emitter: VaultStore, meta: dict[str, Any], path: Path) -> None:
+        note_write(emitter, meta, path)
+        if background:
+            _schedule(emitter)
+
+    store.subscribe("write", on_write)
+    if background and status(store)["pending"]:
+        _schedule(store)
+
+
+def wire_session_end(store: VaultStore) -> None:
+    """Run :func:`dual_sync` after every session end of ``store`` (SPEC §2.5); the runtime
+    calls this when the hybrid push or vault-git is on."""
+    store.subscribe("session_end", lambda emitter, session: dual_sync(emitter, "session_end"))
 
 
 def _outbox(store: VaultStore) -> list[dict[str, Any]]:
@@ -215,11 +235,9 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
 
 def dual_sync(store: VaultStore, trigger: str) -> dict[str, Any]:
     """Sync after ``trigger`` (``session_end``): the hybrid push when hybrid has a remote URL,
-    vault-git when enabled; never in remote mode. Errors are logged and returned, never
+    vault-git when enabled (the runtime wires this only where the vault is local). Errors are logged and returned, never
     raised (SPEC §2.5)."""
     outcome: dict[str, Any] = {"trigger": trigger}
-    if store.settings.mode == "remote":
-        return outcome
     try:
         if hybrid_enabled(store):
             outcome["hybrid"] = push(store, force=True)
@@ -239,16 +257,8 @@ _TIMERS: dict[str, threading.Timer] = {}
 _TIMERS_GUARD = threading.Lock()
 
 
-def enable_background_push(store: VaultStore) -> None:
-    """In a long-running process (``memo serve``, ``memo mcp``): push ``debounceMs`` after
-    the last write, and retry what the outbox still holds."""
-    store.__dict__["_background_push"] = True
-    if status(store)["pending"]:
-        _schedule(store)
-
-
 def _schedule(store: VaultStore) -> None:
-    if not store.__dict__.get("_background_push") or not hybrid_enabled(store):
+    if not hybrid_enabled(store):
         return
     key = str(store.root)
     delay = store.settings.hybrid.debounce_ms / 1000

@@ -327,9 +327,6 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
     if not settings.vault_git.enabled:
         result["skipped"] = "vaultGit.enabled is false"
         return result
-    if settings.mode == "remote":
-        result["skipped"] = "mode is remote: the local vault is not written"
-        return result
     try:
         store.layout.meta_dir.joinpath("sync").mkdir(parents=True, exist_ok=True)
         with FileLock(str(store.layout.meta_dir / "sync" / "git.lock"), timeout=GIT_TIMEOUT_SECONDS * 3):

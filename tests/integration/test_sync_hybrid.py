@@ -21,6 +21,7 @@ from memo_analytics.services import sync
 from memo_analytics.services.prompts import record_prompt
 from memo_analytics.services.requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.runtime import Runtime
 from memo_analytics.services.store import VaultStore
 from memo_analytics.vault.io import read_record
 from tests.integration.test_http_api import Server, free_port
@@ -34,8 +35,9 @@ def daemon(tmp_path):
 
 
 def _client(tmp_path, url, name="mine"):
-    return VaultStore(Settings(vault_root=tmp_path / name, timezone="UTC", mode="hybrid",
-                               hybrid=HybridSync(remote_url=url, debounce_ms=0)))
+    # the runtime wires the hybrid push to the store's writes and session ends
+    return Runtime(Settings(vault_root=tmp_path / name, timezone="UTC", mode="hybrid",
+                            hybrid=HybridSync(remote_url=url, debounce_ms=0))).store()
 
 
 def _record(store, session="s1", body="Add the CSV export", turn=None, project="web"):

@@ -18,6 +18,7 @@ from memo_analytics.domain.records import RecordKind
 from memo_analytics.services.prompts import record_prompt
 from memo_analytics.services.requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.runtime import Runtime
 from memo_analytics.services.store import VaultStore
 from memo_analytics.services.vault_git import commit_message, status, sync
 from memo_analytics.vault.conflicts import conflict_files
@@ -51,7 +52,7 @@ def clone(remote: Path, path: Path) -> VaultStore:
 
 
 def vault(path: Path) -> VaultStore:
-    return VaultStore(Settings(vault_root=path, timezone="UTC", vault_git=VaultGit(enabled=True)))
+    return Runtime(Settings(vault_root=path, timezone="UTC", vault_git=VaultGit(enabled=True))).store()
 
 
 def record(store: VaultStore, body: str, session: str | None = None, project: str = "shop") -> str:

@@ -58,9 +58,7 @@ def memo(*args: str) -> Ran:
             code = exc.code if isinstance(exc.code, int) else 1
         finally:
             sys.argv = argv
-            if state._store is not None:
-                state._store.close()
-                state._store = None
+            state.close()
             sys.stdout.flush()
             sys.stderr.flush()
         return Ran(code, stdout.getvalue().decode(), stderr.getvalue().decode())

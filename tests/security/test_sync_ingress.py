@@ -23,6 +23,7 @@ from memo_analytics.domain.records import RecordKind
 from memo_analytics.services import sync
 from memo_analytics.services.prompts import record_prompt
 from memo_analytics.services.requests import RecordPromptRequest
+from memo_analytics.runtime import Runtime
 from memo_analytics.services.store import VaultStore
 from memo_analytics.vault.conflicts import conflict_files
 from memo_analytics.vault.lock import vault_lock
@@ -242,8 +243,8 @@ class _LosingProxy:
 
 
 def _pusher(tmp_path, url) -> VaultStore:
-    return VaultStore(Settings(vault_root=tmp_path / "laptop", timezone="UTC", mode="hybrid",
-                               hybrid=HybridSync(remote_url=url, debounce_ms=0)))
+    return Runtime(Settings(vault_root=tmp_path / "laptop", timezone="UTC", mode="hybrid",
+                            hybrid=HybridSync(remote_url=url, debounce_ms=0))).store()
 
 
 def _turn(store, body, turn=None):
@@ -382,8 +383,8 @@ def test_a_daemon_killed_mid_push_converges_after_its_restart(tmp_path):
 
     team = tmp_path / "team"
     server = Server(team, "--mcp-port", "0")
-    laptop = VaultStore(Settings(vault_root=tmp_path / "laptop", timezone="UTC", mode="hybrid",
-                                 hybrid=HybridSync(remote_url=server.base, debounce_ms=0, batch_size=500)))
+    laptop = Runtime(Settings(vault_root=tmp_path / "laptop", timezone="UTC", mode="hybrid",
+                              hybrid=HybridSync(remote_url=server.base, debounce_ms=0, batch_size=500))).store()
     padding = "lorem ipsum dolor sit amet " * 2000  # ~54 kB a record: the batch takes a while to apply
     with laptop.deferred_views():
         for turn in range(1, 161):

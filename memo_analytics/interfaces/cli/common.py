@@ -16,6 +16,7 @@ from rich.segment import Segment
 from ...config import ENV_NAMES, Settings, config_key_text, config_path, env_name
 from ...domain.errors import MemoError
 from ...domain.wire import dumps
+from ...runtime import Runtime
 from ...services.store import VaultStore
 from ...vault.redact import redact_secrets
 
@@ -85,30 +86,42 @@ app.add_typer(import_app, name="import")
 
 
 class State:
-    settings: Settings | None = None
+    """What one ``memo`` run works with: the global options and its :class:`Runtime`."""
+
     json: bool = False
     #: ``--vault-root`` (or ``MEMO_VAULT``) as given; ``memo config`` builds its settings itself
     vault_root: str | None = None
-    _store: VaultStore | None = None
+    runtime: Runtime | None = None
+
+    @property
+    def settings(self) -> Settings | None:
+        return self.runtime.settings if self.runtime is not None else None
+
+    def use(self, settings: Settings | None, overrides: dict[str, Any] | None = None) -> None:
+        """Work with ``settings`` from now on (None: none yet); the stores opened so far are closed."""
+        self.close()
+        self.runtime = Runtime(settings, overrides) if settings is not None else None
 
     @property
     def store(self) -> VaultStore:
-        if self._store is None:
-            assert self.settings is not None
-            if self.settings.mode == "remote":  # SPEC §2.7: this machine keeps no vault
-                raise MemoError(f"Invalid mode: remote — this machine keeps no vault; agents reach "
-                                f"{self.settings.remote.url or 'the daemon'} through `memo mcp`, people through "
-                                "its dashboard (or set mode = \"local\")")
-            self._store = VaultStore(self.settings)
+        """The vault of this run, opened on first use.
+
+        Raises
+        ------
+        RemoteModeError
+            In remote mode (SPEC §2.7: this machine keeps no vault).
+        """
+        assert self.runtime is not None
+        store = self.runtime.store()
+        if store.on_repair is None:
             # the index was brought in line with the files on open: say so, on stderr
-            self._store.on_repair = lambda line: err.print(f"note: {line}")
-        return self._store
+            store.on_repair = lambda line: err.print(f"note: {line}")
+        return store
 
     def close(self) -> None:
-        """Close the store a command opened (its SQLite connection), if any."""
-        if self._store is not None:
-            self._store.close()
-            self._store = None
+        """Close the stores this run opened (their SQLite connections), if any."""
+        if self.runtime is not None:
+            self.runtime.close()
 
 
 state = State()
@@ -124,12 +137,12 @@ def _global(
 ) -> None:
     """Global options."""
     state.json = json_output
-    state._store = None
     state.vault_root = vault_root
-    state.settings = None
-    if ctx.invoked_subcommand == "config":
-        return  # memo config reads (and repairs) the config file itself, valid or not
-    state.settings = _settings(vault_root=vault_root) if vault_root is not None else _settings()
+    state.use(None)
+    if ctx.invoked_subcommand in ("config", "doctor"):
+        return  # memo config reads (and repairs) the config file itself, valid or not; memo doctor checks it
+    overrides = {"vault_root": vault_root} if vault_root is not None else {}
+    state.use(_settings(**overrides), overrides)
 
 
 def _emit(value: Any, human: Callable[[Any], None]) -> None:

@@ -317,7 +317,7 @@ def _vault(settings: Any, vault_root: str | None) -> Check:
     import sqlite3
 
     from ...config import default_vault_root
-    from ...index.store import schema_problem
+    from ...index.store import probe as probe_index
     from ...vault.layout import VaultLayout
 
     title = "vault"
@@ -340,16 +340,8 @@ def _vault(settings: Any, vault_root: str | None) -> Check:
     index = layout.index_path
     if not index.exists():
         return Check("vault", title, True, True, f"{root}: writable; no index yet (built on first use)")
-    # no -wal file: no writer has it open, and immutable reads add no -wal/-shm files either
-    mode = "mode=ro" if Path(f"{index}-wal").exists() else "immutable=1"
     try:
-        conn = sqlite3.connect(f"{index.as_uri()}?{mode}", uri=True)
-        try:
-            problem = schema_problem(conn)
-            counts = dict(conn.execute("SELECT kind, sum(n) FROM record_counts GROUP BY kind").fetchall()
-                          ) if problem is None else {}
-        finally:
-            conn.close()
+        problem, counts = probe_index(index)
     except sqlite3.Error as exc:
         return Check("vault", title, True, False, f"{root}: the index {index} does not open ({exc})", [],
                      "memo reindex")

@@ -96,11 +96,9 @@ def mcp_server(
     """Run the MCP server with the one tool `prompt` (stdio by default)."""
     if http and not is_loopback(host):  # before the SDK loads
         raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
-    from ..mcp import (
-        serve,  # the launcher starts the MCP adapter; it shares nothing else with it
-    )
+    from ...runtime import server
 
-    serve(state.settings, http=http, host=host, port=port)
+    server("mcp")(state.runtime, http=http, host=host, port=port)
 
 
 # ---------------------------------------------------------------- demo
@@ -132,8 +130,7 @@ def demo(
         shutil.rmtree(vault)
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(marker, b"This folder was made by `memo demo`; the next run replaces it.\n")
-    state.settings = settings
-    state._store = None
+    state.use(settings, {"vault_root": vault, "timezone": tz})
     counts = build_demo_vault(state.store)
     report = activity_report(state.store, ActivityRequest(projects=None, tz=tz))
     pdf = render_timesheet_pdf(report, out_dir / "timesheet.pdf", overwrite=True)  # the demo's own folder

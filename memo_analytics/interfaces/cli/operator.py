@@ -8,11 +8,10 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from ...domain.clock import parse_record_instant, to_iso, utcnow
-from ...domain.errors import MemoError
+from ...domain.clock import to_iso, utcnow
 from ...operator.audit import read as read_audit
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
-from ...services.requests import DigestRequest
+from ...services.requests import DigestApplyRequest, DigestRequest
 from .common import _build, _emit, _safe, _short, app, out, state
 
 
@@ -89,6 +88,7 @@ def operator_watch(
     from ...operator.service import current_digest
 
     while True:
+        state.runtime.refresh()  # thresholds and the webhook follow a changed config file
         result = offer(state.store, current_digest(state.store))
         _emit(result, lambda r: out.print(_safe(f"{utc_stamp()} notification: {r['reason']}"
                                                 + (f" ({r['sent']} items)" if r["sent"] else ""))))
@@ -106,18 +106,10 @@ def digest_apply(
                                         "(as given to `memo digest --as-of`)."),
 ) -> None:
     """Apply a proposed action: refused (and re-proposed) if the state changed since."""
-    from ...operator.acting import apply_item
-    from ...operator.service import current_digest, run_digest
+    from ...operator.service import apply_digest_item
 
-    moment = parse_record_instant(as_of, "asOf", state.store.zone) if as_of else None
-    if fingerprint is None:
-        digest = run_digest(state.store, DigestRequest(as_of=as_of)) if as_of else current_digest(state.store)
-        shown = {i["id"]: i for i in digest["items"]}
-        if item not in shown:
-            raise MemoError(f"Invalid item: {item} is not in the digest; run `memo digest"
-                            f"{' --as-of ' + as_of if as_of else ''}` and pick an id")
-        fingerprint = shown[item]["fingerprint"]
-    result = apply_item(state.store, item, fingerprint, as_of=moment)
+    result = apply_digest_item(state.store, _build(DigestApplyRequest, item=item, fingerprint=fingerprint,
+                                                   as_of=as_of))
 
     def human(r: dict[str, Any]) -> None:
         if r["applied"]:

@@ -173,3 +173,35 @@ def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt i
     _emit(record, human)
 
 
+
+
+@prompt_app.command("feedback")
+def prompt_feedback(
+    record_id: str = typer.Argument(..., metavar="ID", help="The prompt or session that was used."),
+    helpful: Optional[bool] = typer.Option(None, "--helpful/--not-helpful",
+                                           help="Whether it helped (leave out to count the use only)."),
+) -> None:
+    """Count a use of a record and whether it helped (the `feedback` action)."""
+    from ...services.feedback import record_feedback
+    from ...services.requests import FeedbackRequest
+
+    result = record_feedback(state.store, _build(FeedbackRequest, id=record_id, helpful=helpful))
+    _emit(result, lambda r: out.print(_safe(f"feedback on {r['id']}: {r['feedback']}")))
+
+
+@prompt_app.command("show")
+def prompt_show(record_id: str = typer.Argument(..., metavar="ID", help="Prompt id, session record id or session id.")) -> None:
+    """One record with its body as sanitized HTML (renderedHtml) and how many secrets it hides
+    (the `prompt_detail` action: what the dashboard's drawer and GET /api/prompts/ID show)."""
+    from ...reports.story import prompt_detail
+    from ...services.requests import GetRequest
+
+    record = prompt_detail(state.store, _build(GetRequest, id=record_id))
+
+    def human(r: dict[str, Any]) -> None:
+        out.print(_safe(f"{r['id']} · {r['kind']} · {r['project']} · {r['created']}"
+                        + (f" · {r['secretsRedacted']} secrets hidden" if r["secretsRedacted"] else "")))
+        out.print()
+        out.print(_safe(r.get("body") or ""))
+
+    _emit(record, human)

@@ -10,6 +10,7 @@ import typer
 
 from ...domain.errors import InvalidFieldError
 from ...domain.hosts import check_bind
+from ...runtime import server as server_launcher
 from .common import app, err, state
 
 
@@ -46,21 +47,19 @@ def serve(
     _check_free(host, wanted, "port", "choose another with --port")
     if mcp_port:
         _check_free(host, mcp_port, "mcpPort", "choose another with --mcp-port, or 0 to serve no MCP endpoint")
+    state.runtime.stay_up()  # hybrid pushes go out in the background
     state.store  # a remote-mode machine keeps no vault: said before the framework loads
 
-    from ...services.sync import enable_background_push, hybrid_enabled
-    from ..mcp import serve_http_in_thread
-    from ..server import build_server
+    build_server = server_launcher("status")
+    serve_http_in_thread = server_launcher("mcp-beside") if mcp_port else None
 
     try:
-        server = build_server(state.store, host=host, port=port, token=token)
+        server = build_server(state.runtime, host=host, port=port, token=token)
     except OSError as exc:
         raise InvalidFieldError("port", f"{host}:{wanted} cannot be used ({exc.strerror or exc}); "
                                         "choose another with --port") from None
-    if hybrid_enabled(state.store):
-        enable_background_push(state.store)
     if mcp_port:
-        serve_http_in_thread(state.settings, host, mcp_port, token)
+        serve_http_in_thread(state.runtime, host, mcp_port, token)
     mcp_line = f"; MCP at http://{host}:{mcp_port}/mcp" if mcp_port else ""
     err.print(f"memo serve: http://{host}:{server.port}/ (API under /api/){mcp_line} — Ctrl-C to stop")
     server.start()

@@ -14,11 +14,12 @@ from ...domain.errors import MemoError
 from ...services import prompts as prompt_service
 from ...services import sessions as session_service
 from ...services.stories import export_story
-from ...services.handoffs import cancel_handoff, handoff_id, list_handoffs
+from ...services.handoffs import cancel_handoff, handoff_id, handoff_list
 from ...services.requests import (
     CancelHandoffRequest,
     EndSessionRequest,
     ExportStoryRequest,
+    HandoffListRequest,
     SessionRequest,
     StartSessionRequest,
 )
@@ -134,9 +135,9 @@ def session_handoff(
         result = prompt_service.get_record(store, handoff_id(_build(CancelHandoffRequest, session_id=session_id).session_id))
         _emit(result, lambda r: out.print(_safe(f"{r['id']} · {r['status']}\n\n{r['body']}")))
         return
-    scope = store.scope(project, all_projects, Path.cwd())
-    batons = [h for p in (scope or [None]) for h in list_handoffs(store, p)]
-    _emit({"items": batons, "total": len(batons)}, lambda r: out.print(
+    result = handoff_list(store, _build(HandoffListRequest, project=project, cross_project=all_projects,
+                                        cwd=str(Path.cwd())))
+    _emit(result, lambda r: out.print(
         "\n\n".join(_safe(f"{h['id']} ({h['project']}, from {h['fromSessionId']}"
                              f"{', branch ' + h['branch'] if h.get('branch') else ''}"
                              f"{', owner ' + h['owner'] if h.get('owner') else ''}):\n{h['body']}")
@@ -146,7 +147,8 @@ def session_handoff(
 @session_app.command("show")
 def session_show(
     session_id: Optional[str] = typer.Argument(None, help="Session id; without it, sessions are listed."),
-    project: Optional[str] = typer.Option(None, "--project", help="Project id (listing)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (listing; with a session id, the "
+                                          "session must belong to it)."),
     all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
     client: Optional[str] = typer.Option(None, "--client", help="Client, exact (listing)."),
     since: Optional[str] = typer.Option(None, "--since", help="Sessions starting at or after (listing)."),

@@ -1,0 +1,42 @@
+"""The records the operator digest joins (SPEC §6), read from the index of a vault and of
+every further configured vault: one snapshot, shared by the digest pass
+(:mod:`.service`) and the actions that re-check an item before they act (:mod:`.acting`)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+from ..analytics.frames import vault_sources
+from ..domain.clock import to_iso
+from ..index import snapshot as rows
+from ..services.store import VaultStore
+from ..vault.conflicts import conflict_files, conflict_record_id
+from .digest import Snapshot
+
+
+def take_snapshot(store: VaultStore) -> Snapshot:
+    """The records the digest joins, read from the index of ``store``'s vault and of every
+    further configured vault (read-only; their records carry ``_vault``)."""
+    snapshot = Snapshot()
+    with vault_sources(store, further=True) as sources:
+        for source in sources:
+            further = source.conn is not store.conn
+            for name, query in (("open_sessions", rows.open_sessions), ("pending_handoffs", rows.pending_handoffs),
+                                 ("pull_request_sessions", rows.sessions_with_pull_requests),
+                                 ("rule_traps", rows.derived_rule_traps),
+                                 ("unbilled_sessions", rows.unbilled_sessions)):
+                found = query(source.conn)
+                if further:
+                    for record in found:
+                        record["_vault"] = source.vault
+                getattr(snapshot, name).extend(found)
+            root = Path(source.vault)
+            for path in conflict_files(root / "projects"):
+                record_path = path.with_name(f"{conflict_record_id(path)}.md")
+                snapshot.sync_conflicts.append({
+                    "recordId": conflict_record_id(path), "project": path.parent.parent.name,
+                    "path": str(path), "recordPath": str(record_path), **({"_vault": source.vault} if further else {}),
+                    "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
+                })
+    return snapshot

@@ -1,0 +1,244 @@
+"""The composition root: one :class:`Runtime` per entry point (a CLI run, ``memo mcp``,
+``memo serve``, ``memo operator watch``), built from the settings.
+
+It alone decides what the mode means (SPEC §2.7):
+
+- **local**: the vault on this machine; nothing is sent anywhere (vault-git, when enabled,
+  still runs after a session ends);
+- **hybrid**: the local vault, and every write queued for the team daemon's push
+  (``hybrid.remoteUrl``), sent ``hybrid.debounceMs`` after the last write in a long-running
+  process, or right after a session ends;
+- **remote**: no vault here; interfaces proxy calls to ``remote.url``
+  (:attr:`Runtime.remote`) and :meth:`Runtime.store` refuses.
+
+The stores it opens emit ``"write"`` and ``"session_end"`` events
+(:meth:`~memo_analytics.services.store.VaultStore.subscribe`); the runtime subscribes the sync
+to them. No module below this one knows about modes.
+
+A long-running process calls :meth:`Runtime.refresh` (every request, every pass, or a timer):
+when the config file changed, the settings are read again and every open store takes them
+(thresholds, rates, the mode's wiring) without a restart. A config file that no longer
+validates is logged and the previous settings stay.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+from .config import Settings, config_path
+from .domain.errors import MemoError
+from .services import sync
+from .services.store import VaultStore
+
+log = logging.getLogger("memo_analytics.runtime")
+
+__all__ = ["RemoteModeError", "Runtime", "server"]
+
+#: The entry-point group of the servers a command line can start (``pyproject.toml``): the
+#: interfaces stay independent of each other; ``memo serve`` and ``memo mcp`` find them here.
+SERVERS_GROUP = "memo_analytics.servers"
+
+
+class RemoteModeError(MemoError):
+    """A local vault was asked for on a machine in remote mode (SPEC §2.7: it keeps none)."""
+
+    def __init__(self, url: str | None) -> None:
+        super().__init__(f"Invalid mode: remote — this machine keeps no vault; agents reach "
+                         f"{url or 'the daemon'} through `memo mcp`, people through its dashboard "
+                         "(or set mode = \"local\")")
+
+
+def _file_stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size, info.st_ino
+
+
+class Runtime:
+    """The settings of one entry point, the stores it opened, and the mode's wiring.
+
+    Parameters
+    ----------
+    settings : Settings
+        The settings the entry point built (its one-line errors are the entry point's).
+    overrides : dict, optional
+        The fields given explicitly (``vault_root`` from ``--vault-root``, …), kept when the
+        config file is read again.
+    long_running : bool
+        A process that stays up (``memo serve``, ``memo mcp``): hybrid pushes go out in the
+        background after ``hybrid.debounceMs``; otherwise only when a session ends or on
+        ``memo sync push``.
+    """
+
+    def __init__(self, settings: Settings, overrides: dict[str, Any] | None = None,
+                 long_running: bool = False) -> None:
+        self._settings = settings
+        self._overrides = dict(overrides or {})
+        self.long_running = long_running
+        self._stores: dict[str, VaultStore] = {}
+        self._guard = threading.RLock()
+        self._local = threading.local()
+        self._config = config_path()
+        self._stamp = _file_stamp(self._config)
+
+    @classmethod
+    def around(cls, store: VaultStore, long_running: bool = False) -> "Runtime":
+        """A runtime whose default vault is the already open ``store`` (wired like its own)."""
+        runtime = cls(store.settings, {"vault_root": store.settings.vault_root}, long_running)
+        runtime._stores[str(store.settings.vault_root)] = store
+        runtime._wire(store)
+        return runtime
+
+    def stay_up(self) -> None:
+        """This process stays up (it became a server): hybrid pushes go out in the background
+        from now on, for the stores already open too."""
+        with self._guard:
+            self.long_running = True
+            for store in self._stores.values():
+                self._wire(store)
+
+    # ------------------------------------------------------------ what the mode is
+
+    @property
+    def settings(self) -> Settings:
+        """The current settings (after the last :meth:`refresh`)."""
+        return self._settings
+
+    @property
+    def mode(self) -> str:
+        """``local``, ``hybrid`` or ``remote``."""
+        return self._settings.mode
+
+    @property
+    def remote(self) -> bool:
+        """Calls go to the daemon at ``remote.url``; this machine keeps no vault."""
+        return self._settings.mode == "remote"
+
+    # ------------------------------------------------------------ stores
+
+    def store(self, vault_root: str | Path | None = None) -> VaultStore:
+        """The store of ``vault_root`` (default: the settings' vault), opened once and wired
+        to the sync the mode asks for.
+
+        Raises
+        ------
+        RemoteModeError
+            In remote mode (no vault here).
+        InvalidFieldError
+            ``vault_root`` is not a usable folder (``Invalid vaultRoot: …``).
+        """
+        with self._guard:
+            if self.remote:
+                raise RemoteModeError(self._settings.remote.url)
+            settings = self._settings_for(vault_root)
+            key = str(settings.vault_root)
+            store = self._stores.get(key)
+            if store is None:
+                store = VaultStore(settings)
+                self._wire(store)
+                self._stores[key] = store
+            return store
+
+    def thread_store(self, vault_root: str | Path | None = None) -> VaultStore:
+        """The calling thread's own store on the vault of :meth:`store` (SQLite connections
+        and the re-entrant vault lock are per thread; the listeners are shared); a new one
+        once the vault's store took new settings. Servers answer each request with this.
+
+        Raises
+        ------
+        RemoteModeError, InvalidFieldError
+            As :meth:`store`.
+        """
+        base = self.store(vault_root)
+        mine = self._local.__dict__.setdefault("stores", {})
+        store = mine.get(id(base))
+        if store is None or store.settings is not base.settings:
+            if store is not None:
+                store.close()
+            store = base.sibling()
+            mine[id(base)] = store
+        return store
+
+    def _settings_for(self, vault_root: str | Path | None) -> Settings:
+        if vault_root is None:
+            return self._settings
+        root = Settings(vault_root=vault_root).vault_root  # the same path rules as the config's
+        if root == self._settings.vault_root:
+            return self._settings
+        return self._settings.model_copy(update={"vault_root": root})
+
+    def _wire(self, store: VaultStore) -> None:
+        """(Re)subscribe the sync of the current mode to ``store``'s events (in place: the
+        per-thread siblings of the store share its listeners)."""
+        for listeners in store.listeners.values():
+            listeners.clear()
+        settings = store.settings
+        hybrid = settings.mode == "hybrid" and bool(settings.hybrid.remote_url)
+        if hybrid:
+            sync.wire_hybrid(store, background=self.long_running)
+        if hybrid or settings.vault_git.enabled:
+            sync.wire_session_end(store)
+
+    # ------------------------------------------------------------ a changed config file
+
+    def refresh(self) -> bool:
+        """Read the config file again if it changed since (one ``stat`` otherwise); every
+        open store takes the new settings and its wiring follows the mode. Returns whether
+        the settings changed. A file that no longer validates is logged (one line) and the
+        previous settings stay."""
+        stamp = _file_stamp(self._config)
+        if stamp == self._stamp:
+            return False
+        with self._guard:
+            if stamp == self._stamp:
+                return False
+            self._stamp = stamp
+            try:
+                fresh = type(self._settings)(**self._overrides)
+            except Exception as exc:  # noqa: BLE001 - a bad edit must not stop a running server
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                log.warning("memo: %s changed but is not valid (%s); the previous settings stay", self._config, first)
+                return False
+            old_default = str(self._settings.vault_root)
+            self._settings = fresh
+            for key, store in list(self._stores.items()):
+                settings = fresh if key == old_default and fresh.vault_root == store.settings.vault_root \
+                    else fresh.model_copy(update={"vault_root": store.settings.vault_root})
+                store.reconfigure(settings)
+                self._wire(store)
+            log.info("memo: read %s again", self._config)
+            return True
+
+    def close(self) -> None:
+        """Close every store this runtime opened (their SQLite connections)."""
+        with self._guard:
+            for store in self._stores.values():
+                store.close()
+            self._stores.clear()
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Runtime(mode={self.mode!r}, vault={str(self._settings.vault_root)!r}, stores={len(self._stores)})"
+
+
+def server(name: str) -> Any:
+    """The server launcher registered as ``name`` in the ``memo_analytics.servers``
+    entry-point group (``mcp``: run the MCP tool over stdio or HTTP; ``mcp-beside``: the MCP
+    endpoint in a thread beside another server; ``status``: the status API and dashboard).
+
+    Raises
+    ------
+    MemoError
+        ``name`` is not registered (the package is not installed: ``pip install -e .``).
+    """
+    from importlib.metadata import entry_points
+
+    found = list(entry_points(group=SERVERS_GROUP, name=name))
+    if not found:
+        raise MemoError(f"Invalid server: {name!r} is not installed (entry point group {SERVERS_GROUP}; "
+                        "install the package: pip install -e .)")
+    return found[0].load()
