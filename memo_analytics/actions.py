@@ -17,7 +17,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel, to_snake
 
-from .analytics.activity import ActivityRequest, activity_report
+from .analytics.activity import report_for
 from .domain.errors import InvalidFieldError
 from .services.feedback import record_feedback
 from .operator.service import apply_digest_item
@@ -55,11 +55,7 @@ ActionName = Literal[
 
 
 def _activity(store: VaultStore, request: ActivityReportRequest) -> dict[str, Any]:
-    projects = store.scope(request.project, request.cross_project, request.cwd)
-    report = activity_report(store, ActivityRequest(projects=projects, since=request.since, until=request.until,
-                                                    client=request.client, tz=request.tz,
-                                                    cross_project=request.cross_project))
-    return report.wire()
+    return report_for(store, request).wire()
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,6 @@ from typing import Any
 
 from .config import Settings, config_path
 from .domain.errors import MemoError
-from .services import sync
 from .services.store import VaultStore
 
 log = logging.getLogger("memo_analytics.runtime")
@@ -179,6 +178,10 @@ class Runtime:
             listeners.clear()
         settings = store.settings
         hybrid = settings.mode == "hybrid" and bool(settings.hybrid.remote_url)
+        if not (hybrid or settings.vault_git.enabled):
+            return  # local: nothing to wire (and the sync's HTTP client is not even loaded)
+        from .services import sync
+
         if hybrid:
             sync.wire_hybrid(store, background=self.long_running)
         if hybrid or settings.vault_git.enabled:

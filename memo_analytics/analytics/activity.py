@@ -31,6 +31,7 @@ import polars as pl
 from ..domain.clock import TimeBounds, parse_bounds, resolve_zone, to_iso, zone_name
 from ..domain.records import RecordKind
 from ..domain.rounding import ROUNDING_POLICY, apportion, cents_to_hours, hours_cents, minutes_by_local_day
+from ..services.requests import ActivityReportRequest
 from ..services.store import VaultStore
 from .frames import IndexSource, sessions_frame, vault_sources
 
@@ -123,6 +124,22 @@ WHERE ($since IS NULL OR start_time >= $since)
   AND ($until IS NULL OR start_time < $until)
   AND ($client IS NULL OR lower({_CLIENT_NAME}) = lower($client))
 """
+
+
+def report_for(store: VaultStore, request: ActivityReportRequest) -> ActivityReport:
+    """The ``activity_report`` action's report: the request's scope (a project, the cwd's
+    repository, else every project; ``crossProject`` every project of every configured vault)
+    resolved, then :func:`activity_report`. Every interface builds its report here.
+
+    Raises
+    ------
+    InvalidFieldError, InvalidDateError
+        As :func:`activity_report`; an invalid project id.
+    """
+    projects = store.scope(request.project, request.cross_project, request.cwd)
+    return activity_report(store, ActivityRequest(projects=projects, since=request.since, until=request.until,
+                                                  client=request.client, tz=request.tz,
+                                                  cross_project=request.cross_project))
 
 
 def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityReport:

@@ -14,7 +14,9 @@ from ...config import config_path
 from ...domain.clock import from_iso
 from ...domain.errors import MemoError
 from ...services import sessions as session_service
+from ...services.requests import ActivityReportRequest
 from .common import (
+    _build,
     _check_scope,
     _emit,
     _note_missing_vault,
@@ -28,19 +30,20 @@ from .common import (
 )
 
 if TYPE_CHECKING:  # the analytics (polars, DuckDB) and PDF rendering load when a report runs
-    from ...analytics.activity import ActivityReport, ActivityRequest
+    from ...analytics.activity import ActivityReport
 
 # ---------------------------------------------------------------- activity & reports
 
 
-def _activity_request(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
-                      client: Optional[str], tz: Optional[str]) -> ActivityRequest:
-    from ...analytics.activity import ActivityRequest
+def _activity_report(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
+                     client: Optional[str], tz: Optional[str]) -> ActivityReport:
+    """The report of the ``activity_report`` action for these options (one request model
+    for every interface)."""
+    from ...analytics.activity import report_for
 
     _check_scope(project, all_projects)
-    projects = state.store.scope(project, all_projects, Path.cwd())
-    return ActivityRequest(projects=projects, since=since, until=until, client=client, tz=tz,
-                           cross_project=all_projects)
+    return report_for(state.store, _build(ActivityReportRequest, project=project, cross_project=all_projects,
+                                          cwd=str(Path.cwd()), since=since, until=until, client=client, tz=tz))
 
 
 _REPORT_FILTERS = dict(
@@ -114,9 +117,7 @@ def activity(
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
 ) -> None:
     """Billable activity: totals by client and project, sessions, prompts."""
-    from ...analytics.activity import activity_report
-
-    report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
+    report = _activity_report(project, all_projects, since, until, client, tz)
     if state.json:
         _emit(report.wire(), lambda _: None)
     else:
@@ -133,10 +134,9 @@ def report_timesheet(
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """PDF timesheet: one row per billable session, subtotals per client, the grand total."""
-    from ...analytics.activity import activity_report
     from ...reports.timesheet import render_timesheet_pdf
 
-    report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
+    report = _activity_report(project, all_projects, since, until, client, tz)
     path = render_timesheet_pdf(report, output, _user_templates(templates), vault_root=state.store.root,
                                 overwrite=force)
     result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
@@ -161,26 +161,16 @@ def report_invoice(
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """PDF invoice: hours × each client's hourly rate (config [clients."<name>"]), one total per currency."""
-    from ...analytics.activity import activity_report
-    from ...reports.invoice import LINE_MODES, parse_issued, render_invoice_pdf
+    from ...reports.invoice import LINE_MODES, invoice_summary, parse_issued, render_invoice_pdf
 
     if lines not in LINE_MODES:
         raise MemoError(f"Invalid lines: {lines!r} is not one of {', '.join(LINE_MODES)}")
-    report = activity_report(state.store, _activity_request(project, all_projects, since, until, client, tz))
+    report = _activity_report(project, all_projects, since, until, client, tz)
     path, invoice = render_invoice_pdf(
         report, state.settings, output, lines=lines, number=number.strip() if number and number.strip() else None,
         issued=parse_issued(issued, report), user_templates=_user_templates(templates),
         vault_root=state.store.root, config=str(config_path()), overwrite=force)
-    result = {
-        "output": str(path),
-        "totalBillableHours": float(invoice.hours),
-        "totalDurationMinutes": invoice.minutes,
-        "totals": {t.currency: {"amount": str(t.amount), "billableHours": float(t.hours), "clients": list(t.clients)}
-                   for t in invoice.totals},
-        "lines": sum(len(s.lines) for s in invoice.sections),
-        "openSessions": invoice.open_sessions,
-        "timezone": report.wire()["timezone"],
-    }
+    result = invoice_summary(invoice, report, path)
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
         + "; ".join(f"{c} {v['amount']}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))
