@@ -173,6 +173,8 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
                     depth -= 1
         return _YAML.load(fm), content.strip()
     except yaml.YAMLError as exc:
+        if "nesting depth" in str(exc):  # PyYAML ≥ 6.0.4's scanner has a depth limit of its own (far above ours)
+            raise CorruptRecordError(source, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels") from None
         raise CorruptRecordError(source, f"broken frontmatter ({str(exc).splitlines()[0]})") from None
     except (ValueError, TypeError, RecursionError) as exc:
         raise CorruptRecordError(source, f"broken frontmatter ({type(exc).__name__})") from None
