@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import threading
+import time
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -199,7 +200,19 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, name="memo-mcp-http", daemon=True)
     thread.start()
+    # listening before the caller says it is: `memo serve` announces (and opens its own port)
+    # only once the endpoint answers
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if not server.started:
+        raise MemoError(f"Invalid mcpPort: the MCP endpoint on {host}:{port} did not start; choose another "
+                        "with --mcp-port, or 0 to serve no MCP endpoint")
     return server
+
+
+#: Seconds ``serve_http_in_thread`` waits for the endpoint to listen.
+STARTUP_SECONDS = 30
 
 
 class _TokenGate:

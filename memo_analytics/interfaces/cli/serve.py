@@ -53,13 +53,13 @@ def serve(
     build_server = server_launcher("status")
     serve_http_in_thread = server_launcher("mcp-beside") if mcp_port else None
 
+    if mcp_port:  # listening first: once the status port takes connections, both answer
+        serve_http_in_thread(state.runtime, host, mcp_port, token)
     try:
         server = build_server(state.runtime, host=host, port=port, token=token)
     except OSError as exc:
         raise InvalidFieldError("port", f"{host}:{wanted} cannot be used ({exc.strerror or exc}); "
                                         "choose another with --port") from None
-    if mcp_port:
-        serve_http_in_thread(state.runtime, host, mcp_port, token)
     mcp_line = f"; MCP at http://{host}:{mcp_port}/mcp" if mcp_port else ""
     err.print(f"memo serve: http://{host}:{server.port}/ (API under /api/){mcp_line} — Ctrl-C to stop")
     server.start()
