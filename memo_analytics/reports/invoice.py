@@ -36,7 +36,7 @@ from ..config import ClientBilling, Settings
 from ..domain.clock import from_iso, utcnow, zone_name
 from ..domain.errors import InvalidDateError, InvalidFieldError, ReportError
 from ..domain.rounding import ROUNDING_POLICY
-from .render import check_output_path, render_html, templates_dir, write_pdf
+from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
 from .timesheet import format_minutes, period_text
 
 LineMode = Literal["project", "session"]
@@ -336,7 +336,57 @@ def render_invoice_pdf(report: ActivityReport, settings: Settings, output: Path,
     """
     forbidden = (vault_root,) if vault_root else ()
     check_output_path(output, forbidden, overwrite=overwrite)
+    html, invoice = invoice_html(report, settings, lines=lines, number=number, issued=issued,
+                                 user_templates=user_templates, now=now, config=config)
+    return write_pdf(html, output, user_templates or templates_dir(), forbidden, overwrite), invoice
+
+
+def invoice_html(report: ActivityReport, settings: Settings, *, lines: str = "project", number: str | None = None,
+                 issued: date | None = None, user_templates: Path | None = None, now: datetime | None = None,
+                 config: str = "the config file") -> tuple[str, Invoice]:
+    """The invoice of ``report`` with the terms of ``settings`` as HTML (``invoice.html.j2``,
+    the user's folder first), and the invoice it shows: what :func:`render_invoice_pdf`
+    writes and :func:`invoice_pdf_bytes` returns. Without ``number`` it is a draft.
+
+    Raises
+    ------
+    UnpricedClientError, ReportError
+        A client without terms; nothing to bill; a missing or broken template.
+    """
     invoice = build_invoice(report, settings.billing_for, lines, config)
     context = invoice_context(report, invoice, number=number, issued=issued, lines=lines, now=now)
-    html = render_html("invoice.html.j2", context, user_templates)
-    return write_pdf(html, output, user_templates or templates_dir(), forbidden, overwrite), invoice
+    return render_html("invoice.html.j2", context, user_templates), invoice
+
+
+def invoice_pdf_bytes(report: ActivityReport, settings: Settings, *, lines: str = "project",
+                      number: str | None = None, issued: date | None = None, user_templates: Path | None = None,
+                      now: datetime | None = None, config: str = "the config file") -> tuple[bytes, Invoice]:
+    """The invoice PDF of ``report`` as bytes (a download: nothing is written), and the
+    invoice it shows; parameters as :func:`invoice_html`.
+
+    Raises
+    ------
+    UnpricedClientError, ReportError
+        As :func:`invoice_html`; a resource the template names that cannot be loaded.
+    """
+    html, invoice = invoice_html(report, settings, lines=lines, number=number, issued=issued,
+                                 user_templates=user_templates, now=now, config=config)
+    return render_pdf_bytes(html, user_templates or templates_dir()), invoice
+
+
+def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | None = None) -> dict[str, Any]:
+    """The invoice as every interface answers it (camelCase): ``{output?, totalBillableHours
+    (float), totalDurationMinutes (int), totals: {CURRENCY: {amount (decimal string, the
+    currency's minor unit), billableHours, clients}}, lines (int: printed lines),
+    openSessions (int: not billed, still open), timezone}``."""
+    summary: dict[str, Any] = {} if output is None else {"output": str(output)}
+    summary.update({
+        "totalBillableHours": float(invoice.hours),
+        "totalDurationMinutes": invoice.minutes,
+        "totals": {t.currency: {"amount": str(t.amount), "billableHours": float(t.hours), "clients": list(t.clients)}
+                   for t in invoice.totals},
+        "lines": sum(len(s.lines) for s in invoice.sections),
+        "openSessions": invoice.open_sessions,
+        "timezone": report.wire()["timezone"],
+    })
+    return summary

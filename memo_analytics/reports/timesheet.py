@@ -17,7 +17,7 @@ from typing import Any
 
 from ..analytics.activity import ROUNDING_POLICY, ActivityReport
 from ..domain.clock import from_iso, hours_2dp, utcnow, zone_name
-from .render import check_output_path, render_html, templates_dir, write_pdf
+from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
 
 
 @dataclass
@@ -140,6 +140,30 @@ def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: dat
     }
 
 
+def timesheet_html(report: ActivityReport, user_templates: Path | None = None, now: datetime | None = None) -> str:
+    """The timesheet of ``report`` as HTML (``timesheet.html.j2``, the user's folder first):
+    what :func:`render_timesheet_pdf` writes and :func:`timesheet_pdf_bytes` returns.
+
+    Raises
+    ------
+    ReportError
+        A missing or broken template.
+    """
+    return render_html("timesheet.html.j2", timesheet_context(report, now=now), user_templates)
+
+
+def timesheet_pdf_bytes(report: ActivityReport, user_templates: Path | None = None,
+                        now: datetime | None = None) -> bytes:
+    """The timesheet PDF of ``report`` as bytes (a download: nothing is written).
+
+    Raises
+    ------
+    ReportError
+        A missing or broken template, or a resource it names that cannot be loaded.
+    """
+    return render_pdf_bytes(timesheet_html(report, user_templates, now), user_templates or templates_dir())
+
+
 def render_timesheet_pdf(report: ActivityReport, output: Path, user_templates: Path | None = None,
                          now: datetime | None = None, vault_root: Path | None = None, overwrite: bool = False) -> Path:
     """Write the timesheet PDF for ``report`` to ``output`` (atomically) and return the path;
@@ -151,5 +175,5 @@ def render_timesheet_pdf(report: ActivityReport, output: Path, user_templates: P
         A bad output path (inside ``vault_root`` included) or template.
     """
     check_output_path(output, (vault_root,) if vault_root else (), overwrite=overwrite)
-    html = render_html("timesheet.html.j2", timesheet_context(report, now=now), user_templates)
+    html = timesheet_html(report, user_templates, now)
     return write_pdf(html, output, user_templates or templates_dir(), (vault_root,) if vault_root else (), overwrite)

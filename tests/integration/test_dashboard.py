@@ -2,12 +2,18 @@
 against a real `memo serve` on the sample vault: IDE chips, search, page size and paging
 one page at a time from the index, the details drawer, PDF downloads whose totals equal
 /api/activity, one-click digest proposals (and stale ones), derived rules, and stored
-record text that never runs. A screenshot of each tab is saved under tests/artifacts/."""
+record text that never runs; and the same app under `panel serve dashboards/app.py`. A
+screenshot of each tab is saved under tests/artifacts/."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -15,12 +21,13 @@ import pytest
 
 import memo_analytics
 from tests.integration.test_cli import grand_total, memo, pdf_text
-from tests.integration.test_http_api import Server
+from tests.integration.test_http_api import Server, free_port
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 expect = playwright_api.expect
 
 CHROMIUM = "/usr/bin/chromium"
+REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 XSS_BODY = ('Ship it <img src=x onerror="window.__xss=1"> <script>window.__xss=2</script> '
             '[docs](javascript:window.__xss=3) <a href="javascript:window.__xss=4">x</a> <svg onload="window.__xss=5">')
@@ -347,5 +354,76 @@ def test_every_tab_renders_without_browser_errors(served, browser):
                         ("Derived Rules", ".memo-rules-count"), ("Prompts & Intent Stories", ".memo-prompts-table")):
         open_tab(page, name)
         page.wait_for_selector(ready, timeout=WAIT_MS)
+    context.close()
+    assert errors == []
+
+
+# ---------------------------------------------------------------- panel serve dashboards/app.py
+
+PANEL_BODY = "Panel-served turn: one dashboard app for memo serve and panel serve"
+
+
+@pytest.fixture(scope="module")
+def panel_served(tmp_path_factory):
+    """`panel serve dashboards/app.py` from the repository, as a person starts it: a real
+    process on a free loopback port, the vault named by MEMO_VAULT, the zone by the config
+    file of MEMO_CONFIG."""
+    base = tmp_path_factory.mktemp("panel-serve")
+    vault = memo_analytics.sample_vault(base / "vault")
+    outside = base / "outside"
+    outside.mkdir()
+    memo("prompt", "record", "--project", "panel", "--session-id", "panel-1", "--ide", "zed", "--body", PANEL_BODY,
+         vault=vault, cwd=outside)
+    config = base / "config.toml"
+    config.write_text('timezone = "UTC"\n', encoding="utf-8")
+    port = free_port()
+    log = (base / "panel.log").open("w")
+    env = {**os.environ, "MEMO_VAULT": str(vault), "MEMO_CONFIG": str(config)}
+    proc = subprocess.Popen([sys.executable, "-m", "panel", "serve", "dashboards/app.py", "--address", "127.0.0.1",
+                             "--port", str(port), "--allow-websocket-origin", f"127.0.0.1:{port}"],
+                            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/app"
+    deadline = time.time() + 90
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                assert answer.status == 200
+                break
+        except (urllib.error.URLError, ConnectionError):
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                raise AssertionError("panel serve did not start: " + (base / "panel.log").read_text())
+            time.sleep(0.3)
+    yield url, vault, config
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.close()
+
+
+def test_panel_serve_of_dashboards_app_shows_the_vault_of_the_settings(panel_served, browser):
+    url, vault, config = panel_served
+    env = {"MEMO_CONFIG": str(config)}
+    listed = json.loads(memo("--json", "prompt", "list", "--all", "--limit", "1", vault=vault, env=env).stdout)
+    activity = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(url)
+    page.wait_for_selector(".memo-prompts-table .tabulator-row", timeout=60_000)
+    expect(page.locator(".memo-app .root").first).to_have_text(str(vault))
+    wait_status(page, f"of {listed['total']} prompts")
+    newest = rows(page)[0]
+    assert (newest["Project"], newest["Session"], newest["IDE"]) == ("panel", "panel-1", "zed")
+    assert newest["Prompt"] == PANEL_BODY
+    open_tab(page, "Activity & Invoicing")
+    expect(page.locator(".memo-activity-summary")).to_contain_text(f"{activity['totalBillableHours']:.2f}",
+                                                                   timeout=WAIT_MS)
+    expect(page.locator(".memo-activity-summary")).to_contain_text(f"{activity['totalPrompts']:,}")
+    shot(page, "panel-serve")
     context.close()
     assert errors == []

@@ -1,33 +1,34 @@
-"""Packaging and layering stay true (STYLE: layout, imports point one way)."""
+"""Layering stays true (STYLE: imports point one way; packaging: tests/unit/test_packaging.py)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def test_every_package_is_listed_for_the_wheel():
-    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {
-        ".".join(p.parent.relative_to(REPO).parts)
-        for p in (REPO / "memo_analytics").rglob("__init__.py")
-    } | {"memo_analytics.report_templates"}
-    assert found == listed
-
-
-def test_report_templates_ship_with_the_package():
-    from memo_analytics.reports.render import templates_dir
-
-    names = {p.name for p in templates_dir().iterdir()}
-    assert {"timesheet.html.j2", "report.css"} <= names
 
 
 def test_imports_point_one_way():
     lint = Path(sys.executable).with_name("lint-imports")
     proc = subprocess.run([str(lint) if lint.exists() else "lint-imports"], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "1 kept, 0 broken" in proc.stdout
+    for contract in ("layers point one way", "interfaces never import each other",
+                     "no import cycles between the modules of a package", "SQL lives only in index/ and analytics/"):
+        assert contract in proc.stdout
+    assert "4 kept, 0 broken" in proc.stdout
+
+
+def test_the_sql_contract_sees_calls_and_statements_and_not_words():
+    from tests.contracts import sql_in_source
+
+    source = (
+        'rows = conn.execute(q)\n'
+        'Q = "SELECT id FROM records"\n'
+        'F = f"INSERT INTO t VALUES ({x})"\n'
+        'P = """\n  PRAGMA user_version"""\n'
+        'word = "begin"\n'
+        'text = "select the text you want"\n'
+        'doc = "Update the summary"\n'
+    )
+    assert [line for line, _ in sql_in_source(source)] == [1, 2, 3, 4]

@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import date
 
 from memo_analytics.analytics.facets import prompt_facets
-from memo_analytics.dashboards.data import DashboardData, PromptQuery, esc, page_count, period_bounds, preview
+from memo_analytics.dashboard_data import DashboardData, PromptQuery, page_count, period_bounds, preview
+from memo_analytics.dashboards.style import esc
 from memo_analytics.services.prompts import record_prompt
 from memo_analytics.services.requests import RecordPromptRequest
 

@@ -9,11 +9,11 @@ from typing import Any
 import pandas as pd
 import panel as pn
 
-from ..domain.errors import MemoError
-from ..services.rules import TRAP_THRESHOLD
-from ..services.rules.extract import Candidate
-from .data import PROMOTE_TARGETS, DashboardData, esc
-from .style import grid, html_pane, note
+from memo_analytics.dashboard_data import PROMOTE_TARGETS, DashboardData
+from memo_analytics.dashboards.style import esc, grid, html_pane, note
+from memo_analytics.domain.errors import MemoError
+from memo_analytics.services.rules import TRAP_THRESHOLD
+from memo_analytics.services.rules.extract import Candidate
 
 ALL_PROJECTS = "All projects"
 COLUMNS = ["Rule", "Category", "Confidence", "Occurrences", "Projects"]
@@ -106,7 +106,7 @@ class RulesView:
 
     def _save(self) -> None:
         try:
-            saved = self.data.save_traps(self.candidates)
+            saved = self.data.save_traps(self._project(), self.min_confidence.value)
         except MemoError as exc:
             self._say("error", str(exc))
             return

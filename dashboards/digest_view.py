@@ -8,9 +8,9 @@ from typing import Any
 
 import panel as pn
 
-from ..domain.errors import MemoError
-from .data import DashboardData, esc
-from .style import html_pane, note
+from memo_analytics.dashboard_data import DashboardData
+from memo_analytics.dashboards.style import esc, html_pane, note
+from memo_analytics.domain.errors import MemoError
 
 #: Items listed (the rest are counted); the list scrolls past about four items.
 SHOWN = 25

@@ -11,9 +11,9 @@ from typing import Any
 import pandas as pd
 import panel as pn
 
-from ..domain.errors import MemoError
-from .data import PAGE_SIZES, DashboardData, PromptQuery, esc, page_count, preview
-from .style import html_pane, note
+from memo_analytics.dashboard_data import PAGE_SIZES, DashboardData, PromptQuery, page_count, preview
+from memo_analytics.dashboards.style import esc, html_pane, note
+from memo_analytics.domain.errors import MemoError
 
 ALL_IDES = "All IDEs"
 ALL_PROJECTS = "All projects"

@@ -5,9 +5,11 @@ per day, and PDF downloads of the timesheet and the draft invoice. Figures come 
 
 from __future__ import annotations
 
+import asyncio
 import io
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 import panel as pn
@@ -15,15 +17,18 @@ from bokeh.models import HoverTool, NumeralTickFormatter
 from bokeh.plotting import figure
 from panel.io.model import JSCode
 
-from ..analytics.activity import ActivityReport
-from ..domain.errors import MemoError
-from ..reports.timesheet import format_minutes, period_text, timesheet_sections
-from .data import DashboardData, esc, period_bounds
-from .style import ACCENT, cards, grid, html_pane, note
+from memo_analytics.analytics.activity import ActivityReport
+from memo_analytics.dashboard_data import DashboardData, period_bounds
+from memo_analytics.dashboards.style import ACCENT, cards, esc, grid, html_pane, note
+from memo_analytics.domain.errors import MemoError
+from memo_analytics.reports.timesheet import format_minutes, period_text, timesheet_sections
 
 PERIODS = {"This month": "this-month", "Last month": "last-month", "Last 30 days": "last-30-days",
            "This year": "this-year", "All time": "all", "Custom dates": "custom"}
 ALL_CLIENTS = "All clients"
+#: Renders the PDF downloads off the event loop, one at a time (WeasyPrint is not meant to lay
+#: out several documents at once in one process; a thread is started on the first download).
+PDF_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memo-pdf")
 SHEET_COLUMNS = ["Client", "Date", "Project", "Task", "Start", "End", "Duration", "Hours"]
 #: The timesheet's group header ("Client: NAME (n items)"). Tabulator's own header inserts the
 #: group value as HTML; this one puts the client name in a text node, so it is shown, never run.
@@ -154,10 +159,15 @@ class ActivityView:
             parts.append("".join(c if c.isalnum() or c in "-_" else "_" for c in self.client.value)[:40])
         return "_".join(parts)
 
-    def _timesheet_pdf(self) -> io.BytesIO:
-        assert self.report is not None
-        return io.BytesIO(self.data.timesheet_pdf(self.report))
+    async def _timesheet_pdf(self) -> io.BytesIO:
+        return await self._pdf(self.data.timesheet_pdf)
 
-    def _invoice_pdf(self) -> io.BytesIO:
-        assert self.report is not None
-        return io.BytesIO(self.data.invoice_pdf(self.report))
+    async def _invoice_pdf(self) -> io.BytesIO:
+        return await self._pdf(self.data.invoice_pdf)
+
+    async def _pdf(self, render: Callable[[ActivityReport], bytes]) -> io.BytesIO:
+        """The PDF of the report on screen, rendered in :data:`PDF_WORKER` (WeasyPrint takes
+        seconds on a long period; the server's event loop keeps serving every session)."""
+        report = self.report
+        assert report is not None
+        return io.BytesIO(await asyncio.get_running_loop().run_in_executor(PDF_WORKER, render, report))

@@ -1,71 +1,53 @@
-"""Data access of the dashboard (SPEC §3.4): every read and write goes through the services,
-one page at a time; nothing here builds HTML from record text without escaping or
-sanitizing it.
+"""Data access of the Panel dashboard (``dashboards/``, SPEC §3.4): every read and write goes
+through the action table (:mod:`memo_analytics.actions`, the same requests and answers as
+MCP, the CLI and ``/api/actions``) or, where a tab needs more than an action's JSON (the
+activity report behind the timesheet, rule candidates with all their evidence), through the
+service function behind that action. PDFs come from :mod:`memo_analytics.reports`, promotion
+from ``derive_rules``. One page at a time; no SQL here.
 
 :class:`DashboardData` holds the main vault's store and opens each further vault of
-``Settings.vaults`` read-only on demand (the vault selector); writes (digest proposals,
+``Settings.vaults`` read-only on demand (the vault selector:
+:class:`~memo_analytics.services.readonly.ReadOnlyVaultStore`); writes (digest proposals,
 traps, promotion) only ever touch the main vault.
 """
 
 from __future__ import annotations
 
-import html
-import sqlite3
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..analytics.activity import ActivityReport, ActivityRequest, activity_report
-from ..analytics.facets import PromptFacets, prompt_facets
-from ..config import Settings
-from ..domain.clock import from_iso, utcnow
-from ..domain.errors import InvalidFieldError, MemoError
-from ..index import store as index
-from ..operator.acting import apply_item
-from ..operator.service import current_digest
-from ..reports.invoice import build_invoice, invoice_context
-from ..reports.render import render_html, render_pdf_bytes, templates_dir
-from ..reports.story import story_html_fragment
-from ..reports.timesheet import timesheet_context
-from ..services.projects import last_seen_root
-from ..services.prompts import get_record, list_prompts, search_prompts
-from ..services.requests import DeriveRulesRequest, ListRequest
-from ..services.rules import (
-    TRAP_THRESHOLD,
-    candidates_in_scope,
-    derive_rules,
-    save_traps,
+from .actions import run_action
+from .analytics.activity import ActivityReport, report_for
+from .analytics.facets import PromptFacets, prompt_facets
+from .config import Settings
+from .domain.clock import from_iso, utcnow
+from .domain.errors import InvalidFieldError, MemoError
+from .reports.invoice import build_invoice, invoice_pdf_bytes
+from .reports.story import story_html_fragment
+from .reports.timesheet import timesheet_pdf_bytes
+from .services.projects import last_seen_root
+from .services.readonly import ReadOnlyVaultStore
+from .services.requests import (
+    ActivityReportRequest,
+    DeriveRulesRequest,
+    DigestApplyRequest,
+    DigestRequest,
+    GetRequest,
+    ListRequest,
 )
-from ..services.rules.extract import Candidate
-from ..services.sessions import known_clients
-from ..services.store import VaultStore
-from ..services.stories import render_story, story_data
+from .services.rules import candidates_in_scope
+from .services.rules.extract import Candidate
+from .services.sessions import known_clients
+from .services.store import VaultStore
+from .services.stories import render_story, story_data
 
 PAGE_SIZES = (10, 20, 50, 100)
 #: Where a promotion may write (SPEC §5.3), as offered by the dashboard.
 PROMOTE_TARGETS = ("CLAUDE.md", "GEMINI.md", ".github/copilot-instructions.md", ".cursor/rules/memo-derived.mdc")
 #: Characters of a prompt shown in a table cell (the drawer shows all of it).
 PREVIEW_CHARS = 160
-
-
-class _ReadOnlyStore(VaultStore):
-    """A further vault of ``Settings.vaults``: its index opened read-only (nothing is
-    created, migrated or written there)."""
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        with self._conn_guard:
-            if self._conn is None:
-                path = self.layout.index_path
-                if not path.is_file():
-                    raise InvalidFieldError("vault", f"{self.root} holds no vault index; "
-                                                     f"run `memo --vault-root {self.root} reindex`")
-                self._conn = index.connect_readonly(path)
-            return self._conn
-
-    def lock(self):  # pragma: no cover - a guard: the dashboard never writes here
-        raise InvalidFieldError("vault", f"{self.root} is a further vault: it is read, never written")
 
 
 @dataclass
@@ -149,7 +131,7 @@ class DashboardData:
         if vault not in self.vaults().values():
             raise InvalidFieldError("vault", f"{vault} is not a configured vault")
         if vault not in self._further:
-            self._further[vault] = _ReadOnlyStore(self.settings.model_copy(update={"vault_root": Path(vault)}))
+            self._further[vault] = ReadOnlyVaultStore(self.settings.model_copy(update={"vault_root": Path(vault)}))
         return self._further[vault]
 
     def is_main(self, vault: str | None) -> bool:
@@ -165,10 +147,10 @@ class DashboardData:
         return prompt_facets(self.store_for(vault))
 
     def prompts_page(self, query: PromptQuery) -> dict[str, Any]:
-        """One page of prompts: ``list`` or, with a query, ``search`` (SPEC §2.6 envelope)."""
-        store = self.store_for(query.vault)
+        """One page of prompts: the ``list`` action or, with a query, ``search`` (SPEC §2.6
+        envelope ``{total, limit, offset, hasMore, items}``)."""
         request = query.request()
-        return (search_prompts if request.query else list_prompts)(store, request)
+        return run_action(self.store_for(query.vault), "search" if request.query else "list", request)
 
     def local_time(self, iso: str | None) -> str:
         """``YYYY-MM-DD HH:MM`` in the vault's zone ('' when unknown)."""
@@ -177,30 +159,31 @@ class DashboardData:
         return from_iso(iso).astimezone(self.store.zone).strftime("%Y-%m-%d %H:%M")
 
     def prompt_detail(self, vault: str | None, record_id: str) -> dict[str, Any]:
-        """The record plus ``renderedHtml`` (sanitized) and ``storyHtml`` (the session's
-        intent story, sanitized; '' for a turn without a session)."""
+        """The ``prompt_detail`` action (the record with ``renderedHtml``, its body as sanitized
+        HTML) plus ``storyHtml``: the session's intent story, sanitized ('' for a turn without
+        a session)."""
         store = self.store_for(vault)
-        record = get_record(store, record_id)
+        record = run_action(store, "prompt_detail", GetRequest(id=record_id))
         story = ""
         if record.get("sessionId"):
             story = story_html_fragment(render_story(story_data(store, record["sessionId"]), store.zone))
-        return {**record, "renderedHtml": story_html_fragment(record.get("body") or ""), "storyHtml": story}
+        return {**record, "storyHtml": story}
 
     # ---------------------------------------------------------------- activity & invoicing
     def clients(self) -> list[str]:
         return known_clients(self.store)
 
     def activity(self, client: str | None, since: date | None, until: date | None) -> ActivityReport:
-        """The activity of every project of every configured vault (``crossProject``)."""
-        return activity_report(self.store, ActivityRequest(
-            projects=None, since=since.isoformat() if since else None, until=until.isoformat() if until else None,
+        """The report of the ``activity_report`` action over every project of every
+        configured vault (``crossProject``); its ``wire()`` is the action's answer."""
+        return report_for(self.store, ActivityReportRequest(
+            since=since.isoformat() if since else None, until=until.isoformat() if until else None,
             client=client or None, cross_project=True))
 
     def timesheet_pdf(self, report: ActivityReport) -> bytes:
-        """The timesheet PDF of ``report`` (``templatesDir`` overrides ours)."""
-        user = self.settings.templates_dir
-        return render_pdf_bytes(render_html("timesheet.html.j2", timesheet_context(report), user),
-                                user or templates_dir())
+        """The timesheet PDF of ``report``: the one of ``memo report timesheet``
+        (``templatesDir`` overrides ours). Takes seconds on a long period."""
+        return timesheet_pdf_bytes(report, self.settings.templates_dir)
 
     def invoice_problem(self, report: ActivityReport) -> str | None:
         """Why no invoice can be made for ``report`` (no billable session, a client without an
@@ -212,11 +195,10 @@ class DashboardData:
         return None
 
     def invoice_pdf(self, report: ActivityReport) -> bytes:
-        """The draft invoice PDF of ``report`` (hours × each client's configured rate)."""
-        user = self.settings.templates_dir
-        invoice = build_invoice(report, self.settings.billing_for)
-        context = invoice_context(report, invoice)
-        return render_pdf_bytes(render_html("invoice.html.j2", context, user), user or templates_dir())
+        """The draft invoice PDF of ``report`` (hours × each client's configured rate, one
+        line per client and project): the one of ``memo report invoice`` without
+        ``--number``."""
+        return invoice_pdf_bytes(report, self.settings, user_templates=self.settings.templates_dir)[0]
 
     # ---------------------------------------------------------------- rules
     def rule_candidates(self, project: str | None, min_confidence: float) -> list[Candidate]:
@@ -224,9 +206,13 @@ class DashboardData:
                                                                   cross_project=not project,
                                                                   min_confidence=min_confidence))
 
-    def save_traps(self, candidates: list[Candidate]) -> list[str]:
-        """Save the candidates with confidence ≥ 0.8 as traps; their ids."""
-        return save_traps(self.store, [c for c in candidates if c.confidence >= TRAP_THRESHOLD])
+    def save_traps(self, project: str | None, min_confidence: float) -> list[str]:
+        """Save the candidates of ``project`` (None: every project) at or above
+        ``min_confidence`` whose confidence reaches 0.8 as traps (``derive_rules`` with
+        ``saveTraps``); their ids."""
+        return run_action(self.store, "derive_rules", DeriveRulesRequest(
+            project=project or None, cross_project=not project, min_confidence=min_confidence,
+            save_traps=True))["savedTraps"]
 
     def promotion_root(self, project: str | None) -> Path | None:
         """The repository a promotion for ``project`` writes to (its ``lastSeenRoot``)."""
@@ -234,27 +220,30 @@ class DashboardData:
 
     def promote(self, project: str, destination: str) -> dict[str, Any]:
         """Promote the project's rules (confidence ≥ 0.8) into ``destination`` of its
-        repository. Refused (``InvalidFieldError``) when the repository is unknown."""
-        if not project:
+        repository (``derive_rules`` with ``promote`` and no ``cwd``: the repository is the
+        project's ``lastSeenRoot``). Returns ``{path, format, rules, traps}``.
+
+        Raises
+        ------
+        InvalidFieldError
+            No project chosen; or, from ``derive_rules``, a project without a known
+            repository, nothing to promote, a destination that is not allow-listed.
+        """
+        if not project:  # without one, derive_rules would promote the default project's rules
             raise InvalidFieldError("promote", "choose a project: promotion writes into its repository")
-        if self.promotion_root(project) is None:
-            raise InvalidFieldError("promote", f"project {project} has no known repository (lastSeenRoot); "
-                                               "record a turn from the repository first, or promote with the CLI "
-                                               "from inside it")
-        return derive_rules(self.store, DeriveRulesRequest(project=project, promote=destination))["promoted"]
+        return run_action(self.store, "derive_rules", DeriveRulesRequest(project=project,
+                                                                         promote=destination))["promoted"]
 
     # ---------------------------------------------------------------- digest
     def digest(self, refresh: bool = False) -> dict[str, Any]:
-        return current_digest(self.store, force=refresh)
+        """The ``digest`` action (``refresh``: recompute, not the cached answer)."""
+        return run_action(self.store, "digest", DigestRequest(refresh=refresh))
 
     def apply(self, item_id: str, fingerprint: str) -> dict[str, Any]:
-        """Apply one proposal (``applied: false`` with the new proposal when stale)."""
-        return apply_item(self.store, item_id, fingerprint)
+        """The ``digest_apply`` action with the fingerprint the item was shown with
+        (``applied: false`` with the new proposal when the state changed since)."""
+        return run_action(self.store, "digest_apply", DigestApplyRequest(item=item_id, fingerprint=fingerprint))
 
     def today(self) -> date:
         return utcnow().astimezone(self.store.zone).date()
 
-
-def esc(value: Any) -> str:
-    """``html.escape`` of ``str(value)`` ('' for None): every piece of record text shown."""
-    return "" if value is None else html.escape(str(value), quote=True)

@@ -4,11 +4,10 @@ HTML builders whose every piece of text is escaped."""
 
 from __future__ import annotations
 
+import html
 from typing import Any, Iterable
 
 import panel as pn
-
-from .data import esc
 
 ACCENT = "#1f5f8b"
 
@@ -44,6 +43,11 @@ table.grid tr.total td { font-weight: 650; border-top: 2px solid #c9d2dc; }
 .rendered h1 { font-size: 18px; } .rendered h2 { font-size: 16px; } .rendered h3 { font-size: 14px; }
 h3.section { font-size: 15px; margin: 4px 0; color: #1d2733; }
 """
+
+
+def esc(value: Any) -> str:
+    """``html.escape`` of ``str(value)`` ('' for None): every piece of record text shown."""
+    return "" if value is None else html.escape(str(value), quote=True)
 
 
 def html_pane(text: str = "", **kwargs: Any) -> pn.pane.HTML:

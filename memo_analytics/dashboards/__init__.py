@@ -1,1 +1,0 @@
-"""The Panel dashboard served by ``memo serve`` (SPEC §3.4)."""
