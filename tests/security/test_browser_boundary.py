@@ -161,7 +161,8 @@ def _attack_bodies(vault: Path, now: datetime, digest: dict[str, Any]) -> dict[s
                                      "until": backdated},
         "/api/sync/records": {"records": [{"id": "prompt-s1-t2", "base": updated,
                                            "text": turn.replace(SECRET_TURN, REPLACED_BODY + EQ)}]},
-        "/api/digest/apply": {"item": proposal["id"], "fingerprint": proposal["fingerprint"], "note": EQ},
+        # the digest_apply request takes exactly these fields (an unknown one is refused, 400)
+        "/api/digest/apply": {"item": proposal["id"], "fingerprint": proposal["fingerprint"] + EQ},
         "/api/prompts/derive-rules": {"crossProject": True, "saveTraps": True, "limit": "20" + EQ},
     }
 
