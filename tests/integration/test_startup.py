@@ -108,3 +108,19 @@ def test_the_command_table_names_every_command_and_the_modules_that_define_it():
 ])
 def test_the_command_name_is_found_after_the_global_options(argv, expected):
     assert cli._command_name(argv) == expected
+
+
+def test_a_taken_port_is_refused_before_any_web_framework_loads(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for args in (["serve", "--port", str(port), "--mcp-port", "0"],
+                     ["serve", "--port", str(port + 1 if port < 65535 else port - 1), "--mcp-port", str(port)]):
+            probe, stderr = _probe(args, tmp_path / "vault", tmp_path)
+            assert probe["code"] == 1, stderr
+            assert f"127.0.0.1:{port} cannot be used" in stderr
+            assert ("Invalid port" if args[2] == str(port) else "Invalid mcpPort") in stderr
+            assert sorted({name.split(".")[0] for name in probe["loaded"]} & set(HEAVY)) == []
