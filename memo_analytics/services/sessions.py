@@ -174,10 +174,16 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
     return {**meta, "body": body}
 
 
+def pr_deliverable(url: str) -> dict[str, Any]:
+    """The deliverable of a pull request given by its URL (``pr`` of ``session_end``, each
+    ``--pr`` of ``memo session end``): ``{type: "pr", url, title: "Pull request N"}``."""
+    return {"type": "pr", "url": url, "title": f"Pull request {url.rstrip('/').rsplit('/', 1)[-1]}"}
+
+
 def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
     items = list(request.deliverables)
     if request.pr:
-        items.append({"type": "pr", "url": request.pr, "title": f"Pull request {request.pr.rstrip('/').rsplit('/', 1)[-1]}"})
+        items.append(pr_deliverable(request.pr))
     cleaned = []
     for number, item in enumerate(items):
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):

@@ -92,8 +92,7 @@ def session_end(
             raise MemoError(f"Invalid deliverables: not JSON ({exc.msg})") from None
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise MemoError("Invalid deliverables: expected a JSON list of objects")
-    for url in pr:
-        items.append({"type": "pr", "url": url, "title": f"Pull request {url.rstrip('/').rsplit('/', 1)[-1]}"})
+    items.extend(session_service.pr_deliverable(url) for url in pr)
     handoff = None
     if next_step or failed or question or handoff_branch or handoff_owner or shared:
         if not next_step:
