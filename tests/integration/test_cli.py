@@ -1,29 +1,18 @@
-"""The ``memo`` console script, run as a real process (SPEC §3.2)."""
+"""The ``memo`` command line (SPEC §3.2), run in-process through its console-script entry point
+(:func:`tests.inprocess.memo`; ``tests/integration/test_startup.py`` starts the real process)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from pypdf import PdfReader
 
+from tests.inprocess import memo
 
-def memo(*args: str, vault: Path | None = None, env: dict | None = None, cwd: Path | None = None,
-         check: bool = True) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("MEMO_VAULT", None) if vault is None and "MEMO_VAULT" not in (env or {}) else None
-    command = [sys.executable, "-m", "memo_analytics"]
-    if vault is not None:
-        command += ["--vault-root", str(vault)]
-    proc = subprocess.run([*command, *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=120)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"memo {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
-    return proc
+__all__ = ["grand_total", "memo", "pdf_text"]
 
 
 def pdf_text(path: Path) -> str:

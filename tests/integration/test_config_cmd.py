@@ -1,23 +1,26 @@
-"""``memo config show|set|unset`` as a real process on a real TOML file: values and their
-sources, validation before any write, refusals that leave the file byte-for-byte unchanged."""
+"""``memo config show|set|unset`` on a real TOML file: values and their sources, validation
+before any write, refusals that leave the file byte-for-byte unchanged. The CLI runs in-process
+through its console-script entry point (:func:`tests.inprocess.memo`)."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from tests.inprocess import Ran
+from tests.inprocess import memo as run_memo
 
-def memo(config: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
-    full_env.update({"MEMO_CONFIG": str(config), **(env or {})})
-    return subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(config.parent / "vault"),
-                           *args], check=False, capture_output=True, text=True, env=full_env, timeout=120)
+
+def memo(config: Path, *args: str, env: dict | None = None) -> Ran:
+    """``memo --vault-root <config's folder>/vault ARGS`` with ``$MEMO_CONFIG`` = ``config`` and
+    no other ``MEMO_*`` variable than those of ``env``."""
+    overrides: dict[str, str | None] = {name: None for name in os.environ if name.startswith("MEMO_")}
+    overrides.update({"MEMO_CONFIG": str(config), **(env or {})})
+    return run_memo("--vault-root", str(config.parent / "vault"), *args, env=overrides, check=False)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Hostile input through the real ``memo`` process: refused in one line, nothing lost or leaked."""
+"""Hostile input through the ``memo`` console-script entry point (in-process,
+:func:`tests.inprocess.memo`): refused in one line, nothing lost or leaked."""
 
 from __future__ import annotations
 
@@ -6,13 +7,11 @@ import json
 import os
 import sqlite3
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from .test_cli import memo
+from tests.inprocess import Ran, memo
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
@@ -22,7 +21,7 @@ def vault_bytes(vault: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(vault.rglob("*")) if p.is_file())
 
 
-def one_line_error(proc: subprocess.CompletedProcess, starts: str) -> None:
+def one_line_error(proc: Ran, starts: str) -> None:
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(starts), proc.stderr
@@ -149,20 +148,27 @@ def test_a_start_in_the_future_is_refused(tmp_path):
     one_line_error(proc, "error: Invalid startTime:")
 
 
-@pytest.mark.parametrize("args", [["prompt", "list", "--all", "--until", "9999-12-31"],
-                                  ["activity", "--all", "--until", "9999-12-31"],
-                                  ["prompt", "list", "--all", "--offset", "99999999999999999999"]])
-def test_extreme_bounds_do_not_crash(tmp_path, args):
+@pytest.mark.parametrize("args, shown", [
+    (["prompt", "list", "--all", "--until", "9999-12-31"], "1 prompts (showing 1–1)"),
+    (["activity", "--all", "--until", "9999-12-31"], "Total billable: 0:00 (0.00 h) · prompts: 1"),
+    (["prompt", "list", "--all", "--offset", "99999999999999999999"], "No prompts match."),
+])
+def test_extreme_bounds_do_not_crash(tmp_path, args, shown):
+    """A date at the end of the calendar and an offset beyond any integer column are bounds
+    like any other: the command answers (exit 0, nothing on stderr) with what they select."""
     vault = tmp_path / "v"
     memo("prompt", "record", "--body", "x", "--project", "p", vault=vault)
-    memo(*args, vault=vault)
+    proc = memo(*args, vault=vault, check=False)
+    assert (proc.returncode, proc.stderr) == (0, ""), proc.stderr
+    assert shown in proc.stdout
 
 
 def test_invalid_utf8_in_any_argument_is_refused(tmp_path):
     vault = tmp_path / "v"
-    command = [sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "prompt", "record", "--body", "ok",
-               "--project", "p", "--model", b"bad\xffmodel"]
-    proc = subprocess.run(command, capture_output=True, text=True, env={**os.environ}, timeout=60)
+    # what the interpreter puts in sys.argv for the bytes b"bad\xffmodel" (surrogate escapes)
+    model = os.fsdecode(b"bad\xffmodel")
+    assert model == "bad\udcffmodel"
+    proc = memo("prompt", "record", "--body", "ok", "--project", "p", "--model", model, vault=vault, check=False)
     one_line_error(proc, "error: Invalid model: is not valid UTF-8")
     assert not (vault / "projects").exists()
 
@@ -259,9 +265,8 @@ def test_body_file_and_stdin_carry_long_prompts(tmp_path):
     (tmp_path / "body.txt").write_text(text)
     memo("prompt", "record", "--body-file", str(tmp_path / "body.txt"), "--session-id", "b", "--project", "p",
          vault=vault)
-    proc = subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "prompt", "record",
-                           "--body-file", "-", "--session-id", "b", "--project", "p"],
-                          input="from stdin", capture_output=True, text=True, timeout=60)
+    proc = memo("prompt", "record", "--body-file", "-", "--session-id", "b", "--project", "p", vault=vault,
+                input="from stdin", check=False)
     assert proc.returncode == 0, proc.stderr
     assert (vault / "projects/p/prompts/prompt-b-t1.md").read_text().rstrip().endswith(text.strip())
     assert "from stdin" in (vault / "projects/p/prompts/prompt-b-t2.md").read_text()

@@ -1,4 +1,9 @@
-"""The MCP tool ``prompt`` driven by the SDK's own client over stdio and streamable HTTP (SPEC §3.1)."""
+"""The MCP tool ``prompt`` driven by the SDK's own client (SPEC §3.1).
+
+The transports are tested through real ``memo mcp`` processes (a whole session over stdio and
+over streamable HTTP, and two agents' processes on one session); every other test talks to
+the in-process server ``memo mcp`` serves, over the SDK's in-memory transport
+(:func:`tests.inprocess.mcp_client`)."""
 
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from .test_cli import memo
+from tests.inprocess import mcp_client, memo
 
 TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 
@@ -29,6 +34,7 @@ def free_port() -> int:
 
 @asynccontextmanager
 async def stdio_client(vault: Path):
+    """``memo --vault-root VAULT mcp`` as a real process, over its stdin and stdout."""
     params = StdioServerParameters(command=sys.executable, args=["-m", "memo_analytics", "--vault-root", str(vault), "mcp"],
                                    env={**os.environ})
     async with Client(params) as client:
@@ -37,6 +43,7 @@ async def stdio_client(vault: Path):
 
 @asynccontextmanager
 async def http_client(vault: Path):
+    """``memo --vault-root VAULT mcp --http`` as a real process on a free loopback port."""
     port = free_port()
     log = vault.parent / f"mcp-http-{port}.log"
     with log.open("wb") as sink:
@@ -59,11 +66,11 @@ async def http_client(vault: Path):
         proc.wait(10)
 
 
-TRANSPORTS = {"stdio": stdio_client, "http": http_client}
+TRANSPORTS = {"stdio": stdio_client, "http": http_client, "memory": mcp_client}
 
 
-async def call(mcp_client, /, **arguments):
-    result = await mcp_client.call_tool("prompt", arguments)
+async def call(client, /, **arguments):
+    result = await client.call_tool("prompt", arguments)
     text = result.content[0].text
     return (json.loads(text) if not result.is_error else None), result.is_error, text
 
@@ -139,7 +146,7 @@ def test_refusals_are_tool_errors_with_the_message(tmp_path, arguments, message)
     memo("prompt", "record", "--body", "seed", "--project", "p", vault=vault)
 
     async def scenario():
-        async with stdio_client(vault) as client:
+        async with mcp_client(vault) as client:
             return await call(client, **arguments)
 
     _, is_error, text = asyncio.run(scenario())
@@ -148,7 +155,7 @@ def test_refusals_are_tool_errors_with_the_message(tmp_path, arguments, message)
 
 def test_the_tool_schema_is_typed_and_described(tmp_path):
     async def scenario():
-        async with stdio_client(tmp_path / "v") as client:
+        async with mcp_client(tmp_path / "v") as client:
             return (await client.list_tools()).tools
 
     tools = asyncio.run(scenario())
@@ -166,6 +173,8 @@ def test_the_tool_schema_is_typed_and_described(tmp_path):
 
 
 def test_concurrent_agents_on_one_session_never_collide(tmp_path):
+    """Two agents are two ``memo mcp`` processes: the vault lock and the turn numbers hold
+    across processes (real ones, so the process boundary is what is tested)."""
     vault = tmp_path / "v"
 
     async def agent(client, n):
@@ -186,7 +195,7 @@ def test_handoff_through_the_tool(tmp_path):
     vault = tmp_path / "v"
 
     async def scenario():
-        async with stdio_client(vault) as client:
+        async with mcp_client(vault) as client:
             await call(client, action="session_start", sessionId="a", projectId="p", objective="ship")
             ended, error, text = await call(client, action="session_end", sessionId="a", projectId="p",
                                             handoff={"nextSteps": ["deploy"], "owner": "ana"}, shared=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import time
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -128,17 +128,31 @@ def test_delegated_actions_run_on_a_digest_pass_and_are_reported(store):
     assert acted["policyRule"].startswith("delegated end_stale_session for web at ")
 
 
-def test_revocation_takes_effect_even_for_an_action_waiting_on_the_lock(store):
+def test_revocation_takes_effect_even_for_an_action_waiting_on_the_lock(store, monkeypatch):
+    """The operator's pass saw the grant and waits for the vault lock a writer holds; the
+    grant is revoked meanwhile. Re-checked under the lock, the revocation wins."""
     _stalled(store)
     policy.allow(store, "end_stale_session", "web")
     results = {}
+    asked_for_the_lock = threading.Event()
+    worker = threading.Thread(target=lambda: results.update(run_delegated(store, LATER)))
+    real_lock = store.lock
+
+    @contextmanager
+    def lock():
+        if threading.current_thread() is worker:
+            asked_for_the_lock.set()  # past the grant check; blocked until this test's writer lets go
+        with real_lock():
+            yield
+
+    monkeypatch.setattr(store, "lock", lock)
     with store.lock():  # a writer holds the vault: the operator's pass must wait for it
-        worker = threading.Thread(target=lambda: results.update(run_delegated(store, LATER)))
         worker.start()
-        time.sleep(0.5)
+        assert asked_for_the_lock.wait(30)
         assert worker.is_alive()  # waiting on the lock with the grant it saw before
         policy.revoke(store, "end_stale_session", "web")
-    worker.join(10)
+    worker.join(30)
+    assert not worker.is_alive()
     assert _session(store, "s1")["status"] == "active"
     assert [r["outcome"] for r in results["acted"]] == ["refused: delegation revoked or operator off"]
 

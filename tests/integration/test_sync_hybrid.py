@@ -24,6 +24,7 @@ from memo_analytics.services.sessions import end_session, start_session
 from memo_analytics.runtime import Runtime
 from memo_analytics.services.store import VaultStore
 from memo_analytics.vault.io import read_record
+from tests.inprocess import mcp_client, memo
 from tests.integration.test_http_api import Server, free_port
 
 
@@ -132,21 +133,20 @@ def test_both_sides_changed_newer_wins_and_the_other_is_kept_beside_it(tmp_path,
     assert winner["summary"] == "ended here"
     [conflict] = list((team / "projects/web/sessions").glob("session-c1.conflict-*.md"))
     assert "ended on the team side" in conflict.read_text()  # nothing lost
-    reindexed = subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(team), "--json",
-                                "reindex"], capture_output=True, text=True, check=True)
+    reindexed = memo("--json", "reindex", vault=team)
     assert json.loads(reindexed.stdout)["skipped"] == []  # conflict files are not records
 
 
 def test_a_push_killed_mid_batch_is_finished_by_the_next_one(tmp_path, daemon):
     team, server = daemon
-    received = threading.Event()
+    received, killed = threading.Event(), threading.Event()
 
-    class Relay(BaseHTTPRequestHandler):  # forwards the batch, then stalls before answering
+    class Relay(BaseHTTPRequestHandler):  # forwards the batch, then stalls until the pusher is killed
         def do_POST(self):  # noqa: N802
             body = self.rfile.read(int(self.headers["Content-Length"]))
             server.request("/api/sync/records", data=json.loads(body))
             received.set()
-            time.sleep(30)
+            killed.wait(30)
 
         def log_message(self, *args):
             pass
@@ -155,17 +155,18 @@ def test_a_push_killed_mid_batch_is_finished_by_the_next_one(tmp_path, daemon):
     threading.Thread(target=relay.serve_forever, daemon=True).start()
     config = tmp_path / "config.toml"
     config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "http://127.0.0.1:{relay.server_address[1]}"\n')
-    env = {**os.environ, "MEMO_CONFIG": str(config), "MEMO_TIMEZONE": "UTC"}
+    settings = {"MEMO_CONFIG": str(config), "MEMO_TIMEZONE": "UTC"}
     vault = tmp_path / "mine"
     for i in range(5):
-        subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "prompt", "record",
-                        "--project", "web", "--session-id", "k1", "--body", f"turn {i}"], env=env, check=True,
-                       capture_output=True)
+        memo("prompt", "record", "--project", "web", "--session-id", "k1", "--body", f"turn {i}", vault=vault,
+             env=settings)
+    # the pusher is a real process: SIGKILL is what is tested
     pusher = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "sync", "push"],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              env={**os.environ, **settings}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     assert received.wait(30)
     os.kill(pusher.pid, signal.SIGKILL)  # the daemon applied the batch; the pusher never heard back
     pusher.wait()
+    killed.set()
     relay.shutdown()
     relay.server_close()
     mine = _client(tmp_path, server.base)
@@ -191,22 +192,15 @@ def test_session_end_pushes_at_once_and_a_sync_error_never_fails_it(tmp_path, da
 def test_remote_mode_proxies_every_tool_call_and_writes_nothing_locally(tmp_path, daemon):
     import asyncio
 
-    from mcp.client.session import ClientSession
-    from mcp.client.stdio import StdioServerParameters, stdio_client
-
     team, server = daemon
     local = tmp_path / "local-vault"
     local.mkdir()
     config = tmp_path / "remote.toml"
     config.write_text(f'mode = "remote"\n[remote]\nurl = "{server.base}"\n')
     before = sorted(str(p) for p in tmp_path.rglob("*") if "team-vault" not in str(p))
-    params = StdioServerParameters(command=sys.executable, args=["-m", "memo_analytics", "--vault-root", str(local),
-                                                                 "mcp"],
-                                   env={**os.environ, "MEMO_CONFIG": str(config)})
 
     async def cycle():
-        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+        async with mcp_client(local, env={"MEMO_CONFIG": str(config)}) as session:
             answers = []
             for arguments in (
                 dict(action="session_start", sessionId="r1", projectId="web", client="Acme",

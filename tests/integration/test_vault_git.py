@@ -5,9 +5,7 @@ kept beside the record, an unreachable remote keeps the local commit for the nex
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from memo_analytics.runtime import Runtime
 from memo_analytics.services.store import VaultStore
 from memo_analytics.services.vault_git import commit_message, status, sync
 from memo_analytics.vault.conflicts import conflict_files
+from tests.inprocess import memo
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -133,8 +132,7 @@ def test_both_sides_changed_a_record_the_newer_updated_wins_and_the_other_is_kep
     assert git("rev-parse", "HEAD", cwd=a.root) == git("rev-parse", "HEAD", cwd=b.root)
 
     # `memo reindex` rebuilds from the files and leaves the conflict version out
-    reindex = subprocess.run([sys.executable, "-m", "memo_analytics", "--json", "--vault-root", str(a.root), "reindex"],
-                             check=False, capture_output=True, text=True, env=os.environ, timeout=120)
+    reindex = memo("--json", "reindex", vault=a.root, check=False)
     assert reindex.returncode == 0, reindex.stderr
     assert json.loads(reindex.stdout)["indexed"] == 3 and json.loads(reindex.stdout)["skipped"] == []
 
@@ -298,17 +296,16 @@ def test_the_commit_message_names_the_records_and_lists_every_path():
 def test_memo_sync_git_runs_a_sync_and_refuses_when_vault_git_is_off(remote, tmp_path):
     a = clone(remote, tmp_path / "a")
     record(a, "from the command line")
-    memo = [sys.executable, "-m", "memo_analytics", "--vault-root", str(a.root)]
     config = tmp_path / "config.toml"
-    env = {**os.environ, "MEMO_CONFIG": str(config)}
+    env = {"MEMO_CONFIG": str(config)}
 
-    off = subprocess.run([*memo, "sync", "git"], check=False, capture_output=True, text=True, env=env, timeout=120)
+    off = memo("sync", "git", vault=a.root, env=env, check=False)
     assert off.returncode == 1
     assert off.stderr.strip().splitlines() == [
         "error: Invalid vaultGit.enabled: vault-git is off; turn it on with `memo config set vaultGit.enabled true`"]
 
     config.write_text("[vaultGit]\nenabled = true\n", encoding="utf-8")
-    on = subprocess.run([*memo, "sync", "git"], check=False, capture_output=True, text=True, env=env, timeout=120)
+    on = memo("sync", "git", vault=a.root, env=env, check=False)
     assert on.returncode == 0, on.stderr
     assert on.stdout.startswith("committed 1 record (") and "pushed to origin/main" in on.stdout
     assert "from the command line" in git("--git-dir", str(remote), "show", "main", "--", "projects")

@@ -9,28 +9,26 @@ state asserted.
    ``--tz``, in the MCP tool and in the HTTP API.
 4. No password or token in any output of the config commands.
 
-The CLI runs in-process (Typer's ``CliRunner`` isolation around the real entry point, so the
-one-line ``error: …`` translation is the one users get).
+The CLI runs in-process (:func:`tests.inprocess.memo`: Typer's ``CliRunner`` isolation around
+the real entry point, so the one-line ``error: …`` translation is the one users get).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
+import os
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from mcp import Client
 from pydantic import ValidationError
-from typer.testing import CliRunner
 
 from memo_analytics.config import Settings
-from memo_analytics.interfaces.cli import main
-from memo_analytics.interfaces.cli.common import state
 from memo_analytics.services.requests import ActivityReportRequest
+from tests.inprocess import Ran
+from tests.inprocess import memo as run_memo
 
 BAD_ZONES = ["right/UTC", "posix/Europe/Berlin", "Factory", "localtime", "posixrules"]
 PASSWORD = "s3cretPw-9f2"
@@ -39,29 +37,10 @@ REMOTE_TOKEN = "rtok-Zx81-Yw72"
 HOOK_TOKEN = "hook-Qa55-Rb66"
 
 
-@dataclass
-class Ran:
-    code: int
-    stdout: str
-    stderr: str
-
-
 def memo(*args: str) -> Ran:
-    """``memo ARGS`` in this process, through the console-script entry point."""
-    runner = CliRunner()
-    with runner.isolation() as (stdout, stderr, _):
-        argv, sys.argv = sys.argv, ["memo", *args]
-        code = 0
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            sys.argv = argv
-            state.close()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        return Ran(code, stdout.getvalue().decode(), stderr.getvalue().decode())
+    """``memo ARGS`` in this process, through the console-script entry point, in the
+    environment the test set up (``MEMO_VAULT`` included)."""
+    return run_memo(*args, env={"MEMO_VAULT": os.environ.get("MEMO_VAULT")}, check=False)
 
 
 @pytest.fixture

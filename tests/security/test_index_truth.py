@@ -12,8 +12,8 @@ D. A read-only index (file or folder) is one line ``error: index is read-only: <
 E. Text the CLI writes to a terminal holds no escape sequence and no control character;
    ``--json`` stays exact.
 
-The CLI runs in-process through the console-script entry point (Typer's ``CliRunner``
-isolation), except for D, whose read-only files need a process without root's
+The CLI runs in-process through the console-script entry point (:func:`tests.inprocess.memo`,
+Typer's ``CliRunner`` isolation), except for D, whose read-only files need a process without root's
 permission override (``setpriv`` drops it when the tests run as root).
 """
 
@@ -37,8 +37,8 @@ from memo_analytics.services.prompts import record_prompt
 from memo_analytics.services.requests import RecordPromptRequest
 from memo_analytics.services.store import VaultStore
 from memo_analytics.vault.io import read_record, write_record
-from tests.security.test_config_boundary import Ran
-from tests.security.test_config_boundary import memo as memo_in_process
+from tests.inprocess import Ran
+from tests.inprocess import memo as memo_in_process
 
 TRANSCRIPT = "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
 HOSTILE = "\x1b]0;pwned\x07\x1b[2J\x1b[31mRED\x9b2J\x1b]52;c;aGk=\x1b\\ end\r"
@@ -47,7 +47,7 @@ CONTROL = [chr(c) for c in [*range(0, 9), *range(11, 32), *range(127, 160)]]
 
 def memo(vault: Path, *args: str) -> Ran:
     """``memo --vault-root VAULT ARGS`` in this process, through the console-script entry point."""
-    return memo_in_process("--vault-root", str(vault), *args)
+    return memo_in_process(*args, vault=vault, check=False)
 
 
 def ok(vault: Path, *args: str) -> Ran:

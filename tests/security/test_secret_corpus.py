@@ -1,6 +1,6 @@
 """Nothing redacted reaches the Markdown, the index or a response, whichever way a text
 comes in (SPEC §2.4): the credential corpus through the CLI, the MCP tool, the Claude Code
-importer and sync ingress, each with the real parts (Typer's runner, the SDK's client,
+importer and sync ingress, each with the real parts (the CLI's entry point in Typer's runner, the SDK's client,
 the real vault and SQLite index). Every look-alike in the corpus is kept byte for byte.
 """
 
@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
-from typer.testing import CliRunner
 
 from memo_analytics.config import Settings
-from memo_analytics.interfaces.cli import app
 from memo_analytics.services.store import VaultStore
 from memo_analytics.vault.layout import VaultLayout
+from tests.inprocess import memo as run_memo
 from tests.secret_corpus import LOOK_ALIKES, NEW_SHAPES, SECRETS
 
 # one text holding the whole corpus: every credential shape, then every look-alike
@@ -32,9 +31,9 @@ def test_the_corpus_is_large_enough():
 
 
 def memo(*args: str, vault: Path) -> str:
-    result = CliRunner().invoke(app, ["--vault-root", str(vault), "--json", *args], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.stdout
+    """The stdout of ``memo --vault-root VAULT --json ARGS`` (in-process, through the console-script
+    entry point), which must succeed."""
+    return run_memo("--json", *args, vault=vault).stdout
 
 
 def leaks(blobs: dict[str, bytes | str]) -> list[tuple[str, str]]:

@@ -27,6 +27,7 @@ from memo_analytics.runtime import Runtime
 from memo_analytics.services.store import VaultStore
 from memo_analytics.vault.conflicts import conflict_files
 from memo_analytics.vault.lock import vault_lock
+from tests.inprocess import memo
 from tests.integration.test_http_api import Server
 
 AWS = "AKIAIOSFODNN7EXAMPLQ"
@@ -345,32 +346,26 @@ class _NotHttp:
 
 
 def test_sync_errors_are_one_line_kept_in_status_and_cleared_by_success(tmp_path, daemon):
-    from typer.testing import CliRunner
-
-    from memo_analytics.interfaces.cli import app
-
     team, server = daemon
     bogus = _NotHttp()
     config = tmp_path / "config.toml"
     config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "{bogus.url}"\ndebounceMs = 0\n')
     env = {"MEMO_CONFIG": str(config)}
-    runner = CliRunner()
     vault = tmp_path / "laptop"
     try:
-        runner.invoke(app, ["--vault-root", str(vault), "prompt", "record", "--project", "web", "--body", "x"],
-                      env=env, catch_exceptions=False)
-        pushed = runner.invoke(app, ["--vault-root", str(vault), "sync", "push"], env=env)
-        assert pushed.exit_code == 1 and pushed.exception is None or isinstance(pushed.exception, SystemExit)
-        assert "Traceback" not in pushed.output and "error:" in pushed.output
-        status = runner.invoke(app, ["--vault-root", str(vault), "--json", "sync", "status"], env=env)
-        state = json.loads(status.output)
+        memo("prompt", "record", "--project", "web", "--body", "x", vault=vault, env=env)
+        pushed = memo("sync", "push", vault=vault, env=env, check=False)
+        assert pushed.returncode == 1 and pushed.exception is None
+        output = pushed.stdout + pushed.stderr
+        assert "Traceback" not in output and "error:" in output
+        state = json.loads(memo("--json", "sync", "status", vault=vault, env=env).stdout)
         assert state["lastError"] and "\n" not in state["lastError"] and state["pending"] == 1
     finally:
         bogus.close()
     config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "{server.base}"\ndebounceMs = 0\n')
-    pushed = runner.invoke(app, ["--vault-root", str(vault), "sync", "push"], env=env)
-    assert pushed.exit_code == 0, pushed.output
-    state = json.loads(runner.invoke(app, ["--vault-root", str(vault), "--json", "sync", "status"], env=env).output)
+    pushed = memo("sync", "push", vault=vault, env=env, check=False)
+    assert pushed.returncode == 0, pushed.stderr
+    state = json.loads(memo("--json", "sync", "status", vault=vault, env=env).stdout)
     assert state["lastError"] is None and state["lastErrorAt"] is None and state["pending"] == 0
 
 

@@ -14,16 +14,23 @@ def test_limit_clamps_to_1_100_default_20_and_offset_to_non_negative(given, expe
 
 
 @pytest.mark.parametrize(
-    "query",
-    ['"', 'C++', 'AND', 'a AND OR NOT b', '-x', 'a:b', '(unbalanced', 'x"y', 'NEAR(a b)', '*', 'col:val^', "'quote'", '日本語の検索'],
+    "query, matches",
+    [('"', None), ('C++', 1), ('AND', 1), ('a AND OR NOT b', 0), ('-x', 1), ('a:b', 1), ('(unbalanced', 1),
+     ('x"y', 1), ('NEAR(a b)', 0), ('*', None), ('col:val^', 0), ("'quote'", 0), ('日本語の検索', 0)],
 )
-def test_any_typed_text_is_a_valid_fts5_query(query):
+def test_any_typed_text_is_a_valid_fts5_query(query, matches):
+    """Typed text is searched as words, never read as FTS5 syntax: no query is an error;
+    ``AND``/``OR``/``NOT``/``NEAR``, ``-``, ``col:`` and quotes are words to find (``a AND OR
+    NOT b`` needs ``or`` and ``not`` in the text; ``NEAR(a b)`` is not a's nearness to b);
+    text without a letter or digit is no query at all (None)."""
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61 remove_diacritics 2')")
     conn.execute("INSERT INTO t VALUES ('C and C++ code: a:b x\"y (unbalanced NEAR')")
     expression = fts_match_expression(query)
-    if expression is not None:
-        conn.execute("SELECT * FROM t WHERE t MATCH ?", (expression,)).fetchall()
+    assert (expression is None) == (not any(c.isalnum() for c in query))
+    found = None if expression is None else conn.execute("SELECT count(*) FROM t WHERE t MATCH ?",
+                                                         (expression,)).fetchone()[0]
+    assert found == matches
 
 
 def test_tokens_without_letters_leave_nothing_to_search():
