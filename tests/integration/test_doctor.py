@@ -2,8 +2,8 @@
 install, exit 1 only when something required is missing, nothing in the vault changed.
 
 The CLI runs in-process through the console-script entry point inside Typer's ``CliRunner``
-isolation (its own environment: ``PATH``, ``MEMO_VAULT``, ``MEMO_CONFIG``); what the
-environment cannot point elsewhere (Chromium's path, the font query, the PDF renderer, the
+isolation (:func:`tests.inprocess.memo`; its own environment: ``PATH``, ``MEMO_VAULT``,
+``MEMO_CONFIG``); what the environment cannot point elsewhere (Chromium's path, the font query, the PDF renderer, the
 Python version) is given to :func:`run_checks` as a :class:`Probe`.
 """
 
@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from memo_analytics.interfaces.cli import main
-from memo_analytics.interfaces.cli.common import state
 from memo_analytics.interfaces.cli.doctor import Probe, as_json, check_lines, run_checks
+from tests.inprocess import memo as run_memo
 
 REQUIRED = ["python", "pango", "latinFont", "cjkFont", "config", "vault"]
 OPTIONAL = ["harfbuzzSubset", "emojiFont", "pdftoppm", "chromium", "playwright"]
@@ -39,19 +35,8 @@ class Ran:
 
 def memo(*args: str, env: dict[str, str | None]) -> Ran:
     """``memo ARGS`` in this process with ``env`` on top of the environment (None unsets)."""
-    with CliRunner().isolation(env=env) as (stdout, stderr, _):
-        argv, sys.argv = sys.argv, ["memo", *args]
-        code = 0
-        try:
-            main()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        finally:
-            sys.argv = argv
-            state.close()
-            sys.stdout.flush()
-            sys.stderr.flush()
-        return Ran(code, stdout.getvalue().decode(), stderr.getvalue().decode())
+    ran = run_memo(*args, env=env, check=False)
+    return Ran(ran.returncode, ran.stdout, ran.stderr)
 
 
 def env_for(tmp_path: Path, **extra: str | None) -> dict[str, str | None]:
