@@ -49,7 +49,7 @@ def digest(
         if not r["items"]:
             out.print("Nothing needs you now.")
         else:
-            table = Table(title=f"{len(r['items'])} items need you · computed {r['computedAt'][:16].replace('T', ' ')} UTC")
+            table = Table(title=f"{len(r['items'])} {'item needs' if len(r['items']) == 1 else 'items need'} you · computed {r['computedAt'][:16].replace('T', ' ')} UTC")
             for column in ("lane", "kind", "subject", "age", "why", "do"):
                 table.add_column(column, overflow="fold")
             for item in r["items"]:
@@ -162,7 +162,7 @@ def operator_audit(limit: int = typer.Option(50, "--limit", min=1, help="The las
     records = read_audit(state.store, limit)
 
     def human(rows: list[dict[str, Any]]) -> None:
-        table = Table(title=f"{len(rows)} audit records")
+        table = Table(title=f"{len(rows)} audit record{'' if len(rows) == 1 else 's'}")
         for column in ("at (UTC)", "actor", "action", "subject", "rule", "outcome"):
             table.add_column(column, overflow="fold")
         for r in rows:

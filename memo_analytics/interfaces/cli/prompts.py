@@ -186,7 +186,9 @@ def prompt_feedback(
     from ...services.requests import FeedbackRequest
 
     result = record_feedback(state.store, _build(FeedbackRequest, id=record_id, helpful=helpful))
-    _emit(result, lambda r: out.print(_safe(f"feedback on {r['id']}: {r['feedback']}")))
+    _emit(result, lambda r: out.print(_safe(
+        f"feedback on {r['id']}: used {r['feedback']['hits']} times, helpful {r['feedback']['helpful']}, "
+        f"not helpful {r['feedback']['notHelpful']}")))
 
 
 @prompt_app.command("show")
