@@ -113,12 +113,15 @@ def test_the_command_name_is_found_after_the_global_options(argv, expected):
 def test_a_taken_port_is_refused_before_any_web_framework_loads(tmp_path):
     import socket
 
-    with socket.socket() as taken:
+    with socket.socket() as taken, socket.socket() as spare:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
+        spare.bind(("127.0.0.1", 0))  # a port no other test's server holds (not port + 1, which one may)
+        free = spare.getsockname()[1]
+        spare.close()
         for args in (["serve", "--port", str(port), "--mcp-port", "0"],
-                     ["serve", "--port", str(port + 1 if port < 65535 else port - 1), "--mcp-port", str(port)]):
+                     ["serve", "--port", str(free), "--mcp-port", str(port)]):
             probe, stderr = _probe(args, tmp_path / "vault", tmp_path)
             assert probe["code"] == 1, stderr
             assert f"127.0.0.1:{port} cannot be used" in stderr
