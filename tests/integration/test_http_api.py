@@ -169,7 +169,9 @@ def test_story_download_is_markdown_with_a_safe_file_name(seeded):
     ("/api/prompts/derive-rules", {"format": "<script>x</script>"}, 400, "Invalid format"),
     ("/api/prompts/derive-rules", {"promote": "CLAUDE.md"}, 400, "Invalid promote: not accepted here"),
     ("/api/digest/apply", {"item": "session_stalled:ghost", "fingerprint": "x"}, 400, "is not in the digest"),
-    ("/api/digest/apply", {"item": "x"}, 400, "Invalid fingerprint"),
+    # without a fingerprint, the one the digest shows now (as memo digest apply): x is not in it
+    ("/api/digest/apply", {"item": "x"}, 400, "Invalid item: x is not in the digest"),
+    ("/api/digest/apply", {"item": "x", "note": "y"}, 400, "Invalid note"),
     ("/api/prompts?q=invoices", None, 400, "Invalid query parameter 'q': this endpoint reads project, query"),
     ("/api/prompts?projectId=web", None, 400, "Invalid query parameter 'projectId'"),
     ("/api/nothing/here", None, 404, "No such endpoint: GET /api/nothing/here"),

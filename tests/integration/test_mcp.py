@@ -167,7 +167,8 @@ def test_the_tool_schema_is_typed_and_described(tmp_path):
             "linkedPaths", "query", "limit", "offset", "since", "until", "pr", "deliverables"} <= set(properties)
     assert all(p.get("description") for p in properties.values())
     assert set(properties["action"]["enum"]) == {"record", "list", "get", "search", "session", "session_start",
-                                                  "session_end", "cancel_handoff", "activity_report", "derive_rules", "export_story", "feedback", "digest"}
+                                                  "session_end", "cancel_handoff", "activity_report", "derive_rules", "export_story", "feedback", "digest",
+                                                  "handoffs", "prompt_detail"}
     assert {"handoff", "objective", "owner", "shared"} <= set(properties)
     assert "session_start" in tools[0].description
 
