@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,11 @@ class RemoteModeError(MemoError):
                          "(or set mode = \"local\")")
 
 
+#: Seconds a changed config file must stay unchanged before it is read: an editor that writes
+#: in place leaves a half-written file for a moment, and one that saves by rename none at all.
+SETTLE_SECONDS = 0.5
+
+
 def _file_stamp(path: Path) -> tuple[int, int, int] | None:
     try:
         info = path.stat()
@@ -72,11 +78,16 @@ class Runtime:
         A process that stays up (``memo serve``, ``memo mcp``): hybrid pushes go out in the
         background after ``hybrid.debounceMs``; otherwise only when a session ends or on
         ``memo sync push``.
+    settle_seconds : float
+        How long a changed config file must stay unchanged before :meth:`refresh` reads it.
     """
 
     def __init__(self, settings: Settings, overrides: dict[str, Any] | None = None,
-                 long_running: bool = False) -> None:
+                 long_running: bool = False, settle_seconds: float = SETTLE_SECONDS) -> None:
         self._settings = settings
+        self._settle = settle_seconds
+        self._pending: tuple[tuple[int, int, int] | None, float] | None = None
+        self._absent_noted = False
         self._overrides = dict(overrides or {})
         self.long_running = long_running
         self._stores: dict[str, VaultStore] = {}
@@ -172,50 +183,77 @@ class Runtime:
         return self._settings.model_copy(update={"vault_root": root})
 
     def _wire(self, store: VaultStore) -> None:
-        """(Re)subscribe the sync of the current mode to ``store``'s events (in place: the
-        per-thread siblings of the store share its listeners)."""
-        for listeners in store.listeners.values():
-            listeners.clear()
+        """Subscribe the sync of the current mode to ``store``'s events, replacing what was
+        there in one step (the per-thread siblings of the store share its listeners)."""
         settings = store.settings
         hybrid = settings.mode == "hybrid" and bool(settings.hybrid.remote_url)
         if not (hybrid or settings.vault_git.enabled):
-            return  # local: nothing to wire (and the sync's HTTP client is not even loaded)
+            store.set_listeners({})  # local: nothing to wire (and the sync's HTTP client is not even loaded)
+            return
         from .services import sync
 
-        if hybrid:
-            sync.wire_hybrid(store, background=self.long_running)
-        if hybrid or settings.vault_git.enabled:
-            sync.wire_session_end(store)
+        store.set_listeners({"write": [sync.hybrid_listener(self.long_running)] if hybrid else [],
+                             "session_end": [sync.session_end_listener]})
+        if hybrid and self.long_running:
+            sync.resume_pushes(store)
 
     # ------------------------------------------------------------ a changed config file
 
     def refresh(self) -> bool:
-        """Read the config file again if it changed since (one ``stat`` otherwise); every
-        open store takes the new settings and its wiring follows the mode. Returns whether
-        the settings changed. A file that no longer validates is logged (one line) and the
-        previous settings stay."""
+        """Read the config file again once it changed and then stayed unchanged for
+        ``settle_seconds`` (one ``stat`` otherwise); every open store takes the new settings
+        and its wiring follows the mode. Returns whether the settings changed.
+
+        A file that does not validate is logged (one line) and the previous settings stay; so
+        do they while the file is missing or empty after it existed (an editor saving it):
+        nothing falls back to the defaults (another vault) while the process runs.
+        """
         stamp = _file_stamp(self._config)
         if stamp == self._stamp:
+            self._pending = None
             return False
         with self._guard:
-            if stamp == self._stamp:
+            if stamp is None or stamp[1] == 0:  # gone or empty: mid-save, or removed by hand
+                if self._stamp is not None and not self._absent_noted:
+                    self._absent_noted = True
+                    log.warning("memo: %s is %s; the settings read before stay until it holds settings again "
+                                "(restart to use the defaults)", self._config, "gone" if stamp is None else "empty")
                 return False
-            self._stamp = stamp
+            now = time.monotonic()
+            if self._pending is None or self._pending[0] != stamp:
+                self._pending = (stamp, now)
+            if now - self._pending[1] < self._settle:
+                return False  # still changing, perhaps: read it once it settled
+            self._stamp, self._pending, self._absent_noted = stamp, None, False
             try:
                 fresh = type(self._settings)(**self._overrides)
             except Exception as exc:  # noqa: BLE001 - a bad edit must not stop a running server
-                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                log.warning("memo: %s changed but is not valid (%s); the previous settings stay", self._config, first)
+                log.warning("memo: %s changed but is not valid (%s); the previous settings stay",
+                            self._config, _first_problem(exc))
                 return False
-            old_default = str(self._settings.vault_root)
+            fresh = self._keep_structure(fresh)
             self._settings = fresh
-            for key, store in list(self._stores.items()):
-                settings = fresh if key == old_default and fresh.vault_root == store.settings.vault_root \
-                    else fresh.model_copy(update={"vault_root": store.settings.vault_root})
-                store.reconfigure(settings)
+            for store in list(self._stores.values()):
+                same = fresh.vault_root == store.settings.vault_root
+                store.reconfigure(fresh if same else fresh.model_copy(update={"vault_root": store.settings.vault_root}))
                 self._wire(store)
             log.info("memo: read %s again", self._config)
             return True
+
+    def _keep_structure(self, fresh: Settings) -> Settings:
+        """What a running process does not change under its clients: its vault, and whether it
+        keeps one at all (a switch to or from ``remote``). Those apply at the next start; the
+        process says so once. Everything else (thresholds, rates, hybrid push, vault-git) applies."""
+        kept: dict[str, Any] = {}
+        if fresh.vault_root != self._settings.vault_root:
+            kept["vault_root"] = self._settings.vault_root
+        if (fresh.mode == "remote") != (self._settings.mode == "remote"):
+            kept["mode"] = self._settings.mode
+        if kept:
+            log.warning("memo: %s changes %s; that applies when this process starts again (the rest applies now)",
+                        self._config, " and ".join("vaultRoot" if k == "vault_root" else k for k in kept))
+            fresh = fresh.model_copy(update=kept)
+        return fresh
 
     def close(self) -> None:
         """Close every store this runtime opened (their SQLite connections)."""
@@ -226,6 +264,21 @@ class Runtime:
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"Runtime(mode={self.mode!r}, vault={str(self._settings.vault_root)!r}, stores={len(self._stores)})"
+
+
+def _first_problem(exc: Exception) -> str:
+    """One line for a refused config file: the key and the reason (``operator.stalledMinutes:
+    Input should be greater than or equal to 1``)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        try:
+            first = errors()[0]
+            where = ".".join(str(part) for part in first.get("loc", ())) or "settings"
+            return f"{where}: {first.get('msg', '')}".replace("\n", " ")
+        except Exception:  # noqa: BLE001 - fall back to the text
+            pass
+    text = " ".join(str(exc).split())
+    return text[:200] or type(exc).__name__
 
 
 def server(name: str) -> Any:

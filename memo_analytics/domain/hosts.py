@@ -28,3 +28,9 @@ def check_bind(host: str, token: str | None) -> None:
     """
     if not is_loopback(host) and not token:
         raise InvalidFieldError("token", f"binding {host} (not loopback) requires --token or MEMO_TOKEN")
+
+
+def host_port(host: str, port: int) -> str:
+    """``host:port`` as it appears in a ``Host`` header or URL (``[::1]:3124`` for IPv6)."""
+    bare = host.strip("[]")
+    return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"

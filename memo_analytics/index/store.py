@@ -331,9 +331,9 @@ def probe(path: Path) -> tuple[str | None, dict[str, int]]:
     sqlite3.Error
         The file is not a SQLite database, or cannot be read.
     """
-    # no -wal file: no writer has it open, and an immutable read adds no files either
-    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
-    conn = sqlite3.connect(f"{path.as_uri()}?{mode}", uri=True)
+    # immutable: no -shm/-wal file is made, even beside a writer's WAL (whose newest pages the
+    # counts then miss: a health check may be a moment behind, it never changes the vault)
+    conn = sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True)
     try:
         problem = schema_problem(conn)
         counts = {} if problem is not None else dict(

@@ -23,6 +23,7 @@ from pydantic.alias_generators import to_camel
 from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, refuse_server_paths, request_for, run_action
 from ..config import Settings
 from ..domain.errors import MemoError
+from ..domain.hosts import host_port, is_loopback
 from ..domain.wire import dumps
 from ..runtime import Runtime
 from ..services import remote
@@ -148,19 +149,20 @@ def build_server(settings: Settings | Runtime, confined: bool = False) -> MCPSer
     return MCPServer(name="memo_analytics", instructions=INSTRUCTIONS, log_level="WARNING", tools=[tool])
 
 
+#: Loopback names: every address of :func:`~memo_analytics.domain.hosts.is_loopback` is loopback too.
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
-def own_origin_only(port: int):
-    """The SDK's Host/Origin checks for an endpoint on loopback ``port``: a loopback name with
-    this port as ``Host`` (421 otherwise) and, when a browser sends one, this endpoint's own
-    ``Origin`` (403 otherwise) — a page on another local port is another origin."""
+def own_origin_only(port: int, host: str = "127.0.0.1"):
+    """The SDK's Host/Origin checks for an endpoint on loopback ``host:port``: the bound
+    address or a loopback name with this port as ``Host`` (421 otherwise) and, when a browser
+    sends one, this endpoint's own ``Origin`` (403 otherwise) — a page on another local port
+    is another origin."""
     from mcp.server.transport_security import TransportSecuritySettings
 
-    names = ("127.0.0.1", "localhost", "[::1]")
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                     allowed_hosts=[f"{name}:{port}" for name in names],
-                                     allowed_origins=[f"http://{name}:{port}" for name in names])
+    authorities = sorted({host_port(name, port) for name in ("127.0.0.1", "localhost", "::1", host)})
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=authorities,
+                                     allowed_origins=[f"http://{authority}" for authority in authorities])
 
 
 def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0.1", port: int = 3125) -> None:
@@ -172,11 +174,11 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
         A non-loopback ``host``: this server has no token check yet, so it only listens on
         this machine.
     """
-    if http and host not in LOOPBACK:
+    if http and not is_loopback(host):
         raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
     server = build_server(settings)
     if http:
-        server.run("streamable-http", host=host, port=port, transport_security=own_origin_only(port))
+        server.run("streamable-http", host=host, port=port, transport_security=own_origin_only(port, host))
     else:
         server.run("stdio")
 
@@ -189,11 +191,12 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    if host not in LOOPBACK and not token:
+    loopback = is_loopback(host)
+    if not loopback and not token:
         raise MemoError(f"Invalid token: the MCP endpoint on {host} (not loopback) requires one")
-    security = own_origin_only(port) if host in LOOPBACK else \
+    security = own_origin_only(port, host) if loopback else \
         TransportSecuritySettings(enable_dns_rebinding_protection=False)  # off loopback the token guards it
-    app = build_server(settings, confined=host not in LOOPBACK).streamable_http_app(host=host,
+    app = build_server(settings, confined=not loopback).streamable_http_app(host=host,
                                                                                    transport_security=security)
     if token:
         app = _TokenGate(app, token)

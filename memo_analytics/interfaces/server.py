@@ -7,7 +7,7 @@ from typing import Any
 
 from tornado.ioloop import PeriodicCallback
 
-from ..domain.hosts import check_bind, is_loopback
+from ..domain.hosts import check_bind, host_port, is_loopback
 from ..runtime import Runtime
 from .http import MAX_REQUEST_BYTES, BrowserBoundary, GuardedApplication, api_patterns, install_log_redaction
 
@@ -35,8 +35,11 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     check_bind(host, token)
     store = runtime.store()
     port = runtime.settings.ports.status if port is None else port
-    origins = [f"{name}:{port}" for name in {host, "localhost", "127.0.0.1"}] + ["*"] if not is_loopback(host) \
-        else [f"{name}:{port}" for name in ("localhost", "127.0.0.1", host)]
+    # bokeh's websocket allow-list cannot parse an IPv6 literal: bound to ::1 the dashboard is
+    # reached as localhost (BrowserBoundary still checks every Host, IPv6 ones included)
+    names = {name for name in ("localhost", "127.0.0.1", host) if ":" not in name}
+    origins = [host_port(name, port) for name in names] + ["*"] if not is_loopback(host) \
+        else sorted(host_port(name, port) for name in names)
     install_log_redaction()
     server = pn.serve(
         {"/": lambda: create_app(store)}, port=port, address=host, websocket_origin=origins, show=False,

@@ -222,8 +222,8 @@ class DigestRequest(Request):
 class DigestApplyRequest(Request):
     """``digest_apply``: apply the proposal of one digest item (SPEC §6 phase 2)."""
 
-    item: str = Field(..., min_length=1, description="The digest item id, KIND:SUBJECT")
-    fingerprint: str | None = Field(None, description="The fingerprint of the proposal you reviewed (default: the "
+    item: str = Field(..., min_length=1, max_length=300, description="The digest item id, KIND:SUBJECT")
+    fingerprint: str | None = Field(None, max_length=64, description="The fingerprint of the proposal you reviewed (default: the "
                                                       "one of the digest now, or of asOf)")
     as_of: str | None = Field(None, description="The moment of the digest the item was picked from")
 

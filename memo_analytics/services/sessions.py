@@ -242,8 +242,8 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
 
     With ``session_id``: ``{session, total, limit, offset, hasMore, items}`` — the session
     record (or None when only turns exist) and a page of its turns in turn order; with
-    ``project`` too, the session must belong to that project (every interface answers a
-    session of another project alike: not found). Without ``session_id``: the list envelope
+    ``project`` too, only that project's: the session record must belong to it, and only its
+    turns are shown (every interface answers a session of another project alike: not found). Without ``session_id``: the list envelope
     of session records, newest first. ``limit`` clamps to 1–100.
 
     Raises
@@ -254,17 +254,16 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     limit, offset = clamp_page(request.limit, request.offset)
     if request.session_id:
         session_id = validate_session_id(request.session_id)
+        project = validate_slug(request.project, "project") if request.project else None
         row = index.get_row(store.conn, session_record_id(session_id), "session")
-        flt = PromptFilter(session_id=session_id)
+        if row is not None and project is not None and row["project"] != project:
+            raise RecordNotFoundError(session_id)  # the session of another project
+        flt = PromptFilter(session_id=session_id, projects=[project] if project else None)
         total, rows = index.count_and_page(store.conn, "prompt", flt, limit, offset, "turn-asc")
         if row is None and total == 0:
             raise RecordNotFoundError(session_id)
         page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
-        session = row_to_record(row) if row is not None else None
-        owner = (session or {}).get("project") or (page["items"][0]["project"] if page["items"] else None)
-        if request.project and owner != validate_slug(request.project, "project"):
-            raise RecordNotFoundError(session_id)
-        return {"session": session, **page}
+        return {"session": row_to_record(row) if row is not None else None, **page}
     flt = PromptFilter(
         projects=store.scope(request.project, request.cross_project, request.cwd),
         client=request.client or None,

@@ -149,6 +149,12 @@ class VaultStore:
             raise ValueError(f"no such store event: {event!r}")
         self.listeners[event].append(listener)
 
+    def set_listeners(self, listeners: dict[str, list[Callable[..., None]]]) -> None:
+        """Replace the listeners of every event at once (events not named get none): a write
+        racing the change is heard by the old listeners or the new, never by neither."""
+        for event, current in self.listeners.items():
+            current[:] = list(listeners.get(event, ()))
+
     def emit(self, event: str, **payload: object) -> None:
         """Tell the listeners of ``event`` (see :attr:`listeners`)."""
         for listener in list(self.listeners[event]):

@@ -22,7 +22,7 @@ import urllib.error
 import urllib.request
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from filelock import FileLock
 
@@ -78,25 +78,29 @@ def note_write(store: VaultStore, meta: dict[str, Any], path: Path) -> None:
         handle.write(line + "\n")
 
 
-def wire_hybrid(store: VaultStore, background: bool) -> None:
-    """Queue every write of ``store`` in the outbox of the hybrid push (SPEC §2.7); with
-    ``background`` (a long-running process: ``memo serve``, ``memo mcp``) push
-    ``hybrid.debounceMs`` after the last write and retry what the outbox still holds.
-    ``memo_analytics.runtime`` calls this in hybrid mode with a remote URL."""
+def hybrid_listener(background: bool) -> Callable[..., None]:
+    """The ``"write"`` listener of the hybrid push (SPEC §2.7): every written record is queued
+    in the outbox; with ``background`` (a long-running process: ``memo serve``, ``memo mcp``)
+    the push goes out ``hybrid.debounceMs`` after the last write and retries what the outbox
+    still holds. ``memo_analytics.runtime`` subscribes it in hybrid mode with a remote URL."""
     def on_write(emitter: VaultStore, meta: dict[str, Any], path: Path) -> None:
         note_write(emitter, meta, path)
         if background:
             _schedule(emitter)
 
-    store.subscribe("write", on_write)
-    if background and status(store)["pending"]:
+    return on_write
+
+
+def resume_pushes(store: VaultStore) -> None:
+    """A long-running process that starts (or turns hybrid on) pushes what the outbox holds."""
+    if status(store)["pending"]:
         _schedule(store)
 
 
-def wire_session_end(store: VaultStore) -> None:
-    """Run :func:`dual_sync` after every session end of ``store`` (SPEC §2.5); the runtime
-    calls this when the hybrid push or vault-git is on."""
-    store.subscribe("session_end", lambda emitter, session: dual_sync(emitter, "session_end"))
+def session_end_listener(emitter: VaultStore, session: dict[str, Any]) -> None:
+    """The ``"session_end"`` listener: :func:`dual_sync` (SPEC §2.5); the runtime subscribes it
+    when the hybrid push or vault-git is on."""
+    dual_sync(emitter, "session_end")
 
 
 def _outbox(store: VaultStore) -> list[dict[str, Any]]:

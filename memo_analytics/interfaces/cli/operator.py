@@ -9,10 +9,11 @@ import typer
 from rich.table import Table
 
 from ...domain.clock import to_iso, utcnow
+from ...domain.errors import MemoError
 from ...operator.audit import read as read_audit
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
 from ...services.requests import DigestApplyRequest, DigestRequest
-from .common import _build, _emit, _safe, _short, app, out, state
+from .common import _build, _emit, _safe, _short, app, err, out, state
 
 
 def utc_stamp() -> str:
@@ -89,9 +90,15 @@ def operator_watch(
 
     while True:
         state.runtime.refresh()  # thresholds and the webhook follow a changed config file
-        result = offer(state.store, current_digest(state.store))
-        _emit(result, lambda r: out.print(_safe(f"{utc_stamp()} notification: {r['reason']}"
-                                                + (f" ({r['sent']} items)" if r["sent"] else ""))))
+        try:
+            result = offer(state.store, current_digest(state.store))
+        except MemoError as exc:
+            if once:
+                raise
+            err.print(_safe(f"{utc_stamp()} error: {exc}; trying again in {interval:g} s"))  # a watcher keeps watching
+        else:
+            _emit(result, lambda r: out.print(_safe(f"{utc_stamp()} notification: {r['reason']}"
+                                                    + (f" ({r['sent']} items)" if r["sent"] else ""))))
         if once:
             return
         time.sleep(interval)

@@ -39,6 +39,7 @@ def serve(
 ) -> None:
     """Serve the status API (/api/…, sync included), the operator dashboard (/) and the MCP
     tool over streamable HTTP until interrupted."""
+    host = host.strip().strip("[]")  # an IPv6 address binds without its URL brackets
     token = token or os.environ.get("MEMO_TOKEN") or None
     check_bind(host, token)  # argument errors first: the web framework takes seconds to load
     wanted = state.settings.ports.status if port is None else port
