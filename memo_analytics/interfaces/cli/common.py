@@ -136,6 +136,9 @@ def _global(
     json_output: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables."),
 ) -> None:
     """Global options."""
+    if vault_root is not None and vault_root.startswith("-"):  # `memo --vault-root --json …`: the value is missing
+        raise MemoError(f"Invalid vaultRoot: {vault_root!r} is an option, not a folder; give the folder right "
+                        "after --vault-root")
     state.json = json_output
     state.vault_root = vault_root
     state.use(None)
