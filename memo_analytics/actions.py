@@ -179,30 +179,56 @@ _CONTEXT = {"branch", "git_sha", "linked_paths", "cwd", "project", "cross_projec
 
 
 def request_for(arguments: PromptToolInput) -> Request:
-    """The typed request of ``arguments.action`` built from the fields it reads.
-
-    Context fields (``branch, gitSha, linkedPaths, cwd, projectId, crossProject``) are
-    ignored by actions that do not use them; any other unused field is refused.
+    """The typed request of ``arguments.action`` built from the fields it reads (the fields
+    it does not read are left out: :func:`ignored_fields` names them).
 
     Raises
     ------
-    InvalidFieldError
-        A field the action does not take (``Invalid summary: not used by action list``).
     pydantic.ValidationError
         A value the action's request model refuses.
     """
+    return _split(arguments)[0]
+
+
+def ignored_fields(arguments: PromptToolInput) -> list[str]:
+    """The fields of the tool's schema given to ``arguments.action`` that it does not use
+    (camelCase, sorted): spec-memo's one flat schema let every action take every field, and
+    its agents send them (``body`` with ``summary``, ``limit`` with ``session_end``; SPEC §2.5
+    says a duration is never taken from a pagination limit). They are ignored, and named in
+    the answer as ``ignored``; the context fields (``branch, gitSha, linkedPaths, cwd,
+    projectId, crossProject``) are not named. A name the schema does not know is refused by
+    :class:`PromptToolInput` itself."""
+    return _split(arguments)[1]
+
+
+def _split(arguments: PromptToolInput) -> tuple[Request, list[str]]:
     action = ACTIONS[arguments.action]
     given = {(_RENAMES.get(k, k)): v for k, v in arguments.model_dump(exclude_none=True).items()
              if k not in ("action", "vault_root")}
-    if "shared" in given:
-        if not isinstance(given.get("handoff"), dict):
-            raise InvalidFieldError("shared", "describes a hand-off: give it with handoff on session_end")
+    if "shared" in given and isinstance(given.get("handoff"), dict):
         given["handoff"]["shared"] = given.pop("shared")
     accepted = set(action.request.model_fields)
-    unused = sorted(k for k in given if k not in accepted and k not in _CONTEXT)
-    if unused:
-        raise InvalidFieldError(to_camel(unused[0]), f"not used by action {arguments.action}")
-    return action.request.model_validate({k: v for k, v in given.items() if k in accepted})
+    unused = sorted(to_camel(_WIRE.get(k, k)) for k in given if k not in accepted and k not in _CONTEXT)
+    return action.request.model_validate({k: v for k, v in given.items() if k in accepted}), unused
+
+
+#: request field → tool field, where the names differ (the answer names what the caller sent)
+_WIRE = {v: k for k, v in _RENAMES.items()}
+
+
+def call_tool(store: VaultStore, arguments: PromptToolInput) -> dict[str, Any]:
+    """One call of the tool ``prompt`` (MCP, and ``POST /api/actions/{action}``): the action's
+    answer, plus ``ignored`` (see :func:`ignored_fields`) when the call held fields the
+    action does not use.
+
+    Raises
+    ------
+    MemoError, pydantic.ValidationError
+        As the action.
+    """
+    request, unused = _split(arguments)
+    result = run_action(store, arguments.action, request)
+    return {**result, "ignored": unused} if unused and isinstance(result, dict) else result
 
 
 #: Tool fields that name a path on the machine that runs the action.

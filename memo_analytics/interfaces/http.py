@@ -26,7 +26,7 @@ from tornado import httputil
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
-from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, refuse_server_paths, request_for, run_action
+from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, call_tool, refuse_server_paths
 from ..domain.errors import (
     InvalidFieldError,
     MemoError,
@@ -368,8 +368,10 @@ class ActionHandler(ApiHandler):
                 raise InvalidFieldError("action", f"{action!r} is not one of {', '.join(AGENT_ACTIONS)}")
             data = self.body_json()
             refuse_server_paths(data)  # the daemon owns its filesystem
+            if "project" in data and "projectId" not in data:  # the HTTP name of the field, as on every route
+                data["projectId"] = data.pop("project")
             arguments = PromptToolInput.model_validate({**data, "action": action})
-            return run_action(self.store, action, request_for(arguments))
+            return call_tool(self.store, arguments)
 
         await self.run(work)
 

@@ -20,7 +20,7 @@ from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, refuse_server_paths, request_for, run_action
+from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, call_tool, refuse_server_paths
 from ..config import Settings
 from ..domain.errors import MemoError
 from ..domain.hosts import host_port, is_loopback
@@ -99,7 +99,7 @@ class PromptTool:
         try:
             parsed = PromptToolInput.model_validate(arguments)
             store = self.store_for(parsed.vault_root)
-            result = run_action(store, parsed.action, request_for(parsed))
+            result = call_tool(store, parsed)
         except MemoError as exc:
             raise ToolError(redact_secrets(str(exc))[0]) from None
         except ValidationError as exc:

@@ -1,0 +1,60 @@
+"""Tolerant on known fields, strict on unknown ones (issue 13 point 1): every field of the
+tool's schema is accepted on every action; those the action does not use are ignored and named
+in the answer (``ignored``); a name the schema does not know is still refused by name. The same
+rule on ``POST /api/actions/*``, where the tool's names (``projectId``) and the HTTP names
+(``project``) both work."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from tests.inprocess import mcp_client, memo
+
+from .test_http_api import Server
+
+
+async def _calls(vault, calls):
+    answers = []
+    async with mcp_client(vault) as client:
+        for arguments in calls:
+            result = await client.call_tool("prompt", arguments)
+            answers.append((result.is_error, result.content[0].text))
+    return answers
+
+
+def test_fields_an_action_does_not_use_are_ignored_and_named_and_unknown_ones_refused(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    ended, listed, refused = asyncio.run(_calls(vault, [
+        # spec-memo's agents send body with summary and a pagination limit with session_end
+        {"action": "session_end", "sessionId": "s1", "projectId": "web", "until": "2026-03-02T10:00:00Z",
+         "summary": "done", "body": "the turn text", "limit": 5, "cwd": str(tmp_path)},
+        {"action": "list", "projectId": "web", "summary": "x", "helpful": True},
+        {"action": "list", "projectId": "web", "sesionId": "s1"},
+    ]))
+    assert not ended[0] and not listed[0]
+    answer = json.loads(ended[1])
+    assert answer["ignored"] == ["body", "limit"]  # the context field cwd is not named
+    assert answer["durationMinutes"] == 60  # never taken from the limit (SPEC §2.5)
+    assert json.loads(listed[1])["ignored"] == ["helpful", "summary"]
+    assert refused[0] and "Invalid sesionId: unknown field of the tool prompt" in refused[1]
+    # an answer without ignored fields carries no ignored key: the CLI's JSON stays the same
+    plain = json.loads(memo("--json", "prompt", "list", "--project", "web", vault=vault).stdout)
+    assert "ignored" not in plain
+
+
+def test_the_http_actions_take_both_field_names_and_name_the_ignored_ones(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--body", "Add the CSV export", "--project", "web", "--session-id", "s1", vault=vault)
+    server = Server(vault, "--mcp-port", "0")
+    try:
+        by_tool_name = server.get_json("/api/actions/list", data={"projectId": "web", "summary": "x"})
+        by_http_name = server.get_json("/api/actions/list", data={"project": "web", "summary": "x"})
+        unknown = server.get_json("/api/actions/list", data={"project": "web", "nosuch": 1})
+    finally:
+        server.stop()
+    assert by_tool_name[0] == by_http_name[0] == 200
+    assert by_tool_name[1] == by_http_name[1]
+    assert by_tool_name[1]["total"] == 1 and by_tool_name[1]["ignored"] == ["summary"]
+    assert unknown[0] == 400 and "Invalid nosuch" in unknown[1]["error"]
