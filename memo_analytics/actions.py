@@ -89,7 +89,8 @@ ACTIONS: dict[str, Action] = {
     "cancel_handoff": Action(CancelHandoffRequest, cancel_handoff,
                              "Cancel a pending hand-off (by id, or by the sessionId that wrote it)."),
     "activity_report": Action(ActivityReportRequest, _activity,
-                              "Billable minutes and hours by client and project, sessions and prompt count."),
+                              "Billable minutes and hours by client and project, sessions and prompt count "
+                              "(totalSessions; each client and project entry also as sessionCount and totalHours)."),
     "derive_rules": Action(DeriveRulesRequest, derive_rules,
                            "Rule candidates from instructions people repeat (confidence, occurrences, evidence turns); "
                            "saveTraps saves those ≥ 0.8 as traps; format renders them; promote writes them into "
@@ -149,6 +150,9 @@ class PromptToolInput(BaseModel):
     query: str | None = Field(None, description="search: any text (quoted safely; word* for a prefix)")
     limit: int | None = Field(None, description="Page size, clamped to 1–100 (default 20)")
     offset: int | None = Field(None, description="Items to skip (≥ 0)")
+    sort: Literal["date-desc", "date-asc"] | None = Field(
+        None, description="list/search: date-desc (newest first) or date-asc (oldest first) by created; "
+                          "default: list newest first, search by bm25 rank")
     pr: str | None = Field(None, description="session_end: pull-request URL, adds a {type: 'pr'} deliverable")
     deliverables: list[dict[str, Any]] | None = Field(None, description="session_end: [{type, url?, sha?, title?}]")
     helpful: bool | None = Field(None, description="feedback: whether the record helped")

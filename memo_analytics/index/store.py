@@ -384,9 +384,10 @@ def count_and_page(
 
 
 def search_page(
-    conn: sqlite3.Connection, query: str, flt: PromptFilter, limit: int, offset: int
+    conn: sqlite3.Connection, query: str, flt: PromptFilter, limit: int, offset: int, sort: str | None = None
 ) -> tuple[int, list[sqlite3.Row]]:
-    """FTS5 search over prompt records ranked by bm25 (SPEC §2.6); no substring fallback."""
+    """FTS5 search over prompt records ranked by bm25 (SPEC §2.6); no substring fallback.
+    With ``sort`` (``date-desc``/``date-asc``) the matches come by ``created`` instead."""
     match = fts_match_expression(query)
     if match is None:
         return 0, []
@@ -394,9 +395,11 @@ def search_page(
     # CROSS JOIN keeps the FTS match as the outer loop (SQLite would otherwise probe the FTS
     # table once per record of the kind)
     base = f"FROM records_fts f CROSS JOIN records r ON r.rowid = f.rowid WHERE records_fts MATCH ? AND {where}"
+    order = {"date-asc": "r.created ASC, r.id ASC", "date-desc": "r.created DESC, r.id DESC"}.get(
+        sort or "", "score ASC, r.created DESC")
     total = conn.execute(f"SELECT COUNT(*) {base}", [match, *params]).fetchone()[0]
     rows = conn.execute(
-        f"SELECT r.*, bm25(records_fts) AS score {base} ORDER BY score ASC, r.created DESC LIMIT ? OFFSET ?",
+        f"SELECT r.*, bm25(records_fts) AS score {base} ORDER BY {order} LIMIT ? OFFSET ?",
         [match, *params, limit, offset],
     ).fetchall()
     return total, rows

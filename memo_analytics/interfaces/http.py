@@ -249,7 +249,7 @@ class PromptsHandler(ApiHandler):
                 session_id=self.arg("sessionId", "session"), task_slug=self.arg("taskSlug", "slug"),
                 client=self.arg("client"), billable=self.flag("billable"),
                 tags=self.get_query_arguments("tag"), since=self.arg("since"), until=self.arg("until"),
-                limit=self.arg("limit"), offset=self.arg("offset"), sort=self.arg("sort") or "date-desc",
+                limit=self.arg("limit"), offset=self.arg("offset"), sort=self.arg("sort") or None,
             )
             return ACTIONS["search" if (request.query or "").strip() else "list"].run(self.store, request)
 

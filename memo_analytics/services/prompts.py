@@ -234,12 +234,12 @@ def list_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
 
 
 def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
-    """FTS5 search ranked by bm25; an empty query gives an empty page (SPEC §2.6)."""
+    """FTS5 search ranked by bm25 (by date with ``sort``); an empty query gives an empty page (SPEC §2.6)."""
     flt = filter_from_request(store, request)
     limit, offset = clamp_page(request.limit, request.offset)
     if not (request.query or "").strip():
         return envelope(0, limit, offset, [])
-    total, rows = index.search_page(store.conn, request.query or "", flt, limit, offset)
+    total, rows = index.search_page(store.conn, request.query or "", flt, limit, offset, request.sort)
     return envelope(total, limit, offset, [row_to_record(r) for r in rows])
 
 

@@ -107,6 +107,10 @@ class EndSessionRequest(Request):
     )
 
 
+#: The orders of ``list`` and ``search`` (SPEC §2.6): by ``created``, newest or oldest first.
+SortOrder = Literal["date-desc", "date-asc"]
+
+
 class ListRequest(Request):
     """``list`` and ``search`` filters (SPEC §2.6)."""
 
@@ -126,7 +130,9 @@ class ListRequest(Request):
     until: str | None = None
     limit: int | str | None = None
     offset: int | str | None = None
-    sort: str = "date-desc"
+    sort: SortOrder | None = Field(
+        None, description="date-desc (newest first) or date-asc (oldest first); default: list newest first, search "
+                          "by bm25 rank")
 
 
 class GetRequest(Request):

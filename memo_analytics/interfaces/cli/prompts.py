@@ -119,6 +119,9 @@ _FILTERS = dict(
     until=typer.Option(None, "--until", help="Created at or before (a date covers the whole day)."),
     limit=typer.Option(20, "--limit", help="Page size, 1–100."),
     offset=typer.Option(0, "--offset", help="Items to skip."),
+    sort=typer.Option(None, "--sort", metavar="ORDER",
+                      help="By creation date, newest (date-desc) or oldest (date-asc) first; default: list newest "
+                           "first, search by rank."),
 )
 
 
@@ -130,9 +133,9 @@ def prompt_list(
     task_slug: Optional[str] = _FILTERS["task_slug"], client: Optional[str] = _FILTERS["client"],
     billable: Optional[bool] = _FILTERS["billable"], tag: List[str] = _FILTERS["tag"],
     since: Optional[str] = _FILTERS["since"], until: Optional[str] = _FILTERS["until"],
-    limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"],
+    limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"], sort: Optional[str] = _FILTERS["sort"],
 ) -> None:
-    """List prompt turns, newest first, as {total, limit, offset, hasMore, items}."""
+    """List prompt turns, newest first (--sort date-asc: oldest first), as {total, limit, offset, hasMore, items}."""
     request = _list_request(**{k: v for k, v in locals().items()})
     _emit(prompt_service.list_prompts(state.store, request), lambda page: _print_page(page, request))
 
@@ -147,9 +150,9 @@ def prompt_search(
     task_slug: Optional[str] = _FILTERS["task_slug"], client: Optional[str] = _FILTERS["client"],
     billable: Optional[bool] = _FILTERS["billable"], tag: List[str] = _FILTERS["tag"],
     since: Optional[str] = _FILTERS["since"], until: Optional[str] = _FILTERS["until"],
-    limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"],
+    limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"], sort: Optional[str] = _FILTERS["sort"],
 ) -> None:
-    """Full-text search (FTS5, bm25 ranking) over prompt turns."""
+    """Full-text search (FTS5, bm25 ranking; --sort orders the matches by date) over prompt turns."""
     args = {k: v for k, v in locals().items() if k != "text"}
     args["query"] = query if query is not None else text
     request = _list_request(**args)
