@@ -97,11 +97,16 @@ class ActivityReport:
     vaults: list[str] = field(default_factory=list)
 
     def wire(self) -> dict[str, Any]:
+        """The camelCase report. Beside its own names it carries spec-memo's, which agents
+        written for it read: ``totalSessions`` (sessions in the report) and, in each client
+        and project entry, ``sessionCount`` (= ``sessions``) and ``totalHours`` (=
+        ``billableHours``)."""
         return {
             "totalDurationMinutes": self.total_duration_minutes,
             "totalBillableHours": self.total_billable_hours,
-            "byClient": self.by_client,
-            "byProject": self.by_project,
+            "totalSessions": len(self.sessions),
+            "byClient": _with_ancestor_names(self.by_client),
+            "byProject": _with_ancestor_names(self.by_project),
             "byDay": self.by_day,
             "totalPrompts": self.total_prompts,
             "sessions": self.sessions,
@@ -112,6 +117,11 @@ class ActivityReport:
             "client": self.client,
             "roundingPolicy": ROUNDING_POLICY,
         }
+
+
+def _with_ancestor_names(groups: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {name: {**bucket, "sessionCount": bucket["sessions"], "totalHours": bucket["billableHours"]}
+            for name, bucket in groups.items()}
 
 
 _CLIENT_NAME = "coalesce(nullif(trim(client), ''), 'internal')"

@@ -24,6 +24,15 @@ def session(store, sid, start, end, project="p1", client=None, billable=True, pr
         end_session(store, EndSessionRequest(session_id=sid, until=end))
 
 
+
+def own_names(groups: dict) -> dict:
+    """The client or project entries under this product's names, after checking that each
+    also carries spec-memo's (``sessionCount`` = ``sessions``, ``totalHours`` = ``billableHours``)."""
+    for bucket in groups.values():
+        assert bucket["sessionCount"] == bucket["sessions"] and bucket["totalHours"] == bucket["billableHours"]
+    return {name: {k: v for k, v in bucket.items() if k not in ("sessionCount", "totalHours")}
+            for name, bucket in groups.items()}
+
 @pytest.fixture
 def filled(store):
     session(store, "a1", "2026-01-05T09:00:00Z", "2026-01-05T10:20:00Z", client="Acme", prompts=2)   # 80
@@ -45,16 +54,26 @@ def test_only_billable_completed_sessions_count_toward_totals(filled):
 
 def test_missing_client_is_internal_and_clients_group_case_insensitively(filled):
     report = activity_report(filled, ActivityRequest()).wire()
-    assert report["byClient"] == {
+    assert own_names(report["byClient"]) == {
         "Acme": {"durationMinutes": 115, "billableHours": 1.92, "sessions": 2},
         "Globex": {"durationMinutes": 10, "billableHours": 0.17, "sessions": 1},
         "internal": {"durationMinutes": 20, "billableHours": 0.33, "sessions": 1},
     }
     # projects are largest-remainder shares of the 2.42 h total (naive 1.83 + 0.58 = 2.41)
-    assert report["byProject"] == {
+    assert own_names(report["byProject"]) == {
         "p1": {"durationMinutes": 110, "billableHours": 1.84, "sessions": 3},
         "p2": {"durationMinutes": 35, "billableHours": 0.58, "sessions": 1},
     }
+
+
+def test_the_report_also_answers_under_spec_memo_names(filled):
+    """Agents written for spec-memo read totalSessions, sessionCount and totalHours (issue 13 point 6)."""
+    report = activity_report(filled, ActivityRequest()).wire()
+    assert report["totalSessions"] == len(report["sessions"]) == 6  # open and unbilled ones too
+    assert {k: (v["sessionCount"], v["totalHours"]) for k, v in report["byClient"].items()} == {
+        "Acme": (2, 1.92), "Globex": (1, 0.17), "internal": (1, 0.33)}
+    assert {k: (v["sessionCount"], v["totalHours"]) for k, v in report["byProject"].items()} == {
+        "p1": (3, 1.84), "p2": (1, 0.58)}
 
 
 def test_client_filter_is_case_insensitive_and_internal_matches_no_client(filled):
