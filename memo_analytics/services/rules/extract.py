@@ -3,8 +3,14 @@
 Only the person's own words count. Before sentences are read, a turn loses what the person
 pasted rather than said: fenced and indented code, quoted lines (``>``), XML-like tag
 blocks (slash-command expansions, system reminders), tables, log and stack-trace lines, and
-whole pasted documents (a turn with several Markdown headings is a template or spec the
-person pasted, not an instruction they gave). Questions are not instructions either.
+whole pasted documents and templates (:func:`is_pasted_template`): a turn with several
+Markdown headings is a spec the person pasted; a turn with a template placeholder
+(``$ARGUMENTS``, ``${VAR}``, ``{{…}}``, ``{% … %}``, an expanded ``ARGUMENTS:`` line) is a
+command or prompt template; a turn written to a model — "The assistant **MUST** …", a
+"You are a … assistant" role opening — together with a heading or the other of the two is
+a pasted prompt. None of these is an instruction the person gave. A sentence whose
+subject is the assistant or the model in the third person ("the model should …") is not
+the person's instruction either, and neither are questions.
 
 Signal groups and base confidence (SPEC §5.3, checked most specific first):
 
@@ -37,6 +43,9 @@ REPEAT_BONUS = 0.05
 MAX_CONFIDENCE = 0.99
 #: A turn with this many Markdown headings is a pasted document, not an instruction.
 PASTED_DOCUMENT_HEADINGS = 3
+#: A turn with this many of {a heading, text about the assistant in the third person, a
+#: "You are …" role opening} is a pasted prompt template (see :func:`is_pasted_template`).
+PASTED_TEMPLATE_MARKS = 2
 
 _APOS = "['\u2019]"
 #: (category, base confidence, phrase pattern), most specific first.
@@ -59,6 +68,22 @@ _TABLE = re.compile(r"^\s*\|.*\|\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？；;])")
 _INLINE_NOISE = re.compile(r"\s+")
+_INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")
+# Placeholders a template is filled through: Claude Code's $ARGUMENTS (and the "ARGUMENTS:"
+# line its expansion ends with), ${VAR}, Mustache/Jinja {{ … }} and {% … %}.
+_PLACEHOLDER = re.compile(r"\$ARGUMENTS\b|\$\{[A-Za-z_]\w*\}|\{\{[^{}\n]{1,100}\}\}|\{%[^%\n]{1,100}%\}|"
+                          r"^\s*ARGUMENTS:\s", re.M)
+# Text about the model in the third person: "The assistant **MUST** …", "Claude should …"
+# (words that name a model only; "the model" and "the agent" are often the person's code).
+_ABOUT_THE_MODEL = re.compile(
+    r"\b(?:(?:the|this|an?)\s+(?:ai\s+)?(?:assistant|ai|llm|chatbot|language\s+model)|claude(?:\s+code)?)\s+"
+    r"[*_]{0,2}(?:must|should|shall|will|may|is\s+to|is\s+required|needs?\s+to|has\s+to|can(?:not)?|never|always|"
+    r"do(?:es)?\s+not)\b", re.I)
+# A role opening addressed to a model: "You are Claude Code, …", "You are an expert Go reviewer."
+_ROLE_OPENING = re.compile(
+    r"^[\s#>*_-]*you\s+are\s+(?:now\s+)?(?:(?:a|an|the)\s+)?(?:[\w-]+\s+){0,4}?"
+    r"(?:assistant|ai|model|llm|agent|chatbot|bot|claude|expert|engineer|developer|programmer|specialist|reviewer|"
+    r"architect|analyst|writer|consultant|gpt|gemini|copilot|codex)\b", re.I | re.M)
 
 
 @dataclass
@@ -103,13 +128,33 @@ class Candidate:
         }
 
 
+def is_pasted_template(body: str, spoken: str | None = None) -> bool:
+    """True when a turn is a document or template the person pasted, not words they said:
+    ≥ :data:`PASTED_DOCUMENT_HEADINGS` Markdown headings; or, outside code, a template
+    placeholder (``$ARGUMENTS``, ``${VAR}``, ``{{…}}``, ``{% … %}``, an ``ARGUMENTS:`` line);
+    or ≥ :data:`PASTED_TEMPLATE_MARKS` of: a heading, text about the assistant in the third
+    person ("The assistant **MUST** …"), a "You are a … assistant" role opening.
+    ``spoken`` is the turn with code, quotes and tags removed (computed when omitted)."""
+    headings = sum(1 for line in body.splitlines() if _HEADING.match(line))
+    if headings >= PASTED_DOCUMENT_HEADINGS:
+        return True
+    text = _INLINE_CODE.sub(" ", _strip_pasted_lines(body) if spoken is None else spoken)
+    if _PLACEHOLDER.search(text):
+        return True
+    marks = (headings > 0) + bool(_ABOUT_THE_MODEL.search(text)) + bool(_ROLE_OPENING.search(text))
+    return marks >= PASTED_TEMPLATE_MARKS
+
+
 def spoken_text(body: str) -> str:
     """The part of a turn the person said themselves (see the module notes): code fences,
-    indented code, quotes, tag blocks, tables and log lines removed; a pasted document
-    (≥ :data:`PASTED_DOCUMENT_HEADINGS` headings) becomes empty."""
+    indented code, quotes, tag blocks, tables and log lines removed; a pasted document or
+    template (:func:`is_pasted_template`) becomes empty."""
+    spoken = _strip_pasted_lines(body)
+    return "" if is_pasted_template(body, spoken) else spoken
+
+
+def _strip_pasted_lines(body: str) -> str:
     lines = body.splitlines()
-    if sum(1 for line in lines if _HEADING.match(line)) >= PASTED_DOCUMENT_HEADINGS:
-        return ""
     kept: list[str] = []
     fence: str | None = None
     open_tag: str | None = None
@@ -204,9 +249,12 @@ def is_instruction(sentence: str, phrase_start: int) -> bool:
 def classify(sentence: str, strict: bool = True) -> tuple[str, float, str] | None:
     """``(category, base confidence, matched phrase)`` of the first signal group that
     matches, or None. Questions are not instructions; with ``strict`` neither is a
-    sentence that narrates (:func:`is_instruction`)."""
+    sentence that narrates (:func:`is_instruction`) or that speaks of the assistant in the
+    third person ("the assistant must …", a template's words)."""
     if sentence.rstrip().endswith(("?", "？")):
         return None
+    if strict and _ABOUT_THE_MODEL.search(sentence):
+        return None  # "the assistant must …": a template's words about the model
     for category, confidence, pattern in SIGNALS:
         match = pattern.search(sentence)
         if match:
