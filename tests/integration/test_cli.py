@@ -257,11 +257,6 @@ def test_prompt_record_can_be_backdated(tmp_path):
     assert rec["created"] == "2026-03-02T09:00:00.000Z"
 
 
-def test_a_misplaced_json_flag_gets_a_hint(tmp_path):
-    proc = memo("activity", "--json", vault=tmp_path / "v", check=False)
-    assert proc.returncode == 2 and "put --json before the command: memo --json <command>" in proc.stderr
-
-
 def test_a_client_spelled_several_ways_is_one_line_under_its_usual_spelling(tmp_path):
     vault = tmp_path / "v"
     for n, (client, hour) in enumerate([("Acme", 9), ("ACME", 11), ("Acme", 13)]):

@@ -114,8 +114,7 @@ def main() -> None:
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             context = getattr(exc, "ctx", None)
             where = f" ({context.command_path})" if context is not None else ""
-            hint = "; put --json before the command: memo --json <command>" if "--json" in exc.format_message() else ""
-            _fail(f"{exc.format_message()}{where}; see --help{hint}", exc.exit_code)
+            _fail(f"{exc.format_message()}{where}; see --help", exc.exit_code)
         raise
     finally:
         state.close()  # the index connection closed (its WAL checkpointed), not left to the collector

@@ -7,6 +7,8 @@ import sys
 from typing import Any, Callable, Optional
 
 import typer
+import typer.main
+from typer.core import TyperGroup
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 from pydantic.alias_generators import to_camel
@@ -66,7 +68,63 @@ class _TerminalConsole(Console):
 out = _TerminalConsole(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160)
 err = _TerminalConsole(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
+_VAULT_ROOT_HELP = "Vault folder (default ~/.memo/vault; env MEMO_VAULT)."
+_JSON_HELP = "Print machine-readable JSON instead of tables."
+
+
+class _MemoGroup(TyperGroup):
+    """The ``memo`` group: the global options ``--json`` and ``--vault-root`` are also options
+    of every command below it, so ``memo activity --all --json`` and ``memo prompt list
+    --vault-root V`` work like ``memo --json …`` and ``memo --vault-root V …``. Click parses
+    them in their place: a value that only looks like an option (``--body --json``, after
+    ``--``) stays a value."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        options = _command_global_options()
+        for command in self.commands.values():
+            _add_global_options(command, options)
+
+
+def _command_global_options() -> list[Any]:
+    """``--vault-root`` and ``--json`` as options of a command (built by Typer, so its help
+    shows them): given there they apply as if given before the command."""
+    helper = typer.Typer()
+
+    @helper.command()
+    def _options(
+        late_vault_root: Optional[str] = typer.Option(None, "--vault-root", help=_VAULT_ROOT_HELP + " Also before the command."),
+        late_json: bool = typer.Option(False, "--json", help=_JSON_HELP + " Also before the command."),
+    ) -> None: ...
+
+    options = list(typer.main.get_command(helper).params)
+    for option in options:
+        option.expose_value = False  # the command's own function never sees them
+        option.callback = _late_vault_root if option.name == "late_vault_root" else _late_json
+    return options
+
+
+def _add_global_options(command: Any, options: list[Any]) -> None:
+    own = {opt for param in command.params for opt in getattr(param, "opts", ())}
+    command.params.extend(option for option in options if not own & set(option.opts))  # `config show --json` keeps its own
+    for sub in getattr(command, "commands", {}).values():
+        _add_global_options(sub, options)
+
+
+def _late_json(ctx: Any, param: Any, value: bool) -> bool:
+    if value and not ctx.resilient_parsing:
+        state.json = True
+    return value
+
+
+def _late_vault_root(ctx: Any, param: Any, value: Optional[str]) -> Optional[str]:
+    if value is not None and not ctx.resilient_parsing:  # the last --vault-root given wins, as before the command
+        _apply_globals(value, state.json, ctx.find_root().invoked_subcommand)
+    return value
+
+
 app = typer.Typer(
+    cls=_MemoGroup,
     name="memo",
     help="Keep AI coding agents' turns and work sessions in a Markdown vault outside your repositories; "
     "search them, report billable hours, print timesheets.",
@@ -130,19 +188,22 @@ state = State()
 @app.callback()
 def _global(
     ctx: typer.Context,
-    vault_root: Optional[str] = typer.Option(
-        None, "--vault-root", envvar="MEMO_VAULT", help="Vault folder (default ~/.memo/vault; env MEMO_VAULT)."
-    ),
-    json_output: bool = typer.Option(False, "--json", help="Print machine-readable JSON instead of tables."),
+    vault_root: Optional[str] = typer.Option(None, "--vault-root", envvar="MEMO_VAULT", help=_VAULT_ROOT_HELP),
+    json_output: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
-    """Global options."""
+    """Global options (also accepted after the command: ``memo activity --all --json``)."""
+    _apply_globals(vault_root, json_output, ctx.invoked_subcommand)
+
+
+def _apply_globals(vault_root: Optional[str], json_output: bool, command: Optional[str]) -> None:
+    """Take the global options of this run (again, when the command repeats them)."""
     if vault_root is not None and vault_root.startswith("-"):  # `memo --vault-root --json …`: the value is missing
         raise MemoError(f"Invalid vaultRoot: {vault_root!r} is an option, not a folder; give the folder right "
                         "after --vault-root")
     state.json = json_output
     state.vault_root = vault_root
     state.use(None)
-    if ctx.invoked_subcommand in ("config", "doctor"):
+    if command in ("config", "doctor"):
         return  # memo config reads (and repairs) the config file itself, valid or not; memo doctor checks it
     overrides = {"vault_root": vault_root} if vault_root is not None else {}
     state.use(_settings(**overrides), overrides)

@@ -1,0 +1,101 @@
+"""The global options ``--json`` and ``--vault-root`` are accepted before or after the command
+(``memo activity --all --json`` is ``memo --json activity --all``). Click parses them where
+they stand, so a value that only looks like one (``--body --json``, anything after ``--``)
+stays a value."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.inprocess import memo
+from tests.integration.test_startup import _probe
+
+
+@pytest.fixture
+def vault(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "p", "--client", "Acme", "--start-time", "2026-03-02T09:00:00Z",
+         vault=vault)
+    memo("prompt", "record", "--session-id", "s1", "--project", "p", "--body", "alpha turn",
+         "--created", "2026-03-02T09:05:00Z", vault=vault)
+    memo("session", "end", "s1", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    return vault
+
+
+COMMANDS = [["activity", "--all"], ["prompt", "list", "--all"], ["prompt", "search", "alpha", "--all"],
+            ["session", "handoff", "--all"], ["prompts", "get", "prompt-s1-t1"]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_global_options_after_the_command_give_byte_identical_output(vault, command):
+    before = memo("--json", "--vault-root", str(vault), *command)
+    assert before.stdout.startswith(("{", "[")) and before.stderr == ""
+    for after in ([*command, "--json", "--vault-root", str(vault)],
+                  [*command, "--vault-root", str(vault), "--json"],
+                  [*command, f"--vault-root={vault}", "--json"],
+                  ["--json", *command, "--vault-root", str(vault)],
+                  ["--vault-root", str(vault), *command, "--json"]):
+        ran = memo(*after)
+        assert (ran.stdout, ran.stderr, ran.returncode) == (before.stdout, before.stderr, 0), after
+
+
+def test_vault_root_after_the_command_gives_the_same_table(vault):
+    assert memo("prompt", "list", "--all", "--vault-root", str(vault)).stdout == \
+        memo("--vault-root", str(vault), "prompt", "list", "--all").stdout
+
+
+def test_vault_root_after_the_command_is_the_vault_written_and_the_last_one_wins(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    memo("--vault-root", str(first), "prompt", "record", "--project", "p", "--session-id", "x", "--body", "hi",
+         "--vault-root", str(second))
+    assert (second / "projects" / "p" / "prompts" / "prompt-x-t1.md").is_file()
+    assert not first.exists()
+
+
+def test_a_body_that_is_literally_json_flag_stays_a_body(tmp_path):
+    vault = tmp_path / "v"
+    ran = memo("prompt", "record", "--project", "p", "--body", "--json", "--vault-root", str(vault))
+    assert ran.stdout.startswith("recorded ")  # --json was the body's value, not the option
+    ran = memo("prompt", "record", "--project", "p", "--body-file", "-", "--json", "--vault-root", str(vault),
+               input="--vault-root elsewhere --json")
+    assert json.loads(ran.stdout)["body"] == "--vault-root elsewhere --json"
+    bodies = [i["body"] for i in json.loads(memo("prompt", "list", "--all", "--sort", "date-asc", "--json",
+                                                 "--vault-root", str(vault)).stdout)["items"]]
+    assert bodies == ["--json", "--vault-root elsewhere --json"]
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_after_a_double_dash_the_global_options_are_text(vault):
+    page = json.loads(memo("prompt", "search", "--all", "--json", "--vault-root", str(vault), "--", "--json").stdout)
+    assert page["total"] == 0  # searched for the text "--json"
+    ran = memo("prompt", "search", "--all", "--vault-root", str(vault), "--", "--json")
+    assert not ran.stdout.lstrip().startswith("{")  # the text, not the option: a table
+
+
+def test_vault_root_after_the_command_without_its_folder_is_refused(vault):
+    ran = memo("prompt", "list", "--all", "--vault-root", "--json", check=False)
+    assert ran.returncode == 1
+    assert ran.stderr.startswith("error: Invalid vaultRoot: '--json' is an option, not a folder")
+
+
+def test_a_usage_error_no_longer_tells_to_move_json(vault):
+    ran = memo("prompt", "list", "--jsn", vault=vault, check=False)
+    assert ran.returncode == 2 and "No such option: --jsn" in ran.stderr
+    assert "before the command" not in ran.stderr
+
+
+@pytest.mark.parametrize("command", [[], ["activity"], ["prompt", "list"], ["session", "start"], ["config", "show"]],
+                         ids=lambda c: " ".join(c) or "memo")
+def test_help_texts_document_the_global_options(command):
+    text = memo(*command, "--help").stdout
+    assert "--json" in text and "--vault-root" in text and "MEMO_VAULT" in text
+
+
+def test_global_options_after_the_command_still_load_only_that_command(tmp_path):
+    probe, stderr = _probe(["prompt", "list", "--all", "--json", "--vault-root", str(tmp_path / "v")],
+                           tmp_path / "vault", tmp_path)
+    assert probe["code"] == 0, stderr
+    loaded = {m.rsplit(".", 1)[-1] for m in probe["loaded"] if m.startswith("memo_analytics.interfaces.cli.")}
+    assert "prompts" in loaded and not loaded & {"reports", "operations", "operator", "serve", "rules"}
