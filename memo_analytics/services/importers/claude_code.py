@@ -28,6 +28,11 @@ after it in SpecStory's.
 IDE and harness wrappers inside a prompt (``<system-reminder>``, ``<ide_opened_file>``,
 ``<ide_selection>``, ``<ide_diagnostics>``) are cut out of its text.
 
+A record is read once: a line whose ``uuid`` an earlier line of the same session already had
+(Claude Code sometimes writes a record twice) is skipped, so a prompt written twice is one
+turn. The same ``uuid`` under another ``sessionId`` (a record a resumed session copied) is
+that session's record.
+
 A file may hold several ``sessionId`` values: one :class:`Transcript` per id, in order of
 first appearance; a session with no human prompt yields no transcript. Files whose lines
 are not Claude Code records at all yield nothing (and count no bad lines).
@@ -196,8 +201,9 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     ParseResult
         One transcript per session id that has at least one human prompt (see the module
         docstring for what counts); ``activity`` holds every record timestamp as aware
-        UTC; ``skipped_lines`` counts lines that are not JSON objects, have no ``type``, a
-        malformed ``message`` or an unreadable ``timestamp``.
+        UTC (a record repeated in its session with the same ``uuid`` counts once); ``skipped_lines``
+        counts lines that are not JSON objects, have no ``type``, a malformed ``message``
+        or an unreadable ``timestamp``.
 
     Raises
     ------
@@ -207,6 +213,7 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     text = path.read_text(encoding="utf-8")
     sessions: dict[str, _Session] = {}
     uuid_session: dict[str, str] = {}
+    seen_uuids: set[tuple[str, str]] = set()
     titles: list[tuple[str, str]] = []
     skipped = recognised = 0
     for line in text.splitlines():
@@ -235,6 +242,11 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         if not session_id and at is None:
             continue
         session_id = session_id or path.stem
+        uuid = record.get("uuid")
+        if isinstance(uuid, str) and uuid:
+            if (session_id, uuid) in seen_uuids:
+                continue  # the same record written again: counted once
+            seen_uuids.add((session_id, uuid))
         session = sessions.get(session_id)
         if session is None:
             session = sessions[session_id] = _Session(Transcript(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -17,7 +18,9 @@ SID = "11111111-2222-3333-4444-555555555555"
 
 
 def rec(kind: str, ts: str | None, content=None, sid: str = SID, **extra) -> dict:
-    record = {"type": kind, "sessionId": sid, "uuid": f"u-{kind}-{ts}", "cwd": "/home/ana/work/shop-api", **extra}
+    # a user record's uuid also depends on its content: records at one instant stay distinct
+    uuid = f"u-{kind}-{ts}" if kind != "user" else f"u-user-{ts}-{zlib.crc32(json.dumps(content).encode()):08x}"
+    record = {"type": kind, "sessionId": sid, "uuid": uuid, "cwd": "/home/ana/work/shop-api", **extra}
     if ts is not None:
         record["timestamp"] = ts
     if kind == "user":
@@ -192,3 +195,27 @@ def test_sidechain_records_are_activity_but_give_no_model(tmp_path):
     [transcript] = claude_code.parse(path, ImportOptions()).transcripts
     assert transcript.model == "claude-opus-4-5"
     assert datetime(2026, 1, 5, 10, 1, tzinfo=UTC) in transcript.activity
+
+
+OTHER = "99999999-0000-0000-0000-000000000000"
+
+
+def test_a_record_written_twice_with_the_same_uuid_is_one_turn(tmp_path):
+    prompt = rec("user", "2026-01-05T10:00:00Z", "Fix the cart total", uuid="4f1c2a9e-dup")
+    command = rec("user", "2026-01-05T10:05:00Z", "<command-name>/review</command-name>\n<command-args>PR 12</command-args>",
+                  uuid="7b0d-dup")
+    path = write(
+        tmp_path,
+        prompt, prompt,                                   # the same line twice in a row
+        rec("assistant", "2026-01-05T10:01:00Z"),
+        command, rec("assistant", "2026-01-05T10:06:00Z"), command,  # again, later in the file
+        {**prompt, "timestamp": "2026-01-05T10:09:00Z"},  # same uuid, rewritten at another instant
+        rec("user", "2026-01-05T10:10:00Z", "Fix the cart total"),   # the same words, a new record: a turn
+        {**prompt, "sessionId": OTHER, "timestamp": "2026-01-05T11:00:00Z"},  # copied into a resumed session
+    )
+    result = claude_code.parse(path, ImportOptions())
+    first, resumed = result.transcripts
+    assert [p.text for p in first.prompts] == ["Fix the cart total", "/review PR 12", "Fix the cart total"]
+    assert [p.at.minute for p in first.prompts] == [0, 5, 10]
+    assert (resumed.transcript_id, [p.text for p in resumed.prompts]) == (OTHER, ["Fix the cart total"])
+    assert result.skipped_lines == 0
