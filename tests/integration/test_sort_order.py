@@ -78,3 +78,22 @@ def test_an_unknown_sort_is_refused_by_name(vault):
     assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid sort:")
     error, text = tool(vault, action="list", sort="newest")
     assert error and "sort" in text
+
+
+def test_sort_over_http_answers_what_the_cli_answers(vault):
+    from tests.integration.test_http_api import Server
+
+    server = Server(vault, "--mcp-port", "0")  # the HTTP API alone
+    try:
+        for query, command in (("", ["list"]), ("&query=alpha", ["search", "alpha"])):
+            for sort in ("date-asc", "date-desc"):
+                status, answer = server.get_json(f"/api/prompts?project=p&sort={sort}{query}")
+                assert status == 200, answer
+                assert answer == json.loads(memo("--json", "prompt", *command, "--project", "p", "--sort", sort,
+                                                 vault=vault).stdout)
+                assert [i["body"] for i in answer["items"]] == (OLDEST_FIRST if sort == "date-asc"
+                                                                else OLDEST_FIRST[::-1])
+        status, answer = server.get_json("/api/prompts?project=p&sort=newest")
+        assert status == 400 and "sort" in json.dumps(answer)
+    finally:
+        server.stop()
