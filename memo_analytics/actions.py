@@ -171,6 +171,10 @@ class PromptToolInput(BaseModel):
     as_of: str | None = Field(None, description="digest: evaluate as of this instant (ISO date or time)")
     status: Literal["pending", "claimed", "cancelled"] | None = Field(
         None, description="handoffs: only hand-offs with this status (default pending)")
+    compact: bool | None = Field(None, description="Any action: an answer sized for your context — one line of JSON, "
+                                                   "nulls and defaults left out, each body cut to a snippet with "
+                                                   "bodyLength (get the record for the whole text), what every item "
+                                                   "of a page holds alike given once as shared")
     promote: str | None = Field(None, description="derive_rules: instruction file of the product root to write the "
                                                   "rules into (CLAUDE.md, GEMINI.md, .github/copilot-instructions.md, "
                                                   ".cursor/rules/<name>.mdc)")
@@ -208,7 +212,7 @@ def ignored_fields(arguments: PromptToolInput) -> list[str]:
 def _split(arguments: PromptToolInput) -> tuple[Request, list[str]]:
     action = ACTIONS[arguments.action]
     given = {(_RENAMES.get(k, k)): v for k, v in arguments.model_dump(exclude_none=True).items()
-             if k not in ("action", "vault_root")}
+             if k not in ("action", "vault_root", "compact")}
     if "shared" in given and isinstance(given.get("handoff"), dict):
         given["handoff"]["shared"] = given.pop("shared")
     accepted = set(action.request.model_fields)

@@ -10,3 +10,68 @@ from typing import Any
 def dumps(value: Any) -> str:
     """Serialize a wire value: UTF-8 text kept as is, two-space indent, key order kept."""
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+#: Characters of a body a compact answer keeps (``bodyLength`` gives the whole length).
+SNIPPET_CHARS = 80
+#: Values a compact answer leaves out because they are what a reader assumes.
+_DEFAULTS = {"kind": "prompt", "status": "recorded", "billable": True}
+
+
+def _is_default(key: str, item: Any) -> bool:
+    return key in _DEFAULTS and type(item) is type(_DEFAULTS[key]) and item == _DEFAULTS[key]
+
+
+def compact(value: Any) -> Any:
+    """``value`` sized for an agent's context (the tool's ``compact`` option): nulls, empty
+    lists and objects, ``updated`` equal to ``created`` and the defaults ``kind: prompt``,
+    ``status: recorded``, ``billable: true`` left out; each ``body`` cut to
+    ``SNIPPET_CHARS`` characters (ending in ``…``) with ``bodyLength`` the whole length in
+    characters; a page's fields that every item holds alike given once, as ``shared`` (an item
+    is ``{**shared, **item}``). Key order kept."""
+    if isinstance(value, list):
+        return [compact(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if item is None or item == [] or item == {} or _is_default(key, item):
+            continue
+        if key == "updated" and item == value.get("created"):
+            continue
+        if key == "body" and isinstance(item, str) and len(item) > SNIPPET_CHARS:
+            out["body"] = item[: SNIPPET_CHARS - 1].rstrip() + "…"
+            out["bodyLength"] = len(item)
+            continue
+        out[key] = compact(item)
+    return _hoist_shared(out)
+
+
+#: Fields that name an item: never moved to ``shared``.
+_OWN_FIELDS = ("id", "body", "bodyLength")
+
+
+def _hoist_shared(page: dict[str, Any]) -> dict[str, Any]:
+    """A page whose items all hold the same value for a field gives that field once, as
+    ``shared`` before ``items`` (lossless: an item is ``{**shared, **item}``)."""
+    items = page.get("items")
+    if not isinstance(items, list) or len(items) < 2 or not all(isinstance(i, dict) for i in items):
+        return page
+    first = items[0]
+    common = {k: v for k, v in first.items()
+              if k not in _OWN_FIELDS and all(k in other and other[k] == v for other in items[1:])}
+    if not common:
+        return page
+    out: dict[str, Any] = {}
+    for key, value in page.items():
+        if key == "items":
+            out["shared"] = common
+            out["items"] = [{k: v for k, v in item.items() if k not in common} for item in items]
+        else:
+            out[key] = value
+    return out
+
+
+def dumps_compact(value: Any) -> str:
+    """:func:`compact` serialized without indentation (one line, UTF-8 kept)."""
+    return json.dumps(compact(value), ensure_ascii=False, separators=(",", ":"), default=str)

@@ -9,11 +9,13 @@ tool error carrying the one-line message (secrets redacted), never as a crash.
 from __future__ import annotations
 
 import inspect
+import json
 import threading
 import time
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
@@ -24,7 +26,7 @@ from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, call_tool, refuse
 from ..config import Settings
 from ..domain.errors import MemoError
 from ..domain.hosts import host_port, is_loopback
-from ..domain.wire import dumps
+from ..domain.wire import compact, dumps, dumps_compact
 from ..runtime import Runtime
 from ..services import remote
 from ..services.store import VaultStore
@@ -73,45 +75,56 @@ class PromptTool:
         """This thread's store of ``vault_root`` (default: the runtime's vault)."""
         return self.runtime.thread_store(vault_root)
 
-    def __call__(self, **arguments: Any) -> str:
+    def __call__(self, **arguments: Any) -> CallToolResult:
+        """One call: the action's answer as JSON text (the CLI's ``--json`` bytes, or one
+        compact line with ``compact``) and as structured content (the same value)."""
         if self.confined:
             try:
                 refuse_server_paths(arguments)
             except MemoError as exc:
                 raise ToolError(redact_secrets(str(exc))[0]) from None
         self.runtime.refresh()  # a changed config file is taken in (one stat otherwise)
-        if self.runtime.remote:  # SPEC §2.7: proxied, nothing local read or written
-            settings = self.runtime.settings
-            try:
-                parsed = PromptToolInput.model_validate(arguments)
-                sent = parsed.model_dump(by_alias=True, exclude_none=True, exclude={"action", "output", "overwrite"})
-                if parsed.action == "export_story" and parsed.output:
-                    # the daemon answers with the story; the file is written here, by the local rules
-                    story = remote.call(settings, {"action": parsed.action, **sent})
-                    return dumps(write_story_file(story, parsed.output, parsed.cwd, bool(parsed.overwrite)))
-                return dumps(remote.call(settings, {"action": parsed.action,
-                                                         **parsed.model_dump(by_alias=True, exclude_none=True,
-                                                                             exclude={"action"})}))
-            except MemoError as exc:
-                raise ToolError(redact_secrets(str(exc))[0]) from None
-            except ValidationError as exc:
-                raise ToolError(redact_secrets(_message(exc))[0]) from None
         try:
             parsed = PromptToolInput.model_validate(arguments)
-            store = self.store_for(parsed.vault_root)
-            result = call_tool(store, parsed)
+            result = self._remote(parsed) if self.runtime.remote else call_tool(self.store_for(parsed.vault_root), parsed)
         except MemoError as exc:
             raise ToolError(redact_secrets(str(exc))[0]) from None
         except ValidationError as exc:
             raise ToolError(redact_secrets(_message(exc))[0]) from None
-        return dumps(result)
+        if parsed.compact:
+            return CallToolResult(content=[TextContent(type="text", text=dumps_compact(result))],
+                                  structured_content=compact(result))
+        text = dumps(result)
+        return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
+
+    def _remote(self, parsed: PromptToolInput) -> dict[str, Any]:
+        """SPEC §2.7: the call goes to the daemon; nothing local is read or written (a story
+        export's file is written here, by the local rules, from the daemon's answer)."""
+        settings = self.runtime.settings
+        if parsed.action == "export_story" and parsed.output:
+            sent = parsed.model_dump(by_alias=True, exclude_none=True, exclude={"action", "output", "overwrite"})
+            story = remote.call(settings, {"action": parsed.action, **sent})
+            return write_story_file(story, parsed.output, parsed.cwd, bool(parsed.overwrite))
+        return remote.call(settings, {"action": parsed.action,
+                                      **parsed.model_dump(by_alias=True, exclude_none=True, exclude={"action"})})
+
+
+#: What every answer of the tool is: the action's JSON object (each action's description
+#: names its fields), in the text content and as structured content.
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "description": "The action's answer (see the action's description): a record, a page "
+                   "{total, limit, offset, hasMore, items}, a report or a story; 'ignored' names the "
+                   "given fields the action does not use.",
+    "additionalProperties": True,
+}
 
 
 def _tool_function(tool: PromptTool):
     """A function whose signature is :class:`PromptToolInput` flattened (camelCase names, types
     and descriptions), so the SDK publishes one flat, typed, described input schema."""
 
-    def prompt(**arguments: Any) -> str:
+    def prompt(**arguments: Any) -> CallToolResult:
         return tool(**{k: v for k, v in arguments.items() if v is not None})
 
     parameters = []
@@ -121,7 +134,7 @@ def _tool_function(tool: PromptTool):
         default = inspect.Parameter.empty if field.is_required() else None
         parameters.append(inspect.Parameter(alias, inspect.Parameter.KEYWORD_ONLY, default=default,
                                             annotation=annotation))
-    prompt.__signature__ = inspect.Signature(parameters, return_annotation=str)  # type: ignore[attr-defined]
+    prompt.__signature__ = inspect.Signature(parameters, return_annotation=CallToolResult)  # type: ignore[attr-defined]
     prompt.__doc__ = TOOL_DESCRIPTION
     return prompt
 
@@ -145,8 +158,20 @@ def build_server(settings: Settings | Runtime, confined: bool = False) -> MCPSer
     tool = Tool.from_function(_tool_function(PromptTool(runtime, confined)), name="prompt", description=TOOL_DESCRIPTION,
                               structured_output=False)
     metadata = tool.fn_metadata
-    tool.fn_metadata = _OwnValidation(**{name: getattr(metadata, name) for name in type(metadata).model_fields})
-    return MCPServer(name="memo_analytics", instructions=INSTRUCTIONS, log_level="WARNING", tools=[tool])
+    tool.fn_metadata = _OwnValidation(**{**{name: getattr(metadata, name) for name in type(metadata).model_fields},
+                                         "output_schema": OUTPUT_SCHEMA})
+    return MCPServer(name="memo_analytics", version=_version(), instructions=INSTRUCTIONS, log_level="WARNING",
+                     tools=[tool])
+
+
+def _version() -> str:
+    """The installed package's version (the server reports it to every client)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memo-analytics")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
 #: Loopback names: every address of :func:`~memo_analytics.domain.hosts.is_loopback` is loopback too.
