@@ -3,9 +3,14 @@
 ``session_end`` with a ``handoff`` writes ``handoffs/handoff-{sessionId}.md`` (status
 ``pending``) and records its id as the session's ``handoffArchive``. The next eligible
 ``session_start`` in the same project claims it — exactly once, under the vault lock — and
-gets it back as ``handoff``. Eligible: pending; not written by the starting session; its
-``branch`` (when set) equals the start's branch; its ``owner`` (when set, and the baton is
-not ``shared``) equals the start's owner. The oldest eligible baton is claimed first.
+gets it back as ``handoff``. Eligible: pending; not written by the starting session; and,
+unless the baton is ``shared``, its ``branch`` (when set) equals the start's branch and its
+``owner`` (when set) the start's owner. The oldest eligible baton is claimed first.
+
+A baton written without an address takes the session's branch and owner — the owner, when the
+session has none, from the cwd repository's git identity (``user.email``, else ``user.name``);
+a start without ``owner`` is that identity too. ``cancel_handoff`` without an id cancels the
+caller's pending batons for its owner and branch (none: nothing to do, no error).
 """
 
 from __future__ import annotations
@@ -72,11 +77,15 @@ def write_handoff(store: VaultStore, project: str, session_id: str, baton: Hando
 
 
 def _eligible(meta: dict[str, Any], session_id: str, branch: str | None, owner: str | None) -> bool:
+    """A pending baton of another session goes to a start on its branch, by its owner (each
+    when set), unless it is ``shared``: then any start of the project claims it."""
     if meta.get("status") != "pending" or meta.get("fromSessionId") == session_id:
         return False
+    if meta.get("shared"):
+        return True
     if meta.get("branch") and meta["branch"] != branch:
         return False
-    return bool(meta.get("shared")) or not meta.get("owner") or meta["owner"] == owner
+    return not meta.get("owner") or meta["owner"] == owner
 
 
 def claim_handoff(store: VaultStore, project: str, session_id: str, branch: str | None, owner: str | None,
@@ -96,7 +105,9 @@ def claim_handoff(store: VaultStore, project: str, session_id: str, branch: str 
 
 
 def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -> dict[str, Any]:
-    """Cancel a pending baton (by id, or by the session that wrote it).
+    """Cancel a pending baton (by id, or by the session that wrote it); with neither, the
+    caller's pending batons of the project for its owner and branch (``{cancelled: [ids],
+    total}``; none is no error: nothing to do).
 
     Raises
     ------
@@ -113,7 +124,7 @@ def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -
     elif request.session_id:
         record_id = handoff_id(validate_session_id(request.session_id))
     else:
-        raise InvalidFieldError("id", "give the hand-off id or the sessionId that wrote it")
+        return _cancel_mine(store, request, now)
     with store.lock():
         row = index.get_row(store.conn, record_id, "handoff")
         if row is None or (request.project and row["project"] != request.project):
@@ -147,3 +158,26 @@ def handoff_list(store: VaultStore, request: HandoffListRequest) -> dict[str, An
     scope = store.scope(request.project, request.cross_project, request.cwd)
     items = [h for project in (scope or [None]) for h in list_handoffs(store, project, request.status)]
     return {"items": items, "total": len(items)}
+
+
+def _cancel_mine(store: VaultStore, request: CancelHandoffRequest, now) -> dict[str, Any]:
+    """The pending batons of the caller's project addressed to its owner and branch (each
+    defaulting to the cwd repository's git identity and branch), cancelled."""
+    from .store import git_head, git_identity, repository_root
+
+    root = repository_root(request.cwd)
+    owner = clean_text(request.owner, "owner") or git_identity(root)
+    branch = clean_text(request.branch, "branch") or git_head(root)[0]
+    project = store.resolve_project(request.project, request.cwd)
+    cancelled = []
+    with store.lock():
+        for row in index.rows_of_kind(store.conn, RecordKind.HANDOFF.value, project, "pending"):
+            found = store.read(project, RecordKind.HANDOFF, row["id"])
+            if found is None:
+                continue
+            meta, body = found
+            if (meta.get("owner") or None) == owner and (meta.get("branch") or None) == branch:
+                meta.update(status="cancelled", cancelledAt=to_iso(now), updated=to_iso(now))
+                store.upsert(RecordKind.HANDOFF, meta, body)
+                cancelled.append(meta["id"])
+    return {"cancelled": cancelled, "total": len(cancelled), "project": project, "owner": owner, "branch": branch}

@@ -89,7 +89,12 @@ class CancelHandoffRequest(Request):
 
     id: str | None = Field(None, description="Hand-off id (handoff-<sessionId>)")
     session_id: str | None = Field(None, description="The session whose end wrote the hand-off")
-    project: str | None = Field(None, description="Project id")
+    project: str | None = Field(None, description="Project id (default: the repository of cwd)")
+    owner: str | None = Field(None, description="Without id or sessionId: cancel this owner's pending hand-offs "
+                                                "(default: the cwd repository's git user.email, else user.name)")
+    branch: str | None = Field(None, description="Without id or sessionId: … on this branch (default: the cwd "
+                                                 "repository's branch)")
+    cwd: str | None = Field(None, description="The caller's working directory (product repository)")
 
 
 class EndSessionRequest(Request):
@@ -101,7 +106,10 @@ class EndSessionRequest(Request):
     summary: str | None = Field(None, description="Summary of the work")
     pr: str | None = Field(None, description="Pull-request URL; adds a {type: 'pr'} deliverable")
     deliverables: list[dict[str, Any]] = Field(default_factory=list, description="Deliverables {type, url?, sha?, title?}")
-    handoff: HandoffInput | None = Field(None, description="Baton for the next session {nextSteps, failedApproaches, openQuestions, branch, owner, shared}")
+    handoff: HandoffInput | None = Field(None, description="Baton for the next session {nextSteps, failedApproaches, "
+                                         "openQuestions, branch, owner, shared}; branch and owner default to the "
+                                         "session's (the owner else the cwd repository's git identity)")
+    cwd: str | None = Field(None, description="The caller's working directory (its git identity owns a baton)")
     recompute_duration: bool = Field(
         False, description="Importers: move the end of an imported session as its transcript grew"
     )

@@ -42,7 +42,7 @@ from .prompts import (
 )
 from .requests import EndSessionRequest, SessionRequest, StartSessionRequest
 from .projects import remember_root
-from .store import VaultStore, git_head, repository_root
+from .store import VaultStore, git_head, git_identity, repository_root
 
 #: Fields that ``session_start`` keeps from an existing record (SPEC §2.5).
 PRESERVED_ON_RESTART = ("startTime", "created", "taskSlug", "client", "billable", "summary")
@@ -104,7 +104,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
             tags=clean_list(request.tags, "tags") or old.get("tags") or [],
             start_time=start,
             summary=clean_text(request.summary, "summary"),
-            owner=clean_text(request.owner, "owner") or old.get("owner"),
+            owner=clean_text(request.owner, "owner") or old.get("owner") or git_identity(product_root),
             objective=clean_text(request.objective, "objective"),
             handoff_archive=old.get("handoffArchive"),
         )
@@ -167,7 +167,11 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
         meta["deliverables"] = merge_deliverables(meta.get("deliverables") or [], _new_deliverables(request))
         meta["objective"] = None  # SPEC §2.5: the objective is cleared on end
         if request.handoff is not None:
-            baton = write_handoff(store, project, session_id, request.handoff, now)
+            # a baton left without an address goes to the same branch and person (SPEC §2.5)
+            defaults = {"branch": request.handoff.branch or meta.get("branch"),
+                        "owner": request.handoff.owner or meta.get("owner")
+                        or git_identity(repository_root(request.cwd))}
+            baton = write_handoff(store, project, session_id, request.handoff.model_copy(update=defaults), now)
             meta["handoffArchive"] = baton["id"]
         store.upsert(RecordKind.SESSION, meta, body)
     store.emit("session_end", session=meta)  # SPEC §2.5: the sync the runtime wired (never fails this)

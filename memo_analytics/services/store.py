@@ -68,6 +68,25 @@ def repository_root(cwd: str | Path | None) -> Path | None:
     return None
 
 
+def git_identity(root: Path | None) -> str | None:
+    """Who works in the repository at ``root``, as git knows them: ``user.email``, else
+    ``user.name`` (repository, then global config); None outside a repository or without git."""
+    if root is None:
+        return None
+    import subprocess
+
+    for key in ("user.email", "user.name"):
+        try:
+            proc = subprocess.run(["git", "-C", str(root), "config", "--get", key], capture_output=True, text=True,
+                                  timeout=5)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        value = proc.stdout.strip()
+        if proc.returncode == 0 and value:
+            return value
+    return None
+
+
 def git_head(root: Path | None) -> tuple[str | None, str | None]:
     """``(branch, commit sha)`` of the repository at ``root``, read from its ``.git`` files
     (no git process); ``(None, sha)`` on a detached HEAD, ``(None, None)`` when unknown."""

@@ -100,7 +100,7 @@ def session_end(
         handoff = {"next_steps": next_step, "failed_approaches": failed, "open_questions": question,
                    "branch": handoff_branch, "owner": handoff_owner, "shared": shared}
     request = _build(EndSessionRequest, session_id=session_id, summary=summary, deliverables=items,
-                     until=until, project=project, handoff=handoff)
+                     until=until, project=project, handoff=handoff, cwd=str(Path.cwd()))
     was_completed = _is_completed(session_id, project)
     record = session_service.end_session(state.store, request)
 
@@ -119,14 +119,20 @@ def session_handoff(
     session_id: Optional[str] = typer.Argument(None, help="The session whose end wrote the hand-off; without it, list."),
     project: Optional[str] = typer.Option(None, "--project", help="Project id (listing)."),
     all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
-    cancel: bool = typer.Option(False, "--cancel", help="Cancel this pending hand-off."),
+    cancel: bool = typer.Option(False, "--cancel", help="Cancel this pending hand-off (without a session id: "
+                                "your pending ones of the project, for your git identity and branch)."),
 ) -> None:
     """Show pending hand-offs, show one, or cancel one (--cancel)."""
     _check_scope(project, all_projects)
     store = state.store
     if cancel:
-        if not session_id:
-            raise MemoError("Invalid sessionId: --cancel needs the session that wrote the hand-off")
+        if not session_id:  # yours: the pending batons of this project for your owner and branch
+            mine = cancel_handoff(store, _build(CancelHandoffRequest, project=project, cwd=str(Path.cwd())))
+            _emit(mine, lambda r: out.print(_safe(
+                f"cancelled {', '.join(r['cancelled'])}" if r["cancelled"] else
+                f"no pending hand-off of yours in {r['project']} (owner {r['owner'] or '-'}, branch "
+                f"{r['branch'] or '-'}): nothing to cancel")))
+            return
         result: Any = cancel_handoff(store, _build(CancelHandoffRequest, session_id=session_id, project=project))
         _emit(result, lambda r: out.print(f"cancelled {r['id']}"))
         return
