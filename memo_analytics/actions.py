@@ -92,8 +92,9 @@ ACTIONS: dict[str, Action] = {
                               "Billable minutes and hours by client and project, sessions and prompt count "
                               "(totalSessions; each client and project entry also as sessionCount and totalHours)."),
     "derive_rules": Action(DeriveRulesRequest, derive_rules,
-                           "Rule candidates from instructions people repeat (confidence, occurrences, evidence turns); "
-                           "saveTraps saves those ≥ 0.8 as traps; format renders them; promote writes them into "
+                           "Rule candidates from instructions people repeat (items, and the same as rules with "
+                           "rule and sourcePromptIds: confidence, occurrences, evidence turns); "
+                           "saveTraps saves those ≥ 0.8 as traps; format renders them (formatted); promote writes them into "
                            "CLAUDE.md, GEMINI.md, .github/copilot-instructions.md or .cursor/rules/*.mdc of the "
                            "product root."),
     "export_story": Action(ExportStoryRequest, export_story,

@@ -73,8 +73,19 @@ def test_save_traps_keeps_only_confidence_at_least_08_with_id_severity_and_tags(
                                          ("markdown", "| Never commit directly to main. | constraint | 0.90 | 1 |")])
 def test_each_format_renders_the_rules(store, fmt, marker):
     _say(store, "Never commit directly to main.")
-    rules = derive_rules(store, DeriveRulesRequest(project="web", format=fmt))["rules"]
+    rules = derive_rules(store, DeriveRulesRequest(project="web", format=fmt))["formatted"]
     assert marker in rules and "Never commit directly to main." in rules
+
+
+def test_the_candidates_are_also_answered_as_rules_under_spec_memo_names(store):
+    """Agents written for spec-memo read ``rules`` (issue 13 point 6): the same candidates, each
+    with ``rule`` (its text) and ``sourcePromptIds`` (its evidence turns) beside our fields."""
+    _say(store, "Never commit directly to main.")
+    result = derive_rules(store, DeriveRulesRequest(project="web"))
+    assert [r["rule"] for r in result["rules"]] == [i["text"] for i in result["items"]] == ["Never commit directly to main."]
+    [rule] = result["rules"]
+    assert rule["sourcePromptIds"] == [e["id"] for e in rule["evidence"]] and rule["sourcePromptIds"]
+    assert {k: v for k, v in rule.items() if k not in ("rule", "sourcePromptIds")} == result["items"][0]
 
 
 def test_unknown_format_is_refused(store):

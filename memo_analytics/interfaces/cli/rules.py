@@ -59,8 +59,8 @@ def report_rules(
             table.add_row(f"{item['confidence']:.2f}", item["category"], str(item["occurrences"]),
                           _short(item["text"], 90))
         out.print(table)
-        if "rules" in r:
-            sys.stdout.write(_safe(r["rules"]))
+        if "formatted" in r:
+            sys.stdout.write(_safe(r["formatted"]))
         if "savedTraps" in r:
             out.print(f"saved {len(r['savedTraps'])} traps")
         if "promoted" in r:

@@ -127,8 +127,12 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
         _, default_format = allowed_destination(product_root, request.promote)  # refuse before any work
     candidates = candidates_in_scope(store, request)
     limit, _ = clamp_page(request.limit, 0)
+    items = [c.wire() for c in candidates[:limit]]
     result: dict[str, Any] = {
-        "total": len(candidates), "limit": limit, "items": [c.wire() for c in candidates[:limit]],
+        "total": len(candidates), "limit": limit, "items": items,
+        # spec-memo's name for the same candidates, with its field names beside ours
+        "rules": [{**item, "rule": item["text"], "sourcePromptIds": [e["id"] for e in item["evidence"]]}
+                  for item in items],
     }
     confident = [c.wire(evidence_limit=0) for c in candidates if c.confidence >= TRAP_THRESHOLD]
     result["confident"] = len(confident)
@@ -144,7 +148,7 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
         result["savedTraps"] = save_traps(store, candidates)
     if request.format is not None:
         result["format"] = request.format
-        result["rules"] = rules_body(confident, request.format)
+        result["formatted"] = rules_body(confident, request.format)
     if plan is not None:
         written = write_promotion(plan)
         result["promoted"] = {"path": str(written), "format": fmt, "rules": len(confident),
