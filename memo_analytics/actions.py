@@ -104,7 +104,10 @@ ACTIONS: dict[str, Action] = {
                      "The operator digest: what needs the human now (stalled or overlong open sessions, unclaimed "
                      "hand-offs, PRs awaiting review, rules ready to promote, billable work without a client), "
                      "ranked, one line each with the command that unsticks it."),
-    "feedback": Action(FeedbackRequest, record_feedback, "Count a use of a record and whether it helped."),
+    "feedback": Action(FeedbackRequest, record_feedback,
+                       "Count a use of a memory record (prompt, session, trap or decision: id) and what it was "
+                       "worth: feedback helpful, stale or wrong (or helpful true/false), with an optional comment; "
+                       "{id, kind, project, feedback: {hits, helpful, notHelpful, stale, wrong, lastAt, comments}}."),
     "handoffs": Action(HandoffListRequest, handoff_list,
                        "Hand-offs of a project (or every project), oldest first; pending ones by default."),
     "prompt_detail": Action(GetRequest, prompt_detail,
@@ -128,7 +131,7 @@ class PromptToolInput(BaseModel):
     body: str | None = Field(None, description="record: the turn's text")
     session_id: str | None = Field(None, description="Session id (record, session, session_start, session_end, list/search filter)")
     turn: int | None = Field(None, description="record: explicit turn number (1–1,000,000)")
-    id: str | None = Field(None, description="get / feedback: record id")
+    id: str | None = Field(None, description="get: record id; feedback: prompt, session, trap or decision id")
     project_id: str | None = Field(None, description="Project id (safe slug); default: the repository of cwd")
     cwd: str | None = Field(None, description="The caller's working directory (its git repository names the project)")
     vault_root: str | None = Field(None, description="Vault folder for this call (default: the server's)")
@@ -156,7 +159,12 @@ class PromptToolInput(BaseModel):
                           "default: list newest first, search by bm25 rank")
     pr: str | None = Field(None, description="session_end: pull-request URL, adds a {type: 'pr'} deliverable")
     deliverables: list[dict[str, Any]] | None = Field(None, description="session_end: [{type, url?, sha?, title?}]")
-    helpful: bool | None = Field(None, description="feedback: whether the record helped")
+    helpful: bool | None = Field(None, description="feedback: whether the record helped (true ≡ feedback helpful; "
+                                                   "false counts notHelpful)")
+    feedback: Literal["helpful", "stale", "wrong"] | None = Field(
+        None, description="feedback: helpful, stale (was true, now outdated) or wrong; stale and wrong also count "
+                          "notHelpful")
+    comment: str | None = Field(None, description="feedback: why, in a sentence (secrets redacted; the last 5 kept)")
     handoff: HandoffInput | None = Field(None, description="session_end: baton {nextSteps (required), failedApproaches, "
                                                            "openQuestions, branch, owner, shared} for the next session")
     shared: bool | None = Field(None, description="session_end: the hand-off may be claimed by any owner")

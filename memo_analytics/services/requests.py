@@ -164,10 +164,32 @@ class SessionRequest(Request):
 
 
 class FeedbackRequest(Request):
-    """``feedback``: a record was recalled (a hit), and was or was not helpful."""
+    """``feedback``: a record (prompt, session, trap or decision) was recalled (a hit), and
+    what it was worth: spec-memo's ``feedback: helpful|stale|wrong`` or today's ``helpful``
+    (``helpful: true`` ≡ ``feedback: helpful``; ``helpful: false`` is not helpful without
+    saying why; ``stale`` and ``wrong`` are not helpful, and say why)."""
 
-    id: str = Field(description="Record id that was used")
+    id: str = Field(description="Record id that was used (prompt, session, trap or decision)")
     helpful: bool | None = Field(None, description="Whether it helped; omit to count a hit only")
+    feedback: Literal["helpful", "stale", "wrong"] | None = Field(
+        None, description="helpful, stale (was true, is outdated) or wrong (never was true); stale and wrong "
+                          "count as not helpful")
+    comment: str | None = Field(None, description="Why, in a sentence (secrets redacted; the last few are kept)")
+
+    @model_validator(mode="after")
+    def _one_verdict(self):
+        """``helpful`` and ``feedback`` together must agree (``true`` with ``helpful``,
+        ``false`` with ``stale`` or ``wrong``)."""
+        if self.helpful is not None and self.feedback is not None \
+                and self.helpful != (self.feedback == "helpful"):
+            raise ValueError(f"feedback: {self.feedback} contradicts helpful: {str(self.helpful).lower()}")
+        return self
+
+    def verdict(self) -> str | None:
+        """``helpful``, ``notHelpful`` (``helpful: false`` alone), ``stale``, ``wrong`` or None (a hit only)."""
+        if self.feedback is not None:
+            return self.feedback
+        return None if self.helpful is None else ("helpful" if self.helpful else "notHelpful")
 
 
 class ActivityReportRequest(Request):

@@ -180,18 +180,27 @@ def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt i
 
 @prompt_app.command("feedback")
 def prompt_feedback(
-    record_id: str = typer.Argument(..., metavar="ID", help="The prompt or session that was used."),
+    record_id: str = typer.Argument(..., metavar="ID", help="The prompt, session, trap or decision that was used."),
     helpful: Optional[bool] = typer.Option(None, "--helpful/--not-helpful",
                                            help="Whether it helped (leave out to count the use only)."),
+    verdict: Optional[str] = typer.Option(None, "--feedback", metavar="helpful|stale|wrong",
+                                          help="What it was worth: helpful, stale (outdated) or wrong; stale and "
+                                               "wrong also count as not helpful."),
+    comment: Optional[str] = typer.Option(None, "--comment", help="Why, in a sentence (secrets are redacted)."),
 ) -> None:
-    """Count a use of a record and whether it helped (the `feedback` action)."""
+    """Count a use of a record and what it was worth (the `feedback` action)."""
     from ...services.feedback import record_feedback
     from ...services.requests import FeedbackRequest
 
-    result = record_feedback(state.store, _build(FeedbackRequest, id=record_id, helpful=helpful))
-    _emit(result, lambda r: out.print(_safe(
-        f"feedback on {r['id']}: used {r['feedback']['hits']} times, helpful {r['feedback']['helpful']}, "
-        f"not helpful {r['feedback']['notHelpful']}")))
+    result = record_feedback(state.store, _build(FeedbackRequest, id=record_id, helpful=helpful, feedback=verdict,
+                                                 comment=comment))
+
+    def human(r):
+        f = r["feedback"]
+        out.print(_safe(f"feedback on {r['kind']} {r['id']}: used {f['hits']} times, helpful {f['helpful']}, "
+                        f"not helpful {f['notHelpful']} (stale {f['stale']}, wrong {f['wrong']})"))
+
+    _emit(result, human)
 
 
 @prompt_app.command("show")
