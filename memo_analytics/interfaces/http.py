@@ -129,6 +129,16 @@ class ApiHandler(tornado.web.RequestHandler):
                 return value
         return None
 
+    def project_arg(self) -> str | None:
+        """The project of the query: ``project`` (the HTTP name) or ``projectId`` (the MCP
+        tool's name); both at once must agree."""
+        given = {name: value for name in ("project", "projectId")
+                 if (value := self.get_query_argument(name, None)) not in (None, "")}
+        if len(set(given.values())) > 1:
+            raise InvalidFieldError("project", f"project={given['project']!r} and projectId={given['projectId']!r} "
+                                               "differ; give one")
+        return next(iter(given.values()), None)
+
     def flag(self, name: str) -> bool | None:
         value = self.arg(name)
         if value is None or value == "":
@@ -238,13 +248,13 @@ def json_depth(value: Any) -> int:
 class PromptsHandler(ApiHandler):
     """``GET /api/prompts``: list (or, with ``query``, search) with the filters of SPEC §2.6."""
 
-    params = ("project", "query", "ide", "model", "agent", "sessionId", "session", "taskSlug", "slug", "client",
-              "billable", "tag", "since", "until", "limit", "offset", "sort", "crossProject")
+    params = ("project", "projectId", "query", "ide", "model", "agent", "sessionId", "session", "taskSlug", "slug",
+              "client", "billable", "tag", "since", "until", "limit", "offset", "sort", "crossProject")
 
     async def get(self) -> None:
         def work():
             request = ListRequest(
-                project=self.arg("project"), cross_project=bool(self.flag("crossProject")), query=self.arg("query"),
+                project=self.project_arg(), cross_project=bool(self.flag("crossProject")), query=self.arg("query"),
                 ide=self.arg("ide"), model=self.arg("model"), agent=self.arg("agent"),
                 session_id=self.arg("sessionId", "session"), task_slug=self.arg("taskSlug", "slug"),
                 client=self.arg("client"), billable=self.flag("billable"),
@@ -256,25 +266,47 @@ class PromptsHandler(ApiHandler):
         await self.run(work)
 
 
+def _request(model: type, project: str | None, **fields: Any) -> Any:
+    """``model(**fields)``, with ``project`` when given and the model takes one."""
+    if project and "project" in model.model_fields:
+        fields["project"] = project
+    return model(**fields)
+
+
+def _in_project(result: dict[str, Any], project: str | None, record_id: str) -> dict[str, Any]:
+    """``result`` when it belongs to ``project`` (or none was given); a record of another
+    project is not found, as on the session route."""
+    if project and result.get("project") != project:
+        raise RecordNotFoundError(record_id)
+    return result
+
+
 class PromptHandler(ApiHandler):
-    """``GET /api/prompts/{id}``: the record plus ``renderedHtml`` (sanitized) and
-    ``secretsRedacted`` (how many secrets the stored text had hidden)."""
+    """``GET /api/prompts/{id}[?project=…]``: the record plus ``renderedHtml`` (sanitized) and
+    ``secretsRedacted`` (how many secrets the stored text had hidden). With ``project`` (or
+    ``projectId``) the record must belong to that project, else 404."""
+
+    params = ("project", "projectId")
 
     async def get(self, record_id: str) -> None:
         def work():
-            return ACTIONS["prompt_detail"].run(self.store, ACTIONS["prompt_detail"].request(id=record_id))
+            project = self.project_arg()
+            action = ACTIONS["prompt_detail"]
+            return _in_project(action.run(self.store, _request(action.request, project, id=record_id)), project,
+                               record_id)
 
         await self.run(work)
 
 
 class SessionTurnsHandler(ApiHandler):
-    """``GET /api/prompts/sessions/{sessionId}?project=…``: the session and its turns."""
+    """``GET /api/prompts/sessions/{sessionId}?project=…``: the session and its turns
+    (``project`` or ``projectId``, required)."""
 
-    params = ("project", "limit", "offset")
+    params = ("project", "projectId", "limit", "offset")
 
     async def get(self, session_id: str) -> None:
         def work():
-            project = self.arg("project")
+            project = self.project_arg()
             if not project:
                 raise InvalidFieldError("project", "required for a session's turns")
             return ACTIONS["session"].run(self.store, SessionRequest(session_id=session_id, project=project,
@@ -285,12 +317,17 @@ class SessionTurnsHandler(ApiHandler):
 
 
 class SessionExportHandler(ApiHandler):
-    """``GET /api/prompts/sessions/{sessionId}/export``: the intent story as a Markdown
-    download (``text/markdown``, attachment, sanitized file name)."""
+    """``GET /api/prompts/sessions/{sessionId}/export[?project=…]``: the intent story as a
+    Markdown download (``text/markdown``, attachment, sanitized file name). With ``project``
+    (or ``projectId``) the session must belong to that project, else 404."""
+
+    params = ("project", "projectId")
 
     async def get(self, session_id: str) -> None:
         def work():
-            story = ACTIONS["export_story"].run(self.store, ExportStoryRequest(session_id=session_id))
+            project = self.project_arg()
+            story = _in_project(ACTIONS["export_story"].run(
+                self.store, _request(ExportStoryRequest, project, session_id=session_id)), project, session_id)
             return Download(story["markdown"].encode("utf-8"), "text/markdown; charset=utf-8",
                             f"story-{story['sessionId']}.md")
 
@@ -300,22 +337,22 @@ class SessionExportHandler(ApiHandler):
 class SessionsHandler(ApiHandler):
     """``GET /api/sessions``: a page of sessions (project, crossProject, client, since, until)."""
 
-    params = ("project", "crossProject", "client", "since", "until", "limit", "offset")
+    params = ("project", "projectId", "crossProject", "client", "since", "until", "limit", "offset")
 
     async def get(self) -> None:
         await self.run(lambda: ACTIONS["session"].run(self.store, SessionRequest(
-            project=self.arg("project"), cross_project=bool(self.flag("crossProject")), client=self.arg("client"),
+            project=self.project_arg(), cross_project=bool(self.flag("crossProject")), client=self.arg("client"),
             since=self.arg("since"), until=self.arg("until"), limit=self.arg("limit"), offset=self.arg("offset"))))
 
 
 class ActivityHandler(ApiHandler):
     """``GET /api/activity``: ``activity_report`` (project, crossProject, since, until, client, tz)."""
 
-    params = ("project", "crossProject", "since", "until", "client", "tz")
+    params = ("project", "projectId", "crossProject", "since", "until", "client", "tz")
 
     async def get(self) -> None:
         await self.run(lambda: ACTIONS["activity_report"].run(self.store, ActivityReportRequest(
-            project=self.arg("project"), cross_project=bool(self.flag("crossProject")), since=self.arg("since"),
+            project=self.project_arg(), cross_project=bool(self.flag("crossProject")), since=self.arg("since"),
             until=self.arg("until"), client=self.arg("client"), tz=self.arg("tz"))))
 
 
@@ -344,13 +381,19 @@ class DigestApplyHandler(ApiHandler):
 
 class DeriveRulesHandler(ApiHandler):
     """``POST /api/prompts/derive-rules``: derive, optionally save traps (JSON body with the
-    fields of ``derive_rules``: project, crossProject, since, until, minConfidence, limit,
-    saveTraps, format). Promotion is not offered over HTTP: it writes into a repository."""
+    fields of ``derive_rules``: project — or its MCP name projectId —, crossProject, since,
+    until, minConfidence, limit, saveTraps, format). Promotion is not offered over HTTP: it
+    writes into a repository."""
 
     async def post(self) -> None:
         def work():
             data = self.body_json()
             refuse_server_paths(data)  # promotion writes into a repository: from the CLI there
+            if "projectId" in data:  # the MCP tool's name of the field
+                project_id = data.pop("projectId")
+                if data.setdefault("project", project_id) != project_id:
+                    raise InvalidFieldError("project", f"project={data['project']!r} and projectId={project_id!r} "
+                                                       "differ; give one")
             return ACTIONS["derive_rules"].run(self.store, DeriveRulesRequest.model_validate(data))
 
         await self.run(work)

@@ -97,7 +97,9 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     existing turn file is always indexed before it is returned (``skip_existing``) or
     refused. (Missing rows below the highest turn are taken in by ``session_start`` and
     ``session_end``.) Client, billable and task slug default to the session's.
-    Branch and commit default to the ``cwd`` repository's HEAD. Before anything is written
+    Without ``session_id`` the prompt gets the random id ``prompt-{epoch ms}-{6 hex}`` even
+    when a ``turn`` is given (SPEC §2.2): a turn numbers a session's prompts, so with no session
+    it is not recorded. Branch and commit default to the ``cwd`` repository's HEAD. Before anything is written
     the body passes capture-ignore path redaction (the product
     root of ``cwd``: its ``.memoignore`` plus configured globs), then secret redaction.
 
@@ -120,8 +122,6 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     project = optional_slug(store.resolve_project(request.project, request.cwd), "project")
     session_id = optional_slug(request.session_id, "sessionId")
     task_slug = optional_slug(request.task_slug, "taskSlug")
-    if request.turn is not None and not session_id:
-        raise InvalidFieldError("turn", "needs a sessionId")
     created_at = parse_record_instant(request.created, "created", store.zone) if request.created else now
     if created_at > now + MAX_CLOCK_SKEW:
         raise InvalidFieldError("created", f"{to_iso(created_at)} is in the future")

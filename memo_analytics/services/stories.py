@@ -143,7 +143,8 @@ def story_destination(store: VaultStore | None, output: str, cwd: str | Path | N
 
     The caller's ``cwd`` must be a product repository — not the vault nor inside it — and
     the destination must lie outside that repository and outside the vault, end with one of
-    ``suffixes``, not be a symbolic link, and not exist unless ``overwrite``. ``store`` is
+    ``suffixes``, not be a symbolic link, and not exist unless ``overwrite``. A destination
+    folder that does not exist yet is created (once every check passed). ``store`` is
     None in remote mode: no local vault, the story came from the daemon.
 
     Raises
@@ -167,7 +168,7 @@ def story_destination(store: VaultStore | None, output: str, cwd: str | Path | N
     destination = Path(output).expanduser()
     destination = destination if destination.is_absolute() else here / destination
     # refuses the vault and any git work tree, the product root among them (SPEC §2.1, §5.2)
-    return output_target(destination, (vault,) if vault is not None else (), suffixes, overwrite)
+    return output_target(destination, (vault,) if vault is not None else (), suffixes, overwrite, make_folders=True)
 
 
 def write_story_file(story: dict[str, Any], output: str, cwd: str | Path | None, overwrite: bool = False,

@@ -194,6 +194,29 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def _missing_folders(folder: Path) -> list[Path]:
+    """The levels of ``folder`` that do not exist yet, outermost first (empty when it exists).
+
+    Raises
+    ------
+    InvalidFieldError
+        The nearest existing level is not a folder, or a level is a dangling symbolic link.
+    """
+    from ..domain.errors import InvalidFieldError
+
+    missing: list[Path] = []
+    while not os.path.lexists(folder):
+        missing.append(folder)
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    if folder.is_symlink() and not folder.exists():
+        raise InvalidFieldError("output", f"{folder} is a symbolic link to nothing; give a real folder")
+    if missing and not folder.is_dir():
+        raise InvalidFieldError("output", f"{folder} is not a folder")
+    return missing[::-1]
+
+
 def _work_tree(path: Path) -> Path | None:
     """The git work tree holding ``path`` (itself or an ancestor with ``.git``), if any."""
     for folder in (path, *path.parents):
@@ -203,7 +226,7 @@ def _work_tree(path: Path) -> Path | None:
 
 
 def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tuple[str, ...] = (),
-                  overwrite: bool = False) -> Path:
+                  overwrite: bool = False, make_folders: bool = False) -> Path:
     """The path an export or report will be written to (atomically).
 
     Refused: a path inside one of the ``forbidden`` folders (the vault: an export must never
@@ -214,6 +237,11 @@ def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tupl
     could point anywhere), and an existing file unless ``overwrite`` (``--force`` /
     ``overwrite: true``); an existing target that is not a regular file (a folder, a
     device such as ``/dev/null``, a FIFO) is refused even then.
+
+    With ``make_folders`` a missing folder is created instead (every missing level, once
+    the destination passed every other check: never inside the vault or a git work tree);
+    a missing level that is a symbolic link (dangling) or a file is refused, and each level
+    is made with ``mkdir``, which never follows a link.
 
     Raises
     ------
@@ -236,14 +264,21 @@ def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tupl
         if suffixes and real.suffix.lower() not in suffixes:
             raise InvalidFieldError("output", f"{output} must end with {' or '.join(suffixes)}")
         parent = target.parent
-        if not parent.exists():
+        missing = _missing_folders(parent) if make_folders else []
+        if not missing and not parent.exists():
             raise InvalidFieldError("output", f"folder {parent} does not exist")
-        if not parent.is_dir():
+        if not missing and not parent.is_dir():
             raise InvalidFieldError("output", f"{parent} is not a folder")
         repository = _work_tree(real.parent)
         if repository is not None:
             raise InvalidFieldError("output", f"{output} is inside the git repository {repository}; "
                                               "write reports and exports outside repositories")
+        for folder in missing:  # outermost first; mkdir never follows a link
+            try:
+                os.mkdir(folder)
+            except FileExistsError:
+                if folder.is_symlink() or not folder.is_dir():  # made meanwhile, as something else
+                    raise InvalidFieldError("output", f"{folder} is not a folder") from None
         if target.is_symlink():
             raise InvalidFieldError("output", f"{output} is a symbolic link; give the path of a regular file")
         if target.exists() and not target.is_file():

@@ -10,6 +10,9 @@ the same in a vault of a thousand prompts as in one of a million; the full histo
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
+
+from ..domain.records import subdir_for_kind
 
 VIEW_LIMIT = 200
 VIEW_FILES = {
@@ -26,6 +29,15 @@ def _cell(text: object, width: int = 100) -> str:
     return line.replace("|", "\\|")
 
 
+def _link(kind: str, record_id: object, text: object = None) -> str:
+    """A relative Markdown link from a project's view to the record's file
+    (``prompts/<id>.md``, ``sessions/<id>.md``) whose text is ``text`` (the id by default).
+    Ids are safe slugs (SPEC §2.1), so neither the text nor the target needs escaping."""
+    if not record_id:
+        return _cell(text)
+    return f"[{_cell(text or record_id, 200)}]({subdir_for_kind(kind)}/{quote(str(record_id))}.md)"
+
+
 def _header(title: str, project: str, total: int, shown: int, command: str) -> list[str]:
     more = f" The newest {shown} are listed; `{command}` shows them all." if total > shown else ""
     return [f"# {title} — {project}", "", f"{total} in all.{more}", ""]
@@ -33,21 +45,22 @@ def _header(title: str, project: str, total: int, shown: int, command: str) -> l
 
 def render_prompts(project: str, total: int, rows: list[dict[str, Any]]) -> str:
     lines = _header("Prompts", project, total, len(rows), f"memo prompt list --project {project}")
-    lines += ["| created (UTC) | session | turn | ide | prompt |", "|---|---|---|---|---|"]
-    lines += [f"| {r['created'][:16].replace('T', ' ')} | {_cell(r.get('sessionId'), 40)} | {r.get('turn') or ''} | "
-              f"{_cell(r.get('ide'), 20)} | {_cell(r.get('body'))} |" for r in rows]
+    lines += ["| created (UTC) | prompt file | session | turn | ide | prompt |", "|---|---|---|---|---|---|"]
+    lines += [f"| {r['created'][:16].replace('T', ' ')} | {_link('prompt', r.get('id'))} | {_cell(r.get('sessionId'), 40)} "
+              f"| {r.get('turn') or ''} | {_cell(r.get('ide'), 20)} | {_cell(r.get('body'))} |" for r in rows]
     return "\n".join(lines) + "\n"
 
 
 def render_sessions(project: str, total: int, rows: list[dict[str, Any]]) -> str:
     lines = _header("Sessions", project, total, len(rows), f"memo session show --project {project}")
-    lines += ["| start (UTC) | end (UTC) | minutes | client | billable | status | summary | deliverables |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += ["| session | start (UTC) | end (UTC) | minutes | client | billable | status | summary | deliverables |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         end = (r.get("endTime") or "")[:16].replace("T", " ") or "open"
         minutes = "" if r.get("durationMinutes") is None else r["durationMinutes"]
         deliverables = ", ".join(d.get("url") or d.get("sha") or d.get("type", "") for d in r.get("deliverables") or [])
-        lines.append(f"| {r['startTime'][:16].replace('T', ' ')} | {end} | {minutes} | {_cell(r.get('client') or 'internal', 30)} "
+        lines.append(f"| {_link('session', r.get('id'), r.get('sessionId'))} | {r['startTime'][:16].replace('T', ' ')} "
+                     f"| {end} | {minutes} | {_cell(r.get('client') or 'internal', 30)} "
                      f"| {'yes' if r.get('billable', True) else 'no'} | {r.get('status')} | {_cell(r.get('summary'), 60)} "
                      f"| {_cell(deliverables, 80)} |")
     return "\n".join(lines) + "\n"

@@ -67,11 +67,6 @@ def test_a_huge_turn_is_refused_and_nothing_is_written(tmp_path, turn):
     assert not (vault / "projects").exists()
 
 
-def test_a_turn_without_a_session_is_refused(tmp_path):
-    proc = memo("prompt", "record", "--body", "a", "--turn", "5", "--project", "p", vault=tmp_path / "v", check=False)
-    one_line_error(proc, "error: Invalid turn: needs a sessionId")
-
-
 @pytest.mark.parametrize(
     "args",
     [

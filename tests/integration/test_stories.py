@@ -90,7 +90,8 @@ def test_story_is_written_outside_the_product_root_from_a_product_repository(sto
     ("repo", "OTHER/story.md", "Invalid output: .* is inside the git repository .*other"),
     ("repo", "docs/../notes/story.md", "Invalid output"),
     ("repo", "VAULT/story.md", "Invalid output: .* is inside the vault"),
-    ("repo", "../missing-folder/story.md", "Invalid output: folder .* does not exist"),
+    ("repo", "VAULT/new-folder/story.md", "Invalid output: .* is inside the vault"),
+    ("repo", "new-folder/story.md", "Invalid output: .* is inside the git repository"),
     (None, "../story.md", "Invalid cwd: required with output"),
 ])
 def test_story_destination_rules_refuse_and_write_nothing(store, repo, tmp_path, where, output, message):
@@ -108,6 +109,7 @@ def test_story_destination_rules_refuse_and_write_nothing(store, repo, tmp_path,
         export_story(store, ExportStoryRequest(session_id="s1", output=output, cwd=str(cwd) if cwd else None))
     after = sorted(p for p in tmp_path.rglob("*") if p.is_file() and ".memo" not in p.parts)
     assert before == after
+    assert not (repo / "new-folder").exists() and not (store.root / "new-folder").exists()
 
 
 def test_cli_session_export_prints_or_writes_the_story(tmp_path, repo):
