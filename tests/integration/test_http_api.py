@@ -172,8 +172,8 @@ def test_story_download_is_markdown_with_a_safe_file_name(seeded):
     # without a fingerprint, the one the digest shows now (as memo digest apply): x is not in it
     ("/api/digest/apply", {"item": "x"}, 400, "Invalid item: x is not in the digest"),
     ("/api/digest/apply", {"item": "x", "note": "y"}, 400, "Invalid note"),
-    ("/api/prompts?q=invoices", None, 400, "Invalid query parameter 'q': this endpoint reads project, query"),
-    ("/api/prompts?projectId=web", None, 400, "Invalid query parameter 'projectId'"),
+    ("/api/prompts?q=invoices", None, 400, "Invalid query parameter 'q': this endpoint reads project, projectId, query"),
+    ("/api/prompts?projectid=web", None, 400, "Invalid query parameter 'projectid'"),  # projectId is the tool's name
     ("/api/nothing/here", None, 404, "No such endpoint: GET /api/nothing/here"),
 ])
 def test_errors_are_sanitized_json_with_the_message(seeded, path, data, status, message):
