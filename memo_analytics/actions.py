@@ -130,7 +130,7 @@ class PromptToolInput(BaseModel):
                                                                       for k in AGENT_ACTIONS))
     body: str | None = Field(None, description="record: the turn's text")
     session_id: str | None = Field(None, description="Session id (record, session, session_start, session_end, list/search filter)")
-    turn: int | None = Field(None, description="record: explicit turn number (1–1,000,000)")
+    turn: int | None = Field(None, description="record: explicit turn number (1–1,000,000) of sessionId; without sessionId the turn gets a random id (SPEC §2.2)")
     id: str | None = Field(None, description="get: record id; feedback: prompt, session, trap or decision id")
     project_id: str | None = Field(None, description="Project id (safe slug); default: the repository of cwd")
     cwd: str | None = Field(None, description="The caller's working directory (its git repository names the project)")
