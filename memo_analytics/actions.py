@@ -225,6 +225,8 @@ def _split(arguments: PromptToolInput) -> tuple[Request, list[str]]:
     if "shared" in given and isinstance(given.get("handoff"), dict):
         given["handoff"]["shared"] = given.pop("shared")
     accepted = set(action.request.model_fields)
+    if arguments.action == "record" and "turn" in given and "session_id" not in given:
+        accepted.discard("turn")  # a turn numbers a session's turns: without one the record gets a random id (SPEC §2.2)
     unused = sorted(to_camel(_WIRE.get(k, k)) for k in given if k not in accepted and k not in _CONTEXT)
     return action.request.model_validate({k: v for k, v in given.items() if k in accepted}), unused
 

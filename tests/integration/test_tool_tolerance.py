@@ -58,3 +58,12 @@ def test_the_http_actions_take_both_field_names_and_name_the_ignored_ones(tmp_pa
     assert by_tool_name[1] == by_http_name[1]
     assert by_tool_name[1]["total"] == 1 and by_tool_name[1]["ignored"] == ["summary"]
     assert unknown[0] == 400 and "Invalid nosuch" in unknown[1]["error"]
+
+
+def test_a_turn_number_without_a_session_is_named_as_ignored(tmp_path):
+    """SPEC §2.2: a turn without a sessionId gets the random id, so its number is not used."""
+    [(is_error, text)] = asyncio.run(_calls(tmp_path / "v", [
+        {"action": "record", "projectId": "web", "body": "a lone turn", "turn": 3}]))
+    answer = json.loads(text)
+    assert not is_error and answer["ignored"] == ["turn"] and answer["turn"] is None
+    assert answer["id"].startswith("prompt-") and "-t3" not in answer["id"]
