@@ -45,6 +45,8 @@ class Server:
     def __init__(self, vault: Path, *args: str, port: int | None = None):
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        if "--mcp-port" not in args:  # the default (port + 1) may be another test's port: no MCP unless asked
+            args = (*args, "--mcp-port", "0")
         self.proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "serve",
                                       "--port", str(self.port), *args],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
