@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,12 @@ def store(settings: Settings):
     vault = VaultStore(settings)
     yield vault
     vault.close()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A product repository: a fresh git work tree named ``product`` (its project's slug)."""
+    root = tmp_path / "product"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root

@@ -43,7 +43,7 @@ from typing import AsyncIterator, Iterator, Mapping
 
 from typer.testing import CliRunner
 
-__all__ = ["Ran", "environment", "mcp_client", "memo"]
+__all__ = ["Ran", "environment", "mcp_client", "memo", "tool_calls"]
 
 _RUNNER = CliRunner()
 
@@ -74,20 +74,19 @@ def _overrides(vault: Path | None, env: Mapping[str, str | None] | None) -> dict
 @contextmanager
 def environment(overrides: Mapping[str, str | None]) -> Iterator[None]:
     """``os.environ`` with ``overrides`` (None removes a name) for the block, then as it was."""
+    def apply(values: Mapping[str, str | None]) -> None:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
     saved = {name: os.environ.get(name) for name in overrides}
     try:
-        for name, value in overrides.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        apply(overrides)
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        apply(saved)
 
 
 @contextmanager
@@ -200,3 +199,19 @@ async def mcp_client(vault: Path | None, env: Mapping[str, str | None] | None = 
                 yield client
         finally:
             runtime.close()
+
+
+def tool_calls(vault: Path | None, calls: list[dict], env: Mapping[str, str | None] | None = None) -> list[tuple[bool, str]]:
+    """Each call of the tool ``prompt`` in order, through one in-memory client on the server
+    ``memo [--vault-root VAULT] mcp`` serves: ``(is_error, text)`` per call."""
+    import asyncio
+
+    async def run() -> list[tuple[bool, str]]:
+        answers = []
+        async with mcp_client(vault, env) as client:
+            for arguments in calls:
+                result = await client.call_tool("prompt", arguments)
+                answers.append((result.is_error, result.content[0].text))
+        return answers
+
+    return asyncio.run(run())

@@ -43,6 +43,7 @@ def _zone_names() -> frozenset[str]:
     return frozenset(available_timezones())
 
 
+@lru_cache(maxsize=256)
 def _listed_on_tzpath(name: str) -> bool:
     """Whether ``name`` is a TZif file of the tz path, every part spelled exactly as in its
     folder: the same answer :func:`zoneinfo.available_timezones` gives for such a name (its

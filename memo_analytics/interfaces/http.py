@@ -266,13 +266,6 @@ class PromptsHandler(ApiHandler):
         await self.run(work)
 
 
-def _request(model: type, project: str | None, **fields: Any) -> Any:
-    """``model(**fields)``, with ``project`` when given and the model takes one."""
-    if project and "project" in model.model_fields:
-        fields["project"] = project
-    return model(**fields)
-
-
 def _in_project(result: dict[str, Any], project: str | None, record_id: str) -> dict[str, Any]:
     """``result`` when it belongs to ``project`` (or none was given); a record of another
     project is not found, as on the session route."""
@@ -292,7 +285,7 @@ class PromptHandler(ApiHandler):
         def work():
             project = self.project_arg()
             action = ACTIONS["prompt_detail"]
-            return _in_project(action.run(self.store, _request(action.request, project, id=record_id)), project,
+            return _in_project(action.run(self.store, action.request(id=record_id)), project,
                                record_id)
 
         await self.run(work)
@@ -327,7 +320,7 @@ class SessionExportHandler(ApiHandler):
         def work():
             project = self.project_arg()
             story = _in_project(ACTIONS["export_story"].run(
-                self.store, _request(ExportStoryRequest, project, session_id=session_id)), project, session_id)
+                self.store, ExportStoryRequest(session_id=session_id)), project, session_id)
             return Download(story["markdown"].encode("utf-8"), "text/markdown; charset=utf-8",
                             f"story-{story['sessionId']}.md")
 

@@ -174,8 +174,6 @@ def _version() -> str:
         return "0+unknown"
 
 
-#: Loopback names: every address of :func:`~memo_analytics.domain.hosts.is_loopback` is loopback too.
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def own_origin_only(port: int, host: str = "127.0.0.1"):

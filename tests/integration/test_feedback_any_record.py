@@ -7,11 +7,10 @@ five are kept in the record's frontmatter."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 from memo_analytics.vault.io import read_record
-from tests.inprocess import mcp_client, memo
+from tests.inprocess import memo, tool_calls
 
 SECRET = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
@@ -30,15 +29,7 @@ def _json(*args, vault):
 
 
 def _tool(vault, *calls):
-    async def scenario():
-        answers = []
-        async with mcp_client(vault) as client:
-            for arguments in calls:
-                result = await client.call_tool("prompt", arguments)
-                answers.append((result.is_error, result.content[0].text))
-        return answers
-
-    return asyncio.run(scenario())
+    return tool_calls(vault, list(calls))
 
 
 def test_feedback_on_a_trap_and_a_session_over_the_tool_takes_spec_memo_verdicts_and_comments(tmp_path):

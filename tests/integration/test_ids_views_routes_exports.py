@@ -5,34 +5,16 @@ the vault, never through a symbolic link)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import subprocess
 
 import pytest
 
 from memo_analytics.domain.ids import LONE_PROMPT_ID
-from tests.inprocess import mcp_client, memo
+from tests.inprocess import memo, tool_calls
 
 from .test_http_api import Server
 
-
-async def _calls(vault, calls, env=None):
-    answers = []
-    async with mcp_client(vault, env) as client:
-        for arguments in calls:
-            result = await client.call_tool("prompt", arguments)
-            answers.append((result.is_error, result.content[0].text))
-    return answers
-
-
-@pytest.fixture
-def repo(tmp_path):
-    root = tmp_path / "product"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root
 
 
 # --- SPEC §2.2: a turn without a sessionId gets the random id -------------------------------
@@ -50,16 +32,16 @@ def test_a_turn_without_a_session_gets_the_random_prompt_id_over_the_cli(tmp_pat
 
 def test_a_turn_without_a_session_gets_the_random_prompt_id_over_mcp(tmp_path):
     vault = tmp_path / "v"
-    first, second = asyncio.run(_calls(vault, [
+    first, second = tool_calls(vault, [
         {"action": "record", "projectId": "p", "body": "one", "turn": 1},
         {"action": "record", "projectId": "p", "body": "two", "turn": 1},
-    ]))
+    ])
     assert not first[0] and not second[0], (first, second)
     ids = [json.loads(answer)["id"] for _, answer in (first, second)]
     assert all(LONE_PROMPT_ID.fullmatch(i) for i in ids) and ids[0] != ids[1]  # never the same file
     # with a session the id stays prompt-{sessionId}-t{turn}
-    (with_session,) = asyncio.run(_calls(vault, [{"action": "record", "projectId": "p", "body": "x",
-                                                  "sessionId": "s", "turn": 3}]))
+    (with_session,) = tool_calls(vault, [{"action": "record", "projectId": "p", "body": "x",
+                                                  "sessionId": "s", "turn": 3}])
     assert json.loads(with_session[1])["id"] == "prompt-s-t3"
 
 
@@ -175,8 +157,8 @@ def _story_vault(tmp_path):
 def test_story_export_creates_a_missing_destination_folder_over_mcp(tmp_path, repo):
     vault = _story_vault(tmp_path)
     target = tmp_path / "stories" / "2026" / "march" / "s1.md"
-    ((error, text),) = asyncio.run(_calls(vault, [{"action": "export_story", "sessionId": "s1",
-                                                   "output": str(target), "cwd": str(repo)}]))
+    ((error, text),) = tool_calls(vault, [{"action": "export_story", "sessionId": "s1",
+                                                   "output": str(target), "cwd": str(repo)}])
     assert not error, text
     assert json.loads(text)["path"] == str(target)
     assert target.read_text(encoding="utf-8") == memo("session", "export", "s1", vault=vault).stdout

@@ -32,14 +32,6 @@ def _session(store, session_id="s1", project="web", **end):
                                                 deliverables=[{"type": "commit", "sha": "abc1234"}], **end))
 
 
-@pytest.fixture
-def repo(tmp_path):
-    root = tmp_path / "product"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    return root
-
-
 def test_export_story_holds_metadata_deliverables_and_the_turn_log_in_order(store):
     _session(store)
     story = export_story(store, ExportStoryRequest(session_id="s1"))

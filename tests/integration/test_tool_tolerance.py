@@ -6,33 +6,24 @@ rule on ``POST /api/actions/*``, where the tool's names (``projectId``) and the 
 
 from __future__ import annotations
 
-import asyncio
 import json
 
-from tests.inprocess import mcp_client, memo
+from tests.inprocess import memo, tool_calls
 
 from .test_http_api import Server
 
-
-async def _calls(vault, calls):
-    answers = []
-    async with mcp_client(vault) as client:
-        for arguments in calls:
-            result = await client.call_tool("prompt", arguments)
-            answers.append((result.is_error, result.content[0].text))
-    return answers
 
 
 def test_fields_an_action_does_not_use_are_ignored_and_named_and_unknown_ones_refused(tmp_path):
     vault = tmp_path / "v"
     memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
-    ended, listed, refused = asyncio.run(_calls(vault, [
+    ended, listed, refused = tool_calls(vault, [
         # spec-memo's agents send body with summary and a pagination limit with session_end
         {"action": "session_end", "sessionId": "s1", "projectId": "web", "until": "2026-03-02T10:00:00Z",
          "summary": "done", "body": "the turn text", "limit": 5, "cwd": str(tmp_path)},
         {"action": "list", "projectId": "web", "summary": "x", "helpful": True},
         {"action": "list", "projectId": "web", "sesionId": "s1"},
-    ]))
+    ])
     assert not ended[0] and not listed[0]
     answer = json.loads(ended[1])
     assert answer["ignored"] == ["body", "limit"]  # the context field cwd is not named
@@ -62,8 +53,8 @@ def test_the_http_actions_take_both_field_names_and_name_the_ignored_ones(tmp_pa
 
 def test_a_turn_number_without_a_session_is_named_as_ignored(tmp_path):
     """SPEC §2.2: a turn without a sessionId gets the random id, so its number is not used."""
-    [(is_error, text)] = asyncio.run(_calls(tmp_path / "v", [
-        {"action": "record", "projectId": "web", "body": "a lone turn", "turn": 3}]))
+    [(is_error, text)] = tool_calls(tmp_path / "v", [
+        {"action": "record", "projectId": "web", "body": "a lone turn", "turn": 3}])
     answer = json.loads(text)
     assert not is_error and answer["ignored"] == ["turn"] and answer["turn"] is None
     assert answer["id"].startswith("prompt-") and "-t3" not in answer["id"]

@@ -52,12 +52,17 @@ def test_a_deeply_nested_hand_edited_file_is_reported_and_every_command_still_ru
     assert bad.read_text() == DEEP
 
 
-def test_a_secret_in_a_frontmatter_key_is_redacted(tmp_path):
+def _pushed_with_frontmatter(tmp_path, extra: str) -> str:
+    """The stored text of a pushed turn whose frontmatter holds ``extra`` lines (applied)."""
     store = VaultStore(Settings(vault_root=tmp_path / "team"))
-    text = record_text().replace("tags: []\n", "tags: []\nAKIAIOSFODNN7EXAMPLE: x\nextra: {'password=hunter2hunter2': 2}\n")
+    text = record_text().replace("tags: []\n", "tags: []\n" + extra)
     [result] = sync.apply_incoming(store, [{"id": "prompt-s9-t1", "text": text}])
     assert result["outcome"] == "applied"
-    stored = (store.root / "projects/web/prompts/prompt-s9-t1.md").read_text()
+    return (store.root / "projects/web/prompts/prompt-s9-t1.md").read_text()
+
+
+def test_a_secret_in_a_frontmatter_key_is_redacted(tmp_path):
+    stored = _pushed_with_frontmatter(tmp_path, "AKIAIOSFODNN7EXAMPLE: x\nextra: {'password=hunter2hunter2': 2}\n")
     assert "AKIAIOSFODNN7EXAMPLE" not in stored and "hunter2hunter2" not in stored and "[REDACTED:" in stored
 
 
@@ -226,11 +231,7 @@ def test_a_pushed_prompt_cannot_take_another_records_id(tmp_path, record_id, edi
 
 
 def test_the_value_of_a_secret_named_frontmatter_key_is_hidden(tmp_path):
-    store = VaultStore(Settings(vault_root=tmp_path / "team"))
-    text = record_text().replace("tags: []\n", "tags: []\npassword: hunter2hunter2\nextra: {api_key: plainvalue1}\n")
-    [result] = sync.apply_incoming(store, [{"id": "prompt-s9-t1", "text": text}])
-    assert result["outcome"] == "applied"
-    stored = (store.root / "projects/web/prompts/prompt-s9-t1.md").read_text()
+    stored = _pushed_with_frontmatter(tmp_path, "password: hunter2hunter2\nextra: {api_key: plainvalue1}\n")
     assert "hunter2hunter2" not in stored and "plainvalue1" not in stored
     assert "password: '[REDACTED:secret-assignment]'" in stored
 
