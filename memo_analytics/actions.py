@@ -76,7 +76,7 @@ ACTIONS: dict[str, Action] = {
                      "Record one conversational turn (body required; with sessionId and no turn, the next turn)."),
     "list": Action(ListRequest, list_prompts, "List turns newest first with filters; {total, limit, offset, hasMore, items}."),
     "search": Action(ListRequest, search_prompts, "Full-text search (FTS5, bm25) over turns with the same filters."),
-    "get": Action(GetRequest, lambda store, r: get_record(store, r.id),
+    "get": Action(GetRequest, lambda store, r: get_record(store, r.id, r.project, r.cwd),
                   "One record by id: a prompt first, then a session."),
     "session": Action(SessionRequest, session_view,
                       "With sessionId: the session and its turns in order; without: a page of sessions."),

@@ -57,6 +57,27 @@ class RecordNotFoundError(MemoError):
         super().__init__(f"Record not found: {_short(record_id)}")
 
 
+class AmbiguousIdError(InvalidFieldError):
+    """An id given without a project names records of several projects (SPEC §2.1: a record's
+    key is ``(project, id)``); the message lists them, and a project chooses one.
+
+    Attributes
+    ----------
+    record_id : str
+        The id as given.
+    projects : list[str]
+        The projects that hold a record of this id, sorted.
+    """
+
+    def __init__(self, record_id: str, projects: list[str]) -> None:
+        self.field = "project"
+        self.record_id = record_id
+        self.projects = sorted(projects)
+        self.reason = f"{_short(record_id)} exists in projects {', '.join(self.projects)}; give the project"
+        MemoError.__init__(self, f"Ambiguous id {_short(record_id)}: it exists in projects "
+                                 f"{', '.join(self.projects)}; give the project (project / projectId / --project)")
+
+
 class SessionCompletedError(MemoError):
     """``session_start`` on a session whose record is completed (SPEC §2.5)."""
 

@@ -141,7 +141,7 @@ def reconcile(conn: sqlite3.Connection, layout: VaultLayout, folders: list[str],
     with transaction(conn):
         for key, project, now, to_read, gone in plan:
             for record_id in gone:
-                if delete_record(conn, record_id):
+                if delete_record(conn, project, record_id):
                     result.removed += 1
                     result.projects.add(project)
             for record_id, path in to_read:
@@ -153,11 +153,11 @@ def reconcile(conn: sqlite3.Connection, layout: VaultLayout, folders: list[str],
 def _take_in(conn: sqlite3.Connection, layout: VaultLayout, record_id: str, path, project: str,
              result: ReconcileResult) -> None:
     relative = str(path.relative_to(layout.root))
-    row = get_row(conn, record_id)
+    row = get_row(conn, project, record_id)
     parsed = parse_for_index(path, redact=True)
     if isinstance(parsed, CorruptRecordError):
         result.skipped.append(parsed)
-        if row is not None and row["path"] == relative and delete_record(conn, record_id):
+        if row is not None and row["path"] == relative and delete_record(conn, project, record_id):
             result.removed += 1  # it no longer parses: out of the index, as after a rebuild
             result.projects.add(project)
         return

@@ -152,7 +152,8 @@ def rebuild(
     """Replace the index content with what the record files say.
 
     A file that cannot be parsed or validated (or whose id, kind or project disagrees with
-    where it lies, or whose id another file already uses) is reported in ``skipped`` and
+    where it lies, or whose id another file of the same project already uses: the key is
+    ``(project, id)``) is reported in ``skipped`` and
     left byte-for-byte untouched. With ``redact`` every body and every free-text
     frontmatter value passes secret redaction before it enters the index, so a secret
     pasted into a file by hand never reaches the index or a report. Files are parsed on
@@ -164,7 +165,7 @@ def rebuild(
     stamps = disk_stamps(layout)  # before listing: a file arriving meanwhile leaves a newer time
     files = layout.record_files()
     result = ReindexResult()
-    seen: dict[str, Path] = {}
+    seen: dict[tuple[str, str], Path] = {}  # (project, id): the key of a record (SPEC §2.1)
     batch: list[tuple[int, tuple, str | None, str | None]] = []
     with transaction(conn):
         reset_schema(conn)
@@ -172,9 +173,9 @@ def rebuild(
         for number, (path, item) in enumerate(_rows(files, layout.root, redact), 1):
             if item[0] == "error":
                 result.skipped.append(CorruptRecordError(item[1], item[2]))
-            elif seen.setdefault(item[1][0], path) != path:
+            elif seen.setdefault((item[1][2], item[1][0]), path) != path:
                 result.skipped.append(
-                    CorruptRecordError(str(path), f"id {item[1][0]!r} also used by {seen[item[1][0]]}"))
+                    CorruptRecordError(str(path), f"id {item[1][0]!r} also used by {seen[(item[1][2], item[1][0])]}"))
             else:
                 result.indexed += 1
                 batch.append((result.indexed, *item[1:]))

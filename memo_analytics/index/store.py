@@ -1,7 +1,9 @@
 """SQLite index over the vault (SPEC §2.1, §2.6).
 
-``records`` holds one row per record file (frontmatter columns + body); ``records_fts``
-is an FTS5 table over prompt/session text sharing the row ids of ``records``. The index is
+``records`` holds one row per record file (frontmatter columns + body), keyed by
+``(project, id)``: the same id may exist in several projects (SPEC §2.1, §2.2 — records
+live under ``projects/<projectId>/``); ``records_fts`` is an FTS5 table over prompt/session
+text sharing the row ids of ``records``. The index is
 a cache: :mod:`memo_analytics.index.reindex` rebuilds it from the files alone.
 """
 
@@ -17,11 +19,11 @@ from .query import PromptFilter, build_where, fts_match_expression, fts_text
 
 #: Version of the schema below (``PRAGMA user_version``); an index of another version is
 #: rebuilt from the files on open (it is a cache).
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
-    id TEXT PRIMARY KEY,
+    id TEXT NOT NULL,
     kind TEXT NOT NULL,
     project TEXT NOT NULL,
     path TEXT NOT NULL,
@@ -46,7 +48,8 @@ CREATE TABLE IF NOT EXISTS records (
     deliverables TEXT NOT NULL DEFAULT '[]',
     tags TEXT NOT NULL DEFAULT '[]',
     meta TEXT NOT NULL,
-    body TEXT NOT NULL DEFAULT ''
+    body TEXT NOT NULL DEFAULT '',
+    UNIQUE (project, id)
 );
 CREATE TABLE IF NOT EXISTS record_counts (
     project TEXT NOT NULL,
@@ -66,6 +69,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
 #: Secondary indexes of ``records`` (dropped and rebuilt around a bulk load: faster than
 #: maintaining them row by row).
 _INDEXES = {
+    "records_id": "records(id, kind)",
     "records_kind_project_created": "records(kind, project, created)",
     "records_kind_created": "records(kind, created)",
     "records_session_turn": "records(session_id, turn)",
@@ -198,20 +202,24 @@ def _row_values(meta: dict[str, Any], body: str, path: str) -> dict[str, Any]:
 
 
 def upsert_record(conn: sqlite3.Connection, meta: dict[str, Any], body: str, path: str) -> None:
-    """Insert or replace one record and its FTS row (call inside :func:`transaction`)."""
+    """Insert or replace one record (keyed by ``(project, id)``) and its FTS row (call
+    inside :func:`transaction`)."""
     values = _row_values(meta, body, path)
     columns = list(values)
-    before = conn.execute("SELECT project, kind FROM records WHERE id = ?", (values["id"],)).fetchone()
-    if before is None or tuple(before) != (values["project"], values["kind"]):
+    key = (values["project"], values["id"])
+    before = conn.execute("SELECT rowid, kind FROM records WHERE project = ? AND id = ?", key).fetchone()
+    if before is None or before[1] != values["kind"]:
         _count(conn, values["project"], values["kind"], +1)
         if before is not None:
-            _count(conn, before[0], before[1], -1)
+            _count(conn, values["project"], before[1], -1)
     conn.execute(
         f"INSERT INTO records ({','.join(columns)}) VALUES ({','.join('?' * len(columns))}) "
-        f"ON CONFLICT(id) DO UPDATE SET {','.join(f'{c}=excluded.{c}' for c in columns if c != 'id')}",
+        f"ON CONFLICT(project, id) DO UPDATE SET "
+        f"{','.join(f'{c}=excluded.{c}' for c in columns if c not in ('id', 'project'))}",
         [values[c] for c in columns],
     )
-    rowid = conn.execute("SELECT rowid FROM records WHERE id = ?", (values["id"],)).fetchone()[0]
+    rowid = before[0] if before is not None else conn.execute(
+        "SELECT rowid FROM records WHERE project = ? AND id = ?", key).fetchone()[0]
     conn.execute("DELETE FROM records_fts WHERE rowid = ?", (rowid,))
     if values["kind"] in ("prompt", "session"):
         conn.execute(
@@ -351,17 +359,27 @@ def client_names(conn: sqlite3.Connection) -> list[str]:
     return sorted(r[0] for r in rows)
 
 
-def get_row(conn: sqlite3.Connection, record_id: str, kind: str | None = None) -> sqlite3.Row | None:
-    """The ``records`` row of ``record_id`` (optionally of one kind), or None."""
+def get_row(conn: sqlite3.Connection, project: str, record_id: str, kind: str | None = None) -> sqlite3.Row | None:
+    """The ``records`` row of ``record_id`` in ``project`` (optionally of one kind), or None."""
     if kind:
-        return conn.execute("SELECT * FROM records WHERE id = ? AND kind = ?", (record_id, kind)).fetchone()
-    return conn.execute("SELECT * FROM records WHERE id = ?", (record_id,)).fetchone()
+        return conn.execute("SELECT * FROM records WHERE project = ? AND id = ? AND kind = ?",
+                            (project, record_id, kind)).fetchone()
+    return conn.execute("SELECT * FROM records WHERE project = ? AND id = ?", (project, record_id)).fetchone()
 
 
-def max_turn(conn: sqlite3.Connection, session_id: str) -> int:
-    """Highest turn recorded for ``session_id`` (0 when none) (SPEC §2.4)."""
+def rows_with_id(conn: sqlite3.Connection, record_id: str, kind: str | None = None) -> list[sqlite3.Row]:
+    """Every ``records`` row of ``record_id`` (optionally of one kind), one per project that
+    holds it, by project: an id alone may name records of several projects (SPEC §2.1)."""
+    if kind:
+        return conn.execute("SELECT * FROM records WHERE id = ? AND kind = ? ORDER BY project",
+                            (record_id, kind)).fetchall()
+    return conn.execute("SELECT * FROM records WHERE id = ? ORDER BY project", (record_id,)).fetchall()
+
+
+def max_turn(conn: sqlite3.Connection, project: str, session_id: str) -> int:
+    """Highest turn recorded for ``session_id`` in ``project`` (0 when none) (SPEC §2.4)."""
     row = conn.execute(
-        "SELECT MAX(turn) FROM records WHERE kind = 'prompt' AND session_id = ?", (session_id,)
+        "SELECT MAX(turn) FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ?", (session_id, project)
     ).fetchone()
     return int(row[0] or 0)
 
@@ -413,10 +431,11 @@ def clear(conn: sqlite3.Connection) -> None:
     conn.execute("DELETE FROM folder_stamps")
 
 
-def delete_record(conn: sqlite3.Connection, record_id: str) -> bool:
-    """Remove one record's rows (its file is gone); True when there was one. Call inside
-    :func:`transaction`."""
-    row = conn.execute("SELECT rowid, project, kind FROM records WHERE id = ?", (record_id,)).fetchone()
+def delete_record(conn: sqlite3.Connection, project: str, record_id: str) -> bool:
+    """Remove the rows of ``record_id`` in ``project`` (its file is gone); True when there was
+    one. Call inside :func:`transaction`."""
+    row = conn.execute("SELECT rowid, project, kind FROM records WHERE project = ? AND id = ?",
+                       (project, record_id)).fetchone()
     if row is None:
         return False
     conn.execute("DELETE FROM records_fts WHERE rowid = ?", (row[0],))
@@ -464,18 +483,27 @@ def set_folder_stamps(conn: sqlite3.Connection, stamps: dict[str, int | None]) -
                          "ON CONFLICT(folder) DO UPDATE SET mtime_ns = excluded.mtime_ns", (folder, mtime_ns))
 
 
-def session_turn_span(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
-    """``(number of distinct turns, highest turn)`` indexed for ``session_id`` ((0, 0) when
-    none): equal when the turns are 1…n without a gap. One probe of the session index."""
+def session_turn_span(conn: sqlite3.Connection, project: str, session_id: str) -> tuple[int, int]:
+    """``(number of distinct turns, highest turn)`` indexed for ``session_id`` in ``project``
+    ((0, 0) when none): equal when the turns are 1…n without a gap. One probe of the session
+    index."""
     row = conn.execute("SELECT count(DISTINCT turn), coalesce(max(turn), 0) FROM records "
-                       "WHERE kind = 'prompt' AND session_id = ? AND turn IS NOT NULL", (session_id,)).fetchone()
+                       "WHERE kind = 'prompt' AND session_id = ? AND project = ? AND turn IS NOT NULL",
+                       (session_id, project)).fetchone()
     return int(row[0]), int(row[1])
 
 
-def session_turn_numbers(conn: sqlite3.Connection, session_id: str) -> set[int]:
-    """The turn numbers indexed for ``session_id`` (SPEC §2.4)."""
+def session_turn_projects(conn: sqlite3.Connection, session_id: str) -> list[str]:
+    """The projects that hold turns of ``session_id``, sorted."""
+    return [r[0] for r in conn.execute("SELECT DISTINCT project FROM records WHERE kind = 'prompt' AND session_id = ? "
+                                       "ORDER BY project", (session_id,))]
+
+
+def session_turn_numbers(conn: sqlite3.Connection, project: str, session_id: str) -> set[int]:
+    """The turn numbers indexed for ``session_id`` in ``project`` (SPEC §2.4)."""
     return {r[0] for r in conn.execute(
-        "SELECT turn FROM records WHERE kind = 'prompt' AND session_id = ? AND turn IS NOT NULL", (session_id,))}
+        "SELECT turn FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ? AND turn IS NOT NULL",
+        (session_id, project))}
 
 
 def texts_containing(conn: sqlite3.Connection, kind: str, flt: PromptFilter, words: list[str]) -> list[sqlite3.Row]:

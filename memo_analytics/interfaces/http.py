@@ -266,27 +266,18 @@ class PromptsHandler(ApiHandler):
         await self.run(work)
 
 
-def _in_project(result: dict[str, Any], project: str | None, record_id: str) -> dict[str, Any]:
-    """``result`` when it belongs to ``project`` (or none was given); a record of another
-    project is not found, as on the session route."""
-    if project and result.get("project") != project:
-        raise RecordNotFoundError(record_id)
-    return result
-
-
 class PromptHandler(ApiHandler):
     """``GET /api/prompts/{id}[?project=…]``: the record plus ``renderedHtml`` (sanitized) and
     ``secretsRedacted`` (how many secrets the stored text had hidden). With ``project`` (or
-    ``projectId``) the record must belong to that project, else 404."""
+    ``projectId``) that project's record (404 when it has none); without, the one project's
+    that holds the id (400 naming the projects when several do: SPEC §2.1)."""
 
     params = ("project", "projectId")
 
     async def get(self, record_id: str) -> None:
         def work():
-            project = self.project_arg()
             action = ACTIONS["prompt_detail"]
-            return _in_project(action.run(self.store, action.request(id=record_id)), project,
-                               record_id)
+            return action.run(self.store, action.request(id=record_id, project=self.project_arg()))
 
         await self.run(work)
 
@@ -312,15 +303,15 @@ class SessionTurnsHandler(ApiHandler):
 class SessionExportHandler(ApiHandler):
     """``GET /api/prompts/sessions/{sessionId}/export[?project=…]``: the intent story as a
     Markdown download (``text/markdown``, attachment, sanitized file name). With ``project``
-    (or ``projectId``) the session must belong to that project, else 404."""
+    (or ``projectId``) that project's session (404 when it has none); without, the one
+    project's that holds it (400 naming the projects when several do)."""
 
     params = ("project", "projectId")
 
     async def get(self, session_id: str) -> None:
         def work():
-            project = self.project_arg()
-            story = _in_project(ACTIONS["export_story"].run(
-                self.store, ExportStoryRequest(session_id=session_id)), project, session_id)
+            story = ACTIONS["export_story"].run(
+                self.store, ExportStoryRequest(session_id=session_id, project=self.project_arg()))
             return Download(story["markdown"].encode("utf-8"), "text/markdown; charset=utf-8",
                             f"story-{story['sessionId']}.md")
 

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from pathlib import Path
 
 from ..domain.clock import from_iso, to_iso, utcnow
-from ..domain.errors import InvalidFieldError, MemoError
+from ..domain.errors import AmbiguousIdError, InvalidFieldError, MemoError
 from ..domain.records import RecordKind
 from ..index import store as index
 from ..services.handoffs import cancel_handoff
@@ -79,7 +79,8 @@ def _export_story(store: VaultStore, params: dict[str, Any], now: datetime) -> d
     folder = store.settings.operator.stories_dir
     folder.mkdir(parents=True, exist_ok=True)
     target = _free_name(folder, params["sessionId"], store.root)
-    markdown = redact_secrets(render_story(story_data(store, params["sessionId"]), store.zone))[0]
+    markdown = redact_secrets(render_story(story_data(store, params["sessionId"], params.get("project")),
+                                           store.zone))[0]
     atomic_write_bytes(target, markdown.encode("utf-8"))
     return {"sessionId": params["sessionId"], "path": str(target)}
 
@@ -92,12 +93,35 @@ APPLY: dict[str, Callable[[VaultStore, dict[str, Any], datetime], dict[str, Any]
 }
 
 
-def _current_items(store: VaultStore, now: datetime) -> dict[str, Item]:
-    return {item.id: item for item in build_items(take_snapshot(store), now, store.settings.operator)}
+def _current_items(store: VaultStore, now: datetime) -> dict[str, list[Item]]:
+    """The digest's items by id (``kind:subject``); an id may stand for items of several
+    projects (the same session id in two projects, SPEC §2.1)."""
+    found: dict[str, list[Item]] = {}
+    for item in build_items(take_snapshot(store), now, store.settings.operator):
+        found.setdefault(item.id, []).append(item)
+    return found
+
+
+def _pick(items: list[Item], item_id: str, project: str | None, fingerprint: str | None) -> Item | None:
+    """The one item of ``items`` (of the same id) the caller means: of ``project`` when given,
+    else the one whose proposal carried ``fingerprint`` when several projects have the id.
+
+    Raises
+    ------
+    AmbiguousIdError
+        Several projects have an item of this id and neither chooses one.
+    """
+    if project:
+        items = [i for i in items if i.project == project]
+    if len(items) > 1:
+        items = [i for i in items if i.fingerprint == fingerprint] or items
+    if len(items) > 1:
+        raise AmbiguousIdError(item_id, [i.project for i in items])
+    return items[0] if items else None
 
 
 def apply_item(store: VaultStore, item_id: str, fingerprint: str | None, now: datetime | None = None,
-               as_of: datetime | None = None) -> dict[str, Any]:
+               as_of: datetime | None = None, project: str | None = None) -> dict[str, Any]:
     """Apply the proposal of digest item ``item_id`` for a person (SPEC §6 phase 2).
 
     ``fingerprint`` is the one the proposal carried when the person saw it; ``as_of`` the
@@ -109,10 +133,13 @@ def apply_item(store: VaultStore, item_id: str, fingerprint: str | None, now: da
     ------
     InvalidFieldError
         The item is not in the digest any more, has no proposal, or the action failed.
+    AmbiguousIdError
+        Items of several projects have this id, and neither ``project`` nor ``fingerprint``
+        chooses one.
     """
     now = now or utcnow()
     with store.lock():
-        item = _current_items(store, as_of or now).get(item_id)
+        item = _pick(_current_items(store, as_of or now).get(item_id, []), item_id, project, fingerprint)
         if item is None:
             raise InvalidFieldError("item", f"{item_id} is not in the digest now (already handled, or not due)")
         if item.proposal is None:
@@ -149,16 +176,17 @@ def run_delegated(store: VaultStore, now: datetime | None = None) -> dict[str, A
     now = now or utcnow()
     limit = store.settings.operator.max_auto_actions_per_hour
     since = now - timedelta(hours=1)
-    recent = Counter(r["subject"] for r in audit.read(store) if r.get("actor") == "operator"
+    recent = Counter((r.get("project"), r["subject"]) for r in audit.read(store) if r.get("actor") == "operator"
                      and r.get("outcome") == "applied" and from_iso(r["at"]) >= since)
     acted, fallbacks = [], []
-    for item in _current_items(store, now).values():
+    for item in [i for same in _current_items(store, now).values() for i in same]:
         if item.proposal is None or policy.grant_for(store, item.proposal["actionClass"], item.project) is None:
             continue
         cls = item.proposal["actionClass"]
-        if recent[item.subject] >= limit:
-            fallbacks.append({"id": item.id, "reason": f"{recent[item.subject]} automatic actions on {item.subject} "
-                                                       "in the last hour: proposing instead"})
+        if recent[item.project, item.subject] >= limit:
+            fallbacks.append({"id": item.id, "project": item.project,
+                              "reason": f"{recent[item.project, item.subject]} automatic actions on {item.subject} "
+                                        "in the last hour: proposing instead"})
             continue
         with store.lock():
             rule = policy.grant_for(store, cls, item.project)  # re-checked under the lock: revocation wins
@@ -167,7 +195,7 @@ def run_delegated(store: VaultStore, now: datetime | None = None) -> dict[str, A
             if rule is None:
                 acted.append(audit.append(store, **common, outcome="refused: delegation revoked or operator off"))
                 continue
-            fresh = _current_items(store, now).get(item.id)
+            fresh = next((i for i in _current_items(store, now).get(item.id, []) if i.project == item.project), None)
             if fresh is None or fresh.fingerprint != item.fingerprint:
                 acted.append(audit.append(store, **common, outcome="refused: the state changed; re-proposed"))
                 continue
@@ -177,5 +205,5 @@ def run_delegated(store: VaultStore, now: datetime | None = None) -> dict[str, A
                 acted.append(audit.append(store, **common, outcome=f"failed: {exc}"))
                 continue
             acted.append(audit.append(store, **common, outcome="applied", detail=result))
-            recent[item.subject] += 1
+            recent[item.project, item.subject] += 1
     return {"acted": acted, "fallbacks": fallbacks}

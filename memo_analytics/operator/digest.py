@@ -142,6 +142,8 @@ def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> li
     operator never writes to a vault it only reads."""
     items = _build_items(snapshot, now, policy)
     for item, record in items:
+        # the same subject id may exist in several projects (SPEC §2.1): the project is part of the state
+        item.fingerprint = fingerprint(item.project, item.fingerprint)
         if record.get("_vault"):
             item.vault, item.proposal = record["_vault"], None
     return [item for item, _ in items]

@@ -17,7 +17,7 @@ from typing import Any
 from ..domain.clock import from_iso, parse_record_instant, to_iso, utcnow
 from ..analytics.frames import vault_sources
 from ..index import snapshot as rows
-from ..domain.errors import InvalidFieldError
+from ..domain.errors import AmbiguousIdError, InvalidFieldError
 from ..services.requests import DigestApplyRequest
 from ..services.store import VaultStore
 from ..vault.io import atomic_write_bytes
@@ -151,6 +151,9 @@ def apply_digest_item(store: VaultStore, request: DigestApplyRequest) -> dict[st
     ------
     InvalidFieldError
         ``Invalid item: …`` — not in the digest (of ``asOf``), or without a proposal.
+    AmbiguousIdError
+        Items of several projects have this id and neither ``project`` nor ``fingerprint``
+        chooses one.
     InvalidDateError
         ``Invalid asOf date``.
     """
@@ -158,9 +161,12 @@ def apply_digest_item(store: VaultStore, request: DigestApplyRequest) -> dict[st
     fingerprint = request.fingerprint
     if fingerprint is None:
         digest = digest_as_of(store, request.as_of) if request.as_of else current_digest(store)
-        shown = {i["id"]: i for i in digest["items"]}
-        if request.item not in shown:
+        shown = [i for i in digest["items"] if i["id"] == request.item
+                 and (not request.project or i["project"] == request.project)]
+        if not shown:
             raise InvalidFieldError("item", f"{request.item} is not in the digest; run `memo digest"
                                             f"{' --as-of ' + request.as_of if request.as_of else ''}` and pick an id")
-        fingerprint = shown[request.item]["fingerprint"]
-    return apply_item(store, request.item, fingerprint, as_of=moment)
+        if len(shown) > 1:
+            raise AmbiguousIdError(request.item, [i["project"] for i in shown])
+        fingerprint = shown[0]["fingerprint"]
+    return apply_item(store, request.item, fingerprint, as_of=moment, project=request.project)

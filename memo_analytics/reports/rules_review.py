@@ -33,7 +33,7 @@ def review_context(store: VaultStore, result: dict[str, Any], scope: str, thresh
     for item in result["items"]:
         evidence = []
         for e in item["evidence"]:
-            row = index.get_row(store.conn, e["id"], "prompt")
+            row = index.get_row(store.conn, e["project"], e["id"], "prompt")
             evidence.append({**e, "excerpt": _excerpt(row["body"] if row is not None else "", item["text"])})
         candidates.append({**item, "evidence": evidence})
     return {

@@ -38,7 +38,7 @@ def story_html_fragment(markdown: str) -> str:
 
 
 def write_story(session_id: str, output: Path, store: VaultStore, cwd: str | None,
-                user_templates: Path | None = None, overwrite: bool = False) -> dict:
+                user_templates: Path | None = None, overwrite: bool = False, project: str | None = None) -> dict:
     """Write a session's story to ``output`` (``.pdf``, ``.html`` or ``.md``) under the same
     rules as ``export_story``: from a product repository, outside it and outside the vault.
     Printed forms clip each turn to :data:`MAX_PRINTED_TURN_CHARS`.
@@ -55,7 +55,7 @@ def write_story(session_id: str, output: Path, store: VaultStore, cwd: str | Non
     """
     if Path(output).suffix.lower() not in (".pdf", ".html", ".md"):
         raise InvalidFieldError("output", f"{output} must end with .pdf, .html or .md")
-    data = story_data(store, session_id)
+    data = story_data(store, session_id, project, cwd)
     target = story_destination(store, str(output), cwd, (".pdf", ".html", ".md"), overwrite)
     suffix = target.suffix.lower()
     session = data["session"] or data["turns"][0]
@@ -90,6 +90,6 @@ def prompt_detail(store: VaultStore, request: GetRequest) -> dict:
     RecordNotFoundError
         No record has this id.
     """
-    record = get_record(store, request.id)
+    record = get_record(store, request.id, request.project, request.cwd)
     return {**record, "renderedHtml": story_html_fragment(record.get("body") or ""),
             "secretsRedacted": len(_REDACTED.findall(json.dumps(record, ensure_ascii=False)))}

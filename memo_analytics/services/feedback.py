@@ -20,7 +20,6 @@ from ..domain.clock import to_iso, utcnow
 from ..domain.errors import InvalidFieldError, RecordNotFoundError
 from ..domain.ids import validate_slug
 from ..domain.records import RecordKind
-from ..index import store as index
 from .prompts import clean_text
 from .requests import FeedbackRequest
 from .store import VaultStore
@@ -35,10 +34,10 @@ MAX_COMMENT_CHARS = 2000
 _COUNTS = ("hits", "helpful", "notHelpful", "stale", "wrong")
 
 
-def _find(store: VaultStore, record_id: str):
+def _find(store: VaultStore, record_id: str, project: str | None, cwd: str | None):
     kinds = {kind.value for kind in FEEDBACK_KINDS}
     for candidate in (record_id, f"session-{record_id}"):
-        row = index.get_row(store.conn, candidate)
+        row = store.locate(candidate, None, project, cwd)
         if row is not None and row["kind"] in kinds:
             return row
         if row is not None and candidate == record_id:
@@ -81,7 +80,7 @@ def record_feedback(store: VaultStore, request: FeedbackRequest, now=None) -> di
     comment = _comment(request.comment)
     verdict = request.verdict()
     with store.lock():
-        row = _find(store, request.id)
+        row = _find(store, request.id, request.project, request.cwd)
         kind = RecordKind(row["kind"])
         meta, body = store.read(row["project"], kind, row["id"]) or ({}, "")
         if not meta:

@@ -126,8 +126,8 @@ def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -
     else:
         return _cancel_mine(store, request, now)
     with store.lock():
-        row = index.get_row(store.conn, record_id, "handoff")
-        if row is None or (request.project and row["project"] != request.project):
+        row = store.locate(record_id, RecordKind.HANDOFF, request.project, request.cwd)
+        if row is None:
             raise RecordNotFoundError(record_id)
         meta, body = store.read(row["project"], RecordKind.HANDOFF, record_id) or ({}, "")
         if meta.get("status") != "pending":

@@ -119,8 +119,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     body = clean_text(redact_ignored_paths(request.body, rules)[0] if request.body else request.body, "body",
                       required=True)
     now = now or utcnow()
-    project = optional_slug(store.resolve_project(request.project, request.cwd), "project")
     session_id = optional_slug(request.session_id, "sessionId")
+    project = _turn_project(store, request, session_id)
     task_slug = optional_slug(request.task_slug, "taskSlug")
     created_at = parse_record_instant(request.created, "created", store.zone) if request.created else now
     if created_at > now + MAX_CLOCK_SKEW:
@@ -130,7 +130,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
         session_meta = _session_meta(store, project, session_id)
         turn = request.turn
         if session_id and turn is None:
-            turn = index.max_turn(store.conn, session_id) + 1
+            turn = index.max_turn(store.conn, project, session_id) + 1
             while store.path_for(project, RecordKind.PROMPT, prompt_id(session_id, turn, now)).exists():
                 try:  # the index lags the files (a writer killed before indexing): index it, never overwrite it
                     store.ensure_indexed(RecordKind.PROMPT, project, prompt_id(session_id, turn, now))
@@ -169,6 +169,27 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
         store.upsert(RecordKind.PROMPT, meta, body)
     remember_root(store, project, product_root)
     return {**meta, "body": body}
+
+
+def _turn_project(store: VaultStore, request: RecordPromptRequest, session_id: str | None) -> str:
+    """The project a turn is filed under (SPEC §2.1, §2.2): the explicit ``project``; else the
+    project of ``cwd`` (or the configured default) when it holds the session's record or no
+    project does; else the one project whose session record has this id — a session id is
+    unique within its project, and its turns belong beside it.
+
+    Raises
+    ------
+    AmbiguousIdError
+        Several other projects hold a session of this id (the message lists them).
+    """
+    project = optional_slug(store.resolve_project(request.project, request.cwd), "project")
+    if request.project not in (None, "") or not session_id:
+        return project
+    record_id = session_record_id(session_id)
+    if index.get_row(store.conn, project, record_id, "session") is not None:
+        return project
+    row = store.locate(record_id, RecordKind.SESSION)
+    return row["project"] if row is not None else project
 
 
 def _first_bool(*values: object) -> bool:
@@ -243,13 +264,18 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
     return envelope(total, limit, offset, [row_to_record(r) for r in rows])
 
 
-def get_record(store: VaultStore, record_id: str) -> dict[str, Any]:
-    """Resolve ``record_id`` as a prompt, then as a session (also ``session-<id>``) (SPEC §2.6).
+def get_record(store: VaultStore, record_id: str, project: str | None = None,
+               cwd: str | None = None) -> dict[str, Any]:
+    """Resolve ``record_id`` as a prompt, then as a session (also ``session-<id>``) (SPEC §2.6),
+    in ``project`` when given; without one, in the one project that holds it (the project of
+    ``cwd`` when several do: :meth:`VaultStore.locate`).
 
     Raises
     ------
     RecordNotFoundError
-        When neither exists.
+        When neither exists (in ``project``).
+    AmbiguousIdError
+        Several projects hold the id and none is chosen; the message lists them.
     """
     validate_slug(record_id, "id")
     for candidate, kind in (
@@ -257,7 +283,7 @@ def get_record(store: VaultStore, record_id: str) -> dict[str, Any]:
         (record_id, "session"),
         (session_record_id(record_id), "session"),
     ):
-        row = index.get_row(store.conn, candidate, kind)
+        row = store.locate(candidate, kind, project, cwd)
         if row is not None:
             return row_to_record(row)
     raise RecordNotFoundError(record_id)

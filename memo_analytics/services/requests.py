@@ -147,6 +147,10 @@ class GetRequest(Request):
     """``get``: a prompt id, a session record id or a session id (SPEC §2.6)."""
 
     id: str = Field(description="Record id (prompt-…, session-…) or a session id")
+    project: str | None = Field(None, description="Project id (default: the one project that holds the id; the "
+                                                  "repository of cwd when several do)")
+    cwd: str | None = Field(None, description="The caller's working directory (its repository chooses among "
+                                              "projects that hold the id)")
 
 
 class SessionRequest(Request):
@@ -170,6 +174,9 @@ class FeedbackRequest(Request):
     saying why; ``stale`` and ``wrong`` are not helpful, and say why)."""
 
     id: str = Field(description="Record id that was used (prompt, session, trap or decision)")
+    project: str | None = Field(None, description="Project id (default: the one project that holds the id; the "
+                                                  "repository of cwd when several do)")
+    cwd: str | None = Field(None, description="The caller's working directory")
     helpful: bool | None = Field(None, description="Whether it helped; omit to count a hit only")
     feedback: Literal["helpful", "stale", "wrong"] | None = Field(
         None, description="helpful, stale (was true, is outdated) or wrong (never was true); stale and wrong "
@@ -221,6 +228,8 @@ class ExportStoryRequest(Request):
     """``export_story`` (SPEC §5.2): one session as a Markdown intent story."""
 
     session_id: str = Field(description="Session id")
+    project: str | None = Field(None, description="Project id (default: the one project that holds the session; "
+                                                  "the repository of cwd when several do)")
     output: str | None = Field(None, description="Write the story to this file (outside the product repository and "
                                                  "the vault); without it the Markdown is returned")
     cwd: str | None = Field(None, description="The caller's working directory: a product repository, required "
@@ -262,6 +271,8 @@ class DigestApplyRequest(Request):
     fingerprint: str | None = Field(None, max_length=64, description="The fingerprint of the proposal you reviewed (default: the "
                                                       "one of the digest now, or of asOf)")
     as_of: str | None = Field(None, description="The moment of the digest the item was picked from")
+    project: str | None = Field(None, description="The item's project, when items of several projects have "
+                                                  "the same id")
 
 
 class HandoffListRequest(Request):

@@ -144,7 +144,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
     session_id = validate_session_id(request.session_id)
     record_id = session_record_id(session_id)
     with store.lock():
-        project = _session_project(store, request.project, record_id)
+        project = _session_project(store, request.project, record_id, request.cwd)
         existing = store.read(project, RecordKind.SESSION, record_id) if project else None
         if existing is None:
             raise SessionNotStartedError(session_id)
@@ -225,20 +225,14 @@ def merge_deliverables(existing: list[dict[str, Any]], new: list[dict[str, Any]]
     return merged
 
 
-def _session_project(store: VaultStore, project: str | None, record_id: str) -> str | None:
+def _session_project(store: VaultStore, project: str | None, record_id: str, cwd: str | None = None) -> str | None:
+    """The project of session record ``record_id``: ``project`` when given, else where the
+    record lives (:meth:`VaultStore.locate`; ``AmbiguousIdError`` when several projects hold
+    it and ``cwd`` chooses none); None when none does."""
     if project:
         return validate_slug(project, "project")
-    row = index.get_row(store.conn, record_id, "session")
+    row = store.locate(record_id, RecordKind.SESSION, cwd=cwd)
     return row["project"] if row is not None else None
-
-
-def session_turns(store: VaultStore, session_id: str) -> list[dict[str, Any]]:
-    """Every prompt of a session in turn order."""
-    validate_session_id(session_id)
-    flt = PromptFilter(session_id=session_id)
-    _, rows = index.count_and_page(store.conn, "prompt", flt, 1_000_000, 0, "date-asc")
-    records = [row_to_record(r) for r in rows]
-    return sorted(records, key=lambda r: (r.get("turn") or 0, r["created"]))
 
 
 def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
@@ -254,14 +248,15 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     ------
     RecordNotFoundError
         Neither a session record nor any turn has this session id (in ``project``, when given).
+    AmbiguousIdError
+        Without ``project``, several projects hold a session (or turns) of this id and ``cwd``
+        chooses none.
     """
     limit, offset = clamp_page(request.limit, request.offset)
     if request.session_id:
         session_id = validate_session_id(request.session_id)
         project = validate_slug(request.project, "project") if request.project else None
-        row = index.get_row(store.conn, session_record_id(session_id), "session")
-        if row is not None and project is not None and row["project"] != project:
-            raise RecordNotFoundError(session_id)  # the session of another project
+        row, project = store.locate_session(session_id, project, request.cwd)
         flt = PromptFilter(session_id=session_id, projects=[project] if project else None)
         total, rows = index.count_and_page(store.conn, "prompt", flt, limit, offset, "turn-asc")
         if row is None and total == 0:

@@ -29,13 +29,14 @@ from filelock import Timeout
 from ..config import Settings
 from ..domain.clock import resolve_zone
 from ..domain.errors import (
+    AmbiguousIdError,
     CorruptRecordError,
     IndexDamagedError,
     IndexReadOnlyError,
     InvalidFieldError,
     VaultBusyError,
 )
-from ..domain.ids import prompt_id, slugify, validate_slug
+from ..domain.ids import prompt_id, session_record_id, slugify, validate_slug
 from ..domain.records import RecordKind, normalize_meta, subdir_for_kind
 from ..index import freshness
 from ..index import store as index
@@ -406,6 +407,62 @@ class VaultStore:
             return [validate_slug(self.settings.default_project, "project")]
         return None
 
+    def locate(self, record_id: str, kind: RecordKind | str | None = None, project: str | None = None,
+               cwd: str | Path | None = None) -> sqlite3.Row | None:
+        """The index row of ``record_id`` (of ``kind`` when given), or None (SPEC §2.1: a
+        record's key is ``(project, id)``).
+
+        With ``project``, that project's record only. Without, the one project that holds the
+        id; when several do, the project of ``cwd`` (or a configured ``MEMO_PROJECT``) if it
+        is one of them.
+
+        Raises
+        ------
+        AmbiguousIdError
+            Several projects hold the id and neither ``project`` nor ``cwd`` chooses one; the
+            message lists them.
+        InvalidFieldError
+            ``project`` is not a safe slug.
+        """
+        kind = RecordKind(kind).value if kind else None
+        if project not in (None, ""):
+            return index.get_row(self.conn, validate_slug(project, "project"), record_id, kind)
+        rows = index.rows_with_id(self.conn, record_id, kind)
+        projects = sorted({r["project"] for r in rows})
+        if len(projects) <= 1:
+            return rows[0] if rows else None
+        preferred = self.scope(None, False, cwd) or []
+        chosen = [r for r in rows if r["project"] in preferred]
+        if len({r["project"] for r in chosen}) == 1:
+            return chosen[0]
+        raise AmbiguousIdError(record_id, projects)
+
+    def locate_session(self, session_id: str, project: str | None = None,
+                       cwd: str | Path | None = None) -> tuple[sqlite3.Row | None, str | None]:
+        """Where session ``session_id`` lives: ``(its session record's row or None, its
+        project or None)``. The record decides (:meth:`locate`); a session known only by its
+        turns lives in the one project that holds them (the project of ``cwd`` when several
+        do); ``(None, project)`` for an explicit ``project`` without the record.
+
+        Raises
+        ------
+        AmbiguousIdError
+            Several projects hold the session (or its turns) and neither ``project`` nor
+            ``cwd`` chooses one.
+        """
+        row = self.locate(session_record_id(session_id), RecordKind.SESSION, project, cwd)
+        if row is not None:
+            return row, row["project"]
+        if project not in (None, ""):
+            return None, validate_slug(project, "project")
+        holders = index.session_turn_projects(self.conn, session_id)
+        if len(holders) <= 1:
+            return None, holders[0] if holders else None
+        chosen = [p for p in holders if p in (self.scope(None, False, cwd) or [])]
+        if len(chosen) == 1:
+            return None, chosen[0]
+        raise AmbiguousIdError(session_id, holders)
+
     def ignore_rules(self, cwd: str | Path | None) -> IgnoreRules:
         """Capture-ignore rules for a caller in ``cwd``: its product root's ``.memoignore``
         plus ``settings.capture_ignore`` (SPEC §2.4)."""
@@ -433,7 +490,8 @@ class VaultStore:
         Raises
         ------
         InvalidFieldError
-            Invalid frontmatter, or the id belongs to another project.
+            Invalid frontmatter, or the id is a record of another kind in the same project
+            (the key is ``(project, id)``: the same id in another project is another record).
         IndexReadOnlyError
             The index cannot be written (the file may have been written: the next open
             that can write the index takes it in).
@@ -447,9 +505,9 @@ class VaultStore:
         with self.lock():
             conn = self.conn
             self.catch_up_folder(meta["project"], kind)
-            row = index.get_row(conn, meta["id"])
-            if row is not None and row["project"] != meta["project"]:
-                raise InvalidFieldError("id", f"{meta['id']} already belongs to project {row['project']}")
+            row = index.get_row(conn, meta["project"], meta["id"])
+            if row is not None and row["kind"] != RecordKind(kind).value:
+                raise InvalidFieldError("id", f"{meta['id']} is already a {row['kind']} record of project {meta['project']}")
             write_record(path, meta, body)
             stamp = folder_stamp(self.layout, key)
             try:
@@ -534,7 +592,7 @@ class VaultStore:
         path = self.path_for(project, kind, record_id)
         with self.lock():
             conn = self.conn
-            row = index.get_row(conn, record_id)
+            row = index.get_row(conn, project, record_id)
             if row is not None and (meta is None or (row["updated"], row["status"]) == (
                     None if meta.get("updated") is None else str(meta.get("updated")), meta.get("status"))):
                 return False
@@ -559,8 +617,8 @@ class VaultStore:
         otherwise. Files that cannot be used are left as they are (turn allocation steps
         over them). The number of turns indexed. Call it under the vault lock (SPEC §2.4).
         """
-        count, top = index.session_turn_span(self.conn, session_id)
-        present = index.session_turn_numbers(self.conn, session_id) if count < top else set()
+        count, top = index.session_turn_span(self.conn, project, session_id)
+        present = index.session_turn_numbers(self.conn, project, session_id) if count < top else set()
         indexed = 0
         turn = 1 if count < top else top + 1
         while turn <= top or self.path_for(project, RecordKind.PROMPT, _turn_id(session_id, turn)).exists():

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..domain.clock import from_iso
 from ..domain.errors import InvalidFieldError, RecordNotFoundError
-from ..domain.ids import session_record_id, validate_session_id
+from ..domain.ids import validate_session_id
 from ..index import store as index
 from ..index.query import PromptFilter
 from ..vault.io import atomic_write_bytes, output_target
@@ -26,7 +26,8 @@ from .store import VaultStore, repository_root
 MAX_STORY_TURNS = 100_000
 
 
-def story_data(store: VaultStore, session_id: str) -> dict[str, Any]:
+def story_data(store: VaultStore, session_id: str, project: str | None = None,
+               cwd: str | Path | None = None) -> dict[str, Any]:
     """The parts of a story: ``{session, turns, handoffLeft, handoffReceived}``.
 
     ``session`` is the session record (None when only turns exist), ``turns`` every turn in
@@ -37,18 +38,20 @@ def story_data(store: VaultStore, session_id: str) -> dict[str, Any]:
     InvalidFieldError
         ``session_id`` is not a safe id.
     RecordNotFoundError
-        Neither a session record nor any turn has this id.
+        Neither a session record nor any turn has this id (in ``project``, when given).
+    AmbiguousIdError
+        Without ``project``, several projects hold the session and ``cwd`` chooses none.
     """
     session_id = validate_session_id(session_id)
-    row = index.get_row(store.conn, session_record_id(session_id), "session")
-    total, rows = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id),
-                                       MAX_STORY_TURNS, 0, "turn-asc")
+    row, project = store.locate_session(session_id, project, cwd)
+    total, rows = index.count_and_page(store.conn, "prompt", PromptFilter(
+        session_id=session_id, projects=[project] if project else None), MAX_STORY_TURNS, 0, "turn-asc")
     if row is None and total == 0:
         raise RecordNotFoundError(session_id)
     session = row_to_record(row) if row is not None else None
 
     def handoff(record_id: str | None) -> dict[str, Any] | None:
-        found = index.get_row(store.conn, record_id, "handoff") if record_id else None
+        found = index.get_row(store.conn, project, record_id, "handoff") if record_id and project else None
         return row_to_record(found) if found is not None else None
 
     return {
@@ -205,7 +208,7 @@ def export_story(store: VaultStore, request: ExportStoryRequest, now: datetime |
     RecordNotFoundError, InvalidFieldError
         Unknown session; a refused ``cwd`` or ``output`` (nothing is written).
     """
-    data = story_data(store, request.session_id)
+    data = story_data(store, request.session_id, request.project, request.cwd)
     markdown = redact_secrets(render_story(data, store.zone))[0]
     session = data["session"] or data["turns"][0]
     result = {"sessionId": session["sessionId"], "project": session["project"], "turns": len(data["turns"])}

@@ -73,7 +73,8 @@ def note_write(store: VaultStore, meta: dict[str, Any], path: Path) -> None:
     """Append a written record to the outbox (a ``"write"`` listener: under the vault lock)."""
     folder = _dir(store)
     folder.mkdir(parents=True, exist_ok=True)
-    line = json.dumps({"id": meta["id"], "path": str(path.relative_to(store.root)), "updated": meta.get("updated")})
+    line = json.dumps({"id": meta["id"], "project": meta["project"], "path": str(path.relative_to(store.root)),
+                       "updated": meta.get("updated")})
     with open(folder / "outbox.jsonl", "a", encoding="utf-8") as handle:
         handle.write(line + "\n")
 
@@ -103,6 +104,14 @@ def session_end_listener(emitter: VaultStore, session: dict[str, Any]) -> None:
     dual_sync(emitter, "session_end")
 
 
+def _key(entry: dict[str, Any]) -> str:
+    """``project/id``: what names one record in the outbox and the push state (SPEC §2.1: the
+    same id may exist in several projects). An entry written before entries named their
+    project takes it from its path (``projects/<project>/…``)."""
+    project = entry.get("project") or (Path(entry.get("path") or "").parts[1:2] or [""])[0]
+    return f"{project}/{entry['id']}"
+
+
 def _outbox(store: VaultStore) -> list[dict[str, Any]]:
     try:
         lines = (_dir(store) / "outbox.jsonl").read_text(encoding="utf-8").splitlines()
@@ -130,7 +139,7 @@ def status(store: VaultStore) -> dict[str, Any]:
     refused}``: ``refused`` lists the records (id, one-line reason) the daemon refused in the
     last push; they stay queued."""
     state = _load(store, "state.json")
-    pending = len({entry["id"] for entry in _outbox(store)})
+    pending = len({_key(entry) for entry in _outbox(store)})
     return {"mode": store.settings.mode, "remoteUrl": mask_url(store.settings.hybrid.remote_url or "") or None, "pending": pending,
             "lastSuccessAt": state.get("lastSuccessAt"), "lastError": state.get("lastError"),
             "lastErrorAt": state.get("lastErrorAt"), "attempts": state.get("attempts", 0),
@@ -174,13 +183,14 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         entries = _outbox(store)
         latest: dict[str, dict[str, Any]] = {}
         for entry in entries:
-            latest.pop(entry["id"], None)
-            latest[entry["id"]] = entry
+            latest.pop(_key(entry), None)
+            latest[_key(entry)] = entry
         batch = list(latest.values())[: store.settings.hybrid.batch_size]
         pushed_versions = _load(store, "pushed.json")
         unconfirmed = _load(store, "sent.json")  # versions sent whose answer never came
         records = []
         for entry in batch:
+            key = _key(entry)
             path = store.root / entry["path"]
             try:
                 text = path.read_text(encoding="utf-8")
@@ -190,15 +200,22 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                 updated = parse_record_text(text, entry["id"])[0].get("updated")
             except CorruptRecordError:
                 updated = None  # the daemon refuses it with the reason
-            sent = [v for v in unconfirmed.get(entry["id"], []) if v != updated][-MAX_SENT_VERSIONS:]
-            records.append({"id": entry["id"], "text": text, "base": pushed_versions.get(entry["id"]), "sent": sent,
-                            "updated": updated})
+            # state kept by plain id before records were keyed by project: read once, then rekeyed
+            sent = [v for v in unconfirmed.pop(key, unconfirmed.pop(entry["id"], [])) if v != updated][-MAX_SENT_VERSIONS:]
+            base = pushed_versions.pop(key, pushed_versions.pop(entry["id"], None))
+            if base is not None:
+                pushed_versions[key] = base
+            records.append({"id": entry["id"], "project": key.split("/", 1)[0], "key": key, "text": text,
+                            "base": base, "sent": sent, "updated": updated})
             if updated is not None:
-                unconfirmed[entry["id"]] = [*sent, updated][-MAX_SENT_VERSIONS:]
+                unconfirmed[key] = [*sent, updated][-MAX_SENT_VERSIONS:]
+            elif sent:
+                unconfirmed[key] = sent
         _save(store, "sent.json", unconfirmed)  # before sending: a lost answer is remembered
         url = store.settings.hybrid.remote_url.rstrip("/") + "/api/sync/records"
         try:
-            answer = _post(url, {"records": [{k: r[k] for k in ("id", "text", "base", "sent")} for r in records]},
+            answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent")}
+                                             for r in records]},
                            store.settings.hybrid.token, CONNECT_TIMEOUT_SECONDS) if records else {"results": []}
             if not isinstance(answer, dict) or not isinstance(answer.get("results", []), list) \
                     or not all(isinstance(r, dict) for r in answer.get("results", [])):
@@ -212,29 +229,39 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             _save(store, "state.json", state)
             log.warning("memo sync push failed (%s); %d records wait in the outbox", reason, len(latest))
             return {"pushed": 0, "results": [], "pending": len(latest), "error": reason}
-        done = {r["id"]: r for r in answer.get("results", []) if r.get("outcome") != "refused"}
-        sent_updated = {entry["id"]: entry.get("updated") for entry in batch}
+        keys_of_id: dict[str, list[str]] = {}
         for record in records:
-            if record["id"] in done:
-                pushed_versions[record["id"]] = record["updated"]
-                unconfirmed.pop(record["id"], None)
+            keys_of_id.setdefault(record["id"], []).append(record["key"])
+        done = {}
+        for result in answer.get("results", []):
+            if result.get("outcome") == "refused" or not isinstance(result.get("id"), str):
+                continue
+            if isinstance(result.get("project"), str):
+                done[f"{result['project']}/{result['id']}"] = result
+            elif len(keys_of_id.get(result["id"], [])) == 1:  # a daemon that does not name projects
+                done[keys_of_id[result["id"]][0]] = result
+        sent_updated = {_key(entry): entry.get("updated") for entry in batch}
+        for record in records:
+            if record["key"] in done:
+                pushed_versions[record["key"]] = record["updated"]
+                unconfirmed.pop(record["key"], None)
         _save(store, "sent.json", unconfirmed)
         _save(store, "pushed.json", pushed_versions)
         with store.lock():  # appends happen under this lock: none is lost by the rewrite
             # every line read before the push is delivered with its record's newest version;
             # a write made while the push ran stays queued
-            read = {(e["id"], e.get("updated")) for e in entries}
-            remaining = [e for e in _outbox(store) if not (e["id"] in done and (e["id"], e.get("updated")) in read
-                                                            and sent_updated.get(e["id"]) is not None)]
+            read = {(_key(e), e.get("updated")) for e in entries}
+            remaining = [e for e in _outbox(store) if not (_key(e) in done and (_key(e), e.get("updated")) in read
+                                                            and sent_updated.get(_key(e)) is not None)]
             atomic_write_bytes(_dir(store) / "outbox.jsonl",
                                "".join(json.dumps(e) + "\n" for e in remaining).encode("utf-8"))
-        refused = [{"id": r.get("id"), "reason": r.get("reason")} for r in answer.get("results", [])
-                   if r.get("outcome") == "refused"]
+        refused = [{"id": r.get("id"), **({"project": r["project"]} if r.get("project") else {}),
+                    "reason": r.get("reason")} for r in answer.get("results", []) if r.get("outcome") == "refused"]
         state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None,
                      refused=refused[:20])
         _save(store, "state.json", state)
         return {"pushed": len(done), "results": answer.get("results", []),
-                "pending": len({e["id"] for e in remaining}), "error": None}
+                "pending": len({_key(e) for e in remaining}), "error": None}
 
 
 def dual_sync(store: VaultStore, trigger: str) -> dict[str, Any]:
@@ -404,12 +431,14 @@ def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKi
 
 
 def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: datetime | None = None) -> list[dict]:
-    """Upsert pushed records by id (the daemon's ``POST /api/sync/records``).
+    """Upsert pushed records by ``(project, id)`` (the daemon's ``POST /api/sync/records``).
 
-    Each item ``{id, text, base, sent}``: ``text`` is the record file; ``base`` the
+    Each item ``{id, project, text, base, sent}``: ``text`` is the record file (whose
+    frontmatter names the project; ``project`` is only echoed, so the pusher can tell two
+    records of one id apart); ``base`` the
     ``updated`` of the version the daemon last confirmed to the pusher; ``sent`` the
     ``updated`` of versions the pusher sent since without hearing back (a push whose answer
-    was lost). Every record first passes :func:`admit_record` (the rules of local writes).
+    was lost). Each result names ``id`` and ``project``. Every record first passes :func:`admit_record` (the rules of local writes).
     Outcomes: ``applied`` (new, or the daemon holds one of the pusher's own versions: a
     fast-forward), ``unchanged`` (same content; re-indexed when the index lost it),
     ``applied, older kept as conflict`` / ``kept ours, theirs kept as conflict`` (both
@@ -420,16 +449,26 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
     results = []
     for item in records:
         record_id = str(item.get("id", ""))[:200]
+        echo = _echo_project(item.get("project"))
         try:
             kind, meta, body = admit_record(store, record_id, item.get("text"))
         except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
-            results.append({"id": record_id, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
+            results.append({"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
             continue
+        echo = {"project": meta["project"]}
         try:
-            results.append(_apply_one(store, record_id, kind, meta, body, item, stamp))
-        except MemoError as exc:  # e.g. the id belongs to another project here: this record only
-            results.append({"id": record_id, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
+            results.append({"id": record_id, **echo, **_apply_one(store, record_id, kind, meta, body, item, stamp)})
+        except MemoError as exc:  # e.g. the id is another kind's record in that project: this record only
+            results.append({"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
     return results
+
+
+def _echo_project(named: Any) -> dict[str, str]:
+    """``{"project": named}`` when the pusher named a safe project id, else ``{}``."""
+    try:
+        return {"project": validate_slug(named, "project")} if isinstance(named, str) else {}
+    except InvalidFieldError:
+        return {}
 
 
 def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[str, Any], body: str,
@@ -449,7 +488,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         except CorruptRecordError:
             local_meta, local_body = {}, None  # a broken live file loses to a valid version, kept beside it
         if local_body is not None and dump_record(local_meta, local_body) == incoming:
-            if index.get_row(store.conn, record_id) is None:
+            if index.get_row(store.conn, meta["project"], record_id) is None:
                 store.upsert(kind, meta, body)  # the file landed but its index row did not
             return {"id": record_id, "outcome": "unchanged"}
         if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors:

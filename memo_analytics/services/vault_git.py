@@ -170,14 +170,22 @@ def _record_id(path: str) -> str | None:
     return Path(path).stem if _RECORD_PATH.match(path) and not is_conflict_file(Path(path)) else None
 
 
+def _record_key(path: str) -> str | None:
+    """``project/id`` of a record file's path (SPEC §2.1: the same id may exist in several
+    projects), or None for any other file."""
+    record_id = _record_id(path)
+    return f"{Path(path).parts[1]}/{record_id}" if record_id else None
+
+
 def commit_message(trigger: str, paths: list[str]) -> str:
     """``memo sync (<trigger>): <n> records — id, id, …`` and, in the body, every changed path.
 
     Pure: ``paths`` are the vault-relative paths the commit holds.
     """
     ids = sorted({i for i in map(_record_id, paths) if i})
+    count = len({k for k in map(_record_key, paths) if k})  # one id in two projects: two records
     others = len(paths) - sum(1 for p in paths if _record_id(p))
-    what = f"{len(ids)} record{'s' if len(ids) != 1 else ''}"
+    what = f"{count} record{'s' if count != 1 else ''}"
     if ids:
         what += " — " + ", ".join(ids[:_NAMES_IN_SUBJECT]) + (", …" if len(ids) > _NAMES_IN_SUBJECT else "")
     if others:
@@ -350,8 +358,8 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
 
     def commit() -> None:
         paths = _commit_changes(git, trigger)
-        ids = [i for i in map(_record_id, paths) if i]
-        result["records"] = sorted(set(result["records"]) | set(ids))
+        keys = [k for k in map(_record_key, paths) if k]
+        result["records"] = sorted(set(result["records"]) | set(keys))
         result["committed"] = len(result["records"])
         result["files"] += len(paths)
 

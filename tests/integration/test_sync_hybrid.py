@@ -66,7 +66,7 @@ def test_changed_records_are_pushed_once_and_idempotently(tmp_path, daemon):
     again = json.loads(server.request("/api/sync/records", data={"records": [
         {"id": "prompt-s1-t1", "text": (mine.root / "projects/web/prompts/prompt-s1-t1.md").read_text(),
          "base": None}]})[2])
-    assert again["results"] == [{"id": "prompt-s1-t1", "outcome": "unchanged"}]
+    assert again["results"] == [{"id": "prompt-s1-t1", "project": "web", "outcome": "unchanged"}]
     assert status_of(server)["total"] == 3
 
 

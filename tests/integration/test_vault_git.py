@@ -78,7 +78,7 @@ def test_records_committed_and_pushed_in_one_vault_reach_the_other_on_its_sync(r
     result = sync(a, "session_end", now=T0)
 
     assert result["error"] is None and result["pushed"] is True
-    assert result["committed"] == 3 and result["records"] == sorted(ids)
+    assert result["committed"] == 3 and result["records"] == sorted(f"shop/{i}" for i in ids)
     subject = git("--git-dir", str(remote), "log", "-1", "--format=%s", "main").strip()
     assert subject.startswith("memo sync (session_end): 3 records — ")
     assert all(record_id in subject for record_id in ids)

@@ -89,16 +89,21 @@ def test_a_pushed_body_over_the_local_limit_is_refused(tmp_path):
     assert result["outcome"] == "refused" and "body" in result["reason"] and "1000000 bytes" in result["reason"]
 
 
-def test_one_colliding_id_is_refused_alone_and_the_rest_of_the_push_lands(tmp_path):
+def test_an_id_of_another_project_is_another_record_and_a_refused_one_stops_nothing(tmp_path):
     store = VaultStore(Settings(vault_root=tmp_path / "team"))
     record_prompt(store, RecordPromptRequest(session_id="s9", project="acme", body="the daemon's own turn"))
-    colliding = record_text()  # prompt-s9-t1 of project web: that id is project acme's here
+    same_id = record_text()  # prompt-s9-t1 of project web: acme's turn of the same id is another record
+    broken = record_text(record_id="prompt-s7-t1").replace("sessionId: s9", "sessionId: s8")  # id of another turn
     other = record_text(record_id="prompt-s8-t1").replace("sessionId: s9", "sessionId: s8")
-    results = sync.apply_incoming(store, [{"id": "prompt-s9-t1", "text": colliding},
+    results = sync.apply_incoming(store, [{"id": "prompt-s9-t1", "project": "web", "text": same_id},
+                                          {"id": "prompt-s7-t1", "project": "../web", "text": broken},
                                           {"id": "prompt-s8-t1", "text": other}])
-    assert results[0]["outcome"] == "refused" and "already belongs to project acme" in results[0]["reason"]
-    assert results[1]["outcome"] == "applied"
+    assert [(r["project"] if "project" in r else None, r["outcome"]) for r in results] == [
+        ("web", "applied"), (None, "refused"), ("web", "applied")]  # an unsafe project name is not echoed
+    assert "is not the id of turn 1 of s8" in results[1]["reason"]
     assert (store.root / "projects/web/prompts/prompt-s8-t1.md").exists()
+    assert "the daemon's own turn" in (store.root / "projects/acme/prompts/prompt-s9-t1.md").read_text()
+    assert (store.root / "projects/web/prompts/prompt-s9-t1.md").exists()
 
 
 def test_a_percent_encoded_token_key_and_a_non_utf8_query_stay_out_of_the_log(tmp_path):

@@ -83,7 +83,7 @@ def test_a_pushed_record_is_redacted_like_a_local_write_everywhere(tmp_path, dae
     team, server = daemon
     status, _, text = server.request("/api/sync/records", data={"records": [
         {"id": "prompt-s9-t1", "text": record_text(), "base": None}]})
-    assert status == 200 and json.loads(text)["results"] == [{"id": "prompt-s9-t1", "outcome": "applied"}]
+    assert status == 200 and json.loads(text)["results"] == [{"id": "prompt-s9-t1", "project": "web", "outcome": "applied"}]
     stored = (team / "projects/web/prompts/prompt-s9-t1.md").read_text()
     assert "[REDACTED:aws-access-key]" in stored and "[REDACTED:github-token]" in stored
     assert "summary: deploy with [REDACTED:aws-access-key]" in stored

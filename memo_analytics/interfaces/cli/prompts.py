@@ -160,9 +160,10 @@ def prompt_search(
 
 
 @prompt_app.command("get")
-def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt id, session record id or session id.")) -> None:
+def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt id, session record id or session id."),
+               project: Optional[str] = typer.Option(None, "--project", help="Project id (needed when several projects hold the id; default: the one that does, or this repository's).")) -> None:
     """Show one record: a prompt, else a session."""
-    record = prompt_service.get_record(state.store, record_id)
+    record = prompt_service.get_record(state.store, record_id, project, str(Path.cwd()))
 
     def human(r: dict[str, Any]) -> None:
         body = r.pop("body", "")
@@ -187,13 +188,14 @@ def prompt_feedback(
                                           help="What it was worth: helpful, stale (outdated) or wrong; stale and "
                                                "wrong also count as not helpful."),
     comment: Optional[str] = typer.Option(None, "--comment", help="Why, in a sentence (secrets are redacted)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (needed when several projects hold the id; default: the one that does, or this repository's)."),
 ) -> None:
     """Count a use of a record and what it was worth (the `feedback` action)."""
     from ...services.feedback import record_feedback
     from ...services.requests import FeedbackRequest
 
     result = record_feedback(state.store, _build(FeedbackRequest, id=record_id, helpful=helpful, feedback=verdict,
-                                                 comment=comment))
+                                                 comment=comment, project=project, cwd=str(Path.cwd())))
 
     def human(r):
         f = r["feedback"]
@@ -204,13 +206,14 @@ def prompt_feedback(
 
 
 @prompt_app.command("show")
-def prompt_show(record_id: str = typer.Argument(..., metavar="ID", help="Prompt id, session record id or session id.")) -> None:
+def prompt_show(record_id: str = typer.Argument(..., metavar="ID", help="Prompt id, session record id or session id."),
+                project: Optional[str] = typer.Option(None, "--project", help="Project id (needed when several projects hold the id; default: the one that does, or this repository's).")) -> None:
     """One record with its body as sanitized HTML (renderedHtml) and how many secrets it hides
     (the `prompt_detail` action: what the dashboard's drawer and GET /api/prompts/ID show)."""
     from ...reports.story import prompt_detail
     from ...services.requests import GetRequest
 
-    record = prompt_detail(state.store, _build(GetRequest, id=record_id))
+    record = prompt_detail(state.store, _build(GetRequest, id=record_id, project=project, cwd=str(Path.cwd())))
 
     def human(r: dict[str, Any]) -> None:
         out.print(_safe(f"{r['id']} · {r['kind']} · {r['project']} · {r['created']}"

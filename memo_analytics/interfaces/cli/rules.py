@@ -77,9 +77,11 @@ def report_story(
     output: Path = typer.Option(..., "--output", "-o", help="The file: .pdf, .html or .md (outside the product "
                                                             "repository and the vault)."),
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (needed when several projects hold the id; default: the one that does, or this repository's)."),
 ) -> None:
     """A session's intent story as a printable PDF (or HTML / Markdown)."""
     from ...reports.story import write_story
 
-    result = write_story(session_id, output, state.store, str(Path.cwd()), state.settings.templates_dir, force)
+    result = write_story(session_id, output, state.store, str(Path.cwd()), state.settings.templates_dir, force,
+                         project=project)
     _emit(result, lambda r: out.print(_safe(f"wrote {r['path']} ({r['turns']} turns)")))

@@ -10,7 +10,8 @@ from typing import Any, List, Optional
 import typer
 from rich.table import Table
 
-from ...domain.errors import MemoError
+from ...domain.errors import MemoError, RecordNotFoundError
+from ...domain.records import RecordKind
 from ...services import prompts as prompt_service
 from ...services import sessions as session_service
 from ...services.stories import export_story
@@ -137,7 +138,11 @@ def session_handoff(
         _emit(result, lambda r: out.print(f"cancelled {r['id']}"))
         return
     if session_id:
-        result = prompt_service.get_record(store, handoff_id(_build(CancelHandoffRequest, session_id=session_id).session_id))
+        record_id = handoff_id(_build(CancelHandoffRequest, session_id=session_id).session_id)
+        row = store.locate(record_id, RecordKind.HANDOFF, project, str(Path.cwd()))
+        if row is None:
+            raise RecordNotFoundError(record_id)
+        result = prompt_service.row_to_record(row)
         _emit(result, lambda r: out.print(_safe(f"{r['id']} · {r['status']}\n\n{r['body']}")))
         return
     result = handoff_list(store, _build(HandoffListRequest, project=project, cross_project=all_projects,
@@ -198,7 +203,7 @@ def _is_completed(session_id: Optional[str], project: Optional[str]) -> bool:
     if not session_id:
         return False
     try:
-        record = prompt_service.get_record(state.store, session_id)
+        record = prompt_service.get_record(state.store, session_id, project, str(Path.cwd()))
     except MemoError:
         return False
     return record.get("kind") == "session" and record.get("status") == "completed" and (
@@ -214,9 +219,10 @@ def session_export(
                                           help="Write the Markdown here (outside the product repository and the "
                                                "vault; run from the product repository). Default: stdout."),
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (needed when several projects hold the id; default: the one that does, or this repository's)."),
 ) -> None:
     """Export a session as a Markdown intent story: metadata, deliverables, hand-offs, turn log."""
-    request = _build(ExportStoryRequest, session_id=session_id, output=str(output) if output else None,
+    request = _build(ExportStoryRequest, session_id=session_id, project=project, output=str(output) if output else None,
                      cwd=str(Path.cwd()), overwrite=force)
     result = export_story(state.store, request)
 
