@@ -118,7 +118,8 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
     billable = session.get("billable", True) is not False
     sid, project = session["sessionId"], session["project"]
     state = fingerprint(session["id"], session.get("updated"), session.get("lastTurnAt"), session.get("status"))
-    end_command = f"memo session end {_q(sid)} --until {to_iso(last)}"
+    # every command names the project: the same session id may exist in another (SPEC §2.1)
+    end_command = f"memo session end {_q(sid)} --project {_q(project)} --until {to_iso(last)}"
     proposal = {"actionClass": "end_stale_session", "params": {"sessionId": sid, "project": project,
                                                                 "until": to_iso(last)},
                 "summary": f"end {sid} at its last activity {to_iso(last)}"}
@@ -131,7 +132,7 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
     if idle_minutes >= policy.stalled_minutes:
         return Item("session_stalled", KIND_LANE["session_stalled"], sid, project,
                     "a turn or an end", f"no turn for {_hours(idle_minutes)}", idle_minutes,
-                    idle_minutes if billable else 0, f"memo session show {_q(sid)}  # resume, or: {end_command}",
+                    idle_minutes if billable else 0, f"memo session show {_q(sid)} --project {_q(project)}  # resume, or: {end_command}",
                     to_iso(last), state, proposal)
     return None
 
@@ -162,13 +163,14 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
             continue
         target = ", ".join(part for part in (f"branch {baton['branch']}" if baton.get("branch") else "",
                                              f"owner {baton['owner']}" if baton.get("owner") else "") if part)
-        start = "memo session start" + (f" --branch {_q(baton['branch'])}" if baton.get("branch") else "") \
+        start = f"memo session start --project {_q(baton['project'])}" + (f" --branch {_q(baton['branch'])}" if baton.get("branch") else "") \
             + (f" --owner {_q(baton['owner'])}" if baton.get("owner") and not baton.get("shared") else "")
         items.append((Item("handoff_unclaimed", KIND_LANE["handoff_unclaimed"], baton["id"], baton["project"],
                           "a session to pick it up" + (f" ({target})" if target else ""),
                           f"{len(baton.get('nextSteps') or [])} next steps left by {baton.get('fromSessionId')} "
                           f"{_hours(age)} ago", age, 0,
-                          f"{start}  # or: memo session handoff {_q(baton.get('fromSessionId') or '')} --cancel",
+                          f"{start}  # or: memo session handoff {_q(baton.get('fromSessionId') or '')} "
+                          f"--project {_q(baton['project'])} --cancel",
                           to_iso(created), fingerprint(baton["id"], baton.get("updated"), baton.get("status")),
                           {"actionClass": "cancel_handoff", "params": {"id": baton["id"], "project": baton["project"]},
                            "summary": f"cancel {baton['id']}, unclaimed for {_hours(age)}"}), baton))
@@ -182,7 +184,8 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                           session["project"], "your review", f"finished {_hours(_age(ended, now))} ago with "
                           f"{', '.join(prs)}", _age(ended, now),
                           int(session.get("durationMinutes") or 0) if session.get("billable", True) is not False else 0,
-                          f"memo session export {_q(session['sessionId'])}  # then review {prs[0]}", to_iso(ended),
+                          f"memo session export {_q(session['sessionId'])} --project {_q(session['project'])}  "
+                          f"# then review {prs[0]}", to_iso(ended),
                           fingerprint(session["id"], session.get("updated")),
                           {"actionClass": "export_story", "params": {"sessionId": session["sessionId"],
                                                                      "project": session["project"]},

@@ -89,7 +89,7 @@ def test_handoffs_rules_and_open_sessions_through_the_cli(tmp_path):
     assert result["items"][0]["minutesAtStake"] == 60
     assert json.loads(memo("--json", "digest", vault=vault, env=env).stdout)["cached"] is True
     human = memo("digest", vault=vault, env=env).stdout
-    assert "4 items need you" in human and "memo session end a1 --until" in human
+    assert "4 items need you" in human and "memo session end a1 --project" in human
     past = json.loads(memo("--json", "digest", "--as-of", iso(now - timedelta(hours=2, minutes=30)), vault=vault,
                            env=env).stdout)
     assert past["items"] == []  # nothing of it existed yet, or nothing was due yet

@@ -30,7 +30,7 @@ def test_an_open_session_with_no_turn_for_the_stalled_time_is_session_stalled():
     digest = compute_digest(Snapshot(open_sessions=[session("s1", ago(hours=3), ago(minutes=90))]), NOW, POLICY)
     [item] = digest["items"]
     assert (item["kind"], item["lane"], item["subject"], item["ageMinutes"]) == ("session_stalled", "dropped", "s1", 90)
-    assert item["action"].startswith("memo session show s1") and "--until" in item["action"]
+    assert item["action"].startswith("memo session show s1 --project web") and "--until" in item["action"]
     assert kinds(Snapshot(open_sessions=[session("s2", ago(hours=3), ago(minutes=59))])) == []
 
 
@@ -39,7 +39,7 @@ def test_a_session_open_longer_than_the_limit_is_session_open_too_long_not_also_
     [item] = digest["items"]
     assert item["kind"] == "session_open_too_long" and item["lane"] == "waiting on you"
     assert item["minutesAtStake"] == 600  # the idle hours a late end would bill
-    assert item["action"] == f"memo session end s1 --until {ago(hours=10)}"
+    assert item["action"] == f"memo session end s1 --project web --until {ago(hours=10)}"
 
 
 def test_an_old_pending_handoff_is_handoff_unclaimed():
@@ -47,7 +47,7 @@ def test_an_old_pending_handoff_is_handoff_unclaimed():
              "fromSessionId": "s9", "branch": "main", "owner": "ana", "nextSteps": ["deploy"]}
     [item] = compute_digest(Snapshot(pending_handoffs=[baton]), NOW, POLICY)["items"]
     assert (item["kind"], item["subject"], item["ageMinutes"]) == ("handoff_unclaimed", "handoff-s9", 300)
-    assert "memo session start --branch main --owner ana" in item["action"] and "--cancel" in item["action"]
+    assert "memo session start --project web --branch main --owner ana" in item["action"] and "--cancel" in item["action"]
     fresh = {**baton, "created": ago(hours=3)}
     assert kinds(Snapshot(pending_handoffs=[fresh])) == []
 
