@@ -92,7 +92,7 @@ class DigestView:
     def apply(self, item: dict[str, Any]) -> None:
         """Apply ``item``'s proposal with the fingerprint it was shown with."""
         try:
-            result = self.data.apply(item["id"], item["fingerprint"])
+            result = self.data.apply(item["id"], item["fingerprint"], item.get("project"))
         except MemoError as exc:
             self._say("error", str(exc))
             self.refresh(force=True)

@@ -25,7 +25,7 @@ class PromptsView:
 
     def __init__(self, data: DashboardData) -> None:
         self.data = data
-        self.ids: list[str] = []
+        self.ids: list[tuple[str, str]] = []  # (project, id) of each row: the key of a record
         self.page = 1
         self.pages = 1
         vaults = data.vaults()
@@ -139,7 +139,7 @@ class PromptsView:
         self.page = page
         self.message.visible = False
         items = result["items"]
-        self.ids = [item["id"] for item in items]
+        self.ids = [(item["project"], item["id"]) for item in items]
         rows = [[self.data.local_time(i.get("created")), i.get("project") or "", i.get("sessionId") or "",
                  i.get("turn") if i.get("turn") is not None else "", i.get("ide") or "", i.get("model") or "",
                  i.get("client") or "", preview(i.get("body"))] for i in items]
@@ -161,12 +161,14 @@ class PromptsView:
     def _open_row(self, event: Any) -> None:
         if event.row is None or not 0 <= event.row < len(self.ids):
             return
-        self.open(self.ids[event.row])
+        project, record_id = self.ids[event.row]
+        self.open(record_id, project)
 
-    def open(self, record_id: str) -> None:
-        """Show ``record_id`` in the drawer: metadata, the rendered prompt, the story."""
+    def open(self, record_id: str, project: str | None = None) -> None:
+        """Show ``record_id`` (of ``project``: the same id may exist in several) in the drawer:
+        metadata, the rendered prompt, the story."""
         try:
-            record = self.data.prompt_detail(self.vault.value, record_id)
+            record = self.data.prompt_detail(self.vault.value, record_id, project)
         except MemoError as exc:
             self._say(str(exc))
             return

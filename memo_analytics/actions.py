@@ -132,7 +132,10 @@ class PromptToolInput(BaseModel):
     session_id: str | None = Field(None, description="Session id (record, session, session_start, session_end, list/search filter)")
     turn: int | None = Field(None, description="record: explicit turn number (1–1,000,000) of sessionId; without sessionId the turn gets a random id (SPEC §2.2)")
     id: str | None = Field(None, description="get: record id; feedback: prompt, session, trap or decision id")
-    project_id: str | None = Field(None, description="Project id (safe slug); default: the repository of cwd")
+    project_id: str | None = Field(None, description="Project id (safe slug); default: the repository of cwd. "
+                                   "A record's key is (project, id): get, feedback, session, export_story, "
+                                   "prompt_detail and cancel_handoff find an id in the one project that holds it, "
+                                   "else in the cwd's; when several do, give projectId (the error lists them)")
     cwd: str | None = Field(None, description="The caller's working directory (its git repository names the project)")
     vault_root: str | None = Field(None, description="Vault folder for this call (default: the server's)")
     cross_project: bool | None = Field(None, description="Read every project of the vault "

@@ -158,15 +158,16 @@ class DashboardData:
             return ""
         return from_iso(iso).astimezone(self.store.zone).strftime("%Y-%m-%d %H:%M")
 
-    def prompt_detail(self, vault: str | None, record_id: str) -> dict[str, Any]:
+    def prompt_detail(self, vault: str | None, record_id: str, project: str | None = None) -> dict[str, Any]:
         """The ``prompt_detail`` action (the record with ``renderedHtml``, its body as sanitized
         HTML) plus ``storyHtml``: the session's intent story, sanitized ('' for a turn without
         a session)."""
         store = self.store_for(vault)
-        record = run_action(store, "prompt_detail", GetRequest(id=record_id))
+        record = run_action(store, "prompt_detail", GetRequest(id=record_id, project=project))
         story = ""
         if record.get("sessionId"):
-            story = story_html_fragment(render_story(story_data(store, record["sessionId"]), store.zone))
+            story = story_html_fragment(render_story(story_data(store, record["sessionId"], record["project"]),
+                                                     store.zone))
         return {**record, "storyHtml": story}
 
     # ---------------------------------------------------------------- activity & invoicing
@@ -239,10 +240,12 @@ class DashboardData:
         """The ``digest`` action (``refresh``: recompute, not the cached answer)."""
         return run_action(self.store, "digest", DigestRequest(refresh=refresh))
 
-    def apply(self, item_id: str, fingerprint: str) -> dict[str, Any]:
+    def apply(self, item_id: str, fingerprint: str, project: str | None = None) -> dict[str, Any]:
         """The ``digest_apply`` action with the fingerprint the item was shown with
-        (``applied: false`` with the new proposal when the state changed since)."""
-        return run_action(self.store, "digest_apply", DigestApplyRequest(item=item_id, fingerprint=fingerprint))
+        (``applied: false`` with the new proposal when the state changed since), for the
+        item of ``project`` (the same item id may stand for several projects' records)."""
+        return run_action(self.store, "digest_apply", DigestApplyRequest(item=item_id, fingerprint=fingerprint,
+                                                                         project=project))
 
     def today(self) -> date:
         return utcnow().astimezone(self.store.zone).date()

@@ -237,14 +237,15 @@ def _bucket(minutes: int, cents: int, sessions: int | None = None) -> dict[str, 
     return bucket
 
 
-def _session_cents(rows: pl.DataFrame, client_cents: dict[str, int]) -> dict[str, int]:
-    """Each counted session's hundredths of an hour: its client's hours apportioned over the
-    client's sessions (start order) by minutes."""
-    counted = rows.filter(pl.col("counts")).select("id", pl.col("client_name").str.to_lowercase().alias("key"),
-                                                   "duration_minutes")
-    shares: dict[str, int] = {}
+def _session_cents(rows: pl.DataFrame, client_cents: dict[str, int]) -> dict[tuple[str, str], int]:
+    """Each counted session's hundredths of an hour, by ``(project, id)`` (the key of a record:
+    SPEC §2.1): its client's hours apportioned over the client's sessions (start order) by
+    minutes."""
+    counted = rows.filter(pl.col("counts")).select("project", "id", pl.col("client_name").str.to_lowercase()
+                                                   .alias("key"), "duration_minutes")
+    shares: dict[tuple[str, str], int] = {}
     for (key,), group in counted.group_by("key", maintain_order=True):
-        ids = group["id"].to_list()
+        ids = list(zip(group["project"].to_list(), group["id"].to_list()))
         parts = apportion(client_cents[key], [int(m) for m in group["duration_minutes"].to_list()])
         shares.update(zip(ids, parts))
     return shares
@@ -283,7 +284,8 @@ def _ms_key(instant: datetime | None) -> str | None:
 
 def _prompt_clients(sources: list[IndexSource], projects: list[str] | None, bounds: TimeBounds) -> pl.DataFrame:
     """Prompts created within ``bounds``: ``{client, n}`` (client as stored). Counted in
-    SQLite on the ``(kind, created)`` index; across several vaults an id counts once."""
+    SQLite on the ``(kind, created)`` index; across several vaults a record (its project and
+    id) counts once."""
     where = ["kind = 'prompt'"]
     params: list[Any] = []
     if bounds.since is not None:
@@ -300,14 +302,15 @@ def _prompt_clients(sources: list[IndexSource], projects: list[str] | None, boun
         sql = f"SELECT client, count(*) AS n FROM records WHERE {' AND '.join(where)} GROUP BY client"
         rows = sources[0].conn.execute(sql, params).fetchall()
         return pl.DataFrame([tuple(r) for r in rows], schema=schema, orient="row")
-    sql = f"SELECT id, client FROM records WHERE {' AND '.join(where)}"
+    sql = f"SELECT project, id, client FROM records WHERE {' AND '.join(where)}"
     frames = [pl.DataFrame([tuple(r) for r in src.conn.execute(sql, params).fetchall()],
-                           schema={"id": pl.String, "client": pl.String}, orient="row") for src in sources]
-    ids = pl.concat(frames).unique(subset="id", keep="first")
+                           schema={"project": pl.String, "id": pl.String, "client": pl.String}, orient="row")
+              for src in sources]
+    ids = pl.concat(frames).unique(subset=["project", "id"], keep="first")
     return ids.group_by("client").agg(pl.len().cast(pl.Int64).alias("n")).select(list(schema))
 
 
-def _session_items(rows: pl.DataFrame, cents: dict[str, int]) -> list[dict[str, Any]]:
+def _session_items(rows: pl.DataFrame, cents: dict[tuple[str, str], int]) -> list[dict[str, Any]]:
     """The wire items of the selected sessions, built column by column (times as stored:
     UTC ISO with milliseconds and ``Z``)."""
     iso = "%Y-%m-%dT%H:%M:%S%.3fZ"
@@ -321,7 +324,7 @@ def _session_items(rows: pl.DataFrame, cents: dict[str, int]) -> list[dict[str, 
     deliverables = json.loads("[" + ",".join(d or "[]" for d in raw) + "]")  # one parse for all rows
     return [
         {"id": i, "sessionId": sid, "project": p, "client": c, "billable": bool(b), "status": st, "startTime": s,
-         "endTime": e, "durationMinutes": m, "billableHours": cents_to_hours(cents[i]) if i in cents else None,
+         "endTime": e, "durationMinutes": m, "billableHours": cents_to_hours(cents[p, i]) if (p, i) in cents else None,
          "taskSlug": slug, "summary": summary, "deliverables": d}
         for i, sid, p, c, b, st, s, e, m, slug, summary, d in zip(
             ids, sids, projects, clients, billable, status, starts, ends, minutes, slugs, summaries, deliverables)

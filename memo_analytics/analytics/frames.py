@@ -3,8 +3,8 @@
 Frames come straight from the SQLite index, built column by column (no per-row Python
 loops) and carry times as ``Datetime(us, UTC)``. Every frame has a ``vault`` column
 (the vault's root folder) so that rows read from several vaults stay distinguishable; a
-record id found in more than one vault is kept once, from the first vault read (the
-primary vault, then the further vaults in configuration order).
+record (its project and id: SPEC §2.1) found in more than one vault is kept once, from the
+first vault read (the primary vault, then the further vaults in configuration order).
 
 Further vaults (``Settings.vaults``) are opened read-only: their index is read as it is
 (nothing is created, migrated or reindexed there).
@@ -132,7 +132,7 @@ def _read(source: Sources, kind: str, schema: dict[str, pl.DataType], projects: 
     frames = [_read_one(src, kind, schema, projects) for src in sources]
     frame = pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
     if len(frames) > 1:
-        frame = frame.unique(subset="id", keep="first", maintain_order=True)
+        frame = frame.unique(subset=["project", "id"], keep="first", maintain_order=True)  # a record is (project, id)
     return frame.with_columns(
         *(pl.col(c).cast(pl.Boolean) for c, d in schema.items() if d == pl.Boolean),
         *(pl.col(c).str.to_datetime("%Y-%m-%dT%H:%M:%S%.3fZ", time_zone="UTC", strict=False).dt.cast_time_unit("us")

@@ -15,11 +15,11 @@ def _records(conn: sqlite3.Connection, where: str, params: tuple = ()) -> list[d
 
 def open_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Every session record still ``active``, each with ``lastTurnAt`` (the newest turn's
-    ``created``, or None)."""
+    ``created`` in the session's project, or None)."""
     sessions = _records(conn, "kind = 'session' AND status = 'active'")
     for session in sessions:
-        row = conn.execute("SELECT max(created) FROM records WHERE kind = 'prompt' AND session_id = ?",
-                           (session.get("sessionId"),)).fetchone()
+        row = conn.execute("SELECT max(created) FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ?",
+                           (session.get("sessionId"), session.get("project"))).fetchone()
         session["lastTurnAt"] = row[0]
     return sessions
 

@@ -351,7 +351,7 @@ class DigestHandler(ApiHandler):
 
 
 class DigestApplyHandler(ApiHandler):
-    """``POST /api/digest/apply`` ``{item, fingerprint}``: apply a proposal; 409 with the new
+    """``POST /api/digest/apply`` ``{item, fingerprint, project?}``: apply a proposal; 409 with the new
     proposal when the state changed since it was made."""
 
     async def post(self) -> None:

@@ -74,6 +74,9 @@ def check_dialogue(answers: list[tuple[bool, object]]) -> None:
     assert "add the CSV export" not in story["markdown"]
     report = answers[13][1]
     assert report["totalSessions"] == 2 and report["totalDurationMinutes"] == 90
+    # each session is billed on its own (the same id in two projects is two sessions)
+    assert sorted((s["project"], s["durationMinutes"], s["billableHours"]) for s in report["sessions"]) == [
+        ("alpha", 60, 1.0), ("beta", 30, 0.5)]
 
 
 def parsed(is_error: bool, text: str) -> tuple[bool, object]:
@@ -277,15 +280,20 @@ def test_one_session_id_stalled_in_two_projects_is_two_digest_items_applied_one_
     from memo_analytics.operator.service import apply_digest_item, current_digest
     from memo_analytics.services.requests import DigestApplyRequest
 
-    from .test_operator_actions import LATER, _stalled
+    from .test_operator_actions import LATER, T0, _stalled
 
     store = VaultStore(Settings(vault_root=tmp_path / "vault", timezone="UTC",
                                 operator=OperatorPolicy(stories_dir=tmp_path / "stories")))
     _stalled(store, project="alpha")
     _stalled(store, project="beta")
+    record_prompt(store, RecordPromptRequest(session_id="s1", project="beta", body="later, in beta only"),
+                  now=T0 + timedelta(minutes=40))
     items = current_digest(store, now=LATER)["items"]
     assert sorted((i["id"], i["project"]) for i in items) == [("session_stalled:s1", "alpha"),
                                                              ("session_stalled:s1", "beta")]
+    # each session's last activity is its own project's newest turn
+    assert sorted((i["project"], i["proposal"]["params"]["until"]) for i in items) == [
+        ("alpha", "2026-03-10T09:20:00.000Z"), ("beta", "2026-03-10T09:40:00.000Z")]
     assert items[0]["fingerprint"] != items[1]["fingerprint"]  # the project is part of the state
     with pytest.raises(AmbiguousIdError, match="session_stalled:s1: it exists in projects alpha, beta"):
         apply_digest_item(store, DigestApplyRequest(item="session_stalled:s1", as_of=LATER.isoformat()))
@@ -319,3 +327,19 @@ def test_cancel_handoff_by_session_id_takes_the_project(tmp_path):
     assert (cancelled["project"], cancelled["status"]) == ("beta", "cancelled")
     pending = json.loads(answers[6][1])["items"]
     assert [(h["project"], h["status"]) for h in pending] == [("alpha", "pending")]
+
+
+def test_frames_over_several_vaults_keep_one_id_of_two_projects_twice_and_a_shared_record_once(tmp_path):
+    import memo_analytics
+
+    mine, team = tmp_path / "mine", tmp_path / "team"
+    for vault, projects in ((mine, ("alpha", "beta")), (team, ("alpha", "gamma"))):
+        store = VaultStore(Settings(vault_root=vault))
+        for project in projects:
+            record_prompt(store, RecordPromptRequest(session_id="s1", project=project, body=f"{project} in {vault.name}"))
+        store.close()
+    with memo_analytics.open_vault(mine, vaults=[team]) as vault:
+        prompts = vault.prompts(body=True)
+    rows = sorted(prompts.select("project", "id", "body").iter_rows())
+    assert rows == [("alpha", "prompt-s1-t1", "alpha in mine"),  # the same record in both vaults: the first wins
+                    ("beta", "prompt-s1-t1", "beta in mine"), ("gamma", "prompt-s1-t1", "gamma in team")]

@@ -111,12 +111,14 @@ def digest_apply(
                                               "reviewed (default: the one in the digest shown now, or --as-of)."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="The moment of the digest you picked the item from "
                                         "(as given to `memo digest --as-of`)."),
+    project: Optional[str] = typer.Option(None, "--project", help="The item's project, when items of several "
+                                          "projects have this id."),
 ) -> None:
     """Apply a proposed action: refused (and re-proposed) if the state changed since."""
     from ...operator.service import apply_digest_item
 
     result = apply_digest_item(state.store, _build(DigestApplyRequest, item=item, fingerprint=fingerprint,
-                                                   as_of=as_of))
+                                                   as_of=as_of, project=project))
 
     def human(r: dict[str, Any]) -> None:
         if r["applied"]:
