@@ -38,6 +38,8 @@ import memo_analytics
 
 TARGET_SECONDS = 0.35
 TARGET_RATIO = 7.0
+#: ``memo hook AGENT`` runs on every prompt an agent submits (issue 14)
+HOOK_TARGET_SECONDS = 0.3
 
 
 def _memo() -> list[str]:
@@ -112,6 +114,11 @@ def main() -> None:
           f"{record_median:.3f} s, {record_median / floor:.1f}× — {verdict}")
     if "memo hook claude-code" not in times:
         print("memo hook: not measured (the command does not exist yet)")
+    else:
+        hook_median = statistics.median(times["memo hook claude-code"])
+        verdict = "meets" if hook_median <= HOOK_TARGET_SECONDS else "MISSES"
+        print(f"target: memo hook claude-code ≤ {HOOK_TARGET_SECONDS} s (issue 14, interpreter start included): "
+              f"{hook_median:.3f} s, {hook_median / floor:.1f}× — {verdict}")
 
 
 if __name__ == "__main__":

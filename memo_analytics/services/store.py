@@ -156,6 +156,9 @@ class VaultStore:
         #: still under the vault lock), ``"session_end"`` after a session ended (``session=``).
         #: Each is called as ``listener(store, **payload)``.
         self.listeners: dict[str, list[Callable[..., None]]] = {"write": [], "session_end": []}
+        #: How long :meth:`lock` waits for another process (seconds; None: the lock's default,
+        #: 60 s). A hook sets a short one and spools its event rather than make the agent wait.
+        self.lock_timeout: float | None = None
 
     def subscribe(self, event: str, listener: Callable[..., None]) -> None:
         """Call ``listener(store, **payload)`` on every ``event`` (``"write"``, ``"session_end"``).
@@ -369,9 +372,9 @@ class VaultStore:
         self._may_create = True
         try:
             lock = vault_lock(self.layout.lock_path)
-            lock.acquire()
+            lock.acquire(timeout=self.lock_timeout)
         except Timeout:
-            raise VaultBusyError(str(self.root), lock.timeout) from None
+            raise VaultBusyError(str(self.root), self.lock_timeout or lock.timeout) from None
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and self.index_read_only():
                 raise IndexReadOnlyError(str(self.layout.index_path)) from None

@@ -27,6 +27,9 @@ QUICK_COMMANDS = [
     ["session", "end", "s2", "--project", "p1", "--summary", "done"],
     ["serve", "--host", "0.0.0.0"],  # refused before any web framework loads
     ["mcp", "--http", "--host", "0.0.0.0"],
+    # an agent's hook (Codex notify: the event as the last argument)
+    ["hook", "codex", json.dumps({"type": "agent-turn-complete", "thread-id": "t1", "turn-id": "u1",
+                                  "input-messages": ["make the import faster"]})],
 ]
 
 _PROBE = """
@@ -63,10 +66,12 @@ def test_the_quick_commands_load_no_heavy_library(tmp_path):
         results[" ".join(args[:2])] = (probe["code"], heavy, stderr.splitlines()[0] if probe["code"] else "")
     # the commands did their work (the refusals refused, with the message about the argument)
     assert {name: r[0] for name, r in results.items()} == {
-        "--help": 0, "prompt record": 0, "session start": 0, "session end": 0, "serve --host": 1, "mcp --http": 1}
+        "--help": 0, "prompt record": 0, "session start": 0, "session end": 0, "serve --host": 1, "mcp --http": 1,
+        "hook codex": 0}
     assert "Invalid token" in results["serve --host"][2]
     assert "Invalid host" in results["mcp --http"][2]
     assert (tmp_path / "vault" / "projects" / "p1" / "prompts" / "prompt-s1-t1.md").is_file()
+    assert (tmp_path / "vault" / "projects" / "default" / "prompts" / "prompt-codex-t1-t1.md").is_file()
     assert {name: r[1] for name, r in results.items()} == {name: [] for name in results}
 
 

@@ -203,8 +203,10 @@ def _apply_globals(vault_root: Optional[str], json_output: bool, command: Option
     state.json = json_output
     state.vault_root = vault_root
     state.use(None)
-    if command in ("config", "doctor"):
-        return  # memo config reads (and repairs) the config file itself, valid or not; memo doctor checks it
+    if command in ("config", "doctor", "hook"):
+        # memo config reads (and repairs) the config file itself, valid or not; memo doctor checks it; a
+        # hook must record (or spool) whatever the config file says
+        return
     overrides = {"vault_root": vault_root} if vault_root is not None else {}
     state.use(_settings(**overrides), overrides)
 

@@ -1,0 +1,354 @@
+"""Capture from the agents' own hooks (``memo hook AGENT``).
+
+Each agent runs ``memo hook AGENT`` on its lifecycle events with a JSON event on stdin (Codex's
+legacy ``notify`` program gets it as the last argument). :func:`parse_event` turns the event of
+each agent into one :class:`HookEvent`; :func:`apply_event` records it through the same services
+as the MCP tool: a submitted prompt becomes a turn (capture-ignore and secret redaction, turn
+allocation under the vault lock), the session is started on its first prompt (or on the
+agent's session start) and ended on the agent's session end.
+
+A hook must never get in the agent's way: :func:`capture` never raises. An event that cannot be
+applied now (the vault locked, its index damaged or read-only, a file system error) is spooled
+to ``<vault>/.memo/spool/hooks/`` and applied by the next run before its own event, in the
+order the events arrived, with the instants they carried; an event that is itself unusable
+(not JSON, no session, an empty prompt) is dropped. Either way one line goes to
+``<vault>/.memo/spool/hooks.log``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from ..domain.clock import from_iso, parse_record_instant, to_iso
+from ..domain.errors import InvalidFieldError, MemoError, SessionCompletedError
+from ..domain.ids import session_record_id, slugify, validate_session_id
+from ..domain.records import RecordKind
+from .store import VaultStore
+
+#: The agents ``memo hook`` understands, by the name on its command line.
+AGENTS = ("claude-code", "codex", "gemini", "cursor", "copilot")
+#: How long a hook waits for the vault lock before it spools its event instead (seconds).
+HOOK_LOCK_TIMEOUT_S = 2.0
+#: The largest event a hook reads (bytes): a prompt is at most 1 MB, the rest is small.
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+#: The spool's log is cut back to its last half beyond this size (bytes).
+MAX_LOG_BYTES = 256 * 1024
+
+
+@dataclass
+class HookEvent:
+    """One agent event, in the product's terms.
+
+    ``kind``: ``prompt`` (the person submitted a prompt: ``prompt`` holds its text),
+    ``session_start``, ``session_end``, ``stop`` (the agent finished a turn) or ``other``.
+    ``session`` is the agent's own session (conversation, thread) id; ``turn_id`` the agent's
+    own id of the prompt or turn when it gives one (Claude Code ``prompt_id``, Codex
+    ``turn_id``, Cursor ``generation_id``). ``at`` is when it happened (UTC): the event's own
+    time stamp when it has one, else when the hook received it.
+    """
+
+    agent: str
+    kind: str
+    session: str | None
+    at: datetime
+    prompt: str | None = None
+    cwd: str | None = None
+    transcript_path: str | None = None
+    turn_id: str | None = None
+    model: str | None = None
+    name: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _text(payload: dict[str, Any], *names: str) -> str | None:
+    for name in names:
+        value = payload.get(name)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _when(payload: dict[str, Any], received: datetime, *names: str) -> datetime:
+    """The event's own instant (ISO text, or Unix seconds / milliseconds), else ``received``."""
+    for name in names:
+        value = payload.get(name)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)) and value > 0:
+            seconds = value / 1000 if value > 10**11 else value  # milliseconds since 1970
+            try:
+                return datetime.fromtimestamp(seconds, timezone.utc)
+            except (OverflowError, OSError, ValueError):
+                continue
+        if isinstance(value, str) and value.strip():
+            try:
+                return parse_record_instant(value, name, timezone.utc)
+            except MemoError:
+                continue
+    return received
+
+
+def _claude_code(payload: dict[str, Any], received: datetime) -> HookEvent:
+    name = _text(payload, "hook_event_name") or ""
+    kind = {"UserPromptSubmit": "prompt", "SessionStart": "session_start", "SessionEnd": "session_end",
+            "Stop": "stop"}.get(name, "other")
+    return HookEvent("claude-code", kind, _text(payload, "session_id"), received, prompt=_text(payload, "prompt"),
+                     cwd=_text(payload, "cwd"), transcript_path=_text(payload, "transcript_path"),
+                     turn_id=_text(payload, "prompt_id"), model=_text(payload, "model"), name=name)
+
+
+def _codex(payload: dict[str, Any], received: datetime) -> HookEvent:
+    if payload.get("type") == "agent-turn-complete":  # the legacy notify program: one turn, after it ran
+        messages = payload.get("input-messages") or payload.get("input_messages") or []
+        text = "\n\n".join(m for m in messages if isinstance(m, str) and m.strip()) if isinstance(messages, list) else ""
+        return HookEvent("codex", "prompt" if text.strip() else "stop",
+                         _text(payload, "thread-id", "thread_id", "session_id"), received, prompt=text or None,
+                         cwd=_text(payload, "cwd"), turn_id=_text(payload, "turn-id", "turn_id"),
+                         name="agent-turn-complete")
+    name = _text(payload, "hook_event_name") or ""
+    kind = {"UserPromptSubmit": "prompt", "SessionStart": "session_start", "Stop": "stop"}.get(name, "other")
+    return HookEvent("codex", kind, _text(payload, "session_id"), received, prompt=_text(payload, "prompt"),
+                     cwd=_text(payload, "cwd"), transcript_path=_text(payload, "transcript_path"),
+                     turn_id=_text(payload, "turn_id"), model=_text(payload, "model"), name=name)
+
+
+def _gemini(payload: dict[str, Any], received: datetime) -> HookEvent:
+    name = _text(payload, "hook_event_name") or ""
+    kind = {"BeforeAgent": "prompt", "SessionStart": "session_start", "SessionEnd": "session_end",
+            "AfterAgent": "stop"}.get(name, "other")
+    return HookEvent("gemini", kind, _text(payload, "session_id"), _when(payload, received, "timestamp"),
+                     prompt=_text(payload, "prompt"), cwd=_text(payload, "cwd"),
+                     transcript_path=_text(payload, "transcript_path"), model=_text(payload, "model"), name=name)
+
+
+def _cursor(payload: dict[str, Any], received: datetime) -> HookEvent:
+    name = _text(payload, "hook_event_name") or ""
+    kind = {"beforeSubmitPrompt": "prompt", "sessionStart": "session_start", "sessionEnd": "session_end",
+            "stop": "stop"}.get(name, "other")
+    roots = payload.get("workspace_roots")
+    cwd = _text(payload, "cwd") or (roots[0] if isinstance(roots, list) and roots and isinstance(roots[0], str)
+                                    else None)
+    return HookEvent("cursor", kind, _text(payload, "conversation_id", "session_id"), received,
+                     prompt=_text(payload, "prompt"), cwd=cwd, transcript_path=_text(payload, "transcript_path"),
+                     turn_id=_text(payload, "generation_id"), model=_text(payload, "model"), name=name)
+
+
+def _copilot(payload: dict[str, Any], received: datetime) -> HookEvent:
+    name = _text(payload, "hook_event_name", "hookEventName", "event") or ""
+    kind = {"userPromptSubmitted": "prompt", "sessionStart": "session_start", "sessionEnd": "session_end",
+            "agentStop": "stop", "UserPromptSubmit": "prompt", "SessionStart": "session_start",
+            "SessionEnd": "session_end", "Stop": "stop"}.get(name, "other")
+    prompt = _text(payload, "prompt")
+    if kind == "other" and prompt:
+        kind = "prompt"  # the event's name is not in its payload: the prompt says what it is
+    return HookEvent("copilot", kind, _text(payload, "session_id", "sessionId"),
+                     _when(payload, received, "timestamp"), prompt=prompt,
+                     cwd=_text(payload, "cwd", "workingDirectory"), transcript_path=_text(payload, "transcript_path"),
+                     model=_text(payload, "model"), name=name)
+
+
+_PARSERS: dict[str, Callable[[dict[str, Any], datetime], HookEvent]] = {
+    "claude-code": _claude_code, "codex": _codex, "gemini": _gemini, "cursor": _cursor, "copilot": _copilot,
+}
+
+
+def parse_event(agent: str, payload: Any, received: datetime, event_name: str | None = None) -> HookEvent:
+    """The :class:`HookEvent` an agent's hook payload stands for.
+
+    ``event_name`` names the event when the agent does not put it in the payload (the
+    managed entry passes it: ``memo hook copilot --event sessionStart``).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``agent`` is not one of :data:`AGENTS`, or ``payload`` is not a JSON object.
+    """
+    if agent not in _PARSERS:
+        raise InvalidFieldError("agent", f"{agent!r} is not one of {', '.join(AGENTS)}")
+    if not isinstance(payload, dict):
+        raise InvalidFieldError("event", "is not a JSON object")
+    if event_name and not payload.get("hook_event_name"):
+        payload = {**payload, "hook_event_name": event_name}
+    return _PARSERS[agent](payload, received)
+
+
+def hook_session_id(agent: str, session: str) -> str:
+    """The product's session id of an agent's session: ``{agent}-{its id}`` (ids that are not
+    safe slugs, or too long, are slugged and given a short hash)."""
+    base = slugify(session, 120)
+    if base != session.lower():
+        base = f"{base[:100]}-{hashlib.sha1(session.encode('utf-8')).hexdigest()[:8]}"
+    return validate_session_id(f"{agent}-{base}")
+
+
+def apply_event(store: VaultStore, event: HookEvent, capture_id: str) -> str:
+    """Record ``event`` in ``store``; a one-line outcome.
+
+    ``prompt``: the turn (``source: hook:<agent>``, ``created`` = ``event.at``) in the session
+    ``{agent}-{session}`` of the project of ``event.cwd`` (else the default project), started
+    first when it has no record; ``agentTurnId``/``captureId`` go into its frontmatter, and a
+    turn already recorded with the same ``captureId`` (a replayed spool entry) is not recorded
+    twice. ``session_start``: the session opened (an open or completed one is left as it is).
+    ``session_end``: an open session ended at ``event.at``. ``stop`` and ``other``: nothing.
+
+    Raises
+    ------
+    InvalidFieldError
+        The event cannot be recorded (no session id, an empty or oversized prompt).
+    MemoError, OSError, sqlite3.Error
+        The vault cannot take it now (the caller spools it).
+    """
+    from .prompts import record_prompt
+    from .requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
+    from .sessions import end_session, start_session
+
+    if event.kind in ("stop", "other"):
+        return f"{event.name or event.kind}: nothing to record"
+    if not event.session:
+        raise InvalidFieldError("session_id", f"the {event.agent} event {event.name or event.kind} names no session")
+    session_id = hook_session_id(event.agent, event.session)
+    cwd = event.cwd if event.cwd and Path(event.cwd).is_dir() else None
+    project = store.resolve_project(None, cwd)
+    extra = {"agentSessionId": event.session, **({"transcriptPath": event.transcript_path}
+                                                  if event.transcript_path else {})}
+    context = dict(project=project, cwd=cwd, ide=event.agent, agent=event.agent, model=event.model,
+                   source=f"hook:{event.agent}")
+    with store.lock():
+        existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+        if event.kind == "session_end":
+            if existing is None or existing[0].get("status") == "completed":
+                return f"session {session_id}: not open, nothing to end"
+            until = max(event.at, from_iso(str(existing[0]["startTime"])))
+            end_session(store, EndSessionRequest(session_id=session_id, project=project, until=until))
+            return f"session {session_id} ended"
+        if existing is None:
+            start_session(store, StartSessionRequest(session_id=session_id, start_time=event.at, extra=extra,
+                                                     **context))
+        if event.kind == "session_start":
+            return f"session {session_id} {'started' if existing is None else 'already recorded'}"
+        if _captured(store, project, session_id, capture_id):
+            return f"turn of {session_id}: already recorded"
+        turn = record_prompt(store, RecordPromptRequest(
+            body=event.prompt or "", session_id=session_id, created=event.at,
+            extra={**extra, "captureId": capture_id, **({"agentTurnId": event.turn_id} if event.turn_id else {})},
+            **context))
+    return f"turn {turn['turn']} of {session_id} recorded"
+
+
+def _captured(store: VaultStore, project: str, session_id: str, capture_id: str) -> bool:
+    """Whether a turn of the session already carries ``capture_id`` (a spooled event applied
+    before its spool file was removed)."""
+    from ..index import store as index
+    from ..index.query import PromptFilter
+
+    _, rows = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project]),
+                                   1_000_000, 0, "date-asc")
+    return any(json.loads(row["meta"]).get("captureId") == capture_id for row in rows)
+
+
+# ---------------------------------------------------------------- the spool
+
+
+def spool_dir(vault_root: Path) -> Path:
+    """Where events wait that could not be applied: ``<vault>/.memo/spool/hooks``."""
+    return Path(vault_root) / ".memo" / "spool" / "hooks"
+
+
+def _log(vault_root: Path, line: str) -> None:
+    path = spool_dir(vault_root).parent / "hooks.log"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
+            kept = path.read_bytes()[-MAX_LOG_BYTES // 2:]
+            path.write_bytes(kept[kept.find(b"\n") + 1:])
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"{to_iso(datetime.now(timezone.utc))} {line}\n")
+    except OSError:
+        pass
+
+
+def _spool(vault_root: Path, entry: dict[str, Any]) -> Path:
+    from ..vault.io import atomic_write_bytes
+
+    folder = spool_dir(vault_root)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{time.time_ns():020d}-{os.getpid()}-{entry['captureId'][:8]}.json"
+    atomic_write_bytes(path, json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+    return path
+
+
+def spooled(vault_root: Path) -> list[Path]:
+    """The spooled events, oldest first."""
+    folder = spool_dir(vault_root)
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
+def _entry_event(entry: dict[str, Any]) -> HookEvent:
+    received = from_iso(str(entry["receivedAt"]))
+    return parse_event(entry["agent"], entry["payload"], received, entry.get("event"))
+
+
+def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, raw: bytes | str,
+            event_name: str | None = None, received: datetime | None = None) -> list[str]:
+    """Apply the hook event ``raw`` of ``agent`` (and first every spooled one); never raises.
+
+    Returns the outcome lines (also appended to the spool's log). The vault is opened with
+    ``open_store`` only when there is something to record.
+    """
+    received = received or datetime.now(timezone.utc)
+    outcomes: list[str] = []
+
+    def note(line: str) -> None:
+        outcomes.append(line)
+        _log(vault_root, line)
+
+    try:
+        if len(raw) > MAX_EVENT_BYTES:
+            raise ValueError(f"the event is larger than {MAX_EVENT_BYTES} bytes")
+        payload = json.loads(raw) if raw and raw.strip() else None
+        event = parse_event(agent, payload, received, event_name)
+    except (ValueError, MemoError) as exc:
+        note(f"{agent}: event dropped: {str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}")
+        return outcomes
+    entry = {"agent": agent, "event": event_name, "receivedAt": to_iso(received), "payload": payload,
+             "captureId": secrets.token_hex(8)}
+    waiting = spooled(vault_root)
+    if event.kind in ("stop", "other") and not waiting:
+        return outcomes  # nothing to record, nothing to replay: the vault is not even opened
+    store = None
+    try:
+        store = open_store()
+        store.lock_timeout = HOOK_LOCK_TIMEOUT_S
+        for path in waiting:
+            try:
+                old = json.loads(path.read_text(encoding="utf-8"))
+                line = apply_event(store, _entry_event(old), str(old["captureId"]))
+            except (ValueError, KeyError, TypeError, InvalidFieldError, SessionCompletedError) as exc:
+                line = f"spooled event dropped: {str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}"
+            path.unlink(missing_ok=True)
+            note(f"{agent}: replayed {path.name}: {line}")
+        note(f"{agent}: {apply_event(store, event, entry['captureId'])}")
+    except (InvalidFieldError, SessionCompletedError) as exc:
+        note(f"{agent}: event dropped: {exc}")
+    except Exception as exc:  # noqa: BLE001 — the agent must never see a failure: keep the event for later
+        try:
+            path = _spool(vault_root, entry)
+            note(f"{agent}: {event.name or event.kind} spooled as {path.name}: {type(exc).__name__}: "
+                 f"{str(exc).splitlines()[0][:300] if str(exc) else ''}")
+        except OSError as spool_error:
+            outcomes.append(f"{agent}: event lost: {exc}; the spool cannot be written: {spool_error}")
+    finally:
+        if store is not None:
+            try:
+                store.close()
+            except Exception:  # noqa: BLE001
+                pass
+    return outcomes

@@ -1,0 +1,158 @@
+"""``memo hook AGENT`` (issue 14 point 2): an agent's hook event becomes a turn through the
+same service path as the MCP tool (redaction, capture-ignore, turn allocation under the lock);
+the session starts on its first prompt and ends on the agent's session end. It never gets in
+the agent's way: nothing on stdout, exit 0 always; a locked or broken vault spools the event
+and the next run replays it with the instants it carried."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memo_analytics.services import capture
+from memo_analytics.vault.io import read_record
+from tests.inprocess import memo
+
+SESSION = "8c35adc1-5b7e-4f0a-9d55-0a1b2c3d4e5f"
+GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token shape (made up)
+
+
+def claude(event: str, repo: Path, **fields) -> str:
+    """A Claude Code hook payload (the common fields of every event, then the event's own)."""
+    return json.dumps({"session_id": SESSION, "transcript_path": f"/home/ana/.claude/projects/x/{SESSION}.jsonl",
+                       "cwd": str(repo), "permission_mode": "default", "hook_event_name": event, **fields})
+
+
+def hook(vault: Path, agent: str, stdin: str | None = None, *args: str, env: dict | None = None):
+    ran = memo("hook", agent, *args, vault=vault, input=stdin, check=False, env=env)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == ""  # the agent puts a hook's stdout into the model's context
+    return ran
+
+
+def turns(vault: Path, project: str) -> list[dict]:
+    folder = vault / "projects" / project / "prompts"
+    return sorted((read_record(p)[0] | {"body": read_record(p)[1]} for p in folder.glob("*.md")),
+                  key=lambda m: m["turn"])
+
+
+def test_a_claude_code_session_is_captured_from_its_hook_events(tmp_path, repo):
+    vault = tmp_path / "v"
+    (repo / ".memoignore").write_text("secrets/\n")
+    hook(vault, "claude-code", claude("SessionStart", repo, source="startup"))
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt=f"Use {GHP} and read secrets/prod.env"))
+    hook(vault, "claude-code", claude("Stop", repo, stop_hook_active=False))
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Now add the tests", prompt_id="p-2"))
+    hook(vault, "claude-code", claude("SessionEnd", repo, reason="prompt_input_exit"))
+    sid = f"claude-code-{SESSION}"
+    first, second = turns(vault, "product")
+    assert (first["id"], first["turn"], second["turn"]) == (f"prompt-{sid}-t1", 1, 2)
+    assert GHP not in first["body"] and "[REDACTED" in first["body"]  # secret redaction
+    assert "secrets/prod.env" not in first["body"]  # capture-ignore of the repository's .memoignore
+    assert (first["source"], first["ide"], first["agentSessionId"]) == ("hook:claude-code", "claude-code", SESSION)
+    assert second["agentTurnId"] == "p-2"
+    session = read_record(vault / "projects" / "product" / "sessions" / f"session-{sid}.md")[0]
+    head = (repo / ".git" / "HEAD").read_text().strip().rsplit("/", 1)[-1]  # the repository's branch (git's default)
+    assert (session["status"], session["source"], session["branch"]) == ("completed", "hook:claude-code", head)
+    assert session["durationMinutes"] == 0 and session["endTime"] >= session["startTime"]
+    listed = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)
+    assert listed["total"] == 2  # the index has them: the same path as the MCP tool
+
+
+def test_a_locked_vault_spools_the_event_and_the_next_run_replays_it_in_order(tmp_path, repo, monkeypatch):
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="first, before the lock"))
+    monkeypatch.setattr(capture, "HOOK_LOCK_TIMEOUT_S", 0.2)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from filelock import FileLock; lock = FileLock(sys.argv[1]); lock.acquire(); "
+        "print('held', flush=True); sys.stdin.read()"), str(vault / ".memo" / "vault.lock")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        started = time.monotonic()
+        hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="second, while locked"))
+        assert time.monotonic() - started < 5  # the agent did not wait for the lock
+        [spooled] = capture.spooled(vault)
+        assert json.loads(spooled.read_text())["payload"]["prompt"] == "second, while locked"
+        assert [t["turn"] for t in turns(vault, "product")] == [1]
+    finally:
+        holder.stdin.close()
+        holder.wait(10)
+        holder.stdout.close()
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="third, after the lock"))
+    assert capture.spooled(vault) == []
+    recorded = turns(vault, "product")
+    assert [t["body"] for t in recorded] == ["first, before the lock", "second, while locked", "third, after the lock"]
+    assert recorded[1]["created"] < recorded[2]["created"]  # the spooled turn keeps the instant it arrived
+    log = (vault / ".memo" / "spool" / "hooks.log").read_text()
+    assert "spooled as" in log and "VaultBusyError" in log and "replayed" in log
+
+
+def test_a_replayed_event_already_recorded_is_not_recorded_twice(tmp_path, repo):
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="once only"))
+    [turn] = turns(vault, "product")
+    # a run that applied an event and died before removing its spool file
+    entry = {"agent": "claude-code", "event": None, "receivedAt": turn["created"], "captureId": turn["captureId"],
+             "payload": json.loads(claude("UserPromptSubmit", repo, prompt="once only"))}
+    capture.spool_dir(vault).mkdir(parents=True, exist_ok=True)
+    (capture.spool_dir(vault) / "00000000000000000001-1-x.json").write_text(json.dumps(entry))
+    hook(vault, "claude-code", claude("Stop", repo))
+    assert [t["body"] for t in turns(vault, "product")] == ["once only"]
+    assert capture.spooled(vault) == []
+
+
+def test_a_broken_index_spools_and_the_event_lands_after_the_repair(tmp_path, repo):
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="before the damage"))
+    (vault / ".memo" / "index.sqlite").write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        (vault / ".memo" / f"index.sqlite{suffix}").unlink(missing_ok=True)
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="while the index is damaged"))
+    assert len(capture.spooled(vault)) == 1
+    memo("reindex", vault=vault)
+    hook(vault, "claude-code", claude("Stop", repo))
+    assert [t["body"] for t in turns(vault, "product")] == ["before the damage", "while the index is damaged"]
+
+
+def test_a_broken_config_file_costs_the_agent_nothing(tmp_path, repo):
+    vault = tmp_path / "v"
+    config = tmp_path / "config.toml"
+    config.write_text("timezone = [unclosed\n")
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="kept for later"), env={"MEMO_CONFIG": str(config)})
+    [spooled] = capture.spooled(vault)
+    assert json.loads(spooled.read_text())["payload"]["prompt"] == "kept for later"
+    config.write_text('timezone = "UTC"\n')
+    hook(vault, "claude-code", claude("Stop", repo), env={"MEMO_CONFIG": str(config)})
+    assert [t["body"] for t in turns(vault, "product")] == ["kept for later"]
+
+
+@pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", json.dumps({"hook_event_name": "UserPromptSubmit",
+                                                                         "prompt": "no session id"})])
+def test_an_unusable_event_is_dropped_with_a_line_in_the_log_and_exit_0(tmp_path, stdin):
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", stdin)
+    assert capture.spooled(vault) == [] and not (vault / "projects").exists()
+    assert "event dropped" in (vault / ".memo" / "spool" / "hooks.log").read_text()
+
+
+def test_an_unknown_agent_exits_0_and_says_why_in_the_log(tmp_path, repo):
+    vault = tmp_path / "v"
+    ran = hook(vault, "windsurf", claude("UserPromptSubmit", repo, prompt="x"), env={"MEMO_HOOK_DEBUG": "1"})
+    assert "'windsurf' is not one of claude-code, codex, gemini, cursor, copilot" in ran.stderr
+
+
+def test_codex_notify_takes_the_event_as_its_last_argument(tmp_path, repo):
+    vault = tmp_path / "v"
+    event = {"type": "agent-turn-complete", "thread-id": "0199a213-81c0-7800-8aa1-bbab2a035a53",
+             "turn-id": "12", "cwd": str(repo), "input-messages": ["Rename the CSV column", "and update the docs"],
+             "last-assistant-message": "Done."}
+    hook(vault, "codex", None, json.dumps(event))
+    [turn] = turns(vault, "product")
+    assert turn["body"] == "Rename the CSV column\n\nand update the docs"
+    assert (turn["sessionId"], turn["agentTurnId"]) == ("codex-0199a213-81c0-7800-8aa1-bbab2a035a53", "12")
