@@ -19,6 +19,7 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from .analytics.activity import report_for
 from .domain.errors import InvalidFieldError
+from .domain.ids import validate_slug
 from .services.feedback import record_feedback
 from .operator.service import apply_digest_item
 from .reports.story import prompt_detail
@@ -228,6 +229,8 @@ def _split(arguments: PromptToolInput) -> tuple[Request, list[str]]:
     if "shared" in given and isinstance(given.get("handoff"), dict):
         given["handoff"]["shared"] = given.pop("shared")
     accepted = set(action.request.model_fields)
+    if "project" in given and "project" not in accepted:  # context the action ignores: still a valid id
+        validate_slug(given["project"], "projectId")
     if arguments.action == "record" and "turn" in given and "session_id" not in given:
         accepted.discard("turn")  # a turn numbers a session's turns: without one the record gets a random id (SPEC §2.2)
     unused = sorted(to_camel(_WIRE.get(k, k)) for k in given if k not in accepted and k not in _CONTEXT)

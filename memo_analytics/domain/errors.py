@@ -52,9 +52,10 @@ class InvalidDateError(InvalidFieldError):
 class RecordNotFoundError(MemoError):
     """No prompt or session record has this id (SPEC §2.6 ``get``)."""
 
-    def __init__(self, record_id: str) -> None:
+    def __init__(self, record_id: str, project: str | None = None) -> None:
         self.record_id = record_id
-        super().__init__(f"Record not found: {_short(record_id)}")
+        self.project = project
+        super().__init__(f"Record not found: {_short(record_id)}" + (f" in project {_short(project)}" if project else ""))
 
 
 class AmbiguousIdError(InvalidFieldError):

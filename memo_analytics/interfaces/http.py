@@ -124,16 +124,24 @@ class ApiHandler(tornado.web.RequestHandler):
 
     def arg(self, *names: str) -> str | None:
         for name in names:
-            value = self.get_query_argument(name, None)
-            if value is not None:
-                return value
+            values = self.get_query_arguments(name)
+            if len(values) > 1:
+                raise InvalidFieldError(name, "is given more than once; give it once")
+            if values:
+                return values[0]
         return None
 
     def project_arg(self) -> str | None:
         """The project of the query: ``project`` (the HTTP name) or ``projectId`` (the MCP
-        tool's name); both at once must agree."""
-        given = {name: value for name in ("project", "projectId")
-                 if (value := self.get_query_argument(name, None)) not in (None, "")}
+        tool's name); both at once must agree. Taken as sent (not stripped: a control
+        character or a space is refused by the id check, never read as no project)."""
+        given = {}
+        for name in ("project", "projectId"):
+            values = self.get_query_arguments(name, strip=False)
+            if len(values) > 1:
+                raise InvalidFieldError(name, "is given more than once; give it once")
+            if values and values[0] != "":
+                given[name] = values[0]
         if len(set(given.values())) > 1:
             raise InvalidFieldError("project", f"project={given['project']!r} and projectId={given['projectId']!r} "
                                                "differ; give one")

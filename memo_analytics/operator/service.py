@@ -18,6 +18,7 @@ from ..domain.clock import from_iso, parse_record_instant, to_iso, utcnow
 from ..analytics.frames import vault_sources
 from ..index import snapshot as rows
 from ..domain.errors import AmbiguousIdError, InvalidFieldError
+from ..domain.ids import validate_slug
 from ..services.requests import DigestApplyRequest
 from ..services.store import VaultStore
 from ..vault.io import atomic_write_bytes
@@ -158,6 +159,8 @@ def apply_digest_item(store: VaultStore, request: DigestApplyRequest) -> dict[st
         ``Invalid asOf date``.
     """
     moment = parse_record_instant(request.as_of, "asOf", store.zone) if request.as_of else None
+    if request.project:
+        validate_slug(request.project, "project")
     fingerprint = request.fingerprint
     if fingerprint is None:
         digest = digest_as_of(store, request.as_of) if request.as_of else current_digest(store)

@@ -43,7 +43,7 @@ def _find(store: VaultStore, record_id: str, project: str | None, cwd: str | Non
         if row is not None and candidate == record_id:
             raise InvalidFieldError("id", f"{record_id} is a {row['kind']}; feedback is for prompts, sessions, "
                                           "traps and decisions")
-    raise RecordNotFoundError(record_id)
+    raise RecordNotFoundError(record_id, project or None)
 
 
 def _comment(text: str | None) -> str | None:

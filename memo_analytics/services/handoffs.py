@@ -128,7 +128,7 @@ def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -
     with store.lock():
         row = store.locate(record_id, RecordKind.HANDOFF, request.project, request.cwd)
         if row is None:
-            raise RecordNotFoundError(record_id)
+            raise RecordNotFoundError(record_id, request.project or None)
         meta, body = store.read(row["project"], RecordKind.HANDOFF, record_id) or ({}, "")
         if meta.get("status") != "pending":
             raise InvalidFieldError("handoff", f"{record_id} is {meta.get('status')}, not pending")

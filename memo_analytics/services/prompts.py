@@ -131,11 +131,16 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
         turn = request.turn
         if session_id and turn is None:
             turn = index.max_turn(store.conn, project, session_id) + 1
-            while store.path_for(project, RecordKind.PROMPT, prompt_id(session_id, turn, now)).exists():
-                try:  # the index lags the files (a writer killed before indexing): index it, never overwrite it
-                    store.ensure_indexed(RecordKind.PROMPT, project, prompt_id(session_id, turn, now))
-                except CorruptRecordError:
-                    pass  # a file that cannot be used is stepped over, untouched
+            while True:
+                candidate = prompt_id(session_id, turn, now)
+                if store.path_for(project, RecordKind.PROMPT, candidate).exists():
+                    try:  # the index lags the files (a writer killed before indexing): index it, never overwrite it
+                        store.ensure_indexed(RecordKind.PROMPT, project, candidate)
+                    except CorruptRecordError:
+                        pass  # a file that cannot be used is stepped over, untouched
+                elif index.get_row(store.conn, project, candidate) is None:
+                    break
+                # else a record of another kind holds the id (a hand-made file): stepped over too
                 turn += 1
         record_id = validate_slug(prompt_id(session_id, turn, now), "id")
         existing = store.read(project, RecordKind.PROMPT, record_id)
@@ -172,24 +177,17 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
 
 
 def _turn_project(store: VaultStore, request: RecordPromptRequest, session_id: str | None) -> str:
-    """The project a turn is filed under (SPEC §2.1, §2.2): the explicit ``project``; else the
-    project of ``cwd`` (or the configured default) when it holds the session's record or no
-    project does; else the one project whose session record has this id — a session id is
-    unique within its project, and its turns belong beside it.
+    """The project a turn is filed under (SPEC §2.1, §2.2): :meth:`VaultStore.session_home` for a
+    turn of a session, else the explicit ``project``, the project of ``cwd`` or the default.
 
     Raises
     ------
     AmbiguousIdError
         Several other projects hold a session of this id (the message lists them).
     """
-    project = optional_slug(store.resolve_project(request.project, request.cwd), "project")
-    if request.project not in (None, "") or not session_id:
-        return project
-    record_id = session_record_id(session_id)
-    if index.get_row(store.conn, project, record_id, "session") is not None:
-        return project
-    row = store.locate(record_id, RecordKind.SESSION)
-    return row["project"] if row is not None else project
+    if not session_id:
+        return optional_slug(store.resolve_project(request.project, request.cwd), "project")
+    return optional_slug(store.session_home(session_id, request.project, request.cwd), "project")
 
 
 def _first_bool(*values: object) -> bool:
@@ -286,4 +284,4 @@ def get_record(store: VaultStore, record_id: str, project: str | None = None,
         row = store.locate(candidate, kind, project, cwd)
         if row is not None:
             return row_to_record(row)
-    raise RecordNotFoundError(record_id)
+    raise RecordNotFoundError(record_id, project or None)

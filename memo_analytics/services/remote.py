@@ -2,8 +2,9 @@
 ``POST /api/actions/{action}``); the local vault is not read or written at all.
 
 The caller's ``cwd`` means nothing on the daemon's machine, so it is resolved here first:
-the repository folder names the project and its HEAD gives branch and commit, unless the
-call names them; then ``cwd`` is dropped.
+the repository folder names the project (as a preference for a lookup by id, see
+:func:`call`) and its HEAD gives branch and commit, unless the call names them; then ``cwd``
+is dropped.
 """
 
 from __future__ import annotations
@@ -35,29 +36,94 @@ def without_userinfo(url: str) -> tuple[str, str | None]:
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), f"Basic {credentials}"
 
 
-def _localize(arguments: dict[str, Any]) -> dict[str, Any]:
+#: Actions that find a record by id: the caller's repository only chooses among the projects
+#: that hold it (as :meth:`VaultStore.locate` does locally), it is not where they must look.
+_LOOKUPS = ("get", "feedback", "export_story", "prompt_detail")
+
+
+def _localize(arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The call as the daemon can take it, and the project of the caller's repository (when
+    ``cwd`` names one and the call gives no ``projectId``): for a lookup by id it is kept
+    back as a preference, otherwise it becomes ``projectId``."""
     arguments = dict(arguments)
     cwd = arguments.pop("cwd", None)
+    preferred = None
     if cwd:
-        arguments.setdefault("projectId", project_from_cwd(cwd))
+        if not arguments.get("projectId"):
+            preferred = project_from_cwd(cwd)
         branch, sha = git_head(repository_root(cwd))
         if arguments.get("action") in ("record", "session_start"):
             arguments.setdefault("branch", branch)
             arguments.setdefault("gitSha", sha)
-    return {k: v for k, v in arguments.items() if v is not None}
+    return {k: v for k, v in arguments.items() if v is not None}, preferred
+
+
+def _is_lookup(arguments: dict[str, Any]) -> bool:
+    action = arguments.get("action")
+    return action in _LOOKUPS or (action == "session" and bool(arguments.get("sessionId"))) or (
+        action == "cancel_handoff" and bool(arguments.get("id") or arguments.get("sessionId")))
 
 
 def call(settings: Settings, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Run one tool call on the remote daemon and return its JSON answer.
+    """Run one tool call on the remote daemon and return its JSON answer (SPEC §2.7).
+
+    The repository of ``cwd`` names the project of the call, as locally: for a lookup by id
+    it chooses only when several projects hold the id (the call is sent without it, and again
+    with it when the daemon names the id ambiguous); a turn or a restart of a session goes
+    where the daemon holds that session (:func:`_session_home`).
 
     Raises
     ------
     MemoError
         The daemon refused the call (its one-line message), or could not be reached.
     """
+    arguments, preferred = _localize(arguments)
+    if preferred is None:
+        return _send(settings, arguments)
+    if _is_lookup(arguments):
+        try:
+            return _send(settings, arguments)
+        except MemoError as exc:
+            if not str(exc).startswith("Ambiguous id "):
+                raise
+        return _send(settings, {**arguments, "projectId": preferred})
+    if arguments.get("action") in ("record", "session_start") and arguments.get("sessionId"):
+        return _send(settings, {**arguments, "projectId": _session_home(settings, arguments["sessionId"], preferred)})
+    return _send(settings, {**arguments, "projectId": preferred})
+
+
+_HOMES: dict[tuple[str, str, str], str] = {}
+
+
+def _session_home(settings: Settings, session_id: str, preferred: str) -> str:
+    """The project of the daemon's vault a turn of ``session_id`` goes to when the caller's
+    repository is ``preferred``: ``preferred`` when it holds the session or no project does,
+    else the one project that does (remembered for the process: a session does not move)."""
+    key = (settings.remote.url or "", session_id, preferred)
+    if key in _HOMES:
+        return _HOMES[key]
+    home = preferred
+    try:
+        _send(settings, {"action": "session", "sessionId": session_id, "projectId": preferred, "limit": 1})
+    except MemoError as exc:
+        if not str(exc).startswith("Record not found"):
+            raise
+        try:
+            found = _send(settings, {"action": "session", "sessionId": session_id, "limit": 1})
+            holder = (found.get("session") or (found.get("items") or [{}])[0]).get("project")
+            home = holder or preferred
+        except MemoError as again:
+            if not str(again).startswith("Record not found"):
+                raise
+    _HOMES[key] = home
+    return home
+
+
+def _send(settings: Settings, arguments: dict[str, Any]) -> dict[str, Any]:
+    """POST one call to the daemon's ``/api/actions/{action}``; its JSON answer."""
+    arguments = dict(arguments)
     if not settings.remote.url:
         raise MemoError("Invalid remote.url: mode is remote but no daemon URL is configured")
-    arguments = _localize(arguments)
     action = arguments.pop("action")
     if "vaultRoot" in arguments:
         raise MemoError("Invalid vaultRoot: not available in remote mode (the daemon owns its vault)")

@@ -68,10 +68,13 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
         Unsafe ids or a bad ``startTime``.
     """
     now = now or utcnow()
-    project = optional_slug(store.resolve_project(request.project, request.cwd), "project")
+    given = optional_slug(request.session_id, "sessionId")
+    # a restart without a project resumes the session where it lives (SPEC §2.1)
+    project = optional_slug(store.session_home(given, request.project, request.cwd) if given else
+                            store.resolve_project(request.project, request.cwd), "project")
     product_root = repository_root(request.cwd)
     head_branch, head_sha = git_head(product_root)
-    session_id = optional_slug(request.session_id, "sessionId") or new_session_id(now)
+    session_id = given or new_session_id(now)
     start_at = parse_record_instant(request.start_time, "startTime", store.zone) if request.start_time else now
     if start_at > now + MAX_CLOCK_SKEW:
         raise InvalidFieldError("startTime", f"{to_iso(start_at)} is in the future")
@@ -260,7 +263,7 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
         flt = PromptFilter(session_id=session_id, projects=[project] if project else None)
         total, rows = index.count_and_page(store.conn, "prompt", flt, limit, offset, "turn-asc")
         if row is None and total == 0:
-            raise RecordNotFoundError(session_id)
+            raise RecordNotFoundError(session_id, request.project or None)
         page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
         return {"session": row_to_record(row) if row is not None else None, **page}
     flt = PromptFilter(

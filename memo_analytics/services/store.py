@@ -466,6 +466,27 @@ class VaultStore:
             return None, chosen[0]
         raise AmbiguousIdError(session_id, holders)
 
+    def session_home(self, session_id: str, project: str | None = None, cwd: str | Path | None = None) -> str:
+        """The project a turn or a (re)start of session ``session_id`` belongs to (SPEC §2.1,
+        §2.2): the explicit ``project``; else the project of ``cwd`` (or the configured
+        default) when it holds the session — its record or its turns — or no project does;
+        else the one project that holds it (a session id is unique within its project, and its
+        turns belong beside it).
+
+        Raises
+        ------
+        AmbiguousIdError
+            Several other projects hold the session (the message lists them).
+        """
+        resolved = self.resolve_project(project, cwd)
+        if project not in (None, ""):
+            return resolved
+        if index.get_row(self.conn, resolved, session_record_id(session_id), RecordKind.SESSION.value) is not None \
+                or resolved in index.session_turn_projects(self.conn, session_id):
+            return resolved
+        _, holder = self.locate_session(session_id)
+        return holder or resolved
+
     def ignore_rules(self, cwd: str | Path | None) -> IgnoreRules:
         """Capture-ignore rules for a caller in ``cwd``: its product root's ``.memoignore``
         plus ``settings.capture_ignore`` (SPEC §2.4)."""

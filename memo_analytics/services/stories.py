@@ -47,7 +47,7 @@ def story_data(store: VaultStore, session_id: str, project: str | None = None,
     total, rows = index.count_and_page(store.conn, "prompt", PromptFilter(
         session_id=session_id, projects=[project] if project else None), MAX_STORY_TURNS, 0, "turn-asc")
     if row is None and total == 0:
-        raise RecordNotFoundError(session_id)
+        raise RecordNotFoundError(session_id, project)
     session = row_to_record(row) if row is not None else None
 
     def handoff(record_id: str | None) -> dict[str, Any] | None:

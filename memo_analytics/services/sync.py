@@ -112,6 +112,20 @@ def _key(entry: dict[str, Any]) -> str:
     return f"{project}/{entry['id']}"
 
 
+def _rekey(store: VaultStore, state: dict[str, Any]) -> dict[str, Any]:
+    """Push state keyed by ``project/id``: an entry kept by its plain id (before records were
+    keyed by project) goes to the one project whose record has that id; when several have it,
+    which one it was is no longer known, and it is dropped (the daemon then merges that
+    record as a conflict rather than a fast-forward: nothing is lost)."""
+    out = {key: value for key, value in state.items() if "/" in key}
+    for key, value in state.items():
+        if "/" not in key:
+            projects = sorted({row["project"] for row in index.rows_with_id(store.conn, key)})
+            if len(projects) == 1:
+                out.setdefault(f"{projects[0]}/{key}", value)
+    return out
+
+
 def _outbox(store: VaultStore) -> list[dict[str, Any]]:
     try:
         lines = (_dir(store) / "outbox.jsonl").read_text(encoding="utf-8").splitlines()
@@ -186,9 +200,9 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             latest.pop(_key(entry), None)
             latest[_key(entry)] = entry
         batch = list(latest.values())[: store.settings.hybrid.batch_size]
-        pushed_versions = _load(store, "pushed.json")
-        unconfirmed = _load(store, "sent.json")  # versions sent whose answer never came
-        records = []
+        pushed_versions = _rekey(store, _load(store, "pushed.json"))
+        unconfirmed = _rekey(store, _load(store, "sent.json"))  # versions sent whose answer never came
+        records, mismatched = [], []
         for entry in batch:
             key = _key(entry)
             path = store.root / entry["path"]
@@ -197,14 +211,16 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             except OSError:
                 continue  # removed since: nothing to push
             try:
-                updated = parse_record_text(text, entry["id"])[0].get("updated")
+                local = parse_record_text(text, entry["id"])[0]
+                updated = local.get("updated")
             except CorruptRecordError:
-                updated = None  # the daemon refuses it with the reason
-            # state kept by plain id before records were keyed by project: read once, then rekeyed
-            sent = [v for v in unconfirmed.pop(key, unconfirmed.pop(entry["id"], [])) if v != updated][-MAX_SENT_VERSIONS:]
-            base = pushed_versions.pop(key, pushed_versions.pop(entry["id"], None))
-            if base is not None:
-                pushed_versions[key] = base
+                local, updated = {}, None  # the daemon refuses it with the reason
+            if local.get("project") not in (None, key.split("/", 1)[0]):  # edited by hand to name another project
+                mismatched.append({"id": entry["id"], "project": key.split("/", 1)[0],
+                                   "reason": f"its frontmatter names project {local.get('project')!r}; not pushed"})
+                continue
+            sent = [v for v in unconfirmed.get(key, []) if v != updated][-MAX_SENT_VERSIONS:]
+            base = pushed_versions.get(key)
             records.append({"id": entry["id"], "project": key.split("/", 1)[0], "key": key, "text": text,
                             "base": base, "sent": sent, "updated": updated})
             if updated is not None:
@@ -240,6 +256,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                 done[f"{result['project']}/{result['id']}"] = result
             elif len(keys_of_id.get(result["id"], [])) == 1:  # a daemon that does not name projects
                 done[keys_of_id[result["id"]][0]] = result
+        for item in mismatched:  # out of the outbox: the index holds the file as corrupt too
+            done[f"{item['project']}/{item['id']}"] = {"outcome": "refused"}
         sent_updated = {_key(entry): entry.get("updated") for entry in batch}
         for record in records:
             if record["key"] in done:
@@ -255,12 +273,14 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                                                             and sent_updated.get(_key(e)) is not None)]
             atomic_write_bytes(_dir(store) / "outbox.jsonl",
                                "".join(json.dumps(e) + "\n" for e in remaining).encode("utf-8"))
-        refused = [{"id": r.get("id"), **({"project": r["project"]} if r.get("project") else {}),
-                    "reason": r.get("reason")} for r in answer.get("results", []) if r.get("outcome") == "refused"]
+        refused = mismatched + [{"id": r.get("id"), **({"project": r["project"]} if r.get("project") else {}),
+                                 "reason": r.get("reason")} for r in answer.get("results", [])
+                                if r.get("outcome") == "refused"]
         state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None,
                      refused=refused[:20])
         _save(store, "state.json", state)
-        return {"pushed": len(done), "results": answer.get("results", []),
+        return {"pushed": len(done) - len(mismatched), "results": answer.get("results", []) + [
+                    {**item, "outcome": "refused"} for item in mismatched],
                 "pending": len({_key(e) for e in remaining}), "error": None}
 
 
@@ -454,6 +474,11 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
             kind, meta, body = admit_record(store, record_id, item.get("text"))
         except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
             results.append({"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
+            continue
+        if echo and echo["project"] != meta["project"]:
+            results.append({"id": record_id, **echo, "outcome": "refused",
+                            "reason": f"the push names project {echo['project']} but the record's frontmatter names "
+                                      f"{meta['project']}"})
             continue
         echo = {"project": meta["project"]}
         try:

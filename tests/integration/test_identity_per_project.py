@@ -343,3 +343,110 @@ def test_frames_over_several_vaults_keep_one_id_of_two_projects_twice_and_a_shar
     rows = sorted(prompts.select("project", "id", "body").iter_rows())
     assert rows == [("alpha", "prompt-s1-t1", "alpha in mine"),  # the same record in both vaults: the first wins
                     ("beta", "prompt-s1-t1", "beta in mine"), ("gamma", "prompt-s1-t1", "gamma in team")]
+
+
+# ---------------------------------------------------------------- found by trying to break it
+
+
+def test_a_restart_or_a_turn_without_a_project_goes_where_the_session_lives(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "fix-login", "--project", "shop", vault=vault)
+    memo("prompt", "record", "--session-id", "fix-login", "--body", "first", vault=vault)
+    memo("session", "start", "fix-login", vault=vault)  # a restart without a project: the same session
+    memo("prompt", "record", "--session-id", "fix-login", "--body", "second", vault=vault)
+    ended = json.loads(memo("--json", "session", "end", "fix-login", vault=vault).stdout)
+    assert ended["project"] == "shop" and not (vault / "projects" / "default").exists()
+    assert sorted(p.name for p in (vault / "projects" / "shop" / "prompts").glob("*.md")) == [
+        "prompt-fix-login-t1.md", "prompt-fix-login-t2.md"]
+    # a session known only by its turns: the next turn goes beside them
+    memo("prompt", "record", "--session-id", "s5", "--project", "beta", "--body", "first", vault=vault)
+    turn = json.loads(memo("--json", "prompt", "record", "--session-id", "s5", "--body", "second", vault=vault).stdout)
+    assert (turn["project"], turn["turn"]) == ("beta", 2)
+
+
+def test_a_record_of_another_kind_holding_the_next_turn_id_is_stepped_over(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "alpha", vault=vault)
+    memo("prompt", "record", "--session-id", "s1", "--project", "alpha", "--body", "one", vault=vault)
+    sessions = vault / "projects" / "alpha" / "sessions"
+    text = (sessions / "session-s1.md").read_text().replace("id: session-s1", "id: prompt-s1-t2", 1)
+    (sessions / "prompt-s1-t2.md").write_text(text)  # a session record, by hand, under a turn's id
+    assert json.loads(memo("--json", "reindex", vault=vault).stdout)["skipped"] == []
+    turn = json.loads(memo("--json", "prompt", "record", "--session-id", "s1", "--project", "alpha", "--body", "two",
+                           vault=vault).stdout)
+    assert (turn["id"], turn["turn"]) == ("prompt-s1-t3", 3)
+
+
+def test_a_hand_edited_file_naming_another_project_is_not_pushed_and_leaves_the_outbox(tmp_path):
+    daemon = Server(tmp_path / "team", "--mcp-port", "0")
+    try:
+        mine = Runtime(Settings(vault_root=tmp_path / "mine", timezone="UTC", mode="hybrid",
+                                hybrid=HybridSync(remote_url=daemon.base, debounce_ms=0))).store()
+        record_prompt(mine, RecordPromptRequest(session_id="s1", project="beta", body="beta secret plan"))
+        path = tmp_path / "mine" / "projects" / "beta" / "prompts" / "prompt-s1-t1.md"
+        path.write_text(path.read_text().replace("project: beta", "project: alpha"))
+        pushed = sync.push(mine)
+        # the daemon refuses a push whose project contradicts the record's frontmatter
+        status, answer = daemon.get_json("/api/sync/records", data={"records": [
+            {"id": "prompt-s1-t1", "project": "beta", "text": path.read_text()}]})
+    finally:
+        daemon.stop()
+    assert (pushed["pushed"], pushed["pending"]) == (0, 0)
+    assert pushed["results"][0]["outcome"] == "refused" and "names project 'alpha'" in pushed["results"][0]["reason"]
+    assert not (tmp_path / "team" / "projects").exists()
+    assert status == 200 and answer["results"][0]["outcome"] == "refused"
+    assert "the push names project beta but the record's frontmatter names alpha" in answer["results"][0]["reason"]
+
+
+def test_push_state_kept_by_plain_id_goes_to_the_one_project_that_holds_the_id(tmp_path):
+    store = Runtime(Settings(vault_root=tmp_path / "mine", timezone="UTC", mode="hybrid",
+                             hybrid=HybridSync(remote_url="http://127.0.0.1:9", debounce_ms=0))).store()
+    record_prompt(store, RecordPromptRequest(session_id="s1", project="alpha", body="only alpha"))
+    for project in ("alpha", "beta"):
+        record_prompt(store, RecordPromptRequest(session_id="s2", project=project, body=f"{project} too"))
+    rekeyed = sync._rekey(store, {"prompt-s1-t1": "v1", "prompt-s2-t1": "v2", "gamma/prompt-x": "v3"})
+    assert rekeyed == {"alpha/prompt-s1-t1": "v1", "gamma/prompt-x": "v3"}  # s2's entry: whose it was is unknown
+
+
+def test_project_values_are_checked_on_every_surface(tmp_path):
+    vault = tmp_path / "v"
+    for project in ("alpha", "beta"):
+        memo("prompt", "record", "--session-id", "s1", "--project", project, "--body", f"{project} turn", vault=vault)
+    applied = memo("digest", "apply", "session_stalled:s1", "--project", "../x", vault=vault, check=False)
+    assert applied.returncode == 1 and "Invalid project" in applied.stderr
+    missing = memo("prompt", "get", "prompt-s1-t1", "--project", "nosuch", vault=vault, check=False)
+    assert "Record not found: prompt-s1-t1 in project nosuch" in missing.stderr
+    [(error, text)] = tool_calls(vault, [{"action": "digest", "projectId": "../x"}])
+    assert error and "Invalid projectId" in text
+    server = Server(vault, "--mcp-port", "0")
+    try:
+        control = server.get_json("/api/prompts?project=%00")
+        spaced = server.get_json("/api/prompts?project=%20alpha")
+        twice = server.get_json("/api/prompts?project=alpha&project=beta")
+    finally:
+        server.stop()
+    assert control[0] == spaced[0] == twice[0] == 400
+    assert "Invalid project" in control[1]["error"] and "Invalid project" in spaced[1]["error"]
+    assert "Invalid project: is given more than once" in twice[1]["error"]
+
+
+def test_remote_mode_uses_the_repository_only_to_choose_among_projects(tmp_path, repo):
+    """The daemon holds session s3 in project solo only; the caller works in repository
+    ``product``: lookups find solo's records, a turn of s3 goes beside its session."""
+    daemon = Server(tmp_path / "team", "--mcp-port", "0")
+    config = tmp_path / "remote.toml"
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "{daemon.base}"\n')
+    try:
+        memo("session", "start", "s3", "--project", "solo", vault=tmp_path / "team")
+        memo("prompt", "record", "--session-id", "s3", "--project", "solo", "--body", "solo turn", vault=tmp_path / "team")
+        answers = tool_calls(None, [
+            {"action": "get", "id": "prompt-s3-t1", "cwd": str(repo)},
+            {"action": "record", "sessionId": "s3", "body": "from the product repository", "cwd": str(repo)},
+            {"action": "record", "sessionId": "new1", "body": "a new session's turn", "cwd": str(repo)},
+        ], env={"MEMO_CONFIG": str(config)})
+    finally:
+        daemon.stop()
+    assert [error for error, _ in answers] == [False] * 3, answers
+    assert json.loads(answers[0][1])["project"] == "solo"
+    assert (json.loads(answers[1][1])["project"], json.loads(answers[1][1])["turn"]) == ("solo", 2)
+    assert json.loads(answers[2][1])["project"] == "product"

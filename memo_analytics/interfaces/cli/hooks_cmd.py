@@ -1,0 +1,101 @@
+"""``memo hooks install|uninstall|status [AGENT]``: put memo's managed entry into an agent's
+own settings file (user level by default, ``--project`` for the repository's), take it out
+again, or say what is installed where (:mod:`memo_analytics.services.agent_hooks`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from ...domain.errors import InvalidFieldError
+from ...services import agent_hooks
+from ...services.store import repository_root
+from .common import _emit, _safe, app, out, state
+
+hooks_app = typer.Typer(help="Capture every turn automatically: memo's entries in the agents' hook settings.",
+                        no_args_is_help=True)
+app.add_typer(hooks_app, name="hooks")
+
+_AGENT_HELP = "claude-code, codex, gemini, cursor or copilot."
+_PROJECT_HELP = "The repository's own settings (of the current folder's repository) instead of your user settings."
+
+#: What an agent needs besides its settings file before a new hook runs.
+_NOTES = {
+    "codex": "Codex runs a new hook only after you trust it: open /hooks in Codex once.",
+    "cursor": "Cursor runs a repository's hooks only in a trusted workspace.",
+    "gemini": "Gemini CLI asks before it runs a repository's changed hooks.",
+}
+
+
+def _root(project: bool) -> Path | None:
+    if not project:
+        return None
+    root = repository_root(Path.cwd())
+    if root is None:
+        raise InvalidFieldError("project", f"{Path.cwd()} is not inside a git repository; leave out --project for "
+                                           "your user settings")
+    return root
+
+
+def _vault() -> Path:
+    return state.settings.vault_root
+
+
+@hooks_app.command("install")
+def hooks_install(agent: str = typer.Argument(..., metavar="AGENT", help=_AGENT_HELP),
+                  project: bool = typer.Option(False, "--project", help=_PROJECT_HELP)) -> None:
+    """Add memo's hook entries (prompt, session start, session end) to the agent's settings file;
+    every other key, value, comment and the formatting stay as they were (a backup is kept in the vault)."""
+    chosen = Path(state.vault_root).expanduser().resolve() if state.vault_root else None
+    result = agent_hooks.install(agent, _vault(), _root(project), hook_vault=chosen)
+
+    def human(r: dict[str, Any]) -> None:
+        out.print(_safe(f"memo's hooks for {r['agent']} are in {r['path']}: {', '.join(r['added'])}"
+                        + (f" (already there: {', '.join(r['already'])})" if r["already"] else "")))
+        if r["backup"]:
+            out.print(_safe(f"the file as it was: {r['backup']}"))
+        if agent in _NOTES:
+            out.print(_NOTES[agent])
+        out.print("Now just work: each prompt lands in the vault (`memo prompt list`).")
+
+    _emit(result, human)
+
+
+@hooks_app.command("uninstall")
+def hooks_uninstall(agent: str = typer.Argument(..., metavar="AGENT", help=_AGENT_HELP),
+                    project: bool = typer.Option(False, "--project", help=_PROJECT_HELP)) -> None:
+    """Remove exactly the entries `memo hooks install` added (the file comes back as it was when
+    nobody changed it since)."""
+    result = agent_hooks.uninstall(agent, _vault(), _root(project))
+
+    def human(r: dict[str, Any]) -> None:
+        how = "the file as it was restored" if r["restored"] else "the file memo created removed" if r["deleted"] \
+            else "the rest of the file as it is"
+        out.print(_safe(f"memo's hooks for {r['agent']} removed from {r['path']} ({', '.join(r['removed'])}); {how}"))
+
+    _emit(result, human)
+
+
+@hooks_app.command("status")
+def hooks_status(agent: Optional[str] = typer.Argument(None, metavar="[AGENT]", help=_AGENT_HELP + " Default: all.")) -> None:
+    """Which agents run memo's hooks, in which settings file, for which events; and how many
+    hook events wait in the vault's spool."""
+    agents = [agent_hooks.spec_for(agent).agent] if agent else list(agent_hooks.AGENT_HOOKS)
+    result = agent_hooks.status(agents, _vault(), repository_root(Path.cwd()))
+
+    def human(r: dict[str, Any]) -> None:
+        table = Table(title="memo's agent hooks")
+        for column in ("agent", "level", "settings file", "installed", "missing"):
+            table.add_column(column, overflow="fold")
+        for item in r["items"]:
+            installed = ", ".join(item["installed"]) or ("—" if item["exists"] else "no file")
+            table.add_row(item["agent"], item["level"], _safe(item["path"]), _safe(item["error"] or installed),
+                          ", ".join(item["missing"]) or "—")
+        out.print(table)
+        if r["spooled"]:
+            out.print(f"{r['spooled']} hook events wait in the spool; the next hook run records them")
+
+    _emit(result, human)

@@ -1,0 +1,479 @@
+"""``memo hooks install|uninstall|status AGENT``: the managed entries that make an agent run
+``memo hook AGENT`` on its prompt and session events.
+
+Each agent keeps its hooks in its own settings file (:data:`AGENT_HOOKS`: where, under which
+event names, in which shape). Install adds one managed entry per event and changes nothing
+else: the file is edited in place at the positions of its values (``json-source-map``), so
+every other key, value, comment and the file's indentation stay as they were; the file as it
+was is kept in ``<vault>/.memo/hooks/backups/`` and what install did in
+``<vault>/.memo/hooks/installed.json``. Uninstall removes exactly the managed entries (and the
+containers install created, when they are empty again); when nobody touched the file since,
+the backup's bytes come back as they were. A file that cannot be parsed — or whose ``hooks``
+is not what the agent expects — is never touched: the error says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..domain.errors import InvalidFieldError, MemoError
+from ..vault.io import atomic_write_bytes, read_json_state, write_json_state
+
+
+@dataclass(frozen=True)
+class AgentHooks:
+    """Where and how one agent keeps its hooks.
+
+    ``grouped``: ``hooks.<Event>`` is a list of matcher groups ``{hooks: [handler]}`` (Claude
+    Code, Codex, Gemini CLI); else a flat list of handlers (Cursor, Copilot CLI, whose files
+    carry ``version: 1``). ``timeout`` is in the agent's unit (Gemini: milliseconds).
+    ``pass_event``: the payload does not name its event, so the command does (Copilot).
+    """
+
+    agent: str
+    user_file: str  # relative to the home folder
+    project_file: str  # relative to the repository root
+    events: tuple[str, ...]
+    grouped: bool
+    command_key: str = "command"
+    timeout_key: str = "timeout"
+    timeout: int = 10
+    version: bool = False
+    pass_event: bool = False
+    extra: tuple[tuple[str, Any], ...] = ()
+
+
+AGENT_HOOKS: dict[str, AgentHooks] = {
+    "claude-code": AgentHooks("claude-code", ".claude/settings.json", ".claude/settings.json",
+                              ("SessionStart", "UserPromptSubmit", "SessionEnd"), grouped=True),
+    "codex": AgentHooks("codex", ".codex/hooks.json", ".codex/hooks.json",
+                        ("SessionStart", "UserPromptSubmit", "SessionEnd"), grouped=True),
+    "gemini": AgentHooks("gemini", ".gemini/settings.json", ".gemini/settings.json",
+                         ("SessionStart", "BeforeAgent", "SessionEnd"), grouped=True, timeout=10_000,
+                         extra=(("name", "memo"),)),
+    "cursor": AgentHooks("cursor", ".cursor/hooks.json", ".cursor/hooks.json",
+                         ("sessionStart", "beforeSubmitPrompt", "sessionEnd"), grouped=False, version=True),
+    "copilot": AgentHooks("copilot", ".copilot/hooks/memo.json", ".github/hooks/memo.json",
+                          ("sessionStart", "userPromptSubmitted", "sessionEnd"), grouped=False, command_key="bash",
+                          timeout_key="timeoutSec", version=True, pass_event=True, extra=(("type", "command"),)),
+}
+
+
+def spec_for(agent: str) -> AgentHooks:
+    """The :class:`AgentHooks` of ``agent``.
+
+    Raises
+    ------
+    InvalidFieldError
+        Not one of :data:`AGENT_HOOKS`.
+    """
+    if agent not in AGENT_HOOKS:
+        raise InvalidFieldError("agent", f"{agent!r} is not one of {', '.join(AGENT_HOOKS)}")
+    return AGENT_HOOKS[agent]
+
+
+def settings_path(spec: AgentHooks, project_root: Path | None, home: Path | None = None) -> Path:
+    """The settings file of ``spec``: the repository's (``project_root``) or the user's."""
+    if project_root is not None:
+        return project_root / spec.project_file
+    return (home or Path.home()) / spec.user_file
+
+
+def hook_command(spec: AgentHooks, event: str, memo: str | None = None, vault_root: Path | None = None) -> str:
+    """The shell command of the managed entry: ``<memo> hook AGENT`` (``--event`` for an agent
+    whose payload does not name its event, ``--vault-root`` when a vault was chosen)."""
+    memo = memo or shutil.which("memo") or "memo"
+    args = [memo, "hook", spec.agent]
+    if spec.pass_event:
+        args += ["--event", event]
+    if vault_root is not None:
+        args += ["--vault-root", str(vault_root)]
+    return shlex.join(args)
+
+
+def is_managed(command: object, agent: str) -> bool:
+    """Whether a hook command is one of memo's managed entries for ``agent``."""
+    return isinstance(command, str) and re.search(
+        rf"(^|[/\s'\"])memo(\.exe)?['\"]?\s+hook\s+{re.escape(agent)}(\s|$)", command) is not None
+
+
+def managed_entry(spec: AgentHooks, command: str) -> dict[str, Any]:
+    handler = {**dict(spec.extra), spec.command_key: command, spec.timeout_key: spec.timeout}
+    if spec.agent != "copilot" and spec.grouped:
+        handler = {"type": "command", **handler}
+    return {"hooks": [handler]} if spec.grouped else handler
+
+
+# ---------------------------------------------------------------- editing JSON text in place
+
+
+def _blank_comments(text: str) -> str:
+    """``text`` with ``//`` and ``/* */`` comments outside strings replaced by spaces (newlines
+    kept): the same length, so every position stays where it was."""
+    out, i, n = list(text), 0, len(text)
+    in_string = False
+    while i < n:
+        c = text[i]
+        if in_string:
+            if c == "\\":
+                i += 2
+                continue
+            if c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out[i:end] = " " * (end - i)
+            i = end
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out[i:end] = [ch if ch == "\n" else " " for ch in text[i:end]]
+            i = end
+            continue
+        i += 1
+    return "".join(out)
+
+
+class SettingsText:
+    """A JSON (or JSON-with-comments) settings file edited in place.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid settings: PATH …`` — not JSON, or its top level is not an object.
+    """
+
+    def __init__(self, text: str, path: Path) -> None:
+        from json_source_map import calculate
+
+        self.text, self.path = text, path
+        plain = _blank_comments(text)
+        try:
+            self.data = json.loads(plain) if plain.strip() else {}
+            self.map = calculate(plain) if plain.strip() else {}
+        except (ValueError, Exception) as exc:  # json_source_map raises its own error type
+            raise InvalidFieldError("settings", f"{path} is not valid JSON ({str(exc).splitlines()[0]}); "
+                                                "memo left it as it is") from None
+        if not isinstance(self.data, dict):
+            raise InvalidFieldError("settings", f"{path} does not hold a JSON object; memo left it as it is")
+        self.unit = self._indent_unit()
+
+    def _indent_unit(self) -> str:
+        for line in self.text.splitlines()[1:]:
+            stripped = line.lstrip(" \t")
+            if stripped and len(stripped) < len(line):
+                return line[: len(line) - len(stripped)]
+        return "  "
+
+    def value(self, pointer: str) -> Any:
+        node: Any = self.data
+        for part in [p for p in pointer.split("/")[1:]]:
+            part = part.replace("~1", "/").replace("~0", "~")
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        return node
+
+    def _line_indent(self, position: int) -> str:
+        start = self.text.rfind("\n", 0, position) + 1
+        line = self.text[start:position]
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+    def _dump(self, value: Any, indent: str) -> str:
+        text = json.dumps(value, indent=len(self.unit.expandtabs(4)) or 2, ensure_ascii=False)
+        if "\t" in self.unit:
+            text = re.sub(r"(?m)^( {4})+", lambda m: "\t" * (len(m.group(0)) // 4), text)
+        return text.replace("\n", "\n" + indent)
+
+    def _reload(self, text: str) -> None:
+        self.__init__(text, self.path)  # type: ignore[misc]
+
+    @staticmethod
+    def _key(pointer: str, key: str) -> str:
+        return f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
+
+    def add_member(self, pointer: str, key: str, value: Any) -> None:
+        """Add ``"key": value`` as the last member of the object at ``pointer``."""
+        obj = self.value(pointer)
+        entry = self.map[pointer]
+        start, end = entry.value_start.position, entry.value_end.position
+        if obj:
+            last = self.map[self._key(pointer, list(obj)[-1])]
+            indent = self._line_indent(last.key_start.position)
+            at = last.value_end.position
+            multiline = "\n" in self.text[start:last.key_start.position]
+            sep = f",\n{indent}" if multiline else ", "
+            piece = f'{sep}{json.dumps(key, ensure_ascii=False)}: {self._dump(value, indent)}'
+            self._reload(self.text[:at] + piece + self.text[at:])
+        else:
+            outer = self._line_indent(start)
+            inner = outer + self.unit
+            piece = f'{{\n{inner}{json.dumps(key, ensure_ascii=False)}: {self._dump(value, inner)}\n{outer}}}'
+            self._reload(self.text[:start] + piece + self.text[end:])
+
+    def append_item(self, pointer: str, value: Any) -> None:
+        """Add ``value`` as the last item of the array at ``pointer``."""
+        items = self.value(pointer)
+        entry = self.map[pointer]
+        start, end = entry.value_start.position, entry.value_end.position
+        if items:
+            last = self.map[f"{pointer}/{len(items) - 1}"]
+            indent = self._line_indent(last.value_start.position)
+            at = last.value_end.position
+            multiline = "\n" in self.text[start:last.value_start.position]
+            sep = f",\n{indent}" if multiline else ", "
+            self._reload(self.text[:at] + sep + self._dump(value, indent if multiline else "") + self.text[at:])
+        else:
+            outer = self._line_indent(start)
+            inner = outer + self.unit
+            piece = f"[\n{inner}{self._dump(value, inner)}\n{outer}]"
+            self._reload(self.text[:start] + piece + self.text[end:])
+
+    def remove(self, pointer: str) -> None:
+        """Remove the array item or object member at ``pointer`` with its separator."""
+        parent, _, last = pointer.rpartition("/")
+        container = self.value(parent)
+        entry = self.map[pointer]
+        begin = entry.key_start.position if entry.key_start is not None else entry.value_start.position
+        finish = entry.value_end.position
+        keys = list(range(len(container))) if isinstance(container, list) else list(container)
+        index = keys.index(int(last) if isinstance(container, list) else last.replace("~1", "/").replace("~0", "~"))
+        if index > 0:  # from the end of the one before it
+            before = self.map[parent + "/" + str(keys[index - 1]).replace("~", "~0").replace("/", "~1")]
+            begin = before.value_end.position
+        elif len(keys) > 1:  # the first of several: up to the start of the next one
+            after = self.map[parent + "/" + str(keys[1]).replace("~", "~0").replace("/", "~1")]
+            finish = after.key_start.position if after.key_start is not None else after.value_start.position
+        else:  # the only one: the container becomes empty
+            outer = self.map[parent]
+            begin, finish = outer.value_start.position + 1, outer.value_end.position - 1
+        self._reload(self.text[:begin] + self.text[finish:])
+
+
+# ---------------------------------------------------------------- install, uninstall, status
+
+
+def _state_path(vault_root: Path) -> Path:
+    return Path(vault_root) / ".memo" / "hooks" / "installed.json"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _hooks_object(settings: SettingsText, spec: AgentHooks) -> dict[str, Any]:
+    hooks = settings.data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InvalidFieldError("settings", f"{settings.path}: \"hooks\" is not an object; memo left the file as it is")
+    for event in spec.events:
+        if event in hooks and not isinstance(hooks[event], list):
+            raise InvalidFieldError("settings", f"{settings.path}: \"hooks.{event}\" is not a list; memo left the "
+                                                "file as it is")
+    return hooks
+
+
+def _managed_pointers(settings: SettingsText, spec: AgentHooks) -> dict[str, list[str]]:
+    """Per event, the pointers of memo's managed entries (whole groups, or handlers inside a
+    group that holds other handlers too), last first (so they can be removed in order)."""
+    found: dict[str, list[str]] = {}
+    hooks = _hooks_object(settings, spec)
+    for event in spec.events:
+        pointers = []
+        for i, item in enumerate(hooks.get(event) or []):
+            base = f"/hooks/{event}/{i}"
+            if spec.grouped and isinstance(item, dict) and isinstance(item.get("hooks"), list):
+                mine = [j for j, h in enumerate(item["hooks"])
+                        if isinstance(h, dict) and is_managed(h.get(spec.command_key), spec.agent)]
+                if mine and len(mine) == len(item["hooks"]):
+                    pointers.append(base)
+                else:
+                    pointers += [f"{base}/hooks/{j}" for j in mine]
+            elif isinstance(item, dict) and (is_managed(item.get(spec.command_key), spec.agent)
+                                             or is_managed(item.get("command"), spec.agent)):
+                pointers.append(base)
+        if pointers:
+            found[event] = sorted(pointers, key=lambda p: [int(x) if x.isdigit() else x for x in p.split("/")],
+                                  reverse=True)
+    return found
+
+
+def _read(path: Path) -> tuple[bytes | None, SettingsText]:
+    if path.is_symlink() and not path.exists():
+        raise InvalidFieldError("settings", f"{path} is a broken symbolic link; memo left it as it is")
+    raw = path.read_bytes() if path.exists() else None
+    if raw is not None:
+        try:
+            text = raw.decode("utf-8-sig" if raw.startswith(b"\xef\xbb\xbf") else "utf-8")
+        except UnicodeDecodeError:
+            raise InvalidFieldError("settings", f"{path} is not UTF-8 text; memo left it as it is") from None
+    else:
+        text = ""
+    return raw, SettingsText(text, path)
+
+
+def _write(path: Path, text: str, raw: bytes | None) -> bytes:
+    data = text.encode("utf-8")
+    if raw is not None and raw.startswith(b"\xef\xbb\xbf"):
+        data = b"\xef\xbb\xbf" + data
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path.resolve() if path.is_symlink() else path, data, mode=mode)
+    return data
+
+
+def install(agent: str, vault_root: Path, project_root: Path | None = None, home: Path | None = None,
+            memo: str | None = None, hook_vault: Path | None = None) -> dict[str, Any]:
+    """Add memo's managed entry for each of the agent's events to its settings file.
+
+    Returns
+    -------
+    dict
+        ``{agent, level, path, added: [events], already: [events], backup}`` (``backup`` None
+        when the file did not exist).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``agent`` unknown; the file cannot be parsed or holds ``hooks`` of another shape
+        (nothing is written).
+    MemoError
+        Every event already has memo's entry: nothing to do.
+    """
+    spec = spec_for(agent)
+    path = settings_path(spec, project_root, home)
+    raw, settings = _read(path)
+    present = _managed_pointers(settings, spec)
+    todo = [e for e in spec.events if e not in present]
+    result = {"agent": agent, "level": "project" if project_root else "user", "path": str(path),
+              "added": todo, "already": [e for e in spec.events if e in present], "backup": None}
+    if not todo:
+        raise MemoError(f"memo's hooks for {agent} are already in {path}: nothing to do")
+    created: list[str] = []
+    if not settings.text.strip():  # no file yet (or an empty one): an empty object to add to
+        settings = SettingsText("{}\n", path)
+    if spec.version and "version" not in settings.data:
+        settings.add_member("", "version", 1)
+        created.append("/version")
+    if "hooks" not in settings.data:
+        settings.add_member("", "hooks", {})
+        created.append("/hooks")
+    for event in todo:
+        command = hook_command(spec, event, memo, hook_vault)
+        if event not in settings.data["hooks"]:
+            settings.add_member("/hooks", event, [])
+            created.append(f"/hooks/{event}")
+        settings.append_item(f"/hooks/{event}", managed_entry(spec, command))
+    backup = None
+    if raw is not None:
+        folder = Path(vault_root) / ".memo" / "hooks" / "backups"
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        backup = folder / f"{agent}-{hashlib.sha1(str(path).encode()).hexdigest()[:8]}-{stamp}-{path.name}"
+        atomic_write_bytes(backup, raw)
+    written = _write(path, settings.text, raw)
+    state = read_json_state(_state_path(vault_root)) or {}
+    previous = state.get(str(path), {})
+    state[str(path)] = {"agent": agent, "backup": str(backup) if backup else previous.get("backup"),
+                        "createdFile": raw is None or previous.get("createdFile", False),
+                        "created": sorted(set(previous.get("created", [])) | set(created)),
+                        "written": _digest(written), "original": previous.get("original") or
+                        (_digest(raw) if raw is not None else None)}
+    write_json_state(_state_path(vault_root), state)
+    return {**result, "backup": str(backup) if backup else None}
+
+
+def uninstall(agent: str, vault_root: Path, project_root: Path | None = None, home: Path | None = None) -> dict[str, Any]:
+    """Remove memo's managed entries for ``agent`` from its settings file (and what install
+    created, when it is empty again). When the file is byte for byte what install wrote, the
+    file as it was before comes back from the backup (or is removed, when install created it).
+
+    Returns
+    -------
+    dict
+        ``{agent, level, path, removed: [events], restored: bool, deleted: bool}``.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``agent`` unknown; the file cannot be parsed (nothing is written).
+    MemoError
+        The file holds no managed entry of ``agent``: nothing to do.
+    """
+    spec = spec_for(agent)
+    path = settings_path(spec, project_root, home)
+    result = {"agent": agent, "level": "project" if project_root else "user", "path": str(path), "removed": [],
+              "restored": False, "deleted": False}
+    if not path.exists():
+        raise MemoError(f"{path} does not exist: no hooks of memo's to remove")
+    raw, settings = _read(path)
+    present = _managed_pointers(settings, spec)
+    if not present:
+        raise MemoError(f"{path} holds none of memo's hooks for {agent}: nothing to do")
+    state = read_json_state(_state_path(vault_root)) or {}
+    record = state.pop(str(path), None) or {}
+    result["removed"] = [e for e in spec.events if e in present]
+    if record.get("written") == _digest(raw or b""):  # untouched since install: as it was
+        backup = Path(record["backup"]) if record.get("backup") else None
+        if record.get("createdFile"):
+            path.unlink()
+            result["deleted"] = True
+        elif backup is not None and backup.is_file() and _digest(backup.read_bytes()) == record.get("original"):
+            _write(path, backup.read_bytes().decode("utf-8-sig"), backup.read_bytes())
+            result["restored"] = True
+    if not (result["restored"] or result["deleted"]):
+        for event in spec.events:
+            for pointer in present.get(event, []):
+                settings.remove(pointer)
+        for pointer in sorted(record.get("created", []), key=len, reverse=True):
+            if pointer in settings.map and settings.value(pointer) in ({}, []):
+                settings.remove(pointer)
+        if record.get("createdFile") and settings.data == ({"version": 1} if spec.version else {}):
+            path.unlink()
+            result["deleted"] = True
+        else:
+            _write(path, settings.text, raw)
+    write_json_state(_state_path(vault_root), state)
+    return result
+
+
+def status(agents: list[str], vault_root: Path, project_root: Path | None, home: Path | None = None) -> dict[str, Any]:
+    """What is installed where: ``{items: [{agent, level, path, exists, installed: [events],
+    missing: [events], error}], spooled}`` for the user level and, inside a repository, the
+    repository's level; ``spooled`` is how many hook events wait in the vault's spool."""
+    from .capture import spooled
+
+    items = []
+    for agent in agents:
+        spec = spec_for(agent)
+        for level, root in (("user", None), ("project", project_root)):
+            if level == "project" and root is None:
+                continue
+            path = settings_path(spec, root, home)
+            item = {"agent": agent, "level": level, "path": str(path), "exists": path.exists(), "installed": [],
+                    "missing": list(spec.events), "error": None}
+            if path.exists():
+                try:
+                    present = _managed_pointers(_read(path)[1], spec)
+                    item["installed"] = [e for e in spec.events if e in present]
+                    item["missing"] = [e for e in spec.events if e not in present]
+                except MemoError as exc:
+                    item["error"] = str(exc)
+            items.append(item)
+    return {"items": items, "spooled": len(spooled(vault_root))}
+
+
+def hook_vault_override() -> Path | None:
+    """The vault a managed entry names: ``MEMO_VAULT`` when set (an agent may not inherit it)."""
+    value = os.environ.get("MEMO_VAULT")
+    return Path(value).expanduser().resolve() if value else None
