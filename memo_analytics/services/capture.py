@@ -114,7 +114,8 @@ def _codex(payload: dict[str, Any], received: datetime) -> HookEvent:
                          cwd=_text(payload, "cwd"), turn_id=_text(payload, "turn-id", "turn_id"),
                          name="agent-turn-complete")
     name = _text(payload, "hook_event_name") or ""
-    kind = {"UserPromptSubmit": "prompt", "SessionStart": "session_start", "Stop": "stop"}.get(name, "other")
+    kind = {"UserPromptSubmit": "prompt", "SessionStart": "session_start", "SessionEnd": "session_end",
+            "Stop": "stop"}.get(name, "other")
     return HookEvent("codex", kind, _text(payload, "session_id"), received, prompt=_text(payload, "prompt"),
                      cwd=_text(payload, "cwd"), transcript_path=_text(payload, "transcript_path"),
                      turn_id=_text(payload, "turn_id"), model=_text(payload, "model"), name=name)

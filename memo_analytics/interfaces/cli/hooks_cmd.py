@@ -22,11 +22,11 @@ app.add_typer(hooks_app, name="hooks")
 _AGENT_HELP = "claude-code, codex, gemini, cursor or copilot."
 _PROJECT_HELP = "The repository's own settings (of the current folder's repository) instead of your user settings."
 
-#: What an agent needs besides its settings file before a new hook runs.
+#: What an agent needs besides its settings file before a new hook runs (user level, repository level).
 _NOTES = {
-    "codex": "Codex runs a new hook only after you trust it: open /hooks in Codex once.",
-    "cursor": "Cursor runs a repository's hooks only in a trusted workspace.",
-    "gemini": "Gemini CLI asks before it runs a repository's changed hooks.",
+    "codex": ("Codex runs a new hook only after you trust it: open /hooks in Codex once.",) * 2,
+    "cursor": ("", "Cursor runs a repository's hooks only in a trusted workspace."),
+    "gemini": ("", "Gemini CLI asks before it runs a repository's changed hooks."),
 }
 
 
@@ -57,8 +57,9 @@ def hooks_install(agent: str = typer.Argument(..., metavar="AGENT", help=_AGENT_
                         + (f" (already there: {', '.join(r['already'])})" if r["already"] else "")))
         if r["backup"]:
             out.print(_safe(f"the file as it was: {r['backup']}"))
-        if agent in _NOTES:
-            out.print(_NOTES[agent])
+        note = _NOTES.get(agent, ("", ""))[r["level"] == "project"]
+        if note:
+            out.print(note)
         out.print("Now just work: each prompt lands in the vault (`memo prompt list`).")
 
     _emit(result, human)

@@ -1,0 +1,192 @@
+"""``memo hooks install|uninstall|status AGENT`` (issue 14 point 1) and the events each agent's
+hook then sends (point 2): a managed entry in the agent's own settings file, every other key,
+value, comment and the formatting kept; uninstall gives the hand-written file back byte for
+byte; a file that cannot be parsed is never touched. The payloads are the agents' documented
+shapes (Claude Code, Codex and Gemini CLI hook references and schemas, Cursor's hooks page,
+GitHub's Copilot CLI hooks reference)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from memo_analytics.services import agent_hooks
+from memo_analytics.vault.io import read_record
+from tests.inprocess import memo
+
+#: A hand-written settings file per agent, in its own style (indent, order, comments where the
+#: agent reads JSON with comments), with hooks of the person's own.
+HAND_WRITTEN = {
+    "claude-code": '{\n    "model": "opus",\n    "hooks": {\n        "Stop": [\n            { "hooks": [ { "type": '
+                   '"command", "command": "say done" } ] }\n        ]\n    },\n    "permissions": {"allow": '
+                   '["Bash(ls)"]}\n}\n',
+    "codex": '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}\n',
+    "gemini": '{\n  // my Gemini settings\n  "theme": "GitHub",\n  /* hooks below */\n  "hooks": {}\n}\n',
+    "cursor": '{\n\t"version": 1,\n\t"hooks": {\n\t\t"afterFileEdit": [{"command": "./format.sh"}]\n\t}\n}\n',
+    "copilot": '',  # memo's own file in the hooks folder: created, then removed
+}
+
+
+def settings_file(home: Path, agent: str, repo: Path | None = None) -> Path:
+    return agent_hooks.settings_path(agent_hooks.spec_for(agent), repo, home)
+
+
+@pytest.mark.parametrize("agent", sorted(HAND_WRITTEN))
+def test_install_then_uninstall_gives_the_hand_written_file_back_byte_for_byte(tmp_path, agent):
+    home, vault = tmp_path / "home", tmp_path / "v"
+    path = settings_file(home, agent)
+    if HAND_WRITTEN[agent]:
+        path.parent.mkdir(parents=True)
+        path.write_text(HAND_WRITTEN[agent])
+    env = {"HOME": str(home)}
+    installed = json.loads(memo("--json", "hooks", "install", agent, vault=vault, env=env).stdout)
+    spec = agent_hooks.spec_for(agent)
+    assert installed["added"] == list(spec.events)
+    text = path.read_text()
+    data = json.loads(agent_hooks._blank_comments(text))
+    for event in spec.events:  # the managed entry, in the agent's shape
+        entry = data["hooks"][event][-1]
+        handler = entry["hooks"][0] if spec.grouped else entry
+        assert agent_hooks.is_managed(handler[spec.command_key], agent)
+        assert handler[spec.command_key].endswith(f"hook {agent}" + (f" --event {event}" if spec.pass_event else "")
+                                                  + f" --vault-root {vault.resolve()}")
+    if HAND_WRITTEN[agent]:  # the person's own keys, comments and style are still there, unchanged
+        original = HAND_WRITTEN[agent]
+        kept_lines = [line for line in original.splitlines() if line.strip() not in ("}", "},", "]", "{}", '"hooks": {}')]
+        assert all(line in text.splitlines() or line in text for line in kept_lines if "hooks" not in line)
+        assert Path(installed["backup"]).read_text() == original
+    status = json.loads(memo("--json", "hooks", "status", agent, vault=vault, env=env).stdout)
+    assert status["items"][0]["installed"] == list(spec.events) and status["items"][0]["missing"] == []
+    again = memo("hooks", "install", agent, vault=vault, env=env, check=False)
+    assert again.returncode == 1 and "already in" in again.stderr  # nothing to do
+    removed = json.loads(memo("--json", "hooks", "uninstall", agent, vault=vault, env=env).stdout)
+    assert removed["removed"] == list(spec.events)
+    if HAND_WRITTEN[agent]:
+        assert path.read_text() == HAND_WRITTEN[agent]
+    else:
+        assert not path.exists() and removed["deleted"] is True
+
+
+def test_uninstall_after_the_person_edited_the_file_removes_only_the_managed_entries(tmp_path):
+    home, vault = tmp_path / "home", tmp_path / "v"
+    path = settings_file(home, "claude-code")
+    path.parent.mkdir(parents=True)
+    path.write_text(HAND_WRITTEN["claude-code"])
+    env = {"HOME": str(home)}
+    memo("hooks", "install", "claude-code", vault=vault, env=env)
+    path.write_text(path.read_text().replace('"opus"', '"sonnet"'))  # the person changes their model meanwhile
+    memo("hooks", "uninstall", "claude-code", vault=vault, env=env)
+    assert path.read_text() == HAND_WRITTEN["claude-code"].replace('"opus"', '"sonnet"')
+
+
+@pytest.mark.parametrize("content", ['{"hooks": [1, 2]}', '{"model": "opus",,}', '[1, 2]', '{"hooks": {"UserPromptSubmit": {}}}'])
+def test_a_settings_file_that_cannot_be_used_is_never_touched(tmp_path, content):
+    home, vault = tmp_path / "home", tmp_path / "v"
+    path = settings_file(home, "claude-code")
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    ran = memo("hooks", "install", "claude-code", vault=vault, env={"HOME": str(home)}, check=False)
+    assert ran.returncode == 1 and "Invalid settings" in ran.stderr and "memo left" in ran.stderr
+    assert len(ran.stderr.strip().splitlines()) == 1
+    assert path.read_text() == content and not (vault / ".memo" / "hooks").exists()
+
+
+def test_project_level_goes_to_the_repository_settings_and_status_shows_both(tmp_path, repo):
+    home, vault = tmp_path / "home", tmp_path / "v"
+    env = {"HOME": str(home)}
+    memo("hooks", "install", "cursor", "--project", vault=vault, env=env, cwd=repo)
+    assert (repo / ".cursor" / "hooks.json").is_file() and not (home / ".cursor").exists()
+    status = json.loads(memo("--json", "hooks", "status", "cursor", vault=vault, env=env, cwd=repo).stdout)
+    assert [(i["level"], bool(i["installed"])) for i in status["items"]] == [("user", False), ("project", True)]
+    outside = memo("hooks", "install", "cursor", "--project", vault=vault, env=env, cwd=tmp_path, check=False)
+    assert outside.returncode == 1 and "not inside a git repository" in outside.stderr
+    unknown = memo("hooks", "install", "windsurf", vault=vault, env=env, check=False)
+    assert unknown.returncode == 1 and "Invalid agent: 'windsurf' is not one of" in unknown.stderr
+
+
+# ---------------------------------------------------------------- each agent's events, end to end
+
+def _hook(vault: Path, agent: str, payload: dict, *args: str) -> None:
+    ran = memo("hook", agent, *args, vault=vault, input=json.dumps(payload), check=False)
+    assert ran.returncode == 0 and ran.stdout == ""
+
+
+def _turns(vault: Path, project: str) -> list[dict]:
+    return sorted((read_record(p)[0] | {"body": read_record(p)[1]}
+                   for p in (vault / "projects" / project / "prompts").glob("*.md")), key=lambda m: m["turn"])
+
+
+def _session(vault: Path, project: str, session_id: str) -> dict:
+    return read_record(vault / "projects" / project / "sessions" / f"session-{session_id}.md")[0]
+
+
+def test_codex_hook_events(tmp_path, repo):
+    vault = tmp_path / "v"
+    common = {"session_id": "0199a213-81c0-7800-8aa1-bbab2a035a53", "transcript_path": None, "cwd": str(repo),
+              "model": "gpt-5-codex", "permission_mode": "default"}
+    _hook(vault, "codex", {**common, "hook_event_name": "SessionStart", "source": "startup"})
+    _hook(vault, "codex", {**common, "hook_event_name": "UserPromptSubmit", "turn_id": "turn-1",
+                           "prompt": "Rename `foo` to `bar`"})
+    _hook(vault, "codex", {**common, "hook_event_name": "Stop", "turn_id": "turn-1", "stop_hook_active": False,
+                           "last_assistant_message": "Done."})
+    _hook(vault, "codex", {**common, "hook_event_name": "SessionEnd", "reason": "other"})
+    [turn] = _turns(vault, "product")
+    assert (turn["body"], turn["agentTurnId"], turn["model"]) == ("Rename `foo` to `bar`", "turn-1", "gpt-5-codex")
+    assert _session(vault, "product", f"codex-{common['session_id']}")["status"] == "completed"
+
+
+def test_gemini_hook_events_carry_their_own_iso_time(tmp_path, repo):
+    vault = tmp_path / "v"
+    common = {"session_id": "f2b1c3d4-0000-4000-8000-123456789abc", "transcript_path": "", "cwd": str(repo)}
+    _hook(vault, "gemini", {**common, "hook_event_name": "SessionStart", "source": "startup",
+                            "timestamp": "2026-11-30T09:00:00.000Z"})
+    _hook(vault, "gemini", {**common, "hook_event_name": "BeforeAgent", "prompt": "Explain the build",
+                            "timestamp": "2026-11-30T09:05:00.000Z"})
+    _hook(vault, "gemini", {**common, "hook_event_name": "AfterAgent", "prompt": "Explain the build",
+                            "prompt_response": "It uses make.", "stop_hook_active": False,
+                            "timestamp": "2026-11-30T09:06:00.000Z"})
+    _hook(vault, "gemini", {**common, "hook_event_name": "SessionEnd", "reason": "exit",
+                            "timestamp": "2026-11-30T09:35:00.000Z"})
+    [turn] = _turns(vault, "product")
+    assert (turn["body"], turn["created"]) == ("Explain the build", "2026-11-30T09:05:00.000Z")
+    session = _session(vault, "product", f"gemini-{common['session_id']}")
+    assert (session["startTime"], session["endTime"], session["durationMinutes"]) == (
+        "2026-11-30T09:00:00.000Z", "2026-11-30T09:35:00.000Z", 35)
+
+
+def test_cursor_hook_events(tmp_path, repo):
+    vault = tmp_path / "v"
+    common = {"conversation_id": "afafb0bf-9b2e-4e2a-8857-88e522b364e6", "model": "claude-4.5-sonnet",
+              "cursor_version": "2026.07.23-e383d2b", "workspace_roots": [str(repo)], "user_email": None,
+              "transcript_path": None}
+    _hook(vault, "cursor", {**common, "generation_id": common["conversation_id"], "hook_event_name": "sessionStart",
+                            "session_id": common["conversation_id"], "is_background_agent": False,
+                            "composer_mode": "agent"})
+    _hook(vault, "cursor", {**common, "generation_id": "9d1c6a8e-1111-4222-8333-444455556666",
+                            "hook_event_name": "beforeSubmitPrompt", "prompt": "Add a dark mode toggle",
+                            "attachments": [{"type": "file", "file_path": str(repo / "app.css")}]})
+    _hook(vault, "cursor", {**common, "generation_id": "9d1c6a8e-1111-4222-8333-444455556666",
+                            "hook_event_name": "stop", "status": "completed", "loop_count": 0})
+    _hook(vault, "cursor", {**common, "hook_event_name": "sessionEnd", "session_id": common["conversation_id"],
+                            "reason": "completed", "duration_ms": 61000, "is_background_agent": False,
+                            "final_status": "completed"})
+    [turn] = _turns(vault, "product")  # the workspace root names the project
+    assert (turn["body"], turn["agentTurnId"]) == ("Add a dark mode toggle", "9d1c6a8e-1111-4222-8333-444455556666")
+    assert _session(vault, "product", f"cursor-{common['conversation_id']}")["status"] == "completed"
+
+
+def test_copilot_hook_events_are_named_by_the_managed_entry(tmp_path, repo):
+    """Copilot's camelCase payloads do not name their event: the entry passes ``--event``; its
+    ``timestamp`` is Unix milliseconds."""
+    vault = tmp_path / "v"
+    common = {"sessionId": "5c9a7e3e-aaaa-4bbb-8ccc-ddddeeeeffff", "cwd": str(repo)}
+    _hook(vault, "copilot", {**common, "timestamp": 1796029200000, "source": "new"}, "--event", "sessionStart")
+    _hook(vault, "copilot", {**common, "timestamp": 1796029500000, "prompt": "Fix the flaky test"},
+          "--event", "userPromptSubmitted")
+    _hook(vault, "copilot", {**common, "timestamp": 1796031000000, "reason": "user_exit"}, "--event", "sessionEnd")
+    [turn] = _turns(vault, "product")
+    assert (turn["body"], turn["created"]) == ("Fix the flaky test", "2026-11-30T09:05:00.000Z")
+    session = _session(vault, "product", f"copilot-{common['sessionId']}")
+    assert (session["startTime"], session["durationMinutes"]) == ("2026-11-30T09:00:00.000Z", 30)
