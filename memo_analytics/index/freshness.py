@@ -144,6 +144,11 @@ def reconcile(conn: sqlite3.Connection, layout: VaultLayout, folders: list[str],
                 if delete_record(conn, project, record_id):
                     result.removed += 1
                     result.projects.add(project)
+                    # a file of another kind with this id, skipped while this one held the id, now can be indexed
+                    for subdir in KIND_OF_SUBDIR:
+                        other = layout.projects_dir / project / subdir / f"{record_id}.md"
+                        if subdir != key.split("/", 1)[1] and other.is_file():
+                            _take_in(conn, layout, record_id, other, project, result)
             for record_id, path in to_read:
                 _take_in(conn, layout, record_id, path, project, result)
             set_folder_stamps(conn, {key: now})

@@ -450,3 +450,18 @@ def test_remote_mode_uses_the_repository_only_to_choose_among_projects(tmp_path,
     assert json.loads(answers[0][1])["project"] == "solo"
     assert (json.loads(answers[1][1])["project"], json.loads(answers[1][1])["turn"]) == ("solo", 2)
     assert json.loads(answers[2][1])["project"] == "product"
+
+
+def test_a_duplicate_of_another_kind_is_indexed_once_the_record_that_held_its_id_is_gone(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "alpha", vault=vault)
+    memo("prompt", "record", "--session-id", "s1", "--project", "alpha", "--body", "one", vault=vault)
+    folder = vault / "projects" / "alpha"
+    text = (folder / "sessions" / "session-s1.md").read_text().replace("id: session-s1", "id: prompt-s1-t1", 1)
+    (folder / "sessions" / "prompt-s1-t1.md").write_text(text)  # the same id as the turn, by hand
+    memo("prompt", "list", "--project", "alpha", vault=vault)  # caught up: the duplicate skipped
+    (folder / "prompts" / "prompt-s1-t1.md").unlink()
+    shown = json.loads(memo("--json", "prompt", "get", "prompt-s1-t1", "--project", "alpha", vault=vault).stdout)
+    assert shown["kind"] == "session"  # as a rebuild would have it
+    rebuilt = json.loads(memo("--json", "reindex", vault=vault).stdout)
+    assert rebuilt["skipped"] == [] and rebuilt["indexed"] == 2
