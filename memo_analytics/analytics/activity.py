@@ -133,6 +133,7 @@ FROM sessions
 WHERE ($since IS NULL OR start_time >= $since)
   AND ($until IS NULL OR start_time < $until)
   AND ($client IS NULL OR lower({_CLIENT_NAME}) = lower($client))
+  AND coalesce(status, '') <> 'superseded'
 """
 
 

@@ -103,6 +103,9 @@ class PromptFilter:
     billable: bool | None = None
     tags: list[str] = field(default_factory=list)
     bounds: TimeBounds = field(default_factory=TimeBounds)
+    #: Include records a transcript import superseded (``status: superseded``: the turns a hook
+    #: captured live, once the agent's transcript is imported); left out by default.
+    superseded: bool = False
 
 
 def _like_escape(text: str) -> str:
@@ -114,6 +117,8 @@ def build_where(kind: str, flt: PromptFilter, alias: str = "r") -> tuple[str, li
     a = alias
     clauses = [f"{a}.kind = ?"]
     params: list[object] = [kind]
+    if not flt.superseded:
+        clauses.append(f"coalesce({a}.status, '') <> 'superseded'")
     if flt.projects is not None:
         clauses.append(f"{a}.project IN ({','.join('?' * len(flt.projects)) or 'NULL'})")
         params.extend(flt.projects)

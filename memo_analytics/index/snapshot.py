@@ -43,7 +43,7 @@ def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Billable sessions without a client in projects where other sessions name a client."""
     return _records(
         conn,
-        "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND project IN "
+        "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND status <> 'superseded' AND project IN "
         "(SELECT DISTINCT project FROM records WHERE kind = 'session' AND coalesce(trim(client), '') <> '')")
 
 

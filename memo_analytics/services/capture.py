@@ -225,7 +225,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str) -> str:
     with store.lock():
         existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
         if event.kind == "session_end":
-            if existing is None or existing[0].get("status") == "completed":
+            if existing is None or existing[0].get("status") != "active":  # completed, or superseded by an import
                 return f"session {session_id}: not open, nothing to end"
             until = max(event.at, from_iso(str(existing[0]["startTime"])))
             end_session(store, EndSessionRequest(session_id=session_id, project=project, until=until))
@@ -250,8 +250,8 @@ def _captured(store: VaultStore, project: str, session_id: str, capture_id: str)
     from ..index import store as index
     from ..index.query import PromptFilter
 
-    _, rows = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project]),
-                                   1_000_000, 0, "date-asc")
+    _, rows = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project],
+                                                                      superseded=True), 1_000_000, 0, "date-asc")
     return any(json.loads(row["meta"]).get("captureId") == capture_id for row in rows)
 
 

@@ -260,7 +260,8 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
         session_id = validate_session_id(request.session_id)
         project = validate_slug(request.project, "project") if request.project else None
         row, project = store.locate_session(session_id, project, request.cwd)
-        flt = PromptFilter(session_id=session_id, projects=[project] if project else None)
+        # one session's turns, all of them (a hook session's too, once a transcript import superseded it)
+        flt = PromptFilter(session_id=session_id, projects=[project] if project else None, superseded=True)
         total, rows = index.count_and_page(store.conn, "prompt", flt, limit, offset, "turn-asc")
         if row is None and total == 0:
             raise RecordNotFoundError(session_id, request.project or None)

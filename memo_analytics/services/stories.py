@@ -45,7 +45,8 @@ def story_data(store: VaultStore, session_id: str, project: str | None = None,
     session_id = validate_session_id(session_id)
     row, project = store.locate_session(session_id, project, cwd)
     total, rows = index.count_and_page(store.conn, "prompt", PromptFilter(
-        session_id=session_id, projects=[project] if project else None), MAX_STORY_TURNS, 0, "turn-asc")
+        session_id=session_id, projects=[project] if project else None, superseded=True), MAX_STORY_TURNS, 0,
+        "turn-asc")
     if row is None and total == 0:
         raise RecordNotFoundError(session_id, project)
     session = row_to_record(row) if row is not None else None

@@ -156,3 +156,54 @@ def test_codex_notify_takes_the_event_as_its_last_argument(tmp_path, repo):
     [turn] = turns(vault, "product")
     assert turn["body"] == "Rename the CSV column\n\nand update the docs"
     assert (turn["sessionId"], turn["agentTurnId"]) == ("codex-0199a213-81c0-7800-8aa1-bbab2a035a53", "12")
+
+
+def _transcript_line(kind: str, uuid: str, at: str, text: str, cwd: Path) -> str:
+    message = {"role": kind, "content": text if kind == "user" else [{"type": "text", "text": text}]}
+    return json.dumps({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": str(cwd),
+                       "sessionId": SESSION, "version": "2.1.200", "gitBranch": "main", "type": kind,
+                       "message": message, "uuid": uuid, "timestamp": at})
+
+
+def test_a_hook_session_is_superseded_by_its_imported_transcript_one_turn_however_it_arrived(tmp_path, repo):
+    """Issue 14 point 3: the hook captured two prompts live; the transcript (imported later)
+    holds them and one more. The transcript is the truth: three turns, one session from the
+    transcript's own times, billed once."""
+    vault = tmp_path / "v"
+    for prompt in ("Add the CSV export", "Now the tests"):
+        hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt=prompt))
+    hook(vault, "claude-code", claude("SessionEnd", repo, reason="prompt_input_exit"))
+    folder = tmp_path / "claude" / "projects" / "-product"
+    folder.mkdir(parents=True)
+    lines = [_transcript_line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export", repo),
+             _transcript_line("assistant", "a1", "2026-11-30T09:04:00.000Z", "Done.", repo),
+             _transcript_line("user", "u2", "2026-11-30T09:10:00.000Z", "Now the tests", repo),
+             _transcript_line("assistant", "a2", "2026-11-30T09:20:00.000Z", "Added.", repo),
+             _transcript_line("user", "u3", "2026-11-30T09:25:00.000Z", "And the README", repo),
+             _transcript_line("assistant", "a3", "2026-11-30T09:40:00.000Z", "Updated.", repo)]
+    (folder / f"{SESSION}.jsonl").write_text("\n".join(lines) + "\n")
+    imported = json.loads(memo("--json", "import", "claude-code", str(folder), "--project", "product",
+                               vault=vault).stdout)
+    assert (imported["sessions"], imported["turns"], imported["superseded"]) == (1, 3, 3)  # the hook session + 2 turns
+    listed = json.loads(memo("--json", "prompt", "list", "--project", "product", "--sort", "date-asc",
+                             vault=vault).stdout)
+    assert [i["body"] for i in listed["items"]] == ["Add the CSV export", "Now the tests", "And the README"]
+    assert {i["source"] for i in listed["items"]} == {"import:claude-code"}
+    found = json.loads(memo("--json", "prompt", "search", "CSV", "--project", "product", vault=vault).stdout)
+    assert found["total"] == 1
+    report = json.loads(memo("--json", "activity", "--project", "product", vault=vault).stdout)
+    assert report["totalSessions"] == 1 and report["totalDurationMinutes"] == 40  # the transcript's 09:00–09:40
+    hook_session = read_record(vault / "projects" / "product" / "sessions" / f"session-claude-code-{SESSION}.md")[0]
+    assert hook_session["status"] == "superseded"
+    assert hook_session["supersededBy"] == [f"product/claude-code-{SESSION}-1"]
+    # the hook's own session still shows its turns when asked for by id
+    shown = json.loads(memo("--json", "session", "show", f"claude-code-{SESSION}", "--project", "product",
+                            vault=vault).stdout)
+    assert shown["total"] == 2 and {t["status"] for t in shown["items"]} == {"superseded"}
+    # importing again changes nothing
+    again = json.loads(memo("--json", "import", "claude-code", str(folder), "--project", "product", vault=vault).stdout)
+    assert (again["turns"], again["superseded"]) == (0, 0)
+    # a prompt the hook captures after the import is visible until the next import takes it in
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="One more thing"))
+    listed = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)
+    assert listed["total"] == 4

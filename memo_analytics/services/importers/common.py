@@ -19,7 +19,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -32,6 +32,8 @@ from ..prompts import record_prompt
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, start_session
 from ..store import VaultStore
+
+_UTC = timezone.utc
 
 
 @dataclass
@@ -107,14 +109,19 @@ class ImportResult:
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
     reindexed: int = 0
+    #: records a hook captured live that this import superseded (the transcript is the truth)
+    superseded: int = 0
 
     def line(self) -> str:
         line = f"files {self.files}, sessions {self.sessions}, turns {self.turns}, skipped {self.skipped}"
-        return line + (f", indexed {self.reindexed} already in the vault" if self.reindexed else "")
+        line += f", indexed {self.reindexed} already in the vault" if self.reindexed else ""
+        return line + (f", {self.superseded} hook-captured records superseded by the transcript"
+                       if self.superseded else "")
 
     def wire(self) -> dict:
         return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
-                "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed}
+                "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed,
+                "superseded": self.superseded}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
@@ -260,6 +267,50 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             end_session(store, EndSessionRequest(
                 session_id=session_id, project=project, until=interval.end, recompute_duration=True,
             ))
+    if intervals:
+        result.superseded += supersede_hook_session(store, transcript, [f"{base}-{n}" for n in range(1, len(intervals) + 1)],
+                                                    project)
+
+
+def supersede_hook_session(store: VaultStore, transcript: Transcript, session_ids: list[str], project: str) -> int:
+    """One turn, however it arrived (issue 14): the session a hook captured live for the same
+    conversation of the same agent (``{agent}-{its id}``, in any project) and its turns become
+    ``status: superseded`` with ``supersededBy`` naming the imported sessions — the transcript is
+    the truth, with its own start, end and idle-gap intervals. Superseded records stay in the
+    vault (a file is never deleted) but lists, search, reports and the digest leave them out;
+    turns the hook records later stay visible until the next import takes them in. The number
+    of records superseded now."""
+    from ...index import store as index
+    from ...index.query import PromptFilter
+    from ..capture import AGENTS, hook_session_id
+
+    if transcript.source not in AGENTS:
+        return 0
+    try:
+        hook_id = hook_session_id(transcript.source, transcript.transcript_id)
+    except InvalidFieldError:
+        return 0
+    by = [f"{project}/{sid}" for sid in session_ids]
+    changed = 0
+    with store.lock():
+        for row in index.rows_with_id(store.conn, session_record_id(hook_id), RecordKind.SESSION.value):
+            found = store.read(row["project"], RecordKind.SESSION, row["id"])
+            if found is None:
+                continue
+            meta, body = found
+            if meta.get("status") != "superseded" or meta.get("supersededBy") != by:
+                store.upsert(RecordKind.SESSION, {**meta, "status": "superseded", "supersededBy": by,
+                                                  "updated": to_iso(datetime.now(tz=_UTC))}, body)
+                changed += 1
+            _, turns = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=hook_id, projects=[row["project"]]),
+                                            1_000_000, 0, "turn-asc")
+            for turn in turns:  # the ones not superseded yet
+                found = store.read(row["project"], RecordKind.PROMPT, turn["id"])
+                if found is not None:
+                    store.upsert(RecordKind.PROMPT, {**found[0], "status": "superseded", "supersededBy": by,
+                                                     "updated": to_iso(datetime.now(tz=_UTC))}, found[1])
+                    changed += 1
+    return changed
 
 
 ParseFn = Callable[[Path, ImportOptions], ParseResult]
