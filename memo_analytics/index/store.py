@@ -506,6 +506,15 @@ def session_turn_numbers(conn: sqlite3.Connection, project: str, session_id: str
         (session_id, project))}
 
 
+def hook_turn_with_body(conn: sqlite3.Connection, project: str, body: str, since: str, until: str) -> sqlite3.Row | None:
+    """A turn a hook captured (``source`` ``hook:…``) in ``project`` with exactly ``body``,
+    created in ``[since, until]`` (ISO UTC), not superseded; the newest, or None."""
+    return conn.execute(
+        "SELECT * FROM records WHERE kind = 'prompt' AND project = ? AND body = ? AND source LIKE 'hook:%' "
+        "AND created BETWEEN ? AND ? AND coalesce(status, '') <> 'superseded' ORDER BY created DESC LIMIT 1",
+        (project, body, since, until)).fetchone()
+
+
 def texts_containing(conn: sqlite3.Connection, kind: str, flt: PromptFilter, words: list[str]) -> list[sqlite3.Row]:
     """``id, project, session_id, turn, created, body`` of every ``kind`` row matching
     ``flt`` whose body holds one of ``words`` (ASCII case-insensitive ``LIKE``), oldest

@@ -32,6 +32,9 @@ from .store import VaultStore, git_head, repository_root
 #: How far in the future a recorded instant may lie (clock skew between machines).
 MAX_CLOCK_SKEW = timedelta(days=1)
 
+#: How far apart a hook's capture and an agent's MCP record of the same prompt may lie.
+HOOK_TWIN_WINDOW = timedelta(minutes=10)
+
 #: Characters that print nothing: a body made only of these (and whitespace) is empty.
 _INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 
@@ -97,6 +100,9 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     existing turn file is always indexed before it is returned (``skip_existing``) or
     refused. (Missing rows below the highest turn are taken in by ``session_start`` and
     ``session_end``.) Client, billable and task slug default to the session's.
+    A prompt recorded over MCP that a hook of the same agent already captured (the same text
+    in the same project, within :data:`HOOK_TWIN_WINDOW`) is not recorded twice: the answer is
+    the hook's turn with ``duplicateOf`` (issue 14: one turn, however it arrived).
     Without ``session_id`` the prompt gets the random id ``prompt-{epoch ms}-{6 hex}`` even
     when a ``turn`` is given (SPEC §2.2): a turn numbers a session's prompts, so with no session
     it is not recorded. Branch and commit default to the ``cwd`` repository's HEAD. Before anything is written
@@ -126,6 +132,12 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     if created_at > now + MAX_CLOCK_SKEW:
         raise InvalidFieldError("created", f"{to_iso(created_at)} is in the future")
     created = to_iso(created_at)
+    if (request.source or "mcp") == "mcp" and not request.skip_existing:
+        # an agent whose hooks already captured this prompt, recording it over MCP too: one turn (issue 14)
+        twin = index.hook_turn_with_body(store.conn, project, body, to_iso(created_at - HOOK_TWIN_WINDOW),
+                                         to_iso(created_at + HOOK_TWIN_WINDOW))
+        if twin is not None:
+            return {**row_to_record(twin), "duplicateOf": twin["id"]}
     with store.lock():
         session_meta = _session_meta(store, project, session_id)
         turn = request.turn

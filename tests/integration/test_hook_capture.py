@@ -207,3 +207,20 @@ def test_a_hook_session_is_superseded_by_its_imported_transcript_one_turn_howeve
     hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="One more thing"))
     listed = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)
     assert listed["total"] == 4
+
+
+def test_a_prompt_the_hook_captured_and_the_agent_records_over_mcp_is_one_turn(tmp_path, repo):
+    from tests.inprocess import tool_calls
+
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Fix the flaky upload test"))
+    [(error, text), (error2, text2)] = tool_calls(vault, [
+        {"action": "record", "sessionId": "agent-own-1", "body": "Fix the flaky upload test", "cwd": str(repo)},
+        {"action": "record", "sessionId": "agent-own-1", "body": "Something the hook never saw", "cwd": str(repo)},
+    ])
+    assert not error and not error2
+    twin = json.loads(text)
+    assert twin["duplicateOf"] == f"prompt-claude-code-{SESSION}-t1" and twin["source"] == "hook:claude-code"
+    assert json.loads(text2)["sessionId"] == "agent-own-1"
+    listed = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)
+    assert sorted(i["body"] for i in listed["items"]) == ["Fix the flaky upload test", "Something the hook never saw"]
