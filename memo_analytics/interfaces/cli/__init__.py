@@ -40,7 +40,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "serve": ("serve",),
     "sync": ("sync_cmd",),
     "doctor": ("doctor",),
-    "hook": ("hook",), "hooks": ("hooks_cmd",),
+    "hook": ("hook",), "hooks": ("hooks_cmd",), "watch": ("watch_cmd",),
 }
 _ALL_MODULES = tuple(dict.fromkeys(m for modules in COMMAND_MODULES.values() for m in modules))
 #: global options that take a value (``--vault-root DIR``)

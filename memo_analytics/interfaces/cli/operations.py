@@ -66,6 +66,35 @@ for _source in IMPORTERS:
     import_app.command(_source)(_import_command(_source))
 
 
+@import_app.command("auto")
+def import_auto_command(
+    project: Optional[str] = typer.Option(None, "--project", help="File everything under this project."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client of the imported sessions."),
+    idle_gap: Optional[int] = typer.Option(None, "--idle-gap", min=1, max=525_600,
+                                           help="Minutes of pause that start a new session (default 30)."),
+    tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
+) -> None:
+    """Find every known transcript folder on this machine (~/.claude/projects, ~/.codex/sessions)
+    and import each with its own importer; one line of counts per folder."""
+    from ...services.importers.common import ImportOptions
+    from ...services.watch import import_auto
+
+    gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
+    options = ImportOptions(project=project, client=client, idle_gap=timedelta(minutes=gap),
+                            zone=resolve_zone(tz or state.settings.timezone))
+    found = import_auto(state.store, options)
+    for item in found:
+        for line in item["errors"][:20]:
+            err.print(f"skipped: {line}")
+
+    def human(items) -> None:
+        for item in items:
+            out.print(f"{item['source']} {item['path']}: files {item['files']}, sessions {item['sessions']}, "
+                      f"turns {item['turns']}, skipped {item['skipped']}")
+
+    _emit({"sources": found}, lambda r: human(r["sources"]))
+
+
 @app.command("reindex")
 def reindex() -> None:
     """Rebuild the SQLite index (records, records_fts) from the vault's files alone."""

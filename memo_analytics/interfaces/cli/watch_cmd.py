@@ -1,0 +1,67 @@
+"""``memo watch [PATH…]``: import the agents' transcripts as they are written
+(:mod:`memo_analytics.services.watch`)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from ...domain.clock import resolve_zone
+import json
+from .common import _safe, app, err, out, state
+
+
+@app.command("watch")
+def watch_command(
+    paths: Optional[List[str]] = typer.Argument(None, help="Folders or files to follow besides the known transcript "
+                                                          "folders (~/.claude/projects, ~/.codex/sessions)."),
+    only: bool = typer.Option(False, "--only", help="Follow the given folders only, not the known ones."),
+    once: bool = typer.Option(False, "--once", help="Import what changed since the last run, then stop."),
+    project: Optional[str] = typer.Option(None, "--project", help="File everything under this project."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client of the imported sessions."),
+    idle_gap: Optional[int] = typer.Option(None, "--idle-gap", min=1, max=525_600,
+                                           help="Minutes of pause that start a new session (default 30)."),
+    tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
+    debounce_ms: int = typer.Option(500, "--debounce-ms", min=50, max=60_000,
+                                    help="Wait this long after a change for more before importing (ms)."),
+) -> None:
+    """Follow the agents' transcript folders and import each transcript as it grows; one line
+    per import. Stops cleanly on Ctrl-C or SIGTERM."""
+    from ...services.importers.common import ImportOptions
+    from ...services.watch import WatchedRoot, known_roots, watch
+
+    roots = [] if only else known_roots()
+    roots += [WatchedRoot(Path(p).expanduser()) for p in paths or []]
+    gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
+    options = ImportOptions(project=project, client=client, idle_gap=timedelta(minutes=gap),
+                            zone=resolve_zone(tz or state.settings.timezone))
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    count = 0
+
+    def on_import(item) -> None:
+        nonlocal count
+        count += 1
+        if state.json:
+            sys.stdout.write(json.dumps(item.wire(), ensure_ascii=False) + "\n")  # one JSON object per line
+        else:
+            at = datetime.now(timezone.utc).astimezone(state.store.zone).strftime("%H:%M:%S")
+            out.print(_safe(f"{at} {item.source} {item.path}: {item.result.line()}"))
+        sys.stdout.flush()
+        for line in item.result.errors[:5]:
+            err.print(_safe(f"skipped: {line}"))
+
+    try:
+        if not once and not state.json:
+            err.print(_safe("watching " + ", ".join(str(r.path) for r in roots) + " (Ctrl-C stops)"))
+        watch(state.store, roots, options, on_import, stop, once=once, debounce_ms=debounce_ms)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    err.print(f"{'stopped' if not once else 'done'}: {count} imports")  # stderr: --json keeps stdout JSON lines

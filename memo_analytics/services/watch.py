@@ -1,0 +1,216 @@
+"""``memo watch`` and ``memo import auto``: the agents' transcripts imported as they are
+written (issue 14 point 4).
+
+:data:`KNOWN_LOCATIONS` are where the agents memo can import keep their transcripts on this
+machine. The watcher follows them (and folders given on the command line) through the file
+system's own events (``watchfiles``: inotify, FSEvents, ReadDirectoryChangesW — no polling, no
+CPU while nothing changes). A file that changed since the watcher last took it in (its size or
+modification time; kept in ``<vault>/.memo/watch.json``) is imported again through the same
+importers as ``memo import`` — idempotent, so a grown transcript adds its new turns and
+stretches its last session, a truncated or rewritten one is read whole, a rotated one is a new
+file. Stopping (SIGINT, SIGTERM, or ``stop`` set) ends the loop between two imports.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ..domain.errors import InvalidFieldError
+from ..vault.io import read_json_state, write_json_state
+from .importers import IMPORTERS, load_importer
+from .importers.common import ImportOptions, ImportResult, run_import, walk_files
+from .store import VaultStore
+
+#: (source, folder under the home folder) of every transcript store memo can import.
+KNOWN_LOCATIONS: tuple[tuple[str, str], ...] = (
+    ("claude-code", ".claude/projects"),
+    ("codex", ".codex/sessions"),
+)
+
+
+#: The watcher wakes this often without an event (ms) — only to notice a stop request and, the
+#: first time, to take in what changed while it subscribed; it reads nothing then.
+WAKE_MS = 1000
+
+
+@dataclass(frozen=True)
+class WatchedRoot:
+    """A folder (or file) the watcher follows, and the importer of the files in it (None: told
+    by each file's place and first line, :func:`source_of`)."""
+
+    path: Path
+    source: str | None = None
+
+
+def known_roots(home: Path | None = None) -> list[WatchedRoot]:
+    """The :data:`KNOWN_LOCATIONS` that exist on this machine."""
+    home = home or Path.home()
+    return [WatchedRoot(home / folder, source) for source, folder in KNOWN_LOCATIONS if (home / folder).is_dir()]
+
+
+def source_of(path: Path) -> str | None:
+    """Which importer reads ``path``: by where it lies (``.claude/``, ``.codex/``,
+    ``.specstory/``) and, for JSON Lines elsewhere, by its first record; None when none does."""
+    parts = set(path.parts)
+    if path.suffix == ".md":
+        return "specstory" if ".specstory" in parts else None
+    if path.suffix != ".jsonl":
+        return None
+    if ".claude" in parts:
+        return None if "subagents" in parts else "claude-code"
+    if ".codex" in parts or path.name.startswith("rollout-"):
+        return "codex"
+    try:
+        with open(path, "rb") as handle:
+            first = json.loads(handle.readline(1 << 20) or b"null")
+    except (OSError, ValueError):
+        return None
+    if isinstance(first, dict) and first.get("type") == "session_meta":
+        return "codex"
+    if isinstance(first, dict) and ("sessionId" in first or first.get("type") == "summary"):
+        return "claude-code"
+    return None
+
+
+class FileStates:
+    """What the watcher last took in of each file: ``{path: [size, mtime_ns]}`` in
+    ``<vault>/.memo/watch.json`` (a cache: a lost file means a full re-import, which is idempotent)."""
+
+    def __init__(self, vault_root: Path) -> None:
+        self.path = Path(vault_root) / ".memo" / "watch.json"
+        self.files: dict[str, list[int]] = (read_json_state(self.path) or {}).get("files", {})
+
+    @staticmethod
+    def stamp(path: Path) -> list[int] | None:
+        try:
+            info = path.stat()
+        except OSError:
+            return None
+        return [info.st_size, info.st_mtime_ns]
+
+    def changed(self, path: Path) -> bool:
+        stamp = self.stamp(path)
+        return stamp is not None and self.files.get(str(path)) != stamp
+
+    def took(self, path: Path, stamp: list[int] | None) -> None:
+        if stamp is not None:
+            self.files[str(path)] = stamp
+
+    def save(self) -> None:
+        write_json_state(self.path, {"files": self.files})
+
+
+@dataclass
+class Imported:
+    """One import the watcher ran: the file, its importer and what it did."""
+
+    path: Path
+    source: str
+    result: ImportResult
+
+    def wire(self) -> dict:
+        return {"path": str(self.path), "source": self.source, **self.result.wire()}
+
+
+def _candidates(roots: Iterable[WatchedRoot]) -> list[tuple[Path, str]]:
+    found = []
+    for root in roots:
+        if root.source is not None:
+            module = load_importer(root.source)
+            found += [(p, root.source) for p in walk_files([root.path], module.SUFFIXES, module.EXCLUDE_DIRS)]
+        else:
+            found += [(p, s) for p in walk_files([root.path], (".jsonl", ".md")) if (s := source_of(p))]
+    return found
+
+
+def import_changed(store: VaultStore, files: Iterable[tuple[Path, str]], options: ImportOptions,
+                   states: FileStates) -> list[Imported]:
+    """Import each file that changed since ``states`` took it in; what each import did."""
+    done = []
+    for path, source in files:
+        if not states.changed(path):
+            continue
+        stamp = FileStates.stamp(path)  # before reading: a line written meanwhile is taken next time
+        result = run_import(store, [path], load_importer(source).parse, options)
+        states.took(path, stamp)
+        done.append(Imported(path, source, result))
+    if done:
+        states.save()
+    return done
+
+
+def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, on_import: Callable[[Imported], None],
+          stop: threading.Event, once: bool = False, debounce_ms: int = 500) -> None:
+    """Import what changed under ``roots`` since the last run, then (unless ``once``) every
+    file that changes, until ``stop`` is set.
+
+    Raises
+    ------
+    InvalidFieldError
+        No root exists (``path``), or a root's source is not an importer's.
+    """
+    for root in roots:
+        if not root.path.exists():
+            raise InvalidFieldError("path", f"{root.path} does not exist")
+        if root.source is not None and root.source not in IMPORTERS:
+            raise InvalidFieldError("source", f"{root.source!r} is not one of {', '.join(IMPORTERS)}")
+    if not roots:
+        raise InvalidFieldError("path", "nothing to watch: no known transcript folder on this machine "
+                                        f"({', '.join('~/' + f for _, f in KNOWN_LOCATIONS)}); give folders")
+    states = FileStates(store.root)
+    for item in import_changed(store, _candidates(roots), options, states):
+        on_import(item)
+    if once or stop.is_set():
+        return
+    import watchfiles
+
+    by_root = {root.path.resolve(): root for root in roots}
+    first = True
+    for changes in watchfiles.watch(*[r.path for r in roots], stop_event=stop, debounce=debounce_ms,
+                                    raise_interrupt=False, yield_on_timeout=True, rust_timeout=WAKE_MS,
+                                    watch_filter=lambda change, p: p.endswith((".jsonl", ".md"))):
+        if first:  # now subscribed: what changed between the first pass and the subscription
+            first = False
+            for item in import_changed(store, _candidates(roots), options, states):
+                on_import(item)
+        touched = []
+        for change, raw in sorted(changes, key=lambda c: c[1]):
+            path = Path(raw)
+            if change == watchfiles.Change.deleted or not path.is_file():
+                continue
+            root = next((r for base, r in by_root.items() if path.resolve().is_relative_to(base)), None)
+            source = root.source if root is not None and root.source else source_of(path)
+            if source is not None and source in IMPORTERS:
+                module = load_importer(source)
+                if path.suffix in module.SUFFIXES and not set(module.EXCLUDE_DIRS) & set(path.parts):
+                    touched.append((path, source))
+        for item in import_changed(store, touched, options, states):
+            on_import(item)
+        if stop.is_set():
+            return
+
+
+def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = None) -> list[dict]:
+    """``memo import auto``: every :data:`KNOWN_LOCATIONS` folder on this machine imported by its
+    importer, each with its own counts: ``[{source, path, files, sessions, turns, skipped, …}]``.
+
+    Raises
+    ------
+    InvalidFieldError
+        None of the known folders exists.
+    """
+    roots = known_roots(home)
+    if not roots:
+        raise InvalidFieldError("path", "no known transcript folder on this machine (looked in "
+                                        f"{', '.join('~/' + f for _, f in KNOWN_LOCATIONS)})")
+    found = []
+    for root in roots:
+        module = load_importer(root.source or "")
+        files = list(walk_files([root.path], module.SUFFIXES, module.EXCLUDE_DIRS))
+        result = run_import(store, files, module.parse, options)
+        found.append({"source": root.source, "path": str(root.path), **result.wire()})
+    return found

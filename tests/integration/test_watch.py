@@ -1,0 +1,152 @@
+"""``memo watch`` and ``memo import auto`` (issue 14 point 4): a live transcript is imported as
+it grows, survives truncation and rotation, the watcher idles on file-system events and stops
+cleanly on SIGTERM and SIGINT. The watcher runs as its own process: signals and the event loop
+are what is tested."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.inprocess import memo
+
+SESSION = "0d3c5b1a-7e2f-4a6b-9c8d-1e2f3a4b5c6d"
+
+
+def line(kind: str, uuid: str, at: str, text: str, cwd: str = "/home/ana/code/shop") -> str:
+    message = {"role": kind, "content": text if kind == "user" else [{"type": "text", "text": text}]}
+    return json.dumps({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": cwd,
+                       "sessionId": SESSION, "version": "2.1.200", "type": kind, "message": message,
+                       "uuid": uuid, "timestamp": at}) + "\n"
+
+
+def watcher(tmp_path: Path, folder: Path, *args: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(HOME=str(tmp_path / "home"), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
+               MEMO_TIMEZONE="UTC")
+    return subprocess.Popen([sys.executable, "-m", "memo_analytics", "--json", "watch", "--only", str(folder),
+                             "--debounce-ms", "100", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def wait_for(proc: subprocess.Popen, predicate, timeout: float = 30.0) -> list[dict]:
+    """Read the watcher's JSON lines until ``predicate(lines)`` holds."""
+    import selectors
+
+    seen: list[dict] = []
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout
+    while not predicate(seen):
+        assert time.monotonic() < deadline, f"the watcher did not import in time: {seen}"
+        if selector.select(timeout=0.5):
+            text = proc.stdout.readline()
+            assert text, f"the watcher ended: {proc.stderr.read()}"
+            seen.append(json.loads(text))
+    return seen
+
+
+def turns(vault: Path) -> list[str]:
+    listed = json.loads(memo("--json", "prompt", "list", "--all", "--sort", "date-asc", "--limit", "100",
+                             vault=vault).stdout)
+    return [item["body"] for item in listed["items"]]
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+def test_a_growing_transcript_is_imported_as_it_grows_and_the_watcher_stops_cleanly(tmp_path, how):
+    folder = tmp_path / "claude" / ".claude" / "projects" / "-home-ana-code-shop"
+    folder.mkdir(parents=True)
+    transcript = folder / f"{SESSION}.jsonl"
+    transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export")
+                          + line("assistant", "a1", "2026-11-30T09:03:00.000Z", "Done."))
+    proc = watcher(tmp_path, folder)
+    try:
+        first = wait_for(proc, lambda seen: len(seen) >= 1)
+        assert (first[0]["turns"], first[0]["sessions"], first[0]["source"]) == (1, 1, "claude-code")
+        with open(transcript, "a") as handle:  # the agent writes on
+            handle.write(line("user", "u2", "2026-11-30T09:05:00.000Z", "Now the tests"))
+            handle.write(line("assistant", "a2", "2026-11-30T09:12:00.000Z", "Added."))
+        grown = wait_for(proc, lambda seen: len(seen) >= 1)
+        assert grown[0]["turns"] == 1 and grown[0]["sessions"] == 0  # the new turn; the session stretched
+        # rotation: the agent starts another file
+        (folder / "second.jsonl").write_text(line("user", "u9", "2026-11-30T10:00:00.000Z", "Another conversation")
+                                             .replace(SESSION, "11111111-2222-4333-8444-555555555555"))
+        rotated = wait_for(proc, lambda seen: any(s["path"].endswith("second.jsonl") for s in seen))
+        assert [s["turns"] for s in rotated if s["path"].endswith("second.jsonl")] == [1]
+        proc.send_signal(how)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        stderr = proc.stderr.read()
+        proc.stderr.close()
+    assert "Traceback" not in stderr and "stopped: 3 imports" in stderr
+    vault = tmp_path / "v"
+    assert turns(vault) == ["Add the CSV export", "Now the tests", "Another conversation"]
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert report["totalDurationMinutes"] == 12 + 0  # 09:00–09:12, and a one-prompt session of 0 minutes
+
+
+def test_once_imports_what_changed_since_the_last_run_and_a_truncated_file_is_read_whole(tmp_path):
+    folder = tmp_path / "t" / ".claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    transcript = folder / f"{SESSION}.jsonl"
+    transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first"))
+    vault = tmp_path / "v"
+    env = {"HOME": str(tmp_path / "home")}
+    ran = json.loads(memo("--json", "watch", "--only", "--once", str(folder), vault=vault, env=env).stdout)
+    assert ran["turns"] == 1
+    again = memo("--json", "watch", "--only", "--once", str(folder), vault=vault, env=env)
+    assert again.stdout == ""  # nothing changed: nothing imported, not even read
+    transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first")[:40])  # truncated mid-line
+    cut = json.loads(memo("--json", "watch", "--only", "--once", str(folder), vault=vault, env=env).stdout)
+    assert cut["turns"] == 0 and turns(vault) == ["first"]  # nothing lost
+
+
+def test_watch_refuses_a_folder_that_does_not_exist_and_import_auto_finds_the_known_ones(tmp_path):
+    vault = tmp_path / "v"
+    home = tmp_path / "home"
+    missing = memo("watch", "--only", str(tmp_path / "nope"), vault=vault, env={"HOME": str(home)}, check=False)
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
+    nothing = memo("import", "auto", vault=vault, env={"HOME": str(home)}, check=False)
+    assert nothing.returncode == 1 and "no known transcript folder" in nothing.stderr
+    folder = home / ".claude" / "projects" / "-home-ana-code-shop"
+    folder.mkdir(parents=True)
+    (folder / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "from auto"))
+    found = json.loads(memo("--json", "import", "auto", vault=vault, env={"HOME": str(home)}).stdout)
+    assert [(s["source"], s["files"], s["turns"]) for s in found["sources"]] == [("claude-code", 1, 1)]
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process's CPU time from /proc (Linux)")
+def test_the_watcher_idles_without_cpu(tmp_path):
+    folder = tmp_path / "c" / ".claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    (folder / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first"))
+    proc = watcher(tmp_path, folder)
+    try:
+        wait_for(proc, lambda seen: len(seen) >= 1)
+        time.sleep(1.5)  # past start-up and the first wake-up
+        before = _cpu_seconds(proc.pid)
+        time.sleep(5)
+        used = _cpu_seconds(proc.pid) - before
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert used < 0.25, f"{used:.2f} s of CPU in 5 s of idling"
