@@ -29,6 +29,8 @@ from .store import VaultStore
 KNOWN_LOCATIONS: tuple[tuple[str, str], ...] = (
     ("claude-code", ".claude/projects"),
     ("codex", ".codex/sessions"),
+    ("gemini", ".gemini/tmp"),
+    ("copilot", ".copilot/session-state"),
 )
 
 
@@ -135,7 +137,7 @@ def import_changed(store: VaultStore, files: Iterable[tuple[Path, str]], options
         if not states.changed(path):
             continue
         stamp = FileStates.stamp(path)  # before reading: a line written meanwhile is taken next time
-        result = run_import(store, [path], load_importer(source).parse, options)
+        result = run_import(store, [path], load_importer(source).parse, options, source=source)
         states.took(path, stamp)
         done.append(Imported(path, source, result))
     if done:
@@ -211,6 +213,6 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
     for root in roots:
         module = load_importer(root.source or "")
         files = list(walk_files([root.path], module.SUFFIXES, module.EXCLUDE_DIRS))
-        result = run_import(store, files, module.parse, options)
+        result = run_import(store, files, module.parse, options, source=root.source or "")
         found.append({"source": root.source, "path": str(root.path), **result.wire()})
     return found

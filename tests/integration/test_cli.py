@@ -206,7 +206,7 @@ def test_real_transcripts_imported_by_the_cli_agree_with_the_timesheet_and_reimp
     vault = tmp_path / "v"
     sources = [("claude-code", "claude-code-jsonl"), ("specstory", "specstory-md"), ("codex", "codex-rollouts")]
     lines = [memo("import", name, str(realdata / folder), vault=vault).stdout.strip() for name, folder in sources]
-    assert lines == ["files 16, sessions 17, turns 28, skipped 6", "files 28, sessions 37, turns 275, skipped 0",
+    assert lines == ["files 16, sessions 17, turns 30, skipped 6", "files 28, sessions 37, turns 275, skipped 0",
                      "files 3, sessions 3, turns 39, skipped 0"]
 
     def digest() -> dict[str, str]:
@@ -217,7 +217,7 @@ def test_real_transcripts_imported_by_the_cli_agree_with_the_timesheet_and_reimp
     report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
     memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.pdf"), vault=vault)
     assert grand_total(pdf_text(tmp_path / "t.pdf")) == f"{report['totalBillableHours']:.2f}"
-    assert report["totalPrompts"] == 28 + 275 + 39 and len(report["sessions"]) == 17 + 37 + 3
+    assert report["totalPrompts"] == 30 + 275 + 39 and len(report["sessions"]) == 17 + 37 + 3
     again = [memo("import", name, str(realdata / folder), vault=vault).stdout.strip() for name, folder in sources]
     assert [line.split(", ")[1:3] for line in again] == [["sessions 0", "turns 0"]] * 3
     assert digest() == before

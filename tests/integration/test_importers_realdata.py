@@ -50,9 +50,11 @@ CASES = [
      [(1, "Add a function called multiply_numbers(a: int, b: int)")]),
     # 24 user records: 7 tool results, 3 <task-notification>, 4 isMeta (2 caveats, 2 command
     # expansions), 2 local /plugin commands + their 2 <local-command-stdout>, 1 "[Request
-    # interrupted by user]" → 5: lines 2, 44 (/publish-session), 70 (/publish-session), 74, 82
+    # interrupted by user]" → 5: lines 2, 44 (/publish-session), 70 (/publish-session), 74, 82;
+    # plus the messages typed while the agent worked (queue-operation enqueue, lines 16, 17, 34;
+    # the task-notification ones are noise): line 82 delivers line 34's text, the same turn → 7
     (claude_code, CC + "moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl",
-     [(5, "Spaw sub-agents to write poems about Thai green curry")]),
+     [(7, "Spaw sub-agents to write poems about Thai green curry")]),
     # 175 user records: 167 tool results (156 of them in sidechains), 5 isSidechain briefs,
     # line 3 the isMeta expansion of line 2 (/orchestrator with args), line 434 "Thanks! ..." → 2
     (claude_code, CC + "d-kimuson-claude-code-viewer/mock-global-claude-dir/projects/sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
@@ -166,7 +168,9 @@ def test_same_session_saved_under_three_names_has_one_id(realdata):
 # (DRMacIver: one prompt + tool results + isMeta stop hooks each; d-kimuson 1af7/5c03: /init or
 # /orchestrator + isMeta expansion + tool results/sidechains; daaain: text user records minus
 # tool results; moredip 4b20: 1 text + 1 tool result). subagents/ are not walked.
-CLAUDE_PROMPTS = 7 * 1 + (1 + 1 + 2) + (3 + 4 + 2 + 2) + (5 + 1)  # = 28
+# moredip 0ccf1a04: 5 user-record prompts + 2 messages queued while the agent worked (the third
+# queued one is delivered later as a user record: the same turn) → 7.
+CLAUDE_PROMPTS = 7 * 1 + (1 + 1 + 2) + (3 + 4 + 2 + 2) + (7 + 1)  # = 30
 # SpecStory: old Cursor files = grep -c '^_\*\*User\*\*_' (26+24+2+5+23+1+1+17+6); hpm27 =
 # 2+1+4 User blocks; CLI v2 = User blocks minus local commands/output/caveats, interrupts,
 # image notes, expansions and task notifications (each listed and checked by hand):
@@ -196,8 +200,13 @@ def import_all(store: VaultStore, realdata: Path) -> dict[str, dict]:
     summaries = {}
     for folder, parser in PARSERS.items():
         files = list(walk_files([realdata / folder], parser.SUFFIXES, parser.EXCLUDE_DIRS))
-        result = run_import(store, files, parser.parse, ImportOptions(zone=NEW_YORK))
-        assert result.errors == []
+        result = run_import(store, files, parser.parse, ImportOptions(zone=NEW_YORK), source=parser.SOURCE)
+        # every skipped line is named with its reason (daaain's edge cases: malformed on purpose)
+        assert [e.split("/realdata/", 1)[1] for e in result.errors] == (
+            [f"claude-code-jsonl/daaain-claude-code-log/test/test_data/edge_cases.jsonl: line {n}: not a Claude Code "
+             "record (no type, or a malformed message)" for n in (10, 11, 13, 14, 15, 16)]
+            if folder == "claude-code-jsonl" else [])
+        assert (result.recognised, result.unrecognised) == (result.files, 0)
         summaries[folder] = dict(files=result.files, sessions=result.sessions, turns=result.turns, skipped=result.skipped)
     return summaries
 
@@ -218,7 +227,7 @@ def test_import_summaries_match_the_per_file_counts(vault):
     store, first, _, _, _ = vault
     assert first == EXPECTED
     rows = dict(store.conn.execute("SELECT source, count(*) FROM records WHERE kind = 'prompt' GROUP BY source"))
-    assert rows == {"import:claude-code": 28, "import:specstory": 275, "import:codex": 39}
+    assert rows == {"import:claude-code": CLAUDE_PROMPTS, "import:specstory": 275, "import:codex": 39}
 
 
 @pytest.mark.slow
@@ -226,7 +235,7 @@ def test_second_import_adds_nothing_and_changes_no_byte(vault):
     _, _, second, before, after = vault
     assert {k: (v["sessions"], v["turns"]) for k, v in second.items()} == {k: (0, 0) for k in PARSERS}
     records = [name for name in before if "/prompts/" in name or "/sessions/" in name]
-    assert len(records) == 17 + 37 + 3 + 28 + 275 + 39
+    assert len(records) == 17 + 37 + 3 + CLAUDE_PROMPTS + 275 + 39
     assert after == before  # records and compiled views alike
 
 
@@ -430,3 +439,25 @@ def test_a_bad_line_or_prompt_never_stops_the_run(tmp_path, store):
     assert result.skipped >= 2  # the too-deep line and the oversized prompt
     open_sessions = store.conn.execute("SELECT count(*) FROM records WHERE kind = 'session' AND status != 'completed'")
     assert open_sessions.fetchone()[0] == 0
+
+
+def test_messages_typed_while_the_agent_worked_are_turns_at_the_time_they_were_typed(realdata, tmp_path):
+    path = realdata / CC / "moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    [transcript] = claude_code.parse(path, ImportOptions()).transcripts
+    queued = {p.text: p.at for p in transcript.prompts if p.text in (
+        "is the 3rd tool still running?", "??", "are they still being written?")}
+    assert queued == {"is the 3rd tool still running?": at("2026-01-22T19:51:28.994Z"),
+                      "??": at("2026-01-22T19:51:49.343Z"),
+                      "are they still being written?": at("2026-01-22T21:17:32.736Z")}  # typed, not delivered
+    assert [p.text for p in transcript.prompts].count("are they still being written?") == 1
+
+
+def test_a_bad_byte_costs_its_line_not_the_file(realdata, tmp_path):
+    source = realdata / CC / "moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    lines = source.read_bytes().split(b"\n")
+    lines[5] = lines[5][:40] + b"\xff\xfe" + lines[5][40:]  # an assistant record, broken
+    broken = tmp_path / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    broken.write_bytes(b"\n".join(lines))
+    parsed = claude_code.parse(broken, ImportOptions())
+    assert parsed.problems == ["line 6: not UTF-8 text (byte 0xff at column 41); the line is left out"]
+    assert len(parsed.transcripts[0].prompts) == 7

@@ -76,9 +76,10 @@ def test_a_turn_whose_row_is_missing_is_indexed_by_the_next_import(tmp_path, rea
     vault = tmp_path / "v"
     first = as_json(vault, "import", "claude-code", str(realdata / TRANSCRIPT))
     everything = ids(vault)
-    assert first["turns"] == 5 and len(everything) == 5
-    lost = everything[2]
-    body = read_record(next(vault.glob(f"projects/*/prompts/{lost}.md")))[1]
+    assert first["turns"] == 7 and len(everything) == 7  # 5 prompts + 2 typed while the agent worked
+    bodies = {i: read_record(next(vault.glob(f"projects/*/prompts/{i}.md")))[1] for i in everything}
+    lost = max(everything, key=lambda i: len(bodies[i]))  # a turn with words to search for
+    body = bodies[lost]
     sql(vault, "DELETE FROM records WHERE id = ?", (lost,))  # the row is gone, the file (and its folder) as they were
     assert lost not in ids(vault)
 

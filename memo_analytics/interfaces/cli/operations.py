@@ -18,6 +18,7 @@ from .common import (
     DEMO_MARKER,
     _emit,
     _progress,
+    _safe,
     _settings,
     app,
     err,
@@ -48,11 +49,22 @@ def _import_command(source: str) -> Callable[..., None]:
         gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
         options = ImportOptions(project=project, client=client, billable=billable,
                                 idle_gap=timedelta(minutes=gap), zone=resolve_zone(tz or state.settings.timezone))
+        for given in paths:
+            if not Path(given).exists():
+                raise MemoError(f"Invalid path: {given} does not exist")
         files = list(walk_files([Path(p) for p in paths], module.SUFFIXES, module.EXCLUDE_DIRS))
+        if not files:
+            raise MemoError(f"nothing to import: no {' or '.join('*' + s for s in module.SUFFIXES)} file under "
+                            f"{', '.join(paths)} (is this a {source} folder?)")
         with _progress(f"import {source}", len(files)) as advance:
-            result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance())
+            result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance(), source=source)
         for line in result.errors[:20]:
-            err.print(f"skipped: {line}")
+            err.print(_safe(f"skipped: {line}"))
+        if len(result.errors) > 20:
+            err.print(f"skipped: … and {len(result.errors) - 20} more (--json lists them all)")
+        if not result.recognised:
+            raise MemoError(f"nothing recognised: none of the {result.files} files is a {source} transcript "
+                            f"(see the lines above); nothing was imported")
         if client is None and billable is not False and result.sessions and not state.json:
             err.print("note: the new sessions have no client, so they bill to 'internal'; "
                       "import with --client NAME or --no-billable to file them otherwise")

@@ -28,6 +28,15 @@ after it in SpecStory's.
 IDE and harness wrappers inside a prompt (``<system-reminder>``, ``<ide_opened_file>``,
 ``<ide_selection>``, ``<ide_diagnostics>``) are cut out of its text.
 
+Queued messages (decision): what the person types while the agent is busy is written as a
+``queue-operation`` record (``operation: enqueue``, the text in ``content``); the agent takes
+it in later — within its turn (``popAll``) or as the next user record (after a
+``dequeue``). Each is a turn at the moment it was typed; the user record that later delivers
+the same text is that turn, not another. Queued ``<task-notification>`` records are noise.
+
+A line that is not JSON, not a Claude Code record, has an unreadable timestamp or a byte that
+is not UTF-8 is left out (that line only) and named with its number and reason.
+
 A record is read once: a line whose ``uuid`` an earlier line of the same session already had
 (Claude Code sometimes writes a record twice) is skipped, so a prompt written twice is one
 turn. The same ``uuid`` under another ``sessionId`` (a record a resumed session copied) is
@@ -48,7 +57,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, read_lines
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ("subagents",)
@@ -141,6 +150,8 @@ class PromptSieve:
 class _Session:
     transcript: Transcript
     sieve: PromptSieve = field(default_factory=PromptSieve)
+    #: queued messages (``queue-operation`` ``enqueue``) not yet seen as a user record
+    queued: list[str] = field(default_factory=list)
 
 
 def _stamp(record: dict, tz: tzinfo | None) -> datetime | None:
@@ -203,34 +214,35 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         docstring for what counts); ``activity`` holds every record timestamp as aware
         UTC (a record repeated in its session with the same ``uuid`` counts once); ``skipped_lines``
         counts lines that are not JSON objects, have no ``type``, a malformed ``message``
-        or an unreadable ``timestamp``.
+        or an unreadable ``timestamp`` (or a byte that is not UTF-8), each named in
+        ``problems``; ``recognised`` is False (with ``why``) when no line is a Claude Code record.
 
     Raises
     ------
-    OSError, UnicodeDecodeError
-        The file cannot be read as UTF-8 text.
+    OSError
+        The file cannot be read.
     """
-    text = path.read_text(encoding="utf-8")
+    lines, problems = read_lines(path)
     sessions: dict[str, _Session] = {}
     uuid_session: dict[str, str] = {}
     seen_uuids: set[tuple[str, str]] = set()
     titles: list[tuple[str, str]] = []
-    skipped = recognised = 0
-    for line in text.splitlines():
+    recognised = 0
+    for number, line in lines:
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):  # bad JSON, or nested too deep to parse
-            skipped += 1
+            problems.append(f"line {number}: not JSON")
             continue
         if not _valid(record):
-            skipped += 1
+            problems.append(f"line {number}: not a Claude Code record (no type, or a malformed message)")
             continue
         try:
             at = _stamp(record, options.zone)
         except InvalidDateError:
-            skipped += 1
+            problems.append(f"line {number}: unreadable timestamp {str(record.get('timestamp'))[:40]!r}")
             continue
         if {"sessionId", "uuid", "leafUuid", "message"} & record.keys():
             recognised += 1
@@ -254,7 +266,7 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             ))
         _take(session, record, at, uuid_session)
     if not recognised:
-        return ParseResult()
+        return ParseResult(recognised=False, why=_looks_like(lines))
     for leaf, summary in titles:
         owner = sessions.get(uuid_session.get(leaf, ""))
         if owner is not None and owner.transcript.title is None and summary.strip():
@@ -264,7 +276,23 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         session.transcript.prompts = session.sieve.prompts
         if session.transcript.prompts:
             transcripts.append(session.transcript)
-    return ParseResult(transcripts=transcripts, skipped_lines=skipped)
+    return ParseResult(transcripts=transcripts, skipped_lines=len(problems), problems=problems)
+
+
+def _looks_like(lines: list[tuple[int, str]]) -> str | None:
+    """What a file that holds no Claude Code record looks like, for the message."""
+    for _, line in lines:
+        if line.strip():
+            try:
+                first = json.loads(line)
+            except ValueError:
+                return "its lines are not JSON"
+            if isinstance(first, dict) and first.get("type") == "session_meta":
+                return "a Codex rollout: import it with `memo import codex`"
+            if isinstance(first, dict) and "projectHash" in first:
+                return "a Gemini CLI chat"
+            return "no line holds a Claude Code record (sessionId, uuid, message)"
+    return "the file is empty"
 
 
 def _take(session: _Session, record: dict, at: datetime | None, uuid_session: dict[str, str]) -> None:
@@ -283,6 +311,16 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
         if transcript.model is None and isinstance(model, str) and model and model != "<synthetic>":
             transcript.model = model
         return
+    if record["type"] == "queue-operation":
+        # a message the person typed while the agent was busy: the agent takes it in later
+        # (answered within its turn, or as the next user record: then it is this same turn)
+        content = record.get("content")
+        if record.get("operation") == "enqueue" and isinstance(content, str):
+            kind, clean = classify_text(content)
+            if kind in ("prompt", "command"):
+                session.queued.append(clean)
+                session.sieve.feed(content, at)
+        return
     if record["type"] != "user":
         return
     content, tool = _content_text(message["content"])
@@ -290,4 +328,10 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
         session.sieve.other()
         return
     meta = bool(record.get("isMeta") or record.get("isCompactSummary") or record.get("isVisibleInTranscriptOnly"))
+    if not meta and session.queued:
+        kind, clean = classify_text(content)
+        if clean in session.queued:  # the queued message, delivered: already a turn (at the time it was typed)
+            session.queued.remove(clean)
+            session.sieve.other()
+            return
     session.sieve.feed(content, at, meta=meta)

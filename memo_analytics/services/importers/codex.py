@@ -34,7 +34,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, read_lines
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -135,13 +135,13 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     OSError, UnicodeDecodeError
         The file cannot be read as UTF-8 text.
     """
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines, problems = read_lines(path)
     transcript = Transcript(transcript_id=path.stem, source=SOURCE, path=path, ide="codex", agent="codex")
     events: list[HumanPrompt] = []
     items: list[HumanPrompt] = []
-    skipped = recognised = 0
+    recognised = 0
     have_id = False
-    for line in lines:
+    for number, line in lines:
         if not line.strip():
             continue
         try:
@@ -150,14 +150,14 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             record = None
         shaped = _normalise(record)
         if shaped is None:
-            skipped += 1
+            problems.append(f"line {number}: " + ("not JSON" if record is None else "not a Codex record"))
             continue
         kind, payload = shaped
         try:
             at = _stamp(record.get("timestamp"), options)
             inner_at = _stamp(payload.get("timestamp"), options) if kind == "session_meta" and payload is not record else None
         except InvalidDateError:
-            skipped += 1
+            problems.append(f"line {number}: unreadable timestamp")
             continue
         recognised += 1
         transcript.activity.extend(stamp for stamp in (at, inner_at) if stamp is not None)
@@ -179,9 +179,11 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             if request:
                 items.append(HumanPrompt(request, at))
     if not recognised:
-        return ParseResult()
+        return ParseResult(recognised=False, why="no line is a Codex record (session_meta, turn_context, "
+                                                 "response_item, event_msg)")
     transcript.prompts = events or items
-    return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=skipped)
+    return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(problems),
+                       problems=problems)
 
 
 def _text(value: object) -> str | None:

@@ -81,10 +81,40 @@ class Transcript:
 
 @dataclass
 class ParseResult:
-    """What a parser got from one file: transcripts and the number of bad lines skipped."""
+    """What a parser got from one file: transcripts, the number of bad lines skipped and, for
+    each, why (``problems``: ``line N: reason``); ``recognised`` False when the file is not
+    this importer's format at all (``why`` says what it looks like instead)."""
 
     transcripts: list[Transcript] = field(default_factory=list)
     skipped_lines: int = 0
+    problems: list[str] = field(default_factory=list)
+    recognised: bool = True
+    why: str | None = None
+
+
+def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
+    """The lines of a text file as ``(line number, text)``, each decoded as UTF-8 on its own:
+    a line with a byte that is not UTF-8 is left out and named in the second list (``line N:
+    …``) — one bad byte costs its line, never the file.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    """
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    lines, problems = [], []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            lines.append((number, raw.decode("utf-8").removesuffix("\r")))
+        except UnicodeDecodeError as exc:
+            problems.append(f"line {number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                            "the line is left out")
+    if lines and lines[-1][1] == "" and data.endswith(b"\n"):
+        lines.pop()
+    return lines, problems
 
 
 @dataclass
@@ -109,6 +139,9 @@ class ImportResult:
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
     reindexed: int = 0
+    #: files of the importer's format, and files that are not (named in ``errors``)
+    recognised: int = 0
+    unrecognised: int = 0
     #: records a hook captured live that this import superseded (the transcript is the truth)
     superseded: int = 0
 
@@ -121,7 +154,7 @@ class ImportResult:
     def wire(self) -> dict:
         return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
                 "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed,
-                "superseded": self.superseded}
+                "superseded": self.superseded, "recognised": self.recognised, "unrecognised": self.unrecognised}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
@@ -355,6 +388,11 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
     return merged
 
 
+def _article(source: str) -> str:
+    name = source or "a known"
+    return ("an " if name[:1] in "aeio" else "a ") + name
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     return redact_secrets(text)[0]
@@ -366,11 +404,14 @@ def run_import(
     parse: ParseFn,
     options: ImportOptions,
     progress: Callable[[Path], None] | None = None,
+    source: str = "",
 ) -> ImportResult:
     """Parse every file, then import what they hold (SPEC §7).
 
     A file that cannot be read or parsed is counted in ``skipped`` with its reason and
-    never stops the run; so is a transcript the vault refuses. Transcripts that several
+    never stops the run; so is a transcript the vault refuses; so is each bad line (its
+    reason in ``errors``). A file that is not ``source``'s format is counted in
+    ``unrecognised`` and named in ``errors``. Transcripts that several
     files share are merged first (:func:`merge_transcripts`). Reasons are redacted.
     """
     result = ImportResult()
@@ -384,7 +425,15 @@ def run_import(
             result.skipped += 1
             result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
         else:
-            result.skipped += parsed.skipped_lines
+            name = redact_secrets(str(path))[0]
+            if not parsed.recognised:
+                result.unrecognised += 1
+                result.errors.append(f"{name}: not {_article(source)} transcript" +
+                                     (f" ({parsed.why})" if parsed.why else ""))
+            else:
+                result.recognised += 1
+            result.skipped += max(parsed.skipped_lines, len(parsed.problems))
+            result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
             for transcript in parsed.transcripts:
                 where.setdefault((transcript.source, transcript.transcript_id), path)
             transcripts.extend(parsed.transcripts)

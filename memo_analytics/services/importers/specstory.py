@@ -44,7 +44,7 @@ from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
 from .claude_code import PromptSieve
 from .codex import human_request
-from .common import ImportOptions, ParseResult, Transcript
+from .common import ImportOptions, ParseResult, Transcript, read_lines
 
 SUFFIXES: tuple[str, ...] = (".md",)
 EXCLUDE_DIRS: tuple[str, ...] = ("ai_rules_backups",)
@@ -139,7 +139,11 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     OSError, UnicodeDecodeError
         The file cannot be read as UTF-8 text.
     """
-    preamble, turns, skipped = _scan(path.read_text(encoding="utf-8").splitlines(), options)
+    lines, problems = read_lines(path)
+    preamble, turns, skipped = _scan([text for _, text in lines], options)
+    if not turns and ".specstory" not in path.parts and not any(_SESSION_COMMENT.match(t.strip()) for t in preamble):
+        return ParseResult(recognised=False, why="no SpecStory turn marker (_**User**_, _**Assistant**_ or _**Agent**_)",
+                           problems=problems, skipped_lines=len(problems))
     transcript = Transcript(transcript_id=path.stem, source=SOURCE, path=path, project_hint=_project_hint(path))
     agent_name, titled = None, False
     for line in preamble:
@@ -174,4 +178,5 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             text = human_request(text) or ""
         sieve.feed(text, turn.at)
     transcript.prompts = sieve.prompts
-    return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=skipped)
+    return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=skipped + len(problems),
+                       problems=problems + ([f"{skipped} turn or title stamps could not be read"] if skipped else []))
