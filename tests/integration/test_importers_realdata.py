@@ -21,9 +21,11 @@ import pytest
 
 from memo_analytics.config import Settings
 from memo_analytics.domain.records import RecordKind
+from memo_analytics.index import store as index
 from memo_analytics.services.importers import claude_code, codex, specstory
 from memo_analytics.services.importers.common import ImportOptions, run_import, walk_files
 from memo_analytics.services.store import VaultStore
+from memo_analytics.vault.io import read_record
 
 UTC = timezone.utc
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -461,3 +463,26 @@ def test_a_bad_byte_costs_its_line_not_the_file(realdata, tmp_path):
     parsed = claude_code.parse(broken, ImportOptions())
     assert parsed.problems == ["line 6: not UTF-8 text (byte 0xff at column 41); the line is left out"]
     assert len(parsed.transcripts[0].prompts) == 7
+
+
+def test_token_use_is_kept_per_turn(realdata, tmp_path):
+    """Issue 14 point 7: each turn's model and tokens (input, output, cache read, cache write by
+    tier) go into its frontmatter and the index; Codex per-turn figures, not its running totals."""
+    rollout = realdata / CX / "27/rollout-2025-11-27T11-39-23-019ac364-f0dc-7043-9750-594e12f5fd21.jsonl"
+    prompts = codex.parse(rollout, ImportOptions()).transcripts[0].prompts
+    last_total = [json.loads(x)["payload"]["info"]["total_token_usage"] for x in rollout.read_text().splitlines()
+                  if '"token_count"' in x and json.loads(x)["payload"].get("info")][-1]
+    assert sum(p.tokens["input"] + p.tokens["cacheRead"] for p in prompts) == last_total["input_tokens"]
+    assert sum(p.tokens["output"] for p in prompts) == last_total["output_tokens"]
+    assert prompts[0].tokens == {"input": 3391, "cacheRead": 9216, "output": 431, "reasoning": 0}
+    assert prompts[1].tokens["input"] < last_total["input_tokens"]  # not the running total
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    source = realdata / CC / "moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    run_import(store, [source], claude_code.parse, ImportOptions())
+    rows = index.rows_of_kind(store.conn, "prompt")
+    first = json.loads(next(r for r in rows if r["body"].startswith("Spaw sub-agents"))["meta"])
+    assert first["model"] == "claude-opus-4-5-20251101"
+    assert first["tokens"] == {"input": 16, "output": 4, "cacheRead": 37199, "cacheWrite": 1691,
+                               "cacheWrite5m": 1691, "cacheWrite1h": 0}
+    on_disk = read_record(next((tmp_path / "v").rglob(f"{next(r['id'] for r in rows if r['body'].startswith('Spaw'))}.md")))
+    assert on_disk[0]["tokens"] == first["tokens"]

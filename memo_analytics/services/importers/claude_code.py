@@ -57,7 +57,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, read_lines
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, read_lines
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ("subagents",)
@@ -146,10 +146,38 @@ class PromptSieve:
         self._pending = None
 
 
+def _count_usage(session: "_Session", message: dict) -> None:
+    """Note an assistant message's ``usage`` for the prompt it answers (the last one so far).
+    Claude Code writes each content block of a message as its own record, each with the
+    message's usage so far: per message id the last one counts (:func:`_settle_usage`)."""
+    usage = message.get("usage")
+    prompts = session.sieve.prompts
+    if not isinstance(usage, dict) or not prompts:
+        return
+    key = message.get("id") if isinstance(message.get("id"), str) and message.get("id") else f"#{len(session.usage)}"
+    session.usage[key] = (prompts[-1], usage)
+    model = message.get("model")
+    if prompts[-1].model is None and isinstance(model, str) and model and model != "<synthetic>":
+        prompts[-1].model = model
+
+
+def _settle_usage(session: "_Session") -> None:
+    """Each prompt's tokens: the sum over the messages that answered it."""
+    for prompt, usage in session.usage.values():
+        tiers = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
+        add_tokens(prompt, {
+            "input": usage.get("input_tokens"), "output": usage.get("output_tokens"),
+            "cacheRead": usage.get("cache_read_input_tokens"), "cacheWrite": usage.get("cache_creation_input_tokens"),
+            "cacheWrite5m": tiers.get("ephemeral_5m_input_tokens"), "cacheWrite1h": tiers.get("ephemeral_1h_input_tokens"),
+        })
+
+
 @dataclass
 class _Session:
     transcript: Transcript
     sieve: PromptSieve = field(default_factory=PromptSieve)
+    #: per assistant message id, the prompt it answers and its latest usage
+    usage: dict[str, tuple[HumanPrompt, dict]] = field(default_factory=dict)
     #: queued messages (``queue-operation`` ``enqueue``) not yet seen as a user record
     queued: list[str] = field(default_factory=list)
 
@@ -273,6 +301,7 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             owner.transcript.title = summary.strip()
     transcripts = []
     for session in sessions.values():
+        _settle_usage(session)
         session.transcript.prompts = session.sieve.prompts
         if session.transcript.prompts:
             transcripts.append(session.transcript)
@@ -304,6 +333,8 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
     if transcript.project_hint is None:
         transcript.project_hint = _folder_name(record.get("cwd"))
     message = record.get("message")
+    if record["type"] == "assistant":
+        _count_usage(session, message)  # a sub-agent's calls too: they answer the same prompt
     if record.get("isSidechain") is True:
         return  # a sub-agent's brief, tool traffic and model: activity only
     if record["type"] == "assistant":

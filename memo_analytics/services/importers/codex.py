@@ -141,6 +141,9 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     items: list[HumanPrompt] = []
     recognised = 0
     have_id = False
+    model: str | None = None
+    total: dict[str, int] = {}
+    at_prompt: dict[str, int] = {}
     for number, line in lines:
         if not line.strip():
             continue
@@ -168,12 +171,21 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             transcript.model = transcript.model or _text(payload.get("model"))
         elif kind == "turn_context":
             transcript.model = transcript.model or _text(payload.get("model"))
+            model = _text(payload.get("model")) or model
             transcript.project_hint = transcript.project_hint or _folder_name(payload.get("cwd"))
         elif kind == "event_msg" and payload.get("type") == "user_message":
             if payload.get("kind") in (None, "plain") and isinstance(payload.get("message"), str):
                 request = human_request(payload["message"])
                 if request:
-                    events.append(HumanPrompt(request, at))
+                    events.append(HumanPrompt(request, at, model=model))
+                    at_prompt = dict(total)  # the running total when this turn began
+        elif kind == "event_msg" and payload.get("type") == "token_count":
+            info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
+            running = info.get("total_token_usage")
+            if isinstance(running, dict):
+                total = {k: v for k, v in running.items() if isinstance(v, int) and not isinstance(v, bool)}
+                if events:  # this turn's figures: the running total now minus where the turn began
+                    events[-1].tokens = _turn_tokens(total, at_prompt)
         elif kind == "response_item" and payload.get("type") == "message" and payload.get("role") == "user":
             request = human_request(_message_text(payload.get("content")))
             if request:
@@ -184,6 +196,17 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     transcript.prompts = events or items
     return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(problems),
                        problems=problems)
+
+
+def _turn_tokens(total: dict[str, int], start: dict[str, int]) -> dict[str, int] | None:
+    """A turn's token counts from Codex's running totals (``input_tokens`` includes the cached
+    ones): ``input`` (not cached), ``cacheRead``, ``output``, ``reasoning``."""
+    delta = {k: max(total.get(k, 0) - start.get(k, 0), 0) for k in total}
+    tokens = {"input": delta.get("input_tokens", 0) - delta.get("cached_input_tokens", 0),
+              "cacheRead": delta.get("cached_input_tokens", 0), "output": delta.get("output_tokens", 0),
+              "reasoning": delta.get("reasoning_output_tokens", 0)}
+    tokens["input"] = max(tokens["input"], 0)
+    return tokens if any(tokens.values()) else None
 
 
 def _text(value: object) -> str | None:

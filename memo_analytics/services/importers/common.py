@@ -38,10 +38,27 @@ _UTC = timezone.utc
 
 @dataclass
 class HumanPrompt:
-    """One thing the person typed, with when they typed it (aware UTC, or None if unknown)."""
+    """One thing the person typed, with when they typed it (aware UTC, or None if unknown).
+
+    ``tokens``: what answering it cost, as the agent logged it — ``input`` (not cached),
+    ``output``, ``cacheRead``, ``cacheWrite`` (and ``cacheWrite5m``/``cacheWrite1h`` by tier;
+    Codex: ``reasoning``), summed over every model call until the next prompt; ``model``: the
+    model that answered. None when the transcript does not say.
+    """
 
     text: str
     at: datetime | None
+    tokens: dict[str, int] | None = None
+    model: str | None = None
+
+
+def add_tokens(prompt: HumanPrompt, usage: dict[str, int]) -> None:
+    """Add one model call's ``usage`` (the keys of :class:`HumanPrompt` ``tokens``) to ``prompt``."""
+    total = dict(prompt.tokens or {})
+    for key, value in usage.items():
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            total[key] = total.get(key, 0) + value
+    prompt.tokens = total or None
 
 
 @dataclass
@@ -276,9 +293,11 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             ))
             result.sessions += 1
         for turn, prompt in enumerate(interval.prompts, 1):
+            usage = {"tokens": prompt.tokens} if prompt.tokens else {}
             if store.path_for(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}").exists():
                 try:
                     result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
+                    _update_tokens(store, project, f"prompt-{session_id}-t{turn}", prompt)
                 except CorruptRecordError as exc:
                     result.skipped += 1
                     result.errors.append(f"{transcript.path}: turn {turn} of {session_id}: {_one_line(exc)}")
@@ -287,8 +306,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 record_prompt(store, RecordPromptRequest(
                     body=_valid_text(prompt.text), session_id=session_id, turn=turn, project=project,
                     created=prompt.at or interval.start, source=f"import:{transcript.source}",
-                    ide=transcript.ide, model=transcript.model, agent=transcript.agent,
-                    client=options.client, billable=options.billable, extra=extra, skip_existing=True,
+                    ide=transcript.ide, model=prompt.model or transcript.model, agent=transcript.agent,
+                    client=options.client, billable=options.billable, extra={**extra, **usage}, skip_existing=True,
                 ))
             except (MemoError, ValueError) as exc:  # one bad prompt (e.g. over the size limit)
                 result.skipped += 1
@@ -303,6 +322,17 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     if intervals:
         result.superseded += supersede_hook_session(store, transcript, [f"{base}-{n}" for n in range(1, len(intervals) + 1)],
                                                     project)
+
+
+def _update_tokens(store: VaultStore, project: str, record_id: str, prompt: HumanPrompt) -> None:
+    """A turn imported before its answer was complete (a live transcript): its token counts
+    follow the transcript (the rest of the record stays as it is)."""
+    if not prompt.tokens:
+        return
+    with store.lock():
+        found = store.read(project, RecordKind.PROMPT, record_id)
+        if found is not None and found[0].get("tokens") != prompt.tokens and found[0].get("source", "").startswith("import:"):
+            store.upsert(RecordKind.PROMPT, {**found[0], "tokens": prompt.tokens}, found[1])
 
 
 def supersede_hook_session(store: VaultStore, transcript: Transcript, session_ids: list[str], project: str) -> int:
