@@ -91,6 +91,38 @@ def _ide(agent: str | None) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name).strip("-") or "cursor"
 
 
+_FILE_STAMP = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2})_(?P<h>\d{2})-(?P<m>\d{2})(?!\d|Z)")
+
+
+def _reconciled(path: Path, lines: list[str], options: ImportOptions) -> tuple[ImportOptions, str | None]:
+    """Old Cursor-extension files put the author's *local* time in the title
+    (``# Title (2025-04-26 16:30:55)``) and the same moment in UTC in the file name
+    (``2025-04-26_20-30-…``): the offset between them (to the quarter hour, within ±14 h) is
+    the zone the file's stamps without an offset are read in, whatever ``--tz`` says. When
+    the two disagree (no quarter-hour offset within ±14 h) the stamps are read in
+    ``options.zone`` and the returned note says so. Files with an offset or ``Z`` anywhere in
+    their stamps, or without both stamps, are read as they are."""
+    from dataclasses import replace
+    from datetime import timedelta, timezone
+
+    named = _FILE_STAMP.match(path.name)
+    title = next((m for line in lines[:40] if (m := _TITLE.match(line)) and m.group("stamp")), None)
+    if named is None or title is None or re.search(r"(Z|[+-]\d{2}:?\d{2})$", title.group("stamp")):
+        return options, None
+    try:
+        local = datetime.strptime(title.group("stamp")[:16].replace("T", " "), "%Y-%m-%d %H:%M")
+        utc = datetime.strptime(f"{named.group('date')} {named.group('h')}:{named.group('m')}", "%Y-%m-%d %H:%M")
+    except ValueError:
+        return options, None
+    minutes = round((local - utc).total_seconds() / 60 / 15) * 15
+    if abs(minutes) > 14 * 60 or abs((local - utc).total_seconds() / 60 - minutes) > 2:
+        return options, (f"the title's local time {title.group('stamp')} and the file name's UTC time "
+                         f"{utc:%Y-%m-%d %H:%M} are no zone apart; its times are read in the import's zone")
+    sign = "+" if minutes >= 0 else "-"
+    zone = timezone(timedelta(minutes=minutes), f"UTC{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}")
+    return replace(options, zone=zone), None
+
+
 def _project_hint(path: Path) -> str | None:
     for folder in path.parents:
         if folder.name == ".specstory":
@@ -140,7 +172,11 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         The file cannot be read as UTF-8 text.
     """
     lines, problems = read_lines(path)
-    preamble, turns, skipped = _scan([text for _, text in lines], options)
+    texts = [text for _, text in lines]
+    options, note = _reconciled(path, texts, options)
+    if note:
+        problems.append(note)
+    preamble, turns, skipped = _scan(texts, options)
     if not turns and ".specstory" not in path.parts and not any(_SESSION_COMMENT.match(t.strip()) for t in preamble):
         return ParseResult(recognised=False, why="no SpecStory turn marker (_**User**_, _**Assistant**_ or _**Agent**_)",
                            problems=problems, skipped_lines=len(problems))
