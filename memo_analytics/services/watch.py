@@ -56,24 +56,37 @@ def known_roots(home: Path | None = None) -> list[WatchedRoot]:
 
 def source_of(path: Path) -> str | None:
     """Which importer reads ``path``: by where it lies (``.claude/``, ``.codex/``,
-    ``.specstory/``) and, for JSON Lines elsewhere, by its first record; None when none does."""
+    ``.specstory/``, ``.gemini/``, ``.copilot/``) and, for JSON Lines elsewhere, by its first
+    record; None when none does."""
     parts = set(path.parts)
     if path.suffix == ".md":
         return "specstory" if ".specstory" in parts else None
-    if path.suffix != ".jsonl":
+    if path.suffix not in (".jsonl", ".json"):
+        return None
+    if ".gemini" in parts:
+        return "gemini"
+    if path.suffix == ".json":
         return None
     if ".claude" in parts:
         return None if "subagents" in parts else "claude-code"
     if ".codex" in parts or path.name.startswith("rollout-"):
         return "codex"
+    if ".copilot" in parts:
+        return "copilot"
     try:
         with open(path, "rb") as handle:
             first = json.loads(handle.readline(1 << 20) or b"null")
     except (OSError, ValueError):
         return None
-    if isinstance(first, dict) and first.get("type") == "session_meta":
+    if not isinstance(first, dict):
+        return None
+    if first.get("type") == "session_meta":
         return "codex"
-    if isinstance(first, dict) and ("sessionId" in first or first.get("type") == "summary"):
+    if first.get("type") == "session.start":
+        return "copilot"
+    if "projectHash" in first:
+        return "gemini"
+    if "sessionId" in first or first.get("type") == "summary":
         return "claude-code"
     return None
 
@@ -125,7 +138,7 @@ def _candidates(roots: Iterable[WatchedRoot]) -> list[tuple[Path, str]]:
             module = load_importer(root.source)
             found += [(p, root.source) for p in walk_files([root.path], module.SUFFIXES, module.EXCLUDE_DIRS)]
         else:
-            found += [(p, s) for p in walk_files([root.path], (".jsonl", ".md")) if (s := source_of(p))]
+            found += [(p, s) for p in walk_files([root.path], (".jsonl", ".json", ".md")) if (s := source_of(p))]
     return found
 
 
@@ -174,7 +187,7 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
     first = True
     for changes in watchfiles.watch(*[r.path for r in roots], stop_event=stop, debounce=debounce_ms,
                                     raise_interrupt=False, yield_on_timeout=True, rust_timeout=WAKE_MS,
-                                    watch_filter=lambda change, p: p.endswith((".jsonl", ".md"))):
+                                    watch_filter=lambda change, p: p.endswith((".jsonl", ".json", ".md"))):
         if first:  # now subscribed: what changed between the first pass and the subscription
             first = False
             for item in import_changed(store, _candidates(roots), options, states):

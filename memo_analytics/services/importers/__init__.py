@@ -1,4 +1,5 @@
-"""Importers of real agent transcripts (SPEC §7): Claude Code JSONL, SpecStory Markdown, Codex rollouts.
+"""Importers of real agent transcripts (SPEC §7): Claude Code JSONL, SpecStory Markdown, Codex rollouts,
+Gemini CLI chats (JSON and JSONL) and Copilot CLI sessions (events.jsonl).
 
 Each importer module exposes ``SUFFIXES``, ``EXCLUDE_DIRS`` and ``parse(path, options)``.
 """
@@ -9,7 +10,8 @@ from importlib import import_module
 from types import ModuleType
 
 #: CLI name → module name.
-IMPORTERS = {"claude-code": "claude_code", "specstory": "specstory", "codex": "codex"}
+IMPORTERS = {"claude-code": "claude_code", "specstory": "specstory", "codex": "codex", "gemini": "gemini",
+             "copilot": "copilot"}
 
 
 def load_importer(source: str) -> ModuleType:

@@ -53,11 +53,12 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, read_lines
+from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, folder_name,
+                     json_records, read_lines)
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ("subagents",)
@@ -206,12 +207,6 @@ def _content_text(content: object) -> tuple[str, bool]:
     return (text if text.strip() or not images else "[image]"), tool
 
 
-def _folder_name(cwd: object) -> str | None:
-    if not isinstance(cwd, str) or not cwd.strip():
-        return None
-    path = PureWindowsPath(cwd) if "\\" in cwd and "/" not in cwd else PurePosixPath(cwd)
-    return path.name or None
-
 
 def _valid(record: object) -> bool:
     if not isinstance(record, dict) or not isinstance(record.get("type"), str) or not record["type"]:
@@ -256,12 +251,8 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     seen_uuids: set[tuple[str, str]] = set()
     titles: list[tuple[str, str]] = []
     recognised = 0
-    for number, line in lines:
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):  # bad JSON, or nested too deep to parse
+    for number, record in json_records(lines):
+        if record is NOT_JSON:
             problems.append(f"line {number}: not JSON")
             continue
         if not _valid(record):
@@ -319,7 +310,9 @@ def _looks_like(lines: list[tuple[int, str]]) -> str | None:
             if isinstance(first, dict) and first.get("type") == "session_meta":
                 return "a Codex rollout: import it with `memo import codex`"
             if isinstance(first, dict) and "projectHash" in first:
-                return "a Gemini CLI chat"
+                return "a Gemini CLI chat: import it with `memo import gemini`"
+            if isinstance(first, dict) and first.get("type") == "session.start":
+                return "a Copilot CLI session: import it with `memo import copilot`"
             return "no line holds a Claude Code record (sessionId, uuid, message)"
     return "the file is empty"
 
@@ -331,7 +324,7 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
     if isinstance(record.get("uuid"), str):
         uuid_session[record["uuid"]] = transcript.transcript_id
     if transcript.project_hint is None:
-        transcript.project_hint = _folder_name(record.get("cwd"))
+        transcript.project_hint = folder_name(record.get("cwd"))
     message = record.get("message")
     if record["type"] == "assistant":
         _count_usage(session, message)  # a sub-agent's calls too: they answer the same prompt

@@ -27,14 +27,14 @@ Codex-shaped line at all is not a rollout: it yields nothing and counts no bad l
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, read_lines
+from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, json_records,
+                     read_lines)
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -85,12 +85,6 @@ def _message_text(content: object) -> str:
         and block.get("type") in (None, "input_text", "text")
     )
 
-
-def _folder_name(cwd: object) -> str | None:
-    if not isinstance(cwd, str) or not cwd.strip():
-        return None
-    path = PureWindowsPath(cwd) if "\\" in cwd and "/" not in cwd else PurePosixPath(cwd)
-    return path.name or None
 
 
 def _normalise(record: object) -> tuple[str, dict] | None:
@@ -144,16 +138,10 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     model: str | None = None
     total: dict[str, int] = {}
     at_prompt: dict[str, int] = {}
-    for number, line in lines:
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):  # bad JSON, or nested too deep to parse
-            record = None
-        shaped = _normalise(record)
+    for number, record in json_records(lines):
+        shaped = None if record is NOT_JSON else _normalise(record)
         if shaped is None:
-            problems.append(f"line {number}: " + ("not JSON" if record is None else "not a Codex record"))
+            problems.append(f"line {number}: " + ("not JSON" if record is NOT_JSON else "not a Codex record"))
             continue
         kind, payload = shaped
         try:
@@ -167,12 +155,12 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         if kind == "session_meta":
             if not have_id and isinstance(payload.get("id"), str) and payload["id"].strip():
                 transcript.transcript_id, have_id = payload["id"].strip(), True
-            transcript.project_hint = transcript.project_hint or _folder_name(payload.get("cwd"))
+            transcript.project_hint = transcript.project_hint or folder_name(payload.get("cwd"))
             transcript.model = transcript.model or _text(payload.get("model"))
         elif kind == "turn_context":
             transcript.model = transcript.model or _text(payload.get("model"))
             model = _text(payload.get("model")) or model
-            transcript.project_hint = transcript.project_hint or _folder_name(payload.get("cwd"))
+            transcript.project_hint = transcript.project_hint or folder_name(payload.get("cwd"))
         elif kind == "event_msg" and payload.get("type") == "user_message":
             if payload.get("kind") in (None, "plain") and isinstance(payload.get("message"), str):
                 request = human_request(payload["message"])

@@ -52,6 +52,34 @@ class HumanPrompt:
     model: str | None = None
 
 
+#: What :func:`json_records` gives for a line that is not JSON.
+NOT_JSON = object()
+
+
+def json_records(lines: list[tuple[int, str]]) -> Iterator[tuple[int, object]]:
+    """``(line number, parsed JSON value)`` of every non-blank line of a JSON Lines file;
+    :data:`NOT_JSON` for a line that is not JSON (or nested too deep to parse)."""
+    import json
+
+    for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except (ValueError, RecursionError):
+            yield number, NOT_JSON
+
+
+def folder_name(path: object) -> str | None:
+    """The last folder name of a path the transcript names (POSIX or Windows), or None."""
+    from pathlib import PurePosixPath, PureWindowsPath
+
+    if not isinstance(path, str) or not path.strip():
+        return None
+    pure = PureWindowsPath(path) if "\\" in path and "/" not in path else PurePosixPath(path)
+    return pure.name or None
+
+
 def add_tokens(prompt: HumanPrompt, usage: dict[str, int]) -> None:
     """Add one model call's ``usage`` (the keys of :class:`HumanPrompt` ``tokens``) to ``prompt``."""
     total = dict(prompt.tokens or {})
@@ -70,7 +98,7 @@ class Transcript:
     transcript_id : str
         The tool's own id of the conversation (a session uuid ...), else derived from the path.
     source : str
-        ``claude-code``, ``specstory`` or ``codex``.
+        ``claude-code``, ``specstory``, ``codex``, ``gemini`` or ``copilot``.
     prompts : list[HumanPrompt]
         The person's prompts in order.
     activity : list[datetime]

@@ -1,0 +1,197 @@
+"""GitHub Copilot CLI session state: ``~/.copilot/session-state/<sessionId>/events.jsonl`` (SPEC §7).
+
+One event a line: ``{type, data, id, timestamp, parentId, agentId?}`` (the shapes of the
+Copilot SDK's generated ``session-events`` types). Every envelope ``timestamp`` is activity,
+and so are ``session.start``'s ``data.startTime`` and ``session.resume``'s
+``data.resumeTime``.
+
+A human prompt is a ``user.message`` event whose ``data.content`` (the text as the person
+typed it and the timeline shows it; ``transformedContent`` is the model's copy with
+``<current_datetime>`` and ``<reminder>`` wrappers) is not blank. These are **not** prompts:
+
+* autopilot's continuation nudges (``data.isAutopilotContinuation: true``, or in older
+  versions an empty ``content`` beside a ``transformedContent`` "You have not yet marked the
+  task as complete …");
+* messages with a ``data.source`` other than ``user`` (``skill-…`` hidden skill injections,
+  ``agent-…`` prompts one agent sends another, ``autopilot``);
+* events of a sub-agent (an ``agentId`` on the envelope);
+* ``system.message`` events (the system prompt, re-sent before each request).
+
+``session.snapshot_rewind`` (``data.upToEventId``) removes the prompts from that event on,
+as Copilot removes "this event and all after it"; an id the file does not hold removes
+nothing. An event ``id`` seen again is the same event written twice: read once.
+
+One transcript per file, id = ``session.start``'s ``data.sessionId`` (else the folder of
+``events.jsonl``, else the file stem). ``project_hint``: the folder name of
+``context.gitRoot`` (the repository, as a hook's ``cwd`` resolves) or else
+``context.cwd`` of the first ``session.start``, ``session.resume`` or
+``session.context_changed`` that names one. ``model``: the one in effect at the first prompt
+(``session.start``'s ``selectedModel``, then each ``session.model_change``'s ``newModel``),
+else the first one named; each prompt's ``model``: the one the first ``assistant.message``
+answering it names, else the one in effect. No per-prompt ``tokens``: Copilot writes each
+call's usage only in ephemeral ``assistant.usage`` events, never to the file
+(``session.shutdown`` holds per-model totals for the whole session). ``title``: the last
+``session.title_changed``. A file without a single Copilot event is not a session log:
+``recognised`` False, with what it looks like.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from ...domain.clock import parse_instant
+from ...domain.errors import InvalidDateError
+from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, json_records,
+                     read_lines)
+
+SUFFIXES: tuple[str, ...] = (".jsonl",)
+EXCLUDE_DIRS: tuple[str, ...] = ()
+SOURCE = "copilot"
+
+_CONTEXT_EVENTS = ("session.start", "session.resume", "session.context_changed")
+_NONE = object()
+
+
+def human_text(event: dict) -> str | None:
+    """The person's words in a ``user.message`` event, or None when it holds none.
+
+    Parameters
+    ----------
+    event : dict
+        The whole event (envelope and ``data``).
+
+    Returns
+    -------
+    str | None
+        ``data.content`` stripped; None for the events the module docstring lists.
+    """
+    data = event["data"]
+    if event.get("agentId") or data.get("isAutopilotContinuation") is True:
+        return None
+    if data.get("source") not in (None, "", "user"):
+        return None
+    content = data.get("content")
+    text = content.replace("\x00", "").strip() if isinstance(content, str) else ""
+    return text or None
+
+
+def _is_event(record: object) -> bool:
+    """A Copilot event: a dotted ``type`` (``session.start``, ``user.message`` …) and a ``data`` object."""
+    return (isinstance(record, dict) and isinstance(record.get("type"), str) and "." in record["type"]
+            and isinstance(record.get("data"), dict))
+
+
+
+def _text(value: object) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _stamp(value: object, options: ImportOptions) -> datetime | None:
+    return None if value is None else parse_instant(value, "timestamp", options.zone)
+
+
+def parse(path: Path, options: ImportOptions) -> ParseResult:
+    """Read one Copilot CLI ``events.jsonl``.
+
+    Parameters
+    ----------
+    path : Path
+        The session's ``events.jsonl`` (older versions: ``session-state/<sessionId>.jsonl``).
+    options : ImportOptions
+        ``options.zone`` reads timestamps without an offset (None: UTC).
+
+    Returns
+    -------
+    ParseResult
+        At most one transcript (none without a human prompt; see the module docstring for
+        what counts); ``activity`` holds every timestamp as aware UTC; each line left out
+        (not JSON, not of the event shape — a dotted ``type`` and a ``data`` object —, an
+        unreadable timestamp, a byte that is not UTF-8) is named in ``problems`` and counted
+        in ``skipped_lines``; ``recognised`` is False (with ``why``) when no line is a
+        Copilot event.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    """
+    fallback_id = path.parent.name if path.name == "events.jsonl" and path.parent.name else path.stem
+    transcript = Transcript(transcript_id=fallback_id, source=SOURCE, path=path, ide="copilot", agent="copilot")
+    prompts: list[tuple[int, HumanPrompt]] = []  # (event position, prompt)
+    positions: dict[str, int] = {}
+    lines, problems = read_lines(path)
+    recognised = 0
+    have_id = False
+    model = first_model = None
+    answered = False
+    first: object = _NONE
+    for number, event in json_records(lines):
+        first = event if first is _NONE else first
+        if not _is_event(event):
+            problems.append(f"line {number}: " + ("not JSON" if event is NOT_JSON else
+                                                  "not a Copilot event (a dotted type and a data object)"))
+            continue
+        kind, data = event["type"], event["data"]
+        try:
+            at = _stamp(event.get("timestamp"), options)
+            inner = _stamp(data.get("startTime") if kind == "session.start" else
+                           data.get("resumeTime") if kind == "session.resume" else None, options)
+        except InvalidDateError:
+            problems.append(f"line {number}: unreadable timestamp {str(event.get('timestamp'))[:40]!r}")
+            continue
+        recognised += 1
+        event_id = event.get("id") if isinstance(event.get("id"), str) else None
+        if event_id is not None:
+            if event_id in positions:
+                continue  # the same event written again: read once
+            positions[event_id] = recognised
+        transcript.activity.extend(stamp for stamp in (at, inner) if stamp is not None)
+        if kind == "session.start" and not have_id and _text(data.get("sessionId")):
+            transcript.transcript_id, have_id = _text(data.get("sessionId")), True
+        if kind in _CONTEXT_EVENTS and transcript.project_hint is None:
+            context = data.get("context") if kind != "session.context_changed" else data
+            if isinstance(context, dict):
+                transcript.project_hint = folder_name(context.get("gitRoot")) or folder_name(context.get("cwd"))
+        named = (_text(data.get("selectedModel")) if kind in ("session.start", "session.resume") else
+                 _text(data.get("newModel")) if kind == "session.model_change" else None)
+        if named:
+            model, first_model = named, first_model or named
+        if kind == "session.title_changed" and _text(data.get("title")):
+            transcript.title = _text(data.get("title"))
+        elif kind == "session.snapshot_rewind" and isinstance(data.get("upToEventId"), str) \
+                and data["upToEventId"] in positions:
+            cut = positions[data["upToEventId"]]
+            prompts = [(position, prompt) for position, prompt in prompts if position < cut]
+        elif kind == "user.message":
+            text = human_text(event)
+            if text:
+                if not prompts and transcript.model is None:
+                    transcript.model = model
+                prompts.append((recognised, HumanPrompt(text, at, model=model)))
+                answered = False
+        elif kind == "assistant.message" and prompts and not answered and not event.get("agentId"):
+            answered = True  # the model that wrote the first answer, when the event names it
+            prompts[-1][1].model = _text(data.get("model")) or prompts[-1][1].model
+    if not recognised:
+        return ParseResult(recognised=False, why=_looks_like(first))
+    transcript.prompts = [prompt for _, prompt in prompts]
+    transcript.model = transcript.model or first_model
+    return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(problems),
+                       problems=problems)
+
+
+def _looks_like(first: object) -> str:
+    """What a file without a single Copilot event looks like, for the message."""
+    if first is _NONE:
+        return "the file is empty"
+    if first is NOT_JSON:
+        return "its lines are not JSON"
+    if isinstance(first, dict):
+        if first.get("type") == "session_meta":
+            return "a Codex rollout: import it with `memo import codex`"
+        if "projectHash" in first:
+            return "a Gemini CLI chat: import it with `memo import gemini`"
+        if {"uuid", "message", "leafUuid"} & first.keys():
+            return "a Claude Code transcript: import it with `memo import claude-code`"
+    return "no line is a Copilot event (session.start, user.message, …)"
