@@ -122,8 +122,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     rules = store.ignore_rules(request.cwd)
     product_root = repository_root(request.cwd)
     head_branch, head_sha = git_head(product_root)
-    body = clean_text(redact_ignored_paths(request.body, rules)[0] if request.body else request.body, "body",
-                      required=True)
+    body = stored_body(store, request.body, request.cwd, rules)
     now = now or utcnow()
     session_id = optional_slug(request.session_id, "sessionId")
     project = _turn_project(store, request, session_id)
@@ -200,6 +199,19 @@ def _turn_project(store: VaultStore, request: RecordPromptRequest, session_id: s
     if not session_id:
         return optional_slug(store.resolve_project(request.project, request.cwd), "project")
     return optional_slug(store.session_home(session_id, request.project, request.cwd), "project")
+
+
+def stored_body(store: VaultStore, text: str | None, cwd: str | None = None, rules=None) -> str:
+    """A turn's text as it is stored: capture-ignore path redaction (the product root of
+    ``cwd`` and the configured globs), then :func:`clean_text` (required: not empty).
+
+    Raises
+    ------
+    InvalidFieldError
+        As :func:`clean_text`.
+    """
+    rules = rules if rules is not None else store.ignore_rules(cwd)
+    return clean_text(redact_ignored_paths(text, rules)[0] if text else text, "body", required=True)  # type: ignore[return-value]
 
 
 def _first_bool(*values: object) -> bool:

@@ -339,3 +339,41 @@ def test_every_bad_gemini_or_copilot_line_is_named_and_costs_only_itself(tmp_pat
     assert counts(result) == (1, 1, 2, 3)
     assert [e.split(": line ", 1)[1] for e in result["errors"]] == [
         "3: not a Copilot event (a dotted type and a data object)", "4: unreadable timestamp 'soon'", "6: not JSON"]
+
+
+def test_a_rewound_gemini_chat_follows_its_transcript_on_re_import(tmp_path):
+    """Built from the documented JSONL shape: two prompts imported; the person rewinds to the
+    second and types something else, then rewinds to the first; each re-import leaves the vault
+    with what the transcript holds now (the turn the rewind dropped superseded, not lost)."""
+    import json as _json
+
+    chats = tmp_path / ".gemini" / "tmp" / "abc" / "chats"
+    chats.mkdir(parents=True)
+    path = chats / "session-2026-11-30T09-00-aaaa1111.jsonl"
+    header = {"sessionId": "aaaa1111-0000-4000-8000-000000000001", "projectHash": "abc",
+              "startTime": "2026-11-30T09:00:00.000Z", "lastUpdated": "2026-11-30T09:00:00.000Z", "kind": "main"}
+
+    def message(mid, minute, kind, text):
+        return {"id": mid, "timestamp": f"2026-11-30T09:{minute:02d}:00.000Z", "type": kind, "content": [{"text": text}]}
+
+    lines = [header, message("u1", 1, "user", "first question"), message("g1", 2, "gemini", "answer one"),
+             message("u2", 3, "user", "second question"), message("g2", 4, "gemini", "answer two")]
+    path.write_text("\n".join(_json.dumps(x) for x in lines) + "\n")
+    vault = tmp_path / "v"
+
+    def bodies():
+        listed = _json.loads(memo("--json", "prompt", "list", "--all", "--sort", "date-asc", vault=vault).stdout)
+        return [i["body"] for i in listed["items"]]
+
+    memo("import", "gemini", str(path), vault=vault)
+    assert bodies() == ["first question", "second question"]
+    with open(path, "a") as handle:  # rewind to u2 (dropping it), then a new second prompt
+        handle.write(_json.dumps({"$rewindTo": "u2"}) + "\n")
+        handle.write(_json.dumps(message("u3", 10, "user", "a better second question")) + "\n")
+        handle.write(_json.dumps(message("g3", 11, "gemini", "answer three")) + "\n")
+    again = _json.loads(memo("--json", "import", "gemini", str(path), vault=vault).stdout)
+    assert again["revised"] == 1 and bodies() == ["first question", "a better second question"]
+    with open(path, "a") as handle:  # rewind to u3: only the first prompt is left
+        handle.write(_json.dumps({"$rewindTo": "u3"}) + "\n")
+    third = _json.loads(memo("--json", "import", "gemini", str(path), vault=vault).stdout)
+    assert third["superseded"] == 1 and bodies() == ["first question"]

@@ -187,8 +187,11 @@ class ImportResult:
     #: files of the importer's format, and files that are not (named in ``errors``)
     recognised: int = 0
     unrecognised: int = 0
-    #: records a hook captured live that this import superseded (the transcript is the truth)
+    #: records a hook captured live that this import superseded (the transcript is the truth), and
+    #: turns a rewound transcript no longer holds
     superseded: int = 0
+    #: turns whose text the transcript changed (rewound, then something else typed there)
+    revised: int = 0
 
     def line(self) -> str:
         line = f"files {self.files}, sessions {self.sessions}, turns {self.turns}, skipped {self.skipped}"
@@ -199,7 +202,8 @@ class ImportResult:
     def wire(self) -> dict:
         return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
                 "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed,
-                "superseded": self.superseded, "recognised": self.recognised, "unrecognised": self.unrecognised}
+                "superseded": self.superseded, "revised": self.revised, "recognised": self.recognised,
+                "unrecognised": self.unrecognised}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
@@ -325,7 +329,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             if store.path_for(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}").exists():
                 try:
                     result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
-                    _update_tokens(store, project, f"prompt-{session_id}-t{turn}", prompt)
+                    result.revised += _follow_transcript(store, project, f"prompt-{session_id}-t{turn}", prompt,
+                                                         prompt.at or interval.start)
                 except CorruptRecordError as exc:
                     result.skipped += 1
                     result.errors.append(f"{transcript.path}: turn {turn} of {session_id}: {_one_line(exc)}")
@@ -342,6 +347,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 result.errors.append(f"{transcript.path}: turn {turn} of {session_id}: {_one_line(exc)}")
                 continue
             result.turns += 1
+        result.superseded += _rewound(store, project, session_id, len(interval.prompts) + 1)
         old_end = existing[0].get("endTime") if existing else None
         if old_end != to_iso(interval.end):
             end_session(store, EndSessionRequest(
@@ -352,15 +358,51 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                                                     project)
 
 
-def _update_tokens(store: VaultStore, project: str, record_id: str, prompt: HumanPrompt) -> None:
-    """A turn imported before its answer was complete (a live transcript): its token counts
-    follow the transcript (the rest of the record stays as it is)."""
-    if not prompt.tokens:
-        return
+def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: HumanPrompt, at: datetime) -> int:
+    """An imported turn follows its transcript: the token counts of an answer that was still
+    being written (a live transcript), and — after the agent rewound the conversation and the
+    person typed something else at this place (Gemini ``$rewindTo``, a Copilot rewind) — the
+    text and time of the prompt that is there now (``rewrittenAt`` says when). 1 when the
+    prompt was rewritten."""
+    from ..prompts import stored_body
+
     with store.lock():
         found = store.read(project, RecordKind.PROMPT, record_id)
-        if found is not None and found[0].get("tokens") != prompt.tokens and found[0].get("source", "").startswith("import:"):
-            store.upsert(RecordKind.PROMPT, {**found[0], "tokens": prompt.tokens}, found[1])
+        if found is None or not str(found[0].get("source", "")).startswith("import:"):
+            return 0
+        meta, body = found
+        try:
+            text = stored_body(store, _valid_text(prompt.text))
+        except InvalidFieldError:
+            return 0
+        changed = {}
+        if prompt.tokens and meta.get("tokens") != prompt.tokens:
+            changed["tokens"] = prompt.tokens
+        revived = meta.get("status") == "superseded" and meta.get("supersededBy") == ["rewound"]
+        rewritten = revived or (text != body and meta.get("status") != "superseded")
+        if rewritten:
+            now = to_iso(datetime.now(tz=_UTC))
+            changed.update(created=to_iso(at), updated=now, rewrittenAt=now, status="recorded")
+            meta = {k: v for k, v in meta.items() if k != "supersededBy"}
+        if changed:
+            store.upsert(RecordKind.PROMPT, {**meta, **changed}, text if rewritten else body)
+    return int(rewritten)
+
+
+def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> int:
+    """Turns of an imported session from number ``first`` on that its transcript no longer
+    holds (the agent rewound the conversation): ``status: superseded``, kept in the vault,
+    out of lists and reports. The number superseded now."""
+    changed, turn = 0, first
+    with store.lock():
+        while (found := store.read(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}")) is not None:
+            meta, body = found
+            if meta.get("status") != "superseded" and str(meta.get("source", "")).startswith("import:"):
+                store.upsert(RecordKind.PROMPT, {**meta, "status": "superseded", "supersededBy": ["rewound"],
+                                                 "updated": to_iso(datetime.now(tz=_UTC))}, body)
+                changed += 1
+            turn += 1
+    return changed
 
 
 def supersede_hook_session(store: VaultStore, transcript: Transcript, session_ids: list[str], project: str) -> int:
