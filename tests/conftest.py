@@ -13,7 +13,10 @@ from memo_analytics.services.store import VaultStore
 
 REPO = Path(__file__).resolve().parents[1]
 
-# no developer's ~/.memo/config.toml leaks into a test (tests that need one write their own)
+# no developer's settings leak into a test: their MEMO_* variables (a MEMO_VAULT of their own, a
+# MEMO_TIMEZONE …) are cleared, and ~/.memo/config.toml is not read (tests that need one write their own)
+for _name in [n for n in os.environ if n.startswith("MEMO_") and n != "MEMO_REALDATA"]:
+    del os.environ[_name]
 os.environ["MEMO_CONFIG"] = str(REPO / "tests" / "no-such-config.toml")
 
 

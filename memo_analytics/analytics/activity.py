@@ -287,7 +287,7 @@ def _prompt_clients(sources: list[IndexSource], projects: list[str] | None, boun
     """Prompts created within ``bounds``: ``{client, n}`` (client as stored). Counted in
     SQLite on the ``(kind, created)`` index; across several vaults a record (its project and
     id) counts once."""
-    where = ["kind = 'prompt'"]
+    where = ["kind = 'prompt'", "coalesce(status, '') <> 'superseded'"]
     params: list[Any] = []
     if bounds.since is not None:
         where.append("created >= ?")

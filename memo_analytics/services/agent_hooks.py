@@ -381,11 +381,13 @@ def install(agent: str, vault_root: Path, project_root: Path | None = None, home
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         backup = folder / f"{agent}-{hashlib.sha1(str(path).encode()).hexdigest()[:8]}-{stamp}-{path.name}"
         atomic_write_bytes(backup, raw)
+    missing_dirs = [str(d) for d in [path.parent, *path.parent.parents] if not d.exists()]
     written = _write(path, settings.text, raw)
     state = read_json_state(_state_path(vault_root)) or {}
     previous = state.get(str(path), {})
     state[str(path)] = {"agent": agent, "backup": str(backup) if backup else previous.get("backup"),
                         "createdFile": raw is None or previous.get("createdFile", False),
+                        "createdDirs": previous.get("createdDirs") or missing_dirs,
                         "created": sorted(set(previous.get("created", [])) | set(created)),
                         "written": _digest(written), "original": previous.get("original") or
                         (_digest(raw) if raw is not None else None)}
@@ -428,6 +430,7 @@ def uninstall(agent: str, vault_root: Path, project_root: Path | None = None, ho
         if record.get("createdFile"):
             path.unlink()
             result["deleted"] = True
+            _remove_empty(record.get("createdDirs") or [])
         elif backup is not None and backup.is_file() and _digest(backup.read_bytes()) == record.get("original"):
             _write(path, backup.read_bytes().decode("utf-8-sig"), backup.read_bytes())
             result["restored"] = True
@@ -441,10 +444,20 @@ def uninstall(agent: str, vault_root: Path, project_root: Path | None = None, ho
         if record.get("createdFile") and settings.data == ({"version": 1} if spec.version else {}):
             path.unlink()
             result["deleted"] = True
+            _remove_empty(record.get("createdDirs") or [])
         else:
             _write(path, settings.text, raw)
     write_json_state(_state_path(vault_root), state)
     return result
+
+
+def _remove_empty(folders: list[str]) -> None:
+    """Remove the folders install created for a settings file, deepest first, while empty."""
+    for folder in folders:  # recorded deepest first
+        try:
+            Path(folder).rmdir()
+        except OSError:
+            return  # not empty (something else lives there now), or gone
 
 
 def status(agents: list[str], vault_root: Path, project_root: Path | None, home: Path | None = None) -> dict[str, Any]:

@@ -195,7 +195,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str) -> str:
 
     ``prompt``: the turn (``source: hook:<agent>``, ``created`` = ``event.at``) in the session
     ``{agent}-{session}`` of the project of ``event.cwd`` (else the default project), started
-    first when it has no record; ``agentTurnId``/``captureId`` go into its frontmatter, and a
+    first when it has no record — a conversation the agent resumed after its end goes on in
+    ``{agent}-{session}.2`` (``.3`` …), a new work interval; ``agentTurnId``/``captureId`` go into its frontmatter, and a
     turn already recorded with the same ``captureId`` (a replayed spool entry) is not recorded
     twice. ``session_start``: the session opened (an open or completed one is left as it is).
     ``session_end``: an open session ended at ``event.at``. ``stop`` and ``other``: nothing.
@@ -223,7 +224,11 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str) -> str:
     context = dict(project=project, cwd=cwd, ide=event.agent, agent=event.agent, model=event.model,
                    source=f"hook:{event.agent}")
     with store.lock():
-        existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+        chain = hook_sessions(store, project, session_id)
+        session_id, existing = chain[-1] if chain else (session_id, None)
+        if event.kind != "session_end" and existing is not None and existing[0].get("status") == "completed":
+            # the agent resumed a conversation it had ended (the same session id): a new work interval
+            session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
         if event.kind == "session_end":
             if existing is None or existing[0].get("status") != "active":  # completed, or superseded by an import
                 return f"session {session_id}: not open, nothing to end"
@@ -242,6 +247,22 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str) -> str:
             extra={**extra, "captureId": capture_id, **({"agentTurnId": event.turn_id} if event.turn_id else {})},
             **context))
     return f"turn {turn['turn']} of {session_id} recorded"
+
+
+def numbered(base: str, n: int) -> str:
+    """The id of the ``n``-th work interval of a hook session: ``base``, ``base.2``, ``base.3`` …"""
+    return base if n == 1 else validate_session_id(f"{base}.{n}")
+
+
+def hook_sessions(store: VaultStore, project: str, base: str) -> list[tuple[str, tuple[dict[str, Any], str]]]:
+    """The work intervals a hook recorded for one agent session in ``project``, in order:
+    ``[(session id, (frontmatter, body))]`` — a conversation the agent resumed after it ended
+    gets the next number."""
+    found, n = [], 1
+    while (record := store.read(project, RecordKind.SESSION, session_record_id(numbered(base, n)))) is not None:
+        found.append((numbered(base, n), record))
+        n += 1
+    return found
 
 
 def _captured(store: VaultStore, project: str, session_id: str, capture_id: str) -> bool:

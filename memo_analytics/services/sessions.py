@@ -257,7 +257,7 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     """
     limit, offset = clamp_page(request.limit, request.offset)
     if request.session_id:
-        session_id = validate_session_id(request.session_id)
+        session_id = store.session_id_for(validate_session_id(request.session_id))
         project = validate_slug(request.project, "project") if request.project else None
         row, project = store.locate_session(session_id, project, request.cwd)
         # one session's turns, all of them (a hook session's too, once a transcript import superseded it)

@@ -453,7 +453,10 @@ class VaultStore:
             Several projects hold the session (or its turns) and neither ``project`` nor
             ``cwd`` chooses one.
         """
-        row = self.locate(session_record_id(session_id), RecordKind.SESSION, project, cwd)
+        try:
+            row = self.locate(session_record_id(session_id), RecordKind.SESSION, project, cwd)
+        except AmbiguousIdError as exc:
+            raise AmbiguousIdError(session_id, exc.projects) from None  # named as the caller named it
         if row is not None:
             return row, row["project"]
         if project not in (None, ""):
@@ -465,6 +468,15 @@ class VaultStore:
         if len(chosen) == 1:
             return None, chosen[0]
         raise AmbiguousIdError(session_id, holders)
+
+    def session_id_for(self, given: str) -> str:
+        """The session id ``given`` names: itself, or — given a session record's id
+        (``session-<id>``) where no session ``session-<id>`` exists — the id inside it."""
+        if given.startswith("session-") and not index.rows_with_id(self.conn, session_record_id(given), "session"):
+            inner = given.removeprefix("session-")
+            if inner and index.rows_with_id(self.conn, given, "session"):
+                return inner
+        return given
 
     def session_home(self, session_id: str, project: str | None = None, cwd: str | Path | None = None) -> str:
         """The project a turn or a (re)start of session ``session_id`` belongs to (SPEC §2.1,

@@ -42,7 +42,7 @@ def story_data(store: VaultStore, session_id: str, project: str | None = None,
     AmbiguousIdError
         Without ``project``, several projects hold the session and ``cwd`` chooses none.
     """
-    session_id = validate_session_id(session_id)
+    session_id = store.session_id_for(validate_session_id(session_id))
     row, project = store.locate_session(session_id, project, cwd)
     total, rows = index.count_and_page(store.conn, "prompt", PromptFilter(
         session_id=session_id, projects=[project] if project else None, superseded=True), MAX_STORY_TURNS, 0,

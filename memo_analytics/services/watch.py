@@ -31,7 +31,19 @@ KNOWN_LOCATIONS: tuple[tuple[str, str], ...] = (
     ("codex", ".codex/sessions"),
     ("gemini", ".gemini/tmp"),
     ("copilot", ".copilot/session-state"),
+    ("cursor", ".config/Cursor/User/globalStorage"),
+    ("opencode", ".local/share/opencode"),
 )
+
+
+#: Transcript stores that are SQLite databases (their ``-wal`` file changes first).
+_DATABASES = (".vscdb", ".db")
+
+
+def _watched_suffixes() -> tuple[str, ...]:
+    """Every suffix an importer reads, and the write-ahead logs of the databases."""
+    suffixes = {s for source in IMPORTERS for s in load_importer(source).SUFFIXES}
+    return tuple(sorted(suffixes | {f"{s}-wal" for s in _DATABASES}))
 
 
 #: The watcher wakes this often without an event (ms) — only to notice a stop request and, the
@@ -59,6 +71,12 @@ def source_of(path: Path) -> str | None:
     ``.specstory/``, ``.gemini/``, ``.copilot/``) and, for JSON Lines elsewhere, by its first
     record; None when none does."""
     parts = set(path.parts)
+    if path.suffix == ".vscdb":
+        return "cursor"
+    if path.suffix == ".db":
+        return "opencode" if path.name.startswith("opencode") else None
+    if path.suffix == ".json" and "opencode" in parts and "session" in parts:
+        return "opencode"
     if path.suffix == ".md":
         return "specstory" if ".specstory" in parts else None
     if path.suffix not in (".jsonl", ".json"):
@@ -101,11 +119,20 @@ class FileStates:
 
     @staticmethod
     def stamp(path: Path) -> list[int] | None:
+        """``[size, mtime_ns]`` — for a SQLite database (Cursor, OpenCode) with its write-ahead
+        log's too, where the newest writes wait until a checkpoint."""
         try:
             info = path.stat()
         except OSError:
             return None
-        return [info.st_size, info.st_mtime_ns]
+        stamp = [info.st_size, info.st_mtime_ns]
+        if path.suffix in _DATABASES:
+            try:
+                wal = Path(f"{path}-wal").stat()
+                stamp += [wal.st_size, wal.st_mtime_ns]
+            except OSError:
+                pass
+        return stamp
 
     def changed(self, path: Path) -> bool:
         stamp = self.stamp(path)
@@ -187,14 +214,14 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
     first = True
     for changes in watchfiles.watch(*[r.path for r in roots], stop_event=stop, debounce=debounce_ms,
                                     raise_interrupt=False, yield_on_timeout=True, rust_timeout=WAKE_MS,
-                                    watch_filter=lambda change, p: p.endswith((".jsonl", ".json", ".md"))):
+                                    watch_filter=lambda change, p, suffixes=_watched_suffixes(): p.endswith(suffixes)):
         if first:  # now subscribed: what changed between the first pass and the subscription
             first = False
             for item in import_changed(store, _candidates(roots), options, states):
                 on_import(item)
         touched = []
         for change, raw in sorted(changes, key=lambda c: c[1]):
-            path = Path(raw)
+            path = Path(raw.removesuffix("-wal"))  # a database's log changed: the database did
             if change == watchfiles.Change.deleted or not path.is_file():
                 continue
             root = next((r for base, r in by_root.items() if path.resolve().is_relative_to(base)), None)

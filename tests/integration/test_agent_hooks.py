@@ -190,3 +190,13 @@ def test_copilot_hook_events_are_named_by_the_managed_entry(tmp_path, repo):
     assert (turn["body"], turn["created"]) == ("Fix the flaky test", "2026-11-30T09:05:00.000Z")
     session = _session(vault, "product", f"copilot-{common['sessionId']}")
     assert (session["startTime"], session["durationMinutes"]) == ("2026-11-30T09:00:00.000Z", 30)
+
+
+def test_uninstall_removes_the_folders_install_created(tmp_path):
+    home, vault = tmp_path / "home", tmp_path / "v"
+    home.mkdir()
+    env = {"HOME": str(home)}
+    memo("hooks", "install", "copilot", vault=vault, env=env)
+    assert (home / ".copilot" / "hooks" / "memo.json").is_file()
+    memo("hooks", "uninstall", "copilot", vault=vault, env=env)
+    assert list(home.iterdir()) == []  # ~/.copilot/hooks and ~/.copilot were memo's: gone again

@@ -193,6 +193,7 @@ def test_a_hook_session_is_superseded_by_its_imported_transcript_one_turn_howeve
     assert found["total"] == 1
     report = json.loads(memo("--json", "activity", "--project", "product", vault=vault).stdout)
     assert report["totalSessions"] == 1 and report["totalDurationMinutes"] == 40  # the transcript's 09:00–09:40
+    assert report["totalPrompts"] == 3  # the superseded hook turns are not counted
     hook_session = read_record(vault / "projects" / "product" / "sessions" / f"session-claude-code-{SESSION}.md")[0]
     assert hook_session["status"] == "superseded"
     assert hook_session["supersededBy"] == [f"product/claude-code-{SESSION}-1"]
@@ -224,3 +225,23 @@ def test_a_prompt_the_hook_captured_and_the_agent_records_over_mcp_is_one_turn(t
     assert json.loads(text2)["sessionId"] == "agent-own-1"
     listed = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)
     assert sorted(i["body"] for i in listed["items"]) == ["Fix the flaky upload test", "Something the hook never saw"]
+
+
+def test_a_conversation_resumed_after_its_end_is_a_new_work_interval(tmp_path, repo):
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("SessionStart", repo, source="startup"))
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="first part"))
+    hook(vault, "claude-code", claude("SessionEnd", repo, reason="prompt_input_exit"))
+    hook(vault, "claude-code", claude("SessionStart", repo, source="resume"))  # Claude Code keeps the session id
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="after the resume"))
+    hook(vault, "claude-code", claude("SessionEnd", repo, reason="prompt_input_exit"))
+    folder = vault / "projects" / "product" / "sessions"
+    first = read_record(folder / f"session-claude-code-{SESSION}.md")[0]
+    second = read_record(folder / f"session-claude-code-{SESSION}.2.md")[0]
+    assert (first["status"], second["status"]) == ("completed", "completed")
+    assert second["startTime"] >= first["endTime"]
+    shown = json.loads(memo("--json", "session", "show", f"claude-code-{SESSION}.2", "--project", "product",
+                            vault=vault).stdout)
+    assert [t["body"] for t in shown["items"]] == ["after the resume"]
+    report = json.loads(memo("--json", "activity", "--project", "product", vault=vault).stdout)
+    assert report["totalSessions"] == 2 and report["totalPrompts"] == 2

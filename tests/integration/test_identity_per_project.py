@@ -62,7 +62,7 @@ def check_dialogue(answers: list[tuple[bool, object]]) -> None:
     assert error and AMBIGUOUS in message, message
     assert answers[7] == (False, answers[7][1]) and answers[7][1]["body"] == "beta: fix the login page"
     error, message = answers[8]
-    assert error and "Ambiguous id session-s1: it exists in projects alpha, beta" in message, message
+    assert error and "Ambiguous id s1: it exists in projects alpha, beta" in message, message
     view = answers[9][1]
     assert view["session"]["project"] == "alpha" and [t["body"] for t in view["items"]] == ["alpha: add the CSV export"]
     error, message = answers[10]
@@ -136,7 +136,7 @@ def test_the_same_session_id_in_two_projects_over_the_cli(tmp_path):
     chosen = json.loads(memo("--json", "prompt", "get", "prompt-s1-t1", "--project", "beta", vault=vault).stdout)
     assert (chosen["project"], chosen["body"]) == ("beta", "beta: a turn")
     shown = memo("session", "show", "s1", vault=vault, check=False)
-    assert shown.returncode != 0 and "Ambiguous id session-s1" in shown.stderr
+    assert shown.returncode != 0 and "Ambiguous id s1: it exists in projects alpha, beta" in shown.stderr
     story = memo("session", "export", "s1", "--project", "alpha", vault=vault).stdout
     assert "alpha: a turn" in story and "beta: a turn" not in story
     detail = json.loads(memo("--json", "prompt", "show", "prompt-s1-t1", "--project", "alpha", vault=vault).stdout)
@@ -171,7 +171,7 @@ def test_a_turn_of_a_session_that_lives_in_another_project_is_filed_beside_it(tm
         {"action": "record", "sessionId": "s7", "body": "now two projects hold s7"},
     ])
     assert not error and (json.loads(text)["project"], json.loads(text)["turn"]) == ("alpha", 1)
-    assert error2 and "Ambiguous id session-s7: it exists in projects alpha, beta" in text2
+    assert error2 and "Ambiguous id s7: it exists in projects alpha, beta" in text2
     assert not (vault / "projects" / "default").exists()
 
 
@@ -465,3 +465,11 @@ def test_a_duplicate_of_another_kind_is_indexed_once_the_record_that_held_its_id
     assert shown["kind"] == "session"  # as a rebuild would have it
     rebuilt = json.loads(memo("--json", "reindex", vault=vault).stdout)
     assert rebuilt["skipped"] == [] and rebuilt["indexed"] == 2
+
+
+def test_a_session_is_found_by_its_record_id_too(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--session-id", "gm-1", "--project", "alpha", "--body", "a turn", vault=vault)
+    memo("session", "start", "gm-1", "--project", "alpha", vault=vault)
+    by_record_id = json.loads(memo("--json", "session", "show", "session-gm-1", vault=vault).stdout)
+    assert by_record_id["session"]["sessionId"] == "gm-1" and by_record_id["total"] == 1

@@ -297,7 +297,7 @@ def test_import_auto_finds_the_gemini_and_copilot_folders(tmp_path, realdata):
 
 def test_a_file_of_another_agent_is_refused_by_name(tmp_path, realdata):
     sessions = realdata / MA / "tests/fixtures/sessions"
-    cases = [("gemini", sessions / "copilot.jsonl", "a Copilot CLI session log: import it with `memo import copilot`"),
+    cases = [("gemini", sessions / "copilot.jsonl", "a Copilot CLI session: import it with `memo import copilot`"),
              ("gemini", sessions / "claude_code.jsonl", "a Claude Code transcript: import it with `memo import claude-code`"),
              ("copilot", sessions / "gemini.jsonl", "a Gemini CLI chat: import it with `memo import gemini`"),
              ("copilot", sessions / "codex.jsonl", "a Codex rollout: import it with `memo import codex`")]

@@ -86,9 +86,9 @@ def import_auto_command(
                                            help="Minutes of pause that start a new session (default 30)."),
     tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
 ) -> None:
-    """Find every known transcript folder on this machine (~/.claude/projects, ~/.codex/sessions,
-    ~/.gemini/tmp, ~/.copilot/session-state) and import each with its own importer; one line of
-    counts per folder."""
+    """Find every known transcript store on this machine (~/.claude/projects, ~/.codex/sessions,
+    ~/.gemini/tmp, ~/.copilot/session-state, Cursor's globalStorage, ~/.local/share/opencode) and
+    import each with its own importer; one line of counts per folder."""
     from ...services.importers.common import ImportOptions
     from ...services.watch import import_auto
 

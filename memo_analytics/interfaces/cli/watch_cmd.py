@@ -20,7 +20,8 @@ from .common import _safe, app, err, out, state
 @app.command("watch")
 def watch_command(
     paths: Optional[List[str]] = typer.Argument(None, help="Folders or files to follow besides the known transcript "
-                                                          "folders (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.copilot/session-state)."),
+                                                          "stores (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp, ~/.copilot/session-state, "
+                                                          "Cursor's globalStorage, ~/.local/share/opencode)."),
     only: bool = typer.Option(False, "--only", help="Follow the given folders only, not the known ones."),
     once: bool = typer.Option(False, "--once", help="Import what changed since the last run, then stop."),
     project: Optional[str] = typer.Option(None, "--project", help="File everything under this project."),

@@ -1,5 +1,6 @@
 """Importers of real agent transcripts (SPEC §7): Claude Code JSONL, SpecStory Markdown, Codex rollouts,
-Gemini CLI chats (JSON and JSONL) and Copilot CLI sessions (events.jsonl).
+Gemini CLI chats (JSON and JSONL), Copilot CLI sessions (events.jsonl), Cursor (``state.vscdb``
+chat rows and "Export Chat" Markdown) and OpenCode (``opencode.db`` and its JSON storage).
 
 Each importer module exposes ``SUFFIXES``, ``EXCLUDE_DIRS`` and ``parse(path, options)``.
 """
@@ -11,7 +12,7 @@ from types import ModuleType
 
 #: CLI name → module name.
 IMPORTERS = {"claude-code": "claude_code", "specstory": "specstory", "codex": "codex", "gemini": "gemini",
-             "copilot": "copilot"}
+             "copilot": "copilot", "cursor": "cursor", "opencode": "opencode"}
 
 
 def load_importer(source: str) -> ModuleType:

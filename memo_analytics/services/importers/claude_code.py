@@ -58,7 +58,7 @@ from pathlib import Path
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
 from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, folder_name,
-                     json_records, read_lines)
+                     json_records, other_format, read_lines)
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ("subagents",)
@@ -307,13 +307,7 @@ def _looks_like(lines: list[tuple[int, str]]) -> str | None:
                 first = json.loads(line)
             except ValueError:
                 return "its lines are not JSON"
-            if isinstance(first, dict) and first.get("type") == "session_meta":
-                return "a Codex rollout: import it with `memo import codex`"
-            if isinstance(first, dict) and "projectHash" in first:
-                return "a Gemini CLI chat: import it with `memo import gemini`"
-            if isinstance(first, dict) and first.get("type") == "session.start":
-                return "a Copilot CLI session: import it with `memo import copilot`"
-            return "no line holds a Claude Code record (sessionId, uuid, message)"
+            return other_format(first, SOURCE) or "no line holds a Claude Code record (sessionId, uuid, message)"
     return "the file is empty"
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
 from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, json_records,
-                     read_lines)
+                     other_format, read_lines)
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -179,8 +179,9 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             if request:
                 items.append(HumanPrompt(request, at))
     if not recognised:
-        return ParseResult(recognised=False, why="no line is a Codex record (session_meta, turn_context, "
-                                                 "response_item, event_msg)")
+        first = next((record for _, record in json_records(lines)), None)
+        return ParseResult(recognised=False, why=other_format(first, SOURCE) or "no line is a Codex record "
+                                                 "(session_meta, turn_context, response_item, event_msg)")
     transcript.prompts = events or items
     return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(problems),
                        problems=problems)

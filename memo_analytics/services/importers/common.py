@@ -70,6 +70,25 @@ def json_records(lines: list[tuple[int, str]]) -> Iterator[tuple[int, object]]:
             yield number, NOT_JSON
 
 
+def other_format(first: object, own: str) -> str | None:
+    """Which other agent's transcript a file is, by its first JSON record — ``"a Codex rollout:
+    import it with `memo import codex`"`` — or None when it is none memo knows (or ``own``'s)."""
+    if not isinstance(first, dict):
+        return None
+    kinds = (
+        ("codex", "a Codex rollout", first.get("type") == "session_meta"),
+        ("gemini", "a Gemini CLI chat", "projectHash" in first),
+        ("copilot", "a Copilot CLI session", isinstance(first.get("type"), str) and "." in first["type"]
+         and isinstance(first.get("data"), dict)),
+        ("claude-code", "a Claude Code transcript", bool({"uuid", "message", "leafUuid", "sessionId"} & first.keys())
+         or first.get("type") in ("summary", "file-history-snapshot", "queue-operation")),
+    )
+    for source, name, matches in kinds:
+        if matches and source != own:
+            return f"{name}: import it with `memo import {source}`"
+    return None
+
+
 def folder_name(path: object) -> str | None:
     """The last folder name of a path the transcript names (POSIX or Windows), or None."""
     from pathlib import PurePosixPath, PureWindowsPath
@@ -98,7 +117,7 @@ class Transcript:
     transcript_id : str
         The tool's own id of the conversation (a session uuid ...), else derived from the path.
     source : str
-        ``claude-code``, ``specstory``, ``codex``, ``gemini`` or ``copilot``.
+        ``claude-code``, ``specstory``, ``codex``, ``gemini``, ``copilot``, ``cursor`` or ``opencode``.
     prompts : list[HumanPrompt]
         The person's prompts in order.
     activity : list[datetime]
@@ -195,6 +214,8 @@ class ImportResult:
 
     def line(self) -> str:
         line = f"files {self.files}, sessions {self.sessions}, turns {self.turns}, skipped {self.skipped}"
+        if self.unrecognised:
+            line += f", {self.unrecognised} file{'s' if self.unrecognised != 1 else ''} of another format"
         line += f", indexed {self.reindexed} already in the vault" if self.reindexed else ""
         return line + (f", {self.superseded} hook-captured records superseded by the transcript"
                        if self.superseded else "")
@@ -423,10 +444,15 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, session_id
         hook_id = hook_session_id(transcript.source, transcript.transcript_id)
     except InvalidFieldError:
         return 0
+    from ..capture import numbered
+
     by = [f"{project}/{sid}" for sid in session_ids]
-    changed = 0
+    changed, rows, n = 0, [], 1
+    while found := index.rows_with_id(store.conn, session_record_id(numbered(hook_id, n)), RecordKind.SESSION.value):
+        rows += found  # the hook's work intervals of this conversation (a resumed one has several)
+        n += 1
     with store.lock():
-        for row in index.rows_with_id(store.conn, session_record_id(hook_id), RecordKind.SESSION.value):
+        for row in rows:
             found = store.read(row["project"], RecordKind.SESSION, row["id"])
             if found is None:
                 continue
@@ -435,7 +461,8 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, session_id
                 store.upsert(RecordKind.SESSION, {**meta, "status": "superseded", "supersededBy": by,
                                                   "updated": to_iso(datetime.now(tz=_UTC))}, body)
                 changed += 1
-            _, turns = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=hook_id, projects=[row["project"]]),
+            _, turns = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=row["session_id"],
+                                                                               projects=[row["project"]]),
                                             1_000_000, 0, "turn-asc")
             for turn in turns:  # the ones not superseded yet
                 found = store.read(row["project"], RecordKind.PROMPT, turn["id"])

@@ -43,7 +43,7 @@ from pathlib import Path
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
 from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, json_records,
-                     read_lines)
+                     other_format, read_lines)
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -187,11 +187,4 @@ def _looks_like(first: object) -> str:
         return "the file is empty"
     if first is NOT_JSON:
         return "its lines are not JSON"
-    if isinstance(first, dict):
-        if first.get("type") == "session_meta":
-            return "a Codex rollout: import it with `memo import codex`"
-        if "projectHash" in first:
-            return "a Gemini CLI chat: import it with `memo import gemini`"
-        if {"uuid", "message", "leafUuid"} & first.keys():
-            return "a Claude Code transcript: import it with `memo import claude-code`"
-    return "no line is a Copilot event (session.start, user.message, …)"
+    return other_format(first, SOURCE) or "no line is a Copilot event (session.start, user.message, …)"

@@ -64,7 +64,8 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, json_records, read_lines
+from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, json_records,
+                     other_format, read_lines)
 
 SUFFIXES: tuple[str, ...] = (".json", ".jsonl")
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -318,13 +319,8 @@ def _looks_like(value: object) -> str:
     """What a file that holds no Gemini chat looks like, for the message."""
     if value is _NOT_JSON:
         return "its first line is not JSON"
-    if isinstance(value, dict):
-        if value.get("type") == "session_meta":
-            return "a Codex rollout: import it with `memo import codex`"
-        if isinstance(value.get("type"), str) and "." in value["type"] and isinstance(value.get("data"), dict):
-            return "a Copilot CLI session log: import it with `memo import copilot`"
-        if {"uuid", "message", "leafUuid"} & value.keys():
-            return "a Claude Code transcript: import it with `memo import claude-code`"
+    if other_format(value, SOURCE):
+        return other_format(value, SOURCE)
     if value is None:
         return "the file is empty"
     return "no chat header (sessionId and projectHash)"
