@@ -167,7 +167,7 @@ class SettingsText:
         except (ValueError, Exception) as exc:  # json_source_map raises its own error type
             raise InvalidFieldError("settings", f"{path} is not valid JSON ({str(exc).splitlines()[0]}); "
                                                 "memo left it as it is") from None
-        if not isinstance(self.data, dict):
+        if not isinstance(self.data, dict) or (not plain.strip() and text.strip()):
             raise InvalidFieldError("settings", f"{path} does not hold a JSON object; memo left it as it is")
         self.unit = self._indent_unit()
 
@@ -199,6 +199,12 @@ class SettingsText:
     def _reload(self, text: str) -> None:
         self.__init__(text, self.path)  # type: ignore[misc]
 
+    def _splice(self, start: int, end: int, piece: str) -> None:
+        """Replace ``text[start:end]`` with ``piece``, its line breaks in the file's own style."""
+        if "\r\n" in self.text:
+            piece = piece.replace("\r\n", "\n").replace("\n", "\r\n")
+        self._reload(self.text[:start] + piece + self.text[end:])
+
     @staticmethod
     def _key(pointer: str, key: str) -> str:
         return f"{pointer}/{key.replace('~', '~0').replace('/', '~1')}"
@@ -215,12 +221,12 @@ class SettingsText:
             multiline = "\n" in self.text[start:last.key_start.position]
             sep = f",\n{indent}" if multiline else ", "
             piece = f'{sep}{json.dumps(key, ensure_ascii=False)}: {self._dump(value, indent)}'
-            self._reload(self.text[:at] + piece + self.text[at:])
+            self._splice(at, at, piece)
         else:
             outer = self._line_indent(start)
             inner = outer + self.unit
             piece = f'{{\n{inner}{json.dumps(key, ensure_ascii=False)}: {self._dump(value, inner)}\n{outer}}}'
-            self._reload(self.text[:start] + piece + self.text[end:])
+            self._splice(start, end, piece)
 
     def append_item(self, pointer: str, value: Any) -> None:
         """Add ``value`` as the last item of the array at ``pointer``."""
@@ -233,12 +239,12 @@ class SettingsText:
             at = last.value_end.position
             multiline = "\n" in self.text[start:last.value_start.position]
             sep = f",\n{indent}" if multiline else ", "
-            self._reload(self.text[:at] + sep + self._dump(value, indent if multiline else "") + self.text[at:])
+            self._splice(at, at, sep + self._dump(value, indent if multiline else ""))
         else:
             outer = self._line_indent(start)
             inner = outer + self.unit
             piece = f"[\n{inner}{self._dump(value, inner)}\n{outer}]"
-            self._reload(self.text[:start] + piece + self.text[end:])
+            self._splice(start, end, piece)
 
     def remove(self, pointer: str) -> None:
         """Remove the array item or object member at ``pointer`` with its separator."""
@@ -311,6 +317,8 @@ def _managed_pointers(settings: SettingsText, spec: AgentHooks) -> dict[str, lis
 def _read(path: Path) -> tuple[bytes | None, SettingsText]:
     if path.is_symlink() and not path.exists():
         raise InvalidFieldError("settings", f"{path} is a broken symbolic link; memo left it as it is")
+    if path.exists() and not path.is_file():  # a folder, a FIFO, a device (also through a link)
+        raise InvalidFieldError("settings", f"{path} is not a regular file; memo left it as it is")
     raw = path.read_bytes() if path.exists() else None
     if raw is not None:
         try:
@@ -369,7 +377,9 @@ def install(agent: str, vault_root: Path, project_root: Path | None = None, home
         settings.add_member("", "hooks", {})
         created.append("/hooks")
     for event in todo:
-        command = hook_command(spec, event, memo, hook_vault)
+        # a repository's settings are shared: no path of this machine in them (teammates run their own memo)
+        command = hook_command(spec, event, "memo", None) if project_root is not None else \
+            hook_command(spec, event, memo, hook_vault)
         if event not in settings.data["hooks"]:
             settings.add_member("/hooks", event, [])
             created.append(f"/hooks/{event}")
@@ -385,11 +395,13 @@ def install(agent: str, vault_root: Path, project_root: Path | None = None, home
     written = _write(path, settings.text, raw)
     state = read_json_state(_state_path(vault_root)) or {}
     previous = state.get(str(path), {})
+    if raw is not None and previous.get("written") != _digest(raw):
+        previous = {}  # changed by someone else since memo wrote it: this install starts afresh from it
     state[str(path)] = {"agent": agent, "backup": str(backup) if backup else previous.get("backup"),
                         "createdFile": raw is None or previous.get("createdFile", False),
                         "createdDirs": previous.get("createdDirs") or missing_dirs,
                         "created": sorted(set(previous.get("created", [])) | set(created)),
-                        "written": _digest(written), "original": previous.get("original") or
+                        "written": _digest(written), "original": previous.get("original") if previous else
                         (_digest(raw) if raw is not None else None)}
     write_json_state(_state_path(vault_root), state)
     return {**result, "backup": str(backup) if backup else None}
@@ -438,9 +450,14 @@ def uninstall(agent: str, vault_root: Path, project_root: Path | None = None, ho
         for event in spec.events:
             for pointer in present.get(event, []):
                 settings.remove(pointer)
-        for pointer in sorted(record.get("created", []), key=len, reverse=True):
+        # what install created, when it is empty again; without a record of it (installed from
+        # another vault) the containers memo's entries live in, when they are empty now
+        created = record.get("created") or ([f"/hooks/{e}" for e in present] + ["/hooks"])
+        for pointer in sorted(created, key=len, reverse=True):
             if pointer in settings.map and settings.value(pointer) in ({}, []):
                 settings.remove(pointer)
+        if "/version" in record.get("created", []) and "hooks" not in settings.data and "version" in settings.data:
+            settings.remove("/version")  # memo added it for its hooks, which are gone
         if record.get("createdFile") and settings.data == ({"version": 1} if spec.version else {}):
             path.unlink()
             result["deleted"] = True

@@ -23,7 +23,7 @@ import os
 import secrets
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -76,8 +76,19 @@ def _text(payload: dict[str, Any], *names: str) -> str | None:
     return None
 
 
+#: How far an event's own time stamp may lie from when the hook received it; beyond, it is not
+#: believed (a clock far off, a bogus value: a session must not start in 1970).
+MAX_EVENT_SKEW = timedelta(days=1)
+
+
 def _when(payload: dict[str, Any], received: datetime, *names: str) -> datetime:
-    """The event's own instant (ISO text, or Unix seconds / milliseconds), else ``received``."""
+    """The event's own instant (ISO text, or Unix seconds / milliseconds) when it lies within
+    :data:`MAX_EVENT_SKEW` of ``received``, else ``received``."""
+    found = _stamp_of(payload, names)
+    return found if found is not None and abs(found - received) <= MAX_EVENT_SKEW else received
+
+
+def _stamp_of(payload: dict[str, Any], names: tuple[str, ...]) -> datetime | None:
     for name in names:
         value = payload.get(name)
         if isinstance(value, bool):
@@ -93,7 +104,7 @@ def _when(payload: dict[str, Any], received: datetime, *names: str) -> datetime:
                 return parse_record_instant(value, name, timezone.utc)
             except MemoError:
                 continue
-    return received
+    return None
 
 
 def _claude_code(payload: dict[str, Any], received: datetime) -> HookEvent:
@@ -298,13 +309,31 @@ def _log(vault_root: Path, line: str) -> None:
 
 
 def _spool(vault_root: Path, entry: dict[str, Any]) -> Path:
+    """Write a spool entry: secrets redacted already (the text may wait a while), readable by
+    its owner only, and ASCII JSON (a lone surrogate in the payload stays an escape)."""
     from ..vault.io import atomic_write_bytes
+    from ..vault.redact import redact_value
 
     folder = spool_dir(vault_root)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = folder / f"{time.time_ns():020d}-{os.getpid()}-{entry['captureId'][:8]}.json"
-    atomic_write_bytes(path, json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+    try:
+        payload = redact_value(entry["payload"])
+    except Exception:  # noqa: BLE001 — text the detectors cannot read (a lone surrogate): kept as it came
+        payload = entry["payload"]
+    atomic_write_bytes(path, json.dumps({**entry, "payload": payload}).encode("ascii"), mode=0o600)
     return path
+
+
+def _quarantine(path: Path) -> None:
+    """Set a spool entry that cannot be read aside (``.bad``), so it stops nothing."""
+    try:
+        path.rename(path.with_suffix(".bad"))
+    except OSError:
+        try:
+            path.unlink()
+        except OSError:
+            pass
 
 
 def spooled(vault_root: Path) -> list[Path]:
@@ -337,6 +366,9 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
             raise ValueError(f"the event is larger than {MAX_EVENT_BYTES} bytes")
         payload = json.loads(raw) if raw and raw.strip() else None
         event = parse_event(agent, payload, received, event_name)
+    except RecursionError:
+        note(f"{agent}: event dropped: nested too deep to parse")
+        return outcomes
     except (ValueError, MemoError) as exc:
         note(f"{agent}: event dropped: {str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}")
         return outcomes
@@ -350,22 +382,29 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
         store = open_store()
         store.lock_timeout = HOOK_LOCK_TIMEOUT_S
         for path in waiting:
-            try:
+            try:  # an entry that cannot be read is set aside: one bad file must not stop the capture
                 old = json.loads(path.read_text(encoding="utf-8"))
-                line = apply_event(store, _entry_event(old), str(old["captureId"]))
-            except (ValueError, KeyError, TypeError, InvalidFieldError, SessionCompletedError) as exc:
-                line = f"spooled event dropped: {str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}"
+                replayed = _entry_event(old)
+                capture_id = str(old["captureId"])
+            except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoError) as exc:
+                _quarantine(path)
+                note(f"{agent}: spooled {path.name} set aside (.bad): {type(exc).__name__}")
+                continue
+            try:
+                line = apply_event(store, replayed, capture_id)
+            except (InvalidFieldError, SessionCompletedError, ValueError) as exc:  # ValueError: a refused request
+                line = f"spooled event dropped: {str(exc).splitlines()[0][:300]}"
             path.unlink(missing_ok=True)
             note(f"{agent}: replayed {path.name}: {line}")
         note(f"{agent}: {apply_event(store, event, entry['captureId'])}")
-    except (InvalidFieldError, SessionCompletedError) as exc:
-        note(f"{agent}: event dropped: {exc}")
+    except (InvalidFieldError, SessionCompletedError, ValueError) as exc:  # the event itself is unusable
+        note(f"{agent}: event dropped: {str(exc).splitlines()[0][:300]}")
     except Exception as exc:  # noqa: BLE001 — the agent must never see a failure: keep the event for later
         try:
             path = _spool(vault_root, entry)
             note(f"{agent}: {event.name or event.kind} spooled as {path.name}: {type(exc).__name__}: "
                  f"{str(exc).splitlines()[0][:300] if str(exc) else ''}")
-        except OSError as spool_error:
+        except (OSError, ValueError) as spool_error:
             outcomes.append(f"{agent}: event lost: {exc}; the spool cannot be written: {spool_error}")
     finally:
         if store is not None:

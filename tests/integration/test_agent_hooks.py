@@ -108,6 +108,20 @@ def test_project_level_goes_to_the_repository_settings_and_status_shows_both(tmp
 
 # ---------------------------------------------------------------- each agent's events, end to end
 
+def _base():
+    """``T(minutes)``: ISO UTC instants from an hour ago on (whole minutes), for events that carry their own time."""
+    from datetime import datetime, timedelta, timezone
+
+    start = (datetime.now(timezone.utc) - timedelta(hours=1)).replace(second=0, microsecond=0)
+    return lambda minutes: (start + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def _ms(iso: str) -> int:
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
 def _hook(vault: Path, agent: str, payload: dict, *args: str) -> None:
     ran = memo("hook", agent, *args, vault=vault, input=json.dumps(payload), check=False)
     assert ran.returncode == 0 and ran.stdout == ""
@@ -139,21 +153,22 @@ def test_codex_hook_events(tmp_path, repo):
 
 def test_gemini_hook_events_carry_their_own_iso_time(tmp_path, repo):
     vault = tmp_path / "v"
+    T = _base()  # the events' own times (an hour ago): a hook believes them within a day of receipt
     common = {"session_id": "f2b1c3d4-0000-4000-8000-123456789abc", "transcript_path": "", "cwd": str(repo)}
     _hook(vault, "gemini", {**common, "hook_event_name": "SessionStart", "source": "startup",
-                            "timestamp": "2026-11-30T09:00:00.000Z"})
+                            "timestamp": T(0)})
     _hook(vault, "gemini", {**common, "hook_event_name": "BeforeAgent", "prompt": "Explain the build",
-                            "timestamp": "2026-11-30T09:05:00.000Z"})
+                            "timestamp": T(5)})
     _hook(vault, "gemini", {**common, "hook_event_name": "AfterAgent", "prompt": "Explain the build",
                             "prompt_response": "It uses make.", "stop_hook_active": False,
-                            "timestamp": "2026-11-30T09:06:00.000Z"})
+                            "timestamp": T(6)})
     _hook(vault, "gemini", {**common, "hook_event_name": "SessionEnd", "reason": "exit",
-                            "timestamp": "2026-11-30T09:35:00.000Z"})
+                            "timestamp": T(35)})
     [turn] = _turns(vault, "product")
-    assert (turn["body"], turn["created"]) == ("Explain the build", "2026-11-30T09:05:00.000Z")
+    assert (turn["body"], turn["created"]) == ("Explain the build", T(5))
     session = _session(vault, "product", f"gemini-{common['session_id']}")
     assert (session["startTime"], session["endTime"], session["durationMinutes"]) == (
-        "2026-11-30T09:00:00.000Z", "2026-11-30T09:35:00.000Z", 35)
+        T(0), T(35), 35)
 
 
 def test_cursor_hook_events(tmp_path, repo):
@@ -181,15 +196,16 @@ def test_copilot_hook_events_are_named_by_the_managed_entry(tmp_path, repo):
     """Copilot's camelCase payloads do not name their event: the entry passes ``--event``; its
     ``timestamp`` is Unix milliseconds."""
     vault = tmp_path / "v"
+    T = _base()
     common = {"sessionId": "5c9a7e3e-aaaa-4bbb-8ccc-ddddeeeeffff", "cwd": str(repo)}
-    _hook(vault, "copilot", {**common, "timestamp": 1796029200000, "source": "new"}, "--event", "sessionStart")
-    _hook(vault, "copilot", {**common, "timestamp": 1796029500000, "prompt": "Fix the flaky test"},
+    _hook(vault, "copilot", {**common, "timestamp": _ms(T(0)), "source": "new"}, "--event", "sessionStart")
+    _hook(vault, "copilot", {**common, "timestamp": _ms(T(5)), "prompt": "Fix the flaky test"},
           "--event", "userPromptSubmitted")
-    _hook(vault, "copilot", {**common, "timestamp": 1796031000000, "reason": "user_exit"}, "--event", "sessionEnd")
+    _hook(vault, "copilot", {**common, "timestamp": _ms(T(30)), "reason": "user_exit"}, "--event", "sessionEnd")
     [turn] = _turns(vault, "product")
-    assert (turn["body"], turn["created"]) == ("Fix the flaky test", "2026-11-30T09:05:00.000Z")
+    assert (turn["body"], turn["created"]) == ("Fix the flaky test", T(5))
     session = _session(vault, "product", f"copilot-{common['sessionId']}")
-    assert (session["startTime"], session["durationMinutes"]) == ("2026-11-30T09:00:00.000Z", 30)
+    assert (session["startTime"], session["durationMinutes"]) == (T(0), 30)
 
 
 def test_uninstall_removes_the_folders_install_created(tmp_path):
@@ -200,3 +216,73 @@ def test_uninstall_removes_the_folders_install_created(tmp_path):
     assert (home / ".copilot" / "hooks" / "memo.json").is_file()
     memo("hooks", "uninstall", "copilot", vault=vault, env=env)
     assert list(home.iterdir()) == []  # ~/.copilot/hooks and ~/.copilot were memo's: gone again
+
+
+# ---------------------------------------------------------------- found by trying to break it
+
+
+def test_reinstall_after_the_person_edited_a_file_memo_created_keeps_their_edit_on_uninstall(tmp_path):
+    home, vault = tmp_path / "home", tmp_path / "v"
+    env = {"HOME": str(home)}
+    path = settings_file(home, "claude-code")
+    memo("hooks", "install", "claude-code", vault=vault, env=env)  # no file yet: memo creates it
+    data = json.loads(path.read_text())
+    del data["hooks"]["SessionEnd"]
+    data["permissions"] = {"allow": ["Bash(ls)"]}
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    mine = path.read_text()
+    memo("hooks", "install", "claude-code", vault=vault, env=env)  # SessionEnd again
+    memo("hooks", "uninstall", "claude-code", vault=vault, env=env)
+    assert path.is_file() and json.loads(path.read_text())["permissions"] == {"allow": ["Bash(ls)"]}
+    assert path.read_text() == mine  # as it was before the second install
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_settings_path_that_is_no_regular_file_is_refused(tmp_path, kind):
+    import os
+
+    home, vault = tmp_path / "home", tmp_path / "v"
+    path = settings_file(home, "claude-code")
+    path.parent.mkdir(parents=True)
+    target = tmp_path / "target"
+    os.mkfifo(target) if kind == "fifo" else target.mkdir()
+    path.symlink_to(target)
+    ran = memo("hooks", "install", "claude-code", vault=vault, env={"HOME": str(home)}, check=False)
+    assert ran.returncode == 1 and "is not a regular file; memo left it as it is" in ran.stderr
+
+
+def test_a_comment_only_file_is_refused_and_crlf_files_keep_their_line_endings(tmp_path):
+    home, vault = tmp_path / "home", tmp_path / "v"
+    env = {"HOME": str(home)}
+    path = settings_file(home, "claude-code")
+    path.parent.mkdir(parents=True)
+    path.write_text("// nothing yet\n")
+    ran = memo("hooks", "install", "claude-code", vault=vault, env=env, check=False)
+    assert ran.returncode == 1 and "does not hold a JSON object" in ran.stderr
+    path.write_bytes(b'{\r\n  "model": "opus"\r\n}\r\n')
+    memo("hooks", "install", "claude-code", vault=vault, env=env)
+    assert b"\n" not in path.read_bytes().replace(b"\r\n", b"")  # every line break is CRLF still
+
+
+def test_a_repository_level_entry_names_no_path_of_this_machine(tmp_path, repo):
+    home, vault = tmp_path / "home", tmp_path / "v"
+    memo("hooks", "install", "codex", "--project", vault=vault, env={"HOME": str(home)}, cwd=repo)
+    commands = {h["command"] for group in json.loads((repo / ".codex" / "hooks.json").read_text())["hooks"].values()
+                for entry in group for h in entry["hooks"]}
+    assert commands == {"memo hook codex"}
+
+
+def test_uninstall_from_another_vault_leaves_no_skeleton(tmp_path):
+    home = tmp_path / "home"
+    env = {"HOME": str(home)}
+    path = settings_file(home, "cursor")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"x": "opus"}\n')
+    memo("hooks", "install", "cursor", vault=tmp_path / "v1", env=env)
+    path.write_text(path.read_text().replace('"opus"', '"sonnet"'))
+    memo("hooks", "uninstall", "cursor", vault=tmp_path / "v2", env=env)  # the install record is in v1
+    assert json.loads(path.read_text()) == {"x": "sonnet", "version": 1}
+    memo("hooks", "install", "cursor", vault=tmp_path / "v1", env=env)
+    path.write_text(path.read_text().replace('"sonnet"', '"haiku"'))
+    memo("hooks", "uninstall", "cursor", vault=tmp_path / "v1", env=env)
+    assert json.loads(path.read_text()) == {"x": "haiku", "version": 1}  # the version was there before

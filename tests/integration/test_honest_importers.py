@@ -55,3 +55,15 @@ def test_a_bad_byte_in_a_codex_rollout_costs_one_line(realdata, tmp_path):
     result = json.loads(memo("--json", "import", "codex", str(broken), vault=tmp_path / "v").stdout)
     assert result["turns"] == 4 and result["skipped"] == 1  # the four prompts are all there
     assert result["errors"][0].endswith("line 1: not UTF-8 text (byte 0xc3 at column 11); the line is left out")
+
+
+def test_a_fifo_named_like_a_transcript_is_passed_over_not_waited_for(realdata, tmp_path):
+    import os
+    import shutil
+
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    shutil.copy(realdata / "claude-code-jsonl/daaain-claude-code-log/test/test_data/edge_cases.jsonl", folder)
+    os.mkfifo(folder / "pipe.jsonl")  # reading it would block forever
+    result = json.loads(memo("--json", "import", "claude-code", str(folder), vault=tmp_path / "v").stdout)
+    assert (result["files"], result["turns"]) == (1, 3)

@@ -245,3 +245,61 @@ def test_a_conversation_resumed_after_its_end_is_a_new_work_interval(tmp_path, r
     assert [t["body"] for t in shown["items"]] == ["after the resume"]
     report = json.loads(memo("--json", "activity", "--project", "product", vault=vault).stdout)
     assert report["totalSessions"] == 2 and report["totalPrompts"] == 2
+
+
+# ---------------------------------------------------------------- found by trying to break it
+
+
+@pytest.mark.parametrize("args", [[], ["claude-code", "--bogus"], ["claude-code", "a", "b", "c"]])
+def test_a_usage_error_still_exits_0_with_nothing_on_stdout(tmp_path, args):
+    ran = memo("hook", *args, vault=tmp_path / "v", input="{}", check=False)
+    assert (ran.returncode, ran.stdout) == (0, "") and ran.stderr.startswith("memo hook:")
+
+
+@pytest.mark.parametrize("stdin", ["[" * 100_000, '{"hook_event_name":"UserPromptSubmit","session_id":"s","prompt":"\\ud800"}'])
+def test_an_event_that_cannot_be_read_or_recorded_is_dropped_and_exits_0(tmp_path, stdin):
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", stdin)
+    assert capture.spooled(vault) == [] and "event dropped" in (vault / ".memo" / "spool" / "hooks.log").read_text()
+
+
+def test_a_spool_entry_that_cannot_be_read_is_set_aside_and_capture_goes_on(tmp_path, repo):
+    vault = tmp_path / "v"
+    folder = capture.spool_dir(vault)
+    folder.mkdir(parents=True)
+    (folder / "00000000000000000001-1-a.json").write_text("[" * 100_000)
+    (folder / "00000000000000000002-1-b.json").mkdir()  # a folder with an entry's name
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="still captured"))
+    assert [t["body"] for t in turns(vault, "product")] == ["still captured"]
+    assert sorted(p.name for p in folder.iterdir()) == ["00000000000000000001-1-a.bad", "00000000000000000002-1-b.bad"]
+
+
+def test_a_spooled_event_is_redacted_and_readable_by_its_owner_only(tmp_path, repo, monkeypatch):
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="first"))
+    (vault / ".memo" / "index.sqlite").write_bytes(b"not a database" * 50)  # the vault cannot take the next one
+    for suffix in ("-wal", "-shm"):
+        (vault / ".memo" / f"index.sqlite{suffix}").unlink(missing_ok=True)
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt=f"deploy with {GHP}"))
+    [spooled] = capture.spooled(vault)
+    assert GHP not in spooled.read_text() and "[REDACTED" in spooled.read_text()
+    assert spooled.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_event_time_far_from_now_is_not_believed(tmp_path, repo):
+    vault = tmp_path / "v"
+    common = {"session_id": "g-1970", "cwd": str(repo)}
+    for event, extra in (("SessionStart", {}), ("BeforeAgent", {"prompt": "hello"}), ("SessionEnd", {})):
+        hook(vault, "gemini", json.dumps({**common, "hook_event_name": event, "timestamp": 1, **extra}))
+    report = json.loads(memo("--json", "activity", "--project", "product", vault=vault).stdout)
+    assert report["totalDurationMinutes"] < 5  # not 500,000 hours since 1970
+
+
+def test_a_broken_config_with_a_vault_inside_a_repository_spools_nothing_there(tmp_path, repo):
+    config = tmp_path / "config.toml"
+    config.write_text("timezone = [unclosed\n")
+    inside = repo / "vault"
+    ran = memo("hook", "claude-code", input=claude("UserPromptSubmit", repo, prompt=f"a {GHP}"), check=False,
+               env={"MEMO_CONFIG": str(config), "MEMO_VAULT": str(inside)})
+    assert (ran.returncode, ran.stdout) == (0, "") and "event not kept" in ran.stderr
+    assert not inside.exists()

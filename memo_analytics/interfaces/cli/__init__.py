@@ -82,6 +82,20 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+def _run_hook(app) -> None:
+    """``memo hook …``: whatever happens — a usage error, an unexpected failure — the exit
+    status is 0 and stdout stays empty (an agent blocks or alters the prompt on a non-zero
+    status, and puts a hook's stdout into the model's context); a message goes to stderr."""
+    try:
+        app(standalone_mode=False, prog_name="memo")
+    except BaseException as exc:  # noqa: BLE001
+        if not isinstance(exc, (SystemExit, typer.Exit)):
+            sys.stderr.write(f"memo hook: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}\n")
+    finally:
+        state.close()
+    sys.exit(0)
+
+
 def main() -> None:
     """Console-script entry point.
 
@@ -89,6 +103,9 @@ def main() -> None:
     message redacted) and a non-zero exit: 1 for a refused request, 2 for a usage error.
     """
     app = load_commands(sys.argv[1:])
+    if _command_name(sys.argv[1:]) == "hook":
+        _run_hook(app)
+        return
     # What is loaded now lives as long as the process: kept out of the collector's walks, and
     # out of the interpreter's collections at exit (tens of milliseconds on every command).
     gc.freeze()

@@ -21,6 +21,21 @@ import typer
 from .common import _settings, app, state
 
 
+def _fallback_vault(given: str) -> Path | None:
+    """Where to spool when the settings cannot be read: the vault folder they would name, if it
+    is an absolute path outside every git repository (a spool file must never land in a
+    product repository, nor in whatever folder the agent runs in)."""
+    from ...services.store import repository_root
+
+    path = Path(given).expanduser()
+    if not given.strip() or not path.is_absolute():
+        return None
+    existing = next((p for p in (path, *path.parents) if p.is_dir()), None)
+    if existing is None or repository_root(existing) is not None:
+        return None
+    return path
+
+
 def _read_stdin(limit: int) -> bytes:
     try:
         if sys.stdin is None or sys.stdin.isatty():
@@ -50,7 +65,10 @@ def hook(
         vault_root = settings.vault_root
     except Exception:  # noqa: BLE001 — a broken config file: spool beside the vault it would name
         settings = None
-        vault_root = Path(state.vault_root or os.environ.get("MEMO_VAULT") or default_vault_root()).expanduser()
+        vault_root = _fallback_vault(state.vault_root or os.environ.get("MEMO_VAULT") or str(default_vault_root()))
+        if vault_root is None:  # nowhere safe to keep it: say so on stderr (never stdout), exit 0
+            sys.stderr.write(f"memo hook {agent}: the config or vault is unusable (run `memo doctor`); event not kept\n")
+            raise typer.Exit(0)
 
     def open_store():
         if settings is None:
@@ -59,7 +77,10 @@ def hook(
         state.runtime = runtime  # closed with the run
         return runtime.store()
 
-    lines = capture(open_store, vault_root, agent, raw, event)
+    try:
+        lines = capture(open_store, vault_root, agent, raw, event)
+    except BaseException as exc:  # noqa: BLE001 — capture never raises; if it ever does, the agent still goes on
+        lines = [f"{agent}: internal error: {type(exc).__name__}"]
     if os.environ.get("MEMO_HOOK_DEBUG"):
         for line in lines:
             sys.stderr.write(line + "\n")

@@ -102,10 +102,14 @@ def import_auto_command(
 
     def human(items) -> None:
         for item in items:
+            other = f", {item['unrecognised']} files of another format" if item["unrecognised"] else ""
             out.print(f"{item['source']} {item['path']}: files {item['files']}, sessions {item['sessions']}, "
-                      f"turns {item['turns']}, skipped {item['skipped']}")
+                      f"turns {item['turns']}, skipped {item['skipped']}{other}")
 
     _emit({"sources": found}, lambda r: human(r["sources"]))
+    if not any(item["recognised"] for item in found):
+        raise MemoError("nothing recognised: no transcript in the known folders ("
+                        + ", ".join(item["path"] for item in found) + "); nothing was imported")
 
 
 @app.command("reindex")

@@ -241,7 +241,8 @@ def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: t
         found = []
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d not in exclude_dirs)
-            found.extend(Path(folder) / f for f in files if f.endswith(suffixes))
+            # regular files only: a FIFO or a device named *.jsonl would block the read forever
+            found.extend(Path(folder) / f for f in files if f.endswith(suffixes) and (Path(folder) / f).is_file())
         yield from sorted(found)
 
 
