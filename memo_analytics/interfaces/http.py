@@ -411,6 +411,31 @@ class ActionHandler(ApiHandler):
         await self.run(work)
 
 
+class HookEventHandler(ApiHandler):
+    """``POST /api/hooks/{agent}`` ``{payload, event?, receivedAt, captureId, project?}``: a hook
+    event captured on a machine in remote mode (issue 14), recorded here as ``memo hook``
+    records it locally; ``project`` is the project of the caller's repository (its ``cwd`` means
+    nothing on this machine). ``{outcome}``."""
+
+    async def post(self, agent: str) -> None:
+        def work():
+            from ..domain.clock import parse_record_instant
+            from ..domain.ids import validate_slug
+            from ..services.capture import apply_event, parse_event
+
+            data = self.body_json()
+            capture_id = data.get("captureId")
+            if not isinstance(capture_id, str) or not re.fullmatch(r"[0-9a-f]{8,32}", capture_id):
+                raise InvalidFieldError("captureId", "must be 8–32 lowercase hex digits")
+            received = parse_record_instant(data.get("receivedAt"), "receivedAt", self.store.zone)
+            project = validate_slug(data["project"], "project") if data.get("project") else None
+            name = data.get("event") if isinstance(data.get("event"), str) else None
+            event = parse_event(agent, data.get("payload"), received, name)
+            return {"outcome": apply_event(self.store, event, capture_id, project)}
+
+        await self.run(work)
+
+
 class SyncRecordsHandler(ApiHandler):
     """``POST /api/sync/records`` ``{records: [{id, text, base, sent}]}``: the hybrid push of
     another vault, each record admitted by the rules of local writes (validation, size,
@@ -453,6 +478,7 @@ def api_patterns(runtime: Runtime, token: str | None) -> list[tuple[str, type, d
         (r"/api/digest/apply", DigestApplyHandler, args),
         (r"/api/actions/([A-Za-z_]+)", ActionHandler, args),
         (r"/api/sync/records", SyncRecordsHandler, args),
+        (r"/api/hooks/([a-z-]{1,20})", HookEventHandler, args),
         (r"/api/.*", NotFoundHandler, args),
     ]
 

@@ -201,7 +201,7 @@ def hook_session_id(agent: str, session: str) -> str:
     return validate_session_id(f"{agent}-{base}")
 
 
-def apply_event(store: VaultStore, event: HookEvent, capture_id: str) -> str:
+def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: str | None = None) -> str:
     """Record ``event`` in ``store``; a one-line outcome.
 
     ``prompt``: the turn (``source: hook:<agent>``, ``created`` = ``event.at``) in the session
@@ -229,7 +229,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str) -> str:
         raise InvalidFieldError("session_id", f"the {event.agent} event {event.name or event.kind} names no session")
     session_id = hook_session_id(event.agent, event.session)
     cwd = event.cwd if event.cwd and Path(event.cwd).is_dir() else None
-    project = store.resolve_project(None, cwd)
+    project = store.resolve_project(project, cwd)  # a remote caller names the project of its own cwd
     extra = {"agentSessionId": event.session, **({"transcriptPath": event.transcript_path}
                                                   if event.transcript_path else {})}
     context = dict(project=project, cwd=cwd, ide=event.agent, agent=event.agent, model=event.model,
@@ -348,11 +348,15 @@ def _entry_event(entry: dict[str, Any]) -> HookEvent:
 
 
 def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, raw: bytes | str,
-            event_name: str | None = None, received: datetime | None = None) -> list[str]:
+            event_name: str | None = None, received: datetime | None = None,
+            send: Callable[[HookEvent, dict[str, Any]], str] | None = None) -> list[str]:
     """Apply the hook event ``raw`` of ``agent`` (and first every spooled one); never raises.
 
     Returns the outcome lines (also appended to the spool's log). The vault is opened with
-    ``open_store`` only when there is something to record.
+    ``open_store`` only when there is something to record. With ``send`` (remote mode: this
+    machine keeps no vault) each event goes to the daemon instead: ``send(event, entry)``
+    answers the outcome, raises ``ValueError`` when the daemon refused it (dropped) and
+    :class:`MemoError` when it cannot be reached (spooled under ``vault_root``).
     """
     received = received or datetime.now(timezone.utc)
     outcomes: list[str] = []
@@ -379,24 +383,31 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
         return outcomes  # nothing to record, nothing to replay: the vault is not even opened
     store = None
     try:
-        store = open_store()
-        store.lock_timeout = HOOK_LOCK_TIMEOUT_S
+        if send is None:
+            store = open_store()
+            store.lock_timeout = HOOK_LOCK_TIMEOUT_S
+
+        def apply(one: HookEvent, spooled_entry: dict[str, Any]) -> str:
+            if send is not None:
+                return send(one, spooled_entry)
+            return apply_event(store, one, str(spooled_entry["captureId"]))
+
         for path in waiting:
             try:  # an entry that cannot be read is set aside: one bad file must not stop the capture
                 old = json.loads(path.read_text(encoding="utf-8"))
                 replayed = _entry_event(old)
-                capture_id = str(old["captureId"])
+                old["captureId"] = str(old["captureId"])
             except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoError) as exc:
                 _quarantine(path)
                 note(f"{agent}: spooled {path.name} set aside (.bad): {type(exc).__name__}")
                 continue
             try:
-                line = apply_event(store, replayed, capture_id)
+                line = apply(replayed, old)
             except (InvalidFieldError, SessionCompletedError, ValueError) as exc:  # ValueError: a refused request
                 line = f"spooled event dropped: {str(exc).splitlines()[0][:300]}"
             path.unlink(missing_ok=True)
             note(f"{agent}: replayed {path.name}: {line}")
-        note(f"{agent}: {apply_event(store, event, entry['captureId'])}")
+        note(f"{agent}: {apply(event, entry)}")
     except (InvalidFieldError, SessionCompletedError, ValueError) as exc:  # the event itself is unusable
         note(f"{agent}: event dropped: {str(exc).splitlines()[0][:300]}")
     except Exception as exc:  # noqa: BLE001 — the agent must never see a failure: keep the event for later

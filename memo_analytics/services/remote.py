@@ -122,18 +122,31 @@ def _session_home(settings: Settings, session_id: str, preferred: str) -> str:
 def _send(settings: Settings, arguments: dict[str, Any]) -> dict[str, Any]:
     """POST one call to the daemon's ``/api/actions/{action}``; its JSON answer."""
     arguments = dict(arguments)
-    if not settings.remote.url:
-        raise MemoError("Invalid remote.url: mode is remote but no daemon URL is configured")
     action = arguments.pop("action")
     if "vaultRoot" in arguments:
         raise MemoError("Invalid vaultRoot: not available in remote mode (the daemon owns its vault)")
+    return post(settings, f"/api/actions/{action}", arguments)
+
+
+def post(settings: Settings, route: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """POST ``payload`` as JSON to the daemon's ``route``; its JSON answer.
+
+    Raises
+    ------
+    MemoError
+        The daemon refused it (its one-line message), or could not be reached (the message
+        starts ``Remote daemon … unreachable``).
+    """
+    if not settings.remote.url:
+        raise MemoError("Invalid remote.url: mode is remote but no daemon URL is configured")
+    arguments = payload
     headers = {"Content-Type": "application/json", "User-Agent": "memo-remote"}
     base, basic = without_userinfo(settings.remote.url)
     if basic:
         headers["Authorization"] = basic
     if settings.remote.token:
         headers["Authorization"] = f"Bearer {settings.remote.token}"
-    request = urllib.request.Request(f"{base.rstrip('/')}/api/actions/{action}",
+    request = urllib.request.Request(f"{base.rstrip('/')}{route}",
                                      data=json.dumps(arguments).encode("utf-8"), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=settings.remote.timeout_seconds) as response:  # noqa: S310

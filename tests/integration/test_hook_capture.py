@@ -303,3 +303,26 @@ def test_a_broken_config_with_a_vault_inside_a_repository_spools_nothing_there(t
                env={"MEMO_CONFIG": str(config), "MEMO_VAULT": str(inside)})
     assert (ran.returncode, ran.stdout) == (0, "") and "event not kept" in ran.stderr
     assert not inside.exists()
+
+
+def test_in_remote_mode_the_hook_sends_the_event_to_the_daemon_and_spools_while_it_is_down(tmp_path, repo):
+    from .test_http_api import Server, free_port
+
+    local = tmp_path / "local"
+    config = tmp_path / "remote.toml"
+    port = free_port()
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{port}"\n')
+    env = {"MEMO_CONFIG": str(config)}
+    hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="while the daemon is down"), env=env)
+    [spooled] = capture.spooled(local)
+    assert "while the daemon is down" in spooled.read_text()
+    daemon = Server(tmp_path / "team", "--mcp-port", "0", port=port)
+    try:
+        hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="with the daemon up"), env=env)
+    finally:
+        daemon.stop()
+    assert capture.spooled(local) == [] and not (local / "projects").exists()  # nothing kept on this machine
+    recorded = turns(tmp_path / "team", "product")  # the project of the caller's repository
+    assert [(t["body"], t["source"]) for t in recorded] == [("while the daemon is down", "hook:claude-code"),
+                                                             ("with the daemon up", "hook:claude-code")]
+    assert recorded[0]["created"] < recorded[1]["created"]

@@ -164,6 +164,11 @@ def _attack_bodies(vault: Path, now: datetime, digest: dict[str, Any]) -> dict[s
         # the digest_apply request takes exactly these fields (an unknown one is refused, 400)
         "/api/digest/apply": {"item": proposal["id"], "fingerprint": proposal["fingerprint"] + EQ},
         "/api/prompts/derive-rules": {"crossProject": True, "saveTraps": True, "limit": "20" + EQ},
+        # a hook event of a machine in remote mode: a page must not plant a turn through it either
+        "/api/hooks/claude-code": {"payload": {"session_id": PLANTED_SESSION, "hook_event_name": "UserPromptSubmit",
+                                               "prompt": PLANTED_TURN + EQ},
+                                   "receivedAt": now.strftime("%Y-%m-%dT%H:%M:%SZ"), "captureId": "0123456789abcdef",
+                                   "project": "web"},
     }
 
 
@@ -210,7 +215,7 @@ GETS = {
 }
 POSTS = {"record": "/api/actions/record", "session_start": "/api/actions/session_start",
          "session_end": "/api/actions/session_end", "sync": "/api/sync/records", "digest apply": "/api/digest/apply",
-         "derive-rules": "/api/prompts/derive-rules"}
+         "derive-rules": "/api/prompts/derive-rules", "hook": "/api/hooks/claude-code"}
 WEBSOCKET = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
              "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
 

@@ -36,6 +36,32 @@ def _fallback_vault(given: str) -> Path | None:
     return path
 
 
+def _remote_sender(settings):
+    """Remote mode: each event goes to the daemon's ``POST /api/hooks/{agent}`` with the project
+    of the caller's repository; a refusal is a ``ValueError`` (the event is dropped), an
+    unreachable daemon a ``MemoError`` (the event is spooled and sent by the next run)."""
+    from ...domain.errors import MemoError
+    from ...services import remote
+    from ...services.store import project_from_cwd
+
+    def send(event, entry) -> str:
+        try:
+            project = project_from_cwd(event.cwd) if event.cwd and Path(event.cwd).is_dir() else None
+        except MemoError:
+            project = None
+        try:
+            answer = remote.post(settings, f"/api/hooks/{event.agent}", {
+                "payload": entry["payload"], "event": entry.get("event"), "receivedAt": entry["receivedAt"],
+                "captureId": entry["captureId"], "project": project})
+        except MemoError as exc:
+            if str(exc).startswith("Remote daemon"):
+                raise
+            raise ValueError(f"the daemon refused it: {exc}") from None
+        return f"sent to the daemon: {answer.get('outcome')}"
+
+    return send
+
+
 def _read_stdin(limit: int) -> bytes:
     try:
         if sys.stdin is None or sys.stdin.isatty():
@@ -77,8 +103,9 @@ def hook(
         state.runtime = runtime  # closed with the run
         return runtime.store()
 
+    send = _remote_sender(settings) if settings is not None and settings.mode == "remote" else None
     try:
-        lines = capture(open_store, vault_root, agent, raw, event)
+        lines = capture(open_store, vault_root, agent, raw, event, send=send)
     except BaseException as exc:  # noqa: BLE001 — capture never raises; if it ever does, the agent still goes on
         lines = [f"{agent}: internal error: {type(exc).__name__}"]
     if os.environ.get("MEMO_HOOK_DEBUG"):
