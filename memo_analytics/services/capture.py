@@ -108,6 +108,10 @@ def _stamp_of(payload: dict[str, Any], names: tuple[str, ...]) -> datetime | Non
 
 
 def _claude_code(payload: dict[str, Any], received: datetime) -> HookEvent:
+    # Cursor also runs the hooks of Claude Code's settings files: such an event is Cursor's,
+    # whichever entry ran it (its own hook fires too: the twin is not recorded twice)
+    if "conversation_id" in payload or "cursor_version" in payload:
+        return _cursor(payload, received)
     name = _text(payload, "hook_event_name") or ""
     kind = {"UserPromptSubmit": "prompt", "SessionStart": "session_start", "SessionEnd": "session_end",
             "Stop": "stop"}.get(name, "other")
@@ -253,6 +257,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             return f"session {session_id} {'started' if existing is None else 'already recorded'}"
         if _captured(store, project, session_id, capture_id):
             return f"turn of {session_id}: already recorded"
+        if _just_recorded(store, project, session_id, event):
+            return f"turn of {session_id}: the same prompt a moment ago (a second hook of the agent): recorded once"
         turn = record_prompt(store, RecordPromptRequest(
             body=event.prompt or "", session_id=session_id, created=event.at,
             extra={**extra, "captureId": capture_id, **({"agentTurnId": event.turn_id} if event.turn_id else {})},
@@ -274,6 +280,28 @@ def hook_sessions(store: VaultStore, project: str, base: str) -> list[tuple[str,
         found.append((numbered(base, n), record))
         n += 1
     return found
+
+
+#: Two hooks of one agent firing for one prompt (its own, and Claude Code's that it also runs)
+#: arrive this close together.
+TWIN_WINDOW = timedelta(minutes=1)
+
+
+def _just_recorded(store: VaultStore, project: str, session_id: str, event: HookEvent) -> bool:
+    """Whether the session's last turn is this same prompt, recorded within :data:`TWIN_WINDOW`."""
+    from ..domain.ids import prompt_id
+    from ..index import store as index
+    from .prompts import stored_body
+
+    top = index.max_turn(store.conn, project, session_id)
+    row = index.get_row(store.conn, project, prompt_id(session_id, top, None), "prompt") if top else None
+    if row is None:
+        return False
+    try:
+        body = stored_body(store, event.prompt, event.cwd if event.cwd and Path(event.cwd).is_dir() else None)
+    except MemoError:
+        return False
+    return row["body"] == body and abs(from_iso(row["created"]) - event.at) <= TWIN_WINDOW
 
 
 def _captured(store: VaultStore, project: str, session_id: str, capture_id: str) -> bool:

@@ -326,3 +326,17 @@ def test_in_remote_mode_the_hook_sends_the_event_to_the_daemon_and_spools_while_
     assert [(t["body"], t["source"]) for t in recorded] == [("while the daemon is down", "hook:claude-code"),
                                                              ("with the daemon up", "hook:claude-code")]
     assert recorded[0]["created"] < recorded[1]["created"]
+
+
+def test_cursor_running_claude_codes_hook_as_well_as_its_own_records_the_prompt_once(tmp_path, repo):
+    """Cursor loads Claude Code's hooks too: its event reaches ``memo hook cursor`` and
+    ``memo hook claude-code``; it is Cursor's, and one turn."""
+    vault = tmp_path / "v"
+    event = {"conversation_id": "c0ffee00-1111-4222-8333-444455556666", "generation_id": "g-1",
+             "hook_event_name": "beforeSubmitPrompt", "prompt": "Add a dark mode", "workspace_roots": [str(repo)],
+             "cursor_version": "2026.07.23"}
+    hook(vault, "cursor", json.dumps(event))
+    hook(vault, "claude-code", json.dumps(event))
+    [turn] = turns(vault, "product")
+    assert (turn["agent"], turn["sessionId"]) == ("cursor", "cursor-c0ffee00-1111-4222-8333-444455556666")
+    assert not (vault / "projects" / "product" / "sessions" / "session-claude-code-c0ffee00-1111-4222-8333-444455556666.md").exists()
