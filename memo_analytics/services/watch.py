@@ -208,16 +208,42 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
         on_import(item)
     if once or stop.is_set():
         return
+    while not stop.is_set():
+        present = [r for r in roots if r.path.exists()]
+        if not present:  # every followed folder is gone: wait for one to come back
+            stop.wait(WAKE_MS / 1000)
+            continue
+        try:
+            _follow(store, present, roots, options, on_import, stop, states, debounce_ms)
+        except (OSError, InvalidFieldError):  # a followed folder vanished under the subscription
+            stop.wait(WAKE_MS / 1000)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRoot], options: ImportOptions,
+            on_import: Callable[[Imported], None], stop: threading.Event, states: FileStates,
+            debounce_ms: int) -> None:
+    """One subscription to the file-system events of ``present``; it ends (for the caller to
+    subscribe again) when a followed folder or file is no longer the one subscribed to —
+    deleted and made again, replaced by a rename — or when one that was missing is back."""
     import watchfiles
 
-    by_root = {root.path.resolve(): root for root in roots}
+    by_root = {root.path.resolve(): root for root in present}
+    identities = {root.path: _identity(root.path) for root in roots}
     first = True
-    for changes in watchfiles.watch(*[r.path for r in roots], stop_event=stop, debounce=debounce_ms,
+    for changes in watchfiles.watch(*[r.path for r in present], stop_event=stop, debounce=debounce_ms,
                                     raise_interrupt=False, yield_on_timeout=True, rust_timeout=WAKE_MS,
                                     watch_filter=lambda change, p, suffixes=_watched_suffixes(): p.endswith(suffixes)):
-        if first:  # now subscribed: what changed between the first pass and the subscription
+        if first:  # now subscribed: what changed between the last pass and the subscription
             first = False
-            for item in import_changed(store, _candidates(roots), options, states):
+            for item in import_changed(store, _candidates(present), options, states):
                 on_import(item)
         touched = []
         for change, raw in sorted(changes, key=lambda c: c[1]):
@@ -232,8 +258,8 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
                     touched.append((path, source))
         for item in import_changed(store, touched, options, states):
             on_import(item)
-        if stop.is_set():
-            return
+        if stop.is_set() or any(_identity(root.path) != identities[root.path] for root in roots):
+            return  # stopped, or a followed path is another one now: subscribe again
 
 
 def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = None) -> list[dict]:

@@ -150,3 +150,38 @@ def test_the_watcher_idles_without_cpu(tmp_path):
         proc.stdout.close()
         proc.stderr.close()
     assert used < 0.25, f"{used:.2f} s of CPU in 5 s of idling"
+
+
+@pytest.mark.parametrize("how", ["folder made again", "file replaced by a rename"])
+def test_the_watcher_follows_a_folder_made_again_and_a_file_replaced_by_a_rename(tmp_path, how):
+    import shutil
+
+    folder = tmp_path / "c" / ".claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    transcript = folder / f"{SESSION}.jsonl"
+    transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first"))
+    proc = watcher(tmp_path, folder if how == "folder made again" else transcript)
+    try:
+        wait_for(proc, lambda seen: len(seen) >= 1)
+        grown = transcript.read_text() + line("user", "u2", "2026-11-30T09:05:00.000Z", "second")
+        if how == "folder made again":
+            shutil.rmtree(folder)
+            time.sleep(1.5)
+            folder.mkdir()
+            transcript.write_text(grown)
+        else:
+            (folder / "tmp").write_text(grown)
+            (folder / "tmp").rename(transcript)  # an editor's atomic save
+        wait_for(proc, lambda seen: any(s["turns"] for s in seen))
+        more = transcript.read_text() + line("user", "u3", "2026-11-30T09:09:00.000Z", "third")
+        (folder / "tmp").write_text(more)
+        (folder / "tmp").rename(transcript)  # and again: still followed
+        wait_for(proc, lambda seen: any(s["turns"] for s in seen))
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert turns(tmp_path / "v") == ["first", "second", "third"]
