@@ -26,20 +26,38 @@ from typing import Iterator
 CURSOR_PREFIXES = ("composerData:", "bubbleId:")
 
 
+class NotADatabaseError(ValueError):
+    """The file is not a SQLite database (its message says so)."""
+
+
 @contextmanager
 def open_readonly(path: Path) -> Iterator[sqlite3.Connection]:
     """A connection to ``path`` that can only read, closed on leaving the block.
 
     Raises
     ------
-    sqlite3.DatabaseError
-        ``path`` is not a SQLite database (or cannot be opened).
+    NotADatabaseError
+        ``path`` is not a SQLite database.
+    OSError
+        It cannot be opened, or it breaks off while the block reads it.
     """
     uri = f"{Path(path).absolute().as_uri()}?mode=ro&immutable=1"
-    with closing(sqlite3.connect(uri, uri=True, isolation_level=None)) as conn:
-        conn.execute("PRAGMA query_only = 1")
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # not a database: raises here
-        yield conn
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise OSError(f"cannot open the database ({exc})") from None
+    with closing(conn):
+        try:
+            conn.execute("PRAGMA query_only = 1")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # not a database: raises here
+        except sqlite3.OperationalError as exc:
+            raise OSError(f"cannot open the database ({exc})") from None
+        except sqlite3.DatabaseError as exc:
+            raise NotADatabaseError(f"not a SQLite database ({exc})") from None
+        try:
+            yield conn
+        except sqlite3.DatabaseError as exc:
+            raise OSError(f"the database cannot be read to its end ({exc})") from None
 
 
 def table_names(conn: sqlite3.Connection) -> set[str]:

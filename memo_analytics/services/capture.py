@@ -25,13 +25,16 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..domain.clock import from_iso, parse_record_instant, to_iso
 from ..domain.errors import InvalidFieldError, MemoError, SessionCompletedError
 from ..domain.ids import session_record_id, slugify, validate_session_id
 from ..domain.records import RecordKind
 from .store import VaultStore
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 #: The agents ``memo hook`` understands, by the name on its command line.
 AGENTS = ("claude-code", "codex", "gemini", "cursor", "copilot")
@@ -112,12 +115,22 @@ def _claude_code(payload: dict[str, Any], received: datetime) -> HookEvent:
     # whichever entry ran it (its own hook fires too: the twin is not recorded twice)
     if "conversation_id" in payload or "cursor_version" in payload:
         return _cursor(payload, received)
+    return _claude_shape("claude-code", payload, received, "prompt_id")
+
+
+#: The events of Claude Code's hook shape (Codex's hooks.json uses it too).
+_CLAUDE_EVENTS = {"UserPromptSubmit": "prompt", "SessionStart": "session_start", "SessionEnd": "session_end",
+                  "Stop": "stop"}
+
+
+def _claude_shape(agent: str, payload: dict[str, Any], received: datetime, turn_key: str) -> HookEvent:
+    """An event of Claude Code's hook shape (snake_case fields, PascalCase event names); the
+    agent's own id of the prompt is ``turn_key``."""
     name = _text(payload, "hook_event_name") or ""
-    kind = {"UserPromptSubmit": "prompt", "SessionStart": "session_start", "SessionEnd": "session_end",
-            "Stop": "stop"}.get(name, "other")
-    return HookEvent("claude-code", kind, _text(payload, "session_id"), received, prompt=_text(payload, "prompt"),
-                     cwd=_text(payload, "cwd"), transcript_path=_text(payload, "transcript_path"),
-                     turn_id=_text(payload, "prompt_id"), model=_text(payload, "model"), name=name)
+    return HookEvent(agent, _CLAUDE_EVENTS.get(name, "other"), _text(payload, "session_id"), received,
+                     prompt=_text(payload, "prompt"), cwd=_text(payload, "cwd"),
+                     transcript_path=_text(payload, "transcript_path"), turn_id=_text(payload, turn_key),
+                     model=_text(payload, "model"), name=name)
 
 
 def _codex(payload: dict[str, Any], received: datetime) -> HookEvent:
@@ -128,12 +141,7 @@ def _codex(payload: dict[str, Any], received: datetime) -> HookEvent:
                          _text(payload, "thread-id", "thread_id", "session_id"), received, prompt=text or None,
                          cwd=_text(payload, "cwd"), turn_id=_text(payload, "turn-id", "turn_id"),
                          name="agent-turn-complete")
-    name = _text(payload, "hook_event_name") or ""
-    kind = {"UserPromptSubmit": "prompt", "SessionStart": "session_start", "SessionEnd": "session_end",
-            "Stop": "stop"}.get(name, "other")
-    return HookEvent("codex", kind, _text(payload, "session_id"), received, prompt=_text(payload, "prompt"),
-                     cwd=_text(payload, "cwd"), transcript_path=_text(payload, "transcript_path"),
-                     turn_id=_text(payload, "turn_id"), model=_text(payload, "model"), name=name)
+    return _claude_shape("codex", payload, received, "turn_id")
 
 
 def _gemini(payload: dict[str, Any], received: datetime) -> HookEvent:
@@ -205,7 +213,8 @@ def hook_session_id(agent: str, session: str) -> str:
     return validate_session_id(f"{agent}-{base}")
 
 
-def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: str | None = None) -> str:
+def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: str | None = None,
+                replayed: bool = True) -> str:
     """Record ``event`` in ``store``; a one-line outcome.
 
     ``prompt``: the turn (``source: hook:<agent>``, ``created`` = ``event.at``) in the session
@@ -255,7 +264,9 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                                                      **context))
         if event.kind == "session_start":
             return f"session {session_id} {'started' if existing is None else 'already recorded'}"
-        if _captured(store, project, session_id, capture_id):
+        # only an event that waited (spooled, or sent again by a remote machine) can have been
+        # recorded already; a fresh one is not looked for among the session's turns
+        if replayed and _captured(store, project, session_id, capture_id):
             return f"turn of {session_id}: already recorded"
         if _just_recorded(store, project, session_id, event):
             return f"turn of {session_id}: the same prompt a moment ago (a second hook of the agent): recorded once"
@@ -313,6 +324,49 @@ def _captured(store: VaultStore, project: str, session_id: str, capture_id: str)
     _, rows = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project],
                                                                       superseded=True), 1_000_000, 0, "date-asc")
     return any(json.loads(row["meta"]).get("captureId") == capture_id for row in rows)
+
+
+# ---------------------------------------------------------------- where an event goes
+
+
+def fallback_vault(given: str) -> Path | None:
+    """Where to spool when the settings cannot be read: the vault folder they would name, if it
+    is an absolute path outside every git repository (a spool file must never land in a
+    product repository, nor in whatever folder the agent runs in)."""
+    from .store import repository_root
+
+    path = Path(given).expanduser()
+    if not given.strip() or not path.is_absolute():
+        return None
+    existing = next((p for p in (path, *path.parents) if p.is_dir()), None)
+    if existing is None or repository_root(existing) is not None:
+        return None
+    return path
+
+
+def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]], str]:
+    """Remote mode: each event goes to the daemon's ``POST /api/hooks/{agent}`` with the project
+    of the caller's repository; a refusal is a ``ValueError`` (the event is dropped), an
+    unreachable daemon a ``MemoError`` (the event is spooled and sent by the next run)."""
+    from . import remote
+    from .store import project_from_cwd
+
+    def send(event, entry) -> str:
+        try:
+            project = project_from_cwd(event.cwd) if event.cwd and Path(event.cwd).is_dir() else None
+        except MemoError:
+            project = None
+        try:
+            answer = remote.post(settings, f"/api/hooks/{event.agent}", {
+                "payload": entry["payload"], "event": entry.get("event"), "receivedAt": entry["receivedAt"],
+                "captureId": entry["captureId"], "project": project})
+        except MemoError as exc:
+            if str(exc).startswith("Remote daemon"):
+                raise
+            raise ValueError(f"the daemon refused it: {exc}") from None
+        return f"sent to the daemon: {answer.get('outcome')}"
+
+    return send
 
 
 # ---------------------------------------------------------------- the spool
@@ -415,10 +469,10 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
             store = open_store()
             store.lock_timeout = HOOK_LOCK_TIMEOUT_S
 
-        def apply(one: HookEvent, spooled_entry: dict[str, Any]) -> str:
+        def apply(one: HookEvent, spooled_entry: dict[str, Any], replayed: bool = True) -> str:
             if send is not None:
                 return send(one, spooled_entry)
-            return apply_event(store, one, str(spooled_entry["captureId"]))
+            return apply_event(store, one, str(spooled_entry["captureId"]), replayed=replayed)
 
         for path in waiting:
             try:  # an entry that cannot be read is set aside: one bad file must not stop the capture
@@ -435,7 +489,7 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
                 line = f"spooled event dropped: {str(exc).splitlines()[0][:300]}"
             path.unlink(missing_ok=True)
             note(f"{agent}: replayed {path.name}: {line}")
-        note(f"{agent}: {apply(event, entry)}")
+        note(f"{agent}: {apply(event, entry, replayed=False)}")
     except (InvalidFieldError, SessionCompletedError, ValueError) as exc:  # the event itself is unusable
         note(f"{agent}: event dropped: {str(exc).splitlines()[0][:300]}")
     except Exception as exc:  # noqa: BLE001 — the agent must never see a failure: keep the event for later

@@ -137,6 +137,24 @@ def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -
     return {**meta, "body": body}
 
 
+def get_handoff(store: VaultStore, session_id: str, project: str | None = None, cwd: str | None = None) -> dict[str, Any]:
+    """The hand-off session ``session_id`` wrote (``handoff-<sessionId>``), in ``project`` when
+    given, else where it is (:meth:`VaultStore.locate`).
+
+    Raises
+    ------
+    RecordNotFoundError
+        No such hand-off.
+    AmbiguousIdError, InvalidFieldError
+        As :meth:`VaultStore.locate`; an unsafe session id.
+    """
+    record_id = handoff_id(validate_session_id(session_id))
+    row = store.locate(record_id, RecordKind.HANDOFF, project, cwd)
+    if row is None:
+        raise RecordNotFoundError(record_id, project or None)
+    return row_to_record(row)
+
+
 def list_handoffs(store: VaultStore, project: str | None, status: str | None = "pending") -> list[dict[str, Any]]:
     """Hand-offs of a project (every project when None), oldest first, filtered by status."""
     rows = index.rows_of_kind(store.conn, RecordKind.HANDOFF.value, validate_slug(project, "project") if project else None,

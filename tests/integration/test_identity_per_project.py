@@ -473,3 +473,18 @@ def test_a_session_is_found_by_its_record_id_too(tmp_path):
     memo("session", "start", "gm-1", "--project", "alpha", vault=vault)
     by_record_id = json.loads(memo("--json", "session", "show", "session-gm-1", vault=vault).stdout)
     assert by_record_id["session"]["sessionId"] == "gm-1" and by_record_id["total"] == 1
+
+
+def test_session_handoff_shows_the_baton_a_session_left_in_its_project(tmp_path):
+    vault = tmp_path / "v"
+    for project in ("alpha", "beta"):
+        memo("session", "start", "s1", "--project", project, vault=vault)
+        memo("session", "end", "s1", "--project", project, "--next-step", f"continue in {project}", "--shared",
+             vault=vault)
+    ambiguous = memo("session", "handoff", "s1", vault=vault, check=False)
+    assert ambiguous.returncode == 1 and "Ambiguous id handoff-s1: it exists in projects alpha, beta" in ambiguous.stderr
+    shown = json.loads(memo("--json", "session", "handoff", "s1", "--project", "beta", vault=vault).stdout)
+    assert (shown["id"], shown["project"], shown["status"]) == ("handoff-s1", "beta", "pending")
+    assert "continue in beta" in shown["body"]
+    missing = memo("session", "handoff", "s9", "--project", "beta", vault=vault, check=False)
+    assert missing.returncode == 1 and "Record not found: handoff-s9 in project beta" in missing.stderr

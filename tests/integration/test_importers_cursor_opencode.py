@@ -28,7 +28,6 @@ the test from the documented shape, and the expected counts are worked out besid
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from datetime import datetime, timezone
@@ -39,29 +38,9 @@ import pytest
 from memo_analytics.vault.io import read_record
 from tests.inprocess import memo
 
+from .test_importers_gemini_copilot import counts, digest, imported, session, turns  # noqa: F401 (shared helpers)
+
 SECRET = "sk-CURSOR-AUTH-8f3a9c2e7b1d4f60a5e9"  # looks like a token; must never reach the vault
-
-
-def imported(vault: Path, source: str, *paths: Path | str, **kwargs) -> dict:
-    return json.loads(memo("--json", "import", source, *map(str, paths), vault=vault, **kwargs).stdout)
-
-
-def counts(result: dict) -> tuple[int, int, int, int]:
-    return result["files"], result["sessions"], result["turns"], result["skipped"]
-
-
-def turns(vault: Path) -> list[dict]:
-    records = [read_record(p) for p in sorted((vault / "projects").glob("*/prompts/*.md"))]
-    return sorted((meta | {"body": body.strip()} for meta, body in records), key=lambda m: (m["created"], m["turn"]))
-
-
-def session(vault: Path, project: str, session_id: str) -> dict:
-    return read_record(vault / "projects" / project / "sessions" / f"session-{session_id}.md")[0]
-
-
-def digest(vault: Path) -> dict[str, str]:
-    return {str(p.relative_to(vault)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted((vault / "projects").rglob("*")) if p.is_file()}
 
 
 def ms(text: str) -> int:

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,20 @@ def wait_for(proc: subprocess.Popen, predicate, timeout: float = 30.0) -> list[d
             assert text, f"the watcher ended: {proc.stderr.read()}"
             seen.append(json.loads(text))
     return seen
+
+
+@contextmanager
+def running(proc: subprocess.Popen):
+    """The watcher for the block; on leaving it, stopped by SIGTERM (it must exit 0), else killed."""
+    try:
+        yield proc
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.stderr.close()
 
 
 def turns(vault: Path) -> list[str]:
@@ -135,20 +150,12 @@ def test_the_watcher_idles_without_cpu(tmp_path):
     folder = tmp_path / "c" / ".claude" / "projects" / "p"
     folder.mkdir(parents=True)
     (folder / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first"))
-    proc = watcher(tmp_path, folder)
-    try:
+    with running(watcher(tmp_path, folder)) as proc:
         wait_for(proc, lambda seen: len(seen) >= 1)
         time.sleep(1.5)  # past start-up and the first wake-up
         before = _cpu_seconds(proc.pid)
         time.sleep(5)
         used = _cpu_seconds(proc.pid) - before
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-        proc.stderr.close()
     assert used < 0.25, f"{used:.2f} s of CPU in 5 s of idling"
 
 
@@ -160,8 +167,7 @@ def test_the_watcher_follows_a_folder_made_again_and_a_file_replaced_by_a_rename
     folder.mkdir(parents=True)
     transcript = folder / f"{SESSION}.jsonl"
     transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first"))
-    proc = watcher(tmp_path, folder if how == "folder made again" else transcript)
-    try:
+    with running(watcher(tmp_path, folder if how == "folder made again" else transcript)) as proc:
         wait_for(proc, lambda seen: len(seen) >= 1)
         grown = transcript.read_text() + line("user", "u2", "2026-11-30T09:05:00.000Z", "second")
         if how == "folder made again":
@@ -177,11 +183,4 @@ def test_the_watcher_follows_a_folder_made_again_and_a_file_replaced_by_a_rename
         (folder / "tmp").write_text(more)
         (folder / "tmp").rename(transcript)  # and again: still followed
         wait_for(proc, lambda seen: any(s["turns"] for s in seen))
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(15) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-        proc.stderr.close()
     assert turns(tmp_path / "v") == ["first", "second", "third"]

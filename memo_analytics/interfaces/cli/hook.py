@@ -13,53 +13,11 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Optional
 
 import typer
 
 from .common import _settings, app, state
-
-
-def _fallback_vault(given: str) -> Path | None:
-    """Where to spool when the settings cannot be read: the vault folder they would name, if it
-    is an absolute path outside every git repository (a spool file must never land in a
-    product repository, nor in whatever folder the agent runs in)."""
-    from ...services.store import repository_root
-
-    path = Path(given).expanduser()
-    if not given.strip() or not path.is_absolute():
-        return None
-    existing = next((p for p in (path, *path.parents) if p.is_dir()), None)
-    if existing is None or repository_root(existing) is not None:
-        return None
-    return path
-
-
-def _remote_sender(settings):
-    """Remote mode: each event goes to the daemon's ``POST /api/hooks/{agent}`` with the project
-    of the caller's repository; a refusal is a ``ValueError`` (the event is dropped), an
-    unreachable daemon a ``MemoError`` (the event is spooled and sent by the next run)."""
-    from ...domain.errors import MemoError
-    from ...services import remote
-    from ...services.store import project_from_cwd
-
-    def send(event, entry) -> str:
-        try:
-            project = project_from_cwd(event.cwd) if event.cwd and Path(event.cwd).is_dir() else None
-        except MemoError:
-            project = None
-        try:
-            answer = remote.post(settings, f"/api/hooks/{event.agent}", {
-                "payload": entry["payload"], "event": entry.get("event"), "receivedAt": entry["receivedAt"],
-                "captureId": entry["captureId"], "project": project})
-        except MemoError as exc:
-            if str(exc).startswith("Remote daemon"):
-                raise
-            raise ValueError(f"the daemon refused it: {exc}") from None
-        return f"sent to the daemon: {answer.get('outcome')}"
-
-    return send
 
 
 def _read_stdin(limit: int) -> bytes:
@@ -82,7 +40,7 @@ def hook(
     """Record an agent's hook event (prompt, session start or end): prints nothing, always exits 0."""
     from ...config import default_vault_root
     from ...runtime import Runtime
-    from ...services.capture import MAX_EVENT_BYTES, capture
+    from ...services.capture import MAX_EVENT_BYTES, capture, fallback_vault, remote_sender
 
     raw = payload.encode("utf-8", "surrogateescape") if payload is not None else _read_stdin(MAX_EVENT_BYTES)
     overrides = {"vault_root": state.vault_root} if state.vault_root is not None else {}
@@ -91,7 +49,7 @@ def hook(
         vault_root = settings.vault_root
     except Exception:  # noqa: BLE001 — a broken config file: spool beside the vault it would name
         settings = None
-        vault_root = _fallback_vault(state.vault_root or os.environ.get("MEMO_VAULT") or str(default_vault_root()))
+        vault_root = fallback_vault(state.vault_root or os.environ.get("MEMO_VAULT") or str(default_vault_root()))
         if vault_root is None:  # nowhere safe to keep it: say so on stderr (never stdout), exit 0
             sys.stderr.write(f"memo hook {agent}: the config or vault is unusable (run `memo doctor`); event not kept\n")
             raise typer.Exit(0)
@@ -103,7 +61,7 @@ def hook(
         state.runtime = runtime  # closed with the run
         return runtime.store()
 
-    send = _remote_sender(settings) if settings is not None and settings.mode == "remote" else None
+    send = remote_sender(settings) if settings is not None and settings.mode == "remote" else None
     try:
         lines = capture(open_store, vault_root, agent, raw, event, send=send)
     except BaseException as exc:  # noqa: BLE001 — capture never raises; if it ever does, the agent still goes on

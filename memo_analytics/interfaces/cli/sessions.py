@@ -10,12 +10,11 @@ from typing import Any, List, Optional
 import typer
 from rich.table import Table
 
-from ...domain.errors import MemoError, RecordNotFoundError
-from ...domain.records import RecordKind
+from ...domain.errors import MemoError
 from ...services import prompts as prompt_service
 from ...services import sessions as session_service
 from ...services.stories import export_story
-from ...services.handoffs import cancel_handoff, handoff_id, handoff_list
+from ...services.handoffs import cancel_handoff, get_handoff, handoff_list
 from ...services.requests import (
     CancelHandoffRequest,
     EndSessionRequest,
@@ -138,11 +137,7 @@ def session_handoff(
         _emit(result, lambda r: out.print(f"cancelled {r['id']}"))
         return
     if session_id:
-        record_id = handoff_id(_build(CancelHandoffRequest, session_id=session_id).session_id)
-        row = store.locate(record_id, RecordKind.HANDOFF, project, str(Path.cwd()))
-        if row is None:
-            raise RecordNotFoundError(record_id)
-        result = prompt_service.row_to_record(row)
+        result = get_handoff(store, session_id, project, str(Path.cwd()))
         _emit(result, lambda r: out.print(_safe(f"{r['id']} · {r['status']}\n\n{r['body']}")))
         return
     result = handoff_list(store, _build(HandoffListRequest, project=project, cross_project=all_projects,

@@ -16,6 +16,7 @@ update), and a session whose transcript grew has its end moved to the new last a
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -59,8 +60,6 @@ NOT_JSON = object()
 def json_records(lines: list[tuple[int, str]]) -> Iterator[tuple[int, object]]:
     """``(line number, parsed JSON value)`` of every non-blank line of a JSON Lines file;
     :data:`NOT_JSON` for a line that is not JSON (or nested too deep to parse)."""
-    import json
-
     for number, line in lines:
         if not line.strip():
             continue
@@ -154,6 +153,25 @@ class ParseResult:
     problems: list[str] = field(default_factory=list)
     recognised: bool = True
     why: str | None = None
+
+
+@dataclass
+class MarkdownTurn:
+    """One turn of a Markdown transcript (SpecStory, Cursor's "Export Chat"): who spoke (``user``
+    or ``agent``), when and with which model when the header says, and its lines."""
+
+    role: str
+    at: datetime | None = None
+    model: str | None = None
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The turn's text without the trailing blank lines and ``---`` separator."""
+        lines = list(self.lines)
+        while lines and lines[-1].strip() in ("", "---"):
+            lines.pop()
+        return "\n".join(lines).strip()
 
 
 def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
@@ -348,6 +366,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             result.sessions += 1
         for turn, prompt in enumerate(interval.prompts, 1):
             usage = {"tokens": prompt.tokens} if prompt.tokens else {}
+            usage["promptHash"] = prompt_hash(prompt.text)
             if store.path_for(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}").exists():
                 try:
                     result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
@@ -380,14 +399,26 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                                                     project)
 
 
+def prompt_hash(text: str) -> str:
+    """A short hash of a prompt as the transcript holds it (before redaction): what a re-import
+    compares to see that the turn at this place is still the same prompt."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: HumanPrompt, at: datetime) -> int:
     """An imported turn follows its transcript: the token counts of an answer that was still
     being written (a live transcript), and — after the agent rewound the conversation and the
     person typed something else at this place (Gemini ``$rewindTo``, a Copilot rewind) — the
     text and time of the prompt that is there now (``rewrittenAt`` says when). 1 when the
     prompt was rewritten."""
+    from ...index import store as index
     from ..prompts import stored_body
 
+    row = index.get_row(store.conn, project, record_id, RecordKind.PROMPT.value)
+    known = json.loads(row["meta"]) if row is not None else {}
+    if known.get("promptHash") == prompt_hash(prompt.text) and known.get("supersededBy") != ["rewound"] \
+            and (not prompt.tokens or known.get("tokens") == prompt.tokens):
+        return 0  # the same prompt as imported, the same counts: one index lookup, no file read, no redaction
     with store.lock():
         found = store.read(project, RecordKind.PROMPT, record_id)
         if found is None or not str(found[0].get("source", "")).startswith("import:"):
@@ -404,7 +435,8 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
         rewritten = revived or (text != body and meta.get("status") != "superseded")
         if rewritten:
             now = to_iso(datetime.now(tz=_UTC))
-            changed.update(created=to_iso(at), updated=now, rewrittenAt=now, status="recorded")
+            changed.update(created=to_iso(at), updated=now, rewrittenAt=now, status="recorded",
+                           promptHash=prompt_hash(prompt.text))
             meta = {k: v for k, v in meta.items() if k != "supersededBy"}
         if changed:
             store.upsert(RecordKind.PROMPT, {**meta, **changed}, text if rewritten else body)

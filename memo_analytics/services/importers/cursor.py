@@ -59,7 +59,6 @@ Each row that is not JSON (or not an object), a bubble with an unreadable ``crea
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
@@ -323,15 +322,10 @@ def parse_database(path: Path, options: ImportOptions) -> ParseResult:
             tables = foreign.table_names(conn)
             if "cursorDiskKV" not in tables:
                 return ParseResult(recognised=False, why=_other_database(tables))
-            try:
-                for key, value in foreign.cursor_chat_rows(conn):
-                    db.take(key, value)
-            except sqlite3.DatabaseError as exc:
-                raise OSError(f"the database cannot be read to its end ({exc})") from None
-    except sqlite3.OperationalError as exc:
-        raise OSError(f"cannot open the database ({exc})") from None
-    except sqlite3.DatabaseError as exc:
-        return ParseResult(recognised=False, why=f"not a SQLite database ({exc})")
+            for key, value in foreign.cursor_chat_rows(conn):
+                db.take(key, value)
+    except foreign.NotADatabaseError as exc:
+        return ParseResult(recognised=False, why=str(exc))
     transcripts = [t for cid, composer in db.composers.items() if (t := _transcript(cid, composer, db, path))]
     return ParseResult(transcripts=transcripts, skipped_lines=len(db.problems), problems=db.problems)
 

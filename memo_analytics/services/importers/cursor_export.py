@@ -54,13 +54,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, read_lines
+from .common import HumanPrompt, ImportOptions, MarkdownTurn, ParseResult, Transcript, read_lines
 
 _TITLE = re.compile(r"^#\s+(?P<title>.*?)\s*$")
 _EXPORTED = re.compile(r"^_Exported on (?P<stamp>.+?) from Cursor(?: \((?P<version>[^)]*)\)| via (?P<via>[^_]+))?_\s*$")
@@ -162,19 +161,6 @@ def export_instant(stamp: str, zone: tzinfo | None, unknown_zone: tzinfo | None 
     return parse_instant(local.replace(tzinfo=_zone(clock["zone"], zone, unknown_zone)), "exported")
 
 
-@dataclass
-class _Turn:
-    role: str
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        lines = list(self.lines)
-        while lines and lines[-1].strip() in ("", "---"):
-            lines.pop()
-        return "\n".join(lines).strip()
-
-
 def _header(lines: list[tuple[int, str]]) -> tuple[str | None, int | None, re.Match | None, int]:
     """``(title, line number of the export stamp, its match, index of the first line after
     it)`` when the file opens as a Cursor export does (a ``# title`` then, after blank lines,
@@ -249,11 +235,11 @@ def parse_export(path: Path, options: ImportOptions, source: str) -> ParseResult
                                 "it is read in the import's zone (--tz)")
     except InvalidDateError:
         problems.append(f"line {stamp_line}: unreadable export stamp {exported['stamp'][:60]!r}")
-    turns: list[_Turn] = []
+    turns: list[MarkdownTurn] = []
     for _, text in lines[start:]:
         header = _HEADER.match(text)
         if header:
-            turns.append(_Turn(header["role"]))
+            turns.append(MarkdownTurn(header["role"]))
         elif turns:
             turns[-1].lines.append(text)
     prompts = [HumanPrompt(turn.text, None) for turn in turns if turn.role == "User" and turn.text]

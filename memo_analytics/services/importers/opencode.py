@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -220,37 +219,32 @@ def parse_database(path: Path, options: ImportOptions) -> ParseResult:
                 return ParseResult(recognised=False, why="a Cursor state database: import it with `memo import cursor`"
                                    if "cursorDiskKV" in foreign.table_names(conn) else
                                    "a SQLite database without OpenCode's session, message and part tables")
-            try:
-                sessions = []
-                for row in foreign.opencode_rows(conn, "session", tables["session"]):
-                    revert = _loads(row.get("revert"))
-                    sessions.append({"id": row["id"], "parentID": row.get("parent_id"), "title": row.get("title"),
-                                     "directory": row.get("directory"), "time": {"created": row.get("time_created")},
-                                     "revert": revert if isinstance(revert, dict) else None})
-                messages: dict[str, _Message] = {}
-                owner: dict[str, str] = {}
-                for row in foreign.opencode_rows(conn, "message", tables["message"]):
-                    info = _loads(row["data"])
-                    if not isinstance(info, dict):
-                        problems.append(f"message {row['id']}: its data is not a JSON object")
-                        continue
-                    messages[row["id"]] = _message(row["id"], info, row.get("time_created"))
-                    owner[row["id"]] = row["session_id"]
-                for row in foreign.opencode_rows(conn, "part", tables["part"]):
-                    message = messages.get(row["message_id"])
-                    if message is None:
-                        continue
-                    part = _loads(row["data"])
-                    if not isinstance(part, dict):
-                        problems.append(f"part {row['id']}: its data is not a JSON object")
-                        continue
-                    message.take_part(row["id"], part)
-            except sqlite3.DatabaseError as exc:
-                raise OSError(f"the database cannot be read to its end ({exc})") from None
-    except sqlite3.OperationalError as exc:
-        raise OSError(f"cannot open the database ({exc})") from None
-    except sqlite3.DatabaseError as exc:
-        return ParseResult(recognised=False, why=f"not a SQLite database ({exc})")
+            sessions = []
+            for row in foreign.opencode_rows(conn, "session", tables["session"]):
+                revert = _loads(row.get("revert"))
+                sessions.append({"id": row["id"], "parentID": row.get("parent_id"), "title": row.get("title"),
+                                 "directory": row.get("directory"), "time": {"created": row.get("time_created")},
+                                 "revert": revert if isinstance(revert, dict) else None})
+            messages: dict[str, _Message] = {}
+            owner: dict[str, str] = {}
+            for row in foreign.opencode_rows(conn, "message", tables["message"]):
+                info = _loads(row["data"])
+                if not isinstance(info, dict):
+                    problems.append(f"message {row['id']}: its data is not a JSON object")
+                    continue
+                messages[row["id"]] = _message(row["id"], info, row.get("time_created"))
+                owner[row["id"]] = row["session_id"]
+            for row in foreign.opencode_rows(conn, "part", tables["part"]):
+                message = messages.get(row["message_id"])
+                if message is None:
+                    continue
+                part = _loads(row["data"])
+                if not isinstance(part, dict):
+                    problems.append(f"part {row['id']}: its data is not a JSON object")
+                    continue
+                message.take_part(row["id"], part)
+    except foreign.NotADatabaseError as exc:
+        return ParseResult(recognised=False, why=str(exc))
     by_session: dict[str, list[_Message]] = {}
     for message_id, message in messages.items():
         by_session.setdefault(owner[message_id], []).append(message)
@@ -280,26 +274,29 @@ def _stored_messages(root: Path, session_id: str, problems: list[str]) -> list[_
     messages = []
     folder = root / "message" / session_id
     for file in sorted(folder.glob("*.json")) if folder.is_dir() else ():
-        try:
-            info = _read_json(file)
-        except (OSError, ValueError, UnicodeDecodeError):
-            info = None
-        if not isinstance(info, dict):
+        info = _json_object(file)
+        if info is None:
             problems.append(f"message/{session_id}/{file.name}: not a JSON object")
             continue
         message = _message(file.stem, info)
         parts = root / "part" / file.stem
         for part_file in sorted(parts.glob("*.json")) if parts.is_dir() else ():
-            try:
-                part = _read_json(part_file)
-            except (OSError, ValueError, UnicodeDecodeError):
-                part = None
-            if not isinstance(part, dict):
+            part = _json_object(part_file)
+            if part is None:
                 problems.append(f"part/{file.stem}/{part_file.name}: not a JSON object")
                 continue
             message.take_part(part_file.stem, part)
         messages.append(message)
     return messages
+
+
+def _json_object(file: Path) -> dict | None:
+    """The JSON object a storage file holds, or None (unreadable, not JSON, not an object)."""
+    try:
+        value = _read_json(file)
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _exported_messages(document: dict, problems: list[str]) -> list[_Message]:

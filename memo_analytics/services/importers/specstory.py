@@ -36,7 +36,6 @@ hand-written summary) yields nothing.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -44,7 +43,7 @@ from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
 from .claude_code import PromptSieve
 from .codex import human_request
-from .common import ImportOptions, ParseResult, Transcript, read_lines
+from .common import ImportOptions, MarkdownTurn, ParseResult, Transcript, read_lines
 
 SUFFIXES: tuple[str, ...] = (".md",)
 EXCLUDE_DIRS: tuple[str, ...] = ("ai_rules_backups",)
@@ -57,21 +56,6 @@ _SESSION_COMMENT = re.compile(r"^<!--\s*(?P<agent>.*?)\s+Session\s+(?P<id>[A-Za-
 _TITLE = re.compile(rf"^#\s+(?P<title>.*?)\s*(?:\((?P<stamp>{_STAMP})\))?\s*$")
 _NOT_MODELS = {"default", "auto"}
 _IDES = (("cursor", "cursor"), ("claude", "claude-code"), ("codex", "codex"), ("gemini", "gemini-cli"))
-
-
-@dataclass
-class _Turn:
-    role: str
-    at: datetime | None
-    model: str | None
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def text(self) -> str:
-        lines = list(self.lines)
-        while lines and lines[-1].strip() in ("", "---"):
-            lines.pop()
-        return "\n".join(lines).strip()
 
 
 def _split_arg(arg: str | None, options: ImportOptions) -> tuple[datetime | None, str | None]:
@@ -130,10 +114,10 @@ def _project_hint(path: Path) -> str | None:
     return None
 
 
-def _scan(lines: list[str], options: ImportOptions) -> tuple[list[str], list[_Turn], int]:
+def _scan(lines: list[str], options: ImportOptions) -> tuple[list[str], list[MarkdownTurn], int]:
     """Split into (preamble lines, turns, headers with an unreadable stamp)."""
     preamble: list[str] = []
-    turns: list[_Turn] = []
+    turns: list[MarkdownTurn] = []
     bad = 0
     for line in lines:
         header = _HEADER.match(line)
@@ -142,7 +126,7 @@ def _scan(lines: list[str], options: ImportOptions) -> tuple[list[str], list[_Tu
                 at, model = _split_arg(header.group("arg"), options)
             except InvalidDateError:
                 at, model, bad = None, None, bad + 1
-            turns.append(_Turn("user" if header.group(1) == "User" else "agent", at, model))
+            turns.append(MarkdownTurn("user" if header.group(1) == "User" else "agent", at, model))
             continue
         (turns[-1].lines if turns else preamble).append(line)
     return preamble, turns, bad
