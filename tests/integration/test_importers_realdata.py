@@ -454,6 +454,62 @@ def test_messages_typed_while_the_agent_worked_are_turns_at_the_time_they_were_t
     assert [p.text for p in transcript.prompts].count("are they still being written?") == 1
 
 
+def printed(history: str, lines: int | None = None) -> str:
+    """A Bash call of the agent that printed ``history`` (whole, or its first ``lines``), as
+    SpecStory CLI v2 renders tool use (the shape of every real v2 file in the shared data)."""
+    output = history if lines is None else "\n".join(history.split("\n")[:lines])
+    return ('<tool-use data-tool-type="shell" data-tool-name="Bash"><details>\n'
+            "<summary>Tool use: **Bash**</summary>\n```bash\ncat .specstory/history/old.md\n```\n\n"
+            f"```text\n{output}\n```\n</details></tool-use>\n")
+
+
+def test_markers_in_tool_output_or_a_fence_of_the_person_are_not_turns(realdata, tmp_path):
+    """Issue 14 point 6: an agent that printed an earlier history (a real v2 file with 7 turns
+    in 11 User blocks, see CASES) adds no turn; a history pasted in a fence of the person's
+    prompt is that one prompt."""
+    old = (realdata / GSS / "2026-01-16_16-26-02Z.md").read_text(encoding="utf-8")
+    users = [n for n, line in enumerate(old.split("\n")) if line.startswith("_**User")]
+    assert len(users) == 11 and users[0] < 20
+    pasted = "\n".join(old.split("\n")[:20])
+    text = ("<!-- Claude Code Session 7a6c1d2e-0000-4000-8000-000000000001 (2026-03-01 10:00:00Z) -->\n\n"
+            "_**User (2026-03-01 10:00:01Z)**_\n\nshow me the old history\n\n---\n\n"
+            "_**Agent (claude-opus-4-6 2026-03-01 10:00:05Z)**_\n\n" + printed(old) + "\n---\n\n"
+            "_**User (2026-03-01 10:01:00Z)**_\n\nwhy does this import twice?\n\n````markdown\n" + pasted
+            + "\n````\n\n---\n\n_**Agent (claude-opus-4-6 2026-03-01 10:01:09Z)**_\n\nBecause.\n\n---\n\n"
+            "_**User (2026-03-01 10:02:00Z)**_\n\nthanks\n")
+    path = tmp_path / "proj" / ".specstory" / "history" / "2026-03-01_10-00-00Z.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(text, encoding="utf-8")
+    [transcript] = specstory.parse(path, ImportOptions()).transcripts
+    assert [p.text.split("\n")[0] for p in transcript.prompts] == [
+        "show me the old history", "why does this import twice?", "thanks"]
+    assert transcript.prompts[1].text.endswith(pasted + "\n````")
+    assert max(transcript.activity) == at("2026-03-01T10:02:00Z")  # no stamp of the printed history
+
+
+def test_an_agent_printing_its_own_history_again_and_again_stores_each_prompt_once(realdata, tmp_path):
+    """The issue's case (the first prompt stored 31 times): the session prints its own file 31
+    times, each print cut off inside a tool block of the copy — so the bracket matching cannot
+    hide it — and each prompt is still one turn."""
+    whole = (realdata / GSS / "2026-01-16_16-26-02Z.md").read_text(encoding="utf-8").split("\n")
+    users = [n for n, line in enumerate(whole) if line.startswith("_**User")]
+    block = next(n for n, line in enumerate(whole) if n > users[2] and line.startswith("<tool-use"))
+    cut = block + 2  # inside a tool block, after at least three User blocks
+    assert not any(line.startswith("</details></tool-use>") for line in whole[block:cut])
+    head = "\n".join(whole[:block - 1])
+    prints = "".join("\n_**Agent (claude-opus-4-5-20251101 2026-01-16 16:30:00Z)**_\n\n"
+                     + printed("\n".join(whole), cut) for _ in range(31))
+    path = tmp_path / "proj" / ".specstory" / "history" / "2026-01-16_16-26-02Z.md"
+    path.parent.mkdir(parents=True)
+    path.write_text(head, encoding="utf-8")
+    [own] = specstory.parse(path, ImportOptions()).transcripts
+    expected = [(p.text, p.at) for p in own.prompts]
+    assert len(expected) >= 2
+    path.write_text(head + prints, encoding="utf-8")
+    [transcript] = specstory.parse(path, ImportOptions()).transcripts
+    assert [(p.text, p.at) for p in transcript.prompts] == expected
+
+
 def test_a_bad_byte_costs_its_line_not_the_file(realdata, tmp_path):
     source = realdata / CC / "moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
     lines = source.read_bytes().split(b"\n")

@@ -12,11 +12,17 @@ Three dialects, told apart by the preamble (the lines before the first turn head
 
 A turn runs from its header line to the next one; the ``---`` separator at its end is
 dropped, and a ``---`` inside a body (YAML front matter, a horizontal rule) is just text.
-Code fences are deliberately *not* tracked: SpecStory wraps tool output that itself holds
-triple-backtick lines in a triple-backtick fence, so its fences are often unbalanced and
-tracking them hides real headers (three real User turns of one real file, dozens of
-Agent turns of others). The cost is that a SpecStory transcript pasted verbatim into a
-prompt would be read as turns. Every stamp seen (session comment, title, headers) is
+A header line is not a turn when it sits inside tool output or a fence the person typed:
+SpecStory wraps each tool call in ``<tool-use …>``/``<details>`` … ``</tool-use>``/``</details>``
+blocks (each tag at the start of its line; a file read with line numbers shows them after the
+number, so it is not taken for blocks), so a transcript the agent printed (``cat`` of an earlier history) cannot add turns; blocks are matched like
+brackets and an opening tag that never closes (truncated output) hides nothing. Code fences
+are tracked only in the person's turns, where they are balanced: SpecStory wraps tool output
+that itself holds triple-backtick lines in a triple-backtick fence, so the agent's fences are
+often unbalanced and tracking them would hide real headers (three real User turns of one real
+file, dozens of Agent turns of others); a fence that never closes hides nothing either. A
+User turn with the same text and stamp as an earlier one is that turn printed again (an
+output cut off inside a nested block escapes the bracket matching). Every stamp seen (session comment, title, headers) is
 activity. transcript_id is the session uuid of the comment, else the file stem, so the
 same session saved under several names imports once. ``ide``/``agent``: ``cursor`` for
 the Cursor dialects, else ``claude-code``, ``codex`` or ``gemini-cli`` from the comment;
@@ -114,13 +120,47 @@ def _project_hint(path: Path) -> str | None:
     return None
 
 
+_BLOCK_OPEN = re.compile(r"^<(?:tool-use|details)[\s>]")
+_BLOCK_CLOSE = re.compile(r"^(?:</details>)?</(?:tool-use|details)>\s*$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+
+
+def _tool_output(lines: list[str]) -> list[bool]:
+    """For each line, whether it lies in a matched ``<tool-use>``/``<details>`` block."""
+    inside = [False] * len(lines)
+    opened: list[int] = []
+    for number, line in enumerate(lines):
+        if _BLOCK_OPEN.match(line):
+            opened.append(number)
+        if _BLOCK_CLOSE.match(line) and opened:
+            start = opened.pop()
+            if not opened:
+                inside[start:number + 1] = [True] * (number + 1 - start)
+    return inside
+
+
+def _fence_end(lines: list[str], start: int) -> int | None:
+    """The line that closes the fence opened at ``start`` (CommonMark: the same character, at
+    least as many, nothing after), or None when it never closes."""
+    marker = _FENCE.match(lines[start]).group(1)
+    for number in range(start + 1, len(lines)):
+        close = _FENCE.match(lines[number])
+        if close and close.group(1)[0] == marker[0] and len(close.group(1)) >= len(marker) and not close.group(2).strip():
+            return number
+    return None
+
+
 def _scan(lines: list[str], options: ImportOptions) -> tuple[list[str], list[MarkdownTurn], int]:
-    """Split into (preamble lines, turns, headers with an unreadable stamp)."""
+    """Split into (preamble lines, turns, headers with an unreadable stamp); headers inside
+    tool output or a fence of the person's are text (see the module docstring)."""
     preamble: list[str] = []
     turns: list[MarkdownTurn] = []
     bad = 0
-    for line in lines:
-        header = _HEADER.match(line)
+    tool_output = _tool_output(lines)
+    fenced_until = -1
+    never_closed: dict[str, int] = {}
+    for number, line in enumerate(lines):
+        header = None if number <= fenced_until or tool_output[number] else _HEADER.match(line)
         if header:
             try:
                 at, model = _split_arg(header.group("arg"), options)
@@ -128,6 +168,13 @@ def _scan(lines: list[str], options: ImportOptions) -> tuple[list[str], list[Mar
                 at, model, bad = None, None, bad + 1
             turns.append(MarkdownTurn("user" if header.group(1) == "User" else "agent", at, model))
             continue
+        fence = None if number <= fenced_until or tool_output[number] or not turns or turns[-1].role != "user" \
+            else _FENCE.match(line)
+        if fence and len(fence.group(1)) < never_closed.get(fence.group(1)[0], 1 << 30):
+            end = _fence_end(lines, number)
+            if end is None:  # nor will a later fence of this character at least this long
+                never_closed[fence.group(1)[0]] = len(fence.group(1))
+            fenced_until = -1 if end is None else end
         (turns[-1].lines if turns else preamble).append(line)
     return preamble, turns, bad
 
@@ -186,6 +233,7 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             skipped += 1
     transcript.ide = transcript.agent = _ide(agent_name)
     sieve = PromptSieve(same_stamp_expansion=True)
+    seen: set[tuple[str, datetime]] = set()
     for turn in turns:
         if turn.at is not None:
             transcript.activity.append(turn.at)
@@ -194,6 +242,9 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             sieve.other()
             continue
         text = turn.text
+        if turn.at is not None and (text, turn.at) in seen:
+            continue  # the same stamped prompt again: a copy of this history the agent printed
+        seen.add((text, turn.at))
         if text.startswith("# Context from my IDE setup"):
             text = human_request(text) or ""
         sieve.feed(text, turn.at)
