@@ -8,7 +8,8 @@ CPU while nothing changes). A file that changed since the watcher last took it i
 modification time; kept in ``<vault>/.memo/watch.json``) is imported again through the same
 importers as ``memo import`` — idempotent, so a grown transcript adds its new turns and
 stretches its last session, a truncated or rewritten one is read whole, a rotated one is a new
-file. Stopping (SIGINT, SIGTERM, or ``stop`` set) ends the loop between two imports.
+file; OpenCode's JSON storage, where a session's messages and parts are files of their own, is
+taken in through the session file they belong to. Stopping (SIGINT, SIGTERM, or ``stop`` set) ends the loop between two imports.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Callable, Iterable
 
 from ..domain.errors import InvalidFieldError
 from ..vault.io import read_json_state, write_json_state
-from .importers import IMPORTERS, load_importer
+from .importers import IMPORTERS, load_importer, opencode
 from .importers.common import ImportOptions, ImportResult, run_import, walk_files
 from .store import VaultStore
 
@@ -120,12 +121,18 @@ class FileStates:
     @staticmethod
     def stamp(path: Path) -> list[int] | None:
         """``[size, mtime_ns]`` — for a SQLite database (Cursor, OpenCode) with its write-ahead
-        log's too, where the newest writes wait until a checkpoint."""
+        log's too, where the newest writes wait until a checkpoint; for a session file of
+        OpenCode's JSON storage with the count, total size and newest change of its message and
+        part files, which change while the session file does not."""
         try:
             info = path.stat()
         except OSError:
             return None
         stamp = [info.st_size, info.st_mtime_ns]
+        if path.suffix == ".json":
+            related = [i for p in opencode.storage_files(path) if (i := _stat(p)) is not None]
+            if related:
+                stamp += [len(related), sum(i.st_size for i in related), max(i.st_mtime_ns for i in related)]
         if path.suffix in _DATABASES:
             try:
                 wal = Path(f"{path}-wal").stat()
@@ -219,6 +226,13 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
             stop.wait(WAKE_MS / 1000)
 
 
+def _stat(path: Path):
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
 def _identity(path: Path) -> tuple[int, int] | None:
     try:
         info = path.stat()
@@ -248,6 +262,7 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
         touched = []
         for change, raw in sorted(changes, key=lambda c: c[1]):
             path = Path(raw.removesuffix("-wal"))  # a database's log changed: the database did
+            path = opencode.session_of(path) or path  # an OpenCode message or part: its session
             if change == watchfiles.Change.deleted or not path.is_file():
                 continue
             root = next((r for base, r in by_root.items() if path.resolve().is_relative_to(base)), None)

@@ -184,3 +184,34 @@ def test_the_watcher_follows_a_folder_made_again_and_a_file_replaced_by_a_rename
         (folder / "tmp").rename(transcript)  # and again: still followed
         wait_for(proc, lambda seen: any(s["turns"] for s in seen))
     assert turns(tmp_path / "v") == ["first", "second", "third"]
+
+
+def test_an_opencode_message_written_into_the_json_storage_lands_through_its_session(tmp_path):
+    """OpenCode's JSON storage writes each message and part as a file of its own, beside the
+    session file (which does not change): the watcher takes them in through their session."""
+    from tests.integration.test_importers_cursor_opencode import PID, SID, opencode_messages, opencode_session
+
+    storage = tmp_path / "share" / "opencode" / "storage"
+    messages = dict((m["id"], (m, parts)) for m, parts in opencode_messages(SID))
+
+    def write(message_id: str) -> None:
+        message, parts = messages[message_id]
+        (storage / "message" / SID).mkdir(parents=True, exist_ok=True)
+        (storage / "part" / message_id).mkdir(parents=True, exist_ok=True)
+        for part in parts:  # the parts first, the message last: as OpenCode does, it sees them as it goes
+            (storage / "part" / message_id / f"{part['id']}.json").write_text(json.dumps(part))
+        (storage / "message" / SID / f"{message_id}.json").write_text(json.dumps(message))
+
+    (storage / "session" / PID).mkdir(parents=True)
+    (storage / "session" / PID / f"{SID}.json").write_text(json.dumps(opencode_session(SID, revert=None)))
+    write("msg_01")
+    write("msg_02")
+    with running(watcher(tmp_path, storage.parent)) as proc:
+        first = wait_for(proc, lambda seen: len(seen) >= 1)
+        assert (first[0]["source"], first[0]["turns"], first[0]["path"]) == (
+            "opencode", 1, str(storage / "session" / PID / f"{SID}.json"))
+        write("msg_06")  # the person's next prompt
+        later = wait_for(proc, lambda seen: sum(s["turns"] for s in seen) >= 1)
+        assert sum(s["turns"] for s in later) == 1
+        assert {s["path"] for s in later} == {str(storage / "session" / PID / f"{SID}.json")}
+    assert turns(tmp_path / "v") == ["fix the rounding of the cart total", "now add a test for it"]

@@ -50,6 +50,7 @@ message that is not JSON, or a prompt without a readable ``time.created``, is na
 
 from __future__ import annotations
 
+import glob
 import json
 import re
 from dataclasses import dataclass, field
@@ -288,6 +289,32 @@ def _stored_messages(root: Path, session_id: str, problems: list[str]) -> list[_
             message.take_part(part_file.stem, part)
         messages.append(message)
     return messages
+
+
+def storage_files(path: Path) -> list[Path]:
+    """The files a storage session file (``storage/session/<project>/ses_….json``) is read with:
+    its message files and their part files, for a watcher's notion of "changed"; empty for
+    any other file."""
+    if path.suffix != ".json" or path.parent.parent.name != "session" or not path.stem.startswith("ses_"):
+        return []
+    root = path.parent.parent.parent
+    messages = sorted((root / "message" / path.stem).glob("*.json"))
+    return messages + [part for message in messages for part in sorted((root / "part" / message.stem).glob("*.json"))]
+
+
+def session_of(path: Path) -> Path | None:
+    """The storage session file a message file (``message/<session>/<message>.json``) or part
+    file (``part/<message>/<part>.json``) belongs to, or None (not such a file, or no session
+    file for it yet)."""
+    if path.suffix != ".json" or path.parent.parent.name not in ("message", "part"):
+        return None
+    root, session_id = path.parent.parent.parent, path.parent.name
+    if path.parent.parent.name == "part":
+        owner = next((root / "message").glob(f"*/{glob.escape(path.parent.name)}.json"), None)
+        if owner is None:
+            return None
+        session_id = owner.parent.name
+    return next((root / "session").glob(f"*/{glob.escape(session_id)}.json"), None)
 
 
 def _json_object(file: Path) -> dict | None:
