@@ -17,9 +17,22 @@ Example config file::
     vaults = ["~/team/vault"]           # further vaults read by crossProject reports
     templatesDir = "~/.memo/templates"  # your own timesheet/invoice templates
 
+    [invoice]                           # who bills (issued invoices, SPEC §9)
+    name = "Ana Dev GmbH"
+    address = ["Hauptstr. 1"]
+    postcode = "10115"
+    city = "Berlin"
+    country = "DE"
+    vatId = "DE136695976"
+    iban = "DE89 3704 0044 0532 0130 00"
+    paymentTermsDays = 14
+
     [clients."Acme Corp"]
     hourlyRate = "120.00"
     currency = "EUR"
+    taxRate = "19"                      # or reverseCharge = true
+    address = ["1 Infinite Loop"]
+    country = "FR"
 
     [ports]
     status = 3124
@@ -33,7 +46,6 @@ import re
 import tomllib
 from contextvars import ContextVar
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -41,6 +53,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from .domain.billing import ClientBilling, Issuer
 from .domain.clock import zone_name_problem
 from .domain.errors import InvalidFieldError, MemoError
 
@@ -106,7 +119,7 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
 
 
 _CONFIG_KEYS = {"vaultRoot", "timezone", "defaultProject", "idleGapMinutes", "captureIgnore", "vaults", "clients",
-                "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode", "remote"}
+                "invoice", "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode", "remote"}
 
 
 def _file_path(value: object, folder: Path) -> object:
@@ -169,18 +182,6 @@ def _user_path(value: object, what: str) -> Path:
         return Path(text).expanduser().absolute()
     except RuntimeError as exc:  # ~user of an unknown user
         raise ValueError(f"{text}: {exc}") from None
-
-
-class ClientBilling(BaseModel):
-    """Billing terms of one client (config ``[clients."<name>"]``, SPEC §5.1).
-
-    ``hourly_rate`` is a decimal amount of ``currency`` (an ISO 4217 code) per hour.
-    """
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
-
-    hourly_rate: Decimal = Field(ge=0, max_digits=12, decimal_places=4)
-    currency: str = Field(pattern=r"^[A-Z]{3}$")
 
 
 class Ports(BaseModel):
@@ -285,7 +286,11 @@ class Settings(BaseSettings):
         Further vaults whose projects ``crossProject`` reports and :func:`open_vault` read
         besides ``vault_root`` (SPEC §4); they are read, never written.
     clients : dict[str, ClientBilling]
-        Hourly rate and currency per client name (matched case-insensitively) for invoices.
+        Billing terms and profile per client name (matched case-insensitively) for invoices:
+        rate, currency, project rates, tax, address, VAT id (SPEC §9).
+    invoice : Issuer
+        Who issues the invoices (``[invoice]``): name, address, VAT id, bank account, payment
+        terms, footer, number format.
     templates_dir : Path | None
         A folder whose templates (``timesheet.html.j2``, ``invoice.html.j2``, ``report.css``)
         replace the shipped ones of the same name.
@@ -314,6 +319,7 @@ class Settings(BaseSettings):
     capture_ignore: list[str] = Field(default_factory=list)
     vaults: list[Path] = Field(default_factory=list)
     clients: dict[str, ClientBilling] = Field(default_factory=dict)
+    invoice: Issuer = Field(default_factory=Issuer)
     templates_dir: Path | None = None
     ports: Ports = Field(default_factory=Ports)
     operator: OperatorPolicy = Field(default_factory=OperatorPolicy)

@@ -58,6 +58,15 @@ class RecordNotFoundError(MemoError):
         super().__init__(f"Record not found: {_short(record_id)}" + (f" in project {_short(project)}" if project else ""))
 
 
+class InvoiceNotFoundError(RecordNotFoundError):
+    """No issued invoice or credit note has this number (SPEC §9)."""
+
+    def __init__(self, number: str) -> None:
+        self.record_id = number
+        self.project = None
+        MemoError.__init__(self, f"Invoice not found: {_short(number)} (memo invoice list shows the issued ones)")
+
+
 class AmbiguousIdError(InvalidFieldError):
     """An id given without a project names records of several projects (SPEC §2.1: a record's
     key is ``(project, id)``); the message lists them, and a project chooses one.

@@ -7,7 +7,9 @@ timesheet, so an invoice and its timesheet always agree. Pure line building
 Rules
 -----
 - **What is billed**: billable sessions with a duration (open sessions bill nothing until
-  they end; the invoice says how many were left out).
+  they end; the invoice says how many were left out). A session of 0 minutes is left off
+  (flagged: the invoice counts them) unless asked for; a session already on an issued,
+  uncredited invoice is never billed again (:mod:`.ledger`).
 - **Quantity**: hours with two decimals, the report's own figures (its rounding policy):
   a session line carries the session's ``billableHours``; a project line the sum of its
   sessions'. So a client's lines add up to the client's hours and all lines to the report's
@@ -17,6 +19,10 @@ Rules
   computed with :class:`decimal.Decimal`, never with floats.
 - **Subtotals and totals** are sums of the printed line amounts, so they equal the sum of
   the lines exactly. Currencies are never added together: there is one total per currency.
+- **Rates**: a project's own rate (``projectRates``) else the client's ``hourlyRate``.
+- **Tax** per client section (one VAT category per client, :meth:`ClientBilling.tax_category`):
+  ``tax = net × rate / 100`` rounded half up to the minor unit, ``gross = net + tax``; the
+  totals per currency add the sections' net, tax and gross.
 - **Terms**: ``[clients."<name>"] hourlyRate, currency`` in the config file, matched
   case-insensitively (``Settings.billing_for``). A client without terms — ``internal`` (no
   client) included — is refused with :class:`UnpricedClientError`, naming the client and the
@@ -29,7 +35,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Collection, Literal
 
 from ..analytics.activity import ActivityReport
 from ..config import ClientBilling, Settings
@@ -116,12 +122,18 @@ class InvoiceLine:
 
 @dataclass
 class InvoiceSection:
-    """The lines of one client, billed in one currency at one rate."""
+    """The lines of one client, billed in one currency; ``rate`` is the client's hourly rate
+    (a line of a project with its own rate carries that one); ``tax_category`` and
+    ``tax_rate`` (percent) its VAT treatment."""
 
     client: str
     currency: str
     rate: Decimal
     lines: list[InvoiceLine] = field(default_factory=list)
+    tax_category: str = "E"
+    tax_rate: Decimal = Decimal(0)
+    tax_note: str | None = None
+    sessions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def minutes(self) -> int:
@@ -133,18 +145,35 @@ class InvoiceSection:
 
     @property
     def amount(self) -> Decimal:
-        """The subtotal: the sum of the printed line amounts."""
+        """The subtotal (net): the sum of the printed line amounts."""
         return sum((line.amount for line in self.lines), Decimal(0)).quantize(minor_unit(self.currency))
+
+    @property
+    def tax(self) -> Decimal:
+        """The VAT of the section: net × rate / 100, rounded half up to the minor unit."""
+        return (self.amount * self.tax_rate / 100).quantize(minor_unit(self.currency), rounding=ROUND_HALF_UP)
+
+    @property
+    def gross(self) -> Decimal:
+        return self.amount + self.tax
+
+    @property
+    def rates(self) -> list[Decimal]:
+        """The distinct hourly rates of the lines, in order."""
+        return list(dict.fromkeys(line.rate for line in self.lines))
 
 
 @dataclass(frozen=True)
 class CurrencyTotal:
-    """The total of one currency over the sections billed in it."""
+    """The total of one currency over the sections billed in it: ``amount`` is the net,
+    ``tax`` the VAT, ``gross`` what is due."""
 
     currency: str
     clients: tuple[str, ...]
     hours: Decimal
     amount: Decimal
+    tax: Decimal = Decimal(0)
+    gross: Decimal = Decimal(0)
 
 
 @dataclass
@@ -153,6 +182,8 @@ class Invoice:
 
     sections: list[InvoiceSection]
     open_sessions: int
+    zero_minute_sessions: int = 0
+    already_invoiced: int = 0
 
     @property
     def totals(self) -> list[CurrencyTotal]:
@@ -165,6 +196,8 @@ class Invoice:
                 clients=tuple(s.client for s in mine),
                 hours=sum((s.hours for s in mine), Decimal("0.00")),
                 amount=sum((s.amount for s in mine), Decimal(0)).quantize(minor_unit(currency)),
+                tax=sum((s.tax for s in mine), Decimal(0)).quantize(minor_unit(currency)),
+                gross=sum((s.gross for s in mine), Decimal(0)).quantize(minor_unit(currency)),
             ))
         return out
 
@@ -183,7 +216,8 @@ def _hours(value: float | None) -> Decimal:
 
 
 def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling | None], lines: str = "project",
-                  config: str = "the config file") -> Invoice:
+                  config: str = "the config file", invoiced: Collection[tuple[str, str]] = (),
+                  zero_minutes: bool = False) -> Invoice:
     """Group the report's billed sessions into priced lines. Pure.
 
     Parameters
@@ -198,6 +232,10 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         (date, time, task, summary, deliverables).
     config : str
         Where the terms live, for the error message.
+    invoiced : collection of (project, sessionId)
+        Sessions on an issued, uncredited invoice: left off (counted in ``already_invoiced``).
+    zero_minutes : bool
+        Bill sessions of 0 minutes too (default: left off, counted in ``zero_minute_sessions``).
 
     Raises
     ------
@@ -211,10 +249,15 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
     if lines not in LINE_MODES:
         raise InvalidFieldError("lines", f"{lines!r} is not one of {', '.join(LINE_MODES)}")
     names = {name.lower(): name for name in report.by_client}
-    billed = [s for s in report.sessions if s["billable"] and s["durationMinutes"] is not None]
+    invoiced = set(invoiced)
+    ended = [s for s in report.sessions if s["billable"] and s["durationMinutes"] is not None]
     open_sessions = sum(1 for s in report.sessions if s["billable"] and s["durationMinutes"] is None)
+    fresh = [s for s in ended if (s["project"], s["sessionId"]) not in invoiced]
+    billed = [s for s in fresh if zero_minutes or s["durationMinutes"] > 0]
     if not billed:
-        raise ReportError("Nothing to invoice: no billable session with a duration for these filters")
+        why = (f"; {len(ended) - len(fresh)} already invoiced (memo invoice list)" if len(fresh) < len(ended) else "")
+        why += (f"; {len(fresh) - len(billed)} of 0 minutes" if len(billed) < len(fresh) else "")
+        raise ReportError(f"Nothing to invoice: no billable session with a duration for these filters{why}")
     by_client: dict[str, list[dict[str, Any]]] = {}
     for item in billed:
         by_client.setdefault(item["client"].lower(), []).append(item)
@@ -227,11 +270,15 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         client = names.get(key, by_client[key][0]["client"])
         billing = terms(client)
         assert billing is not None
-        section = InvoiceSection(client=client, currency=billing.currency, rate=billing.hourly_rate)
+        category, tax_rate = billing.tax_category()
+        section = InvoiceSection(client=client, currency=billing.currency, rate=billing.hourly_rate,
+                                 tax_category=category, tax_rate=tax_rate, tax_note=billing.tax_note(),
+                                 sessions=by_client[key])
         build = _session_lines if lines == "session" else _project_lines
         section.lines = build(by_client[key], report, billing)
         sections.append(section)
-    return Invoice(sections=sections, open_sessions=open_sessions)
+    return Invoice(sections=sections, open_sessions=open_sessions, zero_minute_sessions=len(fresh) - len(billed),
+                   already_invoiced=len(ended) - len(fresh))
 
 
 def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:
@@ -247,8 +294,8 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         out.append(InvoiceLine(
             date=f"{start:%Y-%m-%d}\n{start:%H:%M}–{end:%H:%M}" + (f"\n(+{days}d)" if days else ""),
             project=item["project"], description=task, notes=tuple(notes), sessions=1,
-            duration_minutes=int(item["durationMinutes"]), hours=hours, rate=billing.hourly_rate,
-            amount=line_amount(hours, billing.hourly_rate, billing.currency)))
+            duration_minutes=int(item["durationMinutes"]), hours=hours, rate=billing.rate_for(item["project"]),
+            amount=line_amount(hours, billing.rate_for(item["project"]), billing.currency)))
     return out
 
 
@@ -270,7 +317,7 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
             project=project, description=f"{n} {'session' if n == 1 else 'sessions'}",
             notes=(f"Tasks: {shown}",) if tasks else (), sessions=n,
             duration_minutes=sum(int(i["durationMinutes"]) for i in mine), hours=hours,
-            rate=billing.hourly_rate, amount=line_amount(hours, billing.hourly_rate, billing.currency)))
+            rate=billing.rate_for(project), amount=line_amount(hours, billing.rate_for(project), billing.currency)))
     return out
 
 

@@ -146,8 +146,9 @@ class _ResourceErrors(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-def render_pdf_bytes(html: str, base_dir: Path | None = None) -> bytes:
-    """The PDF of ``html`` (relative URLs resolve against ``base_dir``, default ours).
+def render_pdf_bytes(html: str, base_dir: Path | None = None, variant: str | None = None) -> bytes:
+    """The PDF of ``html`` (relative URLs resolve against ``base_dir``, default ours);
+    ``variant``: a WeasyPrint PDF variant (``pdf/a-3b`` for an e-invoice), else plain PDF.
 
     Raises
     ------
@@ -163,7 +164,8 @@ def render_pdf_bytes(html: str, base_dir: Path | None = None) -> bytes:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        pdf = _lean_html_class()(string=html, base_url=str(base_dir or templates_dir())).write_pdf()
+        pdf = _lean_html_class()(string=html, base_url=str(base_dir or templates_dir())).write_pdf(
+            **({"pdf_variant": variant} if variant else {}))
     finally:
         if collecting:
             gc.enable()

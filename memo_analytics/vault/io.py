@@ -114,6 +114,29 @@ def read_record(path: Path) -> tuple[dict[str, Any], str]:
     return parse_record_text(text, str(path))
 
 
+def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
+    """Read a Markdown file with YAML frontmatter that is not a record (an issued invoice):
+    the same safe loading as records, no record fields required.
+
+    Raises
+    ------
+    CorruptRecordError
+        Unreadable, not UTF-8, no frontmatter mapping, broken YAML.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CorruptRecordError(str(path), f"not UTF-8 ({exc.reason})") from None
+    except OSError as exc:
+        raise CorruptRecordError(str(path), exc.strerror or type(exc).__name__) from None
+    if not text.startswith("---"):
+        raise CorruptRecordError(str(path), "no YAML frontmatter")
+    metadata, content = _load_frontmatter(text, str(path))
+    if not isinstance(metadata, dict):
+        raise CorruptRecordError(str(path), "frontmatter is not a mapping")
+    return {str(key): _plain(value) for key, value in metadata.items()}, content
+
+
 def parse_record_text(text: str, source: str) -> tuple[dict[str, Any], str]:
     """Parse and validate the text of a record file (``source`` names it in errors).
 

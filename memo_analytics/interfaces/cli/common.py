@@ -295,10 +295,9 @@ def _settings(**fields: Any) -> Settings:
         first = exc.errors()[0]
         loc = [str(part) for part in first["loc"]] or ["setting"]
         snake = re.sub(r"(?<!^)(?=[A-Z])", "_", loc[0]).lower()
-        field = ".".join(to_camel(part) if i == 0 else part for i, part in enumerate(loc))
+        field = key = config_key_text([to_camel(loc[0]), *loc[1:]])
         env = env_name(snake)
         if env is None and snake not in fields and config_path().is_file():
-            key = config_key_text([to_camel(loc[0]), *loc[1:]])
             source = f"{config_path()}; repair: memo config set {key} VALUE, or memo config unset {key}"
         else:
             source = env or ENV_NAMES.get(snake, (f"MEMO_{snake.upper()}",))[0]

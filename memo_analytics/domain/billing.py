@@ -1,0 +1,231 @@
+"""Who bills whom: the issuer profile (config ``[invoice]``) and the client profiles (config
+``[clients."<name>"]``) of sendable invoices (SPEC §9, issue 15 point 1).
+
+Shapes are checked with maintained libraries, never with our own patterns: IBAN and BIC with
+``schwifty`` (checksum, length and bank-code format per country), VAT identification numbers
+with ``python-stdnum``'s ``vatin`` (each country's own check digits; the two-letter prefix
+says the country), countries with ``pycountry`` (ISO 3166-1 alpha-2). A bad value is a
+pydantic error naming its key, which the config loader turns into one line
+(``Invalid config clients."Acme".vatId: …``). The libraries load only when such a key is
+given, so a command that never bills pays nothing for them.
+"""
+
+from __future__ import annotations
+
+import string
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+#: The default of ``[invoice] numberFormat``: ``2026-0001``, counted per year.
+DEFAULT_NUMBER_FORMAT = "{year}-{seq:04d}"
+_NUMBER_FIELDS = {"year", "seq"}
+
+
+def _country(value: object) -> object:
+    if value is None:
+        return None
+    import pycountry
+
+    text = str(value).strip().upper()
+    if len(text) != 2 or pycountry.countries.get(alpha_2=text) is None:
+        raise ValueError(f"{value!r} is not an ISO 3166-1 alpha-2 country code (DE, FR, US …)")
+    return text
+
+
+def _vat_id(value: object) -> object:
+    if value is None:
+        return None
+    from stdnum import vatin
+    from stdnum.exceptions import ValidationError
+
+    try:
+        return vatin.validate(str(value))
+    except ValidationError as exc:
+        raise ValueError(f"{value!r} is not a valid VAT identification number "
+                         f"(country prefix, then the number: DE123456789): {exc}") from None
+
+
+def _address(value: object) -> object:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = value.splitlines()
+    if not isinstance(value, list) or not all(isinstance(line, str) for line in value):
+        raise ValueError("must be a list of lines (or one text with line breaks)")
+    lines = [line.strip() for line in value if line.strip()]
+    if len(lines) > 6 or any(len(line) > 200 for line in lines):
+        raise ValueError("at most 6 lines of at most 200 characters")
+    return lines
+
+
+class _Party(BaseModel):
+    """What the issuer and a client have in common: legal name, postal address, country, tax
+    ids, e-mail. Wire names camelCase."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    address: list[str] = Field(default_factory=list)
+    postcode: str | None = Field(default=None, max_length=20)
+    city: str | None = Field(default=None, max_length=100)
+    country: str | None = None
+    vat_id: str | None = None
+    tax_id: str | None = Field(default=None, max_length=50)
+    email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254)
+
+    _address_lines = field_validator("address", mode="before")(lambda cls, v: _address(v))
+    _country_code = field_validator("country", mode="before")(lambda cls, v: _country(v))
+    _vat_shape = field_validator("vat_id", mode="before")(lambda cls, v: _vat_id(v))
+
+    def postal_lines(self) -> list[str]:
+        """The address as printed: the street lines, ``postcode city``, the country's name."""
+        lines = list(self.address)
+        town = " ".join(part for part in (self.postcode, self.city) if part)
+        if town:
+            lines.append(town)
+        if self.country:
+            import pycountry
+
+            lines.append(pycountry.countries.get(alpha_2=self.country).name)
+        return lines
+
+
+class Issuer(_Party):
+    """The issuer of invoices (config ``[invoice]``): who bills, how to pay them.
+
+    ``iban``/``bic``: the account payments go to (checked with ``schwifty``; stored compact,
+    printed in groups of four). ``payment_terms_days``: the due date is the issue date plus
+    this many days (a client can have its own). ``footer``: a line printed at the foot of
+    every invoice (registration, managing director …). ``number_format``: how issued numbers
+    look, with ``{seq}`` (the sequence, formats such as ``{seq:04d}`` allowed) and optionally
+    ``{year}`` (the issue year: the sequence restarts each year).
+    """
+
+    bank: str | None = Field(default=None, max_length=100)
+    iban: str | None = None
+    bic: str | None = None
+    payment_terms_days: int = Field(default=30, ge=0, le=365)
+    footer: str | None = Field(default=None, max_length=500)
+    number_format: str = DEFAULT_NUMBER_FORMAT
+
+    @field_validator("iban", mode="before")
+    @classmethod
+    def _iban(cls, value: object) -> object:
+        if value is None:
+            return None
+        from schwifty import IBAN
+        from schwifty.exceptions import SchwiftyException
+
+        try:
+            return IBAN(str(value)).compact
+        except SchwiftyException as exc:
+            raise ValueError(f"{value!r} is not a valid IBAN: {exc}") from None
+
+    @field_validator("bic", mode="before")
+    @classmethod
+    def _bic(cls, value: object) -> object:
+        if value is None:
+            return None
+        from schwifty import BIC
+        from schwifty.exceptions import SchwiftyException
+
+        try:
+            return BIC(str(value)).compact
+        except SchwiftyException as exc:
+            raise ValueError(f"{value!r} is not a valid BIC: {exc}") from None
+
+    @field_validator("number_format")
+    @classmethod
+    def _number_format(cls, value: str) -> str:
+        try:
+            fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+            if "seq" not in fields or not fields <= _NUMBER_FIELDS:
+                raise ValueError(f"{value!r} must use {{seq}} and may use {{year}}, nothing else")
+            sample = value.format(year=2026, seq=1)
+        except (ValueError, KeyError, IndexError, AttributeError) as exc:
+            reason = str(exc) if "must use" in str(exc) else f"{value!r} is not a number format ({exc})"
+            raise ValueError(f"{reason}; e.g. \"{DEFAULT_NUMBER_FORMAT}\"") from None
+        from .ids import validate_slug
+
+        validate_slug(sample, "invoice.numberFormat")
+        return value
+
+    def iban_printed(self) -> str | None:
+        """The IBAN in groups of four, as people read it."""
+        return " ".join(self.iban[i:i + 4] for i in range(0, len(self.iban), 4)) if self.iban else None
+
+    def missing_for_sending(self) -> list[str]:
+        """The keys a sendable invoice needs that are not set (name, address, country)."""
+        return [key for key, value in (("name", self.name), ("address", self.address), ("country", self.country))
+                if not value]
+
+
+class ClientBilling(_Party):
+    """Billing terms of one client (config ``[clients."<name>"]``, SPEC §5.1, §9).
+
+    ``hourly_rate`` is a decimal amount of ``currency`` (an ISO 4217 code) per hour;
+    ``project_rates`` override it for the named projects. Tax: ``tax_rate`` in percent
+    (VAT category S), or ``reverse_charge`` (category AE: no VAT charged, the client accounts
+    for it; both VAT ids must then be known); neither means the invoice charges no VAT and
+    says why (``tax_exemption_reason``, category E). ``payment_terms_days`` overrides the
+    issuer's.
+    """
+
+    hourly_rate: Decimal = Field(ge=0, max_digits=12, decimal_places=4)
+    currency: str = Field(pattern=r"^[A-Z]{3}$")
+    project_rates: dict[str, Decimal] = Field(default_factory=dict)
+    tax_rate: Decimal | None = Field(default=None, ge=0, le=100, max_digits=6, decimal_places=3)
+    reverse_charge: bool = False
+    tax_exemption_reason: str | None = Field(default=None, max_length=200)
+    payment_terms_days: int | None = Field(default=None, ge=0, le=365)
+
+    @field_validator("project_rates")
+    @classmethod
+    def _rates(cls, value: dict[str, Decimal]) -> dict[str, Decimal]:
+        from .ids import validate_slug
+
+        for project, rate in value.items():
+            validate_slug(project, "projectRates")
+            if rate < 0 or rate.as_tuple().exponent < -4:
+                raise ValueError(f"{project}: {rate} must be a non-negative amount with at most 4 decimals")
+        return value
+
+    @model_validator(mode="after")
+    def _one_tax_treatment(self) -> "ClientBilling":
+        if self.reverse_charge and self.tax_rate:
+            raise ValueError("reverseCharge and a taxRate above 0 exclude each other")
+        return self
+
+    def rate_for(self, project: str) -> Decimal:
+        """The hourly rate of ``project`` (its own, else the client's)."""
+        return self.project_rates.get(project, self.hourly_rate)
+
+    def tax_category(self) -> tuple[str, Decimal]:
+        """``(EN 16931 VAT category code, rate in percent)``: ``("S", 19)``, ``("AE", 0)``
+        for reverse charge, ``("E", 0)`` when no VAT is charged."""
+        if self.reverse_charge:
+            return "AE", Decimal(0)
+        if self.tax_rate:
+            return "S", self.tax_rate
+        return "E", Decimal(0)
+
+    def tax_note(self) -> str | None:
+        """The sentence an invoice without VAT must carry, or None when VAT is charged."""
+        category, _ = self.tax_category()
+        if category == "AE":
+            return "Reverse charge: VAT to be accounted for by the recipient (Art. 196 Council Directive 2006/112/EC)."
+        if category == "E":
+            return self.tax_exemption_reason or "No VAT charged."
+        return None
+
+
+def due_date(issued: date, issuer: Issuer, client: ClientBilling) -> date:
+    """The payment due date: ``issued`` plus the client's payment terms, else the issuer's."""
+    from datetime import timedelta
+
+    days = client.payment_terms_days if client.payment_terms_days is not None else issuer.payment_terms_days
+    return issued + timedelta(days=days)

@@ -1,0 +1,132 @@
+"""``memo invoice issue|list|show|credit``: issued invoices and credit notes (SPEC §9)."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ...config import config_path
+from ...domain.errors import InvalidDateError, InvalidFieldError
+from .common import _emit, app, out, state
+from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
+
+invoice_app = typer.Typer(help="Issued invoices: numbered, stored in the vault, never billing a session twice; "
+                               "credit notes cancel them.", no_args_is_help=True)
+app.add_typer(invoice_app, name="invoice")
+
+_OUTPUT = typer.Option(None, "--output", "-o", help="Also write the PDF here (the vault keeps its own copy).")
+_FORCE = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link).")
+
+
+def _date(value: Optional[str], name: str) -> Optional[date]:
+    if value is None or not value.strip():
+        return None
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidDateError(name, value) from None
+
+
+def _said(summary: dict) -> str:
+    kind = "credit note" if summary["kind"] == "creditNote" else "invoice"
+    line = (f"{kind} {summary['number']} for {summary['client']}: {summary['periodStart']} – {summary['periodEnd']}, "
+            f"{summary['billableHours']} h, net {summary['currency']} {summary['net']}, VAT {summary['tax']}, "
+            f"total {summary['gross']}; issued {summary['issued']}")
+    if summary["kind"] == "creditNote":
+        return line + f", cancels {summary['credits']}"
+    return line + f", due {summary['due']}" + (f" (credited by {summary['creditedBy']})"
+                                               if summary.get("creditedBy") else "")
+
+
+@invoice_app.command("issue")
+def invoice_issue(
+    since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
+    client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
+    all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
+    lines: str = typer.Option("project", "--lines", help="One line per project (default) or per session."),
+    issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: the period's "
+                                                               "end when it is past, else today)."),
+    zero_minutes: bool = typer.Option(False, "--zero-minutes", help="Bill sessions of 0 minutes too."),
+    output: Optional[Path] = _OUTPUT, force: bool = _FORCE,
+    templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
+) -> None:
+    """Issue the invoice of one client: the next number, stored with its Factur-X PDF in the vault."""
+    from ...reports.invoice import LINE_MODES
+    from ...reports.issuing import document_summary, issue_invoice
+
+    if lines not in LINE_MODES:
+        raise InvalidFieldError("lines", f"{lines!r} is not one of {', '.join(LINE_MODES)}")
+    report = _activity_report(project, all_projects, since, until, client, tz)
+    document, copy = issue_invoice(state.store, state.settings, report, lines=lines, issued=_date(issued, "issued"),
+                                   zero_minutes=zero_minutes, output=output, overwrite=force,
+                                   user_templates=_user_templates(templates), config=str(config_path()))
+    summary = {**document_summary(document), **({"output": str(copy)} if copy else {}),
+               "leftOff": document.meta["leftOff"]}
+    _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}" + (f"\n  copy: {s['output']}"
+                                                                              if s.get("output") else "")))
+
+
+@invoice_app.command("credit")
+def invoice_credit(
+    number: str = typer.Argument(..., help="The invoice to cancel."),
+    reason: Optional[str] = typer.Option(None, "--reason", help="Why (printed on the credit note)."),
+    issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: today)."),
+    output: Optional[Path] = _OUTPUT, force: bool = _FORCE,
+    templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
+) -> None:
+    """Cancel an issued invoice with a credit note; its sessions can be invoiced again."""
+    from ...reports.issuing import credit_invoice, document_summary
+
+    document, copy = credit_invoice(state.store, state.settings, number, issued=_date(issued, "issued"),
+                                    reason=reason, output=output, overwrite=force,
+                                    user_templates=_user_templates(templates))
+    summary = {**document_summary(document), **({"output": str(copy)} if copy else {})}
+    _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}"))
+
+
+@invoice_app.command("list")
+def invoice_list() -> None:
+    """Every issued invoice and credit note, in the order issued."""
+    from ...reports.issuing import document_summary
+    from ...vault import ledger
+
+    docs = ledger.documents(state.store.root)
+    items = [document_summary(d, docs) for d in docs]
+
+    def human(found: dict) -> None:
+        if not found["items"]:
+            out.print("no invoice issued yet (memo invoice issue)")
+        for item in found["items"]:
+            out.print(_said(item))
+
+    _emit({"items": items}, human)
+
+
+@invoice_app.command("show")
+def invoice_show(
+    number: str = typer.Argument(..., help="Invoice or credit note number."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a copy of its PDF here."),
+    force: bool = _FORCE,
+) -> None:
+    """One issued document: its figures, lines and sessions (``-o``: a copy of its PDF)."""
+    from ...reports.issuing import document_summary, export_copy
+    from ...vault import ledger
+
+    document = ledger.document(state.store.root, number)
+    summary = {**document_summary(document, ledger.documents(state.store.root)),
+               "lines": document.meta["lines"], "sessionIds": document.meta["sessions"]}
+    if output is not None:
+        summary["output"] = str(export_copy(document, output, (state.store.root,), force))
+
+    def human(s: dict) -> None:
+        out.print(_said(s))
+        for line in s["lines"]:
+            out.print(f"  {line['project']}: {line['description']} — {line['hours']} h × {line['rate']} = "
+                      f"{line['amount']}")
+        if s.get("output"):
+            out.print(f"  copy: {s['output']}")
+
+    _emit(summary, human)

@@ -1,0 +1,321 @@
+"""Issued invoices and credit notes (SPEC §9, issue 15 points 2–3): numbered, stored
+immutably, sessions never billed twice, the PDF a Factur-X (EN 16931) invoice.
+
+``memo report invoice`` stays a draft: unnumbered, stored nowhere. :func:`issue_invoice`
+turns the same lines into a document:
+
+- **One client per invoice** (one buyer, one currency, one VAT treatment): the filters must
+  leave exactly one client with something to bill.
+- **Never twice**: sessions on an issued invoice that no credit note cancels are left off
+  (the document says how many); sessions of 0 minutes are left off unless asked for.
+- **Numbers**: the next of the sequence of ``[invoice] numberFormat`` (``{year}-{seq:04d}``
+  by default: ``2026-0001``; the sequence restarts each year when the format has
+  ``{year}``), allocated under the vault lock; invoices and credit notes share it.
+- **Dates**: the period is always printed as dates (the report's bounds, else the first and
+  last billed session's local dates); the issue date defaults to the period's end when the
+  period is past, else today — but never before the last document issued: numbers follow
+  issue dates (an earlier ``--issued`` is refused); the due date is the issue date plus the
+  payment terms.
+- **Money** per :mod:`.invoice`: lines, net, VAT (one category: S with the client's
+  ``taxRate``, AE for ``reverseCharge``, E otherwise, with the sentence the law asks for),
+  gross = amount due.
+- **The document** (:mod:`~memo_analytics.vault.ledger`) holds every figure as text, the
+  issuer and client profiles as they were, the lines and the sessions; the PDF is rendered
+  from it (PDF/A-3b) with its CII XML (``factur-x`` library, EN 16931 profile, checked
+  against the XML schema it ships) embedded.
+
+:func:`credit_invoice` cancels an invoice with a credit note (type 381, the invoice as its
+preceding reference, the same lines and amounts): its sessions can be invoiced again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from ..analytics.activity import ActivityReport
+from ..config import Settings
+from ..domain.billing import ClientBilling, Issuer, due_date
+from ..domain.clock import from_iso, to_iso, utcnow, zone_name
+from ..domain.errors import InvalidFieldError, ReportError
+from ..domain.rounding import ROUNDING_POLICY
+from ..services.store import VaultStore
+from ..vault import ledger
+from ..vault.io import atomic_write_bytes
+from .facturx_xml import facturx_pdf
+from .invoice import Invoice, build_invoice, format_money, format_rate
+from .render import check_output_path, render_html, render_pdf_bytes, templates_dir
+
+_TITLES = {ledger.INVOICE: "Invoice", ledger.CREDIT_NOTE: "Credit note"}
+
+
+def billing_period(report: ActivityReport, sessions: list[dict[str, Any]]) -> tuple[date, date]:
+    """``(first day, last day)`` of the period, as dates in the report's zone: the report's
+    bounds where given, else the first and last billed session's start date."""
+    zone = report.zone
+    starts = [from_iso(s["startTime"]).astimezone(zone).date() for s in sessions]
+    first = report.bounds.since.astimezone(zone).date() if report.bounds.since else min(starts)
+    if report.bounds.until_exclusive is not None:
+        last = (report.bounds.until_exclusive - timedelta(microseconds=1)).astimezone(zone).date()
+    else:
+        last = max(from_iso(s["endTime"]).astimezone(zone).date() for s in sessions)
+    return first, last
+
+
+def default_issue_date(period_end: date, today: date) -> date:
+    """The period's end when the period is past, else today."""
+    return period_end if period_end < today else today
+
+
+def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> None:
+    missing = issuer.missing_for_sending()
+    if missing:
+        raise InvalidFieldError(f"invoice.{missing[0]}", "an issued invoice names its issuer: set "
+                                + ", ".join(f"invoice.{m}" for m in missing) + " (memo config set KEY VALUE)")
+    if not (issuer.vat_id or issuer.tax_id):
+        raise InvalidFieldError("invoice.vatId", "an issued invoice carries the issuer's VAT id or tax number: "
+                                                 "set invoice.vatId or invoice.taxId")
+    key = f'clients."{client_name}"'
+    if not client.name and not client_name:
+        raise InvalidFieldError(f"{key}.name", "the client needs a name")
+    if not client.address or not client.country:
+        raise InvalidFieldError(f"{key}.{'address' if not client.address else 'country'}",
+                                "an issued invoice names the client's address and country: set "
+                                f"{key}.address and {key}.country")
+    category, _ = client.tax_category()
+    if category == "AE" and not (client.vat_id and issuer.vat_id):
+        raise InvalidFieldError(f"{key}.vatId" if not client.vat_id else "invoice.vatId",
+                                "reverse charge needs the VAT ids of both the issuer and the client")
+    if category == "S" and not issuer.vat_id:
+        raise InvalidFieldError("invoice.vatId", "charging VAT needs the issuer's VAT id (invoice.vatId)")
+
+
+def _check_in_order(issued: date, latest: date | None) -> None:
+    if latest is not None and issued < latest:
+        raise InvalidFieldError("issued", f"{issued} is before the last issued document ({latest}); numbers follow "
+                                          "issue dates, so a new one is dated that day or later")
+
+
+def _party(profile: ClientBilling | Issuer, fallback_name: str) -> dict[str, Any]:
+    stored = profile.model_dump(mode="json", by_alias=True)  # every key, unset ones null: templates read them all
+    for key in ("hourlyRate", "projectRates", "numberFormat", "taxRate", "reverseCharge", "taxExemptionReason",
+                "paymentTermsDays", "footer"):
+        stored.pop(key, None)
+    stored["name"] = profile.name or fallback_name
+    stored["postalLines"] = profile.postal_lines()
+    return stored
+
+
+def _document_meta(kind: str, number: str, key: str, sequence: int, number_format: str, issued: date, due: date,
+                   period: tuple[date, date], report_zone: str, invoice: Invoice, issuer: Issuer, client_name: str,
+                   client: ClientBilling, now: datetime) -> dict[str, Any]:
+    [section] = invoice.sections
+    return {
+        "kind": kind, "number": number, "numberFormat": number_format, "sequenceKey": key, "sequence": sequence,
+        "issued": issued.isoformat(), "due": due.isoformat(),
+        "periodStart": period[0].isoformat(), "periodEnd": period[1].isoformat(), "timezone": report_zone,
+        "client": client_name, "currency": section.currency,
+        "taxCategory": section.tax_category, "taxRate": str(section.tax_rate), "taxNote": section.tax_note,
+        "net": str(section.amount), "tax": str(section.tax), "gross": str(section.gross),
+        "billableHours": str(section.hours), "durationMinutes": section.minutes,
+        "lines": [{"date": line.date, "project": line.project, "description": line.description,
+                   "notes": list(line.notes), "sessions": line.sessions, "durationMinutes": line.duration_minutes,
+                   "hours": str(line.hours), "rate": str(line.rate), "amount": str(line.amount)}
+                  for line in section.lines],
+        "sessions": [{"project": s["project"], "sessionId": s["sessionId"], "startTime": s["startTime"],
+                      "endTime": s["endTime"], "durationMinutes": int(s["durationMinutes"]),
+                      "billableHours": f"{s['billableHours'] or 0:.2f}"} for s in section.sessions],
+        "leftOff": {"alreadyInvoiced": invoice.already_invoiced, "zeroMinutes": invoice.zero_minute_sessions,
+                    "open": invoice.open_sessions},
+        "issuer": _party(issuer, issuer.name or ""), "buyer": _party(client, client_name),
+        "footer": issuer.footer, "createdAt": to_iso(now),
+    }
+
+
+def document_html(meta: dict[str, Any], user_templates: Path | None = None) -> str:
+    """The HTML of an issued document (``issued.html.j2``), rendered from its stored meta only."""
+    currency, iban = meta["currency"], meta["issuer"].get("iban") or ""
+
+    def money(text: str) -> str:
+        return format_money(Decimal(text), currency)
+
+    context = {
+        "title": f"{_TITLES[meta['kind']]} {meta['number']}", "doc": meta, "money": money,
+        "rate": lambda text: format_rate(Decimal(text), currency), "rounding_policy": ROUNDING_POLICY,
+        "iban": " ".join(iban[i:i + 4] for i in range(0, len(iban), 4)),
+    }
+    return render_html("issued.html.j2", context, user_templates)
+
+
+def _render(meta: dict[str, Any], user_templates: Path | None) -> bytes:
+    html = document_html(meta, user_templates)
+    pdf = render_pdf_bytes(html, user_templates or templates_dir(), variant="pdf/a-3b")
+    return facturx_pdf(pdf, meta)
+
+
+def _export(pdf: bytes, output: Path | None, forbidden: tuple[Path, ...], overwrite: bool) -> Path | None:
+    if output is None:
+        return None
+    target = check_output_path(output, forbidden, overwrite=overwrite)
+    try:
+        atomic_write_bytes(target, pdf)
+    except OSError as exc:
+        raise ReportError(f"Invalid output: cannot write {target} ({exc.strerror})") from None
+    return target
+
+
+def export_copy(document: ledger.Document, output: Path, forbidden: tuple[Path, ...], overwrite: bool = False) -> Path:
+    """Write a copy of a stored document's PDF to ``output`` (checked against its recorded
+    SHA-256 first: a PDF changed on disk is refused, not passed on).
+
+    Raises
+    ------
+    ReportError
+        The stored PDF is missing or not the one issued; a bad ``output``.
+    """
+    try:
+        pdf = document.pdf.read_bytes()
+    except OSError as exc:
+        raise ReportError(f"the PDF of {document.number} cannot be read ({exc.strerror})") from None
+    if hashlib.sha256(pdf).hexdigest() != document.meta.get("pdfSha256"):
+        raise ReportError(f"the PDF of {document.number} is not the one issued (its SHA-256 differs); not copied")
+    target = _export(pdf, output, forbidden, overwrite)
+    assert target is not None
+    return target
+
+
+def issue_invoice(store: VaultStore, settings: Settings, report: ActivityReport, *, lines: str = "project",
+                  issued: date | None = None, zero_minutes: bool = False, output: Path | None = None,
+                  overwrite: bool = False, user_templates: Path | None = None, config: str = "the config file",
+                  now: datetime | None = None) -> tuple[ledger.Document, Path | None]:
+    """Issue the invoice of ``report`` (one client): number it, store it, and copy its PDF to
+    ``output`` when given.
+
+    Returns
+    -------
+    tuple[Document, Path | None]
+        The stored document (``meta``: camelCase, amounts as decimal text) and the copy written.
+
+    Raises
+    ------
+    ReportError
+        Nothing to bill (all already invoiced, 0 minutes, open); a bad ``output``.
+    InvalidFieldError
+        Several clients to bill (``client``); the issuer or client profile lacks what an issued
+        invoice must name (the key); an issue date before the period's start (``issued``).
+    UnpricedClientError
+        The client has no rate.
+    VaultBusyError
+        The vault lock could not be taken.
+    """
+    now = now or utcnow()
+    forbidden = (store.root,)
+    if output is not None:
+        check_output_path(output, forbidden, overwrite=overwrite)
+    with store.lock():
+        docs = ledger.documents(store.root)
+        invoice = build_invoice(report, settings.billing_for, lines, config,
+                                invoiced=ledger.invoiced_sessions(docs), zero_minutes=zero_minutes)
+        if len(invoice.sections) != 1:
+            names = ", ".join(s.client for s in invoice.sections)
+            raise InvalidFieldError("client", f"an issued invoice bills one client; these filters bill {names}: "
+                                              "give --client")
+        [section] = invoice.sections
+        client = settings.billing_for(section.client)
+        assert client is not None
+        _check_sendable(settings.invoice, section.client, client)
+        period = billing_period(report, section.sessions)
+        latest = ledger.last_issued(docs)
+        issued = issued or max(default_issue_date(period[1], now.astimezone(report.zone).date()), latest or date.min)
+        if issued < period[0]:
+            raise InvalidFieldError("issued", f"{issued} is before the period it bills ({period[0]} – {period[1]})")
+        _check_in_order(issued, latest)
+        number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year)
+        meta = _document_meta(ledger.INVOICE, number, key, sequence, settings.invoice.number_format, issued,
+                              due_date(issued, settings.invoice, client), period, zone_name(report.zone), invoice,
+                              settings.invoice, section.client, client, now)
+        pdf = _render(meta, user_templates)
+        meta["pdfSha256"] = hashlib.sha256(pdf).hexdigest()
+        document = ledger.write_document(store.root, meta, _summary(meta), pdf)
+    return document, _export(pdf, output, forbidden, overwrite)
+
+
+def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued: date | None = None,
+                   reason: str | None = None, output: Path | None = None, overwrite: bool = False,
+                   user_templates: Path | None = None, now: datetime | None = None) -> tuple[ledger.Document, Path | None]:
+    """Cancel invoice ``number`` with a credit note of the same lines and amounts (type 381,
+    preceding reference ``number``); its sessions can be invoiced again.
+
+    Raises
+    ------
+    InvoiceNotFoundError
+        No document has this number.
+    InvalidFieldError
+        ``number`` is a credit note, or already credited (``number``); ``issued`` before the
+        invoice's issue date.
+    """
+    now = now or utcnow()
+    forbidden = (store.root,)
+    if output is not None:
+        check_output_path(output, forbidden, overwrite=overwrite)
+    with store.lock():
+        docs = ledger.documents(store.root)
+        original = ledger.document(store.root, number)
+        if original.kind != ledger.INVOICE:
+            raise InvalidFieldError("number", f"{number} is a credit note; only an invoice can be credited")
+        already = ledger.credited(docs).get(original.number)
+        if already:
+            raise InvalidFieldError("number", f"invoice {number} is already cancelled by credit note {already}")
+        latest = ledger.last_issued(docs)
+        issued = issued or max(now.astimezone(store.zone).date(), latest or date.min)
+        _check_in_order(issued, latest)
+        if issued < date.fromisoformat(original.meta["issued"]):
+            raise InvalidFieldError("issued", f"{issued} is before invoice {number} was issued "
+                                              f"({original.meta['issued']})")
+        fmt = settings.invoice.number_format
+        credit_number, key, sequence = ledger.next_number(docs, fmt, issued.year)
+        meta = {**original.meta, "kind": ledger.CREDIT_NOTE, "number": credit_number, "numberFormat": fmt,
+                "sequenceKey": key, "sequence": sequence, "issued": issued.isoformat(), "due": issued.isoformat(),
+                "credits": original.number, "creditsIssued": original.meta["issued"],
+                "reason": reason or f"Cancels invoice {original.number}", "createdAt": to_iso(now)}
+        meta.pop("pdfSha256", None)
+        pdf = _render(meta, user_templates)
+        meta["pdfSha256"] = hashlib.sha256(pdf).hexdigest()
+        document = ledger.write_document(store.root, meta, _summary(meta), pdf)
+    return document, _export(pdf, output, forbidden, overwrite)
+
+
+def document_summary(document: ledger.Document, docs: list[ledger.Document] | None = None) -> dict[str, Any]:
+    """One document as ``memo invoice list|show --json`` answers it (camelCase): number, kind,
+    issued, due, period, client, currency, net, tax, gross (decimal text), billableHours,
+    sessions (count), status (``issued``, ``credited`` with ``creditedBy``, or for a credit
+    note ``credits``), pdf (its path in the vault)."""
+    meta = document.meta
+    summary = {key: meta.get(key) for key in ("number", "kind", "issued", "due", "periodStart", "periodEnd", "client",
+                                              "currency", "net", "tax", "gross", "billableHours")}
+    summary["sessions"] = len(meta.get("sessions") or [])
+    if document.kind == ledger.CREDIT_NOTE:
+        summary["credits"] = meta.get("credits")
+    else:
+        credited_by = ledger.credited(docs or []).get(document.number)
+        summary["status"] = "credited" if credited_by else "issued"
+        if credited_by:
+            summary["creditedBy"] = credited_by
+    summary["pdf"] = str(document.pdf)
+    return summary
+
+
+def _summary(meta: dict[str, Any]) -> str:
+    """The readable body of a stored document."""
+    title = f"{_TITLES[meta['kind']]} {meta['number']}"
+    lines = [f"# {title}", "", f"{meta['client']}: {meta['periodStart']} – {meta['periodEnd']}, issued "
+             f"{meta['issued']}" + (f", due {meta['due']}" if meta["kind"] == ledger.INVOICE else
+                                   f", cancels invoice {meta['credits']}"), "",
+             f"Net {meta['currency']} {meta['net']} · VAT {meta['tax']} · Total {meta['gross']} "
+             f"({meta['billableHours']} h, {len(meta['sessions'])} sessions)", ""]
+    lines += [f"- {line['project']}: {line['description']} — {line['hours']} h × {line['rate']} = {line['amount']}"
+              for line in meta["lines"]]
+    return "\n".join(lines) + "\n"

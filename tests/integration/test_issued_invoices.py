@@ -1,0 +1,273 @@
+"""Sendable invoices (SPEC §9, issue 15 points 1–3): issuer and client profiles validated with
+maintained libraries; ``memo invoice issue`` numbers, stores immutably and never bills a session
+twice; ``memo invoice credit`` cancels; the issued PDF is a Factur-X invoice whose XML the
+official EN 16931 schema accepts."""
+
+from __future__ import annotations
+
+import json
+import os
+from decimal import Decimal
+from pathlib import Path
+
+import facturx
+import pytest
+from lxml import etree
+
+from memo_analytics.config import Settings
+from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.services.store import VaultStore
+from tests.inprocess import memo
+
+from .test_cli import pdf_text
+
+ISSUER = """
+timezone = "Europe/Berlin"
+
+[invoice]
+name = "Ana Dev GmbH"
+address = ["Hauptstraße 1"]
+postcode = "10115"
+city = "Berlin"
+country = "DE"
+vatId = "DE136695976"
+email = "ana@example.com"
+bank = "Commerzbank"
+iban = "DE89 3704 0044 0532 0130 00"
+bic = "COBADEFFXXX"
+paymentTermsDays = 14
+footer = "Amtsgericht Charlottenburg HRB 12345"
+"""
+ACME = """
+[clients."Acme Corp"]
+name = "Acme Corp SARL"
+hourlyRate = "120.00"
+currency = "EUR"
+taxRate = "19"
+address = ["1 rue de la Paix"]
+postcode = "75002"
+city = "Paris"
+country = "FR"
+vatId = "FR40303265045"
+projectRates = { api = "140.00" }
+"""
+GLOBEX = """
+[clients.Globex]
+hourlyRate = "100"
+currency = "EUR"
+reverseCharge = true
+address = ["Keizersgracht 1"]
+city = "Amsterdam"
+country = "NL"
+vatId = "NL004495445B01"
+"""
+NS = {"rsm": "urn:un:unece:uncefact:data:standard:CrossIndustryInvoice:100",
+      "ram": "urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100",
+      "udt": "urn:un:unece:uncefact:data:standard:UnqualifiedDataType:100"}
+
+
+def _session(store, sid, project, client, start, end):
+    start_session(store, StartSessionRequest(session_id=sid, project=project, client=client, start_time=start))
+    end_session(store, EndSessionRequest(session_id=sid, project=project, until=end))
+
+
+@pytest.fixture
+def billing(tmp_path) -> dict:
+    """A June of Acme (web 80 min at 120, api 25 min at its own 140, one 0-minute session),
+    one Globex session (reverse charge), and a session in July."""
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    _session(store, "a1", "web", "Acme Corp", "2026-06-02T09:00:00Z", "2026-06-02T10:20:00Z")
+    _session(store, "a2", "api", "Acme Corp", "2026-06-03T09:00:00Z", "2026-06-03T09:25:00Z")
+    _session(store, "z0", "api", "Acme Corp", "2026-06-04T09:00:00Z", "2026-06-04T09:00:10Z")
+    _session(store, "g1", "etl", "Globex", "2026-06-05T12:00:00Z", "2026-06-05T13:30:00Z")
+    _session(store, "a3", "web", "Acme Corp", "2026-07-01T09:00:00Z", "2026-07-01T10:00:00Z")
+    store.close()
+    config = tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME + GLOBEX, encoding="utf-8")
+    (tmp_path / "home").mkdir()
+    return {"vault": root, "env": {"MEMO_CONFIG": str(config), "HOME": str(tmp_path / "home")}, "config": config}
+
+
+def run(billing, *args):
+    return memo(*args, vault=billing["vault"], env=billing["env"], check=False)
+
+
+def issue(billing, *args) -> dict:
+    ran = run(billing, "--json", "invoice", "issue", "--all", *args)
+    assert ran.returncode == 0, ran.stderr
+    return json.loads(ran.stdout)
+
+
+def xml_of(pdf: Path) -> etree._Element:
+    name, xml = facturx.get_xml_from_pdf(pdf.read_bytes(), check_xsd=False)
+    assert name == "factur-x.xml"
+    assert facturx.xml_check_xsd(xml, flavor="factur-x", level="en16931") is True  # the official schema it ships
+    return etree.fromstring(xml)
+
+
+def text(root: etree._Element, path: str) -> list[str]:
+    return [node.text for node in root.xpath(path, namespaces=NS)]
+
+
+def test_an_issued_invoice_is_numbered_stored_priced_with_vat_and_a_valid_factur_x(billing, tmp_path):
+    june = issue(billing, "--client", "acme corp", "--since", "2026-06-01", "--until", "2026-06-30",
+                 "-o", str(tmp_path / "june.pdf"))
+    # web 80 min → 1.33 h × 120 = 159.60; api 25 min → 0.42 h × 140 (its own rate) = 58.80; net 218.40;
+    # VAT 19 % of 218.40 = 41.496 → 41.50; gross 259.90. Issued on the period's end (it is past), due 14 days later.
+    assert {k: june[k] for k in ("number", "kind", "issued", "due", "periodStart", "periodEnd", "client", "currency",
+                                 "net", "tax", "gross", "billableHours", "sessions", "status")} == {
+        "number": "2026-0001", "kind": "invoice", "issued": "2026-06-30", "due": "2026-07-14",
+        "periodStart": "2026-06-01", "periodEnd": "2026-06-30", "client": "Acme Corp", "currency": "EUR",
+        "net": "218.40", "tax": "41.50", "gross": "259.90", "billableHours": "1.75", "sessions": 2, "status": "issued"}
+    assert june["leftOff"] == {"alreadyInvoiced": 0, "zeroMinutes": 1, "open": 0}
+    stored = billing["vault"] / "invoices" / "2026-0001.pdf"
+    assert stored.read_bytes() == (tmp_path / "june.pdf").read_bytes()
+    assert not os.access(stored, os.W_OK) or os.geteuid() == 0
+    assert oct(stored.stat().st_mode & 0o777) == "0o444"
+    printed = pdf_text(stored)
+    for expected in ("Ana Dev GmbH", "Hauptstraße 1", "VAT id DE136695976", "Acme Corp SARL", "1 rue de la Paix",
+                     "75002 Paris", "France", "Invoice 2026-0001", "Due date 2026-07-14",
+                     "Service period 2026-06-01 – 2026-06-30", "EUR 218.40", "EUR 41.50", "EUR 259.90",
+                     "IBAN DE89 3704 0044 0532 0130 00", "Amtsgericht Charlottenburg HRB 12345",
+                     "1 session of 0 minutes"):
+        assert expected in " ".join(printed.split()), expected
+    root = xml_of(stored)
+    assert text(root, "//rsm:ExchangedDocument/ram:ID") == ["2026-0001"]
+    assert text(root, "//rsm:ExchangedDocument/ram:TypeCode") == ["380"]
+    assert text(root, "//ram:IssueDateTime/udt:DateTimeString") == ["20260630"]
+    assert text(root, "//ram:SellerTradeParty/ram:SpecifiedTaxRegistration/ram:ID") == ["DE136695976"]
+    assert text(root, "//ram:BuyerTradeParty/ram:SpecifiedTaxRegistration/ram:ID") == ["FR40303265045"]
+    assert text(root, "//ram:IncludedSupplyChainTradeLineItem//ram:BilledQuantity") == ["0.42", "1.33"]
+    assert text(root, "//ram:IncludedSupplyChainTradeLineItem//ram:NetPriceProductTradePrice/ram:ChargeAmount") == [
+        "140.00", "120.00"]
+    assert text(root, "//ram:SpecifiedTradeSettlementHeaderMonetarySummation/ram:TaxBasisTotalAmount") == ["218.40"]
+    assert text(root, "//ram:SpecifiedTradeSettlementHeaderMonetarySummation/ram:TaxTotalAmount") == ["41.50"]
+    assert text(root, "//ram:SpecifiedTradeSettlementHeaderMonetarySummation/ram:DuePayableAmount") == ["259.90"]
+    assert text(root, "//ram:ApplicableTradeTax/ram:CategoryCode") == ["S", "S", "S"]  # two lines, one breakdown
+    assert text(root, "//ram:PayeePartyCreditorFinancialAccount/ram:IBANID") == ["DE89370400440532013000"]
+    assert text(root, "//ram:SpecifiedTradePaymentTerms/ram:DueDateDateTime/udt:DateTimeString") == ["20260714"]
+
+
+def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoice(billing):
+    first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    again = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                "--until", "2026-06-30")
+    assert again.returncode == 1
+    assert again.stderr.strip() == ("error: Nothing to invoice: no billable session with a duration for these "
+                                    "filters; 2 already invoiced (memo invoice list); 1 of 0 minutes")
+    # a wider period bills only what is new: July's session
+    wider = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-07-31")
+    assert (wider["number"], wider["net"], wider["sessions"], wider["leftOff"]["alreadyInvoiced"]) == (
+        "2026-0002", "120.00", 1, 2)
+    credit = json.loads(run(billing, "--json", "invoice", "credit", first["number"], "--reason", "wrong rate",
+                            "--issued", "2026-08-01").stdout)
+    # a credit note takes the next number
+    assert (credit["number"], credit["kind"], credit["credits"], credit["gross"]) == (
+        "2026-0003", "creditNote", "2026-0001", "259.90")
+    root = xml_of(Path(credit["pdf"]))
+    assert text(root, "//rsm:ExchangedDocument/ram:TypeCode") == ["381"]
+    assert text(root, "//ram:InvoiceReferencedDocument/ram:IssuerAssignedID") == ["2026-0001"]
+    twice = run(billing, "invoice", "credit", first["number"])
+    assert (twice.returncode, twice.stderr.strip()) == (
+        1, "error: Invalid number: invoice 2026-0001 is already cancelled by credit note 2026-0003")
+    assert run(billing, "invoice", "credit", "2026-0003").stderr.strip() == (
+        "error: Invalid number: 2026-0003 is a credit note; only an invoice can be credited")
+    reissued = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert (reissued["number"], reissued["net"], reissued["sessions"]) == ("2026-0004", "218.40", 2)
+    listed = json.loads(run(billing, "--json", "invoice", "list").stdout)["items"]
+    assert [(i["number"], i["kind"], i.get("status"), i.get("creditedBy"), i.get("credits")) for i in listed] == [
+        ("2026-0001", "invoice", "credited", "2026-0003", None), ("2026-0002", "invoice", "issued", None, None),
+        ("2026-0003", "creditNote", None, None, "2026-0001"), ("2026-0004", "invoice", "issued", None, None)]
+    # numbers follow issue dates: 0004 bills June, whose end is past, but is dated as the credit note before it
+    assert [i["issued"] for i in listed] == ["2026-06-30", "2026-07-31", "2026-08-01", "2026-08-01"]
+    early = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--issued", "2026-07-01")
+    assert early.returncode == 1 and "before the last issued document (2026-08-01)" in early.stderr
+
+
+def test_reverse_charge_bills_no_vat_and_says_why(billing):
+    doc = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert (doc["net"], doc["tax"], doc["gross"]) == ("150.00", "0.00", "150.00")  # 90 min = 1.50 h × 100
+    assert "Reverse charge: VAT to be accounted for by the recipient" in " ".join(pdf_text(Path(doc["pdf"])).split())
+    root = xml_of(Path(doc["pdf"]))
+    assert text(root, "//ram:ApplicableHeaderTradeSettlement/ram:ApplicableTradeTax/ram:CategoryCode") == ["AE"]
+    assert text(root, "//ram:ApplicableHeaderTradeSettlement/ram:ApplicableTradeTax/ram:ExemptionReasonCode") == [
+        "VATEX-EU-AE"]
+
+
+def test_an_issued_invoice_bills_one_client_and_names_issuer_and_client(billing, tmp_path):
+    both = run(billing, "invoice", "issue", "--all", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert (both.returncode, both.stderr.strip()) == (
+        1, "error: Invalid client: an issued invoice bills one client; these filters bill Acme Corp, Globex: "
+           "give --client")
+    billing["config"].write_text(ISSUER.replace('address = ["Hauptstraße 1"]\n', "") + ACME, encoding="utf-8")
+    bare = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp")
+    assert bare.stderr.strip() == ("error: Invalid invoice.address: an issued invoice names its issuer: set "
+                                   "invoice.address (memo config set KEY VALUE)")
+    assert not (billing["vault"] / "invoices").exists()  # nothing was issued, no number used
+
+
+def test_a_document_is_never_replaced_and_a_changed_pdf_is_not_passed_on(billing, tmp_path):
+    from memo_analytics.vault import ledger
+
+    doc = issue(billing, "--client", "Globex")
+    with pytest.raises(ledger.DocumentExistsError):
+        ledger.write_document(billing["vault"], {"number": doc["number"]}, "", b"%PDF-")
+    pdf = Path(doc["pdf"])
+    os.chmod(pdf, 0o644)
+    pdf.write_bytes(pdf.read_bytes() + b"\n% edited")
+    copy = run(billing, "invoice", "show", doc["number"], "-o", str(tmp_path / "copy.pdf"))
+    assert copy.returncode == 1 and "is not the one issued (its SHA-256 differs)" in copy.stderr
+    assert not (tmp_path / "copy.pdf").exists()
+    assert run(billing, "invoice", "show", "../etc").stderr.startswith("error: Invalid number:")
+    assert run(billing, "invoice", "show", "2099-0001").stderr.strip() == (
+        "error: Invoice not found: 2099-0001 (memo invoice list shows the issued ones)")
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("invoice.iban", '"DE89 3704 0044 0532 0130 01"', "is not a valid IBAN: Invalid checksum digits"),
+    ("invoice.bic", '"COBADEFF"', None),  # an 8-character BIC is valid
+    ("invoice.bic", '"CBADEFFX1"', "is not a valid BIC"),
+    ("invoice.vatId", '"DE123"', "is not a valid VAT identification number"),
+    ("invoice.country", '"XX"', "is not an ISO 3166-1 alpha-2 country code"),
+    ("invoice.numberFormat", '"INV-{n}"', "must use {seq} and may use {year}, nothing else"),
+    ("invoice.numberFormat", '"../{seq}"', "must start with a letter"),
+    ('clients."Acme Corp".vatId', '"FR00000000000"', "is not a valid VAT identification number"),
+    ('clients."Acme Corp".taxRate', '"101"', "less than or equal to 100"),
+])
+def test_profiles_are_validated_and_a_bad_value_is_one_line_naming_its_key(billing, key, value, message):
+    section, _, name = key.rpartition(".")
+    text_ = billing["config"].read_text(encoding="utf-8")
+    header = "[invoice]" if section == "invoice" else '[clients."Acme Corp"]'
+    text_ = text_.replace(header + "\n", f"{header}\n{name} = {value}\n", 1)
+    lines = text_.splitlines()
+    # the key now appears twice in its table when the profile already set it: keep the new one
+    seen, kept, table = set(), [], None
+    for line in lines:
+        if line.startswith("["):
+            table, seen = line, set()
+        elif "=" in line and table == header:
+            k = line.split("=", 1)[0].strip()
+            if k in seen:
+                continue
+            seen.add(k)
+        kept.append(line)
+    billing["config"].write_text("\n".join(kept) + "\n", encoding="utf-8")
+    ran = run(billing, "activity", "--all")
+    if message is None:
+        assert ran.returncode == 0, ran.stderr
+        return
+    assert ran.returncode == 1
+    [line] = ran.stderr.strip().splitlines()
+    assert line.startswith(f"error: Invalid {key}") and message in line
+
+
+def test_reverse_charge_and_a_tax_rate_exclude_each_other():
+    from pydantic import ValidationError
+
+    from memo_analytics.domain.billing import ClientBilling
+
+    with pytest.raises(ValidationError, match="reverseCharge and a taxRate above 0 exclude each other"):
+        ClientBilling(hourly_rate=Decimal(1), currency="EUR", reverse_charge=True, tax_rate=Decimal(19))
+    assert ClientBilling(hourly_rate=Decimal(1), currency="EUR").tax_category() == ("E", Decimal(0))
