@@ -190,7 +190,7 @@ class DashboardData:
         """Why no invoice can be made for ``report`` (no billable session, a client without an
         hourly rate), or None."""
         try:
-            build_invoice(report, self.settings.billing_for)
+            build_invoice(report, self.settings.billing_for, invoiced=self._invoiced())
         except MemoError as exc:  # nothing to bill; a client without terms
             return str(exc)
         return None
@@ -199,7 +199,14 @@ class DashboardData:
         """The draft invoice PDF of ``report`` (hours × each client's configured rate, one
         line per client and project): the one of ``memo report invoice`` without
         ``--number``."""
-        return invoice_pdf_bytes(report, self.settings, user_templates=self.settings.templates_dir)[0]
+        return invoice_pdf_bytes(report, self.settings, user_templates=self.settings.templates_dir,
+                                 invoiced=self._invoiced())[0]
+
+    def _invoiced(self) -> dict[tuple[str, str], str]:
+        """Sessions on issued invoices of the main vault: a draft leaves them off."""
+        from .vault.ledger import documents, invoiced_sessions
+
+        return invoiced_sessions(documents(self.store.root))
 
     # ---------------------------------------------------------------- rules
     def rule_candidates(self, project: str | None, min_confidence: float) -> list[Candidate]:

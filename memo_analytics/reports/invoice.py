@@ -366,7 +366,8 @@ def invoice_context(report: ActivityReport, invoice: Invoice, *, number: str | N
 def render_invoice_pdf(report: ActivityReport, settings: Settings, output: Path, *, lines: str = "project",
                        number: str | None = None, issued: date | None = None, user_templates: Path | None = None,
                        now: datetime | None = None, vault_root: Path | None = None,
-                       config: str = "the config file", overwrite: bool = False) -> tuple[Path, Invoice]:
+                       config: str = "the config file", overwrite: bool = False,
+                       invoiced: Collection[tuple[str, str]] = ()) -> tuple[Path, Invoice]:
     """Write the invoice PDF for ``report`` with the terms of ``settings`` (atomically); an
     existing file is replaced only with ``overwrite``.
 
@@ -384,30 +385,32 @@ def render_invoice_pdf(report: ActivityReport, settings: Settings, output: Path,
     forbidden = (vault_root,) if vault_root else ()
     check_output_path(output, forbidden, overwrite=overwrite)
     html, invoice = invoice_html(report, settings, lines=lines, number=number, issued=issued,
-                                 user_templates=user_templates, now=now, config=config)
+                                 user_templates=user_templates, now=now, config=config, invoiced=invoiced)
     return write_pdf(html, output, user_templates or templates_dir(), forbidden, overwrite), invoice
 
 
 def invoice_html(report: ActivityReport, settings: Settings, *, lines: str = "project", number: str | None = None,
                  issued: date | None = None, user_templates: Path | None = None, now: datetime | None = None,
-                 config: str = "the config file") -> tuple[str, Invoice]:
+                 config: str = "the config file", invoiced: Collection[tuple[str, str]] = ()) -> tuple[str, Invoice]:
     """The invoice of ``report`` with the terms of ``settings`` as HTML (``invoice.html.j2``,
     the user's folder first), and the invoice it shows: what :func:`render_invoice_pdf`
     writes and :func:`invoice_pdf_bytes` returns. Without ``number`` it is a draft.
+    ``invoiced``: sessions on issued invoices (``ledger.invoiced_sessions``), left off.
 
     Raises
     ------
     UnpricedClientError, ReportError
         A client without terms; nothing to bill; a missing or broken template.
     """
-    invoice = build_invoice(report, settings.billing_for, lines, config)
+    invoice = build_invoice(report, settings.billing_for, lines, config, invoiced=invoiced)
     context = invoice_context(report, invoice, number=number, issued=issued, lines=lines, now=now)
     return render_html("invoice.html.j2", context, user_templates), invoice
 
 
 def invoice_pdf_bytes(report: ActivityReport, settings: Settings, *, lines: str = "project",
                       number: str | None = None, issued: date | None = None, user_templates: Path | None = None,
-                      now: datetime | None = None, config: str = "the config file") -> tuple[bytes, Invoice]:
+                      now: datetime | None = None, config: str = "the config file",
+                      invoiced: Collection[tuple[str, str]] = ()) -> tuple[bytes, Invoice]:
     """The invoice PDF of ``report`` as bytes (a download: nothing is written), and the
     invoice it shows; parameters as :func:`invoice_html`.
 
@@ -417,7 +420,7 @@ def invoice_pdf_bytes(report: ActivityReport, settings: Settings, *, lines: str 
         As :func:`invoice_html`; a resource the template names that cannot be loaded.
     """
     html, invoice = invoice_html(report, settings, lines=lines, number=number, issued=issued,
-                                 user_templates=user_templates, now=now, config=config)
+                                 user_templates=user_templates, now=now, config=config, invoiced=invoiced)
     return render_pdf_bytes(html, user_templates or templates_dir()), invoice
 
 

@@ -141,14 +141,18 @@ def test_printed_lines_are_hours_times_rate_and_totals_are_their_sums(vault, con
 def test_session_lines_match_the_timesheet_rows_and_print_cjk_in_a_cjk_font(vault, config, tmp_path):
     pdf = tmp_path / "invoice.pdf"
     memo("report", "invoice", "--all", "--force", "--client", "ACME CORP", "--tz", "UTC", "--lines", "session",
-         "--number", "2026-0042", "--issued", "2026-04-01", "-o", str(pdf), vault=vault, env=config)
+         "--issued", "2026-04-01", "-o", str(pdf), vault=vault, env=config)
     text = pdf_text(pdf)
     # the summary wraps inside its cell: compare without line breaks
     assert CJK_SUMMARY in text.replace("\n", "")
     fonts = {str(f["/BaseFont"]) for page in PdfReader(str(pdf)).pages
              for f in page["/Resources"]["/Font"].values()}
     assert any("CJK" in name for name in fonts), fonts
-    assert "Invoice 2026-0042" in text and "Issued 2026-04-01" in text
+    assert "Draft invoice" in text and "Issued 2026-04-01" in text
+    numbered = memo("report", "invoice", "--all", "--number", "2026-0042", "-o", str(tmp_path / "n.pdf"), vault=vault,
+                    env=config, check=False)
+    assert numbered.returncode == 1 and "a draft has no number; issue a numbered invoice with `memo invoice issue`" \
+        in numbered.stderr and not (tmp_path / "n.pdf").exists()
     # sessions of 20, 20, 20 and 95 minutes share Acme's 155 minutes = 2.58 h by largest remainder
     assert LINE.findall(text) == [("0.34", "120.00", "40.80"), ("0.33", "120.00", "39.60"),
                                   ("0.33", "120.00", "39.60"), ("1.58", "120.00", "189.60")]

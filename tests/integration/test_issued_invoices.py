@@ -271,3 +271,13 @@ def test_reverse_charge_and_a_tax_rate_exclude_each_other():
     with pytest.raises(ValidationError, match="reverseCharge and a taxRate above 0 exclude each other"):
         ClientBilling(hourly_rate=Decimal(1), currency="EUR", reverse_charge=True, tax_rate=Decimal(19))
     assert ClientBilling(hourly_rate=Decimal(1), currency="EUR").tax_category() == ("E", Decimal(0))
+
+
+def test_the_draft_leaves_off_what_is_invoiced_and_says_so(billing, tmp_path):
+    issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    draft = run(billing, "--json", "report", "invoice", "--all", "--client", "Acme Corp", "-o", str(tmp_path / "d.pdf"))
+    assert json.loads(draft.stdout)["totals"]["EUR"]["amount"] == "120.00"  # July's hour only
+    printed = " ".join(pdf_text(tmp_path / "d.pdf").split())
+    assert "Draft invoice" in printed
+    assert "2 sessions are left off: already on an issued invoice" in printed
+    assert "1 session of 0 minutes is left off" in printed

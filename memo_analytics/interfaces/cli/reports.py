@@ -155,21 +155,27 @@ def report_invoice(
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
     lines: str = typer.Option("project", "--lines",
                               help="One line per client and project (default) or per session: project|session."),
-    number: Optional[str] = typer.Option(None, "--number", help="Invoice number (without it: a draft invoice)."),
+    number: Optional[str] = typer.Option(None, "--number", hidden=True,
+                                         help="Refused: numbered invoices are issued (memo invoice issue)."),
     issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: today)."),
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
-    """PDF invoice: hours × each client's hourly rate (config [clients."<name>"]), one total per currency."""
+    """Draft PDF invoice: hours × each client's hourly rate (config [clients."<name>"]), one total per currency.
+    A draft is never numbered: `memo invoice issue` issues one."""
     from ...reports.invoice import LINE_MODES, invoice_summary, parse_issued, render_invoice_pdf
+    from ...vault.ledger import documents, invoiced_sessions
 
+    if number is not None:
+        raise MemoError("Invalid number: a draft has no number; issue a numbered invoice with `memo invoice issue` "
+                        "(the next of its sequence, stored in the vault, its sessions marked invoiced)")
     if lines not in LINE_MODES:
         raise MemoError(f"Invalid lines: {lines!r} is not one of {', '.join(LINE_MODES)}")
     report = _activity_report(project, all_projects, since, until, client, tz)
     path, invoice = render_invoice_pdf(
-        report, state.settings, output, lines=lines, number=number.strip() if number and number.strip() else None,
-        issued=parse_issued(issued, report), user_templates=_user_templates(templates),
-        vault_root=state.store.root, config=str(config_path()), overwrite=force)
+        report, state.settings, output, lines=lines, issued=parse_issued(issued, report), user_templates=_user_templates(templates),
+        vault_root=state.store.root, config=str(config_path()), overwrite=force,
+        invoiced=invoiced_sessions(documents(state.store.root)))
     result = invoice_summary(invoice, report, path)
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
