@@ -159,9 +159,9 @@ class Issuer(_Party):
         return " ".join(self.iban[i:i + 4] for i in range(0, len(self.iban), 4)) if self.iban else None
 
     def missing_for_sending(self) -> list[str]:
-        """The keys a sendable invoice needs that are not set (name, address, country)."""
-        return [key for key, value in (("name", self.name), ("address", self.address), ("country", self.country))
-                if not value]
+        """The keys a sendable invoice needs that are not set (name, address, city, country)."""
+        return [key for key, value in (("name", self.name), ("address", self.address), ("city", self.city),
+                                       ("country", self.country)) if not value]
 
 
 class ClientBilling(_Party):

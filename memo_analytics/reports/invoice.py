@@ -427,14 +427,14 @@ def invoice_pdf_bytes(report: ActivityReport, settings: Settings, *, lines: str 
 def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | None = None) -> dict[str, Any]:
     """The invoice as every interface answers it (camelCase): ``{output?, totalBillableHours
     (float), totalDurationMinutes (int), totals: {CURRENCY: {amount (decimal string, the
-    currency's minor unit), billableHours, clients}}, lines (int: printed lines),
+    currency's minor unit: the net), tax, gross, billableHours, clients}}, lines (int: printed lines),
     openSessions (int: not billed, still open), timezone}``."""
     summary: dict[str, Any] = {} if output is None else {"output": str(output)}
     summary.update({
         "totalBillableHours": float(invoice.hours),
         "totalDurationMinutes": invoice.minutes,
-        "totals": {t.currency: {"amount": str(t.amount), "billableHours": float(t.hours), "clients": list(t.clients)}
-                   for t in invoice.totals},
+        "totals": {t.currency: {"amount": str(t.amount), "tax": str(t.tax), "gross": str(t.gross),
+                                "billableHours": float(t.hours), "clients": list(t.clients)} for t in invoice.totals},
         "lines": sum(len(s.lines) for s in invoice.sections),
         "openSessions": invoice.open_sessions,
         "timezone": report.wire()["timezone"],

@@ -14,8 +14,12 @@ turns the same lines into a document:
 - **Dates**: the period is always printed as dates (the report's bounds, else the first and
   last billed session's local dates); the issue date defaults to the period's end when the
   period is past, else today — but never before the last document issued: numbers follow
-  issue dates (an earlier ``--issued`` is refused); the due date is the issue date plus the
-  payment terms.
+  issue dates (an earlier ``--issued`` is refused); the due date is the payment terms after
+  the issue date, or after the day of issuing when the invoice is dated earlier (a backdated
+  invoice is not overdue when it arrives).
+- **Sendable**: the issuer's name, postal address, country, VAT id or tax number and IBAN, the
+  client's postal address and country are required (the key to set is named); reverse charge
+  needs both VAT ids.
 - **Money** per :mod:`.invoice`: lines, net, VAT (one category: S with the client's
   ``taxRate``, AE for ``reverseCharge``, E otherwise, with the sentence the law asks for),
   gross = amount due.
@@ -78,19 +82,24 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
     if not (issuer.vat_id or issuer.tax_id):
         raise InvalidFieldError("invoice.vatId", "an issued invoice carries the issuer's VAT id or tax number: "
                                                  "set invoice.vatId or invoice.taxId")
+    if not issuer.iban:
+        raise InvalidFieldError("invoice.iban", "an issued invoice says where to pay: set invoice.iban (and "
+                                                "invoice.bic, invoice.bank)")
     key = f'clients."{client_name}"'
     if not client.name and not client_name:
         raise InvalidFieldError(f"{key}.name", "the client needs a name")
-    if not client.address or not client.country:
-        raise InvalidFieldError(f"{key}.{'address' if not client.address else 'country'}",
-                                "an issued invoice names the client's address and country: set "
-                                f"{key}.address and {key}.country")
+    missing = [name for name, value in (("address", client.address), ("city", client.city),
+                                        ("country", client.country)) if not value]
+    if missing:
+        raise InvalidFieldError(f"{key}.{missing[0]}", "an issued invoice names the client's postal address: set "
+                                + ", ".join(f"{key}.{m}" for m in missing))
     category, _ = client.tax_category()
     if category == "AE" and not (client.vat_id and issuer.vat_id):
         raise InvalidFieldError(f"{key}.vatId" if not client.vat_id else "invoice.vatId",
                                 "reverse charge needs the VAT ids of both the issuer and the client")
-    if category == "S" and not issuer.vat_id:
-        raise InvalidFieldError("invoice.vatId", "charging VAT needs the issuer's VAT id (invoice.vatId)")
+    if category == "S" and not (issuer.vat_id or issuer.tax_id):  # EN 16931 BR-S-02: VAT id or tax number
+        raise InvalidFieldError("invoice.vatId", "charging VAT needs the issuer's VAT id or tax number "
+                                                 "(invoice.vatId or invoice.taxId)")
 
 
 def _check_in_order(issued: date, latest: date | None) -> None:
@@ -234,8 +243,10 @@ def issue_invoice(store: VaultStore, settings: Settings, report: ActivityReport,
             raise InvalidFieldError("issued", f"{issued} is before the period it bills ({period[0]} – {period[1]})")
         _check_in_order(issued, latest)
         number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year)
+        today = now.astimezone(report.zone).date()
+        # a backdated invoice (dated the period's end) is not overdue when it arrives: its terms run from today
         meta = _document_meta(ledger.INVOICE, number, key, sequence, settings.invoice.number_format, issued,
-                              due_date(issued, settings.invoice, client), period, zone_name(report.zone), invoice,
+                              due_date(max(issued, today), settings.invoice, client), period, zone_name(report.zone), invoice,
                               settings.invoice, section.client, client, now)
         pdf = _render(meta, user_templates)
         meta["pdfSha256"] = hashlib.sha256(pdf).hexdigest()

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 from pathlib import Path
 
 import facturx
@@ -115,20 +117,23 @@ def test_an_issued_invoice_is_numbered_stored_priced_with_vat_and_a_valid_factur
     june = issue(billing, "--client", "acme corp", "--since", "2026-06-01", "--until", "2026-06-30",
                  "-o", str(tmp_path / "june.pdf"))
     # web 80 min → 1.33 h × 120 = 159.60; api 25 min → 0.42 h × 140 (its own rate) = 58.80; net 218.40;
-    # VAT 19 % of 218.40 = 41.496 → 41.50; gross 259.90. Issued on the period's end (it is past), due 14 days later.
+    # VAT 19 % of 218.40 = 41.496 → 41.50; gross 259.90. Dated the period's end (it is past); due 14 days after
+    # the day it was issued (a backdated invoice is not overdue when it arrives: see the test of that rule)
     assert {k: june[k] for k in ("number", "kind", "issued", "due", "periodStart", "periodEnd", "client", "currency",
                                  "net", "tax", "gross", "billableHours", "sessions", "status")} == {
-        "number": "2026-0001", "kind": "invoice", "issued": "2026-06-30", "due": "2026-07-14",
+        "number": "2026-0001", "kind": "invoice", "issued": "2026-06-30", "due": june["due"],
         "periodStart": "2026-06-01", "periodEnd": "2026-06-30", "client": "Acme Corp", "currency": "EUR",
         "net": "218.40", "tax": "41.50", "gross": "259.90", "billableHours": "1.75", "sessions": 2, "status": "issued"}
     assert june["leftOff"] == {"alreadyInvoiced": 0, "zeroMinutes": 1, "open": 0}
+    today = datetime.now(ZoneInfo("Europe/Berlin")).date()
+    assert date.fromisoformat(june["due"]) - max(date(2026, 6, 30), today) == timedelta(days=14)
     stored = billing["vault"] / "invoices" / "2026-0001.pdf"
     assert stored.read_bytes() == (tmp_path / "june.pdf").read_bytes()
     assert not os.access(stored, os.W_OK) or os.geteuid() == 0
     assert oct(stored.stat().st_mode & 0o777) == "0o444"
     printed = pdf_text(stored)
     for expected in ("Ana Dev GmbH", "Hauptstraße 1", "VAT id DE136695976", "Acme Corp SARL", "1 rue de la Paix",
-                     "75002 Paris", "France", "Invoice 2026-0001", "Due date 2026-07-14",
+                     "75002 Paris", "France", "Invoice 2026-0001", f"Due date {june['due']}",
                      "Service period 2026-06-01 – 2026-06-30", "EUR 218.40", "EUR 41.50", "EUR 259.90",
                      "IBAN DE89 3704 0044 0532 0130 00", "Amtsgericht Charlottenburg HRB 12345",
                      "1 session of 0 minutes"):
@@ -147,7 +152,8 @@ def test_an_issued_invoice_is_numbered_stored_priced_with_vat_and_a_valid_factur
     assert text(root, "//ram:SpecifiedTradeSettlementHeaderMonetarySummation/ram:DuePayableAmount") == ["259.90"]
     assert text(root, "//ram:ApplicableTradeTax/ram:CategoryCode") == ["S", "S", "S"]  # two lines, one breakdown
     assert text(root, "//ram:PayeePartyCreditorFinancialAccount/ram:IBANID") == ["DE89370400440532013000"]
-    assert text(root, "//ram:SpecifiedTradePaymentTerms/ram:DueDateDateTime/udt:DateTimeString") == ["20260714"]
+    assert text(root, "//ram:SpecifiedTradePaymentTerms/ram:DueDateDateTime/udt:DateTimeString") == [
+        june["due"].replace("-", "")]
 
 
 def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoice(billing):
@@ -182,7 +188,8 @@ def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoi
         ("2026-0003", "creditNote", None, None, "2026-0001"), ("2026-0004", "invoice", "issued", None, None)]
     # numbers follow issue dates: 0004 bills June, whose end is past, but is dated as the credit note before it
     assert [i["issued"] for i in listed] == ["2026-06-30", "2026-07-31", "2026-08-01", "2026-08-01"]
-    early = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--issued", "2026-07-01")
+    early = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
+                "2026-06-30", "--issued", "2026-07-01")
     assert early.returncode == 1 and "before the last issued document (2026-08-01)" in early.stderr
 
 
@@ -202,16 +209,20 @@ def test_an_issued_invoice_bills_one_client_and_names_issuer_and_client(billing,
         1, "error: Invalid client: an issued invoice bills one client; these filters bill Acme Corp, Globex: "
            "give --client")
     billing["config"].write_text(ISSUER.replace('address = ["Hauptstraße 1"]\n', "") + ACME, encoding="utf-8")
-    bare = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp")
+    bare = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
+               "2026-06-30")
     assert bare.stderr.strip() == ("error: Invalid invoice.address: an issued invoice names its issuer: set "
                                    "invoice.address (memo config set KEY VALUE)")
+    no_period = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--until", "2026-06-30")
+    assert no_period.stderr.strip() == ("error: Invalid since: an issued invoice bills a period: give --since and "
+                                        "--until (e.g. --since 2026-06-01 --until 2026-06-30)")
     assert not (billing["vault"] / "invoices").exists()  # nothing was issued, no number used
 
 
 def test_a_document_is_never_replaced_and_a_changed_pdf_is_not_passed_on(billing, tmp_path):
     from memo_analytics.vault import ledger
 
-    doc = issue(billing, "--client", "Globex")
+    doc = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
     with pytest.raises(ledger.DocumentExistsError):
         ledger.write_document(billing["vault"], {"number": doc["number"]}, "", b"%PDF-")
     pdf = Path(doc["pdf"])
@@ -281,3 +292,31 @@ def test_the_draft_leaves_off_what_is_invoiced_and_says_so(billing, tmp_path):
     assert "Draft invoice" in printed
     assert "2 sessions are left off: already on an issued invoice" in printed
     assert "1 session of 0 minutes is left off" in printed
+
+
+# WeasyPrint's PDF/A output opens its sRGB profile without closing it (weasyprint/pdf/__init__.py,
+# ColorProfile(files(...).open("rb"))): a ResourceWarning at garbage collection, in the library
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_the_due_date_runs_from_the_day_of_issuing_when_the_invoice_is_dated_earlier(billing):
+    """A June invoice issued on 1 December is dated 30 June (the period's end) but due 14 days
+    after 1 December; issued on 2 July, it is due 14 days after 2 July either way."""
+    from memo_analytics.analytics.activity import report_for
+    from memo_analytics.reports.issuing import issue_invoice
+    from memo_analytics.services.requests import ActivityReportRequest
+    from tests.inprocess import environment
+
+    with environment({"MEMO_CONFIG": str(billing["config"])}):
+        settings = Settings(vault_root=billing["vault"])
+    store = VaultStore(settings)
+    try:
+        def june(client: str):
+            return report_for(store, ActivityReportRequest(cross_project=True, client=client, since="2026-06-01",
+                                                           until="2026-06-30"))
+
+        late, _ = issue_invoice(store, settings, june("Acme Corp"), now=datetime(2026, 12, 1, 9, tzinfo=timezone.utc))
+        assert (late.meta["issued"], late.meta["due"]) == ("2026-06-30", "2026-12-15")
+        soon, _ = issue_invoice(store, settings, june("Globex"), now=datetime(2026, 12, 2, 9, tzinfo=timezone.utc),
+                                issued=date(2026, 12, 2))
+        assert (soon.meta["issued"], soon.meta["due"]) == ("2026-12-02", "2026-12-16")
+    finally:
+        store.close()

@@ -57,6 +57,10 @@ def invoice_issue(
     from ...reports.invoice import LINE_MODES
     from ...reports.issuing import document_summary, issue_invoice
 
+    for name, value in (("since", since), ("until", until)):
+        if value is None or not value.strip():
+            raise InvalidFieldError(name, "an issued invoice bills a period: give --since and --until "
+                                          "(e.g. --since 2026-06-01 --until 2026-06-30)")
     if lines not in LINE_MODES:
         raise InvalidFieldError("lines", f"{lines!r} is not one of {', '.join(LINE_MODES)}")
     report = _activity_report(project, all_projects, since, until, client, tz)

@@ -57,6 +57,7 @@ _REPORT_FILTERS = dict(
 )
 
 
+_OUTPUT_HELP = "File to write: .pdf, .csv or .xlsx (the suffix picks the format)."
 _TEMPLATES_HELP = ("Your own template folder, tried before ours (default: templatesDir of the config file): "
                    "timesheet.html.j2, invoice.html.j2, report.css.")
 
@@ -126,19 +127,24 @@ def activity(
 
 @report_app.command("timesheet")
 def report_timesheet(
-    output: Path = typer.Option(..., "--output", "-o", help="PDF file to write."),
+    output: Path = typer.Option(..., "--output", "-o", help=_OUTPUT_HELP),
     since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
     client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
-    """PDF timesheet: one row per billable session, subtotals per client, the grand total."""
+    """Timesheet (PDF, CSV or XLSX by the suffix of -o): one row per billable session, subtotals per client, the total."""
+    from ...reports.tables import output_format, timesheet_table, write_table
     from ...reports.timesheet import render_timesheet_pdf
 
+    fmt = output_format(output, (state.store.root,))
     report = _activity_report(project, all_projects, since, until, client, tz)
-    path = render_timesheet_pdf(report, output, _user_templates(templates), vault_root=state.store.root,
-                                overwrite=force)
+    if fmt == "pdf":
+        path = render_timesheet_pdf(report, output, _user_templates(templates), vault_root=state.store.root,
+                                    overwrite=force)
+    else:
+        path = write_table(timesheet_table(report, fmt), output, (state.store.root,), force)
     result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
               "totalBillableHours": report.total_billable_hours, "timezone": report.wire()["timezone"]}
     _emit(result, lambda r: out.print(f"wrote {r['output']}: total billable {r['totalBillableHours']:.2f} h "
@@ -149,7 +155,7 @@ def report_timesheet(
 
 @report_app.command("invoice")
 def report_invoice(
-    output: Path = typer.Option(..., "--output", "-o", help="PDF file to write."),
+    output: Path = typer.Option(..., "--output", "-o", help=_OUTPUT_HELP),
     since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
     client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
@@ -163,7 +169,8 @@ def report_invoice(
 ) -> None:
     """Draft PDF invoice: hours × each client's hourly rate (config [clients."<name>"]), one total per currency.
     A draft is never numbered: `memo invoice issue` issues one."""
-    from ...reports.invoice import LINE_MODES, invoice_summary, parse_issued, render_invoice_pdf
+    from ...reports.invoice import LINE_MODES, build_invoice, invoice_summary, parse_issued, render_invoice_pdf
+    from ...reports.tables import invoice_table, output_format, write_table
     from ...vault.ledger import documents, invoiced_sessions
 
     if number is not None:
@@ -171,11 +178,17 @@ def report_invoice(
                         "(the next of its sequence, stored in the vault, its sessions marked invoiced)")
     if lines not in LINE_MODES:
         raise MemoError(f"Invalid lines: {lines!r} is not one of {', '.join(LINE_MODES)}")
+    fmt = output_format(output, (state.store.root,))
     report = _activity_report(project, all_projects, since, until, client, tz)
-    path, invoice = render_invoice_pdf(
-        report, state.settings, output, lines=lines, issued=parse_issued(issued, report), user_templates=_user_templates(templates),
-        vault_root=state.store.root, config=str(config_path()), overwrite=force,
-        invoiced=invoiced_sessions(documents(state.store.root)))
+    invoiced = invoiced_sessions(documents(state.store.root))
+    if fmt == "pdf":
+        path, invoice = render_invoice_pdf(
+            report, state.settings, output, lines=lines, issued=parse_issued(issued, report),
+            user_templates=_user_templates(templates), vault_root=state.store.root, config=str(config_path()),
+            overwrite=force, invoiced=invoiced)
+    else:
+        invoice = build_invoice(report, state.settings.billing_for, lines, str(config_path()), invoiced=invoiced)
+        path = write_table(invoice_table(invoice, fmt), output, (state.store.root,), force)
     result = invoice_summary(invoice, report, path)
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "

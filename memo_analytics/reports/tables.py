@@ -1,0 +1,176 @@
+"""Timesheet rows and invoice lines for the bookkeeper: CSV and XLSX (SPEC §9, issue 15 point 4).
+
+``-o`` picks the format by suffix: ``.pdf`` (the printed report), ``.csv`` or ``.xlsx``; any
+other suffix is refused. The rows are the PDF's own (:func:`~.timesheet.timesheet_sections`,
+:func:`~.invoice.build_invoice`), so they add up to the PDF's totals: minutes and hours of the
+timesheet rows to its grand total, line amounts to each currency's net.
+
+- **CSV**: one header row, one row per timesheet session or invoice line, UTF-8 with a
+  byte-order mark (so spreadsheet programs read accents and CJK right), numbers as plain
+  decimals (``1.33``, ``159.60``), no total rows (sums are the reader's).
+- **XLSX** (``openpyxl``): the same rows on a first sheet with numeric cells (two-decimal
+  formats), then the totals below them (the grand total; per currency net, VAT and gross for
+  invoices), bold.
+- **Text is data, never a formula**: a cell that would start with ``=``, ``+``, ``-``, ``@``,
+  a tab or a carriage return (a prompt or summary a hostile transcript wrote) is written with a
+  leading apostrophe in CSV and as a string cell in XLSX, so no spreadsheet evaluates it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from ..analytics.activity import ActivityReport
+from ..domain.errors import ReportError
+from ..vault.io import atomic_write_bytes
+from .invoice import Invoice
+from .render import check_output_path
+from .timesheet import timesheet_sections
+
+#: The suffixes ``-o`` accepts for timesheets and invoices.
+SUFFIXES = (".pdf", ".csv", ".xlsx")
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+TIMESHEET_COLUMNS = ("client", "date", "project", "task", "summary", "start", "end", "durationMinutes",
+                     "billableHours", "deliverables")
+INVOICE_COLUMNS = ("client", "currency", "date", "project", "description", "sessions", "durationMinutes", "hours",
+                   "rate", "amount")
+
+
+def output_format(output: Path, forbidden: tuple[Path, ...] = ()) -> str:
+    """``pdf``, ``csv`` or ``xlsx`` from ``output``'s suffix (case-insensitive), after the
+    place checks of every report output (never inside ``forbidden``, the vault).
+
+    Raises
+    ------
+    ReportError
+        A path inside ``forbidden`` or a repository; any other suffix: ``Invalid output: …
+        must end with .pdf, .csv or .xlsx``.
+    """
+    if forbidden:
+        check_output_path(output, forbidden, suffixes=(), overwrite=True)
+    suffix = Path(output).suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ReportError(f"Invalid output: {output} must end with .pdf, .csv or .xlsx (the suffix picks the format)")
+    return suffix[1:]
+
+
+def timesheet_rows(report: ActivityReport) -> list[dict[str, Any]]:
+    """One row per billable session of the timesheet, keyed by :data:`TIMESHEET_COLUMNS`:
+    ``durationMinutes`` int, ``billableHours`` Decimal (two decimals), times in the report's zone."""
+    return [{"client": section.client, "date": row.date, "project": row.project, "task": row.task,
+             "summary": row.summary, "start": row.start, "end": row.end, "durationMinutes": row.duration_minutes,
+             "billableHours": Decimal(f"{row.hours or 0:.2f}"), "deliverables": " ".join(row.deliverables)}
+            for section in timesheet_sections(report) for row in section.rows]
+
+
+def invoice_rows(invoice: Invoice) -> list[dict[str, Any]]:
+    """One row per printed invoice line, keyed by :data:`INVOICE_COLUMNS` (hours, rate and
+    amount as Decimal; the date column as printed, its line break a space)."""
+    return [{"client": section.client, "currency": section.currency, "date": " ".join(line.date.split()),
+             "project": line.project, "description": line.description, "sessions": line.sessions,
+             "durationMinutes": line.duration_minutes, "hours": line.hours, "rate": line.rate, "amount": line.amount}
+            for section in invoice.sections for line in section.lines]
+
+
+def _safe_text(value: str) -> str:
+    return "'" + value if value.startswith(_FORMULA_STARTS) else value
+
+
+def csv_bytes(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> bytes:
+    """The rows as CSV (header first), UTF-8 with a byte-order mark; text cells that a
+    spreadsheet would evaluate get a leading apostrophe."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_safe_text(v) if isinstance(v, str) else v for v in (row[c] for c in columns)])
+    return buffer.getvalue().encode("utf-8-sig")
+
+
+def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
+               totals: list[tuple[str, dict[str, Any]]]) -> bytes:
+    """The rows as an XLSX workbook: a header, the rows (numbers as numbers), then each
+    ``(label, {column: value})`` of ``totals`` in bold. Text cells are strings, never formulas."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Font
+
+    book = Workbook()
+    sheet = book.active
+    sheet.title = title[:31]
+    sheet.append(list(columns))
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+
+    def put(row_number: int, values: dict[str, Any], bold: bool = False) -> None:
+        for index, column in enumerate(columns, 1):
+            value = values.get(column)
+            if value is None:
+                continue
+            cell = sheet.cell(row=row_number, column=index)
+            if isinstance(value, str):
+                cell.value = value
+                cell.data_type = "s"  # never a formula, whatever it starts with
+            elif isinstance(value, Decimal):
+                cell.value = value
+                cell.number_format = "#,##0.00" if -value.as_tuple().exponent <= 2 else "#,##0.0000"
+            else:
+                cell.value = value
+            if bold:
+                cell.font = Font(bold=True)
+
+    for number, row in enumerate(rows, 2):
+        put(number, row)
+    start = len(rows) + 3
+    for offset, (label, values) in enumerate(totals):
+        put(start + offset, {columns[0]: label, **values}, bold=True)
+    for index, column in enumerate(columns, 1):
+        width = max([len(column)] + [len(str(r.get(column) or "")) for r in rows[:500]])
+        sheet.column_dimensions[sheet.cell(row=1, column=index).column_letter].width = min(60, width + 2)
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def timesheet_table(report: ActivityReport, fmt: str) -> bytes:
+    """The timesheet as ``csv`` or ``xlsx`` bytes (the grand total below the XLSX rows)."""
+    rows = timesheet_rows(report)
+    if fmt == "csv":
+        return csv_bytes(TIMESHEET_COLUMNS, rows)
+    total = {"durationMinutes": report.total_duration_minutes,
+             "billableHours": Decimal(f"{report.total_billable_hours:.2f}")}
+    return xlsx_bytes("Timesheet", TIMESHEET_COLUMNS, rows, [("Total", total)])
+
+
+def invoice_table(invoice: Invoice, fmt: str) -> bytes:
+    """The invoice lines as ``csv`` or ``xlsx`` bytes (per currency net, VAT and gross below
+    the XLSX rows)."""
+    rows = invoice_rows(invoice)
+    if fmt == "csv":
+        return csv_bytes(INVOICE_COLUMNS, rows)
+    totals = []
+    for total in invoice.totals:
+        totals += [(f"Net {total.currency}", {"currency": total.currency, "hours": total.hours, "amount": total.amount}),
+                   (f"VAT {total.currency}", {"currency": total.currency, "amount": total.tax}),
+                   (f"Total {total.currency}", {"currency": total.currency, "amount": total.gross})]
+    return xlsx_bytes("Invoice lines", INVOICE_COLUMNS, rows, totals)
+
+
+def write_table(data: bytes, output: Path, forbidden: tuple[Path, ...], overwrite: bool) -> Path:
+    """Write an export atomically to ``output`` (the checks of every report output).
+
+    Raises
+    ------
+    ReportError
+        A bad output path; the disk refused.
+    """
+    target = check_output_path(output, forbidden, suffixes=SUFFIXES, overwrite=overwrite)
+    try:
+        atomic_write_bytes(target, data)
+    except OSError as exc:
+        raise ReportError(f"Invalid output: cannot write {target} ({exc.strerror})") from None
+    return target

