@@ -361,3 +361,12 @@ def test_an_issuer_with_a_tax_number_and_no_vat_id_charges_vat_with_valid_rules(
     assert (doc["tax"], doc["gross"]) == ("41.50", "259.90")
     root = xml_of(Path(doc["pdf"]))
     assert text(root, "//ram:SellerTradeParty/ram:SpecifiedTaxRegistration/ram:ID") == ["30/123/45678"]
+
+
+def test_the_draft_shows_the_vat_and_the_gross_the_issued_invoice_will(billing, tmp_path):
+    memo("report", "invoice", "--all", "--since", "2026-06-01", "--until", "2026-06-30", "-o", str(tmp_path / "d.pdf"),
+         vault=billing["vault"], env=billing["env"])
+    printed = " ".join(pdf_text(tmp_path / "d.pdf").split())
+    # Acme 218.40 net + 41.50 VAT; Globex 150.00 reverse charge: net 368.40, VAT 41.50, gross 409.90
+    assert "VAT 19 % EUR 41.50" in printed and "VAT 0 % — Reverse charge" in printed
+    assert "Net in EUR 3.25 h EUR 368.40 VAT in EUR EUR 41.50 Total due in EUR EUR 409.90" in printed
