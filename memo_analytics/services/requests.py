@@ -73,6 +73,17 @@ class StartSessionRequest(RecordContext):
     objective: str | None = Field(None, description="The session objective for this owner/branch (cleared on end)")
 
 
+class EditSessionRequest(Request):
+    """``session edit``: correct a session's billing data (SPEC §9)."""
+
+    session_id: str | None = Field(None, description="Session id (required)")
+    project: str | None = Field(None, description="Project id (default: where the session lives)")
+    client: str | None = Field(None, description="The client billed ('internal' or empty: none)")
+    billable: bool | None = Field(None, description="Whether the session is billed")
+    summary: str | None = Field(None, description="What the session did (its invoice and timesheet description)")
+    cwd: str | None = Field(None, description="The caller's working directory (chooses between projects)")
+
+
 class HandoffInput(Request):
     """The baton a ``session_end`` leaves for the next session (SPEC §2.5)."""
 

@@ -114,6 +114,34 @@ def session_end(
     _emit(record, human)
 
 
+@session_app.command("edit")
+def session_edit(
+    session_id: str = typer.Argument(..., help="Session id."),
+    project: Optional[str] = typer.Option(None, "--project", help="Project id (default: where the session lives)."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client billed ('internal': none)."),
+    billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Bill it or not."),
+    summary: Optional[str] = typer.Option(None, "--summary", help="What it did (its invoice and timesheet text)."),
+) -> None:
+    """Correct a session's client, billable flag or summary (its turns follow)."""
+    from ...services.requests import EditSessionRequest
+    from ...services.session_edit import edit_session
+
+    request = _build(EditSessionRequest, session_id=session_id, project=project, client=client, billable=billable,
+                     summary=summary, cwd=str(Path.cwd()))
+    record = edit_session(state.store, request)
+
+    def human(r: dict[str, Any]) -> None:
+        if not r["changed"]:
+            out.print(f"session {r['sessionId']}: already so, nothing changed")
+            return
+        out.print(f"session {r['sessionId']} ({r['project']}): {', '.join(r['changed'])} changed; "
+                  f"{r['turnsUpdated']} turns follow")
+
+    _emit(record, human)
+    if not record["changed"]:
+        raise typer.Exit(1)
+
+
 @session_app.command("handoff")
 def session_handoff(
     session_id: Optional[str] = typer.Argument(None, help="The session whose end wrote the hand-off; without it, list."),

@@ -1,0 +1,92 @@
+"""``memo session edit``: correct a session's billing data in place (SPEC §9, issue 15 point 5).
+
+A session's ``client``, ``billable`` flag and ``summary`` can be changed after the fact — an
+import that billed to ``internal``, a one-word description, work that should not be billed.
+The session record and each of its turns get the new ``client`` and ``billable`` (reports read
+the session; prompt counts per client read the turns; both then agree), ``updated`` moves, and
+the write goes through the store like every write (validation, redaction of the summary, the
+index in the same step, the sync listeners).
+
+A session on an issued invoice that no credit note cancels keeps its client and billable flag:
+the invoice that was sent says otherwise (``memo invoice credit`` first); its summary can still
+be edited.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..domain.clock import to_iso, utcnow
+from ..domain.errors import InvalidFieldError, SessionNotStartedError
+from ..domain.ids import prompt_id, session_record_id, validate_session_id
+from ..domain.records import RecordKind
+from ..index import store as index
+from ..vault import ledger
+from .prompts import clean_text
+from .requests import EditSessionRequest
+from .store import VaultStore
+
+
+def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> dict[str, Any]:
+    """Change ``client``, ``billable`` and/or ``summary`` of one session and its turns.
+
+    Returns
+    -------
+    dict
+        The session's frontmatter after the edit, with ``changed`` (the wire names that
+        changed) and ``turnsUpdated`` (int).
+
+    Raises
+    ------
+    InvalidFieldError
+        Nothing to change (``session``); a bad client or summary; a billing change to a
+        session on an issued invoice (``client``/``billable``, naming the invoice).
+    SessionNotStartedError
+        No such session.
+    AmbiguousIdError
+        The id names sessions of several projects and none is given.
+    """
+    now = now or utcnow()
+    wanted: dict[str, Any] = {}
+    if request.client is not None:  # "" or "internal": no client
+        client = clean_text(request.client, "client")
+        wanted["client"] = None if not client or client.lower() == "internal" else client
+    if request.billable is not None:
+        wanted["billable"] = bool(request.billable)
+    if request.summary is not None:
+        wanted["summary"] = clean_text(request.summary, "summary")
+    if not wanted:
+        raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable or --summary")
+    session_id = validate_session_id(request.session_id or "")
+    record_id = session_record_id(session_id)
+    with store.lock():
+        row = store.locate(record_id, RecordKind.SESSION, project=request.project, cwd=request.cwd)
+        if row is None:
+            raise SessionNotStartedError(session_id)
+        project = row["project"]
+        meta, body = store.read(project, RecordKind.SESSION, record_id) or ({}, "")
+        changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
+        billing = sorted(set(changed) & {"client", "billable"})
+        if billing:
+            invoice = ledger.invoiced_sessions(ledger.documents(store.root)).get((project, session_id))
+            if invoice:
+                raise InvalidFieldError(billing[0], f"session {session_id} is on invoice {invoice}, which was issued "
+                                                    f"with its {billing[0]}; credit it first (memo invoice credit "
+                                                    f"{invoice})")
+        if not changed:
+            return {**meta, "changed": [], "turnsUpdated": 0}
+        meta.update(changed)
+        meta["updated"] = to_iso(now)
+        store.upsert(RecordKind.SESSION, meta, body)
+        turns = 0
+        if billing:
+            for turn in sorted(index.session_turn_numbers(store.conn, project, session_id)):
+                found = store.read(project, RecordKind.PROMPT, prompt_id(session_id, turn, now))
+                if found is None:
+                    continue
+                turn_meta, turn_body = found
+                update = {k: changed[k] for k in billing if turn_meta.get(k) != changed[k]}
+                if update:
+                    store.upsert(RecordKind.PROMPT, {**turn_meta, **update, "updated": to_iso(now)}, turn_body)
+                    turns += 1
+    return {**meta, "changed": sorted(changed), "turnsUpdated": turns}

@@ -1,0 +1,69 @@
+"""``memo session edit`` (issue 15 point 5): a session's client, billable flag and summary are
+corrected in place; its turns follow; every report reflects the edit; a session on an issued
+invoice keeps its billing fields until a credit note cancels the invoice."""
+
+from __future__ import annotations
+
+import json
+
+from memo_analytics.config import Settings
+from memo_analytics.services.store import VaultStore
+from tests.inprocess import memo
+
+from .test_issued_invoices import ACME, ISSUER, billing, issue, run  # noqa: F401 - the fixture
+
+
+def activity(billing, *args) -> dict:
+    return json.loads(run(billing, "--json", "activity", "--all", "--since", "2026-06-01", "--until", "2026-06-30",
+                          *args).stdout)
+
+
+def test_a_new_client_moves_the_hours_and_the_turns_in_every_report(billing, tmp_path):
+    memo("prompt", "record", "--body", "speed up the ETL", "--session-id", "g1", "--project", "etl", "--created",
+         "2026-06-05T12:10:00Z",
+         vault=billing["vault"], env=billing["env"])
+    before = activity(billing)
+    assert before["byClient"]["Globex"]["billableHours"] == 1.5
+    edited = json.loads(run(billing, "--json", "session", "edit", "g1", "--client", "Acme Corp", "--summary",
+                            "ETL speed-up").stdout)
+    assert (edited["client"], edited["summary"], edited["changed"], edited["turnsUpdated"]) == (
+        "Acme Corp", "ETL speed-up", ["client", "summary"], 1)
+    after = activity(billing)
+    assert "Globex" not in after["byClient"]
+    assert after["byClient"]["Acme Corp"]["billableHours"] == before["byClient"]["Acme Corp"]["billableHours"] + 1.5
+    assert activity(billing, "--client", "acme corp")["totalPrompts"] == 1  # the turn follows its session
+    # the timesheet and the draft invoice read the same sessions: the ETL hour and a half is Acme's now
+    sheet = json.loads(run(billing, "--json", "report", "timesheet", "--all", "--client", "Acme Corp", "--since",
+                           "2026-06-01", "--until", "2026-06-30", "-o", str(tmp_path / "t.csv")).stdout)
+    assert sheet["totalBillableHours"] == after["byClient"]["Acme Corp"]["billableHours"]
+    assert "ETL speed-up" in (tmp_path / "t.csv").read_text(encoding="utf-8-sig")
+    # the index after the edit is the index a rebuild reads back from the files
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    rows = sorted(tuple(r) for r in store.conn.execute("SELECT project, id, client, billable FROM records"))
+    store.close()
+    memo("reindex", vault=billing["vault"], env=billing["env"])
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    assert sorted(tuple(r) for r in store.conn.execute("SELECT project, id, client, billable FROM records")) == rows
+    store.close()
+
+
+def test_not_billable_leaves_the_invoice_and_nothing_to_change_says_so(billing):
+    run(billing, "session", "edit", "a2", "--no-billable")
+    assert activity(billing, "--client", "Acme Corp")["totalBillableHours"] == 1.33  # web's 80 minutes only
+    same = run(billing, "session", "edit", "a2", "--no-billable")
+    assert (same.returncode, same.stdout.strip()) == (1, "session a2: already so, nothing changed")
+    none = run(billing, "session", "edit", "a2")
+    assert none.stderr.strip() == ("error: Invalid session: nothing to change: give --client, "
+                                   "--billable/--no-billable or --summary")
+    missing = run(billing, "session", "edit", "nope", "--summary", "x")
+    assert missing.returncode == 1 and "nope" in missing.stderr
+
+
+def test_an_invoiced_session_keeps_its_billing_until_the_invoice_is_credited(billing):
+    june = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    refused = run(billing, "session", "edit", "a1", "--client", "Globex")
+    assert refused.stderr.strip() == ("error: Invalid client: session a1 is on invoice 2026-0001, which was issued "
+                                      "with its client; credit it first (memo invoice credit 2026-0001)")
+    assert run(billing, "session", "edit", "a1", "--summary", "CSV export").returncode == 0  # text is not billing
+    run(billing, "invoice", "credit", june["number"])
+    assert run(billing, "session", "edit", "a1", "--client", "Globex").returncode == 0
