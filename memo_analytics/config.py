@@ -364,6 +364,17 @@ class Settings(BaseSettings):
             raise ValueError(problem)
         return str(value).strip()
 
+    @field_validator("clients")
+    @classmethod
+    def _distinct_clients(cls, value: dict[str, ClientBilling]) -> dict[str, ClientBilling]:
+        seen: dict[str, str] = {}
+        for name in value:
+            key = name.strip().lower()
+            if key in seen:
+                raise ValueError(f"{seen[key]!r} and {name!r} are one client (names match in any case); keep one")
+            seen[key] = name
+        return value
+
     def billing_for(self, client: str | None) -> ClientBilling | None:
         """The configured terms of ``client`` (case-insensitive), or None."""
         if not client:

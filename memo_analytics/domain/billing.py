@@ -15,7 +15,6 @@ from __future__ import annotations
 import string
 from datetime import date
 from decimal import Decimal
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -49,6 +48,27 @@ def _vat_id(value: object) -> object:
                          f"(country prefix, then the number: DE123456789): {exc}") from None
 
 
+def _plain_text(value: str, what: str = "") -> str:
+    """``value`` when it holds no control character (a NUL, a line break inside one line …)
+    and nothing XML cannot carry; an invoice prints it and its e-invoice XML holds it."""
+    for char in value:
+        code = ord(char)
+        if code < 0x20 or 0x7F <= code < 0xA0 or 0xD800 <= code < 0xE000 or code in (0xFFFE, 0xFFFF):
+            raise ValueError(f"{what or 'text'} holds the control character U+{code:04X}; write plain text")
+    return value
+
+
+def _fixed(value: Decimal, trim: bool = False) -> Decimal:
+    """A decimal in fixed-point form without a sign on zero (``1E+3`` → ``1000``, ``-0`` →
+    ``0``), as printed and as the e-invoice XML needs it; ``trim`` also drops trailing zeros
+    (a tax rate ``19.000`` → ``19``), else the configured decimals stay (``120.00``)."""
+    if value == 0:
+        return Decimal(0)
+    if trim:
+        value = value.normalize()
+    return Decimal(format(value, "f"))
+
+
 def _address(value: object) -> object:
     if value is None:
         return []
@@ -56,7 +76,7 @@ def _address(value: object) -> object:
         value = value.splitlines()
     if not isinstance(value, list) or not all(isinstance(line, str) for line in value):
         raise ValueError("must be a list of lines (or one text with line breaks)")
-    lines = [line.strip() for line in value if line.strip()]
+    lines = [_plain_text(line.strip(), "an address line") for line in value if line.strip()]
     if len(lines) > 6 or any(len(line) > 200 for line in lines):
         raise ValueError("at most 6 lines of at most 200 characters")
     return lines
@@ -78,6 +98,11 @@ class _Party(BaseModel):
     email: str | None = Field(default=None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254)
 
     _address_lines = field_validator("address", mode="before")(lambda cls, v: _address(v))
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_control_characters(cls, value: object) -> object:
+        return _plain_text(value) if isinstance(value, str) else value
     _country_code = field_validator("country", mode="before")(lambda cls, v: _country(v))
     _vat_shape = field_validator("vat_id", mode="before")(lambda cls, v: _vat_id(v))
 
@@ -190,9 +215,15 @@ class ClientBilling(_Party):
 
         for project, rate in value.items():
             validate_slug(project, "projectRates")
-            if rate < 0 or rate.as_tuple().exponent < -4:
-                raise ValueError(f"{project}: {rate} must be a non-negative amount with at most 4 decimals")
-        return value
+            if not rate.is_finite() or rate < 0 or _fixed(rate).as_tuple().exponent < -4 or rate >= 10 ** 8:
+                raise ValueError(f"{project}: {rate} must be a non-negative amount below 100,000,000 with at most "
+                                 "4 decimals")
+        return {project: _fixed(rate) for project, rate in value.items()}
+
+    @field_validator("hourly_rate", "tax_rate")
+    @classmethod
+    def _fixed_point(cls, value: Decimal | None, info) -> Decimal | None:
+        return None if value is None else _fixed(value, trim=info.field_name == "tax_rate")
 
     @model_validator(mode="after")
     def _one_tax_treatment(self) -> "ClientBilling":

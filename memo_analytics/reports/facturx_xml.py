@@ -26,6 +26,8 @@ LEVEL = "en16931"
 def _party(stored: dict[str, Any]) -> dict[str, Any]:
     party: dict[str, Any] = {"name": stored["name"], "country_code": stored["country"]}
     address = list(stored.get("address") or [])
+    if len(address) > 3:  # CII has three address lines: the rest joins the third
+        address = address[:2] + [", ".join(address[2:])]
     for key, line in zip(("addr_l1", "addr_l2", "addr_l3"), address):
         party[key] = line
     if stored.get("postcode"):

@@ -38,7 +38,7 @@ import hashlib
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..analytics.activity import ActivityReport
 from ..config import Settings
@@ -102,7 +102,10 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
                                                  "(invoice.vatId or invoice.taxId)")
 
 
-def _check_in_order(issued: date, latest: date | None) -> None:
+def _check_in_order(issued: date, latest: date | None, today: date) -> None:
+    if issued > today:
+        raise InvalidFieldError("issued", f"{issued} is after today ({today}); a document is dated the day it is "
+                                          "issued or earlier, never later (numbers follow issue dates)")
     if latest is not None and issued < latest:
         raise InvalidFieldError("issued", f"{issued} is before the last issued document ({latest}); numbers follow "
                                           "issue dates, so a new one is dated that day or later")
@@ -165,6 +168,14 @@ def _render(meta: dict[str, Any], user_templates: Path | None) -> bytes:
     return facturx_pdf(pdf, meta)
 
 
+def _copy_after_issue(pdf: bytes, output: Path | None, forbidden: tuple[Path, ...], overwrite: bool) -> Path | str | None:
+    """The copy of a document just stored, or why it could not be written (the document stands)."""
+    try:
+        return _export(pdf, output, forbidden, overwrite)
+    except ReportError as exc:
+        return str(exc)
+
+
 def _export(pdf: bytes, output: Path | None, forbidden: tuple[Path, ...], overwrite: bool) -> Path | None:
     if output is None:
         return None
@@ -189,42 +200,51 @@ def export_copy(document: ledger.Document, output: Path, forbidden: tuple[Path, 
         pdf = document.pdf.read_bytes()
     except OSError as exc:
         raise ReportError(f"the PDF of {document.number} cannot be read ({exc.strerror})") from None
-    if hashlib.sha256(pdf).hexdigest() != document.meta.get("pdfSha256"):
+    recorded = (ledger.read_state(document.path.parent.parent).get("documents") or {}).get(document.number, {})
+    if hashlib.sha256(pdf).hexdigest() != (recorded.get("pdf") or document.meta.get("pdfSha256")):
         raise ReportError(f"the PDF of {document.number} is not the one issued (its SHA-256 differs); not copied")
     target = _export(pdf, output, forbidden, overwrite)
     assert target is not None
     return target
 
 
-def issue_invoice(store: VaultStore, settings: Settings, report: ActivityReport, *, lines: str = "project",
+def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], ActivityReport] | ActivityReport, *,
+                  lines: str = "project",
                   issued: date | None = None, zero_minutes: bool = False, output: Path | None = None,
                   overwrite: bool = False, user_templates: Path | None = None, config: str = "the config file",
                   now: datetime | None = None) -> tuple[ledger.Document, Path | None]:
     """Issue the invoice of ``report`` (one client): number it, store it, and copy its PDF to
-    ``output`` when given.
+    ``output`` when given. ``report`` is best a callable that builds the activity report: it
+    is then built under the vault lock, so a session edited meanwhile is billed as it is.
+    A copy that cannot be written after the invoice was stored does not undo it: the second
+    value is then the error (the stored PDF can be copied with ``memo invoice show -o``).
 
     Returns
     -------
-    tuple[Document, Path | None]
-        The stored document (``meta``: camelCase, amounts as decimal text) and the copy written.
+    tuple[Document, Path | str | None]
+        The stored document (``meta``: camelCase, amounts as decimal text) and the copy written
+        (or why it could not be).
 
     Raises
     ------
     ReportError
-        Nothing to bill (all already invoiced, 0 minutes, open); a bad ``output``.
+        Nothing to bill (all already invoiced, 0 minutes, open); a bad ``output`` (checked
+        before anything is issued).
     InvalidFieldError
         Several clients to bill (``client``); the issuer or client profile lacks what an issued
-        invoice must name (the key); an issue date before the period's start (``issued``).
+        invoice must name (the key); an issue date before the period's start, before the last
+        document or after today (``issued``).
     UnpricedClientError
         The client has no rate.
     VaultBusyError
         The vault lock could not be taken.
     """
-    now = now or utcnow()
     forbidden = (store.root,)
     if output is not None:
         check_output_path(output, forbidden, overwrite=overwrite)
     with store.lock():
+        now = now or utcnow()  # taken under the lock: documents are created in the order of their numbers
+        report = report() if callable(report) else report
         docs = ledger.documents(store.root)
         invoice = build_invoice(report, settings.billing_for, lines, config,
                                 invoiced=ledger.invoiced_sessions(docs), zero_minutes=zero_minutes)
@@ -241,9 +261,10 @@ def issue_invoice(store: VaultStore, settings: Settings, report: ActivityReport,
         issued = issued or max(default_issue_date(period[1], now.astimezone(report.zone).date()), latest or date.min)
         if issued < period[0]:
             raise InvalidFieldError("issued", f"{issued} is before the period it bills ({period[0]} – {period[1]})")
-        _check_in_order(issued, latest)
-        number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year)
         today = now.astimezone(report.zone).date()
+        _check_in_order(issued, latest, today)
+        number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year,
+                                                   ledger.read_state(store.root))
         # a backdated invoice (dated the period's end) is not overdue when it arrives: its terms run from today
         meta = _document_meta(ledger.INVOICE, number, key, sequence, settings.invoice.number_format, issued,
                               due_date(max(issued, today), settings.invoice, client), period, zone_name(report.zone), invoice,
@@ -251,7 +272,7 @@ def issue_invoice(store: VaultStore, settings: Settings, report: ActivityReport,
         pdf = _render(meta, user_templates)
         meta["pdfSha256"] = hashlib.sha256(pdf).hexdigest()
         document = ledger.write_document(store.root, meta, _summary(meta), pdf)
-    return document, _export(pdf, output, forbidden, overwrite)
+    return document, _copy_after_issue(pdf, output, forbidden, overwrite)
 
 
 def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued: date | None = None,
@@ -268,11 +289,11 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
         ``number`` is a credit note, or already credited (``number``); ``issued`` before the
         invoice's issue date.
     """
-    now = now or utcnow()
     forbidden = (store.root,)
     if output is not None:
         check_output_path(output, forbidden, overwrite=overwrite)
     with store.lock():
+        now = now or utcnow()
         docs = ledger.documents(store.root)
         original = ledger.document(store.root, number)
         if original.kind != ledger.INVOICE:
@@ -280,14 +301,14 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
         already = ledger.credited(docs).get(original.number)
         if already:
             raise InvalidFieldError("number", f"invoice {number} is already cancelled by credit note {already}")
-        latest = ledger.last_issued(docs)
-        issued = issued or max(now.astimezone(store.zone).date(), latest or date.min)
-        _check_in_order(issued, latest)
+        latest, today = ledger.last_issued(docs), now.astimezone(store.zone).date()
+        issued = issued or max(today, latest or date.min)
+        _check_in_order(issued, latest, today)
         if issued < date.fromisoformat(original.meta["issued"]):
             raise InvalidFieldError("issued", f"{issued} is before invoice {number} was issued "
                                               f"({original.meta['issued']})")
         fmt = settings.invoice.number_format
-        credit_number, key, sequence = ledger.next_number(docs, fmt, issued.year)
+        credit_number, key, sequence = ledger.next_number(docs, fmt, issued.year, ledger.read_state(store.root))
         meta = {**original.meta, "kind": ledger.CREDIT_NOTE, "number": credit_number, "numberFormat": fmt,
                 "sequenceKey": key, "sequence": sequence, "issued": issued.isoformat(), "due": issued.isoformat(),
                 "credits": original.number, "creditsIssued": original.meta["issued"],
@@ -296,7 +317,7 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
         pdf = _render(meta, user_templates)
         meta["pdfSha256"] = hashlib.sha256(pdf).hexdigest()
         document = ledger.write_document(store.root, meta, _summary(meta), pdf)
-    return document, _export(pdf, output, forbidden, overwrite)
+    return document, _copy_after_issue(pdf, output, forbidden, overwrite)
 
 
 def document_summary(document: ledger.Document, docs: list[ledger.Document] | None = None) -> dict[str, Any]:
@@ -316,6 +337,8 @@ def document_summary(document: ledger.Document, docs: list[ledger.Document] | No
         if credited_by:
             summary["creditedBy"] = credited_by
     summary["pdf"] = str(document.pdf)
+    if document.changed(ledger.read_state(document.path.parent.parent)):
+        summary["changedOnDisk"] = True  # the .md is not the one written: its figures are not the ones issued
     return summary
 
 

@@ -16,24 +16,41 @@ caller under the vault lock (:func:`next_number`).
 
 Which sessions are invoiced is read from the documents: those of every invoice that no credit
 note cancels. Nothing else keeps that state, so it cannot drift from what was sent.
+
+``<vault>/invoices/.ledger.json`` keeps, beside them, the highest sequence number issued per
+sequence key and the SHA-256 of every document's two files as written: a deleted document
+never gives its number to another, and a document changed on disk is told apart
+(:meth:`Document.changed`). It is a cache of the documents plus those two facts; lost, it is
+rebuilt from the documents (the deleted one's number is then the only thing it cannot know).
+
+Every entry of the folder must be a document memo wrote: a file that is not a regular file
+(a link, a FIFO, a folder), or a ``.md`` without the fields of a document, is refused with
+one line naming it — skipping it could hide an invoice and bill its sessions again.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import stat
+import string
 import tempfile
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from ..domain.errors import InvalidFieldError, InvoiceNotFoundError, MemoError
+from ..domain.errors import CorruptRecordError, InvalidFieldError, InvoiceNotFoundError, MemoError
 from ..domain.ids import validate_slug
-from .io import TEMP_SUFFIX, dump_record, read_frontmatter
+from .io import TEMP_SUFFIX, atomic_write_bytes, dump_record, read_frontmatter
 
 FOLDER = "invoices"
 INVOICE = "invoice"
 CREDIT_NOTE = "creditNote"
+STATE = ".ledger.json"
+#: Largest document file read (a document is a few kB; anything near this is not one).
+MAX_DOCUMENT_BYTES = 4_000_000
 
 
 class DocumentExistsError(MemoError):
@@ -50,6 +67,8 @@ class Document:
 
     meta: dict[str, Any]
     path: Path
+    #: the SHA-256 of the ``.md`` as read (compared with the one recorded when it was written)
+    digest: str = ""
 
     @property
     def number(self) -> str:
@@ -63,6 +82,11 @@ class Document:
     def pdf(self) -> Path:
         return self.path.with_suffix(".pdf")
 
+    def changed(self, state: dict[str, Any]) -> bool:
+        """Whether the ``.md`` differs from what was written (per the ledger state)."""
+        recorded = (state.get("documents") or {}).get(self.number, {}).get("md")
+        return bool(recorded) and recorded != self.digest
+
     @property
     def sessions(self) -> list[tuple[str, str]]:
         """``(project, sessionId)`` of each session the document bills."""
@@ -73,19 +97,81 @@ def folder(root: Path) -> Path:
     return Path(root) / FOLDER
 
 
-def documents(root: Path) -> list[Document]:
-    """Every issued document of the vault, in the order issued (``createdAt``).
+def _entries(base: Path) -> list[Path]:
+    """The documents' ``.md`` files; anything else memo did not write is refused."""
+    found = []
+    for entry in sorted(base.iterdir()):
+        if entry.name.startswith(".") and (entry.name == STATE or entry.name.endswith(TEMP_SUFFIX)):
+            continue  # the ledger state; a temporary file an interrupted write left
+        mode = entry.lstat().st_mode
+        if not stat.S_ISREG(mode):
+            raise CorruptRecordError(str(entry), "is not a regular file; only issued documents belong in "
+                                                 f"{base} (move it out)")
+        if entry.suffix == ".md":
+            found.append(entry)
+        elif entry.suffix != ".pdf":
+            raise CorruptRecordError(str(entry), f"is not an issued document; only <number>.md and <number>.pdf "
+                                                 f"belong in {base} (move it out)")
+    return found
+
+
+def _checked(path: Path) -> Document:
+    """Read and check one document file.
 
     Raises
     ------
     CorruptRecordError
-        A document file cannot be parsed (named; nothing is changed).
+        Too big, unreadable, or without the fields of a document (named).
+    """
+    if path.stat().st_size > MAX_DOCUMENT_BYTES:
+        raise CorruptRecordError(str(path), f"is over {MAX_DOCUMENT_BYTES} bytes; not an issued document")
+    raw = path.read_bytes()
+    meta, _ = read_frontmatter(path)
+    problem = None
+    if meta.get("kind") not in (INVOICE, CREDIT_NOTE):
+        problem = f"kind is {meta.get('kind')!r}, not {INVOICE} or {CREDIT_NOTE}"
+    elif str(meta.get("number")) != path.stem:
+        problem = f"number {meta.get('number')!r} is not its file name {path.stem!r}"
+    elif not isinstance(meta.get("sessions"), list) or not all(
+            isinstance(s, dict) and "project" in s and "sessionId" in s for s in meta["sessions"]):
+        problem = "sessions is not a list of {project, sessionId}"
+    elif not isinstance(meta.get("sequence"), int) or isinstance(meta.get("sequence"), bool):
+        problem = "sequence is not a whole number"
+    elif meta["kind"] == CREDIT_NOTE and not isinstance(meta.get("credits"), str):
+        problem = "a credit note without the number it credits"
+    else:
+        try:
+            date.fromisoformat(str(meta.get("issued")))
+        except ValueError:
+            problem = f"issued {meta.get('issued')!r} is not a date (YYYY-MM-DD)"
+    if problem:
+        raise CorruptRecordError(str(path), f"not an issued document: {problem}")
+    return Document(meta, path, hashlib.sha256(raw).hexdigest())
+
+
+def documents(root: Path) -> list[Document]:
+    """Every issued document of the vault, in the order issued (sequence, then ``createdAt``).
+
+    Raises
+    ------
+    CorruptRecordError
+        A file of the folder is not a document memo wrote (named; nothing is changed).
     """
     base = folder(root)
     if not base.is_dir():
         return []
-    found = [Document(read_frontmatter(path)[0], path) for path in sorted(base.glob("*.md")) if not path.name.startswith(".")]
+    found = [_checked(path) for path in _entries(base)]
     return sorted(found, key=lambda d: (str(d.meta.get("createdAt")), int(d.meta.get("sequence") or 0)))
+
+
+def read_state(root: Path) -> dict[str, Any]:
+    """The ledger state (``{sequences: {key: n}, documents: {number: {md, pdf}}}``); empty
+    when missing or unreadable (it is rebuilt from the documents)."""
+    try:
+        data = json.loads((folder(root) / STATE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def document(root: Path, number: str) -> Document:
@@ -99,9 +185,11 @@ def document(root: Path, number: str) -> Document:
         No document has this number.
     """
     path = folder(root) / f"{validate_slug(number, 'number')}.md"
-    if not path.is_file():
+    if path.is_symlink() or not path.is_file():
+        if path.is_symlink() or path.exists():
+            raise CorruptRecordError(str(path), "is not a regular file; not an issued document")
         raise InvoiceNotFoundError(number)
-    return Document(read_frontmatter(path)[0], path)
+    return _checked(path)
 
 
 def credited(docs: list[Document]) -> dict[str, str]:
@@ -116,24 +204,33 @@ def invoiced_sessions(docs: list[Document]) -> dict[tuple[str, str], str]:
     return {key: d.number for d in docs if d.kind == INVOICE and d.number not in cancelled for key in d.sessions}
 
 
-def next_number(docs: list[Document], number_format: str, year: int) -> tuple[str, str, int]:
-    """``(number, sequence key, sequence)`` of the next document: the sequence continues the
-    highest one issued under the same key (the year when the format has ``{year}``, else one
-    sequence for ever); invoices and credit notes share it, so numbers have no gaps.
+def sequence_key(number_format: str, year: int) -> str:
+    """The sequence a number of ``number_format`` continues: the year when the format uses
+    ``{year}`` (in any form: ``{year}``, ``{year:d}``), else one sequence for ever (``""``)."""
+    fields = {name for _, name, _, _ in string.Formatter().parse(number_format) if name}
+    return str(year) if "year" in fields else ""
+
+
+def next_number(docs: list[Document], number_format: str, year: int,
+                state: dict[str, Any] | None = None) -> tuple[str, str, int]:
+    """``(number, sequence key, sequence)`` of the next document: one more than the highest
+    sequence issued under the same key — by any document, whatever its format, or recorded in
+    the ledger ``state`` (a deleted document keeps its number) — so invoices and credit notes
+    share one gapless sequence, and changing the padding of the format continues it.
 
     Raises
     ------
     InvalidFieldError
-        The next number is already taken by a document of another format (``numberFormat``
-        was changed to collide with an earlier sequence).
+        The next number is already taken by a document (``numberFormat`` was changed to one
+        that repeats earlier numbers).
     """
-    key = str(year) if "{year}" in number_format else ""
+    key = sequence_key(number_format, year)
     taken = {d.number for d in docs}
-    sequence = 1 + max((int(d.meta.get("sequence") or 0) for d in docs
-                        if str(d.meta.get("sequenceKey", "")) == key and d.meta.get("numberFormat") == number_format),
-                       default=0)
+    recorded = int(((state or {}).get("sequences") or {}).get(key) or 0)
+    sequence = 1 + max([recorded] + [int(d.meta.get("sequence") or 0) for d in docs
+                                     if str(d.meta.get("sequenceKey", "")) == key])
     number = validate_slug(number_format.format(year=year, seq=sequence), "invoice.numberFormat")
-    if number in taken:
+    if number in taken or number in ((state or {}).get("documents") or {}):
         raise InvalidFieldError("invoice.numberFormat", f"the next number {number} is already taken by an issued "
                                                         "document; choose a format that does not repeat earlier numbers")
     return number, key, sequence
@@ -179,15 +276,23 @@ def write_document(root: Path, meta: dict[str, Any], body: str, pdf: bytes) -> D
     base.mkdir(parents=True, exist_ok=True)
     number = validate_slug(meta["number"], "number")
     md, pdf_path = base / f"{number}.md", base / f"{number}.pdf"
-    if md.exists():
+    if md.exists() or md.is_symlink():
         raise DocumentExistsError(number)
-    if pdf_path.exists():  # left by a crash before its .md: never sent, not a document
-        os.unlink(pdf_path)
+    if pdf_path.exists() or pdf_path.is_symlink():  # left by a crash before its .md, or its .md was deleted
+        os.replace(pdf_path, base / f".{number}.pdf.orphan-{os.getpid()}{TEMP_SUFFIX}")  # kept aside, never lost
+    text = dump_record(meta, body).encode("utf-8")
     _link_new(pdf_path, pdf)
-    _link_new(md, dump_record(meta, body).encode("utf-8"))
+    _link_new(md, text)
+    state = read_state(root)
+    sequences = state.setdefault("sequences", {})
+    key = str(meta.get("sequenceKey", ""))
+    sequences[key] = max(int(sequences.get(key) or 0), int(meta.get("sequence") or 0))
+    state.setdefault("documents", {})[number] = {"md": hashlib.sha256(text).hexdigest(),
+                                                 "pdf": hashlib.sha256(pdf).hexdigest()}
+    atomic_write_bytes(base / STATE, json.dumps(state, indent=1, sort_keys=True).encode("utf-8"))
     dir_fd = os.open(base, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
-    return Document(meta, md)
+    return Document(meta, md, hashlib.sha256(text).hexdigest())

@@ -370,3 +370,102 @@ def test_the_draft_shows_the_vat_and_the_gross_the_issued_invoice_will(billing, 
     # Acme 218.40 net + 41.50 VAT; Globex 150.00 reverse charge: net 368.40, VAT 41.50, gross 409.90
     assert "VAT 19 % EUR 41.50" in printed and "VAT 0 % — Reverse charge" in printed
     assert "Net in EUR 3.25 h EUR 368.40 VAT in EUR EUR 41.50 Total due in EUR EUR 409.90" in printed
+
+
+# ---------------------------------------------------------------- what a breaker found
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # WeasyPrint's sRGB file, see above
+def test_a_copy_that_cannot_be_written_after_issuing_leaves_the_invoice_issued_and_says_so(billing, tmp_path):
+    """The output folder vanishes between the check and the copy (the report, built under the
+    lock, removes it): the invoice stands, and the answer says the copy failed."""
+    from memo_analytics.analytics.activity import report_for
+    from memo_analytics.reports.issuing import issue_invoice
+    from memo_analytics.services.requests import ActivityReportRequest
+    from tests.inprocess import environment
+
+    target = tmp_path / "out" / "june.pdf"
+    target.parent.mkdir()
+    with environment({"MEMO_CONFIG": str(billing["config"])}):
+        settings = Settings(vault_root=billing["vault"])
+    store = VaultStore(settings)
+
+    def report():
+        target.parent.rmdir()
+        return report_for(store, ActivityReportRequest(cross_project=True, client="Globex", since="2026-06-01",
+                                                       until="2026-06-30"))
+    try:
+        document, copy = issue_invoice(store, settings, report, output=target)
+    finally:
+        store.close()
+    assert document.number == "2026-0001" and document.path.exists()
+    assert isinstance(copy, str) and "does not exist" in copy
+    listed = json.loads(run(billing, "--json", "invoice", "list").stdout)["items"]
+    assert [i["number"] for i in listed] == ["2026-0001"]
+
+
+def test_an_issue_date_after_today_is_refused(billing):
+    ran = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
+              "2026-06-30", "--issued", "2062-04-01")
+    assert ran.returncode == 1 and "2062-04-01 is after today" in ran.stderr
+    assert run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
+               "2026-06-30", "--issued", "9999-12-31").stderr.count("\n") == 1  # one line, no traceback
+    assert not (billing["vault"] / "invoices").exists()
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda folder: (folder / "notes.md").write_text("---\nfoo: 1\n---\n"), "not an issued document: kind is None"),
+    (lambda folder: (folder / "notes.md").write_text("no frontmatter"), "no YAML frontmatter"),
+    (lambda folder: os.mkfifo(folder / "pipe.md"), "is not a regular file"),
+    (lambda folder: os.symlink("/dev/zero", folder / "zero.md"), "is not a regular file"),
+    (lambda folder: (folder / "todo.txt").write_text("x"), "is not an issued document"),
+])
+def test_a_stray_file_in_the_invoices_folder_is_one_line_naming_it(billing, make, reason):
+    issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    make(billing["vault"] / "invoices")
+    for args in (("invoice", "list"), ("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                                       "--until", "2026-06-30")):
+        ran = run(billing, *args)
+        assert ran.returncode == 1
+        [line] = ran.stderr.strip().splitlines()
+        assert str(billing["vault"] / "invoices") in line and reason in line
+
+
+def test_a_tampered_document_is_flagged_and_a_deleted_one_keeps_its_number(billing):
+    first = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    md = billing["vault"] / "invoices" / f"{first['number']}.md"
+    os.chmod(md, 0o644)
+    md.write_text(md.read_text(encoding="utf-8").replace("gross: '150.00'", "gross: '1.00'"), encoding="utf-8")
+    [listed] = json.loads(run(billing, "--json", "invoice", "list").stdout)["items"]
+    assert (listed["gross"], listed["changedOnDisk"]) == ("1.00", True)
+    md.unlink()  # the document is gone: its sessions can be billed again, but its number is never reused
+    again = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert again["number"] == "2026-0002"
+
+
+def test_the_sequence_continues_whatever_the_padding_of_the_format(billing):
+    issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    text_ = billing["config"].read_text(encoding="utf-8")
+    billing["config"].write_text(text_.replace('footer =', 'numberFormat = "INV-{year:d}-{seq:03d}"\nfooter ='),
+                                 encoding="utf-8")
+    second = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert second["number"] == "INV-2026-002"
+
+
+def test_billing_profiles_refuse_what_an_e_invoice_cannot_carry(billing):
+    text_ = billing["config"].read_text(encoding="utf-8")
+    billing["config"].write_text(text_ + '\n[clients."GLOBEX"]\nhourlyRate = "1"\ncurrency = "USD"\n',
+                                 encoding="utf-8")
+    ran = run(billing, "activity", "--all")
+    assert ran.returncode == 1 and "'Globex' and 'GLOBEX' are one client" in ran.stderr
+    billing["config"].write_text(text_.replace('footer = "Amtsgericht', 'footer = "Amts\\u0000gericht'),
+                                 encoding="utf-8")
+    ran = run(billing, "activity", "--all")
+    assert ran.returncode == 1 and "invoice.footer" in ran.stderr and "U+0000" in ran.stderr
+    billing["config"].write_text(text_.replace('hourlyRate = "100"', 'hourlyRate = "1E+2"').replace(
+        'address = ["Keizersgracht 1"]', 'address = ["a", "b", "c", "d", "e"]'), encoding="utf-8")
+    doc = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert doc["net"] == "150.00"
+    root = xml_of(Path(doc["pdf"]))  # valid: the rate is 100, the five lines fit CII's three
+    assert text(root, "//ram:BuyerTradeParty/ram:PostalTradeAddress/ram:LineThree") == ["c, d, e"]
+    assert text(root, "//ram:NetPriceProductTradePrice/ram:ChargeAmount") == ["100"]

@@ -10,7 +10,7 @@ import typer
 
 from ...config import config_path
 from ...domain.errors import InvalidDateError, InvalidFieldError
-from .common import _emit, app, out, state
+from .common import _emit, app, err, out, state
 from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
 
 invoice_app = typer.Typer(help="Issued invoices: numbered, stored in the vault, never billing a session twice; "
@@ -41,6 +41,19 @@ def _said(summary: dict) -> str:
                                                if summary.get("creditedBy") else "")
 
 
+def _copy_fields(copy: Path | str | None) -> dict:
+    """``output`` (the copy written) or ``copyError`` (why it could not be, after issuing)."""
+    if copy is None:
+        return {}
+    return {"copyError": copy} if isinstance(copy, str) else {"output": str(copy)}
+
+
+def _warn_copy(summary: dict) -> None:
+    if summary.get("copyError"):
+        err.print(f"warning: {summary['number']} is issued and stored, but its copy was not written: "
+                  f"{summary['copyError']}; copy it with memo invoice show {summary['number']} -o FILE")
+
+
 @invoice_app.command("issue")
 def invoice_issue(
     since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
@@ -63,14 +76,15 @@ def invoice_issue(
                                           "(e.g. --since 2026-06-01 --until 2026-06-30)")
     if lines not in LINE_MODES:
         raise InvalidFieldError("lines", f"{lines!r} is not one of {', '.join(LINE_MODES)}")
-    report = _activity_report(project, all_projects, since, until, client, tz)
-    document, copy = issue_invoice(state.store, state.settings, report, lines=lines, issued=_date(issued, "issued"),
+    document, copy = issue_invoice(state.store, state.settings,
+                                   lambda: _activity_report(project, all_projects, since, until, client, tz),
+                                   lines=lines, issued=_date(issued, "issued"),
                                    zero_minutes=zero_minutes, output=output, overwrite=force,
                                    user_templates=_user_templates(templates), config=str(config_path()))
-    summary = {**document_summary(document), **({"output": str(copy)} if copy else {}),
-               "leftOff": document.meta["leftOff"]}
+    summary = {**document_summary(document), **_copy_fields(copy), "leftOff": document.meta["leftOff"]}
     _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}" + (f"\n  copy: {s['output']}"
                                                                               if s.get("output") else "")))
+    _warn_copy(summary)
 
 
 @invoice_app.command("credit")
@@ -87,8 +101,9 @@ def invoice_credit(
     document, copy = credit_invoice(state.store, state.settings, number, issued=_date(issued, "issued"),
                                     reason=reason, output=output, overwrite=force,
                                     user_templates=_user_templates(templates))
-    summary = {**document_summary(document), **({"output": str(copy)} if copy else {})}
+    summary = {**document_summary(document), **_copy_fields(copy)}
     _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}"))
+    _warn_copy(summary)
 
 
 @invoice_app.command("list")
