@@ -119,7 +119,7 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
 
 
 _CONFIG_KEYS = {"vaultRoot", "timezone", "defaultProject", "idleGapMinutes", "captureIgnore", "vaults", "clients",
-                "invoice", "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode", "remote"}
+                "invoice", "projectClients", "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode", "remote"}
 
 
 def _file_path(value: object, folder: Path) -> object:
@@ -288,6 +288,9 @@ class Settings(BaseSettings):
     clients : dict[str, ClientBilling]
         Billing terms and profile per client name (matched case-insensitively) for invoices:
         rate, currency, project rates, tax, address, VAT id (SPEC §9).
+    project_clients : dict[str, str]
+        ``projectClients``: the client a project's sessions bill when none is named (an import
+        without ``--client``, a hook, an agent's ``session_start``), ``{project: client}``.
     invoice : Issuer
         Who issues the invoices (``[invoice]``): name, address, VAT id, bank account, payment
         terms, footer, number format.
@@ -320,6 +323,7 @@ class Settings(BaseSettings):
     vaults: list[Path] = Field(default_factory=list)
     clients: dict[str, ClientBilling] = Field(default_factory=dict)
     invoice: Issuer = Field(default_factory=Issuer)
+    project_clients: dict[str, str] = Field(default_factory=dict)
     templates_dir: Path | None = None
     ports: Ports = Field(default_factory=Ports)
     operator: OperatorPolicy = Field(default_factory=OperatorPolicy)
@@ -374,6 +378,22 @@ class Settings(BaseSettings):
                 raise ValueError(f"{seen[key]!r} and {name!r} are one client (names match in any case); keep one")
             seen[key] = name
         return value
+
+    @field_validator("project_clients")
+    @classmethod
+    def _project_clients(cls, value: dict[str, str]) -> dict[str, str]:
+        from .domain.ids import validate_slug
+
+        for project, client in value.items():
+            validate_slug(project, "projectClients")
+            if not client.strip() or len(client) > 200 or any(ord(c) < 0x20 for c in client):
+                raise ValueError(f"{project}: the client must be a name of at most 200 characters")
+        return {project: client.strip() for project, client in value.items()}
+
+    def client_of_project(self, project: str) -> str | None:
+        """The client ``projectClients`` maps ``project`` to, else None (``internal``)."""
+        client = self.project_clients.get(project)
+        return None if client is None or client.lower() == "internal" else client
 
     def billing_for(self, client: str | None) -> ClientBilling | None:
         """The configured terms of ``client`` (case-insensitive), or None."""

@@ -53,6 +53,8 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
 
     A new session id ``{timestamp}-{6 hex}`` is generated when none is given. Restarting
     an active session keeps its ``startTime, created, taskSlug, client, billable, summary``.
+    Without a client the session bills the one the config's ``projectClients`` maps its
+    project to (SPEC §9), else none (``internal``).
     Turn files of the session that a killed writer left unindexed are indexed first.
 
     Returns
@@ -99,7 +101,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
             agent=clean_text(request.agent, "agent") or old.get("agent"),
             session_id=session_id,
             task_slug=optional_slug(request.task_slug, "taskSlug"),
-            client=clean_text(request.client, "client"),
+            client=clean_text(request.client, "client") or store.settings.client_of_project(project),
             billable=True if request.billable is None else request.billable,
             branch=clean_text(request.branch, "branch") or old.get("branch") or head_branch,
             git_sha=clean_text(request.git_sha, "gitSha") or old.get("gitSha") or head_sha,
