@@ -288,7 +288,7 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         end = from_iso(item["endTime"]).astimezone(report.zone)
         days = (end.date() - start.date()).days
         hours = _hours(item["billableHours"])
-        task = item["taskSlug"] or item["summary"] or item["sessionId"]
+        task = item["taskSlug"] or item["summary"] or f"Work on {item['project']}"
         notes = ([item["summary"]] if item["taskSlug"] and item["summary"] else []) + [
             d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]]
         out.append(InvoiceLine(
@@ -311,11 +311,13 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         hours = sum((_hours(i["billableHours"]) for i in mine), Decimal("0.00"))
         tasks = sorted({i["taskSlug"] for i in mine if i["taskSlug"]})
         shown = ", ".join(tasks[:6]) + (f" and {len(tasks) - 6} more" if len(tasks) > 6 else "")
+        work = list(dict.fromkeys(i["summary"] for i in mine if i["summary"] and not i["taskSlug"]))
+        worked = "; ".join(work[:3]) + (f"; and {len(work) - 3} more" if len(work) > 3 else "")
         n = len(mine)
         out.append(InvoiceLine(
             date=f"{first}" if first == last else f"{first}\n– {last}",
-            project=project, description=f"{n} {'session' if n == 1 else 'sessions'}",
-            notes=(f"Tasks: {shown}",) if tasks else (), sessions=n,
+            project=project, description=f"Work on {project}: {n} {'session' if n == 1 else 'sessions'}",
+            notes=((f"Tasks: {shown}",) if tasks else ()) + ((worked,) if work else ()), sessions=n,
             duration_minutes=sum(int(i["durationMinutes"]) for i in mine), hours=hours,
             rate=billing.rate_for(project), amount=line_amount(hours, billing.rate_for(project), billing.currency)))
     return out

@@ -323,10 +323,19 @@ def test_grown_transcript_adds_only_new_turns_and_moves_the_end(tmp_path, store)
 
 
 @pytest.mark.slow
-def test_imported_sessions_are_summarised_by_title_or_first_prompt(vault):
+def test_imported_sessions_are_summarised_by_title_or_first_meaningful_line(vault):
+    """Issue 15 point 5: a session's description is its transcript's title or the first line of
+    its prompts that says what the work is — never an image placeholder or an acknowledgement."""
+    from memo_analytics.services.importers.common import _meaningful
+
     store = vault[0]
     rows = store.conn.execute("SELECT summary FROM records WHERE kind = 'session'").fetchall()
-    assert rows and all(r[0] and len(r[0]) <= 120 for r in rows)
+    summaries = [r[0] for r in rows]
+    described = [s for s in summaries if s]
+    assert len(described) >= 0.9 * len(summaries) and all(len(s) <= 120 for s in described)
+    assert not [s for s in described if not _meaningful(s) and not s.startswith("/")]
+    for placeholder in ("[Image #", "[Image: source", "k, done"):
+        assert not any(s.startswith(placeholder) for s in described)
 
 
 @pytest.mark.slow
