@@ -119,7 +119,7 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
 
 
 _CONFIG_KEYS = {"vaultRoot", "timezone", "defaultProject", "idleGapMinutes", "captureIgnore", "vaults", "clients",
-                "invoice", "projectClients", "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode", "remote"}
+                "invoice", "projectClients", "overlapPolicy", "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode", "remote"}
 
 
 def _file_path(value: object, folder: Path) -> object:
@@ -291,6 +291,9 @@ class Settings(BaseSettings):
     project_clients : dict[str, str]
         ``projectClients``: the client a project's sessions bill when none is named (an import
         without ``--client``, a hook, an agent's ``session_start``), ``{project: client}``.
+    overlap_policy : {"union", "sum"}
+        ``overlapPolicy``: how one person's parallel sessions for one client bill — their
+        wall-clock union once (default) or each in full (SPEC §9).
     invoice : Issuer
         Who issues the invoices (``[invoice]``): name, address, VAT id, bank account, payment
         terms, footer, number format.
@@ -324,6 +327,7 @@ class Settings(BaseSettings):
     clients: dict[str, ClientBilling] = Field(default_factory=dict)
     invoice: Issuer = Field(default_factory=Issuer)
     project_clients: dict[str, str] = Field(default_factory=dict)
+    overlap_policy: Literal["union", "sum"] = "union"
     templates_dir: Path | None = None
     ports: Ports = Field(default_factory=Ports)
     operator: OperatorPolicy = Field(default_factory=OperatorPolicy)

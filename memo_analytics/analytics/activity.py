@@ -39,6 +39,13 @@ __all__ = ["INTERNAL_CLIENT", "ROUNDING_POLICY", "ActivityReport", "ActivityRequ
 
 INTERNAL_CLIENT = "internal"
 
+#: The overlap policies (config ``overlapPolicy``) as stated on every report (wire ``overlapPolicy``).
+OVERLAP_POLICIES = {
+    "union": "Parallel sessions of one person for one client bill their wall-clock union once: a session bills "
+             "the minutes no earlier session of that client already covered.",
+    "sum": "Every session bills its whole duration, parallel sessions included.",
+}
+
 
 @dataclass
 class ActivityRequest:
@@ -95,6 +102,7 @@ class ActivityReport:
     client: str | None = None
     by_day: dict[str, dict[str, Any]] = field(default_factory=dict)
     vaults: list[str] = field(default_factory=list)
+    overlap_policy: str = "union"
 
     def wire(self) -> dict[str, Any]:
         """The camelCase report. Beside its own names it carries spec-memo's, which agents
@@ -116,6 +124,7 @@ class ActivityReport:
             "projects": self.projects if self.projects is not None else "all",
             "client": self.client,
             "roundingPolicy": ROUNDING_POLICY,
+            "overlapPolicy": self.overlap_policy,
         }
 
 
@@ -192,15 +201,15 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         db.execute("SET TimeZone = 'UTC'")
         db.register("sessions", sessions)
         db.register("prompt_clients", prompt_clients)
-        selected = db.sql(_REPORT_SQL, params=params).pl()
+        selected = with_billed_minutes(db.sql(_REPORT_SQL, params=params).pl(), store.settings.overlap_policy)
         db.register("selected", selected)
         by_client = db.execute(
             """SELECT mode(client_name ORDER BY start_time) AS name, lower(client_name) AS key,
-                      sum(duration_minutes) AS minutes, count(*) AS n
+                      sum(billed_minutes) AS minutes, count(*) AS n
                FROM selected WHERE counts GROUP BY lower(client_name) ORDER BY lower(client_name)"""
         ).fetchall()
         by_project = db.execute(
-            """SELECT project, sum(duration_minutes) AS minutes, count(*) AS n
+            """SELECT project, sum(billed_minutes) AS minutes, count(*) AS n
                FROM selected WHERE counts GROUP BY project ORDER BY project"""
         ).fetchall()
         total_prompts = db.execute(
@@ -228,7 +237,39 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         projects=request.projects,
         client=client,
         vaults=vaults,
+        overlap_policy=OVERLAP_POLICIES[store.settings.overlap_policy],
     )
+
+
+def with_billed_minutes(rows: pl.DataFrame, policy: str = "union") -> pl.DataFrame:
+    """``rows`` (the selected sessions) with ``billed_minutes`` (Int64): the minutes each
+    counted session bills under the overlap ``policy`` (SPEC §9, issue 15 point 5).
+
+    ``union`` (the default): one person's parallel sessions for one client bill the
+    wall-clock union once — a vault is one person's (a further vault another's), so sessions
+    are grouped by vault and client. On the minute grid every report prints (a session runs
+    from its start, to the minute, for its ``durationMinutes``), sessions in start order each
+    bill the minutes no earlier session of the group already covered:
+    ``max(0, end − max(start, the latest end before it))``. The minutes of a group add up to
+    the length of the union exactly. ``sum``: every session bills its whole duration.
+    Sessions that do not count (open, not billable) bill 0. Pure.
+    """
+    counts = pl.col("counts").fill_null(False)
+    if policy == "sum" or rows.is_empty():
+        return rows.with_columns(pl.when(counts).then(pl.col("duration_minutes")).otherwise(0)
+                                 .cast(pl.Int64).alias("billed_minutes"))
+    start = (pl.col("start_time").dt.truncate("1m").dt.epoch("s") // 60).alias("_s")
+    keyed = rows.with_row_index("_row").with_columns(
+        start, pl.col("client_name").str.to_lowercase().alias("_key"))
+    counted = keyed.filter(counts).sort("_s", "id").with_columns(
+        (pl.col("_s") + pl.col("duration_minutes")).alias("_e"))
+    counted = counted.with_columns(
+        pl.col("_e").cum_max().shift(1).over("vault", "_key").alias("_covered"))
+    counted = counted.with_columns(
+        (pl.col("_e") - pl.max_horizontal("_s", pl.col("_covered").fill_null(pl.col("_s")))).clip(lower_bound=0)
+        .cast(pl.Int64).alias("billed_minutes"))
+    billed = keyed.join(counted.select("_row", "billed_minutes"), on="_row", how="left").sort("_row")
+    return billed.with_columns(pl.col("billed_minutes").fill_null(0)).drop("_row", "_s", "_key")
 
 
 def _bucket(minutes: int, cents: int, sessions: int | None = None) -> dict[str, Any]:
@@ -243,11 +284,11 @@ def _session_cents(rows: pl.DataFrame, client_cents: dict[str, int]) -> dict[tup
     SPEC §2.1): its client's hours apportioned over the client's sessions (start order) by
     minutes."""
     counted = rows.filter(pl.col("counts")).select("project", "id", pl.col("client_name").str.to_lowercase()
-                                                   .alias("key"), "duration_minutes")
+                                                   .alias("key"), "billed_minutes")
     shares: dict[tuple[str, str], int] = {}
     for (key,), group in counted.group_by("key", maintain_order=True):
         ids = list(zip(group["project"].to_list(), group["id"].to_list()))
-        parts = apportion(client_cents[key], [int(m) for m in group["duration_minutes"].to_list()])
+        parts = apportion(client_cents[key], [int(m) for m in group["billed_minutes"].to_list()])
         shares.update(zip(ids, parts))
     return shares
 
@@ -257,13 +298,13 @@ def _by_day(rows: pl.DataFrame, zone: tzinfo, total_cents: int) -> dict[str, dic
     are, one crossing midnight is split by :func:`minutes_by_local_day`."""
     name = zone_name(zone)
     counted = rows.filter(pl.col("counts")).select(
-        "start_time", "end_time", "duration_minutes",
+        "start_time", "end_time", "billed_minutes",
         pl.col("start_time").dt.convert_time_zone(name).dt.date().alias("first"),
         pl.col("end_time").dt.convert_time_zone(name).dt.date().alias("last"),
     )
     same_day = pl.col("last").is_null() | (pl.col("first") == pl.col("last"))
     minutes: dict[Any, int] = {
-        day: int(m) for day, m in counted.filter(same_day).group_by("first").agg(pl.col("duration_minutes").sum())
+        day: int(m) for day, m in counted.filter(same_day).group_by("first").agg(pl.col("billed_minutes").sum())
         .iter_rows()
     }
     for start, end, duration, _, _ in counted.filter(~same_day).iter_rows():
@@ -318,15 +359,17 @@ def _session_items(rows: pl.DataFrame, cents: dict[tuple[str, str], int]) -> lis
     columns = rows.select(
         "id", "session_id", "project", "client_name", "billable", "status",
         pl.col("start_time").dt.strftime(iso), pl.col("end_time").dt.strftime(iso), "duration_minutes",
-        "task_slug", "summary", "deliverables",
+        "task_slug", "summary", "deliverables", "billed_minutes",
     ).get_columns()
-    ids, sids, projects, clients, billable, status, starts, ends, minutes, slugs, summaries, raw = (
+    ids, sids, projects, clients, billable, status, starts, ends, minutes, slugs, summaries, raw, billed = (
         c.to_list() for c in columns)
     deliverables = json.loads("[" + ",".join(d or "[]" for d in raw) + "]")  # one parse for all rows
     return [
         {"id": i, "sessionId": sid, "project": p, "client": c, "billable": bool(b), "status": st, "startTime": s,
-         "endTime": e, "durationMinutes": m, "billableHours": cents_to_hours(cents[p, i]) if (p, i) in cents else None,
+         "endTime": e, "durationMinutes": m, "billedMinutes": bm if (p, i) in cents else None,
+         "billableHours": cents_to_hours(cents[p, i]) if (p, i) in cents else None,
          "taskSlug": slug, "summary": summary, "deliverables": d}
-        for i, sid, p, c, b, st, s, e, m, slug, summary, d in zip(
-            ids, sids, projects, clients, billable, status, starts, ends, minutes, slugs, summaries, deliverables)
+        for i, sid, p, c, b, st, s, e, m, slug, summary, d, bm in zip(
+            ids, sids, projects, clients, billable, status, starts, ends, minutes, slugs, summaries, deliverables,
+            billed)
     ]

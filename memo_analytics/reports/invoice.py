@@ -43,7 +43,7 @@ from ..domain.clock import from_iso, utcnow, zone_name
 from ..domain.errors import InvalidDateError, InvalidFieldError, ReportError
 from ..domain.rounding import ROUNDING_POLICY
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
-from .timesheet import format_minutes, period_text
+from .timesheet import format_minutes, period_text, printed_span
 
 LineMode = Literal["project", "session"]
 LINE_MODES: tuple[str, ...] = ("project", "session")
@@ -211,6 +211,12 @@ class Invoice:
         return sum(s.minutes for s in self.sections)
 
 
+def _billed(item: dict[str, Any]) -> int:
+    """The minutes a session bills (its ``billedMinutes`` under the overlap policy)."""
+    billed = item.get("billedMinutes")
+    return int(item["durationMinutes"] if billed is None else billed)
+
+
 def _hours(value: float | None) -> Decimal:
     return Decimal(f"{value or 0:.2f}")
 
@@ -284,8 +290,7 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
 def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:
     out = []
     for item in items:
-        start = from_iso(item["startTime"]).astimezone(report.zone)
-        end = from_iso(item["endTime"]).astimezone(report.zone)
+        start, end = printed_span(item, report.zone)
         days = (end.date() - start.date()).days
         hours = _hours(item["billableHours"])
         task = item["taskSlug"] or item["summary"] or f"Work on {item['project']}"
@@ -294,7 +299,7 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         out.append(InvoiceLine(
             date=f"{start:%Y-%m-%d}\n{start:%H:%M}–{end:%H:%M}" + (f"\n(+{days}d)" if days else ""),
             project=item["project"], description=task, notes=tuple(notes), sessions=1,
-            duration_minutes=int(item["durationMinutes"]), hours=hours, rate=billing.rate_for(item["project"]),
+            duration_minutes=_billed(item), hours=hours, rate=billing.rate_for(item["project"]),
             amount=line_amount(hours, billing.rate_for(item["project"]), billing.currency)))
     return out
 
@@ -318,7 +323,7 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
             date=f"{first}" if first == last else f"{first}\n– {last}",
             project=project, description=f"Work on {project}: {n} {'session' if n == 1 else 'sessions'}",
             notes=((f"Tasks: {shown}",) if tasks else ()) + ((worked,) if work else ()), sessions=n,
-            duration_minutes=sum(int(i["durationMinutes"]) for i in mine), hours=hours,
+            duration_minutes=sum(_billed(i) for i in mine), hours=hours,
             rate=billing.rate_for(project), amount=line_amount(hours, billing.rate_for(project), billing.currency)))
     return out
 

@@ -139,6 +139,7 @@ def _document_meta(kind: str, number: str, key: str, sequence: int, number_forma
                   for line in section.lines],
         "sessions": [{"project": s["project"], "sessionId": s["sessionId"], "startTime": s["startTime"],
                       "endTime": s["endTime"], "durationMinutes": int(s["durationMinutes"]),
+                      "billedMinutes": int(s.get("billedMinutes", s["durationMinutes"]) or 0),
                       "billableHours": f"{s['billableHours'] or 0:.2f}"} for s in section.sessions],
         "leftOff": {"alreadyInvoiced": invoice.already_invoiced, "zeroMinutes": invoice.zero_minute_sessions,
                     "open": invoice.open_sessions},

@@ -68,6 +68,15 @@ def format_minutes(minutes: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}"
 
 
+def printed_span(item: dict[str, Any], zone) -> tuple[datetime, datetime]:
+    """The start and end a report prints for a session: the start to the minute (seconds
+    dropped), the end that start plus ``durationMinutes`` — one rounding of times, so the
+    printed span always equals the minutes billed (issue 15 point 5); the printed end is
+    within a minute of the recorded one."""
+    start = from_iso(item["startTime"]).astimezone(zone).replace(second=0, microsecond=0)
+    return start, start + timedelta(minutes=int(item["durationMinutes"] or 0))
+
+
 def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
     """Group the report's billable sessions by client (sorted case-insensitively). Pure."""
     zone = report.zone
@@ -76,9 +85,11 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
     for item in report.sessions:
         if not item["billable"] or item["durationMinutes"] is None:
             continue
-        start = from_iso(item["startTime"]).astimezone(zone)
-        end = from_iso(item["endTime"]).astimezone(zone)
+        start, end = printed_span(item, zone)
         days = (end.date() - start.date()).days
+        billed = item.get("billedMinutes", item["durationMinutes"])
+        overlap = ([f"parallel to another session of this client: {billed} of {item['durationMinutes']} minutes "
+                    "billed"] if billed is not None and billed < item["durationMinutes"] else [])
         key = item["client"].lower()
         section = sections.setdefault(key, ClientSection(names.get(key, item["client"])))
         section.rows.append(
@@ -88,8 +99,9 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
                 task=item["taskSlug"] or item["summary"] or item["sessionId"],
                 start=start.strftime("%H:%M"),
                 end=end.strftime("%H:%M") + (f" (+{days}d)" if days else ""),
-                duration_minutes=int(item["durationMinutes"]),
-                deliverables=[d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]],
+                duration_minutes=int(billed if billed is not None else item["durationMinutes"]),
+                deliverables=overlap + [d.get("url") or d.get("sha") or d.get("title") or d["type"]
+                                        for d in item["deliverables"]],
                 summary=item["summary"] if item["taskSlug"] and item["summary"] else "",
                 hours=item["billableHours"],
             )

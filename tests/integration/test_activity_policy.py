@@ -34,7 +34,8 @@ def assert_columns_add_up(report: dict) -> None:
     counted = [s for s in report["sessions"] if s["billable"] and s["durationMinutes"] is not None]
     for name, bucket in report["byClient"].items():
         mine = [s for s in counted if s["client"].lower() == name.lower()]
-        assert sum(s["durationMinutes"] for s in mine) == bucket["durationMinutes"]
+        assert sum(s["billedMinutes"] for s in mine) == bucket["durationMinutes"]
+        assert all(0 <= s["billedMinutes"] <= s["durationMinutes"] for s in mine)
         assert sum(cents(s["billableHours"]) for s in mine) == cents(bucket["billableHours"]), name
     assert all(s["billableHours"] is None for s in report["sessions"] if s not in counted)
 

@@ -225,7 +225,10 @@ def test_files_added_and_removed_by_hand_are_caught_up_on_open(recorded):
     assert "note: the index caught up with 2 record folders changed outside memo" in ran.stderr
     assert "1 added" in ran.stderr and "1 removed" in ran.stderr
     report = json.loads(ran.stdout)
-    assert report["totalDurationMinutes"] == 90 + 45 + 45 and report["totalPrompts"] == 4
+    # c is b's copy: the same 45 minutes of the same client, billed once (the overlap policy)
+    assert report["totalDurationMinutes"] == 90 + 45 and report["totalPrompts"] == 4
+    [copy] = [s for s in report["sessions"] if s["sessionId"] == "c"]
+    assert (copy["durationMinutes"], copy["billedMinutes"]) == (45, 0)
     assert "prompt-b-t3" not in ids(vault)
 
 

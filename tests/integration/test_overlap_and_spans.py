@@ -1,0 +1,84 @@
+"""The overlap policy and the one rounding of times (issue 15 point 5): one person's parallel
+sessions for one client bill their wall-clock union once (``overlapPolicy = "sum"`` bills each in
+full); every report prints a span that equals the minutes it bills."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from memo_analytics.config import Settings
+from memo_analytics.services.store import VaultStore
+from tests.inprocess import memo
+
+from .test_issued_invoices import _session
+
+
+@pytest.fixture
+def parallel(tmp_path) -> dict:
+    """Acme: 09:00–10:00 and 09:30–10:30 (30 minutes in parallel), and 10:15–10:45 (15 more
+    inside the second); Globex: 09:30–10:00, beside them (another client: billed in full)."""
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    _session(store, "p1", "web", "Acme", "2026-06-01T09:00:00Z", "2026-06-01T10:00:00Z")
+    _session(store, "p2", "api", "Acme", "2026-06-01T09:30:00Z", "2026-06-01T10:30:00Z")
+    _session(store, "p3", "api", "Acme", "2026-06-01T10:15:00Z", "2026-06-01T10:45:00Z")
+    _session(store, "g1", "etl", "Globex", "2026-06-01T09:30:00Z", "2026-06-01T10:00:00Z")
+    store.close()
+    return {"vault": root, "config": tmp_path / "config.toml"}
+
+
+def report(parallel, *args) -> dict:
+    env = {"MEMO_CONFIG": str(parallel["config"])}
+    return json.loads(memo("--json", "activity", "--all", "--tz", "UTC", *args, vault=parallel["vault"], env=env).stdout)
+
+
+def test_parallel_sessions_of_one_client_bill_their_union_once(parallel, tmp_path):
+    union = report(parallel)
+    # Acme's wall clock: 09:00–10:45 = 105 minutes (60 + 30 new + 15 new), not 60 + 60 + 30 = 150
+    assert union["byClient"]["Acme"]["durationMinutes"] == 105
+    assert union["byClient"]["Globex"]["durationMinutes"] == 30
+    assert {s["sessionId"]: (s["durationMinutes"], s["billedMinutes"]) for s in union["sessions"]} == {
+        "p1": (60, 60), "p2": (60, 30), "p3": (30, 15), "g1": (30, 30)}
+    assert union["totalDurationMinutes"] == 135 and union["totalBillableHours"] == 1.75 + 0.50
+    assert union["overlapPolicy"].startswith("Parallel sessions of one person for one client bill")
+    memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.csv"), vault=parallel["vault"])
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "t.csv").read_text(encoding="utf-8-sig"))))
+    assert [int(r["durationMinutes"]) for r in rows if r["client"] == "Acme"] == [60, 30, 15]
+    assert "parallel to another session of this client: 30 of 60 minutes billed" in rows[1]["deliverables"]
+    parallel["config"].write_text('overlapPolicy = "sum"\n', encoding="utf-8")
+    summed = report(parallel)
+    assert summed["byClient"]["Acme"]["durationMinutes"] == 150 and summed["totalDurationMinutes"] == 180
+    assert summed["overlapPolicy"] == "Every session bills its whole duration, parallel sessions included."
+
+
+def test_the_invoice_bills_the_union_too(parallel, tmp_path):
+    parallel["config"].write_text('[clients.Acme]\nhourlyRate = "100"\ncurrency = "EUR"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(parallel["config"])}
+    draft = json.loads(memo("--json", "report", "invoice", "--all", "--client", "Acme", "--tz", "UTC", "--lines",
+                            "session", "-o", str(tmp_path / "i.csv"), vault=parallel["vault"], env=env).stdout)
+    assert draft["totals"]["EUR"]["amount"] == "175.00" and draft["totalDurationMinutes"] == 105
+
+
+def test_a_printed_span_equals_the_minutes_it_bills(tmp_path):
+    """Durations are whole minutes, half up (SPEC §2.5): 09:00:40–09:10:10 is 9.5 → 10 minutes,
+    09:00:20–09:10:50 is 10.5 → 11. Seconds dropped for display would print 09:00–09:10 for
+    both; the printed end is the printed start plus the minutes billed."""
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    _session(store, "s1", "web", "Acme", "2026-06-01T09:00:40Z", "2026-06-01T09:10:10Z")
+    _session(store, "s2", "web", "Acme", "2026-06-02T09:00:20Z", "2026-06-02T09:10:50Z")
+    _session(store, "s3", "web", "Acme", "2026-06-03T23:50:30Z", "2026-06-04T00:20:00Z")  # 29.5 → 30, past midnight
+    store.close()
+    memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.csv"), vault=root)
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "t.csv").read_text(encoding="utf-8-sig"))))
+    assert [(r["start"], r["end"], r["durationMinutes"]) for r in rows] == [
+        ("09:00", "09:10", "10"), ("09:00", "09:11", "11"), ("23:50", "00:20 (+1d)", "30")]
+    for row in rows:
+        start_h, start_m = map(int, row["start"].split(":"))
+        end_h, end_m = map(int, row["end"][:5].split(":"))
+        span = (end_h * 60 + end_m) - (start_h * 60 + start_m) + (1440 if "(+1d)" in row["end"] else 0)
+        assert span == int(row["durationMinutes"])
