@@ -201,7 +201,8 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         db.execute("SET TimeZone = 'UTC'")
         db.register("sessions", sessions)
         db.register("prompt_clients", prompt_clients)
-        selected = with_billed_minutes(db.sql(_REPORT_SQL, params=params).pl(), store.settings.overlap_policy)
+        selected = with_client_terms(with_billed_minutes(db.sql(_REPORT_SQL, params=params).pl(),
+                                                         store.settings.overlap_policy), store.settings)
         db.register("selected", selected)
         by_client = db.execute(
             """SELECT mode(client_name ORDER BY start_time) AS name, lower(client_name) AS key,
@@ -270,6 +271,20 @@ def with_billed_minutes(rows: pl.DataFrame, policy: str = "union") -> pl.DataFra
         .cast(pl.Int64).alias("billed_minutes"))
     billed = keyed.join(counted.select("_row", "billed_minutes"), on="_row", how="left").sort("_row")
     return billed.with_columns(pl.col("billed_minutes").fill_null(0)).drop("_row", "_s", "_key")
+
+
+def with_client_terms(rows: pl.DataFrame, settings) -> pl.DataFrame:
+    """``rows`` with each counted session's ``billed_minutes`` rounded by its client's terms
+    (``[clients."X"] roundingMinutes`` / ``minimumMinutes``: :meth:`ClientBilling.billed_minutes`),
+    after the overlap policy. Clients without such terms are left as they are."""
+    terms = {name.strip().lower(): t for name, t in settings.clients.items()
+             if t.rounding_minutes or t.minimum_minutes}
+    if not terms or rows.is_empty():
+        return rows
+    keys = rows["client_name"].str.to_lowercase().to_list()
+    billed = [terms[k].billed_minutes(int(m)) if counts and k in terms else m
+              for k, m, counts in zip(keys, rows["billed_minutes"].to_list(), rows["counts"].fill_null(False).to_list())]
+    return rows.with_columns(pl.Series("billed_minutes", billed, dtype=pl.Int64))
 
 
 def _bucket(minutes: int, cents: int, sessions: int | None = None) -> dict[str, Any]:

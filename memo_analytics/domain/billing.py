@@ -197,7 +197,8 @@ class ClientBilling(_Party):
     (VAT category S), or ``reverse_charge`` (category AE: no VAT charged, the client accounts
     for it; both VAT ids must then be known); neither means the invoice charges no VAT and
     says why (``tax_exemption_reason``, category E). ``payment_terms_days`` overrides the
-    issuer's.
+    issuer's. ``rounding_minutes`` and ``minimum_minutes``: how a session's minutes are billed
+    (:meth:`billed_minutes`).
     """
 
     hourly_rate: Decimal = Field(ge=0, max_digits=12, decimal_places=4)
@@ -207,6 +208,18 @@ class ClientBilling(_Party):
     reverse_charge: bool = False
     tax_exemption_reason: str | None = Field(default=None, max_length=200)
     payment_terms_days: int | None = Field(default=None, ge=0, le=365)
+    rounding_minutes: int | None = Field(default=None, ge=1, le=480)
+    minimum_minutes: int | None = Field(default=None, ge=0, le=1440)
+
+    def billed_minutes(self, minutes: int) -> int:
+        """A session's billed minutes under these terms: rounded up to ``rounding_minutes``
+        (``roundingMinutes = 15``: 1–15 → 15, 16–30 → 30), then at least ``minimum_minutes``;
+        a session that bills nothing (0 minutes, or covered by parallel ones) stays 0."""
+        if minutes <= 0:
+            return 0
+        if self.rounding_minutes:
+            minutes = -(-minutes // self.rounding_minutes) * self.rounding_minutes
+        return max(minutes, self.minimum_minutes or 0)
 
     @field_validator("project_rates")
     @classmethod

@@ -89,7 +89,9 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
         days = (end.date() - start.date()).days
         billed = item.get("billedMinutes", item["durationMinutes"])
         overlap = ([f"parallel to another session of this client: {billed} of {item['durationMinutes']} minutes "
-                    "billed"] if billed is not None and billed < item["durationMinutes"] else [])
+                    "billed"] if billed is not None and billed < item["durationMinutes"] else
+                   [f"billed {billed} minutes (the client's rounding)"] if billed is not None
+                   and billed > item["durationMinutes"] else [])
         key = item["client"].lower()
         section = sections.setdefault(key, ClientSection(names.get(key, item["client"])))
         section.rows.append(

@@ -82,3 +82,18 @@ def test_a_printed_span_equals_the_minutes_it_bills(tmp_path):
         end_h, end_m = map(int, row["end"][:5].split(":"))
         span = (end_h * 60 + end_m) - (start_h * 60 + start_m) + (1440 if "(+1d)" in row["end"] else 0)
         assert span == int(row["durationMinutes"])
+
+
+def test_a_clients_rounding_and_minimum_bill_each_session_up(parallel):
+    """Acme bills in 15-minute steps with a 30-minute minimum: p1 60 → 60, p2 30 (after the
+    overlap) → 30, p3 15 → 30 (the minimum); Globex has no such terms: 30."""
+    parallel["config"].write_text('[clients.Acme]\nhourlyRate = "100"\ncurrency = "EUR"\nroundingMinutes = 15\n'
+                                  'minimumMinutes = 30\n', encoding="utf-8")
+    rounded = report(parallel)
+    assert {s["sessionId"]: s["billedMinutes"] for s in rounded["sessions"]} == {"p1": 60, "p2": 30, "p3": 30,
+                                                                                "g1": 30}
+    assert rounded["byClient"]["Acme"]["durationMinutes"] == 120
+    parallel["config"].write_text('[clients.Acme]\nhourlyRate = "100"\ncurrency = "EUR"\nroundingMinutes = 0\n',
+                                  encoding="utf-8")
+    ran = memo("activity", "--all", vault=parallel["vault"], env={"MEMO_CONFIG": str(parallel["config"])}, check=False)
+    assert ran.returncode == 1 and "roundingMinutes" in ran.stderr
