@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
+from decimal import Decimal
 from typing import Any
 
 import duckdb
@@ -33,6 +34,7 @@ from ..domain.records import RecordKind
 from ..domain.rounding import ROUNDING_POLICY, apportion, cents_to_hours, hours_cents, minutes_by_local_day
 from ..services.requests import ActivityReportRequest
 from ..services.store import VaultStore
+from .cost import COST_PLACES, CostTotals, session_costs
 from .frames import IndexSource, sessions_frame, vault_sources
 
 __all__ = ["INTERNAL_CLIENT", "ROUNDING_POLICY", "ActivityReport", "ActivityRequest", "activity_report"]
@@ -103,6 +105,10 @@ class ActivityReport:
     by_day: dict[str, dict[str, Any]] = field(default_factory=dict)
     vaults: list[str] = field(default_factory=list)
     overlap_policy: str = "union"
+    cost: Decimal = Decimal(0)
+    cost_by_model: dict[str, dict[str, Any]] = field(default_factory=dict)
+    cost_by_client: dict[str, str] = field(default_factory=dict)
+    unpriced_models: list[str] = field(default_factory=list)
 
     def wire(self) -> dict[str, Any]:
         """The camelCase report. Beside its own names it carries spec-memo's, which agents
@@ -125,6 +131,10 @@ class ActivityReport:
             "client": self.client,
             "roundingPolicy": ROUNDING_POLICY,
             "overlapPolicy": self.overlap_policy,
+            "totalCostUsd": str(self.cost.quantize(COST_PLACES)),
+            "costByModel": self.cost_by_model,
+            "costByClient": self.cost_by_client,
+            "unpricedModels": self.unpriced_models,
         }
 
 
@@ -170,8 +180,11 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     ActivityReport
         Totals in minutes (int) and hours (2 decimals); ``sessions`` sorted by start,
         each ``{id, sessionId, project, client, billable, status, startTime, endTime,
-        durationMinutes, billableHours, taskSlug, summary, deliverables}`` with times in UTC
-        ISO (``billableHours`` null for a session that bills nothing).
+        durationMinutes, billedMinutes, billableHours, taskSlug, summary, deliverables,
+        costUsd, tokens}`` with times in UTC ISO (``billableHours`` null for a session that
+        bills nothing; ``costUsd`` the API-equivalent cost of its turns, decimal text USD,
+        :mod:`.cost`). ``totalCostUsd``, ``costByModel`` and ``costByClient`` (billed
+        sessions) on the wire add those of the sessions.
 
     Raises
     ------
@@ -194,6 +207,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     with vault_sources(store, further=request.cross_project) as sources:
         sessions = sessions_frame(sources, request.projects)
         prompt_clients = _prompt_clients(sources, request.projects, bounds)
+        token_rows = _token_rows(sources, request.projects)
         vaults = [s.vault for s in sources]
     params = {"since": bounds.since, "until": bounds.until_exclusive, "client": client}
     db = duckdb.connect()
@@ -225,6 +239,21 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     total_cents = sum(client_cents.values())
     project_cents = apportion(total_cents, [int(m) for _, m, _ in by_project])
     session_cents = _session_cents(rows, client_cents)
+    picked = set(zip(rows["project"].to_list(), rows["session_id"].to_list()))
+    by_session, by_model, unpriced = session_costs([r for r in token_rows if (r[0], r[1]) in picked])
+    items = _session_items(rows, session_cents)
+    client_cost: dict[str, CostTotals] = {}
+    for item in items:
+        totals = by_session.get((item["project"], item["sessionId"]))
+        wired = (totals or CostTotals()).wire()
+        item.update(costUsd=wired["costUsd"], tokens=wired["tokens"])
+        if totals and item["billableHours"] is not None:
+            merged = client_cost.setdefault(item["client"].lower(), CostTotals())
+            merged.cost += totals.cost
+            merged.turns += totals.turns
+            merged.unpriced_turns += totals.unpriced_turns
+            for key, value in totals.tokens.items():
+                merged.tokens[key] += value
     return ActivityReport(
         total_duration_minutes=sum(int(m) for _, _, m, _ in by_client),
         total_billable_hours=cents_to_hours(total_cents),
@@ -232,7 +261,11 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         by_project={name: _bucket(m, c, n) for (name, m, n), c in zip(by_project, project_cents)},
         by_day=_by_day(rows, zone, total_cents),
         total_prompts=int(total_prompts),
-        sessions=_session_items(rows, session_cents),
+        sessions=items,
+        cost=sum((t.cost for t in by_session.values()), Decimal(0)),
+        cost_by_model={model: t.wire() for model, t in sorted(by_model.items())},
+        cost_by_client={name: client_cost.get(key, CostTotals()).wire()["costUsd"] for name, key, _, _ in by_client},
+        unpriced_models=unpriced,
         zone=zone,
         bounds=bounds,
         projects=request.projects,
@@ -365,6 +398,26 @@ def _prompt_clients(sources: list[IndexSource], projects: list[str] | None, boun
               for src in sources]
     ids = pl.concat(frames).unique(subset=["project", "id"], keep="first")
     return ids.group_by("client").agg(pl.len().cast(pl.Int64).alias("n")).select(list(schema))
+
+
+def _token_rows(sources: list[IndexSource], projects: list[str] | None) -> list[tuple]:
+    """The turns that carry token counts: ``(project, session id, created, model, source,
+    meta JSON)``; across several vaults a record (project and id) counts once."""
+    where = ["kind = 'prompt'", "coalesce(status, '') <> 'superseded'", "session_id IS NOT NULL",
+             "meta LIKE '%\"tokens\"%'"]
+    params: list[Any] = []
+    if projects is not None:
+        where.append(f"project IN ({','.join('?' * len(projects)) or 'NULL'})")
+        params.extend(projects)
+    sql = f"SELECT project, id, session_id, created, model, source, meta FROM records WHERE {' AND '.join(where)}"
+    seen: set[tuple[str, str]] = set()
+    rows = []
+    for src in sources:
+        for project, record_id, *rest in src.conn.execute(sql, params).fetchall():
+            if (project, record_id) not in seen:
+                seen.add((project, record_id))
+                rows.append((project, *rest))
+    return rows
 
 
 def _session_items(rows: pl.DataFrame, cents: dict[tuple[str, str], int]) -> list[dict[str, Any]]:

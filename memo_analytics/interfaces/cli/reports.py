@@ -109,6 +109,19 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
     out.print(sessions)
     out.print(f"Total billable: {format_minutes(data['totalDurationMinutes'])} "
               f"({data['totalBillableHours']:.2f} h) · prompts: {data['totalPrompts']}")
+    if data["costByModel"]:
+        models = Table(title="AI cost by model (API-equivalent, USD, priced at each turn's date)")
+        for column, justify in (("model", "left"), ("turns", "right"), ("input", "right"), ("cache read", "right"),
+                                ("cache write", "right"), ("output", "right"), ("cost USD", "right")):
+            models.add_column(column, justify=justify)
+        for model, totals in data["costByModel"].items():
+            tokens = totals["tokens"]
+            models.add_row(_short(model, 40), str(totals["turns"]), f"{tokens['input']:,}", f"{tokens['cacheRead']:,}",
+                           f"{tokens['cacheWrite']:,}", f"{tokens['output']:,}",
+                           "no price" if totals["unpricedTurns"] == totals["turns"] else totals["costUsd"])
+        out.print(models)
+        out.print(f"AI cost: USD {data['totalCostUsd']}"
+                  + (f" (no price for {', '.join(data['unpricedModels'])})" if data["unpricedModels"] else ""))
 
 
 @app.command("activity")

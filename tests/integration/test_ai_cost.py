@@ -1,0 +1,78 @@
+"""The API-equivalent AI cost (issue 15 point 6): each turn's tokens priced offline with the
+``genai-prices`` data at the turn's own date, per session, client and model. The figures below
+are worked out by hand from the published prices the data holds (USD per million tokens) —
+claude-sonnet-4-5 up to 200k input tokens: input 3, cache read 0.30, cache write 5 min 3.75,
+cache write 1 h 6, output 15; above 200k input: input 6, output 22.50."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import pytest
+
+from memo_analytics.analytics.cost import turn_cost, usage_of
+from memo_analytics.config import Settings
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.services.store import VaultStore
+from tests.inprocess import memo
+
+JAN = datetime(2026, 1, 5, 12, tzinfo=timezone.utc)
+SMALL = {"input": 1000, "cacheRead": 3000, "cacheWrite": 200, "cacheWrite5m": 100, "cacheWrite1h": 100, "output": 200}
+
+
+def test_a_turn_is_priced_with_its_cache_tiers():
+    # 1000 × 3 + 3000 × 0.30 + 100 × 3.75 + 100 × 6 + 200 × 15 = 3000 + 900 + 375 + 600 + 3000 = 7875 per million
+    assert turn_cost(SMALL, "claude-sonnet-4-5-20250929", JAN, "import:claude-code") == Decimal("0.007875")
+    assert usage_of(SMALL, "import:claude-code") == {
+        "input_tokens": 4200, "output_tokens": 200, "cache_read_tokens": 3000, "cache_write_tokens": 200,
+        "cache_write_5m_tokens": 100, "cache_write_1h_tokens": 100}
+
+
+def test_long_context_prices_apply_above_200k_input_tokens():
+    # 300,000 × 6 + 1,000 × 22.50 = 1,822,500 per million
+    assert turn_cost({"input": 300_000, "output": 1000}, "claude-sonnet-4-5", JAN) == Decimal("1.8225")
+
+
+def test_reasoning_is_output_where_the_agent_logs_it_apart():
+    tokens = {"input": 1000, "output": 100, "reasoning": 400}
+    assert usage_of(tokens, "import:gemini")["output_tokens"] == 500
+    assert usage_of(tokens, "import:codex")["output_tokens"] == 100  # Codex's output already holds its reasoning
+
+
+def test_an_unknown_model_is_unpriced_never_guessed():
+    assert turn_cost(SMALL, "<synthetic>", JAN) is None
+    assert turn_cost(None, "claude-sonnet-4-5", JAN) == 0
+
+
+@pytest.fixture
+def costed(tmp_path):
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    for sid, client, model, tokens in (("s1", "Acme", "claude-sonnet-4-5-20250929", SMALL),
+                                       ("s2", "Acme", "claude-sonnet-4-5", {"input": 300_000, "output": 1000}),
+                                       ("s3", "Globex", "<synthetic>", SMALL)):
+        start_session(store, StartSessionRequest(session_id=sid, project="web", client=client,
+                                                 start_time="2026-01-05T09:00:00Z"))
+        record_prompt(store, RecordPromptRequest(body=f"work {sid}", session_id=sid, project="web", model=model,
+                                                 created="2026-01-05T09:01:00Z", extra={"tokens": tokens}))
+        end_session(store, EndSessionRequest(session_id=sid, project="web", until="2026-01-05T09:30:00Z"))
+    store.close()
+    return root
+
+
+def test_costs_add_up_per_session_client_and_model(costed):
+    report = json.loads(memo("--json", "activity", "--all", vault=costed).stdout)
+    assert {s["sessionId"]: s["costUsd"] for s in report["sessions"]} == {"s1": "0.0079", "s2": "1.8225",
+                                                                          "s3": "0.0000"}
+    assert report["totalCostUsd"] == "1.8304"  # 0.007875 + 1.8225, rounded once
+    assert report["costByClient"] == {"Acme": "1.8304", "Globex": "0.0000"}
+    assert report["unpricedModels"] == ["<synthetic>"]
+    assert report["costByModel"]["claude-sonnet-4-5"]["tokens"] == {"input": 300_000, "cacheRead": 0,
+                                                                    "cacheWrite": 0, "output": 1000, "reasoning": 0}
+    assert report["costByModel"]["<synthetic>"]["unpricedTurns"] == 1
+    text = memo("activity", "--all", vault=costed).stdout
+    assert "AI cost: USD 1.8304 (no price for <synthetic>)" in text
