@@ -13,7 +13,9 @@ Our counts map onto the library's usage like this: ``input_tokens`` is the whole
 output — ``output`` for Claude Code and Codex (whose output counts already include reasoning),
 ``output + reasoning`` for the agents that log thinking apart (Gemini CLI, OpenCode).
 
-A turn without token counts costs nothing; a turn whose model the price data does not know
+A turn answered by several models (``tokensByModel``: a main model and a small one for titles
+or sub-tasks) is priced part by part, each at its own model. A turn without token counts costs
+nothing; a turn whose model the price data does not know
 (``<synthetic>``, a private model) is counted in ``unpricedTurns`` and its model listed, never
 guessed.
 """
@@ -85,6 +87,20 @@ def turn_cost(tokens: dict[str, Any] | None, model: str | None, at: datetime, so
     return _price(model, at.date().isoformat() + "T12:00:00+00:00", tuple(sorted(usage.items())))
 
 
+def stored_turn_cost(meta: dict[str, Any], model: str | None, at: datetime, source: str | None = None
+                     ) -> tuple[Decimal | None, dict[str | None, tuple[dict[str, Any], Decimal | None]]]:
+    """The cost of one stored turn (its frontmatter ``meta``): priced part by part when it
+    holds ``tokensByModel``, else its ``tokens`` at ``model``. Returns the cost (None when no
+    part has a price; the priced parts otherwise) and ``{model: (tokens, cost)}``."""
+    tokens = meta.get("tokens") if isinstance(meta.get("tokens"), dict) else {}
+    parts = meta.get("tokensByModel")
+    if not isinstance(parts, dict) or not parts or not all(isinstance(v, dict) for v in parts.values()):
+        parts = {model: tokens}
+    priced = {part_model: (part, turn_cost(part, part_model, at, source)) for part_model, part in parts.items()}
+    costs = [cost for _, cost in priced.values() if cost is not None]
+    return (sum(costs, Decimal(0)) if costs else None), priced
+
+
 @dataclass
 class CostTotals:
     """Tokens and cost of a group of turns (a session, a client, a model)."""
@@ -126,12 +142,14 @@ def session_costs(rows: list[tuple[str, str, str, str | None, str | None, str]])
     by_model: dict[str, CostTotals] = {}
     unpriced: set[str] = set()
     for project, session_id, created, model, source, meta in rows:
-        tokens = (json.loads(meta) or {}).get("tokens") if meta else None
+        stored = (json.loads(meta) or {}) if meta else {}
+        tokens = stored.get("tokens")
         if not isinstance(tokens, dict) or not tokens:
             continue
-        cost = turn_cost(tokens, model, from_iso(created), source)
+        cost, parts = stored_turn_cost(stored, model, from_iso(created), source)
+        for part_model, (part, part_cost) in parts.items():
+            by_model.setdefault(part_model or "unknown", CostTotals()).add(part, part_cost)
+            if part_cost is None:
+                unpriced.add(part_model or "unknown")
         by_session.setdefault((project, session_id), CostTotals()).add(tokens, cost)
-        by_model.setdefault(model or "unknown", CostTotals()).add(tokens, cost)
-        if cost is None:
-            unpriced.add(model or "unknown")
     return by_session, by_model, sorted(unpriced)

@@ -76,3 +76,30 @@ def test_costs_add_up_per_session_client_and_model(costed):
     assert report["costByModel"]["<synthetic>"]["unpricedTurns"] == 1
     text = memo("activity", "--all", vault=costed).stdout
     assert "AI cost: USD 1.8304 (no price for <synthetic>)" in text
+
+
+def test_a_turn_answered_by_two_models_is_priced_part_by_part(realdata, tmp_path):
+    """A real Claude Code turn answered by Opus and by Haiku (titles, sub-tasks): each model's
+    tokens are kept apart (``tokensByModel``) and priced at that model — one model's price for
+    all of them would be a third off on this day (benchmarks/bench_cost.py)."""
+    from memo_analytics.analytics.cost import stored_turn_cost
+    from memo_analytics.domain.clock import from_iso
+
+    source = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects"
+    vault = tmp_path / "v"
+    memo("import", "claude-code", str(source / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"), vault=vault)
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    rows = store.conn.execute("SELECT created, model, source, meta FROM records WHERE kind = 'prompt'").fetchall()
+    store.close()
+    split = [(created, model, src, json.loads(meta)) for created, model, src, meta in rows
+             if "tokensByModel" in json.loads(meta)]
+    assert split, "a turn with two models"
+    created, model, src, meta = split[0]
+    parts = meta["tokensByModel"]
+    assert set(parts) == {"claude-opus-4-5-20251101", "claude-haiku-4-5-20251001"}
+    for key in ("input", "output", "cacheRead", "cacheWrite"):
+        assert sum(p.get(key, 0) for p in parts.values()) == meta["tokens"][key]
+    cost, priced = stored_turn_cost(meta, model, from_iso(created), src)
+    at = from_iso(created)
+    assert cost == sum(turn_cost(p, m, at, src) for m, p in parts.items())
+    assert cost != turn_cost(meta["tokens"], model, at, src)  # one model's price would be wrong

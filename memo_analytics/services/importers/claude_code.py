@@ -156,21 +156,21 @@ def _count_usage(session: "_Session", message: dict) -> None:
     if not isinstance(usage, dict) or not prompts:
         return
     key = message.get("id") if isinstance(message.get("id"), str) and message.get("id") else f"#{len(session.usage)}"
-    session.usage[key] = (prompts[-1], usage)
     model = message.get("model")
+    session.usage[key] = (prompts[-1], usage, model if isinstance(model, str) and model != "<synthetic>" else None)
     if prompts[-1].model is None and isinstance(model, str) and model and model != "<synthetic>":
         prompts[-1].model = model
 
 
 def _settle_usage(session: "_Session") -> None:
     """Each prompt's tokens: the sum over the messages that answered it."""
-    for prompt, usage in session.usage.values():
+    for prompt, usage, model in session.usage.values():
         tiers = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
         add_tokens(prompt, {
             "input": usage.get("input_tokens"), "output": usage.get("output_tokens"),
             "cacheRead": usage.get("cache_read_input_tokens"), "cacheWrite": usage.get("cache_creation_input_tokens"),
             "cacheWrite5m": tiers.get("ephemeral_5m_input_tokens"), "cacheWrite1h": tiers.get("ephemeral_1h_input_tokens"),
-        })
+        }, model)
 
 
 @dataclass
@@ -178,7 +178,7 @@ class _Session:
     transcript: Transcript
     sieve: PromptSieve = field(default_factory=PromptSieve)
     #: per assistant message id, the prompt it answers and its latest usage
-    usage: dict[str, tuple[HumanPrompt, dict]] = field(default_factory=dict)
+    usage: dict[str, tuple[HumanPrompt, dict, str | None]] = field(default_factory=dict)
     #: queued messages (``queue-operation`` ``enqueue``) not yet seen as a user record
     queued: list[str] = field(default_factory=list)
 

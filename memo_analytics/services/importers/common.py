@@ -51,6 +51,9 @@ class HumanPrompt:
     at: datetime | None
     tokens: dict[str, int] | None = None
     model: str | None = None
+    #: the same counts split by the model that spent them, when more than one model answered
+    #: (a main model and a small one for titles or sub-tasks): each part is priced at its own model
+    tokens_by_model: dict[str, dict[str, int]] | None = None
 
 
 #: What :func:`json_records` gives for a line that is not JSON.
@@ -98,13 +101,20 @@ def folder_name(path: object) -> str | None:
     return pure.name or None
 
 
-def add_tokens(prompt: HumanPrompt, usage: dict[str, int]) -> None:
-    """Add one model call's ``usage`` (the keys of :class:`HumanPrompt` ``tokens``) to ``prompt``."""
+def add_tokens(prompt: HumanPrompt, usage: dict[str, int], model: str | None = None) -> None:
+    """Add one model call's ``usage`` (the keys of :class:`HumanPrompt` ``tokens``) to ``prompt``;
+    with ``model``, also to that model's part (``tokens_by_model``)."""
+    counts = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
     total = dict(prompt.tokens or {})
-    for key, value in usage.items():
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-            total[key] = total.get(key, 0) + value
+    for key, value in counts.items():
+        total[key] = total.get(key, 0) + value
     prompt.tokens = total or None
+    if model and counts:
+        parts = prompt.tokens_by_model if prompt.tokens_by_model is not None else {}
+        part = parts.setdefault(model, {})
+        for key, value in counts.items():
+            part[key] = part.get(key, 0) + value
+        prompt.tokens_by_model = parts
 
 
 @dataclass
@@ -402,6 +412,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             result.sessions += 1
         for turn, prompt in enumerate(interval.prompts, 1):
             usage = {"tokens": prompt.tokens} if prompt.tokens else {}
+            if prompt.tokens_by_model and len(prompt.tokens_by_model) > 1:
+                usage["tokensByModel"] = prompt.tokens_by_model
             usage["promptHash"] = prompt_hash(prompt.text)
             if store.path_for(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}").exists():
                 try:
