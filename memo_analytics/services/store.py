@@ -556,6 +556,37 @@ class VaultStore:
             self.emit("write", meta=meta, path=path)  # e.g. the hybrid push's outbox (SPEC §2.7)
         return path
 
+    def remove(self, kind: RecordKind, project: str, record_id: str) -> bool:
+        """Delete one record: its file (the folder flushed) and its index rows, under the vault
+        lock; True when there was one. Used when a record moves (``memo project rename|merge``).
+
+        Raises
+        ------
+        IndexReadOnlyError
+            The index cannot be written.
+        """
+        path = self.path_for(project, kind, record_id)
+        key = folder_key(project, kind)
+        with self.lock():
+            conn = self.conn
+            self.catch_up_folder(project, kind)
+            existed = path.exists()
+            if existed:
+                os.unlink(path)
+                dir_fd = os.open(path.parent, os.O_RDONLY)
+                try:
+                    os.fsync(dir_fd)
+                finally:
+                    os.close(dir_fd)
+            try:
+                with index.transaction(conn):
+                    existed = index.delete_record(conn, project, record_id) or existed
+                    index.set_folder_stamps(conn, {key: folder_stamp(self.layout, key)})
+            except sqlite3.DatabaseError as exc:
+                raise self.index_error(exc) from None
+            self._views_changed(project, RecordKind(kind).value)
+        return existed
+
     def _views_changed(self, project: str, kind: str | None) -> None:
         if self._deferred is not None:
             self._deferred.update((project, k) for k in ([kind] if kind else views.VIEW_FILES))
@@ -681,7 +712,8 @@ class VaultStore:
             for project, kind in pending:
                 by_project.setdefault(project, set()).add(kind)
             for project, kinds in sorted(by_project.items()):
-                self.refresh_views(project, kinds)
+                if self.layout.project_dir(project).is_dir():  # a project moved away has no views to keep
+                    self.refresh_views(project, kinds)
 
     def refresh_views(self, project: str, kinds: set[str] | None = None) -> None:
         """Regenerate the compiled views of ``project`` for ``kinds`` (all when None) and

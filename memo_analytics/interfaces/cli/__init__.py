@@ -32,7 +32,7 @@ __all__ = ["COMMAND_MODULES", "app", "load_commands", "main"]
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "prompt": ("prompts",), "prompts": ("prompts",),
     "session": ("sessions",),
-    "activity": ("reports",), "report": ("reports", "rules"), "invoice": ("invoices",),
+    "activity": ("reports",), "report": ("reports", "rules"), "invoice": ("invoices",), "project": ("projects_cmd",),
     "import": ("operations",), "reindex": ("operations",), "mcp": ("operations",), "demo": ("operations",),
     "digest": ("operator",), "operator": ("operator",),
     "config": ("config_cmd",),

@@ -1,0 +1,129 @@
+"""``memo project rename|merge``: give a project its real name, or fold one into another
+(SPEC §9, issue 15 point 5) — imports named eight projects after temporary folders.
+
+Every record of the source project (turns, sessions, traps, decisions, hand-offs) is written
+into the target project with ``project`` set to it, through the store (validation, the index
+in the same step, the sync listeners), and then removed from the source; the source's
+``project.toml`` moves when the target has none. ``rename`` wants a target that does not
+exist yet; ``merge`` folds into an existing one and refuses, before anything moves, when the
+two hold records of the same id that differ (the list names them). A run cut short (killed)
+is finished by running it again: a record already in the target with the same content is
+only removed from the source.
+
+Sessions on an issued invoice no credit note cancels do not move: the invoice that was sent
+names their project (``memo invoice credit`` first).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ..domain.clock import to_iso, utcnow
+from ..domain.errors import InvalidFieldError
+from ..domain.ids import validate_slug
+from ..domain.records import RecordKind
+from ..index import store as index
+from ..vault import ledger
+from .projects import project_file
+from .store import VaultStore
+
+#: The record kinds, sessions last: a session moves after its turns.
+_ORDER = (RecordKind.PROMPT, RecordKind.TRAP, RecordKind.DECISION, RecordKind.HANDOFF, RecordKind.SESSION)
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    ignore = {"project", "updated"}
+    return {k: v for k, v in a.items() if k not in ignore} == {k: v for k, v in b.items() if k not in ignore}
+
+
+def move_project(store: VaultStore, source: str, target: str, merge: bool = False, now=None) -> dict[str, Any]:
+    """Move every record of ``source`` into ``target``.
+
+    Returns
+    -------
+    dict
+        ``{source, target, moved: {kind: n}, alreadyThere (int)}``.
+
+    Raises
+    ------
+    InvalidFieldError
+        A bad or equal project id; ``source`` has no records; ``target`` exists (rename) or
+        does not (merge); records of the same id that differ (``id``, naming them); a session
+        on an issued invoice (``project``, naming the invoice).
+    """
+    now = now or utcnow()
+    source, target = validate_slug(source, "project"), validate_slug(target, "project")
+    if source == target:
+        raise InvalidFieldError("project", f"{source} is already called so")
+    with store.lock():
+        conn = store.conn
+        rows = {kind: index.rows_of_kind(conn, kind.value, project=source) for kind in _ORDER}
+        if not any(rows.values()):
+            raise InvalidFieldError("project", f"project {source} has no records")
+        target_ids = {r["id"] for kind in _ORDER for r in index.rows_of_kind(conn, kind.value, project=target)}
+        source_ids = {r["id"] for kind in _ORDER for r in rows[kind]}
+        if not merge and target_ids - source_ids:  # a target holding only copies is a rename cut short
+            raise InvalidFieldError("project", f"project {target} exists; fold {source} into it with "
+                                               f"memo project merge {source} {target}")
+        if merge and not target_ids:
+            raise InvalidFieldError("project", f"project {target} has no records; rename {source} to it with "
+                                               f"memo project rename {source} {target}")
+        invoiced = ledger.invoiced_sessions(ledger.documents(store.root))
+        on_invoice = sorted({number for (project, _), number in invoiced.items() if project == source})
+        if on_invoice:
+            raise InvalidFieldError("project", f"project {source} has sessions on invoice {', '.join(on_invoice)}, "
+                                               "which names the project; credit it first (memo invoice credit)")
+        clashes = []
+        for kind in _ORDER:
+            for row in rows[kind]:
+                if row["id"] in target_ids:
+                    mine, theirs = store.read(source, kind, row["id"]), store.read(target, kind, row["id"])
+                    if mine is None or theirs is None or not _same(mine[0], theirs[0]) or mine[1] != theirs[1]:
+                        clashes.append(row["id"])
+        if clashes:
+            shown = ", ".join(clashes[:5]) + (f" and {len(clashes) - 5} more" if len(clashes) > 5 else "")
+            raise InvalidFieldError("id", f"{len(clashes)} records of {source} and {target} share an id but differ "
+                                          f"({shown}); nothing was moved")
+        moved: dict[str, int] = {}
+        already = 0
+        with store.deferred_views():
+            _move_records(store, rows, source, target, target_ids, moved, now)
+            already = sum(1 for kind in _ORDER for r in rows[kind] if r["id"] in target_ids)
+        _clear_folder(store, source, target)
+    return {"source": source, "target": target, "moved": moved, "alreadyThere": already}
+
+
+def _move_records(store: VaultStore, rows, source: str, target: str, target_ids: set[str], moved: dict[str, int],
+                  now) -> None:
+    for kind in _ORDER:
+        for row in rows[kind]:
+            found = store.read(source, kind, row["id"])
+            if found is None:
+                continue
+            meta, body = found
+            if row["id"] not in target_ids:
+                store.upsert(kind, {**meta, "project": target, "updated": to_iso(now)}, body)
+                moved[kind.value] = moved.get(kind.value, 0) + 1
+            store.remove(kind, source, row["id"])
+
+
+def _clear_folder(store: VaultStore, source: str, target: str) -> None:
+    """The source's ``project.toml`` to the target (when it has none), its compiled views and
+    empty folders gone; anything else left in it stays (and keeps the folder)."""
+    old, new = project_file(store, source), project_file(store, target)
+    if old.is_file():
+        if new.exists():
+            os.unlink(old)
+        else:
+            os.replace(old, new)
+    folder = store.layout.project_dir(source)
+    for view in ("PROMPTS.md", "SESSIONS.md", "INDEX.md", "TRAPS.md", "DECISIONS.md"):
+        if (folder / view).is_file():
+            os.unlink(folder / view)
+    for sub in sorted(folder.glob("*"), reverse=True):
+        if sub.is_dir() and not sub.is_symlink() and not any(sub.iterdir()):
+            sub.rmdir()
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+    store.refresh_views(target)

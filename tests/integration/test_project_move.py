@@ -1,0 +1,74 @@
+"""``memo project rename|merge`` (issue 15 point 5): every record of a project moves to its real
+name or into another project; reports, search and a rebuilt index agree; differing records of
+one id, and sessions on an issued invoice, are refused before anything moves."""
+
+from __future__ import annotations
+
+import json
+
+from memo_analytics.config import Settings
+from memo_analytics.services.store import VaultStore
+from tests.inprocess import memo
+
+from .test_importers_realdata import CC
+from .test_issued_invoices import billing, issue, run  # noqa: F401 - the fixture
+
+
+def records(vault) -> list[tuple]:
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    rows = sorted(tuple(r) for r in store.conn.execute("SELECT project, id, kind, client FROM records"))
+    store.close()
+    return rows
+
+
+def test_rename_and_merge_move_every_record_and_a_rebuild_agrees(realdata, tmp_path):
+    vault = tmp_path / "v"
+    memo("import", "claude-code", str(realdata / CC / "moredip-session-share"), vault=vault)
+    before = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    projects = sorted(before["byProject"])
+    assert len(projects) == 2
+    renamed = json.loads(memo("--json", "project", "rename", projects[0], "acme-web", vault=vault).stdout)
+    assert renamed["moved"]["session"] == before["byProject"][projects[0]]["sessions"]
+    merged = json.loads(memo("--json", "project", "merge", projects[1], "acme-web", vault=vault).stdout)
+    assert merged["moved"]["session"] == before["byProject"][projects[1]]["sessions"]
+    after = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert list(after["byProject"]) == ["acme-web"]
+    assert (after["totalDurationMinutes"], after["totalPrompts"], after["totalCostUsd"]) == (
+        before["totalDurationMinutes"], before["totalPrompts"], before["totalCostUsd"])
+    assert sorted(p.name for p in (vault / "projects").iterdir()) == ["acme-web"]  # the old folders are gone
+    found = json.loads(memo("--json", "prompt", "search", "curry", "--all", vault=vault).stdout)
+    assert found["items"] and {i["project"] for i in found["items"]} == {"acme-web"}
+    rows = records(vault)
+    memo("reindex", vault=vault)
+    assert records(vault) == rows
+
+
+def test_a_rename_cut_short_is_finished_by_running_it_again(realdata, tmp_path):
+    vault = tmp_path / "v"
+    memo("import", "claude-code", str(realdata / CC / "moredip-session-share"), vault=vault)
+    project = sorted(json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["byProject"])[0]
+    # as if killed after the first turn was written: one copy in the new project
+    first = sorted((vault / "projects" / project / "prompts").glob("*.md"))[0]
+    (vault / "projects" / "acme-web" / "prompts").mkdir(parents=True)
+    text = first.read_text(encoding="utf-8").replace(f"project: {project}", "project: acme-web")
+    (vault / "projects" / "acme-web" / "prompts" / first.name).write_text(text, encoding="utf-8")
+    done = json.loads(memo("--json", "project", "rename", project, "acme-web", vault=vault).stdout)
+    assert done["alreadyThere"] == 1
+    assert project not in {r[0] for r in records(vault)}
+
+
+def test_differing_records_of_one_id_or_an_invoiced_session_refuse_the_move(billing, tmp_path):
+    # two projects with a session of the same id but other times
+    run(billing, "session", "start", "a1", "--project", "shop", "--client", "Acme Corp", "--start-time",
+        "2026-06-10T09:00:00Z")
+    clash = run(billing, "project", "merge", "shop", "web")
+    assert clash.returncode == 1
+    assert clash.stderr.strip() == ("error: Invalid id: 1 records of shop and web share an id but differ "
+                                    "(session-a1); nothing was moved")
+    assert run(billing, "project", "rename", "shop", "web").stderr.strip() == (
+        "error: Invalid project: project web exists; fold shop into it with memo project merge shop web")
+    issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    refused = run(billing, "project", "rename", "etl", "data")
+    assert refused.stderr.strip() == ("error: Invalid project: project etl has sessions on invoice 2026-0001, which "
+                                      "names the project; credit it first (memo invoice credit)")
+    assert (billing["vault"] / "projects" / "etl").is_dir() and not (billing["vault"] / "projects" / "data").exists()
