@@ -31,8 +31,10 @@ def nbval(paths: list[Path], tmp_path: Path) -> subprocess.CompletedProcess:
     # the machine's own config file must not change what the notebooks show
     # nor does this run's pytest (its options, or the xdist worker it may be)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env.update(MEMO_CONFIG=str(tmp_path / "no-config.toml"), TMPDIR=str(tmp_path))
-    for name in ("MEMO_VAULT", "MEMO_TIMEZONE", "MEMO_PROJECT"):
+    # and the notebooks' default vault is the sample, not one this machine has configured
+    env.update(MEMO_CONFIG=str(tmp_path / "no-config.toml"), TMPDIR=str(tmp_path),
+               MEMO_VAULT=str(tmp_path / "no-vault"))
+    for name in ("MEMO_TIMEZONE", "MEMO_PROJECT"):
         env.pop(name, None)
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
 
@@ -81,3 +83,29 @@ def test_the_sanitizer_masks_only_the_sample_folder_and_addresses(tmp_path):
 
     assert sanitize(volatile) == "Vault('<sample-folder>/vault', further=[]) at 0x<address>"
     assert sanitize(fixed) == fixed
+
+
+def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
+    """Issue 15 point 7: the parameters cell points a notebook at one's own vault (imported real
+    transcripts, billed to a client priced in one's own config file): every cell runs, with no
+    assertion that holds only on the sample."""
+    import nbclient
+
+    from tests.inprocess import environment, memo
+
+    vault, config = tmp_path / "vault", tmp_path / "config.toml"
+    config.write_text('[clients."Acme Corp"]\nhourlyRate = "120.00"\ncurrency = "EUR"\n', encoding="utf-8")
+    memo("import", "claude-code", str(realdata / "claude-code-jsonl"), "--client", "Acme Corp", vault=vault,
+         env={"MEMO_CONFIG": str(config)})
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+        parameters.source = parameters.source.replace("VAULT = None", f"VAULT = {str(vault)!r}")
+        with environment({"MEMO_CONFIG": str(config), "MEMO_VAULT": None}):
+            nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                                    resources={"metadata": {"path": str(tmp_path)}}).execute()
+        errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+        assert not errors, (path.name, errors)
+        shown = "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
+                        for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
+        assert "memo-notebook-" not in shown or path.name == "rules_review.ipynb"  # not the sample
