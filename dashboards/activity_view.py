@@ -30,13 +30,13 @@ ALL_CLIENTS = "All clients"
 #: out several documents at once in one process; a thread is started on the first download).
 PDF_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memo-pdf")
 SHEET_COLUMNS = ["Client", "Date", "Project", "Task", "Start", "End", "Duration", "Hours"]
-#: The timesheet's group header ("Client: NAME (n items)"). Tabulator's own header inserts the
-#: group value as HTML; this one puts the client name in a text node, so it is shown, never run.
+#: The timesheet's group header. The group value is "NAME · n sessions · h:mm" — the client's
+#: figures for the whole period, not the rows of the page on screen (the table pages on the
+#: server). Tabulator's own header inserts the value as HTML; this one puts it in a text node,
+#: so it is shown, never run.
 GROUP_HEADER = JSCode("""function(value, count) {
   const header = document.createDocumentFragment();
-  const size = document.createElement("span");
-  size.textContent = "(" + count + (count === 1 ? " item" : " items") + ")";
-  header.append(document.createTextNode(value == null ? "" : String(value)), size);
+  header.append(document.createTextNode(value == null ? "" : String(value)));
   return header;
 }""")
 
@@ -64,8 +64,11 @@ class ActivityView:
         self.report: ActivityReport | None = None
         self.period = pn.widgets.Select(name="Period", options=PERIODS, value="all", width=160,
                                         css_classes=["memo-period"])
-        self.since = pn.widgets.DatePicker(name="Since", width=140, disabled=True, css_classes=["memo-act-since"])
-        self.until = pn.widgets.DatePicker(name="Until", width=140, disabled=True, css_classes=["memo-act-until"])
+        # typed dates (YYYY-MM-DD): a calendar that cannot be typed into is slow for a billing month
+        self.since = pn.widgets.TextInput(name="Since", placeholder="YYYY-MM-DD", width=120, disabled=True,
+                                          css_classes=["memo-act-since"])
+        self.until = pn.widgets.TextInput(name="Until", placeholder="YYYY-MM-DD", width=120, disabled=True,
+                                          css_classes=["memo-act-until"])
         self.client = pn.widgets.Select(name="Client", options=[ALL_CLIENTS, *data.clients()], value=ALL_CLIENTS,
                                         width=200, css_classes=["memo-act-client"])
         self.timesheet = pn.widgets.FileDownload(callback=self._timesheet_pdf, filename="timesheet.pdf",
@@ -74,42 +77,60 @@ class ActivityView:
         self.invoice = pn.widgets.FileDownload(callback=self._invoice_pdf, filename="invoice-draft.pdf",
                                                label="⬇ Invoice PDF", button_type="success", width=150,
                                                margin=(24, 10, 10, 10), css_classes=["memo-invoice-pdf"])
+        self.issue = pn.widgets.Button(name="Issue invoice", button_type="warning", width=130, margin=(24, 10, 10, 10),
+                                       disabled=True, css_classes=["memo-issue-invoice"])
+        self.issue.on_click(self._issue)
+        self.issued = html_pane(sizing_mode="stretch_width", visible=False, css_classes=["memo-issued"])
         self.summary = html_pane(sizing_mode="stretch_width", css_classes=["memo-activity-summary"])
         self.invoice_note = html_pane(sizing_mode="stretch_width", visible=False)
         self.chart = pn.pane.Bokeh(sizing_mode="stretch_width", css_classes=["memo-hours-chart"])
         self.by_client = html_pane(sizing_mode="stretch_width", css_classes=["memo-by-client"])
         self.sheet = pn.widgets.Tabulator(
             pd.DataFrame(columns=SHEET_COLUMNS), show_index=False, disabled=True, selectable=False,
-            pagination="remote", page_size=25, groupby=["Client"], layout="fit_data_stretch",
+            pagination="remote", page_size=25, groupby=["Client"], layout="fit_columns",
             sizing_mode="stretch_width", css_classes=["memo-timesheet"], header_align="left", hidden_columns=["Client"],
             text_align={"Duration": "right", "Hours": "right"}, configuration={"groupHeader": GROUP_HEADER},
+            widths={"Date": 104, "Project": 140, "Start": 74, "End": 104, "Duration": 96, "Hours": 80},
+            formatters={"Task": {"type": "textarea"}},
         )
         for widget in (self.period, self.since, self.until, self.client):
             widget.param.watch(self._changed, "value")
+        # the table by client above the timesheet, which takes the whole width: every column of it
+        # shows at 1366 px (the task text wraps in its column)
         self.layout = pn.Column(
             pn.Row(self.period, self.since, self.until, self.client, pn.layout.HSpacer(), self.timesheet,
-                   self.invoice, sizing_mode="stretch_width"),
-            self.invoice_note, self.summary, self.chart,
-            pn.Row(pn.Column(html_pane('<h3 class="section">Billable time by client</h3>'), self.by_client,
-                             width=420),
-                   pn.Column(html_pane('<h3 class="section">Timesheet</h3>'), self.sheet,
-                             sizing_mode="stretch_width"),
-                   sizing_mode="stretch_width"),
+                   self.invoice, self.issue, sizing_mode="stretch_width"),
+            self.invoice_note, self.issued, self.summary, self.chart,
+            html_pane('<h3 class="section">Billable time by client</h3>'), self.by_client,
+            html_pane('<h3 class="section">Timesheet</h3>'), self.sheet,
             sizing_mode="stretch_width", css_classes=["memo-activity"],
         )
         self._changed(None)
 
     def bounds(self) -> tuple[date | None, date | None]:
+        """The period's first and last day; custom dates as typed (``InvalidDateError`` naming
+        the field when one is not ``YYYY-MM-DD``)."""
         if self.period.value == "custom":
-            return self.since.value, self.until.value
+            return self._typed(self.since.value, "since"), self._typed(self.until.value, "until")
         return period_bounds(self.period.value, self.data.today())
+
+    @staticmethod
+    def _typed(text: str | None, name: str) -> date | None:
+        from memo_analytics.domain.errors import InvalidDateError
+
+        if not text or not text.strip():
+            return None
+        try:
+            return date.fromisoformat(text.strip())
+        except ValueError:
+            raise InvalidDateError(name, text) from None
 
     def _changed(self, _event: Any) -> None:
         custom = self.period.value == "custom"
         self.since.disabled = self.until.disabled = not custom
-        since, until = self.bounds()
         client = None if self.client.value == ALL_CLIENTS else self.client.value
         try:
+            since, until = self.bounds()
             report = self.data.activity(client, since, until)
         except MemoError as exc:
             self.summary.object = note("error", str(exc))
@@ -140,7 +161,9 @@ class ActivityView:
                                      total=["Total", len(billable), format_minutes(report.total_duration_minutes),
                                             f"{report.total_billable_hours:.2f}"]) if rows else \
             '<span class="muted">No billable session in this period.</span>'
-        sheet = [[section.client, row.date, row.project, row.task, row.start, row.end, row.duration, f"{row.hours:.2f}"]
+        sheet = [[f"{section.client} · {len(section.rows)} {'session' if len(section.rows) == 1 else 'sessions'} · "
+                  f"{format_minutes(section.minutes)}", row.date, row.project, row.task, row.start, row.end, row.duration,
+                  f"{row.hours:.2f}"]
                  for section in timesheet_sections(report) for row in section.rows]
         self.sheet.value = pd.DataFrame(sheet, columns=SHEET_COLUMNS)
         problem = self.data.invoice_problem(report) if billable else "Nothing to invoice in this period."
@@ -148,9 +171,31 @@ class ActivityView:
         self.invoice.disabled = problem is not None
         self.invoice_note.object = note("warn", f"Invoice: {problem}") if problem else ""
         self.invoice_note.visible = problem is not None
+        since, until = self.bounds()
+        self.issue.disabled = problem is not None or self.client.value == ALL_CLIENTS or since is None or until is None
+        self.issue.description = ("Issue the invoice of this client and period: the next number, stored in the "
+                                  "vault" if not self.issue.disabled else
+                                  "Choose one client and a period with both dates to issue an invoice")
         stamp = self._stamp()
         self.timesheet.filename = f"timesheet-{stamp}.pdf"
         self.invoice.filename = f"invoice-draft-{stamp}.pdf"
+
+    def _issue(self, _event: Any) -> None:
+        """Issue the invoice of the client and period on screen (``memo invoice issue``)."""
+        since, until = self.bounds()
+        client = None if self.client.value == ALL_CLIENTS else self.client.value
+        try:
+            document = self.data.issue_invoice(client, since, until)
+        except MemoError as exc:
+            self.issued.object = note("error", f"Not issued: {exc}")
+            self.issued.visible = True
+            return
+        meta = document.meta
+        self.issued.object = note("ok", f"Issued invoice {meta['number']} for {meta['client']}: {meta['currency']} "
+                                        f"{meta['gross']} (net {meta['net']}, VAT {meta['tax']}), due {meta['due']}; "
+                                        f"stored as {document.pdf}")
+        self.issued.visible = True
+        self._changed(None)
 
     def _stamp(self) -> str:
         since, until = self.bounds()

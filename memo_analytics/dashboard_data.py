@@ -202,6 +202,23 @@ class DashboardData:
         return invoice_pdf_bytes(report, self.settings, user_templates=self.settings.templates_dir,
                                  invoiced=self._invoiced())[0]
 
+    def issue_invoice(self, client: str | None, since: date | None, until: date | None):
+        """Issue the invoice of ``client`` for the period (``memo invoice issue``): the report is
+        built under the vault lock; the stored document is returned.
+
+        Raises
+        ------
+        InvalidFieldError, ReportError, UnpricedClientError
+            As :func:`~memo_analytics.reports.issuing.issue_invoice`; no client or no complete period.
+        """
+        from .domain.errors import InvalidFieldError
+        from .reports.issuing import issue_invoice
+
+        if not client or since is None or until is None:
+            raise InvalidFieldError("client", "an issued invoice bills one client for a period with both dates")
+        document, _ = issue_invoice(self.store, self.settings, lambda: self.activity(client, since, until))
+        return document
+
     def _invoiced(self) -> dict[tuple[str, str], str]:
         """Sessions on issued invoices of the main vault: a draft leaves them off."""
         from .vault.ledger import documents, invoiced_sessions

@@ -74,8 +74,10 @@ def served(tmp_path_factory):
              "--body", f"Team turn {n}: review the export", vault=further, cwd=outside)
     config = base / "config.toml"
     config.write_text(f'timezone = "UTC"\nvaults = ["{further}"]\n' + "".join(
-        f'[clients."{name}"]\nhourlyRate = "100.00"\ncurrency = "EUR"\n' for name in ("Acme Corp", "Globex", "Initech")),
-        encoding="utf-8")
+        f'[clients."{name}"]\nhourlyRate = "100.00"\ncurrency = "EUR"\naddress = ["1 Main St"]\ncity = "Paris"\n'
+        f'country = "FR"\n' for name in ("Acme Corp", "Globex", "Initech"))
+        + '[invoice]\nname = "Ana Dev GmbH"\naddress = ["Hauptstr. 1"]\ncity = "Berlin"\ncountry = "DE"\n'
+          'vatId = "DE136695976"\niban = "DE89370400440532013000"\n', encoding="utf-8")
     server = serve_with_config(vault, config)
     yield server, vault, product, further
     server.stop()
@@ -258,8 +260,9 @@ def test_the_activity_of_one_client_and_month_matches_the_api(served, page):
     page.locator(".memo-act-client select").select_option("Globex")
     expect(page.locator(".memo-activity-summary")).to_contain_text("client Globex", timeout=WAIT_MS)
     for cls, value in ((".memo-act-since", "2026-03-01"), (".memo-act-until", "2026-03-31")):
-        field = page.locator(f"{cls} input.flatpickr-input, {cls} input").first
-        field.evaluate("(el, v) => el._flatpickr.setDate(v, true)", value)
+        field = page.locator(f"{cls} input").first  # typed, as a person types a billing month
+        field.fill(value)
+        field.press("Enter")
     expect(page.locator(".memo-activity-summary")).to_contain_text("2026-03-01 – 2026-03-31", timeout=WAIT_MS)
     expect(page.locator(".memo-activity-summary")).to_contain_text(f"{activity['totalBillableHours']:.2f}")
     with page.expect_download(timeout=60_000) as download:
@@ -427,3 +430,46 @@ def test_panel_serve_of_dashboards_app_shows_the_vault_of_the_settings(panel_ser
     shot(page, "panel-serve")
     context.close()
     assert errors == []
+
+
+
+def test_the_timesheet_fits_1366_pixels_and_its_group_header_counts_the_clients_sessions(served, browser):
+    """Issue 15 point 8: at 1366 px every timesheet column is on screen (Duration and Hours
+    were beyond it), and a client's header counts its sessions of the period, not the page's rows."""
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    page = context.new_page()
+    try:
+        page.goto(served[0].base + "/")
+        page.wait_for_selector(".memo-prompts-table .tabulator-row", timeout=60_000)
+        open_tab(page, "Activity & Invoicing")
+        hours = page.locator(".memo-timesheet .tabulator-col[tabulator-field='Hours']")
+        expect(hours).to_be_visible(timeout=WAIT_MS)
+        box = hours.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= 1366, box
+        activity = api(served, "/api/activity?crossProject=true")
+        acme = activity["byClient"]["Acme Corp"]["sessions"]
+        header = page.locator(".memo-timesheet .tabulator-group", has_text="Acme Corp").first
+        expect(header).to_contain_text(f"Acme Corp · {acme} sessions", timeout=WAIT_MS)
+        shot(page, "activity-1366")
+    finally:
+        context.close()
+
+
+def test_an_invoice_is_issued_from_the_activity_tab(served, page):
+    """Last in this module: an issued invoice leaves its sessions off later drafts."""
+    open_tab(page, "Activity & Invoicing")
+    page.locator(".memo-period select").select_option(label="Custom dates")
+    page.locator(".memo-act-client select").select_option("Globex")
+    issue = page.locator(".memo-issue-invoice button")
+    for cls, value in ((".memo-act-since", "2026-03-01"), (".memo-act-until", "2026-03-31")):
+        field = page.locator(f"{cls} input").first
+        field.fill(value)
+        field.press("Enter")
+    expect(page.locator(".memo-activity-summary")).to_contain_text("2026-03-01 – 2026-03-31", timeout=WAIT_MS)
+    expect(issue).to_be_enabled(timeout=WAIT_MS)
+    issue.click()
+    expect(page.locator(".memo-issued")).to_contain_text("Issued invoice 2026-0001 for Globex", timeout=60_000)
+    assert (served[1] / "invoices" / "2026-0001.md").is_file()
+    page.locator(".memo-act-since input").first.fill("2026-13-01")
+    page.locator(".memo-act-since input").first.press("Enter")
+    expect(page.locator(".memo-activity-summary")).to_contain_text("Invalid since date", timeout=WAIT_MS)
