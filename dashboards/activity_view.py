@@ -151,7 +151,8 @@ class ActivityView:
                      ("Billable time", format_minutes(report.total_duration_minutes)),
                      ("Billed sessions", f"{len(billable):,}"),
                      ("Open sessions", f"{open_count:,}"),
-                     ("Prompts", f"{report.total_prompts:,}")]))
+                     ("Prompts", f"{report.total_prompts:,}"),
+                     ("AI cost (API-equivalent, USD)", report.wire()["totalCostUsd"])]))
         if report.by_day:
             self.chart.object = hours_chart(report.by_day)
         self.chart.visible = bool(report.by_day)

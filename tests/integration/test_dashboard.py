@@ -240,6 +240,7 @@ def test_the_timesheet_and_invoice_pdfs_total_what_the_api_reports(served, page)
     open_tab(page, "Activity & Invoicing")
     summary = page.locator(".memo-activity-summary")
     expect(summary).to_contain_text(f"{activity['totalBillableHours']:.2f}", timeout=WAIT_MS)
+    expect(summary).to_contain_text(f"{activity['totalCostUsd']}AI cost (API-equivalent, USD)")
     expect(page.locator(".memo-hours-chart")).to_be_visible()
     shot(page, "activity")
     with page.expect_download(timeout=60_000) as download:
