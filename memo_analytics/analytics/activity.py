@@ -34,7 +34,7 @@ from ..domain.records import RecordKind
 from ..domain.rounding import ROUNDING_POLICY, apportion, cents_to_hours, hours_cents, minutes_by_local_day
 from ..services.requests import ActivityReportRequest
 from ..services.store import VaultStore
-from .cost import COST_PLACES, CostTotals, session_costs
+from .cost import COST_PLACES, CostTotals, PriceCache, session_costs
 from .frames import IndexSource, sessions_frame, vault_sources
 
 __all__ = ["INTERNAL_CLIENT", "ROUNDING_POLICY", "ActivityReport", "ActivityRequest", "activity_report"]
@@ -240,7 +240,8 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     project_cents = apportion(total_cents, [int(m) for _, m, _ in by_project])
     session_cents = _session_cents(rows, client_cents)
     picked = set(zip(rows["project"].to_list(), rows["session_id"].to_list()))
-    by_session, by_model, unpriced = session_costs([r for r in token_rows if (r[0], r[1]) in picked])
+    cache = PriceCache(store.layout.meta_dir / "cost-cache.json" if store.exists else None)
+    by_session, by_model, unpriced = session_costs([r for r in token_rows if (r[0], r[1]) in picked], cache)
     items = _session_items(rows, session_cents)
     client_cost: dict[str, CostTotals] = {}
     for item in items:
