@@ -34,6 +34,7 @@ from ..domain.records import RecordKind
 from ..domain.rounding import ROUNDING_POLICY, apportion, cents_to_hours, hours_cents, minutes_by_local_day
 from ..services.requests import ActivityReportRequest
 from ..services.store import VaultStore
+from .billed import billed_minutes
 from .cost import COST_PLACES, CostTotals, PriceCache, session_costs
 from .frames import IndexSource, sessions_frame, vault_sources
 
@@ -206,6 +207,8 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         store.catch_up_edits(RecordKind.SESSION)  # billed minutes come from the files as they are now
     with vault_sources(store, further=request.cross_project) as sources:
         sessions = sessions_frame(sources, request.projects)
+        # billed minutes are a session's own, whatever the report selects: worked out over the whole vault
+        everything = sessions if request.projects is None else sessions_frame(sources, None)
         prompt_clients = _prompt_clients(sources, request.projects, bounds)
         token_rows = _token_rows(sources, request.projects)
         vaults = [s.vault for s in sources]
@@ -215,8 +218,13 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         db.execute("SET TimeZone = 'UTC'")
         db.register("sessions", sessions)
         db.register("prompt_clients", prompt_clients)
-        selected = with_client_terms(with_billed_minutes(db.sql(_REPORT_SQL, params=params).pl(),
-                                                         store.settings.overlap_policy), store.settings)
+        selected = db.sql(_REPORT_SQL, params=params).pl()
+        billed = billed_minutes(sessions if request.projects is None else everything, store.settings.overlap_policy,
+                                store.settings.billing_for, _frozen_minutes(store))
+        selected = selected.with_columns(pl.Series("billed_minutes", [
+            billed.get((v, p, i), 0) if counts else 0 for v, p, i, counts in zip(
+                selected["vault"].to_list(), selected["project"].to_list(), selected["id"].to_list(),
+                selected["counts"].fill_null(False).to_list())], dtype=pl.Int64))
         db.register("selected", selected)
         by_client = db.execute(
             """SELECT mode(client_name ORDER BY start_time) AS name, lower(client_name) AS key,
@@ -250,7 +258,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         item.update(costUsd=wired["costUsd"], tokens=wired["tokens"])
         if totals and item["billableHours"] is not None:
             merged = client_cost.setdefault(item["client"].lower(), CostTotals())
-            merged.cost += totals.cost
+            merged.cost += totals.cost.quantize(COST_PLACES)
             merged.turns += totals.turns
             merged.unpriced_turns += totals.unpriced_turns
             for key, value in totals.tokens.items():
@@ -263,7 +271,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         by_day=_by_day(rows, zone, total_cents),
         total_prompts=int(total_prompts),
         sessions=items,
-        cost=sum((t.cost for t in by_session.values()), Decimal(0)),
+        cost=sum((t.cost.quantize(COST_PLACES) for t in by_session.values()), Decimal(0)),  # the printed parts add up
         cost_by_model={model: t.wire() for model, t in sorted(by_model.items())},
         cost_by_client={name: client_cost.get(key, CostTotals()).wire()["costUsd"] for name, key, _, _ in by_client},
         unpriced_models=unpriced,
@@ -276,49 +284,27 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     )
 
 
-def with_billed_minutes(rows: pl.DataFrame, policy: str = "union") -> pl.DataFrame:
-    """``rows`` (the selected sessions) with ``billed_minutes`` (Int64): the minutes each
-    counted session bills under the overlap ``policy`` (SPEC §9, issue 15 point 5).
+def _frozen_minutes(store: VaultStore) -> dict[tuple[str, str, str], int]:
+    """Sessions of the vault on an issued, uncredited invoice → the minutes it billed."""
+    from ..domain.ids import session_record_id
+    from ..vault import ledger
 
-    ``union`` (the default): one person's parallel sessions for one client bill the
-    wall-clock union once — a vault is one person's (a further vault another's), so sessions
-    are grouped by vault and client. On the minute grid every report prints (a session runs
-    from its start, to the minute, for its ``durationMinutes``), sessions in start order each
-    bill the minutes no earlier session of the group already covered:
-    ``max(0, end − max(start, the latest end before it))``. The minutes of a group add up to
-    the length of the union exactly. ``sum``: every session bills its whole duration.
-    Sessions that do not count (open, not billable) bill 0. Pure.
-    """
-    counts = pl.col("counts").fill_null(False)
-    if policy == "sum" or rows.is_empty():
-        return rows.with_columns(pl.when(counts).then(pl.col("duration_minutes")).otherwise(0)
-                                 .cast(pl.Int64).alias("billed_minutes"))
-    start = (pl.col("start_time").dt.truncate("1m").dt.epoch("s") // 60).alias("_s")
-    keyed = rows.with_row_index("_row").with_columns(
-        start, pl.col("client_name").str.to_lowercase().alias("_key"))
-    counted = keyed.filter(counts).sort("_s", "id").with_columns(
-        (pl.col("_s") + pl.col("duration_minutes")).alias("_e"))
-    counted = counted.with_columns(
-        pl.col("_e").cum_max().shift(1).over("vault", "_key").alias("_covered"))
-    counted = counted.with_columns(
-        (pl.col("_e") - pl.max_horizontal("_s", pl.col("_covered").fill_null(pl.col("_s")))).clip(lower_bound=0)
-        .cast(pl.Int64).alias("billed_minutes"))
-    billed = keyed.join(counted.select("_row", "billed_minutes"), on="_row", how="left").sort("_row")
-    return billed.with_columns(pl.col("billed_minutes").fill_null(0)).drop("_row", "_s", "_key")
-
-
-def with_client_terms(rows: pl.DataFrame, settings) -> pl.DataFrame:
-    """``rows`` with each counted session's ``billed_minutes`` rounded by its client's terms
-    (``[clients."X"] roundingMinutes`` / ``minimumMinutes``: :meth:`ClientBilling.billed_minutes`),
-    after the overlap policy. Clients without such terms are left as they are."""
-    terms = {name.strip().lower(): t for name, t in settings.clients.items()
-             if t.rounding_minutes or t.minimum_minutes}
-    if not terms or rows.is_empty():
-        return rows
-    keys = rows["client_name"].str.to_lowercase().to_list()
-    billed = [terms[k].billed_minutes(int(m)) if counts and k in terms else m
-              for k, m, counts in zip(keys, rows["billed_minutes"].to_list(), rows["counts"].fill_null(False).to_list())]
-    return rows.with_columns(pl.Series("billed_minutes", billed, dtype=pl.Int64))
+    if not store.exists:
+        return {}
+    docs = ledger.documents(store.root)
+    invoiced = ledger.invoiced_sessions(docs)
+    root = str(store.root)
+    frozen: dict[tuple[str, str, str], int] = {}
+    for doc in docs:
+        if doc.kind != ledger.INVOICE or ledger.credited(docs).get(doc.number):
+            continue
+        for item in doc.meta.get("sessions") or []:
+            key = (str(item["project"]), str(item["sessionId"]))
+            if invoiced.get(key) == doc.number:
+                minutes = item.get("billedMinutes", item.get("durationMinutes"))
+                if isinstance(minutes, int) and not isinstance(minutes, bool):
+                    frozen[(root, key[0], session_record_id(key[1]))] = minutes
+    return frozen
 
 
 def _bucket(minutes: int, cents: int, sessions: int | None = None) -> dict[str, Any]:

@@ -43,7 +43,7 @@ from ..domain.clock import from_iso, utcnow, zone_name
 from ..domain.errors import InvalidDateError, InvalidFieldError, ReportError
 from ..domain.rounding import ROUNDING_POLICY
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
-from .timesheet import format_minutes, period_text, printed_span
+from .timesheet import format_minutes, period_text, printed_span, shown
 
 LineMode = Literal["project", "session"]
 LINE_MODES: tuple[str, ...] = ("project", "session")
@@ -293,8 +293,8 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         start, end = printed_span(item, report.zone)
         days = (end.date() - start.date()).days
         hours = _hours(item["billableHours"])
-        task = item["taskSlug"] or item["summary"] or f"Work on {item['project']}"
-        notes = ([item["summary"]] if item["taskSlug"] and item["summary"] else []) + [
+        task = shown(item["taskSlug"] or item["summary"] or f"Work on {item['project']}")
+        notes = ([shown(item["summary"])] if item["taskSlug"] and item["summary"] else []) + [
             d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]]
         out.append(InvoiceLine(
             date=f"{start:%Y-%m-%d}\n{start:%H:%M}–{end:%H:%M}" + (f"\n(+{days}d)" if days else ""),
@@ -315,14 +315,14 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         last = from_iso(mine[-1]["startTime"]).astimezone(report.zone).date()
         hours = sum((_hours(i["billableHours"]) for i in mine), Decimal("0.00"))
         tasks = sorted({i["taskSlug"] for i in mine if i["taskSlug"]})
-        shown = ", ".join(tasks[:6]) + (f" and {len(tasks) - 6} more" if len(tasks) > 6 else "")
-        work = list(dict.fromkeys(i["summary"] for i in mine if i["summary"] and not i["taskSlug"]))
+        listed = ", ".join(tasks[:6]) + (f" and {len(tasks) - 6} more" if len(tasks) > 6 else "")
+        work = list(dict.fromkeys(shown(i["summary"], 120) for i in mine if i["summary"] and not i["taskSlug"]))
         worked = "; ".join(work[:3]) + (f"; and {len(work) - 3} more" if len(work) > 3 else "")
         n = len(mine)
         out.append(InvoiceLine(
             date=f"{first}" if first == last else f"{first}\n– {last}",
             project=project, description=f"Work on {project}: {n} {'session' if n == 1 else 'sessions'}",
-            notes=((f"Tasks: {shown}",) if tasks else ()) + ((worked,) if work else ()), sessions=n,
+            notes=((f"Tasks: {listed}",) if tasks else ()) + ((worked,) if work else ()), sessions=n,
             duration_minutes=sum(_billed(i) for i in mine), hours=hours,
             rate=billing.rate_for(project), amount=line_amount(hours, billing.rate_for(project), billing.currency)))
     return out
@@ -364,6 +364,7 @@ def invoice_context(report: ActivityReport, invoice: Invoice, *, number: str | N
         "total_hours": f"{invoice.hours:.2f}",
         "total_duration": format_minutes(invoice.minutes),
         "rounding_policy": ROUNDING_POLICY,
+        "overlap_policy": report.overlap_policy,
         "generated": now.astimezone(zone).strftime("%Y-%m-%d %H:%M"),
         "money": format_money,
         "rate": format_rate,

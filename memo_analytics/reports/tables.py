@@ -6,8 +6,9 @@ other suffix is refused. The rows are the PDF's own (:func:`~.timesheet.timeshee
 timesheet rows to its grand total, line amounts to each currency's net.
 
 - **CSV**: one header row, one row per timesheet session or invoice line, UTF-8 with a
-  byte-order mark (so spreadsheet programs read accents and CJK right), numbers as plain
-  decimals (``1.33``, ``159.60``), no total rows (sums are the reader's).
+  byte-order mark (so spreadsheet programs read accents and CJK right), every field quoted
+  (a reader that splits on ``;`` keeps ``a;=b`` one cell), numbers as plain decimals
+  (``1.33``, ``159.60``), no total rows (sums are the reader's).
 - **XLSX** (``openpyxl``): the same rows on a first sheet with numeric cells (two-decimal
   formats), then the totals below them (the grand total; per currency net, VAT and gross for
   invoices), bold.
@@ -85,7 +86,7 @@ def csv_bytes(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> bytes:
     """The rows as CSV (header first), UTF-8 with a byte-order mark; text cells that a
     spreadsheet would evaluate get a leading apostrophe."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer = csv.writer(buffer, lineterminator="\r\n", quoting=csv.QUOTE_ALL)  # "a;=b" stays one cell
     writer.writerow(columns)
     for row in rows:
         writer.writerow([_safe_text(v) if isinstance(v, str) else v for v in (row[c] for c in columns)])
@@ -97,6 +98,7 @@ def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
     """The rows as an XLSX workbook: a header, the rows (numbers as numbers), then each
     ``(label, {column: value})`` of ``totals`` in bold. Text cells are strings, never formulas."""
     from openpyxl import Workbook
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
     from openpyxl.styles import Font
 
     book = Workbook()
@@ -113,7 +115,7 @@ def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
                 continue
             cell = sheet.cell(row=row_number, column=index)
             if isinstance(value, str):
-                cell.value = value
+                cell.value = ILLEGAL_CHARACTERS_RE.sub("", value)  # control characters a sheet cannot hold
                 cell.data_type = "s"  # never a formula, whatever it starts with
             elif isinstance(value, Decimal):
                 cell.value = value

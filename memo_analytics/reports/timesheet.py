@@ -68,11 +68,23 @@ def format_minutes(minutes: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}"
 
 
+#: The most of a summary or task a report prints (a 100,000-character description would take
+#: minutes to lay out and says nothing more on an invoice).
+MAX_SHOWN_CHARS = 300
+
+
+def shown(text: str | None, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``text`` as a report prints it: at most ``limit`` characters, cut with an ellipsis."""
+    text = text or ""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
 def printed_span(item: dict[str, Any], zone) -> tuple[datetime, datetime]:
     """The start and end a report prints for a session: the start to the minute (seconds
-    dropped), the end that start plus ``durationMinutes`` — one rounding of times, so the
-    printed span always equals the minutes billed (issue 15 point 5); the printed end is
-    within a minute of the recorded one."""
+    dropped), the end that start plus ``durationMinutes`` — one rounding of times, so a printed
+    span always equals the session's minutes (issue 15 point 5); the printed end is within a
+    minute of the recorded one. What it bills (``billedMinutes``: parallel sessions, the
+    client's rounding) the row says beside it."""
     start = from_iso(item["startTime"]).astimezone(zone).replace(second=0, microsecond=0)
     return start, start + timedelta(minutes=int(item["durationMinutes"] or 0))
 
@@ -98,13 +110,13 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
             TimesheetRow(
                 date=start.strftime("%Y-%m-%d"),
                 project=item["project"],
-                task=item["taskSlug"] or item["summary"] or item["sessionId"],
+                task=shown(item["taskSlug"] or item["summary"] or item["sessionId"]),
                 start=start.strftime("%H:%M"),
                 end=end.strftime("%H:%M") + (f" (+{days}d)" if days else ""),
                 duration_minutes=int(billed if billed is not None else item["durationMinutes"]),
                 deliverables=overlap + [d.get("url") or d.get("sha") or d.get("title") or d["type"]
                                         for d in item["deliverables"]],
-                summary=item["summary"] if item["taskSlug"] and item["summary"] else "",
+                summary=shown(item["summary"]) if item["taskSlug"] and item["summary"] else "",
                 hours=item["billableHours"],
             )
         )
@@ -149,6 +161,7 @@ def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: dat
         "total_duration": format_minutes(report.total_duration_minutes),
         "total_hours": f"{report.total_billable_hours:.2f}",
         "rounding_policy": ROUNDING_POLICY,
+        "overlap_policy": report.overlap_policy,
         "generated": (now or utcnow()).astimezone(zone).strftime("%Y-%m-%d %H:%M"),
         "format_hours": lambda minutes: f"{hours_2dp(minutes):.2f}",
     }

@@ -39,6 +39,30 @@ HOOK_TWIN_WINDOW = timedelta(minutes=10)
 _INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 
 
+MAX_CLIENT_CHARS = 200
+
+
+def clean_client(value: str | None) -> str | None:
+    """A client name as recorded: text without control characters, at most
+    :data:`MAX_CLIENT_CHARS` characters (it is printed on invoices, in spreadsheets and the
+    e-invoice XML); None when empty.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``client``: a control character, or too long.
+    """
+    text = clean_text(value, "client")
+    if not text:
+        return None
+    if len(text) > MAX_CLIENT_CHARS:
+        raise InvalidFieldError("client", f"is {len(text)} characters; at most {MAX_CLIENT_CHARS}")
+    bad = next((c for c in text if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff"), None)
+    if bad is not None:
+        raise InvalidFieldError("client", f"holds the control character U+{ord(bad):04X}; write plain text")
+    return text
+
+
 def clean_text(value: str | None, field: str, required: bool = False) -> str | None:
     """Validate free text and redact secrets in it (SPEC §2.4).
 
@@ -173,7 +197,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
             session_id=session_id,
             turn=turn if session_id else None,
             task_slug=task_slug or session_meta.get("taskSlug"),
-            client=clean_text(request.client, "client") or session_meta.get("client"),
+            client=clean_client(request.client) or session_meta.get("client"),
             billable=_first_bool(request.billable, session_meta.get("billable"), True),
             branch=clean_text(request.branch, "branch") or session_meta.get("branch") or head_branch,
             git_sha=clean_text(request.git_sha, "gitSha") or head_sha,

@@ -22,9 +22,13 @@ from ..domain.ids import prompt_id, session_record_id, validate_session_id
 from ..domain.records import RecordKind
 from ..index import store as index
 from ..vault import ledger
-from .prompts import clean_text
+from .prompts import clean_client, clean_text
 from .requests import EditSessionRequest
 from .store import VaultStore
+
+
+#: Longest description an edit sets (it is printed on every timesheet and invoice line).
+MAX_SUMMARY_CHARS = 2000
 
 
 def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> dict[str, Any]:
@@ -49,12 +53,15 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     now = now or utcnow()
     wanted: dict[str, Any] = {}
     if request.client is not None:  # "" or "internal": no client
-        client = clean_text(request.client, "client")
+        client = clean_client(request.client)
         wanted["client"] = None if not client or client.lower() == "internal" else client
     if request.billable is not None:
         wanted["billable"] = bool(request.billable)
     if request.summary is not None:
         wanted["summary"] = clean_text(request.summary, "summary")
+        if wanted["summary"] and len(wanted["summary"]) > MAX_SUMMARY_CHARS:
+            raise InvalidFieldError("summary", f"is {len(wanted['summary'])} characters; a session's description is at "
+                                               f"most {MAX_SUMMARY_CHARS} (it is printed on invoices)")
     if not wanted:
         raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable or --summary")
     session_id = validate_session_id(request.session_id or "")

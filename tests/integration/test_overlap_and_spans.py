@@ -11,6 +11,8 @@ import json
 import pytest
 
 from memo_analytics.config import Settings
+from memo_analytics.services.requests import StartSessionRequest
+from memo_analytics.services.sessions import start_session
 from memo_analytics.services.store import VaultStore
 from tests.inprocess import memo
 
@@ -33,7 +35,8 @@ def parallel(tmp_path) -> dict:
 
 def report(parallel, *args) -> dict:
     env = {"MEMO_CONFIG": str(parallel["config"])}
-    return json.loads(memo("--json", "activity", "--all", "--tz", "UTC", *args, vault=parallel["vault"], env=env).stdout)
+    scope = () if "--project" in args else ("--all",)
+    return json.loads(memo("--json", "activity", *scope, "--tz", "UTC", *args, vault=parallel["vault"], env=env).stdout)
 
 
 def test_parallel_sessions_of_one_client_bill_their_union_once(parallel, tmp_path):
@@ -84,16 +87,60 @@ def test_a_printed_span_equals_the_minutes_it_bills(tmp_path):
         assert span == int(row["durationMinutes"])
 
 
-def test_a_clients_rounding_and_minimum_bill_each_session_up(parallel):
-    """Acme bills in 15-minute steps with a 30-minute minimum: p1 60 → 60, p2 30 (after the
-    overlap) → 30, p3 15 → 30 (the minimum); Globex has no such terms: 30."""
+def test_a_clients_rounding_and_minimum_raise_each_span_before_the_union(parallel, tmp_path):
+    """Acme bills in 15-minute steps with a 30-minute minimum: a session's span is raised first
+    (a lone 10 minutes bills 30), then parallel spans bill their union once — ten hours started a
+    minute apart bill 69 minutes of wall clock, not ten minimums (a breaker's case)."""
     parallel["config"].write_text('[clients.Acme]\nhourlyRate = "100"\ncurrency = "EUR"\nroundingMinutes = 15\n'
                                   'minimumMinutes = 30\n', encoding="utf-8")
+    store = VaultStore(Settings(vault_root=parallel["vault"], timezone="UTC"))
+    _session(store, "lone", "web", "Acme", "2026-06-02T09:00:00Z", "2026-06-02T09:10:00Z")
+    for n in range(10):
+        _session(store, f"t{n}", "web", "Acme", f"2026-06-03T10:{n:02d}:00Z", f"2026-06-03T11:{n:02d}:00Z")
+    store.close()
     rounded = report(parallel)
-    assert {s["sessionId"]: s["billedMinutes"] for s in rounded["sessions"]} == {"p1": 60, "p2": 30, "p3": 30,
-                                                                                "g1": 30}
-    assert rounded["byClient"]["Acme"]["durationMinutes"] == 120
+    billed = {s["sessionId"]: s["billedMinutes"] for s in rounded["sessions"]}
+    assert (billed["p1"], billed["p2"], billed["p3"], billed["g1"]) == (60, 30, 15, 30)
+    assert billed["lone"] == 30
+    assert sum(billed[f"t{n}"] for n in range(10)) == 69
+    assert rounded["byClient"]["Acme"]["durationMinutes"] == 105 + 30 + 69
     parallel["config"].write_text('[clients.Acme]\nhourlyRate = "100"\ncurrency = "EUR"\nroundingMinutes = 0\n',
                                   encoding="utf-8")
     ran = memo("activity", "--all", vault=parallel["vault"], env={"MEMO_CONFIG": str(parallel["config"])}, check=False)
     assert ran.returncode == 1 and "roundingMinutes" in ran.stderr
+
+
+def test_a_session_bills_the_same_minutes_whatever_the_report_selects(parallel, tmp_path):
+    """A breaker's case: invoicing each project (or half the period) of one client apart must not
+    bill their parallel half hour twice."""
+    whole = {s["sessionId"]: s["billedMinutes"] for s in report(parallel)["sessions"]}
+    web = {s["sessionId"]: s["billedMinutes"] for s in report(parallel, "--project", "web")["sessions"]}
+    api = {s["sessionId"]: s["billedMinutes"] for s in report(parallel, "--project", "api")["sessions"]}
+    late = {s["sessionId"]: s["billedMinutes"] for s in report(parallel, "--since", "2026-06-01T09:15:00Z")["sessions"]}
+    assert web == {"p1": 60} and api == {"p2": 30, "p3": 15}
+    assert late["p2"] == whole["p2"] == 30
+
+
+def test_an_invoiced_session_keeps_the_minutes_its_invoice_billed(tmp_path):
+    """A breaker's case: P (09:30–10:30) is invoiced while O (from 09:00) is still open; when O
+    ends at 11:00, P keeps its 60 invoiced minutes and O bills the other 60 — not 120."""
+    from .test_issued_invoices import ACME, ISSUER
+
+    root, config = tmp_path / "vault", tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME, encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path)}
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="O", project="web", client="Acme Corp",
+                                             start_time="2026-06-05T09:00:00Z"))
+    _session(store, "P", "web", "Acme Corp", "2026-06-05T09:30:00Z", "2026-06-05T10:30:00Z")
+    store.close()
+    first = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                            "--until", "2026-06-30", vault=root, env=env).stdout)
+    assert first["billableHours"] == "1.00"
+    memo("session", "end", "O", "--project", "web", "--until", "2026-06-05T11:00:00Z", vault=root, env=env)
+    billed = {s["sessionId"]: s["billedMinutes"] for s in json.loads(
+        memo("--json", "activity", "--all", vault=root, env=env).stdout)["sessions"]}
+    assert billed == {"O": 60, "P": 60}
+    second = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                             "--until", "2026-06-30", vault=root, env=env).stdout)
+    assert second["billableHours"] == "1.00"  # 2 h of wall clock, billed 1 h + 1 h

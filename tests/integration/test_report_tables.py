@@ -93,3 +93,24 @@ def test_text_a_spreadsheet_would_evaluate_stays_text(tmp_path):
     memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.xlsx"), vault=root)
     cell = load_workbook(tmp_path / "t.xlsx").active["D2"]
     assert (cell.value, cell.data_type) == (evil, "s")
+
+
+def test_a_semicolon_reader_and_control_characters_cannot_break_the_exports(tmp_path):
+    """A breaker's cases: a reader that splits on ';' (the German list separator) still sees one
+    cell; a summary with an escape sequence still exports to XLSX (the character dropped)."""
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="x1", project="web", client="Acme Corp",
+                                             summary="fix login;=cmd|' /C calc'!A0", start_time="2026-03-02T09:00:00Z"))
+    end_session(store, EndSessionRequest(session_id="x1", until="2026-03-02T10:00:00Z"))
+    start_session(store, StartSessionRequest(session_id="x2", project="web", client="Acme Corp",
+                                             summary="\x1b[31mRED\x1b[0m", start_time="2026-03-03T09:00:00Z"))
+    end_session(store, EndSessionRequest(session_id="x2", until="2026-03-03T10:00:00Z"))
+    store.close()
+    memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.csv"), vault=root)
+    raw = (tmp_path / "t.csv").read_text(encoding="utf-8-sig")
+    assert "\"fix login;=cmd|' /C calc'!A0\"" in raw  # quoted: one cell for a ';' reader too
+    assert [row[3] for row in csv.reader(io.StringIO(raw), delimiter=";") if len(row) > 3] == []  # no ';' split
+    memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.xlsx"), vault=root)
+    cells = [c.value for c in load_workbook(tmp_path / "t.xlsx").active["D"]]
+    assert "[31mRED[0m" in cells

@@ -317,7 +317,9 @@ def _clean(text: str) -> bool:
 
 def test_stored_text_reaches_a_terminal_without_control_characters_and_json_stays_exact(tmp_path):
     vault = tmp_path / "v"
-    ok(vault, "session", "start", "e", "--project", "p", "--client", f"Acme {HOSTILE}", "--summary", f"sum {HOSTILE}",
+    refused = memo(vault, "session", "start", "e", "--project", "p", "--client", f"Acme {HOSTILE}")
+    assert refused.code == 1 and "Invalid client: holds the control character" in refused.stderr  # printed on invoices
+    ok(vault, "session", "start", "e", "--project", "p", "--client", "Acme", "--summary", f"sum {HOSTILE}",
        "--start-time", "2026-03-02T09:00:00Z")
     ok(vault, "prompt", "record", "--body", f"body {HOSTILE} tail", "--session-id", "e", "--project", "p",
        "--tag", f"t{HOSTILE}", "--created", "2026-03-02T09:10:00Z")

@@ -65,9 +65,11 @@ def _import_command(source: str) -> Callable[..., None]:
         if not result.recognised:
             raise MemoError(f"nothing recognised: none of the {result.files} files is a {source} transcript "
                             f"(see the lines above); nothing was imported")
-        if client is None and billable is not False and result.sessions and not state.json:
+        if client is None and billable is not False and result.sessions and not state.json and not (
+                state.settings.project_clients):
             err.print("note: the new sessions have no client, so they bill to 'internal'; "
-                      "import with --client NAME or --no-billable to file them otherwise")
+                      "import with --client NAME or --no-billable to file them otherwise "
+                      "(or map projects to clients: [projectClients] in the config)")
         _emit(result.wire(), lambda r: out.print(result.line()))
 
     command.__doc__ = f"Import {source} transcripts: one session per work interval, one turn per human prompt."

@@ -1,0 +1,104 @@
+"""The minutes each session bills (SPEC §9, issue 15 point 5): the client's rounding terms and
+the overlap policy, worked out over *all* of a client's sessions — never over the sessions a
+report happens to select — so a session bills the same minutes in every report, invoice and
+export, whatever the project or period filter.
+
+On the minute grid every report prints, a session runs from its start (seconds dropped) for
+its ``durationMinutes``, first raised by its client's terms (``roundingMinutes``,
+``minimumMinutes``: :meth:`~memo_analytics.domain.billing.ClientBilling.billed_minutes`).
+
+- ``overlapPolicy = "union"`` (the default): one person's parallel sessions for one client bill
+  their wall-clock union once. A vault is one person's (a further vault another's): sessions
+  are grouped by vault and client. Sessions on an issued invoice come first and keep the minutes
+  the invoice billed (the invoice was sent); every other session, in start order, bills the
+  minutes of its span that no session before it covered. The minutes of a group add up to the
+  length of the union exactly (plus nothing for the frozen ones: they covered their spans).
+- ``"sum"``: every session bills its whole (rounded) duration.
+
+Sessions that do not count (open, not billable, superseded) bill nothing. Pure.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any, Callable
+
+import polars as pl
+
+Key = tuple[str, str, str]  # (vault, project, session record id)
+
+
+class _Covered:
+    """Disjoint minute intervals ``[a, b)``, sorted; what a client's sessions already billed."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+
+    def new_minutes(self, start: int, end: int) -> int:
+        """Minutes of ``[start, end)`` not yet covered."""
+        if end <= start:
+            return 0
+        covered = 0
+        i = max(bisect_left(self.ends, start + 1) , 0)
+        while i < len(self.starts) and self.starts[i] < end:
+            covered += max(0, min(end, self.ends[i]) - max(start, self.starts[i]))
+            i += 1
+        return (end - start) - covered
+
+    def add(self, start: int, end: int) -> None:
+        if end <= start:
+            return
+        i = bisect_left(self.ends, start)  # the first interval that ends at or after start
+        j = i
+        while j < len(self.starts) and self.starts[j] <= end:
+            start, end = min(start, self.starts[j]), max(end, self.ends[j])
+            j += 1
+        self.starts[i:j], self.ends[i:j] = [start], [end]
+
+
+def billed_minutes(sessions: pl.DataFrame, policy: str, terms: Callable[[str], Any],
+                   frozen: dict[Key, int]) -> dict[Key, int]:
+    """``{(vault, project, id): billed minutes}`` of every counted session of ``sessions`` (a
+    :func:`~.frames.sessions_frame` of every project: the whole vault).
+
+    Parameters
+    ----------
+    policy : {"union", "sum"}
+    terms : callable
+        Client name → its ``ClientBilling`` or None (``Settings.billing_for``).
+    frozen : dict
+        Sessions on an issued, uncredited invoice → the minutes that invoice billed.
+    """
+    counted = sessions.filter(
+        pl.col("billable") & pl.col("duration_minutes").is_not_null() & pl.col("start_time").is_not_null()
+        & (pl.col("status").fill_null("") != "superseded")
+    ).select(
+        "vault", "project", "id", "duration_minutes",
+        pl.col("client").str.strip_chars().replace("", None).fill_null("internal").alias("client"),
+        (pl.col("start_time").dt.truncate("1m").dt.epoch("s") // 60).alias("start"),
+    ).sort("start", "id")
+    out: dict[Key, int] = {}
+    groups: dict[tuple[str, str], list[tuple]] = {}
+    for vault, project, record_id, minutes, client, start in counted.iter_rows():
+        groups.setdefault((vault, client.lower()), []).append((vault, project, record_id, int(minutes), client, start))
+    for rows in groups.values():
+        billing = terms(rows[0][4])
+        covered = _Covered()
+        spans = []
+        for vault, project, record_id, minutes, _, start in rows:
+            rounded = billing.billed_minutes(minutes) if billing is not None and (
+                billing.rounding_minutes or billing.minimum_minutes) else minutes
+            spans.append(((vault, project, record_id), start, start + rounded, rounded))
+        if policy == "sum":
+            out.update({key: frozen.get(key, rounded) for key, _, _, rounded in spans})
+            continue
+        for key, start, end, _ in spans:  # what was invoiced stays as it was invoiced
+            if key in frozen:
+                out[key] = frozen[key]
+                covered.add(start, end)
+        for key, start, end, _ in spans:
+            if key not in frozen:
+                out[key] = covered.new_minutes(start, end)
+                covered.add(start, end)
+    return out
