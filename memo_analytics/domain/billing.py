@@ -187,7 +187,9 @@ class ClientBilling(_Party):
     for it; both VAT ids must then be known); neither means the invoice charges no VAT and
     says why (``tax_exemption_reason``, category E). ``payment_terms_days`` overrides the
     issuer's. ``rounding_minutes`` and ``minimum_minutes``: how a session's minutes are billed
-    (:meth:`billed_minutes`).
+    (:meth:`billed_minutes`). ``ai_cost_margin`` (percent) adds the API-equivalent AI cost of
+    the invoiced sessions as a line of its own, passed through with that margin;
+    ``ai_cost_exchange_rate`` converts it from USD (required unless the currency is USD).
     """
 
     hourly_rate: Decimal = Field(ge=0, max_digits=12, decimal_places=4)
@@ -199,6 +201,8 @@ class ClientBilling(_Party):
     payment_terms_days: int | None = Field(default=None, ge=0, le=365)
     rounding_minutes: int | None = Field(default=None, ge=1, le=480)
     minimum_minutes: int | None = Field(default=None, ge=0, le=1440)
+    ai_cost_margin: Decimal | None = Field(default=None, ge=0, le=1000, max_digits=7, decimal_places=3)
+    ai_cost_exchange_rate: Decimal | None = Field(default=None, gt=0, max_digits=14, decimal_places=8)
 
     def billed_minutes(self, minutes: int) -> int:
         """A session's billed minutes under these terms: rounded up to ``rounding_minutes``
@@ -231,7 +235,18 @@ class ClientBilling(_Party):
     def _one_tax_treatment(self) -> "ClientBilling":
         if self.reverse_charge and self.tax_rate:
             raise ValueError("reverseCharge and a taxRate above 0 exclude each other")
+        if self.ai_cost_margin is not None and self.currency != "USD" and self.ai_cost_exchange_rate is None:
+            raise ValueError(f"aiCostMargin bills AI cost, priced in USD, in {self.currency}: set aiCostExchangeRate "
+                             f"({self.currency} per USD)")
         return self
+
+    def ai_cost_amount(self, cost_usd: Decimal, places: Decimal) -> Decimal:
+        """The AI usage line of an invoice: ``cost × (1 + margin / 100)``, in the client's
+        currency (× ``ai_cost_exchange_rate`` unless it is USD), rounded half up to ``places``."""
+        from decimal import ROUND_HALF_UP
+
+        rate = Decimal(1) if self.currency == "USD" else (self.ai_cost_exchange_rate or Decimal(1))
+        return (cost_usd * (1 + (self.ai_cost_margin or 0) / Decimal(100)) * rate).quantize(places, ROUND_HALF_UP)
 
     def rate_for(self, project: str) -> Decimal:
         """The hourly rate of ``project`` (its own, else the client's)."""

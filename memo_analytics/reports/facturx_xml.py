@@ -56,7 +56,7 @@ def business_terms(meta: dict[str, Any]) -> dict[str, Any]:
         "BT-5": meta["currency"], "BT-24": "urn:cen.eu:en16931:2017",
         "BT-72": period_end, "BT-73": date.fromisoformat(meta["periodStart"]), "BT-74": period_end,
         "BG-4": _party(meta["issuer"]), "BG-7": _party(meta["buyer"]),
-        "BG-25": [{"BT-126": str(n), "BT-129": line["hours"], "BT-130": "HUR", "BT-146": line["rate"],
+        "BG-25": [{"BT-126": str(n), "BT-129": line["hours"], "BT-130": line.get("unit", "HUR"), "BT-146": line["rate"],
                    "BT-131": line["amount"], "BT-151": category, "BT-152": rate,
                    "BT-153": f"{line['project']}: {line['description']}"[:200]}
                   for n, line in enumerate(meta["lines"], 1)],

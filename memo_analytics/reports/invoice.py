@@ -103,7 +103,8 @@ def format_rate(rate: Decimal, currency: str) -> str:
 
 @dataclass(frozen=True)
 class InvoiceLine:
-    """One printed line: ``hours × rate = amount``."""
+    """One printed line: ``hours × rate = amount`` (``unit`` ``HUR``); the AI usage line is one
+    unit (``C62``) at its amount."""
 
     date: str
     project: str
@@ -114,6 +115,7 @@ class InvoiceLine:
     hours: Decimal
     rate: Decimal
     amount: Decimal
+    unit: str = "HUR"
 
     @property
     def duration(self) -> str:
@@ -141,7 +143,8 @@ class InvoiceSection:
 
     @property
     def hours(self) -> Decimal:
-        return sum((line.hours for line in self.lines), Decimal("0.00"))
+        """The billed hours: the hour lines' (not the AI usage line's quantity)."""
+        return sum((line.hours for line in self.lines if line.unit == "HUR"), Decimal("0.00"))
 
     @property
     def amount(self) -> Decimal:
@@ -281,7 +284,7 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
                                  tax_category=category, tax_rate=tax_rate, tax_note=billing.tax_note(),
                                  sessions=by_client[key])
         build = _session_lines if lines == "session" else _project_lines
-        section.lines = build(by_client[key], report, billing)
+        section.lines = build(by_client[key], report, billing) + _ai_cost_line(by_client[key], report, billing)
         sections.append(section)
     return Invoice(sections=sections, open_sessions=open_sessions, zero_minute_sessions=len(fresh) - len(billed),
                    already_invoiced=len(ended) - len(fresh))
@@ -302,6 +305,23 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
             duration_minutes=_billed(item), hours=hours, rate=billing.rate_for(item["project"]),
             amount=line_amount(hours, billing.rate_for(item["project"]), billing.currency)))
     return out
+
+
+def _ai_cost_line(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:
+    """The AI usage line (``aiCostMargin`` set): the sessions' API-equivalent cost passed through
+    with the margin, one unit; none without the term or without a cost."""
+    if billing.ai_cost_margin is None:
+        return []
+    cost = sum((Decimal(str(i.get("costUsd") or "0")) for i in items), Decimal(0))
+    if cost <= 0:
+        return []
+    amount = billing.ai_cost_amount(cost, minor_unit(billing.currency))
+    last = max(from_iso(i["startTime"]).astimezone(report.zone).date() for i in items)
+    conversion = "" if billing.currency == "USD" else f", × {billing.ai_cost_exchange_rate} {billing.currency}/USD"
+    return [InvoiceLine(date=f"{last}", project="AI usage",
+                        description=f"AI usage at API prices: USD {cost:.4f} + {billing.ai_cost_margin} %",
+                        notes=(f"API-equivalent cost of the agents' turns in these sessions{conversion}",),
+                        sessions=0, duration_minutes=0, hours=Decimal(1), rate=amount, amount=amount, unit="C62")]
 
 
 def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:

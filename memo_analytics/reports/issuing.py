@@ -135,7 +135,7 @@ def _document_meta(kind: str, number: str, key: str, sequence: int, number_forma
         "billableHours": str(section.hours), "durationMinutes": section.minutes,
         "lines": [{"date": line.date, "project": line.project, "description": line.description,
                    "notes": list(line.notes), "sessions": line.sessions, "durationMinutes": line.duration_minutes,
-                   "hours": str(line.hours), "rate": str(line.rate), "amount": str(line.amount)}
+                   "hours": str(line.hours), "rate": str(line.rate), "amount": str(line.amount), "unit": line.unit}
                   for line in section.lines],
         "sessions": [{"project": s["project"], "sessionId": s["sessionId"], "startTime": s["startTime"],
                       "endTime": s["endTime"], "durationMinutes": int(s["durationMinutes"]),

@@ -74,7 +74,8 @@ def invoice_rows(invoice: Invoice) -> list[dict[str, Any]]:
     amount as Decimal; the date column as printed, its line break a space)."""
     return [{"client": section.client, "currency": section.currency, "date": " ".join(line.date.split()),
              "project": line.project, "description": line.description, "sessions": line.sessions,
-             "durationMinutes": line.duration_minutes, "hours": line.hours, "rate": line.rate, "amount": line.amount}
+             "durationMinutes": line.duration_minutes, "hours": line.hours if line.unit == "HUR" else None,
+             "rate": line.rate, "amount": line.amount}
             for section in invoice.sections for line in section.lines]
 
 

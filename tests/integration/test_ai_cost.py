@@ -7,6 +7,7 @@ cache write 1 h 6, output 15; above 200k input: input 6, output 22.50."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from datetime import datetime, timezone
 from decimal import Decimal
 
@@ -103,3 +104,31 @@ def test_a_turn_answered_by_two_models_is_priced_part_by_part(realdata, tmp_path
     at = from_iso(created)
     assert cost == sum(turn_cost(p, m, at, src) for m, p in parts.items())
     assert cost != turn_cost(meta["tokens"], model, at, src)  # one model's price would be wrong
+
+
+def test_an_invoice_passes_the_ai_cost_through_with_the_clients_margin(costed, tmp_path):
+    """``aiCostMargin`` adds one line: Acme's sessions cost USD 0.0079 + 1.8225 = 1.8304 (their
+    printed costs); + 15 % and × 0.90 EUR/USD = 1.894464 → EUR 1.89. The hours stay the sessions'."""
+    from .test_issued_invoices import ISSUER, xml_of
+
+    config = tmp_path / "config.toml"
+    acme = ('[clients.Acme]\nhourlyRate = "100"\ncurrency = "EUR"\ntaxRate = "19"\naddress = ["1 rue X"]\n'
+            'city = "Paris"\ncountry = "FR"\naiCostMargin = "15"\n')
+    config.write_text(ISSUER + acme, encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path)}
+    refused = memo("activity", "--all", vault=costed, env=env, check=False)
+    assert refused.returncode == 1 and "set aiCostExchangeRate (EUR per USD)" in refused.stderr
+    config.write_text(ISSUER + acme + 'aiCostExchangeRate = "0.90"\n', encoding="utf-8")
+    draft = json.loads(memo("--json", "report", "invoice", "--all", "--client", "Acme", "-o", str(tmp_path / "d.csv"),
+                            vault=costed, env=env).stdout)
+    # two parallel 30-minute sessions bill their union, 0.50 h × 100 = 50.00, + the AI usage line 1.89
+    assert (draft["totals"]["EUR"]["amount"], draft["totalBillableHours"]) == ("51.89", 0.5)
+    rows = (tmp_path / "d.csv").read_text(encoding="utf-8-sig")
+    assert '"AI usage"' in rows and '"1.89"' in rows
+    issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme", "--since", "2026-01-01",
+                             "--until", "2026-01-31", vault=costed, env=env).stdout)
+    assert (issued["net"], issued["billableHours"]) == ("51.89", "0.50")
+    root = xml_of(Path(issued["pdf"]))  # the XSD and the EN 16931 rules accept the one-unit line
+    units = [n.get("unitCode") for n in root.xpath("//ram:BilledQuantity", namespaces={
+        "ram": "urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100"})]
+    assert units == ["HUR", "C62"]
