@@ -40,7 +40,7 @@ class _Covered:
         if end <= start:
             return 0
         covered = 0
-        i = max(bisect_left(self.ends, start + 1) , 0)
+        i = bisect_left(self.ends, start + 1)  # the first interval that ends after start
         while i < len(self.starts) and self.starts[i] < end:
             covered += max(0, min(end, self.ends[i]) - max(start, self.starts[i]))
             i += 1
