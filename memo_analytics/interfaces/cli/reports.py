@@ -97,7 +97,7 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
             days.add_row(day, format_minutes(bucket["durationMinutes"]), f"{bucket['billableHours']:.2f}")
         out.print(days)
     sessions = Table(title=f"Sessions (times in {data['timezone']})")
-    for column in ("start", "end", "project", "client", "billable", "minutes", "task / summary"):
+    for column in ("start", "end", "project", "client", "billable", "minutes", "billed", "task / summary"):
         sessions.add_column(column)
     zone = report.zone
     for s in data["sessions"]:
@@ -105,6 +105,7 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
         end = from_iso(s["endTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M") if s["endTime"] else "open"
         sessions.add_row(start, end, s["project"], _short(s["client"], 30), "yes" if s["billable"] else "no",
                          "" if s["durationMinutes"] is None else str(s["durationMinutes"]),
+                         "" if s["billedMinutes"] is None else str(s["billedMinutes"]),
                          _short(s["taskSlug"] or s["summary"] or s["sessionId"], 40))
     out.print(sessions)
     out.print(f"Total billable: {format_minutes(data['totalDurationMinutes'])} "
