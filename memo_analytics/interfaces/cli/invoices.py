@@ -143,8 +143,11 @@ def invoice_show(
     def human(s: dict) -> None:
         out.print(_said(s))
         for line in s["lines"]:
-            out.print(f"  {line['project']}: {line['description']} — {line['hours']} h × {line['rate']} = "
-                      f"{line['amount']}")
+            quantity = f"{line['hours']} h" if line.get("unit", "HUR") == "HUR" else "1 ×"
+            out.print(f"  {line['project']}: {line['description']} — {quantity} × {line['rate']} = {line['amount']}")
+        for item in s["sessionIds"]:
+            out.print(f"    session {item['sessionId']} ({item['project']}): {item.get('billedMinutes', item['durationMinutes'])}"
+                      f" minutes billed, {item['startTime']} – {item['endTime']}")
         if s.get("output"):
             out.print(f"  copy: {s['output']}")
 
