@@ -221,9 +221,9 @@ class DashboardData:
 
     def _invoiced(self) -> dict[tuple[str, str], str]:
         """Sessions on issued invoices of the main vault: a draft leaves them off."""
-        from .vault.ledger import documents, invoiced_sessions
+        from .vault.ledger import invoiced_in
 
-        return invoiced_sessions(documents(self.store.root))
+        return invoiced_in(self.store.root)
 
     # ---------------------------------------------------------------- rules
     def rule_candidates(self, project: str | None, min_confidence: float) -> list[Candidate]:

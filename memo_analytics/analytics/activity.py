@@ -285,26 +285,16 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
 
 
 def _frozen_minutes(store: VaultStore) -> dict[tuple[str, str, str], int]:
-    """Sessions of the vault on an issued, uncredited invoice → the minutes it billed."""
+    """Sessions of the vault on an issued, uncredited invoice → the minutes it billed, keyed as
+    the sessions frame is (vault, project, record id)."""
     from ..domain.ids import session_record_id
     from ..vault import ledger
 
     if not store.exists:
         return {}
-    docs = ledger.documents(store.root)
-    invoiced = ledger.invoiced_sessions(docs)
     root = str(store.root)
-    frozen: dict[tuple[str, str, str], int] = {}
-    for doc in docs:
-        if doc.kind != ledger.INVOICE or ledger.credited(docs).get(doc.number):
-            continue
-        for item in doc.meta.get("sessions") or []:
-            key = (str(item["project"]), str(item["sessionId"]))
-            if invoiced.get(key) == doc.number:
-                minutes = item.get("billedMinutes", item.get("durationMinutes"))
-                if isinstance(minutes, int) and not isinstance(minutes, bool):
-                    frozen[(root, key[0], session_record_id(key[1]))] = minutes
-    return frozen
+    return {(root, project, session_record_id(session_id)): minutes
+            for (project, session_id), minutes in ledger.invoiced_minutes(ledger.documents(store.root)).items()}
 
 
 def _bucket(minutes: int, cents: int, sessions: int | None = None) -> dict[str, Any]:

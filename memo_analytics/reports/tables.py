@@ -23,7 +23,7 @@ import csv
 import io
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from ..analytics.activity import ActivityReport
 from ..domain.errors import ReportError
@@ -161,6 +161,48 @@ def invoice_table(invoice: Invoice, fmt: str) -> bytes:
                    (f"VAT {total.currency}", {"currency": total.currency, "amount": total.tax}),
                    (f"Total {total.currency}", {"currency": total.currency, "amount": total.gross})]
     return xlsx_bytes("Invoice lines", INVOICE_COLUMNS, rows, totals)
+
+
+def export_timesheet(report: ActivityReport, output: Path, user_templates: Path | None = None,
+                     vault_root: Path | None = None, overwrite: bool = False) -> Path:
+    """The timesheet of ``report`` written to ``output`` in the format its suffix names (PDF,
+    CSV or XLSX); the path written.
+
+    Raises
+    ------
+    ReportError
+        Another suffix; a bad output path (inside ``vault_root`` included) or template.
+    """
+    from .timesheet import render_timesheet_pdf
+
+    forbidden = (vault_root,) if vault_root else ()
+    fmt = output_format(output, forbidden)
+    if fmt == "pdf":
+        return render_timesheet_pdf(report, output, user_templates, vault_root=vault_root, overwrite=overwrite)
+    return write_table(timesheet_table(report, fmt), output, forbidden, overwrite)
+
+
+def export_invoice(report: ActivityReport, settings, output: Path, *, lines: str = "project", issued=None,
+                   user_templates: Path | None = None, vault_root: Path | None = None,
+                   config: str = "the config file", overwrite: bool = False,
+                   invoiced: Collection[tuple[str, str]] = ()) -> tuple[Path, Invoice]:
+    """The draft invoice of ``report`` written to ``output`` in the format its suffix names
+    (the PDF, or its lines as CSV or XLSX); the path written and the invoice.
+
+    Raises
+    ------
+    ReportError, UnpricedClientError, InvalidFieldError
+        As :func:`~.invoice.render_invoice_pdf`; another suffix.
+    """
+    from .invoice import build_invoice, render_invoice_pdf
+
+    forbidden = (vault_root,) if vault_root else ()
+    fmt = output_format(output, forbidden)
+    if fmt == "pdf":
+        return render_invoice_pdf(report, settings, output, lines=lines, issued=issued, user_templates=user_templates,
+                                  vault_root=vault_root, config=config, overwrite=overwrite, invoiced=invoiced)
+    invoice = build_invoice(report, settings.billing_for, lines, config, invoiced=invoiced)
+    return write_table(invoice_table(invoice, fmt), output, forbidden, overwrite), invoice
 
 
 def write_table(data: bytes, output: Path, forbidden: tuple[Path, ...], overwrite: bool) -> Path:

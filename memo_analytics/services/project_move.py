@@ -69,7 +69,7 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
         if merge and not target_ids:
             raise InvalidFieldError("project", f"project {target} has no records; rename {source} to it with "
                                                f"memo project rename {source} {target}")
-        invoiced = ledger.invoiced_sessions(ledger.documents(store.root))
+        invoiced = ledger.invoiced_in(store.root)
         on_invoice = sorted({number for (project, _), number in invoiced.items() if project == source})
         if on_invoice:
             raise InvalidFieldError("project", f"project {source} has sessions on invoice {', '.join(on_invoice)}, "

@@ -75,7 +75,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
         billing = sorted(set(changed) & {"client", "billable"})
         if billing:
-            invoice = ledger.invoiced_sessions(ledger.documents(store.root)).get((project, session_id))
+            invoice = ledger.invoiced_in(store.root).get((project, session_id))
             if invoice:
                 raise InvalidFieldError(billing[0], f"session {session_id} is on invoice {invoice}, which was issued "
                                                     f"with its {billing[0]}; credit it first (memo invoice credit "

@@ -211,6 +211,26 @@ def sequence_key(number_format: str, year: int) -> str:
     return str(year) if "year" in fields else ""
 
 
+def invoiced_in(root: Path) -> dict[tuple[str, str], str]:
+    """:func:`invoiced_sessions` of the vault at ``root`` (none when it has no invoices folder)."""
+    return invoiced_sessions(documents(root))
+
+
+def invoiced_minutes(docs: list[Document]) -> dict[tuple[str, str], int]:
+    """``{(project, sessionId): minutes}`` each session on an uncredited invoice was billed
+    there (``billedMinutes`` as issued; ``durationMinutes`` for documents issued before it was
+    kept)."""
+    invoiced = invoiced_sessions(docs)
+    minutes: dict[tuple[str, str], int] = {}
+    for doc in (d for d in docs if d.kind == INVOICE):
+        for item in doc.meta.get("sessions") or []:
+            key = (str(item["project"]), str(item["sessionId"]))
+            value = item.get("billedMinutes", item.get("durationMinutes"))
+            if invoiced.get(key) == doc.number and isinstance(value, int) and not isinstance(value, bool):
+                minutes[key] = value
+    return minutes
+
+
 def next_number(docs: list[Document], number_format: str, year: int,
                 state: dict[str, Any] | None = None) -> tuple[str, str, int]:
     """``(number, sequence key, sequence)`` of the next document: one more than the highest

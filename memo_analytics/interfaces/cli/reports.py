@@ -149,16 +149,11 @@ def report_timesheet(
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
     """Timesheet (PDF, CSV or XLSX by the suffix of -o): one row per billable session, subtotals per client, the total."""
-    from ...reports.tables import output_format, timesheet_table, write_table
-    from ...reports.timesheet import render_timesheet_pdf
+    from ...reports.tables import export_timesheet, output_format
 
-    fmt = output_format(output, (state.store.root,))
+    output_format(output, (state.store.root,))  # a bad suffix or place is refused before the report runs
     report = _activity_report(project, all_projects, since, until, client, tz)
-    if fmt == "pdf":
-        path = render_timesheet_pdf(report, output, _user_templates(templates), vault_root=state.store.root,
-                                    overwrite=force)
-    else:
-        path = write_table(timesheet_table(report, fmt), output, (state.store.root,), force)
+    path = export_timesheet(report, output, _user_templates(templates), vault_root=state.store.root, overwrite=force)
     result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
               "totalBillableHours": report.total_billable_hours, "timezone": report.wire()["timezone"]}
     _emit(result, lambda r: out.print(f"wrote {r['output']}: total billable {r['totalBillableHours']:.2f} h "
@@ -183,26 +178,20 @@ def report_invoice(
 ) -> None:
     """Draft PDF invoice: hours × each client's hourly rate (config [clients."<name>"]), one total per currency.
     A draft is never numbered: `memo invoice issue` issues one."""
-    from ...reports.invoice import LINE_MODES, build_invoice, invoice_summary, parse_issued, render_invoice_pdf
-    from ...reports.tables import invoice_table, output_format, write_table
-    from ...vault.ledger import documents, invoiced_sessions
+    from ...reports.invoice import LINE_MODES, invoice_summary, parse_issued
+    from ...reports.tables import export_invoice, output_format
+    from ...vault.ledger import invoiced_in
 
     if number is not None:
         raise MemoError("Invalid number: a draft has no number; issue a numbered invoice with `memo invoice issue` "
                         "(the next of its sequence, stored in the vault, its sessions marked invoiced)")
     if lines not in LINE_MODES:
         raise MemoError(f"Invalid lines: {lines!r} is not one of {', '.join(LINE_MODES)}")
-    fmt = output_format(output, (state.store.root,))
+    output_format(output, (state.store.root,))  # a bad suffix or place is refused before the report runs
     report = _activity_report(project, all_projects, since, until, client, tz)
-    invoiced = invoiced_sessions(documents(state.store.root))
-    if fmt == "pdf":
-        path, invoice = render_invoice_pdf(
-            report, state.settings, output, lines=lines, issued=parse_issued(issued, report),
-            user_templates=_user_templates(templates), vault_root=state.store.root, config=str(config_path()),
-            overwrite=force, invoiced=invoiced)
-    else:
-        invoice = build_invoice(report, state.settings.billing_for, lines, str(config_path()), invoiced=invoiced)
-        path = write_table(invoice_table(invoice, fmt), output, (state.store.root,), force)
+    path, invoice = export_invoice(report, state.settings, output, lines=lines, issued=parse_issued(issued, report),
+                                   user_templates=_user_templates(templates), vault_root=state.store.root,
+                                   config=str(config_path()), overwrite=force, invoiced=invoiced_in(state.store.root))
     result = invoice_summary(invoice, report, path)
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
