@@ -12,6 +12,14 @@ messages that answered it, the last usage record per message id) priced with ``g
 at the turn's date; ccusage sums every assistant message by the message's own date, priced with
 its bundled LiteLLM table. Where they differ the script says by how much, per day.
 
+Known remainder (measured with ccusage 20.0.24): all of it on 2025-06-14, the hand-written
+fixtures of daaain-claude-code-log. Their lines are JSON with a space after each colon
+(``"type": "assistant"``), which ccusage's line filter does not take (the same lines written
+compactly, as Claude Code writes them, are counted), and one message (``msg_004``/``req_004``)
+appears in two fixture files, which ccusage counts once across files and we once per session.
+Every other day, real Claude Code output, agrees to the token and to the cent: a sub-agent's
+responses relayed into the parent transcript as ``agent_progress`` records count for the turn.
+
 Usage: ``python benchmarks/bench_cost.py [--realdata PATH] [--ccusage-version 20.0.24]``
 """
 

@@ -553,6 +553,20 @@ def test_token_use_is_kept_per_turn(realdata, tmp_path):
     assert on_disk[0]["tokens"] == first["tokens"]
 
 
+def test_a_sub_agents_responses_relayed_as_progress_count_for_the_turn_once(realdata, tmp_path):
+    """moredip 4b2030ed: the Task sub-agent's API response reaches the parent transcript only as
+    an ``agent_progress`` record (relayed in two records); its tokens (11,560 written to the
+    cache) are spent for the turn and count once — the file's totals are ccusage's."""
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    source = realdata / CC / "moredip-session-share/samples/claude-code-projects/4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
+    run_import(store, [source], claude_code.parse, ImportOptions())
+    rows = index.rows_of_kind(store.conn, "prompt")
+    store.close()
+    totals = {key: sum(json.loads(r["meta"]).get("tokens", {}).get(key, 0) for r in rows)
+              for key in ("input", "output", "cacheRead", "cacheWrite")}
+    assert totals == {"input": 21, "output": 5, "cacheRead": 32772, "cacheWrite": 18242}
+
+
 @pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles", "Asia/Tokyo"])
 def test_old_specstory_local_times_are_reconciled_with_the_utc_of_the_file_name(realdata, zone):
     """The title says 16:30:55 (the author's local time), the file name 20-30 (UTC): UTC−04:00,

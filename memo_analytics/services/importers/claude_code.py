@@ -162,6 +162,17 @@ def _count_usage(session: "_Session", message: dict) -> None:
         prompts[-1].model = model
 
 
+def _relayed_response(data: object) -> dict | None:
+    """The assistant message an ``agent_progress`` record relays (``data.message.message``), if any."""
+    if not isinstance(data, dict) or data.get("type") != "agent_progress":
+        return None
+    envelope = data.get("message")
+    if not isinstance(envelope, dict) or envelope.get("type") != "assistant":
+        return None
+    message = envelope.get("message")
+    return message if isinstance(message, dict) else None
+
+
 def _settle_usage(session: "_Session") -> None:
     """Each prompt's tokens: the sum over the messages that answered it."""
     for prompt, usage, model in session.usage.values():
@@ -322,6 +333,12 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
     message = record.get("message")
     if record["type"] == "assistant":
         _count_usage(session, message)  # a sub-agent's calls too: they answer the same prompt
+    elif record["type"] == "progress":
+        # a sub-agent's API response as its parent transcript relays it (``agent_progress``):
+        # spent for the same prompt; the same message relayed again counts once (its id)
+        relayed = _relayed_response(record.get("data"))
+        if relayed is not None:
+            _count_usage(session, relayed)
     if record.get("isSidechain") is True:
         return  # a sub-agent's brief, tool traffic and model: activity only
     if record["type"] == "assistant":
