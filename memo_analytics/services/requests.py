@@ -81,6 +81,7 @@ class EditSessionRequest(Request):
     client: str | None = Field(None, description="The client billed ('internal' or empty: none)")
     billable: bool | None = Field(None, description="Whether the session is billed")
     summary: str | None = Field(None, description="What the session did (its invoice and timesheet description)")
+    to_project: str | None = Field(None, description="Move the session and its turns to this project")
     cwd: str | None = Field(None, description="The caller's working directory (chooses between projects)")
 
 

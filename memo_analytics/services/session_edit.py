@@ -7,9 +7,14 @@ the session; prompt counts per client read the turns; both then agree), ``update
 the write goes through the store like every write (validation, redaction of the summary, the
 index in the same step, the sync listeners).
 
-A session on an issued invoice that no credit note cancels keeps its client and billable flag:
-the invoice that was sent says otherwise (``memo invoice credit`` first); its summary can still
-be edited.
+A session can also move to another project (``to_project``: work imported under a temporary
+folder's name that belongs to a real project): the session record and its turns are written into
+the target project and removed from the source, as ``memo project merge`` does for a whole
+project; a target that already holds a session of the same id is refused before anything moves.
+
+A session on an issued invoice that no credit note cancels keeps its client, billable flag and
+project: the invoice that was sent says otherwise (``memo invoice credit`` first); its summary
+can still be edited.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 from ..domain.clock import to_iso, utcnow
 from ..domain.errors import InvalidFieldError, SessionNotStartedError
-from ..domain.ids import prompt_id, session_record_id, validate_session_id
+from ..domain.ids import prompt_id, session_record_id, validate_session_id, validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
 from ..vault import ledger
@@ -32,7 +37,7 @@ MAX_SUMMARY_CHARS = 2000
 
 
 def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> dict[str, Any]:
-    """Change ``client``, ``billable`` and/or ``summary`` of one session and its turns.
+    """Change ``client``, ``billable``, ``summary`` and/or the project of one session and its turns.
 
     Returns
     -------
@@ -43,8 +48,9 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     Raises
     ------
     InvalidFieldError
-        Nothing to change (``session``); a bad client or summary; a billing change to a
-        session on an issued invoice (``client``/``billable``, naming the invoice).
+        Nothing to change (``session``); a bad client, summary or project; a billing change or
+        a move of a session on an issued invoice (``client``/``billable``/``project``, naming
+        the invoice); a target project already holding a session of this id (``project``).
     SessionNotStartedError
         No such session.
     AmbiguousIdError
@@ -62,8 +68,11 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         if wanted["summary"] and len(wanted["summary"]) > MAX_SUMMARY_CHARS:
             raise InvalidFieldError("summary", f"is {len(wanted['summary'])} characters; a session's description is at "
                                                f"most {MAX_SUMMARY_CHARS} (it is printed on invoices)")
+    if request.to_project is not None:
+        wanted["project"] = validate_slug(request.to_project, "project")
     if not wanted:
-        raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable or --summary")
+        raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable, --summary "
+                                           "or --to-project")
     session_id = validate_session_id(request.session_id or "")
     record_id = session_record_id(session_id)
     with store.lock():
@@ -73,7 +82,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         project = row["project"]
         meta, body = store.read(project, RecordKind.SESSION, record_id) or ({}, "")
         changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
-        billing = sorted(set(changed) & {"client", "billable"})
+        billing = sorted(set(changed) & {"client", "billable", "project"})
         if billing:
             invoice = ledger.invoiced_in(store.root).get((project, session_id))
             if invoice:
@@ -82,18 +91,28 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                                                     f"{invoice})")
         if not changed:
             return {**meta, "changed": [], "turnsUpdated": 0}
+        target = changed.get("project")
+        if target is not None and store.read(target, RecordKind.SESSION, record_id) is not None:
+            raise InvalidFieldError("project", f"project {target} already holds a session {session_id}; "
+                                               "nothing was moved")
         meta.update(changed)
         meta["updated"] = to_iso(now)
-        store.upsert(RecordKind.SESSION, meta, body)
         turns = 0
-        if billing:
-            for turn in sorted(index.session_turn_numbers(store.conn, project, session_id)):
-                found = store.read(project, RecordKind.PROMPT, prompt_id(session_id, turn, now))
-                if found is None:
-                    continue
-                turn_meta, turn_body = found
-                update = {k: changed[k] for k in billing if turn_meta.get(k) != changed[k]}
-                if update:
-                    store.upsert(RecordKind.PROMPT, {**turn_meta, **update, "updated": to_iso(now)}, turn_body)
-                    turns += 1
+        # turns first, the session last: a move cut short leaves the session where it was
+        for turn in sorted(index.session_turn_numbers(store.conn, project, session_id)) if billing else ():
+            turn_id = prompt_id(session_id, turn, now)
+            found = store.read(project, RecordKind.PROMPT, turn_id)
+            if found is None:
+                continue
+            turn_meta, turn_body = found
+            update = {k: changed[k] for k in billing if turn_meta.get(k) != changed[k]}
+            if update:
+                store.upsert(RecordKind.PROMPT, {**turn_meta, **update, "updated": to_iso(now)}, turn_body)
+                turns += 1
+            if target is not None:
+                store.remove(RecordKind.PROMPT, project, turn_id)
+        store.upsert(RecordKind.SESSION, meta, body)
+        if target is not None:
+            store.remove(RecordKind.SESSION, project, record_id)
+            store.refresh_views(project)
     return {**meta, "changed": sorted(changed), "turnsUpdated": turns}

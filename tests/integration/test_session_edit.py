@@ -54,7 +54,7 @@ def test_not_billable_leaves_the_invoice_and_nothing_to_change_says_so(billing):
     assert (same.returncode, same.stdout.strip()) == (1, "session a2: already so, nothing changed")
     none = run(billing, "session", "edit", "a2")
     assert none.stderr.strip() == ("error: Invalid session: nothing to change: give --client, "
-                                   "--billable/--no-billable or --summary")
+                                   "--billable/--no-billable, --summary or --to-project")
     missing = run(billing, "session", "edit", "nope", "--summary", "x")
     assert missing.returncode == 1 and "nope" in missing.stderr
 
@@ -65,5 +65,37 @@ def test_an_invoiced_session_keeps_its_billing_until_the_invoice_is_credited(bil
     assert refused.stderr.strip() == ("error: Invalid client: session a1 is on invoice 2026-0001, which was issued "
                                       "with its client; credit it first (memo invoice credit 2026-0001)")
     assert run(billing, "session", "edit", "a1", "--summary", "CSV export").returncode == 0  # text is not billing
+    moved = run(billing, "session", "edit", "a1", "--to-project", "api")
+    assert moved.stderr.strip() == ("error: Invalid project: session a1 is on invoice 2026-0001, which was issued "
+                                    "with its project; credit it first (memo invoice credit 2026-0001)")
     run(billing, "invoice", "credit", june["number"])
     assert run(billing, "session", "edit", "a1", "--client", "Globex").returncode == 0
+
+
+def test_a_session_moved_to_another_project_takes_its_turns_and_that_projects_rate(billing, tmp_path):
+    memo("prompt", "record", "--body", "add the CSV export", "--session-id", "a1", "--project", "web", "--created",
+         "2026-06-02T09:05:00Z", vault=billing["vault"], env=billing["env"])
+    before = activity(billing, "--client", "Acme Corp")
+    assert before["byProject"]["web"]["durationMinutes"] == 80
+    edited = json.loads(run(billing, "--json", "session", "edit", "a1", "--to-project", "api").stdout)
+    assert (edited["project"], edited["changed"], edited["turnsUpdated"]) == ("api", ["project"], 1)
+    after = activity(billing, "--client", "Acme Corp")
+    assert "web" not in after["byProject"] or after["byProject"]["web"]["durationMinutes"] == 0
+    assert after["byProject"]["api"]["durationMinutes"] == before["byProject"]["api"]["durationMinutes"] + 80
+    api = json.loads(run(billing, "--json", "activity", "--project", "api", "--since", "2026-06-01", "--until",
+                         "2026-06-30").stdout)
+    assert api["totalPrompts"] == 1  # the turn moved with it
+    assert not list((billing["vault"]).rglob("web/**/session-a1.md"))
+    # the draft invoice bills the 80 minutes at api's own rate (140), not web's (120)
+    draft = json.loads(run(billing, "--json", "report", "invoice", "--all", "--client", "Acme Corp", "--since",
+                           "2026-06-01", "--until", "2026-06-30", "-o", str(tmp_path / "i.csv")).stdout)
+    assert draft["totals"]["EUR"]["amount"] == "245.00"  # (80 + 25) minutes at 140, no web line at 120
+    assert '"api","Work on api: 2 sessions","2","105","1.75","140.00","245.00"' in (
+        tmp_path / "i.csv").read_text(encoding="utf-8-sig")
+    # a target that already holds a session of the id is refused, and nothing moves
+    memo("session", "start", "a1", "--project", "web", "--client", "Acme Corp",
+         vault=billing["vault"], env=billing["env"])
+    clash = run(billing, "session", "edit", "a1", "--project", "web", "--to-project", "api")
+    assert clash.stderr.strip() == "error: Invalid project: project api already holds a session a1; nothing was moved"
+    bad = run(billing, "session", "edit", "a1", "--project", "api", "--to-project", "../etc")
+    assert bad.returncode == 1 and "project" in bad.stderr

@@ -121,13 +121,14 @@ def session_edit(
     client: Optional[str] = typer.Option(None, "--client", help="Client billed ('internal': none)."),
     billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Bill it or not."),
     summary: Optional[str] = typer.Option(None, "--summary", help="What it did (its invoice and timesheet text)."),
+    to_project: Optional[str] = typer.Option(None, "--to-project", help="Move it (and its turns) to this project."),
 ) -> None:
-    """Correct a session's client, billable flag or summary (its turns follow)."""
+    """Correct a session's client, billable flag, summary or project (its turns follow)."""
     from ...services.requests import EditSessionRequest
     from ...services.session_edit import edit_session
 
     request = _build(EditSessionRequest, session_id=session_id, project=project, client=client, billable=billable,
-                     summary=summary, cwd=str(Path.cwd()))
+                     summary=summary, to_project=to_project, cwd=str(Path.cwd()))
     record = edit_session(state.store, request)
 
     def human(r: dict[str, Any]) -> None:
