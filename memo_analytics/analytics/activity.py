@@ -91,6 +91,9 @@ class ActivityReport:
         Every selected session (billable or not, open or not) in start order.
     vaults : list[str]
         Roots of the vaults read (the primary first).
+    client_names : dict[str, str]
+        A client of ``by_client`` → the legal name its billing profile gives (config
+        ``[clients."X"] name``), where one is set and differs; printed on the timesheet.
     """
 
     total_duration_minutes: int
@@ -110,6 +113,7 @@ class ActivityReport:
     cost_by_model: dict[str, dict[str, Any]] = field(default_factory=dict)
     cost_by_client: dict[str, str] = field(default_factory=dict)
     unpriced_models: list[str] = field(default_factory=list)
+    client_names: dict[str, str] = field(default_factory=dict)
 
     def wire(self) -> dict[str, Any]:
         """The camelCase report. Beside its own names it carries spec-memo's, which agents
@@ -281,7 +285,17 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         client=client,
         vaults=vaults,
         overlap_policy=OVERLAP_POLICIES[store.settings.overlap_policy],
+        client_names=_legal_names(store.settings, [name for name, _, _, _ in by_client]),
     )
+
+
+def _legal_names(settings, clients: list[str]) -> dict[str, str]:
+    names = {}
+    for client in clients:
+        terms = settings.billing_for(client)
+        if terms is not None and terms.name and terms.name != client:
+            names[client] = terms.name
+    return names
 
 
 def _frozen_minutes(store: VaultStore) -> dict[tuple[str, str, str], int]:

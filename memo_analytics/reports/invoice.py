@@ -378,7 +378,7 @@ def invoice_context(report: ActivityReport, invoice: Invoice, *, number: str | N
         "totals": invoice.totals,
         "lines": lines,
         "zone": zone_name(zone),
-        "period": period_text(report.bounds, zone),
+        "period": period_text(report.bounds, zone, report.sessions),
         "projects": ", ".join(report.projects) if report.projects is not None else "all projects",
         "client_filter": report.client,
         "total_hours": f"{invoice.hours:.2f}",

@@ -123,22 +123,26 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
     return [sections[k] for k in sorted(sections)]
 
 
-def period_text(bounds, zone) -> str:
+def period_text(bounds, zone, sessions: list[dict[str, Any]] | None = None) -> str:
     """The report's period as a person reads it, in ``zone``: whole days when the bounds
-    are local midnights (``2026-03-01 – 2026-03-31``), else instants (the end inclusive)."""
+    are local midnights (``2026-03-01 – 2026-03-31``), else instants (the end inclusive).
+    An open bound (no ``--since`` / ``--until``) prints the local date of the first session's
+    start / the last session's end among ``sessions`` (wire dicts): a period is always dates."""
     def is_midnight(instant: datetime) -> bool:
         local = instant.astimezone(zone)
         return (local.hour, local.minute, local.second, local.microsecond) == (0, 0, 0, 0)
 
+    starts = sorted(from_iso(item["startTime"]) for item in sessions or () if item.get("startTime"))
+    ends = sorted(from_iso(item.get("endTime") or item["startTime"]) for item in sessions or () if item.get("startTime"))
     if bounds.since is None:
-        since = "the first session"
+        since = starts[0].astimezone(zone).strftime("%Y-%m-%d") if starts else "the first session"
     elif is_midnight(bounds.since):
         since = bounds.since.astimezone(zone).strftime("%Y-%m-%d")
     else:
         since = bounds.since.astimezone(zone).strftime("%Y-%m-%d %H:%M:%S")
     end = bounds.until_exclusive
     if end is None:
-        until = "the last session"
+        until = ends[-1].astimezone(zone).strftime("%Y-%m-%d") if ends else "the last session"
     elif is_midnight(end):
         until = (end.astimezone(zone) - timedelta(days=1)).strftime("%Y-%m-%d")
     else:
@@ -154,9 +158,10 @@ def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: dat
         "title": title,
         "sections": sections,
         "zone": zone_name(zone),
-        "period": period_text(report.bounds, zone),
+        "period": period_text(report.bounds, zone, report.sessions),
         "projects": ", ".join(report.projects) if report.projects is not None else "all projects",
         "client_filter": report.client,
+        "client_names": report.client_names,
         "total_minutes": report.total_duration_minutes,
         "total_duration": format_minutes(report.total_duration_minutes),
         "total_hours": f"{report.total_billable_hours:.2f}",

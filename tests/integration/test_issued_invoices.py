@@ -469,3 +469,25 @@ def test_billing_profiles_refuse_what_an_e_invoice_cannot_carry(billing):
     root = xml_of(Path(doc["pdf"]))  # valid: the rate is 100, the five lines fit CII's three
     assert text(root, "//ram:BuyerTradeParty/ram:PostalTradeAddress/ram:LineThree") == ["c, d, e"]
     assert text(root, "//ram:NetPriceProductTradePrice/ram:ChargeAmount") == ["100"]
+
+
+def test_the_timesheet_names_the_client_by_its_legal_name_beside_its_short_one(billing, tmp_path):
+    from tests.integration.test_cli import pdf_text
+
+    ran = run(billing, "report", "timesheet", "--all", "--since", "2026-06-01", "--until", "2026-06-30", "-o",
+              str(tmp_path / "t.pdf"))
+    assert ran.returncode == 0, ran.stderr
+    text = pdf_text(tmp_path / "t.pdf")
+    assert "Client: Acme Corp (Acme Corp SARL)" in text
+    assert "Client: Globex" in text and "Client: Globex (" not in text  # no profile name: the short one alone
+
+
+def test_a_period_left_open_prints_the_dates_of_the_first_and_last_session(billing, tmp_path):
+    from tests.integration.test_cli import pdf_text
+
+    for report in ("timesheet", "invoice"):
+        ran = run(billing, "report", report, "--all", "--tz", "UTC", "-o", str(tmp_path / f"{report}.pdf"))
+        assert ran.returncode == 0, ran.stderr
+        text = pdf_text(tmp_path / f"{report}.pdf")
+        assert "2026-06-02 – 2026-07-01" in text, report  # a1 starts June 2nd, a3 ends July 1st
+        assert "the first session" not in text and "the last session" not in text

@@ -1,0 +1,51 @@
+"""Page breaks of the printed reports (issue 15): the grand total and its footnote never stand
+alone on a last page, and the footnote is never cut in two — they move with the last rows."""
+
+from __future__ import annotations
+
+import io
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from pypdf import PdfReader
+
+from memo_analytics.analytics.activity import ActivityRequest, activity_report
+from memo_analytics.config import Settings
+from memo_analytics.reports.timesheet import timesheet_pdf_bytes
+from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.services.store import VaultStore
+
+START = datetime(2026, 6, 1, 9, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    store = VaultStore(Settings(vault_root=tmp_path_factory.mktemp("pages") / "v", timezone="UTC"))
+    for i in range(24):  # one 50-minute session every three hours
+        at = START + timedelta(hours=3 * i)
+        start_session(store, StartSessionRequest(session_id=f"s{i}", project="web", client="Acme",
+                                                 start_time=at.isoformat()))
+        end_session(store, EndSessionRequest(session_id=f"s{i}", project="web", summary=f"work item {i}",
+                                             until=(at + timedelta(minutes=50)).isoformat()))
+    yield store
+    store.close()
+
+
+@pytest.mark.slow
+def test_the_total_and_its_footnote_never_stand_alone_on_the_last_page(store):
+    """With this layout 20, 21 and 22 sessions ended a page exactly on the subtotal: the total
+    (or the footnote alone, or half of it) went over. Every count from 18 to 23 is checked."""
+    seen_pages = set()
+    for count in range(18, 24):
+        until = (START + timedelta(hours=3 * (count - 1), minutes=1)).isoformat()
+        report = activity_report(store, ActivityRequest(tz="UTC", until=until))
+        assert len(report.sessions) == count
+        pages = [page.extract_text() for page in PdfReader(io.BytesIO(timesheet_pdf_bytes(report))).pages]
+        seen_pages.add(len(pages))
+        last = pages[-1]
+        assert "Grand total" in last and "Rounding:" in last and "Parallel sessions:" in last, count
+        assert "Rounding:" not in "".join(pages[:-1]), count  # the footnote is whole, on the last page
+        if len(pages) > 1:
+            assert "2026-06-" in last, f"{count} sessions: the last page holds no row"
+    assert len(seen_pages) > 1  # the counts cross a page break
