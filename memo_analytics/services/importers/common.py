@@ -24,6 +24,8 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+import orjson
+
 from ...domain.clock import to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError
 from ...domain.ids import session_record_id, slugify
@@ -66,6 +68,11 @@ def json_records(lines: list[tuple[int, str]]) -> Iterator[tuple[int, object]]:
     for number, line in lines:
         if not line.strip():
             continue
+        try:
+            yield number, orjson.loads(line)
+            continue
+        except orjson.JSONDecodeError:
+            pass  # lone surrogates (strings cut by the agent), NaN, integers beyond 64 bits, deep nesting
         try:
             yield number, json.loads(line)
         except (ValueError, RecursionError):
