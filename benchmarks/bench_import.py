@@ -1,0 +1,220 @@
+"""Import speed against its floors (issue 16): first import, unchanged re-import, one appended
+line, ``memo activity --all``, reindex, and the first import's memory.
+
+Builds a corpus from the real Claude Code JSONL of ``../shared/realdata`` (``claude-code-jsonl``
+and the Claude Code fixture of ``multi-agent``) replicated ``--copies`` times (default 40) with
+fresh ids — every UUID and every ``sessionId`` is rewritten per copy, consistently inside a
+file, so each copy is other conversations — under ``<tmp>/claude/projects/<repo>/`` as
+``~/.claude/projects`` keeps them. Nothing is written into the project.
+
+Each figure is the median wall time of ``--repeats`` runs (default 3) of the real CLI in a
+process of its own (``python -m memo_analytics``, interpreter start included), printed beside:
+
+- the orjson floor: every line of the same files parsed with ``orjson`` in this process;
+- ccusage's ``daily --json --offline`` on the same folder (it reads and aggregates every line),
+  when ``npx ccusage@20.0.24`` can be run here;
+- for reindex, a bare YAML (libyaml) parse of the vault's record files.
+
+Memory: the peak resident set of the first import's process (``ru_maxrss``).
+
+Targets (issue 16): first import ≤ 4× the orjson floor; unchanged re-import ≤ 0.3 s; one
+appended line ≤ 0.5 s; ``memo activity --all`` ≤ 0.5 s; first import ≤ 500 MB; reindex ≤ 1.5×
+its YAML floor.
+
+Usage: ``python benchmarks/bench_import.py [--copies 40] [--repeats 3] [--realdata PATH]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+SESSION_ID = re.compile(r'("sessionId"\s*:\s*")([^"]+)(")')
+_MEASURE = """
+import resource, runpy, sys, time
+sys.argv = ["memo", *sys.argv[1:]]
+start = time.perf_counter()
+code = 0
+try:
+    runpy.run_module("memo_analytics", run_name="__main__")
+except SystemExit as exc:
+    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+sys.stderr.write(f"\\n@@maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n")
+sys.exit(code)
+"""
+
+
+def sources(realdata: Path) -> list[Path]:
+    files = [p for p in sorted((realdata / "claude-code-jsonl").rglob("*.jsonl")) if "subagents" not in p.parts]
+    extra = realdata / "multi-agent" / "Mai0313-VibeCodingTracker" / "tests" / "fixtures" / "sessions" / "claude_code.jsonl"
+    return files + ([extra] if extra.is_file() else [])
+
+
+def build_corpus(realdata: Path, folder: Path, copies: int) -> list[Path]:
+    """The corpus under ``folder/projects``: each source file ``copies`` times with fresh ids."""
+    written = []
+    originals = [(p, p.read_text(encoding="utf-8")) for p in sources(realdata)]
+    for copy in range(copies):
+        space = uuid.uuid5(uuid.NAMESPACE_URL, f"memo-bench-import-{copy}")
+        for number, (path, text) in enumerate(originals):
+            fresh = UUID.sub(lambda m: str(uuid.uuid5(space, m.group(0))), text)
+            fresh = SESSION_ID.sub(lambda m: m.group(1) + (m.group(2) if UUID.fullmatch(m.group(2))
+                                                           else f"{m.group(2)}-c{copy}") + m.group(3), fresh)
+            name = UUID.sub(lambda m: str(uuid.uuid5(space, m.group(0))), path.stem)
+            target = folder / "projects" / f"repo-{number:02d}" / f"{name}-c{copy}.jsonl"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(fresh, encoding="utf-8")
+            written.append(target)
+    return written
+
+
+def orjson_floor(files: list[Path]) -> float:
+    import orjson
+
+    start = time.perf_counter()
+    for path in files:
+        for line in path.read_bytes().split(b"\n"):
+            if line.strip():
+                try:
+                    orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    pass
+    return time.perf_counter() - start
+
+
+def yaml_floor(vault: Path) -> float:
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    start = time.perf_counter()
+    for path in vault.rglob("*.md"):
+        if ".memo" in path.parts or path.name.isupper() or not path.name.startswith(("prompt-", "session-")):
+            continue
+        text = path.read_text(encoding="utf-8")
+        yaml.load(text.split("\n---\n", 1)[0].removeprefix("---\n"), Loader=loader)
+    return time.perf_counter() - start
+
+
+def memo(env: dict, *args: str) -> tuple[float, int, str]:
+    """Wall seconds, peak RSS in MB and stdout of one ``memo`` run in its own process."""
+    start = time.perf_counter()
+    ran = subprocess.run([sys.executable, "-c", _MEASURE, *args], capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if ran.returncode not in (0,):
+        raise SystemExit(f"memo {' '.join(args)} failed ({ran.returncode}): {ran.stderr.strip()[-500:]}")
+    rss = int(re.findall(r"@@maxrss (\d+)", ran.stderr)[-1]) // 1024
+    return wall, rss, ran.stdout
+
+
+def ccusage(folder: Path) -> float | None:
+    npx = shutil.which("npx")
+    if npx is None:
+        return None
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(folder)}
+    start = time.perf_counter()
+    ran = subprocess.run([npx, "-y", "ccusage@20.0.24", "daily", "--json", "--offline"], capture_output=True,
+                         text=True, env=env, timeout=900)
+    wall = time.perf_counter() - start
+    return wall if ran.returncode == 0 and json.loads(ran.stdout).get("daily") is not None else None
+
+
+def append_turn(path: Path, n: int) -> None:
+    """One more line in the transcript: the person's next prompt, a minute after its last record."""
+    last = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("sessionId") and record.get("timestamp"):
+            last = record
+    assert last is not None, path
+    from datetime import datetime, timedelta
+
+    at = datetime.fromisoformat(last["timestamp"].replace("Z", "+00:00")) + timedelta(minutes=1 + n)
+    record = {"type": "user", "sessionId": last["sessionId"], "uuid": str(uuid.uuid4()), "parentUuid": last.get("uuid"),
+              "timestamp": at.isoformat().replace("+00:00", "Z"), "cwd": last.get("cwd", "/work/app"),
+              "message": {"role": "user", "content": f"appended prompt number {n}: tighten the retry loop"}}
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--realdata", type=Path, default=REPO.parent / "shared" / "realdata")
+    parser.add_argument("--copies", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-ccusage", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="memo-bench-import-") as tmp:
+        tmp = Path(tmp)
+        folder = tmp / "claude"
+        files = build_corpus(args.realdata, folder, args.copies)
+        size = sum(p.stat().st_size for p in files)
+        print(f"corpus: {len(files)} Claude Code transcripts, {size / 1e6:.1f} MB "
+              f"({len(sources(args.realdata))} real files × {args.copies}); load "
+              f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+        floor = statistics.median(orjson_floor(files) for _ in range(args.repeats))
+        theirs = None if args.no_ccusage else [ccusage(folder) for _ in range(args.repeats)]
+        theirs = statistics.median(theirs) if theirs and None not in theirs else None
+        first, rss, unchanged, appended, activity, reindex, yaml_s = [], [], [], [], [], [], []
+        for repeat in range(args.repeats):
+            vault = tmp / f"vault-{repeat}"
+            env = {**os.environ, "MEMO_VAULT": str(vault), "MEMO_CONFIG": str(tmp / "no-config.toml"),
+                   "HOME": str(tmp / "home"), "TZ": "UTC"}
+            wall, peak, out = memo(env, "import", "claude-code", str(folder / "projects"))
+            first.append(wall)
+            rss.append(peak)
+            if repeat == 0:
+                print(f"first import says: {out.strip().splitlines()[-1] if out.strip() else '(nothing)'}")
+            unchanged.append(memo(env, "import", "claude-code", str(folder / "projects"))[0])
+            target = files[len(files) // 2]
+            append_turn(target, repeat)
+            wall, _, out = memo(env, "import", "claude-code", str(folder / "projects"))
+            appended.append(wall)
+            if repeat == 0:
+                print(f"after one appended line: {out.strip().splitlines()[-1] if out.strip() else '(nothing)'}")
+            activity.append(memo(env, "activity", "--all")[0])
+            reindex.append(memo(env, "reindex")[0])
+            yaml_s.append(yaml_floor(vault))
+            shutil.rmtree(vault)
+    med = statistics.median
+
+    def row(name: str, ours: float, target: str, beside: str = "") -> None:
+        print(f"  {name:34} {ours:8.3f} s   {beside:38} target {target}")
+
+    print(f"medians of {args.repeats} runs (wall, interpreter start included):")
+    print(f"  {'orjson parse floor':34} {floor:8.3f} s")
+    if theirs is not None:
+        print(f"  {'ccusage daily --json':34} {theirs:8.3f} s")
+    else:
+        print("  ccusage: not run (npx missing, offline or --no-ccusage)")
+    cc = (lambda s: f", {s / theirs:.2f}× ccusage") if theirs else (lambda s: "")
+    row("first import", med(first), "≤ 4× floor: " + ("meets" if med(first) <= 4 * floor else "misses"),
+        f"{med(first) / floor:.1f}× the floor{cc(med(first))}")
+    row("unchanged re-import", med(unchanged), "≤ 0.3 s: " + ("meets" if med(unchanged) <= 0.3 else "misses"),
+        f"{cc(med(unchanged)).lstrip(', ')}")
+    row("one appended line", med(appended), "≤ 0.5 s: " + ("meets" if med(appended) <= 0.5 else "misses"))
+    row("memo activity --all", med(activity), "≤ 0.5 s: " + ("meets" if med(activity) <= 0.5 else "misses"),
+        f"{cc(med(activity)).lstrip(', ')}")
+    row("reindex", med(reindex), "≤ 1.5× YAML: " + ("meets" if med(reindex) <= 1.5 * med(yaml_s) else "misses"),
+        f"{med(reindex) / med(yaml_s):.2f}× a bare YAML parse ({med(yaml_s):.2f} s)")
+    print(f"  {'first import peak memory':34} {max(rss):8d} MB  target ≤ 500 MB: "
+          f"{'meets' if max(rss) <= 500 else 'misses'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
