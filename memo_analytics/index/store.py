@@ -171,7 +171,19 @@ def connect_empty() -> sqlite3.Connection:
 
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """The one transaction helper: ``BEGIN IMMEDIATE`` … ``COMMIT`` (rollback on error)."""
+    """The one transaction helper: ``BEGIN IMMEDIATE`` … ``COMMIT`` (rollback on error); inside
+    a transaction already open (a batch of writes, :meth:`VaultStore.batch`) a savepoint, so
+    the step is all or nothing and the whole commits with its batch."""
+    if conn.in_transaction:
+        conn.execute("SAVEPOINT memo_step")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK TO memo_step")
+            conn.execute("RELEASE memo_step")
+            raise
+        conn.execute("RELEASE memo_step")
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
@@ -179,6 +191,22 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def begin(conn: sqlite3.Connection) -> None:
+    """Open a transaction that stays open across many steps (a batch of writes); each
+    :func:`transaction` inside it is a savepoint. :func:`commit` or :func:`rollback` ends it."""
+    conn.execute("BEGIN IMMEDIATE")
+
+
+def commit(conn: sqlite3.Connection) -> None:
+    conn.execute("COMMIT")
+
+
+def rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if any."""
+    if conn.in_transaction:
+        conn.execute("ROLLBACK")
 
 
 def _row_values(meta: dict[str, Any], body: str, path: str) -> dict[str, Any]:

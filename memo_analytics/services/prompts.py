@@ -168,7 +168,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
             turn = index.max_turn(store.conn, project, session_id) + 1
             while True:
                 candidate = prompt_id(session_id, turn, now)
-                if store.path_for(project, RecordKind.PROMPT, candidate).exists():
+                if store.record_exists(project, RecordKind.PROMPT, candidate):
                     try:  # the index lags the files (a writer killed before indexing): index it, never overwrite it
                         store.ensure_indexed(RecordKind.PROMPT, project, candidate)
                     except CorruptRecordError:

@@ -14,13 +14,15 @@ moved or rebuilt.
 
 from __future__ import annotations
 
+import copy
 import errno
 import json
 import os
 import re
 import sqlite3
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -43,7 +45,7 @@ from ..index import store as index
 from ..index.folders import folder_key, folder_stamp
 from ..index.reindex import parse_for_index, rebuild
 from ..vault import views
-from ..vault.io import atomic_write_bytes, read_record, write_record
+from ..vault.io import atomic_write_bytes, dump_record, group_commit, read_record, write_record, write_temporary
 from ..vault.layout import VaultLayout
 from ..vault.lock import vault_lock
 from ..vault.redact import IgnoreRules
@@ -128,6 +130,24 @@ def _turn_id(session_id: str, turn: int) -> str:
     return prompt_id(session_id, turn, None)  # type: ignore[arg-type]  # no clock needed with a turn
 
 
+@dataclass
+class _Batch:
+    """The writes of one :meth:`VaultStore.batch` not yet committed."""
+
+    thread: int
+    limit: int
+    locks: ExitStack
+    #: target path → (meta, body, temporary file): written, not yet renamed into place
+    pending: dict[Path, tuple[dict[str, Any], str, Path]] = field(default_factory=dict)
+    #: record files read in this batch (None: no such file), parsed once
+    cache: dict[Path, tuple[dict[str, Any], str] | None] = field(default_factory=dict)
+    #: record folders written (their stamps are set at the commit) and folders caught up
+    keys: set[str] = field(default_factory=set)
+    checked: set[str] = field(default_factory=set)
+    #: "write" events, told after the commit
+    events: list[tuple[dict[str, Any], Path]] = field(default_factory=list)
+
+
 class VaultStore:
     """One open vault.
 
@@ -146,6 +166,7 @@ class VaultStore:
         self._conn_guard = threading.Lock()
         self._may_create = False
         self._deferred: set[tuple[str, str]] | None = None
+        self._batch: _Batch | None = None
         self.zone = resolve_zone(settings.timezone)
         #: Called with one line whenever the index was brought in line with the files on
         #: open (the CLI prints it as a note on stderr); the lines are kept in ``repairs``.
@@ -369,6 +390,14 @@ class VaultStore:
         IndexReadOnlyError
             The lock file cannot be created because ``.memo`` is read-only.
         """
+        if self._own_batch() is not None:
+            yield  # a batch of this thread holds it from one group commit to the next
+            return
+        with self._vault_lock():
+            yield
+
+    @contextmanager
+    def _vault_lock(self) -> Iterator[None]:
         self._may_create = True
         try:
             lock = vault_lock(self.layout.lock_path)
@@ -508,11 +537,25 @@ class VaultStore:
         return self.layout.record_path(project, kind, record_id)
 
     def read(self, project: str, kind: RecordKind, record_id: str) -> tuple[dict[str, Any], str] | None:
-        """Read a record file, or None when it does not exist."""
+        """Read a record file, or None when it does not exist. Within a :meth:`batch` a record
+        the batch wrote reads as written (before its commit), and a file is parsed once."""
         path = self.path_for(project, kind, record_id)
-        if not path.exists():
-            return None
-        return read_record(path)
+        batch = self._own_batch()
+        if batch is None:
+            return read_record(path) if path.exists() else None
+        if path in batch.pending:
+            meta, body, _ = batch.pending[path]
+            return copy.deepcopy(meta), body
+        if path not in batch.cache:
+            batch.cache[path] = read_record(path) if path.exists() else None
+        found = batch.cache[path]
+        return None if found is None else (copy.deepcopy(found[0]), found[1])
+
+    def record_exists(self, project: str, kind: RecordKind, record_id: str) -> bool:
+        """Whether the record's file exists (or a :meth:`batch` wrote it and will commit it)."""
+        path = self.path_for(project, kind, record_id)
+        batch = self._own_batch()
+        return (batch is not None and path in batch.pending) or path.exists()
 
     def upsert(self, kind: RecordKind, meta: dict[str, Any], body: str) -> Path:
         """Write one record file atomically and update its index rows, under the vault lock.
@@ -538,6 +581,8 @@ class VaultStore:
             raise InvalidFieldError("record", str(exc)) from None
         path = self.path_for(meta["project"], kind, meta["id"])
         key = folder_key(meta["project"], kind)
+        if self._own_batch() is not None:
+            return self._upsert_in_batch(kind, meta, body, path, key)
         with self.lock():
             conn = self.conn
             self.catch_up_folder(meta["project"], kind)
@@ -567,6 +612,8 @@ class VaultStore:
         """
         path = self.path_for(project, kind, record_id)
         key = folder_key(project, kind)
+        if self._own_batch() is not None:
+            self._commit_batch()  # what the batch wrote is in place before anything is removed
         with self.lock():
             conn = self.conn
             self.catch_up_folder(project, kind)
@@ -586,6 +633,126 @@ class VaultStore:
                 raise self.index_error(exc) from None
             self._views_changed(project, RecordKind(kind).value)
         return existed
+
+    @contextmanager
+    def batch(self, max_records: int = 2000) -> Iterator[None]:
+        """Write many records as one group (issue 16): importers, sync apply.
+
+        Within the block every :meth:`upsert` of this thread validates, redacts and indexes
+        as one alone does, but the record goes to a temporary file and its index row into one
+        open transaction; every ``max_records`` records and at the end the group is committed
+        at once (:func:`~memo_analytics.vault.io.group_commit`: the temporary files made
+        durable, renamed into place, the folders made durable; then the folders' stamps and
+        the index transaction committed). The vault lock is held from one commit to the next,
+        not taken per record, and released between groups so other writers get their turn.
+        :meth:`read` sees what the batch wrote and parses a file once. A crash leaves every
+        record file old or new: renamed files the index has not committed are taken in by the
+        folder stamps on the next open or write, as after a single write cut short. An error
+        escaping the block discards the group not yet committed (its temporary files are
+        removed and the transaction rolled back). Re-entrant: an inner ``batch`` joins the
+        outer one.
+
+        Raises
+        ------
+        VaultBusyError, IndexReadOnlyError
+            As :meth:`lock` and :attr:`conn`.
+        """
+        if self._own_batch() is not None:
+            yield
+            return
+        locks = ExitStack()
+        locks.enter_context(self._vault_lock())
+        batch = _Batch(thread=threading.get_ident(), limit=max(1, max_records), locks=locks)
+        try:
+            self._begin(batch)
+            self._batch = batch
+            yield
+            self._commit_batch(final=True)
+        except BaseException:
+            self._abort_batch(batch)
+            raise
+        finally:
+            self._batch = None
+            batch.locks.close()
+
+    def _own_batch(self) -> _Batch | None:
+        batch = self._batch
+        return batch if batch is not None and batch.thread == threading.get_ident() else None
+
+    def _begin(self, batch: _Batch) -> None:
+        try:
+            index.begin(self.conn)
+        except sqlite3.DatabaseError as exc:
+            raise self.index_error(exc) from None
+
+    def _upsert_in_batch(self, kind: RecordKind, meta: dict[str, Any], body: str, path: Path, key: str) -> Path:
+        batch = self._batch
+        assert batch is not None
+        conn = self.conn
+        if key not in batch.checked:
+            self.catch_up_folder(meta["project"], kind)
+            batch.checked.add(key)
+        row = index.get_row(conn, meta["project"], meta["id"])
+        if row is not None and row["kind"] != RecordKind(kind).value:
+            raise InvalidFieldError("id", f"{meta['id']} is already a {row['kind']} record of project {meta['project']}")
+        temporary = write_temporary(path, dump_record(meta, body).encode("utf-8"))
+        try:
+            with index.transaction(conn):
+                index.upsert_record(conn, meta, body, str(path.relative_to(self.root)))
+        except BaseException as exc:
+            os.unlink(temporary)
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise self.index_error(exc) from None
+            raise
+        replaced = batch.pending.pop(path, None)
+        if replaced is not None:
+            os.unlink(replaced[2])
+        batch.pending[path] = (copy.deepcopy(meta), body, temporary)
+        batch.cache.pop(path, None)
+        batch.keys.add(key)
+        batch.events.append((meta, path))
+        self._views_changed(meta["project"], RecordKind(kind).value)
+        if len(batch.pending) >= batch.limit:
+            self._commit_batch()
+        return path
+
+    def _commit_batch(self, final: bool = False) -> None:
+        """Commit the batch's group (see :meth:`batch`); unless ``final``, release the lock for
+        a moment and open the next group."""
+        batch = self._own_batch()
+        if batch is None:
+            return
+        renames = [(temporary, path) for path, (_, _, temporary) in batch.pending.items()]
+        group_commit(renames, self.root)
+        batch.pending.clear()
+        conn = self.conn
+        try:
+            index.set_folder_stamps(conn, {key: folder_stamp(self.layout, key) for key in sorted(batch.keys)})
+            index.commit(conn)
+        except sqlite3.DatabaseError as exc:
+            raise self.index_error(exc) from None
+        events, batch.events = batch.events, []
+        batch.keys.clear()
+        batch.cache.clear()
+        batch.checked.clear()
+        for meta, path in events:
+            self.emit("write", meta=meta, path=path)  # e.g. the hybrid push's outbox (SPEC §2.7)
+        if final:
+            return
+        batch.locks.close()  # other writers may go between two groups
+        batch.locks = ExitStack()
+        batch.locks.enter_context(self._vault_lock())
+        self._begin(batch)
+
+    def _abort_batch(self, batch: _Batch) -> None:
+        for _, _, temporary in batch.pending.values():
+            try:
+                os.unlink(temporary)
+            except FileNotFoundError:
+                pass
+        batch.pending.clear()
+        if self._conn is not None:
+            index.rollback(self._conn)
 
     def _views_changed(self, project: str, kind: str | None) -> None:
         if self._deferred is not None:

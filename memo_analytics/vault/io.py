@@ -6,11 +6,13 @@ target, so a crash leaves either the old or the new file, never a torn one.
 
 from __future__ import annotations
 
+import ctypes
 import os
+import sys
 import tempfile
 from datetime import date, datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
 import frontmatter
 import yaml
@@ -64,6 +66,72 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True, mode: int 
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def write_temporary(path: Path, data: bytes) -> Path:
+    """Write ``data`` to a new temporary file beside ``path`` (not synced, not renamed) and
+    return it: the first step of a group commit (:func:`group_commit`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    try:
+        os.fchmod(fd, _FILE_MODE)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return Path(tmp)
+
+
+def _syncfs() -> Callable[[int], int] | None:
+    """Linux ``syncfs(2)``: every dirty page of one file system flushed in one call."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.syncfs
+    except (OSError, AttributeError):
+        return None
+
+
+_SYNCFS = _syncfs()
+
+
+def _flush(paths: Iterable[Path], anchor: Path) -> None:
+    """Make ``paths`` (files or folders) durable: one ``syncfs`` of ``anchor``'s file system on
+    Linux, else an ``fsync`` of each."""
+    paths = list(paths)
+    if not paths:
+        return
+    if _SYNCFS is not None:
+        fd = os.open(anchor, os.O_RDONLY)
+        try:
+            if _SYNCFS(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def group_commit(renames: list[tuple[Path, Path]], anchor: Path) -> None:
+    """Put many written temporary files in place at once, as crash-safe as
+    :func:`atomic_write_bytes` one by one: every temporary file made durable, then each renamed
+    over its target, then the folders made durable (``renames``: ``(temporary, target)``;
+    ``anchor``: a folder on the same file system, e.g. the vault root). A crash leaves each
+    target old or new, never torn; temporary files a crash leaves behind are hidden
+    (``.name.….tmp``) and never read as records."""
+    _flush((tmp for tmp, _ in renames), anchor)
+    for tmp, target in renames:
+        os.replace(tmp, target)
+    _flush(sorted({target.parent for _, target in renames}), anchor)
 
 
 class _LibYAML(frontmatter.YAMLHandler):

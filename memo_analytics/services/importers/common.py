@@ -422,7 +422,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             if prompt.tokens_by_model and len(prompt.tokens_by_model) > 1:
                 usage["tokensByModel"] = prompt.tokens_by_model
             usage["promptHash"] = prompt_hash(prompt.text)
-            if store.path_for(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}").exists():
+            if store.record_exists(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}"):
                 try:
                     result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
                     result.revised += _follow_transcript(store, project, f"prompt-{session_id}-t{turn}", prompt,
@@ -654,7 +654,7 @@ def run_import(
             transcripts.extend(parsed.transcripts)
         if progress:
             progress(path)
-    with store.deferred_views():
+    with store.deferred_views(), store.batch():  # views once, after the last group commit
         for transcript in merge_transcripts(transcripts):
             try:
                 import_transcript(store, transcript, options, result)
