@@ -81,6 +81,9 @@ def test_a_turn_whose_row_is_missing_is_indexed_by_the_next_import(tmp_path, rea
     lost = max(everything, key=lambda i: len(bodies[i]))  # a turn with words to search for
     body = bodies[lost]
     sql(vault, "DELETE FROM records WHERE id = ?", (lost,))  # the row is gone, the file (and its folder) as they were
+    # as after an import killed between its renames and its index commit, which never notes the
+    # transcript as taken in (importers.seen): the next import reads it again
+    (vault / ".memo" / "import-state.json").unlink()
     assert lost not in ids(vault)
 
     again = as_json(vault, "import", "claude-code", str(realdata / TRANSCRIPT))
@@ -95,6 +98,7 @@ def test_a_session_whose_row_lags_its_file_is_brought_up_to_date_by_the_next_imp
     ok(vault, "import", "claude-code", str(realdata / TRANSCRIPT))
     session = as_json(vault, "session", "show", "--all")["items"][0]
     sql(vault, "UPDATE records SET status = 'active', updated = '2000-01-01T00:00:00Z' WHERE id = ?", (session["id"],))
+    (vault / ".memo" / "import-state.json").unlink()  # as after an import killed before its index commit
     again = as_json(vault, "import", "claude-code", str(realdata / TRANSCRIPT))
     assert again["reindexed"] == 1
     assert as_json(vault, "session", "show", "--all")["items"][0]["status"] == "completed"

@@ -40,6 +40,8 @@ def _import_command(source: str) -> Callable[..., None]:
             None, "--idle-gap", min=1, max=525_600,
             help="Minutes of pause that start a new session (1–525600; default 30 or MEMO_IDLE_GAP_MINUTES)."),
         tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
+        rescan: bool = typer.Option(False, "--rescan", help="Read every file again, also those unchanged since the "
+                                                            "last import took them in."),
     ) -> None:
         from ...services.importers.common import ImportOptions, run_import, walk_files
 
@@ -57,7 +59,8 @@ def _import_command(source: str) -> Callable[..., None]:
             raise MemoError(f"nothing to import: no {' or '.join('*' + s for s in module.SUFFIXES)} file under "
                             f"{', '.join(paths)} (is this a {source} folder?)")
         with _progress(f"import {source}", len(files)) as advance:
-            result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance(), source=source)
+            result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance(), source=source,
+                                self_contained=getattr(module, "SELF_CONTAINED", False) and not rescan)
         for line in result.errors[:20]:
             err.print(_safe(f"skipped: {line}"))
         if len(result.errors) > 20:

@@ -38,6 +38,8 @@ from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcri
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ()
+#: The parse reads only the file it is given: an unchanged file need not be read again (importers.seen).
+SELF_CONTAINED = True
 SOURCE = "codex"
 
 _IDE_HEADER = "# Context from my IDE setup"

@@ -246,9 +246,12 @@ class ImportResult:
     superseded: int = 0
     #: turns whose text the transcript changed (rewound, then something else typed there)
     revised: int = 0
+    #: files not read: unchanged since the last import took them in whole (counted in ``files``)
+    unchanged: int = 0
 
     def line(self) -> str:
-        line = f"files {self.files}, sessions {self.sessions}, turns {self.turns}, skipped {self.skipped}"
+        unchanged = f" ({self.unchanged} unchanged)" if self.unchanged else ""
+        line = f"files {self.files}{unchanged}, sessions {self.sessions}, turns {self.turns}, skipped {self.skipped}"
         if self.unrecognised:
             line += f", {self.unrecognised} file{'s' if self.unrecognised != 1 else ''} of another format"
         line += f", indexed {self.reindexed} already in the vault" if self.reindexed else ""
@@ -259,7 +262,7 @@ class ImportResult:
         return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
                 "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed,
                 "superseded": self.superseded, "revised": self.revised, "recognised": self.recognised,
-                "unrecognised": self.unrecognised}
+                "unrecognised": self.unrecognised, "unchanged": self.unchanged}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
@@ -620,6 +623,7 @@ def run_import(
     options: ImportOptions,
     progress: Callable[[Path], None] | None = None,
     source: str = "",
+    self_contained: bool = False,
 ) -> ImportResult:
     """Parse every file, then import what they hold (SPEC §7).
 
@@ -628,11 +632,27 @@ def run_import(
     reason in ``errors``). A file that is not ``source``'s format is counted in
     ``unrecognised`` and named in ``errors``. Transcripts that several
     files share are merged first (:func:`merge_transcripts`). Reasons are redacted.
+    Records are written in groups (:meth:`VaultStore.batch`). With ``self_contained`` (the
+    importer's parse reads only the file it is given) a file the last import took in whole
+    and that has not changed since is not read again (:mod:`.seen`; ``unchanged`` counts them).
     """
+    from .seen import ImportState, Stamp, options_key
+
     result = ImportResult()
     transcripts: list[Transcript] = []
     where: dict[tuple[str, str], Path] = {}
-    for path in files:
+    files = list(files)
+    state = ImportState.load(store.layout.meta_dir) if self_contained and source else None
+    fingerprint = options_key(options, source)
+    stamps = {path: Stamp.of(path) for path in files} if state is not None else {}
+    kept: list[Path] = []
+    if state is not None:
+        kept = [path for path in files if state.unchanged(path, source, fingerprint, stamps.get(path))]
+        files = [path for path in files if path not in set(kept)]
+    held: dict[Path, list[str]] = {}
+    queue = list(files)
+    while queue:
+        path = queue.pop(0)
         result.files += 1
         try:
             parsed = parse(path, options)
@@ -652,14 +672,43 @@ def run_import(
             for transcript in parsed.transcripts:
                 where.setdefault((transcript.source, transcript.transcript_id), path)
             transcripts.extend(parsed.transcripts)
+            if parsed.recognised:
+                held[path] = [t.transcript_id for t in parsed.transcripts]
         if progress:
             progress(path)
+        if not queue and kept:
+            # an unchanged file holding a conversation a changed file holds too is read again:
+            # a conversation is merged from all its files
+            read_ids = {transcript_id for ids in held.values() for transcript_id in ids}
+            again = [p for p in kept if read_ids & set(state.transcripts(p, source))]
+            kept = [p for p in kept if p not in set(again)]
+            queue.extend(again)
+    for path in kept:
+        result.files += 1
+        result.recognised += 1
+        result.unchanged += 1
+        if progress:
+            progress(path)
+    failed: set[tuple[str, str]] = set()
     with store.deferred_views(), store.batch():  # views once, after the last group commit
         for transcript in merge_transcripts(transcripts):
             try:
                 import_transcript(store, transcript, options, result)
             except (MemoError, ValueError) as exc:
                 result.skipped += 1
+                failed.add((transcript.source, transcript.transcript_id))
                 path = where[(transcript.source, transcript.transcript_id)]
                 result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
+    if state is not None:  # after the last commit: a file is noted only once all it held is in the vault
+        sources = {t.transcript_id: t.source for t in transcripts}
+        for path, ids in held.items():
+            stamp = stamps.get(path)
+            if stamp is None or any((sources.get(i, source), i) in failed for i in ids):
+                state.forget(path, source)
+            else:
+                state.record(path, source, fingerprint, stamp, ids)
+        try:
+            state.save()
+        except OSError:
+            pass  # a cache: the next import reads the files again
     return result

@@ -69,6 +69,8 @@ from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcri
 
 SUFFIXES: tuple[str, ...] = (".json", ".jsonl")
 EXCLUDE_DIRS: tuple[str, ...] = ()
+#: The parse reads only the file it is given: an unchanged file need not be read again (importers.seen).
+SELF_CONTAINED = True
 SOURCE = "gemini"
 
 _CONTINUATIONS = {"Please continue.", "System: Please continue."}

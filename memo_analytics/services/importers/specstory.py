@@ -53,6 +53,8 @@ from .common import ImportOptions, MarkdownTurn, ParseResult, Transcript, read_l
 
 SUFFIXES: tuple[str, ...] = (".md",)
 EXCLUDE_DIRS: tuple[str, ...] = ("ai_rules_backups",)
+#: The parse reads only the file it is given: an unchanged file need not be read again (importers.seen).
+SELF_CONTAINED = True
 SOURCE = "specstory"
 
 _HEADER = re.compile(r"^_\*\*(User|Assistant|Agent)(?:\s*\((?P<arg>[^)]*)\))?\*\*_\s*$")

@@ -1,0 +1,82 @@
+"""Unchanged means cheap (issue 16 point 3): a transcript file the last import took in whole and
+that has not changed costs a ``stat``; a grown one is read again and adds only what is new; a
+conversation split over files is merged from all of them even when only one changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from tests.inprocess import memo
+
+CC = "claude-code-jsonl/moredip-session-share/samples/claude-code-projects"
+
+
+def imported(vault, *args, env=None) -> dict:
+    ran = memo("--json", "import", "claude-code", *args, vault=vault, env=env or {})
+    return json.loads(ran.stdout)
+
+
+def test_an_unchanged_file_is_not_read_again_and_a_grown_one_adds_only_its_new_turn(realdata, tmp_path):
+    folder = tmp_path / "projects"
+    shutil.copytree(realdata / CC, folder, ignore=shutil.ignore_patterns("subagents"))
+    vault = tmp_path / "v"
+    first = imported(vault, str(folder))
+    assert (first["files"], first["unchanged"]) == (2, 0) and first["turns"] > 0
+    # unreadable now, yet the same size and time: an import that opened it would fail on it
+    busy = folder / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    other = folder / "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
+    os.chmod(busy, 0)
+    try:
+        again = imported(vault, str(folder))
+    finally:
+        os.chmod(busy, 0o644)
+    assert (again["files"], again["unchanged"], again["turns"], again["sessions"], again["skipped"]) == (2, 2, 0, 0, 0)
+    # one line appended: that file is read again (whole), the other is not; one new turn
+    last = json.loads(other.read_text(encoding="utf-8").splitlines()[-1])
+    line = {"type": "user", "sessionId": last["sessionId"], "uuid": "7f3c2a10-0000-4000-8000-000000000001",
+            "parentUuid": last.get("uuid"), "timestamp": "2026-01-21T21:10:00.000Z", "cwd": last.get("cwd"),
+            "message": {"role": "user", "content": "now add the retry loop to the fetcher"}}
+    with other.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+    grown = imported(vault, str(folder))
+    assert (grown["unchanged"], grown["turns"]) == (1, 1)
+    found = json.loads(memo("--json", "prompt", "search", "fetcher", "--all", vault=vault).stdout)["items"]
+    assert [item["body"] for item in found] == ["now add the retry loop to the fetcher"]
+    # --rescan reads every file again and finds nothing new
+    rescan = imported(vault, "--rescan", str(folder))
+    assert (rescan["unchanged"], rescan["turns"], rescan["sessions"]) == (0, 0, 0)
+
+
+def test_other_options_read_the_file_again(realdata, tmp_path):
+    vault = tmp_path / "v"
+    source = str(realdata / CC / "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl")
+    imported(vault, source)
+    assert imported(vault, source)["unchanged"] == 1
+    assert imported(vault, "--client", "Acme Corp", source)["unchanged"] == 0  # another client: read again
+
+
+def test_a_conversation_split_over_two_files_is_merged_even_when_one_of_them_is_unchanged(realdata, tmp_path):
+    """The second file of one session id grows: the first, unchanged, is read with it — else the
+    import would see a conversation without its first half and take its turns for rewound."""
+    source = realdata / CC / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    half = len(lines) // 2
+    folder = tmp_path / "split"
+    folder.mkdir()
+    (folder / "a.jsonl").write_text("".join(lines[:half]), encoding="utf-8")
+    (folder / "b.jsonl").write_text("".join(lines[half:]), encoding="utf-8")
+    vault = tmp_path / "v"
+    whole = imported(vault, str(folder))
+    turns = json.loads(memo("--json", "prompt", "list", "--all", "--limit", "100", vault=vault).stdout)["total"]
+    assert whole["turns"] == turns > 0
+    last = next(r for r in map(json.loads, reversed(lines)) if r.get("sessionId"))
+    with (folder / "b.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"type": "user", "sessionId": last["sessionId"], "uuid": "7f3c2a10-0000-4000-8000-0000000000b2",
+                                 "timestamp": "2026-01-22T23:59:00.000Z", "cwd": last.get("cwd"),
+                                 "message": {"role": "user", "content": "one more thing: the changelog"}}) + "\n")
+    grown = imported(vault, str(folder))
+    assert (grown["unchanged"], grown["turns"], grown["superseded"]) == (0, 1, 0)  # a.jsonl read with it
+    after = json.loads(memo("--json", "prompt", "list", "--all", "--limit", "100", vault=vault).stdout)["total"]
+    assert after == turns + 1
