@@ -14,7 +14,6 @@ moved or rebuilt.
 
 from __future__ import annotations
 
-import copy
 import errno
 import json
 import os
@@ -130,6 +129,23 @@ def _turn_id(session_id: str, turn: int) -> str:
     return prompt_id(session_id, turn, None)  # type: ignore[arg-type]  # no clock needed with a turn
 
 
+def _copy_meta(value: Any) -> Any:
+    """A copy of a record's frontmatter (dicts, lists and scalars) a caller may change freely."""
+    if isinstance(value, dict):
+        return {key: _copy_meta(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copy_meta(item) for item in value]
+    return value
+
+
+def _unlink_all(paths) -> None:
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
 @dataclass
 class _Batch:
     """The writes of one :meth:`VaultStore.batch` not yet committed."""
@@ -137,8 +153,8 @@ class _Batch:
     thread: int
     limit: int
     locks: ExitStack
-    #: target path → (meta, body, temporary file): written, not yet renamed into place
-    pending: dict[Path, tuple[dict[str, Any], str, Path]] = field(default_factory=dict)
+    #: target path → (meta, body): indexed, its file written at the group's commit
+    pending: dict[Path, tuple[dict[str, Any], str]] = field(default_factory=dict)
     #: record files read in this batch (None: no such file), parsed once
     cache: dict[Path, tuple[dict[str, Any], str] | None] = field(default_factory=dict)
     #: record folders written (their stamps are set at the commit) and folders caught up
@@ -544,12 +560,12 @@ class VaultStore:
         if batch is None:
             return read_record(path) if path.exists() else None
         if path in batch.pending:
-            meta, body, _ = batch.pending[path]
-            return copy.deepcopy(meta), body
+            meta, body = batch.pending[path]
+            return _copy_meta(meta), body
         if path not in batch.cache:
             batch.cache[path] = read_record(path) if path.exists() else None
         found = batch.cache[path]
-        return None if found is None else (copy.deepcopy(found[0]), found[1])
+        return None if found is None else (_copy_meta(found[0]), found[1])
 
     def record_exists(self, project: str, kind: RecordKind, record_id: str) -> bool:
         """Whether the record's file exists (or a :meth:`batch` wrote it and will commit it)."""
@@ -695,19 +711,13 @@ class VaultStore:
         row = index.get_row(conn, meta["project"], meta["id"])
         if row is not None and row["kind"] != RecordKind(kind).value:
             raise InvalidFieldError("id", f"{meta['id']} is already a {row['kind']} record of project {meta['project']}")
-        temporary = write_temporary(path, dump_record(meta, body).encode("utf-8"))
         try:
             with index.transaction(conn):
                 index.upsert_record(conn, meta, body, str(path.relative_to(self.root)))
-        except BaseException as exc:
-            os.unlink(temporary)
-            if isinstance(exc, sqlite3.DatabaseError):
-                raise self.index_error(exc) from None
-            raise
-        replaced = batch.pending.pop(path, None)
-        if replaced is not None:
-            os.unlink(replaced[2])
-        batch.pending[path] = (copy.deepcopy(meta), body, temporary)
+        except sqlite3.DatabaseError as exc:
+            raise self.index_error(exc) from None
+        batch.pending.pop(path, None)  # written again in this group (a session's start, then its end): once
+        batch.pending[path] = (_copy_meta(meta), body)
         batch.cache.pop(path, None)
         batch.keys.add(key)
         batch.events.append((meta, path))
@@ -722,8 +732,14 @@ class VaultStore:
         batch = self._own_batch()
         if batch is None:
             return
-        renames = [(temporary, path) for path, (_, _, temporary) in batch.pending.items()]
-        group_commit(renames, self.root)
+        renames: list[tuple[Path, Path]] = []
+        try:
+            for path, (meta, body) in batch.pending.items():
+                renames.append((write_temporary(path, dump_record(meta, body).encode("utf-8")), path))
+            group_commit(renames, self.root)
+        except BaseException:
+            _unlink_all(temporary for temporary, _ in renames)
+            raise
         batch.pending.clear()
         conn = self.conn
         try:
@@ -745,11 +761,6 @@ class VaultStore:
         self._begin(batch)
 
     def _abort_batch(self, batch: _Batch) -> None:
-        for _, _, temporary in batch.pending.values():
-            try:
-                os.unlink(temporary)
-            except FileNotFoundError:
-                pass
         batch.pending.clear()
         if self._conn is not None:
             index.rollback(self._conn)

@@ -17,6 +17,8 @@ class VaultLayout:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        #: the last record paths asked for (an import asks for each several times)
+        self._paths: dict[tuple[str, str, str], Path] = {}
 
     @property
     def meta_dir(self) -> Path:
@@ -40,7 +42,14 @@ class VaultLayout:
 
     def record_path(self, project: str, kind: RecordKind | str, record_id: str) -> Path:
         """``projects/<project>/<subdir>/<id>.md``; both ids are validated as safe slugs."""
-        return self.project_dir(project) / subdir_for_kind(kind) / f"{validate_slug(record_id, 'id')}.md"
+        key = (project, str(getattr(kind, "value", kind)), record_id)
+        path = self._paths.get(key)
+        if path is None:
+            path = self.project_dir(project) / subdir_for_kind(kind) / f"{validate_slug(record_id, 'id')}.md"
+            if len(self._paths) >= 4096:
+                self._paths.clear()
+            self._paths[key] = path
+        return path
 
     def record_files(self):
         """Every record file under ``projects/`` (prompts, sessions, traps, ...), sorted; sync

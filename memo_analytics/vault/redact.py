@@ -160,8 +160,17 @@ def _detector_secrets(line: str) -> list[tuple[str, str]]:
     return found
 
 
+#: One scan for "could this text hold a secret at all": every anchor of our patterns and every
+#: hint of the detector, as one case-insensitive alternation (a text without any is returned
+#: as it is after a single pass of the regex engine, issue 16 point 2).
+_TRIGGER = re.compile("|".join(re.escape(word) for word in sorted({*_ALL_ANCHORS, *_DETECTOR_HINTS},
+                                                                   key=len, reverse=True)), re.I)
+#: Short texts repeat (models, agents, sources, branch names): their result is remembered.
+_SHORT = 256
+
+
 def redact_secrets(text: str) -> tuple[str, int]:
-    """Replace every secret in ``text`` by ``[REDACTED:<kind>]``.
+    """Replace every secret in ``text`` by ``[REDACTED:<kind>]`` (SPEC §2.4).
 
     Parameters
     ----------
@@ -173,6 +182,19 @@ def redact_secrets(text: str) -> tuple[str, int]:
     tuple[str, int]
         The redacted text and how many secrets were replaced.
     """
+    if len(text) < _MIN_SECRET_TEXT or not _TRIGGER.search(text):
+        return text, 0
+    if len(text) <= _SHORT:
+        return _redact_short(text)
+    return _redact(text)
+
+
+@lru_cache(maxsize=8192)
+def _redact_short(text: str) -> tuple[str, int]:
+    return _redact(text)
+
+
+def _redact(text: str) -> tuple[str, int]:
     count = 0
 
     def _sub(kind: str, group: int):
@@ -188,8 +210,6 @@ def redact_secrets(text: str) -> tuple[str, int]:
 
         return replace
 
-    if len(text) < _MIN_SECRET_TEXT:
-        return text, 0
     lowered = text.lower()
     present = {anchor for anchor in _ALL_ANCHORS if anchor in lowered}
     for kind, pattern, group, anchors in _OWN_PATTERNS if present else ():
