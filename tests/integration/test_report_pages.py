@@ -49,3 +49,22 @@ def test_the_total_and_its_footnote_never_stand_alone_on_the_last_page(store):
         if len(pages) > 1:
             assert "2026-06-" in last, f"{count} sessions: the last page holds no row"
     assert len(seen_pages) > 1  # the counts cross a page break
+
+
+def test_memo_activity_shows_the_last_fifty_sessions_and_says_how_many_it_left_out(store):
+    from tests.inprocess import memo
+
+    ran = memo("activity", "--all", "--tz", "UTC", vault=store.root)
+    assert "Sessions (times in UTC): the last 50 of 24" not in ran.stdout  # 24 sessions: all shown
+    assert "earlier sessions are not shown" not in ran.stdout
+    for i in range(24, 60):
+        at = START + timedelta(hours=3 * i)
+        start_session(store, StartSessionRequest(session_id=f"s{i}", project="web", client="Acme",
+                                                 start_time=at.isoformat()))
+        end_session(store, EndSessionRequest(session_id=f"s{i}", project="web", summary=f"work item {i}",
+                                             until=(at + timedelta(minutes=50)).isoformat()))
+    ran = memo("activity", "--all", "--tz", "UTC", vault=store.root)
+    assert "Sessions (times in UTC): the last 50 of 60" in ran.stdout
+    assert "10 earlier sessions are not shown (the totals count them)" in ran.stdout
+    assert "work item 59" in ran.stdout
+    assert "Total billable: 50:00 (50.00 h)" in ran.stdout  # 60 × 50 minutes, all counted

@@ -67,6 +67,10 @@ def _user_templates(given: Optional[Path]) -> Optional[Path]:
     return given if given is not None else state.settings.templates_dir
 
 
+#: Sessions the human table of ``memo activity`` shows (the latest); --json has every one.
+_SESSION_ROWS = 50
+
+
 def _print_activity(report: ActivityReport, explicit_project: bool = True) -> None:
     from ...reports.timesheet import format_minutes
 
@@ -96,11 +100,14 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
         for day, bucket in data["byDay"].items():
             days.add_row(day, format_minutes(bucket["durationMinutes"]), f"{bucket['billableHours']:.2f}")
         out.print(days)
-    sessions = Table(title=f"Sessions (times in {data['timezone']})")
+    shown = data["sessions"][-_SESSION_ROWS:]
+    left_out = len(data["sessions"]) - len(shown)
+    sessions = Table(title=f"Sessions (times in {data['timezone']})" + (
+        f": the last {len(shown)} of {len(data['sessions'])}" if left_out else ""))
     for column in ("start", "end", "project", "client", "billable", "minutes", "billed", "task / summary"):
         sessions.add_column(column)
     zone = report.zone
-    for s in data["sessions"]:
+    for s in shown:
         start = from_iso(s["startTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M")
         end = from_iso(s["endTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M") if s["endTime"] else "open"
         sessions.add_row(start, end, s["project"], _short(s["client"], 30), "yes" if s["billable"] else "no",
@@ -108,6 +115,9 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
                          "" if s["billedMinutes"] is None else str(s["billedMinutes"]),
                          _short(s["taskSlug"] or s["summary"] or s["sessionId"], 40))
     out.print(sessions)
+    if left_out:
+        out.print(f"{left_out} earlier sessions are not shown (the totals count them): memo --json activity lists "
+                  "every session; --since/--until narrow the period")
     out.print(f"Total billable: {format_minutes(data['totalDurationMinutes'])} "
               f"({data['totalBillableHours']:.2f} h) · prompts: {data['totalPrompts']}")
     if data["costByModel"]:
