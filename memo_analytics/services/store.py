@@ -567,6 +567,21 @@ class VaultStore:
         found = batch.cache[path]
         return None if found is None else (_copy_meta(found[0]), found[1])
 
+    def read_text(self, project: str, kind: RecordKind, record_id: str) -> str | None:
+        """The record file's text (what a :meth:`batch` wrote, before its commit, as it will
+        be written), or None when there is none.
+
+        Raises
+        ------
+        OSError, UnicodeDecodeError
+            The file cannot be read as UTF-8 text.
+        """
+        path = self.path_for(project, kind, record_id)
+        batch = self._own_batch()
+        if batch is not None and path in batch.pending:
+            return dump_record(*batch.pending[path])
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
     def record_exists(self, project: str, kind: RecordKind, record_id: str) -> bool:
         """Whether the record's file exists (or a :meth:`batch` wrote it and will commit it)."""
         path = self.path_for(project, kind, record_id)

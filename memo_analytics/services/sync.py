@@ -467,25 +467,31 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
     now = now or utcnow()
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
     results = []
-    for item in records:
-        record_id = str(item.get("id", ""))[:200]
-        echo = _echo_project(item.get("project"))
-        try:
-            kind, meta, body = admit_record(store, record_id, item.get("text"))
-        except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
-            results.append({"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
-            continue
-        if echo and echo["project"] != meta["project"]:
-            results.append({"id": record_id, **echo, "outcome": "refused",
-                            "reason": f"the push names project {echo['project']} but the record's frontmatter names "
-                                      f"{meta['project']}"})
-            continue
-        echo = {"project": meta["project"]}
-        try:
-            results.append({"id": record_id, **echo, **_apply_one(store, record_id, kind, meta, body, item, stamp)})
-        except MemoError as exc:  # e.g. the id is another kind's record in that project: this record only
-            results.append({"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
+    with store.batch():  # one group commit for the request (issue 16)
+        for item in records:
+            _apply_item(store, item, stamp, results)
     return results
+
+
+def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: list[dict]) -> None:
+    """Admit and apply one pushed record; its result appended to ``results``."""
+    record_id = str(item.get("id", ""))[:200]
+    echo = _echo_project(item.get("project"))
+    try:
+        kind, meta, body = admit_record(store, record_id, item.get("text"))
+    except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
+        results.append({"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
+        return
+    if echo and echo["project"] != meta["project"]:
+        results.append({"id": record_id, **echo, "outcome": "refused",
+                        "reason": f"the push names project {echo['project']} but the record's frontmatter names "
+                                  f"{meta['project']}"})
+        return
+    echo = {"project": meta["project"]}
+    try:
+        results.append({"id": record_id, **echo, **_apply_one(store, record_id, kind, meta, body, item, stamp)})
+    except MemoError as exc:  # e.g. the id is another kind's record in that project: this record only
+        results.append({"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
 
 
 def _echo_project(named: Any) -> dict[str, str]:
@@ -504,10 +510,10 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
     path = store.path_for(meta["project"], kind, record_id)
     incoming = dump_record(meta, body)
     with store.lock():
-        if not path.exists():
+        local_text = store.read_text(meta["project"], kind, record_id)
+        if local_text is None:
             store.upsert(kind, meta, body)
             return {"id": record_id, "outcome": "applied"}
-        local_text = path.read_text(encoding="utf-8")
         try:
             local_meta, local_body = parse_record_text(local_text, str(path))
         except CorruptRecordError:
