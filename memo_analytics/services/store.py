@@ -681,7 +681,7 @@ class VaultStore:
         folder stamps on the next open or write, as after a single write cut short. An error
         escaping the block discards the group not yet committed (its temporary files are
         removed and the transaction rolled back). Re-entrant: an inner ``batch`` joins the
-        outer one.
+        outer one. Compiled views are regenerated once, after the last commit.
 
         Raises
         ------
@@ -691,20 +691,21 @@ class VaultStore:
         if self._own_batch() is not None:
             yield
             return
-        locks = ExitStack()
-        locks.enter_context(self._vault_lock())
-        batch = _Batch(thread=threading.get_ident(), limit=max(1, max_records), locks=locks)
-        try:
-            self._begin(batch)
-            self._batch = batch
-            yield
-            self._commit_batch(final=True)
-        except BaseException:
-            self._abort_batch(batch)
-            raise
-        finally:
-            self._batch = None
-            batch.locks.close()
+        with self.deferred_views():  # the views once the files are in place
+            locks = ExitStack()
+            locks.enter_context(self._vault_lock())
+            batch = _Batch(thread=threading.get_ident(), limit=max(1, max_records), locks=locks)
+            try:
+                self._begin(batch)
+                self._batch = batch
+                yield
+                self._commit_batch(final=True)
+            except BaseException:
+                self._abort_batch(batch)
+                raise
+            finally:
+                self._batch = None
+                batch.locks.close()
 
     def _own_batch(self) -> _Batch | None:
         batch = self._batch

@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -624,6 +625,7 @@ def run_import(
     progress: Callable[[Path], None] | None = None,
     source: str = "",
     self_contained: bool = False,
+    batched: bool = True,
 ) -> ImportResult:
     """Parse every file, then import what they hold (SPEC §7).
 
@@ -632,7 +634,8 @@ def run_import(
     reason in ``errors``). A file that is not ``source``'s format is counted in
     ``unrecognised`` and named in ``errors``. Transcripts that several
     files share are merged first (:func:`merge_transcripts`). Reasons are redacted.
-    Records are written in groups (:meth:`VaultStore.batch`). With ``self_contained`` (the
+    Records are written in groups (:meth:`VaultStore.batch`; ``batched=False``: one by one,
+    the same records). With ``self_contained`` (the
     importer's parse reads only the file it is given) a file the last import took in whole
     and that has not changed since is not read again (:mod:`.seen`; ``unchanged`` counts them).
     """
@@ -690,7 +693,7 @@ def run_import(
         if progress:
             progress(path)
     failed: set[tuple[str, str]] = set()
-    with store.deferred_views(), store.batch():  # views once, after the last group commit
+    with store.deferred_views(), (store.batch() if batched else nullcontext()):  # views after the last commit
         for transcript in merge_transcripts(transcripts):
             try:
                 import_transcript(store, transcript, options, result)
