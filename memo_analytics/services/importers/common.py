@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
@@ -617,6 +618,43 @@ def _one_line(exc: BaseException) -> str:
     return redact_secrets(text)[0]
 
 
+#: From this many files on, transcripts are parsed in worker processes (one per core, at most
+#: :data:`MAX_PARSE_WORKERS`) while this process writes (issue 16 point 4); below, starting them
+#: costs more than it saves.
+PARALLEL_FROM = 24
+MAX_PARSE_WORKERS = 4
+
+
+def _parse_or_reason(parse: ParseFn, path: Path, options: ImportOptions) -> "ParseResult | str":
+    """``parse(path, options)``, or the one-line reason the file could not be read or parsed."""
+    try:
+        return parse(path, options)
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError, MemoError) as exc:
+        return _one_line(exc)
+
+
+def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions) -> Iterator[tuple[Path, "ParseResult | str"]]:
+    """``(path, its ParseResult or the reason it failed)`` for each of ``paths``, in order; many
+    files are parsed on every core (forked workers that die with this process), few in this one
+    (and all of them in a process that runs other threads)."""
+    cores = os.cpu_count() or 1
+    # fork only a process of one thread (memo import; not a watcher or a server: a lock another
+    # thread holds at the fork would stay held in the worker)
+    if len(paths) < PARALLEL_FROM or cores < 2 or threading.active_count() > 1:
+        for path in paths:
+            yield path, _parse_or_reason(parse, path, options)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from ...index.reindex import die_with_parent
+
+    with ProcessPoolExecutor(max_workers=min(cores, MAX_PARSE_WORKERS), mp_context=get_context("fork"),
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        results = pool.map(_parse_or_reason, [parse] * len(paths), paths, [options] * len(paths), chunksize=4)
+        yield from zip(paths, results)
+
+
 def run_import(
     store: VaultStore,
     files: Iterable[Path],
@@ -655,37 +693,34 @@ def run_import(
     held: dict[Path, list[str]] = {}
     queue = list(files)
     while queue:
-        path = queue.pop(0)
-        result.files += 1
-        try:
-            parsed = parse(path, options)
-        except (OSError, ValueError, UnicodeDecodeError, RecursionError, MemoError) as exc:
-            result.skipped += 1
-            result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
-        else:
-            name = redact_secrets(str(path))[0]
-            if not parsed.recognised:
-                result.unrecognised += 1
-                result.errors.append(f"{name}: not {_article(source)} transcript" +
-                                     (f" ({parsed.why})" if parsed.why else ""))
+        for path, parsed in parsed_files(queue, parse, options):
+            result.files += 1
+            if isinstance(parsed, str):
+                result.skipped += 1
+                result.errors.append(redact_secrets(str(path))[0] + f": {parsed}")
             else:
-                result.recognised += 1
-            result.skipped += max(parsed.skipped_lines, len(parsed.problems))
-            result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
-            for transcript in parsed.transcripts:
-                where.setdefault((transcript.source, transcript.transcript_id), path)
-            transcripts.extend(parsed.transcripts)
-            if parsed.recognised:
-                held[path] = [t.transcript_id for t in parsed.transcripts]
-        if progress:
-            progress(path)
-        if not queue and kept:
+                name = redact_secrets(str(path))[0]
+                if not parsed.recognised:
+                    result.unrecognised += 1
+                    result.errors.append(f"{name}: not {_article(source)} transcript" +
+                                         (f" ({parsed.why})" if parsed.why else ""))
+                else:
+                    result.recognised += 1
+                    held[path] = [t.transcript_id for t in parsed.transcripts]
+                result.skipped += max(parsed.skipped_lines, len(parsed.problems))
+                result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
+                for transcript in parsed.transcripts:
+                    where.setdefault((transcript.source, transcript.transcript_id), path)
+                transcripts.extend(parsed.transcripts)
+            if progress:
+                progress(path)
+        queue = []
+        if kept:
             # an unchanged file holding a conversation a changed file holds too is read again:
             # a conversation is merged from all its files
             read_ids = {transcript_id for ids in held.values() for transcript_id in ids}
-            again = [p for p in kept if read_ids & set(state.transcripts(p, source))]
-            kept = [p for p in kept if p not in set(again)]
-            queue.extend(again)
+            queue = [p for p in kept if read_ids & set(state.transcripts(p, source))]
+            kept = [p for p in kept if p not in set(queue)]
     for path in kept:
         result.files += 1
         result.recognised += 1
