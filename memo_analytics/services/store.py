@@ -44,7 +44,15 @@ from ..index import store as index
 from ..index.folders import folder_key, folder_stamp
 from ..index.reindex import parse_for_index, rebuild
 from ..vault import views
-from ..vault.io import atomic_write_bytes, dump_record, group_commit, read_record, write_record, write_temporary
+from ..vault.io import (
+    atomic_write_bytes,
+    dump_record,
+    group_commit,
+    read_record,
+    remove_quietly,
+    write_record,
+    write_temporary,
+)
 from ..vault.layout import VaultLayout
 from ..vault.lock import vault_lock
 from ..vault.redact import IgnoreRules
@@ -136,14 +144,6 @@ def _copy_meta(value: Any) -> Any:
     if isinstance(value, list):
         return [_copy_meta(item) for item in value]
     return value
-
-
-def _unlink_all(paths) -> None:
-    for path in paths:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
 
 
 @dataclass
@@ -754,7 +754,8 @@ class VaultStore:
                 renames.append((write_temporary(path, dump_record(meta, body).encode("utf-8")), path))
             group_commit(renames, self.root)
         except BaseException:
-            _unlink_all(temporary for temporary, _ in renames)
+            for temporary, _ in renames:
+                remove_quietly(temporary)
             raise
         batch.pending.clear()
         conn = self.conn

@@ -43,21 +43,11 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True, mode: int 
     for derived files such as compiled views, which a rebuild regenerates. ``mode``: the
     file's permissions (default: what ``open()`` gives under the umask).
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
+    tmp = write_temporary(path, data, mode=mode, durable=durable)
     try:
-        os.fchmod(fd, _FILE_MODE if mode is None else mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        remove_quietly(tmp)
         raise
     if not durable:
         return
@@ -68,22 +58,31 @@ def atomic_write_bytes(path: Path, data: bytes, durable: bool = True, mode: int 
         os.close(dir_fd)
 
 
-def write_temporary(path: Path, data: bytes) -> Path:
-    """Write ``data`` to a new temporary file beside ``path`` (not synced, not renamed) and
-    return it: the first step of a group commit (:func:`group_commit`)."""
+def write_temporary(path: Path, data: bytes, mode: int | None = None, durable: bool = False) -> Path:
+    """Write ``data`` to a new temporary file beside ``path`` (not renamed; synced only when
+    ``durable``) and return it: the first step of :func:`atomic_write_bytes` and of a group
+    commit (:func:`group_commit`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
-        os.fchmod(fd, _FILE_MODE)
+        os.fchmod(fd, _FILE_MODE if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        remove_quietly(Path(tmp))
         raise
     return Path(tmp)
+
+
+def remove_quietly(path: Path) -> None:
+    """Delete ``path`` if it is there (a temporary file left by a write that failed)."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
 
 
 def _syncfs() -> Callable[[int], int] | None:
