@@ -20,6 +20,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -137,6 +138,13 @@ def _turn_id(session_id: str, turn: int) -> str:
     return prompt_id(session_id, turn, None)  # type: ignore[arg-type]  # no clock needed with a turn
 
 
+#: A batch commits its group after this long holding the vault lock (or at its record limit),
+#: then leaves the lock free for :data:`GROUP_PAUSE_SECONDS`: a hook, a search or another
+#: writer waiting for the lock gets in within a few seconds of a long import, never times out.
+GROUP_SECONDS = 2.0
+GROUP_PAUSE_SECONDS = 0.12
+
+
 def _copy_meta(value: Any) -> Any:
     """A copy of a record's frontmatter (dicts, lists and scalars) a caller may change freely."""
     if isinstance(value, dict):
@@ -162,6 +170,8 @@ class _Batch:
     checked: set[str] = field(default_factory=set)
     #: "write" events, told after the commit
     events: list[tuple[dict[str, Any], Path]] = field(default_factory=list)
+    #: when the vault lock was taken for this group (monotonic seconds)
+    since: float = field(default_factory=time.monotonic)
 
 
 class VaultStore:
@@ -675,7 +685,8 @@ class VaultStore:
         at once (:func:`~memo_analytics.vault.io.group_commit`: the temporary files made
         durable, renamed into place, the folders made durable; then the folders' stamps and
         the index transaction committed). The vault lock is held from one commit to the next,
-        not taken per record, and released between groups so other writers get their turn.
+        not taken per record; a group ends at ``max_records`` or after :data:`GROUP_SECONDS`, and
+        the lock is left free for a moment between groups so other writers get their turn.
         :meth:`read` sees what the batch wrote and parses a file once. A crash leaves every
         record file old or new: renamed files the index has not committed are taken in by the
         folder stamps on the next open or write, as after a single write cut short. An error
@@ -738,7 +749,7 @@ class VaultStore:
         batch.keys.add(key)
         batch.events.append((meta, path))
         self._views_changed(meta["project"], RecordKind(kind).value)
-        if len(batch.pending) >= batch.limit:
+        if len(batch.pending) >= batch.limit or time.monotonic() - batch.since >= GROUP_SECONDS:
             self._commit_batch()
         return path
 
@@ -772,9 +783,11 @@ class VaultStore:
             self.emit("write", meta=meta, path=path)  # e.g. the hybrid push's outbox (SPEC §2.7)
         if final:
             return
-        batch.locks.close()  # other writers may go between two groups
+        batch.locks.close()  # other writers (and readers catching up the index) go between two groups:
+        time.sleep(GROUP_PAUSE_SECONDS)  # a waiting process retries every 50 ms
         batch.locks = ExitStack()
         batch.locks.enter_context(self._vault_lock())
+        batch.since = time.monotonic()
         self._begin(batch)
 
     def _abort_batch(self, batch: _Batch) -> None:

@@ -171,3 +171,52 @@ def test_an_import_killed_mid_batch_leaves_no_torn_file_and_a_rerun_equals_a_cle
                if not name.endswith(".tmp") and not name.endswith(views)}
     assert records == {name: data for name, data in vault_files(clean).items() if not name.endswith(views)}
     assert index_rows(killed)["records"] == index_rows(clean)["records"]
+
+
+_LONG_BATCH = """
+import sys, time
+from pathlib import Path
+from memo_analytics.config import Settings
+from memo_analytics.services.requests import StartSessionRequest
+from memo_analytics.services.sessions import start_session
+from memo_analytics.services.store import VaultStore
+
+store = VaultStore(Settings(vault_root=Path(sys.argv[1]), timezone="UTC"))
+with store.batch():
+    print("ready", flush=True)
+    end, n = time.monotonic() + 9, 0
+    while time.monotonic() < end:  # a long import: records for nine seconds in one batch
+        n += 1
+        start_session(store, StartSessionRequest(session_id=f"bulk-{n}", project="bulk",
+                                                 start_time="2026-06-01T09:00:00Z"))
+        time.sleep(0.005)
+print("done", n, flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_writer_gets_in_between_the_groups_of_a_long_batch(tmp_path):
+    """A hook or `memo prompt record` during a long import waits for the next group boundary
+    (seconds), not for the whole import: with a 5 s lock timeout it is recorded."""
+    from memo_analytics.services.prompts import record_prompt
+    from memo_analytics.services.requests import RecordPromptRequest
+
+    vault = tmp_path / "v"
+    VaultStore(Settings(vault_root=vault, timezone="UTC")).close()
+    proc = subprocess.Popen([sys.executable, "-c", _LONG_BATCH, str(vault)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+        store.lock_timeout = 5
+        started = time.monotonic()
+        record = record_prompt(store, RecordPromptRequest(body="a turn while the import runs", session_id="live",
+                                                          project="web"))
+        waited = time.monotonic() - started
+        store.close()
+        assert record["turn"] == 1 and waited < 5
+        assert proc.poll() is None  # the batch was still going
+        assert proc.stdout.readline().startswith("done")
+    finally:
+        proc.stdout.close()
+        proc.wait(timeout=30)
