@@ -92,9 +92,10 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         if not changed:
             return {**meta, "changed": [], "turnsUpdated": 0}
         target = changed.get("project")
-        if target is not None and store.read(target, RecordKind.SESSION, record_id) is not None:
-            raise InvalidFieldError("project", f"project {target} already holds a session {session_id}; "
-                                               "nothing was moved")
+        if target is not None and (store.read(target, RecordKind.SESSION, record_id) is not None
+                                   or index.session_turn_numbers(store.conn, target, session_id)):
+            raise InvalidFieldError("project", f"project {target} already holds a session {session_id} (or turns "
+                                               "of one); nothing was moved")
         meta.update(changed)
         meta["updated"] = to_iso(now)
         turns = 0

@@ -80,3 +80,26 @@ def test_a_conversation_split_over_two_files_is_merged_even_when_one_of_them_is_
     assert (grown["unchanged"], grown["turns"], grown["superseded"]) == (0, 1, 0)  # a.jsonl read with it
     after = json.loads(memo("--json", "prompt", "list", "--all", "--limit", "100", vault=vault).stdout)["total"]
     assert after == turns + 1
+
+
+def test_a_session_moved_to_another_project_is_followed_there_by_the_next_import(realdata, tmp_path):
+    """Moved with `memo session edit --to-project`, then its transcript grows: the new turn joins it
+    in its new project; no second copy of the session appears where the import first put it."""
+    source = tmp_path / "t.jsonl"
+    shutil.copy(realdata / CC / "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl", source)
+    vault = tmp_path / "v"
+    imported(vault, str(source))
+    session = json.loads(memo("--json", "session", "show", "--all", vault=vault).stdout)["items"][0]
+    memo("session", "edit", session["sessionId"], "--to-project", "realproj", vault=vault)
+    last = next(r for r in map(json.loads, reversed(source.read_text(encoding="utf-8").splitlines()))
+                if r.get("sessionId"))
+    with source.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"type": "user", "sessionId": last["sessionId"], "uuid": "7f3c2a10-0000-4000-8000-0000000000c3",
+                                 "timestamp": "2026-01-21T21:00:00.000Z", "cwd": last.get("cwd"),
+                                 "message": {"role": "user", "content": "and the curry colour chart"}}) + "\n")
+    again = imported(vault, str(source))
+    assert (again["sessions"], again["turns"]) == (0, 1)
+    sessions = json.loads(memo("--json", "session", "show", "--all", vault=vault).stdout)["items"]
+    assert [(s["project"], s["sessionId"]) for s in sessions] == [("realproj", session["sessionId"])]
+    found = json.loads(memo("--json", "prompt", "search", "chart", "--all", vault=vault).stdout)["items"]
+    assert [(f["project"], f["sessionId"]) for f in found] == [("realproj", session["sessionId"])]

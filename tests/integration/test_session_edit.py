@@ -96,6 +96,14 @@ def test_a_session_moved_to_another_project_takes_its_turns_and_that_projects_ra
     memo("session", "start", "a1", "--project", "web", "--client", "Acme Corp",
          vault=billing["vault"], env=billing["env"])
     clash = run(billing, "session", "edit", "a1", "--project", "web", "--to-project", "api")
-    assert clash.stderr.strip() == "error: Invalid project: project api already holds a session a1; nothing was moved"
+    assert clash.stderr.strip() == ("error: Invalid project: project api already holds a session a1 (or turns of "
+                                    "one); nothing was moved")
+    # turns of the same session id in the target, without its session record: refused too, nothing overwritten
+    memo("prompt", "record", "--body", "a turn of etl's own g1", "--session-id", "g1", "--project", "api",
+         vault=billing["vault"], env=billing["env"])
+    turns = run(billing, "session", "edit", "g1", "--project", "etl", "--to-project", "api")
+    assert turns.returncode == 1 and "already holds a session g1 (or turns of one)" in turns.stderr
+    kept = json.loads(run(billing, "--json", "prompt", "get", "prompt-g1-t1", "--project", "api").stdout)
+    assert kept["body"] == "a turn of etl's own g1"
     bad = run(billing, "session", "edit", "a1", "--project", "api", "--to-project", "../etc")
     assert bad.returncode == 1 and "project" in bad.stderr

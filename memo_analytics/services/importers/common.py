@@ -383,8 +383,22 @@ def transcript_session_base(transcript: Transcript) -> str:
 
 def import_transcript(store: VaultStore, transcript: Transcript, options: ImportOptions, result: ImportResult) -> None:
     """Write one transcript as sessions and turns through the service functions."""
-    project = store.resolve_project(options.project or (slugify(transcript.project_hint) if transcript.project_hint else None))
     base = transcript_session_base(transcript)
+    default = store.resolve_project(options.project or (slugify(transcript.project_hint)
+                                                         if transcript.project_hint else None))
+
+    def home(session_id: str) -> str:
+        """Where the interval's session lives now: moved since it was imported (memo session edit
+        --to-project, a project rename), it is followed there, never imported anew beside it."""
+        if options.project:
+            return default
+        from ...index import store as index
+
+        homes = {row["project"] for row in index.rows_with_id(store.conn, session_record_id(session_id),
+                                                                RecordKind.SESSION.value)}
+        return homes.pop() if len(homes) == 1 else default
+
+    project = home(f"{base}-1")
     gap_minutes = int(options.idle_gap.total_seconds() // 60)
     first = store.read(project, RecordKind.SESSION, session_record_id(f"{base}-1"))
     if first is not None and first[0].get("idleGapMinutes", gap_minutes) != gap_minutes:
@@ -395,9 +409,10 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         )
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
     intervals = work_intervals(transcript, options.idle_gap)
+    homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
     for number, interval in enumerate(intervals, 1):
         session_id = f"{base}-{number}"
-        existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+        existing = store.read(homes[number], RecordKind.SESSION, session_record_id(session_id))
         if existing is not None and existing[0].get("startTime") != to_iso(interval.start):
             # the same ids would now mean other work (another --tz, another file of the same
             # conversation imported alone): refuse rather than stretch or overlap sessions
@@ -408,6 +423,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             )
     for number, interval in enumerate(intervals, 1):
         session_id = f"{base}-{number}"
+        project = homes[number]
         existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
         if existing is not None and store.ensure_indexed(RecordKind.SESSION, project, session_record_id(session_id),
                                                          meta=existing[0]):
@@ -455,8 +471,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 session_id=session_id, project=project, until=interval.end, recompute_duration=True,
             ))
     if intervals:
-        result.superseded += supersede_hook_session(store, transcript, [f"{base}-{n}" for n in range(1, len(intervals) + 1)],
-                                                    project)
+        result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
 
 
 def prompt_hash(text: str) -> str:
@@ -519,7 +534,7 @@ def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> in
     return changed
 
 
-def supersede_hook_session(store: VaultStore, transcript: Transcript, session_ids: list[str], project: str) -> int:
+def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: list[tuple[str, str]]) -> int:
     """One turn, however it arrived (issue 14): the session a hook captured live for the same
     conversation of the same agent (``{agent}-{its id}``, in any project) and its turns become
     ``status: superseded`` with ``supersededBy`` naming the imported sessions — the transcript is
@@ -539,7 +554,7 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, session_id
         return 0
     from ..capture import numbered
 
-    by = [f"{project}/{sid}" for sid in session_ids]
+    by = [f"{project}/{sid}" for project, sid in sessions]  # the imported sessions, (project, id) each
     changed, rows, n = 0, [], 1
     while found := index.rows_with_id(store.conn, session_record_id(numbered(hook_id, n)), RecordKind.SESSION.value):
         rows += found  # the hook's work intervals of this conversation (a resumed one has several)
