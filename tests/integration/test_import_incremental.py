@@ -24,14 +24,8 @@ def test_an_unchanged_file_is_not_read_again_and_a_grown_one_adds_only_its_new_t
     vault = tmp_path / "v"
     first = imported(vault, str(folder))
     assert (first["files"], first["unchanged"]) == (2, 0) and first["turns"] > 0
-    # unreadable now, yet the same size and time: an import that opened it would fail on it
-    busy = folder / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
     other = folder / "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
-    os.chmod(busy, 0)
-    try:
-        again = imported(vault, str(folder))
-    finally:
-        os.chmod(busy, 0o644)
+    again = imported(vault, str(folder))
     assert (again["files"], again["unchanged"], again["turns"], again["sessions"], again["skipped"]) == (2, 2, 0, 0, 0)
     # one line appended: that file is read again (whole), the other is not; one new turn
     last = json.loads(other.read_text(encoding="utf-8").splitlines()[-1])
@@ -103,3 +97,27 @@ def test_a_session_moved_to_another_project_is_followed_there_by_the_next_import
     assert [(s["project"], s["sessionId"]) for s in sessions] == [("realproj", session["sessionId"])]
     found = json.loads(memo("--json", "prompt", "search", "chart", "--all", vault=vault).stdout)["items"]
     assert [(f["project"], f["sessionId"]) for f in found] == [("realproj", session["sessionId"])]
+
+
+def test_a_file_rewritten_with_its_time_set_back_or_records_deleted_since_is_read_again(realdata, tmp_path):
+    folder = tmp_path / "projects"
+    shutil.copytree(realdata / CC, folder, ignore=shutil.ignore_patterns("subagents"))
+    vault = tmp_path / "v"
+    imported(vault, str(folder))
+    # the same size, the old modification time: the change time still tells
+    path = folder / "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
+    before = path.stat()
+    path.write_bytes(path.read_bytes())
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert imported(vault, str(folder))["unchanged"] == 1
+    # a project's records deleted, the index rebuilt: its transcripts are imported again
+    sessions = json.loads(memo("--json", "session", "show", "--all", vault=vault).stdout)["items"]
+    shutil.rmtree(vault / "projects" / sessions[0]["project"])
+    memo("reindex", vault=vault)
+    again = imported(vault, str(folder))
+    assert again["sessions"] >= 1 and again["unchanged"] < 2
+    # a state file that is not a regular file is ignored, never read (a FIFO would block)
+    state = vault / ".memo" / "import-state.json"
+    state.unlink()
+    os.mkfifo(state)
+    assert imported(vault, str(folder))["unchanged"] == 0

@@ -660,14 +660,22 @@ def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions) -> I
             yield path, _parse_or_reason(parse, path, options)
         return
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
 
     from ...index.reindex import die_with_parent
 
-    with ProcessPoolExecutor(max_workers=min(cores, MAX_PARSE_WORKERS), mp_context=get_context("fork"),
-                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-        results = pool.map(_parse_or_reason, [parse] * len(paths), paths, [options] * len(paths), chunksize=4)
-        yield from zip(paths, results)
+    done = 0
+    try:
+        with ProcessPoolExecutor(max_workers=min(cores, MAX_PARSE_WORKERS), mp_context=get_context("fork"),
+                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+            results = pool.map(_parse_or_reason, [parse] * len(paths), paths, [options] * len(paths), chunksize=4)
+            for item in zip(paths, results):
+                yield item
+                done += 1
+    except BrokenProcessPool:  # a worker was killed (out of memory?): the rest is parsed here
+        for path in paths[done:]:
+            yield path, _parse_or_reason(parse, path, options)
 
 
 def run_import(
@@ -704,6 +712,7 @@ def run_import(
     kept: list[Path] = []
     if state is not None:
         kept = [path for path in files if state.unchanged(path, source, fingerprint, stamps.get(path))]
+        kept = _still_in_the_vault(store, state, kept, source)
         files = [path for path in files if path not in set(kept)]
     held: dict[Path, list[str]] = {}
     queue = list(files)
@@ -753,15 +762,36 @@ def run_import(
                 path = where[(transcript.source, transcript.transcript_id)]
                 result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
     if state is not None:  # after the last commit: a file is noted only once all it held is in the vault
-        sources = {t.transcript_id: t.source for t in transcripts}
+        by_id = {t.transcript_id: t for t in transcripts}
         for path, ids in held.items():
             stamp = stamps.get(path)
-            if stamp is None or any((sources.get(i, source), i) in failed for i in ids):
+            if stamp is None or any((by_id[i].source if i in by_id else source, i) in failed for i in ids):
                 state.forget(path, source)
             else:
-                state.record(path, source, fingerprint, stamp, ids)
+                firsts = [session_record_id(f"{transcript_session_base(by_id[i])}-1") for i in ids if i in by_id]
+                state.record(path, source, fingerprint, stamp, ids, _indexed_sessions(store, firsts))
         try:
-            state.save()
-        except OSError:
+            with store.lock():  # two imports at once each add their files
+                state.save()
+        except (OSError, MemoError):
             pass  # a cache: the next import reads the files again
     return result
+
+
+def _indexed_sessions(store: VaultStore, record_ids: list[str]) -> list[str]:
+    """Those of the session ``record_ids`` the index holds (in any project)."""
+    from ...index import store as index
+
+    return [rid for rid in record_ids if index.rows_with_id(store.conn, rid, RecordKind.SESSION.value)]
+
+
+def _still_in_the_vault(store: VaultStore, state, paths: list[Path], source: str) -> list[Path]:
+    """Those of the unchanged ``paths`` whose sessions the index still holds: a file whose
+    records were deleted since (a project removed, then ``memo reindex``) is read again."""
+    from ...index import store as index
+
+    kept = []
+    for path in paths:
+        if all(index.rows_with_id(store.conn, rid, RecordKind.SESSION.value) for rid in state.sessions(path, source)):
+            kept.append(path)
+    return kept

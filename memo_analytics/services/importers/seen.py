@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,10 +43,14 @@ def options_key(options, source: str) -> str:
 
 @dataclass(frozen=True)
 class Stamp:
-    """A file's size (bytes) and modification time (ns) as one ``stat`` gives them."""
+    """A file's size (bytes), modification and change times (ns) and inode, as one ``stat``
+    gives them: a file rewritten to the same size with its time set back still has a new change
+    time (no program can set it), one replaced by another a new inode."""
 
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
+    inode: int = 0
 
     @classmethod
     def of(cls, path: Path) -> "Stamp | None":
@@ -53,7 +58,7 @@ class Stamp:
             stat = os.stat(path)
         except OSError:
             return None
-        return cls(stat.st_size, stat.st_mtime_ns)
+        return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
 
 
 class ImportState:
@@ -62,17 +67,14 @@ class ImportState:
     def __init__(self, path: Path, entries: dict[str, dict]) -> None:
         self.path = path
         self.entries = entries
+        #: this import's changes (None: forgotten), merged into the file by :meth:`save`
+        self._updates: dict[str, dict | None] = {}
         self.changed = False
 
     @classmethod
     def load(cls, memo_dir: Path) -> "ImportState":
         path = memo_dir / STATE_FILE
-        try:
-            data = orjson.loads(path.read_bytes())
-            entries = data["files"] if data.get("version") == _VERSION and isinstance(data.get("files"), dict) else {}
-        except (OSError, ValueError, AttributeError, TypeError):
-            entries = {}
-        return cls(path, entries)
+        return cls(path, _read_entries(path))
 
     @staticmethod
     def key(path: Path, source: str) -> str:
@@ -82,28 +84,73 @@ class ImportState:
         """Whether ``path`` is as the last import of it under ``options`` left it."""
         entry = self.entries.get(self.key(path, source))
         return (stamp is not None and isinstance(entry, dict) and entry.get("options") == options
-                and entry.get("size") == stamp.size and entry.get("mtimeNs") == stamp.mtime_ns)
+                and entry.get("size") == stamp.size and entry.get("mtimeNs") == stamp.mtime_ns
+                and entry.get("ctimeNs") == stamp.ctime_ns and entry.get("inode") == stamp.inode)
+
+    def sessions(self, path: Path, source: str) -> list[str]:
+        """The record ids of the first sessions the file's transcripts gave (checked to be in
+        the index before the file is skipped: records deleted since are imported again)."""
+        entry = self.entries.get(self.key(path, source))
+        found = entry.get("sessions") if isinstance(entry, dict) else None
+        return [s for s in found if isinstance(s, str)] if isinstance(found, list) else []
 
     def transcripts(self, path: Path, source: str) -> list[str]:
         entry = self.entries.get(self.key(path, source))
         found = entry.get("transcripts") if isinstance(entry, dict) else None
         return [t for t in found if isinstance(t, str)] if isinstance(found, list) else []
 
-    def record(self, path: Path, source: str, options: str, stamp: Stamp, transcripts: list[str]) -> None:
+    def record(self, path: Path, source: str, options: str, stamp: Stamp, transcripts: list[str],
+               sessions: list[str]) -> None:
         """Note that ``path`` (as ``stamp`` saw it before it was read) is imported whole."""
-        self.entries[self.key(path, source)] = {"size": stamp.size, "mtimeNs": stamp.mtime_ns,
-                                                "consumed": stamp.size, "options": options,
-                                                "transcripts": sorted(set(transcripts))}
+        key = self.key(path, source)
+        self.entries[key] = self._updates[key] = {
+            "size": stamp.size, "mtimeNs": stamp.mtime_ns, "ctimeNs": stamp.ctime_ns, "inode": stamp.inode,
+            "consumed": stamp.size, "options": options, "transcripts": sorted(set(transcripts)),
+            "sessions": sorted(set(sessions))}
         self.changed = True
 
     def forget(self, path: Path, source: str) -> None:
-        if self.entries.pop(self.key(path, source), None) is not None:
-            self.changed = True
+        key = self.key(path, source)
+        self.entries.pop(key, None)
+        self._updates[key] = None
+        self.changed = True
 
     def save(self) -> None:
-        """Write the state (atomically; a cache, so not synced) when it changed."""
+        """Write this import's changes into the state (atomically; a cache, so not synced), over
+        what another import saved meanwhile: call it under the vault lock."""
         if not self.changed:
             return
+        entries = _read_entries(self.path)
+        for key, entry in self._updates.items():
+            if entry is None:
+                entries.pop(key, None)
+            else:
+                entries[key] = entry
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(self.path, orjson.dumps({"version": _VERSION, "files": self.entries}), durable=False)
-        self.changed = False
+        atomic_write_bytes(self.path, orjson.dumps({"version": _VERSION, "files": entries}), durable=False)
+        self.entries, self._updates, self.changed = entries, {}, False
+
+
+#: A state file larger than this is not read (a cache: ignored, then rewritten).
+MAX_STATE_BYTES = 64 * 1024 * 1024
+
+
+def _read_entries(path: Path) -> dict[str, dict]:
+    """The entries of the state file, or none when it is missing, not a regular file (a FIFO,
+    a device), too large or not a state this version wrote."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return {}
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_STATE_BYTES:
+            return {}
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = orjson.loads(handle.read(MAX_STATE_BYTES + 1))
+        files = data.get("files") if isinstance(data, dict) and data.get("version") == _VERSION else None
+        return {k: v for k, v in files.items() if isinstance(v, dict)} if isinstance(files, dict) else {}
+    except (OSError, ValueError):
+        return {}
+    finally:
+        os.close(fd)
