@@ -399,7 +399,8 @@ def rows_with_id(conn: sqlite3.Connection, record_id: str, kind: str | None = No
     """Every ``records`` row of ``record_id`` (optionally of one kind), one per project that
     holds it, by project: an id alone may name records of several projects (SPEC §2.1)."""
     if kind:
-        return conn.execute("SELECT * FROM records WHERE id = ? AND kind = ? ORDER BY project",
+        # "+kind": look the id up (records_id), never scan a kind's rows in project order
+        return conn.execute("SELECT * FROM records WHERE id = ? AND +kind = ? ORDER BY project",
                             (record_id, kind)).fetchall()
     return conn.execute("SELECT * FROM records WHERE id = ? ORDER BY project", (record_id,)).fetchall()
 
