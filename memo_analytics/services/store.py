@@ -622,14 +622,16 @@ class VaultStore:
             raise InvalidFieldError("record", str(exc)) from None
         path = self.path_for(meta["project"], kind, meta["id"])
         key = folder_key(meta["project"], kind)
-        if self._own_batch() is not None:
-            return self._upsert_in_batch(kind, meta, body, path, key)
+        batch = self._own_batch()
         with self.lock():
             conn = self.conn
-            self.catch_up_folder(meta["project"], kind)
+            if batch is None or key not in batch.checked:  # in a batch: once per folder and group
+                self.catch_up_folder(meta["project"], kind)
             row = index.get_row(conn, meta["project"], meta["id"])
             if row is not None and row["kind"] != RecordKind(kind).value:
                 raise InvalidFieldError("id", f"{meta['id']} is already a {row['kind']} record of project {meta['project']}")
+            if batch is not None:
+                return self._upsert_in_batch(batch, kind, meta, body, path, key)
             write_record(path, meta, body)
             stamp = folder_stamp(self.layout, key)
             try:
@@ -707,7 +709,7 @@ class VaultStore:
             locks.enter_context(self._vault_lock())
             batch = _Batch(thread=threading.get_ident(), limit=max(1, max_records), locks=locks)
             try:
-                self._begin(batch)
+                self._begin()
                 self._batch = batch
                 yield
                 self._commit_batch(final=True)
@@ -722,24 +724,19 @@ class VaultStore:
         batch = self._batch
         return batch if batch is not None and batch.thread == threading.get_ident() else None
 
-    def _begin(self, batch: _Batch) -> None:
+    def _begin(self) -> None:
         try:
             index.begin(self.conn)
         except sqlite3.DatabaseError as exc:
             raise self.index_error(exc) from None
 
-    def _upsert_in_batch(self, kind: RecordKind, meta: dict[str, Any], body: str, path: Path, key: str) -> Path:
-        batch = self._batch
-        assert batch is not None
-        conn = self.conn
-        if key not in batch.checked:
-            self.catch_up_folder(meta["project"], kind)
-            batch.checked.add(key)
-        row = index.get_row(conn, meta["project"], meta["id"])
-        if row is not None and row["kind"] != RecordKind(kind).value:
-            raise InvalidFieldError("id", f"{meta['id']} is already a {row['kind']} record of project {meta['project']}")
+    def _upsert_in_batch(self, batch: _Batch, kind: RecordKind, meta: dict[str, Any], body: str, path: Path,
+                         key: str) -> Path:
+        """:meth:`upsert`'s write within a batch (checked by it): the index row now, the file
+        pending until the group's commit."""
+        batch.checked.add(key)
         try:
-            with index.transaction(conn):
+            with index.transaction(self.conn) as conn:
                 index.upsert_record(conn, meta, body, str(path.relative_to(self.root)))
         except sqlite3.DatabaseError as exc:
             raise self.index_error(exc) from None
@@ -788,7 +785,7 @@ class VaultStore:
         batch.locks = ExitStack()
         batch.locks.enter_context(self._vault_lock())
         batch.since = time.monotonic()
-        self._begin(batch)
+        self._begin()
 
     def _abort_batch(self, batch: _Batch) -> None:
         batch.pending.clear()

@@ -184,9 +184,7 @@ def import_changed(store: VaultStore, files: Iterable[tuple[Path, str]], options
         if not states.changed(path):
             continue
         stamp = FileStates.stamp(path)  # before reading: a line written meanwhile is taken next time
-        module = load_importer(source)
-        result = run_import(store, [path], module.parse, options, source=source,
-                            self_contained=getattr(module, "SELF_CONTAINED", False))
+        result = run_import(store, [path], load_importer(source).parse, options, source=source, incremental=True)
         states.took(path, stamp)
         done.append(Imported(path, source, result))
     if done:
@@ -296,7 +294,6 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
     for root in roots:
         module = load_importer(root.source or "")
         files = list(walk_files([root.path], module.SUFFIXES, module.EXCLUDE_DIRS))
-        result = run_import(store, files, module.parse, options, source=root.source or "",
-                            self_contained=getattr(module, "SELF_CONTAINED", False))
+        result = run_import(store, files, module.parse, options, source=root.source or "", incremental=True)
         found.append({"source": root.source, "path": str(root.path), **result.wire()})
     return found

@@ -55,8 +55,8 @@ def test_memo_activity_shows_the_last_fifty_sessions_and_says_how_many_it_left_o
     from tests.inprocess import memo
 
     ran = memo("activity", "--all", "--tz", "UTC", vault=store.root)
-    assert "Sessions (times in UTC): the last 50 of 24" not in ran.stdout  # 24 sessions: all shown
-    assert "earlier sessions are not shown" not in ran.stdout
+    assert "Sessions (times in UTC)" in ran.stdout and "the last 50 of" not in ran.stdout  # 24: all shown
+    assert "earlier sessions are not shown" not in ran.stdout and "work item 0" in ran.stdout
     for i in range(24, 60):
         at = START + timedelta(hours=3 * i)
         start_session(store, StartSessionRequest(session_id=f"s{i}", project="web", client="Acme",

@@ -60,7 +60,7 @@ def _import_command(source: str) -> Callable[..., None]:
                             f"{', '.join(paths)} (is this a {source} folder?)")
         with _progress(f"import {source}", len(files)) as advance:
             result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance(), source=source,
-                                self_contained=getattr(module, "SELF_CONTAINED", False) and not rescan)
+                                incremental=not rescan)
         for line in result.errors[:20]:
             err.print(_safe(f"skipped: {line}"))
         if len(result.errors) > 20:

@@ -392,10 +392,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         --to-project, a project rename), it is followed there, never imported anew beside it."""
         if options.project:
             return default
-        from ...index import store as index
-
-        homes = {row["project"] for row in index.rows_with_id(store.conn, session_record_id(session_id),
-                                                                RecordKind.SESSION.value)}
+        homes = _session_homes(store, session_record_id(session_id))
         return homes.pop() if len(homes) == 1 else default
 
     project = home(f"{base}-1")
@@ -685,7 +682,7 @@ def run_import(
     options: ImportOptions,
     progress: Callable[[Path], None] | None = None,
     source: str = "",
-    self_contained: bool = False,
+    incremental: bool = False,
     batched: bool = True,
 ) -> ImportResult:
     """Parse every file, then import what they hold (SPEC §7).
@@ -696,9 +693,9 @@ def run_import(
     ``unrecognised`` and named in ``errors``. Transcripts that several
     files share are merged first (:func:`merge_transcripts`). Reasons are redacted.
     Records are written in groups (:meth:`VaultStore.batch`; ``batched=False``: one by one,
-    the same records). With ``self_contained`` (the
-    importer's parse reads only the file it is given) a file the last import took in whole
-    and that has not changed since is not read again (:mod:`.seen`; ``unchanged`` counts them).
+    the same records). With ``incremental``, when ``source``'s parse reads only the file it is
+    given (``SELF_CONTAINED`` in its module), a file the last import took in whole and that has
+    not changed since is not read again (:mod:`.seen`; ``unchanged`` counts them).
     """
     from .seen import ImportState, Stamp, options_key
 
@@ -706,14 +703,15 @@ def run_import(
     transcripts: list[Transcript] = []
     where: dict[tuple[str, str], Path] = {}
     files = list(files)
-    state = ImportState.load(store.layout.meta_dir) if self_contained and source else None
+    state = ImportState.load(store.layout.meta_dir) if incremental and _reads_one_file(source) else None
     fingerprint = options_key(options, source)
     stamps = {path: Stamp.of(path) for path in files} if state is not None else {}
     kept: list[Path] = []
     if state is not None:
         kept = [path for path in files if state.unchanged(path, source, fingerprint, stamps.get(path))]
         kept = _still_in_the_vault(store, state, kept, source)
-        files = [path for path in files if path not in set(kept)]
+        skipped = set(kept)
+        files = [path for path in files if path not in skipped]
     held: dict[Path, list[str]] = {}
     queue = list(files)
     while queue:
@@ -744,7 +742,8 @@ def run_import(
             # a conversation is merged from all its files
             read_ids = {transcript_id for ids in held.values() for transcript_id in ids}
             queue = [p for p in kept if read_ids & set(state.transcripts(p, source))]
-            kept = [p for p in kept if p not in set(queue)]
+            again = set(queue)
+            kept = [p for p in kept if p not in again]
     for path in kept:
         result.files += 1
         result.recognised += 1
@@ -778,20 +777,26 @@ def run_import(
     return result
 
 
-def _indexed_sessions(store: VaultStore, record_ids: list[str]) -> list[str]:
-    """Those of the session ``record_ids`` the index holds (in any project)."""
+def _reads_one_file(source: str) -> bool:
+    """Whether the importer of ``source`` parses only the file it is given (``SELF_CONTAINED``)."""
+    from . import IMPORTERS, load_importer
+
+    return source in IMPORTERS and bool(getattr(load_importer(source), "SELF_CONTAINED", False))
+
+
+def _session_homes(store: VaultStore, record_id: str) -> set[str]:
+    """The projects whose index holds the session record ``record_id``."""
     from ...index import store as index
 
-    return [rid for rid in record_ids if index.rows_with_id(store.conn, rid, RecordKind.SESSION.value)]
+    return {row["project"] for row in index.rows_with_id(store.conn, record_id, RecordKind.SESSION.value)}
+
+
+def _indexed_sessions(store: VaultStore, record_ids: list[str]) -> list[str]:
+    """Those of the session ``record_ids`` the index holds (in any project)."""
+    return [rid for rid in record_ids if _session_homes(store, rid)]
 
 
 def _still_in_the_vault(store: VaultStore, state, paths: list[Path], source: str) -> list[Path]:
     """Those of the unchanged ``paths`` whose sessions the index still holds: a file whose
     records were deleted since (a project removed, then ``memo reindex``) is read again."""
-    from ...index import store as index
-
-    kept = []
-    for path in paths:
-        if all(index.rows_with_id(store.conn, rid, RecordKind.SESSION.value) for rid in state.sessions(path, source)):
-            kept.append(path)
-    return kept
+    return [path for path in paths if all(_session_homes(store, rid) for rid in state.sessions(path, source))]
