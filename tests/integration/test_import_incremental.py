@@ -121,3 +121,42 @@ def test_a_file_rewritten_with_its_time_set_back_or_records_deleted_since_is_rea
     state.unlink()
     os.mkfifo(state)
     assert imported(vault, str(folder))["unchanged"] == 0
+
+
+def test_a_grown_file_is_read_on_from_where_the_last_import_stopped(realdata, tmp_path, monkeypatch):
+    """Issue 16 point 3: the appended line is all that is parsed; the turn is the one a whole
+    read gives, and a file rewritten since (its first bytes changed) is read whole."""
+    from memo_analytics.services.importers import resume
+
+    monkeypatch.setattr(resume, "RESUME_FROM_BYTES", 1024)
+    source = realdata / CC / "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
+    path = tmp_path / source.name
+    path.write_bytes(source.read_bytes())
+    vault = tmp_path / "v"
+    first = imported(vault, str(path))
+    assert (first["resumed"], first["unchanged"]) == (0, 0) and first["turns"] > 0
+    assert list((vault / ".memo" / "import-cache").glob("*.fold"))
+    last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
+    line = {"type": "user", "sessionId": last["sessionId"], "uuid": "7f3c2a10-0000-4000-8000-0000000000c3",
+            "timestamp": "2026-01-21T21:10:00.000Z", "cwd": last.get("cwd"),
+            "message": {"role": "user", "content": "and log every retry at debug level"}}
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+    ran = memo("import", "claude-code", str(path), vault=vault)
+    assert "files 1 (1 read on from where the last import stopped), sessions 0, turns 1" in ran.stdout
+    found = json.loads(memo("--json", "prompt", "search", "retry", "--all", vault=vault).stdout)["items"]
+    assert [item["body"] for item in found] == ["and log every retry at debug level"]
+    # the same vault imported from scratch holds the same turns
+    fresh = tmp_path / "fresh"
+    imported(fresh, "--rescan", str(path))
+    listing = lambda v: [(i["id"], i["body"]) for i in  # noqa: E731
+                         json.loads(memo("--json", "prompt", "list", "--all", "--limit", "500", vault=v).stdout)["items"]]
+    assert listing(vault) == listing(fresh)
+    # the first line rewritten in place (and a line added): read whole, nothing new
+    data = path.read_bytes()
+    with path.open("r+b") as handle:
+        handle.write(data[:1].replace(b"{", b" "))
+        handle.seek(0, os.SEEK_END)
+        handle.write(b"\n")
+    again = imported(vault, str(path))
+    assert (again["resumed"], again["unchanged"], again["turns"]) == (0, 0, 0)

@@ -49,7 +49,6 @@ are not Claude Code records at all yield nothing (and count no bad lines).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -57,8 +56,10 @@ from pathlib import Path
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, folder_name,
-                     json_records, other_format, read_lines)
+from .lines import NOT_JSON
+from .common import (HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, folder_name,
+                     other_format)
+from .resume import Checkpoint, Start, allow, read_jsonl
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ("subagents",)
@@ -251,77 +252,95 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         UTC (a record repeated in its session with the same ``uuid`` counts once); ``skipped_lines``
         counts lines that are not JSON objects, have no ``type``, a malformed ``message``
         or an unreadable ``timestamp`` (or a byte that is not UTF-8), each named in
-        ``problems``; ``recognised`` is False (with ``why``) when no line is a Claude Code record.
+        ``problems`` (in line order); ``recognised`` is False (with ``why``) when no line is a
+        Claude Code record.
 
     Raises
     ------
     OSError
         The file cannot be read.
     """
-    lines, problems = read_lines(path)
-    sessions: dict[str, _Session] = {}
-    uuid_session: dict[str, str] = {}
-    seen_uuids: set[tuple[str, str]] = set()
-    titles: list[tuple[str, str]] = []
-    recognised = 0
-    for number, record in json_records(lines):
+    return parse_from(path, options)[0]
+
+
+#: The format of :class:`_Fold`'s state (another value: a checkpoint is not used).
+FOLD_VERSION = "claude-code/1"
+
+
+def parse_from(path: Path, options: ImportOptions, start: Start | None = None) -> tuple[ParseResult, Checkpoint | None, bool]:
+    """:func:`parse`, read on from ``start`` (the checkpoint the last import of the file left)
+    when the file only grew since; also the checkpoint to keep (:func:`.resume.read_jsonl`)."""
+    return read_jsonl(path, lambda: _Fold(path), FOLD_VERSION, options, start)
+
+
+class _Fold:
+    """A Claude Code file's parse after some of its lines (:class:`.resume.LineFold`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sessions: dict[str, _Session] = {}
+        self.uuid_session: dict[str, str] = {}
+        self.seen_uuids: set[tuple[str, str]] = set()
+        self.titles: list[tuple[str, str]] = []
+        self.recognised = 0
+        self.problems: list[str] = []
+        #: what the file looks like, by its first line (said when no line is a Claude Code record)
+        self.looks: str | None = None
+
+    def problem(self, number: int, text: str) -> None:
+        self.problems.append(text)
+
+    def feed(self, number: int, record: object, options: ImportOptions) -> None:
+        if self.looks is None:
+            self.looks = ("its lines are not JSON" if record is NOT_JSON else other_format(record, SOURCE)
+                          or "no line holds a Claude Code record (sessionId, uuid, message)")
         if record is NOT_JSON:
-            problems.append(f"line {number}: not JSON")
-            continue
+            self.problems.append(f"line {number}: not JSON")
+            return
         if not _valid(record):
-            problems.append(f"line {number}: not a Claude Code record (no type, or a malformed message)")
-            continue
+            self.problems.append(f"line {number}: not a Claude Code record (no type, or a malformed message)")
+            return
         try:
             at = _stamp(record, options.zone)
         except InvalidDateError:
-            problems.append(f"line {number}: unreadable timestamp {str(record.get('timestamp'))[:40]!r}")
-            continue
+            self.problems.append(f"line {number}: unreadable timestamp {str(record.get('timestamp'))[:40]!r}")
+            return
         if {"sessionId", "uuid", "leafUuid", "message"} & record.keys():
-            recognised += 1
+            self.recognised += 1
         if record["type"] == "summary":
             if isinstance(record.get("summary"), str) and isinstance(record.get("leafUuid"), str):
-                titles.append((record["leafUuid"], record["summary"]))
-            continue
+                self.titles.append((record["leafUuid"], record["summary"]))
+            return
         session_id = record.get("sessionId") if isinstance(record.get("sessionId"), str) else None
         if not session_id and at is None:
-            continue
-        session_id = session_id or path.stem
+            return
+        session_id = session_id or self.path.stem
         uuid = record.get("uuid")
         if isinstance(uuid, str) and uuid:
-            if (session_id, uuid) in seen_uuids:
-                continue  # the same record written again: counted once
-            seen_uuids.add((session_id, uuid))
-        session = sessions.get(session_id)
+            if (session_id, uuid) in self.seen_uuids:
+                return  # the same record written again: counted once
+            self.seen_uuids.add((session_id, uuid))
+        session = self.sessions.get(session_id)
         if session is None:
-            session = sessions[session_id] = _Session(Transcript(
-                transcript_id=session_id, source=SOURCE, path=path, ide="claude-code", agent="claude-code",
+            session = self.sessions[session_id] = _Session(Transcript(
+                transcript_id=session_id, source=SOURCE, path=self.path, ide="claude-code", agent="claude-code",
             ))
-        _take(session, record, at, uuid_session)
-    if not recognised:
-        return ParseResult(recognised=False, why=_looks_like(lines))
-    for leaf, summary in titles:
-        owner = sessions.get(uuid_session.get(leaf, ""))
-        if owner is not None and owner.transcript.title is None and summary.strip():
-            owner.transcript.title = summary.strip()
-    transcripts = []
-    for session in sessions.values():
-        _settle_usage(session)
-        session.transcript.prompts = session.sieve.prompts
-        if session.transcript.prompts:
-            transcripts.append(session.transcript)
-    return ParseResult(transcripts=transcripts, skipped_lines=len(problems), problems=problems)
+        _take(session, record, at, self.uuid_session)
 
-
-def _looks_like(lines: list[tuple[int, str]]) -> str | None:
-    """What a file that holds no Claude Code record looks like, for the message."""
-    for _, line in lines:
-        if line.strip():
-            try:
-                first = json.loads(line)
-            except ValueError:
-                return "its lines are not JSON"
-            return other_format(first, SOURCE) or "no line holds a Claude Code record (sessionId, uuid, message)"
-    return "the file is empty"
+    def finish(self) -> ParseResult:
+        if not self.recognised:
+            return ParseResult(recognised=False, why=self.looks or "the file is empty")
+        for leaf, summary in self.titles:
+            owner = self.sessions.get(self.uuid_session.get(leaf, ""))
+            if owner is not None and owner.transcript.title is None and summary.strip():
+                owner.transcript.title = summary.strip()
+        transcripts = []
+        for session in self.sessions.values():
+            _settle_usage(session)
+            session.transcript.prompts = session.sieve.prompts
+            if session.transcript.prompts:
+                transcripts.append(session.transcript)
+        return ParseResult(transcripts=transcripts, skipped_lines=len(self.problems), problems=self.problems)
 
 
 def _take(session: _Session, record: dict, at: datetime | None, uuid_session: dict[str, str]) -> None:
@@ -372,3 +391,6 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
             session.sieve.other()
             return
     session.sieve.feed(content, at, meta=meta)
+
+
+allow(Transcript, HumanPrompt, _Fold, _Session, PromptSieve)

@@ -33,8 +33,9 @@ from pathlib import Path
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, json_records,
-                     other_format, read_lines)
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, other_format
+from .lines import NOT_JSON
+from .resume import Checkpoint, Start, allow, read_jsonl
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -131,62 +132,91 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     OSError, UnicodeDecodeError
         The file cannot be read as UTF-8 text.
     """
-    lines, problems = read_lines(path)
-    transcript = Transcript(transcript_id=path.stem, source=SOURCE, path=path, ide="codex", agent="codex")
-    events: list[HumanPrompt] = []
-    items: list[HumanPrompt] = []
-    recognised = 0
-    have_id = False
-    model: str | None = None
-    total: dict[str, int] = {}
-    at_prompt: dict[str, int] = {}
-    for number, record in json_records(lines):
+    return parse_from(path, options)[0]
+
+
+#: The format of :class:`_Fold`'s state (another value: a checkpoint is not used).
+FOLD_VERSION = "codex/1"
+
+
+def parse_from(path: Path, options: ImportOptions, start: Start | None = None) -> tuple[ParseResult, Checkpoint | None, bool]:
+    """:func:`parse`, read on from ``start`` (the checkpoint the last import of the file left)
+    when the file only grew since; also the checkpoint to keep (:func:`.resume.read_jsonl`)."""
+    return read_jsonl(path, lambda: _Fold(path), FOLD_VERSION, options, start)
+
+
+class _Fold:
+    """A rollout's parse after some of its lines (:class:`.resume.LineFold`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.transcript = Transcript(transcript_id=path.stem, source=SOURCE, path=path, ide="codex", agent="codex")
+        self.events: list[HumanPrompt] = []
+        self.items: list[HumanPrompt] = []
+        self.recognised = 0
+        self.have_id = False
+        self.model: str | None = None
+        self.total: dict[str, int] = {}
+        self.at_prompt: dict[str, int] = {}
+        self.problems: list[str] = []
+        #: the first line's value, told when no line is a Codex record (its other format, if any)
+        self.first_seen = False
+        self.looks: str | None = None
+
+    def problem(self, number: int, text: str) -> None:
+        self.problems.append(text)
+
+    def feed(self, number: int, record: object, options: ImportOptions) -> None:
+        if not self.first_seen:
+            self.first_seen, self.looks = True, other_format(record, SOURCE)
         shaped = None if record is NOT_JSON else _normalise(record)
         if shaped is None:
-            problems.append(f"line {number}: " + ("not JSON" if record is NOT_JSON else "not a Codex record"))
-            continue
+            self.problems.append(f"line {number}: " + ("not JSON" if record is NOT_JSON else "not a Codex record"))
+            return
         kind, payload = shaped
         try:
             at = _stamp(record.get("timestamp"), options)
             inner_at = _stamp(payload.get("timestamp"), options) if kind == "session_meta" and payload is not record else None
         except InvalidDateError:
-            problems.append(f"line {number}: unreadable timestamp")
-            continue
-        recognised += 1
+            self.problems.append(f"line {number}: unreadable timestamp")
+            return
+        self.recognised += 1
+        transcript = self.transcript
         transcript.activity.extend(stamp for stamp in (at, inner_at) if stamp is not None)
         if kind == "session_meta":
-            if not have_id and isinstance(payload.get("id"), str) and payload["id"].strip():
-                transcript.transcript_id, have_id = payload["id"].strip(), True
+            if not self.have_id and isinstance(payload.get("id"), str) and payload["id"].strip():
+                transcript.transcript_id, self.have_id = payload["id"].strip(), True
             transcript.project_hint = transcript.project_hint or folder_name(payload.get("cwd"))
             transcript.model = transcript.model or _text(payload.get("model"))
         elif kind == "turn_context":
             transcript.model = transcript.model or _text(payload.get("model"))
-            model = _text(payload.get("model")) or model
+            self.model = _text(payload.get("model")) or self.model
             transcript.project_hint = transcript.project_hint or folder_name(payload.get("cwd"))
         elif kind == "event_msg" and payload.get("type") == "user_message":
             if payload.get("kind") in (None, "plain") and isinstance(payload.get("message"), str):
                 request = human_request(payload["message"])
                 if request:
-                    events.append(HumanPrompt(request, at, model=model))
-                    at_prompt = dict(total)  # the running total when this turn began
+                    self.events.append(HumanPrompt(request, at, model=self.model))
+                    self.at_prompt = dict(self.total)  # the running total when this turn began
         elif kind == "event_msg" and payload.get("type") == "token_count":
             info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
             running = info.get("total_token_usage")
             if isinstance(running, dict):
-                total = {k: v for k, v in running.items() if isinstance(v, int) and not isinstance(v, bool)}
-                if events:  # this turn's figures: the running total now minus where the turn began
-                    events[-1].tokens = _turn_tokens(total, at_prompt)
+                self.total = {k: v for k, v in running.items() if isinstance(v, int) and not isinstance(v, bool)}
+                if self.events:  # this turn's figures: the running total now minus where the turn began
+                    self.events[-1].tokens = _turn_tokens(self.total, self.at_prompt)
         elif kind == "response_item" and payload.get("type") == "message" and payload.get("role") == "user":
             request = human_request(_message_text(payload.get("content")))
             if request:
-                items.append(HumanPrompt(request, at))
-    if not recognised:
-        first = next((record for _, record in json_records(lines)), None)
-        return ParseResult(recognised=False, why=other_format(first, SOURCE) or "no line is a Codex record "
-                                                 "(session_meta, turn_context, response_item, event_msg)")
-    transcript.prompts = events or items
-    return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(problems),
-                       problems=problems)
+                self.items.append(HumanPrompt(request, at))
+
+    def finish(self) -> ParseResult:
+        if not self.recognised:
+            return ParseResult(recognised=False, why=self.looks or "no line is a Codex record "
+                               "(session_meta, turn_context, response_item, event_msg)")
+        transcript = self.transcript
+        transcript.prompts = self.events or self.items
+        return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(self.problems),
+                           problems=self.problems)
 
 
 def _turn_tokens(total: dict[str, int], start: dict[str, int]) -> dict[str, int] | None:
@@ -206,3 +236,6 @@ def _text(value: object) -> str | None:
 
 def _stamp(value: object, options: ImportOptions) -> datetime | None:
     return None if value is None else parse_instant(value, "timestamp", options.zone)
+
+
+allow(Transcript, HumanPrompt, _Fold)

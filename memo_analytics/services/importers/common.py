@@ -26,8 +26,6 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-import orjson
-
 from ...domain.clock import to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError
 from ...domain.ids import session_record_id, slugify
@@ -58,27 +56,6 @@ class HumanPrompt:
     #: the same counts split by the model that spent them, when more than one model answered
     #: (a main model and a small one for titles or sub-tasks): each part is priced at its own model
     tokens_by_model: dict[str, dict[str, int]] | None = None
-
-
-#: What :func:`json_records` gives for a line that is not JSON.
-NOT_JSON = object()
-
-
-def json_records(lines: list[tuple[int, str]]) -> Iterator[tuple[int, object]]:
-    """``(line number, parsed JSON value)`` of every non-blank line of a JSON Lines file;
-    :data:`NOT_JSON` for a line that is not JSON (or nested too deep to parse)."""
-    for number, line in lines:
-        if not line.strip():
-            continue
-        try:
-            yield number, orjson.loads(line)
-            continue
-        except orjson.JSONDecodeError:
-            pass  # lone surrogates (strings cut by the agent), NaN, integers beyond 64 bits, deep nesting
-        try:
-            yield number, json.loads(line)
-        except (ValueError, RecursionError):
-            yield number, NOT_JSON
 
 
 def other_format(first: object, own: str) -> str | None:
@@ -193,31 +170,6 @@ class MarkdownTurn:
         return "\n".join(lines).strip()
 
 
-def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
-    """The lines of a text file as ``(line number, text)``, each decoded as UTF-8 on its own:
-    a line with a byte that is not UTF-8 is left out and named in the second list (``line N:
-    …``) — one bad byte costs its line, never the file.
-
-    Raises
-    ------
-    OSError
-        The file cannot be read.
-    """
-    data = path.read_bytes()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    lines, problems = [], []
-    for number, raw in enumerate(data.split(b"\n"), 1):
-        try:
-            lines.append((number, raw.decode("utf-8").removesuffix("\r")))
-        except UnicodeDecodeError as exc:
-            problems.append(f"line {number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                            "the line is left out")
-    if lines and lines[-1][1] == "" and data.endswith(b"\n"):
-        lines.pop()
-    return lines, problems
-
-
 @dataclass
 class ImportOptions:
     """Options of ``memo import`` (SPEC §7)."""
@@ -250,9 +202,13 @@ class ImportResult:
     revised: int = 0
     #: files not read: unchanged since the last import took them in whole (counted in ``files``)
     unchanged: int = 0
+    #: files that grew since the last import, read on from where it stopped (counted in ``files``)
+    resumed: int = 0
 
     def line(self) -> str:
-        unchanged = f" ({self.unchanged} unchanged)" if self.unchanged else ""
+        told = [f"{self.unchanged} unchanged"] if self.unchanged else []
+        told += [f"{self.resumed} read on from where the last import stopped"] if self.resumed else []
+        unchanged = f" ({', '.join(told)})" if told else ""
         line = f"files {self.files}{unchanged}, sessions {self.sessions}, turns {self.turns}, skipped {self.skipped}"
         if self.unrecognised:
             line += f", {self.unrecognised} file{'s' if self.unrecognised != 1 else ''} of another format"
@@ -264,7 +220,8 @@ class ImportResult:
         return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
                 "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed,
                 "superseded": self.superseded, "revised": self.revised, "recognised": self.recognised,
-                "unrecognised": self.unrecognised, "unchanged": self.unchanged}
+                "unrecognised": self.unrecognised, "unchanged": self.unchanged,
+                "resumed": self.resumed}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
@@ -637,24 +594,32 @@ PARALLEL_FROM = 24
 MAX_PARSE_WORKERS = 4
 
 
-def _parse_or_reason(parse: ParseFn, path: Path, options: ImportOptions) -> "ParseResult | str":
-    """``parse(path, options)``, or the one-line reason the file could not be read or parsed."""
+def _parse_or_reason(parse: ParseFn, path: Path, options: ImportOptions, parse_from=None,
+                     start=None) -> "tuple[ParseResult | str, object, bool]":
+    """``parse(path, options)`` (or, for an importer that reads on from a checkpoint,
+    ``parse_from(path, options, start)``: :mod:`.resume`), or the one-line reason the file could
+    not be read or parsed; with the checkpoint to keep and whether the read went on from ``start``."""
     try:
-        return parse(path, options)
+        if parse_from is not None:
+            return parse_from(path, options, start)
+        return parse(path, options), None, False
     except (OSError, ValueError, UnicodeDecodeError, RecursionError, MemoError) as exc:
-        return _one_line(exc)
+        return _one_line(exc), None, False
 
 
-def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions) -> Iterator[tuple[Path, "ParseResult | str"]]:
-    """``(path, its ParseResult or the reason it failed)`` for each of ``paths``, in order; many
-    files are parsed on every core (forked workers that die with this process), few in this one
-    (and all of them in a process that runs other threads)."""
+def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, parse_from=None,
+                 starts: dict | None = None) -> Iterator[tuple[Path, "ParseResult | str", object, bool]]:
+    """``(path, its ParseResult or the reason it failed, the checkpoint to keep, whether it was
+    read on from its checkpoint in ``starts``)`` for each of ``paths``, in order; many files are
+    parsed on every core (forked workers that die with this process), few in this one (and all
+    of them in a process that runs other threads)."""
     cores = os.cpu_count() or 1
+    starts = starts or {}
     # fork only a process of one thread (memo import; not a watcher or a server: a lock another
     # thread holds at the fork would stay held in the worker)
     if len(paths) < PARALLEL_FROM or cores < 2 or threading.active_count() > 1:
         for path in paths:
-            yield path, _parse_or_reason(parse, path, options)
+            yield path, *_parse_or_reason(parse, path, options, parse_from, starts.get(path))
         return
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -666,13 +631,15 @@ def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions) -> I
     try:
         with ProcessPoolExecutor(max_workers=min(cores, MAX_PARSE_WORKERS), mp_context=get_context("fork"),
                                  initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            results = pool.map(_parse_or_reason, [parse] * len(paths), paths, [options] * len(paths), chunksize=4)
-            for item in zip(paths, results):
-                yield item
+            count = len(paths)
+            results = pool.map(_parse_or_reason, [parse] * count, paths, [options] * count, [parse_from] * count,
+                               [starts.get(path) for path in paths], chunksize=4)
+            for path, outcome in zip(paths, results):
+                yield path, *outcome
                 done += 1
     except BrokenProcessPool:  # a worker was killed (out of memory?): the rest is parsed here
         for path in paths[done:]:
-            yield path, _parse_or_reason(parse, path, options)
+            yield path, *_parse_or_reason(parse, path, options, parse_from, starts.get(path))
 
 
 def run_import(
@@ -695,8 +662,13 @@ def run_import(
     Records are written in groups (:meth:`VaultStore.batch`; ``batched=False``: one by one,
     the same records). With ``incremental``, when ``source``'s parse reads only the file it is
     given (``SELF_CONTAINED`` in its module), a file the last import took in whole and that has
-    not changed since is not read again (:mod:`.seen`; ``unchanged`` counts them).
+    not changed since is not read again (:mod:`.seen`; ``unchanged`` counts them), and a JSON
+    Lines file that only grew is read on from where the last import stopped (an importer with
+    ``parse_from``: :mod:`.resume`; ``resumed`` counts them).
     """
+    from ...vault.io import remove_quietly
+    from . import load_importer
+    from .resume import Start, cache_file, write_checkpoint
     from .seen import ImportState, Stamp, options_key
 
     result = ImportResult()
@@ -712,11 +684,21 @@ def run_import(
         kept = _still_in_the_vault(store, state, kept, source)
         skipped = set(kept)
         files = [path for path in files if path not in skipped]
+    parse_from = getattr(load_importer(source), "parse_from", None) if state is not None else None
+    starts: dict[Path, Start] = {}
+    checkpoints: dict[Path, object] = {}
+    if parse_from is not None:
+        for path in files + kept:  # kept: read again with a changed file of the same conversation
+            meta = state.resume(path, source, fingerprint)
+            if meta is not None:
+                starts[path] = Start(meta, cache_file(store.layout.meta_dir, state.key(path, source)))
     held: dict[Path, list[str]] = {}
     queue = list(files)
     while queue:
-        for path, parsed in parsed_files(queue, parse, options):
+        for path, parsed, checkpoint, resumed in parsed_files(queue, parse, options, parse_from, starts):
             result.files += 1
+            result.resumed += resumed
+            checkpoints[path] = checkpoint
             if isinstance(parsed, str):
                 result.skipped += 1
                 result.errors.append(redact_secrets(str(path))[0] + f": {parsed}")
@@ -764,11 +746,21 @@ def run_import(
         by_id = {t.transcript_id: t for t in transcripts}
         for path, ids in held.items():
             stamp = stamps.get(path)
+            cache = cache_file(store.layout.meta_dir, state.key(path, source))
+            checkpoint = checkpoints.get(path)
+            if path in starts and checkpoint is None:
+                remove_quietly(cache)  # its checkpoint no longer holds
             if stamp is None or any((by_id[i].source if i in by_id else source, i) in failed for i in ids):
                 state.forget(path, source)
-            else:
-                firsts = [session_record_id(f"{transcript_session_base(by_id[i])}-1") for i in ids if i in by_id]
-                state.record(path, source, fingerprint, stamp, ids, _indexed_sessions(store, firsts))
+                continue
+            firsts = [session_record_id(f"{transcript_session_base(by_id[i])}-1") for i in ids if i in by_id]
+            if checkpoint is not None:
+                try:
+                    write_checkpoint(cache, checkpoint)
+                except OSError:
+                    checkpoint = None  # a cache: the next import reads the file whole
+            state.record(path, source, fingerprint, stamp, ids, _indexed_sessions(store, firsts),
+                         checkpoint.meta() if checkpoint is not None else None)
         try:
             with store.lock():  # two imports at once each add their files
                 state.save()

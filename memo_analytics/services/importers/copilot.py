@@ -42,8 +42,8 @@ from pathlib import Path
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, json_records,
-                     other_format, read_lines)
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, other_format
+from .lines import NOT_JSON, json_records, read_lines
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ()

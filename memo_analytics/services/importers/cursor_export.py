@@ -59,7 +59,8 @@ from pathlib import Path
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, MarkdownTurn, ParseResult, Transcript, read_lines
+from .common import HumanPrompt, ImportOptions, MarkdownTurn, ParseResult, Transcript
+from .lines import read_lines
 
 _TITLE = re.compile(r"^#\s+(?P<title>.*?)\s*$")
 _EXPORTED = re.compile(r"^_Exported on (?P<stamp>.+?) from Cursor(?: \((?P<version>[^)]*)\)| via (?P<via>[^_]+))?_\s*$")

@@ -64,8 +64,8 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .common import (NOT_JSON, HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, json_records,
-                     other_format, read_lines)
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, other_format
+from .lines import NOT_JSON, json_records, read_lines
 
 SUFFIXES: tuple[str, ...] = (".json", ".jsonl")
 EXCLUDE_DIRS: tuple[str, ...] = ()

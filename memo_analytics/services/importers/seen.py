@@ -1,12 +1,13 @@
 """What an import already took from each transcript file (issue 16 point 3): unchanged means a
 ``stat``.
 
-Per source file (its absolute path, per importer) the import keeps the file's size and
-modification time as it read them, the bytes it consumed, the options it imported with and the
-transcript ids the file held, in ``<vault>/.memo/import-state.json``. The next import of a file
-whose size and modification time are the same, under the same options, costs a ``stat``: it is
-not read again. A file that changed in any way (grown, rewritten, truncated) is read whole and
-imported as before (ids are deterministic: what is already in the vault is left as it is).
+Per source file (its absolute path, per importer) the import keeps the file's size, times and
+inode as it read them, the options it imported with, the transcript ids the file held and, for a
+JSON Lines file read by a fold, the checkpoint to read it on from when it grows (the byte offset
+and digests of what it consumed: :mod:`.resume`), in ``<vault>/.memo/import-state.json``. The next import of a file
+whose size and times are the same, under the same options, costs a ``stat``: it is not read
+again. A grown JSON Lines file is read on from its checkpoint; any other change (rewritten,
+truncated) reads the file whole, imported as before (ids are deterministic: what is already in the vault is left as it is).
 A conversation split over several files is imported from all of them: when a changed file holds
 a transcript id an unchanged file also held, that file is read again too.
 
@@ -99,14 +100,25 @@ class ImportState:
         found = entry.get("transcripts") if isinstance(entry, dict) else None
         return [t for t in found if isinstance(t, str)] if isinstance(found, list) else []
 
+    def resume(self, path: Path, source: str, options: str) -> dict | None:
+        """The checkpoint the last import of ``path`` under ``options`` left (its
+        :meth:`.resume.Checkpoint.meta`), or None."""
+        entry = self.entries.get(self.key(path, source))
+        if not isinstance(entry, dict) or entry.get("options") != options:
+            return None
+        found = entry.get("resume")
+        return found if isinstance(found, dict) else None
+
     def record(self, path: Path, source: str, options: str, stamp: Stamp, transcripts: list[str],
-               sessions: list[str]) -> None:
-        """Note that ``path`` (as ``stamp`` saw it before it was read) is imported whole."""
+               sessions: list[str], resume: dict | None = None) -> None:
+        """Note that ``path`` (as ``stamp`` saw it before it was read) is imported whole, and where
+        to read it on from (``resume``: a checkpoint's meta) when it grows."""
         key = self.key(path, source)
-        self.entries[key] = self._updates[key] = {
-            "size": stamp.size, "mtimeNs": stamp.mtime_ns, "ctimeNs": stamp.ctime_ns, "inode": stamp.inode,
-            "consumed": stamp.size, "options": options, "transcripts": sorted(set(transcripts)),
-            "sessions": sorted(set(sessions))}
+        entry = {"size": stamp.size, "mtimeNs": stamp.mtime_ns, "ctimeNs": stamp.ctime_ns, "inode": stamp.inode,
+                 "options": options, "transcripts": sorted(set(transcripts)), "sessions": sorted(set(sessions))}
+        if resume is not None:
+            entry["resume"] = resume
+        self.entries[key] = self._updates[key] = entry
         self.changed = True
 
     def forget(self, path: Path, source: str) -> None:

@@ -49,7 +49,8 @@ from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
 from .claude_code import PromptSieve
 from .codex import human_request
-from .common import ImportOptions, MarkdownTurn, ParseResult, Transcript, read_lines
+from .common import ImportOptions, MarkdownTurn, ParseResult, Transcript
+from .lines import read_lines
 
 SUFFIXES: tuple[str, ...] = (".md",)
 EXCLUDE_DIRS: tuple[str, ...] = ("ai_rules_backups",)

@@ -1,0 +1,68 @@
+"""The lines of a transcript file: each decoded as UTF-8 on its own, each parsed as JSON on its own
+(``orjson``, with ``json`` for what it refuses) — one bad line costs that line, never the file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+
+#: What :func:`json_records` gives for a line that is not JSON.
+NOT_JSON = object()
+
+
+def parse_json_line(line: str) -> object:
+    """The JSON value of one line, or :data:`NOT_JSON` when it is not JSON (or nested too deep)."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass  # lone surrogates (strings cut by the agent), NaN, integers beyond 64 bits, deep nesting
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return NOT_JSON
+
+
+def json_records(lines: list[tuple[int, str]]) -> Iterator[tuple[int, object]]:
+    """``(line number, parsed JSON value)`` of every non-blank line of a JSON Lines file;
+    :data:`NOT_JSON` for a line that is not JSON (or nested too deep to parse)."""
+    for number, line in lines:
+        if line.strip():
+            yield number, parse_json_line(line)
+
+
+def decode_line(raw: bytes, number: int) -> tuple[str, str | None]:
+    """Line ``number`` (bytes without its newline) as text (``\\r`` cut), or ``("", problem)``
+    when a byte is not UTF-8: one bad byte costs its line, never the file."""
+    try:
+        return raw.decode("utf-8").removesuffix("\r"), None
+    except UnicodeDecodeError as exc:
+        return "", (f"line {number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                    "the line is left out")
+
+
+def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
+    """The lines of a text file as ``(line number, text)``, each decoded as UTF-8 on its own:
+    a line with a byte that is not UTF-8 is left out and named in the second list (``line N:
+    …``, :func:`decode_line`).
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    """
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    lines, problems = [], []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        text, problem = decode_line(raw, number)
+        if problem is None:
+            lines.append((number, text))
+        else:
+            problems.append(problem)
+    if lines and lines[-1][1] == "" and data.endswith(b"\n"):
+        lines.pop()
+    return lines, problems
