@@ -405,6 +405,20 @@ def rows_with_id(conn: sqlite3.Connection, record_id: str, kind: str | None = No
     return conn.execute("SELECT * FROM records WHERE id = ? ORDER BY project", (record_id,)).fetchall()
 
 
+def where_is(conn: sqlite3.Connection, record_id: str, kind: str) -> list[sqlite3.Row]:
+    """``project``, ``id``, ``kind`` and ``session_id`` of every row of ``record_id`` of ``kind``,
+    by project: :func:`rows_with_id` without the record's text (a lookup the import makes for
+    every interval)."""
+    return conn.execute("SELECT project, id, kind, session_id FROM records WHERE id = ? AND +kind = ? ORDER BY project",
+                        (record_id, kind)).fetchall()
+
+
+def kind_of(conn: sqlite3.Connection, project: str, record_id: str) -> str | None:
+    """The kind of record ``record_id`` of ``project`` in the index, or None."""
+    row = conn.execute("SELECT kind FROM records WHERE project = ? AND id = ?", (project, record_id)).fetchone()
+    return None if row is None else row[0]
+
+
 def max_turn(conn: sqlite3.Connection, project: str, session_id: str) -> int:
     """Highest turn recorded for ``session_id`` in ``project`` (0 when none) (SPEC §2.4)."""
     row = conn.execute(

@@ -21,6 +21,7 @@ import re
 import sqlite3
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,6 +144,10 @@ def _turn_id(session_id: str, turn: int) -> str:
 #: writer waiting for the lock gets in within a few seconds of a long import, never times out.
 GROUP_SECONDS = 2.0
 GROUP_PAUSE_SECONDS = 0.12
+#: Threads writing a batch's temporary files at its commit: each record is rendered in the
+#: batch's own thread (Python) while the writer creates and writes the files (system time, without
+#: the interpreter lock), so the two overlap.
+WRITER_THREADS = 1
 
 
 def _copy_meta(value: Any) -> Any:
@@ -172,6 +177,35 @@ class _Batch:
     events: list[tuple[dict[str, Any], Path]] = field(default_factory=list)
     #: when the vault lock was taken for this group (monotonic seconds)
     since: float = field(default_factory=time.monotonic)
+    #: the writer of the group's temporary files, and what it was given: (target, its future)
+    pool: ThreadPoolExecutor | None = None
+    jobs: list[tuple[Path, Future]] = field(default_factory=list)
+
+    def temporaries(self) -> list[tuple[Path, Path]]:
+        """``(temporary, target)`` of every pending record: each rendered here, written by the
+        writer thread meanwhile (see :data:`WRITER_THREADS`); waits for the writer."""
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(max_workers=WRITER_THREADS, thread_name_prefix="memo-batch-writer")
+        for path, (meta, body) in self.pending.items():
+            self.jobs.append((path, self.pool.submit(write_temporary, path, dump_record(meta, body).encode("utf-8"))))
+        return [(future.result(), path) for path, future in self.jobs]
+
+    def settle(self, keep: bool) -> None:
+        """Wait for the writer; unless ``keep`` (the files are in place), remove every temporary
+        file it wrote (the group is discarded)."""
+        jobs, self.jobs = self.jobs, []
+        for _, future in jobs:
+            if keep or future.cancel():
+                continue
+            try:
+                remove_quietly(future.result())
+            except BaseException:
+                pass  # it failed to write: nothing to remove
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+            self.pool = None
 
 
 class VaultStore:
@@ -627,9 +661,9 @@ class VaultStore:
             conn = self.conn
             if batch is None or key not in batch.checked:  # in a batch: once per folder and group
                 self.catch_up_folder(meta["project"], kind)
-            row = index.get_row(conn, meta["project"], meta["id"])
-            if row is not None and row["kind"] != RecordKind(kind).value:
-                raise InvalidFieldError("id", f"{meta['id']} is already a {row['kind']} record of project {meta['project']}")
+            held = index.kind_of(conn, meta["project"], meta["id"])
+            if held is not None and held != RecordKind(kind).value:
+                raise InvalidFieldError("id", f"{meta['id']} is already a {held} record of project {meta['project']}")
             if batch is not None:
                 return self._upsert_in_batch(batch, kind, meta, body, path, key)
             write_record(path, meta, body)
@@ -718,6 +752,7 @@ class VaultStore:
                 raise
             finally:
                 self._batch = None
+                batch.close()
                 batch.locks.close()
 
     def _own_batch(self) -> _Batch | None:
@@ -756,15 +791,12 @@ class VaultStore:
         batch = self._own_batch()
         if batch is None:
             return
-        renames: list[tuple[Path, Path]] = []
         try:
-            for path, (meta, body) in batch.pending.items():
-                renames.append((write_temporary(path, dump_record(meta, body).encode("utf-8")), path))
-            group_commit(renames, self.root)
+            group_commit(batch.temporaries(), self.root)
         except BaseException:
-            for temporary, _ in renames:
-                remove_quietly(temporary)
+            batch.settle(keep=False)
             raise
+        batch.settle(keep=True)
         batch.pending.clear()
         conn = self.conn
         try:
@@ -788,6 +820,7 @@ class VaultStore:
         self._begin()
 
     def _abort_batch(self, batch: _Batch) -> None:
+        batch.settle(keep=False)
         batch.pending.clear()
         if self._conn is not None:
             index.rollback(self._conn)

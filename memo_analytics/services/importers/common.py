@@ -510,7 +510,7 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
 
     by = [f"{project}/{sid}" for project, sid in sessions]  # the imported sessions, (project, id) each
     changed, rows, n = 0, [], 1
-    while found := index.rows_with_id(store.conn, session_record_id(numbered(hook_id, n)), RecordKind.SESSION.value):
+    while found := index.where_is(store.conn, session_record_id(numbered(hook_id, n)), RecordKind.SESSION.value):
         rows += found  # the hook's work intervals of this conversation (a resumed one has several)
         n += 1
     with store.lock():
@@ -780,7 +780,7 @@ def _session_homes(store: VaultStore, record_id: str) -> set[str]:
     """The projects whose index holds the session record ``record_id``."""
     from ...index import store as index
 
-    return {row["project"] for row in index.rows_with_id(store.conn, record_id, RecordKind.SESSION.value)}
+    return {row["project"] for row in index.where_is(store.conn, record_id, RecordKind.SESSION.value)}
 
 
 def _indexed_sessions(store: VaultStore, record_ids: list[str]) -> list[str]:
