@@ -21,7 +21,6 @@ import re
 import sqlite3
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,10 +143,6 @@ def _turn_id(session_id: str, turn: int) -> str:
 #: writer waiting for the lock gets in within a few seconds of a long import, never times out.
 GROUP_SECONDS = 2.0
 GROUP_PAUSE_SECONDS = 0.12
-#: Threads writing a batch's temporary files at its commit: each record is rendered in the
-#: batch's own thread (Python) while the writer creates and writes the files (system time, without
-#: the interpreter lock), so the two overlap.
-WRITER_THREADS = 1
 
 
 def _copy_meta(value: Any) -> Any:
@@ -177,35 +172,6 @@ class _Batch:
     events: list[tuple[dict[str, Any], Path]] = field(default_factory=list)
     #: when the vault lock was taken for this group (monotonic seconds)
     since: float = field(default_factory=time.monotonic)
-    #: the writer of the group's temporary files, and what it was given: (target, its future)
-    pool: ThreadPoolExecutor | None = None
-    jobs: list[tuple[Path, Future]] = field(default_factory=list)
-
-    def temporaries(self) -> list[tuple[Path, Path]]:
-        """``(temporary, target)`` of every pending record: each rendered here, written by the
-        writer thread meanwhile (see :data:`WRITER_THREADS`); waits for the writer."""
-        if self.pool is None:
-            self.pool = ThreadPoolExecutor(max_workers=WRITER_THREADS, thread_name_prefix="memo-batch-writer")
-        for path, (meta, body) in self.pending.items():
-            self.jobs.append((path, self.pool.submit(write_temporary, path, dump_record(meta, body).encode("utf-8"))))
-        return [(future.result(), path) for path, future in self.jobs]
-
-    def settle(self, keep: bool) -> None:
-        """Wait for the writer; unless ``keep`` (the files are in place), remove every temporary
-        file it wrote (the group is discarded)."""
-        jobs, self.jobs = self.jobs, []
-        for _, future in jobs:
-            if keep or future.cancel():
-                continue
-            try:
-                remove_quietly(future.result())
-            except BaseException:
-                pass  # it failed to write: nothing to remove
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True)
-            self.pool = None
 
 
 class VaultStore:
@@ -752,7 +718,6 @@ class VaultStore:
                 raise
             finally:
                 self._batch = None
-                batch.close()
                 batch.locks.close()
 
     def _own_batch(self) -> _Batch | None:
@@ -791,12 +756,15 @@ class VaultStore:
         batch = self._own_batch()
         if batch is None:
             return
+        renames: list[tuple[Path, Path]] = []
         try:
-            group_commit(batch.temporaries(), self.root)
+            for path, (meta, body) in batch.pending.items():
+                renames.append((write_temporary(path, dump_record(meta, body).encode("utf-8")), path))
+            group_commit(renames, self.root)
         except BaseException:
-            batch.settle(keep=False)
+            for temporary, _ in renames:
+                remove_quietly(temporary)
             raise
-        batch.settle(keep=True)
         batch.pending.clear()
         conn = self.conn
         try:
@@ -820,7 +788,6 @@ class VaultStore:
         self._begin()
 
     def _abort_batch(self, batch: _Batch) -> None:
-        batch.settle(keep=False)
         batch.pending.clear()
         if self._conn is not None:
             index.rollback(self._conn)
