@@ -160,3 +160,41 @@ def test_a_grown_file_is_read_on_from_where_the_last_import_stopped(realdata, tm
         handle.write(b"\n")
     again = imported(vault, str(path))
     assert (again["resumed"], again["unchanged"], again["turns"]) == (0, 0, 0)
+
+
+def test_the_import_state_never_holds_a_file_name_and_a_cut_transcript_says_what_it_superseded(realdata, tmp_path):
+    """A folder named like a token stays out of ``.memo/import-state.json`` (it keeps digests of
+    paths); a transcript cut short marks its lost turn superseded, and the line says so in those
+    words (not "hook-captured")."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    folder = tmp_path / token
+    folder.mkdir()
+    source = realdata / CC / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    path = folder / source.name
+    path.write_bytes(source.read_bytes())
+    vault = tmp_path / "v"
+    first = imported(vault, str(path))
+    state = (vault / ".memo" / "import-state.json").read_text(encoding="utf-8")
+    assert token not in state, state
+    assert json.loads(state)["files"]
+    assert all(token not in e for e in first["errors"])
+    # cut short before its last prompt: that turn is no longer in the transcript
+    from memo_analytics.services.importers import claude_code
+    from memo_analytics.services.importers.common import ImportOptions
+
+    def prompts_in(text: str) -> int:
+        probe = tmp_path / "probe.jsonl"
+        probe.write_text(text, encoding="utf-8")
+        return sum(len(t.prompts) for t in claude_code.parse(probe, ImportOptions()).transcripts)
+
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    whole = prompts_in("".join(lines))
+    assert whole == first["turns"] >= 2
+    while prompts_in("".join(lines)) == whole:
+        lines.pop()
+    path.write_text("".join(lines), encoding="utf-8")
+    ran = memo("import", "claude-code", str(path), vault=vault)
+    cut = json.loads(memo("--json", "import", "claude-code", "--rescan", str(path), vault=vault).stdout)
+    assert cut["superseded"] == 0  # already marked by the run before
+    assert "turn the transcript no longer holds marked superseded" in ran.stdout, ran.stdout
+    assert "hook-captured" not in ran.stdout

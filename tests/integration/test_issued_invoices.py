@@ -491,3 +491,63 @@ def test_a_period_left_open_prints_the_dates_of_the_first_and_last_session(billi
         text = pdf_text(tmp_path / f"{report}.pdf")
         assert "2026-06-02 – 2026-07-01" in text, report  # a1 starts June 2nd, a3 ends July 1st
         assert "the first session" not in text and "the last session" not in text
+
+
+def _transcript(path: Path, prompts: list[tuple[str, str]]) -> None:
+    lines = []
+    for n, (at, text) in enumerate(prompts):
+        lines.append({"type": "user", "sessionId": "5e55a0e1-0000-4000-8000-00000000000a", "uuid": f"u-{n}",
+                      "timestamp": at, "cwd": "/work/web", "message": {"role": "user", "content": text}})
+        answer = (datetime.fromisoformat(at.replace("Z", "+00:00")) + timedelta(minutes=9)).isoformat()
+        lines.append({"type": "assistant", "sessionId": "5e55a0e1-0000-4000-8000-00000000000a", "uuid": f"a-{n}",
+                      "timestamp": answer.replace("+00:00", "Z"), "cwd": "/work/web",
+                      "message": {"role": "assistant", "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "done"}]}})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+
+
+def test_a_re_import_leaves_a_session_on_an_issued_invoice_as_it_is_and_says_so(tmp_path):
+    """The transcript of an invoiced session is cut short (a rewind), then grows within the same
+    work interval: the invoiced session keeps its turns and its end (what the invoice billed),
+    and the import names the invoice; after a credit note the re-import takes the change in."""
+    config = tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME, encoding="utf-8")
+    (tmp_path / "home").mkdir()
+    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path / "home")}
+    vault = tmp_path / "vault"
+    source = tmp_path / "t.jsonl"
+    prompts = [("2026-06-10T09:00:00Z", "add the login form"), ("2026-06-10T09:10:00Z", "validate the e-mail"),
+               ("2026-06-10T09:20:00Z", "and a password rule")]
+    _transcript(source, prompts)
+
+    def imported() -> dict:
+        ran = memo("--json", "import", "claude-code", "--client", "Acme Corp", str(source), vault=vault, env=env)
+        return json.loads(ran.stdout)
+
+    def session() -> dict:
+        listed = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)["sessions"]
+        assert len(listed) == 1
+        return listed[0]
+
+    def turns() -> list[tuple[int, str]]:
+        listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault, env=env).stdout)["items"]
+        return sorted((t["turn"], t["status"]) for t in listed)
+
+    assert imported()["turns"] == 3
+    billed = session()
+    assert billed["endTime"] == "2026-06-10T09:29:00.000Z" and billed["durationMinutes"] == 29
+    ran = memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+               "--until", "2026-06-30", vault=vault, env=env)
+    number = json.loads(ran.stdout)["number"]
+    _transcript(source, prompts[:2])  # rewound: the last turn is gone
+    cut = imported()
+    assert (cut["superseded"], cut["rewound"]) == (0, 0)
+    assert any(f"is on invoice {number}, issued: left as it is" in e for e in cut["errors"])
+    assert turns() == [(1, "recorded"), (2, "recorded"), (3, "recorded")]
+    _transcript(source, [*prompts, ("2026-06-10T09:40:00Z", "one more: remember me")])  # grown in the same interval
+    grown = imported()
+    assert grown["turns"] == 0 and session()["endTime"] == billed["endTime"]
+    assert any(f"is on invoice {number}" in e for e in grown["errors"])
+    # credited: the next import takes the new turn in and moves the end
+    memo("invoice", "credit", number, vault=vault, env=env)
+    after = imported()
+    assert after["turns"] == 1 and session()["endTime"] == "2026-06-10T09:49:00.000Z"

@@ -204,6 +204,11 @@ class ImportResult:
     unchanged: int = 0
     #: files that grew since the last import, read on from where it stopped (counted in ``files``)
     resumed: int = 0
+    #: of ``superseded``, the imported turns the transcript no longer holds (rewound, or cut short)
+    rewound: int = 0
+    #: ``(source, transcriptId)`` of transcripts with a session left as an issued invoice billed it
+    #: although the transcript differs: their files are read again by the next import
+    held_back: set[tuple[str, str]] = field(default_factory=set)
 
     def line(self) -> str:
         told = [f"{self.unchanged} unchanged"] if self.unchanged else []
@@ -213,15 +218,17 @@ class ImportResult:
         if self.unrecognised:
             line += f", {self.unrecognised} file{'s' if self.unrecognised != 1 else ''} of another format"
         line += f", indexed {self.reindexed} already in the vault" if self.reindexed else ""
-        return line + (f", {self.superseded} hook-captured records superseded by the transcript"
-                       if self.superseded else "")
+        hook = self.superseded - self.rewound
+        line += f", {hook} hook-captured records superseded by the transcript" if hook else ""
+        return line + (f", {self.rewound} turn{'s' if self.rewound != 1 else ''} the transcript no longer holds "
+                       f"marked superseded" if self.rewound else "")
 
     def wire(self) -> dict:
         return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
                 "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed,
                 "superseded": self.superseded, "revised": self.revised, "recognised": self.recognised,
                 "unrecognised": self.unrecognised, "unchanged": self.unchanged,
-                "resumed": self.resumed}
+                "resumed": self.resumed, "rewound": self.rewound}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
@@ -338,8 +345,19 @@ def transcript_session_base(transcript: Transcript) -> str:
     return f"{transcript.source}-{base}"
 
 
-def import_transcript(store: VaultStore, transcript: Transcript, options: ImportOptions, result: ImportResult) -> None:
-    """Write one transcript as sessions and turns through the service functions."""
+def import_transcript(store: VaultStore, transcript: Transcript, options: ImportOptions, result: ImportResult,
+                      invoiced: dict[tuple[str, str], str] | None = None) -> None:
+    """Write one transcript as sessions and turns through the service functions.
+
+    A session on an issued invoice that no credit note cancels (``invoiced``: ``{(project,
+    sessionId): invoice number}``, read from the vault when not given) is left as it is: no
+    turn added or superseded, its end not moved — the invoice that was sent billed it so. What
+    the transcript has more is named in ``errors`` (``memo invoice credit`` first to take it in).
+    """
+    if invoiced is None:
+        from ...vault.ledger import invoiced_in
+
+        invoiced = invoiced_in(store.root)
     base = transcript_session_base(transcript)
     default = store.resolve_project(options.project or (slugify(transcript.project_hint)
                                                          if transcript.project_hint else None))
@@ -382,6 +400,16 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         if existing is not None and store.ensure_indexed(RecordKind.SESSION, project, session_record_id(session_id),
                                                          meta=existing[0]):
             result.reindexed += 1
+        if existing is not None and (project, session_id) in invoiced:
+            from ...index import store as index
+
+            if existing[0].get("endTime") != to_iso(interval.end) or \
+                    index.max_turn(store.conn, project, session_id) != len(interval.prompts):
+                result.errors.append(f"{redact_secrets(str(transcript.path))[0]}: session {session_id} is on invoice "
+                                     f"{invoiced[(project, session_id)]}, issued: left as it is (the transcript now "
+                                     f"differs; credit the invoice first to take that in: memo invoice credit)")
+                result.held_back.add((transcript.source, transcript.transcript_id))
+            continue
         if existing is None:
             start_session(store, StartSessionRequest(
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
@@ -418,7 +446,9 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 result.errors.append(f"{transcript.path}: turn {turn} of {session_id}: {_one_line(exc)}")
                 continue
             result.turns += 1
-        result.superseded += _rewound(store, project, session_id, len(interval.prompts) + 1)
+        rewound = _rewound(store, project, session_id, len(interval.prompts) + 1)
+        result.superseded += rewound
+        result.rewound += rewound
         old_end = existing[0].get("endTime") if existing else None
         if old_end != to_iso(interval.end):
             end_session(store, EndSessionRequest(
@@ -733,10 +763,13 @@ def run_import(
         if progress:
             progress(path)
     failed: set[tuple[str, str]] = set()
+    from ...vault.ledger import invoiced_in
+
+    invoiced = invoiced_in(store.root) if transcripts else {}
     with store.deferred_views(), (store.batch() if batched else nullcontext()):  # views after the last commit
         for transcript in merge_transcripts(transcripts):
             try:
-                import_transcript(store, transcript, options, result)
+                import_transcript(store, transcript, options, result, invoiced)
             except (MemoError, ValueError) as exc:
                 result.skipped += 1
                 failed.add((transcript.source, transcript.transcript_id))
@@ -744,13 +777,14 @@ def run_import(
                 result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
     if state is not None:  # after the last commit: a file is noted only once all it held is in the vault
         by_id = {t.transcript_id: t for t in transcripts}
+        not_noted = failed | result.held_back
         for path, ids in held.items():
             stamp = stamps.get(path)
             cache = cache_file(store.layout.meta_dir, state.key(path, source))
             checkpoint = checkpoints.get(path)
             if path in starts and checkpoint is None:
                 remove_quietly(cache)  # its checkpoint no longer holds
-            if stamp is None or any((by_id[i].source if i in by_id else source, i) in failed for i in ids):
+            if stamp is None or any((by_id[i].source if i in by_id else source, i) in not_noted for i in ids):
                 state.forget(path, source)
                 continue
             firsts = [session_record_id(f"{transcript_session_base(by_id[i])}-1") for i in ids if i in by_id]

@@ -1,7 +1,7 @@
 """What an import already took from each transcript file (issue 16 point 3): unchanged means a
 ``stat``.
 
-Per source file (its absolute path, per importer) the import keeps the file's size, times and
+Per source file (a digest of its absolute path, per importer) the import keeps the file's size, times and
 inode as it read them, the options it imported with, the transcript ids the file held and, for a
 JSON Lines file read by a fold, the checkpoint to read it on from when it grows (the byte offset
 and digests of what it consumed: :mod:`.resume`), in ``<vault>/.memo/import-state.json``. The next import of a file
@@ -30,7 +30,7 @@ from ...vault.io import atomic_write_bytes
 
 #: The file, under the vault's ``.memo`` folder.
 STATE_FILE = "import-state.json"
-_VERSION = 1
+_VERSION = 2  # 2: entries keyed by a digest of the path
 
 
 def options_key(options, source: str) -> str:
@@ -79,7 +79,10 @@ class ImportState:
 
     @staticmethod
     def key(path: Path, source: str) -> str:
-        return f"{source}:{os.path.abspath(path)}"
+        """The entry of ``path``: a digest of its absolute path, never the path (a file name may
+        hold a secret, and the state is not redacted)."""
+        digest = hashlib.blake2b(os.fsencode(os.path.abspath(path)), digest_size=16).hexdigest()
+        return f"{source}:{digest}"
 
     def unchanged(self, path: Path, source: str, options: str, stamp: Stamp | None) -> bool:
         """Whether ``path`` is as the last import of it under ``options`` left it."""
