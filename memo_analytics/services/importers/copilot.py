@@ -43,7 +43,8 @@ from pathlib import Path
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, other_format
-from .lines import NOT_JSON, json_records, read_lines
+from .lines import NOT_JSON
+from .resume import Checkpoint, Start, allow, read_jsonl
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -118,39 +119,64 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     OSError
         The file cannot be read.
     """
-    fallback_id = path.parent.name if path.name == "events.jsonl" and path.parent.name else path.stem
-    transcript = Transcript(transcript_id=fallback_id, source=SOURCE, path=path, ide="copilot", agent="copilot")
-    prompts: list[tuple[int, HumanPrompt]] = []  # (event position, prompt)
-    positions: dict[str, int] = {}
-    lines, problems = read_lines(path)
-    recognised = 0
-    have_id = False
-    model = first_model = None
-    answered = False
-    first: object = _NONE
-    for number, event in json_records(lines):
-        first = event if first is _NONE else first
+    return parse_from(path, options)[0]
+
+
+#: The format of :class:`_Fold`'s state (another value: a checkpoint is not used).
+FOLD_VERSION = "copilot/1"
+
+
+def parse_from(path: Path, options: ImportOptions, start: Start | None = None) -> tuple[ParseResult, Checkpoint | None, bool]:
+    """:func:`parse`, read on from ``start`` (the checkpoint the last import of the file left)
+    when the file only grew since; also the checkpoint to keep (:func:`.resume.read_jsonl`)."""
+    return read_jsonl(path, lambda: _Fold(path), FOLD_VERSION, options, start)
+
+
+class _Fold:
+    """A Copilot session's parse after some of its lines (:class:`.resume.LineFold`)."""
+
+    def __init__(self, path: Path) -> None:
+        fallback_id = path.parent.name if path.name == "events.jsonl" and path.parent.name else path.stem
+        self.transcript = Transcript(transcript_id=fallback_id, source=SOURCE, path=path, ide="copilot", agent="copilot")
+        self.prompts: list[tuple[int, HumanPrompt]] = []  # (event position, prompt)
+        self.positions: dict[str, int] = {}
+        self.problems: list[str] = []
+        self.recognised = 0
+        self.have_id = False
+        self.model: str | None = None
+        self.first_model: str | None = None
+        self.answered = False
+        #: what the first line looks like, told when no line is a Copilot event
+        self.looks: str | None = None
+
+    def problem(self, number: int, text: str) -> None:
+        self.problems.append(text)
+
+    def feed(self, number: int, event: object, options: ImportOptions) -> None:
+        if self.looks is None:
+            self.looks = _looks_like(event)
         if not _is_event(event):
-            problems.append(f"line {number}: " + ("not JSON" if event is NOT_JSON else
-                                                  "not a Copilot event (a dotted type and a data object)"))
-            continue
+            self.problems.append(f"line {number}: " + ("not JSON" if event is NOT_JSON else
+                                                       "not a Copilot event (a dotted type and a data object)"))
+            return
         kind, data = event["type"], event["data"]
         try:
             at = _stamp(event.get("timestamp"), options)
             inner = _stamp(data.get("startTime") if kind == "session.start" else
                            data.get("resumeTime") if kind == "session.resume" else None, options)
         except InvalidDateError:
-            problems.append(f"line {number}: unreadable timestamp {str(event.get('timestamp'))[:40]!r}")
-            continue
-        recognised += 1
+            self.problems.append(f"line {number}: unreadable timestamp {str(event.get('timestamp'))[:40]!r}")
+            return
+        self.recognised += 1
+        transcript, prompts = self.transcript, self.prompts
         event_id = event.get("id") if isinstance(event.get("id"), str) else None
         if event_id is not None:
-            if event_id in positions:
-                continue  # the same event written again: read once
-            positions[event_id] = recognised
+            if event_id in self.positions:
+                return  # the same event written again: read once
+            self.positions[event_id] = self.recognised
         transcript.activity.extend(stamp for stamp in (at, inner) if stamp is not None)
-        if kind == "session.start" and not have_id and _text(data.get("sessionId")):
-            transcript.transcript_id, have_id = _text(data.get("sessionId")), True
+        if kind == "session.start" and not self.have_id and _text(data.get("sessionId")):
+            transcript.transcript_id, self.have_id = _text(data.get("sessionId")), True
         if kind in _CONTEXT_EVENTS and transcript.project_hint is None:
             context = data.get("context") if kind != "session.context_changed" else data
             if isinstance(context, dict):
@@ -158,29 +184,32 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         named = (_text(data.get("selectedModel")) if kind in ("session.start", "session.resume") else
                  _text(data.get("newModel")) if kind == "session.model_change" else None)
         if named:
-            model, first_model = named, first_model or named
+            self.model, self.first_model = named, self.first_model or named
         if kind == "session.title_changed" and _text(data.get("title")):
             transcript.title = _text(data.get("title"))
         elif kind == "session.snapshot_rewind" and isinstance(data.get("upToEventId"), str) \
-                and data["upToEventId"] in positions:
-            cut = positions[data["upToEventId"]]
-            prompts = [(position, prompt) for position, prompt in prompts if position < cut]
+                and data["upToEventId"] in self.positions:
+            cut = self.positions[data["upToEventId"]]
+            self.prompts = [(position, prompt) for position, prompt in prompts if position < cut]
         elif kind == "user.message":
             text = human_text(event)
             if text:
                 if not prompts and transcript.model is None:
-                    transcript.model = model
-                prompts.append((recognised, HumanPrompt(text, at, model=model)))
-                answered = False
-        elif kind == "assistant.message" and prompts and not answered and not event.get("agentId"):
-            answered = True  # the model that wrote the first answer, when the event names it
+                    transcript.model = self.model
+                prompts.append((self.recognised, HumanPrompt(text, at, model=self.model)))
+                self.answered = False
+        elif kind == "assistant.message" and prompts and not self.answered and not event.get("agentId"):
+            self.answered = True  # the model that wrote the first answer, when the event names it
             prompts[-1][1].model = _text(data.get("model")) or prompts[-1][1].model
-    if not recognised:
-        return ParseResult(recognised=False, why=_looks_like(first))
-    transcript.prompts = [prompt for _, prompt in prompts]
-    transcript.model = transcript.model or first_model
-    return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(problems),
-                       problems=problems)
+
+    def finish(self) -> ParseResult:
+        if not self.recognised:
+            return ParseResult(recognised=False, why=self.looks or _looks_like(_NONE))
+        transcript = self.transcript
+        transcript.prompts = [prompt for _, prompt in self.prompts]
+        transcript.model = transcript.model or self.first_model
+        return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(self.problems),
+                           problems=self.problems)
 
 
 def _looks_like(first: object) -> str:
@@ -190,3 +219,6 @@ def _looks_like(first: object) -> str:
     if first is NOT_JSON:
         return "its lines are not JSON"
     return other_format(first, SOURCE) or "no line is a Copilot event (session.start, user.message, …)"
+
+
+allow(Transcript, HumanPrompt, _Fold)

@@ -1,5 +1,6 @@
 """A grown JSON Lines transcript read on from its checkpoint gives what a whole read gives (issue 16
-point 3): every real Claude Code and Codex file, cut at many line boundaries and inside a line."""
+point 3): every real Claude Code, Codex and Copilot file, cut at many line boundaries and inside a
+line."""
 
 from __future__ import annotations
 
@@ -10,20 +11,23 @@ from pathlib import Path
 
 import pytest
 
-from memo_analytics.services.importers import claude_code, codex, resume
+from memo_analytics.services.importers import claude_code, codex, copilot, resume
 from memo_analytics.services.importers.common import ImportOptions
 from memo_analytics.services.importers.resume import Start, write_checkpoint
 
 OPTIONS = ImportOptions()
-KINDS = {"claude-code-jsonl": claude_code, "multi-agent": claude_code, "codex-rollouts": codex}
+KINDS = {"claude-code-jsonl": claude_code, "codex-rollouts": codex}
+#: the multi-agent fixtures, by file name
+BY_NAME = {"claude_code": claude_code, "codex": codex, "copilot": copilot}
 
 
 def _files(realdata: Path) -> list[tuple[object, Path]]:
-    found = []
-    for folder, module in KINDS.items():
-        for path in sorted((realdata / folder).rglob("*.jsonl")):
-            if module is codex or "codex" not in path.name:
-                found.append((module, path))
+    found = [(module, path) for folder, module in KINDS.items() for path in sorted((realdata / folder).rglob("*.jsonl"))]
+    for path in sorted((realdata / "multi-agent").rglob("*.jsonl")):
+        module = next((m for name, m in BY_NAME.items() if path.name.startswith(name)), None)
+        if module is not None:
+            found.append((module, path))
+    assert {m for m, _ in found} == {claude_code, codex, copilot}
     return found
 
 
