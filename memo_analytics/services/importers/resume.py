@@ -1,6 +1,6 @@
 """A grown JSON Lines transcript is read on from where the last import stopped (issue 16 point 3).
 
-An importer whose parse is a fold over the lines of one file (Claude Code, Codex) gives a
+An importer whose parse is a fold over the lines of one file (Claude Code, Codex, Copilot) gives a
 :class:`LineFold`: :func:`read_jsonl` feeds it every line and, once the file is large enough to
 be worth it (:data:`RESUME_FROM_BYTES`), keeps a :class:`Checkpoint`: the fold's state after the
 last complete line, with the byte offset and line number there and digests of what was consumed
