@@ -23,6 +23,7 @@ import hashlib
 import io
 import os
 import pickle
+import stat
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -112,6 +113,27 @@ class _Unpickler(pickle.Unpickler):
         return cls
 
 
+#: A checkpoint file larger than this is not read (a cache: the transcript is read whole).
+MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
+
+
+def _read_cache(path: Path) -> bytes | None:
+    """The bytes of a checkpoint file, or None when it is missing, not a regular file (a FIFO,
+    a device, a symbolic link) or too large."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CHECKPOINT_BYTES:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(MAX_CHECKPOINT_BYTES + 1)
+    finally:
+        os.close(fd)
+
+
 def _load(start: Start, version: str, handle, size: int, inode: int) -> tuple[object, int, int] | None:
     """``(fold, offset, lines)`` of ``start`` when it still holds for the open file, else None."""
     meta = start.meta
@@ -121,11 +143,13 @@ def _load(start: Start, version: str, handle, size: int, inode: int) -> tuple[ob
             return None
         if _windows(handle, offset) != (meta["head"], meta["tail"]):
             return None  # rewritten: read whole
-        with open(start.cache, "rb") as cache:
-            header = cache.readline().strip().decode("ascii")
-            if header != f"{offset}:{lines}:{meta['head']}:{meta['tail']}:{version}":
-                return None  # another read's checkpoint
-            fold = _Unpickler(io.BytesIO(cache.read())).load()
+        state = _read_cache(start.cache)
+        if state is None:
+            return None
+        header, _, pickled = state.partition(b"\n")
+        if header.decode("ascii") != f"{offset}:{lines}:{meta['head']}:{meta['tail']}:{version}":
+            return None  # another read's checkpoint
+        fold = _Unpickler(io.BytesIO(pickled)).load()
     except Exception:  # a cache: anything wrong with it costs a whole read
         return None
     return fold, offset, lines

@@ -126,3 +126,23 @@ def test_a_tampered_checkpoint_is_refused_and_runs_nothing(realdata, tmp_path, m
     _, later, _ = codex.parse_from(copy, OPTIONS)
     write_checkpoint(cache, later)
     assert not codex.parse_from(copy, OPTIONS, Start(checkpoint.meta(), cache))[2]
+
+
+def test_a_checkpoint_file_that_is_a_fifo_a_link_or_cut_short_is_not_used(realdata, tmp_path):
+    source = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
+    path = tmp_path / source.name
+    path.write_bytes(source.read_bytes())
+    _, checkpoint, _ = claude_code.parse_from(path, OPTIONS)
+    whole = _same(claude_code.parse(path, OPTIONS))
+    fifo = tmp_path / "fifo.fold"
+    os.mkfifo(fifo)  # opened for reading it would wait for a writer for ever
+    real = tmp_path / "real.fold"
+    write_checkpoint(real, checkpoint)
+    link = tmp_path / "link.fold"
+    link.symlink_to(real)
+    cut = tmp_path / "cut.fold"
+    cut.write_bytes(real.read_bytes()[:-40])
+    for cache in (fifo, link, cut, tmp_path / "missing.fold"):
+        result, _, resumed = claude_code.parse_from(path, OPTIONS, Start(checkpoint.meta(), cache))
+        assert not resumed and _same(result) == whole, cache.name
+    assert claude_code.parse_from(path, OPTIONS, Start(checkpoint.meta(), real))[2]  # the file itself holds
