@@ -198,3 +198,34 @@ def test_the_import_state_never_holds_a_file_name_and_a_cut_transcript_says_what
     assert cut["superseded"] == 0  # already marked by the run before
     assert "turn the transcript no longer holds marked superseded" in ran.stdout, ran.stdout
     assert "hook-captured" not in ran.stdout
+
+
+def test_a_conversation_over_two_files_counts_the_same_tokens_whichever_of_them_changed(realdata, tmp_path):
+    """Both files hold the same prompts (a conversation copied on): merged in file order, the
+    tokens are the clean import's also when only the second file grew and the first is read
+    after it."""
+    source = realdata / "claude-code-jsonl/d-kimuson-claude-code-viewer/mock-global-claude-dir/projects/sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    lines = source.read_bytes().split(b"\n")[:-1]
+    folder = tmp_path / "dup"
+    folder.mkdir()
+    (folder / "a.jsonl").write_bytes(b"\n".join(lines[:20] + lines[430:]) + b"\n")
+    (folder / "b.jsonl").write_bytes(b"\n".join(lines[:10] + lines[430:]) + b"\n")
+    vault = tmp_path / "v"
+    imported(vault, str(folder))
+    last = next(json.loads(line) for line in reversed(lines) if b'"sessionId"' in line)
+    with (folder / "b.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"type": "user", "sessionId": last["sessionId"], "uuid": "7f3c2a10-0000-4000-8000-0000000000e5",
+                                 "timestamp": "2025-09-03T01:06:00.000Z", "cwd": last.get("cwd"),
+                                 "message": {"role": "user", "content": "dup append"}}) + "\n")
+    grown = imported(vault, str(folder))
+    assert grown["turns"] == 1
+    fresh = tmp_path / "fresh"
+    imported(fresh, str(folder))
+
+    def tokens(v) -> list:
+        items = json.loads(memo("--json", "prompt", "list", "--all", "--limit", "500", vault=v).stdout)["items"]
+        return sorted((i["id"], json.dumps(i.get("tokens"), sort_keys=True)) for i in items)
+
+    assert tokens(vault) == tokens(fresh)
+    cost = lambda v: json.loads(memo("--json", "activity", "--all", vault=v).stdout)["totalCostUsd"]  # noqa: E731
+    assert cost(vault) == cost(fresh)

@@ -705,6 +705,7 @@ def run_import(
     transcripts: list[Transcript] = []
     where: dict[tuple[str, str], Path] = {}
     files = list(files)
+    position = {path: number for number, path in enumerate(files)}  # transcripts merge in file order
     state = ImportState.load(store.layout.meta_dir) if incremental and _reads_one_file(source) else None
     fingerprint = options_key(options, source)
     stamps = {path: Stamp.of(path) for path in files} if state is not None else {}
@@ -721,7 +722,8 @@ def run_import(
         for path in files + kept:  # kept: read again with a changed file of the same conversation
             meta = state.resume(path, source, fingerprint)
             if meta is not None:
-                starts[path] = Start(meta, cache_file(store.layout.meta_dir, state.key(path, source)))
+                key = state.key(path, source)
+                starts[path] = Start(meta, cache_file(store.layout.meta_dir, key), key)
     held: dict[Path, list[str]] = {}
     queue = list(files)
     while queue:
@@ -766,6 +768,9 @@ def run_import(
     from ...vault.ledger import invoiced_in
 
     invoiced = invoiced_in(store.root) if transcripts else {}
+    # in the order of the files (not of reading: unchanged files of a conversation are read after
+    # the changed ones), so a merged conversation is the same whatever the last import took in
+    transcripts.sort(key=lambda transcript: position.get(transcript.path, len(position)))
     with store.deferred_views(), (store.batch() if batched else nullcontext()):  # views after the last commit
         for transcript in merge_transcripts(transcripts):
             try:
@@ -790,7 +795,7 @@ def run_import(
             firsts = [session_record_id(f"{transcript_session_base(by_id[i])}-1") for i in ids if i in by_id]
             if checkpoint is not None:
                 try:
-                    write_checkpoint(cache, checkpoint)
+                    write_checkpoint(cache, checkpoint, state.key(path, source))
                 except OSError:
                     checkpoint = None  # a cache: the next import reads the file whole
             state.record(path, source, fingerprint, stamp, ids, _indexed_sessions(store, firsts),

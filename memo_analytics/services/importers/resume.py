@@ -3,38 +3,40 @@
 An importer whose parse is a fold over the lines of one file (Claude Code, Codex, Copilot) gives a
 :class:`LineFold`: :func:`read_jsonl` feeds it every line and, once the file is large enough to
 be worth it (:data:`RESUME_FROM_BYTES`), keeps a :class:`Checkpoint`: the fold's state after the
-last complete line, with the byte offset and line number there and digests of what was consumed
-(its first and last :data:`WINDOW` bytes). The next import of that file, when it only grew (same
-inode, not shorter than the offset, both digests the same), loads the state and feeds it only the
+last complete line, with the byte offset and line number there and a digest of every byte
+consumed. The next import of that file, when it only grew (same inode, not shorter than the
+offset, the same digest of its first ``offset`` bytes), loads the state and feeds it only the
 new lines: the result is the one a whole read gives, since a fold's state after a line depends
-only on the lines before it (tested on every real transcript cut at many places).
+only on the lines before it (tested on every real transcript cut at many places). The digest
+costs a read of the file's bytes, not a parse of them; it is taken of the very bytes parsed.
 
 A line still being written (no newline yet) is read, but the checkpoint stops before it: the next
 read takes it whole. Checkpoints live in ``<vault>/.memo/import-cache/`` (machine-local, never
-synced). They are a cache: one that is missing, stale, from another version or unreadable costs a
-whole read. The state is pickled, and loaded with an unpickler that admits only the classes a
-fold is made of (a tampered file is refused, then the file read whole).
+synced). They are a cache: one that is missing, stale, from other code, of another file, not a
+regular file or unreadable costs a whole read, and so does a state that fails to fold.
+
+The state is kept in a format of its own (JSON of tagged values: containers, datetimes, paths and
+instances of the classes an importer admits with :func:`allow`, shared objects kept shared), never
+pickled: loading it builds instances of those classes and sets their attributes, nothing else.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import io
 import os
-import pickle
 import stat
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
+
+import orjson
 
 from .lines import decode_line, parse_json_line
 
 #: Files smaller than this are read whole (loading a checkpoint costs about as much as reading them).
 RESUME_FROM_BYTES = 256 * 1024
-#: Bytes digested at the start of the consumed part and before its end.
-WINDOW = 64 * 1024
 #: The folder under the vault's ``.memo``.
 CACHE_DIR = "import-cache"
 
@@ -54,63 +56,162 @@ class LineFold(Protocol):
 @dataclass(frozen=True)
 class Checkpoint:
     """Where a read of a file stopped: ``offset`` bytes (the end of its last complete line),
-    ``lines`` lines, digests of the first and last :data:`WINDOW` bytes before ``offset``, the
-    importer's fold ``version``, the file's ``inode`` and the pickled ``state``."""
+    ``lines`` lines, the ``digest`` of those ``offset`` bytes, the importer's fold ``version``,
+    the file's ``inode`` and the fold's encoded ``state``."""
 
     offset: int
     lines: int
-    head: str
-    tail: str
+    digest: str
     version: str
     inode: int
     state: bytes = b""
 
     def meta(self) -> dict:
-        """The fields the import state keeps (everything but the pickled state)."""
-        return {"offset": self.offset, "lines": self.lines, "head": self.head, "tail": self.tail,
-                "version": self.version, "inode": self.inode}
+        """The fields the import state keeps (everything but the state)."""
+        return {"offset": self.offset, "lines": self.lines, "digest": self.digest, "version": self.version,
+                "inode": self.inode}
 
 
 @dataclass(frozen=True)
 class Start:
-    """A checkpoint to read on from: its ``meta`` (from the import state) and the ``cache`` file
-    holding the pickled state."""
+    """A checkpoint to read on from: its ``meta`` (from the import state), the ``cache`` file
+    holding its state, and the ``identity`` of the file it is of (the import state's key)."""
 
     meta: dict
     cache: Path
+    identity: str = ""
 
 
-def _digest(data: bytes) -> str:
+def _digest(data) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _windows(handle, offset: int) -> tuple[str, str]:
-    handle.seek(0)
-    head = handle.read(min(WINDOW, offset))
-    handle.seek(max(offset - WINDOW, 0))
-    tail = handle.read(min(WINDOW, offset))
-    return _digest(head), _digest(tail)
-
-
-#: The classes a fold's pickled state may name (anything else: the checkpoint is refused).
-_ALLOWED: dict[tuple[str, str], type] = {}
+#: The classes whose instances a fold's state may hold, by name (anything else: no checkpoint is
+#: kept, and a state naming another is refused).
+_CLASSES: dict[str, type] = {}
 
 
 def allow(*classes: type) -> None:
-    """Admit ``classes`` (an importer's fold and its parts) in checkpoints."""
+    """Admit instances of ``classes`` (an importer's fold and its parts) in checkpoints."""
     for cls in classes:
-        _ALLOWED[(cls.__module__, cls.__qualname__)] = cls
+        _CLASSES[f"{cls.__module__}.{cls.__qualname__}"] = cls
 
 
-allow(datetime, timedelta, timezone, type(Path("/")))
+class _Unfit(ValueError):
+    """A value a checkpoint cannot hold, or an encoded state that is not one."""
 
 
-class _Unpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str):
-        cls = _ALLOWED.get((module, name))
-        if cls is None:
-            raise pickle.UnpicklingError(f"{module}.{name} is not part of a checkpoint")
-        return cls
+def encode_state(value: Any) -> bytes:
+    """The fold ``value`` as bytes (JSON of tagged values; see the module docstring).
+
+    Raises
+    ------
+    ValueError
+        It holds a value of a type a checkpoint cannot hold.
+    """
+    ids: dict[int, int] = {}
+    keep: list[Any] = []  # alive while encoding, so no id is reused
+
+    def enc(item: Any) -> Any:
+        if item is None or isinstance(item, (bool, str)):
+            return item
+        if isinstance(item, int):
+            if not -(2 ** 63) <= item < 2 ** 63:
+                raise _Unfit("an integer beyond 64 bits")
+            return item
+        if isinstance(item, float):
+            return ["f", repr(item)]
+        if isinstance(item, tuple):
+            return ["t", *[enc(x) for x in item]]
+        if isinstance(item, datetime):
+            if item.tzinfo not in (None, timezone.utc):
+                raise _Unfit("a datetime in a zone other than UTC")
+            return ["dt", item.isoformat()]
+        if isinstance(item, Path):
+            return ["p", str(item)]
+        if id(item) in ids:
+            return ["r", ids[id(item)]]
+        number = ids[id(item)] = len(ids)
+        keep.append(item)
+        if isinstance(item, list):
+            return ["l", number, *[enc(x) for x in item]]
+        if isinstance(item, set):
+            return ["s", number, *[enc(x) for x in item]]
+        if isinstance(item, dict):
+            return ["d", number, *[part for key, val in item.items() for part in (enc(key), enc(val))]]
+        name = f"{type(item).__module__}.{type(item).__qualname__}"
+        if _CLASSES.get(name) is not type(item):
+            raise _Unfit(f"an instance of {name}")
+        return ["o", number, name, *[part for key, val in vars(item).items() for part in (key, enc(val))]]
+
+    try:
+        return orjson.dumps(enc(value))
+    except (RecursionError, TypeError) as exc:
+        raise _Unfit(str(exc)) from None
+
+
+def decode_state(data: bytes) -> Any:
+    """What :func:`encode_state` encoded: instances only of the admitted classes, their attributes
+    set; shared objects shared again.
+
+    Raises
+    ------
+    ValueError
+        ``data`` is not such a state.
+    """
+    made: dict[int, Any] = {}
+
+    def dec(node: Any) -> Any:
+        if node is None or isinstance(node, (bool, int, str)):
+            return node
+        if not isinstance(node, list) or not node or not isinstance(node[0], str):
+            raise _Unfit("not an encoded value")
+        tag, rest = node[0], node[1:]
+        if tag == "f":
+            return float(rest[0])
+        if tag == "t":
+            return tuple(dec(x) for x in rest)
+        if tag == "dt":
+            parsed = datetime.fromisoformat(rest[0])
+            if parsed.tzinfo is not None and parsed.utcoffset() != timedelta(0):
+                raise _Unfit("a datetime in a zone other than UTC")
+            return parsed if parsed.tzinfo is None else parsed.replace(tzinfo=timezone.utc)
+        if tag == "p":
+            return Path(rest[0])
+        if tag == "r":
+            return made[rest[0]]
+        number = rest[0]
+        if not isinstance(number, int) or number in made:
+            raise _Unfit("a bad reference")
+        if tag == "l":
+            made[number] = out = []
+            out.extend(dec(x) for x in rest[1:])
+            return out
+        if tag == "s":
+            made[number] = out = set()
+            out.update(dec(x) for x in rest[1:])
+            return out
+        if tag == "d":
+            made[number] = out = {}
+            for key, val in zip(rest[1::2], rest[2::2]):
+                out[dec(key)] = dec(val)
+            return out
+        if tag == "o":
+            cls = _CLASSES.get(rest[1]) if isinstance(rest[1], str) else None
+            if cls is None:
+                raise _Unfit(f"an instance of {rest[1]!r}")
+            made[number] = obj = cls.__new__(cls)
+            for key, val in zip(rest[2::2], rest[3::2]):
+                if not isinstance(key, str):
+                    raise _Unfit("an attribute name that is not text")
+                obj.__dict__[key] = dec(val)
+            return obj
+        raise _Unfit(f"the tag {tag!r}")
+
+    try:
+        return dec(orjson.loads(data))
+    except (KeyError, IndexError, TypeError, RecursionError, orjson.JSONDecodeError) as exc:
+        raise _Unfit(str(exc)) from None
 
 
 #: A checkpoint file larger than this is not read (a cache: the transcript is read whole).
@@ -134,25 +235,28 @@ def _read_cache(path: Path) -> bytes | None:
         os.close(fd)
 
 
-def _load(start: Start, version: str, handle, size: int, inode: int) -> tuple[object, int, int] | None:
-    """``(fold, offset, lines)`` of ``start`` when it still holds for the open file, else None."""
+def _header(identity: str, meta: dict) -> bytes:
+    return f"{identity}:{meta['offset']}:{meta['lines']}:{meta['digest']}:{meta['version']}\n".encode("ascii")
+
+
+def _load(start: Start, version: str, raw: bytes, inode: int, kind: type) -> tuple[object, int, int] | None:
+    """``(fold, offset, lines)`` of ``start`` when it still holds for the file's bytes ``raw``
+    (its state a ``kind``), else None."""
     meta = start.meta
     try:
         offset, lines = int(meta["offset"]), int(meta["lines"])
-        if meta.get("version") != version or meta.get("inode") != inode or not 0 < offset <= size:
+        if meta.get("version") != version or meta.get("inode") != inode or not 0 < offset <= len(raw):
             return None
-        if _windows(handle, offset) != (meta["head"], meta["tail"]):
-            return None  # rewritten: read whole
-        state = _read_cache(start.cache)
-        if state is None:
-            return None
-        header, _, pickled = state.partition(b"\n")
-        if header.decode("ascii") != f"{offset}:{lines}:{meta['head']}:{meta['tail']}:{version}":
-            return None  # another read's checkpoint
-        fold = _Unpickler(io.BytesIO(pickled)).load()
+        if _digest(memoryview(raw)[:offset]) != meta["digest"]:
+            return None  # rewritten (or replaced, or cut and grown again): read whole
+        cached = _read_cache(start.cache)
+        header = _header(start.identity, meta)
+        if cached is None or not cached.startswith(header):
+            return None  # missing, or another read's (or another file's) checkpoint
+        fold = decode_state(memoryview(cached)[len(header):])
     except Exception:  # a cache: anything wrong with it costs a whole read
         return None
-    return fold, offset, lines
+    return (fold, offset, lines) if type(fold) is kind else None
 
 
 def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, options,
@@ -177,7 +281,8 @@ def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, optio
     -------
     tuple[ParseResult, Checkpoint | None, bool]
         What a whole read gives; the checkpoint to keep (None for a file under
-        :data:`RESUME_FROM_BYTES`); whether the read went on from ``start``.
+        :data:`RESUME_FROM_BYTES`, or whose state a checkpoint cannot hold); whether the read
+        went on from ``start``.
 
     Raises
     ------
@@ -186,29 +291,37 @@ def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, optio
     """
     version = f"{version}/{_code_digest(new_fold)}"
     with open(path, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        loaded = _load(start, version, handle, info.st_size, info.st_ino) if start is not None else None
-        if loaded is not None:
-            fold, base, number = loaded
-            handle.seek(base)
-            data = handle.read()
-        else:
-            fold, base, number = new_fold(), 0, 0
-            handle.seek(0)
-            data = handle.read()
-            if data.startswith(b"\xef\xbb\xbf"):
-                data, base = data[3:], 3
-    cut = data.rfind(b"\n") + 1  # the end of the last complete line
-    number = _feed(fold, data, 0, cut, number, options)
+        inode = os.fstat(handle.fileno()).st_ino
+        raw = handle.read()  # once: what is parsed is what is digested
+    fresh = new_fold()
+    loaded = _load(start, version, raw, inode, type(fresh)) if start is not None else None
+    if loaded is not None:
+        fold, base, number = loaded
+        try:
+            return (*_fold(fold, raw, base, number, version, inode, options), True)
+        except Exception:  # a state that does not fold (tampered with): read whole
+            pass
+    base = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
+    return (*_fold(fresh, raw, base, 0, version, inode, options), False)
+
+
+def _fold(fold, raw: bytes, base: int, number: int, version: str, inode: int, options) -> tuple[object, Checkpoint | None]:
+    """Feed ``fold`` the lines of ``raw`` from byte ``base`` (line ``number`` + 1 on); its result
+    and the checkpoint after the last complete line (files of :data:`RESUME_FROM_BYTES` on)."""
+    newline = raw.rfind(b"\n", base)
+    complete = newline + 1 if newline >= 0 else base  # the end of the last complete line
+    number = _feed(fold, raw, base, complete, number, options)
     checkpoint = None
-    if base + cut >= RESUME_FROM_BYTES:
-        with open(path, "rb") as handle:
-            head, tail = _windows(handle, base + cut)
-        checkpoint = Checkpoint(base + cut, number, head, tail, version, info.st_ino,
-                                pickle.dumps(fold, protocol=pickle.HIGHEST_PROTOCOL))
-    if cut < len(data):  # a last line with no newline (perhaps still being written): read, not kept
-        _feed(fold, data, cut, len(data), number, options)
-    return fold.finish(), checkpoint, loaded is not None
+    if complete >= RESUME_FROM_BYTES:
+        try:
+            state = encode_state(fold)
+        except ValueError:
+            state = None  # a value a checkpoint cannot hold: the next read is whole
+        if state is not None:
+            checkpoint = Checkpoint(complete, number, _digest(memoryview(raw)[:complete]), version, inode, state)
+    if complete < len(raw):  # a last line with no newline (perhaps still being written): read, not kept
+        _feed(fold, raw, complete, len(raw), number, options)
+    return fold.finish(), checkpoint
 
 
 @functools.cache
@@ -220,10 +333,14 @@ def _code_of(filename: str) -> str:
 
 
 def _code_digest(new_fold: Callable) -> str:
-    """A digest of the code that made the fold (the importer's module) and of this one: a
-    checkpoint an earlier version of either left is not used."""
+    """A digest of the code that made the fold (the importer's module) and of the code it rests
+    on (this module, the line reader, the shared importer types, the clock): a checkpoint an
+    earlier version of any of them left is not used."""
     module = getattr(new_fold, "__code__", None)
-    return _code_of(module.co_filename if module is not None else "")[:8] + _code_of(__file__)[:8]
+    here = Path(__file__).resolve()
+    files = (module.co_filename if module is not None else "", str(here), str(here.with_name("lines.py")),
+             str(here.with_name("common.py")), str(here.parents[2] / "domain" / "clock.py"))
+    return _digest("".join(_code_of(name) for name in files).encode("ascii"))[:16]
 
 
 def _feed(fold: LineFold, data: bytes, begin: int, end: int, number: int, options) -> int:
@@ -248,11 +365,10 @@ def cache_file(memo_dir: Path, key: str) -> Path:
     return memo_dir / CACHE_DIR / (hashlib.blake2b(key.encode("utf-8"), digest_size=16).hexdigest() + ".fold")
 
 
-def write_checkpoint(target: Path, checkpoint: Checkpoint) -> None:
-    """Keep ``checkpoint`` in ``target`` (atomically; a cache, so not made durable)."""
+def write_checkpoint(target: Path, checkpoint: Checkpoint, identity: str = "") -> None:
+    """Keep ``checkpoint`` of the file ``identity`` (the import state's key) in ``target``
+    (atomically; a cache, so not made durable)."""
     from ...vault.io import atomic_write_bytes
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    meta = checkpoint.meta()
-    header = f"{meta['offset']}:{meta['lines']}:{meta['head']}:{meta['tail']}:{meta['version']}\n"
-    atomic_write_bytes(target, header.encode("ascii") + checkpoint.state, durable=False)
+    atomic_write_bytes(target, _header(identity, checkpoint.meta()) + checkpoint.state, durable=False)

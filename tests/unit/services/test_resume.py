@@ -9,6 +9,7 @@ import os
 import pickle
 from pathlib import Path
 
+import orjson
 import pytest
 
 from memo_analytics.services.importers import claude_code, codex, copilot, resume
@@ -62,7 +63,7 @@ def test_a_file_read_on_from_any_line_or_inside_one_equals_the_whole_read(realda
             grown.write_bytes(data[:cut])
             _, checkpoint, resumed = module.parse_from(grown, OPTIONS)
             assert not resumed and checkpoint is not None
-            assert checkpoint.offset == data.rfind(b"\n", 0, cut) + 1 or checkpoint.offset == 3  # complete lines only
+            assert checkpoint.offset == max(data.rfind(b"\n", 0, cut) + 1, 3 if data.startswith(b"\xef\xbb\xbf") else 0)
             with grown.open("ab") as handle:  # appended in place: the same file
                 handle.write(data[cut:])
             result, after, resumed = _read_on(module, grown, tmp_path / "cache.fold", checkpoint)
@@ -75,57 +76,116 @@ def test_a_file_read_on_from_any_line_or_inside_one_equals_the_whole_read(realda
 
 
 def test_a_file_rewritten_truncated_or_replaced_is_read_whole(realdata, tmp_path):
-    source = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
+    source = realdata / "claude-code-jsonl/d-kimuson-claude-code-viewer/mock-global-claude-dir/projects/sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
     data = source.read_bytes()
+    assert len(data) > 300_000
     path = tmp_path / source.name
     path.write_bytes(data)
     _, checkpoint, _ = claude_code.parse_from(path, OPTIONS)
     cache = tmp_path / "cache.fold"
-    # the first line edited in place (same inode, grown): the head digest differs
-    with path.open("r+b") as handle:
-        handle.write(data[:20].replace(b"{", b" ", 1))
-        handle.seek(0, os.SEEK_END)
-        handle.write(b"\n")
-    result, _, resumed = _read_on(claude_code, path, cache, checkpoint)
-    assert not resumed and _same(result) == _same(claude_code.parse(path, OPTIONS))
-    # truncated below the checkpoint
-    path.write_bytes(data[: checkpoint.offset // 2])
-    result, _, resumed = _read_on(claude_code, path, cache, checkpoint)
-    assert not resumed and _same(result) == _same(claude_code.parse(path, OPTIONS))
-    # replaced by another file with the same bytes and more (a new inode)
-    other = tmp_path / "other.jsonl"
-    other.write_bytes(data + b"\n")
-    os.replace(other, path)
-    result, _, resumed = _read_on(claude_code, path, cache, checkpoint)
-    assert not resumed and _same(result) == _same(claude_code.parse(path, OPTIONS))
-    # another importer's checkpoint (another fold version) is not used either
+
+    def whole_read_after(change) -> None:
+        change()
+        result, _, resumed = _read_on(claude_code, path, cache, checkpoint)
+        assert not resumed and _same(result) == _same(claude_code.parse(path, OPTIONS))
+
+    def in_the_middle() -> None:  # one byte of a line in the middle, same size, then a line more
+        middle = data.find(b'"isSidechain":true', len(data) // 2)
+        assert middle > 0
+        with path.open("r+b") as handle:
+            handle.seek(middle)
+            handle.write(b'"isSidechain":null')
+            handle.seek(0, os.SEEK_END)
+            handle.write(b"\n")
+
+    def first_line() -> None:
+        with path.open("r+b") as handle:
+            handle.write(data[:20].replace(b"{", b" ", 1))
+
+    def truncated() -> None:
+        path.write_bytes(data[: checkpoint.offset // 2])
+
+    def replaced() -> None:  # another file with the same bytes and more (a new inode)
+        other = tmp_path / "other.jsonl"
+        other.write_bytes(data + b"\n")
+        os.replace(other, path)
+
+    for change in (in_the_middle, first_line, truncated, replaced):
+        path.write_bytes(data)
+        _, checkpoint, _ = claude_code.parse_from(path, OPTIONS)
+        whole_read_after(change)
+    # another importer's checkpoint (another fold version), or another file's, is not used either
     path.write_bytes(data)
     _, checkpoint, _ = claude_code.parse_from(path, OPTIONS)
-    assert not codex.parse_from(path, OPTIONS, Start(checkpoint.meta(), cache))[2]
+    write_checkpoint(cache, checkpoint, "claude-code:one")
+    assert not codex.parse_from(path, OPTIONS, Start(checkpoint.meta(), cache, "claude-code:one"))[2]
+    assert not claude_code.parse_from(path, OPTIONS, Start(checkpoint.meta(), cache, "claude-code:other"))[2]
+    assert claude_code.parse_from(path, OPTIONS, Start(checkpoint.meta(), cache, "claude-code:one"))[2]
 
 
-class _Boom:
-    def __reduce__(self):
-        return (os.system, ("touch pwned",))
-
-
-def test_a_tampered_checkpoint_is_refused_and_runs_nothing(realdata, tmp_path, monkeypatch):
+def test_a_tampered_checkpoint_is_refused_runs_nothing_and_changes_no_class(realdata, tmp_path, monkeypatch):
+    """The state is never unpickled: a pickle, a state naming another class, one that sets a
+    class's attribute, one that does not fold (a set turned into a dict) — each costs a whole read."""
     monkeypatch.chdir(tmp_path)
-    source = realdata / "codex-rollouts"
-    path = next(p for p in sorted(source.rglob("*.jsonl")) if p.stat().st_size > 100_000)
-    copy = tmp_path / path.name
-    copy.write_bytes(path.read_bytes())
-    _, checkpoint, _ = codex.parse_from(copy, OPTIONS)
+    source = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    copy = tmp_path / source.name
+    copy.write_bytes(source.read_bytes())
+    whole = _same(claude_code.parse(copy, OPTIONS))
+    _, checkpoint, _ = claude_code.parse_from(copy, OPTIONS)
     cache = tmp_path / "cache.fold"
-    write_checkpoint(cache, dataclasses.replace(checkpoint, state=pickle.dumps(_Boom())))
-    result, _, resumed = codex.parse_from(copy, OPTIONS, Start(checkpoint.meta(), cache))
-    assert not resumed and not (tmp_path / "pwned").exists()
-    assert _same(result) == _same(codex.parse(copy, OPTIONS))
-    # a cache file of another checkpoint of the same file (its header differs): not used
-    copy.write_bytes(path.read_bytes() + b"\n")
-    _, later, _ = codex.parse_from(copy, OPTIONS)
-    write_checkpoint(cache, later)
-    assert not codex.parse_from(copy, OPTIONS, Start(checkpoint.meta(), cache))[2]
+
+    class Boom:
+        def __reduce__(self):
+            return (os.system, ("touch pwned",))
+
+    good = resume.decode_state(checkpoint.state)
+    assert type(good) is claude_code._Fold
+    encoded = orjson.loads(checkpoint.state)
+    broken = orjson.loads(checkpoint.state)
+    at = broken.index("seen_uuids") + 1
+    broken[at] = ["d", 10**6]  # a dict where the fold keeps a set: the next line fails to fold
+    states = [
+        pickle.dumps(Boom()),
+        orjson.dumps(["o", 0, "posix.system", "x", 1]),
+        orjson.dumps(["o", 0, "pathlib.PosixPath", "_str", "/tmp/pwned"]),
+        orjson.dumps(["l", 0, ["o", 1, "memo_analytics.services.importers.claude_code.PromptSieve"], "junk"]),
+        orjson.dumps(["dt", "2026-01-01T00:00:00+05:00"]),
+        orjson.dumps(broken),
+        orjson.dumps(encoded)[:-9],
+    ]
+    last = next(orjson.loads(line) for line in reversed(source.read_bytes().splitlines()) if b'"sessionId"' in line)
+    with copy.open("ab") as handle:  # a new prompt: its uuid goes into the set of those seen
+        handle.write(orjson.dumps({"type": "user", "sessionId": last["sessionId"], "uuid": "7f3c2a10-0000-4000-8000-0000000000d4",
+                                   "timestamp": "2026-01-23T10:00:00.000Z", "message": {"role": "user", "content": "and the docs"}})
+                     + b"\n")
+    grown = _same(claude_code.parse(copy, OPTIONS))
+    for state in states:
+        write_checkpoint(cache, dataclasses.replace(checkpoint, state=state))
+        result, _, resumed = claude_code.parse_from(copy, OPTIONS, Start(checkpoint.meta(), cache))
+        assert not resumed and _same(result) == grown, state[:60]
+    assert not (tmp_path / "pwned").exists()
+    assert not hasattr(claude_code.PromptSieve, "junk") and Path("/x").as_posix() == "/x"
+    assert whole != grown  # the line added counts
+    # the real state, written back, is used again
+    write_checkpoint(cache, checkpoint)
+    assert claude_code.parse_from(copy, OPTIONS, Start(checkpoint.meta(), cache))[2]
+
+
+def test_the_state_keeps_shared_objects_shared():
+    """A prompt that both the sieve and a usage entry hold is one object after a round trip: the
+    tokens added to it at the end count for the turn."""
+    fold = claude_code._Fold(Path("/t.jsonl"))
+    fold.feed(1, {"type": "user", "sessionId": "s", "uuid": "u1", "timestamp": "2026-01-01T00:00:00Z",
+                  "message": {"role": "user", "content": "hello"}}, OPTIONS)
+    fold.feed(2, {"type": "assistant", "sessionId": "s", "uuid": "a1", "timestamp": "2026-01-01T00:00:05Z",
+                  "message": {"id": "m1", "model": "claude-x", "usage": {"input_tokens": 7, "output_tokens": 3}}},
+              OPTIONS)
+    back = resume.decode_state(resume.encode_state(fold))
+    session = back.sessions["s"]
+    assert session.usage["m1"][0] is session.sieve.prompts[0]
+    result = back.finish()
+    assert result.transcripts[0].prompts[0].tokens == {"input": 7, "output": 3}
+    assert result.transcripts[0].activity[0].tzinfo is not None
 
 
 def test_a_checkpoint_file_that_is_a_fifo_a_link_or_cut_short_is_not_used(realdata, tmp_path):
