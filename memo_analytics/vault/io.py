@@ -249,7 +249,12 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
     try:
         # cheap tests first; only a frontmatter that could hold aliases or deep nesting has
         # its events walked (libyaml's event parser keeps its own stack: it never recurses)
-        nesting = fm.count("[") + fm.count("{") + fm.count("-") + fm.count("?")  # each opens a level at most
+        # each of these opens a level at most: flow brackets, and the block indicators "-" and "?",
+        # which YAML wants followed by a space, a tab or a line break (a "-" inside a timestamp or
+        # an id opens nothing); nesting by indentation alone stays far below what libyaml survives
+        # within 16,000 characters
+        nesting = fm.count("[") + fm.count("{") + sum(fm.count(indicator + after) for indicator in "-?"
+                                                      for after in " \t\n")
         if "&" in fm or "*" in fm or nesting > MAX_FRONTMATTER_DEPTH or len(fm) > 16_000:
             depth = 0
             for event in yaml.parse(fm, Loader=loader):
