@@ -413,6 +413,17 @@ def where_is(conn: sqlite3.Connection, record_id: str, kind: str) -> list[sqlite
                         (record_id, kind)).fetchall()
 
 
+def indexed_ids(conn: sqlite3.Connection, record_ids: list[str], kind: str) -> set[str]:
+    """Those of ``record_ids`` that the index holds as records of ``kind`` (in any project): a
+    few statements for many ids."""
+    found: set[str] = set()
+    for start in range(0, len(record_ids), 500):
+        chunk = record_ids[start:start + 500]
+        found.update(row[0] for row in conn.execute(
+            f"SELECT id FROM records WHERE id IN ({','.join('?' * len(chunk))}) AND +kind = ?", (*chunk, kind)))
+    return found
+
+
 def kind_of(conn: sqlite3.Connection, project: str, record_id: str) -> str | None:
     """The kind of record ``record_id`` of ``project`` in the index, or None."""
     row = conn.execute("SELECT kind FROM records WHERE project = ? AND id = ?", (project, record_id)).fetchone()

@@ -242,12 +242,23 @@ def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: t
             raise InvalidFieldError("path", f"{root} does not exist")
         if not root.is_dir():
             raise InvalidFieldError("path", f"{root} is not a regular file or a folder")
-        found = []
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if d not in exclude_dirs)
-            # regular files only: a FIFO or a device named *.jsonl would block the read forever
-            found.extend(Path(folder) / f for f in files if f.endswith(suffixes) and (Path(folder) / f).is_file())
-        yield from sorted(found)
+        found: list[str] = []
+        folders = [str(root)]
+        while folders:
+            try:
+                entries = list(os.scandir(folders.pop()))
+            except OSError:
+                continue  # unreadable, or gone meanwhile: as os.walk, left out
+            for entry in entries:
+                try:
+                    # regular files only: a FIFO or a device named *.jsonl would block the read forever
+                    if entry.name.endswith(suffixes) and entry.is_file():
+                        found.append(entry.path)
+                    elif entry.is_dir(follow_symlinks=False) and entry.name not in exclude_dirs:
+                        folders.append(entry.path)
+                except OSError:
+                    continue
+        yield from (Path(path) for path in sorted(found, key=lambda path: Path(path).parts))
 
 
 @dataclass
@@ -830,4 +841,8 @@ def _indexed_sessions(store: VaultStore, record_ids: list[str]) -> list[str]:
 def _still_in_the_vault(store: VaultStore, state, paths: list[Path], source: str) -> list[Path]:
     """Those of the unchanged ``paths`` whose sessions the index still holds: a file whose
     records were deleted since (a project removed, then ``memo reindex``) is read again."""
-    return [path for path in paths if all(_session_homes(store, rid) for rid in state.sessions(path, source))]
+    from ...index import store as index
+
+    wanted = {rid for path in paths for rid in state.sessions(path, source)}
+    held = index.indexed_ids(store.conn, sorted(wanted), RecordKind.SESSION.value)
+    return [path for path in paths if all(rid in held for rid in state.sessions(path, source))]
