@@ -99,13 +99,21 @@ def _syncfs() -> Callable[[int], int] | None:
 _SYNCFS = _syncfs()
 
 
+#: Up to this many files or folders a group makes durable one by one (``fsync`` each); more, with
+#: one ``syncfs`` of their file system. ``syncfs`` flushes everything dirty there, other programs'
+#: writes too: for a group of a few files (a watcher's import of one grown transcript) it would
+#: wait for all of them.
+FSYNC_UP_TO = 32
+
+
 def _flush(paths: Iterable[Path], anchor: Path) -> None:
-    """Make ``paths`` (files or folders) durable: one ``syncfs`` of ``anchor``'s file system on
-    Linux, else an ``fsync`` of each."""
+    """Make ``paths`` (files or folders) durable: an ``fsync`` of each up to
+    :data:`FSYNC_UP_TO`, else one ``syncfs`` of ``anchor``'s file system on Linux (an ``fsync``
+    of each where there is none)."""
     paths = list(paths)
     if not paths:
         return
-    if _SYNCFS is not None:
+    if _SYNCFS is not None and len(paths) > FSYNC_UP_TO:
         fd = os.open(anchor, os.O_RDONLY)
         try:
             if _SYNCFS(fd) == 0:

@@ -18,6 +18,7 @@ is a cache: deleting it costs one full read; a state that cannot be read is igno
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -81,8 +82,8 @@ class ImportState:
     def key(path: Path, source: str) -> str:
         """The entry of ``path``: a digest of its absolute path, never the path (a file name may
         hold a secret, and the state is not redacted)."""
-        digest = hashlib.blake2b(os.fsencode(os.path.abspath(path)), digest_size=16).hexdigest()
-        return f"{source}:{digest}"
+        text = str(path)
+        return _key(text, source) if os.path.isabs(text) else _key(os.path.abspath(text), source)
 
     def unchanged(self, path: Path, source: str, options: str, stamp: Stamp | None) -> bool:
         """Whether ``path`` is as the last import of it under ``options`` left it."""
@@ -144,6 +145,13 @@ class ImportState:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(self.path, orjson.dumps({"version": _VERSION, "files": entries}), durable=False)
         self.entries, self._updates, self.changed = entries, {}, False
+
+
+@functools.lru_cache(maxsize=65536)
+def _key(path: str, source: str) -> str:
+    """The key of the absolute ``path`` (remembered: a file's key is asked for several times)."""
+    digest = hashlib.blake2b(os.fsencode(os.path.normpath(path)), digest_size=16).hexdigest()
+    return f"{source}:{digest}"
 
 
 #: A state file larger than this is not read (a cache: ignored, then rewritten).
