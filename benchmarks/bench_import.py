@@ -15,7 +15,9 @@ process of its own (``python -m memo_analytics``, interpreter start included), p
   when ``npx ccusage@20.0.24`` can be run here;
 - for reindex, a bare YAML (libyaml) parse of the vault's record files;
 - the vault files floor: the first import's record files created and renamed on this disk
-  alone (no rendering, validation or index), which a first import cannot go below.
+  alone (no rendering, validation or index), which a first import cannot go below;
+- the render floor: the same records rendered to their Markdown text alone (PyYAML's safe
+  dumper), in this process.
 
 The appended line goes to the largest transcript, which the import reads on from where it
 stopped (its checkpoint) rather than whole.
@@ -136,6 +138,20 @@ def files_floor(vault: Path, scratch: Path) -> float:
     return wall
 
 
+def render_floor(vault: Path) -> float:
+    """What rendering the vault's record files alone costs: each record's frontmatter and body
+    turned into its Markdown text by the vault's own renderer (PyYAML's safe dumper over libyaml,
+    which the vault format mandates), nothing else."""
+    from memo_analytics.vault.io import dump_record, read_record
+
+    records = [read_record(p) for p in (vault / "projects").rglob("*.md") if not p.name.startswith(".")
+               and p.parent.name in ("prompts", "sessions")]
+    start = time.perf_counter()
+    for meta, body in records:
+        dump_record(meta, body)
+    return time.perf_counter() - start
+
+
 def memo(env: dict, *args: str) -> tuple[float, int, str]:
     """Wall seconds, peak RSS in MB and stdout of one ``memo`` run in its own process."""
     start = time.perf_counter()
@@ -221,7 +237,8 @@ def main() -> int:
         floor = statistics.median(orjson_floor(files) for _ in range(args.repeats))
         theirs = None if args.no_ccusage else [ccusage(folder) for _ in range(args.repeats)]
         theirs = statistics.median(theirs) if theirs and None not in theirs else None
-        first, rss, unchanged, appended, activity, reindex, yaml_s, rebuilt, floor_start, disk = ([] for _ in range(10))
+        first, rss, unchanged, appended, activity, reindex, yaml_s, rebuilt, floor_start, disk, render = (
+            [] for _ in range(11))
         target = max(files, key=lambda p: p.stat().st_size)  # the largest: read on from its checkpoint
         print(f"appended to: the largest transcript, {target.stat().st_size / 1e3:.0f} kB")
         for repeat in range(args.repeats):
@@ -245,6 +262,7 @@ def main() -> int:
             yaml_s.append(yaml_floor(vault))
             floor_start.append(startup(env))
             disk.append(files_floor(vault, tmp / "files-floor"))
+            render.append(render_floor(vault))
             shutil.rmtree(vault)
     med = statistics.median
 
@@ -266,6 +284,8 @@ def main() -> int:
     print(f"  {'vault files floor (create+rename)':34} {med(disk):8.3f} s   this disk, the same record files, nothing else")
     print(f"  {'  … first import less both floors':34} {med(first) - up - med(disk):8.3f} s   "
           f"{(med(first) - up - med(disk)) / floor:.1f}× the orjson floor")
+    print(f"  {'render floor (PyYAML, same records)':34} {med(render):8.3f} s   "
+          f"{med(render) / floor:.1f}× the orjson floor: rendering the frontmatter alone")
     row("unchanged re-import", med(unchanged), "≤ 0.3 s: " + ("meets" if med(unchanged) <= 0.3 else "misses"),
         f"{cc(med(unchanged)).lstrip(', ')}")
     print(f"  {'  … less the start-up floor':34} {med(unchanged) - up:8.3f} s")
