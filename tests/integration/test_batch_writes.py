@@ -47,9 +47,11 @@ def import_all(realdata: Path, vault: Path, batched: bool, group: int | None = N
 
 
 def vault_files(vault: Path) -> dict[str, bytes]:
-    """Every file of the vault but the index (a SQLite file: compared by its rows)."""
+    """Every file of the vault but the index (a SQLite file: compared by its rows) and the import's
+    cache of what it read (per source file, in the order files were read)."""
     return {str(p.relative_to(vault)): p.read_bytes() for p in sorted(vault.rglob("*"))
-            if p.is_file() and p.name not in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "vault.lock")}
+            if p.is_file() and p.name not in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "vault.lock",
+                                              "import-state.json") and "import-cache" not in p.parts}
 
 
 def index_rows(vault: Path) -> dict[str, list[tuple]]:

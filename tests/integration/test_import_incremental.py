@@ -229,3 +229,90 @@ def test_a_conversation_over_two_files_counts_the_same_tokens_whichever_of_them_
     assert tokens(vault) == tokens(fresh)
     cost = lambda v: json.loads(memo("--json", "activity", "--all", vault=v).stdout)["totalCostUsd"]  # noqa: E731
     assert cost(vault) == cost(fresh)
+
+
+BIG = "claude-code-jsonl/d-kimuson-claude-code-viewer/mock-global-claude-dir/projects/sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+
+
+def _listing(vault) -> list:
+    items = json.loads(memo("--json", "prompt", "list", "--all", "--limit", "1000", vault=vault).stdout)["items"]
+    return sorted((i["id"], i["project"], i.get("model"), json.dumps(i.get("tokens"), sort_keys=True)) for i in items)
+
+
+def _prompt_line(session: str, cwd: str, at: str, text: str, uid: str) -> str:
+    return json.dumps({"type": "user", "sessionId": session, "uuid": uid, "timestamp": at, "cwd": cwd,
+                       "message": {"role": "user", "content": text}}) + "\n"
+
+
+def test_the_same_file_spelled_another_way_is_read_on_and_merged_as_a_clean_import_does(realdata, tmp_path, monkeypatch):
+    """A relative path first, an absolute one next: one file, one checkpoint; its transcripts are
+    the file's as given now, so a conversation it shares with another file merges as in a clean
+    import (found by a helper: the new interval went to the other file's project)."""
+    lines = (realdata / BIG).read_text(encoding="utf-8").splitlines(keepends=True)
+    first = next(json.loads(line) for line in lines if '"sessionId"' in line)
+    folder = tmp_path / "rel"
+    folder.mkdir()
+    (folder / "A.jsonl").write_text("".join(lines[:380]), encoding="utf-8")
+    (folder / "B.jsonl").write_text(_prompt_line(first["sessionId"], "/other/Elsewhere", "2025-09-03T00:53:00.000Z",
+                                                 "a note from elsewhere", "7f3c2a10-0000-4000-8000-0000000000f1"),
+                                    encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    vault = tmp_path / "v"
+    imported(vault, "rel/A.jsonl", "rel/B.jsonl")
+    with (folder / "A.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(_prompt_line(first["sessionId"], first.get("cwd") or "/work/demo", "2025-09-03T05:00:00.000Z",
+                                  "later that day", "7f3c2a10-0000-4000-8000-0000000000f2"))
+    again = imported(vault, str(folder / "A.jsonl"), str(folder / "B.jsonl"))
+    assert again["resumed"] == 1 and again["turns"] == 1
+    fresh = tmp_path / "fresh"
+    imported(fresh, str(folder / "A.jsonl"), str(folder / "B.jsonl"))
+    assert _listing(vault) == _listing(fresh)
+
+
+def test_renaming_a_file_of_a_conversation_changes_no_turn(realdata, tmp_path):
+    """A copy of the first prompt with a small usage in a second file: whichever name sorts
+    first, the turn keeps the tokens of the file that holds the conversation."""
+    lines = (realdata / BIG).read_text(encoding="utf-8").splitlines(keepends=True)
+    first_prompt = next(line for line in lines if '"type":"user"' in line.replace(" ", "") and "tool_result" not in line)
+    record = json.loads(first_prompt)
+    answer = {"type": "assistant", "sessionId": record["sessionId"], "uuid": "7f3c2a10-0000-4000-8000-0000000000f3",
+              "timestamp": record["timestamp"], "message": {"id": "msg_copy", "role": "assistant", "model": "claude-x",
+                                                            "usage": {"input_tokens": 1, "output_tokens": 1}}}
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "A.jsonl").write_text("".join(lines[:380]), encoding="utf-8")
+    (folder / "B.jsonl").write_text(first_prompt + json.dumps(answer) + "\n", encoding="utf-8")
+    vault = tmp_path / "v"
+    imported(vault, str(folder))
+    before = _listing(vault)
+    (folder / "B.jsonl").rename(folder / "0-B.jsonl")
+    imported(vault, str(folder))
+    assert _listing(vault) == before
+    fresh = tmp_path / "fresh"
+    imported(fresh, str(folder))
+    assert _listing(fresh) == before
+
+
+def test_a_rescan_renews_a_damaged_checkpoint(realdata, tmp_path, monkeypatch):
+    from memo_analytics.services.importers import resume
+
+    monkeypatch.setattr(resume, "RESUME_FROM_BYTES", 1024)
+    source = realdata / CC / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    path = tmp_path / source.name
+    path.write_bytes(source.read_bytes())
+    vault = tmp_path / "v"
+    imported(vault, str(path))
+    (fold,) = (vault / ".memo" / "import-cache").glob("*.fold")
+    header, _, body = fold.read_bytes().partition(b"\n")
+    state = json.loads(body)
+    state[state.index("problems") + 1] = ["l", 10**6, 5]
+    fold.write_bytes(header + b"\n" + json.dumps(state).encode())
+    last = next(json.loads(line) for line in reversed(path.read_text(encoding="utf-8").splitlines()) if '"sessionId"' in line)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(_prompt_line(last["sessionId"], last.get("cwd") or "/w", "2026-01-22T23:50:00.000Z", "one", "u-f4"))
+    grown = imported(vault, str(path))
+    assert (grown["resumed"], grown["turns"]) == (0, 1)  # read whole: the damaged state is not used
+    imported(vault, "--rescan", str(path))
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(_prompt_line(last["sessionId"], last.get("cwd") or "/w", "2026-01-22T23:55:00.000Z", "two", "u-f5"))
+    assert (imported(vault, str(path))["resumed"], 1) == (1, 1)

@@ -579,14 +579,20 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
 ParseFn = Callable[[Path, ImportOptions], ParseResult]
 
 
+def _spent(prompt: HumanPrompt) -> int:
+    return sum(prompt.tokens.values()) if prompt.tokens else 0
+
+
 def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
     """Join the transcripts that share ``(source, transcript_id)`` (one conversation saved in
     several files, or a copy of one) into one, so that a re-saved or split conversation is
     neither lost nor billed twice. Pure.
 
     Prompts are united by ``(time, text)``, keeping for each the largest number of times one
-    file holds it (an identical copy adds nothing; a prompt typed twice stays twice), then
-    ordered by time (prompts without a time keep their order). Activity is the union.
+    file holds it (an identical copy adds nothing; a prompt typed twice stays twice) and, of its
+    copies, the one with the most tokens spent on it; then ordered by time (prompts without a
+    time keep their order). Activity is the union. The conversation's metadata (project, model)
+    comes from the file whose work began first: the result never depends on file names or order.
     """
     groups: dict[tuple[str, str], list[Transcript]] = {}
     for transcript in transcripts:
@@ -596,9 +602,14 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
         if len(group) == 1:
             merged.append(group[0])
             continue
+        # the conversation's own file first: the one whose work began first (then the fuller one),
+        # never the order of names or arguments, so a renamed file changes nothing
+        group.sort(key=lambda t: (min(t.activity).isoformat() if t.activity else "~", -len(t.activity),
+                                  -len(t.prompts), str(t.path)))
         first = group[0]
         counts: dict[tuple, int] = {}
         order: list[HumanPrompt] = []
+        kept: dict[tuple, int] = {}  # (key, occurrence) → its place in order
         for transcript in group:
             seen: dict[tuple, int] = {}
             for prompt in transcript.prompts:
@@ -606,7 +617,10 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
                 seen[key] = seen.get(key, 0) + 1
                 if seen[key] > counts.get(key, 0):
                     counts[key] = seen[key]
+                    kept[(key, seen[key])] = len(order)
                     order.append(prompt)
+                elif _spent(prompt) > _spent(order[kept[(key, seen[key])]]):
+                    order[kept[(key, seen[key])]] = prompt  # the copy that holds more of what answering it cost
         timed = sorted((p for p in order if p.at is not None), key=lambda p: p.at)
         untimed = [p for p in order if p.at is None]
         activity = sorted({stamp for t in group for stamp in t.activity})
@@ -705,7 +719,8 @@ def run_import(
     given (``SELF_CONTAINED`` in its module), a file the last import took in whole and that has
     not changed since is not read again (:mod:`.seen`; ``unchanged`` counts them), and a JSON
     Lines file that only grew is read on from where the last import stopped (an importer with
-    ``parse_from``: :mod:`.resume`; ``resumed`` counts them).
+    ``parse_from``: :mod:`.resume`; ``resumed`` counts them). Without it every file is read whole
+    and its state renewed.
     """
     from ...vault.io import remove_quietly
     from . import load_importer
@@ -717,11 +732,13 @@ def run_import(
     where: dict[tuple[str, str], Path] = {}
     files = list(files)
     position = {path: number for number, path in enumerate(files)}  # transcripts merge in file order
-    state = ImportState.load(store.layout.meta_dir) if incremental and _reads_one_file(source) else None
+    # kept also without ``incremental`` (memo import --rescan): a rescan renews every file's state
+    # and checkpoint, so whatever a stale or damaged one held is gone after it
+    state = ImportState.load(store.layout.meta_dir) if _reads_one_file(source) else None
     fingerprint = options_key(options, source)
     stamps = {path: Stamp.of(path) for path in files} if state is not None else {}
     kept: list[Path] = []
-    if state is not None:
+    if state is not None and incremental:
         kept = [path for path in files if state.unchanged(path, source, fingerprint, stamps.get(path))]
         kept = _still_in_the_vault(store, state, kept, source)
         skipped = set(kept)
@@ -729,7 +746,7 @@ def run_import(
     parse_from = getattr(load_importer(source), "parse_from", None) if state is not None else None
     starts: dict[Path, Start] = {}
     checkpoints: dict[Path, object] = {}
-    if parse_from is not None:
+    if parse_from is not None and incremental:
         for path in files + kept:  # kept: read again with a changed file of the same conversation
             meta = state.resume(path, source, fingerprint)
             if meta is not None:
@@ -757,6 +774,7 @@ def run_import(
                 result.skipped += max(parsed.skipped_lines, len(parsed.problems))
                 result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
                 for transcript in parsed.transcripts:
+                    transcript.path = path  # as given now (a checkpoint keeps the spelling of its first read)
                     where.setdefault((transcript.source, transcript.transcript_id), path)
                 transcripts.extend(parsed.transcripts)
             if progress:

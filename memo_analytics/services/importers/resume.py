@@ -22,6 +22,7 @@ pickled: loading it builds instances of those classes and sets their attributes,
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -134,11 +135,17 @@ def encode_state(value: Any) -> bytes:
         number = ids[id(item)] = len(ids)
         keep.append(item)
         if isinstance(item, list):
+            if item and all(type(x) is datetime and x.tzinfo is timezone.utc for x in item):
+                return ["L", number, *[x.isoformat() for x in item]]  # a transcript's activity: UTC instants
             return ["l", number, *[enc(x) for x in item]]
         if isinstance(item, set):
-            return ["s", number, *[enc(x) for x in item]]
+            if not all(_text_key(x) for x in item):
+                raise _Unfit("a set member that is not text (or a tuple of texts)")
+            return ["s", number, *[x if isinstance(x, str) else list(x) for x in item]]
         if isinstance(item, dict):
-            return ["d", number, *[part for key, val in item.items() for part in (enc(key), enc(val))]]
+            if not all(isinstance(key, str) for key in item):
+                raise _Unfit("a mapping key that is not text")
+            return ["d", number, *[part for key, val in item.items() for part in (key, enc(val))]]
         name = f"{type(item).__module__}.{type(item).__qualname__}"
         if _CLASSES.get(name) is not type(item):
             raise _Unfit(f"an instance of {name}")
@@ -150,9 +157,24 @@ def encode_state(value: Any) -> bytes:
         raise _Unfit(str(exc)) from None
 
 
-def decode_state(data: bytes) -> Any:
-    """What :func:`encode_state` encoded: instances only of the admitted classes, their attributes
-    set; shared objects shared again.
+def _utc(text: Any) -> datetime:
+    """An aware UTC instant from its ISO text (anything else refused)."""
+    parsed = datetime.fromisoformat(text)
+    if parsed.utcoffset() != timedelta(0):
+        raise _Unfit("an instant that is not UTC")
+    return parsed.replace(tzinfo=timezone.utc)
+
+
+def _text_key(value: Any) -> bool:
+    """Text, or a tuple of texts: what sets and mappings of a fold's state hold (their hashes are
+    keyed per process, so a crafted state cannot make them collide)."""
+    return isinstance(value, str) or (isinstance(value, tuple) and all(isinstance(x, str) for x in value))
+
+
+def decode_state(data: bytes, root: Any = None) -> Any:
+    """What :func:`encode_state` encoded: instances only of the admitted classes, each with only
+    the attributes such an instance has (a dataclass's fields; for the class of ``root``, a fresh
+    fold, the attributes it has), sets and mapping keys only of text; shared objects shared again.
 
     Raises
     ------
@@ -160,6 +182,12 @@ def decode_state(data: bytes) -> Any:
         ``data`` is not such a state.
     """
     made: dict[int, Any] = {}
+    root_names = set(vars(root)) if root is not None else set()
+
+    def names_of(cls: type) -> set[str]:
+        if dataclasses.is_dataclass(cls):
+            return {f.name for f in dataclasses.fields(cls)}
+        return root_names if root is not None and cls is type(root) else set()
 
     def dec(node: Any) -> Any:
         if node is None or isinstance(node, (bool, int, str)):
@@ -187,30 +215,42 @@ def decode_state(data: bytes) -> Any:
             made[number] = out = []
             out.extend(dec(x) for x in rest[1:])
             return out
+        if tag == "L":
+            made[number] = out = [_utc(x) for x in rest[1:]]
+            return out
         if tag == "s":
             made[number] = out = set()
-            out.update(dec(x) for x in rest[1:])
+            for member in rest[1:]:
+                member = member if isinstance(member, str) else tuple(member)
+                if not _text_key(member):
+                    raise _Unfit("a set member that is not text")
+                out.add(member)
             return out
         if tag == "d":
             made[number] = out = {}
             for key, val in zip(rest[1::2], rest[2::2]):
-                out[dec(key)] = dec(val)
+                if not isinstance(key, str):
+                    raise _Unfit("a mapping key that is not text")
+                out[key] = dec(val)
             return out
         if tag == "o":
             cls = _CLASSES.get(rest[1]) if isinstance(rest[1], str) else None
             if cls is None:
                 raise _Unfit(f"an instance of {rest[1]!r}")
+            names = names_of(cls)
             made[number] = obj = cls.__new__(cls)
             for key, val in zip(rest[2::2], rest[3::2]):
-                if not isinstance(key, str):
-                    raise _Unfit("an attribute name that is not text")
+                if key not in names:
+                    raise _Unfit(f"an attribute {key!r} a {cls.__name__} does not have")
                 obj.__dict__[key] = dec(val)
+            if set(obj.__dict__) != names:
+                raise _Unfit(f"a {cls.__name__} without all its attributes")
             return obj
         raise _Unfit(f"the tag {tag!r}")
 
     try:
         return dec(orjson.loads(data))
-    except (KeyError, IndexError, TypeError, RecursionError, orjson.JSONDecodeError) as exc:
+    except (KeyError, IndexError, TypeError, AttributeError, RecursionError, orjson.JSONDecodeError) as exc:
         raise _Unfit(str(exc)) from None
 
 
@@ -239,24 +279,25 @@ def _header(identity: str, meta: dict) -> bytes:
     return f"{identity}:{meta['offset']}:{meta['lines']}:{meta['digest']}:{meta['version']}\n".encode("ascii")
 
 
-def _load(start: Start, version: str, raw: bytes, inode: int, kind: type) -> tuple[object, int, int] | None:
-    """``(fold, offset, lines)`` of ``start`` when it still holds for the file's bytes ``raw``
-    (its state a ``kind``), else None."""
+def _load(start: Start, version: str, raw: bytes, inode: int, fresh: Any) -> tuple[object, int, int, Any] | None:
+    """``(fold, offset, lines, digest so far)`` of ``start`` when it still holds for the file's
+    bytes ``raw`` (its state a fold of the kind of ``fresh``), else None."""
     meta = start.meta
     try:
         offset, lines = int(meta["offset"]), int(meta["lines"])
         if meta.get("version") != version or meta.get("inode") != inode or not 0 < offset <= len(raw):
             return None
-        if _digest(memoryview(raw)[:offset]) != meta["digest"]:
+        hasher = hashlib.blake2b(memoryview(raw)[:offset], digest_size=16)
+        if hasher.hexdigest() != meta["digest"]:
             return None  # rewritten (or replaced, or cut and grown again): read whole
         cached = _read_cache(start.cache)
         header = _header(start.identity, meta)
         if cached is None or not cached.startswith(header):
             return None  # missing, or another read's (or another file's) checkpoint
-        fold = decode_state(memoryview(cached)[len(header):])
+        fold = decode_state(memoryview(cached)[len(header):], fresh)
     except Exception:  # a cache: anything wrong with it costs a whole read
         return None
-    return (fold, offset, lines) if type(fold) is kind else None
+    return (fold, offset, lines, hasher) if type(fold) is type(fresh) else None
 
 
 def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, options,
@@ -294,20 +335,25 @@ def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, optio
         inode = os.fstat(handle.fileno()).st_ino
         raw = handle.read()  # once: what is parsed is what is digested
     fresh = new_fold()
-    loaded = _load(start, version, raw, inode, type(fresh)) if start is not None else None
+    loaded = _load(start, version, raw, inode, fresh) if start is not None else None
     if loaded is not None:
-        fold, base, number = loaded
+        fold, base, number, hasher = loaded
         try:
-            return (*_fold(fold, raw, base, number, version, inode, options), True)
+            result, checkpoint = _fold(fold, raw, base, number, version, inode, options, hasher, base)
+            if sound(result):
+                return result, checkpoint, True
         except Exception:  # a state that does not fold (tampered with): read whole
             pass
+        fresh = new_fold()
     base = 3 if raw.startswith(b"\xef\xbb\xbf") else 0
-    return (*_fold(fresh, raw, base, 0, version, inode, options), False)
+    return (*_fold(fresh, raw, base, 0, version, inode, options, hashlib.blake2b(digest_size=16), 0), False)
 
 
-def _fold(fold, raw: bytes, base: int, number: int, version: str, inode: int, options) -> tuple[object, Checkpoint | None]:
-    """Feed ``fold`` the lines of ``raw`` from byte ``base`` (line ``number`` + 1 on); its result
-    and the checkpoint after the last complete line (files of :data:`RESUME_FROM_BYTES` on)."""
+def _fold(fold, raw: bytes, base: int, number: int, version: str, inode: int, options, hasher,
+          digested: int) -> tuple[object, Checkpoint | None]:
+    """Feed ``fold`` the lines of ``raw`` from byte ``base`` (line ``number`` + 1 on; ``hasher``
+    has digested the first ``digested`` bytes); its result and the checkpoint after the last
+    complete line (files of :data:`RESUME_FROM_BYTES` on)."""
     newline = raw.rfind(b"\n", base)
     complete = newline + 1 if newline >= 0 else base  # the end of the last complete line
     number = _feed(fold, raw, base, complete, number, options)
@@ -318,10 +364,47 @@ def _fold(fold, raw: bytes, base: int, number: int, version: str, inode: int, op
         except ValueError:
             state = None  # a value a checkpoint cannot hold: the next read is whole
         if state is not None:
-            checkpoint = Checkpoint(complete, number, _digest(memoryview(raw)[:complete]), version, inode, state)
+            hasher.update(memoryview(raw)[digested:complete])
+            checkpoint = Checkpoint(complete, number, hasher.hexdigest(), version, inode, state)
     if complete < len(raw):  # a last line with no newline (perhaps still being written): read, not kept
         _feed(fold, raw, complete, len(raw), number, options)
     return fold.finish(), checkpoint
+
+
+def sound(result: Any) -> bool:
+    """Whether a parse's result has the shapes a :class:`~.common.ParseResult` has (a resumed
+    read checks it: a tampered state that folds must not hand the import values of other types)."""
+    def text(value: Any) -> bool:
+        return value is None or isinstance(value, str)
+
+    def counts(value: Any) -> bool:
+        return value is None or (isinstance(value, dict) and all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in value.items()))
+
+    def instant(value: Any) -> bool:
+        return value is None or (type(value) is datetime and value.utcoffset() == timedelta(0))
+
+    try:
+        if not (isinstance(result.transcripts, list) and isinstance(result.skipped_lines, int)
+                and isinstance(result.problems, list) and all(isinstance(p, str) for p in result.problems)
+                and isinstance(result.recognised, bool) and text(result.why)):
+            return False
+        for transcript in result.transcripts:
+            if not (isinstance(transcript.transcript_id, str) and isinstance(transcript.source, str)
+                    and isinstance(transcript.path, Path) and isinstance(transcript.activity, list)
+                    and all(type(a) is datetime and instant(a) for a in transcript.activity)
+                    and all(text(getattr(transcript, name)) for name in ("project_hint", "ide", "model", "agent", "title"))
+                    and isinstance(transcript.prompts, list)):
+                return False
+            for prompt in transcript.prompts:
+                if not (isinstance(prompt.text, str) and instant(prompt.at) and counts(prompt.tokens)
+                        and text(prompt.model) and (prompt.tokens_by_model is None or (
+                            isinstance(prompt.tokens_by_model, dict)
+                            and all(isinstance(k, str) and counts(v) for k, v in prompt.tokens_by_model.items())))):
+                    return False
+    except AttributeError:
+        return False
+    return True
 
 
 @functools.cache

@@ -138,7 +138,7 @@ def test_a_tampered_checkpoint_is_refused_runs_nothing_and_changes_no_class(real
         def __reduce__(self):
             return (os.system, ("touch pwned",))
 
-    good = resume.decode_state(checkpoint.state)
+    good = resume.decode_state(checkpoint.state, claude_code._Fold(copy))
     assert type(good) is claude_code._Fold
     encoded = orjson.loads(checkpoint.state)
     broken = orjson.loads(checkpoint.state)
@@ -180,7 +180,7 @@ def test_the_state_keeps_shared_objects_shared():
     fold.feed(2, {"type": "assistant", "sessionId": "s", "uuid": "a1", "timestamp": "2026-01-01T00:00:05Z",
                   "message": {"id": "m1", "model": "claude-x", "usage": {"input_tokens": 7, "output_tokens": 3}}},
               OPTIONS)
-    back = resume.decode_state(resume.encode_state(fold))
+    back = resume.decode_state(resume.encode_state(fold), claude_code._Fold(Path("/t.jsonl")))
     session = back.sessions["s"]
     assert session.usage["m1"][0] is session.sieve.prompts[0]
     result = back.finish()
@@ -206,3 +206,63 @@ def test_a_checkpoint_file_that_is_a_fifo_a_link_or_cut_short_is_not_used(realda
         result, _, resumed = claude_code.parse_from(path, OPTIONS, Start(checkpoint.meta(), cache))
         assert not resumed and _same(result) == whole, cache.name
     assert claude_code.parse_from(path, OPTIONS, Start(checkpoint.meta(), real))[2]  # the file itself holds
+
+
+def test_a_state_with_other_attributes_keys_or_types_is_refused_or_read_whole(realdata, tmp_path):
+    """Found by a second attempt to break it: a state that decodes and folds but would hand the
+    import values of other types, attributes no such object has, or set members crafted to share
+    one hash — each costs a whole read, never a traceback or a hang."""
+    source = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    copy = tmp_path / source.name
+    copy.write_bytes(source.read_bytes())
+    _, checkpoint, _ = claude_code.parse_from(copy, OPTIONS)
+    with copy.open("ab") as handle:
+        handle.write(b"\n")
+    whole = _same(claude_code.parse(copy, OPTIONS))
+    cache = tmp_path / "cache.fold"
+    base = orjson.loads(checkpoint.state)
+
+    def changed(attribute: str, value) -> bytes:
+        state = list(base)
+        state[state.index(attribute) + 1] = value
+        return orjson.dumps(state)
+
+    def extra(attribute: str, value) -> bytes:
+        return orjson.dumps([*base, attribute, value])
+
+    states = {
+        "problems of another type": changed("problems", ["l", 10**6, 5]),
+        "a mapping with a number for a key": changed("uuid_session", ["d", 10**6, 1, "x"]),
+        "hash-colliding set members": changed("seen_uuids", ["s", 10**6, [-1, -2], [-2, -1]]),
+        "an attribute a fold does not have": extra("junk", 1),
+        "a fold without one of its attributes": orjson.dumps(base[:-2]),
+        "set members that are not text": changed("seen_uuids", ["s", 10**6, 5]),
+    }
+    for why, state in states.items():
+        write_checkpoint(cache, dataclasses.replace(checkpoint, state=state))
+        result, _, resumed = claude_code.parse_from(copy, OPTIONS, Start(checkpoint.meta(), cache))
+        assert not resumed and _same(result) == whole, why
+
+
+def test_a_resumed_result_of_other_types_is_not_used(realdata, tmp_path):
+    source = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    copy = tmp_path / source.name
+    copy.write_bytes(source.read_bytes())
+    _, checkpoint, _ = claude_code.parse_from(copy, OPTIONS)
+    whole = _same(claude_code.parse(copy, OPTIONS))
+    fold = resume.decode_state(checkpoint.state, claude_code._Fold(copy))
+    session = next(iter(fold.sessions.values()))
+    cache = tmp_path / "cache.fold"
+    for spoil in (lambda: fold.problems.append(5),  # noqa: B023
+                  lambda: session.transcript.activity.append("hello"),  # noqa: B023
+                  lambda: setattr(session.sieve.prompts[0], "text", 12345)):  # noqa: B023
+        fold = resume.decode_state(checkpoint.state, claude_code._Fold(copy))
+        session = next(iter(fold.sessions.values()))
+        spoil()
+        try:
+            state = resume.encode_state(fold)
+        except ValueError:
+            continue  # not even kept
+        write_checkpoint(cache, dataclasses.replace(checkpoint, state=state))
+        result, _, resumed = claude_code.parse_from(copy, OPTIONS, Start(checkpoint.meta(), cache))
+        assert not resumed and _same(result) == whole
