@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import operator
 import os
 import stat
 from dataclasses import dataclass
@@ -135,10 +136,14 @@ def encode_state(value: Any) -> bytes:
         number = ids[id(item)] = len(ids)
         keep.append(item)
         if isinstance(item, list):
-            if item and all(type(x) is datetime and x.tzinfo is timezone.utc for x in item):
-                return ["L", number, *[x.isoformat() for x in item]]  # a transcript's activity: UTC instants
+            if item and _all_utc(item):
+                return ["L", number, *map(datetime.isoformat, item)]  # a transcript's activity: UTC instants
             return ["l", number, *[enc(x) for x in item]]
         if isinstance(item, set):
+            if set(map(type, item)) <= {tuple} and set(map(len, item)) == {2}:  # (session, uuid) pairs
+                flat = [text for pair in item for text in pair]
+                if set(map(type, flat)) <= {str}:
+                    return ["S2", number, *flat]
             if not all(_text_key(x) for x in item):
                 raise _Unfit("a set member that is not text (or a tuple of texts)")
             return ["s", number, *[x if isinstance(x, str) else list(x) for x in item]]
@@ -157,12 +162,10 @@ def encode_state(value: Any) -> bytes:
         raise _Unfit(str(exc)) from None
 
 
-def _utc(text: Any) -> datetime:
-    """An aware UTC instant from its ISO text (anything else refused)."""
-    parsed = datetime.fromisoformat(text)
-    if parsed.utcoffset() != timedelta(0):
-        raise _Unfit("an instant that is not UTC")
-    return parsed.replace(tzinfo=timezone.utc)
+def _all_utc(items: list) -> bool:
+    """Whether every item is a datetime in UTC (``timezone.utc``: what a transcript's instants are,
+    and what ``fromisoformat`` gives for ``+00:00``)."""
+    return set(map(type, items)) == {datetime} and set(map(operator.attrgetter("tzinfo"), items)) == {timezone.utc}
 
 
 def _text_key(value: Any) -> bool:
@@ -216,7 +219,16 @@ def decode_state(data: bytes, root: Any = None) -> Any:
             out.extend(dec(x) for x in rest[1:])
             return out
         if tag == "L":
-            made[number] = out = [_utc(x) for x in rest[1:]]
+            made[number] = out = list(map(datetime.fromisoformat, rest[1:]))
+            if not _all_utc(out):
+                raise _Unfit("an instant that is not UTC")
+            return out
+        if tag == "S2":
+            flat = rest[1:]
+            if len(flat) % 2 or not set(map(type, flat)) <= {str}:
+                raise _Unfit("a set of pairs that are not texts")
+            pairs = iter(flat)
+            made[number] = out = set(zip(pairs, pairs))
             return out
         if tag == "s":
             made[number] = out = set()
@@ -392,7 +404,7 @@ def sound(result: Any) -> bool:
         for transcript in result.transcripts:
             if not (isinstance(transcript.transcript_id, str) and isinstance(transcript.source, str)
                     and isinstance(transcript.path, Path) and isinstance(transcript.activity, list)
-                    and all(type(a) is datetime and instant(a) for a in transcript.activity)
+                    and (not transcript.activity or _all_utc(transcript.activity))
                     and all(text(getattr(transcript, name)) for name in ("project_hint", "ide", "model", "agent", "title"))
                     and isinstance(transcript.prompts, list)):
                 return False

@@ -237,6 +237,9 @@ def test_a_state_with_other_attributes_keys_or_types_is_refused_or_read_whole(re
         "an attribute a fold does not have": extra("junk", 1),
         "a fold without one of its attributes": orjson.dumps(base[:-2]),
         "set members that are not text": changed("seen_uuids", ["s", 10**6, 5]),
+        "pairs that are not texts": changed("seen_uuids", ["S2", 10**6, -1, -2]),
+        "an odd number of pair members": changed("seen_uuids", ["S2", 10**6, "a", "b", "c"]),
+        "instants in another zone": changed("seen_uuids", ["L", 10**6, "2026-01-01T00:00:00+05:00"]),
     }
     for why, state in states.items():
         write_checkpoint(cache, dataclasses.replace(checkpoint, state=state))
