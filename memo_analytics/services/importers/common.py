@@ -37,6 +37,7 @@ from ..sessions import end_session, start_session
 from ..store import VaultStore
 
 _UTC = timezone.utc
+_EPOCH = datetime(1970, 1, 1, tzinfo=_UTC)
 
 
 @dataclass
@@ -604,7 +605,7 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
             continue
         # the conversation's own file first: the one whose work began first (then the fuller one),
         # never the order of names or arguments, so a renamed file changes nothing
-        group.sort(key=lambda t: (min(t.activity).isoformat() if t.activity else "~", -len(t.activity),
+        group.sort(key=lambda t: (not t.activity, min(t.activity, default=_EPOCH), -len(t.activity),
                                   -len(t.prompts), str(t.path)))
         first = group[0]
         counts: dict[tuple, int] = {}
