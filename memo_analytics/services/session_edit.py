@@ -73,7 +73,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     if not wanted:
         raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable, --summary "
                                            "or --to-project")
-    session_id = validate_session_id(request.session_id or "")
+    session_id = store.session_id_for(validate_session_id(request.session_id or ""))  # or its record's id
     record_id = session_record_id(session_id)
     with store.lock():
         row = store.locate(record_id, RecordKind.SESSION, project=request.project, cwd=request.cwd)

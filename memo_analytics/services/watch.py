@@ -105,8 +105,10 @@ def source_of(path: Path) -> str | None:
         return "copilot"
     if "projectHash" in first:
         return "gemini"
-    if "sessionId" in first or first.get("type") == "summary":
-        return "claude-code"
+    if {"sessionId", "uuid", "leafUuid", "message"} & first.keys() or \
+            first.get("type") in ("summary", "file-history-snapshot", "queue-operation"):
+        # a sub-agent's file beside its session (<session>/subagents/) is read with the session
+        return None if "subagents" in parts else "claude-code"
     return None
 
 

@@ -107,3 +107,10 @@ def test_a_session_moved_to_another_project_takes_its_turns_and_that_projects_ra
     assert kept["body"] == "a turn of etl's own g1"
     bad = run(billing, "session", "edit", "a1", "--project", "api", "--to-project", "../etc")
     assert bad.returncode == 1 and "project" in bad.stderr
+
+
+def test_a_session_is_named_by_its_id_or_by_its_records_id(billing):
+    """Found by a new user: ``activity --json`` gives a session's ``id`` (``session-a2``) beside its
+    ``sessionId`` (``a2``); ``session edit`` takes either."""
+    edited = json.loads(run(billing, "--json", "session", "edit", "session-a2", "--summary", "API work").stdout)
+    assert (edited["sessionId"], edited["summary"]) == ("a2", "API work")

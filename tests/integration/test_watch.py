@@ -215,3 +215,24 @@ def test_an_opencode_message_written_into_the_json_storage_lands_through_its_ses
         assert sum(s["turns"] for s in later) == 1
         assert {s["path"] for s in later} == {str(storage / "session" / PID / f"{SID}.json")}
     assert turns(tmp_path / "v") == ["fix the rounding of the cart total", "now add a test for it"]
+
+
+def test_a_watched_folder_takes_claude_code_sessions_that_open_with_a_snapshot_and_skips_their_sub_agents(realdata, tmp_path):
+    """Found by a new user: ``memo watch --only FOLDER`` outside ``~/.claude`` sniffs each file's
+    first record. A session whose first line is a ``file-history-snapshot`` is Claude Code's; the
+    ``<session>/subagents/`` files beside it are read with the session, not as sessions."""
+    from memo_analytics.services.watch import source_of
+
+    folder = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects"
+    main = sorted(folder.glob("*.jsonl"))
+    agents = sorted(folder.glob("*/subagents/*.jsonl"))
+    assert main and agents
+    assert any(json.loads(p.read_text(encoding="utf-8").splitlines()[0])["type"] == "file-history-snapshot" for p in main)
+    assert [source_of(p) for p in main] == ["claude-code"] * len(main)
+    assert [source_of(p) for p in agents] == [None] * len(agents)
+    vault = tmp_path / "v"
+    ran = memo("watch", "--only", str(folder), "--once", vault=vault, env={"HOME": str(tmp_path / "home")})
+    turns = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["total"]
+    direct = tmp_path / "direct"
+    memo("import", "claude-code", str(folder), vault=direct)
+    assert turns == json.loads(memo("--json", "prompt", "list", "--all", vault=direct).stdout)["total"] > 0, ran.stdout
