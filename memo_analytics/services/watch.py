@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 from ..domain.errors import InvalidFieldError
 from ..vault.io import read_json_state, write_json_state
 from .importers import IMPORTERS, load_importer, opencode
-from .importers.common import ImportOptions, ImportResult, run_import, walk_files
+from .importers.common import ImportOptions, ImportResult, format_of, run_import, walk_files
 from .store import VaultStore
 
 #: (source, folder under the home folder) of every transcript store memo can import.
@@ -97,19 +97,11 @@ def source_of(path: Path) -> str | None:
             first = json.loads(handle.readline(1 << 20) or b"null")
     except (OSError, ValueError):
         return None
-    if not isinstance(first, dict):
+    found = format_of(first)
+    if found is None:
         return None
-    if first.get("type") == "session_meta":
-        return "codex"
-    if first.get("type") == "session.start":
-        return "copilot"
-    if "projectHash" in first:
-        return "gemini"
-    if {"sessionId", "uuid", "leafUuid", "message"} & first.keys() or \
-            first.get("type") in ("summary", "file-history-snapshot", "queue-operation"):
-        # a sub-agent's file beside its session (<session>/subagents/) is read with the session
-        return None if "subagents" in parts else "claude-code"
-    return None
+    # a sub-agent's file beside its session (<session>/subagents/) is read with the session
+    return None if found[0] == "claude-code" and "subagents" in parts else found[0]
 
 
 class FileStates:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import stat
 import sys
 import tempfile
 from datetime import date, datetime, timezone
@@ -34,6 +35,28 @@ _FILE_MODE = 0o666 & ~_current_umask()
 
 #: Suffix of the temporary files of :func:`atomic_write_bytes` (a crash may leave one).
 TEMP_SUFFIX = ".tmp"
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of at most ``max_bytes``, else None: a
+    missing file, a FIFO or a device (opened without blocking), a symbolic link or a larger file
+    is never read. For machine-local caches memo keeps under ``.memo/``.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(max_bytes + 1)
+        return data if len(data) <= max_bytes else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def atomic_write_bytes(path: Path, data: bytes, durable: bool = True, mode: int | None = None) -> None:

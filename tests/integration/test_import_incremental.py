@@ -316,3 +316,51 @@ def test_a_rescan_renews_a_damaged_checkpoint(realdata, tmp_path, monkeypatch):
     with path.open("a", encoding="utf-8") as handle:
         handle.write(_prompt_line(last["sessionId"], last.get("cwd") or "/w", "2026-01-22T23:55:00.000Z", "two", "u-f5"))
     assert (imported(vault, str(path))["resumed"], 1) == (1, 1)
+
+
+_POOLED = """
+import json, sys, threading
+from pathlib import Path
+from memo_analytics.config import Settings
+from memo_analytics.services.importers import claude_code, common, resume
+from memo_analytics.services.store import VaultStore
+common.PARALLEL_FROM, resume.RESUME_FROM_BYTES = 1, 1024
+assert threading.active_count() == 1  # else the files would be parsed in this process
+store = VaultStore(Settings(vault_root=Path(sys.argv[1]), timezone="UTC"))
+files = sorted(Path(sys.argv[2]).glob("*.jsonl"))
+result = common.run_import(store, files, claude_code.parse, common.ImportOptions(), source="claude-code",
+                           incremental=True)
+store.close()
+print(json.dumps(result.wire()))
+"""
+
+
+def test_parse_workers_hand_back_checkpoints_that_the_next_import_reads_on_from(realdata, tmp_path):
+    """Many files are parsed in worker processes: the importer's reader goes to them and their
+    checkpoints come back; the next import reads the grown file on from its checkpoint, and the
+    turns equal a clean import's."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "projects"
+    shutil.copytree(realdata / CC, folder, ignore=shutil.ignore_patterns("subagents"))
+    vault = tmp_path / "v"
+
+    def pooled() -> dict:
+        ran = subprocess.run([sys.executable, "-c", _POOLED, str(vault), str(folder)], capture_output=True, text=True,
+                             env={**os.environ, "HOME": str(tmp_path / "home")}, timeout=300)
+        assert ran.returncode == 0, ran.stderr
+        return json.loads(ran.stdout)
+
+    first = pooled()
+    assert first["turns"] > 0 and len(list((vault / ".memo" / "import-cache").glob("*.fold"))) == 2
+    path = folder / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    last = next(json.loads(line) for line in reversed(path.read_text(encoding="utf-8").splitlines()) if '"sessionId"' in line)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(_prompt_line(last["sessionId"], last.get("cwd") or "/w", "2026-01-22T23:50:00.000Z",
+                                  "pooled: one more", "7f3c2a10-0000-4000-8000-0000000000f6"))
+    grown = pooled()
+    assert (grown["resumed"], grown["unchanged"], grown["turns"]) == (1, 1, 1)
+    fresh = tmp_path / "fresh"
+    imported(fresh, str(folder))
+    assert _listing(vault) == _listing(fresh)

@@ -59,7 +59,7 @@ from ...domain.errors import InvalidDateError
 from .lines import NOT_JSON
 from .common import (HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, folder_name,
                      other_format)
-from .resume import Checkpoint, Start, allow, read_jsonl
+from .resume import FoldReader, allow
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ("subagents",)
@@ -267,12 +267,6 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
 FOLD_VERSION = "claude-code/1"
 
 
-def parse_from(path: Path, options: ImportOptions, start: Start | None = None) -> tuple[ParseResult, Checkpoint | None, bool]:
-    """:func:`parse`, read on from ``start`` (the checkpoint the last import of the file left)
-    when the file only grew since; also the checkpoint to keep (:func:`.resume.read_jsonl`)."""
-    return read_jsonl(path, lambda: _Fold(path), FOLD_VERSION, options, start)
-
-
 class _Fold:
     """A Claude Code file's parse after some of its lines (:class:`.resume.LineFold`)."""
 
@@ -394,3 +388,7 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
 
 
 allow(Transcript, HumanPrompt, _Fold, _Session, PromptSieve)
+
+#: :func:`parse`, read on from ``start`` (the checkpoint the last import of the file left) when the
+#: file only grew since; also the checkpoint to keep (:class:`.resume.FoldReader`).
+parse_from = FoldReader(_Fold, FOLD_VERSION)

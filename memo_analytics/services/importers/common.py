@@ -30,6 +30,8 @@ from ...domain.clock import to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError
 from ...domain.ids import session_record_id, slugify
 from ...domain.records import RecordKind
+from ...index import store as index
+from ...vault.ledger import invoiced_in
 from ...vault.redact import redact_secrets
 from ..prompts import record_prompt
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
@@ -59,23 +61,31 @@ class HumanPrompt:
     tokens_by_model: dict[str, dict[str, int]] | None = None
 
 
+#: How each agent's transcript opens: ``(source, what it is called, test of its first JSON record)``.
+_FORMATS: tuple[tuple[str, str, Callable[[dict], bool]], ...] = (
+    ("codex", "a Codex rollout", lambda first: first.get("type") == "session_meta"),
+    ("gemini", "a Gemini CLI chat", lambda first: "projectHash" in first),
+    ("copilot", "a Copilot CLI session", lambda first: isinstance(first.get("type"), str) and "." in first["type"]
+     and isinstance(first.get("data"), dict)),
+    ("claude-code", "a Claude Code transcript", lambda first: bool({"uuid", "message", "leafUuid", "sessionId"}
+                                                                   & first.keys())
+     or first.get("type") in ("summary", "file-history-snapshot", "queue-operation")),
+)
+
+
+def format_of(first: object, own: str = "") -> tuple[str, str] | None:
+    """``(source, what it is called)`` of the agent whose transcript opens with the JSON record
+    ``first`` (other than ``own``), or None when it is none memo knows."""
+    if not isinstance(first, dict):
+        return None
+    return next(((source, name) for source, name, matches in _FORMATS if source != own and matches(first)), None)
+
+
 def other_format(first: object, own: str) -> str | None:
     """Which other agent's transcript a file is, by its first JSON record — ``"a Codex rollout:
     import it with `memo import codex`"`` — or None when it is none memo knows (or ``own``'s)."""
-    if not isinstance(first, dict):
-        return None
-    kinds = (
-        ("codex", "a Codex rollout", first.get("type") == "session_meta"),
-        ("gemini", "a Gemini CLI chat", "projectHash" in first),
-        ("copilot", "a Copilot CLI session", isinstance(first.get("type"), str) and "." in first["type"]
-         and isinstance(first.get("data"), dict)),
-        ("claude-code", "a Claude Code transcript", bool({"uuid", "message", "leafUuid", "sessionId"} & first.keys())
-         or first.get("type") in ("summary", "file-history-snapshot", "queue-operation")),
-    )
-    for source, name, matches in kinds:
-        if matches and source != own:
-            return f"{name}: import it with `memo import {source}`"
-    return None
+    found = format_of(first, own)
+    return None if found is None else f"{found[1]}: import it with `memo import {found[0]}`"
 
 
 def folder_name(path: object) -> str | None:
@@ -367,8 +377,6 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     the transcript has more is named in ``errors`` (``memo invoice credit`` first to take it in).
     """
     if invoiced is None:
-        from ...vault.ledger import invoiced_in
-
         invoiced = invoiced_in(store.root)
     base = transcript_session_base(transcript)
     default = store.resolve_project(options.project or (slugify(transcript.project_hint)
@@ -413,8 +421,6 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                                                          meta=existing[0]):
             result.reindexed += 1
         if existing is not None and (project, session_id) in invoiced:
-            from ...index import store as index
-
             if existing[0].get("endTime") != to_iso(interval.end) or \
                     index.max_turn(store.conn, project, session_id) != len(interval.prompts):
                 result.errors.append(f"{redact_secrets(str(transcript.path))[0]}: session {session_id} is on invoice "
@@ -482,7 +488,6 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
     person typed something else at this place (Gemini ``$rewindTo``, a Copilot rewind) — the
     text and time of the prompt that is there now (``rewrittenAt`` says when). 1 when the
     prompt was rewritten."""
-    from ...index import store as index
     from ..prompts import stored_body
 
     row = index.get_row(store.conn, project, record_id, RecordKind.PROMPT.value)
@@ -538,7 +543,6 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
     vault (a file is never deleted) but lists, search, reports and the digest leave them out;
     turns the hook records later stay visible until the next import takes them in. The number
     of records superseded now."""
-    from ...index import store as index
     from ...index.query import PromptFilter
     from ..capture import AGENTS, hook_session_id
 
@@ -795,11 +799,9 @@ def run_import(
         if progress:
             progress(path)
     failed: set[tuple[str, str]] = set()
-    from ...vault.ledger import invoiced_in
-
     invoiced = invoiced_in(store.root) if transcripts else {}
     # in the order of the files (not of reading: unchanged files of a conversation are read after
-    # the changed ones), so a merged conversation is the same whatever the last import took in
+    # the changed ones), so conversations are written in the order a clean import writes them
     transcripts.sort(key=lambda transcript: position.get(transcript.path, len(position)))
     with store.deferred_views(), (store.batch() if batched else nullcontext()):  # views after the last commit
         for transcript in merge_transcripts(transcripts):
@@ -813,6 +815,10 @@ def run_import(
     if state is not None:  # after the last commit: a file is noted only once all it held is in the vault
         by_id = {t.transcript_id: t for t in transcripts}
         not_noted = failed | result.held_back
+        firsts = {path: [session_record_id(f"{transcript_session_base(by_id[i])}-1") for i in ids if i in by_id]
+                  for path, ids in held.items()}
+        indexed = index.indexed_ids(store.conn, sorted({rid for rids in firsts.values() for rid in rids}),
+                                    RecordKind.SESSION.value)
         for path, ids in held.items():
             stamp = stamps.get(path)
             cache = cache_file(store.layout.meta_dir, state.key(path, source))
@@ -822,13 +828,12 @@ def run_import(
             if stamp is None or any((by_id[i].source if i in by_id else source, i) in not_noted for i in ids):
                 state.forget(path, source)
                 continue
-            firsts = [session_record_id(f"{transcript_session_base(by_id[i])}-1") for i in ids if i in by_id]
             if checkpoint is not None:
                 try:
                     write_checkpoint(cache, checkpoint, state.key(path, source))
                 except OSError:
                     checkpoint = None  # a cache: the next import reads the file whole
-            state.record(path, source, fingerprint, stamp, ids, _indexed_sessions(store, firsts),
+            state.record(path, source, fingerprint, stamp, ids, [rid for rid in firsts[path] if rid in indexed],
                          checkpoint.meta() if checkpoint is not None else None)
         try:
             with store.lock():  # two imports at once each add their files
@@ -847,21 +852,12 @@ def _reads_one_file(source: str) -> bool:
 
 def _session_homes(store: VaultStore, record_id: str) -> set[str]:
     """The projects whose index holds the session record ``record_id``."""
-    from ...index import store as index
-
     return {row["project"] for row in index.where_is(store.conn, record_id, RecordKind.SESSION.value)}
-
-
-def _indexed_sessions(store: VaultStore, record_ids: list[str]) -> list[str]:
-    """Those of the session ``record_ids`` the index holds (in any project)."""
-    return [rid for rid in record_ids if _session_homes(store, rid)]
 
 
 def _still_in_the_vault(store: VaultStore, state, paths: list[Path], source: str) -> list[Path]:
     """Those of the unchanged ``paths`` whose sessions the index still holds: a file whose
     records were deleted since (a project removed, then ``memo reindex``) is read again."""
-    from ...index import store as index
-
     wanted = {rid for path in paths for rid in state.sessions(path, source)}
     held = index.indexed_ids(store.conn, sorted(wanted), RecordKind.SESSION.value)
     return [path for path in paths if all(rid in held for rid in state.sessions(path, source))]

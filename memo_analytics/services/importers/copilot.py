@@ -44,7 +44,7 @@ from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, other_format
 from .lines import NOT_JSON
-from .resume import Checkpoint, Start, allow, read_jsonl
+from .resume import FoldReader, allow
 
 SUFFIXES: tuple[str, ...] = (".jsonl",)
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -124,12 +124,6 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
 
 #: The format of :class:`_Fold`'s state (another value: a checkpoint is not used).
 FOLD_VERSION = "copilot/1"
-
-
-def parse_from(path: Path, options: ImportOptions, start: Start | None = None) -> tuple[ParseResult, Checkpoint | None, bool]:
-    """:func:`parse`, read on from ``start`` (the checkpoint the last import of the file left)
-    when the file only grew since; also the checkpoint to keep (:func:`.resume.read_jsonl`)."""
-    return read_jsonl(path, lambda: _Fold(path), FOLD_VERSION, options, start)
 
 
 class _Fold:
@@ -222,3 +216,7 @@ def _looks_like(first: object) -> str:
 
 
 allow(Transcript, HumanPrompt, _Fold)
+
+#: :func:`parse`, read on from ``start`` (the checkpoint the last import of the file left) when the
+#: file only grew since; also the checkpoint to keep (:class:`.resume.FoldReader`).
+parse_from = FoldReader(_Fold, FOLD_VERSION)

@@ -27,7 +27,7 @@ import functools
 import hashlib
 import operator
 import os
-import stat
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -35,6 +35,7 @@ from typing import Any, Callable, Protocol
 
 import orjson
 
+from ...vault.io import read_regular_file
 from .lines import decode_line, parse_json_line
 
 #: Files smaller than this are read whole (loading a checkpoint costs about as much as reading them).
@@ -270,23 +271,6 @@ def decode_state(data: bytes, root: Any = None) -> Any:
 MAX_CHECKPOINT_BYTES = 256 * 1024 * 1024
 
 
-def _read_cache(path: Path) -> bytes | None:
-    """The bytes of a checkpoint file, or None when it is missing, not a regular file (a FIFO,
-    a device, a symbolic link) or too large."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_CHECKPOINT_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read(MAX_CHECKPOINT_BYTES + 1)
-    finally:
-        os.close(fd)
-
-
 def _header(identity: str, meta: dict) -> bytes:
     return f"{identity}:{meta['offset']}:{meta['lines']}:{meta['digest']}:{meta['version']}\n".encode("ascii")
 
@@ -302,7 +286,7 @@ def _load(start: Start, version: str, raw: bytes, inode: int, fresh: Any) -> tup
         hasher = hashlib.blake2b(memoryview(raw)[:offset], digest_size=16)
         if hasher.hexdigest() != meta["digest"]:
             return None  # rewritten (or replaced, or cut and grown again): read whole
-        cached = _read_cache(start.cache)
+        cached = read_regular_file(start.cache, MAX_CHECKPOINT_BYTES)
         header = _header(start.identity, meta)
         if cached is None or not cached.startswith(header):
             return None  # missing, or another read's (or another file's) checkpoint
@@ -342,11 +326,11 @@ def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, optio
     OSError
         The file cannot be read.
     """
-    version = f"{version}/{_code_digest(new_fold)}"
     with open(path, "rb") as handle:
         inode = os.fstat(handle.fileno()).st_ino
         raw = handle.read()  # once: what is parsed is what is digested
     fresh = new_fold()
+    version = f"{version}/{_code_digest(type(fresh))}"
     loaded = _load(start, version, raw, inode, fresh) if start is not None else None
     if loaded is not None:
         fold, base, number, hasher = loaded
@@ -427,15 +411,29 @@ def _code_of(filename: str) -> str:
         return "?"
 
 
-def _code_digest(new_fold: Callable) -> str:
-    """A digest of the code that made the fold (the importer's module) and of the code it rests
+def _code_digest(fold: type) -> str:
+    """A digest of the code that makes ``fold`` (the importer's module) and of the code it rests
     on (this module, the line reader, the shared importer types, the clock): a checkpoint an
     earlier version of any of them left is not used."""
-    module = getattr(new_fold, "__code__", None)
     here = Path(__file__).resolve()
-    files = (module.co_filename if module is not None else "", str(here), str(here.with_name("lines.py")),
-             str(here.with_name("common.py")), str(here.parents[2] / "domain" / "clock.py"))
+    module = getattr(sys.modules.get(fold.__module__), "__file__", None) or ""
+    files = (module, str(here), str(here.with_name("lines.py")), str(here.with_name("common.py")),
+             str(here.parents[2] / "domain" / "clock.py"))
     return _digest("".join(_code_of(name) for name in files).encode("ascii"))[:16]
+
+
+class FoldReader:
+    """An importer's ``parse_from(path, options, start=None)``: :func:`read_jsonl` with its fold
+    (a class made with the file's path) and the fold's format ``version``. An object rather than
+    a closure, so that a parse worker process can be handed it."""
+
+    def __init__(self, fold: type, version: str) -> None:
+        self.fold, self.version = fold, version
+
+    def __call__(self, path: Path, options, start: Start | None = None) -> tuple[object, Checkpoint | None, bool]:
+        """The file's parse (read on from ``start`` when the file only grew since), the
+        checkpoint to keep, and whether it was read on."""
+        return read_jsonl(path, functools.partial(self.fold, path), self.version, options, start)
 
 
 def _feed(fold: LineFold, data: bytes, begin: int, end: int, number: int, options) -> int:

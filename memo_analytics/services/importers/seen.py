@@ -21,13 +21,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
-from ...vault.io import atomic_write_bytes
+from ...vault.io import atomic_write_bytes, read_regular_file
 
 #: The file, under the vault's ``.memo`` folder.
 STATE_FILE = "import-state.json"
@@ -161,19 +160,12 @@ MAX_STATE_BYTES = 64 * 1024 * 1024
 def _read_entries(path: Path) -> dict[str, dict]:
     """The entries of the state file, or none when it is missing, not a regular file (a FIFO,
     a device), too large or not a state this version wrote."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+    raw = read_regular_file(path, MAX_STATE_BYTES)
+    if raw is None:
         return {}
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_STATE_BYTES:
-            return {}
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = orjson.loads(handle.read(MAX_STATE_BYTES + 1))
-        files = data.get("files") if isinstance(data, dict) and data.get("version") == _VERSION else None
-        return {k: v for k, v in files.items() if isinstance(v, dict)} if isinstance(files, dict) else {}
-    except (OSError, ValueError):
+        data = orjson.loads(raw)
+    except ValueError:
         return {}
-    finally:
-        os.close(fd)
+    files = data.get("files") if isinstance(data, dict) and data.get("version") == _VERSION else None
+    return {k: v for k, v in files.items() if isinstance(v, dict)} if isinstance(files, dict) else {}
