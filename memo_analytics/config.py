@@ -41,17 +41,18 @@ Example config file::
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
 import tomllib
+import types
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .domain.billing import ClientBilling, Issuer
 from .domain.clock import zone_name_problem
@@ -158,16 +159,65 @@ def resolve_config_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
 _FILE_DATA: ContextVar[dict[str, Any] | None] = ContextVar("memo_config_file_data", default=None)
 
 
-class _ConfigFileSource(PydanticBaseSettingsSource):
-    def get_field_value(self, field, field_name):  # pragma: no cover - __call__ does the work
-        return None, field_name, False
+def _config_file_values() -> dict[str, Any]:
+    """The config file's values as :class:`Settings` reads them: top-level keys checked, paths
+    made absolute against the file's folder (or what :func:`settings_despite_problems` hands over)."""
+    given = _FILE_DATA.get()
+    if given is not None:
+        return given
+    path = config_path()
+    return resolve_config_paths(read_config_file(path), path.parent)
 
-    def __call__(self) -> dict[str, Any]:
-        given = _FILE_DATA.get()
-        if given is not None:
-            return given
-        path = config_path()
-        return resolve_config_paths(read_config_file(path), path.parent)
+
+def _takes_json(annotation: Any) -> bool:
+    """Whether a field of this type is given as JSON in the environment: a list, a table
+    (``dict``) or a model, optional or not (``MEMO_CAPTURE_IGNORE='["a"]'``)."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        return any(_takes_json(arg) for arg in get_args(annotation) if arg is not type(None))
+    kind = origin or annotation
+    return isinstance(kind, type) and issubclass(kind, (list, tuple, set, frozenset, dict, BaseModel))
+
+
+def _environment_values(fields: dict[str, Any]) -> dict[str, Any]:
+    """The ``MEMO_*`` variables of the environment, by field name: ``MEMO_<FIELD>`` (any case)
+    or the names :data:`ENV_NAMES` gives; lists, tables and models as JSON.
+
+    Raises
+    ------
+    InvalidFieldError
+        A list, table or model variable that is not JSON (``Invalid captureIgnore:
+        MEMO_CAPTURE_IGNORE must be JSON …``).
+    """
+    present = {name.upper(): value for name, value in os.environ.items() if name[:5].upper() == "MEMO_"}
+    if not present:
+        return {}
+    values: dict[str, Any] = {}
+    for name, field in fields.items():
+        env = next((e for e in ENV_NAMES.get(name, (f"MEMO_{name.upper()}",)) if e in present), None)
+        if env is None:
+            continue
+        value: Any = present[env]
+        if _takes_json(field.annotation):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise InvalidFieldError(field.alias or name, f"{env} must be JSON (a list, a table or an object), "
+                                                             f"e.g. {env}='[\"a\"]'") from None
+        values[name] = value
+    return values
+
+
+def _merged(stronger: dict[str, Any], weaker: dict[str, Any]) -> dict[str, Any]:
+    """``weaker`` updated by ``stronger``, tables merged key by key (a config file's table
+    keeps the keys the environment's does not set)."""
+    merged = dict(weaker)
+    for key, value in stronger.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merged(value, merged[key])
+        else:
+            merged[key] = value
+    return merged
 
 
 def _user_path(value: object, what: str) -> Path:
@@ -264,8 +314,10 @@ class VaultGit(BaseModel):
     branch: str = Field(default="main", pattern=r"^[A-Za-z0-9._/-]+$")
 
 
-class Settings(BaseSettings):
-    """Runtime settings.
+class _SettingsData(BaseModel):
+    """The fields of :class:`Settings` and their rules, from the given data alone (no
+    environment, no config file): the would-be config file of ``memo config set|unset`` and
+    each key of the config file are checked with it.
 
     Attributes
     ----------
@@ -311,8 +363,7 @@ class Settings(BaseSettings):
         The sync settings of each mode (SPEC §2.7).
     """
 
-    model_config = SettingsConfigDict(env_prefix="MEMO_", extra="ignore", alias_generator=to_camel,
-                                      populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", alias_generator=to_camel, populate_by_name=True)
 
     vault_root: Path = Field(
         default_factory=default_vault_root, validation_alias=AliasChoices("vault_root", "vaultRoot", "MEMO_VAULT")
@@ -335,11 +386,6 @@ class Settings(BaseSettings):
     hybrid: HybridSync = Field(default_factory=HybridSync)
     remote: RemoteDaemon = Field(default_factory=RemoteDaemon)
     vault_git: VaultGit = Field(default_factory=VaultGit)
-
-    @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
-                                   file_secret_settings):
-        return init_settings, env_settings, _ConfigFileSource(settings_cls)
 
     @field_validator("vaults", mode="before")
     @classmethod
@@ -434,14 +480,41 @@ class Settings(BaseSettings):
         return path
 
 
-class _GivenOnly(Settings):
-    """:class:`Settings` from the given values alone: no environment, no config file (the
-    would-be config file of ``memo config set|unset`` is checked with it)."""
+class Settings(_SettingsData):
+    """Runtime settings (the fields: :class:`_SettingsData`).
 
-    @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
-                                   file_secret_settings):
-        return (init_settings,)
+    ``Settings(**values)`` reads its sources, strongest first: ``values`` (by field name or
+    camelCase key), the ``MEMO_*`` environment (:func:`_environment_values`), the config file
+    (:func:`config_path`), the defaults. Tables merge key by key.
+
+    Raises
+    ------
+    pydantic.ValidationError
+        A value is refused (its ``loc`` is the config file's key).
+    InvalidFieldError
+        The config file cannot be read, or an environment variable is not the JSON its field
+        needs.
+    """
+
+    def __init__(self, **values: Any) -> None:
+        fields = type(self).model_fields
+        keys = _field_keys(fields)
+        keyed = lambda data: {keys.get(key, key): value for key, value in data.items()}  # noqa: E731
+        super().__init__(**_merged(keyed(values), _merged(keyed(_environment_values(fields)),
+                                                          keyed(_config_file_values()))))
+
+
+def _field_keys(fields: dict[str, Any]) -> dict[str, str]:
+    """Every spelling of a :class:`Settings` field (its name, its camelCase alias, its
+    validation aliases) to one key, its first alias, so that sources merge field by field
+    whatever their spelling and a refusal names the key as the config file spells it."""
+    keys: dict[str, str] = {}
+    for name, field in fields.items():
+        choices = [c for c in getattr(field.validation_alias, "choices", []) if isinstance(c, str)]
+        spellings = choices or [field.alias or name]
+        for spelling in (name, *spellings):
+            keys[spelling] = spellings[0]
+    return keys
 
 
 _VAULT_ENTRIES = {".git", ".memo", "projects", ".gitignore", ".gitattributes", "README.md"}
@@ -542,7 +615,7 @@ def config_file_problems(data: dict[str, Any], folder: Path) -> list[ConfigProbl
                                           "unknown_key"))
             continue
         try:
-            _GivenOnly.model_validate({top: value})
+            _SettingsData.model_validate({top: value})
         except (ValidationError, MemoError) as exc:
             problems.extend(_problems_of(exc, top, "config file"))
     return problems
@@ -636,6 +709,6 @@ def settings_despite_problems(**init: Any) -> tuple[Settings, list[ConfigProblem
                 problems.extend(ConfigProblem((alias, *p.parts[1:]), p.reason, p.kind, p.source)
                                 for p in _problems_of(exc, alias, source) if _field_of(p.parts[0]) == name)
                 # the file's value (checked) or the default takes the place of the refused one
-                init[name] = getattr(_GivenOnly.model_validate({alias: usable[alias]} if alias in usable else {}), name)
+                init[name] = getattr(_SettingsData.model_validate({alias: usable[alias]} if alias in usable else {}), name)
     finally:
         _FILE_DATA.reset(token)

@@ -127,3 +127,38 @@ def test_every_problem_of_the_file_is_listed_key_by_key_and_the_rest_still_appli
     assert listed == problems
     assert (settings.timezone, settings.templates_dir, settings.idle_gap_minutes) == (None, None, 45)
     assert (settings.operator.stalled_minutes, settings.operator.horizon_days) == (60, 3)
+
+
+def test_each_source_gives_way_to_the_stronger_one_field_by_field_and_table_by_table(config, tmp_path, monkeypatch):
+    """Arguments beat ``MEMO_*`` variables, which beat the file, which beats the defaults; a
+    table the environment sets keeps the file's other keys (SPEC §2.1: one config, many
+    entry points)."""
+    config.write_text('timezone = "Europe/Berlin"\nidleGapMinutes = 45\ndefaultProject = "from-file"\n'
+                      '[operator]\nstalledMinutes = 90\nhorizonDays = 3\n')
+    monkeypatch.setenv("MEMO_IDLE_GAP_MINUTES", "20")
+    monkeypatch.setenv("MEMO_OPERATOR", '{"horizonDays": 5}')
+    monkeypatch.setenv("memo_project", "from-env")  # any case, as the shells of the three systems spell it
+    settings = Settings(vault_root=tmp_path / "vault", idleGapMinutes=10)
+    assert (settings.timezone, settings.idle_gap_minutes, settings.default_project) == ("Europe/Berlin", 10, "from-env")
+    assert (settings.operator.stalled_minutes, settings.operator.horizon_days) == (90, 5)
+    assert Settings(vault_root=tmp_path / "vault").idle_gap_minutes == 20
+    monkeypatch.delenv("MEMO_IDLE_GAP_MINUTES")
+    assert Settings(vault_root=tmp_path / "vault").idle_gap_minutes == 45
+
+
+def test_the_vault_is_named_by_memo_vault_or_memo_vault_root(config, tmp_path, monkeypatch):
+    monkeypatch.delenv("MEMO_VAULT", raising=False)
+    monkeypatch.setenv("MEMO_VAULT_ROOT", str(tmp_path / "by-root"))
+    assert Settings().vault_root == (tmp_path / "by-root").resolve()
+    monkeypatch.setenv("MEMO_VAULT", str(tmp_path / "by-vault"))
+    assert Settings().vault_root == (tmp_path / "by-vault").resolve()
+
+
+def test_a_list_variable_that_is_not_json_is_refused_naming_the_variable(config, tmp_path, monkeypatch):
+    monkeypatch.setenv("MEMO_CAPTURE_IGNORE", "secrets/*")
+    with pytest.raises(InvalidFieldError) as caught:
+        Settings(vault_root=tmp_path / "vault")
+    assert caught.value.field == "captureIgnore"
+    assert str(caught.value).startswith("Invalid captureIgnore: MEMO_CAPTURE_IGNORE must be JSON")
+    monkeypatch.setenv("MEMO_CAPTURE_IGNORE", '["secrets/*"]')
+    assert Settings(vault_root=tmp_path / "vault").capture_ignore == ["secrets/*"]

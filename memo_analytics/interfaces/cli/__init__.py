@@ -7,9 +7,16 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sqlite3
 import sys
 from typing import Any, Sequence
+
+# pydantic looks for plugins in the entry points of every installed distribution when it builds
+# its first model (a walk of every package's metadata: ~0.1 s of each run here); the command
+# line uses none. ``PYDANTIC_DISABLE_PLUGINS`` is pydantic's own switch; a value the person set
+# is kept.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 # Loading the modules creates a few hundred thousand objects (pydantic's schemas among them);
 # the cyclic collector would walk them again and again while they load, for nothing.

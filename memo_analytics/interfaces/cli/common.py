@@ -10,7 +10,6 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 from pydantic import ValidationError
-from pydantic_settings import SettingsError
 from pydantic.alias_generators import to_camel
 from rich.console import Console
 from rich.segment import Segment
@@ -302,8 +301,6 @@ def _settings(**fields: Any) -> Settings:
         else:
             source = env or ENV_NAMES.get(snake, (f"MEMO_{snake.upper()}",))[0]
         raise MemoError(f"Invalid {field} ({source}): {first['msg'].removeprefix('Value error, ')}") from None
-    except SettingsError as exc:  # an environment value that is not the JSON a list or table needs
-        raise MemoError(f"Invalid settings: {str(exc).splitlines()[0]}") from None
 
 
 def _fail(message: str, code: int = 1) -> None:
