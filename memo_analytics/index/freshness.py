@@ -94,13 +94,15 @@ def missing() -> Staleness:
 @dataclass
 class ReconcileResult:
     """What :func:`reconcile` did: records ``added``, ``updated`` and ``removed`` in the
-    index, the files it could not use (``skipped``) and the projects touched."""
+    index, the files it could not use (``skipped``), the projects touched, and the records
+    it indexed (``written``: ``(meta, path relative to the vault)``, added or updated)."""
 
     added: int = 0
     updated: int = 0
     removed: int = 0
     skipped: list[CorruptRecordError] = field(default_factory=list)
     projects: set[str] = field(default_factory=set)
+    written: list[tuple[dict, str]] = field(default_factory=list)
 
     def line(self) -> str:
         text = f"{self.added} added, {self.updated} updated, {self.removed} removed"
@@ -178,3 +180,4 @@ def _take_in(conn: sqlite3.Connection, layout: VaultLayout, record_id: str, path
     else:
         result.updated += 1
     result.projects.add(project)
+    result.written.append((meta, relative))

@@ -438,6 +438,16 @@ def max_turn(conn: sqlite3.Connection, project: str, session_id: str) -> int:
     return int(row[0] or 0)
 
 
+def last_current_turn(conn: sqlite3.Connection, project: str, session_id: str) -> int:
+    """Highest turn of ``session_id`` in ``project`` that is not superseded (0 when none): the
+    turns the session holds now, where :func:`max_turn` counts the superseded ones too."""
+    row = conn.execute(
+        "SELECT MAX(turn) FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ? "
+        "AND COALESCE(status, '') != 'superseded'", (session_id, project)
+    ).fetchone()
+    return int(row[0] or 0)
+
+
 def count_and_page(
     conn: sqlite3.Connection, kind: str, flt: PromptFilter, limit: int, offset: int, sort: str = "date-desc"
 ) -> tuple[int, list[sqlite3.Row]]:

@@ -142,7 +142,10 @@ def _turn_id(session_id: str, turn: int) -> str:
 #: then leaves the lock free for :data:`GROUP_PAUSE_SECONDS`: a hook, a search or another
 #: writer waiting for the lock gets in within a few seconds of a long import, never times out.
 GROUP_SECONDS = 2.0
-GROUP_PAUSE_SECONDS = 0.12
+GROUP_PAUSE_SECONDS = 0.03
+#: How often a writer waiting for the vault lock tries again (filelock polls ``flock``): three
+#: tries fall within a batch's pause.
+LOCK_POLL_SECONDS = 0.01
 
 
 def _copy_meta(value: Any) -> Any:
@@ -302,9 +305,11 @@ class VaultStore:
                     return self._conn
             again = self._check(raw)
             stale = again if again is None or not stale.full else stale  # keep "there was none"
-            projects = self._repair(raw, stale) if stale is not None else set()
+            projects, done = self._repair(raw, stale) if stale is not None else (set(), None)
             with self._conn_guard:
                 self._conn = raw
+            if done is not None:
+                self._taken_in(done, stale.folders)
             for project in sorted(projects):
                 self._views_changed(project, None)
         return raw
@@ -370,15 +375,18 @@ class VaultStore:
             conn.close()
             raise self.index_error(exc) from None
 
-    def _repair(self, conn: sqlite3.Connection, stale: freshness.Staleness) -> set[str]:
-        """Bring the index in line with the files (under the vault lock); the projects touched."""
+    def _repair(self, conn: sqlite3.Connection,
+                stale: freshness.Staleness) -> tuple[set[str], freshness.ReconcileResult | None]:
+        """Bring the index in line with the files (under the vault lock): the projects touched,
+        and what the folders' :func:`~memo_analytics.index.freshness.reconcile` did (None after
+        a full rebuild)."""
         path = self.layout.index_path
         try:
             done = None if stale.full else freshness.reconcile(conn, self.layout, stale.folders)
             if done is not None:
                 if done.projects or done.skipped:  # a folder that only gained a conflict copy or a temp file: quiet
                     self._note(f"the index caught up with {stale.reason}: {done.line()}")
-                return done.projects
+                return done.projects, done
             files = len(self.layout.record_files())
             self._note(f"rebuilding the index {path} from the {files} record files, because {stale.reason}")
             result = rebuild(conn, self.layout, redact=True)
@@ -387,7 +395,7 @@ class VaultStore:
             raise self.index_error(exc) from None
         if result.skipped:
             self._note(f"{len(result.skipped)} record files could not be indexed; `memo reindex` lists them")
-        return set(index.project_names(conn))
+        return set(index.project_names(conn)), None
 
     def _note(self, line: str) -> None:
         self.repairs.append(line)
@@ -427,7 +435,7 @@ class VaultStore:
         self._may_create = True
         try:
             lock = vault_lock(self.layout.lock_path)
-            lock.acquire(timeout=self.lock_timeout)
+            lock.acquire(timeout=self.lock_timeout, poll_interval=LOCK_POLL_SECONDS)
         except Timeout:
             raise VaultBusyError(str(self.root), self.lock_timeout or lock.timeout) from None
         except OSError as exc:
@@ -781,7 +789,7 @@ class VaultStore:
         if final:
             return
         batch.locks.close()  # other writers (and readers catching up the index) go between two groups:
-        time.sleep(GROUP_PAUSE_SECONDS)  # a waiting process retries every 50 ms
+        time.sleep(GROUP_PAUSE_SECONDS)  # a waiting process retries every LOCK_POLL_SECONDS
         batch.locks = ExitStack()
         batch.locks.enter_context(self._vault_lock())
         batch.since = time.monotonic()
@@ -818,9 +826,21 @@ class VaultStore:
         touched = done.added + done.updated + done.removed
         if touched or done.skipped:
             self._note(f"the index caught up with {what}: {done.line()}")
+        self._taken_in(done, keys)
         for project in sorted(done.projects):
             self._views_changed(project, RecordKind(kind).value)
         return touched
+
+    def _taken_in(self, done: freshness.ReconcileResult, folders: list[str]) -> None:
+        """After a reconcile of ``folders`` (under the vault lock): each record it indexed is
+        heard as a ``"write"`` — a file renamed into place by a writer killed before it told
+        its listeners (the hybrid push's outbox) reaches them now — and the temporary files
+        such a writer left there are removed (record folders get temporary files only under
+        the vault lock, which this process holds: none of them is being written)."""
+        for meta, relative in done.written:
+            self.emit("write", meta=meta, path=self.root / relative)
+        for temporary in self.layout.temp_files(folders):
+            remove_quietly(temporary)
 
     def catch_up_edits(self, kind: RecordKind | str) -> int:
         """Take in record files of ``kind`` edited in place since the index read them (an

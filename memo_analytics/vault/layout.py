@@ -62,8 +62,11 @@ class VaultLayout:
                          if ".conflict-" not in p.name)  # kept sync conflict versions are not records
         return sorted(files)
 
-    def temp_files(self):
-        """Temporary files an interrupted atomic write left in record folders."""
+    def temp_files(self, folders: list[str] | None = None):
+        """Temporary files an interrupted atomic write left in record folders: every record
+        folder's, or those of ``folders`` (``<project>/<subdir>`` keys) alone."""
+        if folders is not None:
+            return sorted(p for key in folders for p in (self.projects_dir / key).glob(".*.tmp"))
         if not self.projects_dir.is_dir():
             return []
         return sorted(

@@ -551,3 +551,32 @@ def test_a_re_import_leaves_a_session_on_an_issued_invoice_as_it_is_and_says_so(
     memo("invoice", "credit", number, vault=vault, env=env)
     after = imported()
     assert after["turns"] == 1 and session()["endTime"] == "2026-06-10T09:49:00.000Z"
+
+
+def test_a_session_rewound_before_its_invoice_is_not_reported_as_differing_by_a_re_import(tmp_path):
+    """Turns a rewind superseded before the invoice are not the session's turns: a re-read of
+    the unchanged transcript (``--rescan``) finds the session as the invoice billed it, says
+    nothing of the invoice, and notes the file as imported."""
+    config = tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME, encoding="utf-8")
+    (tmp_path / "home").mkdir()
+    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path / "home")}
+    vault = tmp_path / "vault"
+    source = tmp_path / "t.jsonl"
+    prompts = [("2026-06-10T09:00:00Z", "add the login form"), ("2026-06-10T09:10:00Z", "validate the e-mail"),
+               ("2026-06-10T09:20:00Z", "and a password rule")]
+    _transcript(source, prompts)
+
+    def imported(*extra: str) -> dict:
+        ran = memo("--json", "import", "claude-code", *extra, "--client", "Acme Corp", str(source), vault=vault, env=env)
+        return json.loads(ran.stdout)
+
+    assert imported()["turns"] == 3
+    _transcript(source, prompts[:2])  # rewound before the invoice: turn 3 superseded
+    assert imported()["rewound"] == 1
+    memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+         "--until", "2026-06-30", vault=vault, env=env)
+    again = imported("--rescan")
+    assert not any("is on invoice" in e for e in again["errors"]), again["errors"]
+    assert (again["turns"], again["superseded"]) == (0, 0)
+    assert imported()["unchanged"] == 1  # noted as imported: the next import skips it

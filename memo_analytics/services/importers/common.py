@@ -422,7 +422,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             result.reindexed += 1
         if existing is not None and (project, session_id) in invoiced:
             if existing[0].get("endTime") != to_iso(interval.end) or \
-                    index.max_turn(store.conn, project, session_id) != len(interval.prompts):
+                    index.last_current_turn(store.conn, project, session_id) != len(interval.prompts):
                 result.errors.append(f"{redact_secrets(str(transcript.path))[0]}: session {session_id} is on invoice "
                                      f"{invoiced[(project, session_id)]}, issued: left as it is (the transcript now "
                                      f"differs; credit the invoice first to take that in: memo invoice credit)")
