@@ -175,6 +175,9 @@ class _Batch:
     events: list[tuple[dict[str, Any], Path]] = field(default_factory=list)
     #: when the vault lock was taken for this group (monotonic seconds)
     since: float = field(default_factory=time.monotonic)
+    #: what failed while a record's index rows were being written: the batch can only be
+    #: given up (its rows are not undone one by one), so every later write and the commit raise it
+    broken: BaseException | None = None
 
 
 class VaultStore:
@@ -742,12 +745,20 @@ class VaultStore:
                          key: str) -> Path:
         """:meth:`upsert`'s write within a batch (checked by it): the index row now, the file
         pending until the group's commit."""
+        if batch.broken is not None:
+            raise batch.broken
         batch.checked.add(key)
+        # Straight into the batch's transaction, not in a savepoint of its own: FTS5 writes its
+        # pending terms out as a new segment at every savepoint (one segment per record, then
+        # merges: twice the time of the whole index update). A failure part-way can then not be
+        # undone for this record alone: the batch is given up.
         try:
-            with index.transaction(self.conn) as conn:
-                index.upsert_record(conn, meta, body, str(path.relative_to(self.root)))
-        except sqlite3.DatabaseError as exc:
-            raise self.index_error(exc) from None
+            index.upsert_record(self.conn, meta, body, str(path.relative_to(self.root)))
+        except BaseException as exc:
+            batch.broken = self.index_error(exc) if isinstance(exc, sqlite3.DatabaseError) else exc
+            if batch.broken is exc:
+                raise
+            raise batch.broken from None
         batch.pending.pop(path, None)  # written again in this group (a session's start, then its end): once
         batch.pending[path] = (_copy_meta(meta), body)
         batch.cache.pop(path, None)
@@ -764,6 +775,8 @@ class VaultStore:
         batch = self._own_batch()
         if batch is None:
             return
+        if batch.broken is not None:
+            raise batch.broken
         renames: list[tuple[Path, Path]] = []
         try:
             for path, (meta, body) in batch.pending.items():

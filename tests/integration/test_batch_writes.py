@@ -110,6 +110,37 @@ def test_an_error_inside_a_batch_writes_nothing_of_its_open_group(tmp_path):
     store.close()
 
 
+def test_an_index_failure_inside_a_batch_gives_the_whole_group_up_even_when_the_caller_goes_on(tmp_path):
+    """A batch writes each record's index rows straight into its open transaction (no savepoint
+    per record): a failure part-way through one record cannot be undone for it alone, so the
+    batch is given up — a caller that catches the error and goes on gets it again at its next
+    write and at the commit, and nothing of the open group is written."""
+    from memo_analytics.domain.errors import MemoError
+    from memo_analytics.services.requests import StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+
+    vault = tmp_path / "v"
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="kept", project="web", start_time="2026-06-01T09:00:00Z"))
+    # the index refuses one row after its first statements ran (as a full disk would)
+    store.conn.execute("CREATE TRIGGER refuse AFTER INSERT ON records WHEN NEW.id = 'session-bad' "
+                       "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+    failures = []
+    with pytest.raises(MemoError):
+        with store.batch():
+            for name in ("before", "bad", "after"):
+                try:
+                    start_session(store, StartSessionRequest(session_id=name, project="web",
+                                                             start_time="2026-06-01T10:00:00Z"))
+                except MemoError as exc:  # an importer skips a record it cannot write, and goes on
+                    failures.append((name, type(exc).__name__))
+    assert [name for name, _ in failures] == ["bad", "after"]
+    assert [r[0] for r in store.conn.execute("SELECT id FROM records")] == ["session-kept"]
+    assert sorted(p.name for p in (vault / "projects" / "web" / "sessions").glob("*.md")) == ["session-kept.md"]
+    assert not list(vault.rglob("*.tmp"))
+    store.close()
+
+
 _KILLED = """
 import sys
 from pathlib import Path
