@@ -48,6 +48,7 @@ from ..vault import views
 from ..vault.io import (
     atomic_write_bytes,
     dump_record,
+    dump_records,
     group_commit,
     read_record,
     remove_quietly,
@@ -138,6 +139,9 @@ def _turn_id(session_id: str, turn: int) -> str:
     return prompt_id(session_id, turn, None)  # type: ignore[arg-type]  # no clock needed with a turn
 
 
+#: A batch with worker processes sends them its records to render this many at a time.
+RENDER_CHUNK = 48
+
 #: A batch commits its group after this long holding the vault lock (or at its record limit),
 #: then leaves the lock free for :data:`GROUP_PAUSE_SECONDS`: a hook, a search or another
 #: writer waiting for the lock gets in within a few seconds of a long import, never times out.
@@ -178,6 +182,11 @@ class _Batch:
     #: what failed while a record's index rows were being written: the batch can only be
     #: given up (its rows are not undone one by one), so every later write and the commit raise it
     broken: BaseException | None = None
+    #: worker processes that render the records' text while the batch goes on (None: rendered
+    #: at the commit, here); the records not yet sent, and each sent one's ``(future, place)``
+    renderer: Any = None
+    unsent: list[Path] = field(default_factory=list)
+    rendering: dict[Path, tuple[Any, int]] = field(default_factory=dict)
 
 
 class VaultStore:
@@ -689,8 +698,14 @@ class VaultStore:
         return existed
 
     @contextmanager
-    def batch(self, max_records: int = 2000) -> Iterator[None]:
+    def batch(self, max_records: int = 2000, renderer: Any = None) -> Iterator[None]:
         """Write many records as one group (issue 16): importers, sync apply.
+
+        ``renderer``: a :class:`concurrent.futures.Executor` of worker processes (forked before
+        the vault lock was taken) that renders the records' Markdown text
+        (:func:`~memo_analytics.vault.io.dump_records`) while this thread goes on; the text is
+        the same, and what a worker fails to render is rendered here at the commit. A batch that
+        joins an outer one renders as the outer one does.
 
         Within the block every :meth:`upsert` of this thread validates, redacts and indexes
         as one alone does, but the record goes to a temporary file and its index row into one
@@ -718,7 +733,7 @@ class VaultStore:
         with self.deferred_views():  # the views once the files are in place
             locks = ExitStack()
             locks.enter_context(self._vault_lock())
-            batch = _Batch(thread=threading.get_ident(), limit=max(1, max_records), locks=locks)
+            batch = _Batch(thread=threading.get_ident(), limit=max(1, max_records), locks=locks, renderer=renderer)
             try:
                 self._begin()
                 self._batch = batch
@@ -761,6 +776,11 @@ class VaultStore:
             raise batch.broken from None
         batch.pending.pop(path, None)  # written again in this group (a session's start, then its end): once
         batch.pending[path] = (_copy_meta(meta), body)
+        if batch.renderer is not None:
+            batch.rendering.pop(path, None)  # an earlier version sent to render is not this one
+            batch.unsent.append(path)
+            if len(batch.unsent) >= RENDER_CHUNK:
+                self._send_to_render(batch)
         batch.cache.pop(path, None)
         batch.keys.add(key)
         batch.events.append((meta, path))
@@ -768,6 +788,32 @@ class VaultStore:
         if len(batch.pending) >= batch.limit or time.monotonic() - batch.since >= GROUP_SECONDS:
             self._commit_batch()
         return path
+
+    def _send_to_render(self, batch: _Batch) -> None:
+        """Hand the records written since the last chunk to the batch's worker processes."""
+        paths = [path for path in dict.fromkeys(batch.unsent) if path in batch.pending and path not in batch.rendering]
+        batch.unsent.clear()
+        if not paths:
+            return
+        try:
+            future = batch.renderer.submit(dump_records, [batch.pending[path] for path in paths])
+        except Exception:  # the pool is gone (a worker died): the commit renders here
+            batch.renderer = None
+            return
+        for place, path in enumerate(paths):
+            batch.rendering[path] = (future, place)
+
+    def _rendered(self, batch: _Batch, path: Path, meta: dict[str, Any], body: str) -> bytes:
+        """The text of one pending record: a worker's rendering, else rendered here (the worker
+        died, or failed on it: the error, if any, is raised here as a render alone raises it)."""
+        sent = batch.rendering.get(path)
+        if sent is not None:
+            future, place = sent
+            try:
+                return future.result()[place]
+            except Exception:
+                pass
+        return dump_record(meta, body).encode("utf-8")
 
     def _commit_batch(self, final: bool = False) -> None:
         """Commit the batch's group (see :meth:`batch`); unless ``final``, release the lock for
@@ -778,15 +824,18 @@ class VaultStore:
         if batch.broken is not None:
             raise batch.broken
         renames: list[tuple[Path, Path]] = []
+        if batch.renderer is not None:
+            self._send_to_render(batch)
         try:
             for path, (meta, body) in batch.pending.items():
-                renames.append((write_temporary(path, dump_record(meta, body).encode("utf-8")), path))
+                renames.append((write_temporary(path, self._rendered(batch, path, meta, body)), path))
             group_commit(renames, self.root)
         except BaseException:
             for temporary, _ in renames:
                 remove_quietly(temporary)
             raise
         batch.pending.clear()
+        batch.rendering.clear()
         conn = self.conn
         try:
             index.set_folder_stamps(conn, {key: folder_stamp(self.layout, key) for key in sorted(batch.keys)})
@@ -810,6 +859,8 @@ class VaultStore:
 
     def _abort_batch(self, batch: _Batch) -> None:
         batch.pending.clear()
+        batch.unsent.clear()
+        batch.rendering.clear()
         if self._conn is not None:
             index.rollback(self._conn)
 

@@ -186,6 +186,12 @@ def dump_record(meta: dict[str, Any], body: str) -> str:
     return frontmatter.dumps(post, handler=_YAML, sort_keys=False, allow_unicode=True, width=1_000_000) + "\n"
 
 
+def dump_records(records: list[tuple[dict[str, Any], str]]) -> list[bytes]:
+    """:func:`dump_record` of each ``(meta, body)``, as UTF-8: what a group commit writes (a
+    worker process renders a batch's records with it, while the writer goes on)."""
+    return [dump_record(meta, body).encode("utf-8") for meta, body in records]
+
+
 def write_record(path: Path, meta: dict[str, Any], body: str) -> None:
     """Atomically write one record file."""
     atomic_write_bytes(path, dump_record(meta, body).encode("utf-8"))

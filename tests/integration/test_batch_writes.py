@@ -91,6 +91,53 @@ def test_batched_and_single_writes_give_byte_identical_vaults_and_indexes(realda
     assert len(index_rows(batched)["records"]) > 400
 
 
+_WITH_WORKERS = """
+import sys, threading
+from pathlib import Path
+from memo_analytics.services.importers import common
+from tests.integration import test_batch_writes as here
+common.PARALLEL_FROM = 1  # every import of the real files gets worker processes
+assert threading.active_count() == 1  # else the import would parse and render in this process
+sent = []
+real = here.VaultStore._send_to_render
+
+
+def send(self, batch):
+    sent.append(len(batch.unsent))
+    pool = batch.renderer
+    real(self, batch)
+    if sys.argv[3] == "kill" and len(sent) == 3:  # the workers die (out of memory?) with records of the group sent
+        import os, signal, time
+        for pid in list(pool._processes):
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(0.5)
+
+
+here.VaultStore._send_to_render = send
+here.import_all(Path(sys.argv[1]), Path(sys.argv[2]), batched=True)
+print(sum(sent))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("worker", ["lives", "kill"])
+def test_records_rendered_by_worker_processes_are_byte_identical_to_writing_each_alone(realdata, tmp_path, one_by_one,
+                                                                                        worker):
+    """With worker processes (a process of one thread, many files) the files are parsed and the
+    records' text rendered by the workers while the batch goes on: the same vault, byte for
+    byte, and the same index as writing each record alone — also when a worker is killed with
+    records sent to it (they are rendered in the writer instead)."""
+    pooled = tmp_path / "pooled"
+    ran = subprocess.run([sys.executable, "-c", _WITH_WORKERS, str(realdata), str(pooled), worker], capture_output=True,
+                         text=True, cwd=Path(__file__).resolve().parents[2], timeout=600)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert int(ran.stdout.split()[-1]) > 400  # the records went to the workers to be rendered
+    expected, got = vault_files(one_by_one), vault_files(pooled)
+    assert sorted(got) == sorted(expected)
+    assert [name for name in expected if got[name] != expected[name]] == []
+    assert index_rows(pooled) == index_rows(one_by_one)
+
+
 def test_an_error_inside_a_batch_writes_nothing_of_its_open_group(tmp_path):
     from memo_analytics.services.requests import StartSessionRequest
     from memo_analytics.services.sessions import start_session

@@ -18,7 +18,9 @@ import memo_analytics.interfaces.cli as cli
 
 #: loaded on first use only: never by the commands of ``QUICK_COMMANDS``
 HEAVY = ("polars", "pyarrow", "pandas", "numpy", "duckdb", "weasyprint", "panel", "bokeh", "tornado", "mcp",
-         "jinja2", "uvicorn", "starlette", "nbformat")
+         "jinja2", "uvicorn", "starlette", "nbformat",
+         # the settings are read without pydantic-settings, which loaded asyncio, argparse and dotenv
+         "pydantic_settings", "asyncio", "dotenv")
 
 QUICK_COMMANDS = [
     ["--help"],

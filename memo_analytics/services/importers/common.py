@@ -20,7 +20,7 @@ import json
 import os
 import re
 import threading
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
@@ -667,36 +667,48 @@ def _parse_or_reason(parse: ParseFn, path: Path, options: ImportOptions, parse_f
         return _one_line(exc), None, False
 
 
-def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, parse_from=None,
-                 starts: dict | None = None) -> Iterator[tuple[Path, "ParseResult | str", object, bool]]:
-    """``(path, its ParseResult or the reason it failed, the checkpoint to keep, whether it was
-    read on from its checkpoint in ``starts``)`` for each of ``paths``, in order; many files are
-    parsed on every core (forked workers that die with this process), few in this one (and all
-    of them in a process that runs other threads)."""
+@contextmanager
+def worker_pool(count: int) -> Iterator[object | None]:
+    """Worker processes for an import of ``count`` files — one per core, at most
+    :data:`MAX_PARSE_WORKERS`, forked now and dying with this process — or None when the import
+    is too small for them to pay, there is one core, or this process runs other threads (a
+    watcher, a server: a lock another thread holds at the fork would stay held in the worker).
+    They parse the files (:func:`parsed_files`), then render the records the batch writes
+    (:meth:`VaultStore.batch`). Fork it before the vault lock is taken."""
     cores = os.cpu_count() or 1
-    starts = starts or {}
-    # fork only a process of one thread (memo import; not a watcher or a server: a lock another
-    # thread holds at the fork would stay held in the worker)
-    if len(paths) < PARALLEL_FROM or cores < 2 or threading.active_count() > 1:
-        for path in paths:
-            yield path, *_parse_or_reason(parse, path, options, parse_from, starts.get(path))
+    if count < PARALLEL_FROM or cores < 2 or threading.active_count() > 1:
+        yield None
         return
     from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
     from multiprocessing import get_context
 
     from ...index.reindex import die_with_parent
 
+    with ProcessPoolExecutor(max_workers=min(cores, MAX_PARSE_WORKERS), mp_context=get_context("fork"),
+                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+        yield pool
+
+
+def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, parse_from=None,
+                 starts: dict | None = None, pool=None) -> Iterator[tuple[Path, "ParseResult | str", object, bool]]:
+    """``(path, its ParseResult or the reason it failed, the checkpoint to keep, whether it was
+    read on from its checkpoint in ``starts``)`` for each of ``paths``, in order; parsed by the
+    workers of ``pool`` (:func:`worker_pool`) when there is one, else in this process."""
+    starts = starts or {}
+    if pool is None:
+        for path in paths:
+            yield path, *_parse_or_reason(parse, path, options, parse_from, starts.get(path))
+        return
+    from concurrent.futures.process import BrokenProcessPool
+
     done = 0
     try:
-        with ProcessPoolExecutor(max_workers=min(cores, MAX_PARSE_WORKERS), mp_context=get_context("fork"),
-                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            count = len(paths)
-            results = pool.map(_parse_or_reason, [parse] * count, paths, [options] * count, [parse_from] * count,
-                               [starts.get(path) for path in paths], chunksize=4)
-            for path, outcome in zip(paths, results):
-                yield path, *outcome
-                done += 1
+        count = len(paths)
+        results = pool.map(_parse_or_reason, [parse] * count, paths, [options] * count, [parse_from] * count,
+                           [starts.get(path) for path in paths], chunksize=4)
+        for path, outcome in zip(paths, results):
+            yield path, *outcome
+            done += 1
     except BrokenProcessPool:  # a worker was killed (out of memory?): the rest is parsed here
         for path in paths[done:]:
             yield path, *_parse_or_reason(parse, path, options, parse_from, starts.get(path))
@@ -757,89 +769,92 @@ def run_import(
             if meta is not None:
                 key = state.key(path, source)
                 starts[path] = Start(meta, cache_file(store.layout.meta_dir, key), key)
-    held: dict[Path, list[str]] = {}
-    queue = list(files)
-    while queue:
-        for path, parsed, checkpoint, resumed in parsed_files(queue, parse, options, parse_from, starts):
-            result.files += 1
-            result.resumed += resumed
-            checkpoints[path] = checkpoint
-            if isinstance(parsed, str):
-                result.skipped += 1
-                result.errors.append(redact_secrets(str(path))[0] + f": {parsed}")
-            else:
-                name = redact_secrets(str(path))[0]
-                if not parsed.recognised:
-                    result.unrecognised += 1
-                    result.errors.append(f"{name}: not {_article(source)} transcript" +
-                                         (f" ({parsed.why})" if parsed.why else ""))
+    # workers (two cores and more) parse the files, then render the records the batch writes
+    with worker_pool(len(files)) as pool:
+        held: dict[Path, list[str]] = {}
+        queue = list(files)
+        while queue:
+            for path, parsed, checkpoint, resumed in parsed_files(queue, parse, options, parse_from, starts, pool):
+                result.files += 1
+                result.resumed += resumed
+                checkpoints[path] = checkpoint
+                if isinstance(parsed, str):
+                    result.skipped += 1
+                    result.errors.append(redact_secrets(str(path))[0] + f": {parsed}")
                 else:
-                    result.recognised += 1
-                    held[path] = [t.transcript_id for t in parsed.transcripts]
-                result.skipped += max(parsed.skipped_lines, len(parsed.problems))
-                result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
-                for transcript in parsed.transcripts:
-                    transcript.path = path  # as given now (a checkpoint keeps the spelling of its first read)
-                    where.setdefault((transcript.source, transcript.transcript_id), path)
-                transcripts.extend(parsed.transcripts)
+                    name = redact_secrets(str(path))[0]
+                    if not parsed.recognised:
+                        result.unrecognised += 1
+                        result.errors.append(f"{name}: not {_article(source)} transcript" +
+                                             (f" ({parsed.why})" if parsed.why else ""))
+                    else:
+                        result.recognised += 1
+                        held[path] = [t.transcript_id for t in parsed.transcripts]
+                    result.skipped += max(parsed.skipped_lines, len(parsed.problems))
+                    result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
+                    for transcript in parsed.transcripts:
+                        transcript.path = path  # as given now (a checkpoint keeps the spelling of its first read)
+                        where.setdefault((transcript.source, transcript.transcript_id), path)
+                    transcripts.extend(parsed.transcripts)
+                if progress:
+                    progress(path)
+            queue = []
+            if kept:
+                # an unchanged file holding a conversation a changed file holds too is read again:
+                # a conversation is merged from all its files
+                read_ids = {transcript_id for ids in held.values() for transcript_id in ids}
+                queue = [p for p in kept if read_ids & set(state.transcripts(p, source))]
+                again = set(queue)
+                kept = [p for p in kept if p not in again]
+        for path in kept:
+            result.files += 1
+            result.recognised += 1
+            result.unchanged += 1
             if progress:
                 progress(path)
-        queue = []
-        if kept:
-            # an unchanged file holding a conversation a changed file holds too is read again:
-            # a conversation is merged from all its files
-            read_ids = {transcript_id for ids in held.values() for transcript_id in ids}
-            queue = [p for p in kept if read_ids & set(state.transcripts(p, source))]
-            again = set(queue)
-            kept = [p for p in kept if p not in again]
-    for path in kept:
-        result.files += 1
-        result.recognised += 1
-        result.unchanged += 1
-        if progress:
-            progress(path)
-    failed: set[tuple[str, str]] = set()
-    invoiced = invoiced_in(store.root) if transcripts else {}
-    # in the order of the files (not of reading: unchanged files of a conversation are read after
-    # the changed ones), so conversations are written in the order a clean import writes them
-    transcripts.sort(key=lambda transcript: position.get(transcript.path, len(position)))
-    with store.deferred_views(), (store.batch() if batched else nullcontext()):  # views after the last commit
-        for transcript in merge_transcripts(transcripts):
-            try:
-                import_transcript(store, transcript, options, result, invoiced)
-            except (MemoError, ValueError) as exc:
-                result.skipped += 1
-                failed.add((transcript.source, transcript.transcript_id))
-                path = where[(transcript.source, transcript.transcript_id)]
-                result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
-    if state is not None:  # after the last commit: a file is noted only once all it held is in the vault
-        by_id = {t.transcript_id: t for t in transcripts}
-        not_noted = failed | result.held_back
-        firsts = {path: [session_record_id(f"{transcript_session_base(by_id[i])}-1") for i in ids if i in by_id]
-                  for path, ids in held.items()}
-        indexed = index.indexed_ids(store.conn, sorted({rid for rids in firsts.values() for rid in rids}),
-                                    RecordKind.SESSION.value)
-        for path, ids in held.items():
-            stamp = stamps.get(path)
-            cache = cache_file(store.layout.meta_dir, state.key(path, source))
-            checkpoint = checkpoints.get(path)
-            if path in starts and checkpoint is None:
-                remove_quietly(cache)  # its checkpoint no longer holds
-            if stamp is None or any((by_id[i].source if i in by_id else source, i) in not_noted for i in ids):
-                state.forget(path, source)
-                continue
-            if checkpoint is not None:
+        failed: set[tuple[str, str]] = set()
+        invoiced = invoiced_in(store.root) if transcripts else {}
+        # in the order of the files (not of reading: unchanged files of a conversation are read after
+        # the changed ones), so conversations are written in the order a clean import writes them
+        transcripts.sort(key=lambda transcript: position.get(transcript.path, len(position)))
+        batch = store.batch(renderer=pool) if batched else nullcontext()
+        with store.deferred_views(), batch:  # views after the last commit
+            for transcript in merge_transcripts(transcripts):
                 try:
-                    write_checkpoint(cache, checkpoint, state.key(path, source))
-                except OSError:
-                    checkpoint = None  # a cache: the next import reads the file whole
-            state.record(path, source, fingerprint, stamp, ids, [rid for rid in firsts[path] if rid in indexed],
-                         checkpoint.meta() if checkpoint is not None else None)
-        try:
-            with store.lock():  # two imports at once each add their files
-                state.save()
-        except (OSError, MemoError):
-            pass  # a cache: the next import reads the files again
+                    import_transcript(store, transcript, options, result, invoiced)
+                except (MemoError, ValueError) as exc:
+                    result.skipped += 1
+                    failed.add((transcript.source, transcript.transcript_id))
+                    path = where[(transcript.source, transcript.transcript_id)]
+                    result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
+        if state is not None:  # after the last commit: a file is noted only once all it held is in the vault
+            by_id = {t.transcript_id: t for t in transcripts}
+            not_noted = failed | result.held_back
+            firsts = {path: [session_record_id(f"{transcript_session_base(by_id[i])}-1") for i in ids if i in by_id]
+                      for path, ids in held.items()}
+            indexed = index.indexed_ids(store.conn, sorted({rid for rids in firsts.values() for rid in rids}),
+                                        RecordKind.SESSION.value)
+            for path, ids in held.items():
+                stamp = stamps.get(path)
+                cache = cache_file(store.layout.meta_dir, state.key(path, source))
+                checkpoint = checkpoints.get(path)
+                if path in starts and checkpoint is None:
+                    remove_quietly(cache)  # its checkpoint no longer holds
+                if stamp is None or any((by_id[i].source if i in by_id else source, i) in not_noted for i in ids):
+                    state.forget(path, source)
+                    continue
+                if checkpoint is not None:
+                    try:
+                        write_checkpoint(cache, checkpoint, state.key(path, source))
+                    except OSError:
+                        checkpoint = None  # a cache: the next import reads the file whole
+                state.record(path, source, fingerprint, stamp, ids, [rid for rid in firsts[path] if rid in indexed],
+                             checkpoint.meta() if checkpoint is not None else None)
+            try:
+                with store.lock():  # two imports at once each add their files
+                    state.save()
+            except (OSError, MemoError):
+                pass  # a cache: the next import reads the files again
     return result
 
 
