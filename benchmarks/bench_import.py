@@ -17,10 +17,13 @@ process of its own (``python -m memo_analytics``, interpreter start included), p
 - the vault files floor: the first import's record files created and renamed on this disk
   alone (no rendering, validation or index), which a first import cannot go below;
 - the render floor: the same records rendered to their Markdown text alone (PyYAML's safe
-  dumper), in this process.
+  dumper), in this process;
+- the importer's parse: the Claude Code importer reading the same files into turns, in this
+  process, on one core (an import runs it in one worker process per core).
 
 The appended line goes to the largest transcript, which the import reads on from where it
-stopped (its checkpoint) rather than whole.
+stopped (its checkpoint) rather than whole. The unchanged and appended passes are also timed in
+this process with the vault open (what a running ``memo watch`` pays for each pass).
 
 Memory: the peak resident set of the first import's process (``ru_maxrss``).
 
@@ -98,6 +101,20 @@ def orjson_floor(files: list[Path]) -> float:
                     orjson.loads(line)
                 except orjson.JSONDecodeError:
                     pass
+    return time.perf_counter() - start
+
+
+def importer_parse(files: list[Path]) -> float:
+    """The Claude Code importer's own parse of the same files, in this process, one after the
+    other (no vault: what the import's worker processes do, on one core)."""
+    from memo_analytics.services.importers import load_importer
+    from memo_analytics.services.importers.common import ImportOptions
+
+    module = load_importer("claude-code")
+    options = ImportOptions()
+    start = time.perf_counter()
+    for path in files:
+        module.parse(path, options)
     return time.perf_counter() - start
 
 
@@ -186,6 +203,31 @@ def reindex_in_process(vault: Path) -> float:
         store.close()
 
 
+def in_process_pass(vault: Path, folder: Path) -> float:
+    """One incremental import of the whole folder in this process, the vault already open (what
+    a running ``memo watch`` pays for a pass over its folders: no interpreter start)."""
+    from datetime import timedelta
+
+    from memo_analytics.config import Settings
+    from memo_analytics.domain.clock import resolve_zone
+    from memo_analytics.services.importers import load_importer
+    from memo_analytics.services.importers.common import ImportOptions, run_import, walk_files
+    from memo_analytics.services.store import VaultStore
+
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        store.conn  # opened (and checked) as a watcher's store is
+        module = load_importer("claude-code")
+        start = time.perf_counter()
+        files = list(walk_files([folder], module.SUFFIXES, module.EXCLUDE_DIRS))
+        options = ImportOptions(idle_gap=timedelta(minutes=30), zone=resolve_zone("UTC"))  # as `memo import` (TZ=UTC)
+        result = run_import(store, files, module.parse, options, source="claude-code", incremental=True)
+        assert result.unchanged >= len(files) - 1, result.line()  # the pass the CLI's import left: nothing new
+        return time.perf_counter() - start
+    finally:
+        store.close()
+
+
 def ccusage(folder: Path) -> float | None:
     npx = shutil.which("npx")
     if npx is None:
@@ -235,10 +277,12 @@ def main() -> int:
               f"({len(sources(args.realdata))} real files × {args.copies}); load "
               f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
         floor = statistics.median(orjson_floor(files) for _ in range(args.repeats))
+        parse_s = statistics.median(importer_parse(files) for _ in range(args.repeats))
         theirs = None if args.no_ccusage else [ccusage(folder) for _ in range(args.repeats)]
         theirs = statistics.median(theirs) if theirs and None not in theirs else None
         first, rss, unchanged, appended, activity, reindex, yaml_s, rebuilt, floor_start, disk, render = (
             [] for _ in range(11))
+        warm_unchanged, warm_appended = [], []
         target = max(files, key=lambda p: p.stat().st_size)  # the largest: read on from its checkpoint
         print(f"appended to: the largest transcript, {target.stat().st_size / 1e3:.0f} kB")
         for repeat in range(args.repeats):
@@ -256,6 +300,9 @@ def main() -> int:
             appended.append(wall)
             if repeat == 0:
                 print(f"after one appended line: {out.strip().splitlines()[-1] if out.strip() else '(nothing)'}")
+            warm_unchanged.append(in_process_pass(vault, folder / "projects"))
+            append_turn(target, 100 + repeat)
+            warm_appended.append(in_process_pass(vault, folder / "projects"))
             activity.append(memo(env, "activity", "--all")[0])
             reindex.append(memo(env, "reindex")[0])
             rebuilt.append(reindex_in_process(vault))
@@ -272,6 +319,8 @@ def main() -> int:
     up = med(floor_start)
     print(f"medians of {args.repeats} runs (wall, interpreter start included):")
     print(f"  {'orjson parse floor':34} {floor:8.3f} s")
+    print(f"  {'the importer parse (one core)':34} {parse_s:8.3f} s   {parse_s / floor:.1f}× the orjson floor: "
+          f"the transcripts read into turns (and checkpoints), no vault")
     print(f"  {'start-up floor (python + CLI)':34} {up:8.3f} s   every memo run below includes it")
     if theirs is not None:
         print(f"  {'ccusage daily --json':34} {theirs:8.3f} s")
@@ -291,6 +340,10 @@ def main() -> int:
     print(f"  {'  … less the start-up floor':34} {med(unchanged) - up:8.3f} s")
     row("one appended line", med(appended), "≤ 0.5 s: " + ("meets" if med(appended) <= 0.5 else "misses"))
     print(f"  {'  … less the start-up floor':34} {med(appended) - up:8.3f} s")
+    print(f"  {'  in a running watcher: unchanged':34} {med(warm_unchanged):8.3f} s   one pass, no interpreter start: "
+          f"{'meets' if med(warm_unchanged) <= 0.3 else 'misses'} 0.3 s")
+    print(f"  {'  in a running watcher: appended':34} {med(warm_appended):8.3f} s   one pass, no interpreter start: "
+          f"{'meets' if med(warm_appended) <= 0.5 else 'misses'} 0.5 s")
     row("memo activity --all", med(activity), "≤ 0.5 s: " + ("meets" if med(activity) <= 0.5 else "misses"),
         f"{cc(med(activity)).lstrip(', ')}")
     row("reindex (memo reindex)", med(reindex), "", f"{med(reindex) / med(yaml_s):.2f}× a bare YAML parse "

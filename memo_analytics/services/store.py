@@ -407,6 +407,8 @@ class VaultStore:
             raise self.index_error(exc) from None
         if result.skipped:
             self._note(f"{len(result.skipped)} record files could not be indexed; `memo reindex` lists them")
+        for temporary in self.layout.temp_files():  # a writer killed before the index had a row: its leftovers
+            remove_quietly(temporary)
         return set(index.project_names(conn)), None
 
     def _note(self, line: str) -> None:

@@ -302,6 +302,29 @@ def test_records_a_killed_writer_put_in_place_reach_the_outbox_on_the_next_open(
     reopened.close()
 
 
+def test_a_rebuild_on_open_removes_the_temporary_files_a_killed_writer_left(tmp_path):
+    """A writer killed before the index had any row leaves files and temporaries and no index:
+    the next open rebuilds the index from the files and removes the temporaries (under the
+    vault lock, where every record folder's temporary file is made)."""
+    from memo_analytics.services.requests import StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+
+    vault = tmp_path / "v"
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="first", project="web", start_time="2026-06-01T09:00:00Z"))
+    store.close()
+    for name in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm"):
+        (vault / ".memo" / name).unlink(missing_ok=True)
+    sessions = vault / "projects" / "web" / "sessions"
+    (sessions / ".session-second.md.k1ll3d00.tmp").write_text("---\nid: half", encoding="utf-8")
+    own = sessions.parent / "notes.tmp"  # not a temporary file of a record folder: left alone
+    own.write_text("mine", encoding="utf-8")
+    reopened = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    assert [r[0] for r in reopened.conn.execute("SELECT id FROM records")] == ["session-first"]
+    assert not list(sessions.glob(".*.tmp")) and own.read_text(encoding="utf-8") == "mine"
+    reopened.close()
+
+
 _LONG_BATCH = """
 import sys, time
 from pathlib import Path
