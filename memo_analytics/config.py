@@ -157,6 +157,9 @@ def resolve_config_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
 #: The config file's content as :class:`Settings` reads it, when a caller (``memo config
 #: show``) hands it over instead of the file (see :func:`settings_despite_problems`).
 _FILE_DATA: ContextVar[dict[str, Any] | None] = ContextVar("memo_config_file_data", default=None)
+#: Fields whose ``MEMO_*`` variable :class:`Settings` leaves out (``memo config show`` lists a
+#: refused variable and goes on with the file's value or the default).
+_ENV_LEFT_OUT: ContextVar[frozenset[str]] = ContextVar("memo_env_left_out", default=frozenset())
 
 
 def _config_file_values() -> dict[str, Any]:
@@ -189,23 +192,30 @@ def _environment_values(fields: dict[str, Any]) -> dict[str, Any]:
         A list, table or model variable that is not JSON (``Invalid captureIgnore:
         MEMO_CAPTURE_IGNORE must be JSON …``).
     """
-    present = {name.upper(): value for name, value in os.environ.items() if name[:5].upper() == "MEMO_"}
+    present = _memo_environment()
     if not present:
         return {}
     values: dict[str, Any] = {}
+    left_out = _ENV_LEFT_OUT.get()
     for name, field in fields.items():
         env = next((e for e in ENV_NAMES.get(name, (f"MEMO_{name.upper()}",)) if e in present), None)
-        if env is None:
+        if env is None or name in left_out:
             continue
-        value: Any = present[env]
+        value: Any = present[env][1]
         if _takes_json(field.annotation):
             try:
                 value = json.loads(value)
-            except ValueError:
-                raise InvalidFieldError(field.alias or name, f"{env} must be JSON (a list, a table or an object), "
+            except (ValueError, RecursionError):
+                raise InvalidFieldError(field.alias or name, f"{present[env][0]} must be JSON (a list, a table or "
+                                                             f"an object) of at most a few levels, "
                                                              f"e.g. {env}='[\"a\"]'") from None
         values[name] = value
     return values
+
+
+def _memo_environment() -> dict[str, tuple[str, str]]:
+    """The ``MEMO_*`` variables of this process, any case: ``{NAME: (name as set, value)}``."""
+    return {name.upper(): (name, value) for name, value in os.environ.items() if name[:5].upper() == "MEMO_"}
 
 
 def _merged(stronger: dict[str, Any], weaker: dict[str, Any]) -> dict[str, Any]:
@@ -498,10 +508,39 @@ class Settings(_SettingsData):
 
     def __init__(self, **values: Any) -> None:
         fields = type(self).model_fields
-        keys = _field_keys(fields)
-        keyed = lambda data: {keys.get(key, key): value for key, value in data.items()}  # noqa: E731
-        super().__init__(**_merged(keyed(values), _merged(keyed(_environment_values(fields)),
-                                                          keyed(_config_file_values()))))
+        super().__init__(**_merged(_keyed(values, fields), _merged(_keyed(_environment_values(fields), fields),
+                                                                   _keyed(_config_file_values(), fields))))
+
+
+def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field holds (``Ports``), or whose values a table of it holds
+    (``dict[str, ClientBilling]``: ``(ClientBilling, True)``), else ``(None, False)``."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    if get_origin(annotation) is dict:
+        value = get_args(annotation)[1:]
+        if value and isinstance(value[0], type) and issubclass(value[0], BaseModel):
+            return value[0], True
+    return None, False
+
+
+def _keyed(data: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with every key of a field spelled one way (:func:`_field_keys`), in the tables
+    of its models too: ``stalled_minutes`` in the environment and ``stalledMinutes`` in the file
+    are one key, the stronger source's value wins."""
+    keys = _field_keys(fields)
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = keys.get(key, key)
+        field = next((f for n, f in fields.items() if keys.get(n) == name), None)
+        model, table = _model_of(field.annotation) if field is not None else (None, False)
+        if model is not None and isinstance(value, dict):
+            if table:
+                value = {k: _keyed(v, model.model_fields) if isinstance(v, dict) else v for k, v in value.items()}
+            else:
+                value = _keyed(value, model.model_fields)
+        out[name] = value
+    return out
 
 
 def _field_keys(fields: dict[str, Any]) -> dict[str, str]:
@@ -656,10 +695,12 @@ ENV_NAMES = {"vault_root": ("MEMO_VAULT", "MEMO_VAULT_ROOT"), "default_project":
 
 
 def env_name(field: str) -> str | None:
-    """The ``MEMO_*`` variable that sets the :class:`Settings` field ``field`` in this process, if any."""
+    """The ``MEMO_*`` variable that sets the :class:`Settings` field ``field`` in this process, if
+    any, spelled as it is set (``memo_timezone`` is read as ``MEMO_TIMEZONE`` is)."""
+    present = _memo_environment()
     for name in ENV_NAMES.get(field, (f"MEMO_{field.upper()}",)):
-        if os.environ.get(name, "").strip():
-            return name
+        if name in present and present[name][1].strip():
+            return present[name][0]
     return None
 
 
@@ -690,8 +731,10 @@ def settings_despite_problems(**init: Any) -> tuple[Settings, list[ConfigProblem
     usable, problems = usable_config_data(load_config_toml(path), path.parent)
     token = _FILE_DATA.set(usable)
     replaced: set[str] = set()
+    left_out: set[str] = set()
     try:
         while True:
+            env_token = _ENV_LEFT_OUT.set(frozenset(left_out))
             try:
                 return Settings(**init), problems
             except (ValidationError, InvalidFieldError) as exc:
@@ -708,7 +751,12 @@ def settings_despite_problems(**init: Any) -> tuple[Settings, list[ConfigProblem
                 source = "command line" if name in init else f"environment ({env})"
                 problems.extend(ConfigProblem((alias, *p.parts[1:]), p.reason, p.kind, p.source)
                                 for p in _problems_of(exc, alias, source) if _field_of(p.parts[0]) == name)
-                # the file's value (checked) or the default takes the place of the refused one
-                init[name] = getattr(_SettingsData.model_validate({alias: usable[alias]} if alias in usable else {}), name)
+                if name in init:  # the file's value (checked) or the default takes the place of the refused one
+                    init[name] = getattr(_SettingsData.model_validate({alias: usable[alias]} if alias in usable
+                                                                      else {}), name)
+                else:  # the environment's: left out, as if it were not set
+                    left_out.add(name)
+            finally:
+                _ENV_LEFT_OUT.reset(env_token)
     finally:
         _FILE_DATA.reset(token)

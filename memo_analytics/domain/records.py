@@ -146,6 +146,12 @@ class Session(Prompt):
 _MODELS: dict[str, type[Prompt]] = {"prompt": Prompt, "session": Session}
 
 
+#: The frontmatter keys of every record kind that the index keeps in columns of their own (one
+#: text, number or boolean each; the index stores ``deliverables`` and ``tags`` as JSON).
+SCALAR_KEYS = ("status", "created", "updated", "source", "ide", "model", "agent", "sessionId", "turn", "taskSlug",
+               "client", "billable", "branch", "gitSha", "startTime", "endTime", "durationMinutes", "summary")
+
+
 def normalize_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """Validate a record's frontmatter and return it in canonical form.
 
@@ -166,6 +172,12 @@ def normalize_meta(meta: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"kind: unknown record kind {kind!r}")
         validate_slug(meta.get("id"), "id")
         validate_slug(meta.get("project"), "project")
+        for key in SCALAR_KEYS:  # what the index keeps in a column of its own: one value, not a table
+            value = meta.get(key)
+            if isinstance(value, (dict, list)):
+                raise ValueError(f"{key}: must be one value, not a {'table' if isinstance(value, dict) else 'list'}")
+            if isinstance(value, int) and not -(2 ** 63) <= value < 2 ** 63:
+                raise ValueError(f"{key}: {value} is out of range")
         return dict(meta)
     try:
         record = model.model_validate(meta)

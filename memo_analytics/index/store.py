@@ -438,6 +438,12 @@ def max_turn(conn: sqlite3.Connection, project: str, session_id: str) -> int:
     return int(row[0] or 0)
 
 
+def every_record(conn: sqlite3.Connection) -> Iterator[tuple[dict[str, Any], str]]:
+    """``(frontmatter, path relative to the vault)`` of every record the index holds, by project and id."""
+    for meta, path in conn.execute("SELECT meta, path FROM records ORDER BY project, id"):
+        yield json.loads(meta), path
+
+
 def last_current_turn(conn: sqlite3.Connection, project: str, session_id: str) -> int:
     """Highest turn of ``session_id`` in ``project`` that is not superseded (0 when none): the
     turns the session holds now, where :func:`max_turn` counts the superseded ones too."""

@@ -49,6 +49,7 @@ def reindex(store: VaultStore, progress: Callable[[int, int], None] | None = Non
             result = rebuild(conn, store.layout, progress, redact=True)
         index.analyze(conn)
         result.removed_temp_files = removed
+        store.hear_rebuilt()  # records a killed writer left unheard reach the hybrid outbox
         for project in index.project_names(conn):
             store.refresh_views(project)
         return result

@@ -215,7 +215,8 @@ class VaultStore:
         self.repairs: list[str] = []
         #: Who hears of what this store does (``memo_analytics.runtime`` wires them from the
         #: settings): ``"write"`` after a record is written and indexed (``meta=``, ``path=``,
-        #: still under the vault lock), ``"session_end"`` after a session ended (``session=``).
+        #: still under the vault lock; ``caught_up=True`` when the index took in a file written
+        #: behind its back, see :meth:`hear_rebuilt`), ``"session_end"`` after a session ended (``session=``).
         #: Each is called as ``listener(store, **payload)``.
         self.listeners: dict[str, list[Callable[..., None]]] = {"write": [], "session_end": []}
         #: How long :meth:`lock` waits for another process (seconds; None: the lock's default,
@@ -322,6 +323,8 @@ class VaultStore:
                 self._conn = raw
             if done is not None:
                 self._taken_in(done, stale.folders)
+            elif stale is not None:
+                self.hear_rebuilt()
             for project in sorted(projects):
                 self._views_changed(project, None)
         return raw
@@ -897,6 +900,16 @@ class VaultStore:
             self._views_changed(project, RecordKind(kind).value)
         return touched
 
+    def hear_rebuilt(self) -> None:
+        """After a full rebuild of the index (under the vault lock): every record is heard as a
+        ``"write"`` with ``caught_up=True`` — records a killed writer put in place before the
+        index had any row reach the listeners; a listener skips what it already has (the hybrid
+        push: what it pushed). Nothing is read when no one listens."""
+        if not self.listeners["write"]:
+            return
+        for meta, relative in list(index.every_record(self.conn)):
+            self.emit("write", meta=meta, path=self.root / relative, caught_up=True)
+
     def _taken_in(self, done: freshness.ReconcileResult, folders: list[str]) -> None:
         """After a reconcile of ``folders`` (under the vault lock): each record it indexed is
         heard as a ``"write"`` — a file renamed into place by a writer killed before it told
@@ -904,7 +917,7 @@ class VaultStore:
         such a writer left there are removed (record folders get temporary files only under
         the vault lock, which this process holds: none of them is being written)."""
         for meta, relative in done.written:
-            self.emit("write", meta=meta, path=self.root / relative)
+            self.emit("write", meta=meta, path=self.root / relative, caught_up=True)
         for temporary in self.layout.temp_files(folders):
             remove_quietly(temporary)
 

@@ -84,12 +84,34 @@ def hybrid_listener(background: bool) -> Callable[..., None]:
     in the outbox; with ``background`` (a long-running process: ``memo serve``, ``memo mcp``)
     the push goes out ``hybrid.debounceMs`` after the last write and retries what the outbox
     still holds. ``memo_analytics.runtime`` subscribes it in hybrid mode with a remote URL."""
-    def on_write(emitter: VaultStore, meta: dict[str, Any], path: Path) -> None:
+    def on_write(emitter: VaultStore, meta: dict[str, Any], path: Path, caught_up: bool = False) -> None:
+        if caught_up and _pushed_as_is(emitter, meta):
+            return  # the index caught up with a file the daemon already has in this version
         note_write(emitter, meta, path)
         if background:
             _schedule(emitter)
 
     return on_write
+
+
+_PUSHED_CACHE: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
+
+
+def _pushed_as_is(store: VaultStore, meta: dict[str, Any]) -> bool:
+    """Whether the daemon confirmed this version of the record (``pushed.json`` holds its
+    ``updated``); the file is read again only when it changed (a rebuild asks for every record)."""
+    path = _dir(store) / "pushed.json"
+    try:
+        info = path.stat()
+    except OSError:
+        return False
+    cached = _PUSHED_CACHE.get(str(path))
+    if cached is None or cached[0] != (info.st_mtime_ns, info.st_size):
+        cached = ((info.st_mtime_ns, info.st_size), _load(store, "pushed.json"))
+        _PUSHED_CACHE[str(path)] = cached
+    pushed = cached[1]
+    version = pushed.get(f"{meta.get('project')}/{meta.get('id')}", pushed.get(str(meta.get("id"))))
+    return version is not None and version == meta.get("updated")
 
 
 def resume_pushes(store: VaultStore) -> None:
@@ -211,8 +233,9 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             except OSError:
                 continue  # removed since: nothing to push
             try:
-                local = parse_record_text(text, entry["id"])[0]
+                local, body = parse_record_text(text, entry["id"])
                 updated = local.get("updated")
+                text = _as_sent(store, local, body, text)
             except CorruptRecordError:
                 local, updated = {}, None  # the daemon refuses it with the reason
             if local.get("project") not in (None, key.split("/", 1)[0]):  # edited by hand to name another project
@@ -360,6 +383,17 @@ def _clean_strings(value: Any, rules: IgnoreRules) -> Any:
     return value
 
 
+def _as_sent(store: VaultStore, meta: dict[str, Any], body: str, text: str) -> str:
+    """The text a push sends for a record file: the file as it is, unless a string of it holds
+    a secret or a capture-ignored path (a file written or edited by hand, which memo never
+    redacted): then the record rendered again with them redacted, so no secret leaves the
+    machine (SPEC §2.4)."""
+    rules = IgnoreRules.for_root(None, store.settings.capture_ignore)  # the configured globs: no product root here
+    cleaned = {key: value if key in _IDENTITY_FIELDS else _clean_strings(value, rules) for key, value in meta.items()}
+    cleaned_body = _clean_strings(body, rules)
+    return text if (cleaned, cleaned_body) == (meta, body) else dump_record(cleaned, cleaned_body)
+
+
 def _check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     """The rules of local writes a record file can break (SPEC §2.2–§2.5): the body limit;
     the id a turn or session of that ``sessionId`` (and ``turn``) has; no instant beyond the
@@ -444,7 +478,7 @@ def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKi
     if looks_like_secret(meta["project"]):
         raise InvalidFieldError("project", "looks like a secret (token or key)")
     _check_record(meta, body, utcnow())
-    rules = store.ignore_rules(None)
+    rules = IgnoreRules.for_root(None, store.settings.capture_ignore)  # the configured globs: no product root here
     cleaned = {key: value for key, value in meta.items() if key in _IDENTITY_FIELDS}
     cleaned.update(_clean_strings({k: v for k, v in meta.items() if k not in _IDENTITY_FIELDS}, rules))
     return kind, normalize_meta(cleaned), _clean_strings(body, rules)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 from ..domain.ids import validate_slug
@@ -10,6 +12,9 @@ from ..domain.records import RecordKind, subdir_for_kind
 META_DIR = ".memo"
 INDEX_FILE = "index.sqlite"
 LOCK_FILE = "vault.lock"
+#: The name :func:`~memo_analytics.vault.io.write_temporary` gives a record's temporary file
+#: (``tempfile.mkstemp``: ``.<name>.`` + 8 characters + ``.tmp``).
+_OWN_TEMPORARY = re.compile(r"\..+\.md\.[a-z0-9_]{8}\.tmp")
 
 
 class VaultLayout:
@@ -63,12 +68,30 @@ class VaultLayout:
         return sorted(files)
 
     def temp_files(self, folders: list[str] | None = None):
-        """Temporary files an interrupted atomic write left in record folders: every record
-        folder's, or those of ``folders`` (``<project>/<subdir>`` keys) alone."""
-        if folders is not None:
-            return sorted(p for key in folders for p in (self.projects_dir / key).glob(".*.tmp"))
-        if not self.projects_dir.is_dir():
-            return []
-        return sorted(
-            p for kind in RecordKind for p in self.projects_dir.glob(f"*/{subdir_for_kind(kind)}/.*.tmp")
-        )
+        """Temporary files an interrupted atomic write of memo left in record folders: every
+        record folder's, or those of ``folders`` (``<project>/<subdir>`` keys) alone.
+
+        Only memo's own temporary files (``.<record>.md.<8 random characters>.tmp``, as
+        :func:`~memo_analytics.vault.io.write_temporary` names them) of real record folders under
+        ``projects/``: no other dotfile (an editor's, a sync tool's), no folder reached through
+        a symbolic link, no key that leads elsewhere (``..``)."""
+        subdirs = {subdir_for_kind(kind) for kind in RecordKind}
+        if folders is None:
+            if not self.projects_dir.is_dir() or self.projects_dir.is_symlink():
+                return []
+            folders = [f"{project.name}/{subdir}" for project in self.projects_dir.iterdir() for subdir in subdirs]
+        found = []
+        for key in folders:
+            project, _, subdir = key.partition("/")
+            if subdir not in subdirs or project in ("", ".", "..") or "/" in project or "\\" in project:
+                continue
+            folder = self.projects_dir / project / subdir
+            if folder.parent.is_symlink() or folder.is_symlink() or not folder.is_dir():
+                continue
+            try:
+                with os.scandir(folder) as entries:
+                    found.extend(Path(entry.path) for entry in entries
+                                 if _OWN_TEMPORARY.fullmatch(entry.name) and entry.is_file(follow_symlinks=False))
+            except OSError:
+                continue
+        return sorted(found)

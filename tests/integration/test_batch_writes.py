@@ -302,6 +302,49 @@ def test_records_a_killed_writer_put_in_place_reach_the_outbox_on_the_next_open(
     reopened.close()
 
 
+def test_records_a_writer_killed_before_the_index_had_a_row_reach_the_outbox_unless_already_pushed(tmp_path,
+                                                                                                 monkeypatch):
+    """The first group of a new vault killed at its index commit leaves files and an empty
+    index: the open rebuilds it and the outbox hears of every record; a record the daemon
+    already confirmed in that version (``pushed.json``) is not queued again, by a rebuild on open
+    nor by ``memo reindex`` (SPEC §2.7)."""
+    from memo_analytics.services import sync
+    from memo_analytics.services.maintenance import reindex
+    from memo_analytics.services.requests import StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+
+    vault = tmp_path / "v"
+    settings = Settings(vault_root=vault, timezone="UTC")
+    store = VaultStore(settings)
+    store.subscribe("write", sync.hybrid_listener(background=False))
+
+    def killed(conn):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(index_store, "commit", killed)
+        with pytest.raises(KeyboardInterrupt):
+            with store.batch():
+                for n in (1, 2, 3):
+                    start_session(store, StartSessionRequest(session_id=f"s-{n}", project="web",
+                                                             start_time=f"2026-06-0{n}T09:00:00Z"))
+    store.close()
+    outbox = vault / ".memo" / "sync" / "outbox.jsonl"
+    assert not outbox.exists()
+    updated = read_record(vault / "projects/web/sessions/session-s-1.md")[0]["updated"]
+    (vault / ".memo" / "sync").mkdir(parents=True, exist_ok=True)
+    (vault / ".memo" / "sync" / "pushed.json").write_text(json.dumps({"web/session-s-1": updated}), encoding="utf-8")
+
+    reopened = VaultStore(settings)
+    reopened.subscribe("write", sync.hybrid_listener(background=False))
+    assert reopened.conn.execute("SELECT count(*) FROM records").fetchone()[0] == 3  # rebuilt from the files
+    assert sorted(json.loads(line)["id"] for line in outbox.read_text().splitlines()) == ["session-s-2", "session-s-3"]
+    outbox.unlink()
+    reindex(reopened)
+    assert sorted(json.loads(line)["id"] for line in outbox.read_text().splitlines()) == ["session-s-2", "session-s-3"]
+    reopened.close()
+
+
 def test_a_rebuild_on_open_removes_the_temporary_files_a_killed_writer_left(tmp_path):
     """A writer killed before the index had any row leaves files and temporaries and no index:
     the next open rebuilds the index from the files and removes the temporaries (under the
@@ -323,6 +366,38 @@ def test_a_rebuild_on_open_removes_the_temporary_files_a_killed_writer_left(tmp_
     assert [r[0] for r in reopened.conn.execute("SELECT id FROM records")] == ["session-first"]
     assert not list(sessions.glob(".*.tmp")) and own.read_text(encoding="utf-8") == "mine"
     reopened.close()
+
+
+def test_the_clean_up_removes_only_memos_own_temporary_files_of_the_vaults_record_folders(tmp_path):
+    """What a catch-up or rebuild removes is memo's own temporary files (``.<record>.md.XXXXXXXX.tmp``)
+    in record folders of the vault: a person's or a sync tool's dotfile stays, so does a folder
+    reached through a symbolic link, and a folder key that leads out of ``projects/`` is not followed."""
+    from memo_analytics.services.requests import StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+
+    vault, outside = tmp_path / "v", tmp_path / "outside"
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="first", project="web", start_time="2026-06-01T09:00:00Z"))
+    store.close()
+    sessions = vault / "projects" / "web" / "sessions"
+    ours = sessions / ".session-second.md.k1ll3d00.tmp"
+    kept = [sessions / ".my-notes.tmp", sessions / ".syncthing.session-first.md.tmp", outside / "sessions" / ".x.md.abcd1234.tmp",
+            outside / ".y.md.abcd1234.tmp"]
+    for path in [ours, *kept]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("not ours to remove", encoding="utf-8")
+    (vault / "projects" / "ext").symlink_to(outside, target_is_directory=True)
+    conn = sqlite3.connect(vault / ".memo" / "index.sqlite")
+    conn.execute("INSERT INTO folder_stamps VALUES ('../../outside', 1)")  # a key that leads out of projects/
+    conn.commit()
+    conn.close()
+    for name in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm"):  # and once more by a full rebuild
+        reopened = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+        assert [r[0] for r in reopened.conn.execute("SELECT id FROM records WHERE kind = 'session'")] == ["session-first"]
+        reopened.close()
+        assert not ours.exists() and all(path.read_text(encoding="utf-8") == "not ours to remove" for path in kept)
+        ours.write_text("again", encoding="utf-8")
+        (vault / ".memo" / name).unlink(missing_ok=True)
 
 
 _LONG_BATCH = """

@@ -261,3 +261,61 @@ def test_two_daemons_a_hybrid_one_pushes_to_the_team_one_after_the_debounce(tmp_
             (tmp_path / "a-vault/projects/web/prompts/prompt-two-t3.md").read_text()
     finally:
         a.stop()
+
+
+def test_a_record_file_edited_by_hand_with_a_secret_is_pushed_with_the_secret_redacted(tmp_path):
+    """A record file a person wrote or edited by hand was never redacted by memo: the open takes
+    it in (redacted in the index) and queues it, and the push sends it redacted too — the
+    secret does not leave the machine; a file memo wrote goes out byte for byte (SPEC §2.4)."""
+    import http.server
+    import threading
+
+    received: list[dict] = []
+
+    class Capture(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            answer = json.dumps({"results": [{"id": r["id"], "project": r["project"], "outcome": "applied"}
+                                             for r in received[-1]["records"]]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Capture)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        mine = _client(tmp_path, url)
+        _record(mine, body="Add the CSV export")
+        mine.close()
+        secret = "sk-ant-api03-" + "Q" * 90 + "AA"
+        hand = tmp_path / "mine" / "projects/web/decisions/decision-keys.md"
+        hand.parent.mkdir(parents=True, exist_ok=True)
+        hand.write_text("---\nid: decision-keys\nkind: decision\nproject: web\ncreated: '2026-06-01T09:00:00.000Z'\n"
+                        f"updated: '2026-06-01T09:00:00.000Z'\nsummary: rotate {secret}\n---\nthe key is {secret}\n",
+                        encoding="utf-8")
+        again = _client(tmp_path, url)
+        again.conn  # a command opens the vault: the index catches up with the hand-written file
+        assert sync.status(again)["pending"] == 2  # the hand-written file was taken in and queued
+        result = sync.push(again)
+        assert result["error"] is None and result["pushed"] == 2
+        sent = {r["id"]: r["text"] for r in received[-1]["records"]}
+        assert secret not in json.dumps(received) and "[REDACTED:" in sent["decision-keys"]
+        assert read_record_text_frontmatter(sent["decision-keys"])["summary"].startswith("rotate [REDACTED:")
+        assert sent["prompt-s1-t1"] == (tmp_path / "mine" / "projects/web/prompts/prompt-s1-t1.md").read_text()
+        assert secret in hand.read_text(encoding="utf-8")  # the file itself is left as the person wrote it
+        again.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def read_record_text_frontmatter(text: str) -> dict:
+    from memo_analytics.vault.io import parse_record_text
+
+    return parse_record_text(text, "sent")[0]

@@ -290,3 +290,38 @@ def test_a_percent_or_quote_laden_token_stays_out_of_log_lines():
 
     for line in ('400 GET /api/p?token[]=SECRET123456&x=1', '400 GET /api/p?token=SECRET"TOKEN123456 (1.1.1.1)'):
         assert "SECRET" not in redact_log_text(line) and "TOKEN123456" not in redact_log_text(line)
+
+
+def _decision(record_id: str, extra: str = "") -> str:
+    return (f"---\nid: {record_id}\nkind: decision\nproject: web\ncreated: '2026-06-01T09:00:00.000Z'\n"
+            f"updated: '2026-06-01T09:00:00.000Z'\n{extra}---\nwe keep the queue\n")
+
+
+def test_one_pushed_record_the_index_cannot_store_is_refused_alone_and_the_rest_applied(tmp_path):
+    """A pushed decision whose ``model`` is a table (or whose ``turn`` no SQLite integer holds)
+    is refused with the key named; the records beside it in the same push are applied — a
+    push is one batch, and one record must not give it up."""
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    results = sync.apply_incoming(store, [{"id": "decision-a", "text": _decision("decision-a")},
+                                          {"id": "decision-b", "text": _decision("decision-b", "model:\n  a: 1\n")},
+                                          {"id": "decision-c", "text": _decision("decision-c", f"turn: {10 ** 22}\n")},
+                                          {"id": "decision-d", "text": _decision("decision-d")}])
+    assert [(r["id"], r["outcome"]) for r in results] == [("decision-a", "applied"), ("decision-b", "refused"),
+                                                         ("decision-c", "refused"), ("decision-d", "applied")]
+    assert "model: must be one value, not a table" in results[1]["reason"]
+    assert "turn:" in results[2]["reason"] and "out of range" in results[2]["reason"]
+    assert sorted(r[0] for r in store.conn.execute("SELECT id FROM records")) == ["decision-a", "decision-d"]
+    store.close()
+
+
+def test_a_hand_written_record_the_index_cannot_store_is_skipped_and_every_command_still_runs(tmp_path):
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "web", "--body", "a normal turn", vault=vault)
+    bad = vault / "projects/web/decisions/decision-odd.md"
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_text(_decision("decision-odd", "model:\n  a: 1\n"))
+    listed = memo("--json", "prompt", "list", "--all", vault=vault)
+    assert [item["body"] for item in json.loads(listed.stdout)["items"]] == ["a normal turn"]
+    rebuilt = memo("--json", "reindex", vault=vault, check=False)
+    assert "model: must be one value, not a table" in rebuilt.stdout + rebuilt.stderr
+    assert bad.read_text() == _decision("decision-odd", "model:\n  a: 1\n")

@@ -162,3 +162,35 @@ def test_a_list_variable_that_is_not_json_is_refused_naming_the_variable(config,
     assert str(caught.value).startswith("Invalid captureIgnore: MEMO_CAPTURE_IGNORE must be JSON")
     monkeypatch.setenv("MEMO_CAPTURE_IGNORE", '["secrets/*"]')
     assert Settings(vault_root=tmp_path / "vault").capture_ignore == ["secrets/*"]
+
+
+def test_one_key_spelled_two_ways_in_two_sources_is_one_key_in_nested_tables_too(config, tmp_path, monkeypatch):
+    config.write_text('[operator]\nstalledMinutes = 10\nhorizonDays = 3\n[clients."Acme"]\nhourlyRate = "90"\n'
+                      'currency = "EUR"\n')
+    monkeypatch.setenv("MEMO_OPERATOR", '{"stalled_minutes": 99}')
+    monkeypatch.setenv("MEMO_CLIENTS", '{"Acme": {"hourly_rate": "120"}}')
+    settings = Settings(vault_root=tmp_path / "vault")
+    assert (settings.operator.stalled_minutes, settings.operator.horizon_days) == (99, 3)
+    assert (settings.billing_for("acme").hourly_rate, settings.billing_for("acme").currency) == (Decimal("120"), "EUR")
+
+
+@pytest.mark.parametrize("name,value,key", [
+    ("MEMO_CLIENTS", '{"Acme": {"hourlyRate": "abc"}}', "clients.Acme.hourlyRate"),
+    ("memo_timezone", "Mars/X", "timezone"),
+    ("MEMO_CAPTURE_IGNORE", "[" * 1500 + "]" * 1500, "captureIgnore"),
+    ("MEMO_CAPTURE_IGNORE", "not json", "captureIgnore"),
+    ("MEMO_PROJECT_CLIENTS", '{"Bad Slug!": "x"}', "projectClients"),
+])
+def test_memo_config_show_lists_a_refused_variable_and_goes_on_without_it(config, tmp_path, monkeypatch, name,
+                                                                          value, key):
+    """``memo config show`` explains a broken environment instead of failing: the refused variable
+    is named (as it is spelled, any case) and left out; the file's value or the default applies."""
+    from memo_analytics.config import settings_despite_problems
+
+    config.write_text('timezone = "Europe/Berlin"\n')
+    monkeypatch.setenv(name, value)
+    settings, problems = settings_despite_problems(vault_root=tmp_path / "vault")
+    assert [p.key for p in problems][:1] == [key] and problems[0].source == f"environment ({name})"
+    assert settings.timezone == "Europe/Berlin" and settings.capture_ignore == [] and settings.clients == {}
+    with pytest.raises((ValidationError, InvalidFieldError)):  # every other command refuses to run
+        Settings(vault_root=tmp_path / "vault")

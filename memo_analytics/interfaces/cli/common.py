@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.segment import Segment
 
 from ...config import ENV_NAMES, Settings, config_key_text, config_path, env_name
-from ...domain.errors import MemoError
+from ...domain.errors import InvalidFieldError, MemoError
 from ...domain.wire import dumps
 from ...runtime import Runtime
 from ...services.store import VaultStore
@@ -301,6 +301,11 @@ def _settings(**fields: Any) -> Settings:
         else:
             source = env or ENV_NAMES.get(snake, (f"MEMO_{snake.upper()}",))[0]
         raise MemoError(f"Invalid {field} ({source}): {first['msg'].removeprefix('Value error, ')}") from None
+    except InvalidFieldError as exc:  # refused by a rule of the field itself: name the variable that set it
+        env = env_name(re.sub(r"(?<!^)(?=[A-Z])", "_", exc.field).lower())
+        if env is None or env in str(exc):
+            raise
+        raise MemoError(f"Invalid {exc.field} ({env}): {exc.reason}") from None
 
 
 def _fail(message: str, code: int = 1) -> None:
