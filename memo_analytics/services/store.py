@@ -182,6 +182,8 @@ class _Batch:
     #: what failed while a record's index rows were being written: the batch can only be
     #: given up (its rows are not undone one by one), so every later write and the commit raise it
     broken: BaseException | None = None
+    #: the last ``"session_end"`` a write of the batch emitted: told once, after the last commit
+    session_end: dict[str, Any] | None = None
     #: worker processes that render the records' text while the batch goes on (None: rendered
     #: at the commit, here); the records not yet sent, and each sent one's ``(future, place)``
     renderer: Any = None
@@ -242,7 +244,14 @@ class VaultStore:
             current[:] = list(listeners.get(event, ()))
 
     def emit(self, event: str, **payload: object) -> None:
-        """Tell the listeners of ``event`` (see :attr:`listeners`)."""
+        """Tell the listeners of ``event`` (see :attr:`listeners`). A ``"session_end"`` inside a
+        :meth:`batch` is told once, after the batch's last commit, with the last session ended: the
+        sync it triggers (a push, a vault-git commit) then sees every file of the batch in place,
+        and runs once rather than once per imported session."""
+        batch = self._own_batch()
+        if event == "session_end" and batch is not None:
+            batch.session_end = dict(payload)
+            return
         for listener in list(self.listeners[event]):
             listener(self, **payload)
 
@@ -750,6 +759,8 @@ class VaultStore:
             finally:
                 self._batch = None
                 batch.locks.close()
+        if batch.session_end is not None:  # every group committed, the lock free: the sync sees it all
+            self.emit("session_end", **batch.session_end)
 
     def _own_batch(self) -> _Batch | None:
         batch = self._batch

@@ -263,33 +263,71 @@ def test_two_daemons_a_hybrid_one_pushes_to_the_team_one_after_the_debounce(tmp_
         a.stop()
 
 
+class _Capture:
+    """A stand-in daemon on loopback that keeps every push it receives and applies each record."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        self.received: list[dict] = []
+        received = self.received
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                answer = json.dumps({"results": [{"id": r["id"], "project": r["project"], "outcome": "applied"}
+                                                 for r in received[-1]["records"]]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_an_import_pushes_once_after_its_last_commit_not_once_per_session(tmp_path, realdata):
+    """A hybrid import of many sessions pushes once, after the batch's last commit (a session's
+    end inside a batch is told once, at its end): every record it sends is in place on disk."""
+    from memo_analytics.services.importers import load_importer
+    from memo_analytics.services.importers.common import ImportOptions, run_import, walk_files
+
+    capture = _Capture()
+    try:
+        mine = _client(tmp_path, capture.url)
+        module = load_importer("claude-code")
+        files = list(walk_files([realdata / "claude-code-jsonl"], module.SUFFIXES, module.EXCLUDE_DIRS))
+        result = run_import(mine, files, module.parse, ImportOptions(), source="claude-code")
+        assert result.sessions > 5
+        assert len(capture.received) == 1  # one push for the whole import
+        sent = capture.received[0]["records"]
+        assert len(sent) == min(mine.settings.hybrid.batch_size, result.sessions + result.turns)
+        for record in sent:
+            kind = "sessions" if record["id"].startswith("session-") else "prompts"
+            assert (mine.root / "projects" / record["project"] / kind / f"{record['id']}.md").read_text() == record["text"]
+        mine.close()
+    finally:
+        capture.close()
+
+
 def test_a_record_file_edited_by_hand_with_a_secret_is_pushed_with_the_secret_redacted(tmp_path):
     """A record file a person wrote or edited by hand was never redacted by memo: the open takes
     it in (redacted in the index) and queues it, and the push sends it redacted too — the
     secret does not leave the machine; a file memo wrote goes out byte for byte (SPEC §2.4)."""
-    import http.server
-    import threading
-
-    received: list[dict] = []
-
-    class Capture(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            answer = json.dumps({"results": [{"id": r["id"], "project": r["project"], "outcome": "applied"}
-                                             for r in received[-1]["records"]]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Capture)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    capture = _Capture()
+    received = capture.received
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
+        url = capture.url
         mine = _client(tmp_path, url)
         _record(mine, body="Add the CSV export")
         mine.close()
@@ -311,8 +349,7 @@ def test_a_record_file_edited_by_hand_with_a_secret_is_pushed_with_the_secret_re
         assert secret in hand.read_text(encoding="utf-8")  # the file itself is left as the person wrote it
         again.close()
     finally:
-        server.shutdown()
-        server.server_close()
+        capture.close()
 
 
 def read_record_text_frontmatter(text: str) -> dict:
