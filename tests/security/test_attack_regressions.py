@@ -325,3 +325,23 @@ def test_a_hand_written_record_the_index_cannot_store_is_skipped_and_every_comma
     rebuilt = memo("--json", "reindex", vault=vault, check=False)
     assert "model: must be one value, not a table" in rebuilt.stdout + rebuilt.stderr
     assert bad.read_text() == _decision("decision-odd", "model:\n  a: 1\n")
+
+
+def test_a_fifo_named_like_a_record_is_no_record_and_no_command_waits_on_it(tmp_path):
+    """A FIFO ``prompt-x.md`` in a record folder (a hostile or broken sync) would block whoever
+    reads it: the catch-up and the rebuild pass it by, and every command answers."""
+    import os
+    import subprocess
+    import sys
+
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "acme", "--body", "a normal turn", vault=vault)
+    os.mkfifo(vault / "projects/acme/prompts/prompt-fifo-t1.md")
+    env = {**os.environ, "MEMO_VAULT": str(vault), "HOME": str(tmp_path), "MEMO_CONFIG": str(tmp_path / "none.toml")}
+    for args in (["--json", "prompt", "list", "--all"], ["--json", "reindex"]):
+        ran = subprocess.run([sys.executable, "-m", "memo_analytics", *args], capture_output=True, text=True, env=env,
+                             timeout=120)
+        assert ran.returncode == 0, ran.stderr
+    listed = subprocess.run([sys.executable, "-m", "memo_analytics", "--json", "prompt", "list", "--all"],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert [item["body"] for item in json.loads(listed.stdout)["items"]] == ["a normal turn"]
