@@ -505,19 +505,24 @@ def _transcript(path: Path, prompts: list[tuple[str, str]]) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
 
 
-def test_a_re_import_leaves_a_session_on_an_issued_invoice_as_it_is_and_says_so(tmp_path):
-    """The transcript of an invoiced session is cut short (a rewind), then grows within the same
-    work interval: the invoiced session keeps its turns and its end (what the invoice billed),
-    and the import names the invoice; after a credit note the re-import takes the change in."""
+def _billed_transcript(tmp_path: Path) -> tuple[dict, Path, Path, list[tuple[str, str]]]:
+    """An issuer and Acme in the config, and a Claude Code transcript of three prompts on
+    2026-06-10: ``(env, vault, transcript, prompts)``."""
     config = tmp_path / "config.toml"
     config.write_text(ISSUER + ACME, encoding="utf-8")
     (tmp_path / "home").mkdir()
     env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path / "home")}
-    vault = tmp_path / "vault"
-    source = tmp_path / "t.jsonl"
     prompts = [("2026-06-10T09:00:00Z", "add the login form"), ("2026-06-10T09:10:00Z", "validate the e-mail"),
                ("2026-06-10T09:20:00Z", "and a password rule")]
-    _transcript(source, prompts)
+    _transcript(tmp_path / "t.jsonl", prompts)
+    return env, tmp_path / "vault", tmp_path / "t.jsonl", prompts
+
+
+def test_a_re_import_leaves_a_session_on_an_issued_invoice_as_it_is_and_says_so(tmp_path):
+    """The transcript of an invoiced session is cut short (a rewind), then grows within the same
+    work interval: the invoiced session keeps its turns and its end (what the invoice billed),
+    and the import names the invoice; after a credit note the re-import takes the change in."""
+    env, vault, source, prompts = _billed_transcript(tmp_path)
 
     def imported() -> dict:
         ran = memo("--json", "import", "claude-code", "--client", "Acme Corp", str(source), vault=vault, env=env)
@@ -557,15 +562,7 @@ def test_a_session_rewound_before_its_invoice_is_not_reported_as_differing_by_a_
     """Turns a rewind superseded before the invoice are not the session's turns: a re-read of
     the unchanged transcript (``--rescan``) finds the session as the invoice billed it, says
     nothing of the invoice, and notes the file as imported."""
-    config = tmp_path / "config.toml"
-    config.write_text(ISSUER + ACME, encoding="utf-8")
-    (tmp_path / "home").mkdir()
-    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path / "home")}
-    vault = tmp_path / "vault"
-    source = tmp_path / "t.jsonl"
-    prompts = [("2026-06-10T09:00:00Z", "add the login form"), ("2026-06-10T09:10:00Z", "validate the e-mail"),
-               ("2026-06-10T09:20:00Z", "and a password rule")]
-    _transcript(source, prompts)
+    env, vault, source, prompts = _billed_transcript(tmp_path)
 
     def imported(*extra: str) -> dict:
         ran = memo("--json", "import", "claude-code", *extra, "--client", "Acme Corp", str(source), vault=vault, env=env)
