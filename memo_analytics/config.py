@@ -373,7 +373,8 @@ class _SettingsData(BaseModel):
         The sync settings of each mode (SPEC §2.7).
     """
 
-    model_config = ConfigDict(extra="ignore", alias_generator=to_camel, populate_by_name=True)
+    # built on first use (memo config set|show): other commands build only Settings' schema
+    model_config = ConfigDict(extra="ignore", alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
     vault_root: Path = Field(
         default_factory=default_vault_root, validation_alias=AliasChoices("vault_root", "vaultRoot", "MEMO_VAULT")
@@ -505,6 +506,8 @@ class Settings(_SettingsData):
         The config file cannot be read, or an environment variable is not the JSON its field
         needs.
     """
+
+    model_config = ConfigDict(extra="ignore", alias_generator=to_camel, populate_by_name=True, defer_build=False)
 
     def __init__(self, **values: Any) -> None:
         fields = type(self).model_fields
