@@ -791,7 +791,10 @@ class VaultStore:
                 raise
             raise batch.broken from None
         batch.pending.pop(path, None)  # written again in this group (a session's start, then its end): once
-        batch.pending[path] = (_copy_meta(meta), body)
+        # a prompt's or session's canonical frontmatter is built afresh for this write (nothing else
+        # holds it); another kind's shares its lists with the caller's dict: kept as a copy
+        fresh = RecordKind(kind) in (RecordKind.PROMPT, RecordKind.SESSION)
+        batch.pending[path] = (meta if fresh else _copy_meta(meta), body)
         if batch.renderer is not None:
             batch.rendering.pop(path, None)  # an earlier version sent to render is not this one
             batch.unsent.append(path)
