@@ -68,8 +68,7 @@ def is_record_name(name: str) -> bool:
 
 
 def folder_files(layout: VaultLayout, key: str) -> dict[str, tuple[Path, int]]:
-    """``{id: (path, mtime_ns)}`` of the record files of one folder (empty when it is gone); an
-    entry that is not a regular file is none."""
+    """``{id: (path, mtime_ns)}`` of the record files of one folder (empty when it is gone)."""
     folder = layout.projects_dir / key
     files: dict[str, tuple[Path, int]] = {}
     try:
@@ -79,8 +78,6 @@ def folder_files(layout: VaultLayout, key: str) -> dict[str, tuple[Path, int]]:
     for entry in entries:
         if is_record_name(entry.name):
             try:
-                if not entry.is_file():  # a FIFO, a socket or a folder named <id>.md: no record (a FIFO hangs its reader)
-                    continue
                 mtime_ns = entry.stat().st_mtime_ns
             except OSError:
                 mtime_ns = 0

@@ -206,16 +206,32 @@ def read_record(path: Path) -> tuple[dict[str, Any], str]:
     Raises
     ------
     CorruptRecordError
-        When the file cannot be read, is not UTF-8, has no YAML frontmatter mapping, the
-        YAML is broken or a field is invalid. The file itself is never modified.
+        When the file cannot be read (or is not a regular file: a FIFO is never waited on), is
+        not UTF-8, has no YAML frontmatter mapping, the YAML is broken or a field is invalid.
+        The file itself is never modified.
     """
     try:
-        text = path.read_bytes().decode("utf-8-sig")  # an editor's byte-order mark is not content
+        text = _regular_file_bytes(path).decode("utf-8-sig")  # an editor's byte-order mark is not content
     except UnicodeDecodeError as exc:
         raise CorruptRecordError(str(path), f"not UTF-8 ({exc.reason})") from None
     except OSError as exc:
         raise CorruptRecordError(str(path), exc.strerror or type(exc).__name__) from None
     return parse_record_text(text, str(path))
+
+
+def _regular_file_bytes(path: Path) -> bytes:
+    """The bytes of ``path``, opened without blocking: a FIFO, a device or a folder named like a
+    record is refused (``OSError``) rather than waited on or read."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+            raise OSError(0, f"not a regular file ({what})")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
 
 
 def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:

@@ -58,14 +58,13 @@ class VaultLayout:
 
     def record_files(self):
         """Every record file under ``projects/`` (prompts, sessions, traps, ...), sorted; sync
-        conflict versions (``<id>.conflict-….md``) are not records and are left out, nor is an
-        entry that is not a regular file (a FIFO or a folder named ``<id>.md``)."""
+        conflict versions (``<id>.conflict-….md``) are not records and are left out."""
         if not self.projects_dir.is_dir():
             return []
         files = []
-        for kind in RecordKind:  # kept sync conflict versions are not records; nor is what is not a file
+        for kind in RecordKind:
             files.extend(p for p in self.projects_dir.glob(f"*/{subdir_for_kind(kind)}/*.md")
-                         if ".conflict-" not in p.name and p.is_file())  # (a FIFO would hang its reader)
+                         if ".conflict-" not in p.name)  # kept sync conflict versions are not records
         return sorted(files)
 
     def temp_files(self, folders: list[str] | None = None):

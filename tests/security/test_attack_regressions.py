@@ -12,6 +12,7 @@ import json
 import time
 
 import pytest
+from pathlib import Path
 
 from memo_analytics.config import Settings
 from memo_analytics.services import sync
@@ -329,7 +330,8 @@ def test_a_hand_written_record_the_index_cannot_store_is_skipped_and_every_comma
 
 def test_a_fifo_named_like_a_record_is_no_record_and_no_command_waits_on_it(tmp_path):
     """A FIFO ``prompt-x.md`` in a record folder (a hostile or broken sync) would block whoever
-    reads it: the catch-up and the rebuild pass it by, and every command answers."""
+    reads it: the catch-up and the rebuild report it as a file they cannot use, and every command
+    answers."""
     import os
     import subprocess
     import sys
@@ -342,6 +344,8 @@ def test_a_fifo_named_like_a_record_is_no_record_and_no_command_waits_on_it(tmp_
         ran = subprocess.run([sys.executable, "-m", "memo_analytics", *args], capture_output=True, text=True, env=env,
                              timeout=120)
         assert ran.returncode == 0, ran.stderr
+    skipped = json.loads(ran.stdout)["skipped"]
+    assert [(Path(s["path"]).name, s["reason"]) for s in skipped] == [("prompt-fifo-t1.md", "not a regular file (a FIFO)")]
     listed = subprocess.run([sys.executable, "-m", "memo_analytics", "--json", "prompt", "list", "--all"],
                             capture_output=True, text=True, env=env, timeout=120)
     assert [item["body"] for item in json.loads(listed.stdout)["items"]] == ["a normal turn"]
