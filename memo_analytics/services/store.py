@@ -921,8 +921,20 @@ class VaultStore:
         push: what it pushed). Nothing is read when no one listens."""
         if not self.listeners["write"]:
             return
-        for meta, relative in list(index.every_record(self.conn)):
-            self.emit("write", meta=meta, path=self.root / relative, caught_up=True)
+        self._tell_caught_up([(meta, self.root / relative) for meta, relative in index.every_record(self.conn)])
+
+    def _tell_caught_up(self, written: list[tuple[dict[str, Any], Path]]) -> None:
+        """Tell the write listeners of records the index took in behind a writer's back; a
+        listener that fails (an outbox that cannot be written) is a note, not a failed read:
+        the index has taken them in either way."""
+        for meta, path in written:
+            try:
+                self.emit("write", meta=meta, path=path, caught_up=True)
+            except Exception as exc:  # noqa: BLE001 - a read must not fail on the sync's account
+                self._note(f"the sync was not told of {len(written)} record(s) the index took in "
+                           f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}); "
+                           f"`memo sync status` shows what is queued")
+                return
 
     def _taken_in(self, done: freshness.ReconcileResult, folders: list[str]) -> None:
         """After a reconcile of ``folders`` (under the vault lock): each record it indexed is
@@ -930,8 +942,7 @@ class VaultStore:
         its listeners (the hybrid push's outbox) reaches them now — and the temporary files
         such a writer left there are removed (record folders get temporary files only under
         the vault lock, which this process holds: none of them is being written)."""
-        for meta, relative in done.written:
-            self.emit("write", meta=meta, path=self.root / relative, caught_up=True)
+        self._tell_caught_up([(meta, self.root / relative) for meta, relative in done.written])
         for temporary in self.layout.temp_files(folders):
             remove_quietly(temporary)
 

@@ -345,6 +345,28 @@ def test_records_a_writer_killed_before_the_index_had_a_row_reach_the_outbox_unl
     reopened.close()
 
 
+def test_an_outbox_that_cannot_be_written_is_a_note_on_open_not_a_failed_read(tmp_path):
+    """The catch-up tells the hybrid listener of a record it took in; when the outbox cannot be
+    written (it is a folder), the open still answers, with a note that says so."""
+    from memo_analytics.services import sync
+    from memo_analytics.services.requests import StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+
+    vault = tmp_path / "v"
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="first", project="web", start_time="2026-06-01T09:00:00Z"))
+    store.close()
+    text = (vault / "projects/web/sessions/session-first.md").read_text(encoding="utf-8")
+    (vault / "projects/web/sessions/session-second.md").write_text(
+        text.replace("session-first", "session-second").replace(": first", ": second"), encoding="utf-8")
+    (vault / ".memo" / "sync" / "outbox.jsonl").mkdir(parents=True)
+    reopened = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    reopened.subscribe("write", sync.hybrid_listener(background=False))
+    assert sorted(r[0] for r in reopened.conn.execute("SELECT id FROM records")) == ["session-first", "session-second"]
+    assert any("the sync was not told of 1 record(s)" in line for line in reopened.repairs), reopened.repairs
+    reopened.close()
+
+
 def test_a_rebuild_on_open_removes_the_temporary_files_a_killed_writer_left(tmp_path):
     """A writer killed before the index had any row leaves files and temporaries and no index:
     the next open rebuilds the index from the files and removes the temporaries (under the
