@@ -709,11 +709,10 @@ def env_name(field: str) -> str | None:
 
 def _field_of(key: str) -> str | None:
     """The :class:`Settings` field a key of an error names (its name, alias or env alias)."""
-    for name, field in Settings.model_fields.items():
-        choices = getattr(field.validation_alias, "choices", [])
-        if key in (name, field.alias, *[c for c in choices if isinstance(c, str)]):
-            return name
-    return None
+    keys = _field_keys(Settings.model_fields)
+    if key not in keys:
+        return None
+    return next(name for name in Settings.model_fields if keys[name] == keys[key])
 
 
 def settings_despite_problems(**init: Any) -> tuple[Settings, list[ConfigProblem]]:

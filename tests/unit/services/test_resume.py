@@ -123,15 +123,20 @@ def test_a_file_rewritten_truncated_or_replaced_is_read_whole(realdata, tmp_path
     assert claude_code.parse_from(path, OPTIONS, Start(checkpoint.meta(), cache, "claude-code:one"))[2]
 
 
+def _copied(realdata: Path, tmp_path: Path, name: str) -> tuple[Path, object, object]:
+    """A real Claude Code transcript copied into ``tmp_path``: ``(its path, the checkpoint a
+    whole read leaves, what a whole read gives)``."""
+    copy = tmp_path / name
+    copy.write_bytes((realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/" / name).read_bytes())
+    _, checkpoint, _ = claude_code.parse_from(copy, OPTIONS)
+    return copy, checkpoint, _same(claude_code.parse(copy, OPTIONS))
+
+
 def test_a_tampered_checkpoint_is_refused_runs_nothing_and_changes_no_class(realdata, tmp_path, monkeypatch):
     """The state is never unpickled: a pickle, a state naming another class, one that sets a
     class's attribute, one that does not fold (a set turned into a dict) — each costs a whole read."""
     monkeypatch.chdir(tmp_path)
-    source = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
-    copy = tmp_path / source.name
-    copy.write_bytes(source.read_bytes())
-    whole = _same(claude_code.parse(copy, OPTIONS))
-    _, checkpoint, _ = claude_code.parse_from(copy, OPTIONS)
+    copy, checkpoint, whole = _copied(realdata, tmp_path, "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl")
     cache = tmp_path / "cache.fold"
 
     class Boom:
@@ -153,7 +158,7 @@ def test_a_tampered_checkpoint_is_refused_runs_nothing_and_changes_no_class(real
         orjson.dumps(broken),
         orjson.dumps(encoded)[:-9],
     ]
-    last = next(orjson.loads(line) for line in reversed(source.read_bytes().splitlines()) if b'"sessionId"' in line)
+    last = next(orjson.loads(line) for line in reversed(copy.read_bytes().splitlines()) if b'"sessionId"' in line)
     with copy.open("ab") as handle:  # a new prompt: its uuid goes into the set of those seen
         handle.write(orjson.dumps({"type": "user", "sessionId": last["sessionId"], "uuid": "7f3c2a10-0000-4000-8000-0000000000d4",
                                    "timestamp": "2026-01-23T10:00:00.000Z", "message": {"role": "user", "content": "and the docs"}})
@@ -189,11 +194,7 @@ def test_the_state_keeps_shared_objects_shared():
 
 
 def test_a_checkpoint_file_that_is_a_fifo_a_link_or_cut_short_is_not_used(realdata, tmp_path):
-    source = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
-    path = tmp_path / source.name
-    path.write_bytes(source.read_bytes())
-    _, checkpoint, _ = claude_code.parse_from(path, OPTIONS)
-    whole = _same(claude_code.parse(path, OPTIONS))
+    path, checkpoint, whole = _copied(realdata, tmp_path, "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl")
     fifo = tmp_path / "fifo.fold"
     os.mkfifo(fifo)  # opened for reading it would wait for a writer for ever
     real = tmp_path / "real.fold"
@@ -212,10 +213,7 @@ def test_a_state_with_other_attributes_keys_or_types_is_refused_or_read_whole(re
     """Found by a second attempt to break it: a state that decodes and folds but would hand the
     import values of other types, attributes no such object has, or set members crafted to share
     one hash — each costs a whole read, never a traceback or a hang."""
-    source = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
-    copy = tmp_path / source.name
-    copy.write_bytes(source.read_bytes())
-    _, checkpoint, _ = claude_code.parse_from(copy, OPTIONS)
+    copy, checkpoint, _ = _copied(realdata, tmp_path, "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl")
     with copy.open("ab") as handle:
         handle.write(b"\n")
     whole = _same(claude_code.parse(copy, OPTIONS))
@@ -248,11 +246,7 @@ def test_a_state_with_other_attributes_keys_or_types_is_refused_or_read_whole(re
 
 
 def test_a_resumed_result_of_other_types_is_not_used(realdata, tmp_path):
-    source = realdata / "claude-code-jsonl/moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
-    copy = tmp_path / source.name
-    copy.write_bytes(source.read_bytes())
-    _, checkpoint, _ = claude_code.parse_from(copy, OPTIONS)
-    whole = _same(claude_code.parse(copy, OPTIONS))
+    copy, checkpoint, whole = _copied(realdata, tmp_path, "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl")
     fold = resume.decode_state(checkpoint.state, claude_code._Fold(copy))
     session = next(iter(fold.sessions.values()))
     cache = tmp_path / "cache.fold"
