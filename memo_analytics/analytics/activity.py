@@ -36,7 +36,7 @@ from ..services.requests import ActivityReportRequest
 from ..services.store import VaultStore
 from .billed import billed_minutes
 from .cost import COST_PLACES, CostTotals, PriceCache, session_costs
-from .frames import IndexSource, sessions_frame, vault_sources
+from .frames import ArrowStream, IndexSource, from_duckdb, sessions_frame, vault_sources
 
 __all__ = ["INTERNAL_CLIENT", "ROUNDING_POLICY", "ActivityReport", "ActivityRequest", "activity_report"]
 
@@ -220,16 +220,16 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     db = duckdb.connect()
     try:
         db.execute("SET TimeZone = 'UTC'")
-        db.register("sessions", sessions)
-        db.register("prompt_clients", prompt_clients)
-        selected = db.sql(_REPORT_SQL, params=params).pl()
+        db.register("sessions", ArrowStream(sessions))
+        db.register("prompt_clients", ArrowStream(prompt_clients))
+        selected = from_duckdb(db.sql(_REPORT_SQL, params=params))
         billed = billed_minutes(sessions if request.projects is None else everything, store.settings.overlap_policy,
                                 store.settings.billing_for, _frozen_minutes(store))
         selected = selected.with_columns(pl.Series("billed_minutes", [
             billed.get((v, p, i), 0) if counts else 0 for v, p, i, counts in zip(
                 selected["vault"].to_list(), selected["project"].to_list(), selected["id"].to_list(),
                 selected["counts"].fill_null(False).to_list())], dtype=pl.Int64))
-        db.register("selected", selected)
+        db.register("selected", ArrowStream(selected))
         by_client = db.execute(
             """SELECT mode(client_name ORDER BY start_time) AS name, lower(client_name) AS key,
                       sum(billed_minutes) AS minutes, count(*) AS n

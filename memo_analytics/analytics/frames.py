@@ -207,10 +207,32 @@ def deliverables_frame(sessions: pl.DataFrame) -> pl.DataFrame:
     return exploded.select(list(DELIVERABLE_SCHEMA)).cast(DELIVERABLE_SCHEMA)
 
 
+class ArrowStream:
+    """A polars frame as DuckDB reads it: through the Arrow C stream interface
+    (``__arrow_c_stream__``), a new stream for each scan, so neither side loads pyarrow
+    (DuckDB's own polars reader converts through pyarrow, about 0.1 s of imports that a
+    command such as ``memo activity`` would pay on every run). ``Datetime(us, UTC)`` columns
+    arrive as ``TIMESTAMPTZ``."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self.frame.__arrow_c_stream__(requested_schema)
+
+
+def from_duckdb(relation) -> pl.DataFrame:
+    """The rows of a DuckDB relation as a polars frame, taken through the Arrow C stream
+    interface (the same frame as ``relation.pl()``, without loading pyarrow)."""
+    return pl.DataFrame(relation)
+
+
 def duckdb_tables(frames: dict[str, pl.DataFrame]):
     """A new in-memory DuckDB connection holding each frame as a table of its name, copied in
-    through Arrow (``Datetime(us, UTC)`` columns become ``TIMESTAMPTZ``; the connection's
-    time zone is UTC). The caller closes it.
+    through Arrow (:class:`ArrowStream`; ``Datetime(us, UTC)`` columns become ``TIMESTAMPTZ``;
+    the connection's time zone is UTC). The caller closes it.
 
     Returns
     -------
@@ -221,7 +243,7 @@ def duckdb_tables(frames: dict[str, pl.DataFrame]):
     db = duckdb.connect()
     db.execute("SET TimeZone = 'UTC'")
     for name, frame in frames.items():
-        db.register(f"_{name}_arrow", frame.to_arrow())
+        db.register(f"_{name}_arrow", ArrowStream(frame))
         db.execute(f'CREATE TABLE "{name}" AS SELECT * FROM "_{name}_arrow"')
         db.unregister(f"_{name}_arrow")
     return db

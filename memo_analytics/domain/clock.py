@@ -292,6 +292,11 @@ def hours_2dp(minutes: int | float) -> float:
     return float((Decimal(str(minutes)) / Decimal(60)).quantize(Decimal("0.01"), ROUND_HALF_UP))
 
 
+def format_minutes(minutes: int) -> str:
+    """``125`` → ``2:05`` (hours:minutes), as every report and table prints a duration."""
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
 def zone_name(tz: tzinfo) -> str:
     """The display name of a zone (its IANA key when it has one)."""
     return getattr(tz, "key", None) or str(tz)

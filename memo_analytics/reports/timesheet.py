@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analytics.activity import ROUNDING_POLICY, ActivityReport
-from ..domain.clock import from_iso, hours_2dp, utcnow, zone_name
+from ..domain.clock import format_minutes, from_iso, hours_2dp, utcnow, zone_name
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
 
 
@@ -61,11 +61,6 @@ class ClientSection:
         """The client's hours: rounded from its minutes, the sum of its rows' hours (SPEC §4
         rounding policy, :mod:`memo_analytics.domain.rounding`)."""
         return round(sum(r.hours for r in self.rows), 2)
-
-
-def format_minutes(minutes: int) -> str:
-    """``125`` → ``2:05`` (hours:minutes)."""
-    return f"{minutes // 60}:{minutes % 60:02d}"
 
 
 #: The most of a summary or task a report prints (a 100,000-character description would take

@@ -55,7 +55,7 @@ def _probe(args: list[str], vault: Path, cwd: Path) -> tuple[dict, str]:
     proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=60)
     line = [x for x in proc.stderr.splitlines() if x.startswith("PROBE ")][-1]
-    return json.loads(line[len("PROBE "):]), proc.stderr
+    return {**json.loads(line[len("PROBE "):]), "stdout": proc.stdout}, proc.stderr
 
 
 def test_the_quick_commands_load_no_heavy_library(tmp_path):
@@ -82,6 +82,24 @@ def test_a_report_command_still_loads_what_it_needs(tmp_path):
     probe, stderr = _probe(["--json", "activity", "--all"], tmp_path / "vault", tmp_path)
     assert probe["code"] == 0, stderr
     assert "polars" in probe["loaded"]
+
+
+def test_the_activity_table_loads_neither_pyarrow_nor_the_pdf_templates(tmp_path):
+    """``memo activity`` on a vault with a billed session (issue 16: ≤ 0.5 s) runs DuckDB over
+    polars through the Arrow C stream interface, without pyarrow and numpy (about 0.1 s of
+    imports), and prints its table without the timesheet's template engine."""
+    vault = tmp_path / "vault"
+    for args in (["session", "start", "s1", "--project", "p1", "--client", "Acme", "--start-time",
+                  "2026-03-02T09:00:00Z"],
+                 ["session", "end", "s1", "--project", "p1", "--summary", "done", "--until", "2026-03-02T10:30:00Z"],
+                 ["session", "start", "s2", "--project", "p2"]):
+        assert _probe(args, vault, tmp_path)[0]["code"] == 0
+    probe, stderr = _probe(["activity", "--all"], vault, tmp_path)
+    assert probe["code"] == 0, stderr
+    assert "Total billable: 1:30 (1.50 h)" in probe["stdout"]
+    loaded = {name.split(".")[0] for name in probe["loaded"]}
+    assert {"polars", "duckdb"} <= loaded
+    assert loaded & {"pyarrow", "numpy", "pandas", "jinja2", "weasyprint"} == set()
 
 
 def _top_level_sources(app) -> dict[str, set[str]]:

@@ -72,7 +72,7 @@ _SESSION_ROWS = 50
 
 
 def _print_activity(report: ActivityReport, explicit_project: bool = True) -> None:
-    from ...reports.timesheet import format_minutes
+    from ...domain.clock import format_minutes
 
     _note_missing_vault()
     data = report.wire()
