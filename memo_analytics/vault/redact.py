@@ -145,6 +145,16 @@ def _use_detector_settings() -> None:
         configure_settings_from_baseline(_detector_config())
 
 
+def warm() -> None:
+    """Load and configure the secret detector now (its first use imports detect-secrets and,
+    through it, requests: about 0.1 s). An import calls it while its workers read the files,
+    so the first redaction does not wait for it."""
+    import detect_secrets.core.scan
+
+    _use_detector_settings()
+    del detect_secrets
+
+
 def _detector_secrets(line: str) -> list[tuple[str, str]]:
     from detect_secrets.core.scan import scan_line
 

@@ -138,6 +138,97 @@ def test_records_rendered_by_worker_processes_are_byte_identical_to_writing_each
     assert index_rows(pooled) == index_rows(one_by_one)
 
 
+_STREAMED = """
+import json, sys
+from pathlib import Path
+from memo_analytics.services.importers import claude_code, common
+from tests.integration import test_batch_writes as here
+mode = sys.argv[3]
+common.PARALLEL_FROM = 10 ** 9 if mode == "serial" else 1  # serial: every file parsed before any write
+
+
+def blind(path):  # a scan that names only each file's stem: a part in a later file is found late
+    return frozenset({path.stem})
+
+
+if mode == "blind":
+    claude_code.transcript_ids = blind
+written, streamed = [], []
+real_import, real_stream = common.import_transcript, common._write_as_read
+common.import_transcript = lambda store, transcript, *a: (written.append(transcript.transcript_id),
+                                                           real_import(store, transcript, *a))[1]
+common._write_as_read = lambda *a: (streamed.append(1), real_stream(*a))[1]
+store = here.VaultStore(here.Settings(vault_root=Path(sys.argv[2]), timezone="UTC"))
+files = sorted(Path(sys.argv[1]).glob("*.jsonl"))
+result = common.run_import(store, files, claude_code.parse, common.ImportOptions(), source="claude-code")
+store.close()
+print(json.dumps({"written": written, "streamed": len(streamed), "turns": result.turns, "errors": result.errors}))
+"""
+
+
+def _split_conversations(realdata: Path, folder: Path) -> list[str]:
+    """The real Claude Code files in one folder, in a set order, with the two longest conversations
+    each cut in two files far apart (a part early, the rest among the last files): the ids of the
+    cut conversations."""
+    folder.mkdir()
+    files = sorted(p for p in (realdata / "claude-code-jsonl").rglob("*.jsonl") if "subagents" not in p.parts)
+    files.sort(key=lambda p: len(p.read_bytes().splitlines()))
+    cut = files[-2:]
+    for number, path in enumerate(files[:-2]):
+        (folder / f"{number * 10 + 5:03d}-{path.stem}.jsonl").write_bytes(path.read_bytes())
+    ids = []
+    for place, path in enumerate(cut):
+        lines = path.read_bytes().splitlines(keepends=True)
+        (folder / f"{place * 20 + 1:03d}-{path.stem}-a.jsonl").write_bytes(b"".join(lines[:len(lines) // 2]))
+        (folder / f"{900 + place:03d}-{path.stem}-b.jsonl").write_bytes(b"".join(lines[len(lines) // 2:]))
+        ids.append(json.loads(next(line for line in lines if b'"sessionId"' in line))["sessionId"])
+    return ids
+
+
+def _import_in(mode: str, corpus: Path, vault: Path) -> dict:
+    ran = subprocess.run([sys.executable, "-c", _STREAMED, str(corpus), str(vault), mode], capture_output=True,
+                         text=True, cwd=Path(__file__).resolve().parents[2], timeout=600)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    return json.loads(ran.stdout.splitlines()[-1])
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the workers that read ahead of the writer need two cores")
+def test_a_first_import_on_both_cores_writes_each_conversation_once_all_its_files_are_read(realdata, tmp_path):
+    """A first import with worker processes writes each conversation as soon as the files that
+    may hold it are read (the importer's scan of their ids), while the workers read on: the
+    conversations cut in two files far apart are merged, and the vault, the index and even the
+    order of writing are those of reading every file first. A part the scan did not name is
+    merged with the rest and written again: the same records."""
+    corpus = tmp_path / "projects"
+    cut = _split_conversations(realdata, corpus)
+    serial = _import_in("serial", corpus, tmp_path / "serial")
+    streamed = _import_in("streamed", corpus, tmp_path / "streamed")
+    assert (serial["streamed"], streamed["streamed"]) == (0, 1)
+    assert streamed["written"] == serial["written"] and streamed["turns"] == serial["turns"] > 20
+    assert [i for i in cut if serial["written"].count(i) != 1] == []  # each merged from both its files
+    expected, got = vault_files(tmp_path / "serial"), vault_files(tmp_path / "streamed")
+    assert sorted(got) == sorted(expected)
+    assert [name for name in expected if got[name] != expected[name]] == []
+    assert index_rows(tmp_path / "streamed") == index_rows(tmp_path / "serial")
+
+    blind = _import_in("blind", corpus, tmp_path / "blind")
+    assert blind["streamed"] == 1
+    twice = {i for i in blind["written"] if blind["written"].count(i) == 2}  # a later part with turns of its own
+    assert twice and twice <= set(cut)
+    assert blind["errors"] == serial["errors"]
+    assert _turn_bodies(tmp_path / "blind") == _turn_bodies(tmp_path / "serial")
+
+
+def _turn_bodies(vault: Path) -> dict[str, str]:
+    """Each current turn's body by record id (what a conversation says, whenever it was written)."""
+    turns = {}
+    for path in (vault / "projects").rglob("prompt-*.md"):
+        meta, body = read_record(path)
+        if meta.get("status") != "superseded":
+            turns[path.name] = body
+    return turns
+
+
 def test_an_error_inside_a_batch_writes_nothing_of_its_open_group(tmp_path):
     from memo_analytics.services.requests import StartSessionRequest
     from memo_analytics.services.sessions import start_session

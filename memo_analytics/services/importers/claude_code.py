@@ -56,7 +56,7 @@ from pathlib import Path
 
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
-from .lines import NOT_JSON
+from .lines import NOT_JSON, parse_json_line
 from .common import (HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, folder_name,
                      other_format)
 from .resume import FoldReader, allow
@@ -232,6 +232,29 @@ def _valid(record: object) -> bool:
         if record["type"] == "user" and not isinstance(message.get("content"), (str, list)):
             return False
     return True
+
+
+#: A ``sessionId`` key and its string value, as Claude Code writes them (the value may hold escapes).
+_SESSION_KEY = re.compile(rb'"sessionId"[ \t\r]*:[ \t\r]*("(?:[^"\\\n]|\\[^\n])*")')
+
+
+def transcript_ids(path: Path) -> frozenset[str]:
+    """The transcript ids :func:`parse` of ``path`` can give, and perhaps more: the file's
+    stem and every string a ``"sessionId"`` key holds anywhere in its text. A scan of the
+    bytes, several times cheaper than the parse: an import writes a conversation as soon as
+    the files that may hold a part of it are read (:func:`.common.run_import`).
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    """
+    ids = {path.stem}
+    for match in _SESSION_KEY.finditer(path.read_bytes()):
+        value = parse_json_line(match.group(1).decode("utf-8", "replace"))
+        if isinstance(value, str) and value:
+            ids.add(value)
+    return frozenset(ids)
 
 
 def parse(path: Path, options: ImportOptions) -> ParseResult:

@@ -682,11 +682,25 @@ def worker_pool(count: int) -> Iterator[object | None]:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
 
+    with ProcessPoolExecutor(max_workers=min(cores, MAX_PARSE_WORKERS), mp_context=get_context("fork"),
+                             initializer=_start_worker, initargs=(os.getpid(),)) as pool:
+        yield pool
+
+
+#: How much lower the workers' scheduling priority is than the writer's (``nice``): the writer is
+#: the import's critical path; the workers, reading ahead of it, take what it leaves of the cores.
+WORKER_NICENESS = 5
+
+
+def _start_worker(parent_pid: int) -> None:
+    """A parse worker's start: it dies with the writer, and yields the cores to it."""
     from ...index.reindex import die_with_parent
 
-    with ProcessPoolExecutor(max_workers=min(cores, MAX_PARSE_WORKERS), mp_context=get_context("fork"),
-                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-        yield pool
+    die_with_parent(parent_pid)
+    try:
+        os.nice(WORKER_NICENESS)
+    except (OSError, AttributeError):
+        pass
 
 
 def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, parse_from=None,
@@ -712,6 +726,85 @@ def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, pars
     except BrokenProcessPool:  # a worker was killed (out of memory?): the rest is parsed here
         for path in paths[done:]:
             yield path, *_parse_or_reason(parse, path, options, parse_from, starts.get(path))
+
+
+def _count_parse(result: ImportResult, path: Path, parsed: ParseResult, source: str, held: dict,
+                 where: dict) -> None:
+    """Count one file's parse into ``result``: recognised or not, its bad lines; note the
+    transcripts it holds (``held``: path → ids; ``where``: a conversation's first file)."""
+    name = redact_secrets(str(path))[0]
+    if not parsed.recognised:
+        result.unrecognised += 1
+        result.errors.append(f"{name}: not {_article(source)} transcript" + (f" ({parsed.why})" if parsed.why else ""))
+    else:
+        result.recognised += 1
+        held[path] = [t.transcript_id for t in parsed.transcripts]
+    result.skipped += max(parsed.skipped_lines, len(parsed.problems))
+    result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
+    for transcript in parsed.transcripts:
+        transcript.path = path  # as given now (a checkpoint keeps the spelling of its first read)
+        where.setdefault((transcript.source, transcript.transcript_id), path)
+
+
+def _transcript_ids(scan: Callable[[Path], frozenset], path: Path) -> frozenset:
+    """``scan(path)`` (an importer's ``transcript_ids``), or nothing for a file that cannot be
+    read (its parse fails too, holding no transcript)."""
+    try:
+        return scan(path)
+    except (OSError, ValueError, MemoError):
+        return frozenset()
+
+
+def _warm_redaction() -> None:
+    """Load the secret detector now, while the workers read (its import takes about 0.1 s)."""
+    from ...vault.redact import warm
+
+    warm()
+
+
+def _write_as_read(parsed: Iterator, scans: Iterator[frozenset], files: list[Path], scan: Callable,
+                   take: Callable[..., list[Transcript]], write: Callable[[Transcript], None]) -> None:
+    """Write each conversation once every file that may hold a part of it has been read:
+    ``parsed`` gives the files' parses in order (:func:`parsed_files`), ``scans`` each file's
+    transcript ids (a superset: the importer's ``transcript_ids``); ``take`` counts a parse
+    and gives its transcripts, ``write`` imports one (merged) conversation. Conversations are
+    written in the order of their first file, as :func:`merge_transcripts` orders them, each
+    merged from all its files: what a parse of every file first would write. A part found in a
+    file the scan did not name (it cannot be, but a scan is not a parse) is merged with the
+    rest and the conversation written again (a re-import of it)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    last: dict[str, int] | None = None
+    waiting: dict[tuple[str, str], list[Transcript]] = {}  # insertion order: the first file's order
+    parts: dict[tuple[str, str], list[Transcript]] = {}
+    late: dict[tuple[str, str], None] = {}
+    for number, item in enumerate(parsed):
+        if last is None:  # the scans were queued before the parses: done by the first parse
+            last = {}
+            try:
+                found = list(scans)
+            except BrokenProcessPool:  # a worker was killed: the scan is done here
+                found = [_transcript_ids(scan, path) for path in files]
+            for place, ids in enumerate(found):
+                for transcript_id in ids:
+                    last[transcript_id] = place
+        for transcript in take(*item):
+            key = (transcript.source, transcript.transcript_id)
+            written = key in parts and key not in waiting
+            parts.setdefault(key, []).append(transcript)
+            if written:
+                late[key] = None  # written already: again, with this part
+            else:
+                waiting.setdefault(key, []).append(transcript)
+        while waiting:
+            key = next(iter(waiting))
+            if last.get(key[1], -1) > number:
+                break  # a later file may hold more of it (and what follows waits: the order stays)
+            write(merge_transcripts(waiting.pop(key))[0])
+    for group in waiting.values():
+        write(merge_transcripts(group)[0])
+    for key in late:
+        write(merge_transcripts(parts[key])[0])
 
 
 def run_import(
@@ -769,64 +862,76 @@ def run_import(
             if meta is not None:
                 key = state.key(path, source)
                 starts[path] = Start(meta, cache_file(store.layout.meta_dir, key), key)
+    failed: set[tuple[str, str]] = set()
+    held: dict[Path, list[str]] = {}
+    invoiced: dict[tuple[str, str], str] | None = None
+
+    def take(path: Path, parsed: "ParseResult | str", checkpoint: object, resumed: bool) -> list[Transcript]:
+        """Count one file's parse into ``result``; the transcripts it holds."""
+        result.files += 1
+        result.resumed += resumed
+        checkpoints[path] = checkpoint
+        found = [] if isinstance(parsed, str) else parsed.transcripts
+        if isinstance(parsed, str):
+            result.skipped += 1
+            result.errors.append(redact_secrets(str(path))[0] + f": {parsed}")
+        else:
+            _count_parse(result, path, parsed, source, held, where)
+        transcripts.extend(found)
+        if progress:
+            progress(path)
+        return found
+
+    def write(transcript: Transcript) -> None:
+        nonlocal invoiced
+        if invoiced is None:
+            invoiced = invoiced_in(store.root)
+        try:
+            import_transcript(store, transcript, options, result, invoiced)
+        except (MemoError, ValueError) as exc:
+            result.skipped += 1
+            failed.add((transcript.source, transcript.transcript_id))
+            path = where[(transcript.source, transcript.transcript_id)]
+            result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
+
+    scan = getattr(load_importer(source), "transcript_ids", None) if _reads_one_file(source) else None
     # workers (two cores and more) parse the files, then render the records the batch writes
     with worker_pool(len(files)) as pool:
-        held: dict[Path, list[str]] = {}
-        queue = list(files)
-        while queue:
-            for path, parsed, checkpoint, resumed in parsed_files(queue, parse, options, parse_from, starts, pool):
+        if pool is not None and scan is not None and not kept:
+            # a first import (or a rescan) on both cores: each conversation is written as soon as
+            # the files that may hold it are read, while the workers read on (issue 16 point 4)
+            scans = pool.map(_transcript_ids, [scan] * len(files), files, chunksize=16)  # queued first
+            _warm_redaction()  # the writer's own start-up while the workers scan
+            batch = store.batch(renderer=pool) if batched else nullcontext()
+            with store.deferred_views(), batch:
+                _write_as_read(parsed_files(files, parse, options, parse_from, starts, pool), scans, files, scan,
+                               take, write)
+        else:
+            queue = list(files)
+            while queue:
+                for item in parsed_files(queue, parse, options, parse_from, starts, pool):
+                    take(*item)
+                queue = []
+                if kept:
+                    # an unchanged file holding a conversation a changed file holds too is read again:
+                    # a conversation is merged from all its files
+                    read_ids = {transcript_id for ids in held.values() for transcript_id in ids}
+                    queue = [p for p in kept if read_ids & set(state.transcripts(p, source))]
+                    again = set(queue)
+                    kept = [p for p in kept if p not in again]
+            for path in kept:
                 result.files += 1
-                result.resumed += resumed
-                checkpoints[path] = checkpoint
-                if isinstance(parsed, str):
-                    result.skipped += 1
-                    result.errors.append(redact_secrets(str(path))[0] + f": {parsed}")
-                else:
-                    name = redact_secrets(str(path))[0]
-                    if not parsed.recognised:
-                        result.unrecognised += 1
-                        result.errors.append(f"{name}: not {_article(source)} transcript" +
-                                             (f" ({parsed.why})" if parsed.why else ""))
-                    else:
-                        result.recognised += 1
-                        held[path] = [t.transcript_id for t in parsed.transcripts]
-                    result.skipped += max(parsed.skipped_lines, len(parsed.problems))
-                    result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
-                    for transcript in parsed.transcripts:
-                        transcript.path = path  # as given now (a checkpoint keeps the spelling of its first read)
-                        where.setdefault((transcript.source, transcript.transcript_id), path)
-                    transcripts.extend(parsed.transcripts)
+                result.recognised += 1
+                result.unchanged += 1
                 if progress:
                     progress(path)
-            queue = []
-            if kept:
-                # an unchanged file holding a conversation a changed file holds too is read again:
-                # a conversation is merged from all its files
-                read_ids = {transcript_id for ids in held.values() for transcript_id in ids}
-                queue = [p for p in kept if read_ids & set(state.transcripts(p, source))]
-                again = set(queue)
-                kept = [p for p in kept if p not in again]
-        for path in kept:
-            result.files += 1
-            result.recognised += 1
-            result.unchanged += 1
-            if progress:
-                progress(path)
-        failed: set[tuple[str, str]] = set()
-        invoiced = invoiced_in(store.root) if transcripts else {}
-        # in the order of the files (not of reading: unchanged files of a conversation are read after
-        # the changed ones), so conversations are written in the order a clean import writes them
-        transcripts.sort(key=lambda transcript: position.get(transcript.path, len(position)))
-        batch = store.batch(renderer=pool) if batched else nullcontext()
-        with store.deferred_views(), batch:  # views after the last commit
-            for transcript in merge_transcripts(transcripts):
-                try:
-                    import_transcript(store, transcript, options, result, invoiced)
-                except (MemoError, ValueError) as exc:
-                    result.skipped += 1
-                    failed.add((transcript.source, transcript.transcript_id))
-                    path = where[(transcript.source, transcript.transcript_id)]
-                    result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
+            # in the order of the files (not of reading: unchanged files of a conversation are read after
+            # the changed ones), so conversations are written in the order a clean import writes them
+            transcripts.sort(key=lambda transcript: position.get(transcript.path, len(position)))
+            batch = store.batch(renderer=pool) if batched else nullcontext()
+            with store.deferred_views(), batch:  # views after the last commit
+                for transcript in merge_transcripts(transcripts):
+                    write(transcript)
         if state is not None:  # after the last commit: a file is noted only once all it held is in the vault
             by_id = {t.transcript_id: t for t in transcripts}
             not_noted = failed | result.held_back
