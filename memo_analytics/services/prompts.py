@@ -146,14 +146,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     rules = store.ignore_rules(request.cwd)
     product_root = repository_root(request.cwd)
     head_branch, head_sha = git_head(product_root)
-    body = stored_body(store, request.body, request.cwd, rules)
     now = now or utcnow()
-    session_id = optional_slug(request.session_id, "sessionId")
-    project = _turn_project(store, request, session_id)
-    task_slug = optional_slug(request.task_slug, "taskSlug")
-    created_at = parse_record_instant(request.created, "created", store.zone) if request.created else now
-    if created_at > now + MAX_CLOCK_SKEW:
-        raise InvalidFieldError("created", f"{to_iso(created_at)} is in the future")
+    body, session_id, project, task_slug, created_at = _turn_fields(store, request, rules, now)
     created = to_iso(created_at)
     if (request.source or "mcp") == "mcp" and not request.skip_existing:
         # an agent whose hooks already captured this prompt, recording it over MCP too: one turn (issue 14)
@@ -185,30 +179,87 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
                 meta, old_body = existing
                 return {**meta, "body": old_body}
             raise InvalidFieldError("turn", f"turn {turn} of session {session_id} is already recorded; leave the turn out to append one")
-        prompt = Prompt(
-            id=record_id,
-            project=project,
-            created=existing[0].get("created", created) if existing else created,
-            updated=created if request.created else to_iso(now),
-            source=clean_text(request.source, "source") or "mcp",
-            ide=clean_text(request.ide, "ide") or session_meta.get("ide") or "generic",
-            model=clean_text(request.model, "model") or session_meta.get("model"),
-            agent=clean_text(request.agent, "agent") or session_meta.get("agent"),
-            session_id=session_id,
-            turn=turn if session_id else None,
-            task_slug=task_slug or session_meta.get("taskSlug"),
-            client=clean_client(request.client) or session_meta.get("client"),
-            billable=_first_bool(request.billable, session_meta.get("billable"), True),
-            branch=clean_text(request.branch, "branch") or session_meta.get("branch") or head_branch,
-            git_sha=clean_text(request.git_sha, "gitSha") or head_sha,
-            linked_paths=clean_list([IGNORED_PATH if rules.matches(p) else p for p in request.linked_paths],
-                                    "linkedPaths"),
-            tags=clean_list(request.tags, "tags"),
-        )
-        meta = {**prompt.wire(), **clean_extra(request.extra)}
+        meta = turn_meta(request, record_id, project, session_id, turn, created, now, session_meta, rules,
+                         (head_branch, head_sha), task_slug)
         store.upsert(RecordKind.PROMPT, meta, body)
     remember_root(store, project, product_root)
     return {**meta, "body": body}
+
+
+def _turn_fields(store: VaultStore, request: RecordPromptRequest, rules, now) -> tuple:
+    """``(body as stored, session id, project, task slug, created instant)`` of a turn to
+    record (:func:`record_prompt`), checked.
+
+    Raises
+    ------
+    InvalidFieldError
+        Empty/oversized/non-UTF-8 body, unsafe ids, a bad or future ``created``.
+    """
+    body = stored_body(store, request.body, request.cwd, rules)
+    session_id = optional_slug(request.session_id, "sessionId")
+    project = _turn_project(store, request, session_id)
+    task_slug = optional_slug(request.task_slug, "taskSlug")
+    created_at = parse_record_instant(request.created, "created", store.zone) if request.created else now
+    if created_at > now + MAX_CLOCK_SKEW:
+        raise InvalidFieldError("created", f"{to_iso(created_at)} is in the future")
+    return body, session_id, project, task_slug, created_at
+
+
+def numbered_turn(store: VaultStore, request: RecordPromptRequest, session_meta: dict[str, Any], rules,
+                  now) -> tuple[str, dict[str, Any], str]:
+    """``(project, frontmatter, body)`` of turn ``request.turn`` of a session, as
+    :func:`record_prompt` writes it when the turn is new: for a whole session written at once
+    (:func:`~memo_analytics.services.sessions.record_whole_session`). ``session_meta`` is the
+    session record's frontmatter, ``rules`` the capture-ignore rules of ``request.cwd``.
+
+    Raises
+    ------
+    InvalidFieldError
+        As :func:`record_prompt`; no session id or turn number.
+    """
+    if not request.session_id or request.turn is None:
+        raise InvalidFieldError("turn", "a turn of a session written at once needs its session id and number")
+    body, session_id, project, task_slug, created_at = _turn_fields(store, request, rules, now)
+    record_id = validate_slug(prompt_id(session_id, request.turn, now), "id")
+    meta = turn_meta(request, record_id, project, session_id, request.turn, to_iso(created_at), now, session_meta,
+                     rules, git_head(repository_root(request.cwd)), task_slug)
+    return project, meta, body
+
+
+def turn_meta(request: RecordPromptRequest, record_id: str, project: str, session_id: str | None, turn: int | None,
+              created: str, now, session_meta: dict[str, Any], rules, head: tuple[str | None, str | None],
+              task_slug: str | None) -> dict[str, Any]:
+    """A new turn's frontmatter as :func:`record_prompt` writes it: the request's fields, else
+    the session's (``session_meta``), else the repository's HEAD (``head``: branch, sha);
+    ``created`` the turn's instant (UTC ISO), ``rules`` the capture-ignore rules for its
+    linked paths.
+
+    Raises
+    ------
+    InvalidFieldError
+        A field that does not validate.
+    """
+    prompt = Prompt(
+        id=record_id,
+        project=project,
+        created=created,
+        updated=created if request.created else to_iso(now),
+        source=clean_text(request.source, "source") or "mcp",
+        ide=clean_text(request.ide, "ide") or session_meta.get("ide") or "generic",
+        model=clean_text(request.model, "model") or session_meta.get("model"),
+        agent=clean_text(request.agent, "agent") or session_meta.get("agent"),
+        session_id=session_id,
+        turn=turn if session_id else None,
+        task_slug=task_slug or session_meta.get("taskSlug"),
+        client=clean_client(request.client) or session_meta.get("client"),
+        billable=_first_bool(request.billable, session_meta.get("billable"), True),
+        branch=clean_text(request.branch, "branch") or session_meta.get("branch") or head[0],
+        git_sha=clean_text(request.git_sha, "gitSha") or head[1],
+        linked_paths=clean_list([IGNORED_PATH if rules.matches(p) else p for p in request.linked_paths],
+                                "linkedPaths"),
+        tags=clean_list(request.tags, "tags"),
+    )
+    return {**prompt.wire(), **clean_extra(request.extra)}
 
 
 def _turn_project(store: VaultStore, request: RecordPromptRequest, session_id: str | None) -> str:

@@ -16,12 +16,14 @@ from ..domain.clock import (
 )
 from ..domain.errors import (
     InvalidFieldError,
+    MemoError,
     RecordNotFoundError,
     SessionCompletedError,
     SessionNotStartedError,
 )
 from ..domain.ids import (
     new_session_id,
+    prompt_id,
     session_record_id,
     validate_session_id,
     validate_slug,
@@ -41,7 +43,7 @@ from .prompts import (
     optional_slug,
     row_to_record,
 )
-from .requests import EndSessionRequest, SessionRequest, StartSessionRequest
+from .requests import EndSessionRequest, RecordPromptRequest, SessionRequest, StartSessionRequest
 from .projects import remember_root
 from .store import VaultStore, git_head, git_identity, repository_root
 
@@ -71,17 +73,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
         Unsafe ids or a bad ``startTime``.
     """
     now = now or utcnow()
-    given = optional_slug(request.session_id, "sessionId")
-    # a restart without a project resumes the session where it lives (SPEC §2.1)
-    project = optional_slug(store.session_home(given, request.project, request.cwd) if given else
-                            store.resolve_project(request.project, request.cwd), "project")
-    product_root = repository_root(request.cwd)
-    head_branch, head_sha = git_head(product_root)
-    session_id = given or new_session_id(now)
-    start_at = parse_record_instant(request.start_time, "startTime", store.zone) if request.start_time else now
-    if start_at > now + MAX_CLOCK_SKEW:
-        raise InvalidFieldError("startTime", f"{to_iso(start_at)} is in the future")
-    start = to_iso(start_at)
+    project, session_id, start, product_root = _start_context(store, request, now)
     record_id = session_record_id(session_id)
     with store.lock():
         store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
@@ -90,34 +82,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
         if old.get("status") == "completed":
             store.ensure_indexed(RecordKind.SESSION, project, record_id, meta=old)
             raise SessionCompletedError(session_id)
-        session = Session(
-            id=record_id,
-            project=project,
-            status="active",
-            created=start,
-            updated=start if request.start_time else to_iso(now),
-            source=clean_text(request.source, "source") or "mcp",
-            ide=clean_text(request.ide, "ide") or old.get("ide") or "generic",
-            model=clean_text(request.model, "model") or old.get("model"),
-            agent=clean_text(request.agent, "agent") or old.get("agent"),
-            session_id=session_id,
-            task_slug=optional_slug(request.task_slug, "taskSlug"),
-            client=clean_client(request.client) or store.settings.client_of_project(project),
-            billable=True if request.billable is None else request.billable,
-            branch=clean_text(request.branch, "branch") or old.get("branch") or head_branch,
-            git_sha=clean_text(request.git_sha, "gitSha") or old.get("gitSha") or head_sha,
-            linked_paths=clean_list(request.linked_paths, "linkedPaths") or old.get("linkedPaths") or [],
-            tags=clean_list(request.tags, "tags") or old.get("tags") or [],
-            start_time=start,
-            summary=clean_text(request.summary, "summary"),
-            owner=clean_text(request.owner, "owner") or old.get("owner") or git_identity(product_root),
-            objective=clean_text(request.objective, "objective"),
-            handoff_archive=old.get("handoffArchive"),
-        )
-        meta = {**old, **session.wire(), **clean_extra(request.extra)}
-        for key in PRESERVED_ON_RESTART:
-            if old.get(key) is not None:
-                meta[key] = old[key]
+        meta = _started(store, request, now, project, session_id, start, product_root, old)
         baton = None
         if not old.get("handoffClaimed"):
             baton = claim_handoff(store, project, session_id, meta.get("branch"), meta.get("owner"), now)
@@ -126,6 +91,125 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
         store.upsert(RecordKind.SESSION, meta, body)
     remember_root(store, project, product_root)
     return {**meta, "body": body, "handoff": baton}
+
+
+def record_whole_session(store: VaultStore, start: StartSessionRequest, turns: list[RecordPromptRequest],
+                         end: EndSessionRequest, now=None) -> dict[str, Any] | None:
+    """A session new to the vault written at once with its turns and its end (issue 16: an
+    importer's session): the records :func:`start_session`, :func:`record_prompt` of each turn
+    and :func:`end_session` would write one after the other, the same bytes, with the session
+    record built and written once (not at its start and again at its end) and no file read.
+
+    Every request is checked before anything is written. None, and nothing written, when the
+    session is not new (its record or a file of one of its turns, or of the turn after them,
+    exists), a turn is not numbered or belongs elsewhere, or any step would refuse (a field
+    that does not validate, a time in the future): the caller then takes the one-by-one path,
+    which says what it refuses and writes what it takes.
+
+    Returns
+    -------
+    dict or None
+        The session record (camelCase frontmatter) plus ``body``.
+    """
+    from ..domain.records import normalize_meta
+    from .prompts import numbered_turn
+
+    now = now or utcnow()
+    try:
+        project, session_id, start_iso, product_root = _start_context(store, start, now)
+    except (MemoError, ValueError):
+        return None
+    record_id = session_record_id(session_id)
+    numbers = [request.turn for request in turns]
+    if None in numbers or len(set(numbers)) != len(numbers) or {start.cwd, end.cwd, *(t.cwd for t in turns)} != {None}:
+        return None  # a turn the store numbers, or work in a repository (its HEAD, its owner): one by one
+    with store.lock():
+        store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
+        if store.record_exists(project, RecordKind.SESSION, record_id) or any(
+                store.record_exists(project, RecordKind.PROMPT, prompt_id(session_id, number, now))
+                for number in [*numbers, max(numbers, default=0) + 1]):
+            return None
+        try:
+            meta = _started(store, start, now, project, session_id, start_iso, product_root, {})
+            seen = normalize_meta({**meta, "handoffClaimed": None})  # what a turn reads of its session
+            rules = store.ignore_rules(None)
+            written = [numbered_turn(store, request, seen, rules, now) for request in turns]
+            if {turn_project for turn_project, _, _ in written} - {project} or end.session_id != session_id or \
+                    _session_project(store, end.project, record_id) != project:
+                return None
+            _end(store, meta, end, now)
+        except (MemoError, ValueError):
+            return None
+        baton = claim_handoff(store, project, session_id, meta.get("branch"), meta.get("owner"), now)
+        meta["handoffClaimed"] = baton["id"] if baton else None
+        store.upsert(RecordKind.SESSION, meta, "")
+        for _, turn_meta, body in written:
+            store.upsert(RecordKind.PROMPT, turn_meta, body)
+    store.emit("session_end", session=meta)  # SPEC §2.5: as end_session tells the sync
+    return {**meta, "body": ""}
+
+
+def _start_context(store: VaultStore, request: StartSessionRequest, now) -> tuple[str, str, str, Any]:
+    """``(project, session id, startTime as UTC ISO, product root)`` of a session start
+    (:func:`start_session`), checked.
+
+    Raises
+    ------
+    InvalidFieldError
+        Unsafe ids, a bad or future ``startTime``.
+    """
+    given = optional_slug(request.session_id, "sessionId")
+    # a restart without a project resumes the session where it lives (SPEC §2.1)
+    project = optional_slug(store.session_home(given, request.project, request.cwd) if given else
+                            store.resolve_project(request.project, request.cwd), "project")
+    product_root = repository_root(request.cwd)
+    session_id = given or new_session_id(now)
+    start_at = parse_record_instant(request.start_time, "startTime", store.zone) if request.start_time else now
+    if start_at > now + MAX_CLOCK_SKEW:
+        raise InvalidFieldError("startTime", f"{to_iso(start_at)} is in the future")
+    return project, session_id, to_iso(start_at), product_root
+
+
+def _started(store: VaultStore, request: StartSessionRequest, now, project: str, session_id: str, start: str,
+             product_root, old: dict[str, Any]) -> dict[str, Any]:
+    """The session record's frontmatter as :func:`start_session` writes it (before a hand-off
+    is claimed), ``old`` the record's frontmatter when it is restarted (else empty).
+
+    Raises
+    ------
+    InvalidFieldError
+        A field that does not validate.
+    """
+    head_branch, head_sha = git_head(product_root)
+    session = Session(
+        id=session_record_id(session_id),
+        project=project,
+        status="active",
+        created=start,
+        updated=start if request.start_time else to_iso(now),
+        source=clean_text(request.source, "source") or "mcp",
+        ide=clean_text(request.ide, "ide") or old.get("ide") or "generic",
+        model=clean_text(request.model, "model") or old.get("model"),
+        agent=clean_text(request.agent, "agent") or old.get("agent"),
+        session_id=session_id,
+        task_slug=optional_slug(request.task_slug, "taskSlug"),
+        client=clean_client(request.client) or store.settings.client_of_project(project),
+        billable=True if request.billable is None else request.billable,
+        branch=clean_text(request.branch, "branch") or old.get("branch") or head_branch,
+        git_sha=clean_text(request.git_sha, "gitSha") or old.get("gitSha") or head_sha,
+        linked_paths=clean_list(request.linked_paths, "linkedPaths") or old.get("linkedPaths") or [],
+        tags=clean_list(request.tags, "tags") or old.get("tags") or [],
+        start_time=start,
+        summary=clean_text(request.summary, "summary"),
+        owner=clean_text(request.owner, "owner") or old.get("owner") or git_identity(product_root),
+        objective=clean_text(request.objective, "objective"),
+        handoff_archive=old.get("handoffArchive"),
+    )
+    meta = {**old, **session.wire(), **clean_extra(request.extra)}
+    for key in PRESERVED_ON_RESTART:
+        if old.get(key) is not None:
+            meta[key] = old[key]
+    return meta
 
 
 def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict[str, Any]:
@@ -156,22 +240,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
             raise SessionNotStartedError(session_id)
         store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         meta, body = existing
-        end = parse_record_instant(request.until, "until", store.zone) if request.until else now
-        if end > now + MAX_CLOCK_SKEW:
-            raise InvalidFieldError("until", f"{to_iso(end)} is in the future")
-        start = from_iso(str(meta["startTime"]))
-        if end < start:
-            raise InvalidFieldError("until", f"{to_iso(end)} is before the session's startTime {meta['startTime']}")
-        already = meta.get("status") == "completed" and meta.get("durationMinutes") is not None
-        if not already or request.recompute_duration:
-            meta["endTime"] = to_iso(end)
-            meta["durationMinutes"] = minutes_between(start, end)
-        meta["status"] = "completed"
-        meta["updated"] = to_iso(end) if request.recompute_duration else to_iso(now)
-        if request.summary is not None:
-            meta["summary"] = clean_text(request.summary, "summary")
-        meta["deliverables"] = merge_deliverables(meta.get("deliverables") or [], _new_deliverables(request))
-        meta["objective"] = None  # SPEC §2.5: the objective is cleared on end
+        _end(store, meta, request, now)
         if request.handoff is not None:
             # a baton left without an address goes to the same branch and person (SPEC §2.5)
             defaults = {"branch": request.handoff.branch or meta.get("branch"),
@@ -182,6 +251,34 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
         store.upsert(RecordKind.SESSION, meta, body)
     store.emit("session_end", session=meta)  # SPEC §2.5: the sync the runtime wired (never fails this)
     return {**meta, "body": body}
+
+
+def _end(store: VaultStore, meta: dict[str, Any], request: EndSessionRequest, now) -> None:
+    """Close the session frontmatter ``meta`` in place as :func:`end_session` does (``endTime``,
+    ``durationMinutes``, ``status``, ``updated``, summary, deliverables; the objective cleared),
+    all but the hand-off.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``until`` in the future or before the session's start, bad deliverables.
+    """
+    end = parse_record_instant(request.until, "until", store.zone) if request.until else now
+    if end > now + MAX_CLOCK_SKEW:
+        raise InvalidFieldError("until", f"{to_iso(end)} is in the future")
+    start = from_iso(str(meta["startTime"]))
+    if end < start:
+        raise InvalidFieldError("until", f"{to_iso(end)} is before the session's startTime {meta['startTime']}")
+    already = meta.get("status") == "completed" and meta.get("durationMinutes") is not None
+    if not already or request.recompute_duration:
+        meta["endTime"] = to_iso(end)
+        meta["durationMinutes"] = minutes_between(start, end)
+    meta["status"] = "completed"
+    meta["updated"] = to_iso(end) if request.recompute_duration else to_iso(now)
+    if request.summary is not None:
+        meta["summary"] = clean_text(request.summary, "summary")
+    meta["deliverables"] = merge_deliverables(meta.get("deliverables") or [], _new_deliverables(request))
+    meta["objective"] = None  # SPEC §2.5: the objective is cleared on end
 
 
 def pr_deliverable(url: str) -> dict[str, Any]:

@@ -91,6 +91,36 @@ def test_batched_and_single_writes_give_byte_identical_vaults_and_indexes(realda
     assert len(index_rows(batched)["records"]) > 400
 
 
+@pytest.mark.slow
+def test_new_sessions_written_at_once_are_the_records_written_one_after_the_other(realdata, tmp_path, one_by_one,
+                                                                                   monkeypatch):
+    """An imported session new to the vault is written at once (its record once, with its turns
+    and its end: ``record_whole_session``): the same files byte for byte and the same index rows
+    as ``start_session``, ``record_prompt`` of each turn and ``end_session`` one after the other,
+    on every real transcript of every source."""
+    from memo_analytics.services import sessions
+    from memo_analytics.services.importers import common
+
+    calls, real = [], sessions.record_whole_session
+
+    def counted(*args, **kwargs):
+        written = real(*args, **kwargs)
+        calls.append(written is not None)
+        return written
+
+    monkeypatch.setattr(common, "record_whole_session", counted)
+    at_once = tmp_path / "at-once"
+    import_all(realdata, at_once, batched=False)
+    assert calls.count(True) > 50 and calls.count(False) == 0  # every new session went the fast way
+    monkeypatch.setattr(common, "record_whole_session", lambda *args, **kwargs: None)
+    apart = tmp_path / "one-after-the-other"
+    import_all(realdata, apart, batched=False)
+    expected, got = vault_files(apart), vault_files(at_once)
+    assert sorted(got) == sorted(expected)
+    assert [name for name in expected if got[name] != expected[name]] == []
+    assert index_rows(at_once) == index_rows(apart) == index_rows(one_by_one)
+
+
 _WITH_WORKERS = """
 import sys, threading
 from pathlib import Path
@@ -131,7 +161,8 @@ def test_records_rendered_by_worker_processes_are_byte_identical_to_writing_each
     ran = subprocess.run([sys.executable, "-c", _WITH_WORKERS, str(realdata), str(pooled), worker], capture_output=True,
                          text=True, cwd=Path(__file__).resolve().parents[2], timeout=600)
     assert ran.returncode == 0, ran.stderr[-2000:]
-    assert int(ran.stdout.split()[-1]) > 400  # the records went to the workers to be rendered
+    # the records went to the workers to be rendered (killed, they take no more of that import's)
+    assert int(ran.stdout.split()[-1]) > (400 if worker == "lives" else 100)
     expected, got = vault_files(one_by_one), vault_files(pooled)
     assert sorted(got) == sorted(expected)
     assert [name for name in expected if got[name] != expected[name]] == []

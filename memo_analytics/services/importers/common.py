@@ -35,7 +35,7 @@ from ...vault.ledger import invoiced_in
 from ...vault.redact import redact_secrets
 from ..prompts import record_prompt
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
-from ..sessions import end_session, start_session
+from ..sessions import end_session, record_whole_session, start_session
 from ..store import VaultStore
 
 _UTC = timezone.utc
@@ -429,20 +429,29 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 result.held_back.add((transcript.source, transcript.transcript_id))
             continue
         if existing is None:
-            start_session(store, StartSessionRequest(
+            start = StartSessionRequest(
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
                 agent=transcript.agent, client=options.client, billable=options.billable,
                 start_time=interval.start, source=f"import:{transcript.source}",
                 summary=session_description(_valid_text(transcript.title or ""),
                                             [_valid_text(p.text) for p in interval.prompts[:20]]),
                 extra={**extra, "interval": number, "idleGapMinutes": gap_minutes},
-            ))
+            )
+            end = EndSessionRequest(session_id=session_id, project=project, until=interval.end,
+                                    recompute_duration=True)
+            try:
+                turns = [_turn_request(transcript, session_id, project, turn, prompt, interval, options, extra)
+                         for turn, prompt in enumerate(interval.prompts, 1)]
+            except (MemoError, ValueError):
+                turns = None  # a turn the one-by-one path refuses (and says why)
+            # a session new to the vault: written at once (issue 16), else one record after the other
+            if turns is not None and record_whole_session(store, start, turns, end) is not None:
+                result.sessions += 1
+                result.turns += len(turns)
+                continue
+            start_session(store, start)
             result.sessions += 1
         for turn, prompt in enumerate(interval.prompts, 1):
-            usage = {"tokens": prompt.tokens} if prompt.tokens else {}
-            if prompt.tokens_by_model and len(prompt.tokens_by_model) > 1:
-                usage["tokensByModel"] = prompt.tokens_by_model
-            usage["promptHash"] = prompt_hash(prompt.text)
             if store.record_exists(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}"):
                 try:
                     result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
@@ -453,12 +462,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                     result.errors.append(f"{transcript.path}: turn {turn} of {session_id}: {_one_line(exc)}")
                 continue
             try:
-                record_prompt(store, RecordPromptRequest(
-                    body=_valid_text(prompt.text), session_id=session_id, turn=turn, project=project,
-                    created=prompt.at or interval.start, source=f"import:{transcript.source}",
-                    ide=transcript.ide, model=prompt.model or transcript.model, agent=transcript.agent,
-                    client=options.client, billable=options.billable, extra={**extra, **usage}, skip_existing=True,
-                ))
+                record_prompt(store, _turn_request(transcript, session_id, project, turn, prompt, interval, options,
+                                                   extra))
             except (MemoError, ValueError) as exc:  # one bad prompt (e.g. over the size limit)
                 result.skipped += 1
                 result.errors.append(f"{transcript.path}: turn {turn} of {session_id}: {_one_line(exc)}")
@@ -474,6 +479,27 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             ))
     if intervals:
         result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
+
+
+def _turn_request(transcript: Transcript, session_id: str, project: str, turn: int, prompt: HumanPrompt,
+                  interval: Interval, options: ImportOptions, extra: dict) -> RecordPromptRequest:
+    """The request that records ``prompt`` as turn ``turn`` of an imported session.
+
+    Raises
+    ------
+    ValueError
+        A field the request refuses (pydantic's ``ValidationError``).
+    """
+    usage = {"tokens": prompt.tokens} if prompt.tokens else {}
+    if prompt.tokens_by_model and len(prompt.tokens_by_model) > 1:
+        usage["tokensByModel"] = prompt.tokens_by_model
+    usage["promptHash"] = prompt_hash(prompt.text)
+    return RecordPromptRequest(
+        body=_valid_text(prompt.text), session_id=session_id, turn=turn, project=project,
+        created=prompt.at or interval.start, source=f"import:{transcript.source}",
+        ide=transcript.ide, model=prompt.model or transcript.model, agent=transcript.agent,
+        client=options.client, billable=options.billable, extra={**extra, **usage}, skip_existing=True,
+    )
 
 
 def prompt_hash(text: str) -> str:
