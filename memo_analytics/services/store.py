@@ -876,6 +876,32 @@ class VaultStore:
         batch.since = time.monotonic()
         self._begin()
 
+    @contextmanager
+    def batch_released(self) -> Iterator[None]:
+        """Within a :meth:`batch`: commit the group written so far and leave the vault lock
+        free while the block runs — a writer waiting for its next records (an import waiting
+        for a worker's parse) keeps no other writer waiting — then take the lock again and open
+        the next group. Outside a batch: nothing.
+
+        Raises
+        ------
+        VaultBusyError, IndexReadOnlyError
+            As :meth:`lock` and :attr:`conn`, at the commit or when the lock is taken again.
+        """
+        batch = self._own_batch()
+        if batch is None:
+            yield
+            return
+        self._commit_batch(final=True)
+        batch.locks.close()
+        try:
+            yield
+        finally:
+            batch.locks = ExitStack()
+            batch.locks.enter_context(self._vault_lock())
+            batch.since = time.monotonic()
+            self._begin()
+
     def _abort_batch(self, batch: _Batch) -> None:
         batch.pending.clear()
         batch.unsent.clear()

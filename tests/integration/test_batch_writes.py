@@ -250,6 +250,65 @@ def test_a_first_import_on_both_cores_writes_each_conversation_once_all_its_file
     assert _turn_bodies(tmp_path / "blind") == _turn_bodies(tmp_path / "serial")
 
 
+_SLOW_PARSE = """
+import sys, time
+from pathlib import Path
+from memo_analytics.services.importers import claude_code, common
+from tests.integration import test_batch_writes as here
+common.PARALLEL_FROM = 1
+folder, vault = Path(sys.argv[1]), Path(sys.argv[2])
+
+
+read_from = claude_code.parse_from
+
+
+def slow(path, options, start=None):  # one transcript takes long to read (a file of gigabytes)
+    if path.name.startswith("055-"):
+        (vault.parent / "slow-parse-started").touch()
+        time.sleep(3)
+    return read_from(path, options, start)
+
+
+claude_code.parse_from = slow
+store = here.VaultStore(here.Settings(vault_root=vault, timezone="UTC"))
+files = sorted(folder.glob("*.jsonl"))
+result = common.run_import(store, files, claude_code.parse, common.ImportOptions(), source="claude-code")
+store.close()
+print(result.turns)
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the workers that read ahead of the writer need two cores")
+def test_a_writer_waiting_for_a_long_parse_leaves_the_vault_lock_free(realdata, tmp_path):
+    """A first import whose writer waits for a worker's long parse commits what it wrote and
+    leaves the vault lock free until the parse is there: an agent's hook (which waits two
+    seconds for the lock) gets in meanwhile. The import then goes on and takes every turn."""
+    corpus = tmp_path / "projects"
+    _split_conversations(realdata, corpus)
+    vault = tmp_path / "vault"
+    run = subprocess.Popen([sys.executable, "-c", _SLOW_PARSE, str(corpus), str(vault)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[2])
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "slow-parse-started").exists():
+            assert run.poll() is None and time.monotonic() < deadline, run.stderr.read() if run.poll() else "no start"
+            time.sleep(0.02)
+        time.sleep(0.4)  # the writer has written what it could and now waits for the slow file
+        other = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+        other.lock_timeout = 1.0
+        waited = time.monotonic()
+        with other.lock():
+            waited = time.monotonic() - waited
+        other.close()
+        out, err = run.communicate(timeout=120)
+    finally:
+        run.kill()
+    assert run.returncode == 0, err[-2000:]
+    assert waited < 0.5  # the lock was free (the import's writer held it: VaultBusyError after 1 s)
+    serial = _import_in("serial", corpus, tmp_path / "serial")
+    assert int(out.split()[-1]) == serial["turns"]
+
+
 def _turn_bodies(vault: Path) -> dict[str, str]:
     """Each current turn's body by record id (what a conversation says, whenever it was written)."""
     turns = {}

@@ -24,7 +24,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, ContextManager, Iterable, Iterator
 
 from ...domain.clock import to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError
@@ -729,26 +729,49 @@ def _start_worker(parent_pid: int) -> None:
         pass
 
 
+#: Files a worker parses per task (:func:`parsed_files`).
+PARSE_CHUNK = 4
+#: How long a writer waits for the next parse before it leaves the vault lock free until the
+#: parse is there (:func:`parsed_files` ``idle``): a long parse keeps no other writer waiting.
+IDLE_AFTER_SECONDS = 0.2
+
+
+def _parse_chunk(parse: ParseFn, paths: list[Path], options: ImportOptions, parse_from,
+                 starts: list) -> list[tuple]:
+    """:func:`_parse_or_reason` of each of ``paths`` (one worker's task)."""
+    return [_parse_or_reason(parse, path, options, parse_from, start) for path, start in zip(paths, starts)]
+
+
 def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, parse_from=None,
-                 starts: dict | None = None, pool=None) -> Iterator[tuple[Path, "ParseResult | str", object, bool]]:
+                 starts: dict | None = None, pool=None,
+                 idle: Callable[[], ContextManager] | None = None) -> Iterator[tuple[Path, "ParseResult | str", object, bool]]:
     """``(path, its ParseResult or the reason it failed, the checkpoint to keep, whether it was
     read on from its checkpoint in ``starts``)`` for each of ``paths``, in order; parsed by the
-    workers of ``pool`` (:func:`worker_pool`) when there is one, else in this process."""
+    workers of ``pool`` (:func:`worker_pool`) when there is one, else in this process. With a
+    pool, a wait for the next parse longer than :data:`IDLE_AFTER_SECONDS` goes on inside
+    ``idle()`` (e.g. :meth:`VaultStore.batch_released`)."""
     starts = starts or {}
     if pool is None:
         for path in paths:
             yield path, *_parse_or_reason(parse, path, options, parse_from, starts.get(path))
         return
+    from concurrent.futures import TimeoutError as WaitedTooLong
     from concurrent.futures.process import BrokenProcessPool
 
     done = 0
     try:
-        count = len(paths)
-        results = pool.map(_parse_or_reason, [parse] * count, paths, [options] * count, [parse_from] * count,
-                           [starts.get(path) for path in paths], chunksize=4)
-        for path, outcome in zip(paths, results):
-            yield path, *outcome
-            done += 1
+        chunks = [paths[at:at + PARSE_CHUNK] for at in range(0, len(paths), PARSE_CHUNK)]
+        futures = [pool.submit(_parse_chunk, parse, chunk, options, parse_from, [starts.get(p) for p in chunk])
+                   for chunk in chunks]
+        for chunk, future in zip(chunks, futures):
+            try:
+                outcomes = future.result(timeout=None if idle is None else IDLE_AFTER_SECONDS)
+            except WaitedTooLong:
+                with idle():
+                    outcomes = future.result()
+            for path, outcome in zip(chunk, outcomes):
+                yield path, *outcome
+                done += 1
     except BrokenProcessPool:  # a worker was killed (out of memory?): the rest is parsed here
         for path in paths[done:]:
             yield path, *_parse_or_reason(parse, path, options, parse_from, starts.get(path))
@@ -930,8 +953,9 @@ def run_import(
             _warm_redaction()  # the writer's own start-up while the workers scan
             batch = store.batch(renderer=pool) if batched else nullcontext()
             with store.deferred_views(), batch:
-                _write_as_read(parsed_files(files, parse, options, parse_from, starts, pool), scans, files, scan,
-                               take, write)
+                _write_as_read(parsed_files(files, parse, options, parse_from, starts, pool,
+                                            idle=store.batch_released if batched else None),
+                               scans, files, scan, take, write)
         else:
             queue = list(files)
             while queue:
