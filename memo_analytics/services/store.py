@@ -823,10 +823,11 @@ class VaultStore:
             batch.rendering[path] = (future, place)
 
     def _rendered(self, batch: _Batch, path: Path, meta: dict[str, Any], body: str) -> bytes:
-        """The text of one pending record: a worker's rendering, else rendered here (the worker
-        died, or failed on it: the error, if any, is raised here as a render alone raises it)."""
+        """The text of one pending record: a worker's rendering when it is done, else rendered
+        here (the workers are still busy — reading the files ahead of the writer — or one died,
+        or failed on it: the error, if any, is raised here as a render alone raises it)."""
         sent = batch.rendering.get(path)
-        if sent is not None:
+        if sent is not None and sent[0].done():
             future, place = sent
             try:
                 return future.result()[place]
