@@ -250,11 +250,26 @@ def transcript_ids(path: Path) -> frozenset[str]:
         The file cannot be read.
     """
     ids = {path.stem}
-    for match in _SESSION_KEY.finditer(path.read_bytes()):
+    rest = b""
+    with path.open("rb") as handle:  # by blocks of whole lines: a file of gigabytes is not held at once
+        while block := handle.read(_SCAN_BLOCK):
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            rest = block[cut:] if cut else block
+            _scan_ids(block[:cut] if cut else b"", ids)
+    _scan_ids(rest, ids)
+    return frozenset(ids)
+
+
+#: How much of a file :func:`transcript_ids` reads at a time (then cut after its last full line).
+_SCAN_BLOCK = 8 << 20
+
+
+def _scan_ids(data: bytes, ids: set[str]) -> None:
+    for match in _SESSION_KEY.finditer(data):
         value = parse_json_line(match.group(1).decode("utf-8", "replace"))
         if isinstance(value, str) and value:
             ids.add(value)
-    return frozenset(ids)
 
 
 def parse(path: Path, options: ImportOptions) -> ParseResult:

@@ -219,3 +219,28 @@ def test_a_record_written_twice_with_the_same_uuid_is_one_turn(tmp_path):
     assert [p.at.minute for p in first.prompts] == [0, 5, 10]
     assert (resumed.transcript_id, [p.text for p in resumed.prompts]) == (OTHER, ["Fix the cart total"])
     assert result.skipped_lines == 0
+
+
+def test_the_id_scan_names_every_conversation_the_parse_finds_read_by_blocks_or_whole(realdata, monkeypatch, tmp_path):
+    """``transcript_ids`` (what a first import waits on before it writes a conversation) names
+    every transcript id the parse of the same file gives — on every real Claude Code file and on
+    ids written with escapes, spaced keys and a record without one (the file's stem) — the same
+    whether the file is read in blocks that cut lines or at once."""
+    odd = tmp_path / "odd-file.jsonl"
+    odd.write_text("\n".join(json.dumps(r) for r in [
+        rec("user", "2026-03-02T09:00:00Z", "first", sid='quote"d\\id'),
+        rec("user", "2026-03-02T09:05:00Z", "second", sid="caf\u00e9-\u2603"),
+    ]) + "\n" + '{"type": "user" , "sessionId" :  "spaced", "uuid": "u9", "timestamp": "2026-03-02T09:09:00Z", '
+                '"message": {"role": "user", "content": "third"}}\n'
+        + json.dumps({k: v for k, v in rec("user", "2026-03-02T09:10:00Z", "no id").items() if k != "sessionId"})
+        + "\n", encoding="utf-8")
+    files = [p for p in (realdata / "claude-code-jsonl").rglob("*.jsonl")] + [odd]
+    whole = {path: claude_code.transcript_ids(path) for path in files}
+    monkeypatch.setattr(claude_code, "_SCAN_BLOCK", 97)
+    assert {path: claude_code.transcript_ids(path) for path in files} == whole
+    for path in files:
+        parsed = {t.transcript_id for t in claude_code.parse(path, ImportOptions()).transcripts}
+        assert parsed <= whole[path], path
+    assert {'quote"d\\id', "caf\u00e9-\u2603", "spaced", "odd-file"} <= whole[odd]
+    assert {t.transcript_id for t in claude_code.parse(odd, ImportOptions()).transcripts} == \
+        {'quote"d\\id', "caf\u00e9-\u2603", "spaced", "odd-file"}
