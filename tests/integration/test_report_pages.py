@@ -68,3 +68,38 @@ def test_memo_activity_shows_the_last_fifty_sessions_and_says_how_many_it_left_o
     assert "10 earlier sessions are not shown (the totals count them)" in ran.stdout
     assert "work item 59" in ran.stdout
     assert "Total billable: 50:00 (50.00 h)" in ran.stdout  # 60 × 50 minutes, all counted
+
+
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory):
+    """Sessions whose summaries take one line, every fifth three: rows of uneven heights (with
+    this layout some page ends with room for one line of a two-line row)."""
+    store = VaultStore(Settings(vault_root=tmp_path_factory.mktemp("uneven") / "v", timezone="UTC"))
+    for i in range(40):
+        at = START + timedelta(hours=3 * i)
+        words = " ".join(f"step{j}" for j in range(20)) if i % 5 == 0 else "short"
+        start_session(store, StartSessionRequest(session_id=f"u{i}", project="web", client="Acme",
+                                                 start_time=at.isoformat()))
+        end_session(store, EndSessionRequest(session_id=f"u{i}", project="web", summary=f"item {i} {words}",
+                                             until=(at + timedelta(minutes=50)).isoformat()))
+    yield store
+    store.close()
+
+
+@pytest.mark.slow
+def test_a_timesheet_row_is_never_cut_across_two_pages(uneven):
+    """A row's date and time range (two lines of one cell) stay on the page of the rest of the
+    row — its hours — whatever the first row (so wherever the page break falls): on every page as
+    many time ranges as rows' hours. Before, a page with room for one line printed a row's
+    project, task and hours there and its date and time on the next page."""
+    import re
+
+    for first in range(0, 9):
+        since = (START + timedelta(hours=3 * first)).isoformat()
+        report = activity_report(uneven, ActivityRequest(tz="UTC", since=since))
+        pages = [page.extract_text() for page in PdfReader(io.BytesIO(timesheet_pdf_bytes(report))).pages]
+        assert len(pages) > 1
+        for number, text in enumerate(pages, 1):
+            spans = re.findall(r"\d\d:\d\d–\d\d:\d\d", text)
+            hours = re.findall(r"\b0:50 0\.8\d\b", text)  # a row's duration and hours
+            assert len(spans) == len(hours), f"from row {first}, page {number}: {len(spans)} times, {len(hours)} rows"

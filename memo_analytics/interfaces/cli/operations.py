@@ -70,9 +70,10 @@ def _import_command(source: str) -> Callable[..., None]:
                             f"(see the lines above); nothing was imported")
         if client is None and billable is not False and result.sessions and not state.json and not (
                 state.settings.project_clients):
-            err.print("note: the new sessions have no client, so they bill to 'internal'; "
-                      "import with --client NAME or --no-billable to file them otherwise "
-                      "(or map projects to clients: [projectClients] in the config)")
+            err.print("note: the new sessions have no client, so they bill to 'internal'; to file them "
+                      "otherwise: memo session edit ID --client NAME (or --no-billable) for each; for what "
+                      "comes next, import with --client NAME, or map projects to clients with [projectClients] "
+                      "in the config (it applies to sessions recorded after it is set)")
         _emit(result.wire(), lambda r: out.print(result.line()))
 
     command.__doc__ = f"Import {source} transcripts: one session per work interval, one turn per human prompt."
