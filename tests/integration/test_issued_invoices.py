@@ -547,6 +547,9 @@ def test_a_re_import_leaves_a_session_on_an_issued_invoice_as_it_is_and_says_so(
     cut = imported()
     assert (cut["superseded"], cut["rewound"]) == (0, 0)
     assert any(f"is on invoice {number}, issued: left as it is" in e for e in cut["errors"])
+    assert cut["heldBack"] == 1  # the summary line says it too
+    line = memo("import", "claude-code", "--client", "Acme Corp", str(source), vault=vault, env=env).stdout
+    assert "1 conversation left as an issued invoice billed it" in line
     assert turns() == [(1, "recorded"), (2, "recorded"), (3, "recorded")]
     _transcript(source, [*prompts, ("2026-06-10T09:40:00Z", "one more: remember me")])  # grown in the same interval
     grown = imported()
@@ -575,5 +578,5 @@ def test_a_session_rewound_before_its_invoice_is_not_reported_as_differing_by_a_
          "--until", "2026-06-30", vault=vault, env=env)
     again = imported("--rescan")
     assert not any("is on invoice" in e for e in again["errors"]), again["errors"]
-    assert (again["turns"], again["superseded"]) == (0, 0)
+    assert (again["turns"], again["superseded"], again["heldBack"]) == (0, 0, 0)
     assert imported()["unchanged"] == 1  # noted as imported: the next import skips it

@@ -229,6 +229,9 @@ class ImportResult:
         if self.unrecognised:
             line += f", {self.unrecognised} file{'s' if self.unrecognised != 1 else ''} of another format"
         line += f", indexed {self.reindexed} already in the vault" if self.reindexed else ""
+        held = len(self.held_back)
+        line += (f", {held} conversation{'s' if held != 1 else ''} left as an issued invoice billed "
+                 f"{'them' if held != 1 else 'it'}") if held else ""
         hook = self.superseded - self.rewound
         line += f", {hook} hook-captured records superseded by the transcript" if hook else ""
         return line + (f", {self.rewound} turn{'s' if self.rewound != 1 else ''} the transcript no longer holds "
@@ -239,7 +242,7 @@ class ImportResult:
                 "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed,
                 "superseded": self.superseded, "revised": self.revised, "recognised": self.recognised,
                 "unrecognised": self.unrecognised, "unchanged": self.unchanged,
-                "resumed": self.resumed, "rewound": self.rewound}
+                "resumed": self.resumed, "rewound": self.rewound, "heldBack": len(self.held_back)}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
