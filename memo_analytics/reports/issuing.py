@@ -75,16 +75,15 @@ def default_issue_date(period_end: date, today: date) -> date:
 
 
 def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> None:
-    missing = issuer.missing_for_sending()
-    if missing:
-        raise InvalidFieldError(f"invoice.{missing[0]}", "an issued invoice names its issuer: set "
-                                + ", ".join(f"invoice.{m}" for m in missing) + " (memo config set KEY VALUE)")
+    # every setting of the issuer that is missing, in one message (not one per attempt)
+    needed = [(f"invoice.{m}", f"invoice.{m}") for m in issuer.missing_for_sending()]
     if not (issuer.vat_id or issuer.tax_id):
-        raise InvalidFieldError("invoice.vatId", "an issued invoice carries the issuer's VAT id or tax number: "
-                                                 "set invoice.vatId or invoice.taxId")
+        needed.append(("invoice.vatId", "invoice.vatId or invoice.taxId (its VAT id or tax number)"))
     if not issuer.iban:
-        raise InvalidFieldError("invoice.iban", "an issued invoice says where to pay: set invoice.iban (and "
-                                                "invoice.bic, invoice.bank)")
+        needed.append(("invoice.iban", "invoice.iban, with invoice.bic and invoice.bank (where to pay)"))
+    if needed:
+        raise InvalidFieldError(needed[0][0], "an issued invoice names its issuer: set "
+                                + "; ".join(text for _, text in needed) + " (memo config set KEY VALUE)")
     key = f'clients."{client_name}"'
     if not client.name and not client_name:
         raise InvalidFieldError(f"{key}.name", "the client needs a name")

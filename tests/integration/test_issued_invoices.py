@@ -248,6 +248,14 @@ def test_an_issued_invoice_bills_one_client_and_names_issuer_and_client(billing,
     no_period = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--until", "2026-06-30")
     assert no_period.stderr.strip() == ("error: Invalid since: an issued invoice bills a period: give --since and "
                                         "--until (e.g. --since 2026-06-01 --until 2026-06-30)")
+    billing["config"].write_text(ISSUER.replace('address = ["Hauptstraße 1"]\n', "").replace(
+        'vatId = "DE136695976"\n', "").replace('iban = "DE89 3704 0044 0532 0130 00"\n', "") + ACME, encoding="utf-8")
+    several = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
+                  "2026-06-30")  # every missing setting named at once
+    assert several.stderr.strip() == (
+        "error: Invalid invoice.address: an issued invoice names its issuer: set invoice.address; invoice.vatId or "
+        "invoice.taxId (its VAT id or tax number); invoice.iban, with invoice.bic and invoice.bank (where to pay) "
+        "(memo config set KEY VALUE)")
     assert not (billing["vault"] / "invoices").exists()  # nothing was issued, no number used
 
 
