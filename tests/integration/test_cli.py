@@ -284,3 +284,23 @@ def test_handoff_through_the_cli(tmp_path):
     assert json.loads(memo("--json", "session", "handoff", "--all", vault=vault).stdout)["total"] == 0
     proc = memo("session", "end", "b", "--failed", "x", vault=vault, check=False)
     assert proc.returncode == 1 and "give at least one --next-step" in proc.stderr
+
+
+def test_the_progress_bar_on_a_terminal_runs_no_thread_of_its_own(monkeypatch):
+    """An import forks its parse workers only in a process of one thread: the progress bar at a
+    terminal is redrawn by the work, not by a refresh thread (it kept a first import at a
+    terminal on one core)."""
+    import threading
+
+    from memo_analytics.interfaces.cli import common
+
+    monkeypatch.setattr(common.err, "_force_terminal", True)
+    assert common.err.is_terminal
+    before = threading.active_count()
+    bar = common._progress("import x", 3)
+    assert not bar.progress.disable
+    with bar as advance:
+        for _ in range(3):
+            advance()
+        assert threading.active_count() == before
+    assert bar.progress.tasks[0].completed == 3

@@ -234,8 +234,18 @@ def _valid(record: object) -> bool:
     return True
 
 
-#: A ``sessionId`` key and its string value, as Claude Code writes them (the value may hold escapes).
-_SESSION_KEY = re.compile(rb'"sessionId"[ \t\r]*:[ \t\r]*("(?:[^"\\\n]|\\[^\n])*")')
+def _spelled(key: str) -> str:
+    """A regular expression for the JSON string ``key`` in every spelling JSON allows for it:
+    each character as itself or as its ``\\uXXXX`` escape (hex digits in either case)."""
+    units = []
+    for char in key:
+        code = "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{ord(char):04x}")
+        units.append(f"(?:{re.escape(char)}|\\\\u{code})")
+    return '"' + "".join(units) + '"'
+
+
+#: A ``sessionId`` key (however spelled) and its string value (which may hold escapes).
+_SESSION_KEY = re.compile((_spelled("sessionId") + r'[ \t\r]*:[ \t\r]*("(?:[^"\\\n]|\\[^\n])*")').encode())
 
 
 def transcript_ids(path: Path) -> frozenset[str]:

@@ -233,7 +233,8 @@ def test_the_id_scan_names_every_conversation_the_parse_finds_read_by_blocks_or_
     ]) + "\n" + '{"type": "user" , "sessionId" :  "spaced", "uuid": "u9", "timestamp": "2026-03-02T09:09:00Z", '
                 '"message": {"role": "user", "content": "third"}}\n'
         + json.dumps({k: v for k, v in rec("user", "2026-03-02T09:10:00Z", "no id").items() if k != "sessionId"})
-        + "\n", encoding="utf-8")
+        + "\n" + json.dumps(rec("user", "2026-03-02T09:12:00Z", "fourth", sid="escaped-key")).replace(
+            '"sessionId"', '"session\\u0049d"') + "\n", encoding="utf-8")
     files = [p for p in (realdata / "claude-code-jsonl").rglob("*.jsonl")] + [odd]
     whole = {path: claude_code.transcript_ids(path) for path in files}
     monkeypatch.setattr(claude_code, "_SCAN_BLOCK", 97)
@@ -241,6 +242,6 @@ def test_the_id_scan_names_every_conversation_the_parse_finds_read_by_blocks_or_
     for path in files:
         parsed = {t.transcript_id for t in claude_code.parse(path, ImportOptions()).transcripts}
         assert parsed <= whole[path], path
-    assert {'quote"d\\id', "caf\u00e9-\u2603", "spaced", "odd-file"} <= whole[odd]
+    assert {'quote"d\\id', "caf\u00e9-\u2603", "spaced", "odd-file", "escaped-key"} <= whole[odd]
     assert {t.transcript_id for t in claude_code.parse(odd, ImportOptions()).transcripts} == \
-        {'quote"d\\id', "caf\u00e9-\u2603", "spaced", "odd-file"}
+        {'quote"d\\id', "caf\u00e9-\u2603", "spaced", "odd-file", "escaped-key"}
