@@ -19,15 +19,21 @@ from memo_analytics.services.store import VaultStore
 START = datetime(2026, 6, 1, 9, tzinfo=timezone.utc)
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    store = VaultStore(Settings(vault_root=tmp_path_factory.mktemp("pages") / "v", timezone="UTC"))
-    for i in range(24):  # one 50-minute session every three hours
+def _vault_of(folder, summaries: list[str]) -> VaultStore:
+    """A vault with one 50-minute session of client Acme every three hours, one per summary."""
+    store = VaultStore(Settings(vault_root=folder / "v", timezone="UTC"))
+    for i, summary in enumerate(summaries):
         at = START + timedelta(hours=3 * i)
         start_session(store, StartSessionRequest(session_id=f"s{i}", project="web", client="Acme",
                                                  start_time=at.isoformat()))
-        end_session(store, EndSessionRequest(session_id=f"s{i}", project="web", summary=f"work item {i}",
+        end_session(store, EndSessionRequest(session_id=f"s{i}", project="web", summary=summary,
                                              until=(at + timedelta(minutes=50)).isoformat()))
+    return store
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    store = _vault_of(tmp_path_factory.mktemp("pages"), [f"work item {i}" for i in range(24)])
     yield store
     store.close()
 
@@ -74,14 +80,9 @@ def test_memo_activity_shows_the_last_fifty_sessions_and_says_how_many_it_left_o
 def uneven(tmp_path_factory):
     """Sessions whose summaries take one line, every fifth three: rows of uneven heights (with
     this layout some page ends with room for one line of a two-line row)."""
-    store = VaultStore(Settings(vault_root=tmp_path_factory.mktemp("uneven") / "v", timezone="UTC"))
-    for i in range(40):
-        at = START + timedelta(hours=3 * i)
-        words = " ".join(f"step{j}" for j in range(20)) if i % 5 == 0 else "short"
-        start_session(store, StartSessionRequest(session_id=f"u{i}", project="web", client="Acme",
-                                                 start_time=at.isoformat()))
-        end_session(store, EndSessionRequest(session_id=f"u{i}", project="web", summary=f"item {i} {words}",
-                                             until=(at + timedelta(minutes=50)).isoformat()))
+    long = " ".join(f"step{j}" for j in range(20))
+    store = _vault_of(tmp_path_factory.mktemp("uneven"),
+                      [f"item {i} {long if i % 5 == 0 else 'short'}" for i in range(40)])
     yield store
     store.close()
 
