@@ -872,6 +872,10 @@ class VaultStore:
             return
         batch.locks.close()  # other writers (and readers catching up the index) go between two groups:
         time.sleep(GROUP_PAUSE_SECONDS)  # a waiting process retries every LOCK_POLL_SECONDS
+        self._next_group(batch)
+
+    def _next_group(self, batch: _Batch) -> None:
+        """Take the vault lock again for ``batch`` and open its next group."""
         batch.locks = ExitStack()
         batch.locks.enter_context(self._vault_lock())
         batch.since = time.monotonic()
@@ -898,10 +902,7 @@ class VaultStore:
         try:
             yield
         finally:
-            batch.locks = ExitStack()
-            batch.locks.enter_context(self._vault_lock())
-            batch.since = time.monotonic()
-            self._begin()
+            self._next_group(batch)
 
     def _abort_batch(self, batch: _Batch) -> None:
         batch.pending.clear()

@@ -32,7 +32,7 @@ from ...domain.ids import session_record_id, slugify
 from ...domain.records import RecordKind
 from ...index import store as index
 from ...vault.ledger import invoiced_in
-from ...vault.redact import redact_secrets
+from ...vault.redact import redact_secrets, warm as warm_redaction
 from ..prompts import record_prompt
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, record_whole_session, start_session
@@ -807,13 +807,6 @@ def _transcript_ids(scan: Callable[[Path], frozenset], path: Path) -> frozenset:
         return frozenset()
 
 
-def _warm_redaction() -> None:
-    """Load the secret detector now, while the workers read (its import takes about 0.1 s)."""
-    from ...vault.redact import warm
-
-    warm()
-
-
 def _write_as_read(parsed: Iterator, scans: Iterator[frozenset], files: list[Path], scan: Callable,
                    take: Callable[..., list[Transcript]], write: Callable[[Transcript], None]) -> None:
     """Write each conversation once every file that may hold a part of it has been read:
@@ -822,8 +815,9 @@ def _write_as_read(parsed: Iterator, scans: Iterator[frozenset], files: list[Pat
     and gives its transcripts, ``write`` imports one (merged) conversation. Conversations are
     written in the order of their first file, as :func:`merge_transcripts` orders them, each
     merged from all its files: what a parse of every file first would write. A part found in a
-    file the scan did not name (it cannot be, but a scan is not a parse) is merged with the
-    rest and the conversation written again (a re-import of it)."""
+    file the scan did not name (the file changed between its scan and its parse) is merged with
+    the rest and the conversation written again: a re-import of it, which may refuse an earlier
+    start as any re-import does."""
     from concurrent.futures.process import BrokenProcessPool
 
     last: dict[str, int] | None = None
@@ -923,11 +917,12 @@ def run_import(
         result.files += 1
         result.resumed += resumed
         checkpoints[path] = checkpoint
-        found = [] if isinstance(parsed, str) else parsed.transcripts
         if isinstance(parsed, str):
+            found = []
             result.skipped += 1
             result.errors.append(redact_secrets(str(path))[0] + f": {parsed}")
         else:
+            found = parsed.transcripts
             _count_parse(result, path, parsed, source, held, where)
         transcripts.extend(found)
         if progress:
@@ -953,7 +948,7 @@ def run_import(
             # a first import (or a rescan) on both cores: each conversation is written as soon as
             # the files that may hold it are read, while the workers read on (issue 16 point 4)
             scans = pool.map(_transcript_ids, [scan] * len(files), files, chunksize=16)  # queued first
-            _warm_redaction()  # the writer's own start-up while the workers scan
+            warm_redaction()  # the writer's own start-up while the workers scan
             batch = store.batch(renderer=pool) if batched else nullcontext()
             with store.deferred_views(), batch:
                 _write_as_read(parsed_files(files, parse, options, parse_from, starts, pool,
