@@ -23,129 +23,18 @@ guessed.
 from __future__ import annotations
 
 import json
-import warnings
 from dataclasses import dataclass, field
-from datetime import datetime
 from decimal import Decimal
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-#: Sources whose ``output`` count excludes the model's reasoning (thinking) tokens.
-_REASONING_APART = ("gemini", "opencode")
+from ..services.pricing import PriceCache, count_of, stored_turn_cost, turn_cost, usage_of
+
+__all__ = ["COST_PLACES", "TOKEN_KEYS", "CostTotals", "PriceCache", "session_costs", "stored_turn_cost",
+           "turn_cost", "usage_of"]
+
 #: How costs are shown: USD to a hundredth of a cent.
 COST_PLACES = Decimal("0.0001")
 TOKEN_KEYS = ("input", "cacheRead", "cacheWrite", "output", "reasoning")
-
-
-def _count(tokens: dict[str, Any], key: str) -> int:
-    value = tokens.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def usage_of(tokens: dict[str, Any], source: str | None) -> dict[str, int]:
-    """``genai-prices`` usage keys for one turn's stored ``tokens`` (see the module docstring). Pure."""
-    cache_read, cache_write = _count(tokens, "cacheRead"), _count(tokens, "cacheWrite")
-    five, hour = _count(tokens, "cacheWrite5m"), _count(tokens, "cacheWrite1h")
-    cache_write = max(cache_write, five + hour)
-    output = _count(tokens, "output")
-    if source and any(name in source for name in _REASONING_APART):
-        output += _count(tokens, "reasoning")
-    usage = {"input_tokens": _count(tokens, "input") + cache_read + cache_write, "output_tokens": output}
-    if cache_read:
-        usage["cache_read_tokens"] = cache_read
-    if cache_write:
-        usage["cache_write_tokens"] = cache_write
-        if five or hour:
-            usage["cache_write_5m_tokens"] = cache_write - hour
-            usage["cache_write_1h_tokens"] = hour
-    return usage
-
-
-class PriceCache:
-    """Prices already worked out, kept in ``<vault>/.memo/cost-cache.json`` between runs: the
-    library takes ~0.1 ms a turn, which is a second on a vault of 10,000 turns, on every
-    ``memo activity``. Keyed by model, day and usage; tied to the installed ``genai-prices``
-    version (another version's prices are not reused). A cache: lost or unreadable, the prices
-    are worked out again."""
-
-    def __init__(self, path: Path | None = None) -> None:
-        from importlib.metadata import version
-
-        self.path, self.version = path, version("genai-prices")
-        self.entries: dict[str, str | None] = {}
-        self.added = False
-        if path is not None:
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if isinstance(data, dict) and data.get("version") == self.version and isinstance(data.get("prices"), dict):
-                    self.entries = data["prices"]
-            except (OSError, ValueError):
-                pass
-
-    def get(self, model: str, day: str, usage: tuple[tuple[str, int], ...]) -> Decimal | None:
-        key = f"{model}|{day}|" + ",".join(f"{k}={v}" for k, v in usage)
-        if key in self.entries:
-            value = self.entries[key]
-            return None if value is None else Decimal(value)
-        price = _price(model, day, usage)
-        self.entries[key] = None if price is None else str(price)
-        self.added = True
-        return price
-
-    def save(self) -> None:
-        """Write the cache when it grew (atomically; a vault that cannot be written is skipped)."""
-        if self.path is None or not self.added:
-            return
-        from ..vault.io import write_json_state
-
-        try:
-            write_json_state(self.path, {"version": self.version, "prices": self.entries})
-        except OSError:
-            pass
-
-
-@lru_cache(maxsize=4096)
-def _price(model: str, day: str, usage: tuple[tuple[str, int], ...]) -> Decimal | None:
-    from genai_prices import Usage, calc_price
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the library warns about keys it does not price
-            result = calc_price(Usage(**dict(usage)), model, genai_request_timestamp=datetime.fromisoformat(day))
-    except (LookupError, ValueError):
-        return None
-    return Decimal(str(result.total_price))
-
-
-def turn_cost(tokens: dict[str, Any] | None, model: str | None, at: datetime, source: str | None = None,
-              cache: PriceCache | None = None) -> Decimal | None:
-    """The API-equivalent cost in USD of one turn (``tokens`` as stored), priced at ``at``
-    (its UTC date); ``Decimal(0)`` without tokens; None when the model has no price."""
-    if not tokens:
-        return Decimal(0)
-    usage = usage_of(tokens, source)
-    if not any(usage.values()):
-        return Decimal(0)
-    if not model:
-        return None
-    day, key = at.date().isoformat() + "T12:00:00+00:00", tuple(sorted(usage.items()))
-    return cache.get(model, day, key) if cache is not None else _price(model, day, key)
-
-
-def stored_turn_cost(meta: dict[str, Any], model: str | None, at: datetime, source: str | None = None,
-                     cache: PriceCache | None = None
-                     ) -> tuple[Decimal | None, dict[str | None, tuple[dict[str, Any], Decimal | None]]]:
-    """The cost of one stored turn (its frontmatter ``meta``): priced part by part when it
-    holds ``tokensByModel``, else its ``tokens`` at ``model``. Returns the cost (None when no
-    part has a price; the priced parts otherwise) and ``{model: (tokens, cost)}``."""
-    tokens = meta.get("tokens") if isinstance(meta.get("tokens"), dict) else {}
-    parts = meta.get("tokensByModel")
-    if not isinstance(parts, dict) or not parts or not all(isinstance(v, dict) for v in parts.values()):
-        parts = {model: tokens}
-    priced = {part_model: (part, turn_cost(part, part_model, at, source, cache)) for part_model, part in parts.items()}
-    costs = [cost for _, cost in priced.values() if cost is not None]
-    return (sum(costs, Decimal(0)) if costs else None), priced
 
 
 @dataclass
@@ -159,7 +48,7 @@ class CostTotals:
 
     def add(self, tokens: dict[str, Any], cost: Decimal | None) -> None:
         for key in TOKEN_KEYS:
-            self.tokens[key] += _count(tokens, key)
+            self.tokens[key] += count_of(tokens, key)
         self.turns += 1
         if cost is None:
             self.unpriced_turns += 1

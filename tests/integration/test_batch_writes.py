@@ -53,7 +53,7 @@ def vault_files(vault: Path) -> dict[str, bytes]:
     cache of what it read (per source file, in the order files were read)."""
     return {str(p.relative_to(vault)): p.read_bytes() for p in sorted(vault.rglob("*"))
             if p.is_file() and p.name not in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "vault.lock",
-                                              "import-state.json") and "import-cache" not in p.parts}
+                                              "import-state.json", "cost-cache.json") and "import-cache" not in p.parts}
 
 
 def index_rows(vault: Path) -> dict[str, list[tuple]]:
@@ -248,6 +248,34 @@ def test_a_first_import_on_both_cores_writes_each_conversation_once_all_its_file
     assert twice and twice <= set(cut)
     assert blind["errors"] == serial["errors"]
     assert _turn_bodies(tmp_path / "blind") == _turn_bodies(tmp_path / "serial")
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the workers that read ahead of the writer need two cores")
+def test_a_first_import_on_both_cores_prices_its_turns_for_the_first_report(realdata, tmp_path):
+    """The parse workers price the turns they read into the vault's cost cache (issue 16:
+    ``memo activity`` after an import ≤ 0.5 s): the first report after the import finds every
+    price there, loads no genai-prices (0.14 s of imports), and gives the costs that pricing
+    every turn anew gives."""
+    from tests.integration.test_startup import _probe
+
+    corpus = tmp_path / "projects"
+    _split_conversations(realdata, corpus)
+    vault = tmp_path / "vault"
+    _import_in("streamed", corpus, vault)
+    cache = vault / ".memo" / "cost-cache.json"
+    prices = json.loads(cache.read_text())["prices"]
+    assert sum(value is not None for value in prices.values()) > 5
+    first, stderr = _probe(["--json", "activity", "--all"], vault, tmp_path)
+    assert first["code"] == 0, stderr
+    assert "genai_prices" not in first["loaded"]
+    assert json.loads(cache.read_text())["prices"] == prices  # nothing was missing from it
+    cache.unlink()
+    anew, stderr = _probe(["--json", "activity", "--all"], vault, tmp_path)
+    assert "genai_prices" in anew["loaded"]  # priced again, turn by turn
+    report = json.loads(first["stdout"])
+    assert report["totalPrompts"] > 20 and float(report["totalCostUsd"]) > 1
+    assert first["stdout"] == anew["stdout"]
+    assert json.loads(cache.read_text())["prices"] == prices  # the report priced no turn otherwise
 
 
 _SLOW_PARSE = """

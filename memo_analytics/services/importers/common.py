@@ -33,6 +33,7 @@ from ...domain.records import RecordKind
 from ...index import store as index
 from ...vault.ledger import invoiced_in
 from ...vault.redact import redact_secrets, warm as warm_redaction
+from ..pricing import PriceCache, stored_turn_cost
 from ..prompts import record_prompt
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, record_whole_session, start_session
@@ -493,16 +494,35 @@ def _turn_request(transcript: Transcript, session_id: str, project: str, turn: i
     ValueError
         A field the request refuses (pydantic's ``ValidationError``).
     """
-    usage = {"tokens": prompt.tokens} if prompt.tokens else {}
-    if prompt.tokens_by_model and len(prompt.tokens_by_model) > 1:
-        usage["tokensByModel"] = prompt.tokens_by_model
-    usage["promptHash"] = prompt_hash(prompt.text)
+    usage = {**_usage(prompt), "promptHash": prompt_hash(prompt.text)}
     return RecordPromptRequest(
         body=_valid_text(prompt.text), session_id=session_id, turn=turn, project=project,
         created=prompt.at or interval.start, source=f"import:{transcript.source}",
         ide=transcript.ide, model=prompt.model or transcript.model, agent=transcript.agent,
         client=options.client, billable=options.billable, extra={**extra, **usage}, skip_existing=True,
     )
+
+
+def _usage(prompt: HumanPrompt) -> dict:
+    """The token counts a turn's record keeps of ``prompt``: ``tokens``, and ``tokensByModel``
+    when more than one model answered."""
+    usage: dict = {"tokens": prompt.tokens} if prompt.tokens else {}
+    if prompt.tokens_by_model and len(prompt.tokens_by_model) > 1:
+        usage["tokensByModel"] = prompt.tokens_by_model
+    return usage
+
+
+def _price_turns(parsed: "ParseResult", cache: PriceCache) -> None:
+    """Price each turn of ``parsed`` as ``memo activity`` will price its record (the same
+    tokens, model, UTC day and source as :func:`_turn_request` gives it) into ``cache``: what a
+    parse worker adds to the import, so that the first report after it finds every price in the
+    vault's cost cache (issue 16). A turn whose record ends up otherwise (another model the
+    session names) is priced by the report, as before."""
+    for transcript in parsed.transcripts:
+        for prompt in transcript.prompts:
+            if prompt.tokens and prompt.at is not None:
+                stored_turn_cost(_usage(prompt), prompt.model or transcript.model, prompt.at.astimezone(_UTC),
+                                 f"import:{transcript.source}", cache)
 
 
 def prompt_hash(text: str) -> str:
@@ -739,20 +759,42 @@ PARSE_CHUNK = 4
 IDLE_AFTER_SECONDS = 0.2
 
 
+#: A worker's prices of the turns it parsed (:func:`_parse_chunk`), kept over its tasks.
+_worker_prices: PriceCache | None = None
+
+
 def _parse_chunk(parse: ParseFn, paths: list[Path], options: ImportOptions, parse_from,
-                 starts: list) -> list[tuple]:
-    """:func:`_parse_or_reason` of each of ``paths`` (one worker's task)."""
-    return [_parse_or_reason(parse, path, options, parse_from, start) for path, start in zip(paths, starts)]
+                 starts: list, price: bool = False) -> tuple[list[tuple], dict[str, str | None]]:
+    """:func:`_parse_or_reason` of each of ``paths`` (one worker's task), and with ``price`` the
+    prices of their turns this worker had not worked out before (:func:`_price_turns`,
+    ``{key: price}`` as :attr:`PriceCache.entries` keeps them)."""
+    global _worker_prices
+    outcomes = [_parse_or_reason(parse, path, options, parse_from, start) for path, start in zip(paths, starts)]
+    if not price:
+        return outcomes, {}
+    if _worker_prices is None:
+        _worker_prices = PriceCache()
+    known = len(_worker_prices.entries)
+    try:
+        for parsed, _, _ in outcomes:
+            if not isinstance(parsed, str):
+                _price_turns(parsed, _worker_prices)
+    except Exception:  # noqa: BLE001 — a cache: a turn it cannot price here is priced by the report
+        pass
+    keys = list(_worker_prices.entries)[known:]
+    return outcomes, {key: _worker_prices.entries[key] for key in keys}
 
 
 def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, parse_from=None,
                  starts: dict | None = None, pool=None,
-                 idle: Callable[[], ContextManager] | None = None) -> Iterator[tuple[Path, "ParseResult | str", object, bool]]:
+                 idle: Callable[[], ContextManager] | None = None, prices: dict | None = None
+                 ) -> Iterator[tuple[Path, "ParseResult | str", object, bool]]:
     """``(path, its ParseResult or the reason it failed, the checkpoint to keep, whether it was
     read on from its checkpoint in ``starts``)`` for each of ``paths``, in order; parsed by the
     workers of ``pool`` (:func:`worker_pool`) when there is one, else in this process. With a
     pool, a wait for the next parse longer than :data:`IDLE_AFTER_SECONDS` goes on inside
-    ``idle()`` (e.g. :meth:`VaultStore.batch_released`)."""
+    ``idle()`` (e.g. :meth:`VaultStore.batch_released`). With a pool and ``prices``, the workers
+    also price the turns they read, into ``prices`` (:func:`_parse_chunk`)."""
     starts = starts or {}
     if pool is None:
         for path in paths:
@@ -764,14 +806,16 @@ def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, pars
     done = 0
     try:
         chunks = [paths[at:at + PARSE_CHUNK] for at in range(0, len(paths), PARSE_CHUNK)]
-        futures = [pool.submit(_parse_chunk, parse, chunk, options, parse_from, [starts.get(p) for p in chunk])
-                   for chunk in chunks]
+        futures = [pool.submit(_parse_chunk, parse, chunk, options, parse_from, [starts.get(p) for p in chunk],
+                               prices is not None) for chunk in chunks]
         for chunk, future in zip(chunks, futures):
             try:
-                outcomes = future.result(timeout=None if idle is None else IDLE_AFTER_SECONDS)
+                outcomes, priced = future.result(timeout=None if idle is None else IDLE_AFTER_SECONDS)
             except WaitedTooLong:
                 with idle():
-                    outcomes = future.result()
+                    outcomes, priced = future.result()
+            if prices is not None:
+                prices.update(priced)
             for path, outcome in zip(chunk, outcomes):
                 yield path, *outcome
                 done += 1
@@ -942,6 +986,7 @@ def run_import(
             result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
 
     scan = getattr(load_importer(source), "transcript_ids", None) if _reads_one_file(source) else None
+    prices: dict[str, str | None] = {}  # the workers' prices of the turns they read
     # workers (two cores and more) parse the files, then render the records the batch writes
     with worker_pool(len(files)) as pool:
         if pool is not None and scan is not None and not kept:
@@ -952,12 +997,12 @@ def run_import(
             batch = store.batch(renderer=pool) if batched else nullcontext()
             with store.deferred_views(), batch:
                 _write_as_read(parsed_files(files, parse, options, parse_from, starts, pool,
-                                            idle=store.batch_released if batched else None),
+                                            idle=store.batch_released if batched else None, prices=prices),
                                scans, files, scan, take, write)
         else:
             queue = list(files)
             while queue:
-                for item in parsed_files(queue, parse, options, parse_from, starts, pool):
+                for item in parsed_files(queue, parse, options, parse_from, starts, pool, prices=prices):
                     take(*item)
                 queue = []
                 if kept:
@@ -980,6 +1025,10 @@ def run_import(
             with store.deferred_views(), batch:  # views after the last commit
                 for transcript in merge_transcripts(transcripts):
                     write(transcript)
+        if prices:  # the first report after the import finds them (issue 16)
+            cache = PriceCache(store.layout.meta_dir / "cost-cache.json")
+            cache.add(prices)
+            cache.save()
         if state is not None:  # after the last commit: a file is noted only once all it held is in the vault
             by_id = {t.transcript_id: t for t in transcripts}
             not_noted = failed | result.held_back
