@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import ctypes
 import os
-import signal
 import sqlite3
-import sys
-import threading
-import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -23,6 +17,7 @@ from ..vault.redact import redact_secrets
 from .folders import disk_stamps
 from .store import (create_secondary_indexes, drop_secondary_indexes, index_row, insert_fresh, recount, reset_schema,
                     set_folder_stamps, transaction)
+from .workers import wait_for, worker_processes
 
 #: Below this many files the rebuild parses in-process; above, on every core.
 PARALLEL_FROM = 2_000
@@ -99,48 +94,23 @@ def _rows_chunk(paths: list[Path], root: Path, redact: bool) -> list[tuple]:
     return [_row_for(path, root, redact) for path in paths]
 
 
-_PR_SET_PDEATHSIG = 1
-#: How often (s) a worker checks that the process that started it still runs.
-WATCHDOG_INTERVAL_S = 0.5
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Worker initializer: a worker ends as soon as the process that started it ends.
-
-    On Linux the kernel sends the worker SIGKILL when its parent dies
-    (``PR_SET_PDEATHSIG``, through ``prctl``); everywhere a daemon thread checks every
-    :data:`WATCHDOG_INTERVAL_S` seconds that the parent is still its parent and exits
-    otherwise. So a ``memo reindex`` killed by SIGKILL or SIGTERM leaves no worker behind
-    (a left worker would go on parsing, and hold the vault lock it inherited).
-    """
-    if sys.platform.startswith("linux"):
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):  # no prctl in this libc: the watchdog alone
-            pass
-    if os.getppid() != parent_pid:  # the parent died before the line above ran
-        os._exit(1)
-    threading.Thread(target=_watch_parent, args=(parent_pid,), name="memo-parent-watchdog", daemon=True).start()
-
-
-def _watch_parent(parent_pid: int) -> None:
-    while True:
-        time.sleep(WATCHDOG_INTERVAL_S)
-        if os.getppid() != parent_pid:
-            os._exit(1)
-
-
 def _rows(files: list[Path], root: Path, redact: bool) -> Iterator[tuple[Path, tuple]]:
     if len(files) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
         for path in files:
             yield path, _row_for(path, root, redact)
         return
     chunks = [files[i : i + _CHUNK] for i in range(0, len(files), _CHUNK)]
-    with ProcessPoolExecutor(max_workers=os.cpu_count(), mp_context=get_context("fork"),
-                             initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-        results = pool.map(_rows_chunk, chunks, [root] * len(chunks), [redact] * len(chunks))
-        for chunk, rows in zip(chunks, results):
-            yield from zip(chunk, rows)
+    done = 0
+    with worker_processes(os.cpu_count() or 2) as pool:
+        futures = [pool.submit(_rows_chunk, chunk, root, redact) for chunk in chunks]
+        try:
+            for chunk, future in zip(chunks, futures):
+                rows = wait_for(future, pool)
+                yield from zip(chunk, rows)
+                done += 1
+        except BrokenProcessPool:  # a worker was killed (out of memory?): the rest is read here
+            for chunk in chunks[done:]:
+                yield from zip(chunk, _rows_chunk(chunk, root, redact))
 
 
 def rebuild(

@@ -1,9 +1,12 @@
-"""Processes end with the command that started them (issue "Trust every surface", point 8 C).
+"""Processes end with the command that started them (issue "Trust every surface", point 8 C), and
+a command never waits for ever on its workers (issue 16 point 4).
 
 ``memo reindex`` parses a large vault in a pool of worker processes. Killing the command —
 SIGKILL, or SIGTERM of the parent — must not leave those workers parsing on (for a minute,
 holding the vault lock they inherited): they die with it, through ``PR_SET_PDEATHSIG`` on
-Linux and, everywhere, a watchdog thread that notices the parent is gone. Real processes,
+Linux and, everywhere, a watchdog thread that notices the parent is gone. A first import
+parses on both cores too: a worker killed while it sends its result does not leave the import
+waiting, and Ctrl-C stops the import at once, without the workers' tracebacks. Real processes,
 real signals; liveness read from ``/proc``.
 """
 
@@ -110,7 +113,7 @@ def test_killing_reindex_kills_its_workers_and_frees_the_vault(big_vault, sig):
 
 WATCHED = textwrap.dedent("""
     import os, sys, time
-    from memo_analytics.index import reindex
+    from memo_analytics.index import workers as reindex
     reindex.sys.platform = "other"  # no prctl: the watchdog alone
     reindex.WATCHDOG_INTERVAL_S = 0.05
     parent = os.getpid()
@@ -137,3 +140,111 @@ def test_without_prctl_the_watchdog_ends_a_worker_whose_parent_died():
     while _alive(child, started) and time.monotonic() < gone_by:
         time.sleep(0.02)
     assert not _alive(child, started)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: An import on both cores of the real Claude Code files, with one file's parse sabotaged in the
+#: worker that reads it (argv: corpus, vault, what to do) — ``half-sent``: the worker dies
+#: holding the result pipe's lock, half a result written to it, as a worker the out-of-memory
+#: killer hits while it sends; ``slow``: the parse takes a minute (for Ctrl-C); ``clean``: nothing. In the parent
+#: (the parse the import does itself once a worker is lost) the file parses as usual.
+_SABOTAGED = """
+import os, signal, struct, sys, time
+from pathlib import Path
+from memo_analytics.services.importers import claude_code, common
+from memo_analytics.interfaces.cli import main
+common.PARALLEL_FROM = 1
+corpus, vault, what = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+parent, read_from = os.getpid(), claude_code.parse_from
+
+
+def sabotaged(path, options, start=None):
+    if what != "clean" and os.getpid() != parent and path.name.startswith("005-"):
+        if what == "half-sent":
+            frame = sys._getframe()
+            while frame.f_code.co_name != "_process_worker":
+                frame = frame.f_back
+            results = frame.f_locals["result_queue"]
+            (Path(vault).parent / "worker-died-mid-send").touch()
+            results._wlock.acquire()
+            os.write(results._writer.fileno(), struct.pack("!i", 1 << 20) + b"half a result")
+            os.kill(os.getpid(), signal.SIGKILL)
+        (Path(vault).parent / "slow-parse-started").touch()
+        time.sleep(60)
+    return read_from(path, options, start)
+
+
+claude_code.parse_from = sabotaged
+sys.argv = ["memo", "--vault-root", vault, "--json", "import", "claude-code", str(corpus)]
+main()
+"""
+
+
+def _corpus(realdata: Path, folder: Path) -> Path:
+    folder.mkdir()
+    files = sorted(p for p in (realdata / "claude-code-jsonl").rglob("*.jsonl") if "subagents" not in p.parts)
+    for number, path in enumerate(files):
+        (folder / f"{number * 10 + 5:03d}-{path.stem}.jsonl").write_bytes(path.read_bytes())
+    return folder
+
+
+def _records(vault: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(vault)): p.read_bytes() for p in sorted((vault / "projects").rglob("*.md"))}
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the import's workers need two cores")
+def test_a_worker_killed_while_it_sends_its_result_does_not_leave_the_import_waiting(realdata, tmp_path):
+    """CPython's pool reads on for ever from a worker killed in the middle of sending its result
+    (it died holding the pipe's lock, half a message in it) and never reports the pool broken:
+    the import ends that pool, parses the rest itself, and writes what a clean import writes."""
+    corpus = _corpus(realdata, tmp_path / "projects")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(MEMO_CONFIG=str(tmp_path / "none.toml"), MEMO_TIMEZONE="UTC", PYTHONPATH=str(REPO))
+    runs = {}
+    for what in ("half-sent", "clean"):
+        vault = tmp_path / what
+        started = time.monotonic()
+        ran = subprocess.run([sys.executable, "-c", _SABOTAGED, str(corpus), str(vault), what], capture_output=True,
+                             text=True, env=env, timeout=120, cwd=tmp_path)
+        assert ran.returncode == 0, ran.stderr[-2000:]
+        runs[what] = (json.loads(ran.stdout), time.monotonic() - started)
+    assert (tmp_path / "worker-died-mid-send").exists()
+    summary, took = runs["half-sent"]
+    assert took < runs["clean"][1] + 15  # the pool was given up a second after the worker died
+    assert summary["turns"] == runs["clean"][0]["turns"] > 20
+    assert summary["errors"] == runs["clean"][0]["errors"]
+    assert _records(tmp_path / "half-sent") == _records(tmp_path / "clean")
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the import's workers need two cores")
+def test_ctrl_c_stops_an_import_on_both_cores_at_once_without_the_workers_tracebacks(realdata, tmp_path):
+    """Ctrl-C (SIGINT to the terminal's whole process group) during a first import on both cores:
+    the import exits with 130 within seconds — it does not wait for the queued parses, one of
+    them a minute long — no worker prints a traceback, and no worker is left."""
+    corpus = _corpus(realdata, tmp_path / "projects")
+    vault = tmp_path / "vault"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(MEMO_CONFIG=str(tmp_path / "none.toml"), MEMO_TIMEZONE="UTC", PYTHONPATH=str(REPO))
+    proc = subprocess.Popen([sys.executable, "-c", _SABOTAGED, str(corpus), str(vault), "slow"], env=env,
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: (signal.signal(signal.SIGINT, signal.SIG_DFL), os.setsid()))
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "slow-parse-started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None
+        workers = _children(proc.pid)
+        assert len(workers) >= 2
+        time.sleep(0.3)
+        started = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        assert time.monotonic() - started < 10
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 130
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr
+    assert not [pid for pid, born in workers.items() if _alive(pid, born)]

@@ -719,7 +719,8 @@ def _parse_or_reason(parse: ParseFn, path: Path, options: ImportOptions, parse_f
 @contextmanager
 def worker_pool(count: int) -> Iterator[object | None]:
     """Worker processes for an import of ``count`` files — one per core, at most
-    :data:`MAX_PARSE_WORKERS`, forked now and dying with this process — or None when the import
+    :data:`MAX_PARSE_WORKERS`, forked now, dying with this process and deaf to Ctrl-C
+    (:func:`memo_analytics.index.workers.worker_processes`) — or None when the import
     is too small for them to pay, there is one core, or this process runs other threads (a
     watcher, a server: a lock another thread holds at the fork would stay held in the worker).
     They parse the files (:func:`parsed_files`), then render the records the batch writes
@@ -728,11 +729,9 @@ def worker_pool(count: int) -> Iterator[object | None]:
     if count < PARALLEL_FROM or cores < 2 or threading.active_count() > 1:
         yield None
         return
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
+    from ...index.workers import worker_processes
 
-    with ProcessPoolExecutor(max_workers=min(cores, MAX_PARSE_WORKERS), mp_context=get_context("fork"),
-                             initializer=_start_worker, initargs=(os.getpid(),)) as pool:
+    with worker_processes(min(cores, MAX_PARSE_WORKERS), _start_worker) as pool:
         yield pool
 
 
@@ -741,11 +740,8 @@ def worker_pool(count: int) -> Iterator[object | None]:
 WORKER_NICENESS = 5
 
 
-def _start_worker(parent_pid: int) -> None:
-    """A parse worker's start: it dies with the writer, and yields the cores to it."""
-    from ...index.reindex import die_with_parent
-
-    die_with_parent(parent_pid)
+def _start_worker() -> None:
+    """A parse worker's start: it yields the cores to the writer."""
     try:
         os.nice(WORKER_NICENESS)
     except (OSError, AttributeError):
@@ -803,6 +799,8 @@ def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, pars
     from concurrent.futures import TimeoutError as WaitedTooLong
     from concurrent.futures.process import BrokenProcessPool
 
+    from ...index.workers import wait_for
+
     done = 0
     try:
         chunks = [paths[at:at + PARSE_CHUNK] for at in range(0, len(paths), PARSE_CHUNK)]
@@ -810,10 +808,10 @@ def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, pars
                                prices is not None) for chunk in chunks]
         for chunk, future in zip(chunks, futures):
             try:
-                outcomes, priced = future.result(timeout=None if idle is None else IDLE_AFTER_SECONDS)
+                outcomes, priced = wait_for(future, pool, None if idle is None else IDLE_AFTER_SECONDS)
             except WaitedTooLong:
                 with idle():
-                    outcomes, priced = future.result()
+                    outcomes, priced = wait_for(future, pool)
             if prices is not None:
                 prices.update(priced)
             for path, outcome in zip(chunk, outcomes):
@@ -851,19 +849,48 @@ def _transcript_ids(scan: Callable[[Path], frozenset], path: Path) -> frozenset:
         return frozenset()
 
 
-def _write_as_read(parsed: Iterator, scans: Iterator[frozenset], files: list[Path], scan: Callable,
-                   take: Callable[..., list[Transcript]], write: Callable[[Transcript], None]) -> None:
+#: Files a worker scans for transcript ids per task (:func:`_scans`).
+SCAN_CHUNK = 16
+
+
+def _scan_chunk(scan: Callable[[Path], frozenset], paths: list[Path]) -> list[frozenset]:
+    return [_transcript_ids(scan, path) for path in paths]
+
+
+def _scans(pool, scan: Callable[[Path], frozenset], files: list[Path]) -> Callable[[], list[frozenset]]:
+    """Queue the scan of ``files`` for their transcript ids on ``pool``; the function returned
+    gives each file's ids, in order (scanned here what a killed worker did not give)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ...index.workers import wait_for
+
+    chunks = [files[at:at + SCAN_CHUNK] for at in range(0, len(files), SCAN_CHUNK)]
+    futures = [pool.submit(_scan_chunk, scan, chunk) for chunk in chunks]
+
+    def found() -> list[frozenset]:
+        ids: list[frozenset] = []
+        try:
+            for future in futures:
+                ids.extend(wait_for(future, pool))
+        except BrokenProcessPool:  # a worker was killed: the rest is scanned here
+            for chunk in chunks[len(ids) // SCAN_CHUNK:]:
+                ids.extend(_scan_chunk(scan, chunk))
+        return ids
+
+    return found
+
+
+def _write_as_read(parsed: Iterator, scans: Callable[[], list[frozenset]], take: Callable[..., list[Transcript]],
+                   write: Callable[[Transcript], None]) -> None:
     """Write each conversation once every file that may hold a part of it has been read:
-    ``parsed`` gives the files' parses in order (:func:`parsed_files`), ``scans`` each file's
-    transcript ids (a superset: the importer's ``transcript_ids``); ``take`` counts a parse
+    ``parsed`` gives the files' parses in order (:func:`parsed_files`), ``scans()`` each file's
+    transcript ids (a superset: the importer's ``transcript_ids``, :func:`_scans`); ``take`` counts a parse
     and gives its transcripts, ``write`` imports one (merged) conversation. Conversations are
     written in the order of their first file, as :func:`merge_transcripts` orders them, each
     merged from all its files: what a parse of every file first would write. A part found in a
     file the scan did not name (the file changed between its scan and its parse) is merged with
     the rest and the conversation written again: a re-import of it, which may refuse an earlier
     start as any re-import does."""
-    from concurrent.futures.process import BrokenProcessPool
-
     last: dict[str, int] | None = None
     waiting: dict[tuple[str, str], list[Transcript]] = {}  # insertion order: the first file's order
     parts: dict[tuple[str, str], list[Transcript]] = {}
@@ -871,10 +898,7 @@ def _write_as_read(parsed: Iterator, scans: Iterator[frozenset], files: list[Pat
     for number, item in enumerate(parsed):
         if last is None:  # the scans were queued before the parses: done by the first parse
             last = {}
-            try:
-                found = list(scans)
-            except BrokenProcessPool:  # a worker was killed: the scan is done here
-                found = [_transcript_ids(scan, path) for path in files]
+            found = scans()
             for place, ids in enumerate(found):
                 for transcript_id in ids:
                     last[transcript_id] = place
@@ -992,13 +1016,13 @@ def run_import(
         if pool is not None and scan is not None and not kept:
             # a first import (or a rescan) on both cores: each conversation is written as soon as
             # the files that may hold it are read, while the workers read on (issue 16 point 4)
-            scans = pool.map(_transcript_ids, [scan] * len(files), files, chunksize=16)  # queued first
+            scans = _scans(pool, scan, files)  # queued first
             warm_redaction()  # the writer's own start-up while the workers scan
             batch = store.batch(renderer=pool) if batched else nullcontext()
             with store.deferred_views(), batch:
                 _write_as_read(parsed_files(files, parse, options, parse_from, starts, pool,
                                             idle=store.batch_released if batched else None, prices=prices),
-                               scans, files, scan, take, write)
+                               scans, take, write)
         else:
             queue = list(files)
             while queue:
