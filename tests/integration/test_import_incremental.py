@@ -4,6 +4,7 @@ conversation split over files is merged from all of them even when only one chan
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -364,3 +365,37 @@ def test_parse_workers_hand_back_checkpoints_that_the_next_import_reads_on_from(
     fresh = tmp_path / "fresh"
     imported(fresh, str(folder))
     assert _listing(vault) == _listing(fresh)
+
+
+def _conversation(session_id: str, text: str, at: str) -> str:
+    lines = [{"type": "user", "sessionId": session_id, "uuid": f"{session_id}-u1", "timestamp": at, "cwd": "/w/app",
+              "message": {"role": "user", "content": text}},
+             {"type": "assistant", "sessionId": session_id, "uuid": f"{session_id}-a1", "parentUuid": f"{session_id}-u1",
+              "timestamp": at.replace(":00.000Z", ":30.000Z"), "cwd": "/w/app",
+              "message": {"role": "assistant", "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "done"}],
+                          "usage": {"input_tokens": 10, "output_tokens": 5}}}]
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+def test_conversations_whose_ids_differ_only_in_case_are_two_sessions(tmp_path):
+    """Session ids are lower case; two conversations whose ids differ only in case (``Ab12`` and
+    ``ab12``) are two sessions — the one that came second gets the id with the hash of its own —
+    with each its own prompt, in one import or in two, and a re-import finds nothing new."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    (folder / "one.jsonl").write_text(_conversation("Ab12Cd", "rename the fetcher", "2026-02-03T09:00:00.000Z"))
+    (folder / "two.jsonl").write_text(_conversation("ab12cd", "add retries to the fetcher", "2026-02-04T14:00:00.000Z"))
+    for vault, runs in ((tmp_path / "together", [[str(folder)]]),
+                        (tmp_path / "apart", [[str(folder / "one.jsonl")], [str(folder / "two.jsonl")]])):
+        summaries = [imported(vault, *files) for files in runs]
+        assert sum(s["sessions"] for s in summaries) == 2 and sum(s["turns"] for s in summaries) == 2
+        assert [s["skipped"] for s in summaries] == [0] * len(runs)
+        sessions = json.loads(memo("--json", "session", "show", "--all", vault=vault).stdout)["items"]
+        apart = hashlib.sha1(b"ab12cd").hexdigest()[:8]
+        assert sorted(s["sessionId"] for s in sessions) == ["claude-code-ab12cd-1", f"claude-code-ab12cd-{apart}-1"]
+        found = json.loads(memo("--json", "prompt", "search", "fetcher", "--all", vault=vault).stdout)["items"]
+        assert sorted(item["body"] for item in found) == ["add retries to the fetcher", "rename the fetcher"]
+        again = imported(vault, str(folder))
+        assert (again["unchanged"], again["sessions"], again["turns"], again["skipped"]) == (2, 0, 0, 0)
+        again = imported(vault, "--rescan", str(folder))
+        assert (again["unchanged"], again["sessions"], again["turns"], again["skipped"]) == (0, 0, 0, 0)

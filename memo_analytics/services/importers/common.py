@@ -362,18 +362,23 @@ def _valid_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def transcript_session_base(transcript: Transcript) -> str:
-    """Deterministic, safe base of session ids for a transcript: ``{source}-{id}``."""
+def transcript_session_base(transcript: Transcript, apart: bool = False) -> str:
+    """Deterministic, safe base of session ids for a transcript: ``{source}-{id}`` (lower case),
+    with a hash of the exact id when the id is not already a slug. ``apart``: with the hash in
+    any case — for the second of two conversations whose ids differ only in case
+    (:func:`import_transcript`)."""
     base = slugify(transcript.transcript_id, 120)
-    if base != transcript.transcript_id.lower():
+    if apart or base != transcript.transcript_id.lower():
         digest = hashlib.sha1(transcript.transcript_id.encode("utf-8")).hexdigest()[:8]
         base = f"{base[:100]}-{digest}"
     return f"{transcript.source}-{base}"
 
 
 def import_transcript(store: VaultStore, transcript: Transcript, options: ImportOptions, result: ImportResult,
-                      invoiced: dict[tuple[str, str], str] | None = None) -> None:
-    """Write one transcript as sessions and turns through the service functions.
+                      invoiced: dict[tuple[str, str], str] | None = None) -> str:
+    """Write one transcript as sessions and turns through the service functions; return the base
+    of the ids of its sessions (``{base}-{n}``: :func:`transcript_session_base`, with the hash of
+    its id when another conversation, whose id differs only in case, holds the plain one).
 
     A session on an issued invoice that no credit note cancels (``invoiced``: ``{(project,
     sessionId): invoice number}``, read from the vault when not given) is left as it is: no
@@ -397,6 +402,11 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     project = home(f"{base}-1")
     gap_minutes = int(options.idle_gap.total_seconds() // 60)
     first = store.read(project, RecordKind.SESSION, session_record_id(f"{base}-1"))
+    if first is not None and first[0].get("transcriptId", transcript.transcript_id) != transcript.transcript_id:
+        # the ids belong to another conversation, whose id differs from this one's only in case
+        base = transcript_session_base(transcript, apart=True)
+        project = home(f"{base}-1")
+        first = store.read(project, RecordKind.SESSION, session_record_id(f"{base}-1"))
     if first is not None and first[0].get("idleGapMinutes", gap_minutes) != gap_minutes:
         # another gap would cut other intervals under the same ids: overlapping sessions, double billing
         raise MemoError(
@@ -483,6 +493,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             ))
     if intervals:
         result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
+    return base
 
 
 def _turn_request(transcript: Transcript, session_id: str, project: str, turn: int, prompt: HumanPrompt,
@@ -979,6 +990,7 @@ def run_import(
     failed: set[tuple[str, str]] = set()
     held: dict[Path, list[str]] = {}
     invoiced: dict[tuple[str, str], str] | None = None
+    bases: dict[tuple[str, str], str] = {}  # the base of each written conversation's session ids
 
     def take(path: Path, parsed: "ParseResult | str", checkpoint: object, resumed: bool) -> list[Transcript]:
         """Count one file's parse into ``result``; the transcripts it holds."""
@@ -1002,7 +1014,8 @@ def run_import(
         if invoiced is None:
             invoiced = invoiced_in(store.root)
         try:
-            import_transcript(store, transcript, options, result, invoiced)
+            bases[(transcript.source, transcript.transcript_id)] = import_transcript(store, transcript, options, result,
+                                                                                     invoiced)
         except (MemoError, ValueError) as exc:
             result.skipped += 1
             failed.add((transcript.source, transcript.transcript_id))
@@ -1056,8 +1069,8 @@ def run_import(
         if state is not None:  # after the last commit: a file is noted only once all it held is in the vault
             by_id = {t.transcript_id: t for t in transcripts}
             not_noted = failed | result.held_back
-            firsts = {path: [session_record_id(f"{transcript_session_base(by_id[i])}-1") for i in ids if i in by_id]
-                      for path, ids in held.items()}
+            firsts = {path: [session_record_id(f"{bases.get((by_id[i].source, i)) or transcript_session_base(by_id[i])}-1")
+                             for i in ids if i in by_id] for path, ids in held.items()}
             indexed = index.indexed_ids(store.conn, sorted({rid for rids in firsts.values() for rid in rids}),
                                         RecordKind.SESSION.value)
             for path, ids in held.items():
