@@ -197,10 +197,11 @@ print(json.dumps({"written": written, "streamed": len(streamed), "turns": result
 """
 
 
-def _split_conversations(realdata: Path, folder: Path) -> list[str]:
+def _split_conversations(realdata: Path, folder: Path, late_first_half: bool = False) -> list[str]:
     """The real Claude Code files in one folder, in a set order, with the two longest conversations
     each cut in two files far apart (a part early, the rest among the last files): the ids of the
-    cut conversations."""
+    cut conversations. ``late_first_half``: the part among the last files is the conversation's
+    first half (its earliest turns come last)."""
     folder.mkdir()
     files = sorted(p for p in (realdata / "claude-code-jsonl").rglob("*.jsonl") if "subagents" not in p.parts)
     files.sort(key=lambda p: len(p.read_bytes().splitlines()))
@@ -210,8 +211,11 @@ def _split_conversations(realdata: Path, folder: Path) -> list[str]:
     ids = []
     for place, path in enumerate(cut):
         lines = path.read_bytes().splitlines(keepends=True)
-        (folder / f"{place * 20 + 1:03d}-{path.stem}-a.jsonl").write_bytes(b"".join(lines[:len(lines) // 2]))
-        (folder / f"{900 + place:03d}-{path.stem}-b.jsonl").write_bytes(b"".join(lines[len(lines) // 2:]))
+        halves = [b"".join(lines[:len(lines) // 2]), b"".join(lines[len(lines) // 2:])]
+        if late_first_half:
+            halves.reverse()
+        (folder / f"{place * 20 + 1:03d}-{path.stem}-a.jsonl").write_bytes(halves[0])
+        (folder / f"{900 + place:03d}-{path.stem}-b.jsonl").write_bytes(halves[1])
         ids.append(json.loads(next(line for line in lines if b'"sessionId"' in line))["sessionId"])
     return ids
 
@@ -248,6 +252,29 @@ def test_a_first_import_on_both_cores_writes_each_conversation_once_all_its_file
     assert twice and twice <= set(cut)
     assert blind["errors"] == serial["errors"]
     assert _turn_bodies(tmp_path / "blind") == _turn_bodies(tmp_path / "serial")
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the workers that read ahead of the writer need two cores")
+def test_a_conversation_written_before_its_earlier_part_was_found_is_taken_back_and_written_whole(realdata,
+                                                                                                 tmp_path):
+    """A part the scan did not name (the file changed between its scan and its parse) holding a
+    conversation's earliest turns: the import takes back the sessions and turns it wrote for that
+    conversation from the rest and writes it whole — the records a serial import writes — rather
+    than refuse the earlier start as a re-import would (and again at every import after)."""
+    corpus = tmp_path / "projects"
+    cut = _split_conversations(realdata, corpus, late_first_half=True)
+    serial = _import_in("serial", corpus, tmp_path / "serial")
+    blind = _import_in("blind", corpus, tmp_path / "blind")
+    assert blind["errors"] == serial["errors"]
+    assert blind["turns"] == serial["turns"]
+    twice = {i for i in blind["written"] if blind["written"].count(i) == 2}  # an earlier part with turns
+    assert twice and twice <= set(cut)
+    expected, got = vault_files(tmp_path / "serial"), vault_files(tmp_path / "blind")
+    assert sorted(got) == sorted(expected)
+    assert [name for name in expected if got[name] != expected[name]] == []
+    assert index_rows(tmp_path / "blind") == index_rows(tmp_path / "serial")
+    again = _import_in("blind", corpus, tmp_path / "blind")  # nothing new, nothing refused
+    assert (again["turns"], again["errors"]) == (0, serial["errors"])
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the workers that read ahead of the writer need two cores")

@@ -374,11 +374,23 @@ def transcript_session_base(transcript: Transcript, apart: bool = False) -> str:
     return f"{transcript.source}-{base}"
 
 
+@dataclass
+class Written:
+    """What :func:`import_transcript` wrote of one conversation: ``base`` of its session ids
+    (``{base}-{n}``: :func:`transcript_session_base`, with the hash of its id when another
+    conversation, whose id differs only in case, holds the plain one), its ``sessions`` as
+    ``(project, session id, number of turns)``, and whether the vault held none of them before
+    (``fresh``: all of them are this write's)."""
+
+    base: str
+    sessions: list[tuple[str, str, int]]
+    fresh: bool
+
+
 def import_transcript(store: VaultStore, transcript: Transcript, options: ImportOptions, result: ImportResult,
-                      invoiced: dict[tuple[str, str], str] | None = None) -> str:
-    """Write one transcript as sessions and turns through the service functions; return the base
-    of the ids of its sessions (``{base}-{n}``: :func:`transcript_session_base`, with the hash of
-    its id when another conversation, whose id differs only in case, holds the plain one).
+                      invoiced: dict[tuple[str, str], str] | None = None) -> Written:
+    """Write one transcript as sessions and turns through the service functions (what was
+    written: :class:`Written`).
 
     A session on an issued invoice that no credit note cancels (``invoiced``: ``{(project,
     sessionId): invoice number}``, read from the vault when not given) is left as it is: no
@@ -416,9 +428,11 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
     intervals = work_intervals(transcript, options.idle_gap)
     homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
+    fresh = True
     for number, interval in enumerate(intervals, 1):
         session_id = f"{base}-{number}"
         existing = store.read(homes[number], RecordKind.SESSION, session_record_id(session_id))
+        fresh = fresh and existing is None
         if existing is not None and existing[0].get("startTime") != to_iso(interval.start):
             # the same ids would now mean other work (another --tz, another file of the same
             # conversation imported alone): refuse rather than stretch or overlap sessions
@@ -493,7 +507,18 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             ))
     if intervals:
         result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
-    return base
+    return Written(base, [(homes[n], f"{base}-{n}", len(interval.prompts)) for n, interval in enumerate(intervals, 1)],
+                   fresh)
+
+
+def take_back(store: VaultStore, written: Written) -> None:
+    """Remove the sessions and turns of a conversation that one write put in the vault, which held
+    none of them before (``written.fresh``): the streamed first import writes that conversation
+    again, whole, once it finds a part it did not expect (:func:`_write_as_read`)."""
+    for project, session_id, turns in written.sessions:
+        for turn in range(1, turns + 1):
+            store.remove(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
+        store.remove(RecordKind.SESSION, project, session_record_id(session_id))
 
 
 def _turn_request(transcript: Transcript, session_id: str, project: str, turn: int, prompt: HumanPrompt,
@@ -892,7 +917,7 @@ def _scans(pool, scan: Callable[[Path], frozenset], files: list[Path]) -> Callab
 
 
 def _write_as_read(parsed: Iterator, scans: Callable[[], list[frozenset]], take: Callable[..., list[Transcript]],
-                   write: Callable[[Transcript], None]) -> None:
+                   write: Callable[[Transcript], None], again: Callable[[Transcript], None]) -> None:
     """Write each conversation once every file that may hold a part of it has been read:
     ``parsed`` gives the files' parses in order (:func:`parsed_files`), ``scans()`` each file's
     transcript ids (a superset: the importer's ``transcript_ids``, :func:`_scans`); ``take`` counts a parse
@@ -900,8 +925,10 @@ def _write_as_read(parsed: Iterator, scans: Callable[[], list[frozenset]], take:
     written in the order of their first file, as :func:`merge_transcripts` orders them, each
     merged from all its files: what a parse of every file first would write. A part found in a
     file the scan did not name (the file changed between its scan and its parse) is merged with
-    the rest and the conversation written again: a re-import of it, which may refuse an earlier
-    start as any re-import does."""
+    the rest, and once every file is read the conversation is written again (``again`` first takes
+    back what was written of it, when this import put all of it in the vault: it is then written
+    as a parse of every file first would write it; else a re-import of it, which may refuse an
+    earlier start as any re-import does)."""
     last: dict[str, int] | None = None
     waiting: dict[tuple[str, str], list[Transcript]] = {}  # insertion order: the first file's order
     parts: dict[tuple[str, str], list[Transcript]] = {}
@@ -929,7 +956,9 @@ def _write_as_read(parsed: Iterator, scans: Callable[[], list[frozenset]], take:
     for group in waiting.values():
         write(merge_transcripts(group)[0])
     for key in late:
-        write(merge_transcripts(parts[key])[0])
+        merged = merge_transcripts(parts[key])[0]
+        again(merged)
+        write(merged)
 
 
 def run_import(
@@ -991,6 +1020,26 @@ def run_import(
     held: dict[Path, list[str]] = {}
     invoiced: dict[tuple[str, str], str] | None = None
     bases: dict[tuple[str, str], str] = {}  # the base of each written conversation's session ids
+    # the conversations this import put in the vault, none of their sessions there before (with the
+    # sessions and turns they added to the counts)
+    fresh: dict[tuple[str, str], tuple[Written, int, int]] = {}
+
+    refused: dict[tuple[str, str], str] = {}  # why the vault refused a conversation, as in errors
+
+    def again(transcript: Transcript) -> None:
+        """Before ``transcript``'s conversation is written again whole: take back what this
+        import wrote of it when the vault held none of it before, or what it said of a refusal of
+        the part it wrote first (a part alone may start later than the vault's sessions)."""
+        key = (transcript.source, transcript.transcript_id)
+        taken = fresh.pop(key, None)
+        if taken is not None:
+            take_back(store, taken[0])
+            result.sessions -= taken[1]
+            result.turns -= taken[2]
+        if key in refused:
+            result.errors.remove(refused.pop(key))
+            result.skipped -= 1
+            failed.discard(key)
 
     def take(path: Path, parsed: "ParseResult | str", checkpoint: object, resumed: bool) -> list[Transcript]:
         """Count one file's parse into ``result``; the transcripts it holds."""
@@ -1013,14 +1062,17 @@ def run_import(
         nonlocal invoiced
         if invoiced is None:
             invoiced = invoiced_in(store.root)
+        key, counted = (transcript.source, transcript.transcript_id), (result.sessions, result.turns)
         try:
-            bases[(transcript.source, transcript.transcript_id)] = import_transcript(store, transcript, options, result,
-                                                                                     invoiced)
+            written = import_transcript(store, transcript, options, result, invoiced)
+            bases[key] = written.base
+            if written.fresh:
+                fresh[key] = (written, result.sessions - counted[0], result.turns - counted[1])
         except (MemoError, ValueError) as exc:
             result.skipped += 1
-            failed.add((transcript.source, transcript.transcript_id))
-            path = where[(transcript.source, transcript.transcript_id)]
-            result.errors.append(redact_secrets(str(path))[0] + f": {_one_line(exc)}")
+            failed.add(key)
+            refused[key] = redact_secrets(str(where[key]))[0] + f": {_one_line(exc)}"
+            result.errors.append(refused[key])
 
     scan = getattr(load_importer(source), "transcript_ids", None) if _reads_one_file(source) else None
     prices: dict[str, str | None] = {}  # the workers' prices of the turns they read
@@ -1035,7 +1087,7 @@ def run_import(
             with store.deferred_views(), batch:
                 _write_as_read(parsed_files(files, parse, options, parse_from, starts, pool,
                                             idle=store.batch_released if batched else None, prices=prices),
-                               scans, take, write)
+                               scans, take, write, again)
         else:
             queue = list(files)
             while queue:
