@@ -7,6 +7,7 @@ cache write 1 h 6, output 15; above 200k input: input 6, output 22.50."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -132,3 +133,25 @@ def test_an_invoice_passes_the_ai_cost_through_with_the_clients_margin(costed, t
     units = [n.get("unitCode") for n in root.xpath("//ram:BilledQuantity", namespaces={
         "ram": "urn:un:unece:uncefact:data:standard:ReusableAggregateBusinessInformationEntity:100"})]
     assert units == ["HUR", "C62"]
+
+
+def test_the_lines_by_model_add_up_to_the_total_cost(realdata, tmp_path):
+    """The AI cost table by model adds up to the total printed under it (largest remainder of
+    the sessions' total by each model's exact cost): on the real Claude Code transcripts, whose
+    turns Opus, Sonnet and Haiku answered, and on the same transcripts imported three times over
+    under other ids, where each session's rounding adds up."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    files = [p for p in sorted((realdata / "claude-code-jsonl").rglob("*.jsonl")) if "subagents" not in p.parts]
+    for copy in range(3):
+        for number, path in enumerate(files):
+            text = path.read_text(encoding="utf-8")
+            for found in sorted(set(re.findall(r'"sessionId":\s*"([^"]+)"', text))):
+                text = text.replace(found, f"{found}-c{copy}")
+            (folder / f"c{copy}-{number:03d}.jsonl").write_text(text, encoding="utf-8")
+    vault = tmp_path / "vault"
+    memo("import", "claude-code", str(folder), vault=vault)
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    lines = {model: Decimal(totals["costUsd"]) for model, totals in report["costByModel"].items()}
+    assert len([cost for cost in lines.values() if cost]) >= 3
+    assert sum(lines.values()) == Decimal(report["totalCostUsd"]) == sum(Decimal(s["costUsd"]) for s in report["sessions"])
