@@ -70,8 +70,9 @@ class PriceCache:
     def get(self, model: str, day: str, usage: tuple[tuple[str, int], ...]) -> Decimal | None:
         key = f"{model}|{day}|" + ",".join(f"{k}={v}" for k, v in usage)
         if key in self.entries:
-            value = self.entries[key]
-            return None if value is None else Decimal(value)
+            value = _readable(self.entries[key])
+            if value is not False:
+                return value
         price = _price(model, day, usage)
         self.entries[key] = None if price is None else str(price)
         self.added = True
@@ -80,7 +81,8 @@ class PriceCache:
     def add(self, entries: dict[str, str | None]) -> None:
         """Take in prices worked out elsewhere (``{key: price text or None}``, as :attr:`entries`
         keeps them: what an import's workers priced)."""
-        fresh = {key: value for key, value in entries.items() if key not in self.entries}
+        fresh = {key: value for key, value in entries.items()
+                 if key not in self.entries or _readable(self.entries[key]) is False}
         if fresh:
             self.entries.update(fresh)
             self.added = True
@@ -95,6 +97,20 @@ class PriceCache:
             write_json_state(self.path, {"version": self.version, "prices": self.entries})
         except OSError:
             pass
+
+
+def _readable(value: object) -> Decimal | None | bool:
+    """A cached price as a finite non-negative Decimal, None (no price), or False when the cache
+    holds something else there (a damaged or edited file): that price is worked out again."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        return False
+    try:
+        price = Decimal(value)
+    except ArithmeticError:
+        return False
+    return price if price.is_finite() and price >= 0 else False
 
 
 @lru_cache(maxsize=4096)

@@ -155,3 +155,17 @@ def test_the_lines_by_model_add_up_to_the_total_cost(realdata, tmp_path):
     lines = {model: Decimal(totals["costUsd"]) for model, totals in report["costByModel"].items()}
     assert len([cost for cost in lines.values() if cost]) >= 3
     assert sum(lines.values()) == Decimal(report["totalCostUsd"]) == sum(Decimal(s["costUsd"]) for s in report["sessions"])
+
+
+@pytest.mark.parametrize("bad", ["abc", "NaN", "-1", "Infinity", ["1"], {"a": 1}, 7])
+def test_a_damaged_price_in_the_cost_cache_is_worked_out_again(costed, bad):
+    """A value of ``.memo/cost-cache.json`` that is not a finite price text (or null) is priced
+    again — the report is the one without a cache — and replaced in the file."""
+    clean = memo("--json", "activity", "--all", vault=costed).stdout
+    cache = costed / ".memo" / "cost-cache.json"
+    data = json.loads(cache.read_text())
+    key = next(k for k, v in data["prices"].items() if v is not None)
+    data["prices"][key] = bad
+    cache.write_text(json.dumps(data))
+    assert memo("--json", "activity", "--all", vault=costed).stdout == clean
+    assert json.loads(cache.read_text())["prices"][key] not in (bad, None)

@@ -705,3 +705,39 @@ def test_a_writer_gets_in_between_the_groups_of_a_long_batch(tmp_path):
     finally:
         proc.stdout.close()
         proc.wait(timeout=30)
+
+
+def test_an_import_whose_batch_cannot_take_the_vault_lock_again_ends_with_vault_busy(realdata, tmp_path, monkeypatch):
+    """Between two groups the batch takes the vault lock again; when another process holds it past
+    the timeout, the import ends with ``VaultBusyError`` — it does not count a refused
+    conversation and go on writing without the lock (to fail at its last commit as a "damaged
+    index"). What was committed before stays whole: a re-import finishes the job."""
+    from memo_analytics.domain.errors import VaultBusyError
+
+    files = sorted(p for p in (realdata / "claude-code-jsonl").rglob("*.jsonl") if "subagents" not in p.parts)
+    vault = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    module = load_importer("claude-code")
+
+    def busy(self, batch):
+        raise VaultBusyError(str(vault), 2)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(VaultStore, "_next_group", busy)
+        with pytest.raises(VaultBusyError):
+            with store.batch(max_records=3):
+                run_import(store, files, module.parse, ImportOptions(), source="claude-code")
+    store.close()
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        result = run_import(store, files, module.parse, ImportOptions(), source="claude-code")
+    finally:
+        store.close()
+    assert result.turns > 0 and not [e for e in result.errors if "busy" in e]
+    clean = tmp_path / "clean"
+    store = VaultStore(Settings(vault_root=clean, timezone="UTC"))
+    try:
+        run_import(store, files, module.parse, ImportOptions(), source="claude-code")
+    finally:
+        store.close()
+    assert index_rows(vault)["records"] == index_rows(clean)["records"]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable, ContextManager, Iterable, Iterator
 
 from ...domain.clock import to_iso
-from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError
+from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
 from ...domain.ids import session_record_id, slugify
 from ...domain.records import RecordKind
 from ...index import store as index
@@ -1068,6 +1068,8 @@ def run_import(
             bases[key] = written.base
             if written.fresh:
                 fresh[key] = (written, result.sessions - counted[0], result.turns - counted[1])
+        except VaultBusyError:
+            raise  # the vault, not this conversation: the import ends (its batch holds no lock any more)
         except (MemoError, ValueError) as exc:
             result.skipped += 1
             failed.add(key)
