@@ -209,8 +209,8 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                           "a client", f"{_hours(int(session.get('durationMinutes') or 0))} billable filed under "
                           "internal in a project that bills clients", _age(start, now),
                           int(session.get("durationMinutes") or 0),
-                          f"memo session start {_q(session['sessionId'])} --project {_q(session['project'])} "
-                          "--client NAME  # a restart keeps its times", to_iso(start),
+                          f"memo session edit {_q(session['sessionId'])} --project {_q(session['project'])} "
+                          "--client NAME  # its turns follow", to_iso(start),
                           fingerprint(session["id"], session.get("updated"))), session))
     for conflict in snapshot.sync_conflicts:
         since = from_iso(conflict["created"])

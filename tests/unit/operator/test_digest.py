@@ -76,7 +76,7 @@ def test_billable_work_without_a_client_is_client_missing():
                 "startTime": ago(days=2), "durationMinutes": 45, "billable": True, "updated": ago(days=2)}
     [item] = compute_digest(Snapshot(unbilled_sessions=[unbilled]), NOW, POLICY)["items"]
     assert (item["kind"], item["lane"], item["minutesAtStake"]) == ("client_missing", "dropped", 45)
-    assert "--client NAME" in item["action"]
+    assert item["action"].startswith("memo session edit u1 --project web --client NAME")  # a completed session
 
 
 def test_ranking_is_lane_then_minutes_at_stake_then_age_then_kind_and_subject():
