@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -17,7 +16,7 @@ from ..vault.redact import redact_secrets
 from .folders import disk_stamps
 from .store import (create_secondary_indexes, drop_secondary_indexes, index_row, insert_fresh, recount, reset_schema,
                     set_folder_stamps, transaction)
-from .workers import wait_for, worker_processes
+from .workers import in_order, worker_processes
 
 #: Below this many files the rebuild parses in-process; above, on every core.
 PARALLEL_FROM = 2_000
@@ -100,17 +99,9 @@ def _rows(files: list[Path], root: Path, redact: bool) -> Iterator[tuple[Path, t
             yield path, _row_for(path, root, redact)
         return
     chunks = [files[i : i + _CHUNK] for i in range(0, len(files), _CHUNK)]
-    done = 0
-    with worker_processes(os.cpu_count() or 2) as pool:
-        futures = [pool.submit(_rows_chunk, chunk, root, redact) for chunk in chunks]
-        try:
-            for chunk, future in zip(chunks, futures):
-                rows = wait_for(future, pool)
-                yield from zip(chunk, rows)
-                done += 1
-        except BrokenProcessPool:  # a worker was killed (out of memory?): the rest is read here
-            for chunk in chunks[done:]:
-                yield from zip(chunk, _rows_chunk(chunk, root, redact))
+    with worker_processes(os.cpu_count() or 2) as pool:  # a killed worker's chunks are read here
+        for chunk, rows in zip(chunks, in_order(pool, _rows_chunk, [(chunk, root, redact) for chunk in chunks])):
+            yield from zip(chunk, rows)
 
 
 def rebuild(

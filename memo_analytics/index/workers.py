@@ -27,9 +27,10 @@ import threading
 import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as WaitedTooLong
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from multiprocessing import get_context
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 _PR_SET_PDEATHSIG = 1
 #: How often (s) a worker checks that the process that started it still runs.
@@ -116,6 +117,36 @@ def wait_for(future: Future, pool: ProcessPoolExecutor, timeout: float | None = 
                 _kill(pool)  # the pool reads the end of its pipe: the future fails, the next turn raises
         else:
             dead_since = None
+
+
+def in_order(pool: ProcessPoolExecutor, fn: Callable[..., Any], tasks: list[tuple],
+             idle: Callable[[], ContextManager] | None = None, idle_after: float = 0.0) -> Iterator[Any]:
+    """``fn(*task)`` for each of ``tasks``, in order: every task is queued on ``pool`` now, and
+    the results are waited for one by one (:func:`wait_for`); once a worker has died, the tasks
+    not done yet run in this process. With ``idle``, a wait longer than ``idle_after`` seconds
+    goes on inside ``idle()`` (an import leaves the vault lock free meanwhile)."""
+    futures = [pool.submit(fn, *task) for task in tasks]
+    return _collected(pool, fn, tasks, futures, idle, idle_after)
+
+
+def _collected(pool: ProcessPoolExecutor, fn: Callable[..., Any], tasks: list[tuple], futures: list[Future],
+               idle: Callable[[], ContextManager] | None, idle_after: float) -> Iterator[Any]:
+    done = 0
+    try:
+        for future in futures:
+            if idle is None:
+                value = wait_for(future, pool)
+            else:
+                try:
+                    value = wait_for(future, pool, idle_after)
+                except WaitedTooLong:
+                    with idle():
+                        value = wait_for(future, pool)
+            done += 1
+            yield value
+    except BrokenProcessPool:  # a worker was killed (out of memory?): the rest is done here
+        for task in tasks[done:]:
+            yield fn(*task)
 
 
 def _dead_unreported(pool: ProcessPoolExecutor) -> bool:

@@ -832,30 +832,16 @@ def parsed_files(paths: list[Path], parse: ParseFn, options: ImportOptions, pars
         for path in paths:
             yield path, *_parse_or_reason(parse, path, options, parse_from, starts.get(path))
         return
-    from concurrent.futures import TimeoutError as WaitedTooLong
-    from concurrent.futures.process import BrokenProcessPool
+    from ...index.workers import in_order
 
-    from ...index.workers import wait_for
-
-    done = 0
-    try:
-        chunks = [paths[at:at + PARSE_CHUNK] for at in range(0, len(paths), PARSE_CHUNK)]
-        futures = [pool.submit(_parse_chunk, parse, chunk, options, parse_from, [starts.get(p) for p in chunk],
-                               prices is not None) for chunk in chunks]
-        for chunk, future in zip(chunks, futures):
-            try:
-                outcomes, priced = wait_for(future, pool, None if idle is None else IDLE_AFTER_SECONDS)
-            except WaitedTooLong:
-                with idle():
-                    outcomes, priced = wait_for(future, pool)
-            if prices is not None:
-                prices.update(priced)
-            for path, outcome in zip(chunk, outcomes):
-                yield path, *outcome
-                done += 1
-    except BrokenProcessPool:  # a worker was killed (out of memory?): the rest is parsed here
-        for path in paths[done:]:
-            yield path, *_parse_or_reason(parse, path, options, parse_from, starts.get(path))
+    chunks = [paths[at:at + PARSE_CHUNK] for at in range(0, len(paths), PARSE_CHUNK)]
+    tasks = [(parse, chunk, options, parse_from, [starts.get(p) for p in chunk], prices is not None)
+             for chunk in chunks]
+    for chunk, (outcomes, priced) in zip(chunks, in_order(pool, _parse_chunk, tasks, idle, IDLE_AFTER_SECONDS)):
+        if prices is not None:
+            prices.update(priced)
+        for path, outcome in zip(chunk, outcomes):
+            yield path, *outcome
 
 
 def _count_parse(result: ImportResult, path: Path, parsed: ParseResult, source: str, held: dict,
@@ -896,24 +882,11 @@ def _scan_chunk(scan: Callable[[Path], frozenset], paths: list[Path]) -> list[fr
 def _scans(pool, scan: Callable[[Path], frozenset], files: list[Path]) -> Callable[[], list[frozenset]]:
     """Queue the scan of ``files`` for their transcript ids on ``pool``; the function returned
     gives each file's ids, in order (scanned here what a killed worker did not give)."""
-    from concurrent.futures.process import BrokenProcessPool
-
-    from ...index.workers import wait_for
+    from ...index.workers import in_order
 
     chunks = [files[at:at + SCAN_CHUNK] for at in range(0, len(files), SCAN_CHUNK)]
-    futures = [pool.submit(_scan_chunk, scan, chunk) for chunk in chunks]
-
-    def found() -> list[frozenset]:
-        ids: list[frozenset] = []
-        try:
-            for future in futures:
-                ids.extend(wait_for(future, pool))
-        except BrokenProcessPool:  # a worker was killed: the rest is scanned here
-            for chunk in chunks[len(ids) // SCAN_CHUNK:]:
-                ids.extend(_scan_chunk(scan, chunk))
-        return ids
-
-    return found
+    found = in_order(pool, _scan_chunk, [(scan, chunk) for chunk in chunks])
+    return lambda: [ids for chunk in found for ids in chunk]
 
 
 def _write_as_read(parsed: Iterator, scans: Callable[[], list[frozenset]], take: Callable[..., list[Transcript]],
