@@ -232,14 +232,31 @@ def test_project_and_all_exclude_each_other(tmp_path):
         assert proc.stderr.strip() == "error: Invalid project: --project and --all exclude each other"
 
 
-def test_a_client_filter_that_matches_nothing_names_the_known_clients(tmp_path):
+def test_a_misspelt_client_is_refused_naming_the_known_clients(tmp_path):
+    """A client no session and no config entry has is refused (exit 1, no file written) by the
+    activity report, the timesheet and the draft invoice; a known client with nothing in the
+    period, or one of the config's [clients] without sessions yet, is an empty report."""
     vault = tmp_path / "v"
+    config = tmp_path / "config.toml"
+    config.write_text('[clients."Globex"]\nhourlyRate = "100"\ncurrency = "EUR"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
     memo("session", "start", "a", "--project", "p", "--client", "Acme Corp", "--start-time", "2026-03-02T09:00:00Z",
-         vault=vault)
-    memo("session", "end", "a", "--until", "2026-03-02T10:00:00Z", vault=vault)
-    proc = memo("activity", "--all", "--client", "acme", vault=vault)
-    assert "clients in the vault: Acme Corp" in proc.stderr
+         vault=vault, env=env)
+    memo("session", "end", "a", "--until", "2026-03-02T10:00:00Z", vault=vault, env=env)
+    refused = ("error: Invalid client: no session and no [clients] entry of the config has the client 'acme' "
+               "(exact name, any case); clients known: Acme Corp, Globex")
+    for args in (["activity"], ["--json", "activity"], ["report", "timesheet", "-o", str(tmp_path / "t.pdf")],
+                 ["report", "invoice", "-o", str(tmp_path / "i.pdf")]):
+        proc = memo(*args, "--all", "--client", "acme", vault=vault, env=env, check=False)
+        assert (proc.returncode, proc.stderr.strip(), proc.stdout) == (1, refused, ""), args
+    assert not (tmp_path / "t.pdf").exists() and not (tmp_path / "i.pdf").exists()
+    proc = memo("activity", "--all", "--client", "ACME CORP", "--until", "2026-03-01", vault=vault, env=env)
+    assert "note: the client 'ACME CORP' has no session in this period and scope" in proc.stderr
     assert "Total billable: 0:00" in proc.stdout
+    report = json.loads(memo("--json", "activity", "--all", "--client", "globex", vault=vault, env=env).stdout)
+    assert (report["totalSessions"], report["totalBillableHours"]) == (0, 0)
+    memo("report", "timesheet", "--all", "--client", "Acme Corp", "-o", str(tmp_path / "t.pdf"), vault=vault, env=env)
+    assert grand_total(pdf_text(tmp_path / "t.pdf")) == "1.00"
 
 
 def test_reending_says_the_times_are_kept(tmp_path):

@@ -143,11 +143,13 @@ def invoice_show(
     def human(s: dict) -> None:
         out.print(_said(s))
         for line in s["lines"]:
-            quantity = f"{line['hours']} h" if line.get("unit", "HUR") == "HUR" else "1 ×"
-            out.print(f"  {line['project']}: {line['description']} — {quantity} × {line['rate']} = {line['amount']}")
+            figures = (f"{line['hours']} h × {line['rate']} = {line['amount']}" if line.get("unit", "HUR") == "HUR"
+                       else line["amount"])  # a lump sum (the AI cost): no hours, no rate
+            out.print(f"  {line['project']}: {line['description']} — {figures}")
         for item in s["sessionIds"]:
-            out.print(f"    session {item['sessionId']} ({item['project']}): {item.get('billedMinutes', item['durationMinutes'])}"
-                      f" minutes billed, {item['startTime']} – {item['endTime']}")
+            minutes = item.get("billedMinutes", item["durationMinutes"])
+            out.print(f"    session {item['sessionId']} ({item['project']}): {minutes} minute{'' if minutes == 1 else 's'}"
+                      f" billed, {item['startTime']} – {item['endTime']}")
         if s.get("output"):
             out.print(f"  copy: {s['output']}")
 

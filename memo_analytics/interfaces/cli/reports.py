@@ -42,8 +42,30 @@ def _activity_report(project: Optional[str], all_projects: bool, since: Optional
     from ...analytics.activity import report_for
 
     _check_scope(project, all_projects)
-    return report_for(state.store, _build(ActivityReportRequest, project=project, cross_project=all_projects,
-                                          cwd=str(Path.cwd()), since=since, until=until, client=client, tz=tz))
+    report = report_for(state.store, _build(ActivityReportRequest, project=project, cross_project=all_projects,
+                                            cwd=str(Path.cwd()), since=since, until=until, client=client, tz=tz))
+    if report.client and not report.sessions and not (all_projects and state.settings.vaults):
+        _check_client(report.client)  # (further vaults' clients are not in this vault's index)
+    return report
+
+
+def _check_client(client: str) -> None:
+    """Refuse a ``--client`` no session of the vault and no client of the config has (any
+    case): a misspelt name would otherwise give an empty report (a 0.00 h timesheet) that
+    looks like a client with no work. A known client with nothing in the period is no error.
+
+    Raises
+    ------
+    MemoError
+        ``Invalid client: …`` with the names the vault and the config know.
+    """
+    known = {name.strip().lower(): name for name in state.settings.clients}
+    known.update((name.strip().lower(), name) for name in session_service.known_clients(state.store))
+    if client.strip().lower() in known:
+        return
+    names = ", ".join(sorted(known.values(), key=str.lower)) or "none yet"
+    raise MemoError(f"Invalid client: no session and no [clients] entry of the config has the client {client!r} "
+                    f"(exact name, any case); clients known: {names}")
 
 
 _REPORT_FILTERS = dict(
@@ -80,9 +102,7 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
               + (f" · client: {report.client}" if report.client else "")
               + f" · times in {data['timezone']}")
     if report.client and not data["sessions"]:
-        known = session_service.known_clients(state.store)
-        hint = f"; clients in the vault: {', '.join(known)}" if known else ""
-        err.print(f"note: no session has the client {report.client!r} (exact name, any case){hint}")
+        err.print(f"note: the client {report.client!r} has no session in this period and scope")
     for title, groups in (("client", data["byClient"]), ("project", data["byProject"])):
         table = Table(title=f"Billable time by {title}")
         table.add_column(title)
