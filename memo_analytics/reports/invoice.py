@@ -395,9 +395,10 @@ def render_invoice_pdf(report: ActivityReport, settings: Settings, output: Path,
                        number: str | None = None, issued: date | None = None, user_templates: Path | None = None,
                        now: datetime | None = None, vault_root: Path | None = None,
                        config: str = "the config file", overwrite: bool = False,
-                       invoiced: Collection[tuple[str, str]] = ()) -> tuple[Path, Invoice]:
+                       invoiced: Collection[tuple[str, str]] = (), zero_minutes: bool = False) -> tuple[Path, Invoice]:
     """Write the invoice PDF for ``report`` with the terms of ``settings`` (atomically); an
-    existing file is replaced only with ``overwrite``.
+    existing file is replaced only with ``overwrite``. ``invoiced``, ``zero_minutes``: as
+    :func:`build_invoice`.
 
     Returns
     -------
@@ -413,24 +414,27 @@ def render_invoice_pdf(report: ActivityReport, settings: Settings, output: Path,
     forbidden = (vault_root,) if vault_root else ()
     check_output_path(output, forbidden, overwrite=overwrite)
     html, invoice = invoice_html(report, settings, lines=lines, number=number, issued=issued,
-                                 user_templates=user_templates, now=now, config=config, invoiced=invoiced)
+                                 user_templates=user_templates, now=now, config=config, invoiced=invoiced,
+                                 zero_minutes=zero_minutes)
     return write_pdf(html, output, user_templates or templates_dir(), forbidden, overwrite), invoice
 
 
 def invoice_html(report: ActivityReport, settings: Settings, *, lines: str = "project", number: str | None = None,
                  issued: date | None = None, user_templates: Path | None = None, now: datetime | None = None,
-                 config: str = "the config file", invoiced: Collection[tuple[str, str]] = ()) -> tuple[str, Invoice]:
+                 config: str = "the config file", invoiced: Collection[tuple[str, str]] = (),
+                 zero_minutes: bool = False) -> tuple[str, Invoice]:
     """The invoice of ``report`` with the terms of ``settings`` as HTML (``invoice.html.j2``,
     the user's folder first), and the invoice it shows: what :func:`render_invoice_pdf`
     writes and :func:`invoice_pdf_bytes` returns. Without ``number`` it is a draft.
-    ``invoiced``: sessions on issued invoices (``ledger.invoiced_sessions``), left off.
+    ``invoiced``: sessions on issued invoices (``ledger.invoiced_sessions``), left off;
+    ``zero_minutes``: sessions of 0 minutes billed too (:func:`build_invoice`).
 
     Raises
     ------
     UnpricedClientError, ReportError
         A client without terms; nothing to bill; a missing or broken template.
     """
-    invoice = build_invoice(report, settings.billing_for, lines, config, invoiced=invoiced)
+    invoice = build_invoice(report, settings.billing_for, lines, config, invoiced=invoiced, zero_minutes=zero_minutes)
     context = invoice_context(report, invoice, number=number, issued=issued, lines=lines, now=now)
     return render_html("invoice.html.j2", context, user_templates), invoice
 
@@ -456,7 +460,8 @@ def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | Non
     """The invoice as every interface answers it (camelCase): ``{output?, totalBillableHours
     (float), totalDurationMinutes (int), totals: {CURRENCY: {amount (decimal string, the
     currency's minor unit: the net), tax, gross, billableHours, clients}}, lines (int: printed lines),
-    openSessions (int: not billed, still open), timezone}``."""
+    openSessions (int: not billed, still open), leftOff: {alreadyInvoiced, zeroMinutes, open} (int:
+    billable sessions of the period not billed, as an issued invoice stores them), timezone}``."""
     summary: dict[str, Any] = {} if output is None else {"output": str(output)}
     summary.update({
         "totalBillableHours": float(invoice.hours),
@@ -465,6 +470,8 @@ def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | Non
                                 "billableHours": float(t.hours), "clients": list(t.clients)} for t in invoice.totals},
         "lines": sum(len(s.lines) for s in invoice.sections),
         "openSessions": invoice.open_sessions,
+        "leftOff": {"alreadyInvoiced": invoice.already_invoiced, "zeroMinutes": invoice.zero_minute_sessions,
+                    "open": invoice.open_sessions},
         "timezone": report.wire()["timezone"],
     })
     return summary

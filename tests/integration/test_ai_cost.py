@@ -175,3 +175,35 @@ def test_a_damaged_price_in_the_cost_cache_is_worked_out_again(costed, bad):
     cache.write_text(json.dumps(data))
     assert memo("--json", "activity", "--all", vault=costed).stdout == clean
     assert json.loads(cache.read_text())["prices"][key] not in (bad, None)
+
+
+def test_a_session_of_0_minutes_left_off_an_invoice_is_said_with_its_ai_cost(costed, tmp_path):
+    """A session of 0 minutes is left off an invoice by default — its AI cost too — and the
+    note says so; ``--zero-minutes`` bills it: the AI line grows by its cost (USD 0.0079 more,
+    the s1 figures: 1.8304 + 0.0079 = 1.8383; + 15 % = 2.114045 → USD 2.11 against 2.10)."""
+    from .test_issued_invoices import ISSUER
+
+    store = VaultStore(Settings(vault_root=costed, timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="s4", project="web", client="Acme",
+                                             start_time="2026-01-06T09:00:00Z"))
+    record_prompt(store, RecordPromptRequest(body="one question", session_id="s4", project="web",
+                                             model="claude-sonnet-4-5-20250929", created="2026-01-06T09:00:00Z",
+                                             extra={"tokens": SMALL}))
+    end_session(store, EndSessionRequest(session_id="s4", project="web", until="2026-01-06T09:00:00Z"))
+    store.close()
+    config = tmp_path / "config.toml"
+    config.write_text(ISSUER + '[clients.Acme]\nhourlyRate = "100"\ncurrency = "USD"\naddress = ["1 rue X"]\n'
+                      'city = "Paris"\ncountry = "FR"\naiCostMargin = "15"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path)}
+    args = ["report", "invoice", "--all", "--client", "Acme", "--force"]
+    draft = memo(*args, "-o", str(tmp_path / "d.csv"), vault=costed, env=env)
+    assert draft.stderr.strip() == ("note: billable sessions of the period left off: 1 of 0 minutes "
+                                    "(hours and AI cost; --zero-minutes bills them)")
+    assert json.loads(memo("--json", *args, "-o", str(tmp_path / "d.csv"), vault=costed, env=env).stdout)[
+        "leftOff"] == {"alreadyInvoiced": 0, "zeroMinutes": 1, "open": 0}
+    assert '"2.10"' in (tmp_path / "d.csv").read_text(encoding="utf-8-sig")
+    memo(*args, "--zero-minutes", "-o", str(tmp_path / "z.csv"), vault=costed, env=env)
+    assert '"2.11"' in (tmp_path / "z.csv").read_text(encoding="utf-8-sig")
+    issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme", "--since", "2026-01-01",
+                             "--until", "2026-01-31", "--zero-minutes", vault=costed, env=env).stdout)
+    assert (issued["net"], issued["leftOff"]["zeroMinutes"]) == ("52.11", 0)

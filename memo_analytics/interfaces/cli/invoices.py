@@ -84,7 +84,21 @@ def invoice_issue(
     summary = {**document_summary(document), **_copy_fields(copy), "leftOff": document.meta["leftOff"]}
     _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}" + (f"\n  copy: {s['output']}"
                                                                               if s.get("output") else "")))
+    if not state.json:
+        left_off_note(summary["leftOff"])
     _warn_copy(summary)
+
+
+def left_off_note(left: dict) -> None:
+    """One stderr note of the period's billable sessions an invoice did not bill (``leftOff``:
+    ``alreadyInvoiced``, ``zeroMinutes``, ``open``), when there are any: nothing is left off
+    without a word — the AI cost of a session of 0 minutes included."""
+    parts = [f"{left['zeroMinutes']} of 0 minutes (hours and AI cost; --zero-minutes bills them)"
+             if left.get("zeroMinutes") else "",
+             f"{left['open']} still open (billed once ended)" if left.get("open") else "",
+             f"{left['alreadyInvoiced']} already invoiced (memo invoice list)" if left.get("alreadyInvoiced") else ""]
+    if any(parts):
+        err.print("note: billable sessions of the period left off: " + "; ".join(p for p in parts if p))
 
 
 @invoice_app.command("credit")

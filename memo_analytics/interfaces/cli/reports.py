@@ -203,6 +203,7 @@ def report_invoice(
     number: Optional[str] = typer.Option(None, "--number", hidden=True,
                                          help="Refused: numbered invoices are issued (memo invoice issue)."),
     issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: today)."),
+    zero_minutes: bool = typer.Option(False, "--zero-minutes", help="Bill sessions of 0 minutes too."),
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
@@ -221,8 +222,13 @@ def report_invoice(
     report = _activity_report(project, all_projects, since, until, client, tz)
     path, invoice = export_invoice(report, state.settings, output, lines=lines, issued=parse_issued(issued, report),
                                    user_templates=_user_templates(templates), vault_root=state.store.root,
-                                   config=str(config_path()), overwrite=force, invoiced=invoiced_in(state.store.root))
+                                   config=str(config_path()), overwrite=force, invoiced=invoiced_in(state.store.root),
+                                   zero_minutes=zero_minutes)
     result = invoice_summary(invoice, report, path)
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
         + "; ".join(f"{c} {v['amount']}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))
+    if not state.json:
+        from .invoices import left_off_note
+
+        left_off_note(result["leftOff"])
