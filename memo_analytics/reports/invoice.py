@@ -181,12 +181,15 @@ class CurrencyTotal:
 
 @dataclass
 class Invoice:
-    """Sections per client (sorted case-insensitively) and one total per currency."""
+    """Sections per client (sorted case-insensitively) and one total per currency;
+    ``unpriced_clients``: clients of the period left off for want of terms (only with
+    ``build_invoice(skip_unpriced=True)``)."""
 
     sections: list[InvoiceSection]
     open_sessions: int
     zero_minute_sessions: int = 0
     already_invoiced: int = 0
+    unpriced_clients: tuple[str, ...] = ()
 
     @property
     def totals(self) -> list[CurrencyTotal]:
@@ -226,7 +229,7 @@ def _hours(value: float | None) -> Decimal:
 
 def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling | None], lines: str = "project",
                   config: str = "the config file", invoiced: Collection[tuple[str, str]] = (),
-                  zero_minutes: bool = False) -> Invoice:
+                  zero_minutes: bool = False, skip_unpriced: bool = False) -> Invoice:
     """Group the report's billed sessions into priced lines. Pure.
 
     Parameters
@@ -245,13 +248,16 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         Sessions on an issued, uncredited invoice: left off (counted in ``already_invoiced``).
     zero_minutes : bool
         Bill sessions of 0 minutes too (default: left off, counted in ``zero_minute_sessions``).
+    skip_unpriced : bool
+        Leave off the clients without terms (named in ``unpriced_clients``) rather than refuse
+        — an analyst's look at what the priced clients come to; an issued invoice never does.
 
     Raises
     ------
     InvalidFieldError
         ``lines`` is not one of :data:`LINE_MODES`.
     UnpricedClientError
-        A billed client has no terms.
+        A billed client has no terms (with ``skip_unpriced``: none has).
     ReportError
         Nothing to bill.
     """
@@ -272,8 +278,10 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         by_client.setdefault(item["client"].lower(), []).append(item)
     unpriced = [names.get(key, items[0]["client"]) for key, items in sorted(by_client.items())
                 if terms(names.get(key, items[0]["client"])) is None]
-    if unpriced:
+    if unpriced and (not skip_unpriced or len(unpriced) == len(by_client)):
         raise UnpricedClientError(unpriced, config)
+    for name in unpriced:
+        by_client.pop(name.lower(), None)
     sections = []
     for key in sorted(by_client):
         client = names.get(key, by_client[key][0]["client"])
@@ -287,7 +295,7 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         section.lines = build(by_client[key], report, billing) + _ai_cost_line(by_client[key], report, billing)
         sections.append(section)
     return Invoice(sections=sections, open_sessions=open_sessions, zero_minute_sessions=len(fresh) - len(billed),
-                   already_invoiced=len(ended) - len(fresh))
+                   already_invoiced=len(ended) - len(fresh), unpriced_clients=tuple(unpriced))
 
 
 def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:

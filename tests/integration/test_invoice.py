@@ -179,6 +179,25 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
     memo("report", "invoice", "--all", "--force", "--client", "globex", "-o", str(pdf), vault=vault, env=config)
     assert check_invoice_arithmetic(pdf_text(pdf)) == {"USD": (Decimal("1.12"), Decimal("107.02"))}
 
+    # an analyst's look (the invoicing notebook): the unpriced clients left off and named
+    from memo_analytics.analytics.activity import report_for
+    from memo_analytics.reports.invoice import UnpricedClientError, build_invoice
+    from memo_analytics.services.requests import ActivityReportRequest
+
+    from memo_analytics.config import load_config_toml
+
+    terms = Settings(vault_root=vault, timezone="UTC", clients=load_config_toml(Path(config["MEMO_CONFIG"]))["clients"])
+    store = VaultStore(terms)
+    try:
+        report = report_for(store, ActivityReportRequest(cross_project=True, tz="UTC"))
+        billed = build_invoice(report, terms.billing_for, skip_unpriced=True)
+        assert billed.unpriced_clients == ("internal", "Umbrella")
+        assert [s.client for s in billed.sections] == ["Acme Corp", "Globex", "Initech"]  # as the sessions spell it
+        with pytest.raises(UnpricedClientError):  # no client priced: nothing to look at
+            build_invoice(report, lambda name: None, skip_unpriced=True)
+    finally:
+        store.close()
+
 
 @pytest.mark.parametrize("args, starts", [
     (["--client", "nobody"], "error: Nothing to invoice: no billable session with a duration for these filters"),

@@ -87,16 +87,19 @@ def test_the_sanitizer_masks_only_the_sample_folder_and_addresses(tmp_path):
 
 def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
     """Issue 15 point 7: the parameters cell points a notebook at one's own vault (imported real
-    transcripts, billed to a client priced in one's own config file): every cell runs, with no
-    assertion that holds only on the sample."""
+    transcripts, billed to a client priced in one's own config file, its minutes rounded up to a
+    quarter hour with a minimum, and others imported without a client: billable to ``internal``,
+    which has no price): every cell runs, with no assertion that holds only on the sample."""
     import nbclient
 
     from tests.inprocess import environment, memo
 
     vault, config = tmp_path / "vault", tmp_path / "config.toml"
-    config.write_text('[clients."Acme Corp"]\nhourlyRate = "120.00"\ncurrency = "EUR"\n', encoding="utf-8")
+    config.write_text('[clients."Acme Corp"]\nhourlyRate = "120.00"\ncurrency = "EUR"\nroundingMinutes = 15\n'
+                      'minimumMinutes = 30\n', encoding="utf-8")
     memo("import", "claude-code", str(realdata / "claude-code-jsonl"), "--client", "Acme Corp", vault=vault,
          env={"MEMO_CONFIG": str(config)})
+    memo("import", "codex", str(realdata / "codex-rollouts"), vault=vault, env={"MEMO_CONFIG": str(config)})
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         notebook = nbformat.read(path, as_version=4)
         [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
@@ -109,3 +112,5 @@ def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
         shown = "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
                         for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
         assert f"Vault({str(vault)!r}" in shown  # the analyst's vault was opened, not the sample
+        if path.name == "invoicing.ipynb":  # the codex sessions have no client: named, not billed
+            assert "clients left out, no hourlyRate in the config: internal" in shown

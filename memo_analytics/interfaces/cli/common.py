@@ -332,3 +332,13 @@ def _fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
+def left_off_note(left: dict) -> None:
+    """One stderr note of the period's billable sessions an invoice did not bill (``leftOff``:
+    ``alreadyInvoiced``, ``zeroMinutes``, ``open``), when there are any: nothing is left off
+    without a word — the AI cost of a session of 0 minutes included."""
+    parts = [f"{left['zeroMinutes']} of 0 minutes (hours and AI cost; --zero-minutes bills them)"
+             if left.get("zeroMinutes") else "",
+             f"{left['open']} still open (billed once ended)" if left.get("open") else "",
+             f"{left['alreadyInvoiced']} already invoiced (memo invoice list)" if left.get("alreadyInvoiced") else ""]
+    if any(parts):
+        err.print("note: billable sessions of the period left off: " + "; ".join(p for p in parts if p))

@@ -10,7 +10,7 @@ import typer
 
 from ...config import config_path
 from ...domain.errors import InvalidDateError, InvalidFieldError
-from .common import _emit, app, err, out, state
+from .common import _emit, app, err, left_off_note, out, state
 from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
 
 invoice_app = typer.Typer(help="Issued invoices: numbered, stored in the vault, never billing a session twice; "
@@ -88,17 +88,6 @@ def invoice_issue(
         left_off_note(summary["leftOff"])
     _warn_copy(summary)
 
-
-def left_off_note(left: dict) -> None:
-    """One stderr note of the period's billable sessions an invoice did not bill (``leftOff``:
-    ``alreadyInvoiced``, ``zeroMinutes``, ``open``), when there are any: nothing is left off
-    without a word — the AI cost of a session of 0 minutes included."""
-    parts = [f"{left['zeroMinutes']} of 0 minutes (hours and AI cost; --zero-minutes bills them)"
-             if left.get("zeroMinutes") else "",
-             f"{left['open']} still open (billed once ended)" if left.get("open") else "",
-             f"{left['alreadyInvoiced']} already invoiced (memo invoice list)" if left.get("alreadyInvoiced") else ""]
-    if any(parts):
-        err.print("note: billable sessions of the period left off: " + "; ".join(p for p in parts if p))
 
 
 @invoice_app.command("credit")

@@ -24,6 +24,7 @@ from .common import (
     _short,
     app,
     err,
+    left_off_note,
     out,
     report_app,
     state,
@@ -229,6 +230,4 @@ def report_invoice(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
         + "; ".join(f"{c} {v['amount']}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))
     if not state.json:
-        from .invoices import left_off_note
-
         left_off_note(result["leftOff"])
