@@ -200,7 +200,10 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
 
 
 @pytest.mark.parametrize("args, starts", [
-    (["--client", "nobody"], "error: Nothing to invoice: no billable session with a duration for these filters"),
+    (["--client", "nobody"], "error: Invalid client: no session and no [clients] entry of the config has the client "
+                             "'nobody' (exact name, any case); clients known: Acme Corp, globex, Initech"),
+    (["--client", "Acme Corp", "--since", "2027-01-01"],
+     "error: Nothing to invoice: no billable session with a duration for these filters"),
     (["--lines", "day"], "error: Invalid lines: 'day' is not one of project, session"),
     (["--issued", "April 1st"], "error: Invalid issued date: 'April 1st'"),
 ])

@@ -60,8 +60,8 @@ def _check_client(client: str) -> None:
     MemoError
         ``Invalid client: …`` with the names the vault and the config know.
     """
-    known = {name.strip().lower(): name for name in state.settings.clients}
-    known.update((name.strip().lower(), name) for name in session_service.known_clients(state.store))
+    known = {name.strip().lower(): name for name in session_service.known_clients(state.store)}
+    known.update((name.strip().lower(), name) for name in state.settings.clients)  # the config's spelling first
     if client.strip().lower() in known:
         return
     names = ", ".join(sorted(known.values(), key=str.lower)) or "none yet"
