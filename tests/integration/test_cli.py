@@ -321,3 +321,17 @@ def test_the_progress_bar_on_a_terminal_runs_no_thread_of_its_own(monkeypatch):
             advance()
         assert threading.active_count() == before
     assert bar.progress.tasks[0].completed == 3
+
+
+def test_a_client_given_to_a_second_import_says_it_changes_no_session_already_imported(tmp_path, realdata):
+    """Sessions already in the vault are not re-filed by ``import --client`` (imports are
+    idempotent): the import says so and how to change one, instead of a silent no-op."""
+    vault = tmp_path / "v"
+    memo("import", "codex", str(realdata / "codex-rollouts"), vault=vault)
+    again = memo("import", "codex", str(realdata / "codex-rollouts"), "--rescan", "--client", "Acme", vault=vault)
+    assert again.stdout.strip() == "files 3, sessions 0, turns 0, skipped 0"
+    assert again.stderr.strip() == (
+        "note: --client applies to sessions new to the vault; these files' sessions were imported before and keep "
+        "what they had (memo session edit ID --client NAME, --no-billable or --to-project P changes one)")
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert set(report["byClient"]) == {"internal"}

@@ -68,6 +68,13 @@ def _import_command(source: str) -> Callable[..., None]:
         if not result.recognised:
             raise MemoError(f"nothing recognised: none of the {result.files} files is a {source} transcript "
                             f"(see the lines above); nothing was imported")
+        chosen = [name for name, value in (("--project", project), ("--client", client),
+                                           ("--billable/--no-billable", billable)) if value is not None]
+        if chosen and not result.sessions and not state.json:
+            err.print(f"note: {', '.join(chosen)} appl{'ies' if len(chosen) == 1 else 'y'} to sessions new to the "
+                      "vault; these files' sessions were "
+                      "imported before and keep what they had (memo session edit ID --client NAME, --no-billable "
+                      "or --to-project P changes one)")
         if client is None and billable is not False and result.sessions and not state.json and not (
                 state.settings.project_clients):
             err.print("note: the new sessions have no client, so they bill to 'internal'; to file them "
