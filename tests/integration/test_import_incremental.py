@@ -399,3 +399,29 @@ def test_conversations_whose_ids_differ_only_in_case_are_two_sessions(tmp_path):
         assert (again["unchanged"], again["sessions"], again["turns"], again["skipped"]) == (2, 0, 0, 0)
         again = imported(vault, "--rescan", str(folder))
         assert (again["unchanged"], again["sessions"], again["turns"], again["skipped"]) == (0, 0, 0, 0)
+
+
+def test_a_half_written_last_line_is_named_as_such_and_taken_in_once_it_is_finished(tmp_path):
+    """A transcript an agent is writing now may end in half a line (no newline yet): the import
+    says that last line is not JSON *yet* — a bad line inside the file is only "not JSON" — and
+    the next import, once the line is finished, takes its turn in."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    transcript = folder / "live.jsonl"
+    finished = _prompt_line("live1", "/w/app", "2026-02-05T10:05:00.000Z", "now add the retry loop", "u2")
+    cut = len(finished) // 2
+    transcript.write_text(_conversation("live1", "rename the fetcher", "2026-02-05T10:00:00.000Z")
+                          + "{not json\n" + finished[:cut], encoding="utf-8")
+    vault = tmp_path / "v"
+    first = imported(vault, str(folder))
+    assert (first["sessions"], first["turns"]) == (1, 1)
+    problems = [error.split(": ", 1)[1] for error in first["errors"]]
+    assert problems == ["line 3: not JSON", "line 4: not JSON (the last line, with no newline yet: perhaps still "
+                        "being written; read again when the file grows)"]
+    with transcript.open("a", encoding="utf-8") as handle:
+        handle.write(finished[cut:])
+    second = imported(vault, str(folder))
+    assert (second["sessions"], second["turns"]) == (0, 1)
+    assert [error.split(": ", 1)[1] for error in second["errors"]] == ["line 3: not JSON"]
+    found = json.loads(memo("--json", "prompt", "search", "retry", "--all", vault=vault).stdout)["items"]
+    assert [item["body"] for item in found] == ["now add the retry loop"]

@@ -363,8 +363,18 @@ def _fold(fold, raw: bytes, base: int, number: int, version: str, inode: int, op
             hasher.update(memoryview(raw)[digested:complete])
             checkpoint = Checkpoint(complete, number, hasher.hexdigest(), version, inode, state)
     if complete < len(raw):  # a last line with no newline (perhaps still being written): read, not kept
+        problems = getattr(fold, "problems", None)
+        before = len(problems) if isinstance(problems, list) else None
         _feed(fold, raw, complete, len(raw), number, options)
+        if before is not None:  # say why a half-written last line is not JSON: it is read again once it grows
+            problems[before:] = [problem + UNFINISHED if problem.endswith(": not JSON") else problem
+                                 for problem in problems[before:]]
     return fold.finish(), checkpoint
+
+
+#: What a last line with no newline that is not JSON adds to its problem (:func:`_fold`): an agent
+#: may be writing it now; the file's next read takes it in whole.
+UNFINISHED = " (the last line, with no newline yet: perhaps still being written; read again when the file grows)"
 
 
 def sound(result: Any) -> bool:
