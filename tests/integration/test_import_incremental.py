@@ -425,3 +425,40 @@ def test_a_half_written_last_line_is_named_as_such_and_taken_in_once_it_is_finis
     assert [error.split(": ", 1)[1] for error in second["errors"]] == ["line 3: not JSON"]
     found = json.loads(memo("--json", "prompt", "search", "retry", "--all", vault=vault).stdout)["items"]
     assert [item["body"] for item in found] == ["now add the retry loop"]
+
+
+def test_a_checkpoint_never_keeps_a_secret_and_the_file_is_then_read_whole(realdata, tmp_path, monkeypatch):
+    """SPEC §2.4: a checkpoint lives in the vault's folder, so a file whose state holds text that
+    secret redaction would change keeps none (the one kept before is removed): the secret is in no
+    file of the vault, the turn is in redacted, and the next import reads the file whole."""
+    from memo_analytics.services.importers import resume
+
+    monkeypatch.setattr(resume, "RESUME_FROM_BYTES", 1024)
+    source = realdata / CC / "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
+    path = tmp_path / source.name
+    path.write_bytes(source.read_bytes())
+    vault = tmp_path / "v"
+    imported(vault, str(path))
+    cache = vault / ".memo" / "import-cache"
+    assert len(list(cache.glob("*.fold"))) == 1
+    secret = "sk-ant-api03-" + "Qx7" * 31 + "AA"
+    last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
+    line = {"type": "user", "sessionId": last["sessionId"], "uuid": "7f3c2a10-0000-4000-8000-0000000000c4",
+            "timestamp": "2026-01-21T21:12:00.000Z", "cwd": last.get("cwd"),
+            "message": {"role": "user", "content": f"use the key {secret} for the retry test"}}
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+    grown = imported(vault, str(path))
+    assert (grown["resumed"], grown["turns"]) == (1, 1)
+    assert list(cache.glob("*.fold")) == []
+    assert [p for p in vault.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()] == []
+    found = json.loads(memo("--json", "prompt", "search", "retry test", "--all", vault=vault).stdout)["items"]
+    assert len(found) == 1 and secret not in found[0]["body"] and "[REDACTED:" in found[0]["body"]
+    again = imported(vault, str(path))
+    assert (again["unchanged"], again["turns"]) == (1, 0)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps({**line, "uuid": "7f3c2a10-0000-4000-8000-0000000000c5",
+                                 "timestamp": "2026-01-21T21:14:00.000Z",
+                                 "message": {"role": "user", "content": "and one more retry"}}) + "\n")
+    whole = imported(vault, str(path))
+    assert (whole["resumed"], whole["turns"]) == (0, 1)

@@ -13,7 +13,9 @@ costs a read of the file's bytes, not a parse of them; it is taken of the very b
 A line still being written (no newline yet) is read, but the checkpoint stops before it: the next
 read takes it whole. Checkpoints live in ``<vault>/.memo/import-cache/`` (machine-local, never
 synced). They are a cache: one that is missing, stale, from other code, of another file, not a
-regular file or unreadable costs a whole read, and so does a state that fails to fold.
+regular file or unreadable costs a whole read, and so does a state that fails to fold. A state
+holding a secret (a text that secret redaction would change, SPEC §2.4) is not kept: no secret
+rests in the vault's folder, and that file is read whole while its state holds one.
 
 The state is kept in a format of its own (JSON of tagged values: containers, datetimes, paths and
 instances of the classes an importer admits with :func:`allow`, shared objects kept shared), never
@@ -36,6 +38,7 @@ from typing import Any, Callable, Protocol
 import orjson
 
 from ...vault.io import read_regular_file
+from ...vault.redact import redact_secrets
 from .lines import decode_line, parse_json_line
 
 #: Files smaller than this are read whole (loading a checkpoint costs about as much as reading them).
@@ -110,14 +113,17 @@ def encode_state(value: Any) -> bytes:
     Raises
     ------
     ValueError
-        It holds a value of a type a checkpoint cannot hold.
+        It holds a value of a type a checkpoint cannot hold, or a text holding a secret
+        (what redaction would replace: :func:`_secret_free`).
     """
     ids: dict[int, int] = {}
     keep: list[Any] = []  # alive while encoding, so no id is reused
 
     def enc(item: Any) -> Any:
-        if item is None or isinstance(item, (bool, str)):
+        if item is None or isinstance(item, bool):
             return item
+        if isinstance(item, str):
+            return _secret_free(item)
         if isinstance(item, int):
             if not -(2 ** 63) <= item < 2 ** 63:
                 raise _Unfit("an integer beyond 64 bits")
@@ -144,14 +150,14 @@ def encode_state(value: Any) -> bytes:
             if set(map(type, item)) <= {tuple} and set(map(len, item)) == {2}:  # (session, uuid) pairs
                 flat = [text for pair in item for text in pair]
                 if set(map(type, flat)) <= {str}:
-                    return ["S2", number, *flat]
+                    return ["S2", number, *map(_secret_free, flat)]
             if not all(_text_key(x) for x in item):
                 raise _Unfit("a set member that is not text (or a tuple of texts)")
-            return ["s", number, *[x if isinstance(x, str) else list(x) for x in item]]
+            return ["s", number, *[_secret_free(x) if isinstance(x, str) else list(map(_secret_free, x)) for x in item]]
         if isinstance(item, dict):
             if not all(isinstance(key, str) for key in item):
                 raise _Unfit("a mapping key that is not text")
-            return ["d", number, *[part for key, val in item.items() for part in (key, enc(val))]]
+            return ["d", number, *[part for key, val in item.items() for part in (_secret_free(key), enc(val))]]
         name = f"{type(item).__module__}.{type(item).__qualname__}"
         if _CLASSES.get(name) is not type(item):
             raise _Unfit(f"an instance of {name}")
@@ -161,6 +167,20 @@ def encode_state(value: Any) -> bytes:
         return orjson.dumps(enc(value))
     except (RecursionError, TypeError) as exc:
         raise _Unfit(str(exc)) from None
+
+
+def _secret_free(text: str) -> str:
+    """``text``, when secret redaction would leave it as it is (SPEC §2.4: a checkpoint is kept in
+    the vault's folder, where no secret may rest).
+
+    Raises
+    ------
+    ValueError
+        It holds a secret: the file's state is not kept (the next import reads it whole).
+    """
+    if redact_secrets(text)[1]:
+        raise _Unfit("a secret (the vault keeps none: SPEC §2.4)")
+    return text
 
 
 def _all_utc(items: list) -> bool:
