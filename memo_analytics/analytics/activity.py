@@ -169,12 +169,18 @@ def report_for(store: VaultStore, request: ActivityReportRequest) -> ActivityRep
     Raises
     ------
     InvalidFieldError, InvalidDateError
-        As :func:`activity_report`; an invalid project id.
+        As :func:`activity_report`; an invalid project id; a client no session of the vault and
+        no client of the config has (``Invalid client``, :func:`~memo_analytics.services.sessions.check_client`).
     """
     projects = store.scope(request.project, request.cross_project, request.cwd)
-    return activity_report(store, ActivityRequest(projects=projects, since=request.since, until=request.until,
-                                                  client=request.client, tz=request.tz,
-                                                  cross_project=request.cross_project))
+    report = activity_report(store, ActivityRequest(projects=projects, since=request.since, until=request.until,
+                                                    client=request.client, tz=request.tz,
+                                                    cross_project=request.cross_project))
+    if report.client and not report.sessions and not (request.cross_project and store.settings.vaults):
+        from ..services.sessions import check_client
+
+        check_client(store, report.client)  # (further vaults' clients are not in this vault's index)
+    return report
 
 
 def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityReport:

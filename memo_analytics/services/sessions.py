@@ -379,3 +379,24 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
 def known_clients(store: VaultStore) -> list[str]:
     """Every client name the vault's sessions use (``internal`` for none), sorted."""
     return index.client_names(store.conn)
+
+
+def check_client(store: VaultStore, client: str) -> None:
+    """Refuse a client filter that no session of the vault and no ``[clients]`` entry of the
+    config has (any case): a misspelt name would otherwise give an empty report (a 0.00 h
+    timesheet) that looks like a client with no work. A known client with nothing in the period
+    is no error. Every interface's report checks it (:func:`~memo_analytics.analytics.activity.report_for`).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid client: …`` with the names the vault and the config know (the config's
+        spelling where both have a name).
+    """
+    known = {name.strip().lower(): name for name in known_clients(store)}
+    known.update((name.strip().lower(), name) for name in store.settings.clients)  # the config's spelling first
+    if client.strip().lower() in known:
+        return
+    names = ", ".join(sorted(known.values(), key=str.lower)) or "none yet"
+    raise InvalidFieldError("client", f"no session and no [clients] entry of the config has the client {client!r} "
+                                      f"(exact name, any case); clients known: {names}")

@@ -177,6 +177,10 @@ def test_story_download_is_markdown_with_a_safe_file_name(seeded):
     ("/api/prompts?q=invoices", None, 400, "Invalid query parameter 'q': this endpoint reads project, projectId, query"),
     ("/api/prompts?projectid=web", None, 400, "Invalid query parameter 'projectid'"),  # projectId is the tool's name
     ("/api/nothing/here", None, 404, "No such endpoint: GET /api/nothing/here"),
+    # a misspelt client is refused as by memo activity (not an empty report), naming those known
+    ("/api/activity?crossProject=true&client=acme%20corp", None, 400,
+     "Invalid client: no session and no [clients] entry of the config has the client 'acme corp' (exact name, any "
+     "case); clients known: Acme"),
 ])
 def test_errors_are_sanitized_json_with_the_message(seeded, path, data, status, message):
     _, server = seeded

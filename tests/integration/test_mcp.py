@@ -138,6 +138,9 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
         (dict(action="record", body="x", sessionId="../etc", projectId="p"), "Invalid sessionId:"),
         (dict(action="get", id="nothing"), "Record not found: nothing"),
         (dict(action="list", since=TOKEN), "Invalid since date: '[REDACTED:github-token]'"),
+        (dict(action="activity_report", crossProject=True, client="acme"),  # misspelt: refused as by memo activity
+         "Invalid client: no session and no [clients] entry of the config has the client 'acme' (exact name, any case); "
+         "clients known: none yet"),
     ],
 )
 def test_refusals_are_tool_errors_with_the_message(tmp_path, arguments, message):

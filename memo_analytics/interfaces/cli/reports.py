@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from ...config import config_path
 from ...domain.clock import from_iso
 from ...domain.errors import MemoError
-from ...services import sessions as session_service
 from ...services.requests import ActivityReportRequest
 from .common import (
     _build,
@@ -43,30 +42,8 @@ def _activity_report(project: Optional[str], all_projects: bool, since: Optional
     from ...analytics.activity import report_for
 
     _check_scope(project, all_projects)
-    report = report_for(state.store, _build(ActivityReportRequest, project=project, cross_project=all_projects,
-                                            cwd=str(Path.cwd()), since=since, until=until, client=client, tz=tz))
-    if report.client and not report.sessions and not (all_projects and state.settings.vaults):
-        _check_client(report.client)  # (further vaults' clients are not in this vault's index)
-    return report
-
-
-def _check_client(client: str) -> None:
-    """Refuse a ``--client`` no session of the vault and no client of the config has (any
-    case): a misspelt name would otherwise give an empty report (a 0.00 h timesheet) that
-    looks like a client with no work. A known client with nothing in the period is no error.
-
-    Raises
-    ------
-    MemoError
-        ``Invalid client: …`` with the names the vault and the config know.
-    """
-    known = {name.strip().lower(): name for name in session_service.known_clients(state.store)}
-    known.update((name.strip().lower(), name) for name in state.settings.clients)  # the config's spelling first
-    if client.strip().lower() in known:
-        return
-    names = ", ".join(sorted(known.values(), key=str.lower)) or "none yet"
-    raise MemoError(f"Invalid client: no session and no [clients] entry of the config has the client {client!r} "
-                    f"(exact name, any case); clients known: {names}")
+    return report_for(state.store, _build(ActivityReportRequest, project=project, cross_project=all_projects,
+                                          cwd=str(Path.cwd()), since=since, until=until, client=client, tz=tz))
 
 
 _REPORT_FILTERS = dict(
