@@ -181,6 +181,7 @@ def test_story_download_is_markdown_with_a_safe_file_name(seeded):
     ("/api/activity?crossProject=true&client=acme%20corp", None, 400,
      "Invalid client: no session and no [clients] entry of the config has the client 'acme corp' (exact name, any "
      "case); clients known: Acme"),
+    ("/api/activity?crossProject=true&client=%3Cscript%3Ealert(1)%3C/script%3E", None, 400, "Invalid client: no session"),
 ])
 def test_errors_are_sanitized_json_with_the_message(seeded, path, data, status, message):
     _, server = seeded

@@ -141,6 +141,8 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
         (dict(action="activity_report", crossProject=True, client="acme"),  # misspelt: refused as by memo activity
          "Invalid client: no session and no [clients] entry of the config has the client 'acme' (exact name, any case); "
          "clients known: none yet"),
+        (dict(action="activity_report", crossProject=True, client=TOKEN),  # a pasted secret is not echoed
+         "Invalid client: no session and no [clients] entry of the config has the client '[REDACTED:github-token]'"),
     ],
 )
 def test_refusals_are_tool_errors_with_the_message(tmp_path, arguments, message):
