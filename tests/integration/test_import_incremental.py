@@ -124,17 +124,23 @@ def test_a_file_rewritten_with_its_time_set_back_or_records_deleted_since_is_rea
     assert imported(vault, str(folder))["unchanged"] == 0
 
 
-def test_a_grown_file_is_read_on_from_where_the_last_import_stopped(realdata, tmp_path, monkeypatch):
-    """Issue 16 point 3: the appended line is all that is parsed; the turn is the one a whole
-    read gives, and a file rewritten since (its first bytes changed) is read whole."""
+def _checkpointed(realdata, tmp_path, monkeypatch, name: str):
+    """A copy of the real transcript ``name`` (checkpoints kept from 1 kB on) and a vault it was
+    imported into: ``(its path, the vault)``."""
     from memo_analytics.services.importers import resume
 
     monkeypatch.setattr(resume, "RESUME_FROM_BYTES", 1024)
-    source = realdata / CC / "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
+    source = realdata / CC / name
     path = tmp_path / source.name
     path.write_bytes(source.read_bytes())
     vault = tmp_path / "v"
-    first = imported(vault, str(path))
+    return path, vault, imported(vault, str(path))
+
+
+def test_a_grown_file_is_read_on_from_where_the_last_import_stopped(realdata, tmp_path, monkeypatch):
+    """Issue 16 point 3: the appended line is all that is parsed; the turn is the one a whole
+    read gives, and a file rewritten since (its first bytes changed) is read whole."""
+    path, vault, first = _checkpointed(realdata, tmp_path, monkeypatch, "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl")
     assert (first["resumed"], first["unchanged"]) == (0, 0) and first["turns"] > 0
     assert list((vault / ".memo" / "import-cache").glob("*.fold"))
     last = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
@@ -295,14 +301,7 @@ def test_renaming_a_file_of_a_conversation_changes_no_turn(realdata, tmp_path):
 
 
 def test_a_rescan_renews_a_damaged_checkpoint(realdata, tmp_path, monkeypatch):
-    from memo_analytics.services.importers import resume
-
-    monkeypatch.setattr(resume, "RESUME_FROM_BYTES", 1024)
-    source = realdata / CC / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
-    path = tmp_path / source.name
-    path.write_bytes(source.read_bytes())
-    vault = tmp_path / "v"
-    imported(vault, str(path))
+    path, vault, _ = _checkpointed(realdata, tmp_path, monkeypatch, "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl")
     (fold,) = (vault / ".memo" / "import-cache").glob("*.fold")
     header, _, body = fold.read_bytes().partition(b"\n")
     state = json.loads(body)
@@ -431,14 +430,7 @@ def test_a_checkpoint_never_keeps_a_secret_and_the_file_is_then_read_whole(reald
     """SPEC §2.4: a checkpoint lives in the vault's folder, so a file whose state holds text that
     secret redaction would change keeps none (the one kept before is removed): the secret is in no
     file of the vault, the turn is in redacted, and the next import reads the file whole."""
-    from memo_analytics.services.importers import resume
-
-    monkeypatch.setattr(resume, "RESUME_FROM_BYTES", 1024)
-    source = realdata / CC / "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
-    path = tmp_path / source.name
-    path.write_bytes(source.read_bytes())
-    vault = tmp_path / "v"
-    imported(vault, str(path))
+    path, vault, _ = _checkpointed(realdata, tmp_path, monkeypatch, "4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl")
     cache = vault / ".memo" / "import-cache"
     assert len(list(cache.glob("*.fold"))) == 1
     secret = "sk-ant-api03-" + "Qx7" * 31 + "AA"
