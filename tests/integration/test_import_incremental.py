@@ -400,30 +400,41 @@ def test_conversations_whose_ids_differ_only_in_case_are_two_sessions(tmp_path):
         assert (again["unchanged"], again["sessions"], again["turns"], again["skipped"]) == (0, 0, 0, 0)
 
 
-def test_a_half_written_last_line_is_named_as_such_and_taken_in_once_it_is_finished(tmp_path):
-    """A transcript an agent is writing now may end in half a line (no newline yet): the import
-    says that last line is not JSON *yet* — a bad line inside the file is only "not JSON" — and
-    the next import, once the line is finished, takes its turn in."""
+def test_a_half_written_last_line_is_pending_not_skipped_and_taken_in_once_it_is_finished(tmp_path):
+    """A transcript an agent is writing now may end in half a line (no newline yet): that line is
+    not a bad line — not in ``skipped`` nor ``errors`` (a watcher would report one on every pass)
+    but ``pending``, said in the summary — while a bad line inside the file is skipped and named;
+    the next import, once the line is finished, takes its turn in. A file holding nothing but half
+    a line says so."""
     folder = tmp_path / "projects"
     folder.mkdir()
     transcript = folder / "live.jsonl"
-    finished = _prompt_line("live1", "/w/app", "2026-02-05T10:05:00.000Z", "now add the retry loop", "u2")
-    cut = len(finished) // 2
-    transcript.write_text(_conversation("live1", "rename the fetcher", "2026-02-05T10:00:00.000Z")
-                          + "{not json\n" + finished[:cut], encoding="utf-8")
+    finished = _prompt_line("live1", "/w/app", "2026-02-05T10:05:00.000Z", "now add the retry loop — é", "u2")
+    cut = len(finished.encode("utf-8")) - 6  # inside the two bytes of "é": not even UTF-8 yet
+    transcript.write_bytes((_conversation("live1", "rename the fetcher", "2026-02-05T10:00:00.000Z")
+                            + "{not json\n").encode("utf-8") + finished.encode("utf-8")[:cut])
     vault = tmp_path / "v"
     first = imported(vault, str(folder))
-    assert (first["sessions"], first["turns"]) == (1, 1)
-    problems = [error.split(": ", 1)[1] for error in first["errors"]]
-    assert problems == ["line 3: not JSON", "line 4: not JSON (the last line, with no newline yet: perhaps still "
-                        "being written; read again when the file grows)"]
-    with transcript.open("a", encoding="utf-8") as handle:
-        handle.write(finished[cut:])
+    assert (first["sessions"], first["turns"], first["skipped"], first["pending"]) == (1, 1, 1, 1)
+    assert [error.split(": ", 1)[1] for error in first["errors"]] == ["line 3: not JSON"]
+    line = memo("import", "claude-code", "--rescan", str(folder), vault=vault)
+    assert "skipped 1, 1 file with a last line still being written (no newline yet: taken in when it is finished)" \
+        in line.stdout + line.stderr
+    with transcript.open("ab") as handle:
+        handle.write(finished.encode("utf-8")[cut:])
     second = imported(vault, str(folder))
-    assert (second["sessions"], second["turns"]) == (0, 1)
+    assert (second["sessions"], second["turns"], second["skipped"], second["pending"]) == (0, 1, 1, 0)
     assert [error.split(": ", 1)[1] for error in second["errors"]] == ["line 3: not JSON"]
     found = json.loads(memo("--json", "prompt", "search", "retry", "--all", vault=vault).stdout)["items"]
-    assert [item["body"] for item in found] == ["now add the retry loop"]
+    assert [item["body"] for item in found] == ["now add the retry loop — é"]
+
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "new.jsonl").write_text(finished[:40], encoding="utf-8")
+    refused = memo("import", "claude-code", str(only), vault=vault, check=False)
+    assert refused.returncode == 1
+    assert "not a claude-code transcript (its only line is still being written: no newline, not JSON yet)" \
+        in refused.stderr
 
 
 def test_a_checkpoint_never_keeps_a_secret_and_the_file_is_then_read_whole(realdata, tmp_path, monkeypatch):

@@ -341,6 +341,36 @@ def test_every_bad_gemini_or_copilot_line_is_named_and_costs_only_itself(tmp_pat
         "3: not a Copilot event (a dotted type and a data object)", "4: unreadable timestamp 'soon'", "6: not JSON"]
 
 
+def test_a_gemini_or_copilot_line_still_being_written_is_pending_and_taken_in_once_finished(tmp_path):
+    """Half a last line (no newline, not JSON yet) is not a bad line: nothing skipped, ``pending``
+    1; once the agent finishes it the next import takes its turn in. A whole JSON value with no
+    newline yet is taken in at once."""
+    vault = tmp_path / "v"
+    chat = tmp_path / "chats" / "session-live.jsonl"
+    chat.parent.mkdir()
+    head = lines({"sessionId": "5e55a0a1-0000-4000-8000-00000000ge04", "projectHash": "ab" * 32,
+                  "startTime": "2026-01-05T09:00:00.000Z", "lastUpdated": "2026-01-05T09:00:00.000Z"},
+                 {"id": "u1", "timestamp": "2026-01-05T09:01:00.000Z", "type": "user", "content": "first"})
+    last = lines({"id": "u2", "timestamp": "2026-01-05T09:02:00.000Z", "type": "user", "content": "second"})
+    events = tmp_path / "session-state" / "c0b11e7a-0000-4000-8000-000000000004" / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    start = lines(copilot_event(1, "session.start", {"sessionId": "c0b11e7a-0000-4000-8000-000000000004"}),
+                  copilot_event(2, "user.message", {"content": "first"}))
+    third = lines(copilot_event(3, "user.message", {"content": "second"}))
+    for source, path, whole, line in (("gemini", chat, head, last), ("copilot", events, start, third)):
+        path.write_text(whole + line[:30], encoding="utf-8")
+        result = imported(vault, source, path)
+        assert (counts(result), result["pending"], result["errors"]) == ((1, 1, 1, 0), 1, [])
+        path.write_text(whole + line, encoding="utf-8")
+        result = imported(vault, source, path)
+        assert (counts(result), result["pending"], result["errors"]) == ((1, 0, 1, 0), 0, [])
+    assert sorted(t["body"] for t in turns(vault)) == ["first", "first", "second", "second"]
+    third = lines({"id": "u3", "timestamp": "2026-01-05T09:03:00.000Z", "type": "user", "content": "third"})
+    chat.write_text(head + last + third.rstrip("\n"), encoding="utf-8")
+    result = imported(vault, "gemini", chat)
+    assert (counts(result), result["pending"]) == ((1, 0, 1, 0), 0)  # whole, only the newline to come
+
+
 def test_a_rewound_gemini_chat_follows_its_transcript_on_re_import(tmp_path):
     """Built from the documented JSONL shape: two prompts imported; the person rewinds to the
     second and types something else, then rewinds to the first; each re-import leaves the vault

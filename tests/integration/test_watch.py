@@ -126,6 +126,32 @@ def test_once_imports_what_changed_since_the_last_run_and_a_truncated_file_is_re
     assert cut["turns"] == 0 and turns(vault) == ["first"]  # nothing lost
 
 
+def test_the_watcher_tells_a_person_what_it_took_in_not_each_pass_of_the_agent_writing(tmp_path):
+    """While an agent works its transcript changes every few seconds with its own lines (answers,
+    tool calls) and sometimes ends in half a line: a pass that takes in no turn and skips nothing
+    prints no line for a person (only the count at the end) — with ``--json`` every pass is a line."""
+    folder = tmp_path / "t" / ".claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    transcript = folder / f"{SESSION}.jsonl"
+    transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first"))
+    vault = tmp_path / "v"
+    env = {"HOME": str(tmp_path / "home")}
+    took = memo("watch", "--only", "--once", str(folder), vault=vault, env=env)
+    assert "files 1, sessions 1, turns 1, skipped 0" in took.stdout and "done: 1 import\n" in took.stderr
+    with open(transcript, "a") as handle:  # the agent answers, and is writing its next line
+        handle.write(line("assistant", "a1", "2026-11-30T09:04:00.000Z", "Done."))
+        handle.write(line("assistant", "a2", "2026-11-30T09:06:00.000Z", "And the tests.")[:50])
+    quiet = memo("watch", "--only", "--once", str(folder), vault=vault, env=env)
+    assert quiet.stdout == ""
+    assert quiet.stderr == "done: 1 import (1 with nothing new to tell: not shown)\n"
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert report["totalDurationMinutes"] == 4  # the session stretched to the answer all the same
+    with open(transcript, "a") as handle:
+        handle.write(line("assistant", "a2", "2026-11-30T09:06:00.000Z", "And the tests.")[50:])
+    every = json.loads(memo("--json", "watch", "--only", "--once", str(folder), vault=vault, env=env).stdout)
+    assert (every["turns"], every["sessions"], every["skipped"], every["pending"]) == (0, 0, 0, 0)
+
+
 def test_watch_refuses_a_folder_that_does_not_exist_and_import_auto_finds_the_known_ones(tmp_path):
     vault = tmp_path / "v"
     home = tmp_path / "home"

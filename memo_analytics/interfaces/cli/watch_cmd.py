@@ -33,7 +33,7 @@ def watch_command(
                                     help="Wait this long after a change for more before importing (ms)."),
 ) -> None:
     """Follow the agents' transcript folders and import each transcript as it grows; one line
-    per import. Stops cleanly on Ctrl-C or SIGTERM."""
+    per import that took something in (every import with --json). Stops cleanly on Ctrl-C or SIGTERM."""
     from ...services.importers.common import ImportOptions
     from ...services.watch import WatchedRoot, known_roots, watch
 
@@ -44,16 +44,19 @@ def watch_command(
                             zone=resolve_zone(tz or state.settings.timezone))
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    count = 0
+    count = quiet = 0
 
     def on_import(item) -> None:
-        nonlocal count
+        nonlocal count, quiet
         count += 1
         if state.json:
             sys.stdout.write(json.dumps(item.wire(), ensure_ascii=False) + "\n")  # one JSON object per line
+        elif not item.result.news():
+            quiet += 1  # only the agent's own lines (the session stretched), or half a line: nothing to tell
+            return
         else:
             at = datetime.now(timezone.utc).astimezone(state.store.zone).strftime("%H:%M:%S")
-            out.print(_safe(f"{at} {item.source} {item.path}: {item.result.line()}"))
+            out.print(_safe(f"{at} {item.source} {item.path}: {item.result.line()}"), soft_wrap=True)  # a log line: whole
         sys.stdout.flush()
         for line in item.result.errors[:5]:
             err.print(_safe(f"skipped: {line}"))
@@ -65,4 +68,5 @@ def watch_command(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    err.print(f"{'stopped' if not once else 'done'}: {count} imports")  # stderr: --json keeps stdout JSON lines
+    told = f" ({quiet} with nothing new to tell: not shown)" if quiet else ""
+    err.print(f"{'stopped' if not once else 'done'}: {count} import{'s' if count != 1 else ''}{told}")  # stderr: --json keeps stdout JSON lines

@@ -161,6 +161,9 @@ class ParseResult:
     problems: list[str] = field(default_factory=list)
     recognised: bool = True
     why: str | None = None
+    #: a last line with no newline that is not JSON yet: half a line an agent is writing now (not a
+    #: bad line; the file's next read takes it in once it is finished)
+    pending_lines: int = 0
 
 
 @dataclass
@@ -218,6 +221,9 @@ class ImportResult:
     resumed: int = 0
     #: of ``superseded``, the imported turns the transcript no longer holds (rewound, or cut short)
     rewound: int = 0
+    #: files whose last line is not finished yet (no newline, not JSON yet: an agent writing it
+    #: now); not counted in ``skipped``: the next import reads it once it is finished
+    pending: int = 0
     #: ``(source, transcriptId)`` of transcripts with a session left as an issued invoice billed it
     #: although the transcript differs: their files are read again by the next import
     held_back: set[tuple[str, str]] = field(default_factory=set)
@@ -230,6 +236,8 @@ class ImportResult:
         if self.unrecognised:
             line += f", {self.unrecognised} file{'s' if self.unrecognised != 1 else ''} of another format"
         line += f", indexed {self.reindexed} already in the vault" if self.reindexed else ""
+        line += (f", {self.pending} file{'s' if self.pending != 1 else ''} with a last line still being written "
+                 f"(no newline yet: taken in when it is finished)") if self.pending else ""
         held = len(self.held_back)
         line += (f", {held} conversation{'s' if held != 1 else ''} left as an issued invoice billed "
                  f"{'them' if held != 1 else 'it'}") if held else ""
@@ -238,12 +246,22 @@ class ImportResult:
         return line + (f", {self.rewound} turn{'s' if self.rewound != 1 else ''} the transcript no longer holds "
                        f"marked superseded" if self.rewound else "")
 
+    def news(self) -> bool:
+        """Whether the import has something to tell a person: sessions or turns taken in, lines
+        skipped, records superseded or revised, files of another format, conversations held back
+        or records indexed again — not a pass that only stretched a session with the agent's own
+        lines or found half a line still being written (``memo watch`` prints these only with
+        ``--json``)."""
+        return bool(self.sessions or self.turns or self.skipped or self.errors or self.superseded or self.revised
+                    or self.unrecognised or self.held_back or self.reindexed)
+
     def wire(self) -> dict:
         return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
                 "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed,
                 "superseded": self.superseded, "revised": self.revised, "recognised": self.recognised,
                 "unrecognised": self.unrecognised, "unchanged": self.unchanged,
-                "resumed": self.resumed, "rewound": self.rewound, "heldBack": len(self.held_back)}
+                "resumed": self.resumed, "rewound": self.rewound, "heldBack": len(self.held_back),
+                "pending": self.pending}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
@@ -851,11 +869,15 @@ def _count_parse(result: ImportResult, path: Path, parsed: ParseResult, source: 
     name = redact_secrets(str(path))[0]
     if not parsed.recognised:
         result.unrecognised += 1
-        result.errors.append(f"{name}: not {_article(source)} transcript" + (f" ({parsed.why})" if parsed.why else ""))
+        why = parsed.why
+        if parsed.pending_lines and not parsed.problems:
+            why = "its only line is still being written: no newline, not JSON yet"
+        result.errors.append(f"{name}: not {_article(source)} transcript" + (f" ({why})" if why else ""))
     else:
         result.recognised += 1
         held[path] = [t.transcript_id for t in parsed.transcripts]
     result.skipped += max(parsed.skipped_lines, len(parsed.problems))
+    result.pending += 1 if parsed.pending_lines else 0
     result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
     for transcript in parsed.transcripts:
         transcript.path = path  # as given now (a checkpoint keeps the spelling of its first read)

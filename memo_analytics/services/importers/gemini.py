@@ -65,7 +65,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from ...domain.clock import parse_instant
 from ...domain.errors import InvalidDateError
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, other_format
-from .lines import NOT_JSON, json_records, read_lines
+from .lines import NOT_JSON, json_records, read_jsonl_lines
 
 SUFFIXES: tuple[str, ...] = (".json", ".jsonl")
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -272,11 +272,12 @@ def _first_value(lines: list[tuple[int, str]]) -> object:
         return _NOT_JSON
 
 
-def _read(path: Path, options: ImportOptions) -> tuple[_Chat | None, object]:
+def _read(path: Path, options: ImportOptions) -> tuple[_Chat | None, object, bool]:
     """The chat a file holds (None when it holds none) and, without one, its first JSON value
     (to say what the file is instead). ``.jsonl`` is read line by line, a bad byte costing its
     line; any other file as one JSON document (a legacy chat) and, as Gemini's loader does,
-    as JSON Lines when that document is no chat.
+    as JSON Lines when that document is no chat. Third: whether the last line is half a line
+    still being written (:func:`.lines.read_jsonl_lines`).
 
     Raises
     ------
@@ -298,16 +299,16 @@ def _read(path: Path, options: ImportOptions) -> tuple[_Chat | None, object]:
             chat = _Chat(zone=options.zone)
             chat.take(document, "document")
             if chat.session_id is not None:
-                return chat, None
-    lines, problems = read_lines(path)
+                return chat, None, False
+    lines, problems, pending = read_jsonl_lines(path)
     chat = _from_lines(lines, problems, options)
     if chat.session_id is not None:  # Gemini's loader needs sessionId and projectHash too
-        return chat, None
+        return chat, None, pending
     if path.suffix == ".jsonl":
-        return None, _first_value(lines)
+        return None, _first_value(lines), pending
     if broken is not None:
         raise ValueError(broken)
-    return None, document
+    return None, document, False
 
 
 def _gemini_side_file(value: object) -> bool:
@@ -357,9 +358,10 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         Lines with a chat header, or holds a byte that is not UTF-8 (in a ``.jsonl`` file a
         bad byte costs only its line).
     """
-    chat, first = _read(path, options)
+    chat, first, pending = _read(path, options)
     if chat is None:
-        return ParseResult() if _gemini_side_file(first) else ParseResult(recognised=False, why=_looks_like(first))
+        return ParseResult() if _gemini_side_file(first) else ParseResult(recognised=False, why=_looks_like(first),
+                                                                          pending_lines=int(pending))
     if chat.meta.get("kind") == "subagent":
         return ParseResult()
     transcript = Transcript(transcript_id=chat.session_id, source=SOURCE, path=path, ide="gemini", agent="gemini",
@@ -382,4 +384,4 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     summary = chat.meta.get("summary")
     transcript.title = summary.strip() if isinstance(summary, str) and summary.strip() else None
     return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(chat.problems),
-                       problems=chat.problems)
+                       problems=chat.problems, pending_lines=int(pending))

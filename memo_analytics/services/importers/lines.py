@@ -53,7 +53,10 @@ def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
     OSError
         The file cannot be read.
     """
-    data = path.read_bytes()
+    return _split(path.read_bytes())
+
+
+def _split(data: bytes) -> tuple[list[tuple[int, str]], list[str]]:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     lines, problems = [], []
@@ -66,3 +69,26 @@ def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
     if lines and lines[-1][1] == "" and data.endswith(b"\n"):
         lines.pop()
     return lines, problems
+
+
+def read_jsonl_lines(path: Path) -> tuple[list[tuple[int, str]], list[str], bool]:
+    """:func:`read_lines` of a JSON Lines file an agent may be writing now, and whether its last
+    line is unfinished: with no newline and not JSON yet (or cut inside a character) it is half a
+    line still being written — left out, and not named as a problem: the file's next read takes it
+    in once it is finished (:attr:`.common.ParseResult.pending_lines`).
+
+    Raises
+    ------
+    OSError
+        The file cannot be read.
+    """
+    data = path.read_bytes()
+    lines, problems = _split(data)
+    if not data.rstrip(b" \t\r") or data.endswith(b"\n"):
+        return lines, problems, False
+    last = data.count(b"\n") + 1  # the number of the line with no newline
+    if lines and lines[-1][0] == last:
+        if not lines[-1][1].strip() or parse_json_line(lines[-1][1]) is not NOT_JSON:
+            return lines, problems, False  # whole (a writer that has not put the newline yet)
+        return lines[:-1], problems, True
+    return lines, [p for p in problems if not p.startswith(f"line {last}: ")], True  # cut inside a character

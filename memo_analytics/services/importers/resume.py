@@ -39,7 +39,7 @@ import orjson
 
 from ...vault.io import read_regular_file
 from ...vault.redact import redact_secrets
-from .lines import decode_line, parse_json_line
+from .lines import NOT_JSON, decode_line, parse_json_line
 
 #: Files smaller than this are read whole (loading a checkpoint costs about as much as reading them).
 RESUME_FROM_BYTES = 256 * 1024
@@ -382,19 +382,28 @@ def _fold(fold, raw: bytes, base: int, number: int, version: str, inode: int, op
         if state is not None:
             hasher.update(memoryview(raw)[digested:complete])
             checkpoint = Checkpoint(complete, number, hasher.hexdigest(), version, inode, state)
-    if complete < len(raw):  # a last line with no newline (perhaps still being written): read, not kept
-        problems = getattr(fold, "problems", None)
-        before = len(problems) if isinstance(problems, list) else None
-        _feed(fold, raw, complete, len(raw), number, options)
-        if before is not None:  # say why a half-written last line is not JSON: it is read again once it grows
-            problems[before:] = [problem + UNFINISHED if problem.endswith(": not JSON") else problem
-                                 for problem in problems[before:]]
-    return fold.finish(), checkpoint
+    pending = complete < len(raw) and not _feed_last(fold, raw[complete:], number + 1, options)
+    result = fold.finish()
+    if pending and hasattr(result, "pending_lines"):  # a ParseResult
+        result.pending_lines = 1
+    return result, checkpoint
 
 
-#: What a last line with no newline that is not JSON adds to its problem (:func:`_fold`): an agent
-#: may be writing it now; the file's next read takes it in whole.
-UNFINISHED = " (the last line, with no newline yet: perhaps still being written; read again when the file grows)"
+def _feed_last(fold, tail: bytes, number: int, options) -> bool:
+    """Feed ``fold`` a last line with no newline (line ``number``) when it is a whole JSON value
+    (an agent that has not written the newline yet, or a file that ends without one); False when
+    it is not (yet): half a line an agent is writing now, read again once the file grows, not a
+    bad line (:attr:`.common.ParseResult.pending_lines`)."""
+    text, problem = decode_line(tail, number)
+    if problem is not None:  # cut inside a character
+        return False
+    if not text.strip():
+        return True
+    record = parse_json_line(text)
+    if record is NOT_JSON:
+        return False
+    fold.feed(number, record, options)
+    return True
 
 
 def sound(result: Any) -> bool:
