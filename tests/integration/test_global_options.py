@@ -99,3 +99,15 @@ def test_global_options_after_the_command_still_load_only_that_command(tmp_path)
     assert probe["code"] == 0, stderr
     loaded = {m.rsplit(".", 1)[-1] for m in probe["loaded"] if m.startswith("memo_analytics.interfaces.cli.")}
     assert "prompts" in loaded and not loaded & {"reports", "operations", "operator", "serve", "rules"}
+
+
+def test_version_prints_the_installed_version_without_opening_a_vault(tmp_path):
+    """``memo --version`` as every command-line tool has it: the package's version (the one pip
+    installed), exit 0, and no vault made — even where ``MEMO_VAULT`` names a path that is a file."""
+    from importlib.metadata import version
+
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    ran = memo("--version", env={"MEMO_VAULT": str(not_a_folder)})
+    assert (ran.returncode, ran.stdout, ran.stderr) == (0, f"memo {version('memo_analytics')}\n", "")
+    assert not_a_folder.read_text() == "x"

@@ -189,9 +189,20 @@ def _global(
     ctx: typer.Context,
     vault_root: Optional[str] = typer.Option(None, "--vault-root", envvar="MEMO_VAULT", help=_VAULT_ROOT_HELP),
     json_output: bool = typer.Option(False, "--json", help=_JSON_HELP),
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=lambda value: _version(value),
+                                 help="Print memo's version and exit."),
 ) -> None:
     """Global options (also accepted after the command: ``memo activity --all --json``)."""
     _apply_globals(vault_root, json_output, ctx.invoked_subcommand)
+
+
+def _version(value: bool) -> None:
+    """``memo --version``: ``memo 0.1.0`` on stdout, and exit 0."""
+    if value:
+        from ... import __version__
+
+        sys.stdout.write(f"memo {__version__}\n")
+        raise typer.Exit()
 
 
 def _apply_globals(vault_root: Optional[str], json_output: bool, command: Optional[str]) -> None:
