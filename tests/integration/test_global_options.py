@@ -111,3 +111,16 @@ def test_version_prints_the_installed_version_without_opening_a_vault(tmp_path):
     ran = memo("--version", env={"MEMO_VAULT": str(not_a_folder)})
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, f"memo {version('memo_analytics')}\n", "")
     assert not_a_folder.read_text() == "x"
+
+
+def test_no_command_offers_to_install_shell_completion(tmp_path):
+    """The global options a command accepts are ``--vault-root`` and ``--json`` alone: no command
+    offers ``--install-completion`` (it would write into the person's shell start-up files)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    for command in (["activity"], ["invoice", "issue"], ["prompt", "list"], ["import", "claude-code"]):
+        shown = memo(*command, "--help", env={"HOME": str(home)})
+        assert "--json" in shown.stdout and "completion" not in shown.stdout
+        refused = memo(*command, "--install-completion", env={"HOME": str(home), "SHELL": "/bin/bash"}, check=False)
+        assert refused.returncode == 2 and "No such option: --install-completion" in refused.stderr
+    assert list(home.iterdir()) == []

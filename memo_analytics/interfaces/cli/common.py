@@ -88,7 +88,7 @@ class _MemoGroup(TyperGroup):
 def _command_global_options() -> list[Any]:
     """``--vault-root`` and ``--json`` as options of a command (built by Typer, so its help
     shows them): given there they apply as if given before the command."""
-    helper = typer.Typer()
+    helper = typer.Typer(add_completion=False)
 
     @helper.command()
     def _options(
