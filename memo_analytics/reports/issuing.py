@@ -12,11 +12,11 @@ turns the same lines into a document:
   by default: ``2026-0001``; the sequence restarts each year when the format has
   ``{year}``), allocated under the vault lock; invoices and credit notes share it.
 - **Dates**: the period is always printed as dates (the report's bounds, else the first and
-  last billed session's local dates); the issue date defaults to the period's end when the
-  period is past, else today — but never before the last document issued: numbers follow
-  issue dates (an earlier ``--issued`` is refused); the due date is the payment terms after
-  the issue date, or after the day of issuing when the invoice is dated earlier (a backdated
-  invoice is not overdue when it arrives).
+  last billed session's local dates); the issue date is the day of issuing (EN 16931 BT-2:
+  the date the invoice was issued), in the report's zone — but never before the last document
+  issued: numbers follow issue dates (an earlier ``--issued`` is refused); the due date is the
+  payment terms after the issue date, or after the day of issuing when ``--issued`` dates the
+  invoice earlier (a backdated invoice is not overdue when it arrives).
 - **Sendable**: the issuer's name, postal address, country, VAT id or tax number and IBAN, the
   client's postal address and country are required (the key to set is named); reverse charge
   needs both VAT ids.
@@ -69,9 +69,6 @@ def billing_period(report: ActivityReport, sessions: list[dict[str, Any]]) -> tu
     return first, last
 
 
-def default_issue_date(period_end: date, today: date) -> date:
-    """The period's end when the period is past, else today."""
-    return period_end if period_end < today else today
 
 
 def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> None:
@@ -258,14 +255,14 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         _check_sendable(settings.invoice, section.client, client)
         period = billing_period(report, section.sessions)
         latest = ledger.last_issued(docs)
-        issued = issued or max(default_issue_date(period[1], now.astimezone(report.zone).date()), latest or date.min)
+        issued = issued or max(now.astimezone(report.zone).date(), latest or date.min)
         if issued < period[0]:
             raise InvalidFieldError("issued", f"{issued} is before the period it bills ({period[0]} – {period[1]})")
         today = now.astimezone(report.zone).date()
         _check_in_order(issued, latest, today)
         number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year,
                                                    ledger.read_state(store.root))
-        # a backdated invoice (dated the period's end) is not overdue when it arrives: its terms run from today
+        # a backdated invoice (--issued before today) is not overdue when it arrives: its terms run from today
         meta = _document_meta(ledger.INVOICE, number, key, sequence, settings.invoice.number_format, issued,
                               due_date(max(issued, today), settings.invoice, client), period, zone_name(report.zone), invoice,
                               settings.invoice, section.client, client, now)

@@ -149,16 +149,16 @@ def test_an_issued_invoice_is_numbered_stored_priced_with_vat_and_a_valid_factur
     june = issue(billing, "--client", "acme corp", "--since", "2026-06-01", "--until", "2026-06-30",
                  "-o", str(tmp_path / "june.pdf"))
     # web 80 min → 1.33 h × 120 = 159.60; api 25 min → 0.42 h × 140 (its own rate) = 58.80; net 218.40;
-    # VAT 19 % of 218.40 = 41.496 → 41.50; gross 259.90. Dated the period's end (it is past); due 14 days after
-    # the day it was issued (a backdated invoice is not overdue when it arrives: see the test of that rule)
+    # VAT 19 % of 218.40 = 41.496 → 41.50; gross 259.90. Dated the day it is issued (EN 16931 BT-2), in the
+    # report's zone, not the period's end; due 14 days after it
+    today = datetime.now(ZoneInfo("Europe/Berlin")).date()
     assert {k: june[k] for k in ("number", "kind", "issued", "due", "periodStart", "periodEnd", "client", "currency",
                                  "net", "tax", "gross", "billableHours", "sessions", "status")} == {
-        "number": "2026-0001", "kind": "invoice", "issued": "2026-06-30", "due": june["due"],
+        "number": "2026-0001", "kind": "invoice", "issued": today.isoformat(), "due": june["due"],
         "periodStart": "2026-06-01", "periodEnd": "2026-06-30", "client": "Acme Corp", "currency": "EUR",
         "net": "218.40", "tax": "41.50", "gross": "259.90", "billableHours": "1.75", "sessions": 2, "status": "issued"}
     assert june["leftOff"] == {"alreadyInvoiced": 0, "zeroMinutes": 1, "open": 0}
-    today = datetime.now(ZoneInfo("Europe/Berlin")).date()
-    assert date.fromisoformat(june["due"]) - max(date(2026, 6, 30), today) == timedelta(days=14)
+    assert date.fromisoformat(june["due"]) - today == timedelta(days=14)
     stored = billing["vault"] / "invoices" / "2026-0001.pdf"
     assert stored.read_bytes() == (tmp_path / "june.pdf").read_bytes()
     assert not os.access(stored, os.W_OK) or os.geteuid() == 0
@@ -173,7 +173,7 @@ def test_an_issued_invoice_is_numbered_stored_priced_with_vat_and_a_valid_factur
     root = xml_of(stored)
     assert text(root, "//rsm:ExchangedDocument/ram:ID") == ["2026-0001"]
     assert text(root, "//rsm:ExchangedDocument/ram:TypeCode") == ["380"]
-    assert text(root, "//ram:IssueDateTime/udt:DateTimeString") == ["20260630"]
+    assert text(root, "//ram:IssueDateTime/udt:DateTimeString") == [today.strftime("%Y%m%d")]
     assert text(root, "//ram:SellerTradeParty/ram:SpecifiedTaxRegistration/ram:ID") == ["DE136695976"]
     assert text(root, "//ram:BuyerTradeParty/ram:SpecifiedTaxRegistration/ram:ID") == ["FR40303265045"]
     assert text(root, "//ram:IncludedSupplyChainTradeLineItem//ram:BilledQuantity") == ["0.42", "1.33"]
@@ -189,14 +189,16 @@ def test_an_issued_invoice_is_numbered_stored_priced_with_vat_and_a_valid_factur
 
 
 def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoice(billing):
-    first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30",
+                  "--issued", "2026-06-30")
     again = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
                 "--until", "2026-06-30")
     assert again.returncode == 1
     assert again.stderr.strip() == ("error: Nothing to invoice: no billable session with a duration for these "
                                     "filters; 2 already invoiced (memo invoice list); 1 of 0 minutes")
     # a wider period bills only what is new: July's session
-    wider = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-07-31")
+    wider = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-07-31",
+                  "--issued", "2026-07-31")
     assert (wider["number"], wider["net"], wider["sessions"], wider["leftOff"]["alreadyInvoiced"]) == (
         "2026-0002", "120.00", 1, 2)
     credit = json.loads(run(billing, "--json", "invoice", "credit", first["number"], "--reason", "wrong rate",
@@ -218,11 +220,12 @@ def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoi
     assert [(i["number"], i["kind"], i.get("status"), i.get("creditedBy"), i.get("credits")) for i in listed] == [
         ("2026-0001", "invoice", "credited", "2026-0003", None), ("2026-0002", "invoice", "issued", None, None),
         ("2026-0003", "creditNote", None, None, "2026-0001"), ("2026-0004", "invoice", "issued", None, None)]
-    # numbers follow issue dates: 0004 bills June, whose end is past, but is dated as the credit note before it
-    assert [i["issued"] for i in listed] == ["2026-06-30", "2026-07-31", "2026-08-01", "2026-08-01"]
+    # numbers follow issue dates: 0004, without --issued, is dated the day it is issued
+    today = datetime.now(ZoneInfo("Europe/Berlin")).date().isoformat()
+    assert [i["issued"] for i in listed] == ["2026-06-30", "2026-07-31", "2026-08-01", today]
     early = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
                 "2026-06-30", "--issued", "2026-07-01")
-    assert early.returncode == 1 and "before the last issued document (2026-08-01)" in early.stderr
+    assert early.returncode == 1 and f"before the last issued document ({today})" in early.stderr
 
 
 def test_reverse_charge_bills_no_vat_and_says_why(billing):
@@ -338,8 +341,9 @@ def test_the_draft_leaves_off_what_is_invoiced_and_says_so(billing, tmp_path):
 # ColorProfile(files(...).open("rb"))): a ResourceWarning at garbage collection, in the library
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_the_due_date_runs_from_the_day_of_issuing_when_the_invoice_is_dated_earlier(billing):
-    """A June invoice issued on 1 December is dated 30 June (the period's end) but due 14 days
-    after 1 December; issued on 2 July, it is due 14 days after 2 July either way."""
+    """A June invoice issued on 1 December and backdated to 30 June (``--issued``) is due 14 days
+    after 1 December; issued on 2 December without a date, it is dated 2 December and due 14 days
+    after."""
     from memo_analytics.analytics.activity import report_for
     from memo_analytics.reports.issuing import issue_invoice
     from memo_analytics.services.requests import ActivityReportRequest
@@ -353,10 +357,10 @@ def test_the_due_date_runs_from_the_day_of_issuing_when_the_invoice_is_dated_ear
             return report_for(store, ActivityReportRequest(cross_project=True, client=client, since="2026-06-01",
                                                            until="2026-06-30"))
 
-        late, _ = issue_invoice(store, settings, june("Acme Corp"), now=datetime(2026, 12, 1, 9, tzinfo=timezone.utc))
+        late, _ = issue_invoice(store, settings, june("Acme Corp"), now=datetime(2026, 12, 1, 9, tzinfo=timezone.utc),
+                                issued=date(2026, 6, 30))
         assert (late.meta["issued"], late.meta["due"]) == ("2026-06-30", "2026-12-15")
-        soon, _ = issue_invoice(store, settings, june("Globex"), now=datetime(2026, 12, 2, 9, tzinfo=timezone.utc),
-                                issued=date(2026, 12, 2))
+        soon, _ = issue_invoice(store, settings, june("Globex"), now=datetime(2026, 12, 2, 9, tzinfo=timezone.utc))
         assert (soon.meta["issued"], soon.meta["due"]) == ("2026-12-02", "2026-12-16")
     finally:
         store.close()

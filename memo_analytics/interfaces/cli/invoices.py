@@ -60,8 +60,9 @@ def invoice_issue(
     client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
     lines: str = typer.Option("project", "--lines", help="One line per project (default) or per session."),
-    issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: the period's "
-                                                               "end when it is past, else today)."),
+    issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: today; an earlier "
+                                                               "date backdates the invoice, its terms still run "
+                                                               "from today)."),
     zero_minutes: bool = typer.Option(False, "--zero-minutes", help="Bill sessions of 0 minutes too."),
     output: Optional[Path] = _OUTPUT, force: bool = _FORCE,
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
