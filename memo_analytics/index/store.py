@@ -98,12 +98,34 @@ def connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 30000")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _while_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
     conn.execute("PRAGMA synchronous = NORMAL")
     if conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
         with transaction(conn):
-            _create_schema(conn)
+            _create_schema(conn)  # IF NOT EXISTS: another process may have made it meanwhile
     return conn
+
+
+#: How long :func:`_while_locked` tries again (s): the busy timeout of the connection.
+LOCKED_FOR_SECONDS = 30.0
+
+
+def _while_locked(step) -> Any:
+    """``step()``, tried again while SQLite answers "database is locked" without waiting: a
+    new database switched to WAL by several processes at once (each holds a shared lock and
+    wants the exclusive one — SQLite refuses at once rather than deadlock, its busy handler is
+    not called), for at most :data:`LOCKED_FOR_SECONDS`."""
+    import random
+    import time
+
+    deadline = time.monotonic() + LOCKED_FOR_SECONDS
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(random.uniform(0.005, 0.05))
 
 
 #: Columns ``records`` must have (in this order) for this version of the code.
