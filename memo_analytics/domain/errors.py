@@ -7,6 +7,10 @@ raises a tool error with the same message, the HTTP API answers with a JSON body
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
+
 
 class MemoError(Exception):
     """Base of every error memo_analytics raises on purpose.
@@ -132,6 +136,40 @@ class IndexReadOnlyError(MemoError):
     def __init__(self, path: str) -> None:
         self.path = path
         super().__init__(f"index is read-only: {path}")
+
+
+class DiskFullError(MemoError):
+    """The disk that holds ``path`` (the vault, its index) has no space left: what was being
+    written is not in the vault (every write is atomic); nothing is damaged — the person frees
+    space and runs the command again (:func:`disk_full`)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"No space left on the disk of {path}: nothing is damaged (what could not be written is "
+                         "not in the vault); free some space and run the command again")
+
+
+def disk_full(exc: BaseException, path: str | os.PathLike) -> bool:
+    """Whether ``exc`` (an ``OSError`` or a ``sqlite3`` error) comes of a full disk: ``ENOSPC``
+    or ``EDQUOT``, SQLite's ``SQLITE_FULL``, or a SQLite I/O error while the disk of ``path``
+    has (almost) no space left."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC))
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int):
+        return False
+    if code & 0xFF == 13:  # SQLITE_FULL
+        return True
+    if code & 0xFF != 10:  # SQLITE_IOERR: writing the WAL or its shared memory failed — for want of space?
+        return False
+    folder = Path(path)
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        found = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return False
+    return found.f_bavail * found.f_frsize < 256 * 1024
 
 
 class VaultBusyError(MemoError):

@@ -28,12 +28,14 @@ from pydantic.alias_generators import to_camel
 
 from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, call_tool, refuse_server_paths
 from ..domain.errors import (
+    DiskFullError,
     InvalidFieldError,
     MemoError,
     RecordNotFoundError,
     SessionCompletedError,
     SessionNotStartedError,
     VaultBusyError,
+    disk_full,
 )
 from ..domain.wire import dumps
 from ..services.requests import (
@@ -72,6 +74,8 @@ def _status_for(exc: MemoError) -> int:
         return 409
     if isinstance(exc, VaultBusyError):
         return 503
+    if isinstance(exc, DiskFullError):
+        return 507  # Insufficient Storage
     return 400
 
 
@@ -209,6 +213,9 @@ class ApiHandler(tornado.web.RequestHandler):
             self.fail(exc.status_code, f"Invalid request: {exc.log_message or exc.reason or exc.status_code}")
             return
         except Exception as exc:  # noqa: BLE001 - never a traceback to the client
+            if disk_full(exc, self.runtime.settings.vault_root):
+                self.fail(507, str(DiskFullError(str(self.runtime.settings.vault_root))))
+                return
             self.fail(500, f"Internal error ({type(exc).__name__}); see the server log")
             raise
         if not self._finished:

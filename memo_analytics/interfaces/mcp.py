@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import sqlite3
 import threading
 import time
 from typing import Annotated, Any
@@ -24,7 +25,7 @@ from pydantic.alias_generators import to_camel
 
 from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, call_tool, refuse_server_paths
 from ..config import Settings
-from ..domain.errors import MemoError
+from ..domain.errors import DiskFullError, MemoError, disk_full
 from ..domain.hosts import host_port, is_loopback
 from ..domain.wire import compact, dumps, dumps_compact
 from ..runtime import Runtime
@@ -91,6 +92,11 @@ class PromptTool:
             raise ToolError(redact_secrets(str(exc))[0]) from None
         except ValidationError as exc:
             raise ToolError(redact_secrets(_message(exc))[0]) from None
+        except (OSError, sqlite3.Error) as exc:
+            root = self.runtime.settings.vault_root
+            if disk_full(exc, root):
+                raise ToolError(str(DiskFullError(str(root)))) from None
+            raise
         if parsed.compact:
             return CallToolResult(content=[TextContent(type="text", text=dumps_compact(result))],
                                   structured_content=compact(result))

@@ -33,10 +33,12 @@ from ..domain.clock import resolve_zone
 from ..domain.errors import (
     AmbiguousIdError,
     CorruptRecordError,
+    DiskFullError,
     IndexDamagedError,
     IndexReadOnlyError,
     InvalidFieldError,
     VaultBusyError,
+    disk_full,
 )
 from ..domain.ids import prompt_id, session_record_id, slugify, validate_slug
 from ..domain.records import RecordKind, normalize_meta, subdir_for_kind
@@ -382,10 +384,13 @@ class VaultStore:
             raise self.index_error(exc) from None
 
     def index_error(self, exc: sqlite3.DatabaseError) -> Exception:
-        """The product error a SQLite error of the index stands for: :class:`IndexReadOnlyError`,
-        :class:`IndexDamagedError` (not a database, malformed), else ``exc`` itself."""
+        """The product error a SQLite error of the index stands for: :class:`DiskFullError`,
+        :class:`IndexReadOnlyError`, :class:`IndexDamagedError` (not a database, malformed), else
+        ``exc`` itself."""
         path = self.layout.index_path
         text = str(exc).lower()
+        if disk_full(exc, path.parent):
+            return DiskFullError(str(self.root))
         if "readonly" in text or "read-only" in text or self.index_read_only():
             return IndexReadOnlyError(str(path))
         if not isinstance(exc, sqlite3.OperationalError) or "malformed" in text or "not a database" in text:

@@ -15,13 +15,16 @@ taken in through the session file they belong to. Stopping (SIGINT, SIGTERM, or 
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..domain.errors import InvalidFieldError
+from ..domain.errors import DiskFullError, InvalidFieldError, MemoError, disk_full
 from ..vault.io import read_json_state, write_json_state
+from ..vault.redact import redact_secrets
 from .importers import IMPORTERS, load_importer, opencode
 from .importers.common import ImportOptions, ImportResult, format_of, run_import, walk_files
 from .store import VaultStore
@@ -111,6 +114,9 @@ class FileStates:
     def __init__(self, vault_root: Path) -> None:
         self.path = Path(vault_root) / ".memo" / "watch.json"
         self.files: dict[str, list[int]] = (read_json_state(self.path) or {}).get("files", {})
+        #: files whose last import failed (a full disk, a vault busy too long): ``{path: (source,
+        #: when)}`` (``time.monotonic``), tried again after :data:`RETRY_AFTER_SECONDS` (:meth:`due`)
+        self.failed: dict[str, tuple[str, float]] = {}
 
     @staticmethod
     def stamp(path: Path) -> list[int] | None:
@@ -144,7 +150,22 @@ class FileStates:
             self.files[str(path)] = stamp
 
     def save(self) -> None:
-        write_json_state(self.path, {"files": self.files})
+        """Keep :attr:`files` (a cache: a disk too full to write it costs a re-import later)."""
+        try:
+            write_json_state(self.path, {"files": self.files})
+        except OSError:
+            pass
+
+    def due(self, now: float | None = None) -> list[tuple[Path, str]]:
+        """The files whose import failed at least :data:`RETRY_AFTER_SECONDS` ago."""
+        now = time.monotonic() if now is None else now
+        return [(Path(path), source) for path, (source, when) in self.failed.items()
+                if now - when >= RETRY_AFTER_SECONDS]
+
+
+#: How long after a failed import (a full disk, a vault held by another import) the watcher tries
+#: that file again when nothing changes it meanwhile (s).
+RETRY_AFTER_SECONDS = 30.0
 
 
 @dataclass
@@ -154,9 +175,13 @@ class Imported:
     path: Path
     source: str
     result: ImportResult
+    #: why the import failed (one line, redacted): nothing of the file was taken in; it is tried
+    #: again at its next change, or after :data:`RETRY_AFTER_SECONDS`
+    error: str | None = None
 
     def wire(self) -> dict:
-        return {"path": str(self.path), "source": self.source, **self.result.wire()}
+        return {"path": str(self.path), "source": self.source, **self.result.wire(),
+                **({"error": self.error} if self.error else {})}
 
 
 def _candidates(roots: Iterable[WatchedRoot]) -> list[tuple[Path, str]]:
@@ -172,18 +197,40 @@ def _candidates(roots: Iterable[WatchedRoot]) -> list[tuple[Path, str]]:
 
 def import_changed(store: VaultStore, files: Iterable[tuple[Path, str]], options: ImportOptions,
                    states: FileStates) -> list[Imported]:
-    """Import each file that changed since ``states`` took it in; what each import did."""
+    """Import each file that changed since ``states`` took it in; what each import did. An import
+    that fails (a full disk, the vault busy for too long, a damaged index) stops neither the others
+    nor the watcher: it is an :class:`Imported` with ``error``, tried again later (:meth:`FileStates.due`)."""
     done = []
     for path, source in files:
         if not states.changed(path):
+            states.failed.pop(str(path), None)
             continue
         stamp = FileStates.stamp(path)  # before reading: a line written meanwhile is taken next time
-        result = run_import(store, [path], load_importer(source).parse, options, source=source, incremental=True)
+        try:
+            result = run_import(store, [path], load_importer(source).parse, options, source=source, incremental=True)
+        except (MemoError, OSError, sqlite3.Error) as exc:
+            states.failed[str(path)] = (source, time.monotonic())
+            done.append(Imported(path, source, ImportResult(), error=_reason(store, exc)))
+            continue
+        states.failed.pop(str(path), None)
         states.took(path, stamp)
         done.append(Imported(path, source, result))
     if done:
         states.save()
     return done
+
+
+def _reason(store: VaultStore, exc: BaseException) -> str:
+    """Why an import failed, on one line, secrets redacted."""
+    if disk_full(exc, store.root):
+        text = str(DiskFullError(str(store.root)))
+    elif isinstance(exc, sqlite3.DatabaseError):
+        text = str(store.index_error(exc))
+    elif isinstance(exc, OSError):
+        text = f"cannot use {exc.filename or 'a file'}: {exc.strerror or type(exc).__name__}"
+    else:
+        text = str(exc)
+    return redact_secrets(" ".join(text.split()))[0]
 
 
 def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, on_import: Callable[[Imported], None],
@@ -265,6 +312,8 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
                 module = load_importer(source)
                 if path.suffix in module.SUFFIXES and not set(module.EXCLUDE_DIRS) & set(path.parts):
                     touched.append((path, source))
+        named = {path for path, _ in touched}
+        touched += [due for due in states.due() if due[0] not in named]  # failed before: tried again
         for item in import_changed(store, touched, options, states):
             on_import(item)
         if stop.is_set() or any(_identity(root.path) != identities[root.path] for root in roots):

@@ -24,7 +24,7 @@ gc.disable()
 try:
     import typer
 
-    from ...domain.errors import MemoError
+    from ...domain.errors import DiskFullError, MemoError, disk_full
     from .common import _fail, state
     from .common import app as _app
 finally:
@@ -127,10 +127,15 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         _fail("aborted", 130)
     except OSError as exc:
+        if disk_full(exc, exc.filename or "."):
+            _fail(str(DiskFullError(str(state.settings.vault_root if state.settings else exc.filename or "the vault"))))
         where = f" {exc.filename}" if exc.filename else ""
         _fail(f"Cannot use{where}: {exc.strerror or type(exc).__name__}")
     except sqlite3.DatabaseError as exc:
-        path = state.settings.vault_root / ".memo" / "index.sqlite" if state.settings else "the index"
+        root = state.settings.vault_root if state.settings else None
+        if disk_full(exc, root or "."):
+            _fail(str(DiskFullError(str(root or "the vault"))))
+        path = root / ".memo" / "index.sqlite" if root else "the index"
         _fail(f"The index {path} is damaged ({exc}); run `memo reindex` to rebuild it")
     except Exception as exc:
         # usage errors of the click that typer ships (duck-typed: typer may vendor click)

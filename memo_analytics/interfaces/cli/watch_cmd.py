@@ -35,7 +35,7 @@ def watch_command(
     """Follow the agents' transcript folders and import each transcript as it grows; one line
     per import that took something in (every import with --json). Stops cleanly on Ctrl-C or SIGTERM."""
     from ...services.importers.common import ImportOptions
-    from ...services.watch import WatchedRoot, known_roots, watch
+    from ...services.watch import RETRY_AFTER_SECONDS, WatchedRoot, known_roots, watch
 
     roots = [] if only else known_roots()
     roots += [WatchedRoot(Path(p).expanduser()) for p in paths or []]
@@ -44,13 +44,19 @@ def watch_command(
                             zone=resolve_zone(tz or state.settings.timezone))
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
-    count = quiet = 0
+    count = quiet = failed = 0
 
     def on_import(item) -> None:
-        nonlocal count, quiet
+        nonlocal count, quiet, failed
         count += 1
+        failed += 1 if item.error else 0
         if state.json:
             sys.stdout.write(json.dumps(item.wire(), ensure_ascii=False) + "\n")  # one JSON object per line
+        elif item.error:
+            at = datetime.now(timezone.utc).astimezone(state.store.zone).strftime("%H:%M:%S")
+            err.print(_safe(f"{at} {item.source} {item.path}: not imported: {item.error}"
+                            + ("" if once else f" (tried again at its next change, or in {RETRY_AFTER_SECONDS:.0f} s)")))
+            return
         elif not item.result.news():
             quiet += 1  # only the agent's own lines (the session stretched), or half a line: nothing to tell
             return
@@ -68,5 +74,9 @@ def watch_command(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    told = f" ({quiet} with nothing new to tell: not shown)" if quiet else ""
-    err.print(f"{'stopped' if not once else 'done'}: {count} import{'s' if count != 1 else ''}{told}")  # stderr: --json keeps stdout JSON lines
+    told = [f"{quiet} with nothing new to tell: not shown"] if quiet else []
+    told += [f"{failed} failed"] if failed else []
+    told_text = f" ({', '.join(told)})" if told else ""
+    err.print(f"{'stopped' if not once else 'done'}: {count} import{'s' if count != 1 else ''}{told_text}")  # stderr: --json keeps stdout JSON lines
+    if once and failed:
+        raise typer.Exit(1)
