@@ -92,7 +92,8 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
                           f"{bucket['billableHours']:.2f}")
         out.print(table)
     if 0 < len(data["byDay"]) <= 62:
-        days = Table(title=f"Billable time by day ({data['timezone']})", caption="sessions split at midnight")
+        title = f"Billable time by day ({data['timezone']})"
+        days = Table(title=title, caption="sessions split at midnight", min_width=len(title) + 2)
         for column, justify in (("day", "left"), ("duration", "right"), ("hours", "right")):
             days.add_column(column, justify=justify)
         for day, bucket in data["byDay"].items():
