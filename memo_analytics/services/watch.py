@@ -241,11 +241,15 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
     Raises
     ------
     InvalidFieldError
-        No root exists (``path``), or a root's source is not an importer's.
+        A root does not exist or is a file no importer reads (``path``), or a root's source is not an importer's.
     """
     for root in roots:
         if not root.path.exists():
             raise InvalidFieldError("path", f"{root.path} does not exist")
+        if root.path.is_file() and not root.path.name.endswith(_watched_suffixes()):
+            raise InvalidFieldError("path", f"{root.path} is not a transcript file (memo follows "
+                                            f"{', '.join('*' + s for s in _watched_suffixes() if not s.endswith('-wal'))} files, or "
+                                            "folders)")
         if root.source is not None and root.source not in IMPORTERS:
             raise InvalidFieldError("source", f"{root.source!r} is not one of {', '.join(IMPORTERS)}")
     if not roots:

@@ -262,3 +262,19 @@ def test_a_watched_folder_takes_claude_code_sessions_that_open_with_a_snapshot_a
     direct = tmp_path / "direct"
     memo("import", "claude-code", str(folder), vault=direct)
     assert turns == json.loads(memo("--json", "prompt", "list", "--all", vault=direct).stdout)["total"] > 0, ran.stdout
+
+
+def test_watch_refuses_a_file_no_importer_reads_and_says_when_nothing_changed(tmp_path):
+    vault = tmp_path / "v"
+    env = {"HOME": str(tmp_path / "home")}
+    other = tmp_path / "notes.txt"
+    other.write_text("not a transcript")
+    refused = memo("watch", "--only", "--once", str(other), vault=vault, env=env, check=False)
+    assert (refused.returncode, refused.stderr) == (1, f"error: Invalid path: {other} is not a transcript file (memo "
+                                                       "follows *.db, *.json, *.jsonl, *.md, *.vscdb files, or folders)\n")
+    folder = tmp_path / "t" / ".claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    (folder / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first"))
+    assert memo("watch", "--only", "--once", str(folder), vault=vault, env=env).stderr == "done: 1 import\n"
+    again = memo("watch", "--only", "--once", str(folder), vault=vault, env=env)
+    assert (again.returncode, again.stderr) == (0, "done: 0 imports (nothing changed since the last run)\n")

@@ -76,6 +76,7 @@ def watch_command(
             signal.signal(sig, handler)
     told = [f"{quiet} with nothing new to tell: not shown"] if quiet else []
     told += [f"{failed} failed"] if failed else []
+    told += ["nothing changed since the last run"] if once and not count else []
     told_text = f" ({', '.join(told)})" if told else ""
     err.print(f"{'stopped' if not once else 'done'}: {count} import{'s' if count != 1 else ''}{told_text}")  # stderr: --json keeps stdout JSON lines
     if once and failed:
