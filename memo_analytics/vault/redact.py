@@ -176,6 +176,11 @@ _TRIGGER_WORDS = tuple(sorted({*_ALL_ANCHORS, *_DETECTOR_HINTS}, key=len, revers
 #: The same as one alternation, run on the lower-cased text: one pass of the regex engine
 #: (a case-insensitive alternation is several times slower than lower() and a plain one).
 _TRIGGER = re.compile("|".join(re.escape(word) for word in _TRIGGER_WORDS))
+#: Hexadecimal digits and hyphens: ids (UUIDs, hashes) are made of nothing else. While no trigger
+#: word is made of them alone, such a text holds no secret either pass would find — a test that
+#: costs one ``str.strip`` (the ids of a transcript's checkpoint are tens of thousands).
+_HEX_AND_HYPHENS = "0123456789abcdefABCDEF-"
+_HEX_HOLDS_NONE = not any(set(word) <= set(_HEX_AND_HYPHENS.lower()) for word in _TRIGGER_WORDS)
 #: Short texts repeat (models, agents, sources, branch names): their result is remembered.
 _SHORT = 256
 #: Above this length substring tests (memchr-fast) beat the alternation.
@@ -202,7 +207,7 @@ def redact_secrets(text: str) -> tuple[str, int]:
     tuple[str, int]
         The redacted text and how many secrets were replaced.
     """
-    if len(text) < _MIN_SECRET_TEXT:
+    if len(text) < _MIN_SECRET_TEXT or (_HEX_HOLDS_NONE and not text.strip(_HEX_AND_HYPHENS)):
         return text, 0
     if len(text) <= _SHORT:
         return _redact_short(text)
