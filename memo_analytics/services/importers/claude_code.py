@@ -160,7 +160,9 @@ def _count_usage(session: "_Session", message: dict) -> None:
         return
     key = message.get("id") if isinstance(message.get("id"), str) and message.get("id") else f"#{len(session.usage)}"
     model = message.get("model")
-    session.usage[key] = (prompts[-1], usage, model if isinstance(model, str) and model != "<synthetic>" else None)
+    tiers = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
+    counts = tuple(usage.get(name) for name in _USAGE_FIELDS) + tuple(tiers.get(name) for name in _TIER_FIELDS)
+    session.usage[key] = (prompts[-1], counts, model if isinstance(model, str) and model != "<synthetic>" else None)
     if prompts[-1].model is None and isinstance(model, str) and model and model != "<synthetic>":
         prompts[-1].model = model
 
@@ -176,23 +178,27 @@ def _relayed_response(data: object) -> dict | None:
     return message if isinstance(message, dict) else None
 
 
+#: The fields of a message's ``usage`` that count (:func:`_count_usage` keeps only these, in this
+#: order — a checkpoint holds the numbers, not the whole usage object), then those of its
+#: ``cache_creation`` tiers; and the names :func:`~.common.add_tokens` knows them by.
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_TIER_FIELDS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
+_TOKEN_NAMES = ("input", "output", "cacheRead", "cacheWrite", "cacheWrite5m", "cacheWrite1h")
+
+
 def _settle_usage(session: "_Session") -> None:
     """Each prompt's tokens: the sum over the messages that answered it."""
-    for prompt, usage, model in session.usage.values():
-        tiers = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
-        add_tokens(prompt, {
-            "input": usage.get("input_tokens"), "output": usage.get("output_tokens"),
-            "cacheRead": usage.get("cache_read_input_tokens"), "cacheWrite": usage.get("cache_creation_input_tokens"),
-            "cacheWrite5m": tiers.get("ephemeral_5m_input_tokens"), "cacheWrite1h": tiers.get("ephemeral_1h_input_tokens"),
-        }, model)
+    for prompt, counts, model in session.usage.values():
+        add_tokens(prompt, dict(zip(_TOKEN_NAMES, counts)), model)
 
 
 @dataclass
 class _Session:
     transcript: Transcript
     sieve: PromptSieve = field(default_factory=PromptSieve)
-    #: per assistant message id, the prompt it answers and its latest usage
-    usage: dict[str, tuple[HumanPrompt, dict, str | None]] = field(default_factory=dict)
+    #: per assistant message id, the prompt it answers, its latest usage (the numbers of
+    #: ``_USAGE_FIELDS`` and ``_TIER_FIELDS``) and its model
+    usage: dict[str, tuple[HumanPrompt, tuple, str | None]] = field(default_factory=dict)
     #: queued messages (``queue-operation`` ``enqueue``) not yet seen as a user record
     queued: list[str] = field(default_factory=list)
 
