@@ -161,7 +161,10 @@ def _count_usage(session: "_Session", message: dict) -> None:
     key = message.get("id") if isinstance(message.get("id"), str) and message.get("id") else f"#{len(session.usage)}"
     model = message.get("model")
     tiers = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
-    counts = tuple(usage.get(name) for name in _USAGE_FIELDS) + tuple(tiers.get(name) for name in _TIER_FIELDS)
+    get = usage.get
+    counts = (get("input_tokens"), get("output_tokens"), get("cache_read_input_tokens"),  # _USAGE_FIELDS
+              get("cache_creation_input_tokens"), tiers.get("ephemeral_5m_input_tokens"),  # then _TIER_FIELDS
+              tiers.get("ephemeral_1h_input_tokens"))
     session.usage[key] = (prompts[-1], counts, model if isinstance(model, str) and model != "<synthetic>" else None)
     if prompts[-1].model is None and isinstance(model, str) and model and model != "<synthetic>":
         prompts[-1].model = model

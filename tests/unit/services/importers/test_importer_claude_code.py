@@ -245,3 +245,26 @@ def test_the_id_scan_names_every_conversation_the_parse_finds_read_by_blocks_or_
     assert {'quote"d\\id', "caf\u00e9-\u2603", "spaced", "odd-file", "escaped-key"} <= whole[odd]
     assert {t.transcript_id for t in claude_code.parse(odd, ImportOptions()).transcripts} == \
         {'quote"d\\id', "caf\u00e9-\u2603", "spaced", "odd-file", "escaped-key"}
+
+
+def test_a_message_usage_is_kept_as_its_numbers_in_the_order_of_the_named_fields():
+    """What a checkpoint keeps of a message's usage (the numbers, in the order of ``_USAGE_FIELDS``
+    then ``_TIER_FIELDS``) gives the prompt the same tokens as the usage object did."""
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from memo_analytics.services.importers import claude_code as cc
+    from memo_analytics.services.importers.common import HumanPrompt, Transcript
+
+    session = cc._Session(Transcript(transcript_id="s", source="claude-code", path=Path("s.jsonl")))
+    session.sieve.prompts.append(HumanPrompt("fix it", datetime(2026, 1, 5, tzinfo=timezone.utc)))
+    usage = {"input_tokens": 3, "output_tokens": 40, "cache_read_input_tokens": 500, "cache_creation_input_tokens": 60,
+             "cache_creation": {"ephemeral_5m_input_tokens": 10, "ephemeral_1h_input_tokens": 50},
+             "service_tier": "standard"}
+    cc._count_usage(session, {"id": "msg_1", "model": "claude-sonnet-4-5", "usage": usage})
+    _, counts, model = session.usage["msg_1"]
+    expected = [usage[name] for name in cc._USAGE_FIELDS] + [usage["cache_creation"][n] for n in cc._TIER_FIELDS]
+    assert (list(counts), model) == (expected, "claude-sonnet-4-5")
+    cc._settle_usage(session)
+    assert session.sieve.prompts[0].tokens == {"input": 3, "output": 40, "cacheRead": 500, "cacheWrite": 60,
+                                               "cacheWrite5m": 10, "cacheWrite1h": 50}
