@@ -278,3 +278,33 @@ def test_watch_refuses_a_file_no_importer_reads_and_says_when_nothing_changed(tm
     assert memo("watch", "--only", "--once", str(folder), vault=vault, env=env).stderr == "done: 1 import\n"
     again = memo("watch", "--only", "--once", str(folder), vault=vault, env=env)
     assert (again.returncode, again.stderr) == (0, "done: 0 imports (nothing changed since the last run)\n")
+
+
+def test_a_bad_line_is_told_of_once_not_at_every_pass_of_a_running_watcher(tmp_path):
+    """A transcript with a line that is not JSON is read whole at every change (it is small): the
+    watcher names that line the first time, not again at every pass the agent's writing causes —
+    while a new bad line is named when it comes."""
+    folder = tmp_path / "claude" / ".claude" / "projects" / "-home-ana-code-shop"
+    folder.mkdir(parents=True)
+    transcript = folder / f"{SESSION}.jsonl"
+    transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export") + "{broken\n")
+    proc = watcher(tmp_path, folder)
+    try:
+        assert wait_for(proc, lambda seen: len(seen) >= 1)[0]["skipped"] == 1
+        for n in range(2, 5):
+            with open(transcript, "a") as handle:
+                handle.write(line("assistant", f"a{n}", f"2026-11-30T09:0{n}:00.000Z", f"step {n}"))
+            assert wait_for(proc, lambda seen: len(seen) >= 1)[0]["skipped"] == 1
+        with open(transcript, "a") as handle:
+            handle.write("{also broken\n")
+        assert wait_for(proc, lambda seen: len(seen) >= 1)[0]["skipped"] == 2
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        stderr = proc.stderr.read()
+        proc.stderr.close()
+    told = [text.split(": ", 2)[2] for text in stderr.splitlines() if text.startswith("skipped: ")]
+    assert told == ["line 2: not JSON", "line 6: not JSON"]

@@ -45,6 +45,7 @@ def watch_command(
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     count = quiet = failed = 0
+    told: dict[Path, set[str]] = {}  # the reasons of skipped lines already printed, per file: each once
 
     def on_import(item) -> None:
         nonlocal count, quiet, failed
@@ -57,14 +58,17 @@ def watch_command(
             err.print(_safe(f"{at} {item.source} {item.path}: not imported: {item.error}"
                             + ("" if once else f" (tried again at its next change, or in {RETRY_AFTER_SECONDS:.0f} s)")))
             return
-        elif not item.result.news():
-            quiet += 1  # only the agent's own lines (the session stretched), or half a line: nothing to tell
+        elif not item.result.news(told.get(item.path, set())):
+            quiet += 1  # only the agent's own lines (the session stretched), half a line, a bad line told of before
             return
         else:
             at = datetime.now(timezone.utc).astimezone(state.store.zone).strftime("%H:%M:%S")
             out.print(_safe(f"{at} {item.source} {item.path}: {item.result.line()}"), soft_wrap=True)  # a log line: whole
         sys.stdout.flush()
-        for line in item.result.errors[:5]:
+        before = told.setdefault(item.path, set())
+        fresh = [line for line in item.result.errors if line not in before]
+        before.update(item.result.errors)
+        for line in fresh[:5]:
             err.print(_safe(f"skipped: {line}"))
 
     try:

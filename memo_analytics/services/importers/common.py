@@ -246,14 +246,15 @@ class ImportResult:
         return line + (f", {self.rewound} turn{'s' if self.rewound != 1 else ''} the transcript no longer holds "
                        f"marked superseded" if self.rewound else "")
 
-    def news(self) -> bool:
+    def news(self, told: set[str] | frozenset[str] = frozenset()) -> bool:
         """Whether the import has something to tell a person: sessions or turns taken in, lines
-        skipped, records superseded or revised, files of another format, conversations held back
-        or records indexed again — not a pass that only stretched a session with the agent's own
-        lines or found half a line still being written (``memo watch`` prints these only with
-        ``--json``)."""
-        return bool(self.sessions or self.turns or self.skipped or self.errors or self.superseded or self.revised
-                    or self.unrecognised or self.held_back or self.reindexed)
+        skipped (a reason in ``errors`` not ``told`` already), records superseded or revised, files
+        of another format, conversations held back or records indexed again — not a pass that only
+        stretched a session with the agent's own lines, found half a line still being written, or
+        met again a bad line it told of before (``memo watch`` prints these only with ``--json``)."""
+        return bool(self.sessions or self.turns or self.superseded or self.revised or self.unrecognised
+                    or self.held_back or self.reindexed or (self.skipped and not self.errors)
+                    or any(error not in told for error in self.errors))
 
     def wire(self) -> dict:
         return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
