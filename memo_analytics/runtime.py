@@ -157,12 +157,16 @@ class Runtime:
     def thread_store(self, vault_root: str | Path | None = None) -> VaultStore:
         """The calling thread's own store on the vault of :meth:`store` (SQLite connections
         and the re-entrant vault lock are per thread; the listeners are shared); a new one
-        once the vault's store took new settings. Servers answer each request with this.
+        once the vault's store took new settings. Servers answer each request with this: its
+        index is checked against the files again when that was last done a while ago
+        (:meth:`VaultStore.recheck`).
 
         Raises
         ------
         RemoteModeError, InvalidFieldError
             As :meth:`store`.
+        IndexDamagedError, IndexReadOnlyError, VaultBusyError, DiskFullError
+            As :attr:`VaultStore.conn`.
         """
         base = self.store(vault_root)
         mine = self._local.__dict__.setdefault("stores", {})
@@ -172,6 +176,7 @@ class Runtime:
                 store.close()
             store = base.sibling()
             mine[id(base)] = store
+        store.recheck()  # what changed in the files behind the index's back since (at most every 2 s)
         return store
 
     def _settings_for(self, vault_root: str | Path | None) -> Settings:

@@ -193,6 +193,19 @@ class _Batch:
     rendering: dict[Path, tuple[Any, int]] = field(default_factory=dict)
 
 
+#: How often a long-running process checks its open index against the files (s; :meth:`VaultStore.recheck`).
+RECHECK_SECONDS = 2.0
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of ``path``, or None when it is not there."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
 class VaultStore:
     """One open vault.
 
@@ -209,6 +222,10 @@ class VaultStore:
             raise InvalidFieldError("vaultRoot", f"{self.layout.root} is not a folder")
         self._conn: sqlite3.Connection | None = None
         self._conn_guard = threading.Lock()
+        #: when (``time.monotonic``) the open index was last checked against the files, and the
+        #: identity (device, inode) of its file then (:meth:`recheck`)
+        self._checked = 0.0
+        self._identity: tuple[int, int] | None = None
         self._may_create = False
         self._deferred: set[tuple[str, str]] | None = None
         self._batch: _Batch | None = None
@@ -316,6 +333,7 @@ class VaultStore:
             existed = path.exists()
             raw = self._open_index()
             stale = self._check(raw)
+            self._checked, self._identity = time.monotonic(), _identity(path)
             if stale is not None and not existed:
                 stale = freshness.missing()
             if stale is None:
@@ -339,6 +357,41 @@ class VaultStore:
             for project in sorted(projects):
                 self._views_changed(project, None)
         return raw
+
+    def recheck(self, every: float = RECHECK_SECONDS) -> None:
+        """For a long-running process (a server answers each request with its store): the open
+        index is checked against the files again when it was last checked ``every`` seconds ago
+        or more, as on open — record folders changed behind its back (another machine's sync, a
+        project folder removed by hand, a vault-git pull) are taken in, under the vault lock — and
+        an index file removed or replaced meanwhile is opened again (rebuilt from the files when
+        gone). Nothing happens inside a transaction or a batch of this store.
+
+        Raises
+        ------
+        IndexDamagedError, IndexReadOnlyError, VaultBusyError, DiskFullError
+            As :attr:`conn`.
+        """
+        conn = self._conn
+        now = time.monotonic()
+        if conn is None or now - self._checked < every or self._own_batch() is not None or conn.in_transaction:
+            return
+        self._checked = now
+        if _identity(self.layout.index_path) != self._identity:  # removed, or replaced by another file
+            self.close()  # the next use opens the file there now, checked (or rebuilt from the files)
+            return
+        if self._check(conn) is None:
+            return
+        with self.lock():
+            stale = self._check(conn)
+            if stale is None:
+                return
+            projects, done = self._repair(conn, stale)
+            if done is not None:
+                self._taken_in(done, stale.folders)
+            else:
+                self.hear_rebuilt()
+            for project in sorted(projects):
+                self._views_changed(project, None)
 
     def open_for_rebuild(self) -> sqlite3.Connection:
         """The index connection without the check against the files (``memo reindex``
@@ -1080,11 +1133,21 @@ class VaultStore:
     def refresh_views(self, project: str, kinds: set[str] | None = None) -> None:
         """Regenerate the compiled views of ``project`` for ``kinds`` (all when None) and
         ``INDEX.md`` (SPEC §2.7). Bounded work: the newest records only, counts kept by the
-        index, so the cost does not grow with the vault."""
+        index, so the cost does not grow with the vault. A project with no record left has no
+        views: they are removed, and its folders when that leaves them empty."""
         folder = self.layout.project_dir(project)
         kinds = set(views.VIEW_FILES) if kinds is None else kinds | {
             kind for kind, name in views.VIEW_FILES.items() if not (folder / name).exists()}
         counts = index.record_counts(self.conn, project)
+        if not any(counts.values()):  # no record left (the folder removed by hand): no views of nothing
+            for name in (*views.VIEW_FILES.values(), "INDEX.md"):
+                remove_quietly(folder / name)
+            for empty in (*(folder / subdir_for_kind(kind) for kind in RecordKind), folder):
+                try:
+                    empty.rmdir()  # only what is empty: a file someone keeps there stays, and its folder
+                except OSError:
+                    pass
+            return
 
         def latest(kind: str, limit: int = views.VIEW_LIMIT) -> list[dict[str, Any]]:
             return [{**json.loads(r["meta"]), "body": r["body"]} for r in index.latest_rows(self.conn, project, kind, limit)]

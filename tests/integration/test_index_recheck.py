@@ -1,0 +1,85 @@
+"""A long-running process sees what changed in the vault's files behind its index (SPEC §2.1: the
+files are the truth): a server that checked its index only when it opened it answered from a
+stale index for as long as it ran — a project folder removed by hand, another machine's records
+brought by a sync tool, the index file removed — and wrote into an index file no longer there."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+
+from memo_analytics.config import Settings
+from memo_analytics.services.store import RECHECK_SECONDS, VaultStore
+from tests.inprocess import memo
+
+from .test_http_api import Server
+
+
+def _vault(tmp_path):
+    vault = tmp_path / "v"
+    for project, client in (("web", "Acme"), ("api", "Globex")):
+        memo("session", "start", f"s-{project}", "--project", project, "--client", client,
+             "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+        memo("prompt", "record", "--session-id", f"s-{project}", "--project", project, "--body", f"{project} turn",
+             vault=vault)
+        memo("session", "end", f"s-{project}", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    return vault
+
+
+def _projects(store: VaultStore) -> list[str]:
+    return sorted(row[0] for row in store.conn.execute("SELECT DISTINCT project FROM records"))
+
+
+def test_recheck_takes_in_folders_changed_behind_the_index_and_reopens_a_removed_index(tmp_path):
+    vault = _vault(tmp_path)
+    store = VaultStore(Settings(vault_root=vault))
+    try:
+        assert _projects(store) == ["api", "web"]
+        copy = tmp_path / "web-copy"
+        shutil.copytree(vault / "projects" / "web", copy)
+        shutil.rmtree(vault / "projects" / "web")
+        store.recheck()  # checked a moment ago: not again yet
+        assert _projects(store) == ["api", "web"]
+        store.recheck(every=0)
+        assert _projects(store) == ["api"]
+        assert not (vault / "projects" / "web").exists()  # not made again with views of nothing
+        shutil.copytree(copy, vault / "projects" / "web")  # a sync tool brings it back
+        store.recheck(every=0)
+        assert _projects(store) == ["api", "web"]
+        for name in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm"):
+            (vault / ".memo" / name).unlink(missing_ok=True)
+        store.recheck(every=0)
+        assert _projects(store) == ["api", "web"] and (vault / ".memo" / "index.sqlite").is_file()
+        with store.batch():  # never inside a batch of this store
+            shutil.rmtree(vault / "projects" / "api")
+            store.recheck(every=0)
+            assert _projects(store) == ["api", "web"]
+    finally:
+        store.close()
+
+
+def test_a_running_server_answers_from_the_files_as_they_are_now(tmp_path):
+    vault = _vault(tmp_path)
+    server = Server(vault, "--mcp-port", "0")
+    try:
+        def totals() -> tuple[int, list[str]]:
+            status, body = server.get_json("/api/activity?crossProject=true")
+            assert status == 200, body
+            return body["totalDurationMinutes"], sorted(body["byClient"])
+
+        assert totals() == (120, ["Acme", "Globex"])
+        shutil.rmtree(vault / "projects" / "web")
+        time.sleep(RECHECK_SECONDS + 0.2)
+        assert totals() == (60, ["Globex"])
+        for name in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm"):
+            (vault / ".memo" / name).unlink(missing_ok=True)
+        time.sleep(RECHECK_SECONDS + 0.2)
+        status, recorded = server.get_json("/api/actions/record", data={"project": "api", "body": "after"})
+        assert status == 200
+    finally:
+        server.stop()
+    # the turn went into the index file that is there, not into one removed before
+    listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["items"]
+    assert sorted(item["body"] for item in listed) == ["after", "api turn"]
+    assert memo("prompt", "list", "--all", vault=vault).stderr == ""  # nothing for the CLI to repair
