@@ -224,6 +224,8 @@ def parse_bounds(since: object = None, until: object = None, tz: tzinfo | None =
     ------
     InvalidDateError
         ``Invalid since date`` / ``Invalid until date``.
+    InvalidFieldError
+        ``until`` is before ``since`` (``Invalid until: … is before since …``).
     """
     start = parse_instant(since, "since", tz) if since not in (None, "") else None
     end = None
@@ -238,6 +240,9 @@ def parse_bounds(since: object = None, until: object = None, tz: tzinfo | None =
                 end = end + timedelta(microseconds=1)
         except (OverflowError, ValueError):
             end = None  # past the last representable instant: no upper bound
+    if start is not None and end is not None and end <= start:
+        raise InvalidFieldError("until", f"{str(until).strip()} is before since {str(since).strip()}: the period "
+                                         "would be empty (swap them?)")
     return TimeBounds(start, end)
 
 

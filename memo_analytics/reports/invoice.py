@@ -64,16 +64,21 @@ class UnpricedClientError(InvalidFieldError):
         The clients without terms, as the report spells them.
     config : str
         The config file the terms belong in.
+    others : bool
+        The invoice also bills clients that have terms (the message says ``--client`` can
+        leave the others out).
     """
 
-    def __init__(self, clients: list[str], config: str) -> None:
+    def __init__(self, clients: list[str], config: str, others: bool = False) -> None:
         self.clients = clients
         self.config = config
         names = ", ".join(repr(c) for c in clients)
+        sections = ", ".join(f'[clients."{c}"]' for c in clients)
         InvalidFieldError.__init__(
             self, f'clients."{clients[0]}".hourlyRate',
             f"no billing terms for {'client' if len(clients) == 1 else 'clients'} {names}; set hourlyRate and "
-            f'currency under [clients."{clients[0]}"] in {config}, or invoice other clients with --client',
+            f"currency under {sections} in {config}"
+            + (", or invoice the other clients alone with --client" if others else ""),
         )
 
 
@@ -279,7 +284,7 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
     unpriced = [names.get(key, items[0]["client"]) for key, items in sorted(by_client.items())
                 if terms(names.get(key, items[0]["client"])) is None]
     if unpriced and (not skip_unpriced or len(unpriced) == len(by_client)):
-        raise UnpricedClientError(unpriced, config)
+        raise UnpricedClientError(unpriced, config, others=len(unpriced) < len(by_client))
     for name in unpriced:
         by_client.pop(name.lower(), None)
     sections = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timezone
 
 import pytest
@@ -11,6 +12,7 @@ from memo_analytics.domain.errors import InvalidDateError
 from memo_analytics.services.prompts import record_prompt
 from memo_analytics.services.requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from memo_analytics.services.sessions import end_session, start_session
+from tests.inprocess import memo
 
 UTC = timezone.utc
 
@@ -104,3 +106,12 @@ def test_session_json_keys(filled):
 def test_invalid_dates_in_the_report_are_refused(filled):
     with pytest.raises(InvalidDateError, match="^Invalid until date"):
         activity_report(filled, ActivityRequest(until="2026-13-45"))
+
+
+def test_a_period_whose_until_is_before_its_since_is_refused_by_name(tmp_path):
+    """``--since 2026-03-31 --until 2026-03-01`` gave four empty tables and exit 0; it names the field."""
+    ran = memo("activity", "--all", "--since", "2026-03-31", "--until", "2026-03-01", vault=tmp_path / "v", check=False)
+    assert (ran.returncode, ran.stderr) == (1, "error: Invalid until: 2026-03-01 is before since 2026-03-31: the "
+                                               "period would be empty (swap them?)\n")
+    same_day = memo("--json", "activity", "--all", "--since", "2026-03-02", "--until", "2026-03-02", vault=tmp_path / "v")
+    assert json.loads(same_day.stdout)["totalSessions"] == 0  # one day is a period

@@ -172,8 +172,13 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
     assert proc.stderr.strip() == (
         f"error: Invalid clients.\"internal\".hourlyRate: no billing terms for clients 'internal', 'Umbrella'; set "
-        f"hourlyRate and currency under [clients.\"internal\"] in {config['MEMO_CONFIG']}, or invoice other clients "
-        "with --client")
+        f"hourlyRate and currency under [clients.\"internal\"], [clients.\"Umbrella\"] in {config['MEMO_CONFIG']}, or "
+        "invoice the other clients alone with --client")
+    only = memo("report", "invoice", "--all", "--client", "Umbrella", "-o", str(tmp_path / "u.pdf"), vault=vault,
+                env=config, check=False)
+    assert only.stderr.strip() == (  # --client given, no other client: no advice to give it
+        f"error: Invalid clients.\"Umbrella\".hourlyRate: no billing terms for client 'Umbrella'; set hourlyRate and "
+        f"currency under [clients.\"Umbrella\"] in {config['MEMO_CONFIG']}")
     assert pdf.read_bytes() == b"previous invoice"
     # the priced clients alone are invoiced
     memo("report", "invoice", "--all", "--force", "--client", "globex", "-o", str(pdf), vault=vault, env=config)

@@ -52,7 +52,7 @@ def report_rules(
         result = {**result, "review": str(written)}
 
     def human(r: dict[str, Any]) -> None:
-        table = Table(title=f"{r['total']} rule candidates")
+        table = Table(title=f"{r['total']} rule candidate{'s' if r['total'] != 1 else ''}")
         for column in ("confidence", "category", "times", "rule"):
             table.add_column(column, overflow="fold")
         for item in r["items"]:
