@@ -438,6 +438,9 @@ class HookEventHandler(ApiHandler):
             project = validate_slug(data["project"], "project") if data.get("project") else None
             name = data.get("event") if isinstance(data.get("event"), str) else None
             event = parse_event(agent, data.get("payload"), received, name)
+            # the caller's paths name its own machine: none may choose a folder here (the
+            # repository a rule would be promoted into, its instruction files, its git branch)
+            event.cwd = event.transcript_path = None
             return {"outcome": apply_event(self.store, event, capture_id, project)}
 
         await self.run(work)

@@ -326,6 +326,11 @@ def test_in_remote_mode_the_hook_sends_the_event_to_the_daemon_and_spools_while_
     assert [(t["body"], t["source"]) for t in recorded] == [("while the daemon is down", "hook:claude-code"),
                                                              ("with the daemon up", "hook:claude-code")]
     assert recorded[0]["created"] < recorded[1]["created"]
+    # the caller's cwd names a folder of its machine: the daemon takes no path from it (a rule
+    # promoted later would otherwise be written into whatever repository that path is here)
+    kept = tmp_path / "team" / "projects" / "product" / "project.toml"
+    assert not kept.exists() or "lastSeenRoot" not in kept.read_text()
+    assert all(t.get("branch") is None for t in recorded)
 
 
 def test_cursor_running_claude_codes_hook_as_well_as_its_own_records_the_prompt_once(tmp_path, repo):
