@@ -34,3 +34,18 @@ def host_port(host: str, port: int) -> str:
     """``host:port`` as it appears in a ``Host`` header or URL (``[::1]:3124`` for IPv6)."""
     bare = host.strip("[]")
     return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
+
+
+def raise_open_files_limit() -> int:
+    """Raise this process's limit of open files to the most it may have (the soft limit is
+    often 1024, the hard one far more): a server holds one per connection. The new limit."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        if soft != resource.RLIM_INFINITY and soft < wanted:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, ValueError, OSError):
+        return -1

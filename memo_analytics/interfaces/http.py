@@ -563,6 +563,29 @@ class _Refusal(httputil.HTTPMessageDelegate):
         return None
 
 
+class _Unframeable:
+    """A request's connection whose every response says no other site may frame it
+    (``X-Frame-Options: SAMEORIGIN``, ``Content-Security-Policy: frame-ancestors 'self'``):
+    a page that framed the dashboard could trick a click on Issue invoice or Promote —
+    ``Sec-Fetch-Dest`` refuses such frames only in browsers that send it."""
+
+    def __init__(self, connection: Any) -> None:
+        self._connection = connection
+
+    def write_headers(self, start_line: Any, headers: httputil.HTTPHeaders, chunk: bytes | None = None) -> Any:
+        if "X-Frame-Options" not in headers:
+            headers["X-Frame-Options"] = "SAMEORIGIN"
+        policy = headers.get("Content-Security-Policy")
+        if policy is None:
+            headers["Content-Security-Policy"] = "frame-ancestors 'self'"
+        elif "frame-ancestors" not in policy:
+            headers["Content-Security-Policy"] = f"{policy}; frame-ancestors 'self'"
+        return self._connection.write_headers(start_line, headers, chunk)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
 class _Guarded(httputil.HTTPMessageDelegate):
     """Checks the headers against the boundary, then hands the request to the application."""
 
@@ -575,7 +598,7 @@ class _Guarded(httputil.HTTPMessageDelegate):
         if refused:
             self.inner = _Refusal(self.request_conn, *refused)
             return None
-        self.inner = self.app.start_request(self.server_conn, self.request_conn)
+        self.inner = self.app.start_request(self.server_conn, _Unframeable(self.request_conn))
         return self.inner.headers_received(start_line, headers)
 
     def data_received(self, chunk: bytes):

@@ -207,6 +207,9 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
         raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
     server = build_server(settings)
     if http:
+        from ..domain.hosts import raise_open_files_limit
+
+        raise_open_files_limit()  # one file handle per connection
         server.run("streamable-http", host=host, port=port, transport_security=own_origin_only(port, host))
     else:
         server.run("stdio")

@@ -7,12 +7,15 @@ from typing import Any
 
 from tornado.ioloop import PeriodicCallback
 
-from ..domain.hosts import check_bind, host_port, is_loopback
+from ..domain.hosts import check_bind, host_port, is_loopback, raise_open_files_limit
 from ..runtime import Runtime
 from .http import MAX_REQUEST_BYTES, BrowserBoundary, GuardedApplication, api_patterns, install_log_redaction
 
 #: How often ``memo serve`` looks whether the config file changed (milliseconds).
 CONFIG_CHECK_MS = 2000
+#: How long a connection may stay idle, or a request body take to arrive, before the server
+#: closes it (s): idle connections cost a file handle each (Tornado's default keeps them an hour).
+IDLE_CONNECTION_SECONDS = 60
 
 
 def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = None, token: str | None = None,
@@ -33,6 +36,7 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     from ..dashboards.app import create_app
 
     check_bind(host, token)
+    raise_open_files_limit()
     store = runtime.store()
     port = runtime.settings.ports.status if port is None else port
     # bokeh's websocket allow-list cannot parse an IPv6 literal: bound to ::1 the dashboard is
@@ -45,7 +49,8 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
         {"/": lambda: create_app(store)}, port=port, address=host, websocket_origin=origins, show=False,
         start=start, title="memo", extra_patterns=api_patterns(runtime, token),
         basic_auth=token if token else None, cookie_secret=token if token else None, threaded=False,
-        http_server_kwargs={"max_body_size": MAX_REQUEST_BYTES},
+        http_server_kwargs={"max_body_size": MAX_REQUEST_BYTES, "idle_connection_timeout": IDLE_CONNECTION_SECONDS,
+                            "body_timeout": IDLE_CONNECTION_SECONDS},
     )
     http_server = server._http  # bokeh's HTTPServer: every route goes through its request callback
     http_server.request_callback = GuardedApplication(http_server.request_callback, BrowserBoundary(host, server.port))

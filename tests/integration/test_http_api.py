@@ -234,3 +234,37 @@ def test_with_a_token_requests_without_it_get_401(tmp_path):
         assert server.request("/api/digest", headers={"X-Memo-Token": "s3cret-token-value"})[0] == 200
     finally:
         server.stop()
+
+
+def test_no_other_site_may_frame_the_dashboard_or_the_api(seeded):
+    """Clickjacking: a page that framed the dashboard could trick a click on Issue invoice or
+    Promote. ``Sec-Fetch-Dest: iframe`` is refused (403) in browsers that send it; every answer
+    also says no other origin may frame it, for those that do not."""
+    _, server = seeded
+    for path in ("/", "/api/prompts?crossProject=true", "/api/nosuch"):
+        status, headers, _ = server.request(path)
+        assert status in (200, 404), path
+        assert headers["X-Frame-Options"] in ("SAMEORIGIN", "DENY"), path
+        policy = headers["Content-Security-Policy"]
+        assert "frame-ancestors 'self'" in policy or "frame-ancestors 'none'" in policy, path
+    refused, _, _ = server.request("/", headers={"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate",
+                                                 "Sec-Fetch-Dest": "iframe"})
+    assert refused == 403
+
+
+def test_a_server_raises_its_open_files_limit_and_closes_idle_connections():
+    """One file handle per connection: the soft limit (often 1024) is raised to the hard one, and
+    connections idle for a minute are closed (Tornado's default keeps them an hour)."""
+    import resource
+
+    from memo_analytics.domain.hosts import raise_open_files_limit
+    from memo_analytics.interfaces.server import IDLE_CONNECTION_SECONDS
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+        assert raise_open_files_limit() == resource.getrlimit(resource.RLIMIT_NOFILE)[0] == (
+            hard if hard != resource.RLIM_INFINITY else 1 << 20)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert IDLE_CONNECTION_SECONDS == 60
