@@ -31,6 +31,7 @@ from ..domain.clock import from_iso, parse_record_instant, to_iso
 from ..domain.errors import InvalidFieldError, MemoError, SessionCompletedError
 from ..domain.ids import session_record_id, slugify, validate_session_id
 from ..domain.records import RecordKind
+from ..vault.redact import redact_secrets
 from .store import VaultStore
 
 if TYPE_CHECKING:
@@ -206,7 +207,10 @@ def parse_event(agent: str, payload: Any, received: datetime, event_name: str | 
 
 def hook_session_id(agent: str, session: str) -> str:
     """The product's session id of an agent's session: ``{agent}-{its id}`` (ids that are not
-    safe slugs, or too long, are slugged and given a short hash)."""
+    safe slugs, or too long, are slugged and given a short hash; an id holding a secret is
+    ``redacted-`` and a hash of it: no file name, record or answer shows it, SPEC §2.4)."""
+    if redact_secrets(session)[1]:
+        return validate_session_id(f"{agent}-redacted-{hashlib.sha1(session.encode('utf-8')).hexdigest()[:12]}")
     base = slugify(session, 120)
     if base != session.lower():
         base = f"{base[:100]}-{hashlib.sha1(session.encode('utf-8')).hexdigest()[:8]}"

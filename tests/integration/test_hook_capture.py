@@ -345,3 +345,25 @@ def test_cursor_running_claude_codes_hook_as_well_as_its_own_records_the_prompt_
     [turn] = turns(vault, "product")
     assert (turn["agent"], turn["sessionId"]) == ("cursor", "cursor-c0ffee00-1111-4222-8333-444455556666")
     assert not (vault / "projects" / "product" / "sessions" / "session-claude-code-c0ffee00-1111-4222-8333-444455556666.md").exists()
+
+
+def test_a_conversation_id_holding_a_secret_is_in_no_id_file_name_or_answer(tmp_path, repo):
+    """SPEC §2.4: an agent's session id shaped like a key (a hostile hook payload, a transcript
+    named after one) became the session id — file names, records, lists, the digest — lower-cased
+    but whole. Such an id gives ``{agent}-redacted-<hash>``: the same for the hook and the import
+    of the same conversation, so the transcript still supersedes what the hook captured."""
+    key = "AKIAQRSTUVWXYZABCDEF"
+    vault = tmp_path / "v"
+    payload = json.loads(claude("UserPromptSubmit", repo, prompt="ship it"))
+    payload["session_id"] = f"sechk{key}"
+    hook(vault, "claude-code", json.dumps(payload))
+    transcript = tmp_path / "t" / f"sechk{key}.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_text(json.dumps({
+        "type": "user", "sessionId": f"sechk{key}", "uuid": "7f3c2a10-0000-4000-8000-0000000000d1", "cwd": str(repo),
+        "timestamp": "2026-11-30T09:00:00.000Z", "message": {"role": "user", "content": "ship it"}}) + "\n")
+    memo("import", "claude-code", str(transcript.parent), vault=vault)
+    listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["items"]
+    assert [item["sessionId"] for item in listed] == ["claude-code-redacted-71bc27fd52ff-1"]
+    everything = [str(p) for p in vault.rglob("*")] + [p.read_text("utf-8", "replace") for p in vault.rglob("*.md")]
+    assert not any(key.lower() in text.lower() for text in everything)
