@@ -115,7 +115,8 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
     data = load_config_toml(path)
     unknown = sorted(set(data) - _CONFIG_KEYS)
     if unknown:
-        raise InvalidFieldError("config", f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_CONFIG_KEYS))})")
+        raise InvalidFieldError("config", f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(_CONFIG_KEYS))}; "
+                                          f"repair: memo config unset {unknown[0]})")
     return data
 
 

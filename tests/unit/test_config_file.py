@@ -76,7 +76,7 @@ def test_vault_root_and_default_project_use_their_wire_names(config, tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     ('vaultroot = "/x"\n', "unknown key 'vaultroot'"),
-    ("unknownKey = 1\n", "unknown key 'unknownKey'"),
+    ("unknownKey = 1\n", "unknown key 'unknownKey' .*; repair: memo config unset unknownKey\\)"),
     ("vaultRoot = 5\n", "vaultRoot"),
     ('timezone = ""\n', "timezone"),
     ('timezone = "Mars/Olympus"\n', "timezone"),
