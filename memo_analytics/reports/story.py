@@ -39,8 +39,9 @@ def story_html_fragment(markdown: str) -> str:
 
 def write_story(session_id: str, output: Path, store: VaultStore, cwd: str | None,
                 user_templates: Path | None = None, overwrite: bool = False, project: str | None = None) -> dict:
-    """Write a session's story to ``output`` (``.pdf``, ``.html`` or ``.md``) under the same
-    rules as ``export_story``: from a product repository, outside it and outside the vault.
+    """Write a session's story to ``output`` (``.pdf``, ``.html`` or ``.md``) under the rules of
+    ``export_story`` but from any folder (an imported session often has no repository here):
+    outside the vault and outside every git work tree.
     Printed forms clip each turn to :data:`MAX_PRINTED_TURN_CHARS`.
 
     Returns
@@ -56,7 +57,7 @@ def write_story(session_id: str, output: Path, store: VaultStore, cwd: str | Non
     if Path(output).suffix.lower() not in (".pdf", ".html", ".md"):
         raise InvalidFieldError("output", f"{output} must end with .pdf, .html or .md")
     data = story_data(store, session_id, project, cwd)
-    target = story_destination(store, str(output), cwd, (".pdf", ".html", ".md"), overwrite)
+    target = story_destination(store, str(output), cwd, (".pdf", ".html", ".md"), overwrite, from_repository=False)
     suffix = target.suffix.lower()
     session = data["session"] or data["turns"][0]
     result = {"sessionId": session["sessionId"], "project": session["project"], "turns": len(data["turns"]),

@@ -142,14 +142,18 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
 
 
 def story_destination(store: VaultStore | None, output: str, cwd: str | Path | None,
-                      suffixes: tuple[str, ...] = (".md",), overwrite: bool = False) -> Path:
+                      suffixes: tuple[str, ...] = (".md",), overwrite: bool = False,
+                      from_repository: bool = True) -> Path:
     """Where a story may be written (SPEC §5.2).
 
     The caller's ``cwd`` must be a product repository — not the vault nor inside it — and
     the destination must lie outside that repository and outside the vault, end with one of
     ``suffixes``, not be a symbolic link, and not exist unless ``overwrite``. A destination
     folder that does not exist yet is created (once every check passed). ``store`` is
-    None in remote mode: no local vault, the story came from the daemon.
+    None in remote mode: no local vault, the story came from the daemon. Without
+    ``from_repository`` (a person's ``memo report story``: an imported session often has no
+    repository on this machine) ``cwd`` need not be in a repository; the destination is still
+    outside the vault and outside every git work tree.
 
     Raises
     ------
@@ -165,7 +169,7 @@ def story_destination(store: VaultStore | None, output: str, cwd: str | Path | N
     vault = store.root.resolve() if store is not None else None
     if vault is not None and (here == vault or here.is_relative_to(vault)):
         raise InvalidFieldError("cwd", f"{here} is the vault or inside it; export from a product repository")
-    if repository_root(here) is None:
+    if from_repository and repository_root(here) is None:
         raise InvalidFieldError("cwd", f"{here} is not inside a product repository (no .git found); run it from "
                                        "the repository the session worked on, or print the story and redirect it "
                                        "(memo session export ID > FILE)")

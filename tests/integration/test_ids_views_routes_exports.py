@@ -172,6 +172,22 @@ def test_story_export_creates_a_missing_destination_folder_over_the_cli(tmp_path
     assert "Add dark mode" in (tmp_path / "printed" / "s1.html").read_text(encoding="utf-8")
 
 
+def test_a_person_prints_a_story_from_any_folder_but_never_into_a_repository_or_the_vault(tmp_path, repo):
+    """``memo report story`` is a person's printout: an imported session often has no repository
+    on this machine, so it is written from any folder (``export_story``, the agents' tool, keeps
+    SPEC §5.2's rule: from a product repository) — still never inside a git work tree or the vault."""
+    vault = _story_vault(tmp_path)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    memo("report", "story", "s1", "-o", "stories/s1.pdf", vault=vault, cwd=plain)
+    assert (plain / "stories" / "s1.pdf").read_bytes().startswith(b"%PDF-")
+    for output in (repo / "s1.pdf", vault / "s1.pdf"):
+        refused = memo("report", "story", "s1", "-o", str(output), vault=vault, cwd=plain, check=False)
+        assert refused.returncode == 1 and "Invalid output" in refused.stderr and not output.exists()
+    agent = memo("session", "export", "s1", "-o", "s1.md", vault=vault, cwd=plain, check=False)
+    assert agent.returncode == 1 and "is not inside a product repository" in agent.stderr
+
+
 @pytest.mark.parametrize("where, message", [
     ("repo", "is inside the git repository"),
     ("vault", "is inside the vault"),
