@@ -87,7 +87,8 @@ def check_output_path(output: Path, forbidden: tuple[Path, ...] = (), suffixes: 
                       overwrite: bool = False) -> Path:
     """The path a report will be written to: :func:`~memo_analytics.vault.io.output_target`
     (outside the vault and every repository, one of the kind's ``suffixes``, never through
-    a symbolic link, an existing file only with ``overwrite``).
+    a symbolic link, an existing file only with ``overwrite``); a missing folder is made, as for
+    stories (never inside the vault or a repository, never through a dangling link).
 
     Raises
     ------
@@ -95,7 +96,7 @@ def check_output_path(output: Path, forbidden: tuple[Path, ...] = (), suffixes: 
         ``Invalid output: ...``.
     """
     try:
-        return output_target(output, forbidden, suffixes, overwrite)
+        return output_target(output, forbidden, suffixes, overwrite, make_folders=True)
     except InvalidFieldError as exc:
         raise ReportError(str(exc)) from None
 

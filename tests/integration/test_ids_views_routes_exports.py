@@ -172,6 +172,18 @@ def test_story_export_creates_a_missing_destination_folder_over_the_cli(tmp_path
     assert "Add dark mode" in (tmp_path / "printed" / "s1.html").read_text(encoding="utf-8")
 
 
+def test_a_timesheet_goes_into_a_folder_made_for_it_as_a_story_does(tmp_path, repo):
+    """Reports and stories follow one rule for a missing destination folder: it is made (it was
+    refused for reports, 'folder … does not exist'), never inside a repository or the vault."""
+    vault = _story_vault(tmp_path)
+    target = tmp_path / "reports" / "2026" / "march" / "timesheet.pdf"
+    memo("report", "timesheet", "--all", "-o", str(target), vault=vault)
+    assert target.read_bytes().startswith(b"%PDF-")
+    for output in (repo / "new" / "t.pdf", vault / "new" / "t.pdf"):
+        refused = memo("report", "timesheet", "--all", "-o", str(output), vault=vault, check=False)
+        assert refused.returncode == 1 and "Invalid output" in refused.stderr and not output.parent.exists()
+
+
 def test_a_person_prints_a_story_from_any_folder_but_never_into_a_repository_or_the_vault(tmp_path, repo):
     """``memo report story`` is a person's printout: an imported session often has no repository
     on this machine, so it is written from any folder (``export_story``, the agents' tool, keeps

@@ -404,6 +404,7 @@ def test_a_copy_that_cannot_be_written_after_issuing_leaves_the_invoice_issued_a
 
     def report():
         target.parent.rmdir()
+        target.parent.write_text("a file where the folder was")  # a missing folder would be made
         return report_for(store, ActivityReportRequest(cross_project=True, client="Globex", since="2026-06-01",
                                                        until="2026-06-30"))
     try:
@@ -411,7 +412,7 @@ def test_a_copy_that_cannot_be_written_after_issuing_leaves_the_invoice_issued_a
     finally:
         store.close()
     assert document.number == "2026-0001" and document.path.exists()
-    assert isinstance(copy, str) and "does not exist" in copy
+    assert isinstance(copy, str) and "is not a folder" in copy
     listed = json.loads(run(billing, "--json", "invoice", "list").stdout)["items"]
     assert [i["number"] for i in listed] == ["2026-0001"]
 
