@@ -510,9 +510,13 @@ class BrowserBoundary:
     - A write to ``/api/`` (POST, PUT, PATCH, DELETE) must be ``Content-Type:
       application/json`` (415): a cross-site form or ``text/plain`` fetch cannot send that
       without a preflight, which gets no CORS answer.
+    - A body over :data:`MAX_CALL_BYTES` is refused from its ``Content-Length`` (413), and one
+      sent in chunks (411), on every ``/api/`` route but the sync push, before it is read.
     """
 
     WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+    #: The routes whose body may be :data:`MAX_REQUEST_BYTES` (every other: :data:`MAX_CALL_BYTES`).
+    BIG_BODIES = ("/api/sync/",)
 
     def __init__(self, host: str, port: int) -> None:
         bound = host.strip("[]").lower()
@@ -538,6 +542,15 @@ class BrowserBoundary:
             content_type = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
             if content_type != "application/json":
                 return 415, "Unsupported media type: send the body as Content-Type: application/json"
+        if path.startswith("/api/") and not path.startswith(self.BIG_BODIES):
+            # refused from its headers, before the body is read and kept in memory (the server reads
+            # up to MAX_REQUEST_BYTES for the sync push): no caller, with a token or not, makes the
+            # server hold 64 MB per request on any other route
+            length = (headers.get("Content-Length") or "").strip()
+            if length.isdigit() and int(length) > MAX_CALL_BYTES:
+                return 413, f"Request body is {int(length)} bytes; this endpoint reads at most {MAX_CALL_BYTES}"
+            if "Transfer-Encoding" in headers:
+                return 411, "Length required: send the body with a Content-Length"
         return None
 
 
@@ -555,7 +568,8 @@ class _Refusal(httputil.HTTPMessageDelegate):
         headers = httputil.HTTPHeaders({"Content-Type": "application/json; charset=utf-8",
                                         "Content-Length": str(len(body)), "Cache-Control": "no-store",
                                         "X-Content-Type-Options": "nosniff", "Connection": "close"})
-        reason = {421: "Misdirected Request", 403: "Forbidden", 415: "Unsupported Media Type"}[self.status]
+        reason = {421: "Misdirected Request", 403: "Forbidden", 415: "Unsupported Media Type", 413: "Payload Too Large",
+                  411: "Length Required"}[self.status]
         self.connection.write_headers(httputil.ResponseStartLine("HTTP/1.1", self.status, reason), headers, body)
         self.connection.finish()
 

@@ -268,3 +268,28 @@ def test_a_server_raises_its_open_files_limit_and_closes_idle_connections():
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert IDLE_CONNECTION_SECONDS == 60
+
+
+def test_a_big_body_is_refused_from_its_headers_on_every_route_but_the_sync_push(seeded):
+    """The server reads up to 64 MB for the sync push; every other route refuses more than 4 MB
+    from ``Content-Length`` before the body is kept (a caller sent twelve 63 MB bodies at once and
+    the server grew by 0.8 GB), and a body sent in chunks (no length) is refused too."""
+    import http.client
+
+    _, server = seeded
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    body = b"{" + b" " * (5 * 1024 * 1024) + b"}"
+    connection.request("POST", "/api/actions/record", body=body, headers={"Content-Type": "application/json"})
+    answer = connection.getresponse()
+    assert answer.status == 413 and answer.getheader("Connection") == "close"  # the boundary's, not a handler's
+    assert json.loads(answer.read())["error"] == (f"Request body is {len(body)} bytes; this endpoint reads at most "
+                                                  f"{4 * 1024 * 1024}")
+    connection.close()
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    connection.request("POST", "/api/actions/record", body=iter([b'{"body": "x"}']), encode_chunked=True,
+                       headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"})
+    answer = connection.getresponse()
+    assert answer.status == 411 and "Content-Length" in json.loads(answer.read())["error"]
+    connection.close()
+    status, _ = server.get_json("/api/sync/records", data={"records": []})
+    assert status != 413
