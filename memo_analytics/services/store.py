@@ -51,6 +51,7 @@ from ..vault.io import (
     atomic_write_bytes,
     dump_record,
     dump_records,
+    file_identity,
     group_commit,
     read_record,
     remove_quietly,
@@ -197,15 +198,6 @@ class _Batch:
 RECHECK_SECONDS = 2.0
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
-    """``(device, inode)`` of ``path``, or None when it is not there."""
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
 class VaultStore:
     """One open vault.
 
@@ -333,7 +325,7 @@ class VaultStore:
             existed = path.exists()
             raw = self._open_index()
             stale = self._check(raw)
-            self._checked, self._identity = time.monotonic(), _identity(path)
+            self._checked, self._identity = time.monotonic(), file_identity(path)
             if stale is not None and not existed:
                 stale = freshness.missing()
             if stale is None:
@@ -376,7 +368,7 @@ class VaultStore:
         if conn is None or now - self._checked < every or self._own_batch() is not None or conn.in_transaction:
             return
         self._checked = now
-        if _identity(self.layout.index_path) != self._identity:  # removed, or replaced by another file
+        if file_identity(self.layout.index_path) != self._identity:  # removed, or replaced by another file
             self.close()  # the next use opens the file there now, checked (or rebuilt from the files)
             return
         if self._check(conn) is None:

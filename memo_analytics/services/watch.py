@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..domain.errors import DiskFullError, InvalidFieldError, MemoError, disk_full
-from ..vault.io import read_json_state, write_json_state
+from ..vault.io import file_identity, read_json_state, write_json_state
 from ..vault.redact import redact_secrets
 from .importers import IMPORTERS, load_importer, opencode
 from .importers.common import ImportOptions, ImportResult, format_of, run_import, walk_files
@@ -278,14 +278,6 @@ def _stat(path: Path):
         return None
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
-
-
 def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRoot], options: ImportOptions,
             on_import: Callable[[Imported], None], stop: threading.Event, states: FileStates,
             debounce_ms: int) -> None:
@@ -295,7 +287,7 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
     import watchfiles
 
     by_root = {root.path.resolve(): root for root in present}
-    identities = {root.path: _identity(root.path) for root in roots}
+    identities = {root.path: file_identity(root.path) for root in roots}
     first = True
     for changes in watchfiles.watch(*[r.path for r in present], stop_event=stop, debounce=debounce_ms,
                                     raise_interrupt=False, yield_on_timeout=True, rust_timeout=WAKE_MS,
@@ -320,7 +312,7 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
         touched += [due for due in states.due() if due[0] not in named]  # failed before: tried again
         for item in import_changed(store, touched, options, states):
             on_import(item)
-        if stop.is_set() or any(_identity(root.path) != identities[root.path] for root in roots):
+        if stop.is_set() or any(file_identity(root.path) != identities[root.path] for root in roots):
             return  # stopped, or a followed path is another one now: subscribe again
 
 

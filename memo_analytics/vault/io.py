@@ -460,3 +460,13 @@ def write_json_state(path: Path, data: dict[str, Any]) -> None:
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(Path(path), json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+
+
+def file_identity(path: Path) -> tuple[int, int] | None:
+    """``(device, inode)`` of ``path``, or None when it is not there: the same name may be
+    another file now (removed and made again, replaced by a rename)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
