@@ -176,7 +176,7 @@ def _copy_after_issue(pdf: bytes, output: Path | None, forbidden: tuple[Path, ..
 def _export(pdf: bytes, output: Path | None, forbidden: tuple[Path, ...], overwrite: bool) -> Path | None:
     if output is None:
         return None
-    target = check_output_path(output, forbidden, overwrite=overwrite)
+    target = check_output_path(output, forbidden, overwrite=overwrite, make_folders=True)
     try:
         atomic_write_bytes(target, pdf)
     except OSError as exc:

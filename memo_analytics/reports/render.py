@@ -84,11 +84,13 @@ def render_html(template: str, context: dict[str, Any], user_templates: Path | N
 
 
 def check_output_path(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tuple[str, ...] = (".pdf",),
-                      overwrite: bool = False) -> Path:
+                      overwrite: bool = False, make_folders: bool = False) -> Path:
     """The path a report will be written to: :func:`~memo_analytics.vault.io.output_target`
     (outside the vault and every repository, one of the kind's ``suffixes``, never through
-    a symbolic link, an existing file only with ``overwrite``); a missing folder is made, as for
-    stories (never inside the vault or a repository, never through a dangling link).
+    a symbolic link, an existing file only with ``overwrite``); a missing folder may be made, as
+    for stories (never inside the vault or a repository, never through a dangling link): with
+    ``make_folders`` (just before the file is written) it is, else it is only checked (before the
+    work, which may still fail: no empty folder is left then).
 
     Raises
     ------
@@ -96,7 +98,7 @@ def check_output_path(output: Path, forbidden: tuple[Path, ...] = (), suffixes: 
         ``Invalid output: ...``.
     """
     try:
-        return output_target(output, forbidden, suffixes, overwrite, make_folders=True)
+        return output_target(output, forbidden, suffixes, overwrite, make_folders=True, only_check=not make_folders)
     except InvalidFieldError as exc:
         raise ReportError(str(exc)) from None
 
@@ -188,7 +190,7 @@ def write_pdf(html: str, output: Path, base_dir: Path | None = None, forbidden: 
     """
     check_output_path(output, forbidden, overwrite=overwrite)
     pdf = render_pdf_bytes(html, base_dir)
-    output = check_output_path(output, forbidden, overwrite=overwrite)  # again: rendering takes seconds
+    output = check_output_path(output, forbidden, overwrite=overwrite, make_folders=True)  # again: rendering takes seconds
     try:
         atomic_write_bytes(output, pdf)
     except OSError as exc:

@@ -55,13 +55,13 @@ def write_review(context: dict[str, Any], output: Path, vault_root: Path | None 
     """
     forbidden = (vault_root,) if vault_root else ()
     try:
-        output_target(output, forbidden, (".pdf", ".html"), overwrite)
+        output_target(output, forbidden, (".pdf", ".html"), overwrite, make_folders=True, only_check=True)
     except InvalidFieldError as exc:
         raise ReportError(str(exc)) from None
     html = render_html("rules_review.html.j2", context, user_templates)
     if Path(output).suffix.lower() == ".pdf":
         return write_pdf(html, output, forbidden=forbidden, overwrite=overwrite)
-    target = check_output_path(output, forbidden, (".html",), overwrite)
+    target = check_output_path(output, forbidden, (".html",), overwrite, make_folders=True)
     css = (templates_dir() / "report.css").read_text(encoding="utf-8")
     from ..vault.io import atomic_write_bytes
 

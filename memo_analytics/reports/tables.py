@@ -215,7 +215,7 @@ def write_table(data: bytes, output: Path, forbidden: tuple[Path, ...], overwrit
     ReportError
         A bad output path; the disk refused.
     """
-    target = check_output_path(output, forbidden, suffixes=SUFFIXES, overwrite=overwrite)
+    target = check_output_path(output, forbidden, suffixes=SUFFIXES, overwrite=overwrite, make_folders=True)
     try:
         atomic_write_bytes(target, data)
     except OSError as exc:

@@ -374,7 +374,7 @@ def _work_tree(path: Path) -> Path | None:
 
 
 def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tuple[str, ...] = (),
-                  overwrite: bool = False, make_folders: bool = False) -> Path:
+                  overwrite: bool = False, make_folders: bool = False, only_check: bool = False) -> Path:
     """The path an export or report will be written to (atomically).
 
     Refused: a path inside one of the ``forbidden`` folders (the vault: an export must never
@@ -389,7 +389,8 @@ def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tupl
     With ``make_folders`` a missing folder is created instead (every missing level, once
     the destination passed every other check: never inside the vault or a git work tree);
     a missing level that is a symbolic link (dangling) or a file is refused, and each level
-    is made with ``mkdir``, which never follows a link.
+    is made with ``mkdir``, which never follows a link. With ``only_check`` as well, the
+    missing folders could be made but are not (yet): a check before the work that may fail.
 
     Raises
     ------
@@ -421,6 +422,8 @@ def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tupl
         if repository is not None:
             raise InvalidFieldError("output", f"{output} is inside the git repository {repository}; "
                                               "write reports and exports outside repositories")
+        if missing and only_check:
+            return target
         for folder in missing:  # outermost first; mkdir never follows a link
             try:
                 os.mkdir(folder)

@@ -182,6 +182,11 @@ def test_a_timesheet_goes_into_a_folder_made_for_it_as_a_story_does(tmp_path, re
     for output in (repo / "new" / "t.pdf", vault / "new" / "t.pdf"):
         refused = memo("report", "timesheet", "--all", "-o", str(output), vault=vault, check=False)
         assert refused.returncode == 1 and "Invalid output" in refused.stderr and not output.parent.exists()
+    nothing = tmp_path / "invoices" / "new" / "i.pdf"  # a report that fails makes no folder
+    failed = memo("report", "invoice", "--all", "-o", str(nothing), vault=vault, check=False)  # no billing terms
+    assert failed.returncode == 1 and "no billing terms" in failed.stderr and not (tmp_path / "invoices").exists()
+    memo("report", "rules", "--all", "-o", str(tmp_path / "rules" / "new" / "r.html"), vault=vault)
+    assert (tmp_path / "rules" / "new" / "r.html").is_file()
 
 
 def test_a_person_prints_a_story_from_any_folder_but_never_into_a_repository_or_the_vault(tmp_path, repo):

@@ -40,7 +40,7 @@ def report_rules(
 
     _check_scope(project, all_projects)
     if output is not None:  # refuse a bad review path before any trap is saved or file promoted
-        output_target(output, (state.settings.vault_root,), (".pdf", ".html"), force)
+        output_target(output, (state.settings.vault_root,), (".pdf", ".html"), force, make_folders=True, only_check=True)
     request = _build(DeriveRulesRequest, project=project, cross_project=all_projects, cwd=str(Path.cwd()),
                      session_id=session_id, since=since, until=until, min_confidence=min_confidence, limit=limit,
                      save_traps=save_traps, format=fmt, promote=promote)
