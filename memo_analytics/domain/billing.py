@@ -204,6 +204,13 @@ class ClientBilling(_Party):
     ai_cost_margin: Decimal | None = Field(default=None, ge=0, le=1000, max_digits=7, decimal_places=3)
     ai_cost_exchange_rate: Decimal | None = Field(default=None, gt=0, max_digits=14, decimal_places=8)
 
+    def rounding_note(self) -> str | None:
+        """How these terms bill a session's minutes, for the foot of an invoice (``each session is
+        billed in steps of 15 minutes, at least 30 minutes``); None when they are billed as they are."""
+        parts = [f"in steps of {self.rounding_minutes} minutes"] if self.rounding_minutes else []
+        parts += [f"at least {self.minimum_minutes} minutes"] if self.minimum_minutes else []
+        return f"each session is billed {', '.join(parts)}" if parts else None
+
     def billed_minutes(self, minutes: int) -> int:
         """A session's billed minutes under these terms: rounded up to ``rounding_minutes``
         (``roundingMinutes = 15``: 1–15 → 15, 16–30 → 30), then at least ``minimum_minutes``;

@@ -141,6 +141,8 @@ class InvoiceSection:
     tax_rate: Decimal = Decimal(0)
     tax_note: str | None = None
     sessions: list[dict[str, Any]] = field(default_factory=list)
+    #: how the client's terms bill a session's minutes (rounding, minimum), printed at the foot
+    rounding_note: str | None = None
 
     @property
     def minutes(self) -> int:
@@ -295,7 +297,7 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         category, tax_rate = billing.tax_category()
         section = InvoiceSection(client=client, currency=billing.currency, rate=billing.hourly_rate,
                                  tax_category=category, tax_rate=tax_rate, tax_note=billing.tax_note(),
-                                 sessions=by_client[key])
+                                 sessions=by_client[key], rounding_note=billing.rounding_note())
         build = _session_lines if lines == "session" else _project_lines
         section.lines = build(by_client[key], report, billing) + _ai_cost_line(by_client[key], report, billing)
         sections.append(section)

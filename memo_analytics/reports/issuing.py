@@ -127,6 +127,7 @@ def _document_meta(kind: str, number: str, key: str, sequence: int, number_forma
         "periodStart": period[0].isoformat(), "periodEnd": period[1].isoformat(), "timezone": report_zone,
         "client": client_name, "currency": section.currency,
         "taxCategory": section.tax_category, "taxRate": str(section.tax_rate), "taxNote": section.tax_note,
+        **({"roundingNote": section.rounding_note} if section.rounding_note else {}),
         "net": str(section.amount), "tax": str(section.tax), "gross": str(section.gross),
         "billableHours": str(section.hours), "durationMinutes": section.minutes,
         "lines": [{"date": line.date, "project": line.project, "description": line.description,

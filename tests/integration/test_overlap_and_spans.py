@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -144,3 +145,31 @@ def test_an_invoiced_session_keeps_the_minutes_its_invoice_billed(tmp_path):
     second = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
                              "--until", "2026-06-30", vault=root, env=env).stdout)
     assert second["billableHours"] == "1.00"  # 2 h of wall clock, billed 1 h + 1 h
+
+
+def test_an_invoice_says_how_the_clients_terms_bill_a_session(tmp_path):
+    """An invoice whose lines bill more than the sessions lasted (rounded up to 15 minutes, at least
+    30) says why at its foot — the draft and the issued one (stored in the document): 'each session
+    is billed in steps of 15 minutes, at least 30 minutes (the client's terms)'."""
+    from .test_cli import pdf_text
+    from .test_issued_invoices import ACME, ISSUER
+
+    root, config = tmp_path / "vault", tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME + "roundingMinutes = 15\nminimumMinutes = 30\n", encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path)}
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    _session(store, "short", "web", "Acme Corp", "2026-06-05T09:00:00Z", "2026-06-05T09:10:00Z")
+    store.close()
+    said = "Acme Corp: each session is billed in steps of 15 minutes, at least 30 minutes (the client's terms)"
+    draft = tmp_path / "draft.pdf"
+    memo("report", "invoice", "--all", "--since", "2026-06-01", "--until", "2026-06-30", "-o", str(draft),
+         vault=root, env=env)
+    assert said in " ".join(pdf_text(draft).split())
+    issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                             "--until", "2026-06-30", vault=root, env=env).stdout)
+    assert said in " ".join(pdf_text(Path(issued["pdf"])).split())
+    from memo_analytics.domain.billing import ClientBilling
+
+    assert ClientBilling(hourly_rate="100", currency="EUR").rounding_note() is None  # billed as they are: nothing said
+    assert ClientBilling(hourly_rate="100", currency="EUR", minimum_minutes=30).rounding_note() == (
+        "each session is billed at least 30 minutes")
