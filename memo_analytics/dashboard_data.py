@@ -107,10 +107,18 @@ def period_bounds(period: str, today: date) -> tuple[date | None, date | None]:
 class DashboardData:
     """The dashboard's access to the vault(s)."""
 
-    store: VaultStore
+    main: VaultStore
     _further: dict[str, VaultStore] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- vaults
+    @property
+    def store(self) -> VaultStore:
+        """The main vault's store, its index checked against the files again when that was last
+        done a while ago (:meth:`VaultStore.recheck`): a dashboard left open shows the files as
+        they are now (a sync tool's records, a project folder removed by hand)."""
+        self.main.recheck()
+        return self.main
+
     @property
     def settings(self) -> Settings:
         return self.store.settings

@@ -83,3 +83,19 @@ def test_a_running_server_answers_from_the_files_as_they_are_now(tmp_path):
     listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["items"]
     assert sorted(item["body"] for item in listed) == ["after", "api turn"]
     assert memo("prompt", "list", "--all", vault=vault).stderr == ""  # nothing for the CLI to repair
+
+
+def test_a_dashboard_left_open_shows_the_files_as_they_are_now(tmp_path):
+    """The dashboard reads through one store for as long as it is served: its data re-checks the
+    index (at most every 2 s) as the API's per-request stores do."""
+    from memo_analytics.dashboard_data import DashboardData
+
+    vault = _vault(tmp_path)
+    data = DashboardData(VaultStore(Settings(vault_root=vault)))
+    try:
+        assert data.clients() == ["Acme", "Globex"]
+        shutil.rmtree(vault / "projects" / "web")
+        time.sleep(RECHECK_SECONDS + 0.1)
+        assert data.clients() == ["Globex"]
+    finally:
+        data.main.close()
