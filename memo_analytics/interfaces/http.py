@@ -62,6 +62,20 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
+#: The answer to a request without the server's token.
+UNAUTHORIZED = "Unauthorized: give the server's token (Authorization: Bearer <token>)"
+
+
+def token_given(token: str, headers: Any, query_token: str = "") -> bool:
+    """Whether a request gives ``token``: ``Authorization: Bearer``, else ``X-Memo-Token``, else
+    ``?token=`` (compared in constant time)."""
+    given = headers.get("X-Memo-Token") or query_token
+    auth = headers.get("Authorization", "")
+    if auth.lower().startswith("bearer "):
+        given = auth[7:].strip()
+    return bool(given) and hmac.compare_digest(given.encode(), token.encode())
+
+
 def safe_json(value: Any) -> str:
     """:func:`dumps` with ``<``, ``>``, ``&`` escaped (same parsed value; never HTML)."""
     return dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -100,12 +114,8 @@ class ApiHandler(tornado.web.RequestHandler):
             raise tornado.web.Finish()
         if not self.token:
             return
-        given = self.request.headers.get("X-Memo-Token") or self.get_query_argument("token", "")
-        auth = self.request.headers.get("Authorization", "")
-        if auth.lower().startswith("bearer "):
-            given = auth[7:].strip()
-        if not given or not hmac.compare_digest(given.encode(), self.token.encode()):
-            self.fail(401, "Unauthorized: give the server's token (Authorization: Bearer <token>)")
+        if not token_given(self.token, self.request.headers, self.get_query_argument("token", "")):
+            self.fail(401, UNAUTHORIZED)
             raise tornado.web.Finish()
 
     def _check_params(self) -> bool:
@@ -518,13 +528,14 @@ class BrowserBoundary:
     #: The routes whose body may be :data:`MAX_REQUEST_BYTES` (every other: :data:`MAX_CALL_BYTES`).
     BIG_BODIES = ("/api/sync/",)
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, token: str | None = None) -> None:
+        self.token = token
         bound = host.strip("[]").lower()
         self.wildcard = bound in ("0.0.0.0", "::", "")
         names = {"localhost", "127.0.0.1", "[::1]", f"[{bound}]" if ":" in bound else bound}
         self.hosts = {f"{name}:{port}" for name in names} | (names if port == 80 else set())
 
-    def refusal(self, method: str, path: str, headers: Any) -> tuple[int, str] | None:
+    def refusal(self, method: str, path: str, headers: Any, query: str = "") -> tuple[int, str] | None:
         """``(status, message)`` when the request is refused, else None."""
         host = (headers.get("Host") or "").strip().lower()
         if not self.wildcard and host not in self.hosts:
@@ -542,6 +553,10 @@ class BrowserBoundary:
             content_type = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
             if content_type != "application/json":
                 return 415, "Unsupported media type: send the body as Content-Type: application/json"
+        if self.token and path.startswith("/api/"):  # before a body (up to 64 MB for a push) is read
+            values = urllib.parse.parse_qs(query, keep_blank_values=True).get("token", [""])
+            if not token_given(self.token, headers, values[-1]):
+                return 401, UNAUTHORIZED
         if path.startswith("/api/") and not path.startswith(self.BIG_BODIES):
             # refused from its headers, before the body is read and kept in memory (the server reads
             # up to MAX_REQUEST_BYTES for the sync push): no caller, with a token or not, makes the
@@ -569,7 +584,7 @@ class _Refusal(httputil.HTTPMessageDelegate):
                                         "Content-Length": str(len(body)), "Cache-Control": "no-store",
                                         "X-Content-Type-Options": "nosniff", "Connection": "close"})
         reason = {421: "Misdirected Request", 403: "Forbidden", 415: "Unsupported Media Type", 413: "Payload Too Large",
-                  411: "Length Required"}[self.status]
+                  411: "Length Required", 401: "Unauthorized"}[self.status]
         self.connection.write_headers(httputil.ResponseStartLine("HTTP/1.1", self.status, reason), headers, body)
         self.connection.finish()
 
@@ -608,7 +623,8 @@ class _Guarded(httputil.HTTPMessageDelegate):
         self.inner: httputil.HTTPMessageDelegate | None = None
 
     def headers_received(self, start_line: Any, headers: httputil.HTTPHeaders):
-        refused = self.boundary.refusal(start_line.method, start_line.path.split("?", 1)[0], headers)
+        path, _, query = start_line.path.partition("?")
+        refused = self.boundary.refusal(start_line.method, path, headers, query)
         if refused:
             self.inner = _Refusal(self.request_conn, *refused)
             return None

@@ -53,7 +53,8 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
                             "body_timeout": IDLE_CONNECTION_SECONDS},
     )
     http_server = server._http  # bokeh's HTTPServer: every route goes through its request callback
-    http_server.request_callback = GuardedApplication(http_server.request_callback, BrowserBoundary(host, server.port))
+    http_server.request_callback = GuardedApplication(http_server.request_callback,
+                                                     BrowserBoundary(host, server.port, token))
     # a changed config file reaches the dashboard too (its digest thresholds, rates): checked
     # every couple of seconds, one stat each time
     server.io_loop.add_callback(lambda: PeriodicCallback(runtime.refresh, CONFIG_CHECK_MS).start())

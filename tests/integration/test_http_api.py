@@ -232,6 +232,18 @@ def test_with_a_token_requests_without_it_get_401(tmp_path):
                                   headers={"Authorization": "Bearer s3cret-token-value"})
         assert ok == 200
         assert server.request("/api/digest", headers={"X-Memo-Token": "s3cret-token-value"})[0] == 200
+        assert server.request("/api/digest?%74oken=s3cret-token-value")[0] == 200
+        # refused from its headers, before a body (a sync push may be 64 MB) is read and kept: the
+        # boundary's answer closes the connection
+        import http.client
+
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        connection.request("POST", "/api/sync/records", body=b'{"records": []}' + b" " * (8 * 1024 * 1024),
+                           headers={"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        assert (answer.status, answer.getheader("Connection")) == (401, "close")
+        assert "Unauthorized" in json.loads(answer.read())["error"]
+        connection.close()
     finally:
         server.stop()
 
