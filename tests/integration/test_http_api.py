@@ -264,22 +264,28 @@ def test_no_other_site_may_frame_the_dashboard_or_the_api(seeded):
     assert refused == 403
 
 
-def test_a_server_raises_its_open_files_limit_and_closes_idle_connections():
-    """One file handle per connection: the soft limit (often 1024) is raised to the hard one, and
-    connections idle for a minute are closed (Tornado's default keeps them an hour)."""
+def test_a_server_raises_its_open_files_limit_and_closes_idle_connections(tmp_path):
+    """One file handle per connection: building the server raises the soft limit (often 1024) to
+    the hard one, and its HTTP server closes a connection idle, or a body still arriving, after a
+    minute (Tornado's default keeps them an hour)."""
     import resource
 
-    from memo_analytics.domain.hosts import raise_open_files_limit
-    from memo_analytics.interfaces.server import IDLE_CONNECTION_SECONDS
+    from memo_analytics.config import Settings
+    from memo_analytics.interfaces.server import build_server
+    from memo_analytics.runtime import Runtime
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    server = None
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
-        assert raise_open_files_limit() == resource.getrlimit(resource.RLIMIT_NOFILE)[0] == (
-            hard if hard != resource.RLIM_INFINITY else 1 << 20)
+        server = build_server(Runtime(Settings(vault_root=tmp_path / "v")), port=0)
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == (hard if hard != resource.RLIM_INFINITY else 1 << 20)
+        params = server._http.conn_params
+        assert (params.header_timeout, params.body_timeout) == (60, 60)
     finally:
+        if server is not None:
+            server.stop()
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    assert IDLE_CONNECTION_SECONDS == 60
 
 
 def test_a_big_body_is_refused_from_its_headers_on_every_route_but_the_sync_push(seeded):
