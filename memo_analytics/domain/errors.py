@@ -172,6 +172,16 @@ def disk_full(exc: BaseException, path: str | os.PathLike) -> bool:
     return found.f_bavail * found.f_frsize < 256 * 1024
 
 
+def full_disk_error(exc: BaseException, vault_root: str | os.PathLike | None) -> DiskFullError | None:
+    """The :class:`DiskFullError` ``exc`` stands for (:func:`disk_full` on the disk of
+    ``vault_root``), or None: what every interface answers for an error no layer below turned
+    into a product error."""
+    where = vault_root if vault_root is not None else (getattr(exc, "filename", None) or ".")
+    if not disk_full(exc, where):
+        return None
+    return DiskFullError(str(vault_root) if vault_root is not None else "the vault")
+
+
 class VaultBusyError(MemoError):
     """Another process held the vault lock for longer than the timeout."""
 

@@ -35,7 +35,7 @@ from ..domain.errors import (
     SessionCompletedError,
     SessionNotStartedError,
     VaultBusyError,
-    disk_full,
+    full_disk_error,
 )
 from ..domain.wire import dumps
 from ..services.requests import (
@@ -223,8 +223,9 @@ class ApiHandler(tornado.web.RequestHandler):
             self.fail(exc.status_code, f"Invalid request: {exc.log_message or exc.reason or exc.status_code}")
             return
         except Exception as exc:  # noqa: BLE001 - never a traceback to the client
-            if disk_full(exc, self.runtime.settings.vault_root):
-                self.fail(507, str(DiskFullError(str(self.runtime.settings.vault_root))))
+            full = full_disk_error(exc, self.runtime.settings.vault_root)
+            if full is not None:
+                self.fail(507, str(full))
                 return
             self.fail(500, f"Internal error ({type(exc).__name__}); see the server log")
             raise

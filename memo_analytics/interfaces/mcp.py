@@ -25,7 +25,7 @@ from pydantic.alias_generators import to_camel
 
 from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, call_tool, refuse_server_paths
 from ..config import Settings
-from ..domain.errors import DiskFullError, MemoError, disk_full
+from ..domain.errors import MemoError, full_disk_error
 from ..domain.hosts import host_port, is_loopback
 from ..domain.wire import compact, dumps, dumps_compact
 from ..runtime import Runtime
@@ -93,9 +93,9 @@ class PromptTool:
         except ValidationError as exc:
             raise ToolError(redact_secrets(_message(exc))[0]) from None
         except (OSError, sqlite3.Error) as exc:
-            root = self.runtime.settings.vault_root
-            if disk_full(exc, root):
-                raise ToolError(str(DiskFullError(str(root)))) from None
+            full = full_disk_error(exc, self.runtime.settings.vault_root)
+            if full is not None:
+                raise ToolError(str(full)) from None
             raise
         if parsed.compact:
             return CallToolResult(content=[TextContent(type="text", text=dumps_compact(result))],

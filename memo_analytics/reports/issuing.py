@@ -69,8 +69,6 @@ def billing_period(report: ActivityReport, sessions: list[dict[str, Any]]) -> tu
     return first, last
 
 
-
-
 def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> None:
     # every setting of the issuer that is missing, in one message (not one per attempt)
     needed = [(f"invoice.{m}", f"invoice.{m}") for m in issuer.missing_for_sending()]

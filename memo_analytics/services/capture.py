@@ -205,12 +205,22 @@ def parse_event(agent: str, payload: Any, received: datetime, event_name: str | 
     return _PARSERS[agent](payload, received)
 
 
+def secret_free_id(conversation: str) -> str | None:
+    """``redacted-`` and a hash of an agent's conversation id that holds a secret (what redaction
+    would change), else None: the base of its session ids, for the hook and the import alike, so
+    no file name, record or answer shows it (SPEC §2.4)."""
+    if not redact_secrets(conversation)[1]:
+        return None
+    return f"redacted-{hashlib.sha1(conversation.encode('utf-8')).hexdigest()[:12]}"
+
+
 def hook_session_id(agent: str, session: str) -> str:
     """The product's session id of an agent's session: ``{agent}-{its id}`` (ids that are not
     safe slugs, or too long, are slugged and given a short hash; an id holding a secret is
     ``redacted-`` and a hash of it: no file name, record or answer shows it, SPEC §2.4)."""
-    if redact_secrets(session)[1]:
-        return validate_session_id(f"{agent}-redacted-{hashlib.sha1(session.encode('utf-8')).hexdigest()[:12]}")
+    hidden = secret_free_id(session)
+    if hidden is not None:
+        return validate_session_id(f"{agent}-{hidden}")
     base = slugify(session, 120)
     if base != session.lower():
         base = f"{base[:100]}-{hashlib.sha1(session.encode('utf-8')).hexdigest()[:8]}"

@@ -339,16 +339,28 @@ class VaultStore:
                     return self._conn
             again = self._check(raw)
             stale = again if again is None or not stale.full else stale  # keep "there was none"
-            projects, done = self._repair(raw, stale) if stale is not None else (set(), None)
+            told = self._repair_and_tell(raw, stale) if stale is not None else None
             with self._conn_guard:
                 self._conn = raw
+            if told is not None:
+                told()
+        return raw
+
+    def _repair_and_tell(self, conn: sqlite3.Connection, stale: freshness.Staleness) -> Callable[[], None]:
+        """:meth:`_repair` ``conn`` (under the vault lock); what tells of it — the listeners of
+        what was taken in (or of a rebuild) and the views of the projects touched — to be called
+        once ``conn`` is this store's connection."""
+        projects, done = self._repair(conn, stale)
+
+        def tell() -> None:
             if done is not None:
                 self._taken_in(done, stale.folders)
-            elif stale is not None:
+            else:
                 self.hear_rebuilt()
             for project in sorted(projects):
                 self._views_changed(project, None)
-        return raw
+
+        return tell
 
     def recheck(self, every: float = RECHECK_SECONDS) -> None:
         """For a long-running process (a server answers each request with its store): the open
@@ -375,15 +387,8 @@ class VaultStore:
             return
         with self.lock():
             stale = self._check(conn)
-            if stale is None:
-                return
-            projects, done = self._repair(conn, stale)
-            if done is not None:
-                self._taken_in(done, stale.folders)
-            else:
-                self.hear_rebuilt()
-            for project in sorted(projects):
-                self._views_changed(project, None)
+            if stale is not None:
+                self._repair_and_tell(conn, stale)()
 
     def open_for_rebuild(self) -> sqlite3.Connection:
         """The index connection without the check against the files (``memo reindex``

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..domain.errors import DiskFullError, InvalidFieldError, MemoError, disk_full
+from ..domain.errors import InvalidFieldError, MemoError, full_disk_error
 from ..vault.io import file_identity, read_json_state, write_json_state
 from ..vault.redact import redact_secrets
 from .importers import IMPORTERS, load_importer, opencode
@@ -222,8 +222,9 @@ def import_changed(store: VaultStore, files: Iterable[tuple[Path, str]], options
 
 def _reason(store: VaultStore, exc: BaseException) -> str:
     """Why an import failed, on one line, secrets redacted."""
-    if disk_full(exc, store.root):
-        text = str(DiskFullError(str(store.root)))
+    full = full_disk_error(exc, store.root)
+    if full is not None:
+        text = str(full)
     elif isinstance(exc, sqlite3.DatabaseError):
         text = str(store.index_error(exc))
     elif isinstance(exc, OSError):

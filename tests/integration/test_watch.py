@@ -54,6 +54,16 @@ def wait_for(proc: subprocess.Popen, predicate, timeout: float = 30.0) -> list[d
     return seen
 
 
+def ended(proc: subprocess.Popen) -> str:
+    """The watcher killed if it still runs, its pipes closed; what it wrote on stderr."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    proc.stderr.close()
+    return stderr
+
+
 @contextmanager
 def running(proc: subprocess.Popen):
     """The watcher for the block; on leaving it, stopped by SIGTERM (it must exit 0), else killed."""
@@ -62,10 +72,7 @@ def running(proc: subprocess.Popen):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-        proc.stderr.close()
+        ended(proc)
 
 
 def turns(vault: Path) -> list[str]:
@@ -98,11 +105,7 @@ def test_a_growing_transcript_is_imported_as_it_grows_and_the_watcher_stops_clea
         proc.send_signal(how)
         assert proc.wait(15) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-        stderr = proc.stderr.read()
-        proc.stderr.close()
+        stderr = ended(proc)
     assert "Traceback" not in stderr and "stopped: 3 imports" in stderr
     vault = tmp_path / "v"
     assert turns(vault) == ["Add the CSV export", "Now the tests", "Another conversation"]
@@ -301,10 +304,6 @@ def test_a_bad_line_is_told_of_once_not_at_every_pass_of_a_running_watcher(tmp_p
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(15) == 0
     finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.stdout.close()
-        stderr = proc.stderr.read()
-        proc.stderr.close()
+        stderr = ended(proc)
     told = [text.split(": ", 2)[2] for text in stderr.splitlines() if text.startswith("skipped: ")]
     assert told == ["line 2: not JSON", "line 6: not JSON"]

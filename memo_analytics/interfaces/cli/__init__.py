@@ -24,7 +24,7 @@ gc.disable()
 try:
     import typer
 
-    from ...domain.errors import DiskFullError, MemoError, disk_full
+    from ...domain.errors import MemoError, full_disk_error
     from .common import _fail, state
     from .common import app as _app
 finally:
@@ -127,14 +127,16 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         _fail("aborted", 130)
     except OSError as exc:
-        if disk_full(exc, exc.filename or "."):
-            _fail(str(DiskFullError(str(state.settings.vault_root if state.settings else exc.filename or "the vault"))))
+        full = full_disk_error(exc, state.settings.vault_root if state.settings else None)
+        if full is not None:
+            _fail(str(full))
         where = f" {exc.filename}" if exc.filename else ""
         _fail(f"Cannot use{where}: {exc.strerror or type(exc).__name__}")
     except sqlite3.DatabaseError as exc:
         root = state.settings.vault_root if state.settings else None
-        if disk_full(exc, root or "."):
-            _fail(str(DiskFullError(str(root or "the vault"))))
+        full = full_disk_error(exc, root)
+        if full is not None:
+            _fail(str(full))
         path = root / ".memo" / "index.sqlite" if root else "the index"
         _fail(f"The index {path} is damaged ({exc}); run `memo reindex` to rebuild it")
     except Exception as exc:

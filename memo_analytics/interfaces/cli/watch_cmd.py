@@ -51,10 +51,10 @@ def watch_command(
         nonlocal count, quiet, failed
         count += 1
         failed += 1 if item.error else 0
+        at = datetime.now(timezone.utc).astimezone(state.store.zone).strftime("%H:%M:%S")
         if state.json:
             sys.stdout.write(json.dumps(item.wire(), ensure_ascii=False) + "\n")  # one JSON object per line
         elif item.error:
-            at = datetime.now(timezone.utc).astimezone(state.store.zone).strftime("%H:%M:%S")
             err.print(_safe(f"{at} {item.source} {item.path}: not imported: {item.error}"
                             + ("" if once else f" (tried again at its next change, or in {RETRY_AFTER_SECONDS:.0f} s)")))
             return
@@ -62,7 +62,6 @@ def watch_command(
             quiet += 1  # only the agent's own lines (the session stretched), half a line, a bad line told of before
             return
         else:
-            at = datetime.now(timezone.utc).astimezone(state.store.zone).strftime("%H:%M:%S")
             out.print(_safe(f"{at} {item.source} {item.path}: {item.result.line()}"), soft_wrap=True)  # a log line: whole
         sys.stdout.flush()
         before = told.setdefault(item.path, set())
@@ -78,10 +77,10 @@ def watch_command(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    told = [f"{quiet} with nothing new to tell: not shown"] if quiet else []
-    told += [f"{failed} failed"] if failed else []
-    told += ["nothing changed since the last run"] if once and not count else []
-    told_text = f" ({', '.join(told)})" if told else ""
-    err.print(f"{'stopped' if not once else 'done'}: {count} import{'s' if count != 1 else ''}{told_text}")  # stderr: --json keeps stdout JSON lines
+    notes = [f"{quiet} with nothing new to tell: not shown"] if quiet else []
+    notes += [f"{failed} failed"] if failed else []
+    notes += ["nothing changed since the last run"] if once and not count else []
+    noted = f" ({', '.join(notes)})" if notes else ""
+    err.print(f"{'stopped' if not once else 'done'}: {count} import{'s' if count != 1 else ''}{noted}")  # stderr: --json keeps stdout JSON lines
     if once and failed:
         raise typer.Exit(1)

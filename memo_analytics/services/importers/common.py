@@ -386,9 +386,11 @@ def transcript_session_base(transcript: Transcript, apart: bool = False) -> str:
     with a hash of the exact id when the id is not already a slug. ``apart``: with the hash in
     any case — for the second of two conversations whose ids differ only in case
     (:func:`import_transcript`)."""
-    if redact_secrets(transcript.transcript_id)[1]:  # as hook_session_id: no secret in ids (SPEC §2.4)
-        digest = hashlib.sha1(transcript.transcript_id.encode("utf-8")).hexdigest()[:12]
-        return f"{transcript.source}-redacted-{digest}"
+    from ..capture import secret_free_id
+
+    hidden = secret_free_id(transcript.transcript_id)  # as the hook's: no secret in ids (SPEC §2.4)
+    if hidden is not None:
+        return f"{transcript.source}-{hidden}"
     base = slugify(transcript.transcript_id, 120)
     if apart or base != transcript.transcript_id.lower():
         digest = hashlib.sha1(transcript.transcript_id.encode("utf-8")).hexdigest()[:8]
