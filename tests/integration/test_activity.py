@@ -1,4 +1,4 @@
-"""SPEC §4 activity_report, computed with DuckDB over the real index."""
+"""SPEC §4 activity_report, computed over polars frames of the real index."""
 
 from __future__ import annotations
 
@@ -66,6 +66,17 @@ def test_missing_client_is_internal_and_clients_group_case_insensitively(filled)
         "p1": {"durationMinutes": 110, "billableHours": 1.84, "sessions": 3},
         "p2": {"durationMinutes": 35, "billableHours": 0.58, "sessions": 1},
     }
+
+
+def test_a_client_spelled_several_ways_takes_its_most_used_spelling_and_on_a_tie_its_first(store):
+    session(store, "x1", "2026-01-05T09:00:00Z", "2026-01-05T09:30:00Z", client="globex")
+    session(store, "x2", "2026-01-06T09:00:00Z", "2026-01-06T09:30:00Z", client="Globex")
+    tied = activity_report(store, ActivityRequest()).wire()
+    assert list(tied["byClient"]) == ["globex"]  # used first, though "Globex" sorts before it
+    session(store, "x3", "2026-01-07T09:00:00Z", "2026-01-07T09:30:00Z", client="Globex")
+    most = activity_report(store, ActivityRequest(client="GLOBEX")).wire()
+    assert own_names(most["byClient"]) == {"Globex": {"durationMinutes": 90, "billableHours": 1.5, "sessions": 3}}
+    assert most["totalPrompts"] == 3 and most["client"] == "GLOBEX"
 
 
 def test_the_report_also_answers_under_spec_memo_names(filled):
