@@ -84,10 +84,10 @@ def test_a_report_command_still_loads_what_it_needs(tmp_path):
     assert "polars" in probe["loaded"]
 
 
-def test_the_activity_table_loads_neither_pyarrow_nor_the_pdf_templates(tmp_path):
-    """``memo activity`` on a vault with a billed session (issue 16: ≤ 0.5 s) runs DuckDB over
-    polars through the Arrow C stream interface, without pyarrow and numpy (about 0.1 s of
-    imports), and prints its table without the timesheet's template engine."""
+def test_the_activity_table_loads_neither_duckdb_nor_pyarrow_nor_the_pdf_templates(tmp_path):
+    """``memo activity`` on a vault with a billed session (issue 16: ≤ 0.5 s) is computed on
+    polars frames alone: without DuckDB (about 40 ms to load), pyarrow and numpy (about 0.1 s),
+    and prints its table without the timesheet's template engine."""
     vault = tmp_path / "vault"
     for args in (["session", "start", "s1", "--project", "p1", "--client", "Acme", "--start-time",
                   "2026-03-02T09:00:00Z"],
@@ -98,8 +98,8 @@ def test_the_activity_table_loads_neither_pyarrow_nor_the_pdf_templates(tmp_path
     assert probe["code"] == 0, stderr
     assert "Total billable: 1:30 (1.50 h)" in probe["stdout"]
     loaded = {name.split(".")[0] for name in probe["loaded"]}
-    assert {"polars", "duckdb"} <= loaded
-    assert loaded & {"pyarrow", "numpy", "pandas", "jinja2", "weasyprint"} == set()
+    assert "polars" in loaded
+    assert loaded & {"duckdb", "pyarrow", "numpy", "pandas", "jinja2", "weasyprint"} == set()
 
 
 def _top_level_sources(app) -> dict[str, set[str]]:
