@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from .prompts import record_prompt
-from .requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
-from .sessions import end_session, start_session
-from .store import VaultStore
+if TYPE_CHECKING:
+    from .store import VaultStore
 
 #: The zone the sample's working hours are laid out in.
 DEMO_ZONE = "Europe/Berlin"
@@ -53,6 +52,11 @@ def build_demo_vault(store: VaultStore) -> dict[str, int]:
 
 
 def _build(store: VaultStore) -> dict[str, int]:
+    # loaded here: the command line reads DEMO_ZONE for every command of its module (memo import)
+    from .prompts import record_prompt
+    from .requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
+    from .sessions import end_session, start_session
+
     rng = random.Random(20260302)
     sessions = turns = 0
     plan = []

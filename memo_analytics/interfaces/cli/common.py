@@ -266,32 +266,39 @@ class _progress:
     """A progress bar on a terminal, redrawn by the work itself (at most every
     :data:`_REDRAW_SECONDS`), never by a thread of its own: an import forks its worker processes
     only in a process of one thread (a lock another thread holds at the fork would stay held in
-    the worker), so a refresh thread would keep a first import at a terminal on one core."""
+    the worker), so a refresh thread would keep a first import at a terminal on one core.
+    Where stderr is no terminal nothing is drawn (and rich's progress module is not loaded)."""
 
     def __init__(self, label: str, total: int) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        self.progress = None
+        if err.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                                 console=err, transient=True, disable=not err.is_terminal, auto_refresh=False)
+            self.progress = Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                     console=err, transient=True, auto_refresh=False)
         self.total = total
 
     def __enter__(self) -> Callable[[], None]:
         import time
 
-        self.progress.start()
-        task = self.progress.add_task("", total=self.total)
+        progress = self.progress
+        if progress is None:
+            return lambda: None
+        progress.start()
+        task = progress.add_task("", total=self.total)
         drawn = [0.0]
 
         def advance() -> None:
-            self.progress.advance(task)
+            progress.advance(task)
             if time.monotonic() - drawn[0] >= _REDRAW_SECONDS:
                 drawn[0] = time.monotonic()
-                self.progress.refresh()
+                progress.refresh()
 
         return advance
 
     def __exit__(self, *exc: object) -> None:
-        self.progress.stop()
+        if self.progress is not None:
+            self.progress.stop()
 
 
 
