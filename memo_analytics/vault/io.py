@@ -13,10 +13,9 @@ import sys
 import tempfile
 from datetime import date, datetime, timezone
 from pathlib import Path
+from functools import lru_cache
 from typing import Any, Callable, Iterable
 
-import frontmatter
-import yaml
 
 from ..domain.clock import to_iso
 from ..domain.errors import CorruptRecordError
@@ -164,26 +163,34 @@ def group_commit(renames: list[tuple[Path, Path]], anchor: Path) -> None:
     _flush(sorted({target.parent for _, target in renames}), anchor)
 
 
-class _LibYAML(frontmatter.YAMLHandler):
+@lru_cache(maxsize=1)
+def _yaml_handler() -> Any:
     """python-frontmatter's YAML handler on libyaml (the C loader/dumper of PyYAML) when
-    present: the same safe types, several times faster on large vaults."""
+    present: the same safe types, several times faster on large vaults. Made on first use: a
+    command that reads no record file (an unchanged import, a report from the index) does not
+    load YAML at all."""
+    import frontmatter
+    import yaml
 
-    def load(self, fm: str, **kwargs: object) -> Any:
-        kwargs.setdefault("Loader", getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        return super().load(fm, **kwargs)
+    class _LibYAML(frontmatter.YAMLHandler):
+        def load(self, fm: str, **kwargs: object) -> Any:
+            kwargs.setdefault("Loader", getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            return super().load(fm, **kwargs)
 
-    def export(self, metadata: dict[str, object], **kwargs: object) -> str:
-        kwargs.setdefault("Dumper", getattr(yaml, "CSafeDumper", yaml.SafeDumper))
-        return super().export(metadata, **kwargs)
+        def export(self, metadata: dict[str, object], **kwargs: object) -> str:
+            kwargs.setdefault("Dumper", getattr(yaml, "CSafeDumper", yaml.SafeDumper))
+            return super().export(metadata, **kwargs)
 
-
-_YAML = _LibYAML()
+    return _LibYAML()
 
 
 def dump_record(meta: dict[str, Any], body: str) -> str:
     """Render frontmatter + body as the Markdown text stored in the vault."""
-    post = frontmatter.Post(body, handler=_YAML, **meta)
-    return frontmatter.dumps(post, handler=_YAML, sort_keys=False, allow_unicode=True, width=1_000_000) + "\n"
+    import frontmatter
+
+    handler = _yaml_handler()
+    post = frontmatter.Post(body, handler=handler, **meta)
+    return frontmatter.dumps(post, handler=handler, sort_keys=False, allow_unicode=True, width=1_000_000) + "\n"
 
 
 def dump_records(records: list[tuple[dict[str, Any], str]]) -> list[bytes]:
@@ -291,9 +298,12 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
     an oversized frontmatter, YAML anchors or aliases (``&a`` / ``*a``: a record never needs
     them, and a few hundred bytes of nested aliases expand into millions of nodes), and
     nesting deeper than ``MAX_FRONTMATTER_DEPTH`` (50 kB of ``[`` crash libyaml's loader)."""
+    import yaml
+
+    handler = _yaml_handler()
     text = text.strip()
     try:
-        fm, content = _YAML.split(text)
+        fm, content = handler.split(text)
     except ValueError:
         return {}, text
     if len(fm) > MAX_FRONTMATTER_CHARS:
@@ -319,7 +329,7 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
                         raise CorruptRecordError(source, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
                 elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                     depth -= 1
-        return _YAML.load(fm), content.strip()
+        return handler.load(fm), content.strip()
     except yaml.YAMLError as exc:
         if "nesting depth" in str(exc):  # PyYAML ≥ 6.0.4's scanner has a depth limit of its own (far above ours)
             raise CorruptRecordError(source, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels") from None
