@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import operator
 import os
 import sys
@@ -107,8 +108,10 @@ class _Unfit(ValueError):
     """A value a checkpoint cannot hold, or an encoded state that is not one."""
 
 
-def encode_state(value: Any) -> bytes:
-    """The fold ``value`` as bytes (JSON of tagged values; see the module docstring).
+def encode_state(value: Any, checked: frozenset[str] | set[str] = frozenset()) -> bytes:
+    """The fold ``value`` as bytes (JSON of tagged values; see the module docstring). The texts
+    of ``checked`` are known to hold no secret (they are in the checkpoint the read went on
+    from, which kept none); every other text is checked (:func:`_secret_free`).
 
     Raises
     ------
@@ -119,11 +122,14 @@ def encode_state(value: Any) -> bytes:
     ids: dict[int, int] = {}
     keep: list[Any] = []  # alive while encoding, so no id is reused
 
+    def free(text: str) -> str:
+        return text if text in checked else _secret_free(text)
+
     def enc(item: Any) -> Any:
         if item is None or isinstance(item, bool):
             return item
         if isinstance(item, str):
-            return _secret_free(item)
+            return free(item)
         if isinstance(item, int):
             if not -(2 ** 63) <= item < 2 ** 63:
                 raise _Unfit("an integer beyond 64 bits")
@@ -150,14 +156,14 @@ def encode_state(value: Any) -> bytes:
             if set(map(type, item)) <= {tuple} and set(map(len, item)) == {2}:  # (session, uuid) pairs
                 flat = [text for pair in item for text in pair]
                 if set(map(type, flat)) <= {str}:
-                    return ["S2", number, *map(_secret_free, flat)]
+                    return ["S2", number, *map(free, flat)]
             if not all(_text_key(x) for x in item):
                 raise _Unfit("a set member that is not text (or a tuple of texts)")
-            return ["s", number, *[_secret_free(x) if isinstance(x, str) else list(map(_secret_free, x)) for x in item]]
+            return ["s", number, *[free(x) if isinstance(x, str) else list(map(free, x)) for x in item]]
         if isinstance(item, dict):
             if not all(isinstance(key, str) for key in item):
                 raise _Unfit("a mapping key that is not text")
-            return ["d", number, *[part for key, val in item.items() for part in (_secret_free(key), enc(val))]]
+            return ["d", number, *[part for key, val in item.items() for part in (free(key), enc(val))]]
         name = f"{type(item).__module__}.{type(item).__qualname__}"
         if _CLASSES.get(name) is not type(item):
             raise _Unfit(f"an instance of {name}")
@@ -195,10 +201,11 @@ def _text_key(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, tuple) and all(isinstance(x, str) for x in value))
 
 
-def decode_state(data: bytes, root: Any = None) -> Any:
+def decode_state(data: bytes, root: Any = None, texts: set[str] | None = None) -> Any:
     """What :func:`encode_state` encoded: instances only of the admitted classes, each with only
     the attributes such an instance has (a dataclass's fields; for the class of ``root``, a fresh
     fold, the attributes it has), sets and mapping keys only of text; shared objects shared again.
+    Every text the encoded state holds is added to ``texts`` when given.
 
     Raises
     ------
@@ -282,9 +289,19 @@ def decode_state(data: bytes, root: Any = None) -> Any:
         raise _Unfit(f"the tag {tag!r}")
 
     try:
-        return dec(orjson.loads(data))
+        tree = orjson.loads(data)
+        value = dec(tree)
     except (KeyError, IndexError, TypeError, AttributeError, RecursionError, orjson.JSONDecodeError) as exc:
         raise _Unfit(str(exc)) from None
+    if texts is not None:
+        nodes = [tree]
+        while nodes:
+            node = nodes.pop()
+            if isinstance(node, str):
+                texts.add(node)
+            elif isinstance(node, list):
+                nodes.extend(node)
+    return value
 
 
 #: A checkpoint file larger than this is not read (a cache: the transcript is read whole).
@@ -295,9 +312,12 @@ def _header(identity: str, meta: dict) -> bytes:
     return f"{identity}:{meta['offset']}:{meta['lines']}:{meta['digest']}:{meta['version']}\n".encode("ascii")
 
 
-def _load(start: Start, version: str, raw: bytes, inode: int, fresh: Any) -> tuple[object, int, int, Any] | None:
-    """``(fold, offset, lines, digest so far)`` of ``start`` when it still holds for the file's
-    bytes ``raw`` (its state a fold of the kind of ``fresh``), else None."""
+def _load(start: Start, version: str, raw: bytes, inode: int,
+          fresh: Any) -> tuple[object, int, int, Any, set[str]] | None:
+    """``(fold, offset, lines, digest so far, texts)`` of ``start`` when it still holds for the
+    file's bytes ``raw`` (its state a fold of the kind of ``fresh``), else None. ``texts`` are
+    those of the state: checked for secrets when it was kept (by the same redaction: its code is
+    part of ``version``), they are not checked again when the state is kept anew."""
     meta = start.meta
     try:
         offset, lines = int(meta["offset"]), int(meta["lines"])
@@ -310,10 +330,11 @@ def _load(start: Start, version: str, raw: bytes, inode: int, fresh: Any) -> tup
         header = _header(start.identity, meta)
         if cached is None or not cached.startswith(header):
             return None  # missing, or another read's (or another file's) checkpoint
-        fold = decode_state(memoryview(cached)[len(header):], fresh)
+        texts: set[str] = set()
+        fold = decode_state(memoryview(cached)[len(header):], fresh, texts)
     except Exception:  # a cache: anything wrong with it costs a whole read
         return None
-    return (fold, offset, lines, hasher) if type(fold) is type(fresh) else None
+    return (fold, offset, lines, hasher, texts) if type(fold) is type(fresh) else None
 
 
 def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, options,
@@ -353,9 +374,9 @@ def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, optio
     version = f"{version}/{_code_digest(type(fresh))}"
     loaded = _load(start, version, raw, inode, fresh) if start is not None else None
     if loaded is not None:
-        fold, base, number, hasher = loaded
+        fold, base, number, hasher, checked = loaded
         try:
-            result, checkpoint = _fold(fold, raw, base, number, version, inode, options, hasher, base)
+            result, checkpoint = _fold(fold, raw, base, number, version, inode, options, hasher, base, checked)
             if sound(result):
                 return result, checkpoint, True
         except Exception:  # a state that does not fold (tampered with): read whole
@@ -366,17 +387,18 @@ def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, optio
 
 
 def _fold(fold, raw: bytes, base: int, number: int, version: str, inode: int, options, hasher,
-          digested: int) -> tuple[object, Checkpoint | None]:
+          digested: int, checked: set[str] | frozenset[str] = frozenset()) -> tuple[object, Checkpoint | None]:
     """Feed ``fold`` the lines of ``raw`` from byte ``base`` (line ``number`` + 1 on; ``hasher``
     has digested the first ``digested`` bytes); its result and the checkpoint after the last
-    complete line (files of :data:`RESUME_FROM_BYTES` on)."""
+    complete line (files of :data:`RESUME_FROM_BYTES` on; texts of ``checked`` are known to hold
+    no secret: :func:`encode_state`)."""
     newline = raw.rfind(b"\n", base)
     complete = newline + 1 if newline >= 0 else base  # the end of the last complete line
     number = _feed(fold, raw, base, complete, number, options)
     checkpoint = None
     if complete >= RESUME_FROM_BYTES:
         try:
-            state = encode_state(fold)
+            state = encode_state(fold, checked)
         except ValueError:
             state = None  # a value a checkpoint cannot hold: the next read is whole
         if state is not None:
@@ -450,14 +472,18 @@ def _code_of(filename: str) -> str:
         return "?"
 
 
+@functools.cache
 def _code_digest(fold: type) -> str:
     """A digest of the code that makes ``fold`` (the importer's module) and of the code it rests
-    on (this module, the line reader, the shared importer types, the clock): a checkpoint an
-    earlier version of any of them left is not used."""
+    on (this module, the line reader, the shared importer types, the clock) and of secret
+    redaction (ours and the detector's version: a state's texts were checked with them): a
+    checkpoint an earlier version of any of them left is not used."""
     here = Path(__file__).resolve()
     module = getattr(sys.modules.get(fold.__module__), "__file__", None) or ""
+    detector = importlib.util.find_spec("detect_secrets")  # found, not loaded
     files = (module, str(here), str(here.with_name("lines.py")), str(here.with_name("common.py")),
-             str(here.parents[2] / "domain" / "clock.py"))
+             str(here.parents[2] / "domain" / "clock.py"), str(here.parents[2] / "vault" / "redact.py"),
+             str(Path(detector.origin).with_name("__version__.py")) if detector and detector.origin else "")
     return _digest("".join(_code_of(name) for name in files).encode("ascii"))[:16]
 
 

@@ -259,3 +259,52 @@ def test_a_resumed_result_of_other_types_is_not_used(realdata, tmp_path):
         write_checkpoint(cache, dataclasses.replace(checkpoint, state=resume.encode_state(fold)))
         result, _, resumed = claude_code.parse_from(copy, OPTIONS, Start(checkpoint.meta(), cache))
         assert not resumed and _same(result) == whole
+
+
+def test_a_resumed_read_checks_for_secrets_only_the_texts_its_checkpoint_did_not_hold(realdata, tmp_path, monkeypatch):
+    """The texts of the checkpoint a read went on from were checked when it was kept (by the same
+    redaction: its code is part of the checkpoint's version); keeping the state anew checks only
+    the new ones — a grown file no longer pays the secret detector for its whole history — and a
+    new text holding a secret still keeps no checkpoint."""
+    source = realdata / "claude-code-jsonl/d-kimuson-claude-code-viewer/mock-global-claude-dir/projects/sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl"
+    data = source.read_bytes()
+    cut = data.rfind(b"\n", 0, len(data) // 2) + 1
+    grown = tmp_path / source.name
+    grown.write_bytes(data[:cut])
+    _, checkpoint, _ = claude_code.parse_from(grown, OPTIONS)
+    old_texts = {t for t in _texts(orjson.loads(checkpoint.state)) if len(t) > 3}
+    checked: list[str] = []
+    real = resume._secret_free
+    monkeypatch.setattr(resume, "_secret_free", lambda text: checked.append(text) or real(text))
+    with grown.open("ab") as handle:
+        handle.write(data[cut:])
+    _, after, resumed = _read_on(claude_code, grown, tmp_path / "cache.fold", checkpoint)
+    assert resumed and after is not None
+    new_texts = {t for t in _texts(orjson.loads(after.state)) if len(t) > 3 and not _instant(t)} - old_texts
+    assert new_texts and {t for t in checked if len(t) > 3} == new_texts  # every new text checked, no old one
+
+    secret = "sk-ant-api03-" + "Qx7" * 31 + "AA"
+    last = orjson.loads(data.splitlines()[-1])
+    with grown.open("ab") as handle:
+        handle.write(orjson.dumps({"type": "user", "sessionId": last["sessionId"], "cwd": last.get("cwd"),
+                                   "uuid": "7f3c2a10-0000-4000-8000-0000000000c9", "timestamp": "2026-01-21T21:12:00.000Z",
+                                   "message": {"role": "user", "content": f"the key is {secret}"}}) + b"\n")
+    _, none, resumed = _read_on(claude_code, grown, tmp_path / "cache2.fold", after)
+    assert resumed and none is None
+
+
+def _instant(text: str) -> bool:
+    """An instant as the state keeps it (a datetime, not a text)."""
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _texts(tree) -> set[str]:
+    if isinstance(tree, str):
+        return {tree}
+    return set().union(*map(_texts, tree)) if isinstance(tree, list) else set()
