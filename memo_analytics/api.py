@@ -49,6 +49,8 @@ from .services.store import VaultStore
 if TYPE_CHECKING:
     import duckdb
 
+    from .reports.invoice import Invoice
+
 __all__ = ["DELIVERABLE_SCHEMA", "PROMPT_SCHEMA", "RULE_SCHEMA", "SESSION_SCHEMA", "Vault", "open_vault",
            "sample_vault"]
 
@@ -264,6 +266,47 @@ class Vault:
         """
         return activity_report(self._store, ActivityRequest(projects=projects, since=since, until=until,
                                                             client=client, tz=tz, cross_project=cross_project))
+
+    def invoice(self, report: ActivityReport, lines: str = "project", *, skip_unpriced: bool = False,
+                zero_minutes: bool = False) -> Invoice:
+        """The draft invoice of ``report`` (from :meth:`activity`), as ``memo report invoice``
+        prints it: hours × each client's hourly rate (the config's ``[clients."<name>"]``), one
+        total per currency; sessions already on an issued, uncredited invoice of this vault are
+        left off (counted in ``already_invoiced``), so nothing is billed twice.
+
+        Parameters
+        ----------
+        report : ActivityReport
+            The period, clients and projects billed.
+        lines : {"project", "session"}
+            One line per client and project, or one per session.
+        skip_unpriced : bool
+            Leave off the clients without an ``hourlyRate`` (named in ``unpriced_clients``)
+            rather than refuse.
+        zero_minutes : bool
+            Bill sessions of 0 minutes too.
+
+        Returns
+        -------
+        Invoice
+            ``sections`` (one per client: ``lines``, ``hours``, ``amount``, ``currency``),
+            ``totals`` (one per currency), ``hours``; amounts are ``Decimal`` in the currency's
+            minor unit (JPY none, EUR cents).
+
+        Raises
+        ------
+        InvalidFieldError
+            ``lines`` is not ``project`` or ``session``.
+        UnpricedClientError
+            A billed client has no terms (not with ``skip_unpriced``).
+        ReportError
+            Nothing to bill (every session already invoiced, or none ended).
+        """
+        from .reports.invoice import build_invoice
+        from .vault.ledger import invoiced_in
+
+        return build_invoice(report, self.settings.billing_for, lines, invoiced=invoiced_in(self.root),
+                             zero_minutes=zero_minutes, skip_unpriced=skip_unpriced)
 
     def rule_candidates(self, project: str | None = None, since: str | None = None, until: str | None = None,
                         min_confidence: float = 0.0) -> pl.DataFrame:

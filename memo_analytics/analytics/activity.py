@@ -282,8 +282,8 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     rows = selected.sort("start_time", "id", nulls_last=True)
     client_cents = {key: hours_cents(int(minutes)) for _, key, minutes, _ in by_client}
     total_cents = sum(client_cents.values())
-    project_cents = apportion(total_cents, [int(m) for _, m, _ in by_project])
-    session_cents = _session_cents(rows, client_cents)
+    session_cents, cents_of_project = _shares(rows, client_cents)
+    project_cents = [cents_of_project.get(name, 0) for name, _, _ in by_project]
     picked = set(zip(rows["project"].to_list(), rows["session_id"].to_list()))
     cache = PriceCache(store.layout.meta_dir / "cost-cache.json" if store.exists else None)
     by_session, by_model, unpriced = session_costs([r for r in token_rows if (r[0], r[1]) in picked], cache)
@@ -352,18 +352,29 @@ def _bucket(minutes: int, cents: int, sessions: int | None = None) -> dict[str, 
     return bucket
 
 
-def _session_cents(rows: pl.DataFrame, client_cents: dict[str, int]) -> dict[tuple[str, str], int]:
-    """Each counted session's hundredths of an hour, by ``(project, id)`` (the key of a record:
-    SPEC §2.1): its client's hours apportioned over the client's sessions (start order) by
-    minutes."""
+def _shares(rows: pl.DataFrame, client_cents: dict[str, int]) -> tuple[dict[tuple[str, str], int], dict[str, int]]:
+    """Hundredths of an hour of each counted session, by ``(project, id)`` (the key of a record:
+    SPEC §2.1), and of each project: a client's hours are apportioned over its projects by
+    minutes, a project's part over its sessions (start order) by minutes — so a client's projects
+    add up to the client's hours, its sessions to their project's, and a project has the same hours
+    whether the report covers its client alone or every client. A project of several clients has
+    the sum of its parts."""
     counted = rows.filter(pl.col("counts")).select("project", "id", pl.col("client_name").str.to_lowercase()
                                                    .alias("key"), "billed_minutes")
-    shares: dict[tuple[str, str], int] = {}
+    sessions: dict[tuple[str, str], int] = {}
+    projects: dict[str, int] = {}
     for (key,), group in counted.group_by("key", maintain_order=True):
-        ids = list(zip(group["project"].to_list(), group["id"].to_list()))
-        parts = apportion(client_cents[key], [int(m) for m in group["billed_minutes"].to_list()])
-        shares.update(zip(ids, parts))
-    return shares
+        by_project: dict[str, list[tuple[str, int]]] = {}
+        for project, record_id, minutes in zip(group["project"].to_list(), group["id"].to_list(),
+                                               group["billed_minutes"].to_list()):
+            by_project.setdefault(project, []).append((record_id, int(minutes)))
+        names = sorted(by_project)
+        parts = apportion(client_cents[key], [sum(m for _, m in by_project[name]) for name in names])
+        for name, part in zip(names, parts):
+            projects[name] = projects.get(name, 0) + part
+            ids = by_project[name]
+            sessions.update(zip(((name, record_id) for record_id, _ in ids), apportion(part, [m for _, m in ids])))
+    return sessions, projects
 
 
 def _by_day(rows: pl.DataFrame, zone: tzinfo, total_cents: int) -> dict[str, dict[str, Any]]:

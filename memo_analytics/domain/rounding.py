@@ -32,8 +32,10 @@ from .clock import local_day_spans
 ROUNDING_POLICY = (
     "Minutes are exact: durations are whole minutes (end − start, half up) and every sum of minutes is exact. "
     "A client's hours are its minutes / 60 rounded half up to 2 decimals; total hours are the sum of the clients' "
-    "hours. Hours by project, by day and per session (within its client) are the largest-remainder apportioning "
-    "of that total (of the client's hours) in proportion to minutes, so every column adds up to its total. "
+    "hours. A client's hours are apportioned over its projects, and a project's part over its sessions, by "
+    "largest remainder in proportion to minutes (a project of several clients has the sum of its parts); hours "
+    "by day are the largest-remainder apportioning of the total in proportion to minutes; so every column adds "
+    "up to its total, a client's projects to the client's hours and a project's sessions to the project's. "
     "A session crossing local midnight is split into per-day parts whose whole minutes are apportioned by largest "
     "remainder in proportion to the time run on each day; they add up to its duration."
 )

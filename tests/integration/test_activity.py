@@ -126,3 +126,22 @@ def test_a_period_whose_until_is_before_its_since_is_refused_by_name(tmp_path):
                                                "period would be empty (swap them?)\n")
     same_day = memo("--json", "activity", "--all", "--since", "2026-03-02", "--until", "2026-03-02", vault=tmp_path / "v")
     assert json.loads(same_day.stdout)["totalSessions"] == 0  # one day is a period
+
+
+def test_a_clients_projects_add_up_to_its_hours_and_a_project_bills_alike_with_or_without_its_client(store):
+    """Three clients of 20, 10 and 10 minutes: 0.33 + 0.17 + 0.17 = 0.67 h. Shared out of the
+    0.67 h total, Acme's two 10-minute projects came to 0.34 h (17 + 17 of 67 hundredths), not its
+    0.33 h, and one of them billed 0.17 h beside the other clients but 0.16 h with --client Acme."""
+    session(store, "a1", "2026-01-05T09:00:00Z", "2026-01-05T09:10:00Z", project="p1", client="Acme")
+    session(store, "a2", "2026-01-05T10:00:00Z", "2026-01-05T10:10:00Z", project="p2", client="Acme")
+    session(store, "g1", "2026-01-05T11:00:00Z", "2026-01-05T11:10:00Z", project="p3", client="Globex")
+    session(store, "i1", "2026-01-05T12:00:00Z", "2026-01-05T12:10:00Z", project="p4", client="Initech")
+    every = activity_report(store, ActivityRequest()).wire()
+    hours = {name: bucket["billableHours"] for name, bucket in every["byProject"].items()}
+    assert every["byClient"]["Acme"]["billableHours"] == 0.33 and every["totalBillableHours"] == 0.67
+    assert hours == {"p1": 0.17, "p2": 0.16, "p3": 0.17, "p4": 0.17}
+    assert round(hours["p1"] + hours["p2"], 2) == 0.33 and round(sum(hours.values()), 2) == 0.67
+    acme = activity_report(store, ActivityRequest(client="acme")).wire()
+    assert {name: bucket["billableHours"] for name, bucket in acme["byProject"].items()} == {"p1": 0.17, "p2": 0.16}
+    sessions = {s["sessionId"]: s["billableHours"] for s in every["sessions"]}
+    assert sessions == {"a1": 0.17, "a2": 0.16, "g1": 0.17, "i1": 0.17}  # a project's sessions add up to it

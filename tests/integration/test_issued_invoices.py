@@ -593,3 +593,27 @@ def test_a_session_rewound_before_its_invoice_is_not_reported_as_differing_by_a_
     assert not any("is on invoice" in e for e in again["errors"]), again["errors"]
     assert (again["turns"], again["superseded"], again["heldBack"]) == (0, 0, 0)
     assert imported()["unchanged"] == 1  # noted as imported: the next import skips it
+
+
+def test_the_analysts_invoice_leaves_off_what_an_issued_invoice_billed_as_the_draft_does(billing, monkeypatch, tmp_path):
+    """``vault.invoice(report)`` (the invoicing notebook) is ``memo report invoice``: before
+    an invoice is issued it bills June's Acme lines; after, it bills none of them twice."""
+    import memo_analytics
+    from memo_analytics.domain.errors import ReportError
+
+    monkeypatch.setenv("MEMO_CONFIG", str(billing["config"]))
+    drafted = run(billing, "--json", "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                  "--until", "2026-06-30", "--tz", "UTC", "-o", str(tmp_path / "draft.pdf"))
+    assert drafted.returncode == 0, drafted.stderr
+    draft = json.loads(drafted.stdout)
+    with memo_analytics.open_vault(billing["vault"]) as vault:
+        report = vault.activity(since="2026-06-01", until="2026-06-30", client="Acme Corp", tz="UTC")
+        before = vault.invoice(report)
+        assert (str(before.hours), str(before.sections[0].amount)) == (str(draft["totalBillableHours"]),
+                                                                       draft["totals"]["EUR"]["amount"])
+        assert [(line.project, str(line.hours)) for line in before.sections[0].lines] == [("api", "0.42"), ("web", "1.33")]
+        issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+        with pytest.raises(ReportError, match="already invoiced"):
+            vault.invoice(vault.activity(since="2026-06-01", until="2026-06-30", client="Acme Corp", tz="UTC"))
+        july = vault.invoice(vault.activity(since="2026-06-01", until="2026-07-31", client="Acme Corp", tz="UTC"))
+        assert (july.already_invoiced, [(l.project, str(l.hours)) for l in july.sections[0].lines]) == (2, [("web", "1.00")])
