@@ -36,8 +36,8 @@ from .timesheet import timesheet_sections
 SUFFIXES = (".pdf", ".csv", ".xlsx")
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
-TIMESHEET_COLUMNS = ("client", "date", "project", "task", "summary", "start", "end", "durationMinutes",
-                     "billableHours", "deliverables")
+TIMESHEET_COLUMNS = ("client", "date", "project", "sessionId", "task", "summary", "start", "end", "workedMinutes",
+                     "billedMinutes", "billableHours", "note", "deliverables")
 INVOICE_COLUMNS = ("client", "currency", "date", "project", "description", "sessions", "durationMinutes", "hours",
                    "rate", "amount")
 
@@ -61,11 +61,17 @@ def output_format(output: Path, forbidden: tuple[Path, ...] = ()) -> str:
 
 
 def timesheet_rows(report: ActivityReport) -> list[dict[str, Any]]:
-    """One row per billable session of the timesheet, keyed by :data:`TIMESHEET_COLUMNS`:
-    ``durationMinutes`` int, ``billableHours`` Decimal (two decimals), times in the report's zone."""
-    return [{"client": section.client, "date": row.date, "project": row.project, "task": row.task,
-             "summary": row.summary, "start": row.start, "end": row.end, "durationMinutes": row.duration_minutes,
-             "billableHours": Decimal(f"{row.hours or 0:.2f}"), "deliverables": " ".join(row.deliverables)}
+    """One row per billable session of the timesheet, keyed by :data:`TIMESHEET_COLUMNS`, times
+    in the report's zone: ``workedMinutes`` (int) the session's own duration, from ``start`` to
+    ``end``; ``billedMinutes`` (int) what it bills — they add up to the report's
+    ``totalDurationMinutes`` — and ``note`` why the two differ (parallel sessions, the client's
+    rounding); ``billableHours`` Decimal (two decimals); ``task`` and ``summary`` the session's
+    task slug and summary; ``deliverables`` their URLs (or commits, titles) separated by spaces."""
+    return [{"client": section.client, "date": row.date, "project": row.project, "sessionId": row.session_id,
+             "task": row.task_slug, "summary": row.session_summary, "start": row.start, "end": row.end,
+             "workedMinutes": row.worked_minutes, "billedMinutes": row.duration_minutes,
+             "billableHours": Decimal(f"{row.hours or 0:.2f}"), "note": row.note,
+             "deliverables": " ".join(row.deliverables)}
             for section in timesheet_sections(report) for row in section.rows]
 
 
@@ -84,10 +90,11 @@ def _safe_text(value: str) -> str:
 
 
 def csv_bytes(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> bytes:
-    """The rows as CSV (header first), UTF-8 with a byte-order mark; text cells that a
-    spreadsheet would evaluate get a leading apostrophe."""
+    """The rows as CSV (header first), UTF-8 with a byte-order mark; text cells quoted (and those
+    a spreadsheet would evaluate given a leading apostrophe), numbers not: a spreadsheet reads
+    them as numbers."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n", quoting=csv.QUOTE_ALL)  # "a;=b" stays one cell
+    writer = csv.writer(buffer, lineterminator="\r\n", quoting=csv.QUOTE_NONNUMERIC)  # "a;=b" stays one cell
     writer.writerow(columns)
     for row in rows:
         writer.writerow([_safe_text(v) if isinstance(v, str) else v for v in (row[c] for c in columns)])
@@ -144,7 +151,7 @@ def timesheet_table(report: ActivityReport, fmt: str) -> bytes:
     rows = timesheet_rows(report)
     if fmt == "csv":
         return csv_bytes(TIMESHEET_COLUMNS, rows)
-    total = {"durationMinutes": report.total_duration_minutes,
+    total = {"billedMinutes": report.total_duration_minutes,
              "billableHours": Decimal(f"{report.total_billable_hours:.2f}")}
     return xlsx_bytes("Timesheet", TIMESHEET_COLUMNS, rows, [("Total", total)])
 

@@ -22,7 +22,11 @@ from .render import check_output_path, render_html, render_pdf_bytes, templates_
 
 @dataclass
 class TimesheetRow:
-    """One billable session as printed (times in the report's zone)."""
+    """One billable session as printed (times in the report's zone). ``duration_minutes`` are
+    the minutes it bills (they add up to the report's total); ``worked_minutes`` its own
+    duration, from ``start`` to ``end``; ``note`` says why they differ (parallel sessions, the
+    client's rounding). ``task`` is what the PDF prints first (the task slug, else the summary,
+    else the session id); ``task_slug`` and ``session_summary`` are the session's own fields."""
 
     date: str
     project: str
@@ -33,6 +37,11 @@ class TimesheetRow:
     deliverables: list[str]
     hours: float = 0.0
     summary: str = ""
+    session_id: str = ""
+    worked_minutes: int = 0
+    note: str = ""
+    task_slug: str = ""
+    session_summary: str = ""
 
     @property
     def duration(self) -> str:
@@ -41,8 +50,8 @@ class TimesheetRow:
     @property
     def notes(self) -> list[str]:
         """The lines printed under the task: the summary (when it is not the task itself),
-        then one line per deliverable."""
-        return ([self.summary] if self.summary else []) + self.deliverables
+        the billing note, then one line per deliverable."""
+        return ([self.summary] if self.summary else []) + ([self.note] if self.note else []) + self.deliverables
 
 
 @dataclass
@@ -95,10 +104,10 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
         start, end = printed_span(item, zone)
         days = (end.date() - start.date()).days
         billed = item.get("billedMinutes", item["durationMinutes"])
-        overlap = ([f"parallel to another session of this client: {billed} of {item['durationMinutes']} minutes "
-                    "billed"] if billed is not None and billed < item["durationMinutes"] else
-                   [f"billed {billed} minutes (the client's rounding)"] if billed is not None
-                   and billed > item["durationMinutes"] else [])
+        note = (f"parallel to another session of this client: {billed} of {item['durationMinutes']} minutes "
+                "billed" if billed is not None and billed < item["durationMinutes"] else
+                f"billed {billed} minutes (the client's rounding)" if billed is not None
+                and billed > item["durationMinutes"] else "")
         key = item["client"].lower()
         section = sections.setdefault(key, ClientSection(names.get(key, item["client"])))
         section.rows.append(
@@ -109,10 +118,14 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
                 start=start.strftime("%H:%M"),
                 end=end.strftime("%H:%M") + (f" (+{days}d)" if days else ""),
                 duration_minutes=int(billed if billed is not None else item["durationMinutes"]),
-                deliverables=overlap + [d.get("url") or d.get("sha") or d.get("title") or d["type"]
-                                        for d in item["deliverables"]],
+                deliverables=[d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]],
                 summary=shown(item["summary"]) if item["taskSlug"] and item["summary"] else "",
                 hours=item["billableHours"],
+                session_id=item["sessionId"],
+                worked_minutes=int(item["durationMinutes"]),
+                note=note,
+                task_slug=item["taskSlug"] or "",
+                session_summary=shown(item["summary"]),
             )
         )
     return [sections[k] for k in sorted(sections)]

@@ -125,7 +125,7 @@ def test_an_invoice_passes_the_ai_cost_through_with_the_clients_margin(costed, t
     # two parallel 30-minute sessions bill their union, 0.50 h × 100 = 50.00, + the AI usage line 1.89
     assert (draft["totals"]["EUR"]["amount"], draft["totalBillableHours"]) == ("51.89", 0.5)
     rows = (tmp_path / "d.csv").read_text(encoding="utf-8-sig")
-    assert '"AI usage"' in rows and '"1.89"' in rows
+    assert '"AI usage"' in rows and ',1.89' in rows
     issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme", "--since", "2026-01-01",
                              "--until", "2026-01-31", vault=costed, env=env).stdout)
     assert (issued["net"], issued["billableHours"]) == ("51.89", "0.50")
@@ -201,9 +201,9 @@ def test_a_session_of_0_minutes_left_off_an_invoice_is_said_with_its_ai_cost(cos
                                     "(hours and AI cost; --zero-minutes bills them)")
     assert json.loads(memo("--json", *args, "-o", str(tmp_path / "d.csv"), vault=costed, env=env).stdout)[
         "leftOff"] == {"alreadyInvoiced": 0, "zeroMinutes": 1, "open": 0}
-    assert '"2.10"' in (tmp_path / "d.csv").read_text(encoding="utf-8-sig")
+    assert ',2.10' in (tmp_path / "d.csv").read_text(encoding="utf-8-sig")
     memo(*args, "--zero-minutes", "-o", str(tmp_path / "z.csv"), vault=costed, env=env)
-    assert '"2.11"' in (tmp_path / "z.csv").read_text(encoding="utf-8-sig")
+    assert ',2.11' in (tmp_path / "z.csv").read_text(encoding="utf-8-sig")
     issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme", "--since", "2026-01-01",
                              "--until", "2026-01-31", "--zero-minutes", vault=costed, env=env).stdout)
     assert (issued["net"], issued["leftOff"]["zeroMinutes"]) == ("52.11", 0)

@@ -51,8 +51,10 @@ def test_parallel_sessions_of_one_client_bill_their_union_once(parallel, tmp_pat
     assert union["overlapPolicy"].startswith("Parallel sessions of one person for one client bill")
     memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.csv"), vault=parallel["vault"])
     rows = list(csv.DictReader(io.StringIO((tmp_path / "t.csv").read_text(encoding="utf-8-sig"))))
-    assert [int(r["durationMinutes"]) for r in rows if r["client"] == "Acme"] == [60, 30, 15]
-    assert "parallel to another session of this client: 30 of 60 minutes billed" in rows[1]["deliverables"]
+    assert [(int(r["workedMinutes"]), int(r["billedMinutes"])) for r in rows if r["client"] == "Acme"] == [
+        (60, 60), (60, 30), (30, 15)]
+    assert rows[1]["note"] == "parallel to another session of this client: 30 of 60 minutes billed"
+    assert rows[1]["deliverables"] == ""
     parallel["config"].write_text('overlapPolicy = "sum"\n', encoding="utf-8")
     summed = report(parallel)
     assert summed["byClient"]["Acme"]["durationMinutes"] == 150 and summed["totalDurationMinutes"] == 180
@@ -79,13 +81,13 @@ def test_a_printed_span_equals_the_minutes_it_bills(tmp_path):
     store.close()
     memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.csv"), vault=root)
     rows = list(csv.DictReader(io.StringIO((tmp_path / "t.csv").read_text(encoding="utf-8-sig"))))
-    assert [(r["start"], r["end"], r["durationMinutes"]) for r in rows] == [
-        ("09:00", "09:10", "10"), ("09:00", "09:11", "11"), ("23:50", "00:20 (+1d)", "30")]
+    assert [(r["start"], r["end"], r["workedMinutes"], r["billedMinutes"]) for r in rows] == [
+        ("09:00", "09:10", "10", "10"), ("09:00", "09:11", "11", "11"), ("23:50", "00:20 (+1d)", "30", "30")]
     for row in rows:
         start_h, start_m = map(int, row["start"].split(":"))
         end_h, end_m = map(int, row["end"][:5].split(":"))
         span = (end_h * 60 + end_m) - (start_h * 60 + start_m) + (1440 if "(+1d)" in row["end"] else 0)
-        assert span == int(row["durationMinutes"])
+        assert span == int(row["workedMinutes"])
 
 
 def test_a_clients_rounding_and_minimum_raise_each_span_before_the_union(parallel, tmp_path):

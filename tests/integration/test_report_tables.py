@@ -37,7 +37,7 @@ def test_timesheet_csv_and_xlsx_rows_add_up_to_the_pdf_total(vault, config, tmp_
     rows = rows_of_csv(tmp_path / "t.csv")
     assert len(rows) == 8  # the 8 billable sessions that ended (the open and the non-billable one are not rows)
     assert sum(Decimal(r["billableHours"]) for r in rows) == pdf_hours == Decimal(f"{as_csv['totalBillableHours']:.2f}")
-    assert sum(int(r["durationMinutes"]) for r in rows) == as_csv["totalDurationMinutes"] == 247  # 20+20+20+95 (Acme) + 10+50+7 (Globex) + 25 (Initech)
+    assert sum(int(r["billedMinutes"]) for r in rows) == as_csv["totalDurationMinutes"] == 247  # 20+20+20+95 (Acme) + 10+50+7 (Globex) + 25 (Initech)
     memo("report", "timesheet", *FILTERS, "-o", str(tmp_path / "t.xlsx"), vault=vault, env=config)
     sheet = load_workbook(tmp_path / "t.xlsx").active
     header = [c.value for c in sheet[1]]
@@ -45,7 +45,7 @@ def test_timesheet_csv_and_xlsx_rows_add_up_to_the_pdf_total(vault, config, tmp_
     assert [r["client"] for r in data] == [r["client"] for r in rows]
     assert sum(Decimal(str(r["billableHours"])) for r in data) == pdf_hours
     total = dict(zip(header, (c.value for c in sheet[11])))
-    assert (total["client"], total["durationMinutes"], Decimal(str(total["billableHours"]))) == ("Total", 247, pdf_hours)
+    assert (total["client"], total["billedMinutes"], Decimal(str(total["billableHours"]))) == ("Total", 247, pdf_hours)
 
 
 @pytest.mark.parametrize("lines", ["project", "session"])
@@ -89,9 +89,9 @@ def test_text_a_spreadsheet_would_evaluate_stays_text(tmp_path):
     store.close()
     memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.csv"), vault=root)
     [row] = rows_of_csv(tmp_path / "t.csv")
-    assert row["task"] == "'" + evil
+    assert (row["task"], row["summary"]) == ("", "'" + evil)
     memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.xlsx"), vault=root)
-    cell = load_workbook(tmp_path / "t.xlsx").active["D2"]
+    cell = load_workbook(tmp_path / "t.xlsx").active["F2"]
     assert (cell.value, cell.data_type) == (evil, "s")
 
 
@@ -112,5 +112,32 @@ def test_a_semicolon_reader_and_control_characters_cannot_break_the_exports(tmp_
     assert "\"fix login;=cmd|' /C calc'!A0\"" in raw  # quoted: one cell for a ';' reader too
     assert [row[3] for row in csv.reader(io.StringIO(raw), delimiter=";") if len(row) > 3] == []  # no ';' split
     memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.xlsx"), vault=root)
-    cells = [c.value for c in load_workbook(tmp_path / "t.xlsx").active["D"]]
+    cells = [c.value for c in load_workbook(tmp_path / "t.xlsx").active["F"]]
     assert "[31mRED[0m" in cells
+
+
+def test_the_timesheet_table_says_what_a_session_worked_what_it_bills_and_why(tmp_path):
+    """A 4-minute session of a client that bills at least 30: its row keeps the span it ran
+    (12:00–12:04, 4 minutes worked), the 30 minutes it bills (which add up to the total), the
+    reason in ``note`` — not among the deliverables — and its task, summary and deliverable each in
+    their own column; numbers are numbers (not quoted) in the CSV."""
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="s1", project="web", client="Acme Corp", task_slug="fix-login",
+                                             summary="Fixed the login", start_time="2026-03-02T12:00:00Z"))
+    end_session(store, EndSessionRequest(session_id="s1", until="2026-03-02T12:04:00Z",
+                                         deliverables=[{"type": "pr", "url": "https://example.com/pr/7"}]))
+    store.close()
+    config = tmp_path / "config.toml"
+    config.write_text('[clients."Acme Corp"]\nhourlyRate = "100"\ncurrency = "EUR"\nminimumMinutes = 30\n',
+                      encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.csv"), vault=root, env=env)
+    [row] = rows_of_csv(tmp_path / "t.csv")
+    assert {k: row[k] for k in ("sessionId", "task", "summary", "start", "end", "workedMinutes", "billedMinutes",
+                                "billableHours", "note", "deliverables")} == {
+        "sessionId": "s1", "task": "fix-login", "summary": "Fixed the login", "start": "12:00", "end": "12:04",
+        "workedMinutes": "4", "billedMinutes": "30", "billableHours": "0.50",
+        "note": "billed 30 minutes (the client's rounding)", "deliverables": "https://example.com/pr/7"}
+    assert (tmp_path / "t.csv").read_text(encoding="utf-8-sig").splitlines()[1].endswith(
+        ',4,30,0.50,"billed 30 minutes (the client\'s rounding)","https://example.com/pr/7"')

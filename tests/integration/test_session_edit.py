@@ -90,7 +90,7 @@ def test_a_session_moved_to_another_project_takes_its_turns_and_that_projects_ra
     draft = json.loads(run(billing, "--json", "report", "invoice", "--all", "--client", "Acme Corp", "--since",
                            "2026-06-01", "--until", "2026-06-30", "-o", str(tmp_path / "i.csv")).stdout)
     assert draft["totals"]["EUR"]["amount"] == "245.00"  # (80 + 25) minutes at 140, no web line at 120
-    assert '"api","Work on api: 2 sessions","2","105","1.75","140.00","245.00"' in (
+    assert '"api","Work on api: 2 sessions",2,105,1.75,140.00,245.00' in (
         tmp_path / "i.csv").read_text(encoding="utf-8-sig")
     # a target that already holds a session of the id is refused, and nothing moves
     memo("session", "start", "a1", "--project", "web", "--client", "Acme Corp",
