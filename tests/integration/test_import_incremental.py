@@ -465,3 +465,58 @@ def test_a_checkpoint_never_keeps_a_secret_and_the_file_is_then_read_whole(reald
                                  "message": {"role": "user", "content": "and one more retry"}}) + "\n")
     whole = imported(vault, str(path))
     assert (whole["resumed"], whole["turns"]) == (0, 1)
+
+
+def test_a_line_stamped_before_the_first_takes_the_session_back_to_it_and_later_turns_still_come_in(tmp_path):
+    """A clock set back (or a line written late) puts a line stamped 09:58 after turns of 10:00 and
+    10:05 that are already imported: the session now begins at 09:58, as a clean import of the file
+    gives, and the turns after it come in. It refused every later turn of the conversation, at
+    every import, with advice that could not be followed (found by a helper)."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    transcript = folder / "s.jsonl"
+    transcript.write_text(_prompt_line("cb", "/w/app", "2025-09-03T10:00:00.000Z", "turn at ten", "u1")
+                          + _prompt_line("cb", "/w/app", "2025-09-03T10:05:00.000Z", "turn at ten oh five", "u2"),
+                          encoding="utf-8")
+    vault = tmp_path / "v"
+    assert imported(vault, str(folder))["turns"] == 2
+    with transcript.open("a", encoding="utf-8") as handle:
+        handle.write(_prompt_line("cb", "/w/app", "2025-09-03T09:58:00.000Z", "written late", "u3")
+                     + _prompt_line("cb", "/w/app", "2025-09-03T10:10:00.000Z", "turn at ten past", "u4"))
+    grown = imported(vault, str(folder))
+    assert (grown["turns"], grown["skipped"], grown["errors"]) == (2, 0, [])
+    fresh = tmp_path / "fresh"
+    assert imported(fresh, str(folder))["turns"] == 4
+    assert _listing(vault) == _listing(fresh)
+    [session] = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"]
+    assert (session["startTime"], session["endTime"], session["durationMinutes"]) == (
+        "2025-09-03T09:58:00.000Z", "2025-09-03T10:10:00.000Z", 12)
+    [clean] = json.loads(memo("--json", "activity", "--all", vault=fresh).stdout)["sessions"]
+    assert {k: session[k] for k in ("startTime", "endTime", "durationMinutes", "summary")} == {
+        k: clean[k] for k in ("startTime", "endTime", "durationMinutes", "summary")}
+    assert imported(vault, str(folder), "--rescan")["skipped"] == 0
+
+
+def test_an_import_that_only_refused_exits_non_zero_and_a_rewritten_turn_is_said(tmp_path):
+    """A re-import with another idle gap is refused whole: the summary says so and the command
+    exits 1 (it exited 0 with ``sessions 0, turns 0, skipped 1``). A transcript rewritten in
+    place with other text says so in its line (it was in ``--json`` only)."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    transcript = folder / "s.jsonl"
+    transcript.write_text(_prompt_line("gap", "/w/app", "2025-09-03T10:00:00.000Z", "alpha one", "u1")
+                          + _prompt_line("gap", "/w/app", "2025-09-03T10:05:00.000Z", "alpha two", "u2"),
+                          encoding="utf-8")
+    vault = tmp_path / "v"
+    assert imported(vault, str(folder))["turns"] == 2
+    refused = memo("import", "claude-code", "--rescan", "--idle-gap", "10", str(folder), vault=vault, check=False)
+    assert refused.returncode == 1
+    assert "re-import it with the same gap" in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1] == "error: nothing imported: 1 conversation refused (the lines above say why)"
+    assert "files 1, sessions 0, turns 0, skipped 1" in refused.stdout
+    transcript.write_text(_prompt_line("gap", "/w/app", "2025-09-03T10:00:00.000Z", "bravo one", "u1")
+                          + _prompt_line("gap", "/w/app", "2025-09-03T10:05:00.000Z", "bravo two", "u2"),
+                          encoding="utf-8")
+    rewritten = memo("import", "claude-code", str(folder), vault=vault)
+    assert rewritten.returncode == 0
+    assert "2 turns whose text the transcript changed, rewritten" in rewritten.stdout

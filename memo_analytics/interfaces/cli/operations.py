@@ -82,6 +82,9 @@ def _import_command(source: str) -> Callable[..., None]:
                       "comes next, import with --client NAME, or map projects to clients with [projectClients] "
                       "in the config (it applies to sessions recorded after it is set)")
         _emit(result.wire(), lambda r: out.print(result.line()))
+        if result.took_nothing_in():
+            raise MemoError(f"nothing imported: {result.refused} conversation{'s' if result.refused != 1 else ''} "
+                            "refused (the lines above say why)")
 
     command.__doc__ = f"Import {source} transcripts: one session per work interval, one turn per human prompt."
     return command

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Callable, ContextManager, Iterable, Iterator
 
-from ...domain.clock import to_iso
+from ...domain.clock import from_iso, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
 from ...domain.ids import session_record_id, slugify
 from ...domain.records import RecordKind
@@ -227,6 +227,13 @@ class ImportResult:
     #: ``(source, transcriptId)`` of transcripts with a session left as an issued invoice billed it
     #: although the transcript differs: their files are read again by the next import
     held_back: set[tuple[str, str]] = field(default_factory=set)
+    #: conversations refused whole (named in ``errors``; counted in ``skipped``)
+    refused: int = 0
+
+    def took_nothing_in(self) -> bool:
+        """Whether conversations were refused and nothing else was taken in (a command that did
+        nothing but refuse exits non-zero)."""
+        return bool(self.refused) and not (self.sessions or self.turns or self.revised or self.superseded)
 
     def line(self) -> str:
         told = [f"{self.unchanged} unchanged"] if self.unchanged else []
@@ -241,6 +248,8 @@ class ImportResult:
         held = len(self.held_back)
         line += (f", {held} conversation{'s' if held != 1 else ''} left as an issued invoice billed "
                  f"{'them' if held != 1 else 'it'}") if held else ""
+        line += (f", {self.revised} turn{'s' if self.revised != 1 else ''} whose text the transcript changed, "
+                 f"rewritten") if self.revised else ""
         hook = self.superseded - self.rewound
         line += f", {hook} hook-captured records superseded by the transcript" if hook else ""
         return line + (f", {self.rewound} turn{'s' if self.rewound != 1 else ''} the transcript no longer holds "
@@ -262,7 +271,7 @@ class ImportResult:
                 "superseded": self.superseded, "revised": self.revised, "recognised": self.recognised,
                 "unrecognised": self.unrecognised, "unchanged": self.unchanged,
                 "resumed": self.resumed, "rewound": self.rewound, "heldBack": len(self.held_back),
-                "pending": self.pending}
+                "pending": self.pending, "refused": self.refused}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
@@ -453,11 +462,18 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     intervals = work_intervals(transcript, options.idle_gap)
     homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
     fresh = True
+    begins_earlier: set[int] = set()
     for number, interval in enumerate(intervals, 1):
         session_id = f"{base}-{number}"
         existing = store.read(homes[number], RecordKind.SESSION, session_record_id(session_id))
         fresh = fresh and existing is None
         if existing is not None and existing[0].get("startTime") != to_iso(interval.start):
+            if _within(existing[0].get("startTime"), interval):
+                # a line stamped before the interval's first (a clock set back, a line written
+                # late): the same work, begun earlier — the session starts at it, as a whole read
+                # of the file gives; its turns keep their numbers (file order)
+                begins_earlier.add(number)
+                continue
             # the same ids would now mean other work (another --tz, another file of the same
             # conversation imported alone): refuse rather than stretch or overlap sessions
             raise MemoError(
@@ -473,7 +489,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                                                          meta=existing[0]):
             result.reindexed += 1
         if existing is not None and (project, session_id) in invoiced:
-            if existing[0].get("endTime") != to_iso(interval.end) or \
+            if existing[0].get("endTime") != to_iso(interval.end) or number in begins_earlier or \
                     index.last_current_turn(store.conn, project, session_id) != len(interval.prompts):
                 result.errors.append(f"{redact_secrets(str(transcript.path))[0]}: session {session_id} is on invoice "
                                      f"{invoiced[(project, session_id)]}, issued: left as it is (the transcript now "
@@ -525,6 +541,10 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.superseded += rewound
         result.rewound += rewound
         old_end = existing[0].get("endTime") if existing else None
+        if number in begins_earlier:
+            meta, body = store.read(project, RecordKind.SESSION, session_record_id(session_id)) or existing
+            store.upsert(RecordKind.SESSION, {**meta, "startTime": to_iso(interval.start)}, body)
+            old_end = None  # its duration is worked out again from the new start
         if old_end != to_iso(interval.end):
             end_session(store, EndSessionRequest(
                 session_id=session_id, project=project, until=interval.end, recompute_duration=True,
@@ -533,6 +553,16 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
     return Written(base, [(homes[n], f"{base}-{n}", len(interval.prompts)) for n, interval in enumerate(intervals, 1)],
                    fresh)
+
+
+def _within(start: object, interval: Interval) -> bool:
+    """Whether a session's recorded ``start`` (ISO text) lies inside ``interval`` after its
+    start: the interval is that session's work, begun earlier than it was first imported."""
+    try:
+        recorded = from_iso(str(start))
+    except (ValueError, TypeError):
+        return False
+    return interval.start < recorded <= interval.end
 
 
 def take_back(store: VaultStore, written: Written) -> None:
@@ -1040,6 +1070,7 @@ def run_import(
         if key in refused:
             result.errors.remove(refused.pop(key))
             result.skipped -= 1
+            result.refused -= 1
             failed.discard(key)
 
     def take(path: Path, parsed: "ParseResult | str", checkpoint: object, resumed: bool) -> list[Transcript]:
@@ -1073,6 +1104,7 @@ def run_import(
             raise  # the vault, not this conversation: the import ends (its batch holds no lock any more)
         except (MemoError, ValueError) as exc:
             result.skipped += 1
+            result.refused += 1
             failed.add(key)
             refused[key] = redact_secrets(str(where[key]))[0] + f": {_one_line(exc)}"
             result.errors.append(refused[key])
