@@ -520,3 +520,20 @@ def test_an_import_that_only_refused_exits_non_zero_and_a_rewritten_turn_is_said
     rewritten = memo("import", "claude-code", str(folder), vault=vault)
     assert rewritten.returncode == 0
     assert "2 turns whose text the transcript changed, rewritten" in rewritten.stdout
+
+
+def test_a_line_stamped_in_year_1_or_9999_is_left_out_and_the_other_turns_are_kept(tmp_path):
+    """Such a line refused the whole conversation at the session's start (``Invalid startTime
+    date``) or lost the turns after it; it is now one skipped line, named with its number."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    (folder / "s.jsonl").write_text(
+        _prompt_line("ts", "/w/app", "0001-01-01T00:00:00Z", "from year one", "u0")
+        + _prompt_line("ts", "/w/app", "2025-09-03T10:00:00.000Z", "turn at ten", "u1")
+        + _prompt_line("ts", "/w/app", "9999-12-31T23:00:00Z", "from the far future", "u2")
+        + _prompt_line("ts", "/w/app", "2025-09-03T10:05:00.000Z", "turn at ten oh five", "u3"), encoding="utf-8")
+    result = imported(tmp_path / "v", str(folder))
+    assert (result["sessions"], result["turns"], result["skipped"]) == (1, 2, 2)
+    assert [e.split(": ", 1)[1] for e in result["errors"]] == [
+        "line 1: unreadable or out-of-range timestamp '0001-01-01T00:00:00Z' (a record's instant lies in 1970–9000)",
+        "line 3: unreadable or out-of-range timestamp '9999-12-31T23:00:00Z' (a record's instant lies in 1970–9000)"]

@@ -325,7 +325,7 @@ def test_every_bad_gemini_or_copilot_line_is_named_and_costs_only_itself(tmp_pat
     result = imported(vault, "gemini", chat)
     assert counts(result) == (1, 1, 2, 3)
     assert [e.split(": line ", 1)[1] for e in result["errors"]] == [
-        "4: not UTF-8 text (byte 0xff at column 42); the line is left out", "3: unreadable timestamp 'yesterday'",
+        "4: not UTF-8 text (byte 0xff at column 42); the line is left out", "3: unreadable or out-of-range timestamp 'yesterday' (a record's instant lies in 1970–9000)",
         "5: not JSON"]
     events = tmp_path / "session-state" / "c0b11e7a-0000-4000-8000-000000000002" / "events.jsonl"
     events.parent.mkdir(parents=True)
@@ -338,7 +338,7 @@ def test_every_bad_gemini_or_copilot_line_is_named_and_costs_only_itself(tmp_pat
     result = imported(vault, "copilot", events)
     assert counts(result) == (1, 1, 2, 3)
     assert [e.split(": line ", 1)[1] for e in result["errors"]] == [
-        "3: not a Copilot event (a dotted type and a data object)", "4: unreadable timestamp 'soon'", "6: not JSON"]
+        "3: not a Copilot event (a dotted type and a data object)", "4: unreadable or out-of-range timestamp 'soon' (a record's instant lies in 1970–9000)", "6: not JSON"]
 
 
 def test_a_gemini_or_copilot_line_still_being_written_is_pending_and_taken_in_once_finished(tmp_path):

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path
 
-from ...domain.clock import parse_instant
+from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
 from .lines import NOT_JSON, parse_json_line
 from .common import (HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, folder_name,
@@ -208,7 +208,7 @@ class _Session:
 
 def _stamp(record: dict, tz: tzinfo | None) -> datetime | None:
     value = record.get("timestamp")
-    return None if value is None else parse_instant(value, "timestamp", tz)
+    return None if value is None else parse_record_instant(value, "timestamp", tz)
 
 
 def _content_text(content: object) -> tuple[str, bool]:
@@ -354,7 +354,7 @@ class _Fold:
         try:
             at = _stamp(record, options.zone)
         except InvalidDateError:
-            self.problems.append(f"line {number}: unreadable timestamp {str(record.get('timestamp'))[:40]!r}")
+            self.problems.append(f"line {number}: unreadable or out-of-range timestamp {str(record.get('timestamp'))[:40]!r} (a record's instant lies in 1970–9000)")
             return
         if {"sessionId", "uuid", "leafUuid", "message"} & record.keys():
             self.recognised += 1

@@ -31,7 +31,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from ...domain.clock import parse_instant
+from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, other_format
 from .lines import NOT_JSON
@@ -171,7 +171,7 @@ class _Fold:
             at = _stamp(record.get("timestamp"), options)
             inner_at = _stamp(payload.get("timestamp"), options) if kind == "session_meta" and payload is not record else None
         except InvalidDateError:
-            self.problems.append(f"line {number}: unreadable timestamp")
+            self.problems.append(f"line {number}: unreadable or out-of-range timestamp (a record's instant lies in 1970–9000)")
             return
         self.recognised += 1
         transcript = self.transcript
@@ -229,7 +229,7 @@ def _text(value: object) -> str | None:
 
 
 def _stamp(value: object, options: ImportOptions) -> datetime | None:
-    return None if value is None else parse_instant(value, "timestamp", options.zone)
+    return None if value is None else parse_record_instant(value, "timestamp", options.zone)
 
 
 allow(Transcript, HumanPrompt, _Fold)

@@ -40,7 +40,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from ...domain.clock import parse_instant
+from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, other_format
 from .lines import NOT_JSON
@@ -91,7 +91,7 @@ def _text(value: object) -> str | None:
 
 
 def _stamp(value: object, options: ImportOptions) -> datetime | None:
-    return None if value is None else parse_instant(value, "timestamp", options.zone)
+    return None if value is None else parse_record_instant(value, "timestamp", options.zone)
 
 
 def parse(path: Path, options: ImportOptions) -> ParseResult:
@@ -159,7 +159,7 @@ class _Fold:
             inner = _stamp(data.get("startTime") if kind == "session.start" else
                            data.get("resumeTime") if kind == "session.resume" else None, options)
         except InvalidDateError:
-            self.problems.append(f"line {number}: unreadable timestamp {str(event.get('timestamp'))[:40]!r}")
+            self.problems.append(f"line {number}: unreadable or out-of-range timestamp {str(event.get('timestamp'))[:40]!r} (a record's instant lies in 1970–9000)")
             return
         self.recognised += 1
         transcript, prompts = self.transcript, self.prompts

@@ -64,7 +64,7 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ...domain.clock import parse_instant
+from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, folder_name
 from .cursor_export import parse_export
@@ -98,7 +98,7 @@ def instant(value: object, zone: tzinfo | None) -> datetime | None:
             return datetime.fromtimestamp(value / 1000 if abs(value) > 1e11 else value, tz=timezone.utc)
         except (OverflowError, OSError, ValueError):
             raise InvalidDateError("createdAt", value) from None
-    return parse_instant(value, "createdAt", zone)
+    return parse_record_instant(value, "createdAt", zone)
 
 
 def rich_text(value: object) -> str:

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from ...domain.clock import parse_instant
+from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, other_format
 from .lines import NOT_JSON, json_records, read_jsonl_lines
@@ -173,7 +173,7 @@ class _Chat:
 
     def stamp(self, value: object) -> datetime | None:
         """``value`` read as an instant (None when absent); raises InvalidDateError."""
-        return None if value is None else parse_instant(value, "timestamp", self.zone)
+        return None if value is None else parse_record_instant(value, "timestamp", self.zone)
 
     def note(self, *values: object) -> None:
         """Activity from stamps whose loss costs nothing but a moment (header, thoughts, tool calls)."""
@@ -222,7 +222,7 @@ class _Chat:
         try:
             at = self.stamp(record.get("timestamp"))
         except InvalidDateError:
-            self.problems.append(f"{where}: unreadable timestamp {str(record.get('timestamp'))[:40]!r}")
+            self.problems.append(f"{where}: unreadable or out-of-range timestamp {str(record.get('timestamp'))[:40]!r} (a record's instant lies in 1970–9000)")
             return
         if at is not None:
             self.activity.append(at)

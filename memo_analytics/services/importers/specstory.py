@@ -45,7 +45,7 @@ import re
 from datetime import datetime
 from pathlib import Path
 
-from ...domain.clock import parse_instant
+from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
 from .claude_code import PromptSieve
 from .codex import human_request
@@ -71,7 +71,7 @@ def _split_arg(arg: str | None, options: ImportOptions) -> tuple[datetime | None
     """A header's ``(stamp, model)``; raises InvalidDateError on a broken stamp."""
     arg = (arg or "").strip()
     match = _STAMP_AT_END.search(arg)
-    at = parse_instant(match.group("stamp"), "timestamp", options.zone) if match else None
+    at = parse_record_instant(match.group("stamp"), "timestamp", options.zone) if match else None
     model = (arg[: match.start()] if match else arg).strip() or None
     return at, (None if model is None or model.lower() in _NOT_MODELS else model)
 
@@ -224,14 +224,14 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
                 agent_name, transcript.transcript_id = comment.group("agent"), comment.group("id")
                 stamp = comment.group("stamp")
                 if stamp and _STAMP_AT_END.search(stamp.strip()):
-                    transcript.activity.append(parse_instant(stamp.strip(), "timestamp", options.zone))
+                    transcript.activity.append(parse_record_instant(stamp.strip(), "timestamp", options.zone))
             elif title:
                 titled, text, stamp = True, title.group("title").strip(), title.group("stamp")
                 if stamp is None and re.fullmatch(_STAMP, text):
                     text, stamp = "", text  # CLI v2: the title is only the start stamp
                 transcript.title = text or None
                 if stamp:
-                    transcript.activity.append(parse_instant(stamp, "timestamp", options.zone))
+                    transcript.activity.append(parse_record_instant(stamp, "timestamp", options.zone))
         except InvalidDateError:
             skipped += 1
     transcript.ide = transcript.agent = _ide(agent_name)
