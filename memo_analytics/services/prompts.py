@@ -289,6 +289,20 @@ def stored_body(store: VaultStore, text: str | None, cwd: str | None = None, rul
     return clean_text(redact_ignored_paths(text, rules)[0] if text else text, "body", required=True)  # type: ignore[return-value]
 
 
+def stored_summary(store: VaultStore, text: str | None, cwd: str | None = None) -> str | None:
+    """A session's summary as it is stored: capture-ignore path redaction, as a turn's text has
+    (SPEC §2.4: the summary is printed on timesheets and searched), then :func:`clean_text`.
+
+    Raises
+    ------
+    InvalidFieldError
+        As :func:`clean_text`.
+    """
+    if text:
+        text = redact_ignored_paths(text, store.ignore_rules(cwd))[0]
+    return clean_text(text, "summary")
+
+
 def _first_bool(*values: object) -> bool:
     for value in values:
         if isinstance(value, bool):

@@ -42,6 +42,7 @@ from .prompts import (
     envelope,
     optional_slug,
     row_to_record,
+    stored_summary,
 )
 from .requests import EndSessionRequest, RecordPromptRequest, SessionRequest, StartSessionRequest
 from .projects import remember_root
@@ -200,7 +201,7 @@ def _started(store: VaultStore, request: StartSessionRequest, now, project: str,
         linked_paths=clean_list(request.linked_paths, "linkedPaths") or old.get("linkedPaths") or [],
         tags=clean_list(request.tags, "tags") or old.get("tags") or [],
         start_time=start,
-        summary=clean_text(request.summary, "summary"),
+        summary=stored_summary(store, request.summary, request.cwd),
         owner=clean_text(request.owner, "owner") or old.get("owner") or git_identity(product_root),
         objective=clean_text(request.objective, "objective"),
         handoff_archive=old.get("handoffArchive"),
@@ -276,7 +277,7 @@ def _end(store: VaultStore, meta: dict[str, Any], request: EndSessionRequest, no
     meta["status"] = "completed"
     meta["updated"] = to_iso(end) if request.recompute_duration else to_iso(now)
     if request.summary is not None:
-        meta["summary"] = clean_text(request.summary, "summary")
+        meta["summary"] = stored_summary(store, request.summary, request.cwd)
     meta["deliverables"] = merge_deliverables(meta.get("deliverables") or [], _new_deliverables(request))
     meta["objective"] = None  # SPEC §2.5: the objective is cleared on end
 

@@ -537,3 +537,21 @@ def test_a_line_stamped_in_year_1_or_9999_is_left_out_and_the_other_turns_are_ke
     assert [e.split(": ", 1)[1] for e in result["errors"]] == [
         "line 1: unreadable or out-of-range timestamp '0001-01-01T00:00:00Z' (a record's instant lies in 1970–9000)",
         "line 3: unreadable or out-of-range timestamp '9999-12-31T23:00:00Z' (a record's instant lies in 1970–9000)"]
+
+
+def test_a_path_never_to_be_captured_is_in_no_summary_index_or_view_of_an_import(tmp_path):
+    """MEMO_CAPTURE_IGNORE replaced the path in the turn's text, but the session's summary (made
+    from the first prompts) kept it — in the session file, SESSIONS.md and the search index."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    (folder / "s.jsonl").write_text(
+        _prompt_line("ign", "/w/app", "2025-09-03T10:00:00.000Z", "look at config/prod.yaml and fix it", "u1"),
+        encoding="utf-8")
+    vault = tmp_path / "v"
+    env = {"MEMO_CAPTURE_IGNORE": '["config/prod.yaml"]'}
+    assert imported(vault, str(folder), env=env)["turns"] == 1
+    holding = [p.relative_to(vault) for p in vault.rglob("*") if p.is_file() and p.suffix in (".md", ".sqlite")
+               and b"prod.yaml" in p.read_bytes()]
+    assert holding == []
+    [session] = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)["sessions"]
+    assert session["summary"] == "look at [IGNORED PATH] and fix it"
