@@ -38,6 +38,7 @@ from typing import Any, Callable, Protocol
 
 import orjson
 
+from ...config import MAX_BODY_BYTES
 from ...vault.io import read_regular_file
 from ...vault.redact import redact_secrets
 from .lines import NOT_JSON, decode_line, parse_json_line
@@ -116,13 +117,16 @@ def encode_state(value: Any, checked: frozenset[str] | set[str] = frozenset()) -
     Raises
     ------
     ValueError
-        It holds a value of a type a checkpoint cannot hold, or a text holding a secret
-        (what redaction would replace: :func:`_secret_free`).
+        It holds a value of a type a checkpoint cannot hold, a text holding a secret (what
+        redaction would replace: :func:`_secret_free`) or one longer than any record may hold
+        (``MAX_BODY_BYTES``: a turn that size is refused, and its text is not kept either).
     """
     ids: dict[int, int] = {}
     keep: list[Any] = []  # alive while encoding, so no id is reused
 
     def free(text: str) -> str:
+        if len(text) > MAX_BODY_BYTES:  # characters: at least as many bytes
+            raise _Unfit("a text longer than any record holds (such a turn is refused)")
         return text if text in checked else _secret_free(text)
 
     def enc(item: Any) -> Any:

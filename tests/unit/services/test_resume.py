@@ -308,3 +308,19 @@ def _texts(tree) -> set[str]:
     if isinstance(tree, str):
         return {tree}
     return set().union(*map(_texts, tree)) if isinstance(tree, list) else set()
+
+
+def test_a_text_longer_than_any_record_holds_keeps_no_checkpoint(tmp_path):
+    """A 1.2 MB prompt is refused as a turn (over MAX_BODY_BYTES); the checkpoint kept its whole
+    text in the vault's folder all the same (a 200 MB line made a 191 MB vault: found by a helper)."""
+    from memo_analytics.config import MAX_BODY_BYTES
+
+    line = {"type": "user", "sessionId": "big", "uuid": "7f3c2a10-0000-4000-8000-0000000000d1", "cwd": "/w/app",
+            "timestamp": "2026-01-21T21:12:00.000Z", "message": {"role": "user", "content": "x" * (MAX_BODY_BYTES + 1)}}
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(orjson.dumps(line) + b"\n")
+    result, checkpoint, _ = claude_code.parse_from(path, OPTIONS)
+    assert checkpoint is None and len(result.transcripts[0].prompts) == 1
+    line["message"]["content"] = "x" * MAX_BODY_BYTES
+    path.write_bytes(orjson.dumps(line) + b"\n")
+    assert claude_code.parse_from(path, OPTIONS)[1] is not None
