@@ -205,6 +205,9 @@ def test_the_import_state_never_holds_a_file_name_and_a_cut_transcript_says_what
     assert cut["superseded"] == 0  # already marked by the run before
     assert "turn the transcript no longer holds marked superseded" in ran.stdout, ran.stdout
     assert "hook-captured" not in ran.stdout
+    assert ("warning: 1 imported turn is no longer in the transcript (rewound, cut short or cleared) and no longer "
+            "bills: their sessions end earlier; if a file was cut or cleared by mistake, put it back and import "
+            "again — they come back") in ran.stderr
 
 
 def test_a_conversation_over_two_files_counts_the_same_tokens_whichever_of_them_changed(realdata, tmp_path):

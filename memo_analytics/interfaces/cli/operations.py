@@ -82,6 +82,11 @@ def _import_command(source: str) -> Callable[..., None]:
                       "comes next, import with --client NAME, or map projects to clients with [projectClients] "
                       "in the config (it applies to sessions recorded after it is set)")
         _emit(result.wire(), lambda r: out.print(result.line()))
+        if result.rewound and not state.json:
+            err.print(f"warning: {result.rewound} imported turn{'s are' if result.rewound != 1 else ' is'} no longer "
+                      "in the transcript (rewound, cut short or cleared) and no longer bill"
+                      f"{'' if result.rewound != 1 else 's'}: their sessions end earlier; if a file was cut or cleared "
+                      "by mistake, put it back and import again — they come back")
         if result.took_nothing_in():
             raise MemoError(f"nothing imported: {result.refused} conversation{'s' if result.refused != 1 else ''} "
                             "refused (the lines above say why)")
