@@ -968,9 +968,17 @@ class VaultStore:
 
     def _views_changed(self, project: str, kind: str | None) -> None:
         if self._deferred is not None:
+            if not self._deferred:  # the first change of a bulk write: its views are due until it ends
+                self._views_due().parent.mkdir(parents=True, exist_ok=True)
+                atomic_write_bytes(self._views_due(), b"")
             self._deferred.update((project, k) for k in ([kind] if kind else views.VIEW_FILES))
         else:
             self.refresh_views(project, {kind} if kind else None)
+
+    def _views_due(self) -> Path:
+        """A mark kept while a bulk write's views are not yet regenerated: a write ended by a kill
+        leaves it, and the next bulk write regenerates every project's views."""
+        return self.layout.meta_dir / "views-due"
 
     def catch_up_folder(self, project: str, kind: RecordKind | str) -> int:
         """Take in what changed in one record folder since the index last did (files
@@ -1116,6 +1124,9 @@ class VaultStore:
             yield
             return
         self._deferred = set()
+        if self.exists and self._views_due().exists():  # a bulk write before was ended before its views
+            self._deferred.update((project, kind) for project in index.project_names(self.conn)
+                                  for kind in views.VIEW_FILES)
         try:
             yield
         finally:
@@ -1126,6 +1137,8 @@ class VaultStore:
             for project, kinds in sorted(by_project.items()):
                 if self.layout.project_dir(project).is_dir():  # a project moved away has no views to keep
                     self.refresh_views(project, kinds)
+            if pending:
+                remove_quietly(self._views_due())
 
     def refresh_views(self, project: str, kinds: set[str] | None = None) -> None:
         """Regenerate the compiled views of ``project`` for ``kinds`` (all when None) and

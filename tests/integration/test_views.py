@@ -59,3 +59,40 @@ def test_reindex_regenerates_views_from_the_files(store):
 def test_views_are_not_records(store):
     record_prompt(store, RecordPromptRequest(body="x", session_id="s", project="p"))
     assert reindex(store).indexed == 1
+
+
+def test_views_a_killed_bulk_write_left_undone_are_made_by_the_next_one(tmp_path):
+    """A bulk write (an import) regenerates the views once, at its end: killed before that, its
+    projects had records and no views, and a re-run that found every file unchanged left them so
+    (found by a helper: 20 kill -9 of an import, 6 projects without INDEX.md). A mark kept while
+    they are due makes the next bulk write regenerate them."""
+    import subprocess
+    import sys
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.store import VaultStore
+
+    root = tmp_path / "vault"
+    killed = subprocess.run([sys.executable, "-c", f"""
+import os
+from memo_analytics.config import Settings
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import RecordPromptRequest
+from memo_analytics.services.store import VaultStore
+store = VaultStore(Settings(vault_root={str(root)!r}))
+with store.deferred_views():
+    record_prompt(store, RecordPromptRequest(body="first", session_id="s1", project="alpha"))
+    record_prompt(store, RecordPromptRequest(body="second", session_id="s2", project="beta"))
+    os._exit(9)  # as a kill: no clean-up runs
+"""], capture_output=True, text=True, timeout=120)
+    assert killed.returncode == 9, killed.stderr
+    assert not (root / "projects" / "alpha" / "INDEX.md").exists() and (root / ".memo" / "views-due").exists()
+    store = VaultStore(Settings(vault_root=root))
+    with store.deferred_views():
+        pass  # a bulk write that finds nothing to do (an import of unchanged files)
+    for project in ("alpha", "beta"):
+        assert sorted(p.name for p in (root / "projects" / project).glob("*.md")) == [
+            "DECISIONS.md", "INDEX.md", "PROMPTS.md", "SESSIONS.md", "TRAPS.md"]
+    assert "1 in all." in (root / "projects" / "alpha" / "PROMPTS.md").read_text()
+    assert not (root / ".memo" / "views-due").exists()
+    store.close()
