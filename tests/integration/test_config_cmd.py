@@ -130,3 +130,17 @@ def test_the_config_commands_have_help_text(config):
         shown = memo(config, *command, "--help")
         assert shown.returncode == 0 and len(shown.stdout) > 100, command
     assert "comments" in memo(config, "config", "set", "--help").stdout
+
+
+def test_digits_for_a_key_that_holds_text_are_taken_as_written(config):
+    """``memo config set invoice.postcode 10115`` was refused (``Input should be a valid string``)
+    while the README writes such values unquoted; a number where the key holds a number stays one."""
+    for key, value in [("invoice.postcode", "01067"), ("invoice.name", "Ana Dev"), ("operator.stalledMinutes", "45")]:
+        done = memo(config, "config", "set", key, value)
+        assert done.returncode == 0, done.stderr
+    data = tomllib.loads(config.read_text(encoding="utf-8"))
+    assert (data["invoice"]["postcode"], data["operator"]["stalledMinutes"]) == ("01067", 45)
+    assert memo(config, "config", "set", "invoice.postcode", "10115").stdout.strip() == (
+        f'invoice.postcode = "10115" in {config}')
+    refused = memo(config, "config", "set", "operator.stalledMinutes", "4.5")
+    assert refused.returncode == 1 and "Input should be a valid integer" in refused.stderr

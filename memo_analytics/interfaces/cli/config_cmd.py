@@ -52,7 +52,7 @@ from ...config import (
     settings_despite_problems,
     usable_config_data,
 )
-from ...domain.errors import InvalidFieldError
+from ...domain.errors import InvalidFieldError, MemoError
 from ...vault.io import atomic_write_bytes
 from ...vault.redact import mask_url, redact_secrets
 from .common import _emit, _safe, app, err, out, state
@@ -289,7 +289,17 @@ def config_set(
             raise InvalidFieldError(f"config key {key}",
                                     f"{where} is a value, not a table (memo config unset {where} first)")
     node[parts[-1]] = parsed
-    remaining = _changed(path, original, data, parts, key)
+    try:
+        remaining = _changed(path, original, data, parts, key)
+    except MemoError as refused:
+        if not isinstance(parsed, (int, float)) or isinstance(parsed, bool):
+            raise
+        # digits where the key holds text (a postcode, an account number): the text as written
+        node[parts[-1]] = parsed = value.strip()
+        try:
+            remaining = _changed(path, original, data, parts, key)
+        except MemoError:
+            raise refused from None
     _write(path, data, old_text)
     overridden = _override_note(parts)
     _note_relative(path, data, parts)
