@@ -96,6 +96,10 @@ class ActivityReport:
     client_names : dict[str, str]
         A client of ``by_client`` → the legal name its billing profile gives (config
         ``[clients."X"] name``), where one is set and differs; printed on the timesheet.
+    client_rounding : dict[str, str]
+        A client of ``by_client`` → how its terms bill a session's minutes (``each session is
+        billed in steps of 15 minutes, at least 30 minutes``), where they round; printed at
+        the timesheet's foot.
     """
 
     total_duration_minutes: int
@@ -116,6 +120,7 @@ class ActivityReport:
     cost_by_client: dict[str, str] = field(default_factory=dict)
     unpriced_models: list[str] = field(default_factory=list)
     client_names: dict[str, str] = field(default_factory=dict)
+    client_rounding: dict[str, str] = field(default_factory=dict)
 
     def wire(self) -> dict[str, Any]:
         """The camelCase report. Beside its own names it carries spec-memo's, which agents
@@ -320,6 +325,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         vaults=vaults,
         overlap_policy=OVERLAP_POLICIES[store.settings.overlap_policy],
         client_names=_legal_names(store.settings, [name for name, _, _, _ in by_client]),
+        client_rounding=_rounding_notes(store.settings, [name for name, _, _, _ in by_client]),
     )
 
 
@@ -330,6 +336,16 @@ def _legal_names(settings, clients: list[str]) -> dict[str, str]:
         if terms is not None and terms.name and terms.name != client:
             names[client] = terms.name
     return names
+
+
+def _rounding_notes(settings, clients: list[str]) -> dict[str, str]:
+    notes = {}
+    for client in clients:
+        terms = settings.billing_for(client)
+        note = terms.rounding_note() if terms is not None else None
+        if note:
+            notes[client] = note
+    return notes
 
 
 def _frozen_minutes(store: VaultStore) -> dict[tuple[str, str, str], int]:

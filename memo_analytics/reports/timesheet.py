@@ -170,6 +170,7 @@ def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: dat
         "projects": ", ".join(report.projects) if report.projects is not None else "all projects",
         "client_filter": report.client,
         "client_names": report.client_names,
+        "client_rounding": report.client_rounding,
         "total_minutes": report.total_duration_minutes,
         "total_duration": format_minutes(report.total_duration_minutes),
         "total_hours": f"{report.total_billable_hours:.2f}",

@@ -335,3 +335,16 @@ def test_a_client_given_to_a_second_import_says_it_changes_no_session_already_im
         "what they had (memo session edit ID --client NAME, --no-billable or --to-project P changes one)")
     report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
     assert set(report["byClient"]) == {"internal"}
+
+
+def test_the_by_day_table_says_sessions_are_split_at_midnight_only_when_one_is(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "day", "--project", "p", "--client", "Acme", "--start-time", "2026-03-02T09:00:00Z",
+         vault=vault)
+    memo("session", "end", "day", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    shown = memo("activity", "--all", "--tz", "UTC", vault=vault).stdout
+    assert "Billable time by day (UTC)" in shown and "split at midnight" not in shown
+    memo("session", "start", "night", "--project", "p", "--client", "Acme", "--start-time",
+         "2026-03-02T23:30:00Z", vault=vault)
+    memo("session", "end", "night", "--until", "2026-03-03T00:30:00Z", vault=vault)
+    assert "sessions split at midnight" in memo("activity", "--all", "--tz", "UTC", vault=vault).stdout

@@ -141,3 +141,8 @@ def test_the_timesheet_table_says_what_a_session_worked_what_it_bills_and_why(tm
         "note": "billed 30 minutes (the client's rounding)", "deliverables": "https://example.com/pr/7"}
     assert (tmp_path / "t.csv").read_text(encoding="utf-8-sig").splitlines()[1].endswith(
         ',4,30,0.50,"billed 30 minutes (the client\'s rounding)","https://example.com/pr/7"')
+    # the PDF's foot says how the client's terms bill, as the invoice's does
+    memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.pdf"), vault=root, env=env)
+    foot = " ".join(pdf_text(tmp_path / "t.pdf").split())
+    assert ("Acme Corp: each session is billed at least 30 minutes (the client's terms); the duration and hours of "
+            "each row are those billed.") in foot

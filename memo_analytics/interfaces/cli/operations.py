@@ -39,7 +39,7 @@ def _import_command(source: str) -> Callable[..., None]:
         idle_gap: Optional[int] = typer.Option(
             None, "--idle-gap", min=1, max=525_600,
             help="Minutes of pause that start a new session (1–525600; default 30 or MEMO_IDLE_GAP_MINUTES)."),
-        tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
+        tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: the config's timezone, else the machine's)."),
         rescan: bool = typer.Option(False, "--rescan", help="Read every file again, also those unchanged since the "
                                                             "last import took them in."),
     ) -> None:
@@ -105,7 +105,7 @@ def import_auto_command(
     client: Optional[str] = typer.Option(None, "--client", help="Client of the imported sessions."),
     idle_gap: Optional[int] = typer.Option(None, "--idle-gap", min=1, max=525_600,
                                            help="Minutes of pause that start a new session (default 30)."),
-    tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
+    tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: the config's timezone, else the machine's)."),
 ) -> None:
     """Find every known transcript store on this machine (~/.claude/projects, ~/.codex/sessions,
     ~/.gemini/tmp, ~/.copilot/session-state, Cursor's globalStorage, ~/.local/share/opencode) and

@@ -53,7 +53,7 @@ _REPORT_FILTERS = dict(
     project=typer.Option(None, "--project", help="One project (default: the cwd's repository, else all)."),
     all_projects=typer.Option(False, "--all", "--cross-project",
                               help="Every project of the vault and of every further vault of the config."),
-    tz=typer.Option(None, "--tz", help="IANA time zone for dates and display (default: machine's)."),
+    tz=typer.Option(None, "--tz", help="IANA time zone for dates and display (default: the config's timezone, else the machine's)."),
 )
 
 
@@ -93,7 +93,11 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
         out.print(table)
     if 0 < len(data["byDay"]) <= 62:
         title = f"Billable time by day ({data['timezone']})"
-        days = Table(title=title, caption="sessions split at midnight", min_width=len(title) + 2)
+        zone = report.zone
+        crossing = any(s["durationMinutes"] and from_iso(s["startTime"]).astimezone(zone).date()
+                       != from_iso(s["endTime"]).astimezone(zone).date() for s in data["sessions"] if s["endTime"])
+        days = Table(title=title, caption="sessions split at midnight" if crossing else None,
+                     min_width=len(title) + 2)
         for column, justify in (("day", "left"), ("duration", "right"), ("hours", "right")):
             days.add_column(column, justify=justify)
         for day, bucket in data["byDay"].items():
@@ -186,7 +190,7 @@ def report_invoice(
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
-    """Draft PDF invoice: hours × each client's hourly rate (config [clients."<name>"]), one total per currency.
+    """Draft PDF invoice: hours × each client's hourly rate (the config's clients."NAME".hourlyRate), one total per currency.
     A draft is never numbered: `memo invoice issue` issues one."""
     from ...reports.invoice import LINE_MODES, invoice_summary, parse_issued
     from ...reports.tables import export_invoice, output_format

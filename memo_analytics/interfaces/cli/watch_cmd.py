@@ -28,7 +28,7 @@ def watch_command(
     client: Optional[str] = typer.Option(None, "--client", help="Client of the imported sessions."),
     idle_gap: Optional[int] = typer.Option(None, "--idle-gap", min=1, max=525_600,
                                            help="Minutes of pause that start a new session (default 30)."),
-    tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: machine's)."),
+    tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: the config's timezone, else the machine's)."),
     debounce_ms: int = typer.Option(500, "--debounce-ms", min=50, max=60_000,
                                     help="Wait this long after a change for more before importing (ms)."),
 ) -> None:
