@@ -1,5 +1,5 @@
 """``python -m memo_analytics`` runs the ``memo`` command line."""
 
-from .interfaces.cli import main
+from .interfaces.launch import main
 
 main()

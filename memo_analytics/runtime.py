@@ -303,3 +303,67 @@ def server(name: str) -> Any:
         raise MemoError(f"Invalid server: {name!r} is not installed (entry point group {SERVERS_GROUP}; "
                         "install the package: pip install -e .)")
     return found[0].load()
+
+
+def run_hook(agent: str, payload: str | None, event_name: str | None, vault_root: str | None) -> list[str]:
+    """``memo hook AGENT``: record an agent's hook event (a prompt, a session's start or end) and
+    every spooled one, through :func:`~memo_analytics.services.capture.capture`; never raises.
+
+    Parameters
+    ----------
+    agent : str
+        ``claude-code``, ``codex``, ``gemini``, ``cursor`` or ``copilot``.
+    payload : str | None
+        The event's JSON given as an argument (Codex's legacy ``notify``); None: read from stdin
+        (at most ``MAX_EVENT_BYTES``).
+    event_name : str | None
+        The event's name, for agents whose payload leaves it out.
+    vault_root : str | None
+        ``--vault-root`` (or ``MEMO_VAULT``); None: the configured vault.
+
+    Returns
+    -------
+    list[str]
+        The outcome lines (also in ``<vault>/.memo/spool/hooks.log``). A config and vault that
+        cannot be used and leave nowhere safe to spool are said on stderr (never stdout: an
+        agent puts a hook's stdout into the model's context).
+    """
+    import os
+    import sys
+
+    from .config import default_vault_root
+    from .services.capture import MAX_EVENT_BYTES, capture, fallback_vault, remote_sender
+
+    if payload is not None:
+        raw = payload.encode("utf-8", "surrogateescape")
+    else:
+        try:
+            raw = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
+        except (OSError, ValueError):
+            raw = b""
+    overrides = {"vault_root": vault_root} if vault_root is not None else {}
+    try:
+        settings: Settings | None = Settings(**overrides)
+        root = settings.vault_root
+    except Exception:  # noqa: BLE001 — a broken config file: spool beside the vault it would name
+        settings = None
+        root = fallback_vault(vault_root or os.environ.get("MEMO_VAULT") or str(default_vault_root()))
+        if root is None:  # nowhere safe to keep it
+            sys.stderr.write(f"memo hook {agent}: the config or vault is unusable (run `memo doctor`); event not kept\n")
+            return [f"{agent}: the config or vault is unusable; event not kept"]
+    opened: list[Runtime] = []
+
+    def open_store() -> VaultStore:
+        if settings is None:
+            raise RuntimeError("the config file cannot be read (run `memo doctor`)")
+        opened.append(Runtime(settings, overrides))
+        return opened[-1].store()
+
+    try:
+        send = remote_sender(settings) if settings is not None and settings.mode == "remote" else None
+        return capture(open_store, root, agent, raw, event_name, send=send)
+    except BaseException as exc:  # noqa: BLE001 — capture never raises; if it ever does, the agent still goes on
+        return [f"{agent}: internal error: {type(exc).__name__}"]
+    finally:
+        for runtime in opened:
+            runtime.close()

@@ -1,7 +1,8 @@
 """``memo`` and ``memo mcp`` in the test process, as a fresh process would run them.
 
-:func:`memo` runs the console-script entry point (``memo_analytics.interfaces.cli.main``, which
-holds the one-line ``error: …`` translation users get) inside Typer's ``CliRunner`` isolation:
+:func:`memo` runs the console-script entry point (``memo_analytics.interfaces.launch.main``: an
+agent's plain hook call is recorded there, every other command line goes to
+``memo_analytics.interfaces.cli.main``, which holds the one-line ``error: …`` translation users get) inside Typer's ``CliRunner`` isolation:
 stdin, stdout, stderr and the environment are swapped for the call, ``sys.argv`` is set, and
 ``SystemExit`` gives the exit code. The answer has the fields of a finished
 ``subprocess.run`` (``returncode``, ``stdout``, ``stderr``), so a test reads the same either way.
@@ -143,7 +144,7 @@ def memo(*args: str, vault: Path | None = None, env: Mapping[str, str | None] | 
     directory for the call; ``input`` is its stdin (empty otherwise). With ``check`` a non-zero
     exit raises ``AssertionError`` with the stderr.
     """
-    from memo_analytics.interfaces.cli import main
+    from memo_analytics.interfaces.launch import main
 
     argv = [*(["--vault-root", str(vault)] if vault is not None else []), *args]
     code, crash = 0, None

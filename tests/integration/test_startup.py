@@ -152,3 +152,44 @@ def test_a_taken_port_is_refused_before_any_web_framework_loads(tmp_path):
             assert f"127.0.0.1:{port} cannot be used" in stderr
             assert ("Invalid port" if args[2] == str(port) else "Invalid mcpPort") in stderr
             assert sorted({name.split(".")[0] for name in probe["loaded"]} & set(HEAVY)) == []
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["hook", "claude-code"], ("claude-code", None, None, None)),
+    (["hook", "gemini", "--event", "BeforeAgent", "--vault-root", "/v"], ("gemini", None, "BeforeAgent", "/v")),
+    (["--vault-root", "/v", "hook", "codex", '{"type": "agent-turn-complete"}'],
+     ("codex", '{"type": "agent-turn-complete"}', None, "/v")),
+    (["hook", "--help"], None), (["hook", "claude-code", "--help"], None), (["hook", "claude-code", "--json"], None),
+    (["--json", "hook", "claude-code"], None), (["hook", "claude-code", "--event=x"], None),
+    (["hook", "claude-code", "--event"], None), (["hook", "claude-code", "--vault-root", "--json"], None),
+    (["hook", "claude-code", "a", "b"], None), (["hook"], None), (["prompt", "list"], None), ([], None),
+    (["hook", "cursor", "--event", "a", "--event", "b"], None),
+])
+def test_only_a_plain_hook_call_skips_the_command_line(argv, expected, monkeypatch):
+    from memo_analytics.interfaces.launch import hook_call
+
+    monkeypatch.delenv("MEMO_VAULT", raising=False)
+    assert hook_call(argv) == expected
+
+
+def test_the_hook_entry_records_a_prompt_without_loading_the_command_line(tmp_path):
+    """What ``memo hooks install`` writes runs on every prompt the person types: it loads neither
+    Typer nor rich nor the other commands (about a third of its start-up) and records the turn."""
+    vault = tmp_path / "vault"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(MEMO_CONFIG=str(tmp_path / "none.toml"), PYTHONPATH=str(Path(cli.__file__).parents[3]))
+    payload = json.dumps({"session_id": "abc", "hook_event_name": "UserPromptSubmit", "prompt": "make it faster",
+                          "cwd": str(tmp_path), "transcript_path": str(tmp_path / "t.jsonl")})
+    probe = ("import json, sys, runpy\nsys.argv = ['memo', 'hook', 'claude-code', '--vault-root', sys.argv[1]]\n"
+             "try:\n    runpy.run_module('memo_analytics', run_name='__main__')\nexcept SystemExit as exc:\n"
+             "    code = exc.code\n"
+             "sys.stderr.write('\\nPROBE ' + json.dumps({'code': code, 'loaded': sorted(sys.modules)}) + '\\n')\n")
+    proc = subprocess.run([sys.executable, "-c", probe, str(vault)], input=payload, capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=60)
+    found = json.loads([x for x in proc.stderr.splitlines() if x.startswith("PROBE ")][-1][len("PROBE "):])
+    assert (found["code"], proc.stdout) == (0, "")
+    loaded = {name.split(".")[0] for name in found["loaded"]}
+    assert loaded & {"typer", "rich", "click", *HEAVY} == set(), loaded & {"typer", "rich", "click", *HEAVY}
+    assert not any(name.startswith("memo_analytics.interfaces.cli") for name in found["loaded"])
+    [turn] = [p for p in vault.rglob("prompt-*.md")]
+    assert "make it faster" in turn.read_text(encoding="utf-8")
