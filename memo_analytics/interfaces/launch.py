@@ -66,11 +66,13 @@ def main() -> None:
         return
     try:
         import gc
+        import importlib
 
         gc.disable()  # what loads now lives as long as the process: not walked by the collector
         try:
             from ..runtime import run_hook
-            import memo_analytics.services.capture  # noqa: F401 — and what the hook runs
+
+            importlib.import_module("memo_analytics.services.capture")  # and what the hook runs
         finally:
             gc.freeze()
             gc.enable()
