@@ -407,3 +407,16 @@ def test_a_rewound_gemini_chat_follows_its_transcript_on_re_import(tmp_path):
         handle.write(_json.dumps({"$rewindTo": "u3"}) + "\n")
     third = _json.loads(memo("--json", "import", "gemini", str(path), vault=vault).stdout)
     assert third["superseded"] == 1 and bodies() == ["first question"]
+
+
+def test_one_byte_that_is_not_utf8_in_a_gemini_json_chat_loses_one_character_not_the_chat(tmp_path, realdata):
+    """Claude Code skips a line with such a byte; a Gemini chat is one JSON document, and the whole
+    file was refused (found by a helper). The byte is replaced and said; the turns come in."""
+    data = (realdata / LEGACY).read_bytes()
+    at = data.index(b'"text": "') + len(b'"text": "')  # inside the first prompt's text
+    damaged = tmp_path / "chat.json"
+    damaged.write_bytes(data[:at] + b"\xff" + data[at:])
+    result = imported(tmp_path / "v", "gemini", damaged)
+    assert counts(result) == (1, 1, 1, 1)
+    assert [e.split(": ", 1)[1] for e in result["errors"]] == [
+        f"byte 0xff at offset {at} is not UTF-8 (replaced by U+FFFD; the rest of the chat is read)"]

@@ -289,14 +289,24 @@ def _read(path: Path, options: ImportOptions) -> tuple[_Chat | None, object, boo
     document: object = None
     broken: str | None = None
     if path.suffix != ".jsonl":
+        notes: list[str] = []
         try:
-            document = json.loads(path.read_text(encoding="utf-8-sig"))
+            data = path.read_bytes()
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                # one bad byte (a crash while writing, a disk error) is one unreadable character,
+                # not a lost chat: replaced, and said
+                text = data.decode("utf-8-sig", errors="replace")
+                notes.append(f"byte 0x{data[exc.start]:02x} at offset {exc.start} is not UTF-8 "
+                             "(replaced by U+FFFD; the rest of the chat is read)")
+            document = json.loads(text)
         except RecursionError:
             document, broken = _NOT_JSON, "nested too deep to parse"
         except ValueError as exc:
             document, broken = _NOT_JSON, f"not a complete JSON document ({exc})"
         else:
-            chat = _Chat(zone=options.zone)
+            chat = _Chat(zone=options.zone, problems=notes)
             chat.take(document, "document")
             if chat.session_id is not None:
                 return chat, None, False
