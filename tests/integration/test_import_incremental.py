@@ -558,3 +558,11 @@ def test_a_path_never_to_be_captured_is_in_no_summary_index_or_view_of_an_import
     assert holding == []
     [session] = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)["sessions"]
     assert session["summary"] == "look at [IGNORED PATH] and fix it"
+
+
+def test_a_symbolic_link_loop_is_named_as_one(tmp_path):
+    loop = tmp_path / "loop.jsonl"
+    os.symlink(loop, loop)
+    ran = memo("import", "claude-code", str(loop), vault=tmp_path / "v", check=False)
+    assert (ran.returncode, ran.stderr.strip()) == (
+        1, f"error: Invalid path: {loop} is a symbolic link that leads nowhere (a loop, or its target is gone)")

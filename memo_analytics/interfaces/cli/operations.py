@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from datetime import timedelta
 from pathlib import Path
@@ -53,6 +54,9 @@ def _import_command(source: str) -> Callable[..., None]:
                                 idle_gap=timedelta(minutes=gap), zone=resolve_zone(tz or state.settings.timezone))
         for given in paths:
             if not Path(given).exists():
+                if os.path.lexists(given):
+                    raise MemoError(f"Invalid path: {given} is a symbolic link that leads nowhere (a loop, or its "
+                                    "target is gone)")
                 raise MemoError(f"Invalid path: {given} does not exist")
         files = list(walk_files([Path(p) for p in paths], module.SUFFIXES, module.EXCLUDE_DIRS))
         if not files:
