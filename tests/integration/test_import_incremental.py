@@ -566,3 +566,36 @@ def test_a_symbolic_link_loop_is_named_as_one(tmp_path):
     ran = memo("import", "claude-code", str(loop), vault=tmp_path / "v", check=False)
     assert (ran.returncode, ran.stderr.strip()) == (
         1, f"error: Invalid path: {loop} is a symbolic link that leads nowhere (a loop, or its target is gone)")
+
+
+def test_a_session_imported_as_its_transcript_grew_is_described_as_a_clean_import_describes_it(realdata, tmp_path):
+    """An import made while the conversation was young described its session by its first prompt;
+    the title Claude Code writes later never reached it, so a watched session's timesheet line
+    differed from a clean import's (found by a helper). The summary an import gave is renewed as
+    the transcript grows — never one a person wrote since."""
+    source = next(realdata.rglob("0ccf1a04*.jsonl"))
+    data = source.read_bytes()
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    grown = folder / source.name
+    ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+    vault = tmp_path / "v"
+    for share in (0.2, 0.5, 0.8):
+        grown.write_bytes(data[:ends[int(len(ends) * share)]])
+        imported(vault, str(folder))
+    grown.write_bytes(data)
+    imported(vault, str(folder))
+    fresh = tmp_path / "fresh"
+    imported(fresh, str(folder))
+
+    def summaries(root):
+        report = json.loads(memo("--json", "activity", "--all", vault=root).stdout)
+        return {s["sessionId"]: s["summary"] for s in report["sessions"]}
+
+    assert summaries(vault) == summaries(fresh)
+    first = min(summaries(vault))
+    memo("session", "edit", first, "--summary", "Poems for the team offsite", vault=vault)
+    with grown.open("ab") as handle:
+        handle.write(data[ends[-2]:])  # the last line once more: the file grew
+    imported(vault, str(folder))
+    assert summaries(vault)[first] == "Poems for the team offsite"

@@ -24,7 +24,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import Callable, ContextManager, Iterable, Iterator
+from typing import Any, Callable, ContextManager, Iterable, Iterator
 
 from ...domain.clock import from_iso, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
@@ -34,7 +34,7 @@ from ...index import store as index
 from ...vault.ledger import invoiced_in
 from ...vault.redact import redact_secrets, warm as warm_redaction
 from ..pricing import PriceCache, stored_turn_cost
-from ..prompts import record_prompt
+from ..prompts import record_prompt, stored_summary
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, record_whole_session, start_session
 from ..store import VaultStore
@@ -496,14 +496,15 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                                      f"differs; credit the invoice first to take that in: memo invoice credit)")
                 result.held_back.add((transcript.source, transcript.transcript_id))
             continue
+        described = stored_summary(store, session_description(_valid_text(transcript.title or ""),
+                                                              [_valid_text(p.text) for p in interval.prompts[:20]]))
         if existing is None:
             start = StartSessionRequest(
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
                 agent=transcript.agent, client=options.client, billable=options.billable,
-                start_time=interval.start, source=f"import:{transcript.source}",
-                summary=session_description(_valid_text(transcript.title or ""),
-                                            [_valid_text(p.text) for p in interval.prompts[:20]]),
-                extra={**extra, "interval": number, "idleGapMinutes": gap_minutes},
+                start_time=interval.start, source=f"import:{transcript.source}", summary=described,
+                extra={**extra, "interval": number, "idleGapMinutes": gap_minutes,
+                       "summaryDigest": summary_digest(described)},
             )
             end = EndSessionRequest(session_id=session_id, project=project, until=interval.end,
                                     recompute_duration=True)
@@ -541,10 +542,18 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.superseded += rewound
         result.rewound += rewound
         old_end = existing[0].get("endTime") if existing else None
+        changes: dict[str, Any] = {}
         if number in begins_earlier:
-            meta, body = store.read(project, RecordKind.SESSION, session_record_id(session_id)) or existing
-            store.upsert(RecordKind.SESSION, {**meta, "startTime": to_iso(interval.start)}, body)
+            changes["startTime"] = to_iso(interval.start)
             old_end = None  # its duration is worked out again from the new start
+        if existing is not None and described != existing[0].get("summary") and \
+                existing[0].get("summaryDigest") == summary_digest(existing[0].get("summary")):
+            # the summary this import made, not one a person or an agent wrote since: the
+            # transcript now describes the session better (its title came, more prompts)
+            changes.update(summary=described, summaryDigest=summary_digest(described))
+        if changes:
+            meta, body = store.read(project, RecordKind.SESSION, session_record_id(session_id)) or existing
+            store.upsert(RecordKind.SESSION, {**meta, **changes}, body)
         if old_end != to_iso(interval.end):
             end_session(store, EndSessionRequest(
                 session_id=session_id, project=project, until=interval.end, recompute_duration=True,
@@ -553,6 +562,13 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
     return Written(base, [(homes[n], f"{base}-{n}", len(interval.prompts)) for n, interval in enumerate(intervals, 1)],
                    fresh)
+
+
+def summary_digest(summary: str | None) -> str:
+    """A short digest of the summary an import gave a session (kept as ``summaryDigest``): while
+    the session's summary still has it, nobody wrote another, and the import may describe the
+    session anew as its transcript grows."""
+    return hashlib.blake2b((summary or "").encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
 def _within(start: object, interval: Interval) -> bool:
