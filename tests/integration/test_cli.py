@@ -348,3 +348,17 @@ def test_the_by_day_table_says_sessions_are_split_at_midnight_only_when_one_is(t
          "2026-03-02T23:30:00Z", vault=vault)
     memo("session", "end", "night", "--until", "2026-03-03T00:30:00Z", vault=vault)
     assert "sessions split at midnight" in memo("activity", "--all", "--tz", "UTC", vault=vault).stdout
+
+
+def test_a_turn_recorded_after_its_session_ended_is_said_to_bill_nothing(tmp_path):
+    vault = tmp_path / "v"
+    memo("session", "start", "fix-api", "--project", "p", "--start-time", "2026-03-02T08:00:00Z", vault=vault)
+    memo("session", "end", "fix-api", "--until", "2026-03-02T09:30:00Z", vault=vault)
+    late = memo("prompt", "record", "--session-id", "fix-api", "--project", "p", "--body", "one more thing",
+                vault=vault)
+    assert "recorded prompt-fix-api-t1 in project p" in late.stdout
+    assert ("note: session fix-api ended at 2026-03-02T09:30:00.000Z; this turn comes after its end, so its time "
+            "bills nothing (the session keeps its times); for more work start a new session") in late.stderr
+    on_time = memo("prompt", "record", "--session-id", "fix-api", "--project", "p", "--body", "within it",
+                   "--created", "2026-03-02T09:00:00Z", vault=vault)
+    assert "note:" not in on_time.stderr

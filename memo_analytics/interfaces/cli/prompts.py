@@ -22,6 +22,7 @@ from .common import (
     _safe,
     _scope_line,
     _short,
+    err,
     out,
     prompt_app,
     state,
@@ -55,6 +56,23 @@ def prompt_record(
                      tags=tag, cwd=str(Path.cwd()), source="cli", created=created)
     record = prompt_service.record_prompt(state.store, request)
     _emit(record, lambda r: out.print(f"recorded {r['id']} in project {r['project']}"))
+    _after_the_end(record)
+
+
+def _after_the_end(record: dict[str, Any]) -> None:
+    """Say so when the turn was recorded after its session ended: the session keeps its times,
+    so the turn's time bills nothing."""
+    from ...domain.clock import from_iso
+    from ...domain.ids import session_record_id
+    from ...domain.records import RecordKind
+
+    if state.json or not record.get("sessionId") or "duplicateOf" in record:
+        return
+    found = state.store.read(record["project"], RecordKind.SESSION, session_record_id(record["sessionId"]))
+    end = found[0].get("endTime") if found and found[0].get("status") == "completed" else None
+    if end and from_iso(record["created"]) > from_iso(end):
+        err.print(_safe(f"note: session {record['sessionId']} ended at {end}; this turn comes after its end, so its "
+                        "time bills nothing (the session keeps its times); for more work start a new session"))
 
 
 def _read_body(body: Optional[str], body_file: Optional[Path]) -> str:
