@@ -112,6 +112,10 @@ def test_cli_apply_allow_revoke_and_audit(tmp_path):
     assert {i["id"] for i in shown["items"]} == {"session_stalled:w1", "session_stalled:w2"}
     applied = memo("digest", "apply", "session_stalled:w1", vault=vault).stdout
     assert "applied end w1 at its last activity" in applied
+    # asked right after (within the debounce window of a polling dashboard), a person gets the
+    # digest of the vault as it is now, not the cached one that still lists w1
+    right_after = json.loads(memo("--json", "digest", vault=vault).stdout)
+    assert ({i["id"] for i in right_after["items"]}, right_after["stale"]) == ({"session_stalled:w2"}, False)
     unknown = memo("digest", "apply", "session_stalled:nope", vault=vault, check=False)
     assert unknown.returncode == 1 and "is not in the digest" in unknown.stderr
     stale = memo("digest", "apply", "session_stalled:w2", "--fingerprint", "0000000000000000", vault=vault,
