@@ -241,6 +241,11 @@ def _split(arguments: PromptToolInput) -> tuple[Request, list[str]]:
 _WIRE = {v: k for k, v in _RENAMES.items()}
 
 
+#: The actions that only read: on a ``vaultRoot`` that holds no vault they are refused.
+READS = frozenset({"list", "search", "get", "session", "activity_report", "derive_rules", "export_story", "digest",
+                   "handoffs", "prompt_detail"})
+
+
 def call_tool(store: VaultStore, arguments: PromptToolInput) -> dict[str, Any]:
     """One call of the tool ``prompt`` (MCP, and ``POST /api/actions/{action}``): the action's
     answer, plus ``ignored`` (see :func:`ignored_fields`) when the call held fields the
@@ -249,9 +254,15 @@ def call_tool(store: VaultStore, arguments: PromptToolInput) -> dict[str, Any]:
     Raises
     ------
     MemoError, pydantic.ValidationError
-        As the action.
+        As the action; ``Invalid vaultRoot`` for a reading action on a ``vaultRoot`` that holds
+        no vault.
     """
     request, unused = _split(arguments)
+    if arguments.vault_root is not None and arguments.action in READS and not store.exists:
+        # a vault named by the caller that holds none (a typo): an empty answer would look like
+        # an empty vault
+        raise InvalidFieldError("vaultRoot", f"{store.root} holds no vault (no records, no index); leave vaultRoot "
+                                             "out for the default vault, or record into this one first")
     result = run_action(store, arguments.action, request)
     return {**result, "ignored": unused} if unused and isinstance(result, dict) else result
 

@@ -249,3 +249,22 @@ def test_snake_case_field_names_are_understood(tmp_path):
 
     record, is_error, text = asyncio.run(scenario())
     assert not is_error and record["id"] == "prompt-snake-t1", text
+
+
+def test_a_read_on_a_vault_root_that_holds_no_vault_is_refused_not_answered_empty(tmp_path):
+    """``list`` with ``vaultRoot: "/tmp"`` answered ``total: 0`` — an empty vault to the agent —
+    where ``memo.open_vault`` refuses; a write there starts the vault, and reads then work."""
+    vault, other = tmp_path / "v", tmp_path / "typo"
+    other.mkdir()
+    memo("prompt", "record", "--body", "seed", "--project", "p", vault=vault)
+
+    async def scenario():
+        async with mcp_client(vault) as client:
+            refused = await call(client, action="list", vaultRoot=str(other), crossProject=True)
+            written = await call(client, action="record", body="first here", projectId="p", vaultRoot=str(other))
+            listed = await call(client, action="list", vaultRoot=str(other), crossProject=True)
+            return refused, written, listed
+
+    (_, refused, text), (_, written_error, _), (listed, listed_error, _) = asyncio.run(scenario())
+    assert refused and f"Invalid vaultRoot: {other} holds no vault" in text
+    assert not written_error and not listed_error and listed["total"] == 1
