@@ -323,3 +323,13 @@ def local_day_spans(start: datetime, end: datetime, tz: tzinfo) -> list[tuple[da
         spans.append((day, stop - cursor))
         cursor = stop
     return spans
+
+
+def printed_span(start_time: str, duration_minutes: int | None, zone: tzinfo) -> tuple[datetime, datetime]:
+    """The start and end a report prints for a session (its stored ``startTime`` and
+    ``durationMinutes``), in ``zone``: the start to the minute (seconds dropped), the end that
+    start plus the minutes — one rounding of times, so a printed span always equals the session's
+    minutes; the printed end is within a minute of the recorded one."""
+    start = from_iso(start_time).astimezone(zone).replace(second=0, microsecond=0)
+    return start, start + timedelta(minutes=int(duration_minutes or 0))
+

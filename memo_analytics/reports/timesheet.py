@@ -17,6 +17,7 @@ from typing import Any
 
 from ..analytics.activity import ROUNDING_POLICY, ActivityReport
 from ..domain.clock import format_minutes, from_iso, hours_2dp, utcnow, zone_name
+from ..domain.clock import printed_span as clock_span
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
 
 
@@ -84,13 +85,10 @@ def shown(text: str | None, limit: int = MAX_SHOWN_CHARS) -> str:
 
 
 def printed_span(item: dict[str, Any], zone) -> tuple[datetime, datetime]:
-    """The start and end a report prints for a session: the start to the minute (seconds
-    dropped), the end that start plus ``durationMinutes`` — one rounding of times, so a printed
-    span always equals the session's minutes (issue 15 point 5); the printed end is within a
-    minute of the recorded one. What it bills (``billedMinutes``: parallel sessions, the
-    client's rounding) the row says beside it."""
-    start = from_iso(item["startTime"]).astimezone(zone).replace(second=0, microsecond=0)
-    return start, start + timedelta(minutes=int(item["durationMinutes"] or 0))
+    """The start and end a report prints for a session (issue 15 point 5:
+    :func:`~memo_analytics.domain.clock.printed_span`). What it bills (``billedMinutes``:
+    parallel sessions, the client's rounding) the row says beside it."""
+    return clock_span(item["startTime"], item["durationMinutes"], zone)
 
 
 def timesheet_sections(report: ActivityReport) -> list[ClientSection]:

@@ -362,3 +362,18 @@ def test_a_turn_recorded_after_its_session_ended_is_said_to_bill_nothing(tmp_pat
     on_time = memo("prompt", "record", "--session-id", "fix-api", "--project", "p", "--body", "within it",
                    "--created", "2026-03-02T09:00:00Z", vault=vault)
     assert "note:" not in on_time.stderr
+
+
+def test_the_activity_table_prints_a_sessions_span_as_the_timesheet_does(tmp_path):
+    """13:00:40–13:04:10 is 3.5 → 4 minutes: the timesheet prints 13:00–13:04; the activity table
+    printed the recorded end, 13:04 vs 13:03 for 13:00:20–13:03:50 (found by a helper)."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "p", "--client", "Acme", "--start-time", "2026-03-02T13:00:20Z",
+         vault=vault)
+    memo("session", "end", "s1", "--until", "2026-03-02T13:03:50Z", vault=vault)
+    shown = memo("activity", "--all", "--tz", "UTC", vault=vault).stdout
+    row = next(line for line in shown.splitlines() if "2026-03-02 13:00" in line and "Acme" in line)
+    assert "2026-03-02 13:04" in row and "13:03" not in row
+    memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.csv"), vault=vault)
+    assert "13:00" in (tmp_path / "t.csv").read_text(encoding="utf-8-sig") and \
+        ",13:04," in (tmp_path / "t.csv").read_text(encoding="utf-8-sig").replace('"', "")
