@@ -377,3 +377,17 @@ def test_the_activity_table_prints_a_sessions_span_as_the_timesheet_does(tmp_pat
     memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.csv"), vault=vault)
     assert "13:00" in (tmp_path / "t.csv").read_text(encoding="utf-8-sig") and \
         ",13:04," in (tmp_path / "t.csv").read_text(encoding="utf-8-sig").replace('"', "")
+
+
+def test_session_and_prompt_lines_show_times_in_the_configured_zone(tmp_path):
+    vault = tmp_path / "v"
+    env = {"MEMO_TIMEZONE": "Europe/Berlin"}
+    started = memo("session", "start", "z1", "--project", "p", "--start-time", "2026-11-02T09:00:00+01:00",
+                   vault=vault, env=env)
+    assert "at 2026-11-02 09:00 (Europe/Berlin)" in started.stdout
+    ended = memo("session", "end", "z1", "--until", "2026-11-02T08:30:00Z", vault=vault, env=env)
+    assert "30 minutes (2026-11-02 09:00 – 2026-11-02 09:30 Europe/Berlin)" in ended.stdout
+    memo("prompt", "record", "--session-id", "z1", "--project", "p", "--body", "hello", "--created",
+         "2026-11-02T08:10:00Z", vault=vault, env=env)
+    listed = memo("prompt", "list", "--all", vault=vault, env=env).stdout
+    assert "created (Europe/Berlin)" in listed and "2026-11-02 09:10" in listed

@@ -322,6 +322,25 @@ def _build(request_model: type, /, **fields: Any):
         raise MemoError(_validation_message(exc)) from None
 
 
+def _zone_label() -> str:
+    """The zone a person's tables and lines show times in: the configured ``timezone``, else the
+    machine's (the zone of every report's dates)."""
+    from ...domain.clock import resolve_zone, zone_name
+
+    return zone_name(resolve_zone(state.settings.timezone if state.settings else None))
+
+
+def _local(instant: str | None, seconds: bool = False) -> str:
+    """A stored UTC instant (ISO text) as a person reads it, in :func:`_zone_label`'s zone
+    (``2026-03-02 10:00``); ``open`` for None."""
+    if not instant:
+        return "open"
+    from ...domain.clock import from_iso, resolve_zone
+
+    local = from_iso(instant).astimezone(resolve_zone(state.settings.timezone if state.settings else None))
+    return local.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+
+
 def _settings(**fields: Any) -> Settings:
     """The settings of a command; a refused value is one line naming the key, where it came
     from (the ``MEMO_*`` variable or the config file) and how to repair the file."""

@@ -18,10 +18,12 @@ from .common import (
     _build,
     _check_scope,
     _emit,
+    _local,
     _note_missing_vault,
     _safe,
     _scope_line,
     _short,
+    _zone_label,
     err,
     out,
     prompt_app,
@@ -112,10 +114,10 @@ def _print_page(page: dict[str, Any], request: ListRequest) -> None:
         return
     table = Table(title=f"{page['total']} prompts (showing {page['offset'] + 1}–{page['offset'] + len(page['items'])})"
                         f" · {scope}")
-    for column in ("created (UTC)", "project", "id", "ide", "prompt"):
+    for column in (f"created ({_zone_label()})", "project", "id", "ide", "prompt"):
         table.add_column(column, overflow="fold")
     for item in page["items"]:
-        table.add_row(item["created"][:16].replace("T", " "), item["project"], item["id"], item.get("ide") or "",
+        table.add_row(_local(item["created"]), item["project"], item["id"], item.get("ide") or "",
                       _short(item.get("body"), 60))
     out.print(table)
     if page["hasMore"]:

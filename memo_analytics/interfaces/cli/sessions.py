@@ -27,8 +27,10 @@ from .common import (
     _build,
     _check_scope,
     _emit,
+    _local,
     _safe,
     _short,
+    _zone_label,
     out,
     session_app,
     state,
@@ -61,7 +63,8 @@ def session_start(
     record = session_service.start_session(state.store, request)
 
     def human(r: dict[str, Any]) -> None:
-        out.print(f"started session {r['sessionId']} in project {r['project']} at {r['startTime']}")
+        out.print(f"started session {r['sessionId']} in project {r['project']} at {_local(r['startTime'])} "
+                  f"({_zone_label()})")
         if r.get("handoff"):
             out.print(_safe(f"\nhand-off claimed ({r['handoff']['id']}):\n{r['handoff']['body']}"))
 
@@ -107,9 +110,11 @@ def session_end(
     def human(r: dict[str, Any]) -> None:
         if was_completed:
             out.print(f"session {r['sessionId']} was already ended; its times and duration are kept "
-                      f"({r['durationMinutes']} minutes, {r['startTime']} – {r['endTime']}); summary and deliverables updated")
+                      f"({r['durationMinutes']} minutes, {_local(r['startTime'])} – {_local(r['endTime'])} "
+                      f"{_zone_label()}); summary and deliverables updated")
         else:
-            out.print(f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({r['startTime']} – {r['endTime']})")
+            out.print(f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({_local(r['startTime'])} – "
+                      f"{_local(r['endTime'])} {_zone_label()})")
 
     _emit(record, human)
 
@@ -201,20 +206,20 @@ def session_show(
             session = r["session"] or {}
             if session:
                 out.print(_safe(f"session {session['sessionId']} · {session['project']} · {session['status']} · "
-                                f"{session['startTime']} – {session.get('endTime') or 'open'} · "
+                                f"{_local(session['startTime'])} – {_local(session.get('endTime'))} {_zone_label()} · "
                                 f"{session.get('durationMinutes') if session.get('durationMinutes') is not None else '-'} min"
                                 + (f" · {session['summary']}" if session.get("summary") else "")))
             for turn in r["items"]:
-                out.print(_safe(f"\n[turn {turn.get('turn')}] {turn['created']}"))
+                out.print(_safe(f"\n[turn {turn.get('turn')}] {_local(turn['created'], seconds=True)}"))
                 out.print(_safe(turn.get("body", "")))
             if r["hasMore"]:
                 out.print(f"more: --offset {r['offset'] + r['limit']}")
             return
         table = Table(title=f"{r['total']} sessions")
-        for column in ("start (UTC)", "project", "session", "client", "status", "minutes", "summary"):
+        for column in (f"start ({_zone_label()})", "project", "session", "client", "status", "minutes", "summary"):
             table.add_column(column, overflow="fold")
         for item in r["items"]:
-            table.add_row(item["startTime"][:16].replace("T", " "), item["project"], item["sessionId"],
+            table.add_row(_local(item["startTime"]), item["project"], item["sessionId"],
                           _short(item.get("client") or "internal", 20), item["status"],
                           "" if item.get("durationMinutes") is None else str(item["durationMinutes"]),
                           _short(item.get("summary"), 40))
