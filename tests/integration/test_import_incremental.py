@@ -470,19 +470,25 @@ def test_a_checkpoint_never_keeps_a_secret_and_the_file_is_then_read_whole(reald
     assert (whole["resumed"], whole["turns"]) == (0, 1)
 
 
+def _two_turns_imported(tmp_path, session: str, first: str, second: str):
+    """``(folder, transcript, vault)``: a conversation of two turns (10:00 and 10:05), imported."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    transcript = folder / "s.jsonl"
+    transcript.write_text(_prompt_line(session, "/w/app", "2025-09-03T10:00:00.000Z", first, "u1")
+                          + _prompt_line(session, "/w/app", "2025-09-03T10:05:00.000Z", second, "u2"),
+                          encoding="utf-8")
+    vault = tmp_path / "v"
+    assert imported(vault, str(folder))["turns"] == 2
+    return folder, transcript, vault
+
+
 def test_a_line_stamped_before_the_first_takes_the_session_back_to_it_and_later_turns_still_come_in(tmp_path):
     """A clock set back (or a line written late) puts a line stamped 09:58 after turns of 10:00 and
     10:05 that are already imported: the session now begins at 09:58, as a clean import of the file
     gives, and the turns after it come in. It refused every later turn of the conversation, at
     every import, with advice that could not be followed (found by a helper)."""
-    folder = tmp_path / "projects"
-    folder.mkdir()
-    transcript = folder / "s.jsonl"
-    transcript.write_text(_prompt_line("cb", "/w/app", "2025-09-03T10:00:00.000Z", "turn at ten", "u1")
-                          + _prompt_line("cb", "/w/app", "2025-09-03T10:05:00.000Z", "turn at ten oh five", "u2"),
-                          encoding="utf-8")
-    vault = tmp_path / "v"
-    assert imported(vault, str(folder))["turns"] == 2
+    folder, transcript, vault = _two_turns_imported(tmp_path, "cb", "turn at ten", "turn at ten oh five")
     with transcript.open("a", encoding="utf-8") as handle:
         handle.write(_prompt_line("cb", "/w/app", "2025-09-03T09:58:00.000Z", "written late", "u3")
                      + _prompt_line("cb", "/w/app", "2025-09-03T10:10:00.000Z", "turn at ten past", "u4"))
@@ -504,14 +510,7 @@ def test_an_import_that_only_refused_exits_non_zero_and_a_rewritten_turn_is_said
     """A re-import with another idle gap is refused whole: the summary says so and the command
     exits 1 (it exited 0 with ``sessions 0, turns 0, skipped 1``). A transcript rewritten in
     place with other text says so in its line (it was in ``--json`` only)."""
-    folder = tmp_path / "projects"
-    folder.mkdir()
-    transcript = folder / "s.jsonl"
-    transcript.write_text(_prompt_line("gap", "/w/app", "2025-09-03T10:00:00.000Z", "alpha one", "u1")
-                          + _prompt_line("gap", "/w/app", "2025-09-03T10:05:00.000Z", "alpha two", "u2"),
-                          encoding="utf-8")
-    vault = tmp_path / "v"
-    assert imported(vault, str(folder))["turns"] == 2
+    folder, transcript, vault = _two_turns_imported(tmp_path, "gap", "alpha one", "alpha two")
     refused = memo("import", "claude-code", "--rescan", "--idle-gap", "10", str(folder), vault=vault, check=False)
     assert refused.returncode == 1
     assert "re-import it with the same gap" in refused.stderr
