@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..domain.clock import to_iso, utcnow
+from ..domain.clock import resolve_zone, utcnow, zone_name
 from ..index import store as index
 from ..services.store import VaultStore
 from ..domain.errors import InvalidFieldError, ReportError
@@ -29,6 +29,7 @@ def _excerpt(body: str, text: str) -> str:
 def review_context(store: VaultStore, result: dict[str, Any], scope: str, threshold: float) -> dict[str, Any]:
     """Template context from a ``derive_rules`` result: every candidate with an excerpt of
     each evidence turn (from the index: redacted text)."""
+    zone = resolve_zone(store.settings.timezone)
     candidates = []
     for item in result["items"]:
         evidence = []
@@ -40,7 +41,8 @@ def review_context(store: VaultStore, result: dict[str, Any], scope: str, thresh
         "title": "Derived rules — review", "scope": scope, "total": result["total"], "threshold": threshold,
         "confident": result.get("confident", sum(1 for c in result["items"] if c["confidence"] >= threshold)),
         "shown": len(result["items"]),
-        "generated": to_iso(utcnow()), "candidates": candidates,
+        # as the timesheet says it: in the configured zone (else the machine's), to the minute
+        "generated": f"{utcnow().astimezone(zone):%Y-%m-%d %H:%M} ({zone_name(zone)})", "candidates": candidates,
     }
 
 

@@ -4,6 +4,7 @@ on hand-labelled candidates from the real transcripts."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -162,8 +163,10 @@ def test_cli_report_rules_review_pdf_shows_candidates_and_evidence(tmp_path, rep
         memo("prompt", "record", "--project", "web", "--session-id", f"c{i}", "--body", body, vault=vault)
     shown = memo("report", "rules", "--project", "web", "--save-traps", "-o", str(tmp_path / "review.pdf"),
                  vault=vault).stdout
-    assert "2 rule candidates" in shown and "saved 2 traps" in shown
+    assert f"wrote {tmp_path / 'review.pdf'}: 2 rule candidates" in shown and "saved 2 traps" in shown
+    assert "confidence" not in shown  # the table is in the report, not printed again
     text = pdf_text(tmp_path / "review.pdf")
+    assert re.search(r"Generated \d{4}-\d\d-\d\d \d\d:\d\d \(", text)  # as the timesheet says it: no raw ISO
     assert "Never commit directly to main." in text and "0.95" in text  # said twice: 0.90 + 0.05
     assert "c1" in text and "c2" in text and "Reject pull requests without tests." in text
     promoted = memo("report", "rules", "--project", "web", "--promote", "GEMINI.md", vault=vault, cwd=repo).stdout

@@ -52,21 +52,22 @@ def report_rules(
         result = {**result, "review": str(written)}
 
     def human(r: dict[str, Any]) -> None:
-        table = Table(title=f"{r['total']} rule candidate{'s' if r['total'] != 1 else ''}")
-        for column in ("confidence", "category", "times", "rule"):
-            table.add_column(column, overflow="fold")
-        for item in r["items"]:
-            table.add_row(f"{item['confidence']:.2f}", item["category"], str(item["occurrences"]),
-                          _short(item["text"], 90))
-        out.print(table)
+        if "review" in r:  # the candidates are in the report written: one line says where
+            out.print(_safe(f"wrote {r['review']}: {r['total']} rule candidate{'s' if r['total'] != 1 else ''}"))
+        else:
+            table = Table(title=f"{r['total']} rule candidate{'s' if r['total'] != 1 else ''}")
+            for column in ("confidence", "category", "times", "rule"):
+                table.add_column(column, overflow="fold")
+            for item in r["items"]:
+                table.add_row(f"{item['confidence']:.2f}", item["category"], str(item["occurrences"]),
+                              _short(item["text"], 90))
+            out.print(table)
         if "formatted" in r:
             sys.stdout.write(_safe(r["formatted"]))
         if "savedTraps" in r:
             out.print(f"saved {len(r['savedTraps'])} traps")
         if "promoted" in r:
             out.print(_safe(f"promoted {r['promoted']['rules']} rules into {r['promoted']['path']}"))
-        if "review" in r:
-            out.print(_safe(f"wrote {r['review']}"))
 
     _emit(result, human)
 
