@@ -598,3 +598,14 @@ def test_a_session_imported_as_its_transcript_grew_is_described_as_a_clean_impor
         handle.write(data[ends[-2]:])  # the last line once more: the file grew
     imported(vault, str(folder))
     assert summaries(vault)[first] == "Poems for the team offsite"
+
+
+def test_a_pipe_named_like_a_transcript_inside_a_folder_is_named_not_passed_over_in_silence(tmp_path):
+    folder, _, vault = _two_turns_imported(tmp_path, "fifo", "first", "second")
+    os.mkfifo(folder / "stuck.jsonl")
+    os.symlink(tmp_path / "gone.jsonl", folder / "dangling.jsonl")
+    ran = memo("import", "claude-code", str(folder), vault=vault)
+    assert ran.returncode == 0
+    left = sorted(line for line in ran.stderr.splitlines() if line.startswith("left out: "))
+    assert left == [f"left out: {folder / name}: not a regular file (a pipe, a device or a link to nothing): not read"
+                    for name in ("dangling.jsonl", "stuck.jsonl")]

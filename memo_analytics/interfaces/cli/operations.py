@@ -58,7 +58,12 @@ def _import_command(source: str) -> Callable[..., None]:
                     raise MemoError(f"Invalid path: {given} is a symbolic link that leads nowhere (a loop, or its "
                                     "target is gone)")
                 raise MemoError(f"Invalid path: {given} does not exist")
-        files = list(walk_files([Path(p) for p in paths], module.SUFFIXES, module.EXCLUDE_DIRS))
+        left_out: list[str] = []
+        files = list(walk_files([Path(p) for p in paths], module.SUFFIXES, module.EXCLUDE_DIRS, left_out))
+        for line in left_out[:20]:
+            err.print(_safe(f"left out: {line}"))
+        if len(left_out) > 20:
+            err.print(f"left out: … and {len(left_out) - 20} more")
         if not files:
             raise MemoError(f"nothing to import: no {' or '.join('*' + s for s in module.SUFFIXES)} file under "
                             f"{', '.join(paths)} (is this a {source} folder?)")

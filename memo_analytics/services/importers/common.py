@@ -274,8 +274,12 @@ class ImportResult:
                 "pending": self.pending, "refused": self.refused}
 
 
-def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = ()) -> Iterator[Path]:
-    """Every file under ``paths`` ending with one of ``suffixes``, hidden folders included, sorted."""
+def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = (),
+               left_out: list[str] | None = None) -> Iterator[Path]:
+    """Every file under ``paths`` ending with one of ``suffixes``, hidden folders included, sorted.
+    What is left out under a folder — an entry of such a name that is not a regular file (a FIFO
+    or a device would block the read forever; a link to nothing), a folder that cannot be read —
+    is named in ``left_out`` when given (``PATH: why``)."""
     for root in paths:
         root = Path(root)
         if root.is_file():
@@ -288,10 +292,13 @@ def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: t
         found: list[str] = []
         folders = [str(root)]
         while folders:
+            folder = folders.pop()
             try:
-                entries = list(os.scandir(folders.pop()))
-            except OSError:
-                continue  # unreadable, or gone meanwhile: as os.walk, left out
+                entries = list(os.scandir(folder))
+            except OSError as exc:  # unreadable, or gone meanwhile: as os.walk, left out
+                if left_out is not None and os.path.lexists(folder):
+                    left_out.append(f"{folder}: folder not read ({exc.strerror or type(exc).__name__})")
+                continue
             for entry in entries:
                 try:
                     # regular files only: a FIFO or a device named *.jsonl would block the read forever
@@ -299,6 +306,9 @@ def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: t
                         found.append(entry.path)
                     elif entry.is_dir(follow_symlinks=False) and entry.name not in exclude_dirs:
                         folders.append(entry.path)
+                    elif entry.name.endswith(suffixes) and left_out is not None and not entry.is_dir():
+                        left_out.append(f"{entry.path}: not a regular file (a pipe, a device or a link to "
+                                        "nothing): not read")
                 except OSError:
                     continue
         yield from (Path(path) for path in sorted(found, key=lambda path: Path(path).parts))
