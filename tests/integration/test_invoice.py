@@ -271,3 +271,10 @@ def test_a_missing_templates_folder_in_the_config_is_refused(vault, tmp_path):
         assert proc.returncode == 1 and proc.stderr.strip().startswith("error: Invalid templatesDir (")
         assert proc.stderr.strip().endswith(f"{tmp_path / 'gone'} is not a folder") and proc.stderr.count("\n") == 1
         assert not (tmp_path / "x.pdf").exists()
+
+
+def test_the_draft_line_groups_thousands_as_the_pdf_does(vault, config, tmp_path):
+    """Initech bills 0.42 h × 9000 = 3780 JPY: the PDF prints 3,780, the command line printed 3780."""
+    said = memo("report", "invoice", "--all", "--since", "2026-03-01", "--until", "2026-03-31", "--tz", "UTC",
+                "-o", str(tmp_path / "i.pdf"), vault=vault, env=config).stdout
+    assert "JPY 3,780" in said and "3,780" in pdf_text(tmp_path / "i.pdf")

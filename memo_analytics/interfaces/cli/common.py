@@ -322,6 +322,17 @@ def _build(request_model: type, /, **fields: Any):
         raise MemoError(_validation_message(exc)) from None
 
 
+def _grouped(amount: object) -> str:
+    """A money amount (decimal text, in its currency's minor unit) with thousands grouped, as the
+    PDFs print it: ``95800`` → ``95,800``, ``1005.41`` → ``1,005.41``; other text as it is."""
+    from decimal import Decimal, InvalidOperation
+
+    try:
+        return f"{Decimal(str(amount)):,}"
+    except (InvalidOperation, ValueError):
+        return str(amount)
+
+
 def _zone_label() -> str:
     """The zone a person's tables and lines show times in: the configured ``timezone``, else the
     machine's (the zone of every report's dates)."""

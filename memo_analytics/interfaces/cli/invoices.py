@@ -10,7 +10,7 @@ import typer
 
 from ...config import config_path
 from ...domain.errors import InvalidDateError, InvalidFieldError
-from .common import _emit, app, err, left_off_note, out, state
+from .common import _emit, _grouped, app, err, left_off_note, out, state
 from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
 
 invoice_app = typer.Typer(help="Issued invoices: numbered, stored in the vault, never billing a session twice; "
@@ -33,8 +33,8 @@ def _date(value: Optional[str], name: str) -> Optional[date]:
 def _said(summary: dict) -> str:
     kind = "credit note" if summary["kind"] == "creditNote" else "invoice"
     line = (f"{kind} {summary['number']} for {summary['client']}: {summary['periodStart']} – {summary['periodEnd']}, "
-            f"{summary['billableHours']} h, net {summary['currency']} {summary['net']}, VAT {summary['tax']}, "
-            f"total {summary['gross']}; issued {summary['issued']}")
+            f"{summary['billableHours']} h, net {summary['currency']} {_grouped(summary['net'])}, VAT "
+            f"{_grouped(summary['tax'])}, total {_grouped(summary['gross'])}; issued {summary['issued']}")
     if summary["kind"] == "creditNote":
         return line + f", cancels {summary['credits']}"
     return line + f", due {summary['due']}" + (f" (credited by {summary['creditedBy']})"
@@ -147,8 +147,8 @@ def invoice_show(
     def human(s: dict) -> None:
         out.print(_said(s))
         for line in s["lines"]:
-            figures = (f"{line['hours']} h × {line['rate']} = {line['amount']}" if line.get("unit", "HUR") == "HUR"
-                       else line["amount"])  # a lump sum (the AI cost): no hours, no rate
+            figures = (f"{line['hours']} h × {_grouped(line['rate'])} = {_grouped(line['amount'])}"
+                       if line.get("unit", "HUR") == "HUR" else _grouped(line["amount"]))  # a lump sum (the AI cost): no hours, no rate
             out.print(f"  {line['project']}: {line['description']} — {figures}")
         for item in s["sessionIds"]:
             minutes = item.get("billedMinutes", item["durationMinutes"])

@@ -18,6 +18,7 @@ from .common import (
     _build,
     _check_scope,
     _emit,
+    _grouped,
     _note_missing_vault,
     _scope_line,
     _short,
@@ -213,6 +214,6 @@ def report_invoice(
     result = invoice_summary(invoice, report, path)
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
-        + "; ".join(f"{c} {v['amount']}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))
+        + "; ".join(f"{c} {_grouped(v['amount'])}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))
     if not state.json:
         left_off_note(result["leftOff"])
