@@ -52,7 +52,8 @@ def digest(
         if r.get("error"):
             out.print(_safe(f"note: {r['error']}; showing the digest of {r['computedAt']}"))
         if not r["items"]:
-            out.print("Nothing needs you now.")
+            out.print("Nothing needs you now." if not r["beyondHorizon"] else
+                      f"Nothing of the last {r['horizonDays']} days needs you now.")
         else:
             table = Table(title=f"{len(r['items'])} {'item needs' if len(r['items']) == 1 else 'items need'} you · computed {r['computedAt'][:16].replace('T', ' ')} UTC")
             for column in ("lane", "kind", "subject", "age", "why", "do"):
