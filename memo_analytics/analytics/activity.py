@@ -324,28 +324,24 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         client=client,
         vaults=vaults,
         overlap_policy=OVERLAP_POLICIES[store.settings.overlap_policy],
-        client_names=_legal_names(store.settings, [name for name, _, _, _ in by_client]),
-        client_rounding=_rounding_notes(store.settings, [name for name, _, _, _ in by_client]),
+        **_terms_printed(store.settings, [name for name, _, _, _ in by_client]),
     )
 
 
-def _legal_names(settings, clients: list[str]) -> dict[str, str]:
-    names = {}
+def _terms_printed(settings, clients: list[str]) -> dict[str, dict[str, str]]:
+    """What the timesheet prints of each client's billing terms: ``client_names`` (the legal name,
+    where one is set and differs) and ``client_rounding`` (how its terms bill a session, where
+    they round)."""
+    names, notes = {}, {}
     for client in clients:
         terms = settings.billing_for(client)
-        if terms is not None and terms.name and terms.name != client:
+        if terms is None:
+            continue
+        if terms.name and terms.name != client:
             names[client] = terms.name
-    return names
-
-
-def _rounding_notes(settings, clients: list[str]) -> dict[str, str]:
-    notes = {}
-    for client in clients:
-        terms = settings.billing_for(client)
-        note = terms.rounding_note() if terms is not None else None
-        if note:
-            notes[client] = note
-    return notes
+        if terms.rounding_note():
+            notes[client] = terms.rounding_note()
+    return {"client_names": names, "client_rounding": notes}
 
 
 def _frozen_minutes(store: VaultStore) -> dict[tuple[str, str, str], int]:
