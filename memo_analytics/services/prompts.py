@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..config import MAX_BODY_BYTES
-from ..domain.clock import parse_bounds, parse_record_instant, to_iso, utcnow
+from ..domain.clock import from_iso, parse_bounds, parse_record_instant, to_iso, utcnow
 from ..domain.errors import CorruptRecordError, InvalidFieldError, RecordNotFoundError
 from ..domain.ids import (
     prompt_id,
@@ -287,6 +287,17 @@ def stored_body(store: VaultStore, text: str | None, cwd: str | None = None, rul
     """
     rules = rules if rules is not None else store.ignore_rules(cwd)
     return clean_text(redact_ignored_paths(text, rules)[0] if text else text, "body", required=True)  # type: ignore[return-value]
+
+
+def ended_before(store: VaultStore, turn: dict[str, Any]) -> str | None:
+    """The ``endTime`` of the session a recorded ``turn`` (its wire dict) belongs to, when that
+    session had ended before the turn's ``created``: the session keeps its times, so the turn's
+    time bills nothing (SPEC §2.5); None otherwise (no session, an open one, a turn within it)."""
+    if not turn.get("sessionId"):
+        return None
+    found = store.read(turn["project"], RecordKind.SESSION, session_record_id(turn["sessionId"]))
+    end = found[0].get("endTime") if found and found[0].get("status") == "completed" else None
+    return end if end and from_iso(turn["created"]) > from_iso(end) else None
 
 
 def stored_summary(store: VaultStore, text: str | None, cwd: str | None = None) -> str | None:

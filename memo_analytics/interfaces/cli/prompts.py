@@ -62,17 +62,9 @@ def prompt_record(
 
 
 def _after_the_end(record: dict[str, Any]) -> None:
-    """Say so when the turn was recorded after its session ended: the session keeps its times,
-    so the turn's time bills nothing."""
-    from ...domain.clock import from_iso
-    from ...domain.ids import session_record_id
-    from ...domain.records import RecordKind
-
-    if state.json or not record.get("sessionId") or "duplicateOf" in record:
-        return
-    found = state.store.read(record["project"], RecordKind.SESSION, session_record_id(record["sessionId"]))
-    end = found[0].get("endTime") if found and found[0].get("status") == "completed" else None
-    if end and from_iso(record["created"]) > from_iso(end):
+    """Say so when the turn was recorded after its session ended (its time bills nothing)."""
+    end = None if state.json or "duplicateOf" in record else prompt_service.ended_before(state.store, record)
+    if end:
         err.print(_safe(f"note: session {record['sessionId']} ended at {end}; this turn comes after its end, so its "
                         "time bills nothing (the session keeps its times); for more work start a new session"))
 
