@@ -77,7 +77,30 @@ def test_after_a_double_dash_the_global_options_are_text(vault):
 def test_vault_root_after_the_command_without_its_folder_is_refused(vault):
     ran = memo("prompt", "list", "--all", "--vault-root", "--json", check=False)
     assert ran.returncode == 1
-    assert ran.stderr.startswith("error: Invalid vaultRoot: '--json' is an option, not a folder")
+    assert json.loads(ran.stderr)["error"].startswith("Invalid vaultRoot: '--json' is an option, not a folder")
+    ran = memo("prompt", "list", "--all", "--vault-root", check=False)
+    assert ran.returncode == 2 and ran.stderr.startswith("error: Option '--vault-root' requires an argument")
+
+
+def test_under_json_an_error_is_one_json_line_on_stderr(vault):
+    """A machine that asked for ``--json`` gets its error as JSON too: the message, the kind of
+    error, the exit status and the field at fault — wherever ``--json`` stood."""
+    for args in (["--json", "activity", "--since", "nope"], ["activity", "--since", "nope", "--json"]):
+        ran = memo(*args, vault=vault, check=False)
+        assert ran.returncode == 1 and ran.stdout == ""
+        assert ran.stderr.count("\n") == 1
+        assert json.loads(ran.stderr) == {"error": "Invalid since date: 'nope'", "errorType": "InvalidDateError",
+                                          "exitCode": 1, "field": "since"}
+    ran = memo("activity", "--bogus", "--json", vault=vault, check=False)
+    assert ran.returncode == 2
+    assert json.loads(ran.stderr) == {"error": "No such option: --bogus (memo activity); see --help",
+                                      "errorType": "NoSuchOption", "exitCode": 2}
+    ran = memo("prompt", "get", "0" * 26, "--json", vault=vault, check=False)
+    assert json.loads(ran.stderr)["errorType"] == "RecordNotFoundError"
+    plain = memo("activity", "--since", "nope", vault=vault, check=False)
+    assert plain.returncode == 1 and plain.stderr == "error: Invalid since date: 'nope'\n"
+    text = memo("prompt", "search", "--all", "--since", "nope", "--", "--json", vault=vault, check=False)
+    assert text.stderr.startswith("error: ")  # after `--` it is the text searched for, not the option
 
 
 def test_a_usage_error_no_longer_tells_to_move_json(vault):

@@ -1,6 +1,7 @@
 """The ``memo`` command line (SPEC §3.2): a thin Typer adapter over the action table and the
 services. Human output by default (tables), ``--json`` for machines. Every error the product
-raises on purpose exits non-zero with one line on stderr: ``error: <message>``.
+raises on purpose exits non-zero with one line on stderr: ``error: <message>`` (under ``--json``
+one JSON object ``{"error": …, "errorType": …, "exitCode": …}``).
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def main() -> None:
         if isinstance(code, int) and code:
             sys.exit(code)  # a command that ended with typer.Exit(code)
     except MemoError as exc:
-        _fail(str(exc))
+        _fail(str(exc), exc=exc)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
@@ -133,16 +134,16 @@ def main() -> None:
     except OSError as exc:
         full = full_disk_error(exc, state.settings.vault_root if state.settings else None)
         if full is not None:
-            _fail(str(full))
+            _fail(str(full), exc=full)
         where = f" {exc.filename}" if exc.filename else ""
-        _fail(f"Cannot use{where}: {exc.strerror or type(exc).__name__}")
+        _fail(f"Cannot use{where}: {exc.strerror or type(exc).__name__}", exc=exc)
     except sqlite3.DatabaseError as exc:
         root = state.settings.vault_root if state.settings else None
         full = full_disk_error(exc, root)
         if full is not None:
-            _fail(str(full))
+            _fail(str(full), exc=full)
         path = root / ".memo" / "index.sqlite" if root else "the index"
-        _fail(f"The index {path} is damaged ({exc}); run `memo reindex` to rebuild it")
+        _fail(f"The index {path} is damaged ({exc}); run `memo reindex` to rebuild it", exc=exc)
     except Exception as exc:
         # usage errors of the click that typer ships (duck-typed: typer may vendor click)
         if type(exc).__name__ == "NoArgsIsHelpError":
@@ -150,7 +151,7 @@ def main() -> None:
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             context = getattr(exc, "ctx", None)
             where = f" ({context.command_path})" if context is not None else ""
-            _fail(f"{exc.format_message()}{where}; see --help", exc.exit_code)
+            _fail(f"{exc.format_message()}{where}; see --help", exc.exit_code, exc=exc)
         raise
     finally:
         state.close()  # the index connection closed (its WAL checkpointed), not left to the collector

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 import sys
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import typer
 import typer.main
@@ -375,9 +376,29 @@ def _settings(**fields: Any) -> Settings:
         raise MemoError(f"Invalid {exc.field} ({env}): {exc.reason}") from None
 
 
-def _fail(message: str, code: int = 1) -> None:
-    err.print(f"error: {redact_secrets(message)[0]}")
+def _fail(message: str, code: int = 1, exc: BaseException | None = None) -> None:
+    """End the run with exit status ``code`` and one line on stderr: ``error: <message>``, or
+    under ``--json`` one JSON object ``{"error": message, "errorType": name, "exitCode": code}``
+    (plus ``field`` when the error names one, as an invalid date or id does) — secrets in the
+    message redacted either way."""
+    message = redact_secrets(message)[0]
+    if state.json or _json_asked(sys.argv[1:]):
+        body: dict[str, Any] = {"error": message, "errorType": type(exc).__name__ if exc is not None else "Error",
+                                "exitCode": code}
+        field = getattr(exc, "field", None)
+        if isinstance(field, str):
+            body["field"] = field
+        sys.stderr.write(json.dumps(body, ensure_ascii=False) + "\n")  # one line, as the plain error
+    else:
+        err.print(f"error: {message}")
     sys.exit(code)
+
+
+def _json_asked(argv: Sequence[str]) -> bool:
+    """``--json`` among the options of ``argv`` (before any ``--``): for an error raised before
+    the parser reached it (a command's ``--json`` comes after the settings are loaded)."""
+    head = list(argv[:argv.index("--")]) if "--" in argv else list(argv)
+    return "--json" in head
 
 
 def left_off_note(left: dict) -> None:
