@@ -82,6 +82,11 @@ class EditSessionRequest(Request):
     billable: bool | None = Field(None, description="Whether the session is billed")
     summary: str | None = Field(None, description="What the session did (its invoice and timesheet description)")
     to_project: str | None = Field(None, description="Move the session and its turns to this project")
+    start_time: datetime | str | None = Field(None, description="Correct when the session started, ISO 8601 "
+                                                                "(completed sessions)")
+    end_time: datetime | str | None = Field(None, description="Correct when the session ended, ISO 8601")
+    minutes: int | None = Field(None, ge=0, le=7 * 24 * 60, description="Correct its length: it ends this many "
+                                                                        "minutes after its start")
     cwd: str | None = Field(None, description="The caller's working directory (chooses between projects)")
 
 

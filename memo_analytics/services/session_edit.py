@@ -12,16 +12,24 @@ folder's name that belongs to a real project): the session record and its turns 
 the target project and removed from the source, as ``memo project merge`` does for a whole
 project; a target that already holds a session of the same id is refused before anything moves.
 
-A session on an issued invoice that no credit note cancels keeps its client, billable flag and
-project: the invoice that was sent says otherwise (``memo invoice credit`` first); its summary
-can still be edited.
+A completed session's times can be corrected too (``start_time``, ``end_time``, or ``minutes``
+from its start): an old SpecStory file that kept no time per message gives a session of 0
+minutes; a session left running over lunch bills the lunch. ``durationMinutes`` is worked out
+from the new span, as ``session end`` does, and the session is marked ``timesEdited`` (when):
+a later import of its transcript keeps the person's times, as it keeps a summary a person wrote.
+
+A session on an issued invoice that no credit note cancels keeps its client, billable flag,
+project and times: the invoice that was sent says otherwise (``memo invoice credit`` first); its
+summary can still be edited.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..domain.clock import to_iso, utcnow
+from datetime import timedelta
+
+from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow
 from ..domain.errors import InvalidFieldError, SessionNotStartedError
 from ..domain.ids import prompt_id, session_record_id, validate_session_id, validate_slug
 from ..domain.records import RecordKind
@@ -34,10 +42,13 @@ from .store import VaultStore
 
 #: Longest description an edit sets (it is printed on every timesheet and invoice line).
 MAX_SUMMARY_CHARS = 2000
+#: Longest session an edit sets: a week, in minutes (a typo of a year is refused, not billed).
+MAX_EDITED_MINUTES = 7 * 24 * 60
 
 
 def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> dict[str, Any]:
-    """Change ``client``, ``billable``, ``summary`` and/or the project of one session and its turns.
+    """Change ``client``, ``billable``, ``summary``, the project, and/or the times of one session
+    (``startTime``/``endTime`` and the ``durationMinutes`` between them, UTC; SPEC §9).
 
     Returns
     -------
@@ -49,8 +60,13 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     ------
     InvalidFieldError
         Nothing to change (``session``); a bad client, summary or project; a billing change or
-        a move of a session on an issued invoice (``client``/``billable``/``project``, naming
-        the invoice); a target project already holding a session of this id (``project``).
+        a move of a session on an issued invoice (``client``/``billable``/``project``/
+        ``startTime``/``endTime``, naming the invoice); a target project already holding a
+        session of this id (``project``); times of an open session, an end before the start, in
+        the future or more than a week after it, ``minutes`` with ``endTime``
+        (``startTime``/``endTime``/``minutes``).
+    InvalidDateError
+        An unparseable ``startTime`` or ``endTime`` (a time without offset is in ``store.zone``).
     SessionNotStartedError
         No such session.
     AmbiguousIdError
@@ -70,9 +86,12 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                                                f"most {MAX_SUMMARY_CHARS} (it is printed on invoices)")
     if request.to_project is not None:
         wanted["project"] = validate_slug(request.to_project, "project")
-    if not wanted:
-        raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable, --summary "
-                                           "or --to-project")
+    if request.minutes is not None and request.end_time is not None:
+        raise InvalidFieldError("minutes", "give the end time or the minutes from the start, not both")
+    times = request.start_time is not None or request.end_time is not None or request.minutes is not None
+    if not wanted and not times:
+        raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable, --summary, "
+                                           "--to-project, --start, --end or --minutes")
     session_id = store.session_id_for(validate_session_id(request.session_id or ""))  # or its record's id
     record_id = session_record_id(session_id)
     with store.lock():
@@ -81,14 +100,17 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
             raise SessionNotStartedError(session_id)
         project = row["project"]
         meta, body = store.read(project, RecordKind.SESSION, record_id) or ({}, "")
+        if times:
+            wanted.update(_edited_times(store, request, meta, now))
         changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
         billing = sorted(set(changed) & {"client", "billable", "project"})
-        if billing:
+        sent = [k for k in ("client", "billable", "project", "startTime", "endTime", "durationMinutes") if k in changed]
+        if sent:
             invoice = ledger.invoiced_in(store.root).get((project, session_id))
             if invoice:
-                raise InvalidFieldError(billing[0], f"session {session_id} is on invoice {invoice}, which was issued "
-                                                    f"with its {billing[0]}; credit it first (memo invoice credit "
-                                                    f"{invoice})")
+                raise InvalidFieldError(sent[0], f"session {session_id} is on invoice {invoice}, which was issued "
+                                                 f"with its {sent[0]}; credit it first (memo invoice credit "
+                                                 f"{invoice})")
         if not changed:
             return {**meta, "changed": [], "turnsUpdated": 0}
         target = changed.get("project")
@@ -97,6 +119,8 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
             raise InvalidFieldError("project", f"project {target} already holds a session {session_id} (or turns "
                                                "of one); nothing was moved")
         meta.update(changed)
+        if set(changed) & {"startTime", "endTime", "durationMinutes"}:
+            meta["timesEdited"] = to_iso(now)  # a later import keeps these times
         meta["updated"] = to_iso(now)
         turns = 0
         # turns first, the session last: a move cut short leaves the session where it was
@@ -117,3 +141,27 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
             store.remove(RecordKind.SESSION, project, record_id)
             store.refresh_views(project)
     return {**meta, "changed": sorted(changed), "turnsUpdated": turns}
+
+
+def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str, Any], now) -> dict[str, Any]:
+    """``startTime``, ``endTime`` and ``durationMinutes`` a time edit gives a completed session."""
+    if meta.get("status") != "completed" or not meta.get("endTime"):
+        raise InvalidFieldError("endTime", f"session {meta.get('sessionId')} is still open; end it first "
+                                           "(memo session end ID --until TIME)")
+    start = parse_record_instant(request.start_time, "startTime", store.zone) if request.start_time is not None \
+        else from_iso(str(meta["startTime"]))
+    if request.minutes is not None:
+        end = start + timedelta(minutes=request.minutes)
+    elif request.end_time is not None:
+        end = parse_record_instant(request.end_time, "endTime", store.zone)
+    else:
+        end = from_iso(str(meta["endTime"]))
+    field = "minutes" if request.minutes is not None else "endTime" if request.end_time is not None else "startTime"
+    if end < start:
+        raise InvalidFieldError(field, f"the session would end ({to_iso(end)}) before it starts ({to_iso(start)})")
+    if end > now:
+        raise InvalidFieldError(field, f"the session would end in the future ({to_iso(end)})")
+    if end - start > timedelta(minutes=MAX_EDITED_MINUTES):
+        raise InvalidFieldError(field, f"the session would last {minutes_between(start, end)} minutes; a session "
+                                       f"lasts at most a week ({MAX_EDITED_MINUTES} minutes)")
+    return {"startTime": to_iso(start), "endTime": to_iso(end), "durationMinutes": minutes_between(start, end)}

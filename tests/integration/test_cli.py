@@ -248,7 +248,10 @@ def test_a_misspelt_client_is_refused_naming_the_known_clients(tmp_path):
     for args in (["activity"], ["--json", "activity"], ["report", "timesheet", "-o", str(tmp_path / "t.pdf")],
                  ["report", "invoice", "-o", str(tmp_path / "i.pdf")]):
         proc = memo(*args, "--all", "--client", "acme", vault=vault, env=env, check=False)
-        assert (proc.returncode, proc.stderr.strip(), proc.stdout) == (1, refused, ""), args
+        said = proc.stderr.strip()
+        if "--json" in args:  # the same words, as JSON
+            said = "error: " + json.loads(said)["error"]
+        assert (proc.returncode, said, proc.stdout) == (1, refused, ""), args
     assert not (tmp_path / "t.pdf").exists() and not (tmp_path / "i.pdf").exists()
     proc = memo("activity", "--all", "--client", "ACME CORP", "--until", "2026-03-01", vault=vault, env=env)
     assert "note: the client 'ACME CORP' has no session in this period and scope" in proc.stderr

@@ -609,3 +609,20 @@ def test_a_pipe_named_like_a_transcript_inside_a_folder_is_named_not_passed_over
     left = sorted(line for line in ran.stderr.splitlines() if line.startswith("left out: "))
     assert left == [f"left out: {folder / name}: not a regular file (a pipe, a device or a link to nothing): not read"
                     for name in ("dangling.jsonl", "stuck.jsonl")]
+
+
+def test_times_a_person_corrected_are_kept_when_the_transcript_grows_and_is_read_again(tmp_path):
+    """``memo session edit --start/--end`` marks the session ``timesEdited``: a later import of its
+    grown transcript takes in the new turn but neither refuses the moved start nor puts the end
+    back where the transcript has it."""
+    folder, transcript, vault = _two_turns_imported(tmp_path, "te", "turn at ten", "turn at ten oh five")
+    sid = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"][0]["sessionId"]
+    memo("session", "edit", sid, "--start", "2025-09-03T09:30:00Z", "--end", "2025-09-03T11:00:00Z", vault=vault)
+    with transcript.open("a", encoding="utf-8") as handle:
+        handle.write(_prompt_line("te", "/w/app", "2025-09-03T10:10:00.000Z", "turn at ten past", "u3"))
+    grown = imported(vault, str(folder))
+    assert (grown["turns"], grown["skipped"], grown["errors"]) == (1, 0, [])
+    [session] = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"]
+    assert (session["startTime"], session["endTime"], session["durationMinutes"]) == (
+        "2025-09-03T09:30:00.000Z", "2025-09-03T11:00:00.000Z", 90)
+    assert imported(vault, str(folder), "--rescan")["errors"] == []

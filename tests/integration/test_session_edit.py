@@ -54,7 +54,7 @@ def test_not_billable_leaves_the_invoice_and_nothing_to_change_says_so(billing):
     assert (same.returncode, same.stdout.strip()) == (1, "session a2: already so, nothing changed")
     none = run(billing, "session", "edit", "a2")
     assert none.stderr.strip() == ("error: Invalid session: nothing to change: give --client, "
-                                   "--billable/--no-billable, --summary or --to-project")
+                                   "--billable/--no-billable, --summary, --to-project, --start, --end or --minutes")
     missing = run(billing, "session", "edit", "nope", "--summary", "x")
     assert missing.returncode == 1 and "nope" in missing.stderr
 
@@ -114,3 +114,72 @@ def test_a_session_is_named_by_its_id_or_by_its_records_id(billing):
     ``sessionId`` (``a2``); ``session edit`` takes either."""
     edited = json.loads(run(billing, "--json", "session", "edit", "session-a2", "--summary", "API work").stdout)
     assert (edited["sessionId"], edited["summary"]) == ("a2", "API work")
+
+
+def test_a_sessions_times_are_corrected_and_every_report_bills_the_new_span(billing, tmp_path):
+    """A session of 0 minutes (an old SpecStory file keeps no time per message) or one left running
+    is given its real span: ``--minutes`` from its start, or ``--start``/``--end``; its duration
+    follows, and the activity report, the timesheet and the invoice draft bill it."""
+    before = activity(billing, "--client", "Acme Corp")["totalBillableHours"]
+    edited = json.loads(run(billing, "--json", "session", "edit", "z0", "--minutes", "30").stdout)
+    assert (edited["startTime"], edited["endTime"], edited["durationMinutes"], edited["changed"]) == (
+        "2026-06-04T09:00:00.000Z", "2026-06-04T09:30:00.000Z", 30, ["durationMinutes", "endTime"])
+    assert edited["timesEdited"]
+    after = activity(billing, "--client", "Acme Corp")
+    assert after["totalBillableHours"] == round(before + 0.5, 2)
+    sheet = json.loads(run(billing, "--json", "report", "timesheet", "--all", "--client", "Acme Corp", "--since",
+                           "2026-06-01", "--until", "2026-06-30", "-o", str(tmp_path / "t.csv")).stdout)
+    assert sheet["totalBillableHours"] == after["totalBillableHours"]
+    moved = json.loads(run(billing, "--json", "session", "edit", "z0", "--start", "2026-06-04T08:45:00Z").stdout)
+    assert (moved["startTime"], moved["endTime"], moved["durationMinutes"]) == (
+        "2026-06-04T08:45:00.000Z", "2026-06-04T09:30:00.000Z", 45)
+    human = run(billing, "session", "edit", "z0", "--end", "2026-06-04 12:00")  # the config's zone: Berlin, +2 h
+    assert human.stdout.split() == ("session z0 (api): durationMinutes, endTime changed; now 75 minutes "
+                                    "(2026-06-04 10:45 – 2026-06-04 12:00 Europe/Berlin)").split()
+
+
+def test_bad_times_are_refused_by_field_and_an_open_or_invoiced_session_keeps_its_times(billing):
+    def refused(*args) -> str:
+        ran = run(billing, "session", "edit", *args)
+        assert ran.returncode == 1 and ran.stdout == ""
+        return ran.stderr.strip()
+
+    assert refused("a1", "--end", "2026-06-02T08:00:00Z") == (
+        "error: Invalid endTime: the session would end (2026-06-02T08:00:00.000Z) before it starts "
+        "(2026-06-02T09:00:00.000Z)")
+    assert refused("a1", "--end", "2026-06-02T11:00:00Z", "--minutes", "5") == (
+        "error: Invalid minutes: give the end time or the minutes from the start, not both")
+    assert refused("a1", "--start", "yesterday-ish") == "error: Invalid startTime date: 'yesterday-ish'"
+    assert refused("a1", "--minutes", "-5").startswith("error: Invalid minutes: ")
+    assert refused("a1", "--end", "2999-01-01T00:00:00Z").startswith(
+        "error: Invalid endTime: the session would end in the future")
+    assert refused("a1", "--start", "2026-05-20T09:00:00Z").startswith(
+        "error: Invalid startTime: the session would last 18800 minutes; a session lasts at most a week (10080 minutes)")
+    memo("session", "start", "o1", "--project", "web", vault=billing["vault"], env=billing["env"])
+    assert refused("o1", "--minutes", "30") == (
+        "error: Invalid endTime: session o1 is still open; end it first (memo session end ID --until TIME)")
+    june = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert refused("a1", "--minutes", "90") == (
+        "error: Invalid endTime: session a1 is on invoice 2026-0001, which was issued with its endTime; credit it "
+        "first (memo invoice credit 2026-0001)")
+    assert activity(billing, "--client", "Acme Corp")["totalBillableHours"] == 1.75
+    run(billing, "invoice", "credit", june["number"])
+    assert run(billing, "session", "edit", "a1", "--minutes", "90").returncode == 0
+
+
+def test_old_specstory_files_without_times_per_turn_are_named_at_import_and_their_time_is_set(realdata, tmp_path):
+    """edobry-minsky's old Cursor SpecStory files keep one stamp per conversation: the import says
+    how many new sessions are therefore 0 minutes and how to give them their time."""
+    folder = realdata / "specstory-md" / "edobry-minsky"
+    vault = tmp_path / "v"
+    ran = memo("import", "specstory", str(folder), vault=vault)
+    untimed = json.loads(memo("--json", "import", "specstory", str(folder), "--rescan", vault=tmp_path / "v2").stdout)
+    assert untimed["untimed"] == 9 and untimed["sessions"] == 9
+    assert ("note: 9 new sessions are 0 minutes: their transcripts keep no time per turn (one stamp for the whole "
+            "conversation); give a session its time with memo session edit ID --minutes N (or --end TIME)") in ran.stderr
+    first = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"][0]
+    assert first["durationMinutes"] == 0
+    memo("session", "edit", first["sessionId"], "--minutes", "40", vault=vault)
+    again = json.loads(memo("--json", "import", "specstory", str(folder), "--rescan", vault=vault).stdout)
+    assert (again["sessions"], again["untimed"], again["errors"]) == (0, 0, [])
+    assert json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["totalDurationMinutes"] == 40

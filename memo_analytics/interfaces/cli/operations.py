@@ -84,6 +84,11 @@ def _import_command(source: str) -> Callable[..., None]:
                       "vault; these files' sessions were "
                       "imported before and keep what they had (memo session edit ID --client NAME, --no-billable "
                       "or --to-project P changes one)")
+        if result.untimed and not state.json:
+            err.print(f"note: {result.untimed} new session{'s are' if result.untimed != 1 else ' is'} 0 minutes: "
+                      f"{'their transcripts keep' if result.untimed != 1 else 'its transcript keeps'} no time per turn "
+                      "(one stamp for the whole conversation); give a session its time with memo session edit ID "
+                      "--minutes N (or --end TIME)")
         if client is None and billable is not False and result.sessions and not state.json and not (
                 state.settings.project_clients):
             err.print("note: the new sessions have no client, so they bill to 'internal'; to file them "

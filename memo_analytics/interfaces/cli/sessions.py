@@ -127,21 +127,31 @@ def session_edit(
     billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Bill it or not."),
     summary: Optional[str] = typer.Option(None, "--summary", help="What it did (its invoice and timesheet text)."),
     to_project: Optional[str] = typer.Option(None, "--to-project", help="Move it (and its turns) to this project."),
+    start: Optional[str] = typer.Option(None, "--start", help="Correct when it started (ISO 8601; without an offset, "
+                                        "in the config's timezone)."),
+    end: Optional[str] = typer.Option(None, "--end", help="Correct when it ended (as --start)."),
+    minutes: Optional[int] = typer.Option(None, "--minutes", help="Correct its length: it ends this many minutes "
+                                          "after its start."),
 ) -> None:
-    """Correct a session's client, billable flag, summary or project (its turns follow)."""
+    """Correct a session's client, billable flag, summary, project (its turns follow) or times."""
     from ...services.requests import EditSessionRequest
     from ...services.session_edit import edit_session
 
     request = _build(EditSessionRequest, session_id=session_id, project=project, client=client, billable=billable,
-                     summary=summary, to_project=to_project, cwd=str(Path.cwd()))
+                     summary=summary, to_project=to_project, start_time=start, end_time=end, minutes=minutes,
+                     cwd=str(Path.cwd()))
     record = edit_session(state.store, request)
 
     def human(r: dict[str, Any]) -> None:
         if not r["changed"]:
             out.print(f"session {r['sessionId']}: already so, nothing changed")
             return
-        out.print(f"session {r['sessionId']} ({r['project']}): {', '.join(r['changed'])} changed; "
-                  f"{r['turnsUpdated']} turns follow")
+        timed = {"startTime", "endTime", "durationMinutes"} & set(r["changed"])
+        span = (f" now {r['durationMinutes']} minutes ({_local(r['startTime'])} – {_local(r['endTime'])} "
+                f"{_zone_label()});" if timed else "")
+        follow = f" {r['turnsUpdated']} turns follow" if {"client", "billable", "project"} & set(r["changed"]) else ""
+        out.print(f"session {r['sessionId']} ({r['project']}): {', '.join(r['changed'])} changed;{span}{follow}"
+                  .rstrip(";"))
 
     _emit(record, human)
     if not record["changed"]:

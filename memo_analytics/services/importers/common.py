@@ -229,6 +229,9 @@ class ImportResult:
     held_back: set[tuple[str, str]] = field(default_factory=set)
     #: conversations refused whole (named in ``errors``; counted in ``skipped``)
     refused: int = 0
+    #: new sessions of 0 minutes because their transcript keeps no time per turn (old SpecStory
+    #: files: one stamp in the header); ``memo session edit ID --minutes N`` gives one its time
+    untimed: int = 0
 
     def took_nothing_in(self) -> bool:
         """Whether conversations were refused and nothing else was taken in (a command that did
@@ -271,7 +274,7 @@ class ImportResult:
                 "superseded": self.superseded, "revised": self.revised, "recognised": self.recognised,
                 "unrecognised": self.unrecognised, "unchanged": self.unchanged,
                 "resumed": self.resumed, "rewound": self.rewound, "heldBack": len(self.held_back),
-                "pending": self.pending, "refused": self.refused}
+                "pending": self.pending, "refused": self.refused, "untimed": self.untimed}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = (),
@@ -477,6 +480,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         session_id = f"{base}-{number}"
         existing = store.read(homes[number], RecordKind.SESSION, session_record_id(session_id))
         fresh = fresh and existing is None
+        if existing is not None and existing[0].get("timesEdited"):
+            continue  # a person set its times (memo session edit): the import does not compare them
         if existing is not None and existing[0].get("startTime") != to_iso(interval.start):
             if _within(existing[0].get("startTime"), interval):
                 # a line stamped before the interval's first (a clock set back, a line written
@@ -499,8 +504,9 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                                                          meta=existing[0]):
             result.reindexed += 1
         if existing is not None and (project, session_id) in invoiced:
-            if existing[0].get("endTime") != to_iso(interval.end) or number in begins_earlier or \
-                    index.last_current_turn(store.conn, project, session_id) != len(interval.prompts):
+            moved = not existing[0].get("timesEdited") and (existing[0].get("endTime") != to_iso(interval.end)
+                                                              or number in begins_earlier)
+            if moved or index.last_current_turn(store.conn, project, session_id) != len(interval.prompts):
                 result.errors.append(f"{redact_secrets(str(transcript.path))[0]}: session {session_id} is on invoice "
                                      f"{invoiced[(project, session_id)]}, issued: left as it is (the transcript now "
                                      f"differs; credit the invoice first to take that in: memo invoice credit)")
@@ -524,12 +530,15 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             except (MemoError, ValueError):
                 turns = None  # a turn the one-by-one path refuses (and says why)
             # a session new to the vault: written at once (issue 16), else one record after the other
+            untimed = interval.start == interval.end and all(prompt.at is None for prompt in interval.prompts)
             if turns is not None and record_whole_session(store, start, turns, end) is not None:
                 result.sessions += 1
+                result.untimed += untimed
                 result.turns += len(turns)
                 continue
             start_session(store, start)
             result.sessions += 1
+            result.untimed += untimed
         for turn, prompt in enumerate(interval.prompts, 1):
             if store.record_exists(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}"):
                 try:
@@ -552,6 +561,9 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.superseded += rewound
         result.rewound += rewound
         old_end = existing[0].get("endTime") if existing else None
+        if existing is not None and existing[0].get("timesEdited"):
+            old_end = to_iso(interval.end)  # a person corrected its times (memo session edit): they are kept
+            begins_earlier.discard(number)
         changes: dict[str, Any] = {}
         if number in begins_earlier:
             changes["startTime"] = to_iso(interval.start)
