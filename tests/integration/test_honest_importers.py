@@ -25,8 +25,9 @@ def test_codex_rollouts_given_to_the_claude_code_importer_say_what_they_are(real
     assert len([x for x in lines if x.startswith("skipped:")]) == 3
     assert all("not a claude-code transcript (a Codex rollout: import it with `memo import codex`)" in x
                for x in lines if x.startswith("skipped:"))
-    assert lines[-1] == ("error: nothing recognised: none of the 3 files is a claude-code transcript (see the lines "
-                         "above); nothing was imported")
+    assert json.loads(lines[-1]) == {  # under --json the error is a JSON line, after the lines it refers to
+        "error": "nothing recognised: none of the 3 files is a claude-code transcript (see the lines above); nothing "
+                 "was imported", "errorType": "MemoError", "exitCode": 1}
 
 
 def test_a_markdown_file_that_is_no_specstory_history_is_named(tmp_path):

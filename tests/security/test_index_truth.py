@@ -303,7 +303,10 @@ def test_a_read_only_index_is_named_and_never_moved_or_rebuilt(tmp_path, what):
                      ["prompt", "record", "--body", "x", "--session-id", "s", "--project", "p"]):
             proc = _unprivileged(vault, *args)
             assert proc.returncode == 1, (args, proc.stdout, proc.stderr)
-            assert proc.stderr == f"error: index is read-only: {index}\n", (args, proc.stderr)
+            said = proc.stderr
+            if "--json" in args:
+                said = f"error: {json.loads(said)['error']}\n"
+            assert said == f"error: index is read-only: {index}\n", (args, proc.stderr)
             assert proc.stdout == ""
         assert _snapshot(meta) == before  # not set aside, not rebuilt, not even touched
         assert not list(meta.glob("*damaged*"))
