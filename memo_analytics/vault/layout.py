@@ -13,7 +13,7 @@ META_DIR = ".memo"
 INDEX_FILE = "index.sqlite"
 LOCK_FILE = "vault.lock"
 #: The name :func:`~memo_analytics.vault.io.write_temporary` gives a record's temporary file
-#: (``tempfile.mkstemp``: ``.<name>.`` + 8 characters + ``.tmp``).
+#: (``.<name>.`` + 8 hex digits + ``.tmp``; before, ``tempfile.mkstemp``'s 8 characters).
 _OWN_TEMPORARY = re.compile(r"\..+\.md\.[a-z0-9_]{8}\.tmp")
 
 
