@@ -111,6 +111,9 @@ class InvoiceLine:
     """One printed line: ``hours × rate = amount`` (``unit`` ``HUR``); the AI usage line is one
     unit (``C62``) at its amount."""
 
+    #: one line of text: the local day of a project line's sessions (``YYYY-MM-DD``, or the first and
+    #: the last: ``YYYY-MM-DD – YYYY-MM-DD``); a session line's day and span (``YYYY-MM-DD HH:MM–HH:MM``,
+    #: `` (+1d)`` when it ends on a later day); the PDF breaks it at its spaces
     date: str
     project: str
     description: str
@@ -315,7 +318,7 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         notes = ([shown(item["summary"])] if item["taskSlug"] and item["summary"] else []) + [
             d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]]
         out.append(InvoiceLine(
-            date=f"{start:%Y-%m-%d}\n{start:%H:%M}–{end:%H:%M}" + (f"\n(+{days}d)" if days else ""),
+            date=f"{start:%Y-%m-%d} {start:%H:%M}–{end:%H:%M}" + (f" (+{days}d)" if days else ""),
             project=item["project"], description=task, notes=tuple(notes), sessions=1,
             duration_minutes=_billed(item), hours=hours, rate=billing.rate_for(item["project"]),
             amount=line_amount(hours, billing.rate_for(item["project"]), billing.currency)))
@@ -355,7 +358,7 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         worked = "; ".join(work[:3]) + (f"; and {len(work) - 3} more" if len(work) > 3 else "")
         n = len(mine)
         out.append(InvoiceLine(
-            date=f"{first}" if first == last else f"{first}\n– {last}",
+            date=f"{first}" if first == last else f"{first} – {last}",  # the PDF breaks it before the dash
             project=project, description=f"Work on {project}: {n} {'session' if n == 1 else 'sessions'}",
             notes=((f"Tasks: {listed}",) if tasks else ()) + ((worked,) if work else ()), sessions=n,
             duration_minutes=sum(_billed(i) for i in mine), hours=hours,
@@ -388,6 +391,7 @@ def invoice_context(report: ActivityReport, invoice: Invoice, *, number: str | N
         "title": f"Invoice {number}" if number else "Draft invoice",
         "number": number,
         "issued": (issued or now.astimezone(zone).date()).isoformat(),
+        "dated": number is not None or issued is not None,  # a draft without --issued is not issued yet
         "invoice": invoice,
         "sections": invoice.sections,
         "totals": invoice.totals,

@@ -134,6 +134,7 @@ def test_printed_lines_are_hours_times_rate_and_totals_are_their_sums(vault, con
     assert totals["JPY"] == (Decimal("0.42"), Decimal("3780"))
     assert totals["USD"][0] == Decimal("1.12") and totals["EUR"][0] == Decimal("2.58")
     assert "Draft invoice" in text and "1 open session is not billed" in text
+    assert "Issued" not in text  # a draft is not issued (unless --issued dates it)
     assert "Amounts in different currencies are totalled separately and never added together." in text
     assert "training" not in text  # not billable
 

@@ -89,17 +89,21 @@ def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
     """Issue 15 point 7: the parameters cell points a notebook at one's own vault (imported real
     transcripts, billed to a client priced in one's own config file, its minutes rounded up to a
     quarter hour with a minimum, and others imported without a client: billable to ``internal``,
-    which has no price): every cell runs, with no assertion that holds only on the sample."""
+    which has no price; June 2025 already on an issued invoice): every cell runs, with no assertion
+    that holds only on the sample."""
     import nbclient
 
     from tests.inprocess import environment, memo
 
+    from .test_issued_invoices import ACME, ISSUER
+
     vault, config = tmp_path / "vault", tmp_path / "config.toml"
-    config.write_text('[clients."Acme Corp"]\nhourlyRate = "120.00"\ncurrency = "EUR"\nroundingMinutes = 15\n'
-                      'minimumMinutes = 30\n', encoding="utf-8")
+    config.write_text(ISSUER + ACME + 'roundingMinutes = 15\nminimumMinutes = 30\n', encoding="utf-8")
     memo("import", "claude-code", str(realdata / "claude-code-jsonl"), "--client", "Acme Corp", vault=vault,
          env={"MEMO_CONFIG": str(config)})
     memo("import", "codex", str(realdata / "codex-rollouts"), vault=vault, env={"MEMO_CONFIG": str(config)})
+    memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2025-06-01", "--until", "2025-06-30",
+         vault=vault, env={"MEMO_CONFIG": str(config)})
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         notebook = nbformat.read(path, as_version=4)
         [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
@@ -114,3 +118,4 @@ def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
         assert f"Vault({str(vault)!r}" in shown  # the analyst's vault was opened, not the sample
         if path.name == "invoicing.ipynb":  # the codex sessions have no client: named, not billed
             assert "clients left out, no hourlyRate in the config: internal" in shown
+            assert "sessions left out, already invoiced: 4" in shown

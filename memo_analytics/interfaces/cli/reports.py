@@ -189,7 +189,7 @@ def report_invoice(
                               help="One line per client and project (default) or per session: project|session."),
     number: Optional[str] = typer.Option(None, "--number", hidden=True,
                                          help="Refused: numbered invoices are issued (memo invoice issue)."),
-    issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: today)."),
+    issued: Optional[str] = typer.Option(None, "--issued", help="Date the draft as issued on YYYY-MM-DD (default: undated)."),
     zero_minutes: bool = typer.Option(False, "--zero-minutes", help="Bill sessions of 0 minutes too."),
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
@@ -207,7 +207,8 @@ def report_invoice(
         raise MemoError(f"Invalid lines: {lines!r} is not one of {', '.join(LINE_MODES)}")
     output_format(output, (state.store.root,))  # a bad suffix or place is refused before the report runs
     report = _activity_report(project, all_projects, since, until, client, tz)
-    path, invoice = export_invoice(report, state.settings, output, lines=lines, issued=parse_issued(issued, report),
+    dated = parse_issued(issued, report) if issued else None  # a draft is not issued: no date unless given
+    path, invoice = export_invoice(report, state.settings, output, lines=lines, issued=dated,
                                    user_templates=_user_templates(templates), vault_root=state.store.root,
                                    config=str(config_path()), overwrite=force, invoiced=invoiced_in(state.store.root),
                                    zero_minutes=zero_minutes)
