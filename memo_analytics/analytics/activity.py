@@ -247,8 +247,9 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         costUsd, tokens}`` with times in UTC ISO (``billableHours`` null for a session that
         bills nothing; ``costUsd`` the API-equivalent cost of its turns, decimal text USD,
         :mod:`.cost`). ``totalCostUsd`` and ``costByClient`` (billed sessions) on the wire
-        add those of the sessions; ``costByModel`` lines add up to ``totalCostUsd`` (largest
-        remainder of it by each model's exact cost).
+        add those of the sessions; ``costByModel`` lines add up to ``totalCostUsd``: every
+        figure is a sum of what one model cost in one session, rounded to 0.0001 USD, so a
+        session and a model cost the same under any filter.
 
     Raises
     ------
@@ -300,12 +301,12 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         item.update(costUsd=wired["costUsd"], tokens=wired["tokens"])
         if totals and item["billableHours"] is not None:
             merged = client_cost.setdefault(item["client"].lower(), CostTotals())
-            merged.cost += totals.cost.quantize(COST_PLACES)
+            merged.cost += totals.cost
             merged.turns += totals.turns
             merged.unpriced_turns += totals.unpriced_turns
             for key, value in totals.tokens.items():
                 merged.tokens[key] += value
-    total_cost = sum((t.cost.quantize(COST_PLACES) for t in by_session.values()), Decimal(0))  # the sessions add up
+    total_cost = sum((t.cost for t in by_session.values()), Decimal(0))  # the sessions add up
     return ActivityReport(
         total_duration_minutes=sum(int(m) for _, _, m, _ in by_client),
         total_billable_hours=cents_to_hours(total_cents),
@@ -315,7 +316,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         total_prompts=int(total_prompts),
         sessions=items,
         cost=total_cost,
-        cost_by_model=_cost_by_model(by_model, total_cost),
+        cost_by_model={model: totals.wire() for model, totals in sorted(by_model.items())},
         cost_by_client={name: client_cost.get(key, CostTotals()).wire()["costUsd"] for name, key, _, _ in by_client},
         unpriced_models=unpriced,
         zone=zone,
@@ -446,21 +447,6 @@ def _prompt_clients(sources: list[IndexSource], projects: list[str] | None, boun
               for src in sources]
     ids = pl.concat(frames).unique(subset=["project", "id"], keep="first")
     return ids.group_by("client").agg(pl.len().cast(pl.Int64).alias("n")).select(list(schema))
-
-
-def _cost_by_model(by_model: dict[str, CostTotals], total: Decimal) -> dict[str, dict[str, Any]]:
-    """Each model's :meth:`CostTotals.wire`, its ``costUsd`` the largest-remainder share of
-    ``total`` (the sum of the sessions' costs, each rounded to 0.0001 USD) in proportion to the
-    model's exact cost: the lines of a table by model add up to the total printed under it, as
-    hours are apportioned (``ROUNDING_POLICY``). Rounded on their own, the lines of a vault of
-    760 sessions missed its total by 0.0101 USD."""
-    models = sorted(by_model.items())
-    exact = [t.cost for _, t in models]
-    units = int(total / COST_PLACES)
-    weights = [int(cost.scaleb(12)) for cost in exact]  # exact to 1e-12 USD: integers for apportion
-    shares = apportion(units, weights) if any(weights) else [0] * len(models)
-    return {model: {**totals.wire(), "costUsd": str(share * COST_PLACES)}
-            for (model, totals), share in zip(models, shares)}
 
 
 def _token_rows(sources: list[IndexSource], projects: list[str] | None) -> list[tuple]:

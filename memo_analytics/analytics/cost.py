@@ -46,14 +46,13 @@ class CostTotals:
     turns: int = 0
     unpriced_turns: int = 0
 
-    def add(self, tokens: dict[str, Any], cost: Decimal | None) -> None:
+    def count(self, tokens: dict[str, Any], priced: bool) -> None:
+        """Count one turn's ``tokens`` (and whether it had a price); its cost is added apart,
+        rounded (:func:`session_costs`)."""
         for key in TOKEN_KEYS:
             self.tokens[key] += count_of(tokens, key)
         self.turns += 1
-        if cost is None:
-            self.unpriced_turns += 1
-        else:
-            self.cost += cost
+        self.unpriced_turns += not priced
 
     def wire(self) -> dict[str, Any]:
         """``{costUsd (decimal text, 4 places), tokens {input, cacheRead, cacheWrite, output,
@@ -67,6 +66,11 @@ def session_costs(rows: list[tuple[str, str, str, str | None, str | None, str]],
     """Price turns: ``rows`` of ``(project, session id, created ISO, model, source, meta JSON)``
     (prices from ``cache`` when given, which is saved when it grew).
 
+    Rounding: what one model cost in one session is rounded to :data:`COST_PLACES` (0.0001 USD),
+    and every figure is a sum of those parts — a session's cost, a model's, a client's, the
+    total — so they add up whichever way the report is cut, and a filter (``--client``) never
+    changes what a session or a model of a session cost.
+
     Returns
     -------
     tuple
@@ -77,6 +81,7 @@ def session_costs(rows: list[tuple[str, str, str, str | None, str | None, str]],
 
     by_session: dict[tuple[str, str], CostTotals] = {}
     by_model: dict[str, CostTotals] = {}
+    exact: dict[tuple[tuple[str, str], str], Decimal] = {}  # (session, model): its turns' exact cost
     unpriced: set[str] = set()
     for project, session_id, created, model, source, meta in rows:
         stored = (json.loads(meta) or {}) if meta else {}
@@ -85,10 +90,17 @@ def session_costs(rows: list[tuple[str, str, str, str | None, str | None, str]],
             continue
         cost, parts = stored_turn_cost(stored, model, from_iso(created), source, cache)
         for part_model, (part, part_cost) in parts.items():
-            by_model.setdefault(part_model or "unknown", CostTotals()).add(part, part_cost)
+            name = part_model or "unknown"
+            by_model.setdefault(name, CostTotals()).count(part, part_cost is not None)
             if part_cost is None:
-                unpriced.add(part_model or "unknown")
-        by_session.setdefault((project, session_id), CostTotals()).add(tokens, cost)
+                unpriced.add(name)
+            else:
+                exact[(project, session_id), name] = exact.get(((project, session_id), name), Decimal(0)) + part_cost
+        by_session.setdefault((project, session_id), CostTotals()).count(tokens, cost is not None)
+    for (session, part_model), cost in exact.items():
+        rounded = cost.quantize(COST_PLACES)
+        by_session[session].cost += rounded
+        by_model[part_model].cost += rounded
     if cache is not None:
         cache.save()
     return by_session, by_model, sorted(unpriced)

@@ -142,8 +142,8 @@ def test_an_invoice_passes_the_ai_cost_through_with_the_clients_margin(costed, t
 
 
 def test_the_lines_by_model_add_up_to_the_total_cost(realdata, tmp_path):
-    """The AI cost table by model adds up to the total printed under it (largest remainder of
-    the sessions' total by each model's exact cost): on the real Claude Code transcripts, whose
+    """The AI cost table by model adds up to the total printed under it (each a sum of what a
+    model cost in a session, rounded): on the real Claude Code transcripts, whose
     turns Opus, Sonnet and Haiku answered, and on the same transcripts imported three times over
     under other ids, where each session's rounding adds up."""
     folder = tmp_path / "projects"
@@ -161,6 +161,38 @@ def test_the_lines_by_model_add_up_to_the_total_cost(realdata, tmp_path):
     lines = {model: Decimal(totals["costUsd"]) for model, totals in report["costByModel"].items()}
     assert len([cost for cost in lines.values() if cost]) >= 3
     assert sum(lines.values()) == Decimal(report["totalCostUsd"]) == sum(Decimal(s["costUsd"]) for s in report["sessions"])
+
+
+def test_a_client_filter_never_changes_what_a_session_or_a_model_cost(realdata, tmp_path):
+    """Every cost figure is a sum of what one model cost in one session (rounded to 0.0001 USD):
+    a model's cost over all clients is the sum of its cost per client, a model only one client's
+    sessions used costs what that client's AI cost is, and a session costs the same in every
+    report. Apportioned from the total, Opus cost 1.5156 in the whole report and 1.5157 with
+    ``--client``, and Codex's model 7.4581 against its only client's 7.4579 (found by a helper)."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    files = [p for p in sorted((realdata / "claude-code-jsonl").rglob("*.jsonl")) if "subagents" not in p.parts]
+    for copy in range(2):
+        for number, path in enumerate(files):
+            text = path.read_text(encoding="utf-8")
+            for found in sorted(set(re.findall(r'"sessionId":\s*"([^"]+)"', text))):
+                text = text.replace(found, f"{found}-c{copy}")
+            (folder / f"c{copy}-{number:03d}.jsonl").write_text(text, encoding="utf-8")
+    vault = tmp_path / "vault"
+    memo("import", "claude-code", str(folder), "--client", "Acme", vault=vault)
+    memo("import", "codex", str(realdata / "codex-rollouts"), "--client", "Feishu", vault=vault)
+    whole = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    parts = {client: json.loads(memo("--json", "activity", "--all", "--client", client, vault=vault).stdout)
+             for client in ("Acme", "Feishu")}
+    for model, totals in whole["costByModel"].items():
+        assert Decimal(totals["costUsd"]) == sum(Decimal(p["costByModel"].get(model, {}).get("costUsd", "0"))
+                                                 for p in parts.values()), model
+    codex_models = set(parts["Feishu"]["costByModel"]) - set(parts["Acme"]["costByModel"])
+    assert codex_models and sum(Decimal(whole["costByModel"][m]["costUsd"]) for m in codex_models) == Decimal(
+        whole["costByClient"]["Feishu"]) == Decimal(parts["Feishu"]["totalCostUsd"]) > 0
+    costs = {s["id"]: s["costUsd"] for s in whole["sessions"]}
+    assert all(costs[s["id"]] == s["costUsd"] for p in parts.values() for s in p["sessions"])
+    assert Decimal(whole["totalCostUsd"]) == sum(Decimal(c) for c in whole["costByClient"].values())
 
 
 @pytest.mark.parametrize("bad", ["abc", "NaN", "-1", "Infinity", ["1"], {"a": 1}, 7])
