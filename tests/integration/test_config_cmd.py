@@ -78,6 +78,10 @@ def test_show_lists_the_effective_settings_with_their_sources(config):
     ("mode", "cloud", "error: Invalid config mode: Input should be 'local', 'hybrid' or 'remote'"),
     ("timezone", "Mars/Olympus", "error: Invalid config timezone: unknown time zone"),
     ("not a key", "1", "error: Invalid config key: 'not a key' is not a dotted key"),
+    ('clients."G"', '{hourlyRate = "95", currency = "XYZ"}',
+     "error: Invalid config clients.G.currency: 'XYZ' is not an ISO 4217 currency code in capitals (EUR, USD, JPY …)"),
+    ('clients."G"', '{hourlyRate = "95", currency = "usd"}',
+     "error: Invalid config clients.G.currency: 'usd' is not an ISO 4217 currency code in capitals"),
 ])
 def test_a_refused_set_names_the_key_and_leaves_the_file_byte_for_byte(config, key, value, message):
     config.parent.mkdir(parents=True)
