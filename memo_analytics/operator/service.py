@@ -167,8 +167,12 @@ def apply_digest_item(store: VaultStore, request: DigestApplyRequest) -> dict[st
         shown = [i for i in digest["items"] if i["id"] == request.item
                  and (not request.project or i["project"] == request.project)]
         if not shown:
-            raise InvalidFieldError("item", f"{request.item} is not in the digest; run `memo digest"
-                                            f"{' --as-of ' + request.as_of if request.as_of else ''}` and pick an id")
+            if request.as_of:
+                raise InvalidFieldError("item", f"{request.item} is not in the digest as of {request.as_of}; run "
+                                                f"`memo digest --as-of {request.as_of}` and pick an id")
+            raise InvalidFieldError("item", f"{request.item} is not in the digest of now; run `memo digest` and pick "
+                                            "an id (an item picked from `memo digest --as-of DATE` is applied with the "
+                                            "same --as-of DATE)")
         if len(shown) > 1:
             raise AmbiguousIdError(request.item, [i["project"] for i in shown])
         fingerprint = shown[0]["fingerprint"]

@@ -117,7 +117,9 @@ def test_cli_apply_allow_revoke_and_audit(tmp_path):
     right_after = json.loads(memo("--json", "digest", vault=vault).stdout)
     assert ({i["id"] for i in right_after["items"]}, right_after["stale"]) == ({"session_stalled:w2"}, False)
     unknown = memo("digest", "apply", "session_stalled:nope", vault=vault, check=False)
-    assert unknown.returncode == 1 and "is not in the digest" in unknown.stderr
+    assert unknown.returncode == 1 and unknown.stderr.strip() == (
+        "error: Invalid item: session_stalled:nope is not in the digest of now; run `memo digest` and pick an id (an "
+        "item picked from `memo digest --as-of DATE` is applied with the same --as-of DATE)")
     stale = memo("digest", "apply", "session_stalled:w2", "--fingerprint", "0000000000000000", vault=vault,
                  check=False)
     assert stale.returncode == 3 and "not applied: the state changed" in stale.stdout
