@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import sqlite3
+import sys
 import threading
 import time
 from typing import Annotated, Any
@@ -210,6 +211,9 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
         from ..domain.hosts import raise_open_files_limit
 
         raise_open_files_limit()  # one file handle per connection
+        authority = f"[{host}]" if ":" in host else host
+        sys.stderr.write(f"memo mcp: streamable HTTP at http://{authority}:{port}/mcp — Ctrl-C to stop\n")
+        sys.stderr.flush()
         server.run("streamable-http", host=host, port=port, transport_security=own_origin_only(port, host))
     else:
         server.run("stdio")

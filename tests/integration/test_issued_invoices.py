@@ -220,6 +220,9 @@ def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoi
     assert [(i["number"], i["kind"], i.get("status"), i.get("creditedBy"), i.get("credits")) for i in listed] == [
         ("2026-0001", "invoice", "credited", "2026-0003", None), ("2026-0002", "invoice", "issued", None, None),
         ("2026-0003", "creditNote", None, None, "2026-0001"), ("2026-0004", "invoice", "issued", None, None)]
+    said = " ".join(run(billing, "invoice", "list").stdout.split())  # rich wraps the lines on a narrow terminal
+    assert re.findall(r"status: (credited by \S+|issued)|(cancels \S+)", said) == [
+        ("credited by 2026-0003", ""), ("issued", ""), ("", "cancels 2026-0001"), ("issued", "")]
     # numbers follow issue dates: 0004, without --issued, is dated the day it is issued
     today = datetime.now(ZoneInfo("Europe/Berlin")).date().isoformat()
     assert [i["issued"] for i in listed] == ["2026-06-30", "2026-07-31", "2026-08-01", today]

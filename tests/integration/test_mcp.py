@@ -59,6 +59,8 @@ async def http_client(vault: Path):
                 if proc.poll() is not None:
                     raise AssertionError(log.read_text())
                 time.sleep(0.1)
+        # it says where it listens, as memo serve does
+        assert f"memo mcp: streamable HTTP at http://127.0.0.1:{port}/mcp — Ctrl-C to stop" in log.read_text()
         async with Client(f"http://127.0.0.1:{port}/mcp") as client:
             yield client
     finally:

@@ -35,10 +35,11 @@ def _said(summary: dict) -> str:
     line = (f"{kind} {summary['number']} for {summary['client']}: {summary['periodStart']} – {summary['periodEnd']}, "
             f"{summary['billableHours']} h, net {summary['currency']} {_grouped(summary['net'])}, VAT "
             f"{_grouped(summary['tax'])}, total {_grouped(summary['gross'])}; issued {summary['issued']}")
+    changed = "; its file was changed since it was issued" if summary.get("changedOnDisk") else ""
     if summary["kind"] == "creditNote":
-        return line + f", cancels {summary['credits']}"
-    return line + f", due {summary['due']}" + (f" (credited by {summary['creditedBy']})"
-                                               if summary.get("creditedBy") else "")
+        return line + f", cancels {summary['credits']}" + changed
+    status = f"credited by {summary['creditedBy']}" if summary.get("creditedBy") else "issued"
+    return line + f", due {summary['due']}; status: {status}" + changed
 
 
 def _copy_fields(copy: Path | str | None) -> dict:
