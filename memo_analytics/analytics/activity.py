@@ -340,8 +340,9 @@ def _terms_printed(settings, clients: list[str]) -> dict[str, dict[str, str]]:
             continue
         if terms.name and terms.name != client:
             names[client] = terms.name
-        if terms.rounding_note():
-            notes[client] = terms.rounding_note()
+        note = terms.rounding_note(union=settings.overlap_policy == "union")
+        if note:
+            notes[client] = note
     return {"client_names": names, "client_rounding": notes}
 
 

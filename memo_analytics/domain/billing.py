@@ -223,12 +223,18 @@ class ClientBilling(_Party):
     ai_cost_margin: Decimal | None = Field(default=None, ge=0, le=1000, max_digits=7, decimal_places=3)
     ai_cost_exchange_rate: Decimal | None = Field(default=None, gt=0, max_digits=14, decimal_places=8)
 
-    def rounding_note(self) -> str | None:
+    def rounding_note(self, union: bool = False) -> str | None:
         """How these terms bill a session's minutes, for the foot of an invoice (``each session is
-        billed in steps of 15 minutes, at least 30 minutes``); None when they are billed as they are."""
+        billed in steps of 15 minutes, at least 30 minutes``); None when they are billed as they are.
+        ``union``: parallel sessions bill their union once (``overlapPolicy``), after the rounding —
+        said, or a line of 4 minutes under "at least 30 minutes" reads as an error."""
         parts = [f"in steps of {self.rounding_minutes} minutes"] if self.rounding_minutes else []
         parts += [f"at least {self.minimum_minutes} minutes"] if self.minimum_minutes else []
-        return f"each session is billed {', '.join(parts)}" if parts else None
+        if not parts:
+            return None
+        then = ("; then a session beside an earlier one of the client bills only the minutes that one did not "
+                "cover" if union else "")
+        return f"each session is billed {', '.join(parts)}{then}"
 
     def billed_minutes(self, minutes: int) -> int:
         """A session's billed minutes under these terms: rounded up to ``rounding_minutes``

@@ -31,13 +31,15 @@ Rules
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Callable, Collection, Literal
 
-from ..analytics.activity import ActivityReport
+from ..analytics.activity import OVERLAP_POLICIES, ActivityReport
 from ..config import ClientBilling, Settings
 from ..domain.clock import from_iso, utcnow, zone_name
 from ..domain.errors import InvalidDateError, InvalidFieldError, ReportError
@@ -85,6 +87,11 @@ class UnpricedClientError(InvalidFieldError):
 def minor_unit(currency: str) -> Decimal:
     """The smallest amount of ``currency`` (``Decimal('0.01')`` for EUR, ``Decimal('1')`` for JPY)."""
     return Decimal(1).scaleb(-_MINOR_UNITS.get(currency, 2))
+
+
+def _natural(text: str) -> tuple:
+    """Sort key reading the numbers in ``text`` as numbers: ``login-2`` before ``login-10``."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text.casefold()))
 
 
 def line_amount(hours: Decimal, rate: Decimal, currency: str) -> Decimal:
@@ -300,7 +307,8 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         category, tax_rate = billing.tax_category()
         section = InvoiceSection(client=client, currency=billing.currency, rate=billing.hourly_rate,
                                  tax_category=category, tax_rate=tax_rate, tax_note=billing.tax_note(),
-                                 sessions=by_client[key], rounding_note=billing.rounding_note())
+                                 sessions=by_client[key],
+                                 rounding_note=billing.rounding_note(union=report.overlap_policy == OVERLAP_POLICIES["union"]))
         build = _session_lines if lines == "session" else _project_lines
         section.lines = build(by_client[key], report, billing) + _ai_cost_line(by_client[key], report, billing)
         sections.append(section)
@@ -311,6 +319,8 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
 def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:
     out = []
     for item in items:
+        if _billed(item) == 0 and item["durationMinutes"] > 0:
+            continue  # wholly beside earlier sessions of the client: it bills nothing, and gets no 0.00 line
         start, end = printed_span(item, report.zone)
         days = (end.date() - start.date()).days
         hours = _hours(item["billableHours"])
@@ -352,7 +362,7 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         first = from_iso(mine[0]["startTime"]).astimezone(report.zone).date()
         last = from_iso(mine[-1]["startTime"]).astimezone(report.zone).date()
         hours = sum((_hours(i["billableHours"]) for i in mine), Decimal("0.00"))
-        tasks = sorted({i["taskSlug"] for i in mine if i["taskSlug"]})
+        tasks = sorted({i["taskSlug"] for i in mine if i["taskSlug"]}, key=_natural)  # invoices-6 before -11
         listed = ", ".join(tasks[:6]) + (f" and {len(tasks) - 6} more" if len(tasks) > 6 else "")
         work = list(dict.fromkeys(shown(i["summary"], 120) for i in mine if i["summary"] and not i["taskSlug"]))
         worked = "; ".join(work[:3]) + (f"; and {len(work) - 3} more" if len(work) > 3 else "")

@@ -269,6 +269,9 @@ def test_a_document_is_never_replaced_and_a_changed_pdf_is_not_passed_on(billing
     from memo_analytics.vault import ledger
 
     doc = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    shown = " ".join(run(billing, "invoice", "show", doc["number"]).stdout.split())
+    # g1 ran 12:00–13:30 UTC: shown in the config's zone, as every other command shows times
+    assert "session g1 (etl): 90 minutes billed, 2026-06-05 14:00 – 2026-06-05 15:30 Europe/Berlin" in shown
     with pytest.raises(ledger.DocumentExistsError):
         ledger.write_document(billing["vault"], {"number": doc["number"]}, "", b"%PDF-")
     pdf = Path(doc["pdf"])

@@ -4,6 +4,8 @@ full); every report prints a span that equals the minutes it bills."""
 
 from __future__ import annotations
 
+import re
+
 import csv
 import io
 import json
@@ -161,12 +163,20 @@ def test_an_invoice_says_how_the_clients_terms_bill_a_session(tmp_path):
     env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path)}
     store = VaultStore(Settings(vault_root=root, timezone="UTC"))
     _session(store, "short", "web", "Acme Corp", "2026-06-05T09:00:00Z", "2026-06-05T09:10:00Z")
+    _session(store, "within", "web", "Acme Corp", "2026-06-05T09:02:00Z", "2026-06-05T09:06:00Z")
     store.close()
-    said = "Acme Corp: each session is billed in steps of 15 minutes, at least 30 minutes (the client's terms)"
+    # 'within' is raised to 30 minutes too, then bills what 'short' (raised to 09:00–09:30) did not cover: 2
+    # minutes — a line of 0.03 h under "at least 30 minutes", which the note must explain
+    said = ("Acme Corp: each session is billed in steps of 15 minutes, at least 30 minutes; then a session beside an "
+            "earlier one of the client bills only the minutes that one did not cover (the client's terms)")
     draft = tmp_path / "draft.pdf"
     memo("report", "invoice", "--all", "--since", "2026-06-01", "--until", "2026-06-30", "-o", str(draft),
          vault=root, env=env)
     assert said in " ".join(pdf_text(draft).split())
+    by_session = tmp_path / "by-session.pdf"
+    memo("report", "invoice", "--all", "--since", "2026-06-01", "--until", "2026-06-30", "--lines", "session",
+         "-o", str(by_session), vault=root, env=env)
+    assert re.findall(r"(\d+\.\d\d) 120\.00 (\d+\.\d\d)", pdf_text(by_session)) == [("0.50", "60.00"), ("0.03", "3.60")]
     issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
                              "--until", "2026-06-30", vault=root, env=env).stdout)
     assert said in " ".join(pdf_text(Path(issued["pdf"])).split())
@@ -175,3 +185,27 @@ def test_an_invoice_says_how_the_clients_terms_bill_a_session(tmp_path):
     assert ClientBilling(hourly_rate="100", currency="EUR").rounding_note() is None  # billed as they are: nothing said
     assert ClientBilling(hourly_rate="100", currency="EUR", minimum_minutes=30).rounding_note() == (
         "each session is billed at least 30 minutes")
+
+
+def test_a_session_wholly_beside_an_earlier_one_gets_no_zero_line_on_an_invoice_by_session(tmp_path):
+    """Under the union policy a session inside an earlier one of the client bills nothing: an
+    invoice by session prints no ``0.00 h × 120.00 = 0.00`` line for it (nor its e-invoice XML a
+    zero line), and still bills it — the session is on the invoice, never billed again."""
+    from .test_cli import pdf_text
+    from .test_issued_invoices import ACME, ISSUER
+
+    root, config = tmp_path / "vault", tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME, encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path)}
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    _session(store, "hour", "web", "Acme Corp", "2026-06-05T09:00:00Z", "2026-06-05T10:00:00Z")
+    _session(store, "inside", "web", "Acme Corp", "2026-06-05T09:10:00Z", "2026-06-05T09:20:00Z")
+    store.close()
+    issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                             "--until", "2026-06-30", "--lines", "session", vault=root, env=env).stdout)
+    text = pdf_text(Path(issued["pdf"]))
+    assert re.findall(r"(\d+\.\d\d) 120\.00 (\d+\.\d\d)", text) == [("1.00", "120.00")]
+    assert (issued["sessions"], issued["billableHours"]) == (2, "1.00")
+    again = memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30",
+                 vault=root, env=env, check=False)
+    assert again.returncode == 1  # nothing left to bill: 'inside' is on the first invoice too

@@ -144,5 +144,6 @@ def test_the_timesheet_table_says_what_a_session_worked_what_it_bills_and_why(tm
     # the PDF's foot says how the client's terms bill, as the invoice's does
     memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.pdf"), vault=root, env=env)
     foot = " ".join(pdf_text(tmp_path / "t.pdf").split())
-    assert ("Acme Corp: each session is billed at least 30 minutes (the client's terms); the duration and hours of "
+    assert ("Acme Corp: each session is billed at least 30 minutes; then a session beside an earlier one of the "
+            "client bills only the minutes that one did not cover (the client's terms); the duration and hours of "
             "each row are those billed.") in foot

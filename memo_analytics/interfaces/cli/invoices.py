@@ -10,7 +10,7 @@ import typer
 
 from ...config import config_path
 from ...domain.errors import InvalidDateError, InvalidFieldError
-from .common import _emit, _grouped, app, err, left_off_note, out, state
+from .common import _emit, _grouped, _local, _zone_label, app, err, left_off_note, out, state
 from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
 
 invoice_app = typer.Typer(help="Issued invoices: numbered, stored in the vault, never billing a session twice; "
@@ -154,7 +154,7 @@ def invoice_show(
         for item in s["sessionIds"]:
             minutes = item.get("billedMinutes", item["durationMinutes"])
             out.print(f"    session {item['sessionId']} ({item['project']}): {minutes} minute{'' if minutes == 1 else 's'}"
-                      f" billed, {item['startTime']} – {item['endTime']}")
+                      f" billed, {_local(item['startTime'])} – {_local(item['endTime'])} {_zone_label()}")
         if s.get("output"):
             out.print(f"  copy: {s['output']}")
 

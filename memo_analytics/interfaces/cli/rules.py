@@ -85,4 +85,4 @@ def report_story(
 
     result = write_story(session_id, output, state.store, str(Path.cwd()), state.settings.templates_dir, force,
                          project=project)
-    _emit(result, lambda r: out.print(_safe(f"wrote {r['path']} ({r['turns']} turns)")))
+    _emit(result, lambda r: out.print(_safe(f"wrote {r['path']} ({r['turns']} turn{'' if r['turns'] == 1 else 's'})")))
