@@ -86,7 +86,7 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
         table = Table(title=f"Billable time by {title}")
         table.add_column(title)
         table.add_column("sessions", justify="right")
-        table.add_column("duration", justify="right")
+        table.add_column("billed", justify="right")  # h:mm as billed (rounding, parallel sessions)
         table.add_column("hours", justify="right")
         for name, bucket in groups.items():
             table.add_row(_short(name, 40), str(bucket["sessions"]), format_minutes(bucket["durationMinutes"]),
@@ -99,7 +99,7 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
                        != from_iso(s["endTime"]).astimezone(zone).date() for s in data["sessions"] if s["endTime"])
         days = Table(title=title, caption="sessions split at midnight" if crossing else None,
                      min_width=len(title) + 2)
-        for column, justify in (("day", "left"), ("duration", "right"), ("hours", "right")):
+        for column, justify in (("day", "left"), ("billed", "right"), ("hours", "right")):
             days.add_column(column, justify=justify)
         for day, bucket in data["byDay"].items():
             days.add_row(day, format_minutes(bucket["durationMinutes"]), f"{bucket['billableHours']:.2f}")
