@@ -182,6 +182,11 @@ class InvoiceSection:
         """The distinct hourly rates of the lines, in order."""
         return list(dict.fromkeys(line.rate for line in self.lines))
 
+    @property
+    def other_rates(self) -> dict[str, Decimal]:
+        """Projects whose lines bill another hourly rate than the client's (``projectRates``)."""
+        return {line.project: line.rate for line in self.lines if line.unit == "HUR" and line.rate != self.rate}
+
 
 @dataclass(frozen=True)
 class CurrencyTotal:

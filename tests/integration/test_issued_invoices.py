@@ -623,3 +623,10 @@ def test_the_analysts_invoice_leaves_off_what_an_issued_invoice_billed_as_the_dr
             vault.invoice(vault.activity(since="2026-06-01", until="2026-06-30", client="Acme Corp", tz="UTC"))
         july = vault.invoice(vault.activity(since="2026-06-01", until="2026-07-31", client="Acme Corp", tz="UTC"))
         assert (july.already_invoiced, [(l.project, str(l.hours)) for l in july.sections[0].lines]) == (2, [("web", "1.00")])
+
+
+def test_a_draft_names_a_projects_own_rate_beside_the_clients(billing, tmp_path):
+    draft = tmp_path / "draft.pdf"
+    run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
+        "2026-06-30", "-o", str(draft))
+    assert "Client: Acme Corp · EUR · 120.00 EUR per hour (api: 140.00)" in " ".join(pdf_text(draft).split())
