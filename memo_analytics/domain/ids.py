@@ -2,7 +2,7 @@
 
 Every id that becomes part of a path (project id, session id, record id, task slug) must be
 a *safe slug*: letters, digits, ``.``, ``_`` and ``-``; not starting with a dot or dash;
-no ``..``; at most 200 characters.
+no ``..``, no ``.conflict-`` (the mark of a kept sync conflict version); at most 200 characters.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ MAX_SESSION_ID_LENGTH = 160
 #: Highest turn number accepted (SPEC §2.4).
 MAX_TURN = 1_000_000
 _SLUG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+#: What the file name of a kept sync conflict version holds (``<id>.conflict-<stamp>-<hash>.md``,
+#: ``vault.conflicts``): no id may hold it, or its record would be taken for one and never indexed.
+RESERVED_MARK = ".conflict-"
 
 
 def validate_slug(value: object, field: str, max_length: int = MAX_SLUG_LENGTH) -> str:
@@ -46,6 +49,9 @@ def validate_slug(value: object, field: str, max_length: int = MAX_SLUG_LENGTH) 
             field, "must start with a letter, digit or '_' and hold only letters, digits, '.', '_' and '-' "
             "(no '..', no path separators)"
         )
+    if RESERVED_MARK in value.lower():
+        raise InvalidFieldError(field, f"must not contain {RESERVED_MARK!r}: memo names the versions a sync "
+                                       "conflict keeps so, and they are never read as records")
     return value
 
 
@@ -57,7 +63,7 @@ def validate_session_id(value: object) -> str:
 def slugify(text: str, max_length: int = 64) -> str:
     """Turn free text into a safe slug (lowercase, ``-`` separated); never empty."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", text.strip().lower()).strip("-._")
-    slug = re.sub(r"-{2,}", "-", slug).replace("..", ".")
+    slug = re.sub(r"-{2,}", "-", slug).replace("..", ".").replace(RESERVED_MARK, "-conflict-")
     return slug[:max_length].strip("-._") or "untitled"
 
 

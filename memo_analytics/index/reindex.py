@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..domain.errors import CorruptRecordError
-from ..domain.records import subdir_for_kind
-from ..vault.io import read_record
+from ..vault.io import read_placed_record
 from ..vault.layout import VaultLayout
 from ..vault.redact import redact_secrets
 from .folders import disk_stamps
@@ -65,13 +64,7 @@ def parse_for_index(path: Path, redact: bool = True) -> tuple[dict[str, Any], st
     """Read, validate and (when ``redact``) redact one record file for the index; a file that
     cannot be used comes back as the error that says why. Pure apart from reading the file."""
     try:
-        meta, body = read_record(path)
-        if meta["id"] != path.stem:
-            raise CorruptRecordError(str(path), f"id {meta['id']!r} does not match the file name")
-        if subdir_for_kind(meta["kind"]) != path.parent.name:
-            raise CorruptRecordError(str(path), f"a {meta['kind']} record in {path.parent.name}/")
-        if meta["project"] != path.parent.parent.name:
-            raise CorruptRecordError(str(path), f"project {meta['project']!r} does not match its folder")
+        meta, body = read_placed_record(path)
     except CorruptRecordError as error:
         return error
     if redact:

@@ -53,7 +53,7 @@ from ..vault.io import (
     dump_records,
     file_identity,
     group_commit,
-    read_record,
+    read_placed_record,
     remove_quietly,
     write_record,
     write_temporary,
@@ -657,12 +657,12 @@ class VaultStore:
         path = self.path_for(project, kind, record_id)
         batch = self._own_batch()
         if batch is None:
-            return read_record(path) if path.exists() else None
+            return read_placed_record(path) if path.exists() else None
         if path in batch.pending:
             meta, body = batch.pending[path]
             return _copy_meta(meta), body
         if path not in batch.cache:
-            batch.cache[path] = read_record(path) if path.exists() else None
+            batch.cache[path] = read_placed_record(path) if path.exists() else None
         found = batch.cache[path]
         return None if found is None else (_copy_meta(found[0]), found[1])
 

@@ -8,9 +8,10 @@ import hashlib
 import re
 from pathlib import Path
 
+from ..domain.ids import RESERVED_MARK
 from .io import atomic_write_bytes
 
-CONFLICT_MARK = ".conflict-"
+CONFLICT_MARK = RESERVED_MARK  # so no record id may hold it (domain.ids.validate_slug)
 _CONFLICT = re.compile(r"^(?P<id>.+)\.conflict-(?P<stamp>\d{8}T\d{6}Z)-(?P<hash>[0-9a-f]{8})\.md$")
 
 

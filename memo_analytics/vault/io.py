@@ -250,6 +250,28 @@ def read_record(path: Path) -> tuple[dict[str, Any], str]:
     return parse_record_text(text, str(path))
 
 
+def read_placed_record(path: Path) -> tuple[dict[str, Any], str]:
+    """:func:`read_record` for a file in its place in the vault (``projects/<project>/<kind
+    folder>/<id>.md``): its ``id``, ``kind`` and ``project`` must be those its path gives — a
+    file whose id was edited to another record's would otherwise be written over that record.
+
+    Raises
+    ------
+    CorruptRecordError
+        As :func:`read_record`; or the frontmatter names another record than the path.
+    """
+    from ..domain.records import subdir_for_kind
+
+    meta, body = read_record(path)
+    if meta["id"] != path.stem:
+        raise CorruptRecordError(str(path), f"id {meta['id']!r} does not match the file name")
+    if subdir_for_kind(meta["kind"]) != path.parent.name:
+        raise CorruptRecordError(str(path), f"a {meta['kind']} record in {path.parent.name}/")
+    if meta["project"] != path.parent.parent.name:
+        raise CorruptRecordError(str(path), f"project {meta['project']!r} does not match its folder")
+    return meta, body
+
+
 def _regular_file_bytes(path: Path) -> bytes:
     """The bytes of ``path``, opened without blocking: a FIFO, a device or a folder named like a
     record is refused (``OSError``) rather than waited on or read."""

@@ -349,3 +349,40 @@ def test_a_fifo_named_like_a_record_is_no_record_and_no_command_waits_on_it(tmp_
     listed = subprocess.run([sys.executable, "-m", "memo_analytics", "--json", "prompt", "list", "--all"],
                             capture_output=True, text=True, env=env, timeout=120)
     assert [item["body"] for item in json.loads(listed.stdout)["items"]] == ["a normal turn"]
+
+
+def test_a_file_whose_id_was_edited_to_another_records_never_overwrites_that_record(tmp_path):
+    """``session-b.md`` edited to say ``id: session-c``: ending b wrote over session c's file (its
+    summary lost, exit 0). The file is now named as naming another record and left as it is;
+    session c keeps every byte."""
+    vault = tmp_path / "v"
+    for name in ("b", "c"):
+        memo("session", "start", name, "--project", "shop", "--client", "Acme", "--start-time",
+             "2026-03-02T09:00:00Z", vault=vault)
+        memo("session", "end", name, "--until", "2026-03-02T10:00:00Z", "--summary", f"summary of {name}", vault=vault)
+    sessions = vault / "projects" / "shop" / "sessions"
+    edited = (sessions / "session-b.md").read_bytes().replace(b"id: session-b\n", b"id: session-c\n")
+    (sessions / "session-b.md").write_bytes(edited)
+    c_before = (sessions / "session-c.md").read_bytes()
+    ran = memo("session", "end", "b", "--project", "shop", vault=vault, check=False)
+    assert ran.returncode == 1
+    assert ran.stderr.strip().endswith(
+        f"error: Cannot parse {sessions / 'session-b.md'}: id 'session-c' does not match the file name")
+    assert (sessions / "session-c.md").read_bytes() == c_before
+    assert (sessions / "session-b.md").read_bytes() == edited
+
+
+@pytest.mark.parametrize("session_id", ["fix.conflict-in-merge", "x.conflict-20260101T000000Z-deadbeef",
+                                        "A.CONFLICT-b"])
+def test_an_id_holding_the_conflict_mark_is_refused_before_anything_is_written(tmp_path, session_id):
+    """A record ``fix.conflict-in-merge`` was written, billed, then dropped by every reindex (its
+    file name read as a kept sync conflict version); the digest even told to delete it."""
+    vault = tmp_path / "v"
+    ran = memo("session", "start", session_id, "--project", "shop", vault=vault, check=False)
+    assert (ran.returncode, ran.stderr.strip()) == (
+        1, "error: Invalid sessionId: must not contain '.conflict-': memo names the versions a sync conflict keeps "
+           "so, and they are never read as records")
+    assert not (vault / "projects").exists()
+    from memo_analytics.domain.ids import slugify
+
+    assert slugify("notes.conflict-draft") == "notes-conflict-draft"  # an importer's ids never hold it either
