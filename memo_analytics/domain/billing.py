@@ -67,11 +67,13 @@ def _vat_id(value: object) -> object:
 
 
 def _plain_text(value: str, what: str = "") -> str:
-    """``value`` when it holds no control character (a NUL, a line break inside one line …)
-    and nothing XML cannot carry; an invoice prints it and its e-invoice XML holds it."""
+    """``value`` when it holds no control character (a NUL, a line break inside one line, a
+    direction override …) and nothing XML cannot carry; an invoice prints it and its e-invoice
+    XML holds it."""
     for char in value:
         code = ord(char)
-        if code < 0x20 or 0x7F <= code < 0xA0 or 0xD800 <= code < 0xE000 or code in (0xFFFE, 0xFFFF):
+        if code < 0x20 or 0x7F <= code < 0xA0 or 0xD800 <= code < 0xE000 or code in (0xFFFE, 0xFFFF) \
+                or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:  # direction overrides: printed reversed
             raise ValueError(f"{what or 'text'} holds the control character U+{code:04X}; write plain text")
     return value
 

@@ -522,7 +522,8 @@ class BrowserBoundary:
       application/json`` (415): a cross-site form or ``text/plain`` fetch cannot send that
       without a preflight, which gets no CORS answer.
     - A body over :data:`MAX_CALL_BYTES` is refused from its ``Content-Length`` (413), and one
-      sent in chunks (411), on every ``/api/`` route but the sync push, before it is read.
+      sent in chunks (411), on every ``/api/`` route but the sync push, before it is read; a
+      ``Content-Length`` that is not one number (``N,N``, two headers) on any route (400).
     """
 
     WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -538,6 +539,12 @@ class BrowserBoundary:
 
     def refusal(self, method: str, path: str, headers: Any, query: str = "") -> tuple[int, str] | None:
         """``(status, message)`` when the request is refused, else None."""
+        lengths = headers.get_list("Content-Length") if hasattr(headers, "get_list") else (
+            [headers["Content-Length"]] if "Content-Length" in headers else [])
+        if len(lengths) > 1 or any(not value.strip().isdigit() for value in lengths):
+            # "N,N" or two headers: the server would take one and read the body it announces
+            # past the size checks below
+            return 400, "Bad request: send one Content-Length, a number of bytes"
         host = (headers.get("Host") or "").strip().lower()
         if not self.wildcard and host not in self.hosts:
             return 421, "Misdirected request: the Host header does not name this server"
@@ -585,7 +592,7 @@ class _Refusal(httputil.HTTPMessageDelegate):
                                         "Content-Length": str(len(body)), "Cache-Control": "no-store",
                                         "X-Content-Type-Options": "nosniff", "Connection": "close"})
         reason = {421: "Misdirected Request", 403: "Forbidden", 415: "Unsupported Media Type", 413: "Payload Too Large",
-                  411: "Length Required", 401: "Unauthorized"}[self.status]
+                  411: "Length Required", 401: "Unauthorized", 400: "Bad Request"}[self.status]
         self.connection.write_headers(httputil.ResponseStartLine("HTTP/1.1", self.status, reason), headers, body)
         self.connection.finish()
 

@@ -33,8 +33,24 @@ def templates_dir() -> Path:
     return Path(str(files("memo_analytics.report_templates")))
 
 
+#: Unicode's explicit direction controls (embeddings, overrides, isolates, their ends): a value
+#: that carries one (a transcript's summary, a name) would print reversed, and run on over the
+#: cells and sentences after it — "Commerzbank" as "knabzremmoC" in an invoice's payment line.
+_DIRECTION_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def _printed(value: Any) -> Any:
+    """Every value a template prints, without :data:`_DIRECTION_CONTROLS` (the letters stay, in
+    their own order; a right-to-left script still reads right to left)."""
+    if isinstance(value, str) and _DIRECTION_CONTROLS.search(value):
+        cleaned = _DIRECTION_CONTROLS.sub("", value)
+        return Markup(cleaned) if isinstance(value, Markup) else cleaned
+    return value
+
+
 def environment(user_templates: Path | None = None) -> jinja2.Environment:
-    """A Jinja2 environment over the user's folder (first) and ours (second)."""
+    """A Jinja2 environment over the user's folder (first) and ours (second); every printed value
+    passes :func:`_printed`."""
     loaders: list[jinja2.BaseLoader] = []
     if user_templates is not None:
         loaders.append(jinja2.FileSystemLoader(str(user_templates)))
@@ -45,6 +61,7 @@ def environment(user_templates: Path | None = None) -> jinja2.Environment:
         autoescape=jinja2.select_autoescape(["html", "html.j2", "xml"]),
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_printed,
     )
     env.globals["stylesheet"] = lambda name="report.css": _stylesheet(env, name)
     return env

@@ -82,6 +82,7 @@ def test_show_lists_the_effective_settings_with_their_sources(config):
      "error: Invalid config clients.G.currency: 'XYZ' is not an ISO 4217 currency code in capitals (EUR, USD, JPY …)"),
     ('clients."G"', '{hourlyRate = "95", currency = "usd"}',
      "error: Invalid config clients.G.currency: 'usd' is not an ISO 4217 currency code in capitals"),
+    ("invoice.name", "Ana \u202eDev GmbH", "error: Invalid config invoice.name: text holds the control character U+202E"),
 ])
 def test_a_refused_set_names_the_key_and_leaves_the_file_byte_for_byte(config, key, value, message):
     config.parent.mkdir(parents=True)
