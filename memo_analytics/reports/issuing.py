@@ -50,7 +50,7 @@ from ..services.store import VaultStore
 from ..vault import ledger
 from ..vault.io import atomic_write_bytes
 from .facturx_xml import facturx_pdf
-from .invoice import Invoice, build_invoice, format_money, format_rate
+from .invoice import Invoice, build_invoice, format_money, format_rate, minor_unit
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir
 
 _TITLES = {ledger.INVOICE: "Invoice", ledger.CREDIT_NOTE: "Credit note"}
@@ -80,6 +80,10 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
         raise InvalidFieldError(needed[0][0], "an issued invoice names its issuer: set "
                                 + "; ".join(text for _, text in needed) + " (memo config set KEY VALUE)")
     key = f'clients."{client_name}"'
+    if minor_unit(client.currency) < Decimal("0.01"):  # BHD, KWD, OMR …: three decimals
+        raise InvalidFieldError(f"{key}.currency", f"an issued invoice carries EN 16931 (Factur-X) amounts, which have "
+                                                   f"at most 2 decimals; {client.currency} has 3, so it cannot be "
+                                                   "issued in it (memo report invoice drafts it)")
     if not client.name and not client_name:
         raise InvalidFieldError(f"{key}.name", "the client needs a name")
     missing = [name for name, value in (("address", client.address), ("city", client.city),

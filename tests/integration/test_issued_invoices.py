@@ -630,3 +630,21 @@ def test_a_draft_names_a_projects_own_rate_beside_the_clients(billing, tmp_path)
     run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
         "2026-06-30", "-o", str(draft))
     assert "Client: Acme Corp · EUR · 120.00 EUR per hour (api: 140.00)" in " ".join(pdf_text(draft).split())
+
+
+def test_a_three_decimal_currency_is_drafted_but_not_issued_as_an_e_invoice(billing, tmp_path):
+    """EN 16931 amounts have at most 2 decimals (BR-DEC-…): a BHD invoice with amounts like 3.827
+    passed the schema and failed nine schematron rules. It is refused, by field, before a number
+    is taken; the draft still prints the three decimals."""
+    billing["config"].write_text(billing["config"].read_text(encoding="utf-8").replace(
+        '[clients.Globex]\nhourlyRate = "100"\ncurrency = "EUR"', '[clients.Globex]\nhourlyRate = "1.2345"\ncurrency = "BHD"'),
+        encoding="utf-8")
+    refused = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
+                  "2026-06-30")
+    assert (refused.returncode, refused.stderr.strip()) == (1, (
+        'error: Invalid clients."Globex".currency: an issued invoice carries EN 16931 (Factur-X) amounts, which have '
+        'at most 2 decimals; BHD has 3, so it cannot be issued in it (memo report invoice drafts it)'))
+    assert not (billing["vault"] / "invoices").exists()
+    draft = json.loads(run(billing, "--json", "report", "invoice", "--all", "--client", "Globex", "--since",
+                           "2026-06-01", "--until", "2026-06-30", "-o", str(tmp_path / "d.pdf")).stdout)
+    assert draft["totals"]["BHD"]["amount"] == "1.852"  # 1.50 h × 1.2345, to the fils
