@@ -94,6 +94,21 @@ def _natural(text: str) -> tuple:
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text.casefold()))
 
 
+#: Widths of an invoice's rate and amount columns (mm) that its usual figures fit (report.css).
+RATE_MM, AMOUNT_MM = 22.0, 27.0
+#: Width of one printed character of a figure (mm): a DejaVu Sans digit at 9 pt, bold, and a margin.
+_FIGURE_MM, _CELL_MM = 2.0, 3.0
+
+
+def number_column_mm(rates: list[str], amounts: list[str], currency: str) -> dict[str, float]:
+    """``{"rate", "amount"}``: column widths (mm) the printed ``rates`` and ``amounts`` fit — the
+    defaults, or wider for a huge rate or amount (a subtotal prints ``EUR `` before its amount),
+    so a figure never runs over the next column."""
+    rate = max((len(text) for text in rates), default=0) * _FIGURE_MM + _CELL_MM
+    amount = max((len(text) for text in amounts), default=0) + len(currency) + 1
+    return {"rate": round(max(RATE_MM, rate), 1), "amount": round(max(AMOUNT_MM, amount * _FIGURE_MM + _CELL_MM), 1)}
+
+
 def line_amount(hours: Decimal, rate: Decimal, currency: str) -> Decimal:
     """``hours × rate`` rounded half up to the minor unit of ``currency``. Pure, exact."""
     return (hours * rate).quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
@@ -181,6 +196,13 @@ class InvoiceSection:
     def rates(self) -> list[Decimal]:
         """The distinct hourly rates of the lines, in order."""
         return list(dict.fromkeys(line.rate for line in self.lines))
+
+    @property
+    def column_mm(self) -> dict[str, float]:
+        """Widths of the rate and amount columns (mm, :func:`number_column_mm`) for its figures."""
+        money = [format_money(x, self.currency) for x in (*(line.amount for line in self.lines), self.amount, self.tax)]
+        return number_column_mm([format_rate(line.rate, self.currency) for line in self.lines],
+                                money, self.currency)
 
     @property
     def other_rates(self) -> dict[str, Decimal]:

@@ -50,7 +50,7 @@ from ..services.store import VaultStore
 from ..vault import ledger
 from ..vault.io import atomic_write_bytes
 from .facturx_xml import facturx_pdf
-from .invoice import Invoice, build_invoice, format_money, format_rate, minor_unit
+from .invoice import Invoice, build_invoice, format_money, format_rate, minor_unit, number_column_mm
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir
 
 _TITLES = {ledger.INVOICE: "Invoice", ledger.CREDIT_NOTE: "Credit note"}
@@ -158,6 +158,8 @@ def document_html(meta: dict[str, Any], user_templates: Path | None = None) -> s
         "title": f"{_TITLES[meta['kind']]} {meta['number']}", "doc": meta, "money": money,
         "rate": lambda text: format_rate(Decimal(text), currency), "rounding_policy": ROUNDING_POLICY,
         "iban": " ".join(iban[i:i + 4] for i in range(0, len(iban), 4)),
+        "widths": number_column_mm([format_rate(Decimal(line["rate"]), currency) for line in meta["lines"]],
+                                   [money(line["amount"]) for line in meta["lines"]], ""),
     }
     return render_html("issued.html.j2", context, user_templates)
 

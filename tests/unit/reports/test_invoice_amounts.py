@@ -40,3 +40,14 @@ def test_the_printed_rate_is_the_rate_the_amounts_use():
     assert format_rate(Decimal("19.99"), "JPY") == "19.99"  # not rounded to 20 yen
     assert format_rate(Decimal("120"), "EUR") == "120.00"
     assert format_rate(Decimal("98.755"), "USD") == "98.755"
+
+
+def test_the_rate_and_amount_columns_widen_for_figures_that_would_run_over_the_next():
+    """A rate of 99,999,999.9999 printed over the amount beside it on an issued invoice (found by a
+    helper): the columns keep their widths for usual figures and widen for long ones."""
+    from memo_analytics.reports.invoice import AMOUNT_MM, RATE_MM, number_column_mm
+
+    assert number_column_mm(["120.00", "140.00"], ["1,005.41", "190.95"], "EUR") == {"rate": RATE_MM,
+                                                                                   "amount": AMOUNT_MM}
+    wide = number_column_mm(["99,999,999.9999"], ["200,000,000.00", "742,000,000.00"], "EUR")
+    assert wide["rate"] >= 15 * 2.0 and wide["amount"] >= len("EUR 742,000,000.00") * 2.0
