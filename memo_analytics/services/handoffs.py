@@ -22,7 +22,7 @@ from ..domain.errors import InvalidFieldError, RecordNotFoundError
 from ..domain.ids import validate_session_id, validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
-from .prompts import clean_list, clean_text, row_to_record
+from .prompts import clean_line, clean_list, clean_text, row_to_record
 from .requests import CancelHandoffRequest, HandoffInput, HandoffListRequest
 from .store import VaultStore
 
@@ -185,7 +185,7 @@ def _cancel_mine(store: VaultStore, request: CancelHandoffRequest, now) -> dict[
 
     root = repository_root(request.cwd)
     owner = clean_text(request.owner, "owner") or git_identity(root)
-    branch = clean_text(request.branch, "branch") or git_head(root)[0]
+    branch = clean_line(request.branch, "branch") or git_head(root)[0]
     project = store.resolve_project(request.project, request.cwd)
     cancelled = []
     with store.lock():

@@ -63,6 +63,24 @@ def clean_client(value: str | None) -> str | None:
     return text
 
 
+def clean_line(value: str | None, field: str) -> str | None:
+    """:func:`clean_text` for a one-line name (``ide``, ``model``, ``agent``, ``branch``,
+    ``gitSha``, ``source``): it is printed in table cells and report headings, so a line break,
+    another control character or a direction override is refused.
+
+    Raises
+    ------
+    InvalidFieldError
+        As :func:`clean_text`; or a control character (named by its code point).
+    """
+    text = clean_text(value, field)
+    bad = next((c for c in text or "" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0
+                or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), None)
+    if bad is not None:
+        raise InvalidFieldError(field, f"holds the control character U+{ord(bad):04X}; a {field} is one line of text")
+    return text
+
+
 def clean_text(value: str | None, field: str, required: bool = False) -> str | None:
     """Validate free text and redact secrets in it (SPEC §2.4).
 
@@ -244,17 +262,17 @@ def turn_meta(request: RecordPromptRequest, record_id: str, project: str, sessio
         project=project,
         created=created,
         updated=created if request.created else to_iso(now),
-        source=clean_text(request.source, "source") or "mcp",
-        ide=clean_text(request.ide, "ide") or session_meta.get("ide") or "generic",
-        model=clean_text(request.model, "model") or session_meta.get("model"),
-        agent=clean_text(request.agent, "agent") or session_meta.get("agent"),
+        source=clean_line(request.source, "source") or "mcp",
+        ide=clean_line(request.ide, "ide") or session_meta.get("ide") or "generic",
+        model=clean_line(request.model, "model") or session_meta.get("model"),
+        agent=clean_line(request.agent, "agent") or session_meta.get("agent"),
         session_id=session_id,
         turn=turn if session_id else None,
         task_slug=task_slug or session_meta.get("taskSlug"),
         client=clean_client(request.client) or session_meta.get("client"),
         billable=_first_bool(request.billable, session_meta.get("billable"), True),
-        branch=clean_text(request.branch, "branch") or session_meta.get("branch") or head[0],
-        git_sha=clean_text(request.git_sha, "gitSha") or head[1],
+        branch=clean_line(request.branch, "branch") or session_meta.get("branch") or head[0],
+        git_sha=clean_line(request.git_sha, "gitSha") or head[1],
         linked_paths=clean_list([IGNORED_PATH if rules.matches(p) else p for p in request.linked_paths],
                                 "linkedPaths"),
         tags=clean_list(request.tags, "tags"),

@@ -426,3 +426,17 @@ def test_terminal_control_sequences_are_stripped_not_run(tmp_path):
     for args in (["prompt", "get", "prompt-e-t1"], ["prompt", "list", "--all"]):
         out = memo(*args, vault=vault).stdout
         assert "\x1b" not in out and "\x07" not in out and "RED" in out and "pwned" not in out and "[2J" not in out
+
+
+@pytest.mark.parametrize("option, field", [("--model", "model"), ("--branch", "branch"), ("--agent", "agent"),
+                                           ("--ide", "ide")])
+def test_a_one_line_name_with_a_line_break_or_an_override_is_refused(tmp_path, option, field):
+    """``model``, ``branch``, ``agent`` and ``ide`` are printed in table cells and report headings:
+    a line break or a direction override in one is refused by name, nothing written."""
+    from tests.inprocess import memo as run
+
+    for value, code in (("gpt\nx", "000A"), ("main\u202e", "202E")):
+        ran = run("session", "start", "s1", "--project", "p", option, value, vault=tmp_path / "v", check=False)
+        assert (ran.returncode, ran.stderr.strip()) == (
+            1, f"error: Invalid {field}: holds the control character U+{code}; a {field} is one line of text")
+    assert not (tmp_path / "v" / "projects").exists()
