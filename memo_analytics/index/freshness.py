@@ -106,7 +106,11 @@ class ReconcileResult:
 
     def line(self) -> str:
         text = f"{self.added} added, {self.updated} updated, {self.removed} removed"
-        return text + (f", {len(self.skipped)} files skipped" if self.skipped else "")
+        if not self.skipped:
+            return text
+        named = "; ".join(f"{error.path}: {error.reason}" for error in self.skipped[:3])
+        more = f"; and {len(self.skipped) - 3} more (memo reindex lists them all)" if len(self.skipped) > 3 else ""
+        return text + f", {len(self.skipped)} file{'s' if len(self.skipped) != 1 else ''} skipped ({named}{more})"
 
 
 def reconcile(conn: sqlite3.Connection, layout: VaultLayout, folders: list[str],

@@ -386,3 +386,17 @@ def test_an_id_holding_the_conflict_mark_is_refused_before_anything_is_written(t
     from memo_analytics.domain.ids import slugify
 
     assert slugify("notes.conflict-draft") == "notes-conflict-draft"  # an importer's ids never hold it either
+
+
+def test_the_index_catch_up_names_the_files_it_skipped_and_why():
+    """'2 files skipped' named none of them (found by a helper)."""
+    from memo_analytics.domain.errors import CorruptRecordError
+    from memo_analytics.index.freshness import ReconcileResult
+
+    one = ReconcileResult(removed=1, skipped=[CorruptRecordError("/v/p/sessions/session-b.md", "id 'session-c' does "
+                                                                                              "not match the file name")])
+    assert one.line() == ("0 added, 0 updated, 1 removed, 1 file skipped (/v/p/sessions/session-b.md: id 'session-c' "
+                          "does not match the file name)")
+    many = ReconcileResult(skipped=[CorruptRecordError(f"/v/{n}.md", "broken") for n in range(5)])
+    assert many.line().endswith("5 files skipped (/v/0.md: broken; /v/1.md: broken; /v/2.md: broken; and 2 more "
+                                "(memo reindex lists them all))")
