@@ -258,7 +258,7 @@ def test_the_check_on_open_and_the_write_path_read_no_record_file(tmp_path, monk
     def no_reading(*_args, **_kwargs):
         raise AssertionError("a record file was read")
 
-    monkeypatch.setattr(reindex, "read_record", no_reading)
+    monkeypatch.setattr(reindex, "read_placed_record", no_reading)
     again = VaultStore(Settings(vault_root=root, timezone="UTC"))
     assert freshness.check(again.conn, again.layout) is None and again.repairs == []
     for n in range(10):
