@@ -57,10 +57,21 @@ def clean_client(value: str | None) -> str | None:
         return None
     if len(text) > MAX_CLIENT_CHARS:
         raise InvalidFieldError("client", f"is {len(text)} characters; at most {MAX_CLIENT_CHARS}")
-    bad = next((c for c in text if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u200b\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff"), None)
+    bad = _control_in(text, "\u200b\u200e\u200f\ufeff")  # a name is matched: nothing invisible either
     if bad is not None:
         raise InvalidFieldError("client", f"holds the control character U+{ord(bad):04X}; write plain text")
     return text
+
+
+#: Unicode's explicit direction controls: a value holding one prints reversed, over what follows it.
+DIRECTION_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def _control_in(text: str, also: str = "") -> str | None:
+    """The first control character of ``text`` (C0, DEL, C1, a direction control, or one of
+    ``also``), or None."""
+    return next((c for c in text if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in DIRECTION_CONTROLS or c in also),
+                None)
 
 
 def clean_line(value: str | None, field: str) -> str | None:
@@ -74,8 +85,7 @@ def clean_line(value: str | None, field: str) -> str | None:
         As :func:`clean_text`; or a control character (named by its code point).
     """
     text = clean_text(value, field)
-    bad = next((c for c in text or "" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0
-                or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), None)
+    bad = _control_in(text or "")
     if bad is not None:
         raise InvalidFieldError(field, f"holds the control character U+{ord(bad):04X}; a {field} is one line of text")
     return text
