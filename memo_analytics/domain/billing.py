@@ -19,6 +19,8 @@ from decimal import Decimal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from .wire import DIRECTION_CONTROLS
+
 #: The default of ``[invoice] numberFormat``: ``2026-0001``, counted per year.
 DEFAULT_NUMBER_FORMAT = "{year}-{seq:04d}"
 _NUMBER_FIELDS = {"year", "seq"}
@@ -73,7 +75,7 @@ def _plain_text(value: str, what: str = "") -> str:
     for char in value:
         code = ord(char)
         if code < 0x20 or 0x7F <= code < 0xA0 or 0xD800 <= code < 0xE000 or code in (0xFFFE, 0xFFFF) \
-                or 0x202A <= code <= 0x202E or 0x2066 <= code <= 0x2069:  # direction overrides: printed reversed
+                or char in DIRECTION_CONTROLS:
             raise ValueError(f"{what or 'text'} holds the control character U+{code:04X}; write plain text")
     return value
 

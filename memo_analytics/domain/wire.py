@@ -7,6 +7,11 @@ import json
 from typing import Any
 
 
+#: Unicode's explicit direction controls (embeddings, overrides, isolates, their ends): a value
+#: holding one prints reversed, and runs on over the cells and sentences printed after it.
+DIRECTION_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
 def dumps(value: Any) -> str:
     """Serialize a wire value: UTF-8 text kept as is, two-space indent, key order kept."""
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)

@@ -25,6 +25,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..domain.errors import InvalidFieldError, ReportError
+from ..domain.wire import DIRECTION_CONTROLS
 from ..vault.io import atomic_write_bytes, output_target
 
 
@@ -36,7 +37,7 @@ def templates_dir() -> Path:
 #: Unicode's explicit direction controls (embeddings, overrides, isolates, their ends): a value
 #: that carries one (a transcript's summary, a name) would print reversed, and run on over the
 #: cells and sentences after it — "Commerzbank" as "knabzremmoC" in an invoice's payment line.
-_DIRECTION_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069]")
+_DIRECTION_CONTROLS = re.compile(f"[{DIRECTION_CONTROLS}]")
 
 
 def _printed(value: Any) -> Any:

@@ -16,6 +16,7 @@ from ..domain.ids import (
     validate_slug,
 )
 from ..domain.records import Prompt, RecordKind, Session
+from ..domain.wire import DIRECTION_CONTROLS
 from ..index import store as index
 from ..index.query import PromptFilter, clamp_page
 from ..vault.redact import (
@@ -61,10 +62,6 @@ def clean_client(value: str | None) -> str | None:
     if bad is not None:
         raise InvalidFieldError("client", f"holds the control character U+{ord(bad):04X}; write plain text")
     return text
-
-
-#: Unicode's explicit direction controls: a value holding one prints reversed, over what follows it.
-DIRECTION_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 
 def _control_in(text: str, also: str = "") -> str | None:
