@@ -307,3 +307,43 @@ def test_a_bad_line_is_told_of_once_not_at_every_pass_of_a_running_watcher(tmp_p
         stderr = ended(proc)
     told = [text.split(": ", 2)[2] for text in stderr.splitlines() if text.startswith("skipped: ")]
     assert told == ["line 2: not JSON", "line 6: not JSON"]
+
+
+def test_a_changed_file_of_a_conversation_over_two_files_is_read_with_its_sibling(realdata, tmp_path):
+    """A conversation in two files of one folder (the full transcript, and a copy of its first 80
+    lines): the copy cut to 5 lines, as a watcher reads it on its own, made the turn only the full
+    file holds look cut — marked superseded, the session 10 minutes shorter, and it stayed so
+    after the copy was put back (found by a helper). The watcher now reads the files of the folder
+    an import already took in with it: the vault stays as a clean import of the files gives."""
+    from memo_analytics.config import Settings
+    from memo_analytics.services.importers.common import ImportOptions
+    from memo_analytics.services.store import VaultStore
+    from memo_analytics.services.watch import FileStates, import_changed
+
+    full = next((realdata / "claude-code-jsonl" / "d-kimuson-claude-code-viewer" / "mock-global-claude-dir" /
+                 "projects" / "sample-project").glob("fe5e1c67-*.jsonl"))
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "a.jsonl").write_text("".join(lines), encoding="utf-8")
+    copy = folder / "b.jsonl"
+    copy.write_text("".join(lines[:80]), encoding="utf-8")
+    vault = tmp_path / "v"
+    memo("import", "claude-code", str(folder), vault=vault)
+
+    def totals(where: Path) -> tuple:
+        report = json.loads(memo("--json", "activity", "--all", vault=where).stdout)
+        return report["totalDurationMinutes"], report["totalPrompts"]
+
+    clean = totals(vault)
+    assert clean == (10, 2)
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        states = FileStates(vault)
+        for cut in (lines[:5], lines[:80]):
+            copy.write_text("".join(cut), encoding="utf-8")
+            [item] = import_changed(store, [(copy, "claude-code")], ImportOptions(), states)
+            assert item.error is None and item.result.superseded == 0
+    finally:
+        store.close()
+    assert totals(vault) == clean
