@@ -434,7 +434,9 @@ def invoice_context(report: ActivityReport, invoice: Invoice, *, number: str | N
         "totals": invoice.totals,
         "lines": lines,
         "zone": zone_name(zone),
-        "period": period_text(report.bounds, zone, report.sessions),
+        # an open bound: the dates of the sessions it bills (not of 0-minute or invoiced ones it leaves off)
+        "period": period_text(report.bounds, zone, [s for section in invoice.sections for s in section.sessions]
+                              or report.sessions),
         "projects": ", ".join(report.projects) if report.projects is not None else "all projects",
         "client_filter": report.client,
         "total_hours": f"{invoice.hours:.2f}",

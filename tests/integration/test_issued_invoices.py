@@ -648,3 +648,20 @@ def test_a_three_decimal_currency_is_drafted_but_not_issued_as_an_e_invoice(bill
     draft = json.loads(run(billing, "--json", "report", "invoice", "--all", "--client", "Globex", "--since",
                            "2026-06-01", "--until", "2026-06-30", "-o", str(tmp_path / "d.pdf")).stdout)
     assert draft["totals"]["BHD"]["amount"] == "1.852"  # 1.50 h × 1.2345, to the fils
+
+
+def test_a_drafts_open_period_runs_over_the_sessions_it_bills(tmp_path):
+    """Without --since/--until the period is the dates of the billed sessions: a 0-minute session
+    left off (or one already invoiced) no longer starts it (found by a helper: 2025-04-26 –
+    2026-08-03 on a vault whose first billed session was in 2026)."""
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    _session(store, "zero", "web", "Acme Corp", "2026-05-01T09:00:00Z", "2026-05-01T09:00:10Z")
+    _session(store, "real", "web", "Acme Corp", "2026-06-02T09:00:00Z", "2026-06-02T10:00:00Z")
+    store.close()
+    config = tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME, encoding="utf-8")
+    draft = tmp_path / "d.pdf"
+    memo("report", "invoice", "--all", "--client", "Acme Corp", "-o", str(draft), vault=root,
+         env={"MEMO_CONFIG": str(config), "HOME": str(tmp_path)})
+    assert "Period 2026-06-02 – 2026-06-02" in " ".join(pdf_text(draft).split())
