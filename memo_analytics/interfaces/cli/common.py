@@ -405,8 +405,9 @@ def left_off_note(left: dict) -> None:
     """One stderr note of the period's billable sessions an invoice did not bill (``leftOff``:
     ``alreadyInvoiced``, ``zeroMinutes``, ``open``), when there are any: nothing is left off
     without a word — the AI cost of a session of 0 minutes included."""
-    parts = [f"{left['zeroMinutes']} of 0 minutes (hours and AI cost; --zero-minutes bills them)"
-             if left.get("zeroMinutes") else "",
+    zero = left.get("zeroMinutes") or 0
+    parts = [f"{zero} session{'s' if zero != 1 else ''} of 0 minutes, with {'their' if zero != 1 else 'its'} AI cost "
+             f"(--zero-minutes bills {'them' if zero != 1 else 'it'})" if zero else "",
              f"{left['open']} still open (billed once ended)" if left.get("open") else "",
              f"{left['alreadyInvoiced']} already invoiced (memo invoice list)" if left.get("alreadyInvoiced") else ""]
     if any(parts):
