@@ -141,20 +141,27 @@ def test_an_invoice_passes_the_ai_cost_through_with_the_clients_margin(costed, t
         "    session s1 (web): 30 minutes billed", "    session s2 (web): 0 minutes billed"]
 
 
-def test_the_lines_by_model_add_up_to_the_total_cost(realdata, tmp_path):
-    """The AI cost table by model adds up to the total printed under it (each a sum of what a
-    model cost in a session, rounded): on the real Claude Code transcripts, whose
-    turns Opus, Sonnet and Haiku answered, and on the same transcripts imported three times over
-    under other ids, where each session's rounding adds up."""
+def _copies(realdata: Path, tmp_path: Path, copies: int) -> Path:
+    """The real Claude Code transcripts written ``copies`` times under other session ids: other
+    conversations, whose costs add up."""
     folder = tmp_path / "projects"
     folder.mkdir()
     files = [p for p in sorted((realdata / "claude-code-jsonl").rglob("*.jsonl")) if "subagents" not in p.parts]
-    for copy in range(3):
+    for copy in range(copies):
         for number, path in enumerate(files):
             text = path.read_text(encoding="utf-8")
             for found in sorted(set(re.findall(r'"sessionId":\s*"([^"]+)"', text))):
                 text = text.replace(found, f"{found}-c{copy}")
             (folder / f"c{copy}-{number:03d}.jsonl").write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_the_lines_by_model_add_up_to_the_total_cost(realdata, tmp_path):
+    """The AI cost table by model adds up to the total printed under it (each a sum of what a
+    model cost in a session, rounded): on the real Claude Code transcripts, whose
+    turns Opus, Sonnet and Haiku answered, and on the same transcripts imported three times over
+    under other ids, where each session's rounding adds up."""
+    folder = _copies(realdata, tmp_path, 3)
     vault = tmp_path / "vault"
     memo("import", "claude-code", str(folder), vault=vault)
     report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
@@ -169,15 +176,7 @@ def test_a_client_filter_never_changes_what_a_session_or_a_model_cost(realdata, 
     sessions used costs what that client's AI cost is, and a session costs the same in every
     report. Apportioned from the total, Opus cost 1.5156 in the whole report and 1.5157 with
     ``--client``, and Codex's model 7.4581 against its only client's 7.4579 (found by a helper)."""
-    folder = tmp_path / "projects"
-    folder.mkdir()
-    files = [p for p in sorted((realdata / "claude-code-jsonl").rglob("*.jsonl")) if "subagents" not in p.parts]
-    for copy in range(2):
-        for number, path in enumerate(files):
-            text = path.read_text(encoding="utf-8")
-            for found in sorted(set(re.findall(r'"sessionId":\s*"([^"]+)"', text))):
-                text = text.replace(found, f"{found}-c{copy}")
-            (folder / f"c{copy}-{number:03d}.jsonl").write_text(text, encoding="utf-8")
+    folder = _copies(realdata, tmp_path, 2)
     vault = tmp_path / "vault"
     memo("import", "claude-code", str(folder), "--client", "Acme", vault=vault)
     memo("import", "codex", str(realdata / "codex-rollouts"), "--client", "Feishu", vault=vault)
