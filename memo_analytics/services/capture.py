@@ -353,7 +353,8 @@ def fallback_vault(given: str) -> Path | None:
     if not given.strip() or not path.is_absolute():
         return None
     existing = next((p for p in (path, *path.parents) if p.is_dir()), None)
-    if existing is None or repository_root(existing) is not None:
+    # where the files would really go: a symbolic link into a repository is that repository
+    if existing is None or repository_root(existing) is not None or repository_root(existing.resolve()) is not None:
         return None
     return path
 

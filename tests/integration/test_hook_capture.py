@@ -367,3 +367,16 @@ def test_a_conversation_id_holding_a_secret_is_in_no_id_file_name_or_answer(tmp_
     assert [item["sessionId"] for item in listed] == ["claude-code-redacted-71bc27fd52ff-1"]
     everything = [str(p) for p in vault.rglob("*")] + [p.read_text("utf-8", "replace") for p in vault.rglob("*.md")]
     assert not any(key.lower() in text.lower() for text in everything)
+
+
+def test_a_vault_path_that_is_a_link_into_a_repository_spools_nothing_there(tmp_path, repo):
+    """The vault named through a symbolic link to a folder of a repository: the settings refuse
+    it, and the spool beside it went through the link into the repository (found by a helper)."""
+    inside = repo / "sub"
+    inside.mkdir()
+    link = tmp_path / "vlink"
+    link.symlink_to(inside)
+    ran = memo("hook", "claude-code", input=claude("UserPromptSubmit", repo, prompt="hi"), check=False,
+               env={"MEMO_VAULT": str(link)})
+    assert (ran.returncode, ran.stdout) == (0, "") and "event not kept" in ran.stderr
+    assert list(inside.iterdir()) == []
