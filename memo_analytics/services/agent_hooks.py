@@ -390,7 +390,7 @@ def install(agent: str, vault_root: Path, project_root: Path | None = None, home
         folder.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
         backup = folder / f"{agent}-{hashlib.sha1(str(path).encode()).hexdigest()[:8]}-{stamp}-{path.name}"
-        atomic_write_bytes(backup, raw)
+        atomic_write_bytes(backup, raw, mode=0o600)  # settings may hold API keys: for this user only
     missing_dirs = [str(d) for d in [path.parent, *path.parent.parents] if not d.exists()]
     written = _write(path, settings.text, raw)
     state = read_json_state(_state_path(vault_root)) or {}

@@ -57,6 +57,7 @@ def test_install_then_uninstall_gives_the_hand_written_file_back_byte_for_byte(t
         kept_lines = [line for line in original.splitlines() if line.strip() not in ("}", "},", "]", "{}", '"hooks": {}')]
         assert all(line in text.splitlines() or line in text for line in kept_lines if "hooks" not in line)
         assert Path(installed["backup"]).read_text() == original
+        assert Path(installed["backup"]).stat().st_mode & 0o777 == 0o600  # settings may hold API keys
     status = json.loads(memo("--json", "hooks", "status", agent, vault=vault, env=env).stdout)
     assert status["items"][0]["installed"] == list(spec.events) and status["items"][0]["missing"] == []
     again = memo("hooks", "install", agent, vault=vault, env=env, check=False)
