@@ -314,6 +314,14 @@ def _managed_pointers(settings: SettingsText, spec: AgentHooks) -> dict[str, lis
     return found
 
 
+def _commands_at(settings: SettingsText, spec: AgentHooks, pointer: str) -> list[str]:
+    """The hook commands of the managed entry at ``pointer`` (a group's handlers, or one handler)."""
+    item = settings.value(pointer)
+    handlers = item["hooks"] if isinstance(item, dict) and isinstance(item.get("hooks"), list) else [item]
+    return [h.get(spec.command_key) or h.get("command") for h in handlers
+            if isinstance(h, dict) and isinstance(h.get(spec.command_key) or h.get("command"), str)]
+
+
 def _read(path: Path) -> tuple[bytes | None, SettingsText]:
     if path.is_symlink() and not path.exists():
         raise InvalidFieldError("settings", f"{path} is a broken symbolic link; memo left it as it is")
@@ -362,9 +370,21 @@ def install(agent: str, vault_root: Path, project_root: Path | None = None, home
     path = settings_path(spec, project_root, home)
     raw, settings = _read(path)
     present = _managed_pointers(settings, spec)
+
+    def wanted(event: str) -> str:
+        # a repository's settings are shared: no path of this machine in them (teammates run their own memo)
+        return hook_command(spec, event, "memo", None) if project_root is not None else \
+            hook_command(spec, event, memo, hook_vault)
+
+    # memo's entry of an event that runs another command (the vault or memo moved since): replaced
+    stale = [e for e in spec.events if e in present
+             and wanted(e) not in {c for p in present[e] for c in _commands_at(settings, spec, p)}]
+    for event in stale:
+        for pointer in present.pop(event):  # last first: the earlier pointers stay valid
+            settings.remove(pointer)
     todo = [e for e in spec.events if e not in present]
     result = {"agent": agent, "level": "project" if project_root else "user", "path": str(path),
-              "added": todo, "already": [e for e in spec.events if e in present], "backup": None}
+              "added": todo, "already": [e for e in spec.events if e in present], "updated": stale, "backup": None}
     if not todo:
         raise MemoError(f"memo's hooks for {agent} are already in {path}: nothing to do")
     created: list[str] = []
@@ -377,9 +397,7 @@ def install(agent: str, vault_root: Path, project_root: Path | None = None, home
         settings.add_member("", "hooks", {})
         created.append("/hooks")
     for event in todo:
-        # a repository's settings are shared: no path of this machine in them (teammates run their own memo)
-        command = hook_command(spec, event, "memo", None) if project_root is not None else \
-            hook_command(spec, event, memo, hook_vault)
+        command = wanted(event)
         if event not in settings.data["hooks"]:
             settings.add_member("/hooks", event, [])
             created.append(f"/hooks/{event}")
@@ -402,7 +420,8 @@ def install(agent: str, vault_root: Path, project_root: Path | None = None, home
                         "createdDirs": previous.get("createdDirs") or missing_dirs,
                         "created": sorted(set(previous.get("created", [])) | set(created)),
                         "written": _digest(written), "original": previous.get("original") if previous else
-                        (_digest(raw) if raw is not None else None)}
+                        (_digest(raw) if raw is not None and not stale else None)}  # a file holding memo's
+    # entries of another vault is no state to come back to: uninstall then removes memo's entries
     write_json_state(_state_path(vault_root), state)
     return {**result, "backup": str(backup) if backup else None}
 

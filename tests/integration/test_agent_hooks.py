@@ -287,3 +287,21 @@ def test_uninstall_from_another_vault_leaves_no_skeleton(tmp_path):
     path.write_text(path.read_text().replace('"sonnet"', '"haiku"'))
     memo("hooks", "uninstall", "cursor", vault=tmp_path / "v1", env=env)
     assert json.loads(path.read_text()) == {"x": "haiku", "version": 1}  # the version was there before
+
+
+def test_installing_again_for_a_moved_vault_points_the_entries_at_it_and_uninstall_removes_them(tmp_path):
+    """The README says to install again after moving the vault: it said 'already in …: nothing to
+    do' and the entries kept running memo for the old vault (found by a helper)."""
+    home = tmp_path / "home"
+    env = {"HOME": str(home)}
+    settings = home / ".claude" / "settings.json"
+    memo("hooks", "install", "claude-code", vault=tmp_path / "old", env=env)
+    moved = memo("hooks", "install", "claude-code", vault=tmp_path / "new", env=env)
+    assert "SessionStart, UserPromptSubmit, SessionEnd ran another vault's or memo's command before: replaced" in \
+        " ".join(moved.stdout.split())
+    text = settings.read_text()
+    assert text.count(f"--vault-root {(tmp_path / 'new').resolve()}") == 3 and str(tmp_path / "old") not in text
+    again = memo("hooks", "install", "claude-code", vault=tmp_path / "new", env=env, check=False)
+    assert again.returncode == 1 and "nothing to do" in again.stderr
+    memo("hooks", "uninstall", "claude-code", vault=tmp_path / "new", env=env)
+    assert not settings.exists() or "memo hook" not in settings.read_text()  # not the old vault's entries back

@@ -54,7 +54,9 @@ def hooks_install(agent: str = typer.Argument(..., metavar="AGENT", help=_AGENT_
 
     def human(r: dict[str, Any]) -> None:
         out.print(_safe(f"memo's hooks for {r['agent']} are in {r['path']}: {', '.join(r['added'])}"
-                        + (f" (already there: {', '.join(r['already'])})" if r["already"] else "")))
+                        + (f" (already there: {', '.join(r['already'])})" if r["already"] else "")
+                        + (f"; {', '.join(r['updated'])} ran another vault's or memo's command before: replaced"
+                           if r.get("updated") else "")))
         if r["backup"]:
             out.print(_safe(f"the file as it was: {r['backup']}"))
         note = _NOTES.get(agent, ("", ""))[r["level"] == "project"]
