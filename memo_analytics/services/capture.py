@@ -313,7 +313,8 @@ TWIN_WINDOW = timedelta(minutes=1)
 
 
 def _just_recorded(store: VaultStore, project: str, session_id: str, event: HookEvent) -> bool:
-    """Whether the session's last turn is this same prompt, recorded within :data:`TWIN_WINDOW`."""
+    """Whether the session's last turn is this same prompt, recorded within :data:`TWIN_WINDOW`
+    (and, where the agent numbers its turns, under the same number)."""
     from ..domain.ids import prompt_id
     from ..index import store as index
     from .prompts import stored_body
@@ -322,6 +323,10 @@ def _just_recorded(store: VaultStore, project: str, session_id: str, event: Hook
     row = index.get_row(store.conn, project, prompt_id(session_id, top, None), "prompt") if top else None
     if row is None:
         return False
+    if event.turn_id:  # the agent numbers its turns: another number is another turn ("continue" twice)
+        recorded = (json.loads(row["meta"]) if row["meta"] else {}).get("agentTurnId")
+        if recorded and recorded != event.turn_id:
+            return False
     try:
         body = stored_body(store, event.prompt, event.cwd if event.cwd and Path(event.cwd).is_dir() else None)
     except MemoError:

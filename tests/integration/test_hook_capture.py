@@ -380,3 +380,13 @@ def test_a_vault_path_that_is_a_link_into_a_repository_spools_nothing_there(tmp_
                env={"MEMO_VAULT": str(link)})
     assert (ran.returncode, ran.stdout) == (0, "") and "event not kept" in ran.stderr
     assert list(inside.iterdir()) == []
+
+
+def test_the_same_prompt_twice_is_two_turns_when_the_agent_numbers_them_apart_and_one_from_two_hooks(tmp_path, repo):
+    """'continue' sent twice within a minute is two turns when the agent gave each its own id (it
+    was kept once, as if a second installed hook had sent it again); the same prompt with the same
+    id — two hooks of one agent firing for one prompt — stays one turn."""
+    vault = tmp_path / "v"
+    for prompt_id in ("pid-1", "pid-2", "pid-2"):
+        hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="continue", prompt_id=prompt_id))
+    assert [t["agentTurnId"] for t in turns(vault, "product")] == ["pid-1", "pid-2"]
