@@ -4,12 +4,22 @@ byte-identical JSON (STYLE "One action table")."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 
 #: Unicode's explicit direction controls (embeddings, overrides, isolates, their ends): a value
 #: holding one prints reversed, and runs on over the cells and sentences printed after it.
 DIRECTION_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate (a JSON string cut inside a character, as real
+    transcripts and agents' payloads hold) replaced by U+FFFD: text UTF-8 can carry."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def dumps(value: Any) -> str:

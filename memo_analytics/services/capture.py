@@ -31,6 +31,7 @@ from ..domain.clock import from_iso, parse_record_instant, to_iso
 from ..domain.errors import InvalidFieldError, MemoError, SessionCompletedError
 from ..domain.ids import session_record_id, slugify, validate_session_id
 from ..domain.records import RecordKind
+from ..domain.wire import valid_text
 from ..vault.redact import redact_secrets
 from .store import VaultStore
 
@@ -73,10 +74,12 @@ class HookEvent:
 
 
 def _text(payload: dict[str, Any], *names: str) -> str | None:
+    """The first of the ``names`` fields that holds text, lone surrogates replaced (U+FFFD): a
+    prompt cut inside a character is kept, not dropped."""
     for name in names:
         value = payload.get(name)
         if isinstance(value, str) and value.strip():
-            return value
+            return valid_text(value)
     return None
 
 

@@ -256,7 +256,8 @@ def test_a_usage_error_still_exits_0_with_nothing_on_stdout(tmp_path, args):
     assert (ran.returncode, ran.stdout) == (0, "") and ran.stderr.startswith("memo hook:")
 
 
-@pytest.mark.parametrize("stdin", ["[" * 100_000, '{"hook_event_name":"UserPromptSubmit","session_id":"s","prompt":"\\ud800"}'])
+@pytest.mark.parametrize("stdin", ["[" * 100_000, '{"hook_event_name":"UserPromptSubmit","session_id":"s","prompt":"'
+                                   + "x" * (1024 * 1024 + 1) + '"}'])
 def test_an_event_that_cannot_be_read_or_recorded_is_dropped_and_exits_0(tmp_path, stdin):
     vault = tmp_path / "v"
     hook(vault, "claude-code", stdin)
@@ -390,3 +391,14 @@ def test_the_same_prompt_twice_is_two_turns_when_the_agent_numbers_them_apart_an
     for prompt_id in ("pid-1", "pid-2", "pid-2"):
         hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="continue", prompt_id=prompt_id))
     assert [t["agentTurnId"] for t in turns(vault, "product")] == ["pid-1", "pid-2"]
+
+
+def test_a_prompt_cut_inside_a_character_is_kept_with_a_replacement_character(tmp_path, repo):
+    """A lone surrogate in the payload's prompt dropped the turn ('1 validation error …', the field
+    unnamed); the importers already keep such text with U+FFFD, and so does a hook now."""
+    vault = tmp_path / "v"
+    payload = claude("UserPromptSubmit", repo, prompt="fix the \ud800 parser")
+    assert "\\ud800" in payload  # as JSON carries it
+    hook(vault, "claude-code", payload)
+    [turn] = turns(vault, "product")
+    assert turn["body"] == "fix the \ufffd parser"

@@ -30,6 +30,7 @@ from ...domain.clock import from_iso, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
 from ...domain.ids import session_record_id, slugify
 from ...domain.records import RecordKind
+from ...domain.wire import valid_text
 from ...index import store as index
 from ...vault.ledger import invoiced_in
 from ...vault.redact import redact_secrets, warm as warm_redaction
@@ -395,12 +396,7 @@ def session_description(title: str | None, texts: list[str], limit: int = 120) -
     return first_line(chosen, limit) if chosen else None
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _valid_text(text: str) -> str:
-    """Lone surrogates (cut JSON strings in real transcripts) become U+FFFD."""
-    return _SURROGATE.sub("\ufffd", text)
+_valid_text = valid_text  # lone surrogates (cut JSON strings in real transcripts) become U+FFFD
 
 
 def transcript_session_base(transcript: Transcript, apart: bool = False) -> str:
