@@ -26,7 +26,7 @@ from ..domain.errors import InvalidFieldError, MemoError, full_disk_error
 from ..vault.io import file_identity, read_json_state, write_json_state
 from ..vault.redact import redact_secrets
 from .importers import IMPORTERS, load_importer, opencode
-from .importers.common import ImportOptions, ImportResult, format_of, run_import, walk_files
+from .importers.common import ImportOptions, ImportResult, format_of, run_import, walk_files, with_imported_siblings
 from .store import VaultStore
 
 #: (source, folder under the home folder) of every transcript store memo can import.
@@ -207,7 +207,7 @@ def import_changed(store: VaultStore, files: Iterable[tuple[Path, str]], options
             continue
         stamp = FileStates.stamp(path)  # before reading: a line written meanwhile is taken next time
         try:
-            result = run_import(store, _with_imported_siblings(store, path, source), load_importer(source).parse,
+            result = run_import(store, with_imported_siblings(store, [path], source), load_importer(source).parse,
                                 options, source=source, incremental=True)
         except (MemoError, OSError, sqlite3.Error) as exc:
             states.failed[str(path)] = (source, time.monotonic())
@@ -219,28 +219,6 @@ def import_changed(store: VaultStore, files: Iterable[tuple[Path, str]], options
     if done:
         states.save()
     return done
-
-
-def _with_imported_siblings(store: VaultStore, path: Path, source: str) -> list[Path]:
-    """``path`` and the files beside it that an import already took in (the import's state knows
-    them), in the order a clean import reads them. One conversation can span several files of a
-    folder (an agent's resumed session): the import reads an unchanged sibling again when it
-    holds a conversation ``path`` holds, so a changed file alone never stands for the whole
-    conversation — as the only file read it made the turns only the sibling holds look cut, and
-    marked them superseded (found by a helper). A sibling it never imported is left alone."""
-    from .importers.common import _reads_one_file
-    from .importers.seen import ImportState
-
-    if not _reads_one_file(source):
-        return [path]
-    module = load_importer(source)
-    state = ImportState.load(store.layout.meta_dir)
-    try:
-        siblings = walk_files([path.parent], module.SUFFIXES, module.EXCLUDE_DIRS)
-        known = [p for p in siblings if p != path and state.transcripts(p, source)]
-    except OSError:
-        return [path]
-    return sorted([path, *known]) if known else [path]
 
 
 def _reason(store: VaultStore, exc: BaseException) -> str:

@@ -626,3 +626,23 @@ def test_times_a_person_corrected_are_kept_when_the_transcript_grows_and_is_read
     assert (session["startTime"], session["endTime"], session["durationMinutes"]) == (
         "2025-09-03T09:30:00.000Z", "2025-09-03T11:00:00.000Z", 90)
     assert imported(vault, str(folder), "--rescan")["errors"] == []
+
+
+def test_a_file_imported_alone_is_read_with_the_imported_file_beside_it_of_its_conversation(realdata, tmp_path):
+    """``memo import claude-code b.jsonl``, then ``… a.jsonl`` — two files of one conversation,
+    each given alone: the second made the turn only the first holds look cut (superseded, the
+    session shortened) and a later import of the folder found both unchanged (found by a helper).
+    A file given alone is now read with the files beside it an import already took in."""
+    full = next((realdata / "claude-code-jsonl" / "d-kimuson-claude-code-viewer" / "mock-global-claude-dir" /
+                 "projects" / "sample-project").glob("fe5e1c67-*.jsonl"))
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    lines = full.read_text(encoding="utf-8").splitlines(keepends=True)
+    (folder / "a.jsonl").write_text("".join(lines[:80]), encoding="utf-8")
+    (folder / "b.jsonl").write_text("".join(lines), encoding="utf-8")
+    vault, clean = tmp_path / "v", tmp_path / "clean"
+    imported(clean, str(folder))
+    imported(vault, str(folder / "b.jsonl"))
+    second = imported(vault, str(folder / "a.jsonl"))
+    assert (second["superseded"], second["files"]) == (0, 2)
+    assert _listing(vault) == _listing(clean)

@@ -44,7 +44,7 @@ def _import_command(source: str) -> Callable[..., None]:
         rescan: bool = typer.Option(False, "--rescan", help="Read every file again, also those unchanged since the "
                                                             "last import took them in."),
     ) -> None:
-        from ...services.importers.common import ImportOptions, run_import, walk_files
+        from ...services.importers.common import ImportOptions, run_import, walk_files, with_imported_siblings
 
         module = load_importer(source)
         if any(not p.strip() for p in paths):
@@ -67,6 +67,11 @@ def _import_command(source: str) -> Callable[..., None]:
         if not files:
             raise MemoError(f"nothing to import: no {' or '.join('*' + s for s in module.SUFFIXES)} file under "
                             f"{', '.join(paths)} (is this a {source} folder?)")
+        singles = [Path(p) for p in paths if Path(p).is_file()]
+        if singles and not rescan:  # a file given alone: with the files beside it of the same conversations
+            beside = with_imported_siblings(state.store, singles, source)
+            if len(beside) > len(singles):
+                files = sorted(set(files) | set(beside))
         with _progress(f"import {source}", len(files)) as advance:
             result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance(), source=source,
                                 incremental=not rescan)

@@ -1218,6 +1218,30 @@ def run_import(
     return result
 
 
+def with_imported_siblings(store: VaultStore, files: list[Path], source: str) -> list[Path]:
+    """``files`` and the files beside each that an import already took in (the import's state
+    knows them), in the order a clean import reads them. One conversation can span several files
+    of a folder (an agent's resumed session): the import reads an unchanged sibling again when it
+    holds a conversation one of ``files`` holds, so a changed file alone never stands for the
+    whole conversation — as the only file read it made the turns only the sibling holds look cut,
+    and marked them superseded (found by a helper). A sibling never imported is left alone."""
+    from . import load_importer
+    from .seen import ImportState
+
+    if not _reads_one_file(source):
+        return list(files)
+    module = load_importer(source)
+    state = ImportState.load(store.layout.meta_dir)
+    found = set(files)
+    for folder in dict.fromkeys(path.parent for path in files):
+        try:
+            found.update(p for p in walk_files([folder], module.SUFFIXES, module.EXCLUDE_DIRS)
+                         if p not in found and state.transcripts(p, source))
+        except OSError:
+            continue
+    return sorted(found) if len(found) > len(files) else list(files)
+
+
 def _reads_one_file(source: str) -> bool:
     """Whether the importer of ``source`` parses only the file it is given (``SELF_CONTAINED``)."""
     from . import IMPORTERS, load_importer
