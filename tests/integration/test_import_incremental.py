@@ -646,3 +646,20 @@ def test_a_file_imported_alone_is_read_with_the_imported_file_beside_it_of_its_c
     second = imported(vault, str(folder / "a.jsonl"))
     assert (second["superseded"], second["files"]) == (0, 2)
     assert _listing(vault) == _listing(clean)
+
+
+def test_a_conversation_id_shaped_like_a_token_stays_out_of_the_import_state(realdata, tmp_path):
+    """The session became ``claude-code-redacted-…`` but ``import-state.json`` kept the raw id
+    among the file's transcripts (found by a helper): it keeps their digests now, and a
+    conversation over two files is still matched through them."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    source = realdata / CC / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    text = source.read_text(encoding="utf-8").replace("0ccf1a04-1b4c-43b6-8aa5-79e41db43a68", token)
+    (folder / "a.jsonl").write_text(text, encoding="utf-8")
+    vault = tmp_path / "v"
+    assert imported(vault, str(folder))["sessions"] >= 1
+    state = (vault / ".memo" / "import-state.json").read_text(encoding="utf-8")
+    assert token not in state and json.loads(state)["files"]
+    assert not [p for p in vault.rglob("*") if p.is_file() and token.encode() in p.read_bytes()]

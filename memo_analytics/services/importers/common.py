@@ -1054,7 +1054,7 @@ def run_import(
     from ...vault.io import remove_quietly
     from . import load_importer
     from .resume import Start, cache_file, write_checkpoint
-    from .seen import ImportState, Stamp, options_key
+    from .seen import ImportState, Stamp, options_key, transcript_digest
 
     result = ImportResult()
     transcripts: list[Transcript] = []
@@ -1166,7 +1166,7 @@ def run_import(
                 if kept:
                     # an unchanged file holding a conversation a changed file holds too is read again:
                     # a conversation is merged from all its files
-                    read_ids = {transcript_id for ids in held.values() for transcript_id in ids}
+                    read_ids = {transcript_digest(transcript_id) for ids in held.values() for transcript_id in ids}
                     queue = [p for p in kept if read_ids & set(state.transcripts(p, source))]
                     again = set(queue)
                     kept = [p for p in kept if p not in again]

@@ -30,7 +30,7 @@ from ...vault.io import atomic_write_bytes, read_regular_file
 
 #: The file, under the vault's ``.memo`` folder.
 STATE_FILE = "import-state.json"
-_VERSION = 2  # 2: entries keyed by a digest of the path
+_VERSION = 3  # 2: entries keyed by a digest of the path; 3: transcript ids kept as digests
 
 
 def options_key(options, source: str) -> str:
@@ -99,6 +99,7 @@ class ImportState:
         return [s for s in found if isinstance(s, str)] if isinstance(found, list) else []
 
     def transcripts(self, path: Path, source: str) -> list[str]:
+        """Digests (:func:`transcript_digest`) of the transcript ids the file held when imported."""
         entry = self.entries.get(self.key(path, source))
         found = entry.get("transcripts") if isinstance(entry, dict) else None
         return [t for t in found if isinstance(t, str)] if isinstance(found, list) else []
@@ -118,7 +119,8 @@ class ImportState:
         to read it on from (``resume``: a checkpoint's meta) when it grows."""
         key = self.key(path, source)
         entry = {"size": stamp.size, "mtimeNs": stamp.mtime_ns, "ctimeNs": stamp.ctime_ns, "inode": stamp.inode,
-                 "options": options, "transcripts": sorted(set(transcripts)), "sessions": sorted(set(sessions))}
+                 "options": options, "transcripts": sorted({transcript_digest(t) for t in transcripts}),
+                 "sessions": sorted(set(sessions))}
         if resume is not None:
             entry["resume"] = resume
         self.entries[key] = self._updates[key] = entry
@@ -144,6 +146,12 @@ class ImportState:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(self.path, orjson.dumps({"version": _VERSION, "files": entries}), durable=False)
         self.entries, self._updates, self.changed = entries, {}, False
+
+
+def transcript_digest(transcript_id: str) -> str:
+    """What the state keeps of a transcript id: a digest (an agent's conversation id can hold a
+    secret; the state is not redacted, and no secret rests in the vault's folder)."""
+    return hashlib.blake2b(transcript_id.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 @functools.lru_cache(maxsize=65536)
