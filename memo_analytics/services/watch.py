@@ -14,7 +14,9 @@ taken in through the session file they belong to. Stopping (SIGINT, SIGTERM, or 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -108,12 +110,16 @@ def source_of(path: Path) -> str | None:
 
 
 class FileStates:
-    """What the watcher last took in of each file: ``{path: [size, mtime_ns]}`` in
-    ``<vault>/.memo/watch.json`` (a cache: a lost file means a full re-import, which is idempotent)."""
+    """What the watcher last took in of each file: ``{digest of its path: [size, mtime_ns]}`` in
+    ``<vault>/.memo/watch.json`` (a cache: a lost file means a full re-import, which is idempotent;
+    never a path — a folder's name can hold a secret, and no secret rests in the vault's folder)."""
+
+    VERSION = 2  # 2: keyed by digests of paths
 
     def __init__(self, vault_root: Path) -> None:
         self.path = Path(vault_root) / ".memo" / "watch.json"
-        self.files: dict[str, list[int]] = (read_json_state(self.path) or {}).get("files", {})
+        kept = read_json_state(self.path) or {}
+        self.files: dict[str, list[int]] = kept.get("files", {}) if kept.get("version") == self.VERSION else {}
         #: files whose last import failed (a full disk, a vault busy too long): ``{path: (source,
         #: when)}`` (``time.monotonic``), tried again after :data:`RETRY_AFTER_SECONDS` (:meth:`due`)
         self.failed: dict[str, tuple[str, float]] = {}
@@ -141,18 +147,22 @@ class FileStates:
                 pass
         return stamp
 
+    @staticmethod
+    def key(path: Path) -> str:
+        return hashlib.blake2b(os.fsencode(os.path.abspath(path)), digest_size=16).hexdigest()
+
     def changed(self, path: Path) -> bool:
         stamp = self.stamp(path)
-        return stamp is not None and self.files.get(str(path)) != stamp
+        return stamp is not None and self.files.get(self.key(path)) != stamp
 
     def took(self, path: Path, stamp: list[int] | None) -> None:
         if stamp is not None:
-            self.files[str(path)] = stamp
+            self.files[self.key(path)] = stamp
 
     def save(self) -> None:
         """Keep :attr:`files` (a cache: a disk too full to write it costs a re-import later)."""
         try:
-            write_json_state(self.path, {"files": self.files})
+            write_json_state(self.path, {"version": self.VERSION, "files": self.files})
         except OSError:
             pass
 

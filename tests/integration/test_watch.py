@@ -347,3 +347,18 @@ def test_a_changed_file_of_a_conversation_over_two_files_is_read_with_its_siblin
     finally:
         store.close()
     assert totals(vault) == clean
+
+
+def test_the_watchers_state_keeps_no_path(tmp_path):
+    """``.memo/watch.json`` kept each file's path: a folder named like a token rested in the
+    vault's folder (found by a helper). It keeps digests of paths now."""
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    folder = tmp_path / token
+    folder.mkdir()
+    (folder / "s.jsonl").write_text(line("user", "u1", "2026-03-02T09:00:00.000Z", "first question"), encoding="utf-8")
+    vault = tmp_path / "v"
+    memo("watch", "--once", "--only", str(folder), vault=vault)
+    kept = (vault / ".memo" / "watch.json").read_text(encoding="utf-8")
+    assert token not in kept and json.loads(kept)["files"]
+    again = memo("watch", "--once", "--only", str(folder), vault=vault)
+    assert again.stderr.strip() == "done: 0 imports (nothing changed since the last run)"  # found by its digest
