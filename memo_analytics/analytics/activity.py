@@ -244,7 +244,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         Totals in minutes (int) and hours (2 decimals); ``sessions`` sorted by start,
         each ``{id, sessionId, project, client, billable, status, startTime, endTime,
         durationMinutes, billedMinutes, billableHours, taskSlug, summary, deliverables,
-        costUsd, tokens}`` with times in UTC ISO (``billableHours`` null for a session that
+        costUsd, tokens, unpricedTurns}`` with times in UTC ISO (``billableHours`` null for a session that
         bills nothing; ``costUsd`` the API-equivalent cost of its turns, decimal text USD,
         :mod:`.cost`). ``totalCostUsd`` and ``costByClient`` (billed sessions) on the wire
         add those of the sessions; ``costByModel`` lines add up to ``totalCostUsd``: every
@@ -298,7 +298,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     for item in items:
         totals = by_session.get((item["project"], item["sessionId"]))
         wired = (totals or CostTotals()).wire()
-        item.update(costUsd=wired["costUsd"], tokens=wired["tokens"])
+        item.update(costUsd=wired["costUsd"], tokens=wired["tokens"], unpricedTurns=wired["unpricedTurns"])
         if totals and item["billableHours"] is not None:
             merged = client_cost.setdefault(item["client"].lower(), CostTotals())
             merged.cost += totals.cost

@@ -234,6 +234,8 @@ class Invoice:
     zero_minute_sessions: int = 0
     already_invoiced: int = 0
     unpriced_clients: tuple[str, ...] = ()
+    #: turns of billed sessions whose model has no price, for clients billed their AI cost: not in it
+    unpriced_ai_turns: int = 0
 
     @property
     def totals(self) -> list[CurrencyTotal]:
@@ -327,6 +329,7 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
     for name in unpriced:
         by_client.pop(name.lower(), None)
     sections = []
+    unpriced_turns = 0
     for key in sorted(by_client):
         client = names.get(key, by_client[key][0]["client"])
         billing = terms(client)
@@ -339,8 +342,11 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         build = _session_lines if lines == "session" else _project_lines
         section.lines = build(by_client[key], report, billing) + _ai_cost_line(by_client[key], report, billing)
         sections.append(section)
+        if billing.ai_cost_margin is not None:
+            unpriced_turns += sum(int(i.get("unpricedTurns") or 0) for i in by_client[key])
     return Invoice(sections=sections, open_sessions=open_sessions, zero_minute_sessions=len(fresh) - len(billed),
-                   already_invoiced=len(ended) - len(fresh), unpriced_clients=tuple(unpriced))
+                   already_invoiced=len(ended) - len(fresh), unpriced_clients=tuple(unpriced),
+                   unpriced_ai_turns=unpriced_turns)
 
 
 def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:
@@ -373,9 +379,12 @@ def _ai_cost_line(items: list[dict[str, Any]], report: ActivityReport, billing: 
     amount = billing.ai_cost_amount(cost, minor_unit(billing.currency))
     last = max(from_iso(i["startTime"]).astimezone(report.zone).date() for i in items)
     conversion = "" if billing.currency == "USD" else f", × {billing.ai_cost_exchange_rate} {billing.currency}/USD"
+    unpriced = sum(int(i.get("unpricedTurns") or 0) for i in items)
+    left = (f"; {unpriced} turn{'s' if unpriced != 1 else ''} of models without a price "
+            f"({', '.join(report.unpriced_models) or 'unknown'}) not in it" if unpriced else "")
     return [InvoiceLine(date=f"{last}", project="AI usage",
                         description=f"AI usage at API prices: USD {cost:.4f} + {billing.ai_cost_margin} %",
-                        notes=(f"API-equivalent cost of the agents' turns in these sessions{conversion}",),
+                        notes=(f"API-equivalent cost of the agents' turns in these sessions{conversion}{left}",),
                         sessions=0, duration_minutes=0, hours=Decimal(1), rate=amount, amount=amount, unit="C62")]
 
 
@@ -529,7 +538,7 @@ def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | Non
         "lines": sum(len(s.lines) for s in invoice.sections),
         "openSessions": invoice.open_sessions,
         "leftOff": {"alreadyInvoiced": invoice.already_invoiced, "zeroMinutes": invoice.zero_minute_sessions,
-                    "open": invoice.open_sessions},
+                    "open": invoice.open_sessions, "unpricedTurns": invoice.unpriced_ai_turns},
         "timezone": report.wire()["timezone"],
     })
     return summary

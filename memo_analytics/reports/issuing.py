@@ -141,7 +141,7 @@ def _document_meta(kind: str, number: str, key: str, sequence: int, number_forma
                       "billedMinutes": int(s.get("billedMinutes", s["durationMinutes"]) or 0),
                       "billableHours": f"{s['billableHours'] or 0:.2f}"} for s in section.sessions],
         "leftOff": {"alreadyInvoiced": invoice.already_invoiced, "zeroMinutes": invoice.zero_minute_sessions,
-                    "open": invoice.open_sessions},
+                    "open": invoice.open_sessions, "unpricedTurns": invoice.unpriced_ai_turns},
         "issuer": _party(issuer, issuer.name or ""), "buyer": _party(client, client_name),
         "footer": issuer.footer, "createdAt": to_iso(now),
     }

@@ -231,10 +231,34 @@ def test_a_session_of_0_minutes_left_off_an_invoice_is_said_with_its_ai_cost(cos
     assert draft.stderr.strip() == ("note: billable sessions of the period left off: 1 session of 0 minutes, "
                                     "with its AI cost (--zero-minutes bills it)")
     assert json.loads(memo("--json", *args, "-o", str(tmp_path / "d.csv"), vault=costed, env=env).stdout)[
-        "leftOff"] == {"alreadyInvoiced": 0, "zeroMinutes": 1, "open": 0}
+        "leftOff"] == {"alreadyInvoiced": 0, "zeroMinutes": 1, "open": 0, "unpricedTurns": 0}
     assert ',2.10' in (tmp_path / "d.csv").read_text(encoding="utf-8-sig")
     memo(*args, "--zero-minutes", "-o", str(tmp_path / "z.csv"), vault=costed, env=env)
     assert ',2.11' in (tmp_path / "z.csv").read_text(encoding="utf-8-sig")
     issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme", "--since", "2026-01-01",
                              "--until", "2026-01-31", "--zero-minutes", vault=costed, env=env).stdout)
     assert (issued["net"], issued["leftOff"]["zeroMinutes"]) == ("52.11", 0)
+
+
+def test_turns_of_a_model_without_a_price_are_said_to_be_left_out_of_the_invoices_ai_cost(costed, tmp_path):
+    """A session whose model has no price cost "0.0000" and the invoice's AI line left its turns
+    out without a word (found by a helper): the line says so, and so does the command."""
+    from .test_cli import pdf_text
+
+    store = VaultStore(Settings(vault_root=costed, timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="s4", project="web", client="Acme",
+                                             start_time="2026-01-06T09:00:00Z"))
+    record_prompt(store, RecordPromptRequest(body="work s4", session_id="s4", project="web", model="aide-gpt-5",
+                                             created="2026-01-06T09:01:00Z", extra={"tokens": SMALL}))
+    end_session(store, EndSessionRequest(session_id="s4", project="web", until="2026-01-06T09:30:00Z"))
+    store.close()
+    config = tmp_path / "config.toml"
+    config.write_text('[clients.Acme]\nhourlyRate = "100"\ncurrency = "USD"\naiCostMargin = "15"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path)}
+    pdf = tmp_path / "d.pdf"
+    draft = memo("report", "invoice", "--all", "--client", "Acme", "-o", str(pdf), vault=costed, env=env)
+    assert "from the AI cost, 1 turn of models without a price (memo activity names them)" in draft.stderr
+    assert "1 turn of models without a price (aide-gpt-5) not in it" in " ".join(pdf_text(pdf).split())
+    said = json.loads(memo("--json", "report", "invoice", "--all", "--client", "Acme", "-o", str(tmp_path / "j.csv"),
+                           vault=costed, env=env).stdout)
+    assert said["leftOff"]["unpricedTurns"] == 1

@@ -157,7 +157,7 @@ def test_an_issued_invoice_is_numbered_stored_priced_with_vat_and_a_valid_factur
         "number": "2026-0001", "kind": "invoice", "issued": today.isoformat(), "due": june["due"],
         "periodStart": "2026-06-01", "periodEnd": "2026-06-30", "client": "Acme Corp", "currency": "EUR",
         "net": "218.40", "tax": "41.50", "gross": "259.90", "billableHours": "1.75", "sessions": 2, "status": "issued"}
-    assert june["leftOff"] == {"alreadyInvoiced": 0, "zeroMinutes": 1, "open": 0}
+    assert june["leftOff"] == {"alreadyInvoiced": 0, "zeroMinutes": 1, "open": 0, "unpricedTurns": 0}
     assert date.fromisoformat(june["due"]) - today == timedelta(days=14)
     stored = billing["vault"] / "invoices" / "2026-0001.pdf"
     assert stored.read_bytes() == (tmp_path / "june.pdf").read_bytes()

@@ -403,12 +403,15 @@ def _json_asked(argv: Sequence[str]) -> bool:
 
 def left_off_note(left: dict) -> None:
     """One stderr note of the period's billable sessions an invoice did not bill (``leftOff``:
-    ``alreadyInvoiced``, ``zeroMinutes``, ``open``), when there are any: nothing is left off
-    without a word — the AI cost of a session of 0 minutes included."""
+    ``alreadyInvoiced``, ``zeroMinutes``, ``open``) and of the turns its AI cost leaves out
+    (``unpricedTurns``: models without a price), when there are any: nothing is left off without
+    a word — the AI cost of a session of 0 minutes included."""
     zero = left.get("zeroMinutes") or 0
     parts = [f"{zero} session{'s' if zero != 1 else ''} of 0 minutes, with {'their' if zero != 1 else 'its'} AI cost "
              f"(--zero-minutes bills {'them' if zero != 1 else 'it'})" if zero else "",
              f"{left['open']} still open (billed once ended)" if left.get("open") else "",
+             f"from the AI cost, {left['unpricedTurns']} turn{'s' if left['unpricedTurns'] != 1 else ''} of models "
+             "without a price (memo activity names them)" if left.get("unpricedTurns") else "",
              f"{left['alreadyInvoiced']} already invoiced (memo invoice list)" if left.get("alreadyInvoiced") else ""]
     if any(parts):
         err.print("note: billable sessions of the period left off: " + "; ".join(p for p in parts if p))
