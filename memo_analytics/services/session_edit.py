@@ -30,7 +30,7 @@ from typing import Any
 from datetime import timedelta
 
 from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow
-from ..domain.errors import InvalidFieldError, SessionNotStartedError
+from ..domain.errors import InvalidFieldError
 from ..domain.ids import prompt_id, session_record_id, validate_session_id, validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
@@ -64,11 +64,9 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         ``startTime``/``endTime``, naming the invoice); a target project already holding a
         session of this id (``project``); times of an open session, an end before the start, in
         the future or more than a week after it, ``minutes`` with ``endTime``
-        (``startTime``/``endTime``/``minutes``).
+        (``startTime``/``endTime``/``minutes``); no such session (``session``).
     InvalidDateError
         An unparseable ``startTime`` or ``endTime`` (a time without offset is in ``store.zone``).
-    SessionNotStartedError
-        No such session.
     AmbiguousIdError
         The id names sessions of several projects and none is given.
     """
@@ -97,7 +95,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     with store.lock():
         row = store.locate(record_id, RecordKind.SESSION, project=request.project, cwd=request.cwd)
         if row is None:
-            raise SessionNotStartedError(session_id)
+            raise InvalidFieldError("session", f"no session {session_id} in the vault (memo session show lists them)")
         project = row["project"]
         meta, body = store.read(project, RecordKind.SESSION, record_id) or ({}, "")
         if times:

@@ -56,7 +56,8 @@ def test_not_billable_leaves_the_invoice_and_nothing_to_change_says_so(billing):
     assert none.stderr.strip() == ("error: Invalid session: nothing to change: give --client, "
                                    "--billable/--no-billable, --summary, --to-project, --start, --end or --minutes")
     missing = run(billing, "session", "edit", "nope", "--summary", "x")
-    assert missing.returncode == 1 and "nope" in missing.stderr
+    assert (missing.returncode, missing.stderr.strip()) == (
+        1, "error: Invalid session: no session nope in the vault (memo session show lists them)")
 
 
 def test_an_invoiced_session_keeps_its_billing_until_the_invoice_is_credited(billing):

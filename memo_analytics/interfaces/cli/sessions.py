@@ -149,7 +149,9 @@ def session_edit(
         timed = {"startTime", "endTime", "durationMinutes"} & set(r["changed"])
         span = (f" now {r['durationMinutes']} minutes ({_local(r['startTime'])} – {_local(r['endTime'])} "
                 f"{_zone_label()});" if timed else "")
-        follow = f" {r['turnsUpdated']} turns follow" if {"client", "billable", "project"} & set(r["changed"]) else ""
+        turns = r["turnsUpdated"]
+        follow = (f" its {turns} turn{'s' if turns != 1 else ''} updated too"
+                  if {"client", "billable", "project"} & set(r["changed"]) else "")
         out.print(f"session {r['sessionId']} ({r['project']}): {', '.join(r['changed'])} changed;{span}{follow}"
                   .rstrip(";"))
 
