@@ -105,3 +105,21 @@ def test_a_claimed_baton_is_not_replaced_by_re_ending(store):
     start(store, "b")
     with pytest.raises(InvalidFieldError, match="already claimed by b"):
         end(store, "a", handoff={"nextSteps": "second"})
+
+
+def test_ending_an_ended_session_again_with_a_hand_off_says_the_hand_off_is_pending_again(tmp_path):
+    """A hand-off cancelled, then the session ended again with --next-step: the baton is written
+    anew and pending — which the command said nothing of (found by a helper)."""
+    import json
+
+    from tests.inprocess import memo as run
+
+    vault = tmp_path / "v"
+    run("session", "start", "h1", "--project", "p", vault=vault)
+    run("session", "end", "h1", "--next-step", "ship", vault=vault)
+    run("session", "handoff", "h1", "--cancel", "--project", "p", vault=vault)
+    again = run("session", "end", "h1", "--next-step", "ship again", vault=vault)
+    assert "its hand-off is written anew and pending (memo session handoff --cancel takes it back)" in \
+        " ".join(again.stdout.split())
+    pending = json.loads(run("--json", "session", "handoff", "--all", vault=vault).stdout)
+    assert [h["nextSteps"] for h in pending["items"]] == [["ship again"]]

@@ -111,7 +111,9 @@ def session_end(
         if was_completed:
             out.print(f"session {r['sessionId']} was already ended; its times and duration are kept "
                       f"({r['durationMinutes']} minutes, {_local(r['startTime'])} – {_local(r['endTime'])} "
-                      f"{_zone_label()}); summary and deliverables updated")
+                      f"{_zone_label()}); summary and deliverables updated"
+                      + ("; its hand-off is written anew and pending (memo session handoff --cancel takes it back)"
+                         if handoff else ""))
         else:
             out.print(f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({_local(r['startTime'])} – "
                       f"{_local(r['endTime'])} {_zone_label()})")
