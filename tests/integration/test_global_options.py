@@ -95,6 +95,8 @@ def test_under_json_an_error_is_one_json_line_on_stderr(vault):
     assert ran.returncode == 2
     assert json.loads(ran.stderr) == {"error": "No such option: --bogus (memo activity); see --help",
                                       "errorType": "NoSuchOption", "exitCode": 2}
+    zone = memo("activity", "--all", "--tz", "Mars/X", "--json", vault=vault, check=False)
+    assert json.loads(zone.stderr)["field"] == "tz"  # a request's refused field is named, as a date's is
     ran = memo("prompt", "get", "0" * 26, "--json", vault=vault, check=False)
     assert json.loads(ran.stderr)["errorType"] == "RecordNotFoundError"
     plain = memo("activity", "--since", "nope", vault=vault, check=False)

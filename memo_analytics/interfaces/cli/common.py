@@ -306,21 +306,26 @@ class _progress:
 DEMO_MARKER = ".memo-demo"
 
 
-def _validation_message(exc: ValidationError) -> str:
+def _validation_field(exc: ValidationError) -> tuple[str, str]:
+    """``(field, reason)`` of a request's first refused field (wire name)."""
     first = exc.errors()[0]
     message = first["msg"].removeprefix("Value error, ")
     field = ".".join(to_camel(str(p)) for p in first["loc"])
     if not field and ": " in message:
         field, message = message.split(": ", 1)
         field = to_camel(field)
-    return f"Invalid {field or 'input'}: {message}"
+    return field or "input", message
+
+
+def _validation_message(exc: ValidationError) -> str:
+    return "Invalid {}: {}".format(*_validation_field(exc))
 
 
 def _build(request_model: type, /, **fields: Any):
     try:
         return request_model(**fields)
     except ValidationError as exc:
-        raise MemoError(_validation_message(exc)) from None
+        raise InvalidFieldError(*_validation_field(exc)) from None
 
 
 def _grouped(amount: object) -> str:
