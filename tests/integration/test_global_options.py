@@ -136,6 +136,7 @@ def test_version_prints_the_installed_version_without_opening_a_vault(tmp_path):
     ran = memo("--version", env={"MEMO_VAULT": str(not_a_folder)})
     assert (ran.returncode, ran.stdout, ran.stderr) == (0, f"memo {version('memo_analytics')}\n", "")
     assert not_a_folder.read_text() == "x"
+    assert json.loads(memo("--json", "--version").stdout) == {"version": version("memo_analytics")}
 
 
 def test_no_command_offers_to_install_shell_completion(tmp_path):

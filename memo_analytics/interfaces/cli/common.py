@@ -198,11 +198,12 @@ def _global(
 
 
 def _version(value: bool) -> None:
-    """``memo --version``: ``memo 0.1.0`` on stdout, and exit 0."""
+    """``memo --version``: ``memo 0.1.0`` on stdout (``{"version": "0.1.0"}`` with ``--json``), and exit 0."""
     if value:
         from ... import __version__
 
-        sys.stdout.write(f"memo {__version__}\n")
+        sys.stdout.write(json.dumps({"version": __version__}) + "\n" if _json_asked(sys.argv[1:])
+                         else f"memo {__version__}\n")
         raise typer.Exit()
 
 
