@@ -665,3 +665,18 @@ def test_a_drafts_open_period_runs_over_the_sessions_it_bills(tmp_path):
     memo("report", "invoice", "--all", "--client", "Acme Corp", "-o", str(draft), vault=root,
          env={"MEMO_CONFIG": str(config), "HOME": str(tmp_path)})
     assert "Period 2026-06-02 – 2026-06-02" in " ".join(pdf_text(draft).split())
+
+
+def test_a_draft_under_reverse_charge_without_the_clients_vat_id_says_issue_will_refuse_it(billing, tmp_path):
+    """The draft printed "Reverse charge" for a client without a VAT id and said nothing; only the
+    issue refused it (found by a helper)."""
+    billing["config"].write_text(billing["config"].read_text(encoding="utf-8").replace(
+        'vatId = "NL004495445B01"\n', ""), encoding="utf-8")
+    draft = run(billing, "report", "invoice", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
+                "2026-06-30", "-o", str(tmp_path / "d.pdf"))
+    assert draft.returncode == 0
+    assert ('warning: Globex is billed under reverse charge without a VAT id (clients."Globex".vatId): memo invoice '
+            'issue refuses it until it is set') in " ".join(draft.stderr.split())
+    with_id = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                  "--until", "2026-06-30", "-o", str(tmp_path / "a.pdf"))
+    assert "warning" not in with_id.stderr
