@@ -122,6 +122,11 @@ class ActivityReport:
     client_names: dict[str, str] = field(default_factory=dict)
     client_rounding: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def bills_parallel_once(self) -> bool:
+        """Whether parallel sessions of a client bill their union once (``overlapPolicy = "union"``)."""
+        return self.overlap_policy == OVERLAP_POLICIES["union"]
+
     def wire(self) -> dict[str, Any]:
         """The camelCase report. Beside its own names it carries spec-memo's, which agents
         written for it read: ``totalSessions`` (sessions in the report) and, in each client

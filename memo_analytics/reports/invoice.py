@@ -39,7 +39,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Callable, Collection, Literal
 
-from ..analytics.activity import OVERLAP_POLICIES, ActivityReport
+from ..analytics.activity import ActivityReport
 from ..config import ClientBilling, Settings
 from ..domain.clock import from_iso, utcnow, zone_name
 from ..domain.errors import InvalidDateError, InvalidFieldError, ReportError
@@ -236,6 +236,8 @@ class Invoice:
     unpriced_clients: tuple[str, ...] = ()
     #: turns of billed sessions whose model has no price, for clients billed their AI cost: not in it
     unpriced_ai_turns: int = 0
+    #: what the draft prints that ``memo invoice issue`` would refuse (one line each)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def totals(self) -> list[CurrencyTotal]:
@@ -330,6 +332,7 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         by_client.pop(name.lower(), None)
     sections = []
     unpriced_turns = 0
+    warnings: list[str] = []
     for key in sorted(by_client):
         client = names.get(key, by_client[key][0]["client"])
         billing = terms(client)
@@ -338,15 +341,18 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         section = InvoiceSection(client=client, currency=billing.currency, rate=billing.hourly_rate,
                                  tax_category=category, tax_rate=tax_rate, tax_note=billing.tax_note(),
                                  sessions=by_client[key],
-                                 rounding_note=billing.rounding_note(union=report.overlap_policy == OVERLAP_POLICIES["union"]))
+                                 rounding_note=billing.rounding_note(union=report.bills_parallel_once))
         build = _session_lines if lines == "session" else _project_lines
         section.lines = build(by_client[key], report, billing) + _ai_cost_line(by_client[key], report, billing)
         sections.append(section)
         if billing.ai_cost_margin is not None:
             unpriced_turns += sum(int(i.get("unpricedTurns") or 0) for i in by_client[key])
+        if category == "AE" and not billing.vat_id:
+            warnings.append(f"{section.client} is billed under reverse charge without a VAT id "
+                            f"(clients.\"{section.client}\".vatId): memo invoice issue refuses it until it is set")
     return Invoice(sections=sections, open_sessions=open_sessions, zero_minute_sessions=len(fresh) - len(billed),
                    already_invoiced=len(ended) - len(fresh), unpriced_clients=tuple(unpriced),
-                   unpriced_ai_turns=unpriced_turns)
+                   unpriced_ai_turns=unpriced_turns, warnings=warnings)
 
 
 def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:
@@ -528,7 +534,9 @@ def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | Non
     (float), totalDurationMinutes (int), totals: {CURRENCY: {amount (decimal string, the
     currency's minor unit: the net), tax, gross, billableHours, clients}}, lines (int: printed lines),
     openSessions (int: not billed, still open), leftOff: {alreadyInvoiced, zeroMinutes, open} (int:
-    billable sessions of the period not billed, as an issued invoice stores them), timezone}``."""
+    billable sessions of the period not billed, as an issued invoice stores them) and unpricedTurns
+    (int: turns left out of the AI cost), warnings (list of str: what ``invoice issue`` would
+    refuse), timezone}``."""
     summary: dict[str, Any] = {} if output is None else {"output": str(output)}
     summary.update({
         "totalBillableHours": float(invoice.hours),
@@ -539,6 +547,7 @@ def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | Non
         "openSessions": invoice.open_sessions,
         "leftOff": {"alreadyInvoiced": invoice.already_invoiced, "zeroMinutes": invoice.zero_minute_sessions,
                     "open": invoice.open_sessions, "unpricedTurns": invoice.unpriced_ai_turns},
+        "warnings": invoice.warnings,
         "timezone": report.wire()["timezone"],
     })
     return summary

@@ -25,9 +25,8 @@ summary can still be edited.
 
 from __future__ import annotations
 
-from typing import Any
-
 from datetime import timedelta
+from typing import Any
 
 from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow
 from ..domain.errors import InvalidFieldError

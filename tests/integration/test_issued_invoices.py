@@ -677,6 +677,10 @@ def test_a_draft_under_reverse_charge_without_the_clients_vat_id_says_issue_will
     assert draft.returncode == 0
     assert ('warning: Globex is billed under reverse charge without a VAT id (clients."Globex".vatId): memo invoice '
             'issue refuses it until it is set') in " ".join(draft.stderr.split())
+    said = json.loads(run(billing, "--json", "report", "invoice", "--all", "--client", "Globex", "--since",
+                          "2026-06-01", "--until", "2026-06-30", "-o", str(tmp_path / "d.csv")).stdout)
+    assert said["warnings"] == ['Globex is billed under reverse charge without a VAT id (clients."Globex".vatId): '
+                                'memo invoice issue refuses it until it is set']
     with_id = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
                   "--until", "2026-06-30", "-o", str(tmp_path / "a.pdf"))
     assert "warning" not in with_id.stderr

@@ -340,23 +340,29 @@ def _grouped(amount: object) -> str:
         return str(amount)
 
 
-def _zone_label() -> str:
+def _zone():
     """The zone a person's tables and lines show times in: the configured ``timezone``, else the
     machine's (the zone of every report's dates)."""
-    from ...domain.clock import resolve_zone, zone_name
+    from ...domain.clock import resolve_zone
 
-    return zone_name(resolve_zone(state.settings.timezone if state.settings else None))
+    return resolve_zone(state.settings.timezone if state.settings else None)
+
+
+def _zone_label() -> str:
+    """The name of :func:`_zone` (``Europe/Berlin``)."""
+    from ...domain.clock import zone_name
+
+    return zone_name(_zone())
 
 
 def _local(instant: str | None, seconds: bool = False) -> str:
-    """A stored UTC instant (ISO text) as a person reads it, in :func:`_zone_label`'s zone
-    (``2026-03-02 10:00``); ``open`` for None."""
+    """A stored UTC instant (ISO text) as a person reads it, in :func:`_zone` (``2026-03-02
+    10:00``); ``open`` for None."""
     if not instant:
         return "open"
-    from ...domain.clock import from_iso, resolve_zone
+    from ...domain.clock import from_iso
 
-    local = from_iso(instant).astimezone(resolve_zone(state.settings.timezone if state.settings else None))
-    return local.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+    return from_iso(instant).astimezone(_zone()).strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
 
 
 def _settings(**fields: Any) -> Settings:

@@ -10,7 +10,7 @@ import typer
 
 from ...config import config_path
 from ...domain.errors import InvalidDateError, InvalidFieldError
-from .common import _emit, _grouped, _zone_label, app, err, left_off_note, out, state
+from .common import _emit, _grouped, _zone, _zone_label, app, err, left_off_note, out, state
 from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
 
 invoice_app = typer.Typer(help="Issued invoices: numbered, stored in the vault, never billing a session twice; "
@@ -151,12 +151,11 @@ def invoice_show(
             figures = (f"{line['hours']} h × {_grouped(line['rate'])} = {_grouped(line['amount'])}"
                        if line.get("unit", "HUR") == "HUR" else _grouped(line["amount"]))  # a lump sum (the AI cost): no hours, no rate
             out.print(f"  {line['project']}: {line['description']} — {figures}")
-        from ...domain.clock import printed_span, resolve_zone
+        from ...domain.clock import printed_span
 
-        zone = resolve_zone(state.settings.timezone if state.settings else None)
         for item in s["sessionIds"]:
             minutes = item.get("billedMinutes", item["durationMinutes"])
-            began, ended = printed_span(item["startTime"], item["durationMinutes"], zone)  # as every report prints it
+            began, ended = printed_span(item["startTime"], item["durationMinutes"], _zone())  # as every report prints it
             out.print(f"    session {item['sessionId']} ({item['project']}): {minutes} minute{'' if minutes == 1 else 's'}"
                       f" billed, {began:%Y-%m-%d %H:%M} – {ended:%Y-%m-%d %H:%M} {_zone_label()}")
         if s.get("output"):

@@ -219,8 +219,5 @@ def report_invoice(
         + "; ".join(f"{c} {_grouped(v['amount'])}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))
     if not state.json:
         left_off_note(result["leftOff"])
-    for section in invoice.sections:  # what the draft prints that an issued invoice would refuse
-        terms = state.settings.billing_for(section.client)
-        if terms is not None and section.tax_category == "AE" and not terms.vat_id:
-            err.print(_safe(f"warning: {section.client} is billed under reverse charge without a VAT id "
-                            f"(clients.\"{section.client}\".vatId): memo invoice issue refuses it until it is set"))
+    for warning in invoice.warnings:  # what the draft prints that an issued invoice would refuse
+        err.print(_safe(f"warning: {warning}"))

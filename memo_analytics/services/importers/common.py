@@ -396,9 +396,6 @@ def session_description(title: str | None, texts: list[str], limit: int = 120) -
     return first_line(chosen, limit) if chosen else None
 
 
-_valid_text = valid_text  # lone surrogates (cut JSON strings in real transcripts) become U+FFFD
-
-
 def transcript_session_base(transcript: Transcript, apart: bool = False) -> str:
     """Deterministic, safe base of session ids for a transcript: ``{source}-{id}`` (lower case),
     with a hash of the exact id when the id is not already a slug. ``apart``: with the hash in
@@ -508,8 +505,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                                      f"differs; credit the invoice first to take that in: memo invoice credit)")
                 result.held_back.add((transcript.source, transcript.transcript_id))
             continue
-        described = stored_summary(store, session_description(_valid_text(transcript.title or ""),
-                                                              [_valid_text(p.text) for p in interval.prompts[:20]]))
+        described = stored_summary(store, session_description(valid_text(transcript.title or ""),
+                                                              [valid_text(p.text) for p in interval.prompts[:20]]))
         if existing is None:
             start = StartSessionRequest(
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
@@ -620,7 +617,7 @@ def _turn_request(transcript: Transcript, session_id: str, project: str, turn: i
     """
     usage = {**_usage(prompt), "promptHash": prompt_hash(prompt.text)}
     return RecordPromptRequest(
-        body=_valid_text(prompt.text), session_id=session_id, turn=turn, project=project,
+        body=valid_text(prompt.text), session_id=session_id, turn=turn, project=project,
         created=prompt.at or interval.start, source=f"import:{transcript.source}",
         ide=transcript.ide, model=prompt.model or transcript.model, agent=transcript.agent,
         client=options.client, billable=options.billable, extra={**extra, **usage}, skip_existing=True,
@@ -674,7 +671,7 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
             return 0
         meta, body = found
         try:
-            text = stored_body(store, _valid_text(prompt.text))
+            text = stored_body(store, valid_text(prompt.text))
         except InvalidFieldError:
             return 0
         changed = {}
