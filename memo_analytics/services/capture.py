@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -217,15 +218,21 @@ def secret_free_id(conversation: str) -> str | None:
     return f"redacted-{hashlib.sha1(conversation.encode('utf-8')).hexdigest()[:12]}"
 
 
+#: How :func:`numbered` marks a later work interval of one agent session (``….2``).
+_INTERVAL_MARK = re.compile(r"\.\d+$")
+
+
 def hook_session_id(agent: str, session: str) -> str:
     """The product's session id of an agent's session: ``{agent}-{its id}`` (ids that are not
-    safe slugs, or too long, are slugged and given a short hash; an id holding a secret is
-    ``redacted-`` and a hash of it: no file name, record or answer shows it, SPEC §2.4)."""
+    lower-case safe slugs, or too long, or that end like a later work interval's ``.N``, are
+    slugged and given a short hash — so two agent sessions never share one, ``x``, ``X`` and
+    ``x.2`` included; an id holding a secret is ``redacted-`` and a hash of it: no file name,
+    record or answer shows it, SPEC §2.4)."""
     hidden = secret_free_id(session)
     if hidden is not None:
         return validate_session_id(f"{agent}-{hidden}")
     base = slugify(session, 120)
-    if base != session.lower():
+    if base != session or _INTERVAL_MARK.search(base):
         base = f"{base[:100]}-{hashlib.sha1(session.encode('utf-8')).hexdigest()[:8]}"
     return validate_session_id(f"{agent}-{base}")
 

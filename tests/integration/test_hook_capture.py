@@ -402,3 +402,27 @@ def test_a_prompt_cut_inside_a_character_is_kept_with_a_replacement_character(tm
     hook(vault, "claude-code", payload)
     [turn] = turns(vault, "product")
     assert turn["body"] == "fix the \ufffd parser"
+
+
+def test_agent_sessions_x_upper_x_and_x_2_are_three_sessions_and_one_end_ends_only_its_own(tmp_path, repo):
+    """An agent's ids ``x``, ``X`` and ``x.2`` once met in one vault session (case folding, and
+    ``.2`` read as the second work interval of ``x``): a SessionEnd of one ended another."""
+    vault = tmp_path / "v"
+
+    def event(sid: str, name: str, **fields) -> str:
+        return json.dumps({"session_id": sid, "cwd": str(repo), "hook_event_name": name, **fields})
+
+    for sid in ("x", "X", "x.2"):
+        hook(vault, "claude-code", event(sid, "SessionStart", source="startup"))
+        hook(vault, "claude-code", event(sid, "UserPromptSubmit", prompt=f"prompt of {sid}"))
+    hook(vault, "claude-code", event("X", "SessionEnd", reason="prompt_input_exit"))
+    folder = vault / "projects" / "product" / "sessions"
+    sessions = {read_record(p)[0]["agentSessionId"]: read_record(p)[0] for p in folder.glob("*.md")}
+    assert sorted(sessions) == ["X", "x", "x.2"]
+    assert len({s["sessionId"] for s in sessions.values()}) == 3
+    assert sessions["x"]["sessionId"] == "claude-code-x"  # a lower-case slug keeps its plain id
+    assert {sid: s["status"] for sid, s in sessions.items()} == {"x": "active", "X": "completed", "x.2": "active"}
+    by_session = {}
+    for turn in turns(vault, "product"):
+        by_session.setdefault(turn["sessionId"], []).append(turn["body"])
+    assert sorted(by_session.values()) == [["prompt of X"], ["prompt of x"], ["prompt of x.2"]]
