@@ -244,7 +244,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     ``prompt``: the turn (``source: hook:<agent>``, ``created`` = ``event.at``) in the session
     ``{agent}-{session}`` of the project of ``event.cwd`` (else the default project), started
     first when it has no record — a conversation the agent resumed after its end goes on in
-    ``{agent}-{session}.2`` (``.3`` …), a new work interval; ``agentTurnId``/``captureId`` go into its frontmatter, and a
+    ``{agent}-{session}.2`` (``.3`` …), a new work interval (a prompt made before that end, which
+    waited in the spool, is recorded in the ended session); ``agentTurnId``/``captureId`` go into its frontmatter, and a
     turn already recorded with the same ``captureId`` (a replayed spool entry) is not recorded
     twice. ``session_start``: the session opened (an open or completed one is left as it is).
     ``session_end``: an open session ended at ``event.at``. ``stop`` and ``other``: nothing.
@@ -275,8 +276,12 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         chain = hook_sessions(store, project, session_id)
         session_id, existing = chain[-1] if chain else (session_id, None)
         if event.kind != "session_end" and existing is not None and existing[0].get("status") == "completed":
-            # the agent resumed a conversation it had ended (the same session id): a new work interval
-            session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
+            ended = from_iso(str(existing[0].get("endTime") or existing[0]["startTime"]))
+            if event.at < ended:  # it waited in the spool while the session ended: it belongs there
+                if event.kind == "session_start":
+                    return f"session {session_id} already recorded"
+            else:  # the agent resumed a conversation it had ended (the same session id): a new work interval
+                session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
         if event.kind == "session_end":
             if existing is None or existing[0].get("status") != "active":  # completed, or superseded by an import
                 return f"session {session_id}: not open, nothing to end"

@@ -426,3 +426,26 @@ def test_agent_sessions_x_upper_x_and_x_2_are_three_sessions_and_one_end_ends_on
     for turn in turns(vault, "product"):
         by_session.setdefault(turn["sessionId"], []).append(turn["body"])
     assert sorted(by_session.values()) == [["prompt of X"], ["prompt of x"], ["prompt of x.2"]]
+
+
+def test_a_prompt_spooled_before_its_session_ended_is_recorded_in_that_session_not_a_new_one(tmp_path, repo):
+    """A prompt that waited in the spool (the vault was busy) while another hook process recorded
+    the SessionEnd opened ``….2`` on replay — a session no SessionEnd would ever close."""
+    from datetime import datetime, timezone
+
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("SessionStart", repo, source="startup"))
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="first"))
+    waited = datetime.now(timezone.utc)
+    time.sleep(1.1)
+    hook(vault, "claude-code", claude("SessionEnd", repo, reason="prompt_input_exit"))
+    capture._spool(vault, {"agent": "claude-code", "event": None, "receivedAt": waited.isoformat(),
+                           "payload": json.loads(claude("UserPromptSubmit", repo, prompt="second, spooled")),
+                           "captureId": "0123456789abcdef"})
+    hook(vault, "claude-code", claude("Stop", repo, stop_hook_active=False))  # any later event replays the spool
+    assert capture.spooled(vault) == []
+    folder = vault / "projects" / "product" / "sessions"
+    [session] = [read_record(p)[0] for p in folder.glob("*.md")]
+    assert (session["sessionId"], session["status"]) == (f"claude-code-{SESSION}", "completed")
+    assert [(t["sessionId"], t["body"]) for t in turns(vault, "product")] == [
+        (f"claude-code-{SESSION}", "first"), (f"claude-code-{SESSION}", "second, spooled")]
