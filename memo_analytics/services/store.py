@@ -77,6 +77,7 @@ def repository_root(cwd: str | Path | None) -> Path | None:
     path = Path(cwd)
     if not path.is_dir():
         raise InvalidFieldError("cwd", f"{cwd} is not an existing folder")
+    path = path.resolve()  # ``repo/sub/..`` or a link to the repository: the repository itself
     for candidate in (path, *path.parents):
         if (candidate / ".git").exists():
             return candidate
@@ -102,15 +103,36 @@ def git_identity(root: Path | None) -> str | None:
     return None
 
 
+def _git_dirs(root: Path) -> tuple[Path, Path]:
+    """``(git dir, common dir)`` of the work tree at ``root``: both ``root/.git`` for a plain
+    checkout; for a linked worktree (``git worktree add``, whose ``.git`` is a file naming its
+    git dir) that git dir and the repository's own, which holds the branches and the config.
+
+    Raises
+    ------
+    OSError
+        The ``.git`` file cannot be read.
+    """
+    git = root / ".git"
+    if not git.is_file():
+        return git, git
+    named = git.read_text(encoding="utf-8", errors="replace")[:4096].strip().removeprefix("gitdir:").strip()
+    own = (root / named).resolve()  # an absolute path stays as it is
+    try:
+        common = (own / (own / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    except OSError:  # a submodule: its git dir is the whole of it
+        common = own
+    return own, common
+
+
 def git_head(root: Path | None) -> tuple[str | None, str | None]:
     """``(branch, commit sha)`` of the repository at ``root``, read from its ``.git`` files
-    (no git process); ``(None, sha)`` on a detached HEAD, ``(None, None)`` when unknown."""
+    (no git process; a linked worktree's branch is read where git keeps it, in the repository's
+    own git dir); ``(None, sha)`` on a detached HEAD, ``(None, None)`` when unknown."""
     if root is None:
         return None, None
-    git = root / ".git"
     try:
-        if git.is_file():  # a worktree: "gitdir: <path>"
-            git = (root / git.read_text(encoding="utf-8").strip().removeprefix("gitdir:").strip()).resolve()
+        git, common = _git_dirs(root)
         head = (git / "HEAD").read_text(encoding="utf-8").strip()
     except OSError:
         return None, None
@@ -119,23 +141,40 @@ def git_head(root: Path | None) -> tuple[str | None, str | None]:
     ref = head.removeprefix("ref:").strip()
     branch = ref.removeprefix("refs/heads/")
     sha = None
-    try:
-        sha = (git / ref).read_text(encoding="utf-8").strip()
-    except OSError:
-        packed = git / "packed-refs"
-        if packed.is_file():
-            for line in packed.read_text(encoding="utf-8").splitlines():
-                if line.endswith(" " + ref):
-                    sha = line.split(" ", 1)[0]
+    for folder in dict.fromkeys((git, common)):
+        try:
+            sha = (folder / ref).read_text(encoding="utf-8").strip()
+            break
+        except OSError:
+            packed = folder / "packed-refs"
+            if packed.is_file():
+                for line in packed.read_text(encoding="utf-8").splitlines():
+                    if line.endswith(" " + ref):
+                        sha = line.split(" ", 1)[0]
+                if sha is not None:
+                    break
     if sha is not None and not re.fullmatch(r"[0-9a-f]{40,64}", sha):
         sha = None
     return branch, sha
 
 
 def project_from_cwd(cwd: str | Path | None) -> str | None:
-    """The slug of the git repository folder that contains ``cwd``, or None."""
+    """The project of ``cwd``: the slug of the folder of the git repository that contains it
+    (its real path: a link to a repository is that repository), or None outside any. A linked
+    worktree (``git worktree add``, an agent's parallel checkout) is its repository's project:
+    the name of the folder that holds the repository's ``.git`` (a bare ``app.git``: ``app``)."""
     root = repository_root(cwd)
-    return slugify(root.name) if root is not None else None
+    if root is None:
+        return None
+    try:
+        own, common = _git_dirs(root)
+    except OSError:
+        return slugify(root.name)
+    if own == common or common.parent.name == "modules":  # a checkout, a submodule, a separate git dir
+        return slugify(root.name)
+    if common.name == ".git":
+        return slugify(common.parent.name)
+    return slugify(common.name.removesuffix(".git") or root.name)  # a worktree of a bare repository
 
 
 def _turn_id(session_id: str, turn: int) -> str:

@@ -449,3 +449,32 @@ def test_a_prompt_spooled_before_its_session_ended_is_recorded_in_that_session_n
     assert (session["sessionId"], session["status"]) == (f"claude-code-{SESSION}", "completed")
     assert [(t["sessionId"], t["body"]) for t in turns(vault, "product")] == [
         (f"claude-code-{SESSION}", "first"), (f"claude-code-{SESSION}", "second, spooled")]
+
+
+def test_a_worktree_a_subfolder_and_a_link_of_one_repository_are_its_project_for_hook_and_import(tmp_path, repo):
+    """An agent working in a linked worktree (``git worktree add``), a subfolder or through a link
+    to the repository files its work under the repository's project, by hook and by import alike
+    (the hook named the worktree's folder, the import the subfolder's name: one repository's
+    work was billed as three projects)."""
+    git = ["git", "-c", "user.email=a@b.c", "-c", "user.name=A", "-C", str(repo)]
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "start"], check=True)
+    subprocess.run([*git, "worktree", "add", "-q", "-b", "feature", str(tmp_path / "product-feature")], check=True)
+    sha = subprocess.run([*git, "rev-parse", "feature"], check=True, capture_output=True, text=True).stdout.strip()
+    (tmp_path / "product-feature" / "api").mkdir()
+    (tmp_path / "link").symlink_to(repo)
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", tmp_path / "product-feature" / "api", prompt="in a worktree"))
+    hook(vault, "codex", None, json.dumps({"type": "agent-turn-complete", "thread-id": "t-link",
+                                           "cwd": str(tmp_path / "link"), "input-messages": ["through a link"]}))
+    folder = tmp_path / "claude" / "projects" / "-product-api"
+    folder.mkdir(parents=True)
+    other = "0e7b2a51-1c2d-4e5f-8a9b-0c1d2e3f4a5b"
+    lines = [_transcript_line("user", "u1", "2026-11-30T09:00:00.000Z", "in a subfolder", repo / "api"),
+             _transcript_line("assistant", "a1", "2026-11-30T09:04:00.000Z", "Done.", repo / "api")]
+    (repo / "api").mkdir()
+    (folder / f"{other}.jsonl").write_text("\n".join(lines).replace(SESSION, other) + "\n")
+    memo("import", "claude-code", str(folder), vault=vault)
+    assert sorted(p.name for p in (vault / "projects").iterdir()) == ["product"]
+    assert sorted(t["body"] for t in turns(vault, "product")) == ["in a subfolder", "in a worktree", "through a link"]
+    session = read_record(vault / "projects" / "product" / "sessions" / f"session-claude-code-{SESSION}.md")[0]
+    assert (session["branch"], session["gitSha"]) == ("feature", sha)  # read where git keeps a worktree's branch

@@ -90,13 +90,26 @@ def other_format(first: object, own: str) -> str | None:
     return None if found is None else f"{found[1]}: import it with `memo import {found[0]}`"
 
 
-def folder_name(path: object) -> str | None:
-    """The last folder name of a path the transcript names (POSIX or Windows), or None."""
+def project_of_folder(path: object) -> str | None:
+    """The project a working folder the transcript names stands for, or None: where the folder
+    is on this machine inside a git repository, that repository's project as a hook names it
+    (:func:`~memo_analytics.services.store.project_from_cwd` — a subfolder, a link to the
+    repository or a linked worktree of it is the repository), else the folder's last name
+    (POSIX or Windows paths), as it was where the agent ran."""
     from pathlib import PurePosixPath, PureWindowsPath
 
     if not isinstance(path, str) or not path.strip():
         return None
     pure = PureWindowsPath(path) if "\\" in path and "/" not in path else PurePosixPath(path)
+    if isinstance(pure, PurePosixPath) and pure.is_absolute() and "\x00" not in path:
+        from ..store import project_from_cwd
+
+        try:
+            found = project_from_cwd(path) if os.path.isdir(path) else None
+        except (OSError, ValueError, MemoError):
+            found = None
+        if found:
+            return found
     return pure.name or None
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, folder_name, other_format
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, other_format, project_of_folder
 from .lines import NOT_JSON
 from .resume import FoldReader, allow
 
@@ -174,7 +174,8 @@ class _Fold:
         if kind in _CONTEXT_EVENTS and transcript.project_hint is None:
             context = data.get("context") if kind != "session.context_changed" else data
             if isinstance(context, dict):
-                transcript.project_hint = folder_name(context.get("gitRoot")) or folder_name(context.get("cwd"))
+                transcript.project_hint = (project_of_folder(context.get("gitRoot"))
+                                           or project_of_folder(context.get("cwd")))
         named = (_text(data.get("selectedModel")) if kind in ("session.start", "session.resume") else
                  _text(data.get("newModel")) if kind == "session.model_change" else None)
         if named:

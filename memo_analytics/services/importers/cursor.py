@@ -66,7 +66,7 @@ from urllib.parse import unquote, urlsplit
 
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, folder_name
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, project_of_folder
 from .cursor_export import parse_export
 
 SUFFIXES: tuple[str, ...] = (".vscdb", ".md")
@@ -136,7 +136,7 @@ def _uri_folder(value: object) -> str | None:
         return None
     if "://" in value:
         value = unquote(urlsplit(value).path)
-    return folder_name(value.rstrip("/\\"))
+    return project_of_folder(value.rstrip("/\\"))
 
 
 @dataclass

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, folder_name
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, project_of_folder
 
 SUFFIXES: tuple[str, ...] = (".json", ".db")
 #: OpenCode's folders that hold no session file of their own (read through the session, or not at all)
@@ -132,7 +132,7 @@ def _message(message_id: str, info: dict, created: object = None) -> _Message:
         if not any(message.tokens.values()):
             message.tokens = {}
         path = info.get("path") if isinstance(info.get("path"), dict) else {}
-        message.folder = folder_name(path.get("root")) or folder_name(path.get("cwd"))
+        message.folder = project_of_folder(path.get("root")) or project_of_folder(path.get("cwd"))
     return message
 
 
@@ -184,7 +184,7 @@ def session_transcript(session: dict, messages: list[_Message], path: Path, prob
                     add_tokens(answering, message.tokens)
     for prompt in transcript.prompts:
         prompt.model = prompt.model or chosen.get(id(prompt))
-    transcript.project_hint = folder_name(session.get("directory")) or transcript.project_hint
+    transcript.project_hint = project_of_folder(session.get("directory")) or transcript.project_hint
     title = _text(session.get("title"))
     transcript.title = title if title and not _DEFAULT_TITLE.match(title) else None
     transcript.model = next((p.model for p in transcript.prompts if p.model), None)
