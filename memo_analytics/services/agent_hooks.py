@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -338,6 +339,29 @@ def _read(path: Path) -> tuple[bytes | None, SettingsText]:
     return raw, SettingsText(text, path)
 
 
+def _replaceable(path: Path, purpose: str) -> None:
+    """Refuse to write a settings file whose replacement by rename would go behind its owner's
+    back: one made read-only (write-protected on purpose), or one with other hard links (they
+    would keep the old text). A link to a file is followed; a missing file is fine.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``settings``: the file is read-only or hard-linked; nothing was written.
+    """
+    try:
+        found = path.resolve().stat()
+    except FileNotFoundError:
+        return
+    if not found.st_mode & stat.S_IWUSR:
+        raise InvalidFieldError("settings", f"{path} is read-only; memo left it as it is (make it writable "
+                                            f"to {purpose})")
+    if found.st_nlink > 1:
+        raise InvalidFieldError("settings", f"{path} has {found.st_nlink} hard links, which a new file would "
+                                            f"leave as they were; memo left it as it is (to {purpose}, make it "
+                                            f"a file of its own or a symbolic link)")
+
+
 def _write(path: Path, text: str, raw: bytes | None) -> bytes:
     data = text.encode("utf-8")
     if raw is not None and raw.startswith(b"\xef\xbb\xbf"):
@@ -361,8 +385,8 @@ def install(agent: str, vault_root: Path, project_root: Path | None = None, home
     Raises
     ------
     InvalidFieldError
-        ``agent`` unknown; the file cannot be parsed or holds ``hooks`` of another shape
-        (nothing is written).
+        ``agent`` unknown; the file cannot be parsed or holds ``hooks`` of another shape, or is
+        read-only or hard-linked (nothing is written).
     MemoError
         Every event already has memo's entry: nothing to do.
     """
@@ -387,6 +411,7 @@ def install(agent: str, vault_root: Path, project_root: Path | None = None, home
               "added": todo, "already": [e for e in spec.events if e in present], "updated": stale, "backup": None}
     if not todo:
         raise MemoError(f"memo's hooks for {agent} are already in {path}: nothing to do")
+    _replaceable(path, f"install memo's hooks for {agent}")
     created: list[str] = []
     if not settings.text.strip():  # no file yet (or an empty one): an empty object to add to
         settings = SettingsText("{}\n", path)
@@ -439,7 +464,8 @@ def uninstall(agent: str, vault_root: Path, project_root: Path | None = None, ho
     Raises
     ------
     InvalidFieldError
-        ``agent`` unknown; the file cannot be parsed (nothing is written).
+        ``agent`` unknown; the file cannot be parsed, or is read-only or hard-linked (nothing
+        is written).
     MemoError
         The file holds no managed entry of ``agent``: nothing to do.
     """
@@ -453,6 +479,7 @@ def uninstall(agent: str, vault_root: Path, project_root: Path | None = None, ho
     present = _managed_pointers(settings, spec)
     if not present:
         raise MemoError(f"{path} holds none of memo's hooks for {agent}: nothing to do")
+    _replaceable(path, f"remove memo's hooks for {agent}")
     state = read_json_state(_state_path(vault_root)) or {}
     record = state.pop(str(path), None) or {}
     result["removed"] = [e for e in spec.events if e in present]

@@ -305,3 +305,40 @@ def test_installing_again_for_a_moved_vault_points_the_entries_at_it_and_uninsta
     assert again.returncode == 1 and "nothing to do" in again.stderr
     memo("hooks", "uninstall", "claude-code", vault=tmp_path / "new", env=env)
     assert not settings.exists() or "memo hook" not in settings.read_text()  # not the old vault's entries back
+
+
+@pytest.mark.parametrize("kind", ["read-only", "hard-linked"])
+def test_a_read_only_or_hard_linked_settings_file_is_left_as_it_is(tmp_path, kind):
+    """It was replaced by a new file (rename): a read-only file became writable with memo's
+    entries, a hard link's other name kept the old text."""
+    import os
+
+    home, vault = tmp_path / "home", tmp_path / "v"
+    path = settings_file(home, "claude-code")
+    path.parent.mkdir(parents=True)
+    path.write_text(HAND_WRITTEN["claude-code"])
+    if kind == "read-only":
+        path.chmod(0o444)
+    else:
+        os.link(path, tmp_path / "dotfiles-settings.json")
+    before = path.stat()
+    ran = memo("hooks", "install", "claude-code", vault=vault, env={"HOME": str(home)}, check=False)
+    assert ran.returncode == 1
+    assert ("is read-only; memo left it as it is" if kind == "read-only" else "has 2 hard links") in ran.stderr
+    after = path.stat()
+    assert path.read_text() == HAND_WRITTEN["claude-code"]
+    assert (after.st_ino, after.st_mode, after.st_nlink) == (before.st_ino, before.st_mode, before.st_nlink)
+    assert not (vault / ".memo" / "hooks" / "backups").exists()  # nothing written anywhere
+
+
+def test_a_settings_file_made_read_only_after_install_is_not_rewritten_by_uninstall(tmp_path):
+    home, vault = tmp_path / "home", tmp_path / "v"
+    path = settings_file(home, "claude-code")
+    path.parent.mkdir(parents=True)
+    path.write_text(HAND_WRITTEN["claude-code"])
+    memo("hooks", "install", "claude-code", vault=vault, env={"HOME": str(home)})
+    installed = path.read_text()
+    path.chmod(0o400)
+    ran = memo("hooks", "uninstall", "claude-code", vault=vault, env={"HOME": str(home)}, check=False)
+    assert ran.returncode == 1 and "make it writable to remove memo's hooks for claude-code" in ran.stderr
+    assert path.read_text() == installed and path.stat().st_mode & 0o777 == 0o400
