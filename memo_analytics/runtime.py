@@ -305,6 +305,11 @@ def server(name: str) -> Any:
     return found[0].load()
 
 
+#: An event larger than the capture takes is still read to its end (the agent's write would fail
+#: on a closed pipe), up to this many MiB.
+_DRAIN_CHUNKS = 1024
+
+
 def run_hook(agent: str, payload: str | None, event_name: str | None, vault_root: str | None) -> list[str]:
     """``memo hook AGENT``: record an agent's hook event (a prompt, a session's start or end) and
     every spooled one, through :func:`~memo_analytics.services.capture.capture`; never raises.
@@ -339,6 +344,10 @@ def run_hook(agent: str, payload: str | None, event_name: str | None, vault_root
     else:
         try:
             raw = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
+            if len(raw) > MAX_EVENT_BYTES:  # read to its end (not kept): the agent's write must not fail
+                for _ in range(_DRAIN_CHUNKS):
+                    if not sys.stdin.buffer.read(1 << 20):
+                        break
         except (OSError, ValueError):
             raw = b""
     overrides = {"vault_root": vault_root} if vault_root is not None else {}

@@ -478,3 +478,19 @@ def test_a_worktree_a_subfolder_and_a_link_of_one_repository_are_its_project_for
     assert sorted(t["body"] for t in turns(vault, "product")) == ["in a subfolder", "in a worktree", "through a link"]
     session = read_record(vault / "projects" / "product" / "sessions" / f"session-claude-code-{SESSION}.md")[0]
     assert (session["branch"], session["gitSha"]) == ("feature", sha)  # read where git keeps a worktree's branch
+
+
+def test_an_event_larger_than_the_capture_takes_is_read_to_its_end_so_the_agents_write_does_not_fail(tmp_path, repo):
+    """The process boundary is what is tested: the hook read 8 MiB and left, and the agent's
+    write of the rest failed on a closed pipe (EPIPE)."""
+    vault = tmp_path / "v"
+    big = claude("UserPromptSubmit", repo, prompt="x" * (capture.MAX_EVENT_BYTES + 4 * 1024 * 1024)).encode()
+    proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "hook", "claude-code"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdin.write(big)  # BrokenPipeError here when the hook stops reading early
+    proc.stdin.close()
+    out = proc.stdout.read()
+    proc.stderr.close()
+    proc.stdout.close()
+    assert (proc.wait(60), out) == (0, b"")
+    assert "event dropped: the event is larger than" in (vault / ".memo" / "spool" / "hooks.log").read_text()
