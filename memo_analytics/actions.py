@@ -24,7 +24,7 @@ from .services.feedback import record_feedback
 from .operator.service import apply_digest_item
 from .reports.story import prompt_detail
 from .services.handoffs import cancel_handoff, handoff_list
-from .services.prompts import get_record, list_prompts, record_prompt, search_prompts
+from .services.prompts import get_record, list_prompts, record_prompt_answer, search_prompts
 from .services.requests import (
     ActivityReportRequest,
     CancelHandoffRequest,
@@ -73,8 +73,9 @@ class Action:
 
 
 ACTIONS: dict[str, Action] = {
-    "record": Action(RecordPromptRequest, record_prompt,
-                     "Record one conversational turn (body required; with sessionId and no turn, the next turn)."),
+    "record": Action(RecordPromptRequest, record_prompt_answer,
+                     "Record one conversational turn (body required; with sessionId and no turn, the next turn); "
+                     "warnings say when its created lies outside its session's times (its time bills nothing)."),
     "list": Action(ListRequest, list_prompts, "List turns newest first with filters; {total, limit, offset, hasMore, items}."),
     "search": Action(ListRequest, search_prompts, "Full-text search (FTS5, bm25) over turns with the same filters."),
     "get": Action(GetRequest, lambda store, r: get_record(store, r.id, r.project, r.cwd),

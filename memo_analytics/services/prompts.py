@@ -314,15 +314,35 @@ def stored_body(store: VaultStore, text: str | None, cwd: str | None = None, rul
     return clean_text(redact_ignored_paths(text, rules)[0] if text else text, "body", required=True)  # type: ignore[return-value]
 
 
-def ended_before(store: VaultStore, turn: dict[str, Any]) -> str | None:
-    """The ``endTime`` of the session a recorded ``turn`` (its wire dict) belongs to, when that
-    session had ended before the turn's ``created``: the session keeps its times, so the turn's
-    time bills nothing (SPEC §2.5); None otherwise (no session, an open one, a turn within it)."""
+def outside_its_session(store: VaultStore, turn: dict[str, Any]) -> str | None:
+    """A one-line warning when a recorded ``turn`` (its wire dict) lies outside the times of its
+    session — before its start, or after the end of a completed one: the session keeps its
+    times, so the turn's time bills nothing (SPEC §2.5); None otherwise (no session, a turn
+    within it, or after the start of an open one)."""
     if not turn.get("sessionId"):
         return None
     found = store.read(turn["project"], RecordKind.SESSION, session_record_id(turn["sessionId"]))
-    end = found[0].get("endTime") if found and found[0].get("status") == "completed" else None
-    return end if end and from_iso(turn["created"]) > from_iso(end) else None
+    if found is None:
+        return None
+    meta, created = found[0], from_iso(turn["created"])
+    start, end = meta.get("startTime"), meta.get("endTime") if meta.get("status") == "completed" else None
+    if end and created > from_iso(str(end)):
+        return (f"session {turn['sessionId']} ended at {end}; this turn comes after its end, so its time bills "
+                f"nothing (the session keeps its times); for more work start a new session")
+    if start and created < from_iso(str(start)):
+        return (f"session {turn['sessionId']} started at {start}; this turn comes before its start, so its time "
+                f"bills nothing (the session keeps its times: memo session edit --start moves it)")
+    return None
+
+
+def record_prompt_answer(store: VaultStore, request: RecordPromptRequest) -> dict[str, Any]:
+    """:func:`record_prompt` as every interface answers it (the CLI, the MCP tool's and
+    ``/api/actions``' ``record``): the turn's wire dict, with ``warnings`` (one-line texts) when its
+    time lies outside its session's times (:func:`outside_its_session`). Raises as
+    :func:`record_prompt`."""
+    record = record_prompt(store, request)
+    warning = None if "duplicateOf" in record else outside_its_session(store, record)
+    return {**record, "warnings": [warning]} if warning else record
 
 
 def stored_summary(store: VaultStore, text: str | None, cwd: str | None = None) -> str | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from tests.inprocess import memo
+from tests.inprocess import memo, tool_calls
 
 from tests.integration.test_activity import own_names
 
@@ -365,6 +365,18 @@ def test_a_turn_recorded_after_its_session_ended_is_said_to_bill_nothing(tmp_pat
     on_time = memo("prompt", "record", "--session-id", "fix-api", "--project", "p", "--body", "within it",
                    "--created", "2026-03-02T09:00:00Z", vault=vault)
     assert "note:" not in on_time.stderr
+    early = json.loads(memo("--json", "prompt", "record", "--session-id", "fix-api", "--project", "p", "--body",
+                            "before it", "--created", "2026-03-02T07:00:00Z", vault=vault).stdout)
+    assert early["warnings"] == ["session fix-api started at 2026-03-02T08:00:00.000Z; this turn comes before its "
+                                 "start, so its time bills nothing (the session keeps its times: memo session edit "
+                                 "--start moves it)"]
+    # an agent over MCP is told as well (it was answered as if the turn counted)
+    memo("session", "start", "open-one", "--project", "p", vault=vault)
+    (failed, late), (_, open_one) = tool_calls(vault, [
+        {"action": "record", "sessionId": "fix-api", "projectId": "p", "body": "and after it"},
+        {"action": "record", "sessionId": "open-one", "projectId": "p", "body": "in it"}])
+    assert not failed and json.loads(late)["warnings"][0].startswith("session fix-api ended at 2026-03-02T09:30")
+    assert "warnings" not in json.loads(open_one)
 
 
 def test_the_activity_table_prints_a_sessions_span_as_the_timesheet_does(tmp_path):

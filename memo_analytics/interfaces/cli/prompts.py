@@ -56,17 +56,11 @@ def prompt_record(
     request = _build(RecordPromptRequest, body=body, session_id=session_id, turn=turn, project=project, ide=ide,
                      model=model, agent=agent, client=client, billable=billable, task_slug=task_slug,
                      tags=tag, cwd=str(Path.cwd()), source="cli", created=created)
-    record = prompt_service.record_prompt(state.store, request)
+    record = prompt_service.record_prompt_answer(state.store, request)
     _emit(record, lambda r: out.print(f"recorded {r['id']} in project {r['project']}"))
-    _after_the_end(record)
-
-
-def _after_the_end(record: dict[str, Any]) -> None:
-    """Say so when the turn was recorded after its session ended (its time bills nothing)."""
-    end = None if state.json or "duplicateOf" in record else prompt_service.ended_before(state.store, record)
-    if end:
-        err.print(_safe(f"note: session {record['sessionId']} ended at {end}; this turn comes after its end, so its "
-                        "time bills nothing (the session keeps its times); for more work start a new session"))
+    if not state.json:
+        for warning in record.get("warnings", []):
+            err.print(_safe(f"note: {warning}"))
 
 
 def _read_body(body: Optional[str], body_file: Optional[Path]) -> str:
