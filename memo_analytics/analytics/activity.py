@@ -100,6 +100,9 @@ class ActivityReport:
         A client of ``by_client`` → how its terms bill a session's minutes (``each session is
         billed in steps of 15 minutes, at least 30 minutes``), where they round; printed at
         the timesheet's foot.
+    client_terms : dict[str, ClientBilling]
+        A client's name in lower case → its billing terms, where they round
+        (:meth:`rounded_minutes`).
     """
 
     total_duration_minutes: int
@@ -121,6 +124,13 @@ class ActivityReport:
     unpriced_models: list[str] = field(default_factory=list)
     client_names: dict[str, str] = field(default_factory=dict)
     client_rounding: dict[str, str] = field(default_factory=dict)
+    client_terms: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def rounded_minutes(self, client: str, minutes: int) -> int:
+        """What the rounding of ``client``'s terms makes of a session of ``minutes`` (minutes),
+        before parallel sessions are counted once; ``minutes`` where its terms do not round."""
+        terms = self.client_terms.get(client.lower())
+        return terms.billed_minutes(minutes) if terms is not None else minutes
 
     @property
     def bills_parallel_once(self) -> bool:
@@ -336,9 +346,9 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
 
 def _terms_printed(settings, clients: list[str]) -> dict[str, dict[str, str]]:
     """What the timesheet prints of each client's billing terms: ``client_names`` (the legal name,
-    where one is set and differs) and ``client_rounding`` (how its terms bill a session, where
-    they round)."""
-    names, notes = {}, {}
+    where one is set and differs), ``client_rounding`` (how its terms bill a session, where
+    they round) and those terms (``client_terms``)."""
+    names, notes, rounding = {}, {}, {}
     for client in clients:
         terms = settings.billing_for(client)
         if terms is None:
@@ -347,8 +357,8 @@ def _terms_printed(settings, clients: list[str]) -> dict[str, dict[str, str]]:
             names[client] = terms.name
         note = terms.rounding_note(union=settings.overlap_policy == "union")
         if note:
-            notes[client] = note
-    return {"client_names": names, "client_rounding": notes}
+            notes[client], rounding[client.lower()] = note, terms
+    return {"client_names": names, "client_rounding": notes, "client_terms": rounding}
 
 
 def _frozen_minutes(store: VaultStore) -> dict[tuple[str, str, str], int]:

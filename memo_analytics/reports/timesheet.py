@@ -91,6 +91,21 @@ def printed_span(item: dict[str, Any], zone) -> tuple[datetime, datetime]:
     return clock_span(item["startTime"], item["durationMinutes"], zone)
 
 
+def _billed_note(report: ActivityReport, client: str, worked: int, billed: int | None) -> str:
+    """Why a row bills other minutes than the session's span (minutes): the client's rounding,
+    parallel sessions of the client counted once (after the rounding), or both; "" when it
+    bills them as they are."""
+    if billed is None or billed == worked:
+        return ""
+    rounded = report.rounded_minutes(client, worked)
+    if billed < rounded and rounded > worked:
+        return (f"raised to {rounded} minutes by the client's rounding, then parallel to another session of this "
+                f"client: {billed} billed")
+    if billed < worked:
+        return f"parallel to another session of this client: {billed} of {worked} minutes billed"
+    return f"billed {billed} minutes (the client's rounding)"
+
+
 def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
     """Group the report's billable sessions by client (sorted case-insensitively). Pure."""
     zone = report.zone
@@ -102,10 +117,7 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
         start, end = printed_span(item, zone)
         days = (end.date() - start.date()).days
         billed = item.get("billedMinutes", item["durationMinutes"])
-        note = (f"parallel to another session of this client: {billed} of {item['durationMinutes']} minutes "
-                "billed" if billed is not None and billed < item["durationMinutes"] else
-                f"billed {billed} minutes (the client's rounding)" if billed is not None
-                and billed > item["durationMinutes"] else "")
+        note = _billed_note(report, item["client"], item["durationMinutes"], billed)
         key = item["client"].lower()
         section = sections.setdefault(key, ClientSection(names.get(key, item["client"])))
         section.rows.append(

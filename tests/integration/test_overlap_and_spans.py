@@ -102,13 +102,25 @@ def test_a_clients_rounding_and_minimum_raise_each_span_before_the_union(paralle
     _session(store, "lone", "web", "Acme", "2026-06-02T09:00:00Z", "2026-06-02T09:10:00Z")
     for n in range(10):
         _session(store, f"t{n}", "web", "Acme", f"2026-06-03T10:{n:02d}:00Z", f"2026-06-03T11:{n:02d}:00Z")
+    _session(store, "first", "web", "Acme", "2026-06-04T09:00:00Z", "2026-06-04T09:20:00Z")  # 20 → 09:00–09:30
+    _session(store, "beside", "api", "Acme", "2026-06-04T09:20:00Z", "2026-06-04T09:25:00Z")  # 5 → 09:20–09:50
     store.close()
     rounded = report(parallel)
     billed = {s["sessionId"]: s["billedMinutes"] for s in rounded["sessions"]}
     assert (billed["p1"], billed["p2"], billed["p3"], billed["g1"]) == (60, 30, 15, 30)
     assert billed["lone"] == 30
     assert sum(billed[f"t{n}"] for n in range(10)) == 69
-    assert rounded["byClient"]["Acme"]["durationMinutes"] == 105 + 30 + 69
+    assert (billed["first"], billed["beside"]) == (30, 20)
+    assert rounded["byClient"]["Acme"]["durationMinutes"] == 105 + 30 + 69 + 50
+    memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.csv"), vault=parallel["vault"],
+         env={"MEMO_CONFIG": str(parallel["config"])})
+    notes = {r["sessionId"]: r["note"] for r in csv.DictReader(io.StringIO(
+        (tmp_path / "t.csv").read_text(encoding="utf-8-sig")))}
+    assert notes["lone"] == "billed 30 minutes (the client's rounding)"
+    assert notes["p3"] == "parallel to another session of this client: 15 of 30 minutes billed"
+    # 5 minutes raised to 30, 10 of which "first" covers: not "billed 20 minutes (the client's rounding)"
+    assert notes["beside"] == ("raised to 30 minutes by the client's rounding, then parallel to another session "
+                               "of this client: 20 billed")
     parallel["config"].write_text('[clients.Acme]\nhourlyRate = "100"\ncurrency = "EUR"\nroundingMinutes = 0\n',
                                   encoding="utf-8")
     ran = memo("activity", "--all", vault=parallel["vault"], env={"MEMO_CONFIG": str(parallel["config"])}, check=False)
