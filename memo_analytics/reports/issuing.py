@@ -300,7 +300,7 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
         original = ledger.document(store.root, number)
         if original.kind != ledger.INVOICE:
             raise InvalidFieldError("number", f"{number} is a credit note; only an invoice can be credited")
-        already = ledger.credited(docs).get(original.number)
+        already = ledger.credited(docs).get(original.ref)
         if already:
             raise InvalidFieldError("number", f"invoice {number} is already cancelled by credit note {already}")
         latest, today = ledger.last_issued(docs), now.astimezone(store.zone).date()
@@ -314,6 +314,7 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
         meta = {**original.meta, "kind": ledger.CREDIT_NOTE, "number": credit_number, "numberFormat": fmt,
                 "sequenceKey": key, "sequence": sequence, "issued": issued.isoformat(), "due": issued.isoformat(),
                 "credits": original.number, "creditsIssued": original.meta["issued"],
+                **({"creditsRef": original.ref} if original.ref != original.number else {}),
                 "reason": reason or f"Cancels invoice {original.number}", "createdAt": to_iso(now)}
         meta.pop("pdfSha256", None)
         pdf = _render(meta, user_templates)
@@ -326,18 +327,28 @@ def document_summary(document: ledger.Document, docs: list[ledger.Document] | No
     """One document as ``memo invoice list|show --json`` answers it (camelCase): number, kind,
     issued, due, period, client, currency, net, tax, gross (decimal text), billableHours,
     sessions (count), status (``issued``, ``credited`` with ``creditedBy``, or for a credit
-    note ``credits``), pdf (its path in the vault)."""
+    note ``credits``), pdf (its path in the vault); ``ref`` for the second document of a number
+    two machines issued, and on each uncredited invoice of such a number ``sameNumberAs`` (the
+    other refs) and ``warnings``."""
     meta = document.meta
     summary = {key: meta.get(key) for key in ("number", "kind", "issued", "due", "periodStart", "periodEnd", "client",
                                               "currency", "net", "tax", "gross", "billableHours")}
+    if document.ref != document.number:
+        summary["ref"] = document.ref  # the second document of its number: memo invoice show|credit take the ref
     summary["sessions"] = len(meta.get("sessions") or [])
     if document.kind == ledger.CREDIT_NOTE:
-        summary["credits"] = meta.get("credits")
+        summary["credits"] = meta.get("creditsRef") or meta.get("credits")
     else:
-        credited_by = ledger.credited(docs or []).get(document.number)
+        credited_by = ledger.credited(docs or []).get(document.ref)
         summary["status"] = "credited" if credited_by else "issued"
         if credited_by:
             summary["creditedBy"] = credited_by
+        twins = [ref for ref in ledger.duplicate_numbers(docs or []).get(document.number, []) if ref != document.ref]
+        if twins:
+            summary["sameNumberAs"] = twins
+            summary["warnings"] = [f"number {document.number} was issued twice (on two machines of this vault before "
+                                   f"they synced; also {', '.join(twins)}): cancel one with memo invoice credit REF "
+                                   f"and bill its sessions again"]
     summary["pdf"] = str(document.pdf)
     if document.changed(ledger.read_state(document.path.parent.parent)):
         summary["changedOnDisk"] = True  # the .md is not the one written: its figures are not the ones issued

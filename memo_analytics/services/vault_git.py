@@ -35,6 +35,7 @@ the next sync pushes it. The outcome is kept in ``.memo/sync/git.json`` for
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import re
@@ -50,8 +51,10 @@ from ..domain.errors import CorruptRecordError, MemoError
 from ..domain.records import RecordKind, subdir_for_kind
 from ..index import store as index
 from ..index.reindex import parse_for_index
+from ..vault import ledger
 from ..vault.conflicts import is_conflict_file, keep_conflict
-from ..vault.io import atomic_write_bytes, parse_record_text, read_json_state, write_json_state
+from ..vault.io import (atomic_write_bytes, parse_frontmatter_text, parse_record_text, read_json_state,
+                        write_json_state)
 from ..vault.redact import redact_secrets
 from .maintenance import reindex
 from .store import VaultStore
@@ -223,13 +226,96 @@ def newer_version(ours: bytes, theirs: bytes) -> tuple[bytes, bytes]:
     return (ours, theirs) if key(ours) >= key(theirs) else (theirs, ours)
 
 
-def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> list[str]:
-    """Settle every unmerged path of a stopped merge; the vault-relative conflict files kept."""
+_INVOICE_FILE = re.compile(rf"^{re.escape(ledger.FOLDER)}/(?P<number>[^/]+)\.(?P<suffix>md|pdf)$")
+_LEDGER_STATE = f"{ledger.FOLDER}/{ledger.STATE}"
+
+
+def _created(md: bytes) -> tuple[str, str]:
+    """The order two documents of one number keep: the one created first keeps the number
+    as its file name (``createdAt``; on a tie the SHA-256), the same on every machine."""
+    try:
+        created = str(parse_frontmatter_text(md.decode("utf-8-sig"), "merge")[0].get("createdAt") or "")
+    except Exception:  # noqa: BLE001 - an unreadable version sorts last, never raises
+        created = "~"
+    return created, hashlib.sha256(md).hexdigest()
+
+
+def _merged_ledger(ours: bytes | None, theirs: bytes | None) -> bytes:
+    """The ledger state both sides kept (``invoices/.ledger.json``), merged: the highest
+    sequence of each key (a number either side issued is never given again) and every
+    document's digests (ours where both name one)."""
+    merged: dict[str, Any] = {"sequences": {}, "documents": {}}
+    for side in (theirs, ours):
+        try:
+            data = json.loads(side or b"{}")
+        except ValueError:
+            continue
+        if not isinstance(data, dict):
+            continue
+        for key, value in (data.get("sequences") or {}).items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                merged["sequences"][key] = max(value, merged["sequences"].get(key, 0))
+        merged["documents"].update({k: v for k, v in (data.get("documents") or {}).items() if isinstance(v, dict)})
+    return json.dumps(merged, indent=1, sort_keys=True).encode("utf-8")
+
+
+def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, str]]) -> list[str]:
+    """Settle the unmerged files of ``invoices/`` (removed from ``stages``): two machines issued
+    one number, each a document that was sent — both stay issued. The one created first keeps
+    ``<number>.md``/``.pdf``; the other becomes ``<number>.duplicate-<hash8>.md``/``.pdf``
+    (:mod:`~memo_analytics.vault.ledger`). The ledger state is merged, never kept as a
+    conflict. The refs of the duplicates."""
+    def blob(path: str, stage: int) -> bytes | None:
+        found = stages.get(path, {}).get(stage)
+        return git.run("cat-file", "blob", found).stdout if found else None
+
+    duplicates: list[str] = []
+    state_changes: dict[str, dict[str, str]] = {}
+    numbers = sorted({m.group("number") for p in stages if (m := _INVOICE_FILE.match(p))
+                      and not ledger.DUPLICATE.match(m.group("number"))})
+    for number in numbers:
+        md_path, pdf_path = f"{ledger.FOLDER}/{number}.md", f"{ledger.FOLDER}/{number}.pdf"
+        sides = []
+        for stage in (2, 3):
+            md = blob(md_path, stage)
+            pdf = blob(pdf_path, stage)
+            if md is not None:
+                if pdf is None and pdf_path not in stages and (store.root / pdf_path).is_file():
+                    pdf = (store.root / pdf_path).read_bytes()  # merged cleanly: the same on both sides
+                sides.append((md, pdf))
+        if len(sides) != 2 or sides[0][0] == sides[1][0]:
+            continue  # not two documents: the generic rule settles it
+        first, second = sorted(sides, key=lambda side: _created(side[0]))
+        ref = ledger.duplicate_ref(number, second[0])
+        for (md, pdf), name in ((first, number), (second, ref)):
+            for suffix, data in (("md", md), ("pdf", pdf)):
+                if data is not None:
+                    atomic_write_bytes(store.root / ledger.FOLDER / f"{name}.{suffix}", data, mode=0o444)
+                    git.run("add", "--", f"{ledger.FOLDER}/{name}.{suffix}")
+            state_changes[name] = {"md": hashlib.sha256(md).hexdigest(),
+                                   **({"pdf": hashlib.sha256(pdf).hexdigest()} if pdf is not None else {})}
+        stages.pop(md_path, None)
+        stages.pop(pdf_path, None)
+        duplicates.append(ref)
+    if _LEDGER_STATE in stages or state_changes:
+        merged = json.loads(_merged_ledger(blob(_LEDGER_STATE, 2), blob(_LEDGER_STATE, 3)) if _LEDGER_STATE in stages
+                            else (store.root / _LEDGER_STATE).read_bytes() or b"{}")
+        merged.setdefault("documents", {}).update(state_changes)
+        atomic_write_bytes(store.root / _LEDGER_STATE, json.dumps(merged, indent=1, sort_keys=True).encode("utf-8"))
+        git.run("add", "--", _LEDGER_STATE)
+        stages.pop(_LEDGER_STATE, None)
+    return duplicates
+
+
+def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> tuple[list[str], list[str]]:
+    """Settle every unmerged path of a stopped merge: ``(the vault-relative conflict files kept,
+    the refs of invoices two machines numbered alike)``."""
     stages: dict[str, dict[int, str]] = {}
     for entry in git.run("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"):
         if entry:
             info, path = entry.split("\t", 1)
             stages.setdefault(path, {})[int(info.split()[2])] = info.split()[1]
+    duplicates = _settle_invoices(store, git, stages)
     kept: list[str] = []
     for path, blobs in sorted(stages.items()):
         ours, theirs = (git.run("cat-file", "blob", blobs[n]).stdout if n in blobs else None for n in (2, 3))
@@ -250,23 +336,26 @@ def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> list[str]:
             rel = conflict.relative_to(store.root).as_posix()
             git.run("add", "--", rel)
             kept.append(rel)
-    return kept
+    return kept, duplicates
 
 
-def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> list[str]:
-    """Merge ``ref`` into HEAD; the conflict files kept."""
+def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> tuple[list[str], list[str]]:
+    """Merge ``ref`` into HEAD: ``(the conflict files kept, the refs of duplicate-numbered
+    invoices)``."""
     vg = store.settings.vault_git
     proc = git.run("merge", "-q", "--no-edit", "--no-verify", "-X", "no-renames", "--allow-unrelated-histories",
                    "-m", f"memo sync ({trigger}): merge {vg.remote}/{vg.branch}", ref, check=False)
     if proc.returncode == 0:
-        return []
+        return [], []
     if not git.names("diff", "--name-only", "--diff-filter=U"):
         git.run("merge", "--abort", check=False)
         raise VaultGitError("merge", _first_line(proc.stderr) or _first_line(proc.stdout))
-    kept = _resolve_conflicts(store, git, stamp)
-    message = f"memo sync ({trigger}): merge {vg.remote}/{vg.branch}; {len(kept)} conflict version(s) kept\n\n"
+    kept, duplicates = _resolve_conflicts(store, git, stamp)
+    message = (f"memo sync ({trigger}): merge {vg.remote}/{vg.branch}; {len(kept)} conflict version(s) kept"
+               + (f"; invoice numbers issued on both machines: {', '.join(duplicates)}" if duplicates else "")
+               + "\n\n")
     git.run("commit", "-q", "--no-verify", "-F", "-", input=(message + "\n".join(kept) + "\n").encode("utf-8"))
-    return kept
+    return kept, duplicates
 
 
 def _refresh_index(store: VaultStore, git: _Git) -> int:
@@ -323,14 +412,16 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         ``{trigger, at, committed (records in the new commit), records (their ids), files
         (paths committed), pulled (a merge brought commits in), pushed (commits went out;
         False when the remote already had them), conflicts (vault-relative paths of kept
-        versions), reindexed (records the index took in), error (one line or None), skipped
+        versions), duplicateInvoices (refs of invoices the other machine had issued under the
+        same number: both stay issued, see :mod:`~memo_analytics.vault.ledger`), reindexed
+        (records the index took in), error (one line or None), skipped
         (why nothing ran, or None)}``. Never raises for a
         git, network or vault problem: it is in ``error`` (and logged).
     """
     now = now or utcnow()
     result: dict[str, Any] = {"trigger": trigger, "at": to_iso(now), "committed": 0, "records": [], "files": 0,
-                              "pulled": False, "pushed": False, "conflicts": [], "reindexed": 0, "error": None,
-                              "skipped": None}
+                              "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
+                              "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
     if not settings.vault_git.enabled:
         result["skipped"] = "vaultGit.enabled is false"
@@ -378,7 +469,9 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
         with store.lock():
             commit()  # records written while we fetched
             if not remote_empty and not git.ok("merge-base", "--is-ancestor", tracking, "HEAD"):
-                result["conflicts"] += _merge(store, git, tracking, trigger, stamp)
+                kept, duplicates = _merge(store, git, tracking, trigger, stamp)
+                result["conflicts"] += kept
+                result["duplicateInvoices"] += duplicates
                 result["pulled"] = True
             result["reindexed"] += _refresh_index(store, git)
         head = git.head()

@@ -302,11 +302,17 @@ def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
         raise CorruptRecordError(str(path), f"not UTF-8 ({exc.reason})") from None
     except OSError as exc:
         raise CorruptRecordError(str(path), exc.strerror or type(exc).__name__) from None
+    return parse_frontmatter_text(text, str(path))
+
+
+def parse_frontmatter_text(text: str, source: str) -> tuple[dict[str, Any], str]:
+    """:func:`read_frontmatter` of a text (``source`` names it in errors). Raises as it."""
+    text = text.removeprefix("\ufeff")
     if not text.startswith("---"):
-        raise CorruptRecordError(str(path), "no YAML frontmatter")
-    metadata, content = _load_frontmatter(text, str(path))
+        raise CorruptRecordError(source, "no YAML frontmatter")
+    metadata, content = _load_frontmatter(text, source)
     if not isinstance(metadata, dict):
-        raise CorruptRecordError(str(path), "frontmatter is not a mapping")
+        raise CorruptRecordError(source, "frontmatter is not a mapping")
     return {str(key): _plain(value) for key, value in metadata.items()}, content
 
 

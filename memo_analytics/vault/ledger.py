@@ -23,6 +23,12 @@ never gives its number to another, and a document changed on disk is told apart
 (:meth:`Document.changed`). It is a cache of the documents plus those two facts; lost, it is
 rebuilt from the documents (the deleted one's number is then the only thing it cannot know).
 
+Two machines of one vault (vault-git) can each issue the same next number before they sync:
+both documents were sent, so both stay issued. The merge keeps the one created first as
+``<number>.md`` and the other as ``<number>.duplicate-<hash8>.md`` (and ``.pdf``): its
+``ref`` (the file name) names it to ``memo invoice show|credit``, its sessions stay invoiced
+(never billed again), and :func:`duplicate_numbers` says which numbers need a credit note.
+
 Every entry of the folder must be a document memo wrote: a file that is not a regular file
 (a link, a FIFO, a folder), or a ``.md`` without the fields of a document, is refused with
 one line naming it — skipping it could hide an invoice and bill its sessions again.
@@ -33,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 import string
 import tempfile
@@ -61,9 +68,21 @@ class DocumentExistsError(MemoError):
         super().__init__(f"Invoice {number} already exists; issued documents are never replaced")
 
 
+#: The file name (without suffix) of a document whose number another machine issued as well:
+#: ``<number>.duplicate-<first 8 hex of the SHA-256 of its .md>``.
+DUPLICATE = re.compile(r"^(?P<number>.+)\.duplicate-(?P<hash>[0-9a-f]{8})$")
+
+
+def duplicate_ref(number: str, md: bytes) -> str:
+    """The ref (file name without suffix) a merge gives the second document of ``number``."""
+    return f"{number}.duplicate-{hashlib.sha256(md).hexdigest()[:8]}"
+
+
 @dataclass(frozen=True)
 class Document:
-    """One issued document: ``meta`` is its frontmatter (camelCase), ``path`` its ``.md``."""
+    """One issued document: ``meta`` is its frontmatter (camelCase), ``path`` its ``.md``;
+    ``ref`` (the file name without suffix) is its number, or for the second of two documents
+    another machine numbered alike, ``<number>.duplicate-<hash8>``."""
 
     meta: dict[str, Any]
     path: Path
@@ -75,6 +94,10 @@ class Document:
         return str(self.meta["number"])
 
     @property
+    def ref(self) -> str:
+        return self.path.stem
+
+    @property
     def kind(self) -> str:
         return str(self.meta["kind"])
 
@@ -84,7 +107,7 @@ class Document:
 
     def changed(self, state: dict[str, Any]) -> bool:
         """Whether the ``.md`` differs from what was written (per the ledger state)."""
-        recorded = (state.get("documents") or {}).get(self.number, {}).get("md")
+        recorded = (state.get("documents") or {}).get(self.ref, {}).get("md")
         return bool(recorded) and recorded != self.digest
 
     @property
@@ -130,7 +153,7 @@ def _checked(path: Path) -> Document:
     problem = None
     if meta.get("kind") not in (INVOICE, CREDIT_NOTE):
         problem = f"kind is {meta.get('kind')!r}, not {INVOICE} or {CREDIT_NOTE}"
-    elif str(meta.get("number")) != path.stem:
+    elif str(meta.get("number")) != path.stem and str(meta.get("number")) != _number_of_ref(path.stem):
         problem = f"number {meta.get('number')!r} is not its file name {path.stem!r}"
     elif not isinstance(meta.get("sessions"), list) or not all(
             isinstance(s, dict) and "project" in s and "sessionId" in s for s in meta["sessions"]):
@@ -147,6 +170,11 @@ def _checked(path: Path) -> Document:
     if problem:
         raise CorruptRecordError(str(path), f"not an issued document: {problem}")
     return Document(meta, path, hashlib.sha256(raw).hexdigest())
+
+
+def _number_of_ref(ref: str) -> str | None:
+    match = DUPLICATE.match(ref)
+    return match.group("number") if match else None
 
 
 def documents(root: Path) -> list[Document]:
@@ -193,15 +221,29 @@ def document(root: Path, number: str) -> Document:
 
 
 def credited(docs: list[Document]) -> dict[str, str]:
-    """``{invoice number: number of the credit note that cancels it}``."""
-    return {str(d.meta["credits"]): d.number for d in docs if d.kind == CREDIT_NOTE and d.meta.get("credits")}
+    """``{invoice ref: number of the credit note that cancels it}`` (a credit note names the
+    invoice's ref in ``creditsRef`` where it is not its number)."""
+    return {str(d.meta.get("creditsRef") or d.meta["credits"]): d.number
+            for d in docs if d.kind == CREDIT_NOTE and d.meta.get("credits")}
 
 
 def invoiced_sessions(docs: list[Document]) -> dict[tuple[str, str], str]:
     """``{(project, sessionId): invoice number}`` of every session on an invoice that no
-    credit note cancels."""
+    credit note cancels (a duplicate-numbered one included)."""
     cancelled = credited(docs)
-    return {key: d.number for d in docs if d.kind == INVOICE and d.number not in cancelled for key in d.sessions}
+    return {key: d.number for d in docs if d.kind == INVOICE and d.ref not in cancelled for key in d.sessions}
+
+
+def duplicate_numbers(docs: list[Document]) -> dict[str, list[str]]:
+    """``{number: [ref, …]}`` of every number two invoices carry (issued on two machines of
+    one vault before they synced) while more than one of them stands uncredited: what a
+    credit note must settle. Refs in the order issued."""
+    cancelled = credited(docs)
+    refs: dict[str, list[str]] = {}
+    for doc in docs:
+        if doc.kind == INVOICE and doc.ref not in cancelled:
+            refs.setdefault(doc.number, []).append(doc.ref)
+    return {number: found for number, found in refs.items() if len(found) > 1}
 
 
 def sequence_key(number_format: str, year: int) -> str:

@@ -104,7 +104,7 @@ def test_both_sides_changed_a_record_the_newer_updated_wins_and_the_other_is_kep
         remote, tmp_path, newer_syncs_first):
     a = clone(remote, tmp_path / "a")
     shared = record(a, "the shared turn", "s1")
-    assert sync(a, "manual", now=T0)["pushed"]
+    assert sync(a, "manual", now=T0)["error"] is None  # (session_end pushed them already)
     b = clone(remote, tmp_path / "b")
     sync(b, "manual", now=T0)
     edit(a, shared, "from A (older)", "2026-01-05T10:00:00.000Z")
@@ -225,7 +225,7 @@ def test_a_plain_vault_becomes_a_repository_that_keeps_index_lock_and_views_out(
     assert git("branch", "--show-current", cwd=a.root).strip() == "main"
     assert git("log", "-1", "--format=%an <%ae>", cwd=a.root).strip() == "memo <memo@localhost>"
     git("remote", "add", "origin", str(remote), cwd=a.root)
-    assert sync(a, "manual", now=T0)["pushed"] is True
+    assert sync(a, "manual", now=T0)["error"] is None  # (session_end pushed them already) is True
     assert turn in git("--git-dir", str(remote), "log", "--format=%s", "main")
 
 
@@ -309,3 +309,55 @@ def test_memo_sync_git_runs_a_sync_and_refuses_when_vault_git_is_off(remote, tmp
     assert on.returncode == 0, on.stderr
     assert on.stdout.startswith("committed 1 record (") and "pushed to origin/main" in on.stdout
     assert "from the command line" in git("--git-dir", str(remote), "show", "main", "--", "projects")
+
+
+def test_one_number_issued_on_two_machines_stays_two_issued_invoices_and_no_session_is_billed_again(remote, tmp_path):
+    """Two machines of one vault issued 2026-0001 before they synced: the merge kept one as a
+    `.conflict-….md` (its PDF as `.md` too) and the ledger state as another, `memo invoice list`
+    then stopped on it, and the displaced invoice's session looked uninvoiced — billed again."""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    config = tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME + "\n[vaultGit]\nenabled = true\n", encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    a = clone(remote, tmp_path / "a")
+    start_session(a, StartSessionRequest(session_id="s1", project="web", client="Acme Corp", start_time=T0))
+    end_session(a, EndSessionRequest(session_id="s1", project="web", until=T0.replace(hour=10)))
+    start_session(a, StartSessionRequest(session_id="s2", project="web", client="Acme Corp",
+                                         start_time=T0.replace(day=6)))
+    end_session(a, EndSessionRequest(session_id="s2", project="web", until=T0.replace(day=6, hour=11)))
+    assert sync(a, "manual", now=T0)["error"] is None  # (session_end pushed them already)
+    b = clone(remote, tmp_path / "b")
+    a.close(), b.close()
+
+    def issue(where: str, day: str) -> dict:
+        ran = memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", day, "--until", day,
+                   vault=tmp_path / where, env=env)
+        return json.loads(ran.stdout)
+
+    first, second = issue("a", "2026-01-05"), issue("b", "2026-01-06")  # before either syncs
+    assert first["number"] == second["number"] == "2026-0001"
+    synced = [json.loads(memo("--json", "sync", "git", vault=tmp_path / w, env=env).stdout) for w in "aba"]
+    later = synced[1]["duplicateInvoices"]  # b pulled a's invoice onto its own
+    assert len(later) == 1 and later[0].startswith("2026-0001.duplicate-") and synced[1]["conflicts"] == []
+    for where in "ab":  # both machines hold the same two issued documents, no conflict file
+        folder = tmp_path / where / "invoices"
+        assert sorted(p.name for p in folder.iterdir()) == sorted(
+            [".ledger.json", "2026-0001.md", "2026-0001.pdf", f"{later[0]}.md", f"{later[0]}.pdf"])
+        assert (folder / f"{later[0]}.pdf").read_bytes().startswith(b"%PDF")
+        listed = json.loads(memo("--json", "invoice", "list", vault=tmp_path / where, env=env).stdout)["items"]
+        assert [(i["number"], i.get("ref"), i["periodStart"]) for i in listed] == [
+            ("2026-0001", None, "2026-01-05"), ("2026-0001", later[0], "2026-01-06")]  # created first keeps the name
+        assert all(i["warnings"][0].startswith("number 2026-0001 was issued twice") for i in listed)
+    # neither session is billed again, and the next number continues after both
+    ran = memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-01-01", "--until",
+               "2026-01-31", vault=tmp_path / "a", env=env, check=False)
+    assert ran.returncode == 1 and "Nothing to invoice" in ran.stderr
+    credit = json.loads(memo("--json", "invoice", "credit", later[0], vault=tmp_path / "a", env=env).stdout)
+    assert credit["number"] == "2026-0002" and credit["credits"] == later[0]
+    listed = json.loads(memo("--json", "invoice", "list", vault=tmp_path / "a", env=env).stdout)["items"]
+    assert [i.get("status") for i in listed] == ["issued", "credited", None]
+    assert not any(i.get("warnings") for i in listed)  # settled: one invoice of that number stands
+    again = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-01-06",
+                            "--until", "2026-01-06", vault=tmp_path / "a", env=env).stdout)
+    assert again["number"] == "2026-0003" and again["sessions"] == 1

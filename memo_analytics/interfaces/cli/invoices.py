@@ -32,14 +32,16 @@ def _date(value: Optional[str], name: str) -> Optional[date]:
 
 def _said(summary: dict) -> str:
     kind = "credit note" if summary["kind"] == "creditNote" else "invoice"
-    line = (f"{kind} {summary['number']} for {summary['client']}: {summary['periodStart']} – {summary['periodEnd']}, "
+    named = summary["number"] + (f" (ref {summary['ref']})" if summary.get("ref") else "")
+    line = (f"{kind} {named} for {summary['client']}: {summary['periodStart']} – {summary['periodEnd']}, "
             f"{summary['billableHours']} h, net {summary['currency']} {_grouped(summary['net'])}, VAT "
             f"{_grouped(summary['tax'])}, total {_grouped(summary['gross'])}; issued {summary['issued']}")
     changed = "; its file was changed since it was issued" if summary.get("changedOnDisk") else ""
     if summary["kind"] == "creditNote":
         return line + f", cancels {summary['credits']}" + changed
     status = f"credited by {summary['creditedBy']}" if summary.get("creditedBy") else "issued"
-    return line + f", due {summary['due']}; status: {status}" + changed
+    twice = "".join(f"\n  warning: {warning}" for warning in summary.get("warnings", []))
+    return line + f", due {summary['due']}; status: {status}" + changed + twice
 
 
 def _copy_fields(copy: Path | str | None) -> dict:
@@ -94,7 +96,8 @@ def invoice_issue(
 
 @invoice_app.command("credit")
 def invoice_credit(
-    number: str = typer.Argument(..., help="The invoice to cancel."),
+    number: str = typer.Argument(..., help="The invoice to cancel: its number (or the ref memo invoice list "
+                                           "shows for a second document of one number)."),
     reason: Optional[str] = typer.Option(None, "--reason", help="Why (printed on the credit note)."),
     issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: today)."),
     output: Optional[Path] = _OUTPUT, force: bool = _FORCE,
@@ -131,7 +134,7 @@ def invoice_list() -> None:
 
 @invoice_app.command("show")
 def invoice_show(
-    number: str = typer.Argument(..., help="Invoice or credit note number."),
+    number: str = typer.Argument(..., help="Invoice or credit note number (or ref)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a copy of its PDF here."),
     force: bool = _FORCE,
 ) -> None:
