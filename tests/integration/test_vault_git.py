@@ -332,14 +332,16 @@ def test_one_number_issued_on_two_machines_stays_two_issued_invoices_and_no_sess
 
     def issue(where: str, day: str) -> dict:
         ran = memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", day, "--until", day,
-                   vault=tmp_path / where, env=env)
+                   "--offline", vault=tmp_path / where, env=env)
         return json.loads(ran.stdout)
 
-    first, second = issue("a", "2026-01-05"), issue("b", "2026-01-06")  # before either syncs
+    # both offline (or within the same seconds): neither saw the other's before numbering
+    first, second = issue("a", "2026-01-05"), issue("b", "2026-01-06")
     assert first["number"] == second["number"] == "2026-0001"
-    synced = [json.loads(memo("--json", "sync", "git", vault=tmp_path / w, env=env).stdout) for w in "aba"]
-    later = synced[1]["duplicateInvoices"]  # b pulled a's invoice onto its own
-    assert len(later) == 1 and later[0].startswith("2026-0001.duplicate-") and synced[1]["conflicts"] == []
+    later = second["vaultGit"]["duplicateInvoices"]  # b's push pulled a's invoice onto its own, and says so
+    assert len(later) == 1 and later[0].startswith("2026-0001.duplicate-")
+    synced = [json.loads(memo("--json", "sync", "git", vault=tmp_path / w, env=env).stdout) for w in "ab"]
+    assert [(s["error"], s["conflicts"]) for s in synced] == [(None, []), (None, [])]
     for where in "ab":  # both machines hold the same two issued documents, no conflict file
         folder = tmp_path / where / "invoices"
         assert sorted(p.name for p in folder.iterdir()) == sorted(
@@ -353,11 +355,49 @@ def test_one_number_issued_on_two_machines_stays_two_issued_invoices_and_no_sess
     ran = memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-01-01", "--until",
                "2026-01-31", vault=tmp_path / "a", env=env, check=False)
     assert ran.returncode == 1 and "Nothing to invoice" in ran.stderr
-    credit = json.loads(memo("--json", "invoice", "credit", later[0], vault=tmp_path / "a", env=env).stdout)
+    credit = json.loads(memo("--json", "invoice", "credit", later[0], "--offline", vault=tmp_path / "a",
+                             env=env).stdout)
     assert credit["number"] == "2026-0002" and credit["credits"] == later[0]
     listed = json.loads(memo("--json", "invoice", "list", vault=tmp_path / "a", env=env).stdout)["items"]
     assert [i.get("status") for i in listed] == ["issued", "credited", None]
     assert not any(i.get("warnings") for i in listed)  # settled: one invoice of that number stands
     again = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-01-06",
-                            "--until", "2026-01-06", vault=tmp_path / "a", env=env).stdout)
+                            "--until", "2026-01-06", "--offline", vault=tmp_path / "a", env=env).stdout)
     assert again["number"] == "2026-0003" and again["sessions"] == 1
+
+
+def test_invoice_issue_pulls_the_other_machines_invoices_before_numbering_and_pushes_after(remote, tmp_path):
+    """The way the duplicate above is avoided: `memo invoice issue` numbers after a pull and
+    pushes at once; with the remote down it issues nothing unless told --offline."""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    config = tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME + "\n[vaultGit]\nenabled = true\n", encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    a = clone(remote, tmp_path / "a")
+    for day in (5, 6, 7):
+        start_session(a, StartSessionRequest(session_id=f"s{day}", project="web", client="Acme Corp",
+                                             start_time=T0.replace(day=day)))
+        end_session(a, EndSessionRequest(session_id=f"s{day}", project="web", until=T0.replace(day=day, hour=10)))
+    b = clone(remote, tmp_path / "b")
+    a.close(), b.close()
+
+    def issue(where: str, day: int, *extra: str):
+        return memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", f"2026-01-0{day}",
+                    "--until", f"2026-01-0{day}", *extra, vault=tmp_path / where, env=env, check=False)
+
+    first = json.loads(issue("a", 5).stdout)
+    assert first["number"] == "2026-0001" and first["vaultGit"] == {"pulled": False, "pushed": True, "error": None}
+    second = json.loads(issue("b", 6).stdout)  # b has not synced since a issued: the issue pulls it first
+    assert second["number"] == "2026-0002" and second["vaultGit"]["pulled"] is True
+    assert json.loads(memo("--json", "invoice", "show", "2026-0001", vault=tmp_path / "b", env=env).stdout)[
+        "periodStart"] == "2026-01-05"
+    memo("sync", "git", vault=tmp_path / "a", env=env)
+    git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=tmp_path / "a")
+    refused = issue("a", 7)
+    assert refused.returncode == 1 and "nothing was issued" in refused.stderr and "--offline" in refused.stderr
+    assert sorted(p.name for p in (tmp_path / "a" / "invoices").glob("*.md")) == ["2026-0001.md", "2026-0002.md"]
+    offline = issue("a", 7, "--offline")
+    answer = json.loads(offline.stdout)
+    assert answer["number"] == "2026-0003" and answer["vaultGit"]["pushed"] is False and answer["vaultGit"]["error"]
+    assert "not pushed yet" in offline.stderr

@@ -427,3 +427,12 @@ def left_off_note(left: dict) -> None:
              f"{left['alreadyInvoiced']} already invoiced (memo invoice list)" if left.get("alreadyInvoiced") else ""]
     if any(parts):
         err.print("note: billable sessions of the period left off: " + "; ".join(p for p in parts if p))
+
+
+def say_duplicate_invoices(result: dict) -> None:
+    """A warning for each invoice of a vault-git sync's ``duplicateInvoices``."""
+    for ref in result.get("duplicateInvoices", []):
+        number = ref.split(".duplicate-")[0]
+        err.print(_safe(f"warning: invoice number {number} was issued on two machines; both stay issued, the later "
+                        f"as {ref} (its sessions stay invoiced): cancel one with memo invoice credit {ref} (or "
+                        f"{number}) and bill its sessions again"))

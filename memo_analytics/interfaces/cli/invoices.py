@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
 from ...config import config_path
-from ...domain.errors import InvalidDateError, InvalidFieldError
-from .common import _emit, _grouped, _zone, _zone_label, app, err, left_off_note, out, state
+from ...domain.errors import InvalidDateError, InvalidFieldError, MemoError
+from .common import (_emit, _grouped, _safe, _zone, _zone_label, app, err, left_off_note, out,
+                     say_duplicate_invoices, state)
 from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
 
 invoice_app = typer.Typer(help="Issued invoices: numbered, stored in the vault, never billing a session twice; "
@@ -57,6 +59,46 @@ def _warn_copy(summary: dict) -> None:
                   f"{summary['copyError']}; copy it with memo invoice show {summary['number']} -o FILE")
 
 
+_OFFLINE = typer.Option(False, "--offline", help="With vault-git: number it without pulling the other machines' "
+                                                 "invoices first (when the remote cannot be reached).")
+
+
+@contextmanager
+def _shared_numbering(offline: bool) -> Iterator[dict]:
+    """With vault-git on, a document is numbered after the other machines' documents are pulled
+    and pushed as soon as it is stored: two machines issue one number only within the same
+    seconds (then the sync keeps both and says so). Yields the answer's ``vaultGit`` part
+    (``{pulled, pushed, error}``, and ``duplicateInvoices`` when the push found the number
+    issued elsewhere as well; empty without vault-git), filled in on the way out.
+
+    Raises
+    ------
+    MemoError
+        The pull failed (nothing was issued): the remote is down or refuses.
+    """
+    from ...services.vault_git import sync as vault_git_sync
+
+    settings, answer = state.settings, {}
+    if not settings.vault_git.enabled or settings.mode == "remote":
+        yield answer
+        return
+    if not offline:
+        before = vault_git_sync(state.store, "invoice")
+        say_duplicate_invoices(before)
+        if before["error"]:
+            raise MemoError(f"{before['error']}; nothing was issued: a number is given after the other machines' "
+                            f"invoices are pulled. Issue it when the remote answers, or with --offline (should "
+                            f"another machine issue the same number meanwhile, memo sync git keeps both and says so)")
+        answer["pulled"] = before["pulled"]
+    yield answer
+    after = vault_git_sync(state.store, "invoice")
+    say_duplicate_invoices(after)
+    answer.update(pushed=after["pushed"], error=after["error"],
+                  **({"duplicateInvoices": after["duplicateInvoices"]} if after.get("duplicateInvoices") else {}))
+    if after["error"]:
+        err.print(_safe(f"note: issued and stored, not pushed yet ({after['error']}); memo sync git pushes it"))
+
+
 @invoice_app.command("issue")
 def invoice_issue(
     since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
@@ -69,6 +111,7 @@ def invoice_issue(
     zero_minutes: bool = typer.Option(False, "--zero-minutes", help="Bill sessions of 0 minutes too."),
     output: Optional[Path] = _OUTPUT, force: bool = _FORCE,
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
+    offline: bool = _OFFLINE,
 ) -> None:
     """Issue the invoice of one client: the next number, stored with its Factur-X PDF in the vault."""
     from ...reports.invoice import LINE_MODES
@@ -80,12 +123,15 @@ def invoice_issue(
                                           "(e.g. --since 2026-06-01 --until 2026-06-30)")
     if lines not in LINE_MODES:
         raise InvalidFieldError("lines", f"{lines!r} is not one of {', '.join(LINE_MODES)}")
-    document, copy = issue_invoice(state.store, state.settings,
-                                   lambda: _activity_report(project, all_projects, since, until, client, tz),
-                                   lines=lines, issued=_date(issued, "issued"),
-                                   zero_minutes=zero_minutes, output=output, overwrite=force,
-                                   user_templates=_user_templates(templates), config=str(config_path()))
-    summary = {**document_summary(document), **_copy_fields(copy), "leftOff": document.meta["leftOff"]}
+    issued_on = _date(issued, "issued")
+    with _shared_numbering(offline) as shared:
+        document, copy = issue_invoice(state.store, state.settings,
+                                       lambda: _activity_report(project, all_projects, since, until, client, tz),
+                                       lines=lines, issued=issued_on,
+                                       zero_minutes=zero_minutes, output=output, overwrite=force,
+                                       user_templates=_user_templates(templates), config=str(config_path()))
+    summary = {**document_summary(document), **_copy_fields(copy), "leftOff": document.meta["leftOff"],
+               **({"vaultGit": shared} if shared else {})}
     _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}" + (f"\n  copy: {s['output']}"
                                                                               if s.get("output") else "")))
     if not state.json:
@@ -102,14 +148,17 @@ def invoice_credit(
     issued: Optional[str] = typer.Option(None, "--issued", help="Issue date YYYY-MM-DD (default: today)."),
     output: Optional[Path] = _OUTPUT, force: bool = _FORCE,
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
+    offline: bool = _OFFLINE,
 ) -> None:
     """Cancel an issued invoice with a credit note; its sessions can be invoiced again."""
     from ...reports.issuing import credit_invoice, document_summary
 
-    document, copy = credit_invoice(state.store, state.settings, number, issued=_date(issued, "issued"),
-                                    reason=reason, output=output, overwrite=force,
-                                    user_templates=_user_templates(templates))
-    summary = {**document_summary(document), **_copy_fields(copy)}
+    issued_on = _date(issued, "issued")
+    with _shared_numbering(offline) as shared:
+        document, copy = credit_invoice(state.store, state.settings, number, issued=issued_on,
+                                        reason=reason, output=output, overwrite=force,
+                                        user_templates=_user_templates(templates))
+    summary = {**document_summary(document), **_copy_fields(copy), **({"vaultGit": shared} if shared else {})}
     _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}"))
     _warn_copy(summary)
 

@@ -10,7 +10,7 @@ from ...domain.errors import InvalidFieldError, MemoError
 from ...services import sync
 from ...services.vault_git import status as vault_git_status
 from ...services.vault_git import sync as vault_git_sync
-from .common import _emit, _safe, app, err, out, state
+from .common import _emit, _safe, app, out, say_duplicate_invoices, state
 
 sync_app = typer.Typer(help="Sync the vault: hybrid pushes to a team daemon, vault-git.", no_args_is_help=True)
 app.add_typer(sync_app, name="sync")
@@ -60,11 +60,7 @@ def _print_git(result: dict) -> None:
     out.print("; ".join(parts))
     for path in result["conflicts"]:
         out.print(f"conflict: the older version is kept as {_safe(path)}")
-    for ref in result.get("duplicateInvoices", []):
-        number = ref.split(".duplicate-")[0]
-        err.print(_safe(f"warning: invoice number {number} was issued on two machines; both stay issued, the later "
-                        f"as {ref} (its sessions stay invoiced): cancel one with memo invoice credit {ref} (or "
-                        f"{number}) and bill its sessions again"))
+    say_duplicate_invoices(result)
 
 
 @sync_app.command("git")
