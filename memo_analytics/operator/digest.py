@@ -13,7 +13,8 @@ never authority: nothing a prompt or summary says changes an item or grants an a
 Kinds
 -----
 waiting on you: ``session_open_too_long``, ``handoff_unclaimed``, ``pr_awaiting_review``,
-``rule_ready``; dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
+``rule_ready``, ``invoice_number_twice`` (two machines of a vault-git vault issued one invoice
+number: a credit note must cancel one); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
 a sync kept beside a record, SPEC §2.7).
 """
 
@@ -34,6 +35,7 @@ KIND_LANE = {
     "handoff_unclaimed": "waiting on you",
     "pr_awaiting_review": "waiting on you",
     "rule_ready": "waiting on you",
+    "invoice_number_twice": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
     "sync_conflict": "dropped",
@@ -50,6 +52,8 @@ class Snapshot:
     rule_traps: list[dict[str, Any]] = field(default_factory=list)
     unbilled_sessions: list[dict[str, Any]] = field(default_factory=list)
     sync_conflicts: list[dict[str, Any]] = field(default_factory=list)
+    #: ``{number, refs, client, created}`` of each invoice number two uncredited invoices carry
+    duplicate_invoices: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -212,6 +216,14 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                           f"memo session edit {_q(session['sessionId'])} --project {_q(session['project'])} "
                           "--client NAME  # its turns follow", to_iso(start),
                           fingerprint(session["id"], session.get("updated"))), session))
+    for twice in snapshot.duplicate_invoices:
+        since = from_iso(twice["created"])
+        later = twice["refs"][-1]
+        items.append((Item("invoice_number_twice", KIND_LANE["invoice_number_twice"], twice["number"],
+                           twice["client"], "you to cancel one of two invoices", f"invoice number {twice['number']} "
+                           f"was issued on two machines ({', '.join(twice['refs'])}): a number must be issued once",
+                           _age(since, now), 0, f"memo invoice credit {later}  # then bill its sessions again",
+                           to_iso(since), fingerprint(*twice["refs"])), twice))
     for conflict in snapshot.sync_conflicts:
         since = from_iso(conflict["created"])
         items.append((Item("sync_conflict", KIND_LANE["sync_conflict"], conflict["recordId"], conflict["project"],

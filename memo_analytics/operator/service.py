@@ -21,6 +21,7 @@ from ..domain.errors import AmbiguousIdError, InvalidFieldError
 from ..domain.ids import validate_slug
 from ..services.requests import DigestApplyRequest
 from ..services.store import VaultStore
+from ..vault import ledger
 from ..vault.io import atomic_write_bytes
 from . import audit, policy
 from .acting import apply_item, run_delegated
@@ -35,8 +36,9 @@ def _version(store: VaultStore) -> str:
     try:
         with vault_sources(store, further=True) as sources:
             # record folders' mtimes move when a file appears or goes (a sync conflict kept or resolved)
-            folders = [max((f.stat().st_mtime_ns for f in (Path(source.vault) / "projects").glob("*/*")
-                            if f.is_dir()), default=0) for source in sources]
+            folders = [max((f.stat().st_mtime_ns for f in [*(Path(source.vault) / "projects").glob("*/*"),
+                                                              Path(source.vault) / ledger.FOLDER]
+                            if f.is_dir()), default=0) for source in sources]  # and an invoice merged in
             return "|".join(f"{rows.version(source.conn)}@{mtime}" for source, mtime in zip(sources, folders))
     except Exception:  # a broken further vault: the recompute reports it
         return rows.version(store.conn) + "|?"
@@ -67,7 +69,7 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
     snapshot = take_snapshot(store) if store.exists else Snapshot()
     cutoff = to_iso(moment)
     for name in ("open_sessions", "pending_handoffs", "pull_request_sessions", "rule_traps", "unbilled_sessions",
-                 "sync_conflicts"):
+                 "sync_conflicts", "duplicate_invoices"):
         # records made after the moment did not exist yet
         setattr(snapshot, name, [r for r in getattr(snapshot, name) if (r.get("created") or "") <= cutoff])
     snapshot.pull_request_sessions = [r for r in snapshot.pull_request_sessions if (r.get("endTime") or "") <= cutoff]

@@ -6,13 +6,30 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from ..analytics.frames import vault_sources
 from ..domain.clock import to_iso
+from ..domain.errors import MemoError
 from ..index import snapshot as rows
 from ..services.store import VaultStore
+from ..vault import ledger
 from ..vault.conflicts import conflict_files, conflict_record_id
 from .digest import Snapshot
+
+
+def _duplicate_invoices(root: Path) -> list[dict[str, Any]]:
+    """``{number, refs, client, created}`` of each invoice number two uncredited invoices of the
+    vault carry (:func:`~memo_analytics.vault.ledger.duplicate_numbers`); none when its invoices
+    folder cannot be read (``memo invoice list`` names the file)."""
+    try:
+        docs = ledger.documents(root)
+    except (MemoError, OSError):
+        return []
+    by_ref = {doc.ref: doc for doc in docs}
+    return [{"number": number, "refs": refs, "client": str(by_ref[refs[-1]].meta.get("client") or ""),
+             "created": str(by_ref[refs[-1]].meta.get("createdAt") or to_iso(datetime.now(timezone.utc)))}
+            for number, refs in ledger.duplicate_numbers(docs).items()]
 
 
 def take_snapshot(store: VaultStore) -> Snapshot:
@@ -32,6 +49,8 @@ def take_snapshot(store: VaultStore) -> Snapshot:
                         record["_vault"] = source.vault
                 getattr(snapshot, name).extend(found)
             root = Path(source.vault)
+            snapshot.duplicate_invoices += [{**twice, **({"_vault": source.vault} if further else {})}
+                                            for twice in _duplicate_invoices(root)]
             for path in conflict_files(root / "projects"):
                 record_path = path.with_name(f"{conflict_record_id(path)}.md")
                 snapshot.sync_conflicts.append({

@@ -351,6 +351,11 @@ def test_one_number_issued_on_two_machines_stays_two_issued_invoices_and_no_sess
         assert [(i["number"], i.get("ref"), i["periodStart"]) for i in listed] == [
             ("2026-0001", None, "2026-01-05"), ("2026-0001", later[0], "2026-01-06")]  # created first keeps the name
         assert all(i["warnings"][0].startswith("number 2026-0001 was issued twice") for i in listed)
+    digest = json.loads(memo("--json", "digest", vault=tmp_path / "a", env=env).stdout)
+    [twice] = [i for i in digest["items"] if i["kind"] == "invoice_number_twice"]
+    assert (twice["id"], twice["lane"], twice["action"]) == (
+        "invoice_number_twice:2026-0001", "waiting on you", f"memo invoice credit {later[0]}  # then bill its "
+        "sessions again")
     # neither session is billed again, and the next number continues after both
     ran = memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-01-01", "--until",
                "2026-01-31", vault=tmp_path / "a", env=env, check=False)
@@ -361,6 +366,8 @@ def test_one_number_issued_on_two_machines_stays_two_issued_invoices_and_no_sess
     listed = json.loads(memo("--json", "invoice", "list", vault=tmp_path / "a", env=env).stdout)["items"]
     assert [i.get("status") for i in listed] == ["issued", "credited", None]
     assert not any(i.get("warnings") for i in listed)  # settled: one invoice of that number stands
+    digest = json.loads(memo("--json", "digest", vault=tmp_path / "a", env=env).stdout)
+    assert not [i for i in digest["items"] if i["kind"] == "invoice_number_twice"]
     again = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-01-06",
                             "--until", "2026-01-06", "--offline", vault=tmp_path / "a", env=env).stdout)
     assert again["number"] == "2026-0003" and again["sessions"] == 1
