@@ -410,7 +410,8 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
     -------
     dict
         ``{trigger, at, committed (records in the new commit), records (their ids), files
-        (paths committed), pulled (a merge brought commits in), pushed (commits went out;
+        (paths committed), otherFiles (those that are no record: an issued invoice, the
+        ledger, memo's .gitignore), pulled (a merge brought commits in), pushed (commits went out;
         False when the remote already had them), conflicts (vault-relative paths of kept
         versions), duplicateInvoices (refs of invoices the other machine had issued under the
         same number: both stay issued, see :mod:`~memo_analytics.vault.ledger`), reindexed
@@ -420,6 +421,7 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
     """
     now = now or utcnow()
     result: dict[str, Any] = {"trigger": trigger, "at": to_iso(now), "committed": 0, "records": [], "files": 0,
+                              "otherFiles": [],
                               "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
                               "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
@@ -453,6 +455,7 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
         result["records"] = sorted(set(result["records"]) | set(keys))
         result["committed"] = len(result["records"])
         result["files"] += len(paths)
+        result["otherFiles"] = sorted(set(result["otherFiles"]) | {p for p in paths if not _record_key(p)})
 
     with store.lock():
         ensure_repository(store, git)

@@ -308,6 +308,7 @@ def test_memo_sync_git_runs_a_sync_and_refuses_when_vault_git_is_off(remote, tmp
     on = memo("sync", "git", vault=a.root, env=env, check=False)
     assert on.returncode == 0, on.stderr
     assert on.stdout.startswith("committed 1 record (") and "pushed to origin/main" in on.stdout
+    assert ") and 2 other files;" in on.stdout  # memo's .gitignore and .gitattributes
     assert "from the command line" in git("--git-dir", str(remote), "show", "main", "--", "projects")
 
 
@@ -342,6 +343,7 @@ def test_one_number_issued_on_two_machines_stays_two_issued_invoices_and_no_sess
     assert len(later) == 1 and later[0].startswith("2026-0001.duplicate-")
     synced = [json.loads(memo("--json", "sync", "git", vault=tmp_path / w, env=env).stdout) for w in "ab"]
     assert [(s["error"], s["conflicts"]) for s in synced] == [(None, []), (None, [])]
+
     for where in "ab":  # both machines hold the same two issued documents, no conflict file
         folder = tmp_path / where / "invoices"
         assert sorted(p.name for p in folder.iterdir()) == sorted(

@@ -55,6 +55,9 @@ def _print_git(result: dict) -> None:
     if result["records"]:
         shown = ", ".join(result["records"][:8]) + (", …" if len(result["records"]) > 8 else "")
         parts[0] += f" ({_safe(shown)})"
+    others = len(result.get("otherFiles", []))
+    if others:  # an issued invoice, the ledger, memo's .gitignore …
+        parts[0] += f" and {others} other file{'s' if others != 1 else ''}"
     parts.append(f"pulled from {vg.remote}/{vg.branch}" if result["pulled"] else "nothing to pull")
     parts.append(f"pushed to {vg.remote}/{vg.branch}" if result["pushed"] else "nothing pushed")
     out.print("; ".join(parts))
