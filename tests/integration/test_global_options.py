@@ -150,3 +150,22 @@ def test_no_command_offers_to_install_shell_completion(tmp_path):
         refused = memo(*command, "--install-completion", env={"HOME": str(home), "SHELL": "/bin/bash"}, check=False)
         assert refused.returncode == 2 and "No such option: --install-completion" in refused.stderr
     assert list(home.iterdir()) == []
+
+
+def test_under_json_every_stderr_line_is_json_notes_and_warnings_too(tmp_path):
+    """A script that asked for ``--json`` read the error as JSON but a ``note:`` line as plain
+    text on the same stream."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "p", "--start-time", "2026-03-02T08:00:00Z", vault=vault)
+    memo("session", "end", "s1", "--until", "2026-03-02T09:00:00Z", vault=vault)
+    (vault / ".memo" / "index.sqlite").unlink()  # rebuilt by the next command, which says so
+    ran = memo("activity", "--all", "--json", vault=vault)
+    assert json.loads(ran.stdout)["totalSessions"] == 1
+    [line] = ran.stderr.splitlines()
+    assert list(json.loads(line)) == ["note"] and json.loads(line)["note"].startswith("rebuilding the index ")
+    (vault / ".memo" / "index.sqlite").unlink()
+    plain = memo("activity", "--all", vault=vault)
+    assert plain.stderr.startswith("note: rebuilding the index ")
+    late = memo("--json", "prompt", "record", "--session-id", "s1", "--project", "p", "--body", "late", vault=vault)
+    assert late.stderr == ""  # its warning is in the answer itself
+    assert json.loads(late.stdout)["warnings"][0].startswith("session s1 ended at")

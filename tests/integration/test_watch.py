@@ -305,7 +305,7 @@ def test_a_bad_line_is_told_of_once_not_at_every_pass_of_a_running_watcher(tmp_p
         assert proc.wait(15) == 0
     finally:
         stderr = ended(proc)
-    told = [text.split(": ", 2)[2] for text in stderr.splitlines() if text.startswith("skipped: ")]
+    told = [json.loads(text)["skipped"].split(": ", 1)[1] for text in stderr.splitlines() if '"skipped"' in text]
     assert told == ["line 2: not JSON", "line 6: not JSON"]
 
 

@@ -174,8 +174,10 @@ def recorded(tmp_path) -> tuple[Path, dict]:
 
 
 def _note(ran: Ran, reason: str) -> None:
-    assert ran.stderr.startswith("note: rebuilding the index ") and f"because {reason}" in ran.stderr, ran.stderr
+    """One note on stderr (a JSON line: these runs ask for --json)."""
     assert ran.stderr.count("\n") == 1
+    note = json.loads(ran.stderr)["note"]
+    assert note.startswith("rebuilding the index ") and f"because {reason}" in note, ran.stderr
 
 
 def test_a_deleted_index_is_rebuilt_on_open_and_activity_is_not_zero(recorded):
@@ -226,8 +228,9 @@ def test_files_added_and_removed_by_hand_are_caught_up_on_open(recorded):
     (vault / "projects/p/sessions/session-c.md").write_text(
         text.replace("session-b", "session-c").replace("sessionId: b", "sessionId: c"))
     ran = ok(vault, "--json", "activity", "--all")
-    assert "note: the index caught up with 2 record folders changed outside memo" in ran.stderr
-    assert "1 added" in ran.stderr and "1 removed" in ran.stderr
+    note = json.loads(ran.stderr)["note"]
+    assert "the index caught up with 2 record folders changed outside memo" in note
+    assert "1 added" in note and "1 removed" in note
     report = json.loads(ran.stdout)
     # c is b's copy: the same 45 minutes of the same client, billed once (the overlap policy)
     assert report["totalDurationMinutes"] == 90 + 45 and report["totalPrompts"] == 4

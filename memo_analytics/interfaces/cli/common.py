@@ -64,9 +64,28 @@ class _TerminalConsole(Console):
                 yield Segment(terminal_text(segment.text), segment.style, segment.control)
 
 
+#: What a line on stderr starts with → its key under ``--json`` (any other line: ``message``).
+_STDERR_KEYS = ("note", "warning", "skipped", "error")
+
+
+class _ErrorConsole(_TerminalConsole):
+    """stderr. Under ``--json`` each line said is one JSON object, as a refused command's error
+    is: ``note: …`` → ``{"note": "…"}``, likewise ``warning``, ``skipped`` and ``error``, any
+    other text ``{"message": "…"}`` — a script reads every stderr line as JSON. Progress bars
+    and other renderables are left to rich."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if len(objects) == 1 and isinstance(objects[0], str) and (state.json or _json_asked(sys.argv[1:])):
+            kind, sep, rest = objects[0].partition(": ")
+            body = {kind: rest} if sep and kind in _STDERR_KEYS else {"message": objects[0]}
+            sys.stderr.write(json.dumps({k: terminal_text(v) for k, v in body.items()}, ensure_ascii=False) + "\n")
+            return
+        super().print(*objects, **kwargs)
+
+
 # markup and emoji off: stored text ("list[int]", "[/]", ":smile:") is printed as it is
 out = _TerminalConsole(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160)
-err = _TerminalConsole(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
+err = _ErrorConsole(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
 _VAULT_ROOT_HELP = "Vault folder (default ~/.memo/vault; env MEMO_VAULT)."
 _JSON_HELP = "Print machine-readable JSON instead of tables."
