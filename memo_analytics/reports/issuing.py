@@ -202,7 +202,7 @@ def export_copy(document: ledger.Document, output: Path, forbidden: tuple[Path, 
         pdf = document.pdf.read_bytes()
     except OSError as exc:
         raise ReportError(f"the PDF of {document.number} cannot be read ({exc.strerror})") from None
-    recorded = (ledger.read_state(document.path.parent.parent).get("documents") or {}).get(document.number, {})
+    recorded = (ledger.read_state(document.path.parent.parent).get("documents") or {}).get(document.ref, {})
     if hashlib.sha256(pdf).hexdigest() != (recorded.get("pdf") or document.meta.get("pdfSha256")):
         raise ReportError(f"the PDF of {document.number} is not the one issued (its SHA-256 differs); not copied")
     target = _export(pdf, output, forbidden, overwrite)

@@ -353,6 +353,10 @@ def test_one_number_issued_on_two_machines_stays_two_issued_invoices_and_no_sess
         assert [(i["number"], i.get("ref"), i["periodStart"]) for i in listed] == [
             ("2026-0001", None, "2026-01-05"), ("2026-0001", later[0], "2026-01-06")]  # created first keeps the name
         assert all(i["warnings"][0].startswith("number 2026-0001 was issued twice") for i in listed)
+        assert not any(i.get("changedOnDisk") for i in listed)  # each as it was issued, on both machines
+        copy = json.loads(memo("--json", "invoice", "show", later[0], "-o", str(tmp_path / f"{where}.pdf"),
+                               vault=tmp_path / where, env=env).stdout)  # the PDF checked against its ledger entry
+        assert copy["ref"] == later[0] and (tmp_path / f"{where}.pdf").read_bytes().startswith(b"%PDF")
     digest = json.loads(memo("--json", "digest", vault=tmp_path / "a", env=env).stdout)
     [twice] = [i for i in digest["items"] if i["kind"] == "invoice_number_twice"]
     assert (twice["id"], twice["lane"], twice["action"]) == (
