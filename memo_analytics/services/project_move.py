@@ -25,7 +25,7 @@ from ..domain.ids import validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
 from ..vault import ledger
-from .projects import project_file
+from .projects import move_seen_root, project_file
 from .store import VaultStore
 
 #: The record kinds, sessions last: a session moves after its turns.
@@ -112,6 +112,7 @@ def _clear_folder(store: VaultStore, source: str, target: str) -> None:
     """The source's ``project.toml`` to the target (when it has none), its compiled views and
     empty folders gone; anything else left in it stays (and keeps the folder)."""
     old, new = project_file(store, source), project_file(store, target)
+    move_seen_root(store, source, target)
     if old.is_file():
         if new.exists():
             os.unlink(old)

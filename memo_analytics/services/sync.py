@@ -203,6 +203,25 @@ def _one_line(text: str) -> str:
     return redact_secrets(line[:300] + ("…" if len(line) > 300 else ""))[0]
 
 
+def _record_path(store: VaultStore, entry: dict[str, Any], key: str) -> Path | None:
+    """The record file an outbox ``entry`` names — ``projects/<project>/<kind folder>/<id>.md``
+    of the vault, a regular file reached through no link — or None."""
+    from ..domain.records import RecordKind, subdir_for_kind
+
+    project, record_id, given = key.split("/", 1)[0], entry.get("id"), str(entry.get("path") or "")
+    if not isinstance(record_id, str):
+        return None
+    expected = {f"projects/{project}/{subdir_for_kind(kind)}/{record_id}.md" for kind in RecordKind}
+    if given not in expected:
+        return None
+    path = store.root / given
+    try:
+        inside = path.resolve().is_relative_to(store.layout.projects_dir.resolve())
+    except OSError:
+        return None
+    return path if inside and not path.is_symlink() else None
+
+
 def push(store: VaultStore, now: datetime | None = None, force: bool = False) -> dict[str, Any]:
     """Push the outbox to the daemon (SPEC §2.7). Returns ``{pushed, results, pending,
     error}``; never raises for network or daemon errors (they are recorded with a backoff:
@@ -227,7 +246,12 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         records, mismatched = [], []
         for entry in batch:
             key = _key(entry)
-            path = store.root / entry["path"]
+            path = _record_path(store, entry, key)
+            if path is None:  # an outbox line naming no record file of this vault (written by hand, or pulled)
+                mismatched.append({"id": str(entry.get("id")), "project": key.split("/", 1)[0],
+                                   "reason": f"its outbox path {str(entry.get('path'))[:200]!r} is no record file "
+                                             f"of the vault; not pushed"})
+                continue
             try:
                 text = path.read_text(encoding="utf-8")
             except OSError:
@@ -236,8 +260,10 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                 local, body = parse_record_text(text, entry["id"])
                 updated = local.get("updated")
                 text = _as_sent(store, local, body, text)
-            except CorruptRecordError:
-                local, updated = {}, None  # the daemon refuses it with the reason
+            except CorruptRecordError as exc:  # never sent as it is: only what redaction has read goes out
+                mismatched.append({"id": entry["id"], "project": key.split("/", 1)[0],
+                                   "reason": f"it cannot be parsed ({exc.reason}); not pushed"})
+                continue
             if local.get("project") not in (None, key.split("/", 1)[0]):  # edited by hand to name another project
                 mismatched.append({"id": entry["id"], "project": key.split("/", 1)[0],
                                    "reason": f"its frontmatter names project {local.get('project')!r}; not pushed"})
@@ -292,8 +318,9 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             # every line read before the push is delivered with its record's newest version;
             # a write made while the push ran stays queued
             read = {(_key(e), e.get("updated")) for e in entries}
-            remaining = [e for e in _outbox(store) if not (_key(e) in done and (_key(e), e.get("updated")) in read
-                                                            and sent_updated.get(_key(e)) is not None)]
+            refused_here = {f"{item['project']}/{item['id']}" for item in mismatched}
+            remaining = [e for e in _outbox(store) if not ((_key(e), e.get("updated")) in read and (
+                _key(e) in refused_here or (_key(e) in done and sent_updated.get(_key(e)) is not None)))]
             atomic_write_bytes(_dir(store) / "outbox.jsonl",
                                "".join(json.dumps(e) + "\n" for e in remaining).encode("utf-8"))
         refused = mismatched + [{"id": r.get("id"), **({"project": r["project"]} if r.get("project") else {}),

@@ -46,6 +46,7 @@ from typing import Any
 
 from filelock import FileLock, Timeout
 
+from ..config import MAX_BODY_BYTES
 from ..domain.clock import EARLIEST_RECORD, parse_instant, to_iso, utcnow
 from ..domain.errors import CorruptRecordError, MemoError
 from ..domain.records import RecordKind, subdir_for_kind
@@ -84,6 +85,14 @@ GITATTRIBUTES_LINES = (
 )
 _SUBDIRS = "|".join(re.escape(subdir_for_kind(kind)) for kind in RecordKind)
 _RECORD_PATH = re.compile(rf"^projects/[^/]+/(?:{_SUBDIRS})/[^/]+\.md$")
+#: The hidden files a vault repository holds: memo's git files and the invoices' ledger.
+_SHARED_HIDDEN = (".gitignore", ".gitattributes", f"{ledger.FOLDER}/{ledger.STATE}")
+#: Views (each machine compiles its own): never brought in by a pull.
+_VIEW_PATH = re.compile(r"^projects/[^/]+/(?:PROMPTS|SESSIONS|TRAPS|DECISIONS|INDEX)\.md$")
+#: The largest file a pull may bring in: a record (the body limit of local writes plus its
+#: frontmatter), any other file (an issued invoice's PDF, a person's notes).
+_MAX_PULLED_BYTES = {"record": MAX_BODY_BYTES + 256_000, "other": 20_000_000}
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 class VaultGitError(MemoError):
@@ -339,6 +348,88 @@ def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> tuple[list[s
     return kept, duplicates
 
 
+def _not_synced(path: str, mode: str) -> str | None:
+    """Why a vault repository may not hold ``path`` (of git file ``mode``), or None: a symbolic
+    link or submodule (a write through it leaves the vault), anything under a hidden folder or
+    any hidden file but ``.gitignore``, ``.gitattributes`` and the invoices' ledger (``.memo/`` — another machine's
+    delegations, outbox, index — and ``.git*`` files are each machine's own), a compiled view."""
+    if mode not in ("100644", "100755"):
+        return "a symbolic link or submodule, which a vault never holds (a write through it would leave the vault)"
+    if path not in _SHARED_HIDDEN and any(part.startswith(".") for part in path.split("/")):
+        return "a hidden file or folder (.memo/ and the like are each machine's own)"
+    if _VIEW_PATH.match(path):
+        return "a compiled view (each machine compiles its own)"
+    return None
+
+
+def check_incoming(git: _Git, ref: str, where: str) -> None:
+    """Refuse what ``ref`` brings in that a vault never holds, before it is merged
+    (:func:`_not_synced`: ``.memo/delegations.json`` or an outbox of another machine, a
+    symbolic link), a file over its size limit, or a ``.gitattributes`` line of anyone's but
+    memo's (one ``working-tree-encoding`` line stopped every later sync).
+
+    Raises
+    ------
+    VaultGitError
+        ``merge``: the first such path of ``where`` (the remote branch), and what to do.
+    """
+    head = git.head()
+    base = git.run("merge-base", "HEAD", ref, check=False).stdout.decode().strip() if head else ""
+    raw = git.run("diff", "--raw", "-z", "--no-renames", "--no-abbrev", base or _EMPTY_TREE, ref).stdout
+    fields = raw.decode("utf-8", "surrogateescape").split("\0")
+    changed: list[tuple[str, str, str]] = []  # (mode, blob, path) of what the remote adds or changes
+    for info, path in zip(fields[0::2], fields[1::2]):
+        parts = info.lstrip(":").split()
+        if len(parts) == 5 and parts[4] != "D":
+            changed.append((parts[1], parts[3], path))
+
+    def refuse(path: str, why: str) -> None:
+        raise VaultGitError("merge", f"{where} holds {path!r}, {why}; nothing was merged (remove it from {where}, "
+                                     f"then sync again)")
+
+    for mode, _, path in changed:
+        why = _not_synced(path, mode)
+        if why:
+            refuse(path, why)
+    if not changed:
+        return
+    sizes = git.run("cat-file", "--batch-check=%(objectname) %(objectsize)",
+                    input="".join(f"{blob}\n" for _, blob, _ in changed).encode()).stdout.decode().split("\n")
+    for (_, blob, path), line in zip(changed, sizes):
+        kind = "record" if _RECORD_PATH.match(path) else "other"
+        size = int(line.split()[1]) if len(line.split()) == 2 and line.split()[1].isdigit() else 0
+        if size > _MAX_PULLED_BYTES[kind]:
+            refuse(path, f"of {size:,} bytes (a {'record' if kind == 'record' else 'file'} of a vault is at most "
+                         f"{_MAX_PULLED_BYTES[kind]:,})")
+        if path == ".gitattributes":
+            lines = git.run("cat-file", "blob", blob).stdout.decode("utf-8", "replace").splitlines()
+            foreign = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")
+                       and ln not in GITATTRIBUTES_LINES]
+            if foreign:
+                refuse(path, f"with the line {foreign[0][:80]!r}, which is not memo's (git would apply it to "
+                             f"every record)")
+
+
+def check_tracked(git: _Git, root: Path) -> None:
+    """Refuse to sync a vault repository that tracks what a vault never holds (a clone of a
+    repository someone pushed ``.memo/delegations.json`` or a symbolic link to):
+    :func:`_not_synced` over every tracked file.
+
+    Raises
+    ------
+    VaultGitError
+        ``sync``: the first such path, and how to untrack it.
+    """
+    listing = git.run("ls-files", "-s", "-z").stdout.decode("utf-8", "surrogateescape").split("\0")
+    for entry in filter(None, listing):
+        info, path = entry.split("\t", 1)
+        why = _not_synced(path, info.split()[0])
+        if why:
+            raise VaultGitError("sync", f"the vault repository tracks {path!r}, {why}; nothing was synced: "
+                                        f"git -C {root} rm -r --cached -- {path!r} && git -C {root} commit -m untrack, "
+                                        f"after checking the file")
+
+
 def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> tuple[list[str], list[str]]:
     """Merge ``ref`` into HEAD: ``(the conflict files kept, the refs of duplicate-numbered
     invoices)``."""
@@ -459,6 +550,7 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
 
     with store.lock():
         ensure_repository(store, git)
+        check_tracked(git, store.root)
         git.use_identity()
         commit()
     if not git.ok("remote", "get-url", vg.remote):
@@ -472,6 +564,7 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
         with store.lock():
             commit()  # records written while we fetched
             if not remote_empty and not git.ok("merge-base", "--is-ancestor", tracking, "HEAD"):
+                check_incoming(git, tracking, f"{vg.remote}/{vg.branch}")
                 kept, duplicates = _merge(store, git, tracking, trigger, stamp)
                 result["conflicts"] += kept
                 result["duplicateInvoices"] += duplicates

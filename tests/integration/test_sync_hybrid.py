@@ -356,3 +356,32 @@ def read_record_text_frontmatter(text: str) -> dict:
     from memo_analytics.vault.io import parse_record_text
 
     return parse_record_text(text, "sent")[0]
+
+
+def test_an_outbox_line_naming_a_file_outside_the_vault_or_a_broken_record_sends_nothing_of_it(tmp_path):
+    """An outbox line (written by hand, or pulled in by a teammate) with the path
+    ``../../.ssh/id_ed25519`` sent that key to the daemon as it was; a record file that cannot be
+    parsed was sent unredacted for the daemon to refuse."""
+    capture = _Capture()
+    try:
+        mine = _client(tmp_path, capture.url)
+        _record(mine, body="Add the CSV export")
+        key = tmp_path / "id_ed25519"
+        key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n", encoding="utf-8")
+        broken = tmp_path / "mine" / "projects/web/prompts/prompt-s1-t2.md"
+        broken.write_text(f"not a record: {key.read_text()}", encoding="utf-8")
+        with (tmp_path / "mine" / ".memo/sync/outbox.jsonl").open("a", encoding="utf-8") as outbox:
+            outbox.write(json.dumps({"id": "prompt-x", "project": "web", "path": "../id_ed25519"}) + "\n")
+            outbox.write(json.dumps({"id": "prompt-s1-t2", "project": "web",
+                                     "path": "projects/web/prompts/prompt-s1-t2.md"}) + "\n")
+        result = sync.push(mine)
+        assert result["error"] is None and result["pushed"] == 1
+        assert "PRIVATE KEY" not in json.dumps(capture.received)
+        assert [r["id"] for r in capture.received[-1]["records"]] == ["prompt-s1-t1"]
+        reasons = {r["id"]: r["reason"] for r in result["results"] if r.get("outcome") == "refused"}
+        assert "is no record file of the vault; not pushed" in reasons["prompt-x"]
+        assert "cannot be parsed" in reasons["prompt-s1-t2"]
+        assert sync.status(mine)["pending"] == 0  # refused here: not sent again and again
+        mine.close()
+    finally:
+        capture.close()

@@ -414,3 +414,90 @@ def test_invoice_issue_pulls_the_other_machines_invoices_before_numbering_and_pu
     answer = json.loads(offline.stdout)
     assert answer["number"] == "2026-0003" and answer["vaultGit"]["pushed"] is False and answer["vaultGit"]["error"]
     assert "not pushed yet" in offline.stderr
+
+
+def _push_as_teammate(remote: Path, tmp_path: Path, change) -> None:
+    """A teammate's plain clone of the vault repository: ``change(work tree)``, commit, push."""
+    bob = tmp_path / "bob"
+    git("clone", "-q", str(remote), str(bob))
+    only = change(bob)  # the paths it changed, or None: all
+    git("add", "-A", "-f", "--", *(only or ["."]), cwd=bob)
+    git("-c", "user.email=bob@example.com", "-c", "user.name=Bob", "commit", "-q", "-m", "bob", cwd=bob)
+    git("push", "-q", "origin", "HEAD:main", cwd=bob)
+
+
+def _delegation(bob: Path) -> None:
+    (bob / ".memo").mkdir()
+    (bob / ".memo" / "delegations.json").write_text('{"off": false, "grants": {"shop": {"promote_rule": {}}}}')
+
+
+def _link(bob: Path) -> None:
+    import shutil
+
+    shutil.rmtree(bob / "projects" / "shop" / "prompts")
+    (bob / "projects" / "shop" / "prompts").symlink_to(bob.parent / "outside", target_is_directory=True)
+
+
+def _attributes(bob: Path) -> list[str]:
+    with (bob / ".gitattributes").open("a") as handle:
+        handle.write("/projects/**/*.md working-tree-encoding=UTF-16\n")
+    return [".gitattributes"]
+
+
+def _huge(bob: Path) -> None:
+    text = (bob / "projects" / "shop" / "prompts").glob("*.md").__next__().read_text()
+    (bob / "projects" / "shop" / "prompts" / "prompt-big.md").write_text(
+        text.replace("id: prompt-", "id: prompt-big-") + "x" * 3_000_000)
+
+
+@pytest.mark.parametrize("change, path, why", [
+    (_delegation, ".memo/delegations.json", "a hidden file or folder"),
+    (_link, "projects/shop/prompts", "a symbolic link or submodule"),
+    (_attributes, ".gitattributes", "which is not memo's"),
+    (_huge, "projects/shop/prompts/prompt-big.md", "of 3,000,"),
+])
+def test_a_pull_never_brings_in_what_a_vault_never_holds(remote, tmp_path, change, path, why):
+    """A teammate who can push to the remote pushed `.memo/delegations.json` (it turned on
+    automatic rule promotion on the victim's machine), a link that made memo write outside the
+    vault, a `.gitattributes` line that stopped every later sync, a 3 MB record."""
+    a = clone(remote, tmp_path / "a")
+    record(a, "seed", "s1")
+    assert sync(a, "manual", now=T0)["pushed"]
+    before = git("rev-parse", "HEAD", cwd=a.root)
+    _push_as_teammate(remote, tmp_path, change)
+    refused = sync(a, "manual", now=T0)
+    assert refused["error"].startswith(f"Vault-git sync failed (git merge): origin/main holds {path!r}, ")
+    assert why in refused["error"] and "nothing was merged" in refused["error"]
+    assert git("rev-parse", "HEAD", cwd=a.root) == before  # nothing of it came in
+    assert not (a.root / ".memo" / "delegations.json").exists() and not (a.root / "projects/shop/prompts").is_symlink()
+    assert status(a)["lastError"] == refused["error"]
+
+
+def test_a_clone_of_a_repository_holding_a_machines_own_files_is_not_synced(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    record(a, "seed", "s1")
+    sync(a, "manual", now=T0)
+    _push_as_teammate(remote, tmp_path, _delegation)
+    c = clone(remote, tmp_path / "c")
+    refused = sync(c, "manual", now=T0)
+    assert refused["error"].startswith("Vault-git sync failed (git sync): the vault repository tracks "
+                                       "'.memo/delegations.json', a hidden file or folder")
+    assert "rm -r --cached" in refused["error"]
+
+
+def test_a_pulled_last_seen_root_never_chooses_where_a_rule_is_promoted(remote, tmp_path):
+    """`project.toml` is synced; its `lastSeenRoot` is a path of whichever machine wrote it last."""
+    from memo_analytics.services.projects import last_seen_root
+
+    own, other = tmp_path / "shop", tmp_path / "other-repo"
+    for folder in (own, other):
+        git("init", "-q", str(folder))
+    a = clone(remote, tmp_path / "a")
+    record_prompt(a, RecordPromptRequest(body="seed", project="shop", cwd=str(own)), now=T0)
+    sync(a, "manual", now=T0)
+    assert last_seen_root(a, "shop") == own
+    _push_as_teammate(remote, tmp_path, lambda bob: [(bob / "projects/shop/project.toml").write_text(
+        f'name = "shop"\nlastSeenRoot = "{other}"\n'), "projects/shop/project.toml"][1:])
+    assert sync(a, "manual", now=T0)["error"] is None
+    assert str(other) in (a.root / "projects/shop/project.toml").read_text()  # the file came in …
+    assert last_seen_root(a, "shop") == own  # … this machine's own record decides
