@@ -47,7 +47,7 @@ INTERNAL_CLIENT = "internal"
 #: The overlap policies (config ``overlapPolicy``) as stated on every report (wire ``overlapPolicy``).
 OVERLAP_POLICIES = {
     "union": "Parallel sessions of one person for one client bill their wall-clock union once: a session bills "
-             "the minutes no earlier session of that client already covered.",
+             "the minutes no earlier session of that person (its owner) for that client already covered.",
     "sum": "Every session bills its whole duration, parallel sessions included.",
 }
 

@@ -8,11 +8,14 @@ its ``durationMinutes``, first raised by its client's terms (``roundingMinutes``
 ``minimumMinutes``: :meth:`~memo_analytics.domain.billing.ClientBilling.billed_minutes`).
 
 - ``overlapPolicy = "union"`` (the default): one person's parallel sessions for one client bill
-  their wall-clock union once. A vault is one person's (a further vault another's): sessions
-  are grouped by vault and client. Sessions on an issued invoice come first and keep the minutes
-  the invoice billed (the invoice was sent); every other session, in start order, bills the
-  minutes of its span that no session before it covered. The minutes of a group add up to the
-  length of the union exactly (plus nothing for the frozen ones: they covered their spans).
+  their wall-clock union once. Sessions are grouped by vault and client; within a group, a
+  session's person is its ``owner`` (the git identity it was recorded under): sessions of two
+  owners (teammates whose sessions one team vault holds) never cover each other, while a
+  session without one may be anyone's and covers, and is covered by, every session. Sessions
+  on an issued invoice come first and keep the minutes the invoice billed (the invoice was
+  sent); every other session, in start order, bills the minutes of its span that no session
+  before it covered. The minutes of one person's sessions add up to the length of their union
+  exactly (plus nothing for the frozen ones: they covered their spans).
 - ``"sum"``: every session bills its whole (rounded) duration.
 
 Sessions that do not count (open, not billable, superseded) bill nothing. Pure.
@@ -77,28 +80,61 @@ def billed_minutes(sessions: pl.DataFrame, policy: str, terms: Callable[[str], A
         "vault", "project", "id", "duration_minutes",
         pl.col("client").str.strip_chars().replace("", None).fill_null("internal").alias("client"),
         (pl.col("start_time").dt.truncate("1m").dt.epoch("s") // 60).alias("start"),
+        pl.col("owner").str.strip_chars().str.to_lowercase().replace("", None).alias("owner")
+        if "owner" in sessions.columns else pl.lit(None, pl.String).alias("owner"),
     ).sort("start", "id")
     out: dict[Key, int] = {}
     groups: dict[tuple[str, str], list[tuple]] = {}
-    for vault, project, record_id, minutes, client, start in counted.iter_rows():
-        groups.setdefault((vault, client.lower()), []).append((vault, project, record_id, int(minutes), client, start))
+    for vault, project, record_id, minutes, client, start, owner in counted.iter_rows():
+        groups.setdefault((vault, client.lower()), []).append(
+            (vault, project, record_id, int(minutes), client, start, owner))
     for rows in groups.values():
         billing = terms(rows[0][4])
-        covered = _Covered()
+        covered = _People()
         spans = []
-        for vault, project, record_id, minutes, _, start in rows:
+        for vault, project, record_id, minutes, _, start, owner in rows:
             rounded = billing.billed_minutes(minutes) if billing is not None and (
                 billing.rounding_minutes or billing.minimum_minutes) else minutes
-            spans.append(((vault, project, record_id), start, start + rounded, rounded))
+            spans.append(((vault, project, record_id), start, start + rounded, rounded, owner))
         if policy == "sum":
-            out.update({key: frozen.get(key, rounded) for key, _, _, rounded in spans})
+            out.update({key: frozen.get(key, rounded) for key, _, _, rounded, _ in spans})
             continue
-        for key, start, end, _ in spans:  # what was invoiced stays as it was invoiced
+        for key, start, end, _, owner in spans:  # what was invoiced stays as it was invoiced
             if key in frozen:
                 out[key] = frozen[key]
-                covered.add(start, end)
-        for key, start, end, _ in spans:
+                covered.add(owner, start, end)
+        for key, start, end, _, owner in spans:
             if key not in frozen:
-                out[key] = covered.new_minutes(start, end)
-                covered.add(start, end)
+                out[key] = covered.new_minutes(owner, start, end)
+                covered.add(owner, start, end)
     return out
+
+
+class _People:
+    """What each person's sessions of one client already covered: a session of a known owner
+    is covered by that owner's sessions and by those of no known owner; a session of no known
+    owner (``None``) by every session."""
+
+    def __init__(self) -> None:
+        self.everyone = _Covered()  # every session: what covers a session of no known owner
+        self.unknown: list[tuple[int, int]] = []  # spans of no known owner, for owners seen later
+        self.of: dict[str, _Covered] = {}  # an owner's sessions and those of no known owner
+
+    def _own(self, owner: str) -> _Covered:
+        if owner not in self.of:
+            self.of[owner] = _Covered()
+            for start, end in self.unknown:
+                self.of[owner].add(start, end)
+        return self.of[owner]
+
+    def new_minutes(self, owner: str | None, start: int, end: int) -> int:
+        return (self.everyone if owner is None else self._own(owner)).new_minutes(start, end)
+
+    def add(self, owner: str | None, start: int, end: int) -> None:
+        self.everyone.add(start, end)
+        if owner is None:
+            self.unknown.append((start, end))
+            for covered in self.of.values():
+                covered.add(start, end)
+        else:
+            self._own(owner).add(start, end)

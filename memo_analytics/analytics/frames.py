@@ -33,8 +33,11 @@ SESSION_SCHEMA: dict[str, pl.DataType] = {
     "client": pl.String, "billable": pl.Boolean, "start_time": UTC_DT, "end_time": UTC_DT,
     "duration_minutes": pl.Int64, "task_slug": pl.String, "summary": pl.String,
     "deliverables": pl.String, "ide": pl.String, "model": pl.String, "agent": pl.String,
-    "branch": pl.String, "git_sha": pl.String,
+    "branch": pl.String, "git_sha": pl.String, "owner": pl.String,
 }
+
+#: Columns read from a record's frontmatter (the index keeps it whole in ``meta``), not a column.
+_FROM_META = {"owner": "json_extract(meta, '$.owner')"}
 
 #: Columns and dtypes of :func:`prompts_frame`, in order (``body`` only when asked for).
 PROMPT_SCHEMA: dict[str, pl.DataType] = {
@@ -120,7 +123,8 @@ def _read_one(src: IndexSource, kind: str, columns: dict[str, pl.DataType], proj
         where += f" AND project IN ({','.join('?' * len(projects)) or 'NULL'})"
         params.extend(projects)
     raw = {c: (pl.Int64 if d in (pl.Int64, pl.Boolean) else pl.String) for c, d in columns.items() if c != "vault"}
-    rows = src.conn.execute(f"SELECT {', '.join(raw)} FROM records WHERE {where}", params).fetchall()
+    selected = ", ".join(_FROM_META.get(c, c) for c in raw)
+    rows = src.conn.execute(f"SELECT {selected} FROM records WHERE {where}", params).fetchall()
     # column-wise construction: much cheaper than building a frame row by row
     values = list(zip(*rows)) if rows else [()] * len(raw)
     frame = pl.DataFrame([pl.Series(name, list(col), dtype=dtype) for (name, dtype), col in zip(raw.items(), values)])
@@ -158,7 +162,8 @@ def sessions_frame(source: Sources, projects: list[str] | None = None) -> pl.Dat
         ``client`` as recorded (null when none: reports call it ``internal``),
         ``start_time``/``end_time`` ``Datetime(us, UTC)`` (``end_time`` null while the
         session is open), ``duration_minutes`` whole minutes (null while open),
-        ``deliverables`` the JSON list (see :func:`deliverables_frame`).
+        ``deliverables`` the JSON list (see :func:`deliverables_frame`), ``owner`` who worked
+        it (the git identity of its repository, or as given; null when unknown).
     """
     return _read(source, "session", SESSION_SCHEMA, projects)
 

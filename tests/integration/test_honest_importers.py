@@ -22,9 +22,10 @@ def test_codex_rollouts_given_to_the_claude_code_importer_say_what_they_are(real
     ran = memo("--json", "import", "claude-code", str(realdata / CX), vault=tmp_path / "v", check=False)
     assert ran.returncode == 1
     lines = ran.stderr.strip().splitlines()
-    assert len([x for x in lines if x.startswith("skipped:")]) == 3
+    skipped = [json.loads(x)["skipped"] for x in lines if x.startswith('{"skipped"')]  # every line JSON, under --json
+    assert len(skipped) == 3
     assert all("not a claude-code transcript (a Codex rollout: import it with `memo import codex`)" in x
-               for x in lines if x.startswith("skipped:"))
+               for x in skipped)
     assert json.loads(lines[-1]) == {  # under --json the error is a JSON line, after the lines it refers to
         "error": "nothing recognised: none of the 3 files is a claude-code transcript (see the lines above); nothing "
                  "was imported", "errorType": "MemoError", "exitCode": 1}

@@ -473,8 +473,11 @@ def test_a_worktree_a_subfolder_and_a_link_of_one_repository_are_its_project_for
              _transcript_line("assistant", "a1", "2026-11-30T09:04:00.000Z", "Done.", repo / "api")]
     (repo / "api").mkdir()
     (folder / f"{other}.jsonl").write_text("\n".join(lines).replace(SESSION, other) + "\n")
+    subprocess.run(["git", "-C", str(repo), "config", "user.email", "ana@example.com"], check=True)
     memo("import", "claude-code", str(folder), vault=vault)
     assert sorted(p.name for p in (vault / "projects").iterdir()) == ["product"]
+    imported = read_record(vault / "projects" / "product" / "sessions" / f"session-claude-code-{other}-1.md")[0]
+    assert imported["owner"] == "ana@example.com"  # whose work it is, as a hook records it (parallel sessions)
     assert sorted(t["body"] for t in turns(vault, "product")) == ["in a subfolder", "in a worktree", "through a link"]
     session = read_record(vault / "projects" / "product" / "sessions" / f"session-claude-code-{SESSION}.md")[0]
     assert (session["branch"], session["gitSha"]) == ("feature", sha)  # read where git keeps a worktree's branch

@@ -221,3 +221,25 @@ def test_a_session_wholly_beside_an_earlier_one_gets_no_zero_line_on_an_invoice_
     again = memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30",
                  vault=root, env=env, check=False)
     assert again.returncode == 1  # nothing left to bill: 'inside' is on the first invoice too
+
+
+def test_two_peoples_parallel_sessions_for_one_client_each_bill_in_full(tmp_path):
+    """A team vault (the daemon's, fed by hybrid laptops) holds Alice's and Bob's sessions: Bob's
+    09:00–12:00 for Acme billed 0 minutes beside Alice's. A session's person is its ``owner``;
+    one of no known owner may be anyone's and is billed once beside any."""
+    from memo_analytics.services.requests import EndSessionRequest
+    from memo_analytics.services.sessions import end_session
+
+    store = VaultStore(Settings(vault_root=tmp_path / "team", timezone="UTC"))
+    for sid, owner, start, end in (("alice-1", "alice@example.com", "09:00", "12:00"),
+                                   ("bob-1", "Bob@Example.com", "09:00", "12:00"),
+                                   ("bob-2", "bob@example.com", "11:00", "13:00"),  # Bob's own parallel hour
+                                   ("imported", None, "12:30", "13:30")):  # no owner: may be either's
+        start_session(store, StartSessionRequest(session_id=sid, project="web", client="Acme", owner=owner,
+                                                 start_time=f"2026-11-02T{start}:00Z"))
+        end_session(store, EndSessionRequest(session_id=sid, project="web", until=f"2026-11-02T{end}:00Z"))
+    store.close()
+    report = json.loads(memo("--json", "activity", "--all", "--tz", "UTC", vault=tmp_path / "team").stdout)
+    billed = {s["sessionId"]: s["billedMinutes"] for s in report["sessions"]}
+    assert billed == {"alice-1": 180, "bob-1": 180, "bob-2": 60, "imported": 30}
+    assert report["byClient"]["Acme"]["durationMinutes"] == 450

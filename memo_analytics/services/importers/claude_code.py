@@ -57,7 +57,7 @@ from pathlib import Path
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
 from .lines import NOT_JSON, parse_json_line
-from .common import (HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, project_of_folder,
+from .common import (HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, take_working_folder,
                      other_format)
 from .resume import FoldReader, allow
 
@@ -400,8 +400,7 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
         transcript.activity.append(at)
     if isinstance(record.get("uuid"), str):
         uuid_session[record["uuid"]] = transcript.transcript_id
-    if transcript.project_hint is None:
-        transcript.project_hint = project_of_folder(record.get("cwd"))
+    take_working_folder(transcript, record.get("cwd"))
     message = record.get("message")
     if record["type"] == "assistant":
         _count_usage(session, message)  # a sub-agent's calls too: they answer the same prompt

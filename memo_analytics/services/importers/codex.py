@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, other_format, project_of_folder
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, other_format, take_working_folder
 from .lines import NOT_JSON
 from .resume import FoldReader, allow
 
@@ -179,12 +179,12 @@ class _Fold:
         if kind == "session_meta":
             if not self.have_id and isinstance(payload.get("id"), str) and payload["id"].strip():
                 transcript.transcript_id, self.have_id = payload["id"].strip(), True
-            transcript.project_hint = transcript.project_hint or project_of_folder(payload.get("cwd"))
+            take_working_folder(transcript, payload.get("cwd"))
             transcript.model = transcript.model or _text(payload.get("model"))
         elif kind == "turn_context":
             transcript.model = transcript.model or _text(payload.get("model"))
             self.model = _text(payload.get("model")) or self.model
-            transcript.project_hint = transcript.project_hint or project_of_folder(payload.get("cwd"))
+            take_working_folder(transcript, payload.get("cwd"))
         elif kind == "event_msg" and payload.get("type") == "user_message":
             if payload.get("kind") in (None, "plain") and isinstance(payload.get("message"), str):
                 request = human_request(payload["message"])

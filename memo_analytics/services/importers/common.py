@@ -113,6 +113,33 @@ def project_of_folder(path: object) -> str | None:
     return pure.name or None
 
 
+#: Repository root → its git identity, per process (a first import reads hundreds of transcripts
+#: of a few repositories; ``git config`` is run once for each).
+_OWNERS: dict[str, str | None] = {}
+
+
+def take_working_folder(transcript: "Transcript", path: object) -> None:
+    """The first working folder a transcript names gives its project (:func:`project_of_folder`)
+    and, where the folder is inside a git repository on this machine, its ``owner``: the
+    repository's git identity, as a hook or an agent's ``session_start`` records it — so an
+    imported session is its person's too (one person's parallel sessions bill once, two
+    people's each in full). Later folders change nothing."""
+    if transcript.project_hint is not None:
+        return
+    transcript.project_hint = project_of_folder(path)
+    if isinstance(path, str) and path.startswith("/") and "\x00" not in path:
+        from ..store import git_identity, repository_root
+
+        try:
+            root = repository_root(path) if os.path.isdir(path) else None
+        except (OSError, ValueError, MemoError):
+            root = None
+        if root is not None:
+            if str(root) not in _OWNERS:
+                _OWNERS[str(root)] = git_identity(root)
+            transcript.owner = _OWNERS[str(root)]
+
+
 def add_tokens(prompt: HumanPrompt, usage: dict[str, int], model: str | None = None) -> None:
     """Add one model call's ``usage`` (the keys of :class:`HumanPrompt` ``tokens``) to ``prompt``;
     with ``model``, also to that model's part (``tokens_by_model``)."""
@@ -146,6 +173,9 @@ class Transcript:
         work intervals and their start and end.
     project_hint : str | None
         The working folder or project folder the transcript names.
+    owner : str | None
+        The git identity of the repository of its working folder, where that is on this
+        machine (:func:`take_working_folder`); the sessions' ``owner``.
     ide, model, agent : str | None
         What the transcript says about its host and model.
     path : Path
@@ -158,6 +188,7 @@ class Transcript:
     prompts: list[HumanPrompt] = field(default_factory=list)
     activity: list[datetime] = field(default_factory=list)
     project_hint: str | None = None
+    owner: str | None = None
     ide: str | None = None
     model: str | None = None
     agent: str | None = None
@@ -523,7 +554,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         if existing is None:
             start = StartSessionRequest(
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
-                agent=transcript.agent, client=options.client, billable=options.billable,
+                agent=transcript.agent, client=options.client, billable=options.billable, owner=transcript.owner,
                 start_time=interval.start, source=f"import:{transcript.source}", summary=described,
                 extra={**extra, "interval": number, "idleGapMinutes": gap_minutes,
                        "summaryDigest": summary_digest(described)},
@@ -814,7 +845,7 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
         activity = sorted({stamp for t in group for stamp in t.activity})
         merged.append(Transcript(
             transcript_id=first.transcript_id, source=first.source, path=first.path, prompts=timed + untimed,
-            activity=activity, project_hint=first.project_hint, ide=first.ide, model=first.model,
+            activity=activity, project_hint=first.project_hint, owner=first.owner, ide=first.ide, model=first.model,
             agent=first.agent, title=next((t.title for t in group if t.title), None),
         ))
     return merged
