@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -128,6 +129,41 @@ def _send(settings: Settings, arguments: dict[str, Any]) -> dict[str, Any]:
     return post(settings, f"/api/actions/{action}", arguments)
 
 
+#: The largest answer read from a daemon (a page of records, a report, a sync answer are far
+#: smaller): a larger one is refused, not read to its end.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+
+
+def read_json_answer(response: Any, seconds: float) -> Any:
+    """The JSON of a daemon's ``response`` (an ``http.client.HTTPResponse``), read whole within
+    ``seconds`` in all — a socket timeout bounds one read only, and a daemon sending a byte now
+    and then would hold the caller for ever — and within :data:`MAX_ANSWER_BYTES`.
+
+    Raises
+    ------
+    ValueError
+        Not in time, too large, nested too deeply to parse, or not JSON.
+    """
+    deadline = time.monotonic() + seconds
+    chunks, size = [], 0
+    while True:
+        if time.monotonic() > deadline:
+            raise ValueError(f"the answer did not arrive within {seconds:g} s")
+        chunk = getattr(response, "read1", response.read)(65536)
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > MAX_ANSWER_BYTES:
+            raise ValueError(f"the answer is larger than {MAX_ANSWER_BYTES:,} bytes")
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks).decode("utf-8"))
+    except RecursionError:
+        raise ValueError("the answer is nested too deeply to read") from None
+    except UnicodeDecodeError:
+        raise ValueError("the answer is not UTF-8") from None
+
+
 def post(settings: Settings, route: str, payload: dict[str, Any]) -> dict[str, Any]:
     """POST ``payload`` as JSON to the daemon's ``route``; its JSON answer.
 
@@ -150,15 +186,20 @@ def post(settings: Settings, route: str, payload: dict[str, Any]) -> dict[str, A
                                      data=json.dumps(arguments).encode("utf-8"), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=settings.remote.timeout_seconds) as response:  # noqa: S310
-            return json.loads(response.read().decode("utf-8"))
+            return read_json_answer(response, settings.remote.timeout_seconds)
     except urllib.error.HTTPError as exc:
         try:
-            message = json.loads(exc.read().decode("utf-8")).get("error") or f"HTTP {exc.code}"
-        except ValueError:
+            answer = read_json_answer(exc, settings.remote.timeout_seconds)
+            message = (answer["error"][:300] if isinstance(answer, dict) and isinstance(answer.get("error"), str)
+                       else None) or f"HTTP {exc.code}"
+        except (ValueError, OSError):
             message = f"HTTP {exc.code}"
+        finally:
+            exc.close()
         raise MemoError(message) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = " ".join(str(getattr(exc, "reason", exc) or type(exc).__name__).split())[:200]
         raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} unreachable: {reason}") from None
-    except ValueError:
-        raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} answered something that is not JSON") from None
+    except ValueError as exc:
+        raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} answered something memo cannot use: "
+                        f"{exc if 'answer' in str(exc) else 'not JSON'}") from None

@@ -44,7 +44,7 @@ from ..vault.redact import (
     redact_secrets,
 )
 from .prompts import MAX_CLOCK_SKEW
-from .remote import without_userinfo
+from .remote import read_json_answer, without_userinfo
 from .sessions import is_web_url
 from .store import VaultStore
 
@@ -55,6 +55,8 @@ MAX_BACKOFF_SECONDS = 300
 #: Versions of one record a pusher remembers as sent but unconfirmed (a lost answer).
 MAX_SENT_VERSIONS = 20
 CONNECT_TIMEOUT_SECONDS = 10
+#: The longest a push waits for the daemon's whole answer (``session_end`` waits for it).
+PUSH_SECONDS = 30
 
 
 def _dir(store: VaultStore) -> Path:
@@ -194,7 +196,7 @@ def _post(url: str, payload: dict[str, Any], token: str | None, timeout: float) 
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(url, data=json.dumps(payload).encode("utf-8"), headers=headers, method="POST")
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (configured URL)
-        return json.loads(response.read().decode("utf-8"))
+        return read_json_answer(response, PUSH_SECONDS)
 
 
 def _one_line(text: str) -> str:

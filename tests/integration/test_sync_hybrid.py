@@ -385,3 +385,80 @@ def test_an_outbox_line_naming_a_file_outside_the_vault_or_a_broken_record_sends
         mine.close()
     finally:
         capture.close()
+
+
+class _Hostile:
+    """A daemon on loopback that answers badly: a byte every half second (``slow``), JSON nested
+    200,000 deep (``deep``), or an endless body (``huge``)."""
+
+    def __init__(self, mode: str):
+        import http.server
+        import threading
+        import time
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                try:
+                    if mode == "slow":
+                        for _ in range(60):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(0.5)
+                    elif mode == "deep":
+                        self.wfile.write(b"[" * 200_000 + b"]" * 200_000)
+                    else:
+                        block = b" " * (1 << 20)
+                        for _ in range(200):
+                            self.wfile.write(block)
+                except OSError:
+                    pass  # the client gave up: what it should do
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads, self.server.block_on_close = False, True  # close() waits for its handlers
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("mode, said", [("slow", "did not arrive within 1 s"), ("deep", "nested too deeply"),
+                                        ("huge", "larger than")])
+def test_a_slow_deep_or_endless_daemon_answer_fails_the_push_in_time_and_keeps_the_outbox(tmp_path, monkeypatch,
+                                                                                          mode, said):
+    """A daemon sending a byte every few seconds held `memo session end` for ever (the socket
+    timeout bounds one read); 200,000 nested brackets crashed the push with RecursionError and
+    recorded no backoff; a 3 GB answer was read whole."""
+    import time
+
+    monkeypatch.setattr(sync, "PUSH_SECONDS", 1)
+    monkeypatch.setattr("memo_analytics.services.remote.MAX_ANSWER_BYTES", 50 * (1 << 20))
+    hostile = _Hostile(mode)
+    try:
+        mine = _client(tmp_path, hostile.url)
+        _record(mine, body="Add the CSV export")
+        started = time.monotonic()
+        result = sync.push(mine)
+        assert time.monotonic() - started < 15
+        assert said in result["error"] and result["pushed"] == 0
+        assert sync.status(mine)["pending"] == 1 and sync.status(mine)["lastError"] == result["error"]
+        mine.close()
+        # remote mode (every tool call goes to the daemon): the same bounds
+        from memo_analytics.config import RemoteDaemon
+        from memo_analytics.domain.errors import MemoError
+        from memo_analytics.services.remote import post as remote_post
+
+        remote_mode = Settings(vault_root=tmp_path / "laptop", mode="remote",
+                               remote=RemoteDaemon(url=hostile.url, timeout_seconds=1))
+        with pytest.raises(MemoError, match="answered something memo cannot use: the answer .*" + said):
+            remote_post(remote_mode, "/api/actions/list", {})
+    finally:
+        hostile.close()
