@@ -320,3 +320,24 @@ def test_a_big_body_is_refused_from_its_headers_on_every_route_but_the_sync_push
             answer = sock.recv(65536).decode()
         assert answer.startswith("HTTP/1.1 400 Bad Request"), answer
         assert '"error": "Bad request: send one Content-Length, a number of bytes"' in answer
+
+
+def test_a_token_given_as_an_option_is_said_to_be_readable_in_the_process_list(tmp_path):
+    """Any user of the machine reads `ps -eo args`: the team daemon's token was there."""
+    import socket
+
+    from tests.inprocess import memo
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = str(taken.getsockname()[1])
+        ran = memo("serve", "--token", "s3cret-token-value", "--port", port, vault=tmp_path / "v", check=False)
+        assert ran.returncode == 1  # the port is taken: it stops before serving
+        assert ran.stderr.startswith("warning: --token is in the process list, where every user of this machine "
+                                     "can read it; give it as MEMO_TOKEN instead")
+        quiet = memo("serve", "--port", port, vault=tmp_path / "v", check=False, env={"MEMO_TOKEN": "s3cret-token"})
+        assert "warning" not in quiet.stderr
+    finally:
+        taken.close()

@@ -32,7 +32,8 @@ def serve(
                                        help="Port (default: config ports.status, 3124)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to bind; anything but loopback needs --token."),
     token: Optional[str] = typer.Option(None, "--token", help="Token the API and dashboard require "
-                                        "(default: MEMO_TOKEN)."),
+                                        "(default: MEMO_TOKEN, which other users of the machine cannot "
+                                        "read in the process list as they can an option)."),
     mcp_port: Optional[int] = typer.Option(None, "--mcp-port", min=0, max=65535,
                                            help="Port of the MCP tool over streamable HTTP (default: config "
                                                 "ports.mcp, else the status port + 1; 0 = off)."),
@@ -40,6 +41,9 @@ def serve(
     """Serve the status API (/api/…, sync included), the operator dashboard (/) and the MCP
     tool over streamable HTTP until interrupted."""
     host = host.strip().strip("[]")  # an IPv6 address binds without its URL brackets
+    if token:
+        err.print("warning: --token is in the process list, where every user of this machine can read it; "
+                  "give it as MEMO_TOKEN instead")
     token = token or os.environ.get("MEMO_TOKEN") or None
     check_bind(host, token)  # argument errors first: the web framework takes seconds to load
     wanted = state.settings.ports.status if port is None else port
