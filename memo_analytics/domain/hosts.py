@@ -36,6 +36,21 @@ def host_port(host: str, port: int) -> str:
     return f"[{bare}]:{port}" if ":" in bare else f"{bare}:{port}"
 
 
+#: Open files a server keeps for itself beyond its connections (the index, the vault's files,
+#: the MCP endpoint's connections, the dashboard's sessions).
+FILES_RESERVE = 512
+
+
+def connection_cap(open_files: int) -> int:
+    """How many HTTP connections a server holds at once with ``open_files`` as its limit of open
+    files (-1 unknown): a connection beyond it is closed when it arrives, so a flood of idle
+    connections never takes the last file handles (with none left, the server could not even
+    read the code that reports the error, and stopped)."""
+    if open_files <= 0:
+        return 1024
+    return max(32, min(open_files - FILES_RESERVE, 16_384))
+
+
 def raise_open_files_limit() -> int:
     """Raise this process's limit of open files to the most it may have (the soft limit is
     often 1024, the hard one far more): a server holds one per connection. The new limit."""

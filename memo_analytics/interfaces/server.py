@@ -7,7 +7,7 @@ from typing import Any
 
 from tornado.ioloop import PeriodicCallback
 
-from ..domain.hosts import check_bind, host_port, is_loopback, raise_open_files_limit
+from ..domain.hosts import check_bind, connection_cap, host_port, is_loopback, raise_open_files_limit
 from ..runtime import Runtime
 from .http import MAX_REQUEST_BYTES, BrowserBoundary, GuardedApplication, api_patterns, install_log_redaction
 
@@ -36,7 +36,7 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     from ..dashboards.app import create_app
 
     check_bind(host, token)
-    raise_open_files_limit()
+    cap = connection_cap(raise_open_files_limit())
     store = runtime.store()
     port = runtime.settings.ports.status if port is None else port
     # bokeh's websocket allow-list cannot parse an IPv6 literal: bound to ::1 the dashboard is
@@ -55,7 +55,23 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     http_server = server._http  # bokeh's HTTPServer: every route goes through its request callback
     http_server.request_callback = GuardedApplication(http_server.request_callback,
                                                      BrowserBoundary(host, server.port, token))
+    _cap_connections(http_server, cap)
     # a changed config file reaches the dashboard too (its digest thresholds, rates): checked
     # every couple of seconds, one stat each time
     server.io_loop.add_callback(lambda: PeriodicCallback(runtime.refresh, CONFIG_CHECK_MS).start())
     return server
+
+
+def _cap_connections(http_server: Any, cap: int) -> None:
+    """Close a connection that arrives while ``cap`` are open (:func:`connection_cap`). Tornado's
+    ``HTTPServer`` keeps its open HTTP connections in ``_connections`` (a websocket leaves it
+    once upgraded); it has no limit of its own."""
+    accept = http_server.handle_stream
+
+    def handle_stream(stream: Any, address: Any) -> None:
+        if len(getattr(http_server, "_connections", ())) >= cap:
+            stream.close()
+            return
+        accept(stream, address)
+
+    http_server.handle_stream = handle_stream

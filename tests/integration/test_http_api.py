@@ -341,3 +341,47 @@ def test_a_token_given_as_an_option_is_said_to_be_readable_in_the_process_list(t
         assert "warning" not in quiet.stderr
     finally:
         taken.close()
+
+
+def test_a_flood_of_idle_connections_beyond_the_open_files_limit_leaves_the_server_up(tmp_path):
+    """4,200 bare connections took every file handle of `memo serve` (a limit of 4,096): it could
+    not even load the code that reports the error, and stopped. Connections beyond the cap are
+    closed as they arrive; once the flood goes, it answers again."""
+    import resource
+
+    def small_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (640, 640))
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(tmp_path / "v"), "serve",
+                             "--port", str(port), "--mcp-port", "0"], preexec_fn=small_limit,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    flood: list[socket.socket] = []
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        for _ in range(800):  # more than the server's 640 open files
+            try:
+                flood.append(socket.create_connection(("127.0.0.1", port), timeout=2))
+            except OSError:
+                break
+        time.sleep(2)
+        assert proc.poll() is None, proc.stderr.read()
+        for sock in flood:
+            sock.close()
+        flood.clear()
+        time.sleep(1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/activity?crossProject=true", timeout=30) as answer:
+            assert answer.status == 200 and json.loads(answer.read())["totalSessions"] == 0
+        assert proc.poll() is None
+    finally:
+        for sock in flood:
+            sock.close()
+        proc.terminate()
+        proc.wait(10)
+        proc.stderr.close()
