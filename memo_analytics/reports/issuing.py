@@ -329,7 +329,8 @@ def document_summary(document: ledger.Document, docs: list[ledger.Document] | No
     sessions (count), status (``issued``, ``credited`` with ``creditedBy``, or for a credit
     note ``credits``), pdf (its path in the vault); ``ref`` for the second document of a number
     two machines issued, and on each uncredited invoice of such a number ``sameNumberAs`` (the
-    other refs) and ``warnings``."""
+    other refs) and ``warnings``; ``pdfMissing`` when its PDF is not in the vault (a document
+    pulled without one was never issued by memo)."""
     meta = document.meta
     summary = {key: meta.get(key) for key in ("number", "kind", "issued", "due", "periodStart", "periodEnd", "client",
                                               "currency", "net", "tax", "gross", "billableHours")}
@@ -350,6 +351,8 @@ def document_summary(document: ledger.Document, docs: list[ledger.Document] | No
                                    f"they synced; also {', '.join(twins)}): cancel one with memo invoice credit REF "
                                    f"and bill its sessions again"]
     summary["pdf"] = str(document.pdf)
+    if not document.pdf.is_file():
+        summary["pdfMissing"] = True  # no PDF was sent with it, or it is lost: was this document ever issued?
     if document.changed(ledger.read_state(document.path.parent.parent)):
         summary["changedOnDisk"] = True  # the .md is not the one written: its figures are not the ones issued
     return summary

@@ -423,7 +423,7 @@ def _as_sent(store: VaultStore, meta: dict[str, Any], body: str, text: str) -> s
     return text if (cleaned, cleaned_body) == (meta, body) else dump_record(cleaned, cleaned_body)
 
 
-def _check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
+def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     """The rules of local writes a record file can break (SPEC §2.2–§2.5): the body limit;
     the id a turn or session of that ``sessionId`` (and ``turn``) has; no instant beyond the
     clock skew allowed; a session ends after it starts and its ``durationMinutes`` is
@@ -506,7 +506,7 @@ def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKi
     validate_slug(meta["project"], "project")
     if looks_like_secret(meta["project"]):
         raise InvalidFieldError("project", "looks like a secret (token or key)")
-    _check_record(meta, body, utcnow())
+    check_record(meta, body, utcnow())
     rules = IgnoreRules.for_root(None, store.settings.capture_ignore)  # the configured globs: no product root here
     cleaned = {key: value for key, value in meta.items() if key in _IDENTITY_FIELDS}
     cleaned.update(_clean_strings({k: v for k, v in meta.items() if k not in _IDENTITY_FIELDS}, rules))

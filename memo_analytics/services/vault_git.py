@@ -59,6 +59,7 @@ from ..vault.io import (atomic_write_bytes, parse_frontmatter_text, parse_record
 from ..vault.redact import redact_secrets
 from .maintenance import reindex
 from .store import VaultStore
+from .sync import check_record
 
 log = logging.getLogger("memo_analytics.vault_git")
 
@@ -401,6 +402,17 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
         if size > _MAX_PULLED_BYTES[kind]:
             refuse(path, f"of {size:,} bytes (a {'record' if kind == 'record' else 'file'} of a vault is at most "
                          f"{_MAX_PULLED_BYTES[kind]:,})")
+    records = [(blob, path) for _, blob, path in changed if _record_id(path)]
+    for (blob, path), text in zip(records, _blobs(git, [blob for blob, _ in records])):
+        try:
+            meta, body = parse_record_text(text.decode("utf-8"), path)
+        except (UnicodeDecodeError, MemoError):
+            continue  # not a record memo can read: the index skips it and names it, as any such file
+        try:  # the rules of local writes and hybrid pushes: a session's minutes are its times, ids match …
+            check_record(meta, body, utcnow())
+        except MemoError as exc:
+            refuse(path, f"which breaks a rule of the vault's records ({str(exc).splitlines()[0][:200]})")
+    for (_, blob, path) in changed:
         if path == ".gitattributes":
             lines = git.run("cat-file", "blob", blob).stdout.decode("utf-8", "replace").splitlines()
             foreign = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")
@@ -408,6 +420,20 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
             if foreign:
                 refuse(path, f"with the line {foreign[0][:80]!r}, which is not memo's (git would apply it to "
                              f"every record)")
+
+
+def _blobs(git: _Git, blobs: list[str]) -> list[bytes]:
+    """The contents of ``blobs``, in order, through one ``git cat-file --batch``."""
+    if not blobs:
+        return []
+    out = git.run("cat-file", "--batch", input="".join(f"{blob}\n" for blob in blobs).encode()).stdout
+    found, at = [], 0
+    for _ in blobs:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split()[2])
+        found.append(out[header_end + 1: header_end + 1 + size])
+        at = header_end + 1 + size + 1
+    return found
 
 
 def check_tracked(git: _Git, root: Path) -> None:
@@ -428,6 +454,14 @@ def check_tracked(git: _Git, root: Path) -> None:
             raise VaultGitError("sync", f"the vault repository tracks {path!r}, {why}; nothing was synced: "
                                         f"git -C {root} rm -r --cached -- {path!r} && git -C {root} commit -m untrack, "
                                         f"after checking the file")
+
+
+def _documents_added(git: _Git, before: str | None) -> list[str]:
+    """The refs of the issued documents (invoices, credit notes) a merge brought in since
+    ``before``: they change what is billed, so a sync names them."""
+    names = git.names("diff", "--name-only", "--diff-filter=A", "--no-renames", f"--relative={ledger.FOLDER}/",
+                      before or _EMPTY_TREE, "HEAD")
+    return sorted(Path(name).stem for name in names if name.endswith(".md") and not Path(name).name.startswith("."))
 
 
 def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> tuple[list[str], list[str]]:
@@ -504,7 +538,8 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         (paths committed), otherFiles (those that are no record: an issued invoice, the
         ledger, memo's .gitignore), pulled (a merge brought commits in), pushed (commits went out;
         False when the remote already had them), conflicts (vault-relative paths of kept
-        versions), duplicateInvoices (refs of invoices the other machine had issued under the
+        versions), invoicesPulled (refs of the invoices and credit notes the pull brought in:
+        they change what is billed), duplicateInvoices (refs of invoices the other machine had issued under the
         same number: both stay issued, see :mod:`~memo_analytics.vault.ledger`), reindexed
         (records the index took in), error (one line or None), skipped
         (why nothing ran, or None)}``. Never raises for a
@@ -512,7 +547,7 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
     """
     now = now or utcnow()
     result: dict[str, Any] = {"trigger": trigger, "at": to_iso(now), "committed": 0, "records": [], "files": 0,
-                              "otherFiles": [],
+                              "otherFiles": [], "invoicesPulled": [],
                               "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
                               "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
@@ -565,9 +600,11 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
             commit()  # records written while we fetched
             if not remote_empty and not git.ok("merge-base", "--is-ancestor", tracking, "HEAD"):
                 check_incoming(git, tracking, f"{vg.remote}/{vg.branch}")
+                before = git.head()
                 kept, duplicates = _merge(store, git, tracking, trigger, stamp)
                 result["conflicts"] += kept
                 result["duplicateInvoices"] += duplicates
+                result["invoicesPulled"] += _documents_added(git, before)
                 result["pulled"] = True
             result["reindexed"] += _refresh_index(store, git)
         head = git.head()

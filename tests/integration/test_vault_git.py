@@ -5,6 +5,7 @@ kept beside the record, an unreachable remote keeps the local commit for the nex
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -501,3 +502,45 @@ def test_a_pulled_last_seen_root_never_chooses_where_a_rule_is_promoted(remote, 
     assert sync(a, "manual", now=T0)["error"] is None
     assert str(other) in (a.root / "projects/shop/project.toml").read_text()  # the file came in …
     assert last_seen_root(a, "shop") == own  # … this machine's own record decides
+
+
+def test_a_pulled_session_whose_minutes_are_not_its_times_is_refused(remote, tmp_path):
+    """`durationMinutes: 5` with an `endTime` in 2099: reports billed 5 minutes, `session show`
+    said it ends in 2099 — a hybrid push of it is refused, and so is its pull now."""
+    a = clone(remote, tmp_path / "a")
+    start_session(a, StartSessionRequest(session_id="s1", project="shop", start_time=T0))
+    end_session(a, EndSessionRequest(session_id="s1", project="shop", until=T0.replace(hour=10)))
+    sync(a, "manual", now=T0)
+
+    def forge(bob: Path) -> list[str]:
+        path = bob / "projects/shop/sessions/session-s1.md"
+        text = path.read_text()
+        path.write_text(re.sub(r"endTime: .*", "endTime: '2026-01-05T15:00:00.000Z'", text))
+        return ["projects/shop/sessions/session-s1.md"]
+
+    _push_as_teammate(remote, tmp_path, forge)
+    refused = sync(a, "manual", now=T0.replace(day=6))
+    assert "origin/main holds 'projects/shop/sessions/session-s1.md', which breaks a rule of the vault's records " \
+           "(Invalid durationMinutes: 60 is not endTime − startTime (360 minutes))" in refused["error"]
+    assert a.read("shop", RecordKind.SESSION, "session-s1")[0]["endTime"] == "2026-01-05T10:00:00.000Z"
+
+
+def test_an_invoice_a_pull_brings_in_is_named_and_one_without_its_pdf_is_flagged(remote, tmp_path):
+    """A teammate pushed a bare `invoices/2026-0500.md` naming Alice's sessions: her report then
+    billed them as invoiced, without a word from the sync."""
+    a = clone(remote, tmp_path / "a")
+    start_session(a, StartSessionRequest(session_id="work1", project="shop", client="Acme", start_time=T0))
+    end_session(a, EndSessionRequest(session_id="work1", project="shop", until=T0.replace(hour=11)))
+    sync(a, "manual", now=T0)
+
+    def forge(bob: Path) -> None:
+        (bob / "invoices").mkdir()
+        (bob / "invoices" / "2026-0500.md").write_text(
+            "---\nkind: invoice\nnumber: 2026-0500\nsequence: 500\nissued: '2026-01-06'\nclient: Acme\n"
+            "sessions:\n- {project: shop, sessionId: work1, billedMinutes: 1}\n---\nforged\n")
+
+    _push_as_teammate(remote, tmp_path, forge)
+    pulled = sync(a, "manual", now=T0)
+    assert pulled["error"] is None and pulled["invoicesPulled"] == ["2026-0500"]
+    listed = json.loads(memo("--json", "invoice", "list", vault=a.root).stdout)["items"]
+    assert [(i["number"], i.get("pdfMissing")) for i in listed] == [("2026-0500", True)]

@@ -39,6 +39,7 @@ def _said(summary: dict) -> str:
             f"{summary['billableHours']} h, net {summary['currency']} {_grouped(summary['net'])}, VAT "
             f"{_grouped(summary['tax'])}, total {_grouped(summary['gross'])}; issued {summary['issued']}")
     changed = "; its file was changed since it was issued" if summary.get("changedOnDisk") else ""
+    changed += "; its PDF is missing" if summary.get("pdfMissing") else ""
     if summary["kind"] == "creditNote":
         return line + f", cancels {summary['credits']}" + changed
     status = f"credited by {summary['creditedBy']}" if summary.get("creditedBy") else "issued"
