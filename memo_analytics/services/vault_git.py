@@ -308,8 +308,10 @@ def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, s
         stages.pop(pdf_path, None)
         duplicates.append(ref)
     if _LEDGER_STATE in stages or state_changes:
-        merged = json.loads(_merged_ledger(blob(_LEDGER_STATE, 2), blob(_LEDGER_STATE, 3)) if _LEDGER_STATE in stages
-                            else (store.root / _LEDGER_STATE).read_bytes() or b"{}")
+        current = store.root / _LEDGER_STATE
+        sides = (blob(_LEDGER_STATE, 2), blob(_LEDGER_STATE, 3)) if _LEDGER_STATE in stages else (
+            current.read_bytes() if current.is_file() else None, None)
+        merged = json.loads(_merged_ledger(*sides))
         merged.setdefault("documents", {}).update(state_changes)
         atomic_write_bytes(store.root / _LEDGER_STATE, json.dumps(merged, indent=1, sort_keys=True).encode("utf-8"))
         git.run("add", "--", _LEDGER_STATE)
