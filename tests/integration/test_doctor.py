@@ -179,7 +179,8 @@ def test_json_shape(tmp_path):
     (config_check,) = [c for c in result["checks"] if c["name"] == "config"]
     assert config_check["detail"].startswith(f"Invalid timezone ({config}; repair: memo config set timezone VALUE")
     assert config_check["install"] == "memo config set timezone VALUE, or memo config unset timezone"
-    assert broken.stderr.strip() == "error: 1 required check failed: config"
+    assert json.loads(broken.stderr) == {"error": "1 required check failed: config", "errorType": "MemoError",
+                                         "exitCode": 1}  # under --json every stderr line is JSON
 
 
 def test_the_vault_and_its_index_are_only_read(tmp_path):

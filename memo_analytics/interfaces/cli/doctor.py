@@ -30,11 +30,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import typer
 from pydantic.alias_generators import to_camel
 
 from ...domain.errors import MemoError
-from .common import _emit, _safe, _settings, app, err, out, state
+from .common import _emit, _safe, _settings, app, out, state
 
 #: Debian's Chromium, which the browser tests drive through Playwright
 CHROMIUM = Path("/usr/bin/chromium")
@@ -428,6 +427,5 @@ def doctor() -> None:
     _emit(result, human)
     if not result["ok"]:
         failed = result["missingRequired"]
-        err.print(f"error: {len(failed)} required check{'s' if len(failed) > 1 else ''} failed: {', '.join(failed)}"
-                  + ("" if state.json else " (what to install or run is on each line above)"))
-        raise typer.Exit(1)
+        raise MemoError(f"{len(failed)} required check{'s' if len(failed) > 1 else ''} failed: {', '.join(failed)}"
+                        + ("" if state.json else " (what to install or run is on each line above)"))
