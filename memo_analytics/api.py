@@ -193,7 +193,8 @@ class Vault:
             call it ``internal``), ``billable`` (Boolean), ``start_time``, ``end_time``
             (``Datetime(us, UTC)``; null while open), ``duration_minutes`` (Int64, whole
             minutes; null while open), ``task_slug, summary, deliverables`` (JSON list),
-            ``ide, model, agent, branch, git_sha``.
+            ``ide, model, agent, branch, git_sha``, ``owner`` (String: the git identity of the
+            person who worked it; null when unknown).
 
         Raises
         ------

@@ -258,8 +258,9 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     ActivityReport
         Totals in minutes (int) and hours (2 decimals); ``sessions`` sorted by start,
         each ``{id, sessionId, project, client, billable, status, startTime, endTime,
-        durationMinutes, billedMinutes, billableHours, taskSlug, summary, deliverables,
-        costUsd, tokens, unpricedTurns}`` with times in UTC ISO (``billableHours`` null for a session that
+        durationMinutes, billedMinutes, billableHours, taskSlug, summary, deliverables, owner,
+        costUsd, tokens, unpricedTurns}`` with times in UTC ISO (``owner`` whose work it is —
+        parallel sessions bill once per owner — null when unknown; ``billableHours`` null for a session that
         bills nothing; ``costUsd`` the API-equivalent cost of its turns, decimal text USD,
         :mod:`.cost`). ``totalCostUsd`` and ``costByClient`` (billed sessions) on the wire
         add those of the sessions; ``costByModel`` lines add up to ``totalCostUsd``: every
@@ -492,17 +493,17 @@ def _session_items(rows: pl.DataFrame, cents: dict[tuple[str, str], int]) -> lis
     columns = rows.select(
         "id", "session_id", "project", "client_name", "billable", "status",
         pl.col("start_time").dt.strftime(iso), pl.col("end_time").dt.strftime(iso), "duration_minutes",
-        "task_slug", "summary", "deliverables", "billed_minutes",
+        "task_slug", "summary", "deliverables", "billed_minutes", "owner",
     ).get_columns()
-    ids, sids, projects, clients, billable, status, starts, ends, minutes, slugs, summaries, raw, billed = (
+    ids, sids, projects, clients, billable, status, starts, ends, minutes, slugs, summaries, raw, billed, owners = (
         c.to_list() for c in columns)
     deliverables = json.loads("[" + ",".join(d or "[]" for d in raw) + "]")  # one parse for all rows
     return [
         {"id": i, "sessionId": sid, "project": p, "client": c, "billable": bool(b), "status": st, "startTime": s,
          "endTime": e, "durationMinutes": m, "billedMinutes": bm if (p, i) in cents else None,
          "billableHours": cents_to_hours(cents[p, i]) if (p, i) in cents else None,
-         "taskSlug": slug, "summary": summary, "deliverables": d}
-        for i, sid, p, c, b, st, s, e, m, slug, summary, d, bm in zip(
+         "taskSlug": slug, "summary": summary, "deliverables": d, "owner": owner}
+        for i, sid, p, c, b, st, s, e, m, slug, summary, d, bm, owner in zip(
             ids, sids, projects, clients, billable, status, starts, ends, minutes, slugs, summaries, deliverables,
-            billed)
+            billed, owners)
     ]

@@ -19,7 +19,7 @@ from typing import Any
 from ..config import Settings
 from ..domain.errors import MemoError
 from ..vault.redact import mask_url
-from .store import git_head, project_from_cwd, repository_root
+from .store import git_head, git_identity, project_from_cwd, repository_root
 
 
 def without_userinfo(url: str) -> tuple[str, str | None]:
@@ -49,13 +49,16 @@ def _localize(arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     arguments = dict(arguments)
     cwd = arguments.pop("cwd", None)
     preferred = None
+    root = repository_root(cwd) if cwd else None
     if cwd:
         if not arguments.get("projectId"):
             preferred = project_from_cwd(cwd)
-        branch, sha = git_head(repository_root(cwd))
+        branch, sha = git_head(root)
         if arguments.get("action") in ("record", "session_start"):
             arguments.setdefault("branch", branch)
             arguments.setdefault("gitSha", sha)
+    if arguments.get("action") == "session_start" and not arguments.get("owner"):
+        arguments["owner"] = git_identity(root)  # whose work it is: this machine's person, not the daemon's
     return {k: v for k, v in arguments.items() if v is not None}, preferred
 
 

@@ -86,15 +86,15 @@ def repository_root(cwd: str | Path | None) -> Path | None:
 
 def git_identity(root: Path | None) -> str | None:
     """Who works in the repository at ``root``, as git knows them: ``user.email``, else
-    ``user.name`` (repository, then global config); None outside a repository or without git."""
-    if root is None:
-        return None
+    ``user.name`` (repository, then global config); outside a repository (``root`` None) the
+    person's global git identity; None without one or without git."""
     import subprocess
 
+    where = ["-C", str(root)] if root is not None else []
     for key in ("user.email", "user.name"):
         try:
-            proc = subprocess.run(["git", "-C", str(root), "config", "--get", key], capture_output=True, text=True,
-                                  timeout=5)
+            proc = subprocess.run(["git", *where, "config", *([] if where else ["--global"]), "--get", key],
+                                  capture_output=True, text=True, timeout=5)
         except (OSError, subprocess.SubprocessError):
             return None
         value = proc.stdout.strip()

@@ -26,10 +26,10 @@ from typing import Any, Callable
 
 from filelock import FileLock
 
-from ..domain.clock import from_iso, minutes_between, to_iso, utcnow
+from ..domain.clock import from_iso, to_iso, utcnow
 from ..config import MAX_BODY_BYTES
 from ..domain.errors import CorruptRecordError, InvalidFieldError, MemoError
-from ..domain.ids import LONE_PROMPT_ID, prompt_id, session_record_id, validate_slug
+from ..domain.ids import validate_slug
 from ..domain.records import RecordKind, normalize_meta
 from ..index import store as index
 from ..vault.conflicts import keep_conflict
@@ -43,9 +43,8 @@ from ..vault.redact import (
     redact_ignored_paths,
     redact_secrets,
 )
-from .prompts import MAX_CLOCK_SKEW
+from .record_rules import check_record
 from .remote import read_json_answer, without_userinfo
-from .sessions import is_web_url
 from .store import VaultStore
 
 log = logging.getLogger("memo_analytics.sync")
@@ -421,56 +420,6 @@ def _as_sent(store: VaultStore, meta: dict[str, Any], body: str, text: str) -> s
     cleaned = {key: value if key in _IDENTITY_FIELDS else _clean_strings(value, rules) for key, value in meta.items()}
     cleaned_body = _clean_strings(body, rules)
     return text if (cleaned, cleaned_body) == (meta, body) else dump_record(cleaned, cleaned_body)
-
-
-def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
-    """The rules of local writes a record file can break (SPEC §2.2–§2.5): the body limit;
-    the id a turn or session of that ``sessionId`` (and ``turn``) has; no instant beyond the
-    clock skew allowed; a session ends after it starts and its ``durationMinutes`` is
-    ``endTime − startTime`` (billed minutes are derived, never taken from the sender); a
-    pull request links to a web page."""
-    size = len(body.encode("utf-8", "surrogatepass"))
-    if size > MAX_BODY_BYTES:
-        raise InvalidFieldError("body", f"is {size} bytes; the limit is {MAX_BODY_BYTES} bytes")
-    session_id, kind = meta.get("sessionId"), meta.get("kind")
-    if kind == RecordKind.SESSION.value:
-        expected = session_record_id(session_id) if session_id else None
-        if meta["id"] != expected:
-            raise InvalidFieldError("id", f"{meta['id']} is not the id of session {session_id!r} ({expected})")
-    elif kind == RecordKind.PROMPT.value:
-        if session_id or meta.get("turn") is not None:
-            if not session_id or meta.get("turn") is None:
-                raise InvalidFieldError("turn", "a turn of a session has both sessionId and turn")
-            expected = prompt_id(session_id, meta["turn"], now)
-            if meta["id"] != expected:
-                raise InvalidFieldError("id", f"{meta['id']} is not the id of turn {meta['turn']} of {session_id} "
-                                              f"({expected})")
-        elif not LONE_PROMPT_ID.fullmatch(meta["id"]):
-            raise InvalidFieldError("id", f"{meta['id']} is not the id of a prompt without a session "
-                                          "(prompt-<epoch ms>-<6 hex>)")
-    elif not meta["id"].startswith(f"{kind}-"):
-        raise InvalidFieldError("id", f"{meta['id']} is not the id of a {kind} record ({kind}-…)")
-    for field in ("created", "updated", "startTime", "endTime"):
-        if meta.get(field) and from_iso(meta[field]) > now + MAX_CLOCK_SKEW:
-            raise InvalidFieldError(field, f"{meta[field]} is in the future")
-    if meta.get("kind") != RecordKind.SESSION.value:
-        return
-    for number, item in enumerate(meta.get("deliverables") or [], 1):
-        if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
-            raise InvalidFieldError(f"deliverables[{number}].url", "a pull request's url must be an http(s) URL")
-    start, end, minutes = meta.get("startTime"), meta.get("endTime"), meta.get("durationMinutes")
-    if (end is not None) != (meta.get("status") == "completed"):
-        raise InvalidFieldError("status", f"{meta.get('status')!r} with{'' if end else 'out'} an endTime: a session "
-                                          "is completed exactly when it has ended")
-    if end is None:
-        if minutes is not None:
-            raise InvalidFieldError("durationMinutes", "given for a session without an endTime")
-        return
-    if from_iso(end) < from_iso(start):
-        raise InvalidFieldError("endTime", f"{end} is before startTime {start}")
-    if minutes is not None and minutes != minutes_between(from_iso(start), from_iso(end)):
-        raise InvalidFieldError("durationMinutes", f"{minutes} is not endTime − startTime "
-                                                   f"({minutes_between(from_iso(start), from_iso(end))} minutes)")
 
 
 def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKind, dict[str, Any], str]:

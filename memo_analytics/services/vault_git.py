@@ -59,7 +59,7 @@ from ..vault.io import (atomic_write_bytes, parse_frontmatter_text, parse_record
 from ..vault.redact import redact_secrets
 from .maintenance import reindex
 from .store import VaultStore
-from .sync import check_record
+from .record_rules import check_record
 
 log = logging.getLogger("memo_analytics.vault_git")
 

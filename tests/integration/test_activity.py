@@ -110,7 +110,7 @@ def test_project_selection(filled):
 def test_session_json_keys(filled):
     item = activity_report(filled, ActivityRequest()).wire()["sessions"][0]
     assert list(item) == ["id", "sessionId", "project", "client", "billable", "status", "startTime", "endTime",
-                          "durationMinutes", "billedMinutes", "billableHours", "taskSlug", "summary", "deliverables",
+                          "durationMinutes", "billedMinutes", "billableHours", "taskSlug", "summary", "deliverables", "owner",
                           "costUsd", "tokens", "unpricedTurns"]
 
 

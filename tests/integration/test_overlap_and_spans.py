@@ -243,3 +243,21 @@ def test_two_peoples_parallel_sessions_for_one_client_each_bill_in_full(tmp_path
     billed = {s["sessionId"]: s["billedMinutes"] for s in report["sessions"]}
     assert billed == {"alice-1": 180, "bob-1": 180, "bob-2": 60, "imported": 30}
     assert report["byClient"]["Acme"]["durationMinutes"] == 450
+
+
+def test_a_session_started_outside_a_repository_is_its_persons_by_their_global_git_identity(tmp_path, monkeypatch):
+    """Two hybrid laptops recording as the README shows (`memo session start X --project shop`,
+    outside any repository) gave sessions of no owner: the team vault billed Alice's 0 of 60
+    minutes beside Bob's. The person's global git identity names them; a remote-mode call sends
+    the laptop's, so the daemon does not put its own."""
+    from memo_analytics.services.remote import _localize
+
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text("[user]\n\temail = alice@example.com\n", encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    memo("session", "start", "offline-1", "--project", "shop", "--client", "Acme", vault=tmp_path / "v")
+    shown = json.loads(memo("--json", "session", "show", "offline-1", vault=tmp_path / "v").stdout)
+    assert shown["session"]["owner"] == "alice@example.com"
+    sent, _ = _localize({"action": "session_start", "sessionId": "s1", "cwd": str(tmp_path)})
+    assert sent["owner"] == "alice@example.com"
+    assert _localize({"action": "session_start", "sessionId": "s1", "owner": "bob"})[0]["owner"] == "bob"
