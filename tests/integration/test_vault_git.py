@@ -342,6 +342,9 @@ def test_one_number_issued_on_two_machines_stays_two_issued_invoices_and_no_sess
     assert first["number"] == second["number"] == "2026-0001"
     later = second["vaultGit"]["duplicateInvoices"]  # b's push pulled a's invoice onto its own, and says so
     assert len(later) == 1 and later[0].startswith("2026-0001.duplicate-")
+    # b's answer names b's own document where it is now (it named a's file, "changed since it was issued")
+    assert second["ref"] == later[0] and second["pdf"].endswith(f"{later[0]}.pdf")
+    assert not second.get("changedOnDisk") and second["periodStart"] == "2026-01-06"
     synced = [json.loads(memo("--json", "sync", "git", vault=tmp_path / w, env=env).stdout) for w in "ab"]
     assert [(s["error"], s["conflicts"]) for s in synced] == [(None, []), (None, [])]
 

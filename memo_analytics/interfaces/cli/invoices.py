@@ -100,6 +100,22 @@ def _shared_numbering(offline: bool) -> Iterator[dict]:
         err.print(_safe(f"note: issued and stored, not pushed yet ({after['error']}); memo sync git pushes it"))
 
 
+def _as_stored_now(document):
+    """``document`` where it is stored now: the push after issuing may have found its number
+    issued on another machine first, and kept it as ``<number>.duplicate-<hash>`` (its PDF
+    too) — the answer names that file, not the other machine's."""
+    import hashlib
+
+    from ...vault import ledger
+
+    try:
+        if hashlib.sha256(document.path.read_bytes()).hexdigest() == document.digest:
+            return document
+    except OSError:
+        pass
+    return next((doc for doc in ledger.documents(state.store.root) if doc.digest == document.digest), document)
+
+
 @invoice_app.command("issue")
 def invoice_issue(
     since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
@@ -131,6 +147,7 @@ def invoice_issue(
                                        lines=lines, issued=issued_on,
                                        zero_minutes=zero_minutes, output=output, overwrite=force,
                                        user_templates=_user_templates(templates), config=str(config_path()))
+    document = _as_stored_now(document)
     summary = {**document_summary(document), **_copy_fields(copy), "leftOff": document.meta["leftOff"],
                **({"vaultGit": shared} if shared else {})}
     _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}" + (f"\n  copy: {s['output']}"
@@ -159,6 +176,7 @@ def invoice_credit(
         document, copy = credit_invoice(state.store, state.settings, number, issued=issued_on,
                                         reason=reason, output=output, overwrite=force,
                                         user_templates=_user_templates(templates))
+    document = _as_stored_now(document)
     summary = {**document_summary(document), **_copy_fields(copy), **({"vaultGit": shared} if shared else {})}
     _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}"))
     _warn_copy(summary)
