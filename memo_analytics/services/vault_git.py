@@ -54,8 +54,8 @@ from ..index import store as index
 from ..index.reindex import parse_for_index
 from ..vault import ledger
 from ..vault.conflicts import is_conflict_file, keep_conflict
-from ..vault.io import (atomic_write_bytes, parse_frontmatter_text, parse_record_text, read_json_state,
-                        write_json_state)
+from ..vault.io import (atomic_write_bytes, dump_record, parse_frontmatter_text, parse_record_text,
+                        read_json_state, write_json_state)
 from ..vault.redact import redact_secrets
 from .maintenance import reindex
 from .store import VaultStore
@@ -319,9 +319,45 @@ def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, s
     return duplicates
 
 
-def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> tuple[list[str], list[str]]:
+_TURN_PATH = re.compile(r"^projects/[^/]+/prompts/prompt-(?P<session>.+)-t(?P<turn>\d+)\.md$")
+
+
+def _two_turns(path: str, ours: bytes, theirs: bytes) -> tuple[bytes, bytes] | None:
+    """``(the turn made first, the other)`` when both versions of a turn file are turns of their
+    own — the same session and number, other ``created`` instants: each machine numbered its next
+    turn of a shared session alike —, else None (two versions of one turn)."""
+    if not _TURN_PATH.match(path):
+        return None
+    try:
+        metas = [parse_record_text(side.decode("utf-8-sig"), path)[0] for side in (ours, theirs)]
+    except (UnicodeDecodeError, MemoError):
+        return None
+    if metas[0].get("created") == metas[1].get("created") or metas[0].get("sessionId") != metas[1].get("sessionId"):
+        return None
+    first = min((str(meta.get("created")), hashlib.sha256(side).hexdigest(), index)
+                for index, (meta, side) in enumerate(zip(metas, (ours, theirs))))[2]
+    return ((ours, theirs) if first == 0 else (theirs, ours))
+
+
+def _renumbered_turn(store: VaultStore, path: str, text: bytes) -> str:
+    """Write the turn ``text`` (a turn file of ``path``'s session) as that session's next turn
+    after every one the merged work tree holds; its vault-relative path."""
+    match = _TURN_PATH.match(path)
+    assert match is not None
+    folder = (store.root / path).parent
+    taken = [int(m.group(1)) for p in folder.glob(f"prompt-{match.group('session')}-t*.md")
+             if (m := re.fullmatch(rf"prompt-{re.escape(match.group('session'))}-t(\d+)\.md", p.name))]
+    turn = max(taken, default=int(match.group("turn"))) + 1
+    meta, body = parse_record_text(text.decode("utf-8-sig"), path)
+    new_id = f"prompt-{match.group('session')}-t{turn}"
+    atomic_write_bytes(folder / f"{new_id}.md", dump_record({**meta, "id": new_id, "turn": turn}, body).encode("utf-8"))
+    return (folder / f"{new_id}.md").relative_to(store.root).as_posix()
+
+
+def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> tuple[list[str], list[str], list[str]]:
     """Settle every unmerged path of a stopped merge: ``(the vault-relative conflict files kept,
-    the refs of invoices two machines numbered alike)``."""
+    the refs of invoices two machines numbered alike, the vault-relative files of turns
+    renumbered after another machine's turn of the same number)``."""
     stages: dict[str, dict[int, str]] = {}
     for entry in git.run("ls-files", "-u", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"):
         if entry:
@@ -329,6 +365,7 @@ def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> tuple[list[s
             stages.setdefault(path, {})[int(info.split()[2])] = info.split()[1]
     duplicates = _settle_invoices(store, git, stages)
     kept: list[str] = []
+    renumbered: list[str] = []
     for path, blobs in sorted(stages.items()):
         ours, theirs = (git.run("cat-file", "blob", blobs[n]).stdout if n in blobs else None for n in (2, 3))
         target = store.root / path
@@ -337,6 +374,12 @@ def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> tuple[list[s
             continue
         if ours is None or theirs is None:  # deleted on one side, changed on the other: it stays
             winner, loser = ours if ours is not None else theirs, None
+        elif (turns := _two_turns(path, ours, theirs)) is not None:
+            # two machines each recorded the next turn of one session: both are turns, the later renumbered
+            winner, later = turns
+            renumbered.append(_renumbered_turn(store, path, later))
+            git.run("add", "--", renumbered[-1])
+            loser = None
         elif _record_id(path):
             winner, loser = newer_version(ours, theirs)
         else:
@@ -348,7 +391,7 @@ def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> tuple[list[s
             rel = conflict.relative_to(store.root).as_posix()
             git.run("add", "--", rel)
             kept.append(rel)
-    return kept, duplicates
+    return kept, duplicates, renumbered
 
 
 def _not_synced(path: str, mode: str) -> str | None:
@@ -466,23 +509,24 @@ def _documents_added(git: _Git, before: str | None) -> list[str]:
     return sorted(Path(name).stem for name in names if name.endswith(".md") and not Path(name).name.startswith("."))
 
 
-def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> tuple[list[str], list[str]]:
-    """Merge ``ref`` into HEAD: ``(the conflict files kept, the refs of duplicate-numbered
-    invoices)``."""
+def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> tuple[list[str], list[str], list[str]]:
+    """Merge ``ref`` into HEAD: :func:`_resolve_conflicts`' three lists (none when it merged
+    cleanly)."""
     vg = store.settings.vault_git
     proc = git.run("merge", "-q", "--no-edit", "--no-verify", "-X", "no-renames", "--allow-unrelated-histories",
                    "-m", f"memo sync ({trigger}): merge {vg.remote}/{vg.branch}", ref, check=False)
     if proc.returncode == 0:
-        return [], []
+        return [], [], []
     if not git.names("diff", "--name-only", "--diff-filter=U"):
         git.run("merge", "--abort", check=False)
         raise VaultGitError("merge", _first_line(proc.stderr) or _first_line(proc.stdout))
-    kept, duplicates = _resolve_conflicts(store, git, stamp)
+    kept, duplicates, renumbered = _resolve_conflicts(store, git, stamp)
     message = (f"memo sync ({trigger}): merge {vg.remote}/{vg.branch}; {len(kept)} conflict version(s) kept"
                + (f"; invoice numbers issued on both machines: {', '.join(duplicates)}" if duplicates else "")
+               + (f"; turns renumbered: {', '.join(renumbered)}" if renumbered else "")
                + "\n\n")
     git.run("commit", "-q", "--no-verify", "-F", "-", input=(message + "\n".join(kept) + "\n").encode("utf-8"))
-    return kept, duplicates
+    return kept, duplicates, renumbered
 
 
 def _refresh_index(store: VaultStore, git: _Git) -> int:
@@ -540,7 +584,8 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         (paths committed), otherFiles (those that are no record: an issued invoice, the
         ledger, memo's .gitignore), pulled (a merge brought commits in), pushed (commits went out;
         False when the remote already had them), conflicts (vault-relative paths of kept
-        versions), invoicesPulled (refs of the invoices and credit notes the pull brought in:
+        versions), renumberedTurns (turns another machine had numbered alike, each now the
+        session's next: their vault-relative paths), invoicesPulled (refs of the invoices and credit notes the pull brought in:
         they change what is billed), duplicateInvoices (refs of invoices the other machine had issued under the
         same number: both stay issued, see :mod:`~memo_analytics.vault.ledger`), reindexed
         (records the index took in), error (one line or None), skipped
@@ -549,7 +594,7 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
     """
     now = now or utcnow()
     result: dict[str, Any] = {"trigger": trigger, "at": to_iso(now), "committed": 0, "records": [], "files": 0,
-                              "otherFiles": [], "invoicesPulled": [],
+                              "otherFiles": [], "invoicesPulled": [], "renumberedTurns": [],
                               "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
                               "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
@@ -603,8 +648,9 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
             if not remote_empty and not git.ok("merge-base", "--is-ancestor", tracking, "HEAD"):
                 check_incoming(git, tracking, f"{vg.remote}/{vg.branch}")
                 before = git.head()
-                kept, duplicates = _merge(store, git, tracking, trigger, stamp)
+                kept, duplicates, renumbered = _merge(store, git, tracking, trigger, stamp)
                 result["conflicts"] += kept
+                result["renumberedTurns"] += renumbered
                 result["duplicateInvoices"] += duplicates
                 result["invoicesPulled"] += _documents_added(git, before)
                 result["pulled"] = True

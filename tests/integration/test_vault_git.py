@@ -547,3 +547,28 @@ def test_an_invoice_a_pull_brings_in_is_named_and_one_without_its_pdf_is_flagged
     assert pulled["error"] is None and pulled["invoicesPulled"] == ["2026-0500"]
     listed = json.loads(memo("--json", "invoice", "list", vault=a.root).stdout)["items"]
     assert [(i["number"], i.get("pdfMissing")) for i in listed] == [("2026-0500", True)]
+
+
+def test_two_machines_recording_the_next_turn_of_one_session_keep_both_turns(remote, tmp_path):
+    """Both numbered their turn t2: one became a `.conflict-` file, gone from search and from
+    the session ("a sync kept the losing version", the digest said). They are two turns."""
+    a = clone(remote, tmp_path / "a")
+    start_session(a, StartSessionRequest(session_id="shared-s", project="shop", start_time=T0))
+    record(a, "first turn", "shared-s")
+    sync(a, "manual", now=T0)
+    b = clone(remote, tmp_path / "b")
+    record_prompt(b, RecordPromptRequest(body="turn from B", project="shop", session_id="shared-s"),
+                  now=T0.replace(minute=5))
+    record_prompt(a, RecordPromptRequest(body="turn from A", project="shop", session_id="shared-s"),
+                  now=T0.replace(minute=7))
+    assert sync(b, "manual", now=T0)["pushed"]
+    merged = sync(a, "manual", now=T0)
+    assert merged["error"] is None and merged["conflicts"] == []
+    assert merged["renumberedTurns"] == ["projects/shop/prompts/prompt-shared-s-t3.md"]
+    sync(b, "manual", now=T0)
+    for store in (a, b):  # the turn made first keeps t2, the later one is t3, on both machines
+        turns = {row["id"]: row["body"] for row in store.conn.execute(
+            "SELECT id, body FROM records WHERE kind = 'prompt' AND session_id = 'shared-s'")}
+        assert turns == {"prompt-shared-s-t1": "first turn", "prompt-shared-s-t2": "turn from B",
+                         "prompt-shared-s-t3": "turn from A"}
+        assert conflict_files(store.root / "projects") == []

@@ -63,6 +63,9 @@ def _print_git(result: dict) -> None:
     out.print("; ".join(parts))
     for path in result["conflicts"]:
         out.print(f"conflict: the older version is kept as {_safe(path)}")
+    for path in result.get("renumberedTurns", []):
+        out.print(_safe(f"renumbered: the other machine had numbered its own turn of this session alike; yours is now "
+                        f"{path}"))
     for ref in result.get("invoicesPulled", []):
         out.print(_safe(f"pulled {ref}, issued on another machine: its sessions are invoiced (memo invoice show {ref})"))
     say_duplicate_invoices(result)
