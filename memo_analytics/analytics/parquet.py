@@ -15,6 +15,10 @@ a prompt's ``created``, of a session's ``start_time``, of a deliverable's
 that looks like a number is read as a number by readers that infer partition types: give
 them the type (DuckDB ``hive_types={'project': 'VARCHAR', 'month': 'VARCHAR'}``).
 
+A table without rows is one file of no rows at the top of its folder, with every column (the
+partition keys too): ``read_parquet('DIR/deliverables/**/*.parquet', hive_partitioning=true)``
+gives its columns and no row rather than failing on no file.
+
 The export is atomic: it is written to a hidden folder beside ``DIR`` and renamed into place;
 a previous export at ``DIR`` is replaced, any other content is refused, and so is a ``DIR``
 inside a vault, containing one, or inside a git repository.
@@ -130,8 +134,12 @@ def _write(table: pa.Table, folder: Path) -> int:
     pads.write_dataset(table, folder, format="parquet", partitioning=partitioning,
                        basename_template="part-{i}.parquet", existing_data_behavior="error",
                        file_visitor=lambda f: written.append(f.path), max_rows_per_group=128 * 1024)
-    if not written:
-        folder.mkdir(parents=True, exist_ok=True)  # an empty table is an empty dataset folder
+    if not written:  # an empty table: one file of no rows with every column, partition keys too, so a
+        import pyarrow.parquet as pq  # reader's glob (DIR/deliverables/**/*.parquet) finds its schema
+
+        folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(table, folder / "part-0.parquet")
+        return 1
     return len(written)
 
 

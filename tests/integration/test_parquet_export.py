@@ -83,7 +83,11 @@ def test_duckdb_reads_the_export_back_with_the_activity_totals(two_vaults, tmp_p
     out = tmp_path / "lake"
     result = json.loads(memo("--json", "export", "parquet", str(out), env=env).stdout)
     assert result["tables"] == {"prompts": {"rows": 2 + 1 + 1 + 1 + 1 + 1 + 3, "files": 5},
-                                "sessions": {"rows": 7, "files": 5}, "deliverables": {"rows": 0, "files": 0}}
+                                "sessions": {"rows": 7, "files": 5}, "deliverables": {"rows": 0, "files": 1}}
+    # a table without rows still reads, as the README's query has it (DuckDB failed: "No files found")
+    empty = duckdb.connect().execute(f"SELECT count(*), any_value(project), any_value(month) FROM read_parquet("
+                                     f"'{out}/deliverables/**/*.parquet', hive_partitioning=true)").fetchone()
+    assert empty == (0, None, None)
     report = json.loads(memo("--json", "activity", "--all", "--tz", "UTC", env=env).stdout)
     assert totals_from_parquet(out) == totals_from_report(report)
     assert report["totalDurationMinutes"] == 80 + 65 + 10 + 20 + 7
@@ -133,7 +137,9 @@ def test_deliverables_and_a_second_export_replace_the_first_atomically(tmp_path)
                      "ORDER BY position").fetchall()
     assert got == [("commit", None, "b" * 40, "web", "2026-04", 0),
                    ("pr", "https://github.com/o/r/pull/9", None, "web", "2026-04", 1)]
-    assert (out / "prompts").is_dir() and not list((out / "prompts").iterdir())
+    assert [p.name for p in (out / "prompts").iterdir()] == ["part-0.parquet"]  # no rows, every column
+    assert pq.read_table(out / "prompts" / "part-0.parquet").num_rows == 0
+    assert {"project", "month", "created"} <= set(pq.read_schema(out / "prompts" / "part-0.parquet").names)
     session_id = "s2"
     start_session(store, StartSessionRequest(session_id=session_id, project="api", start_time="2026-06-01T09:00:00Z"))
     second = export_parquet(store, out, projects=["api"])
