@@ -402,6 +402,10 @@ def test_session_and_prompt_lines_show_times_in_the_configured_zone(tmp_path):
     assert "at 2026-11-02 09:00 (Europe/Berlin)" in started.stdout
     ended = memo("session", "end", "z1", "--until", "2026-11-02T08:30:00Z", vault=vault, env=env)
     assert "30 minutes (2026-11-02 09:00 – 2026-11-02 09:30 Europe/Berlin)" in ended.stdout
+    memo("session", "start", "z2", "--project", "p", "--start-time", "2026-11-02T11:40:50Z", vault=vault, env=env)
+    short = memo("session", "end", "z2", "--until", "2026-11-02T11:41:10Z", vault=vault, env=env)
+    # 20 seconds: 0 minutes, printed as a span of 0 minutes as every report prints it (it said 12:40 – 12:41)
+    assert "0 minutes (2026-11-02 12:40 – 2026-11-02 12:40 Europe/Berlin)" in short.stdout
     memo("prompt", "record", "--session-id", "z1", "--project", "p", "--body", "hello", "--created",
          "2026-11-02T08:10:00Z", vault=vault, env=env)
     listed = memo("prompt", "list", "--all", vault=vault, env=env).stdout

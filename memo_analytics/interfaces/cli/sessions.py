@@ -30,6 +30,7 @@ from .common import (
     _local,
     _safe,
     _short,
+    _zone,
     _zone_label,
     out,
     session_app,
@@ -108,15 +109,17 @@ def session_end(
     record = session_service.end_session(state.store, request)
 
     def human(r: dict[str, Any]) -> None:
+        from ...domain.clock import printed_span
+
+        began, ended = printed_span(r["startTime"], r["durationMinutes"], _zone())  # as every report prints it
+        span = f"{began:%Y-%m-%d %H:%M} – {ended:%Y-%m-%d %H:%M} {_zone_label()}"
         if was_completed:
             out.print(f"session {r['sessionId']} was already ended; its times and duration are kept "
-                      f"({r['durationMinutes']} minutes, {_local(r['startTime'])} – {_local(r['endTime'])} "
-                      f"{_zone_label()}); summary and deliverables updated"
+                      f"({r['durationMinutes']} minutes, {span}); summary and deliverables updated"
                       + ("; its hand-off is written anew and pending (memo session handoff --cancel takes it back)"
                          if handoff else ""))
         else:
-            out.print(f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({_local(r['startTime'])} – "
-                      f"{_local(r['endTime'])} {_zone_label()})")
+            out.print(f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({span})")
 
     _emit(record, human)
 
