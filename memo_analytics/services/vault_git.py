@@ -51,6 +51,7 @@ from ..domain.clock import EARLIEST_RECORD, parse_instant, to_iso, utcnow
 from ..domain.errors import CorruptRecordError, MemoError
 from ..domain.records import RecordKind, subdir_for_kind
 from ..index import store as index
+from ..index.folders import folder_stamp
 from ..index.reindex import parse_for_index
 from ..vault import ledger
 from ..vault.conflicts import is_conflict_file, keep_conflict
@@ -547,6 +548,8 @@ def _refresh_index(store: VaultStore, git: _Git) -> int:
         touched = reindex(store).indexed  # rebuild from the files
     else:
         touched, projects = 0, set()
+        pulled = git.names("diff", "--name-only", "--no-renames", "--relative=projects/", indexed, "HEAD")
+        folders = {"/".join(path.split("/")[:2]) for path in pulled if path.count("/") == 2}
         with index.transaction(store.conn):
             for _, path in changes:
                 parsed = parse_for_index(store.root / path)
@@ -556,6 +559,9 @@ def _refresh_index(store: VaultStore, git: _Git) -> int:
                 index.upsert_record(store.conn, parsed[0], parsed[1], path)
                 projects.add(parsed[0]["project"])
                 touched += 1
+            # the folders the pull changed are in the index as they are now: the next command does
+            # not take them for folders changed outside memo (it said so after every pull)
+            index.set_folder_stamps(store.conn, {key: folder_stamp(store.layout, key) for key in sorted(folders)})
         for project in sorted(projects):
             store.refresh_views(project)
     _update_state(store, indexedCommit=head)
@@ -631,6 +637,7 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
         result["otherFiles"] = sorted(set(result["otherFiles"]) | {p for p in paths if not _record_key(p)})
 
     with store.lock():
+        store.conn  # the index is checked against the files now: what the pull changes, it indexes itself
         ensure_repository(store, git)
         check_tracked(git, store.root)
         git.use_identity()

@@ -572,3 +572,25 @@ def test_two_machines_recording_the_next_turn_of_one_session_keep_both_turns(rem
         assert turns == {"prompt-shared-s-t1": "first turn", "prompt-shared-s-t2": "turn from B",
                          "prompt-shared-s-t3": "turn from A"}
         assert conflict_files(store.root / "projects") == []
+
+
+def test_after_a_pull_the_next_command_does_not_say_the_index_caught_up_with_changes_outside_memo(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    record(a, "first", "s1")
+    sync(a, "manual", now=T0)
+    b = clone(remote, tmp_path / "b")
+    assert sync(b, "manual", now=T0)["error"] is None
+    b.close()
+    record(a, "second", "s1")
+    record(a, "in a new project", "s9", project="docs")
+    sync(a, "manual", now=T0)
+    env = {"MEMO_CONFIG": str(tmp_path / "config.toml")}
+    (tmp_path / "config.toml").write_text("[vaultGit]\nenabled = true\n", encoding="utf-8")
+    memo("prompt", "record", "--session-id", "s2", "--project", "shop", "--body", "b's own", vault=tmp_path / "b",
+         env=env)  # a change of b's own: the pull is a merge
+    ran = memo("--json", "sync", "git", vault=tmp_path / "b", env=env)
+    pulled = json.loads(ran.stdout)
+    assert pulled["pulled"] and pulled["reindexed"] >= 2 and ran.stderr == ""
+    after = memo("--json", "activity", "--all", vault=tmp_path / "b", env=env)
+    assert after.stderr == ""  # it said "the index caught up with 2 record folders changed outside memo"
+    assert json.loads(after.stdout)["totalPrompts"] == 4
