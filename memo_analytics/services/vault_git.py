@@ -707,7 +707,8 @@ def read_state(store: VaultStore) -> dict[str, Any]:
 
 
 def status(store: VaultStore) -> dict[str, Any]:
-    """Vault-git status without touching the network (for ``memo sync status``).
+    """Vault-git status without touching the network (for ``memo sync status``); ``lastError``
+    and ``lastErrorAt`` are None once a later sync succeeded.
 
     Returns ``{enabled, remote, branch, remoteUrl, repository (bool), unpushedCommits,
     uncommittedFiles, conflictFiles, lastAttemptAt, lastSuccessAt, lastError, lastErrorAt}``;
@@ -719,6 +720,8 @@ def status(store: VaultStore) -> dict[str, Any]:
                               "repository": (store.root / ".git").exists(), "unpushedCommits": None,
                               "uncommittedFiles": None,
                               **{k: state.get(k) for k in ("lastAttemptAt", "lastSuccessAt", "lastError", "lastErrorAt")}}
+    if answer["lastError"] and answer["lastSuccessAt"] and answer["lastSuccessAt"] > (answer["lastErrorAt"] or ""):
+        answer["lastError"] = answer["lastErrorAt"] = None  # a sync since has succeeded: settled
     if answer["repository"]:
         git = _Git(store.root)
         try:

@@ -594,3 +594,21 @@ def test_after_a_pull_the_next_command_does_not_say_the_index_caught_up_with_cha
     after = memo("--json", "activity", "--all", vault=tmp_path / "b", env=env)
     assert after.stderr == ""  # it said "the index caught up with 2 record folders changed outside memo"
     assert json.loads(after.stdout)["totalPrompts"] == 4
+
+
+def test_sync_status_says_hybrid_is_off_and_what_vault_git_waits_for_and_forgets_a_settled_error(remote, tmp_path):
+    a = clone(remote, tmp_path / "a")
+    record(a, "first", "s1")
+    env = {"MEMO_CONFIG": str(tmp_path / "config.toml")}
+    (tmp_path / "config.toml").write_text("[vaultGit]\nenabled = true\n", encoding="utf-8")
+    git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=a.root)
+    assert sync(a, "manual", now=T0)["error"]
+    shown = memo("sync", "status", vault=a.root, env=env).stdout
+    assert shown.splitlines()[0] == "hybrid push: off (mode local, no daemon)"
+    assert "vault-git: origin/main" in shown and "1 commit not pushed · 0 files not committed" in shown
+    assert "last error: Vault-git sync failed (git fetch)" in shown
+    git("remote", "set-url", "origin", str(remote), cwd=a.root)
+    assert sync(a, "manual", now=T0.replace(hour=10))["error"] is None
+    settled = json.loads(memo("--json", "sync", "status", vault=a.root, env=env).stdout)["vaultGit"]
+    assert (settled["lastError"], settled["unpushedCommits"]) == (None, 0)
+    assert "last error" not in memo("sync", "status", vault=a.root, env=env).stdout

@@ -25,16 +25,25 @@ def sync_status() -> None:
         result["vaultGit"] = vault_git_status(state.store)
 
     def human(r: dict[str, Any]) -> None:
-        out.print(_safe(f"mode {r['mode']} · remote {r['remoteUrl'] or '—'} · {r['pending']} records waiting"))
-        out.print(_safe(f"last success: {r['lastSuccessAt'] or 'never'}"))
-        if r["lastError"]:
-            out.print(_safe(f"last error: {r['lastError']} at {r['lastErrorAt']} (attempt {r['attempts']}; "
-                            f"next retry {r['nextRetryAt'] or 'now'})"))
-        for item in r.get("refused") or []:
-            out.print(_safe(f"refused by the daemon: {item['id']}: {item['reason']}"))
+        if r["remoteUrl"] or r["mode"] != "local" or r["pending"]:
+            out.print(_safe(f"hybrid push (mode {r['mode']}) · daemon {r['remoteUrl'] or '—'} · "
+                            f"{r['pending']} records waiting · last success: {r['lastSuccessAt'] or 'never'}"))
+            if r["lastError"]:
+                out.print(_safe(f"  last error: {r['lastError']} at {r['lastErrorAt']} (attempt {r['attempts']}; "
+                                f"next retry {r['nextRetryAt'] or 'now'})"))
+            for item in r.get("refused") or []:
+                out.print(_safe(f"  refused by the daemon: {item['id']}: {item['reason']}"))
+        else:
+            out.print(f"hybrid push: off (mode {r['mode']}, no daemon)")
         if "vaultGit" in r:
             git = r["vaultGit"]
-            out.print(_safe("vault-git: " + ", ".join(f"{k} {v}" for k, v in git.items() if v not in (None, [], ""))))
+            where = f"{git['remote']}/{git['branch']}" + (f" ({git['remoteUrl']})" if git.get("remoteUrl") else "")
+            counts = "" if git["unpushedCommits"] is None else (
+                f" · {git['unpushedCommits']} commit{'s' if git['unpushedCommits'] != 1 else ''} not pushed"
+                f" · {git['uncommittedFiles']} file{'s' if git['uncommittedFiles'] != 1 else ''} not committed")
+            out.print(_safe(f"vault-git: {where}{counts} · last success: {git['lastSuccessAt'] or 'never'}"))
+            if git.get("lastError"):
+                out.print(_safe(f"  last error: {git['lastError']} at {git['lastErrorAt']}"))
 
     _emit(result, human)
 
