@@ -173,14 +173,17 @@ def _save(store: VaultStore, name: str, data: dict[str, Any]) -> None:
 
 def status(store: VaultStore) -> dict[str, Any]:
     """``{mode, remoteUrl, pending, lastSuccessAt, lastError, lastErrorAt, attempts, nextRetryAt,
-    refused}``: ``refused`` lists the records (id, one-line reason) the daemon refused in the
-    last push; they stay queued."""
+    refused, conflicts}``: ``refused`` lists the records (id, one-line reason) the daemon refused in
+    the last push (they stay queued); ``conflicts`` the latest 20 pushes that met another version on
+    the daemon (``{id, project, outcome, conflict}``: which won, and the file the daemon keeps
+    the other in — its digest lists it)."""
     state = _load(store, "state.json")
     pending = len({_key(entry) for entry in _outbox(store)})
     return {"mode": store.settings.mode, "remoteUrl": mask_url(store.settings.hybrid.remote_url or "") or None, "pending": pending,
             "lastSuccessAt": state.get("lastSuccessAt"), "lastError": state.get("lastError"),
             "lastErrorAt": state.get("lastErrorAt"), "attempts": state.get("attempts", 0),
-            "nextRetryAt": state.get("nextRetryAt"), "refused": state.get("refused") or []}
+            "nextRetryAt": state.get("nextRetryAt"), "refused": state.get("refused") or [],
+            "conflicts": state.get("conflicts") or []}
 
 
 # ---------------------------------------------------------------- pushing
@@ -327,8 +330,11 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         refused = mismatched + [{"id": r.get("id"), **({"project": r["project"]} if r.get("project") else {}),
                                  "reason": r.get("reason")} for r in answer.get("results", [])
                                 if r.get("outcome") == "refused"]
+        conflicts = [{"id": r.get("id"), **({"project": r["project"]} if isinstance(r.get("project"), str) else {}),
+                      "outcome": str(r.get("outcome"))[:100], "conflict": str(r["conflict"])[:300]}
+                     for r in answer.get("results", []) if isinstance(r.get("conflict"), str)]
         state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None,
-                     refused=refused[:20])
+                     refused=refused[:20], conflicts=(conflicts + list(state.get("conflicts") or []))[:20])
         _save(store, "state.json", state)
         return {"pushed": len(done) - len(mismatched), "results": answer.get("results", []) + [
                     {**item, "outcome": "refused"} for item in mismatched],

@@ -133,6 +133,10 @@ def test_both_sides_changed_newer_wins_and_the_other_is_kept_beside_it(tmp_path,
     assert winner["summary"] == "ended here"
     [conflict] = list((team / "projects/web/sessions").glob("session-c1.conflict-*.md"))
     assert "ended on the team side" in conflict.read_text()  # nothing lost
+    # the laptop learns of it too (it only said "pushed 1 records")
+    [met] = sync.status(mine)["conflicts"]
+    assert (met["id"], met["outcome"]) == ("session-c1", "applied, older kept as conflict")
+    assert met["conflict"] == str(conflict.relative_to(team))
     reindexed = memo("--json", "reindex", vault=team)
     assert json.loads(reindexed.stdout)["skipped"] == []  # conflict files are not records
 

@@ -10,7 +10,7 @@ from ...domain.errors import InvalidFieldError, MemoError
 from ...services import sync
 from ...services.vault_git import status as vault_git_status
 from ...services.vault_git import sync as vault_git_sync
-from .common import _emit, _safe, app, out, say_duplicate_invoices, state
+from .common import _emit, _safe, app, err, out, say_duplicate_invoices, state
 
 sync_app = typer.Typer(help="Sync the vault: hybrid pushes to a team daemon, vault-git.", no_args_is_help=True)
 app.add_typer(sync_app, name="sync")
@@ -33,6 +33,9 @@ def sync_status() -> None:
                                 f"next retry {r['nextRetryAt'] or 'now'})"))
             for item in r.get("refused") or []:
                 out.print(_safe(f"  refused by the daemon: {item['id']}: {item['reason']}"))
+            for item in r.get("conflicts") or []:
+                out.print(_safe(f"  conflict on the daemon: {item['id']}: {item['outcome']} ({item['conflict']} "
+                                f"there; its digest lists it)"))
         else:
             out.print(f"hybrid push: off (mode {r['mode']}, no daemon)")
         if "vaultGit" in r:
@@ -52,6 +55,10 @@ def sync_status() -> None:
 def sync_push() -> None:
     """Push the records waiting in the outbox to the hybrid daemon now (ignores the backoff)."""
     result = sync.push(state.store, force=True)
+    for item in result["results"]:
+        if isinstance(item.get("conflict"), str):
+            err.print(_safe(f"note: {item.get('id')} met another version on the daemon: {item.get('outcome')} "
+                            f"({item['conflict']} there; its digest lists it)"))
     _emit(result, lambda r: out.print(_safe(f"pushed {r['pushed']} records; {r['pending']} waiting"
                                             + (f"; error: {r['error']}" if r["error"] else ""))))
     if result["error"] and result["error"] != "hybrid sync is off":
