@@ -314,6 +314,7 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
         meta = {**original.meta, "kind": ledger.CREDIT_NOTE, "number": credit_number, "numberFormat": fmt,
                 "sequenceKey": key, "sequence": sequence, "issued": issued.isoformat(), "due": issued.isoformat(),
                 "credits": original.number, "creditsIssued": original.meta["issued"],
+                "creditsDigest": original.digest,  # the invoice cancelled, whatever a merge later names it
                 **({"creditsRef": original.ref} if original.ref != original.number else {}),
                 "reason": reason or f"Cancels invoice {original.number}", "createdAt": to_iso(now)}
         meta.pop("pdfSha256", None)

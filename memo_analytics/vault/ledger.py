@@ -221,10 +221,13 @@ def document(root: Path, number: str) -> Document:
 
 
 def credited(docs: list[Document]) -> dict[str, str]:
-    """``{invoice ref: number of the credit note that cancels it}`` (a credit note names the
-    invoice's ref in ``creditsRef`` where it is not its number)."""
-    return {str(d.meta.get("creditsRef") or d.meta["credits"]): d.number
-            for d in docs if d.kind == CREDIT_NOTE and d.meta.get("credits")}
+    """``{invoice ref: number of the credit note that cancels it}``. A credit note names the
+    invoice by the SHA-256 of its ``.md`` (``creditsDigest``: the invoice it cancelled, even if a
+    merge later renamed it a duplicate), else by ``creditsRef`` where the ref is not the number,
+    else by its number (``credits``)."""
+    by_digest = {d.digest: d.ref for d in docs if d.kind == INVOICE}
+    return {str(by_digest.get(str(d.meta.get("creditsDigest"))) or d.meta.get("creditsRef") or d.meta["credits"]):
+            d.number for d in docs if d.kind == CREDIT_NOTE and d.meta.get("credits")}
 
 
 def invoiced_sessions(docs: list[Document]) -> dict[tuple[str, str], str]:

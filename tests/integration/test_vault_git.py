@@ -612,3 +612,37 @@ def test_sync_status_says_hybrid_is_off_and_what_vault_git_waits_for_and_forgets
     settled = json.loads(memo("--json", "sync", "status", vault=a.root, env=env).stdout)["vaultGit"]
     assert (settled["lastError"], settled["unpushedCommits"]) == (None, 0)
     assert "last error" not in memo("sync", "status", vault=a.root, env=env).stdout
+
+
+def test_a_credit_note_issued_before_the_merge_still_cancels_its_own_invoice(remote, tmp_path):
+    """B, offline, issued 2026-0001 and cancelled it at once; A had issued its own 2026-0001 first.
+    After the merge B's invoice is the duplicate — and B's credit note, which named "2026-0001",
+    must cancel B's, not A's."""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    config = tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME + "\n[vaultGit]\nenabled = true\n", encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    a = clone(remote, tmp_path / "a")
+    for day in (5, 6):
+        start_session(a, StartSessionRequest(session_id=f"s{day}", project="web", client="Acme Corp",
+                                             start_time=T0.replace(day=day)))
+        end_session(a, EndSessionRequest(session_id=f"s{day}", project="web", until=T0.replace(day=day, hour=10)))
+    b = clone(remote, tmp_path / "b")
+    a.close(), b.close()
+    bill = ["invoice", "issue", "--all", "--client", "Acme Corp", "--offline"]
+    mine = json.loads(memo("--json", *bill, "--since", "2026-01-05", "--until", "2026-01-05", vault=tmp_path / "a",
+                           env=env).stdout)
+    git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=tmp_path / "b")
+    theirs = json.loads(memo("--json", *bill, "--since", "2026-01-06", "--until", "2026-01-06",
+                             vault=tmp_path / "b", env=env).stdout)
+    memo("invoice", "credit", "2026-0001", "--offline", vault=tmp_path / "b", env=env)
+    assert mine["number"] == theirs["number"] == "2026-0001"
+    git("remote", "set-url", "origin", str(remote), cwd=tmp_path / "b")
+    synced = json.loads(memo("--json", "sync", "git", vault=tmp_path / "b", env=env).stdout)
+    [duplicate] = synced["duplicateInvoices"]
+    listed = {i.get("ref", i["number"]): i for i in json.loads(
+        memo("--json", "invoice", "list", vault=tmp_path / "b", env=env).stdout)["items"]}
+    assert listed["2026-0001"]["status"] == "issued" and listed["2026-0001"]["periodStart"] == "2026-01-05"
+    assert listed[duplicate]["status"] == "credited" and listed[duplicate]["periodStart"] == "2026-01-06"
+    assert not any(i.get("warnings") for i in listed.values())  # one 2026-0001 stands: settled
