@@ -84,10 +84,24 @@ def repository_root(cwd: str | Path | None) -> Path | None:
     return None
 
 
+#: ``git_identity`` answers of this process, by repository and the environment git reads its
+#: global config from (an import starts hundreds of sessions; ``git config`` is run once each).
+_IDENTITIES: dict[tuple[str | None, ...], str | None] = {}
+
+
 def git_identity(root: Path | None) -> str | None:
     """Who works in the repository at ``root``, as git knows them: ``user.email``, else
     ``user.name`` (repository, then global config); outside a repository (``root`` None) the
-    person's global git identity; None without one or without git."""
+    person's global git identity; None without one or without git. Asked of git once per
+    process for each repository and global config."""
+    key = (str(root) if root is not None else None,
+           *(os.environ.get(name) for name in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL")))
+    if key not in _IDENTITIES:
+        _IDENTITIES[key] = _ask_git_identity(root)
+    return _IDENTITIES[key]
+
+
+def _ask_git_identity(root: Path | None) -> str | None:
     import subprocess
 
     where = ["-C", str(root)] if root is not None else []

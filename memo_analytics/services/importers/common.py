@@ -113,11 +113,6 @@ def project_of_folder(path: object) -> str | None:
     return pure.name or None
 
 
-#: Repository root → its git identity, per process (a first import reads hundreds of transcripts
-#: of a few repositories; ``git config`` is run once for each).
-_OWNERS: dict[str, str | None] = {}
-
-
 def take_working_folder(transcript: "Transcript", path: object) -> None:
     """The first working folder a transcript names gives its project (:func:`project_of_folder`)
     and, where the folder is inside a git repository on this machine, its ``owner``: the
@@ -135,9 +130,7 @@ def take_working_folder(transcript: "Transcript", path: object) -> None:
         except (OSError, ValueError, MemoError):
             root = None
         if root is not None:
-            if str(root) not in _OWNERS:
-                _OWNERS[str(root)] = git_identity(root)
-            transcript.owner = _OWNERS[str(root)]
+            transcript.owner = git_identity(root)  # asked of git once per repository
 
 
 def add_tokens(prompt: HumanPrompt, usage: dict[str, int], model: str | None = None) -> None:
