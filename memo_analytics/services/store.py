@@ -94,11 +94,31 @@ def git_identity(root: Path | None) -> str | None:
     ``user.name`` (repository, then global config); outside a repository (``root`` None) the
     person's global git identity; None without one or without git. Asked of git once per
     process for each repository and global config."""
-    key = (str(root) if root is not None else None,
-           *(os.environ.get(name) for name in ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL")))
+    key = (str(root) if root is not None else None, *_config_stamps(root))
     if key not in _IDENTITIES:
         _IDENTITIES[key] = _ask_git_identity(root)
     return _IDENTITIES[key]
+
+
+def _config_stamps(root: Path | None) -> tuple[str | None, ...]:
+    """What git reads an identity from, as it is now: the global config files (and the
+    variables naming them) and the repository's own config, with their modification times — a
+    changed config is asked again."""
+    home = os.environ.get("HOME")
+    files = [os.environ.get("GIT_CONFIG_GLOBAL") or (f"{home}/.gitconfig" if home else None),
+             f"{os.environ.get('XDG_CONFIG_HOME') or f'{home}/.config'}/git/config"]
+    if root is not None:
+        try:
+            files.append(str(_git_dirs(root)[1] / "config"))
+        except OSError:
+            pass
+    stamps: list[str | None] = []
+    for name in files:
+        try:
+            stamps.append(f"{name}@{os.stat(name).st_mtime_ns}" if name else None)
+        except OSError:
+            stamps.append(f"{name}@-")
+    return tuple(stamps)
 
 
 def _ask_git_identity(root: Path | None) -> str | None:

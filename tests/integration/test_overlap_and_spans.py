@@ -223,13 +223,15 @@ def test_a_session_wholly_beside_an_earlier_one_gets_no_zero_line_on_an_invoice_
     assert again.returncode == 1  # nothing left to bill: 'inside' is on the first invoice too
 
 
-def test_two_peoples_parallel_sessions_for_one_client_each_bill_in_full(tmp_path):
+def test_two_peoples_parallel_sessions_for_one_client_each_bill_in_full(tmp_path, monkeypatch):
     """A team vault (the daemon's, fed by hybrid laptops) holds Alice's and Bob's sessions: Bob's
     09:00–12:00 for Acme billed 0 minutes beside Alice's. A session's person is its ``owner``;
     one of no known owner may be anyone's and is billed once beside any."""
     from memo_analytics.services.requests import EndSessionRequest
     from memo_analytics.services.sessions import end_session
 
+    (tmp_path / "gitconfig").write_text("")  # the daemon's machine has no git identity of its own
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
     store = VaultStore(Settings(vault_root=tmp_path / "team", timezone="UTC"))
     for sid, owner, start, end in (("alice-1", "alice@example.com", "09:00", "12:00"),
                                    ("bob-1", "Bob@Example.com", "09:00", "12:00"),
