@@ -151,6 +151,13 @@ class InvoiceLine:
     def duration(self) -> str:
         return format_minutes(self.duration_minutes)
 
+    def wire(self) -> dict[str, Any]:
+        """The line as stored on an issued invoice and answered for a draft (camelCase; figures
+        as decimal text)."""
+        return {"date": self.date, "project": self.project, "description": self.description,
+                "notes": list(self.notes), "sessions": self.sessions, "durationMinutes": self.duration_minutes,
+                "hours": str(self.hours), "rate": str(self.rate), "amount": str(self.amount), "unit": self.unit}
+
 
 @dataclass
 class InvoiceSection:
@@ -533,6 +540,7 @@ def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | Non
     """The invoice as every interface answers it (camelCase): ``{output?, totalBillableHours
     (float), totalDurationMinutes (int), totals: {CURRENCY: {amount (decimal string, the
     currency's minor unit: the net), tax, gross, billableHours, clients}}, lines (int: printed lines),
+    items (the printed lines: client, currency and :meth:`InvoiceLine.wire`),
     openSessions (int: not billed, still open), leftOff: {alreadyInvoiced, zeroMinutes, open} (int:
     billable sessions of the period not billed, as an issued invoice stores them) and unpricedTurns
     (int: turns left out of the AI cost), warnings (list of str: what ``invoice issue`` would
@@ -544,6 +552,8 @@ def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | Non
         "totals": {t.currency: {"amount": str(t.amount), "tax": str(t.tax), "gross": str(t.gross),
                                 "billableHours": float(t.hours), "clients": list(t.clients)} for t in invoice.totals},
         "lines": sum(len(s.lines) for s in invoice.sections),
+        "items": [{"client": section.client, "currency": section.currency, **line.wire()}
+                  for section in invoice.sections for line in section.lines],
         "openSessions": invoice.open_sessions,
         "leftOff": {"alreadyInvoiced": invoice.already_invoiced, "zeroMinutes": invoice.zero_minute_sessions,
                     "open": invoice.open_sessions, "unpricedTurns": invoice.unpriced_ai_turns},

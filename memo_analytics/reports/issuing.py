@@ -132,10 +132,7 @@ def _document_meta(kind: str, number: str, key: str, sequence: int, number_forma
         **({"roundingNote": section.rounding_note} if section.rounding_note else {}),
         "net": str(section.amount), "tax": str(section.tax), "gross": str(section.gross),
         "billableHours": str(section.hours), "durationMinutes": section.minutes,
-        "lines": [{"date": line.date, "project": line.project, "description": line.description,
-                   "notes": list(line.notes), "sessions": line.sessions, "durationMinutes": line.duration_minutes,
-                   "hours": str(line.hours), "rate": str(line.rate), "amount": str(line.amount), "unit": line.unit}
-                  for line in section.lines],
+        "lines": [line.wire() for line in section.lines],
         "sessions": [{"project": s["project"], "sessionId": s["sessionId"], "startTime": s["startTime"],
                       "endTime": s["endTime"], "durationMinutes": int(s["durationMinutes"]),
                       "billedMinutes": int(s.get("billedMinutes", s["durationMinutes"]) or 0),

@@ -130,6 +130,12 @@ def test_printed_lines_are_hours_times_rate_and_totals_are_their_sums(vault, con
     for currency, clients in by_currency.items():
         assert totals[currency][0] == sum(Decimal(str(activity["byClient"][c]["billableHours"])) for c in clients)
         assert result["totals"][currency]["amount"] == str(totals[currency][1])
+        # under --json the printed lines themselves (a script got their count only)
+        items = [i for i in result["items"] if i["currency"] == currency]
+        assert sum(Decimal(i["amount"]) for i in items) == totals[currency][1]
+        assert all(Decimal(i["amount"]) == (Decimal(i["hours"]) * Decimal(i["rate"])).quantize(
+            MINOR[currency], ROUND_HALF_UP) for i in items)
+    assert len(result["items"]) == result["lines"]
     # Acme: 20+20+20+95 min = 2.58 h; Globex 67 min = 1.12 h; Initech 25 min = 0.42 h × 9000 = 3780 JPY
     assert totals["JPY"] == (Decimal("0.42"), Decimal("3780"))
     assert totals["USD"][0] == Decimal("1.12") and totals["EUR"][0] == Decimal("2.58")
