@@ -421,19 +421,31 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
         ``merge``: the first such path of ``where`` (the remote branch), and what to do.
     """
     head = git.head()
-    base = git.run("merge-base", "HEAD", ref, check=False).stdout.decode().strip() if head else ""
-    raw = git.run("diff", "--raw", "-z", "--no-renames", "--no-abbrev", base or _EMPTY_TREE, ref).stdout
-    fields = raw.decode("utf-8", "surrogateescape").split("\0")
-    changed: list[tuple[str, str, str]] = []  # (mode, blob, path) of what the remote adds or changes
-    for info, path in zip(fields[0::2], fields[1::2]):
-        parts = info.lstrip(":").split()
-        if len(parts) == 5 and parts[4] != "D":
-            changed.append((parts[1], parts[3], path))
+    # every merge base: git merges against a virtual base built from all of them (a criss-cross
+    # history), so a file one base lacks comes in even when another base holds it
+    bases = git.run("merge-base", "--all", "HEAD", ref, check=False).stdout.decode().split() if head else []
 
     def refuse(path: str, why: str) -> None:
         raise VaultGitError("merge", f"{where} holds {path!r}, {why}; nothing was merged (remove it from {where}, "
                                      f"then sync again)")
 
+    issued = {blob for _, blob, path in _tree(git, ref) if ledger.DUPLICATE.match(Path(path).stem)}
+    changed: dict[str, tuple[str, str]] = {}  # path → (mode, blob) of what the remote adds or changes
+    for base in bases or [_EMPTY_TREE]:
+        raw = git.run("diff", "--raw", "-z", "--no-renames", "--no-abbrev", base, ref).stdout
+        fields = raw.decode("utf-8", "surrogateescape").split("\0")
+        for info, path in zip(fields[0::2], fields[1::2]):
+            parts = info.lstrip(":").split()
+            if len(parts) != 5:
+                continue
+            if _INVOICE_FILE.match(path) and parts[4] in ("D", "M") and parts[2] not in issued:
+                # an issued document is never deleted or changed: only made a duplicate by a merge
+                refuse(path, "which deletes or changes an issued document (its sessions would be billed again)")
+            if parts[4] != "D":
+                changed[path] = (parts[1], parts[3])
+    changed_list = [(mode, blob, path) for path, (mode, blob) in sorted(changed.items())]
+
+    changed = changed_list
     for mode, _, path in changed:
         why = _not_synced(path, mode)
         if why:
@@ -466,6 +478,17 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
             if foreign:
                 refuse(path, f"with the line {foreign[0][:80]!r}, which is not memo's (git would apply it to "
                              f"every record)")
+
+
+def _tree(git: _Git, ref: str) -> list[tuple[str, str, str]]:
+    """``(mode, blob, path)`` of every file of ``ref``'s ``invoices/`` folder."""
+    listing = git.run("ls-tree", "-r", "-z", ref, "--", f"{ledger.FOLDER}/").stdout.decode("utf-8", "surrogateescape")
+    found = []
+    for entry in filter(None, listing.split("\0")):
+        info, path = entry.split("\t", 1)
+        mode, _, blob = info.split()
+        found.append((mode, blob, path))
+    return found
 
 
 def _blobs(git: _Git, blobs: list[str]) -> list[bytes]:

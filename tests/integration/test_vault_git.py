@@ -646,3 +646,19 @@ def test_a_credit_note_issued_before_the_merge_still_cancels_its_own_invoice(rem
     assert listed["2026-0001"]["status"] == "issued" and listed["2026-0001"]["periodStart"] == "2026-01-05"
     assert listed[duplicate]["status"] == "credited" and listed[duplicate]["periodStart"] == "2026-01-06"
     assert not any(i.get("warnings") for i in listed.values())  # one 2026-0001 stands: settled
+
+
+def test_a_pull_that_deletes_or_changes_an_issued_document_is_refused(remote, tmp_path):
+    """A teammate deleted `invoices/2026-0001.md` (or dropped a session from it): the pull took it
+    silently and the next invoice billed those sessions again."""
+    a = clone(remote, tmp_path / "a")
+    (a.root / "invoices").mkdir()
+    (a.root / "invoices" / "2026-0001.md").write_text(
+        "---\nkind: invoice\nnumber: 2026-0001\nsequence: 1\nissued: '2026-01-06'\nclient: Acme\n"
+        "sessions:\n- {project: shop, sessionId: work1}\n- {project: shop, sessionId: work2}\n---\nissued\n")
+    assert sync(a, "manual", now=T0)["error"] is None
+    before = git("rev-parse", "HEAD", cwd=a.root)
+    _push_as_teammate(remote, tmp_path, lambda bob: (bob / "invoices" / "2026-0001.md").unlink())
+    refused = sync(a, "manual", now=T0)
+    assert "holds 'invoices/2026-0001.md', which deletes or changes an issued document" in refused["error"]
+    assert git("rev-parse", "HEAD", cwd=a.root) == before and (a.root / "invoices" / "2026-0001.md").is_file()
