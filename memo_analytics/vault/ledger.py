@@ -155,6 +155,8 @@ def _checked(path: Path) -> Document:
         problem = f"kind is {meta.get('kind')!r}, not {INVOICE} or {CREDIT_NOTE}"
     elif str(meta.get("number")) != path.stem and str(meta.get("number")) != _number_of_ref(path.stem):
         problem = f"number {meta.get('number')!r} is not its file name {path.stem!r}"
+    elif DUPLICATE.match(path.stem) and path.stem != duplicate_ref(str(meta.get("number")), raw):
+        problem = "its name is not that of the duplicate a merge keeps (the hash of its text differs)"
     elif not isinstance(meta.get("sessions"), list) or not all(
             isinstance(s, dict) and "project" in s and "sessionId" in s for s in meta["sessions"]):
         problem = "sessions is not a list of {project, sessionId}"
@@ -197,9 +199,19 @@ def read_state(root: Path) -> dict[str, Any]:
     when missing or unreadable (it is rebuilt from the documents)."""
     try:
         data = json.loads((folder(root) / STATE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    # only what memo writes there: a sequence is a whole number below a billion, a document's
+    # entry a mapping of digests (a hand-edited or pulled state must not crash or stall issuing)
+    sequences = {str(k): v for k, v in (data.get("sequences") or {}).items()
+                 if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 10**9} \
+        if isinstance(data.get("sequences"), dict) else {}
+    documents = {str(k): {d: v[d] for d in ("md", "pdf") if isinstance(v.get(d), str)}
+                 for k, v in (data.get("documents") or {}).items() if isinstance(v, dict)} \
+        if isinstance(data.get("documents"), dict) else {}
+    return {**data, "sequences": sequences, "documents": documents}
 
 
 def document(root: Path, number: str) -> Document:

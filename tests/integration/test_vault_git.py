@@ -662,3 +662,23 @@ def test_a_pull_that_deletes_or_changes_an_issued_document_is_refused(remote, tm
     refused = sync(a, "manual", now=T0)
     assert "holds 'invoices/2026-0001.md', which deletes or changes an issued document" in refused["error"]
     assert git("rev-parse", "HEAD", cwd=a.root) == before and (a.root / "invoices" / "2026-0001.md").is_file()
+
+
+def test_a_forged_duplicate_and_a_hostile_ledger_state_are_not_believed(tmp_path):
+    """A `.duplicate-00000000` credit note cancelled a real invoice (the hash in its name was never
+    checked); `"documents": {"2026-0001": "x"}` crashed `invoice list`, a sequence of 1e400
+    crashed issuing."""
+    from memo_analytics.domain.errors import CorruptRecordError
+    from memo_analytics.vault import ledger
+
+    folder = tmp_path / "invoices"
+    folder.mkdir()
+    (folder / "2026-0001.duplicate-00000000.md").write_text(
+        "---\nkind: creditNote\nnumber: 2026-0001\nsequence: 1\nissued: '2026-01-06'\ncredits: 2026-0001\n"
+        "sessions: []\n---\nforged\n")
+    with pytest.raises(CorruptRecordError, match="not that of the duplicate a merge keeps"):
+        ledger.documents(tmp_path)
+    (folder / "2026-0001.duplicate-00000000.md").unlink()
+    (folder / ".ledger.json").write_text('{"sequences": {"2026": 1e400, "2025": 7}, "documents": {"2026-0001": "x"}}')
+    assert ledger.read_state(tmp_path) == {"sequences": {"2025": 7}, "documents": {}}
+    assert ledger.next_number([], "{year}-{seq:04d}", 2026, ledger.read_state(tmp_path))[0] == "2026-0001"

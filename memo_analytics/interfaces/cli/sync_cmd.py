@@ -83,7 +83,7 @@ def _print_git(result: dict) -> None:
         out.print(_safe(f"renumbered: the other machine had numbered its own turn of this session alike; yours is now "
                         f"{path}"))
     for ref in result.get("invoicesPulled", []):
-        out.print(_safe(f"pulled {ref}, issued on another machine: its sessions are invoiced (memo invoice show {ref})"))
+        out.print(_safe(f"pulled {ref}, issued on another machine: it changes what is billed (memo invoice show {ref})"))
     say_duplicate_invoices(result)
 
 
