@@ -471,6 +471,12 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
         except MemoError as exc:
             refuse(path, f"which breaks a rule of the vault's records ({str(exc).splitlines()[0][:200]})")
     for (_, blob, path) in changed:
+        if path == ".gitignore":
+            lines = git.run("cat-file", "blob", blob).stdout.decode("utf-8", "replace").splitlines()
+            hiding = _ignores_synced(lines)
+            if hiding:
+                refuse(path, f"with the line {hiding[:80]!r}, which would keep records or invoices out of every "
+                             f"later commit, or bring a machine's own files in")
         if path == ".gitattributes":
             lines = git.run("cat-file", "blob", blob).stdout.decode("utf-8", "replace").splitlines()
             foreign = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")
@@ -503,6 +509,30 @@ def _blobs(git: _Git, blobs: list[str]) -> list[bytes]:
         found.append(out[header_end + 1: header_end + 1 + size])
         at = header_end + 1 + size + 1
     return found
+
+
+#: Files a vault commits, as samples a ``.gitignore`` line must not ignore.
+_SYNCED_SAMPLES = tuple(f"projects/p/{subdir_for_kind(kind)}/{kind.value}-x.md" for kind in RecordKind) + (
+    f"{ledger.FOLDER}/2026-0001.md", f"{ledger.FOLDER}/2026-0001.pdf", f"{ledger.FOLDER}/{ledger.STATE}",
+    "projects/p/project.toml")
+
+
+def _ignores_synced(lines: list[str]) -> str | None:
+    """The first ``.gitignore`` line of ``lines`` that is not memo's and either re-includes
+    something (``!…``: memo's ignored ``.memo/`` would be committed and pushed) or ignores a file a
+    vault commits (new sessions or invoices would never reach the other machines); None."""
+    import pathspec
+
+    for line in lines:
+        text = line.strip()
+        if not text or text.startswith("#") or line in GITIGNORE_LINES:
+            continue
+        if text.startswith("!"):
+            return line
+        spec = pathspec.GitIgnoreSpec.from_lines([text])
+        if any(spec.match_file(sample) for sample in _SYNCED_SAMPLES):
+            return line
+    return None
 
 
 def check_tracked(git: _Git, root: Path) -> None:

@@ -454,8 +454,15 @@ def _huge(bob: Path) -> None:
         text.replace("id: prompt-", "id: prompt-big-") + "x" * 3_000_000)
 
 
+def _ignore_sessions(bob: Path) -> list[str]:
+    with (bob / ".gitignore").open("a") as handle:
+        handle.write("projects/*/sessions/\n")
+    return [".gitignore"]
+
+
 @pytest.mark.parametrize("change, path, why", [
     (_delegation, ".memo/delegations.json", "a hidden file or folder"),
+    (_ignore_sessions, ".gitignore", "which would keep records or invoices out of every later commit"),
     (_link, "projects/shop/prompts", "a symbolic link or submodule"),
     (_attributes, ".gitattributes", "which is not memo's"),
     (_huge, "projects/shop/prompts/prompt-big.md", "of 3,000,"),
