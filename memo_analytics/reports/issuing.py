@@ -335,8 +335,13 @@ def document_summary(document: ledger.Document, docs: list[ledger.Document] | No
     if document.ref != document.number:
         summary["ref"] = document.ref  # the second document of its number: memo invoice show|credit take the ref
     summary["sessions"] = len(meta.get("sessions") or [])
+    warnings: list[str] = []
     if document.kind == ledger.CREDIT_NOTE:
         summary["credits"] = meta.get("creditsRef") or meta.get("credits")
+        for invoice, notes in ledger.credited_twice(docs or []).items():
+            if document.ref in notes:
+                warnings.append(f"invoice {invoice} is cancelled by {len(notes)} credit notes ({', '.join(notes)}): "
+                                f"the client was credited more than once")
     else:
         credited_by = ledger.credited(docs or []).get(document.ref)
         summary["status"] = "credited" if credited_by else "issued"
@@ -345,9 +350,17 @@ def document_summary(document: ledger.Document, docs: list[ledger.Document] | No
         twins = [ref for ref in ledger.duplicate_numbers(docs or []).get(document.number, []) if ref != document.ref]
         if twins:
             summary["sameNumberAs"] = twins
-            summary["warnings"] = [f"number {document.number} was issued twice (on two machines of this vault before "
-                                   f"they synced; also {', '.join(twins)}): cancel one with memo invoice credit REF "
-                                   f"and bill its sessions again"]
+            warnings.append(f"number {document.number} was issued twice (on two machines of this vault before "
+                            f"they synced; also {', '.join(twins)}): cancel one with memo invoice credit REF "
+                            f"and bill its sessions again")
+        if not credited_by:
+            for (project, session_id), refs in ledger.billed_twice(docs or []).items():
+                if document.ref in refs:
+                    others = ", ".join(ref for ref in refs if ref != document.ref)
+                    warnings.append(f"session {session_id} ({project}) is billed on {others} as well: cancel one "
+                                    f"of them with memo invoice credit REF")
+    if warnings:
+        summary["warnings"] = warnings
     summary["pdf"] = str(document.pdf)
     if not document.pdf.is_file():
         summary["pdfMissing"] = True  # no PDF was sent with it, or it is lost: was this document ever issued?

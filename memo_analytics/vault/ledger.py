@@ -249,6 +249,30 @@ def invoiced_sessions(docs: list[Document]) -> dict[tuple[str, str], str]:
     return {key: d.number for d in docs if d.kind == INVOICE and d.ref not in cancelled for key in d.sessions}
 
 
+def billed_twice(docs: list[Document]) -> dict[tuple[str, str], list[str]]:
+    """``{(project, sessionId): [ref, …]}`` of every session two uncredited invoices bill (two
+    machines of one vault invoiced it before they synced): a credit note must cancel one."""
+    cancelled = credited(docs)
+    refs: dict[tuple[str, str], list[str]] = {}
+    for doc in docs:
+        if doc.kind == INVOICE and doc.ref not in cancelled:
+            for key in doc.sessions:
+                refs.setdefault(key, []).append(doc.ref)
+    return {key: found for key, found in refs.items() if len(found) > 1}
+
+
+def credited_twice(docs: list[Document]) -> dict[str, list[str]]:
+    """``{invoice ref: [credit note ref, …]}`` of every invoice two credit notes cancel (the
+    client was credited twice: two machines cancelled it before they synced)."""
+    by_digest = {d.digest: d.ref for d in docs if d.kind == INVOICE}
+    notes: dict[str, list[str]] = {}
+    for d in docs:
+        if d.kind == CREDIT_NOTE and d.meta.get("credits"):
+            ref = str(by_digest.get(str(d.meta.get("creditsDigest"))) or d.meta.get("creditsRef") or d.meta["credits"])
+            notes.setdefault(ref, []).append(d.ref)
+    return {ref: found for ref, found in notes.items() if len(found) > 1}
+
+
 def duplicate_numbers(docs: list[Document]) -> dict[str, list[str]]:
     """``{number: [ref, …]}`` of every number two invoices carry (issued on two machines of
     one vault before they synced) while more than one of them stands uncredited: what a

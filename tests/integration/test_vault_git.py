@@ -689,3 +689,38 @@ def test_a_forged_duplicate_and_a_hostile_ledger_state_are_not_believed(tmp_path
     (folder / ".ledger.json").write_text('{"sequences": {"2026": 1e400, "2025": 7}, "documents": {"2026-0001": "x"}}')
     assert ledger.read_state(tmp_path) == {"sequences": {"2025": 7}, "documents": {}}
     assert ledger.next_number([], "{year}-{seq:04d}", 2026, ledger.read_state(tmp_path))[0] == "2026-0001"
+
+
+def test_a_session_on_two_standing_invoices_and_an_invoice_credited_twice_are_said(tmp_path):
+    """Offline, machine a invoiced s05 as 0001 while b invoiced s06 as 0001 and s05 as 0002: only
+    "0001 issued twice" was said, s05 stayed billed twice; two machines each cancelled 0001 and
+    the client was credited twice, without a word."""
+    from memo_analytics.reports.issuing import document_summary
+    from memo_analytics.vault import ledger
+
+    folder = tmp_path / "invoices"
+    folder.mkdir()
+
+    def doc(name: str, kind: str, number: str, sessions: list[str], credits: str | None = None) -> None:
+        listed = "".join(f"\n- {{project: web, sessionId: {s}}}" for s in sessions) or " []"
+        (folder / f"{name}.md").write_text(
+            f"---\nkind: {kind}\nnumber: {number}\nsequence: 1\nissued: '2026-01-06'\nclient: Acme\n"
+            f"sessions:{listed}\n" + (f"credits: {credits}\n" if credits else "") + "---\nissued\n")
+
+    doc("2026-0001", "invoice", "2026-0001", ["s05"])
+    doc("2026-0002", "invoice", "2026-0002", ["s06", "s05"])
+    doc("2026-0003", "creditNote", "2026-0003", [], credits="2026-0002")
+    doc("2026-0004", "creditNote", "2026-0004", [], credits="2026-0002")
+    docs = ledger.documents(tmp_path)
+    assert ledger.credited_twice(docs) == {"2026-0002": ["2026-0003", "2026-0004"]}
+    assert ledger.billed_twice(docs) == {}  # 0002 is cancelled: s05 stands on 0001 alone
+    said = {d.ref: document_summary(d, docs).get("warnings", []) for d in docs}
+    assert said["2026-0003"] == said["2026-0004"] == [
+        "invoice 2026-0002 is cancelled by 2 credit notes (2026-0003, 2026-0004): the client was credited more "
+        "than once"]
+    for name in ("2026-0003", "2026-0004"):
+        (folder / f"{name}.md").unlink()
+    docs = ledger.documents(tmp_path)
+    assert ledger.billed_twice(docs) == {("web", "s05"): ["2026-0001", "2026-0002"]}
+    assert document_summary(docs[0], docs)["warnings"] == [
+        "session s05 (web) is billed on 2026-0002 as well: cancel one of them with memo invoice credit REF"]

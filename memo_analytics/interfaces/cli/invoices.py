@@ -40,10 +40,10 @@ def _said(summary: dict) -> str:
             f"{_grouped(summary['tax'])}, total {_grouped(summary['gross'])}; issued {summary['issued']}")
     changed = "; its file was changed since it was issued" if summary.get("changedOnDisk") else ""
     changed += "; its PDF is missing" if summary.get("pdfMissing") else ""
-    if summary["kind"] == "creditNote":
-        return line + f", cancels {summary['credits']}" + changed
-    status = f"credited by {summary['creditedBy']}" if summary.get("creditedBy") else "issued"
     twice = "".join(f"\n  warning: {warning}" for warning in summary.get("warnings", []))
+    if summary["kind"] == "creditNote":
+        return line + f", cancels {summary['credits']}" + changed + twice
+    status = f"credited by {summary['creditedBy']}" if summary.get("creditedBy") else "issued"
     return line + f", due {summary['due']}; status: {status}" + changed + twice
 
 
