@@ -430,7 +430,7 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
                                      f"then sync again)")
 
     issued = {blob for _, blob, path in _tree(git, ref) if ledger.DUPLICATE.match(Path(path).stem)}
-    changed: dict[str, tuple[str, str]] = {}  # path → (mode, blob) of what the remote adds or changes
+    adds: dict[str, tuple[str, str]] = {}  # path → (mode, blob) of what the remote adds or changes
     for base in bases or [_EMPTY_TREE]:
         raw = git.run("diff", "--raw", "-z", "--no-renames", "--no-abbrev", base, ref).stdout
         fields = raw.decode("utf-8", "surrogateescape").split("\0")
@@ -442,10 +442,9 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
                 # an issued document is never deleted or changed: only made a duplicate by a merge
                 refuse(path, "which deletes or changes an issued document (its sessions would be billed again)")
             if parts[4] != "D":
-                changed[path] = (parts[1], parts[3])
-    changed_list = [(mode, blob, path) for path, (mode, blob) in sorted(changed.items())]
+                adds[path] = (parts[1], parts[3])
+    changed = [(mode, blob, path) for path, (mode, blob) in sorted(adds.items())]
 
-    changed = changed_list
     for mode, _, path in changed:
         why = _not_synced(path, mode)
         if why:

@@ -237,9 +237,15 @@ def credited(docs: list[Document]) -> dict[str, str]:
     invoice by the SHA-256 of its ``.md`` (``creditsDigest``: the invoice it cancelled, even if a
     merge later renamed it a duplicate), else by ``creditsRef`` where the ref is not the number,
     else by its number (``credits``)."""
+    return {invoice: note.number for note, invoice in _credit_notes(docs)}
+
+
+def _credit_notes(docs: list[Document]) -> list[tuple[Document, str]]:
+    """``(credit note, ref of the invoice it cancels)`` of every credit note of ``docs``: by the
+    invoice's digest (``creditsDigest``), else ``creditsRef``, else its number (``credits``)."""
     by_digest = {d.digest: d.ref for d in docs if d.kind == INVOICE}
-    return {str(by_digest.get(str(d.meta.get("creditsDigest"))) or d.meta.get("creditsRef") or d.meta["credits"]):
-            d.number for d in docs if d.kind == CREDIT_NOTE and d.meta.get("credits")}
+    return [(d, str(by_digest.get(str(d.meta.get("creditsDigest"))) or d.meta.get("creditsRef") or d.meta["credits"]))
+            for d in docs if d.kind == CREDIT_NOTE and d.meta.get("credits")]
 
 
 def invoiced_sessions(docs: list[Document]) -> dict[tuple[str, str], str]:
@@ -264,12 +270,9 @@ def billed_twice(docs: list[Document]) -> dict[tuple[str, str], list[str]]:
 def credited_twice(docs: list[Document]) -> dict[str, list[str]]:
     """``{invoice ref: [credit note ref, …]}`` of every invoice two credit notes cancel (the
     client was credited twice: two machines cancelled it before they synced)."""
-    by_digest = {d.digest: d.ref for d in docs if d.kind == INVOICE}
     notes: dict[str, list[str]] = {}
-    for d in docs:
-        if d.kind == CREDIT_NOTE and d.meta.get("credits"):
-            ref = str(by_digest.get(str(d.meta.get("creditsDigest"))) or d.meta.get("creditsRef") or d.meta["credits"])
-            notes.setdefault(ref, []).append(d.ref)
+    for note, invoice in _credit_notes(docs):
+        notes.setdefault(invoice, []).append(note.ref)
     return {ref: found for ref, found in notes.items() if len(found) > 1}
 
 
