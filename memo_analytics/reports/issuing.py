@@ -35,16 +35,17 @@ preceding reference, the same lines and amounts): its sessions can be invoiced a
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..analytics.activity import ActivityReport
 from ..config import Settings
 from ..domain.billing import ClientBilling, Issuer, due_date
 from ..domain.clock import from_iso, to_iso, utcnow, zone_name
-from ..domain.errors import InvalidFieldError, ReportError
+from ..domain.errors import InvalidFieldError, MemoError, ReportError
 from ..domain.rounding import ROUNDING_POLICY
 from ..services.store import VaultStore
 from ..vault import ledger
@@ -380,3 +381,50 @@ def _summary(meta: dict[str, Any]) -> str:
     lines += [f"- {line['project']}: {line['description']} — {line['hours']} h × {line['rate']} = {line['amount']}"
               for line in meta["lines"]]
     return "\n".join(lines) + "\n"
+
+
+@contextmanager
+def vault_git_numbering(store: VaultStore, settings: Settings, offline: bool = False) -> Iterator[dict[str, Any]]:
+    """Issue one document inside: with vault-git on, it is numbered after the other machines'
+    documents are pulled and pushed as soon as it is stored, so two machines issue one number only
+    within the same seconds (then the sync keeps both and says so, :mod:`~memo_analytics.vault.ledger`).
+    ``offline`` numbers without the pull. Yields an interface's ``vaultGit`` answer —
+    ``{pulled, pushed, error}``, and ``duplicateInvoices`` when a sync found a number issued
+    elsewhere as well; empty without vault-git — filled in on the way out.
+
+    Raises
+    ------
+    MemoError
+        The pull failed (nothing was issued): the remote is down or refuses.
+    """
+    from ..services.vault_git import sync as vault_git_sync
+
+    answer: dict[str, Any] = {}
+    if not settings.vault_git.enabled or settings.mode == "remote":
+        yield answer
+        return
+    duplicates: list[str] = []
+    if not offline:
+        before = vault_git_sync(store, "invoice")
+        duplicates += before.get("duplicateInvoices", [])
+        if before["error"]:
+            raise MemoError(f"{before['error']}; nothing was issued: a number is given after the other machines' "
+                            f"invoices are pulled. Issue it when the remote answers, or with --offline (should "
+                            f"another machine issue the same number meanwhile, memo sync git keeps both and says so)")
+        answer["pulled"] = before["pulled"]
+    yield answer
+    after = vault_git_sync(store, "invoice")
+    duplicates += after.get("duplicateInvoices", [])
+    answer.update(pushed=after["pushed"], error=after["error"], **({"duplicateInvoices": duplicates} if duplicates else {}))
+
+
+def stored_now(root: Path, document: ledger.Document) -> ledger.Document:
+    """``document`` where it is stored now: the push after issuing may have found its number
+    issued on another machine first, and kept it as ``<number>.duplicate-<hash>`` (its PDF
+    too) — an answer names that file, not the other machine's."""
+    try:
+        if hashlib.sha256(document.path.read_bytes()).hexdigest() == document.digest:
+            return document
+    except OSError:
+        pass
+    return next((doc for doc in ledger.documents(root) if doc.digest == document.digest), document)

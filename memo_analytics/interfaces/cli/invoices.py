@@ -10,7 +10,7 @@ from typing import Iterator, Optional
 import typer
 
 from ...config import config_path
-from ...domain.errors import InvalidDateError, InvalidFieldError, MemoError
+from ...domain.errors import InvalidDateError, InvalidFieldError
 from .common import (_emit, _grouped, _safe, _zone, _zone_label, app, err, left_off_note, out,
                      say_duplicate_invoices, state)
 from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
@@ -66,54 +66,14 @@ _OFFLINE = typer.Option(False, "--offline", help="With vault-git: number it with
 
 @contextmanager
 def _shared_numbering(offline: bool) -> Iterator[dict]:
-    """With vault-git on, a document is numbered after the other machines' documents are pulled
-    and pushed as soon as it is stored: two machines issue one number only within the same
-    seconds (then the sync keeps both and says so). Yields the answer's ``vaultGit`` part
-    (``{pulled, pushed, error}``, and ``duplicateInvoices`` when the push found the number
-    issued elsewhere as well; empty without vault-git), filled in on the way out.
+    """:func:`~memo_analytics.reports.issuing.vault_git_numbering` of this run, its warnings said."""
+    from ...reports.issuing import vault_git_numbering
 
-    Raises
-    ------
-    MemoError
-        The pull failed (nothing was issued): the remote is down or refuses.
-    """
-    from ...services.vault_git import sync as vault_git_sync
-
-    settings, answer = state.settings, {}
-    if not settings.vault_git.enabled or settings.mode == "remote":
-        yield answer
-        return
-    if not offline:
-        before = vault_git_sync(state.store, "invoice")
-        say_duplicate_invoices(before)
-        if before["error"]:
-            raise MemoError(f"{before['error']}; nothing was issued: a number is given after the other machines' "
-                            f"invoices are pulled. Issue it when the remote answers, or with --offline (should "
-                            f"another machine issue the same number meanwhile, memo sync git keeps both and says so)")
-        answer["pulled"] = before["pulled"]
-    yield answer
-    after = vault_git_sync(state.store, "invoice")
-    say_duplicate_invoices(after)
-    answer.update(pushed=after["pushed"], error=after["error"],
-                  **({"duplicateInvoices": after["duplicateInvoices"]} if after.get("duplicateInvoices") else {}))
-    if after["error"]:
-        err.print(_safe(f"note: issued and stored, not pushed yet ({after['error']}); memo sync git pushes it"))
-
-
-def _as_stored_now(document):
-    """``document`` where it is stored now: the push after issuing may have found its number
-    issued on another machine first, and kept it as ``<number>.duplicate-<hash>`` (its PDF
-    too) — the answer names that file, not the other machine's."""
-    import hashlib
-
-    from ...vault import ledger
-
-    try:
-        if hashlib.sha256(document.path.read_bytes()).hexdigest() == document.digest:
-            return document
-    except OSError:
-        pass
-    return next((doc for doc in ledger.documents(state.store.root) if doc.digest == document.digest), document)
+    with vault_git_numbering(state.store, state.settings, offline) as shared:
+        yield shared
+    say_duplicate_invoices(shared)
+    if shared.get("error"):
+        err.print(_safe(f"note: issued and stored, not pushed yet ({shared['error']}); memo sync git pushes it"))
 
 
 @invoice_app.command("issue")
@@ -132,7 +92,7 @@ def invoice_issue(
 ) -> None:
     """Issue the invoice of one client: the next number, stored with its Factur-X PDF in the vault."""
     from ...reports.invoice import LINE_MODES
-    from ...reports.issuing import document_summary, issue_invoice
+    from ...reports.issuing import document_summary, issue_invoice, stored_now
 
     for name, value in (("since", since), ("until", until)):
         if value is None or not value.strip():
@@ -147,7 +107,7 @@ def invoice_issue(
                                        lines=lines, issued=issued_on,
                                        zero_minutes=zero_minutes, output=output, overwrite=force,
                                        user_templates=_user_templates(templates), config=str(config_path()))
-    document = _as_stored_now(document)
+    document = stored_now(state.store.root, document)
     summary = {**document_summary(document), **_copy_fields(copy), "leftOff": document.meta["leftOff"],
                **({"vaultGit": shared} if shared else {})}
     _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}" + (f"\n  copy: {s['output']}"
@@ -169,14 +129,14 @@ def invoice_credit(
     offline: bool = _OFFLINE,
 ) -> None:
     """Cancel an issued invoice with a credit note; its sessions can be invoiced again."""
-    from ...reports.issuing import credit_invoice, document_summary
+    from ...reports.issuing import credit_invoice, document_summary, stored_now
 
     issued_on = _date(issued, "issued")
     with _shared_numbering(offline) as shared:
         document, copy = credit_invoice(state.store, state.settings, number, issued=issued_on,
                                         reason=reason, output=output, overwrite=force,
                                         user_templates=_user_templates(templates))
-    document = _as_stored_now(document)
+    document = stored_now(state.store.root, document)
     summary = {**document_summary(document), **_copy_fields(copy), **({"vaultGit": shared} if shared else {})}
     _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}"))
     _warn_copy(summary)
