@@ -90,7 +90,6 @@ def billed_minutes(sessions: pl.DataFrame, policy: str, terms: Callable[[str], A
             (vault, project, record_id, int(minutes), client, start, owner))
     for rows in groups.values():
         billing = terms(rows[0][4])
-        covered = _People()
         spans = []
         for vault, project, record_id, minutes, _, start, owner in rows:
             rounded = billing.billed_minutes(minutes) if billing is not None and (
@@ -99,42 +98,53 @@ def billed_minutes(sessions: pl.DataFrame, policy: str, terms: Callable[[str], A
         if policy == "sum":
             out.update({key: frozen.get(key, rounded) for key, _, _, rounded, _ in spans})
             continue
-        for key, start, end, _, owner in spans:  # what was invoiced stays as it was invoiced
-            if key in frozen:
-                out[key] = frozen[key]
-                covered.add(owner, start, end)
-        for key, start, end, _, owner in spans:
-            if key not in frozen:
-                out[key] = covered.new_minutes(owner, start, end)
-                covered.add(owner, start, end)
+        out.update(_union_per_person(spans, frozen))
     return out
 
 
-class _People:
-    """What each person's sessions of one client already covered: a session of a known owner
-    is covered by that owner's sessions and by those of no known owner; a session of no known
-    owner (``None``) by every session."""
+def _union_per_person(spans: list[tuple], frozen: dict[Key, int]) -> dict[Key, int]:
+    """Billed minutes of one client's sessions under the union policy, person by person.
 
-    def __init__(self) -> None:
-        self.everyone = _Covered()  # every session: what covers a session of no known owner
-        self.unknown: list[tuple[int, int]] = []  # spans of no known owner, for owners seen later
-        self.of: dict[str, _Covered] = {}  # an owner's sessions and those of no known owner
-
-    def _own(self, owner: str) -> _Covered:
-        if owner not in self.of:
-            self.of[owner] = _Covered()
-            for start, end in self.unknown:
-                self.of[owner].add(start, end)
-        return self.of[owner]
-
-    def new_minutes(self, owner: str | None, start: int, end: int) -> int:
-        return (self.everyone if owner is None else self._own(owner)).new_minutes(start, end)
-
-    def add(self, owner: str | None, start: int, end: int) -> None:
-        self.everyone.add(start, end)
-        if owner is None:
-            self.unknown.append((start, end))
-            for covered in self.of.values():
-                covered.add(start, end)
-        else:
-            self._own(owner).add(start, end)
+    ``spans`` are ``(key, start, end, rounded, owner)`` in minutes since the epoch (UTC),
+    ordered by start then id. A session of a known owner bills what that owner's earlier
+    sessions did not cover: two people's parallel sessions each bill in full. A session of no
+    known owner may be anyone's: it bills only what no session of the client covers, and covers
+    no known owner's session — so its outcome never depends on the order of ids. What an
+    issued invoice billed stays as it was billed (``frozen``); an invoiced session of no known
+    owner covers one person only, the one whose sessions overlap it most (ties: the first
+    owner by name), never several.
+    """
+    out: dict[Key, int] = {}
+    everyone = _Covered()  # every counted session: what covers a session of no known owner
+    of: dict[str, _Covered] = {}  # each owner's sessions
+    known = [(key, start, end, owner) for key, start, end, _, owner in spans if owner is not None]
+    unknown = [(key, start, end) for key, start, end, _, owner in spans if owner is None]
+    for key, start, end, owner in known:  # what was invoiced stays as it was invoiced
+        if key in frozen:
+            out[key] = frozen[key]
+            of.setdefault(owner, _Covered()).add(start, end)
+            everyone.add(start, end)
+    invoiced_unknown = [(key, start, end) for key, start, end in unknown if key in frozen]
+    if invoiced_unknown:
+        whole: dict[str, _Covered] = {}  # each owner's every session, to find whose an invoiced one may be
+        for _, start, end, owner in known:
+            whole.setdefault(owner, _Covered()).add(start, end)
+        for key, start, end in invoiced_unknown:
+            out[key] = frozen[key]
+            everyone.add(start, end)
+            overlaps = [(-((end - start) - spans_of.new_minutes(start, end)), owner)
+                        for owner, spans_of in whole.items()]
+            most, owner = min(overlaps, default=(0, ""))
+            if most < 0:
+                of.setdefault(owner, _Covered()).add(start, end)
+    for key, start, end, owner in known:
+        if key not in frozen:
+            mine = of.setdefault(owner, _Covered())
+            out[key] = mine.new_minutes(start, end)
+            mine.add(start, end)
+            everyone.add(start, end)
+    for key, start, end in unknown:
+        if key not in frozen:
+            out[key] = everyone.new_minutes(start, end)
+            everyone.add(start, end)
+    return out

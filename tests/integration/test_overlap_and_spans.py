@@ -263,3 +263,34 @@ def test_a_session_started_outside_a_repository_is_its_persons_by_their_global_g
     sent, _ = _localize({"action": "session_start", "sessionId": "s1", "cwd": str(tmp_path)})
     assert sent["owner"] == "alice@example.com"
     assert _localize({"action": "session_start", "sessionId": "s1", "owner": "bob"})[0]["owner"] == "bob"
+
+
+def test_a_session_of_no_known_owner_covers_no_person_and_its_outcome_does_not_hang_on_ids(tmp_path, monkeypatch):
+    """An imported session of no owner (09:00–12:00) beside Alice's and Bob's parallel
+    09:00–12:00 covered both of them when its id sorted first (each billed 0: 180 minutes for two
+    people's six hours) and neither when it sorted last. It may be anyone's: it bills what no
+    session covers and covers no known owner's session, whatever the ids."""
+    from memo_analytics.analytics.billed import _union_per_person
+
+    (tmp_path / "gitconfig").write_text("")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    for unknown_id in ("a-imported", "z-imported"):
+        root = tmp_path / unknown_id
+        store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+        for sid, owner, start, end in (("m-alice", "alice@example.com", "09:00", "12:00"),
+                                       ("m-bob", "bob@example.com", "09:00", "12:00"),
+                                       (unknown_id, None, "09:00", "12:30")):
+            start_session(store, StartSessionRequest(session_id=sid, project="web", client="Acme", owner=owner,
+                                                     start_time=f"2026-11-02T{start}:00Z"))
+            from memo_analytics.services.requests import EndSessionRequest
+            from memo_analytics.services.sessions import end_session
+            end_session(store, EndSessionRequest(session_id=sid, project="web", until=f"2026-11-02T{end}:00Z"))
+        store.close()
+        report = json.loads(memo("--json", "activity", "--all", "--tz", "UTC", vault=root).stdout)
+        billed = {s["sessionId"]: s["billedMinutes"] for s in report["sessions"]}
+        assert billed == {"m-alice": 180, "m-bob": 180, unknown_id: 30}, unknown_id
+    # an invoiced session of no owner covers one person: the one whose sessions overlap it most
+    spans = [("u", 0, 180, 180, None), ("a", 0, 60, 60, "alice"), ("b", 0, 120, 120, "bob")]
+    assert _union_per_person(spans, {"u": 180}) == {"u": 180, "a": 60, "b": 0}
+    spans = [("u", 0, 60, 60, None), ("b", 0, 60, 60, "bob"), ("a", 0, 60, 60, "alice")]
+    assert _union_per_person(spans, {"u": 60}) == {"u": 60, "a": 0, "b": 60}  # a tie: the first by name
