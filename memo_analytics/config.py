@@ -560,7 +560,7 @@ def _field_keys(fields: dict[str, Any]) -> dict[str, str]:
     return keys
 
 
-_VAULT_ENTRIES = {".git", ".memo", "projects", ".gitignore", ".gitattributes", "README.md"}
+_VAULT_ENTRIES = {".git", ".memo", "projects", "invoices", ".gitignore", ".gitattributes", "README.md"}
 
 
 def is_vault_repository(path: Path) -> bool:

@@ -389,8 +389,8 @@ def vault_git_numbering(store: VaultStore, settings: Settings, offline: bool = F
     documents are pulled and pushed as soon as it is stored, so two machines issue one number only
     within the same seconds (then the sync keeps both and says so, :mod:`~memo_analytics.vault.ledger`).
     ``offline`` numbers without the pull. Yields an interface's ``vaultGit`` answer —
-    ``{pulled, pushed, error}``, and ``duplicateInvoices`` when a sync found a number issued
-    elsewhere as well; empty without vault-git — filled in on the way out.
+    ``{pulled, pushed, error}``, and ``duplicateInvoices`` / ``duplicateCreditNotes`` when a sync
+    found a number issued elsewhere as well; empty without vault-git — filled in on the way out.
 
     Raises
     ------
@@ -403,10 +403,15 @@ def vault_git_numbering(store: VaultStore, settings: Settings, offline: bool = F
     if not settings.vault_git.enabled or settings.mode == "remote":
         yield answer
         return
-    duplicates: list[str] = []
+    duplicates: dict[str, list[str]] = {"duplicateInvoices": [], "duplicateCreditNotes": []}
+
+    def found(result: dict[str, Any]) -> None:
+        for name, refs in duplicates.items():
+            refs += result.get(name, [])
+
     if not offline:
         before = vault_git_sync(store, "invoice")
-        duplicates += before.get("duplicateInvoices", [])
+        found(before)
         if before["error"]:
             raise MemoError(f"{before['error']}; nothing was issued: a number is given after the other machines' "
                             f"invoices are pulled. Issue it when the remote answers, or with --offline (should "
@@ -414,8 +419,8 @@ def vault_git_numbering(store: VaultStore, settings: Settings, offline: bool = F
         answer["pulled"] = before["pulled"]
     yield answer
     after = vault_git_sync(store, "invoice")
-    duplicates += after.get("duplicateInvoices", [])
-    answer.update(pushed=after["pushed"], error=after["error"], **({"duplicateInvoices": duplicates} if duplicates else {}))
+    found(after)
+    answer.update(pushed=after["pushed"], error=after["error"], **{name: refs for name, refs in duplicates.items() if refs})
 
 
 def stored_now(root: Path, document: ledger.Document) -> ledger.Document:

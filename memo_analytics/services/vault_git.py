@@ -241,6 +241,15 @@ _INVOICE_FILE = re.compile(rf"^{re.escape(ledger.FOLDER)}/(?P<number>[^/]+)\.(?P
 _LEDGER_STATE = f"{ledger.FOLDER}/{ledger.STATE}"
 
 
+def _kind(md: bytes) -> str:
+    """The ``kind`` of an issued document's text (``invoice`` when it cannot be read)."""
+    try:
+        kind = parse_frontmatter_text(md.decode("utf-8-sig"), "merge")[0].get("kind")
+    except Exception:  # noqa: BLE001 - an unreadable version is said as an invoice, never raises
+        kind = None
+    return ledger.CREDIT_NOTE if kind == ledger.CREDIT_NOTE else ledger.INVOICE
+
+
 def _created(md: bytes) -> tuple[str, str]:
     """The order two documents of one number keep: the one created first keeps the number
     as its file name (``createdAt``; on a tie the SHA-256), the same on every machine."""
@@ -275,12 +284,12 @@ def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, s
     one number, each a document that was sent — both stay issued. The one created first keeps
     ``<number>.md``/``.pdf``; the other becomes ``<number>.duplicate-<hash8>.md``/``.pdf``
     (:mod:`~memo_analytics.vault.ledger`). The ledger state is merged, never kept as a
-    conflict. The refs of the duplicates."""
+    conflict. The duplicates: ``(ref, kind)``, kind ``invoice`` or ``creditNote``."""
     def blob(path: str, stage: int) -> bytes | None:
         found = stages.get(path, {}).get(stage)
         return git.run("cat-file", "blob", found).stdout if found else None
 
-    duplicates: list[str] = []
+    duplicates: list[tuple[str, str]] = []
     state_changes: dict[str, dict[str, str]] = {}
     numbers = sorted({m.group("number") for p in stages if (m := _INVOICE_FILE.match(p))
                       and not ledger.DUPLICATE.match(m.group("number"))})
@@ -307,7 +316,7 @@ def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, s
                                    **({"pdf": hashlib.sha256(pdf).hexdigest()} if pdf is not None else {})}
         stages.pop(md_path, None)
         stages.pop(pdf_path, None)
-        duplicates.append(ref)
+        duplicates.append((ref, _kind(second[0])))
     if _LEDGER_STATE in stages or state_changes:
         current = store.root / _LEDGER_STATE
         sides = (blob(_LEDGER_STATE, 2), blob(_LEDGER_STATE, 3)) if _LEDGER_STATE in stages else (
@@ -575,7 +584,8 @@ def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> 
         raise VaultGitError("merge", _first_line(proc.stderr) or _first_line(proc.stdout))
     kept, duplicates, renumbered = _resolve_conflicts(store, git, stamp)
     message = (f"memo sync ({trigger}): merge {vg.remote}/{vg.branch}; {len(kept)} conflict version(s) kept"
-               + (f"; invoice numbers issued on both machines: {', '.join(duplicates)}" if duplicates else "")
+               + (f"; invoice numbers issued on both machines: {', '.join(ref for ref, _ in duplicates)}"
+                  if duplicates else "")
                + (f"; turns renumbered: {', '.join(renumbered)}" if renumbered else "")
                + "\n\n")
     git.run("commit", "-q", "--no-verify", "-F", "-", input=(message + "\n".join(kept) + "\n").encode("utf-8"))
@@ -645,7 +655,8 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         versions), renumberedTurns (turns another machine had numbered alike, each now the
         session's next: their vault-relative paths), invoicesPulled (refs of the invoices and credit notes the pull brought in:
         they change what is billed), duplicateInvoices (refs of invoices the other machine had issued under the
-        same number: both stay issued, see :mod:`~memo_analytics.vault.ledger`), reindexed
+        same number: both stay issued, see :mod:`~memo_analytics.vault.ledger`), duplicateCreditNotes (the same
+        for credit notes: both stand, each cancelling its invoice; a credit note is never cancelled), reindexed
         (records the index took in), error (one line or None), skipped
         (why nothing ran, or None)}``. Never raises for a
         git, network or vault problem: it is in ``error`` (and logged).
@@ -654,6 +665,7 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
     result: dict[str, Any] = {"trigger": trigger, "at": to_iso(now), "committed": 0, "records": [], "files": 0,
                               "otherFiles": [], "invoicesPulled": [], "renumberedTurns": [],
                               "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
+                              "duplicateCreditNotes": [],
                               "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
     if not settings.vault_git.enabled:
@@ -710,7 +722,8 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
                 kept, duplicates, renumbered = _merge(store, git, tracking, trigger, stamp)
                 result["conflicts"] += kept
                 result["renumberedTurns"] += renumbered
-                result["duplicateInvoices"] += duplicates
+                result["duplicateInvoices"] += [ref for ref, kind in duplicates if kind == ledger.INVOICE]
+                result["duplicateCreditNotes"] += [ref for ref, kind in duplicates if kind == ledger.CREDIT_NOTE]
                 result["invoicesPulled"] += _documents_added(git, before)
                 result["pulled"] = True
             result["reindexed"] += _refresh_index(store, git)

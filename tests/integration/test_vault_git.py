@@ -655,6 +655,46 @@ def test_a_credit_note_issued_before_the_merge_still_cancels_its_own_invoice(rem
     assert not any(i.get("warnings") for i in listed.values())  # one 2026-0001 stands: settled
 
 
+def test_a_credit_note_numbered_like_another_machines_invoice_is_said_as_such_not_to_be_cancelled(remote, tmp_path):
+    """A credited 2026-0001 offline (its credit note took 2026-0002) while B issued its own
+    2026-0002. The sync told A to cancel the duplicate with `memo invoice credit`, which refuses
+    a credit note. A credit note standing twice under one number is said as such: both stand.
+    (B's clone of a vault that already holds invoices was refused as "a git repository with other
+    content".)"""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    config = tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME + "\n[vaultGit]\nenabled = true\n", encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    a = clone(remote, tmp_path / "a")
+    for day in (5, 6):
+        start_session(a, StartSessionRequest(session_id=f"s{day}", project="web", client="Acme Corp",
+                                             start_time=T0.replace(day=day)))
+        end_session(a, EndSessionRequest(session_id=f"s{day}", project="web", until=T0.replace(day=day, hour=10)))
+    a.close()
+    bill = ["invoice", "issue", "--all", "--client", "Acme Corp"]
+    memo("--json", *bill, "--since", "2026-01-05", "--until", "2026-01-05", vault=tmp_path / "a", env=env)
+    b = clone(remote, tmp_path / "b")
+    b.close()
+    theirs = json.loads(memo("--json", *bill, "--since", "2026-01-06", "--until", "2026-01-06", vault=tmp_path / "b",
+                             env=env).stdout)
+    assert theirs["number"] == "2026-0002"
+    git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=tmp_path / "a")
+    credit = json.loads(memo("--json", "invoice", "credit", "2026-0001", "--offline", vault=tmp_path / "a",
+                             env=env).stdout)
+    assert credit["number"] == "2026-0002"
+    git("remote", "set-url", "origin", str(remote), cwd=tmp_path / "a")
+    said = " ".join(memo("sync", "git", vault=tmp_path / "a", env=env).stderr.split())
+    listed = {i.get("ref", i["number"]): i for i in json.loads(
+        memo("--json", "invoice", "list", vault=tmp_path / "a", env=env).stdout)["items"]}
+    [duplicate] = [ref for ref in listed if ".duplicate-" in ref]
+    assert duplicate.startswith("2026-0002.duplicate-")
+    assert f"the later a credit note now kept as {duplicate}; both stand" in said
+    assert "memo invoice credit" not in said  # it would be refused: a credit note is never cancelled
+    assert listed["2026-0001"]["status"] == "credited" and listed[duplicate]["kind"] == "creditNote"
+    assert listed["2026-0002"]["status"] == "issued"  # B's invoice stands; nothing of it was cancelled
+
+
 def test_a_pull_that_deletes_or_changes_an_issued_document_is_refused(remote, tmp_path):
     """A teammate deleted `invoices/2026-0001.md` (or dropped a session from it): the pull took it
     silently and the next invoice billed those sessions again."""

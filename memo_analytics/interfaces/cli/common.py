@@ -449,9 +449,16 @@ def left_off_note(left: dict) -> None:
 
 
 def say_duplicate_invoices(result: dict) -> None:
-    """A warning for each invoice of a vault-git sync's ``duplicateInvoices``."""
+    """A warning for each document of a vault-git sync's ``duplicateInvoices`` and
+    ``duplicateCreditNotes``."""
     for ref in result.get("duplicateInvoices", []):
         number = ref.split(".duplicate-")[0]
         err.print(_safe(f"warning: invoice number {number} was issued on two machines; both stay issued, the later "
                         f"as {ref} (its sessions stay invoiced): cancel one with memo invoice credit {ref} (or "
                         f"{number}) and bill its sessions again"))
+    for ref in result.get("duplicateCreditNotes", []):
+        number = ref.split(".duplicate-")[0]
+        err.print(_safe(f"warning: number {number} was given to two documents on two machines, the later a credit "
+                        f"note now kept as {ref}; both stand (a credit note cancels its invoice and is never "
+                        f"cancelled itself): tell its recipient that it carries the number {number} twice "
+                        f"(memo invoice show {ref})"))
