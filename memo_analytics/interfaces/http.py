@@ -47,6 +47,8 @@ from ..services.requests import (
     SessionRequest,
 )
 from ..runtime import Runtime
+from ..services.prompts import clean_text
+from ..services.store import remote_caller
 from ..services.sync import apply_incoming
 from ..vault.redact import redact_secrets
 
@@ -424,16 +426,18 @@ class ActionHandler(ApiHandler):
             if "project" in data and "projectId" not in data:  # the HTTP name of the field, as on every route
                 data["projectId"] = data.pop("project")
             arguments = PromptToolInput.model_validate({**data, "action": action})
-            return call_tool(self.store, arguments)
+            with remote_caller():  # whose work it is, the caller says (owner), never this machine's identity
+                return call_tool(self.store, arguments)
 
         await self.run(work)
 
 
 class HookEventHandler(ApiHandler):
-    """``POST /api/hooks/{agent}`` ``{payload, event?, receivedAt, captureId, project?}``: a hook
-    event captured on a machine in remote mode (issue 14), recorded here as ``memo hook``
+    """``POST /api/hooks/{agent}`` ``{payload, event?, receivedAt, captureId, project?, owner?}``:
+    a hook event captured on a machine in remote mode (issue 14), recorded here as ``memo hook``
     records it locally; ``project`` is the project of the caller's repository (its ``cwd`` means
-    nothing on this machine). ``{outcome}``."""
+    nothing on this machine), ``owner`` the person working there (their git identity; without it
+    the session's owner is unknown, never this machine's). ``{outcome}``."""
 
     async def post(self, agent: str) -> None:
         def work():
@@ -452,7 +456,9 @@ class HookEventHandler(ApiHandler):
             # the caller's paths name its own machine: none may choose a folder here (the
             # repository a rule would be promoted into, its instruction files, its git branch)
             event.cwd = event.transcript_path = None
-            return {"outcome": apply_event(self.store, event, capture_id, project)}
+            owner = clean_text(data["owner"], "owner") if isinstance(data.get("owner"), str) else None
+            with remote_caller():  # the laptop's person (owner), never this machine's identity
+                return {"outcome": apply_event(self.store, event, capture_id, project, owner=owner)}
 
         await self.run(work)
 

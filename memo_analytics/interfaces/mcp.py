@@ -14,6 +14,7 @@ import sqlite3
 import sys
 import threading
 import time
+from contextlib import nullcontext
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -31,7 +32,7 @@ from ..domain.hosts import host_port, is_loopback
 from ..domain.wire import compact, dumps, dumps_compact
 from ..runtime import Runtime
 from ..services import remote
-from ..services.store import VaultStore
+from ..services.store import VaultStore, remote_caller
 from ..services.stories import write_story_file
 from ..vault.redact import redact_secrets
 
@@ -88,7 +89,11 @@ class PromptTool:
         self.runtime.refresh()  # a changed config file is taken in (one stat otherwise)
         try:
             parsed = PromptToolInput.model_validate(arguments)
-            result = self._remote(parsed) if self.runtime.remote else call_tool(self.store_for(parsed.vault_root), parsed)
+            if self.runtime.remote:
+                result = self._remote(parsed)
+            else:
+                with remote_caller() if self.confined else nullcontext():  # another machine's caller says whose work
+                    result = call_tool(self.store_for(parsed.vault_root), parsed)
         except MemoError as exc:
             raise ToolError(redact_secrets(str(exc))[0]) from None
         except ValidationError as exc:

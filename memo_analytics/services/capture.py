@@ -238,7 +238,7 @@ def hook_session_id(agent: str, session: str) -> str:
 
 
 def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: str | None = None,
-                replayed: bool = True) -> str:
+                replayed: bool = True, owner: str | None = None) -> str:
     """Record ``event`` in ``store``; a one-line outcome.
 
     ``prompt``: the turn (``source: hook:<agent>``, ``created`` = ``event.at``) in the session
@@ -249,6 +249,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     turn already recorded with the same ``captureId`` (a replayed spool entry) is not recorded
     twice. ``session_start``: the session opened (an open or completed one is left as it is).
     ``session_end``: an open session ended at ``event.at``. ``stop`` and ``other``: nothing.
+    ``owner``: the person whose session it is (a remote caller's; else the git identity of the
+    repository of ``event.cwd``).
 
     Raises
     ------
@@ -290,7 +292,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             return f"session {session_id} ended"
         if existing is None:
             start_session(store, StartSessionRequest(session_id=session_id, start_time=event.at, extra=extra,
-                                                     **context))
+                                                     owner=owner, **context))
         if event.kind == "session_start":
             return f"session {session_id} {'started' if existing is None else 'already recorded'}"
         # only an event that waited (spooled, or sent again by a remote machine) can have been
@@ -381,20 +383,22 @@ def fallback_vault(given: str) -> Path | None:
 
 def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]], str]:
     """Remote mode: each event goes to the daemon's ``POST /api/hooks/{agent}`` with the project
-    of the caller's repository; a refusal is a ``ValueError`` (the event is dropped), an
+    of the caller's repository and its person (``owner``, their git identity); a refusal is a ``ValueError`` (the event is dropped), an
     unreachable daemon a ``MemoError`` (the event is spooled and sent by the next run)."""
     from . import remote
-    from .store import project_from_cwd
+    from .store import git_identity, project_from_cwd, repository_root
 
     def send(event, entry) -> str:
+        here = event.cwd if event.cwd and Path(event.cwd).is_dir() else None
         try:
-            project = project_from_cwd(event.cwd) if event.cwd and Path(event.cwd).is_dir() else None
+            project, root = (project_from_cwd(here), repository_root(here)) if here else (None, None)
         except MemoError:
-            project = None
+            project, root = None, None
+        owner = git_identity(root)  # this machine's person, not the daemon's
         try:
             answer = remote.post(settings, f"/api/hooks/{event.agent}", {
                 "payload": entry["payload"], "event": entry.get("event"), "receivedAt": entry["receivedAt"],
-                "captureId": entry["captureId"], "project": project})
+                "captureId": entry["captureId"], "project": project, "owner": owner})
         except MemoError as exc:
             if str(exc).startswith("Remote daemon"):
                 raise

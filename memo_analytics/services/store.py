@@ -22,6 +22,7 @@ import sqlite3
 import threading
 import time
 from contextlib import ExitStack, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -89,11 +90,31 @@ def repository_root(cwd: str | Path | None) -> Path | None:
 _IDENTITIES: dict[tuple[str | None, ...], str | None] = {}
 
 
+#: Set while a daemon serves a call from another machine: whose work it is, the caller says.
+_REMOTE_CALLER: ContextVar[bool] = ContextVar("memo_remote_caller", default=False)
+
+
+@contextmanager
+def remote_caller() -> Iterator[None]:
+    """Inside: the call came from another machine (the HTTP API's actions and hook events, the
+    MCP endpoint off loopback). :func:`git_identity` answers None there — this machine's git
+    identity is the daemon's, not the caller's, and a team vault would bill every caller's
+    sessions that sent no ``owner`` as one person's."""
+    token = _REMOTE_CALLER.set(True)
+    try:
+        yield
+    finally:
+        _REMOTE_CALLER.reset(token)
+
+
 def git_identity(root: Path | None) -> str | None:
     """Who works in the repository at ``root``, as git knows them: ``user.email``, else
     ``user.name`` (repository, then global config); outside a repository (``root`` None) the
-    person's global git identity; None without one or without git. Asked of git once per
-    process for each repository and global config."""
+    person's global git identity; None without one or without git, and None for a call from
+    another machine (:func:`remote_caller`). Asked of git once per process for each repository
+    and global config."""
+    if _REMOTE_CALLER.get():
+        return None
     key = (str(root) if root is not None else None, *_config_stamps(root))
     if key not in _IDENTITIES:
         _IDENTITIES[key] = _ask_git_identity(root)

@@ -497,3 +497,30 @@ def test_an_event_larger_than_the_capture_takes_is_read_to_its_end_so_the_agents
     proc.stdout.close()
     assert (proc.wait(60), out) == (0, b"")
     assert "event dropped: the event is larger than" in (vault / ".memo" / "spool" / "hooks.log").read_text()
+
+
+def test_a_team_daemon_records_the_callers_person_never_its_own_git_identity(tmp_path, repo, monkeypatch):
+    """Hook events sent to the daemon in remote mode started sessions owned by the daemon's own
+    global git identity — every laptop's sessions one person's, so two people's parallel
+    sessions for one client billed once. The laptop sends its person (the git identity of its
+    repository); a direct call that names nobody leaves the owner unknown."""
+    from .test_http_api import Server, free_port
+
+    daemon_config = tmp_path / "daemon.gitconfig"
+    daemon_config.write_text("[user]\n\temail = daemon@example.com\n", encoding="utf-8")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(daemon_config))  # the daemon's machine, and the laptop's global
+    subprocess.run(["git", "-C", str(repo), "config", "user.email", "ana@example.com"], check=True)
+    config = tmp_path / "remote.toml"
+    port = free_port()
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{port}"\n')
+    daemon = Server(tmp_path / "team", port=port)
+    try:
+        hook(tmp_path / "local", "claude-code", claude("UserPromptSubmit", repo, prompt="from ana's laptop"),
+             env={"MEMO_CONFIG": str(config)})
+        status, answer = daemon.get_json("/api/actions/session_start", data={"sessionId": "scripted", "projectId": "web"})
+    finally:
+        daemon.stop()
+    assert status == 200, answer
+    owners = {read_record(p)[0]["id"]: read_record(p)[0].get("owner")
+              for p in (tmp_path / "team" / "projects").glob("*/sessions/*.md")}
+    assert owners == {f"session-claude-code-{SESSION}": "ana@example.com", "session-scripted": None}, owners
