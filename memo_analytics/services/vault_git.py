@@ -237,6 +237,46 @@ def newer_version(ours: bytes, theirs: bytes) -> tuple[bytes, bytes]:
     return (ours, theirs) if key(ours) >= key(theirs) else (theirs, ours)
 
 
+#: Fields every write changes: never a conflict of their own.
+_BOOKKEEPING = frozenset({"updated"})
+_MISSING = object()
+
+
+def _merged_record(path: str, base: bytes | None, ours: bytes, theirs: bytes,
+                   now: datetime) -> tuple[bytes, bytes | None] | None:
+    """Both machines changed one record since ``base``: ``(merged, loser or None)``, field by
+    field — a field only one side changed takes that side's value (one machine moved a session to
+    another project while the other ended it: it is ended, in the new project); a field both
+    changed apart takes the newer version's (``updated``), and then the older version is kept
+    beside it (``loser``). The record names the project of the folder the merge put it in.
+    None when a field merge cannot be made (no base, a version memo cannot read, or a merged
+    record that breaks the record rules): the caller keeps the newer version whole."""
+    if base is None:
+        return None
+    try:
+        newer, older = newer_version(ours, theirs)
+        (b_meta, b_body), (n_meta, n_body), (o_meta, o_body) = (
+            parse_record_text(data.decode("utf-8-sig"), path) for data in (base, newer, older))
+        meta: dict[str, Any] = {}
+        apart = False
+        for key in [*n_meta, *(k for k in o_meta if k not in n_meta), *(k for k in b_meta if k not in n_meta
+                                                                         and k not in o_meta)]:
+            was, new, old = (m.get(key, _MISSING) for m in (b_meta, n_meta, o_meta))
+            value = old if new == was else new
+            apart = apart or (new != was and old != was and new != old and key not in _BOOKKEEPING)
+            if value is not _MISSING:
+                meta[key] = value
+        body = o_body if n_body == b_body else n_body
+        apart = apart or (n_body != b_body and o_body != b_body and n_body != o_body)
+        parts = Path(path).parts
+        if len(parts) > 2 and parts[0] == "projects" and meta.get("project") not in (None, parts[1]):
+            meta["project"] = parts[1]  # where the merge put it (git followed a move of the file)
+        check_record(meta, body, now)
+        return dump_record(meta, body).encode("utf-8"), (older if apart else None)
+    except Exception:  # noqa: BLE001 - any doubt: the newer version whole, as before
+        return None
+
+
 _INVOICE_FILE = re.compile(rf"^{re.escape(ledger.FOLDER)}/(?P<number>[^/]+)\.(?P<suffix>md|pdf)$")
 _LEDGER_STATE = f"{ledger.FOLDER}/{ledger.STATE}"
 
@@ -391,7 +431,8 @@ def _resolve_conflicts(store: VaultStore, git: _Git, stamp: str) -> tuple[list[s
             git.run("add", "--", renumbered[-1])
             loser = None
         elif _record_id(path):
-            winner, loser = newer_version(ours, theirs)
+            base = git.run("cat-file", "blob", blobs[1]).stdout if 1 in blobs else None
+            winner, loser = _merged_record(path, base, ours, theirs, utcnow()) or newer_version(ours, theirs)
         else:
             winner, loser = ours, theirs
         atomic_write_bytes(target, winner)

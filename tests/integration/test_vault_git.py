@@ -764,3 +764,31 @@ def test_a_session_on_two_standing_invoices_and_an_invoice_credited_twice_are_sa
     assert ledger.billed_twice(docs) == {("web", "s05"): ["2026-0001", "2026-0002"]}
     assert document_summary(docs[0], docs)["warnings"] == [
         "session s05 (web) is billed on 2026-0002 as well: cancel one of them with memo invoice credit REF"]
+
+
+@pytest.mark.parametrize("end_is_newer", [False, True])
+def test_a_session_moved_to_another_project_on_one_machine_and_ended_on_the_other_is_billed_there(
+        remote, tmp_path, end_is_newer):
+    """A moved `s1` to project `app` while B ended it in `web`. Git followed the move, so the
+    ended version landed in `projects/app/` still naming project `web`: the index skipped it and
+    the session billed nothing (or, the move being newer, the end was lost to a conflict file).
+    Each side changed other fields: the merge takes both, and the record names its folder's project."""
+    a = clone(remote, tmp_path / "a")
+    start_session(a, StartSessionRequest(session_id="s1", project="web", client="Acme", start_time=T0))
+    record_prompt(a, RecordPromptRequest(body="first turn", project="web", session_id="s1"), now=T0)
+    assert sync(a, "manual", now=T0)["error"] is None
+    b = clone(remote, tmp_path / "b")
+    a.close()
+    memo("session", "edit", "s1", "--project", "web", "--to-project", "app", vault=tmp_path / "a")
+    end_session(b, EndSessionRequest(session_id="s1", project="web", until=T0.replace(hour=11)),
+                now=None if end_is_newer else T0.replace(hour=11, minute=5))
+    a = vault(tmp_path / "a")
+    assert sync(a, "manual", now=T0.replace(hour=10))["error"] is None
+    assert sync(b, "manual", now=T0.replace(hour=12))["error"] is None
+    b.close(), a.close()
+    shown = json.loads(memo("--json", "activity", "--all", "--tz", "UTC", vault=tmp_path / "b").stdout)
+    assert [(s["sessionId"], s["project"], s["billedMinutes"]) for s in shown["sessions"]] == [("s1", "app", 120)]
+    session_files = sorted(p.relative_to(tmp_path / "b").as_posix()
+                           for p in (tmp_path / "b" / "projects").glob("*/sessions/*.md"))
+    assert session_files == ["projects/app/sessions/session-s1.md"]
+    assert conflict_files(tmp_path / "b" / "projects") == []
