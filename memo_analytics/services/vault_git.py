@@ -14,8 +14,10 @@
 2. stages every changed file and makes **one commit per batch**, its message naming the
    records (``memo sync (session_end): 3 records — prompt-a-t1, session-a, …``);
 3. fetches ``vaultGit.remote``/``vaultGit.branch`` and merges it **before** pushing. When
-   both sides changed a record, the version with the newer frontmatter ``updated`` wins
-   as the file and the other is kept beside it as ``<id>.conflict-<stamp>-<hash8>.md``
+   both sides changed a record, its fields are merged against the common version (a field
+   one side changed keeps that change); where both changed a field apart, the version with
+   the newer frontmatter ``updated`` wins and the other is kept beside it as
+   ``<id>.conflict-<stamp>-<hash8>.md``
    (:func:`~memo_analytics.vault.conflicts.keep_conflict`, as hybrid does); a conflict in
    any other file keeps ours and keeps theirs as a conflict file. A side that deleted a
    file the other changed loses: the changed version stays. No side is ever discarded;
