@@ -482,11 +482,35 @@ class SyncRecordsHandler(ApiHandler):
         await self.run(work)
 
 
+#: What the status API serves (``GET /api/health`` lists them; an unknown path names them).
+ENDPOINTS = (
+    "GET /api/health", "GET /api/prompts", "GET /api/prompts/{id}", "GET /api/prompts/sessions/{id}",
+    "GET /api/prompts/sessions/{id}/export", "POST /api/prompts/derive-rules", "GET /api/sessions",
+    "GET /api/activity", "GET /api/digest", "POST /api/digest/apply", "POST /api/actions/{action}",
+    "POST /api/sync/records", "POST /api/hooks/{agent}",
+)
+
+
+class HealthHandler(ApiHandler):
+    """``GET /api/health``: ``{status: "ok", version, mode, endpoints}`` — the server answers and
+    its vault's index opens (a monitor's probe; a broken index is a 500 with the reason)."""
+
+    async def get(self) -> None:
+        from .. import __version__
+
+        def work():
+            self.store.conn.execute("SELECT 1").fetchone()  # the index opens
+            return {"status": "ok", "version": __version__, "mode": self.runtime.settings.mode,
+                    "endpoints": list(ENDPOINTS)}
+
+        await self.run(work)
+
+
 class NotFoundHandler(ApiHandler):
-    """Any other path under ``/api/``: a JSON 404 (never an HTML page)."""
+    """Any other path under ``/api/``: a JSON 404 (never an HTML page) naming the endpoints."""
 
     def prepare(self) -> None:
-        self.fail(404, f"No such endpoint: {self.request.method} {self.request.path}")
+        self.fail(404, f"No such endpoint: {self.request.method} {self.request.path} (GET /api/health lists them)")
         raise tornado.web.Finish()
 
 
@@ -494,6 +518,7 @@ def api_patterns(runtime: Runtime, token: str | None) -> list[tuple[str, type, d
     """The Tornado routes of the API, for ``extra_patterns`` of the Panel server."""
     args = {"runtime": runtime, "token": token}
     return [
+        (r"/api/health", HealthHandler, args),
         (r"/api/prompts", PromptsHandler, args),
         (r"/api/prompts/derive-rules", DeriveRulesHandler, args),
         (r"/api/prompts/sessions/([^/]+)/export", SessionExportHandler, args),

@@ -4,6 +4,7 @@ the CLI, safe output for hostile records, errors, tokens and the digest apply.""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -385,3 +386,24 @@ def test_a_flood_of_idle_connections_beyond_the_open_files_limit_leaves_the_serv
         proc.terminate()
         proc.wait(10)
         proc.stderr.close()
+
+
+def test_health_answers_with_the_version_and_every_endpoint_the_server_routes(seeded):
+    """A monitor (or a person reading the API) had no route to probe and no list of routes."""
+    from memo_analytics import __version__
+    from memo_analytics.interfaces.http import ENDPOINTS, api_patterns
+
+    _, server = seeded
+    status, health = server.get_json("/api/health")
+    assert status == 200 and health["status"] == "ok" and health["version"] == __version__
+    assert health["endpoints"] == list(ENDPOINTS)
+    routed = {pattern for pattern, _, _ in api_patterns(None, None) if pattern != r"/api/.*"}
+    listed = {re.sub(r"\{[a-z]+\}", "X", e.split(" ", 1)[1]) for e in ENDPOINTS}
+    assert {re.sub(r"\([^)]*\)", "X", p) for p in routed} == listed
+    for endpoint in ENDPOINTS:  # each one is routed to its handler, not to the 404
+        method, path = endpoint.split(" ", 1)
+        code, _, text = server.request(path.replace("{id}", "nope").replace("{action}", "nope")
+                                       .replace("{agent}", "nope"), data={} if method == "POST" else None)
+        assert "No such endpoint" not in text, (endpoint, code)
+    _, _, text = server.request("/api/nothing")
+    assert "GET /api/health lists them" in json.loads(text)["error"]
