@@ -342,8 +342,10 @@ def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, s
             md = blob(md_path, stage)
             pdf = blob(pdf_path, stage)
             if md is not None:
-                if pdf is None and pdf_path not in stages and (store.root / pdf_path).is_file():
-                    pdf = (store.root / pdf_path).read_bytes()  # merged cleanly: the same on both sides
+                if pdf is None and pdf_path not in stages:  # no conflict on it: that side's own PDF, if it has one
+                    found = git.run("cat-file", "blob", f"{'HEAD' if stage == 2 else 'MERGE_HEAD'}:{pdf_path}",
+                                    check=False)
+                    pdf = found.stdout if found.returncode == 0 else None
                 sides.append((md, pdf))
         if len(sides) != 2 or sides[0][0] == sides[1][0]:
             continue  # not two documents: the generic rule settles it
@@ -354,6 +356,8 @@ def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, s
                 if data is not None:
                     atomic_write_bytes(store.root / ledger.FOLDER / f"{name}.{suffix}", data, mode=0o444)
                     git.run("add", "--", f"{ledger.FOLDER}/{name}.{suffix}")
+                elif (store.root / ledger.FOLDER / f"{name}.{suffix}").exists():  # the other's, merged in
+                    git.run("rm", "-q", "-f", "--", f"{ledger.FOLDER}/{name}.{suffix}")
             state_changes[name] = {"md": hashlib.sha256(md).hexdigest(),
                                    **({"pdf": hashlib.sha256(pdf).hexdigest()} if pdf is not None else {})}
         stages.pop(md_path, None)

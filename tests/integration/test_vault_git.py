@@ -792,3 +792,42 @@ def test_a_session_moved_to_another_project_on_one_machine_and_ended_on_the_othe
                            for p in (tmp_path / "b" / "projects").glob("*/sessions/*.md"))
     assert session_files == ["projects/app/sessions/session-s1.md"]
     assert conflict_files(tmp_path / "b" / "projects") == []
+
+
+def test_a_document_without_its_pdf_never_gets_the_other_machines_pdf_of_the_same_number(remote, tmp_path):
+    """A's 2026-0001 had lost its PDF when B's 2026-0001 (with its PDF) was merged: the merge gave
+    A's document B's PDF — another client's invoice under A's record. Each keeps its own."""
+    import hashlib
+    import os
+
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    config = tmp_path / "config.toml"
+    config.write_text(ISSUER + ACME + "\n[vaultGit]\nenabled = true\n", encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    a = clone(remote, tmp_path / "a")
+    for day in (5, 6):
+        start_session(a, StartSessionRequest(session_id=f"s{day}", project="web", client="Acme Corp",
+                                             start_time=T0.replace(day=day)))
+        end_session(a, EndSessionRequest(session_id=f"s{day}", project="web", until=T0.replace(day=day, hour=10)))
+    assert sync(a, "manual", now=T0)["error"] is None
+    b = clone(remote, tmp_path / "b")
+    a.close(), b.close()
+    bill = ["invoice", "issue", "--all", "--client", "Acme Corp", "--offline"]
+    git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=tmp_path / "a")
+    memo("--json", *bill, "--since", "2026-01-05", "--until", "2026-01-05", vault=tmp_path / "a", env=env)
+    memo("--json", *bill, "--since", "2026-01-06", "--until", "2026-01-06", vault=tmp_path / "b", env=env)
+    theirs = (tmp_path / "b" / "invoices" / "2026-0001.pdf").read_bytes()
+    os.chmod(tmp_path / "a" / "invoices", 0o755)
+    (tmp_path / "a" / "invoices" / "2026-0001.pdf").unlink()
+    git("add", "-A", cwd=tmp_path / "a")
+    git("-c", "user.email=a@example.com", "-c", "user.name=A", "commit", "-qm", "lost its PDF", cwd=tmp_path / "a")
+    git("remote", "set-url", "origin", str(remote), cwd=tmp_path / "a")
+    memo("sync", "git", vault=tmp_path / "a", env=env)
+    folder = tmp_path / "a" / "invoices"
+    pdfs = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.glob("*.pdf")}
+    mds = sorted(p.name for p in folder.glob("2026-0001*.md"))
+    assert len(mds) == 2 and len(pdfs) == 1, (mds, pdfs)  # B's document and its PDF; A's without one
+    [(name, digest)] = pdfs.items()
+    assert digest == hashlib.sha256(theirs).hexdigest()
+    assert (folder / name.replace(".pdf", ".md")).read_text().count("2026-01-06") >= 1  # B's period, B's PDF
