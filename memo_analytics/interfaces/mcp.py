@@ -213,15 +213,44 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
         raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
     server = build_server(settings)
     if http:
-        from ..domain.hosts import raise_open_files_limit
+        import uvicorn
 
-        raise_open_files_limit()  # one file handle per connection
+        from ..domain.hosts import connection_cap, raise_open_files_limit
+
+        cap = connection_cap(raise_open_files_limit())  # one file handle per connection
+        app = server.streamable_http_app(host=host, transport_security=own_origin_only(port, host))
         authority = f"[{host}]" if ":" in host else host
         sys.stderr.write(f"memo mcp: streamable HTTP at http://{authority}:{port}/mcp — Ctrl-C to stop\n")
         sys.stderr.flush()
-        server.run("streamable-http", host=host, port=port, transport_security=own_origin_only(port, host))
+        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", http=capped_protocol(cap),
+                                      backlog=ACCEPT_BACKLOG)).run()
     else:
         server.run("stdio")
+
+
+#: Connections the event loop accepts in one go (uvicorn's default, 2048, took every file
+#: handle in one pass of a flood before a single one could be closed).
+ACCEPT_BACKLOG = 128
+
+
+def capped_protocol(cap: int) -> type:
+    """uvicorn's HTTP/1.1 protocol holding at most ``cap`` connections
+    (:func:`~memo_analytics.domain.hosts.connection_cap`): one beyond is closed as it arrives,
+    and one that sends nothing is closed after the keep-alive timeout (uvicorn starts that
+    timer only after a first answer) — a flood of idle connections took every file handle and
+    stopped the server."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class CappedH11Protocol(H11Protocol):
+        def connection_made(self, transport) -> None:  # type: ignore[no-untyped-def]
+            super().connection_made(transport)
+            if len(self.connections) > cap:
+                transport.close()
+                return
+            self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive,
+                                                                self.timeout_keep_alive_handler)
+
+    return CappedH11Protocol
 
 
 def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, token: str | None = None):
@@ -241,7 +270,12 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
                                                                                    transport_security=security)
     if token:
         app = _TokenGate(app, token)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    from ..domain.hosts import connection_cap, raise_open_files_limit
+
+    # beside the status server, in one process: half the file handles each
+    cap = connection_cap(raise_open_files_limit()) // 2
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", http=capped_protocol(cap),
+                                           backlog=ACCEPT_BACKLOG))
     thread = threading.Thread(target=server.run, name="memo-mcp-http", daemon=True)
     thread.start()
     # listening before the caller says it is: `memo serve` announces (and opens its own port)

@@ -36,7 +36,7 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     from ..dashboards.app import create_app
 
     check_bind(host, token)
-    cap = connection_cap(raise_open_files_limit())
+    cap = connection_cap(raise_open_files_limit()) // 2  # the other half: the MCP endpoint beside it
     store = runtime.store()
     port = runtime.settings.ports.status if port is None else port
     # bokeh's websocket allow-list cannot parse an IPv6 literal: bound to ::1 the dashboard is

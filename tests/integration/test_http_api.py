@@ -407,3 +407,55 @@ def test_health_answers_with_the_version_and_every_endpoint_the_server_routes(se
         assert "No such endpoint" not in text, (endpoint, code)
     _, _, text = server.request("/api/nothing")
     assert "GET /api/health lists them" in json.loads(text)["error"]
+
+
+@pytest.mark.parametrize("beside", [False, True], ids=["memo-mcp-http", "memo-serve-mcp-port"])
+def test_a_flood_of_idle_connections_leaves_the_mcp_endpoint_up(tmp_path, beside):
+    """800 bare connections to `memo mcp --http` (or to the MCP port of `memo serve`) with 640
+    open files: uvicorn accepted 2,048 in one pass and held every idle one, the file handles ran
+    out and the server stopped ("Cannot use …rich/traceback.py: Too many open files"). It now
+    holds a capped number, closes idle ones after the keep-alive timeout, and answers again."""
+    import resource
+
+    def small_limit():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (640, 640))
+
+    port = free_port()
+    args = (["serve", "--port", str(free_port()), "--mcp-port", str(port)] if beside
+            else ["mcp", "--http", "--port", str(port)])
+    proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(tmp_path / "v"), *args],
+                            preexec_fn=small_limit, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    flood: list[socket.socket] = []
+    initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}).encode()
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read()
+                time.sleep(0.2)
+        for _ in range(800):
+            try:
+                flood.append(socket.create_connection(("127.0.0.1", port), timeout=2))
+            except OSError:
+                break
+        time.sleep(2)
+        assert proc.poll() is None, proc.stderr.read()
+        for sock in flood:
+            sock.close()
+        flood.clear()
+        time.sleep(1)
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=initialize, headers={
+            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert answer.status == 200 and b'"serverInfo"' in answer.read()
+        assert proc.poll() is None
+    finally:
+        for sock in flood:
+            sock.close()
+        proc.terminate()
+        proc.wait(10)
+        proc.stderr.close()
