@@ -218,7 +218,8 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
         from ..domain.hosts import connection_cap, raise_open_files_limit
 
         cap = connection_cap(raise_open_files_limit())  # one file handle per connection
-        app = server.streamable_http_app(host=host, transport_security=own_origin_only(port, host))
+        app = server.streamable_http_app(host=host, transport_security=own_origin_only(port, host),
+                                         max_sessions=MAX_MCP_SESSIONS)
         authority = f"[{host}]" if ":" in host else host
         sys.stderr.write(f"memo mcp: streamable HTTP at http://{authority}:{port}/mcp — Ctrl-C to stop\n")
         sys.stderr.flush()
@@ -227,6 +228,10 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
     else:
         server.run("stdio")
 
+
+#: MCP sessions one endpoint keeps open at once (each about 40 KB until its 30-minute idle
+#: timeout; the SDK's default, 10,000, let a script grow the server by 400 MB).
+MAX_MCP_SESSIONS = 1000
 
 #: Connections the event loop accepts in one go (uvicorn's default, 2048, took every file
 #: handle in one pass of a flood before a single one could be closed).
@@ -266,7 +271,7 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
         raise MemoError(f"Invalid token: the MCP endpoint on {host} (not loopback) requires one")
     security = own_origin_only(port, host) if loopback else \
         TransportSecuritySettings(enable_dns_rebinding_protection=False)  # off loopback the token guards it
-    app = build_server(settings, confined=not loopback).streamable_http_app(host=host,
+    app = build_server(settings, confined=not loopback).streamable_http_app(host=host, max_sessions=MAX_MCP_SESSIONS,
                                                                                    transport_security=security)
     if token:
         app = _TokenGate(app, token)

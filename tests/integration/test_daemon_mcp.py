@@ -49,3 +49,29 @@ def test_with_a_token_the_mcp_endpoint_refuses_calls_without_it(tmp_path):
         assert not error and json.loads(text)["total"] == 0
     finally:
         server.stop()
+
+
+def test_the_mcp_endpoint_keeps_a_bounded_number_of_sessions_open(tmp_path, monkeypatch):
+    """3,000 `initialize` calls grew the endpoint by 120 MB (each session lives until its
+    30-minute idle timeout; the SDK allows 10,000). Beyond the cap a new session gets 503; the
+    sessions already open go on."""
+    import httpx2
+
+    from memo_analytics.interfaces import mcp as mcp_interface
+
+    monkeypatch.setattr(mcp_interface, "MAX_MCP_SESSIONS", 3)
+    port = free_port()
+    server = mcp_interface.serve_http_in_thread(mcp_interface.Settings(vault_root=tmp_path / "v"), "127.0.0.1", port)
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}
+        headers = {"Accept": "application/json, text/event-stream"}
+        answers = [httpx2.post(url, json=initialize, headers=headers, timeout=30) for _ in range(4)]
+        assert [a.status_code for a in answers] == [200, 200, 200, 503]
+        session = answers[0].headers["mcp-session-id"]
+        ping = httpx2.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, timeout=30,
+                           headers={**headers, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"})
+        assert ping.status_code == 200
+    finally:
+        server.should_exit = True
