@@ -259,6 +259,9 @@ class ImportResult:
     resumed: int = 0
     #: of ``superseded``, the imported turns the transcript no longer holds (rewound, or cut short)
     rewound: int = 0
+    #: of ``superseded``, records of a SpecStory export whose agent's own transcript is imported
+    #: too (one conversation: the agent's transcript counts, :func:`supersede_copies`)
+    copies: int = 0
     #: files whose last line is not finished yet (no newline, not JSON yet: an agent writing it
     #: now); not counted in ``skipped``: the next import reads it once it is finished
     pending: int = 0
@@ -291,8 +294,10 @@ class ImportResult:
                  f"{'them' if held != 1 else 'it'}") if held else ""
         line += (f", {self.revised} turn{'s' if self.revised != 1 else ''} whose text the transcript changed, "
                  f"rewritten") if self.revised else ""
-        hook = self.superseded - self.rewound
+        hook = self.superseded - self.rewound - self.copies
         line += f", {hook} hook-captured records superseded by the transcript" if hook else ""
+        line += (f", {self.copies} records of a SpecStory export superseded by the agent's own transcript of the "
+                 f"same session") if self.copies else ""
         return line + (f", {self.rewound} turn{'s' if self.rewound != 1 else ''} the transcript no longer holds "
                        f"marked superseded" if self.rewound else "")
 
@@ -311,7 +316,8 @@ class ImportResult:
                 "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed,
                 "superseded": self.superseded, "revised": self.revised, "recognised": self.recognised,
                 "unrecognised": self.unrecognised, "unchanged": self.unchanged,
-                "resumed": self.resumed, "rewound": self.rewound, "heldBack": len(self.held_back),
+                "resumed": self.resumed, "rewound": self.rewound, "copies": self.copies,
+                "heldBack": len(self.held_back),
                 "pending": self.pending, "refused": self.refused, "untimed": self.untimed}
 
 
@@ -612,6 +618,9 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             ))
     if intervals:
         result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
+        copies = supersede_copies(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
+        result.superseded += copies
+        result.copies += copies
     return Written(base, [(homes[n], f"{base}-{n}", len(interval.prompts)) for n, interval in enumerate(intervals, 1)],
                    fresh)
 
@@ -750,7 +759,6 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
     vault (a file is never deleted) but lists, search, reports and the digest leave them out;
     turns the hook records later stay visible until the next import takes them in. The number
     of records superseded now."""
-    from ...index.query import PromptFilter
     from ..capture import AGENTS, hook_session_id
 
     if transcript.source not in AGENTS:
@@ -762,10 +770,25 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
     from ..capture import numbered
 
     by = [f"{project}/{sid}" for project, sid in sessions]  # the imported sessions, (project, id) each
-    changed, rows, n = 0, [], 1
-    while found := index.where_is(store.conn, session_record_id(numbered(hook_id, n)), RecordKind.SESSION.value):
-        rows += found  # the hook's work intervals of this conversation (a resumed one has several)
+    return _supersede(store, _intervals(store, hook_id, numbered), by)
+
+
+def _intervals(store: VaultStore, base: str, numbered: Callable[[str, int], str]) -> list:
+    """Index rows (project, id, session_id) of every session ``numbered(base, n)``, n = 1, 2 …
+    while one exists (in any project)."""
+    rows, n = [], 1
+    while found := index.where_is(store.conn, session_record_id(numbered(base, n)), RecordKind.SESSION.value):
+        rows += found
         n += 1
+    return rows
+
+
+def _supersede(store: VaultStore, rows: list, by: list[str]) -> int:
+    """Mark the sessions of ``rows`` (index rows) and their turns ``status: superseded`` with
+    ``supersededBy`` = ``by`` (``project/sessionId`` each). The number of records changed."""
+    from ...index.query import PromptFilter
+
+    changed = 0
     with store.lock():
         for row in rows:
             found = store.read(row["project"], RecordKind.SESSION, row["id"])
@@ -786,6 +809,47 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
                                                      "updated": to_iso(datetime.now(tz=_UTC))}, found[1])
                     changed += 1
     return changed
+
+
+#: The agent a SpecStory export names in its session comment → the importer of that agent's own
+#: transcript of the same session (its id is the export's ``transcript_id``).
+NATIVE_SOURCES = {"claude-code": "claude-code", "codex": "codex", "gemini-cli": "gemini", "cursor": "cursor"}
+#: Importers of exports that copy another agent's transcript.
+EXPORT_SOURCES = ("specstory",)
+
+
+def supersede_copies(store: VaultStore, transcript: Transcript, sessions: list[tuple[str, str]]) -> int:
+    """One conversation, however many formats hold it: a SpecStory export of an agent session
+    whose own transcript is imported too (Claude Code's JSONL, a Codex rollout, a Gemini chat,
+    Cursor's database — the same session id) counted every turn twice. The agent's own
+    transcript is the truth (its flags and times are the agent's): the export's sessions and
+    turns become ``status: superseded`` with ``supersededBy`` naming the agent transcript's
+    sessions, whichever was imported first. ``sessions``: this import's ``(project, session
+    id)``. The number of records superseded now."""
+    from dataclasses import replace
+
+    def numbered(base: str, n: int) -> str:
+        return f"{base}-{n}"
+
+    def by_of(rows: list) -> list[str]:
+        return [f"{row['project']}/{row['session_id']}" for row in rows]
+
+    if transcript.source in EXPORT_SOURCES:
+        native = NATIVE_SOURCES.get(transcript.agent or "")
+        if native is None:
+            return 0
+        originals = _intervals(store, transcript_session_base(replace(transcript, source=native)), numbered)
+        if not originals:
+            return 0
+        rows = [row for project, sid in sessions
+                for row in index.where_is(store.conn, session_record_id(sid), RecordKind.SESSION.value)
+                if row["project"] == project]
+        return _supersede(store, rows, by_of(originals))
+    if transcript.source not in NATIVE_SOURCES.values():
+        return 0
+    by = [f"{project}/{sid}" for project, sid in sessions]
+    return sum(_supersede(store, _intervals(store, transcript_session_base(replace(transcript, source=export)),
+                                            numbered), by) for export in EXPORT_SOURCES)
 
 
 ParseFn = Callable[[Path, ImportOptions], ParseResult]
