@@ -129,6 +129,8 @@ def test_promote_into_a_new_cursor_rule_starts_with_front_matter(store, repo):
     (".cursor/rules/x.txt", "is not an agent instruction file"),
     ("../CLAUDE.md", "is outside the product root"),
     ("/etc/CLAUDE.md", "is outside the product root"),
+    (".cursor/rules/a\nb.mdc", "holds a control character"),  # it wrote a file named with a line break
+    (".cursor/rules/a\x1b[2Jb.mdc", "holds a control character"),
 ])
 def test_promote_refuses_files_outside_the_allow_list_and_writes_nothing(store, repo, destination, message):
     _say(store, "Never commit directly to main.", cwd=str(repo))

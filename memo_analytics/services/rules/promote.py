@@ -34,11 +34,15 @@ def allowed_destination(product_root: Path, destination: str) -> tuple[Path, str
     ------
     InvalidFieldError
         ``Invalid promote: ...`` — outside the product root (``..``, an absolute path
-        elsewhere, a symbolic link leading out) or not an allow-listed file.
+        elsewhere, a symbolic link leading out), a control character in the name, or not an
+        allow-listed file.
     """
     if not destination or not destination.strip() or "\x00" in destination:
         raise InvalidFieldError("promote", "give a destination: CLAUDE.md, GEMINI.md, "
                                            ".github/copilot-instructions.md or .cursor/rules/<name>.mdc")
+    if any(ch < " " or ch == "\x7f" for ch in destination):
+        raise InvalidFieldError("promote", f"{destination!r} holds a control character (a line break, a tab …); "
+                                           "name the file plainly, e.g. .cursor/rules/derived.mdc")
     root = product_root.resolve()
     candidate = Path(destination).expanduser()
     target = (candidate if candidate.is_absolute() else root / candidate).resolve()
