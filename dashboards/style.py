@@ -9,6 +9,8 @@ from typing import Any, Iterable
 
 import panel as pn
 
+from memo_analytics.domain.wire import without_direction_controls
+
 ACCENT = "#1f5f8b"
 
 CSS = """
@@ -46,8 +48,9 @@ h3.section { font-size: 15px; margin: 4px 0; color: #1d2733; }
 
 
 def esc(value: Any) -> str:
-    """``html.escape`` of ``str(value)`` ('' for None): every piece of record text shown."""
-    return "" if value is None else html.escape(str(value), quote=True)
+    """``html.escape`` of ``str(value)`` ('' for None), without direction controls (a U+202E
+    showed "evil" as "live"): every piece of record text shown."""
+    return "" if value is None else html.escape(without_direction_controls(str(value)), quote=True)
 
 
 def html_pane(text: str = "", **kwargs: Any) -> pn.pane.HTML:

@@ -14,6 +14,14 @@ DIRECTION_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_DIRECTION = re.compile(f"[{DIRECTION_CONTROLS}]")
+
+
+def without_direction_controls(text: str) -> str:
+    """``text`` without :data:`DIRECTION_CONTROLS`, for display: the letters stay, in their own
+    order (a right-to-left script still reads right to left), but a U+202E cannot show "evil"
+    as "live" ("Trojan Source") or reverse what is printed after it."""
+    return _DIRECTION.sub("", text) if _DIRECTION.search(text) else text
 
 
 def valid_text(text: str) -> str:

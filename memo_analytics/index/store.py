@@ -339,6 +339,11 @@ def _count(conn: sqlite3.Connection, project: str, kind: str, delta: int) -> Non
     )
 
 
+def answers(conn: sqlite3.Connection) -> None:
+    """Read one row of the index (a health probe): raises ``sqlite3.Error`` when it cannot."""
+    conn.execute("SELECT n FROM record_counts LIMIT 1").fetchall()
+
+
 def record_counts(conn: sqlite3.Connection, project: str) -> dict[str, int]:
     """How many records of each kind ``project`` holds (kept up to date on every write: O(1))."""
     return {kind: n for kind, n in conn.execute("SELECT kind, n FROM record_counts WHERE project = ?", (project,))}

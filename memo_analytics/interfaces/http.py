@@ -497,9 +497,10 @@ class HealthHandler(ApiHandler):
 
     async def get(self) -> None:
         from .. import __version__
+        from ..index.store import answers
 
         def work():
-            self.store.conn.execute("SELECT 1").fetchone()  # the index opens
+            answers(self.store.conn)  # the index opens and reads
             return {"status": "ok", "version": __version__, "mode": self.runtime.settings.mode,
                     "endpoints": list(ENDPOINTS)}
 

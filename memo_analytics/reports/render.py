@@ -25,7 +25,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..domain.errors import InvalidFieldError, ReportError
-from ..domain.wire import DIRECTION_CONTROLS
+from ..domain.wire import DIRECTION_CONTROLS, without_direction_controls
 from ..vault.io import atomic_write_bytes, output_target
 
 
@@ -44,7 +44,7 @@ def _printed(value: Any) -> Any:
     """Every value a template prints, without :data:`_DIRECTION_CONTROLS` (the letters stay, in
     their own order; a right-to-left script still reads right to left)."""
     if isinstance(value, str) and _DIRECTION_CONTROLS.search(value):
-        cleaned = _DIRECTION_CONTROLS.sub("", value)
+        cleaned = without_direction_controls(value)
         return Markup(cleaned) if isinstance(value, Markup) else cleaned
     return value
 

@@ -17,6 +17,7 @@ from ..services.stories import render_story, story_data, story_destination
 from ..vault.redact import redact_secrets
 from ..services.prompts import get_record
 from ..services.requests import GetRequest
+from ..domain.wire import without_direction_controls
 from ..services.store import VaultStore
 from ..vault.io import atomic_write_bytes
 from .render import render_html, templates_dir, write_pdf
@@ -32,8 +33,9 @@ MAX_PRINTED_TURN_CHARS = 20_000
 def story_html_fragment(markdown: str) -> str:
     """Markdown → sanitized HTML (raw HTML in the text is escaped, then an allow-list
     sanitizer removes anything that could run or fetch: scripts, event handlers,
-    ``javascript:`` links, images)."""
-    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown)
+    ``javascript:`` links, images), and without direction controls
+    (:func:`~memo_analytics.domain.wire.without_direction_controls`)."""
+    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(without_direction_controls(markdown))
     return nh3.clean(html, tags=SAFE_TAGS)
 
 

@@ -56,3 +56,14 @@ def test_the_main_vault_is_the_only_one_without_further_vaults(store):
     data = DashboardData(store)
     assert list(data.vaults().values()) == [str(store.root)]
     assert data.store_for("") is store and data.is_main(str(store.root))
+
+
+def test_shown_text_keeps_its_letters_in_their_order_without_direction_controls():
+    """A turn holding U+202E before "evil" showed "live" in the dashboard's drawer and intent
+    story (Trojan Source); right-to-left letters still read right to left."""
+    from memo_analytics.reports.story import story_html_fragment
+
+    spoof = "approve \u202eevil\u202c then \u2067שלום\u2069 <b>x</b>"
+    assert esc(spoof) == "approve evil then שלום &lt;b&gt;x&lt;/b&gt;"
+    fragment = story_html_fragment(spoof)
+    assert "\u202e" not in fragment and "\u2067" not in fragment and "approve evil then שלום" in fragment
