@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..domain.clock import TimeBounds, to_iso
+from ..domain.errors import InvalidFieldError
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -14,19 +15,33 @@ MAX_OFFSET = 2**53
 
 
 def clamp_page(limit: object = None, offset: object = None) -> tuple[int, int]:
-    """Clamp ``limit`` to 1–100 (default 20) and ``offset`` to ≥ 0 (SPEC §2.6).
+    """Clamp ``limit`` to 1–100 (default 20) and ``offset`` to ≥ 0 (SPEC §2.6): a number out of
+    range is brought into it; a value that is no whole number (``"abc"``, ``true``, ``2.5``)
+    is refused.
 
-    Non-numeric values fall back to the defaults rather than failing.
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid limit: …`` / ``Invalid offset: …``.
     """
-    try:
-        lim = DEFAULT_LIMIT if limit in (None, "") else int(limit)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        lim = DEFAULT_LIMIT
-    try:
-        off = 0 if offset in (None, "") else int(offset)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        off = 0
-    return min(max(lim, 1), MAX_LIMIT), min(max(off, 0), MAX_OFFSET)
+    return _whole(limit, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT), _whole(offset, "offset", 0, 0, MAX_OFFSET)
+
+
+def _whole(value: object, field: str, default: int, low: int, high: int) -> int:
+    if value is None or value == "":
+        return default
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,30}\s*", value):
+        number = int(value)
+    if number is None:
+        raise InvalidFieldError(field, f"{str(value)[:40]!r} is not a whole number (give {low}–{high}; "
+                                       f"out of range is brought into it)" if field == "limit" else
+                                f"{str(value)[:40]!r} is not a whole number (give 0 or more)")
+    return min(max(number, low), high)
 
 
 _WORD = re.compile(r"\w", re.UNICODE)

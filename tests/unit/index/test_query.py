@@ -7,10 +7,23 @@ from memo_analytics.index.query import clamp_page, fts_match_expression
 
 @pytest.mark.parametrize(
     "given, expected",
-    [((None, None), (20, 0)), ((0, -5), (1, 0)), ((500, 3), (100, 3)), ((50, 10), (50, 10)), (("abc", "x"), (20, 0))],
+    [((None, None), (20, 0)), ((0, -5), (1, 0)), ((500, 3), (100, 3)), ((50, 10), (50, 10)), (("7", " 2 "), (7, 2)),
+     ((1e9, 2.0), (100, 2)), (("", ""), (20, 0))],
 )
 def test_limit_clamps_to_1_100_default_20_and_offset_to_non_negative(given, expected):
     assert clamp_page(*given) == expected
+
+
+@pytest.mark.parametrize("given, field", [
+    (("abc", None), "limit"), ((True, None), "limit"), (("1e9", None), "limit"), ((2.5, None), "limit"),
+    ((float("inf"), None), "limit"), ((None, "x"), "offset"), ((None, False), "offset"), ((None, [1]), "offset"),
+])
+def test_a_page_value_that_is_no_whole_number_is_refused_by_name(given, field):
+    """`limit=abc` answered 20 items and `limit: true` one, as if asked: a mistyped value is refused."""
+    from memo_analytics.domain.errors import InvalidFieldError
+
+    with pytest.raises(InvalidFieldError, match=f"Invalid {field}: .* is not a whole number"):
+        clamp_page(*given)
 
 
 @pytest.mark.parametrize(
