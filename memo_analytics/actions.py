@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel, to_snake
 
 from .analytics.activity import report_for
@@ -127,6 +127,14 @@ class PromptToolInput(BaseModel):
     """The arguments of the MCP tool ``prompt`` (one flat model; camelCase on the wire)."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    @field_validator("turn", "limit", "offset", mode="before")
+    @classmethod
+    def _whole_number(cls, value: Any) -> Any:
+        """``true`` is no turn number or page size (it was taken as 1)."""
+        if isinstance(value, bool):
+            raise ValueError(f"{str(value).lower()} is not a whole number")
+        return value
 
     action: ActionName = Field(description="What to do: " + "; ".join(f"{k}: {ACTIONS[k].description}"
                                                                       for k in AGENT_ACTIONS))

@@ -139,6 +139,8 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
         (dict(action="record", body="   ", projectId="p"), "Invalid body: must not be empty"),
         (dict(action="record", body="x", sessionId="../etc", projectId="p"), "Invalid sessionId:"),
         (dict(action="get", id="nothing"), "Record not found: nothing"),
+        (dict(action="record", body="x", sessionId="b", projectId="p", turn=True), "Invalid turn: true is not a whole"),
+        (dict(action="list", crossProject=True, limit=True), "Invalid limit: true is not a whole number"),
         (dict(action="list", since=TOKEN), "Invalid since date: '[REDACTED:github-token]'"),
         (dict(action="activity_report", crossProject=True, client="acme"),  # misspelt: refused as by memo activity
          "Invalid client: no session and no [clients] entry of the config has the client 'acme' (exact name, any case); "
