@@ -136,7 +136,7 @@ def main() -> None:
         if full is not None:
             _fail(str(full), exc=full)
         where = f" {exc.filename}" if exc.filename else ""
-        _fail(f"Cannot use{where}: {exc.strerror or type(exc).__name__}", exc=exc)
+        _fail(f"Cannot use{where}: {exc.strerror or str(exc) or type(exc).__name__}", exc=exc)
     except sqlite3.DatabaseError as exc:
         root = state.settings.vault_root if state.settings else None
         full = full_disk_error(exc, root)
