@@ -420,3 +420,88 @@ def test_one_byte_that_is_not_utf8_in_a_gemini_json_chat_loses_one_character_not
     assert counts(result) == (1, 1, 1, 1)
     assert [e.split(": ", 1)[1] for e in result["errors"]] == [
         f"byte 0xff at offset {at} is not UTF-8 (replaced by U+FFFD; the rest of the chat is read)"]
+
+
+# ---------------------------------------------------------------- a human turn is never dropped silently
+
+
+def legacy_with_a_second_prompt(realdata) -> dict:
+    """The real legacy chat with a second user message after its answers (as Gemini appends one)."""
+    chat = json.loads((realdata / LEGACY).read_text(encoding="utf-8"))
+    chat["messages"].append({"id": "u2", "timestamp": "2026-03-27T10:25:00.000Z", "type": "user",
+                             "content": [{"text": "now translate CONTRIBUTING.md"}]})
+    return chat
+
+
+def test_a_gemini_message_of_the_wrong_type_is_named_and_the_other_turns_come_in(tmp_path, realdata):
+    """Found by mutating the real legacy chat: a user message whose ``content`` is a number was
+    dropped without a word. It is named; the other prompt comes in. (The messages that are simply
+    not prompts — a tool response, a sentinel, injected context — stay unsaid: ``gemini_chat``
+    holds each, and its tests count nothing skipped.)"""
+    chat = legacy_with_a_second_prompt(realdata)
+    chat["messages"][0]["content"] = 12
+    path = tmp_path / "chats" / "session-x.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(chat), encoding="utf-8")
+    result = imported(tmp_path / "v", "gemini", path)
+    assert counts(result) == (1, 1, 1, 1)
+    assert [e.split(": ", 1)[1] for e in result["errors"]] == ["message 1: content is a number, not text or parts"]
+    assert [t["body"] for t in turns(tmp_path / "v")] == ["now translate CONTRIBUTING.md"]
+    lines_chat = tmp_path / "chats" / "session-y.jsonl"
+    lines_chat.write_text(lines(
+        {"sessionId": "5e55a0a1-0000-4000-8000-00000000ge04", "projectHash": "ab" * 32},
+        {"id": "u1", "timestamp": "2026-01-05T09:01:00.000Z", "type": "user", "content": [12]},
+        {"id": "u2", "timestamp": "2026-01-05T09:02:00.000Z", "type": "user", "content": [{"text": 7}]},
+        {"id": "u3", "timestamp": "2026-01-05T09:03:00.000Z", "type": "user", "content": "/init", "displayContent": True},
+        {"id": "u4", "timestamp": "2026-01-05T09:04:00.000Z", "type": "user", "content": "second"}), encoding="utf-8")
+    result = imported(tmp_path / "v2", "gemini", lines_chat)
+    assert counts(result) == (1, 1, 1, 3)
+    assert [e.split(": ", 1)[1] for e in result["errors"]] == [
+        "line 2: content[0] is a number, not text or a part", "line 3: content[0].text is a number, not text",
+        "line 4: displayContent is true or false, not text or parts"]
+
+
+def test_a_gemini_chat_without_a_message_list_or_a_session_id_is_said_so(tmp_path, realdata):
+    """Found by mutating the real legacy chat: ``"messages": "notalist"`` gave nothing and said
+    nothing; ``"sessionId": null`` was called a Claude Code transcript."""
+    for number, (key, value, said) in enumerate((
+            ("messages", "notalist", "document: messages is text, not a list"),
+            ("sessionId", None, "document: the chat has no sessionId (null); the chat is left out"))):
+        chat = json.loads((realdata / LEGACY).read_text(encoding="utf-8"))
+        chat[key] = value
+        path = tmp_path / f"session-{number}.json"
+        path.write_text(json.dumps(chat), encoding="utf-8")
+        result = imported(tmp_path / "v", "gemini", path)
+        assert (counts(result), result["recognised"], result["unrecognised"]) == ((1, 0, 0, 1), 1, 0)
+        assert [e.split(": ", 1)[1] for e in result["errors"]] == [said]
+
+
+def test_an_integer_too_long_for_python_costs_only_its_token_count(tmp_path, realdata):
+    """Found by mutating the real legacy chat: a 5,000-digit ``tokens.input`` refused the whole
+    chat with Python's "Exceeds the limit (4300 digits)". The count is left out and said; the
+    prompt and the other counts come in (in a JSON document and on a JSON Lines line alike)."""
+    text = (realdata / LEGACY).read_text(encoding="utf-8")
+    assert text.count('"input": 11894') == 1  # the first answer's prompt count
+    path = tmp_path / "chats" / "session-x.json"
+    path.parent.mkdir()
+    path.write_text(text.replace('"input": 11894', '"input": 1' + "0" * 4999), encoding="utf-8")
+    result = imported(tmp_path / "v", "gemini", path)
+    assert counts(result) == (1, 1, 1, 1)
+    assert [e.split(": ", 1)[1] for e in result["errors"]] == [
+        "message 2: tokens.input is an integer of 5000 digits; the count is left out"]
+    [turn] = turns(tmp_path / "v")
+    # test_legacy_gemini_chat_…'s counts without the first answer's input (11894 - 7900 cached)
+    assert turn["tokens"] == {"input": 36522 - 3994, "cacheRead": 39826, "output": 9325, "reasoning": 11616}
+    chat = tmp_path / "chats" / "session-y.jsonl"
+    chat.write_text(lines(
+        {"sessionId": "5e55a0a1-0000-4000-8000-00000000ge06", "projectHash": "ab" * 32},
+        {"id": "u1", "timestamp": "2026-01-05T09:01:00.000Z", "type": "user", "content": "first"}) +
+        '{"id": "g1", "timestamp": "2026-01-05T09:01:30.000Z", "type": "gemini", "content": "ok", '
+        '"tokens": {"input": 100, "output": 1' + "0" * 4999 + "}}\n" + lines(
+        {"id": "u2", "timestamp": "2026-01-05T09:02:00.000Z", "type": "user", "content": "second"}), encoding="utf-8")
+    result = imported(tmp_path / "v2", "gemini", chat)
+    assert counts(result) == (1, 1, 2, 1)
+    assert [e.split(": ", 1)[1] for e in result["errors"]] == [
+        "line 3: tokens.output is an integer of 5000 digits; the count is left out"]
+    assert [(t["body"], t.get("tokens")) for t in turns(tmp_path / "v2")] == [("first", {"input": 100}), ("second", None)]
+

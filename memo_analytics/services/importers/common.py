@@ -90,6 +90,20 @@ def other_format(first: object, own: str) -> str | None:
     return None if found is None else f"{found[1]}: import it with `memo import {found[0]}`"
 
 
+def json_kind(value: object) -> str:
+    """What a JSON value is, for a problem that names a field of the wrong type: ``"text"``,
+    ``"a number"``, ``"true or false"``, ``"null"``, ``"a list"`` or ``"an object"``."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if value is None:
+        return "null"
+    return "a list" if isinstance(value, list) else "an object"
+
+
 def project_of_folder(path: object) -> str | None:
     """The project a working folder the transcript names stands for, or None: where the folder
     is on this machine inside a git repository, that repository's project as a hook names it

@@ -64,8 +64,8 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, other_format
-from .lines import NOT_JSON, json_records, read_jsonl_lines
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, json_kind, other_format
+from .lines import NOT_JSON, parse_json_line, read_jsonl_lines
 
 SUFFIXES: tuple[str, ...] = (".json", ".jsonl")
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -77,6 +77,42 @@ _CONTINUATIONS = {"Please continue.", "System: Please continue."}
 _INJECTED = ("<session_context>", "<hook_context>", "<state_snapshot>")
 _LOCAL_COMMAND = ("/", "?")
 _NOT_JSON = object()
+
+
+class _LongInteger(float):
+    """An integer of more digits than Python reads (``sys.get_int_max_str_digits``, 4,300): kept
+    as an infinity (never a count, nor an instant) that knows its length, so that it costs only
+    itself and is said — not the whole chat."""
+
+    digits: int
+
+    def __new__(cls, text: str) -> "_LongInteger":
+        value = super().__new__(cls, "-inf" if text.startswith("-") else "inf")
+        value.digits = len(text.lstrip("-"))
+        return value
+
+    def __str__(self) -> str:
+        return f"an integer of {self.digits} digits"
+
+    __repr__ = __str__
+
+
+def _integer(text: str) -> int | _LongInteger:
+    try:
+        return int(text)
+    except ValueError:
+        return _LongInteger(text)
+
+
+def _loads(text: str) -> object:
+    """``text`` as JSON (an integer too long for Python as a :class:`_LongInteger`).
+
+    Raises
+    ------
+    ValueError, RecursionError
+        ``text`` is not JSON, or is nested too deep.
+    """
+    return json.loads(text, parse_int=_integer)
 
 
 def parts_text(value: object) -> str:
@@ -126,6 +162,37 @@ def human_text(message: dict) -> str | None:
     return text
 
 
+def malformed(message: dict) -> str | None:
+    """What makes a ``user`` message that holds no prompt malformed rather than empty, or None.
+
+    Parameters
+    ----------
+    message : dict
+        A ``user`` message record for which :func:`human_text` gave None.
+
+    Returns
+    -------
+    str | None
+        Its ``displayContent`` (when it has one, else its ``content``), a part of it or a part's
+        ``text`` of a type a ``PartListUnion`` never holds — ``content is a number, not text or
+        parts`` —; None for a message that is simply not a prompt (no text, a tool response,
+        injected context: see the module docstring).
+    """
+    display = message.get("displayContent")
+    name = "displayContent" if display not in (None, "", []) else "content"
+    value = message.get(name)
+    if value is None:
+        return None
+    parts = [(f"{name}[{number}]", part) for number, part in enumerate(value)] if isinstance(value, list) else [
+        (name, value)]
+    for label, part in parts:
+        if isinstance(part, dict) and "text" in part and not isinstance(part["text"], str):
+            return f"{label}.text is {json_kind(part['text'])}, not text"
+        if not isinstance(part, (str, dict)):
+            return f"{label} is {json_kind(part)}, not text or " + ("a part" if label != name else "parts")
+    return None
+
+
 def message_tokens(tokens: dict) -> dict[str, int]:
     """One ``gemini`` message's ``tokens`` in the keys of :class:`~.common.HumanPrompt`.
 
@@ -157,15 +224,19 @@ class _Message:
     record: dict
     at: datetime | None
     synthetic: bool = False
+    #: where the chat holds it (``line N``, ``message N``), for a problem found once all is read
+    where: str = ""
 
 
 @dataclass
 class _Chat:
     """What the records of one chat add up to, applied in file order; ``problems`` names
-    each record left out (``line N: reason``, ``message N: reason`` in a legacy document)."""
+    each record left out (``line N: reason``, ``message N: reason`` in a legacy document);
+    ``headless``: a chat header without a sessionId was read (the chat cannot be imported)."""
 
     zone: tzinfo | None
     session_id: str | None = None
+    headless: bool = False
     meta: dict = field(default_factory=dict)
     messages: dict[str, _Message] = field(default_factory=dict)
     activity: list[datetime] = field(default_factory=list)
@@ -203,12 +274,21 @@ class _Chat:
                         self.message(message, where, checkpoint=True)
             self.meta.update({k: v for k, v in patch.items() if k != "messages"})
             self.note(patch.get("lastUpdated"))
-        elif isinstance(record.get("sessionId"), str) and isinstance(record.get("projectHash"), str):
-            if self.session_id is None and record["sessionId"].strip():
-                self.session_id = record["sessionId"].strip()
+        elif isinstance(record.get("projectHash"), str):
+            session_id = record.get("sessionId")
+            if self.session_id is None:
+                if not isinstance(session_id, str) or not session_id.strip():
+                    kind = ("none" if "sessionId" not in record else
+                            "blank" if isinstance(session_id, str) else json_kind(session_id))
+                    self.problems.append(f"{where}: the chat has no sessionId ({kind}); the chat is left out")
+                    self.headless = True
+                    return
+                self.session_id = session_id.strip()
             self.meta.update({k: v for k, v in record.items() if k != "messages"})
             self.note(record.get("startTime"), record.get("lastUpdated"))
             messages = record.get("messages")
+            if messages is not None and not isinstance(messages, list):
+                self.problems.append(f"{where}: messages is {json_kind(messages)}, not a list")
             for number, message in enumerate(messages if isinstance(messages, list) else (), 1):
                 inner = f"message {number}" if where == "document" else where
                 if isinstance(message, dict) and isinstance(message.get("id"), str):
@@ -231,7 +311,7 @@ class _Chat:
                 self.note(*(item.get("timestamp") for item in record[key] if isinstance(item, dict)))
         known = self.messages.get(record["id"])
         synthetic = known.synthetic if known is not None else checkpoint
-        self.messages[record["id"]] = _Message(record, at, synthetic)  # a known id keeps its place
+        self.messages[record["id"]] = _Message(record, at, synthetic, where)  # a known id keeps its place
 
     def rewind(self, message_id: str) -> None:
         ids = list(self.messages)
@@ -257,8 +337,16 @@ def project_root_name(path: Path) -> str | None:
 
 def _from_lines(lines: list[tuple[int, str]], problems: list[str], options: ImportOptions) -> _Chat:
     chat = _Chat(zone=options.zone, problems=problems)
-    for number, record in json_records(lines):
-        chat.take(None if record is NOT_JSON else record, f"line {number}")
+    for number, line in lines:
+        if not line.strip():
+            continue
+        record = parse_json_line(line)
+        if record is NOT_JSON:  # or an integer too long for Python, which costs only itself
+            try:
+                record = _loads(line)
+            except (ValueError, RecursionError):
+                record = None
+        chat.take(record, f"line {number}")
     return chat
 
 
@@ -300,7 +388,7 @@ def _read(path: Path, options: ImportOptions) -> tuple[_Chat | None, object, boo
                 text = data.decode("utf-8-sig", errors="replace")
                 notes.append(f"byte 0x{data[exc.start]:02x} at offset {exc.start} is not UTF-8 "
                              "(replaced by U+FFFD; the rest of the chat is read)")
-            document = json.loads(text)
+            document = _loads(text)
         except RecursionError:
             document, broken = _NOT_JSON, "nested too deep to parse"
         except ValueError as exc:
@@ -308,11 +396,11 @@ def _read(path: Path, options: ImportOptions) -> tuple[_Chat | None, object, boo
         else:
             chat = _Chat(zone=options.zone, problems=notes)
             chat.take(document, "document")
-            if chat.session_id is not None:
+            if chat.session_id is not None or chat.headless:
                 return chat, None, False
     lines, problems, pending = read_jsonl_lines(path)
     chat = _from_lines(lines, problems, options)
-    if chat.session_id is not None:  # Gemini's loader needs sessionId and projectHash too
+    if chat.session_id is not None or chat.headless:  # Gemini's loader needs sessionId and projectHash too
         return chat, None, pending
     if path.suffix == ".jsonl":
         return None, _first_value(lines), pending
@@ -355,9 +443,13 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         At most one transcript (none without a human prompt, for a sub-agent's chat or
         Gemini's own ``logs.json`` and checkpoints; see the module docstring for what counts);
         ``activity`` holds every timestamp as aware UTC; each record left out (not JSON, not
-        a Gemini record, an unreadable ``timestamp``, a byte that is not UTF-8) is named in
-        ``problems`` and counted in ``skipped_lines``; ``recognised`` is False (with ``why``)
-        for a file that is not Gemini's at all.
+        a Gemini record, an unreadable ``timestamp``, a byte that is not UTF-8, a ``user``
+        message whose ``content`` or ``displayContent`` is of a type no part list has, see
+        :func:`malformed`), a ``messages`` that is not a list, a chat header without a
+        ``sessionId`` (then nothing is imported) and a token count too long for Python to read
+        (only that count is left out) are named in ``problems`` and counted in
+        ``skipped_lines``; ``recognised`` is False (with ``why``) for a file that is not
+        Gemini's at all.
 
     Raises
     ------
@@ -374,6 +466,8 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
                                                                           pending_lines=int(pending))
     if chat.meta.get("kind") == "subagent":
         return ParseResult()
+    if chat.session_id is None:  # a header without a sessionId: said in problems
+        return ParseResult(skipped_lines=len(chat.problems), problems=chat.problems, pending_lines=int(pending))
     transcript = Transcript(transcript_id=chat.session_id, source=SOURCE, path=path, ide="gemini", agent="gemini",
                             activity=chat.activity, project_hint=project_root_name(path))
     answering: HumanPrompt | None = None
@@ -384,13 +478,18 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
             if text:
                 answering = HumanPrompt(text, message.at)
                 transcript.prompts.append(answering)
+            elif (problem := malformed(record)) is not None:
+                chat.problems.append(f"{message.where}: {problem}")
         elif record.get("type") == "gemini":
             model = record.get("model").strip() if isinstance(record.get("model"), str) else None
             transcript.model = transcript.model or model or None
+            tokens = record.get("tokens") if isinstance(record.get("tokens"), dict) else {}
+            chat.problems.extend(f"{message.where}: tokens.{key} is {value}; the count is left out"
+                                 for key, value in tokens.items() if isinstance(value, _LongInteger))
             if answering is not None:
                 answering.model = answering.model or model or None
-                if isinstance(record.get("tokens"), dict):
-                    add_tokens(answering, message_tokens(record["tokens"]))
+                if tokens:
+                    add_tokens(answering, message_tokens(tokens))
     summary = chat.meta.get("summary")
     transcript.title = summary.strip() if isinstance(summary, str) and summary.strip() else None
     return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(chat.problems),
