@@ -505,3 +505,39 @@ def test_an_integer_too_long_for_python_costs_only_its_token_count(tmp_path, rea
         "line 3: tokens.output is an integer of 5000 digits; the count is left out"]
     assert [(t["body"], t.get("tokens")) for t in turns(tmp_path / "v2")] == [("first", {"input": 100}), ("second", None)]
 
+
+def test_a_copilot_message_of_the_wrong_type_is_named_and_the_other_turns_come_in(tmp_path):
+    """Found by a mutated session: a ``user.message`` whose ``data.content`` is a number was
+    dropped without a word. It is named (and so is a ``data.source`` that is not text); the other
+    prompts come in; autopilot's empty nudge stays unsaid (not a prompt, not malformed)."""
+    sid = "c0b11e7a-0000-4000-8000-000000000003"
+    events = tmp_path / "session-state" / sid / "events.jsonl"
+    events.parent.mkdir(parents=True)
+    events.write_text(lines(
+        copilot_event(1, "session.start", {"sessionId": sid}),
+        copilot_event(2, "user.message", {"content": "first"}),
+        copilot_event(3, "user.message", {"content": 42}),
+        copilot_event(4, "user.message", {"content": "from somewhere", "source": 7}),
+        copilot_event(5, "user.message", {"content": "", "transformedContent": "You have not yet marked the task"}),
+        copilot_event(6, "user.message", {"content": "second"})), encoding="utf-8")
+    result = imported(tmp_path / "v", "copilot", events)
+    assert counts(result) == (1, 1, 2, 2)
+    assert [e.split(": ", 1)[1] for e in result["errors"]] == [
+        "line 3: data.content is a number, not text", "line 4: data.source is a number, not text"]
+    assert [t["body"] for t in turns(tmp_path / "v")] == ["first", "second"]
+
+
+def test_a_copilot_start_time_that_cannot_be_read_is_quoted_with_its_field(tmp_path, realdata):
+    """Found by mutating the real session: a bad ``data.startTime`` was reported with the
+    envelope's valid ``timestamp``. The bad value is quoted and its field named; the prompt comes in."""
+    text = (realdata / COPILOT).read_text(encoding="utf-8")
+    first, rest = text.split("\n", 1)
+    start = json.loads(first)
+    start["data"]["startTime"] = "2026-13-45T99:99:99Z"
+    path = tmp_path / "events.jsonl"
+    path.write_text(json.dumps(start) + "\n" + rest, encoding="utf-8")
+    result = imported(tmp_path / "v", "copilot", path)
+    assert counts(result) == (1, 1, 1, 1)
+    assert [e.split(": ", 1)[1] for e in result["errors"]] == [
+        "line 1: unreadable or out-of-range data.startTime '2026-13-45T99:99:99Z' (a record's instant lies in 1970–9000)"]
+    assert [t["created"] for t in turns(tmp_path / "v")] == ["2026-04-23T17:11:16.238Z"]

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, other_format, project_of_folder
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, json_kind, other_format, project_of_folder
 from .lines import NOT_JSON
 from .resume import FoldReader, allow
 
@@ -79,6 +79,30 @@ def human_text(event: dict) -> str | None:
     return text or None
 
 
+def malformed(event: dict) -> str | None:
+    """What makes a ``user.message`` event that holds no prompt malformed rather than empty, or None.
+
+    Parameters
+    ----------
+    event : dict
+        A ``user.message`` event for which :func:`human_text` gave None.
+
+    Returns
+    -------
+    str | None
+        Its ``data.source`` or ``data.content`` of a type other than text — ``data.content is a
+        number, not text`` —; None for an event that is simply not a prompt (blank, or one the
+        module docstring lists).
+    """
+    data = event["data"]
+    if event.get("agentId") or data.get("isAutopilotContinuation") is True:
+        return None
+    for key in ("source", "content"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            return f"data.{key} is {json_kind(data[key])}, not text"
+    return None
+
+
 def _is_event(record: object) -> bool:
     """A Copilot event: a dotted ``type`` (``session.start``, ``user.message`` …) and a ``data`` object."""
     return (isinstance(record, dict) and isinstance(record.get("type"), str) and "." in record["type"]
@@ -110,7 +134,8 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         At most one transcript (none without a human prompt; see the module docstring for
         what counts); ``activity`` holds every timestamp as aware UTC; each line left out
         (not JSON, not of the event shape — a dotted ``type`` and a ``data`` object —, an
-        unreadable timestamp, a byte that is not UTF-8) is named in ``problems`` and counted
+        unreadable timestamp, a byte that is not UTF-8, a ``user.message`` whose
+        ``data.content`` or ``data.source`` is not text) is named in ``problems`` and counted
         in ``skipped_lines``; ``recognised`` is False (with ``why``) when no line is a
         Copilot event.
 
@@ -154,13 +179,15 @@ class _Fold:
                                                        "not a Copilot event (a dotted type and a data object)"))
             return
         kind, data = event["type"], event["data"]
-        try:
-            at = _stamp(event.get("timestamp"), options)
-            inner = _stamp(data.get("startTime") if kind == "session.start" else
-                           data.get("resumeTime") if kind == "session.resume" else None, options)
-        except InvalidDateError:
-            self.problems.append(f"line {number}: unreadable or out-of-range timestamp {str(event.get('timestamp'))[:40]!r} (a record's instant lies in 1970–9000)")
-            return
+        inner_key = "startTime" if kind == "session.start" else "resumeTime" if kind == "session.resume" else None
+        stamps: list[datetime | None] = []
+        for name, value in (("timestamp", event.get("timestamp")), (f"data.{inner_key}", data.get(inner_key))):
+            try:
+                stamps.append(_stamp(value, options))
+            except InvalidDateError:  # the value and the field it is in: the envelope's, or data's
+                self.problems.append(f"line {number}: unreadable or out-of-range {name} {str(value)[:40]!r} (a record's instant lies in 1970–9000)")
+                return
+        at, inner = stamps
         self.recognised += 1
         transcript, prompts = self.transcript, self.prompts
         event_id = event.get("id") if isinstance(event.get("id"), str) else None
@@ -193,6 +220,8 @@ class _Fold:
                     transcript.model = self.model
                 prompts.append((self.recognised, HumanPrompt(text, at, model=self.model)))
                 self.answered = False
+            elif (problem := malformed(event)) is not None:
+                self.problems.append(f"line {number}: {problem}")
         elif kind == "assistant.message" and prompts and not self.answered and not event.get("agentId"):
             self.answered = True  # the model that wrote the first answer, when the event names it
             prompts[-1][1].model = _text(data.get("model")) or prompts[-1][1].model
