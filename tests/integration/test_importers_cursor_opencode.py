@@ -224,6 +224,56 @@ def test_a_sqlite_file_that_is_not_cursors_is_refused(tmp_path):
     assert "junk.vscdb: not a cursor transcript (not a SQLite database (file is not a database))" in ran.stderr
 
 
+def small_cursor_db(path: Path, composers: dict[str, tuple[dict, dict[str, dict]]]) -> Path:
+    """A global ``state.vscdb`` of ``{composerId: (composerData, {bubbleId: bubble})}``."""
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE cursorDiskKV (key TEXT UNIQUE ON CONFLICT REPLACE, value BLOB)")
+    for composer_id, (composer, bubbles) in composers.items():
+        conn.execute("INSERT INTO cursorDiskKV VALUES (?, ?)", (f"composerData:{composer_id}", json.dumps(composer)))
+        conn.executemany("INSERT INTO cursorDiskKV VALUES (?, ?)",
+                         [(f"bubbleId:{composer_id}:{b}", json.dumps(bubble)) for b, bubble in bubbles.items()])
+    conn.commit()
+    conn.close()
+    return path
+
+
+def prompt_bubbles(*texts: object, **first) -> tuple[dict, dict[str, dict]]:
+    """A composer whose user bubbles ``u1``, ``u2`` … hold ``texts`` (one minute apart), an
+    answer after each; ``first`` changes the first bubble."""
+    headers, bubbles = [], {}
+    for number, text in enumerate(texts, 1):
+        headers += [{"bubbleId": f"u{number}", "type": 1}, {"bubbleId": f"a{number}", "type": 2}]
+        bubbles[f"u{number}"] = {"_v": 3, "type": 1, "text": text, "createdAt": f"2026-01-05T09:0{number}:00.000Z"}
+        bubbles[f"a{number}"] = {"_v": 3, "type": 2, "text": "Done"}
+    bubbles["u1"].update(first)
+    return {"_v": 10, "fullConversationHeadersOnly": headers}, bubbles
+
+
+def test_a_cursor_bubble_or_composer_of_the_wrong_type_is_named_and_the_other_turns_come_in(tmp_path):
+    """Found by mutating a database: a user bubble whose ``text`` is a number, and a composer
+    whose ``fullConversationHeadersOnly`` is not a list, were dropped without a word; a bubble
+    with a ``createdAt`` beyond 9000 was said to have no row. Each is named once, as what it is;
+    the other prompts come in. A bubble without ``type`` is the person's when its header says so."""
+    db = small_cursor_db(tmp_path / "state.vscdb", {
+        "c1": prompt_bubbles(12345, "second"),
+        "c2": ({"_v": 10, "fullConversationHeadersOnly": "x"}, prompt_bubbles("lost")[1]),
+        "c3": prompt_bubbles("far future", "third", createdAt=10**16),
+        "c4": prompt_bubbles("typeless", type=None),
+        "c5": prompt_bubbles({"rich": True}, "fourth", richText=[]),
+    })
+    result = imported(tmp_path / "v", "cursor", db)
+    assert counts(result) == (1, 4, 4, 4)
+    assert [e.split("state.vscdb: ", 1)[1] for e in result["errors"]] == [
+        "row bubbleId:c3:u1: unreadable or out-of-range createdAt '10000000000000000' "
+        "(a record's instant lies in 1970–9000); the bubble is left out",
+        "composer c1: user bubble u1: text is a number, not text; its prompt is left out",
+        "row composerData:c2: fullConversationHeadersOnly is text, not a list; the conversation is left out",
+        "composer c5: user bubble u1: text is an object, not text; its prompt is left out"]
+    assert sorted(t["body"] for t in turns(tmp_path / "v")) == ["fourth", "second", "third", "typeless"]
+    assert counts(imported(tmp_path / "v", "cursor", small_cursor_db(tmp_path / "empty.vscdb", {
+        "c6": prompt_bubbles("", "fifth", richText=lexical())}))) == (1, 1, 1, 0)  # empty: not a problem
+
+
 # ---------------------------------------------------------------- Cursor "Export Chat" Markdown
 
 EXPORT = """# Fix the cart total

@@ -48,9 +48,11 @@ the transcript's is ``modelConfig.modelName``, else the first prompt's. ``projec
 the folder name of the first bubble's ``workspaceUris`` entry, else of the composer's
 ``workspaceIdentifier.uri``, else None. ``title``: ``name``.
 
-Each row that is not JSON (or not an object), a bubble with an unreadable ``createdAt``
-(left out) and a user bubble the headers name but the database lacks are named in
-``problems``. A SQLite file without ``cursorDiskKV`` is not Cursor's; a workspace
+Each row that is not JSON (or not an object), a bubble with an unreadable or out-of-range
+``createdAt`` (left out), a user bubble the headers name but the database lacks, a user
+bubble without text whose ``text`` or ``richText`` is not text, a
+``fullConversationHeadersOnly`` or ``conversation`` that is not a list and an entry of
+either that is not a bubble are named in ``problems``. A SQLite file without ``cursorDiskKV`` is not Cursor's; a workspace
 ``state.vscdb`` (whose ``cursorDiskKV`` is empty) yields nothing.
 
 ``.md`` files are read as Cursor's "Export Chat" Markdown by :mod:`.cursor_export`.
@@ -64,9 +66,9 @@ from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ...domain.clock import parse_record_instant
+from ...domain.clock import EARLIEST_RECORD, LATEST_RECORD, parse_record_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, project_of_folder
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, json_kind, project_of_folder
 from .cursor_export import parse_export
 
 SUFFIXES: tuple[str, ...] = (".vscdb", ".md")
@@ -89,15 +91,18 @@ def instant(value: object, zone: tzinfo | None) -> datetime | None:
     Raises
     ------
     InvalidDateError
-        A string that is not ISO 8601, or a number out of range.
+        A string that is not ISO 8601, or an instant outside 1970 … 9000 (as every record's).
     """
     if value is None or value == "":
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
-            return datetime.fromtimestamp(value / 1000 if abs(value) > 1e11 else value, tz=timezone.utc)
+            at = datetime.fromtimestamp(value / 1000 if abs(value) > 1e11 else value, tz=timezone.utc)
         except (OverflowError, OSError, ValueError):
             raise InvalidDateError("createdAt", value) from None
+        if not EARLIEST_RECORD <= at < LATEST_RECORD:
+            raise InvalidDateError("createdAt", value)
+        return at
     return parse_record_instant(value, "createdAt", zone)
 
 
@@ -150,6 +155,9 @@ class _Bubble:
     tokens: dict[str, int]
     model: str | None
     folder: str | None
+    #: why a bubble that may be the person's has no text although it has a ``text`` or
+    #: ``richText`` (of the wrong type); None when it is simply empty
+    malformed: str | None = None
 
 
 def _bubble(record: dict, zone: tzinfo | None) -> _Bubble:
@@ -165,10 +173,12 @@ def _bubble(record: dict, zone: tzinfo | None) -> _Bubble:
             except InvalidDateError:
                 pass
     kind = record.get("type") if isinstance(record.get("type"), int) else None
-    text = ""
-    if kind == _USER:
+    text, malformed = "", None
+    if kind in (_USER, None):  # a bubble without a type is the person's when its header says so
         text = record.get("text") if isinstance(record.get("text"), str) else ""
         text = (text.strip() or rich_text(record.get("richText"))).replace("\x00", "").strip()
+        malformed = None if text else next((f"{key} is {json_kind(record[key])}, not text" for key in ("text", "richText")
+                                            if record.get(key) is not None and not isinstance(record[key], str)), None)
     counts = record.get("tokenCount")
     tokens = {}
     if isinstance(counts, dict):
@@ -179,7 +189,7 @@ def _bubble(record: dict, zone: tzinfo | None) -> _Bubble:
     uris = record.get("workspaceUris")
     folder = next((f for f in map(_uri_folder, uris) if f), None) if isinstance(uris, list) else None
     return _Bubble(kind, text, at, stamps, tokens if any(tokens.values()) else {}, _model(record.get("modelInfo")),
-                   folder)
+                   folder, malformed)
 
 
 @dataclass
@@ -190,13 +200,15 @@ class _Database:
     composers: dict[str, dict] = field(default_factory=dict)
     bubbles: dict[tuple[str, str], _Bubble] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    #: the bubbles whose row is left out, already named in ``problems`` (not "missing" again)
+    left_out: set[tuple[str, str]] = field(default_factory=set)
 
     def take(self, key: str, value: object) -> None:
         if isinstance(value, bytes):
             try:
                 value = value.decode("utf-8")
             except UnicodeDecodeError:
-                self.problems.append(f"row {key[:120]}: not UTF-8 text")
+                self.row_problem(key, "not UTF-8 text")
                 return
         try:
             record = json.loads(value) if isinstance(value, str) else None
@@ -204,7 +216,7 @@ class _Database:
         except (ValueError, RecursionError):
             record, problem = None, "not JSON"
         if not isinstance(record, dict):
-            self.problems.append(f"row {key[:120]}: {problem}")
+            self.row_problem(key, problem)
             return
         if key.startswith("composerData:"):
             self.composers[key.removeprefix("composerData:")] = {k: record[k] for k in _COMPOSER_KEYS if k in record}
@@ -213,8 +225,14 @@ class _Database:
         try:
             self.bubbles[(composer, bubble)] = _bubble(record, self.zone)
         except InvalidDateError:
-            self.problems.append(f"row {key[:120]}: unreadable createdAt {str(record.get('createdAt'))[:40]!r}; "
-                                 "the bubble is left out")
+            self.row_problem(key, f"unreadable or out-of-range createdAt {str(record.get('createdAt'))[:40]!r} "
+                                  "(a record's instant lies in 1970–9000); the bubble is left out")
+
+    def row_problem(self, key: str, problem: str) -> None:
+        self.problems.append(f"row {key[:120]}: {problem}")
+        if key.startswith("bubbleId:"):
+            composer, _, bubble = key.removeprefix("bubbleId:").partition(":")
+            self.left_out.add((composer, bubble))
 
 
 def _is_copy(composer_id: str, composer: dict) -> bool:
@@ -225,15 +243,28 @@ def _is_copy(composer_id: str, composer: dict) -> bool:
 
 def _conversation(composer_id: str, composer: dict, db: _Database) -> list[tuple[str, int | None, _Bubble | None]]:
     """``(bubble id, header type, bubble)`` in turn order (bubble None: its row is missing)."""
+    where = f"row composerData:{composer_id}"
     headers = composer.get("fullConversationHeadersOnly")
     if isinstance(headers, list) and headers:
-        return [(h["bubbleId"], h.get("type") if isinstance(h.get("type"), int) else None,
-                 db.bubbles.get((composer_id, h["bubbleId"])))
-                for h in headers if isinstance(h, dict) and isinstance(h.get("bubbleId"), str)]
+        found = []
+        for number, header in enumerate(headers, 1):
+            if isinstance(header, dict) and isinstance(header.get("bubbleId"), str):
+                found.append((header["bubbleId"], header.get("type") if isinstance(header.get("type"), int) else None,
+                              db.bubbles.get((composer_id, header["bubbleId"]))))
+            else:
+                db.problems.append(f"{where}: fullConversationHeadersOnly entry {number} is not a header with a "
+                                   "bubbleId; its bubble is left out")
+        return found
     inline = composer.get("conversation")
+    for key, value in (("fullConversationHeadersOnly", headers), ("conversation", inline)):
+        if value is not None and not isinstance(value, list):
+            db.problems.append(f"{where}: {key} is {json_kind(value)}, not a list; the conversation is left out")
+            return []
     found = []
-    for number, record in enumerate(inline if isinstance(inline, list) else (), 1):
+    for number, record in enumerate(inline or (), 1):
         if not isinstance(record, dict):
+            db.problems.append(f"{where}: conversation entry {number} is {json_kind(record)}, not a bubble; "
+                               "it is left out")
             continue
         try:
             found.append((str(record.get("bubbleId") or number), None, _bubble(record, db.zone)))
@@ -250,7 +281,7 @@ def _transcript(composer_id: str, composer: dict, db: _Database, path: Path) -> 
     timed = False
     for bubble_id, header_type, bubble in _conversation(composer_id, composer, db):
         if bubble is None:
-            if header_type == _USER:
+            if header_type == _USER and (composer_id, bubble_id) not in db.left_out:
                 db.problems.append(f"composer {composer_id}: user bubble {bubble_id} has no bubbleId row; "
                                    "its prompt is left out")
             continue
@@ -258,6 +289,9 @@ def _transcript(composer_id: str, composer: dict, db: _Database, path: Path) -> 
         timed = timed or bool(bubble.stamps)
         transcript.project_hint = transcript.project_hint or bubble.folder
         kind = bubble.kind if bubble.kind is not None else header_type
+        if kind == _USER and not bubble.text and bubble.malformed:
+            db.problems.append(f"composer {composer_id}: user bubble {bubble_id}: {bubble.malformed}; "
+                               "its prompt is left out")
         if kind == _USER and bubble.text:
             answering = HumanPrompt(bubble.text, bubble.at, model=bubble.model)
             transcript.prompts.append(answering)
