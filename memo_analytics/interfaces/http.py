@@ -18,6 +18,7 @@ import hmac
 import json
 import re
 import urllib.parse
+from contextlib import nullcontext
 from typing import Any, Callable
 
 import tornado.ioloop
@@ -102,9 +103,16 @@ class ApiHandler(tornado.web.RequestHandler):
 
     params: tuple[str, ...] = ()
 
-    def initialize(self, runtime: Runtime, token: str | None) -> None:
+    def initialize(self, runtime: Runtime, token: str | None, confined: bool = False) -> None:
         self.runtime = runtime
         self.token = token
+        self.confined = confined  # bound off loopback: callers are other machines' people
+
+    def callers_own(self) -> Any:
+        """Around a write a caller asked for: off loopback, whose work it is the caller says
+        (``owner``), never this machine's git identity (:func:`~memo_analytics.services.store.remote_caller`);
+        on loopback the caller is this machine's person."""
+        return remote_caller() if self.confined else nullcontext()
 
     def set_default_headers(self) -> None:
         self.set_header("X-Content-Type-Options", "nosniff")
@@ -426,7 +434,7 @@ class ActionHandler(ApiHandler):
             if "project" in data and "projectId" not in data:  # the HTTP name of the field, as on every route
                 data["projectId"] = data.pop("project")
             arguments = PromptToolInput.model_validate({**data, "action": action})
-            with remote_caller():  # whose work it is, the caller says (owner), never this machine's identity
+            with self.callers_own():
                 return call_tool(self.store, arguments)
 
         await self.run(work)
@@ -457,7 +465,7 @@ class HookEventHandler(ApiHandler):
             # repository a rule would be promoted into, its instruction files, its git branch)
             event.cwd = event.transcript_path = None
             owner = clean_text(data["owner"], "owner") if isinstance(data.get("owner"), str) else None
-            with remote_caller():  # the laptop's person (owner), never this machine's identity
+            with self.callers_own():  # the laptop's person (owner)
                 return {"outcome": apply_event(self.store, event, capture_id, project, owner=owner)}
 
         await self.run(work)
@@ -515,9 +523,10 @@ class NotFoundHandler(ApiHandler):
         raise tornado.web.Finish()
 
 
-def api_patterns(runtime: Runtime, token: str | None) -> list[tuple[str, type, dict[str, Any]]]:
-    """The Tornado routes of the API, for ``extra_patterns`` of the Panel server."""
-    args = {"runtime": runtime, "token": token}
+def api_patterns(runtime: Runtime, token: str | None, confined: bool = False) -> list[tuple[str, type, dict[str, Any]]]:
+    """The Tornado routes of the API, for ``extra_patterns`` of the Panel server; ``confined``:
+    bound off loopback (other machines call it)."""
+    args = {"runtime": runtime, "token": token, "confined": confined}
     return [
         (r"/api/health", HealthHandler, args),
         (r"/api/prompts", PromptsHandler, args),

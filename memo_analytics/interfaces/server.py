@@ -47,7 +47,7 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     install_log_redaction()
     server = pn.serve(
         {"/": lambda: create_app(store)}, port=port, address=host, websocket_origin=origins, show=False,
-        start=start, title="memo", extra_patterns=api_patterns(runtime, token),
+        start=start, title="memo", extra_patterns=api_patterns(runtime, token, confined=not is_loopback(host)),
         basic_auth=token if token else None, cookie_secret=token if token else None, threaded=False,
         http_server_kwargs={"max_body_size": MAX_REQUEST_BYTES, "idle_connection_timeout": IDLE_CONNECTION_SECONDS,
                             "body_timeout": IDLE_CONNECTION_SECONDS},

@@ -96,8 +96,8 @@ _REMOTE_CALLER: ContextVar[bool] = ContextVar("memo_remote_caller", default=Fals
 
 @contextmanager
 def remote_caller() -> Iterator[None]:
-    """Inside: the call came from another machine (the HTTP API's actions and hook events, the
-    MCP endpoint off loopback). :func:`git_identity` answers None there — this machine's git
+    """Inside: the call came from another machine (the HTTP API's actions and hook events and
+    the MCP endpoint, each bound off loopback). :func:`git_identity` answers None there — this machine's git
     identity is the daemon's, not the caller's, and a team vault would bill every caller's
     sessions that sent no ``owner`` as one person's."""
     token = _REMOTE_CALLER.set(True)

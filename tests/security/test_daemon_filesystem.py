@@ -220,3 +220,20 @@ def test_in_remote_mode_an_export_with_output_is_written_on_the_callers_machine(
     error, text = asyncio.run(call(output=str(target), cwd=str(repo)))
     assert error and "already exists" in text
     assert not (tmp_path / "no-local-vault").exists()
+
+
+def test_a_call_to_a_daemon_off_loopback_that_names_nobody_leaves_the_owner_unknown(hosts):
+    """`POST /api/actions/session_start` without `owner` got the daemon machine's own git
+    identity: every such caller's sessions one person's (billed once beside each other). A
+    daemon other machines call never puts its identity on their sessions; on loopback the
+    caller is this machine's person (the parity of CLI, MCP and HTTP holds there)."""
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{hosts['server'].base}/api/actions/session_start", method="POST",
+        data=json.dumps({"sessionId": "scripted", "projectId": "web"}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status == 200
+    meta = (hosts["vault"] / "projects" / "web" / "sessions" / "session-scripted.md").read_text()
+    assert "owner:" not in meta or "owner: null" in meta, meta
