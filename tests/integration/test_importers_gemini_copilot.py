@@ -539,5 +539,9 @@ def test_a_copilot_start_time_that_cannot_be_read_is_quoted_with_its_field(tmp_p
     result = imported(tmp_path / "v", "copilot", path)
     assert counts(result) == (1, 1, 1, 1)
     assert [e.split(": ", 1)[1] for e in result["errors"]] == [
-        "line 1: unreadable or out-of-range data.startTime '2026-13-45T99:99:99Z' (a record's instant lies in 1970–9000)"]
-    assert [t["created"] for t in turns(tmp_path / "v")] == ["2026-04-23T17:11:16.238Z"]
+        "line 1: unreadable or out-of-range data.startTime '2026-13-45T99:99:99Z' (a record's instant lies in "
+        "1970–9000); the rest of the event is read"]
+    [turn] = turns(tmp_path / "v")
+    assert turn["created"] == "2026-04-23T17:11:16.238Z"
+    # the session is the one session.start names (its id, not the file's folder), with its project
+    assert turn["sessionId"] == f"copilot-{start['data']['sessionId']}-1"

@@ -185,8 +185,14 @@ class _Fold:
             try:
                 stamps.append(_stamp(value, options))
             except InvalidDateError:  # the value and the field it is in: the envelope's, or data's
-                self.problems.append(f"line {number}: unreadable or out-of-range {name} {str(value)[:40]!r} (a record's instant lies in 1970–9000)")
-                return
+                if name == "timestamp":
+                    self.problems.append(f"line {number}: unreadable or out-of-range {name} {str(value)[:40]!r} "
+                                         f"(a record's instant lies in 1970–9000)")
+                    return
+                # the session's id, model and project still count: only that instant is left out
+                self.problems.append(f"line {number}: unreadable or out-of-range {name} {str(value)[:40]!r} (a "
+                                     f"record's instant lies in 1970–9000); the rest of the event is read")
+                stamps.append(None)
         at, inner = stamps
         self.recognised += 1
         transcript, prompts = self.transcript, self.prompts
