@@ -274,3 +274,17 @@ def test_promote_refuses_nothing_to_promote_and_cross_project_scope(store, repo)
         derive_rules(store, DeriveRulesRequest(cwd=str(repo), cross_project=True, promote="CLAUDE.md"))
     assert not (repo / "CLAUDE.md").exists()
     assert derive_rules(store, DeriveRulesRequest(project="web"))["confident"] == 1
+
+
+def test_rules_printed_in_a_format_are_alone_on_stdout_a_cursor_rule_whole(tmp_path):
+    """`memo report rules --all --format cursor > rules.mdc` wrote the candidates' table into the
+    file as well, and no front matter: stdout is the rules alone, what memo says is on stderr."""
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "web", "--body", "Never commit directly to main, open a PR.", vault=vault)
+    ran = memo("report", "rules", "--all", "--format", "cursor", "--save-traps", vault=vault)
+    assert ran.stdout.startswith("---\ndescription: Rules derived by memo") and "alwaysApply: true" in ran.stdout
+    assert "- Never commit directly to main, open a PR." in ran.stdout
+    assert "candidate" not in ran.stdout and "confidence" not in ran.stdout and "saved" not in ran.stdout
+    assert "1 rule candidate; the rules as cursor on stdout" in ran.stderr and "saved 1 traps" in ran.stderr
+    plain = memo("report", "rules", "--all", "--format", "claude", vault=vault).stdout
+    assert plain.startswith("## Rules derived from your prompts")

@@ -12,9 +12,9 @@ from rich.table import Table
 
 from ...services.requests import DeriveRulesRequest
 from ...services.rules import TRAP_THRESHOLD, derive_rules
-from ...services.rules.formats import FORMATS
+from ...services.rules.formats import CURSOR_FRONT_MATTER, FORMATS
 from ...vault.io import output_target
-from .common import _build, _check_scope, _emit, _safe, _scope_line, _short, out, report_app, state
+from .common import _build, _check_scope, _emit, _safe, _scope_line, _short, err, out, report_app, state
 
 
 @report_app.command("rules")
@@ -52,10 +52,16 @@ def report_rules(
         result = {**result, "review": str(written)}
 
     def human(r: dict[str, Any]) -> None:
+        # with --format, stdout is the rules alone (`> .cursor/rules/derived.mdc` makes a whole file);
+        # what memo says about them goes to stderr
+        said = err if "formatted" in r else out
+        candidates = f"{r['total']} rule candidate{'s' if r['total'] != 1 else ''}"
         if "review" in r:  # the candidates are in the report written: one line says where
-            out.print(_safe(f"wrote {r['review']}: {r['total']} rule candidate{'s' if r['total'] != 1 else ''}"))
+            said.print(_safe(f"wrote {r['review']}: {candidates}"))
+        elif "formatted" in r:
+            said.print(f"{candidates}; the rules as {fmt} on stdout")
         else:
-            table = Table(title=f"{r['total']} rule candidate{'s' if r['total'] != 1 else ''}")
+            table = Table(title=candidates)
             for column in ("confidence", "category", "times", "rule"):
                 table.add_column(column, overflow="fold")
             for item in r["items"]:
@@ -63,11 +69,11 @@ def report_rules(
                               _short(item["text"], 90))
             out.print(table)
         if "formatted" in r:
-            sys.stdout.write(_safe(r["formatted"]))
+            sys.stdout.write(_safe((CURSOR_FRONT_MATTER + "\n" if fmt == "cursor" else "") + r["formatted"]))
         if "savedTraps" in r:
-            out.print(f"saved {len(r['savedTraps'])} traps")
+            said.print(f"saved {len(r['savedTraps'])} traps")
         if "promoted" in r:
-            out.print(_safe(f"promoted {r['promoted']['rules']} rules into {r['promoted']['path']}"))
+            said.print(_safe(f"promoted {r['promoted']['rules']} rules into {r['promoted']['path']}"))
 
     _emit(result, human)
 
