@@ -410,3 +410,27 @@ def test_session_and_prompt_lines_show_times_in_the_configured_zone(tmp_path):
          "2026-11-02T08:10:00Z", vault=vault, env=env)
     listed = memo("prompt", "list", "--all", vault=vault, env=env).stdout
     assert "created (Europe/Berlin)" in listed and "2026-11-02 09:10" in listed
+
+
+def test_ids_in_listings_are_never_broken_across_lines(tmp_path, monkeypatch):
+    """Imported ids (`prompt-specstory-<uuid>-1-t1`, 60–80 characters) were folded inside their
+    cell, so the id `memo prompt get` needs could not be copied. On a console where the whole id
+    fits beside the other columns it is one line of the table; on a narrower one each row is its
+    id on a line of its own, then the rest."""
+    from memo_analytics.interfaces.cli import common
+
+    vault = tmp_path / "v"
+    long_id = "specstory-887aca16-4688-482f-b016-492617e56372-3"
+    memo("session", "start", long_id, "--project", "web", vault=vault)
+    memo("prompt", "record", "--session-id", long_id, "--project", "web", "--body", "Make the redirect work " * 8,
+         vault=vault)
+    wide = memo("prompt", "search", "redirect", "--all", vault=vault).stdout
+    assert f"prompt-{long_id}-t1" in wide and "┃" in wide  # a table, the id whole on its line
+    sessions = memo("session", "show", "--all", vault=vault).stdout
+    assert long_id in sessions
+    monkeypatch.setattr(common.out, "_width", 90)
+    narrow = memo("prompt", "search", "redirect", "--all", vault=vault).stdout
+    lines = narrow.splitlines()
+    assert f"prompt-{long_id}-t1" in lines and "┃" not in narrow
+    following = lines[lines.index(f"prompt-{long_id}-t1") + 1]
+    assert following.startswith("  ") and " · web · " in following and "Make the redirect work" in following

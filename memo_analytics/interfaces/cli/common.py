@@ -278,6 +278,35 @@ def _short(text: str | None, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+#: Columns beside the id a listing needs at least (times, project, a few words); below, it is a list.
+_BESIDE_ID = 64
+
+
+def print_listing(title: str, columns: tuple[str, ...], id_column: str, rows: list[tuple[str, ...]]) -> None:
+    """A listing whose ``id_column`` holds ids a person copies into the next command (`memo
+    prompt get ID`): a table where the ids fit whole on one line; on a console too narrow for
+    that, each row as its id on a line of its own and the other cells on the next (an id
+    folded inside a cell could not be copied)."""
+    from rich.table import Table
+
+    at = columns.index(id_column)
+    widest = max((len(row[at]) for row in rows), default=0)
+    if out.width >= widest + _BESIDE_ID:
+        table = Table(title=title)
+        for column in columns:
+            if column == id_column:
+                table.add_column(column, no_wrap=True, overflow="ignore", min_width=max(widest, len(column)))
+            else:
+                table.add_column(column, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        out.print(table)
+        return
+    out.print(title)
+    for row in rows:
+        out.print(row[at], soft_wrap=True, highlight=False)
+        out.print("  " + " · ".join(cell for n, cell in enumerate(row) if n != at and cell), highlight=False)
+
 
 #: How often a progress bar is redrawn at most.
 _REDRAW_SECONDS = 0.1

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
-from rich.table import Table
 
 from ...config import MAX_BODY_BYTES
 from ...domain.errors import MemoError
 from ...services import prompts as prompt_service
 from ...services.requests import ListRequest, RecordPromptRequest
 from .common import (
+    print_listing,
     _build,
     _check_scope,
     _emit,
@@ -98,14 +98,10 @@ def _print_page(page: dict[str, Any], request: ListRequest) -> None:
     if not page["items"]:
         out.print(f"No prompts match. {scope}")
         return
-    table = Table(title=f"{page['total']} prompts (showing {page['offset'] + 1}–{page['offset'] + len(page['items'])})"
-                        f" · {scope}")
-    for column in (f"created ({_zone_label()})", "project", "id", "ide", "prompt"):
-        table.add_column(column, overflow="fold")
-    for item in page["items"]:
-        table.add_row(_local(item["created"]), item["project"], item["id"], item.get("ide") or "",
-                      _short(item.get("body"), 60))
-    out.print(table)
+    print_listing(f"{page['total']} prompts (showing {page['offset'] + 1}–{page['offset'] + len(page['items'])})"
+                  f" · {scope}", (f"created ({_zone_label()})", "project", "id", "ide", "prompt"), "id",
+                  [(_local(item["created"]), item["project"], item["id"], item.get("ide") or "",
+                    _short(item.get("body"), 60)) for item in page["items"]])
     if page["hasMore"]:
         out.print(f"more: --offset {page['offset'] + page['limit']}")
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, List, Optional
 
 import typer
-from rich.table import Table
 
 from ...domain.errors import MemoError
 from ...services import prompts as prompt_service
@@ -24,6 +23,7 @@ from ...services.requests import (
     StartSessionRequest,
 )
 from .common import (
+    print_listing,
     _build,
     _check_scope,
     _emit,
@@ -232,15 +232,13 @@ def session_show(
             if r["hasMore"]:
                 out.print(f"more: --offset {r['offset'] + r['limit']}")
             return
-        table = Table(title=f"{r['total']} sessions")
-        for column in (f"start ({_zone_label()})", "project", "session", "client", "status", "minutes", "summary"):
-            table.add_column(column, overflow="fold")
-        for item in r["items"]:
-            table.add_row(_local(item["startTime"]), item["project"], item["sessionId"],
-                          _short(item.get("client") or "internal", 20), item["status"],
-                          "" if item.get("durationMinutes") is None else str(item["durationMinutes"]),
-                          _short(item.get("summary"), 40))
-        out.print(table)
+        print_listing(f"{r['total']} sessions",
+                      (f"start ({_zone_label()})", "project", "session", "client", "status", "minutes", "summary"),
+                      "session",
+                      [(_local(item["startTime"]), item["project"], item["sessionId"],
+                        _short(item.get("client") or "internal", 20), item["status"],
+                        "" if item.get("durationMinutes") is None else str(item["durationMinutes"]),
+                        _short(item.get("summary"), 40)) for item in r["items"]])
 
     _emit(result, human)
 
