@@ -51,7 +51,7 @@ def vocabulary(rng: random.Random, size: int = 3000) -> tuple[list[str], list[fl
     weights = [1.0 / (rank + 1) for rank in range(size)]
     return words, weights
 CLIENTS = ["Acme Corp", "Globex", "Initech", None]
-IDES = ["cursor", "claude-code", "codex", "vscode", "gemini-cli"]
+IDES = ["cursor", "claude-code", "codex", "vscode", "gemini"]
 
 
 def generate(store: VaultStore, sessions: int, turns: int, projects: int, seed: int = 7) -> None:

@@ -26,7 +26,7 @@ _PROJECTS = [
     ("acme-api", "Acme Corp", True, "claude-code", "claude-opus-4-1", "claude-code"),
     ("globex-etl", "Globex", True, "codex", "gpt-5-codex", "codex"),
     ("initech-mobile", "Initech", True, "vscode", "gpt-4.1", "copilot"),
-    ("internal-tools", None, False, "gemini-cli", "gemini-2.5-pro", "gemini-cli"),
+    ("internal-tools", None, False, "gemini", "gemini-2.5-pro", "gemini"),
 ]
 
 _ASKS = [

@@ -827,7 +827,7 @@ def _supersede(store: VaultStore, rows: list, by: list[str]) -> int:
 
 #: The agent a SpecStory export names in its session comment → the importer of that agent's own
 #: transcript of the same session (its id is the export's ``transcript_id``).
-NATIVE_SOURCES = {"claude-code": "claude-code", "codex": "codex", "gemini-cli": "gemini", "cursor": "cursor"}
+NATIVE_SOURCES = {"claude-code": "claude-code", "codex": "codex", "gemini": "gemini", "cursor": "cursor"}
 #: Importers of exports that copy another agent's transcript.
 EXPORT_SOURCES = ("specstory",)
 

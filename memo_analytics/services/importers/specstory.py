@@ -25,7 +25,7 @@ User turn with the same text and stamp as an earlier one is that turn printed ag
 output cut off inside a nested block escapes the bracket matching). Every stamp seen (session comment, title, headers) is
 activity. transcript_id is the session uuid of the comment, else the file stem, so the
 same session saved under several names imports once. ``ide``/``agent``: ``cursor`` for
-the Cursor dialects, else ``claude-code``, ``codex`` or ``gemini-cli`` from the comment;
+the Cursor dialects, else ``claude-code``, ``codex`` or ``gemini`` from the comment;
 ``model`` from the first agent header that names one (Cursor's ``default`` is not a
 model). project_hint: the folder that contains ``.specstory``.
 
@@ -64,7 +64,7 @@ _STAMP_AT_END = re.compile(rf"(?:^|\s)(?P<stamp>{_STAMP})$")
 _SESSION_COMMENT = re.compile(r"^<!--\s*(?P<agent>.*?)\s+Session\s+(?P<id>[A-Za-z0-9._-]+)\s*(?:\((?P<stamp>[^)]*)\))?\s*-->")
 _TITLE = re.compile(rf"^#\s+(?P<title>.*?)\s*(?:\((?P<stamp>{_STAMP})\))?\s*$")
 _NOT_MODELS = {"default", "auto"}
-_IDES = (("cursor", "cursor"), ("claude", "claude-code"), ("codex", "codex"), ("gemini", "gemini-cli"))
+_IDES = (("cursor", "cursor"), ("claude", "claude-code"), ("codex", "codex"), ("gemini", "gemini"))
 
 
 def _split_arg(arg: str | None, options: ImportOptions) -> tuple[datetime | None, str | None]:

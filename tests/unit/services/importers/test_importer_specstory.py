@@ -219,7 +219,7 @@ def test_cli_v2_agent_names_map_to_ides(tmp_path):
         text = f"<!-- {agent} Session 019c7bc4-ca0e-7bc1-bf3d-a00a272ba23{number} (2026-01-05 09:30:00Z) -->\n" + body
         [transcript] = specstory.parse(history(folder, text), ImportOptions()).transcripts
         found[agent] = (transcript.ide, transcript.model)
-    assert found == {"Codex CLI": ("codex", None), "Gemini CLI": ("gemini-cli", None),
+    assert found == {"Codex CLI": ("codex", None), "Gemini CLI": ("gemini", None),
                      "Cursor IDE": ("cursor", None), "Claude Code": ("claude-code", None)}
 
 
