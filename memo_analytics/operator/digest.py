@@ -198,15 +198,20 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         if float(trap.get("confidence") or 0) < 0.8:
             continue
         since = from_iso(trap.get("updated") or trap["created"])
+        command = f"memo report rules --project {_q(trap['project'])} --promote CLAUDE.md"
+        # promotion writes into the project's repository: proposed only where this machine knows it
+        known = trap.get("_repository", True)
         items.append((Item("rule_ready", KIND_LANE["rule_ready"], trap["id"], trap["project"],
                           "your review and promotion", f"said {trap.get('occurrences', 1)}× "
                           f"(confidence {float(trap.get('confidence') or 0):.2f}): "
                           f"{(trap.get('summary') or '')[:80]}", _age(since, now), 0,
-                          f"memo report rules --project {_q(trap['project'])} --promote CLAUDE.md",
-                          to_iso(since), fingerprint(trap["id"], trap.get("updated"), trap.get("status")),
+                          command if known else f"in a checkout of {trap['project']}'s repository: {command} "
+                          "(memo knows no repository of it on this machine)",
+                          to_iso(since), fingerprint(trap["id"], trap.get("updated"), trap.get("status"), known),
                           {"actionClass": "promote_rule", "params": {"trapId": trap["id"], "project": trap["project"],
                                                                      "destination": "CLAUDE.md"},
-                           "summary": f"promote {trap['id']} into CLAUDE.md of the project's repository"}), trap))
+                           "summary": f"promote {trap['id']} into CLAUDE.md of the project's repository"}
+                          if known else None), trap))
     for session in snapshot.unbilled_sessions:
         start = from_iso(session["startTime"])
         items.append((Item("client_missing", KIND_LANE["client_missing"], session["sessionId"], session["project"],

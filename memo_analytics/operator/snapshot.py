@@ -35,7 +35,10 @@ def _duplicate_invoices(root: Path) -> list[dict[str, Any]]:
 def take_snapshot(store: VaultStore) -> Snapshot:
     """The records the digest joins, read from the index of ``store``'s vault and of every
     further configured vault (read-only; their records carry ``_vault``)."""
+    from ..services.projects import last_seen_root
+
     snapshot = Snapshot()
+    known: dict[str, bool] = {}  # project → this machine knows its repository
     with vault_sources(store, further=True) as sources:
         for source in sources:
             further = source.conn is not store.conn
@@ -47,6 +50,12 @@ def take_snapshot(store: VaultStore) -> Snapshot:
                 if further:
                     for record in found:
                         record["_vault"] = source.vault
+                if name == "rule_traps":  # a rule is promoted into its project's repository, if known here
+                    for record in found:
+                        project = record["project"]
+                        if not further and project not in known:
+                            known[project] = last_seen_root(store, project) is not None
+                        record["_repository"] = not further and known[project]
                 getattr(snapshot, name).extend(found)
             root = Path(source.vault)
             snapshot.duplicate_invoices += [{**twice, **({"_vault": source.vault} if further else {})}

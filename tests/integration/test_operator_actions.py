@@ -116,6 +116,23 @@ def test_promote_rule_proposal_writes_claude_md_and_keeps_the_persons_text(store
     assert [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"] == []
 
 
+def test_a_rule_of_a_project_whose_repository_is_unknown_here_is_not_proposed_for_promotion(store, tmp_path):
+    """Imported projects have no repository on this machine: every rule_ready item offered
+    "Promote into CLAUDE.md", and each click failed ("has no known repository"). The item says
+    where to run the command instead, and proposes nothing it cannot do."""
+    record_prompt(store, RecordPromptRequest(project="imported", session_id="r1", body="Never commit to main."))
+    derive_rules(store, DeriveRulesRequest(project="imported", save_traps=True))
+    [item] = [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"]
+    assert item["proposal"] is None
+    assert item["action"].startswith("in a checkout of imported's repository: memo report rules --project imported")
+    repo = tmp_path / "imported"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    record_prompt(store, RecordPromptRequest(project="imported", session_id="r2", body="ok", cwd=str(repo)))
+    [item] = [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"]
+    assert item["proposal"]["actionClass"] == "promote_rule"  # seen here now: promoted with one click
+
+
 def test_delegated_actions_run_on_a_digest_pass_and_are_reported(store):
     _stalled(store)
     _stalled(store, sid="s2", project="api")
