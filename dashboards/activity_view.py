@@ -167,10 +167,10 @@ class ActivityView:
                   f"{row.hours:.2f}"]
                  for section in timesheet_sections(report) for row in section.rows]
         self.sheet.value = pd.DataFrame(sheet, columns=SHEET_COLUMNS)
-        problem = self.data.invoice_problem(report) if billable else "Nothing to invoice in this period."
+        problem = self.data.invoice_problem(report) if billable else ("info", "nothing to invoice in this period")
         self.timesheet.disabled = False
         self.invoice.disabled = problem is not None
-        self.invoice_note.object = note("warn", f"Invoice: {problem}") if problem else ""
+        self.invoice_note.object = note(problem[0], f"Invoice: {problem[1]}") if problem else ""
         self.invoice_note.visible = problem is not None
         since, until = self.bounds()
         self.issue.disabled = problem is not None or self.client.value == ALL_CLIENTS or since is None or until is None

@@ -37,6 +37,7 @@ table.grid tr.total td { font-weight: 650; border-top: 2px solid #c9d2dc; }
 .note { padding: 8px 12px; border-radius: 6px; font-size: 13px; }
 .note.ok { background: #e6f4ea; color: #1e5631; }
 .note.warn { background: #fff4e0; color: #7a4b00; }
+.note.info { background: #eef3f8; color: #33475b; }
 .note.error { background: #fde7e9; color: #8a1c24; }
 .rendered { font-size: 14px; line-height: 1.5; overflow-wrap: anywhere; }
 .rendered pre { background: #f6f8fa; padding: 8px; border-radius: 6px; overflow-x: auto; white-space: pre-wrap; }
@@ -61,7 +62,7 @@ def html_pane(text: str = "", **kwargs: Any) -> pn.pane.HTML:
 
 
 def note(kind: str, message: str) -> str:
-    """A one-line notice (``ok``, ``warn`` or ``error``); ``message`` is escaped."""
+    """A one-line notice (``ok``, ``info``, ``warn`` or ``error``); ``message`` is escaped."""
     return f'<div class="note {esc(kind)}">{esc(message)}</div>'
 
 

@@ -194,13 +194,21 @@ class DashboardData:
         (``templatesDir`` overrides ours). Takes seconds on a long period."""
         return timesheet_pdf_bytes(report, self.settings.templates_dir)
 
-    def invoice_problem(self, report: ActivityReport) -> str | None:
-        """Why no invoice can be made for ``report`` (no billable session, a client without an
-        hourly rate), or None."""
+    def invoice_problem(self, report: ActivityReport) -> tuple[str, str] | None:
+        """Why no invoice can be made for ``report``, or None: ``("info", why)`` when clients of
+        the view have no billing terms yet (the usual state of a new vault: a hint, not a fault),
+        ``("warn", why)`` for anything else."""
+        from .reports.invoice import UnpricedClientError
+
         try:
             build_invoice(report, self.settings.billing_for, invoiced=self._invoiced())
-        except MemoError as exc:  # nothing to bill; a client without terms
-            return str(exc)
+        except UnpricedClientError as exc:
+            names = ", ".join(exc.clients)
+            return "info", (f"a draft needs billing terms for {names}: hourlyRate and currency under "
+                            f"[clients.\"{exc.clients[0]}\"] in {exc.config} (memo config set), or choose a "
+                            "client that has them")
+        except MemoError as exc:  # nothing to bill
+            return "warn", str(exc)
         return None
 
     def invoice_pdf(self, report: ActivityReport) -> bytes:

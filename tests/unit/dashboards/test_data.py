@@ -67,3 +67,19 @@ def test_shown_text_keeps_its_letters_in_their_order_without_direction_controls(
     assert esc(spoof) == "approve evil then שלום &lt;b&gt;x&lt;/b&gt;"
     fragment = story_html_fragment(spoof)
     assert "\u202e" not in fragment and "\u2067" not in fragment and "approve evil then שלום" in fragment
+
+
+def test_a_view_of_clients_without_billing_terms_is_a_hint_not_a_warning(store):
+    """The Activity tab of a new vault (All time, All clients) showed a yellow warning,
+    'Invoice: Invalid clients."internal".hourlyRate …': the usual state of a vault whose
+    clients have no terms yet is said as a hint with what to set."""
+    from memo_analytics.analytics.activity import report_for
+    from memo_analytics.services.requests import ActivityReportRequest, EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+
+    start_session(store, StartSessionRequest(session_id="s1", project="web", start_time="2026-03-02T09:00:00Z"))
+    end_session(store, EndSessionRequest(session_id="s1", project="web", until="2026-03-02T10:00:00Z"))
+    report = report_for(store, ActivityReportRequest(cross_project=True))
+    kind, why = DashboardData(store).invoice_problem(report)
+    assert kind == "info" and why.startswith("a draft needs billing terms for internal: hourlyRate and currency under "
+                                             '[clients."internal"]')
