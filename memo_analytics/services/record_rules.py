@@ -51,9 +51,10 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             raise InvalidFieldError(f"deliverables[{number}].url", "a pull request's url must be an http(s) URL")
     start, end, minutes = meta.get("startTime"), meta.get("endTime"), meta.get("durationMinutes")
-    if (end is not None) != (meta.get("status") == "completed"):
+    # a superseded session (its transcript, or the agent's own, is the truth) keeps the end it had
+    if meta.get("status") != "superseded" and (end is not None) != (meta.get("status") == "completed"):
         raise InvalidFieldError("status", f"{meta.get('status')!r} with{'' if end else 'out'} an endTime: a session "
-                                          "is completed exactly when it has ended")
+                                          "is completed exactly when it has ended (or superseded, with or without one)")
     if end is None:
         if minutes is not None:
             raise InvalidFieldError("durationMinutes", "given for a session without an endTime")

@@ -831,3 +831,31 @@ def test_a_document_without_its_pdf_never_gets_the_other_machines_pdf_of_the_sam
     [(name, digest)] = pdfs.items()
     assert digest == hashlib.sha256(theirs).hexdigest()
     assert (folder / name.replace(".pdf", ".md")).read_text().count("2026-01-06") >= 1  # B's period, B's PDF
+
+
+def test_a_superseded_session_pulled_from_another_machine_is_taken_in(remote, tmp_path, realdata):
+    """A imported a SpecStory export, then the session's own Claude Code transcript, which
+    superseded the export's session (it keeps its endTime). B's sync refused the pull ("'superseded'
+    with an endTime … nothing was merged") and every later one: the team's sync stopped."""
+    from tests.integration.test_honest_importers import _specstory_copy
+
+    source = realdata / "claude-code-jsonl/DRMacIver-claude-reliability/snapshot-tests/tests/python-to-rust-port"
+    (tmp_path / "cc").mkdir()
+    (tmp_path / "cc" / "transcript.jsonl").write_bytes((source / "transcript.jsonl").read_bytes())
+    _specstory_copy(source / "transcript.jsonl", tmp_path / "proj")
+    config = tmp_path / "config.toml"
+    config.write_text("[vaultGit]\nenabled = true\n", encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    a = clone(remote, tmp_path / "a")
+    a.close()
+    memo("import", "specstory", str(tmp_path / "proj" / ".specstory"), vault=tmp_path / "a", env=env)
+    memo("sync", "git", vault=tmp_path / "a", env=env)
+    b = clone(remote, tmp_path / "b")
+    b.close()
+    memo("sync", "git", vault=tmp_path / "b", env=env)
+    memo("import", "claude-code", str(tmp_path / "cc"), vault=tmp_path / "a", env=env)
+    memo("sync", "git", vault=tmp_path / "a", env=env)
+    synced = json.loads(memo("--json", "sync", "git", vault=tmp_path / "b", env=env).stdout)
+    assert synced["error"] is None and synced["pulled"], synced
+    both = json.loads(memo("--json", "activity", "--all", vault=tmp_path / "b", env=env).stdout)
+    assert (both["totalSessions"], both["totalPrompts"]) == (1, 1)
