@@ -622,7 +622,10 @@ def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> 
     """Merge ``ref`` into HEAD: :func:`_resolve_conflicts`' three lists (none when it merged
     cleanly)."""
     vg = store.settings.vault_git
-    proc = git.run("merge", "-q", "--no-edit", "--no-verify", "-X", "no-renames", "--allow-unrelated-histories",
+    # no rename detection of files nor of folders: a session moved to another project on one
+    # machine must not carry the other machine's new records of the old project along with it
+    proc = git.run("-c", "merge.directoryRenames=false", "merge", "-q", "--no-edit", "--no-verify", "-X", "no-renames",
+                   "--allow-unrelated-histories",
                    "-m", f"memo sync ({trigger}): merge {vg.remote}/{vg.branch}", ref, check=False)
     if proc.returncode == 0:
         return [], [], []

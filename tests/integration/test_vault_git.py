@@ -859,3 +859,31 @@ def test_a_superseded_session_pulled_from_another_machine_is_taken_in(remote, tm
     assert synced["error"] is None and synced["pulled"], synced
     both = json.loads(memo("--json", "activity", "--all", vault=tmp_path / "b", env=env).stdout)
     assert (both["totalSessions"], both["totalPrompts"]) == (1, 1)
+
+
+def test_a_session_recorded_in_a_project_another_machine_moved_a_session_out_of_stays_in_its_project(
+        remote, tmp_path):
+    """A moved the only session of `web` to `app` while B recorded a new session `s2` in `web`:
+    git's detection of renamed folders put B's session and turn into `projects/app/`, still naming
+    `web` — the index skipped them and the 120 minutes left billing without a word."""
+    a = clone(remote, tmp_path / "a")
+    start_session(a, StartSessionRequest(session_id="s1", project="web", client="Acme", start_time=T0))
+    end_session(a, EndSessionRequest(session_id="s1", project="web", until=T0.replace(hour=10)))
+    assert sync(a, "manual", now=T0)["error"] is None
+    b = clone(remote, tmp_path / "b")
+    a.close()
+    memo("session", "edit", "s1", "--project", "web", "--to-project", "app", vault=tmp_path / "a")
+    start_session(b, StartSessionRequest(session_id="s2", project="web", client="Acme", start_time=T0.replace(hour=12)))
+    record_prompt(b, RecordPromptRequest(body="Add the export", project="web", session_id="s2"), now=T0.replace(hour=12))
+    end_session(b, EndSessionRequest(session_id="s2", project="web", until=T0.replace(hour=14)))
+    a = vault(tmp_path / "a")
+    assert sync(a, "manual", now=T0.replace(hour=15))["error"] is None
+    assert sync(b, "manual", now=T0.replace(hour=15))["error"] is None
+    assert sync(a, "manual", now=T0.replace(hour=16))["error"] is None
+    a.close(), b.close()
+    for machine in ("a", "b"):
+        shown = json.loads(memo("--json", "activity", "--all", "--tz", "UTC", vault=tmp_path / machine).stdout)
+        assert sorted((s["sessionId"], s["project"], s["billedMinutes"]) for s in shown["sessions"]) == [
+            ("s1", "app", 60), ("s2", "web", 120)], machine
+        assert shown["totalPrompts"] == 1
+    assert (tmp_path / "b" / "projects" / "web" / "sessions" / "session-s2.md").is_file()
