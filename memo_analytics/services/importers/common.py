@@ -797,31 +797,63 @@ def _intervals(store: VaultStore, base: str, numbered: Callable[[str, int], str]
     return rows
 
 
-def _supersede(store: VaultStore, rows: list, by: list[str]) -> int:
-    """Mark the sessions of ``rows`` (index rows) and their turns ``status: superseded`` with
-    ``supersededBy`` = ``by`` (``project/sessionId`` each). The number of records changed."""
+def _session_turns(store: VaultStore, row: Any) -> list[tuple[str, dict[str, Any], str]]:
+    """``(id, frontmatter, body)`` of every turn of the session of index ``row``, in order."""
     from ...index.query import PromptFilter
 
+    _, turns = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=row["session_id"],
+                                                                       projects=[row["project"]]),
+                                    1_000_000, 0, "turn-asc")
+    found = [(turn["id"], store.read(row["project"], RecordKind.PROMPT, turn["id"])) for turn in turns]
+    return [(turn_id, record[0], record[1]) for turn_id, record in found if record is not None]
+
+
+def _supersede(store: VaultStore, rows: list, by: list[str], only: set[str] | None = None) -> int:
+    """Mark the sessions of ``rows`` (index rows) and their turns ``status: superseded`` with
+    ``supersededBy`` = ``by`` (``project/sessionId`` each); with ``only``, just those turns (by
+    id), the sessions left as they are. The number of records changed."""
     changed = 0
+    now = to_iso(datetime.now(tz=_UTC))
     with store.lock():
         for row in rows:
             found = store.read(row["project"], RecordKind.SESSION, row["id"])
             if found is None:
                 continue
             meta, body = found
-            if meta.get("status") != "superseded" or meta.get("supersededBy") != by:
-                store.upsert(RecordKind.SESSION, {**meta, "status": "superseded", "supersededBy": by,
-                                                  "updated": to_iso(datetime.now(tz=_UTC))}, body)
+            if only is None and (meta.get("status") != "superseded" or meta.get("supersededBy") != by):
+                store.upsert(RecordKind.SESSION, {**meta, "status": "superseded", "supersededBy": by, "updated": now},
+                             body)
                 changed += 1
-            _, turns = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=row["session_id"],
-                                                                               projects=[row["project"]]),
-                                            1_000_000, 0, "turn-asc")
-            for turn in turns:  # the ones not superseded yet
-                found = store.read(row["project"], RecordKind.PROMPT, turn["id"])
-                if found is not None:
-                    store.upsert(RecordKind.PROMPT, {**found[0], "status": "superseded", "supersededBy": by,
-                                                     "updated": to_iso(datetime.now(tz=_UTC))}, found[1])
+            for turn_id, turn_meta, turn_body in _session_turns(store, row):
+                if only is not None and turn_id not in only:
+                    continue
+                if turn_meta.get("status") != "superseded" or turn_meta.get("supersededBy") != by:
+                    store.upsert(RecordKind.PROMPT, {**turn_meta, "status": "superseded", "supersededBy": by,
+                                                     "updated": now}, turn_body)
                     changed += 1
+    return changed
+
+
+def _said(body: str) -> str:
+    """A turn's text as two formats of one conversation both hold it (spacing aside)."""
+    return " ".join(body.split())
+
+
+def _supersede_copied(store: VaultStore, exports: list, originals: list) -> int:
+    """Supersede what the export sessions of ``exports`` copy of the agent transcript's sessions
+    ``originals`` (index rows both): an export turn whose text the agent's transcript holds too;
+    an export session whose every turn it holds. A turn of the export the transcript lacks (a
+    transcript the agent pruned, an export that grew since, or an export that only names the
+    session id) stays counted, and so does its session."""
+    said = {_said(body) for row in originals for _, _, body in _session_turns(store, row)}
+    by = [f"{row['project']}/{row['session_id']}" for row in originals]
+    changed = 0
+    for row in exports:
+        turns = _session_turns(store, row)
+        copied = {turn_id for turn_id, _, body in turns if _said(body) in said}
+        if not copied:
+            continue
+        changed += _supersede(store, [row], by, only=None if len(copied) == len(turns) else copied)
     return changed
 
 
@@ -836,34 +868,32 @@ def supersede_copies(store: VaultStore, transcript: Transcript, sessions: list[t
     """One conversation, however many formats hold it: a SpecStory export of an agent session
     whose own transcript is imported too (Claude Code's JSONL, a Codex rollout, a Gemini chat,
     Cursor's database — the same session id) counted every turn twice. The agent's own
-    transcript is the truth (its flags and times are the agent's): the export's sessions and
-    turns become ``status: superseded`` with ``supersededBy`` naming the agent transcript's
-    sessions, whichever was imported first. ``sessions``: this import's ``(project, session
-    id)``. The number of records superseded now."""
+    transcript is the truth (its flags and times are the agent's): the export's turns it holds
+    too, and the export's sessions all of whose turns it holds, become ``status: superseded``
+    with ``supersededBy`` naming the agent transcript's sessions, whichever was imported first
+    (:func:`_supersede_copied`: what the transcript lacks stays counted). ``sessions``: this
+    import's ``(project, session id)``. The number of records superseded now."""
     from dataclasses import replace
 
     def numbered(base: str, n: int) -> str:
         return f"{base}-{n}"
 
-    def by_of(rows: list) -> list[str]:
-        return [f"{row['project']}/{row['session_id']}" for row in rows]
-
+    mine = [row for project, sid in sessions
+            for row in index.where_is(store.conn, session_record_id(sid), RecordKind.SESSION.value)
+            if row["project"] == project]
     if transcript.source in EXPORT_SOURCES:
         native = NATIVE_SOURCES.get(transcript.agent or "")
         if native is None:
             return 0
         originals = _intervals(store, transcript_session_base(replace(transcript, source=native)), numbered)
-        if not originals:
-            return 0
-        rows = [row for project, sid in sessions
-                for row in index.where_is(store.conn, session_record_id(sid), RecordKind.SESSION.value)
-                if row["project"] == project]
-        return _supersede(store, rows, by_of(originals))
+        return _supersede_copied(store, mine, originals) if originals else 0
     if transcript.source not in NATIVE_SOURCES.values():
         return 0
-    by = [f"{project}/{sid}" for project, sid in sessions]
-    return sum(_supersede(store, _intervals(store, transcript_session_base(replace(transcript, source=export)),
-                                            numbered), by) for export in EXPORT_SOURCES)
+    changed = 0
+    for export in EXPORT_SOURCES:
+        copies = _intervals(store, transcript_session_base(replace(transcript, source=export)), numbered)
+        changed += _supersede_copied(store, copies, mine) if copies else 0
+    return changed
 
 
 ParseFn = Callable[[Path, ImportOptions], ParseResult]
