@@ -35,7 +35,7 @@ def _whole(value: object, field: str, default: int, low: int, high: int) -> int:
         number = value
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
-    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,30}\s*", value):
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]{1,30}\s*", value):
         number = int(value)
     if number is None:
         raise InvalidFieldError(field, f"{str(value)[:40]!r} is not a whole number (give {low}–{high}; "

@@ -48,7 +48,7 @@ from ..services.requests import (
     SessionRequest,
 )
 from ..runtime import Runtime
-from ..services.prompts import clean_text
+from ..services.prompts import clean_owner
 from ..services.store import remote_caller
 from ..services.sync import apply_incoming
 from ..vault.redact import redact_secrets
@@ -464,7 +464,7 @@ class HookEventHandler(ApiHandler):
             # the caller's paths name its own machine: none may choose a folder here (the
             # repository a rule would be promoted into, its instruction files, its git branch)
             event.cwd = event.transcript_path = None
-            owner = clean_text(data["owner"], "owner") if isinstance(data.get("owner"), str) else None
+            owner = clean_owner(data["owner"]) if isinstance(data.get("owner"), str) else None
             with self.callers_own():  # the laptop's person (owner)
                 return {"outcome": apply_event(self.store, event, capture_id, project, owner=owner)}
 

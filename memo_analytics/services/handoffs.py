@@ -22,7 +22,7 @@ from ..domain.errors import InvalidFieldError, RecordNotFoundError
 from ..domain.ids import validate_session_id, validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
-from .prompts import clean_line, clean_list, clean_text, row_to_record
+from .prompts import clean_line, clean_list, clean_owner, clean_text, row_to_record
 from .requests import CancelHandoffRequest, HandoffInput, HandoffListRequest
 from .store import VaultStore
 
@@ -65,7 +65,7 @@ def write_handoff(store: VaultStore, project: str, session_id: str, baton: Hando
         "created": existing[0]["created"] if existing else to_iso(now), "updated": to_iso(now),
         "fromSessionId": session_id,
         "branch": clean_text(baton.branch, "handoff.branch"),
-        "owner": clean_text(baton.owner, "handoff.owner"),
+        "owner": clean_owner(baton.owner, "handoff.owner"),
         "shared": baton.shared,
         "nextSteps": next_steps,
         "failedApproaches": _as_list(baton.failed_approaches, "handoff.failedApproaches"),
@@ -184,7 +184,7 @@ def _cancel_mine(store: VaultStore, request: CancelHandoffRequest, now) -> dict[
     from .store import git_head, git_identity, repository_root
 
     root = repository_root(request.cwd)
-    owner = clean_text(request.owner, "owner") or git_identity(root)
+    owner = clean_owner(request.owner) or git_identity(root)
     branch = clean_line(request.branch, "branch") or git_head(root)[0]
     project = store.resolve_project(request.project, request.cwd)
     cancelled = []

@@ -64,6 +64,32 @@ def clean_client(value: str | None) -> str | None:
     return text
 
 
+#: The longest owner (a git identity: an e-mail address or a name).
+MAX_OWNER_CHARS = 200
+
+
+def clean_owner(value: str | None, field: str = "owner") -> str | None:
+    """A person as a session's or hand-off's ``owner`` names them (their git identity: an
+    e-mail address or a name): one line without control or invisible characters, at most
+    :data:`MAX_OWNER_CHARS` characters — billing tells people apart by it, and a frontmatter
+    too large to read again would lose the session; None when empty.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``owner``: a control or invisible character, or too long.
+    """
+    text = clean_text(value, field)
+    if not text:
+        return None
+    if len(text) > MAX_OWNER_CHARS:
+        raise InvalidFieldError(field, f"is {len(text)} characters; at most {MAX_OWNER_CHARS} (a git identity)")
+    bad = _control_in(text, "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff")
+    if bad is not None:
+        raise InvalidFieldError(field, f"holds the control character U+{ord(bad):04X}; an owner is one line of text")
+    return text
+
+
 def _control_in(text: str, also: str = "") -> str | None:
     """The first control character of ``text`` (C0, DEL, C1, a direction control, or one of
     ``also``), or None."""

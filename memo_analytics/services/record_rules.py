@@ -11,7 +11,7 @@ from ..domain.clock import from_iso, minutes_between
 from ..domain.errors import InvalidFieldError
 from ..domain.ids import LONE_PROMPT_ID, prompt_id, session_record_id
 from ..domain.records import RecordKind
-from .prompts import MAX_CLOCK_SKEW
+from .prompts import MAX_CLOCK_SKEW, clean_owner
 from .sessions import is_web_url
 
 
@@ -50,6 +50,10 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     for number, item in enumerate(meta.get("deliverables") or [], 1):
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             raise InvalidFieldError(f"deliverables[{number}].url", "a pull request's url must be an http(s) URL")
+    if meta.get("owner") is not None:  # billing tells people apart by it
+        if not isinstance(meta["owner"], str) or clean_owner(meta["owner"]) != meta["owner"]:
+            raise InvalidFieldError("owner", f"{str(meta['owner'])[:60]!r} is no person's name (one line of text, "
+                                             "at most 200 characters)")
     start, end, minutes = meta.get("startTime"), meta.get("endTime"), meta.get("durationMinutes")
     # a superseded session (its transcript, or the agent's own, is the truth) keeps the end it had
     if meta.get("status") != "superseded" and (end is not None) != (meta.get("status") == "completed"):

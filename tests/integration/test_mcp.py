@@ -141,6 +141,12 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
         (dict(action="get", id="nothing"), "Record not found: nothing"),
         (dict(action="record", body="x", sessionId="b", projectId="p", turn=True), "Invalid turn: true is not a whole"),
         (dict(action="list", crossProject=True, limit=True), "Invalid limit: true is not a whole number"),
+        (dict(action="list", crossProject=True, limit="\u0663"), "Invalid limit: Input should be a valid integer"),
+        # billing tells people apart by their owner: one line of text, short enough to read back
+        (dict(action="session_start", sessionId="o1", projectId="p", owner="alice@corp.example\x1b[2J"),
+         "Invalid owner: holds the control character U+001B"),
+        (dict(action="session_start", sessionId="o2", projectId="p", owner="x" * 300_000),
+         "Invalid owner: is 300000 characters; at most 200"),
         (dict(action="list", since=TOKEN), "Invalid since date: '[REDACTED:github-token]'"),
         (dict(action="activity_report", crossProject=True, client="acme"),  # misspelt: refused as by memo activity
          "Invalid client: no session and no [clients] entry of the config has the client 'acme' (exact name, any case); "

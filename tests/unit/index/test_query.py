@@ -17,6 +17,7 @@ def test_limit_clamps_to_1_100_default_20_and_offset_to_non_negative(given, expe
 @pytest.mark.parametrize("given, field", [
     (("abc", None), "limit"), ((True, None), "limit"), (("1e9", None), "limit"), ((2.5, None), "limit"),
     ((float("inf"), None), "limit"), ((None, "x"), "offset"), ((None, False), "offset"), ((None, [1]), "offset"),
+    (("\uff15", None), "limit"), ((None, "\u0663"), "offset"),  # digits of other scripts
 ])
 def test_a_page_value_that_is_no_whole_number_is_refused_by_name(given, field):
     """`limit=abc` answered 20 items and `limit: true` one, as if asked: a mistyped value is refused."""
