@@ -878,21 +878,23 @@ def supersede_copies(store: VaultStore, transcript: Transcript, sessions: list[t
     def numbered(base: str, n: int) -> str:
         return f"{base}-{n}"
 
-    mine = [row for project, sid in sessions
-            for row in index.where_is(store.conn, session_record_id(sid), RecordKind.SESSION.value)
-            if row["project"] == project]
+    def mine() -> list:  # this import's sessions, as index rows (asked only when there is a copy)
+        return [row for project, sid in sessions
+                for row in index.where_is(store.conn, session_record_id(sid), RecordKind.SESSION.value)
+                if row["project"] == project]
+
     if transcript.source in EXPORT_SOURCES:
         native = NATIVE_SOURCES.get(transcript.agent or "")
         if native is None:
             return 0
         originals = _intervals(store, transcript_session_base(replace(transcript, source=native)), numbered)
-        return _supersede_copied(store, mine, originals) if originals else 0
+        return _supersede_copied(store, mine(), originals) if originals else 0
     if transcript.source not in NATIVE_SOURCES.values():
         return 0
     changed = 0
     for export in EXPORT_SOURCES:
         copies = _intervals(store, transcript_session_base(replace(transcript, source=export)), numbered)
-        changed += _supersede_copied(store, copies, mine) if copies else 0
+        changed += _supersede_copied(store, copies, mine()) if copies else 0
     return changed
 
 
