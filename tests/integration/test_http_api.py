@@ -344,19 +344,16 @@ def test_a_token_given_as_an_option_is_said_to_be_readable_in_the_process_list(t
         taken.close()
 
 
-def test_a_flood_of_idle_connections_beyond_the_open_files_limit_leaves_the_server_up(tmp_path):
-    """4,200 bare connections took every file handle of `memo serve` (a limit of 4,096): it could
-    not even load the code that reports the error, and stopped. Connections beyond the cap are
-    closed as they arrive; once the flood goes, it answers again."""
+def _flooded(args: list[str], port: int, tmp_path: Path, probe: urllib.request.Request) -> bytes:
+    """Start `memo ARGS` with 640 open files, flood ``port`` with 800 idle connections, check the
+    server is still up, close them, and answer ``probe``'s body (the server must answer again)."""
     import resource
 
     def small_limit():
         resource.setrlimit(resource.RLIMIT_NOFILE, (640, 640))
 
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(tmp_path / "v"), "serve",
-                             "--port", str(port), "--mcp-port", "0"], preexec_fn=small_limit,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(tmp_path / "v"), *args],
+                            preexec_fn=small_limit, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     flood: list[socket.socket] = []
     try:
         deadline = time.time() + 60
@@ -365,6 +362,7 @@ def test_a_flood_of_idle_connections_beyond_the_open_files_limit_leaves_the_serv
                 socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
                 break
             except OSError:
+                assert proc.poll() is None, proc.stderr.read()
                 time.sleep(0.2)
         for _ in range(800):  # more than the server's 640 open files
             try:
@@ -377,15 +375,27 @@ def test_a_flood_of_idle_connections_beyond_the_open_files_limit_leaves_the_serv
             sock.close()
         flood.clear()
         time.sleep(1)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/activity?crossProject=true", timeout=30) as answer:
-            assert answer.status == 200 and json.loads(answer.read())["totalSessions"] == 0
+        with urllib.request.urlopen(probe, timeout=30) as answer:
+            assert answer.status == 200
+            body = answer.read()
         assert proc.poll() is None
+        return body
     finally:
         for sock in flood:
             sock.close()
         proc.terminate()
         proc.wait(10)
         proc.stderr.close()
+
+
+def test_a_flood_of_idle_connections_beyond_the_open_files_limit_leaves_the_server_up(tmp_path):
+    """4,200 bare connections took every file handle of `memo serve` (a limit of 4,096): it could
+    not even load the code that reports the error, and stopped. Connections beyond the cap are
+    closed as they arrive; once the flood goes, it answers again."""
+    port = free_port()
+    body = _flooded(["serve", "--port", str(port), "--mcp-port", "0"], port, tmp_path,
+                    urllib.request.Request(f"http://127.0.0.1:{port}/api/activity?crossProject=true"))
+    assert json.loads(body)["totalSessions"] == 0
 
 
 def test_health_answers_with_the_version_and_every_endpoint_the_server_routes(seeded):
@@ -415,47 +425,11 @@ def test_a_flood_of_idle_connections_leaves_the_mcp_endpoint_up(tmp_path, beside
     open files: uvicorn accepted 2,048 in one pass and held every idle one, the file handles ran
     out and the server stopped ("Cannot use …rich/traceback.py: Too many open files"). It now
     holds a capped number, closes idle ones after the keep-alive timeout, and answers again."""
-    import resource
-
-    def small_limit():
-        resource.setrlimit(resource.RLIMIT_NOFILE, (640, 640))
-
     port = free_port()
     args = (["serve", "--port", str(free_port()), "--mcp-port", str(port)] if beside
             else ["mcp", "--http", "--port", str(port)])
-    proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(tmp_path / "v"), *args],
-                            preexec_fn=small_limit, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    flood: list[socket.socket] = []
     initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}).encode()
-    try:
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read()
-                time.sleep(0.2)
-        for _ in range(800):
-            try:
-                flood.append(socket.create_connection(("127.0.0.1", port), timeout=2))
-            except OSError:
-                break
-        time.sleep(2)
-        assert proc.poll() is None, proc.stderr.read()
-        for sock in flood:
-            sock.close()
-        flood.clear()
-        time.sleep(1)
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=initialize, headers={
-            "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            assert answer.status == 200 and b'"serverInfo"' in answer.read()
-        assert proc.poll() is None
-    finally:
-        for sock in flood:
-            sock.close()
-        proc.terminate()
-        proc.wait(10)
-        proc.stderr.close()
+    probe = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=initialize, headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
+    assert b'"serverInfo"' in _flooded(args, port, tmp_path, probe)

@@ -621,20 +621,26 @@ def test_sync_status_says_hybrid_is_off_and_what_vault_git_waits_for_and_forgets
     assert "last error" not in memo("sync", "status", vault=a.root, env=env).stdout
 
 
-def test_a_credit_note_issued_before_the_merge_still_cancels_its_own_invoice(remote, tmp_path):
-    """B, offline, issued 2026-0001 and cancelled it at once; A had issued its own 2026-0001 first.
-    After the merge B's invoice is the duplicate — and B's credit note, which named "2026-0001",
-    must cancel B's, not A's."""
+def _billing_machine(remote: Path, tmp_path: Path) -> tuple[VaultStore, dict[str, str]]:
+    """Machine A of a vault-git vault with issuer and Acme Corp terms, and two sessions for Acme
+    (5 and 6 January, 9–10): its store and the environment naming the config."""
     from tests.integration.test_issued_invoices import ACME, ISSUER
 
     config = tmp_path / "config.toml"
     config.write_text(ISSUER + ACME + "\n[vaultGit]\nenabled = true\n", encoding="utf-8")
-    env = {"MEMO_CONFIG": str(config)}
     a = clone(remote, tmp_path / "a")
     for day in (5, 6):
         start_session(a, StartSessionRequest(session_id=f"s{day}", project="web", client="Acme Corp",
                                              start_time=T0.replace(day=day)))
         end_session(a, EndSessionRequest(session_id=f"s{day}", project="web", until=T0.replace(day=day, hour=10)))
+    return a, {"MEMO_CONFIG": str(config)}
+
+
+def test_a_credit_note_issued_before_the_merge_still_cancels_its_own_invoice(remote, tmp_path):
+    """B, offline, issued 2026-0001 and cancelled it at once; A had issued its own 2026-0001 first.
+    After the merge B's invoice is the duplicate — and B's credit note, which named "2026-0001",
+    must cancel B's, not A's."""
+    a, env = _billing_machine(remote, tmp_path)
     b = clone(remote, tmp_path / "b")
     a.close(), b.close()
     bill = ["invoice", "issue", "--all", "--client", "Acme Corp", "--offline"]
@@ -661,16 +667,7 @@ def test_a_credit_note_numbered_like_another_machines_invoice_is_said_as_such_no
     a credit note. A credit note standing twice under one number is said as such: both stand.
     (B's clone of a vault that already holds invoices was refused as "a git repository with other
     content".)"""
-    from tests.integration.test_issued_invoices import ACME, ISSUER
-
-    config = tmp_path / "config.toml"
-    config.write_text(ISSUER + ACME + "\n[vaultGit]\nenabled = true\n", encoding="utf-8")
-    env = {"MEMO_CONFIG": str(config)}
-    a = clone(remote, tmp_path / "a")
-    for day in (5, 6):
-        start_session(a, StartSessionRequest(session_id=f"s{day}", project="web", client="Acme Corp",
-                                             start_time=T0.replace(day=day)))
-        end_session(a, EndSessionRequest(session_id=f"s{day}", project="web", until=T0.replace(day=day, hour=10)))
+    a, env = _billing_machine(remote, tmp_path)
     a.close()
     bill = ["invoice", "issue", "--all", "--client", "Acme Corp"]
     memo("--json", *bill, "--since", "2026-01-05", "--until", "2026-01-05", vault=tmp_path / "a", env=env)
@@ -800,16 +797,7 @@ def test_a_document_without_its_pdf_never_gets_the_other_machines_pdf_of_the_sam
     import hashlib
     import os
 
-    from tests.integration.test_issued_invoices import ACME, ISSUER
-
-    config = tmp_path / "config.toml"
-    config.write_text(ISSUER + ACME + "\n[vaultGit]\nenabled = true\n", encoding="utf-8")
-    env = {"MEMO_CONFIG": str(config)}
-    a = clone(remote, tmp_path / "a")
-    for day in (5, 6):
-        start_session(a, StartSessionRequest(session_id=f"s{day}", project="web", client="Acme Corp",
-                                             start_time=T0.replace(day=day)))
-        end_session(a, EndSessionRequest(session_id=f"s{day}", project="web", until=T0.replace(day=day, hour=10)))
+    a, env = _billing_machine(remote, tmp_path)
     assert sync(a, "manual", now=T0)["error"] is None
     b = clone(remote, tmp_path / "b")
     a.close(), b.close()
