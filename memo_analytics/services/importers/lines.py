@@ -13,6 +13,15 @@ import orjson
 NOT_JSON = object()
 
 
+def _integer(text: str) -> int | float:
+    """A JSON integer; one of more digits than Python reads (4,300) is an infinity — never a
+    count nor an instant, so it costs only its own field, not the line."""
+    try:
+        return int(text)
+    except ValueError:
+        return float("-inf") if text.startswith("-") else float("inf")
+
+
 def parse_json_line(line: str) -> object:
     """The JSON value of one line, or :data:`NOT_JSON` when it is not JSON (or nested too deep)."""
     try:
@@ -20,7 +29,7 @@ def parse_json_line(line: str) -> object:
     except orjson.JSONDecodeError:
         pass  # lone surrogates (strings cut by the agent), NaN, integers beyond 64 bits, deep nesting
     try:
-        return json.loads(line)
+        return json.loads(line, parse_int=_integer)
     except (ValueError, RecursionError):
         return NOT_JSON
 

@@ -268,3 +268,17 @@ def test_a_message_usage_is_kept_as_its_numbers_in_the_order_of_the_named_fields
     cc._settle_usage(session)
     assert session.sieve.prompts[0].tokens == {"input": 3, "output": 40, "cacheRead": 500, "cacheWrite": 60,
                                                "cacheWrite5m": 10, "cacheWrite1h": 50}
+
+
+def test_an_integer_too_long_for_python_costs_only_its_field_not_the_line(tmp_path):
+    """A token count of 5,000 digits made its whole line "not JSON" (Python reads at most 4,300
+    digits): the turn of that line was lost. The count is left out; the line and its turn stay."""
+    answer = rec("assistant", "2026-01-05T09:31:00Z", "done")
+    answer["message"]["usage"] = {"input_tokens": 7, "output_tokens": 12345}
+    line = json.dumps(answer).replace('"output_tokens": 12345', '"output_tokens": ' + "9" * 5000)
+    path = write(tmp_path, rec("user", "2026-01-05T09:30:00Z", "Fix the cart total"), line,
+                 rec("user", "2026-01-05T09:40:00Z", "Now add tests"))
+    result = claude_code.parse(path, ImportOptions())
+    assert result.skipped_lines == 0 and texts(result) == ["Fix the cart total", "Now add tests"]
+    first = result.transcripts[0].prompts[0]
+    assert first.tokens is not None and 7 in first.tokens.values() and len(first.tokens) == 1  # input only
