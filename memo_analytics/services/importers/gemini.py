@@ -65,7 +65,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, json_kind, other_format
-from .lines import NOT_JSON, parse_json_line, read_jsonl_lines
+from .lines import NOT_JSON, LongInteger as _LongInteger, json_integer as _integer, parse_json_line, read_jsonl_lines
 
 SUFFIXES: tuple[str, ...] = (".json", ".jsonl")
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -77,31 +77,6 @@ _CONTINUATIONS = {"Please continue.", "System: Please continue."}
 _INJECTED = ("<session_context>", "<hook_context>", "<state_snapshot>")
 _LOCAL_COMMAND = ("/", "?")
 _NOT_JSON = object()
-
-
-class _LongInteger(float):
-    """An integer of more digits than Python reads (``sys.get_int_max_str_digits``, 4,300): kept
-    as an infinity (never a count, nor an instant) that knows its length, so that it costs only
-    itself and is said — not the whole chat."""
-
-    digits: int
-
-    def __new__(cls, text: str) -> "_LongInteger":
-        value = super().__new__(cls, "-inf" if text.startswith("-") else "inf")
-        value.digits = len(text.lstrip("-"))
-        return value
-
-    def __str__(self) -> str:
-        return f"an integer of {self.digits} digits"
-
-    __repr__ = __str__
-
-
-def _integer(text: str) -> int | _LongInteger:
-    try:
-        return int(text)
-    except ValueError:
-        return _LongInteger(text)
 
 
 def _loads(text: str) -> object:

@@ -13,13 +13,30 @@ import orjson
 NOT_JSON = object()
 
 
-def _integer(text: str) -> int | float:
-    """A JSON integer; one of more digits than Python reads (4,300) is an infinity — never a
-    count nor an instant, so it costs only its own field, not the line."""
+class LongInteger(float):
+    """An integer of more digits than Python reads (``sys.get_int_max_str_digits``, 4,300): kept
+    as an infinity (never a count, nor an instant) that knows its length, so that it costs only
+    itself and is said — not the line or the chat."""
+
+    digits: int
+
+    def __new__(cls, text: str) -> "LongInteger":
+        value = super().__new__(cls, "-inf" if text.startswith("-") else "inf")
+        value.digits = len(text.lstrip("-"))
+        return value
+
+    def __str__(self) -> str:
+        return f"an integer of {self.digits} digits"
+
+    __repr__ = __str__
+
+
+def json_integer(text: str) -> int | LongInteger:
+    """A JSON integer as Python reads it; one too long to read is a :class:`LongInteger`."""
     try:
         return int(text)
     except ValueError:
-        return float("-inf") if text.startswith("-") else float("inf")
+        return LongInteger(text)
 
 
 def parse_json_line(line: str) -> object:
@@ -29,7 +46,7 @@ def parse_json_line(line: str) -> object:
     except orjson.JSONDecodeError:
         pass  # lone surrogates (strings cut by the agent), NaN, integers beyond 64 bits, deep nesting
     try:
-        return json.loads(line, parse_int=_integer)
+        return json.loads(line, parse_int=json_integer)
     except (ValueError, RecursionError):
         return NOT_JSON
 
