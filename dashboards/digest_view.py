@@ -12,8 +12,10 @@ from memo_analytics.dashboard_data import DashboardData
 from memo_analytics.dashboards.style import esc, html_pane, note
 from memo_analytics.domain.errors import MemoError
 
-#: Items listed (the rest are counted); the list scrolls past about four items.
+#: Items listed (the rest are counted); the list scrolls past about :data:`VISIBLE` items.
 SHOWN = 25
+#: Items the list shows before it scrolls (the header says when it does: three of fifteen looked like all).
+VISIBLE = 5
 #: The label of the apply button per action class (the proposal's summary is its tooltip).
 APPLY_LABELS = {"end_stale_session": "End it at its last activity", "cancel_handoff": "Cancel the hand-off",
                 "promote_rule": "Promote into CLAUDE.md", "export_story": "Export the story"}
@@ -44,7 +46,7 @@ class DigestView:
         self.header = html_pane(sizing_mode="stretch_width", margin=(0, 10))
         self.message = html_pane(sizing_mode="stretch_width", margin=(0, 10), visible=False)
         self.items = pn.Column(sizing_mode="stretch_width", margin=0, css_classes=["memo-digest-items"],
-                               styles={"max-height": "290px", "overflow-y": "auto"})
+                               styles={"max-height": "420px", "overflow-y": "auto"})
         self.refresh_button = pn.widgets.Button(name="↻ Refresh", button_type="light", width=100,
                                                 css_classes=["memo-digest-refresh"])
         self.refresh_button.on_click(lambda _: self.refresh(force=True))
@@ -69,9 +71,10 @@ class DigestView:
         older = f" · {beyond} older than {digest['horizonDays']} days (counted, not listed)" if beyond else ""
         title = f"{len(items)} {'item needs' if len(items) == 1 else 'items need'} you" if items \
             else "Nothing needs you now"
+        scrolls = " · scroll the list for all of them" if len(items) > VISIBLE else ""
         self.header.object = (f'<h3 class="section">Operator digest — {esc(title)}</h3>'
                               f'<span class="muted small">ranked: waiting on you first, then billable minutes at '
-                              f'stake, then age{esc(older)}</span>')
+                              f'stake, then age{esc(older)}{esc(scrolls)}</span>')
         self.items.objects = [self._row(item) for item in items[:SHOWN]]
         if len(items) > SHOWN:
             self.items.append(html_pane(f'<span class="muted">… and {len(items) - SHOWN} more '

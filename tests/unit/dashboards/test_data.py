@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
+
 from memo_analytics.analytics.facets import prompt_facets
 from memo_analytics.dashboard_data import DashboardData, PromptQuery, page_count, period_bounds, preview
 from memo_analytics.dashboards.style import esc
@@ -83,3 +85,22 @@ def test_a_view_of_clients_without_billing_terms_is_a_hint_not_a_warning(store):
     kind, why = DashboardData(store).invoice_problem(report)
     assert kind == "info" and why.startswith("a draft needs billing terms for internal: hourlyRate and currency under "
                                              '[clients."internal"]')
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # Panel's own, on building a button
+def test_the_digest_says_when_its_list_scrolls(store):
+    """Fifteen items, three visible above the fold of an inner scroll and no cue: the digest
+    looked like three. Its header says when the list holds more than it shows."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.dashboards.digest_view import VISIBLE, DigestView
+    from memo_analytics.services.requests import StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+
+    long_ago = datetime.now(timezone.utc) - timedelta(days=2)
+    for n in range(VISIBLE + 1):  # each open for two days: it would bill the nights
+        start_session(store, StartSessionRequest(session_id=f"open-{n}", project="web",
+                                                 start_time=long_ago + timedelta(minutes=n)))
+    view = DigestView(DashboardData(store))
+    assert "items need you" in view.header.object and "scroll the list for all of them" in view.header.object
+    assert len(view.items.objects) > VISIBLE
