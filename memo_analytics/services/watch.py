@@ -328,15 +328,36 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
             return  # stopped, or a followed path is another one now: subscribe again
 
 
-def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = None) -> list[dict]:
+def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = None,
+                paths: list[Path] | None = None) -> list[dict]:
     """``memo import auto``: every :data:`KNOWN_LOCATIONS` folder on this machine imported by its
-    importer, each with its own counts: ``[{source, path, files, sessions, turns, skipped, …}]``.
+    importer — or, given ``paths`` (folders or files), each file by the importer that reads it
+    (:func:`source_of`, as ``memo watch`` tells them) — each folder and importer with its own
+    counts: ``[{source, path, files, sessions, turns, skipped, …}]``.
 
     Raises
     ------
     InvalidFieldError
-        None of the known folders exists.
+        None of the known folders exists; a given path does not exist, or holds no transcript
+        any importer reads (``path``).
     """
+    if paths:
+        found = []
+        for given in paths:
+            if not given.exists():
+                raise InvalidFieldError("path", f"{given} does not exist")
+            by_source: dict[str, list[Path]] = {}
+            for file in ([given] if given.is_file() else walk_files([given], (".jsonl", ".json", ".md", ".vscdb", ".db"))):
+                if (source := source_of(file)) is not None and source in IMPORTERS:
+                    by_source.setdefault(source, []).append(file)
+            if not by_source:
+                raise InvalidFieldError("path", f"{given} holds no transcript memo can tell (give its importer: "
+                                                f"memo import SOURCE {given}, SOURCE one of {', '.join(IMPORTERS)})")
+            for source, files in sorted(by_source.items()):
+                result = run_import(store, files, load_importer(source).parse, options, source=source,
+                                    incremental=True)
+                found.append({"source": source, "path": str(given), **result.wire()})
+        return found
     roots = known_roots(home)
     if not roots:
         raise InvalidFieldError("path", "no known transcript folder on this machine (looked in "

@@ -5,6 +5,7 @@ is listed with why (JSON too); a bad byte costs its line, not the file."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from datetime import datetime, timedelta
 
 from tests.inprocess import memo
@@ -163,3 +164,19 @@ def test_a_specstory_export_that_only_names_a_session_hides_nothing_the_transcri
         assert (report["totalSessions"], report["totalPrompts"]) == expected, export
         if export.name == "proj":
             assert json.loads(memo("--json", "prompt", "search", "PARTWORD", "--all", vault=vault).stdout)["total"] == 1
+
+
+def test_import_auto_takes_folders_and_imports_each_file_with_its_own_importer(realdata, tmp_path):
+    """`memo import auto DIR` was refused ("Got unexpected extra argument"), while `memo watch DIR`
+    tells each file's importer: a folder of mixed transcripts is imported as the watcher would."""
+    vault = tmp_path / "v"
+    ran = json.loads(memo("--json", "import", "auto", str(realdata / "codex-rollouts"),
+                          str(realdata / "specstory-md"), vault=vault).stdout)
+    by = {(item["source"], Path(item["path"]).name): item for item in ran["sources"]}
+    assert set(by) == {("codex", "codex-rollouts"), ("specstory", "specstory-md")}
+    assert by[("codex", "codex-rollouts")]["turns"] > 0 and by[("specstory", "specstory-md")]["turns"] > 0
+    again = json.loads(memo("--json", "import", "auto", str(realdata / "codex-rollouts"), vault=vault).stdout)
+    [item] = again["sources"]
+    assert item["turns"] == 0 and item["unchanged"] == item["files"]
+    missing = memo("import", "auto", str(tmp_path / "nowhere"), vault=vault, check=False)
+    assert missing.returncode == 1 and "Invalid path:" in missing.stderr and "does not exist" in missing.stderr

@@ -120,6 +120,8 @@ for _source in IMPORTERS:
 
 @import_app.command("auto")
 def import_auto_command(
+    paths: Optional[List[Path]] = typer.Argument(None, help="Folders or files to import, each file by the importer "
+                                                "that reads it (default: every known store on this machine)."),
     project: Optional[str] = typer.Option(None, "--project", help="File everything under this project."),
     client: Optional[str] = typer.Option(None, "--client", help="Client of the imported sessions."),
     idle_gap: Optional[int] = typer.Option(None, "--idle-gap", min=1, max=525_600,
@@ -127,15 +129,15 @@ def import_auto_command(
     tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: the config's timezone, else the machine's)."),
 ) -> None:
     """Find every known transcript store on this machine (~/.claude/projects, ~/.codex/sessions,
-    ~/.gemini/tmp, ~/.copilot/session-state, Cursor's globalStorage, ~/.local/share/opencode) and
-    import each with its own importer; one line of counts per folder."""
+    ~/.gemini/tmp, ~/.copilot/session-state, Cursor's globalStorage, ~/.local/share/opencode) — or
+    the folders given — and import each with its own importer; one line of counts per folder."""
     from ...services.importers.common import ImportOptions
     from ...services.watch import import_auto
 
     gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
     options = ImportOptions(project=project, client=client, idle_gap=timedelta(minutes=gap),
                             zone=resolve_zone(tz or state.settings.timezone))
-    found = import_auto(state.store, options)
+    found = import_auto(state.store, options, paths=list(paths or []) or None)
     for item in found:
         for line in item["errors"][:20]:
             err.print(f"skipped: {line}")
@@ -148,8 +150,8 @@ def import_auto_command(
 
     _emit({"sources": found}, lambda r: human(r["sources"]))
     if not any(item["recognised"] for item in found):
-        raise MemoError("nothing recognised: no transcript in the known folders ("
-                        + ", ".join(item["path"] for item in found) + "); nothing was imported")
+        raise MemoError("nothing recognised: no transcript in " + ("the folders given" if paths else "the known folders")
+                        + " (" + ", ".join(item["path"] for item in found) + "); nothing was imported")
 
 
 @app.command("reindex")
