@@ -434,3 +434,14 @@ def test_ids_in_listings_are_never_broken_across_lines(tmp_path, monkeypatch):
     assert f"prompt-{long_id}-t1" in lines and "┃" not in narrow
     following = lines[lines.index(f"prompt-{long_id}-t1") + 1]
     assert following.startswith("  ") and " · web · " in following and "Make the redirect work" in following
+
+
+def test_a_search_without_words_is_refused_naming_the_query(tmp_path):
+    """`memo prompt search` with no query answered an empty page and exit 0, as if nothing
+    matched; the command searched nothing, and says so (the MCP tool keeps SPEC §2.6's empty page)."""
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "web", "--body", "Fix the login redirect", vault=vault)
+    for args in ([], ["   "], ['"*('], ["--query", "--"]):
+        ran = memo("prompt", "search", *args, "--all", vault=vault, check=False)
+        assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid query: give words to search for"), args
+    assert json.loads(memo("--json", "prompt", "search", "login", "--all", vault=vault).stdout)["total"] == 1

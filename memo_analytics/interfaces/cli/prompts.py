@@ -10,7 +10,7 @@ from typing import Any, List, Optional
 import typer
 
 from ...config import MAX_BODY_BYTES
-from ...domain.errors import MemoError
+from ...domain.errors import InvalidFieldError, MemoError
 from ...services import prompts as prompt_service
 from ...services.requests import ListRequest, RecordPromptRequest
 from .common import (
@@ -157,6 +157,11 @@ def prompt_search(
     """Full-text search (FTS5, bm25 ranking; --sort orders the matches by date) over prompt turns."""
     args = {k: v for k, v in locals().items() if k != "text"}
     args["query"] = query if query is not None else text
+    from ...index.query import fts_match_expression
+
+    if fts_match_expression(args["query"] or "") is None:  # the tool answers an empty page (SPEC §2.6)
+        raise InvalidFieldError("query", "give words to search for (letters or digits; every word must match, "
+                                         "a trailing * asks for a prefix); memo prompt list lists without one")
     request = _list_request(**args)
     _emit(prompt_service.search_prompts(state.store, request), lambda page: _print_page(page, request))
 
