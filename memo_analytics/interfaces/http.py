@@ -18,7 +18,6 @@ import hmac
 import json
 import re
 import urllib.parse
-from contextlib import nullcontext
 from typing import Any, Callable
 
 import tornado.ioloop
@@ -112,7 +111,7 @@ class ApiHandler(tornado.web.RequestHandler):
         """Around a write a caller asked for: off loopback, whose work it is the caller says
         (``owner``), never this machine's git identity (:func:`~memo_analytics.services.store.remote_caller`);
         on loopback the caller is this machine's person."""
-        return remote_caller() if self.confined else nullcontext()
+        return remote_caller(self.confined)
 
     def set_default_headers(self) -> None:
         self.set_header("X-Content-Type-Options", "nosniff")

@@ -14,7 +14,6 @@ import sqlite3
 import sys
 import threading
 import time
-from contextlib import nullcontext
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
@@ -92,7 +91,7 @@ class PromptTool:
             if self.runtime.remote:
                 result = self._remote(parsed)
             else:
-                with remote_caller() if self.confined else nullcontext():  # another machine's caller says whose work
+                with remote_caller(self.confined):  # another machine's caller says whose work it is
                     result = call_tool(self.store_for(parsed.vault_root), parsed)
         except MemoError as exc:
             raise ToolError(redact_secrets(str(exc))[0]) from None
@@ -213,8 +212,6 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
         raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
     server = build_server(settings)
     if http:
-        import uvicorn
-
         from ..domain.hosts import connection_cap, raise_open_files_limit
 
         cap = connection_cap(raise_open_files_limit())  # one file handle per connection
@@ -223,8 +220,7 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
         authority = f"[{host}]" if ":" in host else host
         sys.stderr.write(f"memo mcp: streamable HTTP at http://{authority}:{port}/mcp — Ctrl-C to stop\n")
         sys.stderr.flush()
-        uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", http=capped_protocol(cap),
-                                      backlog=ACCEPT_BACKLOG)).run()
+        capped_server(app, host, port, cap).run()
     else:
         server.run("stdio")
 
@@ -236,6 +232,15 @@ MAX_MCP_SESSIONS = 1000
 #: Connections the event loop accepts in one go (uvicorn's default, 2048, took every file
 #: handle in one pass of a flood before a single one could be closed).
 ACCEPT_BACKLOG = 128
+
+
+def capped_server(app: Any, host: str, port: int, cap: int) -> Any:
+    """The uvicorn server of ``app`` at ``host:port`` holding at most ``cap`` connections
+    (:func:`capped_protocol`), accepting :data:`ACCEPT_BACKLOG` at a time."""
+    import uvicorn
+
+    return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", http=capped_protocol(cap),
+                                         backlog=ACCEPT_BACKLOG))
 
 
 def capped_protocol(cap: int) -> type:
@@ -263,7 +268,6 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
     (``memo serve`` runs it beside the status API). Off loopback a token is required and
     every request must carry ``Authorization: Bearer <token>``. Returns the uvicorn server
     (``should_exit = True`` stops it)."""
-    import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
     loopback = is_loopback(host)
@@ -279,8 +283,7 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
 
     # beside the status server, in one process: half the file handles each
     cap = connection_cap(raise_open_files_limit()) // 2
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", http=capped_protocol(cap),
-                                           backlog=ACCEPT_BACKLOG))
+    server = capped_server(app, host, port, cap)
     thread = threading.Thread(target=server.run, name="memo-mcp-http", daemon=True)
     thread.start()
     # listening before the caller says it is: `memo serve` announces (and opens its own port)

@@ -95,11 +95,14 @@ _REMOTE_CALLER: ContextVar[bool] = ContextVar("memo_remote_caller", default=Fals
 
 
 @contextmanager
-def remote_caller() -> Iterator[None]:
-    """Inside: the call came from another machine (the HTTP API's actions and hook events and
-    the MCP endpoint, each bound off loopback). :func:`git_identity` answers None there — this machine's git
-    identity is the daemon's, not the caller's, and a team vault would bill every caller's
-    sessions that sent no ``owner`` as one person's."""
+def remote_caller(remote: bool = True) -> Iterator[None]:
+    """Inside (when ``remote``): the call came from another machine (the HTTP API's actions and
+    hook events and the MCP endpoint, each bound off loopback). :func:`git_identity` answers None
+    there — this machine's git identity is the daemon's, not the caller's, and a team vault would
+    bill every caller's sessions that sent no ``owner`` as one person's."""
+    if not remote:
+        yield
+        return
     token = _REMOTE_CALLER.set(True)
     try:
         yield
