@@ -18,7 +18,7 @@ from ..domain.ids import (
 from ..domain.records import Prompt, RecordKind, Session
 from ..domain.wire import DIRECTION_CONTROLS
 from ..index import store as index
-from ..index.query import PromptFilter, clamp_page
+from ..index.query import PromptFilter, clamp_page, fts_match_expression
 from ..vault.redact import (
     IGNORED_PATH,
     looks_like_secret,
@@ -447,11 +447,18 @@ def list_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
     return envelope(total, limit, offset, [row_to_record(r) for r in rows])
 
 
+def searchable(query: str | None) -> bool:
+    """Whether ``query`` holds words to search for (letters or digits; see
+    :func:`~memo_analytics.index.query.fts_match_expression`)."""
+    return fts_match_expression(query or "") is not None
+
+
 def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
-    """FTS5 search ranked by bm25 (by date with ``sort``); an empty query gives an empty page (SPEC §2.6)."""
+    """FTS5 search ranked by bm25 (by date with ``sort``); a query without words to search for
+    gives an empty page (SPEC §2.6)."""
     flt = filter_from_request(store, request)
     limit, offset = clamp_page(request.limit, request.offset)
-    if not (request.query or "").strip():
+    if not searchable(request.query):
         return envelope(0, limit, offset, [])
     total, rows = index.search_page(store.conn, request.query or "", flt, limit, offset, request.sort)
     return envelope(total, limit, offset, [row_to_record(r) for r in rows])

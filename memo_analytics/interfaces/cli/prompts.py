@@ -157,9 +157,7 @@ def prompt_search(
     """Full-text search (FTS5, bm25 ranking; --sort orders the matches by date) over prompt turns."""
     args = {k: v for k, v in locals().items() if k != "text"}
     args["query"] = query if query is not None else text
-    from ...index.query import fts_match_expression
-
-    if fts_match_expression(args["query"] or "") is None:  # the tool answers an empty page (SPEC §2.6)
+    if not prompt_service.searchable(args["query"]):  # the tool answers an empty page (SPEC §2.6)
         raise InvalidFieldError("query", "give words to search for (letters or digits; every word must match, "
                                          "a trailing * asks for a prefix); memo prompt list lists without one")
     request = _list_request(**args)
