@@ -453,12 +453,14 @@ def test_a_gemini_message_of_the_wrong_type_is_named_and_the_other_turns_come_in
         {"id": "u1", "timestamp": "2026-01-05T09:01:00.000Z", "type": "user", "content": [12]},
         {"id": "u2", "timestamp": "2026-01-05T09:02:00.000Z", "type": "user", "content": [{"text": 7}]},
         {"id": "u3", "timestamp": "2026-01-05T09:03:00.000Z", "type": "user", "content": "/init", "displayContent": True},
-        {"id": "u4", "timestamp": "2026-01-05T09:04:00.000Z", "type": "user", "content": "second"}), encoding="utf-8")
+        {"id": "u4", "timestamp": "2026-01-05T09:04:00.000Z", "type": "user", "content": "second"},
+        {"id": "u5", "timestamp": "2026-01-05T09:05:00.000Z", "type": ["user"], "content": "third"}), encoding="utf-8")
     result = imported(tmp_path / "v2", "gemini", lines_chat)
-    assert counts(result) == (1, 1, 1, 3)
+    assert counts(result) == (1, 1, 1, 4)
     assert [e.split(": ", 1)[1] for e in result["errors"]] == [
         "line 2: content[0] is a number, not text or a part", "line 3: content[0].text is a number, not text",
-        "line 4: displayContent is true or false, not text or parts"]
+        "line 4: displayContent is true or false, not text or parts",
+        "line 6: type is a list, not a message type (user, gemini, info …)"]
 
 
 def test_a_gemini_chat_without_a_message_list_or_a_session_id_is_said_so(tmp_path, realdata):

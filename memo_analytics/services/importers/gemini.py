@@ -418,8 +418,8 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         At most one transcript (none without a human prompt, for a sub-agent's chat or
         Gemini's own ``logs.json`` and checkpoints; see the module docstring for what counts);
         ``activity`` holds every timestamp as aware UTC; each record left out (not JSON, not
-        a Gemini record, an unreadable ``timestamp``, a byte that is not UTF-8, a ``user``
-        message whose ``content`` or ``displayContent`` is of a type no part list has, see
+        a Gemini record, an unreadable ``timestamp``, a byte that is not UTF-8, a message whose
+        ``type`` is no name (a number, a list …), a ``user`` message whose ``content`` or ``displayContent`` is of a type no part list has, see
         :func:`malformed`), a ``messages`` that is not a list, a chat header without a
         ``sessionId`` (then nothing is imported) and a token count too long for Python to read
         (only that count is left out) are named in ``problems`` and counted in
@@ -455,6 +455,9 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
                 transcript.prompts.append(answering)
             elif (problem := malformed(record)) is not None:
                 chat.problems.append(f"{message.where}: {problem}")
+        elif not isinstance(record.get("type"), str):  # Gemini's types are names: another is a broken record
+            chat.problems.append(f"{message.where}: type is {json_kind(record.get('type'))}, not a message type "
+                                 "(user, gemini, info …)")
         elif record.get("type") == "gemini":
             model = record.get("model").strip() if isinstance(record.get("model"), str) else None
             transcript.model = transcript.model or model or None
