@@ -253,7 +253,8 @@ def test_a_cursor_bubble_or_composer_of_the_wrong_type_is_named_and_the_other_tu
     """Found by mutating a database: a user bubble whose ``text`` is a number, and a composer
     whose ``fullConversationHeadersOnly`` is not a list, were dropped without a word; a bubble
     with a ``createdAt`` beyond 9000 was said to have no row. Each is named once, as what it is;
-    the other prompts come in. A bubble without ``type`` is the person's when its header says so."""
+    the other prompts come in. A bubble without ``type`` is the person's when its header says so; a
+    ``richText`` that is text but not the editor's JSON state is named too (it counted as empty)."""
     db = small_cursor_db(tmp_path / "state.vscdb", {
         "c1": prompt_bubbles(12345, "second"),
         "c2": ({"_v": 10, "fullConversationHeadersOnly": "x"}, prompt_bubbles("lost")[1]),
@@ -272,6 +273,11 @@ def test_a_cursor_bubble_or_composer_of_the_wrong_type_is_named_and_the_other_tu
     assert sorted(t["body"] for t in turns(tmp_path / "v")) == ["fourth", "second", "third", "typeless"]
     assert counts(imported(tmp_path / "v", "cursor", small_cursor_db(tmp_path / "empty.vscdb", {
         "c6": prompt_bubbles("", "fifth", richText=lexical())}))) == (1, 1, 1, 0)  # empty: not a problem
+    result = imported(tmp_path / "v", "cursor", small_cursor_db(tmp_path / "plain.vscdb", {
+        "c7": prompt_bubbles("", "sixth", richText="fix the cart total")}))  # text, but not the editor's JSON
+    assert counts(result) == (1, 1, 1, 1)
+    assert [e.split("plain.vscdb: ", 1)[1] for e in result["errors"]] == [
+        "composer c7: user bubble u1: richText is not the editor's JSON state; its prompt is left out"]
 
 
 # ---------------------------------------------------------------- Cursor "Export Chat" Markdown

@@ -50,7 +50,8 @@ the folder name of the first bubble's ``workspaceUris`` entry, else of the compo
 
 Each row that is not JSON (or not an object), a bubble with an unreadable or out-of-range
 ``createdAt`` (left out), a user bubble the headers name but the database lacks, a user
-bubble without text whose ``text`` or ``richText`` is not text, a
+bubble without text whose ``text`` or ``richText`` is not text (or whose ``richText`` is text but not
+the editor's JSON state), a
 ``fullConversationHeadersOnly`` or ``conversation`` that is not a list and an entry of
 either that is not a bubble are named in ``problems``. A SQLite file without ``cursorDiskKV`` is not Cursor's; a workspace
 ``state.vscdb`` (whose ``cursorDiskKV`` is empty) yields nothing.
@@ -126,6 +127,18 @@ def rich_text(value: object) -> str:
     return "\n".join(leaves(block) for block in blocks).strip() if isinstance(blocks, list) else ""
 
 
+def _unreadable_rich_text(value: object) -> str | None:
+    """Why a ``richText`` that is text gave none: it is not the editor's JSON state; None when
+    it is (then it simply holds no text) or when it is no text at all."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        json.loads(value)
+    except (ValueError, RecursionError):
+        return "richText is not the editor's JSON state"
+    return None
+
+
 def _model(value: object) -> str | None:
     name = value.get("modelName") if isinstance(value, dict) else None
     return name.strip() if isinstance(name, str) and name.strip().lower() not in _NOT_MODELS else None
@@ -178,7 +191,8 @@ def _bubble(record: dict, zone: tzinfo | None) -> _Bubble:
         text = record.get("text") if isinstance(record.get("text"), str) else ""
         text = (text.strip() or rich_text(record.get("richText"))).replace("\x00", "").strip()
         malformed = None if text else next((f"{key} is {json_kind(record[key])}, not text" for key in ("text", "richText")
-                                            if record.get(key) is not None and not isinstance(record[key], str)), None)
+                                            if record.get(key) is not None and not isinstance(record[key], str)),
+                                           _unreadable_rich_text(record.get("richText")))
     counts = record.get("tokenCount")
     tokens = {}
     if isinstance(counts, dict):
