@@ -46,24 +46,31 @@ def _cancel_handoff(store: VaultStore, params: dict[str, Any], now: datetime) ->
 
 
 def _promote_rule(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """Promote the project's ready rules (``trapIds``, the digest item's traps) into its repository,
+    beside the rules promoted before; each trap is marked promoted."""
     project = params["project"]
     root = last_seen_root(store, project)
     if root is None:
         raise InvalidFieldError("promote", f"project {project} has no known repository (lastSeenRoot)")
-    found = store.read(project, RecordKind.TRAP, params["trapId"])
-    if found is None:
-        raise InvalidFieldError("trapId", f"{params['trapId']} no longer exists")
+    found = []
+    for trap_id in params["trapIds"]:
+        record = store.read(project, RecordKind.TRAP, trap_id)
+        if record is None:
+            raise InvalidFieldError("trapIds", f"{trap_id} no longer exists")
+        found.append(record)
+    ready = {meta["id"] for meta, _ in found}
     promoted = [meta for meta, _ in (store.read(project, RecordKind.TRAP, row["id"]) or (None, None)
                                      for row in sorted(index.rows_of_kind(store.conn, RecordKind.TRAP.value, project,
-                                                                          "promoted"), key=lambda r: r["id"])) if meta]
+                                                                          "promoted"), key=lambda r: r["id"]))
+                if meta and meta["id"] not in ready]
     rules = [{"text": meta.get("summary") or "", "category": (meta.get("tags") or ["", "rule"])[-1],
               "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)}
-             for meta in [*promoted, found[0]]]
+             for meta in [*promoted, *(meta for meta, _ in found)]]
     written = promote(root, params.get("destination", "CLAUDE.md"), rules_body(rules, "claude"), store.root)
-    meta, body = found
-    meta.update(status="promoted", promotedTo=str(written), updated=to_iso(now))
-    store.upsert(RecordKind.TRAP, meta, body)
-    return {"trapId": meta["id"], "path": str(written), "rules": len(rules)}
+    for meta, body in found:
+        meta.update(status="promoted", promotedTo=str(written), updated=to_iso(now))
+        store.upsert(RecordKind.TRAP, meta, body)
+    return {"trapIds": [meta["id"] for meta, _ in found], "path": str(written), "rules": len(rules)}
 
 
 def _free_name(folder: Path, stem: str, vault: Path) -> Path:

@@ -2,7 +2,8 @@
 
 A deterministic join over the vault's records that returns one line per item: the reason
 code (``kind``), its ``lane``, the ``subject`` it concerns (one row, one owner: a session or
-a hand-off or a trap, never repeated per project), what it waits for, why it matters, its
+a hand-off, or a project for its rules ready to promote — one item for all of them, since one
+promotion writes them into one file —, never repeated per project), what it waits for, why it matters, its
 age, the billable minutes at stake and the one command that unsticks it.
 
 Ranking (documented and tested): lane (``waiting on you`` before ``dropped``), then the
@@ -194,24 +195,32 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                           {"actionClass": "export_story", "params": {"sessionId": session["sessionId"],
                                                                      "project": session["project"]},
                            "summary": f"export the story of {session['sessionId']} for the reviewer"}), session))
+    ready: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for trap in snapshot.rule_traps:
-        if float(trap.get("confidence") or 0) < 0.8:
-            continue
-        since = from_iso(trap.get("updated") or trap["created"])
-        command = f"memo report rules --project {_q(trap['project'])} --promote CLAUDE.md"
+        if float(trap.get("confidence") or 0) >= 0.8:
+            ready.setdefault((trap.get("_vault") or "", trap["project"]), []).append(trap)
+    for (_, project), traps in sorted(ready.items()):
+        # one item per project: promotion writes all of a project's rules into one file, and a
+        # dozen single instructions must not bury a stalled session (one row, one owner)
+        traps.sort(key=lambda t: (-float(t.get("confidence") or 0), t["id"]))
+        since = max(from_iso(t.get("updated") or t["created"]) for t in traps)
+        command = f"memo report rules --project {_q(project)} --promote CLAUDE.md"
         # promotion writes into the project's repository: proposed only where this machine knows it
-        known = trap.get("_repository", True)
-        items.append((Item("rule_ready", KIND_LANE["rule_ready"], trap["id"], trap["project"],
-                          "your review and promotion", f"said {trap.get('occurrences', 1)}× "
-                          f"(confidence {float(trap.get('confidence') or 0):.2f}): "
-                          f"{(trap.get('summary') or '')[:80]}", _age(since, now), 0,
-                          command if known else f"in a checkout of {trap['project']}'s repository: {command} "
+        known = traps[0].get("_repository", True)
+        said = "; ".join(f"“{(t.get('summary') or '')[:80]}” ({t.get('occurrences', 1)}×, "
+                         f"{float(t.get('confidence') or 0):.2f})" for t in traps[:3])
+        more = f" and {len(traps) - 3} more" if len(traps) > 3 else ""
+        count = f"{len(traps)} rules" if len(traps) > 1 else "a rule"
+        items.append((Item("rule_ready", KIND_LANE["rule_ready"], project, project, "your review and promotion",
+                          f"{count} said often enough to promote: {said}{more}", _age(since, now), 0,
+                          command if known else f"in a checkout of {project}'s repository: {command} "
                           "(memo knows no repository of it on this machine)",
-                          to_iso(since), fingerprint(trap["id"], trap.get("updated"), trap.get("status"), known),
-                          {"actionClass": "promote_rule", "params": {"trapId": trap["id"], "project": trap["project"],
-                                                                     "destination": "CLAUDE.md"},
-                           "summary": f"promote {trap['id']} into CLAUDE.md of the project's repository"}
-                          if known else None), trap))
+                          to_iso(since), fingerprint(*((t["id"], t.get("updated"), t.get("status")) for t in traps),
+                                                     known),
+                          {"actionClass": "promote_rule", "params": {"trapIds": [t["id"] for t in traps],
+                                                                     "project": project, "destination": "CLAUDE.md"},
+                           "summary": f"promote {count} into CLAUDE.md of {project}'s repository"}
+                          if known else None), traps[0]))
     for session in snapshot.unbilled_sessions:
         start = from_iso(session["startTime"])
         items.append((Item("client_missing", KIND_LANE["client_missing"], session["sessionId"], session["project"],

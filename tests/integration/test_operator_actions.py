@@ -108,12 +108,18 @@ def test_promote_rule_proposal_writes_claude_md_and_keeps_the_persons_text(store
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "CLAUDE.md").write_text("# Mine\nKeep this.\n", encoding="utf-8")
     record_prompt(store, RecordPromptRequest(project="web", session_id="r1", body="Never commit to main.", cwd=str(repo)))
-    derive_rules(store, DeriveRulesRequest(project="web", save_traps=True))
+    record_prompt(store, RecordPromptRequest(project="web", session_id="r1", body="Always run the tests before pushing.",
+                                             cwd=str(repo)))
+    saved = derive_rules(store, DeriveRulesRequest(project="web", save_traps=True))["savedTraps"]
     [item] = [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"]
-    apply_item(store, item["id"], item["fingerprint"])
+    assert sorted(item["proposal"]["params"]["trapIds"]) == sorted(saved) and len(saved) == 2  # one click, both
+    applied = apply_item(store, item["id"], item["fingerprint"])
     text = (repo / "CLAUDE.md").read_text(encoding="utf-8")
     assert text.startswith("# Mine\nKeep this.\n") and "- Never commit to main." in text
+    assert "- Always run the tests before pushing." in text and applied["result"]["rules"] == 2
     assert [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"] == []
+    assert {read_record(store.root / "projects" / "web" / "traps" / f"{t}.md")[0]["status"] for t in saved} == {
+        "promoted"}
 
 
 def test_a_rule_of_a_project_whose_repository_is_unknown_here_is_not_proposed_for_promotion(store, tmp_path):

@@ -209,7 +209,8 @@ def test_promoting_marks_saved_traps_promoted_so_they_leave_the_digest(store, re
 
     _say(store, "Never commit directly to main.", cwd=str(repo))
     [trap] = derive_rules(store, DeriveRulesRequest(project="web", save_traps=True))["savedTraps"]
-    assert [i["subject"] for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"] == [trap]
+    assert [i["proposal"]["params"]["trapIds"] for i in current_digest(store, force=True)["items"]
+            if i["kind"] == "rule_ready"] == [[trap]]
     result = derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
     assert result["promoted"]["traps"] == [trap]
     assert read_record(store.root / "projects" / "web" / "traps" / f"{trap}.md")[0]["status"] == "promoted"

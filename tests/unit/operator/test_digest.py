@@ -67,8 +67,37 @@ def test_a_derived_rule_trap_at_08_or_more_is_rule_ready():
     trap = {"id": "trap-derived-never-x-12345678", "project": "web", "status": "active", "confidence": 0.9,
             "occurrences": 2, "summary": "Never commit to main", "created": ago(days=1), "updated": ago(days=1)}
     [item] = compute_digest(Snapshot(rule_traps=[trap]), NOW, POLICY)["items"]
-    assert (item["kind"], item["subject"]) == ("rule_ready", trap["id"]) and "--promote" in item["action"]
+    assert (item["kind"], item["subject"], item["project"]) == ("rule_ready", "web", "web")
+    assert "--promote" in item["action"] and item["proposal"]["params"]["trapIds"] == [trap["id"]]
+    assert item["why"] == "a rule said often enough to promote: “Never commit to main” (2×, 0.90)"
     assert kinds(Snapshot(rule_traps=[{**trap, "confidence": 0.75}])) == []
+
+
+def test_a_projects_ready_rules_are_one_item_so_they_never_bury_the_rest():
+    """Found by a new user: ``--save-traps`` on a real vault put a dozen rule_ready items (each
+    single instruction scores 0.85–0.9, SPEC §5.3) above a stalled session of 2.8 billable hours.
+    A project's ready rules are one item (one promotion writes them all into one file), naming
+    the three most confident; each project and each further vault has its own."""
+    def trap(n: int, project: str = "web", confidence: float = 0.85, vault: str | None = None) -> dict:
+        return {"id": f"trap-derived-r{n}", "project": project, "status": "active", "confidence": confidence,
+                "occurrences": 1, "summary": f"rule {n}", "created": ago(days=1), "updated": ago(hours=n),
+                **({"_vault": vault} if vault else {})}
+    traps = [trap(n) for n in range(1, 6)] + [trap(6, confidence=0.95), trap(7, confidence=0.7), trap(8, "api"),
+                                              trap(9, vault="team")]
+    stalled = {"id": "session-s1", "sessionId": "s1", "project": "web", "status": "active", "billable": True,
+               "startTime": ago(hours=3), "lastTurnAt": ago(hours=2)}
+    items = compute_digest(Snapshot(rule_traps=traps, open_sessions=[stalled]), NOW, POLICY)["items"]
+    assert [(i["kind"], i["subject"], i["vault"]) for i in items] == [  # older first: 9 h, 8 h, 1 h
+        ("rule_ready", "web", "team"), ("rule_ready", "api", None), ("rule_ready", "web", None),
+        ("session_stalled", "s1", None)]
+    web = items[2]
+    assert web["proposal"]["params"]["trapIds"] == ["trap-derived-r6", *(f"trap-derived-r{n}" for n in range(1, 6))]
+    assert web["why"] == ("6 rules said often enough to promote: “rule 6” (1×, 0.95); “rule 1” (1×, 0.85); "
+                          "“rule 2” (1×, 0.85) and 3 more")
+    assert web["ageMinutes"] == 60 and items[0]["proposal"] is None  # since the newest; a further vault: no action
+    changed = compute_digest(Snapshot(rule_traps=[{**traps[0], "updated": ago(minutes=5)}, *traps[1:]],
+                                      open_sessions=[stalled]), NOW, POLICY)["items"][2]
+    assert changed["fingerprint"] != web["fingerprint"]  # a proposal made before a rule changed is refused
 
 
 def test_billable_work_without_a_client_is_client_missing():
