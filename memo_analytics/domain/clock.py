@@ -329,7 +329,18 @@ def printed_span(start_time: str, duration_minutes: int | None, zone: tzinfo) ->
     """The start and end a report prints for a session (its stored ``startTime`` and
     ``durationMinutes``), in ``zone``: the start to the minute (seconds dropped), the end that
     start plus the minutes — one rounding of times, so a printed span always equals the session's
-    minutes; the printed end is within a minute of the recorded one."""
+    minutes; the printed end is within a minute of the recorded one. The minutes are added in
+    absolute time: a session over a daylight-saving change ends at the wall-clock time it ended
+    (01:30 CET + 60 minutes is 03:30 CEST on the spring night, not 02:30, which did not exist)."""
     start = from_iso(start_time).astimezone(zone).replace(second=0, microsecond=0)
-    return start, start + timedelta(minutes=int(duration_minutes or 0))
+    return start, (start.astimezone(timezone.utc) + timedelta(minutes=int(duration_minutes or 0))).astimezone(zone)
+
+
+def span_clock(start: datetime, end: datetime, fmt: str = "%H:%M") -> tuple[str, str]:
+    """``start`` and ``end`` (aware, in one zone) as a report prints them, ``fmt`` each; each
+    followed by its zone's abbreviation (``02:30 CEST``, ``02:30 CET``) when the span crosses a
+    daylight-saving change, so that its wall-clock times read right. Pure."""
+    if start.utcoffset() == end.utcoffset():
+        return start.strftime(fmt), end.strftime(fmt)
+    return start.strftime(fmt + " %Z"), end.strftime(fmt + " %Z")
 

@@ -41,7 +41,7 @@ from typing import Any, Callable, Collection, Literal
 
 from ..analytics.activity import ActivityReport
 from ..config import ClientBilling, Settings
-from ..domain.clock import from_iso, utcnow, zone_name
+from ..domain.clock import from_iso, span_clock, utcnow, zone_name
 from ..domain.errors import InvalidDateError, InvalidFieldError, ReportError
 from ..domain.rounding import ROUNDING_POLICY
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
@@ -369,12 +369,13 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
             continue  # wholly beside earlier sessions of the client: it bills nothing, and gets no 0.00 line
         start, end = printed_span(item, report.zone)
         days = (end.date() - start.date()).days
+        began, ended = span_clock(start, end)
         hours = _hours(item["billableHours"])
         task = shown(item["taskSlug"] or item["summary"] or f"Work on {item['project']}")
         notes = ([shown(item["summary"])] if item["taskSlug"] and item["summary"] else []) + [
             d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]]
         out.append(InvoiceLine(
-            date=f"{start:%Y-%m-%d} {start:%H:%M}–{end:%H:%M}" + (f" (+{days}d)" if days else ""),
+            date=f"{start:%Y-%m-%d} {began}–{ended}" + (f" (+{days}d)" if days else ""),
             project=item["project"], description=task, notes=tuple(notes), sessions=1,
             duration_minutes=_billed(item), hours=hours, rate=billing.rate_for(item["project"]),
             amount=line_amount(hours, billing.rate_for(item["project"]), billing.currency)))

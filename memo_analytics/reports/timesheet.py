@@ -17,7 +17,7 @@ from typing import Any
 
 from ..analytics.activity import ROUNDING_POLICY, ActivityReport
 from ..domain.clock import format_minutes, from_iso, hours_2dp, utcnow, zone_name
-from ..domain.clock import printed_span as clock_span
+from ..domain.clock import printed_span as clock_span, span_clock
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
 
 
@@ -116,6 +116,7 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
             continue
         start, end = printed_span(item, zone)
         days = (end.date() - start.date()).days
+        began, ended = span_clock(start, end)
         billed = item.get("billedMinutes", item["durationMinutes"])
         note = _billed_note(report, item["client"], item["durationMinutes"], billed)
         key = item["client"].lower()
@@ -125,8 +126,8 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
                 date=start.strftime("%Y-%m-%d"),
                 project=item["project"],
                 task=shown(item["taskSlug"] or item["summary"] or item["sessionId"]),
-                start=start.strftime("%H:%M"),
-                end=end.strftime("%H:%M") + (f" (+{days}d)" if days else ""),
+                start=began,
+                end=ended + (f" (+{days}d)" if days else ""),
                 duration_minutes=int(billed if billed is not None else item["durationMinutes"]),
                 deliverables=[d.get("url") or d.get("sha") or d.get("title") or d["type"] for d in item["deliverables"]],
                 summary=shown(item["summary"]) if item["taskSlug"] and item["summary"] else "",

@@ -92,6 +92,36 @@ def test_a_printed_span_equals_the_minutes_it_bills(tmp_path):
         assert span == int(row["workedMinutes"])
 
 
+def test_a_span_over_a_daylight_saving_change_prints_the_wall_clock_it_ended_at(tmp_path):
+    """Found by an attacker: the printed end was the start plus the minutes in wall-clock time —
+    60 minutes from 01:30 CET on the spring night printed 02:30 (a time that did not exist; it
+    ended 03:30 CEST), and the autumn hour from 02:30 CEST ended 03:30 (it ended 02:30 CET), in
+    the timesheet and on invoices issued by session, for good. The minutes are added in absolute
+    time; where the offset changed, each time carries its zone."""
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="Europe/Berlin"))
+    _session(store, "spring", "web", "Acme", "2026-03-29T00:30:00Z", "2026-03-29T01:30:00Z")
+    _session(store, "autumn", "web", "Acme", "2026-10-25T00:30:00Z", "2026-10-25T01:30:00Z")
+    _session(store, "night", "web", "Acme", "2026-10-24T21:30:00Z", "2026-10-25T01:10:00Z")  # 23:30 CEST–02:10 CET
+    _session(store, "june", "web", "Acme", "2026-06-01T07:00:00Z", "2026-06-01T08:00:00Z")
+    store.close()
+    config = tmp_path / "config.toml"
+    config.write_text('[clients.Acme]\nhourlyRate = "100"\ncurrency = "EUR"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    memo("report", "timesheet", "--all", "--tz", "Europe/Berlin", "--since", "2026-01-01", "--until", "2026-12-31",
+         "-o", str(tmp_path / "t.csv"), vault=root, env=env)
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "t.csv").read_text(encoding="utf-8-sig"))))
+    assert [(r["date"], r["start"], r["end"], r["workedMinutes"]) for r in rows] == [
+        ("2026-03-29", "01:30 CET", "03:30 CEST", "60"), ("2026-06-01", "09:00", "10:00", "60"),
+        ("2026-10-24", "23:30 CEST", "02:10 CET (+1d)", "220"), ("2026-10-25", "02:30 CEST", "02:30 CET", "60")]
+    draft = json.loads(memo("--json", "report", "invoice", "--all", "--tz", "Europe/Berlin", "--since", "2026-01-01",
+                            "--until", "2026-12-31", "--lines", "session", "-o", str(tmp_path / "i.csv"), vault=root,
+                            env=env).stdout)
+    assert [line["date"] for line in draft["items"]] == [
+        "2026-03-29 01:30 CET–03:30 CEST", "2026-06-01 09:00–10:00", "2026-10-24 23:30 CEST–02:10 CET (+1d)",
+        "2026-10-25 02:30 CEST–02:30 CET"]
+
+
 def test_a_clients_rounding_and_minimum_raise_each_span_before_the_union(parallel, tmp_path):
     """Acme bills in 15-minute steps with a 30-minute minimum: a session's span is raised first
     (a lone 10 minutes bills 30), then parallel spans bill their union once — ten hours started a

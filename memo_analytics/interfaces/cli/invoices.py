@@ -182,13 +182,14 @@ def invoice_show(
             figures = (f"{line['hours']} h × {_grouped(line['rate'])} = {_grouped(line['amount'])}"
                        if line.get("unit", "HUR") == "HUR" else _grouped(line["amount"]))  # a lump sum (the AI cost): no hours, no rate
             out.print(f"  {line['project']}: {line['description']} — {figures}")
-        from ...domain.clock import printed_span
+        from ...domain.clock import printed_span, span_clock
 
         for item in s["sessionIds"]:
             minutes = item.get("billedMinutes", item["durationMinutes"])
-            began, ended = printed_span(item["startTime"], item["durationMinutes"], _zone())  # as every report prints it
+            began, ended = span_clock(*printed_span(item["startTime"], item["durationMinutes"], _zone()),
+                                      "%Y-%m-%d %H:%M")  # as every report prints it
             out.print(f"    session {item['sessionId']} ({item['project']}): {minutes} minute{'' if minutes == 1 else 's'}"
-                      f" billed, {began:%Y-%m-%d %H:%M} – {ended:%Y-%m-%d %H:%M} {_zone_label()}")
+                      f" billed, {began} – {ended} {_zone_label()}")
         if s.get("output"):
             out.print(f"  copy: {s['output']}")
 

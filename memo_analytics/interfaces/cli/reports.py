@@ -11,7 +11,7 @@ from rich.table import Table
 from typing import TYPE_CHECKING
 
 from ...config import config_path
-from ...domain.clock import from_iso, printed_span
+from ...domain.clock import from_iso, printed_span, span_clock
 from ...domain.errors import MemoError
 from ...services.requests import ActivityReportRequest
 from .common import (
@@ -114,9 +114,8 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
     zone = report.zone
     for s in shown:
         # the span the timesheet prints: the start to the minute, the end that start plus the minutes
-        began, ended = printed_span(s["startTime"], s["durationMinutes"], zone)
-        start = began.strftime("%Y-%m-%d %H:%M")
-        end = ended.strftime("%Y-%m-%d %H:%M") if s["endTime"] and s["durationMinutes"] is not None else (
+        start, end = span_clock(*printed_span(s["startTime"], s["durationMinutes"], zone), "%Y-%m-%d %H:%M")
+        end = end if s["endTime"] and s["durationMinutes"] is not None else (
             from_iso(s["endTime"]).astimezone(zone).strftime("%Y-%m-%d %H:%M") if s["endTime"] else "open")
         sessions.add_row(start, end, s["project"], _short(s["client"], 30), "yes" if s["billable"] else "no",
                          "" if s["durationMinutes"] is None else str(s["durationMinutes"]),

@@ -109,10 +109,11 @@ def session_end(
     record = session_service.end_session(state.store, request)
 
     def human(r: dict[str, Any]) -> None:
-        from ...domain.clock import printed_span
+        from ...domain.clock import printed_span, span_clock
 
-        began, ended = printed_span(r["startTime"], r["durationMinutes"], _zone())  # as every report prints it
-        span = f"{began:%Y-%m-%d %H:%M} – {ended:%Y-%m-%d %H:%M} {_zone_label()}"
+        began, ended = span_clock(*printed_span(r["startTime"], r["durationMinutes"], _zone()),  # as every report prints it
+                                  "%Y-%m-%d %H:%M")
+        span = f"{began} – {ended} {_zone_label()}"
         if was_completed:
             out.print(f"session {r['sessionId']} was already ended; its times and duration are kept "
                       f"({r['durationMinutes']} minutes, {span}); summary and deliverables updated"
