@@ -13,7 +13,8 @@ turns the same lines into a document:
   ``{year}``), allocated under the vault lock; invoices and credit notes share it.
 - **Dates**: the period is always printed as dates (the report's bounds, else the first and
   last billed session's local dates); the issue date is the day of issuing (EN 16931 BT-2:
-  the date the invoice was issued), in the report's zone — but never before the last document
+  the date the invoice was issued), in the configured zone (the issuer's calendar, whatever
+  ``--tz`` the period is read in; credit notes alike) — but never before the last document
   issued: numbers follow issue dates (an earlier ``--issued`` is refused); the due date is the
   payment terms after the issue date, or after the day of issuing when ``--issued`` dates the
   invoice earlier (a backdated invoice is not overdue when it arrives).
@@ -258,10 +259,12 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         _check_sendable(settings.invoice, section.client, client)
         period = billing_period(report, section.sessions)
         latest = ledger.last_issued(docs)
-        issued = issued or max(now.astimezone(report.zone).date(), latest or date.min)
+        # today is the issuer's (the configured zone), whatever zone the report reads the period in:
+        # one calendar for every document of the sequence, as a credit note has it
+        today = now.astimezone(store.zone).date()
+        issued = issued or max(today, latest or date.min)
         if issued < period[0]:
             raise InvalidFieldError("issued", f"{issued} is before the period it bills ({period[0]} – {period[1]})")
-        today = now.astimezone(report.zone).date()
         _check_in_order(issued, latest, today)
         number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year,
                                                    ledger.read_state(store.root))

@@ -372,6 +372,34 @@ def test_the_due_date_runs_from_the_day_of_issuing_when_the_invoice_is_dated_ear
         store.close()
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_an_invoice_whose_period_is_read_in_another_zone_is_dated_in_the_issuers_calendar(billing):
+    """Found by an attacker: ``--tz Pacific/Kiritimati`` at 16:00 UTC dated the invoice 5 December
+    (Kiritimati's day) while it was the 4th in Berlin, the configured zone — and every later
+    invoice and credit note was refused as "before the last issued document" until the next day.
+    The issue date is the issuer's today; the zone reads the period only."""
+    from memo_analytics.analytics.activity import report_for
+    from memo_analytics.reports.issuing import credit_invoice, issue_invoice
+    from memo_analytics.services.requests import ActivityReportRequest
+    from tests.inprocess import environment
+
+    with environment({"MEMO_CONFIG": str(billing["config"])}):
+        settings = Settings(vault_root=billing["vault"])
+    store = VaultStore(settings)
+    now = datetime(2026, 12, 4, 16, tzinfo=timezone.utc)  # 5 December 06:00 in Kiritimati, the 4th in Berlin
+    try:
+        far, _ = issue_invoice(store, settings, report_for(store, ActivityReportRequest(
+            cross_project=True, client="Acme Corp", since="2026-06-01", until="2026-06-30", tz="Pacific/Kiritimati")),
+            now=now)
+        assert (far.meta["issued"], far.meta["timezone"]) == ("2026-12-04", "Pacific/Kiritimati")
+        near, _ = issue_invoice(store, settings, report_for(store, ActivityReportRequest(
+            cross_project=True, client="Globex", since="2026-06-01", until="2026-06-30")), now=now)
+        credit, _ = credit_invoice(store, settings, far.meta["number"], now=now)
+        assert (near.meta["issued"], credit.meta["issued"]) == ("2026-12-04", "2026-12-04")
+    finally:
+        store.close()
+
+
 def test_an_issuer_with_a_tax_number_and_no_vat_id_charges_vat_with_valid_rules(billing):
     billing["config"].write_text(ISSUER.replace('vatId = "DE136695976"', 'taxId = "30/123/45678"') + ACME,
                                  encoding="utf-8")
