@@ -24,6 +24,19 @@ def without_direction_controls(text: str) -> str:
     return _DIRECTION.sub("", text) if _DIRECTION.search(text) else text
 
 
+#: What a printed document never shows: the direction controls and the control characters other
+#: than tab, line feed and carriage return (C0, DEL, C1), which XML 1.0 cannot hold either.
+_UNPRINTABLE = re.compile(f"[{DIRECTION_CONTROLS}\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
+
+
+def printable_text(text: str) -> str:
+    """``text`` as a document prints it (PDF, e-invoice XML, CSV/XLSX cells): without direction
+    controls (:func:`without_direction_controls`) and without control characters other than tab,
+    line feed and carriage return — a vertical tab in a summary stopped the Factur-X XML, and a
+    U+202E in it made the e-invoice read otherwise than the printed page."""
+    return _UNPRINTABLE.sub("", text) if _UNPRINTABLE.search(text) else text
+
+
 def valid_text(text: str) -> str:
     """``text`` with each lone surrogate (a JSON string cut inside a character, as real
     transcripts and agents' payloads hold) replaced by U+FFFD: text UTF-8 can carry."""

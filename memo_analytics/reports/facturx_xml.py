@@ -18,6 +18,8 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from ..domain.wire import printable_text
+
 #: EN 16931 invoice type codes (UNTDID 1001).
 INVOICE_TYPE, CREDIT_NOTE_TYPE = "380", "381"
 LEVEL = "en16931"
@@ -45,9 +47,25 @@ def _party(stored: dict[str, Any]) -> dict[str, Any]:
     return party
 
 
+def _printable(value: Any) -> Any:
+    if isinstance(value, str):
+        return printable_text(value)
+    if isinstance(value, dict):
+        return {key: _printable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_printable(item) for item in value]
+    return value
+
+
 def business_terms(meta: dict[str, Any]) -> dict[str, Any]:
     """The EN 16931 data of a stored document, in the ``factur-x`` library's dictionary form
-    (``BT-1`` number, ``BT-2`` issue date, … ``BG-25`` lines). Pure."""
+    (``BT-1`` number, ``BT-2`` issue date, … ``BG-25`` lines); every text as the printed page
+    shows it (:func:`~memo_analytics.domain.wire.printable_text`: no direction controls, no
+    control characters XML cannot hold). Pure."""
+    return _printable(_business_terms(meta))
+
+
+def _business_terms(meta: dict[str, Any]) -> dict[str, Any]:
     credit = meta["kind"] == "creditNote"
     category, rate = meta["taxCategory"], meta["taxRate"]
     issued, period_end = date.fromisoformat(meta["issued"]), date.fromisoformat(meta["periodEnd"])

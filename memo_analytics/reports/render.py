@@ -25,7 +25,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..domain.errors import InvalidFieldError, ReportError
-from ..domain.wire import DIRECTION_CONTROLS, without_direction_controls
+from ..domain.wire import printable_text
 from ..vault.io import atomic_write_bytes, output_target
 
 
@@ -34,18 +34,15 @@ def templates_dir() -> Path:
     return Path(str(files("memo_analytics.report_templates")))
 
 
-#: Unicode's explicit direction controls (embeddings, overrides, isolates, their ends): a value
-#: that carries one (a transcript's summary, a name) would print reversed, and run on over the
-#: cells and sentences after it — "Commerzbank" as "knabzremmoC" in an invoice's payment line.
-_DIRECTION_CONTROLS = re.compile(f"[{DIRECTION_CONTROLS}]")
-
-
 def _printed(value: Any) -> Any:
-    """Every value a template prints, without :data:`_DIRECTION_CONTROLS` (the letters stay, in
-    their own order; a right-to-left script still reads right to left)."""
-    if isinstance(value, str) and _DIRECTION_CONTROLS.search(value):
-        cleaned = without_direction_controls(value)
-        return Markup(cleaned) if isinstance(value, Markup) else cleaned
+    """Every value a template prints as :func:`~memo_analytics.domain.wire.printable_text` has it:
+    without direction controls (the letters stay, in their own order; a right-to-left script
+    still reads right to left — a U+202E would print "Commerzbank" as "knabzremmoC" in the
+    payment line) and without control characters other than tab and line breaks."""
+    if isinstance(value, str):
+        cleaned = printable_text(value)
+        if cleaned is not value:
+            return Markup(cleaned) if isinstance(value, Markup) else cleaned
     return value
 
 

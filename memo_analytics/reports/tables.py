@@ -27,6 +27,7 @@ from typing import Any, Collection
 
 from ..analytics.activity import ActivityReport
 from ..domain.errors import ReportError
+from ..domain.wire import printable_text
 from ..vault.io import atomic_write_bytes
 from .invoice import Invoice
 from .render import check_output_path
@@ -86,6 +87,9 @@ def invoice_rows(invoice: Invoice) -> list[dict[str, Any]]:
 
 
 def _safe_text(value: str) -> str:
+    """A text cell as a document prints it (:func:`~memo_analytics.domain.wire.printable_text`),
+    with a leading apostrophe where a spreadsheet would evaluate it."""
+    value = printable_text(value)
     return "'" + value if value.startswith(_FORMULA_STARTS) else value
 
 
@@ -123,7 +127,7 @@ def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
                 continue
             cell = sheet.cell(row=row_number, column=index)
             if isinstance(value, str):
-                cell.value = ILLEGAL_CHARACTERS_RE.sub("", value)  # control characters a sheet cannot hold
+                cell.value = ILLEGAL_CHARACTERS_RE.sub("", printable_text(value))  # and what a sheet cannot hold
                 cell.data_type = "s"  # never a formula, whatever it starts with
             elif isinstance(value, Decimal):
                 cell.value = value

@@ -400,6 +400,33 @@ def test_an_invoice_whose_period_is_read_in_another_zone_is_dated_in_the_issuers
         store.close()
 
 
+def test_control_and_direction_characters_in_a_summary_are_in_no_document(billing, tmp_path):
+    """Found by an attacker: a summary holding a vertical tab stopped ``memo invoice issue --lines
+    session`` with the library's "All strings must be XML compatible", naming nothing (the draft
+    worked); one holding U+202E made the Factur-X XML read "Refund \u202e00.001 EUR" while the page
+    printed "Refund 00.001 EUR", and the CSV and XLSX kept it. Every document shows the letters
+    without them: the page, the XML, the cells."""
+    run(billing, "session", "edit", "a1", "--project", "web", "--summary", "Fixed login\x0b(redirect)")
+    run(billing, "session", "edit", "a2", "--project", "api", "--summary", "Refund \u202e00.001 EUR\u202c approved")
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30", "--lines", "session")
+    names = text(xml_of(Path(doc["pdf"])), "//ram:IncludedSupplyChainTradeLineItem/ram:SpecifiedTradeProduct/ram:Name")
+    assert names == ["web: Fixed login(redirect)", "api: Refund 00.001 EUR approved"]
+    page = pdf_text(Path(doc["pdf"]))
+    assert "Fixed login(redirect)" in page and "Refund 00.001 EUR approved" in page and "\u202e" not in page
+    credit = run(billing, "--json", "invoice", "credit", doc["number"], "--reason", "wrong\x01 rate")
+    assert credit.returncode == 0, credit.stderr
+    run(billing, "report", "timesheet", "--all", "--since", "2026-06-01", "--until", "2026-06-30",
+        "-o", str(tmp_path / "t.csv"))
+    sheet = (tmp_path / "t.csv").read_text(encoding="utf-8-sig")
+    assert "Refund 00.001 EUR approved" in sheet and "Fixed login(redirect)" in sheet
+    from openpyxl import load_workbook
+
+    run(billing, "report", "invoice", "--all", "--since", "2026-06-01", "--until", "2026-06-30", "--lines", "session",
+        "-o", str(tmp_path / "i.xlsx"))
+    cells = [c.value for row in load_workbook(tmp_path / "i.xlsx").active.iter_rows() for c in row]
+    assert "Refund 00.001 EUR approved" in cells and not any("\u202e" in str(c) for c in cells)
+
+
 def test_an_issuer_with_a_tax_number_and_no_vat_id_charges_vat_with_valid_rules(billing):
     billing["config"].write_text(ISSUER.replace('vatId = "DE136695976"', 'taxId = "30/123/45678"') + ACME,
                                  encoding="utf-8")
