@@ -361,7 +361,7 @@ class _SettingsData(BaseModel):
         Who issues the invoices (``[invoice]``): name, address, VAT id, bank account, payment
         terms, footer, number format.
     templates_dir : Path | None
-        A folder whose templates (``timesheet.html.j2``, ``invoice.html.j2``, ``report.css``)
+        A folder whose templates (``timesheet.html.j2``, ``invoice.html.j2``, ``issued.html.j2``, ``report.css``)
         replace the shipped ones of the same name.
     ports : Ports
         ``ports.status``: the port of ``memo serve`` (default 3124).

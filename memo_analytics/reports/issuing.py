@@ -163,6 +163,24 @@ def document_html(meta: dict[str, Any], user_templates: Path | None = None) -> s
     return render_html("issued.html.j2", context, user_templates)
 
 
+def check_issued_template(user_templates: Path | None) -> None:
+    """Refuse, before anything is issued, a template folder that shapes drafts
+    (``invoice.html.j2``) but not issued documents (``issued.html.j2``): an issued invoice or
+    credit note is stored for good, and it would be printed with our layout without a word.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``templates``, naming the folder and the template to add.
+    """
+    if user_templates is not None and (user_templates / "invoice.html.j2").is_file() \
+            and not (user_templates / "issued.html.j2").is_file():
+        raise InvalidFieldError("templates", f"{user_templates} has invoice.html.j2 (drafts) but no issued.html.j2, "
+                                             "the template of issued invoices and credit notes, which are stored for "
+                                             f"good: copy ours ({templates_dir() / 'issued.html.j2'}) there and adapt "
+                                             "it; nothing was issued")
+
+
 def _render(meta: dict[str, Any], user_templates: Path | None) -> bytes:
     html = document_html(meta, user_templates)
     pdf = render_pdf_bytes(html, user_templates or templates_dir(), variant="pdf/a-3b")
@@ -234,12 +252,14 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
     InvalidFieldError
         Several clients to bill (``client``); the issuer or client profile lacks what an issued
         invoice must name (the key); an issue date before the period's start, before the last
-        document or after today (``issued``).
+        document or after today (``issued``); a template folder without ``issued.html.j2`` beside
+        its ``invoice.html.j2`` (``templates``, :func:`check_issued_template`).
     UnpricedClientError
         The client has no rate.
     VaultBusyError
         The vault lock could not be taken.
     """
+    check_issued_template(user_templates)
     forbidden = (store.root,)
     if output is not None:
         check_output_path(output, forbidden, overwrite=overwrite)
@@ -290,8 +310,9 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
         No document has this number.
     InvalidFieldError
         ``number`` is a credit note, or already credited (``number``); ``issued`` before the
-        invoice's issue date.
+        invoice's issue date; ``templates`` as for :func:`issue_invoice`.
     """
+    check_issued_template(user_templates)
     forbidden = (store.root,)
     if output is not None:
         check_output_path(output, forbidden, overwrite=overwrite)

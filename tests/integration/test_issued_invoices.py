@@ -427,6 +427,26 @@ def test_control_and_direction_characters_in_a_summary_are_in_no_document(billin
     assert "Refund 00.001 EUR approved" in cells and not any("\u202e" in str(c) for c in cells)
 
 
+def test_a_template_folder_that_shapes_drafts_but_not_issued_invoices_is_refused_before_issuing(billing, tmp_path):
+    """Found by an attacker: ``--templates`` with an ``invoice.html.j2`` shaped the draft, and the
+    invoice then issued — stored for good — was printed with our ``issued.html.j2`` without a word.
+    Such a folder is refused before a number is taken; with an ``issued.html.j2`` it is used."""
+    from memo_analytics.reports.render import templates_dir
+
+    mine = tmp_path / "tpl"
+    mine.mkdir()
+    (mine / "invoice.html.j2").write_text((templates_dir() / "invoice.html.j2").read_text(encoding="utf-8"),
+                                          encoding="utf-8")
+    period = ("--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30", "--templates", str(mine))
+    refused = run(billing, "invoice", "issue", "--all", *period)
+    assert refused.returncode != 0 and "no issued.html.j2" in refused.stderr and "nothing was issued" in refused.stderr
+    assert json.loads(run(billing, "--json", "invoice", "list").stdout)["items"] == []
+    (mine / "issued.html.j2").write_text((templates_dir() / "issued.html.j2").read_text(encoding="utf-8").replace(
+        "<h1>", "<p>MY-REGISTRY-LINE</p><h1>", 1), encoding="utf-8")
+    doc = issue(billing, *period)
+    assert "MY-REGISTRY-LINE" in pdf_text(Path(doc["pdf"]))
+
+
 def test_an_issuer_with_a_tax_number_and_no_vat_id_charges_vat_with_valid_rules(billing):
     billing["config"].write_text(ISSUER.replace('vatId = "DE136695976"', 'taxId = "30/123/45678"') + ACME,
                                  encoding="utf-8")

@@ -61,7 +61,8 @@ _REPORT_FILTERS = dict(
 
 _OUTPUT_HELP = "File to write: .pdf, .csv or .xlsx (the suffix picks the format)."
 _TEMPLATES_HELP = ("Your own template folder, tried before ours (default: templatesDir of the config file): "
-                   "timesheet.html.j2, invoice.html.j2, report.css.")
+                   "timesheet.html.j2, invoice.html.j2 (drafts), issued.html.j2 (issued invoices and credit "
+                   "notes), report.css.")
 
 
 def _user_templates(given: Optional[Path]) -> Optional[Path]:
