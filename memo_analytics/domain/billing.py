@@ -188,6 +188,15 @@ class Issuer(_Party):
         from .ids import validate_slug
 
         validate_slug(sample, "invoice.numberFormat")
+        # a number is issued once: the format must give each number of the sequence its own text
+        # ("{seq:0<4}" printed 1 and 10 alike as 1000), and every one a valid id ("{seq:c}")
+        numbers = [value.format(year=2026, seq=seq) for seq in (*range(1, 1001), 9999, 10000, 10001, 99999, 100000)]
+        if len(set(numbers)) != len(numbers):
+            first = next(n for n in numbers if numbers.count(n) > 1)
+            raise ValueError(f"{value!r} gives two numbers of the sequence the same text ({first!r}); "
+                             f"e.g. \"{DEFAULT_NUMBER_FORMAT}\"")
+        for number in numbers:
+            validate_slug(number, "invoice.numberFormat")
         return value
 
     def iban_printed(self) -> str | None:

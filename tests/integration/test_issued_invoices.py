@@ -293,6 +293,9 @@ def test_a_document_is_never_replaced_and_a_changed_pdf_is_not_passed_on(billing
     ("invoice.country", '"XX"', "is not an ISO 3166-1 alpha-2 country code"),
     ("invoice.numberFormat", '"INV-{n}"', "must use {seq} and may use {year}, nothing else"),
     ("invoice.numberFormat", '"../{seq}"', "must start with a letter"),
+    # found by an attacker: accepted, it printed 1 and 10 alike as 2026-1000 (issuing stopped at the 10th)
+    ("invoice.numberFormat", '"{year}-{seq:0<4}"', "gives two numbers of the sequence the same text ('2026-1000')"),
+    ("invoice.numberFormat", '"{seq:c}"', "must start with a letter"),  # chr(10) is a line break
     ('clients."Acme Corp".vatId', '"FR00000000000"', "is not a valid VAT identification number"),
     ('clients."Acme Corp".taxRate', '"101"', "less than or equal to 100"),
 ])
