@@ -295,7 +295,7 @@ def test_a_document_is_never_replaced_and_a_changed_pdf_is_not_passed_on(billing
     ("invoice.numberFormat", '"../{seq}"', "must start with a letter"),
     # found by an attacker: accepted, it printed 1 and 10 alike as 2026-1000 (issuing stopped at the 10th)
     ("invoice.numberFormat", '"{year}-{seq:0<4}"', "gives two numbers of the sequence the same text ('2026-1000')"),
-    ("invoice.numberFormat", '"{seq:c}"', "must start with a letter"),  # chr(10) is a line break
+    ("invoice.numberFormat", '"{seq:c}"', "must start with a letter"),  # a character per number: no id
     ('clients."Acme Corp".vatId', '"FR00000000000"', "is not a valid VAT identification number"),
     ('clients."Acme Corp".taxRate', '"101"', "less than or equal to 100"),
 ])
