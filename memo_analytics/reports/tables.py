@@ -29,7 +29,7 @@ from ..analytics.activity import ActivityReport
 from ..domain.errors import ReportError
 from ..domain.wire import printable_text
 from ..vault.io import atomic_write_bytes
-from .invoice import Invoice
+from .invoice import Invoice, minor_unit
 from .render import check_output_path
 from .timesheet import timesheet_sections
 
@@ -131,7 +131,12 @@ def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
                 cell.data_type = "s"  # never a formula, whatever it starts with
             elif isinstance(value, Decimal):
                 cell.value = value
-                cell.number_format = "#,##0.00" if -value.as_tuple().exponent <= 2 else "#,##0.0000"
+                places = max(-value.as_tuple().exponent, 0)
+                if column in ("rate", "amount") and values.get("currency"):  # as the PDF prints it: 40 JPY, 0.247 BHD
+                    places = max(places, -minor_unit(values["currency"]).as_tuple().exponent)
+                else:
+                    places = 2 if places <= 2 else 4
+                cell.number_format = "#,##0" + ("." + "0" * places if places else "")
             else:
                 cell.value = value
             if bold:

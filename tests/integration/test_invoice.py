@@ -145,6 +145,24 @@ def test_printed_lines_are_hours_times_rate_and_totals_are_their_sums(vault, con
     assert "training" not in text  # not billable
 
 
+def test_the_xlsx_shows_each_currencys_amounts_as_the_pdf_prints_them(vault, config, tmp_path):
+    """Found by an attacker: the bookkeeper's XLSX showed a JPY amount as 3,780.00 and its rate as
+    9,000.00 (the PDF: 3,780 and 9,000). Rates and amounts take their currency's decimals; hours
+    keep two."""
+    from openpyxl import load_workbook
+
+    memo("report", "invoice", "--all", "--since", "2026-03-01", "--until", "2026-03-31", "--tz", "UTC",
+         "-o", str(tmp_path / "i.xlsx"), vault=vault, env=config)
+    sheet = load_workbook(tmp_path / "i.xlsx").active
+    header = [c.value for c in sheet[1]]
+    shown = {(row[header.index("currency")].value, header[n]): cell.number_format
+             for row in sheet.iter_rows(min_row=2) if row[header.index("currency")].value
+             for n, cell in enumerate(row) if header[n] in ("hours", "rate", "amount") and cell.value is not None}
+    assert shown[("JPY", "amount")] == shown[("JPY", "rate")] == "#,##0"
+    assert shown[("EUR", "amount")] == shown[("USD", "rate")] == "#,##0.00"
+    assert shown[("JPY", "hours")] == shown[("EUR", "hours")] == "#,##0.00"
+
+
 def test_session_lines_match_the_timesheet_rows_and_print_cjk_in_a_cjk_font(vault, config, tmp_path):
     pdf = tmp_path / "invoice.pdf"
     memo("report", "invoice", "--all", "--force", "--client", "ACME CORP", "--tz", "UTC", "--lines", "session",
