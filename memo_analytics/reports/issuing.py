@@ -202,7 +202,7 @@ def _export(pdf: bytes, output: Path | None, forbidden: tuple[Path, ...], overwr
     try:
         atomic_write_bytes(target, pdf)
     except OSError as exc:
-        raise ReportError(f"Invalid output: cannot write {target} ({exc.strerror})") from None
+        raise ReportError(f"Invalid output: cannot write {target} ({exc.strerror or exc})") from None
     return target
 
 
@@ -218,7 +218,7 @@ def export_copy(document: ledger.Document, output: Path, forbidden: tuple[Path, 
     try:
         pdf = document.pdf.read_bytes()
     except OSError as exc:
-        raise ReportError(f"the PDF of {document.number} cannot be read ({exc.strerror})") from None
+        raise ReportError(f"the PDF of {document.number} cannot be read ({exc.strerror or exc})") from None
     recorded = (ledger.read_state(document.path.parent.parent).get("documents") or {}).get(document.ref, {})
     if hashlib.sha256(pdf).hexdigest() != (recorded.get("pdf") or document.meta.get("pdfSha256")):
         raise ReportError(f"the PDF of {document.number} is not the one issued (its SHA-256 differs); not copied")

@@ -209,5 +209,5 @@ def write_pdf(html: str, output: Path, base_dir: Path | None = None, forbidden: 
     try:
         atomic_write_bytes(output, pdf)
     except OSError as exc:
-        raise ReportError(f"Invalid output: cannot write {output} ({exc.strerror})") from None
+        raise ReportError(f"Invalid output: cannot write {output} ({exc.strerror or exc})") from None
     return output

@@ -235,5 +235,5 @@ def write_table(data: bytes, output: Path, forbidden: tuple[Path, ...], overwrit
     try:
         atomic_write_bytes(target, data)
     except OSError as exc:
-        raise ReportError(f"Invalid output: cannot write {target} ({exc.strerror})") from None
+        raise ReportError(f"Invalid output: cannot write {target} ({exc.strerror or exc})") from None
     return target

@@ -112,6 +112,7 @@ def _create_temporary(path: Path) -> tuple[int, str]:
     made when missing."""
     folder = os.fspath(path.parent)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    made = False
     for _ in range(1000):
         tmp = os.path.join(folder, f".{path.name}.{next(_TEMPORARY_NAMES) & 0xFFFFFFFF:08x}{TEMP_SUFFIX}")
         try:
@@ -119,7 +120,10 @@ def _create_temporary(path: Path) -> tuple[int, str]:
         except FileExistsError:
             continue  # left by a crash, or another process's
         except FileNotFoundError:
+            if made:  # the folder is there and takes no new file (/proc): said as the system says it
+                raise
             path.parent.mkdir(parents=True, exist_ok=True)
+            made = True
     raise FileExistsError(f"no free temporary file name beside {path}")
 
 

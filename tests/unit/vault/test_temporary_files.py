@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import os
 import stat
+from pathlib import Path
 
 from memo_analytics.vault import io
 from memo_analytics.vault.layout import _OWN_TEMPORARY
@@ -30,3 +31,13 @@ def test_a_name_already_taken_is_never_written_over(tmp_path, monkeypatch):
     tmp = io.write_temporary(record, b"new")
     assert tmp.name == f".s.md.{9:08x}.tmp" and tmp.read_bytes() == b"new"
     assert taken.read_bytes() == b"a crash left me" and not (tmp_path / "elsewhere").exists()
+
+
+def test_a_folder_that_takes_no_new_file_is_said_as_the_system_says_it():
+    """Found by an attacker: ``-o /proc/self/x.pdf`` tried 1,000 names and said "cannot write …
+    (None)". A folder that is there and still refuses a new file is the system's own error."""
+    import pytest
+
+    with pytest.raises(FileNotFoundError) as raised:
+        io.write_temporary(Path("/proc/self/x.pdf"), b"x")
+    assert raised.value.strerror == "No such file or directory"
