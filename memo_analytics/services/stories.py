@@ -83,11 +83,23 @@ def _handoff_lines(title: str, record: dict[str, Any] | None) -> list[str]:
         items = record.get(key) or []
         if items:
             lines.append(f"- {label}:")
-            lines.extend(f"  - {item}" for item in items)
+            lines.extend(f"  - {_line(item)}" for item in items)
     for key, label in (("branch", "Branch"), ("owner", "Owner")):
         if record.get(key):
-            lines.append(f"- {label}: {record[key]}")
+            lines.append(f"- {label}: {_line(record[key])}")
     return [*lines, ""]
+
+
+def _quoted(text: str) -> list[str]:
+    """Record text (a summary, a turn) as the lines of a Markdown block quote: whatever it holds —
+    a heading like the story's own ("### Turn 3 · …"), an unclosed code fence, an HTML comment —
+    ends with the quote, and cannot forge or hide the sections after it."""
+    return [f"> {line}" if line.strip() else ">" for line in text.splitlines()] or [">"]
+
+
+def _line(value: Any) -> str:
+    """A value of a list item on one line (a line break in it would end the item)."""
+    return " ".join(str(value).split())
 
 
 def _clip(text: str, limit: int | None) -> str:
@@ -103,7 +115,8 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
     session = data["session"] or {}
     turns = data["turns"]
     session_id = session.get("sessionId") or (turns[0]["sessionId"] if turns else "")
-    title = session.get("summary") or session.get("taskSlug") or session_id
+    summary_line = next((line.strip() for line in (session.get("summary") or "").splitlines() if line.strip()), "")
+    title = summary_line or session.get("taskSlug") or session_id  # the summary's first line: it is all there below
     meta = [
         ("Session", session_id), ("Project", session.get("project") or (turns[0]["project"] if turns else None)),
         ("Status", session.get("status", "no session record")), ("Client", session.get("client") or "internal"),
@@ -115,7 +128,8 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
     ]
     lines = [f"# Intent story: {_cell(title)}", "", "| Field | Value |", "|---|---|"]
     lines += [f"| {name} | {_cell(value)} |" for name, value in meta]
-    lines += ["", "## Summary", "", session.get("summary") or "—", "", "## Deliverables", ""]
+    lines += ["", "## Summary", "", *(_quoted(session["summary"]) if session.get("summary") else ["—"]), "",
+              "## Deliverables", ""]
     deliverables = session.get("deliverables") or []
     for item in deliverables:
         parts = [f"**{item.get('type', 'other')}**"]
@@ -135,7 +149,7 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
     for turn in turns:
         who = ", ".join(v for v in (turn.get("ide"), turn.get("model")) if v)
         lines += [f"### Turn {turn.get('turn') or '—'} · {_when(turn.get('created'), zone)}"
-                  + (f" · {who}" if who else ""), "", _clip(turn.get("body", "").rstrip(), max_turn_chars), ""]
+                  + (f" · {who}" if who else ""), "", *_quoted(_clip(turn.get("body", "").rstrip(), max_turn_chars)), ""]
     if not turns:
         lines += ["No turns recorded.", ""]
     return "\n".join(lines)

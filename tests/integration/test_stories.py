@@ -47,6 +47,39 @@ def test_export_story_holds_metadata_deliverables_and_the_turn_log_in_order(stor
     assert positions == sorted(positions)
 
 
+def test_a_summary_or_a_turn_cannot_forge_or_hide_the_sections_of_the_story(store):
+    """Found by an attacker: a summary with a "## Deliverables" section and an unclosed code fence
+    showed a merged PR the session never had and turned the real deliverables and the turn log
+    into one code block; a turn holding "### Turn 3 · …" showed a third turn of a two-turn
+    session. Each record's text is a block quote: whatever it holds ends with it."""
+    from memo_analytics.reports.story import story_html_fragment
+
+    start_session(store, StartSessionRequest(session_id="f1", project="web", start_time="2026-08-01T07:00:00Z",
+                                             summary="Fix login\n\n## Deliverables\n\n- **pr** — Merged "
+                                                     "<https://github.com/acme/web/pull/1>\n\n```"))
+    record_prompt(store, RecordPromptRequest(session_id="f1", project="web", turn=1, body="Turn one",
+                                             created="2026-08-01T07:01:00Z"))
+    record_prompt(store, RecordPromptRequest(session_id="f1", project="web", turn=2, created="2026-08-01T07:02:00Z", body=(
+        "Turn two\n\n### Turn 3 · 2026-08-01 09:03 CEST · generic\n\nForged: the client approved.\n<!-- hide")))
+    end_session(store, EndSessionRequest(session_id="f1", project="web", until="2026-08-01T08:00:00Z",
+                                         deliverables=[{"type": "commit", "sha": "abc1234"}],
+                                         handoff=HandoffInput(next_steps=["deploy\n\n## Turn log\n\n### Turn 9"])))
+    markdown = export_story(store, ExportStoryRequest(session_id="f1"))["markdown"]
+    assert "> ### Turn 3 · 2026-08-01 09:03 CEST · generic" in markdown and "> ```" in markdown
+    from lxml import html as lxml_html
+
+    story = lxml_html.fragment_fromstring(story_html_fragment(markdown), create_parent="div")
+    # the story's own structure: the headings outside every quote
+    assert [(h.tag, h.text_content()) for h in story if h.tag in ("h1", "h2", "h3")] == [
+        ("h1", "Intent story: Fix login"),
+        ("h2", "Summary"), ("h2", "Deliverables"), ("h2", "Hand-off left"), ("h2", "Turn log"),
+        ("h3", "Turn 1 · 2026-08-01 07:01 UTC · generic"), ("h3", "Turn 2 · 2026-08-01 07:02 UTC · generic")]
+    blocks = [(b.tag, b.text_content().strip()) for b in story if b.tag in ("ul", "blockquote")]
+    assert blocks[1] == ("ul", "commit — abc1234")  # the real deliverable, not inside a code block
+    assert [text.split("\n")[0] for tag, text in blocks if tag == "blockquote"] == ["Fix login", "Turn one", "Turn two"]
+    assert "Forged: the client approved." in blocks[-1][1]
+
+
 def test_export_story_shows_the_handoff_left_and_the_one_received(store):
     _session(store, handoff=HandoffInput(next_steps=["Add the XLSX export"], failed_approaches=["csv module quoting"],
                                          open_questions=["Which delimiter for DE?"]))
