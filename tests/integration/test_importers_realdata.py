@@ -204,7 +204,7 @@ def import_all(store: VaultStore, realdata: Path) -> dict[str, dict]:
         files = list(walk_files([realdata / folder], parser.SUFFIXES, parser.EXCLUDE_DIRS))
         result = run_import(store, files, parser.parse, ImportOptions(zone=NEW_YORK), source=parser.SOURCE)
         # every skipped line is named with its reason (daaain's edge cases: malformed on purpose)
-        assert [e.split("/realdata/", 1)[1] for e in result.errors] == (
+        assert [e.split(f"{realdata}/", 1)[1] for e in result.errors] == (  # wherever MEMO_REALDATA puts them
             [f"claude-code-jsonl/daaain-claude-code-log/test/test_data/edge_cases.jsonl: line {n}: not a Claude Code "
              "record (no type, or a malformed message)" for n in (10, 11, 13, 14, 15, 16)]
             if folder == "claude-code-jsonl" else [])
