@@ -414,7 +414,9 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         hours = sum((_hours(i["billableHours"]) for i in mine), Decimal("0.00"))
         tasks = sorted({i["taskSlug"] for i in mine if i["taskSlug"]}, key=_natural)  # invoices-6 before -11
         listed = ", ".join(tasks[:6]) + (f" and {len(tasks) - 6} more" if len(tasks) > 6 else "")
-        work = list(dict.fromkeys(shown(i["summary"], 120) for i in mine if i["summary"] and not i["taskSlug"]))
+        # each summary without its closing stop: they are joined with "; " ("fixed it.; OK" read badly)
+        work = list(dict.fromkeys(shown(i["summary"], 120).rstrip(" .;,") for i in mine
+                                  if i["summary"] and not i["taskSlug"] and shown(i["summary"], 120).rstrip(" .;,")))
         worked = "; ".join(work[:3]) + (f"; and {len(work) - 3} more" if len(work) > 3 else "")
         n = len(mine)
         out.append(InvoiceLine(

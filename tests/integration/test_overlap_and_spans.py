@@ -122,6 +122,30 @@ def test_a_span_over_a_daylight_saving_change_prints_the_wall_clock_it_ended_at(
         "2026-10-25 02:30 CEST–02:30 CET"]
 
 
+def test_an_invoice_lines_work_lists_summaries_without_doubled_stops(tmp_path):
+    """Found by a new user: "…architecture.; OK task to; Continue from where you left off.; and 6
+    more". Each summary is listed without its closing stop."""
+    from memo_analytics.services.requests import EndSessionRequest
+    from memo_analytics.services.sessions import end_session
+
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    for n, summary in enumerate(("Explain the architecture.", "OK task to", "Continue from where you left off.",
+                                 "Ship it;", "..."), 1):
+        start_session(store, StartSessionRequest(session_id=f"w{n}", project="web", client="Acme",
+                                                 start_time=f"2026-06-0{n}T09:00:00Z"))
+        end_session(store, EndSessionRequest(session_id=f"w{n}", project="web", until=f"2026-06-0{n}T10:00:00Z",
+                                             summary=summary))
+    store.close()
+    config = tmp_path / "config.toml"
+    config.write_text('[clients.Acme]\nhourlyRate = "100"\ncurrency = "EUR"\n', encoding="utf-8")
+    draft = json.loads(memo("--json", "report", "invoice", "--all", "--tz", "UTC", "--since", "2026-06-01", "--until",
+                            "2026-06-30", "-o", str(tmp_path / "i.csv"), vault=root, env={"MEMO_CONFIG": str(config)}
+                            ).stdout)
+    assert draft["items"][0]["notes"] == [
+        "Explain the architecture; OK task to; Continue from where you left off; and 1 more"]
+
+
 def test_a_clients_rounding_and_minimum_raise_each_span_before_the_union(parallel, tmp_path):
     """Acme bills in 15-minute steps with a 30-minute minimum: a session's span is raised first
     (a lone 10 minutes bills 30), then parallel spans bill their union once — ten hours started a
