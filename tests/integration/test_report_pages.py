@@ -50,7 +50,7 @@ def test_the_total_and_its_footnote_never_stand_alone_on_the_last_page(store):
         pages = [page.extract_text() for page in PdfReader(io.BytesIO(timesheet_pdf_bytes(report))).pages]
         seen_pages.add(len(pages))
         last = pages[-1]
-        assert "Grand total" in last and "Rounding:" in last and "Parallel sessions:" in last, count
+        assert "Grand total" in last and "Rounding:" in last and "Parallel sessions of one person" in last, count
         assert "Rounding:" not in "".join(pages[:-1]), count  # the footnote is whole, on the last page
         if len(pages) > 1:
             assert "2026-06-" in last, f"{count} sessions: the last page holds no row"
