@@ -436,6 +436,22 @@ def test_ids_in_listings_are_never_broken_across_lines(tmp_path, monkeypatch):
     assert following.startswith("  ") and " · web · " in following and "Make the redirect work" in following
 
 
+def test_a_session_listing_says_which_page_it_shows_and_where_the_next_begins(tmp_path):
+    """Found by a new user: `memo session show --all` titled its table "52 sessions" and showed 20
+    rows, with no "showing 1–20" nor "more: --offset 20" as the prompt listings have."""
+    vault = tmp_path / "v"
+    for n in range(3):
+        memo("session", "start", f"s{n}", "--project", "web", "--start-time", f"2026-06-0{n + 1}T09:00:00Z", vault=vault)
+    first = memo("session", "show", "--all", "--limit", "2", vault=vault).stdout
+    assert "3 sessions (showing 1–2)" in first and first.rstrip().endswith("more: --offset 2")
+    last = memo("session", "show", "--all", "--limit", "2", "--offset", "2", vault=vault).stdout
+    assert "3 sessions (showing 3–3)" in last and "more:" not in last
+    whole = memo("session", "show", "--all", vault=vault).stdout
+    assert "3 sessions" in whole and "showing" not in whole and "more:" not in whole
+    beyond = memo("session", "show", "--all", "--offset", "5", vault=vault).stdout
+    assert beyond.strip() == "No sessions from offset 5 (3 in all)."
+
+
 def test_a_search_without_words_is_refused_naming_the_query(tmp_path):
     """`memo prompt search` with no query answered an empty page and exit 0, as if nothing
     matched; the command searched nothing, and says so (the MCP tool keeps SPEC §2.6's empty page)."""

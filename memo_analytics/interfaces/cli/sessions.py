@@ -233,13 +233,19 @@ def session_show(
             if r["hasMore"]:
                 out.print(f"more: --offset {r['offset'] + r['limit']}")
             return
-        print_listing(f"{r['total']} sessions",
+        if not r["items"]:
+            out.print(f"No sessions from offset {r['offset']} ({r['total']} in all)." if r["total"] else "No sessions match.")
+            return
+        shown = f" (showing {r['offset'] + 1}–{r['offset'] + len(r['items'])})" if r["total"] > len(r["items"]) else ""
+        print_listing(f"{r['total']} sessions{shown}",
                       (f"start ({_zone_label()})", "project", "session", "client", "status", "minutes", "summary"),
                       "session",
                       [(_local(item["startTime"]), item["project"], item["sessionId"],
                         _short(item.get("client") or "internal", 20), item["status"],
                         "" if item.get("durationMinutes") is None else str(item["durationMinutes"]),
                         _short(item.get("summary"), 40)) for item in r["items"]])
+        if r["hasMore"]:
+            out.print(f"more: --offset {r['offset'] + r['limit']}")
 
     _emit(result, human)
 
