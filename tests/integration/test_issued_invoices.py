@@ -188,7 +188,7 @@ def test_an_issued_invoice_is_numbered_stored_priced_with_vat_and_a_valid_factur
         june["due"].replace("-", "")]
 
 
-def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoice(billing):
+def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoice(billing, tmp_path):
     first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30",
                   "--issued", "2026-06-30")
     again = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
@@ -223,6 +223,9 @@ def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoi
     said = " ".join(run(billing, "invoice", "list").stdout.split())  # rich wraps the lines on a narrow terminal
     assert re.findall(r"status: (credited by \S+|issued)|(cancels \S+)", said) == [
         ("credited by 2026-0003", ""), ("issued", ""), ("", "cancels 2026-0001"), ("issued", "")]
+    copied = run(billing, "invoice", "credit", "2026-0004", "-o", str(tmp_path / "credit.pdf")).stdout
+    # found by a new user: the credit note's copy was written and not said, as the invoice's is
+    assert copied.splitlines()[-1] == f"  copy: {tmp_path / 'credit.pdf'}" and (tmp_path / "credit.pdf").is_file()
     # numbers follow issue dates: 0004, without --issued, is dated the day it is issued
     today = datetime.now(ZoneInfo("Europe/Berlin")).date().isoformat()
     assert [i["issued"] for i in listed] == ["2026-06-30", "2026-07-31", "2026-08-01", today]

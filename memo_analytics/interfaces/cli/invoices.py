@@ -110,8 +110,7 @@ def invoice_issue(
     document = stored_now(state.store.root, document)
     summary = {**document_summary(document), **_copy_fields(copy), "leftOff": document.meta["leftOff"],
                **({"vaultGit": shared} if shared else {})}
-    _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}" + (f"\n  copy: {s['output']}"
-                                                                              if s.get("output") else "")))
+    _emit(summary, _said_issued)
     if not state.json:
         left_off_note(summary["leftOff"])
     _warn_copy(summary)
@@ -138,8 +137,14 @@ def invoice_credit(
                                         user_templates=_user_templates(templates))
     document = stored_now(state.store.root, document)
     summary = {**document_summary(document), **_copy_fields(copy), **({"vaultGit": shared} if shared else {})}
-    _emit(summary, lambda s: out.print(f"issued {_said(s)}\n  {s['pdf']}"))
+    _emit(summary, _said_issued)
     _warn_copy(summary)
+
+
+def _said_issued(summary: dict) -> None:
+    """An issued invoice or credit note: its line, where it is stored, and its copy (``-o``)."""
+    out.print(f"issued {_said(summary)}\n  {summary['pdf']}" + (f"\n  copy: {summary['output']}"
+                                                                 if summary.get("output") else ""))
 
 
 @invoice_app.command("list")
