@@ -414,6 +414,15 @@ def client_names(conn: sqlite3.Connection) -> list[str]:
     return sorted(r[0] for r in rows)
 
 
+def client_spelling(conn: sqlite3.Connection, name: str) -> str | None:
+    """How the vault's sessions spell the client ``name`` (matched in any case, spaces around
+    trimmed): the spelling most sessions use (then the first in order), or None when none has it."""
+    row = conn.execute(
+        "SELECT trim(client) AS spelled FROM records WHERE kind = 'session' AND lower(trim(client)) = lower(trim(?)) "
+        "GROUP BY spelled ORDER BY count(*) DESC, spelled LIMIT 1", (name,)).fetchone()
+    return row[0] if row is not None else None
+
+
 def get_row(conn: sqlite3.Connection, project: str, record_id: str, kind: str | None = None) -> sqlite3.Row | None:
     """The ``records`` row of ``record_id`` in ``project`` (optionally of one kind), or None."""
     if kind:

@@ -68,6 +68,28 @@ def clean_client(value: str | None) -> str | None:
 MAX_OWNER_CHARS = 200
 
 
+
+def canonical_client(store: VaultStore, client: str | None) -> str | None:
+    """The spelling a client is recorded in: the config's ``[clients]`` name when one matches in
+    any case, else the spelling the vault's sessions already use, else ``client`` as given (a new
+    client). "Müller GmbH" typed as "müller gmbh" stays one client in every group-by (Parquet,
+    DuckDB, the analyst's frames), not only in the reports that match names in any case.
+    None stays None."""
+    if not client:
+        return client
+    if client in store.settings.clients:
+        return client
+    wanted = client.strip().lower()
+    configured = next((name for name in store.settings.clients if name.strip().lower() == wanted), None)
+    return configured or index.client_spelling(store.conn, client) or client
+
+
+def is_new_client(store: VaultStore, client: str) -> bool:
+    """Whether neither the config's ``[clients]`` nor any session of the vault has ``client`` (any
+    case): a misspelt name, or a client without billing terms yet."""
+    return client.strip().lower() != "internal" and canonical_client(store, client) == client \
+        and client not in store.settings.clients and index.client_spelling(store.conn, client) is None
+
 def clean_owner(value: str | None, field: str = "owner") -> str | None:
     """A person as a session's or hand-off's ``owner`` names them (their git identity: an
     e-mail address or a name): one line without control or invisible characters, at most

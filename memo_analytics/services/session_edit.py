@@ -34,16 +34,15 @@ from ..domain.ids import prompt_id, session_record_id, validate_session_id, vali
 from ..domain.records import RecordKind
 from ..index import store as index
 from ..vault import ledger
-from .prompts import clean_client, clean_text
+from .prompts import canonical_client, clean_client, clean_text
+
 from .requests import EditSessionRequest
 from .store import VaultStore
-
 
 #: Longest description an edit sets (it is printed on every timesheet and invoice line).
 MAX_SUMMARY_CHARS = 2000
 #: Longest session an edit sets: a week, in minutes (a typo of a year is refused, not billed).
 MAX_EDITED_MINUTES = 7 * 24 * 60
-
 
 def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> dict[str, Any]:
     """Change ``client``, ``billable``, ``summary``, the project, and/or the times of one session
@@ -73,7 +72,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     wanted: dict[str, Any] = {}
     if request.client is not None:  # "" or "internal": no client
         client = clean_client(request.client)
-        wanted["client"] = None if not client or client.lower() == "internal" else client
+        wanted["client"] = None if not client or client.lower() == "internal" else canonical_client(store, client)
     if request.billable is not None:
         wanted["billable"] = bool(request.billable)
     if request.summary is not None:
@@ -138,7 +137,6 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
             store.remove(RecordKind.SESSION, project, record_id)
             store.refresh_views(project)
     return {**meta, "changed": sorted(changed), "turnsUpdated": turns}
-
 
 def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str, Any], now) -> dict[str, Any]:
     """``startTime``, ``endTime`` and ``durationMinutes`` a time edit gives a completed session."""

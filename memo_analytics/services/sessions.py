@@ -34,6 +34,7 @@ from ..index.query import PromptFilter, clamp_page
 from .handoffs import claim_handoff, write_handoff
 from .prompts import (
     MAX_CLOCK_SKEW,
+    canonical_client,
     clean_deliverables,
     clean_extra,
     clean_list,
@@ -196,7 +197,7 @@ def _started(store: VaultStore, request: StartSessionRequest, now, project: str,
         agent=clean_line(request.agent, "agent") or old.get("agent"),
         session_id=session_id,
         task_slug=optional_slug(request.task_slug, "taskSlug"),
-        client=clean_client(request.client) or store.settings.client_of_project(project),
+        client=canonical_client(store, clean_client(request.client) or store.settings.client_of_project(project)),
         billable=True if request.billable is None else request.billable,
         branch=clean_line(request.branch, "branch") or old.get("branch") or head_branch,
         git_sha=clean_line(request.git_sha, "gitSha") or old.get("gitSha") or head_sha,

@@ -47,6 +47,27 @@ def test_a_new_client_moves_the_hours_and_the_turns_in_every_report(billing, tmp
     store.close()
 
 
+def test_a_client_is_recorded_in_the_spelling_known_and_a_new_one_is_said(billing, tmp_path):
+    """Found by a new user: ``--client "müller gmbh"`` was stored as typed, and Parquet, DuckDB and
+    the analyst's frames grouped one client as two; ``--client "Mueller GmbH"`` (a misspelling)
+    made a new client without a word. A client is recorded as the config (else the vault's
+    sessions) spell it; a name neither knows is taken, and said."""
+    edited = json.loads(run(billing, "--json", "session", "edit", "g1", "--client", "acme CORP").stdout)
+    assert edited["client"] == "Acme Corp"  # the config's spelling
+    started = run(billing, "session", "start", "n1", "--project", "etl", "--client", "Initech")
+    assert "new client" not in started.stderr
+    again = run(billing, "session", "start", "n2", "--project", "etl", "--client", "INITECH")
+    assert again.returncode == 0
+    assert json.loads(run(billing, "--json", "session", "show", "n2", "--project", "etl").stdout)["session"][
+        "client"] == "Initech"  # the spelling the vault's sessions use
+    typo = run(billing, "session", "edit", "a1", "--client", "Acme Crop")
+    assert typo.returncode == 0 and "note: 'Acme Crop' is a new client" in typo.stderr
+    known = run(billing, "session", "edit", "a2", "--client", "initech")
+    assert known.returncode == 0 and "new client" not in known.stderr
+    # one name per client in every group-by: the edited a2 joins the vault's Initech
+    assert sorted(activity(billing)["byClient"]) == ["Acme Corp", "Acme Crop", "Initech"]
+
+
 def test_not_billable_leaves_the_invoice_and_nothing_to_change_says_so(billing):
     run(billing, "session", "edit", "a2", "--no-billable")
     assert activity(billing, "--client", "Acme Corp")["totalBillableHours"] == 1.33  # web's 80 minutes only

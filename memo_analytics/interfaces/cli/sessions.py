@@ -33,6 +33,7 @@ from .common import (
     _zone,
     _zone_label,
     out,
+    err,
     session_app,
     state,
 )
@@ -143,10 +144,16 @@ def session_edit(
     from ...services.requests import EditSessionRequest
     from ...services.session_edit import edit_session
 
+    from ...services.prompts import is_new_client
+
     request = _build(EditSessionRequest, session_id=session_id, project=project, client=client, billable=billable,
                      summary=summary, to_project=to_project, start_time=start, end_time=end, minutes=minutes,
                      cwd=str(Path.cwd()))
+    new_client = bool(client and client.strip()) and is_new_client(state.store, client)  # before it is written
     record = edit_session(state.store, request)
+    if new_client and "client" in record["changed"]:
+        err.print(_safe(f"note: {record['client']!r} is a new client: no [clients] entry of the config and no other "
+                        "session has it (any case); check the spelling, and give it billing terms to invoice it"))
 
     def human(r: dict[str, Any]) -> None:
         if not r["changed"]:
