@@ -90,7 +90,7 @@ def source_of(path: Path) -> str | None:
     if ".gemini" in parts:
         return "gemini"
     if path.suffix == ".json":
-        return None
+        return _json_document_source(path)
     if ".claude" in parts:
         return None if "subagents" in parts else "claude-code"
     if ".codex" in parts or path.name.startswith("rollout-"):
@@ -107,6 +107,24 @@ def source_of(path: Path) -> str | None:
         return None
     # a sub-agent's file beside its session (<session>/subagents/) is read with the session
     return None if found[0] == "claude-code" and "subagents" in parts else found[0]
+
+
+#: The largest JSON document :func:`source_of` reads whole to tell whose it is (a Gemini CLI chat
+#: saved outside ``~/.gemini``: ``session-*.json`` copied into a project, an example folder).
+MAX_TOLD_JSON_BYTES = 64 << 20
+
+
+def _json_document_source(path: Path) -> str | None:
+    """``gemini`` for a JSON document that is a Gemini CLI chat (its header has ``projectHash``),
+    else None: the other agents keep JSON Lines, or JSON in their own folders."""
+    try:
+        if path.stat().st_size > MAX_TOLD_JSON_BYTES:
+            return None
+        document = json.loads(path.read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+    found = format_of(document)
+    return "gemini" if found is not None and found[0] == "gemini" else None
 
 
 class FileStates:
@@ -333,7 +351,8 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
     """``memo import auto``: every :data:`KNOWN_LOCATIONS` folder on this machine imported by its
     importer — or, given ``paths`` (folders or files), each file by the importer that reads it
     (:func:`source_of`, as ``memo watch`` tells them) — each folder and importer with its own
-    counts: ``[{source, path, files, sessions, turns, skipped, …}]``.
+    counts: ``[{source, path, files, sessions, turns, skipped, …}]``; the first item of a given folder
+    also counts its files no importer tells (``untold``, the first five in ``untoldFiles``).
 
     Raises
     ------
@@ -347,16 +366,22 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
             if not given.exists():
                 raise InvalidFieldError("path", f"{given} does not exist")
             by_source: dict[str, list[Path]] = {}
+            untold: list[Path] = []
             for file in ([given] if given.is_file() else walk_files([given], (".jsonl", ".json", ".md", ".vscdb", ".db"))):
                 if (source := source_of(file)) is not None and source in IMPORTERS:
                     by_source.setdefault(source, []).append(file)
+                else:
+                    untold.append(file)
             if not by_source:
                 raise InvalidFieldError("path", f"{given} holds no transcript memo can tell (give its importer: "
                                                 f"memo import SOURCE {given}, SOURCE one of {', '.join(IMPORTERS)})")
-            for source, files in sorted(by_source.items()):
+            for number, (source, files) in enumerate(sorted(by_source.items())):
                 result = run_import(store, files, load_importer(source).parse, options, source=source,
                                     incremental=True)
-                found.append({"source": source, "path": str(given), **result.wire()})
+                # files of the folder no importer tells are said once, with the folder's first importer
+                said = {"untold": len(untold), "untoldFiles": [str(f) for f in untold[:5]]} if untold and not number \
+                    else {}
+                found.append({"source": source, "path": str(given), **result.wire(), **said})
         return found
     roots = known_roots(home)
     if not roots:

@@ -5,6 +5,7 @@ is listed with why (JSON too); a bad byte costs its line, not the file."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from datetime import datetime, timedelta
 
@@ -178,5 +179,16 @@ def test_import_auto_takes_folders_and_imports_each_file_with_its_own_importer(r
     again = json.loads(memo("--json", "import", "auto", str(realdata / "codex-rollouts"), vault=vault).stdout)
     [item] = again["sources"]
     assert item["turns"] == 0 and item["unchanged"] == item["files"]
+    # found by a new user: the legacy Gemini chat (a .json document outside ~/.gemini) was passed over
+    # without a word; it is told by its header, and a file no importer tells is named
+    mixed = tmp_path / "mixed"
+    shutil.copytree(realdata / "multi-agent", mixed)
+    (mixed / "notes.md").write_text("# my notes\n", encoding="utf-8")
+    told = memo("--json", "import", "auto", str(mixed), vault=tmp_path / "v2")
+    assert sorted(item["source"] for item in json.loads(told.stdout)["sources"]) == [
+        "claude-code", "codex", "copilot", "gemini"]
+    [gemini] = [i for i in json.loads(told.stdout)["sources"] if i["source"] == "gemini"]
+    assert gemini["files"] == 2 and gemini["recognised"] == 2  # the .jsonl chat and the legacy .json document
+    assert f"1 file no importer tells ({mixed / 'notes.md'})" in told.stderr
     missing = memo("import", "auto", str(tmp_path / "nowhere"), vault=vault, check=False)
     assert missing.returncode == 1 and "Invalid path:" in missing.stderr and "does not exist" in missing.stderr

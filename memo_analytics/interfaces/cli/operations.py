@@ -141,6 +141,11 @@ def import_auto_command(
     for item in found:
         for line in item["errors"][:20]:
             err.print(f"skipped: {line}")
+        if item.get("untold"):
+            more = f" and {item['untold'] - 5} more" if item["untold"] > 5 else ""
+            err.print(_safe(f"skipped: {item['path']}: {item['untold']} file{'s' if item['untold'] > 1 else ''} no "
+                            f"importer tells ({', '.join(item['untoldFiles'])}{more}); if one is a transcript, give its "
+                            "importer: memo import SOURCE FILE"))
 
     def human(items) -> None:
         for item in items:
