@@ -160,3 +160,47 @@ def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str
         raise InvalidFieldError(field, f"the session would last {minutes_between(start, end)} minutes; a session "
                                        f"lasts at most a week ({MAX_EDITED_MINUTES} minutes)")
     return {"startTime": to_iso(start), "endTime": to_iso(end), "durationMinutes": minutes_between(start, end)}
+
+
+def set_project_client(store: VaultStore, project: str, client: str, every: bool = False, now=None) -> dict[str, Any]:
+    """``memo project client``: file a project's sessions already recorded under ``client`` — those
+    billed to ``internal`` (no client), or with ``every`` all of them — as :func:`edit_session`
+    does one by one (their turns follow; the client in the config's or the vault's spelling).
+    ``projectClients`` files the sessions recorded from now on; this files those before it.
+
+    Returns
+    -------
+    dict
+        ``{project, client, sessions (changed), turnsUpdated, kept (sessions with another
+        client, left without every), onInvoice [session ids left: on an issued invoice]}``.
+
+    Raises
+    ------
+    InvalidFieldError
+        A bad project or client; a project without sessions (``project``).
+    """
+    now = now or utcnow()
+    project = validate_slug(project, "project")
+    wanted = clean_client(client)
+    wanted = None if not wanted or wanted.lower() == "internal" else canonical_client(store, wanted)
+    rows = index.rows_of_kind(store.conn, RecordKind.SESSION.value, project)
+    if not rows:
+        raise InvalidFieldError("project", f"no session in project {project} (memo session show --all lists them)")
+    invoiced = ledger.invoiced_in(store.root)
+    changed = turns = kept = 0
+    on_invoice = []
+    for row in rows:
+        has = (row["client"] or "").strip()
+        if has == (wanted or "") or (not every and has and has.lower() != "internal"):
+            kept += bool(has) and has != (wanted or "")
+            continue
+        session_id = row["session_id"]
+        if (project, session_id) in invoiced:
+            on_invoice.append(session_id)
+            continue
+        result = edit_session(store, EditSessionRequest(session_id=session_id, project=project,
+                                                        client=wanted or "internal"), now=now)
+        changed += bool(result["changed"])
+        turns += result["turnsUpdated"]
+    return {"project": project, "client": wanted or "internal", "sessions": changed, "turnsUpdated": turns,
+            "kept": kept, "onInvoice": on_invoice}

@@ -68,6 +68,34 @@ def test_a_client_is_recorded_in_the_spelling_known_and_a_new_one_is_said(billin
     assert sorted(activity(billing)["byClient"]) == ["Acme Corp", "Acme Crop", "Initech"]
 
 
+def test_a_projects_sessions_already_recorded_are_filed_under_a_client_at_once(billing):
+    """Found by a new user: after setting ``projectClients``, the 52 sessions imported before it
+    kept ``internal``, and took 52 ``memo session edit`` calls. ``memo project client`` files a
+    project's sessions billed to internal (``--every``: all of them), turns included; a session
+    on an issued invoice is left and named."""
+    for sid, start in (("w1", "2026-06-08T09:00:00Z"), ("w2", "2026-06-09T09:00:00Z")):
+        memo("session", "start", sid, "--project", "shop", "--start-time", start, vault=billing["vault"],
+             env=billing["env"])
+        memo("prompt", "record", "--session-id", sid, "--project", "shop", "--body", "tidy the cart",
+             vault=billing["vault"], env=billing["env"])
+        memo("session", "end", sid, "--project", "shop", "--until", start.replace("T09", "T10"),
+             vault=billing["vault"], env=billing["env"])
+    run(billing, "session", "edit", "w2", "--client", "Globex")
+    ran = run(billing, "--json", "project", "client", "shop", "acme corp")
+    assert ran.returncode == 0, ran.stderr
+    filed = json.loads(ran.stdout)
+    assert (filed["client"], filed["sessions"], filed["turnsUpdated"], filed["kept"]) == ("Acme Corp", 1, 1, 1)
+    shop = json.loads(run(billing, "--json", "activity", "--project", "shop", "--since", "2026-06-01", "--until",
+                          "2026-06-30").stdout)
+    assert {c: v["durationMinutes"] for c, v in shop["byClient"].items()} == {"Acme Corp": 60, "Globex": 60}
+    issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    every = run(billing, "project", "client", "shop", "Acme Corp", "--every")
+    assert every.returncode == 1 and "0 sessions now bill Acme Corp" in every.stdout  # nothing was done: exit 1
+    assert "left on issued invoices: w2" in every.stdout
+    assert run(billing, "project", "client", "nowhere", "Acme Corp").stderr.startswith(
+        "error: Invalid project: no session in project nowhere")
+
+
 def test_not_billable_leaves_the_invoice_and_nothing_to_change_says_so(billing):
     run(billing, "session", "edit", "a2", "--no-billable")
     assert activity(billing, "--client", "Acme Corp")["totalBillableHours"] == 1.33  # web's 80 minutes only

@@ -266,6 +266,12 @@ def _check_scope(project: Optional[str], all_projects: bool) -> None:
         raise MemoError("Invalid project: --project and --all exclude each other")
 
 
+def note_new_client(client: str) -> None:
+    """Say on stderr that ``client`` was new to the config and the vault when it was written."""
+    err.print(_safe(f"note: {client!r} is a new client: no [clients] entry of the config and no other session has it "
+                    "(any case); check the spelling, and give it billing terms to invoice it"))
+
+
 def _safe(text: object) -> str:
     """Stored text for a terminal (:func:`terminal_text`): escape sequences that could set
     the window title, clear the screen or write the clipboard, and every other control

@@ -1,12 +1,14 @@
-"""``memo project rename|merge``: correct a project's name (SPEC §9)."""
+"""``memo project rename|merge|client``: correct a project's name (SPEC §9), or file its
+sessions already recorded under a client."""
 
 from __future__ import annotations
 
 import typer
 
-from .common import _emit, app, out, state
+from .common import _emit, app, note_new_client, out, state
 
-project_app = typer.Typer(help="Rename a project, or merge one into another (imports name projects after folders).",
+project_app = typer.Typer(help="Rename a project, merge one into another (imports name projects after folders), or "
+                               "file its sessions under a client.",
                           no_args_is_help=True)
 app.add_typer(project_app, name="project")
 
@@ -37,3 +39,31 @@ def project_merge(
     from ...services.project_move import move_project
 
     _emit(move_project(state.store, source, into, merge=True), lambda r: out.print(_said(r)))
+
+
+@project_app.command("client")
+def project_client(
+    project: str = typer.Argument(..., help="The project whose sessions to file."),
+    client: str = typer.Argument(..., help="The client they bill ('internal': none)."),
+    every: bool = typer.Option(False, "--every", help="Every session of the project, also those of another client "
+                                                      "(default: only those billed to internal)."),
+) -> None:
+    """File a project's sessions already recorded under a client (their turns follow); projectClients in the
+    config files those recorded from now on. Sessions on an issued invoice are left as they are."""
+    from ...services.prompts import is_new_client
+    from ...services.session_edit import set_project_client
+
+    new_client = bool(client.strip()) and is_new_client(state.store, client)  # before it is written
+    result = set_project_client(state.store, project, client, every=every)
+    if new_client and result["sessions"]:
+        note_new_client(result['client'])
+
+    def human(r: dict) -> None:
+        out.print(f"{r['project']}: {r['sessions']} session{'s' if r['sessions'] != 1 else ''} now bill {r['client']}"
+                  f" ({r['turnsUpdated']} turns updated)"
+                  + (f"; {r['kept']} of another client kept (--every files them too)" if r["kept"] else "")
+                  + (f"; left on issued invoices: {', '.join(r['onInvoice'])}" if r["onInvoice"] else ""))
+
+    _emit(result, human)
+    if not result["sessions"]:
+        raise typer.Exit(1)

@@ -33,7 +33,7 @@ from .common import (
     _zone,
     _zone_label,
     out,
-    err,
+    note_new_client,
     session_app,
     state,
 )
@@ -152,8 +152,7 @@ def session_edit(
     new_client = bool(client and client.strip()) and is_new_client(state.store, client)  # before it is written
     record = edit_session(state.store, request)
     if new_client and "client" in record["changed"]:
-        err.print(_safe(f"note: {record['client']!r} is a new client: no [clients] entry of the config and no other "
-                        "session has it (any case); check the spelling, and give it billing terms to invoice it"))
+        note_new_client(record['client'])
 
     def human(r: dict[str, Any]) -> None:
         if not r["changed"]:
