@@ -125,7 +125,7 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
             TimesheetRow(
                 date=start.strftime("%Y-%m-%d"),
                 project=item["project"],
-                task=shown(item["taskSlug"] or item["summary"] or item["sessionId"]),
+                task=shown(item["taskSlug"] or item["summary"] or f"Work on {item['project']}"),  # as its invoice line
                 start=began,
                 end=ended + (f" (+{days}d)" if days else ""),
                 duration_minutes=int(billed if billed is not None else item["durationMinutes"]),
