@@ -52,6 +52,9 @@ def _promote_rule(store: VaultStore, params: dict[str, Any], now: datetime) -> d
     root = last_seen_root(store, project)
     if root is None:
         raise InvalidFieldError("promote", f"project {project} has no known repository (lastSeenRoot)")
+    if params.get("repository") is not None and str(root) != params["repository"]:
+        raise InvalidFieldError("promote", f"project {project}'s repository is {root} now, not {params['repository']} "
+                                           "as proposed; nothing was written (see the digest's new proposal)")
     found = []
     for trap_id in params["trapIds"]:
         record = store.read(project, RecordKind.TRAP, trap_id)

@@ -205,8 +205,11 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         traps.sort(key=lambda t: (-float(t.get("confidence") or 0), t["id"]))
         since = max(from_iso(t.get("updated") or t["created"]) for t in traps)
         command = f"memo report rules --project {_q(project)} --promote CLAUDE.md"
-        # promotion writes into the project's repository: proposed only where this machine knows it
-        known = traps[0].get("_repository", True)
+        # promotion writes into the project's repository: proposed only where this machine knows it,
+        # naming it — and a proposal made before the project's repository changed is refused
+        repository = traps[0].get("_repository", True)
+        known = bool(repository)
+        where = f"{repository}/CLAUDE.md" if isinstance(repository, str) else "CLAUDE.md of the project's repository"
         said = "; ".join(f"“{(t.get('summary') or '')[:80]}” ({t.get('occurrences', 1)}×, "
                          f"{float(t.get('confidence') or 0):.2f})" for t in traps[:3])
         more = f" and {len(traps) - 3} more" if len(traps) > 3 else ""
@@ -216,10 +219,12 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                           command if known else f"in a checkout of {project}'s repository: {command} "
                           "(memo knows no repository of it on this machine)",
                           to_iso(since), fingerprint(*((t["id"], t.get("updated"), t.get("status")) for t in traps),
-                                                     known),
+                                                     repository),
                           {"actionClass": "promote_rule", "params": {"trapIds": [t["id"] for t in traps],
-                                                                     "project": project, "destination": "CLAUDE.md"},
-                           "summary": f"promote {count} into CLAUDE.md of {project}'s repository"}
+                                                                     "project": project, "destination": "CLAUDE.md",
+                                                                     **({"repository": repository}
+                                                                        if isinstance(repository, str) else {})},
+                           "summary": f"promote {count} into {where}"}
                           if known else None), traps[0]))
     for session in snapshot.unbilled_sessions:
         start = from_iso(session["startTime"])

@@ -38,7 +38,7 @@ def take_snapshot(store: VaultStore) -> Snapshot:
     from ..services.projects import last_seen_root
 
     snapshot = Snapshot()
-    known: dict[str, bool] = {}  # project → this machine knows its repository
+    known: dict[str, str | None] = {}  # project → its repository on this machine (lastSeenRoot), if known
     with vault_sources(store, further=True) as sources:
         for source in sources:
             further = source.conn is not store.conn
@@ -54,8 +54,9 @@ def take_snapshot(store: VaultStore) -> Snapshot:
                     for record in found:
                         project = record["project"]
                         if not further and project not in known:
-                            known[project] = last_seen_root(store, project) is not None
-                        record["_repository"] = not further and known[project]
+                            root = last_seen_root(store, project)
+                            known[project] = str(root) if root is not None else None
+                        record["_repository"] = None if further else known[project]
                 getattr(snapshot, name).extend(found)
             root = Path(source.vault)
             snapshot.duplicate_invoices += [{**twice, **({"_vault": source.vault} if further else {})}

@@ -122,6 +122,27 @@ def test_promote_rule_proposal_writes_claude_md_and_keeps_the_persons_text(store
         "promoted"}
 
 
+def test_a_promotion_proposed_for_one_repository_is_never_written_into_another(store, tmp_path):
+    """Found by an attacker: a turn recorded for ``web`` from another repository moved web's
+    repository (lastSeenRoot) there, and the one-click promotion the person had reviewed — the
+    same fingerprint — wrote web's rules into the other team's CLAUDE.md. The proposal names the
+    file it writes, and a proposal made before the repository changed is refused."""
+    repo, other = tmp_path / "web", tmp_path / "other"
+    for folder in (repo, other):
+        folder.mkdir()
+        subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    (other / "CLAUDE.md").write_text("# Other team\n", encoding="utf-8")
+    record_prompt(store, RecordPromptRequest(project="web", session_id="r1", body="Never commit to main.", cwd=str(repo)))
+    derive_rules(store, DeriveRulesRequest(project="web", save_traps=True))
+    [seen] = [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"]
+    assert seen["proposal"]["summary"] == f"promote a rule into {repo.resolve()}/CLAUDE.md"
+    record_prompt(store, RecordPromptRequest(project="web", session_id="r2", body="look at the parser", cwd=str(other)))
+    refused = apply_item(store, seen["id"], seen["fingerprint"])
+    assert refused["applied"] is False and (other / "CLAUDE.md").read_text(encoding="utf-8") == "# Other team\n"
+    assert refused["item"]["proposal"]["summary"] == f"promote a rule into {other.resolve()}/CLAUDE.md"
+    assert not (repo / "CLAUDE.md").exists()
+
+
 def test_a_rule_of_a_project_whose_repository_is_unknown_here_is_not_proposed_for_promotion(store, tmp_path):
     """Imported projects have no repository on this machine: every rule_ready item offered
     "Promote into CLAUDE.md", and each click failed ("has no known repository"). The item says
