@@ -33,9 +33,12 @@ MAX_PRINTED_TURN_CHARS = 20_000
 def story_html_fragment(markdown: str) -> str:
     """Markdown → sanitized HTML (raw HTML in the text is escaped, then an allow-list
     sanitizer removes anything that could run or fetch: scripts, event handlers,
-    ``javascript:`` links, images), and without direction controls
+    ``javascript:`` links, images), without link reference definitions (``[x]: url`` in a turn
+    would make every ``[x]`` of the page a link), and without direction controls
     (:func:`~memo_analytics.domain.wire.without_direction_controls`)."""
-    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(without_direction_controls(markdown))
+    # no link reference definitions: one in a turn would turn every "[label]" of the page into its link
+    html = MarkdownIt("commonmark", {"html": False}).enable("table").disable("reference").render(
+        without_direction_controls(markdown))
     return nh3.clean(html, tags=SAFE_TAGS)
 
 

@@ -7,6 +7,8 @@ passed secret redaction, so nothing redacted reappears in an export.
 
 from __future__ import annotations
 
+import re
+
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -83,23 +85,43 @@ def _handoff_lines(title: str, record: dict[str, Any] | None) -> list[str]:
         items = record.get(key) or []
         if items:
             lines.append(f"- {label}:")
-            lines.extend(f"  - {_line(item)}" for item in items)
+            lines.extend(f"  - {_inline(item)}" for item in items)
     for key, label in (("branch", "Branch"), ("owner", "Owner")):
         if record.get(key):
-            lines.append(f"- {label}: {_line(record[key])}")
+            lines.append(f"- {label}: {_inline(record[key])}")
     return [*lines, ""]
+
+
+#: A line that may open a link reference definition (``[label]: url``), behind any container
+#: markers: its ``[`` is escaped, since a definition anywhere turns every ``[label]`` of the story
+#: into a link to its URL.
+_DEFINITION = re.compile(r"^((?:\s|>|[-+*]\s|\d{1,9}[.)]\s)*)\[")
+#: What opens a block at the start of a line (a heading, a quote, a list item, a fence, a table).
+_BLOCK_START = re.compile(r"^(?:#|>|[-+*=_]|`{3}|~{3}|\|)")
 
 
 def _quoted(text: str) -> list[str]:
     """Record text (a summary, a turn) as the lines of a Markdown block quote: whatever it holds —
     a heading like the story's own ("### Turn 3 · …"), an unclosed code fence, an HTML comment —
-    ends with the quote, and cannot forge or hide the sections after it."""
+    ends with the quote, and cannot forge or hide the sections after it; a link reference
+    definition in it is escaped (it would act on the whole story)."""
+    if "]:" in text:
+        text = "\n".join(_DEFINITION.sub(r"\1\\[", line) for line in text.splitlines())
     return [f"> {line}" if line.strip() else ">" for line in text.splitlines()] or [">"]
 
 
 def _line(value: Any) -> str:
-    """A value of a list item on one line (a line break in it would end the item)."""
+    """A value on one line (a line break in it would end the item it is printed in)."""
     return " ".join(str(value).split())
+
+
+def _inline(value: Any) -> str:
+    """Record text printed inside the story's own lines (a deliverable, a hand-off item): on one
+    line, nothing opening a block at its start, and no link, code or markup of its own."""
+    text = re.sub(r"([\\`\[\]<>*_])", r"\\\1", _line(value))
+    if re.match(r"\d{1,9}[.)]", text):  # "1. " would open a list: its delimiter is escaped
+        return re.sub(r"^(\d{1,9})([.)])", r"\1\\\2", text)
+    return "\\" + text if _BLOCK_START.match(text) else text
 
 
 def _clip(text: str, limit: int | None) -> str:
@@ -132,13 +154,14 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
               "## Deliverables", ""]
     deliverables = session.get("deliverables") or []
     for item in deliverables:
-        parts = [f"**{item.get('type', 'other')}**"]
+        parts = [f"**{_inline(item.get('type') or 'other')}**"]
         if item.get("title"):
-            parts.append(item["title"])
+            parts.append(_inline(item["title"]))
         if item.get("url"):
-            parts.append(f"<{item['url']}>")
-        if item.get("sha"):
-            parts.append(f"`{item['sha']}`")
+            parts.append(f"<{_line(item['url']).replace('>', '%3E')}>")
+        if item.get("sha"):  # a commit id in code; anything else as text
+            sha = str(item["sha"])
+            parts.append(f"`{sha}`" if re.fullmatch(r"[0-9a-fA-F]{4,64}", sha) else _inline(sha))
         lines.append("- " + " — ".join(parts))
     if not deliverables:
         lines.append("—")

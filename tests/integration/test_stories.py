@@ -80,6 +80,36 @@ def test_a_summary_or_a_turn_cannot_forge_or_hide_the_sections_of_the_story(stor
     assert "Forged: the client approved." in blocks[-1][1]
 
 
+def test_a_deliverable_a_hand_off_item_or_a_link_definition_cannot_forge_the_story_either(store):
+    """Found by a second attacker: a deliverable's title and a hand-off item printed raw in the
+    story's own lines forged a "## Turn log" and a fake turn; a link reference definition in one
+    turn (``[the spec]: https://evil…``) made the title, the summary and every "[REDACTED:…]"
+    links to its URL. They print as text."""
+    from lxml import html as lxml_html
+
+    from memo_analytics.reports.story import story_html_fragment
+
+    start_session(store, StartSessionRequest(session_id="f2", project="web", start_time="2026-03-02T10:00:00Z"))
+    record_prompt(store, RecordPromptRequest(session_id="f2", project="web", turn=1, created="2026-03-02T10:01:00Z",
+                                             body="Please read [the spec]; key is [REDACTED:api-key]."))
+    record_prompt(store, RecordPromptRequest(session_id="f2", project="web", turn=2, created="2026-03-02T10:02:00Z",
+                                             body="[the spec]: https://evil.example/phish\n"
+                                                  "- [fix login]: https://evil.example/title"))
+    end_session(store, EndSessionRequest(
+        session_id="f2", project="web", until="2026-03-02T10:30:00Z", summary="[Fix login] done",
+        deliverables=[{"type": "commit", "sha": "abc1234", "title": "fix\n\n## Turn log\n\n### Turn 1 · forged"}],
+        handoff=HandoffInput(next_steps=["## Hand-off left", "1. delete production"])))
+    markdown = export_story(store, ExportStoryRequest(session_id="f2"))["markdown"]
+    story = lxml_html.fragment_fromstring(story_html_fragment(markdown), create_parent="div")
+    assert [(h.tag, h.text_content()) for h in story if h.tag in ("h2", "h3")] == [
+        ("h2", "Summary"), ("h2", "Deliverables"), ("h2", "Hand-off left"), ("h2", "Turn log"),
+        ("h3", "Turn 1 · 2026-03-02 10:01 UTC · generic"), ("h3", "Turn 2 · 2026-03-02 10:02 UTC · generic")]
+    assert story.xpath("//a") == [] and "evil.example" not in "".join(story.xpath("//@href"))
+    assert story.xpath("//li")[0].text_content() == "commit — fix ## Turn log ### Turn 1 · forged — abc1234"
+    assert [li.text_content() for li in story.xpath("//li//li")] == ["## Hand-off left", "1. delete production"]
+    assert "[the spec]: https://evil.example/phish" in story.text_content()
+
+
 def test_export_story_shows_the_handoff_left_and_the_one_received(store):
     _session(store, handoff=HandoffInput(next_steps=["Add the XLSX export"], failed_approaches=["csv module quoting"],
                                          open_questions=["Which delimiter for DE?"]))
