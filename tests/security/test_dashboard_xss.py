@@ -80,7 +80,10 @@ PAYLOADS = {
 }
 #: Ids must be safe slugs: the most an id can carry is a marker to find on screen.
 SLUGS = {"project": "xss-project.1", "other project": "xss-other_1", "session id": "xss-session.1",
-         "task slug": "xss_task-1", "stalled session id": "_xss-stalled.1_", "config session id": "xss-config.1"}
+         "task slug": "xss_task-1", "stalled session id": "_xss-stalled.1_"}
+#: A session of the configured client without a summary: the timesheet says "Work on <project>" for it
+#: (its id is shown nowhere since; the project's is, above)
+CONFIG_SESSION = "xss-config.1"
 BODY_TURN = f"prompt-{SLUGS['session id']}-t1"
 
 
@@ -112,11 +115,11 @@ def _seed(vault: Path, now: datetime) -> None:
                                  owner=PAYLOADS["hand-off owner"])), now=ended)
         other = SLUGS["other project"]  # another project: its sessions never claim that hand-off
         config_start = now - timedelta(hours=5)
-        start_session(store, StartSessionRequest(session_id=SLUGS["config session id"], project=other,
+        start_session(store, StartSessionRequest(session_id=CONFIG_SESSION, project=other,
                                                  client=PAYLOADS["config client"], start_time=config_start),
                       now=config_start)
         config_end = config_start + timedelta(hours=1)
-        end_session(store, EndSessionRequest(session_id=SLUGS["config session id"], project=other, until=config_end),
+        end_session(store, EndSessionRequest(session_id=CONFIG_SESSION, project=other, until=config_end),
                     now=config_end)
         stalled = now - timedelta(hours=3)  # open, no turn: stalled, with a proposal (and its tooltip)
         start_session(store, StartSessionRequest(session_id=SLUGS["stalled session id"], project=other,
