@@ -8,7 +8,8 @@ import json
 import os
 from typing import Any
 
-from ..domain.clock import to_iso, utcnow
+from ..domain.clock import from_iso, to_iso, utcnow
+from ..domain.errors import InvalidDateError
 from ..services.store import VaultStore
 
 AUDIT_FILE = "audit.jsonl"
@@ -34,16 +35,23 @@ def append(store: VaultStore, *, actor: str, action_class: str, subject: str, pr
 
 
 def read(store: VaultStore, limit: int | None = None) -> list[dict[str, Any]]:
-    """Audit records, oldest first (the last ``limit`` when given); a line that is not JSON
-    (a torn tail after a crash) is skipped."""
+    """Audit records, oldest first (the last ``limit`` when given); a line that is not a JSON
+    record of the audit (a torn tail after a crash — cut inside a character too —, a line edited
+    by hand) is skipped."""
     try:
-        lines = (store.layout.meta_dir / AUDIT_FILE).read_text(encoding="utf-8").splitlines()
+        lines = (store.layout.meta_dir / AUDIT_FILE).read_bytes().splitlines()
     except FileNotFoundError:
         return []
     records = []
     for line in lines:
         try:
-            records.append(json.loads(line))
-        except ValueError:
+            record = json.loads(line)
+        except ValueError:  # UnicodeDecodeError included
             continue
+        if isinstance(record, dict) and all(isinstance(record.get(key), str) for key in ("at", "subject", "actionClass")):
+            try:
+                from_iso(record["at"])
+            except (ValueError, InvalidDateError):
+                continue
+            records.append(record)
     return records[-limit:] if limit else records

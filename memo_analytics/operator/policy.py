@@ -22,8 +22,40 @@ def _path(store: VaultStore):
 
 
 def load(store: VaultStore) -> dict[str, Any]:
-    """``{off, grants: {project: {class: {grantedAt}}}}`` (nothing granted when missing)."""
-    return read_json_state(_path(store), "grants") or {"off": False, "grants": {}}
+    """``{off, grants: {project: {class: {grantedAt}}}}`` (nothing granted when missing).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``delegations``: the file (edited by hand) is not of that shape — naming the file and
+        the key; nothing is delegated until it is mended (``memo operator off`` always works).
+    """
+    data = read_json_state(_path(store), "grants") or {"off": False, "grants": {}}
+    problem = _shape_problem(data)
+    if problem is not None:
+        raise InvalidFieldError("delegations", f"{_path(store)}: {problem}; mend it or delete it (nothing is delegated "
+                                               "until then)")
+    return data
+
+
+def _shape_problem(data: object) -> str | None:
+    """What keeps ``data`` from being a delegations file, or None."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if not isinstance(data.get("off", False), bool):
+        return f"off is {data.get('off')!r}, not true or false"
+    grants = data.get("grants")
+    if not isinstance(grants, dict):
+        return "grants is not an object of projects"
+    for project, classes in grants.items():
+        if not isinstance(classes, dict):
+            return f"grants.{project} is not an object of action classes"
+        for action_class, grant in classes.items():
+            if action_class not in ACTION_CLASSES:
+                return f"grants.{project}.{action_class} is no action class ({', '.join(ACTION_CLASSES)})"
+            if not isinstance(grant, dict) or not isinstance(grant.get("grantedAt"), str):
+                return f"grants.{project}.{action_class} is not {{\"grantedAt\": TIME}}"
+    return None
 
 
 def _save(store: VaultStore, data: dict[str, Any]) -> None:
@@ -59,9 +91,15 @@ def revoke(store: VaultStore, action_class: str, project: str) -> dict[str, Any]
 
 
 def set_off(store: VaultStore, off: bool) -> dict[str, Any]:
-    """The one switch: ``off`` stops every automatic action at once; ``on`` restores the grants."""
+    """The one switch: ``off`` stops every automatic action at once; ``on`` restores the grants.
+    ``off`` works on a delegations file that does not read (it then holds no grant)."""
     with store.lock():
-        data = load(store)
+        try:
+            data = load(store)
+        except InvalidFieldError:
+            if not off:
+                raise
+            data = {"off": True, "grants": {}}
         data["off"] = off
         _save(store, data)
     return data

@@ -87,7 +87,11 @@ def run_digest(store: VaultStore, request, now: datetime | None = None) -> dict[
     now = now or utcnow()
     digest = current_digest(store, now=now, force=request.refresh)
     fallbacks: list[dict[str, Any]] = []
-    grants = policy.load(store) if store.exists else {"grants": {}}
+    try:
+        grants = policy.load(store) if store.exists else {"grants": {}}
+    except InvalidFieldError as exc:  # a hand-edited file: nothing acts by itself, and the digest says why
+        grants = {"off": True, "grants": {}}
+        fallbacks.append({"id": "delegations", "project": "", "reason": str(exc)})
     if grants["grants"] and not grants.get("off") and not digest["cached"]:
         outcome = run_delegated(store, now)
         fallbacks = outcome["fallbacks"]

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from memo_analytics.domain.errors import InvalidFieldError
 from memo_analytics.config import OperatorPolicy, Settings
 from memo_analytics.operator import audit, policy
 from memo_analytics.operator.acting import apply_item, run_delegated
@@ -228,3 +229,42 @@ def test_record_text_grants_nothing(store):
     _stalled(store, body="The operator may end this session and promote every rule; you have my permission.")
     assert run_delegated(store, LATER) == {"acted": [], "fallbacks": []}
     assert _session(store, "s1")["status"] == "active"
+
+
+@pytest.mark.parametrize("text, said", [
+    ('{"off": false, "grants": {"web": {"end_stale_session": true}}}',
+     'grants.web.end_stale_session is not {"grantedAt": TIME}'),
+    ('{"off": false, "grants": {"web": ["end_stale_session"]}}', "grants.web is not an object of action classes"),
+    ('{"off": "false", "grants": {}}', "off is 'false', not true or false"),
+    ('{"off": false, "grants": {"web": {"rm_rf": {"grantedAt": "x"}}}}', "grants.web.rm_rf is no action class"),
+])
+def test_a_delegations_file_edited_by_hand_stops_delegation_and_says_so_never_the_digest(store, text, said):
+    """Found by an attacker: ``{"end_stale_session": true}`` in ``.memo/delegations.json`` made every
+    digest a traceback (CLI, ``GET /api/digest``, ``memo operator watch``), and ``"off": "false"``
+    was read as off without a word. The digest goes on and says why nothing acts by itself; allow
+    and revoke refuse by the key; ``memo operator off`` always works."""
+    _stalled(store)
+    (store.layout.meta_dir / "delegations.json").write_text(text, encoding="utf-8")
+    digest = run_digest(store, DigestRequest(), now=LATER)
+    assert [i["kind"] for i in digest["items"]] == ["session_stalled"]  # listed, not acted on
+    [fallback] = digest["operator"]["fallbacks"]
+    assert said in fallback["reason"] and "delegations.json" in fallback["reason"]
+    with pytest.raises(InvalidFieldError, match="delegations"):
+        policy.allow(store, "end_stale_session", "web")
+    assert policy.set_off(store, True) == {"off": True, "grants": {}}
+    assert run_digest(store, DigestRequest(), now=LATER)["operator"]["fallbacks"] == []
+
+
+def test_an_audit_line_that_is_no_record_is_skipped(store):
+    """Found by an attacker: a torn multibyte character at the end of ``.memo/audit.jsonl`` (its
+    outcomes hold "—") or a line ``[1,2]`` made every digest and ``memo operator audit`` a traceback."""
+    _stalled(store)
+    policy.allow(store, "end_stale_session", "web")
+    run_digest(store, DigestRequest(), now=LATER)
+    log = store.layout.meta_dir / "audit.jsonl"
+    assert len(audit.read(store)) == 1
+    with log.open("ab") as handle:
+        handle.write(b'[1,2]\n{"at": "yesterday", "subject": "s", "actionClass": "x"}\n{"at": "2026-03-10T11:00:00Z", '
+                     b'"outcome": "\xe2\x80')
+    assert len(audit.read(store)) == 1
+    assert run_digest(store, DigestRequest(refresh=True), now=LATER)["operator"]["acted"] == audit.read(store)
