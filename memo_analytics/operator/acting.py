@@ -18,12 +18,12 @@ from pathlib import Path
 from ..domain.clock import from_iso, to_iso, utcnow
 from ..domain.errors import AmbiguousIdError, InvalidFieldError, MemoError
 from ..domain.records import RecordKind
-from ..index import store as index
 from ..services.handoffs import cancel_handoff
 from ..services.projects import last_seen_root
 from ..services.requests import CancelHandoffRequest, EndSessionRequest
+from ..services.rules import promoted_rules
 from ..services.rules.formats import rules_body
-from ..services.rules.promote import promote
+from ..services.rules.promote import allowed_destination, promote
 from ..services.sessions import end_session
 from ..services.stories import render_story, story_data
 from ..services.store import VaultStore
@@ -33,17 +33,14 @@ from . import audit, policy
 from .digest import Item, build_items
 from .snapshot import take_snapshot
 
-
 def _end_stale_session(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
     ended = end_session(store, EndSessionRequest(session_id=params["sessionId"], project=params["project"],
                                                  until=params["until"]), now=now)
     return {"sessionId": ended["sessionId"], "endTime": ended["endTime"], "durationMinutes": ended["durationMinutes"]}
 
-
 def _cancel_handoff(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
     cancelled = cancel_handoff(store, CancelHandoffRequest(id=params["id"], project=params["project"]), now=now)
     return {"id": cancelled["id"], "status": cancelled["status"]}
-
 
 def _promote_rule(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
     """Promote the project's ready rules (``trapIds``, the digest item's traps) into its repository,
@@ -61,20 +58,17 @@ def _promote_rule(store: VaultStore, params: dict[str, Any], now: datetime) -> d
         if record is None:
             raise InvalidFieldError("trapIds", f"{trap_id} no longer exists")
         found.append(record)
-    ready = {meta["id"] for meta, _ in found}
-    promoted = [meta for meta, _ in (store.read(project, RecordKind.TRAP, row["id"]) or (None, None)
-                                     for row in sorted(index.rows_of_kind(store.conn, RecordKind.TRAP.value, project,
-                                                                          "promoted"), key=lambda r: r["id"]))
-                if meta and meta["id"] not in ready]
-    rules = [{"text": meta.get("summary") or "", "category": (meta.get("tags") or ["", "rule"])[-1],
-              "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)}
-             for meta in [*promoted, *(meta for meta, _ in found)]]
-    written = promote(root, params.get("destination", "CLAUDE.md"), rules_body(rules, "claude"), store.root)
+    destination = params.get("destination", "CLAUDE.md")
+    target, _ = allowed_destination(root, destination)
+    rules = promoted_rules(store, project, target, {meta["id"] for meta, _ in found}) + [
+        {"text": meta.get("summary") or "", "category": (meta.get("tags") or ["", "rule"])[-1],
+         "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)}
+        for meta, _ in found]
+    written = promote(root, destination, rules_body(rules, "claude"), store.root)
     for meta, body in found:
         meta.update(status="promoted", promotedTo=str(written), updated=to_iso(now))
         store.upsert(RecordKind.TRAP, meta, body)
     return {"trapIds": [meta["id"] for meta, _ in found], "path": str(written), "rules": len(rules)}
-
 
 def _free_name(folder: Path, stem: str, vault: Path) -> Path:
     """``folder/stem.md``, or ``stem-2.md``, ``stem-3.md`` … : an export never replaces a file."""
@@ -83,7 +77,6 @@ def _free_name(folder: Path, stem: str, vault: Path) -> Path:
         if not candidate.exists() and not candidate.is_symlink():
             return output_target(candidate, (vault,), (".md",))
     raise InvalidFieldError("storiesDir", f"{folder} already holds 999 stories of {stem}")
-
 
 def _export_story(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
     folder = store.settings.operator.stories_dir
@@ -94,14 +87,12 @@ def _export_story(store: VaultStore, params: dict[str, Any], now: datetime) -> d
     atomic_write_bytes(target, markdown.encode("utf-8"))
     return {"sessionId": params["sessionId"], "path": str(target)}
 
-
 APPLY: dict[str, Callable[[VaultStore, dict[str, Any], datetime], dict[str, Any]]] = {
     "end_stale_session": _end_stale_session,
     "cancel_handoff": _cancel_handoff,
     "promote_rule": _promote_rule,
     "export_story": _export_story,
 }
-
 
 def _current_items(store: VaultStore, now: datetime) -> dict[str, list[Item]]:
     """The digest's items by id (``kind:subject``); an id may stand for items of several
@@ -110,7 +101,6 @@ def _current_items(store: VaultStore, now: datetime) -> dict[str, list[Item]]:
     for item in build_items(take_snapshot(store), now, store.settings.operator):
         found.setdefault(item.id, []).append(item)
     return found
-
 
 def _pick(items: list[Item], item_id: str, project: str | None, fingerprint: str | None) -> Item | None:
     """The one item of ``items`` (of the same id) the caller means: of ``project`` when given,
@@ -128,7 +118,6 @@ def _pick(items: list[Item], item_id: str, project: str | None, fingerprint: str
     if len(items) > 1:
         raise AmbiguousIdError(item_id, [i.project for i in items])
     return items[0] if items else None
-
 
 def apply_item(store: VaultStore, item_id: str, fingerprint: str | None, now: datetime | None = None,
                as_of: datetime | None = None, project: str | None = None) -> dict[str, Any]:
@@ -169,7 +158,6 @@ def apply_item(store: VaultStore, item_id: str, fingerprint: str | None, now: da
             raise InvalidFieldError("item", f"{item_id}: {exc}") from None
         audit.append(store, **common, outcome="applied", detail=result)
     return {"applied": True, "item": item.wire(), "result": result}
-
 
 def run_delegated(store: VaultStore, now: datetime | None = None) -> dict[str, Any]:
     """One pass of delegated actions (SPEC §6 phase 3): every digest item whose action class

@@ -289,3 +289,40 @@ def test_rules_printed_in_a_format_are_alone_on_stdout_a_cursor_rule_whole(tmp_p
     assert "1 rule candidate; the rules as cursor on stdout" in ran.stderr and "saved 1 traps" in ran.stderr
     plain = memo("report", "rules", "--all", "--format", "claude", vault=vault).stdout
     assert plain.startswith("## Rules derived from your prompts")
+
+
+def test_a_later_promotion_keeps_the_rules_promoted_before_into_the_same_file(store, repo):
+    """Found by an attacker: ``--promote CLAUDE.md --since …`` rewrote the file's block with the new
+    rule alone; the three promoted before vanished while their traps stayed ``promoted`` (never
+    proposed again). The block keeps what was promoted into that file."""
+    for n, body in enumerate(("Never commit directly to main.", "Always run the tests first."), 1):
+        record_prompt(store, RecordPromptRequest(body=body, project="web", session_id=f"s{n}", cwd=str(repo),
+                                                 created="2026-01-05T09:00:00Z"))
+    derive_rules(store, DeriveRulesRequest(cwd=str(repo), save_traps=True, promote="CLAUDE.md"))
+    record_prompt(store, RecordPromptRequest(body="Never use print statements for logging.", project="web",
+                                             session_id="s9", cwd=str(repo), created="2026-06-01T09:00:00Z"))
+    later = derive_rules(store, DeriveRulesRequest(cwd=str(repo), save_traps=True, promote="CLAUDE.md",
+                                                   since="2026-05-01"))
+    assert later["promoted"]["rules"] == 1
+    text = (repo / "CLAUDE.md").read_text(encoding="utf-8")
+    for rule in ("Never commit directly to main.", "Always run the tests first.", "Never use print statements"):
+        assert rule in text
+
+
+def test_an_edit_made_to_the_file_while_promoting_is_kept(store, repo, monkeypatch):
+    """Found by an attacker: the file was read and merged, the traps saved, then the stale merge
+    written — a line the person added meanwhile was lost. It is read again just before writing."""
+    import memo_analytics.services.rules as rules
+
+    (repo / "CLAUDE.md").write_text("# Team rules\n- keep it short\n", encoding="utf-8")
+    _say(store, "Never commit directly to main.", cwd=str(repo))
+    saving = rules.save_traps
+
+    def meanwhile(*args, **kwargs):
+        (repo / "CLAUDE.md").write_text("# Team rules\n- keep it short\n- IMPORTANT NEW LINE\n", encoding="utf-8")
+        return saving(*args, **kwargs)
+
+    monkeypatch.setattr(rules, "save_traps", meanwhile)
+    derive_rules(store, DeriveRulesRequest(cwd=str(repo), save_traps=True, promote="CLAUDE.md"))
+    text = (repo / "CLAUDE.md").read_text(encoding="utf-8")
+    assert text.startswith("# Team rules\n- keep it short\n- IMPORTANT NEW LINE\n") and "Never commit directly" in text

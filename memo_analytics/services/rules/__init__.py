@@ -91,6 +91,21 @@ def _mark_promoted(store: VaultStore, candidates: list[Candidate], written, now=
     return marked
 
 
+def promoted_rules(store: VaultStore, project: str, target, leave: set[str] = frozenset()) -> list[dict[str, Any]]:
+    """The rules promoted before into ``target`` (the file) from ``project``'s traps, as
+    :func:`~.formats.rules_body` takes them, oldest id first — except the traps of ``leave``
+    (promoted again now). A promotion rewrites the file's whole managed block: these stay in it."""
+    rules = []
+    for row in sorted(index.rows_of_kind(store.conn, RecordKind.TRAP.value, project, "promoted"), key=lambda r: r["id"]):
+        found = store.read(project, RecordKind.TRAP, row["id"])
+        if found is None or row["id"] in leave or found[0].get("promotedTo") not in (None, str(target)):
+            continue
+        meta = found[0]
+        rules.append({"text": meta.get("summary") or "", "category": (meta.get("tags") or ["", "rule"])[-1],
+                      "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)})
+    return rules
+
+
 def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, Any]:
     """``derive_rules`` (SPEC §5.3).
 
@@ -143,13 +158,22 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
             raise InvalidFieldError("promote", f"no rule of project {project} reaches {TRAP_THRESHOLD} "
                                                "(nothing to promote; see `memo report rules`)")
         fmt = request.format or default_format
-        plan = plan_promotion(product_root, request.promote, rules_body(confident, fmt), store.root)
+        project = store.resolve_project(request.project, request.cwd)
+        promoting = {trap_id(c) for c in candidates if c.confidence >= TRAP_THRESHOLD}
+
+        def planned() -> Any:  # the rules promoted before into this file stay in its block
+            target, _ = allowed_destination(product_root, request.promote)
+            body = rules_body([*promoted_rules(store, project, target, promoting), *confident], fmt)
+            return plan_promotion(product_root, request.promote, body, store.root)
+
+        plan = planned()
     if request.save_traps:
         result["savedTraps"] = save_traps(store, candidates)
     if request.format is not None:
         result["format"] = request.format
         result["formatted"] = rules_body(confident, request.format)
     if plan is not None:
+        plan = planned()  # read the file again just before writing: an edit made meanwhile is kept
         written = write_promotion(plan)
         result["promoted"] = {"path": str(written), "format": fmt, "rules": len(confident),
                               "traps": _mark_promoted(store, [c for c in candidates if c.confidence >= TRAP_THRESHOLD],
