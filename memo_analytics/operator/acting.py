@@ -115,6 +115,8 @@ def _pick(items: list[Item], item_id: str, project: str | None, fingerprint: str
         items = [i for i in items if i.project == project]
     if len(items) > 1:
         items = [i for i in items if i.fingerprint == fingerprint] or items
+    if len(items) > 1:  # a further vault's item (read, never written) has no proposal: this vault's is meant
+        items = [i for i in items if i.proposal is not None] or items
     if len(items) > 1:
         raise AmbiguousIdError(item_id, [i.project for i in items])
     return items[0] if items else None

@@ -165,6 +165,9 @@ def apply_digest_item(store: VaultStore, request: DigestApplyRequest) -> dict[st
         ``Invalid asOf date``.
     """
     moment = parse_record_instant(request.as_of, "asOf", store.zone) if request.as_of else None
+    if moment is not None and moment > utcnow():
+        raise InvalidFieldError("asOf", f"{request.as_of} is in the future: a digest as of then would act on what "
+                                        "has not happened (a session still live ended as stalled)")
     if request.project:
         validate_slug(request.project, "project")
     fingerprint = request.fingerprint
@@ -179,6 +182,8 @@ def apply_digest_item(store: VaultStore, request: DigestApplyRequest) -> dict[st
             raise InvalidFieldError("item", f"{request.item} is not in the digest of now; run `memo digest` and pick "
                                             "an id (an item picked from `memo digest --as-of DATE` is applied with the "
                                             "same --as-of DATE)")
+        if len(shown) > 1:  # a further vault's item (read, never written) has no proposal: this vault's is meant
+            shown = [i for i in shown if i.get("proposal")] or shown
         if len(shown) > 1:
             raise AmbiguousIdError(request.item, [i["project"] for i in shown])
         fingerprint = shown[0]["fingerprint"]

@@ -268,3 +268,31 @@ def test_an_audit_line_that_is_no_record_is_skipped(store):
                      b'"outcome": "\xe2\x80')
     assert len(audit.read(store)) == 1
     assert run_digest(store, DigestRequest(refresh=True), now=LATER)["operator"]["acted"] == audit.read(store)
+
+
+def test_a_further_vaults_item_of_the_same_id_leaves_this_vaults_to_apply(tmp_path):
+    """Found by an attacker: a read-only vault (``vaults``) holding the same project's stalled
+    session made ``memo digest apply session_stalled:s1`` ambiguous, with ``--project`` too; only
+    this vault's item has an action, so it is the one meant. An ``--as-of`` in the future is
+    refused (it ended a live session as stalled)."""
+    from memo_analytics.operator.service import apply_digest_item
+    from memo_analytics.services.requests import DigestApplyRequest
+
+    team = VaultStore(Settings(vault_root=tmp_path / "team", timezone="UTC"))
+    _stalled(team)
+    team.close()
+    mine = VaultStore(Settings(vault_root=tmp_path / "mine", timezone="UTC", vaults=[tmp_path / "team"]))
+    try:
+        _stalled(mine)
+        stalled = [i for i in current_digest(mine, now=LATER, force=True)["items"] if i["id"] == "session_stalled:s1"]
+        assert sorted(bool(i["proposal"]) for i in stalled) == [False, True]
+        done = apply_digest_item(mine, DigestApplyRequest(item="session_stalled:s1", project="web",
+                                                          as_of=LATER.isoformat()))
+        assert done["applied"] is True and done["item"]["vault"] is None
+        ended = read_record(tmp_path / "mine" / "projects" / "web" / "sessions" / "session-s1.md")[0]
+        assert ended["status"] == "completed"
+        assert read_record(tmp_path / "team" / "projects" / "web" / "sessions" / "session-s1.md")[0]["status"] == "active"
+        with pytest.raises(InvalidFieldError, match="in the future"):
+            apply_digest_item(mine, DigestApplyRequest(item="session_stalled:s1", as_of="2999-01-01T00:00:00Z"))
+    finally:
+        mine.close()
