@@ -110,11 +110,13 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         if not changed:
             return {**meta, "changed": [], "turnsUpdated": 0}
         target = changed.get("project")
-        if target is not None and (store.read(target, RecordKind.SESSION, record_id) is not None
-                                   or index.session_turn_numbers(store.conn, target, session_id)):
-            raise InvalidFieldError("project", f"project {target} already holds a session {session_id} (or turns "
-                                               "of one); nothing was moved")
+        if target is not None:
+            _check_move_target(store, project, target, session_id, record_id, ({**meta, **changed}, body))
+        if target is not None and meta.get("movingTo") != target:
+            # marked before any turn moves: a run cut short (killed) is finished by running it again
+            store.upsert(RecordKind.SESSION, {**meta, "movingTo": target, "updated": to_iso(now)}, body)
         meta.update(changed)
+        meta.pop("movingTo", None)
         if set(changed) & {"startTime", "endTime", "durationMinutes"}:
             meta["timesEdited"] = to_iso(now)  # a later import keeps these times
         meta["updated"] = to_iso(now)
@@ -132,11 +134,49 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                 turns += 1
             if target is not None:
                 store.remove(RecordKind.PROMPT, project, turn_id)
+        baton_id = meta.get("handoffArchive")
+        baton = store.read(project, RecordKind.HANDOFF, baton_id) if target is not None and baton_id else None
+        if baton is not None:  # the hand-off it left goes with it (the next session of that project takes it)
+            store.upsert(RecordKind.HANDOFF, {**baton[0], "project": target, "updated": to_iso(now)}, baton[1])
+            store.remove(RecordKind.HANDOFF, project, baton_id)
         store.upsert(RecordKind.SESSION, meta, body)
         if target is not None:
             store.remove(RecordKind.SESSION, project, record_id)
             store.refresh_views(project)
     return {**meta, "changed": sorted(changed), "turnsUpdated": turns}
+
+
+def _check_move_target(store: VaultStore, project: str, target: str, session_id: str, record_id: str,
+                       moving: tuple[dict[str, Any], str]) -> None:
+    """Refuse a move into ``target`` when it holds another session of this id (not ``moving``, the
+    session as it will be written there), or a turn of this id that differs from the one in
+    ``project``. What it holds that is the same, or turns ``project`` no longer has, are those of a
+    move cut short (killed): running it again finishes it.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``project``, naming what ``target`` already holds.
+    """
+    ignored = {"project", "updated", "movingTo"}
+    there = store.read(target, RecordKind.SESSION, record_id)
+    if there is not None and (there[1] != moving[1] or {k: v for k, v in there[0].items() if k not in ignored} != {
+            k: v for k, v in moving[0].items() if k not in ignored}):
+        raise InvalidFieldError("project", f"project {target} already holds a session {session_id}; nothing was moved")
+    for turn in index.session_turn_numbers(store.conn, target, session_id):
+        turn_id = prompt_id(session_id, turn, None)
+        there, here = store.read(target, RecordKind.PROMPT, turn_id), store.read(project, RecordKind.PROMPT, turn_id)
+        if here is None and moving[0].get("movingTo") == target:
+            continue  # moved by the run cut short; it marked the session before moving any turn
+        if there is None:
+            continue
+        if here is None:
+            raise InvalidFieldError("project", f"project {target} already holds a turn {turn} of a session "
+                                               f"{session_id} ({turn_id}); nothing was moved")
+        if there[1] != here[1] or {k: v for k, v in there[0].items() if k not in ignored | {"client", "billable"}} != {
+                k: v for k, v in here[0].items() if k not in ignored | {"client", "billable"}}:
+            raise InvalidFieldError("project", f"project {target} already holds another turn {turn} of a session "
+                                               f"{session_id} ({turn_id}); nothing was moved")
 
 def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str, Any], now) -> dict[str, Any]:
     """``startTime``, ``endTime`` and ``durationMinutes`` a time edit gives a completed session."""

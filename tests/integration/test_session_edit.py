@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from memo_analytics.config import Settings
+from memo_analytics.services.prompts import record_prompt
+from memo_analytics.services.requests import RecordPromptRequest, StartSessionRequest
+from memo_analytics.services.sessions import start_session
 from memo_analytics.services.store import VaultStore
 from tests.inprocess import memo
 
@@ -146,13 +151,12 @@ def test_a_session_moved_to_another_project_takes_its_turns_and_that_projects_ra
     memo("session", "start", "a1", "--project", "web", "--client", "Acme Corp",
          vault=billing["vault"], env=billing["env"])
     clash = run(billing, "session", "edit", "a1", "--project", "web", "--to-project", "api")
-    assert clash.stderr.strip() == ("error: Invalid project: project api already holds a session a1 (or turns of "
-                                    "one); nothing was moved")
+    assert clash.stderr.strip() == "error: Invalid project: project api already holds a session a1; nothing was moved"
     # turns of the same session id in the target, without its session record: refused too, nothing overwritten
     memo("prompt", "record", "--body", "a turn of etl's own g1", "--session-id", "g1", "--project", "api",
          vault=billing["vault"], env=billing["env"])
     turns = run(billing, "session", "edit", "g1", "--project", "etl", "--to-project", "api")
-    assert turns.returncode == 1 and "already holds a session g1 (or turns of one)" in turns.stderr
+    assert turns.returncode == 1 and "project api already holds " in turns.stderr and "g1" in turns.stderr
     kept = json.loads(run(billing, "--json", "prompt", "get", "prompt-g1-t1", "--project", "api").stdout)
     assert kept["body"] == "a turn of etl's own g1"
     bad = run(billing, "session", "edit", "a1", "--project", "api", "--to-project", "../etc")
@@ -233,3 +237,44 @@ def test_old_specstory_files_without_times_per_turn_are_named_at_import_and_thei
     again = json.loads(memo("--json", "import", "specstory", str(folder), "--rescan", vault=vault).stdout)
     assert (again["sessions"], again["untimed"], again["errors"]) == (0, 0, [])
     assert json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["totalDurationMinutes"] == 40
+
+
+@pytest.mark.parametrize("killed_after", [1, 3, 4])  # a turn moved; every turn moved; the session written there too
+def test_a_move_cut_short_is_finished_by_running_it_again_and_its_hand_off_follows(tmp_path, killed_after):
+    """Found by an attacker: ``session edit --to-project`` killed halfway left turns in both projects,
+    and running it again was refused ("already holds … nothing was moved") — nothing could reunite
+    the session with its turns. The session's hand-off stayed behind, pending in the old project.
+    A move marks the session first; running it again finishes it."""
+    from memo_analytics.services.requests import EditSessionRequest, EndSessionRequest, HandoffInput
+    from memo_analytics.services.session_edit import edit_session
+    from memo_analytics.services.sessions import end_session
+
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    try:
+        start_session(store, StartSessionRequest(session_id="big", project="tmpabc", start_time="2026-06-01T09:00:00Z"))
+        for n in range(1, 4):
+            record_prompt(store, RecordPromptRequest(session_id="big", project="tmpabc", turn=n, body=f"turn {n}",
+                                                     created=f"2026-06-01T09:0{n}:00Z"))
+        end_session(store, EndSessionRequest(session_id="big", project="tmpabc", until="2026-06-01T10:00:00Z",
+                                             handoff=HandoffInput(next_steps=["deploy"])))
+        real_remove, removed = store.remove, []
+
+        def killed(*args, **kwargs):
+            if len(removed) == killed_after:
+                raise KeyboardInterrupt  # as a kill -9 between two writes
+            removed.append(args)
+            return real_remove(*args, **kwargs)
+
+        store.remove = killed
+        with pytest.raises(KeyboardInterrupt):
+            edit_session(store, EditSessionRequest(session_id="big", project="tmpabc", to_project="web"))
+        store.remove = real_remove
+        done = edit_session(store, EditSessionRequest(session_id="big", project="tmpabc", to_project="web"))
+        assert done["project"] == "web" and "movingTo" not in done
+        files = sorted(p.relative_to(tmp_path / "v" / "projects").as_posix()
+                       for p in (tmp_path / "v" / "projects").rglob("*.md") if p.parent.name != "projects")
+        assert [f for f in files if f.startswith("tmpabc/")] == []
+        assert {"web/sessions/session-big.md", "web/handoffs/handoff-big.md", "web/prompts/prompt-big-t1.md",
+                "web/prompts/prompt-big-t3.md"} <= set(files)
+    finally:
+        store.close()
