@@ -25,8 +25,13 @@ from ..domain.ids import validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
 from ..vault import ledger
+from ..vault.io import read_json_state, write_json_state
 from .projects import move_seen_root, project_file
 from .store import VaultStore
+
+#: A rename under way (``{source, target}`` in ``<vault>/.memo/``): a run cut short is finished by
+#: running the same rename again.
+RENAMING_FILE = "renaming.json"
 
 #: The record kinds, sessions last: a session moves after its turns.
 _ORDER = (RecordKind.PROMPT, RecordKind.TRAP, RecordKind.DECISION, RecordKind.HANDOFF, RecordKind.SESSION)
@@ -63,7 +68,10 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
             raise InvalidFieldError("project", f"project {source} has no records")
         target_ids = {r["id"] for kind in _ORDER for r in index.rows_of_kind(conn, kind.value, project=target)}
         source_ids = {r["id"] for kind in _ORDER for r in rows[kind]}
-        if not merge and target_ids - source_ids:  # a target holding only copies is a rename cut short
+        marker = store.layout.meta_dir / RENAMING_FILE
+        cut_short = read_json_state(marker) == {"source": source, "target": target}
+        # a target holding only copies, or what a rename into it cut short (killed) moved, is that rename's
+        if not merge and target_ids - source_ids and not cut_short:
             raise InvalidFieldError("project", f"project {target} exists; fold {source} into it with "
                                                f"memo project merge {source} {target}")
         if merge and not target_ids:
@@ -87,10 +95,14 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
                                           f"({shown}); nothing was moved")
         moved: dict[str, int] = {}
         already = 0
+        if not merge:  # said before the first record moves: running the rename again finishes it
+            write_json_state(marker, {"source": source, "target": target})
         with store.deferred_views():
             _move_records(store, rows, source, target, target_ids, moved, now)
             already = sum(1 for kind in _ORDER for r in rows[kind] if r["id"] in target_ids)
         _clear_folder(store, source, target)
+        if not merge:
+            marker.unlink(missing_ok=True)
     return {"source": source, "target": target, "moved": moved, "alreadyThere": already}
 
 

@@ -57,6 +57,42 @@ def test_a_rename_cut_short_is_finished_by_running_it_again(realdata, tmp_path):
     assert project not in {r[0] for r in records(vault)}
 
 
+def test_a_rename_killed_after_records_moved_is_finished_by_running_it_again(realdata, tmp_path):
+    """Found by an attacker: killed once records had moved *and* left the source, running the rename
+    again was refused ("project gamma exists; fold alpha into it"), against what the README says.
+    A rename says where it goes before the first record moves; run again, it finishes."""
+    import pytest
+
+    from memo_analytics.services.project_move import move_project
+
+    vault = tmp_path / "v"
+    memo("import", "claude-code", str(realdata / CC / "moredip-session-share"), vault=vault)
+    before = records(vault)
+    project = sorted({r[0] for r in before})[0]
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        real_remove, removed = store.remove, []
+
+        def killed(*args, **kwargs):
+            if len(removed) == 3:
+                raise KeyboardInterrupt  # as a kill -9 between two writes
+            removed.append(args)
+            return real_remove(*args, **kwargs)
+
+        store.remove = killed
+        with pytest.raises(KeyboardInterrupt):
+            move_project(store, project, "acme-web")
+    finally:
+        store.close()
+    done = json.loads(memo("--json", "project", "rename", project, "acme-web", vault=vault).stdout)
+    assert done["alreadyThere"] == 1  # the record written there but not yet removed here
+    after = records(vault)
+    assert project not in {r[0] for r in after} and len(after) == len(before)
+    assert not (vault / ".memo" / "renaming.json").exists()
+    refused = memo("project", "rename", sorted({r[0] for r in before})[1], "acme-web", vault=vault, check=False)
+    assert refused.returncode == 1 and "project acme-web exists" in refused.stderr  # another rename into it: refused
+
+
 def test_differing_records_of_one_id_or_an_invoiced_session_refuse_the_move(billing, tmp_path):
     # two projects with a session of the same id but other times
     run(billing, "session", "start", "a1", "--project", "shop", "--client", "Acme Corp", "--start-time",
