@@ -314,3 +314,53 @@ def test_the_config_file_that_holds_tokens_is_readable_by_its_owner_only(config)
     assert ran.code == 0, ran
     assert config.stat().st_mode & 0o777 == 0o600
     assert "s3cret-hybrid-t0ken" in config.read_text()  # kept for the push, shown to nobody else
+
+
+# found by an attacker ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("key, value, said", [
+    ("operator.stalledMinutes = 5\nmode", "local", "is not a dotted key"),  # a traceback (two keys)
+    ("operator.stalledMinutes = 5 #", "7", "is not a dotted key"),  # was stored as operator.stalledMinutes = 5
+    ('clients."x\u202ey"', '{hourlyRate = "1", currency = "EUR"}', "is no client name"),  # matched no session
+    ('clients."a\nb"', '{hourlyRate = "1", currency = "EUR"}', "is not a dotted key"),
+])
+def test_a_key_that_is_no_key_or_no_client_name_is_one_line_and_leaves_the_file(config, key, value, said):
+    original = b'timezone = "UTC"\n'
+    config.write_bytes(original)
+    assert said in one_error_line(memo("config", "set", key, value))
+    assert config.read_bytes() == original
+
+
+def test_a_config_file_that_is_not_utf8_is_one_line_for_set_and_unset(config):
+    config.write_bytes(b"\xff")
+    for ran in (memo("config", "set", "timezone", "UTC"), memo("config", "unset", "timezone")):
+        assert "is not UTF-8" in one_error_line(ran)
+    assert config.read_bytes() == b"\xff"
+
+
+def test_a_config_file_that_is_a_link_is_written_where_it_points(config, tmp_path):
+    """It replaced the link with a file of its own: the dotfiles copy stayed behind, detached."""
+    kept = tmp_path / "dotfiles" / "memo.toml"
+    kept.parent.mkdir()
+    kept.write_text('timezone = "UTC"\n', encoding="utf-8")
+    config.symlink_to(kept)
+    assert memo("config", "set", "operator.stalledMinutes", "45").code == 0
+    assert config.is_symlink() and tomllib.loads(kept.read_text(encoding="utf-8")) == {
+        "timezone": "UTC", "operator": {"stalledMinutes": 45}}
+
+
+def test_config_sets_run_at_once_each_keep_their_key(config):
+    """Seven parallel sets of different keys all said done, and one key went missing in three of
+    five rounds: each read the file, the later write lost the earlier's key."""
+    import subprocess
+    import sys
+
+    keys = [("operator.stalledMinutes", "45"), ("operator.horizonDays", "9"), ("timezone", "UTC"),
+            ("operator.openTooLongHours", "7"), ("idleGapMinutes", "40"), ("operator.handoffUnclaimedHours", "5")]
+    runs = [subprocess.Popen([sys.executable, "-m", "memo_analytics", "config", "set", key, value],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for key, value in keys]
+    said = [r.communicate(timeout=60)[1] for r in runs]
+    assert [r.returncode for r in runs] == [0] * len(keys), said
+    data = tomllib.loads(config.read_text(encoding="utf-8"))
+    assert data["operator"] == {"stalledMinutes": 45, "horizonDays": 9, "openTooLongHours": 7, "handoffUnclaimedHours": 5}
+    assert (data["timezone"], data["idleGapMinutes"]) == ("UTC", 40)

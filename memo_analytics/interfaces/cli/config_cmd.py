@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
+from contextlib import contextmanager
 import re
 import tomllib
 from pathlib import Path
@@ -196,14 +197,21 @@ def config_show(
 def _parse_key(key: str, present: dict[str, Any] | None = None) -> list[str]:
     """``key`` split into its parts; an unknown top-level key is refused unless it is one of
     ``present`` (the file's, so that ``unset`` can remove it)."""
+    refused = InvalidFieldError("config key", f"{key!r} is not a dotted key such as vaultGit.enabled")
+    if "\n" in key or "\r" in key:
+        raise refused
     try:
         parsed: Any = tomllib.loads(f"{key} = 0")
     except tomllib.TOMLDecodeError:
-        raise InvalidFieldError("config key", f"{key!r} is not a dotted key such as vaultGit.enabled") from None
+        raise refused from None
     parts = []
     while isinstance(parsed, dict):
+        if len(parsed) != 1:  # "a = 5\nb": more than one key
+            raise refused
         (name, parsed), = parsed.items()
         parts.append(name)
+    if parsed != 0 or isinstance(parsed, bool):  # "a = 5 #": a value and a comment, not a key
+        raise refused
     known = _top_fields()
     if parts[0] not in known and parts[0] not in (present or {}):
         raise InvalidFieldError(f"config key {key}", f"unknown key {parts[0]!r} (known: {', '.join(sorted(known))})")
@@ -237,6 +245,8 @@ def _changed(path: Path, before: dict[str, Any], after: dict[str, Any], parts: l
 
 
 def _write(path: Path, data: dict[str, Any], old_text: str) -> None:
+    # a config file that is a symbolic link (kept in a dotfiles repository) is written where it points
+    path = path.resolve() if path.is_symlink() else path
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, tomli_w.dumps(data).encode("utf-8"), mode=0o600)  # it may hold tokens: yours alone
     if re.search(r"(?m)^\s*#|\s#", old_text):
@@ -276,8 +286,32 @@ def config_set(
     rewritten with tomli_w: keys and values are kept, comments and layout are not. A secret
     is echoed as ***."""
     path = config_path()
-    old_text = path.read_text(encoding="utf-8") if path.is_file() else ""
-    original = _file(path)
+    with _editing(path):
+        _set(path, key, value)
+
+
+@contextmanager
+def _editing(path: Path):
+    """One ``config set``/``unset`` at a time per config file (a lock file beside it): two run at
+    once each read the file and the second write lost the first's key."""
+    from filelock import FileLock, Timeout
+
+    lock = path.resolve().with_name(f".{path.name}.lock")
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock), timeout=10):
+            yield
+    except Timeout:
+        raise MemoError(f"another memo config command is changing {path}; try again") from None
+
+
+def _old_text(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else ""
+
+
+def _set(path: Path, key: str, value: str) -> None:
+    original = _file(path)  # a file that is not TOML or not UTF-8: one line, before anything
+    old_text = _old_text(path)
     data = copy.deepcopy(original)
     parts = _parse_key(key)
     parsed = _parse_value(value)
@@ -317,8 +351,13 @@ def config_unset(key: str = typer.Argument(..., help="Dotted camelCase key, e.g.
     """Remove one key from the config file (even an unknown or refused one), so its default (or
     environment) value applies; whatever else in the file is still invalid is listed."""
     path = config_path()
-    old_text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    with _editing(path):
+        _unset(path, key)
+
+
+def _unset(path: Path, key: str) -> None:
     original = _file(path)
+    old_text = _old_text(path)
     data = copy.deepcopy(original)
     parts = _parse_key(key, present=data)
     trail = [data]
