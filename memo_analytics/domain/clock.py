@@ -157,18 +157,22 @@ def resolve_zone(name: str | None, field: str = "tz") -> ZoneInfo:
     return ZoneInfo(check_zone_name(name, field))
 
 
-def parse_instant(value: object, field: str, tz: tzinfo | None = None) -> datetime:
+def parse_instant(value: object, field: str, tz: tzinfo | None = None, wall_clock: bool = False) -> datetime:
     """Parse an ISO 8601 timestamp or date into an aware UTC datetime.
 
     A value without an offset is read in ``tz`` (UTC when ``tz`` is None). A date alone
     means midnight at the start of that day in ``tz``. Only ISO 8601 forms are accepted
     (``2026-01-05``, ``2026-01-05T09:30``, ``2026-01-05 09:30:00+02:00``, ``...Z``);
-    free text is refused rather than guessed.
+    free text is refused rather than guessed. With ``wall_clock`` (a time a person or agent
+    typed), a time without offset that did not exist in ``tz`` — in the hour a daylight-saving
+    change skipped — is refused rather than moved by an hour.
 
     Raises
     ------
     InvalidDateError
         ``Invalid <field> date: '...'`` for anything else (``2026-13-45`` included).
+    InvalidFieldError
+        ``wall_clock`` and a time that did not exist in ``tz``.
     """
     if isinstance(value, datetime):
         parsed = value
@@ -186,11 +190,27 @@ def parse_instant(value: object, field: str, tz: tzinfo | None = None) -> dateti
     else:
         raise InvalidDateError(field, value)
     if parsed.tzinfo is None:
+        naive = parsed
         parsed = parsed.replace(tzinfo=tz or UTC)
+        timed = not (isinstance(value, date) and not isinstance(value, datetime)) and not (
+            isinstance(value, str) and len(value.strip()) <= 10)
+        if wall_clock and timed and tz is not None and _skipped(naive, tz):
+            raise InvalidFieldError(field, f"{value} did not exist in {zone_name(tz)} (the clocks were put forward "
+                                           "over it); give the time the clock showed, or its UTC offset")
     try:
         return parsed.astimezone(UTC)
     except (OverflowError, ValueError):
         raise InvalidDateError(field, value) from None
+
+
+def _skipped(naive: datetime, tz: tzinfo) -> bool:
+    """Whether the wall-clock time ``naive`` fell in a gap of ``tz`` (a daylight-saving change
+    put the clocks forward over it): read in the zone and back, it is another time."""
+    try:
+        back = naive.replace(tzinfo=tz).astimezone(UTC).astimezone(tz).replace(tzinfo=None)
+    except (OverflowError, ValueError):
+        return False
+    return back != naive
 
 
 @dataclass(frozen=True)
@@ -265,7 +285,7 @@ EARLIEST_RECORD = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_RECORD = datetime(9000, 1, 1, tzinfo=UTC)
 
 
-def parse_record_instant(value: object, field: str, tz: tzinfo | None = None) -> datetime:
+def parse_record_instant(value: object, field: str, tz: tzinfo | None = None, wall_clock: bool = False) -> datetime:
     """:func:`parse_instant` for a timestamp that will be stored on a record.
 
     Raises
@@ -273,7 +293,7 @@ def parse_record_instant(value: object, field: str, tz: tzinfo | None = None) ->
     InvalidDateError
         Unparseable, or outside 1970-01-01 … 9000-01-01 (UTC).
     """
-    instant = parse_instant(value, field, tz)
+    instant = parse_instant(value, field, tz, wall_clock)
     if not EARLIEST_RECORD <= instant < LATEST_RECORD:
         raise InvalidDateError(field, value)
     return instant

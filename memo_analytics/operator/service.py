@@ -65,7 +65,7 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
     InvalidDateError
         ``Invalid asOf date``.
     """
-    moment = parse_record_instant(as_of, "asOf", store.zone)
+    moment = parse_record_instant(as_of, "asOf", store.zone, wall_clock=True)
     snapshot = take_snapshot(store) if store.exists else Snapshot()
     cutoff = to_iso(moment)
     for name in ("open_sessions", "pending_handoffs", "pull_request_sessions", "rule_traps", "unbilled_sessions",
@@ -164,7 +164,7 @@ def apply_digest_item(store: VaultStore, request: DigestApplyRequest) -> dict[st
     InvalidDateError
         ``Invalid asOf date``.
     """
-    moment = parse_record_instant(request.as_of, "asOf", store.zone) if request.as_of else None
+    moment = parse_record_instant(request.as_of, "asOf", store.zone, wall_clock=True) if request.as_of else None
     if moment is not None and moment > utcnow():
         raise InvalidFieldError("asOf", f"{request.as_of} is in the future: a digest as of then would act on what "
                                         "has not happened (a session still live ended as stalled)")

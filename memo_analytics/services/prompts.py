@@ -272,7 +272,7 @@ def _turn_fields(store: VaultStore, request: RecordPromptRequest, rules, now) ->
     session_id = optional_slug(request.session_id, "sessionId")
     project = _turn_project(store, request, session_id)
     task_slug = optional_slug(request.task_slug, "taskSlug")
-    created_at = parse_record_instant(request.created, "created", store.zone) if request.created else now
+    created_at = parse_record_instant(request.created, "created", store.zone, wall_clock=True) if request.created else now
     if created_at > now + MAX_CLOCK_SKEW:
         raise InvalidFieldError("created", f"{to_iso(created_at)} is in the future")
     return body, session_id, project, task_slug, created_at

@@ -183,12 +183,12 @@ def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str
     if meta.get("status") != "completed" or not meta.get("endTime"):
         raise InvalidFieldError("endTime", f"session {meta.get('sessionId')} is still open; end it first "
                                            "(memo session end ID --until TIME)")
-    start = parse_record_instant(request.start_time, "startTime", store.zone) if request.start_time is not None \
+    start = parse_record_instant(request.start_time, "startTime", store.zone, wall_clock=True) if request.start_time is not None \
         else from_iso(str(meta["startTime"]))
     if request.minutes is not None:
         end = start + timedelta(minutes=request.minutes)
     elif request.end_time is not None:
-        end = parse_record_instant(request.end_time, "endTime", store.zone)
+        end = parse_record_instant(request.end_time, "endTime", store.zone, wall_clock=True)
     else:
         end = from_iso(str(meta["endTime"]))
     field = "minutes" if request.minutes is not None else "endTime" if request.end_time is not None else "startTime"

@@ -168,7 +168,7 @@ def _start_context(store: VaultStore, request: StartSessionRequest, now) -> tupl
                             store.resolve_project(request.project, request.cwd), "project")
     product_root = repository_root(request.cwd)
     session_id = given or new_session_id(now)
-    start_at = parse_record_instant(request.start_time, "startTime", store.zone) if request.start_time else now
+    start_at = parse_record_instant(request.start_time, "startTime", store.zone, wall_clock=True) if request.start_time else now
     if start_at > now + MAX_CLOCK_SKEW:
         raise InvalidFieldError("startTime", f"{to_iso(start_at)} is in the future")
     return project, session_id, to_iso(start_at), product_root
@@ -267,7 +267,7 @@ def _end(store: VaultStore, meta: dict[str, Any], request: EndSessionRequest, no
     InvalidFieldError
         ``until`` in the future or before the session's start, bad deliverables.
     """
-    end = parse_record_instant(request.until, "until", store.zone) if request.until else now
+    end = parse_record_instant(request.until, "until", store.zone, wall_clock=True) if request.until else now
     if end > now + MAX_CLOCK_SKEW:
         raise InvalidFieldError("until", f"{to_iso(end)} is in the future")
     start = from_iso(str(meta["startTime"]))

@@ -278,3 +278,17 @@ def test_a_move_cut_short_is_finished_by_running_it_again_and_its_hand_off_follo
                 "web/prompts/prompt-big-t3.md"} <= set(files)
     finally:
         store.close()
+
+
+def test_a_time_the_clocks_skipped_is_refused_not_moved_by_an_hour(billing):
+    """Found by an attacker: ``--start 2026-03-29T02:30`` (Europe/Berlin, the config's zone; that
+    time did not exist) was stored as 03:30 without a word, billing an hour less."""
+    refused = run(billing, "session", "edit", "a1", "--start", "2026-03-29T02:30", "--end", "2026-03-29T04:00")
+    assert refused.returncode == 1 and refused.stderr.strip() == (
+        "error: Invalid startTime: 2026-03-29T02:30 did not exist in Europe/Berlin (the clocks were put forward over "
+        "it); give the time the clock showed, or its UTC offset")
+    started = run(billing, "session", "start", "d1", "--project", "web", "--start-time", "2026-03-29T02:15")
+    assert started.returncode == 1 and "did not exist in Europe/Berlin" in started.stderr
+    moved = json.loads(run(billing, "--json", "session", "edit", "a1", "--start", "2026-03-29T01:30",
+                           "--end", "2026-03-29T03:30").stdout)
+    assert moved["durationMinutes"] == 60  # 01:30 CET to 03:30 CEST: one hour
