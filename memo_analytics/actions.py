@@ -97,7 +97,7 @@ ACTIONS: dict[str, Action] = {
                            "Rule candidates from instructions people repeat (items, and the same as rules with "
                            "rule and sourcePromptIds: confidence, occurrences, evidence turns); "
                            "saveTraps saves those ≥ 0.8 as traps; format renders them (formatted); promote writes them into "
-                           "CLAUDE.md, GEMINI.md, .github/copilot-instructions.md or .cursor/rules/*.mdc of the "
+                           "CLAUDE.md, AGENTS.md, GEMINI.md, .github/copilot-instructions.md or .cursor/rules/*.mdc of the "
                            "product root."),
     "export_story": Action(ExportStoryRequest, export_story,
                            "One session as a Markdown intent story: metadata, deliverables, hand-offs, turn log; "
@@ -198,7 +198,7 @@ class PromptToolInput(BaseModel):
                                                    "bodyLength (get the record for the whole text), what every item "
                                                    "of a page holds alike given once as shared")
     promote: str | None = Field(None, description="derive_rules: instruction file of the product root to write the "
-                                                  "rules into (CLAUDE.md, GEMINI.md, .github/copilot-instructions.md, "
+                                                  "rules into (CLAUDE.md, AGENTS.md, GEMINI.md, .github/copilot-instructions.md, "
                                                   ".cursor/rules/<name>.mdc)")
 
 

@@ -45,7 +45,7 @@ from .services.stories import render_story, story_data
 
 PAGE_SIZES = (10, 20, 50, 100)
 #: Where a promotion may write (SPEC §5.3), as offered by the dashboard.
-PROMOTE_TARGETS = ("CLAUDE.md", "GEMINI.md", ".github/copilot-instructions.md", ".cursor/rules/memo-derived.mdc")
+PROMOTE_TARGETS = ("CLAUDE.md", "AGENTS.md", "GEMINI.md", ".github/copilot-instructions.md", ".cursor/rules/memo-derived.mdc")
 #: Characters of a prompt shown in a table cell (the drawer shows all of it).
 PREVIEW_CHARS = 160
 

@@ -269,7 +269,7 @@ class DeriveRulesRequest(Request):
     save_traps: bool = Field(False, description="Save candidates with confidence ≥ 0.8 as traps")
     format: str | None = Field(None, description="Render the rules as cursor, copilot, claude, gemini or markdown")
     promote: str | None = Field(None, description="Write the rules (confidence ≥ 0.8) into this instruction file of "
-                                                  "the product root: CLAUDE.md, GEMINI.md, "
+                                                  "the product root: CLAUDE.md, AGENTS.md, GEMINI.md, "
                                                   ".github/copilot-instructions.md or .cursor/rules/<name>.mdc")
 
 

@@ -326,3 +326,23 @@ def test_an_edit_made_to_the_file_while_promoting_is_kept(store, repo, monkeypat
     derive_rules(store, DeriveRulesRequest(cwd=str(repo), save_traps=True, promote="CLAUDE.md"))
     text = (repo / "CLAUDE.md").read_text(encoding="utf-8")
     assert text.startswith("# Team rules\n- keep it short\n- IMPORTANT NEW LINE\n") and "Never commit directly" in text
+
+
+def test_agents_md_and_a_claude_md_linked_to_it_take_the_rules_and_a_read_only_file_is_kept(store, repo):
+    """Found by an attacker: the common ``CLAUDE.md -> AGENTS.md`` link was refused ("AGENTS.md is
+    not an agent instruction file"), and a CLAUDE.md made read-only (0444) was replaced."""
+    import os
+
+    _say(store, "Never commit directly to main.", cwd=str(repo))
+    (repo / "AGENTS.md").write_text("# Agents\n", encoding="utf-8")
+    (repo / "CLAUDE.md").symlink_to("AGENTS.md")
+    done = derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
+    assert done["promoted"]["path"] == str((repo / "AGENTS.md").resolve()) and (repo / "CLAUDE.md").is_symlink()
+    assert (repo / "AGENTS.md").read_text(encoding="utf-8").startswith("# Agents\n")
+    assert "Never commit directly to main." in (repo / "AGENTS.md").read_text(encoding="utf-8")
+    (repo / "CLAUDE.md").unlink()
+    (repo / "CLAUDE.md").write_text("# Frozen\n", encoding="utf-8")
+    os.chmod(repo / "CLAUDE.md", 0o444)
+    with pytest.raises(InvalidFieldError, match="is read-only"):
+        derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
+    assert (repo / "CLAUDE.md").read_text(encoding="utf-8") == "# Frozen\n"

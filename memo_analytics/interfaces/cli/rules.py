@@ -30,7 +30,7 @@ def report_rules(
                                                                 "as traps in the vault."),
     fmt: Optional[str] = typer.Option(None, "--format", help=f"Print the rules as {', '.join(FORMATS)}."),
     promote: Optional[str] = typer.Option(None, "--promote", help="Write the rules into this file of the product "
-                                          "repository (run from it): CLAUDE.md, GEMINI.md, "
+                                          "repository (run from it): CLAUDE.md, AGENTS.md, GEMINI.md, "
                                           ".github/copilot-instructions.md or .cursor/rules/<name>.mdc."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a review report: .pdf or .html."),
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),

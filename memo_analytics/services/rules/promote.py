@@ -23,7 +23,10 @@ BLOCK_END = "<!-- memo:derived-rules:end -->"
 _START_PREFIX = "<!-- memo:derived-rules:start"
 
 #: destination (relative to the product root) → the format it takes by default
-ALLOWED_FILES = {"CLAUDE.md": "claude", "GEMINI.md": "gemini", ".github/copilot-instructions.md": "copilot"}
+#: AGENTS.md, the instructions file Codex, Cursor and others read (CLAUDE.md is often a link to it),
+#: takes the rules as CLAUDE.md does.
+ALLOWED_FILES = {"CLAUDE.md": "claude", "AGENTS.md": "claude", "GEMINI.md": "gemini",
+                 ".github/copilot-instructions.md": "copilot"}
 CURSOR_RULES_DIR = ".cursor/rules"
 
 
@@ -38,7 +41,7 @@ def allowed_destination(product_root: Path, destination: str) -> tuple[Path, str
         allow-listed file.
     """
     if not destination or not destination.strip() or "\x00" in destination:
-        raise InvalidFieldError("promote", "give a destination: CLAUDE.md, GEMINI.md, "
+        raise InvalidFieldError("promote", "give a destination: CLAUDE.md, AGENTS.md, GEMINI.md, "
                                            ".github/copilot-instructions.md or .cursor/rules/<name>.mdc")
     if any(ch < " " or ch == "\x7f" for ch in destination):
         raise InvalidFieldError("promote", f"{destination!r} holds a control character (a line break, a tab …); "
@@ -53,7 +56,7 @@ def allowed_destination(product_root: Path, destination: str) -> tuple[Path, str
         return target, ALLOWED_FILES[str(relative)]
     if str(relative.parent) == CURSOR_RULES_DIR and relative.suffix in (".mdc", ".md") and relative.stem:
         return target, "cursor"
-    raise InvalidFieldError("promote", f"{relative} is not an agent instruction file; use CLAUDE.md, GEMINI.md, "
+    raise InvalidFieldError("promote", f"{relative} is not an agent instruction file; use CLAUDE.md, AGENTS.md, GEMINI.md, "
                                        ".github/copilot-instructions.md or .cursor/rules/<name>.mdc")
 
 
@@ -141,6 +144,8 @@ def plan_promotion(product_root: Path, destination: str, rules: str, vault_root:
     if target.exists():
         if not target.is_file():
             raise InvalidFieldError("promote", f"{target} is not a regular file")
+        if not target.stat().st_mode & 0o222 or not os.access(target, os.W_OK):  # read-only on purpose: kept
+            raise InvalidFieldError("promote", f"{target} is read-only; make it writable to promote into it")
         try:
             existing = target.read_bytes().decode("utf-8")
         except UnicodeDecodeError:
