@@ -84,6 +84,14 @@ class UnpricedClientError(InvalidFieldError):
         )
 
 
+def _rate(billing: ClientBilling, project: str) -> Decimal:
+    """The project's hourly rate as a line prints it: at least the currency's decimals (``130`` set
+    in the config is ``130.00`` EUR, as ``95.00`` beside it), more when the rate has them."""
+    rate = billing.rate_for(project)
+    unit = minor_unit(billing.currency)
+    return rate.quantize(unit) if rate.as_tuple().exponent > unit.as_tuple().exponent else rate
+
+
 def minor_unit(currency: str) -> Decimal:
     """The smallest amount of ``currency`` (``Decimal('0.01')`` for EUR, ``Decimal('1')`` for JPY)."""
     return Decimal(1).scaleb(-_MINOR_UNITS.get(currency, 2))
@@ -377,7 +385,7 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         out.append(InvoiceLine(
             date=f"{start:%Y-%m-%d} {began}–{ended}" + (f" (+{days}d)" if days else ""),
             project=item["project"], description=task, notes=tuple(notes), sessions=1,
-            duration_minutes=_billed(item), hours=hours, rate=billing.rate_for(item["project"]),
+            duration_minutes=_billed(item), hours=hours, rate=_rate(billing, item["project"]),
             amount=line_amount(hours, billing.rate_for(item["project"]), billing.currency)))
     return out
 
@@ -424,7 +432,7 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
             project=project, description=f"Work on {project}: {n} {'session' if n == 1 else 'sessions'}",
             notes=((f"Tasks: {listed}",) if tasks else ()) + ((worked,) if work else ()), sessions=n,
             duration_minutes=sum(_billed(i) for i in mine), hours=hours,
-            rate=billing.rate_for(project), amount=line_amount(hours, billing.rate_for(project), billing.currency)))
+            rate=_rate(billing, project), amount=line_amount(hours, billing.rate_for(project), billing.currency)))
     return out
 
 

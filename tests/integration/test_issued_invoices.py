@@ -566,9 +566,9 @@ def test_billing_profiles_refuse_what_an_e_invoice_cannot_carry(billing):
         'address = ["Keizersgracht 1"]', 'address = ["a", "b", "c", "d", "e"]'), encoding="utf-8")
     doc = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
     assert doc["net"] == "150.00"
-    root = xml_of(Path(doc["pdf"]))  # valid: the rate is 100, the five lines fit CII's three
+    root = xml_of(Path(doc["pdf"]))  # valid: the rate is 100.00, the five lines fit CII's three
     assert text(root, "//ram:BuyerTradeParty/ram:PostalTradeAddress/ram:LineThree") == ["c, d, e"]
-    assert text(root, "//ram:NetPriceProductTradePrice/ram:ChargeAmount") == ["100"]
+    assert text(root, "//ram:NetPriceProductTradePrice/ram:ChargeAmount") == ["100.00"]
 
 
 def test_the_timesheet_names_the_client_by_its_legal_name_beside_its_short_one(billing, tmp_path):

@@ -144,6 +144,7 @@ def test_an_invoice_lines_work_lists_summaries_without_doubled_stops(tmp_path):
                             ).stdout)
     assert draft["items"][0]["notes"] == [
         "Explain the architecture; OK task to; Continue from where you left off; and 1 more"]
+    assert draft["items"][0]["rate"] == "100.00"  # set as "100": printed in the currency's decimals, as 95.00 is
 
 
 def test_a_clients_rounding_and_minimum_raise_each_span_before_the_union(parallel, tmp_path):
