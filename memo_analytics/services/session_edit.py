@@ -28,7 +28,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow
+from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow, zone_name
 from ..domain.errors import InvalidFieldError
 from ..domain.ids import prompt_id, session_record_id, validate_session_id, validate_slug
 from ..domain.records import RecordKind
@@ -104,9 +104,12 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         if sent:
             invoice = ledger.invoiced_in(store.root).get((project, session_id))
             if invoice:
-                raise InvalidFieldError(sent[0], f"session {session_id} is on invoice {invoice}, which was issued "
-                                                 f"with its {sent[0]}; credit it first (memo invoice credit "
-                                                 f"{invoice})")
+                timed = sent[0] in ("startTime", "endTime", "durationMinutes")
+                # named as asked: --minutes changes the end, but the person gave minutes
+                asked = "minutes" if timed and request.minutes is not None and sent[0] != "startTime" else sent[0]
+                raise InvalidFieldError(asked, f"session {session_id} is on invoice {invoice}, which was issued "
+                                               f"with its {'times' if timed else sent[0]}; credit it first (memo "
+                                               f"invoice credit {invoice})")
         if not changed:
             return {**meta, "changed": [], "turnsUpdated": 0}
         target = changed.get("project")
@@ -192,10 +195,14 @@ def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str
     else:
         end = from_iso(str(meta["endTime"]))
     field = "minutes" if request.minutes is not None else "endTime" if request.end_time is not None else "startTime"
+    def local(moment) -> str:  # as the person gave it: in the configured zone
+        shown = moment.astimezone(store.zone)
+        return f"{shown:%Y-%m-%d %H:%M} {shown.tzname() or zone_name(store.zone)}"
+
     if end < start:
-        raise InvalidFieldError(field, f"the session would end ({to_iso(end)}) before it starts ({to_iso(start)})")
+        raise InvalidFieldError(field, f"the session would end ({local(end)}) before it starts ({local(start)})")
     if end > now:
-        raise InvalidFieldError(field, f"the session would end in the future ({to_iso(end)})")
+        raise InvalidFieldError(field, f"the session would end in the future ({local(end)})")
     if end - start > timedelta(minutes=MAX_EDITED_MINUTES):
         raise InvalidFieldError(field, f"the session would last {minutes_between(start, end)} minutes; a session "
                                        f"lasts at most a week ({MAX_EDITED_MINUTES} minutes)")
