@@ -222,6 +222,20 @@ def secret_free_id(conversation: str) -> str | None:
 _INTERVAL_MARK = re.compile(r"\.\d+$")
 
 
+def _described(store: VaultStore, project: str, session_id: str, cwd: str | None) -> str | None:
+    """A hook session's summary when it ends without one, as an import describes a session: the
+    first meaningful line of its turns (the agent's hooks send no summary; invoices and
+    timesheets would say only "Work on <project>")."""
+    from ..index import store as index
+    from ..index.query import PromptFilter
+    from .importers.common import session_description
+    from .prompts import stored_summary
+
+    _, rows = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project]), 20, 0,
+                                   "turn-asc")
+    return stored_summary(store, session_description(None, [row["body"] for row in rows]), cwd)
+
+
 def hook_session_id(agent: str, session: str) -> str:
     """The product's session id of an agent's session: ``{agent}-{its id}`` (ids that are not
     lower-case safe slugs, or too long, or that end like a later work interval's ``.N``, are
@@ -288,7 +302,9 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             if existing is None or existing[0].get("status") != "active":  # completed, or superseded by an import
                 return f"session {session_id}: not open, nothing to end"
             until = max(event.at, from_iso(str(existing[0]["startTime"])))
-            end_session(store, EndSessionRequest(session_id=session_id, project=project, until=until))
+            end_session(store, EndSessionRequest(session_id=session_id, project=project, until=until,
+                                                 summary=None if existing[0].get("summary") else
+                                                 _described(store, project, session_id, cwd)))
             return f"session {session_id} ended"
         if existing is None:
             start_session(store, StartSessionRequest(session_id=session_id, start_time=event.at, extra=extra,
