@@ -228,7 +228,7 @@ def _described(store: VaultStore, project: str, session_id: str, cwd: str | None
     timesheets would say only "Work on <project>")."""
     from ..index import store as index
     from ..index.query import PromptFilter
-    from .importers.common import session_description
+    from .describe import session_description
     from .prompts import stored_summary
 
     _, rows = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project]), 20, 0,

@@ -326,7 +326,7 @@ def test_grown_transcript_adds_only_new_turns_and_moves_the_end(tmp_path, store)
 def test_imported_sessions_are_summarised_by_title_or_first_meaningful_line(vault):
     """Issue 15 point 5: a session's description is its transcript's title or the first line of
     its prompts that says what the work is — never an image placeholder or an acknowledgement."""
-    from memo_analytics.services.importers.common import _meaningful
+    from memo_analytics.services.describe import _meaningful
 
     store = vault[0]
     rows = store.conn.execute("SELECT summary FROM records WHERE kind = 'session'").fetchall()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memo_analytics.services.importers.common import session_description
+from memo_analytics.services.describe import session_description
 
 
 @pytest.mark.parametrize("title, prompts, expected", [
