@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+from datetime import date
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Collection
@@ -86,6 +88,10 @@ def invoice_rows(invoice: Invoice) -> list[dict[str, Any]]:
             for section in invoice.sections for line in section.lines]
 
 
+#: A day as the rows print it; a span of days or a day with times stays text.
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def _safe_text(value: str) -> str:
     """A text cell as a document prints it (:func:`~memo_analytics.domain.wire.printable_text`),
     with a leading apostrophe where a spreadsheet would evaluate it."""
@@ -126,7 +132,10 @@ def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
             if value is None:
                 continue
             cell = sheet.cell(row=row_number, column=index)
-            if isinstance(value, str):
+            if column == "date" and isinstance(value, str) and _DAY.fullmatch(value):
+                cell.value = date.fromisoformat(value)  # a date the bookkeeper can filter and sort by
+                cell.number_format = "yyyy-mm-dd"
+            elif isinstance(value, str):
                 cell.value = ILLEGAL_CHARACTERS_RE.sub("", printable_text(value))  # and what a sheet cannot hold
                 cell.data_type = "s"  # never a formula, whatever it starts with
             elif isinstance(value, Decimal):

@@ -43,6 +43,9 @@ def test_timesheet_csv_and_xlsx_rows_add_up_to_the_pdf_total(vault, config, tmp_
     header = [c.value for c in sheet[1]]
     data = [dict(zip(header, (c.value for c in row))) for row in sheet.iter_rows(min_row=2, max_row=9)]
     assert [r["client"] for r in data] == [r["client"] for r in rows]
+    # found by a new user: days were text cells a bookkeeper could not filter or sort by date
+    assert [r["date"].date().isoformat() for r in data] == [r["date"] for r in rows]
+    assert {sheet.cell(row=n, column=header.index("date") + 1).number_format for n in range(2, 10)} == {"yyyy-mm-dd"}
     assert sum(Decimal(str(r["billableHours"])) for r in data) == pdf_hours
     total = dict(zip(header, (c.value for c in sheet[11])))
     assert (total["client"], total["billedMinutes"], Decimal(str(total["billableHours"]))) == ("Total", 247, pdf_hours)
