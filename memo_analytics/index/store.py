@@ -612,6 +612,15 @@ def session_turn_numbers(conn: sqlite3.Connection, project: str, session_id: str
         (session_id, project))}
 
 
+def turns_outside(conn: sqlite3.Connection, project: str, session_id: str, start: str, end: str) -> int:
+    """How many turns of ``session_id`` in ``project`` were created before ``start`` or after
+    ``end`` (ISO UTC), superseded ones left out."""
+    return conn.execute(
+        "SELECT count(*) FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ? "
+        "AND coalesce(status, '') <> 'superseded' AND (created < ? OR created > ?)",
+        (session_id, project, start, end)).fetchone()[0]
+
+
 def hook_turn_with_body(conn: sqlite3.Connection, project: str, body: str, since: str, until: str) -> sqlite3.Row | None:
     """A turn a hook captured (``source`` ``hook:…``) in ``project`` with exactly ``body``,
     created in ``[since, until]`` (ISO UTC), not superseded; the newest, or None."""

@@ -52,7 +52,8 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     -------
     dict
         The session's frontmatter after the edit, with ``changed`` (the wire names that
-        changed) and ``turnsUpdated`` (int).
+        changed), ``turnsUpdated`` (int) and ``turnsOutside`` (int: after a time edit, the
+        session's turns that now lie outside its start and end — said, not refused).
 
     Raises
     ------
@@ -111,7 +112,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                                                f"with its {'times' if timed else sent[0]}; credit it first (memo "
                                                f"invoice credit {invoice})")
         if not changed:
-            return {**meta, "changed": [], "turnsUpdated": 0}
+            return {**meta, "changed": [], "turnsUpdated": 0, "turnsOutside": 0}
         target = changed.get("project")
         if target is not None:
             _check_move_target(store, project, target, session_id, record_id, ({**meta, **changed}, body))
@@ -146,7 +147,9 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         if target is not None:
             store.remove(RecordKind.SESSION, project, record_id)
             store.refresh_views(project)
-    return {**meta, "changed": sorted(changed), "turnsUpdated": turns}
+    outside = index.turns_outside(store.conn, target or project, session_id, meta["startTime"], meta["endTime"]) \
+        if times and meta.get("endTime") else 0
+    return {**meta, "changed": sorted(changed), "turnsUpdated": turns, "turnsOutside": outside}
 
 
 def _check_move_target(store: VaultStore, project: str, target: str, session_id: str, record_id: str,

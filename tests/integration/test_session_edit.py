@@ -293,3 +293,13 @@ def test_a_time_the_clocks_skipped_is_refused_not_moved_by_an_hour(billing):
     moved = json.loads(run(billing, "--json", "session", "edit", "a1", "--start", "2026-03-29T01:30",
                            "--end", "2026-03-29T03:30").stdout)
     assert moved["durationMinutes"] == 60  # 01:30 CET to 03:30 CEST: one hour
+
+
+def test_a_time_edit_that_leaves_turns_outside_the_session_says_so(billing):
+    """Found by a new user: ``--start 23:00 --end 23:30`` left the session's only turn (23:46)
+    outside its times without a word."""
+    memo("prompt", "record", "--body", "add the CSV export", "--session-id", "a1", "--project", "web", "--created",
+         "2026-06-02T09:50:00Z", vault=billing["vault"], env=billing["env"])
+    ran = run(billing, "session", "edit", "a1", "--start", "2026-06-02T09:00:00Z", "--end", "2026-06-02T09:30:00Z")
+    assert ran.returncode == 0 and "note: 1 of its turns lies outside its new times" in ran.stderr
+    assert json.loads(run(billing, "--json", "session", "edit", "a1", "--minutes", "60").stdout)["turnsOutside"] == 0

@@ -33,6 +33,7 @@ from .common import (
     _zone,
     _zone_label,
     out,
+    err,
     note_new_client,
     session_app,
     state,
@@ -166,6 +167,10 @@ def session_edit(
                   if {"client", "billable", "project"} & set(r["changed"]) else "")
         out.print(f"session {r['sessionId']} ({r['project']}): {', '.join(r['changed'])} changed;{span}{follow}"
                   .rstrip(";"))
+        if r.get("turnsOutside"):
+            n = r["turnsOutside"]
+            err.print(f"note: {n} of its turns {'lies' if n == 1 else 'lie'} outside its new times (memo session show "
+                      f"{r['sessionId']} lists them); the session bills only from its start to its end")
 
     _emit(record, human)
     if not record["changed"]:
