@@ -64,8 +64,12 @@ def _vat_id(value: object) -> object:
     try:
         return vatin.validate(str(value))
     except ValidationError as exc:
+        text = str(value).strip().upper()
+        if text.startswith("CHE") and not text.endswith(("MWST", "TVA", "IVA")):
+            raise ValueError(f"{value!r} is a Swiss company number (UID); its VAT number ends in MWST, TVA or IVA: "
+                             f"{str(value).strip()} MWST") from None
         raise ValueError(f"{value!r} is not a valid VAT identification number "
-                         f"(country prefix, then the number: DE123456789): {exc}") from None
+                         f"(country prefix, then the number: DE123456789, FR40303265045): {exc}") from None
 
 
 def _plain_text(value: str, what: str = "") -> str:

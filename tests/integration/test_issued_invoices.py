@@ -300,6 +300,8 @@ def test_a_document_is_never_replaced_and_a_changed_pdf_is_not_passed_on(billing
     ("invoice.numberFormat", '"{year}-{seq:0<4}"', "gives two numbers of the sequence the same text ('2026-1000')"),
     ("invoice.numberFormat", '"{seq:c}"', "must start with a letter"),  # a character per number: no id
     ('clients."Acme Corp".vatId', '"FR00000000000"', "is not a valid VAT identification number"),
+    # found by a new user: "invalid length … DE123456789" for a Swiss UID given without its VAT suffix
+    ('clients."Acme Corp".vatId', '"CHE-116.281.710"', "is a Swiss company number (UID); its VAT number ends in MWST"),
     ('clients."Acme Corp".taxRate', '"101"', "less than or equal to 100"),
 ])
 def test_profiles_are_validated_and_a_bad_value_is_one_line_naming_its_key(billing, key, value, message):
