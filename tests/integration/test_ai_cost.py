@@ -135,7 +135,7 @@ def test_an_invoice_passes_the_ai_cost_through_with_the_clients_margin(costed, t
     assert units == ["HUR", "C62"]
     shown = memo("invoice", "show", issued["number"], vault=costed, env=env).stdout.splitlines()
     lines = [line.split(": ", 1)[1] for line in shown if line.startswith("  ") and not line.startswith("    ")]
-    assert lines[0].endswith(" — 0.50 h × 100 = 50.00") and lines[1].endswith(" — 1.89"), shown  # no hours, no rate
+    assert lines[0].endswith(" — 0.50 h × 100.00 = 50.00") and lines[1].endswith(" — 1.89"), shown  # no hours, no rate
     sessions = [line for line in shown if line.startswith("    session ")]
     assert [line.split(", ")[0] for line in sessions] == [  # the parallel second session bills nothing more
         "    session s1 (web): 30 minutes billed", "    session s2 (web): 0 minutes billed"]
