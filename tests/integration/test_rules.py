@@ -346,3 +346,25 @@ def test_agents_md_and_a_claude_md_linked_to_it_take_the_rules_and_a_read_only_f
     with pytest.raises(InvalidFieldError, match="is read-only"):
         derive_rules(store, DeriveRulesRequest(cwd=str(repo), promote="CLAUDE.md"))
     assert (repo / "CLAUDE.md").read_text(encoding="utf-8") == "# Frozen\n"
+
+
+def test_one_projects_promotion_keeps_another_projects_rules_in_the_same_file(store, repo):
+    """Found by an attacker: two projects recorded from one repository share its CLAUDE.md; the
+    digest's promotion of the second project's rule rewrote the block with that rule alone, and
+    the first project's three were gone (their traps still promoted). Saving traps again also
+    turned promoted traps active, so a later promotion dropped them too."""
+    from memo_analytics.operator.acting import apply_item
+    from memo_analytics.operator.service import current_digest
+
+    _say(store, "Never commit directly to main.", "Always run the tests first.", cwd=str(repo))
+    derive_rules(store, DeriveRulesRequest(cwd=str(repo), save_traps=True, promote="CLAUDE.md"))
+    derive_rules(store, DeriveRulesRequest(cwd=str(repo), save_traps=True))  # saved again: they stay promoted
+    assert [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"] == []
+    record_prompt(store, RecordPromptRequest(body="Always squash commits before merging.", project="other",
+                                             session_id="o1", cwd=str(repo)))
+    derive_rules(store, DeriveRulesRequest(project="other", save_traps=True))
+    [item] = [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"]
+    assert apply_item(store, item["id"], item["fingerprint"])["applied"] is True
+    text = (repo / "CLAUDE.md").read_text(encoding="utf-8")
+    for rule in ("Never commit directly to main.", "Always run the tests first.", "Always squash commits"):
+        assert text.count(rule) == 1, text

@@ -47,7 +47,8 @@ def save_traps(store: VaultStore, candidates: list[Candidate], now=None) -> list
     """Save every candidate with confidence ≥ :data:`TRAP_THRESHOLD` as a trap record in the
     project where it was said most (SPEC §5.3): id ``trap-derived-{slug32}-{suffix8}``,
     severity ``high``, tags ``['derived-rule', category]``. Saving again updates the trap
-    (same id) and keeps its ``created``. Returns the trap ids."""
+    (same id) and keeps its ``created``, and its ``status``/``promotedTo`` once promoted. Returns the
+    trap ids."""
     now = to_iso(now or utcnow())
     saved = []
     with store.lock(), store.deferred_views():
@@ -57,12 +58,14 @@ def save_traps(store: VaultStore, candidates: list[Candidate], now=None) -> list
             project = _home_project(candidate)
             record_id = trap_id(candidate)
             existing = store.read(project, RecordKind.TRAP, record_id)
+            kept = {key: existing[0][key] for key in ("status", "promotedTo") if existing and key in existing[0]}
             meta = {
                 "id": record_id, "kind": "trap", "project": project, "status": "active",
                 "created": existing[0].get("created", now) if existing else now, "updated": now,
                 "source": "derived-rules", "severity": "high", "tags": ["derived-rule", candidate.category],
                 "confidence": candidate.confidence, "occurrences": candidate.occurrences, "summary": candidate.text,
                 "evidence": [e.id for e in candidate.evidence[:50]],
+                **kept,  # saved again, a promoted rule stays promoted (and in its file's block)
             }
             store.upsert(RecordKind.TRAP, meta, candidate.text + "\n")
             saved.append(record_id)
@@ -92,15 +95,23 @@ def _mark_promoted(store: VaultStore, candidates: list[Candidate], written, now=
 
 
 def promoted_rules(store: VaultStore, project: str, target, leave: set[str] = frozenset()) -> list[dict[str, Any]]:
-    """The rules promoted before into ``target`` (the file) from ``project``'s traps, as
+    """The rules promoted before into ``target`` (the file) — from any project's traps —, as
     :func:`~.formats.rules_body` takes them, oldest id first — except the traps of ``leave``
     (promoted again now). A promotion rewrites the file's whole managed block: these stay in it."""
     rules = []
-    for row in sorted(index.rows_of_kind(store.conn, RecordKind.TRAP.value, project, "promoted"), key=lambda r: r["id"]):
-        found = store.read(project, RecordKind.TRAP, row["id"])
-        if found is None or row["id"] in leave or found[0].get("promotedTo") not in (None, str(target)):
+    # every project's traps promoted into this file (two projects of one repository share its block),
+    # and this project's promoted before the file was recorded
+    for row in sorted(index.rows_of_kind(store.conn, RecordKind.TRAP.value, None, "promoted"),
+                      key=lambda r: (r["project"] != project, r["project"], r["id"])):
+        found = store.read(row["project"], RecordKind.TRAP, row["id"])
+        if found is None or row["id"] in leave:
+            continue
+        into = found[0].get("promotedTo")
+        if into != str(target) and not (into is None and row["project"] == project):
             continue
         meta = found[0]
+        if (meta.get("summary") or "") in {rule["text"] for rule in rules}:
+            continue  # said in two projects, promoted from both: one line
         rules.append({"text": meta.get("summary") or "", "category": (meta.get("tags") or ["", "rule"])[-1],
                       "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)})
     return rules
