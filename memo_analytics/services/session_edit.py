@@ -97,6 +97,11 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
             raise InvalidFieldError("session", f"no session {session_id} in the vault (memo session show lists them)")
         project = row["project"]
         meta, body = store.read(project, RecordKind.SESSION, record_id) or ({}, "")
+        moving = meta.get("movingTo")
+        if moving and wanted.get("project") != moving:  # a move cut short: finish it before anything else
+            raise InvalidFieldError("project", f"a move of session {session_id} to project {moving} was cut short; "
+                                               f"finish it first: memo session edit {session_id} --project {project} "
+                                               f"--to-project {moving}")
         if times:
             wanted.update(_edited_times(store, request, meta, now))
         changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
@@ -140,7 +145,9 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                 store.remove(RecordKind.PROMPT, project, turn_id)
         baton_id = meta.get("handoffArchive")
         baton = store.read(project, RecordKind.HANDOFF, baton_id) if target is not None and baton_id else None
-        if baton is not None:  # the hand-off it left goes with it (the next session of that project takes it)
+        if baton is not None and baton[0].get("status") == "pending":
+            # the hand-off it left goes with it (the next session of that project takes it); one a session
+            # of this project already claimed stays with that session
             store.upsert(RecordKind.HANDOFF, {**baton[0], "project": target, "updated": to_iso(now)}, baton[1])
             store.remove(RecordKind.HANDOFF, project, baton_id)
         store.upsert(RecordKind.SESSION, meta, body)

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from memo_analytics.config import Settings
+from memo_analytics.domain.errors import InvalidFieldError
 from memo_analytics.services.prompts import record_prompt
 from memo_analytics.services.requests import RecordPromptRequest, StartSessionRequest
 from memo_analytics.services.sessions import start_session
@@ -270,6 +271,10 @@ def test_a_move_cut_short_is_finished_by_running_it_again_and_its_hand_off_follo
         with pytest.raises(KeyboardInterrupt):
             edit_session(store, EditSessionRequest(session_id="big", project="tmpabc", to_project="web"))
         store.remove = real_remove
+        # found by a second attacker: another edit dropped the mark, or a move elsewhere split the turns
+        for other in ({"summary": "better"}, {"to_project": "gamma"}):
+            with pytest.raises(InvalidFieldError, match="was cut short; finish it first: memo session edit big"):
+                edit_session(store, EditSessionRequest(session_id="big", project="tmpabc", **other))
         done = edit_session(store, EditSessionRequest(session_id="big", project="tmpabc", to_project="web"))
         assert done["project"] == "web" and "movingTo" not in done
         files = sorted(p.relative_to(tmp_path / "v" / "projects").as_posix()
