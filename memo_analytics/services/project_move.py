@@ -64,12 +64,21 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
     with store.lock():
         conn = store.conn
         rows = {kind: index.rows_of_kind(conn, kind.value, project=source) for kind in _ORDER}
+        marker = store.layout.meta_dir / RENAMING_FILE
+        under_way = read_json_state(marker)
+        cut_short = under_way == {"source": source, "target": target}
+        if under_way and not cut_short and source in (under_way.get("source"), under_way.get("target")):
+            raise InvalidFieldError("project", f"a rename of {under_way.get('source')} to {under_way.get('target')} "
+                                               f"was cut short; finish it first: memo project rename "
+                                               f"{under_way.get('source')} {under_way.get('target')}")
         if not any(rows.values()):
+            if cut_short:  # every record had moved when it was cut short: what is left is the folder's
+                _clear_folder(store, source, target)
+                marker.unlink(missing_ok=True)
+                return {"source": source, "target": target, "moved": {}, "alreadyThere": 0}
             raise InvalidFieldError("project", f"project {source} has no records")
         target_ids = {r["id"] for kind in _ORDER for r in index.rows_of_kind(conn, kind.value, project=target)}
         source_ids = {r["id"] for kind in _ORDER for r in rows[kind]}
-        marker = store.layout.meta_dir / RENAMING_FILE
-        cut_short = read_json_state(marker) == {"source": source, "target": target}
         # a target holding only copies, or what a rename into it cut short (killed) moved, is that rename's
         if not merge and target_ids - source_ids and not cut_short:
             raise InvalidFieldError("project", f"project {target} exists; fold {source} into it with "

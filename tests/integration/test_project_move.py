@@ -84,6 +84,8 @@ def test_a_rename_killed_after_records_moved_is_finished_by_running_it_again(rea
             move_project(store, project, "acme-web")
     finally:
         store.close()
+    other = memo("project", "rename", project, "zeta", vault=vault, check=False)  # found by a second attacker
+    assert other.returncode == 1 and f"finish it first: memo project rename {project} acme-web" in other.stderr
     done = json.loads(memo("--json", "project", "rename", project, "acme-web", vault=vault).stdout)
     assert done["alreadyThere"] == 1  # the record written there but not yet removed here
     after = records(vault)
@@ -108,3 +110,32 @@ def test_differing_records_of_one_id_or_an_invoiced_session_refuse_the_move(bill
     assert refused.stderr.strip() == ("error: Invalid project: project etl has sessions on invoice 2026-0001, which "
                                       "names the project; credit it first (memo invoice credit)")
     assert (billing["vault"] / "projects" / "etl").is_dir() and not (billing["vault"] / "projects" / "data").exists()
+
+
+def test_a_rename_killed_after_its_last_record_moved_is_finished_too(realdata, tmp_path, monkeypatch):
+    """Found by a second attacker: killed once every record had moved (before the project's own
+    files followed), running it again said "project … has no records" for ever."""
+    import pytest
+
+    import memo_analytics.services.project_move as project_move
+
+    vault = tmp_path / "v"
+    memo("import", "claude-code", str(realdata / CC / "moredip-session-share"), vault=vault)
+    project = sorted({r[0] for r in records(vault)})[0]
+    (vault / "projects" / project / "project.toml").write_text('name = "web"\n', encoding="utf-8")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # as a kill -9 after the last record moved
+
+    clear = project_move._clear_folder
+    monkeypatch.setattr(project_move, "_clear_folder", killed)
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            project_move.move_project(store, project, "acme-web")
+    finally:
+        store.close()
+    monkeypatch.setattr(project_move, "_clear_folder", clear)
+    memo("project", "rename", project, "acme-web", vault=vault)
+    assert not (vault / "projects" / project).exists() and (vault / "projects" / "acme-web" / "project.toml").is_file()
+    assert not (vault / ".memo" / "renaming.json").exists()
