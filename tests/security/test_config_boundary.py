@@ -321,6 +321,7 @@ def test_the_config_file_that_holds_tokens_is_readable_by_its_owner_only(config)
 @pytest.mark.parametrize("key, value, said", [
     ("operator.stalledMinutes = 5\nmode", "local", "is not a dotted key"),  # a traceback (two keys)
     ("operator.stalledMinutes = 5 #", "7", "is not a dotted key"),  # was stored as operator.stalledMinutes = 5
+    ("timezone = 0 #", "Europe/Paris", "is not a dotted key"),  # its value 0 passed for the key's own
     ('clients."x\u202ey"', '{hourlyRate = "1", currency = "EUR"}', "is no client name"),  # matched no session
     ('clients."a\nb"', '{hourlyRate = "1", currency = "EUR"}', "is not a dotted key"),
 ])

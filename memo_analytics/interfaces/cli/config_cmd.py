@@ -198,7 +198,8 @@ def _parse_key(key: str, present: dict[str, Any] | None = None) -> list[str]:
     """``key`` split into its parts; an unknown top-level key is refused unless it is one of
     ``present`` (the file's, so that ``unset`` can remove it)."""
     refused = InvalidFieldError("config key", f"{key!r} is not a dotted key such as vaultGit.enabled")
-    if "\n" in key or "\r" in key:
+    bare = re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', "", key)  # outside quoted parts: no "=", "#" nor line break
+    if "\n" in key or "\r" in key or "=" in bare or "#" in bare:
         raise refused
     try:
         parsed: Any = tomllib.loads(f"{key} = 0")
@@ -296,7 +297,8 @@ def _editing(path: Path):
     once each read the file and the second write lost the first's key."""
     from filelock import FileLock, Timeout
 
-    lock = path.resolve().with_name(f".{path.name}.lock")
+    real = path.resolve()  # one lock for the file however it is reached (through a link or not)
+    lock = real.with_name(f".{real.name}.lock")
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(lock), timeout=10):
