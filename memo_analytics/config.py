@@ -438,7 +438,7 @@ class _SettingsData(BaseModel):
         seen: dict[str, str] = {}
         for name in value:
             bad = next((c for c in name if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in DIRECTION_CONTROLS
-                        or c in "\u200b\u200e\u200f\ufeff"), None)
+                        or c in "\u200b\u200e\u200f\ufeff\u2028\u2029"), None)
             if bad is not None or not name.strip() or len(name) > 200:
                 # a name is matched against sessions' clients, which never hold these: it would match none
                 raise ValueError(f"{name!r} is no client name (one line of at most 200 characters, without control "

@@ -58,7 +58,7 @@ def clean_client(value: str | None) -> str | None:
         return None
     if len(text) > MAX_CLIENT_CHARS:
         raise InvalidFieldError("client", f"is {len(text)} characters; at most {MAX_CLIENT_CHARS}")
-    bad = _control_in(text, "\u200b\u200e\u200f\ufeff")  # a name is matched: nothing invisible either
+    bad = _control_in(text, "\u200b\u200e\u200f\ufeff\u2028\u2029")  # a name is matched: nothing invisible either
     if bad is not None:
         raise InvalidFieldError("client", f"holds the control character U+{ord(bad):04X}; write plain text")
     return text
@@ -106,7 +106,7 @@ def clean_owner(value: str | None, field: str = "owner") -> str | None:
         return None
     if len(text) > MAX_OWNER_CHARS:
         raise InvalidFieldError(field, f"is {len(text)} characters; at most {MAX_OWNER_CHARS} (a git identity)")
-    bad = _control_in(text, "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff")
+    bad = _control_in(text, "\u200b\u200c\u200d\u200e\u200f\u2060\ufeff\u2028\u2029")
     if bad is not None:
         raise InvalidFieldError(field, f"holds the control character U+{ord(bad):04X}; an owner is one line of text")
     return text

@@ -66,6 +66,8 @@ def test_a_client_is_recorded_in_the_spelling_known_and_a_new_one_is_said(billin
     assert again.returncode == 0
     assert json.loads(run(billing, "--json", "session", "show", "n2", "--project", "etl").stdout)["session"][
         "client"] == "Initech"  # the spelling the vault's sessions use
+    separated = run(billing, "session", "start", "n3", "--project", "etl", "--client", "Acme\u2028Corp")
+    assert separated.returncode == 1 and "Invalid client" in separated.stderr  # a line separator: no name
     typo = run(billing, "session", "edit", "a1", "--client", "Acme Crop")
     assert typo.returncode == 0 and "note: 'Acme Crop' is a new client" in typo.stderr
     known = run(billing, "session", "edit", "a2", "--client", "initech")

@@ -324,6 +324,7 @@ def test_the_config_file_that_holds_tokens_is_readable_by_its_owner_only(config)
     ("timezone = 0 #", "Europe/Paris", "is not a dotted key"),  # its value 0 passed for the key's own
     ('clients."x\u202ey"', '{hourlyRate = "1", currency = "EUR"}', "is no client name"),  # matched no session
     ('clients."a\nb"', '{hourlyRate = "1", currency = "EUR"}', "is not a dotted key"),
+    ('clients."A\u2028B"', '{hourlyRate = "1", currency = "EUR"}', "is no client name"),  # a line separator
 ])
 def test_a_key_that_is_no_key_or_no_client_name_is_one_line_and_leaves_the_file(config, key, value, said):
     original = b'timezone = "UTC"\n'
