@@ -252,11 +252,18 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
                 meta, old_body = existing
                 return {**meta, "body": old_body}
             raise InvalidFieldError("turn", f"turn {turn} of session {session_id} is already recorded; leave the turn out to append one")
-        meta = turn_meta(request, record_id, project, session_id, turn, created, now, session_meta, rules,
-                         (head_branch, head_sha), task_slug)
+        meta = turn_meta(_known_client(store, request), record_id, project, session_id, turn, created, now,
+                         session_meta, rules, (head_branch, head_sha), task_slug)
         store.upsert(RecordKind.PROMPT, meta, body)
     remember_root(store, project, product_root)
     return {**meta, "body": body}
+
+
+def _known_client(store: VaultStore, request: RecordPromptRequest) -> RecordPromptRequest:
+    """``request`` with its client in the spelling the config or the vault knows (as a session's is)."""
+    if not request.client:
+        return request
+    return request.model_copy(update={"client": canonical_client(store, clean_client(request.client))})
 
 
 def _turn_fields(store: VaultStore, request: RecordPromptRequest, rules, now) -> tuple:
@@ -294,8 +301,8 @@ def numbered_turn(store: VaultStore, request: RecordPromptRequest, session_meta:
         raise InvalidFieldError("turn", "a turn of a session written at once needs its session id and number")
     body, session_id, project, task_slug, created_at = _turn_fields(store, request, rules, now)
     record_id = validate_slug(prompt_id(session_id, request.turn, now), "id")
-    meta = turn_meta(request, record_id, project, session_id, request.turn, to_iso(created_at), now, session_meta,
-                     rules, git_head(repository_root(request.cwd)), task_slug)
+    meta = turn_meta(_known_client(store, request), record_id, project, session_id, request.turn,
+                     to_iso(created_at), now, session_meta, rules, git_head(repository_root(request.cwd)), task_slug)
     return project, meta, body
 
 

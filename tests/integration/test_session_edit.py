@@ -66,6 +66,9 @@ def test_a_client_is_recorded_in_the_spelling_known_and_a_new_one_is_said(billin
     assert again.returncode == 0
     assert json.loads(run(billing, "--json", "session", "show", "n2", "--project", "etl").stdout)["session"][
         "client"] == "Initech"  # the spelling the vault's sessions use
+    turn = json.loads(run(billing, "--json", "prompt", "record", "--session-id", "n2", "--project", "etl", "--client",
+                          "initech", "--body", "tidy up").stdout)
+    assert turn["client"] == "Initech"  # a turn's too (found by a second attacker)
     separated = run(billing, "session", "start", "n3", "--project", "etl", "--client", "Acme\u2028Corp")
     assert separated.returncode == 1 and "Invalid client" in separated.stderr  # a line separator: no name
     typo = run(billing, "session", "edit", "a1", "--client", "Acme Crop")
