@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..domain.clock import to_iso, utcnow
+from ..domain.clock import from_iso, to_iso, utcnow
 from ..domain.errors import InvalidFieldError
 from ..domain.ids import validate_slug
 from ..services.store import VaultStore
@@ -55,6 +55,10 @@ def _shape_problem(data: object) -> str | None:
                 return f"grants.{project}.{action_class} is no action class ({', '.join(ACTION_CLASSES)})"
             if not isinstance(grant, dict) or not isinstance(grant.get("grantedAt"), str):
                 return f"grants.{project}.{action_class} is not {{\"grantedAt\": TIME}}"
+            try:
+                from_iso(grant["grantedAt"])
+            except InvalidFieldError:
+                return f"grants.{project}.{action_class}.grantedAt is {grant['grantedAt'][:40]!r}, not a time"
     return None
 
 

@@ -237,6 +237,8 @@ def test_record_text_grants_nothing(store):
     ('{"off": false, "grants": {"web": ["end_stale_session"]}}', "grants.web is not an object of action classes"),
     ('{"off": "false", "grants": {}}', "off is 'false', not true or false"),
     ('{"off": false, "grants": {"web": {"rm_rf": {"grantedAt": "x"}}}}', "grants.web.rm_rf is no action class"),
+    ('{"off": false, "grants": {"web": {"end_stale_session": {"grantedAt": "garbage"}}}}',
+     "grants.web.end_stale_session.grantedAt is 'garbage', not a time"),
 ])
 def test_a_delegations_file_edited_by_hand_stops_delegation_and_says_so_never_the_digest(store, text, said):
     """Found by an attacker: ``{"end_stale_session": true}`` in ``.memo/delegations.json`` made every
