@@ -29,7 +29,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow, zone_name
-from ..domain.errors import InvalidFieldError
+from ..domain.errors import AmbiguousIdError, InvalidFieldError
 from ..domain.ids import prompt_id, session_record_id, validate_session_id, validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
@@ -92,7 +92,12 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     session_id = store.session_id_for(validate_session_id(request.session_id or ""))  # or its record's id
     record_id = session_record_id(session_id)
     with store.lock():
-        row = store.locate(record_id, RecordKind.SESSION, project=request.project, cwd=request.cwd)
+        try:
+            row = store.locate(record_id, RecordKind.SESSION, project=request.project, cwd=request.cwd)
+        except AmbiguousIdError:
+            row = _moving(store, record_id, wanted.get("project"))
+            if row is None or request.project:
+                raise
         if row is None:
             raise InvalidFieldError("session", f"no session {session_id} in the vault (memo session show lists them)")
         project = row["project"]
@@ -157,6 +162,16 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     outside = index.turns_outside(store.conn, target or project, session_id, meta["startTime"], meta["endTime"]) \
         if times and meta.get("endTime") else 0
     return {**meta, "changed": sorted(changed), "turnsUpdated": turns, "turnsOutside": outside}
+
+
+def _moving(store: VaultStore, record_id: str, target: str | None):
+    """The index row of the one copy of a session being moved to ``target`` (a move cut short
+    after it was written there, before it left its project: the id is in both), or None."""
+    if target is None:
+        return None
+    rows = [row for row in index.rows_with_id(store.conn, record_id, RecordKind.SESSION.value)
+            if (store.read(row["project"], RecordKind.SESSION, record_id) or ({}, ""))[0].get("movingTo") == target]
+    return rows[0] if len(rows) == 1 else None
 
 
 def _check_move_target(store: VaultStore, project: str, target: str, session_id: str, record_id: str,

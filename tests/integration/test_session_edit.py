@@ -280,7 +280,8 @@ def test_a_move_cut_short_is_finished_by_running_it_again_and_its_hand_off_follo
         for other in ({"summary": "better"}, {"to_project": "gamma"}):
             with pytest.raises(InvalidFieldError, match="was cut short; finish it first: memo session edit big"):
                 edit_session(store, EditSessionRequest(session_id="big", project="tmpabc", **other))
-        done = edit_session(store, EditSessionRequest(session_id="big", project="tmpabc", to_project="web"))
+        # the same command as typed: without --project, even when the session was already written there too
+        done = edit_session(store, EditSessionRequest(session_id="big", to_project="web"))
         assert done["project"] == "web" and "movingTo" not in done
         files = sorted(p.relative_to(tmp_path / "v" / "projects").as_posix()
                        for p in (tmp_path / "v" / "projects").rglob("*.md") if p.parent.name != "projects")
