@@ -356,6 +356,12 @@ def printed_span(start_time: str, duration_minutes: int | None, zone: tzinfo) ->
     return start, (start.astimezone(timezone.utc) + timedelta(minutes=int(duration_minutes or 0))).astimezone(zone)
 
 
+def local_text(moment: datetime, zone: tzinfo) -> str:
+    """``moment`` as a person reads it in ``zone``: ``2026-06-02 10:00 CEST``. Pure."""
+    shown = moment.astimezone(zone)
+    return f"{shown:%Y-%m-%d %H:%M} {shown.tzname() or zone_name(zone)}"
+
+
 def span_clock(start: datetime, end: datetime, fmt: str = "%H:%M") -> tuple[str, str]:
     """``start`` and ``end`` (aware, in one zone) as a report prints them, ``fmt`` each; each
     followed by its zone's abbreviation (``02:30 CEST``, ``02:30 CET``) when the span crosses a

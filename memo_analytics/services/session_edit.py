@@ -28,7 +28,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from ..domain.clock import from_iso, minutes_between, parse_record_instant, to_iso, utcnow, zone_name
+from ..domain.clock import from_iso, local_text, minutes_between, parse_record_instant, to_iso, utcnow
 from ..domain.errors import AmbiguousIdError, InvalidFieldError
 from ..domain.ids import prompt_id, session_record_id, validate_session_id, validate_slug
 from ..domain.records import RecordKind
@@ -221,8 +221,7 @@ def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str
         end = from_iso(str(meta["endTime"]))
     field = "minutes" if request.minutes is not None else "endTime" if request.end_time is not None else "startTime"
     def local(moment) -> str:  # as the person gave it: in the configured zone
-        shown = moment.astimezone(store.zone)
-        return f"{shown:%Y-%m-%d %H:%M} {shown.tzname() or zone_name(store.zone)}"
+        return local_text(moment, store.zone)
 
     if end < start:
         raise InvalidFieldError(field, f"the session would end ({local(end)}) before it starts ({local(start)})")

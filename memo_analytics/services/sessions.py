@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from ..domain.clock import (
     from_iso,
+    local_text,
     minutes_between,
     parse_bounds,
     parse_record_instant,
@@ -170,7 +171,7 @@ def _start_context(store: VaultStore, request: StartSessionRequest, now) -> tupl
     session_id = given or new_session_id(now)
     start_at = parse_record_instant(request.start_time, "startTime", store.zone, wall_clock=True) if request.start_time else now
     if start_at > now + MAX_CLOCK_SKEW:
-        raise InvalidFieldError("startTime", f"{to_iso(start_at)} is in the future")
+        raise InvalidFieldError("startTime", f"{local_text(start_at, store.zone)} is in the future")
     return project, session_id, to_iso(start_at), product_root
 
 
@@ -269,10 +270,11 @@ def _end(store: VaultStore, meta: dict[str, Any], request: EndSessionRequest, no
     """
     end = parse_record_instant(request.until, "until", store.zone, wall_clock=True) if request.until else now
     if end > now + MAX_CLOCK_SKEW:
-        raise InvalidFieldError("until", f"{to_iso(end)} is in the future")
+        raise InvalidFieldError("until", f"{local_text(end, store.zone)} is in the future")
     start = from_iso(str(meta["startTime"]))
     if end < start:
-        raise InvalidFieldError("until", f"{to_iso(end)} is before the session's startTime {meta['startTime']}")
+        raise InvalidFieldError("until", f"{local_text(end, store.zone)} is before the session's start "
+                                         f"{local_text(from_iso(meta['startTime']), store.zone)}")
     already = meta.get("status") == "completed" and meta.get("durationMinutes") is not None
     if not already or request.recompute_duration:
         meta["endTime"] = to_iso(end)

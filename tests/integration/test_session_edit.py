@@ -314,3 +314,13 @@ def test_a_time_edit_that_leaves_turns_outside_the_session_says_so(billing):
     ran = run(billing, "session", "edit", "a1", "--start", "2026-06-02T09:00:00Z", "--end", "2026-06-02T09:30:00Z")
     assert ran.returncode == 0 and "note: 1 of its turns lies outside its new times" in ran.stderr
     assert json.loads(run(billing, "--json", "session", "edit", "a1", "--minutes", "60").stdout)["turnsOutside"] == 0
+
+
+def test_session_end_says_its_refused_times_in_the_configured_zone(billing):
+    """Found by a second attacker: `session end --until` refusals still quoted UTC instants
+    (`2026-10-25T00:10:00.000Z is before …`) where `session edit` says local times."""
+    memo("session", "start", "late", "--project", "web", "--start-time", "2026-10-25T01:30:00+01:00",
+         vault=billing["vault"], env=billing["env"])
+    ran = run(billing, "session", "end", "late", "--project", "web", "--until", "2026-10-25T01:10:00+01:00")
+    assert ran.returncode == 1 and ran.stderr.strip() == (
+        "error: Invalid until: 2026-10-25 02:10 CEST is before the session's start 2026-10-25 02:30 CEST")
