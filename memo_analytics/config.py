@@ -433,13 +433,11 @@ class _SettingsData(BaseModel):
     @field_validator("clients")
     @classmethod
     def _distinct_clients(cls, value: dict[str, ClientBilling]) -> dict[str, ClientBilling]:
-        from .domain.wire import DIRECTION_CONTROLS
+        from .domain.billing import client_name_problem
 
         seen: dict[str, str] = {}
         for name in value:
-            bad = next((c for c in name if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in DIRECTION_CONTROLS
-                        or c in "\u200b\u200e\u200f\ufeff\u2028\u2029"), None)
-            if bad is not None or not name.strip() or len(name) > 200:
+            if client_name_problem(name) is not None or not name.strip():
                 # a name is matched against sessions' clients, which never hold these: it would match none
                 raise ValueError(f"{name!r} is no client name (one line of at most 200 characters, without control "
                                  "or invisible characters)")

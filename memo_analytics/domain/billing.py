@@ -72,6 +72,23 @@ def _vat_id(value: object) -> object:
                          f"(country prefix, then the number: DE123456789, FR40303265045): {exc}") from None
 
 
+#: The longest client name (printed on invoices, in spreadsheets and the e-invoice XML).
+MAX_CLIENT_CHARS = 200
+#: Invisible characters no client name holds (a name is matched in any case: one holding them
+#: would match no session), beside the control and direction characters.
+_INVISIBLE_IN_NAMES = "\u200b\u200e\u200f\ufeff\u2028\u2029"
+
+
+def client_name_problem(name: str) -> str | None:
+    """Why ``name`` (stripped) is no client name — too long, or holding a control, direction or
+    invisible character —, or None. One rule for the config's ``[clients]`` and every write."""
+    if len(name) > MAX_CLIENT_CHARS:
+        return f"is {len(name)} characters; at most {MAX_CLIENT_CHARS}"
+    bad = next((c for c in name if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in DIRECTION_CONTROLS
+                or c in _INVISIBLE_IN_NAMES), None)
+    return None if bad is None else f"holds the control character U+{ord(bad):04X}; write plain text"
+
+
 def _plain_text(value: str, what: str = "") -> str:
     """``value`` when it holds no control character (a NUL, a line break inside one line, a
     direction override …) and nothing XML cannot carry; an invoice prints it and its e-invoice

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from ..config import MAX_BODY_BYTES
+from ..domain.billing import client_name_problem
 from ..domain.clock import from_iso, parse_bounds, parse_record_instant, to_iso, utcnow
 from ..domain.errors import CorruptRecordError, InvalidFieldError, RecordNotFoundError
 from ..domain.ids import (
@@ -40,12 +41,9 @@ HOOK_TWIN_WINDOW = timedelta(minutes=10)
 _INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
 
 
-MAX_CLIENT_CHARS = 200
-
-
 def clean_client(value: str | None) -> str | None:
     """A client name as recorded: text without control characters, at most
-    :data:`MAX_CLIENT_CHARS` characters (it is printed on invoices, in spreadsheets and the
+    :data:`~memo_analytics.domain.billing.MAX_CLIENT_CHARS` characters (it is printed on invoices, in spreadsheets and the
     e-invoice XML); None when empty.
 
     Raises
@@ -56,11 +54,9 @@ def clean_client(value: str | None) -> str | None:
     text = clean_text(value, "client")
     if not text:
         return None
-    if len(text) > MAX_CLIENT_CHARS:
-        raise InvalidFieldError("client", f"is {len(text)} characters; at most {MAX_CLIENT_CHARS}")
-    bad = _control_in(text, "\u200b\u200e\u200f\ufeff\u2028\u2029")  # a name is matched: nothing invisible either
-    if bad is not None:
-        raise InvalidFieldError("client", f"holds the control character U+{ord(bad):04X}; write plain text")
+    problem = client_name_problem(text)  # a name is matched: nothing invisible either
+    if problem is not None:
+        raise InvalidFieldError("client", problem)
     return text
 
 
