@@ -82,9 +82,11 @@ def canonical_client(store: VaultStore, client: str | None) -> str | None:
 
 def is_new_client(store: VaultStore, client: str) -> bool:
     """Whether neither the config's ``[clients]`` nor any session of the vault has ``client`` (any
-    case): a misspelt name, or a client without billing terms yet."""
-    return client.strip().lower() != "internal" and canonical_client(store, client) == client \
-        and client not in store.settings.clients and index.client_spelling(store.conn, client) is None
+    case): a misspelt name, or a client without billing terms yet (``internal`` is never new)."""
+    wanted = client.strip().lower()
+    return bool(wanted) and wanted != "internal" and all(name.strip().lower() != wanted for name in store.settings.clients) \
+        and index.client_spelling(store.conn, client) is None
+
 
 def clean_owner(value: str | None, field: str = "owner") -> str | None:
     """A person as a session's or hand-off's ``owner`` names them (their git identity: an

@@ -34,7 +34,7 @@ from ..domain.ids import prompt_id, session_record_id, validate_session_id, vali
 from ..domain.records import RecordKind
 from ..index import store as index
 from ..vault import ledger
-from .prompts import canonical_client, clean_client, clean_text
+from .prompts import canonical_client, clean_client, clean_text, is_new_client
 
 from .requests import EditSessionRequest
 from .store import VaultStore
@@ -53,7 +53,8 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     dict
         The session's frontmatter after the edit, with ``changed`` (the wire names that
         changed), ``turnsUpdated`` (int) and ``turnsOutside`` (int: after a time edit, the
-        session's turns that now lie outside its start and end — said, not refused).
+        session's turns that now lie outside its start and end — said, not refused) and
+        ``newClient`` (the client set is known to neither the config nor the vault: said, not refused).
 
     Raises
     ------
@@ -71,8 +72,10 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     """
     now = now or utcnow()
     wanted: dict[str, Any] = {}
+    new_client = False
     if request.client is not None:  # "" or "internal": no client
         client = clean_client(request.client)
+        new_client = bool(client) and is_new_client(store, client)  # asked before it is written
         wanted["client"] = None if not client or client.lower() == "internal" else canonical_client(store, client)
     if request.billable is not None:
         wanted["billable"] = bool(request.billable)
@@ -122,7 +125,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                                                f"with its {'times' if timed else sent[0]}; credit it first (memo "
                                                f"invoice credit {invoice})")
         if not changed:
-            return {**meta, "changed": [], "turnsUpdated": 0, "turnsOutside": 0}
+            return {**meta, "changed": [], "turnsUpdated": 0, "turnsOutside": 0, "newClient": False}
         target = changed.get("project")
         if target is not None:
             _check_move_target(store, project, target, session_id, record_id, ({**meta, **changed}, body))
@@ -161,7 +164,8 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
             store.refresh_views(project)
     outside = index.turns_outside(store.conn, target or project, session_id, meta["startTime"], meta["endTime"]) \
         if times and meta.get("endTime") else 0
-    return {**meta, "changed": sorted(changed), "turnsUpdated": turns, "turnsOutside": outside}
+    return {**meta, "changed": sorted(changed), "turnsUpdated": turns, "turnsOutside": outside,
+            "newClient": new_client and "client" in changed}
 
 
 def _moving(store: VaultStore, record_id: str, target: str | None):
@@ -243,7 +247,8 @@ def set_project_client(store: VaultStore, project: str, client: str, every: bool
     -------
     dict
         ``{project, client, sessions (changed), turnsUpdated, kept (sessions with another
-        client, left without every), onInvoice [session ids left: on an issued invoice]}``.
+        client, left without every), onInvoice [session ids left: on an issued invoice], newClient
+        (as :func:`edit_session`)}``.
 
     Raises
     ------
@@ -253,6 +258,7 @@ def set_project_client(store: VaultStore, project: str, client: str, every: bool
     now = now or utcnow()
     project = validate_slug(project, "project")
     wanted = clean_client(client)
+    new_client = bool(wanted) and is_new_client(store, wanted)  # asked before it is written
     wanted = None if not wanted or wanted.lower() == "internal" else canonical_client(store, wanted)
     rows = index.rows_of_kind(store.conn, RecordKind.SESSION.value, project)
     if not rows:
@@ -274,4 +280,4 @@ def set_project_client(store: VaultStore, project: str, client: str, every: bool
         changed += bool(result["changed"])
         turns += result["turnsUpdated"]
     return {"project": project, "client": wanted or "internal", "sessions": changed, "turnsUpdated": turns,
-            "kept": kept, "onInvoice": on_invoice}
+            "kept": kept, "onInvoice": on_invoice, "newClient": new_client and changed > 0}

@@ -50,13 +50,11 @@ def project_client(
 ) -> None:
     """File a project's sessions already recorded under a client (their turns follow); projectClients in the
     config files those recorded from now on. Sessions on an issued invoice are left as they are."""
-    from ...services.prompts import is_new_client
     from ...services.session_edit import set_project_client
 
-    new_client = bool(client.strip()) and is_new_client(state.store, client)  # before it is written
     result = set_project_client(state.store, project, client, every=every)
-    if new_client and result["sessions"]:
-        note_new_client(result['client'])
+    if result["newClient"]:
+        note_new_client(result["client"])
 
     def human(r: dict) -> None:
         out.print(f"{r['project']}: {r['sessions']} session{'s' if r['sessions'] != 1 else ''} now bill {r['client']}"

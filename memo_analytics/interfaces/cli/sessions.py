@@ -145,15 +145,12 @@ def session_edit(
     from ...services.requests import EditSessionRequest
     from ...services.session_edit import edit_session
 
-    from ...services.prompts import is_new_client
-
     request = _build(EditSessionRequest, session_id=session_id, project=project, client=client, billable=billable,
                      summary=summary, to_project=to_project, start_time=start, end_time=end, minutes=minutes,
                      cwd=str(Path.cwd()))
-    new_client = bool(client and client.strip()) and is_new_client(state.store, client)  # before it is written
     record = edit_session(state.store, request)
-    if new_client and "client" in record["changed"]:
-        note_new_client(record['client'])
+    if record["newClient"]:
+        note_new_client(record["client"])
 
     def human(r: dict[str, Any]) -> None:
         if not r["changed"]:
