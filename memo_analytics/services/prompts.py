@@ -77,7 +77,14 @@ def canonical_client(store: VaultStore, client: str | None) -> str | None:
         return client
     wanted = client.strip().lower()
     configured = next((name for name in store.settings.clients if name.strip().lower() == wanted), None)
-    return configured or index.client_spelling(store.conn, client) or client
+    if configured:
+        return configured
+    if wanted not in store.client_spellings:  # one index lookup per client and store, not one per write
+        spelled = index.client_spelling(store.conn, client)
+        if spelled is None:
+            return client  # a new client: written as given, and found so next time
+        store.client_spellings[wanted] = spelled
+    return store.client_spellings[wanted]
 
 
 def is_new_client(store: VaultStore, client: str) -> bool:
@@ -250,18 +257,23 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
                 meta, old_body = existing
                 return {**meta, "body": old_body}
             raise InvalidFieldError("turn", f"turn {turn} of session {session_id} is already recorded; leave the turn out to append one")
-        meta = turn_meta(_known_client(store, request), record_id, project, session_id, turn, created, now,
+        meta = turn_meta(_known_client(store, request, session_meta), record_id, project, session_id, turn, created, now,
                          session_meta, rules, (head_branch, head_sha), task_slug)
         store.upsert(RecordKind.PROMPT, meta, body)
     remember_root(store, project, product_root)
     return {**meta, "body": body}
 
 
-def _known_client(store: VaultStore, request: RecordPromptRequest) -> RecordPromptRequest:
-    """``request`` with its client in the spelling the config or the vault knows (as a session's is)."""
-    if not request.client:
+def _known_client(store: VaultStore, request: RecordPromptRequest, session_meta: dict[str, Any]) -> RecordPromptRequest:
+    """``request`` with its client in the spelling the config or the vault knows (as a session's is):
+    its session's when that is the same client (no lookup on the turn's write path)."""
+    client = clean_client(request.client) if request.client else None
+    if not client:
         return request
-    return request.model_copy(update={"client": canonical_client(store, clean_client(request.client))})
+    own = session_meta.get("client")
+    spelled = own if isinstance(own, str) and own.strip().lower() == client.strip().lower() \
+        else canonical_client(store, client)
+    return request.model_copy(update={"client": spelled})
 
 
 def _turn_fields(store: VaultStore, request: RecordPromptRequest, rules, now) -> tuple:
@@ -299,7 +311,7 @@ def numbered_turn(store: VaultStore, request: RecordPromptRequest, session_meta:
         raise InvalidFieldError("turn", "a turn of a session written at once needs its session id and number")
     body, session_id, project, task_slug, created_at = _turn_fields(store, request, rules, now)
     record_id = validate_slug(prompt_id(session_id, request.turn, now), "id")
-    meta = turn_meta(_known_client(store, request), record_id, project, session_id, request.turn,
+    meta = turn_meta(_known_client(store, request, session_meta), record_id, project, session_id, request.turn,
                      to_iso(created_at), now, session_meta, rules, git_head(repository_root(request.cwd)), task_slug)
     return project, meta, body
 

@@ -319,6 +319,9 @@ class VaultStore:
         self._deferred: set[tuple[str, str]] | None = None
         self._batch: _Batch | None = None
         self.zone = resolve_zone(settings.timezone)
+        #: ``{client name lowercased: the spelling the vault's sessions use}`` as
+        #: :func:`~.prompts.canonical_client` found it (so a long import asks the index once per client)
+        self.client_spellings: dict[str, str] = {}
         #: Called with one line whenever the index was brought in line with the files on
         #: open (the CLI prints it as a note on stderr); the lines are kept in ``repairs``.
         self.on_repair: Callable[[str], None] | None = None
