@@ -103,6 +103,7 @@ def test_a_projects_sessions_already_recorded_are_filed_under_a_client_at_once(b
     every = run(billing, "project", "client", "shop", "Acme Corp", "--every")
     assert every.returncode == 1 and "0 sessions now bill Acme Corp" in every.stdout  # nothing was done: exit 1
     assert "left on issued invoices: w2" in every.stdout
+    assert every.stderr.strip() == "error: nothing filed: shop's sessions already bill Acme Corp or are on issued invoices"
     assert run(billing, "project", "client", "nowhere", "Acme Corp").stderr.startswith(
         "error: Invalid project: no session in project nowhere")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from .common import _emit, app, note_new_client, out, state
+from .common import _emit, app, err, note_new_client, out, state
 
 project_app = typer.Typer(help="Rename a project, merge one into another (imports name projects after folders), or "
                                "file its sessions under a client.",
@@ -64,4 +64,8 @@ def project_client(
 
     _emit(result, human)
     if not result["sessions"]:
+        left = [why for why, n in (("on issued invoices", result["onInvoice"]),
+                                   ("of another client (--every files them too)", result["kept"])) if n]
+        err.print(f"error: nothing filed: {result['project']}'s sessions already bill {result['client']}"
+                  + (f" or are {' or '.join(left)}" if left else ""))
         raise typer.Exit(1)
