@@ -88,14 +88,19 @@ class PriceCache:
             self.added = True
 
     def save(self) -> None:
-        """Write the cache when it grew (atomically; a vault that cannot be written is skipped)."""
+        """Write the cache when it grew (atomically, under a lock, keeping what another run saved
+        meanwhile; a vault that cannot be written is skipped)."""
         if self.path is None or not self.added:
             return
+        from filelock import FileLock, Timeout
+
         from ..vault.io import write_json_state
 
-        try:
-            write_json_state(self.path, {"version": self.version, "prices": self.entries})
-        except OSError:
+        try:  # another run may have saved meanwhile: its prices are kept beside ours
+            with FileLock(str(self.path.with_name(self.path.name + ".lock")), timeout=5):
+                saved = PriceCache(self.path).entries
+                write_json_state(self.path, {"version": self.version, "prices": {**saved, **self.entries}})
+        except (OSError, Timeout):
             pass
 
 

@@ -262,3 +262,21 @@ def test_turns_of_a_model_without_a_price_are_said_to_be_left_out_of_the_invoice
     said = json.loads(memo("--json", "report", "invoice", "--all", "--client", "Acme", "-o", str(tmp_path / "j.csv"),
                            vault=costed, env=env).stdout)
     assert said["leftOff"]["unpricedTurns"] == 1
+
+
+def test_two_runs_saving_the_cost_cache_keep_each_others_prices(tmp_path):
+    """Two runs that loaded the same ``cost-cache.json`` and priced different turns both keep
+    their prices: the second save takes in what the first wrote (it had replaced the file with
+    its own entries alone, and the first run's prices were worked out again next time)."""
+    from memo_analytics.services.pricing import PriceCache
+
+    path = tmp_path / "cost-cache.json"
+    PriceCache(path).save()  # nothing added: nothing written
+    assert not path.exists()
+    one, two = PriceCache(path), PriceCache(path)
+    one.add({"claude-sonnet-4-5|2026-01-05|input=10": "0.00003"})
+    two.add({"gpt-5|2026-01-05|input=10": "0.0000125", "unknown|2026-01-05|input=1": None})
+    one.save()
+    two.save()
+    assert PriceCache(path).entries == {"claude-sonnet-4-5|2026-01-05|input=10": "0.00003",
+                                        "gpt-5|2026-01-05|input=10": "0.0000125", "unknown|2026-01-05|input=1": None}

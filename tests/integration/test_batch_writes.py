@@ -53,7 +53,7 @@ def vault_files(vault: Path) -> dict[str, bytes]:
     cache of what it read (per source file, in the order files were read)."""
     return {str(p.relative_to(vault)): p.read_bytes() for p in sorted(vault.rglob("*"))
             if p.is_file() and p.name not in ("index.sqlite", "index.sqlite-wal", "index.sqlite-shm", "vault.lock",
-                                              "import-state.json", "cost-cache.json") and "import-cache" not in p.parts}
+                                              "import-state.json", "cost-cache.json", "cost-cache.json.lock") and "import-cache" not in p.parts}
 
 
 def index_rows(vault: Path) -> dict[str, list[tuple]]:
