@@ -63,15 +63,25 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
 
 
 def _cap_connections(http_server: Any, cap: int) -> None:
-    """Close a connection that arrives while ``cap`` are open (:func:`connection_cap`). Tornado's
-    ``HTTPServer`` keeps its open HTTP connections in ``_connections`` (a websocket leaves it
-    once upgraded); it has no limit of its own."""
-    accept = http_server.handle_stream
+    """Close a connection that arrives while ``cap`` are open (:func:`connection_cap`). Counted
+    through Tornado's public ``HTTPServer.handle_stream`` (a connection comes) and ``on_close``
+    (its HTTP serving ends: also when a websocket takes it over); it has no limit of its own."""
+    accept, closed = http_server.handle_stream, http_server.on_close
+    open_now = [0]
 
     def handle_stream(stream: Any, address: Any) -> None:
-        if len(getattr(http_server, "_connections", ())) >= cap:
+        if open_now[0] >= cap:
             stream.close()
             return
-        accept(stream, address)
+        open_now[0] += 1
+        try:
+            accept(stream, address)
+        except BaseException:
+            open_now[0] -= 1
+            raise
 
-    http_server.handle_stream = handle_stream
+    def on_close(server_conn: Any) -> None:
+        open_now[0] = max(0, open_now[0] - 1)
+        closed(server_conn)
+
+    http_server.handle_stream, http_server.on_close = handle_stream, on_close

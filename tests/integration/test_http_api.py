@@ -433,3 +433,75 @@ def test_a_flood_of_idle_connections_leaves_the_mcp_endpoint_up(tmp_path, beside
     probe = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=initialize, headers={
         "Content-Type": "application/json", "Accept": "application/json, text/event-stream"})
     assert b'"serverInfo"' in _flooded(args, port, tmp_path, probe)
+
+
+def test_a_connection_beyond_the_cap_is_closed_at_once_and_a_freed_place_serves_again():
+    """The server holds at most its cap of HTTP connections: one more is closed as it arrives
+    (a flood of idle connections never takes the last file handles), and a connection that ends
+    — the caller hung up, or its answer closed it — frees its place."""
+    import asyncio
+    import threading
+    import time
+
+    from tornado.httpserver import HTTPServer
+    from tornado.ioloop import IOLoop
+    from tornado.netutil import bind_sockets
+    from tornado.web import Application, RequestHandler
+
+    from memo_analytics.interfaces.server import _cap_connections
+
+    class Hello(RequestHandler):
+        def get(self) -> None:
+            self.write("hi")
+
+    box: dict = {}
+    ready = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        server = HTTPServer(Application([(r"/", Hello)]))
+        sockets = bind_sockets(0, "127.0.0.1")
+        server.add_sockets(sockets)
+        _cap_connections(server, 2)
+        box.update(port=sockets[0].getsockname()[1], loop=IOLoop.current(), server=server)
+        ready.set()
+        IOLoop.current().start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    request = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+
+    def ask() -> bytes:
+        answer = b""
+        with socket.create_connection(("127.0.0.1", box["port"]), timeout=5) as sock:
+            try:
+                sock.sendall(request)
+                while chunk := sock.recv(65536):
+                    answer += chunk
+            except ConnectionResetError:  # closed before the request was read
+                pass
+        return answer
+
+    def served_within(seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if ask().startswith(b"HTTP/1.1 200"):
+                return True
+            time.sleep(0.05)
+        return False
+
+    try:
+        assert ask().startswith(b"HTTP/1.1 200") and ask().startswith(b"HTTP/1.1 200")  # answered ones free their place
+        held = [socket.create_connection(("127.0.0.1", box["port"]), timeout=5) for _ in range(2)]
+        for sock in held:
+            sock.sendall(b"GET / HTTP/1.1\r\n")  # headers still arriving: the connection stays open
+        time.sleep(0.2)
+        assert ask() == b""  # the third is closed without an answer
+        held.pop().close()
+        assert served_within(5)  # the place a caller left is taken again
+        for sock in held:
+            sock.close()
+    finally:
+        box["loop"].add_callback(box["loop"].stop)
+        thread.join(10)
