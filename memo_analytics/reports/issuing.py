@@ -414,7 +414,8 @@ def vault_git_numbering(store: VaultStore, settings: Settings, offline: bool = F
     within the same seconds (then the sync keeps both and says so, :mod:`~memo_analytics.vault.ledger`).
     ``offline`` numbers without the pull. Yields an interface's ``vaultGit`` answer —
     ``{pulled, pushed, error}``, and ``duplicateInvoices`` / ``duplicateCreditNotes`` when a sync
-    found a number issued elsewhere as well; empty without vault-git — filled in on the way out.
+    found a number issued elsewhere as well, ``invoicedSessionsChanged`` when a pull left invoiced
+    sessions differing from their invoice; empty without vault-git — filled in on the way out.
 
     Raises
     ------
@@ -427,7 +428,8 @@ def vault_git_numbering(store: VaultStore, settings: Settings, offline: bool = F
     if not settings.vault_git.enabled or settings.mode == "remote":
         yield answer
         return
-    duplicates: dict[str, list[str]] = {"duplicateInvoices": [], "duplicateCreditNotes": []}
+    duplicates: dict[str, list[Any]] = {"duplicateInvoices": [], "duplicateCreditNotes": [],
+                                        "invoicedSessionsChanged": []}
 
     def found(result: dict[str, Any]) -> None:
         for name, refs in duplicates.items():

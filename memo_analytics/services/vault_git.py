@@ -618,6 +618,56 @@ def _documents_added(git: _Git, before: str | None) -> list[str]:
     return sorted(Path(name).stem for name in names if name.endswith(".md") and not Path(name).name.startswith("."))
 
 
+def _invoiced_sessions_changed(store: VaultStore, git: _Git, before: str | None,
+                               pulled: list[str]) -> list[dict[str, Any]]:
+    """Sessions on an uncredited invoice that a pull left differing from the invoice: their
+    record changed in the merge (another machine edited a session this one had invoiced), or the
+    pull brought the invoice in (another machine invoiced a session this one had edited). A local
+    edit of an invoiced session is refused; these came in through git, so the sync names them —
+    ``[{project, sessionId, invoice, fields}]`` (``fields``: ``startTime``, ``endTime``,
+    ``durationMinutes``, ``client``, ``billable`` as they now differ) — and reports bill the
+    record's minutes from now on. A ledger memo cannot read names nothing here (the sync says
+    so otherwise)."""
+    try:
+        items = ledger.invoiced_items(ledger.documents(store.root))
+    except MemoError:
+        return []
+    pulled_numbers = {ref.split(".duplicate-")[0] for ref in pulled}
+    sessions_dir = subdir_for_kind(RecordKind.SESSION)
+    changed: set[tuple[str, str]] = set()
+    for path in git.names("diff", "--name-only", "--no-renames", before or _EMPTY_TREE, "HEAD", "--", "projects/"):
+        parts = Path(path).parts
+        if len(parts) == 4 and parts[2] == sessions_dir and _record_id(path):
+            changed.add((parts[1], Path(path).stem))
+    projects = {p for p, _ in changed} | {key[0] for key, (number, _, _) in items.items() if number in pulled_numbers}
+    found: list[dict[str, Any]] = []
+    for project in sorted(projects):
+        for row in index.rows_of_kind(store.conn, RecordKind.SESSION.value, project):
+            key = (project, str(row["session_id"]))
+            if key not in items or ((project, row["id"]) not in changed and items[key][0] not in pulled_numbers):
+                continue
+            number, client, item = items[key]
+            fields = [name for name, now, then in (("startTime", row["start_time"], item.get("startTime")),
+                                                   ("endTime", row["end_time"], item.get("endTime")))
+                      if then is not None and not _same_instant(now, then)]
+            if "durationMinutes" in item and row["duration_minutes"] != item["durationMinutes"]:
+                fields.append("durationMinutes")
+            if client and (row["client"] or "").casefold() != client.casefold():
+                fields.append("client")
+            if not row["billable"]:
+                fields.append("billable")
+            if fields:
+                found.append({"project": project, "sessionId": key[1], "invoice": number, "fields": fields})
+    return found
+
+
+def _same_instant(one: Any, other: Any) -> bool:
+    try:
+        return parse_instant(one, "time") == parse_instant(other, "time")
+    except (MemoError, TypeError, ValueError):
+        return one == other
+
+
 def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> tuple[list[str], list[str], list[str]]:
     """Merge ``ref`` into HEAD: :func:`_resolve_conflicts`' three lists (none when it merged
     cleanly)."""
@@ -706,7 +756,10 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         session's next: their vault-relative paths), invoicesPulled (refs of the invoices and credit notes the pull brought in:
         they change what is billed), duplicateInvoices (refs of invoices the other machine had issued under the
         same number: both stay issued, see :mod:`~memo_analytics.vault.ledger`), duplicateCreditNotes (the same
-        for credit notes: both stand, each cancelling its invoice; a credit note is never cancelled), reindexed
+        for credit notes: both stand, each cancelling its invoice; a credit note is never cancelled),
+        invoicedSessionsChanged (``[{project, sessionId, invoice, fields}]``: sessions on an issued
+        invoice whose times, client or billable flag now differ from the invoice's, after the pull;
+        see :func:`_invoiced_sessions_changed`), reindexed
         (records the index took in), error (one line or None), skipped
         (why nothing ran, or None)}``. Never raises for a
         git, network or vault problem: it is in ``error`` (and logged).
@@ -715,7 +768,7 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
     result: dict[str, Any] = {"trigger": trigger, "at": to_iso(now), "committed": 0, "records": [], "files": 0,
                               "otherFiles": [], "invoicesPulled": [], "renumberedTurns": [],
                               "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
-                              "duplicateCreditNotes": [],
+                              "duplicateCreditNotes": [], "invoicedSessionsChanged": [],
                               "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
     if not settings.vault_git.enabled:
@@ -766,6 +819,7 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
             raise VaultGitError("fetch", _first_line(fetch.stderr))
         with store.lock():
             commit()  # records written while we fetched
+            before = merged = None
             if not remote_empty and not git.ok("merge-base", "--is-ancestor", tracking, "HEAD"):
                 check_incoming(git, tracking, f"{vg.remote}/{vg.branch}")
                 before = git.head()
@@ -775,8 +829,11 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
                 result["duplicateInvoices"] += [ref for ref, kind in duplicates if kind == ledger.INVOICE]
                 result["duplicateCreditNotes"] += [ref for ref, kind in duplicates if kind == ledger.CREDIT_NOTE]
                 result["invoicesPulled"] += _documents_added(git, before)
-                result["pulled"] = True
+                result["pulled"] = merged = True
             result["reindexed"] += _refresh_index(store, git)
+            if merged:
+                result["invoicedSessionsChanged"] += _invoiced_sessions_changed(store, git, before,
+                                                                                result["invoicesPulled"])
         head = git.head()
         if head is None or (not remote_empty and git.out("rev-parse", tracking) == head):
             return  # nothing the remote lacks

@@ -300,6 +300,21 @@ def invoiced_in(root: Path) -> dict[tuple[str, str], str]:
     return invoiced_sessions(documents(root))
 
 
+def invoiced_items(docs: list[Document]) -> dict[tuple[str, str], tuple[str, str, dict[str, Any]]]:
+    """``{(project, sessionId): (invoice number, client, session item)}`` of every session on an
+    invoice no credit note cancels: the item as issued (``startTime``, ``endTime``,
+    ``durationMinutes``, ``billedMinutes`` …) and the client the invoice billed."""
+    invoiced = invoiced_sessions(docs)
+    items: dict[tuple[str, str], tuple[str, str, dict[str, Any]]] = {}
+    for doc in (d for d in docs if d.kind == INVOICE):
+        for item in doc.meta.get("sessions") or []:
+            if isinstance(item, dict):
+                key = (str(item.get("project")), str(item.get("sessionId")))
+                if invoiced.get(key) == doc.number:
+                    items[key] = (doc.number, str(doc.meta.get("client") or ""), item)
+    return items
+
+
 def invoiced_minutes(docs: list[Document]) -> dict[tuple[str, str], int]:
     """``{(project, sessionId): minutes}`` each session on an uncredited invoice was billed
     there (``billedMinutes`` as issued; ``durationMinutes`` for documents issued before it was

@@ -875,3 +875,57 @@ def test_a_session_recorded_in_a_project_another_machine_moved_a_session_out_of_
             ("s1", "app", 60), ("s2", "web", 120)], machine
         assert shown["totalPrompts"] == 1
     assert (tmp_path / "b" / "projects" / "web" / "sessions" / "session-s2.md").is_file()
+
+
+def _invoice_of_work1(bob: Path) -> None:
+    (bob / "invoices").mkdir(exist_ok=True)
+    (bob / "invoices" / "2026-0501.md").write_text(
+        "---\nkind: invoice\nnumber: 2026-0501\nsequence: 501\nissued: '2026-01-06'\nclient: Acme\n"
+        "sessions:\n- {project: shop, sessionId: work1, startTime: '2026-01-05T09:00:00Z', "
+        "endTime: '2026-01-05T11:00:00Z', durationMinutes: 120, billedMinutes: 120}\n---\nissued on B\n")
+
+
+def test_a_pull_that_leaves_an_invoiced_session_differing_from_its_invoice_is_named(remote, tmp_path):
+    """Editing an invoiced session is refused on the machine that knows the invoice; through git,
+    another machine's edit of it, or its invoice arriving after this machine edited it, changed
+    what reports bill for an invoice already sent — silently. The sync names each one, with the
+    fields that differ, and ``memo sync git`` warns."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    a = clone(remote, tmp_path / "a")
+    start_session(a, StartSessionRequest(session_id="work1", project="shop", client="Acme", start_time=T0))
+    end_session(a, EndSessionRequest(session_id="work1", project="shop", until=T0.replace(hour=11)))
+    sync(a, "manual", now=T0)
+    # B invoiced 09:00–11:00 while A, not knowing yet, corrected the end to 12:00
+    edit_session(a, EditSessionRequest(session_id="work1", project="shop", end_time="2026-01-05T12:00:00Z"),
+                 now=T0.replace(hour=13))
+    _push_as_teammate(remote, tmp_path, _invoice_of_work1)
+    pulled = sync(a, "manual", now=T0.replace(hour=14))
+    assert pulled["error"] is None and pulled["invoicesPulled"] == ["2026-0501"]
+    assert pulled["invoicedSessionsChanged"] == [{"project": "shop", "sessionId": "work1", "invoice": "2026-0501",
+                                                  "fields": ["endTime", "durationMinutes"]}]
+    # put back as invoiced: a sync that brings nothing about it names nothing
+    (tmp_path / "bob").rename(tmp_path / "bob-1")
+    meta, body = a.read("shop", RecordKind.SESSION, "session-work1")
+    a.upsert(RecordKind.SESSION, {**meta, "endTime": "2026-01-05T11:00:00.000Z", "durationMinutes": 120,
+                                  "updated": "2026-01-05T15:00:00.000Z"}, body)
+    again = sync(a, "manual", now=T0.replace(hour=15))
+    assert again["error"] is None and again["invoicedSessionsChanged"] == []
+
+    def lengthen(bob: Path) -> list[str]:  # B edits the invoiced session's end by hand
+        path = bob / "projects/shop/sessions/session-work1.md"
+        text = re.sub(r"endTime: .*", "endTime: '2026-01-05T11:30:00.000Z'", path.read_text())
+        text = re.sub(r"durationMinutes: .*", "durationMinutes: 150", text)
+        path.write_text(re.sub(r"updated: .*", "updated: '2026-01-05T16:00:00.000Z'", text))
+        return ["projects/shop/sessions/session-work1.md"]
+
+    _push_as_teammate(remote, tmp_path, lengthen)
+    config = tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n[vaultGit]\nenabled = true\n', encoding="utf-8")
+    said = memo("sync", "git", vault=a.root, env={"MEMO_CONFIG": str(config)})
+    assert said.returncode == 0, said.stderr
+    assert said.stderr.strip() == (
+        "warning: the pull changed session work1 (shop), billed on invoice 2026-0501: its endTime, durationMinutes "
+        "now differ from the invoice's, and reports bill the record's; put them back (memo session show work1) or "
+        "cancel the invoice (memo invoice credit 2026-0501) and bill it again")

@@ -485,12 +485,17 @@ def left_off_note(left: dict) -> None:
 
 def say_duplicate_invoices(result: dict) -> None:
     """A warning for each document of a vault-git sync's ``duplicateInvoices`` and
-    ``duplicateCreditNotes``."""
+    ``duplicateCreditNotes``, and for each of its ``invoicedSessionsChanged``."""
     for ref in result.get("duplicateInvoices", []):
         number = ref.split(".duplicate-")[0]
         err.print(_safe(f"warning: invoice number {number} was issued on two machines; both stay issued, the later "
                         f"as {ref} (its sessions stay invoiced): cancel one with memo invoice credit {ref} (or "
                         f"{number}) and bill its sessions again"))
+    for item in result.get("invoicedSessionsChanged", []):
+        err.print(_safe(f"warning: the pull changed session {item['sessionId']} ({item['project']}), billed on invoice "
+                        f"{item['invoice']}: its {', '.join(item['fields'])} now differ from the invoice's, and "
+                        f"reports bill the record's; put them back (memo session show {item['sessionId']}) or "
+                        f"cancel the invoice (memo invoice credit {item['invoice']}) and bill it again"))
     for ref in result.get("duplicateCreditNotes", []):
         number = ref.split(".duplicate-")[0]
         err.print(_safe(f"warning: number {number} was given to two documents on two machines, the later a credit "
