@@ -47,6 +47,17 @@ def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         "(SELECT DISTINCT project FROM records WHERE kind = 'session' AND coalesce(trim(client), '') <> '')")
 
 
+def sessions_keyed(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The session records of the ``(project, sessionId)`` pairs given (wire dicts; one
+    query, whatever their number)."""
+    import json
+
+    if not keys:
+        return []
+    return _records(conn, "kind = 'session' AND project || char(31) || session_id IN (SELECT value FROM json_each(?))",
+                    (json.dumps([f"{project}\x1f{session_id}" for project, session_id in keys]),))
+
+
 def version(conn: sqlite3.Connection) -> str:
     """A cheap fingerprint of the index content: it changes whenever a record is written."""
     row = conn.execute("SELECT count(*), coalesce(max(updated), ''), coalesce(max(rowid), 0), "

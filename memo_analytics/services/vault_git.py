@@ -52,6 +52,7 @@ from ..config import MAX_BODY_BYTES
 from ..domain.clock import EARLIEST_RECORD, parse_instant, to_iso, utcnow
 from ..domain.errors import CorruptRecordError, MemoError
 from ..domain.records import RecordKind, subdir_for_kind
+from ..index import snapshot as snapshot_rows
 from ..index import store as index
 from ..index.folders import folder_stamp
 from ..index.reindex import parse_for_index
@@ -624,48 +625,32 @@ def _invoiced_sessions_changed(store: VaultStore, git: _Git, before: str | None,
     record changed in the merge (another machine edited a session this one had invoiced), or the
     pull brought the invoice in (another machine invoiced a session this one had edited). A local
     edit of an invoiced session is refused; these came in through git, so the sync names them —
-    ``[{project, sessionId, invoice, fields}]`` (``fields``: ``startTime``, ``endTime``,
-    ``durationMinutes``, ``client``, ``billable`` as they now differ) — and reports bill the
-    record's minutes from now on. A ledger memo cannot read names nothing here (the sync says
-    so otherwise)."""
+    ``[{project, sessionId, invoice, fields}]`` (``fields``:
+    :func:`~memo_analytics.vault.ledger.differs_from_invoice`) — and the digest lists them
+    (``invoice_session_changed``) until they agree again. A ledger memo cannot read names
+    nothing here (the sync says so otherwise)."""
     try:
         items = ledger.invoiced_items(ledger.documents(store.root))
     except MemoError:
         return []
     pulled_numbers = {ref.split(".duplicate-")[0] for ref in pulled}
     sessions_dir = subdir_for_kind(RecordKind.SESSION)
-    changed: set[tuple[str, str]] = set()
+    changed: set[tuple[str, str]] = set()  # (project, record id) of each session record the merge changed
     for path in git.names("diff", "--name-only", "--no-renames", before or _EMPTY_TREE, "HEAD", "--", "projects/"):
         parts = Path(path).parts
         if len(parts) == 4 and parts[2] == sessions_dir and _record_id(path):
             changed.add((parts[1], Path(path).stem))
-    projects = {p for p, _ in changed} | {key[0] for key, (number, _, _) in items.items() if number in pulled_numbers}
+    projects = {project for project, _ in changed}
+    keys = [key for key, (number, _, _) in items.items() if number in pulled_numbers or key[0] in projects]
     found: list[dict[str, Any]] = []
-    for project in sorted(projects):
-        for row in index.rows_of_kind(store.conn, RecordKind.SESSION.value, project):
-            key = (project, str(row["session_id"]))
-            if key not in items or ((project, row["id"]) not in changed and items[key][0] not in pulled_numbers):
-                continue
-            number, client, item = items[key]
-            fields = [name for name, now, then in (("startTime", row["start_time"], item.get("startTime")),
-                                                   ("endTime", row["end_time"], item.get("endTime")))
-                      if then is not None and not _same_instant(now, then)]
-            if "durationMinutes" in item and row["duration_minutes"] != item["durationMinutes"]:
-                fields.append("durationMinutes")
-            if client and (row["client"] or "").casefold() != client.casefold():
-                fields.append("client")
-            if not row["billable"]:
-                fields.append("billable")
+    for session in snapshot_rows.sessions_keyed(store.conn, keys):
+        key = (str(session.get("project")), str(session.get("sessionId")))
+        number, client, item = items[key]
+        if (key[0], session.get("id")) in changed or number in pulled_numbers:
+            fields = ledger.differs_from_invoice(session, client, item)
             if fields:
-                found.append({"project": project, "sessionId": key[1], "invoice": number, "fields": fields})
-    return found
-
-
-def _same_instant(one: Any, other: Any) -> bool:
-    try:
-        return parse_instant(one, "time") == parse_instant(other, "time")
-    except (MemoError, TypeError, ValueError):
-        return one == other
+                found.append({"project": key[0], "sessionId": key[1], "invoice": number, "fields": fields})
+    return sorted(found, key=lambda f: (f["project"], f["sessionId"]))
 
 
 def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> tuple[list[str], list[str], list[str]]:

@@ -48,6 +48,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from ..domain.clock import parse_instant
 from ..domain.errors import CorruptRecordError, InvalidFieldError, InvoiceNotFoundError, MemoError
 from ..domain.ids import validate_slug
 from .io import TEMP_SUFFIX, atomic_write_bytes, dump_record, read_frontmatter
@@ -313,6 +314,28 @@ def invoiced_items(docs: list[Document]) -> dict[tuple[str, str], tuple[str, str
                 if invoiced.get(key) == doc.number:
                     items[key] = (doc.number, str(doc.meta.get("client") or ""), item)
     return items
+
+
+def differs_from_invoice(session: dict[str, Any], client: str, item: dict[str, Any]) -> list[str]:
+    """The fields of a session record (wire dict) that differ from the session ``item`` of the
+    invoice that billed it to ``client`` (:func:`invoiced_items`): ``startTime``, ``endTime``
+    (as instants), ``durationMinutes``, ``client`` (case aside) and ``billable``, in that order.
+    Pure."""
+    def same_instant(one: Any, other: Any) -> bool:
+        try:
+            return parse_instant(one, "time") == parse_instant(other, "time")
+        except (MemoError, TypeError, ValueError):
+            return one == other
+
+    fields = [name for name in ("startTime", "endTime")
+              if item.get(name) is not None and not same_instant(session.get(name), item[name])]
+    if "durationMinutes" in item and session.get("durationMinutes") != item["durationMinutes"]:
+        fields.append("durationMinutes")
+    if client and str(session.get("client") or "").casefold() != client.casefold():
+        fields.append("client")
+    if session.get("billable") is False:
+        fields.append("billable")
+    return fields
 
 
 def invoiced_minutes(docs: list[Document]) -> dict[tuple[str, str], int]:
