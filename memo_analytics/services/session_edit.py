@@ -20,7 +20,8 @@ a later import of its transcript keeps the person's times, as it keeps a summary
 
 A session on an issued invoice that no credit note cancels keeps its client, billable flag,
 project and times: the invoice that was sent says otherwise (``memo invoice credit`` first); its
-summary can still be edited.
+summary can still be edited, and an edit that puts it back as the invoice billed it (a vault-git
+pull had brought it otherwise) is taken.
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     InvalidFieldError
         Nothing to change (``session``); a bad client, summary or project; a billing change or
         a move of a session on an issued invoice (``client``/``billable``/``project``/
-        ``startTime``/``endTime``, naming the invoice); a target project already holding a
+        ``startTime``/``endTime``, naming the invoice) — unless the edit puts it back as the
+        invoice billed it; a target project already holding a
         session of this id (``project``); times of an open session, an end before the start, in
         the future or more than a week after it, ``minutes`` with ``endTime``
         (``startTime``/``endTime``/``minutes``); no such session (``session``).
@@ -116,7 +118,8 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         billing = sorted(set(changed) & {"client", "billable", "project"})
         sent = [k for k in ("client", "billable", "project", "startTime", "endTime", "durationMinutes") if k in changed]
         if sent:
-            invoice = ledger.invoiced_in(store.root).get((project, session_id))
+            invoiced = ledger.invoiced_items(ledger.documents(store.root)).get((project, session_id))
+            invoice = invoiced[0] if invoiced and not _back_as_invoiced(invoiced, {**meta, **changed}) else None
             if invoice:
                 timed = sent[0] in ("startTime", "endTime", "durationMinutes")
                 # named as asked: --minutes changes the end, but the person gave minutes
@@ -235,6 +238,15 @@ def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str
         raise InvalidFieldError(field, f"the session would last {minutes_between(start, end)} minutes; a session "
                                        f"lasts at most a week ({MAX_EDITED_MINUTES} minutes)")
     return {"startTime": to_iso(start), "endTime": to_iso(end), "durationMinutes": minutes_between(start, end)}
+
+
+def _back_as_invoiced(invoiced: tuple[str, str, dict[str, Any]], edited: dict[str, Any]) -> bool:
+    """Whether an edit of a session puts it back as the invoice billed it (a vault-git pull had
+    brought it otherwise): in its project, with the invoice's times, minutes and client, billable.
+    An invoice that kept no times of it (written before they were) allows nothing."""
+    _, client, item = invoiced
+    return (edited.get("project") == item.get("project") and {"startTime", "endTime", "durationMinutes"} <= set(item)
+            and not ledger.differs_from_invoice(edited, client, item))
 
 
 def set_project_client(store: VaultStore, project: str, client: str, every: bool = False, now=None) -> dict[str, Any]:

@@ -625,8 +625,9 @@ def _invoiced_sessions_changed(store: VaultStore, git: _Git, before: str | None,
     record changed in the merge (another machine edited a session this one had invoiced), or the
     pull brought the invoice in (another machine invoiced a session this one had edited). A local
     edit of an invoiced session is refused; these came in through git, so the sync names them —
-    ``[{project, sessionId, invoice, fields}]`` (``fields``:
-    :func:`~memo_analytics.vault.ledger.differs_from_invoice`) — and the digest lists them
+    ``[{project, sessionId, invoice, fields, asInvoiced}]`` (``fields``:
+    :func:`~memo_analytics.vault.ledger.differs_from_invoice`; ``asInvoiced``:
+    :func:`~memo_analytics.vault.ledger.as_invoiced`) — and the digest lists them
     (``invoice_session_changed``) until they agree again. A ledger memo cannot read names
     nothing here (the sync says so otherwise)."""
     try:
@@ -649,7 +650,8 @@ def _invoiced_sessions_changed(store: VaultStore, git: _Git, before: str | None,
         if (key[0], session.get("id")) in changed or number in pulled_numbers:
             fields = ledger.differs_from_invoice(session, client, item)
             if fields:
-                found.append({"project": key[0], "sessionId": key[1], "invoice": number, "fields": fields})
+                found.append({"project": key[0], "sessionId": key[1], "invoice": number, "fields": fields,
+                              "asInvoiced": ledger.as_invoiced(client, item)})
     return sorted(found, key=lambda f: (f["project"], f["sessionId"]))
 
 
@@ -742,7 +744,7 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         they change what is billed), duplicateInvoices (refs of invoices the other machine had issued under the
         same number: both stay issued, see :mod:`~memo_analytics.vault.ledger`), duplicateCreditNotes (the same
         for credit notes: both stand, each cancelling its invoice; a credit note is never cancelled),
-        invoicedSessionsChanged (``[{project, sessionId, invoice, fields}]``: sessions on an issued
+        invoicedSessionsChanged (``[{project, sessionId, invoice, fields, asInvoiced}]``: sessions on an issued
         invoice whose times, client or billable flag now differ from the invoice's, after the pull;
         see :func:`_invoiced_sessions_changed`), reindexed
         (records the index took in), error (one line or None), skipped

@@ -338,6 +338,13 @@ def differs_from_invoice(session: dict[str, Any], client: str, item: dict[str, A
     return fields
 
 
+def as_invoiced(client: str, item: dict[str, Any]) -> dict[str, Any]:
+    """``{startTime, endTime, durationMinutes, client}`` of a session as its invoice billed it
+    (those the invoice kept). Pure."""
+    return {key: value for key, value in (*((k, item.get(k)) for k in ("startTime", "endTime", "durationMinutes")),
+                                          ("client", client or None)) if value is not None}
+
+
 def invoiced_minutes(docs: list[Document]) -> dict[tuple[str, str], int]:
     """``{(project, sessionId): minutes}`` each session on an uncredited invoice was billed
     there (``billedMinutes`` as issued; ``durationMinutes`` for documents issued before it was

@@ -904,7 +904,9 @@ def test_a_pull_that_leaves_an_invoiced_session_differing_from_its_invoice_is_na
     pulled = sync(a, "manual", now=T0.replace(hour=14))
     assert pulled["error"] is None and pulled["invoicesPulled"] == ["2026-0501"]
     assert pulled["invoicedSessionsChanged"] == [{"project": "shop", "sessionId": "work1", "invoice": "2026-0501",
-                                                  "fields": ["endTime", "durationMinutes"]}]
+                                                  "fields": ["endTime", "durationMinutes"], "asInvoiced": {
+        "startTime": "2026-01-05T09:00:00Z", "endTime": "2026-01-05T11:00:00Z", "durationMinutes": 120,
+        "client": "Acme"}}]
     # put back as invoiced: a sync that brings nothing about it names nothing
     (tmp_path / "bob").rename(tmp_path / "bob-1")
     meta, body = a.read("shop", RecordKind.SESSION, "session-work1")
@@ -927,5 +929,12 @@ def test_a_pull_that_leaves_an_invoiced_session_differing_from_its_invoice_is_na
     assert said.returncode == 0, said.stderr
     assert said.stderr.strip() == (
         "warning: the pull changed session work1 (shop), billed on invoice 2026-0501: its endTime, durationMinutes "
-        "now differ from the invoice's, and reports bill the record's; put them back (memo session show work1) or "
-        "cancel the invoice (memo invoice credit 2026-0501) and bill it again")
+        "now differ from the invoice's, and reports bill the record's; put it back (memo session edit work1 --project "
+        "shop --end 2026-01-05T11:00:00Z) or cancel the invoice (memo invoice credit 2026-0501) and bill it again")
+    # an edit is refused while it leaves the session otherwise than invoiced, taken when it puts it back
+    env = {"MEMO_CONFIG": str(config)}
+    other = memo("session", "edit", "work1", "--end", "2026-01-05T11:15:00Z", vault=a.root, env=env, check=False)
+    assert other.returncode == 1 and "session work1 is on invoice 2026-0501" in other.stderr
+    back = memo("--json", "session", "edit", "work1", "--end", "2026-01-05T11:00:00Z", vault=a.root, env=env)
+    assert json.loads(back.stdout)["changed"] == ["durationMinutes", "endTime"]
+    assert a.read("shop", RecordKind.SESSION, "session-work1")[0]["durationMinutes"] == 120
