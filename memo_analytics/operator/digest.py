@@ -15,7 +15,8 @@ Kinds
 -----
 waiting on you: ``session_open_too_long``, ``handoff_unclaimed``, ``pr_awaiting_review``,
 ``rule_ready``, ``invoice_number_twice`` (two machines of a vault-git vault issued one invoice
-number: a credit note must cancel one); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
+number: a credit note must cancel one), ``invoice_session_changed`` (a session on an issued
+invoice now differs from it: a pull or a hand edit changed it afterwards); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
 a sync kept beside a record, SPEC §2.7).
 """
 
@@ -37,6 +38,7 @@ KIND_LANE = {
     "pr_awaiting_review": "waiting on you",
     "rule_ready": "waiting on you",
     "invoice_number_twice": "waiting on you",
+    "invoice_session_changed": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
     "sync_conflict": "dropped",
@@ -55,6 +57,9 @@ class Snapshot:
     sync_conflicts: list[dict[str, Any]] = field(default_factory=list)
     #: ``{number, refs, client, created}`` of each invoice number two uncredited invoices carry
     duplicate_invoices: list[dict[str, Any]] = field(default_factory=list)
+    #: session records differing from the invoice that billed them, with ``invoice``, ``fields``
+    #: and ``asInvoiced`` (:func:`~memo_analytics.vault.ledger.differs_from_invoice`)
+    invoiced_changed: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -104,6 +109,16 @@ def fingerprint(*parts: Any) -> str:
 
 def _q(value: str) -> str:
     return value if value.replace("-", "").replace("_", "").replace(".", "").isalnum() else json.dumps(value)
+
+
+def back_as_invoiced(changed: dict[str, Any]) -> str:
+    """The command that puts a session back as its invoice billed it: ``{sessionId, project,
+    fields, asInvoiced}`` (a sync's ``invoicedSessionsChanged`` item, or the digest's)."""
+    billed = changed.get("asInvoiced") or {}
+    return " ".join([f"memo session edit {_q(changed['sessionId'])} --project {_q(changed['project'])}",
+                     *(f"--{flag} {_q(str(billed[key]))}" for flag, key in
+                       (("start", "startTime"), ("end", "endTime"), ("client", "client"))
+                       if key in changed["fields"] and billed.get(key))])
 
 
 def _age(since: datetime, now: datetime) -> int:
@@ -243,6 +258,16 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                            f"was issued on two machines ({', '.join(twice['refs'])}): a number must be issued once",
                            _age(since, now), 0, f"memo invoice credit {later}  # then bill its sessions again",
                            to_iso(since), fingerprint(*twice["refs"])), twice))
+    for changed in snapshot.invoiced_changed:
+        since = from_iso(changed["created"])
+        items.append((Item("invoice_session_changed", KIND_LANE["invoice_session_changed"], changed["sessionId"],
+                           changed["project"], "you to reconcile a session with its invoice",
+                           f"on invoice {changed['invoice']}, its {', '.join(changed['fields'])} now differ from the "
+                           "invoice's: reports bill the record, the client was billed the invoice", _age(since, now),
+                           int(changed.get("durationMinutes") or 0),
+                           f"{back_as_invoiced(changed)}  # or memo invoice credit {_q(changed['invoice'])} and bill "
+                           "it again", to_iso(since),
+                           fingerprint(changed["id"], changed.get("updated"), changed["invoice"])), changed))
     for conflict in snapshot.sync_conflicts:
         since = from_iso(conflict["created"])
         items.append((Item("sync_conflict", KIND_LANE["sync_conflict"], conflict["recordId"], conflict["project"],

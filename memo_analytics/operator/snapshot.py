@@ -18,18 +18,38 @@ from ..vault.conflicts import conflict_files, conflict_record_id
 from .digest import Snapshot
 
 
-def _duplicate_invoices(root: Path) -> list[dict[str, Any]]:
-    """``{number, refs, client, created}`` of each invoice number two uncredited invoices of the
-    vault carry (:func:`~memo_analytics.vault.ledger.duplicate_numbers`); none when its invoices
-    folder cannot be read (``memo invoice list`` names the file)."""
+def _invoices(root: Path) -> list[ledger.Document]:
+    """The vault's issued documents; none when its invoices folder cannot be read (``memo
+    invoice list`` names the file)."""
     try:
-        docs = ledger.documents(root)
+        return ledger.documents(root)
     except (MemoError, OSError):
         return []
+
+
+def _duplicate_invoices(docs: list[ledger.Document]) -> list[dict[str, Any]]:
+    """``{number, refs, client, created}`` of each invoice number two uncredited invoices of the
+    vault carry (:func:`~memo_analytics.vault.ledger.duplicate_numbers`)."""
     by_ref = {doc.ref: doc for doc in docs}
     return [{"number": number, "refs": refs, "client": str(by_ref[refs[-1]].meta.get("client") or ""),
              "created": str(by_ref[refs[-1]].meta.get("createdAt") or to_iso(datetime.now(timezone.utc)))}
             for number, refs in ledger.duplicate_numbers(docs).items()]
+
+
+def _invoiced_changed(conn: Any, docs: list[ledger.Document]) -> list[dict[str, Any]]:
+    """The session records that differ from the uncredited invoice that billed them
+    (:func:`~memo_analytics.vault.ledger.differs_from_invoice`: a vault-git pull, or a hand edit,
+    changed them after it was issued), each with ``invoice``, ``fields``, ``asInvoiced`` and
+    ``created`` (the record's last write: when it began to differ)."""
+    items = ledger.invoiced_items(docs)
+    found = []
+    for session in rows.sessions_keyed(conn, list(items)):
+        number, client, item = items[(str(session.get("project")), str(session.get("sessionId")))]
+        fields = ledger.differs_from_invoice(session, client, item)
+        if fields:
+            found.append({**session, "invoice": number, "fields": fields, "asInvoiced": ledger.as_invoiced(client, item),
+                          "created": str(session.get("updated") or session.get("created") or "")})
+    return found
 
 
 def take_snapshot(store: VaultStore) -> Snapshot:
@@ -59,8 +79,11 @@ def take_snapshot(store: VaultStore) -> Snapshot:
                         record["_repository"] = None if further else known[project]
                 getattr(snapshot, name).extend(found)
             root = Path(source.vault)
+            docs = _invoices(root)
             snapshot.duplicate_invoices += [{**twice, **({"_vault": source.vault} if further else {})}
-                                            for twice in _duplicate_invoices(root)]
+                                            for twice in _duplicate_invoices(docs)]
+            snapshot.invoiced_changed += [{**changed, **({"_vault": source.vault} if further else {})}
+                                          for changed in _invoiced_changed(source.conn, docs)]
             for path in conflict_files(root / "projects"):
                 record_path = path.with_name(f"{conflict_record_id(path)}.md")
                 snapshot.sync_conflicts.append({

@@ -930,11 +930,22 @@ def test_a_pull_that_leaves_an_invoiced_session_differing_from_its_invoice_is_na
     assert said.stderr.strip() == (
         "warning: the pull changed session work1 (shop), billed on invoice 2026-0501: its endTime, durationMinutes "
         "now differ from the invoice's, and reports bill the record's; put it back (memo session edit work1 --project "
-        "shop --end 2026-01-05T11:00:00Z) or cancel the invoice (memo invoice credit 2026-0501) and bill it again")
-    # an edit is refused while it leaves the session otherwise than invoiced, taken when it puts it back
+        "shop --end \"2026-01-05T11:00:00Z\") or cancel the invoice (memo invoice credit 2026-0501) and bill it again")
+    # the digest lists it until it agrees with its invoice again
     env = {"MEMO_CONFIG": str(config)}
+    [item] = [i for i in json.loads(memo("--json", "digest", "--as-of", "2026-01-06T09:00", vault=a.root, env=env).stdout)["items"]
+              if i["kind"] == "invoice_session_changed"]
+    assert (item["id"], item["lane"], item["minutesAtStake"], item["why"], item["action"]) == (
+        "invoice_session_changed:work1", "waiting on you", 150, "on invoice 2026-0501, its endTime, durationMinutes now "
+        "differ from the invoice's: reports bill the record, the client was billed the invoice",
+        'memo session edit work1 --project shop --end "2026-01-05T11:00:00Z"  # or memo invoice credit 2026-0501 and '
+        "bill it again")
+    # an edit is refused while it leaves the session otherwise than invoiced, taken when it puts it back
     other = memo("session", "edit", "work1", "--end", "2026-01-05T11:15:00Z", vault=a.root, env=env, check=False)
     assert other.returncode == 1 and "session work1 is on invoice 2026-0501" in other.stderr
     back = memo("--json", "session", "edit", "work1", "--end", "2026-01-05T11:00:00Z", vault=a.root, env=env)
     assert json.loads(back.stdout)["changed"] == ["durationMinutes", "endTime"]
     assert a.read("shop", RecordKind.SESSION, "session-work1")[0]["durationMinutes"] == 120
+    from memo_analytics.operator.snapshot import take_snapshot
+
+    assert take_snapshot(vault(a.root)).invoiced_changed == []

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import sys
 from typing import Any, Callable, Optional, Sequence
 
@@ -484,16 +483,6 @@ def left_off_note(left: dict) -> None:
         err.print("note: billable sessions of the period left off: " + "; ".join(p for p in parts if p))
 
 
-def back_as_invoiced(item: dict) -> str:
-    """The command that puts an invoiced session back as its invoice billed it (an item of a
-    sync's ``invoicedSessionsChanged`` or the digest's ``invoice_session_changed``)."""
-    billed = item.get("asInvoiced") or {}
-    return " ".join([f"memo session edit {shlex.quote(item['sessionId'])} --project {shlex.quote(item['project'])}",
-                     *(f"--{flag} {shlex.quote(str(billed[key]))}" for flag, key in
-                       (("start", "startTime"), ("end", "endTime"), ("client", "client"))
-                       if key in item["fields"] and billed.get(key))])
-
-
 def say_duplicate_invoices(result: dict) -> None:
     """A warning for each document of a vault-git sync's ``duplicateInvoices`` and
     ``duplicateCreditNotes``, and for each of its ``invoicedSessionsChanged``."""
@@ -502,6 +491,8 @@ def say_duplicate_invoices(result: dict) -> None:
         err.print(_safe(f"warning: invoice number {number} was issued on two machines; both stay issued, the later "
                         f"as {ref} (its sessions stay invoiced): cancel one with memo invoice credit {ref} (or "
                         f"{number}) and bill its sessions again"))
+    from ...operator.digest import back_as_invoiced
+
     for item in result.get("invoicedSessionsChanged", []):
         err.print(_safe(f"warning: the pull changed session {item['sessionId']} ({item['project']}), billed on invoice "
                         f"{item['invoice']}: its {', '.join(item['fields'])} now differ from the invoice's, and "
