@@ -394,9 +394,12 @@ def probe(path: Path) -> tuple[str | None, dict[str, int]]:
     sqlite3.Error
         The file is not a SQLite database, or cannot be read.
     """
-    # immutable: no -shm/-wal file is made, even beside a writer's WAL (whose newest pages the
-    # counts then miss: a health check may be a moment behind, it never changes the vault)
-    conn = sqlite3.connect(f"{path.as_uri()}?immutable=1", uri=True)
+    # beside a writer's WAL (a `memo serve` keeps one open: its pages may hold most records, not
+    # checkpointed yet), read through it, read-only; without one, immutable — so no -shm/-wal file
+    # is ever made by a health check
+    wal, shm = (path.with_name(path.name + suffix) for suffix in ("-wal", "-shm"))
+    live = wal.is_file() and wal.stat().st_size > 0 and shm.is_file()
+    conn = sqlite3.connect(f"{path.as_uri()}?{'mode=ro' if live else 'immutable=1'}", uri=True)
     try:
         problem = schema_problem(conn)
         counts = {} if problem is not None else dict(
