@@ -36,7 +36,7 @@ class PromptsView:
         self.project = pn.widgets.Select(name="Project", width=200, css_classes=["memo-project"])
         self.model = pn.widgets.TextInput(name="Model", placeholder="contains…", width=150, css_classes=["memo-model"])
         self.agent = pn.widgets.TextInput(name="Agent", placeholder="contains…", width=150, css_classes=["memo-agent"])
-        self.client = pn.widgets.TextInput(name="Client", placeholder="exact name", width=150,
+        self.client = pn.widgets.TextInput(name="Client", placeholder="name, any case", width=150,
                                            css_classes=["memo-client"])
         self.since = pn.widgets.DatePicker(name="Since", width=140, css_classes=["memo-since"])
         self.until = pn.widgets.DatePicker(name="Until", width=140, css_classes=["memo-until"])

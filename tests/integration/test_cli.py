@@ -461,3 +461,23 @@ def test_a_search_without_words_is_refused_naming_the_query(tmp_path):
         ran = memo("prompt", "search", *args, "--all", vault=vault, check=False)
         assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid query: give words to search for"), args
     assert json.loads(memo("--json", "prompt", "search", "login", "--all", vault=vault).stdout)["total"] == 1
+
+
+def test_the_client_filter_of_listings_matches_as_reports_do(tmp_path):
+    """``activity --client "acme corp"`` found the Acme Corp sessions and ``prompt list`` with the
+    same filter found none: listings took the name exactly. Any case, spaces around aside, and
+    ``internal`` for no client, in prompt list/search and session show."""
+    vault = tmp_path / "v"
+    memo("session", "start", "a", "--project", "p", "--client", "Acme Corp", "--start-time", "2026-03-02T09:00:00Z",
+         vault=vault)
+    memo("prompt", "record", "--session-id", "a", "--project", "p", "--body", "fix the cart", vault=vault)
+    memo("prompt", "record", "--session-id", "b", "--project", "p", "--body", "tidy the cart", vault=vault)
+
+    def listed(*args: str) -> list[str]:
+        return [i.get("sessionId") for i in json.loads(memo("--json", *args, vault=vault).stdout)["items"]]
+
+    assert listed("prompt", "list", "--all", "--client", " acme corp ") == ["a"]
+    assert listed("prompt", "search", "cart", "--all", "--client", "ACME CORP") == ["a"]
+    assert listed("prompt", "list", "--all", "--client", "internal") == ["b"]
+    assert listed("session", "show", "--all", "--client", "acme corp") == ["a"]
+    assert listed("prompt", "list", "--all", "--client", "Acme") == []  # a name, not a part of one

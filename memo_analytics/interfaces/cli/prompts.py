@@ -114,7 +114,7 @@ _FILTERS = dict(
     agent=typer.Option(None, "--agent", help="Agent, substring (case-insensitive)."),
     session_id=typer.Option(None, "--session-id", help="Session id, exact."),
     task_slug=typer.Option(None, "--task-slug", "--slug", help="Task slug, exact."),
-    client=typer.Option(None, "--client", help="Client, exact."),
+    client=typer.Option(None, "--client", help="Client (its name in any case; internal: none)."),
     billable=typer.Option(None, "--billable/--no-billable", help="Billable or not."),
     tag=typer.Option([], "--tag", help="Tag that must be present (repeatable)."),
     since=typer.Option(None, "--since", help="Created at or after (ISO date or time)."),

@@ -215,7 +215,7 @@ def session_show(
     project: Optional[str] = typer.Option(None, "--project", help="Project id (listing; with a session id, the "
                                           "session must belong to it)."),
     all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
-    client: Optional[str] = typer.Option(None, "--client", help="Client, exact (listing)."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client, any case (listing; internal: none)."),
     since: Optional[str] = typer.Option(None, "--since", help="Sessions starting at or after (listing)."),
     until: Optional[str] = typer.Option(None, "--until", help="Sessions starting at or before (listing)."),
     limit: int = typer.Option(20, "--limit", help="Page size, 1–100."),
