@@ -440,11 +440,13 @@ class ActionHandler(ApiHandler):
 
 
 class HookEventHandler(ApiHandler):
-    """``POST /api/hooks/{agent}`` ``{payload, event?, receivedAt, captureId, project?, owner?}``:
+    """``POST /api/hooks/{agent}`` ``{payload, event?, receivedAt, captureId, project?, owner?,
+    branch?, gitSha?}``:
     a hook event captured on a machine in remote mode (issue 14), recorded here as ``memo hook``
     records it locally; ``project`` is the project of the caller's repository (its ``cwd`` means
     nothing on this machine), ``owner`` the person working there (their git identity; without it
-    the session's owner is unknown, never this machine's). ``{outcome}``."""
+    the session's owner is unknown, never this machine's), ``branch``/``gitSha`` its repository's
+    HEAD. ``{outcome}``."""
 
     async def post(self, agent: str) -> None:
         def work():
@@ -464,8 +466,10 @@ class HookEventHandler(ApiHandler):
             # repository a rule would be promoted into, its instruction files, its git branch)
             event.cwd = event.transcript_path = None
             owner = clean_owner(data["owner"]) if isinstance(data.get("owner"), str) else None
+            # its branch and commit, as the caller's repository has them (text only, checked as typed ones are)
+            head = tuple(data.get(key) if isinstance(data.get(key), str) else None for key in ("branch", "gitSha"))
             with self.callers_own():  # the laptop's person (owner)
-                return {"outcome": apply_event(self.store, event, capture_id, project, owner=owner)}
+                return {"outcome": apply_event(self.store, event, capture_id, project, owner=owner, head=head)}
 
         await self.run(work)
 

@@ -252,7 +252,8 @@ def hook_session_id(agent: str, session: str) -> str:
 
 
 def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: str | None = None,
-                replayed: bool = True, owner: str | None = None) -> str:
+                replayed: bool = True, owner: str | None = None,
+                head: tuple[str | None, str | None] | None = None) -> str:
     """Record ``event`` in ``store``; a one-line outcome.
 
     ``prompt``: the turn (``source: hook:<agent>``, ``created`` = ``event.at``) in the session
@@ -288,6 +289,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                                                   if event.transcript_path else {})}
     context = dict(project=project, cwd=cwd, ide=event.agent, agent=event.agent, model=event.model,
                    source=f"hook:{event.agent}")
+    if head is not None:  # a remote caller's repository HEAD (its cwd means nothing here)
+        context.update(branch=head[0], git_sha=head[1])
     with store.lock():
         chain = hook_sessions(store, project, session_id)
         session_id, existing = chain[-1] if chain else (session_id, None)
@@ -399,10 +402,12 @@ def fallback_vault(given: str) -> Path | None:
 
 def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]], str]:
     """Remote mode: each event goes to the daemon's ``POST /api/hooks/{agent}`` with the project
-    of the caller's repository and its person (``owner``, their git identity); a refusal is a ``ValueError`` (the event is dropped), an
-    unreachable daemon a ``MemoError`` (the event is spooled and sent by the next run)."""
+    of the caller's repository, its person (``owner``, their git identity) and its HEAD
+    (``branch``, ``gitSha``); a refusal of the event is a ``ValueError`` (the event is dropped); a
+    daemon unreachable, busy or refusing this machine's token a ``MemoError`` (the event is
+    spooled and sent by a later run)."""
     from . import remote
-    from .store import git_identity, project_from_cwd, repository_root
+    from .store import git_head, git_identity, project_from_cwd, repository_root
 
     def send(event, entry) -> str:
         here = event.cwd if event.cwd and Path(event.cwd).is_dir() else None
@@ -411,10 +416,12 @@ def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]],
         except MemoError:
             project, root = None, None
         owner = git_identity(root)  # this machine's person, not the daemon's
+        branch, sha = git_head(root) if root is not None else (None, None)
         try:
             answer = remote.post(settings, f"/api/hooks/{event.agent}", {
                 "payload": entry["payload"], "event": entry.get("event"), "receivedAt": entry["receivedAt"],
-                "captureId": entry["captureId"], "project": project, "owner": owner})
+                "captureId": entry["captureId"], "project": project, "owner": owner, "branch": branch,
+                "gitSha": sha})
         except MemoError as exc:
             if str(exc).startswith("Remote daemon"):
                 raise

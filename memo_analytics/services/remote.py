@@ -173,8 +173,9 @@ def post(settings: Settings, route: str, payload: dict[str, Any]) -> dict[str, A
     Raises
     ------
     MemoError
-        The daemon refused it (its one-line message), or could not be reached (the message
-        starts ``Remote daemon … unreachable``).
+        The daemon refused it (its one-line message), or could not be reached, is busy or
+        failing, or refused this machine's token (the message starts ``Remote daemon``: nothing
+        about the request itself; a hook event is kept for the next run).
     """
     if not settings.remote.url:
         raise MemoError("Invalid remote.url: mode is remote but no daemon URL is configured")
@@ -199,6 +200,13 @@ def post(settings: Settings, route: str, payload: dict[str, Any]) -> dict[str, A
             message = f"HTTP {exc.code}"
         finally:
             exc.close()
+        if exc.code in (401, 403):  # not the event's fault: kept (spooled) until the token is right
+            raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} refused this machine (HTTP {exc.code}: "
+                            f"{message}); check remote.token (memo config set remote.token TOKEN, the daemon's "
+                            "MEMO_TOKEN)") from None
+        if exc.code in (408, 429) or exc.code >= 500:  # busy or failing: kept for the next run too
+            raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} unreachable for now (HTTP {exc.code}: "
+                            f"{message})") from None
         raise MemoError(message) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = " ".join(str(getattr(exc, "reason", exc) or type(exc).__name__).split())[:200]

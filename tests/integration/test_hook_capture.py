@@ -334,7 +334,43 @@ def test_in_remote_mode_the_hook_sends_the_event_to_the_daemon_and_spools_while_
     # promoted later would otherwise be written into whatever repository that path is here)
     kept = tmp_path / "team" / "projects" / "product" / "project.toml"
     assert not kept.exists() or "lastSeenRoot" not in kept.read_text()
-    assert all(t.get("branch") is None for t in recorded)
+    assert all(t.get("gitSha") is None for t in recorded)  # a repository without a commit
+
+
+def test_in_remote_mode_a_refused_token_keeps_the_event_and_the_turn_carries_the_callers_branch(tmp_path, repo):
+    """A wrong ``remote.token``: every event was dropped ("the daemon refused it") and ``memo
+    doctor`` said all was well. It is kept in the spool as while the daemon is down, doctor says
+    the daemon refuses this machine, and once the token is right the events arrive — with the
+    branch and commit of the caller's repository (the daemon had none: it takes no path)."""
+    from .test_http_api import Server, free_port
+
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "feature/cart"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=ana@example.com", "-c", "user.name=Ana", "commit", "-q",
+                    "--allow-empty", "-m", "start"], check=True)
+    sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    local, port = tmp_path / "local", free_port()
+    config = tmp_path / "remote.toml"
+    env = {"MEMO_CONFIG": str(config)}
+    daemon = Server(tmp_path / "team", "--token", "the-teams-token-1234", port=port)
+    try:
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{port}"\ntoken = "a-wrong-token-1234"\n')
+        hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="with a wrong token"), env=env)
+        [spooled] = capture.spooled(local)
+        assert "with a wrong token" in spooled.read_text()
+        doctor = memo("doctor", env=env, check=False)
+        [line] = [line for line in doctor.stdout.splitlines() if " vault " in line]
+        assert doctor.returncode == 1, doctor.stdout
+        assert "refused this machine (HTTP 401" in line and "memo config set remote.token TOKEN" in doctor.stdout
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{port}"\n'
+                          'token = "the-teams-token-1234"\n')
+        assert "answers and takes this machine's token" in memo("doctor", env=env, check=False).stdout
+        hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="with the right token"), env=env)
+    finally:
+        daemon.stop()
+    assert capture.spooled(local) == []
+    recorded = turns(tmp_path / "team", "product")
+    assert [(t["body"], t["branch"], t["gitSha"]) for t in recorded] == [
+        ("with a wrong token", "feature/cart", sha), ("with the right token", "feature/cart", sha)]
 
 
 def test_cursor_running_claude_codes_hook_as_well_as_its_own_records_the_prompt_once(tmp_path, repo):

@@ -321,7 +321,7 @@ def _vault(settings: Any, vault_root: str | None) -> Check:
 
     title = "vault"
     if settings is not None and settings.mode == "remote":
-        return Check("vault", title, True, True, "mode remote: this machine keeps no vault")
+        return _daemon(settings)
     root = (settings.vault_root if settings is not None
             else Path(vault_root or default_vault_root()).expanduser().absolute())
     layout = VaultLayout(root)
@@ -348,6 +348,23 @@ def _vault(settings: Any, vault_root: str | None) -> Check:
         return Check("vault", title, True, True, f"{root}: writable; index {problem}: rebuilt from the files on next use")
     shown = ", ".join(f"{n} {kind}{'' if n == 1 else 's'}" for kind, n in sorted(counts.items())) or "empty"
     return Check("vault", title, True, True, f"{root}: writable; index opens ({shown})")
+
+
+def _daemon(settings: Any) -> Check:
+    """Remote mode: whether the daemon answers and takes this machine's token (one listing of
+    one turn: every hook event and tool call goes there)."""
+    from ...services import remote
+    from ...vault.redact import mask_url, redact_secrets
+
+    where = f"mode remote: this machine keeps no vault; the daemon {mask_url(settings.remote.url or '')}"
+    try:
+        remote.post(settings, "/api/actions/list", {"limit": 1})
+    except MemoError as exc:
+        message = redact_secrets(str(exc))[0]
+        repair = ("memo config set remote.token TOKEN (the daemon's MEMO_TOKEN)" if "refused this machine" in message
+                  else "start the daemon (memo serve on its machine) or memo config set remote.url URL")
+        return Check("vault", "vault", True, False, f"{where} does not take calls: {message}", [], repair)
+    return Check("vault", "vault", True, True, f"{where} answers and takes this machine's token")
 
 
 def run_checks(probe: Probe | None = None, vault_root: str | None = None) -> list[Check]:
