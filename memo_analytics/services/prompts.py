@@ -382,13 +382,14 @@ def stored_body(store: VaultStore, text: str | None, cwd: str | None = None, rul
 def outside_its_session(store: VaultStore, turn: dict[str, Any]) -> str | None:
     """A one-line warning when a recorded ``turn`` (its wire dict) lies outside the times of its
     session — before its start, or after the end of a completed one: the session keeps its
-    times, so the turn's time bills nothing (SPEC §2.5); None otherwise (no session, a turn
-    within it, or after the start of an open one)."""
+    times, so the turn's time bills nothing (SPEC §2.5) —, or names a session the project does not
+    hold (a mistyped id: said with the closest ids it holds); None otherwise (no session id, a
+    turn within it, or after the start of an open one)."""
     if not turn.get("sessionId"):
         return None
     found = store.read(turn["project"], RecordKind.SESSION, session_record_id(turn["sessionId"]))
     if found is None:
-        return None
+        return _no_such_session(store, turn)
     meta, created = found[0], from_iso(turn["created"])
     start, end = meta.get("startTime"), meta.get("endTime") if meta.get("status") == "completed" else None
     if end and created > from_iso(str(end)):
@@ -408,6 +409,17 @@ def record_prompt_answer(store: VaultStore, request: RecordPromptRequest) -> dic
     record = record_prompt(store, request)
     warning = None if "duplicateOf" in record else outside_its_session(store, record)
     return {**record, "warnings": [warning]} if warning else record
+
+
+def _no_such_session(store: VaultStore, turn: dict[str, Any]) -> str:
+    import difflib
+
+    project, session_id = turn["project"], turn["sessionId"]
+    known = [str(row["session_id"]) for row in index.rows_of_kind(store.conn, RecordKind.SESSION.value, project)]
+    close = difflib.get_close_matches(session_id, known, n=3, cutoff=0.6)
+    return (f"project {project} holds no session {session_id}: this turn bills nothing until one is recorded "
+            f"(memo session start {session_id} --project {project})"
+            + (f"; did you mean {' or '.join(close)}?" if close else ""))
 
 
 def stored_summary(store: VaultStore, text: str | None, cwd: str | None = None) -> str | None:

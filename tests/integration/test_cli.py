@@ -481,3 +481,18 @@ def test_the_client_filter_of_listings_matches_as_reports_do(tmp_path):
     assert listed("prompt", "list", "--all", "--client", "internal") == ["b"]
     assert listed("session", "show", "--all", "--client", "acme corp") == ["a"]
     assert listed("prompt", "list", "--all", "--client", "Acme") == []  # a name, not a part of one
+
+
+def test_a_turn_of_a_session_the_project_does_not_hold_is_said_with_the_closest_ids(tmp_path):
+    """A mistyped ``--session-id`` filed the turn in no session — billing nothing — without a word."""
+    vault = tmp_path / "v"
+    memo("session", "start", "fix-login", "--project", "shop", vault=vault)
+    typo = memo("prompt", "record", "--session-id", "fix-logn", "--project", "shop", "--body", "x", vault=vault)
+    assert typo.stderr.strip() == ("note: project shop holds no session fix-logn: this turn bills nothing until one is "
+                                   "recorded (memo session start fix-logn --project shop); did you mean fix-login?")
+    answer = json.loads(memo("--json", "prompt", "record", "--session-id", "zzz", "--project", "shop", "--body", "y",
+                             vault=vault).stdout)
+    assert answer["warnings"] == ["project shop holds no session zzz: this turn bills nothing until one is recorded "
+                                  "(memo session start zzz --project shop)"]
+    fine = memo("prompt", "record", "--session-id", "fix-login", "--project", "shop", "--body", "z", vault=vault)
+    assert fine.stderr == ""
