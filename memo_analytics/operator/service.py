@@ -64,8 +64,13 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
     ------
     InvalidDateError
         ``Invalid asOf date``.
+    InvalidFieldError
+        ``Invalid asOf``: a moment in the future.
     """
     moment = parse_record_instant(as_of, "asOf", store.zone, wall_clock=True)
+    if moment > utcnow():
+        raise InvalidFieldError("asOf", f"{as_of} is in the future: a digest as of then would show what has not "
+                                        "happened (a session still live as stalled); memo digest shows now")
     snapshot = take_snapshot(store) if store.exists else Snapshot()
     cutoff = to_iso(moment)
     for name in ("open_sessions", "pending_handoffs", "pull_request_sessions", "rule_traps", "unbilled_sessions",

@@ -296,5 +296,10 @@ def test_a_further_vaults_item_of_the_same_id_leaves_this_vaults_to_apply(tmp_pa
         assert read_record(tmp_path / "team" / "projects" / "web" / "sessions" / "session-s1.md")[0]["status"] == "active"
         with pytest.raises(InvalidFieldError, match="in the future"):
             apply_digest_item(mine, DigestApplyRequest(item="session_stalled:s1", as_of="2999-01-01T00:00:00Z"))
+        # nor shown: the view listed items its apply then refused
+        from memo_analytics.operator.service import digest_as_of
+
+        with pytest.raises(InvalidFieldError, match="^Invalid asOf: 2999-01-01 is in the future"):
+            digest_as_of(mine, "2999-01-01")
     finally:
         mine.close()
