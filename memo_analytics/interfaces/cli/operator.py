@@ -56,11 +56,12 @@ def digest(
                       f"Nothing of the last {r['horizonDays']} days needs you now.")
         else:
             table = Table(title=f"{len(r['items'])} {'item needs' if len(r['items']) == 1 else 'items need'} you · computed {r['computedAt'][:16].replace('T', ' ')} UTC")
-            for column in ("lane", "kind", "subject", "age", "why", "do"):
+            # the item id whole (memo digest apply takes it) and the why whole (its figures end it)
+            for column in ("lane", "item", "age", "why", "do", "apply"):
                 table.add_column(column, overflow="fold")
             for item in r["items"]:
-                table.add_row(item["lane"], item["kind"], _short(item["subject"], 30), _age(item["ageMinutes"]),
-                              _short(item["why"], 60), _safe(item["action"]))
+                table.add_row(item["lane"], _safe(item["id"]), _age(item["ageMinutes"]), _safe(item["why"]),
+                              _safe(item["action"]), "yes" if item.get("proposal") else "by hand")
             out.print(table)
         operator = r.get("operator") or {}
         for record in operator.get("acted", []):
@@ -69,7 +70,7 @@ def digest(
         for fallback in operator.get("fallbacks", []):
             out.print(_safe(f"operator: {fallback['id']}: {fallback['reason']}"))
         if any(item.get("proposal") for item in r["items"]):
-            out.print("apply a proposal: memo digest apply KIND:SUBJECT")
+            out.print("apply an item marked yes: memo digest apply ITEM (the others: run their command)")
         if r["beyondHorizon"]:
             older = ", ".join(f"{n} {kind}" for kind, n in r["beyondHorizon"].items())
             out.print(f"older than {r['horizonDays']} days (counted, not listed): {older} — see them with "
