@@ -73,8 +73,22 @@ def _check(action_class: str, project: str) -> str:
 
 
 def allow(store: VaultStore, action_class: str, project: str, now=None) -> dict[str, Any]:
-    """Delegate ``action_class`` for ``project`` (the person's explicit grant)."""
+    """Delegate ``action_class`` for ``project`` (the person's explicit grant).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``actionClass`` not one of :data:`ACTION_CLASSES`; ``project`` not a project of the
+        vault (a mistyped name granted nothing, and said it did).
+    """
     project = _check(action_class, project)
+    from ..index.store import project_names
+
+    known = project_names(store.conn) if store.exists else []
+    if project not in known:
+        raise InvalidFieldError("project", f"the vault holds no project {project}"
+                                + (f" (projects: {', '.join(known[:12])}{', …' if len(known) > 12 else ''})"
+                                   if known else " (it holds no records yet)"))
     with store.lock():
         data = load(store)
         data["grants"].setdefault(project, {})[action_class] = {"grantedAt": to_iso(now or utcnow())}
@@ -83,13 +97,23 @@ def allow(store: VaultStore, action_class: str, project: str, now=None) -> dict[
 
 
 def revoke(store: VaultStore, action_class: str, project: str) -> dict[str, Any]:
-    """Withdraw a delegation; takes effect at once (under the vault lock)."""
+    """Withdraw a delegation; takes effect at once (under the vault lock).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``actionClass``: it is not delegated for ``project`` (``memo operator status`` lists
+        the delegations).
+    """
     project = _check(action_class, project)
     with store.lock():
         data = load(store)
-        data["grants"].get(project, {}).pop(action_class, None)
-        if not data["grants"].get(project):
-            data["grants"].pop(project, None)
+        if action_class not in data["grants"].get(project, {}):
+            raise InvalidFieldError("actionClass", f"{action_class} is not delegated for {project}: nothing to revoke "
+                                                   "(memo operator status lists the delegations)")
+        data["grants"][project].pop(action_class)
+        if not data["grants"][project]:
+            data["grants"].pop(project)
         _save(store, data)
     return data
 

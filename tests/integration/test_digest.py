@@ -126,10 +126,23 @@ def test_cli_apply_allow_revoke_and_audit(tmp_path):
     assert "allow" in memo("operator", "--help", vault=vault).stdout
     bad = memo("operator", "allow", "delete_everything", "--project", "web", vault=vault, check=False)
     assert bad.returncode == 1 and "Invalid actionClass" in bad.stderr
+    typo = memo("operator", "allow", "end_stale_session", "--project", "wbe", vault=vault, check=False)
+    assert (typo.returncode, typo.stderr.strip()) == (1, "error: Invalid project: the vault holds no project wbe "
+                                                         "(projects: web)")  # it had said "delegated … for wbe"
+    assert memo("operator", "status", vault=vault).stdout.splitlines() == [
+        "operator on: delegated actions run on digest passes",
+        "no delegation: nothing runs by itself (memo operator allow ACTION --project PROJECT)"]
     memo("operator", "allow", "end_stale_session", "--project", "web", vault=vault)
+    status = json.loads(memo("--json", "operator", "status", vault=vault).stdout)
+    assert (status["off"], list(status["grants"]), list(status["grants"]["web"])) == (False, ["web"],
+                                                                                        ["end_stale_session"])
+    assert memo("operator", "status", vault=vault).stdout.splitlines()[1].startswith(
+        "  end_stale_session for web (since ")
     after = json.loads(memo("--json", "digest", "--refresh", vault=vault).stdout)
     assert after["items"] == [] and after["operator"]["acted"][0]["subject"] == "w2"
     memo("operator", "revoke", "end_stale_session", "--project", "web", vault=vault)
+    again = memo("operator", "revoke", "end_stale_session", "--project", "web", vault=vault, check=False)
+    assert again.returncode == 1 and "end_stale_session is not delegated for web: nothing to revoke" in again.stderr
     trail = json.loads(memo("--json", "operator", "audit", vault=vault).stdout)
     assert [(r["actor"], r["subject"], r["outcome"].split(":")[0]) for r in trail] == [
         ("person", "w1", "applied"), ("person", "w2", "refused"), ("operator", "w2", "applied")]

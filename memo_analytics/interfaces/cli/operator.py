@@ -159,6 +159,26 @@ def operator_revoke(
           lambda r: out.print(_safe(f"revoked {action_class} for {project}")))
 
 
+@operator_app.command("status")
+def operator_status() -> None:
+    """Whether the operator runs, and every delegation: action class, project, since when."""
+    from ...operator.policy import load
+
+    data = load(state.store)
+
+    def human(r: dict[str, Any]) -> None:
+        grants = [(project, action_class, grant["grantedAt"]) for project, classes in sorted(r["grants"].items())
+                  for action_class, grant in sorted(classes.items())]
+        out.print("operator off: nothing runs automatically (memo operator on)" if r["off"] else
+                  "operator on: delegated actions run on digest passes")
+        for project, action_class, since in grants:
+            out.print(_safe(f"  {action_class} for {project} (since {since[:16].replace('T', ' ')} UTC)"))
+        if not grants:
+            out.print("no delegation: nothing runs by itself (memo operator allow ACTION --project PROJECT)")
+
+    _emit(data, human)
+
+
 @operator_app.command("off")
 def operator_off() -> None:
     """Stop every automatic action at once (delegations are kept for `memo operator on`)."""
