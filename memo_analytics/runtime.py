@@ -202,6 +202,17 @@ class Runtime:
         if hybrid and self.long_running:
             sync.resume_pushes(store)
 
+    def push_queued_elsewhere(self) -> bool:
+        """Hybrid mode, a long-running process: push what another process of this machine
+        queued (:func:`~memo_analytics.services.sync.push_queued_elsewhere`; one ``stat``).
+        Called every couple of seconds by ``memo serve``."""
+        settings = self._settings
+        if not (self.long_running and settings.mode == "hybrid" and settings.hybrid.remote_url):
+            return False
+        from .services import sync
+
+        return sync.push_queued_elsewhere(self.store())
+
     # ------------------------------------------------------------ a changed config file
 
     def refresh(self) -> bool:

@@ -59,6 +59,8 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     # a changed config file reaches the dashboard too (its digest thresholds, rates): checked
     # every couple of seconds, one stat each time
     server.io_loop.add_callback(lambda: PeriodicCallback(runtime.refresh, CONFIG_CHECK_MS).start())
+    # hybrid: what a `memo session edit` on this machine queued is pushed as the server's own writes are
+    server.io_loop.add_callback(lambda: PeriodicCallback(runtime.push_queued_elsewhere, CONFIG_CHECK_MS).start())
     return server
 
 

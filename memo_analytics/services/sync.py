@@ -382,6 +382,33 @@ def _schedule(store: VaultStore) -> None:
     _start(key, delay, run)
 
 
+_OUTBOX_SEEN: dict[str, tuple[int, int] | None] = {}
+
+
+def push_queued_elsewhere(store: VaultStore) -> bool:
+    """A long-running process's periodic look at the outbox (one ``stat``): records another
+    process of this machine queued — a ``memo session edit`` beside a running ``memo serve`` —
+    are pushed after ``hybrid.debounceMs`` as its own writes are; a push already due (or a retry
+    waiting out its backoff) is left as it is. Whether a push was scheduled."""
+    if not hybrid_enabled(store):
+        return False
+    key = str(store.root)
+    try:
+        info = (_dir(store) / "outbox.jsonl").stat()
+        stamp: tuple[int, int] | None = (info.st_mtime_ns, info.st_size)
+    except OSError:
+        stamp = None
+    seen, _OUTBOX_SEEN[key] = _OUTBOX_SEEN.get(key), stamp
+    if stamp is None or stamp == seen or not stamp[1]:
+        return False
+    with _TIMERS_GUARD:
+        due = _TIMERS.get(key)
+        if due is not None and due.is_alive():
+            return False
+    _schedule(store)
+    return True
+
+
 def _start(key: str, delay: float, run) -> None:
     with _TIMERS_GUARD:
         previous = _TIMERS.pop(key, None)

@@ -466,3 +466,27 @@ def test_a_slow_deep_or_endless_daemon_answer_fails_the_push_in_time_and_keeps_t
             remote_post(remote_mode, "/api/actions/list", {})
     finally:
         hostile.close()
+
+
+def test_a_running_server_pushes_what_a_one_shot_command_on_its_machine_queued(tmp_path, daemon):
+    """A team lead's `memo session edit` beside a running `memo serve` waited in the outbox until
+    the next session end: only the process that wrote a record pushed it. The server's periodic
+    look at the outbox (one stat) pushes it after the debounce; one already due is left alone."""
+    import time
+
+    team, server = daemon
+    settings = Settings(vault_root=tmp_path / "mine", timezone="UTC", mode="hybrid",
+                        hybrid=HybridSync(remote_url=server.base, debounce_ms=0))
+    serving = Runtime(settings, long_running=True)
+    serving.store()
+    assert serving.push_queued_elsewhere() is False  # nothing queued
+    one_shot = Runtime(settings).store()  # a CLI command of the same machine: it queues, never pushes
+    _record(one_shot, body="edited from the command line")
+    time.sleep(0.2)
+    assert sync.status(one_shot)["pending"] == 1 and not _team_file(team, "prompt-s1-t1").exists()
+    assert serving.push_queued_elsewhere() is True
+    deadline = time.monotonic() + 10
+    while sync.status(one_shot)["pending"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _team_file(team, "prompt-s1-t1").read_text() == (one_shot.root / "projects/web/prompts/prompt-s1-t1.md").read_text()
+    assert serving.push_queued_elsewhere() is False  # the push emptied the outbox: nothing more to send
