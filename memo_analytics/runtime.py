@@ -46,9 +46,10 @@ class RemoteModeError(MemoError):
     """A local vault was asked for on a machine in remote mode (SPEC §2.7: it keeps none)."""
 
     def __init__(self, url: str | None) -> None:
-        super().__init__(f"Invalid mode: remote — this machine keeps no vault; agents reach "
-                         f"{url or 'the daemon'} through `memo mcp`, people through its dashboard "
-                         "(or set mode = \"local\")")
+        super().__init__(f"Invalid mode: remote — this machine keeps no vault, so this command has none to use; "
+                         f"the team daemon at {url or '(remote.url)'} has it: `memo digest` and `memo digest apply` "
+                         "ask it, agents reach it through `memo mcp`, people through its dashboard (or set "
+                         "mode = \"local\")")
 
 
 #: Seconds a changed config file must stay unchanged before it is read: an editor that writes

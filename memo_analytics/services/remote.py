@@ -167,8 +167,9 @@ def read_json_answer(response: Any, seconds: float) -> Any:
         raise ValueError("the answer is not UTF-8") from None
 
 
-def post(settings: Settings, route: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """POST ``payload`` as JSON to the daemon's ``route``; its JSON answer.
+def post(settings: Settings, route: str, payload: dict[str, Any], answers: tuple[int, ...] = ()) -> dict[str, Any]:
+    """POST ``payload`` as JSON to the daemon's ``route``; its JSON answer (also under an HTTP
+    status of ``answers``: a refused digest apply answers 409 with the new proposal).
 
     Raises
     ------
@@ -194,6 +195,8 @@ def post(settings: Settings, route: str, payload: dict[str, Any]) -> dict[str, A
     except urllib.error.HTTPError as exc:
         try:
             answer = read_json_answer(exc, settings.remote.timeout_seconds)
+            if exc.code in answers and isinstance(answer, dict):
+                return answer
             message = (answer["error"][:300] if isinstance(answer, dict) and isinstance(answer.get("error"), str)
                        else None) or f"HTTP {exc.code}"
         except (ValueError, OSError):

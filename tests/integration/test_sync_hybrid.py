@@ -490,3 +490,25 @@ def test_a_running_server_pushes_what_a_one_shot_command_on_its_machine_queued(t
         time.sleep(0.05)
     assert _team_file(team, "prompt-s1-t1").read_text() == (one_shot.root / "projects/web/prompts/prompt-s1-t1.md").read_text()
     assert serving.push_queued_elsewhere() is False  # the push emptied the outbox: nothing more to send
+
+
+def test_in_remote_mode_memo_digest_shows_and_applies_the_team_daemons_digest(tmp_path, daemon):
+    """A lead's laptop in remote mode was refused `memo digest` ("this machine keeps no vault"):
+    the only way to the team's digest from a shell was one on the daemon's host."""
+    team, server = daemon
+    server.get_json("/api/actions/session_start", data={"sessionId": "w1", "projectId": "web",
+                                                         "startTime": "2026-03-10T09:00:00Z"})
+    server.get_json("/api/actions/record", data={"sessionId": "w1", "projectId": "web", "body": "tidy the cart",
+                                                 "created": "2026-03-10T09:20:00Z"})
+    config = tmp_path / "lead.toml"
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "{server.base}"\n')
+    env = {"MEMO_CONFIG": str(config)}
+    shown = json.loads(memo("--json", "digest", "--as-of", "2026-03-10T12:00", env=env).stdout)
+    [stalled] = [i for i in shown["items"] if i["id"] == "session_stalled:w1"]
+    assert stalled["proposal"]["actionClass"] == "end_stale_session"
+    stale = memo("digest", "apply", "session_stalled:w1", "--as-of", "2026-03-10T12:00", "--fingerprint",
+                 "0000000000000000", env=env, check=False)
+    assert stale.returncode == 3 and "not applied: " in stale.stdout  # the daemon's 409, with its new proposal
+    applied = memo("digest", "apply", "session_stalled:w1", "--as-of", "2026-03-10T12:00", env=env)
+    assert applied.stdout.startswith("applied "), applied.stdout
+    assert read_record(team / "projects" / "web" / "sessions" / "session-w1.md")[0]["status"] == "completed"

@@ -62,7 +62,9 @@ def hooks_install(agent: str = typer.Argument(..., metavar="AGENT", help=_AGENT_
         note = _NOTES.get(agent, ("", ""))[r["level"] == "project"]
         if note:
             out.print(note)
-        out.print("Now just work: each prompt lands in the vault (`memo prompt list`).")
+        out.print("Now just work: each prompt goes to the team daemon (its dashboard lists them; `memo doctor` "
+                  "checks it takes this machine's token)." if state.settings.mode == "remote" else
+                  "Now just work: each prompt lands in the vault (`memo prompt list`).")
 
     _emit(result, human)
 

@@ -37,13 +37,20 @@ def digest(
     as_of: Optional[str] = typer.Option(None, "--as-of", help="What needed you at this instant (ISO date or time)."),
 ) -> None:
     """What needs you now: stalled or overlong sessions, unclaimed hand-offs, PRs awaiting
-    review, rules ready to promote, billable work without a client — one line each, ranked."""
+    review, rules ready to promote, billable work without a client — one line each, ranked.
+    In remote mode, the team daemon's."""
     if ctx.invoked_subcommand is not None:
         return
     from ...operator.service import run_digest
 
-    result = run_digest(state.store, _build(DigestRequest, refresh=refresh, as_of=as_of))
-    if result.get("stale") and not result.get("error"):
+    if state.settings.mode == "remote":  # this machine keeps no vault: the team daemon's digest
+        from ...services import remote
+
+        result = remote.post(state.settings, "/api/actions/digest",
+                             {"refresh": True, **({"asOf": as_of} if as_of else {})})
+    else:
+        result = run_digest(state.store, _build(DigestRequest, refresh=refresh, as_of=as_of))
+    if result.get("stale") and not result.get("error") and state.settings.mode != "remote":
         # the vault changed within the debounce window (a long-running caller's polling is served
         # the last answer); a person asking once gets the digest of the vault as it is now
         result = run_digest(state.store, _build(DigestRequest, refresh=True, as_of=as_of))
@@ -123,8 +130,14 @@ def digest_apply(
     """Apply a proposed action: refused (and re-proposed) if the state changed since."""
     from ...operator.service import apply_digest_item
 
-    result = apply_digest_item(state.store, _build(DigestApplyRequest, item=item, fingerprint=fingerprint,
-                                                   as_of=as_of, project=project))
+    request = _build(DigestApplyRequest, item=item, fingerprint=fingerprint, as_of=as_of, project=project)
+    if state.settings.mode == "remote":  # applied by the team daemon, on its vault
+        from ...services import remote
+
+        result = remote.post(state.settings, "/api/digest/apply", request.model_dump(by_alias=True, exclude_none=True),
+                             answers=(409,))
+    else:
+        result = apply_digest_item(state.store, request)
 
     def human(r: dict[str, Any]) -> None:
         if r["applied"]:
