@@ -43,6 +43,10 @@ class InvalidFieldError(MemoError):
         super().__init__(f"Invalid {field}: {reason}")
 
 
+#: What a date or time may be given as: said with every refusal of one.
+DATE_FORMS = "give a date as YYYY-MM-DD or a time as YYYY-MM-DDTHH:MM, ISO 8601"
+
+
 class InvalidDateError(InvalidFieldError):
     """A date or timestamp could not be parsed (SPEC §2.6: ``Invalid since date``)."""
 
@@ -50,7 +54,7 @@ class InvalidDateError(InvalidFieldError):
         self.field = field
         self.value = value
         self.reason = f"cannot parse {value!r}"
-        MemoError.__init__(self, f"Invalid {field} date: {_short(value)!r}")
+        MemoError.__init__(self, f"Invalid {field} date: {_short(value)!r} ({DATE_FORMS})")
 
 
 class RecordNotFoundError(MemoError):

@@ -235,7 +235,7 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
     (["--client", "Acme Corp", "--since", "2027-01-01"],
      "error: Nothing to invoice: no billable session with a duration for these filters"),
     (["--lines", "day"], "error: Invalid lines: 'day' is not one of project, session"),
-    (["--issued", "April 1st"], "error: Invalid issued date: 'April 1st'"),
+    (["--issued", "April 1st"], "error: Invalid issued date: 'April 1st' (give a date as YYYY-MM-DD or a time as YYYY-MM-DDTHH:MM, ISO 8601)"),
 ])
 def test_refused_requests_write_nothing(vault, config, tmp_path, args, starts):
     pdf = tmp_path / "invoice.pdf"

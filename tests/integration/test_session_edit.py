@@ -211,7 +211,7 @@ def test_bad_times_are_refused_by_field_and_an_open_or_invoiced_session_keeps_it
         "(2026-06-02 11:00 CEST)")
     assert refused("a1", "--end", "2026-06-02T11:00:00Z", "--minutes", "5") == (
         "error: Invalid minutes: give the end time or the minutes from the start, not both")
-    assert refused("a1", "--start", "yesterday-ish") == "error: Invalid startTime date: 'yesterday-ish'"
+    assert refused("a1", "--start", "yesterday-ish") == "error: Invalid startTime date: 'yesterday-ish' (give a date as YYYY-MM-DD or a time as YYYY-MM-DDTHH:MM, ISO 8601)"
     assert refused("a1", "--minutes", "-5").startswith("error: Invalid minutes: ")
     assert refused("a1", "--end", "2999-01-01T00:00:00Z").startswith(
         "error: Invalid endTime: the session would end in the future")
