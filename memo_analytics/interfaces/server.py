@@ -33,6 +33,8 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     """
     import panel as pn
 
+    from ..reports.render import templates_dir
+
     from ..dashboards.app import create_app
 
     check_bind(host, token)
@@ -49,6 +51,8 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
         {"/": lambda: create_app(store)}, port=port, address=host, websocket_origin=origins, show=False,
         start=start, title="memo", extra_patterns=api_patterns(runtime, token, confined=not is_loopback(host)),
         basic_auth=token if token else None, cookie_secret=token if token else None, threaded=False,
+        # our sign-in page: Panel's loads its logo from a CDN (a request out of loopback on every visit)
+        login_template=str(templates_dir() / "dashboard_login.html.j2") if token else None,
         http_server_kwargs={"max_body_size": MAX_REQUEST_BYTES, "idle_connection_timeout": IDLE_CONNECTION_SECONDS,
                             "body_timeout": IDLE_CONNECTION_SECONDS},
     )

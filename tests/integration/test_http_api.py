@@ -234,6 +234,11 @@ def test_with_a_token_requests_without_it_get_401(tmp_path):
         assert ok == 200
         assert server.request("/api/digest", headers={"X-Memo-Token": "s3cret-token-value"})[0] == 200
         assert server.request("/api/digest?%74oken=s3cret-token-value")[0] == 200
+        # the sign-in page says what the password is, loads nothing from outside (Panel's loaded its
+        # logo from a CDN), and shows an error message as text
+        status, _, page = server.request("/login?error=%3Cscript%3Ealert(1)%3C/script%3E")
+        assert status == 200 and "MEMO_TOKEN" in page and "&lt;script&gt;alert(1)" in page
+        assert "<script>" not in page and not re.search(r"(src|href)=\"(https?:)?//", page)
         # refused from its headers, before a body (a sync push may be 64 MB) is read and kept: the
         # boundary's answer closes the connection
         import http.client
