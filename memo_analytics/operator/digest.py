@@ -121,6 +121,10 @@ def back_as_invoiced(changed: dict[str, Any]) -> str:
                        if key in changed["fields"] and billed.get(key))])
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _age(since: datetime, now: datetime) -> int:
     return minutes_between(since, now)
 
@@ -187,7 +191,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
             + (f" --owner {_q(baton['owner'])}" if baton.get("owner") and not baton.get("shared") else "")
         items.append((Item("handoff_unclaimed", KIND_LANE["handoff_unclaimed"], baton["id"], baton["project"],
                           "a session to pick it up" + (f" ({target})" if target else ""),
-                          f"{len(baton.get('nextSteps') or [])} next steps left by {baton.get('fromSessionId')} "
+                          f"{_count(len(baton.get('nextSteps') or []), 'next step')} left by {baton.get('fromSessionId')} "
                           f"{_hours(age)} ago", age, 0,
                           f"{start}  # or: memo session handoff {_q(baton.get('fromSessionId') or '')} "
                           f"--project {_q(baton['project'])} --cancel",

@@ -144,7 +144,7 @@ def test_a_start_in_the_future_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("args, shown", [
-    (["prompt", "list", "--all", "--until", "9999-12-31"], "1 prompts (showing 1–1)"),
+    (["prompt", "list", "--all", "--until", "9999-12-31"], "1 prompt (showing 1–1)"),
     (["activity", "--all", "--until", "9999-12-31"], "Total billable: 0:00 (0.00 h) · prompts: 1"),
     (["prompt", "list", "--all", "--offset", "99999999999999999999"], "No prompts match."),
 ])

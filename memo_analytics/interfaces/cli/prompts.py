@@ -98,7 +98,7 @@ def _print_page(page: dict[str, Any], request: ListRequest) -> None:
     if not page["items"]:
         out.print(f"No prompts match. {scope}")
         return
-    print_listing(f"{page['total']} prompts (showing {page['offset'] + 1}–{page['offset'] + len(page['items'])})"
+    print_listing(f"{page['total']} prompt{'' if page['total'] == 1 else 's'} (showing {page['offset'] + 1}–{page['offset'] + len(page['items'])})"
                   f" · {scope}", (f"created ({_zone_label()})", "project", "id", "ide", "prompt"), "id",
                   [(_local(item["created"]), item["project"], item["id"], item.get("ide") or "",
                     _short(item.get("body"), 60)) for item in page["items"]])

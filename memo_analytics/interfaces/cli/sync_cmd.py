@@ -27,7 +27,7 @@ def sync_status() -> None:
     def human(r: dict[str, Any]) -> None:
         if r["remoteUrl"] or r["mode"] != "local" or r["pending"]:
             out.print(_safe(f"hybrid push (mode {r['mode']}) · daemon {r['remoteUrl'] or '—'} · "
-                            f"{r['pending']} records waiting · last success: {r['lastSuccessAt'] or 'never'}"))
+                            f"{r['pending']} record{'' if r['pending'] == 1 else 's'} waiting · last success: {r['lastSuccessAt'] or 'never'}"))
             if r["lastError"]:
                 out.print(_safe(f"  last error: {r['lastError']} at {r['lastErrorAt']} (attempt {r['attempts']}; "
                                 f"next retry {r['nextRetryAt'] or 'now'})"))
@@ -59,7 +59,7 @@ def sync_push() -> None:
         if isinstance(item.get("conflict"), str):
             err.print(_safe(f"note: {item.get('id')} met another version on the daemon: {item.get('outcome')} "
                             f"({item['conflict']} there; its digest lists it)"))
-    _emit(result, lambda r: out.print(_safe(f"pushed {r['pushed']} records; {r['pending']} waiting"
+    _emit(result, lambda r: out.print(_safe(f"pushed {r['pushed']} record{'' if r['pushed'] == 1 else 's'}; {r['pending']} waiting"
                                             + (f"; error: {r['error']}" if r["error"] else ""))))
     if result["error"] and result["error"] != "hybrid sync is off":
         raise typer.Exit(1)
