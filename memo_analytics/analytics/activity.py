@@ -137,6 +137,22 @@ class ActivityReport:
         """Whether parallel sessions of a client bill their union once (``overlapPolicy = "union"``)."""
         return self.overlap_policy == OVERLAP_POLICIES["union"]
 
+    @property
+    def by_owner(self) -> dict[str, dict[str, Any]]:
+        """Billed time per person — the sessions' ``owner``, ``unknown`` where none is recorded —
+        of the sessions that bill: ``{owner: {durationMinutes, billableHours, sessions}}``
+        sorted by owner; the hours are the sessions' shares, so they add up to
+        ``totalBillableHours`` as the clients' do."""
+        groups: dict[str, list[int]] = {}
+        for item in self.sessions:
+            if item.get("billableHours") is None:
+                continue
+            totals = groups.setdefault(item.get("owner") or "unknown", [0, 0, 0])
+            totals[0] += int(item.get("billedMinutes") or 0)
+            totals[1] += round(float(item["billableHours"]) * 100)
+            totals[2] += 1
+        return {owner: _bucket(m, c, n) for owner, (m, c, n) in sorted(groups.items())}
+
     def wire(self) -> dict[str, Any]:
         """The camelCase report. Beside its own names it carries spec-memo's, which agents
         written for it read: ``totalSessions`` (sessions in the report) and, in each client
@@ -148,6 +164,7 @@ class ActivityReport:
             "totalSessions": len(self.sessions),
             "byClient": _with_ancestor_names(self.by_client),
             "byProject": _with_ancestor_names(self.by_project),
+            "byOwner": self.by_owner,
             "byDay": self.by_day,
             "totalPrompts": self.total_prompts,
             "sessions": self.sessions,

@@ -149,3 +149,24 @@ def test_a_clients_projects_add_up_to_its_hours_and_a_project_bills_alike_with_o
     assert {name: bucket["billableHours"] for name, bucket in acme["byProject"].items()} == {"p1": 0.17, "p2": 0.16}
     sessions = {s["sessionId"]: s["billableHours"] for s in every["sessions"]}
     assert sessions == {"a1": 0.17, "a2": 0.16, "g1": 0.17, "i1": 0.17}  # a project's sessions add up to it
+
+
+def test_a_teams_report_says_the_billed_time_of_each_person(tmp_path):
+    """A team lead could not see who did what: ``byOwner`` gives each person's billed minutes,
+    hours and sessions (the sessions' shares: they add up to the total), and the human report a
+    table by person when the vault holds more than one."""
+    vault = tmp_path / "v"
+    for sid, owner, start, end in (("a1", "ana@team.test", "09:00", "10:20"), ("b1", "bob@team.test", "09:30", "10:00"),
+                                   ("b2", "bob@team.test", "11:00", "11:10"), ("n1", None, "13:00", "13:25")):
+        memo("session", "start", sid, "--project", "shop", "--client", "Acme", "--start-time",
+             f"2026-03-02T{start}:00Z", *(["--owner", owner] if owner else []), vault=vault)
+        memo("session", "end", sid, "--project", "shop", "--until", f"2026-03-02T{end}:00Z", vault=vault)
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    third = next(s["owner"] for s in report["sessions"] if s["sessionId"] == "n1") or "unknown"  # this machine's git identity, if any
+    assert report["byOwner"] == {
+        "ana@team.test": {"durationMinutes": 80, "billableHours": 1.33, "sessions": 1},
+        "bob@team.test": {"durationMinutes": 40, "billableHours": 0.67, "sessions": 2},
+        third: {"durationMinutes": 25, "billableHours": 0.42, "sessions": 1}}
+    assert round(sum(o["billableHours"] for o in report["byOwner"].values()), 2) == report["totalBillableHours"]
+    human = memo("activity", "--all", vault=vault).stdout
+    assert "Billable time by person" in human and "bob@team.test" in human

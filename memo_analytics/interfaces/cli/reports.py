@@ -84,7 +84,8 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
               + f" · times in {data['timezone']}")
     if report.client and not data["sessions"]:
         err.print(f"note: the client {report.client!r} has no session in this period and scope")
-    for title, groups in (("client", data["byClient"]), ("project", data["byProject"])):
+    people = [("person", data["byOwner"])] if len(data["byOwner"]) > 1 else []  # a team's vault
+    for title, groups in (("client", data["byClient"]), ("project", data["byProject"]), *people):
         table = Table(title=f"Billable time by {title}")
         table.add_column(title)
         table.add_column("sessions", justify="right")
