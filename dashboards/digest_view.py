@@ -28,7 +28,8 @@ def _hours(minutes: int) -> str:
 def item_html(item: dict[str, Any]) -> str:
     """One digest item as escaped HTML."""
     lane = "lane-waiting" if item["lane"] == "waiting on you" else "lane-dropped"
-    where = esc(item["project"]) + (f" · vault {esc(item['vault'])}" if item.get("vault") else "")
+    where = (esc(item["project"]) + (f" · {esc(item['owner'])}" if item.get("owner") else "")
+             + (f" · vault {esc(item['vault'])}" if item.get("vault") else ""))
     stake = f" · {_hours(item['minutesAtStake'])} billable at stake" if item.get("minutesAtStake") else ""
     return (f'<div class="item"><span class="badge {lane}">{esc(item["lane"])}</span> '
             f'<span class="kind">{esc(item["kind"].replace("_", " "))}</span> '

@@ -80,6 +80,8 @@ class Item:
     fingerprint: str = ""
     proposal: dict[str, Any] | None = None
     vault: str | None = None
+    #: whose work it is: the owner of the session (or hand-off) the item concerns, when recorded
+    owner: str | None = None
 
     @property
     def id(self) -> str:
@@ -94,6 +96,7 @@ class Item:
             "waitingFor": data["waiting_for"], "why": data["why"], "ageMinutes": data["age_minutes"],
             "minutesAtStake": data["minutes_at_stake"], "action": data["action"], "since": data["since"],
             "fingerprint": data["fingerprint"], "proposal": data["proposal"], "vault": data["vault"],
+            "owner": data["owner"],
         }
 
     @property
@@ -169,6 +172,8 @@ def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> li
     for item, record in items:
         # the same subject id may exist in several projects (SPEC §2.1): the project is part of the state
         item.fingerprint = fingerprint(item.project, item.fingerprint)
+        owner = record.get("owner")
+        item.owner = owner if isinstance(owner, str) and owner else None
         if record.get("_vault"):
             item.vault, item.proposal = record["_vault"], None
     return [item for item, _ in items]

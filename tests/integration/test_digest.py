@@ -188,3 +188,21 @@ def test_a_changed_policy_recomputes_the_cached_digest(tmp_path):
     config.write_text("[operator]\nhorizonDays = 3650\n", encoding="utf-8")
     wider = json.loads(memo("--json", "digest", vault=vault, env={"MEMO_CONFIG": str(config)}).stdout)
     assert wider["cached"] is False and len(wider["items"]) == 6
+
+
+def test_an_item_names_whose_work_it_is(tmp_path):
+    """A lead saw a stalled session but not whose: each item carries the session's ``owner``
+    (null when none is recorded), in the JSON, the CLI table and the dashboard's row."""
+    from memo_analytics.dashboards.digest_view import item_html
+
+    vault = tmp_path / "v"
+    memo("session", "start", "w1", "--project", "web", "--owner", "ana@team.test", "--start-time",
+         "2026-03-10T09:00:00Z", vault=vault)
+    memo("prompt", "record", "--project", "web", "--session-id", "w1", "--body", "tidy", "--created",
+         "2026-03-10T09:20:00Z", vault=vault)
+    [item] = [i for i in json.loads(memo("--json", "digest", "--as-of", "2026-03-10T12:00", vault=vault).stdout)["items"]
+              if i["subject"] == "w1"]
+    assert item["owner"] == "ana@team.test"
+    assert "(ana@team.test)" in memo("digest", "--as-of", "2026-03-10T12:00", vault=vault).stdout
+    assert "web · ana@team.test" in item_html({**item, "owner": "ana@team.test"})
+    assert "&lt;b&gt;" in item_html({**item, "owner": "<b>x</b>"})

@@ -67,7 +67,8 @@ def digest(
             for column in ("lane", "item", "age", "why", "do", "apply"):
                 table.add_column(column, overflow="fold")
             for item in r["items"]:
-                table.add_row(item["lane"], _safe(item["id"]), _age(item["ageMinutes"]), _safe(item["why"]),
+                table.add_row(item["lane"], _safe(item["id"] + (f" ({item['owner']})" if item.get("owner") else "")),
+                              _age(item["ageMinutes"]), _safe(item["why"]),
                               _safe(item["action"]), "yes" if item.get("proposal") else "by hand")
             out.print(table)
         operator = r.get("operator") or {}
