@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pandas as pd
 import panel as pn
-from bokeh.models import HoverTool, NumeralTickFormatter
+from bokeh.models import HoverTool, NumeralTickFormatter, Range1d
 from bokeh.plotting import figure
 from panel.io.model import JSCode
 
@@ -26,6 +26,8 @@ from memo_analytics.reports.timesheet import format_minutes, period_text, timesh
 PERIODS = {"This month": "this-month", "Last month": "last-month", "Last 30 days": "last-30-days",
            "This year": "this-year", "All time": "all", "Custom dates": "custom"}
 ALL_CLIENTS = "All clients"
+#: A button that cannot be used looks it (Bokeh keeps its colour: an orange "Issue invoice" read as ready)
+DISABLED_LOOK = ".bk-btn:disabled, .bk-btn[disabled] { opacity: .45; filter: grayscale(100%); cursor: not-allowed; }"
 #: Renders the PDF downloads off the event loop, one at a time (WeasyPrint is not meant to lay
 #: out several documents at once in one process; a thread is started on the first download).
 PDF_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memo-pdf")
@@ -41,8 +43,9 @@ GROUP_HEADER = JSCode("""function(value, count) {
 }""")
 
 
-def hours_chart(by_day: dict[str, dict[str, Any]]) -> Any:
-    """A bar chart of billable hours per local day (``byDay`` of the report)."""
+def hours_chart(by_day: dict[str, dict[str, Any]], first: date | None = None, last: date | None = None) -> Any:
+    """A bar chart of billable hours per local day (``byDay`` of the report); its axis spans the
+    period from ``first`` to ``last`` (local days) when both are given, else the days shown."""
     days = [datetime.fromisoformat(day) for day in by_day]
     hours = [bucket["billableHours"] for bucket in by_day.values()]
     plot = figure(height=240, sizing_mode="stretch_width", x_axis_type="datetime", toolbar_location=None,
@@ -53,6 +56,10 @@ def hours_chart(by_day: dict[str, dict[str, Any]]) -> Any:
     plot.y_range.start = 0
     plot.xgrid.grid_line_color = None
     plot.outline_line_color = None
+    if first is not None and last is not None:
+        start = datetime.combine(min(first, *(d.date() for d in days)), datetime.min.time())
+        end = datetime.combine(max(last, *(d.date() for d in days)), datetime.min.time())
+        plot.x_range = Range1d(start - timedelta(hours=12), end + timedelta(hours=12))
     return plot
 
 
@@ -62,23 +69,25 @@ class ActivityView:
     def __init__(self, data: DashboardData) -> None:
         self.data = data
         self.report: ActivityReport | None = None
-        self.period = pn.widgets.Select(name="Period", options=PERIODS, value="all", width=160,
+        self.period = pn.widgets.Select(label="Period", options=PERIODS, value="all", width=160,
                                         css_classes=["memo-period"])
         # typed dates (YYYY-MM-DD): a calendar that cannot be typed into is slow for a billing month
-        self.since = pn.widgets.TextInput(name="Since", placeholder="YYYY-MM-DD", width=120, disabled=True,
+        self.since = pn.widgets.TextInput(label="Since", placeholder="YYYY-MM-DD", width=120, disabled=True,
                                           css_classes=["memo-act-since"])
-        self.until = pn.widgets.TextInput(name="Until", placeholder="YYYY-MM-DD", width=120, disabled=True,
+        self.until = pn.widgets.TextInput(label="Until", placeholder="YYYY-MM-DD", width=120, disabled=True,
                                           css_classes=["memo-act-until"])
-        self.client = pn.widgets.Select(name="Client", options=[ALL_CLIENTS, *data.clients()], value=ALL_CLIENTS,
+        self.client = pn.widgets.Select(label="Client", options=[ALL_CLIENTS, *data.clients()], value=ALL_CLIENTS,
                                         width=200, css_classes=["memo-act-client"])
         self.timesheet = pn.widgets.FileDownload(callback=self._timesheet_pdf, filename="timesheet.pdf",
                                                  label="⬇ Timesheet PDF", button_type="primary", width=170,
-                                                 margin=(24, 10, 10, 10), css_classes=["memo-timesheet-pdf"])
+                                                 margin=(24, 10, 10, 10), css_classes=["memo-timesheet-pdf"],
+                                                 stylesheets=[DISABLED_LOOK])
         self.invoice = pn.widgets.FileDownload(callback=self._invoice_pdf, filename="invoice-draft.pdf",
                                                label="⬇ Invoice PDF", button_type="success", width=150,
-                                               margin=(24, 10, 10, 10), css_classes=["memo-invoice-pdf"])
-        self.issue = pn.widgets.Button(name="Issue invoice", button_type="warning", width=130, margin=(24, 10, 10, 10),
-                                       disabled=True, css_classes=["memo-issue-invoice"])
+                                               margin=(24, 10, 10, 10), css_classes=["memo-invoice-pdf"],
+                                               stylesheets=[DISABLED_LOOK])
+        self.issue = pn.widgets.Button(label="Issue invoice", button_type="warning", width=130, margin=(24, 10, 10, 10),
+                                       disabled=True, css_classes=["memo-issue-invoice"], stylesheets=[DISABLED_LOOK])
         self.issue.on_click(self._issue)
         self.issued = html_pane(sizing_mode="stretch_width", visible=False, css_classes=["memo-issued"])
         self.summary = html_pane(sizing_mode="stretch_width", css_classes=["memo-activity-summary"])
@@ -133,7 +142,14 @@ class ActivityView:
             since, until = self.bounds()
             report = self.data.activity(client, since, until)
         except MemoError as exc:
-            self.summary.object = note("error", str(exc))
+            # nothing of the last period stays on screen, nor can be downloaded as this one
+            self.report = None
+            with pn.io.hold():
+                self.summary.object = note("error", str(exc))
+                self.chart.visible = self.invoice_note.visible = False
+                self.by_client.object = ""
+                self.sheet.value = pd.DataFrame(columns=SHEET_COLUMNS)
+                self.timesheet.disabled = self.invoice.disabled = self.issue.disabled = True
             return
         self.report = report
         with pn.io.hold():
@@ -154,7 +170,7 @@ class ActivityView:
                      ("Prompts", f"{report.total_prompts:,}"),
                      ("AI cost (API-equivalent, USD)", report.wire()["totalCostUsd"])]))
         if report.by_day:
-            self.chart.object = hours_chart(report.by_day)
+            self.chart.object = hours_chart(report.by_day, *self.bounds())
         self.chart.visible = bool(report.by_day)
         rows = [[name, bucket["sessions"], format_minutes(bucket["durationMinutes"]), f"{bucket['billableHours']:.2f}"]
                 for name, bucket in report.by_client.items()]
@@ -200,7 +216,8 @@ class ActivityView:
 
     def _stamp(self) -> str:
         since, until = self.bounds()
-        parts = [since.isoformat() if since else "start", until.isoformat() if until else "now"]
+        parts = ([since.isoformat() if since else "until", until.isoformat() if until else "now"]
+                 if since or until else ["all-time"])
         if self.client.value != ALL_CLIENTS:
             parts.append("".join(c if c.isalnum() or c in "-_" else "_" for c in self.client.value)[:40])
         return "_".join(parts)

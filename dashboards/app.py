@@ -53,7 +53,7 @@ TAB_NAMES = ("Prompts & Intent Stories", "Activity & Invoicing", "Derived Rules"
 
 def _lazy(build: Callable[[], pn.viewable.Viewable]) -> tuple[pn.Column, Callable[[], None]]:
     """A placeholder column and the function that fills it once."""
-    holder = pn.Column(pn.indicators.LoadingSpinner(value=True, size=30, name="Loading…"),
+    holder = pn.Column(pn.indicators.LoadingSpinner(value=True, size=30, label="Loading…"),
                        sizing_mode="stretch_width")
     done: list[bool] = []
 

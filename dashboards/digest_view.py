@@ -48,7 +48,7 @@ class DigestView:
         self.message = html_pane(sizing_mode="stretch_width", margin=(0, 10), visible=False)
         self.items = pn.Column(sizing_mode="stretch_width", margin=0, css_classes=["memo-digest-items"],
                                styles={"max-height": "420px", "overflow-y": "auto"})
-        self.refresh_button = pn.widgets.Button(name="↻ Refresh", button_type="light", width=100,
+        self.refresh_button = pn.widgets.Button(label="↻ Refresh", button_type="light", width=100,
                                                 css_classes=["memo-digest-refresh"])
         self.refresh_button.on_click(lambda _: self.refresh(force=True))
         self.layout = pn.Column(
@@ -88,7 +88,7 @@ class DigestView:
         if proposal is None:
             return pn.Column(text, sizing_mode="stretch_width", css_classes=["memo-digest-item"], styles=style)
         label = APPLY_LABELS.get(proposal["actionClass"], "Apply the proposal")
-        button = pn.widgets.Button(name=f"▶ {label}", button_type="primary", width=260, margin=(0, 10, 6, 10),
+        button = pn.widgets.Button(label=f"▶ {label}", button_type="primary", width=260, margin=(0, 10, 6, 10),
                                    css_classes=["memo-digest-apply"], description=proposal["summary"])
         button.on_click(lambda _event, item=item: self.apply(item))
         return pn.Column(text, button, sizing_mode="stretch_width", css_classes=["memo-digest-item"], styles=style)

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 import panel as pn
 
+from memo_analytics.domain.clock import zone_name
 from memo_analytics.dashboard_data import PAGE_SIZES, DashboardData, PromptQuery, page_count, preview
 from memo_analytics.dashboards.style import esc, html_pane, note
 from memo_analytics.domain.errors import MemoError
@@ -29,37 +30,38 @@ class PromptsView:
         self.page = 1
         self.pages = 1
         vaults = data.vaults()
-        self.vault = pn.widgets.Select(name="Vault", options=vaults, value=next(iter(vaults.values())), width=260,
+        self.vault = pn.widgets.Select(label="Vault", options=vaults, value=next(iter(vaults.values())), width=260,
                                        disabled=len(vaults) == 1, css_classes=["memo-vault"])
-        self.search = pn.widgets.TextInput(name="Search", placeholder="Full text (Enter to search)", width=300,
+        self.search = pn.widgets.TextInput(label="Search", placeholder="Full text (Enter to search)", width=300,
                                            css_classes=["memo-search"])
-        self.project = pn.widgets.Select(name="Project", width=200, css_classes=["memo-project"])
-        self.model = pn.widgets.TextInput(name="Model", placeholder="contains…", width=150, css_classes=["memo-model"])
-        self.agent = pn.widgets.TextInput(name="Agent", placeholder="contains…", width=150, css_classes=["memo-agent"])
-        self.client = pn.widgets.TextInput(name="Client", placeholder="name, any case", width=150,
+        self.project = pn.widgets.Select(label="Project", width=200, css_classes=["memo-project"])
+        self.model = pn.widgets.TextInput(label="Model", placeholder="contains…", width=150, css_classes=["memo-model"])
+        self.agent = pn.widgets.TextInput(label="Agent", placeholder="contains…", width=150, css_classes=["memo-agent"])
+        self.client = pn.widgets.TextInput(label="Client", placeholder="name, any case", width=150,
                                            css_classes=["memo-client"])
-        self.since = pn.widgets.DatePicker(name="Since", width=140, css_classes=["memo-since"])
-        self.until = pn.widgets.DatePicker(name="Until", width=140, css_classes=["memo-until"])
-        self.clear = pn.widgets.Button(name="Clear filters", button_type="light", width=110, margin=(24, 10, 10, 10))
-        self.ides = pn.widgets.RadioButtonGroup(name="IDE", button_type="primary", button_style="outline",
+        self.since = pn.widgets.DatePicker(label="Since", width=140, css_classes=["memo-since"])
+        self.until = pn.widgets.DatePicker(label="Until", width=140, css_classes=["memo-until"])
+        self.clear = pn.widgets.Button(label="Clear filters", button_type="light", width=110, margin=(24, 10, 10, 10))
+        self.ides = pn.widgets.RadioButtonGroup(label="IDE", button_type="primary", button_style="outline",
                                                 css_classes=["memo-ide-chips"])
-        self.page_size = pn.widgets.Select(name="Rows per page", options=list(PAGE_SIZES), value=20, width=110,
+        self.page_size = pn.widgets.Select(label="Rows per page", options=list(PAGE_SIZES), value=20, width=110,
                                            css_classes=["memo-page-size"])
-        self.first = pn.widgets.Button(name="« First", width=80, css_classes=["memo-first"])
-        self.prev = pn.widgets.Button(name="‹ Previous", width=100, css_classes=["memo-prev"])
-        self.next = pn.widgets.Button(name="Next ›", width=90, css_classes=["memo-next"])
-        self.last = pn.widgets.Button(name="Last »", width=80, css_classes=["memo-last"])
+        self.first = pn.widgets.Button(label="« First", width=80, css_classes=["memo-first"])
+        self.prev = pn.widgets.Button(label="‹ Previous", width=100, css_classes=["memo-prev"])
+        self.next = pn.widgets.Button(label="Next ›", width=90, css_classes=["memo-next"])
+        self.last = pn.widgets.Button(label="Last »", width=80, css_classes=["memo-last"])
         self.status = html_pane(css_classes=["memo-page-status"], margin=(18, 10, 5, 10))
         self.table = pn.widgets.Tabulator(
             pd.DataFrame(columns=COLUMNS), show_index=False, disabled=True, selectable=False,
             layout="fit_data_stretch", sizing_mode="stretch_width", css_classes=["memo-prompts-table"],
             widths={"Prompt": 420}, header_align="left", text_align={"Turn": "right"},
+            titles={"When": f"When ({zone_name(data.store.zone)})"},  # whose clock: the vault's zone
         )
         self.table.on_click(self._open_row)
         self.drawer_title = html_pane(sizing_mode="stretch_width", css_classes=["memo-drawer-title"])
         self.drawer_prompt = html_pane(sizing_mode="stretch_width", css_classes=["memo-drawer-prompt"])
         self.drawer_story = html_pane(sizing_mode="stretch_width", css_classes=["memo-drawer-story"])
-        self.close = pn.widgets.Button(name="✕ Close", width=80, button_type="light", css_classes=["memo-drawer-close"])
+        self.close = pn.widgets.Button(label="✕ Close", width=80, button_type="light", css_classes=["memo-drawer-close"])
         self.close.on_click(lambda _: setattr(self.drawer, "visible", False))
         self.drawer = pn.Column(
             pn.Row(self.drawer_title, self.close, sizing_mode="stretch_width"),
@@ -142,7 +144,7 @@ class PromptsView:
         self.ids = [(item["project"], item["id"]) for item in items]
         rows = [[self.data.local_time(i.get("created")), i.get("project") or "", i.get("sessionId") or "",
                  i.get("turn") if i.get("turn") is not None else "", i.get("ide") or "", i.get("model") or "",
-                 i.get("client") or "", preview(i.get("body"))] for i in items]
+                 i.get("client") or "internal", preview(i.get("body"))] for i in items]
         with pn.io.hold():
             self.table.value = pd.DataFrame(rows, columns=COLUMNS)
             first = result["offset"] + 1 if items else 0

@@ -27,16 +27,16 @@ class RulesView:
     def __init__(self, data: DashboardData) -> None:
         self.data = data
         self.candidates: list[Candidate] = []
-        self.project = pn.widgets.Select(name="Project", options=[ALL_PROJECTS, *data.facets().projects],
+        self.project = pn.widgets.Select(label="Project", options=[ALL_PROJECTS, *data.facets().projects],
                                          value=ALL_PROJECTS, width=220, css_classes=["memo-rules-project"])
-        self.min_confidence = pn.widgets.FloatSlider(name="Minimum confidence", start=0.0, end=0.99, step=0.05,
+        self.min_confidence = pn.widgets.FloatSlider(label="Minimum confidence", start=0.0, end=0.99, step=0.05,
                                                      format="0.00", value=0.0, width=220,
                                                      css_classes=["memo-rules-min"])
-        self.save = pn.widgets.Button(name=f"Save as traps (≥ {TRAP_THRESHOLD:.2f})", button_type="primary",
+        self.save = pn.widgets.Button(label=f"Save as traps (≥ {TRAP_THRESHOLD:.2f})", button_type="primary",
                                       width=190, margin=(24, 10, 10, 10), css_classes=["memo-rules-save"])
-        self.destination = pn.widgets.Select(name="Promote into", options=list(PROMOTE_TARGETS), width=250,
+        self.destination = pn.widgets.Select(label="Promote into", options=list(PROMOTE_TARGETS), width=250,
                                              css_classes=["memo-rules-destination"])
-        self.promote = pn.widgets.Button(name="Promote", button_type="success", width=100, margin=(24, 10, 10, 10),
+        self.promote = pn.widgets.Button(label="Promote", button_type="success", width=100, margin=(24, 10, 10, 10),
                                          css_classes=["memo-rules-promote"])
         self.summary = html_pane(sizing_mode="stretch_width", css_classes=["memo-rules-summary"])
         self.message = html_pane(sizing_mode="stretch_width", visible=False, css_classes=["memo-rules-message"])

@@ -315,4 +315,4 @@ def test_the_proposal_tooltip_is_text(tour):
 
 
 def test_a_hostile_client_name_never_reaches_the_download_file_name(tour):
-    assert re.fullmatch(r"timesheet-start_now_[A-Za-z0-9_-]+\.pdf", tour.download_name), tour.download_name
+    assert re.fullmatch(r"timesheet-all-time_[A-Za-z0-9_-]+\.pdf", tour.download_name), tour.download_name

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import grimp
+import pytest
 
 from memo_analytics.dashboard_data import DashboardData
 
@@ -78,3 +79,46 @@ def test_pdf_downloads_render_off_the_event_loop(store):
         assert inspect.iscoroutinefunction(callback)  # Panel awaits them on the event loop
         assert asyncio.run(callback(view)).read() == b"%PDF-0.0"
     assert len(threads) == 2 and all(name.startswith("memo-pdf") for name in threads)
+
+
+# Panel 1.9's notices for 2.0 (button_type …) and pandas 3's about Panel's own calls: the libraries' business
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_a_refused_period_leaves_nothing_of_the_last_one_to_read_or_download(store):
+    """Typed `04/12/2026` as Since: the error showed above the all-time chart and table, and the
+    Timesheet PDF button still downloaded the all-time report."""
+    from memo_analytics.dashboards.activity_view import ActivityView
+    from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+
+    start_session(store, StartSessionRequest(session_id="s1", project="web", client="Acme",
+                                             start_time="2026-03-02T09:00:00Z"))
+    end_session(store, EndSessionRequest(session_id="s1", project="web", until="2026-03-02T10:00:00Z"))
+    view = ActivityView(DashboardData(store))
+    assert view.report is not None and view.chart.visible and not view.timesheet.disabled and len(view.sheet.value) == 1
+    view.period.value = "custom"
+    view.since.value = "04/12/2026"
+    assert "Invalid since date" in view.summary.object and view.report is None
+    assert (view.chart.visible, view.by_client.object, len(view.sheet.value)) == (False, "", 0)
+    assert view.timesheet.disabled and view.invoice.disabled and view.issue.disabled
+    view.since.value, view.until.value = "2026-03-01", "2026-03-31"  # a period again: all of it is back
+    assert view.report is not None and view.chart.visible and not view.timesheet.disabled
+    assert view.timesheet.filename == "timesheet-2026-03-01_2026-03-31.pdf"
+    # the chart spans the period chosen, not only the days with billed time
+    x_range = view.chart.object.x_range
+    assert (x_range.start.date().isoformat(), x_range.end.date().isoformat()) == ("2026-02-28", "2026-03-31")
+    view.period.value = "all"
+    assert view.timesheet.filename == "timesheet-all-time.pdf"
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_prompts_table_says_whose_clock_and_internal_for_no_client(store):
+    """The "When" column had no zone (a daemon in UTC and a laptop in Berlin showed one turn an
+    hour apart), and a turn without a client had a blank cell where the drawer said internal."""
+    from memo_analytics.dashboards.prompts_view import PromptsView
+    from memo_analytics.services.prompts import record_prompt
+    from memo_analytics.services.requests import RecordPromptRequest
+
+    record_prompt(store, RecordPromptRequest(body="tidy the cart", project="web", created="2026-03-02T09:00:00Z"))
+    view = PromptsView(DashboardData(store))
+    assert view.table.titles["When"] == f"When ({store.settings.timezone})"
+    assert view.table.value["Client"].tolist() == ["internal"]
