@@ -290,7 +290,11 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                     or not all(isinstance(r, dict) for r in answer.get("results", [])):
                 raise ValueError("the answer is not a memo daemon's sync answer")
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
-            reason = _one_line(f"HTTP {exc.code}" if isinstance(exc, urllib.error.HTTPError) else
+            refused = isinstance(exc, urllib.error.HTTPError) and exc.code in (401, 403)
+            reason = _one_line(f"HTTP {exc.code}" + (": the daemon refused this machine's token; check hybrid.token "
+                                                     "(memo config set hybrid.token TOKEN, the daemon's MEMO_TOKEN)"
+                                                     if refused else "")
+                               if isinstance(exc, urllib.error.HTTPError) else
                                f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
             attempts = int(state.get("attempts", 0)) + 1
             state.update(lastError=reason, lastErrorAt=to_iso(now), attempts=attempts,

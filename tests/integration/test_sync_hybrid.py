@@ -512,3 +512,18 @@ def test_in_remote_mode_memo_digest_shows_and_applies_the_team_daemons_digest(tm
     applied = memo("digest", "apply", "session_stalled:w1", "--as-of", "2026-03-10T12:00", env=env)
     assert applied.stdout.startswith("applied "), applied.stdout
     assert read_record(team / "projects" / "web" / "sessions" / "session-w1.md")[0]["status"] == "completed"
+
+
+def test_a_push_the_daemon_refuses_for_the_token_says_which_setting_to_check(tmp_path):
+    """`memo sync push failed (HTTP 401)` left the person guessing."""
+    server = Server(tmp_path / "team", "--token", "the-teams-token-1234")
+    try:
+        mine = Runtime(Settings(vault_root=tmp_path / "mine", timezone="UTC", mode="hybrid",
+                                hybrid=HybridSync(remote_url=server.base, debounce_ms=0, token="a-wrong-one-1234"))).store()
+        _record(mine)
+        result = sync.push(mine)
+        assert result["pending"] == 1 and result["error"] == (
+            "HTTP 401: the daemon refused this machine's token; check hybrid.token (memo config set hybrid.token "
+            "TOKEN, the daemon's MEMO_TOKEN)")
+    finally:
+        server.stop()
