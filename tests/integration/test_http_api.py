@@ -520,3 +520,15 @@ def test_a_connection_beyond_the_cap_is_closed_at_once_and_a_freed_place_serves_
     finally:
         box["loop"].add_callback(box["loop"].stop)
         thread.join(10)
+
+
+def test_a_server_whose_hybrid_remote_is_itself_is_refused(tmp_path):
+    """A team daemon started with the lead laptop's config (hybrid, remoteUrl = this daemon)
+    pushed every record it took to itself."""
+    port = free_port()
+    config = tmp_path / "config.toml"
+    config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "http://localhost:{port}"\n')
+    ran = memo("serve", "--port", str(port), vault=tmp_path / "v", env={"MEMO_CONFIG": str(config)}, check=False)
+    assert ran.returncode == 1 and ran.stderr.strip() == (
+        f"error: Invalid hybrid.remoteUrl: http://localhost:{port} is this server itself: it would push every record "
+        "to itself; give the team daemon a config of its own (MEMO_CONFIG=FILE memo serve), mode local")

@@ -50,6 +50,7 @@ def serve(
     mcp_port = state.settings.ports.mcp if mcp_port is None else mcp_port
     mcp_port = wanted + 1 if mcp_port is None else mcp_port
     _check_free(host, wanted, "port", "choose another with --port")
+    _check_not_itself(state.settings, host, wanted)
     if mcp_port:
         _check_free(host, mcp_port, "mcpPort", "choose another with --mcp-port, or 0 to serve no MCP endpoint")
     state.runtime.stay_up()  # hybrid pushes go out in the background
@@ -69,3 +70,27 @@ def serve(
     err.print(f"memo serve: http://{host}:{server.port}/ (API under /api/){mcp_line} — Ctrl-C to stop")
     server.start()
     server.io_loop.start()
+
+
+def _check_not_itself(settings, host: str, port: int) -> None:
+    """Refuse a hybrid push to the server being started: a team daemon that shares a laptop's
+    config pushed every record it took to itself, for ever (a daemon keeps a config of its own)."""
+    from urllib.parse import urlsplit
+
+    from ...domain.hosts import is_loopback
+
+    url = settings.hybrid.remote_url if settings.mode == "hybrid" else None
+    if not url:
+        return
+    parts = urlsplit(url)
+    try:
+        target = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return
+    name = (parts.hostname or "").strip("[]")
+    every = is_loopback(host) or host in ("0.0.0.0", "::")  # the addresses this server answers on loopback
+    if target == port and (name == host or (is_loopback(name) and every)):
+        raise InvalidFieldError("hybrid.remoteUrl", f"{url} is this server itself: it would push every record to "
+                                                    "itself; give the team daemon a config of its own "
+                                                    "(MEMO_CONFIG=FILE memo serve), mode local")
+
