@@ -496,3 +496,13 @@ def test_a_turn_of_a_session_the_project_does_not_hold_is_said_with_the_closest_
                                   "(memo session start zzz --project shop)"]
     fine = memo("prompt", "record", "--session-id", "fix-login", "--project", "shop", "--body", "z", vault=vault)
     assert fine.stderr == ""
+
+
+def test_a_limit_over_a_page_is_said(tmp_path):
+    """`--limit 500` showed 100 without a word (a page holds at most 100, SPEC §2.6)."""
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "p", "--body", "x", vault=vault)
+    ran = memo("prompt", "list", "--all", "--limit", "500", vault=vault)
+    assert ran.stderr.strip() == ("note: a page holds at most 100 prompts (--limit 500 asked); --offset pages on, "
+                                  "--json with the same --offset too")
+    assert memo("prompt", "list", "--all", "--limit", "100", vault=vault).stderr == ""

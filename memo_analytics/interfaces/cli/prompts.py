@@ -104,6 +104,9 @@ def _print_page(page: dict[str, Any], request: ListRequest) -> None:
                     _short(item.get("body"), 60)) for item in page["items"]])
     if page["hasMore"]:
         out.print(f"more: --offset {page['offset'] + page['limit']}")
+    if request.limit is not None and request.limit > page["limit"]:
+        err.print(f"note: a page holds at most {page['limit']} prompts (--limit {request.limit} asked); --offset "
+                  "pages on, --json with the same --offset too")
 
 
 _FILTERS = dict(
