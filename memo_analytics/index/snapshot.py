@@ -30,8 +30,9 @@ def pending_handoffs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 def sessions_with_pull_requests(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Completed sessions whose deliverables include a ``pr``."""
-    return _records(conn, "kind = 'session' AND status = 'completed' AND deliverables LIKE '%\"pr\"%'")
+    """Completed sessions whose deliverables include a ``pr`` not marked reviewed (``reviewedAt``)."""
+    return _records(conn, "kind = 'session' AND status = 'completed' AND deliverables LIKE '%\"pr\"%' "
+                          "AND coalesce(json_extract(meta, '$.reviewedAt'), '') = ''")
 
 
 def derived_rule_traps(conn: sqlite3.Connection) -> list[dict[str, Any]]:

@@ -214,7 +214,8 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                           f"{', '.join(prs)}", _age(ended, now),
                           int(session.get("durationMinutes") or 0) if session.get("billable", True) is not False else 0,
                           f"memo session export {_q(session['sessionId'])} --project {_q(session['project'])}  "
-                          f"# then review {prs[0]}", to_iso(ended),
+                          f"# then review {prs[0]}; once reviewed: memo session edit {_q(session['sessionId'])} "
+                          f"--project {_q(session['project'])} --reviewed", to_iso(ended),
                           fingerprint(session["id"], session.get("updated")),
                           {"actionClass": "export_story", "params": {"sessionId": session["sessionId"],
                                                                      "project": session["project"]},

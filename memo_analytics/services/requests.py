@@ -87,6 +87,7 @@ class EditSessionRequest(Request):
     end_time: datetime | str | None = Field(None, description="Correct when the session ended, ISO 8601")
     minutes: int | None = Field(None, ge=0, le=7 * 24 * 60, description="Correct its length: it ends this many "
                                                                         "minutes after its start")
+    reviewed: bool | None = Field(None, description="Its pull request was reviewed (true: now; false: not yet)")
     cwd: str | None = Field(None, description="The caller's working directory (chooses between projects)")
 
 

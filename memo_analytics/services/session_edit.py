@@ -88,12 +88,14 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                                                f"most {MAX_SUMMARY_CHARS} (it is printed on invoices)")
     if request.to_project is not None:
         wanted["project"] = validate_slug(request.to_project, "project")
+    if request.reviewed is not None:  # the digest's pr_awaiting_review ends once it is (SPEC §6)
+        wanted["reviewedAt"] = to_iso(now) if request.reviewed else None
     if request.minutes is not None and request.end_time is not None:
         raise InvalidFieldError("minutes", "give the end time or the minutes from the start, not both")
     times = request.start_time is not None or request.end_time is not None or request.minutes is not None
     if not wanted and not times:
         raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable, --summary, "
-                                           "--to-project, --start, --end or --minutes")
+                                           "--to-project, --start, --end, --minutes or --reviewed")
     session_id = store.session_id_for(validate_session_id(request.session_id or ""))  # or its record's id
     record_id = session_record_id(session_id)
     with store.lock():
@@ -114,6 +116,8 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                                                f"--to-project {moving}")
         if times:
             wanted.update(_edited_times(store, request, meta, now))
+        if wanted.get("reviewedAt") and meta.get("reviewedAt"):
+            wanted.pop("reviewedAt")  # reviewed already: it keeps when
         changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
         billing = sorted(set(changed) & {"client", "billable", "project"})
         sent = [k for k in ("client", "billable", "project", "startTime", "endTime", "durationMinutes") if k in changed]

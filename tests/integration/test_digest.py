@@ -206,3 +206,27 @@ def test_an_item_names_whose_work_it_is(tmp_path):
     assert "(ana@team.test)" in memo("digest", "--as-of", "2026-03-10T12:00", vault=vault).stdout
     assert "web · ana@team.test" in item_html({**item, "owner": "ana@team.test"})
     assert "&lt;b&gt;" in item_html({**item, "owner": "<b>x</b>"})
+
+
+def test_a_reviewed_pull_request_leaves_the_digest(tmp_path):
+    """`pr_awaiting_review` stayed after the story was exported and the PR reviewed: nothing could
+    record a review. `memo session edit SID --reviewed` does (``reviewedAt``), and the item goes."""
+    vault = tmp_path / "v"
+    memo("session", "start", "w1", "--project", "web", "--start-time", "2026-03-10T09:00:00Z", vault=vault)
+    memo("session", "end", "w1", "--project", "web", "--until", "2026-03-10T10:00:00Z", "--pr",
+         "https://github.com/acme/web/pull/3", vault=vault)
+
+    def awaiting() -> list[dict]:
+        items = json.loads(memo("--json", "digest", "--as-of", "2026-03-11T09:00", vault=vault).stdout)["items"]
+        return [i for i in items if i["kind"] == "pr_awaiting_review"]
+
+    [item] = awaiting()
+    assert item["action"].endswith("# then review https://github.com/acme/web/pull/3; once reviewed: memo session "
+                                   "edit w1 --project web --reviewed")
+    edited = json.loads(memo("--json", "session", "edit", "w1", "--reviewed", vault=vault).stdout)
+    assert edited["changed"] == ["reviewedAt"] and edited["reviewedAt"]
+    assert awaiting() == []
+    again = memo("session", "edit", "w1", "--reviewed", vault=vault, check=False)
+    assert again.stdout.strip() == "session w1: already so, nothing changed"  # it keeps when it was reviewed
+    memo("session", "edit", "w1", "--not-reviewed", vault=vault)
+    assert [i["id"] for i in awaiting()] == ["pr_awaiting_review:w1"]

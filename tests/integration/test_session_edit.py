@@ -115,7 +115,7 @@ def test_not_billable_leaves_the_invoice_and_nothing_to_change_says_so(billing):
     assert (same.returncode, same.stdout.strip()) == (1, "session a2: already so, nothing changed")
     none = run(billing, "session", "edit", "a2")
     assert none.stderr.strip() == ("error: Invalid session: nothing to change: give --client, "
-                                   "--billable/--no-billable, --summary, --to-project, --start, --end or --minutes")
+                                   "--billable/--no-billable, --summary, --to-project, --start, --end, --minutes or --reviewed")
     missing = run(billing, "session", "edit", "nope", "--summary", "x")
     assert (missing.returncode, missing.stderr.strip()) == (
         1, "error: Invalid session: no session nope in the vault (memo session show lists them)")

@@ -140,6 +140,8 @@ def session_edit(
     end: Optional[str] = typer.Option(None, "--end", help="Correct when it ended (as --start)."),
     minutes: Optional[int] = typer.Option(None, "--minutes", help="Correct its length: it ends this many minutes "
                                           "after its start."),
+    reviewed: Optional[bool] = typer.Option(None, "--reviewed/--not-reviewed", help="Its pull request was reviewed "
+                                            "(the digest stops asking for a review)."),
 ) -> None:
     """Correct a session's client, billable flag, summary, project (its turns follow) or times."""
     from ...services.requests import EditSessionRequest
@@ -147,7 +149,7 @@ def session_edit(
 
     request = _build(EditSessionRequest, session_id=session_id, project=project, client=client, billable=billable,
                      summary=summary, to_project=to_project, start_time=start, end_time=end, minutes=minutes,
-                     cwd=str(Path.cwd()))
+                     reviewed=reviewed, cwd=str(Path.cwd()))
     record = edit_session(state.store, request)
     if record["newClient"]:
         note_new_client(record["client"])
