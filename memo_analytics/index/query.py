@@ -103,7 +103,7 @@ class PromptFilter:
     """Metadata filters, AND-combined (SPEC §2.6).
 
     ``ide`` exact case-insensitive; ``model``/``agent`` case-insensitive substring;
-    ``session_id``, ``task_slug`` exact; ``client`` in any case (``internal``: none); ``billable`` exact; every tag in
+    ``session_id``, ``task_slug``, ``client`` exact; ``billable`` exact; every tag in
     ``tags`` must be present; ``bounds`` limit ``created`` (half-open, UTC).
     ``projects`` None means every project (cross-project).
     """
@@ -144,15 +144,10 @@ def build_where(kind: str, flt: PromptFilter, alias: str = "r") -> tuple[str, li
         if value:
             clauses.append(f"lower({a}.{column}) LIKE '%' || lower(?) || '%' ESCAPE '\\'")
             params.append(_like_escape(value))
-    for column, value in (("session_id", flt.session_id), ("task_slug", flt.task_slug)):
+    for column, value in (("session_id", flt.session_id), ("task_slug", flt.task_slug), ("client", flt.client)):
         if value:
             clauses.append(f"{a}.{column} = ?")
             params.append(value)
-    if flt.client and flt.client.strip().lower() == "internal":  # as reports name it: no client
-        clauses.append(f"lower(coalesce(trim({a}.client), '')) IN ('', 'internal')")
-    elif flt.client:  # as reports match it: the name in any case, spaces around aside
-        clauses.append(f"lower(trim({a}.client)) = lower(trim(?))")
-        params.append(flt.client)
     if flt.billable is not None:
         clauses.append(f"{a}.billable = ?")
         params.append(1 if flt.billable else 0)

@@ -463,24 +463,24 @@ def test_a_search_without_words_is_refused_naming_the_query(tmp_path):
     assert json.loads(memo("--json", "prompt", "search", "login", "--all", vault=vault).stdout)["total"] == 1
 
 
-def test_the_client_filter_of_listings_matches_as_reports_do(tmp_path):
-    """``activity --client "acme corp"`` found the Acme Corp sessions and ``prompt list`` with the
-    same filter found none: listings took the name exactly. Any case, spaces around aside, and
-    ``internal`` for no client, in prompt list/search and session show."""
+def test_a_client_filter_that_matches_no_name_exactly_says_the_spelling_that_does(tmp_path):
+    """``activity --client "acme corp"`` found the Acme Corp sessions; ``prompt list`` with the same
+    filter found none and said nothing. Listings match a client exactly (SPEC §2.6) — and now say
+    the spelling the vault uses when the one given matches nothing."""
     vault = tmp_path / "v"
     memo("session", "start", "a", "--project", "p", "--client", "Acme Corp", "--start-time", "2026-03-02T09:00:00Z",
          vault=vault)
     memo("prompt", "record", "--session-id", "a", "--project", "p", "--body", "fix the cart", vault=vault)
-    memo("prompt", "record", "--session-id", "b", "--project", "p", "--body", "tidy the cart", vault=vault)
 
     def listed(*args: str) -> list[str]:
         return [i.get("sessionId") for i in json.loads(memo("--json", *args, vault=vault).stdout)["items"]]
 
-    assert listed("prompt", "list", "--all", "--client", " acme corp ") == ["a"]
-    assert listed("prompt", "search", "cart", "--all", "--client", "ACME CORP") == ["a"]
-    assert listed("prompt", "list", "--all", "--client", "internal") == ["b"]
-    assert listed("session", "show", "--all", "--client", "acme corp") == ["a"]
-    assert listed("prompt", "list", "--all", "--client", "Acme") == []  # a name, not a part of one
+    assert listed("prompt", "list", "--all", "--client", "Acme Corp") == ["a"]
+    assert listed("prompt", "list", "--all", "--client", "acme corp") == []  # exact, as SPEC §2.6 has it
+    for args in (["prompt", "list", "--all"], ["prompt", "search", "cart", "--all"], ["session", "show", "--all"]):
+        said = memo(*args, "--client", "acme corp", vault=vault)
+        assert "note: listings match a client's name exactly: --client 'Acme Corp'" in said.stderr, args
+
 
 
 def test_a_turn_of_a_session_the_project_does_not_hold_is_said_with_the_closest_ids(tmp_path):

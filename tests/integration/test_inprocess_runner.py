@@ -68,7 +68,7 @@ def test_nothing_of_a_run_reaches_the_next_or_the_test(vault, tmp_path, monkeypa
     assert json.loads(shown.stdout)["total"] == 1
     assert os.getcwd() == here and dict(os.environ) == before
     human = memo("prompt", "list", "--all", vault=vault)  # no --json left over from the run before
-    assert human.stdout.startswith(" ") and "1 prompts" in human.stdout and not human.stdout.startswith("{")
+    assert human.stdout.startswith(" ") and "1 prompt (showing" in human.stdout and not human.stdout.startswith("{")
     # MEMO_VAULT of the test's environment reaches a run only when passed (as the process helper had it)
     monkeypatch.setenv("MEMO_VAULT", str(vault))
     assert json.loads(memo("--json", "prompt", "list", "--all", env={"HOME": str(tmp_path)}).stdout)["total"] == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
 from typing import Any, Callable, Optional, Sequence
 
@@ -481,6 +482,20 @@ def left_off_note(left: dict) -> None:
              f"{left['alreadyInvoiced']} already invoiced (memo invoice list)" if left.get("alreadyInvoiced") else ""]
     if any(parts):
         err.print("note: billable sessions of the period left off: " + "; ".join(p for p in parts if p))
+
+
+def note_client_spelling(client: str | None, found: int) -> None:
+    """A listing whose ``--client`` matched nothing: say the spelling the config or the vault
+    uses, when the name given is one of theirs in another case (listings match a client's name
+    exactly, SPEC §2.6; reports in any case)."""
+    if found or not client:
+        return
+    from ...services.prompts import canonical_client
+
+    spelled = canonical_client(state.store, client.strip())
+    if spelled and spelled != client:
+        err.print(_safe(f"note: listings match a client's name exactly: --client {shlex.quote(spelled)} "
+                        f"(reports take it in any case)"))
 
 
 def say_duplicate_invoices(result: dict) -> None:

@@ -14,6 +14,7 @@ from ...domain.errors import InvalidFieldError, MemoError
 from ...services import prompts as prompt_service
 from ...services.requests import ListRequest, RecordPromptRequest
 from .common import (
+    note_client_spelling,
     print_listing,
     _build,
     _check_scope,
@@ -97,6 +98,7 @@ def _print_page(page: dict[str, Any], request: ListRequest) -> None:
     scope = _scope_line(state.store.scope(request.project, request.cross_project, request.cwd), bool(request.project))
     if not page["items"]:
         out.print(f"No prompts match. {scope}")
+        note_client_spelling(request.client, page["total"])
         return
     print_listing(f"{page['total']} prompt{'' if page['total'] == 1 else 's'} (showing {page['offset'] + 1}–{page['offset'] + len(page['items'])})"
                   f" · {scope}", (f"created ({_zone_label()})", "project", "id", "ide", "prompt"), "id",
@@ -117,7 +119,7 @@ _FILTERS = dict(
     agent=typer.Option(None, "--agent", help="Agent, substring (case-insensitive)."),
     session_id=typer.Option(None, "--session-id", help="Session id, exact."),
     task_slug=typer.Option(None, "--task-slug", "--slug", help="Task slug, exact."),
-    client=typer.Option(None, "--client", help="Client (its name in any case; internal: none)."),
+    client=typer.Option(None, "--client", help="Client, exact."),
     billable=typer.Option(None, "--billable/--no-billable", help="Billable or not."),
     tag=typer.Option([], "--tag", help="Tag that must be present (repeatable)."),
     since=typer.Option(None, "--since", help="Created at or after (ISO date or time)."),

@@ -23,6 +23,7 @@ from ...services.requests import (
     StartSessionRequest,
 )
 from .common import (
+    note_client_spelling,
     print_listing,
     _build,
     _check_scope,
@@ -217,7 +218,7 @@ def session_show(
     project: Optional[str] = typer.Option(None, "--project", help="Project id (listing; with a session id, the "
                                           "session must belong to it)."),
     all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
-    client: Optional[str] = typer.Option(None, "--client", help="Client, any case (listing; internal: none)."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client, exact (listing)."),
     since: Optional[str] = typer.Option(None, "--since", help="Sessions starting at or after (listing)."),
     until: Optional[str] = typer.Option(None, "--until", help="Sessions starting at or before (listing)."),
     limit: int = typer.Option(20, "--limit", help="Page size, 1–100."),
@@ -245,6 +246,7 @@ def session_show(
             return
         if not r["items"]:
             out.print(f"No sessions from offset {r['offset']} ({r['total']} in all)." if r["total"] else "No sessions match.")
+            note_client_spelling(client, r["total"])
             return
         shown = f" (showing {r['offset'] + 1}–{r['offset'] + len(r['items'])})" if r["total"] > len(r["items"]) else ""
         print_listing(f"{r['total']} sessions{shown}",
