@@ -136,6 +136,12 @@ def _hours(minutes: int) -> str:
     return f"{minutes / 60:.1f} h" if minutes >= 60 else f"{minutes} min"
 
 
+def _since(minutes: int) -> str:
+    """How long ago, as the age column says it: days from two days on (``111.5 h`` beside
+    ``4 d`` read as two figures); time billed stays in hours (:func:`_hours`)."""
+    return f"{minutes / 1440:.1f} d" if minutes >= 2 * 1440 else _hours(minutes)
+
+
 def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolicy) -> Item | None:
     start = from_iso(session["startTime"])
     last = from_iso(session["lastTurnAt"]) if session.get("lastTurnAt") else start
@@ -153,12 +159,12 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
     if open_minutes >= policy.open_too_long_hours * 60:
         at_stake = max(open_minutes - _age(start, last), 0) if billable else 0
         return Item("session_open_too_long", KIND_LANE["session_open_too_long"], sid, project,
-                    "you to end it", f"open {_hours(open_minutes)}, last turn {_hours(idle_minutes)} ago; "
+                    "you to end it", f"open {_hours(open_minutes)}, last turn {_since(idle_minutes)} ago; "
                     f"ending now would bill {_hours(open_minutes)}" + ("" if billable else " (not billable)"),
                     open_minutes, at_stake, end_command, to_iso(start), state, proposal)
     if idle_minutes >= policy.stalled_minutes:
         return Item("session_stalled", KIND_LANE["session_stalled"], sid, project,
-                    "a turn or an end", f"no turn for {_hours(idle_minutes)}", idle_minutes,
+                    "a turn or an end", f"no turn for {_since(idle_minutes)}", idle_minutes,
                     idle_minutes if billable else 0, f"memo session show {_q(sid)} --project {_q(project)}  # resume, or: {end_command}",
                     to_iso(last), state, proposal)
     return None
@@ -197,12 +203,12 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         items.append((Item("handoff_unclaimed", KIND_LANE["handoff_unclaimed"], baton["id"], baton["project"],
                           "a session to pick it up" + (f" ({target})" if target else ""),
                           f"{_count(len(baton.get('nextSteps') or []), 'next step')} left by {baton.get('fromSessionId')} "
-                          f"{_hours(age)} ago", age, 0,
+                          f"{_since(age)} ago", age, 0,
                           f"{start}  # or: memo session handoff {_q(baton.get('fromSessionId') or '')} "
                           f"--project {_q(baton['project'])} --cancel",
                           to_iso(created), fingerprint(baton["id"], baton.get("updated"), baton.get("status")),
                           {"actionClass": "cancel_handoff", "params": {"id": baton["id"], "project": baton["project"]},
-                           "summary": f"cancel {baton['id']}, unclaimed for {_hours(age)}"}), baton))
+                           "summary": f"cancel {baton['id']}, unclaimed for {_since(age)}"}), baton))
     for session in snapshot.pull_request_sessions:
         deliverables = session.get("deliverables") or []
         if any(d.get("type") in ("review", "merge", "merged") for d in deliverables):
@@ -210,7 +216,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         ended = from_iso(session.get("endTime") or session["startTime"])
         prs = [d.get("url") or d.get("title") or "pull request" for d in deliverables if d.get("type") == "pr"]
         items.append((Item("pr_awaiting_review", KIND_LANE["pr_awaiting_review"], session["sessionId"],
-                          session["project"], "your review", f"finished {_hours(_age(ended, now))} ago with "
+                          session["project"], "your review", f"finished {_since(_age(ended, now))} ago with "
                           f"{', '.join(prs)}", _age(ended, now),
                           int(session.get("durationMinutes") or 0) if session.get("billable", True) is not False else 0,
                           f"memo session export {_q(session['sessionId'])} --project {_q(session['project'])}  "

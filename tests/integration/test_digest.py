@@ -221,6 +221,10 @@ def test_a_reviewed_pull_request_leaves_the_digest(tmp_path):
         return [i for i in items if i["kind"] == "pr_awaiting_review"]
 
     [item] = awaiting()
+    assert item["why"] == "finished 23.0 h ago with https://github.com/acme/web/pull/3"
+    later = json.loads(memo("--json", "digest", "--as-of", "2026-03-14T10:00", vault=vault).stdout)["items"]
+    assert [i["why"] for i in later if i["kind"] == "pr_awaiting_review"] == [
+        "finished 4.0 d ago with https://github.com/acme/web/pull/3"]  # in days, as the age column (it said 96.0 h)
     assert item["action"].endswith("# then review https://github.com/acme/web/pull/3; once reviewed: memo session "
                                    "edit w1 --project web --reviewed")
     edited = json.loads(memo("--json", "session", "edit", "w1", "--reviewed", vault=vault).stdout)
