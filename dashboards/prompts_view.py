@@ -53,8 +53,9 @@ class PromptsView:
         self.status = html_pane(css_classes=["memo-page-status"], margin=(18, 10, 5, 10))
         self.table = pn.widgets.Tabulator(
             pd.DataFrame(columns=COLUMNS), show_index=False, disabled=True, selectable=False,
-            layout="fit_data_stretch", sizing_mode="stretch_width", css_classes=["memo-prompts-table"],
-            widths={"Prompt": 420}, header_align="left", text_align={"Turn": "right"},
+            layout="fit_columns", sizing_mode="stretch_width", css_classes=["memo-prompts-table"],
+            widths={"When": 160, "Project": 110, "Session": 150, "Turn": 66, "IDE": 86, "Model": 120, "Client": 100},
+            header_align="left", text_align={"Turn": "right"},
             titles={"When": f"When ({zone_name(data.store.zone)})"},  # whose clock: the vault's zone
         )
         self.table.on_click(self._open_row)
