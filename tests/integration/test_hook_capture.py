@@ -357,6 +357,9 @@ def test_in_remote_mode_a_refused_token_keeps_the_event_and_the_turn_carries_the
         hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="with a wrong token"), env=env)
         [spooled] = capture.spooled(local)
         assert "with a wrong token" in spooled.read_text()
+        waiting = json.loads(memo("--json", "sync", "status", vault=local, env=env).stdout)  # it was refused: no vault
+        assert (waiting["mode"], waiting["spooledEvents"]) == ("remote", 1)
+        assert "refused this machine (HTTP 401" in waiting["lastHookLine"]
         doctor = memo("doctor", env=env, check=False)
         [line] = [line for line in doctor.stdout.splitlines() if " vault " in line]
         assert doctor.returncode == 1, doctor.stdout

@@ -16,10 +16,33 @@ sync_app = typer.Typer(help="Sync the vault: hybrid pushes to a team daemon, vau
 app.add_typer(sync_app, name="sync")
 
 
+def _remote_status() -> None:
+    """Remote mode keeps no vault: what waits here is the hook events the daemon could not take
+    (down, busy, or refusing the token), and the last line of ``hooks.log`` says why."""
+    from ...services import capture
+    from ...vault.redact import mask_url
+
+    settings = state.settings
+    waiting = len(capture.spooled(settings.vault_root))
+    try:
+        lines = (capture.spool_dir(settings.vault_root).parent / "hooks.log").read_text("utf-8", "replace").splitlines()
+    except OSError:
+        lines = []
+    result = {"mode": "remote", "remoteUrl": mask_url(settings.remote.url or "") or None, "spooledEvents": waiting,
+              "lastHookLine": lines[-1] if lines else None}
+    _emit(result, lambda r: out.print(_safe(
+        f"remote mode · daemon {r['remoteUrl'] or '—'} · {r['spooledEvents']} hook event"
+        f"{'' if r['spooledEvents'] == 1 else 's'} waiting for it (sent with the next event)"
+        + (f"\n  last: {r['lastHookLine']}" if r["lastHookLine"] else ""))))
+
+
 @sync_app.command("status")
 def sync_status() -> None:
     """Pending pushes, last success, last error and the next retry (hybrid), and the state
-    of vault-git when it is on."""
+    of vault-git when it is on; in remote mode, the hook events waiting for the daemon."""
+    if state.settings.mode == "remote":
+        _remote_status()
+        return
     result = sync.status(state.store)
     if state.settings.vault_git.enabled:
         result["vaultGit"] = vault_git_status(state.store)
