@@ -480,6 +480,30 @@ def _quarantine(path: Path) -> None:
             pass
 
 
+#: Runs in which a spooled event fails while the event of the run is recorded, before it is set
+#: aside (``.bad``): an event that cannot be recorded (an unreadable ``.memoignore`` in its
+#: repository) stopped every later one, of every repository, for good.
+SPOOL_ATTEMPTS = 3
+
+
+def _count_failure(vault_root: Path, agent: str, path: Path, entry: dict[str, Any], exc: Exception,
+                   note: Callable[[str], None]) -> None:
+    attempts = int(entry.get("attempts", 0) or 0) + 1 if isinstance(entry.get("attempts", 0), int) else 1
+    reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
+    if attempts >= SPOOL_ATTEMPTS:
+        _quarantine(path)
+        note(f"{agent}: spooled {path.name} set aside (.bad) after failing {attempts} times while other events "
+             f"were recorded: {reason}")
+        return
+    try:
+        from ..vault.io import atomic_write_bytes
+
+        atomic_write_bytes(path, json.dumps({**entry, "attempts": attempts}).encode("utf-8"))
+    except OSError:
+        pass
+    note(f"{agent}: spooled {path.name} failed again ({attempts} of {SPOOL_ATTEMPTS}; other events go on): {reason}")
+
+
 def spooled(vault_root: Path) -> list[Path]:
     """The spooled events, oldest first."""
     folder = spool_dir(vault_root)
@@ -536,6 +560,7 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
                 return send(one, spooled_entry)
             return apply_event(store, one, str(spooled_entry["captureId"]), replayed=replayed)
 
+        stuck = None  # (path, entry, error) of a spooled event that failed again
         for path in waiting:
             try:  # an entry that cannot be read is set aside: one bad file must not stop the capture
                 old = json.loads(path.read_text(encoding="utf-8"))
@@ -549,9 +574,14 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
                 line = apply(replayed, old)
             except (InvalidFieldError, SessionCompletedError, ValueError) as exc:  # ValueError: a refused request
                 line = f"spooled event dropped: {str(exc).splitlines()[0][:300]}"
+            except Exception as exc:  # noqa: BLE001 — the vault's trouble, or this event's: the new event tells
+                stuck = (path, old, exc)
+                break  # the rest wait their turn (in order) for the next run
             path.unlink(missing_ok=True)
             note(f"{agent}: replayed {path.name}: {line}")
         note(f"{agent}: {apply(event, entry, replayed=False)}")
+        if stuck is not None:  # the new event was recorded: the vault works, the spooled one is what fails
+            _count_failure(vault_root, agent, *stuck, note)
     except (InvalidFieldError, SessionCompletedError, ValueError) as exc:  # the event itself is unusable
         note(f"{agent}: event dropped: {str(exc).splitlines()[0][:300]}")
     except Exception as exc:  # noqa: BLE001 — the agent must never see a failure: keep the event for later

@@ -564,3 +564,26 @@ def test_a_team_daemon_records_the_callers_person_never_its_own_git_identity(tmp
     owners = {read_record(p)[0]["id"]: read_record(p)[0].get("owner")
               for p in (tmp_path / "team" / "projects").glob("*/sessions/*.md")}
     assert owners == {f"session-claude-code-{SESSION}": "ana@example.com"}, owners
+
+
+def test_a_spooled_event_that_keeps_failing_stops_no_other_and_is_set_aside(tmp_path, repo):
+    """One repository whose `.memoignore` cannot be read (a link to /proc/self/mem: EIO) had its
+    event spooled, and then every later event of every repository was spooled behind it: the
+    replay failed first, for good. The event of the run is recorded all the same; the stuck one
+    is retried, and set aside (`.bad`) after failing three times while others were recorded."""
+    vault = tmp_path / "v"
+    hostile = tmp_path / "hostile"
+    hostile.mkdir()
+    subprocess.run(["git", "init", "-q", str(hostile)], check=True)
+    (hostile / ".memoignore").symlink_to("/proc/self/mem")
+    stuck = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "evil", "prompt": "x", "cwd": str(hostile)})
+    hook(vault, "claude-code", stuck)
+    assert len(capture.spooled(vault)) == 1
+    for n in range(1, 4):
+        hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt=f"turn {n}"))
+        assert [t["body"] for t in turns(vault, "product")] == [f"turn {i}" for i in range(1, n + 1)]
+        assert len(capture.spooled(vault)) == (1 if n < 3 else 0)
+    assert len(list(capture.spool_dir(vault).glob("*.bad"))) == 1
+    log = (capture.spool_dir(vault).parent / "hooks.log").read_text()
+    assert "failed again (1 of 3; other events go on): OSError" in log
+    assert "set aside (.bad) after failing 3 times while other events were recorded: OSError" in log
