@@ -237,9 +237,10 @@ def import_changed(store: VaultStore, files: Iterable[tuple[Path, str]], options
         try:
             result = run_import(store, with_imported_siblings(store, [path], source), load_importer(source).parse,
                                 options, source=source, incremental=True)
-        except (MemoError, OSError, sqlite3.Error) as exc:
+        except (MemoError, OSError, sqlite3.Error, MemoryError) as exc:  # one file's failure never ends the watch
             states.failed[str(path)] = (source, time.monotonic())
-            done.append(Imported(path, source, ImportResult(), error=_reason(store, exc)))
+            done.append(Imported(path, source, ImportResult(), error=_reason(store, exc)
+                                 if not isinstance(exc, MemoryError) else "not enough memory to read it"))
             continue
         states.failed.pop(str(path), None)
         states.took(path, stamp)

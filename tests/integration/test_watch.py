@@ -362,3 +362,22 @@ def test_the_watchers_state_keeps_no_path(tmp_path):
     assert token not in kept and json.loads(kept)["files"]
     again = memo("watch", "--once", "--only", str(folder), vault=vault)
     assert again.stderr.strip() == "done: 0 imports (nothing changed since the last run)"  # found by its digest
+
+
+def test_a_transcript_over_the_size_limit_is_named_not_read_and_the_watch_goes_on(tmp_path):
+    """A sparse 4 GB `.jsonl` in a watched folder (no disk used): the watcher read it whole, held
+    about three times its size and died of MemoryError. Over 1 GB a transcript is named and left;
+    the other files are imported."""
+    import os
+
+    folder = tmp_path / "t" / ".claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    (folder / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first"))
+    huge = folder / "4c0c4c0c-0000-4000-8000-000000000000.jsonl"
+    with open(huge, "wb") as handle:
+        handle.truncate((1 << 30) + 1)
+    assert os.stat(huge).st_blocks == 0  # sparse: the test writes nothing
+    vault = tmp_path / "v"
+    ran = memo("watch", "--only", "--once", str(folder), vault=vault, env={"HOME": str(tmp_path / "home")})
+    assert turns(vault) == ["first"]
+    assert "the file is 1,073,741,825 bytes; memo reads transcripts of up to 1,073,741,824 bytes (1 GB)" in ran.stderr

@@ -65,7 +65,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, json_kind, other_format
-from .lines import NOT_JSON, LongInteger as _LongInteger, json_integer as _integer, parse_json_line, read_jsonl_lines
+from .lines import NOT_JSON, LongInteger as _LongInteger, json_integer as _integer, parse_json_line, read_jsonl_lines, read_transcript
 
 SUFFIXES: tuple[str, ...] = (".json", ".jsonl")
 EXCLUDE_DIRS: tuple[str, ...] = ()
@@ -354,7 +354,7 @@ def _read(path: Path, options: ImportOptions) -> tuple[_Chat | None, object, boo
     if path.suffix != ".jsonl":
         notes: list[str] = []
         try:
-            data = path.read_bytes()
+            data = read_transcript(path)
             try:
                 text = data.decode("utf-8-sig")
             except UnicodeDecodeError as exc:

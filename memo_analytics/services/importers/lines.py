@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 from typing import Iterator
 
@@ -79,7 +81,32 @@ def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
     OSError
         The file cannot be read.
     """
-    return _split(path.read_bytes())
+    return _split(read_transcript(path))
+
+
+#: The largest transcript read (bytes): one is read whole, and parsing holds about three times
+#: its size; a larger file (or one growing without end in a watched folder) is named, not read.
+MAX_TRANSCRIPT_BYTES = 1 << 30
+
+
+def read_transcript(path: Path) -> bytes:
+    """The bytes of a transcript, read whole.
+
+    Raises
+    ------
+    OSError
+        The file cannot be read, or is larger than :data:`MAX_TRANSCRIPT_BYTES` (``EFBIG``).
+    """
+    with open(path, "rb") as handle:
+        check_transcript_size(os.fstat(handle.fileno()).st_size)
+        return handle.read(MAX_TRANSCRIPT_BYTES + 1)
+
+
+def check_transcript_size(size: int) -> None:
+    """Refuse a transcript over :data:`MAX_TRANSCRIPT_BYTES` (``OSError`` ``EFBIG``, named)."""
+    if size > MAX_TRANSCRIPT_BYTES:
+        raise OSError(errno.EFBIG, f"the file is {size:,} bytes; memo reads transcripts of up to "
+                                   f"{MAX_TRANSCRIPT_BYTES:,} bytes (1 GB)")
 
 
 def _split(data: bytes) -> tuple[list[tuple[int, str]], list[str]]:
@@ -108,7 +135,7 @@ def read_jsonl_lines(path: Path) -> tuple[list[tuple[int, str]], list[str], bool
     OSError
         The file cannot be read.
     """
-    data = path.read_bytes()
+    data = read_transcript(path)
     lines, problems = _split(data)
     if not data.rstrip(b" \t\r") or data.endswith(b"\n"):
         return lines, problems, False

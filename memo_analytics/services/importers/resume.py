@@ -39,6 +39,7 @@ from typing import Any, Callable, Protocol
 import orjson
 
 from ...config import MAX_BODY_BYTES
+from .lines import MAX_TRANSCRIPT_BYTES, check_transcript_size
 from ...vault.io import read_regular_file
 from ...vault.redact import redact_secrets
 from .lines import NOT_JSON, decode_line, parse_json_line
@@ -372,8 +373,10 @@ def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, optio
         The file cannot be read.
     """
     with open(path, "rb") as handle:
-        inode = os.fstat(handle.fileno()).st_ino
-        raw = handle.read()  # once: what is parsed is what is digested
+        info = os.fstat(handle.fileno())
+        check_transcript_size(info.st_size)
+        inode = info.st_ino
+        raw = handle.read(MAX_TRANSCRIPT_BYTES + 1)  # once: what is parsed is what is digested
     fresh = new_fold()
     version = f"{version}/{_code_digest(type(fresh))}"
     loaded = _load(start, version, raw, inode, fresh) if start is not None else None
