@@ -9,7 +9,7 @@ from typing import Any
 from ..config import MAX_BODY_BYTES
 from ..domain.clock import from_iso, minutes_between
 from ..domain.errors import InvalidFieldError
-from ..domain.ids import LONE_PROMPT_ID, prompt_id, session_record_id
+from ..domain.ids import LONE_PROMPT_ID, prompt_id, session_record_id, validate_slug
 from ..domain.records import RecordKind
 from .prompts import MAX_CLOCK_SKEW, clean_owner
 from .sessions import is_web_url
@@ -20,7 +20,8 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     the id a turn or session of that ``sessionId`` (and ``turn``) has; no instant beyond the
     clock skew allowed; a session ends after it starts and its ``durationMinutes`` is
     ``endTime − startTime`` (billed minutes are derived, never taken from the sender); a
-    pull request links to a web page."""
+    pull request links to a web page; a move cut short (``movingTo``) names another project by
+    a valid id."""
     size = len(body.encode("utf-8", "surrogatepass"))
     if size > MAX_BODY_BYTES:
         raise InvalidFieldError("body", f"is {size} bytes; the limit is {MAX_BODY_BYTES} bytes")
@@ -29,6 +30,11 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
         expected = session_record_id(session_id) if session_id else None
         if meta["id"] != expected:
             raise InvalidFieldError("id", f"{meta['id']} is not the id of session {session_id!r} ({expected})")
+        moving = meta.get("movingTo")
+        if moving is not None:  # a move cut short names the project it goes to: a project id
+            if not isinstance(moving, str) or moving == meta.get("project"):
+                raise InvalidFieldError("movingTo", f"{str(moving)[:80]!r} is not another project of the vault")
+            validate_slug(moving, "movingTo")
     elif kind == RecordKind.PROMPT.value:
         if session_id or meta.get("turn") is not None:
             if not session_id or meta.get("turn") is None:

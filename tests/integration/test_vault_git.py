@@ -949,3 +949,23 @@ def test_a_pull_that_leaves_an_invoiced_session_differing_from_its_invoice_is_na
     from memo_analytics.operator.snapshot import take_snapshot
 
     assert take_snapshot(vault(a.root)).invoiced_changed == []
+
+
+def test_a_pulled_move_cut_short_to_no_project_is_refused(remote, tmp_path):
+    """A teammate's `movingTo: "RED [bold]…"` came in unchecked, and then every edit of the
+    session was refused with a command that could never run (the target is no project id)."""
+    a = clone(remote, tmp_path / "a")
+    start_session(a, StartSessionRequest(session_id="s1", project="shop", start_time=T0))
+    end_session(a, EndSessionRequest(session_id="s1", project="shop", until=T0.replace(hour=10)))
+    sync(a, "manual", now=T0)
+
+    def forge(bob: Path) -> list[str]:
+        path = bob / "projects/shop/sessions/session-s1.md"
+        path.write_text(path.read_text().replace("\nstatus:", "\nmovingTo: RED [bold]rich[/bold] x\nstatus:", 1))
+        return ["projects/shop/sessions/session-s1.md"]
+
+    _push_as_teammate(remote, tmp_path, forge)
+    refused = sync(a, "manual", now=T0.replace(day=6))
+    assert "holds 'projects/shop/sessions/session-s1.md', which breaks a rule of the vault's records " \
+           "(Invalid movingTo" in refused["error"], refused["error"]
+    assert "movingTo" not in a.read("shop", RecordKind.SESSION, "session-s1")[0]
