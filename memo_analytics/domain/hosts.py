@@ -18,16 +18,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: A token that guards a server reachable from the network: at least this long, of at least
+#: this many distinct characters ("a" and "aaaaaaaaaaaaaaaa" were taken).
+MIN_TOKEN_CHARS = 16
+MIN_TOKEN_DISTINCT = 8
+
+
 def check_bind(host: str, token: str | None) -> None:
-    """Refuse binding a non-loopback address without a token.
+    """Refuse binding a non-loopback address without a token, or with one short or plain
+    enough to guess (:data:`MIN_TOKEN_CHARS`, :data:`MIN_TOKEN_DISTINCT`).
 
     Raises
     ------
     InvalidFieldError
         ``Invalid token: binding 0.0.0.0 (not loopback) requires --token or MEMO_TOKEN``.
     """
-    if not is_loopback(host) and not token:
+    if is_loopback(host):
+        return
+    if not token:
         raise InvalidFieldError("token", f"binding {host} (not loopback) requires --token or MEMO_TOKEN")
+    if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT:
+        raise InvalidFieldError("token", f"binding {host} (not loopback), the token is the network's only lock: "
+                                         f"give one of at least {MIN_TOKEN_CHARS} characters, not a word (e.g. "
+                                         "python3 -c 'import secrets; print(secrets.token_urlsafe(24))')")
 
 
 def host_port(host: str, port: int) -> str:

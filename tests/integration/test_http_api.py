@@ -220,6 +220,11 @@ def test_digest_apply_refuses_stale_state_and_applies_fresh(tmp_path):
 def test_a_non_loopback_bind_needs_a_token(tmp_path):
     refused = memo("serve", "--host", "0.0.0.0", "--port", str(free_port()), vault=tmp_path / "v", check=False)
     assert refused.returncode == 1 and "Invalid token: binding 0.0.0.0 (not loopback) requires --token" in refused.stderr
+    # the token is the network's only lock: "a" was taken (found by a helper), and so was a word repeated
+    for weak in ("a", "password", "aaaaaaaaaaaaaaaaaaaa", "abababababababababab"):
+        short = memo("serve", "--host", "0.0.0.0", "--port", str(free_port()), vault=tmp_path / "v",
+                     env={"MEMO_TOKEN": weak}, check=False)
+        assert short.returncode == 1 and "give one of at least 16 characters, not a word" in short.stderr, weak
 
 
 def test_with_a_token_requests_without_it_get_401(tmp_path):
