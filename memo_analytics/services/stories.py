@@ -72,8 +72,12 @@ def _when(value: str | None, zone) -> str:
 
 
 def _cell(value: Any) -> str:
-    text = "—" if value in (None, "", []) else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A record field in the story's table or title: one line, its ``|`` kept inside the cell,
+    and no markup, HTML, link or code of its own (a client named ``<script>…`` stays text in
+    any viewer that renders HTML within Markdown)."""
+    if value in (None, "", []):
+        return "—"
+    return re.sub(r"([\\`\[\]<>])", r"\\\1", _line(value)).replace("|", "\\|")
 
 
 def _handoff_lines(title: str, record: dict[str, Any] | None) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import subprocess
 
 import pytest
@@ -178,3 +180,17 @@ def test_cli_session_export_prints_or_writes_the_story(tmp_path, repo):
     assert "wrote" in wrote.stdout and (tmp_path / "out.md").read_text(encoding="utf-8") == printed
     refused = memo("session", "export", "c1", "-o", "inside.md", vault=vault, cwd=repo, check=False)
     assert refused.returncode == 1 and "Invalid output" in refused.stderr and not (repo / "inside.md").exists()
+
+
+def test_the_storys_table_keeps_record_fields_as_text(store):
+    """A session whose client was `<script>alert('client')</script>` and model `<img src=x
+    onerror=…>`: the exported Markdown carried them as raw HTML in its table (deliverables were
+    escaped), live in any viewer that renders HTML inside Markdown."""
+    start_session(store, StartSessionRequest(session_id="x1", project="web", client="<script>alert('client')</script>",
+                                             model="<img src=x onerror=alert(1)>", start_time="2026-03-02T09:00:00Z"))
+    record_prompt(store, RecordPromptRequest(session_id="x1", project="web", body="hello"))
+    text = export_story(store, ExportStoryRequest(session_id="x1"))["markdown"]
+    table = text.split("## Summary")[0]
+    assert not re.search(r"(?<!\\)<", table)  # every < of a field is escaped
+    assert "| Client | \\<script\\>alert('client')\\</script\\> |" in table
+    assert "| Model | \\<img src=x onerror=alert(1)\\> |" in table
