@@ -373,6 +373,14 @@ def rows_of_kind(conn: sqlite3.Connection, kind: str, project: str | None = None
     return conn.execute(sql + " ORDER BY created, id", params).fetchall()
 
 
+def recent_session_ids(conn: sqlite3.Connection, project: str, limit: int = 500) -> list[str]:
+    """The session ids of ``project``, the ``limit`` most recently started first (a bounded
+    read, whatever the vault's size)."""
+    return [r[0] for r in conn.execute(
+        "SELECT session_id FROM records WHERE kind = 'session' AND project = ? AND session_id IS NOT NULL "
+        "ORDER BY created DESC LIMIT ?", (project, limit))]
+
+
 def project_names(conn: sqlite3.Connection) -> list[str]:
     """The projects that hold at least one record, sorted."""
     return [r[0] for r in conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]

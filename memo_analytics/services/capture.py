@@ -488,7 +488,8 @@ SPOOL_ATTEMPTS = 3
 
 def _count_failure(vault_root: Path, agent: str, path: Path, entry: dict[str, Any], exc: Exception,
                    note: Callable[[str], None]) -> None:
-    attempts = int(entry.get("attempts", 0) or 0) + 1 if isinstance(entry.get("attempts", 0), int) else 1
+    counted = entry.get("attempts")
+    attempts = (counted if isinstance(counted, int) and counted > 0 else 0) + 1
     reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"
     if attempts >= SPOOL_ATTEMPTS:
         _quarantine(path)

@@ -415,7 +415,7 @@ def _no_such_session(store: VaultStore, turn: dict[str, Any]) -> str:
     import difflib
 
     project, session_id = turn["project"], turn["sessionId"]
-    known = [str(row["session_id"]) for row in index.rows_of_kind(store.conn, RecordKind.SESSION.value, project)]
+    known = index.recent_session_ids(store.conn, project)  # on a turn's write path: a bounded read
     close = difflib.get_close_matches(session_id, known, n=3, cutoff=0.6)
     return (f"project {project} holds no session {session_id}: this turn bills nothing until one is recorded "
             f"(memo session start {session_id} --project {project})"

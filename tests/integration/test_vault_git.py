@@ -514,13 +514,19 @@ def test_a_pulled_last_seen_root_never_chooses_where_a_rule_is_promoted(remote, 
     assert last_seen_root(a, "shop") == own  # … this machine's own record decides
 
 
-def test_a_pulled_session_whose_minutes_are_not_its_times_is_refused(remote, tmp_path):
-    """`durationMinutes: 5` with an `endTime` in 2099: reports billed 5 minutes, `session show`
-    said it ends in 2099 — a hybrid push of it is refused, and so is its pull now."""
+def _synced_session(remote: Path, tmp_path: Path) -> VaultStore:
+    """A clone holding session s1 of shop (09:00–10:00), synced: what a teammate's push then changes."""
     a = clone(remote, tmp_path / "a")
     start_session(a, StartSessionRequest(session_id="s1", project="shop", start_time=T0))
     end_session(a, EndSessionRequest(session_id="s1", project="shop", until=T0.replace(hour=10)))
     sync(a, "manual", now=T0)
+    return a
+
+
+def test_a_pulled_session_whose_minutes_are_not_its_times_is_refused(remote, tmp_path):
+    """`durationMinutes: 5` with an `endTime` in 2099: reports billed 5 minutes, `session show`
+    said it ends in 2099 — a hybrid push of it is refused, and so is its pull now."""
+    a = _synced_session(remote, tmp_path)
 
     def forge(bob: Path) -> list[str]:
         path = bob / "projects/shop/sessions/session-s1.md"
@@ -954,10 +960,7 @@ def test_a_pull_that_leaves_an_invoiced_session_differing_from_its_invoice_is_na
 def test_a_pulled_move_cut_short_to_no_project_is_refused(remote, tmp_path):
     """A teammate's `movingTo: "RED [bold]…"` came in unchecked, and then every edit of the
     session was refused with a command that could never run (the target is no project id)."""
-    a = clone(remote, tmp_path / "a")
-    start_session(a, StartSessionRequest(session_id="s1", project="shop", start_time=T0))
-    end_session(a, EndSessionRequest(session_id="s1", project="shop", until=T0.replace(hour=10)))
-    sync(a, "manual", now=T0)
+    a = _synced_session(remote, tmp_path)
 
     def forge(bob: Path) -> list[str]:
         path = bob / "projects/shop/sessions/session-s1.md"

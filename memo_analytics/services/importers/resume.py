@@ -39,10 +39,9 @@ from typing import Any, Callable, Protocol
 import orjson
 
 from ...config import MAX_BODY_BYTES
-from .lines import MAX_TRANSCRIPT_BYTES, check_transcript_size
 from ...vault.io import read_regular_file
 from ...vault.redact import redact_secrets
-from .lines import NOT_JSON, decode_line, parse_json_line
+from .lines import MAX_TRANSCRIPT_BYTES, NOT_JSON, check_transcript_size, decode_line, parse_json_line
 
 #: Files smaller than this are read whole (loading a checkpoint costs about as much as reading them).
 RESUME_FROM_BYTES = 256 * 1024
