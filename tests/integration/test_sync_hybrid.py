@@ -527,3 +527,44 @@ def test_a_push_the_daemon_refuses_for_the_token_says_which_setting_to_check(tmp
             "TOKEN, the daemon's MEMO_TOKEN)")
     finally:
         server.stop()
+
+
+def test_in_remote_mode_the_read_commands_ask_the_team_daemon(tmp_path, daemon):
+    """`memo prompt list`, `search`, `get`, `show`, `session show` and `memo activity` on a
+    laptop in remote mode were refused ("this machine keeps no vault"): the team's turns and
+    billable hours were only on the daemon's dashboard. They ask the daemon, and answer what
+    it answers (the same JSON; the same tables)."""
+    team, server = daemon
+    assert server.get_json("/api/actions/session_start", data={"sessionId": "w1", "projectId": "web", "client": "Acme",
+                                                                "startTime": "2026-03-10T09:00:00Z"})[0] == 200
+    for action, call in (("record", {"body": "tidy the cart"}), ("session_end", {"until": "2026-03-10T10:30:00Z"})):
+        assert server.get_json(f"/api/actions/{action}", data={"sessionId": "w1", "projectId": "web", **call})[0] == 200
+    config = tmp_path / "lead.toml"
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "{server.base}"\n')
+    env = {"MEMO_CONFIG": str(config)}
+
+    listed = json.loads(memo("--json", "prompt", "list", "--all", env=env).stdout)
+    assert [i["id"] for i in listed["items"]] == ["prompt-w1-t1"] and listed["total"] == 1
+    human = " ".join(memo("prompt", "list", "--all", env=env).stdout.split())  # the title wraps
+    assert "prompt-w1-t1" in human and f"Projects: all · the team daemon at {server.base}" in human
+    found = json.loads(memo("--json", "prompt", "search", "cart", "--project", "web", env=env).stdout)
+    assert [i["id"] for i in found["items"]] == ["prompt-w1-t1"]
+    assert json.loads(memo("--json", "prompt", "get", "prompt-w1-t1", env=env).stdout)["body"] == "tidy the cart"
+    assert "tidy the cart" in memo("prompt", "show", "prompt-w1-t1", env=env).stdout
+    shown = json.loads(memo("--json", "session", "show", "w1", env=env).stdout)
+    assert shown["session"]["durationMinutes"] == 90 and [t["turn"] for t in shown["items"]] == [1]
+
+    activity = json.loads(memo("--json", "activity", "--all", "--tz", "UTC", env=env).stdout)
+    assert activity == server.get_json("/api/actions/activity_report", data={"crossProject": True, "tz": "UTC"})[1]
+    assert activity["byClient"]["Acme"]["durationMinutes"] == 90
+    table = memo("activity", "--all", "--tz", "UTC", env=env).stdout
+    assert "Total billable: 1:30 (1.50 h) · prompts: 1" in table
+
+    # a refusal is the daemon's, in one line; a bad date is refused here, before any call
+    missing = memo("prompt", "get", "prompt-nope-t1", env=env, check=False)
+    assert missing.returncode == 1 and missing.stderr.startswith("error: Record not found")
+    bad = memo("activity", "--since", "04/12/2026", env=env, check=False)
+    assert bad.returncode == 1 and "since" in bad.stderr
+    # writing a local vault stays refused, saying what works
+    refused = memo("session", "edit", "w1", "--client", "Beta", env=env, check=False)
+    assert refused.returncode == 1 and "memo activity" in refused.stderr

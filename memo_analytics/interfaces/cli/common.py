@@ -251,15 +251,62 @@ def _emit(value: Any, human: Callable[[Any], None]) -> None:
 
 
 def _note_missing_vault() -> None:
-    if not state.store.exists:
+    if on_remote() is None and not state.store.exists:
         err.print(f"note: there is no vault at {state.store.root} yet (nothing recorded or imported there)")
 
 
 def _scope_line(projects: list[str] | None, explicit: bool) -> str:
+    where = f" · the team daemon at {on_remote()}" if on_remote() is not None else ""
     if projects is None:
-        return "Projects: all"
+        return f"Projects: all{where}"
     note = "" if explicit else " (the current repository; --all for every project)"
-    return f"Projects: {', '.join(projects)}{note}"
+    return f"Projects: {', '.join(projects)}{note}{where}"
+
+
+def on_remote() -> str | None:
+    """The team daemon's URL (without a password) when this machine is in remote mode
+    (SPEC §2.7: it keeps no vault), else None."""
+    settings = state.settings
+    if settings is None or settings.mode != "remote":
+        return None
+    from ...vault.redact import mask_url
+
+    return mask_url(settings.remote.url or "(remote.url)")
+
+
+def read_scope(project: str | None, cross_project: bool, cwd: str | None) -> list[str] | None:
+    """The projects a read covers (None: all), as :meth:`VaultStore.scope` — in remote mode
+    without a vault: the explicit project, else the repository of ``cwd``, else all (the
+    daemon's own ``MEMO_PROJECT`` is not known here)."""
+    if on_remote() is None:
+        return state.store.scope(project, cross_project, cwd)
+    from ...services.store import project_from_cwd
+
+    if cross_project:
+        return None
+    if project:
+        return [project]
+    from_cwd = project_from_cwd(cwd)
+    return [from_cwd] if from_cwd else None
+
+
+def answer_of(action: str, request: Any, here: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The answer of the tool action ``action`` to ``request``: ``here()`` on a machine that
+    keeps its own vault; in remote mode the team daemon's (the call ``memo mcp`` sends it,
+    ``POST /api/actions/{action}``, the caller's repository resolved here, SPEC §2.7).
+
+    Raises
+    ------
+    MemoError
+        The daemon refused the call (its one-line message) or could not be reached.
+    """
+    if on_remote() is None:
+        return here()
+    from ...services import remote
+
+    arguments = {("projectId" if name == "project" else to_camel(name)): value
+                 for name, value in request.model_dump(exclude_none=True).items()}
+    return remote.call(state.settings, {"action": action, **arguments})
 
 
 def _check_scope(project: Optional[str], all_projects: bool) -> None:
@@ -488,7 +535,7 @@ def note_client_spelling(client: str | None, found: int) -> None:
     """A listing whose ``--client`` matched nothing: say the spelling the config or the vault
     uses, when the name given is one of theirs in another case (listings match a client's name
     exactly, SPEC §2.6; reports in any case)."""
-    if found or not client:
+    if found or not client or on_remote() is not None:
         return
     from ...services.prompts import canonical_client
 

@@ -230,7 +230,7 @@ def demo(
     if state.json:
         _emit({"vault": str(vault), "timesheet": str(pdf), **counts, "activity": report.wire()}, lambda _: None)
         return
-    _print_activity(report)
+    _print_activity(report.wire())
     out.print()
     out.print(f"sample vault : {vault}  ({counts['sessions']} sessions, {counts['turns']} turns)")
     out.print(f"timesheet PDF: {pdf}")

@@ -14,6 +14,8 @@ from ...domain.errors import InvalidFieldError, MemoError
 from ...services import prompts as prompt_service
 from ...services.requests import ListRequest, RecordPromptRequest
 from .common import (
+    answer_of,
+    read_scope,
     note_client_spelling,
     print_listing,
     _build,
@@ -95,7 +97,7 @@ def _list_request(**kwargs: Any) -> ListRequest:
 
 def _print_page(page: dict[str, Any], request: ListRequest) -> None:
     _note_missing_vault()
-    scope = _scope_line(state.store.scope(request.project, request.cross_project, request.cwd), bool(request.project))
+    scope = _scope_line(read_scope(request.project, request.cross_project, request.cwd), bool(request.project))
     if not page["items"]:
         out.print(f"No prompts match. {scope}")
         note_client_spelling(request.client, page["total"])
@@ -144,7 +146,8 @@ def prompt_list(
 ) -> None:
     """List prompt turns, newest first (--sort date-asc: oldest first), as {total, limit, offset, hasMore, items}."""
     request = _list_request(**{k: v for k, v in locals().items()})
-    _emit(prompt_service.list_prompts(state.store, request), lambda page: _print_page(page, request))
+    page = answer_of("list", request, lambda: prompt_service.list_prompts(state.store, request))
+    _emit(page, lambda page: _print_page(page, request))
 
 
 @prompt_app.command("search")
@@ -166,14 +169,18 @@ def prompt_search(
         raise InvalidFieldError("query", "give words to search for (letters or digits; every word must match, "
                                          "a trailing * asks for a prefix); memo prompt list lists without one")
     request = _list_request(**args)
-    _emit(prompt_service.search_prompts(state.store, request), lambda page: _print_page(page, request))
+    page = answer_of("search", request, lambda: prompt_service.search_prompts(state.store, request))
+    _emit(page, lambda page: _print_page(page, request))
 
 
 @prompt_app.command("get")
 def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt id, session record id or session id."),
                project: Optional[str] = typer.Option(None, "--project", help="Project id (needed when several projects hold the id; default: the one that does, or this repository's).")) -> None:
     """Show one record: a prompt, else a session."""
-    record = prompt_service.get_record(state.store, record_id, project, str(Path.cwd()))
+    from ...services.requests import GetRequest
+
+    request = _build(GetRequest, id=record_id, project=project, cwd=str(Path.cwd()))
+    record = answer_of("get", request, lambda: prompt_service.get_record(state.store, record_id, project, request.cwd))
 
     def human(r: dict[str, Any]) -> None:
         body = r.pop("body", "")
@@ -223,7 +230,8 @@ def prompt_show(record_id: str = typer.Argument(..., metavar="ID", help="Prompt 
     from ...reports.story import prompt_detail
     from ...services.requests import GetRequest
 
-    record = prompt_detail(state.store, _build(GetRequest, id=record_id, project=project, cwd=str(Path.cwd())))
+    request = _build(GetRequest, id=record_id, project=project, cwd=str(Path.cwd()))
+    record = answer_of("prompt_detail", request, lambda: prompt_detail(state.store, request))
 
     def human(r: dict[str, Any]) -> None:
         out.print(_safe(f"{r['id']} · {r['kind']} · {r['project']} · {r['created']}"

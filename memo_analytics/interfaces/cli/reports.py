@@ -15,6 +15,7 @@ from ...domain.clock import from_iso, printed_span, span_clock
 from ...domain.errors import MemoError
 from ...services.requests import ActivityReportRequest
 from .common import (
+    answer_of,
     _build,
     _check_scope,
     _emit,
@@ -43,9 +44,14 @@ def _activity_report(project: Optional[str], all_projects: bool, since: Optional
     for every interface)."""
     from ...analytics.activity import report_for
 
+    return report_for(state.store, _activity_request(project, all_projects, since, until, client, tz))
+
+
+def _activity_request(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
+                      client: Optional[str], tz: Optional[str]) -> ActivityReportRequest:
     _check_scope(project, all_projects)
-    return report_for(state.store, _build(ActivityReportRequest, project=project, cross_project=all_projects,
-                                          cwd=str(Path.cwd()), since=since, until=until, client=client, tz=tz))
+    return _build(ActivityReportRequest, project=project, cross_project=all_projects, cwd=str(Path.cwd()),
+                  since=since, until=until, client=client, tz=tz)
 
 
 _REPORT_FILTERS = dict(
@@ -74,16 +80,17 @@ def _user_templates(given: Optional[Path]) -> Optional[Path]:
 _SESSION_ROWS = 50
 
 
-def _print_activity(report: ActivityReport, explicit_project: bool = True) -> None:
-    from ...domain.clock import format_minutes
+def _print_activity(data: dict, explicit_project: bool = True) -> None:
+    """The human tables of an activity report (its wire form: this machine's or a team daemon's)."""
+    from ...domain.clock import format_minutes, resolve_zone
 
     _note_missing_vault()
-    data = report.wire()
-    out.print(_scope_line(report.projects, explicit_project)
-              + (f" · client: {report.client}" if report.client else "")
+    zone = resolve_zone(data["timezone"], "timezone")
+    out.print(_scope_line(None if data["projects"] == "all" else data["projects"], explicit_project)
+              + (f" · client: {data['client']}" if data["client"] else "")
               + f" · times in {data['timezone']}")
-    if report.client and not data["sessions"]:
-        err.print(f"note: the client {report.client!r} has no session in this period and scope")
+    if data["client"] and not data["sessions"]:
+        err.print(_safe(f"note: the client {data['client']!r} has no session in this period and scope"))
     people = [("person", data["byOwner"])] if len(data["byOwner"]) > 1 else []  # a team's vault
     for title, groups in (("client", data["byClient"]), ("project", data["byProject"]), *people):
         table = Table(title=f"Billable time by {title}")
@@ -97,7 +104,6 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
         out.print(table)
     if 0 < len(data["byDay"]) <= 62:
         title = f"Billable time by day ({data['timezone']})"
-        zone = report.zone
         crossing = any(s["durationMinutes"] and from_iso(s["startTime"]).astimezone(zone).date()
                        != from_iso(s["endTime"]).astimezone(zone).date() for s in data["sessions"] if s["endTime"])
         days = Table(title=title, caption="sessions split at midnight" if crossing else None,
@@ -113,7 +119,6 @@ def _print_activity(report: ActivityReport, explicit_project: bool = True) -> No
         f": the last {len(shown)} of {len(data['sessions'])}" if left_out else ""))
     for column in ("start", "end", "project", "client", "billable", "minutes", "billed", "task / summary"):
         sessions.add_column(column)
-    zone = report.zone
     for s in shown:
         # the span the timesheet prints: the start to the minute, the end that start plus the minutes
         start, end = span_clock(*printed_span(s["startTime"], s["durationMinutes"], zone), "%Y-%m-%d %H:%M")
@@ -151,11 +156,11 @@ def activity(
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
 ) -> None:
     """Billable activity: totals by client and project, sessions, prompts."""
-    report = _activity_report(project, all_projects, since, until, client, tz)
-    if state.json:
-        _emit(report.wire(), lambda _: None)
-    else:
-        _print_activity(report, explicit_project=bool(project) or all_projects)
+    from ...analytics.activity import report_for
+
+    request = _activity_request(project, all_projects, since, until, client, tz)
+    data = answer_of("activity_report", request, lambda: report_for(state.store, request).wire())
+    _emit(data, lambda data: _print_activity(data, explicit_project=bool(project) or all_projects))
 
 
 @report_app.command("timesheet")

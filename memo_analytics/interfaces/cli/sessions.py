@@ -23,6 +23,7 @@ from ...services.requests import (
     StartSessionRequest,
 )
 from .common import (
+    answer_of,
     note_client_spelling,
     print_listing,
     _build,
@@ -228,7 +229,7 @@ def session_show(
     _check_scope(project, all_projects)
     request = _build(SessionRequest, session_id=session_id, project=project, cross_project=all_projects,
                      client=client, since=since, until=until, limit=limit, offset=offset, cwd=str(Path.cwd()))
-    result = session_service.session_view(state.store, request)
+    result = answer_of("session", request, lambda: session_service.session_view(state.store, request))
 
     def human(r: dict[str, Any]) -> None:
         if "session" in r:
