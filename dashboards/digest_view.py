@@ -18,7 +18,8 @@ SHOWN = 25
 VISIBLE = 5
 #: The label of the apply button per action class (the proposal's summary is its tooltip).
 APPLY_LABELS = {"end_stale_session": "End it at its last activity", "cancel_handoff": "Cancel the hand-off",
-                "promote_rule": "Promote into CLAUDE.md", "export_story": "Export the story"}
+                "promote_rule": "Promote into CLAUDE.md", "export_story": "Export the story",
+                "set_client": "File under its project's client"}
 
 
 def _hours(minutes: int) -> str:

@@ -41,11 +41,24 @@ def derived_rule_traps(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 
 
 def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Billable sessions without a client in projects where other sessions name a client."""
-    return _records(
+    """Billable sessions without a client in projects where other sessions name a client,
+    each with ``_projectClients``: the clients its project's sessions name (not ``internal``),
+    the most billed first (then by name)."""
+    sessions = _records(
         conn,
         "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND status <> 'superseded' AND project IN "
         "(SELECT DISTINCT project FROM records WHERE kind = 'session' AND coalesce(trim(client), '') <> '')")
+    if not sessions:
+        return sessions
+    clients: dict[str, list[str]] = {}
+    for project, client in conn.execute(
+            "SELECT project, trim(client) AS name FROM records WHERE kind = 'session' AND status <> 'superseded' "
+            "AND coalesce(trim(client), '') <> '' AND lower(trim(client)) <> 'internal' "
+            "GROUP BY project, name ORDER BY project, count(*) DESC, name"):
+        clients.setdefault(project, []).append(client)
+    for session in sessions:
+        session["_projectClients"] = clients.get(session.get("project"), [])
+    return sessions
 
 
 def sessions_keyed(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:

@@ -20,10 +20,11 @@ from ..domain.errors import AmbiguousIdError, InvalidFieldError, MemoError
 from ..domain.records import RecordKind
 from ..services.handoffs import cancel_handoff
 from ..services.projects import last_seen_root
-from ..services.requests import CancelHandoffRequest, EndSessionRequest
+from ..services.requests import CancelHandoffRequest, EditSessionRequest, EndSessionRequest
 from ..services.rules import promoted_rules
 from ..services.rules.formats import rules_body
 from ..services.rules.promote import allowed_destination, promote
+from ..services.session_edit import edit_session
 from ..services.sessions import end_session
 from ..services.stories import render_story, story_data
 from ..services.store import VaultStore
@@ -87,11 +88,18 @@ def _export_story(store: VaultStore, params: dict[str, Any], now: datetime) -> d
     atomic_write_bytes(target, markdown.encode("utf-8"))
     return {"sessionId": params["sessionId"], "path": str(target)}
 
+def _set_client(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """File a session (and its turns) under ``client``: a ``session edit`` (SPEC §9)."""
+    edited = edit_session(store, EditSessionRequest(session_id=params["sessionId"], project=params["project"],
+                                                    client=params["client"]), now=now)
+    return {"sessionId": edited["sessionId"], "client": edited.get("client"), "turnsUpdated": edited["turnsUpdated"]}
+
 APPLY: dict[str, Callable[[VaultStore, dict[str, Any], datetime], dict[str, Any]]] = {
     "end_stale_session": _end_stale_session,
     "cancel_handoff": _cancel_handoff,
     "promote_rule": _promote_rule,
     "export_story": _export_story,
+    "set_client": _set_client,
 }
 
 def _current_items(store: VaultStore, now: datetime) -> dict[str, list[Item]]:

@@ -170,6 +170,28 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
     return None
 
 
+def _client_missing(session: dict[str, Any], now: datetime) -> Item:
+    """A billable session filed under ``internal`` in a project that bills clients. The proposal
+    (``set_client``) files it under the project's client when its sessions name one only (in any
+    case); with several, which one is the person's call: the command says ``NAME`` and lists them."""
+    sid, project = session["sessionId"], session["project"]
+    start = from_iso(session["startTime"])
+    clients = session.get("_projectClients") or []
+    only = clients[0] if clients and len({c.casefold() for c in clients}) == 1 else None
+    edit = f"memo session edit {_q(sid)} --project {_q(project)} --client"
+    action = f"{edit} {_q(only)}  # its turns follow" if only else (
+        f"{edit} NAME  # its turns follow; {project} bills {', '.join(clients[:5])}" if clients
+        else f"{edit} NAME  # its turns follow")
+    proposal = None if only is None else {
+        "actionClass": "set_client", "params": {"sessionId": sid, "project": project, "client": only},
+        "summary": f"file {sid} under {only}, the client {project} bills"}
+    minutes = int(session.get("durationMinutes") or 0)
+    return Item("client_missing", KIND_LANE["client_missing"], sid, project, "a client",
+                f"{_hours(minutes)} billable filed under internal in a project that bills "
+                + (only if only else "clients"), _age(start, now), minutes, action, to_iso(start),
+                fingerprint(session["id"], session.get("updated"), only), proposal)
+
+
 def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> list[Item]:
     """Every item of ``snapshot`` at ``now`` (unranked, horizon not applied). Records of a
     further vault (``_vault`` set) are listed with that vault and without a proposal: the
@@ -258,14 +280,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                            "summary": f"promote {count} into {where}"}
                           if known else None), traps[0]))
     for session in snapshot.unbilled_sessions:
-        start = from_iso(session["startTime"])
-        items.append((Item("client_missing", KIND_LANE["client_missing"], session["sessionId"], session["project"],
-                          "a client", f"{_hours(int(session.get('durationMinutes') or 0))} billable filed under "
-                          "internal in a project that bills clients", _age(start, now),
-                          int(session.get("durationMinutes") or 0),
-                          f"memo session edit {_q(session['sessionId'])} --project {_q(session['project'])} "
-                          "--client NAME  # its turns follow", to_iso(start),
-                          fingerprint(session["id"], session.get("updated"))), session))
+        items.append((_client_missing(session, now), session))
     for twice in snapshot.duplicate_invoices:
         since = from_iso(twice["created"])
         later = twice["refs"][-1]

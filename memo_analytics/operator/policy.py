@@ -14,7 +14,7 @@ from ..services.store import VaultStore
 from ..vault.io import read_json_state, write_json_state
 
 DELEGATIONS_FILE = "delegations.json"
-ACTION_CLASSES = ("end_stale_session", "cancel_handoff", "promote_rule", "export_story")
+ACTION_CLASSES = ("end_stale_session", "cancel_handoff", "promote_rule", "export_story", "set_client")
 
 
 def _path(store: VaultStore):

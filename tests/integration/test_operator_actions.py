@@ -103,6 +103,28 @@ def test_cancel_handoff_and_export_story_proposals(store, tmp_path):
     assert [r["actionClass"] for r in audit.read(store)] == ["cancel_handoff", "export_story"]
 
 
+def test_a_set_client_proposal_files_the_session_and_its_turns_under_the_projects_client(store):
+    """client_missing had no action to apply (the dashboard showed no button): when the project
+    bills one client, applying files the session and its turns under it (a session edit)."""
+    for sid, client in (("billed", "Acme"), ("forgot", None)):
+        start_session(store, StartSessionRequest(session_id=sid, project="web", client=client,
+                                                 start_time=T0.isoformat()), now=T0)
+        record_prompt(store, RecordPromptRequest(session_id=sid, project="web", body="work"),
+                      now=T0 + timedelta(minutes=5))
+        end_session(store, EndSessionRequest(session_id=sid, project="web",
+                                             until=(T0 + timedelta(minutes=30)).isoformat()), now=LATER)
+    [item] = [i for i in current_digest(store, now=LATER)["items"] if i["kind"] == "client_missing"]
+    assert item["id"] == "client_missing:forgot" and item["proposal"]["params"]["client"] == "Acme"
+    result = apply_item(store, item["id"], item["fingerprint"], now=LATER)
+    assert result["applied"] is True and result["result"] == {"sessionId": "forgot", "client": "Acme",
+                                                              "turnsUpdated": 1}
+    assert _session(store, "forgot")["client"] == "Acme"
+    turn = read_record(store.root / "projects" / "web" / "prompts" / "prompt-forgot-t1.md")[0]
+    assert turn["client"] == "Acme"
+    assert [i["kind"] for i in current_digest(store, now=LATER, force=True)["items"]] == []
+    assert audit.read(store)[-1]["actionClass"] == "set_client"
+
+
 def test_promote_rule_proposal_writes_claude_md_and_keeps_the_persons_text(store, tmp_path):
     repo = tmp_path / "web"
     repo.mkdir()

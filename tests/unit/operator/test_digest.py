@@ -106,6 +106,25 @@ def test_billable_work_without_a_client_is_client_missing():
     [item] = compute_digest(Snapshot(unbilled_sessions=[unbilled]), NOW, POLICY)["items"]
     assert (item["kind"], item["lane"], item["minutesAtStake"]) == ("client_missing", "dropped", 45)
     assert item["action"].startswith("memo session edit u1 --project web --client NAME")  # a completed session
+    assert item["proposal"] is None  # which client is the person's call
+
+
+def test_client_missing_proposes_the_client_when_its_project_bills_only_one():
+    """The item had no action (a button needs the client's name): when the project's sessions
+    name one client only (in any case), it is proposed; with two, the command lists them."""
+    unbilled = {"id": "session-u1", "sessionId": "u1", "project": "web", "status": "completed",
+                "startTime": ago(days=2), "durationMinutes": 45, "billable": True, "updated": ago(days=2)}
+    [item] = compute_digest(Snapshot(unbilled_sessions=[{**unbilled, "_projectClients": ["Acme", "ACME"]}]),
+                            NOW, POLICY)["items"]
+    assert item["proposal"] == {"actionClass": "set_client",
+                                "params": {"sessionId": "u1", "project": "web", "client": "Acme"},
+                                "summary": "file u1 under Acme, the client web bills"}
+    assert item["action"] == "memo session edit u1 --project web --client Acme  # its turns follow"
+    assert item["why"] == "45 min billable filed under internal in a project that bills Acme"
+    [two] = compute_digest(Snapshot(unbilled_sessions=[{**unbilled, "_projectClients": ["Acme", "Beta Ltd"]}]),
+                           NOW, POLICY)["items"]
+    assert two["proposal"] is None and two["action"].endswith("web bills Acme, Beta Ltd")
+    assert two["fingerprint"] != item["fingerprint"]  # a proposal made before a second client came is refused
 
 
 def test_ranking_is_lane_then_minutes_at_stake_then_age_then_kind_and_subject():
