@@ -86,13 +86,31 @@ class DigestView:
         text = html_pane(item_html(item), sizing_mode="stretch_width", margin=(4, 10))
         proposal = item.get("proposal")
         style = {"border-top": "1px solid #eef1f5"}
-        if proposal is None:
-            return pn.Column(text, sizing_mode="stretch_width", css_classes=["memo-digest-item"], styles=style)
-        label = APPLY_LABELS.get(proposal["actionClass"], "Apply the proposal")
-        button = pn.widgets.Button(label=f"▶ {label}", button_type="primary", width=260, margin=(0, 10, 6, 10),
-                                   css_classes=["memo-digest-apply"], description=proposal["summary"])
-        button.on_click(lambda _event, item=item: self.apply(item))
-        return pn.Column(text, button, sizing_mode="stretch_width", css_classes=["memo-digest-item"], styles=style)
+        buttons = []
+        if proposal is not None:
+            label = APPLY_LABELS.get(proposal["actionClass"], "Apply the proposal")
+            button = pn.widgets.Button(label=f"▶ {label}", button_type="primary", width=260, margin=(0, 10, 6, 10),
+                                       css_classes=["memo-digest-apply"], description=proposal["summary"])
+            button.on_click(lambda _event, item=item: self.apply(item))
+            buttons.append(button)
+        if item["kind"] == "pr_awaiting_review" and not item.get("vault"):  # the review is the person's, done elsewhere
+            reviewed = pn.widgets.Button(label="✓ Mark reviewed", button_type="light", width=160,
+                                         margin=(0, 10, 6, 10), css_classes=["memo-digest-reviewed"],
+                                         description="Its pull request was reviewed: record it (reviewedAt)")
+            reviewed.on_click(lambda _event, item=item: self.mark_reviewed(item))
+            buttons.append(reviewed)
+        return pn.Column(text, *([pn.Row(*buttons, margin=0)] if buttons else []), sizing_mode="stretch_width",
+                         css_classes=["memo-digest-item"], styles=style)
+
+    def mark_reviewed(self, item: dict[str, Any]) -> None:
+        """Record the review of ``item``'s pull request (its session's ``reviewedAt``)."""
+        try:
+            self.data.mark_reviewed(item["subject"], item["project"])
+        except MemoError as exc:
+            self._say("error", str(exc))
+        else:
+            self._say("ok", f"Marked reviewed: {item['subject']}")
+        self.refresh(force=True)
 
     def apply(self, item: dict[str, Any]) -> None:
         """Apply ``item``'s proposal with the fingerprint it was shown with."""

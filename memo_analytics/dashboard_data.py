@@ -34,6 +34,7 @@ from .services.requests import (
     DeriveRulesRequest,
     DigestApplyRequest,
     DigestRequest,
+    EditSessionRequest,
     GetRequest,
     ListRequest,
 )
@@ -286,6 +287,19 @@ class DashboardData:
         item of ``project`` (the same item id may stand for several projects' records)."""
         return run_action(self.store, "digest_apply", DigestApplyRequest(item=item_id, fingerprint=fingerprint,
                                                                          project=project))
+
+    def mark_reviewed(self, session_id: str, project: str) -> dict[str, Any]:
+        """Record that the pull request of ``session_id`` (of ``project``) was reviewed: its
+        ``reviewedAt`` (a session edit, SPEC §9), which ends its ``pr_awaiting_review`` item.
+
+        Raises
+        ------
+        MemoError
+            As :func:`~memo_analytics.services.session_edit.edit_session` (no such session, …).
+        """
+        from .services.session_edit import edit_session
+
+        return edit_session(self.store, EditSessionRequest(session_id=session_id, project=project, reviewed=True))
 
     def today(self) -> date:
         return utcnow().astimezone(self.store.zone).date()

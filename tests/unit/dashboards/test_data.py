@@ -104,3 +104,27 @@ def test_the_digest_says_when_its_list_scrolls(store):
     view = DigestView(DashboardData(store))
     assert "items need you" in view.header.object and "scroll the list for all of them" in view.header.object
     assert len(view.items.objects) > VISIBLE
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_a_pull_request_marked_reviewed_on_the_dashboard_leaves_the_digest(store):
+    """pr_awaiting_review could only be ended with `memo session edit SID --reviewed`: the
+    dashboard's row had an export button and no way to say the review was done."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.dashboards.digest_view import DigestView
+    from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+
+    start = datetime.now(timezone.utc) - timedelta(hours=5)
+    start_session(store, StartSessionRequest(session_id="pr-1", project="web", start_time=start))
+    end_session(store, EndSessionRequest(session_id="pr-1", project="web", until=start + timedelta(hours=1),
+                                         pr="https://github.com/acme/web/pull/7"))
+    view = DigestView(DashboardData(store))
+    [row] = view.items.objects
+    [buttons] = [o for o in row.objects if hasattr(o, "objects")]
+    reviewed = [b for b in buttons.objects if "memo-digest-reviewed" in b.css_classes]
+    assert [b.label for b in buttons.objects] == ["▶ Export the story", "✓ Mark reviewed"]
+    reviewed[0].clicks += 1  # as a click in the browser
+    assert "Marked reviewed: pr-1" in view.message.object and view.items.objects == []
+    assert store.read("web", "session", "session-pr-1")[0]["reviewedAt"]
