@@ -43,7 +43,7 @@ from .services.requests import (
     SessionRequest,
     StartSessionRequest,
 )
-from .services.sessions import end_session, session_view, start_session
+from .services.sessions import end_session_answer, session_view, start_session
 from .services.store import VaultStore
 from .operator.service import run_digest
 from .services.rules import derive_rules
@@ -85,9 +85,10 @@ ACTIONS: dict[str, Action] = {
     "session_start": Action(StartSessionRequest, start_session,
                             "Open a work session (refuses a completed one; keeps start, client, billable on restart); "
                             "claims and returns the next eligible hand-off as handoff."),
-    "session_end": Action(EndSessionRequest, end_session,
+    "session_end": Action(EndSessionRequest, end_session_answer,
                           "Close a session: endTime (now or until), durationMinutes, merged deliverables; "
-                          "with handoff, leaves a baton for the next session."),
+                          "with handoff, leaves a baton for the next session; warnings say when a session ended "
+                          "before keeps its times, or when turns lie outside them (their time bills nothing)."),
     "cancel_handoff": Action(CancelHandoffRequest, cancel_handoff,
                              "Cancel a pending hand-off (by id, or by the sessionId that wrote it)."),
     "activity_report": Action(ActivityReportRequest, _activity,
@@ -141,6 +142,9 @@ class PromptToolInput(BaseModel):
     body: str | None = Field(None, description="record: the turn's text")
     session_id: str | None = Field(None, description="Session id (record, session, session_start, session_end, list/search filter)")
     turn: int | None = Field(None, description="record: explicit turn number (1–1,000,000) of sessionId; without sessionId the turn gets a random id (SPEC §2.2)")
+    created: str | None = Field(None, description="record: when the turn happened (ISO 8601; default now; without "
+                                                  "an offset, in the vault's time zone): a past session's turns keep "
+                                                  "their times")
     id: str | None = Field(None, description="get: record id; feedback: prompt, session, trap or decision id")
     project_id: str | None = Field(None, description="Project id (safe slug); default: the repository of cwd. "
                                    "A record's key is (project, id): get, feedback, session, export_story, "

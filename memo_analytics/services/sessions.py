@@ -258,6 +258,30 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
     return {**meta, "body": body}
 
 
+def end_session_answer(store: VaultStore, request: EndSessionRequest) -> dict[str, Any]:
+    """:func:`end_session` as every interface answers it (the CLI, the MCP tool's and
+    ``/api/actions``' ``session_end``): the session's wire dict, with ``warnings`` (one-line
+    texts) when the end asked for was not taken — the session had been ended before and keeps
+    its times (SPEC §2.5) — or when some of its turns lie outside its times (their time bills
+    nothing). Raises as :func:`end_session`."""
+    record = end_session(store, request)
+    warnings = []
+    if request.until and not request.recompute_duration:
+        asked = parse_record_instant(request.until, "until", store.zone, wall_clock=True)
+        if record.get("endTime") and record["endTime"] != to_iso(asked):
+            warnings.append(f"session {record['sessionId']} was already ended at {record['endTime']}; it keeps its "
+                            f"times and {record['durationMinutes']} minutes, not the end asked ({to_iso(asked)}): "
+                            f"memo session edit {record['sessionId']} --project {record['project']} --end TIME "
+                            "corrects them")
+    if record.get("endTime"):
+        outside = index.turns_outside(store.conn, record["project"], record["sessionId"], str(record["startTime"]),
+                                      str(record["endTime"]))
+        if outside:
+            warnings.append(f"{outside} of its turns {'lies' if outside == 1 else 'lie'} outside its times (before its "
+                            "start or after its end): their time bills nothing")
+    return {**record, "warnings": warnings} if warnings else record
+
+
 def _end(store: VaultStore, meta: dict[str, Any], request: EndSessionRequest, now) -> None:
     """Close the session frontmatter ``meta`` in place as :func:`end_session` does (``endTime``,
     ``durationMinutes``, ``status``, ``updated``, summary, deliverables; the objective cleared),

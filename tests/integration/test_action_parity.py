@@ -157,7 +157,8 @@ def test_digest_apply_answers_the_same_through_the_cli_and_its_http_route(seeded
         shutil.copytree(seeded, copies[interface])
     as_of = "2026-03-03T09:00:00Z"  # s2 has been open for 19 hours: the digest proposes to end it
     digest = json.loads(memo("--json", "digest", "--as-of", as_of, vault=copies["cli"]).stdout)
-    [item] = [i for i in digest["items"] if i.get("proposal") and i["subject"] == "s2"]
+    [item] = [i for i in digest["items"] if i.get("proposal") and i["subject"] == "s2"
+              and i["proposal"]["actionClass"] == "end_stale_session"]
     cli = json.loads(memo("--json", "digest", "apply", item["id"], "--fingerprint", item["fingerprint"],
                           "--as-of", as_of, vault=copies["cli"]).stdout)
     server = Server(copies["http"], "--mcp-port", "0")

@@ -278,3 +278,37 @@ def test_a_read_on_a_vault_root_that_holds_no_vault_is_refused_not_answered_empt
     (_, refused, text), (_, written_error, _), (listed, listed_error, _) = asyncio.run(scenario())
     assert refused and f"Invalid vaultRoot: {other} holds no vault" in text
     assert not written_error and not listed_error and listed["total"] == 1
+
+
+def test_an_agent_logs_a_past_session_and_is_told_what_its_end_does_not_bill(tmp_path):
+    """Found by a spec-memo user: over MCP `record` refused `created` (every back-filled turn was
+    stamped now, outside its session), `session_end` of a session ended before answered the old
+    end as if the new one were taken, and an end before the session's turns said nothing."""
+    vault = tmp_path / "v"
+
+    async def scenario():
+        async with mcp_client(vault) as client:
+            await call(client, action="session_start", sessionId="past", projectId="web",
+                       startTime="2026-05-01T09:00:00+02:00")
+            turn, error, text = await call(client, action="record", sessionId="past", projectId="web",
+                                           body="add the export", created="2026-05-01T09:30:00+02:00")
+            assert not error, text
+            ended = (await call(client, action="session_end", sessionId="past", projectId="web",
+                                until="2026-05-01T09:20:00+02:00"))[0]
+            again = (await call(client, action="session_end", sessionId="past", projectId="web",
+                                until="2026-05-01T12:00:00+02:00"))[0]
+            return turn, ended, again
+
+    turn, ended, again = asyncio.run(scenario())
+    assert turn["created"] == "2026-05-01T07:30:00.000Z" and "warnings" not in turn
+    assert ended["durationMinutes"] == 20 and ended["warnings"] == [
+        "1 of its turns lies outside its times (before its start or after its end): their time bills nothing"]
+    assert again["durationMinutes"] == 20 and again["endTime"] == "2026-05-01T07:20:00.000Z"
+    assert again["warnings"][0] == (
+        "session past was already ended at 2026-05-01T07:20:00.000Z; it keeps its times and 20 minutes, not the end "
+        "asked (2026-05-01T10:00:00.000Z): memo session edit past --project web --end TIME corrects them")
+    # the command line says the same on stderr; a plain re-end (no time asked) warns of nothing new
+    shown = memo("session", "end", "past", "--project", "web", "--until", "2026-05-01T12:00:00+02:00", vault=vault)
+    assert "warning: session past was already ended" in shown.stderr
+    assert "already ended" not in memo("--json", "session", "end", "past", "--project", "web",
+                                       vault=vault).stdout

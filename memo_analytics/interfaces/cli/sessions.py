@@ -110,7 +110,7 @@ def session_end(
     request = _build(EndSessionRequest, session_id=session_id, summary=summary, deliverables=items,
                      until=until, project=project, handoff=handoff, cwd=str(Path.cwd()))
     was_completed = _is_completed(session_id, project)
-    record = session_service.end_session(state.store, request)
+    record = session_service.end_session_answer(state.store, request)
 
     def human(r: dict[str, Any]) -> None:
         from ...domain.clock import printed_span, span_clock
@@ -125,6 +125,8 @@ def session_end(
                          if handoff else ""))
         else:
             out.print(f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({span})")
+        for warning in r.get("warnings", []):
+            err.print(_safe(f"warning: {warning}"))
 
     _emit(record, human)
 
