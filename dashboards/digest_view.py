@@ -19,7 +19,7 @@ VISIBLE = 5
 #: The label of the apply button per action class (the proposal's summary is its tooltip).
 APPLY_LABELS = {"end_stale_session": "End it at its last activity", "cancel_handoff": "Cancel the hand-off",
                 "promote_rule": "Promote into CLAUDE.md", "export_story": "Export the story",
-                "set_client": "File under its project's client"}
+                "set_client": "File under the project's client"}
 
 
 def _hours(minutes: int) -> str:
@@ -89,6 +89,8 @@ class DigestView:
         buttons = []
         if proposal is not None:
             label = APPLY_LABELS.get(proposal["actionClass"], "Apply the proposal")
+            if proposal["actionClass"] == "set_client":  # Bokeh shows a label as text, never HTML
+                label = f"File under {proposal['params']['client'][:40]}"
             button = pn.widgets.Button(label=f"▶ {label}", button_type="primary", width=260, margin=(0, 10, 6, 10),
                                        css_classes=["memo-digest-apply"], description=proposal["summary"])
             button.on_click(lambda _event, item=item: self.apply(item))

@@ -128,3 +128,25 @@ def test_a_pull_request_marked_reviewed_on_the_dashboard_leaves_the_digest(store
     reviewed[0].clicks += 1  # as a click in the browser
     assert "Marked reviewed: pr-1" in view.message.object and view.items.objects == []
     assert store.read("web", "session", "session-pr-1")[0]["reviewedAt"]
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_billable_work_without_a_client_has_a_button_naming_the_projects_client(store):
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.dashboards.digest_view import DigestView
+    from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+
+    start = datetime.now(timezone.utc) - timedelta(hours=5)
+    for sid, client in (("billed", "Acme Corp"), ("forgot", None)):
+        start_session(store, StartSessionRequest(session_id=sid, project="web", client=client, start_time=start))
+        end_session(store, EndSessionRequest(session_id=sid, project="web", until=start + timedelta(hours=1)))
+    view = DigestView(DashboardData(store))
+    [row] = view.items.objects
+    [buttons] = [o for o in row.objects if hasattr(o, "objects")]
+    [apply] = buttons.objects
+    assert apply.label == "▶ File under Acme Corp"
+    apply.clicks += 1
+    assert "Applied: file forgot under Acme Corp" in view.message.object and view.items.objects == []
+    assert store.read("web", "session", "session-forgot")[0]["client"] == "Acme Corp"
