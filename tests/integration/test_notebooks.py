@@ -56,6 +56,8 @@ def test_every_notebook_reproduces_its_stored_outputs(tmp_path):
     assert proc.returncode == 0, summary(proc)
     cells = sum(1 for p in notebooks for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code")
     assert re.search(rf"\b{cells} passed\b", proc.stdout), summary(proc)
+    # the sample vault each notebook builds is removed when its kernel stops (runs left a folder each)
+    assert sorted(p.name for p in tmp_path.glob("memo-notebook-*")) == []
 
 
 def test_a_changed_total_fails_the_notebook_check(tmp_path):
