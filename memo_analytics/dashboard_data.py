@@ -204,10 +204,13 @@ class DashboardData:
         try:
             build_invoice(report, self.settings.billing_for, invoiced=self._invoiced())
         except UnpricedClientError as exc:
-            names = ", ".join(exc.clients)
-            return "info", (f"a draft needs billing terms for {names}: hourlyRate and currency under "
-                            f"[clients.\"{exc.clients[0]}\"] in {exc.config} (memo config set), or choose a "
-                            "client that has them")
+            named = [c for c in exc.clients if c.lower() != "internal"]
+            terms = (f"billing terms for {', '.join(named)}: hourlyRate and currency under "
+                     f"[clients.\"{named[0]}\"] in {exc.config} (memo config set)") if named else ""
+            internal = "a client for its work filed under internal (memo session edit SID --client NAME)" \
+                if len(named) < len(exc.clients) else ""
+            return "info", (f"a draft needs {' and '.join(part for part in (terms, internal) if part)}, or choose "
+                            "a client that has terms")
         except MemoError as exc:  # nothing to bill
             return "warn", str(exc)
         return None

@@ -39,7 +39,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Callable, Collection, Literal
 
-from ..analytics.activity import ActivityReport
+from ..analytics.activity import INTERNAL_CLIENT, ActivityReport
 from ..config import ClientBilling, Settings
 from ..domain.clock import from_iso, span_clock, utcnow, zone_name
 from ..domain.errors import InvalidDateError, InvalidFieldError, ReportError
@@ -75,11 +75,14 @@ class UnpricedClientError(InvalidFieldError):
         self.clients = clients
         self.config = config
         names = ", ".join(repr(c) for c in clients)
-        sections = ", ".join(f'[clients."{c}"]' for c in clients)
+        named = [c for c in clients if c.lower() != INTERNAL_CLIENT]  # terms for "no client" make no sense
+        sections = ", ".join(f'[clients."{c}"]' for c in named)
+        steps = ([f"set hourlyRate and currency under {sections} in {config}"] if named else []) + (
+            ["'internal' is work filed under no client: memo session edit SID --client NAME bills it to one"]
+            if len(named) < len(clients) else [])
         InvalidFieldError.__init__(
-            self, f'clients."{clients[0]}".hourlyRate',
-            f"no billing terms for {'client' if len(clients) == 1 else 'clients'} {names}; set hourlyRate and "
-            f"currency under {sections} in {config}"
+            self, f'clients."{(named or clients)[0]}".hourlyRate',
+            f"no billing terms for {'client' if len(clients) == 1 else 'clients'} {names}; " + "; ".join(steps)
             + (", or invoice the other clients alone with --client" if others else ""),
         )
 

@@ -196,9 +196,10 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
     proc = memo("report", "invoice", "--all", "--force", "-o", str(pdf), vault=vault, env=config, check=False)
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
     assert proc.stderr.strip() == (
-        f"error: Invalid clients.\"internal\".hourlyRate: no billing terms for clients 'internal', 'Umbrella'; set "
-        f"hourlyRate and currency under [clients.\"internal\"], [clients.\"Umbrella\"] in {config['MEMO_CONFIG']}, or "
-        "invoice the other clients alone with --client")
+        f"error: Invalid clients.\"Umbrella\".hourlyRate: no billing terms for clients 'internal', 'Umbrella'; set "
+        f"hourlyRate and currency under [clients.\"Umbrella\"] in {config['MEMO_CONFIG']}; 'internal' is work filed "
+        "under no client: memo session edit SID --client NAME bills it to one, or invoice the other clients alone "
+        "with --client")
     only = memo("report", "invoice", "--all", "--client", "Umbrella", "-o", str(tmp_path / "u.pdf"), vault=vault,
                 env=config, check=False)
     assert only.stderr.strip() == (  # --client given, no other client: no advice to give it
