@@ -40,7 +40,7 @@ SUFFIXES = (".pdf", ".csv", ".xlsx")
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 TIMESHEET_COLUMNS = ("client", "date", "project", "sessionId", "task", "summary", "start", "end", "workedMinutes",
-                     "billedMinutes", "billableHours", "note", "deliverables")
+                     "billedMinutes", "billableHours", "note", "deliverables", "startTime", "endTime")
 INVOICE_COLUMNS = ("client", "currency", "date", "project", "description", "sessions", "durationMinutes", "hours",
                    "rate", "amount")
 
@@ -69,12 +69,14 @@ def timesheet_rows(report: ActivityReport) -> list[dict[str, Any]]:
     ``end``; ``billedMinutes`` (int) what it bills — they add up to the report's
     ``totalDurationMinutes`` — and ``note`` why the two differ (parallel sessions, the client's
     rounding); ``billableHours`` Decimal (two decimals); ``task`` and ``summary`` the session's
-    task slug and summary; ``deliverables`` their URLs (or commits, titles) separated by spaces."""
+    task slug and summary; ``deliverables`` their URLs (or commits, titles) separated by spaces;
+    ``startTime``/``endTime`` the printed ``start``/``end`` as ISO 8601 instants with the zone's
+    offset (``start``/``end`` are clock times: ``01:15 (+1d)``), for a spreadsheet or pandas."""
     return [{"client": section.client, "date": row.date, "project": row.project, "sessionId": row.session_id,
              "task": row.task_slug, "summary": row.session_summary, "start": row.start, "end": row.end,
              "workedMinutes": row.worked_minutes, "billedMinutes": row.duration_minutes,
              "billableHours": Decimal(f"{row.hours or 0:.2f}"), "note": row.note,
-             "deliverables": " ".join(row.deliverables)}
+             "deliverables": " ".join(row.deliverables), "startTime": row.start_time, "endTime": row.end_time}
             for section in timesheet_sections(report) for row in section.rows]
 
 

@@ -43,6 +43,9 @@ class TimesheetRow:
     note: str = ""
     task_slug: str = ""
     session_summary: str = ""
+    #: ``start`` and ``end`` as ISO 8601 instants with the zone's offset (``2026-03-05T22:40:00+01:00``)
+    start_time: str = ""
+    end_time: str = ""
 
     @property
     def duration(self) -> str:
@@ -135,6 +138,8 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
                 session_id=item["sessionId"],
                 worked_minutes=int(item["durationMinutes"]),
                 note=note,
+                start_time=start.isoformat(timespec="seconds"),
+                end_time=end.isoformat(timespec="seconds"),
                 task_slug=item["taskSlug"] or "",
                 session_summary=shown(item["summary"]),
             )

@@ -143,10 +143,32 @@ def test_the_timesheet_table_says_what_a_session_worked_what_it_bills_and_why(tm
         "workedMinutes": "4", "billedMinutes": "30", "billableHours": "0.50",
         "note": "billed 30 minutes (the client's rounding)", "deliverables": "https://example.com/pr/7"}
     assert (tmp_path / "t.csv").read_text(encoding="utf-8-sig").splitlines()[1].endswith(
-        ',4,30,0.50,"billed 30 minutes (the client\'s rounding)","https://example.com/pr/7"')
+        ',4,30,0.50,"billed 30 minutes (the client\'s rounding)","https://example.com/pr/7",'
+        '"2026-03-02T12:00:00+00:00","2026-03-02T12:04:00+00:00"')
     # the PDF's foot says how the client's terms bill, as the invoice's does
     memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.pdf"), vault=root, env=env)
     foot = " ".join(pdf_text(tmp_path / "t.pdf").split())
     assert ("Acme Corp: each session is billed at least 30 minutes; then a session beside an earlier one of the "
             "client bills only the minutes that one did not cover (the client's terms); the duration and hours of "
             "each row are those billed.") in foot
+
+
+def test_the_timesheet_table_gives_each_span_as_instants_a_spreadsheet_or_pandas_reads(tmp_path):
+    """An analyst's complaint: ``start``/``end`` are clock times (``22:40``, ``01:15 (+1d)``) and the
+    zone is only in the console line. ``startTime``/``endTime`` give the same span as ISO 8601
+    instants with the zone's offset: a session across midnight in Berlin loads as its own minutes."""
+    import polars as pl
+
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="night", project="web", client="Acme Corp",
+                                             start_time="2026-03-05T21:40:00Z"))
+    end_session(store, EndSessionRequest(session_id="night", until="2026-03-06T00:15:00Z"))
+    store.close()
+    memo("report", "timesheet", "--all", "--tz", "Europe/Berlin", "-o", str(tmp_path / "t.csv"), vault=root)
+    [row] = rows_of_csv(tmp_path / "t.csv")
+    assert (row["start"], row["end"]) == ("22:40", "01:15 (+1d)")
+    assert (row["startTime"], row["endTime"]) == ("2026-03-05T22:40:00+01:00", "2026-03-06T01:15:00+01:00")
+    frame = pl.read_csv(tmp_path / "t.csv").with_columns(
+        pl.col("startTime", "endTime").str.to_datetime(time_zone="UTC"))
+    assert ((frame["endTime"] - frame["startTime"]).dt.total_minutes() == frame["workedMinutes"]).all()
