@@ -137,8 +137,8 @@ class PromptToolInput(BaseModel):
             raise ValueError(f"{str(value).lower()} is not a whole number")
         return value
 
-    action: ActionName = Field(description="What to do: " + "; ".join(f"{k}: {ACTIONS[k].description}"
-                                                                      for k in AGENT_ACTIONS))
+    action: ActionName = Field(description="What to do (the tool's description says what each action does and "
+                                           "answers; the other fields name the actions that read them)")
     body: str | None = Field(None, description="record: the turn's text")
     session_id: str | None = Field(None, description="Session id (record, session, session_start, session_end, list/search filter)")
     turn: int | None = Field(None, description="record: explicit turn number (1–1,000,000) of sessionId; without sessionId the turn gets a random id (SPEC §2.2)")

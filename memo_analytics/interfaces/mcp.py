@@ -168,6 +168,7 @@ def build_server(settings: Settings | Runtime, confined: bool = False) -> MCPSer
     runtime.stay_up()
     tool = Tool.from_function(_tool_function(PromptTool(runtime, confined)), name="prompt", description=TOOL_DESCRIPTION,
                               structured_output=False)
+    tool.parameters["additionalProperties"] = False  # an unknown field is refused: the schema says so
     metadata = tool.fn_metadata
     tool.fn_metadata = _OwnValidation(**{**{name: getattr(metadata, name) for name in type(metadata).model_fields},
                                          "output_schema": OUTPUT_SCHEMA})

@@ -185,6 +185,10 @@ def test_the_tool_schema_is_typed_and_described(tmp_path):
                                                   "handoffs", "prompt_detail"}
     assert {"handoff", "objective", "owner", "shared"} <= set(properties)
     assert "session_start" in tools[0].description
+    # each action is described once, in the tool's description (it was repeated in the field's: 2.5 KB of an
+    # agent's context on every listing); an unknown field is refused, and the schema says so
+    assert "Close a session" in tools[0].description and "Close a session" not in properties["action"]["description"]
+    assert schema["additionalProperties"] is False
 
 
 def test_concurrent_agents_on_one_session_never_collide(tmp_path):
