@@ -187,7 +187,8 @@ class PromptToolInput(BaseModel):
     shared: bool | None = Field(None, description="session_end: the hand-off may be claimed by any owner")
     owner: str | None = Field(None, description="session_start: who works the session (claims batons addressed to them)")
     objective: str | None = Field(None, description="session_start: the session objective (cleared on end)")
-    tz: str | None = Field(None, description="activity_report: IANA time zone for date bounds")
+    tz: str | None = Field(None, description="list/search/session/activity_report: IANA time zone whose days the "
+                                             "date-only since/until bound (default: the vault's)")
     output: str | None = Field(None, description="export_story: file to write (outside the product repository)")
     overwrite: bool | None = Field(None, description="export_story: replace an existing output file (default: refused)")
     min_confidence: float | None = Field(None, description="derive_rules: leave out candidates below (0–1)")

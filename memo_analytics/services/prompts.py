@@ -8,7 +8,7 @@ from typing import Any
 
 from ..config import MAX_BODY_BYTES
 from ..domain.billing import client_name_problem
-from ..domain.clock import from_iso, parse_bounds, parse_record_instant, to_iso, utcnow
+from ..domain.clock import from_iso, parse_bounds, parse_record_instant, resolve_zone, to_iso, utcnow
 from ..domain.errors import CorruptRecordError, InvalidFieldError, RecordNotFoundError
 from ..domain.ids import (
     prompt_id,
@@ -481,7 +481,7 @@ def filter_from_request(store: VaultStore, request: ListRequest) -> PromptFilter
         client=request.client or None,
         billable=request.billable,
         tags=[t for t in request.tags if t],
-        bounds=parse_bounds(request.since, request.until, store.zone),
+        bounds=parse_bounds(request.since, request.until, resolve_zone(request.tz) if request.tz else store.zone),
     )
 
 

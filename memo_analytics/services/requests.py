@@ -137,7 +137,26 @@ class EndSessionRequest(Request):
 SortOrder = Literal["date-desc", "date-asc"]
 
 
-class ListRequest(Request):
+class ZonedRequest(Request):
+    """A request whose date-only bounds (``since``/``until``) are days of ``tz``."""
+
+    tz: str | None = Field(None, description="IANA time zone for dates (e.g. Europe/Berlin; default: the configured "
+                                             "zone, else the machine's)")
+
+    @field_validator("tz", mode="before")
+    @classmethod
+    def _usable_zone(cls, value: object) -> object:
+        """A zone the reports can use (the rule of :func:`memo_analytics.domain.clock.zone_name_problem`);
+        empty means the default. Refused with ``Invalid tz: <reason>``."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        problem = zone_name_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value.strip()
+
+
+class ListRequest(ZonedRequest):
     """``list`` and ``search`` filters (SPEC §2.6)."""
 
     project: str | None = None
@@ -171,7 +190,7 @@ class GetRequest(Request):
                                               "projects that hold the id)")
 
 
-class SessionRequest(Request):
+class SessionRequest(ZonedRequest):
     """``session``: one session's record and turns, or (without ``sessionId``) a page of sessions."""
 
     session_id: str | None = Field(None, description="Session id; without it, sessions are listed")
@@ -217,7 +236,7 @@ class FeedbackRequest(Request):
         return None if self.helpful is None else ("helpful" if self.helpful else "notHelpful")
 
 
-class ActivityReportRequest(Request):
+class ActivityReportRequest(ZonedRequest):
     """``activity_report`` (SPEC §4)."""
 
     project: str | None = Field(None, description="Project id")
@@ -226,20 +245,7 @@ class ActivityReportRequest(Request):
     since: str | None = Field(None, description="Sessions starting at or after (ISO date or time)")
     until: str | None = Field(None, description="Sessions starting at or before (a date covers the day)")
     client: str | None = Field(None, description="Client (case-insensitive; 'internal' for none)")
-    tz: str | None = Field(None, description="IANA time zone for dates (e.g. Europe/Berlin; default: the configured "
-                                             "zone, else the machine's)")
 
-    @field_validator("tz", mode="before")
-    @classmethod
-    def _usable_zone(cls, value: object) -> object:
-        """A zone the reports can use (the rule of :func:`memo_analytics.domain.clock.zone_name_problem`);
-        empty means the default. Refused with ``Invalid tz: <reason>``."""
-        if value is None or (isinstance(value, str) and not value.strip()):
-            return None
-        problem = zone_name_problem(value)
-        if problem is not None:
-            raise ValueError(problem)
-        return value.strip()
 
 
 class ExportStoryRequest(Request):

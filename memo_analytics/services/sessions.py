@@ -12,6 +12,7 @@ from ..domain.clock import (
     minutes_between,
     parse_bounds,
     parse_record_instant,
+    resolve_zone,
     to_iso,
     utcnow,
 )
@@ -400,7 +401,7 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     flt = PromptFilter(
         projects=store.scope(request.project, request.cross_project, request.cwd),
         client=request.client or None,
-        bounds=parse_bounds(request.since, request.until, store.zone),
+        bounds=parse_bounds(request.since, request.until, resolve_zone(request.tz) if request.tz else store.zone),
     )
     total, rows = index.count_and_page(store.conn, "session", flt, limit, offset, "date-desc")
     return envelope(total, limit, offset, [row_to_record(r) for r in rows])

@@ -316,3 +316,28 @@ def test_an_agent_logs_a_past_session_and_is_told_what_its_end_does_not_bill(tmp
     assert "warning: session past was already ended" in shown.stderr
     assert "already ended" not in memo("--json", "session", "end", "past", "--project", "web",
                                        vault=vault).stdout
+
+
+def test_list_search_and_session_read_date_bounds_in_the_zone_asked(tmp_path):
+    """`tz` was taken by activity_report only: list and search named it `ignored`, and a date-only
+    bound was a day of the server's zone. 23:30 UTC on 1 May is 2 May in Berlin."""
+    vault = tmp_path / "v"
+
+    async def scenario():
+        async with mcp_client(vault, env={"MEMO_TIMEZONE": "UTC"}) as client:
+            await call(client, action="session_start", sessionId="late", projectId="web",
+                       startTime="2026-05-01T23:30:00Z")
+            await call(client, action="record", sessionId="late", projectId="web", body="late fix",
+                       created="2026-05-01T23:40:00Z")
+            found = {}
+            for tz in (None, "Europe/Berlin"):
+                zone = {"tz": tz} if tz else {}
+                found[tz] = [(await call(client, action=action, projectId="web", since="2026-05-02", **extra,
+                                         **zone))[0]
+                             for action, extra in (("list", {}), ("search", {"query": "fix"}), ("session", {}))]
+            return found
+
+    found = asyncio.run(scenario())
+    assert [page["total"] for page in found[None]] == [0, 0, 0]
+    assert [page["total"] for page in found["Europe/Berlin"]] == [1, 1, 1]
+    assert all("ignored" not in page for page in found["Europe/Berlin"])
