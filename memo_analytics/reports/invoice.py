@@ -489,10 +489,11 @@ def render_invoice_pdf(report: ActivityReport, settings: Settings, output: Path,
                        number: str | None = None, issued: date | None = None, user_templates: Path | None = None,
                        now: datetime | None = None, vault_root: Path | None = None,
                        config: str = "the config file", overwrite: bool = False,
-                       invoiced: Collection[tuple[str, str]] = (), zero_minutes: bool = False) -> tuple[Path, Invoice]:
+                       invoiced: Collection[tuple[str, str]] = (), zero_minutes: bool = False,
+                       skip_unpriced: bool = False) -> tuple[Path, Invoice]:
     """Write the invoice PDF for ``report`` with the terms of ``settings`` (atomically); an
-    existing file is replaced only with ``overwrite``. ``invoiced``, ``zero_minutes``: as
-    :func:`build_invoice`.
+    existing file is replaced only with ``overwrite``. ``invoiced``, ``zero_minutes``,
+    ``skip_unpriced``: as :func:`build_invoice`.
 
     Returns
     -------
@@ -509,14 +510,14 @@ def render_invoice_pdf(report: ActivityReport, settings: Settings, output: Path,
     check_output_path(output, forbidden, overwrite=overwrite)
     html, invoice = invoice_html(report, settings, lines=lines, number=number, issued=issued,
                                  user_templates=user_templates, now=now, config=config, invoiced=invoiced,
-                                 zero_minutes=zero_minutes)
+                                 zero_minutes=zero_minutes, skip_unpriced=skip_unpriced)
     return write_pdf(html, output, user_templates or templates_dir(), forbidden, overwrite), invoice
 
 
 def invoice_html(report: ActivityReport, settings: Settings, *, lines: str = "project", number: str | None = None,
                  issued: date | None = None, user_templates: Path | None = None, now: datetime | None = None,
                  config: str = "the config file", invoiced: Collection[tuple[str, str]] = (),
-                 zero_minutes: bool = False) -> tuple[str, Invoice]:
+                 zero_minutes: bool = False, skip_unpriced: bool = False) -> tuple[str, Invoice]:
     """The invoice of ``report`` with the terms of ``settings`` as HTML (``invoice.html.j2``,
     the user's folder first), and the invoice it shows: what :func:`render_invoice_pdf`
     writes and :func:`invoice_pdf_bytes` returns. Without ``number`` it is a draft.
@@ -528,7 +529,8 @@ def invoice_html(report: ActivityReport, settings: Settings, *, lines: str = "pr
     UnpricedClientError, ReportError
         A client without terms; nothing to bill; a missing or broken template.
     """
-    invoice = build_invoice(report, settings.billing_for, lines, config, invoiced=invoiced, zero_minutes=zero_minutes)
+    invoice = build_invoice(report, settings.billing_for, lines, config, invoiced=invoiced, zero_minutes=zero_minutes,
+                            skip_unpriced=skip_unpriced)
     context = invoice_context(report, invoice, number=number, issued=issued, lines=lines, now=now)
     return render_html("invoice.html.j2", context, user_templates), invoice
 
@@ -558,7 +560,7 @@ def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | Non
     openSessions (int: not billed, still open), leftOff: {alreadyInvoiced, zeroMinutes, open} (int:
     billable sessions of the period not billed, as an issued invoice stores them) and unpricedTurns
     (int: turns left out of the AI cost), warnings (list of str: what ``invoice issue`` would
-    refuse), timezone}``."""
+    refuse), unpricedClients (list of str: left off for want of terms, with ``skip_unpriced``), timezone}``."""
     summary: dict[str, Any] = {} if output is None else {"output": str(output)}
     summary.update({
         "totalBillableHours": float(invoice.hours),
@@ -572,6 +574,7 @@ def invoice_summary(invoice: Invoice, report: ActivityReport, output: Path | Non
         "leftOff": {"alreadyInvoiced": invoice.already_invoiced, "zeroMinutes": invoice.zero_minute_sessions,
                     "open": invoice.open_sessions, "unpricedTurns": invoice.unpriced_ai_turns},
         "warnings": invoice.warnings,
+        "unpricedClients": list(invoice.unpriced_clients),
         "timezone": report.wire()["timezone"],
     })
     return summary

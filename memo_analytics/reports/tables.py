@@ -212,10 +212,11 @@ def export_timesheet(report: ActivityReport, output: Path, user_templates: Path 
 def export_invoice(report: ActivityReport, settings, output: Path, *, lines: str = "project", issued=None,
                    user_templates: Path | None = None, vault_root: Path | None = None,
                    config: str = "the config file", overwrite: bool = False,
-                   invoiced: Collection[tuple[str, str]] = (), zero_minutes: bool = False) -> tuple[Path, Invoice]:
+                   invoiced: Collection[tuple[str, str]] = (), zero_minutes: bool = False,
+                   skip_unpriced: bool = False) -> tuple[Path, Invoice]:
     """The draft invoice of ``report`` written to ``output`` in the format its suffix names
     (the PDF, or its lines as CSV or XLSX); the path written and the invoice. ``invoiced``,
-    ``zero_minutes``: as :func:`~.invoice.build_invoice`.
+    ``zero_minutes``, ``skip_unpriced``: as :func:`~.invoice.build_invoice`.
 
     Raises
     ------
@@ -229,8 +230,9 @@ def export_invoice(report: ActivityReport, settings, output: Path, *, lines: str
     if fmt == "pdf":
         return render_invoice_pdf(report, settings, output, lines=lines, issued=issued, user_templates=user_templates,
                                   vault_root=vault_root, config=config, overwrite=overwrite, invoiced=invoiced,
-                                  zero_minutes=zero_minutes)
-    invoice = build_invoice(report, settings.billing_for, lines, config, invoiced=invoiced, zero_minutes=zero_minutes)
+                                  zero_minutes=zero_minutes, skip_unpriced=skip_unpriced)
+    invoice = build_invoice(report, settings.billing_for, lines, config, invoiced=invoiced, zero_minutes=zero_minutes,
+                            skip_unpriced=skip_unpriced)
     return write_table(invoice_table(invoice, fmt), output, forbidden, overwrite), invoice
 
 

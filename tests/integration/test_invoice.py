@@ -209,6 +209,15 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
     # the priced clients alone are invoiced
     memo("report", "invoice", "--all", "--force", "--client", "globex", "-o", str(pdf), vault=vault, env=config)
     assert check_invoice_arithmetic(pdf_text(pdf)) == {"USD": (Decimal("1.12"), Decimal("107.02"))}
+    # … or every priced client at once, the others named (the API's skip_unpriced on the command line)
+    skipped = memo("report", "invoice", "--all", "--force", "--skip-unpriced", "-o", str(pdf), vault=vault, env=config)
+    assert "note: left off for want of billing terms: internal, Umbrella" in skipped.stderr
+    assert check_invoice_arithmetic(pdf_text(pdf)) == {"EUR": (Decimal("2.58"), Decimal("309.60")),
+                                                       "JPY": (Decimal("0.42"), Decimal("3780")),
+                                                       "USD": (Decimal("1.12"), Decimal("107.02"))}
+    as_json = json.loads(memo("--json", "report", "invoice", "--all", "--force", "--skip-unpriced", "-o",
+                              str(tmp_path / "lines.csv"), vault=vault, env=config).stdout)
+    assert as_json["unpricedClients"] == ["internal", "Umbrella"] and sorted(as_json["totals"]) == ["EUR", "JPY", "USD"]
 
     # an analyst's look (the invoicing notebook): the unpriced clients left off and named
     from memo_analytics.analytics.activity import report_for

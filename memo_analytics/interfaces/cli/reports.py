@@ -198,6 +198,9 @@ def report_invoice(
                                          help="Refused: numbered invoices are issued (memo invoice issue)."),
     issued: Optional[str] = typer.Option(None, "--issued", help="Date the draft as issued on YYYY-MM-DD (default: undated)."),
     zero_minutes: bool = typer.Option(False, "--zero-minutes", help="Bill sessions of 0 minutes too."),
+    skip_unpriced: bool = typer.Option(False, "--skip-unpriced",
+                                       help="Leave off the clients without billing terms (named on stderr) rather "
+                                            "than refuse."),
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
@@ -218,12 +221,14 @@ def report_invoice(
     path, invoice = export_invoice(report, state.settings, output, lines=lines, issued=dated,
                                    user_templates=_user_templates(templates), vault_root=state.store.root,
                                    config=str(config_path()), overwrite=force, invoiced=invoiced_in(state.store.root),
-                                   zero_minutes=zero_minutes)
+                                   zero_minutes=zero_minutes, skip_unpriced=skip_unpriced)
     result = invoice_summary(invoice, report, path)
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
         + "; ".join(f"{c} {_grouped(v['amount'])}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))
     if not state.json:
         left_off_note(result["leftOff"])
+        if result["unpricedClients"]:
+            err.print(_safe(f"note: left off for want of billing terms: {', '.join(result['unpricedClients'])}"))
     for warning in invoice.warnings:  # what the draft prints that an issued invoice would refuse
         err.print(_safe(f"warning: {warning}"))
