@@ -38,6 +38,13 @@ SESSION_SCHEMA: dict[str, pl.DataType] = {
 
 #: Columns read from a record's frontmatter (the index keeps it whole in ``meta``), not a column.
 _FROM_META = {"owner": "json_extract(meta, '$.owner')"}
+#: A turn's token counts as the cost report counts them (``tokens`` frontmatter, kept at import): a
+#: positive whole number, else null.
+_TOKENS = {"input_tokens": "input", "cache_read_tokens": "cacheRead", "cache_write_tokens": "cacheWrite",
+           "output_tokens": "output", "reasoning_tokens": "reasoning"}
+_FROM_META.update({column: f"CASE WHEN json_type(meta, '$.tokens.{key}') = 'integer' AND "
+                           f"json_extract(meta, '$.tokens.{key}') > 0 THEN json_extract(meta, '$.tokens.{key}') END"
+                   for column, key in _TOKENS.items()})
 
 #: Columns and dtypes of :func:`prompts_frame`, in order (``body`` only when asked for).
 PROMPT_SCHEMA: dict[str, pl.DataType] = {
@@ -45,6 +52,7 @@ PROMPT_SCHEMA: dict[str, pl.DataType] = {
     "client": pl.String, "billable": pl.Boolean, "created": UTC_DT, "ide": pl.String,
     "model": pl.String, "agent": pl.String, "task_slug": pl.String, "status": pl.String,
     "branch": pl.String, "git_sha": pl.String, "tags": pl.List(pl.String),
+    **dict.fromkeys(_TOKENS, pl.Int64),
 }
 
 _DELIVERABLE = pl.Struct({"type": pl.String, "url": pl.String, "sha": pl.String, "title": pl.String})
@@ -175,7 +183,10 @@ def prompts_frame(source: Sources, projects: list[str] | None = None, body: bool
     -------
     polars.DataFrame
         Columns and dtypes of :data:`PROMPT_SCHEMA` (``created`` ``Datetime(us, UTC)``,
-        ``turn`` null for a prompt outside a session, ``tags`` ``List(String)``), plus
+        ``turn`` null for a prompt outside a session, ``tags`` ``List(String)``;
+        ``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``, ``output_tokens``,
+        ``reasoning_tokens`` ``Int64``: the turn's tokens as the AI cost counts them, null when the
+        transcript gave none), plus
         ``body`` (``String``, the redacted text as stored) when ``body`` is true.
     """
     schema = {**PROMPT_SCHEMA, "body": pl.String} if body else PROMPT_SCHEMA

@@ -280,3 +280,29 @@ def test_two_runs_saving_the_cost_cache_keep_each_others_prices(tmp_path):
     two.save()
     assert PriceCache(path).entries == {"claude-sonnet-4-5|2026-01-05|input=10": "0.00003",
                                         "gpt-5|2026-01-05|input=10": "0.0000125", "unknown|2026-01-05|input=1": None}
+
+
+def test_the_prompts_frame_gives_each_turns_tokens_as_the_report_counts_them(realdata, tmp_path):
+    """An analyst's wish: tokens per turn in ``vault.prompts()`` (and so in the Parquet export and
+    DuckDB), not only the report's totals. Summed per session they are each session's ``tokens``
+    in ``memo activity``, on the real Claude Code and Codex transcripts."""
+    import polars as pl
+
+    import memo_analytics
+
+    vault = tmp_path / "vault"
+    memo("import", "claude-code", str(_copies(realdata, tmp_path, 1)), vault=vault)
+    memo("import", "codex", str(realdata / "codex-rollouts"), vault=vault)
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    columns = {"input": "input_tokens", "cacheRead": "cache_read_tokens", "cacheWrite": "cache_write_tokens",
+               "output": "output_tokens", "reasoning": "reasoning_tokens"}
+    with memo_analytics.open_vault(vault) as opened:
+        turns = opened.prompts()
+    assert all(turns.schema[c] == pl.Int64 for c in columns.values())
+    summed = {(row["project"], row["session_id"]): row for row in turns.group_by("project", "session_id").agg(
+        pl.col(*columns.values()).sum()).iter_rows(named=True)}
+    counted = [s for s in report["sessions"] if s["tokens"]["output"]]
+    assert len(counted) >= 10 and any(s["tokens"]["reasoning"] for s in counted)
+    for session in report["sessions"]:
+        row = summed[(session["project"], session["sessionId"])]
+        assert {key: row[column] for key, column in columns.items()} == session["tokens"], session["sessionId"]
