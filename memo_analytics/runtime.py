@@ -47,9 +47,9 @@ class RemoteModeError(MemoError):
 
     def __init__(self, url: str | None) -> None:
         super().__init__(f"Invalid mode: remote — this machine keeps no vault, so this command has none to use; "
-                         f"the team daemon at {url or '(remote.url)'} has it: `memo prompt list/search/get/show`, "
-                         "`memo session show`, `memo activity` and `memo digest` ask it, agents reach it through "
-                         "`memo mcp`, people through its dashboard (or set mode = \"local\")")
+                         f"the team daemon at {url or '(remote.url)'} has it: `memo prompt record/list/search/get/show`, "
+                         "`memo session start/end/show`, `memo activity` and `memo digest` ask it, agents reach it "
+                         "through `memo mcp`, people through its dashboard (or set mode = \"local\")")
 
 
 #: Seconds a changed config file must stay unchanged before it is read: an editor that writes

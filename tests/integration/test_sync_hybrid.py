@@ -568,3 +568,28 @@ def test_in_remote_mode_the_read_commands_ask_the_team_daemon(tmp_path, daemon):
     # writing a local vault stays refused, saying what works
     refused = memo("session", "edit", "w1", "--client", "Beta", env=env, check=False)
     assert refused.returncode == 1 and "memo activity" in refused.stderr
+
+
+def test_in_remote_mode_a_session_is_recorded_from_the_command_line_on_the_team_daemon(tmp_path, daemon):
+    """`memo session start`, `memo prompt record` and `memo session end` on a laptop in remote
+    mode were refused: a person could only log work through an agent's MCP calls. They go to the
+    daemon (its vault gets the records, the laptop none), with the warnings it answers."""
+    team, server = daemon
+    config = tmp_path / "lead.toml"
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "{server.base}"\n')
+    env = {"MEMO_CONFIG": str(config), "MEMO_VAULT": str(tmp_path / "laptop-vault")}
+    started = memo("session", "start", "cli-1", "--project", "web", "--client", "Acme",
+                   "--start-time", "2026-03-10T09:00:00Z", env=env)
+    assert started.stdout.startswith("started session cli-1 in project web")
+    recorded = json.loads(memo("--json", "prompt", "record", "--session-id", "cli-1", "--project", "web",
+                               "--body", "fix the cart", "--created", "2026-03-10T09:10:00Z", env=env).stdout)
+    assert recorded["id"] == "prompt-cli-1-t1" and recorded["created"] == "2026-03-10T09:10:00.000Z"
+    ended = memo("session", "end", "cli-1", "--project", "web", "--until", "2026-03-10T10:00:00Z",
+                 "--next-step", "deploy", env=env)
+    assert ended.stdout.startswith("ended session cli-1: 60 minutes")
+    again = memo("session", "end", "cli-1", "--project", "web", "--until", "2026-03-10T11:00:00Z", env=env)
+    assert "warning: session cli-1 was already ended" in again.stderr
+    session = read_record(team / "projects" / "web" / "sessions" / "session-cli-1.md")[0]
+    assert (session["client"], session["durationMinutes"], session["status"]) == ("Acme", 60, "completed")
+    assert read_record(team / "projects" / "web" / "handoffs" / "handoff-cli-1.md")[0]["nextSteps"] == ["deploy"]
+    assert _team_file(team, "prompt-cli-1-t1").is_file() and not (tmp_path / "laptop-vault").exists()

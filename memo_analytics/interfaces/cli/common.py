@@ -302,11 +302,15 @@ def answer_of(action: str, request: Any, here: Callable[[], dict[str, Any]]) -> 
     """
     if on_remote() is None:
         return here()
+    from ...actions import PromptToolInput
     from ...services import remote
 
-    arguments = {("projectId" if name == "project" else to_camel(name)): value
-                 for name, value in request.model_dump(exclude_none=True).items()}
-    return remote.call(state.settings, {"action": action, **arguments})
+    arguments = request.model_dump(by_alias=True, exclude_none=True)  # camelCase, a hand-off's fields too
+    if "project" in arguments:
+        arguments["projectId"] = arguments.pop("project")
+    # the tool's fields; what only this machine's own writes use (source, extra) is not sent
+    fields = {field.alias or name for name, field in PromptToolInput.model_fields.items()}
+    return remote.call(state.settings, {"action": action, **{k: v for k, v in arguments.items() if k in fields}})
 
 
 def _check_scope(project: Optional[str], all_projects: bool) -> None:

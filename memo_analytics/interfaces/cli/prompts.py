@@ -59,7 +59,7 @@ def prompt_record(
     request = _build(RecordPromptRequest, body=body, session_id=session_id, turn=turn, project=project, ide=ide,
                      model=model, agent=agent, client=client, billable=billable, task_slug=task_slug,
                      tags=tag, cwd=str(Path.cwd()), source="cli", created=created)
-    record = prompt_service.record_prompt_answer(state.store, request)
+    record = answer_of("record", request, lambda: prompt_service.record_prompt_answer(state.store, request))
     _emit(record, lambda r: out.print(f"recorded {r['id']} in project {r['project']}"))
     if not state.json:
         for warning in record.get("warnings", []):

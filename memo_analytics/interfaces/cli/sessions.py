@@ -24,6 +24,7 @@ from ...services.requests import (
 )
 from .common import (
     answer_of,
+    on_remote,
     note_client_spelling,
     print_listing,
     _build,
@@ -65,7 +66,7 @@ def session_start(
                      agent=agent, client=client, billable=billable, task_slug=task_slug, summary=summary,
                      branch=branch, start_time=start_time, owner=owner, objective=objective,
                      cwd=str(Path.cwd()), source="cli")
-    record = session_service.start_session(state.store, request)
+    record = answer_of("session_start", request, lambda: session_service.start_session(state.store, request))
 
     def human(r: dict[str, Any]) -> None:
         out.print(f"started session {r['sessionId']} in project {r['project']} at {_local(r['startTime'])} "
@@ -109,8 +110,8 @@ def session_end(
                    "branch": handoff_branch, "owner": handoff_owner, "shared": shared}
     request = _build(EndSessionRequest, session_id=session_id, summary=summary, deliverables=items,
                      until=until, project=project, handoff=handoff, cwd=str(Path.cwd()))
-    was_completed = _is_completed(session_id, project)
-    record = session_service.end_session_answer(state.store, request)
+    was_completed = on_remote() is None and _is_completed(session_id, project)  # remote: the answer's warnings say it
+    record = answer_of("session_end", request, lambda: session_service.end_session_answer(state.store, request))
 
     def human(r: dict[str, Any]) -> None:
         from ...domain.clock import printed_span, span_clock
