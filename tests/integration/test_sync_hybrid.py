@@ -505,6 +505,8 @@ def test_in_remote_mode_memo_digest_shows_and_applies_the_team_daemons_digest(tm
     env = {"MEMO_CONFIG": str(config)}
     shown = json.loads(memo("--json", "digest", "--as-of", "2026-03-10T12:00", env=env).stdout)
     [stalled] = [i for i in shown["items"] if i["id"] == "session_stalled:w1"]
+    table = memo("digest", "--as-of", "2026-03-10T12:00", env=env).stdout
+    assert "memo session edit, export and any file named run on the daemon's host" in " ".join(table.split())
     assert stalled["proposal"]["actionClass"] == "end_stale_session"
     stale = memo("digest", "apply", "session_stalled:w1", "--as-of", "2026-03-10T12:00", "--fingerprint",
                  "0000000000000000", env=env, check=False)

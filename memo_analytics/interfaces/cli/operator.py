@@ -79,6 +79,9 @@ def digest(
             out.print(_safe(f"operator: {fallback['id']}: {fallback['reason']}"))
         if any(item.get("proposal") for item in r["items"]):
             out.print("apply an item marked yes: memo digest apply ITEM (the others: run their command)")
+        if r["items"] and state.settings.mode == "remote":
+            out.print("the team daemon's vault: memo session start/end/show run from here; memo session edit, "
+                      "export and any file named run on the daemon's host")
         if r["beyondHorizon"]:
             older = ", ".join(f"{n} {kind}" for kind, n in r["beyondHorizon"].items())
             out.print(f"older than {r['horizonDays']} days (counted, not listed): {older} — see them with "
