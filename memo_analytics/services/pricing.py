@@ -21,10 +21,22 @@ from typing import Any
 _REASONING_APART = ("gemini", "opencode")
 
 
+#: The most tokens of one kind a turn is taken to have: no model reads or writes a billion tokens
+#: in one turn (context windows hold a few million). A larger count is a damaged or hostile
+#: transcript (``10**30``: its cost overflowed every report) and counts nothing.
+MAX_TURN_TOKENS = 10**9
+
+
+def plausible_tokens(value: Any) -> bool:
+    """Whether ``value`` is a token count a turn can have: a whole number from 0 to
+    :data:`MAX_TURN_TOKENS` (``True`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TURN_TOKENS
+
+
 def count_of(tokens: dict[str, Any], key: str) -> int:
-    """``tokens[key]`` when it is a positive int, else 0."""
+    """``tokens[key]`` when it is a positive count a turn can have (:func:`plausible_tokens`), else 0."""
     value = tokens.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return value if plausible_tokens(value) and value > 0 else 0
 
 
 def usage_of(tokens: dict[str, Any], source: str | None) -> dict[str, int]:

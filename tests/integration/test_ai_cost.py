@@ -306,3 +306,31 @@ def test_the_prompts_frame_gives_each_turns_tokens_as_the_report_counts_them(rea
     for session in report["sessions"]:
         row = summed[(session["project"], session["sessionId"])]
         assert {key: row[column] for key, column in columns.items()} == session["tokens"], session["sessionId"]
+
+
+def test_a_token_count_no_turn_can_have_counts_nothing_and_never_breaks_a_report(tmp_path):
+    """Found by an attacker: a Gemini chat whose message claimed 10**30 input tokens was imported
+    as it stood, and every cost report of the vault — `memo activity`, the timesheet, MCP, the
+    API — died of decimal.InvalidOperation; 10**26 priced the turn at USD 2.5e20. A count above a
+    billion tokens counts nothing, at import and in a record edited by hand."""
+    chats = tmp_path / "g"
+    chats.mkdir()
+    (chats / "chat.json").write_text(json.dumps({
+        "sessionId": "t", "projectHash": "ab", "startTime": "2026-10-01T10:00:00Z", "lastUpdated": "2026-10-01T10:10:00Z",
+        "messages": [{"id": "1", "timestamp": "2026-10-01T10:00:00Z", "type": "user", "content": "hello"},
+                     {"id": "2", "timestamp": "2026-10-01T10:05:00Z", "type": "gemini", "content": "ok",
+                      "model": "gemini-2.5-pro", "tokens": {"input": 10**30, "output": 10}}]}), encoding="utf-8")
+    vault = tmp_path / "vault"
+    memo("import", "gemini", str(chats), vault=vault)
+    [turn_file] = (vault / "projects").glob("*/prompts/*.md")
+    assert "1000000000000000000000000000000" not in turn_file.read_text(encoding="utf-8")
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert report["costByModel"]["gemini-2.5-pro"]["tokens"]["input"] == 0
+    assert report["costByModel"]["gemini-2.5-pro"]["tokens"]["output"] == 10
+    # the same count put into the file by hand
+    text = turn_file.read_text(encoding="utf-8").replace("output: 10", f"output: {10**30}", 1)
+    assert f"output: {10**30}" in text
+    turn_file.write_text(text, encoding="utf-8")
+    memo("reindex", vault=vault)
+    again = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert Decimal(again["totalCostUsd"]) < 1 and again["costByModel"]["gemini-2.5-pro"]["tokens"]["output"] == 0

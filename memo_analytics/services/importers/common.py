@@ -34,6 +34,7 @@ from ...index import store as index
 from ...vault.ledger import invoiced_in
 from ...vault.redact import redact_secrets, warm as warm_redaction
 from ..describe import session_description
+from ..pricing import plausible_tokens
 from ..pricing import PriceCache, stored_turn_cost
 from ..prompts import record_prompt, stored_summary
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
@@ -150,7 +151,7 @@ def take_working_folder(transcript: "Transcript", path: object) -> None:
 def add_tokens(prompt: HumanPrompt, usage: dict[str, int], model: str | None = None) -> None:
     """Add one model call's ``usage`` (the keys of :class:`HumanPrompt` ``tokens``) to ``prompt``;
     with ``model``, also to that model's part (``tokens_by_model``)."""
-    counts = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+    counts = {k: v for k, v in usage.items() if plausible_tokens(v)}  # a hostile 10**30 counts nothing
     total = dict(prompt.tokens or {})
     for key, value in counts.items():
         total[key] = total.get(key, 0) + value

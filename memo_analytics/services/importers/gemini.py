@@ -64,6 +64,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
+from ..pricing import plausible_tokens
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, json_kind, other_format
 from .lines import NOT_JSON, LongInteger as _LongInteger, json_integer as _integer, parse_json_line, read_jsonl_lines, read_transcript
 
@@ -185,7 +186,7 @@ def message_tokens(tokens: dict) -> dict[str, int]:
     """
     def count(key: str) -> int | None:
         value = tokens.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+        return value if plausible_tokens(value) else None
 
     prompt, cached, tool = count("input"), count("cached"), count("tool")
     usage = {"cacheRead": cached, "output": count("output"), "reasoning": count("thoughts")}
