@@ -460,3 +460,22 @@ def test_a_crafted_specstory_title_is_read_in_linear_time(tmp_path):
     assert done.returncode == 0, done.stderr
     [turn] = (tmp_path / "vault" / "projects").glob("*/prompts/*.md")
     assert turn.read_text(encoding="utf-8").rstrip().endswith("hi")
+
+
+@pytest.mark.parametrize("body", ["_secret_" * 25_000, "-".join(["_secret_"] * 25_000), "a." * 100_000 + "secret"])
+def test_a_crafted_turn_is_redacted_in_linear_time(tmp_path, body):
+    """Found by an attacker: the secret-assignment pattern and the detector's keyword plugin
+    backtracked in the square of a long run of name characters (200 KB of ``_secret_``: 82 s of
+    CPU for one turn, and a 1 MB body — within the limit — about 7 minutes of a hook agents run
+    synchronously). A real process with a deadline: the hang is what is tested."""
+    import subprocess
+    import sys
+
+    source = tmp_path / "body.txt"
+    source.write_text(body, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(tmp_path / "vault"), "prompt",
+                           "record", "--project", "p", "--body-file", str(source)], capture_output=True, text=True,
+                          timeout=40, env={**os.environ, "MEMO_CONFIG": str(tmp_path / "none.toml")})
+    assert done.returncode == 0, done.stderr
+    [turn] = (tmp_path / "vault" / "projects" / "p" / "prompts").glob("*.md")
+    assert turn.read_text(encoding="utf-8").rstrip().endswith(body[-50:])  # nothing in it is a secret
