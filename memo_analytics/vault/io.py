@@ -213,12 +213,31 @@ def _yaml_handler() -> Any:
 
 
 def dump_record(meta: dict[str, Any], body: str) -> str:
-    """Render frontmatter + body as the Markdown text stored in the vault."""
+    """Render frontmatter + body as the Markdown text stored in the vault.
+
+    Raises
+    ------
+    InvalidFieldError
+        The frontmatter would be longer than :data:`MAX_FRONTMATTER_CHARS`, which reading
+        refuses (naming the largest field): a record written must read back.
+    """
     import frontmatter
 
     handler = _yaml_handler()
     post = frontmatter.Post(body, handler=handler, **meta)
-    return frontmatter.dumps(post, handler=handler, sort_keys=False, allow_unicode=True, width=1_000_000) + "\n"
+    text = frontmatter.dumps(post, handler=handler, sort_keys=False, allow_unicode=True, width=1_000_000) + "\n"
+    if len(text) - len(body) > MAX_FRONTMATTER_CHARS and text.find("\n---", 4) > MAX_FRONTMATTER_CHARS:
+        _refuse_large(meta)
+    return text
+
+
+def _refuse_large(meta: dict[str, Any]) -> None:
+    from ..domain.errors import InvalidFieldError
+
+    sizes = {name: len(repr(value)) for name, value in meta.items()}
+    largest = max(sizes, key=sizes.__getitem__)
+    raise InvalidFieldError(largest, f"about {sizes[largest]:,} characters: a record's metadata is at most "
+                                     f"{MAX_FRONTMATTER_CHARS:,} characters (the text of a turn goes in its body)")
 
 
 def dump_records(records: list[tuple[dict[str, Any], str]]) -> list[bytes]:

@@ -341,3 +341,32 @@ def test_list_search_and_session_read_date_bounds_in_the_zone_asked(tmp_path):
     assert [page["total"] for page in found[None]] == [0, 0, 0]
     assert [page["total"] for page in found["Europe/Berlin"]] == [1, 1, 1]
     assert all("ignored" not in page for page in found["Europe/Berlin"])
+
+
+def test_a_record_whose_metadata_would_not_read_back_is_refused_not_written(tmp_path):
+    """Found by an attacker: only body and summary had a size limit on the way in, while reading
+    refuses a frontmatter over 256,000 characters. A hand-off of 300,000 characters answered
+    success, then every `session start` of the project failed on it (and a reindex dropped it);
+    30,000 tags vanished at the next reindex. Such a write is refused, naming the field, and
+    nothing is written."""
+    vault = tmp_path / "v"
+
+    async def scenario():
+        async with mcp_client(vault) as client:
+            await call(client, action="session_start", projectId="hp", sessionId="h1", startTime="2026-11-01T10:00:00Z")
+            ended = await call(client, action="session_end", projectId="hp", sessionId="h1",
+                               until="2026-11-01T11:00:00Z", handoff={"nextSteps": ["n" * 300_000]})
+            tagged = await call(client, action="record", projectId="hp", sessionId="h1", body="x",
+                                tags=[f"t{n}" for n in range(30_000)])
+            started = await call(client, action="session_start", projectId="hp", sessionId="h2")
+            return ended, tagged, started
+
+    ended, tagged, started = asyncio.run(scenario())
+    assert ended[1] and "Invalid nextSteps: about 300,004 characters" in ended[2] and "at most 256,000" in ended[2]
+    assert tagged[1] and "Invalid tags" in tagged[2]
+    assert not started[1] and started[0]["sessionId"] == "h2"
+    assert not list((vault / "projects" / "hp").glob("handoffs/*.md")) and not list((vault / "projects" / "hp").glob(
+        "prompts/*.md"))
+    memo("reindex", vault=vault)
+    assert json.loads(memo("--json", "session", "show", "h1", "--project", "hp", vault=vault).stdout)["session"][
+        "status"] == "active"  # the refused end left the session as it was
