@@ -11,6 +11,7 @@ from ..domain.billing import client_name_problem
 from ..domain.clock import from_iso, parse_bounds, parse_record_instant, resolve_zone, to_iso, utcnow
 from ..domain.errors import CorruptRecordError, InvalidFieldError, RecordNotFoundError
 from ..domain.ids import (
+    MAX_TURN,
     prompt_id,
     session_record_id,
     validate_session_id,
@@ -249,6 +250,9 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
                     break
                 # else a record of another kind holds the id (a hand-made file): stepped over too
                 turn += 1
+            if turn > MAX_TURN:
+                raise InvalidFieldError("sessionId", f"session {session_id} holds turn {MAX_TURN:,}, the last a session "
+                                                     "can have; record this turn in a new session")
         record_id = validate_slug(prompt_id(session_id, turn, now), "id")
         existing = store.read(project, RecordKind.PROMPT, record_id)
         if existing is not None:

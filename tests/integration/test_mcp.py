@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.inprocess import mcp_client, memo
+from tests.inprocess import mcp_client, memo, tool_calls
 
 TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
 
@@ -370,3 +370,15 @@ def test_a_record_whose_metadata_would_not_read_back_is_refused_not_written(tmp_
     memo("reindex", vault=vault)
     assert json.loads(memo("--json", "session", "show", "h1", "--project", "hp", vault=vault).stdout)["session"][
         "status"] == "active"  # the refused end left the session as it was
+
+
+def test_a_session_at_its_last_turn_says_so_when_one_more_is_recorded(tmp_path):
+    """Found by an attacker: after an explicit turn 1,000,000 the next turn of the session was
+    refused as `Invalid turn: Input should be less than or equal to 1000000` — a turn the call
+    never gave. The refusal names the session and what to do."""
+    answers = tool_calls(tmp_path / "v", [
+        {"action": "record", "body": "x", "projectId": "p1", "sessionId": "s1", "turn": 1_000_000},
+        {"action": "record", "body": "next", "projectId": "p1", "sessionId": "s1"}])
+    assert not answers[0][0] and answers[1][0]
+    assert "Invalid sessionId: session s1 holds turn 1,000,000, the last a session can have; record this turn in a new " \
+           "session" in answers[1][1]
