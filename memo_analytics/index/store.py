@@ -477,6 +477,14 @@ def kind_of(conn: sqlite3.Connection, project: str, record_id: str) -> str | Non
     return None if row is None else row[0]
 
 
+def last_turn_created(conn: sqlite3.Connection, project: str, session_id: str) -> str | None:
+    """The ``created`` (ISO UTC) of the newest turn of ``session_id`` in ``project`` that is not
+    superseded, or None when it has none."""
+    row = conn.execute("SELECT max(created) FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ? "
+                       "AND coalesce(status, '') <> 'superseded'", (session_id, project)).fetchone()
+    return row[0] if row else None
+
+
 def max_turn(conn: sqlite3.Connection, project: str, session_id: str) -> int:
     """Highest turn recorded for ``session_id`` in ``project`` (0 when none) (SPEC §2.4)."""
     row = conn.execute(

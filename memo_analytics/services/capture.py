@@ -33,6 +33,7 @@ from ..domain.errors import InvalidFieldError, MemoError, SessionCompletedError
 from ..domain.ids import session_record_id, slugify, validate_session_id
 from ..domain.records import RecordKind
 from ..domain.wire import valid_text
+from ..index import store as index
 from ..vault.redact import redact_secrets
 from .store import VaultStore
 
@@ -301,6 +302,22 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                     return f"session {session_id} already recorded"
             else:  # the agent resumed a conversation it had ended (the same session id): a new work interval
                 session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
+        if event.kind in ("prompt", "session_end") and existing is not None and existing[0].get("status") == "active":
+            gap = timedelta(minutes=store.settings.idle_gap_minutes)
+            last, seen = _last_activity(store, project, session_id, existing[0], event)
+            if event.at - last > gap:
+                # the agent stood idle longer than the idle gap (a night): the work interval ended at its
+                # last sign of work, as an import splits a transcript; a prompt after it opens the next one.
+                # Without the agent's transcript its answer to the last prompt is unseen: at most an idle
+                # gap of it is counted
+                last = last if seen else last + gap
+                end_session(store, EndSessionRequest(session_id=session_id, project=project, until=last,
+                                                     summary=None if existing[0].get("summary") else
+                                                     _described(store, project, session_id, cwd)))
+                if event.kind == "session_end":
+                    return (f"session {session_id} ended at its last work {to_iso(last)}, "
+                            f"{int((event.at - last).total_seconds() // 60)} idle minutes before the agent's end")
+                session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
         if event.kind == "session_end":
             if existing is None or existing[0].get("status") != "active":  # completed, or superseded by an import
                 return f"session {session_id}: not open, nothing to end"
@@ -325,6 +342,26 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             extra={**extra, "captureId": capture_id, **({"agentTurnId": event.turn_id} if event.turn_id else {})},
             **context))
     return f"turn {turn['turn']} of {session_id} recorded"
+
+
+def _last_activity(store: VaultStore, project: str, session_id: str, meta: dict[str, Any],
+                   event: HookEvent) -> tuple[datetime, bool]:
+    """When an open hook session last saw work, as far as this machine can tell, and whether the
+    agent's transcript said so: its newest turn (else its start), or the last write of the
+    agent's transcript when the agent names one (Claude Code, Codex, Gemini: the answers go on
+    after a prompt) — never after ``event``."""
+    start = from_iso(str(meta["startTime"]))
+    newest = index.last_turn_created(store.conn, project, session_id)
+    last = max(start, from_iso(newest)) if newest else start
+    transcript = event.transcript_path or meta.get("transcriptPath")
+    if isinstance(transcript, str) and transcript:
+        try:
+            written = datetime.fromtimestamp(Path(transcript).stat().st_mtime, timezone.utc)
+        except (OSError, ValueError, OverflowError):  # not on this machine (a remote caller's), or gone
+            return last, False
+        if written <= event.at:
+            return max(last, written), True
+    return last, False
 
 
 def numbered(base: str, n: int) -> str:

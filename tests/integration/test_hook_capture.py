@@ -7,6 +7,7 @@ and the next run replays it with the instants it carried."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -587,3 +588,65 @@ def test_a_spooled_event_that_keeps_failing_stops_no_other_and_is_set_aside(tmp_
     log = (capture.spool_dir(vault).parent / "hooks.log").read_text()
     assert "failed again (1 of 3; other events go on): OSError" in log
     assert "set aside (.bad) after failing 3 times while other events were recorded: OSError" in log
+
+
+def test_a_hook_session_idle_past_the_idle_gap_ends_at_its_last_turn_and_goes_on_in_a_new_interval(tmp_path, repo):
+    """Found by a new user: a session captured by hooks alone never split at pauses, as an import
+    splits a transcript: prompts at 16:01 and 16:40, the next at 08:05 the day after and the end
+    at 09:00 billed 17 hours — the night included. A prompt after more than the idle gap (30
+    minutes) ends the interval and opens the next (``.2``), and so does an end after such a pause:
+    an agent that names its transcript (Claude Code) worked until its last write; one that does not
+    (Cursor) is counted an idle gap of answer after its last prompt, never the night."""
+    from datetime import datetime, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    def at(day: int, hour: int, minute: int) -> datetime:
+        return datetime(2026, 11, day, hour, minute, tzinfo=timezone.utc)
+
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    try:
+        said = [apply_event(store, HookEvent("cursor", kind, "c1", when, prompt=text, cwd=str(repo)), f"{n:08x}")
+                for n, (kind, when, text) in enumerate([
+                    ("prompt", at(30, 16, 1), "start the export"), ("prompt", at(30, 16, 25), "add the tests"),
+                    ("prompt", datetime(2026, 12, 1, 8, 5, tzinfo=timezone.utc), "fix the review"),
+                    ("session_end", datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc), None),
+                    ("prompt", datetime(2026, 12, 1, 9, 5, tzinfo=timezone.utc), "one more"),
+                    ("session_end", datetime(2026, 12, 1, 11, 0, tzinfo=timezone.utc), None)])]
+    finally:
+        store.close()
+    folder = tmp_path / "v" / "projects" / "product" / "sessions"
+    first = read_record(folder / "session-cursor-c1.md")[0]
+    second = read_record(folder / "session-cursor-c1.2.md")[0]
+    third = read_record(folder / "session-cursor-c1.3.md")[0]
+    assert (first["startTime"], first["endTime"], first["durationMinutes"]) == (
+        "2026-11-30T16:01:00.000Z", "2026-11-30T16:55:00.000Z", 54)
+    assert (second["startTime"], second["endTime"], second["durationMinutes"]) == (
+        "2026-12-01T08:05:00.000Z", "2026-12-01T08:35:00.000Z", 30)
+    assert (third["startTime"], third["endTime"], third["durationMinutes"]) == (  # the end came 115 minutes on
+        "2026-12-01T09:05:00.000Z", "2026-12-01T09:35:00.000Z", 30)
+    assert said[-1] == "session cursor-c1.3 ended at its last work 2026-12-01T09:35:00.000Z, 85 idle minutes before " \
+                       "the agent's end"
+    assert sorted((t["sessionId"], t["turn"]) for t in turns(tmp_path / "v", "product")) == [
+        ("cursor-c1", 1), ("cursor-c1", 2), ("cursor-c1.2", 1), ("cursor-c1.3", 1)]
+
+    # Claude Code names its transcript: its answers went on until its last write (16:50), so a prompt
+    # at 17:10 is the same work interval; one at 18:00 is not
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("{}\n")
+    os.utime(transcript, (at(30, 16, 50).timestamp(),) * 2)
+    store = VaultStore(Settings(vault_root=tmp_path / "v2", timezone="UTC"))
+    try:
+        for n, when in enumerate((at(30, 16, 1), at(30, 17, 10), at(30, 18, 0))):
+            apply_event(store, HookEvent("claude-code", "prompt", "k1", when, prompt=f"step {n}", cwd=str(repo),
+                                         transcript_path=str(transcript)), f"{n + 100:08x}")
+            if n == 1:
+                os.utime(transcript, (at(30, 17, 20).timestamp(),) * 2)
+    finally:
+        store.close()
+    sessions = tmp_path / "v2" / "projects" / "product" / "sessions"
+    ended = read_record(sessions / "session-claude-code-k1.md")[0]
+    assert (ended["endTime"], ended["durationMinutes"]) == ("2026-11-30T17:20:00.000Z", 79)
+    assert read_record(sessions / "session-claude-code-k1.2.md")[0]["startTime"] == "2026-11-30T18:00:00.000Z"
