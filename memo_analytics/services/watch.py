@@ -64,12 +64,16 @@ class WatchedRoot:
 
     path: Path
     source: str | None = None
+    #: A known folder of an agent not used on this machine yet: followed once it appears.
+    awaited: bool = False
 
 
-def known_roots(home: Path | None = None) -> list[WatchedRoot]:
-    """The :data:`KNOWN_LOCATIONS` that exist on this machine."""
+def known_roots(home: Path | None = None, awaited: bool = False) -> list[WatchedRoot]:
+    """The :data:`KNOWN_LOCATIONS` that exist on this machine; with ``awaited``, the others too
+    (``awaited=True``: a watcher left running follows an agent used for the first time later)."""
     home = home or Path.home()
-    return [WatchedRoot(home / folder, source) for source, folder in KNOWN_LOCATIONS if (home / folder).is_dir()]
+    return [WatchedRoot(home / folder, source, awaited=not (home / folder).is_dir())
+            for source, folder in KNOWN_LOCATIONS if awaited or (home / folder).is_dir()]
 
 
 def source_of(path: Path) -> str | None:
@@ -275,6 +279,8 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
         A root does not exist or is a file no importer reads (``path``), or a root's source is not an importer's.
     """
     for root in roots:
+        if root.awaited:
+            continue
         if not root.path.exists():
             raise InvalidFieldError("path", f"{root.path} does not exist")
         if root.path.is_file() and not root.path.name.endswith(_watched_suffixes()):
@@ -283,11 +289,11 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
                                             "folders)")
         if root.source is not None and root.source not in IMPORTERS:
             raise InvalidFieldError("source", f"{root.source!r} is not one of {', '.join(IMPORTERS)}")
-    if not roots:
+    if all(root.awaited for root in roots):
         raise InvalidFieldError("path", "nothing to watch: no known transcript folder on this machine "
                                         f"({', '.join('~/' + f for _, f in KNOWN_LOCATIONS)}); give folders")
     states = FileStates(store.root)
-    for item in import_changed(store, _candidates(roots), options, states):
+    for item in import_changed(store, _candidates([r for r in roots if r.path.exists()]), options, states):
         on_import(item)
     if once or stop.is_set():
         return
@@ -318,7 +324,9 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
     import watchfiles
 
     by_root = {root.path.resolve(): root for root in present}
-    identities = {root.path: file_identity(root.path) for root in roots}
+    followed = {root.path for root in present}
+    # one missing when ``present`` was taken counts as missing: made since, it is subscribed to at once
+    identities = {root.path: file_identity(root.path) if root.path in followed else None for root in roots}
     first = True
     for changes in watchfiles.watch(*[r.path for r in present], stop_event=stop, debounce=debounce_ms,
                                     raise_interrupt=False, yield_on_timeout=True, rust_timeout=WAKE_MS,

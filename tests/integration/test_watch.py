@@ -381,3 +381,29 @@ def test_a_transcript_over_the_size_limit_is_named_not_read_and_the_watch_goes_o
     ran = memo("watch", "--only", "--once", str(folder), vault=vault, env={"HOME": str(tmp_path / "home")})
     assert turns(vault) == ["first"]
     assert "the file is 1,073,741,825 bytes; memo reads transcripts of up to 1,073,741,824 bytes (1 GB)" in ran.stderr
+
+
+def test_a_watcher_left_running_follows_an_agent_used_for_the_first_time_after_it_started(realdata, tmp_path):
+    """Found by a new user: `memo watch` started before Codex was ever run followed only the
+    folders that existed then (~/.claude/projects), so a month of Codex sessions went unseen
+    until a restart, and its start line did not say so. The known folders not made yet are
+    followed once they appear, and the start line names them."""
+    import shutil
+
+    home = tmp_path / "home"
+    claude = home / ".claude" / "projects" / "p"
+    claude.mkdir(parents=True)
+    (claude / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(HOME=str(home), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
+               MEMO_TIMEZONE="UTC")
+    proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--json", "watch", "--debounce-ms", "100"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    with running(proc):
+        wait_for(proc, lambda seen: any(s["source"] == "claude-code" for s in seen))
+        [rollout] = sorted((realdata / "codex-rollouts").rglob("rollout-2025-11-27*.jsonl"))
+        day = home / ".codex" / "sessions" / "2025" / "11" / "27"
+        day.mkdir(parents=True)
+        shutil.copy(rollout, day / rollout.name)
+        seen = wait_for(proc, lambda seen: any(s["source"] == "codex" and s["turns"] for s in seen))
+    assert [s["path"] for s in seen if s["source"] == "codex"] == [str(day / rollout.name)]

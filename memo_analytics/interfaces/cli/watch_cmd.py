@@ -37,7 +37,7 @@ def watch_command(
     from ...services.importers.common import ImportOptions
     from ...services.watch import RETRY_AFTER_SECONDS, WatchedRoot, known_roots, watch
 
-    roots = [] if only else known_roots()
+    roots = [] if only else known_roots(awaited=not once)  # left running: an agent used for the first time later too
     roots += [WatchedRoot(Path(p).expanduser()) for p in paths or []]
     gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
     options = ImportOptions(project=project, client=client, idle_gap=timedelta(minutes=gap),
@@ -72,7 +72,9 @@ def watch_command(
 
     try:
         if not once and not state.json:
-            err.print(_safe("watching " + ", ".join(str(r.path) for r in roots) + " (Ctrl-C stops)"))
+            awaited = [str(r.path) for r in roots if r.awaited]
+            err.print(_safe("watching " + ", ".join(str(r.path) for r in roots if not r.awaited)
+                            + (f" (and {', '.join(awaited)} once made)" if awaited else "") + " (Ctrl-C stops)"))
         watch(state.store, roots, options, on_import, stop, once=once, debounce_ms=debounce_ms)
     finally:
         for sig, handler in previous.items():
