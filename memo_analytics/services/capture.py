@@ -23,7 +23,7 @@ import os
 import re
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -282,7 +282,13 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     if event.kind in ("stop", "other"):
         return f"{event.name or event.kind}: nothing to record"
     if not event.session:
-        raise InvalidFieldError("session_id", f"the {event.agent} event {event.name or event.kind} names no session")
+        if not event.cwd:
+            raise InvalidFieldError("session_id", f"the {event.agent} event {event.name or event.kind} names no "
+                                                  "session and no folder")
+        # an agent version whose payload names no session (Copilot CLI's first hooks: timestamp, cwd,
+        # prompt): the agent's session of the repository, split at idle gaps like any other
+        folder = os.path.realpath(event.cwd)
+        event = replace(event, session="repo-" + hashlib.sha256(folder.encode("utf-8", "surrogateescape")).hexdigest()[:12])
     session_id = hook_session_id(event.agent, event.session)
     cwd = event.cwd if event.cwd and Path(event.cwd).is_dir() else None
     project = store.resolve_project(project, cwd)  # a remote caller names the project of its own cwd

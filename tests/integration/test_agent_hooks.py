@@ -209,6 +209,23 @@ def test_copilot_hook_events_are_named_by_the_managed_entry(tmp_path, repo):
     assert (session["startTime"], session["durationMinutes"]) == (T(0), 30)
 
 
+def test_copilot_events_that_name_no_session_go_to_the_agents_session_of_the_repository(tmp_path, repo):
+    """Copilot CLI's first hook payloads hold ``timestamp``, ``cwd`` and ``prompt``, no session id:
+    every such event was dropped ("names no session"), so Copilot capture never recorded a turn.
+    They go to one session of the repository (split at idle gaps like any other)."""
+    vault = tmp_path / "v"
+    T = _base()
+    for minute, text in ((0, "Fix the flaky test"), (5, "Now the docs")):
+        _hook(vault, "copilot", {"timestamp": _ms(T(minute)), "cwd": str(repo), "prompt": text},
+              "--event", "userPromptSubmitted")
+    turns = _turns(vault, "product")
+    assert [t["body"] for t in turns] == ["Fix the flaky test", "Now the docs"]
+    assert len({t["sessionId"] for t in turns}) == 1 and turns[0]["sessionId"].startswith("copilot-repo-")
+    ran = memo("hook", "copilot", "--event", "userPromptSubmitted", vault=vault, check=False,
+               input=json.dumps({"timestamp": _ms(T(6)), "prompt": "no folder either"}))
+    assert ran.returncode == 0 and "names no session and no folder" in (vault / ".memo" / "spool" / "hooks.log").read_text()
+
+
 def test_uninstall_removes_the_folders_install_created(tmp_path):
     home, vault = tmp_path / "home", tmp_path / "v"
     home.mkdir()
