@@ -387,8 +387,10 @@ def hook_sessions(store: VaultStore, project: str, base: str) -> list[tuple[str,
 
 
 #: Two hooks of one agent firing for one prompt (its own, and Claude Code's that it also runs)
-#: arrive this close together.
-TWIN_WINDOW = timedelta(minutes=1)
+#: arrive this close together (each stamped when it happened, a spooled one too); the same
+#: prompt said again later ("continue" after an answer) is another turn. It was a minute: an
+#: agent without turn ids (Cursor, Copilot) lost a second "continue" 43 s on.
+TWIN_WINDOW = timedelta(seconds=10)
 
 
 def _just_recorded(store: VaultStore, project: str, session_id: str, event: HookEvent) -> bool:

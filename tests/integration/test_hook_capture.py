@@ -650,3 +650,24 @@ def test_a_hook_session_idle_past_the_idle_gap_ends_at_its_last_turn_and_goes_on
     ended = read_record(sessions / "session-claude-code-k1.md")[0]
     assert (ended["endTime"], ended["durationMinutes"]) == ("2026-11-30T17:20:00.000Z", 79)
     assert read_record(sessions / "session-claude-code-k1.2.md")[0]["startTime"] == "2026-11-30T18:00:00.000Z"
+
+
+def test_the_same_prompt_again_after_the_twin_window_is_another_turn_for_an_agent_without_turn_ids(tmp_path, repo):
+    """Found by a new user: Cursor and Copilot give no turn id, and a second "continue" sent 13 s
+    or 43 s after the first was dropped as "a second hook of the agent" (a minute's window). Two
+    hooks of one prompt fire within seconds; later it is the person again."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    start = datetime(2026, 11, 30, 16, 0, tzinfo=timezone.utc)
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    try:
+        said = [apply_event(store, HookEvent("cursor", "prompt", "c9", start + timedelta(seconds=s), prompt="continue",
+                                             cwd=str(repo)), f"{n:08x}") for n, s in enumerate((0, 2, 13, 43))]
+    finally:
+        store.close()
+    assert "recorded once" in said[1] and [t["created"][11:19] for t in turns(tmp_path / "v", "product")] == [
+        "16:00:00", "16:00:13", "16:00:43"]
