@@ -525,8 +525,10 @@ def _remove_empty(folders: list[str]) -> None:
 
 def status(agents: list[str], vault_root: Path, project_root: Path | None, home: Path | None = None) -> dict[str, Any]:
     """What is installed where: ``{items: [{agent, level, path, exists, installed: [events],
-    missing: [events], error}], spooled}`` for the user level and, inside a repository, the
-    repository's level; ``spooled`` is how many hook events wait in the vault's spool."""
+    missing: [events], error, notFound: [programs]}], spooled}`` for the user level and, inside
+    a repository, the repository's level; ``notFound`` the programs installed entries run that
+    are not there (a virtual environment moved or made again: the agent's hook fails, nothing is
+    captured); ``spooled`` is how many hook events wait in the vault's spool."""
     from .capture import spooled
 
     items = []
@@ -537,16 +539,36 @@ def status(agents: list[str], vault_root: Path, project_root: Path | None, home:
                 continue
             path = settings_path(spec, root, home)
             item = {"agent": agent, "level": level, "path": str(path), "exists": path.exists(), "installed": [],
-                    "missing": list(spec.events), "error": None}
+                    "missing": list(spec.events), "error": None, "notFound": []}
             if path.exists():
                 try:
-                    present = _managed_pointers(_read(path)[1], spec)
+                    settings = _read(path)[1]
+                    present = _managed_pointers(settings, spec)
                     item["installed"] = [e for e in spec.events if e in present]
                     item["missing"] = [e for e in spec.events if e not in present]
+                    programs = {_program(command) for pointers in present.values() for pointer in pointers
+                                for command in _commands_at(settings, spec, pointer)}
+                    item["notFound"] = sorted(p for p in programs if p and not _runnable(p))
                 except MemoError as exc:
                     item["error"] = str(exc)
             items.append(item)
     return {"items": items, "spooled": len(spooled(vault_root))}
+
+
+def _program(command: str) -> str | None:
+    """The program a hook command runs (its first word), or None when it cannot be split."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return words[0] if words else None
+
+
+def _runnable(program: str) -> bool:
+    """Whether ``program`` (a path, or a name looked up on PATH) is an executable file here."""
+    if os.sep in program:
+        return os.path.isfile(program) and os.access(program, os.X_OK)
+    return shutil.which(program) is not None
 
 
 def hook_vault_override() -> Path | None:

@@ -107,6 +107,28 @@ def test_project_level_goes_to_the_repository_settings_and_status_shows_both(tmp
     assert unknown.returncode == 1 and "Invalid agent: 'windsurf' is not one of" in unknown.stderr
 
 
+def test_status_warns_when_an_installed_entry_runs_a_memo_that_is_not_there(tmp_path):
+    """Found by a new user: after the virtual environment was made again elsewhere, every hook of
+    the agent failed, yet `memo hooks status` showed all three events installed and `memo doctor`
+    said nothing. Status names the program that is not there and the command that mends it."""
+    import os
+    import sys
+
+    home, vault = tmp_path / "home", tmp_path / "v"
+    env = {"HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    memo("hooks", "install", "claude-code", vault=vault, env=env, cwd=tmp_path)
+    settings = home / ".claude" / "settings.json"
+    fine = json.loads(memo("--json", "hooks", "status", "claude-code", vault=vault, env=env, cwd=tmp_path).stdout)
+    assert [i["notFound"] for i in fine["items"]] == [[]]
+    text = settings.read_text()
+    program = json.loads(text)["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"].split()[0]
+    settings.write_text(text.replace(program, str(tmp_path / "old-venv" / "bin" / "memo")))
+    shown = memo("hooks", "status", "claude-code", vault=vault, env=env, cwd=tmp_path)
+    assert (f"warning: claude-code's hooks in {settings} run {tmp_path / 'old-venv' / 'bin' / 'memo'}, which is not "
+            "there: the agent's hook fails and nothing is captured; memo hooks install claude-code again") in \
+        " ".join(shown.stderr.split())
+
+
 # ---------------------------------------------------------------- each agent's events, end to end
 
 def _base():

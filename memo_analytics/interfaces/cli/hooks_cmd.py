@@ -13,7 +13,7 @@ from rich.table import Table
 from ...domain.errors import InvalidFieldError
 from ...services import agent_hooks
 from ...services.store import repository_root
-from .common import _emit, _safe, app, out, state
+from .common import _emit, _safe, app, err, out, state
 
 hooks_app = typer.Typer(help="Capture every turn automatically: memo's entries in the agents' hook settings.",
                         no_args_is_help=True)
@@ -100,6 +100,11 @@ def hooks_status(agent: Optional[str] = typer.Argument(None, metavar="[AGENT]", 
             table.add_row(item["agent"], item["level"], _safe(item["path"]), _safe(item["error"] or installed),
                           ", ".join(item["missing"]) or "—")
         out.print(table)
+        for item in r["items"]:
+            for program in item["notFound"]:
+                err.print(_safe(f"warning: {item['agent']}'s hooks in {item['path']} run {program}, which is not "
+                                f"there: the agent's hook fails and nothing is captured; memo hooks install "
+                                f"{item['agent']}{' --project' if item['level'] == 'project' else ''} again"))
         if r["spooled"]:
             out.print(f"{r['spooled']} hook events wait in the spool; the next hook run records them")
 
