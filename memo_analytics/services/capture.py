@@ -311,7 +311,18 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         if event.kind in ("prompt", "session_end") and existing is not None and existing[0].get("status") == "active":
             gap = timedelta(minutes=store.settings.idle_gap_minutes)
             last, seen = _last_activity(store, project, session_id, existing[0], event)
-            if event.at - last > gap:
+            turnless = not seen and index.last_turn_created(store.conn, project, session_id) is None
+            if turnless and event.kind == "prompt" and event.at - last > gap:
+                # opened long ago and nothing asked since (the agent left open): the work starts now
+                meta, body = existing
+                meta = {**meta, "startTime": to_iso(event.at), "updated": to_iso(event.at)}
+                store.upsert(RecordKind.SESSION, meta, body)
+                existing = (meta, body)
+            elif turnless and event.kind == "session_end":  # opened and closed with nothing asked: nothing to bill
+                end_session(store, EndSessionRequest(session_id=session_id, project=project,
+                                                     until=existing[0]["startTime"]))
+                return f"session {session_id} ended with no turn: 0 minutes"
+            elif event.at - last > gap:
                 # the agent stood idle longer than the idle gap (a night): the work interval ended at its
                 # last sign of work, as an import splits a transcript; a prompt after it opens the next one.
                 # Without the agent's transcript its answer to the last prompt is unseen: at most an idle

@@ -671,3 +671,29 @@ def test_the_same_prompt_again_after_the_twin_window_is_another_turn_for_an_agen
         store.close()
     assert "recorded once" in said[1] and [t["created"][11:19] for t in turns(tmp_path / "v", "product")] == [
         "16:00:00", "16:00:13", "16:00:43"]
+
+
+def test_an_agent_opened_and_left_bills_from_its_first_prompt_and_one_closed_unasked_bills_nothing(tmp_path, repo):
+    """Found by a new user: a session began at the agent's SessionStart, not at the first prompt as
+    the README says — an agent opened at 08:00 and first asked at 10:00 billed the two hours (or,
+    idle-split, an empty interval); one opened and quit without a prompt billed its minutes."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    t = datetime(2026, 11, 30, 8, 0, tzinfo=timezone.utc)
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    try:
+        for n, (sid, kind, minutes) in enumerate([("a", "session_start", 0), ("a", "prompt", 120), ("a", "session_end", 140),
+                                                  ("b", "session_start", 0), ("b", "session_end", 12)]):
+            apply_event(store, HookEvent("cursor", kind, sid, t + timedelta(minutes=minutes), prompt="go",
+                                         cwd=str(repo)), f"{n:08x}")
+    finally:
+        store.close()
+    folder = tmp_path / "v" / "projects" / "product" / "sessions"
+    opened = read_record(folder / "session-cursor-a.md")[0]
+    assert (opened["startTime"], opened["durationMinutes"]) == ("2026-11-30T10:00:00.000Z", 20)
+    assert not (folder / "session-cursor-a.2.md").exists()
+    assert read_record(folder / "session-cursor-b.md")[0]["durationMinutes"] == 0
