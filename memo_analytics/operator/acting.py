@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..domain.clock import from_iso, to_iso, utcnow
 from ..domain.errors import AmbiguousIdError, InvalidFieldError, MemoError
+from ..domain.ids import session_record_id
 from ..domain.records import RecordKind
 from ..services.handoffs import cancel_handoff
 from ..services.projects import last_seen_root
@@ -25,7 +26,7 @@ from ..services.rules import promoted_rules
 from ..services.rules.formats import rules_body
 from ..services.rules.promote import allowed_destination, promote
 from ..services.session_edit import edit_session
-from ..services.sessions import end_session
+from ..services.sessions import end_session, summary_from_turns
 from ..services.stories import render_story, story_data
 from ..services.store import VaultStore
 from ..vault.io import atomic_write_bytes, output_target
@@ -35,8 +36,11 @@ from .digest import Item, build_items
 from .snapshot import take_snapshot
 
 def _end_stale_session(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
+    found = store.read(params["project"], RecordKind.SESSION, session_record_id(params["sessionId"]))
+    summary = None if found is None or found[0].get("summary") else summary_from_turns(
+        store, params["project"], params["sessionId"])
     ended = end_session(store, EndSessionRequest(session_id=params["sessionId"], project=params["project"],
-                                                 until=params["until"]), now=now)
+                                                 until=params["until"], summary=summary), now=now)
     return {"sessionId": ended["sessionId"], "endTime": ended["endTime"], "durationMinutes": ended["durationMinutes"]}
 
 def _cancel_handoff(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:

@@ -224,17 +224,10 @@ _INTERVAL_MARK = re.compile(r"\.\d+$")
 
 
 def _described(store: VaultStore, project: str, session_id: str, cwd: str | None) -> str | None:
-    """A hook session's summary when it ends without one, as an import describes a session: the
-    first meaningful line of its turns (the agent's hooks send no summary; invoices and
-    timesheets would say only "Work on <project>")."""
-    from ..index import store as index
-    from ..index.query import PromptFilter
-    from .describe import session_description
-    from .prompts import stored_summary
+    """A hook session's summary when it ends without one (the agent's hooks send none)."""
+    from .sessions import summary_from_turns
 
-    _, rows = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project]), 20, 0,
-                                   "turn-asc")
-    return stored_summary(store, session_description(None, [row["body"] for row in rows]), cwd)
+    return summary_from_turns(store, project, session_id, cwd)
 
 
 def hook_session_id(agent: str, session: str) -> str:

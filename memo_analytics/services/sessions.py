@@ -259,6 +259,19 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
     return {**meta, "body": body}
 
 
+def summary_from_turns(store: VaultStore, project: str, session_id: str, cwd: str | None = None) -> str | None:
+    """A summary for a session that has none, as an import describes a session: the first
+    meaningful line of its first turns (None without one). What ends a session on a person's
+    behalf — a hook's end, the digest's "end it at its last activity" — gives it one, or
+    invoices and timesheets would say only "Work on <project>"."""
+    from ..index.query import PromptFilter
+    from .describe import session_description
+
+    _, rows = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project]), 20, 0,
+                                   "turn-asc")
+    return stored_summary(store, session_description(None, [row["body"] for row in rows]), cwd)
+
+
 def end_session_answer(store: VaultStore, request: EndSessionRequest) -> dict[str, Any]:
     """:func:`end_session` as every interface answers it (the CLI, the MCP tool's and
     ``/api/actions``' ``session_end``): the session's wire dict, with ``warnings`` (one-line

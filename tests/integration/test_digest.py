@@ -172,6 +172,10 @@ def test_the_sample_digest_as_of_its_week_can_be_applied(tmp_path):
     assert "Nothing of the last 14 days needs you now." in now_view and "memo digest --as-of DATE" in now_view
     past = json.loads(memo("--json", "digest", "--as-of", "2026-03-07T08:00", vault=vault).stdout)
     assert past["items"][0]["id"] == "session_open_too_long:demo-open-acme-web"
+    # the table says when in the person's zone, as every other table (it said UTC)
+    shown = " ".join(memo("digest", "--as-of", "2026-03-07T08:00", vault=vault,
+                          env={"MEMO_TIMEZONE": "Europe/Berlin"}).stdout.split())
+    assert "computed 2026-03-07 08:00 Europe/Berlin" in shown
     applied = memo("digest", "apply", "session_open_too_long:demo-open-acme-web", "--as-of", "2026-03-07T08:00",
                    vault=vault).stdout
     assert "applied end demo-open-acme-web at its last activity 2026-03-06T16:05:00.000Z" in applied

@@ -61,6 +61,8 @@ def test_applying_a_proposal_ends_the_stale_session_at_its_last_activity(store):
     session = _session(store, "s1")
     assert (session["status"], session["endTime"], session["durationMinutes"]) == \
         ("completed", "2026-03-10T09:20:00.000Z", 20)
+    # a session ended for the person is described as an import describes one (timesheets said its raw id)
+    assert session["summary"] == "Add the CSV export"
     [record] = audit.read(store)
     assert (record["actor"], record["actionClass"], record["outcome"], record["fingerprint"]) == \
         ("person", "end_stale_session", "applied", item["fingerprint"])

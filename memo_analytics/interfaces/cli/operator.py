@@ -13,7 +13,7 @@ from ...domain.errors import MemoError
 from ...operator.audit import read as read_audit
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
 from ...services.requests import DigestApplyRequest, DigestRequest
-from .common import _build, _emit, _safe, _short, app, err, out, state
+from .common import _build, _emit, _local, _safe, _short, _zone_label, app, err, out, state
 
 
 def utc_stamp() -> str:
@@ -57,12 +57,12 @@ def digest(
 
     def human(r: dict[str, Any]) -> None:
         if r.get("error"):
-            out.print(_safe(f"note: {r['error']}; showing the digest of {r['computedAt']}"))
+            out.print(_safe(f"note: {r['error']}; showing the digest of {_local(r['computedAt'])} {_zone_label()}"))
         if not r["items"]:
             out.print("Nothing needs you now." if not r["beyondHorizon"] else
                       f"Nothing of the last {r['horizonDays']} days needs you now.")
         else:
-            table = Table(title=f"{len(r['items'])} {'item needs' if len(r['items']) == 1 else 'items need'} you · computed {r['computedAt'][:16].replace('T', ' ')} UTC")
+            table = Table(title=f"{len(r['items'])} {'item needs' if len(r['items']) == 1 else 'items need'} you · computed {_local(r['computedAt'])} {_zone_label()}")
             # the item id whole (memo digest apply takes it) and the why whole (its figures end it)
             for column in ("lane", "item", "age", "why", "do", "apply"):
                 table.add_column(column, overflow="fold")
@@ -74,7 +74,7 @@ def digest(
         operator = r.get("operator") or {}
         for record in operator.get("acted", []):
             out.print(_safe(f"operator: {record['actionClass']} on {record['subject']} — {record['outcome']} "
-                            f"({record['at'][:16]})"))
+                            f"({_local(record['at'])})"))
         for fallback in operator.get("fallbacks", []):
             out.print(_safe(f"operator: {fallback['id']}: {fallback['reason']}"))
         if any(item.get("proposal") for item in r["items"]):
@@ -189,7 +189,7 @@ def operator_status() -> None:
         out.print("operator off: nothing runs automatically (memo operator on)" if r["off"] else
                   "operator on: delegated actions run on digest passes")
         for project, action_class, since in grants:
-            out.print(_safe(f"  {action_class} for {project} (since {since[:16].replace('T', ' ')} UTC)"))
+            out.print(_safe(f"  {action_class} for {project} (since {_local(since)} {_zone_label()})"))
         if not grants:
             out.print("no delegation: nothing runs by itself (memo operator allow ACTION --project PROJECT)")
 
@@ -215,10 +215,10 @@ def operator_audit(limit: int = typer.Option(50, "--limit", min=1, help="The las
 
     def human(rows: list[dict[str, Any]]) -> None:
         table = Table(title=f"{len(rows)} audit record{'' if len(rows) == 1 else 's'}")
-        for column in ("at (UTC)", "actor", "action", "subject", "rule", "outcome"):
+        for column in (f"at ({_zone_label()})", "actor", "action", "subject", "rule", "outcome"):
             table.add_column(column, overflow="fold")
         for r in rows:
-            table.add_row(r["at"][:19].replace("T", " "), r["actor"], r["actionClass"], _short(r["subject"], 30),
+            table.add_row(_local(r["at"], seconds=True), r["actor"], r["actionClass"], _short(r["subject"], 30),
                           _short(r["policyRule"], 40), _short(r["outcome"], 50))
         out.print(table)
 
