@@ -427,7 +427,7 @@ def test_ids_in_listings_are_never_broken_across_lines(tmp_path, monkeypatch):
     wide = memo("prompt", "search", "redirect", "--all", vault=vault).stdout
     assert f"prompt-{long_id}-t1" in wide and "┃" in wide  # a table, the id whole on its line
     sessions = memo("session", "show", "--all", vault=vault).stdout
-    assert long_id in sessions
+    assert long_id in sessions and "1 session" in sessions and "1 sessions" not in sessions
     monkeypatch.setattr(common.out, "_width", 90)
     narrow = memo("prompt", "search", "redirect", "--all", vault=vault).stdout
     lines = narrow.splitlines()

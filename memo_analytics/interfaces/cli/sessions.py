@@ -253,7 +253,7 @@ def session_show(
             note_client_spelling(client, r["total"])
             return
         shown = f" (showing {r['offset'] + 1}–{r['offset'] + len(r['items'])})" if r["total"] > len(r["items"]) else ""
-        print_listing(f"{r['total']} sessions{shown}",
+        print_listing(f"{r['total']} session{'' if r['total'] == 1 else 's'}{shown}",
                       (f"start ({_zone_label()})", "project", "session", "client", "status", "minutes", "summary"),
                       "session",
                       [(_local(item["startTime"]), item["project"], item["sessionId"],
