@@ -308,7 +308,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             if turnless and event.kind == "prompt" and event.at - last > gap:
                 # opened long ago and nothing asked since (the agent left open): the work starts now
                 meta, body = existing
-                meta = {**meta, "startTime": to_iso(event.at), "updated": to_iso(event.at)}
+                meta = {**meta, "startTime": to_iso(event.at), "updated": to_iso(datetime.now(timezone.utc))}
                 store.upsert(RecordKind.SESSION, meta, body)
                 existing = (meta, body)
             elif turnless and event.kind == "session_end":  # opened and closed with nothing asked: nothing to bill
