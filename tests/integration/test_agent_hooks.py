@@ -127,6 +127,9 @@ def test_status_warns_when_an_installed_entry_runs_a_memo_that_is_not_there(tmp_
     assert (f"warning: claude-code's hooks in {settings} run {tmp_path / 'old-venv' / 'bin' / 'memo'}, which is not "
             "there: the agent's hook fails and nothing is captured; memo hooks install claude-code again") in \
         " ".join(shown.stderr.split())
+    checks = {c["name"]: c for c in json.loads(memo("--json", "doctor", vault=vault, env=env, cwd=tmp_path,
+                                                 check=False).stdout)["checks"]}
+    assert (checks["hooks"]["status"], checks["hooks"]["install"]) == ("optional", "memo hooks install claude-code")
 
 
 # ---------------------------------------------------------------- each agent's events, end to end

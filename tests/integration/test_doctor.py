@@ -56,7 +56,7 @@ def test_on_this_machine_every_required_check_passes(tmp_path):
     lines = ran.stdout.splitlines()
     assert [line[9:].split(" ", 1)[0] for line in lines[:-1]] == [
         "python", "pango", "harfbuzzSubset", "latinFont", "cjkFont", "emojiFont", "pdftoppm", "chromium",
-        "playwright", "config", "vault"]
+        "playwright", "config", "vault", "hooks"]
     for name in REQUIRED:
         assert ran.line(name).startswith("ok ") and "  required  " in ran.line(name), ran.line(name)
     for name in OPTIONAL:
@@ -158,7 +158,7 @@ def test_json_shape(tmp_path):
     assert result["ok"] is True and result["missingRequired"] == []
     assert [c["name"] for c in result["checks"]] == ["python", "pango", "harfbuzzSubset", "latinFont", "cjkFont",
                                                      "emojiFont", "pdftoppm", "chromium", "playwright", "config",
-                                                     "vault"]
+                                                     "vault", "hooks"]
     for check in result["checks"]:
         assert set(check) == {"name", "title", "required", "ok", "status", "detail", "debianPackages", "install",
                               "elapsedMs"}

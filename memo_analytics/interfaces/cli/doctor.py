@@ -395,7 +395,34 @@ def run_checks(probe: Probe | None = None, vault_root: str | None = None) -> lis
     found: dict[str, Any] = {}
     checks.append(_timed(lambda: _config(vault_root, found)))
     checks.append(_timed(lambda: _vault(found.get("settings"), vault_root)))
+    checks.append(_timed(lambda: _hooks(found.get("settings"))))
     return checks
+
+
+def _hooks(settings: Any) -> Check:
+    """Optional: the agents' hook entries memo installed run a program that is there (a virtual
+    environment made again elsewhere leaves every hook failing, and nothing captured)."""
+    from ...services import agent_hooks
+    from ...services.store import repository_root
+
+    title = "agent hooks (automatic capture)"
+    vault = settings.vault_root if settings is not None else Path.home() / ".memo" / "vault"
+    try:
+        items = agent_hooks.status(list(agent_hooks.AGENT_HOOKS), vault, repository_root(Path.cwd()))["items"]
+    except (MemoError, OSError) as exc:
+        return Check("hooks", title, False, False, f"cannot be read: {exc}")
+    installed = [i for i in items if i["installed"]]
+    broken = [(i, program) for i in installed for program in i["notFound"]]
+    if broken:
+        item, program = broken[0]
+        again = f"memo hooks install {item['agent']}{' --project' if item['level'] == 'project' else ''}"
+        return Check("hooks", title, False, False, f"{item['agent']}'s hooks in {item['path']} run {program}, which "
+                     "is not there: nothing is captured" + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
+                     [], again)
+    if not installed:
+        return Check("hooks", title, False, True, "none installed (memo hooks install AGENT captures every turn)")
+    return Check("hooks", title, False, True, "installed for " + ", ".join(sorted({i["agent"] for i in installed}))
+                 + "; each runs a memo that is there")
 
 
 def check_lines(checks: list[Check]) -> list[str]:
