@@ -216,6 +216,28 @@ def git_head(root: Path | None) -> tuple[str | None, str | None]:
     return branch, sha
 
 
+def projects_read(project: str | None, cross_project: bool, cwd: str | Path | None,
+                  default: str | None = None) -> list[str] | None:
+    """The projects a read covers (None = every project): ``cross_project`` → every project;
+    an explicit ``project`` → that one; else the repository of ``cwd``; else ``default`` (a
+    configured ``MEMO_PROJECT``); else every project (a reader outside any repository sees the
+    whole vault).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``project`` or ``default`` is not a safe slug.
+    """
+    if cross_project:
+        return None
+    if project not in (None, ""):
+        return [validate_slug(project, "project")]
+    from_cwd = project_from_cwd(cwd)
+    if from_cwd:
+        return [from_cwd]
+    return [validate_slug(default, "project")] if default else None
+
+
 def project_from_cwd(cwd: str | Path | None) -> str | None:
     """The project of ``cwd``: the slug of the folder of the git repository that contains it
     (its real path: a link to a repository is that repository), or None outside any. A linked
@@ -643,16 +665,8 @@ class VaultStore:
         repository of ``cwd`` or a configured ``MEMO_PROJECT``; else every project (a reader
         outside any repository sees the whole vault).
         """
-        if cross_project:
-            return None
-        if project not in (None, ""):
-            return [validate_slug(project, "project")]
-        from_cwd = project_from_cwd(cwd)
-        if from_cwd:
-            return [from_cwd]
-        if "default_project" in self.settings.model_fields_set:
-            return [validate_slug(self.settings.default_project, "project")]
-        return None
+        default = self.settings.default_project if "default_project" in self.settings.model_fields_set else None
+        return projects_read(project, cross_project, cwd, default)
 
     def locate(self, record_id: str, kind: RecordKind | str | None = None, project: str | None = None,
                cwd: str | Path | None = None) -> sqlite3.Row | None:

@@ -280,14 +280,9 @@ def read_scope(project: str | None, cross_project: bool, cwd: str | None) -> lis
     daemon's own ``MEMO_PROJECT`` is not known here)."""
     if on_remote() is None:
         return state.store.scope(project, cross_project, cwd)
-    from ...services.store import project_from_cwd
+    from ...services.store import projects_read
 
-    if cross_project:
-        return None
-    if project:
-        return [project]
-    from_cwd = project_from_cwd(cwd)
-    return [from_cwd] if from_cwd else None
+    return projects_read(project, cross_project, cwd)
 
 
 def answer_of(action: str, request: Any, here: Callable[[], dict[str, Any]]) -> dict[str, Any]:
