@@ -640,13 +640,15 @@ def turns_outside(conn: sqlite3.Connection, project: str, session_id: str, start
         (session_id, project, start, end)).fetchone()[0]
 
 
-def hook_turn_with_body(conn: sqlite3.Connection, project: str, body: str, since: str, until: str) -> sqlite3.Row | None:
-    """A turn a hook captured (``source`` ``hook:…``) in ``project`` with exactly ``body``,
-    created in ``[since, until]`` (ISO UTC), not superseded; the newest, or None."""
+def hook_turn_with_body(conn: sqlite3.Connection, project: str, body: str, since: str, until: str,
+                        origin: str = "hook") -> sqlite3.Row | None:
+    """A turn ``origin`` recorded (``source`` ``hook:…``; ``import`` for ``import:…``) in
+    ``project`` with exactly ``body``, created in ``[since, until]`` (ISO UTC), not superseded;
+    the newest, or None."""
     return conn.execute(
-        "SELECT * FROM records WHERE kind = 'prompt' AND project = ? AND body = ? AND source LIKE 'hook:%' "
+        "SELECT * FROM records WHERE kind = 'prompt' AND project = ? AND body = ? AND source LIKE ? "
         "AND created BETWEEN ? AND ? AND coalesce(status, '') <> 'superseded' ORDER BY created DESC LIMIT 1",
-        (project, body, since, until)).fetchone()
+        (project, body, f"{origin}:%", since, until)).fetchone()
 
 
 def texts_containing(conn: sqlite3.Connection, kind: str, flt: PromptFilter, words: list[str]) -> list[sqlite3.Row]:

@@ -336,6 +336,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                                                  summary=None if existing[0].get("summary") else
                                                  _described(store, project, session_id, cwd)))
             return f"session {session_id} ended"
+        if event.kind == "prompt" and _imported_already(store, project, event):
+            return f"turn of {session_id}: already imported from the agent's transcript"
         if existing is None:
             start_session(store, StartSessionRequest(session_id=session_id, start_time=event.at, extra=extra,
                                                      owner=owner, **context))
@@ -417,6 +419,25 @@ def _just_recorded(store: VaultStore, project: str, session_id: str, event: Hook
     except MemoError:
         return False
     return row["body"] == body and abs(from_iso(row["created"]) - event.at) <= TWIN_WINDOW
+
+
+#: How far apart an agent's transcript and its hook stamp one prompt (both when it was sent).
+IMPORTED_WINDOW = timedelta(seconds=30)
+
+
+def _imported_already(store: VaultStore, project: str, event: HookEvent) -> bool:
+    """Whether the watcher already imported this prompt from the agent's transcript (the hook
+    fired after the import): a turn of an import with the same text stamped within
+    :data:`IMPORTED_WINDOW`. The transcript is the truth; a second copy was kept until the
+    transcript next changed."""
+    from .prompts import stored_body
+
+    try:
+        body = stored_body(store, event.prompt, event.cwd if event.cwd and Path(event.cwd).is_dir() else None)
+    except MemoError:
+        return False
+    return index.hook_turn_with_body(store.conn, project, body, to_iso(event.at - IMPORTED_WINDOW),
+                                     to_iso(event.at + IMPORTED_WINDOW), origin="import") is not None
 
 
 def _captured(store: VaultStore, project: str, session_id: str, capture_id: str) -> bool:

@@ -212,6 +212,23 @@ def test_a_hook_session_is_superseded_by_its_imported_transcript_one_turn_howeve
     hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="One more thing"))
     listed = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)
     assert listed["total"] == 4
+    # a hook that fires after the watcher imported the same prompt keeps no second copy (found by a new user:
+    # it stayed until the transcript next changed)
+    from datetime import datetime, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        said = apply_event(store, HookEvent("claude-code", "prompt", SESSION,
+                                            datetime(2026, 11, 30, 9, 25, 2, tzinfo=timezone.utc),
+                                            prompt="And the README", cwd=str(repo)), "0badc0de")
+    finally:
+        store.close()
+    assert said.endswith("already imported from the agent's transcript")
+    assert json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)["total"] == 4
 
 
 def test_a_prompt_the_hook_captured_and_the_agent_records_over_mcp_is_one_turn(tmp_path, repo):
