@@ -591,6 +591,13 @@ def test_in_remote_mode_a_session_is_recorded_from_the_command_line_on_the_team_
     assert ended.stdout.startswith("ended session cli-1: 60 minutes")
     again = memo("session", "end", "cli-1", "--project", "web", "--until", "2026-03-10T11:00:00Z", env=env)
     assert "warning: session cli-1 was already ended" in again.stderr
+    # said as on a machine with a vault (it printed "ended session cli-1" again)
+    assert again.stdout.startswith("session cli-1 was already ended; its times and duration are kept")
+    # date-only bounds are days of this machine's zone, as the tables show times (they were the daemon's days)
+    config.write_text(f'mode = "remote"\ntimezone = "Pacific/Pago_Pago"\n[remote]\nurl = "{server.base}"\n')
+    days = {day: json.loads(memo("--json", "prompt", "list", "--project", "web", "--since", day, "--until", day,
+                                 env=env).stdout)["total"] for day in ("2026-03-09", "2026-03-10")}
+    assert days == {"2026-03-09": 1, "2026-03-10": 0}  # 09:10 UTC is 22:10 on 9 March in Pago Pago
     session = read_record(team / "projects" / "web" / "sessions" / "session-cli-1.md")[0]
     assert (session["client"], session["durationMinutes"], session["status"]) == ("Acme", 60, "completed")
     assert read_record(team / "projects" / "web" / "handoffs" / "handoff-cli-1.md")[0]["nextSteps"] == ["deploy"]

@@ -300,6 +300,9 @@ def answer_of(action: str, request: Any, here: Callable[[], dict[str, Any]]) -> 
     from ...actions import PromptToolInput
     from ...services import remote
 
+    if "tz" in type(request).model_fields and request.tz is None:
+        # date-only bounds are days of this machine's zone, as the times the tables show (not the daemon's)
+        request = request.model_copy(update={"tz": _zone_label()})
     arguments = request.model_dump(by_alias=True, exclude_none=True)  # camelCase, a hand-off's fields too
     if "project" in arguments:
         arguments["projectId"] = arguments.pop("project")

@@ -24,7 +24,6 @@ from ...services.requests import (
 )
 from .common import (
     answer_of,
-    on_remote,
     note_client_spelling,
     print_listing,
     _build,
@@ -110,7 +109,7 @@ def session_end(
                    "branch": handoff_branch, "owner": handoff_owner, "shared": shared}
     request = _build(EndSessionRequest, session_id=session_id, summary=summary, deliverables=items,
                      until=until, project=project, handoff=handoff, cwd=str(Path.cwd()))
-    was_completed = on_remote() is None and _is_completed(session_id, project)  # remote: the answer's warnings say it
+    was_completed = _is_completed(session_id, project)
     record = answer_of("session_end", request, lambda: session_service.end_session_answer(state.store, request))
 
     def human(r: dict[str, Any]) -> None:
@@ -269,8 +268,12 @@ def session_show(
 def _is_completed(session_id: Optional[str], project: Optional[str]) -> bool:
     if not session_id:
         return False
-    try:
-        record = prompt_service.get_record(state.store, session_id, project, str(Path.cwd()))
+    from ...services.requests import GetRequest
+
+    request = GetRequest(id=session_id, project=project, cwd=str(Path.cwd()))
+    try:  # in remote mode, as the team daemon holds it
+        record = answer_of("get", request, lambda: prompt_service.get_record(state.store, session_id, project,
+                                                                             request.cwd))
     except MemoError:
         return False
     return record.get("kind") == "session" and record.get("status") == "completed" and (
