@@ -480,8 +480,10 @@ def kind_of(conn: sqlite3.Connection, project: str, record_id: str) -> str | Non
 def last_turn_created(conn: sqlite3.Connection, project: str, session_id: str) -> str | None:
     """The ``created`` (ISO UTC) of the newest turn of ``session_id`` in ``project`` that is not
     superseded, or None when it has none."""
-    row = conn.execute("SELECT max(created) FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ? "
-                       "AND coalesce(status, '') <> 'superseded'", (session_id, project)).fetchone()
+    # by the session's own rows (a hook's write path: the project's whole history must not be read)
+    row = conn.execute("SELECT max(created) FROM records INDEXED BY records_session_turn WHERE session_id = ? "
+                       "AND kind = 'prompt' AND project = ? AND coalesce(status, '') <> 'superseded'",
+                       (session_id, project)).fetchone()
     return row[0] if row else None
 
 
