@@ -223,13 +223,6 @@ def secret_free_id(conversation: str) -> str | None:
 _INTERVAL_MARK = re.compile(r"\.\d+$")
 
 
-def _described(store: VaultStore, project: str, session_id: str, cwd: str | None) -> str | None:
-    """A hook session's summary when it ends without one (the agent's hooks send none)."""
-    from .sessions import summary_from_turns
-
-    return summary_from_turns(store, project, session_id, cwd)
-
-
 def hook_session_id(agent: str, session: str) -> str:
     """The product's session id of an agent's session: ``{agent}-{its id}`` (ids that are not
     lower-case safe slugs, or too long, or that end like a later work interval's ``.N``, are
@@ -270,7 +263,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     """
     from .prompts import record_prompt
     from .requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
-    from .sessions import end_session, start_session
+    from .sessions import end_session, start_session, summary_from_turns
 
     if event.kind in ("stop", "other"):
         return f"{event.name or event.kind}: nothing to record"
@@ -323,7 +316,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                 last = last if seen else last + gap
                 end_session(store, EndSessionRequest(session_id=session_id, project=project, until=last,
                                                      summary=None if existing[0].get("summary") else
-                                                     _described(store, project, session_id, cwd)))
+                                                     summary_from_turns(store, project, session_id, cwd)))
                 if event.kind == "session_end":
                     return (f"session {session_id} ended at its last work {to_iso(last)}, "
                             f"{int((event.at - last).total_seconds() // 60)} idle minutes before the agent's end")
@@ -334,7 +327,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             until = max(event.at, from_iso(str(existing[0]["startTime"])))
             end_session(store, EndSessionRequest(session_id=session_id, project=project, until=until,
                                                  summary=None if existing[0].get("summary") else
-                                                 _described(store, project, session_id, cwd)))
+                                                 summary_from_turns(store, project, session_id, cwd)))
             return f"session {session_id} ended"
         if event.kind == "prompt" and _imported_already(store, project, event):
             return f"turn of {session_id}: already imported from the agent's transcript"
