@@ -341,7 +341,7 @@ def run_hook(agent: str, payload: str | None, event_name: str | None, vault_root
     Returns
     -------
     list[str]
-        The outcome lines (also in ``<vault>/.memo/spool/hooks.log``). A config and vault that
+        The outcome lines (also in the spool's ``hooks.log``). A config and vault that
         cannot be used and leave nowhere safe to spool are said on stderr (never stdout: an
         agent puts a hook's stdout into the model's context).
     """

@@ -9,10 +9,11 @@ agent's session start) and ended on the agent's session end.
 
 A hook must never get in the agent's way: :func:`capture` never raises. An event that cannot be
 applied now (the vault locked, its index damaged or read-only, a file system error) is spooled
-to ``<vault>/.memo/spool/hooks/`` and applied by the next run before its own event, in the
-order the events arrived, with the instants they carried; an event that is itself unusable
-(not JSON, no session, an empty prompt) is dropped. Either way one line goes to
-``<vault>/.memo/spool/hooks.log``.
+to ``<vault>/.memo/spool/hooks/`` — or, when the vault's folder cannot be written either (not
+mounted, read-only, another owner's), to ``~/.memo/spool/<vault key>/hooks/`` — and applied by
+the next run before its own event, in the order the events arrived, with the instants they
+carried; an event that is itself unusable (not JSON, no session, an empty prompt) is dropped.
+Either way one line goes to ``hooks.log`` beside the spool.
 """
 
 from __future__ import annotations
@@ -451,16 +452,20 @@ def fallback_vault(given: str) -> Path | None:
     """Where to spool when the settings cannot be read: the vault folder they would name, if it
     is an absolute path outside every git repository (a spool file must never land in a
     product repository, nor in whatever folder the agent runs in)."""
-    from .store import repository_root
-
     path = Path(given).expanduser()
     if not given.strip() or not path.is_absolute():
         return None
+    return path if _outside_repositories(path) else None
+
+
+def _outside_repositories(path: Path) -> bool:
+    """Whether files made at ``path`` land outside every git repository: its nearest existing
+    folder is in none where it really is (:func:`repository_root` resolves links: a link into
+    a repository is that repository)."""
+    from .store import repository_root
+
     existing = next((p for p in (path, *path.parents) if p.is_dir()), None)
-    # where the files would really go: a symbolic link into a repository is that repository
-    if existing is None or repository_root(existing) is not None or repository_root(existing.resolve()) is not None:
-        return None
-    return path
+    return existing is not None and repository_root(existing) is None
 
 
 def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]], str]:
@@ -502,34 +507,79 @@ def spool_dir(vault_root: Path) -> Path:
     return Path(vault_root) / ".memo" / "spool" / "hooks"
 
 
-def _log(vault_root: Path, line: str) -> None:
-    path = spool_dir(vault_root).parent / "hooks.log"
+def user_spool_dir(vault_root: Path) -> Path | None:
+    """Where events of the vault ``vault_root`` wait when its own folder cannot be written (a
+    vault on a disk not mounted, read-only, or made by another user): the person's
+    ``~/.memo/spool/<key>/hooks``, the key a hash of the vault's absolute path (events are
+    replayed only into the vault they were meant for). None when ``~/.memo`` lies in a git
+    repository (a spool file must never land in one) or no home folder is known."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
-            kept = path.read_bytes()[-MAX_LOG_BYTES // 2:]
-            path.write_bytes(kept[kept.find(b"\n") + 1:])
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"{to_iso(datetime.now(timezone.utc))} {line}\n")
-    except OSError:
-        pass
+        home = Path.home() / ".memo"
+        if not _outside_repositories(home):
+            return None
+    except (OSError, RuntimeError):
+        return None
+    key = hashlib.sha256(str(Path(vault_root).expanduser().absolute()).encode("utf-8", "surrogateescape"))
+    return home / "spool" / key.hexdigest()[:16] / "hooks"
+
+
+def _spool_dirs(vault_root: Path) -> list[Path]:
+    """The vault's spool, then the person's for that vault (when there is one)."""
+    return [spool_dir(vault_root), *filter(None, [user_spool_dir(vault_root)])]
+
+
+def hook_log(vault_root: Path) -> Path:
+    """The hook log to read: the vault's ``.memo/spool/hooks.log``, or the person's one for
+    that vault when only that one was written to last."""
+    logs = [folder.parent / "hooks.log" for folder in _spool_dirs(vault_root)]
+    present = [(path.stat().st_mtime_ns, -i, path) for i, path in enumerate(logs) if path.is_file()]
+    return max(present)[2] if present else logs[0]
+
+
+def _log(vault_root: Path, line: str) -> None:
+    stamped = f"{to_iso(datetime.now(timezone.utc))} {line}\n"
+    for folder in _spool_dirs(vault_root):  # the vault's log; the person's when the vault cannot be written
+        path = folder.parent / "hooks.log"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
+                kept = path.read_bytes()[-MAX_LOG_BYTES // 2:]
+                path.write_bytes(kept[kept.find(b"\n") + 1:])
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(stamped)
+            return
+        except OSError:
+            continue
 
 
 def _spool(vault_root: Path, entry: dict[str, Any]) -> Path:
     """Write a spool entry: secrets redacted already (the text may wait a while), readable by
-    its owner only, and ASCII JSON (a lone surrogate in the payload stays an escape)."""
+    its owner only, and ASCII JSON (a lone surrogate in the payload stays an escape). In the
+    vault's spool, else the person's (:func:`user_spool_dir`).
+
+    Raises
+    ------
+    OSError
+        Neither spool can be written.
+    """
     from ..vault.io import atomic_write_bytes
     from ..vault.redact import redact_value
 
-    folder = spool_dir(vault_root)
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path = folder / f"{time.time_ns():020d}-{os.getpid()}-{entry['captureId'][:8]}.json"
     try:
         payload = redact_value(entry["payload"])
     except Exception:  # noqa: BLE001 — text the detectors cannot read (a lone surrogate): kept as it came
         payload = entry["payload"]
-    atomic_write_bytes(path, json.dumps({**entry, "payload": payload}).encode("ascii"), mode=0o600)
-    return path
+    data = json.dumps({**entry, "payload": payload}).encode("ascii")
+    name = f"{time.time_ns():020d}-{os.getpid()}-{entry['captureId'][:8]}.json"
+    failure: OSError | None = None
+    for folder in _spool_dirs(vault_root):
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            atomic_write_bytes(folder / name, data, mode=0o600)
+            return folder / name
+        except OSError as exc:
+            failure = failure or exc
+    raise failure or OSError("no spool folder")
 
 
 def _quarantine(path: Path) -> None:
@@ -569,9 +619,14 @@ def _count_failure(vault_root: Path, agent: str, path: Path, entry: dict[str, An
 
 
 def spooled(vault_root: Path) -> list[Path]:
-    """The spooled events, oldest first."""
-    folder = spool_dir(vault_root)
-    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+    """The spooled events of the vault (its own spool and the person's for it), oldest first."""
+    found: list[Path] = []
+    for folder in _spool_dirs(vault_root):
+        try:
+            found += folder.glob("*.json") if folder.is_dir() else []
+        except OSError:
+            continue
+    return sorted(found, key=lambda path: path.name)  # the name starts with the instant it was spooled
 
 
 def _entry_event(entry: dict[str, Any]) -> HookEvent:

@@ -714,3 +714,38 @@ def test_an_agent_opened_and_left_bills_from_its_first_prompt_and_one_closed_una
     assert (opened["startTime"], opened["durationMinutes"]) == ("2026-11-30T10:00:00.000Z", 20)
     assert not (folder / "session-cursor-a.2.md").exists()
     assert read_record(folder / "session-cursor-b.md")[0]["durationMinutes"] == 0
+
+
+def test_a_vault_folder_that_cannot_be_written_keeps_the_event_in_the_persons_spool(tmp_path, repo, monkeypatch):
+    # found by a new user: a vault on a disk not mounted (here: its folder's parent is a file) lost every event
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    drive = tmp_path / "drive"
+    drive.write_text("not mounted")
+    vault = drive / "vault"
+    env = {"HOME": str(home), "MEMO_HOOK_DEBUG": "1"}
+    ran = hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt=f"while the disk is away {GHP}"), env=env)
+    assert "event lost" not in ran.stderr and "spooled as" in ran.stderr
+    [waiting] = capture.spooled(vault)
+    assert waiting.is_relative_to(home / ".memo" / "spool") and waiting.stat().st_mode & 0o777 == 0o600
+    assert GHP not in waiting.read_text()  # redacted before it waits
+    assert "spooled as" in capture.hook_log(vault).read_text()
+    assert capture.spooled(tmp_path / "another-vault") == []  # kept for the vault it was meant for only
+    drive.unlink()
+    drive.mkdir()  # the disk is back
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="after it came back"), env=env)
+    assert capture.spooled(vault) == []
+    recorded = turns(vault, "product")
+    assert [t["body"].split(" [")[0] for t in recorded] == ["while the disk is away", "after it came back"]
+    assert recorded[0]["created"] < recorded[1]["created"]  # the instant it happened, not when replayed
+
+
+def test_the_persons_spool_is_not_used_inside_a_git_repository(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert capture.user_spool_dir(tmp_path / "vault") == home / ".memo" / "spool" / capture.user_spool_dir(
+        tmp_path / "vault").parent.name / "hooks"
+    subprocess.run(["git", "init", "-q", str(home)], check=True)  # a home folder kept as a dotfiles repository
+    assert capture.user_spool_dir(tmp_path / "vault") is None

@@ -5,7 +5,7 @@ program, from its last argument — and records it (:func:`memo_analytics.runtim
 It never gets in the agent's way: nothing is printed on stdout (Claude Code and Gemini CLI put
 a hook's stdout into the model's context), the exit status is always 0 (a non-zero status can
 block the prompt), a broken config file or vault costs nothing but a line in
-``<vault>/.memo/spool/hooks.log``, and an event the vault cannot take now is spooled and
+``hooks.log`` beside the spool, and an event the vault cannot take now is spooled and
 replayed by the next run. ``MEMO_HOOK_DEBUG=1`` prints the outcome lines on stderr.
 
 The entries ``memo hooks install`` writes are run by :mod:`memo_analytics.interfaces.launch`

@@ -25,7 +25,7 @@ def _remote_status() -> None:
     settings = state.settings
     waiting = len(capture.spooled(settings.vault_root))
     try:
-        lines = (capture.spool_dir(settings.vault_root).parent / "hooks.log").read_text("utf-8", "replace").splitlines()
+        lines = capture.hook_log(settings.vault_root).read_text("utf-8", "replace").splitlines()
     except OSError:
         lines = []
     result = {"mode": "remote", "remoteUrl": mask_url(settings.remote.url or "") or None, "spooledEvents": waiting,
