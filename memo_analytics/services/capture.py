@@ -286,9 +286,26 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     if head is not None:  # a remote caller's repository HEAD (its cwd means nothing here)
         context.update(branch=head[0], git_sha=head[1])
     with store.lock():
-        chain = hook_sessions(store, project, session_id)
+        # in the order they began (a late prompt's interval can be numbered after a later one)
+        chain = sorted(hook_sessions(store, project, session_id), key=lambda one: str(one[1][0].get("startTime")))
         session_id, existing = chain[-1] if chain else (session_id, None)
-        if event.kind != "session_end" and existing is not None and existing[0].get("status") == "completed":
+        earlier = _covering(chain, event) if event.kind == "prompt" else None
+        late_end = None  # the end of a work interval made for a late prompt alone
+        if earlier is not None:  # it waited (spooled) while later work went on: the interval of its time
+            (session_id, existing), following = earlier
+            gap = timedelta(minutes=store.settings.idle_gap_minutes)
+            ended = from_iso(str(existing[0].get("endTime") or existing[0]["startTime"]))
+            answered = min(event.at + gap, following)  # its answer is unseen: at most an idle gap of it
+            if existing[0].get("status") == "completed" and event.at - ended > gap:
+                # made long after that interval's end: work of its own, between two intervals
+                session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
+                late_end = answered
+            elif existing[0].get("status") == "completed" and event.at > ended:
+                # made after that interval's end, within the idle gap: the interval went on until then
+                end_session(store, EndSessionRequest(session_id=session_id, project=project,
+                                                     until=max(ended, answered), recompute_duration=True))
+                existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+        elif event.kind != "session_end" and existing is not None and existing[0].get("status") == "completed":
             ended = from_iso(str(existing[0].get("endTime") or existing[0]["startTime"]))
             if event.at < ended:  # it waited in the spool while the session ended: it belongs there
                 if event.kind == "session_start":
@@ -347,6 +364,9 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             body=event.prompt or "", session_id=session_id, created=event.at,
             extra={**extra, "captureId": capture_id, **({"agentTurnId": event.turn_id} if event.turn_id else {})},
             **context))
+        if late_end is not None:
+            end_session(store, EndSessionRequest(session_id=session_id, project=project, until=late_end,
+                                                 summary=summary_from_turns(store, project, session_id, cwd)))
     return f"turn {turn['turn']} of {session_id} recorded"
 
 
@@ -368,6 +388,19 @@ def _last_activity(store: VaultStore, project: str, session_id: str, meta: dict[
         if written <= event.at:
             return max(last, written), True
     return last, False
+
+
+def _covering(chain: list[tuple[str, tuple[dict[str, Any], str]]],
+              event: HookEvent) -> tuple[tuple[str, tuple[dict[str, Any], str]], datetime] | None:
+    """When ``event`` is older than the start of the newest work interval of ``chain`` (a prompt
+    that waited in the spool, or at a remote machine, while later work was recorded): the interval
+    it happened in or after — the last to start at or before it (else the first) — and when the
+    next interval starts; else None."""
+    starts = [from_iso(str(record[0]["startTime"])) for _, record in chain]
+    if len(chain) < 2 or event.at >= starts[-1]:
+        return None
+    n = max([k for k, start in enumerate(starts) if start <= event.at], default=0)
+    return chain[n], starts[n + 1]
 
 
 def numbered(base: str, n: int) -> str:

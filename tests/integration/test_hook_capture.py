@@ -749,3 +749,48 @@ def test_the_persons_spool_is_not_used_inside_a_git_repository(tmp_path, monkeyp
         tmp_path / "vault").parent.name / "hooks"
     subprocess.run(["git", "init", "-q", str(home)], check=True)  # a home folder kept as a dotfiles repository
     assert capture.user_spool_dir(tmp_path / "vault") is None
+
+
+def test_a_late_prompt_goes_to_the_work_interval_of_its_time(tmp_path, repo):
+    """A prompt that waited (spooled, or at a remote machine) while later work was recorded went
+    to the newest interval — before its start, so it billed nothing. It goes to the interval of
+    its time; made after that interval's end it extends it (within the idle gap) or is an interval
+    of its own (beyond it); the live interval stays the one later prompts go to."""
+    from datetime import datetime, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    def at(day: int, hour: int, minute: int) -> datetime:
+        return datetime(2026, 11, day, hour, minute, tzinfo=timezone.utc)
+
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    try:
+        said = [apply_event(store, HookEvent("cursor", kind, "c1", when, prompt=text, cwd=str(repo)), f"{n:08x}")
+                for n, (kind, when, text) in enumerate([
+                    ("prompt", at(29, 16, 1), "start the export"), ("prompt", at(29, 16, 25), "add the tests"),
+                    ("prompt", at(30, 8, 5), "fix the review"),
+                    ("prompt", at(29, 16, 10), "late: within the first"),
+                    ("prompt", at(29, 17, 0), "late: just after the first"),
+                    ("prompt", at(29, 20, 0), "late: an evening's work"),
+                    ("prompt", at(30, 8, 20), "live again"),
+                    ("session_end", at(30, 8, 50), None)])]
+    finally:
+        store.close()
+    folder = tmp_path / "v" / "projects" / "product" / "sessions"
+    times = {name: read_record(folder / f"session-{name}.md")[0] for name in ("cursor-c1", "cursor-c1.2", "cursor-c1.3")}
+    assert [(m["startTime"][5:16], m["endTime"][5:16], m["durationMinutes"]) for m in times.values()] == [
+        ("11-29T16:01", "11-29T17:30", 89),  # went on until the late prompt and an idle gap of its answer
+        ("11-30T08:05", "11-30T08:50", 45),  # the live interval kept its later prompt and its end
+        ("11-29T20:00", "11-29T20:30", 30)]  # the evening's prompt: an interval of its own
+    assert said[-1] == "session cursor-c1.2 ended"
+    by_session: dict = {}
+    for turn in turns(tmp_path / "v", "product"):
+        by_session.setdefault(turn["sessionId"], []).append(turn["body"])
+    assert by_session == {
+        "cursor-c1": ["start the export", "add the tests", "late: within the first", "late: just after the first"],
+        "cursor-c1.2": ["fix the review", "live again"], "cursor-c1.3": ["late: an evening's work"]}
+    report = json.loads(memo("--json", "activity", "--project", "product", "--since", "2026-11-29",
+                             "--until", "2026-11-30", vault=tmp_path / "v").stdout)
+    assert report["totalDurationMinutes"] == 89 + 45 + 30
