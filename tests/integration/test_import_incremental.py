@@ -663,3 +663,82 @@ def test_a_conversation_id_shaped_like_a_token_stays_out_of_the_import_state(rea
     state = (vault / ".memo" / "import-state.json").read_text(encoding="utf-8")
     assert token not in state and json.loads(state)["files"]
     assert not [p for p in vault.rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
+
+
+CODEX = "codex-rollouts/7567491-Feishu_ClaudeCode/.codex/sessions/2025/11/28"
+
+
+def _turns(vault) -> list[tuple]:
+    listed = json.loads(memo("--json", "prompt", "list", "--all", "--limit", "1000", vault=vault).stdout)["items"]
+    return sorted((t["sessionId"], t["turn"], t["status"], t["created"], t["body"]) for t in listed)
+
+
+def _sessions(vault) -> list[tuple]:
+    listed = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"]
+    return sorted((s["sessionId"], s["startTime"], s["endTime"], s["durationMinutes"]) for s in listed)
+
+
+def test_a_rotated_codex_rollout_goes_on_after_the_turns_it_no_longer_holds(realdata, tmp_path):
+    """Found by a new user: a rollout renamed aside and a new file going on with the same session
+    (its first turns only in the old one) rewrote turn 1 with the new file's first prompt, shifted
+    every turn and superseded the last four. For an agent that only appends (Codex, Claude Code)
+    a file that lost its beginning was rotated or cut from the top: the turns before its first
+    prompt stay as recorded, its own keep their numbers, and what it adds numbers on after them."""
+    [source] = (realdata / CODEX).glob("rollout-*.jsonl")
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path = folder / source.name
+    path.write_bytes(source.read_bytes())
+    vault = tmp_path / "v"
+    assert json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)["turns"] == 23
+    before_turns, before_sessions = _turns(vault), _sessions(vault)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    fifth = [n for n, line in enumerate(lines) if '"user_message"' in line][4] - 1  # its response_item line
+    path.rename(folder / (source.name + ".1"))  # rotated aside
+    path.write_text("".join(lines[:2] + lines[fifth:]), encoding="utf-8")  # the session goes on in a new file
+    ran = json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)
+    assert (ran["turns"], ran["superseded"], ran["revised"], ran["skipped"]) == (0, 0, 0, 0), ran
+    assert (_turns(vault), _sessions(vault)) == (before_turns, before_sessions)
+    last = json.loads(lines[-1])["timestamp"]
+    later = last[:11] + "23:59:00.000Z"  # the same evening, after a pause: a new work interval
+    grown = {"timestamp": later, "type": "event_msg",
+             "payload": {"type": "user_message", "message": "after the rotation", "images": []}}
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(grown) + "\n")
+    ran = json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)
+    assert (ran["turns"], ran["sessions"], ran["superseded"], ran["revised"]) == (1, 1, 0, 0), ran
+    after = _turns(vault)
+    assert after[:-1] == before_turns and after[-1][1:] == (1, "recorded", later, "after the rotation")
+    assert after[-1][0].endswith("-2")  # the conversation's next work interval
+
+
+def test_a_claude_code_transcript_cut_from_the_top_takes_its_next_prompt(realdata, tmp_path):
+    """Found by a new user: a transcript whose first half was cut away (kept short by hand) was
+    refused for good ("work interval 1 starts at … but was imported starting …") — its next
+    prompt was never recorded."""
+    source = realdata / CC / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    path = folder / source.name
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines), encoding="utf-8")
+    vault = tmp_path / "v"
+    first = imported(vault, str(folder))
+    before_turns, before_sessions = _turns(vault), _sessions(vault)
+    assert first["turns"] >= 3
+    assert len(before_sessions) == 2  # two work intervals: the cut keeps the second
+    second = next(n for n, line in enumerate(lines) if json.loads(line).get("timestamp", "") >= before_sessions[1][1])
+    path.write_text("".join(lines[second:]), encoding="utf-8")  # cut: the first work interval is gone
+    cut = imported(vault, str(folder))
+    assert (cut["turns"], cut["superseded"], cut["revised"], cut["skipped"]) == (0, 0, 0, 0), cut
+    assert (_turns(vault), _sessions(vault)) == (before_turns, before_sessions)
+    last = next(record for record in map(json.loads, reversed(lines)) if "sessionId" in record)
+    line = {"type": "user", "sessionId": last["sessionId"], "uuid": "7f3c2a10-0000-4000-8000-000000000002",
+            "parentUuid": last.get("uuid"), "timestamp": last["timestamp"][:11] + "23:59:00.000Z",
+            "cwd": last.get("cwd"), "message": {"role": "user", "content": "the next prompt, after the cut"}}
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(line) + "\n")
+    grown = imported(vault, str(folder))
+    assert (grown["turns"], grown["skipped"], grown["superseded"], grown["revised"]) == (1, 0, 0, 0), grown
+    assert _turns(vault)[:len(before_turns)] == before_turns
+    assert [t[4] for t in _turns(vault)].count("the next prompt, after the cut") == 1

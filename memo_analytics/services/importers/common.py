@@ -20,7 +20,7 @@ import json
 import os
 import threading
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Iterator
@@ -483,6 +483,9 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             f"re-import it with the same gap"
         )
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
+    kept: set[int] = set()  # the prompts (by id()) the file lost and the vault holds: left as they are
+    if first is not None and transcript.source in APPEND_ONLY and first[0].get("transcriptId") == transcript.transcript_id:
+        transcript, kept = _with_lost_beginning(store, transcript, base, home, options.idle_gap)
     intervals = work_intervals(transcript, options.idle_gap)
     homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
     fresh = True
@@ -551,6 +554,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             result.sessions += 1
             result.untimed += untimed
         for turn, prompt in enumerate(interval.prompts, 1):
+            if id(prompt) in kept:
+                continue  # recorded from the file before it lost its beginning: as it was recorded
             if store.record_exists(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}"):
                 try:
                     result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
@@ -598,6 +603,63 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.copies += copies
     return Written(base, [(homes[n], f"{base}-{n}", len(interval.prompts)) for n, interval in enumerate(intervals, 1)],
                    fresh)
+
+
+#: Sources whose agent only ever appends to a transcript file (Claude Code, Codex): a file that no
+#: longer holds a conversation's first turns was rotated (renamed, and a new file goes on with the
+#: same session) or cut from the top — the agent did not take those turns back.
+APPEND_ONLY = frozenset({"claude-code", "codex"})
+
+
+def _with_lost_beginning(store: VaultStore, transcript: Transcript, base: str, home: Callable[[str], str],
+                         idle_gap: timedelta) -> tuple[Transcript, set[int]]:
+    """``transcript`` with the turns its file lost from the top put back, as the vault holds them.
+
+    The imported turns of the conversation (sessions ``{base}-1``, ``{base}-2`` …) made before the
+    file's first prompt are put before its prompts — their text as recorded,
+    their time, tokens — and the work intervals they were in are kept as activity (their start,
+    end, and a point each ``idle_gap`` between: an interval the vault holds comes out the same),
+    so the file's prompts number on after them instead of taking their numbers (which rewrote
+    every turn and superseded the last ones), and a file whose first work interval begins later
+    is not refused. Returns the transcript (the same object when the file lost nothing) and the
+    ``id()`` of each prompt put back. A file cut short at the end is not this: a rewind."""
+    from ...index.query import PromptFilter
+
+    timed = [prompt.at for prompt in transcript.prompts if prompt.at is not None]
+    if not timed:
+        return transcript, set()
+    begins = to_iso(min(timed))
+    lost: list[HumanPrompt] = []
+    activity: list[datetime] = []
+    number = 1
+    while True:
+        session_id = f"{base}-{number}"
+        project = home(session_id)
+        row = index.get_row(store.conn, project, session_record_id(session_id), RecordKind.SESSION.value)
+        meta = json.loads(row["meta"]) if row is not None and row["meta"] else None
+        if meta is None or meta.get("transcriptId") != transcript.transcript_id or str(meta.get("startTime")) >= begins:
+            break
+        _, rows = index.count_and_page(store.conn, RecordKind.PROMPT.value,
+                                       PromptFilter(session_id=session_id, projects=[project]), 1_000_000, 0, "turn-asc")
+        for turn in rows:
+            known = json.loads(turn["meta"]) if turn["meta"] else {}
+            if turn["created"] >= begins or not str(known.get("source", "")).startswith("import:"):
+                continue  # the file holds it (or it is not this import's)
+            tokens = known.get("tokens")
+            lost.append(HumanPrompt(turn["body"] or "", from_iso(turn["created"]),
+                                    tokens if isinstance(tokens, dict) else None, known.get("model")))
+            activity.append(from_iso(turn["created"]))
+        if not meta.get("timesEdited") and meta.get("endTime"):
+            start, end = from_iso(str(meta["startTime"])), from_iso(str(meta["endTime"]))
+            while start < end:  # the interval as recorded: never split by what the file lost
+                activity.append(start)
+                start += idle_gap
+            activity.append(end)
+        number += 1
+    if not lost:
+        return transcript, set()
+    return replace(transcript, prompts=[*lost, *transcript.prompts],
+                   activity=sorted({*transcript.activity, *activity})), {id(prompt) for prompt in lost}
 
 
 def summary_digest(summary: str | None) -> str:
