@@ -192,3 +192,25 @@ def test_import_auto_takes_folders_and_imports_each_file_with_its_own_importer(r
     assert f"1 file no importer tells ({mixed / 'notes.md'})" in told.stderr
     missing = memo("import", "auto", str(tmp_path / "nowhere"), vault=vault, check=False)
     assert missing.returncode == 1 and "Invalid path:" in missing.stderr and "does not exist" in missing.stderr
+
+
+def test_random_bytes_and_utf16_are_named_for_what_they_are_not_as_being_written(tmp_path):
+    """Found by a helper: a binary or UTF-16 ``.jsonl`` was "its only line is still being written"
+    (and random bytes "the file is empty"); half a JSON line at the end still is."""
+    import random
+
+    folder = tmp_path / "t"
+    folder.mkdir()
+    (folder / "random.jsonl").write_bytes(bytes(random.Random(7).randrange(128, 256) for _ in range(3000)))
+    (folder / "utf16.jsonl").write_bytes('{"type": "user"}\n{"type": "user"'.encode("utf-16"))
+    (folder / "writing.jsonl").write_text('{"type": "user", "sessionId": "s', encoding="utf-8")
+    for source in ("claude-code", "codex", "gemini", "copilot"):
+        ran = memo("--json", "import", source, str(folder), vault=tmp_path / "v", check=False)
+        why = {Path(line.split(": not ")[0]).name: line.split(" transcript ", 1)[1]
+               for line in (json.loads(x)["skipped"] for x in ran.stderr.splitlines() if x.startswith('{"skipped"'))}
+        assert "still being written" not in why["random.jsonl"] + why["utf16.jsonl"], (source, why)
+        assert "empty" not in why["random.jsonl"], (source, why)
+        assert "still being written" in why["writing.jsonl"], (source, why)
+    one = memo("import", "claude-code", str(folder / "random.jsonl"), vault=tmp_path / "v", check=False)
+    assert "(no line of it is UTF-8 text: a binary or UTF-16 file?)" in one.stderr
+    assert "error: nothing recognised: the file is not a claude-code transcript" in one.stderr

@@ -80,8 +80,9 @@ def _import_command(source: str) -> Callable[..., None]:
         if len(result.errors) > 20:
             err.print(f"skipped: … and {len(result.errors) - 20} more (--json lists them all)")
         if not result.recognised:
-            raise MemoError(f"nothing recognised: none of the {result.files} files is a {source} transcript "
-                            f"(see the lines above); nothing was imported")
+            which = "the file is not" if result.files == 1 else f"none of the {result.files} files is"
+            raise MemoError(f"nothing recognised: {which} a {source} transcript (see the lines above); "
+                            "nothing was imported")
         chosen = [name for name, value in (("--project", project), ("--client", client),
                                            ("--billable/--no-billable", billable)) if value is not None]
         if chosen and not result.sessions and not state.json:

@@ -1109,6 +1109,8 @@ def _count_parse(result: ImportResult, path: Path, parsed: ParseResult, source: 
         why = parsed.why
         if parsed.pending_lines and not parsed.problems:
             why = "its only line is still being written: no newline, not JSON yet"
+        elif why == "the file is empty" and _size(path):
+            why = "no line of it is UTF-8 text: a binary or UTF-16 file?"  # every line was left out
         result.errors.append(f"{name}: not {_article(source)} transcript" + (f" ({why})" if why else ""))
     else:
         result.recognised += 1
@@ -1119,6 +1121,13 @@ def _count_parse(result: ImportResult, path: Path, parsed: ParseResult, source: 
     for transcript in parsed.transcripts:
         transcript.path = path  # as given now (a checkpoint keeps the spelling of its first read)
         where.setdefault((transcript.source, transcript.transcript_id), path)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _transcript_ids(scan: Callable[[Path], frozenset], path: Path) -> frozenset:

@@ -71,6 +71,13 @@ def decode_line(raw: bytes, number: int) -> tuple[str, str | None]:
                     "the line is left out")
 
 
+def may_be_unfinished(tail: bytes) -> bool:
+    """Whether ``tail``, a last line with no newline, may be half a JSON line an agent is writing
+    now: it starts a JSON object or array (after blanks and a UTF-8 byte order mark). Random
+    bytes or a UTF-16 file do not: they are bad lines, said so, not "still being written"."""
+    return tail.lstrip(b" \t\r\xef\xbb\xbf").startswith((b"{", b"["))
+
+
 def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
     """The lines of a text file as ``(line number, text)``, each decoded as UTF-8 on its own:
     a line with a byte that is not UTF-8 is left out and named in the second list (``line N:
@@ -140,6 +147,8 @@ def read_jsonl_lines(path: Path) -> tuple[list[tuple[int, str]], list[str], bool
     if not data.rstrip(b" \t\r") or data.endswith(b"\n"):
         return lines, problems, False
     last = data.count(b"\n") + 1  # the number of the line with no newline
+    if not may_be_unfinished(data[data.rfind(b"\n") + 1:]):
+        return lines, problems, False  # a bad line (random bytes, UTF-16), not one being written
     if lines and lines[-1][0] == last:
         if not lines[-1][1].strip() or parse_json_line(lines[-1][1]) is not NOT_JSON:
             return lines, problems, False  # whole (a writer that has not put the newline yet)

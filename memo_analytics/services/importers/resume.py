@@ -41,7 +41,8 @@ import orjson
 from ...config import MAX_BODY_BYTES
 from ...vault.io import read_regular_file
 from ...vault.redact import redact_secrets
-from .lines import MAX_TRANSCRIPT_BYTES, NOT_JSON, check_transcript_size, decode_line, parse_json_line
+from .lines import (MAX_TRANSCRIPT_BYTES, NOT_JSON, check_transcript_size, decode_line, may_be_unfinished,
+                    parse_json_line)
 
 #: Files smaller than this are read whole (loading a checkpoint costs about as much as reading them).
 RESUME_FROM_BYTES = 256 * 1024
@@ -423,12 +424,16 @@ def _feed_last(fold, tail: bytes, number: int, options) -> bool:
     it is not (yet): half a line an agent is writing now, read again once the file grows, not a
     bad line (:attr:`.common.ParseResult.pending_lines`)."""
     text, problem = decode_line(tail, number)
-    if problem is not None:  # cut inside a character
-        return False
+    unfinished = may_be_unfinished(tail)
+    if problem is not None:  # cut inside a character, or not text at all
+        if unfinished:
+            return False
+        fold.problem(number, problem)
+        return True
     if not text.strip():
         return True
     record = parse_json_line(text)
-    if record is NOT_JSON:
+    if record is NOT_JSON and unfinished:
         return False
     fold.feed(number, record, options)
     return True
