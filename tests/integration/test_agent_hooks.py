@@ -384,3 +384,22 @@ def test_a_settings_file_made_read_only_after_install_is_not_rewritten_by_uninst
     ran = memo("hooks", "uninstall", "claude-code", vault=vault, env={"HOME": str(home)}, check=False)
     assert ran.returncode == 1 and "make it writable to remove memo's hooks for claude-code" in ran.stderr
     assert path.read_text() == installed and path.stat().st_mode & 0o777 == 0o400
+
+
+def test_hooks_status_answers_while_the_config_file_is_broken_and_install_refuses(tmp_path):
+    """Found by a new user: with a broken config file (when the hooks spool every event) ``memo
+    hooks status`` said only "Invalid config"; it shows what the agents run, with a warning."""
+    home, vault = tmp_path / "home", tmp_path / "v"
+    env = {"HOME": str(home)}
+    memo("hooks", "install", "claude-code", vault=vault, env=env)
+    config = tmp_path / "config.toml"
+    config.write_text("timezone = [unclosed\n")
+    env["MEMO_CONFIG"] = str(config)
+    ran = memo("--json", "hooks", "status", "claude-code", vault=vault, env=env)
+    [item] = [i for i in json.loads(ran.stdout)["items"] if i["level"] == "user"]
+    assert item["installed"] == list(agent_hooks.spec_for("claude-code").events)
+    warning = json.loads(ran.stderr.splitlines()[0])["warning"]  # under --json, a JSON line
+    assert warning.startswith("Invalid config (MEMO_CONFIG)") and "spool every event" in warning
+    refused = memo("hooks", "install", "codex", vault=vault, env=env, check=False)
+    assert refused.returncode == 1 and "Invalid config" in refused.stderr
+    assert not settings_file(home, "codex").exists()

@@ -170,6 +170,8 @@ class State:
     #: ``--vault-root`` (or ``MEMO_VAULT``) as given; ``memo config`` builds its settings itself
     vault_root: str | None = None
     runtime: Runtime | None = None
+    #: why the config file could not be read, for a command that goes on without it (memo hooks status)
+    config_error: MemoError | None = None
 
     @property
     def settings(self) -> Settings | None:
@@ -234,12 +236,19 @@ def _apply_globals(vault_root: Optional[str], json_output: bool, command: Option
                         "after --vault-root")
     state.json = json_output
     state.vault_root = vault_root
+    state.config_error = None
     state.use(None)
     if command in ("config", "doctor", "hook"):
         # memo config reads (and repairs) the config file itself, valid or not; memo doctor checks it; a
         # hook must record (or spool) whatever the config file says
         return
     overrides = {"vault_root": vault_root} if vault_root is not None else {}
+    if command == "hooks":  # memo hooks status says what the agents run also while the config is broken
+        try:
+            state.use(_settings(**overrides), overrides)
+        except MemoError as exc:
+            state.config_error = exc
+        return
     state.use(_settings(**overrides), overrides)
 
 

@@ -40,8 +40,24 @@ def _root(project: bool) -> Path | None:
     return root
 
 
-def _vault() -> Path:
-    return state.settings.vault_root
+def _vault(lenient: bool = False) -> Path:
+    """The configured vault. ``lenient`` (status): with a config file that cannot be read, the
+    vault it would name (``--vault-root``, ``MEMO_VAULT``, else the default), after a warning.
+
+    Raises
+    ------
+    MemoError
+        The config file cannot be read (and not ``lenient``).
+    """
+    if state.config_error is None:
+        return state.settings.vault_root
+    if not lenient:
+        raise state.config_error
+    from ...config import default_vault_root
+
+    err.print(_safe(f"warning: {state.config_error}; the hooks still spool every event until it is repaired "
+                    "(memo doctor)"))
+    return Path(state.vault_root or default_vault_root()).expanduser()
 
 
 @hooks_app.command("install")
@@ -89,7 +105,7 @@ def hooks_status(agent: Optional[str] = typer.Argument(None, metavar="[AGENT]", 
     """Which agents run memo's hooks, in which settings file, for which events; and how many
     hook events wait in the vault's spool."""
     agents = [agent_hooks.spec_for(agent).agent] if agent else list(agent_hooks.AGENT_HOOKS)
-    result = agent_hooks.status(agents, _vault(), repository_root(Path.cwd()))
+    result = agent_hooks.status(agents, _vault(lenient=True), repository_root(Path.cwd()))
 
     def human(r: dict[str, Any]) -> None:
         table = Table(title="memo's agent hooks")
