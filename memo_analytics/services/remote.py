@@ -132,6 +132,89 @@ def _send(settings: Settings, arguments: dict[str, Any]) -> dict[str, Any]:
     return post(settings, f"/api/actions/{action}", arguments)
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is not followed: it is answered as an ``HTTPError`` of its 3xx status.
+    urllib would send the request again, as a GET and with its ``Authorization`` header (the
+    daemon's token), to whatever host the answer names."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: D102, PLR0913
+        return None
+
+
+def _opener(connections: list[http.client.HTTPConnection]) -> urllib.request.OpenerDirector:
+    """An opener that follows no redirect and keeps each connection it opens in ``connections``
+    (so that :func:`exchange` can cut one that outlives its deadline)."""
+
+    class Plain(http.client.HTTPConnection):
+        def connect(self) -> None:
+            connections.append(self)
+            super().connect()
+
+    class Secure(http.client.HTTPSConnection):
+        def connect(self) -> None:
+            connections.append(self)
+            super().connect()
+
+    class PlainHandler(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(Plain, req)
+
+    class SecureHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(Secure, req, context=self._context)
+
+    return urllib.request.build_opener(PlainHandler, SecureHandler, _NoRedirect)
+
+
+def exchange(request: urllib.request.Request, seconds: float) -> Any:
+    """Send ``request`` and read its JSON answer (:func:`read_json_answer`), all within
+    ``seconds`` — connecting, the status line and headers too (a socket timeout bounds each
+    read only: a daemon sending a header byte now and then held the caller, an agent's hook
+    too, for ever) — following no redirect (a 3xx is an ``HTTPError``: the daemon's token never
+    goes to another host).
+
+    Raises
+    ------
+    urllib.error.HTTPError
+        The answer's status is not 2xx (its body still readable).
+    TimeoutError
+        Not done within ``seconds``.
+    ValueError, OSError, http.client.HTTPException
+        As :func:`read_json_answer`; the daemon could not be reached.
+    """
+    import socket
+    import threading
+
+    connections: list[http.client.HTTPConnection] = []
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        for connection in list(connections):
+            try:
+                if connection.sock is not None:
+                    connection.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    timer = threading.Timer(seconds, cut)
+    timer.daemon = True
+    timer.start()
+    try:
+        with _opener(connections).open(request, timeout=seconds) as response:
+            return read_json_answer(response, seconds)
+    except urllib.error.HTTPError:
+        if expired.is_set():
+            raise TimeoutError(f"the answer did not arrive within {seconds:g} s") from None
+        raise
+    except (OSError, ValueError, http.client.HTTPException):
+        if expired.is_set():
+            raise TimeoutError(f"the answer did not arrive within {seconds:g} s") from None
+        raise
+    finally:
+        timer.cancel()
+
+
 #: The largest answer read from a daemon (a page of records, a report, a sync answer are far
 #: smaller): a larger one is refused, not read to its end.
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
@@ -190,9 +273,16 @@ def post(settings: Settings, route: str, payload: dict[str, Any], answers: tuple
     request = urllib.request.Request(f"{base.rstrip('/')}{route}",
                                      data=json.dumps(arguments).encode("utf-8"), headers=headers, method="POST")
     try:
-        with urllib.request.urlopen(request, timeout=settings.remote.timeout_seconds) as response:  # noqa: S310
-            return read_json_answer(response, settings.remote.timeout_seconds)
+        answer = exchange(request, settings.remote.timeout_seconds)
+        if not isinstance(answer, dict):
+            raise ValueError("the answer is not a JSON object")
+        return answer
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:  # kept (spooled) as for a daemon not reached: the address is what is wrong
+            exc.close()
+            raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} answered with a redirect (HTTP {exc.code}); "
+                            "memo follows none (its token would go along): set remote.url to the daemon's own "
+                            "address") from None
         try:
             answer = read_json_answer(exc, settings.remote.timeout_seconds)
             if exc.code in answers and isinstance(answer, dict):

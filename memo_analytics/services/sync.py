@@ -44,7 +44,7 @@ from ..vault.redact import (
     redact_secrets,
 )
 from .record_rules import check_record
-from .remote import read_json_answer, without_userinfo
+from .remote import exchange, without_userinfo
 from .store import VaultStore
 
 log = logging.getLogger("memo_analytics.sync")
@@ -53,7 +53,6 @@ SYNC_DIR = "sync"
 MAX_BACKOFF_SECONDS = 300
 #: Versions of one record a pusher remembers as sent but unconfirmed (a lost answer).
 MAX_SENT_VERSIONS = 20
-CONNECT_TIMEOUT_SECONDS = 10
 #: The longest a push waits for the daemon's whole answer (``session_end`` waits for it).
 PUSH_SECONDS = 30
 
@@ -197,8 +196,7 @@ def _post(url: str, payload: dict[str, Any], token: str | None, timeout: float) 
     if token:
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(url, data=json.dumps(payload).encode("utf-8"), headers=headers, method="POST")
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (configured URL)
-        return read_json_answer(response, PUSH_SECONDS)
+    return exchange(request, timeout)  # within the time, following no redirect (the token stays with the daemon)
 
 
 def _one_line(text: str) -> str:
@@ -285,15 +283,19 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         try:
             answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent")}
                                              for r in records]},
-                           store.settings.hybrid.token, CONNECT_TIMEOUT_SECONDS) if records else {"results": []}
+                           store.settings.hybrid.token, PUSH_SECONDS) if records else {"results": []}
             if not isinstance(answer, dict) or not isinstance(answer.get("results", []), list) \
                     or not all(isinstance(r, dict) for r in answer.get("results", [])):
                 raise ValueError("the answer is not a memo daemon's sync answer")
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             refused = isinstance(exc, urllib.error.HTTPError) and exc.code in (401, 403)
+            moved = isinstance(exc, urllib.error.HTTPError) and 300 <= exc.code < 400
             reason = _one_line(f"HTTP {exc.code}" + (": the daemon refused this machine's token; check hybrid.token "
                                                      "(memo config set hybrid.token TOKEN, the daemon's MEMO_TOKEN)"
-                                                     if refused else "")
+                                                     if refused else
+                                                     ": a redirect; memo follows none (its token would go along): "
+                                                     "set hybrid.remoteUrl to the daemon's own address" if moved
+                                                     else "")
                                if isinstance(exc, urllib.error.HTTPError) else
                                f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
             attempts = int(state.get("attempts", 0)) + 1

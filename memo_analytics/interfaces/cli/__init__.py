@@ -108,6 +108,16 @@ def _run_hook(app) -> None:
     sys.exit(0)
 
 
+def _remote_daemon() -> str | None:
+    """The team daemon's URL (password masked) when this run is in remote mode, else None."""
+    try:
+        from .common import on_remote
+
+        return on_remote()
+    except Exception:  # noqa: BLE001 — only a message depends on it
+        return None
+
+
 def main() -> None:
     """Console-script entry point.
 
@@ -152,6 +162,11 @@ def main() -> None:
             context = getattr(exc, "ctx", None)
             where = f" ({context.command_path})" if context is not None else ""
             _fail(f"{exc.format_message()}{where}; see --help", exc.exit_code, exc=exc)
+        daemon = _remote_daemon()
+        if daemon is not None and isinstance(exc, (TypeError, KeyError, AttributeError, ValueError, IndexError)):
+            # remote mode keeps no vault: what the command worked on is the daemon's answer, of another shape
+            _fail(f"Remote daemon {daemon} answered something memo cannot use ({type(exc).__name__} reading it)",
+                  exc=exc)
         raise
     finally:
         state.close()  # the index connection closed (its WAL checkpointed), not left to the collector

@@ -317,7 +317,24 @@ def answer_of(action: str, request: Any, here: Callable[[], dict[str, Any]]) -> 
         arguments["projectId"] = arguments.pop("project")
     # the tool's fields; what only this machine's own writes use (source, extra) is not sent
     fields = {field.alias or name for name, field in PromptToolInput.model_fields.items()}
-    return remote.call(state.settings, {"action": action, **{k: v for k, v in arguments.items() if k in fields}})
+    answer = remote.call(state.settings, {"action": action, **{k: v for k, v in arguments.items() if k in fields}})
+    for key, kind in _ANSWER_SHAPES.get(action, {}).items():  # what the tables and --json callers rely on
+        value = answer.get(key)
+        if not isinstance(value, kind) or isinstance(value, bool) or (
+                kind is list and not all(isinstance(item, dict) for item in value)):
+            raise MemoError(f"Remote daemon {on_remote()} answered something memo cannot use: its {action} answer has "
+                            f"no {key} of the right type")
+    return answer
+
+
+_RECORD = {"id": str, "project": str}
+_PAGE = {"items": list, "total": int}
+#: The fields each forwarded action's answer must have, of these types (a record, a page, a report).
+_ANSWER_SHAPES: dict[str, dict[str, type]] = {
+    "record": _RECORD, "get": _RECORD, "prompt_detail": _RECORD, "session_start": _RECORD, "session_end": _RECORD,
+    "list": _PAGE, "search": _PAGE, "session": _PAGE,
+    "activity_report": {"totalDurationMinutes": int, "sessions": list, "byClient": dict},
+}
 
 
 def _check_scope(project: Optional[str], all_projects: bool) -> None:
