@@ -22,6 +22,7 @@ import polars as pl
 
 from ..domain.errors import IndexDamagedError, InvalidFieldError
 from ..index import store as index
+from ..services.pricing import MAX_TURN_TOKENS
 from ..services.store import VaultStore
 from ..vault.layout import VaultLayout
 
@@ -39,11 +40,12 @@ SESSION_SCHEMA: dict[str, pl.DataType] = {
 #: Columns read from a record's frontmatter (the index keeps it whole in ``meta``), not a column.
 _FROM_META = {"owner": "json_extract(meta, '$.owner')"}
 #: A turn's token counts as the cost report counts them (``tokens`` frontmatter, kept at import): a
-#: positive whole number, else null.
+#: positive whole number of at most a billion (``MAX_TURN_TOKENS``: a larger one counts nothing), else null.
 _TOKENS = {"input_tokens": "input", "cache_read_tokens": "cacheRead", "cache_write_tokens": "cacheWrite",
            "output_tokens": "output", "reasoning_tokens": "reasoning"}
 _FROM_META.update({column: f"CASE WHEN json_type(meta, '$.tokens.{key}') = 'integer' AND "
-                           f"json_extract(meta, '$.tokens.{key}') > 0 THEN json_extract(meta, '$.tokens.{key}') END"
+                           f"json_extract(meta, '$.tokens.{key}') BETWEEN 1 AND {MAX_TURN_TOKENS} "
+                           f"THEN json_extract(meta, '$.tokens.{key}') END"
                    for column, key in _TOKENS.items()})
 
 #: Columns and dtypes of :func:`prompts_frame`, in order (``body`` only when asked for).

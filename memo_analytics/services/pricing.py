@@ -33,6 +33,23 @@ def plausible_tokens(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TURN_TOKENS
 
 
+def plausible_turn(meta: dict[str, Any]) -> bool:
+    """Whether a stored turn's token counts are ones a turn can have: each kind (``input``,
+    ``cacheRead`` …) summed over the parts of ``tokensByModel`` is at most
+    :data:`MAX_TURN_TOKENS`, as each count of ``tokens`` is (:func:`plausible_tokens`). A turn
+    split into hundreds of model parts of just under a billion each priced USD 33 million."""
+    parts = meta.get("tokensByModel")
+    if not isinstance(parts, dict):
+        return True
+    totals: dict[str, int] = {}
+    for part in parts.values():
+        if isinstance(part, dict):
+            for key, value in part.items():
+                if plausible_tokens(value):
+                    totals[key] = totals.get(key, 0) + value
+    return all(total <= MAX_TURN_TOKENS for total in totals.values())
+
+
 def count_of(tokens: dict[str, Any], key: str) -> int:
     """``tokens[key]`` when it is a positive count a turn can have (:func:`plausible_tokens`), else 0."""
     value = tokens.get(key)
@@ -164,6 +181,8 @@ def stored_turn_cost(meta: dict[str, Any], model: str | None, at: datetime, sour
     """The cost of one stored turn (its frontmatter ``meta``): priced part by part when it
     holds ``tokensByModel``, else its ``tokens`` at ``model``. Returns the cost (None when no
     part has a price; the priced parts otherwise) and ``{model: (tokens, cost)}``."""
+    if not plausible_turn(meta):
+        return Decimal(0), {}  # a damaged or hostile record: its counts count nothing
     tokens = meta.get("tokens") if isinstance(meta.get("tokens"), dict) else {}
     parts = meta.get("tokensByModel")
     if not isinstance(parts, dict) or not parts or not all(isinstance(v, dict) for v in parts.values()):

@@ -334,3 +334,32 @@ def test_a_token_count_no_turn_can_have_counts_nothing_and_never_breaks_a_report
     memo("reindex", vault=vault)
     again = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
     assert Decimal(again["totalCostUsd"]) < 1 and again["costByModel"]["gemini-2.5-pro"]["tokens"]["output"] == 0
+    import memo_analytics
+
+    with memo_analytics.open_vault(vault) as analyst:  # the analyst's frame counts what the report counts
+        assert analyst.prompts()["output_tokens"].to_list() == [None]
+
+
+def test_a_turn_split_into_many_model_parts_counts_no_more_than_a_turn_can(tmp_path):
+    """Found by an attacker: the billion-token bound held per count, so a turn whose
+    ``tokensByModel`` had 300 parts of just under a billion each (in a transcript, or written by
+    hand) priced USD 33 million — and reached invoices through a client's AI-cost margin. Each
+    kind summed over a turn's parts is bounded as one count is: beyond it the turn counts nothing."""
+    vault = tmp_path / "vault"
+    memo("session", "start", "s1", "--project", "shop", "--start-time", "2026-11-02T09:00:00+00:00", vault=vault)
+    memo("prompt", "record", "--session-id", "s1", "--project", "shop", "--created", "2026-11-02T09:05:00+00:00",
+         "--body", "hello", vault=vault)
+    memo("session", "end", "s1", "--project", "shop", "--until", "2026-11-02T10:00:00+00:00", vault=vault)
+    [turn_file] = (vault / "projects").glob("*/prompts/*.md")
+    original = turn_file.read_text(encoding="utf-8")
+
+    def cost_with(parts: int, each: int) -> Decimal:
+        head, rest = original[4:].split("\n---", 1)
+        head += "\nmodel: claude-opus-4-1-20250805\ntokens: {input: 1000, output: 10}\ntokensByModel:\n" + "\n".join(
+            f"  claude-opus-4-1-20250805-{n}: {{input: {each}, output: 10}}" for n in range(parts))
+        turn_file.write_text("---\n" + head + "\n---" + rest, encoding="utf-8")
+        memo("reindex", vault=vault)
+        return Decimal(json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["totalCostUsd"])
+
+    assert 0 < cost_with(3, 1000) < 1  # a turn answered by three models: priced part by part
+    assert cost_with(300, 999_999_999) == 0  # 3 × 10**11 input tokens in one turn: no turn has them
