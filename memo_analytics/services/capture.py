@@ -23,6 +23,7 @@ import json
 import os
 import re
 import secrets
+import stat
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
@@ -380,9 +381,12 @@ def _last_activity(store: VaultStore, project: str, session_id: str, meta: dict[
     newest = index.last_turn_created(store.conn, project, session_id)
     last = max(start, from_iso(newest)) if newest else start
     transcript = event.transcript_path or meta.get("transcriptPath")
-    if isinstance(transcript, str) and transcript:
+    if isinstance(transcript, str) and transcript.endswith((".jsonl", ".json")):  # the agents' transcript files
         try:
-            written = datetime.fromtimestamp(Path(transcript).stat().st_mtime, timezone.utc)
+            status = Path(transcript).stat()
+            if not stat.S_ISREG(status.st_mode):  # a device, a folder, a pipe: its time is no transcript's
+                return last, False
+            written = datetime.fromtimestamp(status.st_mtime, timezone.utc)
         except (OSError, ValueError, OverflowError):  # not on this machine (a remote caller's), or gone
             return last, False
         if written <= event.at:

@@ -794,3 +794,36 @@ def test_a_late_prompt_goes_to_the_work_interval_of_its_time(tmp_path, repo):
     report = json.loads(memo("--json", "activity", "--project", "product", "--since", "2026-11-29",
                              "--until", "2026-11-30", vault=tmp_path / "v").stdout)
     assert report["totalDurationMinutes"] == 89 + 45 + 30
+
+
+@pytest.mark.parametrize("named", ["/dev/zero", "folder", "notes.txt"])
+def test_only_a_transcript_file_tells_when_the_agent_last_worked(tmp_path, repo, named):
+    """Found by an attacker: the idle-gap split took the time of whatever ``transcript_path``
+    named — a device (``/dev/zero``: 770 minutes billed), a folder, any file through a link
+    (967). Only a regular ``.json``/``.jsonl`` file is the agent's transcript; else the interval
+    counts an idle gap after its last prompt, as for an agent that names none."""
+    import os
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    path = {"/dev/zero": "/dev/zero", "folder": str(tmp_path / "folder"), "notes.txt": str(tmp_path / "notes.txt")}[named]
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "notes.txt").write_text("not a transcript")
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    before = now - timedelta(hours=20)
+    for one in (tmp_path / "folder", tmp_path / "notes.txt"):  # written between the two prompts
+        stamp = (before + timedelta(hours=10)).timestamp()
+        os.utime(one, (stamp, stamp))
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    try:
+        for n, (kind, when, text) in enumerate([("prompt", before, "first"), ("prompt", now, "second"),
+                                                ("session_end", now, None)]):
+            apply_event(store, HookEvent("gemini", kind, "g1", when, prompt=text, cwd=str(repo), transcript_path=path),
+                        f"{n:08x}")
+    finally:
+        store.close()
+    first = read_record(tmp_path / "v" / "projects" / "product" / "sessions" / "session-gemini-g1.md")[0]
+    assert first["durationMinutes"] == 30  # an idle gap after its prompt, not until the file's time
