@@ -40,6 +40,12 @@ def derived_rule_traps(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return _records(conn, "kind = 'trap' AND status = 'active' AND tags LIKE '%derived-rule%'")
 
 
+#: A session that names a client (not ``internal``) and counts (not superseded): what makes its
+#: project one that bills clients (one rule for the item and for the clients it proposes).
+_BILLS_A_CLIENT = ("kind = 'session' AND status <> 'superseded' AND coalesce(trim(client), '') <> '' "
+                   "AND lower(trim(client)) <> 'internal'")
+
+
 def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Billable sessions without a client in projects where other sessions name a client,
     each with ``_projectClients``: the clients its project's sessions name (not ``internal``),
@@ -47,13 +53,12 @@ def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     sessions = _records(
         conn,
         "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND status <> 'superseded' AND project IN "
-        "(SELECT DISTINCT project FROM records WHERE kind = 'session' AND coalesce(trim(client), '') <> '')")
+        f"(SELECT DISTINCT project FROM records WHERE {_BILLS_A_CLIENT})")
     if not sessions:
         return sessions
     clients: dict[str, list[str]] = {}
     for project, client in conn.execute(
-            "SELECT project, trim(client) AS name FROM records WHERE kind = 'session' AND status <> 'superseded' "
-            "AND coalesce(trim(client), '') <> '' AND lower(trim(client)) <> 'internal' "
+            f"SELECT project, trim(client) AS name FROM records WHERE {_BILLS_A_CLIENT} "
             "GROUP BY project, name ORDER BY project, count(*) DESC, name"):
         clients.setdefault(project, []).append(client)
     for session in sessions:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -111,7 +112,10 @@ def fingerprint(*parts: Any) -> str:
 
 
 def _q(value: str) -> str:
-    return value if value.replace("-", "").replace("_", "").replace(".", "").isalnum() else json.dumps(value)
+    """``value`` as one word of a POSIX shell command a person pastes: as it is when it needs no
+    quoting, else in single quotes (``$(…)``, backquotes and escapes stay text: JSON quoting
+    made ``Müller GmbH`` the client ``M`` + an escape + ``ller GmbH``, and ran a ``$(…)`` in a name)."""
+    return shlex.quote(value)
 
 
 def back_as_invoiced(changed: dict[str, Any]) -> str:

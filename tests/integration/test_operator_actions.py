@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memo_analytics.domain.errors import InvalidFieldError
+from memo_analytics.domain.records import RecordKind
 from memo_analytics.config import OperatorPolicy, Settings
 from memo_analytics.operator import audit, policy
 from memo_analytics.operator.acting import apply_item, run_delegated
@@ -125,6 +126,39 @@ def test_a_set_client_proposal_files_the_session_and_its_turns_under_the_project
     assert turn["client"] == "Acme"
     assert [i["kind"] for i in current_digest(store, now=LATER, force=True)["items"]] == []
     assert audit.read(store)[-1]["actionClass"] == "set_client"
+
+
+@pytest.mark.parametrize("named", ["internal", "superseded"])
+def test_a_project_billing_no_client_raises_no_client_missing_item(store, named):
+    """Found by an attacker: a project whose only named client was ``internal``, or whose only
+    session with a client was superseded, was "a project that bills clients" — an item with no
+    client to propose."""
+    for sid, client in (("billed", "internal" if named == "internal" else "Acme"), ("forgot", None)):
+        start_session(store, StartSessionRequest(session_id=sid, project="web", client=client,
+                                                 start_time=T0.isoformat()), now=T0)
+        end_session(store, EndSessionRequest(session_id=sid, project="web",
+                                             until=(T0 + timedelta(minutes=30)).isoformat()), now=LATER)
+    if named == "superseded":
+        meta, body = store.read("web", RecordKind.SESSION, "session-billed")
+        store.upsert(RecordKind.SESSION, {**meta, "status": "superseded", "supersededBy": ["web/other"]}, body)
+    assert [i for i in current_digest(store, now=LATER, force=True)["items"] if i["kind"] == "client_missing"] == []
+
+
+def test_the_by_hand_command_quotes_a_client_name_for_the_shell(store, tmp_path):
+    """Found by an attacker: the command to paste quoted with JSON — ``Müller GmbH`` became the
+    client ``M\\u00fcller GmbH``, and a name ``$(touch …)`` (from a teammate's synced record) ran."""
+    import shlex
+
+    for n, name in enumerate(("Müller GmbH", "$(touch pwned)")):
+        project = f"web{n}"
+        for sid, client in ((f"billed{n}", name), (f"forgot{n}", None)):
+            start_session(store, StartSessionRequest(session_id=sid, project=project, client=client,
+                                                     start_time=T0.isoformat()), now=T0)
+        [item] = [i for i in current_digest(store, now=LATER, force=True)["items"]
+                  if i["kind"] == "client_missing" and i["project"] == project]
+        command = item["action"]
+        words = shlex.split(command, comments=True)
+        assert words[words.index("--client") + 1] == name, command
 
 
 def test_promote_rule_proposal_writes_claude_md_and_keeps_the_persons_text(store, tmp_path):
