@@ -33,6 +33,7 @@ from ..domain.ids import (
 from ..domain.records import Deliverable, RecordKind, Session
 from ..index import store as index
 from ..index.query import PromptFilter, clamp_page
+from ..vault.io import check_metadata_size
 from .handoffs import claim_handoff, write_handoff
 from .prompts import (
     MAX_CLOCK_SKEW,
@@ -144,6 +145,8 @@ def record_whole_session(store: VaultStore, start: StartSessionRequest, turns: l
                     _session_project(store, end.project, record_id) != project:
                 return None
             _end(store, meta, end, now)
+            for record in (meta, *(turn_meta for _, turn_meta, _ in written)):
+                check_metadata_size(record)  # a record too large to write: one by one, which says which
         except (MemoError, ValueError):
             return None
         baton = claim_handoff(store, project, session_id, meta.get("branch"), meta.get("owner"), now)

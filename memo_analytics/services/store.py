@@ -50,6 +50,7 @@ from ..index.reindex import parse_for_index, rebuild
 from ..vault import views
 from ..vault.io import (
     atomic_write_bytes,
+    check_metadata_size,
     dump_record,
     dump_records,
     file_identity,
@@ -947,6 +948,7 @@ class VaultStore:
         pending until the group's commit."""
         if batch.broken is not None:
             raise batch.broken
+        check_metadata_size(meta)  # refused now, as a write alone refuses it (the render comes at the commit)
         batch.checked.add(key)
         # Straight into the batch's transaction, not in a savepoint of its own: FTS5 writes its
         # pending terms out as a new segment at every savepoint (one segment per record, then

@@ -231,6 +231,27 @@ def dump_record(meta: dict[str, Any], body: str) -> str:
     return text
 
 
+def check_metadata_size(meta: dict[str, Any]) -> None:
+    """Refuse ``meta`` now as :func:`dump_record` would at its render: for a write whose render
+    comes later (a batch's group commit renders in workers), where one turn's refusal ended the
+    whole import. One ``orjson`` dump of the metadata; the render itself only for metadata near
+    the limit (YAML's block style is at most a few times as long as its JSON).
+
+    Raises
+    ------
+    InvalidFieldError
+        The frontmatter would be longer than :data:`MAX_FRONTMATTER_CHARS`.
+    """
+    import orjson
+
+    try:
+        size = len(orjson.dumps(meta, default=str, option=orjson.OPT_NON_STR_KEYS))
+    except (TypeError, orjson.JSONEncodeError):
+        size = MAX_FRONTMATTER_CHARS  # what orjson cannot dump: rendered to be sure
+    if size * 4 >= MAX_FRONTMATTER_CHARS:
+        dump_record(meta, "")
+
+
 def _refuse_large(meta: dict[str, Any]) -> None:
     from ..domain.errors import InvalidFieldError
 

@@ -214,3 +214,32 @@ def test_random_bytes_and_utf16_are_named_for_what_they_are_not_as_being_written
     one = memo("import", "claude-code", str(folder / "random.jsonl"), vault=tmp_path / "v", check=False)
     assert "(no line of it is UTF-8 text: a binary or UTF-16 file?)" in one.stderr
     assert "error: nothing recognised: the file is not a claude-code transcript" in one.stderr
+
+
+def test_a_turn_too_large_to_write_is_skipped_and_the_other_files_are_imported(realdata, tmp_path):
+    """Found by an attacker: one turn whose metadata would be over 256,000 characters (3,000
+    models answering it) ended the whole import with ``error: Invalid tokensByModel`` and nothing
+    imported — records are rendered at the group commit. It is refused when it is written, as a
+    write alone refuses it: that turn is skipped and named, every other file imported."""
+    import uuid
+
+    folder = tmp_path / "projects" / "demo"
+    folder.mkdir(parents=True)
+    sid = "11111111-2222-3333-4444-555555555555"
+    lines = [{"type": "user", "sessionId": sid, "uuid": str(uuid.uuid4()), "cwd": "/path/to/Demo",
+              "message": {"role": "user", "content": "Build the thing"}, "timestamp": "2026-11-03T10:00:00.000Z"}]
+    for n in range(3000):
+        lines.append({"type": "assistant", "sessionId": sid, "uuid": str(uuid.uuid4()), "requestId": f"req_{n}",
+                      "timestamp": f"2026-11-03T10:{(n // 60) % 60:02d}:{n % 60:02d}.500Z",
+                      "message": {"id": f"msg_{n}", "role": "assistant", "model": f"claude-opus-4-1-v{n}",
+                                  "content": [{"type": "text", "text": "ok"}],
+                                  "usage": {"input_tokens": 999_999, "cache_creation_input_tokens": 999_999,
+                                            "cache_read_input_tokens": 999_999, "output_tokens": 999_999}}})
+    (folder / f"{sid}.jsonl").write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    real = realdata / "claude-code-jsonl/d-kimuson-claude-code-viewer/mock-global-claude-dir/projects/sample-project"
+    for source in real.glob("*.jsonl"):
+        shutil.copy(source, folder / source.name)
+    result = json.loads(memo("--json", "import", "claude-code", str(tmp_path / "projects"), vault=tmp_path / "v").stdout)
+    assert result["turns"] >= 3 and result["skipped"] == 1, result
+    [reason] = [e for e in result["errors"] if sid in e]
+    assert "turn 1 of" in reason and "Invalid tokensByModel" in reason
