@@ -55,6 +55,9 @@ def _watched_suffixes() -> tuple[str, ...]:
 #: The watcher wakes this often without an event (ms) — only to notice a stop request and, the
 #: first time, to take in what changed while it subscribed; it reads nothing then.
 WAKE_MS = 1000
+#: Rounds of looking at the files (one each :data:`WAKE_MS`) before the events are tried again,
+#: while a folder that cannot be read keeps them from being followed.
+POLL_ROUNDS = 30
 
 
 @dataclass(frozen=True)
@@ -269,9 +272,13 @@ def _reason(store: VaultStore, exc: BaseException) -> str:
 
 
 def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, on_import: Callable[[Imported], None],
-          stop: threading.Event, once: bool = False, debounce_ms: int = 500) -> None:
+          stop: threading.Event, once: bool = False, debounce_ms: int = 500,
+          on_warning: Callable[[str], None] | None = None) -> None:
     """Import what changed under ``roots`` since the last run, then (unless ``once``) every
-    file that changes, until ``stop`` is set.
+    file that changes, until ``stop`` is set. A folder inside a root that this user cannot
+    read stops the system's events for the whole root: ``on_warning`` is told (once per
+    reason) and the readable files are looked at every :data:`WAKE_MS` instead (a ``stat``
+    each), until the events can be subscribed to again.
 
     Raises
     ------
@@ -293,6 +300,7 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
         raise InvalidFieldError("path", "nothing to watch: no known transcript folder on this machine "
                                         f"({', '.join('~/' + f for _, f in KNOWN_LOCATIONS)}); give folders")
     states = FileStates(store.root)
+    told = None  # the last reason the events could not be followed, said once
     for item in import_changed(store, _candidates([r for r in roots if r.path.exists()]), options, states):
         on_import(item)
     if once or stop.is_set():
@@ -304,6 +312,20 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
             continue
         try:
             _follow(store, present, roots, options, on_import, stop, states, debounce_ms)
+            told = None
+        except PermissionError as exc:
+            # a folder inside that this user cannot read: no events for the root at all (it followed
+            # nothing more, and said nothing); what can be read is looked at instead, for a while
+            reason = f"{exc.filename or exc}: {exc.strerror or 'permission denied'}"
+            if on_warning is not None and reason != told:
+                on_warning(f"cannot follow changes under {', '.join(str(r.path) for r in present)} ({reason}): "
+                           f"looking at the readable files every {WAKE_MS / 1000:g} s instead")
+            told = reason
+            for _ in range(POLL_ROUNDS):
+                for item in import_changed(store, _candidates(present), options, states):
+                    on_import(item)
+                if stop.wait(WAKE_MS / 1000):
+                    break
         except (OSError, InvalidFieldError):  # a followed folder vanished under the subscription
             stop.wait(WAKE_MS / 1000)
 

@@ -407,3 +407,41 @@ def test_a_watcher_left_running_follows_an_agent_used_for_the_first_time_after_i
         shutil.copy(rollout, day / rollout.name)
         seen = wait_for(proc, lambda seen: any(s["source"] == "codex" and s["turns"] for s in seen))
     assert [s["path"] for s in seen if s["source"] == "codex"] == [str(day / rollout.name)]
+
+
+def test_a_folder_that_cannot_be_read_is_said_and_the_rest_is_still_followed(tmp_path):
+    """Found by an attacker: one subfolder this user cannot read made the system's events fail
+    for the whole root; the watcher re-subscribed every second, failed again, imported nothing
+    more and said nothing. It says so once and looks at the readable files instead. (As root,
+    the watcher runs without the capabilities that pass over file permissions.)"""
+    import shutil
+
+    folder = tmp_path / "claude" / ".claude" / "projects"
+    (folder / "open").mkdir(parents=True)
+    (folder / "locked").mkdir()
+    (folder / "locked" / "x.jsonl").write_text(line("user", "u0", "2026-11-30T08:00:00.000Z", "hidden"))
+    (folder / "locked").chmod(0)
+    prefix = []
+    if os.geteuid() == 0:
+        assert shutil.which("setpriv"), "util-linux setpriv runs the watcher as root without DAC override"
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(HOME=str(tmp_path / "home"), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
+               MEMO_TIMEZONE="UTC")
+    proc = subprocess.Popen([*prefix, sys.executable, "-m", "memo_analytics", "--json", "watch", "--only", str(folder),
+                             "--debounce-ms", "100"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        time.sleep(2)
+        (folder / "open" / f"{SESSION}.jsonl").write_text(
+            line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export")
+            + line("assistant", "a1", "2026-11-30T09:03:00.000Z", "Done."))
+        [item] = wait_for(proc, lambda seen: len(seen) >= 1, timeout=20)
+        assert item["turns"] == 1 and item["path"].endswith(f"open/{SESSION}.jsonl")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        (folder / "locked").chmod(0o755)
+        stderr = ended(proc)
+    [warning] = [json.loads(x)["warning"] for x in stderr.splitlines() if x.startswith('{"warning"')]
+    assert "locked" in warning and "Permission denied" in warning and "looking at the readable files" in warning
+    assert turns(tmp_path / "v") == ["Add the CSV export"]

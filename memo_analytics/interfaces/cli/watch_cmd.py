@@ -75,7 +75,13 @@ def watch_command(
             awaited = [str(r.path) for r in roots if r.awaited]
             err.print(_safe("watching " + ", ".join(str(r.path) for r in roots if not r.awaited)
                             + (f" (and {', '.join(awaited)} once made)" if awaited else "") + " (Ctrl-C stops)"))
-        watch(state.store, roots, options, on_import, stop, once=once, debounce_ms=debounce_ms)
+        def on_warning(line: str) -> None:
+            if state.json:
+                sys.stderr.write(json.dumps({"warning": line}, ensure_ascii=False) + "\n")
+            else:
+                err.print(_safe(f"warning: {line}"))
+
+        watch(state.store, roots, options, on_import, stop, once=once, debounce_ms=debounce_ms, on_warning=on_warning)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
