@@ -12,6 +12,7 @@ receiver never holds up the vault's writers; two watchers never send the same it
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -21,6 +22,7 @@ from typing import Any
 from filelock import FileLock
 
 from ..domain.clock import from_iso, to_iso, utcnow
+from ..services.remote import exchange
 from ..services.store import VaultStore
 from ..vault.io import read_json_state, write_json_state
 
@@ -48,11 +50,15 @@ def _post(url: str, payload: dict[str, Any]) -> str | None:
     request = urllib.request.Request(url, data=json.dumps(payload).encode("utf-8"), method="POST",
                                      headers={"Content-Type": "application/json", "User-Agent": "memo-digest"})
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310 (configured URL)
-            return None if 200 <= response.status < 300 else f"HTTP {response.status}"
+        # within the time in all (a receiver sending its headers slowly held the watch for ever), and
+        # no redirect followed (urllib made a POST a GET without the digest, and took its 2xx for sent)
+        status = exchange(request, TIMEOUT_SECONDS, read=lambda response, _: response.status)
+        return None if 200 <= status < 300 else f"HTTP {status}"
     except urllib.error.HTTPError as exc:
-        return f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+        exc.close()
+        return f"HTTP {exc.code}" + (" (a redirect: memo follows none; set operator.webhookUrl to where it "
+                                     "leads)" if 300 <= exc.code < 400 else "")
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
         return f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
 
 

@@ -14,7 +14,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from typing import Any
+from typing import Any, Callable
 
 from ..config import Settings
 from ..domain.errors import MemoError
@@ -166,8 +166,10 @@ def _opener(connections: list[http.client.HTTPConnection]) -> urllib.request.Ope
     return urllib.request.build_opener(PlainHandler, SecureHandler, _NoRedirect)
 
 
-def exchange(request: urllib.request.Request, seconds: float) -> Any:
-    """Send ``request`` and read its JSON answer (:func:`read_json_answer`), all within
+def exchange(request: urllib.request.Request, seconds: float,
+             read: Callable[[Any, float], Any] | None = None) -> Any:
+    """Send ``request`` and read its JSON answer (:func:`read_json_answer`; ``read(response,
+    seconds)`` instead, e.g. its status only), all within
     ``seconds`` — connecting, the status line and headers too (a socket timeout bounds each
     read only: a daemon sending a header byte now and then held the caller, an agent's hook
     too, for ever) — following no redirect (a 3xx is an ``HTTPError``: the daemon's token never
@@ -202,7 +204,10 @@ def exchange(request: urllib.request.Request, seconds: float) -> Any:
     timer.start()
     try:
         with _opener(connections).open(request, timeout=seconds) as response:
-            return read_json_answer(response, seconds)
+            answer = (read or read_json_answer)(response, seconds)
+        if expired.is_set():  # cut at the deadline: what was read may end there (headers cut short read as whole)
+            raise TimeoutError(f"the answer did not arrive within {seconds:g} s")
+        return answer
     except urllib.error.HTTPError:
         if expired.is_set():
             raise TimeoutError(f"the answer did not arrive within {seconds:g} s") from None

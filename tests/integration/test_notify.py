@@ -98,3 +98,61 @@ def test_an_unreachable_receiver_fails_the_pass_not_the_caller(tmp_path):
 def test_no_webhook_means_no_notification(tmp_path):
     store = VaultStore(Settings(vault_root=tmp_path / "vault", timezone="UTC"))
     assert offer(store, _digest("a"), T0) == {"sent": 0, "items": [], "reason": "no webhook configured"}
+
+
+@pytest.mark.parametrize("mode", ["redirect", "slow headers"])
+def test_a_receiver_that_redirects_or_never_ends_its_headers_is_a_failure_in_time(tmp_path, monkeypatch, mode):
+    """A webhook answering 302 to another address was followed as a GET without the digest, and
+    its 2xx marked the items sent (nothing delivered); one sending its headers a byte at a time
+    held the watch for ever. Both are failures, retried on a later pass, within the timeout."""
+    import time
+
+    from memo_analytics.operator import notify
+
+    monkeypatch.setattr(notify, "TIMEOUT_SECONDS", 2)
+    elsewhere: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            if mode == "redirect":
+                self.send_response(302)
+                self.send_header("Location", f"http://127.0.0.1:{self.server.server_address[1]}/elsewhere")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            else:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                for _ in range(30):
+                    time.sleep(0.5)
+                    try:
+                        self.wfile.write(b"X")
+                        self.wfile.flush()
+                    except OSError:
+                        return
+
+        def do_GET(self):  # noqa: N802
+            elsewhere.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        store = _store(tmp_path, f"http://127.0.0.1:{server.server_address[1]}/hook")
+        offer(store, _digest("a"), T0)
+        started = time.monotonic()
+        failed = offer(store, _digest("a"), T0 + timedelta(seconds=61))
+        assert time.monotonic() - started < 8
+        assert failed["sent"] == 0 and failed["reason"].startswith("failed"), failed
+        assert ("a redirect" in failed["reason"]) if mode == "redirect" else ("did not arrive" in failed["reason"])
+        assert elsewhere == []
+    finally:
+        server.shutdown()
+        server.server_close()
