@@ -325,3 +325,14 @@ def test_session_end_says_its_refused_times_in_the_configured_zone(billing):
     ran = run(billing, "session", "end", "late", "--project", "web", "--until", "2026-10-25T01:10:00+01:00")
     assert ran.returncode == 1 and ran.stderr.strip() == (
         "error: Invalid until: 2026-10-25 02:10 CEST is before the session's start 2026-10-25 02:30 CEST")
+
+
+def test_a_session_started_for_a_client_no_one_knows_says_so(tmp_path):
+    """Found by a billing person: ``session start --client "Acme Crop"`` said nothing (an edit
+    says it), and that work quietly stayed off Acme Corp's invoice."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--client", "Acme Corp", vault=vault)
+    typo = memo("session", "start", "s2", "--project", "web", "--client", "Acme Crop", vault=vault)
+    assert "note: 'Acme Crop' is a new client" in typo.stderr and "check the spelling" in typo.stderr
+    known = memo("session", "start", "s3", "--project", "web", "--client", "acme corp", vault=vault)
+    assert "new client" not in known.stderr

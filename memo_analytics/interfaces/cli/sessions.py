@@ -37,6 +37,7 @@ from .common import (
     out,
     err,
     note_new_client,
+    on_remote,
     session_app,
     state,
 )
@@ -65,7 +66,11 @@ def session_start(
                      agent=agent, client=client, billable=billable, task_slug=task_slug, summary=summary,
                      branch=branch, start_time=start_time, owner=owner, objective=objective,
                      cwd=str(Path.cwd()), source="cli")
+    # asked before it is written: a misspelt client ("Acme Crop") left the real client's invoice without a word
+    new_client = bool(client) and on_remote() is None and prompt_service.is_new_client(state.store, client)
     record = answer_of("session_start", request, lambda: session_service.start_session(state.store, request))
+    if new_client:
+        note_new_client(record.get("client") or client)
 
     def human(r: dict[str, Any]) -> None:
         out.print(f"started session {r['sessionId']} in project {r['project']} at {_local(r['startTime'])} "
