@@ -767,3 +767,14 @@ def test_a_draft_under_reverse_charge_without_the_clients_vat_id_says_issue_will
     with_id = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
                   "--until", "2026-06-30", "-o", str(tmp_path / "a.pdf"))
     assert "warning" not in with_id.stderr
+
+
+def test_an_invoice_for_a_period_not_yet_over_is_refused(billing):
+    """Found by a billing person: ``--until 2027-03-31`` on 5 December issued an invoice whose
+    Factur-X delivery date and period end lay four months after its own date."""
+    ran = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+              "--until", "2099-12-31")
+    assert ran.returncode == 1 and "Invalid until: the period it bills ends 2099-12-31, after the invoice's date" \
+        in ran.stderr, ran.stderr
+    assert not list((billing["vault"] / "invoices").glob("*.md")) if (billing["vault"] / "invoices").exists() else True
+    assert issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")["number"]
