@@ -210,9 +210,18 @@ def commit_message(trigger: str, paths: list[str]) -> str:
     return f"memo sync ({trigger}): {what}\n\n" + "\n".join(sorted(paths)) + "\n"
 
 
-def _commit_changes(git: _Git, trigger: str) -> list[str]:
-    """Stage everything that changed and commit it as one batch; the committed paths."""
+def _commit_changes(git: _Git, trigger: str, held: list[str] | None = None) -> list[str]:
+    """Stage everything that changed and commit it as one batch; the committed paths. An issued
+    document changed or deleted here since it was committed (an invoice edited by hand) is left
+    out — every other machine refuses to merge it, and stops syncing — and its path added to ``held``."""
     git.run("add", "-A", "--", ".")
+    raw = git.run("diff", "--cached", "--name-status", "-z", "--no-renames").stdout.decode("utf-8", "surrogateescape")
+    fields = raw.split("\0")
+    for status, path in zip(fields[0::2], fields[1::2]):
+        if status in ("M", "D", "T") and _INVOICE_FILE.match(path) and git.ok("cat-file", "-e", f"HEAD:{path}"):
+            git.run("reset", "-q", "HEAD", "--", path)
+            if held is not None:
+                held.append(path)
     paths = git.names("diff", "--cached", "--name-only", "--no-renames")
     if paths:
         git.run("commit", "-q", "--no-verify", "-F", "-", input=commit_message(trigger, paths).encode("utf-8"))
@@ -746,7 +755,9 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         for credit notes: both stand, each cancelling its invoice; a credit note is never cancelled),
         invoicedSessionsChanged (``[{project, sessionId, invoice, fields, asInvoiced}]``: sessions on an issued
         invoice whose times, client or billable flag now differ from the invoice's, after the pull;
-        see :func:`_invoiced_sessions_changed`), reindexed
+        see :func:`_invoiced_sessions_changed`), issuedChangedHere (vault-relative paths of issued documents
+        changed or deleted on this machine: not committed — the other machines refuse them — until put
+        back), reindexed
         (records the index took in), error (one line or None), skipped
         (why nothing ran, or None)}``. Never raises for a
         git, network or vault problem: it is in ``error`` (and logged).
@@ -755,7 +766,7 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
     result: dict[str, Any] = {"trigger": trigger, "at": to_iso(now), "committed": 0, "records": [], "files": 0,
                               "otherFiles": [], "invoicesPulled": [], "renumberedTurns": [],
                               "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
-                              "duplicateCreditNotes": [], "invoicedSessionsChanged": [],
+                              "duplicateCreditNotes": [], "invoicedSessionsChanged": [], "issuedChangedHere": [],
                               "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
     if not settings.vault_git.enabled:
@@ -783,7 +794,9 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
     tracking = f"refs/remotes/{vg.remote}/{vg.branch}"
 
     def commit() -> None:
-        paths = _commit_changes(git, trigger)
+        held: list[str] = []
+        paths = _commit_changes(git, trigger, held)
+        result["issuedChangedHere"] = sorted(set(result.get("issuedChangedHere", [])) | set(held))
         keys = [k for k in map(_record_key, paths) if k]
         result["records"] = sorted(set(result["records"]) | set(keys))
         result["committed"] = len(result["records"])

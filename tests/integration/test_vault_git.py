@@ -972,3 +972,30 @@ def test_a_pulled_move_cut_short_to_no_project_is_refused(remote, tmp_path):
     assert "holds 'projects/shop/sessions/session-s1.md', which breaks a rule of the vault's records " \
            "(Invalid movingTo" in refused["error"], refused["error"]
     assert "movingTo" not in a.read("shop", RecordKind.SESSION, "session-s1")[0]
+
+
+def test_an_invoice_changed_by_hand_is_not_committed_and_the_other_machine_keeps_syncing(remote, tmp_path):
+    """Found by a billing person: an issued invoice edited on one laptop (its gross raised) was
+    committed and pushed without a word, and the other laptop's every sync — and so every
+    invoice it issued — then failed ("origin/main holds … which deletes or changes an issued
+    document"), until the first was repaired with git by hand. The change is not committed, and
+    the sync says how to put it back."""
+    a = clone(remote, tmp_path / "a")
+    b = clone(remote, tmp_path / "b")
+    _push_as_teammate(remote, tmp_path, _invoice_of_work1)
+    assert sync(a, "manual", now=T0)["error"] is None and sync(b, "manual", now=T0)["error"] is None
+    invoice = a.root / "invoices" / "2026-0501.md"
+    invoice.chmod(0o644)
+    invoice.write_text(invoice.read_text().replace("issued on B", "changed by hand"))
+    record(a, "other work goes on")
+    synced = sync(a, "manual", now=T0.replace(hour=12))
+    assert synced["error"] is None and synced["issuedChangedHere"] == ["invoices/2026-0501.md"]
+    assert synced["committed"] >= 1 and synced["pushed"]  # the rest was committed and pushed
+    pulled = sync(b, "manual", now=T0.replace(hour=13))
+    assert pulled["error"] is None  # B goes on syncing
+    assert "issued on B" in (b.root / "invoices" / "2026-0501.md").read_text()
+    config = tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n[vaultGit]\nenabled = true\n', encoding="utf-8")
+    said = memo("sync", "git", vault=a.root, env={"MEMO_CONFIG": str(config)})
+    assert "warning: invoices/2026-0501.md was changed or deleted since it was issued; it is not committed" in said.stderr
+    assert f"git -C {a.root} checkout HEAD -- invoices/2026-0501.md" in said.stderr

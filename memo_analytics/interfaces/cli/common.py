@@ -588,6 +588,12 @@ def say_duplicate_invoices(result: dict) -> None:
                         f"{item['invoice']}: its {', '.join(item['fields'])} now differ from the invoice's, and "
                         f"reports bill the record's; put it back ({back_as_invoiced(item)}) or cancel the invoice "
                         f"(memo invoice credit {item['invoice']}) and bill it again"))
+    root = state.settings.vault_root if state.settings else "~/.memo/vault"
+    for path in result.get("issuedChangedHere", []):
+        err.print(_safe(f"warning: {path} was changed or deleted since it was issued; it is not committed (an issued "
+                        f"document never changes: the other machines would refuse it and stop syncing); put it back: "
+                        f"git -C {shlex.quote(str(root))} checkout HEAD -- {shlex.quote(path)} (to bill otherwise: "
+                        f"memo invoice credit, then issue again)"))
     for ref in result.get("duplicateCreditNotes", []):
         number = ref.split(".duplicate-")[0]
         err.print(_safe(f"warning: number {number} was given to two documents on two machines, the later a credit "
