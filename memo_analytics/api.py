@@ -301,7 +301,8 @@ class Vault:
         UnpricedClientError
             A billed client has no terms (not with ``skip_unpriced``).
         ReportError
-            Nothing to bill (every session already invoiced, or none ended).
+            Nothing to bill (every session already invoiced, or none ended; with ``skip_unpriced``: no
+            client with terms has work left).
         """
         from .reports.invoice import build_invoice
         from .vault.ledger import invoiced_in

@@ -323,7 +323,7 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
     InvalidFieldError
         ``lines`` is not one of :data:`LINE_MODES`.
     UnpricedClientError
-        A billed client has no terms (with ``skip_unpriced``: none has).
+        A billed client has no terms (without ``skip_unpriced``).
     ReportError
         Nothing to bill.
     """
@@ -344,7 +344,13 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         by_client.setdefault(item["client"].lower(), []).append(item)
     unpriced = [names.get(key, items[0]["client"]) for key, items in sorted(by_client.items())
                 if terms(names.get(key, items[0]["client"])) is None]
-    if unpriced and (not skip_unpriced or len(unpriced) == len(by_client)):
+    if unpriced and skip_unpriced and len(unpriced) == len(by_client):
+        # every priced client's work is invoiced already (or there was none): nothing is left to draft
+        done = f"; {len(ended) - len(fresh)} already invoiced (memo invoice list)" if len(fresh) < len(ended) else ""
+        raise ReportError(f"Nothing to invoice: no client with billing terms has billable work left for these "
+                          f"filters{done}; {', '.join(repr(n) for n in unpriced)} "
+                          f"{'has' if len(unpriced) == 1 else 'have'} no billing terms (skipped)")
+    if unpriced and not skip_unpriced:
         raise UnpricedClientError(unpriced, config, others=len(unpriced) < len(by_client))
     for name in unpriced:
         by_client.pop(name.lower(), None)

@@ -221,6 +221,7 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
 
     # an analyst's look (the invoicing notebook): the unpriced clients left off and named
     from memo_analytics.analytics.activity import report_for
+    from memo_analytics.domain.errors import ReportError
     from memo_analytics.reports.invoice import UnpricedClientError, build_invoice
     from memo_analytics.services.requests import ActivityReportRequest
 
@@ -233,8 +234,13 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
         billed = build_invoice(report, terms.billing_for, skip_unpriced=True)
         assert billed.unpriced_clients == ("internal", "Umbrella")
         assert [s.client for s in billed.sections] == ["Acme Corp", "Globex", "Initech"]  # as the sessions spell it
-        with pytest.raises(UnpricedClientError):  # no client priced: nothing to look at
+        # no client priced: nothing to draft, said as such (found by a billing person: it said "no billing terms"
+        # when every priced client's work was already invoiced)
+        with pytest.raises(ReportError, match=r"^Nothing to invoice: no client with billing terms has billable work "
+                                              r"left for these filters; .*'Umbrella' have no billing terms \(skipped\)"):
             build_invoice(report, lambda name: None, skip_unpriced=True)
+        with pytest.raises(UnpricedClientError):  # without --skip-unpriced: the terms are what is missing
+            build_invoice(report, lambda name: None)
     finally:
         store.close()
 
