@@ -125,6 +125,11 @@ class ActivityReport:
     client_names: dict[str, str] = field(default_factory=dict)
     client_rounding: dict[str, str] = field(default_factory=dict)
     client_terms: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: ``(project, sessionId)`` of each session on an issued, uncredited invoice → the minutes that
+    #: invoice billed (what the session bills, whatever its record says since)
+    invoiced_minutes: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
+    #: the same sessions → their ``durationMinutes`` as the invoice recorded them (minutes)
+    invoiced_durations: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
 
     def rounded_minutes(self, client: str, minutes: int) -> int:
         """What the rounding of ``client``'s terms makes of a session of ``minutes`` (minutes),
@@ -310,8 +315,9 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         token_rows = _token_rows(sources, request.projects)
         vaults = [s.vault for s in sources]
     selected = _select(sessions, bounds, client)
+    invoiced = _invoiced_minutes(store)
     billed = billed_minutes(sessions if request.projects is None else everything, store.settings.overlap_policy,
-                            store.settings.billing_for, _frozen_minutes(store))
+                            store.settings.billing_for, _frozen_minutes(store, invoiced))
     selected = selected.with_columns(pl.Series("billed_minutes", [
         billed.get((v, p, i), 0) if counts else 0 for v, p, i, counts in zip(
             selected["vault"].to_list(), selected["project"].to_list(), selected["id"].to_list(),
@@ -358,6 +364,8 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         client=client,
         vaults=vaults,
         overlap_policy=OVERLAP_POLICIES[store.settings.overlap_policy],
+        invoiced_minutes=invoiced,
+        invoiced_durations=_invoiced_durations(store) if invoiced else {},
         **_terms_printed(store.settings, [name for name, _, _, _ in by_client]),
     )
 
@@ -379,17 +387,28 @@ def _terms_printed(settings, clients: list[str]) -> dict[str, dict[str, str]]:
     return {"client_names": names, "client_rounding": notes, "client_terms": rounding}
 
 
-def _frozen_minutes(store: VaultStore) -> dict[tuple[str, str, str], int]:
-    """Sessions of the vault on an issued, uncredited invoice → the minutes it billed, keyed as
-    the sessions frame is (vault, project, record id)."""
-    from ..domain.ids import session_record_id
+def _invoiced_minutes(store: VaultStore) -> dict[tuple[str, str], int]:
+    """Sessions of the vault on an issued, uncredited invoice, ``(project, sessionId)`` → the
+    minutes it billed."""
     from ..vault import ledger
 
-    if not store.exists:
-        return {}
+    return ledger.invoiced_minutes(ledger.documents(store.root)) if store.exists else {}
+
+
+def _invoiced_durations(store: VaultStore) -> dict[tuple[str, str], int]:
+    """Sessions on an issued, uncredited invoice → their ``durationMinutes`` as it recorded them."""
+    from ..vault import ledger
+
+    return {key: item["durationMinutes"] for key, (_, _, item) in ledger.invoiced_items(ledger.documents(store.root)).items()
+            if isinstance(item.get("durationMinutes"), int)}
+
+
+def _frozen_minutes(store: VaultStore, invoiced: dict[tuple[str, str], int]) -> dict[tuple[str, str, str], int]:
+    """``invoiced`` (:func:`_invoiced_minutes`) keyed as the sessions frame is (vault, project, record id)."""
+    from ..domain.ids import session_record_id
+
     root = str(store.root)
-    return {(root, project, session_record_id(session_id)): minutes
-            for (project, session_id), minutes in ledger.invoiced_minutes(ledger.documents(store.root)).items()}
+    return {(root, project, session_record_id(session_id)): minutes for (project, session_id), minutes in invoiced.items()}
 
 
 def _bucket(minutes: int, cents: int, sessions: int | None = None) -> dict[str, Any]:

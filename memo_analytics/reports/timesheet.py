@@ -94,12 +94,16 @@ def printed_span(item: dict[str, Any], zone) -> tuple[datetime, datetime]:
     return clock_span(item["startTime"], item["durationMinutes"], zone)
 
 
-def _billed_note(report: ActivityReport, client: str, worked: int, billed: int | None) -> str:
-    """Why a row bills other minutes than the session's span (minutes): the client's rounding,
-    parallel sessions of the client counted once (after the rounding), or both; "" when it
-    bills them as they are."""
+def _billed_note(report: ActivityReport, client: str, worked: int, billed: int | None,
+                 session: tuple[str, str] | None = None) -> str:
+    """Why a row bills other minutes than the session's span (minutes): an issued invoice that
+    billed the session before it was changed, the client's rounding, parallel sessions of the
+    client counted once (after the rounding), or both; "" when it bills them as they are."""
     if billed is None or billed == worked:
         return ""
+    if session is not None and report.invoiced_minutes.get(session) == billed \
+            and report.invoiced_durations.get(session, worked) != worked:
+        return f"billed {billed} minutes as its issued invoice did (the session was changed since: {worked} now)"
     rounded = report.rounded_minutes(client, worked)
     if billed < rounded and rounded > worked:
         return (f"raised to {rounded} minutes by the client's rounding, then parallel to another session of this "
@@ -121,7 +125,7 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
         days = (end.date() - start.date()).days
         began, ended = span_clock(start, end)
         billed = item.get("billedMinutes", item["durationMinutes"])
-        note = _billed_note(report, item["client"], item["durationMinutes"], billed)
+        note = _billed_note(report, item["client"], item["durationMinutes"], billed, (item["project"], item["sessionId"]))
         key = item["client"].lower()
         section = sections.setdefault(key, ClientSection(names.get(key, item["client"])))
         section.rows.append(

@@ -778,3 +778,25 @@ def test_an_invoice_for_a_period_not_yet_over_is_refused(billing):
         in ran.stderr, ran.stderr
     assert not list((billing["vault"] / "invoices").glob("*.md")) if (billing["vault"] / "invoices").exists() else True
     assert issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")["number"]
+
+
+def test_a_timesheet_says_an_invoiced_session_bills_what_its_invoice_billed_after_a_change(billing, tmp_path):
+    """Found by a billing person: a session changed (through git, by hand) after its invoice was
+    issued bills the invoice's minutes — right — but its timesheet row said "parallel to another
+    session of this client", which there was none of."""
+    import csv
+
+    issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    path = billing["vault"] / "projects" / "web" / "sessions" / "session-a1.md"
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(r"endTime: .*", "endTime: '2026-06-02T10:50:00.000Z'", text)
+    path.write_text(re.sub(r"durationMinutes: .*", "durationMinutes: 110", text), encoding="utf-8")
+    run(billing, "reindex")
+    out = tmp_path / "ts.csv"
+    ran = run(billing, "report", "timesheet", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+              "--until", "2026-06-30", "--tz", "UTC", "-o", str(out))
+    assert ran.returncode == 0, ran.stderr
+    rows = {row["sessionId"]: row for row in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
+    assert (rows["a1"]["workedMinutes"], rows["a1"]["billedMinutes"]) == ("110", "80")
+    assert rows["a1"]["note"] == "billed 80 minutes as its issued invoice did (the session was changed since: 110 now)"
+    assert rows["a2"]["note"] == ""  # invoiced and unchanged: nothing to say
