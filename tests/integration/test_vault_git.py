@@ -935,8 +935,9 @@ def test_a_pull_that_leaves_an_invoiced_session_differing_from_its_invoice_is_na
     assert said.returncode == 0, said.stderr
     assert said.stderr.strip() == (
         "warning: the pull changed session work1 (shop), billed on invoice 2026-0501: its endTime, durationMinutes "
-        "now differ from the invoice's, and reports bill the record's; put it back (memo session edit work1 --project "
-        "shop --end 2026-01-05T11:00:00Z) or cancel the invoice (memo invoice credit 2026-0501) and bill it again")
+        "now differ from the invoice's, and reports show the record's (they still bill the invoice's minutes); put it "
+        "back (memo session edit work1 --project shop --end 2026-01-05T11:00:00Z) or cancel the invoice (memo invoice "
+        "credit 2026-0501) and bill it again")
     # the digest lists it until it agrees with its invoice again
     env = {"MEMO_CONFIG": str(config)}
     [item] = [i for i in json.loads(memo("--json", "digest", "--as-of", "2026-01-06T09:00", vault=a.root, env=env).stdout)["items"]
