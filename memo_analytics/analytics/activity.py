@@ -315,7 +315,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         token_rows = _token_rows(sources, request.projects)
         vaults = [s.vault for s in sources]
     selected = _select(sessions, bounds, client)
-    invoiced = _invoiced_minutes(store)
+    invoiced, durations = _invoiced(store)
     billed = billed_minutes(sessions if request.projects is None else everything, store.settings.overlap_policy,
                             store.settings.billing_for, _frozen_minutes(store, invoiced))
     selected = selected.with_columns(pl.Series("billed_minutes", [
@@ -365,7 +365,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         vaults=vaults,
         overlap_policy=OVERLAP_POLICIES[store.settings.overlap_policy],
         invoiced_minutes=invoiced,
-        invoiced_durations=_invoiced_durations(store) if invoiced else {},
+        invoiced_durations=durations,
         **_terms_printed(store.settings, [name for name, _, _, _ in by_client]),
     )
 
@@ -387,28 +387,26 @@ def _terms_printed(settings, clients: list[str]) -> dict[str, dict[str, str]]:
     return {"client_names": names, "client_rounding": notes, "client_terms": rounding}
 
 
-def _invoiced_minutes(store: VaultStore) -> dict[tuple[str, str], int]:
+def _invoiced(store: VaultStore) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
     """Sessions of the vault on an issued, uncredited invoice, ``(project, sessionId)`` → the
-    minutes it billed."""
+    minutes it billed, and → their ``durationMinutes`` as it recorded them (one read of the ledger)."""
     from ..vault import ledger
 
-    return ledger.invoiced_minutes(ledger.documents(store.root)) if store.exists else {}
-
-
-def _invoiced_durations(store: VaultStore) -> dict[tuple[str, str], int]:
-    """Sessions on an issued, uncredited invoice → their ``durationMinutes`` as it recorded them."""
-    from ..vault import ledger
-
-    return {key: item["durationMinutes"] for key, (_, _, item) in ledger.invoiced_items(ledger.documents(store.root)).items()
-            if isinstance(item.get("durationMinutes"), int)}
+    if not store.exists:
+        return {}, {}
+    docs = ledger.documents(store.root)
+    durations = {key: item["durationMinutes"] for key, (_, _, item) in ledger.invoiced_items(docs).items()
+                 if isinstance(item.get("durationMinutes"), int)}
+    return ledger.invoiced_minutes(docs), durations
 
 
 def _frozen_minutes(store: VaultStore, invoiced: dict[tuple[str, str], int]) -> dict[tuple[str, str, str], int]:
-    """``invoiced`` (:func:`_invoiced_minutes`) keyed as the sessions frame is (vault, project, record id)."""
+    """``invoiced`` (minutes of :func:`_invoiced`) keyed as the sessions frame is (vault, project, record id)."""
     from ..domain.ids import session_record_id
 
     root = str(store.root)
-    return {(root, project, session_record_id(session_id)): minutes for (project, session_id), minutes in invoiced.items()}
+    return {(root, project, session_record_id(session_id)): minutes
+            for (project, session_id), minutes in invoiced.items()}
 
 
 def _bucket(minutes: int, cents: int, sessions: int | None = None) -> dict[str, Any]:

@@ -298,7 +298,8 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         items.append((Item("invoice_session_changed", KIND_LANE["invoice_session_changed"], changed["sessionId"],
                            changed["project"], "you to reconcile a session with its invoice",
                            f"on invoice {changed['invoice']}, its {', '.join(changed['fields'])} now differ from the "
-                           "invoice's: reports show the record and bill the invoice's minutes, as the client was billed",
+                           "invoice's: reports show the record and bill the invoice's minutes, as the client was "
+                           "billed",
                            _age(since, now),
                            int(changed.get("durationMinutes") or 0),
                            f"{back_as_invoiced(changed)}  # or memo invoice credit {_q(changed['invoice'])} and bill "

@@ -252,8 +252,9 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
     InvalidFieldError
         Several clients to bill (``client``); the issuer or client profile lacks what an issued
         invoice must name (the key); an issue date before the period's start, before the last
-        document or after today (``issued``); a period that ends after the issue date (``until``); a template folder without ``issued.html.j2`` beside
-        its ``invoice.html.j2`` (``templates``, :func:`check_issued_template`).
+        document or after today (``issued``); a period that ends after the issue date (``until``); a
+        template folder without ``issued.html.j2`` beside its ``invoice.html.j2`` (``templates``,
+        :func:`check_issued_template`).
     UnpricedClientError
         The client has no rate.
     VaultBusyError
@@ -286,9 +287,9 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         if issued < period[0]:
             raise InvalidFieldError("issued", f"{issued} is before the period it bills ({period[0]} – {period[1]})")
         if period[1] > issued:  # the Factur-X delivery date and period end were months ahead of the issue date
-            raise InvalidFieldError("until", f"the period it bills ends {period[1]}, after the invoice's date {issued}: "
-                                             f"an invoice bills work done; give --until {issued} (or issue it once "
-                                             "the period has ended)")
+            raise InvalidFieldError("until", f"the period it bills ends {period[1]}, after the invoice's date "
+                                             f"{issued}: an invoice bills work done; give --until {issued} (or issue "
+                                             "it once the period has ended)")
         _check_in_order(issued, latest, today)
         number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year,
                                                    ledger.read_state(store.root))

@@ -125,7 +125,8 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
         days = (end.date() - start.date()).days
         began, ended = span_clock(start, end)
         billed = item.get("billedMinutes", item["durationMinutes"])
-        note = _billed_note(report, item["client"], item["durationMinutes"], billed, (item["project"], item["sessionId"]))
+        note = _billed_note(report, item["client"], item["durationMinutes"], billed,
+                            (item["project"], item["sessionId"]))
         key = item["client"].lower()
         section = sections.setdefault(key, ClientSection(names.get(key, item["client"])))
         section.rows.append(

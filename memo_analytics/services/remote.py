@@ -205,14 +205,10 @@ def exchange(request: urllib.request.Request, seconds: float,
     try:
         with _opener(connections).open(request, timeout=seconds) as response:
             answer = (read or read_json_answer)(response, seconds)
-        if expired.is_set():  # cut at the deadline: what was read may end there (headers cut short read as whole)
+        if expired.is_set():  # cut at the deadline: what was read may end there (cut headers read as whole)
             raise TimeoutError(f"the answer did not arrive within {seconds:g} s")
         return answer
-    except urllib.error.HTTPError:
-        if expired.is_set():
-            raise TimeoutError(f"the answer did not arrive within {seconds:g} s") from None
-        raise
-    except (OSError, ValueError, http.client.HTTPException):
+    except (OSError, ValueError, http.client.HTTPException):  # HTTPError too (an OSError)
         if expired.is_set():
             raise TimeoutError(f"the answer did not arrive within {seconds:g} s") from None
         raise
@@ -285,9 +281,9 @@ def post(settings: Settings, route: str, payload: dict[str, Any], answers: tuple
     except urllib.error.HTTPError as exc:
         if 300 <= exc.code < 400:  # kept (spooled) as for a daemon not reached: the address is what is wrong
             exc.close()
-            raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} answered with a redirect (HTTP {exc.code}); "
-                            "memo follows none (its token would go along): set remote.url to the daemon's own "
-                            "address") from None
+            raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} answered with a redirect "
+                            f"(HTTP {exc.code}); memo follows none (its token would go along): set remote.url to "
+                            "the daemon's own address") from None
         try:
             answer = read_json_answer(exc, settings.remote.timeout_seconds)
             if exc.code in answers and isinstance(answer, dict):

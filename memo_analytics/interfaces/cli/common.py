@@ -586,8 +586,9 @@ def say_duplicate_invoices(result: dict) -> None:
     for item in result.get("invoicedSessionsChanged", []):
         err.print(_safe(f"warning: the pull changed session {item['sessionId']} ({item['project']}), billed on invoice "
                         f"{item['invoice']}: its {', '.join(item['fields'])} now differ from the invoice's, and "
-                        f"reports show the record's (they still bill the invoice's minutes); put it back ({back_as_invoiced(item)}) or cancel the invoice "
-                        f"(memo invoice credit {item['invoice']}) and bill it again"))
+                        f"reports show the record's (they still bill the invoice's minutes); put it back "
+                        f"({back_as_invoiced(item)}) or cancel the invoice (memo invoice credit {item['invoice']}) and "
+                        "bill it again"))
     root = state.settings.vault_root if state.settings else "~/.memo/vault"
     for path in result.get("issuedChangedHere", []):
         err.print(_safe(f"warning: {path} was changed or deleted since it was issued; it is not committed (an issued "

@@ -484,7 +484,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         )
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
     kept: set[int] = set()  # the prompts (by id()) the file lost and the vault holds: left as they are
-    if first is not None and transcript.source in APPEND_ONLY and first[0].get("transcriptId") == transcript.transcript_id:
+    if first is not None and transcript.source in APPEND_ONLY \
+            and first[0].get("transcriptId") == transcript.transcript_id:
         transcript, kept = _with_lost_beginning(store, transcript, base, home, options.idle_gap)
     intervals = work_intervals(transcript, options.idle_gap)
     homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
@@ -623,6 +624,7 @@ def _with_lost_beginning(store: VaultStore, transcript: Transcript, base: str, h
     every turn and superseded the last ones), and a file whose first work interval begins later
     is not refused. Returns the transcript (the same object when the file lost nothing) and the
     ``id()`` of each prompt put back. A file cut short at the end is not this: a rewind."""
+    from ...domain.clock import TimeBounds
     from ...index.query import PromptFilter
 
     timed = [prompt.at for prompt in transcript.prompts if prompt.at is not None]
@@ -639,12 +641,15 @@ def _with_lost_beginning(store: VaultStore, transcript: Transcript, base: str, h
         meta = json.loads(row["meta"]) if row is not None and row["meta"] else None
         if meta is None or meta.get("transcriptId") != transcript.transcript_id or str(meta.get("startTime")) >= begins:
             break
-        _, rows = index.count_and_page(store.conn, RecordKind.PROMPT.value,
-                                       PromptFilter(session_id=session_id, projects=[project]), 1_000_000, 0, "turn-asc")
+        # only the turns made before the file's first prompt (a file that lost nothing: none, whatever
+        # the size of the session)
+        before = PromptFilter(session_id=session_id, projects=[project],
+                              bounds=TimeBounds(until_exclusive=from_iso(begins)))
+        _, rows = index.count_and_page(store.conn, RecordKind.PROMPT.value, before, 1_000_000, 0, "turn-asc")
         for turn in rows:
             known = json.loads(turn["meta"]) if turn["meta"] else {}
-            if turn["created"] >= begins or not str(known.get("source", "")).startswith("import:"):
-                continue  # the file holds it (or it is not this import's)
+            if not str(known.get("source", "")).startswith("import:"):
+                continue  # not this import's
             tokens = known.get("tokens")
             lost.append(HumanPrompt(turn["body"] or "", from_iso(turn["created"]),
                                     tokens if isinstance(tokens, dict) else None, known.get("model")))
