@@ -42,6 +42,29 @@ def turns(vault: Path, project: str) -> list[dict]:
                   key=lambda m: m["turn"])
 
 
+def _november(day: int, hour: int, minute: int):
+    """An instant of November 2026 (UTC)."""
+    from datetime import datetime, timezone
+
+    return datetime(2026, 11, day, hour, minute, tzinfo=timezone.utc)
+
+
+def _applied(tmp_path: Path, repo: Path, agent: str, session: str, events: list[tuple]) -> list[str]:
+    """Each ``(kind, when, prompt)`` hook event of ``agent``'s ``session`` applied to the vault
+    ``tmp_path / "v"`` in order, with the instant it carries (as a replayed or timed event is):
+    the outcome lines."""
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    try:
+        return [apply_event(store, HookEvent(agent, kind, session, when, prompt=text, cwd=str(repo)), f"{n:08x}")
+                for n, (kind, when, text) in enumerate(events)]
+    finally:
+        store.close()
+
+
 def test_a_claude_code_session_is_captured_from_its_hook_events(tmp_path, repo):
     vault = tmp_path / "v"
     (repo / ".memoignore").write_text("secrets/\n")
@@ -620,20 +643,13 @@ def test_a_hook_session_idle_past_the_idle_gap_ends_at_its_last_turn_and_goes_on
     from memo_analytics.services.capture import HookEvent, apply_event
     from memo_analytics.services.store import VaultStore
 
-    def at(day: int, hour: int, minute: int) -> datetime:
-        return datetime(2026, 11, day, hour, minute, tzinfo=timezone.utc)
-
-    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
-    try:
-        said = [apply_event(store, HookEvent("cursor", kind, "c1", when, prompt=text, cwd=str(repo)), f"{n:08x}")
-                for n, (kind, when, text) in enumerate([
-                    ("prompt", at(30, 16, 1), "start the export"), ("prompt", at(30, 16, 25), "add the tests"),
-                    ("prompt", datetime(2026, 12, 1, 8, 5, tzinfo=timezone.utc), "fix the review"),
-                    ("session_end", datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc), None),
-                    ("prompt", datetime(2026, 12, 1, 9, 5, tzinfo=timezone.utc), "one more"),
-                    ("session_end", datetime(2026, 12, 1, 11, 0, tzinfo=timezone.utc), None)])]
-    finally:
-        store.close()
+    at = _november
+    said = _applied(tmp_path, repo, "cursor", "c1", [
+        ("prompt", at(30, 16, 1), "start the export"), ("prompt", at(30, 16, 25), "add the tests"),
+        ("prompt", datetime(2026, 12, 1, 8, 5, tzinfo=timezone.utc), "fix the review"),
+        ("session_end", datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc), None),
+        ("prompt", datetime(2026, 12, 1, 9, 5, tzinfo=timezone.utc), "one more"),
+        ("session_end", datetime(2026, 12, 1, 11, 0, tzinfo=timezone.utc), None)])
     folder = tmp_path / "v" / "projects" / "product" / "sessions"
     first = read_record(folder / "session-cursor-c1.md")[0]
     second = read_record(folder / "session-cursor-c1.2.md")[0]
@@ -756,28 +772,15 @@ def test_a_late_prompt_goes_to_the_work_interval_of_its_time(tmp_path, repo):
     to the newest interval — before its start, so it billed nothing. It goes to the interval of
     its time; made after that interval's end it extends it (within the idle gap) or is an interval
     of its own (beyond it); the live interval stays the one later prompts go to."""
-    from datetime import datetime, timezone
-
-    from memo_analytics.config import Settings
-    from memo_analytics.services.capture import HookEvent, apply_event
-    from memo_analytics.services.store import VaultStore
-
-    def at(day: int, hour: int, minute: int) -> datetime:
-        return datetime(2026, 11, day, hour, minute, tzinfo=timezone.utc)
-
-    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
-    try:
-        said = [apply_event(store, HookEvent("cursor", kind, "c1", when, prompt=text, cwd=str(repo)), f"{n:08x}")
-                for n, (kind, when, text) in enumerate([
-                    ("prompt", at(29, 16, 1), "start the export"), ("prompt", at(29, 16, 25), "add the tests"),
-                    ("prompt", at(30, 8, 5), "fix the review"),
-                    ("prompt", at(29, 16, 10), "late: within the first"),
-                    ("prompt", at(29, 17, 0), "late: just after the first"),
-                    ("prompt", at(29, 20, 0), "late: an evening's work"),
-                    ("prompt", at(30, 8, 20), "live again"),
-                    ("session_end", at(30, 8, 50), None)])]
-    finally:
-        store.close()
+    at = _november
+    said = _applied(tmp_path, repo, "cursor", "c1", [
+        ("prompt", at(29, 16, 1), "start the export"), ("prompt", at(29, 16, 25), "add the tests"),
+        ("prompt", at(30, 8, 5), "fix the review"),
+        ("prompt", at(29, 16, 10), "late: within the first"),
+        ("prompt", at(29, 17, 0), "late: just after the first"),
+        ("prompt", at(29, 20, 0), "late: an evening's work"),
+        ("prompt", at(30, 8, 20), "live again"),
+        ("session_end", at(30, 8, 50), None)])
     folder = tmp_path / "v" / "projects" / "product" / "sessions"
     times = {name: read_record(folder / f"session-{name}.md")[0] for name in ("cursor-c1", "cursor-c1.2", "cursor-c1.3")}
     assert [(m["startTime"][5:16], m["endTime"][5:16], m["durationMinutes"]) for m in times.values()] == [
