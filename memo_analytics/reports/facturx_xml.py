@@ -6,7 +6,10 @@ XML schema it ships, and embedded into the PDF/A-3 rendered by WeasyPrint
 (``factur-x.xml``, relationship ``Data``, with the XMP metadata the standard asks for).
 
 Mapping: one invoice line per printed line (quantity = hours, unit ``HUR``, net price = the
-hourly rate, line net = the printed amount, item name = project and description); one VAT
+hourly rate, line net = the printed amount, item name = project and description, item
+description = the line's notes — a session's summary and deliverables, a project's tasks —, the
+line's period = the days its sessions began and ended, and a session line's printed day and
+clock span as its note); one VAT
 breakdown (the client's category: S with its rate, AE reverse charge or E exempt, each with
 its exemption sentence); payment means 58 (SEPA credit transfer) with the issuer's IBAN/BIC
 when set, else 1 (not defined); the due date and the payment terms as text; the invoicing
@@ -15,7 +18,8 @@ period; a party without a VAT id is identified (BT-29) by its tax number; a cred
 
 from __future__ import annotations
 
-from datetime import date
+import re
+from datetime import date, timedelta
 from typing import Any
 
 from ..domain.wire import printable_text
@@ -57,6 +61,37 @@ def _printable(value: Any) -> Any:
     return value
 
 
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_LATER_DAYS = re.compile(r"\(\+(\d+)d\)")
+
+
+def line_period(printed: str) -> tuple[date, date] | None:
+    """The first and last day of a stored line's ``date`` text (``2026-06-02``, ``2026-06-02 –
+    2026-06-09``, ``2026-06-02 23:10–01:20 (+1d)``); None when it names no day. Pure."""
+    days = [date.fromisoformat(day) for day in _DAY.findall(printed)]
+    if not days:
+        return None
+    later = _LATER_DAYS.search(printed)
+    return days[0], max(days[-1], days[0] + timedelta(days=int(later.group(1)) if later else 0))
+
+
+def _line(n: int, line: dict[str, Any], category: str, rate: str) -> dict[str, Any]:
+    """BG-25 of one stored line: name (BT-153), description from its notes (BT-154), its period
+    (BT-134/135) and, for a session line (a clock span), the printed day and span as its note (BT-127)."""
+    terms: dict[str, Any] = {"BT-126": str(n), "BT-129": line["hours"], "BT-130": line.get("unit", "HUR"),
+                             "BT-146": line["rate"], "BT-131": line["amount"], "BT-151": category, "BT-152": rate,
+                             "BT-153": f"{line['project']}: {line['description']}"[:200]}
+    notes = [note for note in line.get("notes") or [] if note]
+    if notes:
+        terms["BT-154"] = "; ".join(notes)
+    period = line_period(line.get("date") or "")
+    if period:
+        terms["BT-134"], terms["BT-135"] = period
+    if ":" in (line.get("date") or ""):
+        terms["BT-127-00"] = [{"BT-127": f"Session {line['date']}"}]
+    return terms
+
+
 def business_terms(meta: dict[str, Any]) -> dict[str, Any]:
     """The EN 16931 data of a stored document, in the ``factur-x`` library's dictionary form
     (``BT-1`` number, ``BT-2`` issue date, … ``BG-25`` lines); every text as the printed page
@@ -74,10 +109,7 @@ def _business_terms(meta: dict[str, Any]) -> dict[str, Any]:
         "BT-5": meta["currency"], "BT-24": "urn:cen.eu:en16931:2017",
         "BT-72": period_end, "BT-73": date.fromisoformat(meta["periodStart"]), "BT-74": period_end,
         "BG-4": _party(meta["issuer"]), "BG-7": _party(meta["buyer"]),
-        "BG-25": [{"BT-126": str(n), "BT-129": line["hours"], "BT-130": line.get("unit", "HUR"), "BT-146": line["rate"],
-                   "BT-131": line["amount"], "BT-151": category, "BT-152": rate,
-                   "BT-153": f"{line['project']}: {line['description']}"[:200]}
-                  for n, line in enumerate(meta["lines"], 1)],
+        "BG-25": [_line(n, line, category, rate) for n, line in enumerate(meta["lines"], 1)],
         "BG-23": [{"BT-116": meta["net"], "BT-117": meta["tax"], "BT-118": category, "BT-119": rate,
                    **({"BT-120": meta["taxNote"]} if category != "S" and meta.get("taxNote") else {}),
                    **({"BT-121": "VATEX-EU-AE"} if category == "AE" else {})}],

@@ -800,3 +800,45 @@ def test_a_timesheet_says_an_invoiced_session_bills_what_its_invoice_billed_afte
     assert (rows["a1"]["workedMinutes"], rows["a1"]["billedMinutes"]) == ("110", "80")
     assert rows["a1"]["note"] == "billed 80 minutes as its issued invoice did (the session was changed since: 110 now)"
     assert rows["a2"]["note"] == ""  # invoiced and unchanged: nothing to say
+
+
+def test_a_session_line_carries_its_day_summary_and_deliverables_into_the_factur_x_xml(billing):
+    """Found by a billing person: with ``--lines session`` every Factur-X line read "web: Work on
+    web" — the day, the span, the summary and the pull request were on the page only. Each line
+    carries its period (BT-134/135: the days it began and ended), its notes as the item's
+    description (BT-154) and its printed day and span as the line's note (BT-127)."""
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="n1", project="web", client="Acme Corp",
+                                             task_slug="invoices-6", start_time="2026-06-09T23:10:00Z"))
+    end_session(store, EndSessionRequest(session_id="n1", project="web", until="2026-06-10T01:20:00Z",
+                                         summary="Night deploy of the invoice page",
+                                         pr="https://example.com/acme/web/pull/6"))
+    store.close()
+    run(billing, "session", "edit", "a1", "--project", "web", "--summary", "Fixed the login redirect")
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30", "--lines", "session")
+    root = xml_of(Path(doc["pdf"]))  # schema and EN 16931 rules pass with the new terms
+    items = root.xpath("//ram:IncludedSupplyChainTradeLineItem", namespaces=NS)
+
+    def terms(item, path):
+        return [node.text for node in item.xpath(path, namespaces=NS)]
+
+    # the invoice's lines in the Berlin zone: a1 (02 June), a2 (03 June, no summary), n1 (10 June 01:10 → 03:20)
+    assert [terms(i, "ram:SpecifiedTradeProduct/ram:Name") for i in items] == [
+        ["web: Fixed the login redirect"], ["api: Work on api"], ["web: invoices-6"]]
+    assert [terms(i, "ram:SpecifiedTradeProduct/ram:Description") for i in items] == [
+        [], [], ["Night deploy of the invoice page; https://example.com/acme/web/pull/6"]]
+    assert [terms(i, ".//ram:BillingSpecifiedPeriod/ram:StartDateTime/udt:DateTimeString") +
+            terms(i, ".//ram:BillingSpecifiedPeriod/ram:EndDateTime/udt:DateTimeString") for i in items] == [
+        ["20260602", "20260602"], ["20260603", "20260603"], ["20260610", "20260610"]]
+    assert [terms(i, "ram:AssociatedDocumentLineDocument/ram:IncludedNote/ram:Content") for i in items] == [
+        ["Session 2026-06-02 11:00–12:20"], ["Session 2026-06-03 11:00–11:25"], ["Session 2026-06-10 01:10–03:20"]]
+
+
+def test_a_line_period_is_read_from_every_printed_date_form():
+    """The stored ``date`` text of a project line, a session line and one crossing midnight."""
+    from memo_analytics.reports.facturx_xml import line_period
+
+    assert line_period("2026-06-02") == (date(2026, 6, 2), date(2026, 6, 2))
+    assert line_period("2026-06-02 – 2026-06-09") == (date(2026, 6, 2), date(2026, 6, 9))
+    assert line_period("2026-06-30 23:10–01:20 (+1d)") == (date(2026, 6, 30), date(2026, 7, 1))
+    assert line_period("") is None
