@@ -629,12 +629,25 @@ class ConfigProblem:
         return f"Invalid {self.key} ({where}): {self.reason}"
 
 
+def refused_value(key: str, error: Any) -> str:
+    """``, not '95,50' (a decimal point, not a comma: 95.50)``: the refused value when it is a
+    short scalar of a key that holds no secret, so the person sees what the file says."""
+    value = error.get("input")
+    if (not isinstance(value, (str, int, float)) or isinstance(value, bool) or len(str(value)) > 60
+            or re.search(r"token|secret|password|key", key, re.I) or str(value) in str(error.get("msg"))):
+        return ""
+    hint = ""
+    if isinstance(value, str) and "decimal" in error.get("type", "") and re.fullmatch(r"\s*\d+,\d+\s*", value):
+        hint = f" (a decimal point, not a comma: {value.strip().replace(',', '.')})"
+    return f", not {value!r}{hint}"
+
+
 def _problems_of(exc: Exception, top: str, source: str) -> list[ConfigProblem]:
     if isinstance(exc, ValidationError):
         found = []
         for error in exc.errors():
             parts = tuple(str(p) for p in error["loc"]) or (top,)
-            reason = error["msg"].removeprefix("Value error, ")
+            reason = error["msg"].removeprefix("Value error, ") + refused_value(config_key_text(parts), error)
             if error["type"] == "extra_forbidden":
                 reason = "unknown key"
             found.append(ConfigProblem(parts, reason, error["type"], source))

@@ -165,11 +165,11 @@ def test_reindex_reports_counts(tmp_path):
 
 
 def _commands(group, prefix=()):
-    import click
-
+    """Every command under ``group``, sub-commands too (duck-typed: typer may ship its own click,
+    whose groups are no ``click.Group`` of the installed one)."""
     for name, command in group.commands.items():
         yield (*prefix, name), command
-        if isinstance(command, click.Group):
+        if hasattr(command, "commands"):
             yield from _commands(command, (*prefix, name))
 
 
@@ -179,12 +179,29 @@ def test_every_command_has_help_text():
     from memo_analytics.interfaces.cli import app
 
     root = typer.main.get_command(app)
+    assert ("invoice", "show") in dict(_commands(root))  # the walk reaches sub-commands
     missing = [" ".join(path) for path, command in _commands(root) if not (command.help or "").strip()]
     assert missing == []
     for path, command in _commands(root):
         for param in command.params:
             if param.param_type_name == "option" and param.name != "help":
                 assert (param.help or "").strip(), f"{' '.join(path)} {param.name} lacks help"
+    # a docstring's reST markup reached `memo invoice --help` as a literal ``-o``
+    markup = [" ".join(path) for path, command in _commands(root) for text in
+              [command.help or "", command.short_help or "", *(getattr(p, "help", "") or "" for p in command.params)]
+              if re.search(r"``|:(func|class|data|meth):", text)]
+    assert markup == []
+
+
+def test_a_command_a_person_reaches_for_points_to_the_one_that_does_it(tmp_path):
+    """``memo invoice void`` (or cancel, delete …) says an issued invoice is cancelled by a credit note."""
+    for word in ("void", "Cancel", "delete"):
+        typed = memo("invoice", word, "2026-0001", vault=tmp_path / "v", check=False)
+        assert (typed.returncode, typed.stderr.strip()) == (2, (
+            f"error: No such command '{word}'. (memo invoice); an issued invoice is cancelled by a credit note: "
+            "memo invoice credit NUMBER; see --help"))
+    other = memo("invoice", "frob", vault=tmp_path / "v", check=False)
+    assert other.stderr.strip() == "error: No such command 'frob'. (memo invoice); see --help"
 
 
 def test_reads_outside_a_repository_cover_every_project_and_inside_one_only_its_own(tmp_path):

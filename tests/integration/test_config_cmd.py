@@ -83,6 +83,10 @@ def test_show_lists_the_effective_settings_with_their_sources(config):
     ('clients."G"', '{hourlyRate = "95", currency = "usd"}',
      "error: Invalid config clients.G.currency: 'usd' is not an ISO 4217 currency code in capitals"),
     ("invoice.name", "Ana \u202eDev GmbH", "error: Invalid config invoice.name: text holds the control character U+202E"),
+    # found by a billing person: the refusal did not repeat the value nor say what was wrong with it
+    ('clients."G"', '{hourlyRate = "95,50", currency = "EUR"}',
+     "error: Invalid config clients.G.hourlyRate: Input should be a valid decimal, not '95,50' "
+     "(a decimal point, not a comma: 95.50)"),
 ])
 def test_a_refused_set_names_the_key_and_leaves_the_file_byte_for_byte(config, key, value, message):
     config.parent.mkdir(parents=True)
@@ -149,3 +153,19 @@ def test_digits_for_a_key_that_holds_text_are_taken_as_written(config):
         f'invoice.postcode = "10115" in {config}')
     refused = memo(config, "config", "set", "operator.stalledMinutes", "4.5")
     assert refused.returncode == 1 and "Input should be a valid integer" in refused.stderr
+
+
+def test_a_refused_value_in_the_file_is_repeated_unless_it_is_a_secret(config, tmp_path):
+    """A command reading a broken file names the value it refused (``'95,50'``) with what to write
+    instead; a token's value stays out of the message."""
+    config.parent.mkdir(parents=True)
+    config.write_text('[clients.Acme]\nhourlyRate = "95,50"\ncurrency = "EUR"\n', encoding="utf-8")
+    refused = memo(config, "activity", "--all")
+    assert (refused.returncode, refused.stderr.strip()) == (1, (
+        f"error: Invalid clients.Acme.hourlyRate ({config}; repair: memo config set clients.Acme.hourlyRate VALUE, "
+        "or memo config unset clients.Acme.hourlyRate): Input should be a valid decimal, not '95,50' "
+        "(a decimal point, not a comma: 95.50)"))
+    config.write_text('[remote]\nurl = "http://127.0.0.1:1"\ntoken = 123456789\n', encoding="utf-8")
+    refused = memo(config, "activity", "--all")
+    assert refused.returncode == 1 and refused.stderr.strip().endswith("Input should be a valid string")
+    assert "123456789" not in refused.stderr

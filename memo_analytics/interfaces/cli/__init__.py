@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import importlib
 import os
+import re
 import sqlite3
 import sys
 from typing import Any, Sequence
@@ -118,6 +119,21 @@ def _remote_daemon() -> str | None:
         return None
 
 
+#: words a person reaches for under a command group → what does it there
+_CREDIT = "an issued invoice is cancelled by a credit note: memo invoice credit NUMBER"
+_SYNONYMS = {"invoice": dict.fromkeys(("void", "cancel", "delete", "remove", "refund", "revoke", "storno"), _CREDIT)}
+
+
+def _instead(exc: Exception, context: Any) -> str:
+    """``; an issued invoice is cancelled by a credit note: memo invoice credit NUMBER`` for a
+    command that does not exist under that name ('memo invoice void')."""
+    typed = re.match(r"No such command '([^']*)'", exc.format_message())  # type: ignore[attr-defined]
+    if typed is None or context is None:
+        return ""
+    hint = _SYNONYMS.get(context.command_path.split()[-1], {}).get(typed.group(1).lower())
+    return f"; {hint}" if hint else ""
+
+
 def main() -> None:
     """Console-script entry point.
 
@@ -161,7 +177,7 @@ def main() -> None:
         if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):
             context = getattr(exc, "ctx", None)
             where = f" ({context.command_path})" if context is not None else ""
-            _fail(f"{exc.format_message()}{where}; see --help", exc.exit_code, exc=exc)
+            _fail(f"{exc.format_message()}{where}{_instead(exc, context)}; see --help", exc.exit_code, exc=exc)
         daemon = _remote_daemon()
         if daemon is not None and isinstance(exc, (TypeError, KeyError, AttributeError, ValueError, IndexError)):
             # remote mode keeps no vault: what the command worked on is the daemon's answer, of another shape

@@ -16,7 +16,7 @@ from pydantic.alias_generators import to_camel
 from rich.console import Console
 from rich.segment import Segment
 
-from ...config import ENV_NAMES, Settings, config_key_text, config_path, env_name
+from ...config import ENV_NAMES, Settings, config_key_text, config_path, env_name, refused_value
 from ...domain.errors import InvalidFieldError, MemoError
 from ...domain.wire import dumps
 from ...runtime import Runtime
@@ -510,7 +510,8 @@ def _settings(**fields: Any) -> Settings:
             source = f"{config_path()}; repair: memo config set {key} VALUE, or memo config unset {key}"
         else:
             source = env or ENV_NAMES.get(snake, (f"MEMO_{snake.upper()}",))[0]
-        raise MemoError(f"Invalid {field} ({source}): {first['msg'].removeprefix('Value error, ')}") from None
+        raise MemoError(f"Invalid {field} ({source}): {first['msg'].removeprefix('Value error, ')}"
+                        f"{refused_value(key, first)}") from None
     except InvalidFieldError as exc:  # refused by a rule of the field itself: name the variable that set it
         env = env_name(re.sub(r"(?<!^)(?=[A-Z])", "_", exc.field).lower())
         if env is None or env in str(exc):

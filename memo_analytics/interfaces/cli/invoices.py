@@ -171,7 +171,7 @@ def invoice_show(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a copy of its PDF here."),
     force: bool = _FORCE,
 ) -> None:
-    """One issued document: its figures, lines and sessions (``-o``: a copy of its PDF)."""
+    """One issued document: its figures, lines and sessions (-o FILE: a copy of its PDF)."""
     from ...reports.issuing import document_summary, export_copy
     from ...vault import ledger
 
