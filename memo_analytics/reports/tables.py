@@ -167,11 +167,13 @@ def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
 
 
 def timesheet_table(report: ActivityReport, fmt: str) -> bytes:
-    """The timesheet as ``csv`` or ``xlsx`` bytes (the grand total below the XLSX rows)."""
+    """The timesheet as ``csv`` or ``xlsx`` bytes (below the XLSX rows the grand total: the
+    sessions' worked minutes, the billed minutes and billable hours)."""
     rows = timesheet_rows(report)
     if fmt == "csv":
         return csv_bytes(TIMESHEET_COLUMNS, rows)
-    total = {"billedMinutes": report.total_duration_minutes,
+    total = {"workedMinutes": sum(int(row["workedMinutes"] or 0) for row in rows),
+             "billedMinutes": report.total_duration_minutes,
              "billableHours": Decimal(f"{report.total_billable_hours:.2f}")}
     return xlsx_bytes("Timesheet", TIMESHEET_COLUMNS, rows, [("Total", total)])
 

@@ -49,6 +49,8 @@ def test_timesheet_csv_and_xlsx_rows_add_up_to_the_pdf_total(vault, config, tmp_
     assert sum(Decimal(str(r["billableHours"])) for r in data) == pdf_hours
     total = dict(zip(header, (c.value for c in sheet[11])))
     assert (total["client"], total["billedMinutes"], Decimal(str(total["billableHours"]))) == ("Total", 247, pdf_hours)
+    # found by a billing person: the worked minutes had no total (a bookkeeper summed them by hand)
+    assert total["workedMinutes"] == sum(int(r["workedMinutes"]) for r in rows) > 0
 
 
 @pytest.mark.parametrize("lines", ["project", "session"])
