@@ -103,6 +103,8 @@ class ActivityReport:
     client_terms : dict[str, ClientBilling]
         A client's name in lower case → its billing terms, where they round
         (:meth:`rounded_minutes`).
+    issuer : str or None
+        Who bills the work (config ``[invoice] name``); the timesheet names it.
     """
 
     total_duration_minutes: int
@@ -125,6 +127,7 @@ class ActivityReport:
     client_names: dict[str, str] = field(default_factory=dict)
     client_rounding: dict[str, str] = field(default_factory=dict)
     client_terms: dict[str, Any] = field(default_factory=dict, repr=False)
+    issuer: str | None = None
     #: ``(project, sessionId)`` of each session on an issued, uncredited invoice → the minutes that
     #: invoice billed (what the session bills, whatever its record says since)
     invoiced_minutes: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
@@ -366,6 +369,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         overlap_policy=OVERLAP_POLICIES[store.settings.overlap_policy],
         invoiced_minutes=invoiced,
         invoiced_durations=durations,
+        issuer=store.settings.invoice.name,
         **_terms_printed(store.settings, [name for name, _, _, _ in by_client]),
     )
 

@@ -842,3 +842,15 @@ def test_a_line_period_is_read_from_every_printed_date_form():
     assert line_period("2026-06-02 – 2026-06-09") == (date(2026, 6, 2), date(2026, 6, 9))
     assert line_period("2026-06-30 23:10–01:20 (+1d)") == (date(2026, 6, 30), date(2026, 7, 1))
     assert line_period("") is None
+
+
+def test_a_timesheet_names_who_prepared_it(billing, tmp_path):
+    """Found by a billing person: the timesheet sent beside an invoice did not say whose it was.
+    It names the issuer (``[invoice] name``), as text (markup in the name is printed, not obeyed)."""
+    run(billing, "report", "timesheet", "--all", "--since", "2026-06-01", "--until", "2026-06-30",
+        "-o", str(tmp_path / "t.pdf"))
+    assert "Prepared by Ana Dev GmbH" in " ".join(pdf_text(tmp_path / "t.pdf").split())
+    billing["config"].write_text(ISSUER.replace('"Ana Dev GmbH"', '"Ana <b>Dev</b> GmbH"') + ACME, encoding="utf-8")
+    run(billing, "report", "timesheet", "--all", "--since", "2026-06-01", "--until", "2026-06-30",
+        "-o", str(tmp_path / "u.pdf"))
+    assert "Prepared by Ana <b>Dev</b> GmbH" in " ".join(pdf_text(tmp_path / "u.pdf").split())
