@@ -419,7 +419,7 @@ def vault_git_numbering(store: VaultStore, settings: Settings, offline: bool = F
     within the same seconds (then the sync keeps both and says so, :mod:`~memo_analytics.vault.ledger`).
     ``offline`` numbers without the pull. Yields an interface's ``vaultGit`` answer —
     ``{pulled, pushed, error}``, and ``duplicateInvoices`` / ``duplicateCreditNotes`` when a sync
-    found a number issued elsewhere as well, ``invoicedSessionsChanged`` when a pull left invoiced
+    found a number issued elsewhere as well (``renamedHere``: those that were this machine's), ``invoicedSessionsChanged`` when a pull left invoiced
     sessions differing from their invoice; empty without vault-git — filled in on the way out.
 
     Raises
@@ -433,7 +433,7 @@ def vault_git_numbering(store: VaultStore, settings: Settings, offline: bool = F
     if not settings.vault_git.enabled or settings.mode == "remote":
         yield answer
         return
-    duplicates: dict[str, list[Any]] = {"duplicateInvoices": [], "duplicateCreditNotes": [],
+    duplicates: dict[str, list[Any]] = {"duplicateInvoices": [], "duplicateCreditNotes": [], "renamedHere": [],
                                         "invoicedSessionsChanged": []}
 
     def found(result: dict[str, Any]) -> None:

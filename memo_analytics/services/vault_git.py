@@ -44,7 +44,7 @@ import re
 import subprocess
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from filelock import FileLock, Timeout
 
@@ -331,17 +331,26 @@ def _merged_ledger(ours: bytes | None, theirs: bytes | None) -> bytes:
     return json.dumps(merged, indent=1, sort_keys=True).encode("utf-8")
 
 
-def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, str]]) -> list[str]:
+class _Duplicate(NamedTuple):
+    """A document renamed ``<number>.duplicate-<hash8>`` by a merge: its ``kind`` (``invoice`` or
+    ``creditNote``), and ``here``: it was this machine's own (the number's file is now the other's)."""
+
+    ref: str
+    kind: str
+    here: bool
+
+
+def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, str]]) -> list[_Duplicate]:
     """Settle the unmerged files of ``invoices/`` (removed from ``stages``): two machines issued
     one number, each a document that was sent — both stay issued. The one created first keeps
     ``<number>.md``/``.pdf``; the other becomes ``<number>.duplicate-<hash8>.md``/``.pdf``
     (:mod:`~memo_analytics.vault.ledger`). The ledger state is merged, never kept as a
-    conflict. The duplicates: ``(ref, kind)``, kind ``invoice`` or ``creditNote``."""
+    conflict. The duplicates: :class:`_Duplicate` each."""
     def blob(path: str, stage: int) -> bytes | None:
         found = stages.get(path, {}).get(stage)
         return git.run("cat-file", "blob", found).stdout if found else None
 
-    duplicates: list[tuple[str, str]] = []
+    duplicates: list[_Duplicate] = []
     state_changes: dict[str, dict[str, str]] = {}
     numbers = sorted({m.group("number") for p in stages if (m := _INVOICE_FILE.match(p))
                       and not ledger.DUPLICATE.match(m.group("number"))})
@@ -356,10 +365,11 @@ def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, s
                     found = git.run("cat-file", "blob", f"{'HEAD' if stage == 2 else 'MERGE_HEAD'}:{pdf_path}",
                                     check=False)
                     pdf = found.stdout if found.returncode == 0 else None
-                sides.append((md, pdf))
+                sides.append((md, pdf, stage))
         if len(sides) != 2 or sides[0][0] == sides[1][0]:
             continue  # not two documents: the generic rule settles it
-        first, second = sorted(sides, key=lambda side: _created(side[0]))
+        ordered = sorted(sides, key=lambda side: _created(side[0]))
+        first, second, here = ordered[0][:2], ordered[1][:2], ordered[1][2] == 2  # stage 2: this machine's HEAD
         ref = ledger.duplicate_ref(number, second[0])
         for (md, pdf), name in ((first, number), (second, ref)):
             for suffix, data in (("md", md), ("pdf", pdf)):
@@ -372,7 +382,7 @@ def _settle_invoices(store: VaultStore, git: _Git, stages: dict[str, dict[int, s
                                    **({"pdf": hashlib.sha256(pdf).hexdigest()} if pdf is not None else {})}
         stages.pop(md_path, None)
         stages.pop(pdf_path, None)
-        duplicates.append((ref, _kind(second[0])))
+        duplicates.append(_Duplicate(ref, _kind(second[0]), here))
     if _LEDGER_STATE in stages or state_changes:
         current = store.root / _LEDGER_STATE
         sides = (blob(_LEDGER_STATE, 2), blob(_LEDGER_STATE, 3)) if _LEDGER_STATE in stages else (
@@ -620,6 +630,30 @@ def check_tracked(git: _Git, root: Path) -> None:
                                         f"after checking the file")
 
 
+def _pulled_documents(store: VaultStore, result: dict[str, Any], added: list[str],
+                      duplicates: list[_Duplicate]) -> None:
+    """Say in ``result`` what a merge did to the issued documents: ``invoicesPulled`` the other
+    machines' (a number whose file is now theirs included: this machine's own of that number was
+    renamed, and is not "pulled"), ``renamedHere`` this machine's renamed ones, and
+    ``duplicateInvoices``/``duplicateCreditNotes`` each duplicate — settled by this merge, or
+    pulled as another machine settled it (every machine of the vault hears of a number given twice)."""
+    duplicates = list(duplicates)
+    here = [d.ref for d in duplicates if d.here]
+    pulled = [ref for ref in added if ref not in here] + [ref.split(".duplicate-")[0] for ref in here]
+    result["invoicesPulled"] += sorted(set(pulled))
+    result["renamedHere"] += here
+    known = {d.ref for d in duplicates}
+    for ref in pulled:
+        if ledger.DUPLICATE.match(ref) and ref not in known:
+            try:
+                duplicates.append(_Duplicate(ref, _kind((store.root / ledger.FOLDER / f"{ref}.md").read_bytes()),
+                                             False))
+            except OSError:
+                continue
+    result["duplicateInvoices"] += [d.ref for d in duplicates if d.kind == ledger.INVOICE]
+    result["duplicateCreditNotes"] += [d.ref for d in duplicates if d.kind == ledger.CREDIT_NOTE]
+
+
 def _documents_added(git: _Git, before: str | None) -> list[str]:
     """The refs of the issued documents (invoices, credit notes) a merge brought in since
     ``before``: they change what is billed, so a sync names them."""
@@ -680,7 +714,7 @@ def _merge(store: VaultStore, git: _Git, ref: str, trigger: str, stamp: str) -> 
         raise VaultGitError("merge", _first_line(proc.stderr) or _first_line(proc.stdout))
     kept, duplicates, renumbered = _resolve_conflicts(store, git, stamp)
     message = (f"memo sync ({trigger}): merge {vg.remote}/{vg.branch}; {len(kept)} conflict version(s) kept"
-               + (f"; invoice numbers issued on both machines: {', '.join(ref for ref, _ in duplicates)}"
+               + (f"; invoice numbers issued on both machines: {', '.join(d.ref for d in duplicates)}"
                   if duplicates else "")
                + (f"; turns renumbered: {', '.join(renumbered)}" if renumbered else "")
                + "\n\n")
@@ -751,8 +785,10 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         versions), renumberedTurns (turns another machine had numbered alike, each now the
         session's next: their vault-relative paths), invoicesPulled (refs of the invoices and credit notes the pull brought in:
         they change what is billed), duplicateInvoices (refs of invoices the other machine had issued under the
-        same number: both stay issued, see :mod:`~memo_analytics.vault.ledger`), duplicateCreditNotes (the same
-        for credit notes: both stand, each cancelling its invoice; a credit note is never cancelled),
+        same number — settled by this merge or pulled as another machine settled it: both stay issued, see
+        :mod:`~memo_analytics.vault.ledger`), duplicateCreditNotes (the same for credit notes: both stand, each
+        cancelling its invoice; a credit note is never cancelled), renamedHere (refs of this machine's own documents
+        among those duplicates: their number's file is now the other machine's document),
         invoicedSessionsChanged (``[{project, sessionId, invoice, fields, asInvoiced}]``: sessions on an issued
         invoice whose times, client or billable flag now differ from the invoice's, after the pull;
         see :func:`_invoiced_sessions_changed`), issuedChangedHere (vault-relative paths of issued documents
@@ -766,7 +802,8 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
     result: dict[str, Any] = {"trigger": trigger, "at": to_iso(now), "committed": 0, "records": [], "files": 0,
                               "otherFiles": [], "invoicesPulled": [], "renumberedTurns": [],
                               "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
-                              "duplicateCreditNotes": [], "invoicedSessionsChanged": [], "issuedChangedHere": [],
+                              "duplicateCreditNotes": [], "renamedHere": [], "invoicedSessionsChanged": [],
+                              "issuedChangedHere": [],
                               "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
     if not settings.vault_git.enabled:
@@ -826,9 +863,7 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
                 kept, duplicates, renumbered = _merge(store, git, tracking, trigger, stamp)
                 result["conflicts"] += kept
                 result["renumberedTurns"] += renumbered
-                result["duplicateInvoices"] += [ref for ref, kind in duplicates if kind == ledger.INVOICE]
-                result["duplicateCreditNotes"] += [ref for ref, kind in duplicates if kind == ledger.CREDIT_NOTE]
-                result["invoicesPulled"] += _documents_added(git, before)
+                _pulled_documents(store, result, _documents_added(git, before), duplicates)
                 result["pulled"] = merged = True
             result["reindexed"] += _refresh_index(store, git)
             if merged:

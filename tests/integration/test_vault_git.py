@@ -642,6 +642,40 @@ def _billing_machine(remote: Path, tmp_path: Path) -> tuple[VaultStore, dict[str
     return a, {"MEMO_CONFIG": str(config)}
 
 
+def test_a_machine_whose_invoice_lost_its_number_is_told_so_and_the_other_hears_of_the_duplicate(remote, tmp_path):
+    """Found by a billing person: B issued 2026-0001 while its remote was down, A had issued its own
+    first. B's sync said "pulled 2026-0001.duplicate-…, issued on another machine" — B's own invoice —
+    while invoices/2026-0001.pdf, the file B's issue had printed, now held A's invoice to another
+    period. A, pulling the settled merge, heard of no duplicate at all."""
+    a, env = _billing_machine(remote, tmp_path)
+    b = clone(remote, tmp_path / "b")
+    a.close(), b.close()
+    bill = ["invoice", "issue", "--all", "--client", "Acme Corp", "--offline"]
+    memo(*bill, "--since", "2026-01-05", "--until", "2026-01-05", vault=tmp_path / "a", env=env)
+    git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=tmp_path / "b")
+    mine = json.loads(memo("--json", *bill, "--since", "2026-01-06", "--until", "2026-01-06", vault=tmp_path / "b",
+                           env=env).stdout)
+    assert mine["pdf"] == str(tmp_path / "b" / "invoices" / "2026-0001.pdf")
+    git("remote", "set-url", "origin", str(remote), cwd=tmp_path / "b")
+
+    on_b = memo("sync", "git", vault=tmp_path / "b", env=env)
+    listed = json.loads(memo("--json", "invoice", "list", vault=tmp_path / "b", env=env).stdout)["items"]
+    [ref] = [i["ref"] for i in listed if i.get("ref")]
+    assert ref.startswith("2026-0001.duplicate-")
+    # A's invoice, now under that file, was pulled; B's own is not "pulled"
+    assert "pulled 2026-0001, issued on another machine" in on_b.stdout and ref not in on_b.stdout
+    assert " ".join(on_b.stderr.split()) == (
+        f"warning: number 2026-0001 was also given on another machine, before this one: its document keeps the file "
+        f"invoices/2026-0001.pdf; the invoice issued here is now {ref} (invoices/{ref}.pdf) and stays issued: if "
+        f"it went out as 2026-0001, cancel it with memo invoice credit {ref} and bill its sessions again")
+    shown = json.loads(memo("--json", "invoice", "show", ref, vault=tmp_path / "b", env=env).stdout)
+    assert shown["periodStart"] == "2026-01-06"  # B's own, under its new name
+
+    on_a = memo("--json", "sync", "git", vault=tmp_path / "a", env=env)
+    pulled = json.loads(on_a.stdout)
+    assert (pulled["invoicesPulled"], pulled["duplicateInvoices"], pulled["renamedHere"]) == ([ref], [ref], [])
+
+
 def test_a_credit_note_issued_before_the_merge_still_cancels_its_own_invoice(remote, tmp_path):
     """B, offline, issued 2026-0001 and cancelled it at once; A had issued its own 2026-0001 first.
     After the merge B's invoice is the duplicate — and B's credit note, which named "2026-0001",
@@ -692,7 +726,10 @@ def test_a_credit_note_numbered_like_another_machines_invoice_is_said_as_such_no
         memo("--json", "invoice", "list", vault=tmp_path / "a", env=env).stdout)["items"]}
     [duplicate] = [ref for ref in listed if ".duplicate-" in ref]
     assert duplicate.startswith("2026-0002.duplicate-")
-    assert f"the later a credit note now kept as {duplicate}; both stand" in said
+    # A's credit note was numbered after B's invoice: A is told its own document lost the number's file
+    assert (f"warning: number 2026-0002 was also given on another machine, before this one: its document keeps the "
+            f"file invoices/2026-0002.pdf; the credit note issued here is now {duplicate} (invoices/{duplicate}.pdf) "
+            f"and stays issued: tell its recipient that number 2026-0002 was given twice") in said
     assert "memo invoice credit" not in said  # it would be refused: a credit note is never cancelled
     assert listed["2026-0001"]["status"] == "credited" and listed[duplicate]["kind"] == "creditNote"
     assert listed["2026-0002"]["status"] == "issued"  # B's invoice stands; nothing of it was cancelled

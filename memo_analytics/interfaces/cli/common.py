@@ -577,7 +577,20 @@ def note_client_spelling(client: str | None, found: int) -> None:
 def say_duplicate_invoices(result: dict) -> None:
     """A warning for each document of a vault-git sync's ``duplicateInvoices`` and
     ``duplicateCreditNotes``, and for each of its ``invoicedSessionsChanged``."""
+    here = set(result.get("renamedHere", []))
+    for ref in [*result.get("duplicateInvoices", []), *result.get("duplicateCreditNotes", [])]:
+        if ref in here:  # this machine's own document lost its number's file to the other machine's
+            number = ref.split(".duplicate-")[0]
+            kind = "invoice" if ref in result.get("duplicateInvoices", []) else "credit note"
+            err.print(_safe(f"warning: number {number} was also given on another machine, before this one: its document "
+                            f"keeps the file invoices/{number}.pdf; the {kind} issued here is now {ref} "
+                            f"(invoices/{ref}.pdf) and stays issued"
+                            + (f": if it went out as {number}, cancel it with memo invoice credit {ref} and bill its "
+                               f"sessions again" if kind == "invoice" else
+                               f": tell its recipient that number {number} was given twice (memo invoice show {ref})")))
     for ref in result.get("duplicateInvoices", []):
+        if ref in here:
+            continue
         number = ref.split(".duplicate-")[0]
         err.print(_safe(f"warning: invoice number {number} was issued on two machines; both stay issued, the later "
                         f"as {ref} (its sessions stay invoiced): cancel one with memo invoice credit {ref} (or "
@@ -597,6 +610,8 @@ def say_duplicate_invoices(result: dict) -> None:
                         f"git -C {shlex.quote(str(root))} checkout HEAD -- {shlex.quote(path)} (to bill otherwise: "
                         f"memo invoice credit, then issue again)"))
     for ref in result.get("duplicateCreditNotes", []):
+        if ref in here:
+            continue
         number = ref.split(".duplicate-")[0]
         err.print(_safe(f"warning: number {number} was given to two documents on two machines, the later a credit "
                         f"note now kept as {ref}; both stand (a credit note cancels its invoice and is never "
