@@ -136,9 +136,10 @@ class _Git:
     def out(self, *args: str) -> str:
         return self.run(*args).stdout.decode("utf-8", "replace").strip()
 
-    def names(self, *args: str) -> list[str]:
-        """Paths of a ``-z`` listing."""
-        return [p for p in self.run(*args, "-z").stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+    def names(self, command: str, *args: str) -> list[str]:
+        """Paths of a ``-z`` listing (``-z`` given right after the command: after ``--`` it
+        would be a path, and the listing one name of several lines)."""
+        return [p for p in self.run(command, "-z", *args).stdout.decode("utf-8", "surrogateescape").split("\0") if p]
 
     def ok(self, *args: str) -> bool:
         return self.run(*args, check=False).returncode == 0

@@ -676,6 +676,26 @@ def test_a_machine_whose_invoice_lost_its_number_is_told_so_and_the_other_hears_
     assert (pulled["invoicesPulled"], pulled["duplicateInvoices"], pulled["renamedHere"]) == ([ref], [ref], [])
 
 
+def test_an_invoiced_session_edited_beside_another_in_one_pulled_commit_is_named(remote, tmp_path):
+    """Found by a billing person: B invoiced s5; A, not knowing, corrected s5 and s6 and pushed them in
+    one commit. B's sync named nothing (the changed paths were read as one name of two lines) and
+    only its digest knew; one edited session alone was named."""
+    a, env = _billing_machine(remote, tmp_path)
+    b = clone(remote, tmp_path / "b")
+    a.close(), b.close()
+    memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-01-05", "--until", "2026-01-05",
+         vault=tmp_path / "b", env=env)
+    git("remote", "set-url", "origin", str(tmp_path / "gone.git"), cwd=tmp_path / "a")
+    for sid, minutes in (("s5", "90"), ("s6", "75")):
+        memo("session", "edit", sid, "--project", "web", "--minutes", minutes, vault=tmp_path / "a", env=env)
+    git("remote", "set-url", "origin", str(remote), cwd=tmp_path / "a")
+    memo("sync", "git", vault=tmp_path / "a", env=env)  # pulls B's invoice, pushes both edits
+    pulled = json.loads(memo("--json", "sync", "git", vault=tmp_path / "b", env=env).stdout)
+    assert pulled["invoicesPulled"] == []  # B's own invoice
+    assert [(i["sessionId"], i["invoice"], i["fields"]) for i in pulled["invoicedSessionsChanged"]] == [
+        ("s5", "2026-0001", ["endTime", "durationMinutes"])]
+
+
 def test_a_credit_note_issued_before_the_merge_still_cancels_its_own_invoice(remote, tmp_path):
     """B, offline, issued 2026-0001 and cancelled it at once; A had issued its own 2026-0001 first.
     After the merge B's invoice is the duplicate — and B's credit note, which named "2026-0001",
