@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import string
 from datetime import date
+from typing import Any
 from decimal import Decimal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -335,6 +336,37 @@ class ClientBilling(_Party):
         if category == "E":
             return self.tax_exemption_reason or "No VAT charged."
         return None
+
+
+def differs_from_issued(meta: dict[str, Any], terms: ClientBilling | None, union: bool) -> list[str]:
+    """How ``terms`` (this machine's config for the client) would bill otherwise than the issued
+    invoice ``meta`` was billed — ``["hourlyRate web 95.00 (the invoice: 120.00)", …]``: the
+    currency, each hourly line's rate, the rounding and the VAT treatment; ``["no billing terms
+    here"]`` without terms; empty when they agree or ``meta`` is no invoice. Pure."""
+    if meta.get("kind") != "invoice":
+        return []
+    if terms is None:
+        return ["no billing terms here"]
+    found = []
+    if meta.get("currency") and meta["currency"] != terms.currency:
+        found.append(f"currency {terms.currency} (the invoice: {meta['currency']})")
+    for line in meta.get("lines") or []:
+        if line.get("unit", "HUR") != "HUR" or not isinstance(line.get("project"), str):
+            continue
+        try:
+            billed = Decimal(str(line.get("rate")))
+        except ArithmeticError:
+            continue
+        here = terms.rate_for(line["project"])
+        if billed != here and f"hourlyRate {line['project']}" not in " ".join(found):
+            found.append(f"hourlyRate {line['project']} {here} (the invoice: {billed})")
+    rounding = terms.rounding_note(union=union)
+    if (meta.get("roundingNote") or None) != rounding:
+        found.append(f"rounding: {rounding or 'none'} (the invoice: {meta.get('roundingNote') or 'none'})")
+    category, rate = terms.tax_category()
+    if (meta.get("taxCategory"), str(meta.get("taxRate"))) != (category, str(rate)):
+        found.append(f"VAT {category} {rate} % (the invoice: {meta.get('taxCategory')} {meta.get('taxRate')} %)")
+    return found
 
 
 def due_date(issued: date, issuer: Issuer, client: ClientBilling) -> date:

@@ -434,7 +434,7 @@ def vault_git_numbering(store: VaultStore, settings: Settings, offline: bool = F
         yield answer
         return
     duplicates: dict[str, list[Any]] = {"duplicateInvoices": [], "duplicateCreditNotes": [], "renamedHere": [],
-                                        "invoicedSessionsChanged": []}
+                                        "invoicedSessionsChanged": [], "termsDiffer": []}
 
     def found(result: dict[str, Any]) -> None:
         for name, refs in duplicates.items():

@@ -663,6 +663,32 @@ def _documents_added(git: _Git, before: str | None) -> list[str]:
     return sorted(Path(name).stem for name in names if name.endswith(".md") and not Path(name).name.startswith("."))
 
 
+def _terms_differ(store: VaultStore, pulled: list[str]) -> list[dict[str, Any]]:
+    """The pulled invoices whose client this machine's config bills on other terms — its reports
+    (and the next invoice issued here) come to other amounts than the other machine's:
+    ``[{invoice, client, differences}]`` (:func:`~memo_analytics.domain.billing.differs_from_issued`).
+    Billing terms are each machine's config; vault-git does not carry them."""
+    from ..domain.billing import differs_from_issued
+
+    if not pulled:
+        return []
+    try:
+        documents = {doc.ref: doc for doc in ledger.documents(store.root)}
+    except MemoError:
+        return []
+    settings = store.settings
+    found = []
+    for ref in pulled:
+        doc = documents.get(ref)
+        if doc is None or not isinstance(doc.meta.get("client"), str):
+            continue
+        differences = differs_from_issued(doc.meta, settings.billing_for(doc.meta["client"]),
+                                          union=settings.overlap_policy == "union")
+        if differences:
+            found.append({"invoice": ref, "client": doc.meta["client"], "differences": differences})
+    return found
+
+
 def _invoiced_sessions_changed(store: VaultStore, git: _Git, before: str | None,
                                pulled: list[str]) -> list[dict[str, Any]]:
     """Sessions on an uncredited invoice that a pull left differing from the invoice: their
@@ -784,19 +810,21 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         ledger, memo's .gitignore), pulled (a merge brought commits in), pushed (commits went out;
         False when the remote already had them), conflicts (vault-relative paths of kept
         versions), renumberedTurns (turns another machine had numbered alike, each now the
-        session's next: their vault-relative paths), invoicesPulled (refs of the invoices and credit notes the pull brought in:
-        they change what is billed), duplicateInvoices (refs of invoices the other machine had issued under the
-        same number — settled by this merge or pulled as another machine settled it: both stay issued, see
-        :mod:`~memo_analytics.vault.ledger`), duplicateCreditNotes (the same for credit notes: both stand, each
-        cancelling its invoice; a credit note is never cancelled), renamedHere (refs of this machine's own documents
-        among those duplicates: their number's file is now the other machine's document),
-        invoicedSessionsChanged (``[{project, sessionId, invoice, fields, asInvoiced}]``: sessions on an issued
-        invoice whose times, client or billable flag now differ from the invoice's, after the pull;
-        see :func:`_invoiced_sessions_changed`), issuedChangedHere (vault-relative paths of issued documents
-        changed or deleted on this machine: not committed — the other machines refuse them — until put
-        back), reindexed
-        (records the index took in), error (one line or None), skipped
-        (why nothing ran, or None)}``. Never raises for a
+        session's next: their vault-relative paths), invoicesPulled (refs of the invoices and
+        credit notes the pull brought in: they change what is billed), duplicateInvoices (refs of
+        invoices the other machine had issued under the same number — settled by this merge or
+        pulled as another machine settled it: both stay issued, see
+        :mod:`~memo_analytics.vault.ledger`), duplicateCreditNotes (the same for credit notes: both
+        stand, each cancelling its invoice; a credit note is never cancelled), renamedHere (refs of
+        this machine's own documents among those duplicates: their number's file is now the other
+        machine's document), invoicedSessionsChanged (``[{project, sessionId, invoice, fields,
+        asInvoiced}]``: sessions on an issued invoice whose times, client or billable flag now
+        differ from the invoice's, after the pull; see :func:`_invoiced_sessions_changed`),
+        termsDiffer (``[{invoice, client, differences}]``: pulled invoices whose client this
+        machine's config bills otherwise, see :func:`_terms_differ`), issuedChangedHere
+        (vault-relative paths of issued documents changed or deleted on this machine: not
+        committed — the other machines refuse them — until put back), reindexed (records the index
+        took in), error (one line or None), skipped (why nothing ran, or None)}``. Never raises for a
         git, network or vault problem: it is in ``error`` (and logged).
     """
     now = now or utcnow()
@@ -804,7 +832,7 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
                               "otherFiles": [], "invoicesPulled": [], "renumberedTurns": [],
                               "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
                               "duplicateCreditNotes": [], "renamedHere": [], "invoicedSessionsChanged": [],
-                              "issuedChangedHere": [],
+                              "termsDiffer": [], "issuedChangedHere": [],
                               "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
     if not settings.vault_git.enabled:
@@ -870,6 +898,7 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
             if merged:
                 result["invoicedSessionsChanged"] += _invoiced_sessions_changed(store, git, before,
                                                                                 result["invoicesPulled"])
+                result["termsDiffer"] += _terms_differ(store, result["invoicesPulled"])
         head = git.head()
         if head is None or (not remote_empty and git.out("rev-parse", tracking) == head):
             return  # nothing the remote lacks

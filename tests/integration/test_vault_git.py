@@ -696,6 +696,39 @@ def test_an_invoiced_session_edited_beside_another_in_one_pulled_commit_is_named
         ("s5", "2026-0001", ["endTime", "durationMinutes"])]
 
 
+def test_a_pulled_invoice_billed_on_other_terms_than_this_machines_config_is_said(remote, tmp_path):
+    """Found by a billing person: billing terms are each machine's config; a second laptop set up
+    from the README reported other amounts for Acme than the invoice A had sent, without a word.
+    A pulled invoice whose client this machine bills otherwise is named, with each difference."""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    a, env = _billing_machine(remote, tmp_path)
+    b = clone(remote, tmp_path / "b")
+    a.close(), b.close()
+    other = tmp_path / "b-config.toml"  # B: another rate, a rounding, web without its own rate
+    other.write_text(ISSUER + ACME.replace('hourlyRate = "120.00"', 'hourlyRate = "95.00"\nroundingMinutes = 15')
+                     + "\n[vaultGit]\nenabled = true\n", encoding="utf-8")
+    b_env = {"MEMO_CONFIG": str(other)}
+    memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-01-05", "--until", "2026-01-06",
+         vault=tmp_path / "a", env=env)
+    pulled = json.loads(memo("--json", "sync", "git", vault=tmp_path / "b", env=b_env).stdout)
+    assert pulled["termsDiffer"] == [{"invoice": "2026-0001", "client": "Acme Corp", "differences": [
+        "hourlyRate web 95.00 (the invoice: 120.00)",
+        "rounding: each session is billed in steps of 15 minutes; then a session beside an earlier one of the client "
+        "bills only the minutes that one did not cover (the invoice: none)"]}]
+    # the same terms say nothing; a machine without Acme's terms says so
+    git("reset", "-q", "--hard", "HEAD~1", cwd=tmp_path / "b")
+    same = json.loads(memo("--json", "sync", "git", vault=tmp_path / "b", env=env).stdout)
+    assert same["invoicesPulled"] == ["2026-0001"] and same["termsDiffer"] == []
+    git("reset", "-q", "--hard", "HEAD~1", cwd=tmp_path / "b")
+    other.write_text(ISSUER + "\n[vaultGit]\nenabled = true\n", encoding="utf-8")
+    said = " ".join(memo("sync", "git", vault=tmp_path / "b", env=b_env).stderr.split())
+    assert said == ("warning: invoice 2026-0001, issued on another machine, billed Acme Corp on other terms than this "
+                    "machine's config: no billing terms here; reports and invoices here come to other amounts until "
+                    "[clients.\"Acme Corp\"] is the same as that machine's (billing terms are each machine's config: "
+                    "memo config show there, memo config set 'clients.\"Acme Corp\"' … here)")
+
+
 def test_a_credit_note_issued_before_the_merge_still_cancels_its_own_invoice(remote, tmp_path):
     """B, offline, issued 2026-0001 and cancelled it at once; A had issued its own 2026-0001 first.
     After the merge B's invoice is the duplicate — and B's credit note, which named "2026-0001",

@@ -603,6 +603,13 @@ def say_duplicate_invoices(result: dict) -> None:
                         f"reports show the record's (they still bill the invoice's minutes); put it back "
                         f"({back_as_invoiced(item)}) or cancel the invoice (memo invoice credit {item['invoice']}) and "
                         "bill it again"))
+    for item in result.get("termsDiffer", []):
+        key = config_key_text(["clients", item["client"]])
+        err.print(_safe(f"warning: invoice {item['invoice']}, issued on another machine, billed {item['client']} on "
+                        f"other terms than this machine's config: {'; '.join(item['differences'])}; reports and "
+                        f"invoices here come to other amounts until [{key}] is the same as that machine's (billing "
+                        f"terms are each machine's config: memo config show there, "
+                        f"memo config set {shlex.quote(key)} … here)"))
     root = state.settings.vault_root if state.settings else "~/.memo/vault"
     for path in result.get("issuedChangedHere", []):
         err.print(_safe(f"warning: {path} was changed or deleted since it was issued; it is not committed (an issued "
