@@ -350,8 +350,9 @@ def differs_from_issued(meta: dict[str, Any], terms: ClientBilling | None, union
     found = []
     if meta.get("currency") and meta["currency"] != terms.currency:
         found.append(f"currency {terms.currency} (the invoice: {meta['currency']})")
-    for line in meta.get("lines") or []:
-        if line.get("unit", "HUR") != "HUR" or not isinstance(line.get("project"), str):
+    lines = meta.get("lines")
+    for line in lines if isinstance(lines, list) else []:
+        if not isinstance(line, dict) or line.get("unit", "HUR") != "HUR" or not isinstance(line.get("project"), str):
             continue
         try:
             billed = Decimal(str(line.get("rate")))
