@@ -923,6 +923,10 @@ def _save_state(store: VaultStore, result: dict[str, Any]) -> None:
     if result["skipped"]:
         return
     changes: dict[str, Any] = {"lastAttemptAt": result["at"], "last": result}
+    if result.get("termsDiffer"):  # kept for `memo sync status`, which says them until the terms agree
+        before = read_state(store).get("termsDifferInvoices")
+        kept = [ref for ref in before if isinstance(ref, str)] if isinstance(before, list) else []
+        changes["termsDifferInvoices"] = sorted(set(kept) | {item["invoice"] for item in result["termsDiffer"]})
     if result["error"]:
         changes.update(lastError=result["error"], lastErrorAt=result["at"])
     else:
@@ -948,15 +952,21 @@ def status(store: VaultStore) -> dict[str, Any]:
     and ``lastErrorAt`` are None once a later sync succeeded.
 
     Returns ``{enabled, remote, branch, remoteUrl, repository (bool), unpushedCommits,
-    uncommittedFiles, conflictFiles, lastAttemptAt, lastSuccessAt, lastError, lastErrorAt}``;
-    counts are None when the vault is not a git repository yet.
+    uncommittedFiles, conflictFiles, lastAttemptAt, lastSuccessAt, lastError, lastErrorAt,
+    termsDiffer}``; counts are None when the vault is not a git repository yet. ``termsDiffer``:
+    the invoices a sync pulled whose client this machine's config still bills otherwise
+    (:func:`_terms_differ`, compared again now: a sync run in the background, at a session's end,
+    said them to no one).
     """
     vg = store.settings.vault_git
     state = read_state(store)
+    refs = state.get("termsDifferInvoices")
     answer: dict[str, Any] = {"enabled": vg.enabled, "remote": vg.remote, "branch": vg.branch, "remoteUrl": None,
                               "repository": (store.root / ".git").exists(), "unpushedCommits": None,
                               "uncommittedFiles": None,
                               **{k: state.get(k) for k in ("lastAttemptAt", "lastSuccessAt", "lastError", "lastErrorAt")}}
+    answer["termsDiffer"] = _terms_differ(store, [r for r in refs if isinstance(r, str)] if isinstance(refs, list)
+                                          else [])
     if answer["lastError"] and answer["lastSuccessAt"] and answer["lastSuccessAt"] > (answer["lastErrorAt"] or ""):
         answer["lastError"] = answer["lastErrorAt"] = None  # a sync since has succeeded: settled
     if answer["repository"]:

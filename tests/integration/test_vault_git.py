@@ -716,6 +716,14 @@ def test_a_pulled_invoice_billed_on_other_terms_than_this_machines_config_is_sai
         "hourlyRate web 95.00 (the invoice: 120.00)",
         "rounding: each session is billed in steps of 15 minutes; then a session beside an earlier one of the client "
         "bills only the minutes that one did not cover (the invoice: none)"]}]
+    # `memo sync status` keeps saying it (a sync at a session's end tells no one) until the terms agree
+    status = json.loads(memo("--json", "sync", "status", vault=tmp_path / "b", env=b_env).stdout)["vaultGit"]
+    assert [(i["invoice"], len(i["differences"])) for i in status["termsDiffer"]] == [("2026-0001", 2)]
+    shown = " ".join(memo("sync", "status", vault=tmp_path / "b", env=b_env).stdout.split())
+    assert ("invoice 2026-0001, pulled from another machine, billed Acme Corp on other terms than this machine's "
+            "config: hourlyRate web 95.00 (the invoice: 120.00)") in shown
+    agreed = json.loads(memo("--json", "sync", "status", vault=tmp_path / "b", env=env).stdout)["vaultGit"]
+    assert agreed["termsDiffer"] == []
     # the same terms say nothing; a machine without Acme's terms says so
     git("reset", "-q", "--hard", "HEAD~1", cwd=tmp_path / "b")
     same = json.loads(memo("--json", "sync", "git", vault=tmp_path / "b", env=env).stdout)

@@ -70,6 +70,9 @@ def sync_status() -> None:
             out.print(_safe(f"vault-git: {where}{counts} · last success: {git['lastSuccessAt'] or 'never'}"))
             if git.get("lastError"):
                 out.print(_safe(f"  last error: {git['lastError']} at {git['lastErrorAt']}"))
+            for item in git.get("termsDiffer") or []:
+                out.print(_safe(f"  invoice {item['invoice']}, pulled from another machine, billed {item['client']} "
+                                f"on other terms than this machine's config: {'; '.join(item['differences'])}"))
 
     _emit(result, human)
 
