@@ -631,11 +631,14 @@ class ConfigProblem:
 
 def refused_value(key: str, error: Any) -> str:
     """``, not '95,50' (a decimal point, not a comma: 95.50)``: the refused value when it is a
-    short scalar of a key that holds no secret, so the person sees what the file says."""
+    short scalar of a key that holds no secret, so the person sees what the file says (a URL's
+    user and password masked: the message may reach a long-running process's log)."""
     value = error.get("input")
     if (not isinstance(value, (str, int, float)) or isinstance(value, bool) or len(str(value)) > 60
             or re.search(r"token|secret|password|key", key, re.I) or str(value) in str(error.get("msg"))):
         return ""
+    if isinstance(value, str):
+        value = re.sub(r"(?<=//)[^/@\s]+@", "***@", value)
     hint = ""
     if isinstance(value, str) and "decimal" in error.get("type", "") and re.fullmatch(r"\s*\d+,\d+\s*", value):
         hint = f" (a decimal point, not a comma: {value.strip().replace(',', '.')})"

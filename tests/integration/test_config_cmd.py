@@ -169,3 +169,9 @@ def test_a_refused_value_in_the_file_is_repeated_unless_it_is_a_secret(config, t
     refused = memo(config, "activity", "--all")
     assert refused.returncode == 1 and refused.stderr.strip().endswith("Input should be a valid string")
     assert "123456789" not in refused.stderr
+    config.write_text('[hybrid]\nremoteUrl = "ftp://alice:hunter2@host/x"\n', encoding="utf-8")
+    from memo_analytics.config import config_file_problems, read_config_file
+
+    # as a long-running process logs it, with no redaction after: the URL's password is masked
+    [problem] = config_file_problems(read_config_file(config), config.parent)
+    assert "hunter2" not in str(problem) and "'ftp://***@host/x'" in str(problem)
