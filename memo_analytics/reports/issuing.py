@@ -419,8 +419,10 @@ def vault_git_numbering(store: VaultStore, settings: Settings, offline: bool = F
     within the same seconds (then the sync keeps both and says so, :mod:`~memo_analytics.vault.ledger`).
     ``offline`` numbers without the pull. Yields an interface's ``vaultGit`` answer —
     ``{pulled, pushed, error}``, and ``duplicateInvoices`` / ``duplicateCreditNotes`` when a sync
-    found a number issued elsewhere as well (``renamedHere``: those that were this machine's), ``invoicedSessionsChanged`` when a pull left invoiced
-    sessions differing from their invoice; empty without vault-git — filled in on the way out.
+    found a number issued elsewhere as well (``renamedHere``: those that were this machine's),
+    ``invoicedSessionsChanged`` when a pull left invoiced sessions differing from their invoice,
+    ``termsDiffer`` when it pulled invoices this machine's config bills otherwise; empty without
+    vault-git — filled in on the way out.
 
     Raises
     ------

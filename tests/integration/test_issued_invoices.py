@@ -815,7 +815,8 @@ def test_a_session_line_carries_its_day_summary_and_deliverables_into_the_factur
                                          pr="https://example.com/acme/web/pull/6"))
     store.close()
     run(billing, "session", "edit", "a1", "--project", "web", "--summary", "Fixed the login redirect")
-    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30", "--lines", "session")
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30",
+                "--lines", "session")
     root = xml_of(Path(doc["pdf"]))  # schema and EN 16931 rules pass with the new terms
     items = root.xpath("//ram:IncludedSupplyChainTradeLineItem", namespaces=NS)
 
@@ -831,7 +832,8 @@ def test_a_session_line_carries_its_day_summary_and_deliverables_into_the_factur
             terms(i, ".//ram:BillingSpecifiedPeriod/ram:EndDateTime/udt:DateTimeString") for i in items] == [
         ["20260602", "20260602"], ["20260603", "20260603"], ["20260610", "20260610"]]
     assert [terms(i, "ram:AssociatedDocumentLineDocument/ram:IncludedNote/ram:Content") for i in items] == [
-        ["Session 2026-06-02 11:00–12:20"], ["Session 2026-06-03 11:00–11:25"], ["Session 2026-06-10 01:10–03:20"]]
+        ["Session 2026-06-02 11:00–12:20"], ["Session 2026-06-03 11:00–11:25"],
+        ["Session 2026-06-10 01:10–03:20"]]
 
 
 def test_a_line_period_is_read_from_every_printed_date_form():

@@ -582,8 +582,8 @@ def say_duplicate_invoices(result: dict) -> None:
         if ref in here:  # this machine's own document lost its number's file to the other machine's
             number = ref.split(".duplicate-")[0]
             kind = "invoice" if ref in result.get("duplicateInvoices", []) else "credit note"
-            err.print(_safe(f"warning: number {number} was also given on another machine, before this one: its document "
-                            f"keeps the file invoices/{number}.pdf; the {kind} issued here is now {ref} "
+            err.print(_safe(f"warning: number {number} was also given on another machine, before this one: its "
+                            f"document keeps the file invoices/{number}.pdf; the {kind} issued here is now {ref} "
                             f"(invoices/{ref}.pdf) and stays issued"
                             + (f": if it went out as {number}, cancel it with memo invoice credit {ref} and bill its "
                                f"sessions again" if kind == "invoice" else
