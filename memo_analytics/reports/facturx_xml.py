@@ -8,7 +8,8 @@ XML schema it ships, and embedded into the PDF/A-3 rendered by WeasyPrint
 Mapping: one invoice line per printed line (quantity = hours, unit ``HUR``, net price = the
 hourly rate, line net = the printed amount, item name = project and description, item
 description = the line's notes — a session's summary and deliverables, a project's tasks —, the
-line's period = the days its sessions began and ended, and a session line's printed day and
+line's period = the first day its sessions began and the last day one ended (read from its printed
+day on a line stored before lines carried it), and a session line's printed day and
 clock span as its note); one VAT
 breakdown (the client's category: S with its rate, AE reverse charge or E exempt, each with
 its exemption sentence); payment means 58 (SEPA credit transfer) with the issuer's IBAN/BIC
@@ -84,7 +85,12 @@ def _line(n: int, line: dict[str, Any], category: str, rate: str) -> dict[str, A
     notes = [note for note in line.get("notes") or [] if note]
     if notes:
         terms["BT-154"] = "; ".join(notes)
-    period = line_period(line.get("date") or "")
+    stored = (line.get("periodStart"), line.get("periodEnd"))
+    try:  # a line stored since lines carry their period; an older one's is read from its printed day
+        period = (date.fromisoformat(stored[0]), date.fromisoformat(stored[1])) if all(
+            isinstance(day, str) for day in stored) else line_period(line.get("date") or "")
+    except ValueError:
+        period = line_period(line.get("date") or "")
     if period:
         terms["BT-134"], terms["BT-135"] = period
     if ":" in (line.get("date") or ""):

@@ -157,6 +157,9 @@ class InvoiceLine:
     rate: Decimal
     amount: Decimal
     unit: str = "HUR"
+    #: the first day its sessions began and the last day one ended, in the report's zone
+    #: (``YYYY-MM-DD``; the Factur-X line period, BT-134/135); None: read from ``date``
+    period: tuple[str, str] | None = None
 
     @property
     def duration(self) -> str:
@@ -167,7 +170,8 @@ class InvoiceLine:
         as decimal text)."""
         return {"date": self.date, "project": self.project, "description": self.description,
                 "notes": list(self.notes), "sessions": self.sessions, "durationMinutes": self.duration_minutes,
-                "hours": str(self.hours), "rate": str(self.rate), "amount": str(self.amount), "unit": self.unit}
+                "hours": str(self.hours), "rate": str(self.rate), "amount": str(self.amount), "unit": self.unit,
+                **({"periodStart": self.period[0], "periodEnd": self.period[1]} if self.period else {})}
 
 
 @dataclass
@@ -395,7 +399,8 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
             date=f"{start:%Y-%m-%d} {began}–{ended}" + (f" (+{days}d)" if days else ""),
             project=item["project"], description=task, notes=tuple(notes), sessions=1,
             duration_minutes=_billed(item), hours=hours, rate=_rate(billing, item["project"]),
-            amount=line_amount(hours, billing.rate_for(item["project"]), billing.currency)))
+            amount=line_amount(hours, billing.rate_for(item["project"]), billing.currency),
+            period=(f"{start.date()}", f"{end.date()}")))
     return out
 
 
@@ -428,6 +433,7 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
         mine = groups[project]
         first = from_iso(mine[0]["startTime"]).astimezone(report.zone).date()
         last = from_iso(mine[-1]["startTime"]).astimezone(report.zone).date()
+        ended = max(from_iso(i.get("endTime") or i["startTime"]).astimezone(report.zone).date() for i in mine)
         hours = sum((_hours(i["billableHours"]) for i in mine), Decimal("0.00"))
         tasks = sorted({i["taskSlug"] for i in mine if i["taskSlug"]}, key=_natural)  # invoices-6 before -11
         listed = ", ".join(tasks[:6]) + (f" and {len(tasks) - 6} more" if len(tasks) > 6 else "")
@@ -441,7 +447,8 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
             project=project, description=f"Work on {project}: {n} {'session' if n == 1 else 'sessions'}",
             notes=((f"Tasks: {listed}",) if tasks else ()) + ((worked,) if work else ()), sessions=n,
             duration_minutes=sum(_billed(i) for i in mine), hours=hours,
-            rate=_rate(billing, project), amount=line_amount(hours, billing.rate_for(project), billing.currency)))
+            rate=_rate(billing, project), amount=line_amount(hours, billing.rate_for(project), billing.currency),
+            period=(f"{first}", f"{max(last, ended)}")))
     return out
 
 

@@ -836,6 +836,23 @@ def test_a_session_line_carries_its_day_summary_and_deliverables_into_the_factur
         ["Session 2026-06-10 01:10–03:20"]]
 
 
+def test_a_project_line_period_ends_the_day_its_last_session_ended(billing):
+    """A project line's period runs from the day its first session began to the day the last one
+    ended (a session across midnight at the month's end ends on 1 July), though the page prints the
+    days they began."""
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    _session(store, "m1", "web", "Acme Corp", "2026-06-30T21:10:00Z", "2026-06-30T23:20:00Z")
+    store.close()
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    items = xml_of(Path(doc["pdf"])).xpath("//ram:IncludedSupplyChainTradeLineItem", namespaces=NS)
+    periods = [[n.text for n in item.xpath(".//ram:BillingSpecifiedPeriod//udt:DateTimeString", namespaces=NS)]
+               for item in items]
+    assert periods == [["20260603", "20260603"], ["20260602", "20260701"]]  # api, then web
+    shown = json.loads(run(billing, "--json", "invoice", "show", doc["number"]).stdout)
+    assert [(line["date"], line["periodStart"], line["periodEnd"]) for line in shown["lines"]] == [
+        ("2026-06-03", "2026-06-03", "2026-06-03"), ("2026-06-02 – 2026-06-30", "2026-06-02", "2026-07-01")]
+
+
 def test_a_line_period_is_read_from_every_printed_date_form():
     """The stored ``date`` text of a project line, a session line and one crossing midnight."""
     from memo_analytics.reports.facturx_xml import line_period
