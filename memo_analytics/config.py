@@ -265,9 +265,11 @@ class OperatorPolicy(BaseModel):
     ``horizon_days``: items older than this are counted, not listed.
     ``debounce_seconds``: a change of the vault is folded into one recompute within this time.
     ``webhook_url`` / ``settle_seconds`` / ``notify_min_interval_seconds``: the notification
-    (one per settle window, at most one per interval, never an item already sent).
+    (one per settle window, at most one per interval, never an item already sent while it
+    stays in the digest); ``webhook_timeout_seconds``: how long one POST may take in all.
     ``max_auto_actions_per_hour``: past this many automatic actions on one session in an
-    hour, delegated actions fall back to proposals.
+    hour, delegated actions on that session fall back to proposals (per session, SPEC §6:
+    every other session's stale state is still acted on).
     ``stories_dir``: where the ``export_story`` action writes stories (outside any vault).
     """
 
@@ -281,8 +283,29 @@ class OperatorPolicy(BaseModel):
     webhook_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
     settle_seconds: float = Field(default=60.0, ge=0, le=86_400)
     notify_min_interval_seconds: float = Field(default=3600.0, ge=0, le=604_800)
+    webhook_timeout_seconds: float = Field(default=10.0, ge=1, le=300)
     max_auto_actions_per_hour: int = Field(default=3, ge=0, le=1000)
     stories_dir: Path = Field(default_factory=lambda: Path.home() / ".memo" / "stories")
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _webhook_address(cls, value: str | None) -> str | None:
+        """A URL a POST can reach: a host, and a port from 1 to 65535 when one is given
+        (``:87650`` was accepted, and every pass failed)."""
+        if value is None:
+            return value
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value)
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError("its port must be a number from 1 to 65535") from None
+        if not parts.hostname:
+            raise ValueError("it names no host (http://HOST[:PORT]/PATH)")
+        if port == 0:
+            raise ValueError("its port must be a number from 1 to 65535")
+        return value
 
     @field_validator("stories_dir", mode="before")
     @classmethod

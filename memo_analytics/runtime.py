@@ -216,6 +216,15 @@ class Runtime:
 
     # ------------------------------------------------------------ a changed config file
 
+    def settling(self) -> float | None:
+        """Seconds until a config file change seen by :meth:`refresh` may be read (it must stay
+        unchanged that long first); None when no change waits. A polling caller asks again then,
+        not a whole interval later."""
+        pending = self._pending
+        if pending is None:
+            return None
+        return max(self._settle - (time.monotonic() - pending[1]), 0.0)
+
     def refresh(self) -> bool:
         """Read the config file again once it changed and then stayed unchanged for
         ``settle_seconds`` (one ``stat`` otherwise); every open store takes the new settings

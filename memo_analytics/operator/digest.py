@@ -161,11 +161,17 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
                                                                 "until": to_iso(last)},
                 "summary": f"end {sid} at its last activity {to_iso(last)}"}
     if open_minutes >= policy.open_too_long_hours * 60:
-        at_stake = max(open_minutes - _age(start, last), 0) if billable else 0
+        # at stake: the minutes since its last turn, which ending it now would bill for nothing
+        at_stake = idle_minutes if billable else 0
+        if not (session.get("lastTurnAt") and last > start):
+            why = f"open {_hours(open_minutes)} with no turn recorded; ending now would bill {_hours(open_minutes)}"
+        else:
+            why = (f"open {_hours(open_minutes)}, last turn {_since(idle_minutes)} ago; ending now would bill "
+                   f"{_hours(open_minutes)}, " + (f"{_hours(idle_minutes)} of it after its last turn" if idle_minutes
+                                                 else "none of it idle"))
+        why += "" if billable else " (not billable)"
         return Item("session_open_too_long", KIND_LANE["session_open_too_long"], sid, project,
-                    "you to end it", f"open {_hours(open_minutes)}, last turn {_since(idle_minutes)} ago; "
-                    f"ending now would bill {_hours(open_minutes)}" + ("" if billable else " (not billable)"),
-                    open_minutes, at_stake, end_command, to_iso(start), state, proposal)
+                    "you to end it", why, open_minutes, at_stake, end_command, to_iso(start), state, proposal)
     if idle_minutes >= policy.stalled_minutes:
         return Item("session_stalled", KIND_LANE["session_stalled"], sid, project,
                     "a turn or an end", f"no turn for {_since(idle_minutes)}", idle_minutes,

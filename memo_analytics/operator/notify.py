@@ -1,13 +1,22 @@
 """Digest notifications by webhook (SPEC §6 phase 1).
 
-A pass offers the current digest; only items never sent before count as new (an item is
-its reason code and subject). New items are coalesced: the first new item opens a settle
-window (``operator.settleSeconds``) and everything new by its end goes out as one POST;
-and at most one notification leaves per ``operator.notifyMinIntervalSeconds`` (an hour by
-default) — a new item inside that hour waits for the next pass after it. A failed POST
-is retried on a later pass; an item is marked sent only when the receiver answered 2xx.
-State lives in ``.memo/notify.json``, written atomically under its own lock file (a slow
-receiver never holds up the vault's writers; two watchers never send the same item twice).
+A pass offers the current digest; only items not sent before count as new (an item is its
+reason code, subject and project). An item that left the digest (resolved: the session got a
+turn or ended, the hand-off was claimed) is forgotten, so it is sent again when it comes back.
+New items are coalesced: the first new item opens a settle window (``operator.settleSeconds``)
+and everything new by its end goes out as one POST; and at most one notification leaves per
+``operator.notifyMinIntervalSeconds`` (an hour by default) — a new item inside that hour waits
+for the next pass after it. A digest served stale (the vault changed within the debounce
+window) or from a failed recompute is not offered: its items may be resolved already.
+
+A POST may take ``operator.webhookTimeoutSeconds`` in all. A failed POST is retried on a
+later pass, backing off (30 s, 1, 2, 4 … up to 15 min between tries); an item is marked sent
+only when the receiver answered 2xx. Every try of one batch carries the same ``deliveryId``
+(also as the ``Idempotency-Key`` header): a receiver that took a batch but whose answer was
+lost (a timeout, the watcher stopped by SIGINT/SIGTERM mid-POST) sees the retry under the id
+it already has. State lives in ``.memo/notify.json``, written atomically under its own lock
+file (a slow receiver never holds up the vault's writers; two watchers never send the same
+item twice).
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ import http.client
 import json
 import urllib.error
 import urllib.request
+from urllib.parse import urlsplit
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,15 +33,37 @@ from filelock import FileLock
 
 from ..domain.clock import from_iso, to_iso, utcnow
 from ..services.remote import exchange
+from .digest import fingerprint
 from ..services.store import VaultStore
 from ..vault.io import read_json_state, write_json_state
 
 STATE_FILE = "notify.json"
-TIMEOUT_SECONDS = 10
+#: the first retry of a failed POST waits this long; each further failure doubles it, up to the cap
+BACKOFF_SECONDS = 30
+BACKOFF_CAP_SECONDS = 900
 
 
 def item_key(item: dict[str, Any]) -> str:
+    """The item as ``notify.json`` remembers it: ``kind:subject (project)``, and the further vault
+    it was read from — the same session id in two projects is two items (SPEC §2.1)."""
+    key = f"{item['kind']}:{item['subject']} ({item.get('project') or ''})"
+    return key + (f" in {item['vault']}" if item.get("vault") else "")
+
+
+def _legacy_key(item: dict[str, Any]) -> str:
+    """How a notify.json written before kept the item (``kind:subject``)."""
     return f"{item['kind']}:{item['subject']}"
+
+
+def webhook_label(url: str) -> str:
+    """The webhook as a log line may name it: scheme, host and port, never its path or query
+    (a Slack or Discord webhook's path is its secret)."""
+    parts = urlsplit(url)
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        port = ""
+    return f"{parts.scheme}://{parts.hostname or '?'}{port}"
 
 
 def _state_path(store: VaultStore):
@@ -46,13 +78,14 @@ def _save(store: VaultStore, state: dict[str, Any]) -> None:
     write_json_state(_state_path(store), state)
 
 
-def _post(url: str, payload: dict[str, Any]) -> str | None:
+def _post(url: str, payload: dict[str, Any], timeout: float) -> str | None:
     request = urllib.request.Request(url, data=json.dumps(payload).encode("utf-8"), method="POST",
-                                     headers={"Content-Type": "application/json", "User-Agent": "memo-digest"})
+                                     headers={"Content-Type": "application/json", "User-Agent": "memo-digest",
+                                              "Idempotency-Key": payload["deliveryId"]})
     try:
         # within the time in all (a receiver sending its headers slowly held the watch for ever), and
         # no redirect followed (urllib made a POST a GET without the digest, and took its 2xx for sent)
-        status = exchange(request, TIMEOUT_SECONDS, read=lambda response, _: response.status)
+        status = exchange(request, timeout, read=lambda response, _: response.status)
         return None if 200 <= status < 300 else f"HTTP {status}"
     except urllib.error.HTTPError as exc:
         exc.close()
@@ -62,26 +95,57 @@ def _post(url: str, payload: dict[str, Any]) -> str | None:
         return f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
 
 
+def _forget_resolved(state: dict[str, Any], items: list[dict[str, Any]]) -> bool:
+    """Keep in ``state["sent"]`` only the items still in the digest (a resolved item that comes
+    back is new again); a key written before keeps its item. Whether anything changed."""
+    sent = state["sent"]
+    kept: dict[str, str] = {}
+    for item in items:
+        at = sent.get(item_key(item)) or sent.get(_legacy_key(item))
+        if at:
+            kept[item_key(item)] = at
+    changed = kept != sent
+    state["sent"] = kept
+    return changed
+
+
 def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
-    """Offer one digest pass to the webhook. Returns ``{sent, items, reason}``: ``sent``
-    the number of items posted (0 when nothing left), ``reason`` why not (``no webhook``,
-    ``nothing new``, ``settling until …``, ``rate limited until …``, ``failed: …``)."""
+    """Offer one digest pass to the webhook. Returns ``{sent, items, reason}``: ``sent`` the
+    number of items posted (0 when nothing left), ``items`` their keys, ``reason`` why not
+    (``no webhook configured``, ``waiting for …`` on a stale digest, ``nothing new``,
+    ``settling until …``, ``rate limited until …``, ``failed: …`` — naming the webhook's host —,
+    ``backing off until …``) or ``sent``; ``failed`` is true when this pass's POST failed.
+
+    The POST's JSON: ``deliveryId`` (the same on every try of one batch), ``computedAt`` (the
+    digest's, UTC), ``sentAt`` (UTC), ``items`` (the digest's wire items) and ``text`` (one line each).
+    """
     url = store.settings.operator.webhook_url
     if not url:
         return {"sent": 0, "items": [], "reason": "no webhook configured"}
+    if digest.get("error"):
+        return {"sent": 0, "items": [], "reason": f"waiting for a digest that can be computed ({digest['error']})"}
+    if digest.get("stale"):
+        return {"sent": 0, "items": [], "reason": "waiting for the vault to settle (it changed within "
+                                                  "operator.debounceSeconds): its items may be resolved already"}
     now = now or utcnow()
     policy = store.settings.operator
     store.layout.meta_dir.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(store.layout.meta_dir / "notify.lock"), timeout=TIMEOUT_SECONDS * 3):
+    with FileLock(str(store.layout.meta_dir / "notify.lock"), timeout=policy.webhook_timeout_seconds * 3):
         state = _load(store)
-        new = [item for item in digest.get("items", []) if item_key(item) not in state["sent"]]
+        items = list(digest.get("items", []))
+        changed = _forget_resolved(state, items)
+        new = [item for item in items if item_key(item) not in state["sent"]]
         if not new:
-            if state.get("pendingSince"):
-                state["pendingSince"] = None
+            if state.get("pendingSince") or state.get("failures"):
+                state.update(pendingSince=None, failures=0, retryAt=None)
+                changed = True
+            if changed:
                 _save(store, state)
             return {"sent": 0, "items": [], "reason": "nothing new"}
         if not state.get("pendingSince"):
             state["pendingSince"] = to_iso(now)
+            changed = True
+        if changed:
             _save(store, state)
         settled = from_iso(state["pendingSince"]) + timedelta(seconds=policy.settle_seconds)
         if now < settled:
@@ -90,14 +154,25 @@ def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None
             allowed = from_iso(state["lastSentAt"]) + timedelta(seconds=policy.notify_min_interval_seconds)
             if now < allowed:
                 return {"sent": 0, "items": [], "reason": f"rate limited until {to_iso(allowed)}"}
-        error = _post(url, {"computedAt": digest.get("computedAt"), "items": new,
+        if state.get("retryAt") and now < from_iso(state["retryAt"]):
+            return {"sent": 0, "items": [], "reason": f"backing off until {state['retryAt']} after "
+                                                      f"{state.get('failures', 1)} failed tries", "failed": True}
+        keys = [item_key(i) for i in new]
+        delivery = fingerprint(state["pendingSince"], sorted(keys))
+        error = _post(url, {"deliveryId": delivery, "computedAt": digest.get("computedAt"), "sentAt": to_iso(now),
+                            "items": new,
                             "text": "\n".join(f"[{i['kind']}] {i['subject']} ({i['project']}): {i['why']} → "
-                                              f"{i['action']}" for i in new)})
+                                              f"{i['action']}" for i in new)}, policy.webhook_timeout_seconds)
         if error is not None:
-            return {"sent": 0, "items": [], "reason": f"failed: {error}"}
-        for item in new:
-            state["sent"][item_key(item)] = to_iso(now)
-        state["lastSentAt"] = to_iso(now)
-        state["pendingSince"] = None
+            failures = int(state.get("failures") or 0) + 1
+            wait = min(BACKOFF_SECONDS * 2 ** (failures - 1), BACKOFF_CAP_SECONDS)
+            state.update(failures=failures, retryAt=to_iso(now + timedelta(seconds=wait)))
+            _save(store, state)
+            return {"sent": 0, "items": [], "failed": True,
+                    "reason": f"failed: {error} (webhook {webhook_label(url)}; try {failures}, the next after "
+                              f"{state['retryAt']})"}
+        for key in keys:
+            state["sent"][key] = to_iso(now)
+        state.update(lastSentAt=to_iso(now), pendingSince=None, failures=0, retryAt=None)
         _save(store, state)
-        return {"sent": len(new), "items": [item_key(i) for i in new], "reason": "sent"}
+        return {"sent": len(new), "items": keys, "reason": "sent", "deliveryId": delivery}

@@ -671,6 +671,60 @@ def _entry_event(entry: dict[str, Any]) -> HookEvent:
     return parse_event(entry["agent"], entry["payload"], received, entry.get("event"))
 
 
+def _replay(waiting: list[Path], apply: Callable[[HookEvent, dict[str, Any]], str], agent: str,
+            note: Callable[[str], None]) -> tuple[Path, dict[str, Any], Exception] | None:
+    """Apply the spooled events ``waiting`` in order, each file removed once applied (or dropped
+    as unusable); returns ``(path, entry, error)`` of the one that failed (the rest wait for the
+    next run), else None."""
+    for path in waiting:
+        try:  # an entry that cannot be read is set aside: one bad file must not stop the capture
+            old = json.loads(path.read_text(encoding="utf-8"))
+            replayed = _entry_event(old)
+            old["captureId"] = str(old["captureId"])
+        except FileNotFoundError:
+            continue  # applied meanwhile by another run (a hook beside the watch)
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoError) as exc:
+            _quarantine(path)
+            note(f"{agent}: spooled {path.name} set aside (.bad): {type(exc).__name__}")
+            continue
+        try:
+            line = apply(replayed, old)
+        except (InvalidFieldError, SessionCompletedError, ValueError) as exc:  # ValueError: a refused request
+            line = f"spooled event dropped: {str(exc).splitlines()[0][:300]}"
+        except Exception as exc:  # noqa: BLE001 — the vault's trouble, or this event's: the caller tells
+            return path, old, exc
+        path.unlink(missing_ok=True)
+        note(f"{agent}: replayed {path.name}: {line}")
+    return None
+
+
+def drain_spool(store: VaultStore, who: str = "operator watch") -> list[str]:
+    """Apply the hook events waiting in the spool of ``store``'s vault, oldest first, as the next
+    hook run would (SPEC §8: a locked or broken vault spools them): a long-running watch records
+    them without waiting for the agent's next event. Returns the outcome lines (also appended
+    to the spool's log; none when nothing waits). Never raises: an event that still cannot be
+    applied stays in the spool, in order, and its line says why."""
+    waiting = spooled(store.root)
+    outcomes: list[str] = []
+    if not waiting:
+        return outcomes
+
+    def note(line: str) -> None:
+        outcomes.append(line)
+        _log(store.root, line)
+
+    try:
+        stuck = _replay(waiting, lambda one, entry: apply_event(store, one, str(entry["captureId"]), replayed=True),
+                        who, note)
+    except Exception as exc:  # noqa: BLE001 — a watch must keep watching
+        stuck = (waiting[0], {}, exc)
+    if stuck is not None:
+        path, _, exc = stuck
+        note(f"{who}: {path.name} and later spooled events wait: {type(exc).__name__}: "
+             f"{str(exc).splitlines()[0][:300] if str(exc) else ''}")
+    return outcomes
+
+
 def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, raw: bytes | str,
             event_name: str | None = None, received: datetime | None = None,
             send: Callable[[HookEvent, dict[str, Any]], str] | None = None) -> list[str]:
@@ -716,25 +770,7 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
                 return send(one, spooled_entry)
             return apply_event(store, one, str(spooled_entry["captureId"]), replayed=replayed)
 
-        stuck = None  # (path, entry, error) of a spooled event that failed again
-        for path in waiting:
-            try:  # an entry that cannot be read is set aside: one bad file must not stop the capture
-                old = json.loads(path.read_text(encoding="utf-8"))
-                replayed = _entry_event(old)
-                old["captureId"] = str(old["captureId"])
-            except (OSError, ValueError, KeyError, TypeError, RecursionError, MemoError) as exc:
-                _quarantine(path)
-                note(f"{agent}: spooled {path.name} set aside (.bad): {type(exc).__name__}")
-                continue
-            try:
-                line = apply(replayed, old)
-            except (InvalidFieldError, SessionCompletedError, ValueError) as exc:  # ValueError: a refused request
-                line = f"spooled event dropped: {str(exc).splitlines()[0][:300]}"
-            except Exception as exc:  # noqa: BLE001 — the vault's trouble, or this event's: the new event tells
-                stuck = (path, old, exc)
-                break  # the rest wait their turn (in order) for the next run
-            path.unlink(missing_ok=True)
-            note(f"{agent}: replayed {path.name}: {line}")
+        stuck = _replay(waiting, apply, agent, note)
         note(f"{agent}: {apply(event, entry, replayed=False)}")
         if stuck is not None:  # the new event was recorded: the vault works, the spooled one is what fails
             _count_failure(vault_root, agent, *stuck, note)

@@ -207,7 +207,9 @@ def test_an_item_names_whose_work_it_is(tmp_path):
     [item] = [i for i in json.loads(memo("--json", "digest", "--as-of", "2026-03-10T12:00", vault=vault).stdout)["items"]
               if i["subject"] == "w1"]
     assert item["owner"] == "ana@team.test"
-    assert "(ana@team.test)" in memo("digest", "--as-of", "2026-03-10T12:00", vault=vault).stdout
+    human = memo("digest", "--as-of", "2026-03-10T12:00", vault=vault).stdout
+    row = next(line for line in human.splitlines() if "session_stalled:w1" in line)
+    assert "│ session_stalled:w1 " in row and "│ ana@team.test" in row  # the id alone: it is what apply takes
     assert "web · ana@team.test" in item_html({**item, "owner": "ana@team.test"})
     assert "&lt;b&gt;" in item_html({**item, "owner": "<b>x</b>"})
 
@@ -238,3 +240,24 @@ def test_a_reviewed_pull_request_leaves_the_digest(tmp_path):
     assert again.stdout.strip() == "session w1: already so, nothing changed"  # it keeps when it was reviewed
     memo("session", "edit", "w1", "--not-reviewed", vault=vault)
     assert [i["id"] for i in awaiting()] == ["pr_awaiting_review:w1"]
+
+
+def test_the_commands_print_whole_on_one_line_each(tmp_path):
+    """Found by an operator: in an 80-column terminal the table folded the ``do`` command, so a
+    pasted line ran ``memo session end … --project shop`` without its ``--until`` (billing the idle
+    night), and the item column showed ``session_stalled:own-1 (bob)``, which apply refused.
+    Each command is one whole line below the table; the item column holds the id only."""
+    vault = tmp_path / "v"
+    long = "a-session-with-a-rather-long-name-from-a-hook"
+    memo("session", "start", long, "--project", "a-shop-project-also-long", "--owner", "bob", "--start-time",
+         "2026-03-10T09:00:00Z", vault=vault)
+    memo("prompt", "record", "--project", "a-shop-project-also-long", "--session-id", long, "--body", "tidy",
+         "--created", "2026-03-10T09:20:00Z", vault=vault)
+    human = memo("digest", "--as-of", "2026-03-10T20:00", vault=vault, env={"COLUMNS": "80"}).stdout
+    end = (f"memo session end {long} --project a-shop-project-also-long --until 2026-03-10T09:20:00.000Z")
+    assert f" 1. {end}" in human.splitlines()
+    apply = next(line for line in human.splitlines() if "or apply its proposal" in line)
+    assert apply.endswith(f": memo digest apply session_open_too_long:{long}")
+    assert "(bob)" not in human
+    [item] = json.loads(memo("--json", "digest", "--as-of", "2026-03-10T20:00", vault=vault).stdout)["items"]
+    assert item["minutesAtStake"] == 640 and "10.7 h of it after its last turn" in item["why"]

@@ -41,14 +41,16 @@ def receiver():
     server.server_close()
 
 
-def _store(tmp_path, url):
-    policy = OperatorPolicy(webhook_url=url, settle_seconds=60, notify_min_interval_seconds=3600)
+def _store(tmp_path, url, **policy_fields):
+    policy = OperatorPolicy(webhook_url=url, **{"settle_seconds": 60, "notify_min_interval_seconds": 3600,
+                                                **policy_fields})
     return VaultStore(Settings(vault_root=tmp_path / "vault", timezone="UTC", operator=policy))
 
 
-def _digest(*subjects: str) -> dict:
-    return {"computedAt": "x", "items": [{"kind": "session_stalled", "subject": s, "project": "web", "why": "idle",
-                                          "action": f"memo session show {s}"} for s in subjects]}
+def _digest(*subjects: str, project: str = "web") -> dict:
+    return {"computedAt": "x", "items": [{"kind": "session_stalled", "subject": s, "project": project, "why": "idle",
+                                          "id": f"session_stalled:{s}", "action": f"memo session show {s}"}
+                                         for s in subjects]}
 
 
 def test_new_items_are_coalesced_per_settle_window_and_never_repeated(tmp_path, receiver):
@@ -83,9 +85,10 @@ def test_a_failed_post_is_retried_and_only_then_marked_sent(tmp_path, receiver):
     status["code"] = 500
     offer(store, _digest("a"), T0)
     failed = offer(store, _digest("a"), T0 + timedelta(seconds=61))
-    assert failed["reason"] == "failed: HTTP 500" and received == []
+    assert failed["reason"].startswith("failed: HTTP 500 (webhook http://127.0.0.1:") and received == []
+    assert failed["failed"] is True and "the next after 2026-03-10T09:01:31.000Z" in failed["reason"]
     status["code"] = 200
-    assert offer(store, _digest("a"), T0 + timedelta(seconds=90))["sent"] == 1 and len(received) == 1
+    assert offer(store, _digest("a"), T0 + timedelta(seconds=92))["sent"] == 1 and len(received) == 1
 
 
 def test_an_unreachable_receiver_fails_the_pass_not_the_caller(tmp_path):
@@ -101,15 +104,12 @@ def test_no_webhook_means_no_notification(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["redirect", "slow headers"])
-def test_a_receiver_that_redirects_or_never_ends_its_headers_is_a_failure_in_time(tmp_path, monkeypatch, mode):
+def test_a_receiver_that_redirects_or_never_ends_its_headers_is_a_failure_in_time(tmp_path, mode):
     """A webhook answering 302 to another address was followed as a GET without the digest, and
     its 2xx marked the items sent (nothing delivered); one sending its headers a byte at a time
     held the watch for ever. Both are failures, retried on a later pass, within the timeout."""
     import time
 
-    from memo_analytics.operator import notify
-
-    monkeypatch.setattr(notify, "TIMEOUT_SECONDS", 2)
     elsewhere: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -145,7 +145,7 @@ def test_a_receiver_that_redirects_or_never_ends_its_headers_is_a_failure_in_tim
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        store = _store(tmp_path, f"http://127.0.0.1:{server.server_address[1]}/hook")
+        store = _store(tmp_path, f"http://127.0.0.1:{server.server_address[1]}/hook", webhook_timeout_seconds=2)
         offer(store, _digest("a"), T0)
         started = time.monotonic()
         failed = offer(store, _digest("a"), T0 + timedelta(seconds=61))
@@ -156,3 +156,106 @@ def test_a_receiver_that_redirects_or_never_ends_its_headers_is_a_failure_in_tim
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_resolved_item_that_comes_back_is_sent_again(tmp_path, receiver):
+    """Found by an operator: a stalled session that got a turn and stalled again was never
+    notified again (notify.json kept its first sending for ever). An item that left the digest
+    is forgotten; one still listed is not repeated."""
+    url, received, _ = receiver
+    store = _store(tmp_path, url)
+    offer(store, _digest("a"), T0)
+    assert offer(store, _digest("a"), T0 + timedelta(seconds=61))["sent"] == 1
+    assert offer(store, _digest(), T0 + timedelta(minutes=30))["reason"] == "nothing new"  # a turn: resolved
+    offer(store, _digest("a"), T0 + timedelta(hours=2))  # stalled again
+    again = offer(store, _digest("a"), T0 + timedelta(hours=2, seconds=61))
+    assert again["sent"] == 1 and [i["subject"] for i in received[1]["items"]] == ["a"]
+    assert offer(store, _digest("a"), T0 + timedelta(hours=5))["reason"] == "nothing new"
+
+
+def test_the_same_session_id_in_two_projects_is_two_items(tmp_path, receiver):
+    url, received, _ = receiver
+    store = _store(tmp_path, url)
+    offer(store, _digest("a"), T0)
+    offer(store, _digest("a"), T0 + timedelta(seconds=61))
+    both = {"computedAt": "x", "items": _digest("a")["items"] + _digest("a", project="shop")["items"]}
+    offer(store, both, T0 + timedelta(hours=2))
+    assert offer(store, both, T0 + timedelta(hours=2, seconds=61))["sent"] == 1
+    assert [i["project"] for i in received[1]["items"]] == ["shop"]
+
+
+def test_a_notify_file_written_before_keeps_its_items_sent(tmp_path, receiver):
+    """``notify.json`` kept ``kind:subject``: after an update those items are not sent again."""
+    url, received, _ = receiver
+    store = _store(tmp_path, url)
+    store.layout.meta_dir.mkdir(parents=True)
+    (store.layout.meta_dir / "notify.json").write_text(json.dumps(
+        {"sent": {"session_stalled:a": "2026-03-10T08:00:00Z"}, "lastSentAt": "2026-03-10T08:00:00Z",
+         "pendingSince": None}))
+    assert offer(store, _digest("a"), T0 + timedelta(hours=2))["reason"] == "nothing new" and received == []
+
+
+@pytest.mark.parametrize("flag", ["stale", "error"])
+def test_a_stale_digest_is_not_offered(tmp_path, receiver, flag):
+    """Found by an operator: the watch sent items of a cached digest marked stale (the vault had
+    changed; the item was resolved already)."""
+    url, received, _ = receiver
+    store = _store(tmp_path, url, settle_seconds=0)
+    digest = {**_digest("a"), flag: True if flag == "stale" else "recompute failed: OSError"}
+    result = offer(store, digest, T0)
+    assert result["sent"] == 0 and result["reason"].startswith("waiting for") and received == []
+    assert not (store.layout.meta_dir / "notify.json").exists()
+
+
+def test_failed_tries_back_off_and_carry_one_delivery_id(tmp_path, receiver):
+    """Found by an operator: a failing receiver was tried on every pass (every 30 s) without
+    end, and a retry had nothing to tell it from a new batch."""
+    url, received, status = receiver
+    store = _store(tmp_path, url, settle_seconds=0)
+    status["code"] = 503
+    tries = [offer(store, _digest("a"), T0 + timedelta(seconds=s)) for s in (0, 10, 31, 60, 92, 150, 212)]
+    assert [t["reason"].split(" ")[0] for t in tries] == \
+        ["failed:", "backing", "failed:", "backing", "failed:", "backing", "failed:"]
+    assert "try 4, the next after 2026-03-10T09:07:32.000Z" in tries[-1]["reason"]  # 30, 60, 120, 240 s
+    status["code"] = 200
+    sent = offer(store, _digest("a"), T0 + timedelta(seconds=453))
+    assert sent["sent"] == 1 and received[0]["deliveryId"] == sent["deliveryId"]
+    assert received[0]["sentAt"] == "2026-03-10T09:07:33.000Z"
+    state = json.loads((store.layout.meta_dir / "notify.json").read_text())
+    assert state["failures"] == 0 and state["retryAt"] is None
+
+
+def test_a_retried_batch_keeps_its_delivery_id(tmp_path):
+    """The receiver took the batch but the answer was lost: the retry carries the same id (body
+    and ``Idempotency-Key``), so the receiver can drop it."""
+    seen: list[tuple[str, str]] = []
+    answers = iter([500, 200])
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((body["deliveryId"], self.headers["Idempotency-Key"]))
+            self.send_response(next(answers))
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        store = _store(tmp_path, f"http://127.0.0.1:{server.server_address[1]}/hook", settle_seconds=0)
+        offer(store, _digest("a"), T0)
+        assert offer(store, _digest("a"), T0 + timedelta(minutes=1))["sent"] == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(seen) == 2 and seen[0] == seen[1] and seen[0][0] == seen[0][1] and len(seen[0][0]) == 16
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:87650/hook", "http://:8080/hook", "http://127.0.0.1:0/x"])
+def test_a_webhook_url_no_post_can_reach_is_refused(url):
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="port must be a number from 1 to 65535|names no host"):
+        OperatorPolicy(webhook_url=url)

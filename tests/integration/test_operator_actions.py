@@ -128,6 +128,23 @@ def test_a_set_client_proposal_files_the_session_and_its_turns_under_the_project
     assert audit.read(store)[-1]["actionClass"] == "set_client"
 
 
+def test_a_session_still_open_raises_no_client_missing_item(store):
+    """Found by an operator: a live hook session (no client yet, a turn a minute ago) was listed
+    as "0 min billable filed under internal"; its minutes are not known until it ends, and its
+    client can be named then. Once it ended without one, it is listed."""
+    start_session(store, StartSessionRequest(session_id="billed", project="web", client="Acme",
+                                             start_time=T0.isoformat()), now=T0)
+    start_session(store, StartSessionRequest(session_id="live", project="web", start_time=T0.isoformat()), now=T0)
+    record_prompt(store, RecordPromptRequest(session_id="live", project="web", body="work"),
+                  now=T0 + timedelta(minutes=5))
+    kinds = {i["id"] for i in current_digest(store, now=T0 + timedelta(minutes=6), force=True)["items"]}
+    assert "client_missing:live" not in kinds
+    end_session(store, EndSessionRequest(session_id="live", project="web",
+                                         until=(T0 + timedelta(minutes=30)).isoformat()), now=LATER)
+    [item] = [i for i in current_digest(store, now=LATER, force=True)["items"] if i["kind"] == "client_missing"]
+    assert (item["id"], item["minutesAtStake"]) == ("client_missing:live", 30)
+
+
 @pytest.mark.parametrize("named", ["internal", "superseded"])
 def test_a_project_billing_no_client_raises_no_client_missing_item(store, named):
     """Found by an attacker: a project whose only named client was ``internal``, or whose only
@@ -154,6 +171,8 @@ def test_the_by_hand_command_quotes_a_client_name_for_the_shell(store, tmp_path)
         for sid, client in ((f"billed{n}", name), (f"forgot{n}", None)):
             start_session(store, StartSessionRequest(session_id=sid, project=project, client=client,
                                                      start_time=T0.isoformat()), now=T0)
+            end_session(store, EndSessionRequest(session_id=sid, project=project,
+                                                 until=(T0 + timedelta(minutes=30)).isoformat()), now=LATER)
         [item] = [i for i in current_digest(store, now=LATER, force=True)["items"]
                   if i["kind"] == "client_missing" and i["project"] == project]
         command = item["action"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import shlex
 import time
 from typing import Any, Optional
 
@@ -63,22 +65,28 @@ def digest(
                       f"Nothing of the last {r['horizonDays']} days needs you now.")
         else:
             table = Table(title=f"{len(r['items'])} {'item needs' if len(r['items']) == 1 else 'items need'} you · computed {_local(r['computedAt'])} {_zone_label()}")
-            # the item id whole (memo digest apply takes it) and the why whole (its figures end it)
-            for column in ("lane", "item", "age", "why", "do", "apply"):
+            for column in ("#", "lane", "item", "owner", "age", "why"):
                 table.add_column(column, overflow="fold")
-            for item in r["items"]:
-                table.add_row(item["lane"], _safe(item["id"] + (f" ({item['owner']})" if item.get("owner") else "")),
-                              _age(item["ageMinutes"]), _safe(item["why"]),
-                              _safe(item["action"]), "yes" if item.get("proposal") else "by hand")
+            for n, item in enumerate(r["items"], 1):
+                table.add_row(str(n), item["lane"], _safe(item["id"]), _safe(item.get("owner") or ""),
+                              _age(item["ageMinutes"]), _safe(item["why"]))
             out.print(table)
+            # the commands below the table, each whole on one line: folded in a column, a pasted
+            # command ran without its last options (`memo session end … --project shop` without
+            # its --until billed the idle night)
+            shared = {i["id"] for i in r["items"] if sum(j["id"] == i["id"] for j in r["items"]) > 1}
+            for n, item in enumerate(r["items"], 1):
+                out.print(_safe(f"{n:>2}. {item['action']}"), soft_wrap=True, highlight=False)
+                if item.get("proposal"):
+                    where = f" --project {shlex.quote(item['project'])}" if item["id"] in shared else ""
+                    out.print(_safe(f"    or apply its proposal ({item['proposal']['summary']}): "
+                                    f"memo digest apply {shlex.quote(item['id'])}{where}"), soft_wrap=True, highlight=False)
         operator = r.get("operator") or {}
         for record in operator.get("acted", []):
             out.print(_safe(f"operator: {record['actionClass']} on {record['subject']} — {record['outcome']} "
                             f"({_local(record['at'])})"))
         for fallback in operator.get("fallbacks", []):
             out.print(_safe(f"operator: {fallback['id']}: {fallback['reason']}"))
-        if any(item.get("proposal") for item in r["items"]):
-            out.print("apply an item marked yes: memo digest apply ITEM (the others: run their command)")
         if r["items"] and state.settings.mode == "remote":
             out.print("the team daemon's vault: memo session start/end/show run from here; memo session edit, "
                       "export and any file named run on the daemon's host")
@@ -95,30 +103,82 @@ operator_app = typer.Typer(help="The operator: watch the vault, notify, act with
 app.add_typer(operator_app, name="operator")
 
 
+class _StampedLog(logging.Handler):
+    """The watch's log lines (a config file that changed but does not validate …) on stderr,
+    each stamped with the UTC time as the watch's own lines are."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        err.print(_safe(f"{utc_stamp()} {record.getMessage()}"), soft_wrap=True)
+
+
 @operator_app.command("watch")
 def operator_watch(
     interval: float = typer.Option(30.0, "--interval", min=1.0, help="Seconds between passes."),
-    once: bool = typer.Option(False, "--once", help="One pass, then exit (for cron)."),
+    once: bool = typer.Option(False, "--once", help="One pass, then exit: 1 when the notification failed (for cron)."),
 ) -> None:
-    """Recompute the digest when the vault changes and send new items to the configured
-    webhook (operator.webhookUrl), coalesced per settle window and at most one an hour."""
-    from ...operator.notify import offer
-    from ...operator.service import current_digest
+    """Each pass: record the hook events waiting in the spool, recompute the digest when the
+    vault changed, run the actions you delegated (memo operator allow), and send new items to
+    the webhook (operator.webhookUrl), coalesced per settle window and at most one an hour. A
+    failed POST is tried again on later passes, backing off; stopped mid-POST (Ctrl-C,
+    SIGTERM), the batch is sent again by the next run under the same deliveryId."""
+    from ...operator.notify import offer, webhook_label
+    from ...operator.service import run_digest
+    from ...services.capture import drain_spool
 
-    while True:
-        state.runtime.refresh()  # thresholds and the webhook follow a changed config file
-        try:
-            result = offer(state.store, current_digest(state.store))
-        except MemoError as exc:
+    stamped = _StampedLog(logging.WARNING)
+    logging.getLogger("memo_analytics").addHandler(stamped)
+    last_reason = None
+    try:
+        while True:
+            state.runtime.refresh()  # thresholds and the webhook follow a changed config file
+            settling = state.runtime.settling()
+            if settling is not None:  # changed just now: read it in this pass, not one interval later
+                time.sleep(settling + 0.05)
+                state.runtime.refresh()
+            url = state.store.settings.operator.webhook_url
+            if last_reason is None and not once:
+                err.print(_safe(f"{utc_stamp()} watching {state.store.root} every {interval:g} s; "
+                                + (f"notifying {webhook_label(url)} (operator.webhookUrl)" if url else
+                                   "no webhook configured (operator.webhookUrl): the digest is kept and delegated "
+                                   "actions run, nothing is sent")), soft_wrap=True)
+            started = to_iso(utcnow())
+            try:
+                replayed = drain_spool(state.store) if state.store.exists else []
+                digest = run_digest(state.store, DigestRequest())
+                if digest.get("stale") and once:  # one pass only: the vault as it is now
+                    digest = run_digest(state.store, DigestRequest(refresh=True))
+                result = {**offer(state.store, digest), "computedAt": digest["computedAt"],
+                          "digestItems": len(digest["items"]), "spool": replayed,
+                          "acted": [r for r in digest["operator"]["acted"] if r.get("at", "") >= started],
+                          "fallbacks": digest["operator"]["fallbacks"]}
+            except MemoError as exc:
+                if once:
+                    raise
+                err.print(_safe(f"{utc_stamp()} error: {exc}; trying again in {interval:g} s"))  # it keeps watching
+                last_reason = "error"
+            else:
+                def human(r: dict[str, Any]) -> None:
+                    for line in r["spool"]:
+                        out.print(_safe(f"{utc_stamp()} spool: {line}"), soft_wrap=True)
+                    for record in r["acted"]:
+                        out.print(_safe(f"{utc_stamp()} operator: {record['actionClass']} on {record['subject']} "
+                                        f"({record.get('project')}) — {record['outcome']}"), soft_wrap=True)
+                    for fallback in r["fallbacks"]:
+                        out.print(_safe(f"{utc_stamp()} operator: {fallback['id']}: {fallback['reason']}"),
+                                  soft_wrap=True)
+                    if once or r["reason"] != last_reason or r["sent"]:  # a long watch logs what changed
+                        out.print(_safe(f"{utc_stamp()} notification: {r['reason']}"
+                                        + (f" ({r['sent']} items)" if r["sent"] else "")), soft_wrap=True)
+
+                _emit(result, human)
+                last_reason = result["reason"]
+                if once and result.get("failed"):
+                    raise typer.Exit(1)
             if once:
-                raise
-            err.print(_safe(f"{utc_stamp()} error: {exc}; trying again in {interval:g} s"))  # a watcher keeps watching
-        else:
-            _emit(result, lambda r: out.print(_safe(f"{utc_stamp()} notification: {r['reason']}"
-                                                    + (f" ({r['sent']} items)" if r["sent"] else ""))))
-        if once:
-            return
-        time.sleep(interval)
+                return
+            time.sleep(interval)
+    finally:
+        logging.getLogger("memo_analytics").removeHandler(stamped)
 
 
 @digest_app.command("apply")

@@ -1,0 +1,123 @@
+"""``memo operator watch`` (SPEC §6 phases 1 and 3, §8): each pass records the hook events
+waiting in the spool, recomputes the digest, runs the delegated actions and notifies the
+webhook — against a real local HTTP receiver. Found by an operator: the watch never ran a
+delegated action (only ``memo digest`` did), sent items of a stale digest, left spooled hook
+events waiting for the agent's next event, and ``--once`` exited 0 when the POST failed."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from memo_analytics.services import capture
+from tests.inprocess import memo
+
+
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+NOW = datetime.now(timezone.utc)
+
+
+@pytest.fixture
+def receiver():
+    received: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", received
+    server.shutdown()
+    server.server_close()
+
+
+def _config(tmp_path: Path, url: str | None, **more: str) -> dict[str, str]:
+    config = tmp_path / "config.toml"
+    lines = ["[operator]", "settleSeconds = 0", *(f"{k} = {v}" for k, v in more.items())]
+    if url:
+        lines.append(f'webhookUrl = "{url}"')
+    config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return {"MEMO_CONFIG": str(config)}
+
+
+def _stalled(vault: Path, env: dict, *sessions: str, project: str = "web") -> None:
+    for sid in sessions:
+        memo("session", "start", sid, "--project", project, "--client", "Acme", "--start-time",
+             _iso(NOW - timedelta(hours=3)), vault=vault, env=env)
+        memo("prompt", "record", "--project", project, "--session-id", sid, "--body", "tidy the login form",
+             "--created", _iso(NOW - timedelta(hours=2)), vault=vault, env=env)
+
+
+def test_a_watch_pass_runs_the_delegated_actions_and_notifies_what_is_left(tmp_path, receiver):
+    url, received = receiver
+    vault, env = tmp_path / "v", _config(tmp_path, receiver[0])
+    _stalled(vault, env, "w1", "w2")
+    _stalled(vault, env, "s1", project="shop")
+    memo("operator", "allow", "end_stale_session", "--project", "web", vault=vault, env=env)
+    ran = json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=env).stdout)
+    assert sorted((r["subject"], r["outcome"]) for r in ran["acted"]) == [("w1", "applied"), ("w2", "applied")]
+    for sid in ("w1", "w2"):  # ended at their last activity, as the proposal said
+        shown = json.loads(memo("--json", "session", "show", sid, "--project", "web", vault=vault,
+                                env=env).stdout)["session"]
+        assert (shown["status"], shown["endTime"]) == ("completed", _iso(NOW - timedelta(hours=2))[:-1] + ".000Z")
+    assert (ran["sent"], ran["reason"]) == (1, "sent")  # what was left: shop's session, not delegated
+    assert [i["id"] for i in received[0]["items"]] == ["session_stalled:s1"]
+    human = memo("operator", "watch", "--once", vault=vault, env=env).stdout
+    assert human.endswith("notification: nothing new\n")
+
+
+def test_once_exits_non_zero_when_the_notification_failed(tmp_path):
+    with socket.socket() as free:  # a port nobody listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    vault, env = tmp_path / "v", _config(tmp_path, f"http://127.0.0.1:{port}/services/T000/B000/secretpath")
+    _stalled(vault, env, "w1")
+    failed = memo("operator", "watch", "--once", vault=vault, env=env, check=False)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert f"notification: failed: URLError" in failed.stdout and f"(webhook http://127.0.0.1:{port}; try 1" \
+        in failed.stdout and "secretpath" not in failed.stdout  # the host named, never the path
+    again = memo("operator", "watch", "--once", vault=vault, env=env, check=False)  # within the back-off
+    assert again.returncode == 1 and "backing off until" in again.stdout
+
+
+def test_a_stale_cached_digest_is_recomputed_not_sent(tmp_path, receiver):
+    """The digest was cached, then the session got a turn (within the debounce window): the
+    item is resolved, and a watch pass must not send it."""
+    url, received = receiver
+    vault, env = tmp_path / "v", _config(tmp_path, url, debounceSeconds="3600")
+    _stalled(vault, env, "w1")
+    assert [i["id"] for i in json.loads(memo("--json", "digest", vault=vault, env=env).stdout)["items"]] == \
+        ["session_stalled:w1"]
+    memo("prompt", "record", "--project", "web", "--session-id", "w1", "--body", "back at it", vault=vault, env=env)
+    ran = json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=env).stdout)
+    assert (ran["sent"], ran["reason"], ran["digestItems"]) == (0, "nothing new", 0) and received == []
+
+
+def test_a_watch_pass_records_the_spooled_hook_events(tmp_path, repo):
+    """A hook event spooled while the vault was locked waited for the agent's next event: a
+    quiet agent left it out of the vault (and of the digest) for good. The watch applies it."""
+    vault, env = tmp_path / "v", _config(tmp_path, None)
+    payload = {"session_id": "8c35adc1-5b7e-4f0a-9d55-0a1b2c3d4e5f", "cwd": str(repo), "prompt": "wire the form",
+               "hook_event_name": "UserPromptSubmit", "transcript_path": "/tmp/t.jsonl"}
+    capture._spool(vault, {"agent": "claude-code", "event": None, "receivedAt": _iso(NOW - timedelta(minutes=5)),
+                           "payload": payload, "captureId": "0123456789abcdef"})
+    ran = json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=env).stdout)
+    assert capture.spooled(vault) == [] and len(ran["spool"]) == 1 and "replayed" in ran["spool"][0]
+    [turn] = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault, env=env).stdout)["items"]
+    assert (turn["body"], turn["created"]) == ("wire the form", _iso(NOW - timedelta(minutes=5))[:-1] + ".000Z")
+    assert ran["reason"] == "no webhook configured"
