@@ -95,6 +95,10 @@ def _post(url: str, payload: dict[str, Any], timeout: float) -> str | None:
         return f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
 
 
+def _tries(n: int) -> str:
+    return f"{n} failed {'try' if n == 1 else 'tries'}"
+
+
 def _forget_resolved(state: dict[str, Any], items: list[dict[str, Any]]) -> bool:
     """Keep in ``state["sent"]`` only the items still in the digest (a resolved item that comes
     back is new again); a key written before keeps its item. Whether anything changed."""
@@ -156,7 +160,7 @@ def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None
                 return {"sent": 0, "items": [], "reason": f"rate limited until {to_iso(allowed)}"}
         if state.get("retryAt") and now < from_iso(state["retryAt"]):
             return {"sent": 0, "items": [], "reason": f"backing off until {state['retryAt']} after "
-                                                      f"{state.get('failures', 1)} failed tries", "failed": True}
+                                                      f"{_tries(int(state.get('failures') or 1))}", "failed": True}
         keys = [item_key(i) for i in new]
         delivery = fingerprint(state["pendingSince"], sorted(keys))
         error = _post(url, {"deliveryId": delivery, "computedAt": digest.get("computedAt"), "sentAt": to_iso(now),
