@@ -830,3 +830,20 @@ def test_only_a_transcript_file_tells_when_the_agent_last_worked(tmp_path, repo,
         store.close()
     first = read_record(tmp_path / "v" / "projects" / "product" / "sessions" / "session-gemini-g1.md")[0]
     assert first["durationMinutes"] == 30  # an idle gap after its prompt, not until the file's time
+
+
+def test_hooks_replay_records_the_spooled_events_now(tmp_path, repo):
+    """``memo hooks status`` said events wait "for the next hook run": with the agent quiet, a
+    person had no way to record them. ``memo hooks replay`` does, and says when nothing waited."""
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="first"))
+    capture._spool(vault, {"agent": "claude-code", "event": None, "receivedAt": "2026-11-03T10:00:00Z",
+                           "payload": json.loads(claude("UserPromptSubmit", repo, prompt="spooled one")),
+                           "captureId": "0123456789abcdef"})
+    assert "memo hooks replay" in memo("hooks", "status", vault=vault).stdout
+    replayed = memo("hooks", "replay", vault=vault)
+    assert replayed.stdout.splitlines()[-1] == "1 of 1 spooled hook events applied"
+    assert [t["body"] for t in turns(vault, "product")] == ["first", "spooled one"]
+    assert capture.spooled(vault) == []
+    again = memo("--json", "hooks", "replay", vault=vault, check=False)
+    assert again.returncode == 1 and json.loads(again.stdout) == {"waiting": 0, "recorded": 0, "left": 0, "lines": []}

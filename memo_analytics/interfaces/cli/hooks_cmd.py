@@ -122,6 +122,31 @@ def hooks_status(agent: Optional[str] = typer.Argument(None, metavar="[AGENT]", 
                                 f"there: the agent's hook fails and nothing is captured; memo hooks install "
                                 f"{item['agent']}{' --project' if item['level'] == 'project' else ''} again"))
         if r["spooled"]:
-            out.print(f"{r['spooled']} hook events wait in the spool; the next hook run records them")
+            out.print(f"{r['spooled']} hook events wait in the spool; the next hook run records them, or now: "
+                      "memo hooks replay")
 
     _emit(result, human)
+
+
+@hooks_app.command("replay")
+def hooks_replay() -> None:
+    """Record the hook events waiting in the vault's spool now, oldest first, as the next hook
+    run would (memo operator watch does it on every pass). Exits 1 when nothing waited or an
+    event still cannot be recorded (it stays in the spool, and the line says why)."""
+    from ...services.capture import drain_spool, spooled
+
+    waiting = len(spooled(state.store.root))
+    lines = drain_spool(state.store, "hooks replay") if waiting else []
+    left = len(spooled(state.store.root))
+    result = {"waiting": waiting, "recorded": waiting - left, "left": left, "lines": lines}
+
+    def human(r: dict[str, Any]) -> None:
+        for line in r["lines"]:
+            out.print(_safe(line), soft_wrap=True)
+        out.print("nothing waits in the spool" if not r["waiting"] else
+                  f"{r['waiting'] - r['left']} of {r['waiting']} spooled hook events applied"
+                  + (f"; {r['left']} still wait (see the line above)" if r["left"] else ""))
+
+    _emit(result, human)
+    if not waiting or left:
+        raise typer.Exit(1)
