@@ -698,24 +698,31 @@ def _replay(waiting: list[Path], apply: Callable[[HookEvent, dict[str, Any]], st
     return None
 
 
-def drain_spool(store: VaultStore, who: str = "operator watch") -> list[str]:
-    """Apply the hook events waiting in the spool of ``store``'s vault, oldest first, as the next
+def drain_spool(vault_root: Path, store: VaultStore | None, who: str = "operator watch",
+                send: Callable[[HookEvent, dict[str, Any]], str] | None = None) -> list[str]:
+    """Apply the hook events waiting in the spool of the vault ``vault_root`` to ``store``, oldest first, as the next
     hook run would (SPEC §8: a locked or broken vault spools them): a long-running watch records
-    them without waiting for the agent's next event. Returns the outcome lines (also appended
-    to the spool's log; none when nothing waits). Never raises: an event that still cannot be
-    applied stays in the spool, in order, and its line says why."""
-    waiting = spooled(store.root)
+    them without waiting for the agent's next event. With ``send`` (remote mode,
+    :func:`remote_sender`) each goes to the daemon instead. Returns the outcome lines (also
+    appended to the spool's log; none when nothing waits). Never raises: an event that still
+    cannot be applied stays in the spool, in order, and its line says why."""
+    waiting = spooled(vault_root)
     outcomes: list[str] = []
     if not waiting:
         return outcomes
 
     def note(line: str) -> None:
         outcomes.append(line)
-        _log(store.root, line)
+        _log(vault_root, line)
+
+    def apply(one: HookEvent, entry: dict[str, Any]) -> str:
+        if send is not None:
+            return send(one, entry)
+        assert store is not None
+        return apply_event(store, one, str(entry["captureId"]), replayed=True)
 
     try:
-        stuck = _replay(waiting, lambda one, entry: apply_event(store, one, str(entry["captureId"]), replayed=True),
-                        who, note)
+        stuck = _replay(waiting, apply, who, note)
     except Exception as exc:  # noqa: BLE001 — a watch must keep watching
         stuck = (waiting[0], {}, exc)
     if stuck is not None:

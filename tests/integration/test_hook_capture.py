@@ -847,3 +847,25 @@ def test_hooks_replay_records_the_spooled_events_now(tmp_path, repo):
     assert capture.spooled(vault) == []
     again = memo("--json", "hooks", "replay", vault=vault, check=False)
     assert again.returncode == 1 and json.loads(again.stdout) == {"waiting": 0, "recorded": 0, "left": 0, "lines": []}
+
+
+def test_in_remote_mode_hooks_replay_sends_the_spooled_events_to_the_daemon(tmp_path, repo):
+    """Remote mode keeps no vault here: the replay sends what waits to the daemon, as a hook run would."""
+    from .test_http_api import Server, free_port
+
+    local = tmp_path / "local"
+    config = tmp_path / "remote.toml"
+    port = free_port()
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{port}"\n')
+    env = {"MEMO_CONFIG": str(config)}
+    hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="while the daemon is down"), env=env)
+    down = memo("hooks", "replay", vault=local, env=env, check=False)
+    assert down.returncode == 1 and "0 of 1 spooled hook events applied; 1 still wait" in down.stdout
+    daemon = Server(tmp_path / "team", "--mcp-port", "0", port=port)
+    try:
+        up = memo("hooks", "replay", vault=local, env=env)
+    finally:
+        daemon.stop()
+    assert "sent to the daemon" in up.stdout and capture.spooled(local) == []
+    assert not (local / "projects").exists()
+    assert [t["body"] for t in turns(tmp_path / "team", "product")] == ["while the daemon is down"]

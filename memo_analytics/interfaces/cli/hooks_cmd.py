@@ -133,11 +133,14 @@ def hooks_replay() -> None:
     """Record the hook events waiting in the vault's spool now, oldest first, as the next hook
     run would (memo operator watch does it on every pass). Exits 1 when nothing waited or an
     event still cannot be recorded (it stays in the spool, and the line says why)."""
-    from ...services.capture import drain_spool, spooled
+    from ...services.capture import drain_spool, remote_sender, spooled
 
-    waiting = len(spooled(state.store.root))
-    lines = drain_spool(state.store, "hooks replay") if waiting else []
-    left = len(spooled(state.store.root))
+    root = state.settings.vault_root  # in remote mode: where this machine spools for the daemon
+    waiting = len(spooled(root))
+    remote = state.settings.mode == "remote"
+    lines = drain_spool(root, None if remote else state.store, "hooks replay",
+                        remote_sender(state.settings) if remote else None) if waiting else []
+    left = len(spooled(root))
     result = {"waiting": waiting, "recorded": waiting - left, "left": left, "lines": lines}
 
     def human(r: dict[str, Any]) -> None:

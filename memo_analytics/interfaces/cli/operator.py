@@ -143,7 +143,7 @@ def operator_watch(
                                    "actions run, nothing is sent")), soft_wrap=True)
             started = to_iso(utcnow())
             try:
-                replayed = drain_spool(state.store) if state.store.exists else []
+                replayed = drain_spool(state.store.root, state.store)
                 digest = run_digest(state.store, DigestRequest())
                 if digest.get("stale") and once:  # one pass only: the vault as it is now
                     digest = run_digest(state.store, DigestRequest(refresh=True))
