@@ -21,6 +21,14 @@ def _path(store: VaultStore):
     return store.layout.meta_dir / DELEGATIONS_FILE
 
 
+def delegations_stamp(store: VaultStore) -> int:
+    """The delegations file's mtime (ns; 0 when there is none): part of the digest's version."""
+    try:
+        return _path(store).stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
 def load(store: VaultStore) -> dict[str, Any]:
     """``{off, grants: {project: {class: {grantedAt}}}}`` (nothing granted when missing).
 

@@ -39,7 +39,10 @@ def _version(store: VaultStore) -> str:
             folders = [max((f.stat().st_mtime_ns for f in [*(Path(source.vault) / "projects").glob("*/*"),
                                                               Path(source.vault) / ledger.FOLDER]
                             if f.is_dir()), default=0) for source in sources]  # and an invoice merged in
-            return "|".join(f"{rows.version(source.conn)}@{mtime}" for source, mtime in zip(sources, folders))
+            # and the delegations: a new grant acts on the next pass, not after the next write
+            grants = policy.delegations_stamp(store)
+            return "|".join(f"{rows.version(source.conn)}@{mtime}" for source, mtime in zip(sources, folders)) \
+                + f"|d{grants}"
     except Exception:  # a broken further vault: the recompute reports it
         return rows.version(store.conn) + "|?"
 

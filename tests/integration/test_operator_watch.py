@@ -121,3 +121,14 @@ def test_a_watch_pass_records_the_spooled_hook_events(tmp_path, repo):
     [turn] = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault, env=env).stdout)["items"]
     assert (turn["body"], turn["created"]) == ("wire the form", _iso(NOW - timedelta(minutes=5))[:-1] + ".000Z")
     assert ran["reason"] == "no webhook configured"
+
+
+def test_a_new_delegation_acts_on_the_next_pass(tmp_path):
+    """Found by a new operator: `memo operator allow` did nothing until something else wrote to
+    the vault (the cached digest was served, and delegated actions run only on a recompute)."""
+    vault, env = tmp_path / "v", _config(tmp_path, None)
+    _stalled(vault, env, "w1")
+    assert json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=env).stdout)["acted"] == []
+    memo("operator", "allow", "end_stale_session", "--project", "web", vault=vault, env=env)
+    ran = json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=env).stdout)
+    assert [(r["subject"], r["outcome"]) for r in ran["acted"]] == [("w1", "applied")]
