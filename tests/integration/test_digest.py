@@ -4,6 +4,7 @@ a threshold falls due, debounced, a failed recompute keeps the last answer; CLI 
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
 from datetime import datetime, timedelta, timezone
 
@@ -257,7 +258,10 @@ def test_the_commands_print_whole_on_one_line_each(tmp_path):
     end = (f"memo session end {long} --project a-shop-project-also-long --until 2026-03-10T09:20:00.000Z")
     assert f" 1. {end}" in human.splitlines()
     apply = next(line for line in human.splitlines() if "or apply its proposal" in line)
-    assert apply.endswith(f": memo digest apply session_open_too_long:{long}")
-    assert "(bob)" not in human
+    # picked from a digest --as-of, the apply names the same moment (else "not in the digest of now")
+    assert apply.endswith(f": memo digest apply session_open_too_long:{long} --as-of 2026-03-10T20:00")
     [item] = json.loads(memo("--json", "digest", "--as-of", "2026-03-10T20:00", vault=vault).stdout)["items"]
     assert item["minutesAtStake"] == 640 and "10.7 h of it after its last turn" in item["why"]
+    pasted = shlex.split(apply.split(": ", 1)[1])
+    assert "applied end" in memo(*pasted[1:], vault=vault).stdout
+    assert "(bob)" not in human

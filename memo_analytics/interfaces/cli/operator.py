@@ -79,6 +79,8 @@ def digest(
                 out.print(_safe(f"{n:>2}. {item['action']}"), soft_wrap=True, highlight=False)
                 if item.get("proposal"):
                     where = f" --project {shlex.quote(item['project'])}" if item["id"] in shared else ""
+                    # picked from a digest --as-of: applied as of the same moment (else "not in the digest of now")
+                    where += f" --as-of {shlex.quote(as_of)}" if as_of else ""
                     out.print(_safe(f"    or apply its proposal ({item['proposal']['summary']}): "
                                     f"memo digest apply {shlex.quote(item['id'])}{where}"), soft_wrap=True, highlight=False)
         operator = r.get("operator") or {}
