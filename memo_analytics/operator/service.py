@@ -19,7 +19,7 @@ from ..analytics.frames import vault_sources
 from ..index import snapshot as rows
 from ..domain.errors import AmbiguousIdError, InvalidFieldError
 from ..domain.ids import validate_slug
-from ..services.requests import DigestApplyRequest
+from ..services.requests import DigestApplyRequest, DigestRequest
 from ..services.store import VaultStore
 from ..vault import ledger
 from ..vault.io import atomic_write_bytes
@@ -44,7 +44,7 @@ def _version(store: VaultStore) -> str:
             return "|".join(f"{rows.version(source.conn)}@{mtime}" for source, mtime in zip(sources, folders)) \
                 + f"|d{grants}"
     except Exception:  # a broken further vault: the recompute reports it
-        return rows.version(store.conn) + "|?"
+        return rows.version(store.conn) + f"|?|d{policy.delegations_stamp(store)}"
 
 
 def _cache_path(store: VaultStore) -> Path:
@@ -196,3 +196,27 @@ def apply_digest_item(store: VaultStore, request: DigestApplyRequest) -> dict[st
             raise AmbiguousIdError(request.item, [i["project"] for i in shown])
         fingerprint = shown[0]["fingerprint"]
     return apply_item(store, request.item, fingerprint, as_of=moment, project=request.project)
+
+
+def watch_pass(store: VaultStore, fresh: bool = False, now: datetime | None = None) -> dict[str, Any]:
+    """One pass of ``memo operator watch`` (SPEC §6 phases 1 and 3, §8): record the hook events
+    waiting in the vault's spool, run the digest pass (:func:`run_digest`: recomputed when the
+    vault changed, with the delegated actions), and offer it to the webhook
+    (:func:`~memo_analytics.operator.notify.offer`). ``fresh``: a stale cached digest is
+    recomputed (a single pass) rather than left for the next pass.
+
+    Returns the offer's ``{sent, items, reason, failed?, deliveryId?}`` plus ``computedAt``,
+    ``digestItems`` (how many items the digest lists), ``spool`` (the replay's outcome lines),
+    ``acted`` (audit records of this pass's automatic actions) and ``fallbacks``.
+    """
+    from ..services.capture import drain_spool
+    from .notify import offer
+
+    started = to_iso(now or utcnow())
+    replayed = drain_spool(store.root, store)
+    digest = run_digest(store, DigestRequest(), now=now)
+    if digest.get("stale") and fresh:
+        digest = run_digest(store, DigestRequest(refresh=True), now=now)
+    return {**offer(store, digest, now), "computedAt": digest["computedAt"], "digestItems": len(digest["items"]),
+            "spool": replayed, "acted": [r for r in digest["operator"]["acted"] if r.get("at", "") >= started],
+            "fallbacks": digest["operator"]["fallbacks"]}

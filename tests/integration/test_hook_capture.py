@@ -350,14 +350,21 @@ def test_a_broken_config_with_a_vault_inside_a_repository_spools_nothing_there(t
     assert not inside.exists()
 
 
-def test_in_remote_mode_the_hook_sends_the_event_to_the_daemon_and_spools_while_it_is_down(tmp_path, repo):
-    from .test_http_api import Server, free_port
+def _remote_mode(tmp_path: Path) -> tuple[Path, dict[str, str], int]:
+    """This machine in remote mode (its spool under ``local``) towards a daemon port still free:
+    ``(local, env, port)``."""
+    from .test_http_api import free_port
 
-    local = tmp_path / "local"
-    config = tmp_path / "remote.toml"
     port = free_port()
+    config = tmp_path / "remote.toml"
     config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{port}"\n')
-    env = {"MEMO_CONFIG": str(config)}
+    return tmp_path / "local", {"MEMO_CONFIG": str(config)}, port
+
+
+def test_in_remote_mode_the_hook_sends_the_event_to_the_daemon_and_spools_while_it_is_down(tmp_path, repo):
+    from .test_http_api import Server
+
+    local, env, port = _remote_mode(tmp_path)
     hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="while the daemon is down"), env=env)
     [spooled] = capture.spooled(local)
     assert "while the daemon is down" in spooled.read_text()
@@ -851,13 +858,9 @@ def test_hooks_replay_records_the_spooled_events_now(tmp_path, repo):
 
 def test_in_remote_mode_hooks_replay_sends_the_spooled_events_to_the_daemon(tmp_path, repo):
     """Remote mode keeps no vault here: the replay sends what waits to the daemon, as a hook run would."""
-    from .test_http_api import Server, free_port
+    from .test_http_api import Server
 
-    local = tmp_path / "local"
-    config = tmp_path / "remote.toml"
-    port = free_port()
-    config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{port}"\n')
-    env = {"MEMO_CONFIG": str(config)}
+    local, env, port = _remote_mode(tmp_path)
     hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="while the daemon is down"), env=env)
     down = memo("hooks", "replay", vault=local, env=env, check=False)
     assert down.returncode == 1 and "0 of 1 spooled hook events applied; 1 still wait" in down.stdout

@@ -123,9 +123,8 @@ def operator_watch(
     the webhook (operator.webhookUrl), coalesced per settle window and at most one an hour. A
     failed POST is tried again on later passes, backing off; stopped mid-POST (Ctrl-C,
     SIGTERM), the batch is sent again by the next run under the same deliveryId."""
-    from ...operator.notify import offer, webhook_label
-    from ...operator.service import run_digest
-    from ...services.capture import drain_spool
+    from ...operator.notify import webhook_label
+    from ...operator.service import watch_pass
 
     stamped = _StampedLog(logging.WARNING)
     logging.getLogger("memo_analytics").addHandler(stamped)
@@ -143,16 +142,8 @@ def operator_watch(
                                 + (f"notifying {webhook_label(url)} (operator.webhookUrl)" if url else
                                    "no webhook configured (operator.webhookUrl): the digest is kept and delegated "
                                    "actions run, nothing is sent")), soft_wrap=True)
-            started = to_iso(utcnow())
             try:
-                replayed = drain_spool(state.store.root, state.store)
-                digest = run_digest(state.store, DigestRequest())
-                if digest.get("stale") and once:  # one pass only: the vault as it is now
-                    digest = run_digest(state.store, DigestRequest(refresh=True))
-                result = {**offer(state.store, digest), "computedAt": digest["computedAt"],
-                          "digestItems": len(digest["items"]), "spool": replayed,
-                          "acted": [r for r in digest["operator"]["acted"] if r.get("at", "") >= started],
-                          "fallbacks": digest["operator"]["fallbacks"]}
+                result = watch_pass(state.store, fresh=once)  # one pass only: the vault as it is now
             except MemoError as exc:
                 if once:
                     raise
