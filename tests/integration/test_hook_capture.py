@@ -6,6 +6,7 @@ and the next run replays it with the instants it carried."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -350,24 +351,25 @@ def test_a_broken_config_with_a_vault_inside_a_repository_spools_nothing_there(t
     assert not inside.exists()
 
 
-def _remote_mode(tmp_path: Path) -> tuple[Path, dict[str, str], int]:
-    """This machine in remote mode (its spool under ``local``) towards a daemon port still free:
-    ``(local, env, port)``."""
-    from .test_http_api import free_port
+@contextlib.contextmanager
+def _remote_mode(tmp_path: Path):
+    """This machine in remote mode (its spool under ``local``) towards a daemon that is down
+    while the block runs (its port held, so no other test's server takes it): ``(local, env, port)``."""
+    from .test_http_api import refused_port
 
-    port = free_port()
-    config = tmp_path / "remote.toml"
-    config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{port}"\n')
-    return tmp_path / "local", {"MEMO_CONFIG": str(config)}, port
+    with refused_port() as port:
+        config = tmp_path / "remote.toml"
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{port}"\n')
+        yield tmp_path / "local", {"MEMO_CONFIG": str(config)}, port
 
 
 def test_in_remote_mode_the_hook_sends_the_event_to_the_daemon_and_spools_while_it_is_down(tmp_path, repo):
     from .test_http_api import Server
 
-    local, env, port = _remote_mode(tmp_path)
-    hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="while the daemon is down"), env=env)
-    [spooled] = capture.spooled(local)
-    assert "while the daemon is down" in spooled.read_text()
+    with _remote_mode(tmp_path) as (local, env, port):
+        hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="while the daemon is down"), env=env)
+        [spooled] = capture.spooled(local)
+        assert "while the daemon is down" in spooled.read_text()
     daemon = Server(tmp_path / "team", "--mcp-port", "0", port=port)
     try:
         hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="with the daemon up"), env=env)
@@ -860,10 +862,10 @@ def test_in_remote_mode_hooks_replay_sends_the_spooled_events_to_the_daemon(tmp_
     """Remote mode keeps no vault here: the replay sends what waits to the daemon, as a hook run would."""
     from .test_http_api import Server
 
-    local, env, port = _remote_mode(tmp_path)
-    hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="while the daemon is down"), env=env)
-    down = memo("hooks", "replay", vault=local, env=env, check=False)
-    assert down.returncode == 1 and "0 of 1 spooled hook events applied; 1 still wait" in down.stdout
+    with _remote_mode(tmp_path) as (local, env, port):
+        hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="while the daemon is down"), env=env)
+        down = memo("hooks", "replay", vault=local, env=env, check=False)
+        assert down.returncode == 1 and "0 of 1 spooled hook events applied; 1 still wait" in down.stdout
     daemon = Server(tmp_path / "team", "--mcp-port", "0", port=port)
     try:
         up = memo("hooks", "replay", vault=local, env=env)

@@ -3,11 +3,13 @@ the CLI, safe output for hostile records, errors, tokens and the digest apply.""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -42,6 +44,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@contextlib.contextmanager
+def refused_port():
+    """A loopback port bound but not listening while the block runs: a connection to it is
+    refused, and no other test's server can take it meanwhile (``free_port`` only names one)."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield held.getsockname()[1]
+
+
 class Server:
     def __init__(self, vault: Path, *args: str, port: int | None = None):
         self.port = port or free_port()
@@ -51,18 +62,27 @@ class Server:
         self.proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "serve",
                                       "--port", str(self.port), *args],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
-            except OSError:
-                if self.proc.poll() is not None:
-                    message = self.proc.stderr.read()
-                    self.proc.stderr.close()
-                    raise AssertionError(message)
-                time.sleep(0.2)
-        raise AssertionError("memo serve did not start")
+        # ready when this process says it listens: a port another process took meanwhile answers a
+        # connect too, and the test would talk to that process
+        self.startup_log: list[str] = []
+        reader = threading.Thread(target=self._read_until_ready, daemon=True)
+        reader.start()
+        reader.join(60)
+        if not self.startup_log or not self.startup_log[-1].startswith("memo serve: http"):
+            if reader.is_alive():
+                self.proc.kill()
+                raise AssertionError("memo serve did not start: " + "".join(self.startup_log))
+            self.proc.wait(10)
+            self.proc.stderr.close()
+            raise AssertionError("".join(self.startup_log))
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5):
+            pass
+
+    def _read_until_ready(self) -> None:
+        for line in self.proc.stderr:
+            self.startup_log.append(line)
+            if line.startswith("memo serve: http"):
+                return
 
     def request(self, path: str, data: dict | None = None, headers: dict | None = None):
         body = json.dumps(data).encode() if data is not None else None

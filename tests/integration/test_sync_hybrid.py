@@ -25,7 +25,7 @@ from memo_analytics.runtime import Runtime
 from memo_analytics.services.store import VaultStore
 from memo_analytics.vault.io import read_record
 from tests.inprocess import mcp_client, memo
-from tests.integration.test_http_api import Server, free_port
+from tests.integration.test_http_api import Server, refused_port
 
 
 @pytest.fixture
@@ -75,14 +75,14 @@ def status_of(server):
 
 
 def test_a_daemon_that_is_down_keeps_everything_pending_with_backoff(tmp_path):
-    port = free_port()
-    mine = _client(tmp_path, f"http://127.0.0.1:{port}")
-    _record(mine)
-    failed = sync.push(mine)
-    assert failed["pushed"] == 0 and failed["pending"] == 1 and "Connection refused" in failed["error"]
-    state = sync.status(mine)
-    assert state["attempts"] == 1 and state["nextRetryAt"] and state["lastError"] == failed["error"]
-    assert sync.push(mine)["error"].startswith("waiting until")  # backoff: not retried blindly at once
+    with refused_port() as port:
+        mine = _client(tmp_path, f"http://127.0.0.1:{port}")
+        _record(mine)
+        failed = sync.push(mine)
+        assert failed["pushed"] == 0 and failed["pending"] == 1 and "Connection refused" in failed["error"]
+        state = sync.status(mine)
+        assert state["attempts"] == 1 and state["nextRetryAt"] and state["lastError"] == failed["error"]
+        assert sync.push(mine)["error"].startswith("waiting until")  # backoff: not retried blindly at once
     server = Server(tmp_path / "team", "--mcp-port", "0", port=port)
     try:
         delivered = sync.push(mine, force=True)
@@ -187,9 +187,10 @@ def test_session_end_pushes_at_once_and_a_sync_error_never_fails_it(tmp_path, da
     ended = end_session(mine, EndSessionRequest(session_id="e1", project="web"))
     assert ended["status"] == "completed"
     assert read_record(_team_file(team, "session-e1", "sessions"))[0]["status"] == "completed"
-    down = _client(tmp_path, f"http://127.0.0.1:{free_port()}", name="offline")
-    start_session(down, StartSessionRequest(session_id="e2", project="web"))
-    assert end_session(down, EndSessionRequest(session_id="e2", project="web"))["status"] == "completed"
+    with refused_port() as port:
+        down = _client(tmp_path, f"http://127.0.0.1:{port}", name="offline")
+        start_session(down, StartSessionRequest(session_id="e2", project="web"))
+        assert end_session(down, EndSessionRequest(session_id="e2", project="web"))["status"] == "completed"
     assert sync.status(down)["lastError"] and sync.status(down)["pending"] == 1
 
 
