@@ -15,6 +15,7 @@ from memo_analytics.operator.service import current_digest
 from memo_analytics.services.prompts import record_prompt
 from memo_analytics.services.requests import EndSessionRequest, HandoffInput, RecordPromptRequest, StartSessionRequest
 from memo_analytics.services.sessions import end_session, start_session
+from memo_analytics.vault.io import read_record
 from tests.integration.test_cli import memo
 
 T0 = datetime(2026, 3, 10, 9, 0, tzinfo=timezone.utc)
@@ -90,7 +91,8 @@ def test_handoffs_rules_and_open_sessions_through_the_cli(tmp_path):
     assert result["items"][0]["minutesAtStake"] == 60
     assert json.loads(memo("--json", "digest", vault=vault, env=env).stdout)["cached"] is True
     human = memo("digest", vault=vault, env=env).stdout
-    assert "4 items need you" in human and "memo session end a1 --project" in human
+    here = f"memo --vault-root {vault.resolve()} "
+    assert "4 items need you" in human and f"{here}session end a1 --project" in human
     past = json.loads(memo("--json", "digest", "--as-of", iso(now - timedelta(hours=2, minutes=30)), vault=vault,
                            env=env).stdout)
     assert past["items"] == []  # nothing of it existed yet, or nothing was due yet
@@ -255,13 +257,58 @@ def test_the_commands_print_whole_on_one_line_each(tmp_path):
     memo("prompt", "record", "--project", "a-shop-project-also-long", "--session-id", long, "--body", "tidy",
          "--created", "2026-03-10T09:20:00Z", vault=vault)
     human = memo("digest", "--as-of", "2026-03-10T20:00", vault=vault, env={"COLUMNS": "80"}).stdout
-    end = (f"memo session end {long} --project a-shop-project-also-long --until 2026-03-10T09:20:00.000Z")
+    here = f"memo --vault-root {vault.resolve()}"
+    end = (f"{here} session end {long} --project a-shop-project-also-long --until 2026-03-10T09:20:00.000Z")
     assert f" 1. {end}" in human.splitlines()
     apply = next(line for line in human.splitlines() if "or apply its proposal" in line)
-    # picked from a digest --as-of, the apply names the same moment (else "not in the digest of now")
-    assert apply.endswith(f": memo digest apply session_open_too_long:{long} --as-of 2026-03-10T20:00")
     [item] = json.loads(memo("--json", "digest", "--as-of", "2026-03-10T20:00", vault=vault).stdout)["items"]
+    # picked from a digest --as-of, the apply names the same moment (else "not in the digest of now")
+    assert apply.endswith(f": {here} digest apply session_open_too_long:{long} --fingerprint {item['fingerprint']} "
+                          "--as-of 2026-03-10T20:00")
     assert item["minutesAtStake"] == 640 and "10.7 h of it after its last turn" in item["why"]
     pasted = shlex.split(apply.split(": ", 1)[1])
-    assert "applied end" in memo(*pasted[1:], vault=vault).stdout
+    assert "applied end" in memo(*pasted[1:]).stdout  # its own --vault-root: no vault given by the caller
     assert "(bob)" not in human
+
+
+def test_a_printed_command_acts_on_the_vault_it_was_printed_from_and_an_apply_on_the_state_read(tmp_path):
+    """Found by an operator: ``memo --vault-root X digest`` printed ``memo session end …`` and
+    ``memo digest apply ID``; pasted, they acted on the configured vault (not X), and the apply took
+    the proposal of the state at the time of pasting, one nobody had read. Each printed command
+    names the vault it was printed from, and the apply names the fingerprint of the proposal shown:
+    pasted after the session changed, it is refused with the new proposal's command."""
+    vault, other = tmp_path / "picked", tmp_path / "configured"
+    config = tmp_path / "config.toml"
+    config.write_text(f'vaultRoot = "{other}"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-10T09:00:00Z", vault=vault, env=env)
+    memo("prompt", "record", "--project", "web", "--session-id", "s1", "--body", "tidy",
+         "--created", "2026-03-10T09:20:00Z", vault=vault, env=env)
+    human = memo("digest", "--as-of", "2026-03-10T20:00", vault=vault, env=env).stdout
+    apply = shlex.split(next(line for line in human.splitlines() if "or apply its proposal" in line).split(": ", 1)[1])
+    assert apply[:3] == ["memo", "--vault-root", str(vault.resolve())] and "--fingerprint" in apply
+    # the session changed after the digest was read: a later turn
+    memo("prompt", "record", "--project", "web", "--session-id", "s1", "--body", "one more",
+         "--created", "2026-03-10T10:00:00Z", vault=vault, env=env)
+    refused = memo(*apply[1:], env=env, check=False)
+    assert refused.returncode == 3 and "not applied: the state changed since the proposal" in refused.stdout
+    assert "New proposal: end s1 at its last activity 2026-03-10T10:00:00.000Z;" in refused.stdout  # the new proposal, read first
+    again = shlex.split(refused.stdout.split("to apply it: ", 1)[1].strip())
+    assert again[:3] == ["memo", "--vault-root", str(vault.resolve())]
+    assert "applied end" in memo(*again[1:], env=env).stdout
+    assert read_record(vault / "projects/web/sessions/session-s1.md")[0]["status"] == "completed"
+    assert not other.exists()  # the configured vault was never touched
+
+
+def test_the_vault_root_goes_after_each_memo_that_starts_a_command_and_never_into_a_quoted_name():
+    from memo_analytics.interfaces.cli.operator import with_vault_root
+
+    hostile = shlex.quote("it's: memo x")  # a session id that reads like a command
+    assert with_vault_root(f"memo session show {hostile} --project p  # resume, or: memo session end {hostile}",
+                           "/v y") == (f"memo --vault-root '/v y' session show {hostile} --project p  # resume, or: "
+                                       f"memo --vault-root '/v y' session end {hostile}")
+    assert with_vault_root("in a checkout of web's repository: memo report rules --project web (memo knows no "
+                           "repository of it on this machine)", "/v") == (
+        "in a checkout of web's repository: memo --vault-root /v report rules --project web (memo knows no "
+        "repository of it on this machine)")
+    assert with_vault_root("memo invoice credit INV-2  # or memo invoice credit INV-1", "/v").count("--vault-root") == 2

@@ -28,6 +28,49 @@ def _age(minutes: int) -> str:
     return f"{minutes // 60} h {minutes % 60:02d}" if minutes >= 60 else f"{minutes} min"
 
 
+def apply_command(item: dict[str, Any], name_project: bool = False, as_of: str | None = None) -> str:
+    """``memo digest apply ID --fingerprint FP`` for a digest item with a proposal: pasted after
+    the state changed, it is refused and re-proposed (without the fingerprint it applied the
+    proposal of the state then, one the person never read). ``--project`` when items of several
+    projects share the id; ``--as-of`` when the item was picked from a digest as of then (else
+    "not in the digest of now")."""
+    command = f"memo digest apply {shlex.quote(item['id'])} --fingerprint {shlex.quote(item['fingerprint'])}"
+    command += f" --project {shlex.quote(item['project'])}" if name_project else ""
+    return command + (f" --as-of {shlex.quote(as_of)}" if as_of else "")
+
+
+def _on_this_vault(command: str) -> str:
+    """``command`` with this run's ``--vault-root`` (:func:`with_vault_root`); as it is when the
+    vault is the configured one, or in remote mode (the daemon's vault)."""
+    if state.vault_root is None or state.settings.mode == "remote":
+        return command
+    return with_vault_root(command, str(state.store.root))
+
+
+def with_vault_root(command: str, root: str) -> str:
+    """``command`` (one or more ``memo …`` commands, hints after ``#``) with ``--vault-root
+    ROOT`` after each ``memo`` that starts a command (outside quotes): printed by ``memo
+    --vault-root X digest``, a pasted command acted on the configured vault instead."""
+    option = f"memo --vault-root {shlex.quote(root)} "
+    parts, quote, closed, i = [], "", False, 0
+    while i < len(command):
+        char, after = command[i], command[i - 1] if i else " "
+        if quote:
+            quote, closed = ("", True) if char == quote else (quote, False)
+        elif char in "'\"" and (after in " =" or closed):  # a quoted word (shlex.quote), not prose's "web's"
+            quote, closed = char, False
+        elif command.startswith("memo ", i) and after in " :":
+            parts.append(option)
+            i += len("memo ")
+            closed = False
+            continue
+        else:
+            closed = False
+        parts.append(char)
+        i += 1
+    return "".join(parts)
+
+
 digest_app = typer.Typer(help="What needs you now; apply a proposed action.", invoke_without_command=True)
 app.add_typer(digest_app, name="digest")
 
@@ -76,13 +119,11 @@ def digest(
             # its --until billed the idle night)
             shared = {i["id"] for i in r["items"] if sum(j["id"] == i["id"] for j in r["items"]) > 1}
             for n, item in enumerate(r["items"], 1):
-                out.print(_safe(f"{n:>2}. {item['action']}"), soft_wrap=True, highlight=False)
+                out.print(_safe(f"{n:>2}. {_on_this_vault(item['action'])}"), soft_wrap=True, highlight=False)
                 if item.get("proposal"):
-                    where = f" --project {shlex.quote(item['project'])}" if item["id"] in shared else ""
-                    # picked from a digest --as-of: applied as of the same moment (else "not in the digest of now")
-                    where += f" --as-of {shlex.quote(as_of)}" if as_of else ""
                     out.print(_safe(f"    or apply its proposal ({item['proposal']['summary']}): "
-                                    f"memo digest apply {shlex.quote(item['id'])}{where}"), soft_wrap=True, highlight=False)
+                                    + _on_this_vault(apply_command(item, item["id"] in shared, as_of))),
+                              soft_wrap=True, highlight=False)
         operator = r.get("operator") or {}
         for record in operator.get("acted", []):
             out.print(_safe(f"operator: {record['actionClass']} on {record['subject']} — {record['outcome']} "
@@ -201,8 +242,9 @@ def digest_apply(
             written = r.get("result", {}).get("path")
             out.print(_safe(f"applied {r['item']['proposal']['summary']}" + (f" → {written}" if written else "")))
         else:
-            out.print(_safe(f"not applied: {r['reason']}. New proposal: {r['item']['proposal']['summary']} "
-                            f"(--fingerprint {r['item']['fingerprint']})"))
+            out.print(_safe(f"not applied: {r['reason']}. New proposal: {r['item']['proposal']['summary']}; "
+                            f"to apply it: {_on_this_vault(apply_command(r['item'], bool(project), as_of))}"),
+                      soft_wrap=True, highlight=False)
 
     _emit(result, human)
     if not result["applied"]:
