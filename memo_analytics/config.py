@@ -655,13 +655,16 @@ class ConfigProblem:
 def refused_value(key: str, error: Any) -> str:
     """``, not '95,50' (a decimal point, not a comma: 95.50)``: the refused value when it is a
     short scalar of a key that holds no secret, so the person sees what the file says (a URL's
-    user and password masked: the message may reach a long-running process's log)."""
+    user and password masked, a webhook's path and query too: the message may reach a
+    long-running process's log)."""
     value = error.get("input")
     if (not isinstance(value, (str, int, float)) or isinstance(value, bool) or len(str(value)) > 60
             or re.search(r"token|secret|password|key", key, re.I) or str(value) in str(error.get("msg"))):
         return ""
     if isinstance(value, str):
         value = re.sub(r"(?<=//)[^/@\s]+@", "***@", value)
+        if re.search(r"webhook", key, re.I):  # a webhook's path (and query) is its secret
+            value = re.sub(r"^([^/]*//[^/?#]*)[/?#].+$", r"\1/***", value)
     hint = ""
     if isinstance(value, str) and "decimal" in error.get("type", "") and re.fullmatch(r"\s*\d+,\d+\s*", value):
         hint = f" (a decimal point, not a comma: {value.strip().replace(',', '.')})"

@@ -268,9 +268,26 @@ def test_config_show_masks_url_passwords_and_every_token(config):
     assert settings["hybrid"]["remoteUrl"] == "https://ana:***@team.example/"
     assert settings["remote"]["url"] == "https://bob:***@daemon.example:3124"
     assert settings["hybrid"]["token"] == "***" and settings["remote"]["token"] == "***"
-    assert settings["operator"]["webhookUrl"] == "https://hooks.example/notify?channel=***&token=***"
+    assert settings["operator"]["webhookUrl"] == "https://hooks.example/***?channel=***&token=***"
     assert any(line.split()[:2] == ["hybrid.remoteUrl", '"https://ana:***@team.example/"']
                for line in text.stdout.splitlines())
+
+
+@pytest.mark.parametrize("path", ["/hook/s3cr3t-path-of-ours", "/hooks/catch/1234567/abcdefg/", "/webhook/2f1c9a7e"])
+def test_any_webhook_url_is_shown_without_its_path_which_is_its_secret(config, path):
+    """Found by an operator: a receiver of one's own at ``/hook/<secret>`` (or Zapier's, n8n's)
+    was shown whole by ``memo config show`` and echoed whole by ``memo config set``: only a
+    Slack or Discord path was known for a secret. A webhook's path is masked whatever it is."""
+    hook = f"https://hooks.example:8443{path}"
+    config.write_text(f'[operator]\nwebhookUrl = "{hook}"\n')
+    text, as_json = memo("config", "show"), memo("--json", "config", "show")
+    assert json.loads(as_json.stdout)["settings"]["operator"]["webhookUrl"] == "https://hooks.example:8443/***"
+    assert path not in text.stdout + text.stderr + as_json.stdout
+    echoed = memo("config", "set", "operator.webhookUrl", f"https://other.example{path}")
+    assert echoed.stdout.startswith('operator.webhookUrl set to "https://other.example/***" in ')
+    assert path not in echoed.stdout + echoed.stderr
+    refused = memo("config", "set", "operator.webhookUrl", f"https://other.example:87650{path}")
+    assert refused.code != 0 and path not in refused.stdout + refused.stderr, refused.stderr
 
 
 def test_a_slack_webhook_url_is_shown_without_its_secret_path(config):
@@ -284,7 +301,7 @@ def test_a_slack_webhook_url_is_shown_without_its_secret_path(config):
     ("hybrid.token", TOKEN, "hybrid.token set to *** in "),
     ("remote.token", REMOTE_TOKEN, "remote.token set to *** in "),
     ("hybrid.remoteUrl", f"https://ana:{PASSWORD}@team.example/", 'hybrid.remoteUrl set to "https://ana:***@team.example/" in '),
-    ("operator.webhookUrl", f"https://hooks.example/n?token={HOOK_TOKEN}", 'operator.webhookUrl set to "https://hooks.example/n?token=***" in '),
+    ("operator.webhookUrl", f"https://hooks.example/n?token={HOOK_TOKEN}", 'operator.webhookUrl set to "https://hooks.example/***?token=***" in '),
     ("hybrid", f'{{token = "{TOKEN}", remoteUrl = "https://ana:{PASSWORD}@team.example"}}', "hybrid set to "),
 ])
 def test_config_set_never_echoes_a_secret(config, key, value, echoed):

@@ -7,7 +7,8 @@ These commands never need valid settings: they are how a broken config file is r
   ``config file``, ``environment (MEMO_…)`` or ``command line (--vault-root)``. Secrets are
   masked: every token as ``***``, the password (or lone user name) of a URL and every query
   value as ``***`` (``https://ana:***@team.example/``), the path of a URL that is itself a
-  secret (Slack or Discord webhooks) as ``/***``. A refused value (of the file, the
+  secret (Slack or Discord webhooks) and every path of a webhook key (``operator.webhookUrl``:
+  ``https://hooks.example/***``, its path being its secret) as ``/***``. A refused value (of the file, the
   environment or the command line) is left out — the next source or the default applies —
   and listed with its reason.
 - ``set KEY VALUE`` takes a dotted camelCase key as in the file (``vaultGit.enabled``,
@@ -35,6 +36,7 @@ from contextlib import contextmanager
 import re
 import tomllib
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 from typing import Any
 
 import tomli_w
@@ -67,6 +69,9 @@ app.add_typer(config_app, name="config")
 MASK = "***"
 #: A key whose value is a secret: ``token``, ``remote.token``, ``apiKey``, ``password`` …
 _SECRET_KEY = re.compile(r"(?i)token|secret|passw|api_?key|credential")
+#: A URL whose path is its secret: a webhook's (Slack, Discord, Teams, Zapier, n8n, a receiver of
+#: one's own at ``/hook/<secret>``): shown as ``https://host/***``
+_SECRET_PATH_KEY = re.compile(r"(?i)webhook")
 
 
 def _top_fields() -> dict[str, str]:
@@ -94,7 +99,12 @@ def masked(value: Any, parts: tuple[str, ...] = ()) -> Any:
     if parts and _SECRET_KEY.search(parts[-1]) and value not in (None, ""):
         return MASK
     if isinstance(value, str) and "://" in value:
-        return mask_url(value)
+        shown = mask_url(value)
+        if parts and _SECRET_PATH_KEY.search(parts[-1]):
+            split = urlsplit(shown)
+            if split.path.strip("/") and split.path != "/" + MASK:
+                shown = urlunsplit((split.scheme, split.netloc, "/" + MASK, split.query, split.fragment))
+        return shown
     return value
 
 
