@@ -160,7 +160,9 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
     proposal = {"actionClass": "end_stale_session", "params": {"sessionId": sid, "project": project,
                                                                 "until": to_iso(last)},
                 "summary": f"end {sid} at its last activity {to_iso(last)}"}
-    if open_minutes >= policy.open_too_long_hours * 60:
+    # thresholds against the exact durations, as next_due schedules them: rounded minutes
+    # counted 91 s as 2 minutes (a session "stalled" 29 s early)
+    if now - start >= timedelta(hours=policy.open_too_long_hours):
         # at stake: the minutes since its last turn, which ending it now would bill for nothing
         at_stake = idle_minutes if billable else 0
         if not (session.get("lastTurnAt") and last > start):
@@ -172,7 +174,7 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
         why += "" if billable else " (not billable)"
         return Item("session_open_too_long", KIND_LANE["session_open_too_long"], sid, project,
                     "you to end it", why, open_minutes, at_stake, end_command, to_iso(start), state, proposal)
-    if idle_minutes >= policy.stalled_minutes:
+    if now - last >= timedelta(minutes=policy.stalled_minutes):
         return Item("session_stalled", KIND_LANE["session_stalled"], sid, project,
                     "a turn or an end", f"no turn for {_since(idle_minutes)}", idle_minutes,
                     idle_minutes if billable else 0, f"memo session show {_q(sid)} --project {_q(project)}  # resume, or: {end_command}",
@@ -226,7 +228,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
     for baton in snapshot.pending_handoffs:
         created = from_iso(baton["created"])
         age = _age(created, now)
-        if age < policy.handoff_unclaimed_hours * 60:
+        if now - created < timedelta(hours=policy.handoff_unclaimed_hours):
             continue
         target = ", ".join(part for part in (f"branch {baton['branch']}" if baton.get("branch") else "",
                                              f"owner {baton['owner']}" if baton.get("owner") else "") if part)

@@ -312,3 +312,23 @@ def test_the_vault_root_goes_after_each_memo_that_starts_a_command_and_never_int
         "in a checkout of web's repository: memo --vault-root /v report rules --project web (memo knows no "
         "repository of it on this machine)")
     assert with_vault_root("memo invoice credit INV-2  # or memo invoice credit INV-1", "/v").count("--vault-root") == 2
+
+
+def test_a_threshold_is_met_by_the_exact_duration_not_by_rounded_minutes(tmp_path):
+    """Found by an operator: with ``stalledMinutes = 2`` a session idle for 91 s was listed as
+    stalled (91 s rounds to 2 minutes), half a minute before its threshold fell due."""
+    vault, config = tmp_path / "v", tmp_path / "config.toml"
+    config.write_text("[operator]\nstalledMinutes = 2\nopenTooLongHours = 1\n", encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-10T09:00:00Z", vault=vault, env=env)
+    memo("prompt", "record", "--project", "web", "--session-id", "s1", "--body", "tidy",
+         "--created", "2026-03-10T09:00:10Z", vault=vault, env=env)
+
+    def kinds(moment: str) -> list[str]:
+        digest = json.loads(memo("--json", "digest", "--as-of", moment, vault=vault, env=env).stdout)
+        return [item["kind"] for item in digest["items"]]
+
+    assert kinds("2026-03-10T09:01:41Z") == []  # idle 91 s: not yet 2 minutes
+    assert kinds("2026-03-10T09:02:10Z") == ["session_stalled"]  # idle 2 minutes exactly
+    assert kinds("2026-03-10T09:59:35Z") == ["session_stalled"]  # open 59 min 35 s: not yet 1 hour
+    assert kinds("2026-03-10T10:00:00Z") == ["session_open_too_long"]
