@@ -32,7 +32,9 @@ from typing import Any
 from filelock import FileLock
 
 from ..domain.clock import from_iso, to_iso, utcnow
+from ..domain.errors import InvalidDateError
 from ..services.remote import exchange
+from . import audit
 from .digest import fingerprint
 from ..services.store import VaultStore
 from ..vault.io import read_json_state, write_json_state
@@ -41,6 +43,8 @@ STATE_FILE = "notify.json"
 #: the first retry of a failed POST waits this long; each further failure doubles it, up to the cap
 BACKOFF_SECONDS = 30
 BACKOFF_CAP_SECONDS = 900
+#: at most this many of the operator's own actions in one notification (the rest in the next)
+MAX_ACTIONS_REPORTED = 100
 
 
 def item_key(item: dict[str, Any]) -> str:
@@ -113,7 +117,25 @@ def _forget_resolved(state: dict[str, Any], items: list[dict[str, Any]]) -> bool
     return changed
 
 
-def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
+def _unreported_actions(store: VaultStore, state: dict[str, Any], first: datetime) -> tuple[list[dict[str, Any]], str]:
+    """The operator's own actions (audit records of actor ``operator``: applied, refused,
+    failed) after ``state["actionsReportedUntil"]``, oldest first, and that mark. Without a
+    mark (the first offer of a vault; a hand-edited one) the mark is just before ``first``:
+    actions from before the webhook was set are not sent."""
+    watermark = state.get("actionsReportedUntil")
+    try:
+        since = from_iso(watermark) if isinstance(watermark, str) else None
+    except (ValueError, InvalidDateError):
+        since = None
+    if since is None:
+        since = first - timedelta(milliseconds=1)
+        watermark = to_iso(since)
+    acted = [r for r in audit.read(store) if r.get("actor") == "operator" and from_iso(r["at"]) > since]
+    return acted[:MAX_ACTIONS_REPORTED], watermark
+
+
+def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None,
+          acted_since: datetime | None = None) -> dict[str, Any]:
     """Offer one digest pass to the webhook. Returns ``{sent, items, reason}``: ``sent`` the
     number of items posted (0 when nothing left), ``items`` their keys, ``reason`` why not
     (``no webhook configured``, ``waiting for …`` on a stale digest, ``nothing new``,
@@ -121,7 +143,10 @@ def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None
     ``backing off until …``) or ``sent``; ``failed`` is true when this pass's POST failed.
 
     The POST's JSON: ``deliveryId`` (the same on every try of one batch), ``computedAt`` (the
-    digest's, UTC), ``sentAt`` (UTC), ``items`` (the digest's wire items) and ``text`` (one line each).
+    digest's, UTC), ``sentAt`` (UTC), ``items`` (the digest's wire items), ``acted`` (the
+    operator's own actions since the last notification, audit records: SPEC §6 phase 3 "act
+    and report"; the first offer of a vault reports those from ``acted_since`` on, default
+    ``now``) and ``text`` (one line each). ``reported`` in the result: how many of them were sent.
     """
     url = store.settings.operator.webhook_url
     if not url:
@@ -139,7 +164,10 @@ def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None
         items = list(digest.get("items", []))
         changed = _forget_resolved(state, items)
         new = [item for item in items if item_key(item) not in state["sent"]]
-        if not new:
+        acted, watermark = _unreported_actions(store, state, acted_since or now)
+        changed = changed or watermark != state.get("actionsReportedUntil")
+        state["actionsReportedUntil"] = watermark
+        if not new and not acted:
             if state.get("pendingSince") or state.get("failures"):
                 state.update(pendingSince=None, failures=0, retryAt=None)
                 changed = True
@@ -162,11 +190,12 @@ def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None
             return {"sent": 0, "items": [], "reason": f"backing off until {state['retryAt']} after "
                                                       f"{_tries(int(state.get('failures') or 1))}", "failed": True}
         keys = [item_key(i) for i in new]
-        delivery = fingerprint(state["pendingSince"], sorted(keys))
+        delivery = fingerprint(state["pendingSince"], sorted(keys), [(r["at"], r["subject"]) for r in acted])
+        lines = [f"[{i['kind']}] {i['subject']} ({i['project']}): {i['why']} → {i['action']}" for i in new]
+        lines += [f"operator: {r['actionClass']} on {r['subject']} ({r.get('project')}) — {r['outcome']} at {r['at']}"
+                  for r in acted]
         error = _post(url, {"deliveryId": delivery, "computedAt": digest.get("computedAt"), "sentAt": to_iso(now),
-                            "items": new,
-                            "text": "\n".join(f"[{i['kind']}] {i['subject']} ({i['project']}): {i['why']} → "
-                                              f"{i['action']}" for i in new)}, policy.webhook_timeout_seconds)
+                            "items": new, "acted": acted, "text": "\n".join(lines)}, policy.webhook_timeout_seconds)
         if error is not None:
             failures = int(state.get("failures") or 0) + 1
             wait = min(BACKOFF_SECONDS * 2 ** (failures - 1), BACKOFF_CAP_SECONDS)
@@ -178,5 +207,7 @@ def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None
         for key in keys:
             state["sent"][key] = to_iso(now)
         state.update(lastSentAt=to_iso(now), pendingSince=None, failures=0, retryAt=None)
+        if acted:
+            state["actionsReportedUntil"] = max(r["at"] for r in acted)
         _save(store, state)
-        return {"sent": len(new), "items": keys, "reason": "sent", "deliveryId": delivery}
+        return {"sent": len(new), "items": keys, "reason": "sent", "deliveryId": delivery, "reported": len(acted)}

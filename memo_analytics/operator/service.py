@@ -205,18 +205,20 @@ def watch_pass(store: VaultStore, fresh: bool = False, now: datetime | None = No
     (:func:`~memo_analytics.operator.notify.offer`). ``fresh``: a stale cached digest is
     recomputed (a single pass) rather than left for the next pass.
 
-    Returns the offer's ``{sent, items, reason, failed?, deliveryId?}`` plus ``computedAt``,
+    Returns the offer's ``{sent, items, reason, failed?, deliveryId?, reported?}`` (``reported``:
+    how many of the operator's actions the notification reported) plus ``computedAt``,
     ``digestItems`` (how many items the digest lists), ``spool`` (the replay's outcome lines),
     ``acted`` (audit records of this pass's automatic actions) and ``fallbacks``.
     """
     from ..services.capture import drain_spool
     from .notify import offer
 
-    started = to_iso(now or utcnow())
+    begun = now or utcnow()
+    started = to_iso(begun)
     replayed = drain_spool(store.root, store)
     digest = run_digest(store, DigestRequest(), now=now)
     if digest.get("stale") and fresh:
         digest = run_digest(store, DigestRequest(refresh=True), now=now)
-    return {**offer(store, digest, now), "computedAt": digest["computedAt"], "digestItems": len(digest["items"]),
+    return {**offer(store, digest, now, acted_since=begun), "computedAt": digest["computedAt"], "digestItems": len(digest["items"]),
             "spool": replayed, "acted": [r for r in digest["operator"]["acted"] if r.get("at", "") >= started],
             "fallbacks": digest["operator"]["fallbacks"]}

@@ -7,7 +7,6 @@ events waiting for the agent's next event, and ``--once`` exited 0 when the POST
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from memo_analytics.services import capture
+from tests.integration.test_http_api import refused_port
 from tests.inprocess import memo
 
 
@@ -75,24 +75,48 @@ def test_a_watch_pass_runs_the_delegated_actions_and_notifies_what_is_left(tmp_p
         shown = json.loads(memo("--json", "session", "show", sid, "--project", "web", vault=vault,
                                 env=env).stdout)["session"]
         assert (shown["status"], shown["endTime"]) == ("completed", _iso(NOW - timedelta(hours=2))[:-1] + ".000Z")
-    assert (ran["sent"], ran["reason"]) == (1, "sent")  # what was left: shop's session, not delegated
+    assert (ran["sent"], ran["reason"], ran["reported"]) == (1, "sent", 2)  # left: shop's session, not delegated
     assert [i["id"] for i in received[0]["items"]] == ["session_stalled:s1"]
+    # and what the operator did itself (SPEC §6 phase 3, act and report): nobody else learnt of it
+    assert [(r["actor"], r["actionClass"], r["subject"], r["outcome"]) for r in received[0]["acted"]] == [
+        ("operator", "end_stale_session", "w1", "applied"), ("operator", "end_stale_session", "w2", "applied")]
+    assert "operator: end_stale_session on w1 (web) — applied at " in received[0]["text"]
     human = memo("operator", "watch", "--once", vault=vault, env=env).stdout
-    assert human.endswith("notification: nothing new\n")
+    assert human.endswith("notification: nothing new\n") and len(received) == 1  # reported once
+
+
+def test_the_operators_own_actions_are_reported_when_no_item_is_left(tmp_path, receiver):
+    """A delegation that resolved everything left no item to send: the webhook heard nothing of
+    the sessions the operator ended. Its actions go out on their own (settled and rate limited as
+    items are), once; actions from before the webhook's first pass are not sent."""
+    url, received = receiver
+    vault, env = tmp_path / "v", _config(tmp_path, url)
+    _stalled(vault, env, "old")
+    memo("operator", "allow", "end_stale_session", "--project", "web", vault=vault, env=env)
+    memo("digest", vault=vault, env=env)  # the operator acted before any watch: history, not news
+    _stalled(vault, env, "w1")
+    first = json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=env).stdout)
+    assert (first["sent"], first["reported"], first["reason"]) == (0, 1, "sent")
+    [posted] = received
+    assert posted["items"] == [] and [r["subject"] for r in posted["acted"]] == ["w1"]
+    _stalled(vault, env, "w2")  # acted on within the hour: waits for the rate limit, not lost
+    second = json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=env).stdout)
+    assert second["reason"].startswith("rate limited until") and len(received) == 1
+    ok = memo("--json", "operator", "watch", "--once", vault=vault, env={**_config(
+        tmp_path, url, notifyMinIntervalSeconds="0")}).stdout
+    assert json.loads(ok)["reported"] == 1 and [r["subject"] for r in received[1]["acted"]] == ["w2"]
 
 
 def test_once_exits_non_zero_when_the_notification_failed(tmp_path):
-    with socket.socket() as free:  # a port nobody listens on
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-    vault, env = tmp_path / "v", _config(tmp_path, f"http://127.0.0.1:{port}/services/T000/B000/secretpath")
-    _stalled(vault, env, "w1")
-    failed = memo("operator", "watch", "--once", vault=vault, env=env, check=False)
-    assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert f"notification: failed: URLError" in failed.stdout and f"(webhook http://127.0.0.1:{port}; try 1" \
-        in failed.stdout and "secretpath" not in failed.stdout  # the host named, never the path
-    again = memo("operator", "watch", "--once", vault=vault, env=env, check=False)  # within the back-off
-    assert again.returncode == 1 and "backing off until" in again.stdout
+    with refused_port() as port:  # bound, not listening: refused
+        vault, env = tmp_path / "v", _config(tmp_path, f"http://127.0.0.1:{port}/services/T000/B000/secretpath")
+        _stalled(vault, env, "w1")
+        failed = memo("operator", "watch", "--once", vault=vault, env=env, check=False)
+        assert failed.returncode == 1, failed.stdout + failed.stderr
+        assert "notification: failed: URLError" in failed.stdout and f"(webhook http://127.0.0.1:{port}; try 1" \
+            in failed.stdout and "secretpath" not in failed.stdout  # the host named, never the path
+        again = memo("operator", "watch", "--once", vault=vault, env=env, check=False)  # within the back-off
+        assert again.returncode == 1 and "backing off until" in again.stdout
 
 
 def test_a_stale_cached_digest_is_recomputed_not_sent(tmp_path, receiver):

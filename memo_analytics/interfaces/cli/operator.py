@@ -200,9 +200,12 @@ def operator_watch(
                     for fallback in r["fallbacks"]:
                         out.print(_safe(f"{utc_stamp()} operator: {fallback['id']}: {fallback['reason']}"),
                                   soft_wrap=True)
-                    if once or r["reason"] != last_reason or r["sent"]:  # a long watch logs what changed
+                    if once or r["reason"] != last_reason or r["sent"] or r.get("reported"):  # a long watch logs what changed
+                        counts = [f"{r['sent']} items" if r["sent"] else "",
+                                  f"{r['reported']} of the operator's actions" if r.get("reported") else ""]
+                        counts = ", ".join(c for c in counts if c)
                         out.print(_safe(f"{utc_stamp()} notification: {r['reason']}"
-                                        + (f" ({r['sent']} items)" if r["sent"] else "")), soft_wrap=True)
+                                        + (f" ({counts})" if counts else "")), soft_wrap=True)
 
                 _emit(result, human)
                 last_reason = result["reason"]
