@@ -13,7 +13,7 @@ import pytest
 from memo_analytics.operator import service
 from memo_analytics.operator.service import current_digest
 from memo_analytics.services.prompts import record_prompt
-from memo_analytics.services.requests import EndSessionRequest, HandoffInput, RecordPromptRequest, StartSessionRequest
+from memo_analytics.services.requests import DigestRequest, EndSessionRequest, HandoffInput, RecordPromptRequest, StartSessionRequest
 from memo_analytics.services.sessions import end_session, start_session
 from memo_analytics.vault.io import read_record
 from tests.integration.test_cli import memo
@@ -332,3 +332,25 @@ def test_a_threshold_is_met_by_the_exact_duration_not_by_rounded_minutes(tmp_pat
     assert kinds("2026-03-10T09:02:10Z") == ["session_stalled"]  # idle 2 minutes exactly
     assert kinds("2026-03-10T09:59:35Z") == ["session_stalled"]  # open 59 min 35 s: not yet 1 hour
     assert kinds("2026-03-10T10:00:00Z") == ["session_open_too_long"]
+
+
+def test_a_person_asking_is_not_served_a_digest_computed_long_ago(tmp_path):
+    """Found by an operator: ``memo digest`` served the cached digest while nothing changed
+    (valid until the next threshold falls due), with its ages and "no turn for …" as of then —
+    an hour-old digest said a session idle for 3 h was idle for 2 h. A person asking gets the
+    digest of now; a caller polling within the minute is still served the cache."""
+    from memo_analytics.runtime import Runtime
+    from memo_analytics.config import Settings
+
+    vault = tmp_path / "v"
+    now = datetime.now(timezone.utc)
+    iso = lambda moment: moment.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    memo("session", "start", "s1", "--project", "web", "--start-time", iso(now - timedelta(hours=3)), vault=vault)
+    memo("prompt", "record", "--project", "web", "--session-id", "s1", "--body", "tidy",
+         "--created", iso(now - timedelta(hours=3)), vault=vault)
+    store = Runtime(Settings(vault_root=vault, timezone="UTC")).store()
+    old = service.run_digest(store, DigestRequest(refresh=True), now=now - timedelta(hours=1))
+    assert old["items"][0]["ageMinutes"] == 120
+    shown = json.loads(memo("--json", "digest", vault=vault).stdout)
+    assert shown["cached"] is False and shown["items"][0]["ageMinutes"] == 180
+    assert json.loads(memo("--json", "digest", vault=vault).stdout)["cached"] is True  # asked again at once

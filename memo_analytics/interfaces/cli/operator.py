@@ -22,6 +22,12 @@ def utc_stamp() -> str:
     return to_iso(utcnow())[:19].replace("T", " ")
 
 
+def _older_than(instant: str, seconds: float) -> bool:
+    from ...domain.clock import from_iso
+
+    return (utcnow() - from_iso(instant)).total_seconds() > seconds
+
+
 def _age(minutes: int) -> str:
     if minutes >= 2 * 24 * 60:
         return f"{minutes // (24 * 60)} d"
@@ -95,9 +101,11 @@ def digest(
                              {"refresh": True, **({"asOf": as_of} if as_of else {})})
     else:
         result = run_digest(state.store, _build(DigestRequest, refresh=refresh, as_of=as_of))
-    if result.get("stale") and not result.get("error") and state.settings.mode != "remote":
+    if state.settings.mode != "remote" and not result.get("error") and (
+            result.get("stale") or (result.get("cached") and not as_of and _older_than(result["computedAt"], 60))):
         # the vault changed within the debounce window (a long-running caller's polling is served
-        # the last answer); a person asking once gets the digest of the vault as it is now
+        # the last answer), or the cached digest is a while old (valid until a threshold falls due,
+        # its ages and "no turn for …" were as of then): a person asking once gets the digest of now
         result = run_digest(state.store, _build(DigestRequest, refresh=True, as_of=as_of))
 
     def human(r: dict[str, Any]) -> None:
