@@ -82,7 +82,30 @@ def _save(store: VaultStore, state: dict[str, Any]) -> None:
     write_json_state(_state_path(store), state)
 
 
+#: Discord's webhook hosts: a message needs ``content`` (at most 2,000 characters), not ``text``
+_DISCORD_HOSTS = {"discord.com", "discordapp.com", "ptb.discord.com", "canary.discord.com"}
+DISCORD_CONTENT_LIMIT = 2000
+
+
+def for_receiver(url: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` as the receiver at ``url`` reads it. Slack (``hooks.slack.com``) reads ``text``
+    as mrkdwn: ``&``, ``<`` and ``>`` are escaped as its formatting guide asks, so a session named
+    ``<!channel>`` or ``<https://evil|click>`` is shown as typed, not a ping or a disguised
+    link. Discord reads ``content`` (cut to 2,000 characters) and would ping ``@everyone`` in a
+    name: its mentions are turned off. Any other receiver gets the payload as it is."""
+    host = (urlsplit(url).hostname or "").lower()
+    text = payload.get("text") or ""
+    if host == "hooks.slack.com":
+        return {**payload, "text": text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")}
+    if host in _DISCORD_HOSTS:
+        if len(text) > DISCORD_CONTENT_LIMIT:
+            text = text[:DISCORD_CONTENT_LIMIT - 40].rsplit("\n", 1)[0] + "\n… (more in memo digest)"
+        return {**payload, "content": text, "allowed_mentions": {"parse": []}}
+    return payload
+
+
 def _post(url: str, payload: dict[str, Any], timeout: float) -> str | None:
+    payload = for_receiver(url, payload)
     request = urllib.request.Request(url, data=json.dumps(payload).encode("utf-8"), method="POST",
                                      headers={"Content-Type": "application/json", "User-Agent": "memo-digest",
                                               "Idempotency-Key": payload["deliveryId"]})

@@ -259,3 +259,22 @@ def test_a_webhook_url_no_post_can_reach_is_refused(url):
 
     with pytest.raises(ValidationError, match="port must be a number from 1 to 65535|names no host"):
         OperatorPolicy(webhook_url=url)
+
+
+def test_slack_and_discord_read_the_text_as_typed_and_ping_nobody():
+    """A session named ``<!channel>`` or ``<https://evil.example|the invoice>`` went into the
+    text that Slack reads as mrkdwn: a ping of the whole channel, a link disguised as text.
+    Discord reads ``content``, not ``text`` (every POST was refused), and pings ``@everyone``."""
+    from memo_analytics.operator.notify import DISCORD_CONTENT_LIMIT, for_receiver
+
+    text = "[session_stalled] <!channel> (web): no turn for 2 h → memo session show '<https://evil.example|x>' & co"
+    payload = {"deliveryId": "d1", "items": [{"subject": "<!channel>"}], "text": text}
+    slack = for_receiver("https://hooks.slack.com/services/T0/B0/x", payload)
+    assert slack["text"] == ("[session_stalled] &lt;!channel&gt; (web): no turn for 2 h → memo session show "
+                             "'&lt;https://evil.example|x&gt;' &amp; co")
+    assert slack["items"] == payload["items"]  # the data as it is, for a receiver that reads it
+    discord = for_receiver("https://discord.com/api/webhooks/1/abc", {**payload, "text": "@everyone " + text})
+    assert discord["content"] == "@everyone " + text and discord["allowed_mentions"] == {"parse": []}
+    long = for_receiver("https://discordapp.com/api/webhooks/1/abc", {**payload, "text": "\n".join(["x" * 99] * 50)})
+    assert len(long["content"]) <= DISCORD_CONTENT_LIMIT and long["content"].endswith("… (more in memo digest)")
+    assert for_receiver("https://hooks.example/x", payload) == payload  # any other receiver: as it is
