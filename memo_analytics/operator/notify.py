@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import urllib.error
 import urllib.request
 from urllib.parse import urlsplit
@@ -38,6 +39,8 @@ from . import audit
 from .digest import fingerprint
 from ..services.store import VaultStore
 from ..vault.io import read_json_state, write_json_state
+
+log = logging.getLogger(__name__)
 
 STATE_FILE = "notify.json"
 #: the first retry of a failed POST waits this long; each further failure doubles it, up to the cap
@@ -74,8 +77,36 @@ def _state_path(store: VaultStore):
     return store.layout.meta_dir / STATE_FILE
 
 
-def _load(store: VaultStore) -> dict[str, Any]:
-    return read_json_state(_state_path(store), "sent") or {"sent": {}, "lastSentAt": None, "pendingSince": None}
+#: the instants notify.json keeps; one in the future (a hand edit, a clock set back) would
+#: silence the webhook until then: taken as not there (``retryAt`` may lie one back-off ahead)
+_INSTANTS = ("lastSentAt", "pendingSince", "retryAt", "actionsReportedUntil")
+
+
+def _load(store: VaultStore, now: datetime) -> dict[str, Any]:
+    """``notify.json`` as far as it can be used: a file that is not JSON, a ``sent`` that is not
+    a table, an instant that is not one (or lies in the future) or a ``failures`` that is not
+    a count is dropped (logged: the webhook may hear of an item twice), never a crash of every pass or a webhook silenced for ever."""
+    data = read_json_state(_state_path(store)) or {}
+    sent = data.get("sent") if isinstance(data.get("sent"), dict) else {}
+    state: dict[str, Any] = {"sent": {k: v for k, v in sent.items() if isinstance(k, str) and isinstance(v, str)}}
+    dropped = [] if isinstance(data.get("sent"), dict) or not data else ["sent"]
+    for key in _INSTANTS:
+        value = data.get(key)
+        try:
+            latest = now + timedelta(seconds=BACKOFF_CAP_SECONDS if key == "retryAt" else 0)
+            usable = value is None or (isinstance(value, str) and from_iso(value) <= latest)
+        except (ValueError, InvalidDateError):
+            usable = False
+        state[key] = value if usable else None
+        dropped += [] if usable else [key]
+    failures = data.get("failures", 0)
+    state["failures"] = failures if isinstance(failures, int) and not isinstance(failures, bool) and \
+        0 <= failures <= 10_000 else 0
+    dropped += [] if state["failures"] == failures else ["failures"]
+    if dropped:
+        log.warning("%s: %s not usable (not an instant of the past, not a count); started afresh for %s",
+                    _state_path(store), ", ".join(dropped), "it" if len(dropped) == 1 else "them")
+    return state
 
 
 def _save(store: VaultStore, state: dict[str, Any]) -> None:
@@ -183,7 +214,7 @@ def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None
     policy = store.settings.operator
     store.layout.meta_dir.mkdir(parents=True, exist_ok=True)
     with FileLock(str(store.layout.meta_dir / "notify.lock"), timeout=policy.webhook_timeout_seconds * 3):
-        state = _load(store)
+        state = _load(store, now)
         items = list(digest.get("items", []))
         changed = _forget_resolved(state, items)
         new = [item for item in items if item_key(item) not in state["sent"]]

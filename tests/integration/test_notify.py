@@ -278,3 +278,23 @@ def test_slack_and_discord_read_the_text_as_typed_and_ping_nobody():
     long = for_receiver("https://discordapp.com/api/webhooks/1/abc", {**payload, "text": "\n".join(["x" * 99] * 50)})
     assert len(long["content"]) <= DISCORD_CONTENT_LIMIT and long["content"].endswith("… (more in memo digest)")
     assert for_receiver("https://hooks.example/x", payload) == payload  # any other receiver: as it is
+
+
+@pytest.mark.parametrize("edit", [
+    {"sent": ["not", "a", "table"]}, {"failures": "many"}, {"failures": 10 ** 30}, {"retryAt": "9999-12-31T00:00:00Z"},
+    {"lastSentAt": "9999-12-31T00:00:00Z"}, {"pendingSince": "tomorrow"}, {"lastSentAt": 5},
+    {"actionsReportedUntil": "9999-12-31T00:00:00Z"}])
+def test_a_hand_edited_notify_state_is_started_afresh_not_a_crash_or_a_silence(tmp_path, receiver, caplog, edit):
+    """notify.json edited by hand (or a clock set back): a ``failures`` that is not a count
+    crashed every pass with a traceback; a ``retryAt`` or ``lastSentAt`` in the year 9999
+    silenced the webhook for ever. What cannot be used is dropped, logged, and the pass goes on."""
+    url, received, _ = receiver
+    store = _store(tmp_path, url, settle_seconds=0)
+    state = store.layout.meta_dir / "notify.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"sent": {}, "lastSentAt": None, "pendingSince": None, **edit}), encoding="utf-8")
+    with caplog.at_level("WARNING", logger="memo_analytics.operator.notify"):
+        result = offer(store, _digest("s1"), datetime.now(timezone.utc))
+    assert result["reason"] == "sent" and len(received) == 1, result
+    assert f"{next(iter(edit))} not usable" in caplog.text
+    assert json.loads(state.read_text())["sent"]  # written back whole
