@@ -48,7 +48,7 @@ class RemoteModeError(MemoError):
     def __init__(self, url: str | None) -> None:
         super().__init__(f"Invalid mode: remote — this machine keeps no vault, so this command has none to use; "
                          f"the team daemon at {url or '(remote.url)'} has it: `memo prompt record/list/search/get/show`, "
-                         "`memo session start/end/show`, `memo activity` and `memo digest` ask it, agents reach it "
+                         "`memo session start/end/show/edit`, `memo activity` and `memo digest` ask it, agents reach it "
                          "through `memo mcp`, people through its dashboard (or set mode = \"local\")")
 
 

@@ -42,6 +42,7 @@ from ..services.requests import (
     ActivityReportRequest,
     DeriveRulesRequest,
     DigestRequest,
+    EditSessionRequest,
     ExportStoryRequest,
     ListRequest,
     SessionRequest,
@@ -364,6 +365,29 @@ class SessionsHandler(ApiHandler):
             since=self.arg("since"), until=self.arg("until"), limit=self.arg("limit"), offset=self.arg("offset"))))
 
 
+class SessionEditHandler(ApiHandler):
+    """``POST /api/sessions/{id}/edit`` ``{project?, client?, billable?, summary?, toProject?,
+    startTime?, endTime?, minutes?, reviewed?}``: correct a session's billing data as ``memo
+    session edit`` does (SPEC §9; an invoiced session's billed fields are refused as there) —
+    what a machine in remote mode sends. Times carry their offset (the caller's zone is not this
+    machine's). ``cwd`` is refused: the daemon finds the project where the session lives."""
+
+    async def post(self, session_id: str) -> None:
+        def work():
+            from ..services.session_edit import edit_session
+
+            data = self.body_json()
+            refuse_server_paths(data)  # no cwd: it names a folder of the caller's machine
+            if data.get("sessionId", session_id) != session_id:
+                raise InvalidFieldError("sessionId", f"{data['sessionId']!r} differs from the session of the path "
+                                                     f"({session_id!r}); give one")
+            request = EditSessionRequest.model_validate({**data, "sessionId": session_id})
+            with self.callers_own():
+                return edit_session(self.store, request)
+
+        await self.run(work)
+
+
 class ActivityHandler(ApiHandler):
     """``GET /api/activity``: ``activity_report`` (project, crossProject, since, until, client, tz)."""
 
@@ -497,7 +521,7 @@ class SyncRecordsHandler(ApiHandler):
 ENDPOINTS = (
     "GET /api/health", "GET /api/prompts", "GET /api/prompts/{id}", "GET /api/prompts/sessions/{id}",
     "GET /api/prompts/sessions/{id}/export", "POST /api/prompts/derive-rules", "GET /api/sessions",
-    "GET /api/activity", "GET /api/digest", "POST /api/digest/apply", "POST /api/actions/{action}",
+    "POST /api/sessions/{id}/edit", "GET /api/activity", "GET /api/digest", "POST /api/digest/apply", "POST /api/actions/{action}",
     "POST /api/sync/records", "POST /api/hooks/{agent}",
 )
 
@@ -538,6 +562,7 @@ def api_patterns(runtime: Runtime, token: str | None, confined: bool = False) ->
         (r"/api/prompts/sessions/([^/]+)", SessionTurnsHandler, args),
         (r"/api/prompts/([^/]+)", PromptHandler, args),
         (r"/api/sessions", SessionsHandler, args),
+        (r"/api/sessions/([^/]+)/edit", SessionEditHandler, args),
         (r"/api/activity", ActivityHandler, args),
         (r"/api/digest", DigestHandler, args),
         (r"/api/digest/apply", DigestApplyHandler, args),

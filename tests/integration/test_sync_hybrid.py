@@ -508,7 +508,8 @@ def test_in_remote_mode_memo_digest_shows_and_applies_the_team_daemons_digest(tm
     shown = json.loads(memo("--json", "digest", "--as-of", "2026-03-10T12:00", env=env).stdout)
     [stalled] = [i for i in shown["items"] if i["id"] == "session_stalled:w1"]
     table = memo("digest", "--as-of", "2026-03-10T12:00", env=env).stdout
-    assert "memo session edit, export and any file named run on the daemon's host" in " ".join(table.split())
+    assert "memo session start/end/show/edit and memo digest apply run from here; export and any file named run on " \
+           "the daemon's host" in " ".join(table.split())
     assert stalled["proposal"]["actionClass"] == "end_stale_session"
     stale = memo("digest", "apply", "session_stalled:w1", "--as-of", "2026-03-10T12:00", "--fingerprint",
                  "0000000000000000", env=env, check=False)
@@ -604,3 +605,34 @@ def test_in_remote_mode_a_session_is_recorded_from_the_command_line_on_the_team_
     assert (session["client"], session["durationMinutes"], session["status"]) == ("Acme", 60, "completed")
     assert read_record(team / "projects" / "web" / "handoffs" / "handoff-cli-1.md")[0]["nextSteps"] == ["deploy"]
     assert _team_file(team, "prompt-cli-1-t1").is_file() and not (tmp_path / "laptop-vault").exists()
+
+
+def test_in_remote_mode_memo_session_edit_corrects_the_team_daemons_session(tmp_path, daemon):
+    """A laptop in remote mode was refused ``memo session edit`` ("this machine keeps no vault"):
+    the digest's own command for a session without a client (``memo session edit … --client``)
+    could only run on the daemon's host. It is sent to the daemon now; times typed without an
+    offset are read in the laptop's zone; a path of the laptop (cwd) is never sent."""
+    team, server = daemon
+    server.get_json("/api/actions/session_start", data={"sessionId": "w1", "projectId": "web",
+                                                         "startTime": "2026-03-10T09:00:00Z"})
+    server.get_json("/api/actions/session_end", data={"sessionId": "w1", "projectId": "web",
+                                                       "until": "2026-03-10T10:00:00Z"})
+    config = tmp_path / "laptop.toml"
+    config.write_text(f'mode = "remote"\ntimezone = "Europe/Berlin"\n[remote]\nurl = "{server.base}"\n')
+    env = {"MEMO_CONFIG": str(config)}
+    edited = memo("session", "edit", "w1", "--client", "Acme", "--end", "2026-03-10T11:30", env=env)
+    assert "session w1 (web): client, " in edited.stdout and not (tmp_path / "projects").exists()
+    team_record = read_record(team / "projects/web/sessions/session-w1.md")[0]
+    assert team_record["client"] == "Acme" and team_record["endTime"] == "2026-03-10T10:30:00.000Z"  # 11:30 Berlin
+    again = memo("session", "edit", "w1", "--client", "Acme", env=env, check=False)
+    assert again.returncode == 1 and "already so, nothing changed" in again.stdout
+    missing = memo("session", "edit", "nope", "--client", "Acme", env=env, check=False)
+    assert missing.returncode == 1 and "nope" in missing.stderr
+    bad = memo("session", "edit", "../x", "--client", "Acme", env=env, check=False)
+    assert bad.returncode == 1 and bad.stderr.startswith("error: Invalid sessionId")
+    # the route refuses a caller's path and a body naming another session
+    status, answer = server.get_json("/api/sessions/w1/edit", data={"client": "Evil", "cwd": "/etc"})
+    assert status == 400 and answer["error"].startswith("Invalid cwd")
+    status, answer = server.get_json("/api/sessions/w1/edit", data={"client": "Evil", "sessionId": "w2"})
+    assert status == 400 and answer["error"].startswith("Invalid sessionId")
+    assert read_record(team / "projects/web/sessions/session-w1.md")[0]["client"] == "Acme"

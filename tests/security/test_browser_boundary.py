@@ -164,6 +164,8 @@ def _attack_bodies(vault: Path, now: datetime, digest: dict[str, Any]) -> dict[s
         # the digest_apply request takes exactly these fields (an unknown one is refused, 400)
         "/api/digest/apply": {"item": proposal["id"], "fingerprint": proposal["fingerprint"] + EQ},
         "/api/prompts/derive-rules": {"crossProject": True, "saveTraps": True, "limit": "20" + EQ},
+        # a session's billing data: a page must not move its hours to another client
+        "/api/sessions/s1/edit": {"client": "Evil Corp" + EQ, "project": "web"},
         # a hook event of a machine in remote mode: a page must not plant a turn through it either
         "/api/hooks/claude-code": {"payload": {"session_id": PLANTED_SESSION, "hook_event_name": "UserPromptSubmit",
                                                "prompt": PLANTED_TURN + EQ},
@@ -215,7 +217,8 @@ GETS = {
 }
 POSTS = {"record": "/api/actions/record", "session_start": "/api/actions/session_start",
          "session_end": "/api/actions/session_end", "sync": "/api/sync/records", "digest apply": "/api/digest/apply",
-         "derive-rules": "/api/prompts/derive-rules", "hook": "/api/hooks/claude-code"}
+         "derive-rules": "/api/prompts/derive-rules", "hook": "/api/hooks/claude-code",
+         "session edit": "/api/sessions/s1/edit"}
 WEBSOCKET = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
              "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
 
@@ -763,7 +766,7 @@ def sent_right(request, served, raw):
     headers = {"Host": served.own, "Origin": f"http://{served.own}", "Content-Type": "application/json",
                "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"}
     answers = {}
-    for route in ("digest apply", "session_end", "record", "session_start", "sync", "derive-rules"):
+    for route in ("digest apply", "session_end", "record", "session_start", "sync", "derive-rules", "session edit"):
         status, text = send(served.port, "POST", POSTS[route], headers, plain(served.posts[POSTS[route]]))
         answers[route] = (status, json.loads(text))
     return answers, vault_state(served.vault)
@@ -777,6 +780,7 @@ def test_the_attack_writes_sent_as_the_product_sends_them_change_the_vault(serve
     assert answers["derive-rules"][1]["savedTraps"]
     sessions = {s["sessionId"]: s for s in after["sessions"]["items"]}
     assert sessions[STALLED]["endTime"] and sessions[OPEN]["endTime"] and PLANTED_SESSION in sessions
+    assert answers["session edit"][1]["changed"] == ["client"] and sessions["s1"]["client"] == "Evil Corp"
     bodies = [p["body"] for p in after["prompts"]["items"]]
     assert PLANTED_TURN in bodies and REPLACED_BODY in bodies and SECRET_TURN not in bodies
     assert after["audit"] is not None
