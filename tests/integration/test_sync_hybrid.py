@@ -636,3 +636,16 @@ def test_in_remote_mode_memo_session_edit_corrects_the_team_daemons_session(tmp_
     status, answer = server.get_json("/api/sessions/w1/edit", data={"client": "Evil", "sessionId": "w2"})
     assert status == 400 and answer["error"].startswith("Invalid sessionId")
     assert read_record(team / "projects/web/sessions/session-w1.md")[0]["client"] == "Acme"
+
+
+def test_in_remote_mode_an_import_is_refused_before_any_folder_is_walked(tmp_path):
+    """``memo import claude-code ~/.claude/projects`` on a laptop in remote mode walked the
+    folder (printing "left out: …" for what it would skip) and only then said it keeps no vault."""
+    config = tmp_path / "laptop.toml"
+    config.write_text('mode = "remote"\n[remote]\nurl = "http://127.0.0.1:9"\n')
+    folder = tmp_path / "projects" / "p"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "pipe.jsonl")  # what the walk would report
+    ran = memo("import", "claude-code", str(tmp_path / "projects"), env={"MEMO_CONFIG": str(config)}, check=False)
+    assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid mode: remote"), ran.stderr
+    assert "left out" not in ran.stderr

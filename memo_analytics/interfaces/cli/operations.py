@@ -47,6 +47,7 @@ def _import_command(source: str) -> Callable[..., None]:
         from ...services.importers.common import ImportOptions, run_import, walk_files, with_imported_siblings
 
         module = load_importer(source)
+        store = state.store  # remote mode keeps no vault: said before any folder is walked
         if any(not p.strip() for p in paths):
             raise MemoError("Invalid path: must not be empty")
         gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
@@ -69,11 +70,11 @@ def _import_command(source: str) -> Callable[..., None]:
                             f"{', '.join(paths)} (is this a {source} folder?)")
         singles = [Path(p) for p in paths if Path(p).is_file()]
         if singles and not rescan:  # a file given alone: with the files beside it of the same conversations
-            beside = with_imported_siblings(state.store, singles, source)
+            beside = with_imported_siblings(store, singles, source)
             if len(beside) > len(singles):
                 files = sorted(set(files) | set(beside))
         with _progress(f"import {source}", len(files)) as advance:
-            result = run_import(state.store, files, module.parse, options, progress=lambda _p: advance(), source=source,
+            result = run_import(store, files, module.parse, options, progress=lambda _p: advance(), source=source,
                                 incremental=not rescan)
         for line in result.errors[:20]:
             err.print(_safe(f"skipped: {line}"))
