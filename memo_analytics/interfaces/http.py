@@ -521,8 +521,8 @@ class SyncRecordsHandler(ApiHandler):
 ENDPOINTS = (
     "GET /api/health", "GET /api/prompts", "GET /api/prompts/{id}", "GET /api/prompts/sessions/{id}",
     "GET /api/prompts/sessions/{id}/export", "POST /api/prompts/derive-rules", "GET /api/sessions",
-    "POST /api/sessions/{id}/edit", "GET /api/activity", "GET /api/digest", "POST /api/digest/apply", "POST /api/actions/{action}",
-    "POST /api/sync/records", "POST /api/hooks/{agent}",
+    "POST /api/sessions/{id}/edit", "GET /api/activity", "GET /api/digest", "POST /api/digest/apply",
+    "POST /api/actions/{action}", "POST /api/sync/records", "POST /api/hooks/{agent}",
 )
 
 

@@ -85,7 +85,8 @@ _INSTANTS = ("lastSentAt", "pendingSince", "retryAt", "actionsReportedUntil")
 def _load(store: VaultStore, now: datetime) -> dict[str, Any]:
     """``notify.json`` as far as it can be used: a file that is not JSON, a ``sent`` that is not
     a table, an instant that is not one (or lies in the future) or a ``failures`` that is not
-    a count is dropped (logged: the webhook may hear of an item twice), never a crash of every pass or a webhook silenced for ever."""
+    a count is dropped (logged: the webhook may hear of an item twice) — never a crash of every
+    pass, nor a webhook silenced for ever."""
     data = read_json_state(_state_path(store)) or {}
     sent = data.get("sent") if isinstance(data.get("sent"), dict) else {}
     state: dict[str, Any] = {"sent": {k: v for k, v in sent.items() if isinstance(k, str) and isinstance(v, str)}}
@@ -174,16 +175,10 @@ def _forget_resolved(state: dict[str, Any], items: list[dict[str, Any]]) -> bool
 def _unreported_actions(store: VaultStore, state: dict[str, Any], first: datetime) -> tuple[list[dict[str, Any]], str]:
     """The operator's own actions (audit records of actor ``operator``: applied, refused,
     failed) after ``state["actionsReportedUntil"]``, oldest first, and that mark. Without a
-    mark (the first offer of a vault; a hand-edited one) the mark is just before ``first``:
+    mark (the first offer of a vault; one :func:`_load` dropped) the mark is just before ``first``:
     actions from before the webhook was set are not sent."""
-    watermark = state.get("actionsReportedUntil")
-    try:
-        since = from_iso(watermark) if isinstance(watermark, str) else None
-    except (ValueError, InvalidDateError):
-        since = None
-    if since is None:
-        since = first - timedelta(milliseconds=1)
-        watermark = to_iso(since)
+    watermark = state.get("actionsReportedUntil") or to_iso(first - timedelta(milliseconds=1))  # checked by _load
+    since = from_iso(watermark)
     acted = [r for r in audit.read(store) if r.get("actor") == "operator" and from_iso(r["at"]) > since]
     return acted[:MAX_ACTIONS_REPORTED], watermark
 
