@@ -570,8 +570,8 @@ def test_in_remote_mode_the_read_commands_ask_the_team_daemon(tmp_path, daemon):
     assert missing.returncode == 1 and missing.stderr.startswith("error: Record not found")
     bad = memo("activity", "--since", "04/12/2026", env=env, check=False)
     assert bad.returncode == 1 and "since" in bad.stderr
-    # writing a local vault stays refused, saying what works
-    refused = memo("session", "edit", "w1", "--client", "Beta", env=env, check=False)
+    # a command that needs a local vault stays refused, saying what works
+    refused = memo("invoice", "list", env=env, check=False)
     assert refused.returncode == 1 and "memo activity" in refused.stderr
 
 
