@@ -291,12 +291,21 @@ class OperatorPolicy(BaseModel):
     @classmethod
     def _webhook_address(cls, value: str | None) -> str | None:
         """A URL a POST can reach: a host, and a port from 1 to 65535 when one is given
-        (``:87650`` was accepted, and every pass failed)."""
+        (``:87650`` was accepted, and every pass failed); no control character, nothing beyond
+        ASCII, no ``user:password@`` (urllib sends none of them: every POST failed, its error
+        naming the secret)."""
         if value is None:
             return value
         from urllib.parse import urlsplit
 
+        if re.search(r"[\x00-\x1f\x7f]", value):
+            raise ValueError("it holds a control character (every POST would fail)")
+        if not value.isascii():
+            raise ValueError("it holds a character beyond ASCII: percent-encode it (é as %C3%A9)")
         parts = urlsplit(value)
+        if "@" in parts.netloc:
+            raise ValueError("it holds a user or password before the host, which a POST never sends: put the "
+                             "secret in the path or query, as the receiver's webhook URL has it")
         try:
             port = parts.port
         except ValueError:

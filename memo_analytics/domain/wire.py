@@ -29,6 +29,17 @@ def without_direction_controls(text: str) -> str:
 _UNPRINTABLE = re.compile(f"[{DIRECTION_CONTROLS}\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufffe\uffff]")
 
 
+#: What one plain line never holds: every control character (tab and line ends included) and the
+#: direction controls.
+_NOT_ONE_PLAIN_LINE = re.compile(f"[{DIRECTION_CONTROLS}\x00-\x1f\x7f-\x9f]")
+
+
+def is_one_plain_line(text: str) -> bool:
+    """Whether ``text`` is one line without control or direction characters (a link or a title
+    a terminal, a chat message or a PDF shows as typed)."""
+    return not _NOT_ONE_PLAIN_LINE.search(text)
+
+
 def printable_text(text: str) -> str:
     """``text`` as a document prints it (PDF, e-invoice XML, CSV/XLSX cells): without direction
     controls (:func:`without_direction_controls`) and without control characters other than tab,

@@ -13,6 +13,8 @@ from ..domain.errors import InvalidDateError
 from ..services.store import VaultStore
 
 AUDIT_FILE = "audit.jsonl"
+#: what every audit record holds, as text; a line without one of them is not a record of the audit
+FIELDS = ("at", "actor", "actionClass", "subject", "project", "policyRule", "fingerprint", "outcome")
 
 
 def append(store: VaultStore, *, actor: str, action_class: str, subject: str, project: str, policy_rule: str,
@@ -48,7 +50,7 @@ def read(store: VaultStore, limit: int | None = None) -> list[dict[str, Any]]:
             record = json.loads(line)
         except ValueError:  # UnicodeDecodeError included
             continue
-        if isinstance(record, dict) and all(isinstance(record.get(key), str) for key in ("at", "subject", "actionClass")):
+        if isinstance(record, dict) and all(isinstance(record.get(key), str) for key in FIELDS):
             try:
                 from_iso(record["at"])
             except (ValueError, InvalidDateError):

@@ -87,7 +87,15 @@ def _load(store: VaultStore, now: datetime) -> dict[str, Any]:
     a table, an instant that is not one (or lies in the future) or a ``failures`` that is not
     a count is dropped (logged: the webhook may hear of an item twice) — never a crash of every
     pass, nor a webhook silenced for ever."""
-    data = read_json_state(_state_path(store)) or {}
+    data = read_json_state(_state_path(store))
+    if data is None:
+        try:
+            torn = _state_path(store).stat().st_size > 0
+        except OSError:
+            torn = False
+        if torn:
+            log.warning("%s is not a JSON table (edited by hand, or torn); started afresh", _state_path(store))
+        data = {}
     sent = data.get("sent") if isinstance(data.get("sent"), dict) else {}
     state: dict[str, Any] = {"sent": {k: v for k, v in sent.items() if isinstance(k, str) and isinstance(v, str)}}
     dropped = [] if isinstance(data.get("sent"), dict) or not data else ["sent"]
@@ -104,6 +112,9 @@ def _load(store: VaultStore, now: datetime) -> dict[str, Any]:
     state["failures"] = failures if isinstance(failures, int) and not isinstance(failures, bool) and \
         0 <= failures <= 10_000 else 0
     dropped += [] if state["failures"] == failures else ["failures"]
+    if state["retryAt"] and not state["failures"]:  # a back-off without a failure to back off from
+        state["retryAt"] = None
+        dropped.append("retryAt")
     if dropped:
         log.warning("%s: %s not usable (not an instant of the past, not a count); started afresh for %s",
                     _state_path(store), ", ".join(dropped), "it" if len(dropped) == 1 else "them")
@@ -124,14 +135,17 @@ def for_receiver(url: str, payload: dict[str, Any]) -> dict[str, Any]:
     as mrkdwn: ``&``, ``<`` and ``>`` are escaped as its formatting guide asks, so a session named
     ``<!channel>`` or ``<https://evil|click>`` is shown as typed, not a ping or a disguised
     link. Discord reads ``content`` (cut to 2,000 characters) and would ping ``@everyone`` in a
-    name: its mentions are turned off. Any other receiver gets the payload as it is."""
-    host = (urlsplit(url).hostname or "").lower()
+    name: its mentions are turned off, its brackets escaped (no masked link). A host is read
+    without its trailing dot. Any other receiver gets the payload as it is."""
+    host = (urlsplit(url).hostname or "").lower().rstrip(".")  # hooks.slack.com. is hooks.slack.com
     text = payload.get("text") or ""
     if host == "hooks.slack.com":
         return {**payload, "text": text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")}
     if host in _DISCORD_HOSTS:
         if len(text) > DISCORD_CONTENT_LIMIT:
             text = text[:DISCORD_CONTENT_LIMIT - 40].rsplit("\n", 1)[0] + "\n… (more in memo digest)"
+        # a masked link ([Approve](https://evil.example)) in a recorded URL is shown as typed
+        text = text.replace("[", "\\[").replace("]", "\\]")
         return {**payload, "content": text, "allowed_mentions": {"parse": []}}
     return payload
 
@@ -151,7 +165,19 @@ def _post(url: str, payload: dict[str, Any], timeout: float) -> str | None:
         return f"HTTP {exc.code}" + (" (a redirect: memo follows none; set operator.webhookUrl to where it "
                                      "leads)" if 300 <= exc.code < 400 else "")
     except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
-        return f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+        return _without_secrets(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}", url)
+
+
+def _without_secrets(reason: str, url: str) -> str:
+    """``reason`` without what of ``url`` may be its secret (user, password, path, query), as
+    an exception's text may quote them (``nonnumeric port: 'PASSW0RD@host'``)."""
+    parts = urlsplit(url)
+    userinfo = parts.netloc.rsplit("@", 1)[0] if "@" in parts.netloc else ""
+    secrets = [userinfo, *userinfo.split(":"), parts.path.strip("/"), parts.query, parts.fragment,
+               *parts.path.strip("/").split("/"), *parts.query.split("&")]
+    for secret in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
+        reason = reason.replace(secret, "***")
+    return reason
 
 
 def _tries(n: int) -> str:

@@ -10,6 +10,7 @@ recompute keeps the previous answer and says so in ``error``.
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from ..domain.clock import from_iso, parse_record_instant, to_iso, utcnow
 from ..analytics.frames import vault_sources
 from ..index import snapshot as rows
-from ..domain.errors import AmbiguousIdError, InvalidFieldError
+from ..domain.errors import AmbiguousIdError, InvalidDateError, InvalidFieldError
 from ..domain.ids import validate_slug
 from ..services.requests import DigestApplyRequest, DigestRequest
 from ..services.store import VaultStore
@@ -27,6 +28,8 @@ from . import audit, policy
 from .acting import apply_item, run_delegated
 from .digest import Snapshot, compute_digest, fingerprint, next_due
 from .snapshot import take_snapshot
+
+log = logging.getLogger(__name__)
 
 CACHE_FILE = "digest.json"
 
@@ -51,12 +54,34 @@ def _cache_path(store: VaultStore) -> Path:
     return store.layout.meta_dir / CACHE_FILE
 
 
+#: an item of a cached digest as the interfaces read it: these fields, of these types
+_ITEM_FIELDS = {"id": str, "kind": str, "lane": str, "subject": str, "project": str, "why": str, "action": str,
+                "since": str, "fingerprint": str, "ageMinutes": int, "minutesAtStake": int}
+
+
 def _read_cache(store: VaultStore) -> dict[str, Any] | None:
+    """The cached digest, or None when there is none or it cannot be served as it is (not JSON,
+    an instant that is not one, a field missing or of another type — a hand edit, a torn disk):
+    then the digest is computed again, never a failure of every pass until ``--refresh``."""
     try:
         data = json.loads(_cache_path(store).read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) and isinstance(data.get("digest"), dict) else None
     except (OSError, ValueError):
         return None
+    try:
+        digest = data["digest"]
+        from_iso(digest["computedAt"])
+        if data.get("validUntil") is not None:
+            from_iso(data["validUntil"])
+        usable = (isinstance(digest["items"], list) and isinstance(digest.get("beyondHorizon", {}), dict)
+                  and all(isinstance(item, dict) and all(isinstance(item.get(k), t) for k, t in _ITEM_FIELDS.items())
+                          and isinstance(item.get("proposal") or {}, dict) for item in digest["items"]))
+    except (KeyError, TypeError, ValueError, InvalidDateError):
+        usable = False
+    if not usable:
+        log.warning("%s cannot be served as it is (edited by hand, or torn); the digest is computed again",
+                    _cache_path(store))
+        return None
+    return data
 
 
 def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:

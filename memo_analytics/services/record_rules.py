@@ -11,6 +11,7 @@ from ..domain.clock import from_iso, minutes_between
 from ..domain.errors import InvalidFieldError
 from ..domain.ids import LONE_PROMPT_ID, prompt_id, session_record_id, validate_slug
 from ..domain.records import RecordKind
+from ..domain.wire import is_one_plain_line
 from .prompts import MAX_CLOCK_SKEW, clean_owner
 from .sessions import is_web_url
 
@@ -56,6 +57,9 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     for number, item in enumerate(meta.get("deliverables") or [], 1):
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             raise InvalidFieldError(f"deliverables[{number}].url", "a pull request's url must be an http(s) URL")
+        for key in ("type", "url", "sha", "title"):
+            if isinstance(item, dict) and isinstance(item.get(key), str) and not is_one_plain_line(item[key]):
+                raise InvalidFieldError(f"deliverables[{number}].{key}", "holds a control or direction character")
     if meta.get("owner") is not None:  # billing tells people apart by it
         if not isinstance(meta["owner"], str) or clean_owner(meta["owner"]) != meta["owner"]:
             raise InvalidFieldError("owner", f"{str(meta['owner'])[:60]!r} is no person's name (one line of text, "

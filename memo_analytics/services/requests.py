@@ -5,6 +5,7 @@ Fields are snake_case in Python and camelCase on the wire (``sessionId``, ``task
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -292,11 +293,20 @@ class DigestApplyRequest(Request):
     """``digest_apply``: apply the proposal of one digest item (SPEC §6 phase 2)."""
 
     item: str = Field(..., min_length=1, max_length=300, description="The digest item id, KIND:SUBJECT")
-    fingerprint: str | None = Field(None, max_length=64, description="The fingerprint of the proposal you reviewed (default: the "
-                                                      "one of the digest now, or of asOf)")
+    fingerprint: str | None = Field(None, description="The fingerprint of the proposal you reviewed, 16 hex digits "
+                                                      "(default: the one of the digest now, or of asOf)")
     as_of: str | None = Field(None, description="The moment of the digest the item was picked from")
     project: str | None = Field(None, description="The item's project, when items of several projects have "
                                                   "the same id")
+
+    @field_validator("fingerprint")
+    @classmethod
+    def _fingerprint(cls, value: str | None) -> str | None:
+        """16 lowercase hex digits, as the digest gives them (any text went into the audit trail)."""
+        if value is not None and not re.fullmatch(r"[0-9a-f]{16}", value):
+            raise ValueError("must be the 16 hex digits of the proposal's fingerprint, as `memo --json digest` "
+                             "shows it")
+        return value
 
 
 class HandoffListRequest(Request):

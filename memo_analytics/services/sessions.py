@@ -31,6 +31,7 @@ from ..domain.ids import (
     validate_slug,
 )
 from ..domain.records import Deliverable, RecordKind, Session
+from ..domain.wire import is_one_plain_line
 from ..index import store as index
 from ..index.query import PromptFilter, clamp_page
 from ..vault.io import check_metadata_size
@@ -342,6 +343,12 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
     for number, item in enumerate(items):
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             raise InvalidFieldError("pr", f"{item.get('url')!r} is not an http(s) URL")
+        for key in ("type", "url", "sha", "title"):
+            # a PR's link went raw into a story printed on a terminal and the webhook's text (an
+            # escape clearing the screen, a U+202E reversing what follows)
+            if isinstance(item, dict) and isinstance(item.get(key), str) and not is_one_plain_line(item[key]):
+                raise InvalidFieldError(f"deliverables[{number}].{key}", "holds a control or direction character "
+                                                                          "(one plain line, as typed)")
         try:
             deliverable = Deliverable.model_validate(item)
         except ValidationError as exc:

@@ -354,3 +354,13 @@ def test_a_person_asking_is_not_served_a_digest_computed_long_ago(tmp_path):
     shown = json.loads(memo("--json", "digest", vault=vault).stdout)
     assert shown["cached"] is False and shown["items"][0]["ageMinutes"] == 180
     assert json.loads(memo("--json", "digest", vault=vault).stdout)["cached"] is True  # asked again at once
+
+
+def test_a_fingerprint_that_is_none_is_refused_before_the_audit_trail(tmp_path):
+    """Found by an attacker: ``memo digest apply ID --fingerprint <any text>`` (an escape
+    included) went into the audit trail as ``proposedOn``, reported as "the state changed"."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-10T09:00:00Z", vault=vault)
+    ran = memo("digest", "apply", "session_stalled:s1", "--fingerprint", "zz\x1b[2J", vault=vault, check=False)
+    assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid fingerprint: must be the 16 hex digits")
+    assert not (vault / ".memo" / "audit.jsonl").exists()

@@ -479,3 +479,38 @@ def test_a_crafted_turn_is_redacted_in_linear_time(tmp_path, body):
     assert done.returncode == 0, done.stderr
     [turn] = (tmp_path / "vault" / "projects" / "p" / "prompts").glob("*.md")
     assert turn.read_text(encoding="utf-8").rstrip().endswith(body[-50:])  # nothing in it is a secret
+
+
+@pytest.mark.parametrize("field, value", [
+    ("url", "https://x.example/pull/1\u001b[2J\u001b]0;pwned\u0007"),
+    ("url", "https://x.example/pull/1\u202e<!channel>"),
+    ("title", "Fix the cart\u2066 reversed"),
+    ("title", "two\nlines"),
+])
+def test_a_deliverable_with_a_control_or_direction_character_is_refused(tmp_path, field, value):
+    """Found by an attacker: a pull request's URL with an escape clearing the screen, an OSC
+    setting the window title or a U+202E was stored, then printed raw by ``memo session export``
+    and sent in the webhook's text (the digest table alone cleaned it)."""
+    vault = tmp_path / "v"
+    memo("session", "start", "pr-1", "--project", "shop", vault=vault)
+    item = {"type": "pr", "url": "https://x.example/pull/1", field: value}
+    ran = memo("session", "end", "pr-1", "--project", "shop", "--deliverables", json.dumps([item]), vault=vault,
+               check=False)
+    assert ran.returncode == 1 and ran.stderr.startswith(f"error: Invalid deliverables[0].{field}: holds a control "
+                                                         "or direction character"), ran.stderr
+    shown = json.loads(memo("--json", "session", "show", "pr-1", "--project", "shop", vault=vault).stdout)
+    assert shown["session"]["status"] == "active"  # nothing written
+
+
+def test_a_synced_session_with_a_hidden_character_in_a_deliverable_is_refused():
+    from datetime import datetime, timezone
+
+    from memo_analytics.domain.errors import InvalidFieldError
+    from memo_analytics.services.record_rules import check_record
+
+    meta = {"id": "session-s1", "kind": "session", "project": "web", "sessionId": "s1", "status": "active",
+            "created": "2026-03-10T09:00:00.000Z", "updated": "2026-03-10T09:00:00.000Z",
+            "startTime": "2026-03-10T09:00:00.000Z",
+            "deliverables": [{"type": "pr", "url": "https://x.example/pull/1", "title": "ok\u202eevil"}]}
+    with pytest.raises(InvalidFieldError, match=r"deliverables\[1\]\.title"):
+        check_record(meta, "", datetime.now(timezone.utc))

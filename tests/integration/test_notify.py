@@ -274,16 +274,31 @@ def test_slack_and_discord_read_the_text_as_typed_and_ping_nobody():
                              "'&lt;https://evil.example|x&gt;' &amp; co")
     assert slack["items"] == payload["items"]  # the data as it is, for a receiver that reads it
     discord = for_receiver("https://discord.com/api/webhooks/1/abc", {**payload, "text": "@everyone " + text})
-    assert discord["content"] == "@everyone " + text and discord["allowed_mentions"] == {"parse": []}
+    assert discord["content"] == "@everyone " + text.replace("[", "\\[").replace("]", "\\]")
+    assert discord["allowed_mentions"] == {"parse": []}
     long = for_receiver("https://discordapp.com/api/webhooks/1/abc", {**payload, "text": "\n".join(["x" * 99] * 50)})
     assert len(long["content"]) <= DISCORD_CONTENT_LIMIT and long["content"].endswith("… (more in memo digest)")
     assert for_receiver("https://hooks.example/x", payload) == payload  # any other receiver: as it is
+    # found by an attacker: the host with its trailing dot is the same host
+    assert for_receiver("https://hooks.slack.com./services/T0/B0/x", payload)["text"] == slack["text"]
+    dotted = for_receiver("https://discord.com./api/webhooks/1/abc", {**payload, "text": "[Approve](https://evil.example)"})
+    assert dotted["content"] == "\\[Approve\\](https://evil.example)"  # no masked link
+    assert dotted["allowed_mentions"] == {"parse": []}
+
+
+def test_an_error_of_the_post_never_quotes_the_webhooks_secrets():
+    from memo_analytics.operator.notify import _without_secrets
+
+    assert _without_secrets("InvalidURL: nonnumeric port: 'PASSW0RD@127.0.0.1'",
+                            "http://user:PASSW0RD@127.0.0.1/hook/SECRETPATH") == "InvalidURL: nonnumeric port: '***@127.0.0.1'"
+    assert "SECRETPATH" not in _without_secrets("URL can't contain control characters. '/hook/SECRETPATH?token=QSEC'",
+                                                "http://127.0.0.1:1/hook/SECRETPATH?token=QSEC")
 
 
 @pytest.mark.parametrize("edit", [
     {"sent": ["not", "a", "table"]}, {"failures": "many"}, {"failures": 10 ** 30}, {"retryAt": "9999-12-31T00:00:00Z"},
     {"lastSentAt": "9999-12-31T00:00:00Z"}, {"pendingSince": "tomorrow"}, {"lastSentAt": 5},
-    {"actionsReportedUntil": "9999-12-31T00:00:00Z"}])
+    {"actionsReportedUntil": "9999-12-31T00:00:00Z"}, {"retryAt": "NOW+5min", "failures": 0}])
 def test_a_hand_edited_notify_state_is_started_afresh_not_a_crash_or_a_silence(tmp_path, receiver, caplog, edit):
     """notify.json edited by hand (or a clock set back): a ``failures`` that is not a count
     crashed every pass with a traceback; a ``retryAt`` or ``lastSentAt`` in the year 9999
@@ -292,9 +307,22 @@ def test_a_hand_edited_notify_state_is_started_afresh_not_a_crash_or_a_silence(t
     store = _store(tmp_path, url, settle_seconds=0)
     state = store.layout.meta_dir / "notify.json"
     state.parent.mkdir(parents=True, exist_ok=True)
+    soon = (datetime.now(timezone.utc) + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    edit = {key: soon if value == "NOW+5min" else value for key, value in edit.items()}  # backing off without a failure
     state.write_text(json.dumps({"sent": {}, "lastSentAt": None, "pendingSince": None, **edit}), encoding="utf-8")
     with caplog.at_level("WARNING", logger="memo_analytics.operator.notify"):
         result = offer(store, _digest("s1"), datetime.now(timezone.utc))
     assert result["reason"] == "sent" and len(received) == 1, result
     assert f"{next(iter(edit))} not usable" in caplog.text
     assert json.loads(state.read_text())["sent"]  # written back whole
+
+
+def test_a_torn_notify_state_is_said_and_started_afresh(tmp_path, receiver, caplog):
+    url, received, _ = receiver
+    store = _store(tmp_path, url, settle_seconds=0)
+    state = store.layout.meta_dir / "notify.json"
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text('{"sent": {"a', encoding="utf-8")
+    with caplog.at_level("WARNING", logger="memo_analytics.operator.notify"):
+        assert offer(store, _digest("s1"), datetime.now(timezone.utc))["reason"] == "sent"
+    assert "notify.json is not a JSON table" in caplog.text and len(received) == 1

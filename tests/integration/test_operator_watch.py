@@ -156,3 +156,31 @@ def test_a_new_delegation_acts_on_the_next_pass(tmp_path):
     memo("operator", "allow", "end_stale_session", "--project", "web", vault=vault, env=env)
     ran = json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=env).stdout)
     assert [(r["subject"], r["outcome"]) for r in ran["acted"]] == [("w1", "applied")]
+
+
+def test_an_incomplete_audit_line_and_a_broken_digest_cache_never_stop_the_watch(tmp_path, receiver):
+    """Found by an attacker: an audit line without ``outcome`` (appended by hand; the file is
+    never rewritten) crashed every pass with a KeyError, and ``memo operator audit`` too; a
+    digest cache with a ``validUntil`` that is no instant, no ``computedAt`` or ``items`` that
+    are no list failed every pass until ``memo digest --refresh``. The line is skipped; the
+    cache is computed again, with a warning naming the file."""
+    url, received = receiver
+    vault, env = tmp_path / "v", _config(tmp_path, url, debounceSeconds="0", notifyMinIntervalSeconds="0")
+    _stalled(vault, env, "w1")
+    memo("operator", "watch", "--once", vault=vault, env=env)
+    assert len(received) == 1
+    audit = vault / ".memo" / "audit.jsonl"
+    with audit.open("a", encoding="utf-8") as trail:
+        trail.write(json.dumps({"at": _iso(datetime.now(timezone.utc)), "actor": "operator", "subject": "x",
+                                "actionClass": "end_stale_session"}) + "\n")
+    cache = vault / ".memo" / "digest.json"
+    for broken in ({"validUntil": "garbage"}, {"digest": {"items": []}}, {"digest": {"computedAt": _iso(NOW),
+                                                                                    "items": "no list"}}):
+        cache.write_text(json.dumps({**json.loads(cache.read_text()), **broken}), encoding="utf-8")
+        ran = memo("--json", "operator", "watch", "--once", vault=vault, env=env)
+        assert json.loads(ran.stdout)["digestItems"] == 1 and "cannot be served as it is" in ran.stderr, ran.stderr
+        assert "digest.json" in ran.stderr
+    _stalled(vault, env, "w2")
+    assert json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=env).stdout)["sent"] == 1
+    trail = json.loads(memo("--json", "operator", "audit", vault=vault).stdout)
+    assert trail == []  # the line without an outcome is no record of the audit (it crashed the command)

@@ -383,3 +383,18 @@ def test_config_sets_run_at_once_each_keep_their_key(config):
     data = tomllib.loads(config.read_text(encoding="utf-8"))
     assert data["operator"] == {"stalledMinutes": 45, "horizonDays": 9, "openTooLongHours": 7, "handoffUnclaimedHours": 5}
     assert (data["timezone"], data["idleGapMinutes"]) == ("UTC", 40)
+
+
+@pytest.mark.parametrize("value, reason, secret", [
+    ("http://user:PASSW0RD-9@127.0.0.1:18777/hook", "a user or password before the host", "PASSW0RD"),
+    ("http://127.0.0.1:18777/hook/SEC\x01RET", "a control character", "SEC"),
+    ("http://127.0.0.1:18777/hook/SEC\x7fRET", "a control character", "SEC"),
+    ("https://hooks.example/s\u00e9cretpath", "beyond ASCII: percent-encode it", "cretpath"),
+])
+def test_a_webhook_url_no_post_can_use_is_refused_without_showing_it(config, value, reason, secret):
+    """Found by an attacker: ``user:password@`` (urllib sends neither), a control character or a
+    letter beyond ASCII in operator.webhookUrl were taken; every POST then failed, and its error,
+    logged on every pass, quoted the password or the path."""
+    refused = memo("config", "set", "operator.webhookUrl", value)
+    assert refused.code != 0 and reason in refused.stderr, refused.stderr
+    assert secret not in refused.stdout + refused.stderr
