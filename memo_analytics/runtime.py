@@ -45,11 +45,25 @@ SERVERS_GROUP = "memo_analytics.servers"
 class RemoteModeError(MemoError):
     """A local vault was asked for on a machine in remote mode (SPEC §2.7: it keeps none)."""
 
-    def __init__(self, url: str | None) -> None:
-        super().__init__(f"Invalid mode: remote — this machine keeps no vault, so this command has none to use; "
-                         f"the team daemon at {url or '(remote.url)'} has it: `memo prompt record/list/search/get/show`, "
-                         "`memo session start/end/show/edit`, `memo activity` and `memo digest` ask it, agents reach it "
-                         "through `memo mcp`, people through its dashboard (or set mode = \"local\")")
+    def __init__(self, url: str | None, command: str | None = None) -> None:
+        self.url = url
+        hint = REMOTE_HINTS.get((command or "").split(" ")[0], "run it on the daemon's host")
+        super().__init__(f"remote mode: this machine keeps no vault, and {f'memo {command}' if command else 'this command'}"
+                         f" needs one; {hint}. From here `memo prompt record/list/search/get/show`, "
+                         "`memo session start/end/show/edit`, `memo activity` and `memo digest` ask the team daemon at "
+                         f"{url or '(remote.url)'}; agents reach it through `memo mcp`, people through its dashboard")
+
+    def for_command(self, command: str | None) -> "RemoteModeError":
+        """The same refusal naming ``command`` (the CLI's) and what to do instead."""
+        return RemoteModeError(self.url, command)
+
+
+#: What a person in remote mode does instead of a command that needs a vault here, by command
+_HYBRID = ('to bring this machine\'s transcripts into the team\'s vault, set mode = "hybrid" (a vault here whose '
+           'records are pushed to the daemon, [hybrid] remoteUrl); mode = "local" keeps them on this machine only')
+_ON_DAEMON = ("timesheets, invoices and reports come from the daemon's vault: open its dashboard (Activity & "
+              "Invoicing tab) or run the command on the daemon's host")
+REMOTE_HINTS = {"import": _HYBRID, "watch": _HYBRID, "report": _ON_DAEMON, "invoice": _ON_DAEMON}
 
 
 #: Seconds a changed config file must stay unchanged before it is read: an editor that writes

@@ -3,6 +3,7 @@ arrives from elsewhere: a hybrid push (:mod:`.sync`) and a vault-git pull (:mod:
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -58,7 +59,9 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             raise InvalidFieldError(f"deliverables[{number}].url", "a pull request's url must be an http(s) URL")
         for key in ("type", "url", "sha", "title"):
-            if isinstance(item, dict) and isinstance(item.get(key), str) and not is_one_plain_line(item[key]):
+            value = item.get(key) if isinstance(item, dict) else None
+            # tabs and line ends a record written before may hold are taken; an escape or a U+202E is not
+            if isinstance(value, str) and not is_one_plain_line(re.sub(r"[\t\n\r]", " ", value)):
                 raise InvalidFieldError(f"deliverables[{number}].{key}", "holds a control or direction character")
     if meta.get("owner") is not None:  # billing tells people apart by it
         if not isinstance(meta["owner"], str) or clean_owner(meta["owner"]) != meta["owner"]:

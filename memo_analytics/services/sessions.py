@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -343,6 +344,8 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
     for number, item in enumerate(items):
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             raise InvalidFieldError("pr", f"{item.get('url')!r} is not an http(s) URL")
+        if isinstance(item, dict) and isinstance(item.get("title"), str):  # a commit's message: one line of it
+            item = {**item, "title": " ".join(re.split(r"[\t\n\r]+", item["title"])).strip()}
         for key in ("type", "url", "sha", "title"):
             # a PR's link went raw into a story printed on a terminal and the webhook's text (an
             # escape clearing the screen, a U+202E reversing what follows)

@@ -485,7 +485,7 @@ def test_a_crafted_turn_is_redacted_in_linear_time(tmp_path, body):
     ("url", "https://x.example/pull/1\u001b[2J\u001b]0;pwned\u0007"),
     ("url", "https://x.example/pull/1\u202e<!channel>"),
     ("title", "Fix the cart\u2066 reversed"),
-    ("title", "two\nlines"),
+    ("sha", "abc1234\nforged"),
 ])
 def test_a_deliverable_with_a_control_or_direction_character_is_refused(tmp_path, field, value):
     """Found by an attacker: a pull request's URL with an escape clearing the screen, an OSC
@@ -493,13 +493,18 @@ def test_a_deliverable_with_a_control_or_direction_character_is_refused(tmp_path
     and sent in the webhook's text (the digest table alone cleaned it)."""
     vault = tmp_path / "v"
     memo("session", "start", "pr-1", "--project", "shop", vault=vault)
-    item = {"type": "pr", "url": "https://x.example/pull/1", field: value}
+    item = {"type": "pr", "url": "https://x.example/pull/1", "sha": "abc1234", field: value}
     ran = memo("session", "end", "pr-1", "--project", "shop", "--deliverables", json.dumps([item]), vault=vault,
                check=False)
     assert ran.returncode == 1 and ran.stderr.startswith(f"error: Invalid deliverables[0].{field}: holds a control "
                                                          "or direction character"), ran.stderr
     shown = json.loads(memo("--json", "session", "show", "pr-1", "--project", "shop", vault=vault).stdout)
     assert shown["session"]["status"] == "active"  # nothing written
+    # a commit's whole message as its title (an agent's habit) is taken as one line
+    item = {"type": "commit", "sha": "abc1234", "title": "Fix the cart\n\nThe total was\trounded twice."}
+    memo("session", "end", "pr-1", "--project", "shop", "--deliverables", json.dumps([item]), vault=vault)
+    shown = json.loads(memo("--json", "session", "show", "pr-1", "--project", "shop", vault=vault).stdout)
+    assert shown["session"]["deliverables"][0]["title"] == "Fix the cart The total was rounded twice."
 
 
 def test_a_synced_session_with_a_hidden_character_in_a_deliverable_is_refused():

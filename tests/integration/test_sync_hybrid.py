@@ -508,8 +508,7 @@ def test_in_remote_mode_memo_digest_shows_and_applies_the_team_daemons_digest(tm
     shown = json.loads(memo("--json", "digest", "--as-of", "2026-03-10T12:00", env=env).stdout)
     [stalled] = [i for i in shown["items"] if i["id"] == "session_stalled:w1"]
     table = memo("digest", "--as-of", "2026-03-10T12:00", env=env).stdout
-    assert "memo session start/end/show/edit and memo digest apply run from here; export and any file named run on " \
-           "the daemon's host" in " ".join(table.split())
+    assert "memo session start/end/show/edit/export and memo digest apply run from here" in " ".join(table.split())
     assert stalled["proposal"]["actionClass"] == "end_stale_session"
     stale = memo("digest", "apply", "session_stalled:w1", "--as-of", "2026-03-10T12:00", "--fingerprint",
                  "0000000000000000", env=env, check=False)
@@ -647,5 +646,52 @@ def test_in_remote_mode_an_import_is_refused_before_any_folder_is_walked(tmp_pat
     folder.mkdir(parents=True)
     os.mkfifo(folder / "pipe.jsonl")  # what the walk would report
     ran = memo("import", "claude-code", str(tmp_path / "projects"), env={"MEMO_CONFIG": str(config)}, check=False)
-    assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid mode: remote"), ran.stderr
+    # and says what brings this machine's transcripts into the team's vault (mode = "local" would not)
+    assert ran.returncode == 1 and ran.stderr.startswith(
+        "error: remote mode: this machine keeps no vault, and memo import claude-code needs one; to bring this "
+        'machine\'s transcripts into the team\'s vault, set mode = "hybrid"'), ran.stderr
     assert "left out" not in ran.stderr
+
+
+def test_in_remote_mode_a_refusal_says_what_to_do_instead_and_the_demo_runs(tmp_path):
+    """Found by a new user: every command that needs a vault said "Invalid mode: remote … (or set
+    mode = "local")" — the config was valid, and local mode would not bill the team's work; the
+    timesheet's refusal did not say where the timesheet is; ``memo demo``, which builds its own
+    vault, was refused too."""
+    config = tmp_path / "laptop.toml"
+    config.write_text('mode = "remote"\n[remote]\nurl = "http://127.0.0.1:9"\n')
+    env = {"MEMO_CONFIG": str(config)}
+    timesheet = memo("report", "timesheet", "-o", str(tmp_path / "t.pdf"), env=env, check=False)
+    assert timesheet.returncode == 1 and timesheet.stderr.startswith(
+        "error: remote mode: this machine keeps no vault, and memo report timesheet needs one; timesheets, invoices "
+        "and reports come from the daemon's vault: open its dashboard (Activity & Invoicing tab)")
+    reindex = memo("reindex", env=env, check=False)
+    assert "memo reindex needs one; run it on the daemon's host" in reindex.stderr
+    demo = memo("--json", "demo", "--out", str(tmp_path / "demo"), env=env)
+    assert json.loads(demo.stdout)["sessions"] > 0 and (tmp_path / "demo" / "timesheet.pdf").is_file()
+
+
+def test_in_remote_mode_memo_session_export_writes_the_daemons_story_here(tmp_path, daemon, repo):
+    """Found by a new user: ``memo session export`` was refused in remote mode, while the digest's
+    PR item says to export the story first. The daemon answers the story; the file is written
+    on this machine (under the local rules of where a story may go), or printed."""
+    team, server = daemon
+    server.get_json("/api/actions/session_start", data={"sessionId": "w1", "projectId": "web",
+                                                         "startTime": "2026-03-10T09:00:00Z"})
+    server.get_json("/api/actions/record", data={"sessionId": "w1", "projectId": "web", "body": "tidy the cart",
+                                                 "created": "2026-03-10T09:20:00Z"})
+    config = tmp_path / "laptop.toml"
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "{server.base}"\n')
+    env = {"MEMO_CONFIG": str(config)}
+    printed = memo("session", "export", "w1", "--project", "web", env=env, cwd=repo)
+    assert "tidy the cart" in printed.stdout and printed.stdout.startswith("#")
+    target = tmp_path / "stories" / "w1.md"
+    target.parent.mkdir()
+    wrote = memo("session", "export", "w1", "--project", "web", "-o", str(target), env=env, cwd=repo)
+    assert wrote.stdout.startswith(f"wrote {target}") and target.read_text(encoding="utf-8") == printed.stdout
+    again = memo("session", "export", "w1", "--project", "web", "-o", str(target), env=env, cwd=repo, check=False)
+    assert again.returncode == 1 and "exists" in again.stderr  # never replaced without --force
+    inside = memo("session", "export", "w1", "--project", "web", "-o", str(repo / "w1.md"), env=env, cwd=repo,
+                  check=False)
+    assert inside.returncode == 1 and not (repo / "w1.md").exists()  # never into the product repository
+    assert not (tmp_path / ".memo").exists() and not any(team.glob("**/w1.md"))  # nothing written on the daemon

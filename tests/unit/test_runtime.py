@@ -77,7 +77,7 @@ def test_hybrid_queues_every_write_and_a_session_end_pushes_without_failing(tmp_
 def test_remote_mode_opens_no_vault(tmp_path, config_file):
     runtime = Runtime(Settings(vault_root=tmp_path / "v", mode="remote", remote={"url": DEAD_DAEMON}))
     assert runtime.remote
-    with pytest.raises(RemoteModeError, match="Invalid mode: remote — this machine keeps no vault"):
+    with pytest.raises(RemoteModeError, match="remote mode: this machine keeps no vault"):
         runtime.store()
     assert not (tmp_path / "v").exists()
 

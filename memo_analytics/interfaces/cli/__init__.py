@@ -29,6 +29,7 @@ try:
     import typer
 
     from ...domain.errors import MemoError, full_disk_error
+    from ...runtime import RemoteModeError
     from .common import _fail, state
     from .common import app as _app
 finally:
@@ -57,6 +58,16 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
 _ALL_MODULES = tuple(dict.fromkeys(m for modules in COMMAND_MODULES.values() for m in modules))
 #: global options that take a value (``--vault-root DIR``)
 _VALUED_GLOBALS = ("--vault-root",)
+
+
+def _command_words(argv: Sequence[str]) -> str | None:
+    """The command in ``argv`` as a person names it: ``report timesheet``, ``import claude-code``,
+    ``watch`` (the top-level command and its subcommand, when one follows)."""
+    top = _command_name(argv)
+    if top is None:
+        return None
+    rest = list(argv[list(argv).index(top) + 1:])
+    return f"{top} {rest[0]}" if rest and re.fullmatch(r"[a-z][a-z-]*", rest[0]) else top
 
 
 def _command_name(argv: Sequence[str]) -> str | None:
@@ -151,6 +162,8 @@ def main() -> None:
         code = app(standalone_mode=False, prog_name="memo")
         if isinstance(code, int) and code:
             sys.exit(code)  # a command that ended with typer.Exit(code)
+    except RemoteModeError as exc:
+        _fail(str(exc.for_command(_command_words(sys.argv[1:]))), exc=exc)
     except MemoError as exc:
         _fail(str(exc), exc=exc)
     except typer.Exit as exc:

@@ -220,12 +220,12 @@ def demo(
         raise MemoError(f"Invalid out: {out_dir} holds a symbolic link where memo demo writes; choose another --out")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not marker.is_file():
         raise MemoError(f"Invalid out: {out_dir} is not empty and was not made by memo demo; choose another --out")
-    settings = _settings(vault_root=vault, timezone=tz)
+    settings = _settings(vault_root=vault, timezone=tz, mode="local")  # its own vault, on a remote-mode laptop too
     if vault.exists():
         shutil.rmtree(vault)
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(marker, b"This folder was made by `memo demo`; the next run replaces it.\n")
-    state.use(settings, {"vault_root": vault, "timezone": tz})
+    state.use(settings, {"vault_root": vault, "timezone": tz, "mode": "local"})
     counts = build_demo_vault(state.store)
     report = activity_report(state.store, ActivityRequest(projects=None, tz=tz))
     pdf = render_timesheet_pdf(report, out_dir / "timesheet.pdf", overwrite=True)  # the demo's own folder

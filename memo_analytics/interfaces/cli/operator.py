@@ -139,8 +139,8 @@ def digest(
         for fallback in operator.get("fallbacks", []):
             out.print(_safe(f"operator: {fallback['id']}: {fallback['reason']}"))
         if r["items"] and state.settings.mode == "remote":
-            out.print("the team daemon's vault: memo session start/end/show/edit and memo digest apply run from "
-                      "here; export and any file named run on the daemon's host")
+            out.print("the team daemon's vault: memo session start/end/show/edit/export and memo digest apply run "
+                      "from here; memo report rules --promote runs in the repository's checkout")
         if r["beyondHorizon"]:
             older = ", ".join(f"{n} {kind}" for kind, n in r["beyondHorizon"].items())
             out.print(f"older than {r['horizonDays']} days (counted, not listed): {older} — see them with "

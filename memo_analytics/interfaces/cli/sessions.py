@@ -322,9 +322,16 @@ def session_export(
     project: Optional[str] = typer.Option(None, "--project", help="Project id (needed when several projects hold the id; default: the one that does, or this repository's)."),
 ) -> None:
     """Export a session as a Markdown intent story: metadata, deliverables, hand-offs, turn log."""
-    request = _build(ExportStoryRequest, session_id=session_id, project=project, output=str(output) if output else None,
-                     cwd=str(Path.cwd()), overwrite=force)
-    result = export_story(state.store, request)
+    if on_remote() is not None:  # the team daemon's session: its story, written here (SPEC §2.7)
+        from ...services.stories import write_story_file
+
+        story = answer_of("export_story", _build(ExportStoryRequest, session_id=session_id, project=project,
+                                                 cwd=str(Path.cwd())), lambda: {})
+        result = write_story_file(story, str(output), str(Path.cwd()), force) if output else story
+    else:
+        request = _build(ExportStoryRequest, session_id=session_id, project=project,
+                         output=str(output) if output else None, cwd=str(Path.cwd()), overwrite=force)
+        result = export_story(state.store, request)
 
     def human(r: dict[str, Any]) -> None:
         if "markdown" in r:
