@@ -180,8 +180,9 @@ def test_the_sample_digest_as_of_its_week_can_be_applied(tmp_path):
                           env={"MEMO_TIMEZONE": "Europe/Berlin"}).stdout.split())
     assert "computed 2026-03-07 08:00 Europe/Berlin" in shown
     applied = memo("digest", "apply", "session_open_too_long:demo-open-acme-web", "--as-of", "2026-03-07T08:00",
-                   vault=vault).stdout
-    assert "applied end demo-open-acme-web at its last activity 2026-03-06T16:05:00.000Z" in applied
+                   vault=vault, env={"MEMO_TIMEZONE": "Europe/Berlin"}).stdout
+    # its time in the person's zone too (a new user read 11:10Z beside 12:10 everywhere else)
+    assert "applied end demo-open-acme-web at its last activity 2026-03-06 17:05 Europe/Berlin" in applied
     session = json.loads(memo("--json", "session", "show", "demo-open-acme-web", vault=vault).stdout)["session"]
     assert (session["status"], session["durationMinutes"]) == ("completed", 65)
 
@@ -279,7 +280,7 @@ def test_a_printed_command_acts_on_the_vault_it_was_printed_from_and_an_apply_on
     pasted after the session changed, it is refused with the new proposal's command."""
     vault, other = tmp_path / "picked", tmp_path / "configured"
     config = tmp_path / "config.toml"
-    config.write_text(f'vaultRoot = "{other}"\n', encoding="utf-8")
+    config.write_text(f'vaultRoot = "{other}"\ntimezone = "UTC"\n', encoding="utf-8")
     env = {"MEMO_CONFIG": str(config)}
     memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-10T09:00:00Z", vault=vault, env=env)
     memo("prompt", "record", "--project", "web", "--session-id", "s1", "--body", "tidy",
@@ -292,7 +293,7 @@ def test_a_printed_command_acts_on_the_vault_it_was_printed_from_and_an_apply_on
          "--created", "2026-03-10T10:00:00Z", vault=vault, env=env)
     refused = memo(*apply[1:], env=env, check=False)
     assert refused.returncode == 3 and "not applied: the state changed since the proposal" in refused.stdout
-    assert "New proposal: end s1 at its last activity 2026-03-10T10:00:00.000Z;" in refused.stdout  # the new proposal, read first
+    assert "New proposal: end s1 at its last activity 2026-03-10 10:00 UTC;" in refused.stdout  # the new proposal, read first
     again = shlex.split(refused.stdout.split("to apply it: ", 1)[1].strip())
     assert again[:3] == ["memo", "--vault-root", str(vault.resolve())]
     assert "applied end" in memo(*again[1:], env=env).stdout

@@ -620,7 +620,7 @@ def test_in_remote_mode_memo_session_edit_corrects_the_team_daemons_session(tmp_
     config.write_text(f'mode = "remote"\ntimezone = "Europe/Berlin"\n[remote]\nurl = "{server.base}"\n')
     env = {"MEMO_CONFIG": str(config)}
     edited = memo("session", "edit", "w1", "--client", "Acme", "--end", "2026-03-10T11:30", env=env)
-    assert "session w1 (web): client, " in edited.stdout and not (tmp_path / "projects").exists()
+    assert "session w1 (web): client (now Acme), " in edited.stdout and not (tmp_path / "projects").exists()
     team_record = read_record(team / "projects/web/sessions/session-w1.md")[0]
     assert team_record["client"] == "Acme" and team_record["endTime"] == "2026-03-10T10:30:00.000Z"  # 11:30 Berlin
     again = memo("session", "edit", "w1", "--client", "Acme", env=env, check=False)

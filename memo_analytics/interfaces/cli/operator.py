@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 import time
 from typing import Any, Optional
@@ -32,6 +33,13 @@ def _age(minutes: int) -> str:
     if minutes >= 2 * 24 * 60:
         return f"{minutes // (24 * 60)} d"
     return f"{minutes // 60} h {minutes % 60:02d}" if minutes >= 60 else f"{minutes} min"
+
+
+def _read_here(text: str) -> str:
+    """A proposal's summary with its UTC instants (``2026-12-05T11:10:00.000Z``) in this
+    machine's zone, as every other time it prints (``2026-12-05 12:10 Europe/Berlin``)."""
+    return re.sub(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\b",
+                  lambda m: f"{_local(m.group(0))} {_zone_label()}", text)
 
 
 def apply_command(item: dict[str, Any], name_project: bool = False, as_of: str | None = None) -> str:
@@ -129,7 +137,7 @@ def digest(
             for n, item in enumerate(r["items"], 1):
                 out.print(_safe(f"{n:>2}. {_on_this_vault(item['action'])}"), soft_wrap=True, highlight=False)
                 if item.get("proposal"):
-                    out.print(_safe(f"    or apply its proposal ({item['proposal']['summary']}): "
+                    out.print(_safe(f"    or apply its proposal ({_read_here(item['proposal']['summary'])}): "
                                     + _on_this_vault(apply_command(item, item["id"] in shared, as_of))),
                               soft_wrap=True, highlight=False)
         operator = r.get("operator") or {}
@@ -251,9 +259,9 @@ def digest_apply(
     def human(r: dict[str, Any]) -> None:
         if r["applied"]:
             written = r.get("result", {}).get("path")
-            out.print(_safe(f"applied {r['item']['proposal']['summary']}" + (f" → {written}" if written else "")))
+            out.print(_safe(f"applied {_read_here(r['item']['proposal']['summary'])}" + (f" → {written}" if written else "")))
         else:
-            out.print(_safe(f"not applied: {r['reason']}. New proposal: {r['item']['proposal']['summary']}; "
+            out.print(_safe(f"not applied: {r['reason']}. New proposal: {_read_here(r['item']['proposal']['summary'])}; "
                             f"to apply it: {_on_this_vault(apply_command(r['item'], bool(project), as_of))}"),
                       soft_wrap=True, highlight=False)
 

@@ -178,8 +178,10 @@ def session_edit(
         turns = r["turnsUpdated"]
         follow = (f" its {turns} turn{'s' if turns != 1 else ''} updated too"
                   if {"client", "billable", "project"} & set(r["changed"]) else "")
-        out.print(f"session {r['sessionId']} ({r['project']}): {', '.join(r['changed'])} changed;{span}{follow}"
-                  .rstrip(";"))
+        now = {"client": lambda: r.get("client") or "internal", "billable": lambda: "yes" if r.get("billable") else "no",
+               "project": lambda: r["project"]}  # what it is now, beside what changed
+        changed = ", ".join(f"{name} (now {now[name]()})" if name in now else name for name in r["changed"])
+        out.print(_safe(f"session {r['sessionId']} ({r['project']}): {changed} changed;{span}{follow}").rstrip(";"))
         if r.get("turnsOutside"):
             n = r["turnsOutside"]
             err.print(f"note: {n} of its turns {'lies' if n == 1 else 'lie'} outside its new times (memo session show "
