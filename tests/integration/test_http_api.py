@@ -191,7 +191,8 @@ def test_story_download_is_markdown_with_a_safe_file_name(seeded):
     ("/api/prompts/sessions/s1?project=api", None, 404, "Record not found: s1"),
     ("/api/prompts/derive-rules", {"format": "<script>x</script>"}, 400, "Invalid format"),
     ("/api/prompts/derive-rules", {"promote": "CLAUDE.md"}, 400, "Invalid promote: not accepted here"),
-    ("/api/digest/apply", {"item": "session_stalled:ghost", "fingerprint": "x"}, 400, "is not in the digest"),
+    ("/api/digest/apply", {"item": "session_stalled:ghost", "fingerprint": "0123456789abcdef"}, 400, "is not in the digest"),
+    ("/api/digest/apply", {"item": "session_stalled:ghost", "fingerprint": "x"}, 400, "Invalid fingerprint: must be"),
     # without a fingerprint, the one the digest shows now (as memo digest apply): x is not in it
     ("/api/digest/apply", {"item": "x"}, 400, "Invalid item: x is not in the digest"),
     ("/api/digest/apply", {"item": "x", "note": "y"}, 400, "Invalid note"),
