@@ -494,17 +494,23 @@ def test_a_running_server_pushes_what_a_one_shot_command_on_its_machine_queued(t
     assert serving.push_queued_elsewhere() is False  # the push emptied the outbox: nothing more to send
 
 
-def test_in_remote_mode_memo_digest_shows_and_applies_the_team_daemons_digest(tmp_path, daemon):
-    """A lead's laptop in remote mode was refused `memo digest` ("this machine keeps no vault"):
-    the only way to the team's digest from a shell was one on the daemon's host."""
-    team, server = daemon
+def _laptop_with_a_stalled_session(tmp_path, server) -> dict[str, str]:
+    """The daemon holding session w1 of web (09:00, a turn at 09:20, open); the environment of a
+    laptop in remote mode towards it."""
     server.get_json("/api/actions/session_start", data={"sessionId": "w1", "projectId": "web",
                                                          "startTime": "2026-03-10T09:00:00Z"})
     server.get_json("/api/actions/record", data={"sessionId": "w1", "projectId": "web", "body": "tidy the cart",
                                                  "created": "2026-03-10T09:20:00Z"})
-    config = tmp_path / "lead.toml"
+    config = tmp_path / "laptop.toml"
     config.write_text(f'mode = "remote"\n[remote]\nurl = "{server.base}"\n')
-    env = {"MEMO_CONFIG": str(config)}
+    return {"MEMO_CONFIG": str(config)}
+
+
+def test_in_remote_mode_memo_digest_shows_and_applies_the_team_daemons_digest(tmp_path, daemon):
+    """A lead's laptop in remote mode was refused `memo digest` ("this machine keeps no vault"):
+    the only way to the team's digest from a shell was one on the daemon's host."""
+    team, server = daemon
+    env = _laptop_with_a_stalled_session(tmp_path, server)
     shown = json.loads(memo("--json", "digest", "--as-of", "2026-03-10T12:00", env=env).stdout)
     [stalled] = [i for i in shown["items"] if i["id"] == "session_stalled:w1"]
     table = memo("digest", "--as-of", "2026-03-10T12:00", env=env).stdout
@@ -676,13 +682,7 @@ def test_in_remote_mode_memo_session_export_writes_the_daemons_story_here(tmp_pa
     PR item says to export the story first. The daemon answers the story; the file is written
     on this machine (under the local rules of where a story may go), or printed."""
     team, server = daemon
-    server.get_json("/api/actions/session_start", data={"sessionId": "w1", "projectId": "web",
-                                                         "startTime": "2026-03-10T09:00:00Z"})
-    server.get_json("/api/actions/record", data={"sessionId": "w1", "projectId": "web", "body": "tidy the cart",
-                                                 "created": "2026-03-10T09:20:00Z"})
-    config = tmp_path / "laptop.toml"
-    config.write_text(f'mode = "remote"\n[remote]\nurl = "{server.base}"\n')
-    env = {"MEMO_CONFIG": str(config)}
+    env = _laptop_with_a_stalled_session(tmp_path, server)
     printed = memo("session", "export", "w1", "--project", "web", env=env, cwd=repo)
     assert "tidy the cart" in printed.stdout and printed.stdout.startswith("#")
     target = tmp_path / "stories" / "w1.md"
