@@ -32,7 +32,7 @@ from ..domain.wire import compact, dumps, dumps_compact
 from ..runtime import Runtime
 from ..services import remote
 from ..services.store import VaultStore, remote_caller
-from ..services.stories import write_story_file
+from ..services.stories import export_remote_story
 from ..vault.redact import redact_secrets
 
 INSTRUCTIONS = (
@@ -112,10 +112,9 @@ class PromptTool:
         """SPEC §2.7: the call goes to the daemon; nothing local is read or written (a story
         export's file is written here, by the local rules, from the daemon's answer)."""
         settings = self.runtime.settings
-        if parsed.action == "export_story" and parsed.output:
+        if parsed.action == "export_story":
             sent = parsed.model_dump(by_alias=True, exclude_none=True, exclude={"action", "output", "overwrite"})
-            story = remote.call(settings, {"action": parsed.action, **sent})
-            return write_story_file(story, parsed.output, parsed.cwd, bool(parsed.overwrite))
+            return export_remote_story(settings, sent, parsed.output, bool(parsed.overwrite))
         return remote.call(settings, {"action": parsed.action,
                                       **parsed.model_dump(by_alias=True, exclude_none=True, exclude={"action"})})
 

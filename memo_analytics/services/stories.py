@@ -240,6 +240,32 @@ def write_story_file(story: dict[str, Any], output: str, cwd: str | Path | None,
     return {**{k: v for k, v in story.items() if k != "markdown"}, "path": str(target), "bytes": len(payload)}
 
 
+def export_remote_story(settings: Any, arguments: dict[str, Any], output: str | None = None,
+                        overwrite: bool = False) -> dict[str, Any]:
+    """``export_story`` in remote mode (SPEC §2.7), for the MCP tool and ``memo session export``:
+    the story the daemon answers to ``arguments`` (the tool's camelCase fields, ``cwd`` of this
+    machine included), written here under :func:`write_story_file`'s rules when ``output`` is
+    given. The answer must be the story of the session asked for with its text (an answer without
+    ``markdown`` wrote an empty file; a table, its repr).
+
+    Raises
+    ------
+    MemoError
+        The daemon refused or could not be reached, or answered something that is not that story.
+    InvalidFieldError
+        A refused ``cwd`` or ``output``.
+    """
+    from ..domain.errors import MemoError
+    from ..vault.redact import mask_url
+    from . import remote
+
+    story = remote.call(settings, {**arguments, "action": "export_story"})
+    if not isinstance(story.get("markdown"), str) or story.get("sessionId") != arguments.get("sessionId"):
+        raise MemoError(f"Remote daemon {mask_url(settings.remote.url or '(remote.url)')} answered something memo cannot use: its export_story answer is not "
+                        f"the story of {arguments.get('sessionId')} with its Markdown")
+    return write_story_file(story, output, arguments.get("cwd"), overwrite) if output else story
+
+
 def export_story(store: VaultStore, request: ExportStoryRequest, now: datetime | None = None) -> dict[str, Any]:
     """``export_story`` (SPEC §5.2).
 

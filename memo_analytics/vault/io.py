@@ -479,12 +479,23 @@ def _work_tree(path: Path) -> Path | None:
     return None
 
 
+def _vault_holding(path: Path) -> Path | None:
+    """The memo vault holding ``path`` (itself or an ancestor with ``.memo/index.sqlite``, or
+    with ``.memo/`` beside ``projects/``), if any: any vault, not only this run's (in remote mode
+    there is none here, yet a story the daemon answered must not land in a vault as a record)."""
+    for folder in (path, *path.parents):
+        meta = folder / ".memo"
+        if (meta / "index.sqlite").exists() or (meta.is_dir() and (folder / "projects").is_dir()):
+            return folder
+    return None
+
+
 def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tuple[str, ...] = (),
                   overwrite: bool = False, make_folders: bool = False, only_check: bool = False) -> Path:
     """The path an export or report will be written to (atomically).
 
-    Refused: a path inside one of the ``forbidden`` folders (the vault: an export must never
-    replace a record or the index), a path inside any git work tree (nothing is written
+    Refused: a path inside one of the ``forbidden`` folders or inside any memo vault (an export
+    must never replace or add a record, nor touch an index), a path inside any git work tree (nothing is written
     inside a product repository except by rule promotion, SPEC §2.1), a suffix not in
     ``suffixes`` (the file kind's own: ``.pdf``, ``.html``, ``.md``), a missing folder, a
     parent that is not a folder, a symbolic link at the destination (never followed: it
@@ -513,7 +524,7 @@ def output_target(output: Path, forbidden: tuple[Path, ...] = (), suffixes: tupl
             raise InvalidFieldError("output", "contains a NUL or newline character")
         target = Path(os.path.abspath(output))
         real = target.parent.resolve() / target.name
-        for folder in forbidden:
+        for folder in (*forbidden, *filter(None, [_vault_holding(real.parent)])):
             if real.is_relative_to(Path(folder).resolve()):
                 raise InvalidFieldError("output", f"{output} is inside the vault {folder}; write it elsewhere")
         if suffixes and real.suffix.lower() not in suffixes:

@@ -695,3 +695,47 @@ def test_in_remote_mode_memo_session_export_writes_the_daemons_story_here(tmp_pa
                   check=False)
     assert inside.returncode == 1 and not (repo / "w1.md").exists()  # never into the product repository
     assert not (tmp_path / ".memo").exists() and not any(team.glob("**/w1.md"))  # nothing written on the daemon
+
+
+def test_in_remote_mode_an_export_never_lands_in_a_vault_nor_takes_what_is_no_story(tmp_path, repo):
+    """Found by an attacker: in remote mode (no vault here) ``memo session export -o`` refused only
+    git work trees; a daemon's answer shaped as a session record, written into a vault's
+    ``projects/*/sessions/``, became a billable session on the next reindex. And an answer
+    without ``markdown`` wrote an empty file (a table: its repr), reported as written."""
+    answers = [{"sessionId": "w1", "project": "web", "turns": 1, "markdown": "---\nid: session-evil\n---\n"},
+               {"sessionId": "w1", "project": "web", "turns": 1}, {"sessionId": "other", "markdown": "# x\n"}]
+
+    class Daemon(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.dumps(answers[0]).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    fake = ThreadingHTTPServer(("127.0.0.1", 0), Daemon)
+    threading.Thread(target=fake.serve_forever, daemon=True).start()
+    try:
+        config = tmp_path / "laptop.toml"
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{fake.server_address[1]}"\n')
+        env = {"MEMO_CONFIG": str(config)}
+        vault = tmp_path / "a-vault"
+        memo("session", "start", "s0", "--project", "web", vault=vault)  # a real vault of this machine
+        into = vault / "projects" / "web" / "sessions" / "session-evil.md"
+        ran = memo("session", "export", "w1", "-o", str(into), env=env, cwd=repo, check=False)
+        assert ran.returncode == 1 and f"is inside the vault {vault.resolve()}" in ran.stderr, ran.stderr
+        assert not into.exists()
+        for answer in answers[1:]:
+            answers[0] = answer
+            out = tmp_path / "story.md"
+            ran = memo("session", "export", "w1", "-o", str(out), env=env, cwd=repo, check=False)
+            assert ran.returncode == 1 and "its export_story answer is not the story of w1" in ran.stderr
+            assert not out.exists()
+    finally:
+        fake.shutdown()
+        fake.server_close()

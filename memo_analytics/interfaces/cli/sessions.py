@@ -325,11 +325,12 @@ def session_export(
 ) -> None:
     """Export a session as a Markdown intent story: metadata, deliverables, hand-offs, turn log."""
     if on_remote() is not None:  # the team daemon's session: its story, written here (SPEC §2.7)
-        from ...services.stories import write_story_file
+        from ...domain.ids import validate_session_id
+        from ...services.stories import export_remote_story
 
-        story = answer_of("export_story", _build(ExportStoryRequest, session_id=session_id, project=project,
-                                                 cwd=str(Path.cwd())), lambda: {})
-        result = write_story_file(story, str(output), str(Path.cwd()), force) if output else story
+        validate_session_id(session_id)
+        arguments = {"sessionId": session_id, "cwd": str(Path.cwd()), **({"projectId": project} if project else {})}
+        result = export_remote_story(state.settings, arguments, str(output) if output else None, force)
     else:
         request = _build(ExportStoryRequest, session_id=session_id, project=project,
                          output=str(output) if output else None, cwd=str(Path.cwd()), overwrite=force)
