@@ -381,7 +381,13 @@ class SessionEditHandler(ApiHandler):
             if data.get("sessionId", session_id) != session_id:
                 raise InvalidFieldError("sessionId", f"{data['sessionId']!r} differs from the session of the path "
                                                      f"({session_id!r}); give one")
-            request = EditSessionRequest.model_validate({**data, "sessionId": session_id})
+            for field in ("startTime", "endTime"):  # the caller's zone is not this machine's: an instant
+                if data.get(field) is not None and not (isinstance(data[field], str) and re.search(
+                        r"T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})$", data[field])):
+                    raise InvalidFieldError(field, "must be a date and time with its offset (2026-03-10T10:30:00Z): "
+                                                   "this machine's zone is not the caller's")
+            # strict: billed minutes never come from true, "5" or 1 for billable
+            request = EditSessionRequest.model_validate({**data, "sessionId": session_id}, strict=True)
             with self.callers_own():
                 return edit_session(self.store, request)
 

@@ -640,6 +640,13 @@ def test_in_remote_mode_memo_session_edit_corrects_the_team_daemons_session(tmp_
     assert status == 400 and answer["error"].startswith("Invalid cwd")
     status, answer = server.get_json("/api/sessions/w1/edit", data={"client": "Evil", "sessionId": "w2"})
     assert status == 400 and answer["error"].startswith("Invalid sessionId")
+    # found by an attacker: types coerced (minutes true billed 1 minute) and times without an offset
+    # read in the daemon's zone
+    for body, field in (({"minutes": True}, "minutes"), ({"minutes": "5"}, "minutes"), ({"billable": 1}, "billable"),
+                        ({"endTime": "2026-03-10T11:00:00"}, "endTime"), ({"startTime": "2026-03-10"}, "startTime"),
+                        ({"endTime": 1772611200}, "endTime")):
+        status, answer = server.get_json("/api/sessions/w1/edit", data=body)
+        assert status == 400 and answer["error"].startswith(f"Invalid {field}"), (body, answer)
     assert read_record(team / "projects/web/sessions/session-w1.md")[0]["client"] == "Acme"
 
 
