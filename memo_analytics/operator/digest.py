@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ..config import OperatorPolicy
+from ..domain.shell import shell_word
 from ..domain.clock import from_iso, minutes_between, to_iso
 
 LANES = ("waiting on you", "dropped")
@@ -114,8 +114,9 @@ def fingerprint(*parts: Any) -> str:
 def _q(value: str) -> str:
     """``value`` as one word of a POSIX shell command a person pastes: as it is when it needs no
     quoting, else in single quotes (``$(…)``, backquotes and escapes stay text: JSON quoting
-    made ``Müller GmbH`` the client ``M`` + an escape + ``ller GmbH``, and ran a ``$(…)`` in a name)."""
-    return shlex.quote(value)
+    made ``Müller GmbH`` the client ``M`` + an escape + ``ller GmbH``, and ran a ``$(…)`` in a name);
+    a character a terminal does not show as itself as its escape (:func:`~memo_analytics.domain.shell.shell_word`)."""
+    return shell_word(value)
 
 
 def back_as_invoiced(changed: dict[str, Any]) -> str:

@@ -4,8 +4,10 @@ a threshold falls due, debounced, a failed recompute keeps the last answer; CLI 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sqlite3
+import subprocess
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -365,3 +367,38 @@ def test_a_fingerprint_that_is_none_is_refused_before_the_audit_trail(tmp_path):
     ran = memo("digest", "apply", "session_stalled:s1", "--fingerprint", "zz\x1b[2J", vault=vault, check=False)
     assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid fingerprint: must be the 16 hex digits")
     assert not (vault / ".memo" / "audit.jsonl").exists()
+
+
+def _pasted(line: str) -> list[str]:
+    """The words bash makes of a pasted command line."""
+    words = subprocess.run(["bash", "-c", f"printf '%s\\0' {line}"], capture_output=True, check=True).stdout
+    return [os.fsdecode(word) for word in words.split(b"\0")[:-1]]
+
+
+def test_a_vault_path_a_terminal_does_not_show_as_itself_is_printed_as_its_escapes(tmp_path):
+    """Found by an attacker: a vault folder whose name holds an escape sequence printed its
+    commands with the sequence removed (as all stored text is), so the pasted command named
+    another folder — one a second vault may sit in. Such a path is printed in ANSI-C quotes."""
+    vault = tmp_path / "pick\x1b[2Jed"
+    decoy = tmp_path / "picked"  # the folder the printed name read as
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-10T09:00:00Z", vault=vault)
+    memo("prompt", "record", "--project", "web", "--session-id", "s1", "--body", "tidy",
+         "--created", "2026-03-10T09:20:00Z", vault=vault)
+    human = memo("digest", "--as-of", "2026-03-10T20:00", vault=vault).stdout
+    assert "\x1b" not in human
+    line = next(line for line in human.splitlines() if "or apply its proposal" in line).split(": ", 1)[1]
+    assert "$'" in line and "\\x1b[2Jed'" in line
+    apply = _pasted(line)
+    assert apply[:3] == ["memo", "--vault-root", str(vault.resolve())]
+    assert "applied end" in memo(*apply[1:]).stdout
+    assert read_record(vault / "projects/web/sessions/session-s1.md")[0]["status"] == "completed"
+    assert not decoy.exists()
+
+
+@pytest.mark.parametrize("value", ["plain", "a b", "it's", "tab\there", "line\nend", "\u202eright-to-left",
+                                   "C1 \x9b", "back\\slash'", "zero\u200bwidth", "not UTF-8 \udce9", "\x1bab"])
+def test_a_printed_word_names_exactly_the_value_when_pasted(value):
+    from memo_analytics.domain.shell import shell_word
+
+    word = shell_word(value)
+    assert word.isprintable() and _pasted(word) == [value]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import sys
 from typing import Any, Callable, Optional, Sequence
 
@@ -18,6 +17,7 @@ from rich.segment import Segment
 
 from ...config import ENV_NAMES, Settings, config_key_text, config_path, env_name, refused_value
 from ...domain.errors import InvalidFieldError, MemoError
+from ...domain.shell import shell_word
 from ...domain.wire import dumps
 from ...runtime import Runtime
 from ...services.store import VaultStore
@@ -570,7 +570,7 @@ def note_client_spelling(client: str | None, found: int) -> None:
 
     spelled = canonical_client(state.store, client.strip())
     if spelled and spelled != client:
-        err.print(_safe(f"note: listings match a client's name exactly: --client {shlex.quote(spelled)} "
+        err.print(_safe(f"note: listings match a client's name exactly: --client {shell_word(spelled)} "
                         f"(reports take it in any case)"))
 
 
@@ -609,12 +609,12 @@ def say_duplicate_invoices(result: dict) -> None:
                         f"other terms than this machine's config: {'; '.join(item['differences'])}; reports and "
                         f"invoices here come to other amounts until [{key}] is the same as that machine's (billing "
                         f"terms are each machine's config: memo config show there, "
-                        f"memo config set {shlex.quote(key)} … here)"))
+                        f"memo config set {shell_word(key)} … here)"))
     root = state.settings.vault_root if state.settings else "~/.memo/vault"
     for path in result.get("issuedChangedHere", []):
         err.print(_safe(f"warning: {path} was changed or deleted since it was issued; it is not committed (an issued "
                         f"document never changes: the other machines would refuse it and stop syncing); put it back: "
-                        f"git -C {shlex.quote(str(root))} checkout HEAD -- {shlex.quote(path)} (to bill otherwise: "
+                        f"git -C {shell_word(str(root))} checkout HEAD -- {shell_word(path)} (to bill otherwise: "
                         f"memo invoice credit, then issue again)"))
     for ref in result.get("duplicateCreditNotes", []):
         if ref in here:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shlex
 import time
 from typing import Any, Optional
 
@@ -13,6 +12,7 @@ from rich.table import Table
 
 from ...domain.clock import to_iso, utcnow
 from ...domain.errors import MemoError
+from ...domain.shell import shell_word
 from ...operator.audit import read as read_audit
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
 from ...services.requests import DigestApplyRequest, DigestRequest
@@ -48,9 +48,9 @@ def apply_command(item: dict[str, Any], name_project: bool = False, as_of: str |
     proposal of the state then, one the person never read). ``--project`` when items of several
     projects share the id; ``--as-of`` when the item was picked from a digest as of then (else
     "not in the digest of now")."""
-    command = f"memo digest apply {shlex.quote(item['id'])} --fingerprint {shlex.quote(item['fingerprint'])}"
-    command += f" --project {shlex.quote(item['project'])}" if name_project else ""
-    return command + (f" --as-of {shlex.quote(as_of)}" if as_of else "")
+    command = f"memo digest apply {shell_word(item['id'])} --fingerprint {shell_word(item['fingerprint'])}"
+    command += f" --project {shell_word(item['project'])}" if name_project else ""
+    return command + (f" --as-of {shell_word(as_of)}" if as_of else "")
 
 
 def _on_this_vault(command: str) -> str:
@@ -65,14 +65,23 @@ def with_vault_root(command: str, root: str) -> str:
     """``command`` (one or more ``memo …`` commands, hints after ``#``) with ``--vault-root
     ROOT`` after each ``memo`` that starts a command (outside quotes): printed by ``memo
     --vault-root X digest``, a pasted command acted on the configured vault instead."""
-    option = f"memo --vault-root {shlex.quote(root)} "
+    option = f"memo --vault-root {shell_word(root)} "
     parts, quote, closed, i = [], "", False, 0
     while i < len(command):
         char, after = command[i], command[i - 1] if i else " "
+        if quote == "$'" and char == "\\":  # an escape of ANSI-C quotes (\' among them): two characters
+            parts.append(command[i:i + 2])
+            i += 2
+            continue
         if quote:
-            quote, closed = ("", True) if char == quote else (quote, False)
-        elif char in "'\"" and (after in " =" or closed):  # a quoted word (shlex.quote), not prose's "web's"
+            quote, closed = ("", True) if char == quote[-1] else (quote, False)
+        elif char in "'\"" and (after in " =" or closed):  # a quoted word (shell_word), not prose's "web's"
             quote, closed = char, False
+        elif command.startswith("$'", i) and after in " =":  # shell_word's ANSI-C quotes
+            quote, closed = "$'", False
+            parts.append("$'")
+            i += 2
+            continue
         elif command.startswith("memo ", i) and after in " :":
             parts.append(option)
             i += len("memo ")
