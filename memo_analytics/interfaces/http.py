@@ -146,6 +146,24 @@ class ApiHandler(tornado.web.RequestHandler):
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(safe_json({"error": redact_secrets(message)[0]}))
 
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """An error tornado answers itself (a method the endpoint does not take, a path that is
+        not UTF-8) as JSON like every other error — its HTML page was not what an API caller reads."""
+        if status_code == 405:
+            allowed = [m for m in ("GET", "POST", "PUT", "PATCH", "DELETE")
+                       if getattr(type(self), m.lower()) is not getattr(tornado.web.RequestHandler, m.lower())]
+            self.set_header("Allow", ", ".join(allowed))
+            message = (f"Method {self.request.method} is not allowed on {self.request.path}; it takes "
+                       f"{' or '.join(allowed) or 'none'}")
+        else:
+            error = kwargs.get("exc_info", (None, None))[1]
+            reason = getattr(error, "log_message", None) or self._reason
+            if str(reason).startswith("Invalid unicode"):  # tornado's, with the bytes' repr
+                reason = "the path is not UTF-8 (percent-encode the UTF-8 bytes of each character)"
+            message = f"Invalid request: {reason}" if status_code < 500 else "Internal error; see the server log"
+        self.clear_header("Content-Disposition")
+        self.fail(status_code, message)
+
     def arg(self, *names: str) -> str | None:
         for name in names:
             values = self.get_query_arguments(name)

@@ -45,6 +45,10 @@ MAX_SUMMARY_CHARS = 2000
 #: Longest session an edit sets: a week, in minutes (a typo of a year is refused, not billed).
 MAX_EDITED_MINUTES = 7 * 24 * 60
 
+#: What an edit can change, by its wire names (a request that gives none is refused naming them).
+NOTHING_TO_CHANGE = "client, billable, summary, toProject, startTime, endTime, minutes or reviewed"
+
+
 def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> dict[str, Any]:
     """Change ``client``, ``billable``, ``summary``, the project, and/or the times of one session
     (``startTime``/``endTime`` and the ``durationMinutes`` between them, UTC; SPEC §9).
@@ -94,8 +98,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         raise InvalidFieldError("minutes", "give the end time or the minutes from the start, not both")
     times = request.start_time is not None or request.end_time is not None or request.minutes is not None
     if not wanted and not times:
-        raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable, --summary, "
-                                           "--to-project, --start, --end, --minutes or --reviewed")
+        raise InvalidFieldError("session", f"nothing to change: give {NOTHING_TO_CHANGE}")
     session_id = store.session_id_for(validate_session_id(request.session_id or ""))  # or its record's id
     record_id = session_record_id(session_id)
     with store.lock():
@@ -219,9 +222,10 @@ def _check_move_target(store: VaultStore, project: str, target: str, session_id:
 
 def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str, Any], now) -> dict[str, Any]:
     """``startTime``, ``endTime`` and ``durationMinutes`` a time edit gives a completed session."""
-    if meta.get("status") != "completed" or not meta.get("endTime"):
-        raise InvalidFieldError("endTime", f"session {meta.get('sessionId')} is still open; end it first "
-                                           "(memo session end ID --until TIME)")
+    field = "minutes" if request.minutes is not None else "endTime" if request.end_time is not None else "startTime"
+    if meta.get("status") != "completed" or not meta.get("endTime"):  # named as given: minutes too
+        raise InvalidFieldError(field, f"session {meta.get('sessionId')} is still open; end it first "
+                                       f"(memo session end {meta.get('sessionId')} --until TIME)")
     start = parse_record_instant(request.start_time, "startTime", store.zone, wall_clock=True) if request.start_time is not None \
         else from_iso(str(meta["startTime"]))
     if request.minutes is not None:
@@ -230,7 +234,7 @@ def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str
         end = parse_record_instant(request.end_time, "endTime", store.zone, wall_clock=True)
     else:
         end = from_iso(str(meta["endTime"]))
-    field = "minutes" if request.minutes is not None else "endTime" if request.end_time is not None else "startTime"
+
     def local(moment) -> str:  # as the person gave it: in the configured zone
         return local_text(moment, store.zone)
 
@@ -297,3 +301,82 @@ def set_project_client(store: VaultStore, project: str, client: str, every: bool
         turns += result["turnsUpdated"]
     return {"project": project, "client": wanted or "internal", "sessions": changed, "turnsUpdated": turns,
             "kept": kept, "onInvoice": on_invoice, "newClient": new_client and changed > 0}
+
+
+#: What a daemon's answer to an edit must hold, by type (it is printed and a new client is noted).
+_ANSWER_FIELDS = {"sessionId": str, "project": str, "changed": list, "turnsUpdated": int, "turnsOutside": int,
+                  "newClient": bool, "billable": bool, "startTime": str}
+#: The wire names an edit can change (the daemon's ``changed``).
+_CHANGEABLE = {"client", "billable", "summary", "project", "reviewedAt", "startTime", "endTime", "durationMinutes"}
+
+
+def edit_remote_session(settings: Any, session_id: str, zone: Any, **fields: Any) -> dict[str, Any]:
+    """``memo session edit`` in remote mode (SPEC §2.7): ``POST /api/sessions/{id}/edit`` to the
+    team daemon with ``fields`` (snake_case names of :class:`EditSessionRequest`, ``None``: not
+    given). ``start_time``/``end_time`` without an offset are read in ``zone`` (this machine's,
+    as typed here) and sent in UTC; the project, when not given, is where the daemon holds it.
+
+    Returns
+    -------
+    dict
+        The daemon's answer, as :func:`edit_session` returns it, checked: the session asked
+        for, ``changed`` a list of the wire names an edit changes, counts as integers,
+        ``startTime``/``endTime`` instants and ``durationMinutes`` an integer when the times changed.
+
+    Raises
+    ------
+    InvalidFieldError
+        A bad session id, nothing to change, or an unparseable time (nothing is sent).
+    MemoError
+        The daemon refused or could not be reached, or answered something else (``Remote daemon …``).
+    """
+    from urllib.parse import quote
+
+    from pydantic.alias_generators import to_camel
+
+    from ..domain.clock import parse_record_instant, to_iso
+    from ..domain.errors import MemoError
+    from ..vault.redact import mask_url
+    from . import remote
+
+    validate_session_id(session_id)
+    if all(value is None for key, value in fields.items() if key != "project"):
+        raise InvalidFieldError("session", f"nothing to change: give {NOTHING_TO_CHANGE}")
+    for key, field in (("start_time", "startTime"), ("end_time", "endTime")):
+        if fields.get(key) is not None:
+            fields[key] = to_iso(parse_record_instant(fields[key], field, zone, wall_clock=True))
+    body = {to_camel(key): value for key, value in fields.items() if value is not None}
+    answer = remote.post(settings, f"/api/sessions/{quote(session_id, safe='')}/edit", body)
+    problem = _answer_problem(answer, session_id)
+    if problem:
+        raise MemoError(f"Remote daemon {mask_url(settings.remote.url or '(remote.url)')} answered something memo "
+                        f"cannot use: its answer to the edit of {session_id} {problem}; nothing is known to have changed "
+                        f"(memo session show {session_id} asks it)")
+    return answer
+
+
+def _answer_problem(answer: dict[str, Any], session_id: str) -> str | None:
+    """What is wrong with a daemon's answer to an edit of ``session_id`` (``None``: nothing)."""
+    from ..domain.clock import from_iso
+    from ..domain.errors import MemoError
+
+    if answer.get("sessionId") != session_id:
+        return "is not about that session"
+    for name, kind in _ANSWER_FIELDS.items():
+        value = answer.get(name)
+        if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 0)):
+            return f"has no {name} as {kind.__name__}"
+    if not all(isinstance(name, str) and name in _CHANGEABLE for name in answer["changed"]):
+        return "names in changed what an edit does not change"
+    if not (answer.get("client") is None or isinstance(answer["client"], str)):
+        return "has a client that is not text"
+    timed = {"startTime", "endTime", "durationMinutes"} & set(answer["changed"])
+    if timed:
+        try:
+            from_iso(answer["startTime"]), from_iso(str(answer.get("endTime")))
+        except (MemoError, TypeError, ValueError):
+            return "has times that are not instants"
+        minutes = answer.get("durationMinutes")
+        if not isinstance(minutes, int) or isinstance(minutes, bool) or minutes < 0:
+            return "has no durationMinutes as int"
+    return None

@@ -199,6 +199,14 @@ def test_story_download_is_markdown_with_a_safe_file_name(seeded):
     ("/api/prompts?q=invoices", None, 400, "Invalid query parameter 'q': this endpoint reads project, projectId, query"),
     ("/api/prompts?projectid=web", None, 400, "Invalid query parameter 'projectid'"),  # projectId is the tool's name
     ("/api/nothing/here", None, 404, "No such endpoint: GET /api/nothing/here"),
+    # tornado's own errors were HTML pages: a method the endpoint does not take, a path not UTF-8
+    ("/api/sessions/s1/edit", None, 405, "Method GET is not allowed on /api/sessions/s1/edit; it takes POST"),
+    ("/api/digest", {}, 405, "Method POST is not allowed on /api/digest; it takes GET"),
+    ("/api/prompts/%ff", None, 400, "Invalid request: the path is not UTF-8"),
+    ("/api/sessions/%ff/edit", {}, 400, "Invalid request: the path is not UTF-8"),
+    # an edit over HTTP names what it takes by the wire names (it listed the CLI's options)
+    ("/api/sessions/s1/edit", {"project": "web"}, 400, "Invalid session: nothing to change: give client, billable, "
+     "summary, toProject, startTime, endTime, minutes or reviewed"),
     # a misspelt client is refused as by memo activity (not an empty report), naming those known
     ("/api/activity?crossProject=true&client=acme%20corp", None, 400,
      "Invalid client: no session and no [clients] entry of the config has the client 'acme corp' (exact name, any "

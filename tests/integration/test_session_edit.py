@@ -218,8 +218,10 @@ def test_bad_times_are_refused_by_field_and_an_open_or_invoiced_session_keeps_it
     assert refused("a1", "--start", "2026-05-20T09:00:00Z").startswith(
         "error: Invalid startTime: the session would last 18800 minutes; a session lasts at most a week (10080 minutes)")
     memo("session", "start", "o1", "--project", "web", vault=billing["vault"], env=billing["env"])
+    # named as given (it said "Invalid endTime" to --minutes), with the command that ends it
     assert refused("o1", "--minutes", "30") == (
-        "error: Invalid endTime: session o1 is still open; end it first (memo session end ID --until TIME)")
+        "error: Invalid minutes: session o1 is still open; end it first (memo session end o1 --until TIME)")
+    assert refused("o1", "--start", "2026-05-20T09:00:00Z").startswith("error: Invalid startTime: session o1 is still open")
     june = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
     assert refused("a1", "--minutes", "90") == (  # named as asked (it said "Invalid endTime")
         "error: Invalid minutes: session a1 is on invoice 2026-0001, which was issued with its times; credit it "

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -711,6 +712,27 @@ def test_in_remote_mode_an_export_never_lands_in_a_vault_nor_takes_what_is_no_st
     without ``markdown`` wrote an empty file (a table: its repr), reported as written."""
     answers = [{"sessionId": "w1", "project": "web", "turns": 1, "markdown": "---\nid: session-evil\n---\n"},
                {"sessionId": "w1", "project": "web", "turns": 1}, {"sessionId": "other", "markdown": "# x\n"}]
+    with _hostile_daemon(answers) as url:
+        config = tmp_path / "laptop.toml"
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "{url}"\n')
+        env = {"MEMO_CONFIG": str(config)}
+        vault = tmp_path / "a-vault"
+        memo("session", "start", "s0", "--project", "web", vault=vault)  # a real vault of this machine
+        into = vault / "projects" / "web" / "sessions" / "session-evil.md"
+        ran = memo("session", "export", "w1", "-o", str(into), env=env, cwd=repo, check=False)
+        assert ran.returncode == 1 and f"is inside the vault {vault.resolve()}" in ran.stderr, ran.stderr
+        assert not into.exists()
+        for answer in answers[1:]:
+            answers[0] = answer
+            out = tmp_path / "story.md"
+            ran = memo("session", "export", "w1", "-o", str(out), env=env, cwd=repo, check=False)
+            assert ran.returncode == 1 and "its export_story answer is not the story of w1" in ran.stderr
+            assert not out.exists()
+
+
+@contextmanager
+def _hostile_daemon(answers: list):
+    """A daemon on loopback that answers every POST with ``answers[0]`` (as JSON, 200); yields its URL."""
 
     class Daemon(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802
@@ -728,21 +750,37 @@ def test_in_remote_mode_an_export_never_lands_in_a_vault_nor_takes_what_is_no_st
     fake = ThreadingHTTPServer(("127.0.0.1", 0), Daemon)
     threading.Thread(target=fake.serve_forever, daemon=True).start()
     try:
-        config = tmp_path / "laptop.toml"
-        config.write_text(f'mode = "remote"\n[remote]\nurl = "http://127.0.0.1:{fake.server_address[1]}"\n')
-        env = {"MEMO_CONFIG": str(config)}
-        vault = tmp_path / "a-vault"
-        memo("session", "start", "s0", "--project", "web", vault=vault)  # a real vault of this machine
-        into = vault / "projects" / "web" / "sessions" / "session-evil.md"
-        ran = memo("session", "export", "w1", "-o", str(into), env=env, cwd=repo, check=False)
-        assert ran.returncode == 1 and f"is inside the vault {vault.resolve()}" in ran.stderr, ran.stderr
-        assert not into.exists()
-        for answer in answers[1:]:
-            answers[0] = answer
-            out = tmp_path / "story.md"
-            ran = memo("session", "export", "w1", "-o", str(out), env=env, cwd=repo, check=False)
-            assert ran.returncode == 1 and "its export_story answer is not the story of w1" in ran.stderr
-            assert not out.exists()
+        yield f"http://127.0.0.1:{fake.server_address[1]}"
     finally:
         fake.shutdown()
         fake.server_close()
+
+
+def test_in_remote_mode_an_edit_takes_only_an_answer_about_that_session_as_an_edit_answers(tmp_path):
+    """Found by an attacker: the answer of a daemon to ``memo session edit`` was printed as it
+    came — ``changed`` as a string printed letter by letter as fields changed, an answer about
+    another session was taken as this one's edit."""
+    good = {"sessionId": "w1", "project": "web", "client": "Acme", "billable": True, "changed": ["client"],
+            "turnsUpdated": 1, "turnsOutside": 0, "newClient": False, "startTime": "2026-03-10T09:00:00.000Z",
+            "endTime": "2026-03-10T10:00:00.000Z", "durationMinutes": 60}
+    answers = [good]
+    with _hostile_daemon(answers) as url:
+        config = tmp_path / "laptop.toml"
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "{url}"\n')
+        env = {"MEMO_CONFIG": str(config)}
+        assert memo("session", "edit", "w1", "--client", "Acme", env=env).stdout.startswith(
+            "session w1 (web): client (now Acme) changed; its 1 turn updated too")
+        for bad in ({"changed": "client"}, {"sessionId": "w2"}, {"changed": ["client", "cwd"]},
+                    {"turnsUpdated": -1}, {"turnsUpdated": True}, {"project": None}, {"client": ["x"]},
+                    {"changed": ["endTime"], "endTime": "soon"}, {"changed": ["durationMinutes"], "durationMinutes": "60"}):
+            answers[0] = {**good, **bad}
+            ran = memo("session", "edit", "w1", "--client", "Acme", env=env, check=False)
+            assert ran.returncode == 1 and ran.stdout == "", (bad, ran.stdout)
+            assert ran.stderr.startswith(f"error: Remote daemon {url} answered something memo cannot use: its answer "
+                                         "to the edit of w1 "), (bad, ran.stderr)
+        # nothing to change is said here, by this command's options, before anything is sent
+        answers[0] = good
+        none = memo("session", "edit", "w1", "--project", "web", env=env, check=False)
+        assert none.returncode == 1 and none.stderr.strip() == (
+            "error: Invalid session: nothing to change: give --client, --billable/--no-billable, --summary, "
+            "--to-project, --start, --end, --minutes or --reviewed")

@@ -9,7 +9,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from ...domain.errors import MemoError
+from ...domain.errors import InvalidFieldError, MemoError
 from ...services import prompts as prompt_service
 from ...services import sessions as session_service
 from ...services.stories import export_story
@@ -154,12 +154,15 @@ def session_edit(
 ) -> None:
     """Correct a session's client, billable flag, summary, project (its turns follow) or times."""
     from ...services.requests import EditSessionRequest
-    from ...services.session_edit import edit_session
+    from ...services.session_edit import edit_remote_session, edit_session
 
+    if all(value is None for value in (client, billable, summary, to_project, start, end, minutes, reviewed)):
+        raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable, --summary, "
+                                           "--to-project, --start, --end, --minutes or --reviewed")
     if state.settings.mode == "remote":  # the team daemon's session, edited there (SPEC §2.7)
-        record = _edit_on_daemon(session_id, project=project, client=client, billable=billable, summary=summary,
-                                 to_project=to_project, start_time=start, end_time=end, minutes=minutes,
-                                 reviewed=reviewed)
+        record = edit_remote_session(state.settings, session_id, _zone(), project=project, client=client,
+                                     billable=billable, summary=summary, to_project=to_project, start_time=start,
+                                     end_time=end, minutes=minutes, reviewed=reviewed)
     else:
         request = _build(EditSessionRequest, session_id=session_id, project=project, client=client,
                          billable=billable, summary=summary, to_project=to_project, start_time=start, end_time=end,
@@ -190,26 +193,6 @@ def session_edit(
     _emit(record, human)
     if not record["changed"]:
         raise typer.Exit(1)
-
-
-def _edit_on_daemon(session_id: str, **fields: Any) -> dict[str, Any]:
-    """``memo session edit`` in remote mode: ``POST /api/sessions/{id}/edit`` to the team
-    daemon. Times without an offset are read in this machine's zone (as typed here) and sent
-    in UTC; the project, when not given, is where the daemon holds the session."""
-    from urllib.parse import quote
-
-    from pydantic.alias_generators import to_camel
-
-    from ...domain.clock import parse_record_instant, to_iso
-    from ...domain.ids import validate_session_id
-    from ...services import remote
-
-    validate_session_id(session_id)
-    for key, field in (("start_time", "startTime"), ("end_time", "endTime")):
-        if fields[key] is not None:
-            fields[key] = to_iso(parse_record_instant(fields[key], field, _zone(), wall_clock=True))
-    body = {to_camel(key): value for key, value in fields.items() if value is not None}
-    return remote.post(state.settings, f"/api/sessions/{quote(session_id, safe='')}/edit", body)
 
 
 @session_app.command("handoff")
