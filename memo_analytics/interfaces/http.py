@@ -424,12 +424,14 @@ class ActivityHandler(ApiHandler):
 
 
 class DigestHandler(ApiHandler):
-    """``GET /api/digest``: the operator digest (``refresh``, ``asOf``)."""
+    """``GET /api/digest``: the operator digest (``refresh``, ``asOf``, ``maxAgeSeconds``: computed
+    again when the cached one is older)."""
 
-    params = ("refresh", "asOf")
+    params = ("refresh", "asOf", "maxAgeSeconds")
 
     async def get(self) -> None:
         await self.run(lambda: ACTIONS["digest"].run(self.store, DigestRequest(refresh=bool(self.flag("refresh")),
+                                                                         max_age_seconds=self.arg("maxAgeSeconds"),
                                                                          as_of=self.arg("asOf"))))
 
 

@@ -114,11 +114,19 @@ def run_digest(store: VaultStore, request, now: datetime | None = None) -> dict[
     """The ``digest`` action: :func:`digest_as_of` with ``asOf``; else one digest pass —
     :func:`current_digest`, and when it was recomputed and the person delegated action
     classes, the delegated actions (which then leave the digest, recomputed). ``operator``
-    lists the automatic actions of the last 24 hours and this pass's fallbacks."""
+    lists the automatic actions of the last 24 hours and this pass's fallbacks.
+
+    With ``maxAgeSeconds`` (a person asking once: ``memo digest``), a cached digest older than
+    that, or one the vault changed after within the debounce window (``stale``), is computed
+    again: valid until the next threshold falls due, its ages and "no turn for …" were as of
+    when it was computed (an hour-old digest said a session idle for 3 h was idle for 2 h)."""
     if request.as_of:
         return digest_as_of(store, request.as_of)
     now = now or utcnow()
     digest = current_digest(store, now=now, force=request.refresh)
+    if request.max_age_seconds is not None and not digest.get("error") and (digest.get("stale") or (
+            digest.get("cached") and (now - from_iso(digest["computedAt"])).total_seconds() > request.max_age_seconds)):
+        digest = current_digest(store, now=now, force=True)
     fallbacks: list[dict[str, Any]] = []
     try:
         grants = policy.load(store) if store.exists else {"grants": {}}

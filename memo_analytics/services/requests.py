@@ -287,6 +287,9 @@ class DigestRequest(Request):
     refresh: bool = Field(False, description="Recompute now instead of answering from the cached digest")
     as_of: str | None = Field(None, description="Evaluate the digest as of this instant (ISO date or time; "
                                                 "default now); computed afresh, not cached")
+    max_age_seconds: int | None = Field(None, ge=0, le=86400, description="Recompute when the cached digest is "
+                                        "older than this many seconds or the vault changed since it (its ages were "
+                                        "as of then); default: serve the cache while it is valid (pollers)")
 
 
 class DigestApplyRequest(Request):

@@ -354,6 +354,11 @@ def test_a_person_asking_is_not_served_a_digest_computed_long_ago(tmp_path):
     store = Runtime(Settings(vault_root=vault, timezone="UTC")).store()
     old = service.run_digest(store, DigestRequest(refresh=True), now=now - timedelta(hours=1))
     assert old["items"][0]["ageMinutes"] == 120
+    # the rule is the service's (HTTP maxAgeSeconds, the MCP tool): a poller is served the cache
+    assert service.run_digest(store, DigestRequest(), now=now)["items"][0]["ageMinutes"] == 120
+    assert service.run_digest(store, DigestRequest(max_age_seconds=7200), now=now)["cached"] is True
+    assert service.run_digest(store, DigestRequest(max_age_seconds=1800), now=now)["items"][0]["ageMinutes"] == 180
+    service.run_digest(store, DigestRequest(refresh=True), now=now - timedelta(hours=1))  # an hour old again
     shown = json.loads(memo("--json", "digest", vault=vault).stdout)
     assert shown["cached"] is False and shown["items"][0]["ageMinutes"] == 180
     assert json.loads(memo("--json", "digest", vault=vault).stdout)["cached"] is True  # asked again at once

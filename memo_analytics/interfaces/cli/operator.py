@@ -23,10 +23,8 @@ def utc_stamp() -> str:
     return to_iso(utcnow())[:19].replace("T", " ")
 
 
-def _older_than(instant: str, seconds: float) -> bool:
-    from ...domain.clock import from_iso
-
-    return (utcnow() - from_iso(instant)).total_seconds() > seconds
+#: How old a cached digest ``memo digest`` shows may be, in seconds (SPEC §6).
+PERSON_MAX_AGE_SECONDS = 60
 
 
 def _age(minutes: int) -> str:
@@ -117,13 +115,9 @@ def digest(
         result = remote.post(state.settings, "/api/actions/digest",
                              {"refresh": True, **({"asOf": as_of} if as_of else {})})
     else:
-        result = run_digest(state.store, _build(DigestRequest, refresh=refresh, as_of=as_of))
-    if state.settings.mode != "remote" and not result.get("error") and (
-            result.get("stale") or (result.get("cached") and not as_of and _older_than(result["computedAt"], 60))):
-        # the vault changed within the debounce window (a long-running caller's polling is served
-        # the last answer), or the cached digest is a while old (valid until a threshold falls due,
-        # its ages and "no turn for …" were as of then): a person asking once gets the digest of now
-        result = run_digest(state.store, _build(DigestRequest, refresh=True, as_of=as_of))
+        # a person asking once gets the digest of now, not one a minute old (pollers get the cache)
+        result = run_digest(state.store, _build(DigestRequest, refresh=refresh, as_of=as_of,
+                                                max_age_seconds=PERSON_MAX_AGE_SECONDS))
 
     def human(r: dict[str, Any]) -> None:
         if r.get("error"):
