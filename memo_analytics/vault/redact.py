@@ -392,12 +392,13 @@ def redact_ignored_paths(text: str, rules: IgnoreRules | None) -> tuple[str, int
 _URL_MASK = "***"
 
 
-def mask_url(text: str) -> str:
+def mask_url(text: str, secret_path: bool = False) -> str:
     """``text`` with the secrets of a URL masked.
 
     The userinfo's password (``https://ana:***@host``; a lone user name, which is often a
     token, as ``***@host``), every query value (``?key=***&token=***``), the fragment, and a
-    path that is a secret by itself (a Slack or Discord webhook: ``/***``) become ``***``.
+    path that is a secret by itself (a Slack or Discord webhook: ``/***``) become ``***``;
+    with ``secret_path`` (a webhook's URL, whatever its host), any path.
     Text that is not a URL with a host is returned as it is.
     """
     try:
@@ -414,6 +415,7 @@ def mask_url(text: str) -> str:
     query = "&".join(f"{pair.split('=', 1)[0]}={_URL_MASK}" if pair else pair for pair in parts.query.split("&")) \
         if parts.query else ""
     path = parts.path
-    if path.strip("/") and redact_secrets(urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], path, "", "")))[1]:
+    if path.strip("/") and (secret_path or redact_secrets(
+            urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[-1], path, "", "")))[1]):
         path = "/" + _URL_MASK
     return urlunsplit((parts.scheme, netloc, path, query, _URL_MASK if parts.fragment else ""))

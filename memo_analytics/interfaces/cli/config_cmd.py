@@ -36,7 +36,6 @@ from contextlib import contextmanager
 import re
 import tomllib
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 from typing import Any
 
 import tomli_w
@@ -99,12 +98,7 @@ def masked(value: Any, parts: tuple[str, ...] = ()) -> Any:
     if parts and _SECRET_KEY.search(parts[-1]) and value not in (None, ""):
         return MASK
     if isinstance(value, str) and "://" in value:
-        shown = mask_url(value)
-        if parts and _SECRET_PATH_KEY.search(parts[-1]):
-            split = urlsplit(shown)
-            if split.path.strip("/") and split.path != "/" + MASK:
-                shown = urlunsplit((split.scheme, split.netloc, "/" + MASK, split.query, split.fragment))
-        return shown
+        return mask_url(value, secret_path=bool(parts and _SECRET_PATH_KEY.search(parts[-1])))
     return value
 
 
