@@ -54,6 +54,12 @@ def test_session_start_end_and_activity_json_keys(tmp_path):
     assert report["totalBillableHours"] == 1.5 and report["byClient"]["Acme"]["durationMinutes"] == 90
     assert set(report["sessions"][0]) >= {"id", "sessionId", "project", "client", "billable", "startTime", "endTime",
                                           "durationMinutes", "taskSlug", "summary", "deliverables"}
+    # found by a new user: the sessions table listed an open session the per-client count left out, unsaid
+    memo("session", "start", "s10", "--project", "acme", "--client", "Acme", "--start-time", "2026-01-05T11:00:00Z",
+         vault=vault)
+    table = memo("activity", "--all", vault=vault).stdout
+    assert table.rstrip().endswith("Total billable: 1:30 (1.50 h) · prompts: 1 · 1 open session not counted until it "
+                                   "ends")
 
 
 @pytest.mark.parametrize(

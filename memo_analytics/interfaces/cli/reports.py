@@ -132,8 +132,11 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
     if left_out:
         out.print(f"{left_out} earlier sessions are not shown (the totals count them): memo --json activity lists "
                   "every session; --since/--until narrow the period")
+    still_open = sum(1 for s in data["sessions"] if s["durationMinutes"] is None)  # listed above, counted nowhere
     out.print(f"Total billable: {format_minutes(data['totalDurationMinutes'])} "
-              f"({data['totalBillableHours']:.2f} h) · prompts: {data['totalPrompts']}")
+              f"({data['totalBillableHours']:.2f} h) · prompts: {data['totalPrompts']}"
+              + (f" · {still_open} open session{'s' if still_open != 1 else ''} not counted until "
+                 f"{'they end' if still_open != 1 else 'it ends'}" if still_open else ""))
     if data["costByModel"]:
         models = Table(title="AI cost by model (API-equivalent, USD, priced at each turn's date)")
         for column, justify in (("model", "left"), ("turns", "right"), ("input", "right"), ("cache read", "right"),
