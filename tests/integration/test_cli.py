@@ -57,6 +57,9 @@ def test_session_start_end_and_activity_json_keys(tmp_path):
     # found by a new user: the sessions table listed an open session the per-client count left out, unsaid
     memo("session", "start", "s10", "--project", "acme", "--client", "Acme", "--start-time", "2026-01-05T11:00:00Z",
          vault=vault)
+    # and a turn's time in memo session show names its zone, as the session's own line does
+    shown = memo("session", "show", "s9", "--project", "acme", vault=vault, env={"MEMO_TIMEZONE": "Europe/Berlin"}).stdout
+    assert re.search(r"\n\[turn 1\] \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} Europe/Berlin\ngo\n", shown), shown
     table = memo("activity", "--all", vault=vault).stdout
     assert table.rstrip().endswith("Total billable: 1:30 (1.50 h) · prompts: 1 · 1 open session not counted until it "
                                    "ends")

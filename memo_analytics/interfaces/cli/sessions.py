@@ -257,7 +257,7 @@ def session_show(
                                 f"{session.get('durationMinutes') if session.get('durationMinutes') is not None else '-'} min"
                                 + (f" · {session['summary']}" if session.get("summary") else "")))
             for turn in r["items"]:
-                out.print(_safe(f"\n[turn {turn.get('turn')}] {_local(turn['created'], seconds=True)}"))
+                out.print(_safe(f"\n[turn {turn.get('turn')}] {_local(turn['created'], seconds=True)} {_zone_label()}"))
                 out.print(_safe(turn.get("body", "")))
             if r["hasMore"]:
                 out.print(f"more: --offset {r['offset'] + r['limit']}")
