@@ -7,6 +7,11 @@ events waiting for the agent's next event, and ``--once`` exited 0 when the POST
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import threading
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -184,3 +189,43 @@ def test_an_incomplete_audit_line_and_a_broken_digest_cache_never_stop_the_watch
     assert json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=env).stdout)["sent"] == 1
     trail = json.loads(memo("--json", "operator", "audit", vault=vault).stdout)
     assert trail == []  # the line without an outcome is no record of the audit (it crashed the command)
+
+
+def test_a_watch_stopped_by_sigterm_mid_post_says_so_and_the_next_run_sends_the_same_delivery(tmp_path, receiver):
+    """Found by an operator: ``memo operator watch`` under a service manager, stopped (SIGTERM)
+    while its POST waited on a slow receiver, exited 143 without a word. It says it stopped and
+    that the notification goes again; the next run sends it under the same deliveryId."""
+    url, received = receiver
+    held: list[dict] = []
+    arrived, release = threading.Event(), threading.Event()
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            held.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            arrived.set()
+            release.wait(30)
+
+        def log_message(self, *args):
+            pass
+
+    slow = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=slow.serve_forever, daemon=True).start()
+    vault = tmp_path / "v"
+    env = _config(tmp_path, f"http://127.0.0.1:{slow.server_address[1]}/hook", webhookTimeoutSeconds="30")
+    _stalled(vault, env, "w1")
+    try:
+        watch = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "operator",
+                                  "watch", "--interval", "1"], env={**os.environ, **env},
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert arrived.wait(60), watch.stderr.read() if watch.poll() is not None else "no POST"
+        watch.send_signal(signal.SIGTERM)
+        stdout, stderr = watch.communicate(timeout=30)
+    finally:
+        release.set()
+        slow.shutdown()
+        slow.server_close()
+    assert watch.returncode == 0, stderr
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d stopped \(SIGTERM\); a notification being sent is sent again by "
+                     r"the next run, under the same deliveryId", stderr), stderr
+    again = json.loads(memo("--json", "operator", "watch", "--once", vault=vault, env=_config(tmp_path, url)).stdout)
+    assert again["sent"] == 1 and received[0]["deliveryId"] == held[0]["deliveryId"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
+import signal
+import threading
 import time
 from typing import Any, Optional
 
@@ -190,6 +192,8 @@ def operator_watch(
     stamped = _StampedLog(logging.WARNING)
     logging.getLogger("memo_analytics").addHandler(stamped)
     last_reason = None
+    in_pass = False
+    stopped_by = _stop_on_sigterm()
     try:
         while True:
             state.runtime.refresh()  # thresholds and the webhook follow a changed config file
@@ -204,6 +208,7 @@ def operator_watch(
                                    "no webhook configured (operator.webhookUrl): the digest is kept and delegated "
                                    "actions run, nothing is sent")), soft_wrap=True)
             try:
+                in_pass = True
                 result = watch_pass(state.store, fresh=once)  # one pass only: the vault as it is now
             except MemoError as exc:
                 if once:
@@ -231,11 +236,33 @@ def operator_watch(
                 last_reason = result["reason"]
                 if once and result.get("failed"):
                     raise typer.Exit(1)
+            in_pass = False
             if once:
                 return
             time.sleep(interval)
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (a service manager): said, and a clean exit
+        err.print(_safe(f"{utc_stamp()} stopped ({stopped_by[0] or 'Ctrl-C'})"
+                        + ("; a notification being sent is sent again by the next run, under the same deliveryId "
+                           "(a receiver that keeps the ids drops the repeat)" if in_pass else "")), soft_wrap=True)
     finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if stopped_by[1] is None else stopped_by[1])
         logging.getLogger("memo_analytics").removeHandler(stamped)
+
+
+def _stop_on_sigterm() -> list[Any]:
+    """SIGTERM stops a long-running command as Ctrl-C does (it exited 143 without a word, mid-POST
+    too); returns ``[name of the signal once one came, the handler it replaced]``."""
+    stopped_by: list[Any] = [None, signal.SIG_DFL]
+    if threading.current_thread() is not threading.main_thread():
+        return stopped_by  # a handler can be set in the main thread only
+
+    def stop(signum: int, _frame: Any) -> None:
+        stopped_by[0] = signal.Signals(signum).name
+        raise KeyboardInterrupt
+
+    stopped_by[1] = signal.signal(signal.SIGTERM, stop)
+    return stopped_by
 
 
 @digest_app.command("apply")
