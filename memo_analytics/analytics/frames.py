@@ -20,6 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
+from ..domain.shell import shell_word
 from ..domain.errors import IndexDamagedError, InvalidFieldError
 from ..index import store as index
 from ..services.pricing import MAX_TURN_TOKENS
@@ -112,7 +113,7 @@ def vault_sources(store: VaultStore, further: bool = False) -> Iterator[list[Ind
             path = VaultLayout(root).index_path
             if not path.is_file():
                 raise InvalidFieldError("vaults", f"{root} holds no vault index ({path}); "
-                                                  f"run `memo --vault-root {root} reindex` or remove it from the config")
+                                                  f"run `memo --vault-root {shell_word(str(root))} reindex` or remove it from the config")
             try:
                 conn = index.connect_readonly(path)
                 stack.callback(conn.close)

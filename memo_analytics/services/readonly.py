@@ -13,6 +13,7 @@ import sqlite3
 from contextlib import contextmanager
 from typing import Iterator
 
+from ..domain.shell import shell_word
 from ..domain.errors import InvalidFieldError
 from ..index import store as index
 from .store import VaultStore
@@ -35,7 +36,7 @@ class ReadOnlyVaultStore(VaultStore):
                 path = self.layout.index_path
                 if not path.is_file():
                     raise InvalidFieldError("vault", f"{self.root} holds no vault index; "
-                                                     f"run `memo --vault-root {self.root} reindex`")
+                                                     f"run `memo --vault-root {shell_word(str(self.root))} reindex`")
                 self._conn = index.connect_readonly(path)
             return self._conn
 

@@ -48,6 +48,7 @@ from typing import Any, NamedTuple
 
 from filelock import FileLock, Timeout
 
+from ..domain.shell import shell_word
 from ..config import MAX_BODY_BYTES
 from ..domain.clock import EARLIEST_RECORD, parse_instant, to_iso, utcnow
 from ..domain.errors import CorruptRecordError, MemoError
@@ -627,7 +628,7 @@ def check_tracked(git: _Git, root: Path) -> None:
         why = _not_synced(path, info.split()[0])
         if why:
             raise VaultGitError("sync", f"the vault repository tracks {path!r}, {why}; nothing was synced: "
-                                        f"git -C {root} rm -r --cached -- {path!r} && git -C {root} commit -m untrack, "
+                                        f"git -C {shell_word(str(root))} rm -r --cached -- {shell_word(path)} && git -C {shell_word(str(root))} commit -m untrack, "
                                         f"after checking the file")
 
 
@@ -877,7 +878,7 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
         commit()
     if not git.ok("remote", "get-url", vg.remote):
         raise VaultGitError("remote", f"the vault repository has no remote {vg.remote!r}; add one with "
-                                      f"git -C {store.root} remote add {vg.remote} URL (local commits are kept)")
+                                      f"git -C {shell_word(str(store.root))} remote add {shell_word(vg.remote)} URL (local commits are kept)")
     for attempt in range(1, PUSH_ATTEMPTS + 1):
         fetch = git.run("fetch", "-q", "--no-tags", vg.remote, f"+refs/heads/{vg.branch}:{tracking}", check=False)
         remote_empty = fetch.returncode != 0 and b"couldn't find remote ref" in fetch.stderr

@@ -111,9 +111,10 @@ def test_memo_vault_env_sets_the_vault(tmp_path):
 
 
 def test_demo_builds_the_sample_and_its_pdf_total_matches_activity(tmp_path):
-    out = tmp_path / "demo"
+    out = tmp_path / "my demo"  # a home folder with a space: the printed commands still paste
     proc = memo("demo", "--out", str(out))
     assert "timesheet PDF" in proc.stdout and str(out / "timesheet.pdf") in proc.stdout
+    assert f"try          : memo --vault-root '{out / 'vault'}' prompt search invoices --all" in proc.stdout
     vault = out / "vault"
     report = json.loads(memo("--json", "activity", "--all", "--tz", "Europe/Berlin", vault=vault).stdout)
     text = pdf_text(out / "timesheet.pdf")

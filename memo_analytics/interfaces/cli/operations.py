@@ -10,6 +10,7 @@ from typing import Callable, List, Optional
 
 import typer
 
+from ...domain.shell import shell_word
 from ...domain.clock import resolve_zone
 from ...domain.errors import MemoError
 from ...domain.hosts import is_loopback
@@ -236,9 +237,10 @@ def demo(
     out.print()
     out.print(f"sample vault : {vault}  ({counts['sessions']} sessions, {counts['turns']} turns)")
     out.print(f"timesheet PDF: {pdf}")
-    out.print(f"try          : memo --vault-root {vault} prompt search invoices --all")
-    out.print(f"               memo --vault-root {vault} digest --as-of 2026-03-07T08:00   # what needed you")
-    out.print(f"               memo --vault-root {vault} report rules --all                # rules you repeat")
-    out.print(f"               memo --vault-root {vault} serve                             # the dashboard")
+    root = shell_word(str(vault))  # pasted as it is: a home folder with a space too
+    out.print(f"try          : memo --vault-root {root} prompt search invoices --all")
+    out.print(f"               memo --vault-root {root} digest --as-of 2026-03-07T08:00   # what needed you")
+    out.print(f"               memo --vault-root {root} report rules --all                # rules you repeat")
+    out.print(f"               memo --vault-root {root} serve                             # the dashboard")
 
 
