@@ -16,7 +16,9 @@ Kinds
 waiting on you: ``session_open_too_long``, ``handoff_unclaimed``, ``pr_awaiting_review``,
 ``rule_ready``, ``invoice_number_twice`` (two machines of a vault-git vault issued one invoice
 number: a credit note must cancel one), ``invoice_session_changed`` (a session on an issued
-invoice now differs from it: a pull or a hand edit changed it afterwards); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
+invoice now differs from it: a pull or a hand edit changed it afterwards), ``billing_terms_differ``
+(an invoice another machine issued billed a client on other terms than this machine's config:
+reports and invoices here come to other amounts; one item per client); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
 a sync kept beside a record, SPEC §2.7).
 """
 
@@ -28,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from ..config import OperatorPolicy
+from ..config import OperatorPolicy, config_key_text
 from ..domain.shell import shell_word
 from ..domain.clock import from_iso, minutes_between, to_iso
 
@@ -40,6 +42,7 @@ KIND_LANE = {
     "rule_ready": "waiting on you",
     "invoice_number_twice": "waiting on you",
     "invoice_session_changed": "waiting on you",
+    "billing_terms_differ": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
     "sync_conflict": "dropped",
@@ -61,6 +64,9 @@ class Snapshot:
     #: session records differing from the invoice that billed them, with ``invoice``, ``fields``
     #: and ``asInvoiced`` (:func:`~memo_analytics.vault.ledger.differs_from_invoice`)
     invoiced_changed: list[dict[str, Any]] = field(default_factory=list)
+    #: ``{invoice, client, differences, projects, created}`` of each pulled invoice whose client
+    #: this machine's config bills otherwise
+    terms_differ: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -314,12 +320,29 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                            f"{back_as_invoiced(changed)}  # or memo invoice credit {_q(changed['invoice'])} and bill "
                            "it again", to_iso(since),
                            fingerprint(changed["id"], changed.get("updated"), changed["invoice"])), changed))
+    by_client: dict[str, list[dict[str, Any]]] = {}
+    for differing in snapshot.terms_differ:  # one row per client: one config entry sets it right
+        by_client.setdefault(differing["client"], []).append(differing)
+    for client, invoices in sorted(by_client.items()):
+        invoices.sort(key=lambda i: (i["created"], i["invoice"]))
+        latest, since = invoices[-1], from_iso(invoices[0]["created"])
+        refs = ", ".join(i["invoice"] for i in invoices)
+        key = config_key_text(["clients", client])
+        items.append((Item("billing_terms_differ", KIND_LANE["billing_terms_differ"], client,
+                           ", ".join(latest["projects"]) or "-", "you to set this machine's billing terms",
+                           f"invoice{'s' if len(invoices) > 1 else ''} {refs}, issued on another machine, billed "
+                           f"{client} on other terms than this machine's config: {'; '.join(latest['differences'])}; "
+                           "reports and invoices here come to other amounts",
+                           _age(since, now), 0,
+                           f"memo invoice show {_q(latest['invoice'])}  # its terms; then memo config set "
+                           f"{_q(key)} … as on the machine that issued it", to_iso(since),
+                           fingerprint(*((i["invoice"], i["differences"]) for i in invoices))), latest))
     for conflict in snapshot.sync_conflicts:
         since = from_iso(conflict["created"])
         items.append((Item("sync_conflict", KIND_LANE["sync_conflict"], conflict["recordId"], conflict["project"],
                            "you to compare two versions", f"a sync kept the losing version of {conflict['recordId']} "
                            f"beside it ({conflict['path']})", _age(since, now), 0,
-                           f"diff {conflict['recordPath']} {conflict['path']}  # keep what you need, then delete "
+                           f"diff {_q(conflict['recordPath'])} {_q(conflict['path'])}  # keep what you need, then delete "
                            "the conflict file", to_iso(since), fingerprint(conflict["path"])), conflict))
     return items
 

@@ -102,7 +102,7 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
     snapshot = take_snapshot(store) if store.exists else Snapshot()
     cutoff = to_iso(moment)
     for name in ("open_sessions", "pending_handoffs", "pull_request_sessions", "rule_traps", "unbilled_sessions",
-                 "sync_conflicts", "duplicate_invoices", "invoiced_changed"):
+                 "sync_conflicts", "duplicate_invoices", "invoiced_changed", "terms_differ"):
         # records made after the moment did not exist yet
         setattr(snapshot, name, [r for r in getattr(snapshot, name) if (r.get("created") or "") <= cutoff])
     snapshot.pull_request_sessions = [r for r in snapshot.pull_request_sessions if (r.get("endTime") or "") <= cutoff]
@@ -159,7 +159,9 @@ def current_digest(store: VaultStore, now: datetime | None = None, force: bool =
     if not store.exists:
         return {**compute_digest(Snapshot(), now, policy), "vaultVersion": "empty", "cached": False, "stale": False}
     version = _version(store)
-    policy_print = fingerprint(store.settings.operator.model_dump(mode="json"))
+    settings = store.settings  # thresholds, and the billing terms billing_terms_differ compares
+    policy_print = fingerprint(settings.operator.model_dump(mode="json"), settings.overlap_policy,
+                               {name: terms.model_dump(mode="json") for name, terms in settings.clients.items()})
     cache = _read_cache(store)
     if cache is not None and cache.get("policy") != policy_print:
         cache = None  # thresholds changed: the last answer says nothing about the new ones

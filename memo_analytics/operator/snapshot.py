@@ -91,4 +91,29 @@ def take_snapshot(store: VaultStore) -> Snapshot:
                     "path": str(path), "recordPath": str(record_path), **({"_vault": source.vault} if further else {}),
                     "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
                 })
+    snapshot.terms_differ = _terms_differ(store)
     return snapshot
+
+
+def _terms_differ(store: VaultStore) -> list[dict[str, Any]]:
+    """The invoices a vault-git sync pulled whose client this machine's config bills otherwise
+    (:func:`~memo_analytics.services.vault_git.terms_still_differ`), each with the projects it
+    billed and ``created`` (when it was issued)."""
+    from ..services.vault_git import terms_still_differ
+
+    if not store.exists:
+        return []
+    try:
+        found = terms_still_differ(store)
+        documents = {doc.ref: doc for doc in _invoices(store.root)} if found else {}
+    except (MemoError, OSError):
+        return []
+    items = []
+    for item in found:
+        meta = documents[item["invoice"]].meta if item["invoice"] in documents else {}
+        lines = meta.get("lines") if isinstance(meta.get("lines"), list) else []
+        projects = sorted({line["project"] for line in lines if isinstance(line, dict)
+                           and isinstance(line.get("project"), str)})
+        items.append({**item, "projects": projects,
+                      "created": str(meta.get("createdAt") or to_iso(datetime.now(timezone.utc)))})
+    return items

@@ -690,6 +690,15 @@ def _terms_differ(store: VaultStore, pulled: list[str]) -> list[dict[str, Any]]:
     return found
 
 
+def terms_still_differ(store: VaultStore) -> list[dict[str, Any]]:
+    """The invoices a sync pulled whose client this machine's config still bills otherwise
+    (:func:`_terms_differ`, compared again now): ``[{invoice, client, differences}]``, for
+    ``memo sync status`` and the operator digest (a sync run in the background, at a session's
+    end, said them to no one). Reads no network."""
+    refs = read_state(store).get("termsDifferInvoices")
+    return _terms_differ(store, [r for r in refs if isinstance(r, str)] if isinstance(refs, list) else [])
+
+
 def _invoiced_sessions_changed(store: VaultStore, git: _Git, before: str | None,
                                pulled: list[str]) -> list[dict[str, Any]]:
     """Sessions on an uncredited invoice that a pull left differing from the invoice: their
@@ -961,13 +970,11 @@ def status(store: VaultStore) -> dict[str, Any]:
     """
     vg = store.settings.vault_git
     state = read_state(store)
-    refs = state.get("termsDifferInvoices")
     answer: dict[str, Any] = {"enabled": vg.enabled, "remote": vg.remote, "branch": vg.branch, "remoteUrl": None,
                               "repository": (store.root / ".git").exists(), "unpushedCommits": None,
                               "uncommittedFiles": None,
                               **{k: state.get(k) for k in ("lastAttemptAt", "lastSuccessAt", "lastError", "lastErrorAt")}}
-    answer["termsDiffer"] = _terms_differ(store, [r for r in refs if isinstance(r, str)] if isinstance(refs, list)
-                                          else [])
+    answer["termsDiffer"] = terms_still_differ(store)
     if answer["lastError"] and answer["lastSuccessAt"] and answer["lastSuccessAt"] > (answer["lastErrorAt"] or ""):
         answer["lastError"] = answer["lastErrorAt"] = None  # a sync since has succeeded: settled
     if answer["repository"]:

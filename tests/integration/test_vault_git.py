@@ -722,8 +722,18 @@ def test_a_pulled_invoice_billed_on_other_terms_than_this_machines_config_is_sai
     shown = " ".join(memo("sync", "status", vault=tmp_path / "b", env=b_env).stdout.split())
     assert ("invoice 2026-0001, pulled from another machine, billed Acme Corp on other terms than this machine's "
             "config: hourlyRate web 95.00 (the invoice: 120.00)") in shown
+    # and the operator digest lists it, one item per client, until the terms agree (it said nothing)
+    digest = json.loads(memo("--json", "digest", vault=tmp_path / "b", env=b_env).stdout)
+    [terms] = [i for i in digest["items"] if i["kind"] == "billing_terms_differ"]
+    assert (terms["id"], terms["lane"], terms["project"]) == ("billing_terms_differ:Acme Corp", "waiting on you", "web")
+    assert terms["why"].startswith("invoice 2026-0001, issued on another machine, billed Acme Corp on other terms than "
+                                   "this machine's config: hourlyRate web 95.00 (the invoice: 120.00); rounding: ")
+    assert terms["action"] == ("memo invoice show 2026-0001  # its terms; then memo config set "
+                               "'clients.\"Acme Corp\"' … as on the machine that issued it")
     agreed = json.loads(memo("--json", "sync", "status", vault=tmp_path / "b", env=env).stdout)["vaultGit"]
     assert agreed["termsDiffer"] == []
+    digest = json.loads(memo("--json", "digest", vault=tmp_path / "b", env=env).stdout)  # the terms set right
+    assert not [i for i in digest["items"] if i["kind"] == "billing_terms_differ"]
     # the same terms say nothing; a machine without Acme's terms says so
     git("reset", "-q", "--hard", "HEAD~1", cwd=tmp_path / "b")
     same = json.loads(memo("--json", "sync", "git", vault=tmp_path / "b", env=env).stdout)
