@@ -33,3 +33,12 @@ def shell_word(value: str) -> str:
         else:
             parts.append(f"\\U{code:08x}")
     return "$'" + "".join(parts) + "'"
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of a command a person pastes: every character a terminal does not
+    show as itself — a line end, a tab, an escape, a direction or zero-width mark — becomes a
+    space. A command's words are :func:`shell_word` (printable already); what this guards is the
+    free text beside them (a pull request's title or a client's name after ``#``), where a line
+    end made the rest a second command that ran when the line was pasted."""
+    return text if text.isprintable() else "".join(char if char.isprintable() else " " for char in text)

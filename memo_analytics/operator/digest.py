@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..config import OperatorPolicy, config_key_text
-from ..domain.shell import shell_word
+from ..domain.shell import one_line, shell_word
 from ..domain.clock import from_iso, minutes_between, to_iso
 
 LANES = ("waiting on you", "dropped")
@@ -89,6 +89,11 @@ class Item:
     vault: str | None = None
     #: whose work it is: the owner of the session (or hand-off) the item concerns, when recorded
     owner: str | None = None
+
+    def __post_init__(self) -> None:
+        # one line each: a line end in a title or a client's name made a pasted command two, the
+        # second of the record's choosing; and a webhook's text one line per item
+        self.action, self.why, self.waiting_for = one_line(self.action), one_line(self.why), one_line(self.waiting_for)
 
     @property
     def id(self) -> str:

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from ..config import MAX_BODY_BYTES
+from ..domain.billing import client_name_problem
 from ..domain.clock import from_iso, minutes_between
 from ..domain.errors import InvalidFieldError
 from ..domain.ids import LONE_PROMPT_ID, prompt_id, session_record_id, validate_slug
@@ -23,7 +24,7 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     clock skew allowed; a session ends after it starts and its ``durationMinutes`` is
     ``endTime − startTime`` (billed minutes are derived, never taken from the sender); a
     pull request links to a web page; a move cut short (``movingTo``) names another project by
-    a valid id."""
+    a valid id; a client's name is one line of plain text (as every write takes it)."""
     size = len(body.encode("utf-8", "surrogatepass"))
     if size > MAX_BODY_BYTES:
         raise InvalidFieldError("body", f"is {size} bytes; the limit is {MAX_BODY_BYTES} bytes")
@@ -53,6 +54,11 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     for field in ("created", "updated", "startTime", "endTime"):
         if meta.get(field) and from_iso(meta[field]) > now + MAX_CLOCK_SKEW:
             raise InvalidFieldError(field, f"{meta[field]} is in the future")
+    client = meta.get("client")
+    if client is not None:  # printed on invoices and in the digest's commands: one plain line
+        problem = client_name_problem(client) if isinstance(client, str) else "is not text"
+        if problem is not None:
+            raise InvalidFieldError("client", f"{str(client)[:60]!r} {problem}")
     if meta.get("kind") != RecordKind.SESSION.value:
         return
     for number, item in enumerate(meta.get("deliverables") or [], 1):

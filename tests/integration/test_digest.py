@@ -407,3 +407,31 @@ def test_a_printed_word_names_exactly_the_value_when_pasted(value):
 
     word = shell_word(value)
     assert word.isprintable() and _pasted(word) == [value]
+
+
+def test_a_line_end_in_a_records_text_never_makes_a_printed_command_two(tmp_path):
+    """Found by an attacker: a pull request URL with a line end (a hand-edited record, or one a
+    teammate's sync pushed) printed the digest's command as two lines; pasted, the second —
+    ``touch …`` — ran. Free text beside a command's words is one line."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--client", "Acme", "--start-time", "2026-03-10T09:00:00Z",
+         vault=vault)
+    memo("session", "end", "s1", "--project", "web", "--until", "2026-03-10T10:00:00Z", "--pr",
+         "https://github.com/o/r/pull/7", vault=vault)
+    path = vault / "projects/web/sessions/session-s1.md"
+    text = path.read_text(encoding="utf-8")
+    assert "https://github.com/o/r/pull/7" in text
+    planted = tmp_path / "planted"
+    path.write_text(text.replace("https://github.com/o/r/pull/7",
+                                 f'"https://github.com/o/r/pull/7\\ntouch {planted} #"', 1), encoding="utf-8")
+    memo("reindex", vault=vault)
+    shown = memo("digest", "--as-of", "2026-03-11T12:00", vault=vault).stdout
+    [line] = [line for line in shown.splitlines() if "review" in line and line.lstrip().startswith("1.")]
+    assert f"pull/7 touch {planted} #" in line  # the text stays, on the command's own line
+    assert not any(line.startswith("touch") for line in shown.splitlines())
+    for line in shown.splitlines():  # pasted, every printed line: nothing is planted
+        if line.lstrip()[:2] in {"1.", "2."}:
+            subprocess.run(["bash", "-c", line.split(". ", 1)[1].replace("memo ", ": memo ", 1)], check=False)
+    assert not planted.exists()
+    as_json = json.loads(memo("--json", "digest", "--as-of", "2026-03-11T12:00", vault=vault).stdout)
+    assert all("\n" not in item["action"] and "\n" not in item["why"] for item in as_json["items"])

@@ -784,3 +784,20 @@ def test_in_remote_mode_an_edit_takes_only_an_answer_about_that_session_as_an_ed
         assert none.returncode == 1 and none.stderr.strip() == (
             "error: Invalid session: nothing to change: give --client, --billable/--no-billable, --summary, "
             "--to-project, --start, --end, --minutes or --reviewed")
+
+
+def test_a_pushed_record_whose_client_holds_a_line_end_is_refused_as_a_local_write_is(tmp_path, daemon):
+    """Found by an attacker: ``POST /api/sync/records`` took a session whose client was
+    ``"Evil\\ntouch … #"`` (every local write refuses it); the digest's commands then named it."""
+    team, server = daemon
+    mine = _client(tmp_path, server.base)
+    _record(mine, session="s1")
+    path = mine.root / "projects/web/prompts/prompt-s1-t1.md"
+    for client in ("Evil\ntouch /tmp/planted #", "Acme\u202e", "Tab\there"):
+        text = path.read_text(encoding="utf-8").replace("client: null", f"client: {json.dumps(client)}")
+        assert json.dumps(client) in text
+        status, answer = server.get_json("/api/sync/records", data={"records": [
+            {"id": "prompt-s1-t1", "project": "web", "text": text, "base": None}]})
+        assert status == 200 and answer["results"][0]["outcome"] == "refused", answer
+        assert answer["results"][0]["reason"].startswith("Invalid client: "), answer
+    assert not _team_file(team, "prompt-s1-t1").exists()
