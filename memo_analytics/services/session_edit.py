@@ -347,7 +347,7 @@ def edit_remote_session(settings: Any, session_id: str, zone: Any, **fields: Any
             fields[key] = to_iso(parse_record_instant(fields[key], field, zone, wall_clock=True))
     body = {to_camel(key): value for key, value in fields.items() if value is not None}
     answer = remote.post(settings, f"/api/sessions/{quote(session_id, safe='')}/edit", body)
-    problem = _answer_problem(answer, session_id)
+    problem = _answer_problem(answer, session_id, fields)
     if problem:
         raise MemoError(f"Remote daemon {mask_url(settings.remote.url or '(remote.url)')} answered something memo "
                         f"cannot use: its answer to the edit of {session_id} {problem}; nothing is known to have changed "
@@ -355,21 +355,34 @@ def edit_remote_session(settings: Any, session_id: str, zone: Any, **fields: Any
     return answer
 
 
-def _answer_problem(answer: dict[str, Any], session_id: str) -> str | None:
-    """What is wrong with a daemon's answer to an edit of ``session_id`` (``None``: nothing)."""
+def _answer_problem(answer: dict[str, Any], session_id: str, asked: dict[str, Any]) -> str | None:
+    """What is wrong with a daemon's answer to an edit of ``session_id`` with the fields
+    ``asked`` (``None``: nothing). Its text is printed here: ids must be ids, the client one
+    plain line and the one asked for (a line end printed invented changes below the real one)."""
+    from ..domain.billing import client_name_problem
     from ..domain.clock import from_iso
     from ..domain.errors import MemoError
 
     if answer.get("sessionId") != session_id:
         return "is not about that session"
+    try:
+        validate_slug(answer.get("project"), "project")
+        if asked.get("to_project") is not None and answer["project"] != asked["to_project"]:
+            return "names another project than the one it was moved to"
+    except (InvalidFieldError, TypeError):
+        return "has no project id"
+    client = answer.get("client")
+    if client is not None and (not isinstance(client, str) or client_name_problem(client) is not None):
+        return "has a client that is not one plain line"
+    wanted = asked.get("client")
+    if wanted is not None and (client or "internal").casefold() != (wanted.strip() or "internal").casefold():
+        return f"names another client than {wanted!r}"
     for name, kind in _ANSWER_FIELDS.items():
         value = answer.get(name)
         if not isinstance(value, kind) or (kind is int and (isinstance(value, bool) or value < 0)):
             return f"has no {name} as {kind.__name__}"
     if not all(isinstance(name, str) and name in _CHANGEABLE for name in answer["changed"]):
         return "names in changed what an edit does not change"
-    if not (answer.get("client") is None or isinstance(answer["client"], str)):
-        return "has a client that is not text"
     timed = {"startTime", "endTime", "durationMinutes"} & set(answer["changed"])
     if timed:
         try:

@@ -772,7 +772,10 @@ def test_in_remote_mode_an_edit_takes_only_an_answer_about_that_session_as_an_ed
             "session w1 (web): client (now Acme) changed; its 1 turn updated too")
         for bad in ({"changed": "client"}, {"sessionId": "w2"}, {"changed": ["client", "cwd"]},
                     {"turnsUpdated": -1}, {"turnsUpdated": True}, {"project": None}, {"client": ["x"]},
-                    {"changed": ["endTime"], "endTime": "soon"}, {"changed": ["durationMinutes"], "durationMinutes": "60"}):
+                    {"changed": ["endTime"], "endTime": "soon"}, {"changed": ["durationMinutes"], "durationMinutes": "60"},
+                    # its text is printed: a line end printed invented changes below the real one
+                    {"project": "web\nsession other (shop): billable (now no) changed"},
+                    {"client": "Acme\nerror: card expired"}, {"client": "Globex"}):
             answers[0] = {**good, **bad}
             ran = memo("session", "edit", "w1", "--client", "Acme", env=env, check=False)
             assert ran.returncode == 1 and ran.stdout == "", (bad, ran.stdout)
