@@ -93,7 +93,8 @@ ACTIONS: dict[str, Action] = {
                              "Cancel a pending hand-off (by id, or by the sessionId that wrote it)."),
     "activity_report": Action(ActivityReportRequest, _activity,
                               "Billable minutes and hours by client and project, sessions and prompt count "
-                              "(totalSessions; each client and project entry also as sessionCount and totalHours)."),
+                              "(totalSessions, openSessions of them still open and billed once they end; each client and project "
+                              "entry counts the sessions that bill, also as sessionCount, and totalHours)."),
     "derive_rules": Action(DeriveRulesRequest, derive_rules,
                            "Rule candidates from instructions people repeat (items, and the same as rules with "
                            "rule and sourcePromptIds: confidence, occurrences, evidence turns); "

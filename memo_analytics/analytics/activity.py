@@ -163,13 +163,15 @@ class ActivityReport:
 
     def wire(self) -> dict[str, Any]:
         """The camelCase report. Beside its own names it carries spec-memo's, which agents
-        written for it read: ``totalSessions`` (sessions in the report) and, in each client
-        and project entry, ``sessionCount`` (= ``sessions``) and ``totalHours`` (=
-        ``billableHours``)."""
+        written for it read: ``totalSessions`` (sessions in the report, ``openSessions`` of
+        them still open: they bill once they end, and the client and project entries, which
+        count the sessions that bill, leave them out) and, in each client and project entry,
+        ``sessionCount`` (= ``sessions``) and ``totalHours`` (= ``billableHours``)."""
         return {
             "totalDurationMinutes": self.total_duration_minutes,
             "totalBillableHours": self.total_billable_hours,
             "totalSessions": len(self.sessions),
+            "openSessions": sum(1 for item in self.sessions if item.get("durationMinutes") is None),
             "byClient": _with_ancestor_names(self.by_client),
             "byProject": _with_ancestor_names(self.by_project),
             "byOwner": self.by_owner,

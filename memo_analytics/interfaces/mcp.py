@@ -9,6 +9,7 @@ tool error carrying the one-line message (secrets redacted), never as a crash.
 from __future__ import annotations
 
 import inspect
+import os
 import json
 import sqlite3
 import sys
@@ -69,9 +70,10 @@ class PromptTool:
     loopback), so they never choose a path here: ``vaultRoot``, ``cwd``, ``output`` and
     ``promote`` are refused (:func:`~memo_analytics.actions.refuse_server_paths`)."""
 
-    def __init__(self, runtime: Runtime, confined: bool = False) -> None:
+    def __init__(self, runtime: Runtime, confined: bool = False, launch_dir: str | None = None) -> None:
         self.runtime = runtime
         self.confined = confined
+        self.launch_dir = launch_dir  # over stdio: where the agent started the server (its repository)
 
     def store_for(self, vault_root: str | None) -> VaultStore:
         """This thread's store of ``vault_root`` (default: the runtime's vault)."""
@@ -86,6 +88,10 @@ class PromptTool:
             except MemoError as exc:
                 raise ToolError(redact_secrets(str(exc))[0]) from None
         self.runtime.refresh()  # a changed config file is taken in (one stat otherwise)
+        if self.launch_dir is not None and arguments.get("cwd") is None:
+            # a call without cwd is made where the agent started the server, as memo run there
+            # reads (an agent that left cwd out read every client's turns from inside one's repository)
+            arguments = {**arguments, "cwd": self.launch_dir}
         try:
             parsed = PromptToolInput.model_validate(arguments)
             if self.runtime.remote:
@@ -158,14 +164,16 @@ class _OwnValidation(FuncMetadata):
         return dict(self.pre_parse_json(arguments_to_validate))
 
 
-def build_server(settings: Settings | Runtime, confined: bool = False) -> MCPServer:
+def build_server(settings: Settings | Runtime, confined: bool = False, launch_dir: str | None = None) -> MCPServer:
     """An MCP server with the one tool ``prompt`` on the vault of ``settings`` (or of a
     :class:`~memo_analytics.runtime.Runtime` shared with other servers of the process);
-    ``confined`` (reachable from other machines) refuses caller-chosen paths. The server
-    stays up: hybrid pushes go out in the background."""
+    ``confined`` (reachable from other machines) refuses caller-chosen paths; ``launch_dir``
+    (over stdio: the folder the agent started ``memo mcp`` in) is the ``cwd`` of a call that
+    gives none (SPEC §2.6: inside a repository, reads cover its project). The server stays up:
+    hybrid pushes go out in the background."""
     runtime = settings if isinstance(settings, Runtime) else Runtime(settings, long_running=True)
     runtime.stay_up()
-    tool = Tool.from_function(_tool_function(PromptTool(runtime, confined)), name="prompt", description=TOOL_DESCRIPTION,
+    tool = Tool.from_function(_tool_function(PromptTool(runtime, confined, launch_dir)), name="prompt", description=TOOL_DESCRIPTION,
                               structured_output=False)
     tool.parameters["additionalProperties"] = False  # an unknown field is refused: the schema says so
     metadata = tool.fn_metadata
@@ -210,7 +218,9 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
     """
     if http and not is_loopback(host):
         raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
-    server = build_server(settings)
+    # over stdio the agent starts the server in its working folder (Claude Code, Codex: the
+    # repository); over HTTP the server's folder says nothing about a caller's
+    server = build_server(settings, launch_dir=None if http else os.getcwd())
     if http:
         from ..domain.hosts import connection_cap, raise_open_files_limit
 

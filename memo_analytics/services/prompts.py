@@ -510,11 +510,13 @@ def searchable(query: str | None) -> bool:
 
 def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
     """FTS5 search ranked by bm25 (by date with ``sort``); a query without words to search for
-    gives an empty page (SPEC §2.6)."""
+    gives an empty page (SPEC §2.6), with a ``note`` saying so (an agent read it as no match)."""
     flt = filter_from_request(store, request)
     limit, offset = clamp_page(request.limit, request.offset)
     if not searchable(request.query):
-        return envelope(0, limit, offset, [])
+        return {**envelope(0, limit, offset, []),
+                "note": "the query holds no words to search for (letters or digits; every word must match, a "
+                        "trailing * asks for a prefix): nothing was searched; the action list lists without one"}
     total, rows = index.search_page(store.conn, request.query or "", flt, limit, offset, request.sort)
     return envelope(total, limit, offset, [row_to_record(r) for r in rows])
 

@@ -33,10 +33,12 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def stdio_client(vault: Path):
-    """``memo --vault-root VAULT mcp`` as a real process, over its stdin and stdout."""
+async def stdio_client(vault: Path, cwd: Path | None = None):
+    """``memo --vault-root VAULT mcp`` as a real process, over its stdin and stdout, started in
+    ``cwd`` (default: the vault's parent folder, outside any repository)."""
     params = StdioServerParameters(command=sys.executable, args=["-m", "memo_analytics", "--vault-root", str(vault), "mcp"],
-                                   env={**os.environ})
+                                   env={**os.environ},
+                                   cwd=str(cwd or vault.parent))
     async with Client(params) as client:
         yield client
 
@@ -382,3 +384,44 @@ def test_a_session_at_its_last_turn_says_so_when_one_more_is_recorded(tmp_path):
     assert not answers[0][0] and answers[1][0]
     assert "Invalid sessionId: session s1 holds turn 1,000,000, the last a session can have; record this turn in a new " \
            "session" in answers[1][1]
+
+
+def test_over_stdio_a_call_without_cwd_reads_the_repository_the_agent_started_the_server_in(tmp_path, repo):
+    """Found by a new user: ``memo mcp`` started by an agent inside the ``product`` repository
+    answered ``list`` (no ``cwd``, no ``crossProject``) with every project's turns — another
+    client's too — while ``memo prompt list`` run there lists the product's. A call without
+    ``cwd`` is made where the server was started; ``crossProject`` still reads every project."""
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "product", "--body", "the product's turn", vault=vault)
+    memo("prompt", "record", "--project", "other-client", "--body", "another client's plan", vault=vault)
+
+    async def scenario(cwd):
+        async with stdio_client(vault, cwd) as client:
+            listed, _, _ = await call(client, action="list")
+            every, _, _ = await call(client, action="list", crossProject=True)
+            found, _, _ = await call(client, action="search", query="plan")
+            return (sorted(i["project"] for i in listed["items"]), every["total"], found["total"])
+
+    assert asyncio.run(scenario(repo)) == (["product"], 2, 0)
+    assert asyncio.run(scenario(tmp_path)) == (["other-client", "product"], 2, 1)  # outside any repository: all
+
+
+def test_an_agent_is_told_when_a_search_searched_nothing_and_how_many_sessions_are_open(tmp_path):
+    """Found by a new user (as an agent): ``search`` without words answered an empty page, read
+    as "no match"; ``activity_report`` counted two sessions in all while its client counted one
+    (the other still open), without saying why."""
+    vault = tmp_path / "v"
+    memo("session", "start", "a1", "--project", "web", "--client", "Acme", "--start-time", "2026-03-02T09:00:00Z",
+         vault=vault)
+    memo("session", "end", "a1", "--project", "web", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    memo("session", "start", "a2", "--project", "web", "--client", "Acme", "--start-time", "2026-03-02T11:00:00Z",
+         vault=vault)
+    answers = tool_calls(vault, [{"action": "search", "crossProject": True},
+                                 {"action": "search", "query": " ?! ", "crossProject": True},
+                                 {"action": "activity_report", "crossProject": True}])
+    for error, text in answers[:2]:
+        page = json.loads(text)
+        assert not error and page["total"] == 0 and page["note"].startswith(
+            "the query holds no words to search for (letters or digits;")
+    report = json.loads(answers[2][1])
+    assert (report["totalSessions"], report["openSessions"], report["byClient"]["Acme"]["sessionCount"]) == (2, 1, 1)
