@@ -633,6 +633,21 @@ def session_turn_numbers(conn: sqlite3.Connection, project: str, session_id: str
         (session_id, project))}
 
 
+def turn_counts(conn: sqlite3.Connection, sessions: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    """How many turns each ``(project, sessionId)`` of ``sessions`` holds, superseded ones left
+    out (a transcript import replaced them); a session without turns is absent."""
+    counts: dict[tuple[str, str], int] = {}
+    for start in range(0, len(sessions), 200):  # within SQLite's bound-parameter limit
+        chunk = sessions[start:start + 200]
+        pairs = " OR ".join("(project = ? AND session_id = ?)" for _ in chunk)
+        for project, session_id, count in conn.execute(
+                f"SELECT project, session_id, count(*) FROM records WHERE kind = 'prompt' "
+                f"AND coalesce(status, '') <> 'superseded' AND ({pairs}) GROUP BY project, session_id",
+                [value for pair in chunk for value in pair]):
+            counts[(project, session_id)] = count
+    return counts
+
+
 def turns_outside(conn: sqlite3.Connection, project: str, session_id: str, start: str, end: str) -> int:
     """How many turns of ``session_id`` in ``project`` were created before ``start`` or after
     ``end`` (ISO UTC), superseded ones left out."""

@@ -402,7 +402,8 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     record (or None when only turns exist) and a page of its turns in turn order; with
     ``project`` too, only that project's: the session record must belong to it, and only its
     turns are shown (every interface answers a session of another project alike: not found). Without ``session_id``: the list envelope
-    of session records, newest first. ``limit`` clamps to 1–100.
+    of session records, newest first, each with ``turns`` (how many turns it holds, superseded
+    ones left out). ``limit`` clamps to 1–100.
 
     Raises
     ------
@@ -430,7 +431,10 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
         bounds=parse_bounds(request.since, request.until, resolve_zone(request.tz) if request.tz else store.zone),
     )
     total, rows = index.count_and_page(store.conn, "session", flt, limit, offset, "date-desc")
-    return envelope(total, limit, offset, [row_to_record(r) for r in rows])
+    items = [row_to_record(r) for r in rows]
+    counts = index.turn_counts(store.conn, [(item["project"], item["sessionId"]) for item in items])
+    return envelope(total, limit, offset, [{**item, "turns": counts.get((item["project"], item["sessionId"]), 0)}
+                                           for item in items])
 
 
 def known_clients(store: VaultStore) -> list[str]:

@@ -60,6 +60,9 @@ def test_session_start_end_and_activity_json_keys(tmp_path):
     # and a turn's time in memo session show names its zone, as the session's own line does
     shown = memo("session", "show", "s9", "--project", "acme", vault=vault, env={"MEMO_TIMEZONE": "Europe/Berlin"}).stdout
     assert re.search(r"\n\[turn 1\] \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} Europe/Berlin\ngo\n", shown), shown
+    # which sessions had the most turns: each listed session says how many it holds
+    listed = json.loads(memo("--json", "session", "show", "--all", vault=vault).stdout)["items"]
+    assert [(item["sessionId"], item["turns"]) for item in listed] == [("s10", 0), ("s9", 1)]
     table = memo("activity", "--all", vault=vault).stdout
     assert table.rstrip().endswith("Total billable: 1:30 (1.50 h) · prompts: 1 · 1 open session not counted until it "
                                    "ends")

@@ -268,12 +268,13 @@ def session_show(
             return
         shown = f" (showing {r['offset'] + 1}–{r['offset'] + len(r['items'])})" if r["total"] > len(r["items"]) else ""
         print_listing(f"{r['total']} session{'' if r['total'] == 1 else 's'}{shown}",
-                      (f"start ({_zone_label()})", "project", "session", "client", "status", "minutes", "summary"),
+                      (f"start ({_zone_label()})", "project", "session", "client", "status", "minutes", "turns",
+                       "summary"),
                       "session",
                       [(_local(item["startTime"]), item["project"], item["sessionId"],
                         _short(item.get("client") or "internal", 20), item["status"],
                         "" if item.get("durationMinutes") is None else str(item["durationMinutes"]),
-                        _short(item.get("summary"), 40)) for item in r["items"]])
+                        str(item.get("turns", "")), _short(item.get("summary"), 40)) for item in r["items"]])
         if r["hasMore"]:
             out.print(f"more: --offset {r['offset'] + r['limit']}")
 
