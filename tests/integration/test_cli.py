@@ -64,6 +64,7 @@ def test_session_start_end_and_activity_json_keys(tmp_path):
     listed = json.loads(memo("--json", "session", "show", "--all", vault=vault).stdout)["items"]
     assert [(item["sessionId"], item["turns"]) for item in listed] == [("s10", 0), ("s9", 1)]
     table = memo("activity", "--all", vault=vault).stdout
+    assert "│ Work on acme " in table  # s10 has no summary: described as the timesheet describes it
     assert table.rstrip().endswith("Total billable: 1:30 (1.50 h) · prompts: 1 · 1 open session not counted until it "
                                    "ends")
 

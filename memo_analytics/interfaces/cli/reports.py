@@ -127,7 +127,7 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
         sessions.add_row(start, end, s["project"], _short(s["client"], 30), "yes" if s["billable"] else "no",
                          "" if s["durationMinutes"] is None else str(s["durationMinutes"]),
                          "" if s["billedMinutes"] is None else str(s["billedMinutes"]),
-                         _short(s["taskSlug"] or s["summary"] or s["sessionId"], 40))
+                         _short(s["taskSlug"] or s["summary"] or f"Work on {s['project']}", 40))  # as the timesheet says
     out.print(sessions)
     if left_out:
         out.print(f"{left_out} earlier sessions are not shown (the totals count them): memo --json activity lists "
