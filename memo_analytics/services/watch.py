@@ -377,6 +377,19 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
             return  # stopped, or a followed path is another one now: subscribe again
 
 
+def _terminal_copy(path: Path) -> bool:
+    """Whether ``path`` reads as a Claude Code session copied from the terminal (``⏺`` tool
+    lines beside ``> `` prompts, in its first 64 KB): a page without times, which no importer reads."""
+    if path.suffix.lower() not in (".md", ".txt"):
+        return False
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(65536).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return "\u23fa" in head and any(line.startswith("> ") for line in head.splitlines())
+
+
 def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = None,
                 paths: list[Path] | None = None) -> list[dict]:
     """``memo import auto``: every :data:`KNOWN_LOCATIONS` folder on this machine imported by its
@@ -404,6 +417,12 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                 else:
                     untold.append(file)
             if not by_source:
+                copy = next((f for f in untold[:200] if _terminal_copy(f)), None)
+                if copy is not None:  # the importer hint would send the person to a refusal
+                    raise InvalidFieldError("path", f"{given} holds no transcript memo can tell: {copy} is a Claude "
+                                                    "Code session copied from the terminal, which holds no times "
+                                                    "(no importer reads it): import the session's own .jsonl "
+                                                    "(~/.claude/projects), or memo prompt record --body-file FILE")
                 raise InvalidFieldError("path", f"{given} holds no transcript memo can tell (give its importer: "
                                                 f"memo import SOURCE {given}, SOURCE one of {', '.join(IMPORTERS)})")
             for number, (source, files) in enumerate(sorted(by_source.items())):

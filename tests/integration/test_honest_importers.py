@@ -192,6 +192,12 @@ def test_import_auto_takes_folders_and_imports_each_file_with_its_own_importer(r
     assert f"1 file no importer tells ({mixed / 'notes.md'})" in told.stderr
     missing = memo("import", "auto", str(tmp_path / "nowhere"), vault=vault, check=False)
     assert missing.returncode == 1 and "Invalid path:" in missing.stderr and "does not exist" in missing.stderr
+    # found by a new user: a folder of terminal copies was told to "give its importer", which
+    # refuses them (no importer reads a copy, which holds no times)
+    copies = memo("import", "auto", str(realdata / "claude-console-md"), vault=vault, check=False)
+    assert copies.returncode == 1 and "is a Claude Code session copied from the terminal, which holds no times (no " \
+        "importer reads it): import the session's own .jsonl" in " ".join(copies.stderr.split())
+    assert "give its importer" not in copies.stderr
 
 
 def test_random_bytes_and_utf16_are_named_for_what_they_are_not_as_being_written(tmp_path):
