@@ -64,7 +64,9 @@ def test_session_start_end_and_activity_json_keys(tmp_path):
     listed = json.loads(memo("--json", "session", "show", "--all", vault=vault).stdout)["items"]
     assert [(item["sessionId"], item["turns"]) for item in listed] == [("s10", 0), ("s9", 1)]
     table = memo("activity", "--all", vault=vault).stdout
-    assert "│ Work on acme " in table  # s10 has no summary: described as the timesheet describes it
+    assert "│ Work on acme " in table
+    empty = memo("activity", "--all", "--since", "2025-11-01", "--until", "2025-11-30", vault=vault)
+    assert empty.stderr.strip() == "note: no session in this period and scope"  # not empty tables alone  # s10 has no summary: described as the timesheet describes it
     assert table.rstrip().endswith("Total billable: 1:30 (1.50 h) · prompts: 1 · 1 open session not counted until it "
                                    "ends")
 

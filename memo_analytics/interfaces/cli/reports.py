@@ -91,6 +91,9 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
               + f" · times in {data['timezone']}")
     if data["client"] and not data["sessions"]:
         err.print(_safe(f"note: the client {data['client']!r} has no session in this period and scope"))
+    elif not data["sessions"]:  # empty tables alone read as a failure
+        err.print("note: no session in this period and scope" + (
+            "" if data["projects"] == "all" else " (--all: every project)"))
     people = [("person", data["byOwner"])] if len(data["byOwner"]) > 1 else []  # a team's vault
     for title, groups in (("client", data["byClient"]), ("project", data["byProject"]), *people):
         table = Table(title=f"Billable time by {title}")
