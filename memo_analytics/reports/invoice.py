@@ -336,7 +336,6 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
     names = {name.lower(): name for name in report.by_client}
     invoiced = set(invoiced)
     ended = [s for s in report.sessions if s["billable"] and s["durationMinutes"] is not None]
-    open_sessions = sum(1 for s in report.sessions if s["billable"] and s["durationMinutes"] is None)
     fresh = [s for s in ended if (s["project"], s["sessionId"]) not in invoiced]
     billed = [s for s in fresh if zero_minutes or s["durationMinutes"] > 0]
     if not billed:
@@ -378,8 +377,15 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         if category == "AE" and not billing.vat_id:
             warnings.append(f"{section.client} is billed under reverse charge without a VAT id "
                             f"(clients.\"{section.client}\".vatId): memo invoice issue refuses it until it is set")
-    return Invoice(sections=sections, open_sessions=open_sessions, zero_minute_sessions=len(fresh) - len(billed),
-                   already_invoiced=len(ended) - len(fresh), unpriced_clients=tuple(unpriced),
+    def counted(items: list[dict[str, Any]]) -> int:  # a client skipped for want of terms: not counted as left off
+        return sum(1 for item in items
+                   if not (skip_unpriced and terms(names.get(item["client"].lower(), item["client"])) is None))
+
+    zero = [s for s in fresh if not (zero_minutes or s["durationMinutes"] > 0)]
+    done = [s for s in ended if (s["project"], s["sessionId"]) in invoiced]
+    still_open = [s for s in report.sessions if s["billable"] and s["durationMinutes"] is None]
+    return Invoice(sections=sections, open_sessions=counted(still_open), zero_minute_sessions=counted(zero),
+                   already_invoiced=counted(done), unpriced_clients=tuple(unpriced),
                    unpriced_ai_turns=unpriced_turns, warnings=warnings)
 
 

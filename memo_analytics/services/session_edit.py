@@ -109,6 +109,10 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
             if row is None or request.project:
                 raise
         if row is None:
+            for project in ([validate_slug(request.project, "project")] if request.project else
+                            sorted(p.name for p in store.layout.projects_dir.glob("*") if p.is_dir())):
+                if store.path_for(project, RecordKind.SESSION, record_id).is_file():
+                    store.read(project, RecordKind.SESSION, record_id)  # a file the index left out: why (Cannot parse …)
             raise InvalidFieldError("session", f"no session {session_id} in the vault (memo session show lists them)")
         project = row["project"]
         meta, body = store.read(project, RecordKind.SESSION, record_id) or ({}, "")

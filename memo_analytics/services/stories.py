@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..domain.clock import from_iso
+from ..domain.wire import printable_text
 from ..domain.errors import InvalidFieldError, RecordNotFoundError
 from ..domain.ids import validate_session_id
 from ..index import store as index
@@ -137,7 +138,8 @@ def _clip(text: str, limit: int | None) -> str:
 def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) -> str:
     """The story as Markdown (pure). Times are shown in ``zone``; sections: metadata,
     deliverables, hand-offs, turn log (SPEC §5.2). ``max_turn_chars`` clips each turn
-    (printed stories); the export keeps every character."""
+    (printed stories); the export keeps every character a document prints
+    (:func:`~memo_analytics.domain.wire.printable_text`: no control or direction character)."""
     session = data["session"] or {}
     turns = data["turns"]
     session_id = session.get("sessionId") or (turns[0]["sessionId"] if turns else "")
@@ -179,7 +181,9 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
                   + (f" · {who}" if who else ""), "", *_quoted(_clip(turn.get("body", "").rstrip(), max_turn_chars)), ""]
     if not turns:
         lines += ["No turns recorded.", ""]
-    return "\n".join(lines)
+    # a document: no escape or other control character of a stored turn (piped to a terminal,
+    # `memo session export ID | cat` set its title), nor a direction control
+    return printable_text("\n".join(lines))
 
 
 def story_destination(store: VaultStore | None, output: str, cwd: str | Path | None,
@@ -263,6 +267,7 @@ def export_remote_story(settings: Any, arguments: dict[str, Any], output: str | 
     if not isinstance(story.get("markdown"), str) or story.get("sessionId") != arguments.get("sessionId"):
         raise MemoError(f"Remote daemon {mask_url(settings.remote.url or '(remote.url)')} answered something memo cannot use: its export_story answer is not "
                         f"the story of {arguments.get('sessionId')} with its Markdown")
+    story = {**story, "markdown": printable_text(story["markdown"])}  # a document, as this machine renders one
     return write_story_file(story, output, arguments.get("cwd"), overwrite) if output else story
 
 

@@ -190,6 +190,8 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
     store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
     _session(store, "x1", "2026-03-09T09:00:00Z", 30, None)       # internal
     _session(store, "u1", "2026-03-09T11:00:00Z", 30, "Umbrella")
+    _session(store, "u0", "2026-03-09T12:00:00Z", 0, "Umbrella")  # of 0 minutes: never billed
+    _session(store, "u2", "2026-03-09T13:00:00Z", None, "Umbrella")  # still open
     store.close()
     pdf = tmp_path / "invoice.pdf"
     pdf.write_bytes(b"previous invoice")
@@ -234,6 +236,9 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
         billed = build_invoice(report, terms.billing_for, skip_unpriced=True)
         assert billed.unpriced_clients == ("internal", "Umbrella")
         assert [s.client for s in billed.sections] == ["Acme Corp", "Globex", "Initech"]  # as the sessions spell it
+        # found by a new user: the sessions of a client skipped for want of terms were counted as left off
+        # ("21 sessions of 0 minutes", 7 of them the invoiced client's)
+        assert (billed.zero_minute_sessions, billed.open_sessions) == (0, 1)  # Acme's open one, not Umbrella's
         # no client priced: nothing to draft, said as such (found by a billing person: it said "no billing terms"
         # when every priced client's work was already invoiced)
         with pytest.raises(ReportError, match=r"^Nothing to invoice: no client with billing terms has billable work "

@@ -338,3 +338,21 @@ def test_a_session_started_for_a_client_no_one_knows_says_so(tmp_path):
     assert "note: 'Acme Crop' is a new client" in typo.stderr and "check the spelling" in typo.stderr
     known = memo("session", "start", "s3", "--project", "web", "--client", "acme corp", vault=vault)
     assert "new client" not in known.stderr
+
+
+def test_an_edit_of_a_session_whose_file_cannot_be_read_says_why(tmp_path):
+    """Found by an attacker: with ``billable: maybe`` in a session file (which reindex then left
+    out), ``memo session edit`` said "no session … in the vault" — the file is there; it says
+    why it cannot be read, as ``memo session end`` does, and changes nothing."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    path = vault / "projects/web/sessions/session-s1.md"
+    text = path.read_text(encoding="utf-8").replace("billable: true", "billable: maybe")
+    assert "billable: maybe" in text
+    path.write_text(text, encoding="utf-8")
+    memo("reindex", vault=vault, check=False)
+    for args in (["--project", "web"], []):
+        ran = memo("session", "edit", "s1", *args, "--summary", "x", vault=vault, check=False)
+        last = ran.stderr.strip().splitlines()[-1]  # after the notes of an index rebuilt from no file
+        assert ran.returncode == 1 and last.startswith(f"error: Cannot parse {path}: billable:"), ran.stderr
+    assert path.read_text(encoding="utf-8") == text

@@ -193,3 +193,16 @@ def test_the_storys_table_keeps_record_fields_as_text(store):
     assert not re.search(r"(?<!\\)<", table)  # every < of a field is escaped
     assert "| Client | \\<script\\>alert('client')\\</script\\> |" in table
     assert "| Model | \\<img src=x onerror=alert(1)\\> |" in table
+
+
+def test_a_story_piped_to_a_terminal_carries_no_escape_of_a_stored_turn(tmp_path):
+    """Found by an attacker: ``memo session export ID | cat`` wrote a turn's escape sequences
+    raw (the export cleaned its text only when stdout itself was a terminal): through ``cat``
+    it set the terminal's title. A story is a document: no control or direction character."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    memo("prompt", "record", "--project", "web", "--session-id", "s1", "--body",
+         "set the title \x1b]0;pwned\x07 and \u202eevil, then\ttabs stay", vault=vault)
+    piped = memo("session", "export", "s1", "--project", "web", vault=vault).stdout  # stdout is no terminal here
+    assert "set the title ]0;pwned and evil, then\ttabs stay" in piped
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", piped)
