@@ -804,3 +804,33 @@ def test_a_pushed_record_whose_client_holds_a_line_end_is_refused_as_a_local_wri
         assert status == 200 and answer["results"][0]["outcome"] == "refused", answer
         assert answer["results"][0]["reason"].startswith("Invalid client: "), answer
     assert not _team_file(team, "prompt-s1-t1").exists()
+
+
+def test_in_remote_mode_a_page_of_records_that_are_none_is_refused_before_a_line_is_printed(tmp_path):
+    """Found by an attacker: a daemon's page was printed as it came — a string as a session's
+    minutes (``lots min``), a turn without a time, a 5,000-row table before a TypeError."""
+    session = {"id": "session-w1", "kind": "session", "project": "web", "sessionId": "w1", "status": "completed",
+               "created": "2026-03-10T09:00:00.000Z", "updated": "2026-03-10T10:00:00.000Z",
+               "startTime": "2026-03-10T09:00:00.000Z", "endTime": "2026-03-10T10:00:00.000Z", "durationMinutes": 60}
+    turn = {"id": "prompt-w1-t1", "kind": "prompt", "project": "web", "sessionId": "w1", "turn": 1,
+            "created": "2026-03-10T09:10:00.000Z", "updated": "2026-03-10T09:10:00.000Z", "body": "tidy"}
+
+    def page(*items, **more):
+        return {"total": len(items), "limit": 20, "offset": 0, "hasMore": False, "items": list(items), **more}
+
+    answers = [page(session)]
+    with _hostile_daemon(answers) as url:
+        config = tmp_path / "laptop.toml"
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "{url}"\n')
+        env = {"MEMO_CONFIG": str(config)}
+        assert "w1" in memo("session", "show", "--all", env=env).stdout  # a page as a daemon answers it
+        for args, answer in ((["session", "show", "--all"], page({**session, "durationMinutes": "lots"})),
+                             (["session", "show", "w1", "--project", "web"], page({**turn, "created": None},
+                                                                                   session=session)),
+                             (["prompt", "list", "--all"], page(*[turn] * 5000)),
+                             (["prompt", "list", "--all"], page({**turn, "project": "../etc"}))):
+            answers[0] = answer
+            ran = memo(*args, env=env, check=False)
+            assert ran.returncode == 1 and ran.stdout == "", (args, ran.stdout[:200])
+            assert ran.stderr.startswith(f"error: Remote daemon {url} answered something memo cannot use: its "), \
+                ran.stderr

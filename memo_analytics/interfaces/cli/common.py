@@ -324,7 +324,27 @@ def answer_of(action: str, request: Any, here: Callable[[], dict[str, Any]]) -> 
                 kind is list and not all(isinstance(item, dict) for item in value)):
             raise MemoError(f"Remote daemon {on_remote()} answered something memo cannot use: its {action} answer has "
                             f"no {key} of the right type")
+    if _ANSWER_SHAPES.get(action) is _PAGE:
+        problem = _page_problem(answer)
+        if problem:
+            raise MemoError(f"Remote daemon {on_remote()} answered something memo cannot use: its {action} answer "
+                            f"{problem}")
     return answer
+
+
+def _page_problem(page: dict[str, Any]) -> str | None:
+    """What a daemon's page of records holds that no vault record does (a table printed 5,000
+    rows before failing on one, a string printed as a session's minutes), or None."""
+    from ...domain.records import normalize_meta
+
+    if len(page["items"]) > 100:  # a page holds at most limit ≤ 100 items
+        return f"holds {len(page['items'])} items on one page (at most 100)"
+    for record in [*page["items"], *([page["session"]] if isinstance(page.get("session"), dict) else [])]:
+        try:
+            normalize_meta(record)
+        except (ValueError, MemoError) as exc:
+            return f"holds a record that is none ({str(exc)[:120]})"
+    return None
 
 
 _RECORD = {"id": str, "project": str}
