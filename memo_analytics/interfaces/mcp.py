@@ -173,8 +173,8 @@ def build_server(settings: Settings | Runtime, confined: bool = False, launch_di
     hybrid pushes go out in the background."""
     runtime = settings if isinstance(settings, Runtime) else Runtime(settings, long_running=True)
     runtime.stay_up()
-    tool = Tool.from_function(_tool_function(PromptTool(runtime, confined, launch_dir)), name="prompt", description=TOOL_DESCRIPTION,
-                              structured_output=False)
+    tool = Tool.from_function(_tool_function(PromptTool(runtime, confined, launch_dir)), name="prompt",
+                              description=TOOL_DESCRIPTION, structured_output=False)
     tool.parameters["additionalProperties"] = False  # an unknown field is refused: the schema says so
     metadata = tool.fn_metadata
     tool.fn_metadata = _OwnValidation(**{**{name: getattr(metadata, name) for name in type(metadata).model_fields},

@@ -180,8 +180,8 @@ class _StampedLog(logging.Handler):
 @operator_app.command("watch")
 def operator_watch(
     interval: float = typer.Option(30.0, "--interval", min=1.0, help="Seconds between passes."),
-    once: bool = typer.Option(False, "--once", help="One pass, then exit: 1 when the notification failed, or waits after failures to be tried "
-                              "again (undelivered: for cron)."),
+    once: bool = typer.Option(False, "--once", help="One pass, then exit: 1 when the notification failed, or "
+                              "waits after failures to be tried again (undelivered: for cron)."),
 ) -> None:
     """Each pass: record the hook events waiting in the spool, recompute the digest when the
     vault changed, run the actions you delegated (memo operator allow), and send new items to
