@@ -311,7 +311,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         items.append((Item("invoice_number_twice", KIND_LANE["invoice_number_twice"], twice["number"],
                            twice["client"], "you to cancel one of two invoices", f"invoice number {twice['number']} "
                            f"was issued on two machines ({', '.join(twice['refs'])}): a number must be issued once",
-                           _age(since, now), 0, f"memo invoice credit {later}  # then bill its sessions again",
+                           _age(since, now), 0, f"memo invoice credit {_q(later)}  # then bill its sessions again",
                            to_iso(since), fingerprint(*twice["refs"])), twice))
     for changed in snapshot.invoiced_changed:
         since = from_iso(changed["created"])
