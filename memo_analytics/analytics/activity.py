@@ -351,6 +351,10 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
             for key, value in totals.tokens.items():
                 merged.tokens[key] += value
     total_cost = sum((t.cost for t in by_session.values()), Decimal(0))  # the sessions add up
+    if client:  # as the sessions (else the config) spell it: a report's header printed "acme corp" as typed
+        client = next((name for name, _, _, _ in by_client if name.lower() == client.lower()),
+                      next((name for name in store.settings.clients if name.strip().lower() == client.lower()),
+                           client))
     return ActivityReport(
         total_duration_minutes=sum(int(m) for _, _, m, _ in by_client),
         total_billable_hours=cents_to_hours(total_cents),

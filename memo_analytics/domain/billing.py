@@ -70,7 +70,7 @@ def _vat_id(value: object) -> object:
             raise ValueError(f"{value!r} is a Swiss company number (UID); its VAT number ends in MWST, TVA or IVA: "
                              f"{str(value).strip()} MWST") from None
         raise ValueError(f"{value!r} is not a valid VAT identification number "
-                         f"(country prefix, then the number: DE123456789, FR40303265045): {exc}") from None
+                         f"(country prefix, then the number: DE136695976, FR40303265045): {exc}") from None
 
 
 #: The longest client name (printed on invoices, in spreadsheets and the e-invoice XML).

@@ -45,6 +45,9 @@ MAX_SUMMARY_CHARS = 2000
 #: Longest session an edit sets: a week, in minutes (a typo of a year is refused, not billed).
 MAX_EDITED_MINUTES = 7 * 24 * 60
 
+#: How an invoice names what it billed a session with (a refused edit says which).
+_BILLED_AS = {"client": "client", "billable": "billable flag", "project": "project"}
+
 #: What an edit can change, by its wire names (a request that gives none is refused naming them).
 NOTHING_TO_CHANGE = "client, billable, summary, toProject, startTime, endTime, minutes or reviewed"
 
@@ -136,7 +139,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                 # named as asked: --minutes changes the end, but the person gave minutes
                 asked = "minutes" if timed and request.minutes is not None and sent[0] != "startTime" else sent[0]
                 raise InvalidFieldError(asked, f"session {session_id} is on invoice {invoice}, which was issued "
-                                               f"with its {'times' if timed else sent[0]}; credit it first (memo "
+                                               f"with its {'times' if timed else _BILLED_AS[sent[0]]}; credit it first (memo "
                                                f"invoice credit {invoice})")
         if not changed:
             return {**meta, "changed": [], "turnsUpdated": 0, "turnsOutside": 0, "newClient": False}

@@ -66,7 +66,10 @@ def test_session_start_end_and_activity_json_keys(tmp_path):
     table = memo("activity", "--all", vault=vault).stdout
     assert "│ Work on acme " in table
     empty = memo("activity", "--all", "--since", "2025-11-01", "--until", "2025-11-30", vault=vault)
-    assert empty.stderr.strip() == "note: no session in this period and scope"  # not empty tables alone  # s10 has no summary: described as the timesheet describes it
+    assert empty.stderr.strip() == "note: no session in this period and scope"  # not empty tables alone
+    sheet = memo("report", "timesheet", "--all", "--since", "2025-11-01", "--until", "2025-11-30", "-o",
+                 str(tmp_path / "empty.pdf"), vault=vault)  # written, and said to be empty
+    assert sheet.stderr.strip() == "note: no billable session in this period and scope: the timesheet lists none"  # s10 has no summary: described as the timesheet describes it
     assert table.rstrip().endswith("Total billable: 1:30 (1.50 h) · prompts: 1 · 1 open session not counted until it "
                                    "ends")
 

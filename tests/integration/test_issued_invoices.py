@@ -223,9 +223,18 @@ def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoi
     said = " ".join(run(billing, "invoice", "list").stdout.split())  # rich wraps the lines on a narrow terminal
     assert re.findall(r"status: (credited by \S+|issued)|(cancels \S+)", said) == [
         ("credited by 2026-0003", ""), ("issued", ""), ("", "cancels 2026-0001"), ("issued", "")]
-    copied = run(billing, "invoice", "credit", "2026-0004", "-o", str(tmp_path / "credit.pdf")).stdout
+    assert "Reason wrong rate" in " ".join(pdf_text(Path(credit["pdf"])).split())
+    copying = run(billing, "invoice", "credit", "2026-0004", "-o", str(tmp_path / "credit.pdf"))
+    copied = copying.stdout
     # found by a new user: the credit note's copy was written and not said, as the invoice's is
     assert copied.splitlines()[-1] == f"  copy: {tmp_path / 'credit.pdf'}" and (tmp_path / "credit.pdf").is_file()
+    # found by a billing person: without --reason the page printed "Reason: Cancels invoice 2026-0004" under
+    # "Cancels invoice 2026-0004", and nothing said that the credit note, which cannot be undone, gave no reason
+    assert copying.stderr.strip() == "note: no --reason given: credit note 2026-0005 says only that it cancels " \
+                                     "invoice 2026-0004"
+    printed = " ".join(pdf_text(tmp_path / "credit.pdf").split())
+    assert "Cancels invoice 2026-0004" in printed and "Reason" not in printed
+    assert "(PDF/A-3 e-invoice: its Factur-X EN 16931 XML inside" in " ".join(copied.split())
     # numbers follow issue dates: 0004, without --issued, is dated the day it is issued
     today = datetime.now(ZoneInfo("Europe/Berlin")).date().isoformat()
     assert [i["issued"] for i in listed] == ["2026-06-30", "2026-07-31", "2026-08-01", today]

@@ -139,12 +139,16 @@ def invoice_credit(
     summary = {**document_summary(document), **_copy_fields(copy), **({"vaultGit": shared} if shared else {})}
     _emit(summary, _said_issued)
     _warn_copy(summary)
+    if not reason:  # it cannot be undone: the person learns what it says
+        err.print(f"note: no --reason given: credit note {summary.get('number')} says only that it cancels invoice "
+                  f"{number}")
 
 
 def _said_issued(summary: dict) -> None:
     """An issued invoice or credit note: its line, where it is stored, and its copy (``-o``)."""
-    out.print(f"issued {_said(summary)}\n  {summary['pdf']}" + (f"\n  copy: {summary['output']}"
-                                                                 if summary.get("output") else ""))
+    out.print(f"issued {_said(summary)}\n  {summary['pdf']} (PDF/A-3 e-invoice: its Factur-X EN 16931 XML "
+              "inside, for the client's accounting software)" + (f"\n  copy: {summary['output']}"
+                                                                if summary.get("output") else ""))
 
 
 @invoice_app.command("list")

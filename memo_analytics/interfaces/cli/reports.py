@@ -188,6 +188,8 @@ def report_timesheet(
               "totalBillableHours": report.total_billable_hours, "timezone": report.wire()["timezone"]}
     _emit(result, lambda r: out.print(f"wrote {r['output']}: total billable {r['totalBillableHours']:.2f} h "
                                       f"(times in {r['timezone']})"))
+    if not any(item.get("billableHours") is not None for item in report.sessions):  # written, and said: empty
+        err.print("note: no billable session in this period and scope: the timesheet lists none")
 
 
 
