@@ -87,10 +87,18 @@ def test_show_lists_the_effective_settings_with_their_sources(config):
     ('clients."G"', '{hourlyRate = "95,50", currency = "EUR"}',
      "error: Invalid config clients.G.hourlyRate: Input should be a valid decimal, not '95,50' "
      "(a decimal point, not a comma: 95.50)"),
+    # found by a billing person: a negative number was read as an option ("No such option: -1", exit 2)
+    ("operator.stalledMinutes", "-10", "error: Invalid config operator.stalledMinutes: Input should be greater than or "
+                                       "equal to 1, not -10"),
+    # … and a key of a client named in another case said "a client needs both terms at once"
+    ('clients."acme corp".hourlyRate', "100", "error: Invalid config key clients.\"acme corp\".hourlyRate: the config "
+     "names this client 'Acme Corp' (a client's name matches in any case): memo config set "
+     "'clients.\"Acme Corp\".hourlyRate' 100"),
 ])
 def test_a_refused_set_names_the_key_and_leaves_the_file_byte_for_byte(config, key, value, message):
     config.parent.mkdir(parents=True)
-    original = b'# my settings\ntimezone = "UTC"   # where I work\n\n[vaultGit]\nenabled = false\n'
+    original = (b'# my settings\ntimezone = "UTC"   # where I work\n\n[vaultGit]\nenabled = false\n'
+                b'\n[clients."Acme Corp"]\nhourlyRate = "95.50"\ncurrency = "EUR"\n')
     config.write_bytes(original)
 
     refused = memo(config, "config", "set", key, value)

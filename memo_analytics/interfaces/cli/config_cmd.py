@@ -55,6 +55,7 @@ from ...config import (
     usable_config_data,
 )
 from ...domain.errors import InvalidFieldError, MemoError
+from ...domain.shell import shell_word
 from ...vault.io import atomic_write_bytes
 from ...vault.redact import mask_url, redact_secrets
 from .common import _emit, _safe, app, err, out, state
@@ -277,7 +278,7 @@ def _override_note(parts: list[str]) -> str | None:
     return env
 
 
-@config_app.command("set")
+@config_app.command("set", context_settings={"ignore_unknown_options": True})  # a value -10 is a value
 def config_set(
     key: str = typer.Argument(..., help="Dotted camelCase key: vaultGit.enabled, hybrid.remoteUrl, "
                                         "operator.stalledMinutes, 'clients.\"Acme Corp\"'."),
@@ -321,6 +322,14 @@ def _set(path: Path, key: str, value: str) -> None:
     data = copy.deepcopy(original)
     parts = _parse_key(key)
     parsed = _parse_value(value)
+    clients = original.get("clients") if isinstance(original.get("clients"), dict) else {}
+    if parts[0] == "clients" and len(parts) >= 3 and parts[1] not in clients:
+        spelled = next((name for name in clients if name.strip().lower() == parts[1].strip().lower()), None)
+        if spelled is not None:  # one client in any case: a key of a second spelling said "both terms at once"
+            right = config_key_text(["clients", spelled, *parts[2:]])
+            raise InvalidFieldError(f"config key {key}", f"the config names this client {spelled!r} (a client's "
+                                                         f"name matches in any case): memo config set "
+                                                         f"{shell_word(right)} {shell_word(value)}")
     node = data
     for depth, part in enumerate(parts[:-1], 1):
         node = node.setdefault(part, {})
