@@ -38,7 +38,9 @@ currency = "JPY"
 """
 LINE = re.compile(r"(?:^| )(\d+\.\d{2}) ([\d,]+(?:\.\d+)?) ([\d,]+(?:\.\d+)?)$", re.MULTILINE)
 SUBTOTAL = re.compile(r"^Subtotal (.+) \((\d+) sessions?\) (\d+\.\d{2}) ([A-Z]{3}) ([\d,]+(?:\.\d+)?)$", re.MULTILINE)
-TOTAL = re.compile(r"^Total due in ([A-Z]{3}) (\d+\.\d{2}) h ([A-Z]{3}) ([\d,]+(?:\.\d+)?)$", re.MULTILINE)
+# "All clients in …" on a draft of several clients (no amount is due by anyone), "Total due in …" on one client's
+TOTAL = re.compile(r"^(?:Total due|All clients) in ([A-Z]{3}) (\d+\.\d{2}) h ([A-Z]{3}) ([\d,]+(?:\.\d+)?)$",
+                   re.MULTILINE)
 MINOR = {"EUR": Decimal("0.01"), "USD": Decimal("0.01"), "JPY": Decimal("1")}
 
 
@@ -217,6 +219,9 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
     assert check_invoice_arithmetic(pdf_text(pdf)) == {"EUR": (Decimal("2.58"), Decimal("309.60")),
                                                        "JPY": (Decimal("0.42"), Decimal("3780")),
                                                        "USD": (Decimal("1.12"), Decimal("107.02"))}
+    # found by a billing person: a draft of several clients said "Total due in EUR", adding two clients' amounts
+    several = " ".join(pdf_text(pdf).split())
+    assert "Total due" not in several and "This draft holds 3 clients: each is invoiced on its own" in several
     as_json = json.loads(memo("--json", "report", "invoice", "--all", "--force", "--skip-unpriced", "-o",
                               str(tmp_path / "lines.csv"), vault=vault, env=config).stdout)
     assert as_json["unpricedClients"] == ["internal", "Umbrella"] and sorted(as_json["totals"]) == ["EUR", "JPY", "USD"]

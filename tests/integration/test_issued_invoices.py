@@ -479,7 +479,8 @@ def test_the_draft_shows_the_vat_and_the_gross_the_issued_invoice_will(billing, 
     printed = " ".join(pdf_text(tmp_path / "d.pdf").split())
     # Acme 218.40 net + 41.50 VAT; Globex 150.00 reverse charge: net 368.40, VAT 41.50, gross 409.90
     assert "VAT 19 % EUR 41.50" in printed and "VAT 0 % — Reverse charge" in printed
-    assert "Net in EUR 3.25 h EUR 368.40 VAT in EUR EUR 41.50 Total due in EUR EUR 409.90" in printed
+    # two clients on one draft: added up for the person, due by neither (each is invoiced on its own)
+    assert "Net in EUR 3.25 h EUR 368.40 VAT in EUR EUR 41.50 All clients in EUR EUR 409.90" in printed
 
 
 # ---------------------------------------------------------------- what a breaker found
