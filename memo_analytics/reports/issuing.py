@@ -93,6 +93,12 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
     if missing:
         raise InvalidFieldError(f"{key}.{missing[0]}", "an issued invoice names the client's postal address: set "
                                 + ", ".join(f"{key}.{m}" for m in missing))
+    def compact(vat_id: str | None) -> str:
+        return "".join(ch for ch in (vat_id or "") if ch.isalnum()).upper()
+
+    if client.vat_id and compact(client.vat_id) == compact(issuer.vat_id):  # a copy-paste: an invoice to oneself
+        raise InvalidFieldError(f"{key}.vatId", f"{client.vat_id} is the issuer's own VAT id (invoice.vatId); set "
+                                                "the client's")
     category, _ = client.tax_category()
     if category == "AE" and not (client.vat_id and issuer.vat_id):
         raise InvalidFieldError(f"{key}.vatId" if not client.vat_id else "invoice.vatId",

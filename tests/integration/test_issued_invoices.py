@@ -253,6 +253,19 @@ def test_reverse_charge_bills_no_vat_and_says_why(billing):
         "VATEX-EU-AE"]
 
 
+def test_an_invoice_to_a_client_with_the_issuers_own_vat_id_is_refused(billing):
+    """Found by a billing person: the issuer's VAT id pasted as a client's printed on both invoices
+    without a word (an invoice to oneself, as the tax office reads it)."""
+    config = billing["config"]
+    config.write_text(config.read_text(encoding="utf-8").replace('vatId = "FR40303265045"',
+                                                                 'vatId = "de 136 695 976"'), encoding="utf-8")
+    ran = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
+              "2026-06-30")
+    assert ran.returncode == 1 and ran.stderr.strip().startswith(
+        'error: Invalid clients."Acme Corp".vatId: ') and "is the issuer's own VAT id (invoice.vatId)" in ran.stderr
+    assert json.loads(run(billing, "--json", "invoice", "list").stdout)["items"] == []  # nothing issued
+
+
 def test_an_issued_invoice_bills_one_client_and_names_issuer_and_client(billing, tmp_path):
     both = run(billing, "invoice", "issue", "--all", "--since", "2026-06-01", "--until", "2026-06-30")
     assert (both.returncode, both.stderr.strip()) == (
