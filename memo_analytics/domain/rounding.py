@@ -41,6 +41,17 @@ ROUNDING_POLICY = (
 )
 
 
+#: :data:`ROUNDING_POLICY` as a client reads it at the foot of a timesheet or an invoice: the same
+#: rules, without the words of the trade ("largest remainder", "apportioned") or the tables a
+#: document does not have (hours by day).
+ROUNDING_POLICY_PRINTED = (
+    "Each session counts its whole minutes (end − start). A client's hours are its minutes divided by 60, "
+    "rounded half up to 2 decimals, and are shared out over its projects and sessions in proportion to their "
+    "minutes, so the lines add up exactly to the subtotals and totals. A session that runs past midnight is "
+    "split between the two days in proportion to the time run on each."
+)
+
+
 def hours_cents(minutes: int) -> int:
     """Hundredths of an hour in ``minutes``, rounded half up (``20`` → ``33``, ``35`` → ``58``).
 

@@ -43,7 +43,7 @@ from ..analytics.activity import INTERNAL_CLIENT, ActivityReport
 from ..config import ClientBilling, Settings
 from ..domain.clock import from_iso, span_clock, utcnow, zone_name
 from ..domain.errors import InvalidDateError, InvalidFieldError, ReportError
-from ..domain.rounding import ROUNDING_POLICY
+from ..domain.rounding import ROUNDING_POLICY_PRINTED
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
 from .timesheet import format_minutes, period_text, printed_span, shown
 
@@ -496,7 +496,7 @@ def invoice_context(report: ActivityReport, invoice: Invoice, *, number: str | N
         "client_filter": report.client,
         "total_hours": f"{invoice.hours:.2f}",
         "total_duration": format_minutes(invoice.minutes),
-        "rounding_policy": ROUNDING_POLICY,
+        "rounding_policy": ROUNDING_POLICY_PRINTED,
         "overlap_policy": report.overlap_policy,
         "generated": now.astimezone(zone).strftime("%Y-%m-%d %H:%M"),
         "money": format_money,

@@ -47,7 +47,7 @@ from ..config import Settings
 from ..domain.billing import ClientBilling, Issuer, due_date
 from ..domain.clock import from_iso, to_iso, utcnow, zone_name
 from ..domain.errors import InvalidFieldError, MemoError, ReportError
-from ..domain.rounding import ROUNDING_POLICY
+from ..domain.rounding import ROUNDING_POLICY_PRINTED
 from ..services.store import VaultStore
 from ..vault import ledger
 from ..vault.io import atomic_write_bytes
@@ -161,7 +161,7 @@ def document_html(meta: dict[str, Any], user_templates: Path | None = None) -> s
 
     context = {
         "title": f"{_TITLES[meta['kind']]} {meta['number']}", "doc": meta, "money": money,
-        "rate": lambda text: format_rate(Decimal(text), currency), "rounding_policy": ROUNDING_POLICY,
+        "rate": lambda text: format_rate(Decimal(text), currency), "rounding_policy": ROUNDING_POLICY_PRINTED,
         "iban": " ".join(iban[i:i + 4] for i in range(0, len(iban), 4)),
         "widths": number_column_mm([format_rate(Decimal(line["rate"]), currency) for line in meta["lines"]],
                                    [money(line["amount"]) for line in meta["lines"]], ""),

@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..analytics.activity import ROUNDING_POLICY, ActivityReport
+from ..analytics.activity import ActivityReport
+from ..domain.rounding import ROUNDING_POLICY_PRINTED
 from ..domain.clock import format_minutes, from_iso, hours_2dp, utcnow, zone_name
 from ..domain.clock import printed_span as clock_span, span_clock
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
@@ -196,7 +197,7 @@ def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: dat
         "total_minutes": report.total_duration_minutes,
         "total_duration": format_minutes(report.total_duration_minutes),
         "total_hours": f"{report.total_billable_hours:.2f}",
-        "rounding_policy": ROUNDING_POLICY,
+        "rounding_policy": ROUNDING_POLICY_PRINTED,
         "overlap_policy": report.overlap_policy,
         "generated": (now or utcnow()).astimezone(zone).strftime("%Y-%m-%d %H:%M"),
         "format_hours": lambda minutes: f"{hours_2dp(minutes):.2f}",

@@ -32,7 +32,7 @@ def test_rows_of_twenty_minutes_add_up_to_the_subtotal_and_the_total(store, tmp_
     assert "Subtotal internal (1 session) 0:20 0.33" in text
     assert "Grand total 1:40 · Total billable hours: 1.66" in text
     assert report.total_billable_hours == 1.66 and report.total_duration_minutes == 100
-    assert "Rounding: Minutes are exact" in text
+    assert "Rounding: Each session counts its whole minutes (end − start)." in text  # as a client reads it
     sections = timesheet_sections(report)
     assert sum(round(s.hours * 100) for s in sections) == 166
     assert [s.hours for s in sections] == [report.by_client[s.client]["billableHours"] for s in sections]
