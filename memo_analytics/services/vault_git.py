@@ -552,8 +552,9 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
             lines = git.run("cat-file", "blob", blob).stdout.decode("utf-8", "replace").splitlines()
             hiding = _ignores_synced(lines)
             if hiding:
-                refuse(path, f"with the line {hiding[:80]!r}, which would keep records or invoices out of every "
-                             f"later commit, or bring a machine's own files in")
+                refuse(path, f"with the line {hiding[:80]!r}, which is not memo's: it may keep records or invoices "
+                             f"out of every later commit, or bring a machine's own files in (a machine's own "
+                             f"ignores go in .git/info/exclude)")
         if path == ".gitattributes":
             lines = git.run("cat-file", "blob", blob).stdout.decode("utf-8", "replace").splitlines()
             foreign = [ln for ln in lines if ln.strip() and not ln.lstrip().startswith("#")
@@ -588,26 +589,15 @@ def _blobs(git: _Git, blobs: list[str]) -> list[bytes]:
     return found
 
 
-#: Files a vault commits, as samples a ``.gitignore`` line must not ignore.
-_SYNCED_SAMPLES = tuple(f"projects/p/{subdir_for_kind(kind)}/{kind.value}-x.md" for kind in RecordKind) + (
-    f"{ledger.FOLDER}/2026-0001.md", f"{ledger.FOLDER}/2026-0001.pdf", f"{ledger.FOLDER}/{ledger.STATE}",
-    "projects/p/project.toml")
-
-
 def _ignores_synced(lines: list[str]) -> str | None:
-    """The first ``.gitignore`` line of ``lines`` that is not memo's and either re-includes
-    something (``!…``: memo's ignored ``.memo/`` would be committed and pushed) or ignores a file a
-    vault commits (new sessions or invoices would never reach the other machines); None."""
-    import pathspec
-
+    """The first ``.gitignore`` line of ``lines`` that is not memo's, or None. Any other line may
+    keep records or invoices out of every later commit — ``/projects/shop/`` stopped one project
+    syncing without a word, and no set of sample paths tells every such line — or, re-including
+    (``!…``), bring a machine's own ``.memo/`` in; a machine's own ignores go in
+    ``.git/info/exclude``."""
     for line in lines:
         text = line.strip()
-        if not text or text.startswith("#") or line in GITIGNORE_LINES:
-            continue
-        if text.startswith("!"):
-            return line
-        spec = pathspec.GitIgnoreSpec.from_lines([text])
-        if any(spec.match_file(sample) for sample in _SYNCED_SAMPLES):
+        if text and not text.startswith("#") and line not in GITIGNORE_LINES:
             return line
     return None
 

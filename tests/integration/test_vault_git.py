@@ -460,9 +460,16 @@ def _ignore_sessions(bob: Path) -> list[str]:
     return [".gitignore"]
 
 
+def _ignore_one_project(bob: Path) -> list[str]:  # found by an attacker: no sample path of a project 'p' matched it
+    with (bob / ".gitignore").open("a") as handle:
+        handle.write("/projects/shop/\n")
+    return [".gitignore"]
+
+
 @pytest.mark.parametrize("change, path, why", [
     (_delegation, ".memo/delegations.json", "a hidden file or folder"),
-    (_ignore_sessions, ".gitignore", "which would keep records or invoices out of every later commit"),
+    (_ignore_sessions, ".gitignore", "which is not memo's: it may keep records or invoices out of every later commit"),
+    (_ignore_one_project, ".gitignore", "with the line '/projects/shop/', which is not memo's"),
     (_link, "projects/shop/prompts", "a symbolic link or submodule"),
     (_attributes, ".gitattributes", "which is not memo's"),
     (_huge, "projects/shop/prompts/prompt-big.md", "of 3,000,"),
