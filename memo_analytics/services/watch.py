@@ -29,6 +29,7 @@ from ..vault.io import file_identity, read_json_state, write_json_state
 from ..vault.redact import redact_secrets
 from .importers import IMPORTERS, load_importer, opencode
 from .importers.common import ImportOptions, ImportResult, format_of, run_import, walk_files, with_imported_siblings
+from .importers.lines import open_regular
 from .store import VaultStore
 
 #: (source, folder under the home folder) of every transcript store memo can import.
@@ -105,7 +106,7 @@ def source_of(path: Path) -> str | None:
     if ".copilot" in parts:
         return "copilot"
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:
             first = json.loads(handle.readline(1 << 20) or b"null")
     except (OSError, ValueError):
         return None
@@ -383,7 +384,7 @@ def _terminal_copy(path: Path) -> bool:
     if path.suffix.lower() not in (".md", ".txt"):
         return False
     try:
-        with path.open("rb") as handle:
+        with open_regular(path) as handle:
             head = handle.read(65536).decode("utf-8", "replace")
     except OSError:
         return False

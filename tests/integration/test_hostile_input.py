@@ -520,3 +520,33 @@ def test_a_synced_session_with_a_hidden_character_in_a_deliverable_is_refused():
             "deliverables": [{"type": "pr", "url": "https://x.example/pull/1", "title": "ok\u202eevil"}]}
     with pytest.raises(InvalidFieldError, match=r"deliverables\[1\]\.title"):
         check_record(meta, "", datetime.now(timezone.utc))
+
+
+def test_a_transcript_that_is_a_pipe_when_opened_is_refused_without_waiting(tmp_path):
+    """Found by an attacker: a transcript swapped for a named pipe between the walk (which checks
+    a file's type) and the read held ``memo import`` for good, waiting for a writer. The type is
+    read from the open handle, opened without waiting."""
+    import threading
+
+    from memo_analytics.services.importers.lines import read_transcript
+
+    pipe = tmp_path / "session.jsonl"
+    os.mkfifo(pipe)
+    outcome: list[BaseException | bytes] = []
+    reader = threading.Thread(target=lambda: outcome.append(_raised(read_transcript, pipe)), daemon=True)
+    reader.start()
+    reader.join(10)
+    if reader.is_alive():  # it waits for a writer: give it one, so the test ends
+        with open(pipe, "wb"):
+            pass
+        reader.join(10)
+        pytest.fail("reading a named pipe waited for a writer")
+    [error] = outcome
+    assert isinstance(error, OSError) and "not a regular file" in str(error)
+
+
+def _raised(function, *args):
+    try:
+        return function(*args)
+    except BaseException as exc:  # noqa: BLE001 - the test inspects it
+        return exc

@@ -56,7 +56,7 @@ from pathlib import Path
 
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
-from .lines import NOT_JSON, parse_json_line
+from .lines import NOT_JSON, open_regular, parse_json_line
 from .common import (HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, take_working_folder,
                      other_format)
 from .resume import FoldReader, allow
@@ -270,7 +270,7 @@ def transcript_ids(path: Path) -> frozenset[str]:
     """
     ids = {path.stem}
     rest = b""
-    with path.open("rb") as handle:  # by blocks of whole lines: a file of gigabytes is not held at once
+    with open_regular(path) as handle:  # by blocks of whole lines: a file of gigabytes is not held at once
         while block := handle.read(_SCAN_BLOCK):
             block = rest + block
             cut = block.rfind(b"\n") + 1

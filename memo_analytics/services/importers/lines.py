@@ -6,8 +6,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 import orjson
 
@@ -96,15 +97,40 @@ def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
 MAX_TRANSCRIPT_BYTES = 1 << 30
 
 
-def read_transcript(path: Path) -> bytes:
-    """The bytes of a transcript, read whole.
+def open_regular(path: Path | str) -> BinaryIO:
+    """``path`` opened for reading in binary, when it is a regular file when opened.
+
+    A walk checks a file's type, then an import opens it: a transcript swapped for a named pipe
+    in between (a symbolic link flipped) held the import for good, waiting for a writer. The
+    file is opened without waiting (``O_NONBLOCK``) and its type read from the open handle.
 
     Raises
     ------
     OSError
-        The file cannot be read, or is larger than :data:`MAX_TRANSCRIPT_BYTES` (``EFBIG``).
+        The file cannot be opened, or is not a regular file (a pipe, a device, a folder: ``EINVAL``).
     """
-    with open(path, "rb") as handle:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a pipe, a device or a folder): memo reads transcript "
+                                        "files only", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_transcript(path: Path) -> bytes:
+    """The bytes of a transcript, read whole (:func:`open_regular`).
+
+    Raises
+    ------
+    OSError
+        The file cannot be read, is not a regular file, or is larger than
+        :data:`MAX_TRANSCRIPT_BYTES` (``EFBIG``).
+    """
+    with open_regular(path) as handle:
         check_transcript_size(os.fstat(handle.fileno()).st_size)
         return handle.read(MAX_TRANSCRIPT_BYTES + 1)
 

@@ -42,7 +42,7 @@ from ...config import MAX_BODY_BYTES
 from ...vault.io import read_regular_file
 from ...vault.redact import redact_secrets
 from .lines import (MAX_TRANSCRIPT_BYTES, NOT_JSON, check_transcript_size, decode_line, may_be_unfinished,
-                    parse_json_line)
+                    open_regular, parse_json_line)
 
 #: Files smaller than this are read whole (loading a checkpoint costs about as much as reading them).
 RESUME_FROM_BYTES = 256 * 1024
@@ -372,7 +372,7 @@ def read_jsonl(path: Path, new_fold: Callable[[], LineFold], version: str, optio
     OSError
         The file cannot be read.
     """
-    with open(path, "rb") as handle:
+    with open_regular(path) as handle:
         info = os.fstat(handle.fileno())
         check_transcript_size(info.st_size)
         inode = info.st_ino
