@@ -541,6 +541,24 @@ def test_a_line_stamped_in_year_1_or_9999_is_left_out_and_the_other_turns_are_ke
         "line 3: unreadable or out-of-range timestamp '9999-12-31T23:00:00Z' (a record's instant lies in 1970–9000)"]
 
 
+def test_a_line_stamped_in_the_future_keeps_every_later_turn_in_its_own_session(tmp_path):
+    """Found by an attacker: a prompt stamped 2099 (within the record range, beyond the clock) took
+    every later prompt of the file into its own interval, refused as in the future: the import
+    said "skipped 1" and kept a session of 1 turn, the 20 real ones lost. Each prompt goes to the
+    interval its own time lies in; only the future one is left out."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    lines = _prompt_line("fut", "/w/app", "2025-09-03T10:00:00.000Z", "turn at ten", "u0")
+    lines += _prompt_line("fut", "/w/app", "2099-01-01T00:00:00.000Z", "from 2099", "u-future")
+    lines += "".join(_prompt_line("fut", "/w/app", f"2025-09-03T10:{2 * n + 2:02d}:00.000Z", f"turn {n}", f"u{n + 1}")
+                     for n in range(20))
+    (folder / "s.jsonl").write_text(lines, encoding="utf-8")
+    result = imported(tmp_path / "v", str(folder))
+    assert (result["sessions"], result["turns"], result["skipped"]) == (1, 21, 1)
+    [session] = json.loads(memo("--json", "activity", "--all", vault=tmp_path / "v").stdout)["sessions"]
+    assert (session["startTime"], session["durationMinutes"]) == ("2025-09-03T10:00:00.000Z", 40)
+
+
 def test_a_path_never_to_be_captured_is_in_no_summary_index_or_view_of_an_import(tmp_path):
     """MEMO_CAPTURE_IGNORE replaced the path in the turn's text, but the session's summary (made
     from the first prompts) kept it — in the session file, SESSIONS.md and the search index."""

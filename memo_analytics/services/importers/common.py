@@ -15,6 +15,7 @@ update), and a session whose transcript grew has its end moved to the new last a
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -386,9 +387,10 @@ class Interval:
 def work_intervals(transcript: Transcript, idle_gap: timedelta) -> list[Interval]:
     """Split a transcript into work intervals at pauses longer than ``idle_gap`` (SPEC §7).
 
-    Every interval holds at least one human prompt; prompts without a timestamp go with
-    the interval before them (the first one when none). Pure; prefix-stable: a transcript
-    that grows only extends its last interval or adds new ones.
+    Every interval holds at least one human prompt; each prompt goes to the interval its time
+    lies in, and prompts without a timestamp with the prompt before them (the first interval
+    when none). Pure; prefix-stable: a transcript that grows only extends its last interval or
+    adds new ones.
     """
     stamps = sorted({*transcript.activity, *(p.at for p in transcript.prompts if p.at)})
     if not transcript.prompts:
@@ -402,11 +404,12 @@ def work_intervals(transcript: Transcript, idle_gap: timedelta) -> list[Interval
         else:
             spans[-1][1] = stamp
     buckets: list[list[HumanPrompt]] = [[] for _ in spans]
+    starts = [start for start, _ in spans]
     current = 0
     for prompt in transcript.prompts:
-        if prompt.at is not None:
-            while current + 1 < len(spans) and prompt.at >= spans[current + 1][0]:
-                current += 1
+        if prompt.at is not None:  # the interval its own time lies in: a line of another time (a clock
+            # set to 2099) took every later prompt along when intervals were only walked forward
+            current = bisect.bisect_right(starts, prompt.at) - 1
         buckets[current].append(prompt)
     intervals = [Interval(s, e, b) for (s, e), b in zip(spans, buckets) if b]
     return intervals
