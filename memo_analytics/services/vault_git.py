@@ -547,6 +547,22 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
             check_record(meta, body, utcnow())
         except MemoError as exc:
             refuse(path, f"which breaks a rule of the vault's records ({str(exc).splitlines()[0][:200]})")
+    documents = [(blob, path) for _, blob, path in changed
+                 if (found := _INVOICE_FILE.match(path)) and found["suffix"] == "md"]
+    if documents:  # an issued document comes with the PDF it was issued as: a bare .md is none
+        pdfs = {path: blob for _, blob, path in _tree(git, ref) if path.endswith(".pdf")}
+        for (blob, path), text in zip(documents, _blobs(git, [blob for blob, _ in documents])):
+            try:
+                meta = parse_frontmatter_text(text.decode("utf-8-sig"), path)[0]
+            except (UnicodeDecodeError, MemoError):
+                refuse(path, "which is no issued document memo can read")
+            pdf = pdfs.get(path[:-len(".md")] + ".pdf")
+            if pdf is None:
+                refuse(path, "an issued document without its PDF (a document is issued with the PDF sent; this "
+                             "one was never sent, and would cancel or bill sessions all the same)")
+            wanted = meta.get("pdfSha256", None)  # documents issued before memo kept it have none
+            if wanted is not None and hashlib.sha256(_blobs(git, [pdf])[0]).hexdigest() != wanted:
+                refuse(path, "whose PDF is not the one it was issued with (its SHA-256 differs)")
     for (_, blob, path) in changed:
         if path == ".gitignore":
             lines = git.run("cat-file", "blob", blob).stdout.decode("utf-8", "replace").splitlines()

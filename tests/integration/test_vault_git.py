@@ -466,7 +466,25 @@ def _ignore_one_project(bob: Path) -> list[str]:  # found by an attacker: no sam
     return [".gitignore"]
 
 
+_FORGED = ("---\nkind: creditNote\nnumber: 2026-0998\nsequence: 998\nsequenceKey: '2026'\ncredits: 2026-0001\n"
+           "issued: '2026-11-01'\nsessions: []\npdfSha256: {sha}\n---\n")
+
+
+def _bare_document(bob: Path) -> list[str]:  # found by an attacker: a credit note without a PDF cancelled an invoice
+    (bob / "invoices").mkdir(exist_ok=True)
+    (bob / "invoices" / "2026-0998.md").write_text(_FORGED.format(sha="0" * 64), encoding="utf-8")
+    return ["invoices/2026-0998.md"]
+
+
+def _document_with_another_pdf(bob: Path) -> list[str]:
+    _bare_document(bob)
+    (bob / "invoices" / "2026-0998.pdf").write_bytes(b"%PDF-1.7 not the one issued")
+    return ["invoices/2026-0998.md", "invoices/2026-0998.pdf"]
+
+
 @pytest.mark.parametrize("change, path, why", [
+    (_bare_document, "invoices/2026-0998.md", "an issued document without its PDF"),
+    (_document_with_another_pdf, "invoices/2026-0998.md", "whose PDF is not the one it was issued with"),
     (_delegation, ".memo/delegations.json", "a hidden file or folder"),
     (_ignore_sessions, ".gitignore", "which is not memo's: it may keep records or invoices out of every later commit"),
     (_ignore_one_project, ".gitignore", "with the line '/projects/shop/', which is not memo's"),
@@ -548,9 +566,11 @@ def test_a_pulled_session_whose_minutes_are_not_its_times_is_refused(remote, tmp
     assert a.read("shop", RecordKind.SESSION, "session-s1")[0]["endTime"] == "2026-01-05T10:00:00.000Z"
 
 
-def test_an_invoice_a_pull_brings_in_is_named_and_one_without_its_pdf_is_flagged(remote, tmp_path):
+def test_an_invoice_a_pull_brings_in_is_named_and_one_without_its_pdf_is_refused(remote, tmp_path):
     """A teammate pushed a bare `invoices/2026-0500.md` naming Alice's sessions: her report then
-    billed them as invoiced, without a word from the sync."""
+    billed them as invoiced, without a word from the sync. It was then pulled and flagged (PDF
+    missing); an attacker's bare credit note so cancelled a real invoice, its sessions billed
+    again: a document without the PDF it was issued as is refused before the merge."""
     a = clone(remote, tmp_path / "a")
     start_session(a, StartSessionRequest(session_id="work1", project="shop", client="Acme", start_time=T0))
     end_session(a, EndSessionRequest(session_id="work1", project="shop", until=T0.replace(hour=11)))
@@ -563,10 +583,21 @@ def test_an_invoice_a_pull_brings_in_is_named_and_one_without_its_pdf_is_flagged
             "sessions:\n- {project: shop, sessionId: work1, billedMinutes: 1}\n---\nforged\n")
 
     _push_as_teammate(remote, tmp_path, forge)
+    refused = sync(a, "manual", now=T0)
+    assert "holds 'invoices/2026-0500.md', an issued document without its PDF" in refused["error"]
+    assert json.loads(memo("--json", "invoice", "list", vault=a.root).stdout)["items"] == []
+    # with its PDF, as another machine issues it: pulled and named
+    (tmp_path / "bob").rename(tmp_path / "bob-1")
+
+    def issued_on_b(bob: Path) -> None:
+        forge(bob)
+        (bob / "invoices" / "2026-0500.pdf").write_bytes(b"%PDF-1.7 issued on B")
+
+    git("-C", str(remote), "update-ref", "refs/heads/main",
+        git("rev-parse", "HEAD", cwd=a.root).strip())  # the remote back to before the refused commit
+    _push_as_teammate(remote, tmp_path, issued_on_b)
     pulled = sync(a, "manual", now=T0)
     assert pulled["error"] is None and pulled["invoicesPulled"] == ["2026-0500"]
-    listed = json.loads(memo("--json", "invoice", "list", vault=a.root).stdout)["items"]
-    assert [(i["number"], i.get("pdfMissing")) for i in listed] == [("2026-0500", True)]
 
 
 def test_two_machines_recording_the_next_turn_of_one_session_keep_both_turns(remote, tmp_path):
@@ -1004,6 +1035,7 @@ def _invoice_of_work1(bob: Path) -> None:
         "---\nkind: invoice\nnumber: 2026-0501\nsequence: 501\nissued: '2026-01-06'\nclient: Acme\n"
         "sessions:\n- {project: shop, sessionId: work1, startTime: '2026-01-05T09:00:00Z', "
         "endTime: '2026-01-05T11:00:00Z', durationMinutes: 120, billedMinutes: 120}\n---\nissued on B\n")
+    (bob / "invoices" / "2026-0501.pdf").write_bytes(b"%PDF-1.7 issued on B")  # issued with its PDF, as memo does
 
 
 def test_a_pull_that_leaves_an_invoiced_session_differing_from_its_invoice_is_named(remote, tmp_path):
