@@ -68,6 +68,13 @@ def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return sessions
 
 
+def long_sessions(conn: sqlite3.Connection, minutes: int) -> list[dict[str, Any]]:
+    """Billable ended sessions of more than ``minutes`` (a session left running bills the night;
+    an absurd span pulled from another machine bills years)."""
+    return _records(conn, "kind = 'session' AND status = 'completed' AND billable = 1 AND duration_minutes > ?",
+                    (minutes,))
+
+
 def sessions_keyed(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
     """The session records of the ``(project, sessionId)`` pairs given (wire dicts; one
     query, whatever their number)."""

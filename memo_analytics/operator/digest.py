@@ -18,7 +18,8 @@ waiting on you: ``session_open_too_long``, ``handoff_unclaimed``, ``pr_awaiting_
 number: a credit note must cancel one), ``invoice_session_changed`` (a session on an issued
 invoice now differs from it: a pull or a hand edit changed it afterwards), ``billing_terms_differ``
 (an invoice another machine issued billed a client on other terms than this machine's config:
-reports and invoices here come to other amounts; one item per client); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
+reports and invoices here come to other amounts; one item per client), ``session_too_long`` (a
+billable ended session longer than ``openTooLongHours``, not yet invoiced); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
 a sync kept beside a record, SPEC §2.7).
 """
 
@@ -43,6 +44,7 @@ KIND_LANE = {
     "invoice_number_twice": "waiting on you",
     "invoice_session_changed": "waiting on you",
     "billing_terms_differ": "waiting on you",
+    "session_too_long": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
     "sync_conflict": "dropped",
@@ -67,6 +69,8 @@ class Snapshot:
     #: ``{invoice, client, differences, projects, created}`` of each pulled invoice whose client
     #: this machine's config bills otherwise
     terms_differ: list[dict[str, Any]] = field(default_factory=list)
+    #: billable ended sessions longer than ``openTooLongHours``, not on an issued invoice
+    long_sessions: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -216,6 +220,22 @@ def _client_missing(session: dict[str, Any], now: datetime) -> Item:
                 fingerprint(session["id"], session.get("updated"), only), proposal)
 
 
+def _too_long(session: dict[str, Any], now: datetime) -> Item:
+    """A billable ended session longer than ``openTooLongHours``: left running over a night, or
+    times pulled from another machine that span years; it bills all of it until its times are
+    corrected (or it is invoiced as it is)."""
+    sid, project = session["sessionId"], session["project"]
+    minutes = int(session.get("durationMinutes") or 0)
+    ended = from_iso(session["endTime"])
+    action = (f"memo session show {_q(sid)} --project {_q(project)}  # its turns; then memo session edit {_q(sid)} "
+              f"--project {_q(project)} --end TIME (or --minutes N)")
+    return Item("session_too_long", KIND_LANE["session_too_long"], sid, project, "you to check its times",
+                f"it bills {_hours(minutes)} ({session['startTime'][:16].replace('T', ' ')} – "
+                f"{session['endTime'][:16].replace('T', ' ')} UTC): a session left running bills the time nobody "
+                "worked", _age(ended, now), minutes, action, to_iso(ended),
+                fingerprint(session["id"], session.get("updated")))
+
+
 def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> list[Item]:
     """Every item of ``snapshot`` at ``now`` (unranked, horizon not applied). Records of a
     further vault (``_vault`` set) are listed with that vault and without a proposal: the
@@ -305,6 +325,8 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                           if known else None), traps[0]))
     for session in snapshot.unbilled_sessions:
         items.append((_client_missing(session, now), session))
+    for session in snapshot.long_sessions:
+        items.append((_too_long(session, now), session))
     for twice in snapshot.duplicate_invoices:
         since = from_iso(twice["created"])
         later = twice["refs"][-1]

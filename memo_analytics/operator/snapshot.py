@@ -84,6 +84,11 @@ def take_snapshot(store: VaultStore) -> Snapshot:
                                             for twice in _duplicate_invoices(docs)]
             snapshot.invoiced_changed += [{**changed, **({"_vault": source.vault} if further else {})}
                                           for changed in _invoiced_changed(source.conn, docs)]
+            billed = ledger.invoiced_items(docs)  # an invoiced long session was sent as it is: not asked again
+            limit = round(store.settings.operator.open_too_long_hours * 60)
+            snapshot.long_sessions += [{**session, **({"_vault": source.vault} if further else {})}
+                                       for session in rows.long_sessions(source.conn, limit)
+                                       if (session.get("project"), session.get("sessionId")) not in billed]
             for path in conflict_files(root / "projects"):
                 record_path = path.with_name(f"{conflict_record_id(path)}.md")
                 snapshot.sync_conflicts.append({

@@ -435,3 +435,29 @@ def test_a_line_end_in_a_records_text_never_makes_a_printed_command_two(tmp_path
     assert not planted.exists()
     as_json = json.loads(memo("--json", "digest", "--as-of", "2026-03-11T12:00", vault=vault).stdout)
     assert all("\n" not in item["action"] and "\n" not in item["why"] for item in as_json["items"])
+
+
+def test_a_billable_session_far_longer_than_a_day_of_work_is_asked_about_until_corrected(tmp_path):
+    """Found by an attacker: a session pulled from another machine, 2020-01-01 to 2026-11-30 (its
+    minutes matching its times), billed 60,602 h on the next draft without a digest item; a session
+    left running over a night billed the night as silently. A billable ended session longer than
+    ``openTooLongHours`` is listed until its times are corrected or it is invoiced."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--client", "Acme", "--start-time", "2026-03-09T09:00:00Z",
+         vault=vault)
+    memo("session", "end", "s1", "--project", "web", "--until", "2026-03-10T11:00:00Z", vault=vault)  # 26 h
+    memo("session", "start", "s2", "--project", "web", "--client", "Acme", "--start-time", "2026-03-10T12:00:00Z",
+         vault=vault)
+    memo("session", "end", "s2", "--project", "web", "--until", "2026-03-10T14:00:00Z", vault=vault)  # 2 h: fine
+
+    def items(as_of: str) -> list[dict]:
+        return json.loads(memo("--json", "digest", "--as-of", as_of, vault=vault).stdout)["items"]
+
+    [item] = items("2026-03-11T09:00")
+    assert (item["id"], item["lane"], item["minutesAtStake"]) == ("session_too_long:s1", "waiting on you", 1560)
+    assert item["why"] == ("it bills 26.0 h (2026-03-09 09:00 – 2026-03-10 11:00 UTC): a session left running bills "
+                           "the time nobody worked")
+    assert item["action"] == ("memo session show s1 --project web  # its turns; then memo session edit s1 --project "
+                              "web --end TIME (or --minutes N)")
+    memo("session", "edit", "s1", "--project", "web", "--end", "2026-03-09T17:00:00Z", vault=vault)
+    assert items("2026-03-11T09:00") == []  # 8 h: within a day's work (openTooLongHours = 10)
