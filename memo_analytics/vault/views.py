@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+from ..domain.wire import printable_text
 from ..domain.records import subdir_for_kind
 
 VIEW_LIMIT = 200
@@ -24,7 +25,8 @@ VIEW_FILES = {
 
 
 def _cell(text: object, width: int = 100) -> str:
-    line = " ".join(str(text if text is not None else "").split())
+    # a view is read with cat: no escape or direction character of a record's text (a hook's prompt)
+    line = printable_text(" ".join(str(text if text is not None else "").split()))
     line = line if len(line) <= width else line[: width - 1] + "…"
     return line.replace("|", "\\|")
 

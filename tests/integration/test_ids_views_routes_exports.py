@@ -76,6 +76,18 @@ def test_prompts_view_links_each_prompt_to_its_file(tmp_path):
         assert target == f"prompts/{name}.md" and (folder / target).is_file()  # relative to the view
 
 
+def test_a_view_holds_no_escape_or_direction_character_of_a_records_text(tmp_path):
+    """Found by an attacker: a hook's prompt with an OSC title sequence, colour codes and a
+    U+202E was written raw into ``PROMPTS.md``; ``cat`` on the view acted on them."""
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "web", "--body", "title \x1b]0;pwned\x07 red \x1b[31m flip \u202eevil",
+         vault=vault)
+    memo("reindex", vault=vault)  # views are compiled
+    text = (vault / "projects" / "web" / "PROMPTS.md").read_text(encoding="utf-8")
+    assert "title ]0;pwned red [31m flip evil" in text
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", text)
+
+
 # --- HTTP: ?project= / projectId on every record route ---------------------------------------
 
 @pytest.fixture(scope="module")
