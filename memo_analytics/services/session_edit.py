@@ -235,6 +235,10 @@ def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str
                                        f"(memo session end {meta.get('sessionId')} --until TIME)")
     start = parse_record_instant(request.start_time, "startTime", store.zone, wall_clock=True) if request.start_time is not None \
         else from_iso(str(meta["startTime"]))
+    if request.start_time is None and request.end_time is not None:
+        # an end set to the minute: the start the reports print (to the minute) is where it runs from
+        # (a start at 21:56:41 and --end 22:30 billed 33 minutes, printed 21:56 – 22:29)
+        start = start.replace(second=0, microsecond=0)
     if request.minutes is not None:
         end = start + timedelta(minutes=request.minutes)
     elif request.end_time is not None:

@@ -356,3 +356,18 @@ def test_an_edit_of_a_session_whose_file_cannot_be_read_says_why(tmp_path):
         last = ran.stderr.strip().splitlines()[-1]  # after the notes of an index rebuilt from no file
         assert ran.returncode == 1 and last.startswith(f"error: Cannot parse {path}: billable:"), ran.stderr
     assert path.read_text(encoding="utf-8") == text
+
+
+def test_an_end_set_to_the_minute_is_the_end_every_report_prints(tmp_path):
+    """Found by a billing person: ``--end 22:30`` on a session that started at 21:56:41 billed
+    33 minutes and every report printed 21:56 – 22:29 (start to the minute plus the minutes). The
+    end is set from the start as printed: 21:56 – 22:30, 34 minutes."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-06-15T21:56:41Z", vault=vault)
+    memo("session", "end", "s1", "--project", "web", "--until", "2026-06-15T23:00:00Z", vault=vault)
+    edited = json.loads(memo("--json", "session", "edit", "s1", "--project", "web", "--end", "2026-06-15T22:30:00Z",
+                             vault=vault).stdout)
+    assert (edited["startTime"], edited["endTime"], edited["durationMinutes"]) == (
+        "2026-06-15T21:56:00.000Z", "2026-06-15T22:30:00.000Z", 34)
+    table = memo("activity", "--all", "--tz", "UTC", vault=vault).stdout
+    assert "2026-06-15 21:56 │ 2026-06-15 22:30" in table
