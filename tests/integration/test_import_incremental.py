@@ -541,6 +541,16 @@ def test_a_line_stamped_in_year_1_or_9999_is_left_out_and_the_other_turns_are_ke
         "line 3: unreadable or out-of-range timestamp '9999-12-31T23:00:00Z' (a record's instant lies in 1970–9000)"]
 
 
+def test_a_file_of_one_line_stamped_out_of_range_says_why_its_line_was_left_out(tmp_path):
+    """Found by an attacker: said as "no line holds a Claude Code record" — it does, of year 9999."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    (folder / "s.jsonl").write_text(_prompt_line("ts", "/w/app", "9999-12-31T23:00:00Z", "far", "u0"), encoding="utf-8")
+    ran = memo("import", "claude-code", str(folder), vault=tmp_path / "v", check=False)
+    assert "line 1: unreadable or out-of-range timestamp '9999-12-31T23:00:00Z'" in ran.stderr
+    assert "no line holds a Claude Code record" not in ran.stderr
+
+
 def test_a_line_stamped_in_the_future_keeps_every_later_turn_in_its_own_session(tmp_path):
     """Found by an attacker: a prompt stamped 2099 (within the record range, beyond the clock) took
     every later prompt of the file into its own interval, refused as in the future: the import

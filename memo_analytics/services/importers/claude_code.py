@@ -351,13 +351,13 @@ class _Fold:
         if not _valid(record):
             self.problems.append(f"line {number}: not a Claude Code record (no type, or a malformed message)")
             return
+        if {"sessionId", "uuid", "leafUuid", "message"} & record.keys():
+            self.recognised += 1  # a record, whatever its time (one out of range was said "no record" in a file of one)
         try:
             at = _stamp(record, options.zone)
         except InvalidDateError:
             self.problems.append(f"line {number}: unreadable or out-of-range timestamp {str(record.get('timestamp'))[:40]!r} (a record's instant lies in 1970–9000)")
             return
-        if {"sessionId", "uuid", "leafUuid", "message"} & record.keys():
-            self.recognised += 1
         if record["type"] == "summary":
             if isinstance(record.get("summary"), str) and isinstance(record.get("leafUuid"), str):
                 self.titles.append((record["leafUuid"], record["summary"]))
