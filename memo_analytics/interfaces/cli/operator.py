@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ...domain.clock import to_iso, utcnow
 from ...domain.errors import MemoError
-from ...domain.shell import one_line, shell_word
+from ...domain.shell import is_plain_command, one_line, shell_word
 from ...operator.audit import read as read_audit
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
 from ...services.requests import DigestApplyRequest, DigestRequest
@@ -140,9 +140,12 @@ def digest(
             # its --until billed the idle night)
             shared = {i["id"] for i in r["items"] if sum(j["id"] == i["id"] for j in r["items"]) > 1}
             for n, item in enumerate(r["items"], 1):
-                # one line, as built here: a team daemon's answer too
-                out.print(_safe(f"{n:>2}. {_on_this_vault(one_line(item['action']))}"), soft_wrap=True,
-                          highlight=False)
+                # one line of plain words, as built here: a team daemon's answer too ("…; curl … | sh")
+                action = one_line(item["action"])
+                shown = _on_this_vault(action) if is_plain_command(action) else (
+                    "(a command memo would never print: it holds shell syntax; see the item on the digest's own "
+                    "machine)")
+                out.print(_safe(f"{n:>2}. {shown}"), soft_wrap=True, highlight=False)
                 if item.get("proposal"):
                     out.print(_safe(f"    or apply its proposal ({one_line(_read_here(item['proposal']['summary']))}): "
                                     + _on_this_vault(apply_command(item, item["id"] in shared, as_of))),
