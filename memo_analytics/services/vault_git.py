@@ -560,9 +560,10 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
             if pdf is None:
                 refuse(path, "an issued document without its PDF (a document is issued with the PDF sent; this "
                              "one was never sent, and would cancel or bill sessions all the same)")
-            wanted = meta.get("pdfSha256", None)  # documents issued before memo kept it have none
-            if wanted is not None and hashlib.sha256(_blobs(git, [pdf])[0]).hexdigest() != wanted:
-                refuse(path, "whose PDF is not the one it was issued with (its SHA-256 differs)")
+            data = _blobs(git, [pdf])[0]
+            if hashlib.sha256(data).hexdigest() != meta.get("pdfSha256"):
+                refuse(path, "whose PDF is not the one it was issued with (no pdfSha256, or its SHA-256 differs; a "
+                             "document issued by a memo older than 2026-12-01 is issued again with a current one)")
     for (_, blob, path) in changed:
         if path == ".gitignore":
             lines = git.run("cat-file", "blob", blob).stdout.decode("utf-8", "replace").splitlines()

@@ -4,6 +4,7 @@ kept beside the record, an unreachable remote keeps the local commit for the nex
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import subprocess
@@ -482,8 +483,16 @@ def _document_with_another_pdf(bob: Path) -> list[str]:
     return ["invoices/2026-0998.md", "invoices/2026-0998.pdf"]
 
 
+def _document_without_its_sha(bob: Path) -> list[str]:  # found by an attacker: the sha left out, any PDF passed
+    (bob / "invoices").mkdir(exist_ok=True)
+    (bob / "invoices" / "2026-0998.md").write_text(_FORGED.replace("pdfSha256: {sha}\n", ""), encoding="utf-8")
+    (bob / "invoices" / "2026-0998.pdf").write_bytes(b"%PDF-1.4 fake")
+    return ["invoices/2026-0998.md", "invoices/2026-0998.pdf"]
+
+
 @pytest.mark.parametrize("change, path, why", [
     (_bare_document, "invoices/2026-0998.md", "an issued document without its PDF"),
+    (_document_without_its_sha, "invoices/2026-0998.md", "no pdfSha256, or its SHA-256 differs"),
     (_document_with_another_pdf, "invoices/2026-0998.md", "whose PDF is not the one it was issued with"),
     (_delegation, ".memo/delegations.json", "a hidden file or folder"),
     (_ignore_sessions, ".gitignore", "which is not memo's: it may keep records or invoices out of every later commit"),
@@ -591,7 +600,9 @@ def test_an_invoice_a_pull_brings_in_is_named_and_one_without_its_pdf_is_refused
 
     def issued_on_b(bob: Path) -> None:
         forge(bob)
-        (bob / "invoices" / "2026-0500.pdf").write_bytes(b"%PDF-1.7 issued on B")
+        document = bob / "invoices" / "2026-0500.md"
+        document.write_text(document.read_text().replace("---\nforged", f"pdfSha256: {_PDF_SHA}\n---\nforged"))
+        (bob / "invoices" / "2026-0500.pdf").write_bytes(_PDF)
 
     git("-C", str(remote), "update-ref", "refs/heads/main",
         git("rev-parse", "HEAD", cwd=a.root).strip())  # the remote back to before the refused commit
@@ -1029,13 +1040,18 @@ def test_a_session_recorded_in_a_project_another_machine_moved_a_session_out_of_
     assert (tmp_path / "b" / "projects" / "web" / "sessions" / "session-s2.md").is_file()
 
 
+_PDF = b"%PDF-1.7 issued on B"
+_PDF_SHA = hashlib.sha256(_PDF).hexdigest()
+
+
 def _invoice_of_work1(bob: Path) -> None:
     (bob / "invoices").mkdir(exist_ok=True)
     (bob / "invoices" / "2026-0501.md").write_text(
         "---\nkind: invoice\nnumber: 2026-0501\nsequence: 501\nissued: '2026-01-06'\nclient: Acme\n"
         "sessions:\n- {project: shop, sessionId: work1, startTime: '2026-01-05T09:00:00Z', "
-        "endTime: '2026-01-05T11:00:00Z', durationMinutes: 120, billedMinutes: 120}\n---\nissued on B\n")
-    (bob / "invoices" / "2026-0501.pdf").write_bytes(b"%PDF-1.7 issued on B")  # issued with its PDF, as memo does
+        f"endTime: '2026-01-05T11:00:00Z', durationMinutes: 120, billedMinutes: 120}}\npdfSha256: {_PDF_SHA}\n---\n"
+        "issued on B\n")
+    (bob / "invoices" / "2026-0501.pdf").write_bytes(_PDF)  # issued with its PDF, as memo does
 
 
 def test_a_pull_that_leaves_an_invoiced_session_differing_from_its_invoice_is_named(remote, tmp_path):
