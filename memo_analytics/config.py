@@ -482,12 +482,16 @@ class _SettingsData(BaseModel):
     @field_validator("project_clients")
     @classmethod
     def _project_clients(cls, value: dict[str, str]) -> dict[str, str]:
+        from .domain.billing import client_name_problem
         from .domain.ids import validate_slug
 
         for project, client in value.items():
             validate_slug(project, "projectClients")
-            if not client.strip() or len(client) > 200 or any(ord(c) < 0x20 for c in client):
+            if not client.strip() or len(client) > 200:
                 raise ValueError(f"{project}: the client must be a name of at most 200 characters")
+            problem = client_name_problem(client.strip())  # one rule for every client name (a U+200B too)
+            if problem is not None:
+                raise ValueError(f"{project}: the client {problem}")
         return {project: client.strip() for project, client in value.items()}
 
     def client_of_project(self, project: str) -> str | None:

@@ -87,6 +87,9 @@ def test_show_lists_the_effective_settings_with_their_sources(config):
     ('clients."G"', '{hourlyRate = "95,50", currency = "EUR"}',
      "error: Invalid config clients.G.hourlyRate: Input should be a valid decimal, not '95,50' "
      "(a decimal point, not a comma: 95.50)"),
+    # found by an attacker: a zero-width space made another client, apart from Acme Corp and its rates
+    ("projectClients.shop", "Acme Corp\u200b", "error: Invalid config projectClients: shop: the client holds the "
+                                               "control character U+200B"),
     # found by a billing person: a negative number was read as an option ("No such option: -1", exit 2)
     ("operator.stalledMinutes", "-10", "error: Invalid config operator.stalledMinutes: Input should be greater than or "
                                        "equal to 1, not -10"),
