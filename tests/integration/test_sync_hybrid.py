@@ -828,7 +828,10 @@ def test_in_remote_mode_a_page_of_records_that_are_none_is_refused_before_a_line
                              (["session", "show", "w1", "--project", "web"], page({**turn, "created": None},
                                                                                    session=session)),
                              (["prompt", "list", "--all"], page(*[turn] * 5000)),
-                             (["prompt", "list", "--all"], page({**turn, "project": "../etc"}))):
+                             (["prompt", "list", "--all"], page({**turn, "project": "../etc"})),
+                             # a line end in a one-line field printed a forged line at column 0
+                             (["prompt", "get", "prompt-w1-t1"], {**turn, "model": "x\r\nerror: fake line"}),
+                             (["prompt", "list", "--all"], page({**turn, "client": "Acme\nerror: card expired"}))):
             answers[0] = answer
             ran = memo(*args, env=env, check=False)
             assert ran.returncode == 1 and ran.stdout == "", (args, ran.stdout[:200])

@@ -324,8 +324,9 @@ def answer_of(action: str, request: Any, here: Callable[[], dict[str, Any]]) -> 
                 kind is list and not all(isinstance(item, dict) for item in value)):
             raise MemoError(f"Remote daemon {on_remote()} answered something memo cannot use: its {action} answer has "
                             f"no {key} of the right type")
-    if _ANSWER_SHAPES.get(action) is _PAGE:
-        problem = _page_problem(answer)
+    shape = _ANSWER_SHAPES.get(action)
+    if shape is _PAGE or shape is _RECORD:
+        problem = _page_problem(answer) if shape is _PAGE else _record_problem(answer)
         if problem:
             raise MemoError(f"Remote daemon {on_remote()} answered something memo cannot use: its {action} answer "
                             f"{problem}")
@@ -335,15 +336,32 @@ def answer_of(action: str, request: Any, here: Callable[[], dict[str, Any]]) -> 
 def _page_problem(page: dict[str, Any]) -> str | None:
     """What a daemon's page of records holds that no vault record does (a table printed 5,000
     rows before failing on one, a string printed as a session's minutes), or None."""
-    from ...domain.records import normalize_meta
-
     if len(page["items"]) > 100:  # a page holds at most limit ≤ 100 items
         return f"holds {len(page['items'])} items on one page (at most 100)"
     for record in [*page["items"], *([page["session"]] if isinstance(page.get("session"), dict) else [])]:
-        try:
-            normalize_meta(record)
-        except (ValueError, MemoError) as exc:
-            return f"holds a record that is none ({str(exc)[:120]})"
+        problem = _record_problem(record)
+        if problem:
+            return problem
+    return None
+
+
+#: The fields of a record printed on one line: a line end in one printed a forged line below it.
+_ONE_LINE_FIELDS = ("id", "project", "sessionId", "status", "source", "ide", "model", "agent", "taskSlug", "client",
+                    "branch", "gitSha", "owner", "created", "updated", "startTime", "endTime")
+
+
+def _record_problem(record: dict[str, Any]) -> str | None:
+    """What a daemon's record holds that no vault record does, or None."""
+    from ...domain.records import normalize_meta
+    from ...domain.wire import is_one_plain_line
+
+    try:
+        normalize_meta(record)
+    except (ValueError, MemoError) as exc:
+        return f"holds a record that is none ({str(exc)[:120]})"
+    for name in _ONE_LINE_FIELDS:
+        if isinstance(record.get(name), str) and not is_one_plain_line(record[name]):
+            return f"holds a record whose {name} is not one plain line"
     return None
 
 
