@@ -541,8 +541,8 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
     for (blob, path), text in zip(records, _blobs(git, [blob for blob, _ in records])):
         try:
             meta, body = parse_record_text(text.decode("utf-8"), path)
-        except (UnicodeDecodeError, MemoError):
-            continue  # not a record memo can read: the index skips it and names it, as any such file
+        except (UnicodeDecodeError, MemoError) as exc:  # merged, it sat in the vault unindexed, said only there
+            refuse(path, f"which is no record memo can read ({str(exc).splitlines()[0][:160]})")
         try:  # the rules of local writes and hybrid pushes: a session's minutes are its times, ids match …
             check_record(meta, body, utcnow())
         except MemoError as exc:

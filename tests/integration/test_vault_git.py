@@ -490,8 +490,16 @@ def _document_without_its_sha(bob: Path) -> list[str]:  # found by an attacker: 
     return ["invoices/2026-0998.md", "invoices/2026-0998.pdf"]
 
 
+def _unreadable_record(bob: Path) -> list[str]:  # found by an attacker: merged, then sat in the vault unindexed
+    turn = next((bob / "projects" / "shop" / "prompts").glob("*.md"))
+    broken = turn.with_name("prompt-broken.md")
+    broken.write_text(turn.read_text().replace("id: prompt-", "id: [prompt-", 1), encoding="utf-8")
+    return [str(broken.relative_to(bob))]
+
+
 @pytest.mark.parametrize("change, path, why", [
     (_bare_document, "invoices/2026-0998.md", "an issued document without its PDF"),
+    (_unreadable_record, "projects/shop/prompts/prompt-broken.md", "which is no record memo can read"),
     (_document_without_its_sha, "invoices/2026-0998.md", "no pdfSha256, or its SHA-256 differs"),
     (_document_with_another_pdf, "invoices/2026-0998.md", "whose PDF is not the one it was issued with"),
     (_delegation, ".memo/delegations.json", "a hidden file or folder"),
