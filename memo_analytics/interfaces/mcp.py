@@ -91,7 +91,11 @@ class PromptTool:
         if self.launch_dir is not None and arguments.get("cwd") is None:
             # a call without cwd is made where the agent started the server, as memo run there
             # reads (an agent that left cwd out read every client's turns from inside one's repository)
-            arguments = {**arguments, "cwd": self.launch_dir}
+            if os.path.isdir(self.launch_dir):
+                arguments = {**arguments, "cwd": self.launch_dir}
+            elif not (arguments.get("projectId") or arguments.get("crossProject")):
+                raise ToolError(f"Invalid cwd: the folder memo mcp was started in ({self.launch_dir}) is gone, and "
+                                "a call without cwd is made there; give cwd or projectId (or start the server again)")
         try:
             parsed = PromptToolInput.model_validate(arguments)
             if self.runtime.remote:

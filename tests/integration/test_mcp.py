@@ -405,6 +405,22 @@ def test_over_stdio_a_call_without_cwd_reads_the_repository_the_agent_started_th
     assert asyncio.run(scenario(repo)) == (["product"], 2, 0)
     assert asyncio.run(scenario(tmp_path)) == (["other-client", "product"], 2, 1)  # outside any repository: all
 
+    # found by an attacker: the start folder removed, every call without cwd was refused as if the agent gave it
+    from memo_analytics.interfaces.mcp import PromptTool
+    from memo_analytics.runtime import Runtime
+    from memo_analytics.config import Settings
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    gone = tmp_path / "gone"
+    runtime = Runtime(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        tool = PromptTool(runtime, launch_dir=str(gone))
+        with pytest.raises(ToolError, match=r"^Invalid cwd: the folder memo mcp was started in \(.*gone\) is gone"):
+            tool(action="list")
+        assert json.loads(tool(action="list", crossProject=True).content[0].text)["total"] == 2
+    finally:
+        runtime.close()
+
 
 def test_an_agent_is_told_when_a_search_searched_nothing_and_how_many_sessions_are_open(tmp_path):
     """Found by a new user (as an agent): ``search`` without words answered an empty page, read
