@@ -522,6 +522,16 @@ def test_a_synced_session_with_a_hidden_character_in_a_deliverable_is_refused():
         check_record(meta, "", datetime.now(timezone.utc))
 
 
+def test_a_pull_request_item_without_its_url_is_named_by_its_place(tmp_path):
+    """Found by an attacker: ``--deliverables '[{"type": "pr", "title": "t"}]'`` said "Invalid pr:
+    None is not an http(s) URL" — no --pr was given."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s", "--project", "p", vault=vault)
+    ran = memo("session", "end", "s", "--project", "p", "--deliverables", '[{"type": "pr", "title": "t"}]',
+               vault=vault, check=False)
+    one_line_error(ran, "error: Invalid deliverables[0].url: a pull request needs its url, an http(s) URL")
+
+
 def test_a_transcript_that_is_a_pipe_when_opened_is_refused_without_waiting(tmp_path):
     """Found by an attacker: a transcript swapped for a named pipe between the walk (which checks
     a file's type) and the read held ``memo import`` for good, waiting for a writer. The type is
