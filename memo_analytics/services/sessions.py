@@ -343,10 +343,9 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
     cleaned = []
     for number, item in enumerate(items):
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
-            from_pr = request.pr and number == len(items) - 1  # --pr / pr, else an item of deliverables
-            field = "pr" if from_pr else f"deliverables[{number}].url"
-            raise InvalidFieldError(field, "a pull request needs its url, an http(s) URL" if item.get("url") is None
-                                    else f"{item.get('url')!r} is not an http(s) URL")
+            if item.get("url") is None:  # no --pr gives none: an item of deliverables, named by its place
+                raise InvalidFieldError(f"deliverables[{number}].url", "a pull request needs its url, an http(s) URL")
+            raise InvalidFieldError("pr", f"{item.get('url')!r} is not an http(s) URL")
         if isinstance(item, dict) and isinstance(item.get("title"), str):  # a commit's message: one line of it
             item = {**item, "title": " ".join(re.split(r"[\t\n\r]+", item["title"])).strip()}
         for key in ("type", "url", "sha", "title"):
