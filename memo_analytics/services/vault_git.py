@@ -865,7 +865,8 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         result["error"] = str(exc) if isinstance(exc, MemoError) else f"Vault-git sync failed: {exc}"
     if result["error"]:
         result["error"] = redact_secrets(result["error"])[0]  # a token in a remote URL stays out of logs
-        log.warning("memo sync (%s): %s", trigger, result["error"])
+        if trigger != "manual":  # a sync in the background tells its log; `memo sync git` says it itself
+            log.warning("memo sync (%s): %s", trigger, result["error"])
     _save_state(store, result)
     return result
 

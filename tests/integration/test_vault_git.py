@@ -1171,3 +1171,21 @@ def test_an_invoice_changed_by_hand_is_not_committed_and_the_other_machine_keeps
     said = memo("sync", "git", vault=a.root, env={"MEMO_CONFIG": str(config)})
     assert "warning: invoices/2026-0501.md was changed or deleted since it was issued; it is not committed" in said.stderr
     assert f"git -C {a.root} checkout HEAD -- invoices/2026-0501.md" in said.stderr
+
+
+def test_a_refused_pull_is_said_once_and_not_as_nothing_to_pull(remote, tmp_path):
+    """Found by an attacker: ``memo sync git`` on a refused pull printed "nothing to pull" (it was
+    refused) and the error twice on stderr, one of them not JSON under ``--json``."""
+    a = clone(remote, tmp_path / "a")
+    record(a, "seed", "s1")
+    sync(a, "manual", now=T0)
+    a.close()
+    _push_as_teammate(remote, tmp_path, _bare_document)
+    config = tmp_path / "config.toml"
+    config.write_text("[vaultGit]\nenabled = true\n", encoding="utf-8")
+    ran = memo("sync", "git", vault=a.root, env={"MEMO_CONFIG": str(config)}, check=False)
+    assert ran.returncode == 1 and "nothing to pull" not in ran.stdout
+    assert ran.stdout.strip().endswith("nothing pulled or pushed: the sync stopped (the error below)")
+    assert ran.stderr.count("an issued document without its PDF") == 1, ran.stderr
+    as_json = memo("--json", "sync", "git", vault=a.root, env={"MEMO_CONFIG": str(config)}, check=False)
+    assert all(json.loads(line) for line in as_json.stderr.splitlines())  # every line JSON

@@ -100,8 +100,11 @@ def _print_git(result: dict) -> None:
     others = len(result.get("otherFiles", []))
     if others:  # an issued invoice, the ledger, memo's .gitignore …
         parts[0] += f" and {others} other file{'s' if others != 1 else ''}"
-    parts.append(f"pulled from {vg.remote}/{vg.branch}" if result["pulled"] else "nothing to pull")
-    parts.append(f"pushed to {vg.remote}/{vg.branch}" if result["pushed"] else "nothing pushed")
+    if result["error"] and not (result["pulled"] or result["pushed"]):  # "nothing to pull" read as all clear
+        parts.append("nothing pulled or pushed: the sync stopped (the error below)")
+    else:
+        parts.append(f"pulled from {vg.remote}/{vg.branch}" if result["pulled"] else "nothing to pull")
+        parts.append(f"pushed to {vg.remote}/{vg.branch}" if result["pushed"] else "nothing pushed")
     out.print("; ".join(parts))
     for path in result["conflicts"]:
         out.print(f"conflict: the older version is kept as {_safe(path)}")
