@@ -461,3 +461,15 @@ def test_a_billable_session_far_longer_than_a_day_of_work_is_asked_about_until_c
                               "web --end TIME (or --minutes N)")
     memo("session", "edit", "s1", "--project", "web", "--end", "2026-03-09T17:00:00Z", vault=vault)
     assert items("2026-03-11T09:00") == []  # 8 h: within a day's work (openTooLongHours = 10)
+
+
+def test_an_item_without_a_proposal_names_its_command_for_the_vault_it_was_asked_of(tmp_path):
+    """Found by an attacker: ``memo --vault-root X digest apply session_too_long:s1`` answered
+    "by hand: memo session show …" without ``--vault-root`` (``memo digest`` names it)."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--client", "Acme", "--start-time", "2026-03-09T09:00:00Z",
+         vault=vault)
+    memo("session", "end", "s1", "--project", "web", "--until", "2026-03-10T11:00:00Z", vault=vault)
+    ran = memo("digest", "apply", "session_too_long:s1", "--as-of", "2026-03-11T09:00", vault=vault, check=False)
+    assert ran.returncode == 1 and f"by hand: memo --vault-root {vault.resolve()} session show s1 --project web" \
+        in " ".join(ran.stderr.split()), ran.stderr

@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from ...domain.clock import to_iso, utcnow
-from ...domain.errors import MemoError
+from ...domain.errors import InvalidFieldError, MemoError
 from ...domain.shell import is_plain_command, one_line, shell_word
 from ...operator.audit import read as read_audit
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
@@ -290,7 +290,13 @@ def digest_apply(
         result = remote.post(state.settings, "/api/digest/apply", request.model_dump(by_alias=True, exclude_none=True),
                              answers=(409,))
     else:
-        result = apply_digest_item(state.store, request)
+        try:
+            result = apply_digest_item(state.store, request)
+        except InvalidFieldError as exc:  # "… by hand: memo …": the command, for this run's vault
+            if "; by hand: " not in exc.reason:
+                raise
+            said, command = exc.reason.split("; by hand: ", 1)
+            raise InvalidFieldError(exc.field, f"{said}; by hand: {_on_this_vault(command)}") from None
 
     def human(r: dict[str, Any]) -> None:
         if r["applied"]:
