@@ -165,12 +165,14 @@ def _since(minutes: int) -> str:
 def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolicy) -> Item | None:
     start = from_iso(session["startTime"])
     last = from_iso(session["lastTurnAt"]) if session.get("lastTurnAt") else start
-    last = max(last, start)
+    worked = max(last, start)  # and the agent's transcript, written after its last turn (its answers)
+    last = max(worked, from_iso(session["lastActivityAt"])) if session.get("lastActivityAt") else worked
     open_minutes = _age(start, now)
     idle_minutes = _age(last, now)
     billable = session.get("billable", True) is not False
     sid, project = session["sessionId"], session["project"]
-    state = fingerprint(session["id"], session.get("updated"), session.get("lastTurnAt"), session.get("status"))
+    state = fingerprint(session["id"], session.get("updated"), session.get("lastTurnAt"), session.get("status"),
+                        session.get("lastActivityAt"))
     # every command names the project: the same session id may exist in another (SPEC §2.1)
     end_command = f"memo session end {_q(sid)} --project {_q(project)} --until {to_iso(last)}"
     proposal = {"actionClass": "end_stale_session", "params": {"sessionId": sid, "project": project,
@@ -410,6 +412,8 @@ def next_due(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> datet
     for session in snapshot.open_sessions:
         start = from_iso(session["startTime"])
         last = max(from_iso(session["lastTurnAt"]) if session.get("lastTurnAt") else start, start)
+        if session.get("lastActivityAt"):
+            last = max(last, from_iso(session["lastActivityAt"]))
         due += [start + timedelta(hours=policy.open_too_long_hours), last + timedelta(minutes=policy.stalled_minutes)]
     for baton in snapshot.pending_handoffs:
         due.append(from_iso(baton["created"]) + timedelta(hours=policy.handoff_unclaimed_hours))

@@ -106,6 +106,8 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
         # records made after the moment did not exist yet
         setattr(snapshot, name, [r for r in getattr(snapshot, name) if (r.get("created") or "") <= cutoff])
     snapshot.pull_request_sessions = [r for r in snapshot.pull_request_sessions if (r.get("endTime") or "") <= cutoff]
+    for session in snapshot.open_sessions:  # the transcript's last write as of then is not known
+        session.pop("lastActivityAt", None)
     return {**compute_digest(snapshot, moment, store.settings.operator), "vaultVersion": None, "cached": False,
             "stale": False, "asOf": to_iso(moment)}
 

@@ -97,7 +97,25 @@ def take_snapshot(store: VaultStore) -> Snapshot:
                     "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
                 })
     snapshot.terms_differ = _terms_differ(store)
+    _with_transcript_activity(snapshot.open_sessions)
     return snapshot
+
+
+def _with_transcript_activity(sessions: list[dict[str, Any]]) -> None:
+    """``lastActivityAt`` on each open hook session whose agent's transcript was written after its
+    last turn: the agent works on after a prompt (an hour alone is an hour of work), and a session
+    judged by its prompts alone was ended as stalled, 0 minutes billed, while the agent wrote."""
+    from ..domain.clock import from_iso
+    from ..services.capture import transcript_written
+
+    now = datetime.now(timezone.utc)
+    for session in sessions:
+        if session.get("_vault"):
+            continue  # a further vault's paths are another machine's
+        written = transcript_written(session.get("transcriptPath"), now)
+        last = session.get("lastTurnAt") or session.get("startTime")
+        if written is not None and last and written > from_iso(str(last)):
+            session["lastActivityAt"] = to_iso(written)
 
 
 def _terms_differ(store: VaultStore) -> list[dict[str, Any]]:

@@ -380,18 +380,24 @@ def _last_activity(store: VaultStore, project: str, session_id: str, meta: dict[
     start = from_iso(str(meta["startTime"]))
     newest = index.last_turn_created(store.conn, project, session_id)
     last = max(start, from_iso(newest)) if newest else start
-    transcript = event.transcript_path or meta.get("transcriptPath")
-    if isinstance(transcript, str) and transcript.endswith((".jsonl", ".json")):  # the agents' transcript files
-        try:
-            status = Path(transcript).stat()
-            if not stat.S_ISREG(status.st_mode):  # a device, a folder, a pipe: its time is no transcript's
-                return last, False
-            written = datetime.fromtimestamp(status.st_mtime, timezone.utc)
-        except (OSError, ValueError, OverflowError):  # not on this machine (a remote caller's), or gone
-            return last, False
-        if written <= event.at:
-            return max(last, written), True
-    return last, False
+    written = transcript_written(event.transcript_path or meta.get("transcriptPath"), event.at)
+    return (max(last, written), True) if written is not None else (last, False)
+
+
+def transcript_written(transcript: object, until: datetime) -> datetime | None:
+    """When the agent's transcript file ``transcript`` (a hook session's ``transcriptPath``:
+    Claude Code, Codex, Gemini keep writing answers after a prompt) was last written, when it is
+    a regular ``.jsonl``/``.json`` file of this machine written no later than ``until``; else None."""
+    if not (isinstance(transcript, str) and transcript.endswith((".jsonl", ".json"))):
+        return None
+    try:
+        status = Path(transcript).stat()
+        if not stat.S_ISREG(status.st_mode):  # a device, a folder, a pipe: its time is no transcript's
+            return None
+        written = datetime.fromtimestamp(status.st_mtime, timezone.utc)
+    except (OSError, ValueError, OverflowError):  # not on this machine (a remote caller's), or gone
+        return None
+    return written if written <= until else None
 
 
 def _covering(chain: list[tuple[str, tuple[dict[str, Any], str]]],

@@ -473,3 +473,34 @@ def test_an_item_without_a_proposal_names_its_command_for_the_vault_it_was_asked
     ran = memo("digest", "apply", "session_too_long:s1", "--as-of", "2026-03-11T09:00", vault=vault, check=False)
     assert ran.returncode == 1 and f"by hand: memo --vault-root {vault.resolve()} session show s1 --project web" \
         in " ".join(ran.stderr.split()), ran.stderr
+
+
+def test_an_agent_still_writing_its_transcript_is_not_a_stalled_session(tmp_path):
+    """Found by an operator: a hook session whose agent went on writing answers into its
+    transcript after the last prompt was listed as stalled, and a delegated end ended it at the
+    prompt — 0 minutes billed while the agent worked. The transcript's last write is activity."""
+    import os as _os
+
+    vault, now = tmp_path / "v", datetime.now(timezone.utc)
+    iso = lambda moment: moment.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    memo("session", "start", "h1", "--project", "web", "--start-time", iso(now - timedelta(hours=2)), vault=vault)
+    memo("prompt", "record", "--project", "web", "--session-id", "h1", "--body", "port the parser",
+         "--created", iso(now - timedelta(hours=2)), vault=vault)
+    transcript = tmp_path / "agent" / "h1.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_text("{}\n", encoding="utf-8")
+    path = vault / "projects/web/sessions/session-h1.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("\n---\n", f"\ntranscriptPath: {transcript}\n---\n", 1),
+                    encoding="utf-8")
+    memo("reindex", vault=vault)
+
+    def items(written_minutes_ago: int) -> list[dict]:
+        stamp = (now - timedelta(minutes=written_minutes_ago)).timestamp()
+        _os.utime(transcript, (stamp, stamp))
+        return json.loads(memo("--json", "digest", "--refresh", vault=vault).stdout)["items"]
+
+    assert items(5) == []  # written 5 minutes ago: the agent works (its last prompt is 2 hours old)
+    [stalled] = items(90)  # stalledMinutes = 60
+    assert stalled["id"] == "session_stalled:h1" and stalled["ageMinutes"] == 90
+    written = iso(now - timedelta(minutes=90)).replace("Z", ".000Z")
+    assert stalled["proposal"]["params"]["until"][:16] == written[:16]  # ended at the agent's last write
