@@ -371,11 +371,11 @@ def operator_audit(limit: int = typer.Option(50, "--limit", min=1, help="The las
 
     def human(rows: list[dict[str, Any]]) -> None:
         table = Table(title=f"{len(rows)} audit record{'' if len(rows) == 1 else 's'}")
-        for column in (f"at ({_zone_label()})", "actor", "action", "subject", "rule", "outcome"):
+        for column in (f"at ({_zone_label()})", "actor", "action", "subject", "project", "rule", "outcome"):
             table.add_column(column, overflow="fold")
-        for r in rows:
+        for r in rows:  # the project: a session id may be one of several projects'
             table.add_row(_local(r["at"], seconds=True), r["actor"], r["actionClass"], _short(r["subject"], 30),
-                          _short(r["policyRule"], 40), _short(r["outcome"], 50))
+                          _short(r.get("project") or "-", 30), _safe(r["policyRule"]), _short(r["outcome"], 50))
         out.print(table)
 
     _emit(records, human)

@@ -311,7 +311,8 @@ class ImportResult:
         line += (f", {self.revised} turn{'s' if self.revised != 1 else ''} whose text the transcript changed, "
                  f"rewritten") if self.revised else ""
         hook = self.superseded - self.rewound - self.copies
-        line += f", {hook} hook-captured records superseded by the transcript" if hook else ""
+        line += (f", {hook} hook-captured record{'s' if hook != 1 else ''} superseded by the transcript"
+                 if hook else "")
         line += (f", {self.copies} records of a SpecStory export superseded by the agent's own transcript of the "
                  f"same session") if self.copies else ""
         return line + (f", {self.rewound} turn{'s' if self.rewound != 1 else ''} the transcript no longer holds "
