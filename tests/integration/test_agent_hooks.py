@@ -403,3 +403,19 @@ def test_hooks_status_answers_while_the_config_file_is_broken_and_install_refuse
     refused = memo("hooks", "install", "codex", vault=vault, env=env, check=False)
     assert refused.returncode == 1 and "Invalid config" in refused.stderr
     assert not settings_file(home, "codex").exists()
+
+
+def test_project_hooks_with_no_memo_on_the_path_say_so_and_doctor_names_the_fix(tmp_path, repo):
+    """Found by an operator: ``hooks install … --project`` writes ``memo`` (no path of one machine
+    in a shared file); with no memo on the PATH nothing was captured and nothing said so, and
+    ``memo doctor`` suggested that same install, which answered "nothing to do"."""
+    import sys
+
+    home, vault = tmp_path / "home", tmp_path / "v"
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}  # no memo on it
+    ran = memo("hooks", "install", "claude-code", "--project", vault=vault, env=env, cwd=repo)
+    said = " ".join(ran.stderr.split())
+    link = f"ln -sf {Path(sys.executable).with_name('memo')} ~/.local/bin/memo"
+    assert "this repository's hooks run `memo` from the agent's PATH" in said and link in said
+    doctor = " ".join(memo("doctor", vault=vault, env=env, cwd=repo, check=False).stdout.split())
+    assert "which is not there: nothing is captured" in doctor and link in doctor

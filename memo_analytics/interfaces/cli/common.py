@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import typer
@@ -384,6 +385,13 @@ def note_new_client(client: str) -> None:
     """Say on stderr that ``client`` was new to the config and the vault when it was written."""
     err.print(_safe(f"note: {client!r} is a new client: no [clients] entry of the config and no other session has it "
                     "(any case); check the spelling, and give it billing terms to invoice it"))
+
+
+def on_path_command() -> str:
+    """The command that puts this memo on the PATH an agent's hooks run with (a repository's
+    hooks name ``memo``, no path of one machine): a link in ``~/.local/bin``."""
+    here = Path(sys.executable).with_name("memo")
+    return f"mkdir -p ~/.local/bin && ln -sf {shell_word(str(here))} ~/.local/bin/memo  # on the PATH of your shell"
 
 
 def _safe(text: object) -> str:

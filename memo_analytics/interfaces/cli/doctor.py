@@ -33,7 +33,7 @@ from typing import Any, Callable, Optional
 from pydantic.alias_generators import to_camel
 
 from ...domain.errors import MemoError
-from .common import _emit, _safe, _settings, app, out, state
+from .common import _emit, _safe, _settings, app, on_path_command, out, state
 
 #: Debian's Chromium, which the browser tests drive through Playwright
 CHROMIUM = Path("/usr/bin/chromium")
@@ -415,7 +415,8 @@ def _hooks(settings: Any) -> Check:
     broken = [(i, program) for i in installed for program in i["notFound"]]
     if broken:
         item, program = broken[0]
-        again = f"memo hooks install {item['agent']}{' --project' if item['level'] == 'project' else ''}"
+        again = (on_path_command() if "/" not in program and "\\" not in program else  # the PATH lacks memo
+                 f"memo hooks install {item['agent']}{' --project' if item['level'] == 'project' else ''}")
         return Check("hooks", title, False, False, f"{item['agent']}'s hooks in {item['path']} run {program}, which "
                      "is not there: nothing is captured" + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
                      [], again)

@@ -4,6 +4,8 @@ again, or say what is installed where (:mod:`memo_analytics.services.agent_hooks
 
 from __future__ import annotations
 
+import shutil
+
 from pathlib import Path
 from typing import Any, Optional
 
@@ -13,7 +15,7 @@ from rich.table import Table
 from ...domain.errors import InvalidFieldError
 from ...services import agent_hooks
 from ...services.store import repository_root
-from .common import _emit, _safe, app, err, out, state
+from .common import _emit, _safe, app, err, on_path_command, out, state
 
 hooks_app = typer.Typer(help="Capture every turn automatically: memo's entries in the agents' hook settings.",
                         no_args_is_help=True)
@@ -78,6 +80,10 @@ def hooks_install(agent: str = typer.Argument(..., metavar="AGENT", help=_AGENT_
         note = _NOTES.get(agent, ("", ""))[r["level"] == "project"]
         if note:
             out.print(note)
+        if r["level"] == "project" and shutil.which("memo") is None:  # hooks always exit 0: nothing said it
+            err.print(_safe(f"note: this repository's hooks run `memo` from the agent's PATH (the file is shared, "
+                            f"so no path of this machine is written), and this PATH has none: nothing would be "
+                            f"captured; put it there: {on_path_command()}"))
         out.print("Now just work: each prompt goes to the team daemon (its dashboard lists them; `memo doctor` "
                   "checks it takes this machine's token)." if state.settings.mode == "remote" else
                   "Now just work: each prompt lands in the vault (`memo prompt list`).")
