@@ -81,6 +81,15 @@ class DigestView:
         if len(items) > SHOWN:
             self.items.append(html_pane(f'<span class="muted">… and {len(items) - SHOWN} more '
                                         f'(<code>memo digest</code> lists them all)</span>', margin=(0, 10)))
+        acted = (digest.get("operator") or {}).get("acted") or []
+        if acted:  # what the operator did by itself, as memo digest says it (a team lead reading only this missed it)
+            lines = "<br>".join(f'{esc(r.get("actionClass", ""))} on <b>{esc(r.get("subject", ""))}</b> '
+                                f'({esc(r.get("project") or "-")}) — {esc(r.get("outcome", ""))} '
+                                f'<span class="muted">at {esc(r.get("at", ""))}</span>' for r in acted[-10:])
+            self.items.append(html_pane(f'<div class="memo-digest-acted"><span class="muted small">the operator acted '
+                                        f'by itself in the last 24 h ({len(acted)}; memo operator audit lists every '
+                                        f'action):</span><br>{lines}</div>', sizing_mode="stretch_width",
+                                        margin=(6, 10)))
 
     def _row(self, item: dict[str, Any]) -> pn.Row:
         text = html_pane(item_html(item), sizing_mode="stretch_width", margin=(4, 10))

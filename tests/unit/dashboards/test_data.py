@@ -151,3 +151,25 @@ def test_billable_work_without_a_client_has_a_button_naming_the_projects_client(
     apply.clicks += 1
     assert "Applied: file forgot under Acme Corp" in view.message.object and view.items.objects == []
     assert store.read("web", "session", "session-forgot")[0]["client"] == "Acme Corp"
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_what_the_operator_did_by_itself_is_shown_beside_the_digest(store):
+    """Found by an operator: `memo digest` printed "operator: end_stale_session on … — applied",
+    the dashboard said "Nothing needs you now" and nothing of the action."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.dashboards.digest_view import DigestView
+    from memo_analytics.operator.policy import allow
+    from memo_analytics.services.prompts import record_prompt
+    from memo_analytics.services.requests import RecordPromptRequest, StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+
+    start = datetime.now(timezone.utc) - timedelta(hours=3)
+    start_session(store, StartSessionRequest(session_id="idle", project="web", start_time=start))
+    record_prompt(store, RecordPromptRequest(session_id="idle", project="web", body="tidy", created=start))
+    allow(store, "end_stale_session", "web")
+    view = DigestView(DashboardData(store))
+    shown = " ".join(o.object for o in view.items.objects if isinstance(getattr(o, "object", None), str))
+    assert "the operator acted by itself in the last 24 h (1;" in shown
+    assert "end_stale_session on <b>idle</b> (web) — applied" in shown
