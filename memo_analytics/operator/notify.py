@@ -108,6 +108,8 @@ def _load(store: VaultStore, now: datetime) -> dict[str, Any]:
             usable = False
         state[key] = value if usable else None
         dropped += [] if usable else [key]
+    error = data.get("lastError")
+    state["lastError"] = error[:300] if isinstance(error, str) else None
     failures = data.get("failures", 0)
     state["failures"] = failures if isinstance(failures, int) and not isinstance(failures, bool) and \
         0 <= failures <= 10_000 else 0
@@ -119,6 +121,19 @@ def _load(store: VaultStore, now: datetime) -> dict[str, Any]:
         log.warning("%s: %s not usable (not an instant of the past, not a count); started afresh for %s",
                     _state_path(store), ", ".join(dropped), "it" if len(dropped) == 1 else "them")
     return state
+
+
+def notification_status(store: VaultStore, now: datetime | None = None) -> dict[str, Any]:
+    """Whether the webhook hears of the digest, for ``memo operator status``: ``{webhook}`` (its
+    host only, or None when none is set) and, from ``notify.json``, ``lastSentAt``,
+    ``pendingSince`` (items waiting to be sent since), ``failures`` (tries failed in a row),
+    ``retryAt`` and ``lastError`` (the last failure, its URL's secrets left out). A team lead saw
+    failures only in the watch's log."""
+    url = store.settings.operator.webhook_url
+    state = _load(store, now or utcnow()) if store.exists else {}
+    return {"webhook": webhook_label(url) if url else None,
+            **{key: state.get(key) for key in ("lastSentAt", "pendingSince", "retryAt", "lastError")},
+            "failures": state.get("failures", 0)}
 
 
 def _save(store: VaultStore, state: dict[str, Any]) -> None:
@@ -274,14 +289,14 @@ def offer(store: VaultStore, digest: dict[str, Any], now: datetime | None = None
         if error is not None:
             failures = int(state.get("failures") or 0) + 1
             wait = min(BACKOFF_SECONDS * 2 ** (failures - 1), BACKOFF_CAP_SECONDS)
-            state.update(failures=failures, retryAt=to_iso(now + timedelta(seconds=wait)))
+            state.update(failures=failures, retryAt=to_iso(now + timedelta(seconds=wait)), lastError=error)
             _save(store, state)
             return {"sent": 0, "items": [], "failed": True,
                     "reason": f"failed: {error} (webhook {webhook_label(url)}; try {failures}, the next after "
                               f"{state['retryAt']})"}
         for key in keys:
             state["sent"][key] = to_iso(now)
-        state.update(lastSentAt=to_iso(now), pendingSince=None, failures=0, retryAt=None)
+        state.update(lastSentAt=to_iso(now), pendingSince=None, failures=0, retryAt=None, lastError=None)
         if acted:
             state["actionsReportedUntil"] = max(r["at"] for r in acted)
         _save(store, state)

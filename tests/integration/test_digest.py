@@ -136,7 +136,8 @@ def test_cli_apply_allow_revoke_and_audit(tmp_path):
                                                          "(projects: web)")  # it had said "delegated … for wbe"
     assert memo("operator", "status", vault=vault).stdout.splitlines() == [
         "operator on: delegated actions run on digest passes",
-        "no delegation: nothing runs by itself (memo operator allow ACTION --project PROJECT)"]
+        "no delegation: nothing runs by itself (memo operator allow ACTION --project PROJECT)",
+        "webhook: none (operator.webhookUrl): the digest is kept, nothing is sent"]
     memo("operator", "allow", "end_stale_session", "--project", "web", vault=vault)
     status = json.loads(memo("--json", "operator", "status", vault=vault).stdout)
     assert (status["off"], list(status["grants"]), list(status["grants"]["web"])) == (False, ["web"],

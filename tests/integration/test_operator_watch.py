@@ -122,6 +122,12 @@ def test_once_exits_non_zero_when_the_notification_failed(tmp_path):
             in failed.stdout and "secretpath" not in failed.stdout  # the host named, never the path
         again = memo("operator", "watch", "--once", vault=vault, env=env, check=False)  # within the back-off
         assert again.returncode == 1 and "backing off until" in again.stdout
+        # found by an operator: failures showed in the watch's log alone; status says them
+        status = " ".join(memo("operator", "status", vault=vault, env=env).stdout.split())
+        assert f"webhook http://127.0.0.1:{port}: nothing sent yet; FAILING: 1 try in a row, the next after " \
+            in status and "URLError" in status and "secretpath" not in status
+        as_json = json.loads(memo("--json", "operator", "status", vault=vault, env=env).stdout)["notifications"]
+        assert (as_json["failures"], as_json["webhook"]) == (1, f"http://127.0.0.1:{port}")  # backing off: no new try
 
 
 def test_a_stale_cached_digest_is_recomputed_not_sent(tmp_path, receiver):

@@ -335,9 +335,10 @@ def operator_revoke(
 @operator_app.command("status")
 def operator_status() -> None:
     """Whether the operator runs, and every delegation: action class, project, since when."""
+    from ...operator.notify import notification_status
     from ...operator.policy import load
 
-    data = load(state.store)
+    data = {**load(state.store), "notifications": notification_status(state.store)}
 
     def human(r: dict[str, Any]) -> None:
         grants = [(project, action_class, grant["grantedAt"]) for project, classes in sorted(r["grants"].items())
@@ -348,6 +349,19 @@ def operator_status() -> None:
             out.print(_safe(f"  {action_class} for {project} (since {_local(since)} {_zone_label()})"))
         if not grants:
             out.print("no delegation: nothing runs by itself (memo operator allow ACTION --project PROJECT)")
+        n = r["notifications"]  # whether anyone hears of it: failures were in the watch's log alone
+        if not n["webhook"]:
+            out.print("webhook: none (operator.webhookUrl): the digest is kept, nothing is sent")
+            return
+        sent = f"last sent {_local(n['lastSentAt'])} {_zone_label()}" if n["lastSentAt"] else "nothing sent yet"
+        line = f"webhook {n['webhook']}: {sent}"
+        if n["failures"]:
+            line += (f"; FAILING: {n['failures']} tr{'y' if n['failures'] == 1 else 'ies'} in a row"
+                     + (f", the next after {_local(n['retryAt'])} {_zone_label()}" if n["retryAt"] else "")
+                     + (f" ({n['lastError']})" if n["lastError"] else ""))
+        elif n["pendingSince"]:
+            line += f"; items waiting since {_local(n['pendingSince'])} {_zone_label()}"
+        out.print(_safe(line), soft_wrap=True)
 
     _emit(data, human)
 
