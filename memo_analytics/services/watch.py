@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..domain.errors import InvalidFieldError, MemoError, full_disk_error
-from ..vault.io import file_identity, read_json_state, write_json_state
+from ..vault.io import file_identity, open_regular, read_json_state, write_json_state
 from ..vault.redact import redact_secrets
 from .importers import IMPORTERS, load_importer, opencode
 from .importers.common import ImportOptions, ImportResult, format_of, run_import, walk_files, with_imported_siblings
-from .importers.lines import open_regular
 from .store import VaultStore
 
 #: (source, folder under the home folder) of every transcript store memo can import.

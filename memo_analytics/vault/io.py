@@ -7,6 +7,7 @@ target, so a crash leaves either the old or the new file, never a torn one.
 from __future__ import annotations
 
 import ctypes
+import errno
 import itertools
 import os
 import stat
@@ -14,7 +15,7 @@ import sys
 from datetime import date, datetime, timezone
 from pathlib import Path
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 
 from ..domain.clock import to_iso
@@ -36,26 +37,44 @@ _FILE_MODE = 0o666 & ~_current_umask()
 TEMP_SUFFIX = ".tmp"
 
 
+def open_regular(path: Path | str, follow_links: bool = True) -> BinaryIO:
+    """``path`` opened for reading in binary, when it is a regular file when opened: it is opened
+    without waiting (``O_NONBLOCK``) and its type read from the open handle. Checking the type
+    first and opening after let a file swapped for a named pipe in between (a symbolic link
+    flipped) hold the reader for good, waiting for a writer. ``follow_links=False``: a symbolic
+    link is not opened either (``O_NOFOLLOW``).
+
+    Raises
+    ------
+    OSError
+        The file cannot be opened, or is not a regular file (a pipe, a device, a folder: ``EINVAL``).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags if follow_links else flags | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a pipe, a device or a folder): memo reads files only",
+                          str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_regular_file(path: Path, max_bytes: int) -> bytes | None:
     """The bytes of ``path`` when it is a regular file of at most ``max_bytes``, else None: a
-    missing file, a FIFO or a device (opened without blocking), a symbolic link or a larger file
+    missing file, a FIFO or a device (:func:`open_regular`), a symbolic link or a larger file
     is never read. For machine-local caches memo keeps under ``.memo/``.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as handle:
+        with open_regular(path, follow_links=False) as handle:
+            if os.fstat(handle.fileno()).st_size > max_bytes:
+                return None
             data = handle.read(max_bytes + 1)
-        return data if len(data) <= max_bytes else None
     except OSError:
         return None
-    finally:
-        os.close(fd)
+    return data if len(data) <= max_bytes else None
 
 
 def atomic_write_bytes(path: Path, data: bytes, durable: bool = True, mode: int | None = None) -> None:

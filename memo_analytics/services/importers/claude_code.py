@@ -56,7 +56,8 @@ from pathlib import Path
 
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
-from .lines import NOT_JSON, open_regular, parse_json_line
+from ...vault.io import open_regular
+from .lines import NOT_JSON, parse_json_line
 from .common import (HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, take_working_folder,
                      other_format)
 from .resume import FoldReader, allow

@@ -6,11 +6,12 @@ from __future__ import annotations
 import errno
 import json
 import os
-import stat
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Iterator
 
 import orjson
+
+from ...vault.io import open_regular
 
 #: What :func:`json_records` gives for a line that is not JSON.
 NOT_JSON = object()
@@ -95,30 +96,6 @@ def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
 #: The largest transcript read (bytes): one is read whole, and parsing holds about three times
 #: its size; a larger file (or one growing without end in a watched folder) is named, not read.
 MAX_TRANSCRIPT_BYTES = 1 << 30
-
-
-def open_regular(path: Path | str) -> BinaryIO:
-    """``path`` opened for reading in binary, when it is a regular file when opened.
-
-    A walk checks a file's type, then an import opens it: a transcript swapped for a named pipe
-    in between (a symbolic link flipped) held the import for good, waiting for a writer. The
-    file is opened without waiting (``O_NONBLOCK``) and its type read from the open handle.
-
-    Raises
-    ------
-    OSError
-        The file cannot be opened, or is not a regular file (a pipe, a device, a folder: ``EINVAL``).
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a pipe, a device or a folder): memo reads transcript "
-                                        "files only", str(path))
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def read_transcript(path: Path) -> bytes:

@@ -39,10 +39,10 @@ from typing import Any, Callable, Protocol
 import orjson
 
 from ...config import MAX_BODY_BYTES
-from ...vault.io import read_regular_file
+from ...vault.io import open_regular, read_regular_file
 from ...vault.redact import redact_secrets
 from .lines import (MAX_TRANSCRIPT_BYTES, NOT_JSON, check_transcript_size, decode_line, may_be_unfinished,
-                    open_regular, parse_json_line)
+                    parse_json_line)
 
 #: Files smaller than this are read whole (loading a checkpoint costs about as much as reading them).
 RESUME_FROM_BYTES = 256 * 1024
