@@ -125,8 +125,9 @@ class PromptTool:
         if parsed.action == "export_story":
             sent = parsed.model_dump(by_alias=True, exclude_none=True, exclude={"action", "output", "overwrite"})
             return export_remote_story(settings, sent, parsed.output, bool(parsed.overwrite))
-        return remote.call(settings, {"action": parsed.action,
-                                      **parsed.model_dump(by_alias=True, exclude_none=True, exclude={"action"})})
+        answer = remote.call(settings, {"action": parsed.action,
+                                        **parsed.model_dump(by_alias=True, exclude_none=True, exclude={"action"})})
+        return remote.checked_answer(settings, parsed.action, answer)  # as the CLI takes it
 
 
 #: What every answer of the tool is: the action's JSON object (each action's description

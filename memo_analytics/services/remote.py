@@ -308,3 +308,68 @@ def post(settings: Settings, route: str, payload: dict[str, Any], answers: tuple
     except ValueError as exc:
         raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} answered something memo cannot use: "
                         f"{exc if 'answer' in str(exc) else 'not JSON'}") from None
+
+
+_RECORD = {"id": str, "project": str}
+_PAGE = {"items": list, "total": int}
+#: The fields each forwarded action's answer must have, of these types (a record, a page, a report).
+_ANSWER_SHAPES: dict[str, dict[str, type]] = {
+    "record": _RECORD, "get": _RECORD, "prompt_detail": _RECORD, "session_start": _RECORD, "session_end": _RECORD,
+    "list": _PAGE, "search": _PAGE, "session": _PAGE,
+    "activity_report": {"totalDurationMinutes": int, "sessions": list, "byClient": dict},
+}
+#: The fields of a record printed on one line: a line end in one printed a forged line below it.
+_ONE_LINE_FIELDS = ("id", "project", "sessionId", "status", "source", "ide", "model", "agent", "taskSlug", "client",
+                    "branch", "gitSha", "owner", "created", "updated", "startTime", "endTime")
+
+
+def checked_answer(settings: Settings, action: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer``, the daemon's to the tool action ``action``, when it has the shape a vault's
+    answer has (SPEC §2.7): a record is a record (its one-line fields on one line), a page holds
+    at most 100 records, a report its totals. For every interface that shows a daemon's answer
+    (the CLI's tables and ``--json``, the MCP tool).
+
+    Raises
+    ------
+    MemoError
+        ``Remote daemon … answered something memo cannot use``: the first thing wrong with it.
+    """
+    shape = _ANSWER_SHAPES.get(action, {})
+    problem = next((f"has no {key} of the right type" for key, kind in shape.items()
+                    if not isinstance(answer.get(key), kind) or isinstance(answer.get(key), bool) or (
+                        kind is list and not all(isinstance(item, dict) for item in answer[key]))), None)
+    if problem is None and shape is _PAGE:
+        problem = _page_problem(answer)
+    elif problem is None and shape is _RECORD:
+        problem = _record_problem(answer)
+    if problem:
+        raise MemoError(f"Remote daemon {mask_url(settings.remote.url or '(remote.url)')} answered something memo "
+                        f"cannot use: its {action} answer {problem}")
+    return answer
+
+
+def _page_problem(page: dict[str, Any]) -> str | None:
+    """What a daemon's page of records holds that no vault record does (a table printed 5,000
+    rows before failing on one, a string printed as a session's minutes), or None."""
+    if len(page["items"]) > 100:  # a page holds at most limit ≤ 100 items
+        return f"holds {len(page['items'])} items on one page (at most 100)"
+    for record in [*page["items"], *([page["session"]] if isinstance(page.get("session"), dict) else [])]:
+        problem = _record_problem(record)
+        if problem:
+            return problem
+    return None
+
+
+def _record_problem(record: dict[str, Any]) -> str | None:
+    """What a daemon's record holds that no vault record does, or None."""
+    from ..domain.records import normalize_meta
+    from ..domain.wire import is_one_plain_line
+
+    try:
+        normalize_meta(record)
+    except (ValueError, MemoError) as exc:
+        return f"holds a record that is none ({str(exc)[:120]})"
+    for name in _ONE_LINE_FIELDS:
+        if isinstance(record.get(name), str) and not is_one_plain_line(record[name]):
+            return f"holds a record whose {name} is not one plain line"
+    return None

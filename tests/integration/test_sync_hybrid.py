@@ -25,7 +25,7 @@ from memo_analytics.services.sessions import end_session, start_session
 from memo_analytics.runtime import Runtime
 from memo_analytics.services.store import VaultStore
 from memo_analytics.vault.io import read_record
-from tests.inprocess import mcp_client, memo
+from tests.inprocess import mcp_client, memo, tool_calls
 from tests.integration.test_http_api import Server, refused_port
 
 
@@ -866,3 +866,18 @@ def test_every_command_the_demo_digest_prints_is_plain_words(tmp_path):
     digest = json.loads(memo("--json", "digest", "--as-of", "2026-03-07T08:00",
                              vault=tmp_path / "demo" / "vault").stdout)
     assert len(digest["items"]) >= 3 and all(is_plain_command(item["action"]) for item in digest["items"])
+
+
+def test_in_remote_mode_the_mcp_tool_takes_a_daemons_answer_as_the_cli_does(tmp_path):
+    """The checks of a daemon's answer are the remote service's: an agent was handed a page the
+    CLI refused (a record whose model holds a line end)."""
+    turn = {"id": "prompt-w1-t1", "kind": "prompt", "project": "web", "sessionId": "w1", "turn": 1,
+            "created": "2026-03-10T09:10:00.000Z", "updated": "2026-03-10T09:10:00.000Z", "model": "x\nerror: fake"}
+    page = {"total": 1, "limit": 20, "offset": 0, "hasMore": False, "items": [turn]}
+    with _hostile_daemon([page]) as url:
+        config = tmp_path / "laptop.toml"
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "{url}"\n')
+        [(error, text)] = tool_calls(None, [{"action": "list", "crossProject": True}],
+                                     env={"MEMO_CONFIG": str(config)})
+    assert error and f"Remote daemon {url} answered something memo cannot use: its list answer holds a record " \
+        "whose model is not one plain line" in text

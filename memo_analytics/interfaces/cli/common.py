@@ -319,61 +319,7 @@ def answer_of(action: str, request: Any, here: Callable[[], dict[str, Any]]) -> 
     # the tool's fields; what only this machine's own writes use (source, extra) is not sent
     fields = {field.alias or name for name, field in PromptToolInput.model_fields.items()}
     answer = remote.call(state.settings, {"action": action, **{k: v for k, v in arguments.items() if k in fields}})
-    for key, kind in _ANSWER_SHAPES.get(action, {}).items():  # what the tables and --json callers rely on
-        value = answer.get(key)
-        if not isinstance(value, kind) or isinstance(value, bool) or (
-                kind is list and not all(isinstance(item, dict) for item in value)):
-            raise MemoError(f"Remote daemon {on_remote()} answered something memo cannot use: its {action} answer has "
-                            f"no {key} of the right type")
-    shape = _ANSWER_SHAPES.get(action)
-    if shape is _PAGE or shape is _RECORD:
-        problem = _page_problem(answer) if shape is _PAGE else _record_problem(answer)
-        if problem:
-            raise MemoError(f"Remote daemon {on_remote()} answered something memo cannot use: its {action} answer "
-                            f"{problem}")
-    return answer
-
-
-def _page_problem(page: dict[str, Any]) -> str | None:
-    """What a daemon's page of records holds that no vault record does (a table printed 5,000
-    rows before failing on one, a string printed as a session's minutes), or None."""
-    if len(page["items"]) > 100:  # a page holds at most limit ≤ 100 items
-        return f"holds {len(page['items'])} items on one page (at most 100)"
-    for record in [*page["items"], *([page["session"]] if isinstance(page.get("session"), dict) else [])]:
-        problem = _record_problem(record)
-        if problem:
-            return problem
-    return None
-
-
-#: The fields of a record printed on one line: a line end in one printed a forged line below it.
-_ONE_LINE_FIELDS = ("id", "project", "sessionId", "status", "source", "ide", "model", "agent", "taskSlug", "client",
-                    "branch", "gitSha", "owner", "created", "updated", "startTime", "endTime")
-
-
-def _record_problem(record: dict[str, Any]) -> str | None:
-    """What a daemon's record holds that no vault record does, or None."""
-    from ...domain.records import normalize_meta
-    from ...domain.wire import is_one_plain_line
-
-    try:
-        normalize_meta(record)
-    except (ValueError, MemoError) as exc:
-        return f"holds a record that is none ({str(exc)[:120]})"
-    for name in _ONE_LINE_FIELDS:
-        if isinstance(record.get(name), str) and not is_one_plain_line(record[name]):
-            return f"holds a record whose {name} is not one plain line"
-    return None
-
-
-_RECORD = {"id": str, "project": str}
-_PAGE = {"items": list, "total": int}
-#: The fields each forwarded action's answer must have, of these types (a record, a page, a report).
-_ANSWER_SHAPES: dict[str, dict[str, type]] = {
-    "record": _RECORD, "get": _RECORD, "prompt_detail": _RECORD, "session_start": _RECORD, "session_end": _RECORD,
-    "list": _PAGE, "search": _PAGE, "session": _PAGE,
-    "activity_report": {"totalDurationMinutes": int, "sessions": list, "byClient": dict},
-}
+    return remote.checked_answer(state.settings, action, answer)  # what the tables and --json callers rely on
 
 
 def _check_scope(project: Optional[str], all_projects: bool) -> None:
