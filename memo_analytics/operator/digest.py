@@ -162,11 +162,16 @@ def _since(minutes: int) -> str:
     return f"{minutes / 1440:.1f} d" if minutes >= 2 * 1440 else _hours(minutes)
 
 
-def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolicy) -> Item | None:
+def _last_activity(session: dict[str, Any]) -> datetime:
+    """When an open session last saw work: its last turn, or the last write of its agent's
+    transcript after it (``lastActivityAt``: the agent's answers), never before its start."""
     start = from_iso(session["startTime"])
-    last = from_iso(session["lastTurnAt"]) if session.get("lastTurnAt") else start
-    worked = max(last, start)  # and the agent's transcript, written after its last turn (its answers)
-    last = max(worked, from_iso(session["lastActivityAt"])) if session.get("lastActivityAt") else worked
+    moments = [session.get("lastTurnAt"), session.get("lastActivityAt")]
+    return max([start, *(from_iso(m) for m in moments if m)])
+
+
+def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolicy) -> Item | None:
+    start, last = from_iso(session["startTime"]), _last_activity(session)
     open_minutes = _age(start, now)
     idle_minutes = _age(last, now)
     billable = session.get("billable", True) is not False
@@ -410,10 +415,7 @@ def next_due(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> datet
     hand-off becomes unclaimed): the digest must be recomputed then even if nothing changed."""
     due: list[datetime] = []
     for session in snapshot.open_sessions:
-        start = from_iso(session["startTime"])
-        last = max(from_iso(session["lastTurnAt"]) if session.get("lastTurnAt") else start, start)
-        if session.get("lastActivityAt"):
-            last = max(last, from_iso(session["lastActivityAt"]))
+        start, last = from_iso(session["startTime"]), _last_activity(session)
         due += [start + timedelta(hours=policy.open_too_long_hours), last + timedelta(minutes=policy.stalled_minutes)]
     for baton in snapshot.pending_handoffs:
         due.append(from_iso(baton["created"]) + timedelta(hours=policy.handoff_unclaimed_hours))

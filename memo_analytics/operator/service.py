@@ -126,9 +126,8 @@ def run_digest(store: VaultStore, request, now: datetime | None = None) -> dict[
         return digest_as_of(store, request.as_of)
     now = now or utcnow()
     digest = current_digest(store, now=now, force=request.refresh)
-    age = (now - from_iso(digest["computedAt"])).total_seconds()
-    if request.max_age_seconds is not None and not digest.get("error") and (
-            digest.get("stale") or (digest.get("cached") and age > request.max_age_seconds)):
+    if request.max_age_seconds is not None and not digest.get("error") and (digest.get("stale") or (
+            digest.get("cached") and (now - from_iso(digest["computedAt"])).total_seconds() > request.max_age_seconds)):
         digest = current_digest(store, now=now, force=True)
     fallbacks: list[dict[str, Any]] = []
     try:
