@@ -49,7 +49,9 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     install_log_redaction()
     server = pn.serve(
         {"/": lambda: create_app(store)}, port=port, address=host, websocket_origin=origins, show=False,
-        start=start, title="memo", extra_patterns=api_patterns(runtime, token, confined=not is_loopback(host)),
+        # verbose=False: `memo serve` says where it listens itself (Panel's line went to stdout)
+        start=start, title="memo", verbose=False,
+        extra_patterns=api_patterns(runtime, token, confined=not is_loopback(host)),
         basic_auth=token if token else None, cookie_secret=token if token else None, threaded=False,
         # our sign-in page: Panel's loads its logo from a CDN (a request out of loopback on every visit)
         login_template=str(templates_dir() / "dashboard_login.html.j2") if token else None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -566,3 +567,16 @@ def test_a_server_whose_hybrid_remote_is_itself_is_refused(tmp_path):
     assert ran.returncode == 1 and ran.stderr.strip() == (
         f"error: Invalid hybrid.remoteUrl: http://localhost:{port} is this server itself: it would push every record "
         "to itself; give the team daemon a config of its own (MEMO_CONFIG=FILE memo serve), mode local")
+
+
+@pytest.mark.parametrize("sig, said", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
+def test_a_server_stopped_by_a_signal_says_so_and_exits_0(tmp_path, sig, said):
+    """Found by an operator: ``memo serve`` under a service manager stopped by SIGTERM exited 143
+    without a word (and Ctrl-C said ``error: aborted``, exit 130). The signal is taken from before
+    the ready line on, so a stop sent the moment the line is read is a clean stop too."""
+    server = Server(tmp_path / "vault")
+    server.proc.send_signal(sig)  # at once, the ready line just read
+    rest = server.proc.stderr.read()
+    assert server.proc.wait(20) == 0, rest
+    server.proc.stderr.close()
+    assert rest.strip().splitlines()[-1] == f"memo serve: stopped ({said})"

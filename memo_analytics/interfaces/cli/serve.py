@@ -11,7 +11,7 @@ import typer
 from ...domain.errors import InvalidFieldError
 from ...domain.hosts import check_bind
 from ...runtime import server as server_launcher
-from .common import app, err, state
+from .common import app, err, restore_sigterm, state, stop_on_sigterm
 
 
 def _check_free(host: str, port: int, field: str, hint: str) -> None:
@@ -67,9 +67,18 @@ def serve(
         raise InvalidFieldError("port", f"{host}:{wanted} cannot be used ({exc.strerror or exc}); "
                                         "choose another with --port") from None
     mcp_line = f"; MCP at http://{host}:{mcp_port}/mcp" if mcp_port else ""
-    err.print(f"memo serve: http://{host}:{server.port}/ (API under /api/){mcp_line} — Ctrl-C to stop")
-    server.start()
-    server.io_loop.start()
+    # SIGTERM (a service manager, `kill`) stops it as Ctrl-C does, from before the ready line on:
+    # whoever reads that line may stop the server at once
+    stopped_by = stop_on_sigterm()
+    try:
+        err.print(f"memo serve: http://{host}:{server.port}/ (API under /api/){mcp_line} — Ctrl-C to stop")
+        server.start()
+        server.io_loop.start()  # Panel's own SIGINT handler stops the loop: Ctrl-C returns here
+    except KeyboardInterrupt:
+        pass
+    finally:
+        restore_sigterm(stopped_by)
+    err.print(f"memo serve: stopped ({stopped_by[0] or 'Ctrl-C'})")
 
 
 def _check_not_itself(settings, host: str, port: int) -> None:
