@@ -70,6 +70,7 @@ def create_app(store: VaultStore) -> pn.viewable.Viewable:
     vaults of its settings, read-only)."""
     data = DashboardData(store)
     digest = DigestView(data)
+    digest.auto_refresh(store.settings.operator.dashboard_refresh_seconds)
     prompts = PromptsView(data)
 
     def rules() -> pn.viewable.Viewable:

@@ -52,6 +52,7 @@ class DigestView:
         self.refresh_button = pn.widgets.Button(label="↻ Refresh", button_type="light", width=100,
                                                 css_classes=["memo-digest-refresh"])
         self.refresh_button.on_click(lambda _: self.refresh(force=True))
+        self._shown: tuple | None = None  # what the list shows (refresh rebuilds it only when this changes)
         self.layout = pn.Column(
             pn.Row(self.header, pn.layout.HSpacer(), self.refresh_button, sizing_mode="stretch_width"),
             self.message, self.items, sizing_mode="stretch_width", css_classes=["memo-digest"],
@@ -60,13 +61,23 @@ class DigestView:
         )
         self.refresh()
 
-    def refresh(self, force: bool = False) -> None:
-        """Re-read the digest (``force``: recompute, not the cached answer)."""
+    def auto_refresh(self, seconds: float) -> None:
+        """Show the digest again every ``seconds`` (recomputed when older than that) while the
+        page is open: an operator who keeps the dashboard open sees a session stall without
+        pressing ↻. The list is rebuilt only when what it shows changed."""
+        if seconds > 0 and pn.state.curdoc is not None:
+            pn.state.add_periodic_callback(lambda: self.refresh(max_age_seconds=max(1, int(seconds))),
+                                           period=int(seconds * 1000))
+
+    def refresh(self, force: bool = False, max_age_seconds: int | None = None) -> None:
+        """Re-read the digest (``force``: recompute, not the cached answer; ``max_age_seconds``:
+        recompute a cached answer older than that)."""
         try:
-            digest = self.data.digest(refresh=force)
+            digest = self.data.digest(refresh=force, max_age_seconds=max_age_seconds)
         except MemoError as exc:
             self.header.object = note("error", f"The digest could not be computed: {exc}")
             self.items.objects = []
+            self._shown = None
             return
         items = digest["items"]
         beyond = sum(digest.get("beyondHorizon", {}).values())
@@ -74,14 +85,21 @@ class DigestView:
         title = f"{len(items)} {'item needs' if len(items) == 1 else 'items need'} you" if items \
             else "Nothing needs you now"
         scrolls = " · scroll the list for all of them" if len(items) > VISIBLE else ""
+        computed = digest.get("computedAt") or digest.get("asOf")
+        fresh = f" · computed {esc(self._clock(computed))}" if computed else ""
         self.header.object = (f'<h3 class="section">Operator digest — {esc(title)}</h3>'
                               f'<span class="muted small">ranked: waiting on you first, then billable minutes at '
-                              f'stake, then age{esc(older)}{esc(scrolls)}</span>')
+                              f'stake, then age{esc(older)}{esc(scrolls)}{fresh}</span>')
+        acted = (digest.get("operator") or {}).get("acted") or []
+        shown = (tuple((i["id"], i["project"], i["fingerprint"], i["why"], i["action"], i.get("vault")) for i in items),
+                 tuple(sorted(str(r) for r in acted)))
+        if shown == self._shown:
+            return  # nothing the list shows changed: its buttons stay as they are under the pointer
+        self._shown = shown
         self.items.objects = [self._row(item) for item in items[:SHOWN]]
         if len(items) > SHOWN:
             self.items.append(html_pane(f'<span class="muted">… and {len(items) - SHOWN} more '
                                         f'(<code>memo digest</code> lists them all)</span>', margin=(0, 10)))
-        acted = (digest.get("operator") or {}).get("acted") or []
         if acted:  # what the operator did by itself, as memo digest says it (a team lead reading only this missed it)
             lines = "<br>".join(f'{esc(r.get("actionClass", ""))} on <b>{esc(r.get("subject", ""))}</b> '
                                 f'({esc(r.get("project") or "-")}) — {esc(r.get("outcome", ""))} '
@@ -90,6 +108,13 @@ class DigestView:
                                         f'by itself in the last 24 h ({len(acted)}; memo operator audit lists every '
                                         f'action):</span><br>{lines}</div>', sizing_mode="stretch_width",
                                         margin=(6, 10)))
+
+    def _clock(self, instant: str) -> str:
+        """``instant`` (UTC) as the time of day in the vault's zone, with the zone."""
+        from memo_analytics.domain.clock import from_iso
+
+        local = from_iso(instant).astimezone(self.data.store.zone)
+        return f"{local:%H:%M:%S} {local.tzname() or ''}".strip()
 
     def _row(self, item: dict[str, Any]) -> pn.Row:
         text = html_pane(item_html(item), sizing_mode="stretch_width", margin=(4, 10))

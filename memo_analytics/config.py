@@ -271,6 +271,8 @@ class OperatorPolicy(BaseModel):
     hour, delegated actions on that session fall back to proposals (per session, SPEC §6:
     every other session's stale state is still acted on).
     ``stories_dir``: where the ``export_story`` action writes stories (outside any vault).
+    ``dashboard_refresh_seconds``: an open dashboard shows the digest again this often, as
+    recomputed when older than that (0: only its refresh button does).
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
@@ -286,6 +288,7 @@ class OperatorPolicy(BaseModel):
     webhook_timeout_seconds: float = Field(default=10.0, ge=1, le=300)
     max_auto_actions_per_hour: int = Field(default=3, ge=0, le=1000)
     stories_dir: Path = Field(default_factory=lambda: Path.home() / ".memo" / "stories")
+    dashboard_refresh_seconds: float = Field(default=30.0, ge=0, le=3600)
 
     @field_validator("webhook_url")
     @classmethod

@@ -280,9 +280,10 @@ class DashboardData:
                                                                          promote=destination))["promoted"]
 
     # ---------------------------------------------------------------- digest
-    def digest(self, refresh: bool = False) -> dict[str, Any]:
-        """The ``digest`` action (``refresh``: recompute, not the cached answer)."""
-        return run_action(self.store, "digest", DigestRequest(refresh=refresh))
+    def digest(self, refresh: bool = False, max_age_seconds: int | None = None) -> dict[str, Any]:
+        """The ``digest`` action (``refresh``: recompute, not the cached answer; ``max_age_seconds``:
+        recompute a cached answer older than that)."""
+        return run_action(self.store, "digest", DigestRequest(refresh=refresh, max_age_seconds=max_age_seconds))
 
     def apply(self, item_id: str, fingerprint: str, project: str | None = None) -> dict[str, Any]:
         """The ``digest_apply`` action with the fingerprint the item was shown with

@@ -380,7 +380,8 @@ def panel_served(tmp_path_factory):
     memo("prompt", "record", "--project", "panel", "--session-id", "panel-1", "--ide", "zed", "--body", PANEL_BODY,
          vault=vault, cwd=outside)
     config = base / "config.toml"
-    config.write_text('timezone = "UTC"\n', encoding="utf-8")
+    # the digest shown again every 2 s (default 30 s)
+    config.write_text('timezone = "UTC"\n[operator]\ndashboardRefreshSeconds = 2\n', encoding="utf-8")
     port = free_port()
     log = (base / "panel.log").open("w")
     env = {**os.environ, "MEMO_VAULT": str(vault), "MEMO_CONFIG": str(config)}
@@ -433,6 +434,24 @@ def test_panel_serve_of_dashboards_app_shows_the_vault_of_the_settings(panel_ser
     context.close()
     assert errors == []
 
+
+def test_an_open_dashboard_shows_a_session_that_stalls_without_a_click(panel_served, browser):
+    """Found by an operator: the digest only changed on ↻, so a dashboard left open never showed
+    a session that stalled meanwhile. It is shown again every ``operator.dashboardRefreshSeconds``,
+    with the time it was computed."""
+    url, vault, config = panel_served
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    page.goto(url)
+    page.wait_for_selector(".memo-prompts-table .tabulator-row", timeout=60_000)
+    expect(page.locator(".memo-digest")).to_contain_text("computed ", timeout=WAIT_MS)
+    assert page.locator(".memo-digest-item", has_text="left-open").count() == 0
+    memo("session", "start", "left-open", "--project", "panel", "--start-time",
+         _iso(datetime.now(timezone.utc) - timedelta(hours=2)), vault=vault, env={"MEMO_CONFIG": str(config)},
+         cwd=vault.parent)
+    expect(page.locator(".memo-digest-item", has_text="left-open")).to_contain_text("session stalled",
+                                                                                  timeout=WAIT_MS)
+    context.close()
 
 
 def test_the_timesheet_fits_1366_pixels_and_its_group_header_counts_the_clients_sessions(served, browser):
