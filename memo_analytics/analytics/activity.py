@@ -289,7 +289,8 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         costUsd, tokens, unpricedTurns}`` with times in UTC ISO (``owner`` whose work it is —
         parallel sessions bill once per owner — null when unknown; ``billableHours`` null for a session that
         bills nothing; ``costUsd`` the API-equivalent cost of its turns, decimal text USD,
-        :mod:`.cost`). ``totalCostUsd`` and ``costByClient`` (billed sessions) on the wire
+        :mod:`.cost`; null when none of its turns could be priced: no token counts recorded,
+        or only models without a price). ``totalCostUsd`` and ``costByClient`` (billed sessions) on the wire
         add those of the sessions; ``costByModel`` lines add up to ``totalCostUsd``: every
         figure is a sum of what one model cost in one session, rounded to 0.0001 USD, so a
         session and a model cost the same under any filter.
@@ -342,7 +343,11 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     for item in items:
         totals = by_session.get((item["project"], item["sessionId"]))
         wired = (totals or CostTotals()).wire()
-        item.update(costUsd=wired["costUsd"], tokens=wired["tokens"], unpricedTurns=wired["unpricedTurns"])
+        # null when no turn of it could be priced (no token counts recorded, or only models
+        # without a price): unknown, where "0.0000" read as free
+        priced = totals is not None and totals.turns > totals.unpriced_turns
+        item.update(costUsd=wired["costUsd"] if priced else None, tokens=wired["tokens"],
+                    unpricedTurns=wired["unpricedTurns"])
         if totals and item["billableHours"] is not None:
             merged = client_cost.setdefault(item["client"].lower(), CostTotals())
             merged.cost += totals.cost

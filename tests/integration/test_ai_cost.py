@@ -56,11 +56,12 @@ def costed(tmp_path):
     store = VaultStore(Settings(vault_root=root, timezone="UTC"))
     for sid, client, model, tokens in (("s1", "Acme", "claude-sonnet-4-5-20250929", SMALL),
                                        ("s2", "Acme", "claude-sonnet-4-5", {"input": 300_000, "output": 1000}),
-                                       ("s3", "Globex", "<synthetic>", SMALL)):
+                                       ("s3", "Globex", "<synthetic>", SMALL), ("s9", "Globex", "gpt-4o", {})):
         start_session(store, StartSessionRequest(session_id=sid, project="web", client=client,
                                                  start_time="2026-01-05T09:00:00Z"))
         record_prompt(store, RecordPromptRequest(body=f"work {sid}", session_id=sid, project="web", model=model,
-                                                 created="2026-01-05T09:01:00Z", extra={"tokens": tokens}))
+                                                 created="2026-01-05T09:01:00Z",
+                                                 extra={"tokens": tokens} if tokens else {}))
         end_session(store, EndSessionRequest(session_id=sid, project="web", until="2026-01-05T09:30:00Z"))
     store.close()
     return root
@@ -68,8 +69,10 @@ def costed(tmp_path):
 
 def test_costs_add_up_per_session_client_and_model(costed):
     report = json.loads(memo("--json", "activity", "--all", vault=costed).stdout)
+    # unknown is null, not "0.0000" (read as free): s3's model has no price, s9 recorded no token counts
+    # (a SpecStory export)
     assert {s["sessionId"]: s["costUsd"] for s in report["sessions"]} == {"s1": "0.0079", "s2": "1.8225",
-                                                                          "s3": "0.0000"}
+                                                                          "s3": None, "s9": None}
     assert report["totalCostUsd"] == "1.8304"  # 0.007875 + 1.8225, rounded once
     assert report["costByClient"] == {"Acme": "1.8304", "Globex": "0.0000"}
     assert report["unpricedModels"] == ["<synthetic>"]
