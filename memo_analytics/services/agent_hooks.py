@@ -21,6 +21,7 @@ import re
 import shlex
 import shutil
 import stat
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -91,14 +92,24 @@ def settings_path(spec: AgentHooks, project_root: Path | None, home: Path | None
 
 def hook_command(spec: AgentHooks, event: str, memo: str | None = None, vault_root: Path | None = None) -> str:
     """The shell command of the managed entry: ``<memo> hook AGENT`` (``--event`` for an agent
-    whose payload does not name its event, ``--vault-root`` when a vault was chosen)."""
-    memo = memo or shutil.which("memo") or "memo"
+    whose payload does not name its event, ``--vault-root`` when a vault was chosen). ``memo``
+    by default is this install's own program by its full path (an agent's PATH may lack the
+    virtual environment it sits in: a bare ``memo`` there captured nothing), else the one on
+    the PATH."""
+    memo = memo or this_memo() or shutil.which("memo") or "memo"
     args = [memo, "hook", spec.agent]
     if spec.pass_event:
         args += ["--event", event]
     if vault_root is not None:
         args += ["--vault-root", str(vault_root)]
     return shlex.join(args)
+
+
+def this_memo() -> str | None:
+    """The full path of the ``memo`` program installed beside the Python running now (a
+    virtual environment's ``bin``), when there is one."""
+    program = Path(sys.executable).with_name("memo")
+    return str(program) if program.is_file() and os.access(program, os.X_OK) else None
 
 
 def is_managed(command: object, agent: str) -> bool:

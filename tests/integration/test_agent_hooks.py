@@ -419,3 +419,18 @@ def test_project_hooks_with_no_memo_on_the_path_say_so_and_doctor_names_the_fix(
     assert "this repository's hooks run `memo` from the agent's PATH" in said and link in said
     doctor = " ".join(memo("doctor", vault=vault, env=env, cwd=repo, check=False).stdout.split())
     assert "which is not there: nothing is captured" in doctor and link in doctor
+
+
+def test_user_hooks_run_this_installs_memo_by_its_full_path_when_the_path_lacks_it(tmp_path):
+    """Found by a new user: ``.venv/bin/memo hooks install claude-code`` run without the virtual
+    environment on the PATH wrote a bare ``memo``: every prompt was lost, and nothing said so."""
+    import sys
+
+    home, vault = tmp_path / "home", tmp_path / "v"
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}  # no memo on it
+    memo("hooks", "install", "claude-code", vault=vault, env=env, cwd=tmp_path)
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert command.split()[:3] == [str(Path(sys.executable).with_name("memo")), "hook", "claude-code"]
+    status = json.loads(memo("--json", "hooks", "status", "claude-code", vault=vault, env=env, cwd=tmp_path).stdout)
+    assert [i["notFound"] for i in status["items"]] == [[]]

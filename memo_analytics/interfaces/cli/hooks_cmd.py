@@ -124,9 +124,10 @@ def hooks_status(agent: Optional[str] = typer.Argument(None, metavar="[AGENT]", 
         out.print(table)
         for item in r["items"]:
             for program in item["notFound"]:
+                # a repository's hooks always run `memo` from the PATH: installing them again changes nothing
+                mend = on_path_command() if item["level"] == "project" else f"memo hooks install {item['agent']} again"
                 err.print(_safe(f"warning: {item['agent']}'s hooks in {item['path']} run {program}, which is not "
-                                f"there: the agent's hook fails and nothing is captured; memo hooks install "
-                                f"{item['agent']}{' --project' if item['level'] == 'project' else ''} again"))
+                                f"there: the agent's hook fails and nothing is captured; {mend}"))
         if r["spooled"]:
             out.print(f"{r['spooled']} hook events wait in the spool; the next hook run records them, or now: "
                       "memo hooks replay")
