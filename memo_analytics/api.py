@@ -38,7 +38,7 @@ from .analytics.frames import (
     sessions_frame,
     vault_sources,
 )
-from .config import Settings
+from .config import Settings, config_path
 from .domain.clock import resolve_zone
 from .domain.errors import InvalidFieldError
 from .services.demo import DEMO_ZONE, build_demo_vault
@@ -307,7 +307,8 @@ class Vault:
         from .reports.invoice import build_invoice
         from .vault.ledger import invoiced_in
 
-        return build_invoice(report, self.settings.billing_for, lines, invoiced=invoiced_in(self.root),
+        return build_invoice(report, self.settings.billing_for, lines, str(config_path()),
+                             invoiced=invoiced_in(self.root),
                              zero_minutes=zero_minutes, skip_unpriced=skip_unpriced)
 
     def rule_candidates(self, project: str | None = None, since: str | None = None, until: str | None = None,

@@ -350,9 +350,12 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
     if unpriced and skip_unpriced and len(unpriced) == len(by_client):
         # every priced client's work is invoiced already (or there was none): nothing is left to draft
         done = f"; {len(ended) - len(fresh)} already invoiced (memo invoice list)" if len(fresh) < len(ended) else ""
+        named = [n for n in unpriced if n.lower() != INTERNAL_CLIENT]  # terms for "no client" make no sense
+        steps = f": set hourlyRate and currency under {', '.join(f'[clients.{chr(34)}{n}{chr(34)}]' for n in named)} " \
+                f"in {config}" if named else ""
         raise ReportError(f"Nothing to invoice: no client with billing terms has billable work left for these "
                           f"filters{done}; {', '.join(repr(n) for n in unpriced)} "
-                          f"{'has' if len(unpriced) == 1 else 'have'} no billing terms (skipped)")
+                          f"{'has' if len(unpriced) == 1 else 'have'} no billing terms (skipped){steps}")
     if unpriced and not skip_unpriced:
         raise UnpricedClientError(unpriced, config, others=len(unpriced) < len(by_client))
     for name in unpriced:

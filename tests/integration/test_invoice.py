@@ -247,7 +247,10 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
         # no client priced: nothing to draft, said as such (found by a billing person: it said "no billing terms"
         # when every priced client's work was already invoiced)
         with pytest.raises(ReportError, match=r"^Nothing to invoice: no client with billing terms has billable work "
-                                              r"left for these filters; .*'Umbrella' have no billing terms \(skipped\)"):
+                                              r"left for these filters; .*'Umbrella' have no billing terms \(skipped\): set "
+                                              r"hourlyRate and currency under \[clients\.\"Acme Corp\"\], .*"
+                                              r"\[clients\.\"Umbrella\"\] in the config file$"):
+            # what to set is said (a notebook stopped on it with no more than "skipped")
             build_invoice(report, lambda name: None, skip_unpriced=True)
         with pytest.raises(UnpricedClientError):  # without --skip-unpriced: the terms are what is missing
             build_invoice(report, lambda name: None)

@@ -121,3 +121,27 @@ def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
         if path.name == "invoicing.ipynb":  # the codex sessions have no client: named, not billed
             assert "clients left out, no hourlyRate in the config: internal" in shown
             assert "sessions left out, already invoiced: 4" in shown
+
+
+def test_the_invoicing_notebook_on_a_vault_without_terms_stops_with_what_to_set(realdata, tmp_path):
+    """Found by a new user: on a vault whose clients have no billing terms the invoicing notebook
+    ended in a ReportError traceback; it stops with one line saying what to set, where."""
+    import nbclient
+
+    from tests.inprocess import environment, memo
+
+    vault, config = tmp_path / "vault", tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n', encoding="utf-8")
+    memo("import", "claude-code", str(realdata / "claude-code-jsonl"), "--client", "Acme Corp", vault=vault,
+         env={"MEMO_CONFIG": str(config)})
+    notebook = nbformat.read(NOTEBOOKS / "invoicing.ipynb", as_version=4)
+    [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+    parameters.source = parameters.source.replace("VAULT = None", f"VAULT = {str(vault)!r}")
+    with environment({"MEMO_CONFIG": str(config), "MEMO_VAULT": None}):
+        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert [e["ename"] for e in errors][:1] == ["SystemExit"], errors
+    assert errors[0]["evalue"].startswith("Nothing to invoice: ") and \
+        f'set hourlyRate and currency under [clients."Acme Corp"] in {config}; then run the notebook again' \
+        in errors[0]["evalue"]
