@@ -510,7 +510,8 @@ def searchable(query: str | None) -> bool:
 
 def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
     """FTS5 search ranked by bm25 (by date with ``sort``); a query without words to search for
-    gives an empty page (SPEC §2.6), with a ``note`` saying so (an agent read it as no match)."""
+    gives an empty page (SPEC §2.6), with a ``note`` saying so (an agent read it as no match);
+    a search that matched nothing has a ``note`` saying that every word must match."""
     flt = filter_from_request(store, request)
     limit, offset = clamp_page(request.limit, request.offset)
     if not searchable(request.query):
@@ -518,7 +519,13 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
                 "note": "the query holds no words to search for (letters or digits; every word must match, a "
                         "trailing * asks for a prefix): nothing was searched; the action list lists without one"}
     total, rows = index.search_page(store.conn, request.query or "", flt, limit, offset, request.sort)
-    return envelope(total, limit, offset, [row_to_record(r) for r in rows])
+    page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
+    if total == 0:  # an agent could not tell "never asked" from "asked in other words"
+        words = len((request.query or "").split())
+        page["note"] = ((f"no turn holds all {words} words" if words > 1 else "no turn holds this word")
+                        + " in this scope: every word must match (OR and AND are searched as words); fewer or other "
+                          "words, or word* for a prefix, find more")
+    return page
 
 
 def get_record(store: VaultStore, record_id: str, project: str | None = None,

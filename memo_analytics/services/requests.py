@@ -157,6 +157,13 @@ class ZonedRequest(Request):
         return value.strip()
 
 
+#: A search's words (every one must match) and characters at most: the FTS5 cost grows with
+#: the square of the words (20,000 took seconds of a server's worker each), and no turn is found
+#: by more than a few distinctive ones.
+MAX_QUERY_WORDS = 100
+MAX_QUERY_CHARS = 4000
+
+
 class ListRequest(ZonedRequest):
     """``list`` and ``search`` filters (SPEC §2.6)."""
 
@@ -179,6 +186,20 @@ class ListRequest(ZonedRequest):
     sort: SortOrder | None = Field(
         None, description="date-desc (newest first) or date-asc (oldest first); default: list newest first, search "
                           "by bm25 rank")
+
+    @field_validator("query")
+    @classmethod
+    def _searchable_size(cls, value: str | None) -> str | None:
+        """At most :data:`MAX_QUERY_WORDS` words and :data:`MAX_QUERY_CHARS` characters;
+        refused with ``Invalid query: …``."""
+        if value is None:
+            return value
+        words = len(value.split())
+        if words > MAX_QUERY_WORDS or len(value) > MAX_QUERY_CHARS:
+            raise ValueError(f"{words:,} words, {len(value):,} characters; at most {MAX_QUERY_WORDS} words and "
+                             f"{MAX_QUERY_CHARS:,} characters (every word must match: a few distinctive ones find "
+                             "a turn)")
+        return value
 
 
 class GetRequest(Request):

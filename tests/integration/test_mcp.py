@@ -441,3 +441,26 @@ def test_an_agent_is_told_when_a_search_searched_nothing_and_how_many_sessions_a
             "the query holds no words to search for (letters or digits;")
     report = json.loads(answers[2][1])
     assert (report["totalSessions"], report["openSessions"], report["byClient"]["Acme"]["sessionCount"]) == (2, 1, 1)
+
+
+def test_a_search_that_matched_nothing_says_every_word_must_match_and_a_huge_one_is_refused(tmp_path):
+    """Found by a new user (as an agent): ``rounding OR pagination`` answered ``total: 0`` and
+    nothing else, read as "never asked". Found by an attacker: 20,000 words took seconds of a
+    server's worker each (FTS5's cost grows with the square of the words); more than 100 words
+    are refused, naming the field."""
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "web", "--session-id", "a1", "--body", "Add pagination to the API",
+         vault=vault)
+    answers = tool_calls(vault, [{"action": "search", "query": "rounding OR pagination", "crossProject": True},
+                                 {"action": "search", "query": "pagination", "crossProject": True},
+                                 {"action": "search", "query": "a " * 20_000, "crossProject": True}])
+    page = json.loads(answers[0][1])
+    assert page["total"] == 0 and page["note"] == (
+        "no turn holds all 3 words in this scope: every word must match (OR and AND are searched as words); fewer "
+        "or other words, or word* for a prefix, find more")
+    found = json.loads(answers[1][1])
+    assert found["total"] == 1 and "note" not in found
+    error, text = answers[2]
+    assert error and "Invalid query: 20,000 words, 40,000 characters; at most 100 words and 4,000 characters" in text
+    refused = memo("prompt", "search", "--all", " ".join(["word"] * 101), vault=vault, check=False)
+    assert refused.returncode == 1 and refused.stderr.startswith("error: Invalid query: 101 words")
