@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from typing import Optional
 
@@ -11,7 +12,7 @@ import typer
 from ...domain.errors import InvalidFieldError
 from ...domain.hosts import check_bind
 from ...runtime import server as server_launcher
-from .common import app, err, restore_sigterm, state, stop_on_sigterm
+from .common import app, err, state
 
 
 def _check_free(host: str, port: int, field: str, hint: str) -> None:
@@ -67,18 +68,29 @@ def serve(
         raise InvalidFieldError("port", f"{host}:{wanted} cannot be used ({exc.strerror or exc}); "
                                         "choose another with --port") from None
     mcp_line = f"; MCP at http://{host}:{mcp_port}/mcp" if mcp_port else ""
-    # SIGTERM (a service manager, `kill`) stops it as Ctrl-C does, from before the ready line on:
-    # whoever reads that line may stop the server at once
-    stopped_by = stop_on_sigterm()
+    # SIGTERM (a service manager, `kill`) stops it as Ctrl-C does, from before the ready line on
+    # (whoever reads that line may stop the server at once). Through the event loop's own signal
+    # handling: a signal taken by another thread (polars' and jemalloc's run beside it) wakes the
+    # loop through its self-pipe, where a plain handler waited for the loop's next event
+    stopped_by: list[str] = []
+    loop = server.io_loop.asyncio_loop
+
+    def stop(name: str) -> None:
+        stopped_by.append(name)
+        loop.stop()
+
+    for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")):
+        loop.add_signal_handler(sig, stop, name)
     try:
         err.print(f"memo serve: http://{host}:{server.port}/ (API under /api/){mcp_line} — Ctrl-C to stop")
         server.start()
-        server.io_loop.start()  # Panel's own SIGINT handler stops the loop: Ctrl-C returns here
+        server.io_loop.start()
     except KeyboardInterrupt:
-        pass
+        stopped_by.append("Ctrl-C")
     finally:
-        restore_sigterm(stopped_by)
-    err.print(f"memo serve: stopped ({stopped_by[0] or 'Ctrl-C'})")
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    err.print(f"memo serve: stopped ({stopped_by[0] if stopped_by else 'Ctrl-C'})")
 
 
 def _check_not_itself(settings, host: str, port: int) -> None:
