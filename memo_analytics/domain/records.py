@@ -17,10 +17,11 @@ from pydantic import (
     ValidationError,
     field_serializer,
     field_validator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
-from .clock import parse_record_instant, to_iso
+from .clock import from_iso, minutes_between, parse_record_instant, to_iso
 from .errors import MemoError
 from .ids import MAX_TURN, validate_slug
 
@@ -137,6 +138,21 @@ class Session(Prompt):
     owner: str | None = None
     objective: str | None = None
     handoff_claimed: str | None = None
+
+    @model_validator(mode="after")
+    def _times_agree(self) -> "Session":
+        """An end never before the start, and ``durationMinutes`` the minutes between them: a hand
+        edit of the length alone (``durationMinutes: 99999`` on a 20-minute session) was billed
+        and issued as it said (SPEC §2.5)."""
+        if self.end_time is None:
+            return self
+        start, end = from_iso(self.start_time), from_iso(self.end_time)
+        if end < start:
+            raise ValueError(f"endTime {self.end_time} is before startTime {self.start_time}")
+        if self.duration_minutes is not None and self.duration_minutes != minutes_between(start, end):
+            raise ValueError(f"durationMinutes {self.duration_minutes} is not endTime − startTime "
+                             f"({minutes_between(start, end)} minutes)")
+        return self
 
     @field_serializer("deliverables")
     def _compact_deliverables(self, items: list[Deliverable]) -> list[dict[str, Any]]:

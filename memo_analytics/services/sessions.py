@@ -67,7 +67,9 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
     an active session keeps its ``startTime, created, taskSlug, client, billable, summary``.
     Without a client the session bills the one the config's ``projectClients`` maps its
     project to (SPEC §9), else none (``internal``).
-    Turn files of the session that a killed writer left unindexed are indexed first.
+    Turn files of the session that a killed writer left unindexed are indexed first. Ending
+    a completed session again with nothing new (no summary, deliverable or hand-off that
+    changes it) writes nothing and answers the record with ``unchanged: true``.
 
     Returns
     -------
@@ -251,7 +253,13 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
             raise SessionNotStartedError(session_id)
         store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         meta, body = existing
+        before = dict(meta)
         _end(store, meta, request, now)
+        if request.handoff is None and before.get("status") == "completed" and \
+                {**meta, "updated": None} == {**before, "updated": None}:
+            # ended again with nothing new: the file stays as it is (a later `updated` won a sync
+            # conflict for a copy that changed nothing)
+            return {**before, "body": body, "unchanged": True}
         if request.handoff is not None:
             # a baton left without an address goes to the same branch and person (SPEC §2.5)
             defaults = {"branch": request.handoff.branch or meta.get("branch"),

@@ -302,8 +302,20 @@ def test_reending_says_the_times_are_kept(tmp_path):
     vault = tmp_path / "v"
     memo("session", "start", "a", "--project", "p", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
     memo("session", "end", "a", "--until", "2026-03-02T10:00:00Z", vault=vault)
-    proc = memo("session", "end", "a", "--until", "2026-03-02T11:00:00Z", vault=vault)
+    record = vault / "projects" / "p" / "sessions" / "session-a.md"
+    before = record.read_bytes()
+    # found by an attacker: ending it again changed nothing, yet rewrote the file (a later `updated`)
+    # and exited 0; it says nothing changed and exits 1, the file as it was
+    for again in (("--until", "2026-03-02T11:00:00Z"), ()):
+        proc = memo("session", "end", "a", *again, vault=vault, check=False)
+        assert proc.returncode == 1 and proc.stdout.startswith(
+            "session a was already ended (60 minutes, 2026-03-02 09:00 – 2026-03-02 10:00 Etc/UTC): nothing changed")
+        assert record.read_bytes() == before
+        # the end asked for and not taken is warned of; a plain re-end asks for none
+        assert ("warning: session a was already ended at 2026-03-02T10:00:00.000Z" in proc.stderr) == bool(again)
+    proc = memo("session", "end", "a", "--summary", "Pagination", vault=vault)
     assert "was already ended; its times and duration are kept (60 minutes" in proc.stdout
+    assert record.read_bytes() != before and "summary: Pagination" in record.read_text()
 
 
 def test_prompt_record_can_be_backdated(tmp_path):

@@ -267,10 +267,14 @@ def test_an_invoice_to_a_client_with_the_issuers_own_vat_id_is_refused(billing):
 
 
 def test_an_issued_invoice_bills_one_client_and_names_issuer_and_client(billing, tmp_path):
-    both = run(billing, "invoice", "issue", "--all", "--since", "2026-06-01", "--until", "2026-06-30")
-    assert (both.returncode, both.stderr.strip()) == (
-        1, "error: Invalid client: an issued invoice bills one client; these filters bill Acme Corp, Globex: "
-           "give --client")
+    # found by an attacker: with one client left by the filters, an invoice was issued (numbered, for good)
+    # without --client, or with --client ''; --client is required as --since and --until are
+    for given in ((), ("--client", ""), ("--client", "  ")):
+        both = run(billing, "invoice", "issue", "--all", *given, "--since", "2026-06-01", "--until", "2026-06-30")
+        assert (both.returncode, both.stderr.strip()) == (
+            1, "error: Invalid client: an issued invoice bills one client: give --client NAME (memo report invoice "
+               "drafts every client's)")
+    assert json.loads(run(billing, "--json", "invoice", "list").stdout)["items"] == []
     billing["config"].write_text(ISSUER.replace('address = ["Hauptstraße 1"]\n', "") + ACME, encoding="utf-8")
     bare = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
                "2026-06-30")

@@ -314,10 +314,12 @@ def test_an_agent_logs_a_past_session_and_is_told_what_its_end_does_not_bill(tmp
         "session past was already ended at 2026-05-01T07:20:00.000Z; it keeps its times and 20 minutes, not the end "
         "asked (2026-05-01T10:00:00.000Z): memo session edit past --project web --end TIME corrects them")
     # the command line says the same on stderr; a plain re-end (no time asked) warns of nothing new
-    shown = memo("session", "end", "past", "--project", "web", "--until", "2026-05-01T12:00:00+02:00", vault=vault)
-    assert "warning: session past was already ended" in shown.stderr
-    assert "already ended" not in memo("--json", "session", "end", "past", "--project", "web",
-                                       vault=vault).stdout
+    assert again["unchanged"] is True  # nothing was written
+    shown = memo("session", "end", "past", "--project", "web", "--until", "2026-05-01T12:00:00+02:00", vault=vault,
+                 check=False)
+    assert shown.returncode == 1 and "warning: session past was already ended" in shown.stderr
+    plain = memo("--json", "session", "end", "past", "--project", "web", vault=vault, check=False)
+    assert plain.returncode == 1 and "already ended" not in plain.stdout and json.loads(plain.stdout)["unchanged"]
 
 
 def test_list_search_and_session_read_date_bounds_in_the_zone_asked(tmp_path):

@@ -599,10 +599,13 @@ def test_in_remote_mode_a_session_is_recorded_from_the_command_line_on_the_team_
     ended = memo("session", "end", "cli-1", "--project", "web", "--until", "2026-03-10T10:00:00Z",
                  "--next-step", "deploy", env=env)
     assert ended.stdout.startswith("ended session cli-1: 60 minutes")
-    again = memo("session", "end", "cli-1", "--project", "web", "--until", "2026-03-10T11:00:00Z", env=env)
+    again = memo("session", "end", "cli-1", "--project", "web", "--until", "2026-03-10T11:00:00Z", "--summary",
+                 "Cart fix", env=env)
     assert "warning: session cli-1 was already ended" in again.stderr
     # said as on a machine with a vault (it printed "ended session cli-1" again)
     assert again.stdout.startswith("session cli-1 was already ended; its times and duration are kept")
+    same = memo("session", "end", "cli-1", "--project", "web", env=env, check=False)
+    assert same.returncode == 1 and "nothing changed" in same.stdout
     # date-only bounds are days of this machine's zone, as the tables show times (they were the daemon's days)
     config.write_text(f'mode = "remote"\ntimezone = "Pacific/Pago_Pago"\n[remote]\nurl = "{server.base}"\n')
     days = {day: json.loads(memo("--json", "prompt", "list", "--project", "web", "--since", day, "--until", day,

@@ -7,6 +7,7 @@ import sqlite3
 import threading
 from datetime import datetime, timezone
 
+import json
 import pytest
 from pydantic import ValidationError
 
@@ -435,3 +436,32 @@ def test_branch_and_commit_default_to_the_cwd_repository_head(tmp_path):
     assert (record["branch"], record["gitSha"]) == ("feature/login", sha)
     explicit = record_prompt(store, RecordPromptRequest(body="y", cwd=str(repo), branch="main", git_sha="abc"))
     assert (explicit["branch"], explicit["gitSha"]) == ("main", "abc")
+
+
+@pytest.mark.parametrize("edit, said", [
+    (("durationMinutes: 20", "durationMinutes: 99999"), "durationMinutes 99999 is not endTime − startTime (20 minutes)"),
+    (("endTime: '2026-03-06T08:20:00.000Z'", "endTime: '2026-03-06T07:20:00.000Z'"),
+     "endTime 2026-03-06T07:20:00.000Z is before startTime 2026-03-06T08:00:00.000Z"),
+])
+def test_a_session_whose_length_is_not_its_times_is_refused_and_left_as_it_is(tmp_path, edit, said):
+    """Found by an attacker: a hand edit of ``durationMinutes`` alone (99999 on a 20-minute
+    session) was indexed, billed and issued as EUR 199,998; an end before the start billed
+    too. Such a file is skipped with its reason, by the catch-up and by reindex, and kept as it is."""
+    from tests.inprocess import memo
+
+    vault = tmp_path / "v"
+    memo("session", "start", "d1", "--project", "web", "--client", "Acme", "--start-time", "2026-03-06T08:00:00Z",
+         vault=vault)
+    memo("session", "end", "d1", "--until", "2026-03-06T08:20:00Z", vault=vault)
+    record = vault / "projects" / "web" / "sessions" / "session-d1.md"
+    text = record.read_text()
+    assert edit[0] in text
+    record.write_text(text.replace(edit[0], edit[1]))
+    edited = record.read_bytes()
+    shown = memo("--json", "activity", "--all", vault=vault)
+    assert json.loads(shown.stdout)["totalDurationMinutes"] == 0
+    assert f"1 file skipped ({record}: frontmatter: {said})" in json.loads(shown.stderr)["note"]
+    rebuilt = memo("reindex", vault=vault)
+    assert "skipped 1 files" in rebuilt.stdout + rebuilt.stderr
+    assert json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["totalDurationMinutes"] == 0
+    assert record.read_bytes() == edited

@@ -94,6 +94,9 @@ def invoice_issue(
     from ...reports.invoice import LINE_MODES
     from ...reports.issuing import document_summary, issue_invoice, stored_now
 
+    if client is None or not client.strip():  # never issued by elimination: a number cannot be taken back
+        raise InvalidFieldError("client", "an issued invoice bills one client: give --client NAME "
+                                          "(memo report invoice drafts every client's)")
     for name, value in (("since", since), ("until", until)):
         if value is None or not value.strip():
             raise InvalidFieldError(name, "an issued invoice bills a period: give --since and --until "

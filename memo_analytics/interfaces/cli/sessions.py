@@ -123,7 +123,10 @@ def session_end(
         began, ended = span_clock(*printed_span(r["startTime"], r["durationMinutes"], _zone()),  # as every report prints it
                                   "%Y-%m-%d %H:%M")
         span = f"{began} – {ended} {_zone_label()}"
-        if was_completed:
+        if r.get("unchanged"):
+            out.print(f"session {r['sessionId']} was already ended ({r['durationMinutes']} minutes, {span}): "
+                      "nothing changed (memo session edit corrects its times)")
+        elif was_completed:
             out.print(f"session {r['sessionId']} was already ended; its times and duration are kept "
                       f"({r['durationMinutes']} minutes, {span}); summary and deliverables updated"
                       + ("; its hand-off is written anew and pending (memo session handoff --cancel takes it back)"
@@ -134,6 +137,8 @@ def session_end(
             err.print(_safe(f"warning: {warning}"))
 
     _emit(record, human)
+    if record.get("unchanged"):  # a command that did nothing exits non-zero
+        raise typer.Exit(1)
 
 
 @session_app.command("edit")
