@@ -89,7 +89,7 @@ def call(settings: Settings, arguments: dict[str, Any]) -> dict[str, Any]:
         try:
             return _send(settings, arguments)
         except MemoError as exc:
-            if not str(exc).startswith("Ambiguous id "):
+            if not _daemon_said(exc, "Ambiguous id "):
                 raise
         return _send(settings, {**arguments, "projectId": preferred})
     if arguments.get("action") in ("record", "session_start") and arguments.get("sessionId"):
@@ -98,6 +98,20 @@ def call(settings: Settings, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 _HOMES: dict[tuple[str, str, str], str] = {}
+
+
+class DaemonRefusal(MemoError):
+    """The daemon refused a call (HTTP 4xx); ``said`` is its one-line message, and the error's
+    text says it is the daemon's."""
+
+    def __init__(self, url: str, said: str) -> None:
+        self.said = said
+        super().__init__(f"Remote daemon {url} answered: {said}")
+
+
+def _daemon_said(exc: MemoError, start: str) -> bool:
+    """Whether ``exc`` is the daemon's refusal and its message starts with ``start``."""
+    return isinstance(exc, DaemonRefusal) and exc.said.startswith(start)
 
 
 def _session_home(settings: Settings, session_id: str, preferred: str) -> str:
@@ -111,14 +125,14 @@ def _session_home(settings: Settings, session_id: str, preferred: str) -> str:
     try:
         _send(settings, {"action": "session", "sessionId": session_id, "projectId": preferred, "limit": 1})
     except MemoError as exc:
-        if not str(exc).startswith("Record not found"):
+        if not _daemon_said(exc, "Record not found"):
             raise
         try:
             found = _send(settings, {"action": "session", "sessionId": session_id, "limit": 1})
             holder = (found.get("session") or (found.get("items") or [{}])[0]).get("project")
             home = holder or preferred
         except MemoError as again:
-            if not str(again).startswith("Record not found"):
+            if not _daemon_said(again, "Record not found"):
                 raise
     _HOMES[key] = home
     return home
@@ -304,8 +318,7 @@ def post(settings: Settings, route: str, payload: dict[str, Any], answers: tuple
                             f"{message})") from None
         # the daemon's words, said to be its own: as memo's, "… run this once to repair it: bash -c …"
         # read as memo's advice
-        raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} answered: "
-                        f"{one_line(message)}") from None
+        raise DaemonRefusal(mask_url(settings.remote.url), one_line(message)) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         reason = " ".join(str(getattr(exc, "reason", exc) or type(exc).__name__).split())[:200]
         raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} unreachable: {reason}") from None
