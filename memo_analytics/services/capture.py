@@ -533,10 +533,8 @@ def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]],
                 "payload": entry["payload"], "event": entry.get("event"), "receivedAt": entry["receivedAt"],
                 "captureId": entry["captureId"], "project": project, "owner": owner, "branch": branch,
                 "gitSha": sha})
-        except MemoError as exc:
-            if str(exc).startswith("Remote daemon"):
-                raise
-            raise ValueError(f"the daemon refused it: {exc}") from None
+        except remote.DaemonRefusal as exc:  # the event itself: dropped, not kept to be sent again
+            raise ValueError(f"the daemon refused it: {exc.said}") from None
         return f"sent to the daemon: {answer.get('outcome')}"
 
     return send

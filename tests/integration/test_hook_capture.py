@@ -874,3 +874,16 @@ def test_in_remote_mode_hooks_replay_sends_the_spooled_events_to_the_daemon(tmp_
     assert "sent to the daemon" in up.stdout and capture.spooled(local) == []
     assert not (local / "projects").exists()
     assert [t["body"] for t in turns(tmp_path / "team", "product")] == ["while the daemon is down"]
+
+
+def test_in_remote_mode_an_event_the_daemon_refuses_is_dropped_and_logged_not_kept(tmp_path, repo):
+    """A daemon's refusal of the event itself (HTTP 400) drops it, with the daemon's words in
+    the hook log; kept in the spool, it would be sent and refused again on every run."""
+    from .test_sync_hybrid import _hostile_daemon
+
+    local, config = tmp_path / "local", tmp_path / "remote.toml"
+    with _hostile_daemon([(400, {"error": "Invalid payload: no prompt"})]) as url:
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "{url}"\n')
+        hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="refused"), env={"MEMO_CONFIG": str(config)})
+    assert capture.spooled(local) == []
+    assert "event dropped: the daemon refused it: Invalid payload: no prompt" in capture.hook_log(local).read_text()
