@@ -200,11 +200,16 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
     sid, project = session["sessionId"], session["project"]
     state = fingerprint(session["id"], session.get("updated"), session.get("lastTurnAt"), session.get("status"),
                         session.get("lastActivityAt"))
+    # where to end it: its last activity; when its agent's answer to the last prompt is unseen
+    # (no transcript here), up to an idle gap after it, as the capture ends such a session
+    unseen = session.get("answeredUntil")
+    until = max(last, min(from_iso(unseen), now)) if unseen else last
+    how = "an idle gap after its last prompt (its answer is unseen)" if until > last else "its last activity"
     # every command names the project: the same session id may exist in another (SPEC §2.1)
-    end_command = f"memo session end {_q(sid)} --project {_q(project)} --until {to_iso(last)}"
+    end_command = f"memo session end {_q(sid)} --project {_q(project)} --until {to_iso(until)}"
     proposal = {"actionClass": "end_stale_session", "params": {"sessionId": sid, "project": project,
-                                                                "until": to_iso(last)},
-                "summary": f"end {sid} at its last activity {to_iso(last)}"}
+                                                                "until": to_iso(until)},
+                "summary": f"end {sid} at {how} {to_iso(until)}"}
     # thresholds against the exact durations, as next_due schedules them: rounded minutes
     # counted 91 s as 2 minutes (a session "stalled" 29 s early)
     if now - start >= timedelta(hours=policy.open_too_long_hours):

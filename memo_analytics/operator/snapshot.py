@@ -97,14 +97,21 @@ def take_snapshot(store: VaultStore) -> Snapshot:
                     "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
                 })
     snapshot.terms_differ = _terms_differ(store)
-    _with_transcript_activity(snapshot.open_sessions)
+    _with_transcript_activity(snapshot.open_sessions, store.settings.idle_gap_minutes)
     return snapshot
 
 
-def _with_transcript_activity(sessions: list[dict[str, Any]]) -> None:
+def _with_transcript_activity(sessions: list[dict[str, Any]], idle_gap_minutes: int) -> None:
     """``lastActivityAt`` on each open hook session whose agent's transcript was written after its
     last turn: the agent works on after a prompt (an hour alone is an hour of work), and a session
-    judged by its prompts alone was ended as stalled, 0 minutes billed, while the agent wrote."""
+    judged by its prompts alone was ended as stalled, 0 minutes billed, while the agent wrote.
+
+    ``answeredUntil`` on an open hook session with a turn whose agent's transcript this machine
+    cannot read (Cursor, Copilot; a remote caller's): its answer to the last prompt is unseen, so
+    it counts up to an idle gap of it, as the capture ends such a session (SPEC §2.5). The
+    proposal to end it stalled ended it at the prompt: 0 minutes for a one-prompt session."""
+    from datetime import timedelta
+
     from ..domain.clock import from_iso
     from ..services.capture import transcript_written
 
@@ -116,6 +123,8 @@ def _with_transcript_activity(sessions: list[dict[str, Any]]) -> None:
         last = session.get("lastTurnAt") or session.get("startTime")
         if written is not None and last and written > from_iso(str(last)):
             session["lastActivityAt"] = to_iso(written)
+        elif written is None and session.get("lastTurnAt") and str(session.get("source") or "").startswith("hook:"):
+            session["answeredUntil"] = to_iso(from_iso(str(session["lastTurnAt"])) + timedelta(minutes=idle_gap_minutes))
 
 
 def _terms_differ(store: VaultStore) -> list[dict[str, Any]]:

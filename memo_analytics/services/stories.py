@@ -23,6 +23,7 @@ from ..vault.io import atomic_write_bytes, output_target
 from ..vault.redact import redact_secrets
 from .prompts import row_to_record
 from .requests import ExportStoryRequest
+from .sessions import is_web_url
 from .store import VaultStore, repository_root
 
 #: Most turns one story holds (a session is a work interval, far below this).
@@ -156,15 +157,19 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
     ]
     lines = [f"# Intent story: {_cell(title)}", "", "| Field | Value |", "|---|---|"]
     lines += [f"| {name} | {_cell(value)} |" for name, value in meta]
-    lines += ["", "## Summary", "", *(_quoted(session["summary"]) if session.get("summary") else ["—"]), "",
+    # the summary's angle brackets as text, as the title's: a viewer that renders HTML within
+    # Markdown ran a pushed "<img onerror=…>" (turns are kept as typed: their code is the story)
+    summary = re.sub(r"([<>])", r"\\\1", session["summary"]) if session.get("summary") else None
+    lines += ["", "## Summary", "", *(_quoted(summary) if summary else ["—"]), "",
               "## Deliverables", ""]
     deliverables = session.get("deliverables") or []
     for item in deliverables:
         parts = [f"**{_inline(item.get('type') or 'other')}**"]
         if item.get("title"):
             parts.append(_inline(item["title"]))
-        if item.get("url"):
-            parts.append(f"<{_line(item['url']).replace('>', '%3E')}>")
+        if item.get("url"):  # a link only to a web page: "javascript:…" or "file:…" stays text
+            url = _line(item["url"])
+            parts.append(f"<{url.replace('>', '%3E')}>" if is_web_url(url) else _inline(url))
         if item.get("sha"):  # a commit id in code; anything else as text
             sha = str(item["sha"])
             parts.append(f"`{sha}`" if re.fullmatch(r"[0-9a-fA-F]{4,64}", sha) else _inline(sha))

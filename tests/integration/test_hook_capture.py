@@ -887,3 +887,33 @@ def test_in_remote_mode_an_event_the_daemon_refuses_is_dropped_and_logged_not_ke
         hook(local, "claude-code", claude("UserPromptSubmit", repo, prompt="refused"), env={"MEMO_CONFIG": str(config)})
     assert capture.spooled(local) == []
     assert "event dropped: the daemon refused it: Invalid payload: no prompt" in capture.hook_log(local).read_text()
+
+
+def test_ending_a_stalled_session_whose_answers_are_unseen_counts_an_idle_gap_after_its_prompt(tmp_path, repo):
+    """Found by an operator: a Cursor session stalled after one prompt was proposed to end at that
+    prompt (0 minutes billed), while the capture ends such a session an idle gap after its last
+    prompt (its answer is not seen). The proposal and the delegated action end it there too."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    start = now - timedelta(hours=3)
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    try:
+        for n, (kind, when, text) in enumerate([("session_start", start, None),
+                                                ("prompt", start + timedelta(minutes=1), "fix the cart")]):
+            apply_event(store, HookEvent("cursor", kind, "c1", when, prompt=text, cwd=str(repo)), f"{n:08x}")
+    finally:
+        store.close()
+    digest = json.loads(memo("--json", "digest", vault=tmp_path / "v").stdout)
+    [item] = [i for i in digest["items"] if i["kind"] == "session_stalled"]
+    until = start + timedelta(minutes=31)
+    assert item["proposal"]["params"]["until"] == until.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    assert item["proposal"]["summary"].startswith("end cursor-c1 at an idle gap after its last prompt (its answer "
+                                                  "is unseen) ")
+    memo("digest", "apply", item["id"], "--fingerprint", item["fingerprint"], vault=tmp_path / "v")
+    session = read_record(tmp_path / "v" / "projects" / "product" / "sessions" / "session-cursor-c1.md")[0]
+    assert (session["status"], session["durationMinutes"]) == ("completed", 31)

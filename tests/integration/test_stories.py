@@ -206,3 +206,25 @@ def test_a_story_piped_to_a_terminal_carries_no_escape_of_a_stored_turn(tmp_path
     piped = memo("session", "export", "s1", "--project", "web", vault=vault).stdout  # stdout is no terminal here
     assert "set the title ]0;pwned and evil, then\ttabs stay" in piped
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", piped)
+
+
+def test_a_summary_and_a_deliverables_link_stay_text_in_a_viewer_that_renders_html(store):
+    """Found by an attacker: a session pushed with the summary ``<img src=x onerror=…>`` and a
+    link deliverable to ``javascript:alert(1)`` exported them as raw HTML and as an autolink, live
+    in a Markdown viewer that renders HTML. The summary's brackets are text, as the title's; only a
+    web page's URL is a link."""
+    from markdown_it import MarkdownIt
+
+    start_session(store, StartSessionRequest(session_id="h1", project="web", start_time="2026-03-02T09:00:00Z"))
+    record_prompt(store, RecordPromptRequest(session_id="h1", project="web", body="hello"))
+    end_session(store, EndSessionRequest(
+        session_id="h1", project="web", until="2026-03-02T09:30:00Z",
+        summary="<img src=x onerror=alert(1)><script>alert(2)</script> done",
+        deliverables=[{"type": "link", "url": "javascript:alert(1)", "title": "x"},
+                      {"type": "link", "url": "https://example.com/docs", "title": "docs"}]))
+    markdown = export_story(store, ExportStoryRequest(session_id="h1"))["markdown"]
+    page = MarkdownIt("commonmark").render(markdown)  # raw HTML on, as such viewers have it
+    assert "<img" not in page and "<script" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(2)&lt;/script&gt; done" in page
+    assert re.findall(r'href="([^"]*)"', page) == ["https://example.com/docs"]
+    assert "javascript:alert(1)" in page  # shown, as text
