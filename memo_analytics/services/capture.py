@@ -343,11 +343,16 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         if event.kind == "session_end":
             if existing is None or existing[0].get("status") != "active":  # completed, or superseded by an import
                 return f"session {session_id}: not open, nothing to end"
-            until = max(event.at, from_iso(str(existing[0]["startTime"])))
+            newest = index.last_turn_created(store.conn, project, session_id)
+            # never before its last turn: an end stamped earlier (the agent's clock went back, or
+            # the event waited in a spool) left that turn outside the session, its time billed for nothing
+            until = max(event.at, from_iso(str(existing[0]["startTime"])), *([from_iso(newest)] if newest else []))
             end_session(store, EndSessionRequest(session_id=session_id, project=project, until=until,
                                                  summary=None if existing[0].get("summary") else
                                                  summary_from_turns(store, project, session_id, cwd)))
-            return f"session {session_id} ended"
+            return f"session {session_id} ended" + (
+                f" at its last turn {to_iso(until)} (the end event was stamped {to_iso(event.at)}, before it)"
+                if until > event.at and newest and until == from_iso(newest) else "")
         if event.kind == "prompt" and _imported_already(store, project, event):
             return f"turn of {session_id}: already imported from the agent's transcript"
         if existing is None:

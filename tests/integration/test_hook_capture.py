@@ -917,3 +917,25 @@ def test_ending_a_stalled_session_whose_answers_are_unseen_counts_an_idle_gap_af
     memo("digest", "apply", item["id"], "--fingerprint", item["fingerprint"], vault=tmp_path / "v")
     session = read_record(tmp_path / "v" / "projects" / "product" / "sessions" / "session-cursor-c1.md")[0]
     assert (session["status"], session["durationMinutes"]) == ("completed", 31)
+
+
+def test_an_end_stamped_before_the_last_prompt_ends_the_session_at_that_prompt(tmp_path, repo):
+    """Found by an attacker: Gemini's SessionEnd stamped 10:10 after a prompt at 10:20 (a clock
+    gone back) stored the session as 10:00–10:10: the 10:20 turn lay outside it. The end is never
+    before the last turn, and the hook log says so."""
+    from datetime import datetime, timedelta, timezone
+
+    vault = tmp_path / "v"
+    common = {"session_id": "g2", "cwd": str(repo)}
+    start = datetime.now(timezone.utc).replace(second=0, microsecond=0) - timedelta(hours=2)
+
+    def at(minutes: int) -> str:
+        return (start + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+    for name, minutes, extra in (("SessionStart", 0, {}), ("BeforeAgent", 5, {"prompt": "p1"}),
+                                 ("BeforeAgent", 20, {"prompt": "p2"}), ("SessionEnd", 10, {})):
+        hook(vault, "gemini", json.dumps({**common, "hook_event_name": name, "timestamp": at(minutes), **extra}))
+    session = read_record(vault / "projects" / "product" / "sessions" / "session-gemini-g2.md")[0]
+    assert (session["endTime"], session["durationMinutes"]) == (at(20), 20)
+    assert (f"session gemini-g2 ended at its last turn {at(20)} (the end event was stamped {at(10)}, before it)"
+            in capture.hook_log(vault).read_text())
