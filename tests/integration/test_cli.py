@@ -554,3 +554,31 @@ def test_a_limit_over_a_page_is_said(tmp_path):
     assert ran.stderr.strip() == ("note: a page holds at most 100 prompts (--limit 500 asked); --offset pages on, "
                                   "--json with the same --offset too")
     assert memo("prompt", "list", "--all", "--limit", "100", vault=vault).stderr == ""
+
+
+@pytest.mark.parametrize("args, field", [
+    (["activity", "--all", "--since", ""], "since"), (["activity", "--all", "--until", " "], "until"),
+    (["activity", "--all", "--tz", ""], "tz"), (["activity", "--all", "--client", ""], "client"),
+    (["session", "start", "x", "--project", ""], "project"), (["session", "start", "", "--project", "web"], "sessionId"),
+    (["session", "show", ""], "sessionId"), (["prompt", "list", "--all", "--model", ""], "model"),
+])
+def test_an_empty_option_is_refused_not_read_as_not_given(tmp_path, args, field):
+    """Found by an attacker: ``--since ''`` ran with no bound, ``--client ''`` covered every client,
+    ``--project ''`` filed a session under ``default``, ``session start ''`` made up an id."""
+    ran = memo(*args, vault=tmp_path / "v", check=False)
+    assert (ran.returncode, ran.stderr) == (1, f"error: Invalid {field}: is empty: give a value, or leave the option "
+                                               "out\n")
+    assert not (tmp_path / "v" / "projects").exists()
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--limit", "0"], "error: Invalid limit: 0 is below 1: a page holds 1–100 prompts"),
+    (["--limit", "-1"], "error: Invalid limit: -1 is below 1: a page holds 1–100 prompts"),
+    (["--offset", "-1"], "error: Invalid offset: -1 is below 0: the prompts to skip"),
+])
+def test_a_page_out_of_range_is_refused_on_the_command_line(tmp_path, args, said):
+    """Found by an attacker: ``--limit 0`` showed one prompt and ``--offset -1`` the first page,
+    without a word (the tool's clamping, SPEC §2.6, is for agents)."""
+    memo("prompt", "record", "--project", "web", "--body", "hello", vault=tmp_path / "v")
+    ran = memo("prompt", "list", "--all", *args, vault=tmp_path / "v", check=False)
+    assert (ran.returncode, ran.stderr.strip()) == (1, said)

@@ -446,7 +446,19 @@ def _validation_message(exc: ValidationError) -> str:
     return "Invalid {}: {}".format(*_validation_field(exc))
 
 
+#: Options that name something (a filter, a bound, an id): given empty, they are refused, not
+#: read as "not given" (``--since ''`` ran with no bound, ``--client ''`` covered every client).
+_NOT_BLANK = ("since", "until", "tz", "client", "project", "session_id", "task_slug", "ide", "model", "agent",
+              "to_project")
+
+
 def _build(request_model: type, /, **fields: Any):
+    """``request_model`` of ``fields`` (a command's options), refusing with the field named: a
+    value the model refuses, or an empty one of :data:`_NOT_BLANK`."""
+    for name in _NOT_BLANK:
+        value = fields.get(name)
+        if isinstance(value, str) and not value.strip():
+            raise InvalidFieldError(to_camel(name), "is empty: give a value, or leave the option out")
     try:
         return request_model(**fields)
     except ValidationError as exc:

@@ -88,6 +88,12 @@ def _read_file(path: Path) -> bytes:
 
 
 def _list_request(**kwargs: Any) -> ListRequest:
+    # a person's page: out of range is refused here (the tool brings it into 1–100, SPEC §2.6:
+    # --limit 0 showed one prompt, --offset -1 the first page, without a word)
+    if isinstance(kwargs.get("limit"), int) and kwargs["limit"] < 1:
+        raise InvalidFieldError("limit", f"{kwargs['limit']} is below 1: a page holds 1–100 prompts")
+    if isinstance(kwargs.get("offset"), int) and kwargs["offset"] < 0:
+        raise InvalidFieldError("offset", f"{kwargs['offset']} is below 0: the prompts to skip")
     _check_scope(kwargs.get("project"), kwargs.get("all_projects", False))
     kwargs["cross_project"] = kwargs.pop("all_projects")
     kwargs["tags"] = kwargs.pop("tag")
