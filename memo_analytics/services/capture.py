@@ -209,7 +209,14 @@ def parse_event(agent: str, payload: Any, received: datetime, event_name: str | 
         raise InvalidFieldError("event", "is not a JSON object")
     if event_name and not payload.get("hook_event_name"):
         payload = {**payload, "hook_event_name": event_name}
-    return _PARSERS[agent](payload, received)
+    event = _PARSERS[agent](payload, received)
+    prompt = payload.get("prompt")
+    if event.kind == "prompt" and "prompt" in payload and not isinstance(prompt, str):
+        # said as what it is (it was dropped as "Invalid body: must not be empty")
+        kind = {bool: "a boolean", int: "a number", float: "a number", dict: "an object", list: "an array",
+                type(None): "null"}.get(type(prompt), type(prompt).__name__)
+        raise InvalidFieldError("prompt", f"is {kind}, not text")
+    return event
 
 
 def secret_free_id(conversation: str) -> str | None:
@@ -762,7 +769,10 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
     try:
         if len(raw) > MAX_EVENT_BYTES:
             raise ValueError(f"the event is larger than {MAX_EVENT_BYTES} bytes")
-        payload = json.loads(raw) if raw and raw.strip() else None
+        try:
+            payload = json.loads(raw) if raw and raw.strip() else None
+        except json.JSONDecodeError as exc:  # named as what it is, not only where the parser stopped
+            raise ValueError(f"the event is not JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
         event = parse_event(agent, payload, received, event_name)
     except RecursionError:
         note(f"{agent}: event dropped: nested too deep to parse")

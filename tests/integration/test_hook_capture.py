@@ -939,3 +939,16 @@ def test_an_end_stamped_before_the_last_prompt_ends_the_session_at_that_prompt(t
     assert (session["endTime"], session["durationMinutes"]) == (at(20), 20)
     assert (f"session gemini-g2 ended at its last turn {at(20)} (the end event was stamped {at(10)}, before it)"
             in capture.hook_log(vault).read_text())
+
+
+@pytest.mark.parametrize("stdin, said", [
+    ('{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":123}', "Invalid prompt: is a number, not text"),
+    ('{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":["a"]}', "Invalid prompt: is an array, not text"),
+    ("not json", "the event is not JSON (Expecting value at line 1 column 1)"),
+])
+def test_a_dropped_event_is_logged_as_what_is_wrong_with_it(tmp_path, repo, stdin, said):
+    """Found by an attacker: a prompt that was a number was dropped as "Invalid body: must not be
+    empty", and a payload that was not JSON as "Expecting value: line 1 column 1 (char 0)"."""
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", stdin.replace('"session_id"', f'"cwd":{json.dumps(str(repo))},"session_id"'))
+    assert f"claude-code: event dropped: {said}" in capture.hook_log(vault).read_text()
