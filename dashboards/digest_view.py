@@ -11,6 +11,7 @@ import panel as pn
 from memo_analytics.dashboard_data import DashboardData
 from memo_analytics.dashboards.style import esc, html_pane, note
 from memo_analytics.domain.errors import MemoError
+from memo_analytics.domain.shell import with_vault_root
 
 #: Items listed (the rest are counted); the list scrolls past about :data:`VISIBLE` items.
 SHOWN = 25
@@ -26,18 +27,23 @@ def _hours(minutes: int) -> str:
     return f"{minutes / 60:.1f} h" if minutes >= 60 else f"{minutes} min"
 
 
-def item_html(item: dict[str, Any]) -> str:
-    """One digest item as escaped HTML."""
+def item_html(item: dict[str, Any], root: str | None = None) -> str:
+    """One digest item as escaped HTML; its command names the vault it acts on (``--vault-root``:
+    the item's further vault, else ``root``), as a person pastes it into any shell."""
     lane = "lane-waiting" if item["lane"] == "waiting on you" else "lane-dropped"
     where = (esc(item["project"]) + (f" · {esc(item['owner'])}" if item.get("owner") else "")
              + (f" · vault {esc(item['vault'])}" if item.get("vault") else ""))
     stake = f" · {_hours(item['minutesAtStake'])} billable at stake" if item.get("minutesAtStake") else ""
+    vault = item.get("vault") or root
+    # a served vault is often not the one a shell's memo opens: without it, a pasted command acted
+    # on ~/.memo/vault
+    command = with_vault_root(item["action"], str(vault)) if vault else item["action"]
     return (f'<div class="item"><span class="badge {lane}">{esc(item["lane"])}</span> '
             f'<span class="kind">{esc(item["kind"].replace("_", " "))}</span> '
             f'<b>{esc(item["subject"])}</b> <span class="muted">({where})</span><br>'
             f'<span class="why">{esc(item["why"])}</span> <span class="muted">— waits for '
             f'{esc(item["waitingFor"])}{esc(stake)}</span><br>'
-            f'<span class="muted small">by hand:</span> <code>{esc(item["action"])}</code></div>')
+            f'<span class="muted small">by hand:</span> <code>{esc(command)}</code></div>')
 
 
 class DigestView:
@@ -117,7 +123,7 @@ class DigestView:
         return f"{local:%H:%M:%S} {local.tzname() or ''}".strip()
 
     def _row(self, item: dict[str, Any]) -> pn.Row:
-        text = html_pane(item_html(item), sizing_mode="stretch_width", margin=(4, 10))
+        text = html_pane(item_html(item, str(self.data.store.root)), sizing_mode="stretch_width", margin=(4, 10))
         proposal = item.get("proposal")
         style = {"border-top": "1px solid #eef1f5"}
         buttons = []

@@ -81,3 +81,36 @@ def is_plain_command(text: str) -> bool:
         else:
             return False
     return one_line(text) == text
+
+
+def with_vault_root(command: str, root: str) -> str:
+    """``command`` (one or more ``memo …`` commands, hints after ``#``) with ``--vault-root
+    ROOT`` after each ``memo`` that starts a command (outside quotes): printed by ``memo
+    --vault-root X digest``, a pasted command acted on the configured vault instead."""
+    option = f"memo --vault-root {shell_word(root)} "
+    parts, quote, closed, i = [], "", False, 0
+    while i < len(command):
+        char, after = command[i], command[i - 1] if i else " "
+        if quote == "$'" and char == "\\":  # an escape of ANSI-C quotes (\' among them): two characters
+            parts.append(command[i:i + 2])
+            i += 2
+            continue
+        if quote:
+            quote, closed = ("", True) if char == quote[-1] else (quote, False)
+        elif char in "'\"" and (after in " =" or closed):  # a quoted word (shell_word), not prose's "web's"
+            quote, closed = char, False
+        elif command.startswith("$'", i) and after in " =":  # shell_word's ANSI-C quotes
+            quote, closed = "$'", False
+            parts.append("$'")
+            i += 2
+            continue
+        elif command.startswith("memo ", i) and after in " :":
+            parts.append(option)
+            i += len("memo ")
+            closed = False
+            continue
+        else:
+            closed = False
+        parts.append(char)
+        i += 1
+    return "".join(parts)

@@ -219,6 +219,9 @@ def test_an_item_names_whose_work_it_is(tmp_path):
     assert "│ session_stalled:w1 " in row and "│ ana@team.test" in row  # the id alone: it is what apply takes
     assert "web · ana@team.test" in item_html({**item, "owner": "ana@team.test"})
     assert "&lt;b&gt;" in item_html({**item, "owner": "<b>x</b>"})
+    # found by a new user: the dashboard's command named no vault, and pasted it acted on ~/.memo/vault
+    assert "<code>memo --vault-root /srv/team session show w1 --project web" in item_html(item, "/srv/team")
+    assert "<code>memo --vault-root /srv/other session show w1" in item_html({**item, "vault": "/srv/other"}, "/srv/x")
 
 
 def test_a_reviewed_pull_request_leaves_the_digest(tmp_path):
@@ -305,7 +308,7 @@ def test_a_printed_command_acts_on_the_vault_it_was_printed_from_and_an_apply_on
 
 
 def test_the_vault_root_goes_after_each_memo_that_starts_a_command_and_never_into_a_quoted_name():
-    from memo_analytics.interfaces.cli.operator import with_vault_root
+    from memo_analytics.domain.shell import with_vault_root
 
     hostile = shlex.quote("it's: memo x")  # a session id that reads like a command
     assert with_vault_root(f"memo session show {hostile} --project p  # resume, or: memo session end {hostile}",
