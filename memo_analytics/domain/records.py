@@ -148,9 +148,9 @@ class Session(Prompt):
             return self
         start, end = from_iso(self.start_time), from_iso(self.end_time)
         if end < start:
-            raise ValueError(f"endTime {self.end_time} is before startTime {self.start_time}")
+            raise ValueError(f"endTime: {self.end_time} is before startTime {self.start_time}")
         if self.duration_minutes is not None and self.duration_minutes != minutes_between(start, end):
-            raise ValueError(f"durationMinutes {self.duration_minutes} is not endTime − startTime "
+            raise ValueError(f"durationMinutes: {self.duration_minutes} is not endTime − startTime "
                              f"({minutes_between(start, end)} minutes)")
         return self
 
@@ -199,6 +199,8 @@ def normalize_meta(meta: dict[str, Any]) -> dict[str, Any]:
         record = model.model_validate(meta)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "frontmatter"
-        raise ValueError(f"{where}: {first['msg'].removeprefix('Value error, ')}") from None
+        said = first["msg"].removeprefix("Value error, ")
+        if not first["loc"]:  # a rule of several fields (a session's times): its message names them
+            raise ValueError(said) from None
+        raise ValueError(f"{'.'.join(str(part) for part in first['loc'])}: {said}") from None
     return record.wire()

@@ -439,9 +439,9 @@ def test_branch_and_commit_default_to_the_cwd_repository_head(tmp_path):
 
 
 @pytest.mark.parametrize("edit, said", [
-    (("durationMinutes: 20", "durationMinutes: 99999"), "durationMinutes 99999 is not endTime − startTime (20 minutes)"),
+    (("durationMinutes: 20", "durationMinutes: 99999"), "durationMinutes: 99999 is not endTime − startTime (20 minutes)"),
     (("endTime: '2026-03-06T08:20:00.000Z'", "endTime: '2026-03-06T07:20:00.000Z'"),
-     "endTime 2026-03-06T07:20:00.000Z is before startTime 2026-03-06T08:00:00.000Z"),
+     "endTime: 2026-03-06T07:20:00.000Z is before startTime 2026-03-06T08:00:00.000Z"),
 ])
 def test_a_session_whose_length_is_not_its_times_is_refused_and_left_as_it_is(tmp_path, edit, said):
     """Found by an attacker: a hand edit of ``durationMinutes`` alone (99999 on a 20-minute
@@ -460,7 +460,7 @@ def test_a_session_whose_length_is_not_its_times_is_refused_and_left_as_it_is(tm
     edited = record.read_bytes()
     shown = memo("--json", "activity", "--all", vault=vault)
     assert json.loads(shown.stdout)["totalDurationMinutes"] == 0
-    assert f"1 file skipped ({record}: frontmatter: {said})" in json.loads(shown.stderr)["note"]
+    assert f"1 file skipped ({record}: {said})" in json.loads(shown.stderr)["note"]
     rebuilt = memo("reindex", vault=vault)
     assert "skipped 1 files" in rebuilt.stdout + rebuilt.stderr
     assert json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["totalDurationMinutes"] == 0

@@ -190,7 +190,9 @@ def test_a_session_file_edited_in_place_bills_as_edited(tmp_path):
     folder_time = path.parent.stat().st_mtime_ns
     time.sleep(0.01)
     with open(path, "r+", encoding="utf-8") as handle:  # in place: same inode, folder time unchanged
-        text = handle.read().replace("durationMinutes: 45", "durationMinutes: 50")
+        # its end and length together (a length alone that is not its times is refused)
+        text = handle.read().replace("durationMinutes: 45", "durationMinutes: 50").replace(
+            "endTime: '2026-11-30T09:45:00.000Z'", "endTime: '2026-11-30T09:50:00.000Z'")
         handle.seek(0)
         handle.write(text)
         handle.truncate()

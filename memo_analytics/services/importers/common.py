@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Iterator
 
-from ...domain.clock import from_iso, to_iso
+from ...domain.clock import from_iso, minutes_between, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
 from ...domain.ids import session_record_id, slugify
 from ...domain.records import RecordKind
@@ -596,6 +596,10 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             changes.update(summary=described, summaryDigest=summary_digest(described))
         if changes:
             meta, body = store.read(project, RecordKind.SESSION, session_record_id(session_id)) or existing
+            if "startTime" in changes and meta.get("endTime"):  # the length from the new start, in the same write
+                changes["durationMinutes"] = minutes_between(interval.start, max(interval.start,
+                                                                                 from_iso(str(meta["endTime"]))))
+                changes["endTime"] = to_iso(max(interval.start, from_iso(str(meta["endTime"]))))
             store.upsert(RecordKind.SESSION, {**meta, **changes}, body)
         if old_end != to_iso(interval.end):
             end_session(store, EndSessionRequest(
