@@ -422,7 +422,7 @@ def _no_such_session(store: VaultStore, turn: dict[str, Any]) -> str:
     known = index.recent_session_ids(store.conn, project)  # on a turn's write path: a bounded read
     close = difflib.get_close_matches(session_id, known, n=3, cutoff=0.6)
     return (f"project {project} holds no session {session_id}: this turn bills nothing until one is recorded "
-            f"(memo session start {session_id} --project {project})"
+            f"(the session_start action, or memo session start {session_id} --project {project})"
             + (f"; did you mean {' or '.join(close)}?" if close else ""))
 
 
