@@ -88,7 +88,17 @@ class ActivityView:
                                                stylesheets=[DISABLED_LOOK])
         self.issue = pn.widgets.Button(label="Issue invoice", button_type="warning", width=130, margin=(24, 10, 10, 10),
                                        disabled=True, css_classes=["memo-issue-invoice"], stylesheets=[DISABLED_LOOK])
-        self.issue.on_click(self._issue)
+        self.issue.on_click(self._ask_to_issue)
+        # a numbered invoice cannot be taken back (only cancelled by a credit note): one click asks,
+        # the second issues what was asked about
+        self.confirm = pn.widgets.Button(label="Issue it", button_type="danger", width=110,
+                                         css_classes=["memo-issue-confirm"])
+        self.confirm.on_click(self._issue)
+        self.cancel = pn.widgets.Button(label="Cancel", button_type="light", width=90, css_classes=["memo-issue-cancel"])
+        self.cancel.on_click(lambda _event: self._forget_asked())
+        self.asking = html_pane(sizing_mode="stretch_width", css_classes=["memo-issue-question"])
+        self.question = pn.Row(self.asking, self.confirm, self.cancel, visible=False, sizing_mode="stretch_width")
+        self._asked: tuple[str | None, date | None, date | None] | None = None
         self.issued = html_pane(sizing_mode="stretch_width", visible=False, css_classes=["memo-issued"])
         self.summary = html_pane(sizing_mode="stretch_width", css_classes=["memo-activity-summary"])
         self.invoice_note = html_pane(sizing_mode="stretch_width", visible=False)
@@ -109,7 +119,7 @@ class ActivityView:
         self.layout = pn.Column(
             pn.Row(self.period, self.since, self.until, self.client, pn.layout.HSpacer(), self.timesheet,
                    self.invoice, self.issue, sizing_mode="stretch_width"),
-            self.invoice_note, self.issued, self.summary, self.chart,
+            self.question, self.invoice_note, self.issued, self.summary, self.chart,
             html_pane('<h3 class="section">Billable time by client</h3>'), self.by_client,
             html_pane('<h3 class="section">Timesheet</h3>'), self.sheet,
             sizing_mode="stretch_width", css_classes=["memo-activity"],
@@ -135,6 +145,8 @@ class ActivityView:
             raise InvalidDateError(name, text) from None
 
     def _changed(self, _event: Any) -> None:
+        if _event is not None:  # another client or period: the question asked was about the last one
+            self._forget_asked()
         custom = self.period.value == "custom"
         self.since.disabled = self.until.disabled = not custom
         client = None if self.client.value == ALL_CLIENTS else self.client.value
@@ -197,10 +209,32 @@ class ActivityView:
         self.timesheet.filename = f"timesheet-{stamp}.pdf"
         self.invoice.filename = f"invoice-draft-{stamp}.pdf"
 
-    def _issue(self, _event: Any) -> None:
-        """Issue the invoice of the client and period on screen (``memo invoice issue``)."""
-        since, until = self.bounds()
+    def _ask_to_issue(self, _event: Any) -> None:
+        """Ask before issuing the invoice of the client and period on screen."""
+        try:
+            since, until = self.bounds()
+        except MemoError as exc:
+            self.issued.object = note("error", f"Not issued: {exc}")
+            self.issued.visible = True
+            return
         client = None if self.client.value == ALL_CLIENTS else self.client.value
+        self._asked = (client, since, until)
+        self.asking.object = note("warn", f"Issue a numbered invoice to {client or 'every client'} for {since} – "
+                                          f"{until}? It cannot be taken back: only a credit note cancels it.")
+        self.question.visible = True
+        self.issued.visible = False
+
+    def _forget_asked(self) -> None:
+        self._asked = None
+        self.question.visible = False
+
+    def _issue(self, _event: Any) -> None:
+        """Issue the invoice asked about (:meth:`_ask_to_issue`: its client and period, even when
+        the filters changed since; ``memo invoice issue``)."""
+        if self._asked is None:
+            return
+        client, since, until = self._asked
+        self._forget_asked()
         try:
             document = self.data.issue_invoice(client, since, until)
         except MemoError as exc:

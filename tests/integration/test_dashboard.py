@@ -488,7 +488,16 @@ def test_an_invoice_is_issued_from_the_activity_tab(served, page):
         field.press("Enter")
     expect(page.locator(".memo-activity-summary")).to_contain_text("2026-03-01 – 2026-03-31", timeout=WAIT_MS)
     expect(issue).to_be_enabled(timeout=WAIT_MS)
+    # found by a billing person: one click issued a numbered invoice (only a credit note takes it
+    # back); it asks first, and a cancel issues nothing
     issue.click()
+    expect(page.locator(".memo-issue-question")).to_contain_text(
+        "Issue a numbered invoice to Globex for 2026-03-01 – 2026-03-31? It cannot be taken back", timeout=WAIT_MS)
+    page.locator(".memo-issue-cancel button").click()
+    expect(page.locator(".memo-issue-question")).to_be_hidden(timeout=WAIT_MS)
+    assert not (served[1] / "invoices").exists() or not list((served[1] / "invoices").glob("*.md"))
+    issue.click()
+    page.locator(".memo-issue-confirm button").click()
     expect(page.locator(".memo-issued")).to_contain_text("Issued invoice 2026-0001 for Globex", timeout=60_000)
     assert (served[1] / "invoices" / "2026-0001.md").is_file()
     page.locator(".memo-act-since input").first.fill("2026-13-01")
