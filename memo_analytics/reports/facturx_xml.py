@@ -129,7 +129,9 @@ def _business_terms(meta: dict[str, Any]) -> dict[str, Any]:
         terms["BT-9"] = date.fromisoformat(meta["due"])
         terms["BT-20"] = f"Payable by {meta['due']} without deduction"
     issuer = meta["issuer"]
-    if issuer.get("iban"):
+    if credit:
+        pass  # no payment instruction: a credit note's amount is owed to the buyer (the issuer's IBAN read as money due)
+    elif issuer.get("iban"):
         terms.update({"BT-81": "58", "BT-84": issuer["iban"], "BT-85": issuer["name"]})
         if issuer.get("bic"):
             terms["BT-86"] = issuer["bic"]

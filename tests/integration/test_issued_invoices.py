@@ -167,9 +167,10 @@ def test_an_issued_invoice_is_numbered_stored_priced_with_vat_and_a_valid_factur
     for expected in ("Ana Dev GmbH", "Hauptstraße 1", "VAT id DE136695976", "Acme Corp SARL", "1 rue de la Paix",
                      "75002 Paris", "France", "Invoice 2026-0001", f"Due date {june['due']}",
                      "Service period 2026-06-01 – 2026-06-30", "EUR 218.40", "EUR 41.50", "EUR 259.90",
-                     "IBAN DE89 3704 0044 0532 0130 00", "Amtsgericht Charlottenburg HRB 12345",
-                     "1 session of 0 minutes"):
+                     "IBAN DE89 3704 0044 0532 0130 00", "Amtsgericht Charlottenburg HRB 12345"):
         assert expected in " ".join(printed.split()), expected
+    # found by a billing person: "Not on this invoice: 1 session of 0 minutes" is the issuer's to know
+    assert "Not on this invoice" not in printed and "of 0 minutes" not in printed
     root = xml_of(stored)
     assert text(root, "//rsm:ExchangedDocument/ram:ID") == ["2026-0001"]
     assert text(root, "//rsm:ExchangedDocument/ram:TypeCode") == ["380"]
@@ -209,6 +210,10 @@ def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoi
     root = xml_of(Path(credit["pdf"]))
     assert text(root, "//rsm:ExchangedDocument/ram:TypeCode") == ["381"]
     assert text(root, "//ram:InvoiceReferencedDocument/ram:IssuerAssignedID") == ["2026-0001"]
+    # found by a billing person: the issuer's IBAN as a credit transfer read as money the buyer owes;
+    # a credit note carries no payment instruction, and its reason as a note
+    assert text(root, "//ram:SpecifiedTradeSettlementPaymentMeans/ram:TypeCode") == []
+    assert text(root, "//rsm:ExchangedDocument/ram:IncludedNote/ram:Content")[0] == "wrong rate"
     twice = run(billing, "invoice", "credit", first["number"])
     assert (twice.returncode, twice.stderr.strip()) == (
         1, "error: Invalid number: invoice 2026-0001 is already cancelled by credit note 2026-0003")
