@@ -12,7 +12,7 @@ from ..domain.billing import client_name_problem
 from ..domain.clock import from_iso
 from ..domain.errors import InvalidFieldError
 from ..domain.ids import LONE_PROMPT_ID, prompt_id, session_record_id, validate_slug
-from ..domain.records import RecordKind
+from ..domain.records import RecordKind, normalize_meta
 from ..domain.wire import is_one_plain_line
 from .prompts import MAX_CLOCK_SKEW, clean_owner
 from .sessions import is_web_url
@@ -25,6 +25,11 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     ``endTime − startTime`` (billed minutes are derived, never taken from the sender); a
     pull request links to a web page; a move cut short (``movingTo``) names another project by
     a valid id; a client's name is one line of plain text (as every write takes it)."""
+    try:  # the rules every record holds, wherever it comes from (a merge of two versions too)
+        normalize_meta(meta)
+    except ValueError as exc:
+        field, _, said = str(exc).partition(": ")
+        raise InvalidFieldError(field, said) if said and " " not in field else InvalidFieldError("record", str(exc))
     size = len(body.encode("utf-8", "surrogatepass"))
     if size > MAX_BODY_BYTES:
         raise InvalidFieldError("body", f"is {size} bytes; the limit is {MAX_BODY_BYTES} bytes")

@@ -1191,3 +1191,29 @@ def test_a_refused_pull_is_said_once_and_not_as_nothing_to_pull(remote, tmp_path
     assert ran.stderr.count("an issued document without its PDF") == 1, ran.stderr
     as_json = memo("--json", "sync", "git", vault=a.root, env={"MEMO_CONFIG": str(config)}, check=False)
     assert all(json.loads(line) for line in as_json.stderr.splitlines())  # every line JSON
+
+
+def test_a_field_merge_whose_times_break_the_session_rule_keeps_the_newer_version_whole():
+    """Found by an attacker: machine B moved a session's start, machine A its length; the field
+    merge took B's start, A's end and A's minutes — a record whose minutes are not its times,
+    pushed to the team and refused by every reader. Such a merge keeps the newer version whole."""
+    from datetime import datetime, timezone
+
+    from memo_analytics.services.vault_git import _merged_record
+    from memo_analytics.vault.io import dump_record
+
+    base = {"id": "session-m1", "kind": "session", "project": "p1", "status": "completed",
+            "created": "2026-11-01T10:00:00.000Z", "updated": "2026-11-01T12:00:00.000Z", "sessionId": "m1",
+            "startTime": "2026-11-01T10:00:00.000Z", "endTime": "2026-11-01T11:00:00.000Z", "durationMinutes": 60}
+    theirs = {**base, "updated": "2026-11-02T09:00:00.000Z", "startTime": "2026-11-01T09:00:00.000Z",
+              "durationMinutes": 120}
+    ours = {**base, "updated": "2026-11-02T10:00:00.000Z", "endTime": "2026-11-01T11:30:00.000Z",
+            "durationMinutes": 90}
+    texts = [dump_record(meta, "").encode() for meta in (base, ours, theirs)]
+    assert _merged_record("projects/p1/sessions/session-m1.md", *texts,
+                          datetime(2026, 11, 3, tzinfo=timezone.utc)) is None
+    # a merge of fields that keeps the rule is still made
+    ours_summary = {**base, "updated": "2026-11-02T10:00:00.000Z", "summary": "Release"}
+    merged = _merged_record("projects/p1/sessions/session-m1.md", texts[0], dump_record(ours_summary, "").encode(),
+                            texts[2], datetime(2026, 11, 3, tzinfo=timezone.utc))
+    assert merged is not None and b"summary: Release" in merged[0] and b"durationMinutes: 120" in merged[0]
