@@ -147,11 +147,15 @@ class Session(Prompt):
         if self.end_time is None:
             return self
         start, end = from_iso(self.start_time), from_iso(self.end_time)
+        # said with the mend: memo cannot edit a record it cannot read (the file is put right by hand)
         if end < start:
-            raise ValueError(f"endTime: {self.end_time} is before startTime {self.start_time}")
+            raise ValueError(f"endTime: {self.end_time} is before startTime {self.start_time}; correct one of "
+                             "them in the file, then memo reindex")
         if self.duration_minutes is not None and self.duration_minutes != minutes_between(start, end):
             raise ValueError(f"durationMinutes: {self.duration_minutes} is not endTime − startTime "
-                             f"({minutes_between(start, end)} minutes)")
+                             f"({minutes_between(start, end)} minutes); write durationMinutes: "
+                             f"{minutes_between(start, end)} in the file (or the endTime it should have), then "
+                             "memo reindex")
         return self
 
     @field_serializer("deliverables")

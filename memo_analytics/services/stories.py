@@ -157,9 +157,10 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
     ]
     lines = [f"# Intent story: {_cell(title)}", "", "| Field | Value |", "|---|---|"]
     lines += [f"| {name} | {_cell(value)} |" for name, value in meta]
-    # the summary's angle brackets as text, as the title's: a viewer that renders HTML within
-    # Markdown ran a pushed "<img onerror=…>" (turns are kept as typed: their code is the story)
-    summary = re.sub(r"([<>])", r"\\\1", session["summary"]) if session.get("summary") else None
+    # the summary's angle brackets (and backslashes, which would escape the escape) as text, as
+    # the title's: a viewer that renders HTML within Markdown ran a pushed "<img onerror=…>" (turns
+    # are kept as typed: their code is the story)
+    summary = re.sub(r"([\\<>])", r"\\\1", session["summary"]) if session.get("summary") else None
     lines += ["", "## Summary", "", *(_quoted(summary) if summary else ["—"]), "",
               "## Deliverables", ""]
     deliverables = session.get("deliverables") or []

@@ -228,3 +228,7 @@ def test_a_summary_and_a_deliverables_link_stay_text_in_a_viewer_that_renders_ht
     assert "&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(2)&lt;/script&gt; done" in page
     assert re.findall(r'href="([^"]*)"', page) == ["https://example.com/docs"]
     assert "javascript:alert(1)" in page  # shown, as text
+    # found by a later attacker: a backslash before the bracket escaped the escape
+    end_session(store, EndSessionRequest(session_id="h1", project="web", summary="\\<img src=x onerror=alert(3)\\>"))
+    page = MarkdownIt("commonmark").render(export_story(store, ExportStoryRequest(session_id="h1"))["markdown"])
+    assert "<img" not in page and "\\&lt;img src=x onerror=alert(3)\\&gt;" in page
