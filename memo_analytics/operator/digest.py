@@ -128,6 +128,11 @@ DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"),
                    ("digest", "apply"))
 
 
+#: The options those commands carry in a digest (``--promote`` with a file name of the repository's root).
+DIGEST_OPTIONS = frozenset({"--project", "--until", "--client", "--fingerprint", "--as-of", "--start", "--end",
+                            "--minutes", "--promote", "--reviewed"})
+
+
 def is_digest_command(action: str) -> bool:
     """Whether ``action`` is a command a digest writes: plain words only
     (:func:`~memo_analytics.domain.shell.is_plain_command`) and one of :data:`DIGEST_COMMANDS`
@@ -135,12 +140,27 @@ def is_digest_command(action: str) -> bool:
     alone let "bash -c '… | sh'" or "memo config set remote.url …" through."""
     from ..domain.shell import is_plain_command
 
+    import shlex
+
     if not is_plain_command(action):
         return False
-    words = action.split(" #", 1)[0].split()
-    if words[:1] == ["diff"]:  # a sync conflict's two versions: reads two files, changes nothing
-        return len(words) == 3 and not any(word.startswith("-") for word in words[1:])
-    return len(words) >= 3 and words[0] == "memo" and (words[1], words[2]) in DIGEST_COMMANDS
+    try:
+        words = shlex.split(action.split(" #", 1)[0])
+    except ValueError:
+        return False
+    if words[:1] == ["diff"]:  # a sync conflict's two versions (a record, its conflict file): reads, changes nothing
+        return len(words) == 3 and all(w.endswith(".md") and "/projects/" in w and not w.startswith("-")
+                                       for w in words[1:]) and ".conflict-" in words[2]
+    if not (len(words) >= 3 and words[0] == "memo" and (words[1], words[2]) in DIGEST_COMMANDS):
+        return False
+    # only the options a digest writes: a daemon's "--output ~/notes/README.md --force" or
+    # "--vault-root /tmp/evil" passed as plain words
+    for option, value in zip(words[3:], [*words[4:], ""]):
+        if option.startswith("-") and option not in DIGEST_OPTIONS:
+            return False
+        if option == "--promote" and (not value.endswith(".md") or "/" in value or value.startswith(".")):
+            return False
+    return True
 
 
 def fingerprint(*parts: Any) -> str:
