@@ -68,8 +68,25 @@ class PromptQuery:
     page: int = 1
 
     def request(self) -> ListRequest:
-        """The :class:`ListRequest` of this page (the page clamped to ≥ 1)."""
+        """The :class:`ListRequest` of this page (the page clamped to ≥ 1).
+
+        Raises
+        ------
+        InvalidFieldError
+            A value the request refuses (``Invalid query: 101 words …``), as every view shows one.
+        """
+        from pydantic import ValidationError
+        from pydantic.alias_generators import to_camel
+
         size = self.page_size if self.page_size in PAGE_SIZES else 20
+        try:
+            return self._request(size)
+        except ValidationError as exc:  # the view shows a MemoError; this escaped it (a silent, stale page)
+            first = exc.errors()[0]
+            field = ".".join(to_camel(str(part)) for part in first["loc"]) or "query"
+            raise InvalidFieldError(field, first["msg"].removeprefix("Value error, ")) from None
+
+    def _request(self, size: int) -> ListRequest:
         return ListRequest(
             project=self.project or None, cross_project=not self.project, query=self.query.strip() or None,
             ide=self.ide or None, model=self.model.strip() or None, agent=self.agent.strip() or None,

@@ -173,3 +173,19 @@ def test_what_the_operator_did_by_itself_is_shown_beside_the_digest(store):
     shown = " ".join(o.object for o in view.items.objects if isinstance(getattr(o, "object", None), str))
     assert "the operator acted by itself in the last 24 h (1;" in shown
     assert "end_stale_session on <b>idle</b> (web) — applied" in shown
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning",
+                            "ignore::FutureWarning")  # Panel's and its table's own, on building the view
+def test_a_search_over_the_word_limit_is_said_on_the_page(store):
+    """Found by an attacker: a search box holding more than 100 words raised pydantic's error in
+    the widget's callback: nothing was said and the last results stayed on screen."""
+    from memo_analytics.dashboards.prompts_view import PromptsView
+    from memo_analytics.domain.errors import InvalidFieldError
+
+    record_prompt(store, RecordPromptRequest(project="web", body="hello"))
+    with pytest.raises(InvalidFieldError, match=r"^Invalid query: 101 words"):
+        PromptQuery(query=" ".join(["word"] * 101)).request()
+    view = PromptsView(DashboardData(store))
+    view.search.value = " ".join(["word"] * 101)
+    assert "Invalid query: 101 words" in view.message.object and view.message.visible
