@@ -290,6 +290,14 @@ class OperatorPolicy(BaseModel):
     stories_dir: Path = Field(default_factory=lambda: Path.home() / ".memo" / "stories")
     dashboard_refresh_seconds: float = Field(default=30.0, ge=0, le=3600)
 
+    @field_validator("dashboard_refresh_seconds")
+    @classmethod
+    def _refresh_period(cls, value: float) -> float:
+        """0 (off) or at least a second: 0.0004 made a period of 0 ms, a server busy for nobody."""
+        if 0 < value < 1:
+            raise ValueError(f"{value:g} is under a second: give 0 (only the refresh button) or 1 to 3600 seconds")
+        return value
+
     @field_validator("webhook_url")
     @classmethod
     def _webhook_address(cls, value: str | None) -> str | None:

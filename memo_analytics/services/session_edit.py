@@ -288,6 +288,8 @@ def set_project_client(store: VaultStore, project: str, client: str, every: bool
     """
     now = now or utcnow()
     project = validate_slug(project, "project")
+    if not isinstance(client, str) or not client.strip():  # it filed every session under internal, unasked
+        raise InvalidFieldError("client", "is empty: give the client's name ('internal' for none)")
     wanted = clean_client(client)
     new_client = bool(wanted) and is_new_client(store, wanted)  # asked before it is written
     wanted = None if not wanted or wanted.lower() == "internal" else canonical_client(store, wanted)

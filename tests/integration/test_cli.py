@@ -561,6 +561,7 @@ def test_a_limit_over_a_page_is_said(tmp_path):
     (["activity", "--all", "--tz", ""], "tz"), (["activity", "--all", "--client", ""], "client"),
     (["session", "start", "x", "--project", ""], "project"), (["session", "start", "", "--project", "web"], "sessionId"),
     (["session", "show", ""], "sessionId"), (["prompt", "list", "--all", "--model", ""], "model"),
+    (["digest", "--as-of", ""], "asOf"),
 ])
 def test_an_empty_option_is_refused_not_read_as_not_given(tmp_path, args, field):
     """Found by an attacker: ``--since ''`` ran with no bound, ``--client ''`` covered every client,
@@ -582,3 +583,14 @@ def test_a_page_out_of_range_is_refused_on_the_command_line(tmp_path, args, said
     memo("prompt", "record", "--project", "web", "--body", "hello", vault=tmp_path / "v")
     ran = memo("prompt", "list", "--all", *args, vault=tmp_path / "v", check=False)
     assert (ran.returncode, ran.stderr.strip()) == (1, said)
+
+
+def test_filing_a_projects_sessions_under_an_empty_client_is_refused(tmp_path):
+    """Found by an attacker: ``memo project client p1 '' --every`` filed every session of another
+    client under internal, unasked."""
+    vault = tmp_path / "v"
+    memo("session", "start", "a", "--project", "p1", "--client", "Acme", vault=vault)
+    ran = memo("project", "client", "p1", " ", "--every", vault=vault, check=False)
+    assert (ran.returncode, ran.stderr.strip()) == (1, "error: Invalid client: is empty: give the client's name "
+                                                       "('internal' for none)")
+    assert "client: Acme" in (vault / "projects" / "p1" / "sessions" / "session-a.md").read_text()

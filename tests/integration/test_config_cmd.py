@@ -186,3 +186,14 @@ def test_a_refused_value_in_the_file_is_repeated_unless_it_is_a_secret(config, t
     # as a long-running process logs it, with no redaction after: the URL's password is masked
     [problem] = config_file_problems(read_config_file(config), config.parent)
     assert "hunter2" not in str(problem) and "'ftp://***@host/x'" in str(problem)
+
+
+def test_a_dashboard_refresh_under_a_second_is_refused(config):
+    """Found by an attacker: ``dashboardRefreshSeconds = 0.0004`` made a period of 0 ms and a
+    server busy for nobody; 0 (off) or 1–3600 seconds."""
+    refused = memo(config, "config", "set", "operator.dashboardRefreshSeconds", "0.0004")
+    assert (refused.returncode, refused.stderr.strip()) == (
+        1, "error: Invalid config operator.dashboardRefreshSeconds: 0.0004 is under a second: give 0 (only the "
+           "refresh button) or 1 to 3600 seconds")
+    for fine in ("0", "1", "30"):
+        assert memo(config, "config", "set", "operator.dashboardRefreshSeconds", fine).returncode == 0

@@ -576,6 +576,8 @@ def test_a_server_stopped_by_a_signal_says_so_and_exits_0(tmp_path, sig, said):
     the ready line on, so a stop sent the moment the line is read is a clean stop too."""
     server = Server(tmp_path / "vault")
     server.proc.send_signal(sig)  # at once, the ready line just read
+    time.sleep(0.2)
+    server.proc.send_signal(sig)  # found by an attacker: a second one while it wound down exited 143 (130)
     rest = server.proc.stderr.read()
     assert server.proc.wait(20) == 0, rest
     server.proc.stderr.close()

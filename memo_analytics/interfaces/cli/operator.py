@@ -77,6 +77,9 @@ def digest(
         return
     from ...operator.service import run_digest
 
+    if as_of is not None and not as_of.strip():  # it ran as the digest of now
+        raise InvalidFieldError("asOf", "is empty: give a value, or leave the option out")
+
     if state.settings.mode == "remote":  # this machine keeps no vault: the team daemon's digest
         from ...services import remote
 

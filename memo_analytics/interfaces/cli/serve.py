@@ -90,6 +90,8 @@ def serve(
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+            # stopping already: a second signal while it winds down exited 143 (130) after the stop line
+            signal.signal(sig, signal.SIG_IGN)
     err.print(f"memo serve: stopped ({stopped_by[0] if stopped_by else 'Ctrl-C'})")
 
 
