@@ -286,7 +286,8 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         Totals in minutes (int) and hours (2 decimals); ``sessions`` sorted by start,
         each ``{id, sessionId, project, client, billable, status, startTime, endTime,
         durationMinutes, billedMinutes, billableHours, taskSlug, summary, deliverables, owner,
-        costUsd, tokens, unpricedTurns}`` with times in UTC ISO (``owner`` whose work it is —
+        costUsd, tokens, unpricedTurns, invoice}`` with times in UTC ISO (``invoice`` the number of
+        the issued, uncredited invoice that billed it, null when none) (``owner`` whose work it is —
         parallel sessions bill once per owner — null when unknown; ``billableHours`` null for a session that
         bills nothing; ``costUsd`` the API-equivalent cost of its turns, decimal text USD,
         :mod:`.cost`; null when none of its turns could be priced: no token counts recorded,
@@ -321,7 +322,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         token_rows = _token_rows(sources, request.projects)
         vaults = [s.vault for s in sources]
     selected = _select(sessions, bounds, client)
-    invoiced, durations = _invoiced(store)
+    invoiced, durations, numbers = _invoiced(store)
     billed = billed_minutes(sessions if request.projects is None else everything, store.settings.overlap_policy,
                             store.settings.billing_for, _frozen_minutes(store, invoiced))
     selected = selected.with_columns(pl.Series("billed_minutes", [
@@ -347,7 +348,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         # without a price): unknown, where "0.0000" read as free
         priced = totals is not None and totals.turns > totals.unpriced_turns
         item.update(costUsd=wired["costUsd"] if priced else None, tokens=wired["tokens"],
-                    unpricedTurns=wired["unpricedTurns"])
+                    unpricedTurns=wired["unpricedTurns"], invoice=numbers.get((item["project"], item["sessionId"])))
         if totals and item["billableHours"] is not None:
             merged = client_cost.setdefault(item["client"].lower(), CostTotals())
             merged.cost += totals.cost
@@ -402,17 +403,19 @@ def _terms_printed(settings, clients: list[str]) -> dict[str, dict[str, str]]:
     return {"client_names": names, "client_rounding": notes, "client_terms": rounding}
 
 
-def _invoiced(store: VaultStore) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+def _invoiced(store: VaultStore) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int],
+                                         dict[tuple[str, str], str]]:
     """Sessions of the vault on an issued, uncredited invoice, ``(project, sessionId)`` → the
-    minutes it billed, and → their ``durationMinutes`` as it recorded them (one read of the ledger)."""
+    minutes it billed, → their ``durationMinutes`` as it recorded them, and → its number (one
+    read of the ledger)."""
     from ..vault import ledger
 
     if not store.exists:
-        return {}, {}
+        return {}, {}, {}
     docs = ledger.documents(store.root)
     durations = {key: item["durationMinutes"] for key, (_, _, item) in ledger.invoiced_items(docs).items()
                  if isinstance(item.get("durationMinutes"), int)}
-    return ledger.invoiced_minutes(docs), durations
+    return ledger.invoiced_minutes(docs), durations, ledger.invoiced_sessions(docs)
 
 
 def _frozen_minutes(store: VaultStore, invoiced: dict[tuple[str, str], int]) -> dict[tuple[str, str, str], int]:

@@ -116,7 +116,7 @@ def test_session_json_keys(filled):
     item = activity_report(filled, ActivityRequest()).wire()["sessions"][0]
     assert list(item) == ["id", "sessionId", "project", "client", "billable", "status", "startTime", "endTime",
                           "durationMinutes", "billedMinutes", "billableHours", "taskSlug", "summary", "deliverables", "owner",
-                          "costUsd", "tokens", "unpricedTurns"]
+                          "costUsd", "tokens", "unpricedTurns", "invoice"]
 
 
 def test_invalid_dates_in_the_report_are_refused(filled):

@@ -905,3 +905,20 @@ def test_a_timesheet_names_who_prepared_it(billing, tmp_path):
     run(billing, "report", "timesheet", "--all", "--since", "2026-06-01", "--until", "2026-06-30",
         "-o", str(tmp_path / "u.pdf"))
     assert "Prepared by Ana <b>Dev</b> GmbH" in " ".join(pdf_text(tmp_path / "u.pdf").split())
+
+
+def test_the_activity_report_names_the_invoice_each_session_is_on(billing):
+    """Found by a billing person: at month end nothing showed which work was invoiced already;
+    each session carries the number of the uncredited invoice that billed it, in the JSON and
+    as a column of ``memo activity``, and a credit note takes it off."""
+    first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    report = json.loads(run(billing, "--json", "activity", "--all", "--client", "Acme Corp").stdout)
+    numbers = {s["sessionId"]: s["invoice"] for s in report["sessions"]}
+    assert sorted(v for v in numbers.values() if v) == [first["number"]] * first["sessions"]
+    assert any(v is None for v in numbers.values())  # July's, and the 0-minute one
+    shown = run(billing, "activity", "--all", "--client", "Acme Corp").stdout
+    assert "invoice" in shown and first["number"] in shown
+    assert f"· {first['sessions']} of the sessions on issued invoices" in " ".join(shown.split())
+    run(billing, "invoice", "credit", first["number"], "--reason", "wrong rate")
+    again = json.loads(run(billing, "--json", "activity", "--all", "--client", "Acme Corp").stdout)
+    assert all(s["invoice"] is None for s in again["sessions"])

@@ -120,7 +120,10 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
     left_out = len(data["sessions"]) - len(shown)
     sessions = Table(title=f"Sessions (times in {data['timezone']})" + (
         f": the last {len(shown)} of {len(data['sessions'])}" if left_out else ""))
-    for column in ("start", "end", "project", "client", "billable", "minutes", "billed", "task / summary"):
+    # which invoice billed it, once any did: "what is left to invoice" had no answer here
+    invoiced = any(s.get("invoice") for s in data["sessions"])
+    for column in ("start", "end", "project", "client", "billable", "minutes", "billed",
+                   *(("invoice",) if invoiced else ()), "task / summary"):
         sessions.add_column(column)
     for s in shown:
         # the span the timesheet prints: the start to the minute, the end that start plus the minutes
@@ -130,16 +133,19 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
         sessions.add_row(start, end, s["project"], _short(s["client"], 30), "yes" if s["billable"] else "no",
                          "" if s["durationMinutes"] is None else str(s["durationMinutes"]),
                          "" if s["billedMinutes"] is None else str(s["billedMinutes"]),
+                         *((_safe(s.get("invoice") or ""),) if invoiced else ()),
                          _short(s["taskSlug"] or s["summary"] or f"Work on {s['project']}", 40))  # as the timesheet says
     out.print(sessions)
     if left_out:
         out.print(f"{left_out} earlier sessions are not shown (the totals count them): memo --json activity lists "
                   "every session; --since/--until narrow the period")
     still_open = sum(1 for s in data["sessions"] if s["durationMinutes"] is None)  # listed above, counted nowhere
+    on_invoices = sum(1 for s in data["sessions"] if s.get("invoice"))
     out.print(f"Total billable: {format_minutes(data['totalDurationMinutes'])} "
               f"({data['totalBillableHours']:.2f} h) · prompts: {data['totalPrompts']}"
               + (f" · {still_open} open session{'s' if still_open != 1 else ''} not counted until "
-                 f"{'they end' if still_open != 1 else 'it ends'}" if still_open else ""))
+                 f"{'they end' if still_open != 1 else 'it ends'}" if still_open else "")
+              + (f" · {on_invoices} of the sessions on issued invoices" if on_invoices else ""))
     if data["costByModel"]:
         models = Table(title="AI cost by model (API-equivalent, USD, priced at each turn's date)")
         for column, justify in (("model", "left"), ("turns", "right"), ("input", "right"), ("cache read", "right"),
