@@ -103,6 +103,13 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
     if category == "AE" and not (client.vat_id and issuer.vat_id):
         raise InvalidFieldError(f"{key}.vatId" if not client.vat_id else "invoice.vatId",
                                 "reverse charge needs the VAT ids of both the issuer and the client")
+    if category == "E" and not client.tax_exemption_reason:
+        # EN 16931 BR-E-10: no VAT needs its reason; a forgotten taxRate was issued as 0 % without a word
+        raise InvalidFieldError(f"{key}.taxRate", "not set, nor reverseCharge or taxExemptionReason: the invoice "
+                                                  "would charge no VAT without saying why; set taxRate (e.g. 19), "
+                                                  "reverseCharge = true (a business in another EU country, with its "
+                                                  "VAT id), or taxExemptionReason (why no VAT is due: e.g. a small "
+                                                  "business, or a service outside the scope of EU VAT)")
     if category == "S" and not (issuer.vat_id or issuer.tax_id):  # EN 16931 BR-S-02: VAT id or tax number
         raise InvalidFieldError("invoice.vatId", "charging VAT needs the issuer's VAT id or tax number "
                                                  "(invoice.vatId or invoice.taxId)")

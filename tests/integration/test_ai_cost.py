@@ -227,7 +227,7 @@ def test_a_session_of_0_minutes_left_off_an_invoice_is_said_with_its_ai_cost(cos
     store.close()
     config = tmp_path / "config.toml"
     config.write_text(ISSUER + '[clients.Acme]\nhourlyRate = "100"\ncurrency = "USD"\naddress = ["1 rue X"]\n'
-                      'city = "Paris"\ncountry = "FR"\naiCostMargin = "15"\n', encoding="utf-8")
+                      'city = "Paris"\ncountry = "FR"\naiCostMargin = "15"\ntaxRate = "20"\n', encoding="utf-8")
     env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path)}
     args = ["report", "invoice", "--all", "--client", "Acme", "--force"]
     draft = memo(*args, "-o", str(tmp_path / "d.csv"), vault=costed, env=env)

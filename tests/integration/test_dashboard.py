@@ -75,7 +75,7 @@ def served(tmp_path_factory):
     config = base / "config.toml"
     config.write_text(f'timezone = "UTC"\nvaults = ["{further}"]\n' + "".join(
         f'[clients."{name}"]\nhourlyRate = "100.00"\ncurrency = "EUR"\naddress = ["1 Main St"]\ncity = "Paris"\n'
-        f'country = "FR"\n' for name in ("Acme Corp", "Globex", "Initech"))
+        f'country = "FR"\ntaxRate = "20"\n' for name in ("Acme Corp", "Globex", "Initech"))
         + '[invoice]\nname = "Ana Dev GmbH"\naddress = ["Hauptstr. 1"]\ncity = "Berlin"\ncountry = "DE"\n'
           'vatId = "DE136695976"\niban = "DE89370400440532013000"\n', encoding="utf-8")
     server = serve_with_config(vault, config)

@@ -922,3 +922,22 @@ def test_the_activity_report_names_the_invoice_each_session_is_on(billing):
     run(billing, "invoice", "credit", first["number"], "--reason", "wrong rate")
     again = json.loads(run(billing, "--json", "activity", "--all", "--client", "Acme Corp").stdout)
     assert all(s["invoice"] is None for s in again["sessions"])
+
+
+def test_an_invoice_that_would_charge_no_vat_without_saying_why_is_refused(billing):
+    """Found by a billing person: a client in Munich without taxRate was issued an invoice of
+    0 % VAT, "No VAT charged.", without a word (EN 16931 BR-E-10: no VAT needs its reason). It is
+    refused, naming the three ways; a reason given issues it with that reason."""
+    billing["config"].write_text(ISSUER + ACME.replace('taxRate = "19"\n', ""), encoding="utf-8")
+    ran = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
+              "2026-06-30")
+    assert ran.returncode == 1 and ran.stderr.startswith(
+        'error: Invalid clients."Acme Corp".taxRate: not set, nor reverseCharge or taxExemptionReason: the invoice '
+        "would charge no VAT without saying why")
+    assert json.loads(run(billing, "--json", "invoice", "list").stdout)["items"] == []
+    billing["config"].write_text(ISSUER + ACME.replace('taxRate = "19"\n', 'taxExemptionReason = "Kleinunternehmer, '
+                                                       '§ 19 UStG"\n'), encoding="utf-8")
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert doc["tax"] == "0.00"
+    assert text(xml_of(Path(doc["pdf"])), "//ram:ApplicableTradeTax/ram:ExemptionReason")[-1] == \
+        "Kleinunternehmer, § 19 UStG"
