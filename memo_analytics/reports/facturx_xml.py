@@ -128,6 +128,10 @@ def _business_terms(meta: dict[str, Any]) -> dict[str, Any]:
     else:
         terms["BT-9"] = date.fromisoformat(meta["due"])
         terms["BT-20"] = f"Payable by {meta['due']} without deduction"
+        if meta.get("replaces"):  # a corrected invoice names the one it replaces (its preceding invoice)
+            terms["BG-3"] = [{"BT-25": meta["replaces"], "BT-26": date.fromisoformat(meta["replacesIssued"])}]
+            terms["BG-1"] = [{"BT-22": f"Replaces invoice {meta['replaces']} of {meta['replacesIssued']}, cancelled "
+                                       f"by credit note {meta['replacesCancelledBy']}"}]
     issuer = meta["issuer"]
     if credit:
         pass  # no payment instruction: a credit note's amount is owed to the buyer (the issuer's IBAN read as money due)

@@ -244,9 +244,10 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
                   lines: str = "project",
                   issued: date | None = None, zero_minutes: bool = False, output: Path | None = None,
                   overwrite: bool = False, user_templates: Path | None = None, config: str = "the config file",
-                  now: datetime | None = None) -> tuple[ledger.Document, Path | None]:
+                  replaces: str | None = None, now: datetime | None = None) -> tuple[ledger.Document, Path | None]:
     """Issue the invoice of ``report`` (one client): number it, store it, and copy its PDF to
-    ``output`` when given. ``report`` is best a callable that builds the activity report: it
+    ``output`` when given. ``replaces``: the number of the invoice this one corrects, which a
+    credit note cancelled; the invoice names it (printed, and as its preceding invoice, BG-3). ``report`` is best a callable that builds the activity report: it
     is then built under the vault lock, so a session edited meanwhile is billed as it is.
     A copy that cannot be written after the invoice was stored does not undo it: the second
     value is then the error (the stored PDF can be copied with ``memo invoice show -o``).
@@ -267,7 +268,10 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         invoice must name (the key); an issue date before the period's start, before the last
         document or after today (``issued``); a period that ends after the issue date (``until``); a
         template folder without ``issued.html.j2`` beside its ``invoice.html.j2`` (``templates``,
-        :func:`check_issued_template`).
+        :func:`check_issued_template`); ``replaces`` that is no invoice of this client cancelled by
+        a credit note, or one another invoice replaces already (``replaces``).
+    InvoiceNotFoundError
+        No document has the number ``replaces``.
     UnpricedClientError
         The client has no rate.
     VaultBusyError
@@ -281,6 +285,7 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         now = now or utcnow()  # taken under the lock: documents are created in the order of their numbers
         report = report() if callable(report) else report
         docs = ledger.documents(store.root)
+        replaced = _replaced(store, docs, replaces) if replaces else None  # said first: before "nothing to invoice"
         invoice = build_invoice(report, settings.billing_for, lines, config,
                                 invoiced=ledger.invoiced_sessions(docs), zero_minutes=zero_minutes)
         if len(invoice.sections) != 1:
@@ -291,6 +296,9 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         client = settings.billing_for(section.client)
         assert client is not None
         _check_sendable(settings.invoice, section.client, client)
+        billed = replaced.pop("_client") if replaced is not None else section.client
+        if billed.casefold() != section.client.casefold():
+            raise InvalidFieldError("replaces", f"invoice {replaces} billed {billed}, not {section.client}")
         period = billing_period(report, section.sessions)
         latest = ledger.last_issued(docs)
         # today is the issuer's (the configured zone), whatever zone the report reads the period in:
@@ -310,10 +318,32 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         meta = _document_meta(ledger.INVOICE, number, key, sequence, settings.invoice.number_format, issued,
                               due_date(max(issued, today), settings.invoice, client), period, zone_name(report.zone), invoice,
                               settings.invoice, section.client, client, now)
+        if replaced is not None:
+            meta.update(replaced)
         pdf = _render(meta, user_templates)
         meta["pdfSha256"] = hashlib.sha256(pdf).hexdigest()
         document = ledger.write_document(store.root, meta, _summary(meta), pdf)
     return document, _copy_after_issue(pdf, output, forbidden, overwrite)
+
+
+def _replaced(store: VaultStore, docs: list[ledger.Document], number: str) -> dict[str, str]:
+    """``{replaces, replacesIssued, replacesCancelledBy, _client}`` of the invoice ``number`` a new
+    invoice corrects: an invoice that a credit note cancelled, and that no other uncancelled
+    invoice replaces already (``_client``: the client it billed, for the caller to compare)."""
+    original = ledger.document(store.root, number)
+    if original.kind != ledger.INVOICE:
+        raise InvalidFieldError("replaces", f"{number} is a credit note; a corrected invoice replaces an invoice")
+    cancelled = ledger.credited(docs)
+    by = cancelled.get(original.ref)
+    if not by:
+        raise InvalidFieldError("replaces", f"invoice {number} is not cancelled: cancel it first (memo invoice credit "
+                                            f"{number} --reason …), then issue its correction")
+    twice = [d.number for d in docs if d.kind == ledger.INVOICE and d.meta.get("replaces") == original.number
+             and d.ref not in cancelled]
+    if twice:
+        raise InvalidFieldError("replaces", f"invoice {number} is replaced already, by {twice[0]}")
+    return {"replaces": original.number, "replacesIssued": original.meta["issued"], "replacesCancelledBy": by,
+            "_client": str(original.meta.get("client", ""))}
 
 
 def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued: date | None = None,
@@ -368,7 +398,8 @@ def document_summary(document: ledger.Document, docs: list[ledger.Document] | No
     """One document as ``memo invoice list|show --json`` answers it (camelCase): number, kind,
     issued, due, period, client, currency, net, tax, gross (decimal text), billableHours,
     sessions (count), status (``issued``, ``credited`` with ``creditedBy``, or for a credit
-    note ``credits``), pdf (its path in the vault); ``ref`` for the second document of a number
+    note ``credits``), ``replaces`` (the cancelled invoice a corrected one replaces), pdf (its
+    path in the vault); ``ref`` for the second document of a number
     two machines issued, and on each uncredited invoice of such a number ``sameNumberAs`` (the
     other refs) and ``warnings``; ``pdfMissing`` when its PDF is not in the vault (a document
     pulled without one was never issued by memo)."""
@@ -388,6 +419,8 @@ def document_summary(document: ledger.Document, docs: list[ledger.Document] | No
     else:
         credited_by = ledger.credited(docs or []).get(document.ref)
         summary["status"] = "credited" if credited_by else "issued"
+        if meta.get("replaces"):
+            summary["replaces"] = meta["replaces"]
         if credited_by:
             summary["creditedBy"] = credited_by
         twins = [ref for ref in ledger.duplicate_numbers(docs or []).get(document.number, []) if ref != document.ref]

@@ -941,3 +941,34 @@ def test_an_invoice_that_would_charge_no_vat_without_saying_why_is_refused(billi
     assert doc["tax"] == "0.00"
     assert text(xml_of(Path(doc["pdf"])), "//ram:ApplicableTradeTax/ram:ExemptionReason")[-1] == \
         "Kleinunternehmer, § 19 UStG"
+
+
+def test_a_corrected_invoice_names_the_cancelled_invoice_it_replaces(billing):
+    """Found by a billing person: the corrected invoice said nothing of the one it replaced. With
+    ``--replaces`` it names it — printed, in its XML as its preceding invoice (BG-3) and a note —
+    once a credit note cancelled it, for the same client, and once only."""
+    first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    period = ("--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    early = run(billing, "invoice", "issue", "--all", *period, "--replaces", first["number"])
+    assert (early.returncode, early.stderr.strip()) == (1, f"error: Invalid replaces: invoice {first['number']} is not "
+                                                           f"cancelled: cancel it first (memo invoice credit "
+                                                           f"{first['number']} --reason …), then issue its correction")
+    credit = json.loads(run(billing, "--json", "invoice", "credit", first["number"], "--reason", "wrong rate").stdout)
+    other = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
+                "2026-06-30", "--replaces", first["number"])
+    assert other.stderr.strip() == f"error: Invalid replaces: invoice {first['number']} billed Acme Corp, not Globex"
+    corrected = issue(billing, *period, "--replaces", first["number"])
+    assert corrected["replaces"] == first["number"]
+    printed = " ".join(pdf_text(Path(corrected["pdf"])).split())
+    assert (f"Replaces invoice {first['number']} of {first['issued']} (cancelled by credit note "
+            f"{credit['number']})") in printed
+    root = xml_of(Path(corrected["pdf"]))
+    assert text(root, "//ram:InvoiceReferencedDocument/ram:IssuerAssignedID") == [first["number"]]
+    assert text(root, "//rsm:ExchangedDocument/ram:TypeCode") == ["380"]
+    listed = run(billing, "invoice", "list").stdout
+    assert f"replaces {first['number']}" in " ".join(listed.split())
+    again = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-07-01", "--until",
+                "2026-07-31", "--replaces", first["number"])
+    assert again.stderr.strip() == (f"error: Invalid replaces: invoice {first['number']} is replaced already, by "
+                                    f"{corrected['number']}")
+    assert run(billing, "invoice", "issue", "--all", *period, "--replaces", "2099-9999").returncode == 1

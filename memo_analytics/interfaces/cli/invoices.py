@@ -44,7 +44,8 @@ def _said(summary: dict) -> str:
     if summary["kind"] == "creditNote":
         return line + f", cancels {summary['credits']}" + changed + twice
     status = f"credited by {summary['creditedBy']}" if summary.get("creditedBy") else "issued"
-    return line + f", due {summary['due']}; status: {status}" + changed + twice
+    replaces = f"; replaces {summary['replaces']}" if summary.get("replaces") else ""
+    return line + f", due {summary['due']}; status: {status}" + replaces + changed + twice
 
 
 def _copy_fields(copy: Path | str | None) -> dict:
@@ -89,6 +90,8 @@ def invoice_issue(
     output: Optional[Path] = _OUTPUT, force: bool = _FORCE,
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
     offline: bool = _OFFLINE,
+    replaces: Optional[str] = typer.Option(None, "--replaces", help="The number of the invoice this one corrects "
+                                           "(cancelled by a credit note first): the invoice names it."),
 ) -> None:
     """Issue the invoice of one client: the next number, stored with its Factur-X PDF in the vault."""
     from ...reports.invoice import LINE_MODES
@@ -109,7 +112,8 @@ def invoice_issue(
                                        lambda: _activity_report(project, all_projects, since, until, client, tz),
                                        lines=lines, issued=issued_on,
                                        zero_minutes=zero_minutes, output=output, overwrite=force,
-                                       user_templates=_user_templates(templates), config=str(config_path()))
+                                       user_templates=_user_templates(templates), config=str(config_path()),
+                                       replaces=replaces)
     document = stored_now(state.store.root, document)
     summary = {**document_summary(document), **_copy_fields(copy), "leftOff": document.meta["leftOff"],
                **({"vaultGit": shared} if shared else {})}
