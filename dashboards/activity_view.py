@@ -46,20 +46,22 @@ GROUP_HEADER = JSCode("""function(value, count) {
 def hours_chart(by_day: dict[str, dict[str, Any]], first: date | None = None, last: date | None = None) -> Any:
     """A bar chart of billable hours per local day (``byDay`` of the report); its axis spans the
     period from ``first`` to ``last`` (local days) when both are given, else the days shown."""
-    days = [datetime.fromisoformat(day) for day in by_day]
+    # each bar centred on its day's noon: at midnight it spanned 14:00 of the day before to 10:00
+    days = [datetime.fromisoformat(day) + timedelta(hours=12) for day in by_day]
     hours = [bucket["billableHours"] for bucket in by_day.values()]
     plot = figure(height=240, sizing_mode="stretch_width", x_axis_type="datetime", toolbar_location=None,
                   title="Billable hours per day", tools="")
     plot.vbar(x=days, top=hours, width=timedelta(hours=20), color=ACCENT, alpha=0.85)
     plot.add_tools(HoverTool(tooltips=[("day", "@x{%F}"), ("hours", "@top{0.00}")], formatters={"@x": "datetime"}))
-    plot.yaxis.formatter = NumeralTickFormatter(format="0.0")
+    # hours to two places where a day holds minutes (every tick read 0.0 under 0.05 h)
+    plot.yaxis.formatter = NumeralTickFormatter(format="0.0" if max(hours, default=0) >= 2 else "0.00")
     plot.y_range.start = 0
     plot.xgrid.grid_line_color = None
     plot.outline_line_color = None
     if first is not None and last is not None:
         start = datetime.combine(min(first, *(d.date() for d in days)), datetime.min.time())
         end = datetime.combine(max(last, *(d.date() for d in days)), datetime.min.time())
-        plot.x_range = Range1d(start - timedelta(hours=12), end + timedelta(hours=12))
+        plot.x_range = Range1d(start, end + timedelta(days=1))
     return plot
 
 

@@ -69,9 +69,14 @@ def _is_default(key: str, item: Any) -> bool:
     return key in _DEFAULTS and type(item) is type(_DEFAULTS[key]) and item == _DEFAULTS[key]
 
 
+#: A report's rules in prose, the same in every answer: most of a compact report's size.
+_POLICY_PROSE = frozenset({"roundingPolicy", "overlapPolicy"})
+
+
 def compact(value: Any) -> Any:
     """``value`` sized for an agent's context (the tool's ``compact`` option): nulls, empty
-    lists and objects, ``updated`` equal to ``created`` and the defaults ``kind: prompt``,
+    lists and objects, a report's policies in prose (``roundingPolicy``, ``overlapPolicy``:
+    the full answer has them), ``updated`` equal to ``created`` and the defaults ``kind: prompt``,
     ``status: recorded``, ``billable: true`` left out; each ``body`` cut to
     ``SNIPPET_CHARS`` characters (ending in ``…``) with ``bodyLength`` the whole length in
     characters; a page's fields that every item holds alike given once, as ``shared`` (an item
@@ -82,7 +87,7 @@ def compact(value: Any) -> Any:
         return value
     out: dict[str, Any] = {}
     for key, item in value.items():
-        if item is None or item == [] or item == {} or _is_default(key, item):
+        if item is None or item == [] or item == {} or _is_default(key, item) or key in _POLICY_PROSE:
             continue
         if key == "updated" and item == value.get("created"):
             continue

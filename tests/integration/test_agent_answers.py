@@ -74,3 +74,20 @@ def test_version_schema_structured_and_compact_answers_over_each_transport(tmp_p
             return await _answers(client)
 
     _check(*asyncio.run(scenario()))
+
+
+def test_a_compact_report_leaves_the_policies_prose_out(tmp_path):
+    """Found by an agent: ``activity_report`` with ``compact: true`` was about 3 KB for three
+    sessions, most of it the rounding and overlap policies in prose (the full answer has them)."""
+    from tests.inprocess import tool_calls
+
+    vault = tmp_path / "v"
+    _seed(vault)
+    [(error, full), (error2, small)] = tool_calls(vault, [{"action": "activity_report", "crossProject": True},
+                                                          {"action": "activity_report", "crossProject": True,
+                                                           "compact": True}])
+    assert not error and not error2
+    assert "roundingPolicy" in json.loads(full) and "overlapPolicy" in json.loads(full)
+    compacted = json.loads(small)
+    assert "roundingPolicy" not in compacted and "overlapPolicy" not in compacted
+    assert compacted["totalDurationMinutes"] == json.loads(full)["totalDurationMinutes"]

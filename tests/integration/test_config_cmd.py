@@ -197,3 +197,17 @@ def test_a_dashboard_refresh_under_a_second_is_refused(config):
            "refresh button) or 1 to 3600 seconds")
     for fine in ("0", "1", "30"):
         assert memo(config, "config", "set", "operator.dashboardRefreshSeconds", fine).returncode == 0
+
+
+def test_an_unknown_key_is_repaired_by_removing_it_not_by_a_value(config):
+    """Found by a new user: ``operator.timezone`` in the file was refused with "Extra inputs are not
+    permitted, not 'Mars/Olympus'" and the repair ``memo config set operator.timezone VALUE``, which
+    no value can make right."""
+    config.parent.mkdir(parents=True)
+    config.write_text('[operator]\ntimezone = "Mars/Olympus"\n', encoding="utf-8")
+    ran = memo(config, "activity", "--all")
+    assert (ran.returncode, ran.stderr.strip()) == (1, f"error: Invalid operator.timezone ({config}; repair: memo "
+                                                       "config unset operator.timezone): not a key memo knows (a "
+                                                       "misspelling, or a key of another section?)")
+    assert memo(config, "config", "unset", "operator.timezone").returncode == 0
+    assert memo(config, "activity", "--all").returncode == 0

@@ -512,12 +512,15 @@ def _settings(**fields: Any) -> Settings:
         snake = re.sub(r"(?<!^)(?=[A-Z])", "_", loc[0]).lower()
         field = key = config_key_text([to_camel(loc[0]), *loc[1:]])
         env = env_name(snake)
+        unknown = first["type"] == "extra_forbidden"  # no value can make it right: it goes
         if env is None and snake not in fields and config_path().is_file():
-            source = f"{config_path()}; repair: memo config set {key} VALUE, or memo config unset {key}"
+            source = (f"{config_path()}; repair: memo config unset {key}" if unknown else
+                      f"{config_path()}; repair: memo config set {key} VALUE, or memo config unset {key}")
         else:
             source = env or ENV_NAMES.get(snake, (f"MEMO_{snake.upper()}",))[0]
-        raise MemoError(f"Invalid {field} ({source}): {first['msg'].removeprefix('Value error, ')}"
-                        f"{refused_value(key, first)}") from None
+        said = "not a key memo knows (a misspelling, or a key of another section?)" if unknown else \
+            first["msg"].removeprefix("Value error, ") + refused_value(key, first)
+        raise MemoError(f"Invalid {field} ({source}): {said}") from None
     except InvalidFieldError as exc:  # refused by a rule of the field itself: name the variable that set it
         env = env_name(re.sub(r"(?<!^)(?=[A-Z])", "_", exc.field).lower())
         if env is None or env in str(exc):

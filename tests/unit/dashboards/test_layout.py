@@ -122,3 +122,18 @@ def test_the_prompts_table_says_whose_clock_and_internal_for_no_client(store):
     view = PromptsView(DashboardData(store))
     assert view.table.titles["When"] == f"When ({store.settings.timezone})"
     assert view.table.value["Client"].tolist() == ["internal"]
+
+
+def test_a_days_bar_stands_on_that_day_and_small_hours_keep_two_places():
+    """Found by a new user: the bar of 5 December spanned 14:00 of the 4th to 10:00 of the 5th (it
+    was centred on midnight), and every y tick of a day of 0.02 h read "0.0"."""
+    from datetime import datetime, timedelta
+
+    from memo_analytics.dashboards.activity_view import hours_chart
+
+    plot = hours_chart({"2026-12-05": {"billableHours": 0.02}})
+    [bars] = plot.renderers
+    [x] = bars.data_source.data["x"]
+    assert x == datetime(2026, 12, 5, 12) and bars.glyph.width == timedelta(hours=20).total_seconds() * 1000  # 02–22 h
+    assert plot.yaxis[0].formatter.format == "0.00"
+    assert hours_chart({"2026-12-05": {"billableHours": 7.5}}).yaxis[0].formatter.format == "0.0"
