@@ -537,11 +537,12 @@ def test_a_turn_of_a_session_the_project_does_not_hold_is_said_with_the_closest_
     memo("session", "start", "fix-login", "--project", "shop", vault=vault)
     typo = memo("prompt", "record", "--session-id", "fix-logn", "--project", "shop", "--body", "x", vault=vault)
     assert typo.stderr.strip() == ("note: project shop holds no session fix-logn: this turn bills nothing until one is "
-                                   "recorded (memo session start fix-logn --project shop); did you mean fix-login?")
+                                   "recorded (the session_start action, or memo session start fix-logn --project "
+                                   "shop); did you mean fix-login?")
     answer = json.loads(memo("--json", "prompt", "record", "--session-id", "zzz", "--project", "shop", "--body", "y",
                              vault=vault).stdout)
     assert answer["warnings"] == ["project shop holds no session zzz: this turn bills nothing until one is recorded "
-                                  "(memo session start zzz --project shop)"]
+                                  "(the session_start action, or memo session start zzz --project shop)"]
     fine = memo("prompt", "record", "--session-id", "fix-login", "--project", "shop", "--body", "z", vault=vault)
     assert fine.stderr == ""
 

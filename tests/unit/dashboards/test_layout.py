@@ -105,7 +105,7 @@ def test_a_refused_period_leaves_nothing_of_the_last_one_to_read_or_download(sto
     assert view.timesheet.filename == "timesheet-2026-03-01_2026-03-31.pdf"
     # the chart spans the period chosen, not only the days with billed time
     x_range = view.chart.object.x_range
-    assert (x_range.start.date().isoformat(), x_range.end.date().isoformat()) == ("2026-02-28", "2026-03-31")
+    assert (x_range.start.date().isoformat(), x_range.end.date().isoformat()) == ("2026-03-01", "2026-04-01")  # the whole days
     view.period.value = "all"
     assert view.timesheet.filename == "timesheet-all-time.pdf"
 
