@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-import signal
 import sys
-import threading
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -634,23 +632,3 @@ def say_duplicate_invoices(result: dict) -> None:
                         f"cancelled itself): tell its recipient that it carries the number {number} twice "
                         f"(memo invoice show {ref})"))
 
-
-def stop_on_sigterm() -> list[Any]:
-    """SIGTERM stops a long-running command as Ctrl-C does (it exited 143 without a word, mid-POST
-    too); returns ``[name of the signal once one came, the handler it replaced]``."""
-    stopped_by: list[Any] = [None, signal.SIG_DFL]
-    if threading.current_thread() is not threading.main_thread():
-        return stopped_by  # a handler can be set in the main thread only
-
-    def stop(signum: int, _frame: Any) -> None:
-        stopped_by[0] = signal.Signals(signum).name
-        raise KeyboardInterrupt
-
-    stopped_by[1] = signal.signal(signal.SIGTERM, stop)
-    return stopped_by
-
-
-def restore_sigterm(stopped_by: list[Any]) -> None:
-    """Put back the SIGTERM handler :func:`stop_on_sigterm` replaced."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, signal.SIG_DFL if stopped_by[1] is None else stopped_by[1])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
+import signal
+import threading
 import time
 from typing import Any, Optional
 
@@ -17,7 +19,7 @@ from ...operator.audit import read as read_audit
 from ...operator.digest import is_digest_command
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
 from ...services.requests import DigestApplyRequest, DigestRequest
-from .common import restore_sigterm, stop_on_sigterm, _build, _emit, _local, _safe, _short, _zone_label, app, err, out, state
+from .common import _build, _emit, _local, _safe, _short, _zone_label, app, err, out, state
 
 
 def utc_stamp() -> str:
@@ -166,7 +168,7 @@ def operator_watch(
     logging.getLogger("memo_analytics").addHandler(stamped)
     last_reason = None
     in_pass = False
-    stopped_by = stop_on_sigterm()
+    stopped_by = _stop_on_sigterm()
     try:
         while True:
             state.runtime.refresh()  # thresholds and the webhook follow a changed config file
@@ -218,8 +220,24 @@ def operator_watch(
                         + ("; a notification being sent is sent again by the next run, under the same deliveryId "
                            "(a receiver that keeps the ids drops the repeat)" if in_pass else "")), soft_wrap=True)
     finally:
-        restore_sigterm(stopped_by)
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if stopped_by[1] is None else stopped_by[1])
         logging.getLogger("memo_analytics").removeHandler(stamped)
+
+
+def _stop_on_sigterm() -> list[Any]:
+    """SIGTERM stops a long-running command as Ctrl-C does (it exited 143 without a word, mid-POST
+    too); returns ``[name of the signal once one came, the handler it replaced]``."""
+    stopped_by: list[Any] = [None, signal.SIG_DFL]
+    if threading.current_thread() is not threading.main_thread():
+        return stopped_by  # a handler can be set in the main thread only
+
+    def stop(signum: int, _frame: Any) -> None:
+        stopped_by[0] = signal.Signals(signum).name
+        raise KeyboardInterrupt
+
+    stopped_by[1] = signal.signal(signal.SIGTERM, stop)
+    return stopped_by
 
 
 @digest_app.command("apply")
