@@ -582,3 +582,26 @@ def test_a_title_and_file_name_that_are_no_zone_apart_are_read_in_the_import_zon
     assert parsed.transcripts[0].activity == [at("2025-04-26T16:12:00Z")]
     assert parsed.problems == ["the title's local time 2025-04-26 16:12:00 and the file name's UTC time "
                                "2025-04-26 20:30 are no zone apart; its times are read in the import's zone"]
+
+
+def test_an_imported_session_keeps_the_git_branch_and_commit_its_transcript_names(realdata, tmp_path):
+    """Found by a new user: Claude Code lines carry ``gitBranch`` and a Codex rollout's
+    ``session_meta`` its ``git`` (branch, commit), yet imported sessions and turns had
+    ``branch: null`` (hand-offs address a branch). The repository URL, which may hold a token, is
+    never read."""
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    try:
+        folder = realdata / "claude-code-jsonl/DRMacIver-claude-reliability/snapshot-tests/tests/python-to-rust-port"
+        run_import(store, list(walk_files([folder], claude_code.SUFFIXES)), claude_code.parse, ImportOptions(),
+                   source=claude_code.SOURCE)
+        folder = realdata / "codex-rollouts/7567491-Feishu_ClaudeCode/.codex/sessions/2025/11/27"
+        run_import(store, list(walk_files([folder], codex.SUFFIXES)), codex.parse, ImportOptions(), source=codex.SOURCE)
+    finally:
+        store.close()
+    sessions = [read_record(p)[0] for p in (tmp_path / "v" / "projects").glob("*/sessions/*.md")]
+    by_source = {(s["source"], s["branch"], s["gitSha"]) for s in sessions}
+    assert ("import:claude-code", "master", None) in by_source
+    assert ("import:codex", "main", "f2b031bed8d177051858ed33b8181e901b4d38c9") in by_source
+    turns = [read_record(p)[0] for p in (tmp_path / "v" / "projects").glob("*/prompts/*.md")]
+    assert turns and all(t["branch"] in ("master", "main") for t in turns)
+    assert "github_pat" not in "".join(p.read_text() for p in (tmp_path / "v").rglob("*.md"))

@@ -58,7 +58,7 @@ from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
 from ...vault.io import open_regular
 from .lines import NOT_JSON, parse_json_line
-from .common import (HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, take_working_folder,
+from .common import (HumanPrompt, ImportOptions, ParseResult, Transcript, add_tokens, take_git, take_working_folder,
                      other_format)
 from .resume import FoldReader, allow
 
@@ -402,6 +402,7 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
     if isinstance(record.get("uuid"), str):
         uuid_session[record["uuid"]] = transcript.transcript_id
     take_working_folder(transcript, record.get("cwd"))
+    take_git(transcript, record.get("gitBranch"))
     message = record.get("message")
     if record["type"] == "assistant":
         _count_usage(session, message)  # a sub-agent's calls too: they answer the same prompt

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
-from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, other_format, take_working_folder
+from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, other_format, take_git, take_working_folder
 from .lines import NOT_JSON
 from .resume import FoldReader, allow
 
@@ -181,6 +181,9 @@ class _Fold:
                 transcript.transcript_id, self.have_id = payload["id"].strip(), True
             take_working_folder(transcript, payload.get("cwd"))
             transcript.model = transcript.model or _text(payload.get("model"))
+            git = payload.get("git")
+            if isinstance(git, dict):  # {branch, commit_hash, repository_url}: the url may hold a token, never read
+                take_git(transcript, git.get("branch"), git.get("commit_hash"))
         elif kind == "turn_context":
             transcript.model = transcript.model or _text(payload.get("model"))
             self.model = _text(payload.get("model")) or self.model

@@ -19,6 +19,7 @@ import bisect
 import hashlib
 import json
 import os
+import re
 import threading
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -202,6 +203,20 @@ class Transcript:
     model: str | None = None
     agent: str | None = None
     title: str | None = None
+    #: the git branch and commit the transcript says the work was on (Claude Code's
+    #: ``gitBranch``, a Codex rollout's ``session_meta.git``), else None
+    branch: str | None = None
+    git_sha: str | None = None
+
+
+def take_git(transcript: Transcript, branch: object, sha: object = None) -> None:
+    """Note the first git branch (and commit) a transcript names: one line of text, a commit
+    a hex id; anything else is not taken."""
+    if transcript.branch is None and isinstance(branch, str) and branch.strip() and branch.strip().isprintable() \
+            and len(branch.strip()) <= 255:
+        transcript.branch = branch.strip()
+    if transcript.git_sha is None and isinstance(sha, str) and re.fullmatch(r"[0-9a-fA-F]{7,64}", sha.strip()):
+        transcript.git_sha = sha.strip().lower()
 
 
 @dataclass
@@ -537,6 +552,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             start = StartSessionRequest(
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
                 agent=transcript.agent, client=options.client, billable=options.billable, owner=transcript.owner,
+                branch=transcript.branch, git_sha=transcript.git_sha,
                 start_time=interval.start, source=f"import:{transcript.source}", summary=described,
                 extra={**extra, "interval": number, "idleGapMinutes": gap_minutes,
                        "summaryDigest": summary_digest(described)},
@@ -716,6 +732,7 @@ def _turn_request(transcript: Transcript, session_id: str, project: str, turn: i
         body=valid_text(prompt.text), session_id=session_id, turn=turn, project=project,
         created=prompt.at or interval.start, source=f"import:{transcript.source}",
         ide=transcript.ide, model=prompt.model or transcript.model, agent=transcript.agent,
+        branch=transcript.branch, git_sha=transcript.git_sha,
         client=options.client, billable=options.billable, extra={**extra, **usage}, skip_existing=True,
     )
 
