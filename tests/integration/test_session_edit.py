@@ -239,8 +239,8 @@ def test_old_specstory_files_without_times_per_turn_are_named_at_import_and_thei
     ran = memo("import", "specstory", str(folder), vault=vault)
     untimed = json.loads(memo("--json", "import", "specstory", str(folder), "--rescan", vault=tmp_path / "v2").stdout)
     assert untimed["untimed"] == 9 and untimed["sessions"] == 9
-    assert ("note: 9 new sessions are 0 minutes: their transcripts keep no time per turn (one stamp for the whole "
-            "conversation); give a session its time with memo session edit ID --minutes N (or --end TIME)") in ran.stderr
+    assert ("note: 9 new sessions are 0 minutes: their transcripts keep one time for all its turns (or none per "
+            "turn); give a session its time with memo session edit ID --minutes N (or --end TIME)") in ran.stderr
     first = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"][0]
     assert first["durationMinutes"] == 0
     memo("session", "edit", first["sessionId"], "--minutes", "40", vault=vault)
@@ -371,3 +371,14 @@ def test_an_end_set_to_the_minute_is_the_end_every_report_prints(tmp_path):
         "2026-06-15T21:56:00.000Z", "2026-06-15T22:30:00.000Z", 34)
     table = memo("activity", "--all", "--tz", "UTC", vault=vault).stdout
     assert "2026-06-15 21:56 │ 2026-06-15 22:30" in table
+
+
+def test_a_session_whose_turns_all_carry_one_time_is_counted_as_0_minutes_at_import(realdata, tmp_path):
+    """Found by a billing person: a SpecStory file whose turns all carry 22:25 made a session of
+    0 minutes that the import's note did not count ("1 new session is 0 minutes", two were)."""
+    folder = realdata / "specstory-md" / "hpm27-agente-bsc-rag"
+    ran = memo("import", "specstory", str(folder), vault=tmp_path / "v")
+    sessions = json.loads(memo("--json", "session", "show", "--all", "--limit", "100", vault=tmp_path / "v").stdout)
+    zero = sum(1 for s in sessions["items"] if s["durationMinutes"] == 0)
+    assert zero == 2, [s["durationMinutes"] for s in sessions["items"]]
+    assert "note: 2 new sessions are 0 minutes" in ran.stderr

@@ -94,8 +94,8 @@ def _import_command(source: str) -> Callable[..., None]:
                       "or --to-project P changes one)")
         if result.untimed and not state.json:
             err.print(f"note: {result.untimed} new session{'s are' if result.untimed != 1 else ' is'} 0 minutes: "
-                      f"{'their transcripts keep' if result.untimed != 1 else 'its transcript keeps'} no time per turn "
-                      "(one stamp for the whole conversation); give a session its time with memo session edit ID "
+                      f"{'their transcripts keep' if result.untimed != 1 else 'its transcript keeps'} one time for "
+                      "all its turns (or none per turn); give a session its time with memo session edit ID "
                       "--minutes N (or --end TIME)")
         if client is None and billable is not False and result.sessions and not state.json and not (
                 state.settings.project_clients):

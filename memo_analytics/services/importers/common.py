@@ -301,8 +301,9 @@ class ImportResult:
     held_back: set[tuple[str, str]] = field(default_factory=set)
     #: conversations refused whole (named in ``errors``; counted in ``skipped``)
     refused: int = 0
-    #: new sessions of 0 minutes because their transcript keeps no time per turn (old SpecStory
-    #: files: one stamp in the header); ``memo session edit ID --minutes N`` gives one its time
+    #: new sessions of 0 minutes because their transcript keeps one instant for them (no time per
+    #: turn, as old SpecStory files: one stamp in the header; or every turn stamped alike);
+    #: ``memo session edit ID --minutes N`` gives one its time
     untimed: int = 0
 
     def took_nothing_in(self) -> bool:
@@ -565,7 +566,9 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             except (MemoError, ValueError):
                 turns = None  # a turn the one-by-one path refuses (and says why)
             # a session new to the vault: written at once (issue 16), else one record after the other
-            untimed = interval.start == interval.end and all(prompt.at is None for prompt in interval.prompts)
+            # one instant for the whole interval: no time per turn, or every turn stamped alike (a
+            # SpecStory file of coarse stamps: it was not counted)
+            untimed = interval.start == interval.end
             if turns is not None and record_whole_session(store, start, turns, end) is not None:
                 result.sessions += 1
                 result.untimed += untimed
