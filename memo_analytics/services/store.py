@@ -586,6 +586,7 @@ class VaultStore:
         try:
             done = None if stale.full else freshness.reconcile(conn, self.layout, stale.folders)
             if done is not None:
+                self._skip_said_ones(done)
                 if done.projects or done.skipped:  # a folder that only gained a conflict copy or a temp file: quiet
                     self._note(f"the index caught up with {stale.reason}: {done.line()}")
                 return done.projects, done
@@ -1114,12 +1115,21 @@ class VaultStore:
         except sqlite3.DatabaseError as exc:
             raise self.index_error(exc) from None
         touched = done.added + done.updated + done.removed
+        self._skip_said_ones(done)
         if touched or done.skipped:
             self._note(f"the index caught up with {what}: {done.line()}")
         self._taken_in(done, keys)
         for project in sorted(done.projects):
             self._views_changed(project, RecordKind(kind).value)
         return touched
+
+    def _skip_said_ones(self, done: freshness.ReconcileResult) -> None:
+        """Leave out of ``done.skipped`` the files a note of this store said already: a file is
+        said skipped once per run (a copied file was said twice, as a folder changed outside
+        memo and then as a folder edited in place)."""
+        said = self.__dict__.setdefault("_skips_said", set())
+        done.skipped = [error for error in done.skipped if str(error.path) not in said]
+        said.update(str(error.path) for error in done.skipped)
 
     def hear_rebuilt(self) -> None:
         """After a full rebuild of the index (under the vault lock): every record is heard as a

@@ -6,6 +6,7 @@ brought by a sync tool, the index file removed — and wrote into an index file 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 
@@ -99,3 +100,17 @@ def test_a_dashboard_left_open_shows_the_files_as_they_are_now(tmp_path):
         assert data.clients() == ["Globex"]
     finally:
         data.main.close()
+
+
+def test_a_file_the_index_skips_is_said_once_per_run(tmp_path):
+    """Found by an attacker: a session file copied under another name was said skipped twice by
+    one ``memo activity`` (as a folder changed outside memo, then as one edited in place)."""
+    vault = tmp_path / "v"
+    memo("session", "start", "a", "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    memo("session", "end", "a", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    folder = vault / "projects" / "web" / "sessions"
+    shutil.copy(folder / "session-a.md", folder / "session-renamed.md")
+    later = (folder / "session-renamed.md").stat().st_mtime + 1  # written after the folder's own time, as cp can
+    os.utime(folder / "session-renamed.md", (later, later))
+    said = memo("activity", "--all", vault=vault).stderr
+    assert said.count("session-renamed.md: id 'session-a' does not match the file name") == 1, said
