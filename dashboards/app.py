@@ -72,6 +72,7 @@ def create_app(store: VaultStore) -> pn.viewable.Viewable:
     digest = DigestView(data)
     digest.auto_refresh(store.settings.operator.dashboard_refresh_seconds)
     prompts = PromptsView(data)
+    digest.on_changed = lambda: prompts.go(prompts.page)  # an applied proposal changed records it may list
 
     def rules() -> pn.viewable.Viewable:
         view = RulesView(data)

@@ -59,6 +59,8 @@ class DigestView:
                                                 css_classes=["memo-digest-refresh"])
         self.refresh_button.on_click(lambda _: self.refresh(force=True))
         self._shown: tuple | None = None  # what the list shows (refresh rebuilds it only when this changes)
+        #: called after a proposal was applied or a review marked: the app shows the records changed
+        self.on_changed: Any = None
         self.layout = pn.Column(
             pn.Row(self.header, pn.layout.HSpacer(), self.refresh_button, sizing_mode="stretch_width"),
             self.message, self.items, sizing_mode="stretch_width", css_classes=["memo-digest"],
@@ -164,6 +166,8 @@ class DigestView:
             return
         if result["applied"]:
             self._say("ok", f"Applied: {item['proposal']['summary']}")
+            if self.on_changed is not None:  # the prompts table showed "internal" until a reload
+                self.on_changed()
         else:
             new = result["item"].get("proposal") or {}
             self._say("warn", f"Not applied: {result['reason']}. New proposal: {new.get('summary', 'none')}")

@@ -144,6 +144,8 @@ def test_billable_work_without_a_client_has_a_button_naming_the_projects_client(
         start_session(store, StartSessionRequest(session_id=sid, project="web", client=client, start_time=start))
         end_session(store, EndSessionRequest(session_id=sid, project="web", until=start + timedelta(hours=1)))
     view = DigestView(DashboardData(store))
+    changed: list[bool] = []
+    view.on_changed = lambda: changed.append(True)  # the app shows the records again (the table said internal)
     [row] = view.items.objects
     [buttons] = [o for o in row.objects if hasattr(o, "objects")]
     [apply] = buttons.objects
@@ -151,6 +153,7 @@ def test_billable_work_without_a_client_has_a_button_naming_the_projects_client(
     apply.clicks += 1
     assert "Applied: file forgot under Acme Corp" in view.message.object and view.items.objects == []
     assert store.read("web", "session", "session-forgot")[0]["client"] == "Acme Corp"
+    assert changed == [True]
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
