@@ -73,16 +73,18 @@ def _is_default(key: str, item: Any) -> bool:
 _POLICY_PROSE = frozenset({"roundingPolicy", "overlapPolicy"})
 
 
-def compact(value: Any) -> Any:
+def compact(value: Any, whole_bodies: bool = False) -> Any:
     """``value`` sized for an agent's context (the tool's ``compact`` option): nulls, empty
     lists and objects, a report's policies in prose (``roundingPolicy``, ``overlapPolicy``:
     the full answer has them), ``updated`` equal to ``created`` and the defaults ``kind: prompt``,
     ``status: recorded``, ``billable: true`` left out; each ``body`` cut to
     ``SNIPPET_CHARS`` characters (ending in ``…``) with ``bodyLength`` the whole length in
     characters; a page's fields that every item holds alike given once, as ``shared`` (an item
-    is ``{**shared, **item}``). Key order kept."""
+    is ``{**shared, **item}``). Key order kept. ``whole_bodies``: bodies as they are (the answer
+    to ``get``: the record asked for, whose whole text a page's snippet sends an agent to);
+    an empty ``body`` and token counts that are all 0 are left out too."""
     if isinstance(value, list):
-        return [compact(item) for item in value]
+        return [compact(item, whole_bodies) for item in value]
     if not isinstance(value, dict):
         return value
     out: dict[str, Any] = {}
@@ -91,11 +93,14 @@ def compact(value: Any) -> Any:
             continue
         if key == "updated" and item == value.get("created"):
             continue
-        if key == "body" and isinstance(item, str) and len(item) > SNIPPET_CHARS:
+        if (key == "body" and item == "") or (key == "tokens" and isinstance(item, dict) and item
+                                              and not any(item.values())):
+            continue
+        if key == "body" and isinstance(item, str) and len(item) > SNIPPET_CHARS and not whole_bodies:
             out["body"] = item[: SNIPPET_CHARS - 1].rstrip() + "…"
             out["bodyLength"] = len(item)
             continue
-        out[key] = compact(item)
+        out[key] = compact(item, whole_bodies)
     return _hoist_shared(out)
 
 
@@ -124,6 +129,6 @@ def _hoist_shared(page: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def dumps_compact(value: Any) -> str:
+def dumps_compact(value: Any, whole_bodies: bool = False) -> str:
     """:func:`compact` serialized without indentation (one line, UTF-8 kept)."""
-    return json.dumps(compact(value), ensure_ascii=False, separators=(",", ":"), default=str)
+    return json.dumps(compact(value, whole_bodies), ensure_ascii=False, separators=(",", ":"), default=str)

@@ -113,8 +113,9 @@ class PromptTool:
                 raise ToolError(str(full)) from None
             raise
         if parsed.compact:
-            return CallToolResult(content=[TextContent(type="text", text=dumps_compact(result))],
-                                  structured_content=compact(result))
+            whole = parsed.action in ("get", "prompt_detail")  # the record asked for: its whole text
+            return CallToolResult(content=[TextContent(type="text", text=dumps_compact(result, whole))],
+                                  structured_content=compact(result, whole))
         text = dumps(result)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
 

@@ -531,6 +531,7 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
 def get_record(store: VaultStore, record_id: str, project: str | None = None,
                cwd: str | None = None) -> dict[str, Any]:
     """Resolve ``record_id`` as a prompt, then as a session (also ``session-<id>``) (SPEC §2.6),
+    then — an id of theirs — as a hand-off, trap or decision,
     in ``project`` when given; without one, in the one project that holds it (the project of
     ``cwd`` when several do: :meth:`VaultStore.locate`).
 
@@ -546,6 +547,8 @@ def get_record(store: VaultStore, record_id: str, project: str | None = None,
         (record_id, "prompt"),
         (record_id, "session"),
         (session_record_id(record_id), "session"),
+        # the other records an answer names by id (a session's handoffArchive, a saved trap)
+        *((record_id, other) for other in ("handoff", "trap", "decision") if record_id.startswith(f"{other}-")),
     ):
         row = store.locate(candidate, kind, project, cwd)
         if row is not None:

@@ -91,3 +91,24 @@ def test_a_compact_report_leaves_the_policies_prose_out(tmp_path):
     compacted = json.loads(small)
     assert "roundingPolicy" not in compacted and "overlapPolicy" not in compacted
     assert compacted["totalDurationMinutes"] == json.loads(full)["totalDurationMinutes"]
+
+
+def test_a_compact_get_gives_the_whole_text_and_a_hand_off_is_got_by_its_id(tmp_path):
+    """Found by an agent: ``get`` with ``compact: true`` cut the body as a page does, while the
+    description sends an agent to ``get`` for the whole text; and the ``handoffArchive`` id an
+    ended session names was "Record not found"."""
+    from tests.inprocess import tool_calls
+
+    vault = tmp_path / "v"
+    long_body = "The cart total shows 19.999 instead of 20.00 " * 20
+    memo("session", "start", "s1", "--project", "web", vault=vault)
+    memo("prompt", "record", "--session-id", "s1", "--project", "web", "--body", long_body, vault=vault)
+    memo("session", "end", "s1", "--project", "web", "--next-step", "deploy", vault=vault)
+    [(e1, got), (e2, page), (e3, baton)] = tool_calls(vault, [
+        {"action": "get", "id": "prompt-s1-t1", "compact": True},
+        {"action": "list", "crossProject": True, "compact": True},
+        {"action": "get", "id": "handoff-s1", "compact": True}])
+    assert not (e1 or e2 or e3), (got, page, baton)
+    assert json.loads(got)["body"] == long_body.strip() and "bodyLength" not in json.loads(got)
+    assert json.loads(page)["items"][0]["body"].endswith("…")  # a page still gives snippets
+    assert (json.loads(baton)["kind"], json.loads(baton)["nextSteps"]) == ("handoff", ["deploy"])
