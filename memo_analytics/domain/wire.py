@@ -73,7 +73,7 @@ def _is_default(key: str, item: Any) -> bool:
 _POLICY_PROSE = frozenset({"roundingPolicy", "overlapPolicy"})
 
 
-def compact(value: Any, whole_bodies: bool = False) -> Any:
+def compact(value: Any, whole_bodies: bool = False, _top: bool = True) -> Any:
     """``value`` sized for an agent's context (the tool's ``compact`` option): nulls, empty
     lists and objects, a report's policies in prose (``roundingPolicy``, ``overlapPolicy``:
     the full answer has them), ``updated`` equal to ``created`` and the defaults ``kind: prompt``,
@@ -84,12 +84,13 @@ def compact(value: Any, whole_bodies: bool = False) -> Any:
     to ``get``: the record asked for, whose whole text a page's snippet sends an agent to);
     an empty ``body`` and token counts that are all 0 are left out too."""
     if isinstance(value, list):
-        return [compact(item, whole_bodies) for item in value]
+        return [compact(item, whole_bodies, False) for item in value]
     if not isinstance(value, dict):
         return value
     out: dict[str, Any] = {}
     for key, item in value.items():
-        if item is None or item == [] or item == {} or _is_default(key, item) or key in _POLICY_PROSE:
+        # the policies of the answer itself: a client named "overlapPolicy" deeper down is data
+        if item is None or item == [] or item == {} or _is_default(key, item) or (_top and key in _POLICY_PROSE):
             continue
         if key == "updated" and item == value.get("created"):
             continue
@@ -100,7 +101,7 @@ def compact(value: Any, whole_bodies: bool = False) -> Any:
             out["body"] = item[: SNIPPET_CHARS - 1].rstrip() + "…"
             out["bodyLength"] = len(item)
             continue
-        out[key] = compact(item, whole_bodies)
+        out[key] = compact(item, whole_bodies, False)
     return _hoist_shared(out)
 
 

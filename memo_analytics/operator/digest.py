@@ -130,7 +130,7 @@ DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"),
 
 #: The options those commands carry in a digest (``--promote`` with a file name of the repository's root).
 DIGEST_OPTIONS = frozenset({"--project", "--until", "--client", "--fingerprint", "--as-of", "--start", "--end",
-                            "--minutes", "--promote", "--reviewed"})
+                            "--minutes", "--promote", "--reviewed", "--branch", "--owner"})
 
 
 def is_digest_command(action: str) -> bool:

@@ -285,7 +285,7 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         now = now or utcnow()  # taken under the lock: documents are created in the order of their numbers
         report = report() if callable(report) else report
         docs = ledger.documents(store.root)
-        replaced = _replaced(store, docs, replaces) if replaces else None  # said first: before "nothing to invoice"
+        replaced = _replaced(store, docs, replaces) if replaces is not None else None  # before "nothing to invoice"
         invoice = build_invoice(report, settings.billing_for, lines, config,
                                 invoiced=ledger.invoiced_sessions(docs), zero_minutes=zero_minutes)
         if len(invoice.sections) != 1:
@@ -299,6 +299,14 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         billed = replaced.pop("_client") if replaced is not None else section.client
         if billed.casefold() != section.client.casefold():
             raise InvalidFieldError("replaces", f"invoice {replaces} billed {billed}, not {section.client}")
+        if replaced is not None:
+            # a correction bills work of the invoice it replaces: a mistyped number became a stored link
+            theirs = set(replaced.pop("_sessions"))
+            ours = {(s["project"], s["sessionId"]) for s in section.sessions}
+            if not theirs & ours:
+                raise InvalidFieldError("replaces", f"invoice {replaces} billed none of these sessions (its period: "
+                                                    f"{replaced['_period']}); a correction bills its work again")
+            replaced.pop("_period")
         period = billing_period(report, section.sessions)
         latest = ledger.last_issued(docs)
         # today is the issuer's (the configured zone), whatever zone the report reads the period in:
@@ -330,7 +338,12 @@ def _replaced(store: VaultStore, docs: list[ledger.Document], number: str) -> di
     """``{replaces, replacesIssued, replacesCancelledBy, _client}`` of the invoice ``number`` a new
     invoice corrects: an invoice that a credit note cancelled, and that no other uncancelled
     invoice replaces already (``_client``: the client it billed, for the caller to compare)."""
-    original = ledger.document(store.root, number)
+    if not number.strip():  # "--replaces $N" with N unset issued a plain invoice
+        raise InvalidFieldError("replaces", "is empty: give the number of the cancelled invoice, or leave it out")
+    try:
+        original = ledger.document(store.root, number)
+    except InvalidFieldError as exc:  # named as this option (it said "Invalid number")
+        raise InvalidFieldError("replaces", exc.reason) from None
     if original.kind != ledger.INVOICE:
         raise InvalidFieldError("replaces", f"{number} is a credit note; a corrected invoice replaces an invoice")
     cancelled = ledger.credited(docs)
@@ -338,12 +351,16 @@ def _replaced(store: VaultStore, docs: list[ledger.Document], number: str) -> di
     if not by:
         raise InvalidFieldError("replaces", f"invoice {number} is not cancelled: cancel it first (memo invoice credit "
                                             f"{number} --reason …), then issue its correction")
-    twice = [d.number for d in docs if d.kind == ledger.INVOICE and d.meta.get("replaces") == original.number
-             and d.ref not in cancelled]
+    # by its ref: two machines may have issued one number (each cancelled document is corrected once)
+    twice = [d.number for d in docs if d.kind == ledger.INVOICE and d.ref not in cancelled
+             and (d.meta.get("replacesRef") or d.meta.get("replaces")) == original.ref]
     if twice:
         raise InvalidFieldError("replaces", f"invoice {number} is replaced already, by {twice[0]}")
     return {"replaces": original.number, "replacesIssued": original.meta["issued"], "replacesCancelledBy": by,
-            "_client": str(original.meta.get("client", ""))}
+            **({"replacesRef": original.ref} if original.ref != original.number else {}),
+            "_client": str(original.meta.get("client", "")),
+            "_sessions": original.sessions,
+            "_period": f"{original.meta.get('periodStart')} – {original.meta.get('periodEnd')}"}
 
 
 def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued: date | None = None,

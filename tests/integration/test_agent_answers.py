@@ -91,6 +91,10 @@ def test_a_compact_report_leaves_the_policies_prose_out(tmp_path):
     compacted = json.loads(small)
     assert "roundingPolicy" not in compacted and "overlapPolicy" not in compacted
     assert compacted["totalDurationMinutes"] == json.loads(full)["totalDurationMinutes"]
+    # found by a later attacker: a client named "overlapPolicy" left byClient too
+    from memo_analytics.domain.wire import compact
+
+    assert compact({"byClient": {"overlapPolicy": 2.0}, "overlapPolicy": "…"}) == {"byClient": {"overlapPolicy": 2.0}}
 
 
 def test_a_compact_get_gives_the_whole_text_and_a_hand_off_is_got_by_its_id(tmp_path):

@@ -211,3 +211,7 @@ def test_an_unknown_key_is_repaired_by_removing_it_not_by_a_value(config):
                                                        "misspelling, or a key of another section?)")
     assert memo(config, "config", "unset", "operator.timezone").returncode == 0
     assert memo(config, "activity", "--all").returncode == 0
+    # a key with a quoted part is printed as a shell word: pasted as printed, it is the key
+    config.write_text('[clients."Acme Corp"]\nhourlyRate = "100"\ncurrency = "EUR"\ntaxrate = "19"\n', encoding="utf-8")
+    ran = memo(config, "activity", "--all")
+    assert "repair: memo config unset 'clients.\"Acme Corp\".taxrate')" in ran.stderr, ran.stderr

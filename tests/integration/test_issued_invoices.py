@@ -957,6 +957,18 @@ def test_a_corrected_invoice_names_the_cancelled_invoice_it_replaces(billing):
     other = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
                 "2026-06-30", "--replaces", first["number"])
     assert other.stderr.strip() == f"error: Invalid replaces: invoice {first['number']} billed Acme Corp, not Globex"
+    # found by a later attacker: an empty number issued a plain invoice; a mistyped one became a stored link to
+    # an invoice of other work; a padded one was said as "Invalid number"
+    for given, said in (("", "is empty: give the number of the cancelled invoice, or leave it out"),
+                        (" 2026-0001 ", "must start with a letter")):
+        refused = run(billing, "invoice", "issue", "--all", *period, "--replaces", given)
+        assert refused.returncode == 1 and refused.stderr.startswith(f"error: Invalid replaces: {said}"), refused.stderr
+    july = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-07-01", "--until",
+               "2026-07-31", "--replaces", first["number"])
+    assert july.stderr.strip() == (f"error: Invalid replaces: invoice {first['number']} billed none of these sessions "
+                                   "(its period: 2026-06-01 – 2026-06-30); a correction bills its work again")
+    assert [i["number"] for i in json.loads(run(billing, "--json", "invoice", "list").stdout)["items"]] == [
+        first["number"], credit["number"]]
     corrected = issue(billing, *period, "--replaces", first["number"])
     assert corrected["replaces"] == first["number"]
     printed = " ".join(pdf_text(Path(corrected["pdf"])).split())

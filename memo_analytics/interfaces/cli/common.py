@@ -512,8 +512,9 @@ def _settings(**fields: Any) -> Settings:
         env = env_name(snake)
         unknown = first["type"] == "extra_forbidden"  # no value can make it right: it goes
         if env is None and snake not in fields and config_path().is_file():
-            source = (f"{config_path()}; repair: memo config unset {key}" if unknown else
-                      f"{config_path()}; repair: memo config set {key} VALUE, or memo config unset {key}")
+            word = shell_word(key)  # pasted as printed: clients."Acme Corp".x lost its quotes to the shell
+            source = (f"{config_path()}; repair: memo config unset {word}" if unknown else
+                      f"{config_path()}; repair: memo config set {word} VALUE, or memo config unset {word}")
         else:
             source = env or ENV_NAMES.get(snake, (f"MEMO_{snake.upper()}",))[0]
         said = "not a key memo knows (a misspelling, or a key of another section?)" if unknown else \

@@ -210,10 +210,11 @@ class Transcript:
 
 
 def take_git(transcript: Transcript, branch: object, sha: object = None) -> None:
-    """Note the first git branch (and commit) a transcript names: one line of text, a commit
-    a hex id; anything else is not taken."""
+    """Note the first git branch (and commit) a transcript names: one line of text that does not
+    start with ``-`` (git refuses such a name; printed in a command it reads as an option), a
+    commit a hex id; anything else is not taken."""
     if transcript.branch is None and isinstance(branch, str) and branch.strip() and branch.strip().isprintable() \
-            and len(branch.strip()) <= 255:
+            and len(branch.strip()) <= 255 and not branch.strip().startswith("-"):
         transcript.branch = branch.strip()
     if transcript.git_sha is None and isinstance(sha, str) and re.fullmatch(r"[0-9a-fA-F]{7,64}", sha.strip()):
         transcript.git_sha = sha.strip().lower()

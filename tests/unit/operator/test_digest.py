@@ -187,7 +187,9 @@ def test_every_action_a_digest_writes_is_a_digest_command():
     snapshot = Snapshot(
         open_sessions=[session("stalled", ago(hours=3), ago(minutes=90)), session("long", ago(hours=12), ago(hours=1))],
         pending_handoffs=[{"id": "handoff-a", "project": "web", "status": "pending", "created": ago(hours=8),
-                           "updated": ago(hours=8), "fromSessionId": "a", "nextSteps": ["x"]}],
+                           "updated": ago(hours=8), "fromSessionId": "a", "nextSteps": ["x"],
+                           # found by a later attacker: the allowlist hid the digest's own --branch/--owner
+                           "branch": "feature/x", "owner": "ana@example.com"}],
         pull_request_sessions=[{"id": "session-pr", "sessionId": "pr", "project": "web", "endTime": ago(hours=2),
                                 "updated": ago(hours=2), "deliverables": [{"type": "pr", "url": "https://x.example/1",
                                                                            "title": "t"}]}],
