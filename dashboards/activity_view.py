@@ -96,7 +96,8 @@ class ActivityView:
         self.confirm = pn.widgets.Button(label="Issue it", button_type="danger", width=110,
                                          css_classes=["memo-issue-confirm"])
         self.confirm.on_click(self._issue)
-        self.cancel = pn.widgets.Button(label="Cancel", button_type="light", width=90, css_classes=["memo-issue-cancel"])
+        self.cancel = pn.widgets.Button(label="Cancel", button_type="light", width=90,
+                                        css_classes=["memo-issue-cancel"])
         self.cancel.on_click(lambda _event: self._forget_asked())
         self.asking = html_pane(sizing_mode="stretch_width", css_classes=["memo-issue-question"])
         self.question = pn.Row(self.asking, self.confirm, self.cancel, visible=False, sizing_mode="stretch_width")

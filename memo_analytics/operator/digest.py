@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shlex
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from ..config import OperatorPolicy, config_key_text
-from ..domain.shell import one_line, shell_word
+from ..domain.shell import is_plain_command, one_line, shell_word
 from ..domain.clock import from_iso, minutes_between, to_iso
 
 LANES = ("waiting on you", "dropped")
@@ -138,10 +139,6 @@ def is_digest_command(action: str) -> bool:
     (:func:`~memo_analytics.domain.shell.is_plain_command`) and one of :data:`DIGEST_COMMANDS`
     (``memo session end …``). A team daemon's item is shown to be pasted only then: plain words
     alone let "bash -c '… | sh'" or "memo config set remote.url …" through."""
-    from ..domain.shell import is_plain_command
-
-    import shlex
-
     if not is_plain_command(action):
         return False
     try:

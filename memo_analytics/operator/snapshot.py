@@ -124,7 +124,8 @@ def _with_transcript_activity(sessions: list[dict[str, Any]], idle_gap_minutes: 
         if written is not None and last and written > from_iso(str(last)):
             session["lastActivityAt"] = to_iso(written)
         elif written is None and session.get("lastTurnAt") and str(session.get("source") or "").startswith("hook:"):
-            session["answeredUntil"] = to_iso(from_iso(str(session["lastTurnAt"])) + timedelta(minutes=idle_gap_minutes))
+            answered = from_iso(str(session["lastTurnAt"])) + timedelta(minutes=idle_gap_minutes)
+            session["answeredUntil"] = to_iso(answered)
 
 
 def _terms_differ(store: VaultStore) -> list[dict[str, Any]]:

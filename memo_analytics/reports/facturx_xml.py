@@ -134,7 +134,7 @@ def _business_terms(meta: dict[str, Any]) -> dict[str, Any]:
                                        f"by credit note {meta['replacesCancelledBy']}"}]
     issuer = meta["issuer"]
     if credit:
-        pass  # no payment instruction: a credit note's amount is owed to the buyer (the issuer's IBAN read as money due)
+        pass  # no payment instruction: a credit note's amount is owed to the buyer (the IBAN read as money due)
     elif issuer.get("iban"):
         terms.update({"BT-81": "58", "BT-84": issuer["iban"], "BT-85": issuer["name"]})
         if issuer.get("bic"):

@@ -247,8 +247,9 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
                   replaces: str | None = None, now: datetime | None = None) -> tuple[ledger.Document, Path | None]:
     """Issue the invoice of ``report`` (one client): number it, store it, and copy its PDF to
     ``output`` when given. ``replaces``: the number of the invoice this one corrects, which a
-    credit note cancelled; the invoice names it (printed, and as its preceding invoice, BG-3). ``report`` is best a callable that builds the activity report: it
-    is then built under the vault lock, so a session edited meanwhile is billed as it is.
+    credit note cancelled; the invoice names it (printed, and as its preceding invoice, BG-3).
+    ``report`` is best a callable that builds the activity report: it is then built under the
+    vault lock, so a session edited meanwhile is billed as it is.
     A copy that cannot be written after the invoice was stored does not undo it: the second
     value is then the error (the stored PDF can be copied with ``memo invoice show -o``).
 

@@ -383,9 +383,9 @@ def _activity_problem(report: dict[str, Any]) -> str | None:
                 return f"holds a session whose {name} is not one plain line"
     billed = [item.get("billedMinutes") or 0 for item in report["sessions"]]
     clients = [row.get("durationMinutes") if isinstance(row, dict) else None for row in report["byClient"].values()]
-    numbers = [*billed, *clients]
-    if all(isinstance(n, int) and not isinstance(n, bool) for n in numbers) and not (
-            sum(billed) == sum(clients) == report["totalDurationMinutes"]):
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (*billed, *clients)):
+        return "holds minutes that are not whole numbers"
+    if not sum(billed) == sum(clients) == report["totalDurationMinutes"]:
         return (f"does not add up: totalDurationMinutes {report['totalDurationMinutes']}, its sessions bill "
                 f"{sum(billed)}, its clients {sum(clients)}")
     return None
