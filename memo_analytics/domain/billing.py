@@ -298,10 +298,20 @@ class ClientBilling(_Party):
     def _fixed_point(cls, value: Decimal | None, info) -> Decimal | None:
         return None if value is None else _fixed(value, trim=info.field_name == "tax_rate")
 
+    @field_validator("tax_exemption_reason")
+    @classmethod
+    def _a_reason(cls, value: str | None) -> str | None:
+        """A reason of blanks is none: it issued a 0 % invoice whose reason read "   "."""
+        return value.strip() if value is not None and value.strip() else None
+
     @model_validator(mode="after")
     def _one_tax_treatment(self) -> "ClientBilling":
         if self.reverse_charge and self.tax_rate:
             raise ValueError("reverseCharge and a taxRate above 0 exclude each other")
+        # one VAT treatment: the other was dropped from the invoice without a word
+        if self.tax_exemption_reason and (self.reverse_charge or self.tax_rate):
+            other = "reverseCharge" if self.reverse_charge else "taxRate"
+            raise ValueError(f"taxExemptionReason says no VAT is due, and {other} says otherwise: keep one")
         if self.ai_cost_margin is not None and self.currency != "USD" and self.ai_cost_exchange_rate is None:
             raise ValueError(f"aiCostMargin bills AI cost, priced in USD, in {self.currency}: set aiCostExchangeRate "
                              f"({self.currency} per USD)")

@@ -131,7 +131,7 @@ DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"),
 
 #: The options those commands carry in a digest (``--promote`` with a file name of the repository's root).
 DIGEST_OPTIONS = frozenset({"--project", "--until", "--client", "--fingerprint", "--as-of", "--start", "--end",
-                            "--minutes", "--promote", "--reviewed", "--branch", "--owner"})
+                            "--minutes", "--promote", "--reviewed", "--branch", "--owner", "--billable"})
 
 
 def is_digest_command(action: str) -> bool:
@@ -139,10 +139,13 @@ def is_digest_command(action: str) -> bool:
     (:func:`~memo_analytics.domain.shell.is_plain_command`) and one of :data:`DIGEST_COMMANDS`
     (``memo session end …``). A team daemon's item is shown to be pasted only then: plain words
     alone let "bash -c '… | sh'" or "memo config set remote.url …" through."""
-    if not is_plain_command(action):
+    command = action.split(" #", 1)[0]
+    # no ANSI-C word: shlex reads $'-o' as "$-o", bash as the option -o (the records a digest
+    # names are one plain line: it writes none)
+    if not is_plain_command(action) or "$'" in command:
         return False
     try:
-        words = shlex.split(action.split(" #", 1)[0])
+        words = shlex.split(command)
     except ValueError:
         return False
     if words[:1] == ["diff"]:  # a sync conflict's two versions (a record, its conflict file): reads, changes nothing
@@ -180,7 +183,9 @@ def back_as_invoiced(changed: dict[str, Any]) -> str:
     return " ".join([f"memo session edit {_q(changed['sessionId'])} --project {_q(changed['project'])}",
                      *(f"--{flag} {_q(str(billed[key]))}" for flag, key in
                        (("start", "startTime"), ("end", "endTime"), ("client", "client"))
-                       if key in changed["fields"] and billed.get(key))])
+                       if key in changed["fields"] and billed.get(key)),
+                     # an invoice bills billable work: a session made not billable since is put back so
+                     *(["--billable"] if "billable" in changed["fields"] else [])])
 
 
 def _count(n: int, noun: str) -> str:

@@ -105,6 +105,10 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
                                 "reverse charge needs the VAT ids of both the issuer and the client")
     if category == "E" and not client.tax_exemption_reason:
         # EN 16931 BR-E-10: no VAT needs its reason; a forgotten taxRate was issued as 0 % without a word
+        if client.tax_rate is not None:
+            raise InvalidFieldError(f"{key}.taxExemptionReason", "a taxRate of 0 charges no VAT: say why no VAT is due "
+                                                                 "(e.g. a small business, or a service outside the "
+                                                                 "scope of EU VAT)")
         raise InvalidFieldError(f"{key}.taxRate", "not set, nor reverseCharge or taxExemptionReason: the invoice "
                                                   "would charge no VAT without saying why; set taxRate (e.g. 19), "
                                                   "reverseCharge = true (a business in another EU country, with its "
@@ -345,6 +349,8 @@ def _replaced(store: VaultStore, docs: list[ledger.Document], number: str) -> di
         original = ledger.document(store.root, number)
     except InvalidFieldError as exc:  # named as this option (it said "Invalid number")
         raise InvalidFieldError("replaces", exc.reason) from None
+    except MemoError as exc:  # no such document
+        raise InvalidFieldError("replaces", str(exc)) from None
     if original.kind != ledger.INVOICE:
         raise InvalidFieldError("replaces", f"{number} is a credit note; a corrected invoice replaces an invoice")
     cancelled = ledger.credited(docs)

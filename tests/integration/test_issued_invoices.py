@@ -937,7 +937,19 @@ def test_an_invoice_that_would_charge_no_vat_without_saying_why_is_refused(billi
     assert json.loads(run(billing, "--json", "invoice", "list").stdout)["items"] == []
     billing["config"].write_text(ISSUER + ACME.replace('taxRate = "19"\n', 'taxExemptionReason = "Kleinunternehmer, '
                                                        '§ 19 UStG"\n'), encoding="utf-8")
-    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    period = ("--since", "2026-06-01", "--until", "2026-06-30")
+    # found by a later attacker: a reason of blanks issued 0 % with "   "; a rate of 0 was said "not set"; a rate
+    # and a reason together dropped the reason without a word
+    for terms, said in (('taxExemptionReason = "   "\n', 'taxRate: not set, nor reverseCharge'),
+                        ('taxRate = "0"\n', 'taxExemptionReason: a taxRate of 0 charges no VAT'),
+                        ('taxRate = "19"\ntaxExemptionReason = "x"\n', 'taxExemptionReason says no VAT is due, and '
+                                                                        'taxRate says otherwise: keep one')):
+        billing["config"].write_text(ISSUER + ACME.replace('taxRate = "19"\n', terms), encoding="utf-8")
+        refused = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", *period)
+        assert refused.returncode == 1 and said in refused.stderr, refused.stderr
+    billing["config"].write_text(ISSUER + ACME.replace('taxRate = "19"\n', 'taxExemptionReason = "Kleinunternehmer, '
+                                                       '§ 19 UStG"\n'), encoding="utf-8")
+    doc = issue(billing, "--client", "Acme Corp", *period)
     assert doc["tax"] == "0.00"
     assert text(xml_of(Path(doc["pdf"])), "//ram:ApplicableTradeTax/ram:ExemptionReason")[-1] == \
         "Kleinunternehmer, § 19 UStG"
@@ -969,6 +981,8 @@ def test_a_corrected_invoice_names_the_cancelled_invoice_it_replaces(billing):
                                    "(its period: 2026-06-01 – 2026-06-30); a correction bills its work again")
     assert [i["number"] for i in json.loads(run(billing, "--json", "invoice", "list").stdout)["items"]] == [
         first["number"], credit["number"]]
+    unknown = run(billing, "invoice", "issue", "--all", *period, "--replaces", "2099-9999")
+    assert unknown.returncode == 1 and unknown.stderr.startswith("error: Invalid replaces: Invoice not found: 2099-9999")
     corrected = issue(billing, *period, "--replaces", first["number"])
     assert corrected["replaces"] == first["number"]
     printed = " ".join(pdf_text(Path(corrected["pdf"])).split())
@@ -983,4 +997,3 @@ def test_a_corrected_invoice_names_the_cancelled_invoice_it_replaces(billing):
                 "2026-07-31", "--replaces", first["number"])
     assert again.stderr.strip() == (f"error: Invalid replaces: invoice {first['number']} is replaced already, by "
                                     f"{corrected['number']}")
-    assert run(billing, "invoice", "issue", "--all", *period, "--replaces", "2099-9999").returncode == 1

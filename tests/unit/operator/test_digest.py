@@ -218,3 +218,14 @@ def test_every_action_a_digest_writes_is_a_digest_command():
         assert not is_digest_command(hostile), hostile
     assert is_digest_command("diff '/home/my vault/projects/web/sessions/session-c1.md' "
                              "'/home/my vault/projects/web/sessions/session-c1.conflict-20260310T110000Z-1a2b3c4d.md'")
+
+
+def test_a_session_made_not_billable_after_its_invoice_is_put_back_by_billable():
+    """Found by an attacker: a session set ``billable: false`` after its invoice got the command
+    ``memo session edit r2 --project shop``, which changes nothing and is refused."""
+    from memo_analytics.operator.digest import back_as_invoiced
+
+    changed = {"sessionId": "r2", "project": "shop", "fields": ["billable"], "asInvoiced": {"client": "Acme"}}
+    assert back_as_invoiced(changed) == "memo session edit r2 --project shop --billable"
+    assert is_digest_command(back_as_invoiced(changed))
+    assert not is_digest_command("memo session export s1 --project shop $'-o' /home/u/notes/README.md $'--force'")
