@@ -143,7 +143,23 @@ class Session(Prompt):
     def _times_agree(self) -> "Session":
         """An end never before the start, and ``durationMinutes`` the minutes between them: a hand
         edit of the length alone (``durationMinutes: 99999`` on a 20-minute session) was billed
-        and issued as it said (SPEC §2.5)."""
+        and issued as it said (SPEC §2.5). Also: the id is its session's (``session-<sessionId>``:
+        a copy under another id billed one session twice), and an ended session has an end and
+        minutes (a superseded one keeps what it had). Each said with the mend."""
+        if self.session_id and self.id != f"session-{self.session_id}":
+            raise ValueError(f"id: {self.id} is not the id of session {self.session_id} (session-{self.session_id}); "
+                             "give the file its session's id and name, then memo reindex")
+        if self.status != "superseded":
+            if self.status == "completed" and self.end_time is None:
+                raise ValueError("endTime: missing on a completed session; write its endTime (or status: active), "
+                                 "then memo reindex")
+            if self.end_time is not None and self.duration_minutes is None:
+                raise ValueError("durationMinutes: missing on a session that ended; write durationMinutes: "
+                                 f"{minutes_between(from_iso(self.start_time), from_iso(self.end_time))}, then "
+                                 "memo reindex")
+            if self.end_time is None and self.duration_minutes is not None:
+                raise ValueError("durationMinutes: given for a session without an endTime; remove it (or write its "
+                                 "endTime), then memo reindex")
         if self.end_time is None:
             return self
         start, end = from_iso(self.start_time), from_iso(self.end_time)

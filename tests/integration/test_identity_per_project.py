@@ -364,17 +364,19 @@ def test_a_restart_or_a_turn_without_a_project_goes_where_the_session_lives(tmp_
     assert (turn["project"], turn["turn"]) == ("beta", 2)
 
 
-def test_a_record_of_another_kind_holding_the_next_turn_id_is_stepped_over(tmp_path):
+def test_a_session_record_under_a_turns_id_is_skipped_and_holds_no_id(tmp_path):
     vault = tmp_path / "v"
     memo("session", "start", "s1", "--project", "alpha", vault=vault)
     memo("prompt", "record", "--session-id", "s1", "--project", "alpha", "--body", "one", vault=vault)
     sessions = vault / "projects" / "alpha" / "sessions"
     text = (sessions / "session-s1.md").read_text().replace("id: session-s1", "id: prompt-s1-t2", 1)
     (sessions / "prompt-s1-t2.md").write_text(text)  # a session record, by hand, under a turn's id
-    assert json.loads(memo("--json", "reindex", vault=vault).stdout)["skipped"] == []
+    # a session whose id is not its session's is no record (it billed one session twice): skipped, said why
+    [skipped] = json.loads(memo("--json", "reindex", vault=vault).stdout)["skipped"]
+    assert "id: prompt-s1-t2 is not the id of session s1 (session-s1)" in skipped["reason"]
     turn = json.loads(memo("--json", "prompt", "record", "--session-id", "s1", "--project", "alpha", "--body", "two",
                            vault=vault).stdout)
-    assert (turn["id"], turn["turn"]) == ("prompt-s1-t3", 3)
+    assert (turn["id"], turn["turn"]) == ("prompt-s1-t2", 2)  # the skipped file holds no id of the index
 
 
 def test_a_hand_edited_file_naming_another_project_is_not_pushed_and_leaves_the_outbox(tmp_path):
@@ -452,7 +454,10 @@ def test_remote_mode_uses_the_repository_only_to_choose_among_projects(tmp_path,
     assert json.loads(answers[2][1])["project"] == "product"
 
 
-def test_a_duplicate_of_another_kind_is_indexed_once_the_record_that_held_its_id_is_gone(tmp_path):
+def test_a_duplicate_of_another_kind_is_never_indexed_even_once_the_record_that_held_its_id_is_gone(tmp_path):
+    """A session record copied by hand under a turn's id is no record: a session's id is its
+    session's (a copy under another id billed one session twice). It stays skipped, and a
+    rebuild says why."""
     vault = tmp_path / "v"
     memo("session", "start", "s1", "--project", "alpha", vault=vault)
     memo("prompt", "record", "--session-id", "s1", "--project", "alpha", "--body", "one", vault=vault)
@@ -461,10 +466,11 @@ def test_a_duplicate_of_another_kind_is_indexed_once_the_record_that_held_its_id
     (folder / "sessions" / "prompt-s1-t1.md").write_text(text)  # the same id as the turn, by hand
     memo("prompt", "list", "--project", "alpha", vault=vault)  # caught up: the duplicate skipped
     (folder / "prompts" / "prompt-s1-t1.md").unlink()
-    shown = json.loads(memo("--json", "prompt", "get", "prompt-s1-t1", "--project", "alpha", vault=vault).stdout)
-    assert shown["kind"] == "session"  # as a rebuild would have it
+    gone = memo("--json", "prompt", "get", "prompt-s1-t1", "--project", "alpha", vault=vault, check=False)
+    assert gone.returncode == 1
     rebuilt = json.loads(memo("--json", "reindex", vault=vault).stdout)
-    assert rebuilt["skipped"] == [] and rebuilt["indexed"] == 2
+    assert rebuilt["indexed"] == 1 and [s["reason"][:40] for s in rebuilt["skipped"]] == [
+        "id: prompt-s1-t1 is not the id of sessio"]
 
 
 def test_a_session_is_found_by_its_record_id_too(tmp_path):

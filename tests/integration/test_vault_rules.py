@@ -440,6 +440,12 @@ def test_branch_and_commit_default_to_the_cwd_repository_head(tmp_path):
 
 @pytest.mark.parametrize("edit, said", [
     (("durationMinutes: 20", "durationMinutes: 99999"), "durationMinutes: 99999 is not endTime − startTime (20 minutes)"),
+    # found by a later attacker: a copy under another id billed one session twice; a completed session
+    # without an end billed its minutes on an invoice; one without minutes billed 0 and was called open
+    (("id: session-d1", "id: session-d9"), "id: session-d9 is not the id of session d1 (session-d1)"),
+    (("endTime: '2026-03-06T08:20:00.000Z'", "endTime: null"), "endTime: missing on a completed session"),
+    (("durationMinutes: 20", "durationMinutes: null"), "durationMinutes: missing on a session that ended; write "
+                                                      "durationMinutes: 20"),
     (("endTime: '2026-03-06T08:20:00.000Z'", "endTime: '2026-03-06T07:20:00.000Z'"),
      "endTime: 2026-03-06T07:20:00.000Z is before startTime 2026-03-06T08:00:00.000Z"),
 ])
@@ -461,7 +467,7 @@ def test_a_session_whose_length_is_not_its_times_is_refused_and_left_as_it_is(tm
     shown = memo("--json", "activity", "--all", vault=vault)
     assert json.loads(shown.stdout)["totalDurationMinutes"] == 0
     assert f"1 file skipped ({record}: {said}" in json.loads(shown.stderr)["note"]
-    assert "in the file" in json.loads(shown.stderr)["note"]  # the mend: memo cannot edit what it cannot read
+    assert "then memo reindex" in json.loads(shown.stderr)["note"]  # the mend: memo cannot edit what it cannot read
     rebuilt = memo("reindex", vault=vault)
     assert "skipped 1 files" in rebuilt.stdout + rebuilt.stderr
     assert json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["totalDurationMinutes"] == 0
