@@ -114,10 +114,29 @@ class Prompt(WireModel):
     def _timestamps(cls, value: str | None, info) -> str | None:
         if value is None:
             return None
+        if _without_zone(value):  # a hand edit's "2026-10-05 09:00" was read as UTC: two hours off in Berlin
+            raise ValueError(f"{value} has no zone: write it with Z (UTC) or its offset (+01:00), then memo reindex")
         try:
             return to_iso(parse_record_instant(value, info.field_name))
         except MemoError:
             raise ValueError("not an ISO 8601 timestamp between 1970 and 9000") from None
+
+
+def _without_zone(value: object) -> bool:
+    """Whether a record's timestamp names no zone: a date, a naive datetime (YAML reads an
+    unquoted ``2026-10-05 09:00`` as one) or ISO text without ``Z`` or an offset."""
+    from datetime import date, datetime
+
+    if isinstance(value, datetime):
+        return value.tzinfo is None
+    if isinstance(value, date):
+        return True
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00")).tzinfo is None
+        except ValueError:
+            return False  # not ISO text: the parser says what is wrong with it
+    return False
 
 
 class Session(Prompt):

@@ -446,6 +446,9 @@ def test_branch_and_commit_default_to_the_cwd_repository_head(tmp_path):
     (("endTime: '2026-03-06T08:20:00.000Z'", "endTime: null"), "endTime: missing on a completed session"),
     (("durationMinutes: 20", "durationMinutes: null"), "durationMinutes: missing on a session that ended; write "
                                                       "durationMinutes: 20"),
+    # found by a later attacker: an unquoted time without a zone was read as UTC (two hours off in Berlin)
+    (("startTime: '2026-03-06T08:00:00.000Z'", "startTime: 2026-03-06 08:00"), "startTime: 2026-03-06 08:00 has "
+                                                                             "no zone: write it with Z (UTC)"),
     (("endTime: '2026-03-06T08:20:00.000Z'", "endTime: '2026-03-06T07:20:00.000Z'"),
      "endTime: 2026-03-06T07:20:00.000Z is before startTime 2026-03-06T08:00:00.000Z"),
 ])
