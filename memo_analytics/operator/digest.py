@@ -371,8 +371,11 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         count = f"{len(traps)} rules" if len(traps) > 1 else "a rule"
         items.append((Item("rule_ready", KIND_LANE["rule_ready"], project, project, "your review and promotion",
                           f"{count} said often enough to promote: {said}{more}", _age(since, now), 0,
-                          command if known else f"{command}  # in a checkout of {project}'s repository (memo "
-                          "knows no repository of it on this machine)",
+                          # it writes into the repository it runs in: the one memo knows is named (pasted in
+                          # another checkout, the rules went into that repository's instructions)
+                          f"{command}  # in {repository}" if isinstance(repository, str) else command if known
+                          else f"{command}  # in a checkout of {project}'s repository (memo knows no repository "
+                          "of it on this machine)",
                           to_iso(since), fingerprint(*((t["id"], t.get("updated"), t.get("status")) for t in traps),
                                                      repository),
                           {"actionClass": "promote_rule", "params": {"trapIds": [t["id"] for t in traps],

@@ -229,3 +229,13 @@ def test_a_session_made_not_billable_after_its_invoice_is_put_back_by_billable()
     assert back_as_invoiced(changed) == "memo session edit r2 --project shop --billable"
     assert is_digest_command(back_as_invoiced(changed))
     assert not is_digest_command("memo session export s1 --project shop $'-o' /home/u/notes/README.md $'--force'")
+
+
+def test_a_rule_ready_command_names_the_repository_it_writes_into():
+    """Found by an attacker: pasted in another checkout, the rules went into that repository's
+    CLAUDE.md; the command names the repository memo knows, as its proposal does."""
+    trap = {"id": "trap-1", "project": "shop", "status": "derived", "confidence": 0.9, "summary": "Never push to main",
+            "created": ago(hours=2), "updated": ago(hours=2), "_repository": "/work/shop"}
+    [item] = compute_digest(Snapshot(rule_traps=[trap]), NOW, POLICY)["items"]
+    assert item["action"] == "memo report rules --project shop --promote CLAUDE.md  # in /work/shop"
+    assert is_digest_command(item["action"])
