@@ -35,6 +35,14 @@ class Request(BaseModel):
         return self
 
 
+def _branch_name(value: str | None) -> str | None:
+    """A git branch name: none starts with ``-`` (git refuses one; printed in the digest's
+    command it read as an option, and the command was withheld)."""
+    if value is not None and value.strip().startswith("-"):
+        raise ValueError(f"{value.strip()[:60]!r} starts with '-', which no git branch name does")
+    return value
+
+
 class RecordContext(Request):
     """Fields shared by ``record`` and ``session_start`` (SPEC §2.3, §3.1)."""
 
@@ -52,6 +60,11 @@ class RecordContext(Request):
     tags: list[str] = Field(default_factory=list, description="Free tags")
     source: str | None = Field(None, description="Where the record came from (mcp, cli, import:claude-code ...)")
     extra: dict[str, Any] = Field(default_factory=dict, description="Extra frontmatter (importers: transcriptId ...)")
+
+    @field_validator("branch")
+    @classmethod
+    def _branch(cls, value: str | None) -> str | None:
+        return _branch_name(value)
 
 
 class RecordPromptRequest(RecordContext):
@@ -101,6 +114,11 @@ class HandoffInput(Request):
     branch: str | None = Field(None, description="Only a session on this branch claims it")
     owner: str | None = Field(None, description="Only this owner's session claims it (unless shared)")
     shared: bool = Field(False, description="Any session of the project may claim it")
+
+    @field_validator("branch")
+    @classmethod
+    def _branch(cls, value: str | None) -> str | None:
+        return _branch_name(value)
 
 
 class CancelHandoffRequest(Request):

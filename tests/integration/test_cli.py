@@ -595,3 +595,16 @@ def test_filing_a_projects_sessions_under_an_empty_client_is_refused(tmp_path):
     assert (ran.returncode, ran.stderr.strip()) == (1, "error: Invalid client: is empty: give the client's name "
                                                        "('internal' for none)")
     assert "client: Acme" in (vault / "projects" / "p1" / "sessions" / "session-a.md").read_text()
+
+
+def test_a_branch_starting_with_a_dash_is_refused(tmp_path):
+    """Found by an attacker: ``--handoff-branch -x`` was taken, and the digest then withheld the
+    hand-off's command (``--branch -x`` reads as an option); git allows no such branch name."""
+    vault = tmp_path / "v"
+    memo("session", "start", "ho", "--project", "shop", vault=vault)
+    ran = memo("session", "end", "ho", "--project", "shop", "--next-step", "Deploy", "--handoff-branch", "-x",
+               vault=vault, check=False)
+    assert (ran.returncode, ran.stderr.strip()) == (1, "error: Invalid handoff.branch: '-x' starts with '-', which "
+                                                       "no git branch name does")
+    started = memo("session", "start", "h2", "--project", "shop", "--branch=-y", vault=vault, check=False)
+    assert started.returncode == 1 and started.stderr.startswith("error: Invalid branch: '-y' starts with '-'")
