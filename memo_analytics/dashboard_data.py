@@ -246,13 +246,10 @@ class DashboardData:
         Raises
         ------
         InvalidFieldError, ReportError, UnpricedClientError
-            As :func:`~memo_analytics.reports.issuing.issue_invoice`; no client or no complete period.
+            As :func:`~memo_analytics.reports.issuing.issue_invoice` (no client, no complete period too).
         """
-        from .domain.errors import InvalidFieldError
         from .reports.issuing import issue_invoice
 
-        if not client or since is None or until is None:
-            raise InvalidFieldError("client", "an issued invoice bills one client for a period with both dates")
         document, _ = issue_invoice(self.store, self.settings, lambda: self.activity(client, since, until))
         return document
 

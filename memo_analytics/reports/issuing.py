@@ -269,7 +269,8 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         Nothing to bill (all already invoiced, 0 minutes, open); a bad ``output`` (checked
         before anything is issued).
     InvalidFieldError
-        Several clients to bill (``client``); the issuer or client profile lacks what an issued
+        A report of no one client (``client``) or without both dates (``since``/``until``); several
+        clients to bill (``client``); the issuer or client profile lacks what an issued
         invoice must name (the key); an issue date before the period's start, before the last
         document or after today (``issued``); a period that ends after the issue date (``until``); a
         template folder without ``issued.html.j2`` beside its ``invoice.html.j2`` (``templates``,
@@ -289,6 +290,13 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
     with store.lock():
         now = now or utcnow()  # taken under the lock: documents are created in the order of their numbers
         report = report() if callable(report) else report
+        # one client and a period with both dates, whatever the interface (never "everything so far",
+        # never to the one client a filter happened to leave)
+        if not report.client:
+            raise InvalidFieldError("client", "an issued invoice bills one client: its report names none")
+        if report.bounds.since is None or report.bounds.until_exclusive is None:
+            raise InvalidFieldError("since" if report.bounds.since is None else "until",
+                                    "an issued invoice bills a period with both dates")
         docs = ledger.documents(store.root)
         replaced = _replaced(store, docs, replaces) if replaces is not None else None  # before "nothing to invoice"
         invoice = build_invoice(report, settings.billing_for, lines, config,

@@ -997,3 +997,29 @@ def test_a_corrected_invoice_names_the_cancelled_invoice_it_replaces(billing):
                 "2026-07-31", "--replaces", first["number"])
     assert again.stderr.strip() == (f"error: Invalid replaces: invoice {first['number']} is replaced already, by "
                                     f"{corrected['number']}")
+
+
+def test_the_service_issues_only_a_report_of_one_client_and_a_whole_period(billing):
+    """One client and both dates are the issuing service's rule, not each interface's: a report of
+    every client (one left by the filters) or of an open period is refused, nothing issued."""
+    from memo_analytics.analytics.activity import report_for
+    from memo_analytics.domain.errors import InvalidFieldError
+    from memo_analytics.reports.issuing import issue_invoice
+    from memo_analytics.services.requests import ActivityReportRequest
+    from tests.inprocess import environment
+
+    with environment({"MEMO_CONFIG": str(billing["config"])}):
+        settings = Settings(vault_root=billing["vault"])
+    store = VaultStore(settings)
+    try:
+        for request, field in ((ActivityReportRequest(cross_project=True, project="web", since="2026-06-01",
+                                                      until="2026-06-30"), "client"),
+                               (ActivityReportRequest(cross_project=True, client="Acme Corp", since="2026-06-01"),
+                                "until"),
+                               (ActivityReportRequest(cross_project=True, client="Acme Corp"), "since")):
+            with pytest.raises(InvalidFieldError) as refused:
+                issue_invoice(store, settings, report_for(store, request))
+            assert refused.value.field == field
+    finally:
+        store.close()
+    assert json.loads(run(billing, "--json", "invoice", "list").stdout)["items"] == []
