@@ -132,6 +132,8 @@ def _without_zone(value: object) -> bool:
     if isinstance(value, date):
         return True
     if isinstance(value, str):
+        if value.endswith("Z"):  # as memo writes every instant: no second parse on a read
+            return False
         try:
             return datetime.fromisoformat(value.strip().replace("Z", "+00:00").replace("z", "+00:00")).tzinfo is None
         except ValueError:

@@ -340,6 +340,7 @@ class VaultStore:
         self._identity: tuple[int, int] | None = None
         self._may_create = False
         self._deferred: set[tuple[str, str]] | None = None
+        self._skips_said: set[str] = set()  # files a note of this store said skipped (said once per run)
         self._batch: _Batch | None = None
         self.zone = resolve_zone(settings.timezone)
         #: ``{client name lowercased: the spelling the vault's sessions use}`` as
@@ -1127,9 +1128,8 @@ class VaultStore:
         """Leave out of ``done.skipped`` the files a note of this store said already: a file is
         said skipped once per run (a copied file was said twice, as a folder changed outside
         memo and then as a folder edited in place)."""
-        said = self.__dict__.setdefault("_skips_said", set())
-        done.skipped = [error for error in done.skipped if str(error.path) not in said]
-        said.update(str(error.path) for error in done.skipped)
+        done.skipped = [error for error in done.skipped if str(error.path) not in self._skips_said]
+        self._skips_said.update(str(error.path) for error in done.skipped)
 
     def hear_rebuilt(self) -> None:
         """After a full rebuild of the index (under the vault lock): every record is heard as a
