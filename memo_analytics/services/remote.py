@@ -378,9 +378,9 @@ def _activity_problem(report: dict[str, Any]) -> str | None:
         if isinstance(names, dict) and any(not is_one_plain_line(str(name)) for name in names):
             return f"has a {table} name that is not one plain line"
     for item in report["sessions"]:
-        for name in _ONE_LINE_FIELDS:
-            if isinstance(item.get(name), str) and not is_one_plain_line(item[name]):
-                return f"holds a session whose {name} is not one plain line"
+        field = _not_one_line(item)
+        if field:
+            return f"holds a session whose {field} is not one plain line"
     billed = [item.get("billedMinutes") or 0 for item in report["sessions"]]
     clients = [row.get("durationMinutes") if isinstance(row, dict) else None for row in report["byClient"].values()]
     if not all(isinstance(n, int) and not isinstance(n, bool) for n in (*billed, *clients)):
@@ -406,13 +406,18 @@ def _page_problem(page: dict[str, Any]) -> str | None:
 def _record_problem(record: dict[str, Any]) -> str | None:
     """What a daemon's record holds that no vault record does, or None."""
     from ..domain.records import normalize_meta
-    from ..domain.wire import is_one_plain_line
 
     try:
         normalize_meta(record)
     except (ValueError, MemoError) as exc:
         return f"holds a record that is none ({str(exc)[:120]})"
-    for name in _ONE_LINE_FIELDS:
-        if isinstance(record.get(name), str) and not is_one_plain_line(record[name]):
-            return f"holds a record whose {name} is not one plain line"
-    return None
+    field = _not_one_line(record)
+    return f"holds a record whose {field} is not one plain line" if field else None
+
+
+def _not_one_line(record: dict[str, Any]) -> str | None:
+    """The first of a record's :data:`_ONE_LINE_FIELDS` that is not one plain line, or None."""
+    from ..domain.wire import is_one_plain_line
+
+    return next((name for name in _ONE_LINE_FIELDS
+                 if isinstance(record.get(name), str) and not is_one_plain_line(record[name])), None)
