@@ -100,6 +100,13 @@ def call(settings: Settings, arguments: dict[str, Any]) -> dict[str, Any]:
 _HOMES: dict[tuple[str, str, str], str] = {}
 
 
+def unusable_answer(settings: Settings, what: str) -> MemoError:
+    """The error of a daemon's answer memo cannot use: ``Remote daemon URL answered something
+    memo cannot use: WHAT`` (one wording for every check of an answer)."""
+    return MemoError(f"Remote daemon {mask_url(settings.remote.url or '(remote.url)')} answered something memo "
+                     f"cannot use: {what}")
+
+
 class DaemonRefusal(MemoError):
     """The daemon refused a call (HTTP 4xx); ``said`` is its one-line message, and the error's
     text says it is the daemon's."""
@@ -323,8 +330,7 @@ def post(settings: Settings, route: str, payload: dict[str, Any], answers: tuple
         reason = " ".join(str(getattr(exc, "reason", exc) or type(exc).__name__).split())[:200]
         raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} unreachable: {reason}") from None
     except ValueError as exc:
-        raise MemoError(f"Remote daemon {mask_url(settings.remote.url)} answered something memo cannot use: "
-                        f"{exc if 'answer' in str(exc) else 'not JSON'}") from None
+        raise unusable_answer(settings, str(exc) if "answer" in str(exc) else "not JSON") from None
 
 
 _RECORD = {"id": str, "project": str}
@@ -362,8 +368,7 @@ def checked_answer(settings: Settings, action: str, answer: dict[str, Any]) -> d
     elif problem is None and shape is _RECORD:
         problem = _record_problem(answer)
     if problem:
-        raise MemoError(f"Remote daemon {mask_url(settings.remote.url or '(remote.url)')} answered something memo "
-                        f"cannot use: its {action} answer {problem}")
+        raise unusable_answer(settings, f"its {action} answer {problem}")
     return answer
 
 

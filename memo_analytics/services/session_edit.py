@@ -348,8 +348,6 @@ def edit_remote_session(settings: Any, session_id: str, zone: Any, **fields: Any
     from pydantic.alias_generators import to_camel
 
     from ..domain.clock import parse_record_instant, to_iso
-    from ..domain.errors import MemoError
-    from ..vault.redact import mask_url
     from . import remote
 
     validate_session_id(session_id)
@@ -362,9 +360,8 @@ def edit_remote_session(settings: Any, session_id: str, zone: Any, **fields: Any
     answer = remote.post(settings, f"/api/sessions/{quote(session_id, safe='')}/edit", body)
     problem = _answer_problem(answer, session_id, fields)
     if problem:
-        raise MemoError(f"Remote daemon {mask_url(settings.remote.url or '(remote.url)')} answered something memo "
-                        f"cannot use: its answer to the edit of {session_id} {problem}; nothing is known to have changed "
-                        f"(memo session show {session_id} asks it)")
+        raise remote.unusable_answer(settings, f"its answer to the edit of {session_id} {problem}; nothing is "
+                                               f"known to have changed (memo session show {session_id} asks it)")
     return answer
 
 

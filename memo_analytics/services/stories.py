@@ -265,14 +265,12 @@ def export_remote_story(settings: Any, arguments: dict[str, Any], output: str | 
     InvalidFieldError
         A refused ``cwd`` or ``output``.
     """
-    from ..domain.errors import MemoError
-    from ..vault.redact import mask_url
     from . import remote
 
     story = remote.call(settings, {**arguments, "action": "export_story"})
     if not isinstance(story.get("markdown"), str) or story.get("sessionId") != arguments.get("sessionId"):
-        raise MemoError(f"Remote daemon {mask_url(settings.remote.url or '(remote.url)')} answered something memo cannot use: its export_story answer is not "
-                        f"the story of {arguments.get('sessionId')} with its Markdown")
+        raise remote.unusable_answer(settings, f"its export_story answer is not the story of "
+                                               f"{arguments.get('sessionId')} with its Markdown")
     story = {**story, "markdown": printable_text(story["markdown"])}  # a document, as this machine renders one
     return write_story_file(story, output, arguments.get("cwd"), overwrite) if output else story
 
