@@ -106,7 +106,8 @@ ACTIONS: dict[str, Action] = {
                            "with output (and cwd in a product repository), written outside the repository."),
     "digest": Action(DigestRequest, run_digest,
                      "The operator digest: what needs the human now (stalled or overlong open sessions, unclaimed "
-                     "hand-offs, PRs awaiting review, rules ready to promote, billable work without a client), "
+                     "hand-offs, PRs awaiting review, rules ready to promote, billable work without a client, a "
+                     "client's monthly hours cap running out), "
                      "ranked, one line each with the command that unsticks it."),
     "feedback": Action(FeedbackRequest, record_feedback,
                        "Count a use of a memory record (prompt, session, trap or decision: id) and what it was "

@@ -243,6 +243,8 @@ class ClientBilling(_Party):
     (:meth:`billed_minutes`). ``ai_cost_margin`` (percent) adds the API-equivalent AI cost of
     the invoiced sessions as a line of its own, passed through with that margin;
     ``ai_cost_exchange_rate`` converts it from USD (required unless the currency is USD).
+    ``monthly_hours_cap``: the billable hours a month the client has agreed to (a retainer); the
+    operator digest says when the month's pace would run past it (``retainer_projection``).
     """
 
     hourly_rate: Decimal = Field(ge=0, max_digits=12, decimal_places=4)
@@ -257,6 +259,7 @@ class ClientBilling(_Party):
     minimum_minutes: int | None = Field(default=None, ge=0, le=1440)
     ai_cost_margin: Decimal | None = Field(default=None, ge=0, le=1000, max_digits=7, decimal_places=3)
     ai_cost_exchange_rate: Decimal | None = Field(default=None, gt=0, max_digits=14, decimal_places=8)
+    monthly_hours_cap: Decimal | None = Field(default=None, gt=0, le=10_000, max_digits=7, decimal_places=2)
 
     def rounding_note(self, union: bool = False) -> str | None:
         """How these terms bill a session's minutes, for the foot of an invoice (``each session is

@@ -19,7 +19,9 @@ number: a credit note must cancel one), ``invoice_session_changed`` (a session o
 invoice now differs from it: a pull or a hand edit changed it afterwards), ``billing_terms_differ``
 (an invoice another machine issued billed a client on other terms than this machine's config:
 reports and invoices here come to other amounts; one item per client), ``session_too_long`` (a
-billable ended session longer than ``openTooLongHours``, not yet invoiced); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
+billable ended session longer than ``openTooLongHours``, not yet invoiced), ``retainer_projection``
+(a client's ``monthlyHoursCap`` is used up, or the month's pace would use it up before the
+month ends; one item per client); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
 a sync kept beside a record, SPEC §2.7).
 """
 
@@ -35,6 +37,7 @@ from typing import Any
 from ..config import OperatorPolicy, config_key_text
 from ..domain.shell import is_plain_command, one_line, shell_word
 from ..domain.clock import from_iso, minutes_between, to_iso
+from ..domain.rounding import hours_cents
 
 LANES = ("waiting on you", "dropped")
 KIND_LANE = {
@@ -46,6 +49,7 @@ KIND_LANE = {
     "invoice_session_changed": "waiting on you",
     "billing_terms_differ": "waiting on you",
     "session_too_long": "waiting on you",
+    "retainer_projection": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
     "sync_conflict": "dropped",
@@ -72,6 +76,9 @@ class Snapshot:
     terms_differ: list[dict[str, Any]] = field(default_factory=list)
     #: billable ended sessions longer than ``openTooLongHours``, not on an issued invoice
     long_sessions: list[dict[str, Any]] = field(default_factory=list)
+    #: ``{client, capHours, zone, projects, sessions: [{sessionId, project, startTime, endTime,
+    #: billedMinutes}]}`` of each client with a ``monthlyHoursCap``: its billed sessions of the month
+    retainers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -126,12 +133,13 @@ class Item:
 #: action :func:`build_items` writes starts so, but a sync conflict's ``diff A B``).
 DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"), ("session", "start"),
                    ("session", "export"), ("report", "rules"), ("invoice", "credit"), ("invoice", "show"),
-                   ("digest", "apply"))
+                   ("digest", "apply"), ("activity",))
 
 
 #: The options those commands carry in a digest (``--promote`` with a file name of the repository's root).
 DIGEST_OPTIONS = frozenset({"--project", "--until", "--client", "--fingerprint", "--as-of", "--start", "--end",
-                            "--minutes", "--promote", "--reviewed", "--branch", "--owner", "--billable"})
+                            "--minutes", "--promote", "--reviewed", "--branch", "--owner", "--billable",
+                            "--since", "--all"})
 
 
 def is_digest_command(action: str) -> bool:
@@ -151,11 +159,13 @@ def is_digest_command(action: str) -> bool:
     if words[:1] == ["diff"]:  # a sync conflict's two versions (a record, its conflict file): reads, changes nothing
         return len(words) == 3 and all(w.endswith(".md") and "/projects/" in w and not w.startswith("-")
                                        for w in words[1:]) and ".conflict-" in words[2]
-    if not (len(words) >= 3 and words[0] == "memo" and (words[1], words[2]) in DIGEST_COMMANDS):
+    known = next((c for c in DIGEST_COMMANDS if words[:1] == ["memo"] and tuple(words[1:1 + len(c)]) == c), None)
+    if known is None:
         return False
     # only the options a digest writes: a daemon's "--output ~/notes/README.md --force" or
     # "--vault-root /tmp/evil" passed as plain words
-    for option, value in zip(words[3:], [*words[4:], ""]):
+    rest = words[1 + len(known):]
+    for option, value in zip(rest, [*rest[1:], ""]):
         if option.startswith("-") and option not in DIGEST_OPTIONS:
             return False
         if option == "--promote" and (not value.endswith(".md") or "/" in value or value.startswith(".")):
@@ -252,6 +262,61 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
                     idle_minutes if billable else 0, f"memo session show {_q(sid)} --project {_q(project)}  # resume, or: {end_command}",
                     to_iso(last), state, proposal)
     return None
+
+
+def _month_of(now: datetime, zone_name: str) -> tuple[datetime, str, int, int, datetime]:
+    """``(the month's start, its first day as YYYY-MM-DD, today's day of the month, the days of
+    the month, the next midnight)`` of ``now`` in the zone ``zone_name`` (instants in UTC)."""
+    import calendar
+    from datetime import time as clock_time
+    from zoneinfo import ZoneInfo
+
+    zone = ZoneInfo(zone_name)
+    today = now.astimezone(zone).date()
+    first = today.replace(day=1)
+    start = datetime.combine(first, clock_time(), zone)
+    tomorrow = datetime.combine(today + timedelta(days=1), clock_time(), zone)
+    return (start.astimezone(now.tzinfo), first.isoformat(), today.day,
+            calendar.monthrange(today.year, today.month)[1], tomorrow.astimezone(now.tzinfo))
+
+
+def _hours_text(minutes: float) -> str:
+    """Hours with two decimals, as the activity report rounds them (``32.25 h``)."""
+    return f"{hours_cents(round(minutes)) / 100:.2f} h"
+
+
+def _retainer(retainer: dict[str, Any], now: datetime) -> Item | None:
+    """A client's ``monthlyHoursCap`` used up, or the month's pace running past it
+    (``retainer_projection``); None while the pace stays within it.
+
+    Used: the billed minutes of the client's sessions that started this month (in the vault's
+    zone) and ended by ``now``, as ``memo activity --all --client C --since <the 1st>`` bills them.
+    The pace: used ÷ the days of the month so far (today counts whole) × the days of the
+    month. ``since``: the end of its latest such session (the pace is as of then); at stake:
+    the minutes already past the cap, which the client has not agreed to pay."""
+    start, first, day, days, _ = _month_of(now, retainer["zone"])
+    cap = float(retainer["capHours"]) * 60
+    counted = sorted((s for s in retainer["sessions"] if s.get("endTime") and from_iso(s["startTime"]) >= start
+                      and from_iso(s["endTime"]) <= now and int(s.get("billedMinutes") or 0) > 0),
+                     key=lambda s: (s["endTime"], s["sessionId"]))
+    used = sum(int(s["billedMinutes"]) for s in counted)
+    projected = used * days / day
+    if not counted or (used < cap and projected <= cap):
+        return None
+    client, cap_text = retainer["client"], _hours_text(cap)
+    latest = from_iso(counted[-1]["endTime"])
+    if used >= cap:
+        waiting = "you to tell the client: its hours for the month are used up"
+        why = (f"{_hours_text(used)} of its {cap_text} a month used by day {day} of {days}"
+               + (f", {_hours_text(used - cap)} over" if used > cap else ""))
+    else:
+        waiting = "you to tell the client, or to slow down"
+        why = (f"{_hours_text(used)} of its {cap_text} a month used by day {day} of {days}; at this pace "
+               f"{_hours_text(projected)} by the month's end, {_hours_text(projected - cap)} over")
+    return Item("retainer_projection", KIND_LANE["retainer_projection"], client,
+                ", ".join(sorted({s["project"] for s in counted})), waiting, why, _age(latest, now),
+                max(0, round(used - cap)), f"memo activity --all --client {_q(client)} --since {first}", to_iso(latest),
+                fingerprint(client, first, used, retainer["capHours"], used >= cap))
 
 
 def _client_missing(session: dict[str, Any], now: datetime) -> Item:
@@ -388,6 +453,10 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         items.append((_client_missing(session, now), session))
     for session in snapshot.long_sessions:
         items.append((_too_long(session, now), session))
+    for retainer in snapshot.retainers:  # one row per client: its cap is one agreement
+        item = _retainer(retainer, now)
+        if item is not None:
+            items.append((item, retainer))
     for twice in snapshot.duplicate_invoices:
         since = from_iso(twice["created"])
         later = twice["refs"][-1]
@@ -473,5 +542,8 @@ def next_due(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> datet
         due += [start + timedelta(hours=policy.open_too_long_hours), last + timedelta(minutes=policy.stalled_minutes)]
     for baton in snapshot.pending_handoffs:
         due.append(from_iso(baton["created"]) + timedelta(hours=policy.handoff_unclaimed_hours))
+    for retainer in snapshot.retainers:  # a day without work slows the pace; a new month starts afresh
+        if _retainer(retainer, now) is not None:
+            due.append(_month_of(now, retainer["zone"])[4])
     future = [moment for moment in due if moment > now]
     return min(future) if future else None

@@ -99,7 +99,7 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
     if moment > utcnow():
         raise InvalidFieldError("asOf", f"{as_of} is in the future: a digest as of then would show what has not "
                                         "happened (a session still live as stalled); memo digest shows now")
-    snapshot = take_snapshot(store) if store.exists else Snapshot()
+    snapshot = take_snapshot(store, moment) if store.exists else Snapshot()
     cutoff = to_iso(moment)
     for name in ("open_sessions", "pending_handoffs", "pull_request_sessions", "rule_traps", "unbilled_sessions",
                  "sync_conflicts", "duplicate_invoices", "invoiced_changed", "terms_differ", "long_sessions"):

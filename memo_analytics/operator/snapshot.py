@@ -52,9 +52,10 @@ def _invoiced_changed(conn: Any, docs: list[ledger.Document]) -> list[dict[str, 
     return found
 
 
-def take_snapshot(store: VaultStore) -> Snapshot:
+def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot:
     """The records the digest joins, read from the index of ``store``'s vault and of every
-    further configured vault (read-only; their records carry ``_vault``)."""
+    further configured vault (read-only; their records carry ``_vault``). ``moment`` (UTC; now
+    when None): the month whose retainers it reads (:func:`_retainers`)."""
     from ..services.projects import last_seen_root
 
     snapshot = Snapshot()
@@ -97,6 +98,7 @@ def take_snapshot(store: VaultStore) -> Snapshot:
                     "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
                 })
     snapshot.terms_differ = _terms_differ(store)
+    snapshot.retainers = _retainers(store, moment or datetime.now(timezone.utc))
     _with_transcript_activity(snapshot.open_sessions, store.settings.idle_gap_minutes)
     return snapshot
 
@@ -126,6 +128,36 @@ def _with_transcript_activity(sessions: list[dict[str, Any]], idle_gap_minutes: 
         elif written is None and session.get("lastTurnAt") and str(session.get("source") or "").startswith("hook:"):
             answered = from_iso(str(session["lastTurnAt"])) + timedelta(minutes=idle_gap_minutes)
             session["answeredUntil"] = to_iso(answered)
+
+
+def _retainers(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
+    """``{client, capHours, zone, sessions}`` of each client of the config with a
+    ``monthlyHoursCap``: its sessions of the month of ``moment`` (in the vault's zone) that bill
+    minutes, each ``{sessionId, project, startTime, endTime, billedMinutes}``, from the activity
+    report of every configured vault (SPEC §4: billed minutes after rounding and overlap). None
+    when no client has a cap, or the report cannot be made (``memo activity`` says why)."""
+    capped = {name: terms for name, terms in store.settings.clients.items() if terms.monthly_hours_cap}
+    if not capped or not store.exists:
+        return []
+    import calendar
+
+    from ..analytics.activity import ActivityRequest, activity_report
+
+    today = moment.astimezone(store.zone).date()
+    first = today.replace(day=1)
+    try:
+        report = activity_report(store, ActivityRequest(
+            since=first.isoformat(), until=first.replace(day=calendar.monthrange(first.year, first.month)[1]).isoformat(),
+            cross_project=True))
+    except MemoError:
+        return []
+    by_client: dict[str, list[dict[str, Any]]] = {}
+    for session in report.sessions:
+        if session.get("billedMinutes") and session.get("endTime"):
+            by_client.setdefault(str(session.get("client") or "").strip().casefold(), []).append(
+                {key: session.get(key) for key in ("sessionId", "project", "startTime", "endTime", "billedMinutes")})
+    return [{"client": name, "capHours": str(terms.monthly_hours_cap), "zone": store.zone.key,
+             "sessions": by_client.get(name.strip().casefold(), [])} for name, terms in sorted(capped.items())]
 
 
 def _terms_differ(store: VaultStore) -> list[dict[str, Any]]:

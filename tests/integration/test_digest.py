@@ -508,3 +508,37 @@ def test_an_agent_still_writing_its_transcript_is_not_a_stalled_session(tmp_path
     assert stalled["id"] == "session_stalled:h1" and stalled["ageMinutes"] == 90
     written = iso(now - timedelta(minutes=90)).replace("Z", ".000Z")
     assert stalled["proposal"]["params"]["until"][:16] == written[:16]  # ended at the agent's last write
+
+
+def test_a_clients_monthly_hours_cap_is_watched_at_the_months_pace_as_its_sessions_bill(tmp_path):
+    """OPERATOR.md ``retainer_projection``: a client's ``monthlyHoursCap`` (config) projected to
+    run out before the month ends, at the pace so far, is one digest item for the client. Its
+    hours are the ones ``memo activity --all --client C --since <the 1st>`` bills (its terms' rounding:
+    a 50-minute session bills 60), counted in the configured zone; an edit that lowers them below
+    the pace takes the item away."""
+    vault, config = tmp_path / "v", tmp_path / "config.toml"
+    config.write_text('timezone = "Europe/Berlin"\n[clients."Acme Corp"]\nhourlyRate = "100"\ncurrency = "EUR"\n'
+                      'roundingMinutes = 60\nmonthlyHoursCap = "12"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    for sid, start, end in (("s1", "2026-03-02T09:00:00Z", "2026-03-02T11:50:00Z"),   # 170 min → 3 h
+                            ("s2", "2026-03-03T09:00:00Z", "2026-03-03T10:50:00Z"),   # 110 min → 2 h
+                            ("old", "2026-02-27T09:00:00Z", "2026-02-27T19:00:00Z")):  # February's
+        memo("session", "start", sid, "--project", "web", "--client", "Acme Corp", "--start-time", start,
+             vault=vault, env=env)
+        memo("session", "end", sid, "--project", "web", "--until", end, vault=vault, env=env)
+
+    def items(as_of: str) -> list[dict]:
+        return json.loads(memo("--json", "digest", "--as-of", as_of, vault=vault, env=env).stdout)["items"]
+
+    [item] = items("2026-03-10T12:00")  # 5 h by day 10 of 31: 15.5 h at this pace
+    assert (item["id"], item["lane"], item["project"], item["minutesAtStake"]) == (
+        "retainer_projection:Acme Corp", "waiting on you", "web", 0)
+    assert item["why"] == ("5.00 h of its 12.00 h a month used by day 10 of 31; at this pace 15.50 h by the "
+                           "month's end, 3.50 h over")
+    assert item["action"] == "memo activity --all --client 'Acme Corp' --since 2026-03-01"
+    shown = memo("--json", "activity", "--all", "--client", "Acme Corp", "--since", "2026-03-01", "--until", "2026-03-10",
+                 vault=vault, env=env)
+    assert json.loads(shown.stdout)["byClient"]["Acme Corp"]["billableHours"] == 5.0  # the hours it counted
+    assert items("2026-03-20T12:00") == []  # 5 h by day 20: 7.75 h at this pace
+    memo("session", "edit", "s1", "--project", "web", "--minutes", "50", vault=vault, env=env)  # 1 h billed
+    assert items("2026-03-10T12:00") == []  # 3 h by day 10: 9.3 h at this pace

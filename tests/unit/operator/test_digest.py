@@ -239,3 +239,55 @@ def test_a_rule_ready_command_names_the_repository_it_writes_into():
     [item] = compute_digest(Snapshot(rule_traps=[trap]), NOW, POLICY)["items"]
     assert item["action"] == "memo report rules --project shop --promote CLAUDE.md  # in /work/shop"
     assert is_digest_command(item["action"])
+
+
+def retainer(cap="40", sessions=(), client="Acme Corp", zone="UTC"):
+    return {"client": client, "capHours": cap, "zone": zone, "sessions": [
+        {"sessionId": sid, "project": project, "startTime": start, "endTime": end, "billedMinutes": minutes}
+        for sid, project, start, end, minutes in sessions]}
+
+
+def test_a_clients_monthly_cap_the_pace_would_run_past_is_retainer_projection():
+    """OPERATOR.md ``retainer_projection``: on 10 March (day 10 of 31), 15 h billed of a 40 h cap
+    projects 46.5 h by the month's end: one item for the client, waiting on the person, with the
+    command that shows the month's hours; nothing yet at stake (the cap is not reached)."""
+    worked = retainer(sessions=[("a", "web", "2026-03-02T09:00:00.000Z", "2026-03-02T18:00:00.000Z", 540),
+                                ("b", "api", "2026-03-09T10:00:00.000Z", "2026-03-09T16:00:00.000Z", 360)])
+    [item] = compute_digest(Snapshot(retainers=[worked]), NOW, POLICY)["items"]
+    assert (item["id"], item["lane"], item["project"], item["minutesAtStake"]) == (
+        "retainer_projection:Acme Corp", "waiting on you", "api, web", 0)
+    assert item["why"] == ("15.00 h of its 40.00 h a month used by day 10 of 31; at this pace 46.50 h by the "
+                           "month's end, 6.50 h over")
+    assert item["action"] == "memo activity --all --client 'Acme Corp' --since 2026-03-01"
+    assert is_digest_command(item["action"])
+    assert item["since"] == "2026-03-09T16:00:00.000Z" and item["ageMinutes"] == 20 * 60
+    # the same hours under a cap the pace stays within: nothing to say
+    assert kinds(Snapshot(retainers=[{**worked, "capHours": "46.5"}])) == []
+
+
+def test_a_used_up_cap_says_how_far_over_and_puts_those_minutes_at_stake():
+    over = retainer(cap="10", sessions=[("a", "web", "2026-03-02T09:00:00.000Z", "2026-03-02T20:30:00.000Z", 690)])
+    [item] = compute_digest(Snapshot(retainers=[over]), NOW, POLICY)["items"]
+    assert item["why"] == "11.50 h of its 10.00 h a month used by day 10 of 31, 1.50 h over"
+    assert item["waitingFor"] == "you to tell the client: its hours for the month are used up"
+    assert item["minutesAtStake"] == 90
+
+
+def test_only_this_months_ended_sessions_count_toward_the_cap_in_the_vaults_zone():
+    """A session of the last evening of February counts in March where the vault's zone is
+    already in March (Europe/Berlin, 23:30 UTC = 00:30); one still to end by now (a digest as of
+    an earlier moment) and February's own do not. March 1st at noon: day 1 of 31."""
+    march_1 = datetime(2026, 3, 1, 12, 0, tzinfo=timezone.utc)
+    sessions = [("feb", "web", "2026-02-27T09:00:00.000Z", "2026-02-27T19:00:00.000Z", 600),
+                ("eve", "web", "2026-02-28T23:30:00.000Z", "2026-03-01T00:30:00.000Z", 60),
+                ("later", "web", "2026-03-01T11:00:00.000Z", "2026-03-01T13:00:00.000Z", 120)]
+    berlin = retainer(cap="30", sessions=sessions, zone="Europe/Berlin")
+    [item] = compute_digest(Snapshot(retainers=[berlin]), march_1, POLICY)["items"]
+    assert item["why"].startswith("1.00 h of its 30.00 h a month used by day 1 of 31; at this pace 31.00 h")
+    assert kinds(Snapshot(retainers=[{**berlin, "zone": "UTC"}]), march_1) == []  # in UTC it was February's
+
+
+def test_a_retainer_item_is_due_again_at_the_next_midnight_when_a_day_without_work_slows_the_pace():
+    worked = retainer(cap="20", sessions=[("a", "web", "2026-03-09T09:00:00.000Z", "2026-03-09T17:00:00.000Z", 480)])
+    assert next_due(Snapshot(retainers=[worked]), NOW, POLICY) == datetime(2026, 3, 11, tzinfo=timezone.utc)
+    assert next_due(Snapshot(retainers=[{**worked, "capHours": "40"}]), NOW, POLICY) is None
