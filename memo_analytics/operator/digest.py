@@ -467,6 +467,19 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                            to_iso(since), fingerprint(*twice["refs"])), twice))
     for changed in snapshot.invoiced_changed:
         since = from_iso(changed["created"])
+        if changed.get("missing"):
+            sid, project, number = changed["sessionId"], changed["project"], changed["invoice"]
+            minutes = int(changed.get("durationMinutes") or 0)
+            items.append((Item("invoice_session_changed", KIND_LANE["invoice_session_changed"], sid, project,
+                               "you to restore a session its invoice billed",
+                               f"on invoice {number}, its record is gone from the vault (its file deleted, or one "
+                               f"memo reindex cannot read): reports leave out the {_hours(minutes)} the client was billed",
+                               _age(since, now), minutes,
+                               f"memo invoice show {_q(number)}  # then put back projects/{project}/sessions/"
+                               f"session-{sid}.md (memo reindex names a file it cannot read), or memo invoice credit "
+                               f"{_q(number)} if it should not have been billed", to_iso(since),
+                               fingerprint(project, sid, number, "missing")), changed))
+            continue
         items.append((Item("invoice_session_changed", KIND_LANE["invoice_session_changed"], changed["sessionId"],
                            changed["project"], "you to reconcile a session with its invoice",
                            f"on invoice {changed['invoice']}, its {', '.join(changed['fields'])} now differ from the "

@@ -40,15 +40,27 @@ def _invoiced_changed(conn: Any, docs: list[ledger.Document]) -> list[dict[str, 
     """The session records that differ from the uncredited invoice that billed them
     (:func:`~memo_analytics.vault.ledger.differs_from_invoice`: a vault-git pull, or a hand edit,
     changed them after it was issued), each with ``invoice``, ``fields``, ``asInvoiced`` and
-    ``created`` (the record's last write: when it began to differ)."""
+    ``created`` (the record's last write: when it began to differ); and those whose record the
+    index no longer holds, with ``missing`` true and ``fields`` ``["record"]``."""
     items = ledger.invoiced_items(docs)
-    found = []
+    found, seen = [], set()
     for session in rows.sessions_keyed(conn, list(items)):
-        number, client, item = items[(str(session.get("project")), str(session.get("sessionId")))]
+        key = (str(session.get("project")), str(session.get("sessionId")))
+        seen.add(key)
+        number, client, item = items[key]
         fields = ledger.differs_from_invoice(session, client, item)
         if fields:
             found.append({**session, "invoice": number, "fields": fields, "asInvoiced": ledger.as_invoiced(client, item),
                           "created": str(session.get("updated") or session.get("created") or "")})
+    # a billed session whose record is gone from the index (its file deleted, or one reindex cannot
+    # read): reports leave its minutes out while the invoice bills them — said once by reindex,
+    # then silent; listed (as of now: when it went is not known) until the file is back
+    now = to_iso(datetime.now(timezone.utc))
+    for key in sorted(set(items) - seen):
+        number, client, item = items[key]
+        found.append({"id": f"session-{key[1]}", "project": key[0], "sessionId": key[1], "invoice": number,
+                      "fields": ["record"], "missing": True, "asInvoiced": ledger.as_invoiced(client, item),
+                      "durationMinutes": item.get("billedMinutes", item.get("durationMinutes")), "created": now})
     return found
 
 

@@ -1023,3 +1023,33 @@ def test_the_service_issues_only_a_report_of_one_client_and_a_whole_period(billi
     finally:
         store.close()
     assert json.loads(run(billing, "--json", "invoice", "list").stdout)["items"] == []
+
+
+def test_a_billed_session_whose_record_is_gone_is_a_digest_item_until_it_is_back(billing):
+    """Left from an earlier review: a session on an issued invoice whose file was deleted (or
+    became unreadable) was named once by reindex, then left reports without a word while the
+    invoice still billed its minutes. The digest lists it (``invoice_session_changed``) with the
+    minutes the client was billed and the file to put back, until it is back."""
+    doc = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    path = billing["vault"] / "projects/etl/sessions/session-g1.md"
+    kept = path.read_bytes()
+
+    def items() -> list[dict]:
+        return [i for i in json.loads(run(billing, "--json", "digest").stdout)["items"]
+                if i["kind"] == "invoice_session_changed"]
+
+    assert items() == []
+    path.unlink()
+    assert run(billing, "reindex").returncode == 0
+    [item] = items()
+    assert (item["id"], item["lane"], item["minutesAtStake"]) == ("invoice_session_changed:g1", "waiting on you", 90)
+    assert item["why"] == (f"on invoice {doc['number']}, its record is gone from the vault (its file deleted, or one "
+                           "memo reindex cannot read): reports leave out the 1.5 h the client was billed")
+    assert item["action"].startswith(f"memo invoice show {doc['number']}  # then put back "
+                                     "projects/etl/sessions/session-g1.md")
+    path.write_bytes(kept[:40])  # a torn file: reindex skips it, the invoice's session is still missing
+    run(billing, "reindex")
+    assert [i["id"] for i in items()] == ["invoice_session_changed:g1"]
+    path.write_bytes(kept)
+    run(billing, "reindex")
+    assert items() == []
