@@ -17,6 +17,8 @@ from memo_analytics.domain.shell import with_vault_root
 SHOWN = 25
 #: Items the list shows before it scrolls (the header says when it does: three of fifteen looked like all).
 VISIBLE = 5
+#: How many rows of the moving lane the dashboard shows (what moved in the last day: context)
+MOVING_SHOWN = 5
 #: The label of the apply button per action class (the proposal's summary is its tooltip).
 APPLY_LABELS = {"end_stale_session": "End it at its last activity", "cancel_handoff": "Cancel the hand-off",
                 "promote_rule": "Promote into CLAUDE.md", "export_story": "Export the story",
@@ -55,6 +57,7 @@ class DigestView:
         self.message = html_pane(sizing_mode="stretch_width", margin=(0, 10), visible=False)
         self.items = pn.Column(sizing_mode="stretch_width", margin=0, css_classes=["memo-digest-items"],
                                styles={"max-height": "420px", "overflow-y": "auto"})
+        self.moving = html_pane(sizing_mode="stretch_width", margin=(6, 10), visible=False)
         self.refresh_button = pn.widgets.Button(label="↻ Refresh", button_type="light", width=100,
                                                 css_classes=["memo-digest-refresh"])
         self.refresh_button.on_click(lambda _: self.refresh(force=True))
@@ -63,7 +66,7 @@ class DigestView:
         self.on_changed: Any = None
         self.layout = pn.Column(
             pn.Row(self.header, pn.layout.HSpacer(), self.refresh_button, sizing_mode="stretch_width"),
-            self.message, self.items, sizing_mode="stretch_width", css_classes=["memo-digest"],
+            self.message, self.items, self.moving, sizing_mode="stretch_width", css_classes=["memo-digest"],
             styles={"border": "1px solid #dfe5ec", "border-radius": "8px", "background": "#fbfcfd"},
             margin=(5, 10, 10, 10),
         )
@@ -85,6 +88,7 @@ class DigestView:
         except MemoError as exc:
             self.header.object = note("error", f"The digest could not be computed: {exc}")
             self.items.objects = []
+            self.moving.visible = False
             self._shown = None
             return
         items = digest["items"]
@@ -99,6 +103,7 @@ class DigestView:
                               f'<span class="muted small">ranked: waiting on you first, then billable minutes at '
                               f'stake, then age{esc(older)}{esc(scrolls)}{fresh}</span>')
         acted = (digest.get("operator") or {}).get("acted") or []
+        self._show_moving(digest)
         shown = (tuple((i["id"], i["project"], i["fingerprint"], i["why"], i["action"], i.get("vault")) for i in items),
                  tuple(sorted(str(r) for r in acted)))
         if shown == self._shown:
@@ -116,6 +121,19 @@ class DigestView:
                                         f'by itself in the last 24 h ({len(acted)}; memo operator audit lists every '
                                         f'action):</span><br>{lines}</div>', sizing_mode="stretch_width",
                                         margin=(6, 10)))
+
+    def _show_moving(self, digest: dict[str, Any]) -> None:
+        """Below the items, what moved in the last day (``moving``: sessions ended, hand-offs
+        claimed): context, nothing to do (OPERATOR.md); hidden when nothing did."""
+        moved = [m for m in digest.get("moving") or [] if isinstance(m, dict)]
+        count = digest.get("movingCount") if isinstance(digest.get("movingCount"), int) else len(moved)
+        lines = "<br>".join(f'{esc(str(m.get("kind", "")).replace("_", " "))} <b>{esc(m.get("subject", ""))}</b> '
+                            f'<span class="muted">({esc(m.get("project") or "-")})</span> — {esc(m.get("why", ""))}'
+                            for m in moved[:MOVING_SHOWN])
+        more = f"<br>… and {count - MOVING_SHOWN} more" if count > MOVING_SHOWN else ""
+        self.moving.object = (f'<div class="memo-digest-moving"><span class="muted small">moving in the last 24 h '
+                              f'({count}; nothing to do):</span><br>{lines}{more}</div>') if moved else ""
+        self.moving.visible = bool(moved)
 
     def _clock(self, instant: str) -> str:
         """``instant`` (UTC) as the time of day in the vault's zone, with the zone."""

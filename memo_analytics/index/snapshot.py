@@ -75,6 +75,17 @@ def long_sessions(conn: sqlite3.Connection, minutes: int) -> list[dict[str, Any]
                     (minutes,))
 
 
+def sessions_ended_since(conn: sqlite3.Connection, day: str) -> list[dict[str, Any]]:
+    """Completed sessions whose ``endTime`` falls on ``day`` (``YYYY-MM-DD``) or later, as text
+    (the caller compares the instants: an offset other than ``Z`` moves a time by a day at most)."""
+    return _records(conn, "kind = 'session' AND status = 'completed' AND end_time >= ?", (day,))
+
+
+def handoffs_claimed_since(conn: sqlite3.Connection, day: str) -> list[dict[str, Any]]:
+    """Hand-offs claimed on ``day`` (``YYYY-MM-DD``) or later (``claimedAt``, as text)."""
+    return _records(conn, "kind = 'handoff' AND status = 'claimed' AND json_extract(meta, '$.claimedAt') >= ?", (day,))
+
+
 def sessions_keyed(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
     """The session records of the ``(project, sessionId)`` pairs given (wire dicts; one
     query, whatever their number)."""

@@ -37,9 +37,15 @@ from typing import Any
 from ..config import OperatorPolicy, config_key_text
 from ..domain.shell import is_plain_command, one_line, shell_word
 from ..domain.clock import from_iso, minutes_between, to_iso
+from ..domain.errors import InvalidDateError
 from ..domain.rounding import hours_cents
 
 LANES = ("waiting on you", "dropped")
+#: The lane of what moved in the last day: context for the person, nothing to do (OPERATOR.md);
+#: listed apart from the items (``moving``), never ranked among them nor sent by the webhook
+MOVING_LANE = "moving"
+#: How far back the moving lane looks, and how many of its rows a digest lists (newest first)
+MOVING_HOURS, MOVING_LISTED = 24, 20
 KIND_LANE = {
     "session_open_too_long": "waiting on you",
     "handoff_unclaimed": "waiting on you",
@@ -79,6 +85,9 @@ class Snapshot:
     #: ``{client, capHours, zone, projects, sessions: [{sessionId, project, startTime, endTime,
     #: billedMinutes}]}`` of each client with a ``monthlyHoursCap``: its billed sessions of the month
     retainers: list[dict[str, Any]] = field(default_factory=list)
+    #: sessions completed and hand-offs claimed lately (the "moving" lane, :func:`moving`)
+    ended_sessions: list[dict[str, Any]] = field(default_factory=list)
+    claimed_handoffs: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -517,6 +526,47 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
     return items
 
 
+def moving(snapshot: Snapshot, now: datetime) -> list[dict[str, Any]]:
+    """What moved in the last :data:`MOVING_HOURS` hours before ``now``, newest first: each
+    session completed (``session_completed``) and hand-off claimed (``handoff_claimed``) then,
+    as ``{id, kind, lane, subject, project, why, since, owner, vault}`` (``since``: when it
+    ended or was claimed, UTC). Context for the person: no action, no rank (OPERATOR.md)."""
+    start = now - timedelta(hours=MOVING_HOURS)
+    rows: list[dict[str, Any]] = []
+
+    def row(kind: str, subject: str, record: dict[str, Any], why: str, moment: datetime) -> None:
+        owner = record.get("owner")
+        rows.append({"id": f"{kind}:{subject}", "kind": kind, "lane": MOVING_LANE, "subject": subject,
+                     "project": str(record.get("project") or ""), "why": one_line(why), "since": to_iso(moment),
+                     "owner": owner if isinstance(owner, str) and owner else None, "vault": record.get("_vault")})
+
+    for session in snapshot.ended_sessions:
+        try:
+            ended = from_iso(str(session.get("endTime")))
+        except InvalidDateError:  # a record the index kept without a readable end: not context
+            continue
+        if start <= ended <= now:
+            minutes = int(session.get("durationMinutes") or 0)
+            client = str(session.get("client") or "").strip() or "internal"
+            billed = client if session.get("billable", True) is not False else f"{client}, not billable"
+            said = str(session.get("summary") or session.get("taskSlug") or "").strip()
+            row("session_completed", str(session["sessionId"]), session,
+                f"ended {_since(_age(ended, now))} ago after {_hours(minutes)} ({billed})"
+                + (f": {said[:100]}" if said else ""), ended)
+    for baton in snapshot.claimed_handoffs:
+        try:
+            claimed = from_iso(str(baton.get("claimedAt")))
+        except InvalidDateError:
+            continue
+        if start <= claimed <= now:
+            steps = [str(step) for step in baton.get("nextSteps") or []]
+            row("handoff_claimed", str(baton["id"]), baton,
+                f"claimed {_since(_age(claimed, now))} ago by session {baton.get('claimedBy') or '?'}"
+                + (f": {'; '.join(steps)[:100]}" if steps else ""), claimed)
+    rows.sort(key=lambda r: (r["since"], r["id"]), reverse=True)
+    return rows
+
+
 def rank_key(item: Item) -> tuple:
     """Lane, then billable minutes at stake (more first), then age (older first), then kind
     and subject: the documented ranking order."""
@@ -525,7 +575,8 @@ def rank_key(item: Item) -> tuple:
 
 def compute_digest(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> dict[str, Any]:
     """The ranked digest (wire dict): ``items`` within the horizon, ``beyondHorizon``
-    counts per kind for older ones, ``counts`` per kind listed, ``computedAt``."""
+    counts per kind for older ones, ``counts`` per kind listed, ``computedAt``; ``moving``
+    (:func:`moving`, at most :data:`MOVING_LISTED`) and ``movingCount`` (all of them)."""
     horizon = now - timedelta(days=policy.horizon_days)
     listed, beyond = [], {}
     for item in sorted(build_items(snapshot, now, policy), key=rank_key):
@@ -536,9 +587,12 @@ def compute_digest(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) ->
     counts: dict[str, int] = {}
     for item in listed:
         counts[item.kind] = counts.get(item.kind, 0) + 1
+    moved = moving(snapshot, now)
     return {
         "computedAt": to_iso(now),
         "items": [item.wire() for item in listed],
+        "moving": moved[:MOVING_LISTED],
+        "movingCount": len(moved),
         "counts": dict(sorted(counts.items())),
         "beyondHorizon": dict(sorted(beyond.items())),
         "horizonDays": policy.horizon_days,
@@ -555,6 +609,8 @@ def next_due(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> datet
         due += [start + timedelta(hours=policy.open_too_long_hours), last + timedelta(minutes=policy.stalled_minutes)]
     for baton in snapshot.pending_handoffs:
         due.append(from_iso(baton["created"]) + timedelta(hours=policy.handoff_unclaimed_hours))
+    for row in moving(snapshot, now):  # a row leaves the moving lane a day after it moved
+        due.append(from_iso(row["since"]) + timedelta(hours=MOVING_HOURS, seconds=1))
     for retainer in snapshot.retainers:  # a day without work slows the pace; a new month starts afresh
         if _retainer(retainer, now) is not None:
             due.append(_month_of(now, retainer["zone"])[4])

@@ -4,7 +4,7 @@ every further configured vault: one snapshot, shared by the digest pass
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,7 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
     when None): the month whose retainers it reads (:func:`_retainers`)."""
     from ..services.projects import last_seen_root
 
+    moment = moment or datetime.now(timezone.utc)
     snapshot = Snapshot()
     known: dict[str, str | None] = {}  # project → its repository on this machine (lastSeenRoot), if known
     with vault_sources(store, further=True) as sources:
@@ -91,6 +92,13 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
                             known[project] = str(root) if root is not None else None
                         record["_repository"] = None if further else known[project]
                 getattr(snapshot, name).extend(found)
+            # what moved in the last day (the "moving" lane: context, nothing to do), from two days
+            # back as text: the digest compares the instants
+            recent = (moment - timedelta(days=2)).date().isoformat()
+            for name, query in (("ended_sessions", rows.sessions_ended_since),
+                                ("claimed_handoffs", rows.handoffs_claimed_since)):
+                getattr(snapshot, name).extend({**record, **({"_vault": source.vault} if further else {})}
+                                               for record in query(source.conn, recent))
             root = Path(source.vault)
             docs = _invoices(root)
             snapshot.duplicate_invoices += [{**twice, **({"_vault": source.vault} if further else {})}
@@ -110,7 +118,7 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
                     "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
                 })
     snapshot.terms_differ = _terms_differ(store)
-    snapshot.retainers = _retainers(store, moment or datetime.now(timezone.utc))
+    snapshot.retainers = _retainers(store, moment)
     _with_transcript_activity(snapshot.open_sessions, store.settings.idle_gap_minutes)
     return snapshot
 
@@ -124,8 +132,6 @@ def _with_transcript_activity(sessions: list[dict[str, Any]], idle_gap_minutes: 
     cannot read (Cursor, Copilot; a remote caller's): its answer to the last prompt is unseen, so
     it counts up to an idle gap of it, as the capture ends such a session (SPEC §2.5). The
     proposal to end it stalled ended it at the prompt: 0 minutes for a one-prompt session."""
-    from datetime import timedelta
-
     from ..domain.clock import from_iso
     from ..services.capture import transcript_written
 

@@ -542,3 +542,23 @@ def test_a_clients_monthly_hours_cap_is_watched_at_the_months_pace_as_its_sessio
     assert items("2026-03-20T12:00") == []  # 5 h by day 20: 7.75 h at this pace
     memo("session", "edit", "s1", "--project", "web", "--minutes", "50", vault=vault, env=env)  # 1 h billed
     assert items("2026-03-10T12:00") == []  # 3 h by day 10: 9.3 h at this pace
+
+
+def test_memo_digest_shows_what_moved_in_the_last_day_after_what_needs_you(tmp_path):
+    """OPERATOR.md's "moving" lane on the command line: a session that ended an hour ago is
+    context below the items (nothing to do), in ``--json`` as ``moving``; as of before it ended,
+    nothing had moved."""
+    vault, now = tmp_path / "v", datetime.now(timezone.utc)
+    iso = lambda moment: moment.strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    memo("session", "start", "d1", "--project", "web", "--start-time", iso(now - timedelta(hours=3)), vault=vault)
+    memo("session", "end", "d1", "--project", "web", "--until", iso(now - timedelta(hours=1)),
+         "--summary", "Add the CSV export", vault=vault)
+    shown = memo("digest", vault=vault).stdout
+    assert shown.splitlines()[:3] == ["Nothing needs you now.", "moving in the last 24 h (1; nothing to do):",
+                                      "  session_completed:d1 (web) — ended 1.0 h ago after 2.0 h (internal): Add "
+                                      "the CSV export"]
+    as_json = json.loads(memo("--json", "digest", vault=vault).stdout)
+    assert (as_json["items"], as_json["movingCount"], [m["id"] for m in as_json["moving"]]) == (
+        [], 1, ["session_completed:d1"])
+    later = json.loads(memo("--json", "digest", "--as-of", iso(now - timedelta(minutes=90)), vault=vault).stdout)
+    assert later["moving"] == []  # as of before it ended: nothing had moved

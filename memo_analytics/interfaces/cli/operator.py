@@ -28,6 +28,8 @@ def utc_stamp() -> str:
 
 #: How old a cached digest ``memo digest`` shows may be, in seconds (SPEC §6).
 PERSON_MAX_AGE_SECONDS = 60
+#: How many rows of the moving lane ``memo digest`` prints (``--json`` has the digest's own list)
+MOVING_SHOWN = 5
 
 
 def _age(minutes: int) -> str:
@@ -129,6 +131,15 @@ def digest(
         if r["items"] and state.settings.mode == "remote":
             out.print("the team daemon's vault: memo session start/end/show/edit/export and memo digest apply run "
                       "from here; memo report rules --promote runs in the repository's checkout")
+        moved = [m for m in r.get("moving") or [] if isinstance(m, dict)]
+        if moved:  # context, nothing to do: what ended and what was claimed in the last day
+            count = r.get("movingCount") if isinstance(r.get("movingCount"), int) else len(moved)
+            out.print(f"moving in the last 24 h ({count}; nothing to do):")
+            for row in moved[:MOVING_SHOWN]:
+                out.print(_safe(one_line(f"  {row.get('id', '')} ({row.get('project') or '-'}) — {row.get('why', '')}")),
+                          soft_wrap=True, highlight=False)
+            if count > MOVING_SHOWN:
+                out.print(f"  … and {count - MOVING_SHOWN} more (memo --json digest lists {len(moved)})")
         if r["beyondHorizon"]:
             older = ", ".join(f"{n} {kind}" for kind, n in r["beyondHorizon"].items())
             out.print(f"older than {r['horizonDays']} days (counted, not listed): {older} — see them with "

@@ -154,6 +154,26 @@ def test_billable_work_without_a_client_has_a_button_naming_the_projects_client(
     assert "Applied: file forgot under Acme Corp" in view.message.object and view.items.objects == []
     assert store.read("web", "session", "session-forgot")[0]["client"] == "Acme Corp"
     assert changed == [True]
+    # below the list, what moved in the last day (both ended 4 h ago): context, escaped, no button
+    assert view.moving.visible and "moving in the last 24 h (2; nothing to do)" in view.moving.object
+    assert "session completed <b>forgot</b>" in view.moving.object
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_a_summary_in_the_moving_lane_is_shown_as_text(store):
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.dashboards.digest_view import DigestView
+    from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+
+    start = datetime.now(timezone.utc) - timedelta(hours=2)
+    start_session(store, StartSessionRequest(session_id="x1", project="web", start_time=start))
+    end_session(store, EndSessionRequest(session_id="x1", project="web", until=start + timedelta(hours=1),
+                                         summary='<img src=x onerror="alert(1)">'))
+    view = DigestView(DashboardData(store))
+    assert view.items.objects == [] and view.moving.visible
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in view.moving.object and "<img" not in view.moving.object
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")

@@ -291,3 +291,25 @@ def test_a_retainer_item_is_due_again_at_the_next_midnight_when_a_day_without_wo
     worked = retainer(cap="20", sessions=[("a", "web", "2026-03-09T09:00:00.000Z", "2026-03-09T17:00:00.000Z", 480)])
     assert next_due(Snapshot(retainers=[worked]), NOW, POLICY) == datetime(2026, 3, 11, tzinfo=timezone.utc)
     assert next_due(Snapshot(retainers=[{**worked, "capHours": "40"}]), NOW, POLICY) is None
+
+
+def test_what_moved_in_the_last_day_is_listed_apart_as_context_newest_first():
+    """OPERATOR.md's "moving" lane: sessions completed and hand-offs claimed in the last day, for
+    the person's context; not items (nothing to do, never ranked among them, never sent)."""
+    done = {"id": "session-d1", "sessionId": "d1", "project": "web", "status": "completed", "client": "Acme",
+            "startTime": ago(hours=5), "endTime": ago(hours=3), "durationMinutes": 120, "billable": True,
+            "summary": "Add the CSV export", "owner": "ana"}
+    internal = {**done, "id": "session-d2", "sessionId": "d2", "client": None, "billable": False, "summary": None,
+                "endTime": ago(minutes=30), "durationMinutes": 45, "owner": None}
+    stale = {**done, "id": "session-d3", "sessionId": "d3", "endTime": ago(hours=25)}
+    baton = {"id": "handoff-s9", "project": "api", "status": "claimed", "claimedBy": "s10", "claimedAt": ago(hours=1),
+             "nextSteps": ["deploy", "tell Bo"]}
+    digest = compute_digest(Snapshot(ended_sessions=[done, internal, stale], claimed_handoffs=[baton]), NOW, POLICY)
+    assert digest["items"] == [] and digest["movingCount"] == 3
+    assert [(m["id"], m["lane"], m["project"], m["owner"], m["why"]) for m in digest["moving"]] == [
+        ("session_completed:d2", "moving", "web", None, "ended 30 min ago after 45 min (internal, not billable)"),
+        ("handoff_claimed:handoff-s9", "moving", "api", None, "claimed 1.0 h ago by session s10: deploy; tell Bo"),
+        ("session_completed:d1", "moving", "web", "ana", "ended 3.0 h ago after 2.0 h (Acme): Add the CSV export")]
+    assert digest["moving"][0]["since"] == ago(minutes=30)
+    # the oldest row leaves the lane a day after it moved: the digest is due again then
+    assert next_due(Snapshot(ended_sessions=[done]), NOW, POLICY) == NOW + timedelta(hours=21, seconds=1)
