@@ -617,7 +617,7 @@ class BrowserBoundary:
       application/json`` (415): a cross-site form or ``text/plain`` fetch cannot send that
       without a preflight, which gets no CORS answer.
     - A body over :data:`MAX_CALL_BYTES` is refused from its ``Content-Length`` (413), and one
-      sent in chunks (411), on every ``/api/`` route but the sync push, before it is read; a
+      sent in chunks (411), on every route but the sync push (the dashboard's too), before it is read; a
       ``Content-Length`` that is not one number (``N,N``, two headers) on any route (400).
     """
 
@@ -660,10 +660,11 @@ class BrowserBoundary:
             values = urllib.parse.parse_qs(query, keep_blank_values=True).get("token", [""])
             if not token_given(self.token, headers, values[-1]):
                 return 401, UNAUTHORIZED
-        if path.startswith("/api/") and not path.startswith(self.BIG_BODIES):
+        if not path.startswith(self.BIG_BODIES):
             # refused from its headers, before the body is read and kept in memory (the server reads
             # up to MAX_REQUEST_BYTES for the sync push): no caller, with a token or not, makes the
-            # server hold 64 MB per request on any other route
+            # server hold 64 MB per request on any other route — the dashboard's pages, its login and
+            # static files included (a POST of 63 MB to / was read and held for a minute, no token asked)
             length = (headers.get("Content-Length") or "").strip()
             if length.isdigit() and int(length) > MAX_CALL_BYTES:
                 return 413, f"Request body is {int(length)} bytes; this endpoint reads at most {MAX_CALL_BYTES}"
