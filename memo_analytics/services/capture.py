@@ -364,7 +364,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             return f"turn of {session_id}: already imported from the agent's transcript"
         if existing is None:
             start_session(store, StartSessionRequest(session_id=session_id, start_time=event.at, extra=extra,
-                                                     owner=owner, **context))
+                                                     owner=owner, **context), claim=False)  # a hook shows no baton
         if event.kind == "session_start":
             return f"session {session_id} {'started' if existing is None else 'already recorded'}"
         # only an event that waited (spooled, or sent again by a remote machine) can have been

@@ -60,8 +60,13 @@ from .store import VaultStore, git_head, git_identity, repository_root
 PRESERVED_ON_RESTART = ("startTime", "created", "taskSlug", "client", "billable", "summary")
 
 
-def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> dict[str, Any]:
+def start_session(store: VaultStore, request: StartSessionRequest, now=None, claim: bool = True) -> dict[str, Any]:
     """Open (or re-open) a session (SPEC §2.5).
+
+    ``claim``: take an eligible pending hand-off and return it (the baton). False for a start
+    nobody reads the answer of — a hook's, an import's: the baton stays pending for a session
+    that shows it (``memo session start``, the tool's ``session_start``), or a hook's start
+    took it before the agent's own ``session_start`` and nobody saw its next steps.
 
     A new session id ``{timestamp}-{6 hex}`` is generated when none is given. Restarting
     an active session keeps its ``startTime, created, taskSlug, client, billable, summary``.
@@ -95,9 +100,11 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None) -> 
             raise SessionCompletedError(session_id)
         meta = _started(store, request, now, project, session_id, start, product_root, old)
         baton = None
-        if not old.get("handoffClaimed"):
+        if claim and not old.get("handoffClaimed"):
             baton = claim_handoff(store, project, session_id, meta.get("branch"), meta.get("owner"), now)
             meta["handoffClaimed"] = baton["id"] if baton else None
+        elif not claim:
+            meta.setdefault("handoffClaimed", old.get("handoffClaimed"))
         body = existing[1] if existing else ""
         store.upsert(RecordKind.SESSION, meta, body)
     remember_root(store, project, product_root)
@@ -153,8 +160,7 @@ def record_whole_session(store: VaultStore, start: StartSessionRequest, turns: l
                 check_metadata_size(record)  # a record too large to write: one by one, which says which
         except (MemoError, ValueError):
             return None
-        baton = claim_handoff(store, project, session_id, meta.get("branch"), meta.get("owner"), now)
-        meta["handoffClaimed"] = baton["id"] if baton else None
+        meta["handoffClaimed"] = None  # an import's session: nobody reads its baton (start_session's claim)
         store.upsert(RecordKind.SESSION, meta, "")
         for _, turn_meta, body in written:
             store.upsert(RecordKind.PROMPT, turn_meta, body)

@@ -972,3 +972,27 @@ def test_a_dropped_event_is_logged_as_what_is_wrong_with_it(tmp_path, repo, stdi
     vault = tmp_path / "v"
     hook(vault, "claude-code", stdin.replace('"session_id"', f'"cwd":{json.dumps(str(repo))},"session_id"'))
     assert f"claude-code: event dropped: {said}" in capture.hook_log(vault).read_text()
+
+
+def test_a_hook_session_leaves_a_pending_hand_off_for_a_session_that_shows_it(tmp_path, repo):
+    """Found by a new user: the hook's session took the hand-off another session left (its start
+    claims the baton, SPEC §2.5), and a hook prints nothing: the next steps were seen by nobody,
+    and the agent's own ``session_start`` got none. A hook's start (and an import's) claims
+    nothing; ``memo session start`` and the tool's ``session_start`` do."""
+    vault = tmp_path / "v"
+    memo("session", "start", "agent-a", "--project", "product", vault=vault)
+    memo("session", "end", "agent-a", "--project", "product", "--next-step", "deploy to staging", "--shared",
+         vault=vault)
+    hook(vault, "claude-code", claude("SessionStart", repo, source="startup"))
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="what is the weather"))
+    transcripts = tmp_path / "cc"
+    transcripts.mkdir()
+    (transcripts / "5f0c2b9e-1111-4222-8333-944455556666.jsonl").write_text(json.dumps(
+        {"type": "user", "sessionId": "5f0c2b9e-1111-4222-8333-944455556666", "timestamp": "2026-11-30T09:00:00.000Z",
+         "uuid": "u1", "message": {"role": "user", "content": "an old conversation"}}) + "\n", encoding="utf-8")
+    imported = memo("--json", "import", "claude-code", str(transcripts), "--project", "product", vault=vault)
+    assert json.loads(imported.stdout)["sessions"] == 1
+    pending = json.loads(memo("--json", "session", "handoff", "--all", vault=vault).stdout)
+    assert [b["id"] for b in pending["items"]] == ["handoff-agent-a"], pending
+    started = json.loads(memo("--json", "session", "start", "agent-b", "--project", "product", vault=vault).stdout)
+    assert started["handoff"]["nextSteps"] == ["deploy to staging"]

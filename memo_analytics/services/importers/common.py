@@ -575,7 +575,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 result.untimed += untimed
                 result.turns += len(turns)
                 continue
-            start_session(store, start)
+            start_session(store, start, claim=False)  # an import's session: nobody reads a baton
             result.sessions += 1
             result.untimed += untimed
         for turn, prompt in enumerate(interval.prompts, 1):
