@@ -740,6 +740,28 @@ def test_a_rotated_codex_rollout_goes_on_after_the_turns_it_no_longer_holds(real
     assert after[-1][0].endswith("-2")  # the conversation's next work interval
 
 
+def test_a_codex_rollout_cut_above_its_session_meta_is_still_its_conversation(realdata, tmp_path):
+    """Found by an attacker: a rollout cut from the top, its ``session_meta`` line with it, was
+    read as a new conversation named after the file: its last turns recorded a second time,
+    billable (70 minutes became 122). The rollout's file name carries the conversation's id
+    (``rollout-<time>-<id>.jsonl``): the cut file goes on as the same conversation."""
+    [source] = (realdata / CODEX).glob("rollout-*.jsonl")
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    path = folder / source.name
+    path.write_bytes(source.read_bytes())
+    vault = tmp_path / "v"
+    assert json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)["turns"] == 23
+    before_turns, before_sessions = _turns(vault), _sessions(vault)
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    fifth = [n for n, line in enumerate(lines) if '"user_message"' in line][4] - 1
+    assert '"session_meta"' not in "".join(lines[fifth:])
+    path.write_text("".join(lines[fifth:]), encoding="utf-8")
+    ran = json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)
+    assert (ran["turns"], ran["sessions"], ran["superseded"], ran["revised"]) == (0, 0, 0, 0), ran
+    assert (_turns(vault), _sessions(vault)) == (before_turns, before_sessions)
+
+
 def test_a_claude_code_transcript_cut_from_the_top_takes_its_next_prompt(realdata, tmp_path):
     """Found by a new user: a transcript whose first half was cut away (kept short by hand) was
     refused for good ("work interval 1 starts at … but was imported starting …") — its next

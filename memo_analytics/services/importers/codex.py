@@ -135,6 +135,10 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     return parse_from(path, options)[0]
 
 
+#: A rollout's file name: ``rollout-2025-11-27T11-39-23-<the conversation's id>``.
+_ROLLOUT_NAME = re.compile(r"^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-"
+                           r"[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
+
 #: The format of :class:`_Fold`'s state (another value: a checkpoint is not used).
 FOLD_VERSION = "codex/1"
 
@@ -143,7 +147,11 @@ class _Fold:
     """A rollout's parse after some of its lines (:class:`.resume.LineFold`)."""
 
     def __init__(self, path: Path) -> None:
-        self.transcript = Transcript(transcript_id=path.stem, source=SOURCE, path=path, ide="codex", agent="codex")
+        # the conversation's id before its session_meta line says it: the one Codex writes into the
+        # file name (rollout-<time>-<id>.jsonl) — a file cut above that line is still its conversation
+        named = _ROLLOUT_NAME.match(path.stem)
+        self.transcript = Transcript(transcript_id=named.group(1) if named else path.stem, source=SOURCE, path=path,
+                                     ide="codex", agent="codex")
         self.events: list[HumanPrompt] = []
         self.items: list[HumanPrompt] = []
         self.recognised = 0
