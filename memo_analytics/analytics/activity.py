@@ -105,6 +105,9 @@ class ActivityReport:
         (:meth:`rounded_minutes`).
     issuer : str or None
         Who bills the work (config ``[invoice] name``); the timesheet names it.
+    left_out : list[str]
+        ``"<path>: <reason>"`` of each session file of the vault that could not be read: left
+        out, its minutes missing (``unreadableSessionFiles`` on the wire, only when any).
     """
 
     total_duration_minutes: int
@@ -128,6 +131,8 @@ class ActivityReport:
     client_rounding: dict[str, str] = field(default_factory=dict)
     client_terms: dict[str, Any] = field(default_factory=dict, repr=False)
     issuer: str | None = None
+    #: ``"<path>: <reason>"`` of each session file of the vault the report could not read (left out)
+    left_out: list[str] = field(default_factory=list)
     #: ``(project, sessionId)`` of each session on an issued, uncredited invoice → the minutes that
     #: invoice billed (what the session bills, whatever its record says since)
     invoiced_minutes: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
@@ -189,6 +194,8 @@ class ActivityReport:
             "costByModel": self.cost_by_model,
             "costByClient": self.cost_by_client,
             "unpricedModels": self.unpriced_models,
+            # only when a session file could not be read: the report is short by its minutes
+            **({"unreadableSessionFiles": self.left_out} if self.left_out else {}),
         }
 
 
@@ -312,8 +319,10 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     zone = resolve_zone(request.tz or store.settings.timezone)
     bounds = parse_bounds(request.since, request.until, zone)
     client = request.client.strip() if request.client and request.client.strip() else None
+    left_out: list[str] = []
     if store.exists:
         store.catch_up_edits(RecordKind.SESSION)  # billed minutes come from the files as they are now
+        left_out = store.left_out(RecordKind.SESSION)  # said each time: a report without them is short
     with vault_sources(store, further=request.cross_project) as sources:
         sessions = sessions_frame(sources, request.projects)
         # billed minutes are a session's own, whatever the report selects: worked out over the whole vault
@@ -382,6 +391,7 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         invoiced_minutes=invoiced,
         invoiced_durations=durations,
         issuer=store.settings.invoice.name,
+        left_out=left_out,
         **_terms_printed(store.settings, [name for name, _, _, _ in by_client]),
     )
 

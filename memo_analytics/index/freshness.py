@@ -86,6 +86,26 @@ def edited_in_place(conn: sqlite3.Connection, layout: VaultLayout, subdirs: tupl
     return found
 
 
+def not_indexed(conn: sqlite3.Connection, layout: VaultLayout, subdir: str) -> list[CorruptRecordError]:
+    """The record files of the index's ``subdir`` folders (``sessions`` …) that the index holds
+    no row of, each as the :class:`CorruptRecordError` reading it gives (``path``, ``reason``):
+    files a catch-up skipped, left untouched and out of every report since. One ``scandir``
+    per folder and one query; a file is read only when it has no row."""
+    found: list[CorruptRecordError] = []
+    kind = KIND_OF_SUBDIR[subdir]
+    for key in sorted(folder_stamps(conn)):
+        project, folder = key.split("/", 1)
+        if folder != subdir:
+            continue
+        rows = folder_rows(conn, project, kind)
+        for record_id, (path, _) in sorted(folder_files(layout, key).items()):
+            if record_id not in rows:
+                parsed = parse_for_index(path, redact=False)
+                found.append(parsed if isinstance(parsed, CorruptRecordError) else
+                             CorruptRecordError(path, "not in the index yet (memo reindex takes it in)"))
+    return found
+
+
 def missing() -> Staleness:
     """The staleness of an index file that did not exist (it is created empty)."""
     return Staleness("there was none", full=True)

@@ -114,3 +114,35 @@ def test_a_file_the_index_skips_is_said_once_per_run(tmp_path):
     os.utime(folder / "session-renamed.md", (later, later))
     said = memo("activity", "--all", vault=vault).stderr
     assert said.count("session-renamed.md: id 'session-a' does not match the file name") == 1, said
+
+
+def test_a_session_file_that_cannot_be_read_is_said_by_every_billing_report_that_leaves_it_out(tmp_path):
+    """Found by an attacker: a hand edit a record rule refuses (``durationMinutes: 121`` on a
+    120-minute session) was named once, when the index skipped it; every later activity report
+    and timesheet printed a lower total without a word. Each report says it (a note, and
+    ``unreadableSessionFiles`` on the wire) while the file cannot be read."""
+    from tests.inprocess import memo as run
+
+    vault = tmp_path / "v"
+    for sid, start, end in (("s1", "2026-03-02T09:00:00Z", "2026-03-02T11:00:00Z"),
+                            ("s2", "2026-03-03T09:00:00Z", "2026-03-03T10:00:00Z")):
+        run("session", "start", sid, "--project", "web", "--start-time", start, vault=vault)
+        run("session", "end", sid, "--project", "web", "--until", end, vault=vault)
+    path = vault / "projects/web/sessions/session-s1.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("durationMinutes: 120", "durationMinutes: 121"),
+                    encoding="utf-8")
+    said = ("1 session file cannot be read and is left out: projects/web/sessions/session-s1.md: durationMinutes: "
+            "121 is not endTime − startTime (120 minutes)")
+    first = run("activity", "--all", vault=vault).stderr  # the catch-up that skips it names it (once a run)
+    assert "1 file skipped" in first and "session-s1.md: durationMinutes: 121 is not" in first and said not in first
+    for args in (["activity", "--all"], ["activity", "--all"], ["report", "timesheet", "--all", "-o",
+                                                               str(tmp_path / "t.csv")]):
+        ran = run(*args, vault=vault)
+        assert said in " ".join(ran.stderr.split()), (args, ran.stderr)
+    as_json = json.loads(run("--json", "activity", "--all", vault=vault).stdout)
+    assert as_json["totalDurationMinutes"] == 60
+    assert [line.split(": ")[0] for line in as_json["unreadableSessionFiles"]] == ["projects/web/sessions/session-s1.md"]
+    path.write_text(path.read_text(encoding="utf-8").replace("durationMinutes: 121", "durationMinutes: 120"),
+                    encoding="utf-8")
+    mended = run("--json", "activity", "--all", vault=vault)
+    assert "unreadableSessionFiles" not in json.loads(mended.stdout) and "cannot be read" not in mended.stderr
