@@ -560,3 +560,31 @@ def _raised(function, *args):
         return function(*args)
     except BaseException as exc:  # noqa: BLE001 - the test inspects it
         return exc
+
+
+def test_a_transcript_whose_every_turn_is_refused_leaves_no_empty_session(tmp_path):
+    """Found by an attacker: a Claude Code transcript whose one prompt was 50 MB was said
+    skipped (over the size limit) and still written as a session of 0 turns and 0 minutes. A
+    work interval none of whose turns can be recorded writes no session; the import says so."""
+    import json as _json
+
+    from tests.inprocess import memo as run
+
+    folder = tmp_path / "cc"
+    folder.mkdir()
+
+    def line(sid: str, text: str, at: str) -> str:
+        return _json.dumps({"type": "user", "sessionId": sid, "timestamp": at, "uuid": f"{sid}-{at}",
+                            "message": {"role": "user", "content": text}}) + "\n"
+
+    big = "11111111-2222-4333-8444-555555555555"
+    (folder / f"{big}.jsonl").write_text(line(big, "x" * 1_100_000, "2026-11-30T09:00:00.000Z"), encoding="utf-8")
+    fine = "66666666-7777-4888-8999-000000000000"
+    (folder / f"{fine}.jsonl").write_text(line(fine, "a prompt", "2026-11-30T10:00:00.000Z"), encoding="utf-8")
+    vault = tmp_path / "v"
+    ran = run("--json", "import", "claude-code", str(folder), "--project", "web", vault=vault, check=False)
+    answer = _json.loads(ran.stdout)
+    assert (answer["sessions"], answer["turns"], answer["skipped"]) == (1, 1, 1), answer
+    assert any("turn 1 of claude-code-11111111" in e and "1100000 bytes" in e and "the session is not recorded" in e
+               for e in answer["errors"]), answer["errors"]
+    assert sorted(p.name for p in (vault / "projects/web/sessions").iterdir()) == [f"session-claude-code-{fine}-1.md"]

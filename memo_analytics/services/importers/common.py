@@ -27,6 +27,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Iterator
 
+from ...config import MAX_BODY_BYTES
 from ...domain.clock import from_iso, minutes_between, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
 from ...domain.ids import session_record_id, slugify
@@ -548,6 +549,14 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                                      f"differs; credit the invoice first to take that in: memo invoice credit)")
                 result.held_back.add((transcript.source, transcript.transcript_id))
             continue
+        if existing is None and interval.prompts and all(_refused_body(p.text) for p in interval.prompts):
+            # no turn of it can be recorded (each over the size limit, or holding NUL): no session of
+            # 0 turns written for it — said, as the turn-by-turn path says each turn it refuses
+            for turn, prompt in enumerate(interval.prompts, 1):
+                result.skipped += 1
+                result.errors.append(f"{redact_secrets(str(transcript.path))[0]}: turn {turn} of {session_id}: "
+                                     f"{_refused_body(prompt.text)}; the session is not recorded (no turn of it can be)")
+            continue
         described = stored_summary(store, session_description(valid_text(transcript.title or ""),
                                                               [valid_text(p.text) for p in interval.prompts[:20]]))
         if existing is None:
@@ -1014,6 +1023,17 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
 def _article(source: str) -> str:
     name = source or "a known"
     return ("an " if name[:1] in "aeio" else "a ") + name
+
+
+def _refused_body(text: str) -> str | None:
+    """Why :func:`~memo_analytics.services.prompts.record_prompt` refuses ``text`` as a turn's
+    body on its size or a NUL (cheap checks, before any redaction), else None."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_BODY_BYTES:
+        return f"Invalid body: is {size} bytes; the limit is {MAX_BODY_BYTES} bytes"
+    if "\x00" in text:
+        return "Invalid body: contains a NUL character"
+    return None
 
 
 def _one_line(exc: BaseException) -> str:
