@@ -20,7 +20,7 @@ VISIBLE = 5
 #: How many rows of the moving lane the dashboard shows (what moved in the last day: context)
 MOVING_SHOWN = 5
 #: The label of the apply button per action class (the proposal's summary is its tooltip).
-APPLY_LABELS = {"end_stale_session": "End it at its last activity", "cancel_handoff": "Cancel the hand-off",
+APPLY_LABELS = {"end_stale_session": "End it", "cancel_handoff": "Cancel the hand-off",
                 "promote_rule": "Promote into CLAUDE.md", "export_story": "Export the story",
                 "set_client": "File under the project's client"}
 
@@ -135,6 +135,17 @@ class DigestView:
                               f'({count}; nothing to do):</span><br>{lines}{more}</div>') if moved else ""
         self.moving.visible = bool(moved)
 
+    def _moment(self, instant: str) -> str:
+        """``instant`` (UTC) as the vault's zone reads it: ``14:05`` today, else ``Dec 3 14:05``."""
+        from datetime import datetime, timezone
+
+        from memo_analytics.domain.clock import from_iso
+
+        zone = self.data.store.zone
+        local = from_iso(instant).astimezone(zone)
+        today = datetime.now(timezone.utc).astimezone(zone).date()
+        return f"{local:%H:%M}" if local.date() == today else f"{local:%b} {local.day} {local:%H:%M}"
+
     def _clock(self, instant: str) -> str:
         """``instant`` (UTC) as the time of day in the vault's zone, with the zone."""
         from memo_analytics.domain.clock import from_iso
@@ -151,6 +162,10 @@ class DigestView:
             label = APPLY_LABELS.get(proposal["actionClass"], "Apply the proposal")
             if proposal["actionClass"] == "set_client":  # Bokeh shows a label as text, never HTML
                 label = f"File under {proposal['params']['client'][:40]}"
+            elif proposal["actionClass"] == "end_stale_session" and proposal["params"].get("until"):
+                # the moment it ends at, as the proposal has it: "at its last activity" was said of an
+                # end an idle gap after the last prompt (its answer unseen)
+                label = f"End it at {self._moment(proposal['params']['until'])}"
             button = pn.widgets.Button(label=f"▶ {label}", button_type="primary", width=260, margin=(0, 10, 6, 10),
                                        css_classes=["memo-digest-apply"], description=proposal["summary"])
             button.on_click(lambda _event, item=item: self.apply(item))

@@ -212,3 +212,27 @@ def test_a_search_over_the_word_limit_is_said_on_the_page(store):
     view = PromptsView(DashboardData(store))
     view.search.value = " ".join(["word"] * 101)
     assert "Invalid query: 101 words" in view.message.object and view.message.visible
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_end_button_of_a_stalled_session_names_the_moment_it_ends_at(store):
+    """Found by a new user: the button said "End it at its last activity" while the proposal it
+    applied ended the session an idle gap later (its answer unseen). It names the moment."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.dashboards.digest_view import DigestView
+    from memo_analytics.services.requests import StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+
+    now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    start_session(store, StartSessionRequest(session_id="s1", project="web", start_time=now - timedelta(hours=3)))
+    record_prompt(store, RecordPromptRequest(session_id="s1", project="web", body="port the parser"),
+                  now=now - timedelta(hours=2))
+    view = DigestView(DashboardData(store))
+    [row] = view.items.objects
+    [buttons] = [o for o in row.objects if hasattr(o, "objects")]
+    [end] = buttons.objects
+    last = (now - timedelta(hours=2)).astimezone(store.zone)
+    expected = f"{last:%H:%M}" if last.date() == datetime.now(timezone.utc).astimezone(store.zone).date() \
+        else f"{last:%b} {last.day} {last:%H:%M}"
+    assert end.label == f"▶ End it at {expected}"
