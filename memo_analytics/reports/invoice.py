@@ -83,7 +83,8 @@ class UnpricedClientError(InvalidFieldError):
         InvalidFieldError.__init__(
             self, f'clients."{(named or clients)[0]}".hourlyRate',
             f"no billing terms for {'client' if len(clients) == 1 else 'clients'} {names}; " + "; ".join(steps)
-            + (", or invoice the other clients alone with --client" if others else ""),
+            + (", or invoice the other clients alone with --client (a draft leaves these off with "
+               "--skip-unpriced)" if others else ""),
         )
 
 

@@ -260,7 +260,8 @@ def test_turns_of_a_model_without_a_price_are_said_to_be_left_out_of_the_invoice
     env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path)}
     pdf = tmp_path / "d.pdf"
     draft = memo("report", "invoice", "--all", "--client", "Acme", "-o", str(pdf), vault=costed, env=env)
-    assert "from the AI cost, 1 turn of models without a price (memo activity names them)" in draft.stderr
+    assert "note: the AI cost leaves out 1 turn of models without a price (memo activity names them)" in draft.stderr
+    assert "left off" not in draft.stderr  # no session was: a turn is not one
     assert "1 turn of models without a price (aide-gpt-5) not in it" in " ".join(pdf_text(pdf).split())
     said = json.loads(memo("--json", "report", "invoice", "--all", "--client", "Acme", "-o", str(tmp_path / "j.csv"),
                            vault=costed, env=env).stdout)

@@ -203,7 +203,7 @@ def test_a_client_without_terms_is_refused_with_one_line_and_nothing_is_written(
         f"error: Invalid clients.\"Umbrella\".hourlyRate: no billing terms for clients 'internal', 'Umbrella'; set "
         f"hourlyRate and currency under [clients.\"Umbrella\"] in {config['MEMO_CONFIG']}; 'internal' is work filed "
         "under no client: memo session edit SID --client NAME bills it to one, or invoice the other clients alone "
-        "with --client")
+        "with --client (a draft leaves these off with --skip-unpriced)")
     only = memo("report", "invoice", "--all", "--client", "Umbrella", "-o", str(tmp_path / "u.pdf"), vault=vault,
                 env=config, check=False)
     assert only.stderr.strip() == (  # --client given, no other client: no advice to give it

@@ -561,11 +561,13 @@ def left_off_note(left: dict) -> None:
     parts = [f"{zero} session{'s' if zero != 1 else ''} of 0 minutes, with {'their' if zero != 1 else 'its'} AI cost "
              f"(--zero-minutes bills {'them' if zero != 1 else 'it'})" if zero else "",
              f"{left['open']} still open (billed once ended)" if left.get("open") else "",
-             f"from the AI cost, {left['unpricedTurns']} turn{'s' if left['unpricedTurns'] != 1 else ''} of models "
-             "without a price (memo activity names them)" if left.get("unpricedTurns") else "",
              f"{left['alreadyInvoiced']} already invoiced (memo invoice list)" if left.get("alreadyInvoiced") else ""]
     if any(parts):
         err.print("note: billable sessions of the period left off: " + "; ".join(p for p in parts if p))
+    if left.get("unpricedTurns"):  # turns, not sessions: a note of its own
+        turns = left["unpricedTurns"]
+        err.print(f"note: the AI cost leaves out {turns} turn{'s' if turns != 1 else ''} of models without a price "
+                  "(memo activity names them)")
 
 
 def note_client_spelling(client: str | None, found: int) -> None:

@@ -99,10 +99,10 @@ def _import_command(source: str) -> Callable[..., None]:
                       "--minutes N (or --end TIME)")
         if client is None and billable is not False and result.sessions and not state.json and not (
                 state.settings.project_clients):
-            err.print("note: the new sessions have no client, so they bill to 'internal'; to file them "
-                      "otherwise: memo session edit ID --client NAME (or --no-billable) for each; for what "
-                      "comes next, import with --client NAME, or map projects to clients with [projectClients] "
-                      "in the config (it applies to sessions recorded after it is set)")
+            err.print("note: the new sessions have no client, so they bill to 'internal'; to file a project's "
+                      "sessions under its client at once: memo project client PROJECT NAME (one session: memo "
+                      "session edit ID --client NAME, or --no-billable); for what comes next, map projects to "
+                      "clients with [projectClients] in the config, or import with --client NAME")
         _emit(result.wire(), lambda r: out.print(result.line()))
         if result.rewound and not state.json:
             err.print(f"warning: {result.rewound} imported turn{'s are' if result.rewound != 1 else ' is'} no longer "

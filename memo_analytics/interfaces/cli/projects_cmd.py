@@ -57,8 +57,9 @@ def project_client(
         note_new_client(result["client"])
 
     def human(r: dict) -> None:
-        out.print(f"{r['project']}: {r['sessions']} session{'s' if r['sessions'] != 1 else ''} now bill {r['client']}"
-                  f" ({r['turnsUpdated']} turns updated)"
+        out.print(f"{r['project']}: {r['sessions']} session{'s' if r['sessions'] != 1 else ''} now "
+                  f"bill{'' if r['sessions'] != 1 else 's'} {r['client']} ({r['turnsUpdated']} "
+                  f"turn{'s' if r['turnsUpdated'] != 1 else ''} updated)"
                   + (f"; {r['kept']} of another client kept (--every files them too)" if r["kept"] else "")
                   + (f"; left on issued invoices: {', '.join(r['onInvoice'])}" if r["onInvoice"] else ""))
 
