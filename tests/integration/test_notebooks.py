@@ -100,7 +100,9 @@ def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
     from .test_issued_invoices import ACME, ISSUER
 
     vault, config = tmp_path / "vault", tmp_path / "config.toml"
-    config.write_text(ISSUER + ACME + 'roundingMinutes = 15\nminimumMinutes = 30\n', encoding="utf-8")
+    # an AI usage line too (one unit at its amount): its quantity was shown as hours and added to them
+    config.write_text(ISSUER + ACME + 'roundingMinutes = 15\nminimumMinutes = 30\naiCostMargin = "10"\n'
+                      'aiCostExchangeRate = "0.9"\n', encoding="utf-8")
     memo("import", "claude-code", str(realdata / "claude-code-jsonl"), "--client", "Acme Corp", vault=vault,
          env={"MEMO_CONFIG": str(config)})
     memo("import", "codex", str(realdata / "codex-rollouts"), vault=vault, env={"MEMO_CONFIG": str(config)})
@@ -121,6 +123,7 @@ def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
         if path.name == "invoicing.ipynb":  # the codex sessions have no client: named, not billed
             assert "clients left out, no hourlyRate in the config: internal" in shown
             assert "sessions left out, already invoiced: 4" in shown
+            assert "AI usage" in shown  # the line is there, its hours empty (the checks of the hours held)
 
 
 def test_the_invoicing_notebook_on_a_vault_without_terms_stops_with_what_to_set(realdata, tmp_path):
