@@ -43,11 +43,19 @@ def _country(value: object) -> object:
 _COMMON_CURRENCIES = frozenset("AUD CAD CHF CNY CZK DKK EUR GBP HKD INR JPY NOK NZD PLN SEK SGD USD".split())
 
 
+#: ISO 4217 codes that name no money a client pays: no currency, testing, precious metals, the
+#: IMF's and the Bank for International Settlements' units, bond-market units.
+_NOT_MONEY = frozenset({"XXX", "XTS", "XAU", "XAG", "XPD", "XPT", "XDR", "XSU", "XUA", "XBA", "XBB", "XBC", "XBD"})
+
+
 def _currency(value: object) -> object:
     """An ISO 4217 currency code as an invoice writes it (``EUR``; ``eur`` is refused), as
     ``pycountry`` knows them."""
     if isinstance(value, str) and value in _COMMON_CURRENCIES:
         return value
+    if value in _NOT_MONEY:  # codes ISO 4217 keeps for no currency, tests, gold and the like: nothing to invoice in
+        raise ValueError(f"{value!r} is an ISO 4217 code for no currency (testing, precious metals, "
+                         "settlement units); give the currency the client pays in (EUR, USD, JPY …)")
     if isinstance(value, str) and len(value) == 3 and value.isascii() and value.isupper():
         import pycountry
 

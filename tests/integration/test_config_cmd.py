@@ -215,3 +215,12 @@ def test_an_unknown_key_is_repaired_by_removing_it_not_by_a_value(config):
     config.write_text('[clients."Acme Corp"]\nhourlyRate = "100"\ncurrency = "EUR"\ntaxrate = "19"\n', encoding="utf-8")
     ran = memo(config, "activity", "--all")
     assert "repair: memo config unset 'clients.\"Acme Corp\".taxrate')" in ran.stderr, ran.stderr
+
+
+def test_a_currency_code_for_no_money_is_refused(config):
+    """Found by an attacker: ``currency = "XXX"`` (ISO 4217's "no currency") was taken, and an
+    invoice in it issued. Codes for no currency, testing and precious metals are refused."""
+    for code in ("XXX", "XTS", "XAU"):
+        ran = memo(config, "config", "set", 'clients."Acme"', f'{{hourlyRate = "100", currency = "{code}"}}')
+        assert ran.returncode == 1 and f"'{code}' is an ISO 4217 code for no currency" in ran.stderr, ran.stderr
+    assert memo(config, "config", "set", 'clients."Acme"', '{hourlyRate = "100", currency = "XOF"}').returncode == 0
