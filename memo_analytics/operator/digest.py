@@ -82,7 +82,7 @@ class Snapshot:
     terms_differ: list[dict[str, Any]] = field(default_factory=list)
     #: billable ended sessions longer than ``openTooLongHours``, not on an issued invoice
     long_sessions: list[dict[str, Any]] = field(default_factory=list)
-    #: ``{client, capHours, zone, projects, sessions: [{sessionId, project, startTime, endTime,
+    #: ``{client, capHours, zone, sessions: [{sessionId, project, startTime, endTime,
     #: billedMinutes}]}`` of each client with a ``monthlyHoursCap``: its billed sessions of the month
     retainers: list[dict[str, Any]] = field(default_factory=list)
     #: sessions completed and hand-offs claimed lately (the "moving" lane, :func:`moving`)

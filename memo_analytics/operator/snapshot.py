@@ -152,7 +152,7 @@ def _retainers(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
     """``{client, capHours, zone, sessions}`` of each client of the config with a
     ``monthlyHoursCap``: its sessions of the month of ``moment`` (in the vault's zone) that bill
     minutes, each ``{sessionId, project, startTime, endTime, billedMinutes}``, from the activity
-    report of every configured vault (SPEC §4: billed minutes after rounding and overlap). None
+    report of every configured vault (SPEC §4: billed minutes after rounding and overlap). Empty
     when no client has a cap, or the report cannot be made (``memo activity`` says why)."""
     capped = {name: terms for name, terms in store.settings.clients.items() if terms.monthly_hours_cap}
     if not capped or not store.exists:

@@ -706,12 +706,9 @@ def _sessions(vault) -> list[tuple]:
     return sorted((s["sessionId"], s["startTime"], s["endTime"], s["durationMinutes"]) for s in listed)
 
 
-def test_a_rotated_codex_rollout_goes_on_after_the_turns_it_no_longer_holds(realdata, tmp_path):
-    """Found by a new user: a rollout renamed aside and a new file going on with the same session
-    (its first turns only in the old one) rewrote turn 1 with the new file's first prompt, shifted
-    every turn and superseded the last four. For an agent that only appends (Codex, Claude Code)
-    a file that lost its beginning was rotated or cut from the top: the turns before its first
-    prompt stay as recorded, its own keep their numbers, and what it adds numbers on after them."""
+def _imported_rollout(realdata, tmp_path) -> tuple:
+    """``(folder, path, vault, lines, fifth)``: the real Codex rollout copied into a folder of its
+    own and imported (23 turns), its lines, and the index of the line before its fifth prompt."""
     [source] = (realdata / CODEX).glob("rollout-*.jsonl")
     folder = tmp_path / "sessions"
     folder.mkdir()
@@ -719,10 +716,20 @@ def test_a_rotated_codex_rollout_goes_on_after_the_turns_it_no_longer_holds(real
     path.write_bytes(source.read_bytes())
     vault = tmp_path / "v"
     assert json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)["turns"] == 23
-    before_turns, before_sessions = _turns(vault), _sessions(vault)
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     fifth = [n for n, line in enumerate(lines) if '"user_message"' in line][4] - 1  # its response_item line
-    path.rename(folder / (source.name + ".1"))  # rotated aside
+    return folder, path, vault, lines, fifth
+
+
+def test_a_rotated_codex_rollout_goes_on_after_the_turns_it_no_longer_holds(realdata, tmp_path):
+    """Found by a new user: a rollout renamed aside and a new file going on with the same session
+    (its first turns only in the old one) rewrote turn 1 with the new file's first prompt, shifted
+    every turn and superseded the last four. For an agent that only appends (Codex, Claude Code)
+    a file that lost its beginning was rotated or cut from the top: the turns before its first
+    prompt stay as recorded, its own keep their numbers, and what it adds numbers on after them."""
+    folder, path, vault, lines, fifth = _imported_rollout(realdata, tmp_path)
+    before_turns, before_sessions = _turns(vault), _sessions(vault)
+    path.rename(folder / (path.name + ".1"))  # rotated aside
     path.write_text("".join(lines[:2] + lines[fifth:]), encoding="utf-8")  # the session goes on in a new file
     ran = json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)
     assert (ran["turns"], ran["superseded"], ran["revised"], ran["skipped"]) == (0, 0, 0, 0), ran
@@ -745,16 +752,8 @@ def test_a_codex_rollout_cut_above_its_session_meta_is_still_its_conversation(re
     read as a new conversation named after the file: its last turns recorded a second time,
     billable (70 minutes became 122). The rollout's file name carries the conversation's id
     (``rollout-<time>-<id>.jsonl``): the cut file goes on as the same conversation."""
-    [source] = (realdata / CODEX).glob("rollout-*.jsonl")
-    folder = tmp_path / "sessions"
-    folder.mkdir()
-    path = folder / source.name
-    path.write_bytes(source.read_bytes())
-    vault = tmp_path / "v"
-    assert json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)["turns"] == 23
+    folder, path, vault, lines, fifth = _imported_rollout(realdata, tmp_path)
     before_turns, before_sessions = _turns(vault), _sessions(vault)
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    fifth = [n for n, line in enumerate(lines) if '"user_message"' in line][4] - 1
     assert '"session_meta"' not in "".join(lines[fifth:])
     path.write_text("".join(lines[fifth:]), encoding="utf-8")
     ran = json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)
