@@ -194,7 +194,8 @@ def test_the_import_state_never_holds_a_file_name_and_a_cut_transcript_says_what
         probe.write_text(text, encoding="utf-8")
         return sum(len(t.prompts) for t in claude_code.parse(probe, ImportOptions()).transcripts)
 
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    whole_text = path.read_text(encoding="utf-8")
+    lines = whole_text.splitlines(keepends=True)
     whole = prompts_in("".join(lines))
     assert whole == first["turns"] >= 2
     while prompts_in("".join(lines)) == whole:
@@ -208,6 +209,13 @@ def test_the_import_state_never_holds_a_file_name_and_a_cut_transcript_says_what
     assert ("warning: 1 imported turn is no longer in the transcript (rewound, cut short or cleared) and no longer "
             "bills: their sessions end earlier; if a file was cut or cleared by mistake, put it back and import "
             "again — they come back") in ran.stderr
+    # put back whole: the turn counts again, as it was — not "whose text the transcript changed" (an attacker)
+    path.write_text(whole_text, encoding="utf-8")
+    back = memo("import", "claude-code", str(path), vault=vault)
+    assert "1 turn back in the transcript, counted again" in back.stdout and "text the transcript changed" \
+        not in back.stdout, back.stdout
+    assert json.loads(memo("--json", "import", "claude-code", "--rescan", str(path), vault=vault).stdout)[
+        "restored"] == 0  # once
 
 
 def test_a_conversation_over_two_files_counts_the_same_tokens_whichever_of_them_changed(realdata, tmp_path):

@@ -286,6 +286,8 @@ class ImportResult:
     superseded: int = 0
     #: turns whose text the transcript changed (rewound, then something else typed there)
     revised: int = 0
+    #: turns marked rewound that the transcript holds again as they were (a file cut short, put back)
+    restored: int = 0
     #: files not read: unchanged since the last import took them in whole (counted in ``files``)
     unchanged: int = 0
     #: files that grew since the last import, read on from where it stopped (counted in ``files``)
@@ -311,7 +313,8 @@ class ImportResult:
     def took_nothing_in(self) -> bool:
         """Whether conversations were refused and nothing else was taken in (a command that did
         nothing but refuse exits non-zero)."""
-        return bool(self.refused) and not (self.sessions or self.turns or self.revised or self.superseded)
+        return bool(self.refused) and not (self.sessions or self.turns or self.revised or self.restored
+                                            or self.superseded)
 
     def line(self) -> str:
         told = [f"{self.unchanged} unchanged"] if self.unchanged else []
@@ -328,6 +331,8 @@ class ImportResult:
                  f"{'them' if held != 1 else 'it'}") if held else ""
         line += (f", {self.revised} turn{'s' if self.revised != 1 else ''} whose text the transcript changed, "
                  f"rewritten") if self.revised else ""
+        line += (f", {self.restored} turn{'s' if self.restored != 1 else ''} back in the transcript, counted again"
+                 if self.restored else "")
         hook = self.superseded - self.rewound - self.copies
         line += (f", {hook} hook-captured record{'s' if hook != 1 else ''} superseded by the transcript"
                  if hook else "")
@@ -342,14 +347,15 @@ class ImportResult:
         of another format, conversations held back or records indexed again — not a pass that only
         stretched a session with the agent's own lines, found half a line still being written, or
         met again a bad line it told of before (``memo watch`` prints these only with ``--json``)."""
-        return bool(self.sessions or self.turns or self.superseded or self.revised or self.unrecognised
+        return bool(self.sessions or self.turns or self.superseded or self.revised or self.restored or self.unrecognised
                     or self.held_back or self.reindexed or (self.skipped and not self.errors)
                     or any(error not in told for error in self.errors))
 
     def wire(self) -> dict:
         return {"files": self.files, "sessions": self.sessions, "turns": self.turns,
                 "skipped": self.skipped, "errors": self.errors, "reindexed": self.reindexed,
-                "superseded": self.superseded, "revised": self.revised, "recognised": self.recognised,
+                "superseded": self.superseded, "revised": self.revised, "restored": self.restored,
+                "recognised": self.recognised,
                 "unrecognised": self.unrecognised, "unchanged": self.unchanged,
                 "resumed": self.resumed, "rewound": self.rewound, "copies": self.copies,
                 "heldBack": len(self.held_back),
@@ -593,8 +599,10 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             if store.record_exists(project, RecordKind.PROMPT, f"prompt-{session_id}-t{turn}"):
                 try:
                     result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
-                    result.revised += _follow_transcript(store, project, f"prompt-{session_id}-t{turn}", prompt,
-                                                         prompt.at or interval.start)
+                    followed = _follow_transcript(store, project, f"prompt-{session_id}-t{turn}", prompt,
+                                                  prompt.at or interval.start)
+                    result.revised += followed == "rewritten"
+                    result.restored += followed == "restored"
                 except CorruptRecordError as exc:
                     result.skipped += 1
                     result.errors.append(f"{transcript.path}: turn {turn} of {session_id}: {_one_line(exc)}")
@@ -778,33 +786,36 @@ def prompt_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: HumanPrompt, at: datetime) -> int:
+def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: HumanPrompt,
+                       at: datetime) -> str | None:
     """An imported turn follows its transcript: the token counts of an answer that was still
     being written (a live transcript), and — after the agent rewound the conversation and the
     person typed something else at this place (Gemini ``$rewindTo``, a Copilot rewind) — the
-    text and time of the prompt that is there now (``rewrittenAt`` says when). 1 when the
-    prompt was rewritten."""
+    text and time of the prompt that is there now (``rewrittenAt`` says when). ``"rewritten"``
+    when its text changed, ``"restored"`` when a turn marked rewound is in the transcript again
+    as it was (a file cut short put back), else None."""
     from ..prompts import stored_body
 
     row = index.get_row(store.conn, project, record_id, RecordKind.PROMPT.value)
     known = json.loads(row["meta"]) if row is not None else {}
     if known.get("promptHash") == prompt_hash(prompt.text) and known.get("supersededBy") != ["rewound"] \
             and (not prompt.tokens or known.get("tokens") == prompt.tokens):
-        return 0  # the same prompt as imported, the same counts: one index lookup, no file read, no redaction
+        return None  # the same prompt as imported, the same counts: one index lookup, no file read, no redaction
     with store.lock():
         found = store.read(project, RecordKind.PROMPT, record_id)
         if found is None or not str(found[0].get("source", "")).startswith("import:"):
-            return 0
+            return None
         meta, body = found
         try:
             text = stored_body(store, valid_text(prompt.text))
         except InvalidFieldError:
-            return 0
+            return None
         changed = {}
         if prompt.tokens and meta.get("tokens") != prompt.tokens:
             changed["tokens"] = prompt.tokens
         revived = meta.get("status") == "superseded" and meta.get("supersededBy") == ["rewound"]
         rewritten = revived or (text != body and meta.get("status") != "superseded")
+        outcome = ("rewritten" if text != body else "restored") if rewritten else None
         if rewritten:
             now = to_iso(datetime.now(tz=_UTC))
             changed.update(created=to_iso(at), updated=now, rewrittenAt=now, status="recorded",
@@ -812,7 +823,7 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
             meta = {k: v for k, v in meta.items() if k != "supersededBy"}
         if changed:
             store.upsert(RecordKind.PROMPT, {**meta, **changed}, text if rewritten else body)
-    return int(rewritten)
+    return outcome
 
 
 def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> int:
