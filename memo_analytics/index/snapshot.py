@@ -75,6 +75,15 @@ def long_sessions(conn: sqlite3.Connection, minutes: int) -> list[dict[str, Any]
                     (minutes,))
 
 
+def live_imported_conversations(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Hook sessions an import of their agent's transcript superseded while they were open, whose
+    agent has not said the conversation ended (``agentEndedAt``): conversations still going on,
+    their work recorded by the imported sessions ``supersededBy`` names."""
+    return _records(conn, "kind = 'session' AND status = 'superseded' AND source LIKE 'hook:%' AND end_time IS NULL "
+                          "AND coalesce(json_extract(meta, '$.agentEndedAt'), '') = '' "
+                          "AND json_type(meta, '$.supersededBy') = 'array'")
+
+
 def sessions_ended_since(conn: sqlite3.Connection, day: str) -> list[dict[str, Any]]:
     """Completed sessions whose ``endTime`` falls on ``day`` (``YYYY-MM-DD``) or later, as text
     (the caller compares the instants: an offset other than ``Z`` moves a time by a day at most)."""

@@ -85,6 +85,9 @@ class Snapshot:
     #: ``{client, capHours, zone, sessions: [{sessionId, project, startTime, endTime,
     #: billedMinutes}]}`` of each client with a ``monthlyHoursCap``: its billed sessions of the month
     retainers: list[dict[str, Any]] = field(default_factory=list)
+    #: conversations imported from their transcripts while their hook session was open, not ended
+    #: by their agent (:func:`~memo_analytics.operator.snapshot._live_conversations`)
+    live_conversations: list[dict[str, Any]] = field(default_factory=list)
     #: sessions completed and hand-offs claimed lately (the "moving" lane, :func:`moving`)
     ended_sessions: list[dict[str, Any]] = field(default_factory=list)
     claimed_handoffs: list[dict[str, Any]] = field(default_factory=list)
@@ -328,6 +331,24 @@ def _retainer(retainer: dict[str, Any], now: datetime) -> Item | None:
                 fingerprint(client, first, used, retainer["capHours"], used >= cap))
 
 
+def _live_stall(live: dict[str, Any], now: datetime, policy: OperatorPolicy) -> Item | None:
+    """A conversation still open in its agent (no end from its hook) whose transcript an import
+    took in, quiet for ``stalledMinutes`` (``session_stalled``): the agent waits on the person.
+    Nothing is at stake (its imported sessions bill the time worked, split at idle gaps) and
+    nothing to end here: the person resumes it, or ends it, in the agent. Past
+    ``openTooLongHours`` of quiet it is left alone (a conversation abandoned, not stalled)."""
+    last = from_iso(live["lastActivityAt"])
+    quiet = now - last
+    if not timedelta(minutes=policy.stalled_minutes) <= quiet < timedelta(hours=policy.open_too_long_hours):
+        return None
+    sid, project = live["sessionId"], live["project"]
+    return Item("session_stalled", KIND_LANE["session_stalled"], sid, project, "a turn or an end",
+                f"no turn for {_since(_age(last, now))}; its agent's conversation is still open (its hook has not "
+                "said it ended); the import bills only the time worked", _age(last, now), 0,
+                f"memo session show {_q(sid)} --project {_q(project)}  # then resume it in the agent, or end it there",
+                to_iso(last), fingerprint(live["id"], live["lastActivityAt"]))
+
+
 def _client_missing(session: dict[str, Any], now: datetime) -> Item:
     """A billable session filed under ``internal`` in a project that bills clients. The proposal
     (``set_client``) files it under the project's client when its sessions name one only (in any
@@ -458,6 +479,10 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                                                                         if isinstance(repository, str) else {})},
                            "summary": f"promote {count} into {where}"}
                           if known else None), traps[0]))
+    for live in snapshot.live_conversations:
+        item = _live_stall(live, now, policy)
+        if item is not None:
+            items.append((item, live))
     for session in snapshot.unbilled_sessions:
         items.append((_client_missing(session, now), session))
     for session in snapshot.long_sessions:
@@ -609,6 +634,9 @@ def next_due(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> datet
         due += [start + timedelta(hours=policy.open_too_long_hours), last + timedelta(minutes=policy.stalled_minutes)]
     for baton in snapshot.pending_handoffs:
         due.append(from_iso(baton["created"]) + timedelta(hours=policy.handoff_unclaimed_hours))
+    for live in snapshot.live_conversations:  # a quiet conversation stalls, then is left alone
+        last = from_iso(live["lastActivityAt"])
+        due += [last + timedelta(minutes=policy.stalled_minutes), last + timedelta(hours=policy.open_too_long_hours)]
     for row in moving(snapshot, now):  # a row leaves the moving lane a day after it moved
         due.append(from_iso(row["since"]) + timedelta(hours=MOVING_HOURS, seconds=1))
     for retainer in snapshot.retainers:  # a day without work slows the pace; a new month starts afresh

@@ -108,6 +108,7 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
     snapshot.pull_request_sessions = [r for r in snapshot.pull_request_sessions if (r.get("endTime") or "") <= cutoff]
     for session in snapshot.open_sessions:  # the transcript's last write as of then is not known
         session.pop("lastActivityAt", None)
+    snapshot.live_conversations = []  # nor whether a conversation was still open then
     return {**compute_digest(snapshot, moment, store.settings.operator), "vaultVersion": None, "cached": False,
             "stale": False, "asOf": to_iso(moment)}
 

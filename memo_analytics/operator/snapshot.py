@@ -99,6 +99,8 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
                                 ("claimed_handoffs", rows.handoffs_claimed_since)):
                 getattr(snapshot, name).extend({**record, **({"_vault": source.vault} if further else {})}
                                                for record in query(source.conn, recent))
+            if not further:  # a further vault's transcripts are another machine's files
+                snapshot.live_conversations += _live_conversations(source.conn, moment)
             root = Path(source.vault)
             docs = _invoices(root)
             snapshot.duplicate_invoices += [{**twice, **({"_vault": source.vault} if further else {})}
@@ -146,6 +148,36 @@ def _with_transcript_activity(sessions: list[dict[str, Any]], idle_gap_minutes: 
         elif written is None and session.get("lastTurnAt") and str(session.get("source") or "").startswith("hook:"):
             answered = from_iso(str(session["lastTurnAt"])) + timedelta(minutes=idle_gap_minutes)
             session["answeredUntil"] = to_iso(answered)
+
+
+def _live_conversations(conn: Any, moment: datetime) -> list[dict[str, Any]]:
+    """Each conversation an import took in while its hook session was open and whose agent has
+    not ended it (:func:`~memo_analytics.index.snapshot.live_imported_conversations`), as
+    ``{sessionId, project, owner, hookSessionId, startTime, lastActivityAt}``: ``sessionId`` the
+    newest imported session that holds its work, ``lastActivityAt`` the last sign of it (that
+    session's end, a turn the hook recorded since, the transcript's last write, whichever is last)."""
+    from ..domain.clock import from_iso
+    from ..services.capture import transcript_written
+
+    found = []
+    for hook in rows.live_imported_conversations(conn):
+        keys = [tuple(str(name).split("/", 1)) for name in hook.get("supersededBy") or [] if "/" in str(name)]
+        imported = [s for s in rows.sessions_keyed(conn, keys) if s.get("endTime") and s.get("status") == "completed"]
+        if not imported:
+            continue
+        newest = max(imported, key=lambda s: (str(s["endTime"]), str(s["sessionId"])))
+        moments = [from_iso(str(newest["endTime"]))]
+        turn = conn.execute("SELECT max(created) FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ? "
+                            "AND coalesce(status, '') <> 'superseded'", (hook.get("sessionId"), hook.get("project"))
+                            ).fetchone()[0]
+        moments += [from_iso(turn)] if turn else []
+        written = transcript_written(hook.get("transcriptPath"), moment)
+        moments += [written] if written is not None else []
+        found.append({"id": hook["id"], "sessionId": newest["sessionId"], "project": newest["project"],
+                      "owner": hook.get("owner"), "hookSessionId": hook.get("sessionId"),
+                      "startTime": newest["startTime"], "lastActivityAt": to_iso(max(moments)),
+                      "created": hook.get("created"), "billable": newest.get("billable", True)})
+    return found
 
 
 def _retainers(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:

@@ -348,6 +348,13 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                             f"{int((event.at - last).total_seconds() // 60)} idle minutes before the agent's end")
                 session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
         if event.kind == "session_end":
+            if existing is not None and existing[0].get("status") == "superseded" and not existing[0].get("endTime"):
+                # its conversation was imported from the agent's transcript while it went on: the
+                # agent's end says it is over (the digest no longer watches it for a stall)
+                if not existing[0].get("agentEndedAt"):
+                    store.upsert(RecordKind.SESSION, {**existing[0], "agentEndedAt": to_iso(event.at),
+                                                      "updated": to_iso(datetime.now(timezone.utc))}, existing[1])
+                return f"session {session_id}: its conversation ended (its turns are imported from the transcript)"
             if existing is None or existing[0].get("status") != "active":  # completed, or superseded by an import
                 return f"session {session_id}: not open, nothing to end"
             newest = index.last_turn_created(store.conn, project, session_id)
@@ -360,6 +367,10 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             return f"session {session_id} ended" + (
                 f" at its last turn {to_iso(until)} (the end event was stamped {to_iso(event.at)}, before it)"
                 if until > event.at and newest and until == from_iso(newest) else "")
+        if existing is not None and existing[0].get("agentEndedAt") and event.kind in ("prompt", "session_start"):
+            # the agent resumed a conversation it had ended (the same session id): live again
+            store.upsert(RecordKind.SESSION, {k: v for k, v in existing[0].items() if k != "agentEndedAt"},
+                         existing[1])
         if event.kind == "prompt" and _imported_already(store, project, event):
             return f"turn of {session_id}: already imported from the agent's transcript"
         if existing is None:

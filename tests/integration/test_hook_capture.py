@@ -996,3 +996,45 @@ def test_a_hook_session_leaves_a_pending_hand_off_for_a_session_that_shows_it(tm
     assert [b["id"] for b in pending["items"]] == ["handoff-agent-a"], pending
     started = json.loads(memo("--json", "session", "start", "agent-b", "--project", "product", vault=vault).stdout)
     assert started["handoff"]["nextSteps"] == ["deploy to staging"]
+
+
+def test_a_live_conversation_imported_from_its_transcript_stalls_until_its_agent_ends_it(tmp_path, repo):
+    """Found by a new user: with hooks and ``memo watch`` both on (the set-up the README gives),
+    the import of a live Claude Code transcript superseded the open hook session by completed
+    sessions at once: the conversation was never listed as stalled, however long the agent
+    waited on the person. Until the agent's end, a quiet conversation is ``session_stalled``
+    (nothing at stake: the import bills only the time worked); after it, or resumed, it is not."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.operator.service import current_digest
+    from memo_analytics.services.store import VaultStore
+
+    vault, folder = tmp_path / "v", tmp_path / "cc"
+    folder.mkdir()
+    transcript = folder / f"{SESSION}.jsonl"
+    now = datetime.now(timezone.utc)
+    transcript.write_text(json.dumps({
+        "type": "user", "sessionId": SESSION, "uuid": "u-1", "cwd": str(repo),
+        "timestamp": (now - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "message": {"role": "user", "content": "Fix the flaky upload test"}}) + "\n", encoding="utf-8")
+    hook(vault, "claude-code", claude("SessionStart", repo, source="startup", transcript_path=str(transcript)))
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Fix the flaky upload test",
+                                      transcript_path=str(transcript)))
+    memo("import", "claude-code", str(folder), vault=vault)  # what memo watch does as the file grows
+
+    def stalled(at: datetime) -> list[tuple[str, int]]:
+        store = VaultStore(Settings(vault_root=vault))
+        try:
+            digest = current_digest(store, now=at, force=True)
+        finally:
+            store.close()
+        return [(i["id"], i["minutesAtStake"]) for i in digest["items"] if i["kind"] == "session_stalled"]
+
+    assert stalled(now + timedelta(minutes=30)) == []  # quiet for less than stalledMinutes (60)
+    assert stalled(now + timedelta(hours=2)) == [(f"session_stalled:claude-code-{SESSION}-1", 0)]
+    assert stalled(now + timedelta(hours=11)) == []  # quiet past openTooLongHours: abandoned, not stalled
+    hook(vault, "claude-code", claude("SessionEnd", repo, reason="prompt_input_exit", transcript_path=str(transcript)))
+    assert stalled(now + timedelta(hours=2)) == []
+    hook(vault, "claude-code", claude("SessionStart", repo, source="resume", transcript_path=str(transcript)))
+    assert stalled(now + timedelta(hours=2)) == [(f"session_stalled:claude-code-{SESSION}-1", 0)]
