@@ -157,6 +157,7 @@ def _live_conversations(conn: Any, moment: datetime) -> list[dict[str, Any]]:
     newest imported session that holds its work, ``lastActivityAt`` the last sign of it (that
     session's end, a turn the hook recorded since, the transcript's last write, whichever is last)."""
     from ..domain.clock import from_iso
+    from ..index.store import last_turn_created
     from ..services.capture import transcript_written
 
     found = []
@@ -167,9 +168,7 @@ def _live_conversations(conn: Any, moment: datetime) -> list[dict[str, Any]]:
             continue
         newest = max(imported, key=lambda s: (str(s["endTime"]), str(s["sessionId"])))
         moments = [from_iso(str(newest["endTime"]))]
-        turn = conn.execute("SELECT max(created) FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ? "
-                            "AND coalesce(status, '') <> 'superseded'", (hook.get("sessionId"), hook.get("project"))
-                            ).fetchone()[0]
+        turn = last_turn_created(conn, str(hook.get("project")), str(hook.get("sessionId")))
         moments += [from_iso(turn)] if turn else []
         written = transcript_written(hook.get("transcriptPath"), moment)
         moments += [written] if written is not None else []

@@ -204,8 +204,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     refused. (Missing rows below the highest turn are taken in by ``session_start`` and
     ``session_end``.) Client, billable and task slug default to the session's.
     A prompt recorded over MCP that a hook of the same agent already captured (the same text
-    in the same project, within :data:`HOOK_TWIN_WINDOW`; an ``ide`` or ``agent`` given must
-    name the hook's agent) is not recorded twice: the answer is the hook's turn with
+    in the same project, within :data:`HOOK_TWIN_WINDOW`; an ``agent`` given must name the
+    hook's agent — an ``ide`` names where an agent runs, not which) is not recorded twice: the answer is the hook's turn with
     ``duplicateOf`` and a ``note`` (issue 14: one turn, however it arrived).
     Without ``session_id`` the prompt gets the random id ``prompt-{epoch ms}-{6 hex}`` even
     when a ``turn`` is given (SPEC §2.2): a turn numbers a session's prompts, so with no session
@@ -233,14 +233,15 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
         # an agent whose hooks already captured this prompt, recording it over MCP too: one turn (issue 14)
         twin = index.hook_turn_with_body(store.conn, project, body, to_iso(created_at - HOOK_TWIN_WINDOW),
                                          to_iso(created_at + HOOK_TWIN_WINDOW))
-        # … of the same agent: a turn naming another agent (ide or agent) is another conversation's
-        named = {str(v).strip().casefold() for v in (request.ide, request.agent) if v and str(v).strip()}
+        # … of the same agent: a turn naming another agent is another conversation's (an ide names
+        # where an agent runs — Claude Code in Cursor says cursor —, not which agent it is)
+        named = str(request.agent or "").strip().casefold()
         hooked = str(twin["source"] or "").split(":", 1)[-1].casefold() if twin is not None else ""
-        if twin is not None and (not named or hooked in named):
+        if twin is not None and named in ("", "generic", hooked):
             return {**row_to_record(twin), "duplicateOf": twin["id"],
                     "note": f"not recorded again: the {hooked or 'agent'} hook captured the same text as turn "
                             f"{twin['turn']} of session {twin['session_id']} (one turn, however it arrived); "
-                            "another agent's turn names its ide"}
+                            "another agent's turn names its agent"}
     with store.lock():
         session_meta = _session_meta(store, project, session_id)
         turn = request.turn

@@ -335,15 +335,25 @@ def read_placed_record(path: Path) -> tuple[dict[str, Any], str]:
     return meta, body
 
 
+#: The largest record file read, in bytes: far above any record memo writes (a turn's body is at
+#: most ``MAX_BODY_BYTES``); a file larger is refused from its size, never read (a 1.5 GB file
+#: named like a record was read whole by every report that said it could not be used).
+MAX_RECORD_FILE_BYTES = 16 * 1024 * 1024
+
+
 def _regular_file_bytes(path: Path) -> bytes:
     """The bytes of ``path``, opened without blocking: a FIFO, a device or a folder named like a
-    record is refused (``OSError``) rather than waited on or read."""
+    record is refused (``OSError``) rather than waited on or read, and so is a file larger than
+    :data:`MAX_RECORD_FILE_BYTES`."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        mode = os.fstat(fd).st_mode
+        info = os.fstat(fd)
+        mode = info.st_mode
         if not stat.S_ISREG(mode):
             what = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
             raise OSError(0, f"not a regular file ({what})")
+        if info.st_size > MAX_RECORD_FILE_BYTES:
+            raise OSError(0, f"{info.st_size} bytes: larger than any record ({MAX_RECORD_FILE_BYTES} bytes at most)")
         with os.fdopen(fd, "rb", closefd=False) as handle:
             return handle.read()
     finally:

@@ -269,27 +269,31 @@ def test_a_prompt_the_hook_captured_and_the_agent_records_over_mcp_is_one_turn(t
     assert twin["duplicateOf"] == f"prompt-claude-code-{SESSION}-t1" and twin["source"] == "hook:claude-code"
     assert json.loads(text2)["sessionId"] == "agent-own-1"
     assert twin["note"] == ("not recorded again: the claude-code hook captured the same text as turn 1 of session "
-                            f"claude-code-{SESSION} (one turn, however it arrived); another agent's turn names its ide")
+                            f"claude-code-{SESSION} (one turn, however it arrived); another agent's turn names its agent")
     listed = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)
     assert sorted(i["body"] for i in listed["items"]) == ["Fix the flaky upload test", "Something the hook never saw"]
 
 
 def test_another_agent_recording_the_text_a_hook_just_captured_gets_its_own_turn(tmp_path, repo):
-    """Found by a new user: an agent's MCP turn naming its own agent (``ide``) was answered with
-    a Claude Code hook turn of the same text — another conversation's — and its own session kept
-    no turn. Only the hook's own agent (or one naming none) is answered with the hook's turn."""
+    """Found by a new user: an agent's MCP turn naming its own agent was answered with a Claude
+    Code hook turn of the same text — another conversation's — and its own session kept no turn.
+    Only the hook's own agent (or one naming none, or ``generic``) is answered with the hook's
+    turn; an ``ide`` names where an agent runs (Claude Code in Cursor), not which (an attacker)."""
     from tests.inprocess import tool_calls
 
     vault = tmp_path / "v"
     hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="fix the flaky test"))
-    [(error, text), (_, same)] = tool_calls(vault, [
-        {"action": "record", "sessionId": "agent-d", "ide": "cursor", "body": "fix the flaky test", "cwd": str(repo)},
-        {"action": "record", "sessionId": "agent-e", "ide": "Claude-Code", "body": "fix the flaky test",
+    [(error, text), *same] = tool_calls(vault, [
+        {"action": "record", "sessionId": "agent-d", "agent": "codex", "body": "fix the flaky test", "cwd": str(repo)},
+        {"action": "record", "sessionId": "agent-e", "agent": "Claude-Code", "body": "fix the flaky test",
+         "cwd": str(repo)},
+        {"action": "record", "sessionId": "agent-e", "ide": "cursor", "body": "fix the flaky test", "cwd": str(repo)},
+        {"action": "record", "sessionId": "agent-e", "agent": "generic", "ide": "vscode", "body": "fix the flaky test",
          "cwd": str(repo)},
     ])
     assert not error and "duplicateOf" not in json.loads(text)
     assert (json.loads(text)["id"], json.loads(text)["sessionId"]) == ("prompt-agent-d-t1", "agent-d")
-    assert json.loads(same)["duplicateOf"] == f"prompt-claude-code-{SESSION}-t1"
+    assert [json.loads(answer)["duplicateOf"] for _, answer in same] == [f"prompt-claude-code-{SESSION}-t1"] * 3
 
 
 def test_a_conversation_resumed_after_its_end_is_a_new_work_interval(tmp_path, repo):

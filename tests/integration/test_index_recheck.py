@@ -146,3 +146,25 @@ def test_a_session_file_that_cannot_be_read_is_said_by_every_billing_report_that
                     encoding="utf-8")
     mended = run("--json", "activity", "--all", vault=vault)
     assert "unreadableSessionFiles" not in json.loads(mended.stdout) and "cannot be read" not in mended.stderr
+
+
+def test_a_huge_file_named_like_a_record_is_refused_from_its_size_not_read(tmp_path):
+    """Found by an attacker: a 1.5 GB (sparse) file named like a session record was read whole by
+    every report that said it could not be used: 3.8 s and 3.1 GB of memory per ``memo activity``.
+    It is refused from its size, and said."""
+    import resource
+
+    from tests.inprocess import memo as run
+
+    vault = tmp_path / "v"
+    run("session", "start", "s1", "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    run("session", "end", "s1", "--project", "web", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    big = vault / "projects/web/sessions/session-big.md"
+    with big.open("wb") as handle:
+        handle.truncate(1_500_000_000)  # sparse: no disk used
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    ran = run("--json", "activity", "--all", vault=vault)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert json.loads(ran.stdout)["unreadableSessionFiles"] == [
+        "projects/web/sessions/session-big.md: 1500000000 bytes: larger than any record (16777216 bytes at most)"]
+    assert grown_mb < 500, grown_mb  # never read
