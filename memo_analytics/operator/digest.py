@@ -304,8 +304,10 @@ def _retainer(retainer: dict[str, Any], now: datetime) -> Item | None:
     Used: the billed minutes of the client's sessions that started this month (in the vault's
     zone) and ended by ``now``, as ``memo activity --all --client C --since <the 1st>`` bills them.
     The pace: used ÷ the days of the month so far (today counts whole) × the days of the
-    month. ``since``: the end of its latest such session (the pace is as of then); at stake:
-    the minutes already past the cap, which the client has not agreed to pay."""
+    month, read once a quarter of the month has passed or half the cap is used. ``since``: the
+    end of its latest such session (the pace is as of then); at stake: the minutes already past
+    the cap, which the client has not agreed to pay. Listed whatever the horizon: it is about
+    the month of ``now``."""
     start, first, day, days, _ = _month_of(now, retainer["zone"])
     cap = float(retainer["capHours"]) * 60
     counted = sorted((s for s in retainer["sessions"] if s.get("endTime") and from_iso(s["startTime"]) >= start
@@ -313,7 +315,10 @@ def _retainer(retainer: dict[str, Any], now: datetime) -> Item | None:
                      key=lambda s: (s["endTime"], s["sessionId"]))
     used = sum(int(s["billedMinutes"]) for s in counted)
     projected = used * days / day
-    if not counted or (used < cap and projected <= cap):
+    # a pace is read once a quarter of the month has passed or half the cap is used: on the 1st, one
+    # hour "projected" 31 (every capped client flagged on its first working day)
+    paced = day * 4 >= days or used * 2 >= cap
+    if not counted or (used < cap and (projected <= cap or not paced)):
         return None
     client, cap_text = retainer["client"], _hours_text(cap)
     latest = from_iso(counted[-1]["endTime"])
@@ -327,8 +332,11 @@ def _retainer(retainer: dict[str, Any], now: datetime) -> Item | None:
                f"{_hours_text(projected)} by the month's end, {_hours_text(projected - cap)} over")
     return Item("retainer_projection", KIND_LANE["retainer_projection"], client,
                 ", ".join(sorted({s["project"] for s in counted})), waiting, why, _age(latest, now),
-                max(0, round(used - cap)), f"memo activity --all --client {_q(client)} --since {first}", to_iso(latest),
-                fingerprint(client, first, used, retainer["capHours"], used >= cap))
+                max(0, round(used - cap)),
+                f"memo activity --all --client {_q(client)} --since {first} --until {first[:8]}{days:02d}",
+                to_iso(latest),
+                # not the hours: a new session does not make it a new item (nor a new notification)
+                fingerprint(client, first, retainer["capHours"], used >= cap))
 
 
 def _live_stall(live: dict[str, Any], now: datetime, policy: OperatorPolicy) -> Item | None:
@@ -605,7 +613,8 @@ def compute_digest(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) ->
     horizon = now - timedelta(days=policy.horizon_days)
     listed, beyond = [], {}
     for item in sorted(build_items(snapshot, now, policy), key=rank_key):
-        if from_iso(item.since) < horizon:
+        # a cap is about this month, however long ago its last session ended
+        if from_iso(item.since) < horizon and item.kind != "retainer_projection":
             beyond[item.kind] = beyond.get(item.kind, 0) + 1
         else:
             listed.append(item)

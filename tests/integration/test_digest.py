@@ -535,7 +535,7 @@ def test_a_clients_monthly_hours_cap_is_watched_at_the_months_pace_as_its_sessio
         "retainer_projection:Acme Corp", "waiting on you", "web", 0)
     assert item["why"] == ("5.00 h of its 12.00 h a month used by day 10 of 31; at this pace 15.50 h by the "
                            "month's end, 3.50 h over")
-    assert item["action"] == "memo activity --all --client 'Acme Corp' --since 2026-03-01"
+    assert item["action"] == "memo activity --all --client 'Acme Corp' --since 2026-03-01 --until 2026-03-31"
     shown = memo("--json", "activity", "--all", "--client", "Acme Corp", "--since", "2026-03-01", "--until", "2026-03-10",
                  vault=vault, env=env)
     assert json.loads(shown.stdout)["byClient"]["Acme Corp"]["billableHours"] == 5.0  # the hours it counted

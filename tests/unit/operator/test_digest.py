@@ -258,7 +258,7 @@ def test_a_clients_monthly_cap_the_pace_would_run_past_is_retainer_projection():
         "retainer_projection:Acme Corp", "waiting on you", "api, web", 0)
     assert item["why"] == ("15.00 h of its 40.00 h a month used by day 10 of 31; at this pace 46.50 h by the "
                            "month's end, 6.50 h over")
-    assert item["action"] == "memo activity --all --client 'Acme Corp' --since 2026-03-01"
+    assert item["action"] == "memo activity --all --client 'Acme Corp' --since 2026-03-01 --until 2026-03-31"
     assert is_digest_command(item["action"])
     assert item["since"] == "2026-03-09T16:00:00.000Z" and item["ageMinutes"] == 20 * 60
     # the same hours under a cap the pace stays within: nothing to say
@@ -281,9 +281,9 @@ def test_only_this_months_ended_sessions_count_toward_the_cap_in_the_vaults_zone
     sessions = [("feb", "web", "2026-02-27T09:00:00.000Z", "2026-02-27T19:00:00.000Z", 600),
                 ("eve", "web", "2026-02-28T23:30:00.000Z", "2026-03-01T00:30:00.000Z", 60),
                 ("later", "web", "2026-03-01T11:00:00.000Z", "2026-03-01T13:00:00.000Z", 120)]
-    berlin = retainer(cap="30", sessions=sessions, zone="Europe/Berlin")
+    berlin = retainer(cap="1.5", sessions=sessions, zone="Europe/Berlin")
     [item] = compute_digest(Snapshot(retainers=[berlin]), march_1, POLICY)["items"]
-    assert item["why"].startswith("1.00 h of its 30.00 h a month used by day 1 of 31; at this pace 31.00 h")
+    assert item["why"].startswith("1.00 h of its 1.50 h a month used by day 1 of 31; at this pace 31.00 h")
     assert kinds(Snapshot(retainers=[{**berlin, "zone": "UTC"}]), march_1) == []  # in UTC it was February's
 
 
@@ -313,3 +313,24 @@ def test_what_moved_in_the_last_day_is_listed_apart_as_context_newest_first():
     assert digest["moving"][0]["since"] == ago(minutes=30)
     # the oldest row leaves the lane a day after it moved: the digest is due again then
     assert next_due(Snapshot(ended_sessions=[done]), NOW, POLICY) == NOW + timedelta(hours=21, seconds=1)
+
+
+def test_a_pace_is_read_from_a_quarter_of_the_month_or_half_the_cap_and_a_cap_ignores_the_horizon():
+    """Found by helpers: on the 1st one hour "projected" 31 — every capped client flagged on its
+    first working day; a used-up cap left the list 14 quiet days after its last session though
+    the month was still over it; and each new session made the item new to the webhook."""
+    early = retainer(cap="30", sessions=[("a", "web", "2026-03-02T09:00:00.000Z", "2026-03-02T17:00:00.000Z", 480)])
+    march_3 = datetime(2026, 3, 3, 12, 0, tzinfo=timezone.utc)
+    assert kinds(Snapshot(retainers=[early]), march_3) == []  # 8 h by day 3: 82.7 h at this pace, read from day 8
+    assert kinds(Snapshot(retainers=[{**early, "capHours": "16"}]), march_3) == [("retainer_projection", "Acme Corp")]
+    march_8 = datetime(2026, 3, 8, 12, 0, tzinfo=timezone.utc)
+    assert kinds(Snapshot(retainers=[early]), march_8) == [("retainer_projection", "Acme Corp")]  # 8 × 31 / 8 = 31 h
+    used_up = retainer(cap="5", sessions=[("a", "web", "2026-03-02T09:00:00.000Z", "2026-03-02T15:00:00.000Z", 360)])
+    march_25 = datetime(2026, 3, 25, 12, 0, tzinfo=timezone.utc)
+    digest = compute_digest(Snapshot(retainers=[used_up]), march_25, POLICY)
+    assert [i["id"] for i in digest["items"]] == ["retainer_projection:Acme Corp"] and digest["beyondHorizon"] == {}
+    more = {**used_up, "sessions": [*used_up["sessions"], {"sessionId": "b", "project": "web", "billedMinutes": 60,
+                                                           "startTime": "2026-03-20T09:00:00.000Z",
+                                                           "endTime": "2026-03-20T10:00:00.000Z"}]}
+    [again] = compute_digest(Snapshot(retainers=[more]), march_25, POLICY)["items"]
+    assert again["fingerprint"] == digest["items"][0]["fingerprint"] and again["why"] != digest["items"][0]["why"]
