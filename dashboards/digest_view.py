@@ -12,6 +12,7 @@ from memo_analytics.dashboard_data import DashboardData
 from memo_analytics.dashboards.style import esc, html_pane, note
 from memo_analytics.domain.errors import MemoError
 from memo_analytics.domain.shell import with_vault_root
+from memo_analytics.operator.digest import moving_of
 
 #: Items listed (the rest are counted); the list scrolls past about :data:`VISIBLE` items.
 SHOWN = 25
@@ -125,8 +126,7 @@ class DigestView:
     def _show_moving(self, digest: dict[str, Any]) -> None:
         """Below the items, what moved in the last day (``moving``: sessions ended, hand-offs
         claimed): context, nothing to do (OPERATOR.md); hidden when nothing did."""
-        moved = [m for m in digest.get("moving") or [] if isinstance(m, dict)]
-        count = digest.get("movingCount") if isinstance(digest.get("movingCount"), int) else len(moved)
+        moved, count = moving_of(digest)
         lines = "<br>".join(f'{esc(str(m.get("kind", "")).replace("_", " "))} <b>{esc(m.get("subject", ""))}</b> '
                             f'<span class="muted">({esc(m.get("project") or "-")})</span> — {esc(m.get("why", ""))}'
                             for m in moved[:MOVING_SHOWN])

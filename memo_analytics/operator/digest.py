@@ -600,6 +600,18 @@ def moving(snapshot: Snapshot, now: datetime) -> list[dict[str, Any]]:
     return rows
 
 
+def moving_of(digest: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """``(rows, count)`` of a digest's moving lane as it can be shown: its rows that are objects,
+    and ``movingCount`` when it is a whole number of at least those rows (else their number) — a
+    team daemon's answer is read, never trusted (``"moving": 5`` ended ``memo digest`` in a
+    TypeError)."""
+    raw = digest.get("moving")
+    rows = [row for row in raw if isinstance(row, dict)] if isinstance(raw, list) else []
+    count = digest.get("movingCount")
+    valid = isinstance(count, int) and not isinstance(count, bool) and count >= len(rows)
+    return rows, count if valid else len(rows)
+
+
 def rank_key(item: Item) -> tuple:
     """Lane, then billable minutes at stake (more first), then age (older first), then kind
     and subject: the documented ranking order."""

@@ -927,3 +927,30 @@ def test_in_remote_mode_a_daemons_refusal_is_said_to_be_its_own_and_its_report_m
                                   f"answer {problem}\n"), ran.stderr
         answers[0] = report
         assert "Total billable: 1:00 (1.00 h)" in memo("activity", "--all", "--tz", "UTC", env=env).stdout
+
+
+def test_in_remote_mode_a_daemons_moving_lane_is_read_never_trusted(tmp_path):
+    """Found by an attacker: a daemon's digest with ``"moving": 5`` ended ``memo digest`` in a
+    TypeError after "Nothing needs you now."; a ``movingCount`` of ``true`` printed "(True; …)".
+    Rows that are not objects are left out, a count that is not a whole number of at least them
+    is theirs, and their text is one line."""
+    base = {"computedAt": "2026-03-10T12:00:00.000Z", "items": [], "counts": {}, "beyondHorizon": {},
+            "horizonDays": 14}
+    row = {"id": "session_completed:d1", "kind": "session_completed", "project": "web",
+           "why": "ended\n\x1b[2Jerror: card expired"}
+    answers: list = [base]
+    with _hostile_daemon(answers) as url:
+        config = tmp_path / "laptop.toml"
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "{url}"\n')
+        env = {"MEMO_CONFIG": str(config)}
+        for moving, count, shown in ((5, 3, None), ([row, 7, "x"], True, "(1; nothing to do)"),
+                                     ([row], -50, "(1; nothing to do)"), ([row], 40, "(40; nothing to do)")):
+            answers[0] = {**base, "moving": moving, "movingCount": count}
+            ran = memo("digest", env=env, check=False)
+            assert ran.returncode == 0 and ran.stdout.startswith("Nothing needs you now."), (moving, ran.stderr)
+            if shown is None:
+                assert "moving" not in ran.stdout
+            else:
+                assert f"moving in the last 24 h {shown}" in ran.stdout and "\x1b" not in ran.stdout
+                [line] = [line for line in ran.stdout.splitlines() if "session_completed:d1" in line]
+                assert line.startswith("  session_completed:d1 (web) — ended") and line.endswith("card expired")

@@ -16,7 +16,7 @@ from ...domain.clock import to_iso, utcnow
 from ...domain.errors import InvalidFieldError, MemoError
 from ...domain.shell import one_line, shell_word, with_vault_root
 from ...operator.audit import read as read_audit
-from ...operator.digest import is_digest_command
+from ...operator.digest import is_digest_command, moving_of
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
 from ...services.requests import DigestApplyRequest, DigestRequest
 from .common import _build, _emit, _local, _safe, _short, _zone_label, app, err, out, state
@@ -131,9 +131,8 @@ def digest(
         if r["items"] and state.settings.mode == "remote":
             out.print("the team daemon's vault: memo session start/end/show/edit/export and memo digest apply run "
                       "from here; memo report rules --promote runs in the repository's checkout")
-        moved = [m for m in r.get("moving") or [] if isinstance(m, dict)]
+        moved, count = moving_of(r)
         if moved:  # context, nothing to do: what ended and what was claimed in the last day
-            count = r.get("movingCount") if isinstance(r.get("movingCount"), int) else len(moved)
             out.print(f"moving in the last 24 h ({count}; nothing to do):")
             for row in moved[:MOVING_SHOWN]:
                 out.print(_safe(one_line(f"  {row.get('id', '')} ({row.get('project') or '-'}) — {row.get('why', '')}")),
