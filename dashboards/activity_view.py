@@ -21,7 +21,7 @@ from memo_analytics.analytics.activity import ActivityReport
 from memo_analytics.dashboard_data import DashboardData, period_bounds
 from memo_analytics.dashboards.style import ACCENT, cards, esc, grid, html_pane, note
 from memo_analytics.domain.errors import MemoError
-from memo_analytics.reports.timesheet import format_minutes, period_text, timesheet_sections
+from memo_analytics.reports.timesheet import format_minutes, period_text, require_whole, timesheet_sections
 
 PERIODS = {"This month": "this-month", "Last month": "last-month", "Last 30 days": "last-30-days",
            "This year": "this-year", "All time": "all", "Custom dates": "custom"}
@@ -199,9 +199,14 @@ class ActivityView:
                  for section in timesheet_sections(report) for row in section.rows]
         self.sheet.value = pd.DataFrame(sheet, columns=SHEET_COLUMNS)
         problem = self.data.invoice_problem(report) if billable else ("info", "nothing to invoice in this period")
-        self.timesheet.disabled = False
+        label = "Invoice"
+        try:  # a session file of the view that cannot be read: no document would hold it (the table neither)
+            require_whole(report)
+        except MemoError as exc:
+            problem, label = ("warn", str(exc)), "Timesheet and invoice"
+        self.timesheet.disabled = bool(report.left_out_in_scope)
         self.invoice.disabled = problem is not None
-        self.invoice_note.object = note(problem[0], f"Invoice: {problem[1]}") if problem else ""
+        self.invoice_note.object = note(problem[0], f"{label}: {problem[1]}") if problem else ""
         self.invoice_note.visible = problem is not None
         since, until = self.bounds()
         self.issue.disabled = problem is not None or self.client.value == ALL_CLIENTS or since is None or until is None

@@ -27,10 +27,12 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from ..domain.errors import MemoError
 from ..domain.clock import TimeBounds, parse_bounds, resolve_zone, to_iso, zone_name
 from ..domain.records import RecordKind
 from ..domain.rounding import ROUNDING_POLICY, apportion, cents_to_hours, hours_cents, minutes_by_local_day
@@ -133,6 +135,9 @@ class ActivityReport:
     issuer: str | None = None
     #: ``"<path>: <reason>"`` of each session file of the vault the report could not read (left out)
     left_out: list[str] = field(default_factory=list)
+    #: those of ``left_out`` that may belong to this report (its projects; its client, where the
+    #: file names another): a document of the report would be short by them
+    left_out_in_scope: list[str] = field(default_factory=list)
     #: ``(project, sessionId)`` of each session on an issued, uncredited invoice → the minutes that
     #: invoice billed (what the session bills, whatever its record says since)
     invoiced_minutes: dict[tuple[str, str], int] = field(default_factory=dict, repr=False)
@@ -284,7 +289,31 @@ def report_for(store: VaultStore, request: ActivityReportRequest) -> ActivityRep
     return report
 
 
-def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityReport:
+def _in_scope(root: Path, left_out: list[tuple[str, str]], projects: list[str] | None,
+              client: str | None) -> list[str]:
+    """``"<path>: <reason>"`` of the unreadable session files (``left_out``, paths in the vault
+    ``root``) that may hold a session of a report of ``projects`` (None: all) and ``client``
+    (None: any): in one of its projects, and — read as plain YAML, no record rule — naming no
+    other client (a file that cannot be read at all may be anyone's)."""
+    from ..vault.io import read_frontmatter
+
+    found = []
+    for path, reason in left_out:
+        parts = Path(path).parts
+        if projects is not None and (len(parts) < 2 or parts[1] not in projects):
+            continue
+        if client:
+            try:
+                named = read_frontmatter(root / path)[0].get("client")
+            except MemoError:
+                named = None
+            if isinstance(named, str) and named.strip() and named.strip().casefold() != client.casefold():
+                continue
+        found.append(f"{path}: {reason}")
+    return found
+
+
+def activity_report(store: VaultStore, request: ActivityRequest, say_left_out: bool = True) -> ActivityReport:
     """Aggregate sessions and prompts (SPEC §4).
 
     Returns
@@ -319,10 +348,10 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
     zone = resolve_zone(request.tz or store.settings.timezone)
     bounds = parse_bounds(request.since, request.until, zone)
     client = request.client.strip() if request.client and request.client.strip() else None
-    left_out: list[str] = []
+    left_out: list[tuple[str, str]] = []
     if store.exists:
         store.catch_up_edits(RecordKind.SESSION)  # billed minutes come from the files as they are now
-        left_out = store.left_out(RecordKind.SESSION)  # said each time: a report without them is short
+        left_out = store.left_out(RecordKind.SESSION, say=say_left_out)  # a report without them is short
     with vault_sources(store, further=request.cross_project) as sources:
         sessions = sessions_frame(sources, request.projects)
         # billed minutes are a session's own, whatever the report selects: worked out over the whole vault
@@ -391,7 +420,8 @@ def activity_report(store: VaultStore, request: ActivityRequest) -> ActivityRepo
         invoiced_minutes=invoiced,
         invoiced_durations=durations,
         issuer=store.settings.invoice.name,
-        left_out=left_out,
+        left_out=[f"{path}: {reason}" for path, reason in left_out],
+        left_out_in_scope=_in_scope(store.root, left_out, request.projects, client),
         **_terms_printed(store.settings, [name for name, _, _, _ in by_client]),
     )
 

@@ -21,7 +21,8 @@ invoice now differs from it: a pull or a hand edit changed it afterwards), ``bil
 reports and invoices here come to other amounts; one item per client), ``session_too_long`` (a
 billable ended session longer than ``openTooLongHours``, not yet invoiced), ``retainer_projection``
 (a client's ``monthlyHoursCap`` is used up, or the month's pace would use it up before the
-month ends; one item per client); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
+month ends; one item per client), ``session_unreadable`` (a session file that cannot be read:
+reports leave it out, documents of it are refused); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
 a sync kept beside a record, SPEC §2.7).
 """
 
@@ -56,6 +57,7 @@ KIND_LANE = {
     "billing_terms_differ": "waiting on you",
     "session_too_long": "waiting on you",
     "retainer_projection": "waiting on you",
+    "session_unreadable": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
     "sync_conflict": "dropped",
@@ -85,6 +87,9 @@ class Snapshot:
     #: ``{client, capHours, zone, sessions: [{sessionId, project, startTime, endTime,
     #: billedMinutes}]}`` of each client with a ``monthlyHoursCap``: its billed sessions of the month
     retainers: list[dict[str, Any]] = field(default_factory=list)
+    #: ``{id, sessionId, project, path, reason, invoice, billedMinutes, created}`` of each session file
+    #: of the vault that cannot be read (:func:`~memo_analytics.operator.snapshot._unreadable_sessions`)
+    unreadable_sessions: list[dict[str, Any]] = field(default_factory=list)
     #: conversations imported from their transcripts while their hook session was open, not ended
     #: by their agent (:func:`~memo_analytics.operator.snapshot._live_conversations`)
     live_conversations: list[dict[str, Any]] = field(default_factory=list)
@@ -145,7 +150,7 @@ class Item:
 #: action :func:`build_items` writes starts so, but a sync conflict's ``diff A B``).
 DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"), ("session", "start"),
                    ("session", "export"), ("report", "rules"), ("invoice", "credit"), ("invoice", "show"),
-                   ("digest", "apply"), ("activity",))
+                   ("digest", "apply"), ("activity",), ("reindex",))
 
 
 #: The options those commands carry in a digest (``--promote`` with a file name of the repository's root).
@@ -499,6 +504,17 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         item = _retainer(retainer, now)
         if item is not None:
             items.append((item, retainer))
+    for broken in snapshot.unreadable_sessions:
+        since = from_iso(broken["created"])
+        billed = f"; it is on invoice {broken['invoice']}, which billed {_hours(broken['billedMinutes'])}" \
+            if broken.get("invoice") else ""
+        items.append((Item("session_unreadable", KIND_LANE["session_unreadable"], broken["sessionId"],
+                           broken["project"], "you to mend its file",
+                           f"{broken['path']} cannot be read, so reports leave it out and a timesheet or invoice "
+                           f"of it is refused{billed}: {broken['reason']}", _age(since, now),
+                           int(broken.get("billedMinutes") or 0),
+                           f"memo reindex  # once {broken['path']} is mended as said", to_iso(since),
+                           fingerprint(broken["path"], broken["reason"])), broken))
     for twice in snapshot.duplicate_invoices:
         since = from_iso(twice["created"])
         later = twice["refs"][-1]

@@ -4,6 +4,7 @@ every further configured vault: one snapshot, shared by the digest pass
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from ..analytics.frames import vault_sources
 from ..domain.clock import to_iso
 from ..domain.errors import MemoError
+from ..domain.records import RecordKind
 from ..index import snapshot as rows
 from ..services.store import VaultStore
 from ..vault import ledger
@@ -121,6 +123,7 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
                 })
     snapshot.terms_differ = _terms_differ(store)
     snapshot.retainers = _retainers(store, moment)
+    snapshot.unreadable_sessions = _unreadable_sessions(store, snapshot)
     _with_transcript_activity(snapshot.open_sessions, store.settings.idle_gap_minutes)
     return snapshot
 
@@ -179,6 +182,32 @@ def _live_conversations(conn: Any, moment: datetime) -> list[dict[str, Any]]:
     return found
 
 
+def _unreadable_sessions(store: VaultStore, snapshot: Snapshot) -> list[dict[str, Any]]:
+    """``{id, sessionId, project, path, reason, invoice, billedMinutes, created}`` of each session
+    file of the vault that cannot be read (:meth:`VaultStore.left_out`): reports leave it out.
+    One on an issued invoice is taken out of ``snapshot.invoiced_changed`` (its "record gone"
+    item) and named here with its invoice: one row, one owner."""
+    if not store.exists:
+        return []
+    missing = {(c["project"], c["id"]): c for c in snapshot.invoiced_changed if c.get("missing") and not c.get("_vault")}
+    found = []
+    for path, reason in store.left_out(RecordKind.SESSION, say=False):
+        parts = Path(path).parts
+        record_id, project = Path(path).stem, parts[1] if len(parts) > 1 else "-"
+        billed = missing.pop((project, record_id), None)
+        try:
+            created = to_iso(datetime.fromtimestamp(os.stat(store.root / path).st_mtime, timezone.utc))
+        except OSError:
+            created = to_iso(datetime.now(timezone.utc))
+        found.append({"id": record_id, "sessionId": record_id.removeprefix("session-"), "project": project,
+                      "path": path, "reason": reason, "invoice": billed["invoice"] if billed else None,
+                      "billedMinutes": int(billed.get("durationMinutes") or 0) if billed else 0, "created": created})
+    snapshot.invoiced_changed = [c for c in snapshot.invoiced_changed
+                                 if not (c.get("missing") and not c.get("_vault")
+                                         and (c["project"], c["id"]) not in missing)]
+    return found
+
+
 def _retainers(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
     """``{client, capHours, zone, sessions}`` of each client of the config with a
     ``monthlyHoursCap``: its sessions of the month of ``moment`` (in the vault's zone) that bill
@@ -197,7 +226,7 @@ def _retainers(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
     try:
         report = activity_report(store, ActivityRequest(
             since=first.isoformat(), until=first.replace(day=calendar.monthrange(first.year, first.month)[1]).isoformat(),
-            cross_project=True))
+            cross_project=True), say_left_out=False)  # the digest lists a file that cannot be read itself
     except MemoError:
         return []
     by_client: dict[str, list[dict[str, Any]]] = {}

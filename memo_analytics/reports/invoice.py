@@ -45,7 +45,7 @@ from ..domain.clock import from_iso, span_clock, utcnow, zone_name
 from ..domain.errors import InvalidDateError, InvalidFieldError, ReportError
 from ..domain.rounding import ROUNDING_POLICY_PRINTED
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir, write_pdf
-from .timesheet import format_minutes, period_text, printed_span, shown
+from .timesheet import format_minutes, period_text, printed_span, require_whole, shown
 
 LineMode = Literal["project", "session"]
 LINE_MODES: tuple[str, ...] = ("project", "session")
@@ -330,10 +330,12 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
     UnpricedClientError
         A billed client has no terms (without ``skip_unpriced``).
     ReportError
-        Nothing to bill.
+        Nothing to bill; a session file that may belong to the report cannot be read
+        (:func:`~memo_analytics.reports.timesheet.require_whole`).
     """
     if lines not in LINE_MODES:
         raise InvalidFieldError("lines", f"{lines!r} is not one of {', '.join(LINE_MODES)}")
+    require_whole(report)
     names = {name.lower(): name for name in report.by_client}
     invoiced = set(invoiced)
     ended = [s for s in report.sessions if s["billable"] and s["durationMinutes"] is not None]

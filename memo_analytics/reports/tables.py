@@ -33,7 +33,7 @@ from ..domain.wire import printable_text
 from ..vault.io import atomic_write_bytes
 from .invoice import Invoice, minor_unit
 from .render import check_output_path
-from .timesheet import timesheet_sections
+from .timesheet import require_whole, timesheet_sections
 
 #: The suffixes ``-o`` accepts for timesheets and invoices.
 SUFFIXES = (".pdf", ".csv", ".xlsx")
@@ -72,6 +72,7 @@ def timesheet_rows(report: ActivityReport) -> list[dict[str, Any]]:
     task slug and summary; ``deliverables`` their URLs (or commits, titles) separated by spaces;
     ``startTime``/``endTime`` the printed ``start``/``end`` as ISO 8601 instants with the zone's
     offset (``start``/``end`` are clock times: ``01:15 (+1d)``), for a spreadsheet or pandas."""
+    require_whole(report)  # a spreadsheet short by a session a hand edit broke, as the PDF would be
     return [{"client": section.client, "date": row.date, "project": row.project, "sessionId": row.session_id,
              "task": row.task_slug, "summary": row.session_summary, "start": row.start, "end": row.end,
              "workedMinutes": row.worked_minutes, "billedMinutes": row.duration_minutes,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analytics.activity import ActivityReport
+from ..domain.errors import ReportError
 from ..domain.rounding import ROUNDING_POLICY_PRINTED
 from ..domain.clock import format_minutes, from_iso, hours_2dp, utcnow, zone_name
 from ..domain.clock import printed_span as clock_span, span_clock
@@ -180,8 +181,35 @@ def period_text(bounds, zone, sessions: list[dict[str, Any]] | None = None) -> s
     return f"{since} – {until}"
 
 
+def require_whole(report: ActivityReport) -> None:
+    """Refuse a document (timesheet, invoice) of ``report`` while a session file that may belong
+    to it cannot be read (:attr:`~memo_analytics.analytics.activity.ActivityReport.left_out_in_scope`):
+    the document would be short by it without a word — a timesheet PDF said "No billable sessions
+    in this period" of a month whose one session file a hand edit broke. Pure.
+
+    Raises
+    ------
+    ReportError
+        Naming the files, why each cannot be read and the mend.
+    """
+    files = report.left_out_in_scope
+    if files:
+        more = f"; and {len(files) - 3} more (memo reindex lists them)" if len(files) > 3 else ""
+        raise ReportError(f"{len(files)} session file{'s' if len(files) != 1 else ''} of this report cannot be "
+                          f"read, so it would be short by {'them' if len(files) != 1 else 'it'}: "
+                          f"{'; '.join(files[:3])}{more} — mend {'each' if len(files) != 1 else 'it'} as said, "
+                          "or leave its project out (--project)")
+
+
 def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: datetime | None = None) -> dict[str, Any]:
-    """Everything the template needs; the grand total comes from the report itself."""
+    """Everything the template needs; the grand total comes from the report itself.
+
+    Raises
+    ------
+    ReportError
+        A session file that may belong to the report cannot be read (:func:`require_whole`).
+    """
+    require_whole(report)
     sections = timesheet_sections(report)
     zone = report.zone
     return {

@@ -1163,21 +1163,25 @@ class VaultStore:
         for temporary in self.layout.temp_files(folders):
             remove_quietly(temporary)
 
-    def left_out(self, kind: RecordKind | str) -> list[str]:
-        """``"<path in the vault>: <reason>"`` of each record file of ``kind`` in the vault's
-        folders that the index holds no row of — it cannot be read (a hand edit a record rule
-        refuses, torn YAML): every report leaves it out. Said as a note on every call (a file
-        this run's catch-up named already is not said again): it was said once, when first
-        skipped, and billing reports then left it out without a word."""
+    def left_out(self, kind: RecordKind | str, say: bool = True) -> list[tuple[str, str]]:
+        """``(path in the vault, reason)`` of each record file of ``kind`` in the vault's folders
+        that the index holds no row of — it cannot be read (a hand edit a record rule refuses,
+        torn YAML): every report leaves it out. With ``say``, a note names them, once per store
+        (a run of the command line; a file this run's catch-up named already is not said again):
+        it was said once, when first skipped, and billing reports then left it out without a word."""
         errors = freshness.not_indexed(self.conn, self.layout, subdir_for_kind(kind))
-        lines = [f"{os.path.relpath(str(error.path), self.root)}: {error.reason}" for error in errors]
-        unsaid = [line for error, line in zip(errors, lines) if str(error.path) not in self._skips_said]
+        found = [(os.path.relpath(str(error.path), self.root), error.reason) for error in errors]
+        if not say:
+            return found
+        unsaid = [f"{path}: {reason}" for error, (path, reason) in zip(errors, found)
+                  if str(error.path) not in self._skips_said]
+        self._skips_said.update(str(error.path) for error in errors)
         if unsaid:
             plural = "s" if len(unsaid) != 1 else ""
             more = f"; and {len(unsaid) - 3} more (memo reindex lists them)" if len(unsaid) > 3 else ""
             self._note(f"{len(unsaid)} {RecordKind(kind).value} file{plural} cannot be read and "
                        f"{'are' if plural else 'is'} left out: {'; '.join(unsaid[:3])}{more}")
-        return lines
+        return found
 
     def catch_up_edits(self, kind: RecordKind | str) -> int:
         """Take in record files of ``kind`` edited in place since the index read them (an

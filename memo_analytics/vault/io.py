@@ -370,7 +370,7 @@ def read_frontmatter(path: Path) -> tuple[dict[str, Any], str]:
         Unreadable, not UTF-8, no frontmatter mapping, broken YAML.
     """
     try:
-        text = path.read_bytes().decode("utf-8-sig")
+        text = _regular_file_bytes(path).decode("utf-8-sig")  # never a FIFO waited on, nor 1.5 GB read
     except UnicodeDecodeError as exc:
         raise CorruptRecordError(str(path), f"not UTF-8 ({exc.reason})") from None
     except OSError as exc:

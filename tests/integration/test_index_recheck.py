@@ -120,7 +120,8 @@ def test_a_session_file_that_cannot_be_read_is_said_by_every_billing_report_that
     """Found by an attacker: a hand edit a record rule refuses (``durationMinutes: 121`` on a
     120-minute session) was named once, when the index skipped it; every later activity report
     and timesheet printed a lower total without a word. Each report says it (a note, and
-    ``unreadableSessionFiles`` on the wire) while the file cannot be read."""
+    ``unreadableSessionFiles`` on the wire) while the file cannot be read, and a document (timesheet,
+    invoice) that would be short by it is refused."""
     from tests.inprocess import memo as run
 
     vault = tmp_path / "v"
@@ -135,17 +136,41 @@ def test_a_session_file_that_cannot_be_read_is_said_by_every_billing_report_that
             "121 is not endTime − startTime (120 minutes)")
     first = run("activity", "--all", vault=vault).stderr  # the catch-up that skips it names it (once a run)
     assert "1 file skipped" in first and "session-s1.md: durationMinutes: 121 is not" in first and said not in first
-    for args in (["activity", "--all"], ["activity", "--all"], ["report", "timesheet", "--all", "-o",
-                                                               str(tmp_path / "t.csv")]):
+    for args in (["activity", "--all"], ["activity", "--all"]):
         ran = run(*args, vault=vault)
         assert said in " ".join(ran.stderr.split()), (args, ran.stderr)
+    # a document of it is refused (a found helper: a timesheet PDF read "No billable sessions" of such a
+    # month); one of another client's or project's work is not held up by it
+    for args in (["report", "timesheet", "--all", "-o", str(tmp_path / "t.csv")],
+                 ["report", "timesheet", "--all", "-o", str(tmp_path / "t.pdf")],
+                 ["report", "invoice", "--all", "--skip-unpriced", "-o", str(tmp_path / "i.pdf")]):
+        ran = run(*args, vault=vault, check=False)
+        assert ran.returncode == 1 and ("error: 1 session file of this report cannot be read, so it would be short "
+                                        "by it: projects/web/sessions/session-s1.md: durationMinutes: 121") in \
+            " ".join(ran.stderr.split()), (args, ran.stderr)
+        assert not any(tmp_path.glob("[ti].*")), args
+    run("session", "start", "o1", "--project", "other", "--start-time", "2026-03-04T09:00:00Z", vault=vault)
+    run("session", "end", "o1", "--project", "other", "--until", "2026-03-04T10:00:00Z", vault=vault)
+    run("report", "timesheet", "--project", "other", "-o", str(tmp_path / "other.csv"), vault=vault)
+    path.write_text(path.read_text(encoding="utf-8").replace("durationMinutes: 121", "client: Globex\n"
+                                                             "durationMinutes: 121"), encoding="utf-8")
+    run("report", "timesheet", "--all", "--client", "internal", "-o", str(tmp_path / "internal.csv"), vault=vault)
+    path.write_text(path.read_text(encoding="utf-8").replace("client: Globex\n", ""), encoding="utf-8")
     as_json = json.loads(run("--json", "activity", "--all", vault=vault).stdout)
-    assert as_json["totalDurationMinutes"] == 60
+    assert as_json["totalDurationMinutes"] == 120  # s2 and o1: s1 left out
+    # and the digest lists it (a helper: the digest, its JSON and the dashboard said nothing)
+    [item] = [i for i in json.loads(run("--json", "digest", vault=vault).stdout)["items"]
+              if i["kind"] == "session_unreadable"]
+    assert (item["id"], item["lane"], item["project"]) == ("session_unreadable:s1", "waiting on you", "web")
+    assert item["why"].startswith("projects/web/sessions/session-s1.md cannot be read, so reports leave it out and a "
+                                  "timesheet or invoice of it is refused: durationMinutes: 121 is not")
     assert [line.split(": ")[0] for line in as_json["unreadableSessionFiles"]] == ["projects/web/sessions/session-s1.md"]
     path.write_text(path.read_text(encoding="utf-8").replace("durationMinutes: 121", "durationMinutes: 120"),
                     encoding="utf-8")
     mended = run("--json", "activity", "--all", vault=vault)
     assert "unreadableSessionFiles" not in json.loads(mended.stdout) and "cannot be read" not in mended.stderr
+    assert not [i for i in json.loads(run("--json", "digest", vault=vault).stdout)["items"]
+                if i["kind"] == "session_unreadable"]
 
 
 def test_a_huge_file_named_like_a_record_is_refused_from_its_size_not_read(tmp_path):
