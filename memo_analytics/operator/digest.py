@@ -37,7 +37,7 @@ from typing import Any
 
 from ..config import OperatorPolicy, config_key_text
 from ..domain.shell import is_plain_command, one_line, shell_word
-from ..domain.clock import from_iso, minutes_between, to_iso
+from ..domain.clock import format_minutes, from_iso, minutes_between, to_iso
 from ..domain.errors import InvalidDateError
 from ..domain.rounding import hours_cents
 
@@ -600,7 +600,7 @@ def moving(snapshot: Snapshot, now: datetime) -> list[dict[str, Any]]:
             billed = client if session.get("billable", True) is not False else f"{client}, not billable"
             said = str(session.get("summary") or session.get("taskSlug") or "").strip()
             row("session_completed", str(session["sessionId"]), session,
-                f"ended {_since(_age(ended, now))} ago after {_hours(minutes)} ({billed})"
+                f"ended {_since(_age(ended, now))} ago, {format_minutes(minutes)} worked ({billed})"
                 + (f": {said[:100]}" if said else ""), ended)
     for baton in snapshot.claimed_handoffs:
         try:

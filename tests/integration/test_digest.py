@@ -555,7 +555,7 @@ def test_memo_digest_shows_what_moved_in_the_last_day_after_what_needs_you(tmp_p
          "--summary", "Add the CSV export", vault=vault)
     shown = memo("digest", vault=vault).stdout
     assert shown.splitlines()[:3] == ["Nothing needs you now.", "moving in the last 24 h (1; nothing to do):",
-                                      "  session_completed:d1 (web) — ended 1.0 h ago after 2.0 h (internal): Add "
+                                      "  session_completed:d1 (web) — ended 1.0 h ago, 2:00 worked (internal): Add "
                                       "the CSV export"]
     as_json = json.loads(memo("--json", "digest", vault=vault).stdout)
     assert (as_json["items"], as_json["movingCount"], [m["id"] for m in as_json["moving"]]) == (

@@ -316,9 +316,9 @@ def test_what_moved_in_the_last_day_is_listed_apart_as_context_newest_first():
     digest = compute_digest(Snapshot(ended_sessions=[done, internal, stale], claimed_handoffs=[baton]), NOW, POLICY)
     assert digest["items"] == [] and digest["movingCount"] == 3
     assert [(m["id"], m["lane"], m["project"], m["owner"], m["why"]) for m in digest["moving"]] == [
-        ("session_completed:d2", "moving", "web", None, "ended 30 min ago after 45 min (internal, not billable)"),
+        ("session_completed:d2", "moving", "web", None, "ended 30 min ago, 0:45 worked (internal, not billable)"),
         ("handoff_claimed:handoff-s9", "moving", "api", None, "claimed 1.0 h ago by session s10: deploy; tell Bo"),
-        ("session_completed:d1", "moving", "web", "ana", "ended 3.0 h ago after 2.0 h (Acme): Add the CSV export")]
+        ("session_completed:d1", "moving", "web", "ana", "ended 3.0 h ago, 2:00 worked (Acme): Add the CSV export")]
     assert digest["moving"][0]["since"] == ago(minutes=30)
     # the oldest row leaves the lane a day after it moved: the digest is due again then
     assert next_due(Snapshot(ended_sessions=[done]), NOW, POLICY) == NOW + timedelta(hours=21, seconds=1)
