@@ -159,17 +159,32 @@ def clean_text(value: str | None, field: str, required: bool = False) -> str | N
             raise InvalidFieldError(field, "must not be empty")
         return None
     try:
-        size = len(value.encode("utf-8"))
+        refused = body_refusal(value)
     except UnicodeEncodeError:
         raise InvalidFieldError(field, "is not valid UTF-8") from None
-    if size > MAX_BODY_BYTES:
-        raise InvalidFieldError(field, f"is {size} bytes; the limit is {MAX_BODY_BYTES} bytes")
-    if "\x00" in value:
-        raise InvalidFieldError(field, "contains a NUL character")
+    if refused:
+        raise InvalidFieldError(field, refused)
     text = value.replace("\r\n", "\n").replace("\r", "\n").strip()
     if required and not text.strip(_INVISIBLE + " \t\n\v\f"):
         raise InvalidFieldError(field, "must not be empty")
     return redact_secrets(text)[0]
+
+
+def body_refusal(value: str) -> str | None:
+    """Why a text cannot be a record's body — ``is N bytes; the limit is …`` (over
+    ``MAX_BODY_BYTES``), ``contains a NUL character`` — else None; cheap, before any redaction
+    (:func:`clean_text` refuses with it; an import skips a session none of whose turns passes).
+
+    Raises
+    ------
+    UnicodeEncodeError
+        ``value`` holds a lone surrogate (not valid UTF-8)."""
+    size = len(value.encode("utf-8"))
+    if size > MAX_BODY_BYTES:
+        return f"is {size} bytes; the limit is {MAX_BODY_BYTES} bytes"
+    if "\x00" in value:
+        return "contains a NUL character"
+    return None
 
 
 def clean_list(values: list[str], field: str) -> list[str]:

@@ -27,7 +27,6 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Iterator
 
-from ...config import MAX_BODY_BYTES
 from ...domain.clock import from_iso, minutes_between, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
 from ...domain.ids import session_record_id, slugify
@@ -39,7 +38,7 @@ from ...vault.redact import redact_secrets, warm as warm_redaction
 from ..describe import session_description
 from ..pricing import plausible_tokens
 from ..pricing import PriceCache, stored_turn_cost
-from ..prompts import record_prompt, stored_summary
+from ..prompts import body_refusal, record_prompt, stored_summary
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, record_whole_session, start_session
 from ..store import VaultStore
@@ -1038,13 +1037,12 @@ def _article(source: str) -> str:
 
 def _refused_body(text: str) -> str | None:
     """Why :func:`~memo_analytics.services.prompts.record_prompt` refuses ``text`` as a turn's
-    body on its size or a NUL (cheap checks, before any redaction), else None."""
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_BODY_BYTES:
-        return f"Invalid body: is {size} bytes; the limit is {MAX_BODY_BYTES} bytes"
-    if "\x00" in text:
-        return "Invalid body: contains a NUL character"
-    return None
+    body on its size or a NUL (:func:`~memo_analytics.services.prompts.body_refusal`), else None."""
+    try:
+        refused = body_refusal(text)
+    except UnicodeEncodeError:
+        return None  # valid_text mends it on the way in: not refused for it
+    return f"Invalid body: {refused}" if refused else None
 
 
 def _one_line(exc: BaseException) -> str:
