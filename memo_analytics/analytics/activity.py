@@ -110,6 +110,9 @@ class ActivityReport:
     left_out : list[str]
         ``"<path>: <reason>"`` of each session file of the vault that could not be read: left
         out, its minutes missing (``unreadableSessionFiles`` on the wire, only when any).
+    left_out_in_scope : list[str]
+        Those that may hold a session of this report (its projects; its client, unless the
+        file names another): a document of it is refused (``reports.timesheet.require_whole``).
     """
 
     total_duration_minutes: int
@@ -343,7 +346,9 @@ def activity_report(store: VaultStore, request: ActivityRequest, say_left_out: b
         A further vault's index cannot be read.
 
     Session files edited in place since the index read them are taken in first
-    (:meth:`VaultStore.catch_up_edits`): a hand-corrected duration bills as corrected.
+    (:meth:`VaultStore.catch_up_edits`): a hand-corrected duration bills as corrected. Session
+    files that cannot be read are named in ``left_out`` (and ``left_out_in_scope``), and — with
+    ``say_left_out`` — in a note of the store (:meth:`VaultStore.left_out`).
     """
     zone = resolve_zone(request.tz or store.settings.timezone)
     bounds = parse_bounds(request.since, request.until, zone)
