@@ -608,3 +608,14 @@ def test_a_branch_starting_with_a_dash_is_refused(tmp_path):
                                                        "no git branch name does")
     started = memo("session", "start", "h2", "--project", "shop", "--branch=-y", vault=vault, check=False)
     assert started.returncode == 1 and started.stderr.startswith("error: Invalid branch: '-y' starts with '-'")
+
+
+def test_a_timesheet_says_the_open_sessions_it_leaves_out(tmp_path):
+    """Found by a billing person: the draft invoice said "1 open session is not billed"; the
+    timesheet of the same period left it out without a word."""
+    vault = tmp_path / "v"
+    memo("session", "start", "done", "--project", "p", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    memo("session", "end", "done", "--project", "p", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    memo("session", "start", "open", "--project", "p", "--start-time", "2026-03-03T09:00:00Z", vault=vault)
+    ran = memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.csv"), vault=vault)
+    assert "note: 1 open session is not on it (a session is listed once it ends)" in ran.stderr

@@ -196,6 +196,10 @@ def report_timesheet(
                                       f"(times in {r['timezone']})"))
     if not any(item.get("billableHours") is not None for item in report.sessions):  # written, and said: empty
         err.print("note: no billable session in this period and scope: the timesheet lists none")
+    still_open = sum(1 for item in report.sessions if item.get("durationMinutes") is None and item.get("billable"))
+    if still_open:  # as the invoice says it: nothing of the period is left off without a word
+        err.print(f"note: {still_open} open session{'s are' if still_open != 1 else ' is'} not on it "
+                  f"(a session is listed once it ends)")
 
 
 
