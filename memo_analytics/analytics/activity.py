@@ -292,22 +292,23 @@ def report_for(store: VaultStore, request: ActivityReportRequest) -> ActivityRep
     return report
 
 
-def _in_scope(root: Path, left_out: list[tuple[str, str]], projects: list[str] | None,
-              client: str | None) -> list[str]:
-    """``"<path>: <reason>"`` of the unreadable session files (``left_out``, paths in the vault
-    ``root``) that may hold a session of a report of ``projects`` (None: all) and ``client``
-    (None: any): in one of its projects, and — read as plain YAML, no record rule — naming no
-    other client (a file that cannot be read at all may be anyone's)."""
+def _in_scope(left_out: list[tuple[str, str, Path]], projects: list[str] | None, client: str | None) -> list[str]:
+    """``"<path>: <reason>"`` of the unreadable session files (``left_out``: ``(path as said,
+    reason, its vault's root)``, :meth:`VaultStore.left_out`) that may hold a session of a report
+    of ``projects`` (None: all) and ``client`` (None: any): in one of its projects, and — read as
+    plain YAML, no record rule — naming no other client (a file that cannot be read at all may
+    be anyone's)."""
     from ..vault.io import read_frontmatter
 
     found = []
-    for path, reason in left_out:
-        parts = Path(path).parts
+    for path, reason, root in left_out:
+        where = Path(path) if Path(path).is_absolute() else root / path
+        parts = where.relative_to(root).parts  # projects/<project>/sessions/<id>.md
         if projects is not None and (len(parts) < 2 or parts[1] not in projects):
             continue
         if client:
             try:
-                named = read_frontmatter(root / path)[0].get("client")
+                named = read_frontmatter(where)[0].get("client")
             except MemoError:
                 named = None
             if isinstance(named, str) and named.strip() and named.strip().casefold() != client.casefold():
@@ -353,11 +354,13 @@ def activity_report(store: VaultStore, request: ActivityRequest, say_left_out: b
     zone = resolve_zone(request.tz or store.settings.timezone)
     bounds = parse_bounds(request.since, request.until, zone)
     client = request.client.strip() if request.client and request.client.strip() else None
-    left_out: list[tuple[str, str]] = []
     if store.exists:
         store.catch_up_edits(RecordKind.SESSION)  # billed minutes come from the files as they are now
-        left_out = store.left_out(RecordKind.SESSION, say=say_left_out)  # a report without them is short
     with vault_sources(store, further=request.cross_project) as sources:
+        # a report without them is short: this vault's files and those of each further vault it reads
+        left_out = store.left_out(RecordKind.SESSION, say=say_left_out,
+                                  further=[(s.vault, s.conn) for s in sources if s.conn is not store.conn]) \
+            if store.exists else []
         sessions = sessions_frame(sources, request.projects)
         # billed minutes are a session's own, whatever the report selects: worked out over the whole vault
         everything = sessions if request.projects is None else sessions_frame(sources, None)
@@ -425,8 +428,8 @@ def activity_report(store: VaultStore, request: ActivityRequest, say_left_out: b
         invoiced_minutes=invoiced,
         invoiced_durations=durations,
         issuer=store.settings.invoice.name,
-        left_out=[f"{path}: {reason}" for path, reason in left_out],
-        left_out_in_scope=_in_scope(store.root, left_out, request.projects, client),
+        left_out=[f"{path}: {reason}" for path, reason, _ in left_out],
+        left_out_in_scope=_in_scope(left_out, request.projects, client),
         **_terms_printed(store.settings, [name for name, _, _, _ in by_client]),
     )
 

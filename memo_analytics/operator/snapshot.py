@@ -191,17 +191,23 @@ def _unreadable_sessions(store: VaultStore, snapshot: Snapshot) -> list[dict[str
         return []
     missing = {(c["project"], c["id"]): c for c in snapshot.invoiced_changed if c.get("missing") and not c.get("_vault")}
     found = []
-    for path, reason in store.left_out(RecordKind.SESSION, say=False):
-        parts = Path(path).parts
-        record_id, project = Path(path).stem, parts[1] if len(parts) > 1 else "-"
-        billed = missing.pop((project, record_id), None)
+    with vault_sources(store, further=True) as sources:
+        left = store.left_out(RecordKind.SESSION, say=False,
+                              further=[(s.vault, s.conn) for s in sources if s.conn is not store.conn])
+    for path, reason, root in left:
+        where = Path(path) if Path(path).is_absolute() else root / path
+        parts = where.relative_to(root).parts
+        record_id, project = where.stem, parts[1] if len(parts) > 1 else "-"
+        further = root != store.root
+        billed = None if further else missing.pop((project, record_id), None)
         try:
-            created = to_iso(datetime.fromtimestamp(os.stat(store.root / path).st_mtime, timezone.utc))
+            created = to_iso(datetime.fromtimestamp(os.stat(where).st_mtime, timezone.utc))
         except OSError:
             created = to_iso(datetime.now(timezone.utc))
         found.append({"id": record_id, "sessionId": record_id.removeprefix("session-"), "project": project,
                       "path": path, "reason": reason, "invoice": billed["invoice"] if billed else None,
-                      "billedMinutes": int(billed.get("durationMinutes") or 0) if billed else 0, "created": created})
+                      "billedMinutes": int(billed.get("durationMinutes") or 0) if billed else 0, "created": created,
+                      **({"_vault": str(root)} if further else {})})
     snapshot.invoiced_changed = [c for c in snapshot.invoiced_changed
                                  if not (c.get("missing") and not c.get("_vault")
                                          and (c["project"], c["id"]) not in missing)]

@@ -25,7 +25,7 @@ from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from filelock import Timeout
 
@@ -1163,19 +1163,27 @@ class VaultStore:
         for temporary in self.layout.temp_files(folders):
             remove_quietly(temporary)
 
-    def left_out(self, kind: RecordKind | str, say: bool = True) -> list[tuple[str, str]]:
-        """``(path in the vault, reason)`` of each record file of ``kind`` in the vault's folders
-        that the index holds no row of — it cannot be read (a hand edit a record rule refuses,
-        torn YAML): every report leaves it out. With ``say``, a note names them, once per store
-        (a run of the command line; a file this run's catch-up named already is not said again):
-        it was said once, when first skipped, and billing reports then left it out without a word."""
-        errors = freshness.not_indexed(self.conn, self.layout, subdir_for_kind(kind))
-        found = [(os.path.relpath(str(error.path), self.root), error.reason) for error in errors]
+    def left_out(self, kind: RecordKind | str, say: bool = True,
+                 further: Sequence[tuple[str, sqlite3.Connection]] = ()) -> list[tuple[str, str, Path]]:
+        """``(path as said, reason, the vault's root)`` of each record file of ``kind`` in the
+        folders of this vault — and of each ``further`` vault (``(root, its index)``: a report
+        across vaults bills their sessions too) — that the index holds no row of: it cannot be
+        read (a hand edit a record rule refuses, torn YAML), and every report leaves it out. The
+        path is the vault's (``projects/…``) for this vault, absolute for a further one. With
+        ``say``, a note names them, once per store (a run of the command line; a file this run's
+        catch-up named already is not said again): it was said once, when first skipped, and
+        billing reports then left it out without a word."""
+        subdir = subdir_for_kind(kind)
+        errors = [(self.root, error) for error in freshness.not_indexed(self.conn, self.layout, subdir)]
+        for root, conn in further:
+            errors += [(Path(root), error) for error in freshness.not_indexed(conn, VaultLayout(Path(root)), subdir)]
+        found = [(os.path.relpath(str(error.path), self.root) if root == self.root else str(error.path),
+                  error.reason, root) for root, error in errors]
         if not say:
             return found
-        unsaid = [f"{path}: {reason}" for error, (path, reason) in zip(errors, found)
+        unsaid = [f"{path}: {reason}" for (_, error), (path, reason, _) in zip(errors, found)
                   if str(error.path) not in self._skips_said]
-        self._skips_said.update(str(error.path) for error in errors)
+        self._skips_said.update(str(error.path) for _, error in errors)
         if unsaid:
             plural = "s" if len(unsaid) != 1 else ""
             more = f"; and {len(unsaid) - 3} more (memo reindex lists them)" if len(unsaid) > 3 else ""

@@ -193,3 +193,29 @@ def test_a_huge_file_named_like_a_record_is_refused_from_its_size_not_read(tmp_p
     assert json.loads(ran.stdout)["unreadableSessionFiles"] == [
         "projects/web/sessions/session-big.md: 1500000000 bytes: larger than any record (16777216 bytes at most)"]
     assert grown_mb < 500, grown_mb  # never read
+
+
+def test_a_further_vaults_session_file_that_cannot_be_read_holds_up_a_document_across_vaults(tmp_path):
+    """Found by an attacker: a report across vaults (config ``vaults``) billed the further vault's
+    sessions but looked for unreadable files in this vault only — an invoice was issued short by
+    a further vault's broken session, and nothing was said anywhere."""
+    from tests.inprocess import memo as run
+
+    here, there, config = tmp_path / "here", tmp_path / "there", tmp_path / "config.toml"
+    for vault, sid in ((here, "h1"), (there, "t1"), (there, "t2")):
+        run("session", "start", sid, "--project", "web", "--client", "Acme", "--start-time", "2026-03-02T09:00:00Z",
+            vault=vault)
+        run("session", "end", sid, "--project", "web", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    config.write_text(f'vaults = ["{there}"]\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    broken = there / "projects/web/sessions/session-t2.md"
+    broken.write_text(broken.read_text(encoding="utf-8").replace("durationMinutes: 60", "durationMinutes: -5"),
+                      encoding="utf-8")
+    run("activity", "--all", vault=there)  # its own index caught up (a further vault's is only read from here)
+    ran = run("report", "timesheet", "--all", "-o", str(tmp_path / "t.csv"), vault=here, env=env, check=False)
+    assert ran.returncode == 1 and f"{broken}: " in ran.stderr and "cannot be read" in ran.stderr, ran.stderr
+    as_json = json.loads(run("--json", "activity", "--all", vault=here, env=env).stdout)
+    assert [line.split(": ")[0] for line in as_json["unreadableSessionFiles"]] == [str(broken)]
+    [item] = [i for i in json.loads(run("--json", "digest", vault=here, env=env).stdout)["items"]
+              if i["kind"] == "session_unreadable"]
+    assert (item["id"], item["vault"]) == ("session_unreadable:t2", str(there))
