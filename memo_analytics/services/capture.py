@@ -367,8 +367,10 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             return f"session {session_id} ended" + (
                 f" at its last turn {to_iso(until)} (the end event was stamped {to_iso(event.at)}, before it)"
                 if until > event.at and newest and until == from_iso(newest) else "")
-        if existing is not None and existing[0].get("agentEndedAt") and event.kind in ("prompt", "session_start"):
-            # the agent resumed a conversation it had ended (the same session id): live again
+        if existing is not None and existing[0].get("agentEndedAt") and event.kind in ("prompt", "session_start") \
+                and event.at > from_iso(str(existing[0]["agentEndedAt"])):
+            # the agent resumed a conversation it had ended (the same session id): live again — not
+            # an event made before the end and sent late (a spool, a remote machine)
             store.upsert(RecordKind.SESSION, {k: v for k, v in existing[0].items() if k != "agentEndedAt"},
                          existing[1])
         if event.kind == "prompt" and _imported_already(store, project, event):

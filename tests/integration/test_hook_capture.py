@@ -1040,5 +1040,15 @@ def test_a_live_conversation_imported_from_its_transcript_stalls_until_its_agent
     assert stalled(now + timedelta(hours=11)) == []  # quiet past openTooLongHours: abandoned, not stalled
     hook(vault, "claude-code", claude("SessionEnd", repo, reason="prompt_input_exit", transcript_path=str(transcript)))
     assert stalled(now + timedelta(hours=2)) == []
+    # a prompt made before the end and sent late (a spool, a remote machine) does not open it again (an attacker)
+    from memo_analytics.services.capture import HookEvent, apply_event
+
+    store = VaultStore(Settings(vault_root=vault))
+    try:
+        apply_event(store, HookEvent("claude-code", "prompt", SESSION, now - timedelta(minutes=1),
+                                     prompt="a late one", cwd=str(repo), transcript_path=str(transcript)), "1ate0ne")
+    finally:
+        store.close()
+    assert stalled(now + timedelta(hours=2)) == []
     hook(vault, "claude-code", claude("SessionStart", repo, source="resume", transcript_path=str(transcript)))
     assert stalled(now + timedelta(hours=2)) == [(f"session_stalled:claude-code-{SESSION}-1", 0)]
