@@ -15,10 +15,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..domain.records import RecordKind
 from ..domain.clock import from_iso, parse_record_instant, to_iso, utcnow
 from ..analytics.frames import vault_sources
 from ..index import snapshot as rows
-from ..domain.errors import AmbiguousIdError, InvalidDateError, InvalidFieldError
+from ..domain.errors import AmbiguousIdError, IndexReadOnlyError, InvalidDateError, InvalidFieldError
 from ..domain.ids import validate_slug
 from ..services.requests import DigestApplyRequest, DigestRequest
 from ..services.store import VaultStore
@@ -162,6 +163,12 @@ def current_digest(store: VaultStore, now: datetime | None = None, force: bool =
     policy = store.settings.operator
     if not store.exists:
         return {**compute_digest(Snapshot(), now, policy), "vaultVersion": "empty", "cached": False, "stale": False}
+    # session files edited in place since the index read them (an editor that rewrites a file keeps its
+    # folder's time): taken in first, as billing reads do — a hand edit that broke one went unseen
+    try:
+        store.catch_up_edits(RecordKind.SESSION)
+    except IndexReadOnlyError:
+        pass  # an index this process cannot write (a read-only copy): the digest of what it holds
     version = _version(store)
     settings = store.settings  # thresholds, and the billing terms billing_terms_differ compares
     policy_print = fingerprint(settings.operator.model_dump(mode="json"), settings.overlap_policy,

@@ -219,3 +219,25 @@ def test_a_further_vaults_session_file_that_cannot_be_read_holds_up_a_document_a
     [item] = [i for i in json.loads(run("--json", "digest", vault=here, env=env).stdout)["items"]
               if i["kind"] == "session_unreadable"]
     assert (item["id"], item["vault"]) == ("session_unreadable:t2", str(there))
+
+
+def test_the_digest_sees_a_session_file_edited_in_place(tmp_path):
+    """Found by an operator: a session file rewritten in place (its folder's time unchanged) was
+    not seen by ``memo digest`` — no ``session_unreadable`` item, twice — until a billing report
+    caught the index up. The digest catches up as billing reads do."""
+    from tests.inprocess import memo as run
+
+    vault = tmp_path / "v"
+    run("session", "start", "s1", "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    run("session", "end", "s1", "--project", "web", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    assert json.loads(run("--json", "digest", vault=vault).stdout)["items"] == []
+    path = vault / "projects/web/sessions/session-s1.md"
+    folder = os.stat(path.parent)
+    with path.open("r+", encoding="utf-8") as handle:  # in place, as an editor that rewrites the file does
+        text = handle.read().replace("durationMinutes: 60", "durationMinutes: 55")
+        handle.seek(0)
+        handle.write(text)
+        handle.truncate()
+    os.utime(path.parent, ns=(folder.st_atime_ns, folder.st_mtime_ns))
+    items = json.loads(run("--json", "digest", vault=vault).stdout)["items"]
+    assert [i["id"] for i in items] == ["session_unreadable:s1"], items
