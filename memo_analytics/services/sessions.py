@@ -24,6 +24,7 @@ from ..domain.errors import (
     SessionCompletedError,
     SessionNotStartedError,
 )
+from ..domain.shell import shell_word
 from ..domain.ids import (
     new_session_id,
     prompt_id,
@@ -245,7 +246,8 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
     SessionNotStartedError
         ``... Call session_start first`` without a session id or record.
     InvalidFieldError
-        ``until`` before the session's start, bad deliverables.
+        ``until`` before the session's start, bad deliverables; a session superseded by the
+        import of its transcript (``sessionId``: its imported session is named).
     """
     now = now or utcnow()
     if not request.session_id:
@@ -259,6 +261,16 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
             raise SessionNotStartedError(session_id)
         store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         meta, body = existing
+        if meta.get("status") == "superseded":
+            # its work is the imported sessions': ending it made it count again beside them (twice
+            # under overlapPolicy sum)
+            by = [str(name) for name in meta.get("supersededBy") or [] if "/" in str(name)]
+            where, latest = by[-1].split("/", 1) if by else (project, None)
+            raise InvalidFieldError(
+                "sessionId", f"session {session_id} was superseded by "
+                + (f"the import of its transcript ({', '.join(name.split('/', 1)[1] for name in by)}): end it, "
+                   f"or leave its hand-off, there: memo session end {shell_word(latest)} --project "
+                   f"{shell_word(where)} --next-step …" if latest else "a later record: nothing to end"))
         before = dict(meta)
         _end(store, meta, request, now)
         if request.handoff is None and before.get("status") == "completed" and \

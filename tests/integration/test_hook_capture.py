@@ -1052,3 +1052,27 @@ def test_a_live_conversation_imported_from_its_transcript_stalls_until_its_agent
     assert stalled(now + timedelta(hours=2)) == []
     hook(vault, "claude-code", claude("SessionStart", repo, source="resume", transcript_path=str(transcript)))
     assert stalled(now + timedelta(hours=2)) == [(f"session_stalled:claude-code-{SESSION}-1", 0)]
+
+
+def test_ending_a_hook_session_its_transcripts_import_superseded_names_the_imported_one(tmp_path, repo):
+    """Found by an operator: ``memo session end`` with the agent's own session id, superseded by
+    the import of its transcript, made it ``completed`` again — a second row in reports beside
+    the imported session (twice the minutes under overlapPolicy sum). It is refused, naming the
+    imported session to end or leave the hand-off from."""
+    vault, folder = tmp_path / "v", tmp_path / "cc"
+    folder.mkdir()
+    transcript = folder / f"{SESSION}.jsonl"
+    transcript.write_text(json.dumps({"type": "user", "sessionId": SESSION, "uuid": "u-1", "cwd": str(repo),
+                                      "timestamp": "2026-11-30T09:00:00.000Z",
+                                      "message": {"role": "user", "content": "Fix it"}}) + "\n", encoding="utf-8")
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Fix it", transcript_path=str(transcript)))
+    memo("import", "claude-code", str(folder), vault=vault)
+    project = read_record(next((vault / "projects").glob(f"*/sessions/session-claude-code-{SESSION}.md")))[0]["project"]
+    ran = memo("session", "end", f"claude-code-{SESSION}", "--project", project, "--next-step", "deploy", vault=vault,
+               check=False)
+    assert ran.returncode == 1 and (f"was superseded by the import of its transcript (claude-code-{SESSION}-1): end "
+                                    f"it, or leave its hand-off, there: memo session end claude-code-{SESSION}-1 "
+                                    f"--project {project} --next-step …") in " ".join(ran.stderr.split()), ran.stderr
+    record = read_record(vault / "projects" / project / "sessions" / f"session-claude-code-{SESSION}.md")[0]
+    assert record["status"] == "superseded"
+    memo("session", "end", f"claude-code-{SESSION}-1", "--project", project, "--next-step", "deploy", vault=vault)
