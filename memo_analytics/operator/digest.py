@@ -589,7 +589,11 @@ def moving(snapshot: Snapshot, now: datetime) -> list[dict[str, Any]]:
                      "project": str(record.get("project") or ""), "why": one_line(why), "since": to_iso(moment),
                      "owner": owner if isinstance(owner, str) and owner else None, "vault": record.get("_vault")})
 
+    # an imported part of a conversation still open in its agent has not ended: it is the live one
+    live = {tuple(key) for conversation in snapshot.live_conversations for key in conversation.get("imported") or []}
     for session in snapshot.ended_sessions:
+        if (str(session.get("project")), str(session.get("sessionId"))) in live:
+            continue
         try:
             ended = from_iso(str(session.get("endTime")))
         except InvalidDateError:  # a record the index kept without a readable end: not context

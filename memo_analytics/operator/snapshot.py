@@ -176,6 +176,7 @@ def _live_conversations(conn: Any, moment: datetime) -> list[dict[str, Any]]:
         written = transcript_written(hook.get("transcriptPath"), moment)
         moments += [written] if written is not None else []
         found.append({"id": hook["id"], "sessionId": newest["sessionId"], "project": newest["project"],
+                      "imported": [[str(s["project"]), str(s["sessionId"])] for s in imported],
                       "owner": hook.get("owner"), "hookSessionId": hook.get("sessionId"),
                       "startTime": newest["startTime"], "lastActivityAt": to_iso(max(moments)),
                       "created": hook.get("created"), "billable": newest.get("billable", True)})

@@ -197,8 +197,8 @@ def require_whole(report: ActivityReport) -> None:
         more = f"; and {len(files) - 3} more (memo reindex lists them)" if len(files) > 3 else ""
         raise ReportError(f"{len(files)} session file{'s' if len(files) != 1 else ''} of this report cannot be "
                           f"read, so it would be short by {'them' if len(files) != 1 else 'it'}: "
-                          f"{'; '.join(files[:3])}{more} — mend {'each' if len(files) != 1 else 'it'} as said, "
-                          "or leave its project out (--project)")
+                          f"{'; '.join(files[:3])}{more} — mend {'each' if len(files) != 1 else 'it'} as said "
+                          "(then memo reindex), or leave its project out: --project P, in place of --all")
 
 
 def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: datetime | None = None) -> dict[str, Any]:

@@ -345,7 +345,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                                                      summary_from_turns(store, project, session_id, cwd)))
                 if event.kind == "session_end":
                     return (f"session {session_id} ended at its last work {to_iso(last)}, "
-                            f"{int((event.at - last).total_seconds() // 60)} idle minutes before the agent's end")
+                            f"{_minutes_text(int((event.at - last).total_seconds() // 60))} idle before the agent's end")
                 session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
         if event.kind == "session_end":
             if existing is not None and existing[0].get("status") == "superseded" and not existing[0].get("endTime"):
@@ -394,6 +394,10 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             end_session(store, EndSessionRequest(session_id=session_id, project=project, until=late_end,
                                                  summary=summary_from_turns(store, project, session_id, cwd)))
     return f"turn {turn['turn']} of {session_id} recorded"
+
+
+def _minutes_text(minutes: int) -> str:
+    return f"{minutes} minute{'s' if minutes != 1 else ''}"
 
 
 def _last_activity(store: VaultStore, project: str, session_id: str, meta: dict[str, Any],

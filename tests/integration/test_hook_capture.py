@@ -693,7 +693,7 @@ def test_a_hook_session_idle_past_the_idle_gap_ends_at_its_last_turn_and_goes_on
         "2026-12-01T08:05:00.000Z", "2026-12-01T08:35:00.000Z", 30)
     assert (third["startTime"], third["endTime"], third["durationMinutes"]) == (  # the end came 115 minutes on
         "2026-12-01T09:05:00.000Z", "2026-12-01T09:35:00.000Z", 30)
-    assert said[-1] == "session cursor-c1.3 ended at its last work 2026-12-01T09:35:00.000Z, 85 idle minutes before " \
+    assert said[-1] == "session cursor-c1.3 ended at its last work 2026-12-01T09:35:00.000Z, 85 minutes idle before " \
                        "the agent's end"
     assert sorted((t["sessionId"], t["turn"]) for t in turns(tmp_path / "v", "product")) == [
         ("cursor-c1", 1), ("cursor-c1", 2), ("cursor-c1.2", 1), ("cursor-c1.3", 1)]

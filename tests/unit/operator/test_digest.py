@@ -320,6 +320,11 @@ def test_what_moved_in_the_last_day_is_listed_apart_as_context_newest_first():
         ("handoff_claimed:handoff-s9", "moving", "api", None, "claimed 1.0 h ago by session s10: deploy; tell Bo"),
         ("session_completed:d1", "moving", "web", "ana", "ended 3.0 h ago, 2:00 worked (Acme): Add the CSV export")]
     assert digest["moving"][0]["since"] == ago(minutes=30)
+    # an imported part of a conversation still open in its agent has not ended: not in the lane (an operator)
+    live = {"id": "session-claude-code-a", "sessionId": "d2", "project": "web", "lastActivityAt": ago(minutes=30),
+            "startTime": ago(hours=1), "imported": [["web", "d2"]]}
+    again = compute_digest(Snapshot(ended_sessions=[done, internal], live_conversations=[live]), NOW, POLICY)
+    assert [m["id"] for m in again["moving"]] == ["session_completed:d1"]
     # the oldest row leaves the lane a day after it moved: the digest is due again then
     assert next_due(Snapshot(ended_sessions=[done]), NOW, POLICY) == NOW + timedelta(hours=21, seconds=1)
 
