@@ -232,7 +232,8 @@ def _started(store: VaultStore, request: StartSessionRequest, now, project: str,
     return meta
 
 
-def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict[str, Any]:
+def end_session(store: VaultStore, request: EndSessionRequest, now=None,
+                refuse_superseded: bool = False) -> dict[str, Any]:
     """Close a session (SPEC §2.5).
 
     ``endTime`` is ``until`` or now; ``durationMinutes`` = ``endTime − startTime`` in
@@ -246,8 +247,10 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
     SessionNotStartedError
         ``... Call session_start first`` without a session id or record.
     InvalidFieldError
-        ``until`` before the session's start, bad deliverables; a session superseded by the
-        import of its transcript (``sessionId``: its imported session is named).
+        ``until`` before the session's start, bad deliverables; with ``refuse_superseded`` (a
+        person's or an agent's end, :func:`end_session_answer`), a session superseded by the
+        import of its transcript (``sessionId``: its imported session is named) — an import that
+        follows a grown copy still ends its own superseded session.
     """
     now = now or utcnow()
     if not request.session_id:
@@ -261,7 +264,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None) -> dict
             raise SessionNotStartedError(session_id)
         store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         meta, body = existing
-        if meta.get("status") == "superseded":
+        if refuse_superseded and meta.get("status") == "superseded":
             # its work is the imported sessions': ending it made it count again beside them (twice
             # under overlapPolicy sum)
             by = [str(name) for name in meta.get("supersededBy") or [] if "/" in str(name)]
@@ -309,7 +312,7 @@ def end_session_answer(store: VaultStore, request: EndSessionRequest) -> dict[st
     texts) when the end asked for was not taken — the session had been ended before and keeps
     its times (SPEC §2.5) — or when some of its turns lie outside its times (their time bills
     nothing). Raises as :func:`end_session`."""
-    record = end_session(store, request)
+    record = end_session(store, request, refuse_superseded=True)
     warnings = []
     if request.until and not request.recompute_duration:
         asked = parse_record_instant(request.until, "until", store.zone, wall_clock=True)

@@ -249,3 +249,30 @@ def test_a_turn_too_large_to_write_is_skipped_and_the_other_files_are_imported(r
     assert result["turns"] >= 3 and result["skipped"] == 1, result
     [reason] = [e for e in result["errors"] if sid in e]
     assert "turn 1 of" in reason and "Invalid tokensByModel" in reason
+
+
+def test_a_grown_specstory_copy_of_an_imported_transcript_imports_again_quietly(realdata, tmp_path):
+    """Found by an attacker: once ``memo session end`` refused sessions superseded by their
+    transcript's import, the import of a grown SpecStory export (its session a superseded copy)
+    was refused with that advice. Only a person's or an agent's end is refused."""
+    from datetime import datetime, timedelta
+
+    source = realdata / "claude-code-jsonl/DRMacIver-claude-reliability/snapshot-tests/tests/python-to-rust-port"
+    transcript = tmp_path / "cc" / "transcript.jsonl"
+    transcript.parent.mkdir()
+    transcript.write_bytes((source / "transcript.jsonl").read_bytes())
+    _specstory_copy(transcript, tmp_path / "proj")
+    vault, specstory = tmp_path / "v", tmp_path / "proj" / ".specstory"
+    memo("import", "claude-code", str(transcript.parent), vault=vault)
+    assert json.loads(memo("--json", "import", "specstory", str(specstory), vault=vault).stdout)["copies"] == 2
+    lines = [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines() if line.strip()]
+    last = datetime.fromisoformat(max(d["timestamp"] for d in lines if "timestamp" in d).replace("Z", "+00:00"))
+    prompt = next(d for d in lines if d.get("type") == "user" and isinstance(d["message"].get("content"), str))
+    grown = {**prompt, "uuid": "u-grow-1", "timestamp": (last + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+             "message": {"role": "user", "content": "please also port the tests"}}
+    with transcript.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(grown) + "\n")
+    shutil.rmtree(specstory)
+    _specstory_copy(transcript, tmp_path / "proj")
+    again = json.loads(memo("--json", "import", "specstory", str(specstory), vault=vault).stdout)
+    assert (again["refused"], again["skipped"], again["errors"]) == (0, 0, []), again
