@@ -296,8 +296,8 @@ def _in_scope(left_out: list[tuple[str, str, Path]], projects: list[str] | None,
     """``"<path>: <reason>"`` of the unreadable session files (``left_out``: ``(path as said,
     reason, its vault's root)``, :meth:`VaultStore.left_out`) that may hold a session of a report
     of ``projects`` (None: all) and ``client`` (None: any): in one of its projects, and — read as
-    plain YAML, no record rule — naming no other client (a file that cannot be read at all may
-    be anyone's)."""
+    plain YAML, no record rule — of that client (no client, or null, is ``internal``; a file that
+    is not even YAML, or names its client in a shape no record has, may be anyone's)."""
     from ..vault.io import read_frontmatter
 
     found = []
@@ -309,9 +309,12 @@ def _in_scope(left_out: list[tuple[str, str, Path]], projects: list[str] | None,
         if client:
             try:
                 named = read_frontmatter(where)[0].get("client")
-            except MemoError:
-                named = None
-            if isinstance(named, str) and named.strip() and named.strip().casefold() != client.casefold():
+            except MemoError:  # not even YAML: anyone's
+                named = client
+            # no client, or null, is internal work (as memo writes it): not another client's document's
+            belongs = named.strip() if isinstance(named, str) and named.strip() else (
+                INTERNAL_CLIENT if named is None or named == "" else client)
+            if belongs.casefold() != client.casefold():
                 continue
         found.append(f"{path}: {reason}")
     return found

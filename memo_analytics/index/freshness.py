@@ -10,6 +10,7 @@ and folders changed behind the index's back are found without reading a record.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -87,16 +88,18 @@ def edited_in_place(conn: sqlite3.Connection, layout: VaultLayout, subdirs: tupl
 
 
 def not_indexed(conn: sqlite3.Connection, layout: VaultLayout, subdir: str) -> list[CorruptRecordError]:
-    """The record files of the index's ``subdir`` folders (``sessions`` …) that the index holds
+    """The record files of the vault's ``subdir`` folders (``sessions`` …) that the index holds
     no row of, each as the :class:`CorruptRecordError` reading it gives (``path``, ``reason``):
     files a catch-up skipped, left untouched and out of every report since. One ``scandir``
     per folder and one query; a file is read only when it has no row."""
     found: list[CorruptRecordError] = []
     kind = KIND_OF_SUBDIR[subdir]
-    for key in sorted(folder_stamps(conn)):
-        project, folder = key.split("/", 1)
-        if folder != subdir:
-            continue
+    try:  # the folders on disk, not only those the index knows: a further vault's new project is read here only
+        projects = sorted(entry.name for entry in os.scandir(layout.projects_dir) if entry.is_dir())
+    except OSError:
+        projects = []
+    for project in projects:
+        key = f"{project}/{subdir}"
         rows = folder_rows(conn, project, kind)
         for record_id, (path, _) in sorted(folder_files(layout, key).items()):
             if record_id not in rows:

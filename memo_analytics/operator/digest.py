@@ -513,7 +513,9 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                            f"{broken['path']} cannot be read, so reports leave it out and a timesheet or invoice "
                            f"of it is refused{billed}: {broken['reason']}", _age(since, now),
                            int(broken.get("billedMinutes") or 0),
-                           f"memo reindex  # once {broken['path']} is mended as said", to_iso(since),
+                           (f"memo reindex  # once {broken['path']} is mended as said" if not broken.get("_vault") else
+                            f"memo reindex  # of that vault: memo --vault-root {_q(broken['_vault'])} reindex, once "
+                            f"{broken['path']} is mended as said"), to_iso(since),
                            fingerprint(broken["path"], broken["reason"])), broken))
     for twice in snapshot.duplicate_invoices:
         since = from_iso(twice["created"])

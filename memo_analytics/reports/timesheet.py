@@ -198,7 +198,8 @@ def require_whole(report: ActivityReport) -> None:
         raise ReportError(f"{len(files)} session file{'s' if len(files) != 1 else ''} of this report cannot be "
                           f"read, so it would be short by {'them' if len(files) != 1 else 'it'}: "
                           f"{'; '.join(files[:3])}{more} — mend {'each' if len(files) != 1 else 'it'} as said "
-                          "(then memo reindex), or leave its project out: --project P, in place of --all")
+                          "(then memo reindex; a further vault's file: memo --vault-root VAULT reindex), or leave "
+                          "its project out: --project P, in place of --all")
 
 
 def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: datetime | None = None) -> dict[str, Any]:

@@ -219,6 +219,20 @@ def test_a_further_vaults_session_file_that_cannot_be_read_holds_up_a_document_a
     [item] = [i for i in json.loads(run("--json", "digest", vault=here, env=env).stdout)["items"]
               if i["kind"] == "session_unreadable"]
     assert (item["id"], item["vault"]) == ("session_unreadable:t2", str(there))
+    assert f"memo --vault-root {there} reindex" in item["action"]  # its own vault's index (an attacker)
+    # a further vault's project its index never saw is read too; an internal session (client: null, as memo
+    # writes it) holds up no client's document
+    fresh = there / "projects/new/sessions/session-n1.md"
+    fresh.parent.mkdir(parents=True)
+    fresh.write_text("---\nid: session-n1\n---\n", encoding="utf-8")
+    listed = json.loads(run("--json", "activity", "--all", vault=here, env=env).stdout)["unreadableSessionFiles"]
+    assert sorted(line.split(": ")[0] for line in listed) == sorted([str(broken), str(fresh)])
+    fresh.unlink()
+    broken.write_text(broken.read_text(encoding="utf-8").replace("client: Acme", "client: null"), encoding="utf-8")
+    run("report", "timesheet", "--all", "--client", "Acme", "-o", str(tmp_path / "acme.csv"), vault=here, env=env)
+    refused = run("report", "timesheet", "--all", "--client", "internal", "-o", str(tmp_path / "int.csv"), vault=here,
+                  env=env, check=False)
+    assert refused.returncode == 1 and "cannot be read" in refused.stderr
 
 
 def test_the_digest_sees_a_session_file_edited_in_place(tmp_path):
