@@ -213,8 +213,11 @@ class Vault:
             Columns and dtypes of :data:`~memo_analytics.analytics.frames.PROMPT_SCHEMA`:
             ``vault, id, session_id, turn`` (Int64; null outside a session), ``project,
             client, billable, created`` (``Datetime(us, UTC)``), ``ide, model, agent,
-            task_slug, status, branch, git_sha, tags`` (``List(String)``); with
-            ``body=True`` also ``body`` (the redacted text as stored).
+            task_slug, status, branch, git_sha, tags`` (``List(String)``), ``input_tokens,
+            cache_read_tokens, cache_write_tokens, output_tokens, reasoning_tokens`` (Int64; the
+            turn's tokens, all under its ``model`` — a turn a sub-agent of another model answered
+            too is priced per model only by ``activity``'s ``cost_by_model``; null when the
+            transcript gave none); with ``body=True`` also ``body`` (the redacted text as stored).
         """
         with vault_sources(self._store, further=True) as sources:
             return prompts_frame(sources, projects, body=body)

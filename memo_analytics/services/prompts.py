@@ -547,7 +547,8 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
         words = len((request.query or "").split())
         page["note"] = ((f"no turn holds all {words} words" if words > 1 else "no turn holds this word")
                         + " in this scope: every word must match (OR and AND are searched as words); fewer or other "
-                          "words, or word* for a prefix, find more")
+                          "words, or word* for a prefix, find more"
+                        + ("" if request.cross_project else "; crossProject: true (memo: --all) searches every project"))
     return page
 
 

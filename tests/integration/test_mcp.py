@@ -454,15 +454,18 @@ def test_a_search_that_matched_nothing_says_every_word_must_match_and_a_huge_one
     memo("prompt", "record", "--project", "web", "--session-id", "a1", "--body", "Add pagination to the API",
          vault=vault)
     answers = tool_calls(vault, [{"action": "search", "query": "rounding OR pagination", "crossProject": True},
+                                 {"action": "search", "query": "rounding", "project": "web"},
                                  {"action": "search", "query": "pagination", "crossProject": True},
                                  {"action": "search", "query": "a " * 20_000, "crossProject": True}])
     page = json.loads(answers[0][1])
     assert page["total"] == 0 and page["note"] == (
         "no turn holds all 3 words in this scope: every word must match (OR and AND are searched as words); fewer "
         "or other words, or word* for a prefix, find more")
-    found = json.loads(answers[1][1])
+    # in one project: how to search every project (a new user's agent found the imported turns only so)
+    assert json.loads(answers[1][1])["note"].endswith("; crossProject: true (memo: --all) searches every project")
+    found = json.loads(answers[2][1])
     assert found["total"] == 1 and "note" not in found
-    error, text = answers[2]
+    error, text = answers[3]
     assert error and "Invalid query: 20,000 words, 40,000 characters; at most 100 words and 4,000 characters" in text
     refused = memo("prompt", "search", "--all", " ".join(["word"] * 101), vault=vault, check=False)
     assert refused.returncode == 1 and refused.stderr.startswith("error: Invalid query: 101 words")
