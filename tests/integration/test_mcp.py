@@ -454,7 +454,7 @@ def test_a_search_that_matched_nothing_says_every_word_must_match_and_a_huge_one
     memo("prompt", "record", "--project", "web", "--session-id", "a1", "--body", "Add pagination to the API",
          vault=vault)
     answers = tool_calls(vault, [{"action": "search", "query": "rounding OR pagination", "crossProject": True},
-                                 {"action": "search", "query": "rounding", "project": "web"},
+                                 {"action": "search", "query": "rounding", "projectId": "web"},
                                  {"action": "search", "query": "pagination", "crossProject": True},
                                  {"action": "search", "query": "a " * 20_000, "crossProject": True}])
     page = json.loads(answers[0][1])
