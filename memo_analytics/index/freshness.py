@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from ..domain.errors import CorruptRecordError
@@ -106,6 +107,18 @@ def not_indexed(conn: sqlite3.Connection, layout: VaultLayout, subdir: str) -> l
                 parsed = parse_for_index(path, redact=False)
                 found.append(parsed if isinstance(parsed, CorruptRecordError) else
                              CorruptRecordError(path, "not in the index yet (memo reindex takes it in)"))
+    return found
+
+
+def edited_since_indexed(conn: sqlite3.Connection, layout: VaultLayout, subdir: str) -> list[Path]:
+    """The record files of the vault's ``subdir`` folders written after their folder's stamp —
+    edited in place since the index read them, which its rows do not hold yet (a vault read,
+    never written, from another: its index is not caught up from there). Read-only: one
+    ``scandir`` per folder the index knows."""
+    found = []
+    for key, since in sorted(folder_stamps(conn).items()):
+        if key.split("/", 1)[1] == subdir:
+            found += [path for _, (path, mtime_ns) in sorted(folder_files(layout, key).items()) if mtime_ns > since]
     return found
 
 

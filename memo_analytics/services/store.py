@@ -60,6 +60,7 @@ from ..vault.io import (
     write_record,
     write_temporary,
 )
+from ..domain.shell import shell_word
 from ..vault.layout import VaultLayout
 from ..vault.lock import vault_lock
 from ..vault.redact import IgnoreRules
@@ -1176,7 +1177,12 @@ class VaultStore:
         subdir = subdir_for_kind(kind)
         errors = [(self.root, error) for error in freshness.not_indexed(self.conn, self.layout, subdir)]
         for root, conn in further:
-            errors += [(Path(root), error) for error in freshness.not_indexed(conn, VaultLayout(Path(root)), subdir)]
+            layout = VaultLayout(Path(root))
+            errors += [(Path(root), error) for error in freshness.not_indexed(conn, layout, subdir)]
+            # a file of it edited since its index read it: its rows (what the report bills) are not what it holds
+            errors += [(Path(root), CorruptRecordError(str(path), "edited since its vault's index read it: memo "
+                                                                  f"--vault-root {shell_word(str(root))} reindex takes it in"))
+                       for path in freshness.edited_since_indexed(conn, layout, subdir)]
         found = [(os.path.relpath(str(error.path), self.root) if root == self.root else str(error.path),
                   error.reason, root) for root, error in errors]
         if not say:

@@ -211,6 +211,12 @@ def test_a_further_vaults_session_file_that_cannot_be_read_holds_up_a_document_a
     broken = there / "projects/web/sessions/session-t2.md"
     broken.write_text(broken.read_text(encoding="utf-8").replace("durationMinutes: 60", "durationMinutes: -5"),
                       encoding="utf-8")
+    # edited in place, its own index not caught up yet: its row still billed the old minutes, without a word (an
+    # attacker); it is named as edited, and a document is refused, until that vault's reindex
+    stale = json.loads(run("--json", "activity", "--all", vault=here, env=env).stdout)["unreadableSessionFiles"]
+    assert stale == [f"{broken}: edited since its vault's index read it: memo --vault-root {there} reindex takes it in"]
+    held = run("report", "timesheet", "--all", "-o", str(tmp_path / "held.csv"), vault=here, env=env, check=False)
+    assert held.returncode == 1 and "edited since its vault's index read it" in held.stderr
     run("activity", "--all", vault=there)  # its own index caught up (a further vault's is only read from here)
     ran = run("report", "timesheet", "--all", "-o", str(tmp_path / "t.csv"), vault=here, env=env, check=False)
     assert ran.returncode == 1 and f"{broken}: " in ran.stderr and "cannot be read" in ran.stderr, ran.stderr
