@@ -11,7 +11,7 @@ from ..config import MAX_BODY_BYTES
 from ..domain.billing import client_name_problem
 from ..domain.clock import from_iso
 from ..domain.errors import InvalidFieldError
-from ..domain.ids import LONE_PROMPT_ID, prompt_id, session_record_id, validate_slug
+from ..domain.ids import LONE_PROMPT_ID, prompt_id, validate_slug
 from ..domain.records import RecordKind, normalize_meta
 from ..domain.wire import is_one_plain_line
 from .prompts import MAX_CLOCK_SKEW, clean_owner
@@ -35,9 +35,10 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
         raise InvalidFieldError("body", f"is {size} bytes; the limit is {MAX_BODY_BYTES} bytes")
     session_id, kind = meta.get("sessionId"), meta.get("kind")
     if kind == RecordKind.SESSION.value:
-        expected = session_record_id(session_id) if session_id else None
-        if meta["id"] != expected:
-            raise InvalidFieldError("id", f"{meta['id']} is not the id of session {session_id!r} ({expected})")
+        # its id is its sessionId's (session-<sessionId>): the record model holds that rule; a record
+        # without a sessionId it cannot check
+        if not session_id:
+            raise InvalidFieldError("sessionId", f"missing: {meta['id']} names no session (session-<sessionId>)")
         moving = meta.get("movingTo")
         if moving is not None:  # a move cut short names the project it goes to: a project id
             if not isinstance(moving, str) or moving == meta.get("project"):
