@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -309,17 +310,8 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         client = settings.billing_for(section.client)
         assert client is not None
         _check_sendable(settings.invoice, section.client, client)
-        billed = replaced.pop("_client") if replaced is not None else section.client
-        if billed.casefold() != section.client.casefold():
-            raise InvalidFieldError("replaces", f"invoice {replaces} billed {billed}, not {section.client}")
         if replaced is not None:
-            # a correction bills work of the invoice it replaces: a mistyped number became a stored link
-            theirs = set(replaced.pop("_sessions"))
-            ours = {(s["project"], s["sessionId"]) for s in section.sessions}
-            if not theirs & ours:
-                raise InvalidFieldError("replaces", f"invoice {replaces} billed none of these sessions (its period: "
-                                                    f"{replaced['_period']}); a correction bills its work again")
-            replaced.pop("_period")
+            _check_correction(replaced, replaces, section)
         period = billing_period(report, section.sessions)
         latest = ledger.last_issued(docs)
         # today is the issuer's (the configured zone), whatever zone the report reads the period in:
@@ -340,17 +332,44 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
                               due_date(max(issued, today), settings.invoice, client), period, zone_name(report.zone), invoice,
                               settings.invoice, section.client, client, now)
         if replaced is not None:
-            meta.update(replaced)
+            meta.update(replaced.fields)
         pdf = _render(meta, user_templates)
         meta["pdfSha256"] = hashlib.sha256(pdf).hexdigest()
         document = ledger.write_document(store.root, meta, _summary(meta), pdf)
     return document, _copy_after_issue(pdf, output, forbidden, overwrite)
 
 
-def _replaced(store: VaultStore, docs: list[ledger.Document], number: str) -> dict[str, str]:
-    """``{replaces, replacesIssued, replacesCancelledBy, _client}`` of the invoice ``number`` a new
-    invoice corrects: an invoice that a credit note cancelled, and that no other uncancelled
-    invoice replaces already (``_client``: the client it billed, for the caller to compare)."""
+@dataclass
+class _Replaced:
+    """The invoice a new one corrects: ``fields`` its invoice records (``replaces``,
+    ``replacesIssued``, ``replacesCancelledBy``, ``replacesRef``), and what the new one is checked
+    against: the client it billed, its sessions and its period (as printed)."""
+
+    fields: dict[str, str]
+    client: str
+    sessions: list[tuple[str, str]]
+    period: str
+
+
+def _check_correction(replaced: _Replaced, number: str, section: Any) -> None:
+    """A correction bills the replaced invoice's client, and some of its work again (a mistyped
+    number became a stored link).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``replaces``: another client's invoice, or one that billed none of these sessions."""
+    if replaced.client.casefold() != section.client.casefold():
+        raise InvalidFieldError("replaces", f"invoice {number} billed {replaced.client}, not {section.client}")
+    ours = {(s["project"], s["sessionId"]) for s in section.sessions}
+    if not set(replaced.sessions) & ours:
+        raise InvalidFieldError("replaces", f"invoice {number} billed none of these sessions (its period: "
+                                            f"{replaced.period}); a correction bills its work again")
+
+
+def _replaced(store: VaultStore, docs: list[ledger.Document], number: str) -> _Replaced:
+    """The invoice ``number`` a new invoice corrects: an invoice that a credit note cancelled,
+    and that no other uncancelled invoice replaces already."""
     if not number.strip():  # "--replaces $N" with N unset issued a plain invoice
         raise InvalidFieldError("replaces", "is empty: give the number of the cancelled invoice, or leave it out")
     try:
@@ -371,11 +390,11 @@ def _replaced(store: VaultStore, docs: list[ledger.Document], number: str) -> di
              and (d.meta.get("replacesRef") or d.meta.get("replaces")) == original.ref]
     if twice:
         raise InvalidFieldError("replaces", f"invoice {number} is replaced already, by {twice[0]}")
-    return {"replaces": original.number, "replacesIssued": original.meta["issued"], "replacesCancelledBy": by,
-            **({"replacesRef": original.ref} if original.ref != original.number else {}),
-            "_client": str(original.meta.get("client", "")),
-            "_sessions": original.sessions,
-            "_period": f"{original.meta.get('periodStart')} – {original.meta.get('periodEnd')}"}
+    return _Replaced({"replaces": original.number, "replacesIssued": original.meta["issued"],
+                      "replacesCancelledBy": by, **({"replacesRef": original.ref} if original.ref != original.number
+                                                    else {})},
+                     str(original.meta.get("client", "")), list(original.sessions),
+                     f"{original.meta.get('periodStart')} – {original.meta.get('periodEnd')}")
 
 
 def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued: date | None = None,

@@ -220,8 +220,9 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     ``session_end``.) Client, billable and task slug default to the session's.
     A prompt recorded over MCP that a hook of the same agent already captured (the same text
     in the same project, within :data:`HOOK_TWIN_WINDOW`; an ``agent`` given must name the
-    hook's agent — an ``ide`` names where an agent runs, not which) is not recorded twice: the answer is the hook's turn with
-    ``duplicateOf`` and a ``note`` (issue 14: one turn, however it arrived).
+    hook's agent — an ``ide`` names where an agent runs, not which) is not recorded twice: the
+    answer is the hook's turn with ``duplicateOf`` and a ``note`` (issue 14: one turn, however
+    it arrived).
     Without ``session_id`` the prompt gets the random id ``prompt-{epoch ms}-{6 hex}`` even
     when a ``turn`` is given (SPEC §2.2): a turn numbers a session's prompts, so with no session
     it is not recorded. Branch and commit default to the ``cwd`` repository's HEAD. Before anything is written
