@@ -54,6 +54,11 @@ def valid_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless one: ``1 minute``, ``2 minutes``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def dumps(value: Any) -> str:
     """Serialize a wire value: UTF-8 text kept as is, two-space indent, key order kept."""
     return json.dumps(value, ensure_ascii=False, indent=2, default=str)

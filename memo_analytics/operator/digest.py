@@ -40,6 +40,7 @@ from ..domain.shell import is_plain_command, one_line, shell_word
 from ..domain.clock import format_minutes, from_iso, minutes_between, to_iso
 from ..domain.errors import InvalidDateError
 from ..domain.rounding import hours_cents
+from ..domain.wire import counted
 
 LANES = ("waiting on you", "dropped")
 #: The lane of what moved in the last day: context for the person, nothing to do (OPERATOR.md);
@@ -213,10 +214,6 @@ def back_as_invoiced(changed: dict[str, Any]) -> str:
                        if key in changed["fields"] and billed.get(key)),
                      # an invoice bills billable work: a session made not billable since is put back so
                      *(["--billable"] if "billable" in changed["fields"] else [])])
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _age(since: datetime, now: datetime) -> int:
@@ -434,7 +431,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
             + (f" --owner {_q(baton['owner'])}" if baton.get("owner") and not baton.get("shared") else "")
         items.append((Item("handoff_unclaimed", KIND_LANE["handoff_unclaimed"], baton["id"], baton["project"],
                           "a session to pick it up" + (f" ({target})" if target else ""),
-                          f"{_count(len(baton.get('nextSteps') or []), 'next step')} left by {baton.get('fromSessionId')} "
+                          f"{counted(len(baton.get('nextSteps') or []), 'next step')} left by {baton.get('fromSessionId')} "
                           f"{_since(age)} ago", age, 0,
                           f"{start}  # or: memo session handoff {_q(baton.get('fromSessionId') or '')} "
                           f"--project {_q(baton['project'])} --cancel",

@@ -34,7 +34,7 @@ from ..domain.clock import from_iso, parse_record_instant, to_iso
 from ..domain.errors import InvalidFieldError, MemoError, SessionCompletedError
 from ..domain.ids import session_record_id, slugify, validate_session_id
 from ..domain.records import RecordKind
-from ..domain.wire import valid_text
+from ..domain.wire import counted, valid_text
 from ..index import store as index
 from ..vault.redact import redact_secrets
 from .store import VaultStore
@@ -345,7 +345,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                                                      summary_from_turns(store, project, session_id, cwd)))
                 if event.kind == "session_end":
                     return (f"session {session_id} ended at its last work {to_iso(last)}, "
-                            f"{_minutes_text(int((event.at - last).total_seconds() // 60))} idle before the agent's end")
+                            f"{counted(int((event.at - last).total_seconds() // 60), 'minute')} idle before the agent's end")
                 session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
         if event.kind == "session_end":
             if existing is not None and existing[0].get("status") == "superseded" and not existing[0].get("endTime"):
@@ -394,10 +394,6 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             end_session(store, EndSessionRequest(session_id=session_id, project=project, until=late_end,
                                                  summary=summary_from_turns(store, project, session_id, cwd)))
     return f"turn {turn['turn']} of {session_id} recorded"
-
-
-def _minutes_text(minutes: int) -> str:
-    return f"{minutes} minute{'s' if minutes != 1 else ''}"
 
 
 def _last_activity(store: VaultStore, project: str, session_id: str, meta: dict[str, Any],

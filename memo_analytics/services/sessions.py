@@ -73,9 +73,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
     an active session keeps its ``startTime, created, taskSlug, client, billable, summary``.
     Without a client the session bills the one the config's ``projectClients`` maps its
     project to (SPEC §9), else none (``internal``).
-    Turn files of the session that a killed writer left unindexed are indexed first. Ending
-    a completed session again with nothing new (no summary, deliverable or hand-off that
-    changes it) writes nothing and answers the record with ``unchanged: true``.
+    Turn files of the session that a killed writer left unindexed are indexed first.
 
     Returns
     -------
@@ -240,7 +238,9 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None,
     whole minutes; re-ending a completed session keeps its duration (unless an importer
     asks to recompute it from a grown transcript). New deliverables (``pr`` adds
     ``{type: 'pr', url, title}``) merge into existing ones by ``(url, sha, type)``.
-    Turn files of the session that a killed writer left unindexed are indexed first.
+    Turn files of the session that a killed writer left unindexed are indexed first. Ending
+    a completed session again with nothing new (no summary, deliverable or hand-off that
+    changes it) writes nothing and answers the record with ``unchanged: true``.
 
     Raises
     ------
