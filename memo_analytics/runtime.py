@@ -366,13 +366,15 @@ def run_hook(agent: str, payload: str | None, event_name: str | None, vault_root
     list[str]
         The outcome lines (also in the spool's ``hooks.log``). A config and vault that
         cannot be used and leave nowhere safe to spool are said on stderr (never stdout: an
-        agent puts a hook's stdout into the model's context).
+        agent puts a hook's stdout into the model's context). Stdout gets one thing only: the
+        hand-off a session start of Claude Code, Codex or Gemini CLI claimed
+        (:func:`~memo_analytics.services.capture.hook_answer`, SPEC §2.5).
     """
     import os
     import sys
 
     from .config import default_vault_root
-    from .services.capture import MAX_EVENT_BYTES, capture, fallback_vault, remote_sender
+    from .services.capture import MAX_EVENT_BYTES, capture, fallback_vault, hook_answer, remote_sender
 
     if payload is not None:
         raw = payload.encode("utf-8", "surrogateescape")
@@ -405,7 +407,13 @@ def run_hook(agent: str, payload: str | None, event_name: str | None, vault_root
 
     try:
         send = remote_sender(settings) if settings is not None and settings.mode == "remote" else None
-        return capture(open_store, root, agent, raw, event_name, send=send)
+        batons: list[dict] = []
+        lines = capture(open_store, root, agent, raw, event_name, send=send, batons=batons)
+        answer = hook_answer(batons)
+        if answer is not None:  # the hand-off the session start claimed, into the agent's context
+            sys.stdout.write(answer + "\n")
+            sys.stdout.flush()
+        return lines
     except BaseException as exc:  # noqa: BLE001 — capture never raises; if it ever does, the agent still goes on
         return [f"{agent}: internal error: {type(exc).__name__}"]
     finally:

@@ -80,7 +80,7 @@ def main() -> None:
         if os.environ.get("MEMO_HOOK_DEBUG"):
             for line in lines:
                 sys.stderr.write(line + "\n")
-    except BaseException as exc:  # noqa: BLE001 — whatever happens, the agent goes on: exit 0, stdout empty
+    except BaseException as exc:  # noqa: BLE001 — whatever happens, the agent goes on: exit 0, nothing more on stdout
         if not isinstance(exc, SystemExit):
             sys.stderr.write(f"memo hook: {type(exc).__name__}\n")
     sys.exit(0)

@@ -149,7 +149,7 @@ class Item:
 
 #: The commands a digest item's ``action`` runs: ``memo`` and these words after it (every
 #: action :func:`build_items` writes starts so, but a sync conflict's ``diff A B``).
-DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"), ("session", "start"),
+DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"), ("session", "start"), ("session", "handoff"),
                    ("session", "export"), ("report", "rules"), ("invoice", "credit"), ("invoice", "show"),
                    ("digest", "apply"), ("activity",), ("reindex",))
 
@@ -427,14 +427,19 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
             continue
         target = ", ".join(part for part in (f"branch {baton['branch']}" if baton.get("branch") else "",
                                              f"owner {baton['owner']}" if baton.get("owner") else "") if part)
-        start = f"memo session start --project {_q(baton['project'])}" + (f" --branch {_q(baton['branch'])}" if baton.get("branch") else "") \
-            + (f" --owner {_q(baton['owner'])}" if baton.get("owner") and not baton.get("shared") else "")
+        # no "memo session start": it took the baton into an empty session of the person's that stalled;
+        # an agent's next session takes it (its session_start, or the session-start hook of Claude
+        # Code, Codex or Gemini CLI, which puts it into the agent's context)
+        read = f"memo session handoff {_q(baton.get('fromSessionId') or '')} --project {_q(baton['project'])}"
+        taker = "any agent's next session in the project" if baton.get("shared") else \
+            "an agent's next session" + (f" on branch {baton['branch']}" if baton.get("branch") else "") \
+            + (f" by {baton['owner']}" if baton.get("owner") else "") + " in the project"
         items.append((Item("handoff_unclaimed", KIND_LANE["handoff_unclaimed"], baton["id"], baton["project"],
                           "a session to pick it up" + (f" ({target})" if target else ""),
                           f"{counted(len(baton.get('nextSteps') or []), 'next step')} left by {baton.get('fromSessionId')} "
                           f"{_since(age)} ago", age, 0,
-                          f"{start}  # or: memo session handoff {_q(baton.get('fromSessionId') or '')} "
-                          f"--project {_q(baton['project'])} --cancel",
+                          f"{read}  # {one_line(taker)} takes it (its session_start tool, or the session-start "
+                          f"hook of Claude Code, Codex or Gemini CLI); or add --cancel",
                           to_iso(created), fingerprint(baton["id"], baton.get("updated"), baton.get("status")),
                           {"actionClass": "cancel_handoff", "params": {"id": baton["id"], "project": baton["project"]},
                            "summary": f"cancel {baton['id']}, unclaimed for {_since(age)}"}), baton))

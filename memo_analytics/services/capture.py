@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
 #: The agents ``memo hook`` understands, by the name on its command line.
 AGENTS = ("claude-code", "codex", "gemini", "cursor", "copilot")
+#: The agents that put a ``SessionStart`` hook's ``hookSpecificOutput.additionalContext`` into
+#: their model's context: a hand-off claimed by the session their hook starts reaches the agent.
+BATON_AGENTS = ("claude-code", "codex", "gemini")
 #: How long a hook waits for the vault lock before it spools its event instead (seconds).
 HOOK_LOCK_TIMEOUT_S = 2.0
 #: The largest event a hook reads (bytes): a prompt is at most 1 MB, the rest is small.
@@ -249,7 +252,8 @@ def hook_session_id(agent: str, session: str) -> str:
 
 def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: str | None = None,
                 replayed: bool = True, owner: str | None = None,
-                head: tuple[str | None, str | None] | None = None) -> str:
+                head: tuple[str | None, str | None] | None = None,
+                batons: list[dict[str, Any]] | None = None) -> str:
     """Record ``event`` in ``store``; a one-line outcome.
 
     ``prompt``: the turn (``source: hook:<agent>``, ``created`` = ``event.at``) in the session
@@ -261,7 +265,10 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     twice. ``session_start``: the session opened (an open or completed one is left as it is).
     ``session_end``: an open session ended at ``event.at``. ``stop`` and ``other``: nothing.
     ``owner``: the person whose session it is (a remote caller's; else the git identity of the
-    repository of ``event.cwd``).
+    repository of ``event.cwd``). ``batons``: the agent shows the hook's answer to its model
+    (:data:`BATON_AGENTS`): a ``session_start`` of a new conversation claims an eligible
+    pending hand-off (SPEC §2.5) and appends it here; None (a replayed event, Cursor, Copilot):
+    the baton stays pending for a start that shows it.
 
     Raises
     ------
@@ -376,10 +383,14 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         if event.kind == "prompt" and _imported_already(store, project, event):
             return f"turn of {session_id}: already imported from the agent's transcript"
         if existing is None:
-            start_session(store, StartSessionRequest(session_id=session_id, start_time=event.at, extra=extra,
-                                                     owner=owner, **context), claim=False)  # a hook shows no baton
+            shown = batons is not None and event.kind == "session_start" and not chain  # a new conversation
+            started = start_session(store, StartSessionRequest(session_id=session_id, start_time=event.at,
+                                                               extra=extra, owner=owner, **context), claim=shown)
+            if started.get("handoff"):
+                batons.append({**started["handoff"], "project": project, "sessionId": session_id})
         if event.kind == "session_start":
-            return f"session {session_id} {'started' if existing is None else 'already recorded'}"
+            took = f"; it takes the hand-off {batons[-1]['id']}" if batons else ""
+            return f"session {session_id} {'started' if existing is None else 'already recorded'}{took}"
         # only an event that waited (spooled, or sent again by a remote machine) can have been
         # recorded already; a fresh one is not looked for among the session's turns
         if replayed and _captured(store, project, session_id, capture_id):
@@ -761,9 +772,25 @@ def drain_spool(vault_root: Path, store: VaultStore | None, who: str = "operator
     return outcomes
 
 
+def hook_answer(batons: list[dict[str, Any]]) -> str | None:
+    """What ``memo hook`` prints for the agent (one JSON line; None: nothing): the hand-off its
+    session start claimed, as ``hookSpecificOutput.additionalContext`` of ``SessionStart``
+    (Claude Code, Codex and Gemini CLI read this shape)."""
+    if not batons:
+        return None
+    baton = batons[-1]
+    context = (f"memo: this session ({baton['sessionId']}) takes over the hand-off {baton['id']} that session "
+               f"{baton.get('fromSessionId')} left in project {baton['project']}. Carry on from it:\n\n"
+               f"{baton.get('body') or ''}\n\n(`memo session handoff {baton.get('fromSessionId')} --project "
+               f"{baton['project']}` shows it again.)")
+    return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
+                      ensure_ascii=False)
+
+
 def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, raw: bytes | str,
             event_name: str | None = None, received: datetime | None = None,
-            send: Callable[[HookEvent, dict[str, Any]], str] | None = None) -> list[str]:
+            send: Callable[[HookEvent, dict[str, Any]], str] | None = None,
+            batons: list[dict[str, Any]] | None = None) -> list[str]:
     """Apply the hook event ``raw`` of ``agent`` (and first every spooled one); never raises.
 
     Returns the outcome lines (also appended to the spool's log). The vault is opened with
@@ -771,6 +798,8 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
     machine keeps no vault) each event goes to the daemon instead: ``send(event, entry)``
     answers the outcome, raises ``ValueError`` when the daemon refused it (dropped) and
     :class:`MemoError` when it cannot be reached (spooled under ``vault_root``).
+    ``batons``: the caller shows the agent what a session start claims (:func:`apply_event`);
+    only the new event of an agent of :data:`BATON_AGENTS`, recorded in this vault, claims.
     """
     received = received or datetime.now(timezone.utc)
     outcomes: list[str] = []
@@ -807,7 +836,8 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
         def apply(one: HookEvent, spooled_entry: dict[str, Any], replayed: bool = True) -> str:
             if send is not None:
                 return send(one, spooled_entry)
-            return apply_event(store, one, str(spooled_entry["captureId"]), replayed=replayed)
+            shown = batons if not replayed and one.agent in BATON_AGENTS else None
+            return apply_event(store, one, str(spooled_entry["captureId"]), replayed=replayed, batons=shown)
 
         stuck = _replay(waiting, apply, agent, note)
         note(f"{agent}: {apply(event, entry, replayed=False)}")

@@ -72,7 +72,8 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
     A new session id ``{timestamp}-{6 hex}`` is generated when none is given. Restarting
     an active session keeps its ``startTime, created, taskSlug, client, billable, summary``.
     Without a client the session bills the one the config's ``projectClients`` maps its
-    project to (SPEC §9), else none (``internal``).
+    project to (SPEC §9), else — when it claims a hand-off — the client of the session that
+    left it (the work goes on), else none (``internal``).
     Turn files of the session that a killed writer left unindexed are indexed first.
 
     Returns
@@ -102,12 +103,25 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
         if claim and not old.get("handoffClaimed"):
             baton = claim_handoff(store, project, session_id, meta.get("branch"), meta.get("owner"), now)
             meta["handoffClaimed"] = baton["id"] if baton else None
+            if baton is not None and not meta.get("client"):
+                meta["client"] = _client_of(store, project, baton.get("fromSessionId"))
         elif not claim:
             meta.setdefault("handoffClaimed", old.get("handoffClaimed"))
         body = existing[1] if existing else ""
         store.upsert(RecordKind.SESSION, meta, body)
     remember_root(store, project, product_root)
     return {**meta, "body": body, "handoff": baton}
+
+
+def _client_of(store: VaultStore, project: str, session_id: object) -> str | None:
+    """The client the session ``session_id`` of ``project`` bills (None: none, or no such
+    session)."""
+    try:
+        found = store.read(project, RecordKind.SESSION, session_record_id(validate_session_id(str(session_id))))
+    except (MemoError, ValueError):
+        return None
+    client = found[0].get("client") if found else None
+    return client if isinstance(client, str) and client else None
 
 
 def record_whole_session(store: VaultStore, start: StartSessionRequest, turns: list[RecordPromptRequest],

@@ -978,17 +978,68 @@ def test_a_dropped_event_is_logged_as_what_is_wrong_with_it(tmp_path, repo, stdi
     assert f"claude-code: event dropped: {said}" in capture.hook_log(vault).read_text()
 
 
-def test_a_hook_session_leaves_a_pending_hand_off_for_a_session_that_shows_it(tmp_path, repo):
-    """Found by a new user: the hook's session took the hand-off another session left (its start
-    claims the baton, SPEC §2.5), and a hook prints nothing: the next steps were seen by nobody,
-    and the agent's own ``session_start`` got none. A hook's start (and an import's) claims
-    nothing; ``memo session start`` and the tool's ``session_start`` do."""
-    vault = tmp_path / "v"
-    memo("session", "start", "agent-a", "--project", "product", vault=vault)
+def _left_a_shared_baton(vault: Path, client: str | None = None) -> None:
+    memo("session", "start", "agent-a", "--project", "product", *(["--client", client] if client else []), vault=vault)
     memo("session", "end", "agent-a", "--project", "product", "--next-step", "deploy to staging", "--shared",
          vault=vault)
-    hook(vault, "claude-code", claude("SessionStart", repo, source="startup"))
-    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="what is the weather"))
+
+
+def _pending(vault: Path) -> list[str]:
+    return [b["id"] for b in json.loads(memo("--json", "session", "handoff", "--all", vault=vault).stdout)["items"]]
+
+
+def test_a_claude_code_session_start_hands_its_agent_the_pending_hand_off_and_bills_its_client(tmp_path, repo):
+    """Found by a new user: hook-driven agents never received a baton — a hook printed nothing,
+    so the digest's fix for an unclaimed hand-off opened an empty session that stalled. Claude
+    Code, Codex and Gemini CLI put a ``SessionStart`` hook's ``additionalContext`` into the
+    model's context: the hook's start of a new conversation claims the hand-off (SPEC §2.5)
+    and prints it there. The session takes the client of the session that left it (the
+    project maps to none), where it had been ``internal``."""
+    vault = tmp_path / "v"
+    _left_a_shared_baton(vault, client="acme")
+    ran = memo("hook", "claude-code", vault=vault, input=claude("SessionStart", repo, source="startup"), check=False)
+    assert ran.returncode == 0, ran.stderr
+    shown = json.loads(ran.stdout)["hookSpecificOutput"]
+    assert shown["hookEventName"] == "SessionStart"
+    assert "- deploy to staging" in shown["additionalContext"]
+    assert f"claude-code-{SESSION}" in shown["additionalContext"] and "handoff-agent-a" in shown["additionalContext"]
+    assert _pending(vault) == []
+    baton = json.loads(memo("--json", "session", "handoff", "agent-a", "--project", "product", vault=vault).stdout)
+    assert (baton["status"], baton["claimedBy"]) == ("claimed", f"claude-code-{SESSION}")
+    session = json.loads(memo("--json", "session", "show", f"claude-code-{SESSION}", "--project", "product",
+                              vault=vault).stdout)["session"]
+    assert (session["client"], session["handoffClaimed"]) == ("acme", "handoff-agent-a")
+    # the conversation's later events show nothing again: a prompt, a resume, a compaction
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="go on"))
+    hook(vault, "claude-code", claude("SessionStart", repo, source="compact"))
+
+
+@pytest.mark.parametrize("agent, payload", [
+    ("gemini", lambda repo: json.dumps({"session_id": "g-1", "cwd": str(repo), "hook_event_name": "SessionStart",
+                                        "source": "startup", "timestamp": "2026-12-01T09:00:00Z"})),
+    ("codex", lambda repo: json.dumps({"session_id": "c-1", "cwd": str(repo), "hook_event_name": "SessionStart",
+                                       "source": "startup", "model": "gpt-5"})),
+])
+def test_gemini_and_codex_session_starts_hand_over_too(tmp_path, repo, agent, payload):
+    vault = tmp_path / "v"
+    _left_a_shared_baton(vault)
+    ran = memo("hook", agent, vault=vault, input=payload(repo), check=False)
+    assert "deploy to staging" in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert _pending(vault) == []
+
+
+def test_a_start_that_shows_no_baton_leaves_it_pending(tmp_path, repo):
+    """Cursor's and Copilot's session starts, a spooled start replayed later, a resumed
+    conversation and an import show the agent nothing: the hand-off stays pending for a start
+    that shows it (``memo session start``, the tool's ``session_start``)."""
+    vault = tmp_path / "v"
+    _left_a_shared_baton(vault)
+    hook(vault, "cursor", json.dumps({"conversation_id": "cur-1", "hook_event_name": "sessionStart",
+                                      "workspace_roots": [str(repo)]}))
+    hook(vault, "copilot", json.dumps({"sessionId": "cop-1", "cwd": str(repo), "source": "new"}),
+         "--event", "sessionStart")
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="what is the weather"))  # no start seen
+    hook(vault, "claude-code", claude("SessionStart", repo, source="resume"))  # the conversation goes on
     transcripts = tmp_path / "cc"
     transcripts.mkdir()
     (transcripts / "5f0c2b9e-1111-4222-8333-944455556666.jsonl").write_text(json.dumps(
@@ -996,10 +1047,34 @@ def test_a_hook_session_leaves_a_pending_hand_off_for_a_session_that_shows_it(tm
          "uuid": "u1", "message": {"role": "user", "content": "an old conversation"}}) + "\n", encoding="utf-8")
     imported = memo("--json", "import", "claude-code", str(transcripts), "--project", "product", vault=vault)
     assert json.loads(imported.stdout)["sessions"] == 1
-    pending = json.loads(memo("--json", "session", "handoff", "--all", vault=vault).stdout)
-    assert [b["id"] for b in pending["items"]] == ["handoff-agent-a"], pending
+    assert _pending(vault) == ["handoff-agent-a"]
     started = json.loads(memo("--json", "session", "start", "agent-b", "--project", "product", vault=vault).stdout)
     assert started["handoff"]["nextSteps"] == ["deploy to staging"]
+
+
+def test_a_spooled_session_start_replayed_later_claims_nothing(tmp_path, repo):
+    vault = tmp_path / "v"
+    _left_a_shared_baton(vault)
+    capture._spool(vault, {"agent": "claude-code", "event": None, "receivedAt": "2026-11-30T09:00:00Z",
+                           "payload": json.loads(claude("SessionStart", repo, source="startup")),
+                           "captureId": "c0ffee"})
+    ran = memo("hook", "claude-code", vault=vault, input=json.dumps(
+        {"session_id": "other", "cwd": str(repo), "hook_event_name": "UserPromptSubmit", "prompt": "hi"}), check=False)
+    assert ran.stdout == ""
+    assert f".json: session claude-code-{SESSION} started\n" in capture.hook_log(vault).read_text()
+    assert _pending(vault) == ["handoff-agent-a"]
+
+
+def test_the_installed_launcher_prints_the_hand_off_for_the_agent(tmp_path, repo):
+    """The entry ``memo hooks install`` writes runs the launcher, not the command line: it
+    prints the same answer (a process, as the agent runs it)."""
+    vault = tmp_path / "v"
+    _left_a_shared_baton(vault)
+    ran = subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(vault), "hook", "claude-code"],
+                         input=claude("SessionStart", repo, source="startup"), capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert "deploy to staging" in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
 def test_a_live_conversation_imported_from_its_transcript_stalls_until_its_agent_ends_it(tmp_path, repo):

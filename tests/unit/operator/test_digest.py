@@ -47,7 +47,11 @@ def test_an_old_pending_handoff_is_handoff_unclaimed():
              "fromSessionId": "s9", "branch": "main", "owner": "ana", "nextSteps": ["deploy"]}
     [item] = compute_digest(Snapshot(pending_handoffs=[baton]), NOW, POLICY)["items"]
     assert (item["kind"], item["subject"], item["ageMinutes"]) == ("handoff_unclaimed", "handoff-s9", 300)
-    assert "memo session start --project web --branch main --owner ana" in item["action"] and "--cancel" in item["action"]
+    # read it; an agent's start takes it (a person's "memo session start" opened an empty session that stalled)
+    assert item["action"] == ("memo session handoff s9 --project web  # an agent's next session on branch main by ana "
+                              "in the project takes it (its session_start tool, or the session-start hook of Claude "
+                              "Code, Codex or Gemini CLI); or add --cancel")
+    assert item["proposal"]["actionClass"] == "cancel_handoff"
     fresh = {**baton, "created": ago(hours=3)}
     assert kinds(Snapshot(pending_handoffs=[fresh])) == []
 
