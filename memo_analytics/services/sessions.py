@@ -18,6 +18,7 @@ from ..domain.clock import (
     utcnow,
 )
 from ..domain.errors import (
+    CorruptRecordError,
     InvalidFieldError,
     MemoError,
     RecordNotFoundError,
@@ -444,7 +445,7 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     """``session`` (SPEC §2.6).
 
     With ``session_id``: ``{session, total, limit, offset, hasMore, items}`` — the session
-    record (or None when only turns exist) and a page of its turns in turn order; with
+    record as its file holds it now (or None when only turns exist) and a page of its turns in turn order; with
     ``project`` too, only that project's: the session record must belong to it, and only its
     turns are shown (every interface answers a session of another project alike: not found). Without ``session_id``: the list envelope
     of session records, newest first, each with ``turns`` (how many turns it holds, superseded
@@ -454,6 +455,8 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     ------
     RecordNotFoundError
         Neither a session record nor any turn has this session id (in ``project``, when given).
+    CorruptRecordError
+        The session's record file is there but cannot be read (its path, line and problem).
     AmbiguousIdError
         Without ``project``, several projects hold a session (or turns) of this id and ``cwd``
         chooses none.
@@ -462,10 +465,14 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     if request.session_id:
         session_id = store.session_id_for(validate_session_id(request.session_id))
         project = validate_slug(request.project, "project") if request.project else None
+        if store.exists:
+            store.catch_up_edits(RecordKind.SESSION)  # the record as its file holds it now (a hand edit in place)
         row, project = store.locate_session(session_id, project, request.cwd)
         # one session's turns, all of them (a hook session's too, once a transcript import superseded it)
         flt = PromptFilter(session_id=session_id, projects=[project] if project else None, superseded=True)
         total, rows = index.count_and_page(store.conn, "prompt", flt, limit, offset, "turn-asc")
+        if row is None:
+            _refuse_unreadable(store, session_id, project)
         if row is None and total == 0:
             raise RecordNotFoundError(session_id, request.project or None)
         page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
@@ -480,6 +487,17 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     counts = index.turn_counts(store.conn, [(item["project"], item["sessionId"]) for item in items])
     return envelope(total, limit, offset, [{**item, "turns": counts.get((item["project"], item["sessionId"]), 0)}
                                            for item in items])
+
+
+def _refuse_unreadable(store: VaultStore, session_id: str, project: str | None) -> None:
+    """Raise :class:`CorruptRecordError` naming the session's record file when it is there but
+    cannot be read (torn YAML, a hand edit a record rule refuses): not "not found", nor its
+    turns under a blank header."""
+    name = f"{session_record_id(session_id)}.md"
+    for path, reason, _ in store.left_out(RecordKind.SESSION, say=False):
+        parts = path.replace("\\", "/").split("/")
+        if parts[-1] == name and (project is None or project in parts[:-2]):
+            raise CorruptRecordError(path, f"{reason}; fix the file (`memo reindex` lists every file it cannot read)")
 
 
 def known_clients(store: VaultStore) -> list[str]:

@@ -61,6 +61,7 @@ from ..vault.io import (
     write_temporary,
 )
 from ..domain.shell import shell_word
+from ..domain.wire import counted
 from ..vault.layout import VaultLayout
 from ..vault.lock import vault_lock
 from ..vault.redact import IgnoreRules
@@ -593,13 +594,17 @@ class VaultStore:
                     self._note(f"the index caught up with {stale.reason}: {done.line()}")
                 return done.projects, done
             files = len(self.layout.record_files())
-            self._note(f"rebuilding the index {path} from the {files} record files, because {stale.reason}")
+            self._note(f"rebuilding the index {path} from the {counted(files, 'record file')}, because {stale.reason}")
             result = rebuild(conn, self.layout, redact=True)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise self.index_error(exc) from None
-        if result.skipped:
-            self._note(f"{len(result.skipped)} record files could not be indexed; `memo reindex` lists them")
+        if result.skipped:  # named, as a catch-up names them (and not said again by this run)
+            named = "; ".join(f"{error.path}: {error.reason}" for error in result.skipped[:3])
+            more = f"; and {len(result.skipped) - 3} more" if len(result.skipped) > 3 else ""
+            self._note(f"{counted(len(result.skipped), 'record file')} could not be indexed ({named}{more}); "
+                       "`memo reindex` lists them")
+            self._skips_said.update(str(error.path) for error in result.skipped)
         for temporary in self.layout.temp_files():  # a writer killed before the index had a row: its leftovers
             remove_quietly(temporary)
         return set(index.project_names(conn)), None

@@ -458,9 +458,27 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
     except yaml.YAMLError as exc:
         if "nesting depth" in str(exc):  # PyYAML ≥ 6.0.4's scanner has a depth limit of its own (far above ours)
             raise CorruptRecordError(source, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels") from None
-        raise CorruptRecordError(source, f"broken frontmatter ({str(exc).splitlines()[0]})") from None
+        raise CorruptRecordError(source, f"broken frontmatter{_where(exc, text, fm)}") from None
     except (ValueError, TypeError, RecursionError) as exc:
         raise CorruptRecordError(source, f"broken frontmatter ({type(exc).__name__})") from None
+
+
+def _where(exc: Exception, text: str, fm: str) -> str:
+    """`` at line N (what is wrong, while reading what from line M)`` of a YAML error: lines of
+    the record file, counted from 1 (the opening ``---`` is line 1)."""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    before = text.find(fm) if fm else -1
+    first = text.count("\n", 0, before) + 1 if before >= 0 else 2  # the file's line of the frontmatter's first
+
+    def line(mark: Any) -> int:
+        return first + mark.line
+
+    mark, context, context_mark = (getattr(exc, name, None) for name in ("problem_mark", "context", "context_mark"))
+    if mark is None:
+        return f" ({problem})"
+    started = f", {context} from line {line(context_mark)}" if context and context_mark is not None and \
+        context_mark.line != mark.line else ""
+    return f" at line {line(mark)} ({problem}{started})"
 
 
 _PLAIN_TYPES = frozenset({str, int, bool, float, list, dict, type(None)})

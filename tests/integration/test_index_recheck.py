@@ -261,3 +261,27 @@ def test_the_digest_sees_a_session_file_edited_in_place(tmp_path):
     os.utime(path.parent, ns=(folder.st_atime_ns, folder.st_mtime_ns))
     items = json.loads(run("--json", "digest", vault=vault).stdout)["items"]
     assert [i["id"] for i in items] == ["session_unreadable:s1"], items
+
+
+def test_showing_a_session_whose_file_cannot_be_read_names_the_file_and_the_line(tmp_path):
+    """Found by a new user: ``memo session show`` of a session whose record a hand edit tore
+    printed its turns under no header (or "Record not found" when it had none). It names the
+    file, the line and the problem; the MCP tool answers alike."""
+    vault = _vault(tmp_path)
+    path = vault / "projects" / "web" / "sessions" / "session-s-web.md"
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("status:"))
+    lines[at] = "status: [completed\n"
+    path.write_text("".join(lines), encoding="utf-8")
+    said = (f"Cannot parse projects/web/sessions/session-s-web.md: broken frontmatter at line {at + 2} (did not find "
+            f"expected ',' or ']', while parsing a flow sequence from line {at + 1})")
+    shown = memo("session", "show", "s-web", vault=vault, check=False)
+    assert shown.returncode == 1 and said in shown.stderr, shown.stderr
+    assert "web turn" not in shown.stdout
+    as_json = memo("--json", "session", "show", "s-web", "--project", "web", vault=vault, check=False)
+    assert json.loads(as_json.stderr.splitlines()[-1])["errorType"] == "CorruptRecordError"
+    from tests.inprocess import tool_calls
+
+    [(failed, text)] = tool_calls(vault, [{"action": "session", "sessionId": "s-web"}])
+    assert failed and said in text, text
+    assert memo("session", "show", "s-api", vault=vault).returncode == 0  # the others read as before

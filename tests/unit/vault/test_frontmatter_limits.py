@@ -40,3 +40,19 @@ def test_a_record_with_many_dashes_loads():
     meta, body = _load_frontmatter(f"---\n{fm}---\nthe body", "x.md")
     assert meta["summary"] == "fix the bug - then the docs - and the tests" and meta["linkedPaths"] == ["a/b-c.py", "d-e.md"]
     assert body == "the body"
+
+
+@pytest.mark.parametrize("text, said", [
+    ('---\nid: session-x\nkind: session\nproject: p\nstatus: active\nsummary: "unterminated\n---\nbody',
+     "at line 7 (found unexpected end of stream, while scanning a quoted scalar from line 6)"),
+    ("---\nid: session-x\nkind: session\n  project: p: q\nstatus: active\n---\nbody",
+     "at line 4 (mapping values are not allowed in this context)"),
+    ("---\n\n\nid: [a, b\nkind: x\n---\n", "at line 5 (did not find expected ',' or ']', while parsing a flow "
+                                         "sequence from line 4)"),
+])
+def test_torn_yaml_is_named_by_the_line_of_the_file_where_it_breaks(text, said):
+    """Found by a new user: a hand edit's torn YAML said "broken frontmatter (while parsing a
+    block mapping)" and no line; lines count from the file's first (its ``---``)."""
+    with pytest.raises(CorruptRecordError) as raised:
+        _load_frontmatter(text, "x.md")
+    assert str(raised.value) == f"Cannot parse x.md: broken frontmatter {said}"
