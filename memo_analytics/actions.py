@@ -288,8 +288,8 @@ SERVER_PATH_FIELDS = ("vaultRoot", "cwd", "output", "promote")
 
 
 def refuse_server_paths(arguments: dict[str, Any]) -> None:
-    """Refuse a caller who may not choose paths on this machine (the HTTP API always; the
-    MCP endpoint off loopback): ``vaultRoot``, ``cwd``, ``output``, ``promote`` (snake_case
+    """Refuse a caller who may not choose paths on this machine (the HTTP API and the MCP
+    endpoint over HTTP, on loopback too: SPEC §11): ``vaultRoot``, ``cwd``, ``output``, ``promote`` (snake_case
     spellings too). Project and branch come as ``projectId``/``branch``; an export answers
     with its content (SPEC §2.7, §3.3).
 

@@ -67,12 +67,16 @@ class PromptTool:
     """The ``prompt`` tool bound to a default vault; other vaults are opened per ``vaultRoot``.
 
     ``confined``: callers may reach it from other machines (the MCP endpoint bound off
-    loopback), so they never choose a path here: ``vaultRoot``, ``cwd``, ``output`` and
-    ``promote`` are refused (:func:`~memo_analytics.actions.refuse_server_paths`)."""
+    loopback): each says whose work it is. ``over_http``: served over HTTP, on loopback too
+    (any local process or web page can reach 127.0.0.1), so callers never choose a path here:
+    ``vaultRoot``, ``cwd``, ``output`` and ``promote`` are refused
+    (:func:`~memo_analytics.actions.refuse_server_paths`, SPEC §11)."""
 
-    def __init__(self, runtime: Runtime, confined: bool = False, launch_dir: str | None = None) -> None:
+    def __init__(self, runtime: Runtime, confined: bool = False, launch_dir: str | None = None,
+                 over_http: bool = False) -> None:
         self.runtime = runtime
         self.confined = confined
+        self.over_http = over_http or confined
         self.launch_dir = launch_dir  # over stdio: where the agent started the server (its repository)
 
     def store_for(self, vault_root: str | None) -> VaultStore:
@@ -82,7 +86,7 @@ class PromptTool:
     def __call__(self, **arguments: Any) -> CallToolResult:
         """One call: the action's answer as JSON text (the CLI's ``--json`` bytes, or one
         compact line with ``compact``) and as structured content (the same value)."""
-        if self.confined:
+        if self.over_http:
             try:
                 refuse_server_paths(arguments)
             except MemoError as exc:
@@ -170,16 +174,18 @@ class _OwnValidation(FuncMetadata):
         return dict(self.pre_parse_json(arguments_to_validate))
 
 
-def build_server(settings: Settings | Runtime, confined: bool = False, launch_dir: str | None = None) -> MCPServer:
+def build_server(settings: Settings | Runtime, confined: bool = False, launch_dir: str | None = None,
+                 over_http: bool = False) -> MCPServer:
     """An MCP server with the one tool ``prompt`` on the vault of ``settings`` (or of a
     :class:`~memo_analytics.runtime.Runtime` shared with other servers of the process);
-    ``confined`` (reachable from other machines) refuses caller-chosen paths; ``launch_dir``
+    ``over_http`` (served over HTTP, loopback too) and ``confined`` (reachable from other
+    machines) refuse caller-chosen paths (SPEC §11); ``launch_dir``
     (over stdio: the folder the agent started ``memo mcp`` in) is the ``cwd`` of a call that
     gives none (SPEC §2.6: inside a repository, reads cover its project). The server stays up:
     hybrid pushes go out in the background."""
     runtime = settings if isinstance(settings, Runtime) else Runtime(settings, long_running=True)
     runtime.stay_up()
-    tool = Tool.from_function(_tool_function(PromptTool(runtime, confined, launch_dir)), name="prompt",
+    tool = Tool.from_function(_tool_function(PromptTool(runtime, confined, launch_dir, over_http)), name="prompt",
                               description=TOOL_DESCRIPTION, structured_output=False)
     tool.parameters["additionalProperties"] = False  # an unknown field is refused: the schema says so
     metadata = tool.fn_metadata
@@ -226,7 +232,7 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
         raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
     # over stdio the agent starts the server in its working folder (Claude Code, Codex: the
     # repository); over HTTP the server's folder says nothing about a caller's
-    server = build_server(settings, launch_dir=None if http else os.getcwd())
+    server = build_server(settings, launch_dir=None if http else os.getcwd(), over_http=http)
     if http:
         from ..domain.hosts import connection_cap, raise_open_files_limit
 
@@ -291,7 +297,7 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
         raise MemoError(f"Invalid token: the MCP endpoint on {host} (not loopback) requires one")
     security = own_origin_only(port, host) if loopback else \
         TransportSecuritySettings(enable_dns_rebinding_protection=False)  # off loopback the token guards it
-    app = build_server(settings, confined=not loopback).streamable_http_app(host=host, max_sessions=MAX_MCP_SESSIONS,
+    app = build_server(settings, confined=not loopback, over_http=True).streamable_http_app(host=host, max_sessions=MAX_MCP_SESSIONS,
                                                                                    transport_security=security)
     if token:
         app = _TokenGate(app, token)

@@ -469,3 +469,22 @@ def test_a_search_that_matched_nothing_says_every_word_must_match_and_a_huge_one
     assert error and "Invalid query: 20,000 words, 40,000 characters; at most 100 words and 4,000 characters" in text
     refused = memo("prompt", "search", "--all", " ".join(["word"] * 101), vault=vault, check=False)
     assert refused.returncode == 1 and refused.stderr.startswith("error: Invalid query: 101 words")
+
+
+def test_memo_mcp_http_refuses_caller_chosen_paths_and_stdio_takes_them(tmp_path):
+    """SPEC §11: over MCP HTTP (loopback too) a caller never chooses a path on the server; over
+    stdio the agent runs the server itself, in its own folder, and gives its ``cwd``."""
+    vault = tmp_path / "v"
+    other = tmp_path / "other"
+
+    async def scenario():
+        async with http_client(vault) as client:
+            for field, value in (("cwd", str(tmp_path)), ("vaultRoot", str(other)), ("output", str(tmp_path / "s.md"))):
+                _, error, text = await call(client, action="record", projectId="web", body="x", **{field: value})
+                assert error and f"Invalid {field}: not accepted here" in text, text
+        async with stdio_client(vault) as client:
+            recorded, error, text = await call(client, action="record", body="x", cwd=str(tmp_path))
+            assert not error, text
+
+    asyncio.run(scenario())
+    assert not other.exists() and not (tmp_path / "s.md").exists()

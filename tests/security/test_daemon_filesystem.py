@@ -78,6 +78,34 @@ def test_the_off_loopback_mcp_endpoint_refuses_caller_chosen_paths(hosts, argume
     assert (hosts["home"] / ".ssh" / "authorized_keys").read_text() == KEYS
 
 
+@pytest.fixture(scope="module")
+def loopback(hosts):
+    """The same vault served on loopback without a token: ``memo serve``'s MCP port."""
+    mcp_port = free_port()
+    server = Server(hosts["vault"], "--mcp-port", str(mcp_port))
+    yield f"http://127.0.0.1:{mcp_port}/mcp"
+    server.stop()
+
+
+@pytest.mark.parametrize("arguments, message", ATTACKS)
+def test_the_loopback_mcp_endpoint_refuses_caller_chosen_paths_too(hosts, loopback, arguments, message):
+    """Found by an attacker: on loopback the MCP endpoint let any local process (another user of
+    the machine, a page's request) read another vault, write a story anywhere and promote rules
+    into any repository's CLAUDE.md. SPEC §11 refuses these fields over MCP HTTP, loopback too."""
+    async def call():
+        async with create_mcp_http_client() as http:
+            async with streamable_http_client(loopback, http_client=http) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    result = await session.call_tool("prompt", _fill(arguments, hosts))
+                    return result.is_error, result.content[0].text
+
+    error, text = asyncio.run(call())
+    assert error and message in text
+    assert "payroll" not in text
+    assert (hosts["home"] / ".ssh" / "authorized_keys").read_text() == KEYS
+
+
 @pytest.mark.parametrize("arguments, message", ATTACKS)
 def test_the_http_api_refuses_caller_chosen_paths(hosts, arguments, message):
     arguments = _fill(arguments, hosts)
