@@ -35,6 +35,13 @@ NEW_SHAPES = [
 
 # (text, the secret part that must disappear)
 SECRETS = [
+    # found by an attacker: stored as typed
+    ("AccountKey=abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij==;EndpointSuffix=x",
+     "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij"),
+    ("pg_dump --host db --password S3cretPassw0rd --db shop", "S3cretPassw0rd"),
+    ("deploy --api-key=k3y-for-the-deploy-4711 --region eu", "k3y-for-the-deploy-4711"),
+    ("tags: tagghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"),
+    ("x_ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"),
     ("key AKIAIOSFODNN7EXAMPLQ in use", "AKIAIOSFODNN7EXAMPLQ"),
     ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
     ("git clone https://github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF@github.com/o/r",
@@ -130,4 +137,9 @@ LOOK_ALIKES = [
     "NotificationServiceProvider.config.resolveDefaultChannelSettingsV2",
     "dapiDataGetTopLongShortPositionRatio (params?: {}): Promise<implicitReturnType>;",
     "id dapi123456789012345678a9bc01234defg5 is not hex",
+    # command options that name a secret but hold none
+    "gh auth login --with-token < token.txt && vault login --token-file ~/.vault-token",
+    "pytest --tb=short -x && git push --force-with-lease",
+    "kubectl create secret generic --from-literal=user=admin --secret-name app-creds",
+    "run --password $DB_PASSWORD --token ${TOKEN}",
 ]

@@ -52,6 +52,10 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     ),
     ("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), 0, ('github_pat_',)),
     ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), 0, ('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_')),
+    # a token glued to other text (``tagghp_…``, ``x_ghp_…``: no word boundary): its 36 characters
+    # with digits and both cases
+    ("github-token", re.compile(r"gh[pousr]_(?=[A-Za-z0-9]{36})(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Z])"
+                                r"(?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]{36,}"), 0, ('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_')),
     ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), 0, ('glpat-',)),
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), 0, ('sk-ant-',)),
     ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), 0, ('sk-',)),
@@ -75,7 +79,10 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     ("digitalocean-token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), 0, ('_v1_',)),
     ("doppler-token", re.compile(r"\bdp\.(?:pt|st|ct|sa|scim|audit)\.(?:[a-z0-9_-]{1,32}\.)?[A-Za-z0-9]{40,44}\b"), 0, ('dp.',)),
     ("age-secret-key", re.compile(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b"), 0, ('age-secret-key-1',)),
-    ("azure-storage-key", re.compile(r"(?i)\bAccountKey=([A-Za-z0-9+/]{86,88}={0,2})"), 1, ('accountkey=',)),
+    # a connection string's key, whatever its length (a real one is 88 characters; a shortened
+    # or made-up one is still the key of that string)
+    ("azure-storage-key", re.compile(r"(?i)\b(?:AccountKey|SharedAccessKey)=([A-Za-z0-9+/]{20,}={0,2})"), 1,
+     ('accountkey=', 'sharedaccesskey=')),
     ("google-oauth-secret", re.compile(r"\bGOCSPX-[A-Za-z0-9_-]{20,}"), 0, ('gocspx-',)),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0, ('eyj',)),
     # Mailgun private API key (gitleaks mailgun-private-api-token; older keys are alphanumeric)
@@ -103,6 +110,11 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]*?\s-p([^\s\"'-][^\s\"']*)"), 1, ('mysql', 'mariadb')),
     ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]*?\s(?:-p|--password)\s+[\"']?([^\s\"']+)"), 1, ('docker',)),
     ("cli-password", re.compile(r"\bsshpass\s+-p\s*[\"']?([^\s\"']+)"), 1, ('sshpass',)),
+    # a command's option that takes a secret (--password X, --db-password=X, --api-key X): the
+    # option's name ends in the secret word (--token-file names a file)
+    ("cli-password", re.compile(r"(?i)(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|passphrase|secret|token|api-?key|"
+                                r"access-key|auth-key|client-secret)(?:=|\s+)[\"']?(" + _VALUE + ")"), 1,
+     ('passw', 'passphrase', 'secret', 'token', 'apikey', 'api-key', 'access-key', 'auth-key')),
     ("password", re.compile(r"\b(?i:password|passphrase|pin)\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1, ('password', 'passphrase', 'pin')),
     # from the word on (what comes before it in the name changes nothing: the value is replaced)
     ("secret-assignment", re.compile(_SECRET_WORD + r"[A-Za-z0-9_.-]{0,64}\b[\"']?\s*(?::=|=>|=|:)\s*[\"']?(" + _VALUE + ")"), 1, ('password', 'passwd', 'passphrase', 'pwd', 'secret', 'token', 'api_key', 'apikey', 'api-key', 'access_key', 'accesskey', 'access-key', 'private_key', 'privatekey', 'private-key', 'auth_key', 'authkey', 'auth-key', 'credential')),
