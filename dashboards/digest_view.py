@@ -10,6 +10,7 @@ import panel as pn
 
 from memo_analytics.dashboard_data import DashboardData
 from memo_analytics.dashboards.style import esc, html_pane, note
+from memo_analytics.domain.clock import local_instants
 from memo_analytics.domain.errors import MemoError
 from memo_analytics.domain.shell import with_vault_root
 from memo_analytics.operator.digest import moving_of
@@ -110,7 +111,7 @@ class DigestView:
         if shown == self._shown:
             return  # nothing the list shows changed: its buttons stay as they are under the pointer
         self._shown = shown
-        self.items.objects = [self._row(item) for item in items[:SHOWN]]
+        self.items.objects = [self._row(item, computed) for item in items[:SHOWN]]
         if len(items) > SHOWN:
             self.items.append(html_pane(f'<span class="muted">… and {len(items) - SHOWN} more '
                                         f'(<code>memo digest</code> lists them all)</span>', margin=(0, 10)))
@@ -153,7 +154,9 @@ class DigestView:
         local = from_iso(instant).astimezone(self.data.store.zone)
         return f"{local:%H:%M:%S} {local.tzname() or ''}".strip()
 
-    def _row(self, item: dict[str, Any]) -> pn.Row:
+    def _row(self, item: dict[str, Any], shown_at: str | None = None) -> pn.Row:
+        """The item's text and buttons; ``shown_at`` is the moment of the digest it comes from,
+        at which its proposal is applied (the one its button names)."""
         text = html_pane(item_html(item, str(self.data.store.root)), sizing_mode="stretch_width", margin=(4, 10))
         proposal = item.get("proposal")
         style = {"border-top": "1px solid #eef1f5"}
@@ -168,7 +171,7 @@ class DigestView:
                 label = f"End it at {self._moment(proposal['params']['until'])}"
             button = pn.widgets.Button(label=f"▶ {label}", button_type="primary", width=260, margin=(0, 10, 6, 10),
                                        css_classes=["memo-digest-apply"], description=proposal["summary"])
-            button.on_click(lambda _event, item=item: self.apply(item))
+            button.on_click(lambda _event, item=item: self.apply(item, shown_at))
             buttons.append(button)
         if item["kind"] == "pr_awaiting_review" and not item.get("vault"):  # the review is the person's, done elsewhere
             reviewed = pn.widgets.Button(label="✓ Mark reviewed", button_type="light", width=160,
@@ -189,21 +192,23 @@ class DigestView:
             self._say("ok", f"Marked reviewed: {item['subject']}")
         self.refresh(force=True)
 
-    def apply(self, item: dict[str, Any]) -> None:
-        """Apply ``item``'s proposal with the fingerprint it was shown with."""
+    def apply(self, item: dict[str, Any], shown_at: str | None = None) -> None:
+        """Apply ``item``'s proposal with the fingerprint it was shown with, as of the digest it
+        was shown in (``shown_at``): the end it names, not one a minute later."""
         try:
-            result = self.data.apply(item["id"], item["fingerprint"], item.get("project"))
+            result = self.data.apply(item["id"], item["fingerprint"], item.get("project"), as_of=shown_at)
         except MemoError as exc:
             self._say("error", str(exc))
             self.refresh(force=True)
             return
         if result["applied"]:
-            self._say("ok", f"Applied: {item['proposal']['summary']}")
+            self._say("ok", f"Applied: {local_instants(item['proposal']['summary'], self.data.store.zone)}")
             if self.on_changed is not None:  # the prompts table showed "internal" until a reload
                 self.on_changed()
         else:
             new = result["item"].get("proposal") or {}
-            self._say("warn", f"Not applied: {result['reason']}. New proposal: {new.get('summary', 'none')}")
+            self._say("warn", f"Not applied: {result['reason']}. New proposal: "
+                              f"{local_instants(new.get('summary', 'none'), self.data.store.zone)}")
         self.refresh(force=True)
 
     def _say(self, kind: str, message: str) -> None:

@@ -299,12 +299,16 @@ class DashboardData:
         recompute a cached answer older than that)."""
         return run_action(self.store, "digest", DigestRequest(refresh=refresh, max_age_seconds=max_age_seconds))
 
-    def apply(self, item_id: str, fingerprint: str, project: str | None = None) -> dict[str, Any]:
+    def apply(self, item_id: str, fingerprint: str, project: str | None = None,
+              as_of: str | None = None) -> dict[str, Any]:
         """The ``digest_apply`` action with the fingerprint the item was shown with
         (``applied: false`` with the new proposal when the state changed since), for the
-        item of ``project`` (the same item id may stand for several projects' records)."""
+        item of ``project`` (the same item id may stand for several projects' records);
+        ``as_of``: the moment of the digest it was shown in (its ``computedAt``), so that the
+        proposal applied is the one shown — an end an idle gap after the last prompt, not yet
+        reached, is "now" and moves on with the clock."""
         return run_action(self.store, "digest_apply", DigestApplyRequest(item=item_id, fingerprint=fingerprint,
-                                                                         project=project))
+                                                                         project=project, as_of=as_of))
 
     def mark_reviewed(self, session_id: str, project: str) -> dict[str, Any]:
         """Record that the pull request of ``session_id`` (of ``project``) was reviewed: its

@@ -362,6 +362,17 @@ def local_text(moment: datetime, zone: tzinfo) -> str:
     return f"{shown:%Y-%m-%d %H:%M} {shown.tzname() or zone_name(zone)}"
 
 
+_UTC_INSTANT = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\b")
+
+
+def local_instants(text: str, zone: tzinfo) -> str:
+    """``text`` (a proposal's summary) with each UTC instant it holds
+    (``2026-12-05T11:10:00.000Z``) in ``zone``, as every other time is shown
+    (``2026-12-05 12:10 Europe/Berlin``). Pure."""
+    return _UTC_INSTANT.sub(lambda m: f"{from_iso(m.group(0)).astimezone(zone):%Y-%m-%d %H:%M} {zone_name(zone)}",
+                            text)
+
+
 def span_clock(start: datetime, end: datetime, fmt: str = "%H:%M") -> tuple[str, str]:
     """``start`` and ``end`` (aware, in one zone) as a report prints them, ``fmt`` each; each
     followed by its zone's abbreviation (``02:30 CEST``, ``02:30 CET``) when the span crosses a

@@ -562,3 +562,22 @@ def test_memo_digest_shows_what_moved_in_the_last_day_after_what_needs_you(tmp_p
         [], 1, ["session_completed:d1"])
     later = json.loads(memo("--json", "digest", "--as-of", iso(now - timedelta(minutes=90)), vault=vault).stdout)
     assert later["moving"] == []  # as of before it ended: nothing had moved
+
+
+def test_an_apply_printed_by_the_digest_of_now_names_its_moment(tmp_path):
+    """Found by a new user (on the dashboard; the command line did the same): an end "now" — an
+    idle gap after the last prompt, not yet reached — moved on with the clock while the
+    fingerprint stayed, so an apply pasted a minute later ended the session a minute later than
+    the proposal it printed. The printed apply names the moment of the digest it comes from."""
+    from datetime import datetime, timedelta, timezone
+
+    vault = tmp_path / "v"
+    start = datetime.now(timezone.utc) - timedelta(hours=3)
+    memo("session", "start", "s1", "--project", "web", "--start-time", start.isoformat(), vault=vault)
+    memo("prompt", "record", "--project", "web", "--session-id", "s1", "--body", "tidy",
+         "--created", (start + timedelta(minutes=20)).isoformat(), vault=vault)
+    human = memo("digest", vault=vault).stdout
+    digest = json.loads(memo("--json", "digest", vault=vault).stdout)
+    apply = shlex.split(next(line for line in human.splitlines() if "or apply its proposal" in line).split(": ", 1)[1])
+    assert apply[-2:] == ["--as-of", digest["computedAt"]]
+    assert "applied end" in memo(*apply[1:]).stdout

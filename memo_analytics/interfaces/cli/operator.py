@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import signal
 import threading
 import time
@@ -19,7 +18,7 @@ from ...operator.audit import read as read_audit
 from ...operator.digest import is_digest_command, moving_of
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
 from ...services.requests import DigestApplyRequest, DigestRequest
-from .common import _build, _emit, _local, _safe, _short, _zone_label, app, err, out, state
+from .common import _build, _emit, _local, _safe, _short, _zone, _zone_label, app, err, out, state
 
 
 def utc_stamp() -> str:
@@ -41,16 +40,18 @@ def _age(minutes: int) -> str:
 def _read_here(text: str) -> str:
     """A proposal's summary with its UTC instants (``2026-12-05T11:10:00.000Z``) in this
     machine's zone, as every other time it prints (``2026-12-05 12:10 Europe/Berlin``)."""
-    return re.sub(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z\b",
-                  lambda m: f"{_local(m.group(0))} {_zone_label()}", text)
+    from ...domain.clock import local_instants
+
+    return local_instants(text, _zone())
 
 
 def apply_command(item: dict[str, Any], name_project: bool = False, as_of: str | None = None) -> str:
     """``memo digest apply ID --fingerprint FP`` for a digest item with a proposal: pasted after
     the state changed, it is refused and re-proposed (without the fingerprint it applied the
     proposal of the state then, one the person never read). ``--project`` when items of several
-    projects share the id; ``--as-of`` when the item was picked from a digest as of then (else
-    "not in the digest of now")."""
+    projects share the id; ``--as-of``: the moment of the digest the item was picked from (a
+    digest as of then: else "not in the digest of now"; a digest of now: its ``computedAt``, so
+    that the proposal applied is the one shown)."""
     command = f"memo digest apply {shell_word(item['id'])} --fingerprint {shell_word(item['fingerprint'])}"
     command += f" --project {shell_word(item['project'])}" if name_project else ""
     return command + (f" --as-of {shell_word(as_of)}" if as_of else "")
@@ -120,7 +121,10 @@ def digest(
                 out.print(_safe(f"{n:>2}. {shown}"), soft_wrap=True, highlight=False)
                 if item.get("proposal"):
                     out.print(_safe(f"    or apply its proposal ({one_line(_read_here(item['proposal']['summary']))}): "
-                                    + _on_this_vault(apply_command(item, item["id"] in shared, as_of))),
+                                    # as of the digest shown: an end "now" (an idle gap after the last
+                                    # prompt, not yet reached) moves on with the clock, its fingerprint not
+                                    + _on_this_vault(apply_command(item, item["id"] in shared,
+                                                                   as_of or r["computedAt"]))),
                               soft_wrap=True, highlight=False)
         operator = r.get("operator") or {}
         for record in operator.get("acted", []):

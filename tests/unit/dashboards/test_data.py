@@ -236,3 +236,42 @@ def test_the_end_button_of_a_stalled_session_names_the_moment_it_ends_at(store):
     expected = f"{last:%H:%M}" if last.date() == datetime.now(timezone.utc).astimezone(store.zone).date() \
         else f"{last:%b} {last.day} {last:%H:%M}"
     assert end.label == f"▶ End it at {expected}"
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_end_button_ends_the_session_at_the_moment_it_names_minutes_later(tmp_path, monkeypatch):
+    """Found by a new user: a stalled session whose idle gap after its last prompt has not run
+    out yet is proposed to end "now"; the button named 00:31 and, clicked at 00:32, ended it at
+    00:32 (a minute more billed than it said) with the same fingerprint. The button applies the
+    proposal as of the digest it was shown in; the banner reads the vault's time, not UTC."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.dashboards.digest_view import DigestView
+    from memo_analytics.operator import acting
+    from memo_analytics.services.requests import StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+    from memo_analytics.services.store import VaultStore
+
+    store = VaultStore(Settings(vault_root=tmp_path / "vault", timezone="Europe/Berlin", idle_gap_minutes=180))
+    try:
+        now = datetime.now(timezone.utc)
+        start_session(store, StartSessionRequest(session_id="s1", project="web", start_time=now - timedelta(hours=3),
+                                                 source="hook:claude-code"))  # its answers unseen: no transcript
+        record_prompt(store, RecordPromptRequest(session_id="s1", project="web", body="port the parser"),
+                      now=now - timedelta(minutes=90))
+        view = DigestView(DashboardData(store))
+        [row] = view.items.objects
+        [buttons] = [o for o in row.objects if hasattr(o, "objects")]
+        [end] = buttons.objects
+        [item] = DashboardData(store).digest()["items"]
+        shown_until = item["proposal"]["params"]["until"]
+        later = datetime.now(timezone.utc) + timedelta(minutes=5)
+        monkeypatch.setattr(acting, "utcnow", lambda: later)
+        end.clicks += 1  # the person clicks five minutes later
+        ended = store.read("web", "session", "session-s1")[0]
+        assert ended["status"] == "completed" and ended["endTime"] == shown_until, (ended["endTime"], shown_until)
+        assert "Applied: end s1 at" in view.message.object and "Europe/Berlin" in view.message.object
+        assert "Z" not in view.message.object.split("Applied:")[1].split("<")[0]
+    finally:
+        store.close()
