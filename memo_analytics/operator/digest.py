@@ -370,7 +370,8 @@ def _client_missing(session: dict[str, Any], now: datetime) -> Item:
     edit = f"memo session edit {_q(sid)} --project {_q(project)} --client"
     # the lasting fix beside the one session's: every internal session of the project at once
     action = (f"{edit} {_q(only)}  # its turns follow; every internal session of {project}: memo project client "
-              f"{_q(project)} {_q(only)}") if only else (
+              f"{_q(project)} {_q(only)}; the sessions to come: memo config set projectClients.{project} "
+              f"{_q(only)}") if only else (
         f"{edit} NAME  # its turns follow; {project} bills {', '.join(clients[:5])}" if clients
         else f"{edit} NAME  # its turns follow")
     proposal = None if only is None else {

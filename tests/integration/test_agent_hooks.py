@@ -309,10 +309,15 @@ def test_a_comment_only_file_is_refused_and_crlf_files_keep_their_line_endings(t
 
 def test_a_repository_level_entry_names_no_path_of_this_machine(tmp_path, repo):
     home, vault = tmp_path / "home", tmp_path / "v"
-    memo("hooks", "install", "codex", "--project", vault=vault, env={"HOME": str(home)}, cwd=repo)
+    ran = memo("hooks", "install", "codex", "--project", vault=vault, env={"HOME": str(home)}, cwd=repo)
     commands = {h["command"] for group in json.loads((repo / ".codex" / "hooks.json").read_text())["hooks"].values()
                 for entry in group for h in entry["hooks"]}
     assert commands == {"memo hook codex"}
+    # found by a new user: installed with a vault chosen (MEMO_VAULT), the shared entry records into
+    # each person's own vault, and nothing said so
+    said = " ".join(ran.stderr.split())
+    assert f"this repository's hooks record into each person's own vault (MEMO_VAULT in the agent's environment, " \
+           f"else the config's vaultRoot), not into {vault.resolve()}" in said
 
 
 def test_uninstall_from_another_vault_leaves_no_skeleton(tmp_path):

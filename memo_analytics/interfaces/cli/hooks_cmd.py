@@ -80,6 +80,11 @@ def hooks_install(agent: str = typer.Argument(..., metavar="AGENT", help=_AGENT_
         note = _NOTES.get(agent, ("", ""))[r["level"] == "project"]
         if note:
             out.print(note)
+        if r["level"] == "project" and chosen is not None:  # hooks always exit 0: nothing would say where it went
+            err.print(_safe(f"note: this repository's hooks record into each person's own vault (MEMO_VAULT in the "
+                            f"agent's environment, else the config's vaultRoot), not into {chosen}: the file is "
+                            f"shared, so no path of this machine is written; for this vault install without "
+                            f"--project (your own settings)"))
         if r["level"] == "project" and shutil.which("memo") is None:  # hooks always exit 0: nothing said it
             err.print(_safe(f"note: this repository's hooks run `memo` from the agent's PATH (the file is shared, "
                             f"so no path of this machine is written), and this PATH has none: nothing would be "

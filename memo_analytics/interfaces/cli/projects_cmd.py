@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import typer
 
-from .common import _emit, app, err, note_new_client, out, state
+from ...domain.shell import shell_word
+from .common import _emit, _safe, app, err, note_new_client, out, state
 
 project_app = typer.Typer(help="Rename a project, merge one into another (imports name projects after folders), or "
                                "file its sessions under a client.",
@@ -64,6 +65,11 @@ def project_client(
                   + (f"; left on issued invoices: {', '.join(r['onInvoice'])}" if r["onInvoice"] else ""))
 
     _emit(result, human)
+    mapped = state.store.settings.client_of_project(result["project"])
+    if (mapped or "internal").casefold() != result["client"].casefold():  # else every new session is one more to file
+        err.print(_safe(f"note: sessions recorded from now on in {result['project']} still bill "
+                        f"{mapped or 'internal'} (the config's projectClients); to file them under {result['client']} "
+                        f"too: memo config set projectClients.{result['project']} {shell_word(result['client'])}"))
     if not result["sessions"]:
         left = [why for why, n in (("on issued invoices", result["onInvoice"]),
                                    ("of another client (--every files them too)", result["kept"])) if n]

@@ -125,7 +125,8 @@ def test_client_missing_proposes_the_client_when_its_project_bills_only_one():
                                 "summary": "file u1 under Acme, the client web bills"}
     # found by a new user: one item per session, one by one; the lasting fix is named beside it
     assert item["action"] == ("memo session edit u1 --project web --client Acme  # its turns follow; every internal "
-                              "session of web: memo project client web Acme")
+                              "session of web: memo project client web Acme; the sessions to come: memo "
+                              "config set projectClients.web Acme")
     assert item["why"] == "45 min billable filed under internal in a project that bills Acme"
     [two] = compute_digest(Snapshot(unbilled_sessions=[{**unbilled, "_projectClients": ["Acme", "Beta Ltd"]}]),
                            NOW, POLICY)["items"]
