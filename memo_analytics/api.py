@@ -64,7 +64,7 @@ RULE_SCHEMA = {
 
 
 def open_vault(path: str | Path | None = None, *, vaults: Sequence[str | Path] | None = None,
-               timezone: str | None = None) -> Vault:
+               timezone: str | None = None, config: bool = True) -> Vault:
     """Open a vault for analysis.
 
     Parameters
@@ -79,6 +79,10 @@ def open_vault(path: str | Path | None = None, *, vaults: Sequence[str | Path] |
     timezone : str | None
         IANA zone of :meth:`Vault.activity` by default (None: the configured zone, else the
         machine's).
+    config : bool
+        False: read neither the config file nor the ``MEMO_*`` environment (no client terms,
+        rounding, zone of this machine's): the sample vault of :func:`sample_vault`, whose
+        numbers are then the same on every machine. ``path`` is required then.
 
     Returns
     -------
@@ -91,7 +95,10 @@ def open_vault(path: str | Path | None = None, *, vaults: Sequence[str | Path] |
         ``.memo/``; ``Invalid vaultRoot`` for a path inside a product repository;
         ``Invalid tz`` for an unknown zone.
     """
-    settings = Settings() if path is None else Settings(vault_root=path)
+    if not config and path is None:
+        raise InvalidFieldError("path", "required with config=False: there is no configured vault to open")
+    settings = Settings() if path is None else Settings(vault_root=path) if config else \
+        Settings.isolated(vault_root=path)
     chosen = vaults if vaults is not None else (settings.vaults if path is None else [])
     further = [Path(v).expanduser().resolve() for v in chosen]
     update: dict = {"vaults": further}
@@ -133,7 +140,7 @@ def sample_vault(path: str | Path) -> Path:
     root = Path(path).expanduser().resolve()
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise InvalidFieldError("path", f"{root} is not an empty folder; the sample vault needs a new one")
-    settings = Settings(vault_root=root, timezone=DEMO_ZONE, vaults=[])
+    settings = Settings.isolated(vault_root=root, timezone=DEMO_ZONE)
     store = VaultStore(settings)
     try:
         build_demo_vault(store)

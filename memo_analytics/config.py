@@ -568,6 +568,21 @@ class Settings(_SettingsData):
         super().__init__(**_merged(_keyed(values, fields), _merged(_keyed(_environment_values(fields), fields),
                                                                    _keyed(_config_file_values(), fields))))
 
+    @classmethod
+    def isolated(cls, **values: Any) -> "Settings":
+        """Settings of ``values`` and the defaults alone: no ``MEMO_*`` environment, no config
+        file — the sample vault's (``memo demo``, the notebooks on it), whose numbers are the
+        same on every machine whatever the person's client terms.
+
+        Raises
+        ------
+        pydantic.ValidationError
+            A value is refused.
+        """
+        settings = cls.__new__(cls)
+        _SettingsData.__init__(settings, **_keyed(values, cls.model_fields))
+        return settings
+
 
 def _model_of(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
     """The model a field holds (``Ports``), or whose values a table of it holds

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 
 import polars as pl
@@ -93,3 +94,25 @@ def test_rule_candidates_filter_by_confidence_and_time_and_write_nothing(sample)
     assert monday.height > 0 and monday["last_said"].max() < datetime(2026, 3, 2, 23, tzinfo=timezone.utc)
     assert empty.height == 0 and empty.schema == pl.Schema(RULE_SCHEMA)
     assert files(sample) == before
+
+
+def test_the_sample_reads_the_same_whatever_this_machines_config_says(sample, tmp_path, monkeypatch):
+    """Found by a billing user: a client's ``roundingMinutes = 15`` in the config file turned the
+    sample's 16.34 h into 16.67 h in ``memo demo`` and in the activity notebook, while the
+    invoicing notebook (its own config) showed 7.42 h for Globex. The sample reads none of this
+    machine's terms: ``memo demo`` and ``open_vault(…, config=False)``."""
+    from tests.inprocess import memo as run
+
+    config = tmp_path / "config.toml"
+    config.write_text('timezone = "Asia/Tokyo"\n[clients.Globex]\nroundingMinutes = 15\nhourlyRate = "100"\n'
+                      'currency = "EUR"\n', encoding="utf-8")
+    monkeypatch.setenv("MEMO_CONFIG", str(config))
+    with memo.open_vault(sample) as vault:  # your terms, on your vault
+        assert vault.activity(tz="Europe/Berlin").by_client["Globex"]["billableHours"] == 7.75
+    with memo.open_vault(sample, config=False, timezone="Europe/Berlin") as vault:
+        report = vault.activity()
+    assert report.total_billable_hours == 16.34 and report.by_client["Globex"]["billableHours"] == 7.42
+    demo = json.loads(run("--json", "demo", "--out", str(tmp_path / "demo"), env={"MEMO_CONFIG": str(config)}).stdout)
+    assert demo["activity"]["totalBillableHours"] == 16.34
+    with pytest.raises(memo.InvalidFieldError, match="Invalid path: required with config=False"):
+        memo.open_vault(config=False)

@@ -10,6 +10,7 @@ from typing import Callable, List, Optional
 
 import typer
 
+from ...config import Settings
 from ...domain.shell import shell_word
 from ...domain.clock import resolve_zone
 from ...domain.errors import MemoError
@@ -21,7 +22,6 @@ from .common import (
     _emit,
     _progress,
     _safe,
-    _settings,
     app,
     err,
     import_app,
@@ -221,7 +221,9 @@ def demo(
         raise MemoError(f"Invalid out: {out_dir} holds a symbolic link where memo demo writes; choose another --out")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not marker.is_file():
         raise MemoError(f"Invalid out: {out_dir} is not empty and was not made by memo demo; choose another --out")
-    settings = _settings(vault_root=vault, timezone=tz, mode="local")  # its own vault, on a remote-mode laptop too
+    # its own vault, on a remote-mode laptop too, and none of this machine's terms (a client's rounding
+    # in the config file changed the sample's hours): the same numbers on every machine
+    settings = Settings.isolated(vault_root=vault, timezone=tz, mode="local")
     if vault.exists():
         shutil.rmtree(vault)
     out_dir.mkdir(parents=True, exist_ok=True)
