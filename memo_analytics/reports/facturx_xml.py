@@ -8,8 +8,8 @@ XML schema it ships, and embedded into the PDF/A-3 rendered by WeasyPrint
 Mapping: one invoice line per printed line (quantity = hours, unit ``HUR``, net price = the
 hourly rate, line net = the printed amount, item name = project and description, item
 description = the line's notes — a session's summary and deliverables, a project's tasks —, the
-line's period = the first day its sessions began and the last day one ended (read from its printed
-day on a line stored before lines carried it), and a session line's printed day and
+line's period = the first day its sessions began and the last day one ended, within the invoice's
+period (read from its printed day on a line stored before lines carried it), and a session line's printed day and
 clock span as its note); one VAT
 breakdown (the client's category: S with its rate, AE reverse charge or E exempt, each with
 its exemption sentence); payment means 58 (SEPA credit transfer) with the issuer's IBAN/BIC
@@ -76,9 +76,12 @@ def line_period(printed: str) -> tuple[date, date] | None:
     return days[0], max(days[-1], days[0] + timedelta(days=int(later.group(1)) if later else 0))
 
 
-def _line(n: int, line: dict[str, Any], category: str, rate: str) -> dict[str, Any]:
+def _line(n: int, line: dict[str, Any], category: str, rate: str, within: tuple[date, date]) -> dict[str, Any]:
     """BG-25 of one stored line: name (BT-153), description from its notes (BT-154), its period
-    (BT-134/135) and, for a session line (a clock span), the printed day and span as its note (BT-127)."""
+    (BT-134/135, within the invoice's period ``within``: a session billed in the period by its
+    start that ended after midnight on its last day ends there too, as validators ask — Peppol
+    R110/R111 — and as the printed line shows its day) and, for a session line (a clock span),
+    the printed day and span as its note (BT-127)."""
     terms: dict[str, Any] = {"BT-126": str(n), "BT-129": line["hours"], "BT-130": line.get("unit", "HUR"),
                              "BT-146": line["rate"], "BT-131": line["amount"], "BT-151": category, "BT-152": rate,
                              "BT-153": f"{line['project']}: {line['description']}"[:200]}
@@ -92,7 +95,8 @@ def _line(n: int, line: dict[str, Any], category: str, rate: str) -> dict[str, A
     except ValueError:
         period = line_period(line.get("date") or "")
     if period:
-        terms["BT-134"], terms["BT-135"] = period
+        first, last = max(period[0], within[0]), min(period[1], within[1])
+        terms["BT-134"], terms["BT-135"] = first, max(first, last)
     if ":" in (line.get("date") or ""):
         terms["BT-127-00"] = [{"BT-127": f"Session {line['date']}"}]
     return terms
@@ -115,7 +119,8 @@ def _business_terms(meta: dict[str, Any]) -> dict[str, Any]:
         "BT-5": meta["currency"], "BT-24": "urn:cen.eu:en16931:2017",
         "BT-72": period_end, "BT-73": date.fromisoformat(meta["periodStart"]), "BT-74": period_end,
         "BG-4": _party(meta["issuer"]), "BG-7": _party(meta["buyer"]),
-        "BG-25": [_line(n, line, category, rate) for n, line in enumerate(meta["lines"], 1)],
+        "BG-25": [_line(n, line, category, rate, (date.fromisoformat(meta["periodStart"]), period_end))
+                  for n, line in enumerate(meta["lines"], 1)],
         "BG-23": [{"BT-116": meta["net"], "BT-117": meta["tax"], "BT-118": category, "BT-119": rate,
                    **({"BT-120": meta["taxNote"]} if category != "S" and meta.get("taxNote") else {}),
                    **({"BT-121": "VATEX-EU-AE"} if category == "AE" else {})}],

@@ -868,10 +868,12 @@ def test_a_session_line_carries_its_day_summary_and_deliverables_into_the_factur
         ["Session 2026-06-10 01:10–03:20"]]
 
 
-def test_a_project_line_period_ends_the_day_its_last_session_ended(billing):
+def test_a_project_line_period_ends_the_day_its_last_session_ended_within_the_invoice_period(billing):
     """A project line's period runs from the day its first session began to the day the last one
     ended (a session across midnight at the month's end ends on 1 July), though the page prints the
-    days they began."""
+    days they began. In the XML it stays within the invoice's period (found by a billing person:
+    20260602–20260701 on an invoice of June; Peppol's R110/R111 refuse a line period outside the
+    invoice period), while the stored line keeps the day the work ended."""
     store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
     _session(store, "m1", "web", "Acme Corp", "2026-06-30T21:10:00Z", "2026-06-30T23:20:00Z")
     store.close()
@@ -879,7 +881,7 @@ def test_a_project_line_period_ends_the_day_its_last_session_ended(billing):
     items = xml_of(Path(doc["pdf"])).xpath("//ram:IncludedSupplyChainTradeLineItem", namespaces=NS)
     periods = [[n.text for n in item.xpath(".//ram:BillingSpecifiedPeriod//udt:DateTimeString", namespaces=NS)]
                for item in items]
-    assert periods == [["20260603", "20260603"], ["20260602", "20260701"]]  # api, then web
+    assert periods == [["20260603", "20260603"], ["20260602", "20260630"]]  # api, then web
     shown = json.loads(run(billing, "--json", "invoice", "show", doc["number"]).stdout)
     assert [(line["date"], line["periodStart"], line["periodEnd"]) for line in shown["lines"]] == [
         ("2026-06-03", "2026-06-03", "2026-06-03"), ("2026-06-02 – 2026-06-30", "2026-06-02", "2026-07-01")]
