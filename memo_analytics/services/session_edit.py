@@ -38,12 +38,14 @@ from ..vault import ledger
 from .prompts import canonical_client, clean_client, clean_text, is_new_client
 
 from .requests import EditSessionRequest
+from .sessions import MAX_SESSION_MINUTES
 from .store import VaultStore
 
 #: Longest description an edit sets (it is printed on every timesheet and invoice line).
 MAX_SUMMARY_CHARS = 2000
-#: Longest session an edit sets: a week, in minutes (a typo of a year is refused, not billed).
-MAX_EDITED_MINUTES = 7 * 24 * 60
+#: Longest session an edit sets: a week, in minutes (a typo of a year is refused, not billed),
+#: as the longest a person's or an agent's end makes.
+MAX_EDITED_MINUTES = MAX_SESSION_MINUTES
 
 #: How an invoice names what it billed a session with (a refused edit says which).
 _BILLED_AS = {"client": "client", "billable": "billable flag", "project": "project"}

@@ -34,7 +34,7 @@ from ..domain.ids import (
     validate_slug,
 )
 from ..domain.records import Deliverable, RecordKind, Session
-from ..domain.wire import is_one_plain_line
+from ..domain.wire import counted, is_one_plain_line
 from ..index import store as index
 from ..index.query import PromptFilter, clamp_page
 from ..vault.io import check_metadata_size
@@ -246,7 +246,7 @@ def _started(store: VaultStore, request: StartSessionRequest, now, project: str,
 
 
 def end_session(store: VaultStore, request: EndSessionRequest, now=None,
-                refuse_superseded: bool = False) -> dict[str, Any]:
+                by_person: bool = False) -> dict[str, Any]:
     """Close a session (SPEC §2.5).
 
     ``endTime`` is ``until`` or now; ``durationMinutes`` = ``endTime − startTime`` in
@@ -262,10 +262,11 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None,
     SessionNotStartedError
         ``... Call session_start first`` without a session id or record.
     InvalidFieldError
-        ``until`` before the session's start, bad deliverables; with ``refuse_superseded`` (a
+        ``until`` before the session's start, bad deliverables; with ``by_person`` (a
         person's or an agent's end, :func:`end_session_answer`), a session superseded by the
         import of its transcript (``sessionId``: its imported session is named) — an import that
-        follows a grown copy still ends its own superseded session.
+        follows a grown copy still ends its own superseded session —, or an open session the end
+        would make last longer than a week (``until``, :data:`MAX_SESSION_MINUTES`).
     """
     now = now or utcnow()
     if not request.session_id:
@@ -279,7 +280,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None,
             raise SessionNotStartedError(session_id)
         store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         meta, body = existing
-        if refuse_superseded and meta.get("status") == "superseded":
+        if by_person and meta.get("status") == "superseded":
             # its work is the imported sessions': ending it made it count again beside them (twice
             # under overlapPolicy sum)
             by = [str(name) for name in meta.get("supersededBy") or [] if "/" in str(name)]
@@ -289,6 +290,8 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None,
                 + (f"the import of its transcript ({', '.join(name.split('/', 1)[1] for name in by)}): end it, "
                    f"or leave its hand-off, there: memo session end {shell_word(latest)} --project "
                    f"{shell_word(where)} --next-step …" if latest else "a later record: nothing to end"))
+        if by_person and meta.get("status") == "active":
+            _refuse_a_longer_end(store, meta, request, now, project)
         before = dict(meta)
         _end(store, meta, request, now)
         if request.handoff is None and before.get("status") == "completed" and \
@@ -306,6 +309,33 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None,
         store.upsert(RecordKind.SESSION, meta, body)
     store.emit("session_end", session=meta)  # SPEC §2.5: the sync the runtime wired (never fails this)
     return {**meta, "body": body}
+
+
+#: Longest session a person's or an agent's end makes, or an edit sets: a week, in minutes (a
+#: start a year off, or a session left open for days and ended now, is refused, not billed).
+MAX_SESSION_MINUTES = 7 * 24 * 60
+
+
+def _refuse_a_longer_end(store: VaultStore, meta: dict[str, Any], request: EndSessionRequest, now,
+                         project: str) -> None:
+    """Refuse an end that makes the open session ``meta`` last longer than
+    :data:`MAX_SESSION_MINUTES` (a start of 1970 billed 499,032 h), naming its last turn.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``until``: the length it would have, and what to give instead.
+    """
+    end = parse_record_instant(request.until, "until", store.zone, wall_clock=True) if request.until else now
+    start = from_iso(str(meta["startTime"]))
+    if (end - start).total_seconds() <= MAX_SESSION_MINUTES * 60:
+        return
+    last = index.last_turn_created(store.conn, project, str(meta["sessionId"]))
+    raise InvalidFieldError(
+        "until", f"session {meta['sessionId']} would last {counted(int((end - start).total_seconds() // 3600), 'hour')} "
+                 f"(from {local_text(start, store.zone)}): a session lasts at most a week; end it at its last work"
+                 + (f" (its last turn: {shell_word(last)})" if last else "")
+                 + " with until, or correct its start (memo session edit --start)")
 
 
 def summary_from_turns(store: VaultStore, project: str, session_id: str, cwd: str | None = None) -> str | None:
@@ -327,7 +357,7 @@ def end_session_answer(store: VaultStore, request: EndSessionRequest) -> dict[st
     texts) when the end asked for was not taken — the session had been ended before and keeps
     its times (SPEC §2.5) — or when some of its turns lie outside its times (their time bills
     nothing). Raises as :func:`end_session`."""
-    record = end_session(store, request, refuse_superseded=True)
+    record = end_session(store, request, by_person=True)
     warnings = []
     if request.until and not request.recompute_duration:
         asked = parse_record_instant(request.until, "until", store.zone, wall_clock=True)

@@ -389,3 +389,24 @@ def test_a_session_whose_turns_all_carry_one_time_is_counted_as_0_minutes_at_imp
     zero = sum(1 for s in sessions["items"] if s["durationMinutes"] == 0)
     assert zero == 2, [s["durationMinutes"] for s in sessions["items"]]
     assert "note: 2 new sessions are 0 minutes" in ran.stderr
+
+
+def test_an_end_that_makes_a_session_last_over_a_week_is_refused_naming_its_last_turn(tmp_path):
+    """Found by an attacker: a session started at 1970-01-01 and ended now billed 499,032 hours
+    (an edit refuses more than a week). A person's or an agent's end refuses it too, on every
+    interface, naming the session's last turn; an end at a time within the week is taken."""
+    from tests.inprocess import tool_calls
+
+    vault = tmp_path / "v"
+    memo("session", "start", "old", "--project", "p3", "--start-time", "2026-11-01T09:00:00Z", vault=vault)
+    memo("prompt", "record", "--session-id", "old", "--project", "p3", "--body", "hi", "--created",
+         "2026-11-01T10:00:00Z", vault=vault)
+    ran = memo("session", "end", "old", "--project", "p3", vault=vault, check=False)
+    assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid until: session old would last ")
+    assert "a session lasts at most a week; end it at its last work (its last turn: 2026-11-01T10:00:00.000Z)" \
+        in ran.stderr
+    [(failed, text)] = tool_calls(vault, [{"action": "session_end", "sessionId": "old", "projectId": "p3"}])
+    assert failed and "at most a week" in text
+    ended = json.loads(memo("--json", "session", "end", "old", "--project", "p3", "--until", "2026-11-01T10:30:00Z",
+                            vault=vault).stdout)
+    assert ended["durationMinutes"] == 90
