@@ -24,6 +24,8 @@ class VaultLayout:
         self.root = Path(root)
         #: the last record paths asked for (an import asks for each several times)
         self._paths: dict[tuple[str, str, str], Path] = {}
+        #: record folders found not to be reached through a symbolic link
+        self._checked: set[Path] = set()
 
     @property
     def meta_dir(self) -> Path:
@@ -51,10 +53,33 @@ class VaultLayout:
         path = self._paths.get(key)
         if path is None:
             path = self.project_dir(project) / subdir_for_kind(kind) / f"{validate_slug(record_id, 'id')}.md"
+            self._refuse_linked(path.parent)
             if len(self._paths) >= 4096:
                 self._paths.clear()
             self._paths[key] = path
         return path
+
+    def _refuse_linked(self, folder: Path) -> None:
+        """Refuse a record folder reached through a symbolic link inside the vault (``projects/``,
+        a project's folder, its ``prompts/``…): a record read or written there would be a file
+        outside the vault (SPEC §11: writes never follow a link). The vault's own root may be a
+        link (a vault kept on another disk). Checked once per folder and process (an ``lstat``
+        each).
+
+        Raises
+        ------
+        MemoError
+            The folder, or one between it and the vault's root, is a symbolic link.
+        """
+        if folder in self._checked:
+            return
+        for part in (self.projects_dir, folder.parent, folder):
+            if part.is_symlink():
+                from ..domain.errors import MemoError
+
+                raise MemoError(f"{part} is a symbolic link: memo reads and writes records only inside the vault "
+                                "(move the folder it points to back in its place)")
+        self._checked.add(folder)
 
     def record_files(self):
         """Every record file under ``projects/`` (prompts, sessions, traps, ...), sorted; sync
