@@ -276,3 +276,23 @@ def test_a_grown_specstory_copy_of_an_imported_transcript_imports_again_quietly(
     _specstory_copy(transcript, tmp_path / "proj")
     again = json.loads(memo("--json", "import", "specstory", str(specstory), vault=vault).stdout)
     assert (again["refused"], again["skipped"], again["errors"]) == (0, 0, []), again
+
+
+def test_an_empty_transcript_of_a_conversation_just_started_is_no_error(realdata, tmp_path):
+    """Found by an operator: the empty ``.jsonl`` a just-started Claude Code conversation leaves
+    was an error of every `memo watch` pass ("not a claude-code transcript (the file is
+    empty)"). It is counted as empty, not as a file of another format; an import of empty files
+    alone says there is nothing to import (exit 1)."""
+    folder = tmp_path / "cc"
+    folder.mkdir()
+    real = sorted((realdata / "claude-code-jsonl").rglob("*.jsonl"))[0]
+    (folder / real.name).write_bytes(real.read_bytes())
+    (folder / "5f0c2b9e-1111-4222-8333-944455556667.jsonl").write_bytes(b"")
+    ran = memo("--json", "import", "claude-code", str(folder), vault=tmp_path / "v")
+    result = json.loads(ran.stdout)
+    assert (result["empty"], result["unrecognised"], result["errors"]) == (1, 0, [])
+    assert result["sessions"] >= 1 and "skipped" not in ran.stderr
+    alone = memo("import", "claude-code", str(folder / "5f0c2b9e-1111-4222-8333-944455556667.jsonl"),
+                 vault=tmp_path / "v2", check=False)
+    assert alone.returncode == 1 and alone.stderr.strip() == (
+        "error: nothing to import: the file is empty (an agent writes its transcript as the conversation goes on)")

@@ -81,13 +81,18 @@ def _import_command(source: str) -> Callable[..., None]:
             err.print(_safe(f"skipped: {line}"))
         if len(result.errors) > 20:
             err.print(f"skipped: … and {len(result.errors) - 20} more (--json lists them all)")
+        if not result.recognised and result.empty and result.empty == result.files - result.unchanged:
+            raise MemoError("nothing to import: " + ("the file is empty" if result.empty == 1 else
+                                                     f"the {result.empty} files are empty")
+                            + " (an agent writes its transcript as the conversation goes on)")
         if not result.recognised:
             which = "the file is not" if result.files == 1 else f"none of the {result.files} files is"
             raise MemoError(f"nothing recognised: {which} a {source} transcript (see the lines above); "
                             "nothing was imported")
         chosen = [name for name, value in (("--project", project), ("--client", client),
                                            ("--billable/--no-billable", billable)) if value is not None]
-        if chosen and not result.sessions and not state.json:
+        if chosen and not result.sessions and not state.json and (result.unchanged or result.reindexed
+                                                                  or result.revised or result.turns):
             err.print(f"note: {', '.join(chosen)} appl{'ies' if len(chosen) == 1 else 'y'} to sessions new to the "
                       "vault; these files' sessions were "
                       "imported before and keep what they had (memo session edit ID --client NAME, --no-billable "

@@ -299,6 +299,9 @@ class ImportResult:
     #: files whose last line is not finished yet (no newline, not JSON yet: an agent writing it
     #: now); not counted in ``skipped``: the next import reads it once it is finished
     pending: int = 0
+    #: files of 0 bytes (an agent that just started a conversation leaves one): nothing to read
+    #: yet, no error; the next import reads what is written by then
+    empty: int = 0
     #: ``(source, transcriptId)`` of transcripts with a session left as an issued invoice billed it
     #: although the transcript differs: their files are read again by the next import
     held_back: set[tuple[str, str]] = field(default_factory=set)
@@ -325,6 +328,8 @@ class ImportResult:
         line += f", indexed {self.reindexed} already in the vault" if self.reindexed else ""
         line += (f", {self.pending} file{'s' if self.pending != 1 else ''} with a last line still being written "
                  f"(no newline yet: taken in when it is finished)") if self.pending else ""
+        line += (f", {self.empty} empty file{'s' if self.empty != 1 else ''} (nothing written in "
+                 f"{'them' if self.empty != 1 else 'it'} yet)") if self.empty else ""
         held = len(self.held_back)
         line += (f", {held} conversation{'s' if held != 1 else ''} left as an issued invoice billed "
                  f"{'them' if held != 1 else 'it'}") if held else ""
@@ -358,7 +363,7 @@ class ImportResult:
                 "unrecognised": self.unrecognised, "unchanged": self.unchanged,
                 "resumed": self.resumed, "rewound": self.rewound, "copies": self.copies,
                 "heldBack": len(self.held_back),
-                "pending": self.pending, "refused": self.refused, "untimed": self.untimed}
+                "pending": self.pending, "empty": self.empty, "refused": self.refused, "untimed": self.untimed}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = (),
@@ -1167,6 +1172,9 @@ def _count_parse(result: ImportResult, path: Path, parsed: ParseResult, source: 
     """Count one file's parse into ``result``: recognised or not, its bad lines; note the
     transcripts it holds (``held``: path → ids; ``where``: a conversation's first file)."""
     name = redact_secrets(str(path))[0]
+    if not parsed.recognised and not parsed.problems and not _size(path):
+        result.empty += 1  # a conversation just started (its agent made the file): nothing to read yet
+        return
     if not parsed.recognised:
         result.unrecognised += 1
         why = parsed.why
