@@ -613,6 +613,7 @@ class BrowserBoundary:
       every other origin get 403, as do requests a browser marks ``Sec-Fetch-Site:
       cross-site|same-site`` (another page, another port) unless they are a top-level
       navigation to the dashboard (a link the person clicks).
+    - A websocket upgrade must name a subprotocol (the dashboard's session token): 400.
     - A write to ``/api/`` (POST, PUT, PATCH, DELETE) must be ``Content-Type:
       application/json`` (415): a cross-site form or ``text/plain`` fetch cannot send that
       without a preflight, which gets no CORS answer.
@@ -652,6 +653,11 @@ class BrowserBoundary:
                           and (headers.get("Sec-Fetch-Dest") or "document").lower() == "document")
             if not navigation or path.startswith("/api/"):
                 return 403, "Forbidden: cross-site request"
+        if (headers.get("Upgrade") or "").strip().lower() == "websocket" and \
+                not (headers.get("Sec-WebSocket-Protocol") or "").strip():
+            # the dashboard's websocket takes its session token as a subprotocol (Bokeh's page always
+            # sends one): a bare upgrade ended in a 56-line traceback in the log, per request
+            return 400, "Bad request: the dashboard's websocket takes its session as a Sec-WebSocket-Protocol"
         if method in self.WRITES and path.startswith("/api/"):
             content_type = (headers.get("Content-Type") or "").split(";")[0].strip().lower()
             if content_type != "application/json":

@@ -237,8 +237,8 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
         from ..domain.hosts import connection_cap, raise_open_files_limit
 
         cap = connection_cap(raise_open_files_limit())  # one file handle per connection
-        app = server.streamable_http_app(host=host, transport_security=own_origin_only(port, host),
-                                         max_sessions=MAX_MCP_SESSIONS)
+        app = _CrossSiteGate(server.streamable_http_app(host=host, transport_security=own_origin_only(port, host),
+                                                        max_sessions=MAX_MCP_SESSIONS))
         authority = f"[{host}]" if ":" in host else host
         sys.stderr.write(f"memo mcp: streamable HTTP at http://{authority}:{port}/mcp — Ctrl-C to stop\n")
         sys.stderr.flush()
@@ -299,6 +299,7 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
         TransportSecuritySettings(enable_dns_rebinding_protection=False)  # off loopback the token guards it
     app = build_server(settings, confined=not loopback, over_http=True).streamable_http_app(host=host, max_sessions=MAX_MCP_SESSIONS,
                                                                                    transport_security=security)
+    app = _CrossSiteGate(app)
     if token:
         app = _TokenGate(app, token)
     from ..domain.hosts import connection_cap, raise_open_files_limit
@@ -321,6 +322,25 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
 
 #: Seconds ``serve_http_in_thread`` waits for the endpoint to listen.
 STARTUP_SECONDS = 30
+
+
+class _CrossSiteGate:
+    """ASGI wrapper: a request a browser marks ``Sec-Fetch-Site: cross-site`` or ``same-site``
+    (a page of another origin) gets 403, as on the status port — with or without an ``Origin``
+    header, which the SDK's own check needs."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            site = dict(scope.get("headers") or []).get(b"sec-fetch-site", b"").strip().lower()
+            if site in (b"cross-site", b"same-site"):
+                await send({"type": "http.response.start", "status": 403,
+                            "headers": [(b"content-type", b"application/json")]})
+                await send({"type": "http.response.body", "body": b'{"error": "Forbidden: cross-site request"}'})
+                return
+        await self.app(scope, receive, send)
 
 
 class _TokenGate:

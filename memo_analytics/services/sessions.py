@@ -504,6 +504,7 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
         if row is None:
             _refuse_unreadable(store, session_id, project)
         if row is None and total == 0:
+            _refuse_with_the_hook_session(store, session_id, request.project or None)
             raise RecordNotFoundError(session_id, request.project or None)
         page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
         return {"session": row_to_record(row) if row is not None else None, **page}
@@ -517,6 +518,26 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     counts = index.turn_counts(store.conn, [(item["project"], item["sessionId"]) for item in items])
     return envelope(total, limit, offset, [{**item, "turns": counts.get((item["project"], item["sessionId"]), 0)}
                                            for item in items])
+
+
+def _refuse_with_the_hook_session(store: VaultStore, session_id: str, project: str | None) -> None:
+    """Raise :class:`RecordNotFoundError` naming the session a hook recorded for the agent's own
+    conversation id ``session_id`` (``claude-code-<id>``: a person reads the agent's id in the
+    agent, not memo's), when there is one; else return."""
+    from .capture import AGENTS, hook_session_id
+
+    for agent in AGENTS:
+        try:
+            hook_id = hook_session_id(agent, session_id)
+        except InvalidFieldError:
+            continue
+        found = [row for row in index.where_is(store.conn, session_record_id(hook_id), RecordKind.SESSION.value)
+                 if project is None or row["project"] == project]
+        if found:
+            error = RecordNotFoundError(session_id, project)
+            error.args = (f"{error}; the session {agent}'s hook recorded for that conversation is {hook_id}: memo "
+                          f"session show {shell_word(hook_id)} --project {shell_word(found[0]['project'])}",)
+            raise error
 
 
 def _refuse_unreadable(store: VaultStore, session_id: str, project: str | None) -> None:

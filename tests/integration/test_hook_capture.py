@@ -1151,3 +1151,15 @@ def test_ending_a_hook_session_its_transcripts_import_superseded_names_the_impor
     record = read_record(vault / "projects" / project / "sessions" / f"session-claude-code-{SESSION}.md")[0]
     assert record["status"] == "superseded"
     memo("session", "end", f"claude-code-{SESSION}-1", "--project", project, "--next-step", "deploy", vault=vault)
+
+
+def test_showing_a_session_by_the_agents_own_id_names_the_hooks_session(tmp_path, repo):
+    """Found by a new user: ``memo session show dbl`` answered "Record not found: dbl", with no
+    word that a hook records the agent's conversation ``dbl`` as ``claude-code-dbl``."""
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="hi"))
+    shown = memo("session", "show", SESSION, vault=vault, check=False)
+    assert shown.returncode == 1 and shown.stderr.strip() == (
+        f"error: Record not found: {SESSION}; the session claude-code's hook recorded for that conversation is "
+        f"claude-code-{SESSION}: memo session show claude-code-{SESSION} --project product")
+    assert memo("session", "show", f"claude-code-{SESSION}", vault=vault).returncode == 0

@@ -265,6 +265,8 @@ def _raw_cases() -> list[tuple[str, str, str, str, dict[str, str], int]]:
                    "Sec-Fetch-Site cross-site"):
         headers, status = HEADER_ATTACKS[attack]
         cases.append(("websocket", attack, "GET", "/ws", {**WEBSOCKET, **headers}, status))
+    # found by an attacker: a bare upgrade (no subprotocol: no session) logged a 56-line traceback each
+    cases.append(("websocket", "no subprotocol", "GET", "/ws", WEBSOCKET, 400))
     return cases
 
 

@@ -24,6 +24,10 @@ def test_the_loopback_mcp_endpoint_refuses_other_origins_and_hosts(tmp_path):
         assert other_port.status_code == 403
         assert httpx2.post(url, json=PING, headers={**HEADERS, "Origin": "http://evil.example"}).status_code == 403
         assert httpx2.post(url, json=PING, headers={**HEADERS, "Host": f"rebind.test:{port}"}).status_code == 421
+        # found by an attacker: a request a browser marks cross-site, without an Origin, got through
+        for site in ("cross-site", "same-site"):
+            marked = httpx2.post(url, json=PING, headers={**HEADERS, "Sec-Fetch-Site": site})
+            assert marked.status_code == 403 and "cross-site" in marked.text
         agent = httpx2.post(url, json=PING, headers=HEADERS)
         assert agent.status_code == 200 and "serverInfo" in agent.text
         own = httpx2.post(url, json=PING, headers={**HEADERS, "Origin": f"http://127.0.0.1:{port}"})
