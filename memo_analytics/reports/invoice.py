@@ -500,6 +500,7 @@ def invoice_context(report: ActivityReport, invoice: Invoice, *, number: str | N
                               or report.sessions),
         "projects": ", ".join(report.projects) if report.projects is not None else "all projects",
         "client_filter": report.client,
+        "client_names": report.client_names,  # the legal names, as the timesheet and the issued invoice print them
         "total_hours": f"{invoice.hours:.2f}",
         "total_duration": format_minutes(invoice.minutes),
         "rounding_policy": ROUNDING_POLICY_PRINTED,

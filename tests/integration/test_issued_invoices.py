@@ -614,6 +614,11 @@ def test_the_timesheet_names_the_client_by_its_legal_name_beside_its_short_one(b
     text = pdf_text(tmp_path / "t.pdf")
     assert "Client: Acme Corp (Acme Corp SARL)" in text
     assert "Client: Globex" in text and "Client: Globex (" not in text  # no profile name: the short one alone
+    # found by a billing person: the draft invoice printed the short name alone ("Client: Acme Corp")
+    ran = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
+              "2026-06-30", "-o", str(tmp_path / "draft.pdf"))
+    assert ran.returncode == 0, ran.stderr
+    assert "Client: Acme Corp (Acme Corp SARL)" in " ".join(pdf_text(tmp_path / "draft.pdf").split())
 
 
 def test_a_period_left_open_prints_the_dates_of_the_first_and_last_session(billing, tmp_path):
