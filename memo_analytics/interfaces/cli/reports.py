@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ...config import config_path
 from ...domain.clock import from_iso, printed_span, span_clock
 from ...domain.errors import MemoError
+from ...domain.wire import counted
 from ...services.requests import ActivityReportRequest
 from .common import (
     answer_of,
@@ -107,15 +108,17 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
         out.print(table)
     if 0 < len(data["byDay"]) <= 62:
         title = f"Billable time by day ({data['timezone']})"
-        crossing = any(s["durationMinutes"] and from_iso(s["startTime"]).astimezone(zone).date()
-                       != from_iso(s["endTime"]).astimezone(zone).date() for s in data["sessions"] if s["endTime"])
-        days = Table(title=title, caption="sessions split at midnight" if crossing else None,
-                     min_width=len(title) + 2)
+        crossing = sum(1 for s in data["sessions"] if s["endTime"] and s["durationMinutes"] and
+                       from_iso(s["startTime"]).astimezone(zone).date() != from_iso(s["endTime"]).astimezone(zone).date())
+        days = Table(title=title, min_width=len(title) + 2)
         for column, justify in (("day", "left"), ("billed", "right"), ("hours", "right")):
             days.add_column(column, justify=justify)
         for day, bucket in data["byDay"].items():
             days.add_row(day, format_minutes(bucket["durationMinutes"]), f"{bucket['billableHours']:.2f}")
         out.print(days)
+        if crossing:  # said as what it is: a bare "sessions split at midnight" under the table read as a heading
+            out.print(f"{counted(crossing, 'session')} past midnight: split between "
+                      f"{'its' if crossing == 1 else 'their'} days", soft_wrap=True, highlight=False)
     shown = data["sessions"][-_SESSION_ROWS:]
     left_out = len(data["sessions"]) - len(shown)
     sessions = Table(title=f"Sessions (times in {data['timezone']})" + (
