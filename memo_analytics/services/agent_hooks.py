@@ -177,7 +177,11 @@ class SettingsText:
             self.data = json.loads(plain) if plain.strip() else {}
             self.map = calculate(plain) if plain.strip() else {}
         except (ValueError, Exception) as exc:  # json_source_map raises its own error type
-            raise InvalidFieldError("settings", f"{path} is not valid JSON ({str(exc).splitlines()[0]}); "
+            # said where, and what memo reads: comments are fine, a trailing comma is not
+            trailing = re.search(r",\s*[}\]]", plain)
+            hint = (f"; a comma before a closing bracket at line {plain.count(chr(10), 0, trailing.start()) + 1} "
+                    "(comments are read, trailing commas are not)") if trailing else ""
+            raise InvalidFieldError("settings", f"{path} is not valid JSON ({str(exc).splitlines()[0]}{hint}); "
                                                 "memo left it as it is") from None
         if not isinstance(self.data, dict) or (not plain.strip() and text.strip()):
             raise InvalidFieldError("settings", f"{path} does not hold a JSON object; memo left it as it is")

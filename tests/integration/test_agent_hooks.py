@@ -439,3 +439,17 @@ def test_user_hooks_run_this_installs_memo_by_its_full_path_when_the_path_lacks_
     assert command.split()[:3] == [str(Path(sys.executable).with_name("memo")), "hook", "claude-code"]
     status = json.loads(memo("--json", "hooks", "status", "claude-code", vault=vault, env=env, cwd=tmp_path).stdout)
     assert [i["notFound"] for i in status["items"]] == [[]]
+
+
+def test_a_trailing_comma_is_named_with_its_line(tmp_path):
+    """Found by a new user: a trailing comma in ``.claude/settings.json`` was refused as "not valid
+    JSON" alone, although comments are read: it says where the comma is and that it is the trouble."""
+    home = tmp_path / "home"
+    path = settings_file(home, "claude-code")
+    path.parent.mkdir(parents=True)
+    path.write_text('{\n  // mine\n  "model": "opus",\n}\n')
+    ran = memo("hooks", "install", "claude-code", vault=tmp_path / "v", env={"HOME": str(home)}, check=False)
+    assert ran.returncode == 1
+    assert "a comma before a closing bracket at line 3 (comments are read, trailing commas are not)); memo left " \
+           "it as it is" in " ".join(ran.stderr.split())
+    assert path.read_text() == '{\n  // mine\n  "model": "opus",\n}\n'
