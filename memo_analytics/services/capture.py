@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import secrets
 import stat
 import time
@@ -32,18 +31,16 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..domain.clock import from_iso, parse_record_instant, to_iso
 from ..domain.errors import InvalidFieldError, MemoError, SessionCompletedError
-from ..domain.ids import session_record_id, slugify, validate_session_id
+from ..domain.ids import session_record_id, validate_session_id
 from ..domain.records import RecordKind
 from ..domain.wire import counted, valid_text
 from ..index import store as index
-from ..vault.redact import redact_secrets
+from .agent_ids import AGENTS, hook_session_id
 from .store import VaultStore
 
 if TYPE_CHECKING:
     from ..config import Settings
 
-#: The agents ``memo hook`` understands, by the name on its command line.
-AGENTS = ("claude-code", "codex", "gemini", "cursor", "copilot")
 #: The agents that put a ``SessionStart`` hook's ``hookSpecificOutput.additionalContext`` into
 #: their model's context: a hand-off claimed by the session their hook starts reaches the agent.
 BATON_AGENTS = ("claude-code", "codex", "gemini")
@@ -220,34 +217,6 @@ def parse_event(agent: str, payload: Any, received: datetime, event_name: str | 
                 type(None): "null"}.get(type(prompt), type(prompt).__name__)
         raise InvalidFieldError("prompt", f"is {kind}, not text")
     return event
-
-
-def secret_free_id(conversation: str) -> str | None:
-    """``redacted-`` and a hash of an agent's conversation id that holds a secret (what redaction
-    would change), else None: the base of its session ids, for the hook and the import alike, so
-    no file name, record or answer shows it (SPEC §2.4)."""
-    if not redact_secrets(conversation)[1]:
-        return None
-    return f"redacted-{hashlib.sha1(conversation.encode('utf-8')).hexdigest()[:12]}"
-
-
-#: How :func:`numbered` marks a later work interval of one agent session (``….2``).
-_INTERVAL_MARK = re.compile(r"\.\d+$")
-
-
-def hook_session_id(agent: str, session: str) -> str:
-    """The product's session id of an agent's session: ``{agent}-{its id}`` (ids that are not
-    lower-case safe slugs, or too long, or that end like a later work interval's ``.N``, are
-    slugged and given a short hash — so two agent sessions never share one, ``x``, ``X`` and
-    ``x.2`` included; an id holding a secret is ``redacted-`` and a hash of it: no file name,
-    record or answer shows it, SPEC §2.4)."""
-    hidden = secret_free_id(session)
-    if hidden is not None:
-        return validate_session_id(f"{agent}-{hidden}")
-    base = slugify(session, 120)
-    if base != session or _INTERVAL_MARK.search(base):
-        base = f"{base[:100]}-{hashlib.sha1(session.encode('utf-8')).hexdigest()[:8]}"
-    return validate_session_id(f"{agent}-{base}")
 
 
 def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: str | None = None,

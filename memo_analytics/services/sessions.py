@@ -328,8 +328,8 @@ def _refuse_a_longer_end(store: VaultStore, meta: dict[str, Any], request: EndSe
     """
     end = parse_record_instant(request.until, "until", store.zone, wall_clock=True) if request.until else now
     start = from_iso(str(meta["startTime"]))
-    if (end - start).total_seconds() <= MAX_SESSION_MINUTES * 60:
-        return
+    if (end - start).total_seconds() <= MAX_SESSION_MINUTES * 60 or end > now + MAX_CLOCK_SKEW:
+        return  # an end in the future is refused as that (_end)
     last = index.last_turn_created(store.conn, project, str(meta["sessionId"]))
     raise InvalidFieldError(
         "until", f"session {meta['sessionId']} would last {counted(int((end - start).total_seconds() // 3600), 'hour')} "
@@ -524,7 +524,7 @@ def _refuse_with_the_hook_session(store: VaultStore, session_id: str, project: s
     """Raise :class:`RecordNotFoundError` naming the session a hook recorded for the agent's own
     conversation id ``session_id`` (``claude-code-<id>``: a person reads the agent's id in the
     agent, not memo's), when there is one; else return."""
-    from .capture import AGENTS, hook_session_id
+    from .agent_ids import AGENTS, hook_session_id
 
     for agent in AGENTS:
         try:

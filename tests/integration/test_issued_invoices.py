@@ -749,7 +749,7 @@ def test_a_draft_names_a_projects_own_rate_beside_the_clients(billing, tmp_path)
     draft = tmp_path / "draft.pdf"
     run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
         "2026-06-30", "-o", str(draft))
-    assert "Client: Acme Corp · EUR · 120.00 EUR per hour (api: 140.00)" in " ".join(pdf_text(draft).split())
+    assert "Client: Acme Corp (Acme Corp SARL) · EUR · 120.00 EUR per hour (api: 140.00)" in " ".join(pdf_text(draft).split())
 
 
 def test_a_three_decimal_currency_is_drafted_but_not_issued_as_an_e_invoice(billing, tmp_path):

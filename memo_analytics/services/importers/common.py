@@ -451,7 +451,7 @@ def transcript_session_base(transcript: Transcript, apart: bool = False) -> str:
     with a hash of the exact id when the id is not already a slug. ``apart``: with the hash in
     any case — for the second of two conversations whose ids differ only in case
     (:func:`import_transcript`)."""
-    from ..capture import secret_free_id
+    from ..agent_ids import secret_free_id
 
     hidden = secret_free_id(transcript.transcript_id)  # as the hook's: no secret in ids (SPEC §2.4)
     if hidden is not None:
@@ -854,7 +854,7 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
     vault (a file is never deleted) but lists, search, reports and the digest leave them out;
     turns the hook records later stay visible until the next import takes them in. The number
     of records superseded now."""
-    from ..capture import AGENTS, hook_session_id
+    from ..agent_ids import AGENTS, hook_session_id
 
     if transcript.source not in AGENTS:
         return 0
