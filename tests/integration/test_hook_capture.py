@@ -1163,3 +1163,30 @@ def test_showing_a_session_by_the_agents_own_id_names_the_hooks_session(tmp_path
         f"error: Record not found: {SESSION}; the session claude-code's hook recorded for that conversation is "
         f"claude-code-{SESSION}: memo session show claude-code-{SESSION} --project product")
     assert memo("session", "show", f"claude-code-{SESSION}", vault=vault).returncode == 0
+
+
+def test_the_import_that_supersedes_a_hook_session_bills_the_client_it_was_given(tmp_path, repo):
+    """Found in review: a hook session that took a hand-off (and its client), or that a person
+    filed under a client by hand, was superseded by its transcript's import, whose sessions
+    billed ``internal`` — the client was lost. The imported sessions bill the hook session's."""
+    vault = tmp_path / "v"
+    _left_a_shared_baton(vault, client="acme")
+    memo("hook", "claude-code", vault=vault, input=claude("SessionStart", repo, source="startup"))
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Deploy to staging"))
+    folder = tmp_path / "claude" / "projects" / "-product"
+    folder.mkdir(parents=True)
+    lines = [_transcript_line("user", "u1", "2026-11-30T09:00:00.000Z", "Deploy to staging", repo),
+             _transcript_line("assistant", "a1", "2026-11-30T09:30:00.000Z", "Deployed.", repo)]
+    (folder / f"{SESSION}.jsonl").write_text("\n".join(lines) + "\n")
+    imported = json.loads(memo("--json", "import", "claude-code", str(folder), "--project", "product",
+                               vault=vault).stdout)
+    assert imported["sessions"] == 1 and imported["superseded"] >= 1
+    session = read_record(vault / "projects" / "product" / "sessions" / f"session-claude-code-{SESSION}-1.md")[0]
+    assert session["client"] == "acme"
+    # --client given to the import still wins
+    again = tmp_path / "v2"
+    _left_a_shared_baton(again, client="acme")
+    memo("hook", "claude-code", vault=again, input=claude("SessionStart", repo, source="startup"))
+    memo("import", "claude-code", str(folder), "--project", "product", "--client", "globex", vault=again)
+    session = read_record(again / "projects" / "product" / "sessions" / f"session-claude-code-{SESSION}-1.md")[0]
+    assert session["client"] == "globex"

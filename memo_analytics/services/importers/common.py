@@ -543,6 +543,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 f"but was imported starting {existing[0].get('startTime')}; re-import with the same --tz and all "
                 f"files of the conversation together"
             )
+    inherited: tuple[str | None] | None = None  # the client of new sessions, worked out once when one is new
     for number, interval in enumerate(intervals, 1):
         session_id = f"{base}-{number}"
         project = homes[number]
@@ -570,9 +571,11 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         described = stored_summary(store, session_description(valid_text(transcript.title or ""),
                                                               [valid_text(p.text) for p in interval.prompts[:20]]))
         if existing is None:
+            if inherited is None:
+                inherited = (options.client,) if options.client is not None else (_hook_client(store, transcript),)
             start = StartSessionRequest(
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
-                agent=transcript.agent, client=options.client, billable=options.billable, owner=transcript.owner,
+                agent=transcript.agent, client=inherited[0], billable=options.billable, owner=transcript.owner,
                 branch=transcript.branch, git_sha=transcript.git_sha,
                 start_time=interval.start, source=f"import:{transcript.source}", summary=described,
                 extra={**extra, "interval": number, "idleGapMinutes": gap_minutes,
@@ -844,6 +847,28 @@ def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> in
                 changed += 1
             turn += 1
     return changed
+
+
+def _hook_client(store: VaultStore, transcript: Transcript) -> str | None:
+    """The client of the session a hook recorded live for this conversation (its latest work
+    interval's), when it names one: the imported sessions that supersede it bill that client
+    (a client given to it — by hand, or taken with a hand-off — had been lost to ``internal``)."""
+    from ..agent_ids import AGENTS, hook_session_id
+    from ..capture import numbered
+
+    if transcript.source not in AGENTS:
+        return None
+    try:
+        hook_id = hook_session_id(transcript.source, transcript.transcript_id)
+    except InvalidFieldError:
+        return None
+    rows = _intervals(store, hook_id, numbered)
+    for row in reversed(rows):
+        found = store.read(row["project"], RecordKind.SESSION, row["id"])
+        client = found[0].get("client") if found else None
+        if isinstance(client, str) and client:
+            return client
+    return None
 
 
 def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: list[tuple[str, str]]) -> int:
