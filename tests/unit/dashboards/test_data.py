@@ -214,24 +214,34 @@ def test_a_search_over_the_word_limit_is_said_on_the_page(store):
     assert "Invalid query: 101 words" in view.message.object and view.message.visible
 
 
+def _stalled_end_button(store, now, source, prompt_ago):
+    """A session started 3 h before ``now`` whose one prompt was ``prompt_ago`` before it: the
+    digest view and the end button of its stalled item."""
+    from datetime import timedelta
+
+    from memo_analytics.dashboards.digest_view import DigestView
+    from memo_analytics.services.requests import StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+
+    start_session(store, StartSessionRequest(session_id="s1", project="web", start_time=now - timedelta(hours=3),
+                                             source=source))
+    record_prompt(store, RecordPromptRequest(session_id="s1", project="web", body="port the parser"),
+                  now=now - prompt_ago)
+    view = DigestView(DashboardData(store))
+    [row] = view.items.objects
+    [buttons] = [o for o in row.objects if hasattr(o, "objects")]
+    [end] = buttons.objects
+    return view, end
+
+
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
 def test_the_end_button_of_a_stalled_session_names_the_moment_it_ends_at(store):
     """Found by a new user: the button said "End it at its last activity" while the proposal it
     applied ended the session an idle gap later (its answer unseen). It names the moment."""
     from datetime import datetime, timedelta, timezone
 
-    from memo_analytics.dashboards.digest_view import DigestView
-    from memo_analytics.services.requests import StartSessionRequest
-    from memo_analytics.services.sessions import start_session
-
     now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
-    start_session(store, StartSessionRequest(session_id="s1", project="web", start_time=now - timedelta(hours=3)))
-    record_prompt(store, RecordPromptRequest(session_id="s1", project="web", body="port the parser"),
-                  now=now - timedelta(hours=2))
-    view = DigestView(DashboardData(store))
-    [row] = view.items.objects
-    [buttons] = [o for o in row.objects if hasattr(o, "objects")]
-    [end] = buttons.objects
+    _, end = _stalled_end_button(store, now, None, timedelta(hours=2))
     last = (now - timedelta(hours=2)).astimezone(store.zone)
     expected = f"{last:%H:%M}" if last.date() == datetime.now(timezone.utc).astimezone(store.zone).date() \
         else f"{last:%b} {last.day} {last:%H:%M}"
@@ -247,23 +257,13 @@ def test_the_end_button_ends_the_session_at_the_moment_it_names_minutes_later(tm
     from datetime import datetime, timedelta, timezone
 
     from memo_analytics.config import Settings
-    from memo_analytics.dashboards.digest_view import DigestView
     from memo_analytics.operator import acting
-    from memo_analytics.services.requests import StartSessionRequest
-    from memo_analytics.services.sessions import start_session
     from memo_analytics.services.store import VaultStore
 
     store = VaultStore(Settings(vault_root=tmp_path / "vault", timezone="Europe/Berlin", idle_gap_minutes=180))
     try:
-        now = datetime.now(timezone.utc)
-        start_session(store, StartSessionRequest(session_id="s1", project="web", start_time=now - timedelta(hours=3),
-                                                 source="hook:claude-code"))  # its answers unseen: no transcript
-        record_prompt(store, RecordPromptRequest(session_id="s1", project="web", body="port the parser"),
-                      now=now - timedelta(minutes=90))
-        view = DigestView(DashboardData(store))
-        [row] = view.items.objects
-        [buttons] = [o for o in row.objects if hasattr(o, "objects")]
-        [end] = buttons.objects
+        # a hook's session: its answers unseen (no transcript), its end an idle gap after the prompt
+        view, end = _stalled_end_button(store, datetime.now(timezone.utc), "hook:claude-code", timedelta(minutes=90))
         [item] = DashboardData(store).digest()["items"]
         shown_until = item["proposal"]["params"]["until"]
         later = datetime.now(timezone.utc) + timedelta(minutes=5)
