@@ -40,8 +40,8 @@ SECRETS = [
      "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij"),
     ("pg_dump --host db --password S3cretPassw0rd --db shop", "S3cretPassw0rd"),
     ("deploy --api-key=k3y-for-the-deploy-4711 --region eu", "k3y-for-the-deploy-4711"),
-    ("tags: tagghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"),
-    ("x_ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"),
+    ("tags: tagghp_1234567890abcdefghijklmnopqrstuvwxAB", "ghp_1234567890abcdefghijklmnopqrstuvwxAB"),
+    ("x_ghp_1234567890abcdefghijklmnopqrstuvwxAB", "ghp_1234567890abcdefghijklmnopqrstuvwxAB"),
     ("key AKIAIOSFODNN7EXAMPLQ in use", "AKIAIOSFODNN7EXAMPLQ"),
     ("export AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
     ("git clone https://github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEF@github.com/o/r",
@@ -142,4 +142,9 @@ LOOK_ALIKES = [
     "pytest --tb=short -x && git push --force-with-lease",
     "kubectl create secret generic --from-literal=user=admin --secret-name app-creds",
     "run --password $DB_PASSWORD --token ${TOKEN}",
+    # found by an attacker: an option's value is never the next option, nor on the next line, and a
+    # name that holds ghs_ is a name
+    "cmd --secret --verbose",
+    "cmd --token\n--verbose",
+    "variable_name_ghs_thisIsALongIdentifierName1234567890Abc",
 ]

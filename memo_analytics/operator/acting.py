@@ -40,7 +40,8 @@ def _end_stale_session(store: VaultStore, params: dict[str, Any], now: datetime)
     summary = None if found is None or found[0].get("summary") else summary_from_turns(
         store, params["project"], params["sessionId"])
     ended = end_session(store, EndSessionRequest(session_id=params["sessionId"], project=params["project"],
-                                                 until=params["until"], summary=summary), now=now)
+                                                 until=params["until"], summary=summary), now=now,
+                         by_person=True)  # the person's (or the operator's, on their behalf) end: at most a week
     return {"sessionId": ended["sessionId"], "endTime": ended["endTime"], "durationMinutes": ended["durationMinutes"]}
 
 def _cancel_handoff(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:

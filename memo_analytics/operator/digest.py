@@ -41,6 +41,7 @@ from ..domain.clock import format_minutes, from_iso, minutes_between, to_iso
 from ..domain.errors import InvalidDateError
 from ..domain.rounding import hours_cents
 from ..domain.wire import counted
+from ..services.sessions import MAX_SESSION_MINUTES
 
 LANES = ("waiting on you", "dropped")
 #: The lane of what moved in the last day: context for the person, nothing to do (OPERATOR.md);
@@ -256,6 +257,11 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
     proposal = {"actionClass": "end_stale_session", "params": {"sessionId": sid, "project": project,
                                                                 "until": to_iso(until)},
                 "summary": f"end {sid} at {how} {to_iso(until)}"}
+    if until - start > timedelta(minutes=MAX_SESSION_MINUTES):
+        # no session lasts over a week (a start years off): its end is refused, its start is to correct
+        proposal = None
+        end_command = (f"memo session edit {_q(sid)} --project {_q(project)} --start TIME  # it would last "
+                       f"{_hours(minutes_between(start, until))} to its last work: correct its start first")
     # thresholds against the exact durations, as next_due schedules them: rounded minutes
     # counted 91 s as 2 minutes (a session "stalled" 29 s early)
     if now - start >= timedelta(hours=policy.open_too_long_hours):

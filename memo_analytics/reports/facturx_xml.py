@@ -95,8 +95,8 @@ def _line(n: int, line: dict[str, Any], category: str, rate: str, within: tuple[
     except ValueError:
         period = line_period(line.get("date") or "")
     if period:
-        first, last = max(period[0], within[0]), min(period[1], within[1])
-        terms["BT-134"], terms["BT-135"] = first, max(first, last)
+        first = min(max(period[0], within[0]), within[1])
+        terms["BT-134"], terms["BT-135"] = first, max(first, min(period[1], within[1]))
     if ":" in (line.get("date") or ""):
         terms["BT-127-00"] = [{"BT-127": f"Session {line['date']}"}]
     return terms

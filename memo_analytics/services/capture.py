@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 #: The agents that put a ``SessionStart`` hook's ``hookSpecificOutput.additionalContext`` into
 #: their model's context: a hand-off claimed by the session their hook starts reaches the agent.
 BATON_AGENTS = ("claude-code", "codex", "gemini")
+#: The most of a hand-off's text a session-start hook puts into the agent's context (characters).
+MAX_HANDOFF_SHOWN = 8_000
 #: How long a hook waits for the vault lock before it spools its event instead (seconds).
 HOOK_LOCK_TIMEOUT_S = 2.0
 #: The largest event a hook reads (bytes): a prompt is at most 1 MB, the rest is small.
@@ -118,6 +120,13 @@ def _stamp_of(payload: dict[str, Any], names: tuple[str, ...]) -> datetime | Non
     return None
 
 
+def _start_source(payload: dict[str, Any]) -> dict[str, Any]:
+    """``{"source": …}`` of a session start that says why it fired (Claude Code, Codex, Gemini CLI:
+    ``startup``, ``resume``, ``clear``, ``compact``), else nothing."""
+    source = _text(payload, "source")
+    return {"source": source.lower()} if source else {}
+
+
 def _claude_code(payload: dict[str, Any], received: datetime) -> HookEvent:
     # Cursor also runs the hooks of Claude Code's settings files: such an event is Cursor's,
     # whichever entry ran it (its own hook fires too: the twin is not recorded twice)
@@ -138,7 +147,7 @@ def _claude_shape(agent: str, payload: dict[str, Any], received: datetime, turn_
     return HookEvent(agent, _CLAUDE_EVENTS.get(name, "other"), _text(payload, "session_id"), received,
                      prompt=_text(payload, "prompt"), cwd=_text(payload, "cwd"),
                      transcript_path=_text(payload, "transcript_path"), turn_id=_text(payload, turn_key),
-                     model=_text(payload, "model"), name=name)
+                     model=_text(payload, "model"), name=name, extra=_start_source(payload))
 
 
 def _codex(payload: dict[str, Any], received: datetime) -> HookEvent:
@@ -158,7 +167,8 @@ def _gemini(payload: dict[str, Any], received: datetime) -> HookEvent:
             "AfterAgent": "stop"}.get(name, "other")
     return HookEvent("gemini", kind, _text(payload, "session_id"), _when(payload, received, "timestamp"),
                      prompt=_text(payload, "prompt"), cwd=_text(payload, "cwd"),
-                     transcript_path=_text(payload, "transcript_path"), model=_text(payload, "model"), name=name)
+                     transcript_path=_text(payload, "transcript_path"), model=_text(payload, "model"), name=name,
+                     extra=_start_source(payload))
 
 
 def _cursor(payload: dict[str, Any], received: datetime) -> HookEvent:
@@ -352,7 +362,10 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         if event.kind == "prompt" and _imported_already(store, project, event):
             return f"turn of {session_id}: already imported from the agent's transcript"
         if existing is None:
-            shown = batons is not None and event.kind == "session_start" and not chain  # a new conversation
+            # a new conversation: not one memo has a session of, nor one the agent says it resumed or
+            # compacted (its hook was installed later, its transcript alone was imported)
+            shown = batons is not None and event.kind == "session_start" and not chain and \
+                event.extra.get("source") not in ("resume", "compact")
             started = start_session(store, StartSessionRequest(session_id=session_id, start_time=event.at,
                                                                extra=extra, owner=owner, **context), claim=shown)
             if started.get("handoff"):
@@ -748,10 +761,13 @@ def hook_answer(batons: list[dict[str, Any]]) -> str | None:
     if not batons:
         return None
     baton = batons[-1]
+    body = baton.get("body") or ""
+    if len(body) > MAX_HANDOFF_SHOWN:  # an agent's context is no place for a book: the rest is a command away
+        body = body[:MAX_HANDOFF_SHOWN].rsplit("\n", 1)[0] + "\n…"
     context = (f"memo: this session ({baton['sessionId']}) takes over the hand-off {baton['id']} that session "
                f"{baton.get('fromSessionId')} left in project {baton['project']}. Carry on from it:\n\n"
-               f"{baton.get('body') or ''}\n\n(`memo session handoff {baton.get('fromSessionId')} --project "
-               f"{baton['project']}` shows it again.)")
+               f"{body}\n\n(`memo session handoff {baton.get('fromSessionId')} --project "
+               f"{baton['project']}` shows it {'whole' if body.endswith('…') else 'again'}.)")
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
                       ensure_ascii=False)
 

@@ -104,7 +104,8 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
         if claim and not old.get("handoffClaimed"):
             baton = claim_handoff(store, project, session_id, meta.get("branch"), meta.get("owner"), now)
             meta["handoffClaimed"] = baton["id"] if baton else None
-            if baton is not None and not meta.get("client"):
+            if baton is not None and not meta.get("client") and project not in store.settings.project_clients:
+                # none named, and the project mapped to none (a project mapped to internal stays internal)
                 meta["client"] = _client_of(store, project, baton.get("fromSessionId"))
         elif not claim:
             meta.setdefault("handoffClaimed", old.get("handoffClaimed"))

@@ -838,6 +838,7 @@ class VaultStore:
         with self.lock():
             conn = self.conn
             if batch is None or key not in batch.checked:  # in a batch: once per folder and group
+                self.layout.refuse_linked(path.parent, fresh=True)  # swapped for a link since first asked for
                 self.catch_up_folder(meta["project"], kind)
             held = index.kind_of(conn, meta["project"], meta["id"])
             if held is not None and held != RecordKind(kind).value:

@@ -53,25 +53,25 @@ class VaultLayout:
         path = self._paths.get(key)
         if path is None:
             path = self.project_dir(project) / subdir_for_kind(kind) / f"{validate_slug(record_id, 'id')}.md"
-            self._refuse_linked(path.parent)
+            self.refuse_linked(path.parent)
             if len(self._paths) >= 4096:
                 self._paths.clear()
             self._paths[key] = path
         return path
 
-    def _refuse_linked(self, folder: Path) -> None:
+    def refuse_linked(self, folder: Path, fresh: bool = False) -> None:
         """Refuse a record folder reached through a symbolic link inside the vault (``projects/``,
         a project's folder, its ``prompts/``…): a record read or written there would be a file
         outside the vault (SPEC §11: writes never follow a link). The vault's own root may be a
-        link (a vault kept on another disk). Checked once per folder and process (an ``lstat``
-        each).
+        link (a vault kept on another disk). A path is checked when it is first asked for; a
+        write checks again (``fresh``: a folder swapped for a link while a server runs).
 
         Raises
         ------
         MemoError
             The folder, or one between it and the vault's root, is a symbolic link.
         """
-        if folder in self._checked:
+        if folder in self._checked and not fresh:
             return
         for part in (self.projects_dir, folder.parent, folder):
             if part.is_symlink():

@@ -52,10 +52,11 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     ),
     ("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), 0, ('github_pat_',)),
     ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), 0, ('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_')),
-    # a token glued to other text (``tagghp_…``, ``x_ghp_…``: no word boundary): its 36 characters
-    # with digits and both cases
-    ("github-token", re.compile(r"gh[pousr]_(?=[A-Za-z0-9]{36})(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Z])"
-                                r"(?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]{36,}"), 0, ('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_')),
+    # a token glued to other text (``tagghp_…``, ``x_ghp_…``: no word boundary): exactly its 36
+    # characters, with digits and both cases (a longer identifier that holds ``ghs_`` is a name)
+    ("github-token", re.compile(r"gh[pousr]_(?=[A-Za-z0-9]{0,35}\d)(?=[A-Za-z0-9]{0,35}[A-Z])"
+                                r"(?=[A-Za-z0-9]{0,35}[a-z])[A-Za-z0-9]{36}(?![A-Za-z0-9])"), 0,
+     ('ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_')),
     ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), 0, ('glpat-',)),
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), 0, ('sk-ant-',)),
     ("openai-key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"), 0, ('sk-',)),
@@ -113,7 +114,7 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     # a command's option that takes a secret (--password X, --db-password=X, --api-key X): the
     # option's name ends in the secret word (--token-file names a file)
     ("cli-password", re.compile(r"(?i)(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|passphrase|secret|token|api-?key|"
-                                r"access-key|auth-key|client-secret)(?:=|\s+)[\"']?(" + _VALUE + ")"), 1,
+                                r"access-key|auth-key|client-secret)(?:=|[ \t]+)[\"']?(?!-)(" + _VALUE + ")"), 1,
      ('passw', 'passphrase', 'secret', 'token', 'apikey', 'api-key', 'access-key', 'auth-key')),
     ("password", re.compile(r"\b(?i:password|passphrase|pin)\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1, ('password', 'passphrase', 'pin')),
     # from the word on (what comes before it in the name changes nothing: the value is replaced)

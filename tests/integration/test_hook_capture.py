@@ -1190,3 +1190,41 @@ def test_the_import_that_supersedes_a_hook_session_bills_the_client_it_was_given
     memo("import", "claude-code", str(folder), "--project", "product", "--client", "globex", vault=again)
     session = read_record(again / "projects" / "product" / "sessions" / f"session-claude-code-{SESSION}-1.md")[0]
     assert session["client"] == "globex"
+
+
+def test_a_resumed_or_compacted_conversation_memo_never_saw_takes_no_hand_off(tmp_path, repo):
+    """Found by an attacker: a conversation resumed in the agent (its hook installed since, or its
+    transcript imported alone) claimed the pending hand-off, as if new: the agent's ``source``
+    says it is not."""
+    vault = tmp_path / "v"
+    _left_a_shared_baton(vault)
+    for source in ("resume", "compact"):
+        hook(vault, "claude-code", json.dumps({"session_id": f"old-{source}", "cwd": str(repo),
+                                                "hook_event_name": "SessionStart", "source": source}))
+    assert _pending(vault) == ["handoff-agent-a"]
+
+
+def test_a_project_mapped_to_internal_stays_internal_when_its_session_takes_a_hand_off(tmp_path, repo):
+    """Found by an attacker: ``projectClients`` mapping the project to ``internal`` read as no
+    mapping, and the session that took a hand-off billed the client of the session that left it."""
+    vault, config = tmp_path / "v", tmp_path / "config.toml"
+    config.write_text('[projectClients]\nproduct = "internal"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    memo("session", "start", "agent-a", "--project", "product", "--client", "acme", vault=vault, env=env)
+    memo("session", "end", "agent-a", "--project", "product", "--next-step", "go on", "--shared", vault=vault, env=env)
+    memo("hook", "claude-code", vault=vault, input=claude("SessionStart", repo, source="startup"), env=env)
+    session = read_record(vault / "projects" / "product" / "sessions" / f"session-claude-code-{SESSION}.md")[0]
+    assert session["handoffClaimed"] == "handoff-agent-a" and session["client"] is None
+
+
+def test_a_long_hand_off_is_cut_in_the_agents_context_and_names_the_command_for_the_rest(tmp_path, repo):
+    """Found by an attacker: a hand-off of 200 steps of 900 characters put 181 kB into the
+    model's context."""
+    vault = tmp_path / "v"
+    memo("session", "start", "agent-a", "--project", "product", vault=vault)
+    steps = [arg for n in range(200) for arg in ("--next-step", f"step {n} " + "x" * 890)]
+    memo("session", "end", "agent-a", "--project", "product", *steps, "--shared", vault=vault)
+    ran = memo("hook", "claude-code", vault=vault, input=claude("SessionStart", repo, source="startup"))
+    context = json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert len(context) < capture.MAX_HANDOFF_SHOWN + 1_000
+    assert context.endswith("(`memo session handoff agent-a --project product` shows it whole.)")

@@ -32,3 +32,29 @@ def test_a_record_folder_that_is_a_link_is_refused_and_nothing_is_written_outsid
     (tmp_path / "real-vault").mkdir()
     memo("prompt", "record", "--project", "web", "--body", "fine", vault=linked)
     assert list((tmp_path / "real-vault" / "projects" / "web" / "prompts").glob("*.md"))
+
+
+def test_a_folder_swapped_for_a_link_while_a_process_runs_is_refused_at_its_next_write(tmp_path):
+    """Found by an attacker: the check was made once per folder and process, so a server that had
+    written into ``sessions/`` followed it once swapped for a link."""
+    import pytest
+
+    from memo_analytics.config import Settings
+    from memo_analytics.domain.errors import MemoError
+    from memo_analytics.services.requests import StartSessionRequest
+    from memo_analytics.services.sessions import start_session
+    from memo_analytics.services.store import VaultStore
+
+    vault, outside = tmp_path / "v", tmp_path / "outside"
+    outside.mkdir()
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        start_session(store, StartSessionRequest(session_id="a1", project="sp"))
+        sessions = vault / "projects" / "sp" / "sessions"
+        sessions.rename(outside / "sessions")
+        sessions.symlink_to(outside / "sessions")
+        with pytest.raises(MemoError, match="is a symbolic link"):
+            start_session(store, StartSessionRequest(session_id="a2", project="sp"))
+        assert sorted(p.name for p in (outside / "sessions").iterdir()) == ["session-a1.md"]
+    finally:
+        store.close()

@@ -353,3 +353,14 @@ def test_a_pace_is_read_from_a_quarter_of_the_month_or_half_the_cap_and_a_cap_ig
                                                            "endTime": "2026-03-20T10:00:00.000Z"}]}
     [again] = compute_digest(Snapshot(retainers=[more]), march_25, POLICY)["items"]
     assert again["fingerprint"] == digest["items"][0]["fingerprint"] and again["why"] != digest["items"][0]["why"]
+
+
+def test_a_session_whose_end_would_make_it_last_over_a_week_has_no_proposal_but_its_start_to_correct():
+    """Found by an attacker: a session started ten days ago with a turn today was proposed to end
+    at that turn, and the apply (the dashboard's button, the operator) billed 240 h, where a
+    person's end is refused past a week. No proposal: the action corrects its start."""
+    long = session("w6", ago(days=10), ago(hours=2))
+    [item] = compute_digest(Snapshot(open_sessions=[long]), NOW, POLICY)["items"]
+    assert item["proposal"] is None
+    assert item["action"].startswith("memo session edit w6 --project web --start TIME  # it would last 238.0")
+    assert is_digest_command(item["action"])
