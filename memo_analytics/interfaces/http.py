@@ -496,13 +496,14 @@ class HookEventHandler(ApiHandler):
     records it locally; ``project`` is the project of the caller's repository (its ``cwd`` means
     nothing on this machine), ``owner`` the person working there (their git identity; without it
     the session's owner is unknown, never this machine's), ``branch``/``gitSha`` its repository's
-    HEAD. ``{outcome}``."""
+    HEAD; ``showsHandoff``: the event is a live session start whose hook answer the agent reads,
+    so a hand-off it claims is answered too (SPEC §2.5). ``{outcome, handoff?}``."""
 
     async def post(self, agent: str) -> None:
         def work():
             from ..domain.clock import parse_record_instant
             from ..domain.ids import validate_slug
-            from ..services.capture import apply_event, parse_event
+            from ..services.capture import BATON_AGENTS, apply_event, parse_event
 
             data = self.body_json()
             capture_id = data.get("captureId")
@@ -518,8 +519,11 @@ class HookEventHandler(ApiHandler):
             owner = clean_owner(data["owner"]) if isinstance(data.get("owner"), str) else None
             # its branch and commit, as the caller's repository has them (text only, checked as typed ones are)
             head = tuple(data.get(key) if isinstance(data.get(key), str) else None for key in ("branch", "gitSha"))
+            # a live start of an agent that shows its hook's answer: the hand-off it claims goes back
+            batons = [] if data.get("showsHandoff") is True and event.agent in BATON_AGENTS else None
             with self.callers_own():  # the laptop's person (owner)
-                return {"outcome": apply_event(self.store, event, capture_id, project, owner=owner, head=head)}
+                outcome = apply_event(self.store, event, capture_id, project, owner=owner, head=head, batons=batons)
+            return {"outcome": outcome, **({"handoff": batons[-1]} if batons else {})}
 
         await self.run(work)
 

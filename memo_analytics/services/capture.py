@@ -538,7 +538,7 @@ def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]],
     from . import remote
     from .store import git_head, git_identity, project_from_cwd, repository_root
 
-    def send(event, entry) -> str:
+    def send(event, entry, batons: list[dict[str, Any]] | None = None) -> str:
         here = event.cwd if event.cwd and Path(event.cwd).is_dir() else None
         try:
             project, root = (project_from_cwd(here), repository_root(here)) if here else (None, None)
@@ -550,9 +550,13 @@ def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]],
             answer = remote.post(settings, f"/api/hooks/{event.agent}", {
                 "payload": entry["payload"], "event": entry.get("event"), "receivedAt": entry["receivedAt"],
                 "captureId": entry["captureId"], "project": project, "owner": owner, "branch": branch,
-                "gitSha": sha})
+                "gitSha": sha, **({"showsHandoff": True} if batons is not None else {})})
         except remote.DaemonRefusal as exc:  # the event itself: dropped, not kept to be sent again
             raise ValueError(f"the daemon refused it: {exc.said}") from None
+        baton = answer.get("handoff")
+        fields = ("id", "sessionId", "project", "fromSessionId", "body")
+        if batons is not None and isinstance(baton, dict) and all(isinstance(baton.get(k), str) for k in fields):
+            batons.append({k: baton[k] for k in fields})  # read as text only, as any answer of the daemon
         return f"sent to the daemon: {answer.get('outcome')}"
 
     return send
@@ -784,7 +788,8 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
     answers the outcome, raises ``ValueError`` when the daemon refused it (dropped) and
     :class:`MemoError` when it cannot be reached (spooled under ``vault_root``).
     ``batons``: the caller shows the agent what a session start claims (:func:`apply_event`);
-    only the new event of an agent of :data:`BATON_AGENTS`, recorded in this vault, claims.
+    only the new event of an agent of :data:`BATON_AGENTS` claims — in remote mode on the
+    daemon, which answers the hand-off (``send(event, entry, batons)``).
     """
     received = received or datetime.now(timezone.utc)
     outcomes: list[str] = []
@@ -819,9 +824,9 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
             store.lock_timeout = HOOK_LOCK_TIMEOUT_S
 
         def apply(one: HookEvent, spooled_entry: dict[str, Any], replayed: bool = True) -> str:
-            if send is not None:
-                return send(one, spooled_entry)
             shown = batons if not replayed and one.agent in BATON_AGENTS else None
+            if send is not None:  # the daemon claims it, for the agent here to read
+                return send(one, spooled_entry, shown)
             return apply_event(store, one, str(spooled_entry["captureId"]), replayed=replayed, batons=shown)
 
         stuck = _replay(waiting, apply, agent, note)

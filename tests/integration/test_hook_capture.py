@@ -1228,3 +1228,24 @@ def test_a_long_hand_off_is_cut_in_the_agents_context_and_names_the_command_for_
     context = json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
     assert len(context) < capture.MAX_HANDOFF_SHOWN + 1_000
     assert context.endswith("(`memo session handoff agent-a --project product` shows it whole.)")
+
+
+def test_in_remote_mode_the_daemon_hands_the_agent_its_hand_off(tmp_path, repo):
+    """Found by a team lead: on a laptop in remote mode the session-start hook printed nothing and
+    the hand-off stayed pending on the daemon. The daemon claims it for a live start and answers
+    it; the hook prints it for the agent."""
+    from .test_http_api import Server
+
+    team = tmp_path / "team"
+    _left_a_shared_baton(team)
+    with _remote_mode(tmp_path) as (local, env, port):
+        pass
+    daemon = Server(team, "--mcp-port", "0", port=port)
+    try:
+        ran = memo("hook", "claude-code", vault=local, input=claude("SessionStart", repo, source="startup"), env=env)
+        assert ran.returncode == 0, ran.stderr
+        shown = json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "- deploy to staging" in shown and f"claude-code-{SESSION}" in shown
+    finally:
+        daemon.stop()
+    assert _pending(team) == []
