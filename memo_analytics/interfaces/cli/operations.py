@@ -91,8 +91,9 @@ def _import_command(source: str) -> Callable[..., None]:
                             "nothing was imported")
         chosen = [name for name, value in (("--project", project), ("--client", client),
                                            ("--billable/--no-billable", billable)) if value is not None]
-        if chosen and not result.sessions and not state.json and (result.unchanged or result.reindexed
-                                                                  or result.revised or result.turns):
+        # not when every turn was skipped and nothing was there before (a fresh vault: no session "imported before")
+        if chosen and not result.sessions and not state.json and not (
+                result.skipped and not (result.unchanged or result.reindexed or result.revised or result.turns)):
             err.print(f"note: {', '.join(chosen)} appl{'ies' if len(chosen) == 1 else 'y'} to sessions new to the "
                       "vault; these files' sessions were "
                       "imported before and keep what they had (memo session edit ID --client NAME, --no-billable "
