@@ -230,3 +230,25 @@ def test_as_json_is_what_the_lines_say(tmp_path):
     result = as_json(checks, 12.34)
     assert result["elapsedMs"] == 12.3
     assert len(check_lines(checks)) == len(result["checks"])
+
+
+def test_in_hybrid_mode_doctor_checks_the_daemon_the_push_goes_to(tmp_path):
+    """Found by a team lead: in hybrid mode ``memo doctor`` said all was well while ``memo sync
+    status`` showed records waiting on an HTTP 401. The daemon is an optional check of its own
+    (the vault here works alone): named with the repair, and passing once the token is right."""
+    from tests.integration.test_http_api import Server, free_port
+
+    port, config = free_port(), tmp_path / "hybrid.toml"
+    env = env_for(tmp_path, MEMO_CONFIG=str(config))
+    daemon = Server(tmp_path / "team", "--token", "the-teams-token-1234", port=port)
+    try:
+        config.write_text(f'mode = "hybrid"\n[remote]\nurl = "http://127.0.0.1:{port}"\ntoken = "a-wrong-token-1234"\n')
+        checks = {c["name"]: c for c in json.loads(memo("--json", "doctor", env=env).stdout)["checks"]}
+        assert checks["daemon"]["ok"] is False and checks["daemon"]["required"] is False
+        assert "HTTP 401" in checks["daemon"]["detail"] and "records wait in the outbox" in checks["daemon"]["detail"]
+        config.write_text(f'mode = "hybrid"\n[remote]\nurl = "http://127.0.0.1:{port}"\n'
+                          'token = "the-teams-token-1234"\n')
+        checks = {c["name"]: c for c in json.loads(memo("--json", "doctor", env=env).stdout)["checks"]}
+        assert checks["daemon"]["ok"] is True and "answers and takes this machine's token" in checks["daemon"]["detail"]
+    finally:
+        daemon.stop()

@@ -350,21 +350,27 @@ def _vault(settings: Any, vault_root: str | None) -> Check:
     return Check("vault", title, True, True, f"{root}: writable; index opens ({shown})")
 
 
-def _daemon(settings: Any) -> Check:
+def _daemon(settings: Any, pushes: bool = False) -> Check:
     """Remote mode: whether the daemon answers and takes this machine's token (one listing of
-    one turn: every hook event and tool call goes there)."""
+    one turn: every hook event and tool call goes there). ``pushes``: hybrid mode, where the
+    vault here works alone and only the push needs the daemon — an optional check of its own
+    (a wrong token had left "4 records waiting … HTTP 401" unsaid)."""
     from ...services import remote
     from ...vault.redact import mask_url, redact_secrets
 
-    where = f"mode remote: this machine keeps no vault; the daemon {mask_url(settings.remote.url or '')}"
+    name, title = ("daemon", "the team daemon (hybrid push)") if pushes else ("vault", "vault")
+    where = (f"mode hybrid: the daemon {mask_url(settings.remote.url or '')}" if pushes else
+             f"mode remote: this machine keeps no vault; the daemon {mask_url(settings.remote.url or '')}")
     try:
         remote.post(settings, "/api/actions/list", {"limit": 1})
     except MemoError as exc:
         message = redact_secrets(str(exc))[0]
         repair = ("memo config set remote.token TOKEN (the daemon's MEMO_TOKEN)" if "refused this machine" in message
-                  else "start the daemon (memo serve on its machine) or memo config set remote.url URL")
-        return Check("vault", "vault", True, False, f"{where} does not take calls: {message}", [], repair)
-    return Check("vault", "vault", True, True, f"{where} answers and takes this machine's token")
+                  or "token" in message.lower() else "start the daemon (memo serve on its machine) or memo config "
+                  "set remote.url URL")
+        return Check(name, title, not pushes, False, f"{where} does not take calls: {message}"
+                     + ("; records wait in the outbox until it does (memo sync status)" if pushes else ""), [], repair)
+    return Check(name, title, not pushes, True, f"{where} answers and takes this machine's token")
 
 
 def run_checks(probe: Probe | None = None, vault_root: str | None = None) -> list[Check]:
@@ -395,6 +401,9 @@ def run_checks(probe: Probe | None = None, vault_root: str | None = None) -> lis
     found: dict[str, Any] = {}
     checks.append(_timed(lambda: _config(vault_root, found)))
     checks.append(_timed(lambda: _vault(found.get("settings"), vault_root)))
+    settings = found.get("settings")
+    if settings is not None and settings.mode == "hybrid":  # the laptop works alone; its push needs the daemon
+        checks.append(_timed(lambda: _daemon(settings, pushes=True)))
     checks.append(_timed(lambda: _hooks(found.get("settings"))))
     return checks
 
