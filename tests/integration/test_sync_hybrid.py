@@ -954,3 +954,25 @@ def test_in_remote_mode_a_daemons_moving_lane_is_read_never_trusted(tmp_path):
                 assert f"moving in the last 24 h {shown}" in ran.stdout and "\x1b" not in ran.stdout
                 [line] = [line for line in ran.stdout.splitlines() if "session_completed:d1" in line]
                 assert line.startswith("  session_completed:d1 (web) — ended") and line.endswith("card expired")
+
+
+def test_in_remote_mode_a_digest_diff_of_the_daemons_files_is_said_to_run_there(tmp_path):
+    """Found by a team lead: a remote laptop's ``memo digest`` printed a sync conflict's ``diff
+    /daemon/path …`` as a command to paste here, where those files are not."""
+    from datetime import datetime, timezone
+
+    from memo_analytics.config import OperatorPolicy
+    from memo_analytics.operator.digest import Snapshot, compute_digest
+
+    digest = compute_digest(Snapshot(), datetime.now(timezone.utc), OperatorPolicy())
+    folder = "/srv/team/projects/shop/sessions"
+    digest["items"] = [{"id": "sync_conflict:session-fix-login", "kind": "sync_conflict", "lane": "dropped",
+                        "subject": "session-fix-login", "project": "shop", "why": "two versions", "ageMinutes": 5,
+                        "minutesAtStake": 60, "fingerprint": "0" * 16, "proposal": None, "owner": None,
+                        "action": f"diff {folder}/session-fix-login.md {folder}/session-fix-login.conflict-1.md",
+                        "since": digest["computedAt"]}]
+    with _hostile_daemon([digest]) as url:
+        config = tmp_path / "laptop.toml"
+        config.write_text(f'mode = "remote"\n[remote]\nurl = "{url}"\n')
+        shown = memo("digest", env={"MEMO_CONFIG": str(config)}).stdout
+    assert f" 1. on the daemon's machine: diff {folder}/session-fix-login.md" in shown, shown

@@ -59,8 +59,12 @@ def apply_command(item: dict[str, Any], name_project: bool = False, as_of: str |
 
 def _on_this_vault(command: str) -> str:
     """``command`` with this run's ``--vault-root`` (:func:`with_vault_root`); as it is when the
-    vault is the configured one, or in remote mode (the daemon's vault)."""
-    if state.vault_root is None or state.settings.mode == "remote":
+    vault is the configured one, or in remote mode (the daemon's vault; a ``diff`` of its files
+    said to be run on its machine)."""
+    if state.settings.mode == "remote":
+        # the daemon's files, on its machine: a `diff` of them cannot run here (memo commands can: they go there)
+        return f"on the daemon's machine: {command}" if command.startswith("diff ") else command
+    if state.vault_root is None:
         return command
     return with_vault_root(command, str(state.store.root))
 
