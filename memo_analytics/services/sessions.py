@@ -58,6 +58,11 @@ from .requests import EndSessionRequest, RecordPromptRequest, SessionRequest, St
 from .projects import remember_root
 from .store import VaultStore, git_head, git_identity, repository_root
 
+#: Longest session a person's or an agent's end makes, or an edit sets: a week, in minutes (a
+#: start a year off, or a session left open for days and ended now, is refused, not billed).
+MAX_SESSION_MINUTES = 7 * 24 * 60
+
+
 #: Fields that ``session_start`` keeps from an existing record (SPEC §2.5).
 PRESERVED_ON_RESTART = ("startTime", "created", "taskSlug", "client", "billable", "summary")
 
@@ -310,11 +315,6 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None,
         store.upsert(RecordKind.SESSION, meta, body)
     store.emit("session_end", session=meta)  # SPEC §2.5: the sync the runtime wired (never fails this)
     return {**meta, "body": body}
-
-
-#: Longest session a person's or an agent's end makes, or an edit sets: a week, in minutes (a
-#: start a year off, or a session left open for days and ended now, is refused, not billed).
-MAX_SESSION_MINUTES = 7 * 24 * 60
 
 
 def _refuse_a_longer_end(store: VaultStore, meta: dict[str, Any], request: EndSessionRequest, now,
