@@ -849,21 +849,27 @@ def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> in
     return changed
 
 
-def _hook_client(store: VaultStore, transcript: Transcript) -> str | None:
-    """The client of the session a hook recorded live for this conversation (its latest work
-    interval's), when it names one: the imported sessions that supersede it bill that client
-    (a client given to it — by hand, or taken with a hand-off — had been lost to ``internal``)."""
+def _hook_sessions(store: VaultStore, transcript: Transcript) -> list:
+    """Index rows of every work interval of the session a hook recorded live for this
+    conversation (``{agent}-{its id}``, ``.2`` …, in any project), in order; none for a source
+    no hook captures."""
     from ..agent_ids import AGENTS, hook_session_id
     from ..capture import numbered
 
     if transcript.source not in AGENTS:
-        return None
+        return []
     try:
         hook_id = hook_session_id(transcript.source, transcript.transcript_id)
     except InvalidFieldError:
-        return None
-    rows = _intervals(store, hook_id, numbered)
-    for row in reversed(rows):
+        return []
+    return _intervals(store, hook_id, numbered)
+
+
+def _hook_client(store: VaultStore, transcript: Transcript) -> str | None:
+    """The client of the session a hook recorded live for this conversation (its latest work
+    interval's), when it names one: the imported sessions that supersede it bill that client
+    (a client given to it — by hand, or taken with a hand-off — had been lost to ``internal``)."""
+    for row in reversed(_hook_sessions(store, transcript)):
         found = store.read(row["project"], RecordKind.SESSION, row["id"])
         client = found[0].get("client") if found else None
         if isinstance(client, str) and client:
@@ -879,18 +885,11 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
     vault (a file is never deleted) but lists, search, reports and the digest leave them out;
     turns the hook records later stay visible until the next import takes them in. The number
     of records superseded now."""
-    from ..agent_ids import AGENTS, hook_session_id
-
-    if transcript.source not in AGENTS:
+    rows = _hook_sessions(store, transcript)
+    if not rows:
         return 0
-    try:
-        hook_id = hook_session_id(transcript.source, transcript.transcript_id)
-    except InvalidFieldError:
-        return 0
-    from ..capture import numbered
-
     by = [f"{project}/{sid}" for project, sid in sessions]  # the imported sessions, (project, id) each
-    return _supersede(store, _intervals(store, hook_id, numbered), by)
+    return _supersede(store, rows, by)
 
 
 def _intervals(store: VaultStore, base: str, numbered: Callable[[str, int], str]) -> list:
