@@ -43,6 +43,14 @@ def check_bind(host: str, token: str | None) -> None:
                                          "python3 -c 'import secrets; print(secrets.token_urlsafe(24))')")
 
 
+def marked_cross_site(sec_fetch_site: str | None) -> bool:
+    """Whether a browser marked the request as made by a page of another origin
+    (``Sec-Fetch-Site: cross-site`` or ``same-site``: another site, or another port of this
+    one): every HTTP surface refuses it (SPEC §11; the dashboard lets a top-level navigation
+    through). Pure."""
+    return (sec_fetch_site or "").strip().lower() in ("cross-site", "same-site")
+
+
 def host_port(host: str, port: int) -> str:
     """``host:port`` as it appears in a ``Host`` header or URL (``[::1]:3124`` for IPv6)."""
     bare = host.strip("[]")

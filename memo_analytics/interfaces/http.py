@@ -38,6 +38,7 @@ from ..domain.errors import (
     full_disk_error,
 )
 from ..domain.wire import dumps
+from ..domain.hosts import marked_cross_site
 from ..services.requests import (
     ActivityReportRequest,
     DeriveRulesRequest,
@@ -651,8 +652,7 @@ class BrowserBoundary:
         origin = headers.get("Origin")
         if origin is not None and origin.strip().lower() not in (f"http://{host}", f"https://{host}"):
             return 403, "Forbidden: cross-origin request"
-        site = (headers.get("Sec-Fetch-Site") or "").lower()
-        if site in ("cross-site", "same-site"):
+        if marked_cross_site(headers.get("Sec-Fetch-Site")):
             navigation = (method == "GET" and (headers.get("Sec-Fetch-Mode") or "").lower() == "navigate"
                           and (headers.get("Sec-Fetch-Dest") or "document").lower() == "document")
             if not navigation or path.startswith("/api/"):

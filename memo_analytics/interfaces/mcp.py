@@ -334,8 +334,10 @@ class _CrossSiteGate:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
-            site = dict(scope.get("headers") or []).get(b"sec-fetch-site", b"").strip().lower()
-            if site in (b"cross-site", b"same-site"):
+            from ..domain.hosts import marked_cross_site
+
+            site = dict(scope.get("headers") or []).get(b"sec-fetch-site", b"")
+            if marked_cross_site(site.decode("latin-1")):
                 await send({"type": "http.response.start", "status": 403,
                             "headers": [(b"content-type", b"application/json")]})
                 await send({"type": "http.response.body", "body": b'{"error": "Forbidden: cross-site request"}'})

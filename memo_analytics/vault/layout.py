@@ -6,6 +6,7 @@ import os
 import re
 from pathlib import Path
 
+from ..domain.errors import MemoError
 from ..domain.ids import validate_slug
 from ..domain.records import RecordKind, subdir_for_kind
 
@@ -75,8 +76,6 @@ class VaultLayout:
             return
         for part in (self.projects_dir, folder.parent, folder):
             if part.is_symlink():
-                from ..domain.errors import MemoError
-
                 raise MemoError(f"{part} is a symbolic link: memo reads and writes records only inside the vault "
                                 "(move the folder it points to back in its place)")
         self._checked.add(folder)
