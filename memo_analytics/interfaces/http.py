@@ -530,10 +530,11 @@ class HookEventHandler(ApiHandler):
 
 
 class SyncRecordsHandler(ApiHandler):
-    """``POST /api/sync/records`` ``{records: [{id, text, base, sent}]}``: the hybrid push of
-    another vault, each record admitted by the rules of local writes (validation, size,
-    capture-ignore, redaction), then applied as idempotent upserts by id (newer ``updated``
-    wins a conflict, the other version kept beside it)."""
+    """``POST /api/sync/records`` ``{records: [{id, project, text, base, sent, owner}]}``: the
+    hybrid push of another vault, each record admitted by the rules of local writes
+    (validation, size, capture-ignore, redaction), then applied as idempotent upserts by id
+    (newer ``updated`` wins a conflict, the other version kept beside it; another person's
+    session of an id held here kept apart under its own id)."""
 
     max_body_bytes = MAX_REQUEST_BYTES
 

@@ -92,7 +92,8 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
     SessionCompletedError
         The session record is already ``completed``.
     InvalidFieldError
-        Unsafe ids or a bad ``startTime``.
+        Unsafe ids or a bad ``startTime``; ``sessionId`` of another owner's open session when
+        the start names its ``owner``.
     """
     now = now or utcnow()
     project, session_id, start, product_root = _start_context(store, request, now)
@@ -104,6 +105,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
         if old.get("status") == "completed":
             store.ensure_indexed(RecordKind.SESSION, project, record_id, meta=old)
             raise SessionCompletedError(session_id)
+        _refuse_anothers(old, request, session_id)
         meta = _started(store, request, now, project, session_id, start, product_root, old)
         baton = None
         if claim and not old.get("handoffClaimed"):
@@ -118,6 +120,23 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
         store.upsert(RecordKind.SESSION, meta, body)
     remember_root(store, project, product_root)
     return {**meta, "body": body, "handoff": baton}
+
+
+def _refuse_anothers(old: dict[str, Any], request: StartSessionRequest, session_id: str) -> None:
+    """A start that names its person (``owner``: a team daemon's caller, a hook) never takes
+    over another person's open session of the same id: it would bill their time as the
+    caller's, and the caller's turns would land in it.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``sessionId``: the session is another owner's.
+    """
+    owner = clean_owner(request.owner)
+    if old and owner and isinstance(old.get("owner"), str) and old["owner"] and old["owner"] != owner:
+        raise InvalidFieldError("sessionId", f"session {session_id} is {old['owner']}'s open session, not "
+                                             f"{owner}'s; start yours under another id (or without one for a new "
+                                             "session)")
 
 
 def _client_of(store: VaultStore, project: str, session_id: object) -> str | None:

@@ -29,7 +29,7 @@ from filelock import FileLock
 from ..domain.clock import from_iso, to_iso, utcnow
 from ..config import MAX_BODY_BYTES
 from ..domain.errors import CorruptRecordError, InvalidFieldError, MemoError
-from ..domain.ids import validate_slug
+from ..domain.ids import MAX_SESSION_ID_LENGTH, slugify, validate_slug
 from ..domain.records import RecordKind, normalize_meta
 from ..index import store as index
 from ..vault.conflicts import keep_conflict
@@ -172,17 +172,19 @@ def _save(store: VaultStore, name: str, data: dict[str, Any]) -> None:
 
 def status(store: VaultStore) -> dict[str, Any]:
     """``{mode, remoteUrl, pending, lastSuccessAt, lastError, lastErrorAt, attempts, nextRetryAt,
-    refused, conflicts}``: ``refused`` lists the records (id, one-line reason) the daemon refused in
+    refused, conflicts, keptApart}``: ``refused`` lists the records (id, one-line reason) the daemon refused in
     the last push (they stay queued); ``conflicts`` the latest 20 pushes that met another version on
     the daemon (``{id, project, outcome, conflict}``: which won, and the file the daemon keeps
-    the other in — its digest lists it)."""
+    the other in — its digest lists it); ``keptApart`` the latest 20 records of a session whose id
+    is another person's session on the daemon (``{id, project, storedAs, heldBy}``: the id they
+    have there)."""
     state = _load(store, "state.json")
     pending = len({_key(entry) for entry in _outbox(store)})
     return {"mode": store.settings.mode, "remoteUrl": mask_url(store.settings.hybrid.remote_url or "") or None, "pending": pending,
             "lastSuccessAt": state.get("lastSuccessAt"), "lastError": state.get("lastError"),
             "lastErrorAt": state.get("lastErrorAt"), "attempts": state.get("attempts", 0),
             "nextRetryAt": state.get("nextRetryAt"), "refused": state.get("refused") or [],
-            "conflicts": state.get("conflicts") or []}
+            "conflicts": state.get("conflicts") or [], "keptApart": state.get("keptApart") or []}
 
 
 # ---------------------------------------------------------------- pushing
@@ -197,6 +199,25 @@ def _post(url: str, payload: dict[str, Any], token: str | None, timeout: float) 
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(url, data=json.dumps(payload).encode("utf-8"), headers=headers, method="POST")
     return exchange(request, timeout)  # within the time, following no redirect (the token stays with the daemon)
+
+
+def _pushed_owner(store: VaultStore, meta: dict[str, Any], owners: dict[tuple[str, str], str | None]) -> str | None:
+    """Whose work a pushed record is: the ``owner`` of its session here (a session's own, a
+    turn's or a hand-off's session's; ``owners`` caches them for one push), so the daemon keeps
+    two people's sessions of one id apart (:func:`_kept_apart`). None for other records."""
+    try:
+        kind = RecordKind(meta.get("kind"))
+    except ValueError:
+        return None
+    session_id = _session_of(kind, meta)
+    if session_id is None:
+        return None
+    if kind is RecordKind.SESSION:
+        return meta.get("owner") if isinstance(meta.get("owner"), str) else None
+    key = (str(meta.get("project")), session_id)
+    if key not in owners:
+        owners[key] = _owner_here(store, *key)
+    return owners[key]
 
 
 def _one_line(text: str) -> str:
@@ -246,6 +267,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         pushed_versions = _rekey(store, _load(store, "pushed.json"))
         unconfirmed = _rekey(store, _load(store, "sent.json"))  # versions sent whose answer never came
         records, mismatched = [], []
+        owners: dict[tuple[str, str], str | None] = {}
         for entry in batch:
             key = _key(entry)
             path = _record_path(store, entry, key)
@@ -273,7 +295,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             sent = [v for v in unconfirmed.get(key, []) if v != updated][-MAX_SENT_VERSIONS:]
             base = pushed_versions.get(key)
             records.append({"id": entry["id"], "project": key.split("/", 1)[0], "key": key, "text": text,
-                            "base": base, "sent": sent, "updated": updated})
+                            "base": base, "sent": sent, "updated": updated,
+                            "owner": _pushed_owner(store, local, owners)})
             if updated is not None:
                 unconfirmed[key] = [*sent, updated][-MAX_SENT_VERSIONS:]
             elif sent:
@@ -281,7 +304,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         _save(store, "sent.json", unconfirmed)  # before sending: a lost answer is remembered
         url = store.settings.hybrid.remote_url.rstrip("/") + "/api/sync/records"
         try:
-            answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent")}
+            answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent", "owner")}
                                              for r in records]},
                            store.settings.hybrid.token, PUSH_SECONDS) if records else {"results": []}
             if not isinstance(answer, dict) or not isinstance(answer.get("results", []), list) \
@@ -339,8 +362,13 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         conflicts = [{"id": r.get("id"), **({"project": r["project"]} if isinstance(r.get("project"), str) else {}),
                       "outcome": str(r.get("outcome"))[:100], "conflict": str(r["conflict"])[:300]}
                      for r in answer.get("results", []) if isinstance(r.get("conflict"), str)]
+        apart = [{"id": r["id"], **({"project": r["project"]} if isinstance(r.get("project"), str) else {}),
+                  "storedAs": str(r["storedAs"])[:200], "heldBy": str(r.get("heldBy"))[:200]}
+                 for r in answer.get("results", []) if isinstance(r.get("storedAs"), str) and isinstance(r.get("id"), str)]
+        earlier = [a for a in state.get("keptApart") or [] if a.get("storedAs") not in {b["storedAs"] for b in apart}]
         state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None,
-                     refused=refused[:20], conflicts=(conflicts + list(state.get("conflicts") or []))[:20])
+                     refused=refused[:20], conflicts=(conflicts + list(state.get("conflicts") or []))[:20],
+                     keptApart=(apart + earlier)[:20])
         _save(store, "state.json", state)
         return {"pushed": len(done) - len(mismatched), "results": answer.get("results", []) + [
                     {**item, "outcome": "refused"} for item in mismatched],
@@ -504,12 +532,16 @@ def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKi
 def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: datetime | None = None) -> list[dict]:
     """Upsert pushed records by ``(project, id)`` (the daemon's ``POST /api/sync/records``).
 
-    Each item ``{id, project, text, base, sent}``: ``text`` is the record file (whose
+    Each item ``{id, project, text, base, sent, owner}``: ``text`` is the record file (whose
     frontmatter names the project; ``project`` is only echoed, so the pusher can tell two
     records of one id apart); ``base`` the
     ``updated`` of the version the daemon last confirmed to the pusher; ``sent`` the
     ``updated`` of versions the pusher sent since without hearing back (a push whose answer
-    was lost). Each result names ``id`` and ``project``. Every record first passes :func:`admit_record` (the rules of local writes).
+    was lost); ``owner`` whose session the record is of (a turn's and a hand-off's session's
+    owner on the pusher). Each result names ``id`` and ``project``. Every record first passes
+    :func:`admit_record` (the rules of local writes). A session, turn or hand-off of another
+    person's session id here is kept apart (:func:`_kept_apart`): its result adds ``storedAs``
+    (the id it has here) and ``heldBy`` (whose session the id is).
     Outcomes: ``applied`` (new, or the daemon holds one of the pusher's own versions: a
     fast-forward), ``unchanged`` (same content; re-indexed when the index lost it),
     ``applied, older kept as conflict`` / ``kept ours, theirs kept as conflict`` (both
@@ -518,8 +550,10 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
     now = now or utcnow()
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
     results = []
+    # sessions first: a session's owner decides where its turns of the same request go
+    ordered = sorted(records, key=lambda item: not (isinstance(item, dict) and str(item.get("id", "")).startswith("session-")))
     with store.batch():  # one group commit for the request (issue 16)
-        for item in records:
+        for item in ordered:
             _apply_item(store, item, stamp, results)
     return results
 
@@ -540,9 +574,69 @@ def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: li
         return
     echo = {"project": meta["project"]}
     try:
-        results.append({"id": record_id, **echo, **_apply_one(store, record_id, kind, meta, body, item, stamp)})
+        stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner"))
+        outcome = _apply_one(store, stored_id, kind, meta, body, item, stamp)
+        results.append({**outcome, "id": record_id, **echo, **apart})
     except MemoError as exc:  # e.g. the id is another kind's record in that project: this record only
         results.append({"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
+
+
+def _session_of(kind: RecordKind, meta: dict[str, Any]) -> str | None:
+    """The session id a session, a turn of a session or a session's hand-off belongs to (its
+    record id names it: ``session-S``, ``prompt-S-tN``, ``handoff-S``), else None."""
+    named = meta.get("fromSessionId") if kind is RecordKind.HANDOFF else meta.get("sessionId")
+    if not isinstance(named, str) or not named:
+        return None
+    expected = {RecordKind.SESSION: f"session-{named}", RecordKind.HANDOFF: f"handoff-{named}",
+                RecordKind.PROMPT: f"prompt-{named}-t{meta.get('turn')}"}.get(kind)
+    return named if meta.get("id") == expected else None
+
+
+def apart_session_id(session_id: str, owner: str) -> str:
+    """The id under which a team vault keeps ``owner``'s session ``session_id`` when that id is
+    another person's session there: ``{sessionId}--{owner as a slug}`` (SPEC §2.2 ids; within
+    the session id's length)."""
+    suffix = "--" + slugify(owner, 48)
+    return session_id[: MAX_SESSION_ID_LENGTH - len(suffix)].rstrip("-._") + suffix
+
+
+def _owner_here(store: VaultStore, project: str, session_id: str) -> str | None:
+    """The ``owner`` of the session ``session_id`` of ``project`` in this vault (None: no such
+    session, none named, or a file that cannot be read)."""
+    try:
+        found = store.read(project, RecordKind.SESSION, f"session-{session_id}")
+    except (MemoError, ValueError):
+        return None
+    owner = found[0].get("owner") if found else None
+    return owner if isinstance(owner, str) and owner else None
+
+
+def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
+                pushed_owner: Any) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """Where a pushed record goes: its own id, unless it belongs to a session whose id is
+    another person's session in this vault — two people who both named a session
+    ``fix-login``. Then the pusher's session, its turns and its hand-off are kept under
+    :func:`apart_session_id` (ids and ``sessionId`` / ``fromSessionId`` rewritten), so
+    neither person's work replaces the other's (a newer ``updated`` would have won, the other
+    kept only as a conflict file that no report counts). The owner is a session's own
+    ``owner``, for a turn or a hand-off the ``owner`` the push names for its session. Returns
+    ``(stored id, frontmatter, {"storedAs": id}`` when moved, else ``{}``)``."""
+    session_id = _session_of(kind, meta)
+    owner = meta.get("owner") if kind is RecordKind.SESSION else pushed_owner
+    if session_id is None or not isinstance(owner, str) or not owner:
+        return meta["id"], meta, {}
+    holder = _owner_here(store, meta["project"], session_id)
+    if holder is None or holder == owner:
+        return meta["id"], meta, {}
+    apart = apart_session_id(session_id, owner)
+    moved = dict(meta)
+    if kind is RecordKind.SESSION:
+        moved.update(id=f"session-{apart}", sessionId=apart)
+    elif kind is RecordKind.HANDOFF:
+        moved.update(id=f"handoff-{apart}", fromSessionId=apart)
+    else:
+        moved.update(id=f"prompt-{apart}-t{meta['turn']}", sessionId=apart)
+    return moved["id"], normalize_meta(moved), {"storedAs": moved["id"], "heldBy": holder}
 
 
 def _echo_project(named: Any) -> dict[str, str]:

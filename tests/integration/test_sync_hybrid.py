@@ -976,3 +976,80 @@ def test_in_remote_mode_a_digest_diff_of_the_daemons_files_is_said_to_run_there(
         config.write_text(f'mode = "remote"\n[remote]\nurl = "{url}"\n')
         shown = memo("digest", env={"MEMO_CONFIG": str(config)}).stdout
     assert f" 1. on the daemon's machine: diff {folder}/session-fix-login.md" in shown, shown
+
+
+def _persons_session(store, person, minutes, turns, handoff=None):
+    from datetime import datetime, timedelta, timezone
+
+    start = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+    start_session(store, StartSessionRequest(session_id="fix-login", project="web", owner=person,
+                                             start_time=start.isoformat()))
+    for body in turns:
+        _record(store, session="fix-login", body=body)
+    end_session(store, EndSessionRequest(session_id="fix-login", project="web",
+                                         until=(start + timedelta(minutes=minutes)).isoformat(), handoff=handoff),
+                now=start + timedelta(minutes=minutes))
+
+
+def test_two_people_who_named_a_session_alike_both_keep_their_work_on_the_team_daemon(tmp_path, daemon):
+    """Ana and Bob both worked a session called fix-login on their laptops: the daemon kept
+    Ana's, and Bob's push replaced it (newer wins), his version only a conflict file no report
+    counts. Each keeps their own: Bob's session, turns and hand-off under an id of his own."""
+    from memo_analytics.services.requests import HandoffInput
+
+    team, server = daemon
+    ana, bob = _client(tmp_path, server.base, "ana"), _client(tmp_path, server.base, "bob")
+    _persons_session(ana, "ana@example.com", 30, ["Ana: fix the login redirect"])
+    sync.push(ana)
+    _persons_session(bob, "bob@example.com", 60, ["Bob: add login rate limiting", "Bob: test it"],
+                     handoff=HandoffInput(next_steps=["Bob's next step"]))
+    sync.push(bob)  # the end pushed at once: this one finds nothing more
+    assert (sync.status(bob)["lastError"], sync.status(bob)["pending"]) == (None, 0)
+    apart = "fix-login--bob-example.com"
+    told = sync.status(bob)["keptApart"]  # what the laptop says: `memo sync status`
+    assert {a["id"]: a["storedAs"] for a in told} == {
+        "session-fix-login": f"session-{apart}", "prompt-fix-login-t1": f"prompt-{apart}-t1",
+        "prompt-fix-login-t2": f"prompt-{apart}-t2", "handoff-fix-login": f"handoff-{apart}"}
+    assert {a["heldBy"] for a in told} == {"ana@example.com"}
+    theirs = read_record(_team_file(team, "session-fix-login", "sessions"))[0]
+    assert (theirs["owner"], theirs["durationMinutes"]) == ("ana@example.com", 30)
+    his = read_record(_team_file(team, f"session-{apart}", "sessions"))[0]
+    assert (his["owner"], his["durationMinutes"], his["sessionId"]) == ("bob@example.com", 60, apart)
+    assert "Ana: fix the login redirect" in _team_file(team, "prompt-fix-login-t1").read_text()
+    assert "Bob: test it" in _team_file(team, f"prompt-{apart}-t2").read_text()
+    assert read_record(_team_file(team, f"prompt-{apart}-t2"))[0]["sessionId"] == apart
+    assert read_record(_team_file(team, f"handoff-{apart}", "handoffs"))[0]["fromSessionId"] == apart
+    assert not list(team.glob("projects/web/*/*.conflict-*"))  # nothing met: nothing to merge by hand
+    report = json.loads(memo("--json", "activity", "--all", "--since", "2026-03-01", "--until", "2026-03-03",
+                             vault=team).stdout)
+    assert {who: row["durationMinutes"] for who, row in report["byOwner"].items()} == {  # both people's work bills
+        "ana@example.com": 30, "bob@example.com": 60}
+    assert sync.status(ana)["keptApart"] == []
+    # Bob changes his session later: it goes on to his own copy there, as a fast-forward
+    end_session(bob, EndSessionRequest(session_id="fix-login", project="web", summary="rate limit done"))
+    assert read_record(_team_file(team, f"session-{apart}", "sessions"))[0]["summary"] == "rate limit done"
+    assert read_record(_team_file(team, "session-fix-login", "sessions"))[0]["owner"] == "ana@example.com"
+    assert not list(team.glob("projects/web/*/*.conflict-*"))
+    # the same version sent again (a lost answer) changes nothing, and says where it is
+    text = (bob.root / "projects/web/sessions/session-fix-login.md").read_text()
+    again = json.loads(server.request("/api/sync/records", data={"records": [
+        {"id": "session-fix-login", "project": "web", "text": text, "base": None}]})[2])
+    assert again["results"] == [{"id": "session-fix-login", "project": "web", "outcome": "unchanged",
+                                 "storedAs": f"session-{apart}", "heldBy": "ana@example.com"}]
+
+
+def test_a_start_naming_its_person_never_takes_over_anothers_open_session(tmp_path):
+    """In remote mode every laptop's start goes to the team daemon with its person: Bob's
+    ``memo session start fix-login`` took Ana's open session, billing her time as his."""
+    from memo_analytics.domain.errors import InvalidFieldError
+
+    store = VaultStore(Settings(vault_root=tmp_path / "team", timezone="UTC"))
+    start_session(store, StartSessionRequest(session_id="fix-login", project="web", owner="ana@example.com"))
+    with pytest.raises(InvalidFieldError, match="fix-login is ana@example.com's open session, not bob@example.com's"):
+        start_session(store, StartSessionRequest(session_id="fix-login", project="web", owner="bob@example.com"))
+    assert read_record(store.path_for("web", __import__("memo_analytics.domain.records", fromlist=["x"]).RecordKind.SESSION,
+                                      "session-fix-login"))[0]["owner"] == "ana@example.com"
+    # her own restart, and one that names no person, still resume it
+    assert start_session(store, StartSessionRequest(session_id="fix-login", project="web",
+                                                    owner="ana@example.com"))["owner"] == "ana@example.com"
+    assert start_session(store, StartSessionRequest(session_id="fix-login", project="web"))["owner"] == "ana@example.com"

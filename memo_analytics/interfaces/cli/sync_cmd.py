@@ -59,6 +59,9 @@ def sync_status() -> None:
             for item in r.get("conflicts") or []:
                 out.print(_safe(f"  conflict on the daemon: {item['id']}: {item['outcome']} ({item['conflict']} "
                                 f"there; its digest lists it)"))
+            for item in r.get("keptApart") or []:
+                out.print(_safe(f"  kept apart on the daemon: {item['id']} is {item['storedAs']} there (its "
+                                f"session's id there is {item['heldBy']}'s session)"))
         else:
             out.print(f"hybrid push: off (mode {r['mode']}, no daemon)")
         if "vaultGit" in r:
@@ -85,6 +88,9 @@ def sync_push() -> None:
         if isinstance(item.get("conflict"), str):
             err.print(_safe(f"note: {item.get('id')} met another version on the daemon: {item.get('outcome')} "
                             f"({item['conflict']} there; its digest lists it)"))
+        if isinstance(item.get("storedAs"), str):
+            err.print(_safe(f"note: {item.get('id')} is kept on the daemon as {item['storedAs']} (its session's id "
+                            f"there is {item.get('heldBy')}'s session)"))
     _emit(result, lambda r: out.print(_safe(f"pushed {r['pushed']} record{'' if r['pushed'] == 1 else 's'}; {r['pending']} waiting"
                                             + (f"; error: {r['error']}" if r["error"] else ""))))
     if result["error"] and result["error"] != "hybrid sync is off":
