@@ -225,7 +225,10 @@ def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoi
     assert [(i["number"], i["kind"], i.get("status"), i.get("creditedBy"), i.get("credits")) for i in listed] == [
         ("2026-0001", "invoice", "credited", "2026-0003", None), ("2026-0002", "invoice", "issued", None, None),
         ("2026-0003", "creditNote", None, None, "2026-0001"), ("2026-0004", "invoice", "issued", None, None)]
-    said = " ".join(run(billing, "invoice", "list").stdout.split())  # rich wraps the lines on a narrow terminal
+    piped = run(billing, "invoice", "list").stdout  # into a pipe: one line per document (grep, scripts)
+    assert [line.split()[1] for line in piped.splitlines()] == ["2026-0001", "2026-0002", "note", "2026-0004"]
+    assert piped.splitlines()[0].endswith("status: credited by 2026-0003")
+    said = " ".join(piped.split())
     assert re.findall(r"status: (credited by \S+|issued)|(cancels \S+)", said) == [
         ("credited by 2026-0003", ""), ("issued", ""), ("", "cancels 2026-0001"), ("issued", "")]
     assert "Reason wrong rate" in " ".join(pdf_text(Path(credit["pdf"])).split())

@@ -86,7 +86,9 @@ class _ErrorConsole(_TerminalConsole):
 
 
 # markup and emoji off: stored text ("list[int]", "[/]", ":smile:") is printed as it is
-out = _TerminalConsole(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+# into a pipe or a file a line of text stays one line (grep, scripts); tables keep 160 columns
+out = _TerminalConsole(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160,
+                       soft_wrap=not sys.stdout.isatty())
 err = _ErrorConsole(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
 _VAULT_ROOT_HELP = "Vault folder (default ~/.memo/vault; env MEMO_VAULT)."
