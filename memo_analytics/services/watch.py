@@ -396,7 +396,9 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
     importer — or, given ``paths`` (folders or files), each file by the importer that reads it
     (:func:`source_of`, as ``memo watch`` tells them) — each folder and importer with its own
     counts: ``[{source, path, files, sessions, turns, skipped, …}]``; the first item of a given folder
-    also counts its files no importer tells (``untold``, the first five in ``untoldFiles``).
+    also counts its files no importer tells (``untold``, the first five in ``untoldFiles``), and its
+    Claude Code item the sub-agent files it leaves out (``subAgentFiles``: ``<session>/subagents/``,
+    a sub-agent's brief and tool traffic, as ``~/.claude/projects`` is read).
 
     Raises
     ------
@@ -411,9 +413,12 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                 raise InvalidFieldError("path", f"{given} does not exist")
             by_source: dict[str, list[Path]] = {}
             untold: list[Path] = []
+            sub_agents = 0
             for file in ([given] if given.is_file() else walk_files([given], (".jsonl", ".json", ".md", ".vscdb", ".db"))):
                 if (source := source_of(file)) is not None and source in IMPORTERS:
                     by_source.setdefault(source, []).append(file)
+                elif file.suffix == ".jsonl" and file.parent.name == "subagents":
+                    sub_agents += 1  # a Claude Code sub-agent's brief and tool traffic: no turn of the person's
                 else:
                     untold.append(file)
             if not by_source:
@@ -431,6 +436,8 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                 # files of the folder no importer tells are said once, with the folder's first importer
                 said = {"untold": len(untold), "untoldFiles": [str(f) for f in untold[:5]]} if untold and not number \
                     else {}
+                if sub_agents and source == "claude-code":
+                    said["subAgentFiles"] = sub_agents
                 found.append({"source": source, "path": str(given), **result.wire(), **said})
         return found
     roots = known_roots(home)

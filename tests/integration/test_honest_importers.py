@@ -296,3 +296,19 @@ def test_an_empty_transcript_of_a_conversation_just_started_is_no_error(realdata
                  vault=tmp_path / "v2", check=False)
     assert alone.returncode == 1 and alone.stderr.strip() == (
         "error: nothing to import: the file is empty (an agent writes its transcript as the conversation goes on)")
+
+
+def test_import_auto_leaves_claude_code_sub_agent_files_out_and_says_so(realdata, tmp_path):
+    """Found by a new user: `memo import auto` called the Claude Code sub-agent files it leaves out
+    on purpose "files no importer tells … if one is a transcript, give its importer" — inviting an
+    import of a sub-agent's brief and tool traffic as the person's turns."""
+    folder = realdata / "claude-code-jsonl" / "moredip-session-share"
+    subs = sorted(folder.rglob("subagents/*.jsonl"))
+    assert subs  # the realdata holds them
+    told = memo("import", "auto", str(folder), vault=tmp_path / "v")
+    assert "no importer tells" not in told.stderr
+    n = len(subs)
+    assert f"note: {folder}: {n} Claude Code sub-agent file{'s' if n > 1 else ''} (<session>/subagents/) left out" \
+        in " ".join(told.stderr.split())
+    [item] = json.loads(memo("--json", "import", "auto", str(folder), vault=tmp_path / "v2").stdout)["sources"]
+    assert (item["source"], item["subAgentFiles"], item.get("untold")) == ("claude-code", n, None)

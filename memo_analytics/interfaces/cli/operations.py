@@ -155,6 +155,10 @@ def import_auto_command(
             err.print(_safe(f"skipped: {item['path']}: {item['untold']} file{'s' if item['untold'] > 1 else ''} no "
                             f"importer tells ({', '.join(item['untoldFiles'])}{more}); if one is a transcript, give its "
                             "importer: memo import SOURCE FILE"))
+        if item.get("subAgentFiles"):
+            n = item["subAgentFiles"]
+            err.print(_safe(f"note: {item['path']}: {n} Claude Code sub-agent file{'s' if n > 1 else ''} "
+                            "(<session>/subagents/) left out: a sub-agent's brief and tool traffic, no turn of yours"))
 
     def human(items) -> None:
         for item in items:
