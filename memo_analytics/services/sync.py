@@ -220,6 +220,41 @@ def _pushed_owner(store: VaultStore, meta: dict[str, Any], owners: dict[tuple[st
     return owners[key]
 
 
+#: What a push that did not reach the daemon, or was not taken, raises.
+PUSH_FAILURES = (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)
+
+
+def _failure(exc: Exception) -> str:
+    """Why a push failed, as one line with its repair (a refused token, a redirect)."""
+    if not isinstance(exc, urllib.error.HTTPError):
+        return _one_line(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
+    refused, moved = exc.code in (401, 403), 300 <= exc.code < 400
+    return _one_line(f"HTTP {exc.code}" + (": the daemon refused this machine's token; check hybrid.token "
+                                           "(memo config set hybrid.token TOKEN, the daemon's MEMO_TOKEN)" if refused
+                                           else ": a redirect; memo follows none (its token would go along): "
+                                           "set hybrid.remoteUrl to the daemon's own address" if moved else ""))
+
+
+def check_daemon(settings: Any, timeout: float = 10.0) -> None:
+    """Whether the daemon of ``hybrid.remoteUrl`` takes this machine's push: an empty push
+    (``POST /api/sync/records`` ``{records: []}``, which changes nothing) with ``hybrid.token``.
+
+    Raises
+    ------
+    MemoError
+        One line why not, with its repair (``memo doctor`` shows it).
+    """
+    if not settings.hybrid.remote_url:
+        raise MemoError("no daemon: hybrid.remoteUrl is not set (memo config set hybrid.remoteUrl URL)")
+    try:
+        answer = _post(settings.hybrid.remote_url.rstrip("/") + "/api/sync/records", {"records": []},
+                       settings.hybrid.token, timeout)
+    except PUSH_FAILURES as exc:
+        raise MemoError(_failure(exc)) from None
+    if not isinstance(answer, dict) or answer.get("results") != []:
+        raise MemoError("the answer is not a memo daemon's sync answer")
+
+
 def _one_line(text: str) -> str:
     """An error as one short line with secrets redacted (it is shown and kept in state)."""
     line = " ".join(str(text).split())
@@ -310,17 +345,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             if not isinstance(answer, dict) or not isinstance(answer.get("results", []), list) \
                     or not all(isinstance(r, dict) for r in answer.get("results", [])):
                 raise ValueError("the answer is not a memo daemon's sync answer")
-        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
-            refused = isinstance(exc, urllib.error.HTTPError) and exc.code in (401, 403)
-            moved = isinstance(exc, urllib.error.HTTPError) and 300 <= exc.code < 400
-            reason = _one_line(f"HTTP {exc.code}" + (": the daemon refused this machine's token; check hybrid.token "
-                                                     "(memo config set hybrid.token TOKEN, the daemon's MEMO_TOKEN)"
-                                                     if refused else
-                                                     ": a redirect; memo follows none (its token would go along): "
-                                                     "set hybrid.remoteUrl to the daemon's own address" if moved
-                                                     else "")
-                               if isinstance(exc, urllib.error.HTTPError) else
-                               f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
+        except PUSH_FAILURES as exc:
+            reason = _failure(exc)
             attempts = int(state.get("attempts", 0)) + 1
             state.update(lastError=reason, lastErrorAt=to_iso(now), attempts=attempts,
                          nextRetryAt=to_iso(now + timedelta(seconds=min(2 ** attempts, MAX_BACKOFF_SECONDS))))

@@ -242,13 +242,19 @@ def test_in_hybrid_mode_doctor_checks_the_daemon_the_push_goes_to(tmp_path):
     env = env_for(tmp_path, MEMO_CONFIG=str(config))
     daemon = Server(tmp_path / "team", "--token", "the-teams-token-1234", port=port)
     try:
-        config.write_text(f'mode = "hybrid"\n[remote]\nurl = "http://127.0.0.1:{port}"\ntoken = "a-wrong-token-1234"\n')
+        # found by a team lead: the check read [remote] (remote mode's keys), so a hybrid laptop whose
+        # push worked was told its daemon "does not take calls … memo config set remote.url URL"
+        config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "http://127.0.0.1:{port}"\n'
+                          'token = "a-wrong-token-1234"\n')
         checks = {c["name"]: c for c in json.loads(memo("--json", "doctor", env=env).stdout)["checks"]}
         assert checks["daemon"]["ok"] is False and checks["daemon"]["required"] is False
         assert "HTTP 401" in checks["daemon"]["detail"] and "records wait in the outbox" in checks["daemon"]["detail"]
-        config.write_text(f'mode = "hybrid"\n[remote]\nurl = "http://127.0.0.1:{port}"\n'
+        assert checks["daemon"]["install"].startswith("memo config set hybrid.token TOKEN")
+        config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "http://127.0.0.1:{port}"\n'
                           'token = "the-teams-token-1234"\n')
         checks = {c["name"]: c for c in json.loads(memo("--json", "doctor", env=env).stdout)["checks"]}
         assert checks["daemon"]["ok"] is True and "answers and takes this machine's token" in checks["daemon"]["detail"]
+        assert f"127.0.0.1:{port}" in checks["daemon"]["detail"]
+        assert not (tmp_path / "team" / "projects").exists()  # the empty push wrote nothing there
     finally:
         daemon.stop()

@@ -355,19 +355,24 @@ def _daemon(settings: Any, pushes: bool = False) -> Check:
     one turn: every hook event and tool call goes there). ``pushes``: hybrid mode, where the
     vault here works alone and only the push needs the daemon — an optional check of its own
     (a wrong token had left "4 records waiting … HTTP 401" unsaid)."""
-    from ...services import remote
+    from ...services import remote, sync
     from ...vault.redact import mask_url, redact_secrets
 
     name, title = ("daemon", "the team daemon (hybrid push)") if pushes else ("vault", "vault")
-    where = (f"mode hybrid: the daemon {mask_url(settings.remote.url or '')}" if pushes else
+    section = "hybrid.remoteUrl" if pushes else "remote.url"
+    token_key = "hybrid.token" if pushes else "remote.token"
+    where = (f"mode hybrid: the daemon {mask_url(settings.hybrid.remote_url or '')}" if pushes else
              f"mode remote: this machine keeps no vault; the daemon {mask_url(settings.remote.url or '')}")
     try:
-        remote.post(settings, "/api/actions/list", {"limit": 1})
+        if pushes:  # what the push sends, where it sends it: an empty push changes nothing
+            sync.check_daemon(settings)
+        else:
+            remote.post(settings, "/api/actions/list", {"limit": 1})
     except MemoError as exc:
         message = redact_secrets(str(exc))[0]
-        repair = ("memo config set remote.token TOKEN (the daemon's MEMO_TOKEN)" if "refused this machine" in message
-                  or "token" in message.lower() else "start the daemon (memo serve on its machine) or memo config "
-                  "set remote.url URL")
+        repair = (f"memo config set {token_key} TOKEN (the daemon's MEMO_TOKEN)" if "refused this machine" in message
+                  or "token" in message.lower() else f"start the daemon (memo serve on its machine) or memo config "
+                  f"set {section} URL")
         return Check(name, title, not pushes, False, f"{where} does not take calls: {message}"
                      + ("; records wait in the outbox until it does (memo sync status)" if pushes else ""), [], repair)
     return Check(name, title, not pushes, True, f"{where} answers and takes this machine's token")
