@@ -799,3 +799,33 @@ def test_a_claude_code_transcript_cut_from_the_top_takes_its_next_prompt(realdat
     assert (grown["turns"], grown["skipped"], grown["superseded"], grown["revised"]) == (1, 0, 0, 0), grown
     assert _turns(vault)[:len(before_turns)] == before_turns
     assert [t[4] for t in _turns(vault)].count("the next prompt, after the cut") == 1
+
+
+def test_a_turn_imported_before_its_answer_takes_the_model_and_tokens_the_answer_brings(realdata, tmp_path):
+    """Found by an operator: Claude Code writes the prompt's line before the answer that names the
+    model, so a turn ``memo watch`` took in between had no model — its tokens came with the next
+    import, its model never did: no price, AI cost 0. Imported line by line, each turn ends as a
+    clean import of the whole file records it (the two-model turn's split too)."""
+    for name in ("4b2030ed", "0ccf1a04"):
+        source = next(realdata.rglob(f"{name}*.jsonl"))
+        lines = source.read_bytes().splitlines(keepends=True)
+        folder = tmp_path / name / "projects"
+        folder.mkdir(parents=True)
+        grown, vault, fresh = folder / source.name, tmp_path / name / "v", tmp_path / name / "fresh"
+        step = max(1, len(lines) // 12)
+        for end in [*range(1, len(lines), step), len(lines)]:
+            grown.write_bytes(b"".join(lines[:end]))
+            memo("import", "claude-code", str(folder), vault=vault, check=False)  # its first lines: no turn yet
+        imported(fresh, str(folder))
+
+        def turns(root):
+            items = json.loads(memo("--json", "prompt", "list", "--all", "--limit", "500", vault=root).stdout)["items"]
+            return {i["id"]: (i.get("model"), i.get("tokens"), i.get("tokensByModel")) for i in items}
+
+        def cost(root):
+            report = json.loads(memo("--json", "activity", "--all", vault=root).stdout)
+            return report["totalCostUsd"], report["costByModel"], {s["sessionId"]: s.get("model") for s in report["sessions"]}
+
+        assert turns(vault) == turns(fresh)
+        assert any(model for model, _, _ in turns(vault).values())
+        assert cost(vault) == cost(fresh)

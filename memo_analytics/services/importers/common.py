@@ -607,7 +607,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 try:
                     result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
                     followed = _follow_transcript(store, project, f"prompt-{session_id}-t{turn}", prompt,
-                                                  prompt.at or interval.start)
+                                                  prompt.at or interval.start, prompt.model or transcript.model)
                     result.revised += followed == "rewritten"
                     result.restored += followed == "restored"
                 except CorruptRecordError as exc:
@@ -638,6 +638,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             # the summary this import made, not one a person or an agent wrote since: the
             # transcript now describes the session better (its title came, more prompts)
             changes.update(summary=described, summaryDigest=summary_digest(described))
+        if existing is not None and transcript.model and not existing[0].get("model"):
+            changes["model"] = transcript.model  # its answer came after the import took the prompt
         if changes:
             meta, body = store.read(project, RecordKind.SESSION, session_record_id(session_id)) or existing
             if "startTime" in changes and meta.get("endTime"):  # the length from the new start, in the same write
@@ -794,9 +796,11 @@ def prompt_hash(text: str) -> str:
 
 
 def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: HumanPrompt,
-                       at: datetime) -> str | None:
-    """An imported turn follows its transcript: the token counts of an answer that was still
-    being written (a live transcript), and — after the agent rewound the conversation and the
+                       at: datetime, model: str | None = None) -> str | None:
+    """An imported turn follows its transcript: the token counts (``tokens``, ``tokensByModel``)
+    and the ``model`` of an answer that was still being written (a live transcript: Claude Code
+    writes the prompt's line before the answer that names the model — a turn imported between
+    them had no model, and no price), and — after the agent rewound the conversation and the
     person typed something else at this place (Gemini ``$rewindTo``, a Copilot rewind) — the
     text and time of the prompt that is there now (``rewrittenAt`` says when). ``"rewritten"``
     when its text changed, ``"restored"`` when a turn marked rewound is in the transcript again
@@ -805,8 +809,11 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
 
     row = index.get_row(store.conn, project, record_id, RecordKind.PROMPT.value)
     known = json.loads(row["meta"]) if row is not None else {}
+    usage = _usage(prompt)
     if known.get("promptHash") == prompt_hash(prompt.text) and known.get("supersededBy") != ["rewound"] \
-            and (not prompt.tokens or known.get("tokens") == prompt.tokens):
+            and (not prompt.tokens or known.get("tokens") == prompt.tokens) \
+            and known.get("tokensByModel") == usage.get("tokensByModel", known.get("tokensByModel")) \
+            and (model is None or known.get("model") == model):
         return None  # the same prompt as imported, the same counts: one index lookup, no file read, no redaction
     with store.lock():
         found = store.read(project, RecordKind.PROMPT, record_id)
@@ -820,6 +827,10 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
         changed = {}
         if prompt.tokens and meta.get("tokens") != prompt.tokens:
             changed["tokens"] = prompt.tokens
+        if "tokensByModel" in usage and meta.get("tokensByModel") != usage["tokensByModel"]:
+            changed["tokensByModel"] = usage["tokensByModel"]
+        if model is not None and meta.get("model") != model:
+            changed["model"] = model
         revived = meta.get("status") == "superseded" and meta.get("supersededBy") == ["rewound"]
         rewritten = revived or (text != body and meta.get("status") != "superseded")
         outcome = ("rewritten" if text != body else "restored") if rewritten else None
