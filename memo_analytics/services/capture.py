@@ -226,6 +226,12 @@ def parse_event(agent: str, payload: Any, received: datetime, event_name: str | 
         kind = {bool: "a boolean", int: "a number", float: "a number", dict: "an object", list: "an array",
                 type(None): "null"}.get(type(prompt), type(prompt).__name__)
         raise InvalidFieldError("prompt", f"is {kind}, not text")
+    from .prompts import body_problem
+
+    if event.kind == "prompt" and (problem := body_problem(event.prompt)) is not None:
+        # refused before anything is written: an empty prompt had opened a session of no turn,
+        # which then stalled in the digest
+        raise InvalidFieldError("body", problem)
     return event
 
 

@@ -187,6 +187,18 @@ def body_refusal(value: str) -> str | None:
     return None
 
 
+def body_problem(value: str | None) -> str | None:
+    """Why ``value`` cannot be a turn's body — ``must not be empty`` (nothing but whitespace or
+    invisible characters), or :func:`body_refusal`'s reason — else None; cheap, no redaction (a
+    hook refuses its event with it before anything is written)."""
+    if value is None or not value.strip(_INVISIBLE + " \t\n\r\v\f"):
+        return "must not be empty"
+    try:
+        return body_refusal(value)
+    except UnicodeEncodeError:
+        return "is not valid UTF-8"
+
+
 def clean_list(values: list[str], field: str) -> list[str]:
     """:func:`clean_text` on every item; empty items are dropped."""
     cleaned = [clean_text(v, field) for v in values]

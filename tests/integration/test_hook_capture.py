@@ -969,13 +969,19 @@ def test_an_end_stamped_before_the_last_prompt_ends_the_session_at_that_prompt(t
     ('{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":123}', "Invalid prompt: is a number, not text"),
     ('{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":["a"]}', "Invalid prompt: is an array, not text"),
     ("not json", "the event is not JSON (Expecting value at line 1 column 1)"),
+    ('{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":" \\u200b "}', "Invalid body: must not be empty"),
+    ('{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":"a\\u0000b"}',
+     "Invalid body: contains a NUL character"),
 ])
 def test_a_dropped_event_is_logged_as_what_is_wrong_with_it(tmp_path, repo, stdin, said):
     """Found by an attacker: a prompt that was a number was dropped as "Invalid body: must not be
-    empty", and a payload that was not JSON as "Expecting value: line 1 column 1 (char 0)"."""
+    empty", and a payload that was not JSON as "Expecting value: line 1 column 1 (char 0)". Found
+    by an operator: an empty prompt, dropped, had opened a session of no turn first, which then
+    stalled in the digest — a dropped event writes nothing."""
     vault = tmp_path / "v"
     hook(vault, "claude-code", stdin.replace('"session_id"', f'"cwd":{json.dumps(str(repo))},"session_id"'))
     assert f"claude-code: event dropped: {said}" in capture.hook_log(vault).read_text()
+    assert not list(vault.glob("projects/*/sessions/*.md"))
 
 
 def _left_a_shared_baton(vault: Path, client: str | None = None) -> None:
