@@ -173,16 +173,19 @@ class PromptToolInput(BaseModel):
     query: str | None = Field(None, description="search: any text (quoted safely; word* for a prefix)")
     limit: int | None = Field(None, description="Page size, clamped to 1–100 (default 20)")
     offset: int | None = Field(None, description="Items to skip (≥ 0)")
-    sort: Literal["date-desc", "date-asc"] | None = Field(
+    # sort, feedback and status are checked by the action that reads them (json_schema_extra: the
+    # choices shown to agents): another action ignores them and names them in `ignored`
+    sort: str | None = Field(
         None, description="list/search: date-desc (newest first) or date-asc (oldest first) by created; "
-                          "default: list newest first, search by bm25 rank")
+                          "default: list newest first, search by bm25 rank",
+        json_schema_extra={"enum": ["date-desc", "date-asc"]})
     pr: str | None = Field(None, description="session_end: pull-request URL, adds a {type: 'pr'} deliverable")
     deliverables: list[dict[str, Any]] | None = Field(None, description="session_end: [{type, url?, sha?, title?}]")
     helpful: bool | None = Field(None, description="feedback: whether the record helped (true ≡ feedback helpful; "
                                                    "false counts notHelpful)")
-    feedback: Literal["helpful", "stale", "wrong"] | None = Field(
+    feedback: str | None = Field(
         None, description="feedback: helpful, stale (was true, now outdated) or wrong; stale and wrong also count "
-                          "notHelpful")
+                          "notHelpful", json_schema_extra={"enum": ["helpful", "stale", "wrong"]})
     comment: str | None = Field(None, description="feedback: why, in a sentence (secrets redacted; the last 5 kept)")
     handoff: HandoffInput | None = Field(None, description="session_end: baton {nextSteps (required), failedApproaches, "
                                                            "openQuestions, branch, owner, shared} for the next session")
@@ -198,8 +201,9 @@ class PromptToolInput(BaseModel):
     format: str | None = Field(None, description="derive_rules: cursor, copilot, claude, gemini or markdown")
     refresh: bool | None = Field(None, description="digest: recompute now instead of the cached answer")
     as_of: str | None = Field(None, description="digest: evaluate as of this instant (ISO date or time)")
-    status: Literal["pending", "claimed", "cancelled"] | None = Field(
-        None, description="handoffs: only hand-offs with this status (default pending)")
+    status: str | None = Field(
+        None, description="handoffs: only hand-offs with this status (default pending)",
+        json_schema_extra={"enum": ["pending", "claimed", "cancelled"]})
     compact: bool | None = Field(None, description="Any action: an answer sized for your context — one line of JSON, "
                                                    "nulls and defaults left out, each body cut to a snippet with "
                                                    "bodyLength (get the record for the whole text), what every item "

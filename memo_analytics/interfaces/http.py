@@ -24,7 +24,6 @@ import tornado.ioloop
 import tornado.web
 from tornado import httputil
 from pydantic import ValidationError
-from pydantic.alias_generators import to_camel
 
 from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, call_tool, refuse_server_paths
 from ..domain.errors import (
@@ -47,6 +46,7 @@ from ..services.requests import (
     ExportStoryRequest,
     ListRequest,
     SessionRequest,
+    validation_problem,
 )
 from ..runtime import Runtime
 from ..services.prompts import clean_owner
@@ -241,9 +241,7 @@ class ApiHandler(tornado.web.RequestHandler):
         try:
             result = await tornado.ioloop.IOLoop.current().run_in_executor(_WORKERS, call)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(to_camel(str(p)) for p in first["loc"]) or "input"
-            self.fail(400, f"Invalid {field}: {first['msg'].removeprefix('Value error, ')}")
+            self.fail(400, "Invalid {}: {}".format(*validation_problem(exc, PromptToolInput)))
             return
         except MemoError as exc:
             self.fail(_status_for(exc), str(exc))

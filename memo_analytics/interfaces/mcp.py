@@ -23,7 +23,6 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 from pydantic import Field, ValidationError
-from pydantic.alias_generators import to_camel
 
 from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, call_tool, refuse_server_paths
 from ..config import Settings
@@ -32,6 +31,7 @@ from ..domain.hosts import host_port, is_loopback
 from ..domain.wire import compact, dumps, dumps_compact
 from ..runtime import Runtime
 from ..services import remote
+from ..services.requests import validation_problem
 from ..services.store import VaultStore, remote_caller
 from ..services.stories import export_remote_story
 from ..vault.redact import redact_secrets
@@ -50,17 +50,7 @@ TOOL_DESCRIPTION = (
 
 
 def _message(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    message = first["msg"].removeprefix("Value error, ")
-    field = ".".join(to_camel(p) if isinstance(p, str) else str(p) for p in first["loc"])
-    if first["type"] == "extra_forbidden":
-        message = "unknown field of the tool prompt"
-    elif first["type"] == "missing":
-        message = "is required"
-    if not field and ": " in message:
-        field, message = message.split(": ", 1)
-        field = to_camel(field)
-    return f"Invalid {field or 'input'}: {message}"
+    return "Invalid {}: {}".format(*validation_problem(exc, PromptToolInput, "unknown field of the tool prompt"))
 
 
 class PromptTool:

@@ -359,3 +359,49 @@ class HandoffListRequest(Request):
     cwd: str | None = Field(None, description="The caller's working directory")
     status: Literal["pending", "claimed", "cancelled"] | None = Field(
         "pending", description="Only hand-offs with this status (pending by default)")
+
+
+def _fields_at(model: type[BaseModel] | None, path: tuple) -> type[BaseModel] | None:
+    """The model nested at ``path`` (field names or wire names) of ``model``, or None."""
+    import typing
+
+    for part in path:
+        if model is None or not isinstance(part, str):
+            return None
+        found = next((f for name, f in model.model_fields.items() if part in (name, f.alias, to_camel(name))), None)
+        if found is None:
+            return None
+        kinds = [found.annotation, *typing.get_args(found.annotation)]
+        model = next((k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)), None)
+    return model
+
+
+def _wire_fields(model: type[BaseModel]) -> str:
+    return ", ".join(to_camel(name) for name in model.model_fields)
+
+
+def validation_problem(exc: Any, model: type[BaseModel] | None = None,
+                       unknown: str = "unknown field") -> tuple[str, str]:
+    """``(field, reason)`` of a pydantic ``ValidationError`` of ``model``, wire names: a field the
+    model does not know first (an agent's ``handoff.nextStep`` was said as "handoff.nextSteps:
+    is required"), named with the fields its object takes; a missing one ``is required``; an
+    object given as text ``must be an object {…}``; else the first error's message. ``unknown``:
+    what a top-level unknown field is called (the MCP tool: ``unknown field of the tool prompt``)."""
+    errors = exc.errors()
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = tuple(first["loc"])
+    field = ".".join(to_camel(p) if isinstance(p, str) else str(p) for p in loc)
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        parent = _fields_at(model, loc[:-1]) if len(loc) > 1 else None
+        message = (f"unknown field of {'.'.join(to_camel(str(p)) for p in loc[:-1])}; it takes {_wire_fields(parent)}"
+                   if parent is not None else unknown)
+    elif first["type"] == "missing":
+        message = "is required"
+    elif first["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        nested = _fields_at(model, loc)
+        message = f"must be an object {{{_wire_fields(nested)}}}" if nested is not None else "must be an object"
+    if not field and ": " in message:
+        field, message = message.split(": ", 1)
+        field = to_camel(field)
+    return field or "input", message

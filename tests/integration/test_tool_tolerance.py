@@ -58,3 +58,39 @@ def test_a_turn_number_without_a_session_is_named_as_ignored(tmp_path):
     answer = json.loads(text)
     assert not is_error and answer["ignored"] == ["turn"] and answer["turn"] is None
     assert answer["id"].startswith("prompt-") and "-t3" not in answer["id"]
+
+
+def test_a_choice_field_is_checked_by_the_action_that_reads_it_and_a_handoffs_wrong_key_is_named(tmp_path):
+    """Found by an agent's new user: ``{"action": "digest", "status": "open"}`` was refused for a
+    field digest does not read (the README: ignored and named); a hand-off given as
+    ``{"nextStep": …, "failed": …}`` (the CLI's option names) was refused as "handoff.nextSteps: is
+    required", never naming the keys that were wrong; and one given as text in pydantic's words."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", vault=vault)
+    digest, handoffs, wrong_key, as_text, both = tool_calls(vault, [
+        {"action": "digest", "projectId": "web", "status": "open", "sort": "new", "feedback": "meh"},
+        {"action": "handoffs", "projectId": "web", "status": "open"},
+        {"action": "session_end", "sessionId": "s1", "projectId": "web",
+         "handoff": {"nextStep": "wire the ledger", "failed": "stubs"}},
+        {"action": "session_end", "sessionId": "s1", "projectId": "web", "handoff": "wire the ledger"},
+        {"action": "list", "projectId": "web", "sort": "new"},
+    ])
+    assert not digest[0] and json.loads(digest[1])["ignored"] == ["feedback", "sort", "status"]
+    assert handoffs[0] and "Invalid status: Input should be 'pending', 'claimed' or 'cancelled'" in handoffs[1]
+    assert wrong_key[0] and "Invalid handoff.nextStep: unknown field of handoff; it takes nextSteps, " \
+                             "failedApproaches, openQuestions, branch, owner, shared" in wrong_key[1]
+    assert as_text[0] and "Invalid handoff: must be an object {nextSteps, failedApproaches, openQuestions, " \
+                          "branch, owner, shared}" in as_text[1]
+    assert both[0] and "Invalid sort: Input should be 'date-desc' or 'date-asc'" in both[1]
+    # the session is still open: nothing was ended by a refused call
+    assert json.loads(memo("--json", "session", "show", "s1", "--project", "web", vault=vault).stdout)[
+        "session"]["status"] == "active"
+
+
+def test_the_tool_schema_still_offers_the_choices_of_each_choice_field():
+    from memo_analytics.actions import PromptToolInput
+
+    schema = PromptToolInput.model_json_schema(by_alias=True)["properties"]
+    assert schema["status"]["enum"] == ["pending", "claimed", "cancelled"]
+    assert schema["sort"]["enum"] == ["date-desc", "date-asc"]
+    assert schema["feedback"]["enum"] == ["helpful", "stale", "wrong"]

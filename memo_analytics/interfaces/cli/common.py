@@ -16,6 +16,7 @@ from pydantic.alias_generators import to_camel
 from rich.console import Console
 from rich.segment import Segment
 
+from ...services.requests import validation_problem
 from ...config import ENV_NAMES, Settings, config_key_text, config_path, env_name, refused_value
 from ...domain.errors import InvalidFieldError, MemoError
 from ...domain.shell import shell_word
@@ -433,13 +434,7 @@ DEMO_MARKER = ".memo-demo"
 
 def _validation_field(exc: ValidationError) -> tuple[str, str]:
     """``(field, reason)`` of a request's first refused field (wire name)."""
-    first = exc.errors()[0]
-    message = first["msg"].removeprefix("Value error, ")
-    field = ".".join(to_camel(str(p)) for p in first["loc"])
-    if not field and ": " in message:
-        field, message = message.split(": ", 1)
-        field = to_camel(field)
-    return field or "input", message
+    return validation_problem(exc)
 
 
 def _validation_message(exc: ValidationError) -> str:
