@@ -10,6 +10,7 @@ import ctypes
 import errno
 import itertools
 import os
+import re
 import stat
 import sys
 from datetime import date, datetime, timezone
@@ -454,6 +455,9 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
                         raise CorruptRecordError(source, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
                 elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                     depth -= 1
+        keys = _TOP_KEY.findall(fm)
+        if len(keys) != len(set(keys)):  # a key at the start of two lines: looked at as YAML reads it
+            _refuse_a_key_named_twice(fm, text, loader, source)
         return handler.load(fm), content.strip()
     except yaml.YAMLError as exc:
         if "nesting depth" in str(exc):  # PyYAML ≥ 6.0.4's scanner has a depth limit of its own (far above ours)
@@ -461,6 +465,38 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
         raise CorruptRecordError(source, f"broken frontmatter{_where(exc, text, fm)}") from None
     except (ValueError, TypeError, RecursionError) as exc:
         raise CorruptRecordError(source, f"broken frontmatter ({type(exc).__name__})") from None
+
+
+#: A line that may begin a key of the frontmatter's top-level mapping (``client:``): two alike are
+#: looked at as YAML reads them (a continued quoted text could start a line so).
+_TOP_KEY = re.compile(r"^([^\s#'\"?:\-][^:\n]*):(?=[ \t]|$)", re.M)
+
+
+def _refuse_a_key_named_twice(fm: str, text: str, loader: Any, source: str) -> None:
+    """Refuse a frontmatter whose top-level mapping names a key twice (``client: null`` then
+    ``client: Evil Corp``, ``billable`` true then false): YAML keeps the last and says nothing,
+    so a hand edit (or a merge) billed what its second line said.
+
+    Raises
+    ------
+    CorruptRecordError
+        Naming the key and the file's lines that give it.
+    """
+    import yaml
+
+    node = yaml.compose(fm, Loader=loader)
+    if not isinstance(node, yaml.MappingNode):
+        return
+    before = text.find(fm)
+    first = text.count("\n", 0, before) + 1 if before >= 0 else 2
+    seen: dict[str, int] = {}
+    for key, _ in node.value:
+        if isinstance(key, yaml.ScalarNode):
+            line = first + key.start_mark.line
+            if key.value in seen:
+                raise CorruptRecordError(source, f"frontmatter names {key.value!r} twice (lines {seen[key.value]} "
+                                                 f"and {line}): keep the one that is right, then memo reindex")
+            seen[key.value] = line
 
 
 def _where(exc: Exception, text: str, fm: str) -> str:

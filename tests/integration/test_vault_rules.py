@@ -475,3 +475,33 @@ def test_a_session_whose_length_is_not_its_times_is_refused_and_left_as_it_is(tm
     assert "skipped 1 files" in rebuilt.stdout + rebuilt.stderr
     assert json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["totalDurationMinutes"] == 0
     assert record.read_bytes() == edited
+
+
+def test_a_record_file_that_names_a_key_twice_is_refused_naming_the_key_and_its_lines(tmp_path):
+    """Found by an attacker: ``client: null`` followed by ``client: Evil Corp`` (or ``billable``
+    true then false) was read as its last line says, silently: the session billed another client,
+    or nothing. Such a file is left out and named, as broken YAML is; a text whose continued
+    line merely starts like a key is no second key."""
+    from tests.inprocess import memo
+
+    vault = tmp_path / "v"
+    for sid in ("s1", "s2", "s3"):
+        memo("session", "start", sid, "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+        memo("session", "end", sid, "--project", "web", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    folder = vault / "projects" / "web" / "sessions"
+    one, two, three = (folder / f"session-{sid}.md" for sid in ("s1", "s2", "s3"))
+    one.write_text(one.read_text().replace("client: null\n", "client: null\nclient: Evil Corp\n"))
+    two.write_text(two.read_text().replace("billable: true\n", "billable: true\nbillable: false\n"))
+    # a quoted summary continued on a line of its own that starts "client: …": one key
+    three.write_text(three.read_text().replace("summary: null\n", 'summary: "first part\nclient: second part"\n'))
+    assert read_record(three)[0]["summary"] == "first part client: second part"
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    lines = {n: one.read_text().splitlines().index(f"client: {v}") + 1 for n, v in ((1, "null"), (2, "Evil Corp"))}
+    assert report["unreadableSessionFiles"] == [
+        f"projects/web/sessions/session-s1.md: frontmatter names 'client' twice (lines {lines[1]} and {lines[2]}): "
+        "keep the one that is right, then memo reindex",
+        "projects/web/sessions/session-s2.md: frontmatter names 'billable' twice (lines "
+        f"{two.read_text().splitlines().index('billable: true') + 1} and "
+        f"{two.read_text().splitlines().index('billable: false') + 1}): keep the one that is right, then memo reindex"]
+    assert "Evil Corp" not in report["byClient"]
+    assert [s["sessionId"] for s in report["sessions"]] == ["s3"]
