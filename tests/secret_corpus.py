@@ -96,6 +96,22 @@ SECRETS = [
     ("temporary ASIAY34FZKBOKMUTVV7A session key", "ASIAY34FZKBOKMUTVV7A"),
     ("restricted rk_live_51H8abcdEFGHijklMNOPqrst", "rk_live_51H8abcdEFGHijklMNOPqrst"),
     ("user token xoxp-2048-4096-8192-a1b2c3d4e5f6", "xoxp-2048-4096-8192-a1b2c3d4e5f6"),
+    # found by an attacker on loopback: an env file's value of letters or digits only, a name
+    # ending in _PASS, a password of digits, vendor shapes, a cookie header, a URL password with '/'
+    ("DATABASE_PASSWORD=correcthorsebatterystaple", "correcthorsebatterystaple"),
+    ("export DB_PASS='Sup3rS3cret!'", "Sup3rS3cret!"),
+    ("PIN=482913", "482913"),
+    ("GITHUB_TOKEN=abcdefghijklmnopqrstuv", "abcdefghijklmnopqrstuv"),
+    ("password=58302719", "58302719"),
+    ('{"pwd": "99887766"}', "99887766"),
+    ("whsec_abcdefghijklmnopqrstuvwxyz012345", "whsec_abcdefghijklmnopqrstuvwxyz012345"),
+    ("Authorization header ya29.a0AfH6SMBabcdefghijklmnopqrstuvwxyz0123456789",
+     "ya29.a0AfH6SMBabcdefghijklmnopqrstuvwxyz0123456789"),
+    ("xapp-1-A0123456789-0123456789012-abcdef0123456789abcdef0123456789abcdef",
+     "xapp-1-A0123456789-0123456789012-abcdef0123456789abcdef0123456789abcdef"),
+    ("Cookie: session=abcdef0123456789abcdef; theme=dark", "abcdef0123456789abcdef"),
+    ("Set-Cookie: sid=Zm9vYmFyYmF6cXV4; Path=/; HttpOnly", "Zm9vYmFyYmF6cXV4"),
+    ("postgres://u:p/ss1@h.example.com/db", "p/ss1"),
     *[(text, secret) for text, secret, _ in NEW_SHAPES],
 ]
 
@@ -147,4 +163,15 @@ LOOK_ALIKES = [
     "cmd --secret --verbose",
     "cmd --token\n--verbose",
     "variable_name_ghs_thisIsALongIdentifierName1234567890Abc",
+    # an env name alone is no secret: placeholders, calls, dotted names, counts, flags, a port
+    "login(user=user, password=password)",
+    "MAX_TOKENS=4096 and CLAUDE_CODE_MAX_OUTPUT_TOKENS=32000",
+    "API_KEY=YOUR_API_KEY",
+    "export GITHUB_TOKEN=$(gh auth token)",
+    "SECRET_KEY=get_secret()",
+    "TOKEN=os.environ",
+    "PASSWORD_MIN_LENGTH=12",
+    "USE_TOKEN=true",
+    "http://localhost:3000/api/users/@me",
+    "the cookie: we set it on login",
 ]

@@ -105,6 +105,9 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     ),
     # user:password@host — the password may hold '@'; the host may not
     ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@\[\]]*:([^\s/\[\]]+)@[^\s/@]+"), 1, ('://',)),
+    # … or holding '/' (``u:p/ss1@host``): a port's digits before the first '/' are a host:port/path
+    ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@\[\]]*:((?!\d+/)[^\s/\[\]@]+/[^\s\[\]@]*)"
+                                r"@[A-Za-z0-9][^\s/@]*"), 1, ('://',)),
     ("authorization", re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([A-Za-z0-9+/=._~-]{8,})"), 1, ('authorization',)),
     ("bearer-token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/-]{20,}=*"), 0, ('bearer ',)),
     ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]*?\s(?:-u|--user)\s+[\"']?[^\s:\"']+:([^\s\"']+)"), 1, ('-u',)),
@@ -117,6 +120,29 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
                                 r"access-key|auth-key|client-secret)(?:=|[ \t]+)[\"']?(?!-)(" + _VALUE + ")"), 1,
      ('passw', 'passphrase', 'secret', 'token', 'apikey', 'api-key', 'access-key', 'auth-key')),
     ("password", re.compile(r"\b(?i:password|passphrase|pin)\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1, ('password', 'passphrase', 'pin')),
+    # an environment variable that names a secret (``DATABASE_PASSWORD=…``, ``DB_PASS=…``,
+    # ``PIN=…``, as an .env file or a shell writes it): its value, even all letters or all digits
+    # (an env file's value is no word of prose), but no $VAR, placeholder (``YOUR_PASSWORD``,
+    # ``your_bot_token``: capitals, or snake_case words), call or dotted name
+    # (``SECRET_KEY=get_secret()``, ``TOKEN=os.environ``)
+    ("secret-assignment", re.compile(
+        r"(?<![\w.-])(?:[A-Z0-9]+_)*(?:[A-Z0-9]*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|APIKEY|API_KEY|"
+        r"ACCESS_KEY|PRIVATE_KEY|AUTH_KEY|CREDENTIALS?)|PASS|PWD|PIN)[ \t]*=[ \t]*[\"']?("
+        r"(?!\$|\{|<|\[REDACTED)(?!(?:[A-Za-z_]+\??\.)+[A-Za-z_]+(?:[\s\"'`(),;\[\]{}]|$))"
+        r"(?![A-Z][A-Z0-9_]*(?:[\s\"'`,;]|$))(?![a-z]+(?:_[a-z0-9]+)+(?:[\s\"'`,;]|$))"
+        r"(?!(?i:true|false|null|none)(?:[\s\"'`,;]|$))"
+        r"[^\s\"'`(),;\[\]{}]{6,}(?![\w(\[]))"), 1,
+     ('password', 'passwd', 'passphrase', 'pass', 'pwd', 'pin=', 'pin =', 'secret', 'token', 'key', 'credential')),
+    # a password of digits only, in any assignment (``password=12345678``): no identifier or word
+    ("secret-assignment", re.compile(r"(?i:password|passwd|passphrase|pwd)[A-Za-z0-9_.-]{0,64}\b[\"']?[ \t]*"
+                                     r"(?::=|=>|=|:)[ \t]*[\"']?(\d{6,})(?![\w.])"), 1,
+     ('password', 'passwd', 'passphrase', 'pwd')),
+    ("slack-token", re.compile(r"\bxapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]{20,}"), 0, ('xapp-',)),
+    ("stripe-webhook-secret", re.compile(r"\bwhsec_[A-Za-z0-9+/=]{24,}"), 0, ('whsec_',)),
+    ("google-oauth-token", re.compile(r"\bya29\.[0-9A-Za-z_-]{20,}"), 0, ('ya29.',)),
+    # a Cookie / Set-Cookie header's name=value pairs (a session cookie is a login)
+    ("cookie", re.compile(r"(?i)\b(?:set-)?cookie:[ \t]*([\w.-]+=[^;\s]{6,}(?:;[ \t]*[\w.-]+(?:=[^;\s]*)?)*)"), 1,
+     ('cookie:',)),
     # from the word on (what comes before it in the name changes nothing: the value is replaced)
     ("secret-assignment", re.compile(_SECRET_WORD + r"[A-Za-z0-9_.-]{0,64}\b[\"']?\s*(?::=|=>|=|:)\s*[\"']?(" + _VALUE + ")"), 1, ('password', 'passwd', 'passphrase', 'pwd', 'secret', 'token', 'api_key', 'apikey', 'api-key', 'access_key', 'accesskey', 'access-key', 'private_key', 'privatekey', 'private-key', 'auth_key', 'authkey', 'auth-key', 'credential')),
 ]
