@@ -255,15 +255,25 @@ def capped_server(app: Any, host: str, port: int, cap: int) -> Any:
                                          backlog=ACCEPT_BACKLOG))
 
 
+#: How long a request may take to arrive whole — its header and its body — before the
+#: connection is closed (s), as the status port's ``IDLE_CONNECTION_SECONDS``.
+REQUEST_READ_SECONDS = 60.0
+
+
 def capped_protocol(cap: int) -> type:
     """uvicorn's HTTP/1.1 protocol holding at most ``cap`` connections
     (:func:`~memo_analytics.domain.hosts.connection_cap`): one beyond is closed as it arrives,
     and one that sends nothing is closed after the keep-alive timeout (uvicorn starts that
     timer only after a first answer) — a flood of idle connections took every file handle and
-    stopped the server."""
+    stopped the server. A request must arrive whole within :data:`REQUEST_READ_SECONDS`: a
+    connection that sent half a header stayed open for ever (uvicorn cancels the keep-alive
+    timer on the first byte), and 8,300 of them held every place of the cap."""
+    import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class CappedH11Protocol(H11Protocol):
+        read_deadline = None
+
         def connection_made(self, transport) -> None:  # type: ignore[no-untyped-def]
             super().connection_made(transport)
             if len(self.connections) > cap:
@@ -271,6 +281,42 @@ def capped_protocol(cap: int) -> type:
                 return
             self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive,
                                                                 self.timeout_keep_alive_handler)
+            self._arm_read_deadline()
+
+        def _arm_read_deadline(self) -> None:
+            self._disarm_read_deadline()
+            self.read_deadline = self.loop.call_later(REQUEST_READ_SECONDS, self._read_too_long)
+
+        def _disarm_read_deadline(self) -> None:
+            if self.read_deadline is not None:
+                self.read_deadline.cancel()
+                self.read_deadline = None
+
+        def _read_too_long(self) -> None:
+            self.read_deadline = None
+            if self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing():
+                self.transport.close()  # half a request: never answered, its place given back
+
+        def _follow_request(self) -> None:
+            if self.conn.their_state in (h11.IDLE, h11.SEND_BODY):
+                if self.read_deadline is None:
+                    self._arm_read_deadline()
+            else:  # the request is in whole (a long answer, a stream, may follow): no deadline
+                self._disarm_read_deadline()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._follow_request()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                self._disarm_read_deadline()
+                self._follow_request()  # the next request: in time as well
+
+        def connection_lost(self, exc) -> None:  # type: ignore[no-untyped-def]
+            self._disarm_read_deadline()
+            super().connection_lost(exc)
 
     return CappedH11Protocol
 

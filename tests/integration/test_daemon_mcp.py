@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
@@ -73,5 +74,48 @@ def test_the_mcp_endpoint_keeps_a_bounded_number_of_sessions_open(tmp_path, monk
         ping = httpx2.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, timeout=30,
                            headers={**headers, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"})
         assert ping.status_code == 200
+    finally:
+        server.should_exit = True
+
+
+def test_a_request_that_never_arrives_whole_is_closed_and_gives_its_place_back(tmp_path, monkeypatch):
+    """Found by an attacker on loopback: a connection that sent half a header stayed open for ever
+    (uvicorn cancels its keep-alive timer on the first byte), and 8,300 of them filled the MCP
+    endpoint's cap: every real request was reset. A request must arrive whole in time (as on the
+    status port); one that does is answered, and its connection is not cut while it is served."""
+    import socket
+
+    import httpx2
+
+    from memo_analytics.interfaces import mcp as mcp_interface
+
+    monkeypatch.setattr(mcp_interface, "REQUEST_READ_SECONDS", 1.5, raising=False)
+    port = free_port()
+    server = mcp_interface.serve_http_in_thread(mcp_interface.Settings(vault_root=tmp_path / "v"), "127.0.0.1", port)
+    try:
+        half_header = socket.create_connection(("127.0.0.1", port), timeout=10)
+        half_header.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n".encode())
+        half_body = socket.create_connection(("127.0.0.1", port), timeout=10)
+        half_body.sendall(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+                          "Content-Length: 100\r\n\r\n{\"jsonrpc\"".encode())
+        started = time.monotonic()
+        for sock in (half_header, half_body):
+            sock.sendall(b" ")  # more bytes: the deadline is the request's, not one of each byte
+        assert half_header.recv(1024) == b"" and half_body.recv(1024) == b""  # closed, unanswered
+        assert 1.0 < time.monotonic() - started < 8
+        half_header.close()
+        half_body.close()
+        url = f"http://127.0.0.1:{port}/mcp"
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}
+        with httpx2.Client(timeout=30) as client:  # one kept-alive connection, two requests apart in time
+            first = client.post(url, json=initialize, headers={"Accept": "application/json, text/event-stream"})
+            assert first.status_code == 200
+            time.sleep(1)
+            session = first.headers["mcp-session-id"]
+            ping = client.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                               headers={"Accept": "application/json, text/event-stream", "mcp-session-id": session,
+                                        "mcp-protocol-version": "2025-06-18"})
+            assert ping.status_code == 200
     finally:
         server.should_exit = True
