@@ -54,7 +54,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
-from .domain.billing import ClientBilling, Issuer
+from .domain.billing import ClientBilling, Issuer, NoFlagNumbers
 from .domain.clock import zone_name_problem
 from .domain.errors import InvalidFieldError, MemoError
 
@@ -245,7 +245,7 @@ def _user_path(value: object, what: str) -> Path:
         raise ValueError(f"{text}: {exc}") from None
 
 
-class Ports(BaseModel):
+class Ports(NoFlagNumbers):
     """Ports of the servers (config ``[ports]``, SPEC §3.3): ``status`` for the API and the
     dashboard; ``mcp`` for the MCP tool over streamable HTTP beside them (default: status + 1;
     0 turns it off)."""
@@ -256,7 +256,7 @@ class Ports(BaseModel):
     mcp: int | None = Field(default=None, ge=0, le=65535)
 
 
-class OperatorPolicy(BaseModel):
+class OperatorPolicy(NoFlagNumbers):
     """Thresholds of the operator digest (config ``[operator]``, SPEC §6).
 
     ``stalled_minutes``: an open session with no turn for this long is stalled.
@@ -335,7 +335,7 @@ class OperatorPolicy(BaseModel):
         return _user_path(value, "a folder path") if isinstance(value, (str, Path)) else value
 
 
-class HybridSync(BaseModel):
+class HybridSync(NoFlagNumbers):
     """Hybrid mode (config ``[hybrid]``, SPEC §2.7): local writes plus a debounced push of
     changed records to the daemon at ``remote_url`` (its token in ``token``)."""
 
@@ -347,7 +347,7 @@ class HybridSync(BaseModel):
     batch_size: int = Field(default=200, ge=1, le=10_000)
 
 
-class RemoteDaemon(BaseModel):
+class RemoteDaemon(NoFlagNumbers):
     """Remote mode (config ``[remote]``): every tool call goes to the daemon at ``url``."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
@@ -357,7 +357,7 @@ class RemoteDaemon(BaseModel):
     timeout_seconds: float = Field(default=30.0, gt=0, le=600)
 
 
-class VaultGit(BaseModel):
+class VaultGit(NoFlagNumbers):
     """Vault-git (config ``[vaultGit]``): the vault is a git repository; sync commits changed
     files, pulls, resolves conflicts like hybrid, and pushes to ``remote``/``branch``."""
 
@@ -368,7 +368,7 @@ class VaultGit(BaseModel):
     branch: str = Field(default="main", pattern=r"^[A-Za-z0-9._/-]+$")
 
 
-class _SettingsData(BaseModel):
+class _SettingsData(NoFlagNumbers):
     """The fields of :class:`Settings` and their rules, from the given data alone (no
     environment, no config file): the would-be config file of ``memo config set|unset`` and
     each key of the config file are checked with it.

@@ -134,7 +134,34 @@ def _address(value: object) -> object:
     return lines
 
 
-class _Party(BaseModel):
+def _is_number(annotation: Any) -> bool:
+    """Whether a field's type is a number (int, float, Decimal, or one of them or None)."""
+    import typing
+
+    kinds = [annotation, *typing.get_args(annotation)]
+    return any(kind in (int, float, Decimal) for kind in kinds) and bool not in kinds
+
+
+class NoFlagNumbers(BaseModel):
+    """A config model whose numbers are never ``true``/``false``: pydantic reads ``true`` as 1,
+    so ``idleGapMinutes = true`` split every session at one minute, ``roundingMinutes = true``
+    billed in steps of one minute, without a word (found by an attacker).
+
+    Raises
+    ------
+    ValueError
+        ``true is not a number`` (the field's own error).
+    """
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _flags_are_no_numbers(cls, value: Any, info: Any) -> Any:
+        if isinstance(value, bool) and _is_number(cls.model_fields[info.field_name].annotation):
+            raise ValueError(f"{str(value).lower()} is not a number")
+        return value
+
+
+class _Party(NoFlagNumbers):
     """What the issuer and a client have in common: legal name, postal address, country, tax
     ids, e-mail. Wire names camelCase."""
 

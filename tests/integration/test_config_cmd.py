@@ -97,6 +97,11 @@ def test_show_lists_the_effective_settings_with_their_sources(config):
     ('clients."acme corp".hourlyRate', "100", "error: Invalid config key clients.\"acme corp\".hourlyRate: the config "
      "names this client 'Acme Corp' (a client's name matches in any case): memo config set "
      "'clients.\"Acme Corp\".hourlyRate' 100"),
+    # found by an attacker: true was read as 1 (sessions split at every minute, billed in 1-minute steps)
+    ("idleGapMinutes", "true", "error: Invalid config idleGapMinutes: true is not a number"),
+    ('clients."Acme Corp".roundingMinutes', "true",
+     'error: Invalid config clients."Acme Corp".roundingMinutes: true is not a number'),
+    ("operator.openTooLongHours", "false", "error: Invalid config operator.openTooLongHours: false is not a number"),
 ])
 def test_a_refused_set_names_the_key_and_leaves_the_file_byte_for_byte(config, key, value, message):
     config.parent.mkdir(parents=True)
@@ -224,3 +229,19 @@ def test_a_currency_code_for_no_money_is_refused(config):
         ran = memo(config, "config", "set", 'clients."Acme"', f'{{hourlyRate = "100", currency = "{code}"}}')
         assert ran.returncode == 1 and f"'{code}' is an ISO 4217 code for no currency" in ran.stderr, ran.stderr
     assert memo(config, "config", "set", 'clients."Acme"', '{hourlyRate = "100", currency = "XOF"}').returncode == 0
+
+
+@pytest.mark.parametrize("line, key", [
+    ("idleGapMinutes = true", "idleGapMinutes"),
+    ("[operator]\nstalledMinutes = true", "operator.stalledMinutes"),
+    ('[clients.X]\nhourlyRate = "100"\ncurrency = "EUR"\npaymentTermsDays = true', "clients.X.paymentTermsDays"),
+    ("[hybrid]\nbatchSize = false", "hybrid.batchSize"),
+])
+def test_a_flag_for_a_number_in_the_file_is_refused_not_read_as_one(config, line, key):
+    """Found by an attacker: ``idleGapMinutes = true`` was shown as 1 and used (an import split a
+    session at every minute); every command now names the key, as for ``1.5``."""
+    config.parent.mkdir(parents=True)
+    config.write_text(line + "\n", encoding="utf-8")
+    ran = memo(config, "activity", "--all")
+    assert ran.returncode == 1 and ran.stderr.startswith(f"error: Invalid {key} (") and \
+        ran.stderr.rstrip().endswith(" is not a number"), ran.stderr
