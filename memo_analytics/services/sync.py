@@ -175,7 +175,9 @@ def status(store: VaultStore) -> dict[str, Any]:
     refused, conflicts, keptApart}``: ``refused`` lists the records (id, one-line reason) the daemon refused in
     the last push (they stay queued); ``conflicts`` the latest 20 pushes that met another version on
     the daemon (``{id, project, outcome, conflict}``: which won, and the file the daemon keeps
-    the other in — its digest lists it); ``keptApart`` the latest 20 records of a session whose id
+    the other in — its digest lists it); ``keptOnDaemon`` the latest 20 sessions a push merged
+    with a correction made on the daemon (``{id, project, keptHere}``: the fields the daemon kept,
+    which this vault does not have); ``keptApart`` the latest 20 records of a session whose id
     is another person's session on the daemon (``{id, project, storedAs, heldBy}``: the id they
     have there)."""
     state = _load(store, "state.json")
@@ -184,7 +186,8 @@ def status(store: VaultStore) -> dict[str, Any]:
             "lastSuccessAt": state.get("lastSuccessAt"), "lastError": state.get("lastError"),
             "lastErrorAt": state.get("lastErrorAt"), "attempts": state.get("attempts", 0),
             "nextRetryAt": state.get("nextRetryAt"), "refused": state.get("refused") or [],
-            "conflicts": state.get("conflicts") or [], "keptApart": state.get("keptApart") or []}
+            "conflicts": state.get("conflicts") or [], "keptApart": state.get("keptApart") or [],
+            "keptOnDaemon": state.get("keptOnDaemon") or []}
 
 
 # ---------------------------------------------------------------- pushing
@@ -392,9 +395,15 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                   "storedAs": str(r["storedAs"])[:200], "heldBy": str(r.get("heldBy"))[:200]}
                  for r in answer.get("results", []) if isinstance(r.get("storedAs"), str) and isinstance(r.get("id"), str)]
         earlier = [a for a in state.get("keptApart") or [] if a.get("storedAs") not in {b["storedAs"] for b in apart}]
+        kept_there = [{"id": r["id"], **({"project": r["project"]} if isinstance(r.get("project"), str) else {}),
+                       "keptHere": [str(k)[:60] for k in r["keptHere"][:20]]}
+                      for r in answer.get("results", []) if isinstance(r.get("id"), str)
+                      and isinstance(r.get("keptHere"), list) and r["keptHere"]]
         state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None,
                      refused=refused[:20], conflicts=(conflicts + list(state.get("conflicts") or []))[:20],
-                     keptApart=(apart + earlier)[:20])
+                     keptApart=(apart + earlier)[:20],
+                     keptOnDaemon=(kept_there + [m for m in state.get("keptOnDaemon") or []
+                                                 if m.get("id") not in {k["id"] for k in kept_there}])[:20])
         _save(store, "state.json", state)
         return {"pushed": len(done) - len(mismatched), "results": answer.get("results", []) + [
                     {**item, "outcome": "refused"} for item in mismatched],
@@ -684,6 +693,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         local_text = store.read_text(meta["project"], kind, record_id)
         if local_text is None:
             store.upsert(kind, meta, body)
+            _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "applied"}
         try:
             local_meta, local_body = parse_record_text(local_text, str(path))
@@ -692,15 +702,108 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         if local_body is not None and dump_record(local_meta, local_body) == incoming:
             if index.get_row(store.conn, meta["project"], record_id) is None:
                 store.upsert(kind, meta, body)  # the file landed but its index row did not
+            _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "unchanged"}
         if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors:
             store.upsert(kind, meta, body)  # the daemon holds a version the pusher sent: fast-forward
+            _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "applied"}
+        merged = _merged(store, kind, meta, body, local_meta, local_body, ancestors) \
+            if local_body is not None else None
+        if merged is not None and merged[0] is local_meta:
+            return {"id": record_id, "outcome": "unchanged"}
+        if merged is not None:
+            merged_meta, merged_body, kept_here, clashed = merged
+            outcome: dict[str, Any] = {"id": record_id, "outcome": "merged", "keptHere": kept_here}
+            if clashed:  # both changed these: the newer wins each, the other version kept whole beside it
+                loser = local_text if (meta.get("updated") or "") > (local_meta.get("updated") or "") else incoming
+                kept = keep_conflict(path, loser.encode("utf-8"), stamp)
+                outcome.update(outcome="merged, both changed " + ", ".join(clashed) + ": the newer kept, the other "
+                                                                                      "kept as conflict",
+                               conflict=str(kept.relative_to(store.root)))
+            store.upsert(kind, merged_meta, merged_body)
+            _keep_base(store, kind, meta, incoming)
+            return outcome
         if (meta.get("updated") or "") > (local_meta.get("updated") or ""):
             kept = keep_conflict(path, local_text.encode("utf-8"), stamp)
             store.upsert(kind, meta, body)
+            _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "applied, older kept as conflict",
                     "conflict": str(kept.relative_to(store.root))}
         kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
         return {"id": record_id, "outcome": "kept ours, theirs kept as conflict",
                 "conflict": str(kept.relative_to(store.root))}
+
+
+#: The frontmatter keys a session's times are made of: merged as one (an end from one side and
+#: the minutes of the other would disagree).
+_TIME_KEYS = ("startTime", "endTime", "durationMinutes", "status", "timesEdited")
+#: Keys every write sets anew: never a change of its own.
+_STAMP_KEYS = ("updated",)
+
+
+def _base_path(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> Path:
+    return _dir(store) / "base" / str(meta["project"]) / f"{meta['id']}.md"
+
+
+def _keep_base(store: VaultStore, kind: RecordKind, meta: dict[str, Any], text: str) -> None:
+    """Keep the session version a pusher sent, as its base (``.memo/sync/base/<project>/<id>.md``):
+    its next push is a change of that version, and a correction made here since can be told
+    apart from it (:func:`_merged`). Sessions only: what a lead corrects (client, times,
+    billable, summary)."""
+    if kind is RecordKind.SESSION:
+        atomic_write_bytes(_base_path(store, kind, meta), text.encode("utf-8"), durable=False)
+
+
+def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_body: str, ours: dict[str, Any],
+            our_body: str, ancestors: set[str]) -> tuple[dict[str, Any], str, list[str], list[str]] | None:
+    """A session both the pusher and this daemon changed since the version the pusher last
+    pushed (its base, :func:`_keep_base`), merged key by key: what only one side changed is
+    taken from it; what both changed alike is kept; what both changed otherwise goes to the
+    newer ``updated``. The times (:data:`_TIME_KEYS`) merge as one. A lead's correction here
+    (the client, the minutes) is no longer undone by a later edit of the summary on the laptop.
+
+    Returns ``(frontmatter, body, keys kept from here, keys both changed)``, or None: not a
+    session, no base of the version the push builds on, or a merge the record rules refuse
+    (then the newer version wins whole, the other kept as a conflict file)."""
+    if kind is not RecordKind.SESSION:
+        return None
+    try:
+        base_text = _base_path(store, kind, theirs).read_text(encoding="utf-8")
+        base, base_body = parse_record_text(base_text, str(theirs["id"]))
+    except (OSError, CorruptRecordError, ValueError):
+        return None
+    if base.get("updated") not in ancestors:
+        return None  # the pusher built on another version than the one kept
+    if (theirs, their_body) == (base, base_body):
+        return ours, our_body, [], []  # nothing new from the pusher (its answer was lost): ours stays
+    newer_theirs = (theirs.get("updated") or "") > (ours.get("updated") or "")
+    groups = [(key,) for key in sorted({*base, *ours, *theirs} - {*_TIME_KEYS, *_STAMP_KEYS})] + [_TIME_KEYS]
+    merged: dict[str, Any] = {}
+    kept_here, clashed = [], []
+    for group in groups:
+        b, o, t = ([side.get(key) for key in group] for side in (base, ours, theirs))
+        if t == b or o == t:
+            pick = ours
+            if o != b:
+                kept_here.append(group[0] if len(group) == 1 else "times")
+        elif o == b:
+            pick = theirs
+        else:
+            pick = theirs if newer_theirs else ours
+            clashed.append(group[0] if len(group) == 1 else "times")
+        merged.update({key: pick[key] for key in group if key in pick})
+    if our_body == their_body or their_body == base_body:
+        body = our_body
+    elif our_body == base_body:
+        body = their_body
+    else:
+        body = their_body if newer_theirs else our_body
+        clashed.append("body")
+    stamp = max(to_iso(utcnow()), ours.get("updated") or "", theirs.get("updated") or "")
+    merged["updated"] = stamp if stamp not in (theirs.get("updated"), ours.get("updated")) else \
+        to_iso(from_iso(stamp) + timedelta(milliseconds=1))  # a version of its own: no push fast-forwards it
+    try:
+        return normalize_meta(merged), body, kept_here, clashed
+    except ValueError:
+        return None

@@ -136,7 +136,8 @@ def test_both_sides_changed_newer_wins_and_the_other_is_kept_beside_it(tmp_path,
     assert "ended on the team side" in conflict.read_text()  # nothing lost
     # the laptop learns of it too (it only said "pushed 1 records")
     [met] = sync.status(mine)["conflicts"]
-    assert (met["id"], met["outcome"]) == ("session-c1", "applied, older kept as conflict")
+    assert (met["id"], met["outcome"]) == ("session-c1", "merged, both changed summary, times: the newer kept, the "
+                                                         "other kept as conflict")
     assert met["conflict"] == str(conflict.relative_to(team))
     reindexed = memo("--json", "reindex", vault=team)
     assert json.loads(reindexed.stdout)["skipped"] == []  # conflict files are not records
@@ -1053,3 +1054,68 @@ def test_a_start_naming_its_person_never_takes_over_anothers_open_session(tmp_pa
     assert start_session(store, StartSessionRequest(session_id="fix-login", project="web",
                                                     owner="ana@example.com"))["owner"] == "ana@example.com"
     assert start_session(store, StartSessionRequest(session_id="fix-login", project="web"))["owner"] == "ana@example.com"
+
+
+def _lead_edits(team: Path, **fields) -> None:
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    try:
+        edit_session(lead, EditSessionRequest(session_id="c2", project="web", **fields))
+    finally:
+        lead.close()
+
+
+def test_a_leads_correction_on_the_daemon_survives_a_later_edit_of_another_field_on_the_laptop(tmp_path, daemon):
+    """Found by a team lead: the lead moved Bob's session to the client Globex on the daemon; Bob
+    then edited its summary on his laptop, and the push put his whole record back (newer wins),
+    the lead's correction only a conflict file — the next invoice billed Acme. A push now merges
+    key by key against the version the laptop last pushed: what only one side changed is kept."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    bob = _client(tmp_path, server.base, "bob")
+    start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme",
+                                           start_time="2026-03-02T09:00:00Z"))
+    end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+    assert sync.status(bob)["pending"] == 0
+    _lead_edits(team, client="Globex")
+    edit_session(bob, EditSessionRequest(session_id="c2", project="web", summary="refunds"))
+    sync.push(bob)
+    on_daemon = read_record(_team_file(team, "session-c2", "sessions"))[0]
+    assert (on_daemon["client"], on_daemon["summary"], on_daemon["durationMinutes"]) == ("Globex", "refunds", 60)
+    assert not list(team.glob("projects/web/sessions/*.conflict-*"))
+    assert [(m["id"], m["keptHere"]) for m in sync.status(bob)["keptOnDaemon"]] == [("session-c2", ["client"])]
+    # Bob edits again: the lead's client still holds (merged against what Bob pushed last)
+    edit_session(bob, EditSessionRequest(session_id="c2", project="web", summary="refunds and returns"))
+    assert sync.push(bob)["error"] is None
+    on_daemon = read_record(_team_file(team, "session-c2", "sessions"))[0]
+    assert (on_daemon["client"], on_daemon["summary"]) == ("Globex", "refunds and returns")
+    # the lead corrects the minutes, Bob makes it billable=false: both hold
+    _lead_edits(team, minutes=45)
+    edit_session(bob, EditSessionRequest(session_id="c2", project="web", billable=False))
+    sync.push(bob)
+    on_daemon = read_record(_team_file(team, "session-c2", "sessions"))[0]
+    assert (on_daemon["durationMinutes"], on_daemon["endTime"], on_daemon["billable"], on_daemon["client"]) == (
+        45, "2026-03-02T09:45:00.000Z", False, "Globex")
+    # both change the summary: the newer wins it, the other version is kept whole as a conflict file
+    _lead_edits(team, summary="the lead's words")
+    time.sleep(0.01)
+    edit_session(bob, EditSessionRequest(session_id="c2", project="web", summary="Bob's words"))
+    sync.push(bob)
+    on_daemon = read_record(_team_file(team, "session-c2", "sessions"))[0]
+    assert (on_daemon["summary"], on_daemon["client"], on_daemon["durationMinutes"]) == ("Bob's words", "Globex", 45)
+    [kept] = list(team.glob("projects/web/sessions/session-c2.conflict-*.md"))
+    assert "the lead's words" in kept.read_text()
+    [met] = [c for c in sync.status(bob)["conflicts"] if c["id"] == "session-c2"]
+    assert met["outcome"].startswith("merged, both changed summary")
+    # the same push answered twice (a lost answer) changes nothing more
+    text = (bob.root / "projects/web/sessions/session-c2.md").read_text()
+    before = _team_file(team, "session-c2", "sessions").read_bytes()
+    updated = read_record(bob.root / "projects/web/sessions/session-c2.md")[0]["updated"]
+    again = json.loads(server.request("/api/sync/records", data={"records": [
+        {"id": "session-c2", "project": "web", "text": text, "base": updated}]})[2])
+    assert [r["outcome"] for r in again["results"]] == ["unchanged"]
+    assert _team_file(team, "session-c2", "sessions").read_bytes() == before
