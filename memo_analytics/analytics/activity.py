@@ -32,7 +32,7 @@ from typing import Any
 
 import polars as pl
 
-from ..domain.errors import MemoError
+from ..domain.errors import InvalidFieldError, MemoError
 from ..domain.clock import TimeBounds, parse_bounds, resolve_zone, to_iso, zone_name
 from ..domain.records import RecordKind
 from ..domain.rounding import ROUNDING_POLICY, apportion, cents_to_hours, hours_cents, minutes_by_local_day
@@ -70,6 +70,12 @@ class ActivityRequest:
     client: str | None = None
     tz: str | None = None
     cross_project: bool = False
+    #: only this person's sessions (their ``owner``, any case; ``unknown``: none recorded)
+    owner: str | None = None
+
+
+#: What ``byOwner`` calls the sessions no owner is recorded for (and the ``owner`` filter takes).
+UNKNOWN_OWNER = "unknown"
 
 
 @dataclass
@@ -125,6 +131,8 @@ class ActivityReport:
     bounds: TimeBounds
     projects: list[str] | None
     client: str | None = None
+    #: the person the report is of (``--owner``), None: everyone's
+    owner: str | None = None
     by_day: dict[str, dict[str, Any]] = field(default_factory=dict)
     vaults: list[str] = field(default_factory=list)
     overlap_policy: str = "union"
@@ -168,7 +176,7 @@ class ActivityReport:
         for item in self.sessions:
             if item.get("billableHours") is None:
                 continue
-            totals = groups.setdefault(item.get("owner") or "unknown", [0, 0, 0])
+            totals = groups.setdefault(item.get("owner") or UNKNOWN_OWNER, [0, 0, 0])
             totals[0] += int(item.get("billedMinutes") or 0)
             totals[1] += round(float(item["billableHours"]) * 100)
             totals[2] += 1
@@ -196,6 +204,7 @@ class ActivityReport:
             "untilExclusive": self.bounds.until_iso,
             "projects": self.projects if self.projects is not None else "all",
             "client": self.client,
+            **({"owner": self.owner} if self.owner else {}),
             "roundingPolicy": ROUNDING_POLICY,
             "overlapPolicy": self.overlap_policy,
             "totalCostUsd": str(self.cost.quantize(COST_PLACES)),
@@ -219,11 +228,16 @@ def _client_name(column: str = "client") -> pl.Expr:
     return pl.when(name.is_null() | (name == "")).then(pl.lit(INTERNAL_CLIENT)).otherwise(name)
 
 
-def _select(sessions: pl.DataFrame, bounds: TimeBounds, client: str | None) -> pl.DataFrame:
-    """The sessions a report covers: started within ``bounds``, of ``client`` (any case) when
-    one is asked for, not superseded; with ``client_name`` (:func:`_client_name`) and
-    ``counts`` (billable and ended: it adds to the totals) added."""
+def _select(sessions: pl.DataFrame, bounds: TimeBounds, client: str | None, owner: str | None = None) -> pl.DataFrame:
+    """The sessions a report covers: started within ``bounds``, of ``client`` (any case) and of
+    ``owner`` (any case; ``unknown``: none recorded) when asked for, not superseded; with
+    ``client_name`` (:func:`_client_name`) and ``counts`` (billable and ended: it adds to the
+    totals) added."""
     keep = pl.col("status").fill_null("") != "superseded"
+    if owner is not None:
+        named = pl.col("owner").str.strip_chars().replace("", None)
+        keep &= named.is_null() if owner.lower() == UNKNOWN_OWNER else \
+            (named.str.to_lowercase() == pl.lit(owner.lower())).fill_null(False)
     if bounds.since is not None:
         keep &= pl.col("start_time") >= bounds.since.astimezone(timezone.utc)
     if bounds.until_exclusive is not None:
@@ -284,11 +298,19 @@ def report_for(store: VaultStore, request: ActivityReportRequest) -> ActivityRep
     projects = store.scope(request.project, request.cross_project, request.cwd)
     report = activity_report(store, ActivityRequest(projects=projects, since=request.since, until=request.until,
                                                     client=request.client, tz=request.tz,
-                                                    cross_project=request.cross_project))
+                                                    cross_project=request.cross_project, owner=request.owner))
     if report.client and not report.sessions and not (request.cross_project and store.settings.vaults):
         from ..services.sessions import check_client
 
         check_client(store, report.client)  # (further vaults' clients are not in this vault's index)
+    if report.owner and not report.sessions and report.owner.lower() != UNKNOWN_OWNER and store.exists \
+            and not (request.cross_project and store.settings.vaults):
+        owners = sorted({row[0] for row in store.conn.execute(
+            "SELECT DISTINCT json_extract(meta, '$.owner') FROM records WHERE kind = 'session'")
+            if isinstance(row[0], str) and row[0].strip()}, key=str.lower)
+        if report.owner.lower() not in {name.lower() for name in owners}:  # a typo read as "no work"
+            raise InvalidFieldError("owner", f"no session of the vault is {report.owner}'s (owners: "
+                                             f"{', '.join(owners[:20]) or 'none recorded'}; 'unknown' for none)")
     return report
 
 
@@ -357,6 +379,7 @@ def activity_report(store: VaultStore, request: ActivityRequest, say_left_out: b
     zone = resolve_zone(request.tz or store.settings.timezone)
     bounds = parse_bounds(request.since, request.until, zone)
     client = request.client.strip() if request.client and request.client.strip() else None
+    owner = request.owner.strip() if request.owner and request.owner.strip() else None
     if store.exists:
         store.catch_up_edits(RecordKind.SESSION)  # billed minutes come from the files as they are now
     with vault_sources(store, further=request.cross_project) as sources:
@@ -368,9 +391,10 @@ def activity_report(store: VaultStore, request: ActivityRequest, say_left_out: b
         # billed minutes are a session's own, whatever the report selects: worked out over the whole vault
         everything = sessions if request.projects is None else sessions_frame(sources, None)
         prompt_clients = _prompt_clients(sources, request.projects, bounds)
+        prompt_sessions = _prompt_sessions(sources, request.projects, bounds) if owner else None
         token_rows = _token_rows(sources, request.projects)
         vaults = [s.vault for s in sources]
-    selected = _select(sessions, bounds, client)
+    selected = _select(sessions, bounds, client, owner)
     invoiced, durations, numbers = _invoiced(store)
     billed = billed_minutes(sessions if request.projects is None else everything, store.settings.overlap_policy,
                             store.settings.billing_for, _frozen_minutes(store, invoiced))
@@ -379,8 +403,12 @@ def activity_report(store: VaultStore, request: ActivityRequest, say_left_out: b
             selected["vault"].to_list(), selected["project"].to_list(), selected["id"].to_list(),
             selected["counts"].fill_null(False).to_list())], dtype=pl.Int64))
     by_client, by_project = _group_totals(selected)
-    total_prompts = _prompts_of(prompt_clients, client)
     rows = selected.sort("start_time", "id", nulls_last=True)
+    if prompt_sessions is None:
+        total_prompts = _prompts_of(prompt_clients, client)
+    else:  # the person's turns: those of their sessions the report selects
+        mine = set(zip(rows["project"].to_list(), rows["session_id"].to_list()))
+        total_prompts = sum(n for project, session, n in prompt_sessions if (project, session) in mine)
     client_cents = {key: hours_cents(int(minutes)) for _, key, minutes, _ in by_client}
     total_cents = sum(client_cents.values())
     session_cents, cents_of_project = _shares(rows, client_cents)
@@ -426,6 +454,7 @@ def activity_report(store: VaultStore, request: ActivityRequest, say_left_out: b
         bounds=bounds,
         projects=request.projects,
         client=client,
+        owner=owner,
         vaults=vaults,
         overlap_policy=OVERLAP_POLICIES[store.settings.overlap_policy],
         invoiced_minutes=invoiced,
@@ -541,10 +570,9 @@ def _ms_key(instant: datetime | None) -> str | None:
     return to_iso(instant + timedelta(microseconds=1000 - extra) if extra else instant)
 
 
-def _prompt_clients(sources: list[IndexSource], projects: list[str] | None, bounds: TimeBounds) -> pl.DataFrame:
-    """Prompts created within ``bounds``: ``{client, n}`` (client as stored). Counted in
-    SQLite on the ``(kind, created)`` index; across several vaults a record (its project and
-    id) counts once."""
+def _prompt_filter(projects: list[str] | None, bounds: TimeBounds) -> tuple[list[str], list[Any]]:
+    """The ``WHERE`` terms and parameters of the prompts a report counts: not superseded,
+    created within ``bounds``, of ``projects`` (None: all)."""
     where = ["kind = 'prompt'", "coalesce(status, '') <> 'superseded'"]
     params: list[Any] = []
     if bounds.since is not None:
@@ -556,6 +584,24 @@ def _prompt_clients(sources: list[IndexSource], projects: list[str] | None, boun
     if projects is not None:
         where.append(f"project IN ({','.join('?' * len(projects)) or 'NULL'})")
         params.extend(projects)
+    return where, params
+
+
+def _prompt_sessions(sources: list[IndexSource], projects: list[str] | None,
+                     bounds: TimeBounds) -> list[tuple[str, str, int]]:
+    """Prompts created within ``bounds``, per session: ``(project, sessionId, n)`` (of every
+    vault read; a person's report counts the turns of their sessions)."""
+    where, params = _prompt_filter(projects, bounds)
+    where.append("session_id IS NOT NULL")
+    sql = f"SELECT project, session_id, count(*) FROM records WHERE {' AND '.join(where)} GROUP BY project, session_id"
+    return [(row[0], row[1], int(row[2])) for src in sources for row in src.conn.execute(sql, params).fetchall()]
+
+
+def _prompt_clients(sources: list[IndexSource], projects: list[str] | None, bounds: TimeBounds) -> pl.DataFrame:
+    """Prompts created within ``bounds``: ``{client, n}`` (client as stored). Counted in
+    SQLite on the ``(kind, created)`` index; across several vaults a record (its project and
+    id) counts once."""
+    where, params = _prompt_filter(projects, bounds)
     schema = {"client": pl.String, "n": pl.Int64}
     if len(sources) == 1:
         sql = f"SELECT client, count(*) AS n FROM records WHERE {' AND '.join(where)} GROUP BY client"

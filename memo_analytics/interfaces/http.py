@@ -412,14 +412,15 @@ class SessionEditHandler(ApiHandler):
 
 
 class ActivityHandler(ApiHandler):
-    """``GET /api/activity``: ``activity_report`` (project, crossProject, since, until, client, tz)."""
+    """``GET /api/activity``: ``activity_report`` (project, crossProject, since, until, client, tz,
+    owner)."""
 
-    params = ("project", "projectId", "crossProject", "since", "until", "client", "tz")
+    params = ("project", "projectId", "crossProject", "since", "until", "client", "tz", "owner")
 
     async def get(self) -> None:
         await self.run(lambda: ACTIONS["activity_report"].run(self.store, ActivityReportRequest(
             project=self.project_arg(), cross_project=bool(self.flag("crossProject")), since=self.arg("since"),
-            until=self.arg("until"), client=self.arg("client"), tz=self.arg("tz"))))
+            until=self.arg("until"), client=self.arg("client"), tz=self.arg("tz"), owner=self.arg("owner"))))
 
 
 class DigestHandler(ApiHandler):

@@ -220,6 +220,7 @@ def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: dat
         "period": period_text(report.bounds, zone, report.sessions),
         "projects": ", ".join(report.projects) if report.projects is not None else "all projects",
         "client_filter": report.client,
+        "owner_filter": report.owner,
         "issuer": report.issuer,
         "client_names": report.client_names,
         "client_rounding": report.client_rounding,

@@ -285,6 +285,8 @@ class ActivityReportRequest(ZonedRequest):
     since: str | None = Field(None, description="Sessions starting at or after (ISO date or time)")
     until: str | None = Field(None, description="Sessions starting at or before (a date covers the day)")
     client: str | None = Field(None, description="Client (case-insensitive; 'internal' for none)")
+    owner: str | None = Field(None, description="Only this person's sessions: the session's owner (their git "
+                                                "identity), case-insensitive; 'unknown' for none recorded")
 
 
 

@@ -171,3 +171,42 @@ def test_a_teams_report_says_the_billed_time_of_each_person(tmp_path):
     assert round(sum(o["billableHours"] for o in report["byOwner"].values()), 2) == report["totalBillableHours"]
     human = memo("activity", "--all", vault=vault).stdout
     assert "Billable time by person" in human and "bob@team.test" in human
+
+
+def test_a_lead_reports_and_timesheets_one_persons_work(tmp_path):
+    """Found by a team lead: no timesheet per person — ``memo report timesheet`` had no
+    ``--owner``, its rows no person; only ``byOwner`` totals existed. ``--owner`` (the MCP tool's
+    and the API's ``owner``) selects one person's sessions in any case, ``unknown`` those of no
+    recorded person; each person's report adds up to their ``byOwner`` line; a name no session has
+    is refused with the owners the vault knows (a typo read as no work)."""
+    from tests.inprocess import tool_calls
+
+    vault = tmp_path / "v"
+    for sid, owner, start, end in (("a1", "ana@team.test", "09:00", "10:20"), ("b1", "bob@team.test", "09:30", "10:00"),
+                                   ("b2", "bob@team.test", "11:00", "11:10")):
+        memo("session", "start", sid, "--project", "shop", "--client", "Acme", "--start-time",
+             f"2026-03-02T{start}:00Z", "--owner", owner, vault=vault)
+        memo("prompt", "record", "--session-id", sid, "--project", "shop", "--body", f"work of {sid}",
+             "--created", f"2026-03-02T{start}:01Z", vault=vault)
+        memo("session", "end", sid, "--project", "shop", "--until", f"2026-03-02T{end}:00Z", vault=vault)
+    whole = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    bob = json.loads(memo("--json", "activity", "--all", "--owner", "BOB@team.test", vault=vault).stdout)
+    assert [s["sessionId"] for s in bob["sessions"]] == ["b1", "b2"]
+    assert (bob["owner"], bob["totalDurationMinutes"], bob["totalBillableHours"], bob["totalPrompts"]) == (
+        "BOB@team.test", 40, whole["byOwner"]["bob@team.test"]["billableHours"], 2)
+    assert "person: BOB@team.test" in memo("activity", "--all", "--owner", "BOB@team.test", vault=vault).stdout
+    memo("report", "timesheet", "--all", "--owner", "bob@team.test", "-o", str(tmp_path / "bob.csv"), vault=vault)
+    assert [line.split(",")[3] for line in (tmp_path / "bob.csv").read_text("utf-8-sig").splitlines()[1:]] == [
+        '"b1"', '"b2"']
+    memo("report", "timesheet", "--all", "--owner", "bob@team.test", "-o", str(tmp_path / "bob.pdf"), vault=vault)
+    from tests.integration.test_cli import pdf_text
+
+    assert "Person bob@team.test" in " ".join(pdf_text(tmp_path / "bob.pdf").split())
+    [(is_error, text)] = tool_calls(vault, [{"action": "activity_report", "crossProject": True, "owner": "ana@team.test"}])
+    assert not is_error and [s["sessionId"] for s in json.loads(text)["sessions"]] == ["a1"]
+    assert "ignored" not in json.loads(text)
+    typo = memo("activity", "--all", "--owner", "bobby@team.test", vault=vault, check=False)
+    assert (typo.returncode, typo.stderr.strip()) == (1, "error: Invalid owner: no session of the vault is "
+                                                         "bobby@team.test's (owners: ana@team.test, bob@team.test; "
+                                                         "'unknown' for none)")
+    assert json.loads(memo("--json", "activity", "--all", "--owner", "unknown", vault=vault).stdout)["sessions"] == []

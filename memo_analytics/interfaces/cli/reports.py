@@ -40,19 +40,19 @@ if TYPE_CHECKING:  # the analytics (polars, DuckDB) and PDF rendering load when 
 
 
 def _activity_report(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
-                     client: Optional[str], tz: Optional[str]) -> ActivityReport:
+                     client: Optional[str], tz: Optional[str], owner: Optional[str] = None) -> ActivityReport:
     """The report of the ``activity_report`` action for these options (one request model
     for every interface)."""
     from ...analytics.activity import report_for
 
-    return report_for(state.store, _activity_request(project, all_projects, since, until, client, tz))
+    return report_for(state.store, _activity_request(project, all_projects, since, until, client, tz, owner))
 
 
 def _activity_request(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
-                      client: Optional[str], tz: Optional[str]) -> ActivityReportRequest:
+                      client: Optional[str], tz: Optional[str], owner: Optional[str] = None) -> ActivityReportRequest:
     _check_scope(project, all_projects)
     return _build(ActivityReportRequest, project=project, cross_project=all_projects, cwd=str(Path.cwd()),
-                  since=since, until=until, client=client, tz=tz)
+                  since=since, until=until, client=client, tz=tz, owner=owner)
 
 
 _REPORT_FILTERS = dict(
@@ -63,6 +63,8 @@ _REPORT_FILTERS = dict(
     all_projects=typer.Option(False, "--all", "--cross-project",
                               help="Every project of the vault and of every further vault of the config."),
     tz=typer.Option(None, "--tz", help="IANA time zone for dates and display (default: the config's timezone, else the machine's)."),
+    owner=typer.Option(None, "--owner", help="One person's sessions: their owner (git identity), case-insensitive; "
+                                             "'unknown' for none recorded."),
 )
 
 
@@ -89,6 +91,7 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
     zone = resolve_zone(data["timezone"], "timezone")
     out.print(_scope_line(None if data["projects"] == "all" else data["projects"], explicit_project)
               + (f" · client: {data['client']}" if data["client"] else "")
+              + (_safe(f" · person: {data['owner']}") if data.get("owner") else "")
               + f" · times in {data['timezone']}")
     if data["client"] and not data["sessions"]:
         err.print(_safe(f"note: the client {data['client']!r} has no session in this period and scope"))
@@ -169,11 +172,12 @@ def activity(
     since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
     client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
+    owner: Optional[str] = _REPORT_FILTERS["owner"],
 ) -> None:
     """Billable activity: totals by client and project, sessions, prompts."""
     from ...analytics.activity import report_for
 
-    request = _activity_request(project, all_projects, since, until, client, tz)
+    request = _activity_request(project, all_projects, since, until, client, tz, owner)
     data = answer_of("activity_report", request, lambda: report_for(state.store, request).wire())
     _emit(data, lambda data: _print_activity(data, explicit_project=bool(project) or all_projects))
 
@@ -184,14 +188,16 @@ def report_timesheet(
     since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
     client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
+    owner: Optional[str] = _REPORT_FILTERS["owner"],
     templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
     force: bool = typer.Option(False, "--force", help="Replace the output file if it exists (never a symbolic link)."),
 ) -> None:
-    """Timesheet (PDF, CSV or XLSX by the suffix of -o): one row per billable session, subtotals per client, the total."""
+    """Timesheet (PDF, CSV or XLSX by the suffix of -o): one row per billable session, subtotals per client, the total;
+    --owner: one person's."""
     from ...reports.tables import export_timesheet, output_format
 
     output_format(output, (state.store.root,))  # a bad suffix or place is refused before the report runs
-    report = _activity_report(project, all_projects, since, until, client, tz)
+    report = _activity_report(project, all_projects, since, until, client, tz, owner)
     path = export_timesheet(report, output, _user_templates(templates), vault_root=state.store.root, overwrite=force)
     result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
               "totalBillableHours": report.total_billable_hours, "timezone": report.wire()["timezone"]}
