@@ -95,6 +95,8 @@ class PromptTool:
             if self.runtime.remote:
                 result = self._remote(parsed)
             else:
+                if self.over_http:
+                    self._refuse_no_project(parsed)
                 with remote_caller(self.confined):  # another machine's caller says whose work it is
                     result = call_tool(self.store_for(parsed.vault_root), parsed)
         except MemoError as exc:
@@ -112,6 +114,27 @@ class PromptTool:
                                   structured_content=compact(result, whole))
         text = dumps(result)
         return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
+
+    def _refuse_no_project(self, parsed: PromptToolInput) -> None:
+        """Over HTTP nothing stands in for the caller's folder (``cwd`` is refused): a turn or a
+        start without ``projectId`` of a session the vault does not hold went to the server's
+        ``default`` project, said only as a warning (found by an agent's user). Refused unless
+        the server's ``defaultProject`` is configured.
+
+        Raises
+        ------
+        ToolError
+            ``Invalid projectId: …``."""
+        if parsed.action not in ("record", "session_start") or parsed.project_id:
+            return
+        store = self.store_for(parsed.vault_root)
+        if "default_project" in store.settings.model_fields_set:
+            return
+        if parsed.session_id and store.exists and store.locate_session(parsed.session_id)[1] is not None:
+            return  # a session the vault holds: its project
+        raise ToolError("Invalid projectId: over HTTP memo cannot see the folder you work in, so it cannot tell the "
+                        "project; give projectId (your repository's name), or configure the server's "
+                        "defaultProject")
 
     def _remote(self, parsed: PromptToolInput) -> dict[str, Any]:
         """SPEC §2.7: the call goes to the daemon; nothing local is read or written (a story

@@ -119,3 +119,34 @@ def test_a_request_that_never_arrives_whole_is_closed_and_gives_its_place_back(t
             assert ping.status_code == 200
     finally:
         server.should_exit = True
+
+
+def test_over_http_a_new_turn_without_a_project_is_refused_not_filed_under_default(tmp_path):
+    """Found by an agent's user: over HTTP (``cwd`` refused) a record without ``projectId`` went to
+    the project ``default`` with only a warning, and the same session recorded with its project
+    later made two ``prompt-http-1-t1``. It is refused with what to give; a session the vault holds
+    is found by its id; a configured ``defaultProject`` is taken."""
+    from memo_analytics.interfaces import mcp as mcp_interface
+
+    for default in (None, "team"):
+        port = free_port()
+        settings = mcp_interface.Settings(vault_root=tmp_path / f"v-{default}",
+                                          **({"default_project": default} if default else {}))
+        server = mcp_interface.serve_http_in_thread(settings, "127.0.0.1", port)
+        try:
+            url = f"http://127.0.0.1:{port}/mcp"
+            bare = asyncio.run(_call(url, action="record", sessionId="http-1", body="hi"))
+            start = asyncio.run(_call(url, action="session_start"))
+            if default is None:
+                for error, text in (bare, start):
+                    assert error and "Invalid projectId: over HTTP memo cannot see the folder you work in" in text
+                assert not list((tmp_path / "v-None").glob("projects/*/prompts/*.md"))
+                error, text = asyncio.run(_call(url, action="record", projectId="shop", sessionId="http-1", body="hi"))
+                assert not error
+                error, text = asyncio.run(_call(url, action="record", sessionId="http-1", body="again"))
+                assert not error and json.loads(text)["project"] == "shop" and json.loads(text)["turn"] == 2
+            else:
+                assert not bare[0] and json.loads(bare[1])["project"] == "team"
+                assert not start[0] and json.loads(start[1])["project"] == "team"
+        finally:
+            server.should_exit = True
