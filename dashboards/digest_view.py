@@ -202,7 +202,10 @@ class DigestView:
             self.refresh(force=True)
             return
         if result["applied"]:
-            self._say("ok", f"Applied: {local_instants(item['proposal']['summary'], self.data.store.zone)}")
+            done = (result.get("result") or {}) if isinstance(result.get("result"), dict) else {}
+            where = (f" — {'already there: ' if done.get('unchanged') else 'written to '}{done['path']}"
+                     if isinstance(done.get("path"), str) else "")  # a story: where the reviewer finds it
+            self._say("ok", f"Applied: {local_instants(item['proposal']['summary'], self.data.store.zone)}{where}")
             if self.on_changed is not None:  # the prompts table showed "internal" until a reload
                 self.on_changed()
         else:

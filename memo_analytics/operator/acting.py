@@ -85,12 +85,21 @@ def _free_name(folder: Path, stem: str, vault: Path) -> Path:
     raise InvalidFieldError("storiesDir", f"{folder} already holds 999 stories of {stem}")
 
 def _export_story(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """The session's story in the stories folder: a new file (``stem``, ``stem-2`` …), unless one
+    there already holds the same story — then that one (``unchanged: true``): applying the
+    proposal again wrote one more copy each time."""
     folder = store.settings.operator.stories_dir
     folder.mkdir(parents=True, exist_ok=True)
-    target = _free_name(folder, params["sessionId"], store.root)
     markdown = redact_secrets(render_story(story_data(store, params["sessionId"], params.get("project")),
-                                           store.zone))[0]
-    atomic_write_bytes(target, markdown.encode("utf-8"))
+                                           store.zone))[0].encode("utf-8")
+    for n in range(1, 1000):
+        there = folder / (f"{params['sessionId']}.md" if n == 1 else f"{params['sessionId']}-{n}.md")
+        if not there.exists():
+            break
+        if not there.is_symlink() and there.is_file() and there.read_bytes() == markdown:
+            return {"sessionId": params["sessionId"], "path": str(there), "unchanged": True}
+    target = _free_name(folder, params["sessionId"], store.root)
+    atomic_write_bytes(target, markdown)
     return {"sessionId": params["sessionId"], "path": str(target)}
 
 def _set_client(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:

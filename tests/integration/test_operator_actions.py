@@ -104,6 +104,18 @@ def test_cancel_handoff_and_export_story_proposals(store, tmp_path):
     story = (tmp_path / "stories" / "h1.md").read_text(encoding="utf-8")
     assert exported["result"]["path"] == str(tmp_path / "stories" / "h1.md") and "pull/4" in story
     assert [r["actionClass"] for r in audit.read(store)] == ["cancel_handoff", "export_story"]
+    # found by an operator: applied again (the item stays until the review), it wrote h1-2.md, h1-3.md …
+    again = apply_item(store, items["pr_awaiting_review"]["id"], items["pr_awaiting_review"]["fingerprint"], now=now)
+    assert again["result"] == {"sessionId": "h1", "path": str(tmp_path / "stories" / "h1.md"), "unchanged": True}
+    assert sorted(p.name for p in (tmp_path / "stories").iterdir()) == ["h1.md"]
+    # a story that changed since (the session was edited) is a new file beside the one sent
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    edit_session(store, EditSessionRequest(session_id="h1", project="web", summary="Checkout with the new ledger"))
+    items = {i["kind"]: i for i in current_digest(store, now=now, force=True)["items"]}
+    changed = apply_item(store, items["pr_awaiting_review"]["id"], items["pr_awaiting_review"]["fingerprint"], now=now)
+    assert changed["result"]["path"] == str(tmp_path / "stories" / "h1-2.md") and "unchanged" not in changed["result"]
 
 
 def test_a_set_client_proposal_files_the_session_and_its_turns_under_the_projects_client(store):

@@ -275,3 +275,36 @@ def test_the_end_button_ends_the_session_at_the_moment_it_names_minutes_later(tm
         assert "Z" not in view.message.object.split("Applied:")[1].split("<")[0]
     finally:
         store.close()
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_export_button_says_where_the_story_went_and_a_second_click_writes_no_copy(tmp_path):
+    """Found by an operator: the button said only "Applied: export the story of mcp-b for the
+    reviewer" (the CLI printed the path), and each click wrote one more copy."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.config import OperatorPolicy, Settings
+    from memo_analytics.dashboards.digest_view import DigestView
+    from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+    from memo_analytics.services.store import VaultStore
+
+    stories = tmp_path / "stories"
+    store = VaultStore(Settings(vault_root=tmp_path / "vault", timezone="UTC",
+                                operator=OperatorPolicy(stories_dir=stories)))
+    try:
+        start = datetime.now(timezone.utc) - timedelta(hours=5)
+        start_session(store, StartSessionRequest(session_id="pr-2", project="web", start_time=start))
+        end_session(store, EndSessionRequest(session_id="pr-2", project="web", until=start + timedelta(hours=1),
+                                             pr="https://github.com/acme/web/pull/8"))
+        view = DigestView(DashboardData(store))
+        for said in ("written to", "already there:"):
+            [row] = view.items.objects
+            [buttons] = [o for o in row.objects if hasattr(o, "objects")]
+            [export] = [b for b in buttons.objects if b.label == "▶ Export the story"]
+            export.clicks += 1
+            assert f"Applied: export the story of pr-2 for the reviewer — {said} {stories / 'pr-2.md'}" in \
+                view.message.object
+        assert [p.name for p in stories.iterdir()] == ["pr-2.md"]
+    finally:
+        store.close()
