@@ -241,7 +241,11 @@ class SettingsText:
         else:
             outer = self._line_indent(start)
             inner = outer + self.unit
-            piece = f'{{\n{inner}{json.dumps(key, ensure_ascii=False)}: {self._dump(value, inner)}\n{outer}}}'
+            member = f"{json.dumps(key, ensure_ascii=False)}: {self._dump(value, inner)}"
+            if self.text[start + 1:end - 1].strip():  # only comments in it: they stay, after the new member
+                self._splice(start + 1, start + 1, f"\n{inner}{member}")
+                return
+            piece = f'{{\n{inner}{member}\n{outer}}}'
             self._splice(start, end, piece)
 
     def append_item(self, pointer: str, value: Any) -> None:
@@ -255,10 +259,15 @@ class SettingsText:
             at = last.value_end.position
             multiline = "\n" in self.text[start:last.value_start.position]
             sep = f",\n{indent}" if multiline else ", "
-            self._splice(at, at, sep + self._dump(value, indent if multiline else ""))
+            # on one line with its items, the new item's further lines one step in from that line
+            self._splice(at, at, sep + self._dump(value, indent if multiline else self._line_indent(at) + self.unit))
         else:
             outer = self._line_indent(start)
             inner = outer + self.unit
+            inside = self.text[start + 1:end - 1]
+            if inside.strip():  # only comments in it: they stay, after the new item
+                self._splice(start + 1, start + 1, f"\n{inner}{self._dump(value, inner)}")
+                return
             piece = f"[\n{inner}{self._dump(value, inner)}\n{outer}]"
             self._splice(start, end, piece)
 

@@ -453,3 +453,31 @@ def test_a_trailing_comma_is_named_with_its_line(tmp_path):
     assert "a comma before a closing bracket at line 3 (comments are read, trailing commas are not)); memo left " \
            "it as it is" in " ".join(ran.stderr.split())
     assert path.read_text() == '{\n  // mine\n  "model": "opus",\n}\n'
+
+
+def test_a_comment_inside_an_empty_list_or_object_stays_and_an_item_on_one_line_is_indented(tmp_path):
+    """Found by an operator: ``"UserPromptSubmit": [ // comment\\n]`` lost its comment on install
+    (the empty list was replaced whole: the README says every comment stays); and the new item of
+    a list written on one line started at column 0 inside an indented file."""
+    home, vault = tmp_path / "home", tmp_path / "v"
+    codex = settings_file(home, "codex")
+    codex.parent.mkdir(parents=True)
+    codex.write_text('{"hooks": {"UserPromptSubmit": [ // mine\n], "Other": { /* theirs */ }}}')
+    claude = settings_file(home, "claude-code")
+    claude.parent.mkdir(parents=True)
+    claude.write_text('{\n    "hooks": {\n        "Stop": [{"hooks": [{"type": "command", "command": "x"}]}],\n'
+                      '        "SessionEnd": [{"hooks": [{"type": "command", "command": "y"}]}]\n    }\n}\n')
+    env = {"HOME": str(home)}
+    memo("hooks", "install", "codex", vault=vault, env=env)
+    memo("hooks", "install", "claude-code", vault=vault, env=env)
+    text = codex.read_text()
+    assert "// mine" in text and "/* theirs */" in text
+    data = json.loads(agent_hooks._blank_comments(text))
+    assert agent_hooks.is_managed(data["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"], "codex")
+    added = claude.read_text().split('"command": "y"}]}, ', 1)[1]
+    assert added.startswith("{\n") and all(line.startswith("        ") for line in added.splitlines()[1:3])
+    for agent, path in (("codex", codex), ("claude-code", claude)):
+        before = path.read_text()
+        memo("hooks", "uninstall", agent, vault=vault, env=env)
+        assert path.read_text() != before and "memo hook" not in path.read_text()
+    assert codex.read_text() == '{"hooks": {"UserPromptSubmit": [ // mine\n], "Other": { /* theirs */ }}}'
