@@ -344,8 +344,10 @@ def test_installing_again_for_a_moved_vault_points_the_entries_at_it_and_uninsta
     settings = home / ".claude" / "settings.json"
     memo("hooks", "install", "claude-code", vault=tmp_path / "old", env=env)
     moved = memo("hooks", "install", "claude-code", vault=tmp_path / "new", env=env)
-    assert "SessionStart, UserPromptSubmit, SessionEnd ran another vault's or memo's command before: replaced" in \
-        " ".join(moved.stdout.split())
+    # found by an operator: the events were said twice ("S, U, E; S, U, E ran another vault's … replaced")
+    assert moved.stdout.splitlines()[0] == (f"memo's hooks for claude-code are in {settings}: SessionStart, "
+                                            "UserPromptSubmit, SessionEnd replaced (they ran another vault's or "
+                                            "another memo's command)")
     text = settings.read_text()
     assert text.count(f"--vault-root {(tmp_path / 'new').resolve()}") == 3 and str(tmp_path / "old") not in text
     again = memo("hooks", "install", "claude-code", vault=tmp_path / "new", env=env, check=False)

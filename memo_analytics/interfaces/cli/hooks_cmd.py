@@ -71,10 +71,12 @@ def hooks_install(agent: str = typer.Argument(..., metavar="AGENT", help=_AGENT_
     result = agent_hooks.install(agent, _vault(), _root(project), hook_vault=chosen)
 
     def human(r: dict[str, Any]) -> None:
-        out.print(_safe(f"memo's hooks for {r['agent']} are in {r['path']}: {', '.join(r['added'])}"
-                        + (f" (already there: {', '.join(r['already'])})" if r["already"] else "")
-                        + (f"; {', '.join(r['updated'])} ran another vault's or memo's command before: replaced"
-                           if r.get("updated") else "")))
+        updated = list(r.get("updated") or [])
+        new = [event for event in r["added"] if event not in updated]
+        parts = ([", ".join(new)] if new else []) + ([f"{', '.join(updated)} replaced (they ran another vault's or "
+                                                      "another memo's command)"] if updated else [])
+        out.print(_safe(f"memo's hooks for {r['agent']} are in {r['path']}: {'; '.join(parts)}"
+                        + (f" (already there: {', '.join(r['already'])})" if r["already"] else "")))
         if r["backup"]:
             out.print(_safe(f"the file as it was: {r['backup']}"))
         note = _NOTES.get(agent, ("", ""))[r["level"] == "project"]
