@@ -416,6 +416,8 @@ def _end(store: VaultStore, meta: dict[str, Any], request: EndSessionRequest, no
     if not already or request.recompute_duration:
         meta["endTime"] = to_iso(end)
         meta["durationMinutes"] = minutes_between(start, end)
+    if request.recompute_duration:  # the end memo worked out of the agent's activity: an endTime
+        meta["computedEnd"] = meta["endTime"]  # that differs from it later was written by a person
     meta["status"] = "completed"
     meta["updated"] = to_iso(end) if request.recompute_duration else to_iso(now)
     if request.summary is not None:

@@ -829,3 +829,37 @@ def test_a_turn_imported_before_its_answer_takes_the_model_and_tokens_the_answer
         assert turns(vault) == turns(fresh)
         assert any(model for model, _, _ in turns(vault).values())
         assert cost(vault) == cost(fresh)
+
+
+def test_an_end_written_into_a_session_file_by_hand_is_kept_by_the_next_import(tmp_path):
+    """Found by an attacker: an imported session's endTime and durationMinutes corrected in its
+    file (09:12 → 12:00, 180 minutes) were indexed and billed — and the next import (a rescan,
+    or the transcript growing) put the transcript's end back without a word. memo writes the end
+    it worked out beside it (``computedEnd``): an end that differs was a person's, and is kept as
+    an end ``memo session edit`` corrected is. A session nobody edited still follows its file."""
+    source = tmp_path / "t" / "s1.jsonl"
+    source.parent.mkdir()
+    lines = []
+    for i in range(3):
+        lines.append(json.dumps({"type": "user", "sessionId": "s1", "cwd": "/tmp/alpha", "uuid": f"u{i}",
+                                 "timestamp": f"2026-03-02T09:{i * 5:02d}:00.000Z",
+                                 "message": {"role": "user", "content": f"prompt {i}"}}))
+    source.write_text("\n".join(lines) + "\n")
+    vault, other = tmp_path / "v", tmp_path / "other"
+    for root in (vault, other):
+        imported(root, str(source))
+    edited = vault / "projects/alpha/sessions/session-claude-code-s1-1.md"
+    text = edited.read_text()
+    assert "computedEnd: '2026-03-02T09:10:00.000Z'" in text
+    edited.write_text(text.replace("endTime: '2026-03-02T09:10:00.000Z'", "endTime: '2026-03-02T12:00:00.000Z'")
+                      .replace("durationMinutes: 10", "durationMinutes: 180"))
+    imported(vault, str(source), "--rescan")
+    with source.open("a") as handle:  # the transcript grows, within the idle gap
+        handle.write(json.dumps({"type": "user", "sessionId": "s1", "cwd": "/tmp/alpha", "uuid": "u9",
+                                 "timestamp": "2026-03-02T09:20:00.000Z",
+                                 "message": {"role": "user", "content": "one more"}}) + "\n")
+    for root in (vault, other):
+        imported(root, str(source))
+    minutes = {root.name: json.loads(memo("--json", "activity", "--all", vault=root).stdout)["totalDurationMinutes"]
+               for root in (vault, other)}
+    assert minutes == {"v": 180, "other": 20}  # the person's end kept; the untouched session followed its file

@@ -626,7 +626,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.superseded += rewound
         result.rewound += rewound
         old_end = existing[0].get("endTime") if existing else None
-        if existing is not None and existing[0].get("timesEdited"):
+        if existing is not None and (existing[0].get("timesEdited") or times_written_by_hand(existing[0])):
             old_end = to_iso(interval.end)  # a person corrected its times (memo session edit): they are kept
             begins_earlier.discard(number)
         changes: dict[str, Any] = {}
@@ -646,6 +646,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 changes["durationMinutes"] = minutes_between(interval.start, max(interval.start,
                                                                                  from_iso(str(meta["endTime"]))))
                 changes["endTime"] = to_iso(max(interval.start, from_iso(str(meta["endTime"]))))
+                if meta.get("computedEnd"):
+                    changes["computedEnd"] = changes["endTime"]
             store.upsert(RecordKind.SESSION, {**meta, **changes}, body)
         if old_end != to_iso(interval.end):
             end_session(store, EndSessionRequest(
@@ -719,6 +721,15 @@ def _with_lost_beginning(store: VaultStore, transcript: Transcript, base: str, h
         return transcript, set()
     return replace(transcript, prompts=[*lost, *transcript.prompts],
                    activity=sorted({*transcript.activity, *activity})), {id(prompt) for prompt in lost}
+
+
+def times_written_by_hand(meta: dict[str, Any]) -> bool:
+    """Whether a person wrote an imported session's end into its file since memo worked it out
+    (its ``endTime`` is not the ``computedEnd`` memo wrote beside it): the next import keeps
+    it, as it keeps an end ``memo session edit`` corrected (``timesEdited``) — it had put
+    back the end of the transcript, silently, and the session billed the other minutes."""
+    computed = meta.get("computedEnd")
+    return isinstance(computed, str) and bool(meta.get("endTime")) and str(meta["endTime"]) != computed
 
 
 def summary_digest(summary: str | None) -> str:
