@@ -32,10 +32,12 @@ from .analytics.frames import (
     DELIVERABLE_SCHEMA,
     PROMPT_SCHEMA,
     SESSION_SCHEMA,
+    USAGE_SCHEMA,
     deliverables_frame,
     duckdb_tables,
     prompts_frame,
     sessions_frame,
+    usage_frame,
     vault_sources,
 )
 from .config import Settings, config_path
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
 
     from .reports.invoice import Invoice
 
-__all__ = ["DELIVERABLE_SCHEMA", "PROMPT_SCHEMA", "RULE_SCHEMA", "SESSION_SCHEMA", "Vault", "open_vault",
+__all__ = ["DELIVERABLE_SCHEMA", "PROMPT_SCHEMA", "RULE_SCHEMA", "SESSION_SCHEMA", "USAGE_SCHEMA", "Vault", "open_vault",
            "sample_vault"]
 
 #: Columns and dtypes of :meth:`Vault.rule_candidates`.
@@ -229,6 +231,23 @@ class Vault:
         with vault_sources(self._store, further=True) as sources:
             return prompts_frame(sources, projects, body=body)
 
+    def usage(self, projects: list[str] | None = None) -> pl.DataFrame:
+        """Tokens by turn and model: one row per turn and model that spent tokens on it (a turn
+        a main model and a small one answered has a row for each), so a model's tokens add up to
+        :meth:`activity`'s ``cost_by_model`` — :meth:`prompts` puts a turn's tokens under its
+        one ``model``.
+
+        Returns
+        -------
+        polars.DataFrame
+            Columns and dtypes of :data:`~memo_analytics.analytics.frames.USAGE_SCHEMA`:
+            ``vault, id, session_id, project, client``, ``created`` (``Datetime(us, UTC)``),
+            ``model`` (null when the transcript named none), ``input_tokens, cache_read_tokens,
+            cache_write_tokens, output_tokens, reasoning_tokens`` (Int64, null where not given).
+        """
+        with vault_sources(self._store, further=True) as sources:
+            return usage_frame(sources, projects)
+
     def deliverables(self, projects: list[str] | None = None) -> pl.DataFrame:
         """One row per deliverable of a session (a PR, a commit …).
 
@@ -371,8 +390,8 @@ class Vault:
         ).sort(["confidence", "occurrences", "key"], descending=[True, True, False])
 
     def duckdb(self, *, body: bool = False) -> duckdb.DuckDBPyConnection:
-        """A new in-memory DuckDB connection with the tables ``prompts``, ``sessions`` and
-        ``deliverables`` (the frames above, copied in through Arrow; ``TIMESTAMPTZ`` columns,
+        """A new in-memory DuckDB connection with the tables ``prompts``, ``sessions``,
+        ``deliverables`` and ``usage`` (the frames above, copied in through Arrow; ``TIMESTAMPTZ`` columns,
         session time zone UTC). The caller closes it.
 
         Parameters
@@ -383,5 +402,5 @@ class Vault:
         with vault_sources(self._store, further=True) as sources:
             sessions = sessions_frame(sources)
             frames = {"prompts": prompts_frame(sources, body=body), "sessions": sessions,
-                      "deliverables": deliverables_frame(sessions)}
+                      "deliverables": deliverables_frame(sessions), "usage": usage_frame(sources)}
         return duckdb_tables(frames)

@@ -12,18 +12,20 @@ Further vaults (``Settings.vaults``) are opened read-only: their index is read a
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from ..domain.shell import shell_word
 from ..domain.errors import IndexDamagedError, InvalidFieldError
 from ..index import store as index
-from ..services.pricing import MAX_TURN_TOKENS
+from ..services.pricing import MAX_TURN_TOKENS, count_of, turn_parts
 from ..services.store import VaultStore
 from ..vault.layout import VaultLayout
 
@@ -56,6 +58,12 @@ PROMPT_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String, "agent": pl.String, "task_slug": pl.String, "status": pl.String,
     "branch": pl.String, "git_sha": pl.String, "tags": pl.List(pl.String),
     **dict.fromkeys(_TOKENS, pl.Int64),
+}
+
+#: Columns and dtypes of :func:`usage_frame`, in order.
+USAGE_SCHEMA: dict[str, pl.DataType] = {
+    "vault": pl.String, "id": pl.String, "session_id": pl.String, "project": pl.String, "client": pl.String,
+    "created": UTC_DT, "model": pl.String, **dict.fromkeys(_TOKENS, pl.Int64),
 }
 
 _DELIVERABLE = pl.Struct({"type": pl.String, "url": pl.String, "sha": pl.String, "title": pl.String})
@@ -194,6 +202,44 @@ def prompts_frame(source: Sources, projects: list[str] | None = None, body: bool
     """
     schema = {**PROMPT_SCHEMA, "body": pl.String} if body else PROMPT_SCHEMA
     return _read(source, "prompt", schema, projects)
+
+
+def usage_frame(source: Sources, projects: list[str] | None = None) -> pl.DataFrame:
+    """One row per turn and model that spent tokens on it: a turn answered by several models (a
+    main model and a small one for titles or sub-tasks, ``tokensByModel``) has a row for each, so
+    the tokens of a model add up to ``activity``'s ``costByModel`` — :func:`prompts_frame` puts
+    all of a turn's tokens under its one ``model``.
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns and dtypes of :data:`USAGE_SCHEMA`: ``vault, id`` (the turn), ``session_id,
+        project, client``, ``created`` ``Datetime(us, UTC)``, ``model`` (null when the transcript
+        named none), ``input_tokens, cache_read_tokens, cache_write_tokens, output_tokens,
+        reasoning_tokens`` ``Int64`` (null where that count is not given). Superseded turns and
+        turns without counts are left out; a record of several vaults counts once.
+    """
+    sql = ("SELECT project, id, session_id, client, created, model, meta FROM records WHERE kind = 'prompt' "
+           "AND coalesce(status, '') <> 'superseded' AND meta LIKE '%\"tokens\"%'")
+    params: list[Any] = []
+    if projects is not None:
+        sql += f" AND project IN ({','.join('?' * len(projects)) or 'NULL'})"
+        params.extend(projects)
+    rows, seen = [], set()
+    for src in _as_sources(source):
+        for project, record_id, session_id, client, created, model, meta in src.conn.execute(sql, params):
+            if (project, record_id) in seen:
+                continue
+            seen.add((project, record_id))
+            for part_model, tokens in turn_parts(json.loads(meta) if meta else {}, model).items():
+                if not tokens:
+                    continue
+                rows.append((src.vault, record_id, session_id, project, client, created, part_model,
+                             *(count_of(tokens, key) or None for key in _TOKENS.values())))
+    frame = pl.DataFrame(rows, schema={c: (pl.String if d == UTC_DT else d) for c, d in USAGE_SCHEMA.items()},
+                         orient="row")
+    return frame.with_columns(pl.col("created").str.to_datetime("%Y-%m-%dT%H:%M:%S%.3fZ", time_zone="UTC",
+                                                               strict=False).dt.cast_time_unit("us"))
 
 
 def deliverables_frame(sessions: pl.DataFrame) -> pl.DataFrame:

@@ -175,6 +175,19 @@ def turn_cost(tokens: dict[str, Any] | None, model: str | None, at: datetime, so
     return cache.get(model, day, key) if cache is not None else _price(model, day, key)
 
 
+def turn_parts(meta: dict[str, Any], model: str | None) -> dict[str | None, dict[str, Any]]:
+    """A stored turn's token counts by the model that spent them: its ``tokensByModel`` when it
+    holds one (several models answered it), else ``{model: tokens}`` (empty when it gives none);
+    ``{}`` for a damaged or hostile record (:func:`plausible_turn`)."""
+    if not plausible_turn(meta):
+        return {}
+    tokens = meta.get("tokens") if isinstance(meta.get("tokens"), dict) else {}
+    parts = meta.get("tokensByModel")
+    if not isinstance(parts, dict) or not parts or not all(isinstance(v, dict) for v in parts.values()):
+        return {model: tokens}
+    return parts
+
+
 def stored_turn_cost(meta: dict[str, Any], model: str | None, at: datetime, source: str | None = None,
                      cache: PriceCache | None = None
                      ) -> tuple[Decimal | None, dict[str | None, tuple[dict[str, Any], Decimal | None]]]:
@@ -183,10 +196,7 @@ def stored_turn_cost(meta: dict[str, Any], model: str | None, at: datetime, sour
     part has a price; the priced parts otherwise) and ``{model: (tokens, cost)}``."""
     if not plausible_turn(meta):
         return Decimal(0), {}  # a damaged or hostile record: its counts count nothing
-    tokens = meta.get("tokens") if isinstance(meta.get("tokens"), dict) else {}
-    parts = meta.get("tokensByModel")
-    if not isinstance(parts, dict) or not parts or not all(isinstance(v, dict) for v in parts.values()):
-        parts = {model: tokens}
+    parts = turn_parts(meta, model)
     priced = {part_model: (part, turn_cost(part, part_model, at, source, cache)) for part_model, part in parts.items()}
     costs = [cost for _, cost in priced.values() if cost is not None]
     return (sum(costs, Decimal(0)) if costs else None), priced

@@ -359,6 +359,7 @@ def test_a_turn_split_into_many_model_parts_counts_no_more_than_a_turn_can(tmp_p
 
     def cost_with(parts: int, each: int) -> Decimal:
         head, rest = original[4:].split("\n---", 1)
+        head = head.replace("\nmodel: null", "")  # named once: a key given twice is refused
         head += "\nmodel: claude-opus-4-1-20250805\ntokens: {input: 1000, output: 10}\ntokensByModel:\n" + "\n".join(
             f"  claude-opus-4-1-20250805-{n}: {{input: {each}, output: 10}}" for n in range(parts))
         turn_file.write_text("---\n" + head + "\n---" + rest, encoding="utf-8")

@@ -130,12 +130,12 @@ def test_the_mcp_action_reads_further_vaults_with_cross_project(vaults):
     store.close()
 
 
-def test_duckdb_has_the_three_tables(vaults):
+def test_duckdb_has_the_four_tables(vaults):
     with memo_analytics.open_vault(vaults[0], vaults=[vaults[1]]) as vault:
         db = vault.duckdb()
     try:
         tables = {row[0] for row in db.execute("SHOW TABLES").fetchall()}
-        assert tables == {"prompts", "sessions", "deliverables"}
+        assert tables == {"prompts", "sessions", "deliverables", "usage"}
         minutes = db.execute("SELECT sum(duration_minutes) FROM sessions WHERE billable").fetchone()[0]
         assert minutes == 150
         assert db.execute("SELECT count(*) FROM prompts").fetchone()[0] == 7
@@ -155,3 +155,32 @@ def test_a_configured_further_vault_that_is_missing_is_named(vaults, tmp_path):
     with memo_analytics.open_vault(vaults[0], vaults=[tmp_path / "typo"]) as vault:
         with pytest.raises(InvalidFieldError, match="^Invalid vaults: .*typo holds no vault index"):
             vault.sessions()
+
+
+def test_tokens_by_model_add_up_to_the_reports_cost_by_model(realdata, tmp_path):
+    """Found by an analyst: the prompts frame put every token of a turn under its one ``model``,
+    so a turn that opus and haiku answered gave opus 33,008 cache reads that ``memo activity``
+    gives haiku. ``vault.usage()`` (and DuckDB's ``usage``) has a row per turn and model; a
+    model's tokens add up to ``costByModel``'s on real Claude Code transcripts."""
+    from memo_analytics.analytics.frames import USAGE_SCHEMA
+
+    folder = realdata / "claude-code-jsonl" / "moredip-session-share" / "samples" / "claude-code-projects"
+    memo("import", "claude-code", str(folder), vault=tmp_path / "v")
+    with memo_analytics.open_vault(tmp_path / "v") as vault:
+        usage = vault.usage()
+        report = vault.activity(since="2000-01-01", until="2100-01-01")
+        with vault.duckdb() as con:
+            in_duckdb = dict(con.execute("SELECT model, sum(cache_read_tokens) FROM usage GROUP BY model").fetchall())
+        prompts = vault.prompts()
+    assert usage.schema == pl.Schema(USAGE_SCHEMA)
+    columns = {"input": "input_tokens", "cacheRead": "cache_read_tokens", "cacheWrite": "cache_write_tokens",
+               "output": "output_tokens"}
+    by_model = {model: {key: int(usage.filter(pl.col("model") == model)[column].sum() or 0)
+                        for key, column in columns.items()} for model in usage["model"].unique().to_list()}
+    assert by_model == {model: {key: totals["tokens"][key] for key in columns}
+                        for model, totals in report.cost_by_model.items()}
+    assert len(by_model) >= 2 and in_duckdb == {m: t["cacheRead"] for m, t in by_model.items()}
+    split = usage.group_by("id").len().filter(pl.col("len") > 1)["id"].to_list()
+    assert split  # a turn two models answered: a row each
+    # the prompts frame's one row per turn holds the same tokens in all
+    assert int(prompts["cache_read_tokens"].sum()) == int(usage["cache_read_tokens"].sum())
