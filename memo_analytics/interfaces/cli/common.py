@@ -56,8 +56,17 @@ class _TerminalConsole(Console):
     text segment again on its way out (text objects built elsewhere); rich's own styling
     and cursor control (progress bars) are untouched."""
 
+    #: into a pipe or a file a line of text stays one line (grep, scripts); tables are laid out
+    #: at the console's width as ever
+    lines_unwrapped = False
+
     def render_str(self, text: str, **kwargs: Any):  # type: ignore[override]
         return super().render_str(terminal_text(text), **kwargs)
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        if self.lines_unwrapped and objects and all(isinstance(o, str) for o in objects):
+            kwargs.setdefault("soft_wrap", True)
+        super().print(*objects, **kwargs)
 
     def render(self, renderable: Any, options: Any = None):  # type: ignore[override]
         for segment in super().render(renderable, options):
@@ -87,9 +96,8 @@ class _ErrorConsole(_TerminalConsole):
 
 
 # markup and emoji off: stored text ("list[int]", "[/]", ":smile:") is printed as it is
-# into a pipe or a file a line of text stays one line (grep, scripts); tables keep 160 columns
-out = _TerminalConsole(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160,
-                       soft_wrap=not sys.stdout.isatty())
+out = _TerminalConsole(highlight=False, markup=False, emoji=False, width=None if sys.stdout.isatty() else 160)
+out.lines_unwrapped = not sys.stdout.isatty()
 err = _ErrorConsole(stderr=True, highlight=False, markup=False, emoji=False, soft_wrap=True)
 
 _VAULT_ROOT_HELP = "Vault folder (default ~/.memo/vault; env MEMO_VAULT)."
