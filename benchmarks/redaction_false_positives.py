@@ -75,6 +75,36 @@ def main() -> None:
           f"redactions: {sum(kinds.values())} {dict(kinds)}; {elapsed:.2f} s ({size / 1e6 / elapsed:.1f} MB/s)")
     for line in shown:
         print("  ", line)
+    adversarial()
+
+
+#: Texts built to make a pattern backtrack: each own pattern's anchor repeated with what its runs
+#: take, 100 KB and 200 KB. Twice the text should take about twice the time (linear); four
+#: times says a pattern scans in the square of the length.
+ADVERSARIAL = {
+    "url with '/' in the password": "a://:b/",
+    "URLs with ports (minified JSON)": '"http://host1:8001",',
+    "env assignments": "DB_PASS=x ",
+    "digit passwords": "password: 1",
+    "cookie headers": "Cookie: a=",
+    "secret options": "--password ",
+    "keyword runs": "_secret_",
+}
+
+
+def adversarial() -> None:
+    print("adversarial texts (median of 3; ratio 200 KB / 100 KB, about 2 when linear):")
+    for name, unit in ADVERSARIAL.items():
+        times = []
+        for size in (100_000, 200_000):
+            text = unit * (size // len(unit))
+            runs = []
+            for _ in range(3):
+                started = time.perf_counter()
+                redact_secrets(text)
+                runs.append(time.perf_counter() - started)
+            times.append(sorted(runs)[1])
+        print(f"   {name:34s} {times[0]:.3f} s · {times[1]:.3f} s · ratio {times[1] / max(times[0], 1e-9):.1f}")
 
 
 if __name__ == "__main__":

@@ -174,4 +174,10 @@ LOOK_ALIKES = [
     "USE_TOKEN=true",
     "http://localhost:3000/api/users/@me",
     "the cookie: we set it on login",
+    # found by an attacker of the new patterns: settings and counts named after a password, the
+    # shell's working directory, plain words and placeholders
+    "passwordLength=12345678 password_min_length: 128000 passwordResetTimeout=3600000",
+    "max_password_length = 100000 PASSWORD_MIN=123456 password_changed_at: 1712345678",
+    "PWD=/home/me/projects OLDPWD=/tmp password=/run/secrets/db",
+    "PWD=projects PASS=through PIN=disabled PASSWORD=example",
 ]

@@ -24,7 +24,7 @@ REDACTION = "[REDACTED:{kind}]"
 # A value worth hiding: not a placeholder, a variable reference, a type or a call, and with a
 # letter and a digit or symbol (``letmein``, ``SecretStr``, ``get_token()``, ``6976`` are left alone).
 _VALUE = (
-    r"""(?!\$|\{|<|\[REDACTED)"""  # $VAR, ${VAR}, {{ template }}, <placeholder>, already redacted
+    r"""(?!\$|\{|<|\[REDACTED|/[A-Za-z._~-])"""  # $VAR, ${VAR}, {{ template }}, <placeholder>, redacted, a path
     r"""(?!(?:[A-Za-z_]+\??\.)+[A-Za-z_]+(?:[\s"'`(),;\[\]{}]|$))"""  # dotted code reference (a.b, a?.b)
     r"""(?=[^\s"'`(),;\[\]{}]*[A-Za-z])"""  # a letter: counts such as input_tokens: 6976 are not secrets
     r"""(?=[^\s"'`(),;\[\]{}]*(?:\d|[^\w\s"'`(),;\[\]{}]))"""  # a digit or a symbol: not a word, type or name
@@ -106,8 +106,10 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     # user:password@host — the password may hold '@'; the host may not
     ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@\[\]]*:([^\s/\[\]]+)@[^\s/@]+"), 1, ('://',)),
     # … or holding '/' (``u:p/ss1@host``): a port's digits before the first '/' are a host:port/path
-    ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@\[\]]*:((?!\d+/)[^\s/\[\]@]+/[^\s\[\]@]*)"
-                                r"@[A-Za-z0-9][^\s/@]*"), 1, ('://',)),
+    # (bounded runs: unbounded ones scanned to the end of the text from every "://", in the
+    # square of its length — 150 KB of "a://:b/" held the daemon 43 s)
+    ("url-password", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://[^\s/:@\[\]]{0,64}:"
+                                r"((?!\d+/)[^\s/\[\]@]{1,64}/[^\s\[\]@]{0,64})@[A-Za-z0-9][^\s/@]{0,253}"), 1, ('://',)),
     ("authorization", re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([A-Za-z0-9+/=._~-]{8,})"), 1, ('authorization',)),
     ("bearer-token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/-]{20,}=*"), 0, ('bearer ',)),
     ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]*?\s(?:-u|--user)\s+[\"']?[^\s:\"']+:([^\s\"']+)"), 1, ('-u',)),
@@ -125,17 +127,22 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     # (an env file's value is no word of prose), but no $VAR, placeholder (``YOUR_PASSWORD``,
     # ``your_bot_token``: capitals, or snake_case words), call or dotted name
     # (``SECRET_KEY=get_secret()``, ``TOKEN=os.environ``)
+    # (not the shell's PWD; a bare PASS is no name of a secret; a PIN is digits)
     ("secret-assignment", re.compile(
-        r"(?<![\w.-])(?:[A-Z0-9]+_)*(?:[A-Z0-9]*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|APIKEY|API_KEY|"
-        r"ACCESS_KEY|PRIVATE_KEY|AUTH_KEY|CREDENTIALS?)|PASS|PWD|PIN)[ \t]*=[ \t]*[\"']?("
+        r"(?<![\w.-])(?:(?:[A-Z0-9]+_)*[A-Z0-9]*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|APIKEY|API_KEY|"
+        r"ACCESS_KEY|PRIVATE_KEY|AUTH_KEY|CREDENTIALS?)|(?:[A-Z0-9]+_)+PASS)[ \t]*=[ \t]*[\"']?("
         r"(?!\$|\{|<|\[REDACTED)(?!(?:[A-Za-z_]+\??\.)+[A-Za-z_]+(?:[\s\"'`(),;\[\]{}]|$))"
         r"(?![A-Z][A-Z0-9_]*(?:[\s\"'`,;]|$))(?![a-z]+(?:_[a-z0-9]+)+(?:[\s\"'`,;]|$))"
-        r"(?!(?i:true|false|null|none)(?:[\s\"'`,;]|$))"
+        r"(?!(?i:true|false|null|none|example|sample|placeholder|changeme|required|optional|string|dummy)"
+        r"(?:[\s\"'`,;]|$))"
         r"[^\s\"'`(),;\[\]{}]{6,}(?![\w(\[]))"), 1,
-     ('password', 'passwd', 'passphrase', 'pass', 'pwd', 'pin=', 'pin =', 'secret', 'token', 'key', 'credential')),
-    # a password of digits only, in any assignment (``password=12345678``): no identifier or word
-    ("secret-assignment", re.compile(r"(?i:password|passwd|passphrase|pwd)[A-Za-z0-9_.-]{0,64}\b[\"']?[ \t]*"
-                                     r"(?::=|=>|=|:)[ \t]*[\"']?(\d{6,})(?![\w.])"), 1,
+     ('password', 'passwd', 'passphrase', '_pass', 'secret', 'token', 'key', 'credential')),
+    ("secret-assignment", re.compile(r"(?<![\w.-])(?:[A-Z0-9]+_)*PIN[ \t]*=[ \t]*[\"']?(\d{4,12})(?![\w.])"), 1,
+     ('pin=', 'pin =')),
+    # a password of digits only, in any assignment (``password=58302719``): the name ends in the word
+    # (``passwordLength=12345678``, ``password_min_length: 128000`` are settings)
+    ("secret-assignment", re.compile(r"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+_)*(?i:password|passwd|passphrase|pwd)"
+                                     r"(?![A-Za-z0-9_.-])[\"']?[ \t]*(?::=|=>|=|:)[ \t]*[\"']?(\d{6,})(?![\w.])"), 1,
      ('password', 'passwd', 'passphrase', 'pwd')),
     ("slack-token", re.compile(r"\bxapp-\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]{20,}"), 0, ('xapp-',)),
     ("stripe-webhook-secret", re.compile(r"\bwhsec_[A-Za-z0-9+/=]{24,}"), 0, ('whsec_',)),
