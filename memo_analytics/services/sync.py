@@ -204,23 +204,24 @@ def _post(url: str, payload: dict[str, Any], token: str | None, timeout: float) 
     return exchange(request, timeout)  # within the time, following no redirect (the token stays with the daemon)
 
 
-def _pushed_owner(store: VaultStore, meta: dict[str, Any], owners: dict[tuple[str, str], str | None]) -> str | None:
-    """Whose work a pushed record is: the ``owner`` of its session here (a session's own, a
-    turn's or a hand-off's session's; ``owners`` caches them for one push), so the daemon keeps
-    two people's sessions of one id apart (:func:`_kept_apart`). None for other records."""
+def _pushed_owner(store: VaultStore, meta: dict[str, Any],
+                  owners: dict[tuple[str, str], tuple[bool, str | None]]) -> dict[str, str | None]:
+    """``{"owner": …}`` for a pushed turn or hand-off: the ``owner`` of its session here (None:
+    the session names none), so the daemon keeps two people's sessions of one id apart
+    (:func:`_kept_apart`); ``{}`` when its session is not here, or for another record (the
+    daemon then leaves it where its id says). ``owners`` caches the sessions for one push."""
     try:
         kind = RecordKind(meta.get("kind"))
     except ValueError:
-        return None
+        return {}
     session_id = _session_of(kind, meta)
-    if session_id is None:
-        return None
-    if kind is RecordKind.SESSION:
-        return meta.get("owner") if isinstance(meta.get("owner"), str) else None
+    if session_id is None or kind is RecordKind.SESSION:
+        return {}  # a session names its own owner
     key = (str(meta.get("project")), session_id)
     if key not in owners:
-        owners[key] = _owner_here(store, *key)
-    return owners[key]
+        owners[key] = _session_here(store, *key)
+    held, owner = owners[key]
+    return {"owner": owner} if held else {}
 
 
 #: What a push that did not reach the daemon, or was not taken, raises.
@@ -305,7 +306,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         pushed_versions = _rekey(store, _load(store, "pushed.json"))
         unconfirmed = _rekey(store, _load(store, "sent.json"))  # versions sent whose answer never came
         records, mismatched = [], []
-        owners: dict[tuple[str, str], str | None] = {}
+        owners: dict[tuple[str, str], tuple[bool, str | None]] = {}
         for entry in batch:
             key = _key(entry)
             path = _record_path(store, entry, key)
@@ -334,7 +335,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             base = pushed_versions.get(key)
             records.append({"id": entry["id"], "project": key.split("/", 1)[0], "key": key, "text": text,
                             "base": base, "sent": sent, "updated": updated,
-                            "owner": _pushed_owner(store, local, owners)})
+                            **_pushed_owner(store, local, owners)})
             if updated is not None:
                 unconfirmed[key] = [*sent, updated][-MAX_SENT_VERSIONS:]
             elif sent:
@@ -342,7 +343,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         _save(store, "sent.json", unconfirmed)  # before sending: a lost answer is remembered
         url = store.settings.hybrid.remote_url.rstrip("/") + "/api/sync/records"
         try:
-            answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent", "owner")}
+            answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent", "owner") if k in r}
                                              for r in records]},
                            store.settings.hybrid.token, PUSH_SECONDS) if records else {"results": []}
             if not isinstance(answer, dict) or not isinstance(answer.get("results", []), list) \
@@ -609,7 +610,7 @@ def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: li
         return
     echo = {"project": meta["project"]}
     try:
-        stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner"))
+        stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner", _UNSAID))
         outcome = _apply_one(store, stored_id, kind, meta, body, item, stamp)
         results.append({**outcome, "id": record_id, **echo, **apart})
     except MemoError as exc:  # e.g. the id is another kind's record in that project: this record only
@@ -627,23 +628,50 @@ def _session_of(kind: RecordKind, meta: dict[str, Any]) -> str | None:
     return named if meta.get("id") == expected else None
 
 
-def apart_session_id(session_id: str, owner: str) -> str:
+def apart_session_id(session_id: str, owner: str | None) -> str:
     """The id under which a team vault keeps ``owner``'s session ``session_id`` when that id is
-    another person's session there: ``{sessionId}--{owner as a slug}`` (SPEC §2.2 ids; within
-    the session id's length)."""
-    suffix = "--" + slugify(owner, 48)
+    another person's session there: ``{sessionId}--{owner as a slug}-{6 hex of the owner}``
+    (``unknown`` for none), within the session id's length. The hex tells apart owners whose
+    slugs are alike (``Jörg`` and ``Jürg``, names in other scripts)."""
+    import hashlib
+
+    name = (owner or "").strip()
+    digest = hashlib.blake2b(name.casefold().encode("utf-8", "surrogatepass"), digest_size=3).hexdigest()
+    suffix = f"--{slugify(name, 40) if name else 'unknown'}-{digest}"
     return session_id[: MAX_SESSION_ID_LENGTH - len(suffix)].rstrip("-._") + suffix
 
 
-def _owner_here(store: VaultStore, project: str, session_id: str) -> str | None:
-    """The ``owner`` of the session ``session_id`` of ``project`` in this vault (None: no such
-    session, none named, or a file that cannot be read)."""
+#: A push item that names no ``owner`` (a pusher before owners were sent, or a turn whose
+#: session the pusher does not hold).
+_UNSAID = object()
+
+
+def _same_person(one: str | None, other: str | None) -> bool:
+    """Whether two ``owner`` values name one person (any case; none and blank alike)."""
+    return (one or "").strip().casefold() == (other or "").strip().casefold()
+
+
+def _session_here(store: VaultStore, project: str, session_id: str) -> tuple[bool, str | None]:
+    """Whether this vault holds the session ``session_id`` of ``project``, and its ``owner``
+    (None: none named; a file that cannot be read counts as none held)."""
     try:
         found = store.read(project, RecordKind.SESSION, f"session-{session_id}")
     except (MemoError, ValueError):
-        return None
+        return False, None
     owner = found[0].get("owner") if found else None
-    return owner if isinstance(owner, str) and owner else None
+    return found is not None, owner if isinstance(owner, str) and owner.strip() else None
+
+
+def _base_owner(store: VaultStore, project: str, session_id: str) -> tuple[bool, str | None]:
+    """Whether a push brought the session ``session_id`` here (its base copy, :func:`_keep_base`),
+    and the ``owner`` that push named."""
+    try:
+        meta, _ = parse_record_text(_base_path(store, RecordKind.SESSION, {"project": project, "id": f"session-{session_id}"})
+                                    .read_text(encoding="utf-8"), f"session-{session_id}")
+    except (OSError, CorruptRecordError, ValueError):
+        return False, None
+    owner = meta.get("owner")
+    return True, owner if isinstance(owner, str) and owner.strip() else None
 
 
 def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
@@ -654,16 +682,33 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
     :func:`apart_session_id` (ids and ``sessionId`` / ``fromSessionId`` rewritten), so
     neither person's work replaces the other's (a newer ``updated`` would have won, the other
     kept only as a conflict file that no report counts). The owner is a session's own
-    ``owner``, for a turn or a hand-off the ``owner`` the push names for its session. Returns
-    ``(stored id, frontmatter, {"storedAs": id}`` when moved, else ``{}``)``."""
+    ``owner``, for a turn or a hand-off the ``owner`` the push names for its session; owners
+    compare in any case, and no owner is one too (a laptop without a git identity). A session a
+    push brought here under this owner is the same session, whoever it names now (a lead
+    corrected its owner here: the push merges, :func:`_merged`). Returns ``(stored id,
+    frontmatter, {"storedAs": id, "heldBy": owner}`` when moved, else ``{}``)``.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``id``: the id it would be kept under is a third person's session here.
+    """
     session_id = _session_of(kind, meta)
+    if session_id is None or (kind is not RecordKind.SESSION and pushed_owner is _UNSAID):
+        return meta["id"], meta, {}  # a pusher that names no owner for it: where its id says
     owner = meta.get("owner") if kind is RecordKind.SESSION else pushed_owner
-    if session_id is None or not isinstance(owner, str) or not owner:
+    owner = owner if isinstance(owner, str) and owner.strip() else None
+    held, holder = _session_here(store, meta["project"], session_id)
+    if not held or _same_person(holder, owner):
         return meta["id"], meta, {}
-    holder = _owner_here(store, meta["project"], session_id)
-    if holder is None or holder == owner:
-        return meta["id"], meta, {}
+    brought, pushed_as = _base_owner(store, meta["project"], session_id)
+    if brought and _same_person(pushed_as, owner):
+        return meta["id"], meta, {}  # the session a push brought, its owner corrected here since
     apart = apart_session_id(session_id, owner)
+    there, its_owner = _session_here(store, meta["project"], apart)
+    if there and not _same_person(its_owner, owner):
+        raise InvalidFieldError("id", f"session {session_id} is {holder or 'another session'}'s here, and {apart} "
+                                      f"is {its_owner or 'another session'}'s: start the session under another id")
     moved = dict(meta)
     if kind is RecordKind.SESSION:
         moved.update(id=f"session-{apart}", sessionId=apart)
@@ -671,7 +716,8 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
         moved.update(id=f"handoff-{apart}", fromSessionId=apart)
     else:
         moved.update(id=f"prompt-{apart}-t{meta['turn']}", sessionId=apart)
-    return moved["id"], normalize_meta(moved), {"storedAs": moved["id"], "heldBy": holder}
+    return moved["id"], normalize_meta(moved), {"storedAs": moved["id"],
+                                                "heldBy": holder or "a session of no recorded owner"}
 
 
 def _echo_project(named: Any) -> dict[str, str]:
@@ -704,7 +750,8 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
                 store.upsert(kind, meta, body)  # the file landed but its index row did not
             _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "unchanged"}
-        if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors:
+        if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors \
+                and not _changed_here(store, kind, meta, local_text):
             store.upsert(kind, meta, body)  # the daemon holds a version the pusher sent: fast-forward
             _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "applied"}
@@ -744,6 +791,19 @@ _STAMP_KEYS = ("updated",)
 
 def _base_path(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> Path:
     return _dir(store) / "base" / str(meta["project"]) / f"{meta['id']}.md"
+
+
+def _changed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any], local_text: str) -> bool:
+    """Whether this vault's session differs from the version a push brought (its base): a file
+    edited here by hand keeps its ``updated``, so the version alone reads as the pusher's own."""
+    if kind is not RecordKind.SESSION:
+        return False
+    try:
+        base = _base_path(store, kind, meta).read_text(encoding="utf-8")
+        return base != local_text and parse_record_text(base, str(meta["id"])) != \
+            parse_record_text(local_text, str(meta["id"]))
+    except (OSError, CorruptRecordError, ValueError):
+        return False
 
 
 def _keep_base(store: VaultStore, kind: RecordKind, meta: dict[str, Any], text: str) -> None:

@@ -1006,7 +1006,8 @@ def test_two_people_who_named_a_session_alike_both_keep_their_work_on_the_team_d
                      handoff=HandoffInput(next_steps=["Bob's next step"]))
     sync.push(bob)  # the end pushed at once: this one finds nothing more
     assert (sync.status(bob)["lastError"], sync.status(bob)["pending"]) == (None, 0)
-    apart = "fix-login--bob-example.com"
+    apart = sync.apart_session_id("fix-login", "bob@example.com")
+    assert apart.startswith("fix-login--bob-example.com-") and len(apart) == len("fix-login--bob-example.com-") + 6
     told = sync.status(bob)["keptApart"]  # what the laptop says: `memo sync status`
     assert {a["id"]: a["storedAs"] for a in told} == {
         "session-fix-login": f"session-{apart}", "prompt-fix-login-t1": f"prompt-{apart}-t1",
@@ -1037,6 +1038,80 @@ def test_two_people_who_named_a_session_alike_both_keep_their_work_on_the_team_d
         {"id": "session-fix-login", "project": "web", "text": text, "base": None}]})[2])
     assert again["results"] == [{"id": "session-fix-login", "project": "web", "outcome": "unchanged",
                                  "storedAs": f"session-{apart}", "heldBy": "ana@example.com"}]
+
+
+def _own_session(store, sid, owner, minutes, project="web"):
+    from datetime import datetime, timedelta, timezone
+
+    start = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+    start_session(store, StartSessionRequest(session_id=sid, project=project, owner=owner,
+                                             start_time=start.isoformat()))
+    _record(store, session=sid, body=f"{owner}'s turn of {sid}", project=project)
+    end_session(store, EndSessionRequest(session_id=sid, project=project,
+                                         until=(start + timedelta(minutes=minutes)).isoformat()),
+                now=start + timedelta(minutes=minutes))
+
+
+def _by_owner(team: Path) -> dict:
+    report = json.loads(memo("--json", "activity", "--all", "--since", "2026-03-01", "--until", "2026-03-03",
+                             vault=team).stdout)
+    return {who: row["durationMinutes"] for who, row in report["byOwner"].items()}
+
+
+def test_owners_alike_as_slugs_none_and_a_corrected_owner_each_keep_their_minutes_once(tmp_path, daemon,
+                                                                                      monkeypatch):
+    """Found by an attacker of the first version: Jörg's and Jürg's sessions both went to
+    ``fix--j-rg`` (one lost to a conflict file), as two names in another script to ``--untitled``;
+    a laptop without a git identity replaced Bob's session; a lead who corrected a session's owner
+    on the daemon had it forked by the laptop's next push (billed twice); and an id kept apart
+    could land on a third person's session."""
+    from memo_analytics.services import sessions as session_services
+
+    monkeypatch.setattr(session_services, "git_identity", lambda root: None)  # a laptop without a git identity
+    team, server = daemon
+    laptops = {name: _client(tmp_path, server.base, name) for name in ("bob", "jorg", "jurg", "li", "han", "nobody")}
+    for name, owner, minutes in (("bob", "bob@x.com", 30), ("jorg", "Jörg", 60), ("jurg", "Jürg", 90),
+                                 ("li", "李雷", 15), ("han", "韩梅梅", 45), ("nobody", None, 120)):
+        _own_session(laptops[name], "fix", owner, minutes)
+    # (a session of no recorded owner may be anyone's: it bills what no other session covers, 120 − 90)
+    assert _by_owner(team) == {"bob@x.com": 30, "Jörg": 60, "Jürg": 90, "李雷": 15, "韩梅梅": 45, "unknown": 30}
+    nobodys = read_record(team / f"projects/web/sessions/session-{sync.apart_session_id('fix', None)}.md")[0]
+    assert (nobodys.get("owner"), nobodys["durationMinutes"]) == (None, 120)
+    assert not list(team.glob("projects/web/*/*.conflict-*"))
+    assert len(set(sync.status(laptops[n])["keptApart"][0]["storedAs"] for n in ("jorg", "jurg", "li", "han"))) == 4
+    # the lead corrects the owner of a pushed session on the daemon; the laptop's next change merges into it
+    robert = _client(tmp_path, server.base, "robert")
+    _own_session(robert, "s10", "bob@x.com", 40, project="ops")
+    on_daemon = team / "projects/ops/sessions/session-s10.md"
+    on_daemon.write_text(on_daemon.read_text().replace("owner: bob@x.com", "owner: robert@x.com"))
+    memo("reindex", vault=team)
+    end_session(robert, EndSessionRequest(session_id="s10", project="ops", summary="did the thing"))
+    assert sorted(p.name for p in (team / "projects/ops/sessions").iterdir()) == ["session-s10.md"]
+    merged = read_record(on_daemon)[0]
+    assert (merged["owner"], merged["summary"], merged["durationMinutes"]) == ("robert@x.com", "did the thing", 40)
+    # the id a session would be kept under is a third person's: refused, nothing replaced
+    carol = _client(tmp_path, server.base, "carol")
+    taken = sync.apart_session_id("deploy", "alice")
+    _own_session(carol, taken, "carol@x.com", 45, project="api")
+    _own_session(carol, "deploy", "bob@x.com", 30, project="api")
+    alice = _client(tmp_path, server.base, "alice")
+    _own_session(alice, "deploy", "alice", 20, project="api")
+    [refused] = [r for r in sync.status(alice)["refused"] if r["id"] == "session-deploy"]
+    assert f"{taken} is carol@x.com's" in refused["reason"]
+    assert read_record(team / f"projects/api/sessions/session-{taken}.md")[0]["owner"] == "carol@x.com"
+    assert sync.status(alice)["pending"] >= 1  # Alice's work waits on her laptop, nothing lost
+
+
+def test_a_pusher_that_names_no_owner_for_a_turn_leaves_it_where_its_id_says(tmp_path, daemon):
+    """A laptop of an earlier memo sends no ``owner`` with a turn: the turn goes to its own id, as
+    before (it was not moved away from its own session)."""
+    team, server = daemon
+    mine = _client(tmp_path, server.base)
+    _own_session(mine, "t1", "bob@x.com", 10)
+    text = (mine.root / "projects/web/prompts/prompt-t1-t1.md").read_text().replace("bob@x.com's turn", "edited")
+    again = json.loads(server.request("/api/sync/records", data={"records": [
+        {"id": "prompt-t1-t1", "project": "web", "text": text, "base": None}]})[2])
+    assert [r.get("storedAs") for r in again["results"]] == [None]
 
 
 def test_a_start_naming_its_person_never_takes_over_anothers_open_session(tmp_path):
