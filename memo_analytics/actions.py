@@ -191,8 +191,9 @@ class PromptToolInput(BaseModel):
                                                            "openQuestions, branch, owner, shared} for the next session")
     shared: bool | None = Field(None, description="session_end: the hand-off may be claimed by any owner")
     owner: str | None = Field(None, description="session_start: who works the session (claims batons addressed to "
-                                                "them); activity_report: only this person's sessions ('unknown': none "
-                                                "recorded)")
+                                                "them); record, session_end: who records or ends it (refused on "
+                                                "another person's session); activity_report: only this person's "
+                                                "sessions ('unknown': none recorded)")
     objective: str | None = Field(None, description="session_start: the session objective (cleared on end)")
     tz: str | None = Field(None, description="list/search/session/activity_report: IANA time zone whose days the "
                                              "date-only since/until bound (default: the vault's)")

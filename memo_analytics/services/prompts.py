@@ -96,6 +96,23 @@ def is_new_client(store: VaultStore, client: str) -> bool:
         and index.client_spelling(store.conn, client) is None
 
 
+def refuse_anothers(session: dict[str, Any], owner: str | None, session_id: str | None, instead: str) -> None:
+    """A call that names its person (``owner``: a team daemon's caller, a hook) never acts on
+    another person's session of the same id — it would bill their time as the caller's, or
+    the caller's turn and end would land in theirs (found by a team lead: in remote mode Bob's
+    turn and end went into Ana's ``deploy``). Owners compare in any case.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``sessionId``: the session names another owner; ``instead`` says what to do.
+    """
+    named = clean_owner(owner)
+    theirs = session.get("owner") if session else None
+    if named and isinstance(theirs, str) and theirs.strip() and theirs.strip().casefold() != named.casefold():
+        raise InvalidFieldError("sessionId", f"session {session_id} is {theirs}'s, not {named}'s; {instead}")
+
+
 def clean_owner(value: str | None, field: str = "owner") -> str | None:
     """A person as a session's or hand-off's ``owner`` names them (their git identity: an
     e-mail address or a name): one line without control or invisible characters, at most
@@ -272,6 +289,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
                             "another agent's turn names its agent"}
     with store.lock():
         session_meta = _session_meta(store, project, session_id)
+        refuse_anothers(session_meta, request.owner, session_id, "record into a session of your own (start one)")
         turn = request.turn
         if session_id and turn is None:
             turn = index.max_turn(store.conn, project, session_id) + 1

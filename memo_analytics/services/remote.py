@@ -58,8 +58,10 @@ def _localize(arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         if arguments.get("action") in ("record", "session_start"):
             arguments.setdefault("branch", branch)
             arguments.setdefault("gitSha", sha)
-    if arguments.get("action") == "session_start" and not arguments.get("owner"):
-        arguments["owner"] = git_identity(root)  # whose work it is: this machine's person, not the daemon's
+    if arguments.get("action") in ("session_start", "record", "session_end") and not arguments.get("owner"):
+        # whose work it is: this machine's person, not the daemon's (a turn or an end never goes
+        # into another person's session of the same id)
+        arguments["owner"] = git_identity(root)
     return {k: v for k, v in arguments.items() if v is not None}, preferred
 
 

@@ -75,6 +75,7 @@ class RecordPromptRequest(RecordContext):
     turn: int | None = Field(None, ge=1, le=MAX_TURN, description="Explicit turn number (1–1,000,000)")
     created: datetime | str | None = Field(None, description="When the turn happened (default now), ISO 8601")
     skip_existing: bool = Field(False, description="Importers: leave an existing record with this id untouched")
+    owner: str | None = Field(None, description="Who records the turn: refused into another person's session")
 
 
 class StartSessionRequest(RecordContext):
@@ -147,6 +148,7 @@ class EndSessionRequest(Request):
                                          "openQuestions, branch, owner, shared}; branch and owner default to the "
                                          "session's (the owner else the cwd repository's git identity)")
     cwd: str | None = Field(None, description="The caller's working directory (its git identity owns a baton)")
+    owner: str | None = Field(None, description="Who ends it: refused on another person's session")
     recompute_duration: bool = Field(
         False, description="Importers: move the end of an imported session as its transcript grew"
     )

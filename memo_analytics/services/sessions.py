@@ -48,6 +48,7 @@ from .prompts import (
     clean_client,
     clean_line,
     clean_owner,
+    refuse_anothers,
     clean_text,
     envelope,
     optional_slug,
@@ -105,7 +106,8 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
         if old.get("status") == "completed":
             store.ensure_indexed(RecordKind.SESSION, project, record_id, meta=old)
             raise SessionCompletedError(session_id)
-        _refuse_anothers(old, request, session_id)
+        refuse_anothers(old, request.owner, session_id, "start yours under another id (or without one for a new "
+                                                        "session)")
         meta = _started(store, request, now, project, session_id, start, product_root, old)
         baton = None
         if claim and not old.get("handoffClaimed"):
@@ -120,23 +122,6 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
         store.upsert(RecordKind.SESSION, meta, body)
     remember_root(store, project, product_root)
     return {**meta, "body": body, "handoff": baton}
-
-
-def _refuse_anothers(old: dict[str, Any], request: StartSessionRequest, session_id: str) -> None:
-    """A start that names its person (``owner``: a team daemon's caller, a hook) never takes
-    over another person's open session of the same id: it would bill their time as the
-    caller's, and the caller's turns would land in it.
-
-    Raises
-    ------
-    InvalidFieldError
-        ``sessionId``: the session is another owner's.
-    """
-    owner = clean_owner(request.owner)
-    if old and owner and isinstance(old.get("owner"), str) and old["owner"] and old["owner"] != owner:
-        raise InvalidFieldError("sessionId", f"session {session_id} is {old['owner']}'s open session, not "
-                                             f"{owner}'s; start yours under another id (or without one for a new "
-                                             "session)")
 
 
 def _client_of(store: VaultStore, project: str, session_id: object) -> str | None:
@@ -305,6 +290,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None,
             raise SessionNotStartedError(session_id)
         store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         meta, body = existing
+        refuse_anothers(meta, request.owner, session_id, "end your own session")
         if by_person and meta.get("status") == "superseded":
             # its work is the imported sessions': ending it made it count again beside them (twice
             # under overlapPolicy sum)

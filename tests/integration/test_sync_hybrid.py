@@ -1121,7 +1121,8 @@ def test_a_start_naming_its_person_never_takes_over_anothers_open_session(tmp_pa
 
     store = VaultStore(Settings(vault_root=tmp_path / "team", timezone="UTC"))
     start_session(store, StartSessionRequest(session_id="fix-login", project="web", owner="ana@example.com"))
-    with pytest.raises(InvalidFieldError, match="fix-login is ana@example.com's open session, not bob@example.com's"):
+    with pytest.raises(InvalidFieldError, match="session fix-login is ana@example.com's, not bob@example.com's; start "
+                                                "yours under another id"):
         start_session(store, StartSessionRequest(session_id="fix-login", project="web", owner="bob@example.com"))
     assert read_record(store.path_for("web", __import__("memo_analytics.domain.records", fromlist=["x"]).RecordKind.SESSION,
                                       "session-fix-login"))[0]["owner"] == "ana@example.com"
@@ -1194,3 +1195,37 @@ def test_a_leads_correction_on_the_daemon_survives_a_later_edit_of_another_field
         {"id": "session-c2", "project": "web", "text": text, "base": updated}]})[2])
     assert [r["outcome"] for r in again["results"]] == ["unchanged"]
     assert _team_file(team, "session-c2", "sessions").read_bytes() == before
+
+
+def _person_repo(tmp_path: Path, name: str) -> Path:
+    repo = tmp_path / f"{name}-repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "user.email", f"{name}@team.test"], check=True)
+    return repo
+
+
+def test_in_remote_mode_a_turn_or_an_end_never_goes_into_another_persons_session(tmp_path, daemon):
+    """Found by a team lead: the daemon refused Bob's start of Ana's open ``deploy``, but took his
+    ``memo prompt record --session-id deploy`` as her turn 2 and his ``memo session end deploy``
+    as her end (his summary, his time, billed as hers; her later push then lost his turn to a
+    conflict file). A remote laptop names its person with a turn and an end as with a start."""
+    team, server = daemon
+    config = tmp_path / "remote.toml"
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "{server.base}"\n')
+    env = {"MEMO_CONFIG": str(config), "MEMO_VAULT": str(tmp_path / "laptop-vault")}
+    ana, bob = _person_repo(tmp_path, "ana"), _person_repo(tmp_path, "bob")
+    memo("session", "start", "deploy", "--project", "web", "--start-time", "2026-03-06T09:00:00Z", env=env, cwd=ana)
+    memo("prompt", "record", "--session-id", "deploy", "--project", "web", "--body", "ana: deploy prep",
+         "--created", "2026-03-06T09:05:00Z", env=env, cwd=ana)
+    for args in (["prompt", "record", "--session-id", "deploy", "--project", "web", "--body", "bob: deploy run",
+                  "--created", "2026-03-06T10:05:00Z"],
+                 ["session", "end", "deploy", "--project", "web", "--until", "2026-03-06T11:00:00Z", "--summary",
+                  "bob deployed"]):
+        refused = memo(*args, env=env, cwd=bob, check=False)
+        assert refused.returncode == 1 and "session deploy is ana@team.test's, not bob@team.test's" in refused.stderr
+    session = read_record(team / "projects/web/sessions/session-deploy.md")[0]
+    assert (session["owner"], session["status"], session.get("summary")) == ("ana@team.test", "active", None)
+    assert not _team_file(team, "prompt-deploy-t2").exists()
+    ended = memo("session", "end", "deploy", "--project", "web", "--until", "2026-03-06T10:00:00Z", env=env, cwd=ana)
+    assert ended.stdout.startswith("ended session deploy: 60 minutes")
