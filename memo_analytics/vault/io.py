@@ -455,8 +455,7 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
                         raise CorruptRecordError(source, f"frontmatter nests deeper than {MAX_FRONTMATTER_DEPTH} levels")
                 elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                     depth -= 1
-        keys = _TOP_KEY.findall(fm)
-        if len(keys) != len(set(keys)):  # a key at the start of two lines: looked at as YAML reads it
+        if _may_name_a_key_twice(fm):  # looked at as YAML reads it
             _refuse_a_key_named_twice(fm, text, loader, source)
         return handler.load(fm), content.strip()
     except yaml.YAMLError as exc:
@@ -467,15 +466,37 @@ def _load_frontmatter(text: str, source: str) -> tuple[Any, str]:
         raise CorruptRecordError(source, f"broken frontmatter ({type(exc).__name__})") from None
 
 
-#: A line that may begin a key of the frontmatter's top-level mapping (``client:``): two alike are
-#: looked at as YAML reads them (a continued quoted text could start a line so).
-_TOP_KEY = re.compile(r"^([^\s#'\"?:\-][^:\n]*):(?=[ \t]|$)", re.M)
+#: A line that may begin a key of a mapping (``client:``, ``"client" :``, ``  - type:``): its
+#: indentation (``- `` counted as spaces) and the key as written. Two alike — or a key YAML
+#: reads otherwise than written (an escape in a quoted key, an explicit ``? key``) — and the
+#: frontmatter is looked at as YAML reads it.
+_KEY_LINE = re.compile(r"""^([ \t]*(?:-[ \t]+)*)(?:"((?:[^"\\\n]|\\.)*)"|'((?:[^'\n]|'')*)'|([^\s#'"?:\-][^:\n]*?))[ \t]*:(?=[ \t\r]|$)""",
+                       re.M)
+_EXPLICIT_KEY = re.compile(r"^[ \t]*(?:-[ \t]+)*\?(?:[ \t]|$)", re.M)
+
+
+def _may_name_a_key_twice(fm: str) -> bool:
+    """Whether ``fm`` may give one key twice in a mapping (a cheap test on its lines; many
+    alike keys of sibling list items only cost the full look)."""
+    if "?" in fm and _EXPLICIT_KEY.search(fm):
+        return True
+    seen = set()
+    for match in _KEY_LINE.finditer(fm):
+        indent, double, single, plain = match.groups()
+        if double is not None and "\\" in double:
+            return True
+        key = (len(indent), double if double is not None else single if single is not None else plain.strip())
+        if key in seen:
+            return True
+        seen.add(key)
+    return False
 
 
 def _refuse_a_key_named_twice(fm: str, text: str, loader: Any, source: str) -> None:
-    """Refuse a frontmatter whose top-level mapping names a key twice (``client: null`` then
-    ``client: Evil Corp``, ``billable`` true then false): YAML keeps the last and says nothing,
-    so a hand edit (or a merge) billed what its second line said.
+    """Refuse a frontmatter whose mapping — the record's, or one inside it (a deliverable) —
+    names a key twice (``client: null`` then ``client: Evil Corp``, ``billable`` true then
+    false, however quoted or spaced): YAML keeps the last and says nothing, so a hand edit (or
+    a merge) billed what its second line said.
 
     Raises
     ------
@@ -484,19 +505,24 @@ def _refuse_a_key_named_twice(fm: str, text: str, loader: Any, source: str) -> N
     """
     import yaml
 
-    node = yaml.compose(fm, Loader=loader)
-    if not isinstance(node, yaml.MappingNode):
-        return
     before = text.find(fm)
     first = text.count("\n", 0, before) + 1 if before >= 0 else 2
-    seen: dict[str, int] = {}
-    for key, _ in node.value:
-        if isinstance(key, yaml.ScalarNode):
-            line = first + key.start_mark.line
-            if key.value in seen:
-                raise CorruptRecordError(source, f"frontmatter names {key.value!r} twice (lines {seen[key.value]} "
-                                                 f"and {line}): keep the one that is right, then memo reindex")
-            seen[key.value] = line
+    nodes = [yaml.compose(fm, Loader=loader)]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key, value in node.value:
+                nodes.append(value)
+                if isinstance(key, yaml.ScalarNode):
+                    line = first + key.start_mark.line
+                    if key.value in seen:
+                        raise CorruptRecordError(source, f"frontmatter names {key.value!r} twice (lines "
+                                                         f"{seen[key.value]} and {line}): keep the one that is right, "
+                                                         "then memo reindex")
+                    seen[key.value] = line
+        elif isinstance(node, yaml.SequenceNode):
+            nodes.extend(node.value)
 
 
 def _where(exc: Exception, text: str, fm: str) -> str:

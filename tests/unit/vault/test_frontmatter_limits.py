@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memo_analytics.domain.errors import CorruptRecordError
-from memo_analytics.vault.io import MAX_FRONTMATTER_DEPTH, _load_frontmatter
+from memo_analytics.vault.io import MAX_FRONTMATTER_DEPTH, _load_frontmatter, parse_record_text
 
 DEEP = MAX_FRONTMATTER_DEPTH + 8
 
@@ -56,3 +56,30 @@ def test_torn_yaml_is_named_by_the_line_of_the_file_where_it_breaks(text, said):
     with pytest.raises(CorruptRecordError) as raised:
         _load_frontmatter(text, "x.md")
     assert str(raised.value) == f"Cannot parse x.md: broken frontmatter {said}"
+
+
+SESSION = ("---\nid: session-s1\nkind: session\nproject: web\nstatus: completed\ncreated: '2026-03-02T09:00:00.000Z'\n"
+           "updated: '2026-03-02T10:00:00.000Z'\nsessionId: s1\nstartTime: '2026-03-02T09:00:00.000Z'\n"
+           "endTime: '2026-03-02T10:00:00.000Z'\ndurationMinutes: 60\nclient: null\nbillable: true\n{extra}---\n\nbody\n")
+
+
+@pytest.mark.parametrize("extra, key", [
+    ('"client": Evil Corp\n', "client"), ("'client': Evil Corp\n", "client"), ("client : Evil Corp\n", "client"),
+    ("billable  : false\n", "billable"), ("? client\n: Evil Corp\n", "client"), ('"cl\\x69ent": Evil\n', "client"),
+    ("deliverables:\n- type: pr\n  url: https://x/1\n  url: https://x/2\n", "url"),
+], ids=["double-quoted", "single-quoted", "space", "spaced-bool", "explicit", "escaped", "nested"])
+def test_a_key_given_twice_however_written_is_refused(extra, key):
+    """Found by an attacker: only two alike unquoted keys at the start of a line were caught;
+    a quoted, spaced, explicit or escaped second key, or one inside a deliverable, was read as
+    its last line says."""
+    with pytest.raises(CorruptRecordError, match=f"frontmatter names '{key}' twice"):
+        parse_record_text(SESSION.format(extra=extra), "session-s1.md")
+
+
+def test_a_key_given_twice_in_a_crlf_file_is_refused_and_alike_keys_of_sibling_items_are_not():
+    crlf = SESSION.format(extra="").replace("\n", "\r\n").replace("client: null", "client:\r\nclient: Evil")
+    with pytest.raises(CorruptRecordError, match="frontmatter names 'client' twice"):
+        parse_record_text(crlf, "session-s1.md")
+    for extra in ("deliverables:\n- type: pr\n  url: https://x/1\n- type: pr\n  url: https://x/2\n",
+                  "summary: |\n  client: x\n  client: y\n"):
+        assert parse_record_text(SESSION.format(extra=extra), "session-s1.md")[0]["id"] == "session-s1"
