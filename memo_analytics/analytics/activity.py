@@ -309,8 +309,10 @@ def report_for(store: VaultStore, request: ActivityReportRequest) -> ActivityRep
             "SELECT DISTINCT json_extract(meta, '$.owner') FROM records WHERE kind = 'session'")
             if isinstance(row[0], str) and row[0].strip()}, key=str.lower)
         if report.owner.lower() not in {name.lower() for name in owners}:  # a typo read as "no work"
-            raise InvalidFieldError("owner", f"no session of the vault is {report.owner}'s (owners: "
-                                             f"{', '.join(owners[:20]) or 'none recorded'}; 'unknown' for none)")
+            asked = report.owner if len(report.owner) <= 100 else report.owner[:100] + "…"
+            raise InvalidFieldError("owner", f"no session of the vault is {asked}'s (owners: "
+                                             f"{', '.join(o[:100] for o in owners[:20]) or 'none recorded'}"
+                                             f"{', …' if len(owners) > 20 else ''}; 'unknown' for none)")
     return report
 
 

@@ -210,3 +210,9 @@ def test_a_lead_reports_and_timesheets_one_persons_work(tmp_path):
                                                          "bobby@team.test's (owners: ana@team.test, bob@team.test; "
                                                          "'unknown' for none)")
     assert json.loads(memo("--json", "activity", "--all", "--owner", "unknown", vault=vault).stdout)["sessions"] == []
+    # found by an attacker: a blank owner read as everyone's report, a long one was echoed whole
+    blank = memo("activity", "--all", "--owner", "  ", vault=vault, check=False)
+    assert (blank.returncode, blank.stderr.strip()) == (1, "error: Invalid owner: is empty: give a value, or leave "
+                                                           "the option out")
+    long = memo("activity", "--all", "--owner", "x" * 5000, vault=vault, check=False)
+    assert long.returncode == 1 and len(long.stderr) < 400 and "x" * 100 + "…'s" in long.stderr

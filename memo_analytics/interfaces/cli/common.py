@@ -452,7 +452,7 @@ def _validation_message(exc: ValidationError) -> str:
 #: Options that name something (a filter, a bound, an id): given empty, they are refused, not
 #: read as "not given" (``--since ''`` ran with no bound, ``--client ''`` covered every client).
 _NOT_BLANK = ("since", "until", "tz", "client", "project", "session_id", "task_slug", "ide", "model", "agent",
-              "to_project")
+              "to_project", "owner")
 
 
 def _build(request_model: type, /, **fields: Any):
