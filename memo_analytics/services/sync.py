@@ -176,8 +176,8 @@ def status(store: VaultStore) -> dict[str, Any]:
     the last push (they stay queued); ``conflicts`` the latest 20 pushes that met another version on
     the daemon (``{id, project, outcome, conflict}``: which won, and the file the daemon keeps
     the other in — its digest lists it); ``keptOnDaemon`` the latest 20 sessions a push merged
-    with a correction made on the daemon (``{id, project, keptHere}``: the fields the daemon kept,
-    which this vault does not have); ``keptApart`` the latest 20 records of a session whose id
+    with a correction made on the daemon, or whose invoice there holds its billing (``{id,
+    project, keptHere, invoice?}``: the fields the daemon kept, which this vault does not have); ``keptApart`` the latest 20 records of a session whose id
     is another person's session on the daemon (``{id, project, storedAs, heldBy}``: the id they
     have there)."""
     state = _load(store, "state.json")
@@ -397,7 +397,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                  for r in answer.get("results", []) if isinstance(r.get("storedAs"), str) and isinstance(r.get("id"), str)]
         earlier = [a for a in state.get("keptApart") or [] if a.get("storedAs") not in {b["storedAs"] for b in apart}]
         kept_there = [{"id": r["id"], **({"project": r["project"]} if isinstance(r.get("project"), str) else {}),
-                       "keptHere": [str(k)[:60] for k in r["keptHere"][:20]]}
+                       "keptHere": [str(k)[:60] for k in r["keptHere"][:20]],
+                       **({"invoice": str(r["invoice"])[:60]} if isinstance(r.get("invoice"), str) else {})}
                       for r in answer.get("results", []) if isinstance(r.get("id"), str)
                       and isinstance(r.get("keptHere"), list) and r["keptHere"]]
         state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None,
@@ -752,9 +753,10 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
             return {"id": record_id, "outcome": "unchanged"}
         if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors \
                 and not _changed_here(store, kind, meta, local_text):
-            store.upsert(kind, meta, body)  # the daemon holds a version the pusher sent: fast-forward
+            held, invoiced = _as_invoiced(store, kind, local_meta, meta)
+            store.upsert(kind, held, body)  # the daemon holds a version the pusher sent: fast-forward
             _keep_base(store, kind, meta, incoming)
-            return {"id": record_id, "outcome": "applied"}
+            return {"id": record_id, "outcome": "applied", **invoiced}
         merged = _merged(store, kind, meta, body, local_meta, local_body, ancestors) \
             if local_body is not None else None
         if merged is not None and merged[0] is local_meta:
@@ -768,18 +770,51 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
                 outcome.update(outcome="merged, both changed " + ", ".join(clashed) + ": the newer kept, the other "
                                                                                       "kept as conflict",
                                conflict=str(kept.relative_to(store.root)))
+            merged_meta, invoiced = _as_invoiced(store, kind, local_meta, merged_meta)
             store.upsert(kind, merged_meta, merged_body)
             _keep_base(store, kind, meta, incoming)
-            return outcome
+            return {**outcome, **invoiced, "keptHere": sorted({*outcome["keptHere"], *invoiced.get("keptHere", [])})}
         if (meta.get("updated") or "") > (local_meta.get("updated") or ""):
             kept = keep_conflict(path, local_text.encode("utf-8"), stamp)
-            store.upsert(kind, meta, body)
+            held, invoiced = _as_invoiced(store, kind, local_meta, meta)
+            store.upsert(kind, held, body)
             _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "applied, older kept as conflict",
-                    "conflict": str(kept.relative_to(store.root))}
+                    "conflict": str(kept.relative_to(store.root)), **invoiced}
         kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
         return {"id": record_id, "outcome": "kept ours, theirs kept as conflict",
                 "conflict": str(kept.relative_to(store.root))}
+
+
+#: What an issued invoice billed of a session: a push never changes them on the daemon
+#: (``memo session edit`` there refuses to; a credit note frees them).
+_INVOICED_KEYS = ("client", "billable", "startTime", "endTime", "durationMinutes")
+
+
+def _as_invoiced(store: VaultStore, kind: RecordKind, ours: dict[str, Any],
+                 theirs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``theirs`` (what a push would write over the session ``ours``) with what an issued,
+    uncredited invoice billed of it kept as it is here: a laptop had moved an invoiced session
+    to another client and lengthened it on the daemon. Returns the frontmatter to write and
+    ``{"keptHere": [keys], "invoice": number}`` when any was kept (else ``{}``)."""
+    if kind is not RecordKind.SESSION or not ours:
+        return theirs, {}
+    from ..vault import ledger
+
+    try:
+        invoiced = ledger.invoiced_items(ledger.documents(store.root)).get((ours.get("project"), ours.get("sessionId")))
+    except MemoError:
+        return theirs, {}  # a ledger that cannot be read: the daemon's digest says so
+    differing = sorted(key for key in _INVOICED_KEYS if theirs.get(key) != ours.get(key))
+    if invoiced is None or not differing:
+        return theirs, {}
+    held = {**theirs, **{key: ours.get(key) for key in _INVOICED_KEYS}}
+    if ours.get("status") == "completed":
+        held["status"] = "completed"
+    try:
+        return normalize_meta(held), {"keptHere": differing, "invoice": invoiced[0]}
+    except ValueError:
+        return theirs, {}
 
 
 #: The frontmatter keys a session's times are made of: merged as one (an end from one side and

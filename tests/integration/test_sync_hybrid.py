@@ -1229,3 +1229,35 @@ def test_in_remote_mode_a_turn_or_an_end_never_goes_into_another_persons_session
     assert not _team_file(team, "prompt-deploy-t2").exists()
     ended = memo("session", "end", "deploy", "--project", "web", "--until", "2026-03-06T10:00:00Z", env=env, cwd=ana)
     assert ended.stdout.startswith("ended session deploy: 60 minutes")
+
+
+def test_a_push_never_changes_what_an_issued_invoice_billed_of_a_session_on_the_daemon(tmp_path, daemon):
+    """Found by a team lead: on the daemon ``memo session edit`` of an invoiced session is refused
+    (credit it first), but a laptop's push moved it to Globex and to 90 minutes there — the Acme
+    invoice billed 4.00 h while the daemon's activity said 3.00 h. The push's other changes land;
+    what the invoice billed stays, and the laptop is told."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    from .test_issued_invoices import ACME, GLOBEX, ISSUER
+
+    team, server = daemon
+    config = tmp_path / "lead.toml"
+    config.write_text(ISSUER + ACME + GLOBEX, encoding="utf-8")
+    ana = _client(tmp_path, server.base, "ana")
+    start_session(ana, StartSessionRequest(session_id="fix-login", project="web", client="Acme Corp",
+                                           start_time="2026-03-02T09:00:00Z"))
+    end_session(ana, EndSessionRequest(session_id="fix-login", project="web", until="2026-03-02T10:00:00Z"))
+    issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03-01",
+                             "--until", "2026-03-31", vault=team, env={"MEMO_CONFIG": str(config)}).stdout)
+    edit_session(ana, EditSessionRequest(session_id="fix-login", project="web", client="Globex", minutes=90,
+                                         summary="Login fix and tests"))
+    sync.push(ana)
+    on_daemon = read_record(_team_file(team, "session-fix-login", "sessions"))[0]
+    assert (on_daemon["client"], on_daemon["durationMinutes"], on_daemon["endTime"], on_daemon["summary"]) == (
+        "Acme Corp", 60, "2026-03-02T10:00:00.000Z", "Login fix and tests")
+    [told] = [k for k in sync.status(ana)["keptOnDaemon"] if k["id"] == "session-fix-login"]
+    assert (told["keptHere"], told["invoice"]) == (["client", "durationMinutes", "endTime"], issued["number"])
+    acme = json.loads(memo("--json", "activity", "--all", "--client", "Acme Corp", vault=team,
+                           env={"MEMO_CONFIG": str(config)}).stdout)
+    assert acme["totalBillableHours"] == 1.0

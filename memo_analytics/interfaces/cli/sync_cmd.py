@@ -60,8 +60,10 @@ def sync_status() -> None:
                 out.print(_safe(f"  conflict on the daemon: {item['id']}: {item['outcome']} ({item['conflict']} "
                                 f"there; its digest lists it)"))
             for item in r.get("keptOnDaemon") or []:
+                why = (f"invoice {item['invoice']} billed them there; a credit note frees them" if item.get("invoice")
+                       else "corrected there since your push")
                 out.print(_safe(f"  merged on the daemon: {item['id']} keeps its {', '.join(item['keptHere'])} there "
-                                "(corrected there since your push; this vault still has its own)"))
+                                f"({why}; this vault still has its own)"))
             for item in r.get("keptApart") or []:
                 out.print(_safe(f"  kept apart on the daemon: {item['id']} is {item['storedAs']} there (its "
                                 f"session's id there is {item['heldBy']}'s session)"))
@@ -92,8 +94,10 @@ def sync_push() -> None:
             err.print(_safe(f"note: {item.get('id')} met another version on the daemon: {item.get('outcome')} "
                             f"({item['conflict']} there; its digest lists it)"))
         if isinstance(item.get("keptHere"), list) and item["keptHere"]:
-            err.print(_safe(f"note: {item.get('id')} was corrected on the daemon since your last push: it keeps its "
-                            f"{', '.join(map(str, item['keptHere']))} there, your other changes merged"))
+            why = (f"is on invoice {item['invoice']} there" if isinstance(item.get("invoice"), str) else
+                   "was corrected on the daemon since your last push")
+            err.print(_safe(f"note: {item.get('id')} {why}: it keeps its {', '.join(map(str, item['keptHere']))} "
+                            "there, your other changes merged"))
         if isinstance(item.get("storedAs"), str):
             err.print(_safe(f"note: {item.get('id')} is kept on the daemon as {item['storedAs']} (its session's id "
                             f"there is {item.get('heldBy')}'s session)"))
