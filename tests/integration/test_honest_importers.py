@@ -9,6 +9,8 @@ import shutil
 from pathlib import Path
 from datetime import datetime, timedelta
 
+import pytest
+
 from tests.inprocess import memo
 
 CX = "codex-rollouts/7567491-Feishu_ClaudeCode/.codex/sessions/2025/11/"
@@ -312,3 +314,18 @@ def test_import_auto_leaves_claude_code_sub_agent_files_out_and_says_so(realdata
         in " ".join(told.stderr.split())
     [item] = json.loads(memo("--json", "import", "auto", str(folder), vault=tmp_path / "v2").stdout)["sources"]
     assert (item["source"], item["subAgentFiles"], item.get("untold")) == ("claude-code", n, None)
+
+
+@pytest.mark.parametrize("client, said", [
+    ("", "error: Invalid client: is empty: give a value, or leave the option out"),
+    ("   ", "error: Invalid client: is empty: give a value, or leave the option out"),
+    ("Acme\tCorp", "error: Invalid client: holds the control character U+0009"),
+])
+def test_a_blank_or_bad_client_of_an_import_is_refused_before_any_file_is_read(realdata, tmp_path, client, said):
+    """Found by an attacker: ``--client ''`` imported everything as ``internal`` with exit 0, and a
+    client holding a tab was said once per conversation as "skipped"."""
+    folder = realdata / "claude-code-jsonl" / "moredip-session-share"
+    for args in (["import", "claude-code", str(folder)], ["import", "auto", str(folder)]):
+        ran = memo(*args, "--client", client, vault=tmp_path / "v", check=False)
+        assert ran.returncode == 1 and ran.stderr.startswith(said), ran.stderr
+    assert not (tmp_path / "v" / "projects").exists()

@@ -38,7 +38,7 @@ from ...vault.redact import redact_secrets, warm as warm_redaction
 from ..describe import session_description
 from ..pricing import plausible_tokens
 from ..pricing import PriceCache, stored_turn_cost
-from ..prompts import body_refusal, record_prompt, stored_summary
+from ..prompts import body_refusal, clean_client, record_prompt, stored_summary
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, record_whole_session, start_session
 from ..store import VaultStore
@@ -264,6 +264,19 @@ class ImportOptions:
     billable: bool | None = None
     idle_gap: timedelta = timedelta(minutes=30)
     zone: tzinfo | None = None  # zone of timestamps without an offset (None: UTC)
+
+    def __post_init__(self) -> None:
+        """A client given is checked before any file is read (a blank one read as none, billing
+        the work to ``internal``; a bad one was said per conversation as "skipped").
+
+        Raises
+        ------
+        InvalidFieldError
+            ``client``: empty, a control character, too long."""
+        if self.client is not None:
+            if not self.client.strip():
+                raise InvalidFieldError("client", "is empty: give a value, or leave the option out")
+            self.client = clean_client(self.client)
 
 
 @dataclass
