@@ -557,6 +557,10 @@ def test_a_file_of_one_line_stamped_out_of_range_says_why_its_line_was_left_out(
     ran = memo("import", "claude-code", str(folder), vault=tmp_path / "v", check=False)
     assert "line 1: unreadable or out-of-range timestamp '9999-12-31T23:00:00Z'" in ran.stderr
     assert "no line holds a Claude Code record" not in ran.stderr
+    # found by an attacker: it said "sessions 0, turns 0, skipped 1" and exited 0 — a command that
+    # did nothing says so and exits non-zero
+    assert ran.returncode == 1
+    assert ran.stderr.strip().splitlines()[-1] == "error: nothing imported: 1 line left out (the lines above say why)"
 
 
 def test_a_line_stamped_in_the_future_keeps_every_later_turn_in_its_own_session(tmp_path):

@@ -473,9 +473,11 @@ def test_a_gemini_chat_without_a_message_list_or_a_session_id_is_said_so(tmp_pat
         chat[key] = value
         path = tmp_path / f"session-{number}.json"
         path.write_text(json.dumps(chat), encoding="utf-8")
-        result = imported(tmp_path / "v", "gemini", path)
+        ran = memo("--json", "import", "gemini", str(path), vault=tmp_path / "v", check=False)
+        result = json.loads(ran.stdout)
         assert (counts(result), result["recognised"], result["unrecognised"]) == ((1, 0, 0, 1), 1, 0)
         assert [e.split(": ", 1)[1] for e in result["errors"]] == [said]
+        assert ran.returncode == 1 and "nothing imported" in ran.stderr  # a command that took nothing in
 
 
 def test_an_integer_too_long_for_python_costs_only_its_token_count(tmp_path, realdata):

@@ -116,8 +116,7 @@ def _import_command(source: str) -> Callable[..., None]:
                       f"{'' if result.rewound != 1 else 's'}: their sessions end earlier; if a file was cut or cleared "
                       "by mistake, put it back and import again — they come back")
         if result.took_nothing_in():
-            raise MemoError(f"nothing imported: {result.refused} conversation{'s' if result.refused != 1 else ''} "
-                            "refused (the lines above say why)")
+            raise MemoError(f"nothing imported: {result.nothing_taken()} (the lines above say why)")
 
     command.__doc__ = f"Import {source} transcripts: one session per work interval, one turn per human prompt."
     return command

@@ -324,12 +324,24 @@ class ImportResult:
     #: turn, as old SpecStory files: one stamp in the header; or every turn stamped alike);
     #: ``memo session edit ID --minutes N`` gives one its time
     untimed: int = 0
+    #: conversations read that hold at least one turn (recorded now or before)
+    prompted: int = 0
 
     def took_nothing_in(self) -> bool:
-        """Whether conversations were refused and nothing else was taken in (a command that did
-        nothing but refuse exits non-zero)."""
-        return bool(self.refused) and not (self.sessions or self.turns or self.revised or self.restored
-                                            or self.superseded)
+        """Whether conversations were refused or lines left out, and nothing else was taken in
+        nor was there before (a command that did nothing but refuse exits non-zero: a file whose
+        one line was stamped in the year 1 said "skipped 1" and exited 0)."""
+        return (bool(self.refused) or (bool(self.skipped) and not self.prompted)) and not (
+            self.sessions or self.turns or self.revised or self.restored or self.superseded or self.unchanged
+            or self.reindexed)
+
+    def nothing_taken(self) -> str:
+        """What :meth:`took_nothing_in` refused, for its message: ``1 conversation refused``,
+        ``2 lines left out``."""
+        parts = [f"{self.refused} conversation{'s' if self.refused != 1 else ''} refused"] if self.refused else []
+        left = self.skipped - self.refused
+        parts += [f"{left} line{'s' if left != 1 else ''} left out"] if left > 0 else []
+        return ", ".join(parts)
 
     def line(self) -> str:
         told = [f"{self.unchanged} unchanged"] if self.unchanged else []
@@ -1435,6 +1447,7 @@ def run_import(
         if invoiced is None:
             invoiced = invoiced_in(store.root)
         key, counted = (transcript.source, transcript.transcript_id), (result.sessions, result.turns)
+        result.prompted += bool(transcript.prompts)
         try:
             written = import_transcript(store, transcript, options, result, invoiced)
             bases[key] = written.base
