@@ -49,12 +49,12 @@ _BILLS_A_CLIENT = ("kind = 'session' AND status <> 'superseded' AND coalesce(tri
 def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Billable ended sessions without a client in projects where other sessions name a client
     (an open one is not listed: its minutes are not known yet, and its client can be named when
-    it ends), each with ``_projectClients``: the clients its project's sessions name (not ``internal``),
+    it ends; nor one of 0 minutes: a client would bill nothing more), each with ``_projectClients``: the clients its project's sessions name (not ``internal``),
     the most billed first (then by name)."""
     sessions = _records(
         conn,
         "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND status NOT IN ('superseded', 'active') "
-        "AND project IN "
+        "AND coalesce(duration_minutes, 0) > 0 AND project IN "
         f"(SELECT DISTINCT project FROM records WHERE {_BILLS_A_CLIENT})")
     if not sessions:
         return sessions

@@ -392,3 +392,15 @@ def test_a_further_vaults_item_of_the_same_id_leaves_this_vaults_to_apply(tmp_pa
             digest_as_of(mine, "2999-01-01")
     finally:
         mine.close()
+
+
+def test_a_session_of_no_minutes_raises_no_client_missing_item(store):
+    """Found by an operator: right after an agent's ``session_end`` of no time the digest listed
+    ``client_missing — 0 min billable filed under internal``: a client would bill nothing more."""
+    for sid, client, minutes in (("billed", "Acme", 30), ("empty", None, 0), ("forgot", None, 20)):
+        start_session(store, StartSessionRequest(session_id=sid, project="web", client=client,
+                                                 start_time=T0.isoformat()), now=T0)
+        end_session(store, EndSessionRequest(session_id=sid, project="web",
+                                             until=(T0 + timedelta(minutes=minutes)).isoformat()), now=LATER)
+    items = [i["id"] for i in current_digest(store, now=LATER, force=True)["items"] if i["kind"] == "client_missing"]
+    assert items == ["client_missing:forgot"]
