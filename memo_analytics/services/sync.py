@@ -43,6 +43,7 @@ from ..vault.redact import (
     redact_ignored_paths,
     redact_secrets,
 )
+from .prompts import canonical_client
 from .record_rules import check_record
 from .remote import exchange, without_userinfo
 from .store import VaultStore
@@ -739,7 +740,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
     with store.lock():
         local_text = store.read_text(meta["project"], kind, record_id)
         if local_text is None:
-            store.upsert(kind, meta, body)
+            store.upsert(kind, _filed_here(store, kind, meta), body)
             _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "applied"}
         try:
@@ -784,6 +785,17 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
         return {"id": record_id, "outcome": "kept ours, theirs kept as conflict",
                 "conflict": str(kept.relative_to(store.root))}
+
+
+def _filed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> dict[str, Any]:
+    """A pushed session new to this vault that names no client, filed under the client this
+    vault's ``projectClients`` maps its project to (the team's mapping: each laptop had to copy
+    it, or its sessions billed ``internal`` on the daemon); a project mapped to ``internal``
+    stays so."""
+    if kind is not RecordKind.SESSION or (isinstance(meta.get("client"), str) and meta["client"].strip()):
+        return meta
+    client = canonical_client(store, store.settings.client_of_project(str(meta["project"])))
+    return normalize_meta({**meta, "client": client}) if client else meta
 
 
 #: What an issued invoice billed of a session: a push never changes them on the daemon

@@ -1261,3 +1261,31 @@ def test_a_push_never_changes_what_an_issued_invoice_billed_of_a_session_on_the_
     acme = json.loads(memo("--json", "activity", "--all", "--client", "Acme Corp", vault=team,
                            env={"MEMO_CONFIG": str(config)}).stdout)
     assert acme["totalBillableHours"] == 1.0
+
+
+def test_a_pushed_session_without_a_client_is_filed_by_the_daemons_project_clients(tmp_path, monkeypatch):
+    """Found by a team lead: a hybrid laptop's sessions were filed by the laptop's
+    ``projectClients`` only — one without the team's mapping billed ``internal`` on the daemon.
+    A pushed session that names no client takes the daemon's mapping; one that names a client,
+    or a project mapped to internal, keeps what it says."""
+    config = tmp_path / "team.toml"
+    config.write_text('[projectClients]\nshop = "Acme Corp"\nlab = "internal"\n', encoding="utf-8")
+    monkeypatch.setenv("MEMO_CONFIG", str(config))  # the daemon reads it; the laptop has none of it
+    server = Server(tmp_path / "team", "--mcp-port", "0")
+    try:
+        monkeypatch.delenv("MEMO_CONFIG")
+        bob = _client(tmp_path, server.base, "bob")
+        for sid, project, client in (("s1", "shop", None), ("s2", "shop", "Globex"), ("s3", "lab", None)):
+            start_session(bob, StartSessionRequest(session_id=sid, project=project, client=client,
+                                                   start_time="2026-03-02T09:00:00Z"))
+            end_session(bob, EndSessionRequest(session_id=sid, project=project, until="2026-03-02T10:00:00Z"))
+        clients = {sid: read_record(tmp_path / "team" / "projects" / project / "sessions" / f"session-{sid}.md")[0]
+                   .get("client") for sid, project in (("s1", "shop"), ("s2", "shop"), ("s3", "lab"))}
+        assert clients == {"s1": "Acme Corp", "s2": "Globex", "s3": None}
+        assert read_record(bob.root / "projects/shop/sessions/session-s1.md")[0].get("client") is None
+        # Bob's later change of s1 keeps the team's client there
+        end_session(bob, EndSessionRequest(session_id="s1", project="shop", summary="checkout"))
+        again = read_record(tmp_path / "team" / "projects/shop/sessions/session-s1.md")[0]
+        assert (again["client"], again["summary"]) == ("Acme Corp", "checkout")
+    finally:
+        server.stop()
