@@ -225,6 +225,13 @@ def _pushed_owner(store: VaultStore, meta: dict[str, Any],
     return {"owner": owner} if held else {}
 
 
+def _newest(new: list[dict[str, Any]], earlier: Any, key: str) -> list[dict[str, Any]]:
+    """The 20 latest entries of a push state list: ``new`` first, then those of ``earlier`` that
+    none of them replaces (by ``key``)."""
+    seen = {item.get(key) for item in new}
+    return (new + [item for item in (earlier or []) if isinstance(item, dict) and item.get(key) not in seen])[:20]
+
+
 #: What a push that did not reach the daemon, or was not taken, raises.
 PUSH_FAILURES = (urllib.error.URLError, OSError, ValueError, http.client.HTTPException)
 
@@ -396,7 +403,6 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         apart = [{"id": r["id"], **({"project": r["project"]} if isinstance(r.get("project"), str) else {}),
                   "storedAs": str(r["storedAs"])[:200], "heldBy": str(r.get("heldBy"))[:200]}
                  for r in answer.get("results", []) if isinstance(r.get("storedAs"), str) and isinstance(r.get("id"), str)]
-        earlier = [a for a in state.get("keptApart") or [] if a.get("storedAs") not in {b["storedAs"] for b in apart}]
         kept_there = [{"id": r["id"], **({"project": r["project"]} if isinstance(r.get("project"), str) else {}),
                        "keptHere": [str(k)[:60] for k in r["keptHere"][:20]],
                        **({"invoice": str(r["invoice"])[:60]} if isinstance(r.get("invoice"), str) else {})}
@@ -404,9 +410,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                       and isinstance(r.get("keptHere"), list) and r["keptHere"]]
         state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None,
                      refused=refused[:20], conflicts=(conflicts + list(state.get("conflicts") or []))[:20],
-                     keptApart=(apart + earlier)[:20],
-                     keptOnDaemon=(kept_there + [m for m in state.get("keptOnDaemon") or []
-                                                 if m.get("id") not in {k["id"] for k in kept_there}])[:20])
+                     keptApart=_newest(apart, state.get("keptApart"), "storedAs"),
+                     keptOnDaemon=_newest(kept_there, state.get("keptOnDaemon"), "id"))
         _save(store, "state.json", state)
         return {"pushed": len(done) - len(mismatched), "results": answer.get("results", []) + [
                     {**item, "outcome": "refused"} for item in mismatched],
@@ -668,8 +673,8 @@ def _base_owner(store: VaultStore, project: str, session_id: str) -> tuple[bool,
     """Whether a push brought the session ``session_id`` here (its base copy, :func:`_keep_base`),
     and the ``owner`` that push named."""
     try:
-        meta, _ = parse_record_text(_base_path(store, RecordKind.SESSION, {"project": project, "id": f"session-{session_id}"})
-                                    .read_text(encoding="utf-8"), f"session-{session_id}")
+        meta, _ = parse_record_text(_base_path(store, project, f"session-{session_id}").read_text(encoding="utf-8"),
+                                    f"session-{session_id}")
     except (OSError, CorruptRecordError, ValueError):
         return False, None
     owner = meta.get("owner")
@@ -836,8 +841,9 @@ _TIME_KEYS = ("startTime", "endTime", "durationMinutes", "status", "timesEdited"
 _STAMP_KEYS = ("updated",)
 
 
-def _base_path(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> Path:
-    return _dir(store) / "base" / str(meta["project"]) / f"{meta['id']}.md"
+def _base_path(store: VaultStore, project: str, record_id: str) -> Path:
+    """Where the base copy of a pushed session is kept (:func:`_keep_base`)."""
+    return _dir(store) / "base" / project / f"{record_id}.md"
 
 
 def _changed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any], local_text: str) -> bool:
@@ -846,7 +852,7 @@ def _changed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any], loc
     if kind is not RecordKind.SESSION:
         return False
     try:
-        base = _base_path(store, kind, meta).read_text(encoding="utf-8")
+        base = _base_path(store, meta["project"], meta["id"]).read_text(encoding="utf-8")
         return base != local_text and parse_record_text(base, str(meta["id"])) != \
             parse_record_text(local_text, str(meta["id"]))
     except (OSError, CorruptRecordError, ValueError):
@@ -859,7 +865,7 @@ def _keep_base(store: VaultStore, kind: RecordKind, meta: dict[str, Any], text: 
     apart from it (:func:`_merged`). Sessions only: what a lead corrects (client, times,
     billable, summary)."""
     if kind is RecordKind.SESSION:
-        atomic_write_bytes(_base_path(store, kind, meta), text.encode("utf-8"), durable=False)
+        atomic_write_bytes(_base_path(store, meta["project"], meta["id"]), text.encode("utf-8"), durable=False)
 
 
 def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_body: str, ours: dict[str, Any],
@@ -876,7 +882,7 @@ def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_b
     if kind is not RecordKind.SESSION:
         return None
     try:
-        base_text = _base_path(store, kind, theirs).read_text(encoding="utf-8")
+        base_text = _base_path(store, theirs["project"], theirs["id"]).read_text(encoding="utf-8")
         base, base_body = parse_record_text(base_text, str(theirs["id"]))
     except (OSError, CorruptRecordError, ValueError):
         return None
