@@ -1066,3 +1066,24 @@ def test_a_billed_session_whose_record_is_gone_is_a_digest_item_until_it_is_back
     path.write_bytes(kept)
     run(billing, "reindex")
     assert items() == []
+
+
+def test_a_draft_invoice_without_an_output_is_printed_and_nothing_is_written(billing, tmp_path):
+    """Found by a billing person: ``memo report invoice`` exited 2 without ``--output`` — no way
+    to look at a draft before writing a file. Its lines and totals are printed; nothing is
+    written; the figures are those the PDF prints."""
+    args = ("report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    shown = run(billing, *args)
+    assert shown.returncode == 0, shown.stderr
+    as_json = json.loads(run(billing, "--json", *args).stdout)
+    written = json.loads(run(billing, "--json", *args, "-o", str(tmp_path / "draft.pdf")).stdout)
+    assert {k: v for k, v in written.items() if k != "output"} == as_json
+    lines = shown.stdout.splitlines()
+    assert len(lines) == len(as_json["items"]) + 1
+    for line, item in zip(lines, as_json["items"]):
+        assert line.startswith(f"Acme Corp · {item['description']}: {item['hours']} h × {item['rate']} = EUR ")
+    total = as_json["totals"]["EUR"]
+    assert lines[-1] == (f"EUR: {total['billableHours']:.2f} h, net {total['amount']}, tax {total['tax']}, "
+                         f"total {total['gross']}")
+    assert "note: a draft, nothing written" in shown.stderr
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".pdf") == ["draft.pdf"]

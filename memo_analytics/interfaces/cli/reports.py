@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
@@ -213,9 +213,40 @@ def report_timesheet(
 
 
 
+def _invoice_preview(report: ActivityReport, lines: str, zero_minutes: bool, skip_unpriced: bool) -> None:
+    """``memo report invoice`` without ``-o``: the draft's lines and totals printed, nothing written
+    (a billing person looked before writing a file: the command had required one)."""
+    from ...config import config_path
+    from ...reports.invoice import build_invoice, invoice_summary
+    from ...vault.ledger import invoiced_in
+
+    invoice = build_invoice(report, state.settings.billing_for, lines, str(config_path()),
+                            invoiced=invoiced_in(state.store.root), zero_minutes=zero_minutes,
+                            skip_unpriced=skip_unpriced)
+    result = invoice_summary(invoice, report)
+
+    def human(r: dict[str, Any]) -> None:
+        for item in r["items"]:
+            out.print(_safe(f"{item['client']} · {item['description']}: {item['hours']} h × {item['rate']} = "
+                            f"{item['currency']} {_grouped(item['amount'])}"))
+        for currency, total in r["totals"].items():
+            out.print(_safe(f"{currency}: {total['billableHours']:.2f} h, net {_grouped(total['amount'])}, tax "
+                            f"{_grouped(total['tax'])}, total {_grouped(total['gross'])}"))
+        err.print("note: a draft, nothing written: -o FILE.pdf (.csv, .xlsx) writes it; memo invoice issue issues a "
+                  "numbered one")
+
+    _emit(result, human)
+    if not state.json:
+        left_off_note(result["leftOff"])
+        if result["unpricedClients"]:
+            err.print(_safe(f"note: left off for want of billing terms: {', '.join(result['unpricedClients'])}"))
+    for warning in invoice.warnings:
+        err.print(_safe(f"warning: {warning}"))
+
+
 @report_app.command("invoice")
 def report_invoice(
-    output: Path = typer.Option(..., "--output", "-o", help=_OUTPUT_HELP),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help=_OUTPUT_HELP + " Without it the draft's lines are printed here and nothing is written."),
     since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
     client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
@@ -242,6 +273,10 @@ def report_invoice(
                         "(the next of its sequence, stored in the vault, its sessions marked invoiced)")
     if lines not in LINE_MODES:
         raise MemoError(f"Invalid lines: {lines!r} is not one of {', '.join(LINE_MODES)}")
+    if output is None:  # a look at the draft before a file is written
+        _invoice_preview(_activity_report(project, all_projects, since, until, client, tz), lines, zero_minutes,
+                         skip_unpriced)
+        return
     output_format(output, (state.store.root,))  # a bad suffix or place is refused before the report runs
     report = _activity_report(project, all_projects, since, until, client, tz)
     dated = parse_issued(issued, report) if issued else None  # a draft is not issued: no date unless given
