@@ -822,7 +822,11 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
              "captureId": secrets.token_hex(8)}
     waiting = spooled(vault_root)
     if event.kind in ("stop", "other") and not waiting:
-        return outcomes  # nothing to record, nothing to replay: the vault is not even opened
+        # nothing to record, nothing to replay: the vault is not even opened (said to MEMO_HOOK_DEBUG,
+        # not logged: a Stop comes after every turn; a hook wired to it instead of the end is told)
+        outcomes.append(f"{agent}: {event.name or event.kind}: not an event memo records (it records the prompt, "
+                        "the session start and the session end)")
+        return outcomes
     store = None
     try:
         if send is None:

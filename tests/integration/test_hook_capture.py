@@ -1255,3 +1255,17 @@ def test_in_remote_mode_the_daemon_hands_the_agent_its_hand_off(tmp_path, repo):
     finally:
         daemon.stop()
     assert _pending(team) == []
+
+
+def test_an_event_memo_does_not_record_is_said_to_the_debug_output_and_logs_nothing(tmp_path, repo):
+    """Found by an operator: a hook wired to ``Stop`` instead of ``SessionEnd`` left no trace, even
+    under ``MEMO_HOOK_DEBUG`` — every other drop is said. It is said there (not in ``hooks.log``:
+    a Stop comes after every turn), and the vault is not opened."""
+    vault = tmp_path / "v"
+    ran = hook(vault, "claude-code", json.dumps({"hook_event_name": "Stop", "session_id": "s1", "cwd": str(repo)}),
+               env={"MEMO_HOOK_DEBUG": "1"})
+    assert ran.stderr.strip() == ("claude-code: Stop: not an event memo records (it records the prompt, the session "
+                                  "start and the session end)")
+    assert not vault.exists()
+    quiet = hook(vault, "claude-code", json.dumps({"hook_event_name": "Stop", "session_id": "s1", "cwd": str(repo)}))
+    assert quiet.stderr == ""
