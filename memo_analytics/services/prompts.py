@@ -109,8 +109,13 @@ def refuse_anothers(session: dict[str, Any], owner: str | None, session_id: str 
     """
     named = clean_owner(owner)
     theirs = session.get("owner") if session else None
-    if named and isinstance(theirs, str) and theirs.strip() and theirs.strip().casefold() != named.casefold():
+    if named and isinstance(theirs, str) and theirs.strip() and not same_person(theirs, named):
         raise InvalidFieldError("sessionId", f"session {session_id} is {theirs}'s, not {named}'s; {instead}")
+
+
+def same_person(one: str | None, other: str | None) -> bool:
+    """Whether two ``owner`` values name one person (any case; none and blank alike)."""
+    return (one or "").strip().casefold() == (other or "").strip().casefold()
 
 
 def clean_owner(value: str | None, field: str = "owner") -> str | None:

@@ -43,7 +43,7 @@ from ..vault.redact import (
     redact_ignored_paths,
     redact_secrets,
 )
-from .prompts import canonical_client
+from .prompts import canonical_client, same_person
 from .record_rules import check_record
 from .remote import exchange, without_userinfo
 from .store import VaultStore
@@ -653,11 +653,6 @@ def apart_session_id(session_id: str, owner: str | None) -> str:
 _UNSAID = object()
 
 
-def _same_person(one: str | None, other: str | None) -> bool:
-    """Whether two ``owner`` values name one person (any case; none and blank alike)."""
-    return (one or "").strip().casefold() == (other or "").strip().casefold()
-
-
 def _session_here(store: VaultStore, project: str, session_id: str) -> tuple[bool, str | None]:
     """Whether this vault holds the session ``session_id`` of ``project``, and its ``owner``
     (None: none named; a file that cannot be read counts as none held)."""
@@ -706,14 +701,14 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
     owner = meta.get("owner") if kind is RecordKind.SESSION else pushed_owner
     owner = owner if isinstance(owner, str) and owner.strip() else None
     held, holder = _session_here(store, meta["project"], session_id)
-    if not held or _same_person(holder, owner):
+    if not held or same_person(holder, owner):
         return meta["id"], meta, {}
     brought, pushed_as = _base_owner(store, meta["project"], session_id)
-    if brought and _same_person(pushed_as, owner):
+    if brought and same_person(pushed_as, owner):
         return meta["id"], meta, {}  # the session a push brought, its owner corrected here since
     apart = apart_session_id(session_id, owner)
     there, its_owner = _session_here(store, meta["project"], apart)
-    if there and not _same_person(its_owner, owner):
+    if there and not same_person(its_owner, owner):
         raise InvalidFieldError("id", f"session {session_id} is {holder or 'another session'}'s here, and {apart} "
                                       f"is {its_owner or 'another session'}'s: start the session under another id")
     moved = dict(meta)
