@@ -89,14 +89,18 @@ def _eligible(meta: dict[str, Any], session_id: str, branch: str | None, owner: 
 
 
 def claim_handoff(store: VaultStore, project: str, session_id: str, branch: str | None, owner: str | None,
-                  now) -> dict[str, Any] | None:
-    """Claim the oldest eligible pending baton of ``project`` for ``session_id`` (under the lock)."""
+                  now, started: str | None = None) -> dict[str, Any] | None:
+    """Claim the oldest eligible pending baton of ``project`` for ``session_id`` (under the lock);
+    with ``started`` (ISO), only a baton left before that start (a session pushed later, of
+    work done before the baton, takes none)."""
     rows = index.rows_of_kind(store.conn, RecordKind.HANDOFF.value, project, "pending")
     for row in rows:
         found = store.read(project, RecordKind.HANDOFF, row["id"])
         if found is None:
             continue
         meta, body = found
+        if started is not None and str(meta.get("created") or "") > started:
+            continue
         if _eligible(meta, session_id, branch, owner):
             meta.update(status="claimed", claimedBy=session_id, claimedAt=to_iso(now), updated=to_iso(now))
             store.upsert(RecordKind.HANDOFF, meta, body)

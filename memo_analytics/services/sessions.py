@@ -115,7 +115,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
             meta["handoffClaimed"] = baton["id"] if baton else None
             if baton is not None and not meta.get("client") and project not in store.settings.project_clients:
                 # none named, and the project mapped to none (a project mapped to internal stays internal)
-                meta["client"] = _client_of(store, project, baton.get("fromSessionId"))
+                meta["client"] = client_of_session(store, project, baton.get("fromSessionId"))
         elif not claim:
             meta.setdefault("handoffClaimed", old.get("handoffClaimed"))
         body = existing[1] if existing else ""
@@ -124,9 +124,9 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
     return {**meta, "body": body, "handoff": baton}
 
 
-def _client_of(store: VaultStore, project: str, session_id: object) -> str | None:
+def client_of_session(store: VaultStore, project: str, session_id: object) -> str | None:
     """The client the session ``session_id`` of ``project`` bills (None: none, or no such
-    session)."""
+    session): what a session that takes its hand-off bills when nothing else names one."""
     try:
         found = store.read(project, RecordKind.SESSION, session_record_id(validate_session_id(str(session_id))))
     except (MemoError, ValueError):

@@ -740,9 +740,11 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
     with store.lock():
         local_text = store.read_text(meta["project"], kind, record_id)
         if local_text is None:
-            store.upsert(kind, _filed_here(store, kind, meta), body)
+            filed = _filed_here(store, kind, meta)
+            filed, baton = _takes_a_baton(store, kind, filed)
+            store.upsert(kind, filed, body)
             _keep_base(store, kind, meta, incoming)
-            return {"id": record_id, "outcome": "applied"}
+            return {"id": record_id, "outcome": "applied", **({"handoff": baton} if baton else {})}
         try:
             local_meta, local_body = parse_record_text(local_text, str(path))
         except CorruptRecordError:
@@ -796,6 +798,28 @@ def _filed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> di
         return meta
     client = canonical_client(store, store.settings.client_of_project(str(meta["project"])))
     return normalize_meta({**meta, "client": client}) if client else meta
+
+
+def _takes_a_baton(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """A pushed session new to this vault claims the pending hand-off here that its start would
+    have claimed (SPEC §2.5: its project, branch and owner; left before it started): a hybrid
+    laptop never sees the team's batons, so one addressed to its person stayed pending and the
+    work it led to billed ``internal``. The session bills the client of the session that left
+    it when nothing else names one. Returns the frontmatter and the baton's id (or None)."""
+    if kind is not RecordKind.SESSION or meta.get("handoffClaimed") or meta.get("status") == "superseded":
+        return meta, None
+    from .handoffs import claim_handoff
+    from .sessions import client_of_session
+
+    baton = claim_handoff(store, str(meta["project"]), str(meta.get("sessionId")), meta.get("branch"),
+                          meta.get("owner"), utcnow(), started=str(meta.get("startTime") or ""))
+    if baton is None:
+        return meta, None
+    taken = {**meta, "handoffClaimed": baton["id"]}
+    if not (isinstance(meta.get("client"), str) and meta["client"].strip()) and \
+            str(meta["project"]) not in store.settings.project_clients:
+        taken["client"] = client_of_session(store, str(meta["project"]), baton.get("fromSessionId"))
+    return normalize_meta(taken), baton["id"]
 
 
 #: What an issued invoice billed of a session: a push never changes them on the daemon

@@ -1289,3 +1289,38 @@ def test_a_pushed_session_without_a_client_is_filed_by_the_daemons_project_clien
         assert (again["client"], again["summary"]) == ("Acme Corp", "checkout")
     finally:
         server.stop()
+
+
+def test_a_pushed_session_takes_the_hand_off_its_start_would_have_taken_on_the_daemon(tmp_path, daemon):
+    """Found by a team lead: Ana's hand-off addressed to Bob stayed pending on the daemon — Bob's
+    hybrid laptop never sees the team's batons — and the session it led to billed ``internal``.
+    A pushed session new to the daemon claims the baton its start would have (its project,
+    branch and owner; left before it started) and bills the client of the session that left it."""
+    from memo_analytics.services.requests import HandoffInput
+
+    team, server = daemon
+    lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    try:
+        start_session(lead, StartSessionRequest(session_id="cart-v2", project="shop", client="Acme Corp",
+                                                owner="ana@team.test", branch="main",
+                                                start_time="2026-03-03T09:00:00Z"))
+        end_session(lead, EndSessionRequest(session_id="cart-v2", project="shop", until="2026-03-03T11:00:00Z",
+                                            handoff=HandoffInput(next_steps=["finish the checkout button"],
+                                                                 owner="bob@team.test", branch="main")),
+                    now=__import__("datetime").datetime(2026, 3, 3, 11, 0, tzinfo=__import__("datetime").timezone.utc))
+    finally:
+        lead.close()
+    baton = read_record(team / "projects/shop/handoffs/handoff-cart-v2.md")[0]
+    bob = _client(tmp_path, server.base, "bob")
+    # work Bob did before the baton was left takes none of it
+    for sid, start, end in (("earlier", "2026-03-02T13:00:00Z", "2026-03-02T14:00:00Z"),
+                            ("finish", baton["created"], None)):
+        start_session(bob, StartSessionRequest(session_id=sid, project="shop", owner="bob@team.test", branch="main",
+                                               start_time=start))
+        end_session(bob, EndSessionRequest(session_id=sid, project="shop", until=end))  # None: now
+    earlier = read_record(team / "projects/shop/sessions/session-earlier.md")[0]
+    finish = read_record(team / "projects/shop/sessions/session-finish.md")[0]
+    assert (earlier.get("handoffClaimed"), earlier.get("client")) == (None, None)
+    assert (finish["handoffClaimed"], finish["client"]) == ("handoff-cart-v2", "Acme Corp")
+    taken = read_record(team / "projects/shop/handoffs/handoff-cart-v2.md")[0]
+    assert (taken["status"], taken["claimedBy"]) == ("claimed", "finish")
