@@ -236,11 +236,17 @@ def _invoice_preview(report: ActivityReport, lines: str, zero_minutes: bool, ski
                   "numbered one")
 
     _emit(result, human)
+    _say_draft_notes(result, invoice.warnings)
+
+
+def _say_draft_notes(result: dict[str, Any], warnings: list[str]) -> None:
+    """What a draft invoice (printed or written) says on stderr: the sessions it left off, the
+    clients without billing terms, and what an issued invoice would refuse."""
     if not state.json:
         left_off_note(result["leftOff"])
         if result["unpricedClients"]:
             err.print(_safe(f"note: left off for want of billing terms: {', '.join(result['unpricedClients'])}"))
-    for warning in invoice.warnings:
+    for warning in warnings:  # what the draft prints that an issued invoice would refuse
         err.print(_safe(f"warning: {warning}"))
 
 
@@ -288,9 +294,4 @@ def report_invoice(
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
         + "; ".join(f"{c} {_grouped(v['amount'])}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))
-    if not state.json:
-        left_off_note(result["leftOff"])
-        if result["unpricedClients"]:
-            err.print(_safe(f"note: left off for want of billing terms: {', '.join(result['unpricedClients'])}"))
-    for warning in invoice.warnings:  # what the draft prints that an issued invoice would refuse
-        err.print(_safe(f"warning: {warning}"))
+    _say_draft_notes(result, invoice.warnings)
