@@ -55,6 +55,15 @@ ActionName = Literal[
 ]
 
 
+def _start_session(store: VaultStore, request: StartSessionRequest) -> dict[str, Any]:
+    """``session_start``; on a hybrid laptop the batons the team left its person are pulled
+    first, so the start can claim one (SPEC §2.5, §2.7; :func:`~.services.sync.pull_before_start`)."""
+    from .services.sync import pull_before_start
+
+    pull_before_start(store, request.cwd, request.owner)
+    return start_session(store, request)
+
+
 def _activity(store: VaultStore, request: ActivityReportRequest) -> dict[str, Any]:
     return report_for(store, request).wire()
 
@@ -82,7 +91,7 @@ ACTIONS: dict[str, Action] = {
                   "One record by id: a prompt first, then a session."),
     "session": Action(SessionRequest, session_view,
                       "With sessionId: the session and its turns in order; without: a page of sessions."),
-    "session_start": Action(StartSessionRequest, start_session,
+    "session_start": Action(StartSessionRequest, _start_session,
                             "Open a work session (refuses a completed one; keeps start, client, billable on restart); "
                             "claims and returns the next eligible hand-off as handoff."),
     "session_end": Action(EndSessionRequest, end_session_answer,

@@ -381,6 +381,14 @@ def recent_session_ids(conn: sqlite3.Connection, project: str, limit: int = 500)
         "ORDER BY created DESC LIMIT ?", (project, limit))]
 
 
+def session_owners(conn: sqlite3.Connection, limit: int = 500) -> list[str]:
+    """The ``owner`` of the ``limit`` most recently started sessions (frontmatter, any
+    project), each once, most recent first; sessions of no owner left out."""
+    rows = conn.execute("SELECT json_extract(meta, '$.owner') FROM records WHERE kind = 'session' "
+                        "ORDER BY created DESC LIMIT ?", (limit,))
+    return list(dict.fromkeys(r[0] for r in rows if isinstance(r[0], str) and r[0].strip()))
+
+
 def project_names(conn: sqlite3.Connection) -> list[str]:
     """The projects that hold at least one record, sorted."""
     return [r[0] for r in conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]

@@ -51,7 +51,7 @@ from ..services.requests import (
 from ..runtime import Runtime
 from ..services.prompts import clean_owner
 from ..services.store import remote_caller
-from ..services.sync import apply_incoming
+from ..services.sync import apply_incoming, for_people
 from ..vault.redact import redact_secrets
 
 #: Largest request body, in bytes: a hybrid push of ``batchSize`` records near the record
@@ -548,12 +548,25 @@ class SyncRecordsHandler(ApiHandler):
         await self.run(work)
 
 
+class SyncPullHandler(ApiHandler):
+    """``POST /api/sync/pull`` ``{owners: [names]}``: what this team vault holds for a hybrid
+    laptop's people — pending hand-offs addressed to them, and their sessions corrected here
+    since their push — as ``{records: [{id, project, kind, text, base?}]}``
+    (:func:`~memo_analytics.services.sync.for_people`)."""
+
+    async def post(self) -> None:
+        def work():
+            return {"records": for_people(self.store, self.body_json().get("owners"))}
+
+        await self.run(work)
+
+
 #: What the status API serves (``GET /api/health`` lists them; an unknown path names them).
 ENDPOINTS = (
     "GET /api/health", "GET /api/prompts", "GET /api/prompts/{id}", "GET /api/prompts/sessions/{id}",
     "GET /api/prompts/sessions/{id}/export", "POST /api/prompts/derive-rules", "GET /api/sessions",
     "POST /api/sessions/{id}/edit", "GET /api/activity", "GET /api/digest", "POST /api/digest/apply",
-    "POST /api/actions/{action}", "POST /api/sync/records", "POST /api/hooks/{agent}",
+    "POST /api/actions/{action}", "POST /api/sync/records", "POST /api/sync/pull", "POST /api/hooks/{agent}",
 )
 
 
@@ -599,6 +612,7 @@ def api_patterns(runtime: Runtime, token: str | None, confined: bool = False) ->
         (r"/api/digest/apply", DigestApplyHandler, args),
         (r"/api/actions/([A-Za-z_]+)", ActionHandler, args),
         (r"/api/sync/records", SyncRecordsHandler, args),
+        (r"/api/sync/pull", SyncPullHandler, args),
         (r"/api/hooks/([a-z-]{1,20})", HookEventHandler, args),
         (r"/api/.*", NotFoundHandler, args),
     ]

@@ -837,6 +837,12 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
             shown = batons if not replayed and one.agent in BATON_AGENTS else None
             if send is not None:  # the daemon claims it, for the agent here to read
                 return send(one, spooled_entry, shown)
+            if shown is not None and one.kind == "session_start":  # a hybrid laptop: the team's batons first
+                from .sync import pull_before_start
+
+                pulled = pull_before_start(store, one.cwd)
+                if pulled:
+                    outcomes.append(f"{agent}: {pulled}")
             return apply_event(store, one, str(spooled_entry["captureId"]), replayed=replayed, batons=shown)
 
         stuck = _replay(waiting, apply, agent, note)

@@ -5,7 +5,7 @@
 ``session_start`` in the same project claims it — exactly once, under the vault lock — and
 gets it back as ``handoff``. Eligible: pending; not written by the starting session; and,
 unless the baton is ``shared``, its ``branch`` (when set) equals the start's branch and its
-``owner`` (when set) the start's owner. The oldest eligible baton is claimed first.
+``owner`` (when set) is the start's owner (in any case). The oldest eligible baton is claimed first.
 
 A baton written without an address takes the session's branch and owner — the owner, when the
 session has none, from the cwd repository's git identity (``user.email``, else ``user.name``);
@@ -22,7 +22,7 @@ from ..domain.errors import InvalidFieldError, RecordNotFoundError
 from ..domain.ids import validate_session_id, validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
-from .prompts import clean_line, clean_list, clean_owner, clean_text, row_to_record
+from .prompts import clean_line, clean_list, clean_owner, clean_text, row_to_record, same_person
 from .requests import CancelHandoffRequest, HandoffInput, HandoffListRequest
 from .store import VaultStore
 
@@ -85,7 +85,7 @@ def _eligible(meta: dict[str, Any], session_id: str, branch: str | None, owner: 
         return True
     if meta.get("branch") and meta["branch"] != branch:
         return False
-    return not meta.get("owner") or meta["owner"] == owner
+    return not meta.get("owner") or same_person(meta["owner"], owner)  # Bob@team.test is bob@team.test
 
 
 def claim_handoff(store: VaultStore, project: str, session_id: str, branch: str | None, owner: str | None,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import os
 import threading
 import urllib.error
 import urllib.request
@@ -173,14 +174,15 @@ def _save(store: VaultStore, name: str, data: dict[str, Any]) -> None:
 
 def status(store: VaultStore) -> dict[str, Any]:
     """``{mode, remoteUrl, pending, lastSuccessAt, lastError, lastErrorAt, attempts, nextRetryAt,
-    refused, conflicts, keptApart}``: ``refused`` lists the records (id, one-line reason) the daemon refused in
+    refused, conflicts, keptApart, keptOnDaemon, lastPullAt, lastPullError, pulled}``: ``refused`` lists the records (id, one-line reason) the daemon refused in
     the last push (they stay queued); ``conflicts`` the latest 20 pushes that met another version on
     the daemon (``{id, project, outcome, conflict}``: which won, and the file the daemon keeps
     the other in — its digest lists it); ``keptOnDaemon`` the latest 20 sessions a push merged
     with a correction made on the daemon, or whose invoice there holds its billing (``{id,
     project, keptHere, invoice?}``: the fields the daemon kept, which this vault does not have); ``keptApart`` the latest 20 records of a session whose id
     is another person's session on the daemon (``{id, project, storedAs, heldBy}``: the id they
-    have there)."""
+    have there); ``pulled`` the latest 20 records a pull wrote here (``{id, project, kind}``: a
+    baton for this laptop's people, a session corrected on the daemon, :func:`pull`)."""
     state = _load(store, "state.json")
     pending = len({_key(entry) for entry in _outbox(store)})
     return {"mode": store.settings.mode, "remoteUrl": mask_url(store.settings.hybrid.remote_url or "") or None, "pending": pending,
@@ -188,7 +190,8 @@ def status(store: VaultStore) -> dict[str, Any]:
             "lastErrorAt": state.get("lastErrorAt"), "attempts": state.get("attempts", 0),
             "nextRetryAt": state.get("nextRetryAt"), "refused": state.get("refused") or [],
             "conflicts": state.get("conflicts") or [], "keptApart": state.get("keptApart") or [],
-            "keptOnDaemon": state.get("keptOnDaemon") or []}
+            "keptOnDaemon": state.get("keptOnDaemon") or [], "lastPullAt": state.get("lastPullAt"),
+            "lastPullError": state.get("lastPullError"), "pulled": state.get("pulled") or []}
 
 
 # ---------------------------------------------------------------- pushing
@@ -314,6 +317,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         pushed_versions = _rekey(store, _load(store, "pushed.json"))
         unconfirmed = _rekey(store, _load(store, "sent.json"))  # versions sent whose answer never came
         records, mismatched = [], []
+        held: set[str] = set()  # outbox lines of a version the daemon has: out of the outbox, not sent
         owners: dict[tuple[str, str], tuple[bool, str | None]] = {}
         for entry in batch:
             key = _key(entry)
@@ -339,8 +343,11 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
                 mismatched.append({"id": entry["id"], "project": key.split("/", 1)[0],
                                    "reason": f"its frontmatter names project {local.get('project')!r}; not pushed"})
                 continue
-            sent = [v for v in unconfirmed.get(key, []) if v != updated][-MAX_SENT_VERSIONS:]
             base = pushed_versions.get(key)
+            if updated is not None and base == updated:  # the daemon holds this version (it was pulled)
+                held.add(key)
+                continue
+            sent = [v for v in unconfirmed.get(key, []) if v != updated][-MAX_SENT_VERSIONS:]
             records.append({"id": entry["id"], "project": key.split("/", 1)[0], "key": key, "text": text,
                             "base": base, "sent": sent, "updated": updated,
                             **_pushed_owner(store, local, owners)})
@@ -391,7 +398,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             read = {(_key(e), e.get("updated")) for e in entries}
             refused_here = {f"{item['project']}/{item['id']}" for item in mismatched}
             remaining = [e for e in _outbox(store) if not ((_key(e), e.get("updated")) in read and (
-                _key(e) in refused_here or (_key(e) in done and sent_updated.get(_key(e)) is not None)))]
+                _key(e) in refused_here or _key(e) in held
+                or (_key(e) in done and sent_updated.get(_key(e)) is not None)))]
             atomic_write_bytes(_dir(store) / "outbox.jsonl",
                                "".join(json.dumps(e) + "\n" for e in remaining).encode("utf-8"))
         refused = mismatched + [{"id": r.get("id"), **({"project": r["project"]} if r.get("project") else {}),
@@ -426,6 +434,8 @@ def dual_sync(store: VaultStore, trigger: str) -> dict[str, Any]:
     try:
         if hybrid_enabled(store):
             outcome["hybrid"] = push(store, force=True)
+            if outcome["hybrid"]["error"] is None:  # the daemon answers: what the team left this laptop
+                outcome["pulled"] = pull(store)
         if store.settings.vault_git.enabled:
             from .vault_git import sync as git_sync
 
@@ -743,7 +753,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
             filed = _filed_here(store, kind, meta)
             filed, baton = _takes_a_baton(store, kind, filed)
             store.upsert(kind, filed, body)
-            _keep_base(store, kind, meta, incoming)
+            _keep_base(store, kind, meta, incoming, (filed, body))
             return {"id": record_id, "outcome": "applied", **({"handoff": baton} if baton else {})}
         try:
             local_meta, local_body = parse_record_text(local_text, str(path))
@@ -755,10 +765,10 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
             _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "unchanged"}
         if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors \
-                and not _changed_here(store, kind, meta, local_text):
+                and (not _changed_here(store, kind, meta, local_text) or _pulled_since(store, meta, local_meta)):
             held, invoiced = _as_invoiced(store, kind, local_meta, meta)
             store.upsert(kind, held, body)  # the daemon holds a version the pusher sent: fast-forward
-            _keep_base(store, kind, meta, incoming)
+            _keep_base(store, kind, meta, incoming, (held, body))
             return {"id": record_id, "outcome": "applied", **invoiced}
         merged = _merged(store, kind, meta, body, local_meta, local_body, ancestors) \
             if local_body is not None else None
@@ -775,13 +785,13 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
                                conflict=str(kept.relative_to(store.root)))
             merged_meta, invoiced = _as_invoiced(store, kind, local_meta, merged_meta)
             store.upsert(kind, merged_meta, merged_body)
-            _keep_base(store, kind, meta, incoming)
+            _keep_base(store, kind, meta, incoming, (merged_meta, merged_body))
             return {**outcome, **invoiced, "keptHere": sorted({*outcome["keptHere"], *invoiced.get("keptHere", [])})}
         if (meta.get("updated") or "") > (local_meta.get("updated") or ""):
             kept = keep_conflict(path, local_text.encode("utf-8"), stamp)
             held, invoiced = _as_invoiced(store, kind, local_meta, meta)
             store.upsert(kind, held, body)
-            _keep_base(store, kind, meta, incoming)
+            _keep_base(store, kind, meta, incoming, (held, body))
             return {"id": record_id, "outcome": "applied, older kept as conflict",
                     "conflict": str(kept.relative_to(store.root)), **invoiced}
         kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
@@ -805,21 +815,30 @@ def _takes_a_baton(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) ->
     have claimed (SPEC §2.5: its project, branch and owner; left before it started): a hybrid
     laptop never sees the team's batons, so one addressed to its person stayed pending and the
     work it led to billed ``internal``. The session bills the client of the session that left
-    it when nothing else names one. Returns the frontmatter and the baton's id (or None)."""
-    if kind is not RecordKind.SESSION or meta.get("handoffClaimed") or meta.get("status") == "superseded":
+    it when nothing else names one — as does a session that claimed a baton on the laptop (a
+    pulled one, :func:`pull`). Returns the frontmatter and the id of the baton claimed here (or None)."""
+    if kind is not RecordKind.SESSION or meta.get("status") == "superseded":
         return meta, None
     from .handoffs import claim_handoff
     from .sessions import client_of_session
 
-    baton = claim_handoff(store, str(meta["project"]), str(meta.get("sessionId")), meta.get("branch"),
-                          meta.get("owner"), utcnow(), started=str(meta.get("startTime") or ""))
+    claimed = None
+    if meta.get("handoffClaimed"):  # claimed on the laptop (a pulled baton): its client is known here
+        try:
+            found = store.read(str(meta["project"]), RecordKind.HANDOFF, str(meta["handoffClaimed"]))
+        except (MemoError, ValueError):
+            found = None
+        baton = {**found[0], "id": meta["handoffClaimed"]} if found else None
+    else:
+        baton = claimed = claim_handoff(store, str(meta["project"]), str(meta.get("sessionId")), meta.get("branch"),
+                                        meta.get("owner"), utcnow(), started=str(meta.get("startTime") or ""))
     if baton is None:
         return meta, None
     taken = {**meta, "handoffClaimed": baton["id"]}
     if not (isinstance(meta.get("client"), str) and meta["client"].strip()) and \
             str(meta["project"]) not in store.settings.project_clients:
         taken["client"] = client_of_session(store, str(meta["project"]), baton.get("fromSessionId"))
-    return normalize_meta(taken), baton["id"]
+    return normalize_meta(taken), claimed["id"] if claimed else None
 
 
 #: What an issued invoice billed of a session: a push never changes them on the daemon
@@ -878,13 +897,32 @@ def _changed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any], loc
         return False
 
 
-def _keep_base(store: VaultStore, kind: RecordKind, meta: dict[str, Any], text: str) -> None:
+def _pulled_since(store: VaultStore, meta: dict[str, Any], local_meta: dict[str, Any]) -> bool:
+    """Whether the pusher builds on this vault's correction of its session (it pulled it,
+    :func:`pull`): the version here is a write of memo's of its own (an ``updated`` other than
+    the base copy's), and the push names it as its base. A hand edit here keeps the base's
+    ``updated``: the pusher never saw it."""
+    try:
+        base, _ = parse_record_text(_base_path(store, meta["project"], meta["id"]).read_text(encoding="utf-8"),
+                                    str(meta["id"]))
+    except (OSError, CorruptRecordError, ValueError):
+        return False
+    return base.get("updated") != local_meta.get("updated")
+
+
+def _keep_base(store: VaultStore, kind: RecordKind, meta: dict[str, Any], text: str,
+               stored: tuple[dict[str, Any], str] | None = None) -> None:
     """Keep the session version a pusher sent, as its base (``.memo/sync/base/<project>/<id>.md``):
     its next push is a change of that version, and a correction made here since can be told
     apart from it (:func:`_merged`). Sessions only: what a lead corrects (client, times,
-    billable, summary)."""
+    billable, summary). ``stored``: the frontmatter and body written here, when they may differ
+    from the push's; then the base copy is dated 1970, older than the session, so
+    :func:`for_people` looks at it (a base newer than its session is otherwise skipped)."""
     if kind is RecordKind.SESSION:
-        atomic_write_bytes(_base_path(store, meta["project"], meta["id"]), text.encode("utf-8"), durable=False)
+        path = _base_path(store, meta["project"], meta["id"])
+        atomic_write_bytes(path, text.encode("utf-8"), durable=False)
+        if stored is not None and dump_record(*stored) != text:
+            os.utime(path, ns=(0, 0))  # what this vault wrote differs at once (merged, filed): a pull looks at it
 
 
 def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_body: str, ours: dict[str, Any],
@@ -939,3 +977,187 @@ def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_b
         return normalize_meta(merged), body, kept_here, clashed
     except ValueError:
         return None
+
+
+# ---------------------------------------------------------------- pulling: what the team left a laptop
+
+#: The most people one pull asks for (a laptop's git identities), and the most records one
+#: answer carries (the rest come with the next pull).
+MAX_PULL_OWNERS = 20
+MAX_PULL_RECORDS = 500
+#: How long a session start waits for the daemon's batons before it goes on without them.
+START_PULL_SECONDS = 3.0
+
+
+def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
+    """The daemon's side of a pull (``POST /api/sync/pull`` ``{owners}``): what this team vault
+    holds for the people of a hybrid laptop (owners compare in any case, :func:`~.prompts.same_person`):
+
+    - each pending hand-off addressed to one of them (its ``owner``) — a ``shared`` baton or one
+      of no owner stays for a start on the daemon's side (two laptops must not both claim it);
+    - each of their sessions a push brought here that was changed here since (a lead's
+      correction of its client, times or billable; an issued invoice's hold), with ``base``: the
+      ``updated`` of the version the push brought.
+
+    Each ``{id, project, kind, text[, base]}``, at most :data:`MAX_PULL_RECORDS`.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``owners`` is not a list of 1–20 names.
+    """
+    if not isinstance(owners, list) or not owners or len(owners) > MAX_PULL_OWNERS \
+            or not all(isinstance(name, str) and name.strip() and len(name) <= 200 for name in owners):
+        raise InvalidFieldError("owners", f"must be a list of 1–{MAX_PULL_OWNERS} names (the people of the laptop)")
+
+    def theirs(owner: Any) -> bool:
+        return isinstance(owner, str) and bool(owner.strip()) and any(same_person(owner, name) for name in owners)
+
+    found: list[dict[str, Any]] = []
+    for row in index.rows_of_kind(store.conn, RecordKind.HANDOFF.value, None, "pending"):
+        text = store.read_text(row["project"], RecordKind.HANDOFF, row["id"])
+        try:
+            meta, _ = parse_record_text(text or "", row["id"])
+        except (CorruptRecordError, ValueError):
+            continue
+        if meta.get("status") == "pending" and not meta.get("shared") and theirs(meta.get("owner")):
+            found.append({"id": row["id"], "project": row["project"], "kind": "handoff", "text": text})
+    bases = _dir(store) / "base"
+    for base_file in sorted(bases.glob("*/*.md")) if bases.is_dir() else []:
+        if len(found) >= MAX_PULL_RECORDS:
+            break
+        project, record_id = base_file.parent.name, base_file.stem
+        live = store.path_for(project, RecordKind.SESSION, record_id)
+        try:
+            if live.stat().st_mtime_ns < base_file.stat().st_mtime_ns:
+                continue  # not written since the push brought it as it is
+            base_text, text = base_file.read_text(encoding="utf-8"), live.read_text(encoding="utf-8")
+            base, _ = parse_record_text(base_text, record_id)
+            meta, _ = parse_record_text(text, record_id)
+        except (OSError, CorruptRecordError, ValueError):
+            continue
+        if (theirs(meta.get("owner")) or theirs(base.get("owner"))) and \
+                _changed_here(store, RecordKind.SESSION, meta, text):
+            found.append({"id": record_id, "project": project, "kind": "session", "text": text,
+                          "base": base.get("updated")})
+    return found[:MAX_PULL_RECORDS]
+
+
+def laptop_people(store: VaultStore, cwd: str | None = None) -> list[str]:
+    """Whose work this vault holds, for a pull: the git identity of the repository of ``cwd``
+    (else the person's global one), then the owners of its latest sessions, at most
+    :data:`MAX_PULL_OWNERS`."""
+    from .store import git_identity, repository_root
+
+    named = [git_identity(repository_root(cwd) if cwd else None), *index.session_owners(store.conn)]
+    people: list[str] = []
+    for name in named:
+        if isinstance(name, str) and name.strip() and not any(same_person(name, one) for one in people):
+            people.append(name)
+    return people[:MAX_PULL_OWNERS]
+
+
+def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PUSH_SECONDS,
+         now: datetime | None = None) -> dict[str, Any]:
+    """Pull from the daemon what the team left this laptop's people (:func:`for_people`):
+    hand-offs addressed to them (a session start here then claims one and shows its next
+    steps, as on the daemon) and corrections of their sessions made there.
+
+    A pulled record passes :func:`admit_record` and is written when this vault has no version
+    of it, or still holds the one the daemon's change started from (a pending baton as pulled;
+    a session as last pushed): then the daemon holds what is written here (``pushed.json``), and
+    the next push builds on it. A baton claimed here, or a session changed here since its push,
+    keeps this vault's version: the next push takes it to the daemon, which merges it.
+
+    Returns ``{pulled, results: [{id, project, kind, outcome, reason?}], error}``; never raises
+    for network or daemon errors (``error`` says it; nothing is written)."""
+    now = now or utcnow()
+    if not hybrid_enabled(store):
+        return {"pulled": 0, "results": [], "error": "hybrid sync is off"}
+    people = owners if owners is not None else laptop_people(store)
+    if not people:
+        return {"pulled": 0, "results": [], "error": None,
+                "note": "no person to pull for: no session here names an owner and git names no user.email"}
+    url = store.settings.hybrid.remote_url.rstrip("/") + "/api/sync/pull"
+    try:
+        answer = _post(url, {"owners": people[:MAX_PULL_OWNERS]}, store.settings.hybrid.token, timeout)
+        if not isinstance(answer, dict) or not isinstance(answer.get("records"), list) \
+                or not all(isinstance(item, dict) for item in answer["records"]):
+            raise ValueError("the answer is not a memo daemon's pull answer")
+    except PUSH_FAILURES as exc:
+        reason = _failure(exc)
+        _dir(store).mkdir(parents=True, exist_ok=True)
+        with FileLock(str(_dir(store) / "push.lock"), timeout=60):
+            _save(store, "state.json", {**_load(store, "state.json"), "lastPullError": reason,
+                                        "lastPullErrorAt": to_iso(now)})
+        return {"pulled": 0, "results": [], "error": reason}
+    results: list[dict[str, Any]] = []
+    _dir(store).mkdir(parents=True, exist_ok=True)
+    with FileLock(str(_dir(store) / "push.lock"), timeout=60):  # pushed.json is the push's too
+        pushed = _rekey(store, _load(store, "pushed.json"))
+        for item in answer["records"][:MAX_PULL_RECORDS]:
+            results.append(_pull_one(store, item, pushed))
+        _save(store, "pushed.json", pushed)
+        if any(r["outcome"] == "pulled" for r in results):
+            with store.lock():  # a pulled version's outbox line: the daemon has it, nothing waits
+                held = [e for e in _outbox(store) if pushed.get(_key(e)) is None or pushed.get(_key(e)) != e.get("updated")]
+                atomic_write_bytes(_dir(store) / "outbox.jsonl",
+                                   "".join(json.dumps(e) + "\n" for e in held).encode("utf-8"))
+        state = _load(store, "state.json")
+        state.update(lastPullAt=to_iso(now), lastPullError=None, lastPullErrorAt=None,
+                     pulled=_newest([r for r in results if r["outcome"] == "pulled"], state.get("pulled"), "id"))
+        _save(store, "state.json", state)
+    return {"pulled": sum(r["outcome"] == "pulled" for r in results), "results": results, "error": None}
+
+
+def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any]) -> dict[str, Any]:
+    """Write one pulled record when this vault may take it (see :func:`pull`); its result."""
+    record_id = str(item.get("id", ""))[:200]
+    echo = _echo_project(item.get("project"))
+    try:
+        kind, meta, body = admit_record(store, record_id, item.get("text"))
+        if kind not in (RecordKind.HANDOFF, RecordKind.SESSION):
+            raise InvalidFieldError("kind", f"a pull brings hand-offs and sessions, not a {kind.value}")
+    except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
+        return {"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:300]}
+    result = {"id": record_id, "project": meta["project"], "kind": kind.value}
+    key = f"{meta['project']}/{record_id}"
+    with store.lock():
+        try:
+            local_text = store.read_text(meta["project"], kind, record_id)
+            local, local_body = parse_record_text(local_text, record_id) if local_text is not None else (None, None)
+        except (OSError, UnicodeDecodeError, CorruptRecordError, ValueError):
+            return {**result, "outcome": "kept yours", "reason": "this vault's file cannot be read; left as it is"}
+        if local is not None and (normalize_meta(local), local_body) == (meta, body):
+            return {**result, "outcome": "unchanged"}
+        if local is None and kind is RecordKind.SESSION:
+            return {**result, "outcome": "left", "reason": "not a session of this vault"}
+        if local is not None and kind is RecordKind.HANDOFF and local.get("status") != "pending":
+            return {**result, "outcome": "kept yours", "reason": f"{local.get('status')} here: the next push takes it"}
+        if local is not None and (local.get("updated") != pushed.get(key) or (
+                kind is RecordKind.SESSION and local.get("updated") != item.get("base"))):
+            return {**result, "outcome": "kept yours",
+                    "reason": "changed here since your push: the next push merges it with the daemon's change"}
+        pushed[key] = meta.get("updated")  # before the write: its outbox line is a version the daemon has
+        store.upsert(kind, meta, body)
+    return {**result, "outcome": "pulled"}
+
+
+def pull_before_start(store: VaultStore, cwd: str | None, owner: str | None = None) -> str | None:
+    """Before a session start of a hybrid laptop: pull the batons the team left its people
+    (:func:`pull`, waiting at most :data:`START_PULL_SECONDS`), so the start claims one and shows
+    its next steps; skipped while a failed push waits out its backoff (the daemon is down: a
+    start must not wait for it each time). Never raises; a line on what it did, or None."""
+    if not hybrid_enabled(store):
+        return None
+    try:
+        retry = _load(store, "state.json").get("nextRetryAt")
+        if retry and utcnow() < from_iso(retry):
+            return "pull skipped: the daemon is waited out after a failed push"
+        people = laptop_people(store, cwd)
+        if owner and owner.strip() and not any(same_person(owner, one) for one in people):
+            people = [owner.strip(), *people][:MAX_PULL_OWNERS]
+        result = pull(store, people, timeout=START_PULL_SECONDS)
+    except Exception as exc:  # noqa: BLE001 - a start never fails on the sync's account
+        return f"pull failed: {type(exc).__name__}"
+    return f"pull failed: {result['error']}" if result["error"] else f"pulled {result['pulled']} from the daemon"

@@ -316,8 +316,9 @@ def test_an_import_pushes_once_after_its_last_commit_not_once_per_session(tmp_pa
         files = list(walk_files([realdata / "claude-code-jsonl"], module.SUFFIXES, module.EXCLUDE_DIRS))
         result = run_import(mine, files, module.parse, ImportOptions(), source="claude-code")
         assert result.sessions > 5
-        assert len(capture.received) == 1  # one push for the whole import
-        sent = capture.received[0]["records"]
+        pushes = [payload for payload in capture.received if "records" in payload]  # (then a pull asks)
+        assert len(pushes) == 1  # one push for the whole import
+        sent = pushes[0]["records"]
         assert len(sent) == min(mine.settings.hybrid.batch_size, result.sessions + result.turns)
         for record in sent:
             kind = "sessions" if record["id"].startswith("session-") else "prompts"
@@ -1282,7 +1283,8 @@ def test_a_pushed_session_without_a_client_is_filed_by_the_daemons_project_clien
         clients = {sid: read_record(tmp_path / "team" / "projects" / project / "sessions" / f"session-{sid}.md")[0]
                    .get("client") for sid, project in (("s1", "shop"), ("s2", "shop"), ("s3", "lab"))}
         assert clients == {"s1": "Acme Corp", "s2": "Globex", "s3": None}
-        assert read_record(bob.root / "projects/shop/sessions/session-s1.md")[0].get("client") is None
+        # the laptop hears the team's filing back with the push of the end (a pull)
+        assert read_record(bob.root / "projects/shop/sessions/session-s1.md")[0].get("client") == "Acme Corp"
         # Bob's later change of s1 keeps the team's client there
         end_session(bob, EndSessionRequest(session_id="s1", project="shop", summary="checkout"))
         again = read_record(tmp_path / "team" / "projects/shop/sessions/session-s1.md")[0]
@@ -1324,3 +1326,133 @@ def test_a_pushed_session_takes_the_hand_off_its_start_would_have_taken_on_the_d
     assert (finish["handoffClaimed"], finish["client"]) == ("handoff-cart-v2", "Acme Corp")
     taken = read_record(team / "projects/shop/handoffs/handoff-cart-v2.md")[0]
     assert (taken["status"], taken["claimedBy"]) == ("claimed", "finish")
+
+
+def _ana_leaves_a_baton(team: Path, **address) -> dict:
+    """Ana's session on the team daemon (client Acme Corp) ends with a hand-off ``address``ed."""
+    from datetime import datetime, timezone
+
+    from memo_analytics.services.requests import HandoffInput
+
+    lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    try:
+        start_session(lead, StartSessionRequest(session_id="cart-v2", project="shop", client="Acme Corp",
+                                                owner="ana@team.test", start_time="2026-03-03T09:00:00Z"))
+        end_session(lead, EndSessionRequest(session_id="cart-v2", project="shop", until="2026-03-03T11:00:00Z",
+                                            handoff=HandoffInput(next_steps=["finish the checkout button"],
+                                                                 **address)),
+                    now=datetime(2026, 3, 3, 11, 0, tzinfo=timezone.utc))
+    finally:
+        lead.close()
+    return read_record(team / "projects/shop/handoffs/handoff-cart-v2.md")[0]
+
+
+def test_a_hybrid_laptops_agent_reads_the_hand_off_its_team_left_it_at_its_session_start(tmp_path, daemon):
+    """Found by a team lead: hybrid sync was one way. Ana's hand-off to Bob waited on the daemon,
+    and Bob's agent, started on his hybrid laptop, never read its next steps. A session start on
+    a hybrid laptop now pulls the batons addressed to its person first; the start claims it, the
+    agent reads it (Claude Code's SessionStart answer), and the claim and the session go back to
+    the daemon, which bills the session to the client of the session that left the baton and
+    sends that client back to the laptop."""
+    team, server = daemon
+    _ana_leaves_a_baton(team, owner="Bob@team.test")
+    repo = _person_repo(tmp_path, "bob").rename(tmp_path / "shop")  # the project is the repository's name
+    config = tmp_path / "bob.toml"
+    config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "{server.base}"\n')
+    env = {"MEMO_CONFIG": str(config), "MEMO_TIMEZONE": "UTC"}
+    laptop = tmp_path / "bob"
+    payload = {"session_id": "b-1", "transcript_path": "/tmp/b-1.jsonl", "cwd": str(repo),
+               "hook_event_name": "SessionStart", "source": "startup"}
+    ran = memo("hook", "claude-code", vault=laptop, input=json.dumps(payload), env=env, check=False)
+    assert ran.returncode == 0, ran.stderr
+    answer = json.loads(ran.stdout)["hookSpecificOutput"]
+    assert "finish the checkout button" in answer["additionalContext"]
+    baton = read_record(laptop / "projects/shop/handoffs/handoff-cart-v2.md")[0]
+    assert (baton["status"], baton["claimedBy"]) == ("claimed", "claude-code-b-1")
+    # the session's end pushes the claim and the session; the daemon files the session under Acme Corp
+    for event in ({"hook_event_name": "UserPromptSubmit", "prompt": "finish the checkout button"},
+                  {"hook_event_name": "SessionEnd", "reason": "exit"}):
+        assert memo("hook", "claude-code", vault=laptop, env=env, check=False,
+                    input=json.dumps({**payload, **event})).returncode == 0
+    on_daemon = read_record(team / "projects/shop/handoffs/handoff-cart-v2.md")[0]
+    assert (on_daemon["status"], on_daemon["claimedBy"]) == ("claimed", "claude-code-b-1")
+    session = read_record(team / "projects/shop/sessions/session-claude-code-b-1.md")[0]
+    assert (session["handoffClaimed"], session["client"]) == ("handoff-cart-v2", "Acme Corp")
+    # … and the laptop hears the client back with the push of the end
+    mine = read_record(laptop / "projects/shop/sessions/session-claude-code-b-1.md")[0]
+    assert mine["client"] == "Acme Corp"
+    listed = json.loads(memo("--json", "activity", "--all", vault=laptop, env=env).stdout)
+    assert list(listed["byClient"]) == ["Acme Corp"]
+    assert memo("sync", "status", vault=laptop, env=env).stdout.count("pulled from the daemon") >= 1
+
+
+def test_a_pull_brings_only_its_persons_batons_and_its_sessions_corrections(tmp_path, daemon):
+    """What a pull takes: batons addressed to the laptop's person (not another person's, not a
+    shared one that two laptops would both claim), a lead's correction of the person's session
+    when the laptop has not changed it since its push (else the laptop keeps its own and its next
+    push merges), and nothing the pull brought is pushed back as new."""
+    team, server = daemon
+    _ana_leaves_a_baton(team, owner="carol@team.test")
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        assert sync.pull(bob, ["bob@team.test"])["results"] == []  # Carol's baton is not Bob's
+        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
+                                               start_time="2026-03-02T09:00:00Z"))
+        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        assert sync.status(bob)["pending"] == 0
+        _lead_edits(team, client="Globex")
+        pulled = sync.pull(bob)  # the people of the laptop: its sessions' owners
+        assert [(r["id"], r["outcome"]) for r in pulled["results"]] == [("session-c2", "pulled")]
+        mine = bob.root / "projects/web/sessions/session-c2.md"
+        assert read_record(mine)[0]["client"] == "Globex"
+        assert sync.pull(bob)["results"] == [{"id": "session-c2", "project": "web", "kind": "session",
+                                              "outcome": "unchanged"}]
+        before = _team_file(team, "session-c2", "sessions").read_bytes()
+        assert sync.push(bob) == {"pushed": 0, "results": [], "pending": 0, "error": None}  # nothing sent back
+        assert _team_file(team, "session-c2", "sessions").read_bytes() == before
+        # Bob's next change builds on the lead's version: a plain fast-forward, no merge, no conflict
+        from memo_analytics.services.requests import EditSessionRequest
+        from memo_analytics.services.session_edit import edit_session
+
+        edit_session(bob, EditSessionRequest(session_id="c2", project="web", summary="refunds"))
+        assert [r["outcome"] for r in sync.push(bob)["results"]] == ["applied"]
+        on_daemon = read_record(_team_file(team, "session-c2", "sessions"))[0]
+        assert (on_daemon["client"], on_daemon["summary"]) == ("Globex", "refunds")
+        # changed on both sides: the laptop keeps its own; the push merges
+        _lead_edits(team, minutes=45)
+        edit_session(bob, EditSessionRequest(session_id="c2", project="web", summary="refunds and returns"))
+        [kept] = sync.pull(bob)["results"]
+        assert kept["outcome"] == "kept yours" and "next push merges" in kept["reason"]
+        assert read_record(mine)[0]["durationMinutes"] == 60
+        sync.push(bob)
+        on_daemon = read_record(_team_file(team, "session-c2", "sessions"))[0]
+        assert (on_daemon["durationMinutes"], on_daemon["summary"]) == (45, "refunds and returns")
+        [corrected] = sync.pull(bob)["results"]
+        assert corrected["outcome"] == "pulled" and read_record(mine)[0]["durationMinutes"] == 45
+    finally:
+        bob.close()
+
+
+def test_a_shared_baton_stays_for_a_start_on_the_daemon_and_a_pull_needs_the_token(tmp_path):
+    team = tmp_path / "team-vault"
+    _ana_leaves_a_baton(team, shared=True, owner="bob@team.test")
+    server = Server(team, "--token", "s3cret-team-token")
+    try:
+        status, _, text = server.request("/api/sync/pull", data={"owners": ["bob@team.test"]})
+        assert status == 401, text
+        status, _, text = server.request("/api/sync/pull", data={"owners": ["bob@team.test"]},
+                                         headers={"Authorization": "Bearer s3cret-team-token"})
+        assert (status, json.loads(text)) == (200, {"records": []})  # shared: not one laptop's to claim
+        status, _, text = server.request("/api/sync/pull", data={"owners": "bob"},
+                                         headers={"Authorization": "Bearer s3cret-team-token"})
+        assert status == 400 and "owners" in json.loads(text)["error"]
+        bob = Runtime(Settings(vault_root=tmp_path / "bob", timezone="UTC", mode="hybrid",
+                               hybrid=HybridSync(remote_url=server.base, debounce_ms=0, token="wrong"))).store()
+        try:
+            failed = sync.pull(bob, ["bob@team.test"])
+            assert failed["pulled"] == 0 and "refused this machine's token" in failed["error"]
+            assert "refused this machine's token" in sync.status(bob)["lastPullError"]
+        finally:
+            bob.close()
+    finally:
+        server.stop()

@@ -64,6 +64,11 @@ def sync_status() -> None:
                        else "corrected there since your push")
                 out.print(_safe(f"  merged on the daemon: {item['id']} keeps its {', '.join(item['keptHere'])} there "
                                 f"({why}; this vault still has its own)"))
+            if r.get("lastPullAt") or r.get("lastPullError"):
+                out.print(_safe(f"  last pull: {r.get('lastPullAt') or 'never'}"
+                                + (f" · error: {r['lastPullError']}" if r.get("lastPullError") else "")))
+            for item in r.get("pulled") or []:
+                out.print(_safe(f"  pulled from the daemon: {item['id']} ({item.get('kind')} of {item.get('project')})"))
             for item in r.get("keptApart") or []:
                 out.print(_safe(f"  kept apart on the daemon: {item['id']} is {item['storedAs']} there (its "
                                 f"session's id there is {item['heldBy']}'s session)"))
@@ -104,6 +109,29 @@ def sync_push() -> None:
     _emit(result, lambda r: out.print(_safe(f"pushed {r['pushed']} record{'' if r['pushed'] == 1 else 's'}; {r['pending']} waiting"
                                             + (f"; error: {r['error']}" if r["error"] else ""))))
     if result["error"] and result["error"] != "hybrid sync is off":
+        raise typer.Exit(1)
+
+
+@sync_app.command("pull")
+def sync_pull() -> None:
+    """Pull from the hybrid daemon what the team left this laptop's people: hand-offs addressed
+    to them (your next session start claims one) and corrections of their sessions made there.
+    A baton claimed here, or a session changed here since its push, keeps this vault's version."""
+    result = sync.pull(state.store)
+    for item in result["results"]:
+        if item["outcome"] in ("kept yours", "refused", "left"):
+            err.print(_safe(f"note: {item.get('id')}: {item['outcome']}: {item.get('reason')}"))
+    if result.get("note"):
+        err.print(_safe(f"note: {result['note']}"))
+
+    def human(r: dict[str, Any]) -> None:
+        taken = [item for item in r["results"] if item["outcome"] == "pulled"]
+        out.print(_safe(f"pulled {r['pulled']} record{'' if r['pulled'] == 1 else 's'}"
+                        + (f" ({', '.join(item['id'] for item in taken[:8])}{', …' if len(taken) > 8 else ''})"
+                           if taken else "") + (f"; error: {r['error']}" if r["error"] else "")))
+
+    _emit(result, human)
+    if result["error"]:
         raise typer.Exit(1)
 
 
