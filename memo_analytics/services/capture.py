@@ -36,7 +36,7 @@ from ..domain.records import RecordKind
 from ..domain.wire import counted, valid_text
 from ..index import store as index
 from .agent_ids import AGENTS, hook_session_id
-from .store import VaultStore
+from .store import VaultStore, from_another_machine
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -250,7 +250,9 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     twice. ``session_start``: the session opened (an open or completed one is left as it is).
     ``session_end``: an open session ended at ``event.at``. ``stop`` and ``other``: nothing.
     ``owner``: the person whose session it is (a remote caller's; else the git identity of the
-    repository of ``event.cwd``). ``batons``: the agent shows the hook's answer to its model
+    repository of ``event.cwd``). A remote caller's conversation whose id is another person's
+    session here goes to a session of its own, ``{id}--{owner slug}-{6 hex}`` (as a hybrid push is
+    kept apart): never into theirs. ``batons``: the agent shows the hook's answer to its model
     (:data:`BATON_AGENTS`): a ``session_start`` of a new conversation claims an eligible
     pending hand-off (SPEC §2.5) and appends it here; None (a replayed event, Cursor, Copilot):
     the baton stays pending for a start that shows it.
@@ -276,7 +278,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         # prompt): the agent's session of the repository, split at idle gaps like any other
         folder = os.path.realpath(event.cwd)
         event = replace(event, session="repo-" + hashlib.sha256(folder.encode("utf-8", "surrogateescape")).hexdigest()[:12])
-    session_id = hook_session_id(event.agent, event.session)
+    base_id = session_id = hook_session_id(event.agent, event.session)
     cwd = event.cwd if event.cwd and Path(event.cwd).is_dir() else None
     project = store.resolve_project(project, cwd)  # a remote caller names the project of its own cwd
     extra = {"agentSessionId": event.session, **({"transcriptPath": event.transcript_path}
@@ -288,6 +290,15 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     with store.lock():
         # in the order they began (a late prompt's interval can be numbered after a later one)
         chain = sorted(hook_sessions(store, project, session_id), key=lambda one: str(one[1][0].get("startTime")))
+        if owner is not None or from_another_machine():
+            holders = {str(one[1][0].get("owner") or "").strip().casefold() for one in chain} - {""}
+            if holders and holders != {(owner or "").strip().casefold()}:
+                # another person's conversation of the same id on the team daemon: this caller's
+                # events go to a session of its own, never into theirs (as a hybrid push is kept apart)
+                from .sync import apart_session_id
+
+                base_id = session_id = apart_session_id(session_id, owner)
+                chain = sorted(hook_sessions(store, project, session_id), key=lambda one: str(one[1][0].get("startTime")))
         session_id, existing = chain[-1] if chain else (session_id, None)
         earlier = _covering(chain, event) if event.kind == "prompt" else None
         late_end = None  # the end of a work interval made for a late prompt alone
@@ -298,7 +309,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             answered = min(event.at + gap, following)  # its answer is unseen: at most an idle gap of it
             if existing[0].get("status") == "completed" and event.at - ended > gap:
                 # made long after that interval's end: work of its own, between two intervals
-                session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
+                session_id, existing = numbered(base_id, len(chain) + 1), None
                 late_end = answered
             elif existing[0].get("status") == "completed" and event.at > ended:
                 # made after that interval's end, within the idle gap: the interval went on until then
@@ -311,7 +322,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                 if event.kind == "session_start":
                     return f"session {session_id} already recorded"
             else:  # the agent resumed a conversation it had ended (the same session id): a new work interval
-                session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
+                session_id, existing = numbered(base_id, len(chain) + 1), None
         if event.kind in ("prompt", "session_end") and existing is not None and existing[0].get("status") == "active":
             gap = timedelta(minutes=store.settings.idle_gap_minutes)
             last, seen = _last_activity(store, project, session_id, existing[0], event)
@@ -338,7 +349,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                 if event.kind == "session_end":
                     return (f"session {session_id} ended at its last work {to_iso(last)}, "
                             f"{counted(int((event.at - last).total_seconds() // 60), 'minute')} idle before the agent's end")
-                session_id, existing = numbered(hook_session_id(event.agent, event.session), len(chain) + 1), None
+                session_id, existing = numbered(base_id, len(chain) + 1), None
         if event.kind == "session_end":
             if existing is not None and existing[0].get("status") == "superseded" and not existing[0].get("endTime"):
                 # its conversation was imported from the agent's transcript while it went on: the

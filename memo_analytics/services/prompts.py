@@ -30,7 +30,7 @@ from ..vault.redact import (
 )
 from .requests import ListRequest, RecordPromptRequest
 from .projects import remember_root
-from .store import VaultStore, git_head, repository_root
+from .store import VaultStore, from_another_machine, git_head, repository_root
 
 #: How far in the future a recorded instant may lie (clock skew between machines).
 MAX_CLOCK_SKEW = timedelta(days=1)
@@ -100,7 +100,9 @@ def refuse_anothers(session: dict[str, Any], owner: str | None, session_id: str 
     """A call that names its person (``owner``: a team daemon's caller, a hook) never acts on
     another person's session of the same id — it would bill their time as the caller's, or
     the caller's turn and end would land in theirs (found by a team lead: in remote mode Bob's
-    turn and end went into Ana's ``deploy``). Owners compare in any case.
+    turn and end went into Ana's ``deploy``). Owners compare in any case. A call from another
+    machine (a daemon bound off loopback) that names no owner is no one's: it is refused on a
+    session that names one.
 
     Raises
     ------
@@ -109,8 +111,13 @@ def refuse_anothers(session: dict[str, Any], owner: str | None, session_id: str 
     """
     named = clean_owner(owner)
     theirs = session.get("owner") if session else None
-    if named and isinstance(theirs, str) and theirs.strip() and not same_person(theirs, named):
+    if not (isinstance(theirs, str) and theirs.strip()):
+        return
+    if named and not same_person(theirs, named):
         raise InvalidFieldError("sessionId", f"session {session_id} is {theirs}'s, not {named}'s; {instead}")
+    if not named and from_another_machine():  # leaving the owner out must not be a way into it
+        raise InvalidFieldError("sessionId", f"session {session_id} is {theirs}'s and this call names no owner; "
+                                             f"name yours (owner), or {instead}")
 
 
 def same_person(one: str | None, other: str | None) -> bool:

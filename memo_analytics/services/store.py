@@ -113,6 +113,11 @@ def remote_caller(remote: bool = True) -> Iterator[None]:
         _REMOTE_CALLER.reset(token)
 
 
+def from_another_machine() -> bool:
+    """Whether the call being served came from another machine (inside :func:`remote_caller`)."""
+    return _REMOTE_CALLER.get()
+
+
 def git_identity(root: Path | None) -> str | None:
     """Who works in the repository at ``root``, as git knows them: ``user.email``, else
     ``user.name`` (repository, then global config); outside a repository (``root`` None) the

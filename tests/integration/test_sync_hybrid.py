@@ -1456,3 +1456,67 @@ def test_a_shared_baton_stays_for_a_start_on_the_daemon_and_a_pull_needs_the_tok
             bob.close()
     finally:
         server.stop()
+
+
+def test_in_remote_mode_a_hook_conversation_of_anothers_id_goes_to_a_session_of_its_own(tmp_path, daemon):
+    """Found by a team lead: the daemon refused Cat's ``memo prompt record`` into Ana's session,
+    but Cat's hook events of a conversation of the same id went into it — her turn took Ana's
+    turn number (then lost to a conflict file by Ana's next turn) and her end ended Ana's live
+    session. A remote caller's hook conversation whose id is another person's session on the
+    daemon goes to a session of its own, kept apart as a hybrid push is."""
+    team, server = daemon
+    config = tmp_path / "remote.toml"
+    config.write_text(f'mode = "remote"\n[remote]\nurl = "{server.base}"\n')
+    ana = _person_repo(tmp_path, "ana").rename(tmp_path / "web")  # one project, two people's repositories
+    (tmp_path / "cat-home").mkdir()
+    cat = _person_repo(tmp_path / "cat-home", "cat").rename(tmp_path / "cat-home" / "web")
+
+    def event(repo, person, **fields):
+        payload = {"session_id": "dup1", "transcript_path": "/tmp/none.jsonl", "cwd": str(repo), **fields}
+        ran = memo("hook", "claude-code", vault=tmp_path / f"{person}-laptop", input=json.dumps(payload),
+                   env={"MEMO_CONFIG": str(config), "MEMO_HOOK_DEBUG": "1"}, check=False)
+        assert ran.returncode == 0 and "sent to the daemon" in ran.stderr, ran.stderr
+        return ran.stderr
+
+    event(ana, "ana", hook_event_name="SessionStart", source="startup")
+    event(ana, "ana", hook_event_name="UserPromptSubmit", prompt="ana: fix the redirect")
+    said = event(cat, "cat", hook_event_name="UserPromptSubmit", prompt="cat: write the release notes")
+    apart = sync.apart_session_id("claude-code-dup1", "cat@team.test")
+    assert f"turn 1 of {apart} recorded" in said
+    event(ana, "ana", hook_event_name="UserPromptSubmit", prompt="ana: and its test")
+    event(cat, "cat", hook_event_name="SessionEnd", reason="exit")
+    project = "web"  # each repository's folder names its project on the daemon
+    hers = read_record(team / "projects" / project / "sessions/session-claude-code-dup1.md")[0]
+    assert (hers["owner"], hers["status"]) == ("ana@team.test", "active")  # Cat's end did not end it
+    bodies = sorted(read_record(p)[1] for p in (team / "projects" / project / "prompts").glob("prompt-claude-code-dup1-t*.md"))
+    assert bodies == ["ana: and its test", "ana: fix the redirect"]
+    theirs = read_record(team / "projects" / project / "sessions" / f"session-{apart}.md")[0]
+    assert (theirs["owner"], theirs["status"]) == ("cat@team.test", "completed")
+
+
+def test_a_call_from_another_machine_that_names_no_owner_never_goes_into_a_persons_session(tmp_path):
+    """Found by an attacker: a team daemon bound off loopback refused a ``record`` naming another
+    owner into Alice's session, but took one that left ``owner`` out as her turn 2. A call from
+    another machine that names no owner is no one's: refused on a session that names one."""
+    from memo_analytics.domain.errors import InvalidFieldError
+    from memo_analytics.services.store import remote_caller
+
+    team = VaultStore(Settings(vault_root=tmp_path / "team", timezone="UTC"))
+    try:
+        _own_session(team, "fix-login", "alice", 60, project="shop")
+        with remote_caller():
+            for call in (lambda: record_prompt(team, RecordPromptRequest(session_id="fix-login", project="shop",
+                                                                         body="anon turn")),
+                         lambda: end_session(team, EndSessionRequest(session_id="fix-login", project="shop",
+                                                                     summary="anon end"))):
+                with pytest.raises(InvalidFieldError, match="fix-login is alice's and this call names no owner"):
+                    call()
+            record_prompt(team, RecordPromptRequest(session_id="fix-login", project="shop", body="her own",
+                                                    owner="Alice"))  # her own, in any case
+        # on its own machine (loopback) a call without owner is the person's own, as before
+        record_prompt(team, RecordPromptRequest(session_id="fix-login", project="shop", body="local"))
+        bodies = [read_record(tmp_path / "team/projects/shop/prompts" / f"prompt-fix-login-t{n}.md")[1] for n in (2, 3)]
+        assert bodies == ["her own", "local"]
+        assert not (tmp_path / "team/projects/shop/prompts/prompt-fix-login-t4.md").exists()
+    finally:
+        team.close()
