@@ -26,13 +26,17 @@ __version__ = "0.1.0"
 __all__ = [
     "CorruptRecordError", "IndexDamagedError", "InvalidDateError", "InvalidFieldError", "MemoError",
     "RecordNotFoundError", "ReportError", "SessionCompletedError", "SessionNotStartedError", "VaultBusyError",
-    "Vault", "__version__", "open_vault", "sample_vault",
+    "Vault", "__version__", "notebook_vault", "open_vault", "sample_vault",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})  # the lazily loaded analyst API shows in completion too
 
 
 def __getattr__(name: str):
     # the analyst API loads polars and DuckDB: imported on first use, not by every `memo` start
-    if name in ("open_vault", "Vault", "sample_vault"):
+    if name in ("open_vault", "Vault", "sample_vault", "notebook_vault"):
         from . import api
 
         return getattr(api, name)

@@ -114,6 +114,32 @@ def open_vault(path: str | Path | None = None, *, vaults: Sequence[str | Path] |
     return Vault(store)
 
 
+def notebook_vault(named: str | Path | None, scratch: str | Path) -> tuple[Path, bool]:
+    """The vault a notebook reads (its ``VAULT`` parameter): ``(root, on_sample)``.
+
+    ``named`` given (``~`` expanded): that vault, or an error — a typo never falls back to the
+    sample, whose numbers would pass for the analyst's. None: the configured vault
+    (``MEMO_VAULT``, the config file's ``vaultRoot``) when it holds an index, else the sample
+    vault of :func:`sample_vault`, built in ``scratch/vault``.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid VAULT: … holds no vault`` (no ``projects/`` nor ``.memo/`` folder there).
+    """
+    if named is not None and str(named).strip():
+        root = Path(named).expanduser().resolve()
+        if not ((root / "projects").is_dir() or (root / ".memo").is_dir()):
+            raise InvalidFieldError("VAULT", f"{root} holds no vault (no projects/ or .memo/ folder); give the "
+                                             "folder `memo demo --out` or your vaultRoot names, or None for the "
+                                             "configured vault")
+        return root, False
+    configured = Settings().vault_root
+    if (configured / ".memo" / "index.sqlite").is_file():
+        return configured, False
+    return sample_vault(Path(scratch) / "vault"), True
+
+
 def sample_vault(path: str | Path) -> Path:
     """Build the sample vault of ``memo demo`` in ``path``: one week of March 2026 in
     Europe/Berlin with several clients, projects, IDEs and models, billable and internal

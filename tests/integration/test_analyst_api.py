@@ -184,3 +184,20 @@ def test_tokens_by_model_add_up_to_the_reports_cost_by_model(realdata, tmp_path)
     assert split  # a turn two models answered: a row each
     # the prompts frame's one row per turn holds the same tokens in all
     assert int(prompts["cache_read_tokens"].sum()) == int(usage["cache_read_tokens"].sum())
+
+
+def test_a_notebooks_vault_parameter_takes_a_home_path_and_a_typo_is_an_error(tmp_path, monkeypatch):
+    """Found by an analyst: ``VAULT = '~/realv'`` and a misspelled path both ran the notebook on
+    the built-in sample without a word (its 16.34 h passed for the analyst's own numbers)."""
+    home = tmp_path / "home"
+    (home / "realv" / "projects").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("MEMO_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("MEMO_VAULT", str(tmp_path / "no-vault"))
+    assert memo_analytics.notebook_vault("~/realv", tmp_path / "scratch") == ((home / "realv").resolve(), False)
+    with pytest.raises(InvalidFieldError, match=r"Invalid VAULT: .*/home/relav holds no vault"):
+        memo_analytics.notebook_vault("~/relav", tmp_path / "scratch")
+    assert not (tmp_path / "scratch").exists()  # no sample was built
+    root, on_sample = memo_analytics.notebook_vault(None, tmp_path / "scratch")  # nothing configured: the sample
+    assert (root, on_sample) == (tmp_path / "scratch" / "vault", True)
+    assert {"notebook_vault", "open_vault", "sample_vault"} <= set(dir(memo_analytics))
