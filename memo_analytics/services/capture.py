@@ -288,6 +288,9 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     if head is not None:  # a remote caller's repository HEAD (its cwd means nothing here)
         context.update(branch=head[0], git_sha=head[1])
     with store.lock():
+        held = _conversation_project(store, session_id, project)
+        if held != project:  # the agent went on in another folder (a `cd`, none, one since removed): its conversation stays
+            project = context["project"] = held
         # in the order they began (a late prompt's interval can be numbered after a later one)
         chain = sorted(hook_sessions(store, project, session_id), key=lambda one: str(one[1][0].get("startTime")))
         if owner is not None or from_another_machine():
@@ -451,6 +454,18 @@ def _covering(chain: list[tuple[str, tuple[dict[str, Any], str]]],
 def numbered(base: str, n: int) -> str:
     """The id of the ``n``-th work interval of a hook session: ``base``, ``base.2``, ``base.3`` …"""
     return base if n == 1 else validate_session_id(f"{base}.{n}")
+
+
+def _conversation_project(store: VaultStore, base: str, project: str) -> str:
+    """The project an agent's conversation ``base`` was recorded in: ``project`` (the event's
+    folder's) when it holds it or none does, else the project of its most recently written
+    session — a turn sent from another folder (the agent's shell went elsewhere, a folder since
+    removed, none named) had opened a second session of the conversation in that folder's
+    project, which no end ever closed."""
+    rows = index.rows_with_id(store.conn, session_record_id(base), RecordKind.SESSION.value)
+    if not rows or any(row["project"] == project for row in rows):
+        return project
+    return max(rows, key=lambda row: (row["updated"] or "", row["project"]))["project"]
 
 
 def hook_sessions(store: VaultStore, project: str, base: str) -> list[tuple[str, tuple[dict[str, Any], str]]]:

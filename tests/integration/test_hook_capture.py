@@ -1269,3 +1269,29 @@ def test_an_event_memo_does_not_record_is_said_to_the_debug_output_and_logs_noth
     assert not vault.exists()
     quiet = hook(vault, "claude-code", json.dumps({"hook_event_name": "Stop", "session_id": "s1", "cwd": str(repo)}))
     assert quiet.stderr == ""
+
+
+def test_a_conversation_whose_agent_went_to_another_folder_stays_one_session_of_its_project(tmp_path, repo):
+    """Found by an operator (and a tester sending no ``cwd``): Claude Code reports its shell's
+    folder as ``cwd``; after a ``cd`` to another repository, to a folder outside any, to one
+    since removed, or with none at all, the same conversation opened a second and third session
+    in those folders' projects (each with its own turn 1, the id ambiguous), and the end closed
+    one of them only: the others stalled and billed on. A conversation stays in the project it
+    began in."""
+    vault = tmp_path / "v"
+    other = tmp_path / "lib"
+    other.mkdir()
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    outside, gone = tmp_path / "scratch", tmp_path / "gone"
+    outside.mkdir()
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="first, in the product"))
+    for folder, text in ((other, "second, from lib"), (outside, "third, from outside"), (gone, "fourth, gone")):
+        hook(vault, "claude-code", claude("UserPromptSubmit", folder, prompt=text))
+    hook(vault, "claude-code", json.dumps({"session_id": SESSION, "hook_event_name": "UserPromptSubmit",
+                                           "prompt": "fifth, no cwd"}))
+    hook(vault, "claude-code", claude("SessionEnd", other, reason="prompt_input_exit"))
+    assert sorted(p.name for p in (vault / "projects").iterdir()) == ["product"]
+    assert [t["body"] for t in turns(vault, "product")] == ["first, in the product", "second, from lib",
+                                                            "third, from outside", "fourth, gone", "fifth, no cwd"]
+    [session] = (vault / "projects/product/sessions").glob("*.md")
+    assert read_record(session)[0]["status"] == "completed"
