@@ -73,5 +73,6 @@ def test_cancel_without_an_id_cancels_the_callers_pending_batons_and_is_fine_wit
 
     is_error, answer = asyncio.run(again_over_the_tool())
     assert not is_error and answer["cancelled"] == [] and answer["total"] == 0  # nothing to do: no error
-    human = memo("session", "handoff", "--cancel", "--project", "web", vault=vault, cwd=ana, env=NO_GLOBAL_GIT)
-    assert human.returncode == 0 and "nothing to cancel" in human.stdout
+    human = memo("session", "handoff", "--cancel", "--project", "web", vault=vault, cwd=ana, env=NO_GLOBAL_GIT,
+                 check=False)
+    assert human.returncode == 1 and "nothing to cancel" in human.stdout  # it did nothing: says so, exits 1

@@ -1520,3 +1520,11 @@ def test_a_call_from_another_machine_that_names_no_owner_never_goes_into_a_perso
         assert not (tmp_path / "team/projects/shop/prompts/prompt-fix-login-t4.md").exists()
     finally:
         team.close()
+
+
+def test_sync_push_and_pull_with_hybrid_off_say_so_and_exit_1(tmp_path):
+    """Found by a tester: ``memo sync push`` in local mode printed "error: hybrid sync is off" and
+    exited 0 — a command that did nothing exits non-zero."""
+    for command in ("push", "pull"):
+        ran = memo("sync", command, vault=tmp_path / "v", check=False)
+        assert ran.returncode == 1 and "hybrid sync is off" in ran.stdout, (command, ran)

@@ -218,6 +218,8 @@ def session_handoff(
                 f"cancelled {', '.join(r['cancelled'])}" if r["cancelled"] else
                 f"no pending hand-off of yours in {r['project']} (owner {r['owner'] or '-'}, branch "
                 f"{r['branch'] or '-'}): nothing to cancel")))
+            if not mine["cancelled"]:  # a command that did nothing says so and exits non-zero
+                raise typer.Exit(1)
             return
         result: Any = cancel_handoff(store, _build(CancelHandoffRequest, session_id=session_id, project=project))
         _emit(result, lambda r: out.print(f"cancelled {r['id']}"))
