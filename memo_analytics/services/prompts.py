@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from ..config import MAX_BODY_BYTES
@@ -94,6 +94,15 @@ def is_new_client(store: VaultStore, client: str) -> bool:
     wanted = client.strip().lower()
     return bool(wanted) and wanted != "internal" and all(name.strip().lower() != wanted for name in store.settings.clients) \
         and index.client_spelling(store.conn, client) is None
+
+
+def _ended_before(store: VaultStore, project: str, session_id: str | None, at: datetime) -> bool:
+    """Whether the session ``session_id`` had ended before ``at``: its conversation was over, so a
+    prompt of the same text recorded then is another conversation's turn ("run the tests" said
+    again), not the hook's capture of this one."""
+    found = store.read(project, RecordKind.SESSION, f"session-{session_id}") if session_id else None
+    end = found[0].get("endTime") if found else None
+    return isinstance(end, str) and from_iso(end) < at
 
 
 def refuse_anothers(session: dict[str, Any], owner: str | None, session_id: str | None, instead: str) -> None:
@@ -261,7 +270,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
     ``session_end``.) Client, billable and task slug default to the session's.
     A prompt recorded over MCP that a hook of the same agent already captured (the same text
     in the same project, within :data:`HOOK_TWIN_WINDOW`; an ``agent`` given must name the
-    hook's agent — an ``ide`` names where an agent runs, not which) is not recorded twice: the
+    hook's agent — an ``ide`` names where an agent runs, not which; the hook's session not ended
+    before it) is not recorded twice: the
     answer is the hook's turn with ``duplicateOf`` and a ``note`` (issue 14: one turn, however
     it arrived).
     Without ``session_id`` the prompt gets the random id ``prompt-{epoch ms}-{6 hex}`` even
@@ -294,7 +304,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
         # where an agent runs — Claude Code in Cursor says cursor —, not which agent it is)
         named = str(request.agent or "").strip().casefold()
         hooked = str(twin["source"] or "").split(":", 1)[-1].casefold() if twin is not None else ""
-        if twin is not None and named in ("", "generic", hooked):
+        if twin is not None and named in ("", "generic", hooked) and \
+                not _ended_before(store, project, twin["session_id"], created_at):
             return {**row_to_record(twin), "duplicateOf": twin["id"],
                     "note": f"not recorded again: the {hooked or 'agent'} hook captured the same text as turn "
                             f"{twin['turn']} of session {twin['session_id']} (one turn, however it arrived); "

@@ -1295,3 +1295,20 @@ def test_a_conversation_whose_agent_went_to_another_folder_stays_one_session_of_
                                                             "third, from outside", "fourth, gone", "fifth, no cwd"]
     [session] = (vault / "projects/product/sessions").glob("*.md")
     assert read_record(session)[0]["status"] == "completed"
+
+
+def test_a_prompt_said_again_after_the_hooks_conversation_ended_is_a_turn_of_its_own(tmp_path, repo):
+    """Found by an operator: an MCP agent's ``record`` of "first prompt b" into its own session
+    was answered with a Claude Code hook turn of the same text from a conversation that had
+    ended minutes before, and nothing was written to the agent's session. A hook's turn answers
+    an MCP record only while its conversation is open."""
+    from tests.inprocess import tool_calls
+
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="run the tests"))
+    hook(vault, "claude-code", claude("SessionEnd", repo, reason="prompt_input_exit"))
+    time.sleep(0.01)
+    [(error, text)] = tool_calls(vault, [{"action": "record", "sessionId": "mcp-s2", "body": "run the tests",
+                                          "cwd": str(repo)}])
+    assert not error and "duplicateOf" not in json.loads(text)
+    assert (json.loads(text)["id"], json.loads(text)["sessionId"]) == ("prompt-mcp-s2-t1", "mcp-s2")
