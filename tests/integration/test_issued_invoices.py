@@ -1087,3 +1087,16 @@ def test_a_draft_invoice_without_an_output_is_printed_and_nothing_is_written(bil
                          f"total {total['gross']}")
     assert "note: a draft, nothing written" in shown.stderr
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".pdf") == ["draft.pdf"]
+
+
+def test_an_invoice_issued_in_another_zone_names_it_and_shows_its_sessions_in_it(billing):
+    """Found by a billing person: an invoice issued with ``--tz Asia/Shanghai`` printed its
+    session lines' times in Shanghai without naming a zone, and ``memo invoice show`` printed the
+    same sessions in the config's Europe/Berlin — 6 hours apart, near midnight another date."""
+    doc = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30",
+                "--tz", "Asia/Shanghai", "--lines", "session")
+    printed = " ".join(pdf_text(Path(doc["pdf"])).split())
+    assert "Time zone Dates and times in Asia/Shanghai" in printed
+    assert "2026-06-05 20:00" in printed  # g1 began 12:00 UTC
+    shown = " ".join(run(billing, "invoice", "show", doc["number"]).stdout.split())
+    assert "session g1 (etl): 90 minutes billed, 2026-06-05 20:00 – 2026-06-05 21:30 Asia/Shanghai" in shown

@@ -11,7 +11,7 @@ import typer
 
 from ...config import config_path
 from ...domain.errors import InvalidDateError, InvalidFieldError
-from .common import (_emit, _grouped, _safe, _zone, _zone_label, app, err, left_off_note, out,
+from .common import (_emit, _grouped, _safe, _zone, app, err, left_off_note, out,
                      say_duplicate_invoices, state)
 from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
 
@@ -198,14 +198,16 @@ def invoice_show(
             figures = (f"{line['hours']} h × {_grouped(line['rate'])} = {_grouped(line['amount'])}"
                        if line.get("unit", "HUR") == "HUR" else _grouped(line["amount"]))  # a lump sum (the AI cost): no hours, no rate
             out.print(f"  {line['project']}: {line['description']} — {figures}")
-        from ...domain.clock import printed_span, span_clock
+        from ...domain.clock import printed_span, resolve_zone, span_clock, zone_name
 
+        # in the zone the document was issued in (its lines' dates), not this machine's today
+        zone = resolve_zone(document.meta["timezone"]) if document.meta.get("timezone") else _zone()
         for item in s["sessionIds"]:
             minutes = item.get("billedMinutes", item["durationMinutes"])
-            began, ended = span_clock(*printed_span(item["startTime"], item["durationMinutes"], _zone()),
+            began, ended = span_clock(*printed_span(item["startTime"], item["durationMinutes"], zone),
                                       "%Y-%m-%d %H:%M")  # as every report prints it
             out.print(f"    session {item['sessionId']} ({item['project']}): {minutes} minute{'' if minutes == 1 else 's'}"
-                      f" billed, {began} – {ended} {_zone_label()}")
+                      f" billed, {began} – {ended} {zone_name(zone)}")
         if s.get("output"):
             out.print(f"  copy: {s['output']}")
 
