@@ -428,6 +428,10 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
             if item.get("url") is None:  # no --pr gives none: an item of deliverables, named by its place
                 raise InvalidFieldError(f"deliverables[{number}].url", "a pull request needs its url, an http(s) URL")
             raise InvalidFieldError("pr", f"{item.get('url')!r} is not an http(s) URL")
+        if isinstance(item, dict) and item.get("url") is not None and not is_web_url(item.get("url")):
+            # a commit's or a file's link too: a javascript: or file: URL went into the story and its Markdown
+            raise InvalidFieldError(f"deliverables[{number}].url", f"{str(item.get('url'))[:100]!r} is not an "
+                                                                   "http(s) URL")
         if isinstance(item, dict) and isinstance(item.get("title"), str):  # a commit's message: one line of it
             item = {**item, "title": " ".join(re.split(r"[\t\n\r]+", item["title"])).strip()}
         for key in ("type", "url", "sha", "title"):

@@ -370,7 +370,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
             state.update(lastError=reason, lastErrorAt=to_iso(now), attempts=attempts,
                          nextRetryAt=to_iso(now + timedelta(seconds=min(2 ** attempts, MAX_BACKOFF_SECONDS))))
             _save(store, "state.json", state)
-            log.warning("memo sync push failed (%s); %d records wait in the outbox", reason, len(latest))
+            log.warning("memo sync push failed (%s); %d record%s wait%s in the outbox", reason, len(latest),
+                        "" if len(latest) == 1 else "s", "s" if len(latest) == 1 else "")
             return {"pushed": 0, "results": [], "pending": len(latest), "error": reason}
         keys_of_id: dict[str, list[str]] = {}
         for record in records:

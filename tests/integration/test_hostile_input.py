@@ -588,3 +588,19 @@ def test_a_transcript_whose_every_turn_is_refused_leaves_no_empty_session(tmp_pa
     assert any("turn 1 of claude-code-11111111" in e and "1100000 bytes" in e and "the session is not recorded" in e
                for e in answer["errors"]), answer["errors"]
     assert sorted(p.name for p in (vault / "projects/web/sessions").iterdir()) == [f"session-claude-code-{fine}-1.md"]
+
+
+@pytest.mark.parametrize("item", [{"type": "commit", "sha": "abc1234", "url": "javascript:alert(1)"},
+                                  {"type": "doc", "url": "file:///etc/passwd"},
+                                  {"type": "doc", "url": "data:text/html,<script>alert(1)</script>"}])
+def test_a_deliverable_linking_elsewhere_than_the_web_is_refused(tmp_path, item):
+    """Found by an attacker: a pull request's URL had to be http(s), but a commit's or a
+    document's ``javascript:`` link was stored and went into the story's Markdown export."""
+    vault = tmp_path / "v"
+    memo("session", "start", "d-1", "--project", "shop", vault=vault)
+    ran = memo("session", "end", "d-1", "--project", "shop", "--deliverables", json.dumps([item]), vault=vault,
+               check=False)
+    assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid deliverables[0].url: ") \
+        and "is not an http(s) URL" in ran.stderr, ran.stderr
+    shown = json.loads(memo("--json", "session", "show", "d-1", "--project", "shop", vault=vault).stdout)
+    assert shown["session"]["status"] == "active"  # nothing written

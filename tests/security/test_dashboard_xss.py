@@ -108,11 +108,16 @@ def _seed(vault: Path, now: datetime) -> None:
         ended = now - timedelta(hours=6)  # the hand-off it leaves has waited six hours: listed in the digest
         end_session(store, EndSessionRequest(
             session_id=sid, project=project, until=ended,
-            deliverables=[{"type": "pr", "url": PAYLOADS["deliverable url"], "title": PAYLOADS["deliverable title"]},
-                          {"type": "doc", "url": PAYLOADS["link deliverable url"]}],
+            deliverables=[{"type": "pr", "url": PAYLOADS["deliverable url"], "title": PAYLOADS["deliverable title"]}],
             handoff=HandoffInput(next_steps=[PAYLOADS["next step"]], failed_approaches=[PAYLOADS["failed approach"]],
                                  open_questions=[PAYLOADS["open question"]], branch=PAYLOADS["hand-off branch"],
                                  owner=PAYLOADS["hand-off owner"])), now=ended)
+        # a javascript: link no call takes (an http(s) URL only): written into the file by hand, or pulled
+        from memo_analytics.domain.records import RecordKind
+
+        meta, body = store.read(project, RecordKind.SESSION, f"session-{sid}")
+        meta["deliverables"] = [*meta["deliverables"], {"type": "doc", "url": PAYLOADS["link deliverable url"]}]
+        store.upsert(RecordKind.SESSION, meta, body)
         other = SLUGS["other project"]  # another project: its sessions never claim that hand-off
         config_start = now - timedelta(hours=5)
         start_session(store, StartSessionRequest(session_id=CONFIG_SESSION, project=other,
