@@ -45,8 +45,11 @@ def _body(meta: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def write_handoff(store: VaultStore, project: str, session_id: str, baton: HandoffInput, now) -> dict[str, Any]:
+def write_handoff(store: VaultStore, project: str, session_id: str, baton: HandoffInput, now,
+                  left=None) -> dict[str, Any]:
     """Write (or replace a still pending) baton for ``session_id``; call under the vault lock.
+    ``left``: when it was left — its session's end, when that is earlier than ``now`` (an end
+    given with ``until``): its ``created``, which a later session's start is compared with.
 
     Raises
     ------
@@ -62,7 +65,7 @@ def write_handoff(store: VaultStore, project: str, session_id: str, baton: Hando
         raise InvalidFieldError("handoff", f"{record_id} was already claimed by {existing[0].get('claimedBy')}")
     meta = {
         "id": record_id, "kind": "handoff", "project": project, "status": "pending",
-        "created": existing[0]["created"] if existing else to_iso(now), "updated": to_iso(now),
+        "created": existing[0]["created"] if existing else to_iso(min(left or now, now)), "updated": to_iso(now),
         "fromSessionId": session_id,
         "branch": clean_text(baton.branch, "handoff.branch"),
         "owner": clean_owner(baton.owner, "handoff.owner"),

@@ -315,7 +315,8 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None,
             defaults = {"branch": request.handoff.branch or meta.get("branch"),
                         "owner": request.handoff.owner or meta.get("owner")
                         or git_identity(repository_root(request.cwd))}
-            baton = write_handoff(store, project, session_id, request.handoff.model_copy(update=defaults), now)
+            ended = from_iso(meta["endTime"]) if meta.get("endTime") else None  # left as the session ended
+            baton = write_handoff(store, project, session_id, request.handoff.model_copy(update=defaults), now, ended)
             meta["handoffArchive"] = baton["id"]
         store.upsert(RecordKind.SESSION, meta, body)
     store.emit("session_end", session=meta)  # SPEC §2.5: the sync the runtime wired (never fails this)

@@ -1528,3 +1528,32 @@ def test_sync_push_and_pull_with_hybrid_off_say_so_and_exit_1(tmp_path):
     for command in ("push", "pull"):
         ran = memo("sync", command, vault=tmp_path / "v", check=False)
         assert ran.returncode == 1 and "hybrid sync is off" in ran.stdout, (command, ran)
+
+
+def test_a_baton_left_by_an_end_given_afterwards_goes_to_a_session_begun_after_that_end(tmp_path, daemon):
+    """Found by a team lead: Ana ended yesterday's session today (``--until`` yesterday) with a
+    hand-off to Ben; the baton was dated today, so Ben's session of this morning — pushed later —
+    counted as begun before it and never took it. A baton is left when its session ended."""
+    from memo_analytics.services.requests import HandoffInput
+
+    team, server = daemon
+    lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    try:
+        start_session(lead, StartSessionRequest(session_id="fix-login", project="shop", owner="ana@team.test",
+                                                start_time="2026-12-01T09:00:00Z"))
+        end_session(lead, EndSessionRequest(session_id="fix-login", project="shop", until="2026-12-01T10:30:00Z",
+                                            handoff=HandoffInput(next_steps=["deploy to staging"],
+                                                                 owner="ben@team.test")))
+    finally:
+        lead.close()
+    baton = read_record(team / "projects/shop/handoffs/handoff-fix-login.md")[0]
+    assert baton["created"] == "2026-12-01T10:30:00.000Z"
+    ben = _client(tmp_path, server.base, "ben")
+    try:
+        start_session(ben, StartSessionRequest(session_id="deploy", project="shop", owner="ben@team.test",
+                                               start_time="2026-12-02T09:00:00Z"))
+        end_session(ben, EndSessionRequest(session_id="deploy", project="shop", until="2026-12-02T10:00:00Z"))
+    finally:
+        ben.close()
+    taken = read_record(team / "projects/shop/handoffs/handoff-fix-login.md")[0]
+    assert (taken["status"], taken["claimedBy"]) == ("claimed", "deploy")
