@@ -11,7 +11,9 @@ its ``durationMinutes``, first raised by its client's terms (``roundingMinutes``
   their wall-clock union once. Sessions are grouped by vault and client; within a group, a
   session's person is its ``owner`` (the git identity it was recorded under): sessions of two
   owners (teammates whose sessions one team vault holds) never cover each other, while a
-  session without one may be anyone's and covers, and is covered by, every session. Sessions
+  session without one may be anyone's: it bills only what no session of the client covers, and
+  covers no known owner's session (sessions of no known owner bill their union, as one
+  person's do). Sessions
   on an issued invoice come first and keep the minutes the invoice billed (the invoice was
   sent); every other session, in start order, bills the minutes of its span that no session
   before it covered. The minutes of one person's sessions add up to the length of their union
