@@ -477,10 +477,14 @@ def merge_deliverables(existing: list[dict[str, Any]], new: list[dict[str, Any]]
 def _session_project(store: VaultStore, project: str | None, record_id: str, cwd: str | None = None) -> str | None:
     """The project of session record ``record_id``: ``project`` when given, else where the
     record lives (:meth:`VaultStore.locate`; ``AmbiguousIdError`` when several projects hold
-    it and ``cwd`` chooses none); None when none does."""
+    it and ``cwd`` chooses none); None when none does (``CorruptRecordError`` when a file of it
+    is there but cannot be read)."""
     if project:
         return validate_slug(project, "project")
     row = store.locate(record_id, RecordKind.SESSION, cwd=cwd)
+    if row is None:  # none the index holds: a file it left out as unreadable says why (not "start it first")
+        for path in sorted(store.root.glob(f"projects/*/sessions/{record_id}.md")):
+            store.read(path.parent.parent.name, RecordKind.SESSION, record_id)  # raises CorruptRecordError
     return row["project"] if row is not None else None
 
 

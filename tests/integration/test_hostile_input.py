@@ -604,3 +604,21 @@ def test_a_deliverable_linking_elsewhere_than_the_web_is_refused(tmp_path, item)
         and "is not an http(s) URL" in ran.stderr, ran.stderr
     shown = json.loads(memo("--json", "session", "show", "d-1", "--project", "shop", vault=vault).stdout)
     assert shown["session"]["status"] == "active"  # nothing written
+
+
+def test_ending_a_session_whose_file_cannot_be_read_names_the_file_not_a_missing_session(tmp_path):
+    """Found by a tester: ``memo session end ow1`` of a session whose file says ``billable: maybe``
+    answered "No session record for ow1. Call session_start first" — whose advice then failed
+    with the parse error. The file is named with what is wrong, and left as it is."""
+    vault = tmp_path / "v"
+    memo("session", "start", "ow1", "--project", "alpha", vault=vault)
+    memo("prompt", "record", "--session-id", "ow1", "--project", "alpha", "--body", "x", vault=vault)
+    path = vault / "projects/alpha/sessions/session-ow1.md"
+    edited = path.with_name("edited.tmp")  # as an editor (sed -i) saves: a new file renamed over it
+    edited.write_text(path.read_text().replace("billable: true", "billable: maybe"))
+    os.replace(edited, path)
+    before = path.read_bytes()
+    ran = memo("session", "end", "ow1", "--summary", "end it", vault=vault, cwd=tmp_path, check=False)
+    assert ran.returncode == 1 and ran.stderr.splitlines()[-1].startswith(f"error: Cannot parse {path}: billable:"), \
+        ran.stderr
+    assert path.read_bytes() == before
