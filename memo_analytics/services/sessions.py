@@ -103,11 +103,12 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
         store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         existing = store.read(project, RecordKind.SESSION, record_id)
         old = existing[0] if existing else {}
+        # another person's first: "it is completed" read as one's own session's state
+        refuse_anothers(old, request.owner, session_id, "start yours under another id (or without one for a new "
+                                                        "session)")
         if old.get("status") == "completed":
             store.ensure_indexed(RecordKind.SESSION, project, record_id, meta=old)
             raise SessionCompletedError(session_id)
-        refuse_anothers(old, request.owner, session_id, "start yours under another id (or without one for a new "
-                                                        "session)")
         meta = _started(store, request, now, project, session_id, start, product_root, old)
         baton = None
         if claim and not old.get("handoffClaimed"):

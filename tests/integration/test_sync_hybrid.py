@@ -1131,6 +1131,10 @@ def test_a_start_naming_its_person_never_takes_over_anothers_open_session(tmp_pa
     assert start_session(store, StartSessionRequest(session_id="fix-login", project="web",
                                                     owner="ana@example.com"))["owner"] == "ana@example.com"
     assert start_session(store, StartSessionRequest(session_id="fix-login", project="web"))["owner"] == "ana@example.com"
+    # found by a team lead: once she ended it, Bob's start was told "fix-login is completed" — his own, it read
+    end_session(store, EndSessionRequest(session_id="fix-login", project="web"))
+    with pytest.raises(InvalidFieldError, match="session fix-login is ana@example.com's, not bob@example.com's"):
+        start_session(store, StartSessionRequest(session_id="fix-login", project="web", owner="bob@example.com"))
 
 
 def _lead_edits(team: Path, **fields) -> None:
