@@ -165,14 +165,15 @@ def parse_instant(value: object, field: str, tz: tzinfo | None = None, wall_cloc
     (``2026-01-05``, ``2026-01-05T09:30``, ``2026-01-05 09:30:00+02:00``, ``...Z``);
     free text is refused rather than guessed. With ``wall_clock`` (a time a person or agent
     typed), a time without offset that did not exist in ``tz`` — in the hour a daylight-saving
-    change skipped — is refused rather than moved by an hour.
+    change skipped — is refused rather than moved by an hour, and one that happened twice (the
+    hour a change put the clocks back over) is refused rather than read as the first.
 
     Raises
     ------
     InvalidDateError
         ``Invalid <field> date: '...'`` for anything else (``2026-13-45`` included).
     InvalidFieldError
-        ``wall_clock`` and a time that did not exist in ``tz``.
+        ``wall_clock`` and a time that did not exist in ``tz``, or happened twice there.
     """
     if isinstance(value, datetime):
         parsed = value
@@ -197,10 +198,32 @@ def parse_instant(value: object, field: str, tz: tzinfo | None = None, wall_cloc
         if wall_clock and timed and tz is not None and _skipped(naive, tz):
             raise InvalidFieldError(field, f"{value} did not exist in {zone_name(tz)} (the clocks were put forward "
                                            "over it); give the time the clock showed, or its UTC offset")
+        twice = _twice(naive, tz) if wall_clock and timed and tz is not None else None
+        if twice is not None:
+            raise InvalidFieldError(field, f"{value} happened twice in {zone_name(tz)} (the clocks were put back "
+                                           f"over it): give its UTC offset, {twice[0]} for the first or {twice[1]} "
+                                           "for the second")
     try:
         return parsed.astimezone(UTC)
     except (OverflowError, ValueError):
         raise InvalidDateError(field, value) from None
+
+
+def _twice(naive: datetime, tz: tzinfo) -> tuple[str, str] | None:
+    """The two UTC offsets (``+02:00``, ``+01:00``) of a wall-clock time ``naive`` that happened
+    twice in ``tz`` (a daylight-saving change put the clocks back over it), else None."""
+    try:
+        first, second = (naive.replace(tzinfo=tz, fold=fold).utcoffset() for fold in (0, 1))
+    except (OverflowError, ValueError):
+        return None
+    if first is None or second is None or first == second or _skipped(naive, tz):
+        return None
+
+    def text(offset) -> str:
+        minutes = int(offset.total_seconds() // 60)
+        return f"{'+' if minutes >= 0 else '-'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+
+    return text(first), text(second)
 
 
 def _skipped(naive: datetime, tz: tzinfo) -> bool:

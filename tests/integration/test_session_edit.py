@@ -316,6 +316,21 @@ def test_a_time_the_clocks_skipped_is_refused_not_moved_by_an_hour(billing):
     assert moved["durationMinutes"] == 60  # 01:30 CET to 03:30 CEST: one hour
 
 
+def test_a_time_that_happened_twice_is_refused_not_read_as_the_first(billing):
+    """Found by a billing person: ``--end 2026-10-25T02:30`` (Europe/Berlin; the clocks went back
+    from 03:00 to 02:00 that night) was taken as the first 02:30 without a word — the second
+    would have billed an hour more. Its UTC offset says which."""
+    refused = run(billing, "session", "edit", "a1", "--start", "2026-10-25T01:30", "--end", "2026-10-25T02:30")
+    assert refused.returncode == 1 and refused.stderr.strip() == (
+        "error: Invalid endTime: 2026-10-25T02:30 happened twice in Europe/Berlin (the clocks were put back over "
+        "it): give its UTC offset, +02:00 for the first or +01:00 for the second")
+    for offset, minutes in (("+02:00", 60), ("+01:00", 120)):
+        moved = json.loads(run(billing, "--json", "session", "edit", "a1", "--start", "2026-10-25T01:30",
+                               "--end", f"2026-10-25T02:30{offset}").stdout)
+        assert moved["durationMinutes"] == minutes
+    assert run(billing, "session", "edit", "a1", "--end", "2026-10-25T03:30").returncode == 0  # once: taken
+
+
 def test_a_time_edit_that_leaves_turns_outside_the_session_says_so(billing):
     """Found by a new user: ``--start 23:00 --end 23:30`` left the session's only turn (23:46)
     outside its times without a word."""
