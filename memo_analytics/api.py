@@ -253,6 +253,7 @@ class Vault:
             turn's tokens, all under its ``model`` — a turn a sub-agent of another model answered
             too is priced per model only by ``activity``'s ``cost_by_model``; null when the
             transcript gave none); with ``body=True`` also ``body`` (the redacted text as stored).
+            ``output_tokens`` is what the agent logged as output: Claude Code's and Codex's include the reasoning (``reasoning_tokens`` is then a part of it), Gemini CLI's and OpenCode's do not (their output is ``output + reasoning``); sum them per agent, not across.
         """
         with vault_sources(self._store, further=True) as sources:
             return prompts_frame(sources, projects, body=body)
@@ -270,6 +271,7 @@ class Vault:
             ``vault, id, session_id, project, client``, ``created`` (``Datetime(us, UTC)``),
             ``model`` (null when the transcript named none), ``input_tokens, cache_read_tokens,
             cache_write_tokens, output_tokens, reasoning_tokens`` (Int64, null where not given).
+            ``output_tokens`` is what the agent logged as output: Claude Code's and Codex's include the reasoning (``reasoning_tokens`` is then a part of it), Gemini CLI's and OpenCode's do not (their output is ``output + reasoning``); sum them per agent, not across.
         """
         with vault_sources(self._store, further=True) as sources:
             return usage_frame(sources, projects)
