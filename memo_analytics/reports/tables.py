@@ -39,7 +39,8 @@ from .timesheet import require_whole, timesheet_sections
 SUFFIXES = (".pdf", ".csv", ".xlsx")
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
-TIMESHEET_COLUMNS = ("client", "date", "project", "sessionId", "task", "summary", "start", "end", "workedMinutes",
+TIMESHEET_COLUMNS = ("client", "date", "project", "sessionId", "owner", "description", "task", "summary", "start",
+                     "end", "workedMinutes",
                      "billedMinutes", "billableHours", "note", "deliverables", "startTime", "endTime")
 INVOICE_COLUMNS = ("client", "currency", "date", "project", "description", "sessions", "durationMinutes", "hours",
                    "rate", "amount")
@@ -68,13 +69,14 @@ def timesheet_rows(report: ActivityReport) -> list[dict[str, Any]]:
     in the report's zone: ``workedMinutes`` (int) the session's own duration, from ``start`` to
     ``end``; ``billedMinutes`` (int) what it bills — they add up to the report's
     ``totalDurationMinutes`` — and ``note`` why the two differ (parallel sessions, the client's
-    rounding); ``billableHours`` Decimal (two decimals); ``task`` and ``summary`` the session's
-    task slug and summary; ``deliverables`` their URLs (or commits, titles) separated by spaces;
+    rounding); ``billableHours`` Decimal (two decimals); ``owner`` whose session it is (empty:
+    none recorded); ``description`` what the PDF prints for it (the task slug, else the summary,
+    else ``Work on <project>``); ``task`` and ``summary`` the session's task slug and summary; ``deliverables`` their URLs (or commits, titles) separated by spaces;
     ``startTime``/``endTime`` the printed ``start``/``end`` as ISO 8601 instants with the zone's
     offset (``start``/``end`` are clock times: ``01:15 (+1d)``), for a spreadsheet or pandas."""
     require_whole(report)  # a spreadsheet short by a session a hand edit broke, as the PDF would be
     return [{"client": section.client, "date": row.date, "project": row.project, "sessionId": row.session_id,
-             "task": row.task_slug, "summary": row.session_summary, "start": row.start, "end": row.end,
+             "owner": row.owner, "description": row.task, "task": row.task_slug, "summary": row.session_summary, "start": row.start, "end": row.end,
              "workedMinutes": row.worked_minutes, "billedMinutes": row.duration_minutes,
              "billableHours": Decimal(f"{row.hours or 0:.2f}"), "note": row.note,
              "deliverables": " ".join(row.deliverables), "startTime": row.start_time, "endTime": row.end_time}

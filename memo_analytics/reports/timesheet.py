@@ -45,6 +45,8 @@ class TimesheetRow:
     note: str = ""
     task_slug: str = ""
     session_summary: str = ""
+    #: whose session it is (its ``owner``; empty: none recorded)
+    owner: str = ""
     #: ``start`` and ``end`` as ISO 8601 instants with the zone's offset (``2026-03-05T22:40:00+01:00``)
     start_time: str = ""
     end_time: str = ""
@@ -143,6 +145,7 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
                 summary=shown(item["summary"]) if item["taskSlug"] and item["summary"] else "",
                 hours=item["billableHours"],
                 session_id=item["sessionId"],
+                owner=shown(item.get("owner") or ""),
                 worked_minutes=int(item["durationMinutes"]),
                 note=note,
                 start_time=start.isoformat(timespec="seconds"),

@@ -174,3 +174,18 @@ def test_the_timesheet_table_gives_each_span_as_instants_a_spreadsheet_or_pandas
     frame = pl.read_csv(tmp_path / "t.csv").with_columns(
         pl.col("startTime", "endTime").str.to_datetime(time_zone="UTC"))
     assert ((frame["endTime"] - frame["startTime"]).dt.total_minutes() == frame["workedMinutes"]).all()
+
+
+def test_the_timesheet_table_says_whose_each_row_is_and_what_the_pdf_calls_it(tmp_path):
+    """Found by a team lead (a whole team's timesheet said no one's name) and a billing person
+    (a session of no task nor summary was "Work on web" in the PDF, empty in the CSV)."""
+    root = tmp_path / "vault"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    for sid, owner, start in (("s1", "ana@team.test", "09:00"), ("s2", "ben@team.test", "11:00")):
+        start_session(store, StartSessionRequest(session_id=sid, project="web", client="Acme Corp", owner=owner,
+                                                 start_time=f"2026-03-02T{start}:00Z"))
+        end_session(store, EndSessionRequest(session_id=sid, project="web", until=f"2026-03-02T{start[:2]}:45:00Z"))
+    store.close()
+    memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.csv"), vault=root)
+    assert [(r["sessionId"], r["owner"], r["description"], r["task"]) for r in rows_of_csv(tmp_path / "t.csv")] == [
+        ("s1", "ana@team.test", "Work on web", ""), ("s2", "ben@team.test", "Work on web", "")]
