@@ -622,3 +622,18 @@ def test_ending_a_session_whose_file_cannot_be_read_names_the_file_not_a_missing
     assert ran.returncode == 1 and ran.stderr.splitlines()[-1].startswith(f"error: Cannot parse {path}: billable:"), \
         ran.stderr
     assert path.read_bytes() == before
+
+
+def test_an_index_that_is_a_folder_is_named_so_not_sent_back_to_reindex(tmp_path):
+    """Found by a tester: with a folder where the index file goes, every command — ``memo
+    reindex`` too — said "damaged; run `memo reindex`": advice that loops."""
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "p", "--body", "x", vault=vault)
+    index_path = vault / ".memo" / "index.sqlite"
+    index_path.unlink()
+    index_path.mkdir()
+    for args in (("reindex",), ("activity", "--all")):
+        ran = memo(*args, vault=vault, check=False)
+        assert ran.returncode == 1 and ran.stderr.strip() == (
+            f"error: The index {index_path} is a folder or a special file, not memo's index: move it away, then run "
+            "`memo reindex` to rebuild it"), ran.stderr

@@ -182,6 +182,10 @@ def main() -> None:
         if full is not None:
             _fail(str(full), exc=full)
         path = root / ".memo" / "index.sqlite" if root else "the index"
+        if root is not None and (path.is_dir() or (path.exists() and not path.is_file())):
+            # no reindex mends that: it would open the same path
+            _fail(f"The index {path} is a folder or a special file, not memo's index: move it away, then run "
+                  f"`memo reindex` to rebuild it", exc=exc)
         _fail(f"The index {path} is damaged ({exc}); run `memo reindex` to rebuild it", exc=exc)
     except Exception as exc:
         # usage errors of the click that typer ships (duck-typed: typer may vendor click)
