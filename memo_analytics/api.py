@@ -229,15 +229,23 @@ class Vault:
             (``Datetime(us, UTC)``; null while open), ``duration_minutes`` (Int64, whole
             minutes; null while open), ``task_slug, summary, deliverables`` (JSON list),
             ``ide, model, agent, branch, git_sha``, ``owner`` (String: the git identity of the
-            person who worked it; null when unknown).
+            person who worked it; null when unknown), ``billed_minutes`` (Int64: the minutes it
+            bills, as ``memo activity``'s ``billedMinutes`` — the client's rounding and the
+            overlap policy over the whole vault, an invoiced session as invoiced; 0 when it bills
+            nothing: open, not billable, superseded). Sum ``billed_minutes``, not
+            ``duration_minutes``, to reproduce the reports' billed time.
 
         Raises
         ------
         InvalidFieldError
             A further vault without an index (``Invalid vaults``).
         """
+        from .analytics.activity import with_billed_minutes
+
         with vault_sources(self._store, further=True) as sources:
-            return sessions_frame(sources, projects)
+            frame = sessions_frame(sources, projects)
+            everything = frame if projects is None else sessions_frame(sources, None)
+        return with_billed_minutes(self._store, frame, everything)
 
     def prompts(self, projects: list[str] | None = None, *, body: bool = False) -> pl.DataFrame:
         """One row per prompt (one conversational turn).
@@ -418,8 +426,8 @@ class Vault:
         ).sort(["confidence", "occurrences", "key"], descending=[True, True, False])
 
     def duckdb(self, *, body: bool = False) -> duckdb.DuckDBPyConnection:
-        """A new in-memory DuckDB connection with the tables ``prompts``, ``sessions``,
-        ``deliverables`` and ``usage`` (the frames above, copied in through Arrow; ``TIMESTAMPTZ`` columns,
+        """A new in-memory DuckDB connection with the tables ``prompts``, ``sessions`` (with
+        ``billed_minutes``), ``deliverables`` and ``usage`` (the frames above, copied in through Arrow; ``TIMESTAMPTZ`` columns,
         session time zone UTC). The caller closes it.
 
         Parameters
@@ -427,8 +435,11 @@ class Vault:
         body : bool
             Include the prompts' ``body`` column.
         """
+        from .analytics.activity import with_billed_minutes
+
         with vault_sources(self._store, further=True) as sources:
             sessions = sessions_frame(sources)
-            frames = {"prompts": prompts_frame(sources, body=body), "sessions": sessions,
+            frames = {"prompts": prompts_frame(sources, body=body),
+                      "sessions": with_billed_minutes(self._store, sessions, sessions),
                       "deliverables": deliverables_frame(sessions), "usage": usage_frame(sources)}
         return duckdb_tables(frames)

@@ -485,6 +485,20 @@ def _terms_printed(settings, clients: list[str]) -> dict[str, dict[str, str]]:
     return {"client_names": names, "client_rounding": notes, "client_terms": rounding}
 
 
+def with_billed_minutes(store: VaultStore, frame: pl.DataFrame, everything: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (a :func:`~.frames.sessions_frame`) with ``billed_minutes`` (Int64): the minutes
+    each session bills, as every report and invoice bills them — the client's rounding terms and
+    the overlap policy worked out over ``everything`` (the whole vault's sessions), an invoiced
+    session's minutes as its invoice billed them; 0 for a session that bills nothing (open, not
+    billable, superseded)."""
+    invoiced, _, _ = _invoiced(store)
+    billed = billed_minutes(everything, store.settings.overlap_policy, store.settings.billing_for,
+                            _frozen_minutes(store, invoiced))
+    return frame.with_columns(pl.Series("billed_minutes", [
+        billed.get(key, 0) for key in zip(frame["vault"].to_list(), frame["project"].to_list(), frame["id"].to_list())],
+        dtype=pl.Int64))
+
+
 def _invoiced(store: VaultStore) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int],
                                          dict[tuple[str, str], str]]:
     """Sessions of the vault on an issued, uncredited invoice, ``(project, sessionId)`` → the

@@ -53,7 +53,7 @@ def vaults(tmp_path):
 def test_frames_have_the_documented_columns_and_dtypes(vaults):
     with memo_analytics.open_vault(vaults[0]) as vault:
         sessions, prompts, deliverables = vault.sessions(), vault.prompts(), vault.deliverables()
-    assert sessions.schema == pl.Schema(SESSION_SCHEMA)
+    assert sessions.schema == pl.Schema({**SESSION_SCHEMA, "billed_minutes": pl.Int64})
     assert prompts.schema == pl.Schema(PROMPT_SCHEMA)
     assert deliverables.schema == pl.Schema(DELIVERABLE_SCHEMA)
     assert sessions.schema["start_time"] == pl.Datetime("us", "UTC")
@@ -201,3 +201,31 @@ def test_a_notebooks_vault_parameter_takes_a_home_path_and_a_typo_is_an_error(tm
     root, on_sample = memo_analytics.notebook_vault(None, tmp_path / "scratch")  # nothing configured: the sample
     assert (root, on_sample) == (tmp_path / "scratch" / "vault", True)
     assert {"notebook_vault", "open_vault", "sample_vault"} <= set(dir(memo_analytics))
+
+
+def test_the_sessions_frame_and_duckdb_bill_the_minutes_the_reports_bill(tmp_path, monkeypatch):
+    """Found by an analyst: no frame, DuckDB table or export carried what a session bills — a sum
+    of ``duration_minutes`` was 29 % off ``memo activity`` (a client's rounding, parallel
+    sessions). ``billed_minutes`` is each session's ``billedMinutes``."""
+    config = tmp_path / "config.toml"
+    config.write_text('[clients."Acme"]\nhourlyRate = "100"\ncurrency = "EUR"\nminimumMinutes = 30\n', encoding="utf-8")
+    monkeypatch.setenv("MEMO_CONFIG", str(config))
+    root = tmp_path / "v"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    for sid, start, end in (("a", "09:00", "10:00"), ("b", "09:30", "10:30"), ("c", "12:00", "12:04")):
+        start_session(store, StartSessionRequest(session_id=sid, project="web", client="Acme", owner="ana",
+                                                 start_time=f"2026-01-05T{start}:00Z"))
+        end_session(store, EndSessionRequest(session_id=sid, project="web", until=f"2026-01-05T{end}:00Z"))
+    start_session(store, StartSessionRequest(session_id="open", project="web", start_time="2026-01-06T09:00:00Z"))
+    store.close()
+    with memo_analytics.open_vault(root) as vault:
+        frame = vault.sessions()
+        report = vault.activity()
+        db = vault.duckdb()
+        [(in_sql,)] = db.sql("SELECT sum(billed_minutes) FROM sessions").fetchall()
+        db.close()
+    billed = dict(zip(frame["session_id"].to_list(), frame["billed_minutes"].to_list()))
+    assert billed == {"a": 60, "b": 30, "c": 30, "open": 0}  # b: its half beside a; c: raised to 30
+    assert {s["sessionId"]: s["billedMinutes"] for s in report.sessions} == {"a": 60, "b": 30, "c": 30, "open": None}
+    assert frame["billed_minutes"].sum() == in_sql == report.total_duration_minutes == 120
+    assert frame["duration_minutes"].sum() == 124  # what a sum of durations says
