@@ -101,6 +101,17 @@ class ActivityReport:
         Every selected session (billable or not, open or not) in start order.
     vaults : list[str]
         Roots of the vaults read (the primary first).
+    cost : Decimal
+        The AI cost of the selected turns in USD (``totalCostUsd`` on the wire).
+    cost_by_model : dict[str, dict]
+        A model → ``{costUsd, inputTokens, …, unpricedTurns}``; ``costUsd`` is decimal text in
+        USD with 4 places (``"0.0000"`` for a model without a price: see ``unpricedTurns``
+        and ``unpriced_models``), for JSON without float rounding — ``Decimal(x)`` reads it.
+    cost_by_client : dict[str, str]
+        A client → its turns' AI cost in USD, decimal text as above.
+    unpriced_models : list[str]
+        Models of the selected turns ``genai-prices`` has no price for (their cost is not in
+        ``cost``); a session with such turns has ``costUsd`` null.
     client_names : dict[str, str]
         A client of ``by_client`` → the legal name its billing profile gives (config
         ``[clients."X"] name``), where one is set and differs; printed on the timesheet.
