@@ -581,3 +581,15 @@ def test_an_apply_printed_by_the_digest_of_now_names_its_moment(tmp_path):
     apply = shlex.split(next(line for line in human.splitlines() if "or apply its proposal" in line).split(": ", 1)[1])
     assert apply[-2:] == ["--as-of", digest["computedAt"]]
     assert "applied end" in memo(*apply[1:]).stdout
+
+
+def test_memo_digest_takes_all_as_the_listings_do(tmp_path):
+    """Found by an operator: the README's ``--all`` ("every project") was refused by ``memo
+    digest`` (No such option) — whose digest covers every project anyway."""
+    from tests.inprocess import memo
+
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-01-05T09:00:00Z", vault=vault)
+    plain = json.loads(memo("--json", "digest", "--as-of", "2026-01-05T18:00:00Z", vault=vault).stdout)
+    every = json.loads(memo("--json", "digest", "--all", "--as-of", "2026-01-05T18:00:00Z", vault=vault).stdout)
+    assert every["items"] == plain["items"] and any(i["kind"] == "session_stalled" for i in every["items"])

@@ -78,6 +78,8 @@ def digest(
     ctx: typer.Context,
     refresh: bool = typer.Option(False, "--refresh", help="Recompute now instead of the cached digest."),
     as_of: Optional[str] = typer.Option(None, "--as-of", help="What needed you at this instant (ISO date or time)."),
+    all_projects: bool = typer.Option(False, "--all", "--cross-project",
+                                      help="Every project: what the digest always covers (taken, as by the listings)."),
 ) -> None:
     """What needs you now: stalled or overlong sessions, unclaimed hand-offs, PRs awaiting
     review, rules ready to promote, billable work without a client — one line each, ranked.
