@@ -637,3 +637,16 @@ def test_an_index_that_is_a_folder_is_named_so_not_sent_back_to_reindex(tmp_path
         assert ran.returncode == 1 and ran.stderr.strip() == (
             f"error: The index {index_path} is a folder or a special file, not memo's index: move it away, then run "
             "`memo reindex` to rebuild it"), ran.stderr
+
+
+def test_an_offset_past_the_last_prompt_says_so_and_one_past_2_53_is_refused(tmp_path):
+    """Found by a tester: ``--offset`` past the end said "No prompts match" (59 did), and a huge
+    one was answered as another offset (its JSON echoed 9007199254740992)."""
+    vault = tmp_path / "v"
+    for n in (1, 2):
+        memo("prompt", "record", "--project", "p", "--body", f"turn {n}", vault=vault)
+    past = memo("prompt", "list", "--all", "--offset", "5", vault=vault)
+    assert past.stdout.startswith("No prompts on this page: 2 match, and --offset 5 skips past the last of them.")
+    huge = memo("prompt", "list", "--all", "--offset", str(2**53 + 1), vault=vault, check=False)
+    assert huge.returncode == 1 and huge.stderr.strip() == (
+        f"error: Invalid offset: {2**53 + 1} is above {2**53}: the prompts to skip")

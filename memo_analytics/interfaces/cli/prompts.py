@@ -12,6 +12,7 @@ import typer
 from ...config import MAX_BODY_BYTES
 from ...domain.errors import InvalidFieldError, MemoError
 from ...services import prompts as prompt_service
+from ...index.query import MAX_OFFSET
 from ...services.requests import ListRequest, RecordPromptRequest
 from .common import (
     answer_of,
@@ -94,6 +95,8 @@ def _list_request(**kwargs: Any) -> ListRequest:
         raise InvalidFieldError("limit", f"{kwargs['limit']} is below 1: a page holds 1–100 prompts")
     if isinstance(kwargs.get("offset"), int) and kwargs["offset"] < 0:
         raise InvalidFieldError("offset", f"{kwargs['offset']} is below 0: the prompts to skip")
+    if isinstance(kwargs.get("offset"), int) and kwargs["offset"] > MAX_OFFSET:  # it would be answered as another
+        raise InvalidFieldError("offset", f"{str(kwargs['offset'])[:40]} is above {MAX_OFFSET}: the prompts to skip")
     _check_scope(kwargs.get("project"), kwargs.get("all_projects", False))
     kwargs["cross_project"] = kwargs.pop("all_projects")
     kwargs["tags"] = kwargs.pop("tag")
@@ -104,6 +107,10 @@ def _list_request(**kwargs: Any) -> ListRequest:
 def _print_page(page: dict[str, Any], request: ListRequest) -> None:
     _note_missing_vault()
     scope = _scope_line(read_scope(request.project, request.cross_project, request.cwd), bool(request.project))
+    if not page["items"] and page["total"]:  # they match; the page begins after the last of them
+        out.print(f"No prompts on this page: {page['total']} match, and --offset {request.offset} skips past the "
+                  f"last of them. {scope}")
+        return
     if not page["items"]:
         out.print(f"No prompts match. {scope}")
         note_client_spelling(request.client, page["total"])
