@@ -43,7 +43,8 @@ from .services.requests import (
     SessionRequest,
     StartSessionRequest,
 )
-from .services.sessions import end_session_answer, session_view, start_session
+from .services.sessions import end_session_answer, session_view
+from .services.sync import start_after_pull
 from .services.store import VaultStore
 from .operator.service import run_digest
 from .services.rules import derive_rules
@@ -53,15 +54,6 @@ ActionName = Literal[
     "record", "list", "get", "search", "session", "session_start", "session_end", "cancel_handoff",
     "activity_report", "derive_rules", "export_story", "feedback", "digest", "handoffs", "prompt_detail"
 ]
-
-
-def _start_session(store: VaultStore, request: StartSessionRequest) -> dict[str, Any]:
-    """``session_start``; on a hybrid laptop the batons the team left its person are pulled
-    first, so the start can claim one (SPEC §2.5, §2.7; :func:`~.services.sync.pull_before_start`)."""
-    from .services.sync import pull_before_start
-
-    pull_before_start(store, request.cwd, request.owner)
-    return start_session(store, request)
 
 
 def _activity(store: VaultStore, request: ActivityReportRequest) -> dict[str, Any]:
@@ -91,7 +83,7 @@ ACTIONS: dict[str, Action] = {
                   "One record by id: a prompt first, then a session."),
     "session": Action(SessionRequest, session_view,
                       "With sessionId: the session and its turns in order; without: a page of sessions."),
-    "session_start": Action(StartSessionRequest, _start_session,
+    "session_start": Action(StartSessionRequest, start_after_pull,
                             "Open a work session (refuses a completed one; keeps start, client, billable on restart); "
                             "claims and returns the next eligible hand-off as handoff."),
     "session_end": Action(EndSessionRequest, end_session_answer,

@@ -1162,3 +1162,13 @@ def pull_before_start(store: VaultStore, cwd: str | None, owner: str | None = No
     except Exception as exc:  # noqa: BLE001 - a start never fails on the sync's account
         return f"pull failed: {type(exc).__name__}"
     return f"pull failed: {result['error']}" if result["error"] else f"pulled {result['pulled']} from the daemon"
+
+
+def start_after_pull(store: VaultStore, request: Any) -> dict[str, Any]:
+    """``session_start`` (:func:`~.sessions.start_session`); on a hybrid laptop the batons the
+    team left its person are pulled first (:func:`pull_before_start`), so the start can claim
+    one (SPEC §2.5, §2.7)."""
+    from .sessions import start_session
+
+    pull_before_start(store, request.cwd, request.owner)
+    return start_session(store, request)

@@ -1561,3 +1561,15 @@ def test_a_baton_left_by_an_end_given_afterwards_goes_to_a_session_begun_after_t
         ben.close()
     taken = read_record(team / "projects/shop/handoffs/handoff-fix-login.md")[0]
     assert (taken["status"], taken["claimedBy"]) == ("claimed", "deploy")
+
+
+def test_memo_session_start_on_a_hybrid_laptop_takes_the_baton_its_team_left_it(tmp_path, daemon):
+    """The same pull before ``memo session start`` as before a hook's start and the MCP action."""
+    team, server = daemon
+    _ana_leaves_a_baton(team, owner="bob@team.test")
+    repo = _person_repo(tmp_path, "bob")
+    config = tmp_path / "bob.toml"
+    config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "{server.base}"\n')
+    started = json.loads(memo("--json", "session", "start", "finish", "--project", "shop", vault=tmp_path / "bob",
+                              env={"MEMO_CONFIG": str(config)}, cwd=repo).stdout)
+    assert started["handoff"]["id"] == "handoff-cart-v2" and "finish the checkout button" in started["handoff"]["body"]

@@ -68,7 +68,9 @@ def session_start(
                      cwd=str(Path.cwd()), source="cli")
     # asked before it is written: a misspelt client ("Acme Crop") left the real client's invoice without a word
     new_client = bool(client) and on_remote() is None and prompt_service.is_new_client(state.store, client)
-    record = answer_of("session_start", request, lambda: session_service.start_session(state.store, request))
+    from ...services.sync import start_after_pull
+
+    record = answer_of("session_start", request, lambda: start_after_pull(state.store, request))
     if new_client:
         note_new_client(record.get("client") or client)
 
