@@ -26,7 +26,10 @@ _PROJECT_HELP = "The repository's own settings (of the current folder's reposito
 
 #: What an agent needs besides its settings file before a new hook runs (user level, repository level).
 _NOTES = {
-    "codex": ("Codex runs a new hook only after you trust it: open /hooks in Codex once.",) * 2,
+    "codex": ("Codex runs a new hook only after you trust it: open /hooks in Codex once (a Codex older than its "
+              "hooks' release also needs [features] hooks = true in ~/.codex/config.toml). A Codex that sends no "
+              "SessionEnd (before that event) leaves its sessions to end at their last work, as the digest "
+              "proposes.",) * 2,
     "cursor": ("", "Cursor runs a repository's hooks only in a trusted workspace."),
     "gemini": ("", "Gemini CLI asks before it runs a repository's changed hooks."),
 }
