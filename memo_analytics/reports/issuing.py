@@ -445,6 +445,17 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
     return document, _copy_after_issue(pdf, output, forbidden, overwrite)
 
 
+def same_period_invoices(docs: list[ledger.Document], document: ledger.Document) -> list[str]:
+    """The refs of the other uncredited invoices of ``document``'s client whose service period
+    overlaps its own (a second invoice of one month: work that arrived late), oldest first."""
+    meta, cancelled = document.meta, ledger.credited(docs)
+    return [other.ref for other in docs
+            if other.ref != document.ref and other.kind != ledger.CREDIT_NOTE and other.ref not in cancelled
+            and str(other.meta.get("client") or "").casefold() == str(meta.get("client") or "").casefold()
+            and str(other.meta.get("periodStart")) <= str(meta.get("periodEnd"))
+            and str(meta.get("periodStart")) <= str(other.meta.get("periodEnd"))]
+
+
 def document_summary(document: ledger.Document, docs: list[ledger.Document] | None = None) -> dict[str, Any]:
     """One document as ``memo invoice list|show --json`` answers it (camelCase): number, kind,
     issued, due, period, client, currency, net, tax, gross (decimal text), billableHours,

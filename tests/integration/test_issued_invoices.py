@@ -1100,3 +1100,20 @@ def test_an_invoice_issued_in_another_zone_names_it_and_shows_its_sessions_in_it
     assert "2026-06-05 20:00" in printed  # g1 began 12:00 UTC
     shown = " ".join(run(billing, "invoice", "show", doc["number"]).stdout.split())
     assert "session g1 (etl): 90 minutes billed, 2026-06-05 20:00 – 2026-06-05 21:30 Asia/Shanghai" in shown
+
+
+def test_a_second_invoice_of_a_billed_period_says_which_one_billed_it_first(billing):
+    """Found by a team lead: an offline laptop's late work of June was issued as 2026-0002 for
+    June without a word about 2026-0001 — the client gets two June invoices, unannounced."""
+    first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert "samePeriodAs" not in first
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    _session(store, "late", "web", "Acme Corp", "2026-06-20T09:00:00Z", "2026-06-20T10:00:00Z")
+    store.close()
+    ran = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-15",
+              "--until", "2026-06-30")
+    assert ran.returncode == 0, ran.stderr
+    assert (f"note: {first['number']} already billed Acme Corp for part of this period; 2026-0002 bills only "
+            "sessions none of them did") in ran.stderr
+    july = issue(billing, "--client", "Acme Corp", "--since", "2026-07-01", "--until", "2026-07-31")
+    assert "samePeriodAs" not in july  # another month: nothing to say

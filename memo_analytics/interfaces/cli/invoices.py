@@ -95,7 +95,7 @@ def invoice_issue(
 ) -> None:
     """Issue the invoice of one client: the next number, stored with its Factur-X PDF in the vault."""
     from ...reports.invoice import LINE_MODES
-    from ...reports.issuing import document_summary, issue_invoice, stored_now
+    from ...reports.issuing import document_summary, issue_invoice, same_period_invoices, stored_now
 
     if client is None or not client.strip():  # never issued by elimination: a number cannot be taken back
         raise InvalidFieldError("client", "an issued invoice bills one client: give --client NAME "
@@ -115,11 +115,18 @@ def invoice_issue(
                                        user_templates=_user_templates(templates), config=str(config_path()),
                                        replaces=replaces)
     document = stored_now(state.store.root, document)
+    from ...vault import ledger
+
+    overlapping = same_period_invoices(ledger.documents(state.store.root), document)
     summary = {**document_summary(document), **_copy_fields(copy), "leftOff": document.meta["leftOff"],
+               **({"samePeriodAs": overlapping} if overlapping else {}),
                **({"vaultGit": shared} if shared else {})}
     _emit(summary, _said_issued)
     if not state.json:
         left_off_note(summary["leftOff"])
+        if overlapping:  # late work of a billed month: a second invoice the client should expect
+            err.print(_safe(f"note: {', '.join(overlapping)} already billed {document.meta.get('client')} for part of "
+                            f"this period; {document.number} bills only sessions none of them did"))
     _warn_copy(summary)
 
 
