@@ -316,7 +316,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                 late_end = answered
             elif existing[0].get("status") == "completed" and event.at > ended:
                 # made after that interval's end, within the idle gap: the interval went on until then
-                end_session(store, EndSessionRequest(session_id=session_id, project=project,
+                end_session(store, EndSessionRequest(session_id=session_id, project=project, owner=owner,
                                                      until=max(ended, answered), recompute_duration=True))
                 existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
         elif event.kind != "session_end" and existing is not None and existing[0].get("status") == "completed":
@@ -337,7 +337,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                 store.upsert(RecordKind.SESSION, meta, body)
                 existing = (meta, body)
             elif turnless and event.kind == "session_end":  # opened and closed with nothing asked: nothing to bill
-                end_session(store, EndSessionRequest(session_id=session_id, project=project,
+                end_session(store, EndSessionRequest(session_id=session_id, project=project, owner=owner,
                                                      until=existing[0]["startTime"]))
                 return f"session {session_id} ended with no turn: 0 minutes"
             elif event.at - last > gap:
@@ -346,7 +346,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                 # Without the agent's transcript its answer to the last prompt is unseen: at most an idle
                 # gap of it is counted
                 last = last if seen else last + gap
-                end_session(store, EndSessionRequest(session_id=session_id, project=project, until=last,
+                end_session(store, EndSessionRequest(session_id=session_id, project=project, owner=owner, until=last,
                                                      summary=None if existing[0].get("summary") else
                                                      summary_from_turns(store, project, session_id, cwd)))
                 if event.kind == "session_end":
@@ -367,7 +367,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             # never before its last turn: an end stamped earlier (the agent's clock went back, or
             # the event waited in a spool) left that turn outside the session, its time billed for nothing
             until = max(event.at, from_iso(str(existing[0]["startTime"])), *([from_iso(newest)] if newest else []))
-            end_session(store, EndSessionRequest(session_id=session_id, project=project, until=until,
+            end_session(store, EndSessionRequest(session_id=session_id, project=project, owner=owner, until=until,
                                                  summary=None if existing[0].get("summary") else
                                                  summary_from_turns(store, project, session_id, cwd)))
             return f"session {session_id} ended" + (
@@ -400,11 +400,11 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         if _just_recorded(store, project, session_id, event):
             return f"turn of {session_id}: the same prompt a moment ago (a second hook of the agent): recorded once"
         turn = record_prompt(store, RecordPromptRequest(
-            body=event.prompt or "", session_id=session_id, created=event.at,
+            body=event.prompt or "", session_id=session_id, created=event.at, owner=owner,
             extra={**extra, "captureId": capture_id, **({"agentTurnId": event.turn_id} if event.turn_id else {})},
             **context))
         if late_end is not None:
-            end_session(store, EndSessionRequest(session_id=session_id, project=project, until=late_end,
+            end_session(store, EndSessionRequest(session_id=session_id, project=project, owner=owner, until=late_end,
                                                  summary=summary_from_turns(store, project, session_id, cwd)))
     return f"turn {turn['turn']} of {session_id} recorded"
 

@@ -1573,3 +1573,37 @@ def test_memo_session_start_on_a_hybrid_laptop_takes_the_baton_its_team_left_it(
     started = json.loads(memo("--json", "session", "start", "finish", "--project", "shop", vault=tmp_path / "bob",
                               env={"MEMO_CONFIG": str(config)}, cwd=repo).stdout)
     assert started["handoff"]["id"] == "handoff-cart-v2" and "finish the checkout button" in started["handoff"]["body"]
+
+
+def test_a_daemon_off_loopback_records_each_persons_hook_turns_and_end_in_their_own_session(tmp_path):
+    """Found by an attacker: on a team daemon bound off loopback every remote hook turn and end was
+    refused as "names no owner" — the hook path dropped the caller's person on the way to the
+    turn and the end (a remote laptop's turns were lost). Each person's conversation of one id is
+    recorded whole, in a session of their own."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.domain.records import RecordKind
+    from memo_analytics.services.capture import apply_event, parse_event
+    from memo_analytics.services.store import remote_caller
+
+    team = VaultStore(Settings(vault_root=tmp_path / "team", timezone="UTC"))
+    at = datetime(2026, 12, 6, 9, 0, tzinfo=timezone.utc)
+    said = []
+    try:
+        with remote_caller():
+            for person in ("alice@team.test", "bob@team.test"):
+                for n, (name, extra) in enumerate((("SessionStart", {"source": "startup"}),
+                                                   ("UserPromptSubmit", {"prompt": f"{person}'s work"}),
+                                                   ("SessionEnd", {"reason": "exit"}))):
+                    event = parse_event("claude-code", {"hook_event_name": name, "session_id": "z9", **extra},
+                                        at + timedelta(minutes=n))
+                    said.append(apply_event(team, event, f"cap{len(said)}", "zz", replayed=False, owner=person))
+        apart = sync.apart_session_id("claude-code-z9", "bob@team.test")
+        assert said == ["session claude-code-z9 started", "turn 1 of claude-code-z9 recorded",
+                        "session claude-code-z9 ended", f"session {apart} started", f"turn 1 of {apart} recorded",
+                        f"session {apart} ended"]
+        for sid, person in (("claude-code-z9", "alice@team.test"), (apart, "bob@team.test")):
+            meta = read_record(team.path_for("zz", RecordKind.SESSION, f"session-{sid}"))[0]
+            assert (meta["owner"], meta["status"]) == (person, "completed")
+    finally:
+        team.close()
