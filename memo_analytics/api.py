@@ -125,12 +125,13 @@ def notebook_vault(named: str | Path | None, scratch: str | Path) -> tuple[Path,
     Raises
     ------
     InvalidFieldError
-        ``Invalid VAULT: … holds no vault`` (no ``projects/`` nor ``.memo/`` folder there).
+        ``Invalid VAULT: … holds no vault`` (neither a ``projects/`` folder nor ``.memo/index.sqlite``).
     """
     if named is not None and str(named).strip():
         root = Path(named).expanduser().resolve()
-        if not ((root / "projects").is_dir() or (root / ".memo").is_dir()):
-            raise InvalidFieldError("VAULT", f"{root} holds no vault (no projects/ or .memo/ folder); give the "
+        if not ((root / "projects").is_dir() or (root / ".memo" / "index.sqlite").is_file()):
+            # (~/.memo alone is the config's folder: `~` for `~/.memo/vault` is a typo too)
+            raise InvalidFieldError("VAULT", f"{root} holds no vault (no projects/ folder nor index); give the "
                                              "folder `memo demo --out` or your vaultRoot names, or None for the "
                                              "configured vault")
         return root, False

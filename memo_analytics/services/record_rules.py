@@ -23,7 +23,7 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     the id a turn or session of that ``sessionId`` (and ``turn``) has; no instant beyond the
     clock skew allowed; a session ends after it starts and its ``durationMinutes`` is
     ``endTime − startTime`` (billed minutes are derived, never taken from the sender); a
-    pull request links to a web page; a move cut short (``movingTo``) names another project by
+    deliverable links to a web page (http(s)), if anywhere; a move cut short (``movingTo``) names another project by
     a valid id; a client's name is one line of plain text (as every write takes it)."""
     try:  # the rules every record holds, wherever it comes from (a merge of two versions too)
         normalize_meta(meta)
@@ -70,6 +70,9 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     for number, item in enumerate(meta.get("deliverables") or [], 1):
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             raise InvalidFieldError(f"deliverables[{number}].url", "a pull request's url must be an http(s) URL")
+        if isinstance(item, dict) and item.get("url") is not None and not is_web_url(item.get("url")):
+            # a commit's or a document's link too (a javascript: or file: URL went into the story)
+            raise InvalidFieldError(f"deliverables[{number}].url", "a deliverable's url must be an http(s) URL")
         for key in ("type", "url", "sha", "title"):
             value = item.get(key) if isinstance(item, dict) else None
             # tabs and line ends a record written before may hold are taken; an escape or a U+202E is not

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from ..domain.clock import from_iso, to_iso, utcnow
 from ..config import MAX_BODY_BYTES
@@ -1000,7 +1000,8 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
       correction of its client, times or billable; an issued invoice's hold), with ``base``: the
       ``updated`` of the version the push brought.
 
-    Each ``{id, project, kind, text[, base]}``, at most :data:`MAX_PULL_RECORDS`.
+    Each ``{id, project, kind, text[, base, baseText]}`` (``baseText``: the version the push
+    brought, as kept here), at most :data:`MAX_PULL_RECORDS`.
 
     Raises
     ------
@@ -1040,7 +1041,7 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
         if (theirs(meta.get("owner")) or theirs(base.get("owner"))) and \
                 _changed_here(store, RecordKind.SESSION, meta, text):
             found.append({"id": record_id, "project": project, "kind": "session", "text": text,
-                          "base": base.get("updated")})
+                          "base": base.get("updated"), "baseText": base_text})
     return found[:MAX_PULL_RECORDS]
 
 
@@ -1059,45 +1060,58 @@ def laptop_people(store: VaultStore, cwd: str | None = None) -> list[str]:
 
 
 def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PUSH_SECONDS,
-         now: datetime | None = None) -> dict[str, Any]:
-    """Pull from the daemon what the team left this laptop's people (:func:`for_people`):
-    hand-offs addressed to them (a session start here then claims one and shows its next
-    steps, as on the daemon) and corrections of their sessions made there.
+         now: datetime | None = None, cwd: str | None = None) -> dict[str, Any]:
+    """Pull from the daemon what the team left this laptop's people (:func:`for_people`; the
+    people: ``owners``, else :func:`laptop_people` of ``cwd``): hand-offs addressed to them (a
+    session start here then claims one and shows its next steps, as on the daemon) and
+    corrections of their sessions made there.
 
     A pulled record passes :func:`admit_record` and is written when this vault has no version
     of it, or still holds the one the daemon's change started from (a pending baton as pulled;
-    a session as last pushed): then the daemon holds what is written here (``pushed.json``), and
+    a session as last pushed — its text as the daemon keeps it, ``baseText``, so a hand edit
+    here counts as a change): then the daemon holds what is written here (``pushed.json``), and
     the next push builds on it. A baton claimed here, or a session changed here since its push,
-    keeps this vault's version: the next push takes it to the daemon, which merges it.
+    keeps this vault's version: the next push takes it to the daemon, which merges it. Only a
+    pending, unshared baton addressed to one of the people asked for is taken.
 
-    Returns ``{pulled, results: [{id, project, kind, outcome, reason?}], error}``; never raises
-    for network or daemon errors (``error`` says it; nothing is written)."""
+    ``timeout`` bounds the daemon's answer and, again, the wait for the sync state a push holds
+    (a session start waits for neither longer). Returns ``{pulled, results: [{id, project,
+    kind, outcome, reason?}], error}``; never raises for network or daemon errors (``error``
+    says it; nothing is written)."""
     now = now or utcnow()
     if not hybrid_enabled(store):
         return {"pulled": 0, "results": [], "error": "hybrid sync is off"}
-    people = owners if owners is not None else laptop_people(store)
+    people = (owners if owners is not None else laptop_people(store, cwd))[:MAX_PULL_OWNERS]
     if not people:
         return {"pulled": 0, "results": [], "error": None,
                 "note": "no person to pull for: no session here names an owner and git names no user.email"}
     url = store.settings.hybrid.remote_url.rstrip("/") + "/api/sync/pull"
+    _dir(store).mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(_dir(store) / "push.lock"), timeout=max(timeout, 0.5))  # pushed.json is the push's too
     try:
-        answer = _post(url, {"owners": people[:MAX_PULL_OWNERS]}, store.settings.hybrid.token, timeout)
+        answer = _post(url, {"owners": people}, store.settings.hybrid.token, timeout)
         if not isinstance(answer, dict) or not isinstance(answer.get("records"), list) \
                 or not all(isinstance(item, dict) for item in answer["records"]):
             raise ValueError("the answer is not a memo daemon's pull answer")
     except PUSH_FAILURES as exc:
         reason = _failure(exc)
-        _dir(store).mkdir(parents=True, exist_ok=True)
-        with FileLock(str(_dir(store) / "push.lock"), timeout=60):
-            _save(store, "state.json", {**_load(store, "state.json"), "lastPullError": reason,
-                                        "lastPullErrorAt": to_iso(now)})
+        try:
+            with lock:
+                _save(store, "state.json", {**_load(store, "state.json"), "lastPullError": reason,
+                                            "lastPullErrorAt": to_iso(now)})
+        except Timeout:
+            pass  # a push holds the state: the error is said to the caller all the same
         return {"pulled": 0, "results": [], "error": reason}
     results: list[dict[str, Any]] = []
-    _dir(store).mkdir(parents=True, exist_ok=True)
-    with FileLock(str(_dir(store) / "push.lock"), timeout=60):  # pushed.json is the push's too
+    try:
+        lock.acquire()
+    except Timeout:
+        return {"pulled": 0, "results": [], "error": f"a push holds the sync state (over {timeout:g} s): nothing "
+                                                      "pulled; the next pull brings it"}
+    try:
         pushed = _rekey(store, _load(store, "pushed.json"))
         for item in answer["records"][:MAX_PULL_RECORDS]:
-            results.append(_pull_one(store, item, pushed))
+            results.append(_pull_one(store, item, pushed, people))
         _save(store, "pushed.json", pushed)
         if any(r["outcome"] == "pulled" for r in results):
             with store.lock():  # a pulled version's outbox line: the daemon has it, nothing waits
@@ -1108,10 +1122,21 @@ def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PU
         state.update(lastPullAt=to_iso(now), lastPullError=None, lastPullErrorAt=None,
                      pulled=_newest([r for r in results if r["outcome"] == "pulled"], state.get("pulled"), "id"))
         _save(store, "state.json", state)
+    finally:
+        lock.release()
     return {"pulled": sum(r["outcome"] == "pulled" for r in results), "results": results, "error": None}
 
 
-def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any]) -> dict[str, Any]:
+def _as_parsed(text: Any, record_id: str) -> tuple[dict[str, Any], str] | None:
+    """``(frontmatter, body)`` of a record text as memo compares versions (normalized), or None."""
+    try:
+        meta, body = parse_record_text(text, record_id) if isinstance(text, str) else (None, None)
+        return (normalize_meta(meta), body) if meta is not None else None
+    except (CorruptRecordError, ValueError):
+        return None
+
+
+def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], people: list[str]) -> dict[str, Any]:
     """Write one pulled record when this vault may take it (see :func:`pull`); its result."""
     record_id = str(item.get("id", ""))[:200]
     echo = _echo_project(item.get("project"))
@@ -1119,6 +1144,11 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any]) -
         kind, meta, body = admit_record(store, record_id, item.get("text"))
         if kind not in (RecordKind.HANDOFF, RecordKind.SESSION):
             raise InvalidFieldError("kind", f"a pull brings hand-offs and sessions, not a {kind.value}")
+        if kind is RecordKind.HANDOFF and not (
+                meta.get("status") == "pending" and not meta.get("shared")
+                and any(same_person(meta.get("owner"), name) for name in people if meta.get("owner"))):
+            raise InvalidFieldError("handoff", "a pull takes a pending baton addressed to one of this laptop's "
+                                               "people, not a shared, claimed or someone else's one")
     except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
         return {"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:300]}
     result = {"id": record_id, "project": meta["project"], "kind": kind.value}
@@ -1126,17 +1156,23 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any]) -
     with store.lock():
         try:
             local_text = store.read_text(meta["project"], kind, record_id)
-            local, local_body = parse_record_text(local_text, record_id) if local_text is not None else (None, None)
-        except (OSError, UnicodeDecodeError, CorruptRecordError, ValueError):
+            local = _as_parsed(local_text, record_id) if local_text is not None else None
+        except (OSError, UnicodeDecodeError):
+            local = None
+            local_text = ""
+        if local_text is not None and local is None:
             return {**result, "outcome": "kept yours", "reason": "this vault's file cannot be read; left as it is"}
-        if local is not None and (normalize_meta(local), local_body) == (meta, body):
+        if local is not None and local == (meta, body):
             return {**result, "outcome": "unchanged"}
         if local is None and kind is RecordKind.SESSION:
             return {**result, "outcome": "left", "reason": "not a session of this vault"}
-        if local is not None and kind is RecordKind.HANDOFF and local.get("status") != "pending":
-            return {**result, "outcome": "kept yours", "reason": f"{local.get('status')} here: the next push takes it"}
-        if local is not None and (local.get("updated") != pushed.get(key) or (
-                kind is RecordKind.SESSION and local.get("updated") != item.get("base"))):
+        if local is not None and kind is RecordKind.HANDOFF and local[0].get("status") != "pending":
+            return {**result, "outcome": "kept yours", "reason": f"{local[0].get('status')} here: the next push takes it"}
+        base = _as_parsed(item.get("baseText"), record_id) if kind is RecordKind.SESSION else None
+        unchanged_since_push = local is not None and local[0].get("updated") == pushed.get(key) and (
+            local == base if base is not None else  # a hand edit keeps its `updated`: its text tells
+            kind is not RecordKind.SESSION or local[0].get("updated") == item.get("base"))
+        if local is not None and not unchanged_since_push:
             return {**result, "outcome": "kept yours",
                     "reason": "changed here since your push: the next push merges it with the daemon's change"}
         pushed[key] = meta.get("updated")  # before the write: its outbox line is a version the daemon has

@@ -197,6 +197,9 @@ def test_a_notebooks_vault_parameter_takes_a_home_path_and_a_typo_is_an_error(tm
     assert memo_analytics.notebook_vault("~/realv", tmp_path / "scratch") == ((home / "realv").resolve(), False)
     with pytest.raises(InvalidFieldError, match=r"Invalid VAULT: .*/home/relav holds no vault"):
         memo_analytics.notebook_vault("~/relav", tmp_path / "scratch")
+    (home / ".memo").mkdir()  # the config's folder: `~` for `~/.memo/vault` is no vault either
+    with pytest.raises(InvalidFieldError, match=r"Invalid VAULT: .*/home holds no vault"):
+        memo_analytics.notebook_vault("~", tmp_path / "scratch")
     assert not (tmp_path / "scratch").exists()  # no sample was built
     root, on_sample = memo_analytics.notebook_vault(None, tmp_path / "scratch")  # nothing configured: the sample
     assert (root, on_sample) == (tmp_path / "scratch" / "vault", True)

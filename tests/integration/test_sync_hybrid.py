@@ -1607,3 +1607,101 @@ def test_a_daemon_off_loopback_records_each_persons_hook_turns_and_end_in_their_
             assert (meta["owner"], meta["status"]) == (person, "completed")
     finally:
         team.close()
+
+
+def _baton_text(record_id: str, **fields) -> str:
+    from memo_analytics.vault.io import dump_record
+
+    meta = {"id": record_id, "kind": "handoff", "project": "shop", "status": "pending",
+            "created": "2026-12-01T10:00:00.000Z", "updated": "2026-12-01T10:00:00.000Z",
+            "fromSessionId": record_id.removeprefix("handoff-"), "branch": None, "owner": "bob@team.test",
+            "shared": False, "nextSteps": ["do it"], "failedApproaches": [], "openQuestions": [],
+            "claimedBy": None, "claimedAt": None, **fields}
+    return dump_record(meta, "# Hand-off\n\n## Next steps\n- do it")
+
+
+def test_a_laptop_takes_only_its_persons_pending_batons_whatever_a_daemon_sends(tmp_path):
+    """Found by an attacker: a daemon (broken, or not memo's) sent a baton addressed to another
+    person, one of no owner, a claimed one and a shared one; the laptop wrote them all and its
+    next start handed the unaddressed one's text to the agent. It takes a pending, unshared baton
+    addressed to one of its people only."""
+    records = [{"id": rid, "project": "shop", "kind": "handoff", "text": _baton_text(rid, **fields)}
+               for rid, fields in (("handoff-mine", {}), ("handoff-bobs", {"owner": "BOB@team.test"}),
+                                   ("handoff-other", {"owner": "carol@team.test"}),
+                                   ("handoff-none", {"owner": None}), ("handoff-shared", {"shared": True}),
+                                   ("handoff-taken", {"status": "claimed", "claimedBy": "x"}))]
+    with _hostile_daemon([{"records": records}]) as url:
+        bob = _client(tmp_path, url, "bob")
+        try:
+            outcomes = {r["id"]: r["outcome"] for r in sync.pull(bob, ["bob@team.test"])["results"]}
+        finally:
+            bob.close()
+    assert outcomes == {"handoff-mine": "pulled", "handoff-bobs": "pulled", "handoff-other": "refused",
+                        "handoff-none": "refused", "handoff-shared": "refused", "handoff-taken": "refused"}
+    assert sorted(p.name for p in (tmp_path / "bob/projects/shop/handoffs").glob("*.md")) == [
+        "handoff-bobs.md", "handoff-mine.md"]
+
+
+def test_a_pull_keeps_a_session_edited_by_hand_on_the_laptop_since_its_push(tmp_path, daemon):
+    """Found by an attacker: a summary written into the laptop's session file by hand (its
+    ``updated`` unchanged) was overwritten by the next pull of the lead's correction, no copy
+    kept. The daemon sends the version the push brought; a laptop file that differs from it keeps."""
+    team, server = daemon
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
+                                               start_time="2026-03-02T09:00:00Z"))
+        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        _lead_edits(team, client="Globex")
+        mine = bob.root / "projects/web/sessions/session-c2.md"
+        mine.write_text(mine.read_text().replace("summary: null", "summary: HAND EDIT"))
+        [kept] = sync.pull(bob)["results"]
+        assert kept["outcome"] == "kept yours"
+        assert (read_record(mine)[0]["summary"], read_record(mine)[0]["client"]) == ("HAND EDIT", "Acme")
+    finally:
+        bob.close()
+
+
+def test_a_start_waits_for_a_running_push_no_longer_than_its_pull_may(tmp_path, daemon):
+    """Found by an attacker: a session start's pull waited up to 60 s for the sync state while a
+    push was under way (24 s seen), where the README promises a start waits at most 3 s."""
+    from filelock import FileLock
+
+    team, server = daemon
+    _ana_leaves_a_baton(team, owner="bob@team.test")
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        (bob.root / ".memo" / "sync").mkdir(parents=True, exist_ok=True)
+        with FileLock(str(bob.root / ".memo" / "sync" / "push.lock")):  # a push under way
+            began = time.monotonic()
+            said = sync.pull_before_start(bob, None, "bob@team.test")
+            waited = time.monotonic() - began
+        assert waited < sync.START_PULL_SECONDS + 2, waited
+        assert said.startswith("pull failed: a push holds the sync state")
+        assert sync.pull_before_start(bob, None, "bob@team.test") == "pulled 1 from the daemon"  # the next start
+    finally:
+        bob.close()
+
+
+def test_a_pushed_session_whose_deliverable_links_elsewhere_than_the_web_is_refused(tmp_path):
+    """Found by an attacker: ``session end`` refused a commit's ``javascript:`` link, but a push
+    of a session holding one (and a ``file:`` one) was applied and went into the story export."""
+    from memo_analytics.domain.records import RecordKind
+    from memo_analytics.services.sync import apply_incoming
+    from memo_analytics.vault.io import dump_record
+
+    mine = VaultStore(Settings(vault_root=tmp_path / "mine", timezone="UTC"))
+    team = VaultStore(Settings(vault_root=tmp_path / "team", timezone="UTC"))
+    try:
+        start_session(mine, StartSessionRequest(session_id="js1", project="web", start_time="2026-03-02T09:00:00Z"))
+        end_session(mine, EndSessionRequest(session_id="js1", project="web", until="2026-03-02T10:00:00Z"))
+        meta, body = mine.read("web", RecordKind.SESSION, "session-js1")
+        for url in ("javascript:alert(document.cookie)", "file:///etc/passwd"):
+            text = dump_record({**meta, "deliverables": [{"type": "commit", "sha": "abc1234", "url": url}]}, body)
+            [result] = apply_incoming(team, [{"id": "session-js1", "project": "web", "text": text}])
+            assert result["outcome"] == "refused" and result["reason"] == (
+                "Invalid deliverables[1].url: a deliverable's url must be an http(s) URL"), result
+        assert team.read("web", RecordKind.SESSION, "session-js1") is None
+    finally:
+        mine.close()
+        team.close()

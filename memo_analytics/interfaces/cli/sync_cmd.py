@@ -117,7 +117,9 @@ def sync_pull() -> None:
     """Pull from the hybrid daemon what the team left this laptop's people: hand-offs addressed
     to them (your next session start claims one) and corrections of their sessions made there.
     A baton claimed here, or a session changed here since its push, keeps this vault's version."""
-    result = sync.pull(state.store)
+    from pathlib import Path
+
+    result = sync.pull(state.store, cwd=str(Path.cwd()))  # this repository's person too
     for item in result["results"]:
         if item["outcome"] in ("kept yours", "refused", "left"):
             err.print(_safe(f"note: {item.get('id')}: {item['outcome']}: {item.get('reason')}"))
