@@ -529,7 +529,7 @@ class HookEventHandler(ApiHandler):
 
 
 class SyncRecordsHandler(ApiHandler):
-    """``POST /api/sync/records`` ``{records: [{id, project, text, base, sent, owner}]}``: the
+    """``POST /api/sync/records`` ``{records: [{id, project, text, base, sent, owner}], pulls?}``: the
     hybrid push of another vault, each record admitted by the rules of local writes
     (validation, size, capture-ignore, redaction), then applied as idempotent upserts by id
     (newer ``updated`` wins a conflict, the other version kept beside it; another person's
@@ -543,7 +543,8 @@ class SyncRecordsHandler(ApiHandler):
             records = data.get("records")
             if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
                 raise InvalidFieldError("records", "must be a list of {id, text, base}")
-            return {"results": apply_incoming(self.store, records)}
+            # a laptop that pulls claims its batons at its own start (the daemon claims none for it)
+            return {"results": apply_incoming(self.store, records, claims=data.get("pulls") is not True)}
 
         await self.run(work)
 

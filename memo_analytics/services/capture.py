@@ -48,6 +48,9 @@ BATON_AGENTS = ("claude-code", "codex", "gemini")
 MAX_HANDOFF_SHOWN = 8_000
 #: How long a hook waits for the vault lock before it spools its event instead (seconds).
 HOOK_LOCK_TIMEOUT_S = 2.0
+#: How long a hook's push (a session end) or pull waits for a hybrid daemon, in seconds: an agent
+#: gives its hook 10 s or more; what is not pushed in time waits in the outbox for the next push.
+HOOK_SYNC_SECONDS = 4.0
 #: The largest event a hook reads (bytes): a prompt is at most 1 MB, the rest is small.
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 #: The spool's log is cut back to its last half beyond this size (bytes).
@@ -858,6 +861,7 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
         if send is None:
             store = open_store()
             store.lock_timeout = HOOK_LOCK_TIMEOUT_S
+            store.sync_timeout = HOOK_SYNC_SECONDS
 
         def apply(one: HookEvent, spooled_entry: dict[str, Any], replayed: bool = True) -> str:
             shown = batons if not replayed and one.agent in BATON_AGENTS else None
@@ -873,6 +877,10 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
 
         stuck = _replay(waiting, apply, agent, note)
         note(f"{agent}: {apply(event, entry, replayed=False)}")
+        if batons and store is not None:  # the start claimed a baton: the daemon hears of it before another laptop pulls
+            from .sync import push_a_claim
+
+            push_a_claim(store)
         if stuck is not None:  # the new event was recorded: the vault works, the spooled one is what fails
             _count_failure(vault_root, agent, *stuck, note)
     except (InvalidFieldError, SessionCompletedError, ValueError) as exc:  # the event itself is unusable

@@ -366,6 +366,9 @@ class VaultStore:
         #: How long :meth:`lock` waits for another process (seconds; None: the lock's default,
         #: 60 s). A hook sets a short one and spools its event rather than make the agent wait.
         self.lock_timeout: float | None = None
+        #: How long a hybrid push or pull of this store waits for the daemon (seconds; None: the
+        #: sync's own, 30 s). A hook sets a short one: the agent's hook has a time limit of its own.
+        self.sync_timeout: float | None = None
 
     def subscribe(self, event: str, listener: Callable[..., None]) -> None:
         """Call ``listener(store, **payload)`` on every ``event`` (``"write"``, ``"session_end"``).

@@ -295,7 +295,8 @@ def _record_path(store: VaultStore, entry: dict[str, Any], key: str) -> Path | N
     return path if inside and not path.is_symlink() else None
 
 
-def push(store: VaultStore, now: datetime | None = None, force: bool = False) -> dict[str, Any]:
+def push(store: VaultStore, now: datetime | None = None, force: bool = False,
+         timeout: float | None = None) -> dict[str, Any]:
     """Push the outbox to the daemon (SPEC §2.7). Returns ``{pushed, results, pending,
     error}``; never raises for network or daemon errors (they are recorded with a backoff:
     ``2^attempts`` seconds up to 5 minutes; ``force`` ignores the backoff)."""
@@ -359,8 +360,9 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False) ->
         url = store.settings.hybrid.remote_url.rstrip("/") + "/api/sync/records"
         try:
             answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent", "owner") if k in r}
-                                             for r in records]},
-                           store.settings.hybrid.token, PUSH_SECONDS) if records else {"results": []}
+                                             for r in records], "pulls": True},
+                           store.settings.hybrid.token, timeout or store.sync_timeout or PUSH_SECONDS) \
+                if records else {"results": []}
             if not isinstance(answer, dict) or not isinstance(answer.get("results", []), list) \
                     or not all(isinstance(r, dict) for r in answer.get("results", [])):
                 raise ValueError("the answer is not a memo daemon's sync answer")
@@ -436,7 +438,7 @@ def dual_sync(store: VaultStore, trigger: str) -> dict[str, Any]:
         if hybrid_enabled(store):
             outcome["hybrid"] = push(store, force=True)
             if outcome["hybrid"]["error"] is None:  # the daemon answers: what the team left this laptop
-                outcome["pulled"] = pull(store)
+                outcome["pulled"] = pull(store, timeout=store.sync_timeout or PUSH_SECONDS)
         if store.settings.vault_git.enabled:
             from .vault_git import sync as git_sync
 
@@ -583,7 +585,8 @@ def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKi
     return kind, normalize_meta(cleaned), _clean_strings(body, rules)
 
 
-def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: datetime | None = None) -> list[dict]:
+def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: datetime | None = None,
+                   claims: bool = True) -> list[dict]:
     """Upsert pushed records by ``(project, id)`` (the daemon's ``POST /api/sync/records``).
 
     Each item ``{id, project, text, base, sent, owner}``: ``text`` is the record file (whose
@@ -600,6 +603,8 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
     fast-forward), ``unchanged`` (same content; re-indexed when the index lost it),
     ``applied, older kept as conflict`` / ``kept ours, theirs kept as conflict`` (both
     sides changed: newer ``updated`` wins), ``refused`` (one line why). Nothing is lost.
+    ``claims``: a pushed session new here claims the baton its start would have (False for a
+    pusher that pulls, :func:`pull`: its person's agent never saw a baton its start did not take).
     """
     now = now or utcnow()
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
@@ -608,11 +613,11 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
     ordered = sorted(records, key=lambda item: not (isinstance(item, dict) and str(item.get("id", "")).startswith("session-")))
     with store.batch():  # one group commit for the request (issue 16)
         for item in ordered:
-            _apply_item(store, item, stamp, results)
+            _apply_item(store, item, stamp, results, claims)
     return results
 
 
-def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: list[dict]) -> None:
+def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: list[dict], claims: bool = True) -> None:
     """Admit and apply one pushed record; its result appended to ``results``."""
     record_id = str(item.get("id", ""))[:200]
     echo = _echo_project(item.get("project"))
@@ -629,7 +634,7 @@ def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: li
     echo = {"project": meta["project"]}
     try:
         stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner", _UNSAID))
-        outcome = _apply_one(store, stored_id, kind, meta, body, item, stamp)
+        outcome = _apply_one(store, stored_id, kind, meta, body, item, stamp, claims)
         results.append({**outcome, "id": record_id, **echo, **apart})
     except MemoError as exc:  # e.g. the id is another kind's record in that project: this record only
         results.append({"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
@@ -742,7 +747,7 @@ def _echo_project(named: Any) -> dict[str, str]:
 
 
 def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[str, Any], body: str,
-               item: dict[str, Any], stamp: str) -> dict[str, Any]:
+               item: dict[str, Any], stamp: str, claims: bool = True) -> dict[str, Any]:
     """Apply one admitted record (see :func:`apply_incoming`) under the vault lock; its outcome."""
     sent = item.get("sent") if isinstance(item.get("sent"), list) else []
     ancestors = {value for value in [item.get("base"), *sent[:MAX_SENT_VERSIONS]] if isinstance(value, str)}
@@ -752,7 +757,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         local_text = store.read_text(meta["project"], kind, record_id)
         if local_text is None:
             filed = _filed_here(store, kind, meta)
-            filed, baton = _takes_a_baton(store, kind, filed)
+            filed, baton = _takes_a_baton(store, kind, filed, claims)
             store.upsert(kind, filed, body)
             _keep_base(store, kind, meta, incoming, (filed, body))
             return {"id": record_id, "outcome": "applied", **({"handoff": baton} if baton else {})}
@@ -811,13 +816,15 @@ def _filed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> di
     return normalize_meta({**meta, "client": client}) if client else meta
 
 
-def _takes_a_baton(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+def _takes_a_baton(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
+                   claims: bool = True) -> tuple[dict[str, Any], str | None]:
     """A pushed session new to this vault claims the pending hand-off here that its start would
     have claimed (SPEC §2.5: its project, branch and owner; left before it started): a hybrid
     laptop never sees the team's batons, so one addressed to its person stayed pending and the
     work it led to billed ``internal``. The session bills the client of the session that left
     it when nothing else names one — as does a session that claimed a baton on the laptop (a
-    pulled one, :func:`pull`). Returns the frontmatter and the id of the baton claimed here (or None)."""
+    pulled one, :func:`pull`). ``claims`` False (a pusher that pulls: its start claimed what
+    its person saw): nothing is claimed here — the baton waits for a start that shows it. Returns the frontmatter and the id of the baton claimed here (or None)."""
     if kind is not RecordKind.SESSION or meta.get("status") == "superseded":
         return meta, None
     from .handoffs import claim_handoff
@@ -830,6 +837,8 @@ def _takes_a_baton(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) ->
         except (MemoError, ValueError):
             found = None
         baton = {**found[0], "id": meta["handoffClaimed"]} if found else None
+    elif not claims:  # a laptop that pulls: its start took what it saw; a baton it did not see stays pending
+        return meta, None
     else:
         baton = claimed = claim_handoff(store, str(meta["project"]), str(meta.get("sessionId")), meta.get("branch"),
                                         meta.get("owner"), utcnow(), started=str(meta.get("startTime") or ""))
@@ -935,17 +944,22 @@ def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_b
     (the client, the minutes) is no longer undone by a later edit of the summary on the laptop.
 
     Returns ``(frontmatter, body, keys kept from here, keys both changed)``, or None: not a
-    session, no base of the version the push builds on, or a merge the record rules refuse
+    session, no base of the version the push builds on (the one it pushed, or the one a pull
+    served it, :func:`for_people`), or a merge the record rules refuse
     (then the newer version wins whole, the other kept as a conflict file)."""
     if kind is not RecordKind.SESSION:
         return None
-    try:
-        base_text = _base_path(store, theirs["project"], theirs["id"]).read_text(encoding="utf-8")
-        base, base_body = parse_record_text(base_text, str(theirs["id"]))
-    except (OSError, CorruptRecordError, ValueError):
-        return None
-    if base.get("updated") not in ancestors:
-        return None  # the pusher built on another version than the one kept
+    base = None
+    for path in (_base_path(store, theirs["project"], theirs["id"]), _served_path(store, theirs["project"], theirs["id"])):
+        try:
+            kept, kept_body = parse_record_text(path.read_text(encoding="utf-8"), str(theirs["id"]))
+        except (OSError, CorruptRecordError, ValueError):
+            continue
+        if kept.get("updated") in ancestors:  # the version the pusher built on: pushed, or pulled from here
+            base, base_body = kept, kept_body
+            break
+    if base is None:
+        return None  # the pusher built on another version than the ones kept
     if (theirs, their_body) == (base, base_body):
         return ours, our_body, [], []  # nothing new from the pusher (its answer was lost): ours stays
     newer_theirs = (theirs.get("updated") or "") > (ours.get("updated") or "")
@@ -988,6 +1002,8 @@ MAX_PULL_OWNERS = 20
 MAX_PULL_RECORDS = 500
 #: How long a session start waits for the daemon's batons before it goes on without them.
 START_PULL_SECONDS = 3.0
+#: After a pull that failed, session starts pull again only this many seconds later.
+PULL_BACKOFF_SECONDS = 60
 
 
 def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
@@ -1024,6 +1040,21 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
             continue
         if meta.get("status") == "pending" and not meta.get("shared") and theirs(meta.get("owner")):
             found.append({"id": row["id"], "project": row["project"], "kind": "handoff", "text": text})
+    # batons claimed or cancelled lately that a laptop may hold as pending: addressed to its people
+    # (their other laptop took it), or left by them (a teammate took it)
+    since = to_iso(utcnow() - timedelta(days=CLOSED_BATONS_DAYS))
+    for status in ("claimed", "cancelled"):
+        for row in index.rows_of_kind(store.conn, RecordKind.HANDOFF.value, None, status):
+            if (row["updated"] or "") < since:
+                continue
+            text = store.read_text(row["project"], RecordKind.HANDOFF, row["id"])
+            try:
+                meta, _ = parse_record_text(text or "", row["id"])
+                left_by = _session_here(store, row["project"], str(meta.get("fromSessionId")))[1]
+            except (CorruptRecordError, MemoError, ValueError):
+                continue
+            if theirs(meta.get("owner")) or theirs(left_by):
+                found.append({"id": row["id"], "project": row["project"], "kind": "handoff", "text": text})
     bases = _dir(store) / "base"
     for base_file in sorted(bases.glob("*/*.md")) if bases.is_dir() else []:
         if len(found) >= MAX_PULL_RECORDS:
@@ -1040,9 +1071,40 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
             continue
         if (theirs(meta.get("owner")) or theirs(base.get("owner"))) and \
                 _changed_here(store, RecordKind.SESSION, meta, text):
-            found.append({"id": record_id, "project": project, "kind": "session", "text": text,
-                          "base": base.get("updated"), "baseText": base_text})
+            served = _served_path(store, project, record_id)
+            if not served.is_file() or served.read_bytes() != text.encode("utf-8"):
+                atomic_write_bytes(served, text.encode("utf-8"), durable=False)  # the base of the laptop's next push
+            found.append({"id": record_id, "project": project, "kind": "session",
+                          **_as_the_laptops(meta, text, base_text, owners), "base": base.get("updated")})
     return found[:MAX_PULL_RECORDS]
+
+
+#: How far back a pull looks for batons claimed or cancelled that a laptop may hold as pending (days).
+CLOSED_BATONS_DAYS = 14
+
+
+def _served_path(store: VaultStore, project: str, record_id: str) -> Path:
+    """Where the daemon keeps the version of a session a pull last served (a laptop that takes
+    it builds its next push on it: :func:`_merged` merges against it)."""
+    return _dir(store) / "base" / project / f"{record_id}.served"
+
+
+def _as_the_laptops(meta: dict[str, Any], text: str, base_text: str, owners: list[str]) -> dict[str, str]:
+    """``{id, text, baseText}`` of a session as its laptop names it: a session kept apart here
+    (:func:`apart_session_id`: another person's session had its id) goes back under the id its
+    person's laptop gave it, so a correction reaches it."""
+    session_id, owner = str(meta.get("sessionId") or ""), meta.get("owner")
+    original = session_id.rsplit("--", 1)[0] if "--" in session_id else None
+    if original and isinstance(owner, str) and apart_session_id(original, owner) == session_id:
+        def renamed(version: str) -> str:
+            theirs, body = parse_record_text(version, str(meta["id"]))
+            return dump_record(normalize_meta({**theirs, "id": f"session-{original}", "sessionId": original}), body)
+
+        try:
+            return {"id": f"session-{original}", "text": renamed(text), "baseText": renamed(base_text)}
+        except (CorruptRecordError, ValueError):
+            pass
+    return {"id": str(meta["id"]), "text": text, "baseText": base_text}
 
 
 def laptop_people(store: VaultStore, cwd: str | None = None) -> list[str]:
@@ -1096,9 +1158,10 @@ def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PU
     except PUSH_FAILURES as exc:
         reason = _failure(exc)
         try:
-            with lock:
+            with lock:  # session starts skip the pull for a while: a daemon down costs each one nothing
                 _save(store, "state.json", {**_load(store, "state.json"), "lastPullError": reason,
-                                            "lastPullErrorAt": to_iso(now)})
+                                            "lastPullErrorAt": to_iso(now),
+                                            "pullRetryAt": to_iso(now + timedelta(seconds=PULL_BACKOFF_SECONDS))})
         except Timeout:
             pass  # a push holds the state: the error is said to the caller all the same
         return {"pulled": 0, "results": [], "error": reason}
@@ -1119,7 +1182,7 @@ def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PU
                 atomic_write_bytes(_dir(store) / "outbox.jsonl",
                                    "".join(json.dumps(e) + "\n" for e in held).encode("utf-8"))
         state = _load(store, "state.json")
-        state.update(lastPullAt=to_iso(now), lastPullError=None, lastPullErrorAt=None,
+        state.update(lastPullAt=to_iso(now), lastPullError=None, lastPullErrorAt=None, pullRetryAt=None,
                      pulled=_newest([r for r in results if r["outcome"] == "pulled"], state.get("pulled"), "id"))
         _save(store, "state.json", state)
     finally:
@@ -1144,11 +1207,11 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
         kind, meta, body = admit_record(store, record_id, item.get("text"))
         if kind not in (RecordKind.HANDOFF, RecordKind.SESSION):
             raise InvalidFieldError("kind", f"a pull brings hand-offs and sessions, not a {kind.value}")
-        if kind is RecordKind.HANDOFF and not (
-                meta.get("status") == "pending" and not meta.get("shared")
+        if kind is RecordKind.HANDOFF and meta.get("status") == "pending" and not (
+                not meta.get("shared")
                 and any(same_person(meta.get("owner"), name) for name in people if meta.get("owner"))):
             raise InvalidFieldError("handoff", "a pull takes a pending baton addressed to one of this laptop's "
-                                               "people, not a shared, claimed or someone else's one")
+                                               "people, not a shared or someone else's one")
     except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
         return {"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:300]}
     result = {"id": record_id, "project": meta["project"], "kind": kind.value}
@@ -1166,6 +1229,9 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
             return {**result, "outcome": "unchanged"}
         if local is None and kind is RecordKind.SESSION:
             return {**result, "outcome": "left", "reason": "not a session of this vault"}
+        if kind is RecordKind.HANDOFF and meta.get("status") != "pending" and local is None:
+            # claimed or cancelled there: news only for a laptop that holds it as pending
+            return {**result, "outcome": "left", "reason": f"{meta.get('status')} on the daemon, not held here"}
         if local is not None and kind is RecordKind.HANDOFF and local[0].get("status") != "pending":
             return {**result, "outcome": "kept yours", "reason": f"{local[0].get('status')} here: the next push takes it"}
         base = _as_parsed(item.get("baseText"), record_id) if kind is RecordKind.SESSION else None
@@ -1183,14 +1249,16 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
 def pull_before_start(store: VaultStore, cwd: str | None, owner: str | None = None) -> str | None:
     """Before a session start of a hybrid laptop: pull the batons the team left its people
     (:func:`pull`, waiting at most :data:`START_PULL_SECONDS`), so the start claims one and shows
-    its next steps; skipped while a failed push waits out its backoff (the daemon is down: a
-    start must not wait for it each time). Never raises; a line on what it did, or None."""
+    its next steps; skipped while a failed push waits out its backoff, and for
+    :data:`PULL_BACKOFF_SECONDS` after a failed pull (the daemon is down: a start must not wait
+    for it each time). Never raises; a line on what it did, or None."""
     if not hybrid_enabled(store):
         return None
     try:
-        retry = _load(store, "state.json").get("nextRetryAt")
-        if retry and utcnow() < from_iso(retry):
-            return "pull skipped: the daemon is waited out after a failed push"
+        state = _load(store, "state.json")
+        for key, what in (("nextRetryAt", "push"), ("pullRetryAt", "pull")):
+            if state.get(key) and utcnow() < from_iso(state[key]):
+                return f"pull skipped: the daemon is waited out after a failed {what} (until {state[key]})"
         people = laptop_people(store, cwd)
         if owner and owner.strip() and not any(same_person(owner, one) for one in people):
             people = [owner.strip(), *people][:MAX_PULL_OWNERS]
@@ -1207,4 +1275,19 @@ def start_after_pull(store: VaultStore, request: Any) -> dict[str, Any]:
     from .sessions import start_session
 
     pull_before_start(store, request.cwd, request.owner)
-    return start_session(store, request)
+    started = start_session(store, request)
+    if started.get("handoff"):
+        push_a_claim(store)
+    return started
+
+
+def push_a_claim(store: VaultStore) -> None:
+    """After a start here claimed a baton: push at once (waiting at most
+    :data:`START_PULL_SECONDS`), so the daemon marks it claimed before the person's other
+    laptop pulls it; what does not go now goes with the next push. Never raises."""
+    if not hybrid_enabled(store):
+        return
+    try:
+        push(store, force=True, timeout=START_PULL_SECONDS)
+    except Exception as exc:  # noqa: BLE001 - a start never fails on the sync's account
+        log.warning("memo sync push after a claim failed: %s: %s", type(exc).__name__, exc)

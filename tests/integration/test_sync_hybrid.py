@@ -1317,13 +1317,25 @@ def test_a_pushed_session_takes_the_hand_off_its_start_would_have_taken_on_the_d
     finally:
         lead.close()
     baton = read_record(team / "projects/shop/handoffs/handoff-cart-v2.md")[0]
-    bob = _client(tmp_path, server.base, "bob")
+    bob = VaultStore(Settings(vault_root=tmp_path / "bob", timezone="UTC"))  # a laptop of a memo that does not pull
     # work Bob did before the baton was left takes none of it
     for sid, start, end in (("earlier", "2026-03-02T13:00:00Z", "2026-03-02T14:00:00Z"),
-                            ("finish", baton["created"], None)):
+                            ("seen-none", baton["created"], None), ("finish", baton["created"], None)):
         start_session(bob, StartSessionRequest(session_id=sid, project="shop", owner="bob@team.test", branch="main",
                                                start_time=start))
         end_session(bob, EndSessionRequest(session_id=sid, project="shop", until=end))  # None: now
+    bob.close()
+
+    def pushed(sid, **flags):
+        text = (tmp_path / "bob/projects/shop/sessions" / f"session-{sid}.md").read_text()
+        return server.get_json("/api/sync/records", data={"records": [
+            {"id": f"session-{sid}", "project": "shop", "text": text, "base": None}], **flags})[1]["results"]
+
+    # a laptop that pulls claimed at its start what its person saw: the daemon claims nothing for it
+    assert [r["outcome"] for r in pushed("seen-none", pulls=True)] == ["applied"]
+    assert read_record(team / "projects/shop/handoffs/handoff-cart-v2.md")[0]["status"] == "pending"
+    for sid in ("earlier", "finish"):
+        pushed(sid)
     earlier = read_record(team / "projects/shop/sessions/session-earlier.md")[0]
     finish = read_record(team / "projects/shop/sessions/session-finish.md")[0]
     assert (earlier.get("handoffClaimed"), earlier.get("client")) == (None, None)
@@ -1552,13 +1564,15 @@ def test_a_baton_left_by_an_end_given_afterwards_goes_to_a_session_begun_after_t
         lead.close()
     baton = read_record(team / "projects/shop/handoffs/handoff-fix-login.md")[0]
     assert baton["created"] == "2026-12-01T10:30:00.000Z"
-    ben = _client(tmp_path, server.base, "ben")
+    ben = VaultStore(Settings(vault_root=tmp_path / "ben", timezone="UTC"))  # a laptop of a memo that does not pull
     try:
         start_session(ben, StartSessionRequest(session_id="deploy", project="shop", owner="ben@team.test",
                                                start_time="2026-12-02T09:00:00Z"))
         end_session(ben, EndSessionRequest(session_id="deploy", project="shop", until="2026-12-02T10:00:00Z"))
     finally:
         ben.close()
+    text = (tmp_path / "ben/projects/shop/sessions/session-deploy.md").read_text()
+    server.request("/api/sync/records", data={"records": [{"id": "session-deploy", "project": "shop", "text": text}]})
     taken = read_record(team / "projects/shop/handoffs/handoff-fix-login.md")[0]
     assert (taken["status"], taken["claimedBy"]) == ("claimed", "deploy")
 
@@ -1637,7 +1651,7 @@ def test_a_laptop_takes_only_its_persons_pending_batons_whatever_a_daemon_sends(
         finally:
             bob.close()
     assert outcomes == {"handoff-mine": "pulled", "handoff-bobs": "pulled", "handoff-other": "refused",
-                        "handoff-none": "refused", "handoff-shared": "refused", "handoff-taken": "refused"}
+                        "handoff-none": "refused", "handoff-shared": "refused", "handoff-taken": "left"}
     assert sorted(p.name for p in (tmp_path / "bob/projects/shop/handoffs").glob("*.md")) == [
         "handoff-bobs.md", "handoff-mine.md"]
 
@@ -1705,3 +1719,123 @@ def test_a_pushed_session_whose_deliverable_links_elsewhere_than_the_web_is_refu
     finally:
         mine.close()
         team.close()
+
+
+def test_a_leads_second_correction_survives_a_laptop_edit_after_the_first_was_pulled(tmp_path, daemon):
+    """Found by a team lead: once a laptop had pulled one correction, the lead's next one was
+    undone by any laptop edit ("applied, older kept as conflict"): the daemon merged against the
+    version the laptop had pushed, not the one it had pulled. It merges against the pulled one."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
+                                               start_time="2026-03-02T09:00:00Z"))
+        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        _lead_edits(team, minutes=40)
+        assert [r["outcome"] for r in sync.pull(bob)["results"]] == ["pulled"]
+        _lead_edits(team, client="Globex")
+        edit_session(bob, EditSessionRequest(session_id="c2", project="web", summary="s2"))
+        [pushed] = sync.push(bob)["results"]
+        assert pushed["outcome"] == "merged" and pushed["keptHere"] == ["client"], pushed
+        on_daemon = read_record(_team_file(team, "session-c2", "sessions"))[0]
+        assert (on_daemon["client"], on_daemon["durationMinutes"], on_daemon["summary"]) == ("Globex", 40, "s2")
+        assert not list(team.glob("projects/web/sessions/*.conflict-*"))
+    finally:
+        bob.close()
+
+
+def test_a_correction_of_a_session_kept_apart_on_the_daemon_reaches_its_laptop(tmp_path, daemon):
+    """Found by a team lead: Cai's ``fix-login`` is ``fix-login--cai-…`` on the daemon (Bob's had
+    the id); the lead's correction of it never reached Cai ("left: not a session of this vault"),
+    and his own timesheet kept 45 minutes where the team's said 30."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    people = {name: _client(tmp_path, server.base, name) for name in ("bob", "cai")}
+    try:
+        for name, store in people.items():
+            _own_session(store, "fix-login", f"{name}@team.test", 45)
+        apart = sync.apart_session_id("fix-login", "cai@team.test")
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            edit_session(lead, EditSessionRequest(session_id=apart, project="web", minutes=30))
+        finally:
+            lead.close()
+        [pulled] = sync.pull(people["cai"])["results"]
+        assert (pulled["id"], pulled["outcome"]) == ("session-fix-login", "pulled")
+        mine = read_record(people["cai"].root / "projects/web/sessions/session-fix-login.md")[0]
+        assert (mine["sessionId"], mine["durationMinutes"]) == ("fix-login", 30)
+        assert sync.pull(people["bob"])["results"] == []  # Bob's own fix-login was not corrected
+    finally:
+        for store in people.values():
+            store.close()
+
+
+def test_one_persons_baton_is_taken_once_by_their_two_laptops(tmp_path, daemon):
+    """Found by a team lead: Ana's two laptops had both pulled the baton left for her, and each
+    next start handed it to its agent. A start that claims a baton pushes at once; the other
+    laptop's next pull hears it was claimed, and its start takes nothing. The one who left it
+    hears it was taken too (its digest had called it unclaimed)."""
+    from memo_analytics.services.requests import HandoffInput
+
+    team, server = daemon
+    laptops = [_client(tmp_path, server.base, name) for name in ("ana1", "ana2")]
+    cai = _client(tmp_path, server.base, "cai")
+    try:
+        start_session(cai, StartSessionRequest(session_id="api", project="shop", owner="cai@team.test",
+                                               start_time="2026-12-01T09:00:00Z"))
+        end_session(cai, EndSessionRequest(session_id="api", project="shop", until="2026-12-01T10:00:00Z",
+                                           handoff=HandoffInput(next_steps=["ship the API"], owner="ana@team.test")))
+        for laptop in laptops:
+            assert [r["outcome"] for r in sync.pull(laptop, ["ana@team.test"])["results"]] == ["pulled"]
+        first = sync.start_after_pull(laptops[0], StartSessionRequest(session_id="s1", project="shop",
+                                                                      owner="ana@team.test"))
+        assert first["handoff"]["id"] == "handoff-api"
+        assert read_record(team / "projects/shop/handoffs/handoff-api.md")[0]["claimedBy"] == "s1"  # pushed at once
+        second = sync.start_after_pull(laptops[1], StartSessionRequest(session_id="s2", project="shop",
+                                                                       owner="ana@team.test"))
+        assert second.get("handoff") is None
+        assert read_record(laptops[1].root / "projects/shop/handoffs/handoff-api.md")[0]["status"] == "claimed"
+        sync.pull(cai)
+        assert read_record(cai.root / "projects/shop/handoffs/handoff-api.md")[0]["status"] == "claimed"
+    finally:
+        for store in (*laptops, cai):
+            store.close()
+
+
+def test_a_hung_daemon_costs_a_hooks_session_end_seconds_not_half_a_minute(tmp_path, repo):
+    """Found by a team lead: with a daemon that took connections and never answered, the
+    session end hook waited 30 s for its push (Claude Code gives it 10), and every start waited
+    3 s for a pull anew. A hook waits at most a few seconds; a start after a failed pull skips it
+    for a minute; what was not pushed waits in the outbox."""
+    import socket
+
+    hung = socket.socket()
+    hung.bind(("127.0.0.1", 0))
+    hung.listen(16)
+    config = tmp_path / "hybrid.toml"
+    config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "http://127.0.0.1:{hung.getsockname()[1]}"\n')
+    env = {"MEMO_CONFIG": str(config)}
+    vault = tmp_path / "v"
+    spent = {}
+    try:
+        for name, fields in (("start", {"hook_event_name": "SessionStart", "source": "startup"}),
+                             ("start again", {"hook_event_name": "SessionStart", "source": "startup",
+                                              "session_id": "other"}),
+                             ("prompt", {"hook_event_name": "UserPromptSubmit", "prompt": "fix it"}),
+                             ("end", {"hook_event_name": "SessionEnd", "reason": "exit"})):
+            payload = {"session_id": "h1", "cwd": str(repo), "transcript_path": "/tmp/none.jsonl", **fields}
+            began = time.monotonic()
+            ran = memo("hook", "claude-code", vault=vault, input=json.dumps(payload), env=env, check=False)
+            spent[name] = time.monotonic() - began
+            assert ran.returncode == 0
+    finally:
+        hung.close()
+    assert spent["start"] < sync.START_PULL_SECONDS + 3, spent
+    assert spent["start again"] < 2.5, spent  # the failed pull is waited out
+    assert spent["end"] < 10, spent
+    assert json.loads(memo("--json", "sync", "status", vault=vault, env=env).stdout)["pending"] > 0

@@ -121,7 +121,7 @@ def sync_pull() -> None:
 
     result = sync.pull(state.store, cwd=str(Path.cwd()))  # this repository's person too
     for item in result["results"]:
-        if item["outcome"] in ("kept yours", "refused", "left"):
+        if item["outcome"] in ("kept yours", "refused"):  # "left": the daemon's news of nothing held here
             err.print(_safe(f"note: {item.get('id')}: {item['outcome']}: {item.get('reason')}"))
     if result.get("note"):
         err.print(_safe(f"note: {result['note']}"))
