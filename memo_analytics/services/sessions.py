@@ -49,6 +49,7 @@ from .prompts import (
     clean_line,
     clean_owner,
     refuse_anothers,
+    same_person,
     clean_text,
     envelope,
     optional_slug,
@@ -363,8 +364,9 @@ def end_session_answer(store: VaultStore, request: EndSessionRequest) -> dict[st
     """:func:`end_session` as every interface answers it (the CLI, the MCP tool's and
     ``/api/actions``' ``session_end``): the session's wire dict, with ``warnings`` (one-line
     texts) when the end asked for was not taken — the session had been ended before and keeps
-    its times (SPEC §2.5) — or when some of its turns lie outside its times (their time bills
-    nothing). Raises as :func:`end_session`."""
+    its times (SPEC §2.5) —, when some of its turns lie outside its times (their time bills
+    nothing), or when its hand-off is addressed to a person no session of the vault names (a
+    typo, or ``ana`` for ``ana@team.example``). Raises as :func:`end_session`."""
     record = end_session(store, request, by_person=True)
     warnings = []
     if request.until and not request.recompute_duration:
@@ -380,6 +382,14 @@ def end_session_answer(store: VaultStore, request: EndSessionRequest) -> dict[st
         if outside:
             warnings.append(f"{outside} of its turns {'lies' if outside == 1 else 'lie'} outside its times (before its "
                             "start or after its end): their time bills nothing")
+    addressed = (request.handoff.owner or "").strip() if request.handoff is not None else ""
+    if addressed:
+        known = sorted(index.session_owners(store.conn, 2000), key=str.casefold)
+        if known and not any(same_person(addressed, owner) for owner in known):  # "ana" for ana@team.example
+            warnings.append(f"no session of the vault is {addressed[:100]}'s (owners: "
+                            f"{', '.join(o[:100] for o in known[:10])}{', …' if len(known) > 10 else ''}): the hand-off "
+                            f"waits for a start by exactly {addressed[:100]} — a person is named by their git identity "
+                            "(user.email)")
     return {**record, "warnings": warnings} if warnings else record
 
 

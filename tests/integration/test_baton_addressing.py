@@ -76,3 +76,18 @@ def test_cancel_without_an_id_cancels_the_callers_pending_batons_and_is_fine_wit
     human = memo("session", "handoff", "--cancel", "--project", "web", vault=vault, cwd=ana, env=NO_GLOBAL_GIT,
                  check=False)
     assert human.returncode == 1 and "nothing to cancel" in human.stdout  # it did nothing: says so, exits 1
+
+
+def test_a_hand_off_addressed_to_no_one_the_vault_knows_says_so(tmp_path):
+    """Found by a team lead: ``--handoff-owner ana`` (the README's own short form) was taken
+    without a word; Ana (ana@team.example) never received it."""
+    vault = tmp_path / "v"
+    for sid, owner in (("a1", "ana@team.example"), ("l1", "lead@team.example")):
+        memo("session", "start", sid, "--project", "web", "--owner", owner, vault=vault)
+    ran = memo("session", "end", "l1", "--project", "web", "--next-step", "review PR 77", "--handoff-owner", "ana",
+               vault=vault)
+    assert ran.returncode == 0 and ("no session of the vault is ana's (owners: ana@team.example, lead@team.example): "
+                                    "the hand-off waits for a start by exactly ana") in ran.stderr, ran.stderr
+    ran = memo("session", "end", "a1", "--project", "web", "--next-step", "ship it", "--handoff-owner",
+               "LEAD@team.example", vault=vault)
+    assert "no session of the vault is" not in ran.stderr  # a known person, in any case
