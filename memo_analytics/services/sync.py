@@ -1012,9 +1012,14 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
 
     - each pending hand-off addressed to one of them (its ``owner``) — a ``shared`` baton or one
       of no owner stays for a start on the daemon's side (two laptops must not both claim it);
+    - each baton claimed or cancelled here in the last :data:`CLOSED_BATONS_DAYS` days that is
+      addressed to one of them or was left by one of them (a laptop that holds it as pending
+      hears it was taken: their other laptop, a teammate);
     - each of their sessions a push brought here that was changed here since (a lead's
       correction of its client, times or billable; an issued invoice's hold), with ``base``: the
-      ``updated`` of the version the push brought.
+      ``updated`` of the version the push brought — under the laptop's own id when it was kept
+      apart here (:func:`_as_the_laptops`). The version served is kept (``.served``): the
+      laptop's next push is merged against it (:func:`_merged`).
 
     Each ``{id, project, kind, text[, base, baseText]}`` (``baseText``: the version the push
     brought, as kept here), at most :data:`MAX_PULL_RECORDS`.
@@ -1075,7 +1080,7 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
             if not served.is_file() or served.read_bytes() != text.encode("utf-8"):
                 atomic_write_bytes(served, text.encode("utf-8"), durable=False)  # the base of the laptop's next push
             found.append({"id": record_id, "project": project, "kind": "session",
-                          **_as_the_laptops(meta, text, base_text, owners), "base": base.get("updated")})
+                          **_as_the_laptops(meta, text, base_text), "base": base.get("updated")})
     return found[:MAX_PULL_RECORDS]
 
 
@@ -1089,7 +1094,7 @@ def _served_path(store: VaultStore, project: str, record_id: str) -> Path:
     return _dir(store) / "base" / project / f"{record_id}.served"
 
 
-def _as_the_laptops(meta: dict[str, Any], text: str, base_text: str, owners: list[str]) -> dict[str, str]:
+def _as_the_laptops(meta: dict[str, Any], text: str, base_text: str) -> dict[str, str]:
     """``{id, text, baseText}`` of a session as its laptop names it: a session kept apart here
     (:func:`apart_session_id`: another person's session had its id) goes back under the id its
     person's laptop gave it, so a correction reaches it."""
