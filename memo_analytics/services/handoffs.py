@@ -139,9 +139,33 @@ def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -
         meta, body = store.read(row["project"], RecordKind.HANDOFF, record_id) or ({}, "")
         if meta.get("status") != "pending":
             raise InvalidFieldError("handoff", f"{record_id} is {meta.get('status')}, not pending")
+        _refuse_a_strangers_cancel(store, row["project"], meta, request.owner)
         meta.update(status="cancelled", cancelledAt=to_iso(now), updated=to_iso(now))
         store.upsert(RecordKind.HANDOFF, meta, body)
     return {**meta, "body": body}
+
+
+def _refuse_a_strangers_cancel(store: VaultStore, project: str, meta: dict[str, Any], owner: str | None) -> None:
+    """A call from another machine (a team daemon bound off loopback) cancels a baton only as the
+    person it is addressed to or the one who left it (its session's owner): a call naming no
+    one, or a third person, had cancelled another person's baton.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``owner``: who may cancel it.
+    """
+    from .store import from_another_machine
+
+    if not from_another_machine():
+        return
+    found = store.read(project, RecordKind.SESSION, f"session-{meta.get('fromSessionId')}")
+    people = [name for name in (meta.get("owner"), found[0].get("owner") if found else None)
+              if isinstance(name, str) and name.strip()]
+    if people and not any(same_person(owner, name) for name in people):
+        raise InvalidFieldError("owner", f"{meta['id']} is {' and '.join(dict.fromkeys(people))}'s to cancel "
+                                         f"(its addressee, the one who left it); this call names "
+                                         f"{clean_owner(owner) or 'no owner'}")
 
 
 def get_handoff(store: VaultStore, session_id: str, project: str | None = None, cwd: str | None = None) -> dict[str, Any]:

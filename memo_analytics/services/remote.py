@@ -58,7 +58,8 @@ def _localize(arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         if arguments.get("action") in ("record", "session_start"):
             arguments.setdefault("branch", branch)
             arguments.setdefault("gitSha", sha)
-    if arguments.get("action") in ("session_start", "record", "session_end") and not arguments.get("owner"):
+    if arguments.get("action") in ("session_start", "record", "session_end", "cancel_handoff") \
+            and not arguments.get("owner"):
         # whose work it is: this machine's person, not the daemon's (a turn or an end never goes
         # into another person's session of the same id)
         arguments["owner"] = git_identity(root)

@@ -21,9 +21,10 @@ import os
 import threading
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from filelock import FileLock, Timeout
 
@@ -295,16 +296,34 @@ def _record_path(store: VaultStore, entry: dict[str, Any], key: str) -> Path | N
     return path if inside and not path.is_symlink() else None
 
 
+@contextmanager
+def _releasing(lock: FileLock) -> Iterator[None]:
+    """Release ``lock`` (taken already) when the block ends."""
+    try:
+        yield
+    finally:
+        lock.release()
+
+
 def push(store: VaultStore, now: datetime | None = None, force: bool = False,
          timeout: float | None = None) -> dict[str, Any]:
     """Push the outbox to the daemon (SPEC §2.7). Returns ``{pushed, results, pending,
     error}``; never raises for network or daemon errors (they are recorded with a backoff:
-    ``2^attempts`` seconds up to 5 minutes; ``force`` ignores the backoff)."""
+    ``2^attempts`` seconds up to 5 minutes; ``force`` ignores the backoff). ``timeout`` (else
+    the store's ``sync_timeout``, else 30 s) bounds the daemon's answer, and the wait for another
+    push under way (else 60 s): past it nothing is sent now, the records wait."""
     now = now or utcnow()
     if not hybrid_enabled(store):
         return {"pushed": 0, "results": [], "pending": status(store)["pending"], "error": "hybrid sync is off"}
     _dir(store).mkdir(parents=True, exist_ok=True)
-    with FileLock(str(_dir(store) / "push.lock"), timeout=60):
+    wait = timeout or store.sync_timeout  # a hook's or a start's push waits no longer for another push either
+    lock = FileLock(str(_dir(store) / "push.lock"), timeout=wait or 60)
+    try:
+        lock.acquire()
+    except Timeout:
+        return {"pushed": 0, "results": [], "pending": status(store)["pending"],
+                "error": f"another push is under way (over {wait or 60:g} s): the records wait for the next push"}
+    with _releasing(lock):
         state = _load(store, "state.json")
         if not force and state.get("nextRetryAt") and now < from_iso(state["nextRetryAt"]):
             return {"pushed": 0, "results": [], "pending": status(store)["pending"],
@@ -756,6 +775,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
     with store.lock():
         local_text = store.read_text(meta["project"], kind, record_id)
         if local_text is None:
+            _refuse_moved(store, kind, meta)
             filed = _filed_here(store, kind, meta)
             filed, baton = _takes_a_baton(store, kind, filed, claims)
             store.upsert(kind, filed, body)
@@ -770,8 +790,15 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
                 store.upsert(kind, meta, body)  # the file landed but its index row did not
             _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "unchanged"}
+        if kind is RecordKind.HANDOFF and local_meta.get("status") == "claimed" and meta.get("status") == "claimed" \
+                and local_meta.get("claimedBy") != meta.get("claimedBy"):
+            # a baton is taken once: a second claim (a laptop that had not heard of the first) never replaces it
+            kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
+            return {"id": record_id, "outcome": f"kept ours: already claimed by {local_meta.get('claimedBy')}",
+                    "conflict": str(kept.relative_to(store.root))}
         if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors \
-                and (not _changed_here(store, kind, meta, local_text) or _pulled_since(store, meta, local_meta)):
+                and (not _changed_here(store, kind, meta, local_text) or _pulled_since(store, meta, local_meta,
+                                                                                        local_body)):
             held, invoiced = _as_invoiced(store, kind, local_meta, meta)
             store.upsert(kind, held, body)  # the daemon holds a version the pusher sent: fast-forward
             _keep_base(store, kind, meta, incoming, (held, body))
@@ -803,6 +830,29 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
         return {"id": record_id, "outcome": "kept ours, theirs kept as conflict",
                 "conflict": str(kept.relative_to(store.root))}
+
+
+def _refuse_moved(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> None:
+    """Refuse a pushed session, or a turn of it, that a push brought here before and that was
+    moved to another project here since (``memo session edit --to-project`` on the daemon): applied
+    where its project says, the session would be here twice and bill twice.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``project``: where it is now, and how to move it on the laptop too.
+    """
+    session_id = _session_of(kind, meta)
+    if session_id is None or kind is RecordKind.HANDOFF \
+            or not _base_path(store, meta["project"], f"session-{session_id}").is_file() \
+            or _session_here(store, meta["project"], session_id)[0]:
+        return  # not a session a push brought here, or still where it was
+    elsewhere = sorted({row["project"] for row in index.rows_with_id(store.conn, f"session-{session_id}",
+                                                                     RecordKind.SESSION.value)} - {meta["project"]})
+    if elsewhere:
+        raise InvalidFieldError("project", f"session {session_id} was moved to project {elsewhere[0]} on the "
+                                           f"daemon: move it on this laptop too (memo session edit {session_id} "
+                                           f"--project {meta['project']} --to-project {elsewhere[0]})")
 
 
 def _filed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> dict[str, Any]:
@@ -907,17 +957,13 @@ def _changed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any], loc
         return False
 
 
-def _pulled_since(store: VaultStore, meta: dict[str, Any], local_meta: dict[str, Any]) -> bool:
-    """Whether the pusher builds on this vault's correction of its session (it pulled it,
-    :func:`pull`): the version here is a write of memo's of its own (an ``updated`` other than
-    the base copy's), and the push names it as its base. A hand edit here keeps the base's
-    ``updated``: the pusher never saw it."""
-    try:
-        base, _ = parse_record_text(_base_path(store, meta["project"], meta["id"]).read_text(encoding="utf-8"),
-                                    str(meta["id"]))
-    except (OSError, CorruptRecordError, ValueError):
-        return False
-    return base.get("updated") != local_meta.get("updated")
+def _pulled_since(store: VaultStore, meta: dict[str, Any], local_meta: dict[str, Any], local_body: str | None) -> bool:
+    """Whether the pusher builds on this vault's session exactly as it is here: a pull served
+    it this version (:func:`pull`) and nothing changed it since — a hand edit keeps its
+    ``updated`` but not its text, so it is merged, not passed over."""
+    served = _served(store, meta["project"], str(meta["id"]), local_meta.get("updated"))
+    return served is not None and local_body is not None and \
+        (normalize_meta(served[0]), served[1]) == (normalize_meta(local_meta), local_body)
 
 
 def _keep_base(store: VaultStore, kind: RecordKind, meta: dict[str, Any], text: str,
@@ -950,13 +996,17 @@ def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_b
     if kind is not RecordKind.SESSION:
         return None
     base = None
-    for path in (_base_path(store, theirs["project"], theirs["id"]), _served_path(store, theirs["project"], theirs["id"])):
-        try:
-            kept, kept_body = parse_record_text(path.read_text(encoding="utf-8"), str(theirs["id"]))
-        except (OSError, CorruptRecordError, ValueError):
-            continue
-        if kept.get("updated") in ancestors:  # the version the pusher built on: pushed, or pulled from here
+    try:
+        kept, kept_body = parse_record_text(_base_path(store, theirs["project"], theirs["id"]).read_text(encoding="utf-8"),
+                                            str(theirs["id"]))
+        if kept.get("updated") in ancestors:  # the version the pusher pushed
             base, base_body = kept, kept_body
+    except (OSError, CorruptRecordError, ValueError):
+        pass
+    for version in sorted(ancestors) if base is None else ():  # … or one a pull served it
+        served = _served(store, theirs["project"], str(theirs["id"]), version)
+        if served is not None:
+            base, base_body = served
             break
     if base is None:
         return None  # the pusher built on another version than the ones kept
@@ -1076,9 +1126,7 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
             continue
         if (theirs(meta.get("owner")) or theirs(base.get("owner"))) and \
                 _changed_here(store, RecordKind.SESSION, meta, text):
-            served = _served_path(store, project, record_id)
-            if not served.is_file() or served.read_bytes() != text.encode("utf-8"):
-                atomic_write_bytes(served, text.encode("utf-8"), durable=False)  # the base of the laptop's next push
+            _keep_served(store, project, record_id, meta, text)  # the base of the laptop's next push, if it takes it
             found.append({"id": record_id, "project": project, "kind": "session",
                           **_as_the_laptops(meta, text, base_text), "base": base.get("updated")})
     return found[:MAX_PULL_RECORDS]
@@ -1088,10 +1136,42 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
 CLOSED_BATONS_DAYS = 14
 
 
-def _served_path(store: VaultStore, project: str, record_id: str) -> Path:
-    """Where the daemon keeps the version of a session a pull last served (a laptop that takes
-    it builds its next push on it: :func:`_merged` merges against it)."""
+#: The versions of one session the daemon keeps as served by pulls (the newest).
+MAX_SERVED_VERSIONS = 8
+
+
+def _served_dir(store: VaultStore, project: str, record_id: str) -> Path:
+    """Where the daemon keeps the versions of a session pulls served, one file per version
+    (``<sha256 of its updated>.md``): a laptop that took one builds its next push on it
+    (:func:`_merged` merges against it); one that did not still builds on an earlier one."""
     return _dir(store) / "base" / project / f"{record_id}.served"
+
+
+def _keep_served(store: VaultStore, project: str, record_id: str, meta: dict[str, Any], text: str) -> None:
+    """Keep ``text`` (the version of ``meta``) among the served versions of the session, the
+    :data:`MAX_SERVED_VERSIONS` newest kept."""
+    import hashlib
+
+    folder = _served_dir(store, project, record_id)
+    name = hashlib.sha256(str(meta.get("updated")).encode("utf-8")).hexdigest()[:32] + ".md"
+    path = folder / name
+    if path.is_file() and path.read_bytes() == text.encode("utf-8"):
+        return
+    atomic_write_bytes(path, text.encode("utf-8"), durable=False)
+    kept = sorted(folder.glob("*.md"), key=lambda one: one.stat().st_mtime_ns, reverse=True)
+    for old in kept[MAX_SERVED_VERSIONS:]:
+        old.unlink(missing_ok=True)
+
+
+def _served(store: VaultStore, project: str, record_id: str, updated: Any) -> tuple[dict[str, Any], str] | None:
+    """The version of the session a pull served with this ``updated``, or None."""
+    import hashlib
+
+    path = _served_dir(store, project, record_id) / (hashlib.sha256(str(updated).encode("utf-8")).hexdigest()[:32] + ".md")
+    try:
+        return parse_record_text(path.read_text(encoding="utf-8"), record_id)
+    except (OSError, CorruptRecordError, ValueError):
+        return None
 
 
 def _as_the_laptops(meta: dict[str, Any], text: str, base_text: str) -> dict[str, str]:

@@ -1839,3 +1839,146 @@ def test_a_hung_daemon_costs_a_hooks_session_end_seconds_not_half_a_minute(tmp_p
     assert spent["start again"] < 2.5, spent  # the failed pull is waited out
     assert spent["end"] < 10, spent
     assert json.loads(memo("--json", "sync", "status", vault=vault, env=env).stdout)["pending"] > 0
+
+
+def test_a_pull_the_laptop_does_not_take_leaves_the_base_of_its_next_push(tmp_path, daemon):
+    """Found by an attacker: a second pull that the laptop did not take ("kept yours") replaced
+    the one version the daemon kept as served; the laptop's push, built on the first, then met
+    no base and won whole — the lead's second correction went to a conflict file."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
+                                               start_time="2026-03-02T09:00:00Z"))
+        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        _lead_edits(team, client="Globex")
+        assert [r["outcome"] for r in sync.pull(bob)["results"]] == ["pulled"]
+        _lead_edits(team, client="Initech")
+        edit_session(bob, EditSessionRequest(session_id="c2", project="web", summary="laptop summary"))
+        assert [r["outcome"] for r in sync.pull(bob)["results"]] == ["kept yours"]
+        [pushed] = sync.push(bob)["results"]
+        assert pushed["outcome"] == "merged", pushed
+        on_daemon = read_record(_team_file(team, "session-c2", "sessions"))[0]
+        assert (on_daemon["client"], on_daemon["summary"]) == ("Initech", "laptop summary")
+    finally:
+        bob.close()
+
+
+def test_a_push_after_a_pull_merges_with_a_hand_edit_made_on_the_daemon_since(tmp_path, daemon):
+    """Found by an attacker: after a pulled correction, a lead's hand edit of the session file
+    on the daemon (``billable: false``, its ``updated`` kept) was passed over by the laptop's next
+    push ("applied"), no copy kept. The laptop built on the version served, not on the hand edit."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
+                                               start_time="2026-03-02T09:00:00Z"))
+        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        _lead_edits(team, client="Globex")
+        sync.pull(bob)
+        path = _team_file(team, "session-c2", "sessions")
+        edited = path.with_name("edited.tmp")
+        edited.write_text(path.read_text().replace("billable: true", "billable: false"))
+        os.replace(edited, path)
+        edit_session(bob, EditSessionRequest(session_id="c2", project="web", summary="laptop summary"))
+        [pushed] = sync.push(bob)["results"]
+        assert pushed["outcome"] == "merged" and pushed["keptHere"] == ["billable"], pushed
+        on_daemon = read_record(path)[0]
+        assert (on_daemon["billable"], on_daemon["client"], on_daemon["summary"]) == (False, "Globex", "laptop summary")
+    finally:
+        bob.close()
+
+
+def test_a_second_claim_of_a_baton_never_replaces_the_first_on_the_daemon(tmp_path, daemon):
+    """Found by an attacker: a laptop whose start skipped its pull (a failed one a moment before)
+    claimed a baton another laptop had claimed and pushed; the daemon took the second claim
+    (newer wins), the first kept only as a conflict file."""
+    team, server = daemon
+    _ana_leaves_a_baton(team, owner="ana@team.test")
+    laptops = [_client(tmp_path, server.base, name) for name in ("ana1", "ana2")]
+    try:
+        for laptop in laptops:
+            sync.pull(laptop, ["ana@team.test"])
+        for n, laptop in enumerate(laptops, 1):  # the second never heard of the first claim
+            assert start_session(laptop, StartSessionRequest(session_id=f"s{n}", project="shop", owner="ana@team.test")
+                                 )["handoff"]["id"] == "handoff-cart-v2"
+            results = sync.push(laptop)["results"]
+        [second] = [r for r in results if r["id"] == "handoff-cart-v2"]
+        assert second["outcome"] == "kept ours: already claimed by s1", second
+        assert read_record(team / "projects/shop/handoffs/handoff-cart-v2.md")[0]["claimedBy"] == "s1"
+    finally:
+        for laptop in laptops:
+            laptop.close()
+
+
+def test_a_push_waits_for_another_push_no_longer_than_its_timeout(tmp_path):
+    """Found by an attacker: a hook's push at a session end waited up to 60 s for the lock of a
+    push under way (34 s seen), past the 4 s a hook gives the daemon."""
+    from filelock import FileLock
+
+    mine = _client(tmp_path, "http://127.0.0.1:9", "mine")
+    try:
+        _record(mine)
+        with FileLock(str(mine.root / ".memo" / "sync" / "push.lock")):
+            began = time.monotonic()
+            result = sync.push(mine, force=True, timeout=1.0)
+            assert time.monotonic() - began < 3
+        assert result["error"].startswith("another push is under way (over 1 s)") and result["pending"] == 1
+    finally:
+        mine.close()
+
+
+def test_a_push_of_a_session_moved_to_another_project_on_the_daemon_is_refused(tmp_path, daemon):
+    """Found by an attacker: the lead moved a laptop's session to another project on the daemon;
+    the laptop's next push of it (and of its turns) wrote it where it had been: the session
+    twice, billed twice."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        _own_session(bob, "mv1", "bob@team.test", 30, project="shop")
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            edit_session(lead, EditSessionRequest(session_id="mv1", project="shop", to_project="shop2"))
+        finally:
+            lead.close()
+        edit_session(bob, EditSessionRequest(session_id="mv1", project="shop", summary="laptop summary"))
+        [refused] = sync.push(bob)["results"]
+        assert refused["outcome"] == "refused" and refused["reason"] == (
+            "Invalid project: session mv1 was moved to project shop2 on the daemon: move it on this laptop too "
+            "(memo session edit mv1 --project shop --to-project shop2)")
+        assert not (team / "projects/shop/sessions/session-mv1.md").exists()
+        assert (team / "projects/shop2/sessions/session-mv1.md").exists()
+    finally:
+        bob.close()
+
+
+def test_a_call_from_another_machine_cancels_a_baton_only_as_its_addressee_or_leaver(tmp_path):
+    """Found by an attacker: on a daemon off loopback, ``cancel_handoff`` of Ana's baton to Bob
+    with no owner, or as Carol, cancelled it."""
+    from memo_analytics.domain.errors import InvalidFieldError
+    from memo_analytics.services.handoffs import cancel_handoff
+    from memo_analytics.services.requests import CancelHandoffRequest
+    from memo_analytics.services.store import remote_caller
+
+    team = tmp_path / "team"
+    _ana_leaves_a_baton(team, owner="bob@team.test")
+    store = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    try:
+        with remote_caller():
+            for owner in (None, "carol@team.test"):
+                with pytest.raises(InvalidFieldError, match="handoff-cart-v2 is bob@team.test and ana@team.test's to "
+                                                            "cancel"):
+                    cancel_handoff(store, CancelHandoffRequest(session_id="cart-v2", project="shop", owner=owner))
+            assert cancel_handoff(store, CancelHandoffRequest(session_id="cart-v2", project="shop",
+                                                              owner="Ana@team.test"))["status"] == "cancelled"
+    finally:
+        store.close()
