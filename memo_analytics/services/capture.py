@@ -36,7 +36,7 @@ from ..domain.records import RecordKind
 from ..domain.wire import counted, valid_text
 from ..index import store as index
 from .agent_ids import AGENTS, hook_session_id
-from .store import VaultStore, from_another_machine
+from .store import VaultStore, from_another_machine, repository_root
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -283,7 +283,11 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         event = replace(event, session="repo-" + hashlib.sha256(folder.encode("utf-8", "surrogateescape")).hexdigest()[:12])
     base_id = session_id = hook_session_id(event.agent, event.session)
     cwd = event.cwd if event.cwd and Path(event.cwd).is_dir() else None
-    project = store.resolve_project(project, cwd)  # a remote caller names the project of its own cwd
+    named = project  # a remote caller's: the project of its own cwd
+    project = store.resolve_project(project, cwd)
+    # a folder of a repository (a remote caller's project counts as one): a turn from there is work of that project
+    in_a_repository = (cwd is not None and repository_root(cwd) is not None) or \
+        (named is not None and named != store.settings.default_project)
     extra = {"agentSessionId": event.session, **({"transcriptPath": event.transcript_path}
                                                   if event.transcript_path else {})}
     context = dict(project=project, cwd=cwd, ide=event.agent, agent=event.agent, model=event.model,
@@ -292,7 +296,11 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         context.update(branch=head[0], git_sha=head[1])
     with store.lock():
         held = _conversation_project(store, session_id, project)
-        if held != project:  # the agent went on in another folder (a `cd`, none, one since removed): its conversation stays
+        if held != project and event.kind == "prompt" and in_a_repository:
+            # the agent went on in another repository: its work there is that project's; the interval in
+            # the project it left ends here (one conversation is never open in two projects at once)
+            _leave_project(store, held, base_id, event, owner)
+        elif held != project:  # another folder of no repository (a `cd`, none, one since removed): it stays
             project = context["project"] = held
         # in the order they began (a late prompt's interval can be numbered after a later one)
         chain = sorted(hook_sessions(store, project, session_id), key=lambda one: str(one[1][0].get("startTime")))
@@ -460,15 +468,42 @@ def numbered(base: str, n: int) -> str:
 
 
 def _conversation_project(store: VaultStore, base: str, project: str) -> str:
-    """The project an agent's conversation ``base`` was recorded in: ``project`` (the event's
-    folder's) when it holds it or none does, else the project of its most recently written
-    session — a turn sent from another folder (the agent's shell went elsewhere, a folder since
-    removed, none named) had opened a second session of the conversation in that folder's
-    project, which no end ever closed."""
-    rows = index.rows_with_id(store.conn, session_record_id(base), RecordKind.SESSION.value)
-    if not rows or any(row["project"] == project for row in rows):
+    """The project an agent's conversation ``base`` goes on in: the project of its open work
+    interval, else of its last written one (it may have moved between repositories), ``project`` (the
+    event's folder's) when it has none yet — a turn sent from a folder of no repository (the
+    agent's shell went elsewhere, a folder since removed, none named) had opened a second
+    session of the conversation in that folder's project, which no end ever closed."""
+    projects = {row["project"] for row in index.rows_with_id(store.conn, session_record_id(base),
+                                                             RecordKind.SESSION.value)}
+    if not projects or projects == {project}:
         return project
-    return max(rows, key=lambda row: (row["updated"] or "", row["project"]))["project"]
+
+    def latest(where: str) -> tuple[bool, str]:  # an open interval first, then the last written
+        chain = [record[0] for _, record in hook_sessions(store, where, base)]
+        return (any(meta.get("status") == "active" for meta in chain),
+                max((str(meta.get("updated") or "") for meta in chain), default=""))
+
+    return max(sorted(projects), key=latest)
+
+
+def _leave_project(store: VaultStore, project: str, base: str, event: HookEvent, owner: str | None) -> None:
+    """The conversation ``base`` went on in another repository at ``event``: its open interval in
+    ``project`` ends there — at the event, or at its last work when it stood idle longer than
+    the idle gap before (as an idle agent's interval ends)."""
+    from .requests import EndSessionRequest
+    from .sessions import end_session, summary_from_turns
+
+    chain = sorted(hook_sessions(store, project, base), key=lambda one: str(one[1][0].get("startTime")))
+    if not chain or chain[-1][1][0].get("status") != "active":
+        return
+    session_id, (meta, _) = chain[-1]
+    last, seen = _last_activity(store, project, session_id, meta, event)
+    gap = timedelta(minutes=store.settings.idle_gap_minutes)
+    until = event.at if event.at - last <= gap else (last if seen else last + gap)
+    end_session(store, EndSessionRequest(session_id=session_id, project=project, owner=owner,
+                                         until=max(until, from_iso(str(meta["startTime"]))),
+                                         summary=None if meta.get("summary") else
+                                         summary_from_turns(store, project, session_id, None)))
 
 
 def hook_sessions(store: VaultStore, project: str, base: str) -> list[tuple[str, tuple[dict[str, Any], str]]]:

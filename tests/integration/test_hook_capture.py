@@ -1271,13 +1271,15 @@ def test_an_event_memo_does_not_record_is_said_to_the_debug_output_and_logs_noth
     assert quiet.stderr == ""
 
 
-def test_a_conversation_whose_agent_went_to_another_folder_stays_one_session_of_its_project(tmp_path, repo):
+def test_a_conversation_that_moves_between_repositories_bills_each_its_time_and_ends_whole(tmp_path, repo):
     """Found by an operator (and a tester sending no ``cwd``): Claude Code reports its shell's
-    folder as ``cwd``; after a ``cd`` to another repository, to a folder outside any, to one
-    since removed, or with none at all, the same conversation opened a second and third session
-    in those folders' projects (each with its own turn 1, the id ambiguous), and the end closed
-    one of them only: the others stalled and billed on. A conversation stays in the project it
-    began in."""
+    folder as ``cwd``; after a ``cd`` to a folder outside any repository, to one since removed,
+    or with none at all, the same conversation opened a second and third session in those
+    folders' projects (``default``; each with its own turn 1, the id ambiguous), and the end
+    closed one of them only: the others stalled and billed on. Such a turn stays with the
+    conversation. A turn from another *repository* is that project's work (found by a new user:
+    "fix the ETL there too" was billed to the first repository's client): the interval in the
+    project it left ends there, and the end closes the one open interval wherever it is sent from."""
     vault = tmp_path / "v"
     other = tmp_path / "lib"
     other.mkdir()
@@ -1285,16 +1287,19 @@ def test_a_conversation_whose_agent_went_to_another_folder_stays_one_session_of_
     outside, gone = tmp_path / "scratch", tmp_path / "gone"
     outside.mkdir()
     hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="first, in the product"))
-    for folder, text in ((other, "second, from lib"), (outside, "third, from outside"), (gone, "fourth, gone")):
+    for folder, text in ((outside, "second, from outside"), (gone, "third, gone"), (other, "fourth, in lib")):
         hook(vault, "claude-code", claude("UserPromptSubmit", folder, prompt=text))
     hook(vault, "claude-code", json.dumps({"session_id": SESSION, "hook_event_name": "UserPromptSubmit",
                                            "prompt": "fifth, no cwd"}))
-    hook(vault, "claude-code", claude("SessionEnd", other, reason="prompt_input_exit"))
-    assert sorted(p.name for p in (vault / "projects").iterdir()) == ["product"]
-    assert [t["body"] for t in turns(vault, "product")] == ["first, in the product", "second, from lib",
-                                                            "third, from outside", "fourth, gone", "fifth, no cwd"]
-    [session] = (vault / "projects/product/sessions").glob("*.md")
-    assert read_record(session)[0]["status"] == "completed"
+    hook(vault, "claude-code", claude("SessionEnd", repo, reason="prompt_input_exit"))  # sent from where it began
+    assert sorted(p.name for p in (vault / "projects").iterdir()) == ["lib", "product"]
+    assert [t["body"] for t in turns(vault, "product")] == ["first, in the product", "second, from outside",
+                                                            "third, gone"]
+    assert [t["body"] for t in turns(vault, "lib")] == ["fourth, in lib", "fifth, no cwd"]
+    [left] = [read_record(p)[0] for p in (vault / "projects/product/sessions").glob("*.md")]
+    [moved] = [read_record(p)[0] for p in (vault / "projects/lib/sessions").glob("*.md")]
+    assert (left["status"], moved["status"]) == ("completed", "completed")
+    assert left["endTime"] <= moved["startTime"]  # never open in two projects at once: its time is billed once
 
 
 def test_a_prompt_said_again_after_the_hooks_conversation_ended_is_a_turn_of_its_own(tmp_path, repo):
