@@ -20,10 +20,16 @@ continue cont next thanks thank you thx ty great good nice perfect cool lgtm ple
 fine right correct agreed approve approved ship it sounds good looks good go on keep going""".replace("\n", " ").split(" "))
 
 
+#: A redaction marker (:data:`~memo_analytics.vault.redact.REDACTION`).
+_REDACTED = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
+
+
 def _meaningful(line: str) -> bool:
     """Whether ``line`` describes work: not a placeholder, not a bare slash command, not an
     acknowledgement (a known one, or an ASCII line of at most two short words)."""
     if not line or _PLACEHOLDER.match(line) or re.fullmatch(r"/[\w:.-]+", line):
+        return False
+    if _REDACTED.search(line) or "[REDACTED]" in line:  # it held a secret: no line for a client's invoice
         return False
     plain = re.sub(r"[^\w\s]", " ", line.lower()).split()
     if not plain:
@@ -36,8 +42,9 @@ def _meaningful(line: str) -> bool:
 def session_description(title: str | None, texts: list[str], limit: int = 120) -> str | None:
     """A session's summary as an invoice line or a timesheet row shows it (issue 15 point 5):
     the transcript's title, else the first meaningful line of the session's prompts in order
-    (never an image placeholder, a bare slash command or a one-word acknowledgement such as
-    ``proceed`` or ``k, done``), else a bare slash command (``/code-review``); cut to ``limit``
+    (never an image placeholder, a bare slash command, a one-word acknowledgement such as
+    ``proceed`` or ``k, done``, nor a line that held a secret — its redaction marker would go on
+    the client's invoice), else a bare slash command (``/code-review``); cut to ``limit``
     characters; None when there is nothing better (the reports then say ``Work on <project>``).
     Pure."""
     if title and title.strip():

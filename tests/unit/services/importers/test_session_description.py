@@ -23,3 +23,12 @@ from memo_analytics.services.describe import session_description
 ])
 def test_the_description_is_the_first_line_that_says_what_the_work_is(title, prompts, expected):
     assert session_description(title, prompts) == expected
+
+
+def test_a_line_that_held_a_secret_is_no_description():
+    """Found by a new user: an issued invoice's line read "Fix the login redirect loop …; my key
+    is [REDACTED:anthropic-key]" — the session's summary was its first prompt's line, secret
+    redacted but announced to the client. The next meaningful line describes it, else none."""
+    assert session_description(None, ["Fix the login loop; my key is [REDACTED:anthropic-key]",
+                                      "Also handle the expired token"]) == "Also handle the expired token"
+    assert session_description(None, ["token=[REDACTED:secret-assignment] please deploy"]) is None
