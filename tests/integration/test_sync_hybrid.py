@@ -1344,6 +1344,13 @@ def test_a_pushed_session_takes_the_hand_off_its_start_would_have_taken_on_the_d
     assert (taken["status"], taken["claimedBy"]) == ("claimed", "finish")
 
 
+def _bobs_session_pushed(bob: VaultStore) -> None:
+    """Bob's session ``c2`` of ``web`` (Acme, 09:00–10:00), ended on his hybrid laptop: pushed."""
+    start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
+                                           start_time="2026-03-02T09:00:00Z"))
+    end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+
+
 def _ana_leaves_a_baton(team: Path, **address) -> dict:
     """Ana's session on the team daemon (client Acme Corp) ends with a hand-off ``address``ed."""
     from datetime import datetime, timezone
@@ -1412,9 +1419,7 @@ def test_a_pull_brings_only_its_persons_batons_and_its_sessions_corrections(tmp_
     bob = _client(tmp_path, server.base, "bob")
     try:
         assert sync.pull(bob, ["bob@team.test"])["results"] == []  # Carol's baton is not Bob's
-        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
-                                               start_time="2026-03-02T09:00:00Z"))
-        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        _bobs_session_pushed(bob)
         assert sync.status(bob)["pending"] == 0
         _lead_edits(team, client="Globex")
         pulled = sync.pull(bob)  # the people of the laptop: its sessions' owners
@@ -1663,9 +1668,7 @@ def test_a_pull_keeps_a_session_edited_by_hand_on_the_laptop_since_its_push(tmp_
     team, server = daemon
     bob = _client(tmp_path, server.base, "bob")
     try:
-        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
-                                               start_time="2026-03-02T09:00:00Z"))
-        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        _bobs_session_pushed(bob)
         _lead_edits(team, client="Globex")
         mine = bob.root / "projects/web/sessions/session-c2.md"
         mine.write_text(mine.read_text().replace("summary: null", "summary: HAND EDIT"))
@@ -1731,9 +1734,7 @@ def test_a_leads_second_correction_survives_a_laptop_edit_after_the_first_was_pu
     team, server = daemon
     bob = _client(tmp_path, server.base, "bob")
     try:
-        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
-                                               start_time="2026-03-02T09:00:00Z"))
-        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        _bobs_session_pushed(bob)
         _lead_edits(team, minutes=40)
         assert [r["outcome"] for r in sync.pull(bob)["results"]] == ["pulled"]
         _lead_edits(team, client="Globex")
@@ -1851,9 +1852,7 @@ def test_a_pull_the_laptop_does_not_take_leaves_the_base_of_its_next_push(tmp_pa
     team, server = daemon
     bob = _client(tmp_path, server.base, "bob")
     try:
-        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
-                                               start_time="2026-03-02T09:00:00Z"))
-        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        _bobs_session_pushed(bob)
         _lead_edits(team, client="Globex")
         assert [r["outcome"] for r in sync.pull(bob)["results"]] == ["pulled"]
         _lead_edits(team, client="Initech")
@@ -1877,9 +1876,7 @@ def test_a_push_after_a_pull_merges_with_a_hand_edit_made_on_the_daemon_since(tm
     team, server = daemon
     bob = _client(tmp_path, server.base, "bob")
     try:
-        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@team.test",
-                                               start_time="2026-03-02T09:00:00Z"))
-        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        _bobs_session_pushed(bob)
         _lead_edits(team, client="Globex")
         sync.pull(bob)
         path = _team_file(team, "session-c2", "sessions")
