@@ -24,7 +24,7 @@ from ..domain.records import RecordKind
 from ..index import store as index
 from .prompts import clean_line, clean_list, clean_owner, clean_text, row_to_record, same_person
 from .requests import CancelHandoffRequest, HandoffInput, HandoffListRequest
-from .store import VaultStore
+from .store import VaultStore, from_another_machine
 
 
 def handoff_id(session_id: str) -> str:
@@ -155,8 +155,6 @@ def _refuse_a_strangers_cancel(store: VaultStore, project: str, meta: dict[str, 
     InvalidFieldError
         ``owner``: who may cancel it.
     """
-    from .store import from_another_machine
-
     if not from_another_machine():
         return
     found = store.read(project, RecordKind.SESSION, f"session-{meta.get('fromSessionId')}")
