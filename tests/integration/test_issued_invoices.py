@@ -1117,3 +1117,18 @@ def test_a_second_invoice_of_a_billed_period_says_which_one_billed_it_first(bill
             "sessions none of them did") in ran.stderr
     july = issue(billing, "--client", "Acme Corp", "--since", "2026-07-01", "--until", "2026-07-31")
     assert "samePeriodAs" not in july  # another month: nothing to say
+
+
+def test_nothing_to_invoice_names_the_periods_billable_work_filed_under_internal(billing):
+    """Found by a billing person: a Globex project's 67 minutes, of a project no ``projectClients``
+    maps, billed ``internal``; ``invoice issue --client Globex`` said "Nothing to invoice" and
+    named none of it."""
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    _session(store, "g-apr", "globex-etl", None, "2026-04-01T09:00:00Z", "2026-04-01T10:07:00Z")
+    store.close()
+    ran = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-04-01",
+              "--until", "2026-04-30")
+    assert ran.returncode == 1 and ran.stderr.strip() == (
+        "error: Nothing to invoice: no billable session with a duration for these filters; 1 billable session of this "
+        "period bills internal (no client), in globex-etl: if Globex's, file them (memo project client globex-etl "
+        "Globex, or memo session edit ID --client Globex)"), ran.stderr
