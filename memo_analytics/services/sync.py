@@ -1069,7 +1069,8 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
       correction of its client, times or billable; an issued invoice's hold), with ``base``: the
       ``updated`` of the version the push brought — under the laptop's own id when it was kept
       apart here (:func:`_as_the_laptops`). The version served is kept (``.served``): the
-      laptop's next push is merged against it (:func:`_merged`).
+      laptop's next push is merged against it (:func:`_merged`). When its client or billable
+      changed, its turns come along (they were corrected with it).
 
     Each ``{id, project, kind, text[, base, baseText]}`` (``baseText``: the version the push
     brought, as kept here), at most :data:`MAX_PULL_RECORDS`.
@@ -1127,9 +1128,32 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
         if (theirs(meta.get("owner")) or theirs(base.get("owner"))) and \
                 _changed_here(store, RecordKind.SESSION, meta, text):
             _keep_served(store, project, record_id, meta, text)  # the base of the laptop's next push, if it takes it
-            found.append({"id": record_id, "project": project, "kind": "session",
-                          **_as_the_laptops(meta, text, base_text), "base": base.get("updated")})
+            laptops = _as_the_laptops(meta, text, base_text)
+            found.append({"id": laptops["id"], "project": project, "kind": "session", "text": laptops["text"],
+                          "baseText": laptops["baseText"], "base": base.get("updated")})
+            if any(meta.get(key) != base.get(key) for key in ("client", "billable")):
+                found += _its_turns(store, project, meta, laptops["id"])  # a correction moves its turns along
     return found[:MAX_PULL_RECORDS]
+
+
+def _its_turns(store: VaultStore, project: str, meta: dict[str, Any], laptop_id: str) -> list[dict[str, Any]]:
+    """The turns of a corrected session here, as its laptop names them (its session kept apart
+    here goes back under the laptop's id): a lead's new client or billable reached them too."""
+    session_id, theirs = str(meta["sessionId"]), laptop_id.removeprefix("session-")
+    turns = []
+    for number in sorted(index.session_turn_numbers(store.conn, project, session_id)):
+        text = store.read_text(project, RecordKind.PROMPT, f"prompt-{session_id}-t{number}")
+        if text is None:
+            continue
+        if theirs != session_id:
+            try:
+                turn, body = parse_record_text(text, f"prompt-{session_id}-t{number}")
+                text = dump_record(normalize_meta({**turn, "id": f"prompt-{theirs}-t{number}", "sessionId": theirs}),
+                                   body)
+            except (CorruptRecordError, ValueError):
+                continue
+        turns.append({"id": f"prompt-{theirs}-t{number}", "project": project, "kind": "prompt", "text": text})
+    return turns
 
 
 #: How far back a pull looks for batons claimed or cancelled that a laptop may hold as pending (days).
@@ -1290,8 +1314,8 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
     echo = _echo_project(item.get("project"))
     try:
         kind, meta, body = admit_record(store, record_id, item.get("text"))
-        if kind not in (RecordKind.HANDOFF, RecordKind.SESSION):
-            raise InvalidFieldError("kind", f"a pull brings hand-offs and sessions, not a {kind.value}")
+        if kind not in (RecordKind.HANDOFF, RecordKind.SESSION, RecordKind.PROMPT):
+            raise InvalidFieldError("kind", f"a pull brings hand-offs, sessions and their turns, not a {kind.value}")
         if kind is RecordKind.HANDOFF and meta.get("status") == "pending" and not (
                 not meta.get("shared")
                 and any(same_person(meta.get("owner"), name) for name in people if meta.get("owner"))):
@@ -1312,8 +1336,8 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
             return {**result, "outcome": "kept yours", "reason": "this vault's file cannot be read; left as it is"}
         if local is not None and local == (meta, body):
             return {**result, "outcome": "unchanged"}
-        if local is None and kind is RecordKind.SESSION:
-            return {**result, "outcome": "left", "reason": "not a session of this vault"}
+        if local is None and kind is not RecordKind.HANDOFF:
+            return {**result, "outcome": "left", "reason": f"not a {kind.value} of this vault"}
         if kind is RecordKind.HANDOFF and meta.get("status") != "pending" and local is None:
             # claimed or cancelled there: news only for a laptop that holds it as pending
             return {**result, "outcome": "left", "reason": f"{meta.get('status')} on the daemon, not held here"}

@@ -1138,14 +1138,8 @@ def test_a_start_naming_its_person_never_takes_over_anothers_open_session(tmp_pa
 
 
 def _lead_edits(team: Path, **fields) -> None:
-    from memo_analytics.services.requests import EditSessionRequest
-    from memo_analytics.services.session_edit import edit_session
-
-    lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
-    try:
-        edit_session(lead, EditSessionRequest(session_id="c2", project="web", **fields))
-    finally:
-        lead.close()
+    """The lead corrects session ``c2`` of ``web`` on the daemon."""
+    _lead_edits_session(team, "c2", **fields)
 
 
 def test_a_leads_correction_on_the_daemon_survives_a_later_edit_of_another_field_on_the_laptop(tmp_path, daemon):
@@ -1979,3 +1973,32 @@ def test_a_call_from_another_machine_cancels_a_baton_only_as_its_addressee_or_le
                                                               owner="Ana@team.test"))["status"] == "cancelled"
     finally:
         store.close()
+
+
+def test_a_pulled_client_correction_brings_the_sessions_turns_along(tmp_path, daemon):
+    """Found by a team lead: the lead moved Bob's session to Globex ("its 1 turn updated too");
+    Bob's pull took the session only, his turn kept Acme — his prompts by client disagreed with
+    the team's."""
+    team, server = daemon
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        _own_session(bob, "fix-login", "bob@team.test", 45)
+        _lead_edits_session(team, "fix-login", client="Globex")
+        outcomes = sorted((r["id"], r["outcome"]) for r in sync.pull(bob)["results"])
+        assert outcomes == [("prompt-fix-login-t1", "pulled"), ("session-fix-login", "pulled")]
+        turn = read_record(bob.root / "projects/web/prompts/prompt-fix-login-t1.md")[0]
+        assert turn["client"] == "Globex"
+        assert sync.push(bob)["pushed"] == 0  # nothing of it goes back
+    finally:
+        bob.close()
+
+
+def _lead_edits_session(team: Path, session_id: str, **fields) -> None:
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    try:
+        edit_session(lead, EditSessionRequest(session_id=session_id, project="web", **fields))
+    finally:
+        lead.close()
