@@ -295,7 +295,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     if head is not None:  # a remote caller's repository HEAD (its cwd means nothing here)
         context.update(branch=head[0], git_sha=head[1])
     with store.lock():
-        held = _conversation_project(store, session_id, project)
+        mine = owner is not None or from_another_machine()  # a team daemon: only this person's conversation counts
+        held = _conversation_project(store, session_id, project, owner if mine else _ANYONE)
         if held != project and event.kind == "prompt" and in_a_repository:
             # the agent went on in another repository: its work there is that project's; the interval in
             # the project it left ends here (one conversation is never open in two projects at once)
@@ -467,14 +468,23 @@ def numbered(base: str, n: int) -> str:
     return base if n == 1 else validate_session_id(f"{base}.{n}")
 
 
-def _conversation_project(store: VaultStore, base: str, project: str) -> str:
+#: :func:`_conversation_project` of anyone's conversation (a machine's own vault).
+_ANYONE = object()
+
+
+def _conversation_project(store: VaultStore, base: str, project: str, owner: Any = _ANYONE) -> str:
     """The project an agent's conversation ``base`` goes on in: the project of its open work
     interval, else of its last written one (it may have moved between repositories), ``project`` (the
     event's folder's) when it has none yet — a turn sent from a folder of no repository (the
     agent's shell went elsewhere, a folder since removed, none named) had opened a second
-    session of the conversation in that folder's project, which no end ever closed."""
+    session of the conversation in that folder's project, which no end ever closed. ``owner``
+    (a team daemon's caller): only that person's conversation of the id counts — another
+    person's of the same id, in another project, is not theirs to end."""
+    from .prompts import same_person
+
     projects = {row["project"] for row in index.rows_with_id(store.conn, session_record_id(base),
-                                                             RecordKind.SESSION.value)}
+                                                             RecordKind.SESSION.value)
+                if owner is _ANYONE or same_person(json.loads(row["meta"]).get("owner"), owner)}
     if not projects or projects == {project}:
         return project
 

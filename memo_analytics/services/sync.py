@@ -1128,9 +1128,12 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
         if (theirs(meta.get("owner")) or theirs(base.get("owner"))) and \
                 _changed_here(store, RecordKind.SESSION, meta, text):
             _keep_served(store, project, record_id, meta, text)  # the base of the laptop's next push, if it takes it
-            laptops = _as_the_laptops(meta, text, base_text)
+            served = [version.read_text(encoding="utf-8") for version in _served_versions(store, project, record_id)
+                      if version.read_bytes() != text.encode("utf-8")]
+            laptops = _as_the_laptops(meta, text, [base_text, *served])
             found.append({"id": laptops["id"], "project": project, "kind": "session", "text": laptops["text"],
-                          "baseText": laptops["baseText"], "base": base.get("updated")})
+                          "baseText": laptops["baseTexts"][0], "baseTexts": laptops["baseTexts"],
+                          "base": base.get("updated")})
             if any(meta.get(key) != base.get(key) for key in ("client", "billable")):
                 found += _its_turns(store, project, meta, laptops["id"])  # a correction moves its turns along
     return found[:MAX_PULL_RECORDS]
@@ -1182,9 +1185,14 @@ def _keep_served(store: VaultStore, project: str, record_id: str, meta: dict[str
     if path.is_file() and path.read_bytes() == text.encode("utf-8"):
         return
     atomic_write_bytes(path, text.encode("utf-8"), durable=False)
-    kept = sorted(folder.glob("*.md"), key=lambda one: one.stat().st_mtime_ns, reverse=True)
-    for old in kept[MAX_SERVED_VERSIONS:]:
+    for old in _served_versions(store, project, record_id)[MAX_SERVED_VERSIONS:]:
         old.unlink(missing_ok=True)
+
+
+def _served_versions(store: VaultStore, project: str, record_id: str) -> list[Path]:
+    """The files of the versions of the session pulls served (newest first)."""
+    return sorted(_served_dir(store, project, record_id).glob("*.md"), key=lambda one: one.stat().st_mtime_ns,
+                  reverse=True)
 
 
 def _served(store: VaultStore, project: str, record_id: str, updated: Any) -> tuple[dict[str, Any], str] | None:
@@ -1198,10 +1206,11 @@ def _served(store: VaultStore, project: str, record_id: str, updated: Any) -> tu
         return None
 
 
-def _as_the_laptops(meta: dict[str, Any], text: str, base_text: str) -> dict[str, str]:
-    """``{id, text, baseText}`` of a session as its laptop names it: a session kept apart here
-    (:func:`apart_session_id`: another person's session had its id) goes back under the id its
-    person's laptop gave it, so a correction reaches it."""
+def _as_the_laptops(meta: dict[str, Any], text: str, bases: list[str]) -> dict[str, Any]:
+    """``{id, text, baseTexts}`` of a session as its laptop names it (``bases``: the versions
+    the laptop may hold as this vault's — the one it pushed, those pulls served it): a session
+    kept apart here (:func:`apart_session_id`: another person's session had its id) goes back
+    under the id its person's laptop gave it, so a correction reaches it."""
     session_id, owner = str(meta.get("sessionId") or ""), meta.get("owner")
     original = session_id.rsplit("--", 1)[0] if "--" in session_id else None
     if original and isinstance(owner, str) and apart_session_id(original, owner) == session_id:
@@ -1210,10 +1219,10 @@ def _as_the_laptops(meta: dict[str, Any], text: str, base_text: str) -> dict[str
             return dump_record(normalize_meta({**theirs, "id": f"session-{original}", "sessionId": original}), body)
 
         try:
-            return {"id": f"session-{original}", "text": renamed(text), "baseText": renamed(base_text)}
+            return {"id": f"session-{original}", "text": renamed(text), "baseTexts": [renamed(one) for one in bases]}
         except (CorruptRecordError, ValueError):
             pass
-    return {"id": str(meta["id"]), "text": text, "baseText": base_text}
+    return {"id": str(meta["id"]), "text": text, "baseTexts": bases}
 
 
 def laptop_people(store: VaultStore, cwd: str | None = None) -> list[str]:
@@ -1308,6 +1317,20 @@ def _as_parsed(text: Any, record_id: str) -> tuple[dict[str, Any], str] | None:
         return None
 
 
+#: What a lead's correction of a session changes in its turns (``memo session edit``): all a pull may change of one.
+_TURN_BILLING_KEYS = ("client", "billable", "updated")
+
+
+def _only_billing_differs(local: tuple[dict[str, Any], str], pulled: tuple[dict[str, Any], str]) -> bool:
+    """Whether a pulled turn differs from this vault's only where a correction of its session
+    changes a turn (its client, billable): a turn edited here, or a daemon's answer that
+    rewrites its text, is not taken."""
+    def rest(version: tuple[dict[str, Any], str]) -> tuple[dict[str, Any], str]:
+        return {k: v for k, v in version[0].items() if k not in _TURN_BILLING_KEYS}, version[1]
+
+    return rest(local) == rest(pulled)
+
+
 def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], people: list[str]) -> dict[str, Any]:
     """Write one pulled record when this vault may take it (see :func:`pull`); its result."""
     record_id = str(item.get("id", ""))[:200]
@@ -1343,9 +1366,13 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
             return {**result, "outcome": "left", "reason": f"{meta.get('status')} on the daemon, not held here"}
         if local is not None and kind is RecordKind.HANDOFF and local[0].get("status") != "pending":
             return {**result, "outcome": "kept yours", "reason": f"{local[0].get('status')} here: the next push takes it"}
-        base = _as_parsed(item.get("baseText"), record_id) if kind is RecordKind.SESSION else None
+        if kind is RecordKind.SESSION:  # the versions the daemon knows this laptop held: pushed, or pulled
+            texts = item.get("baseTexts") if isinstance(item.get("baseTexts"), list) else [item.get("baseText")]
+            bases = [parsed for parsed in (_as_parsed(one, record_id) for one in texts[:MAX_SERVED_VERSIONS + 1])
+                     if parsed is not None]
         unchanged_since_push = local is not None and local[0].get("updated") == pushed.get(key) and (
-            local == base if base is not None else  # a hand edit keeps its `updated`: its text tells
+            local in bases if kind is RecordKind.SESSION and bases else  # a hand edit keeps `updated`: text tells
+            _only_billing_differs(local, (meta, body)) if kind is RecordKind.PROMPT else
             kind is not RecordKind.SESSION or local[0].get("updated") == item.get("base"))
         if local is not None and not unchanged_since_push:
             return {**result, "outcome": "kept yours",

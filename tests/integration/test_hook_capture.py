@@ -86,8 +86,10 @@ def test_a_claude_code_session_is_captured_from_its_hook_events(tmp_path, repo):
     assert (session["status"], session["source"], session["branch"]) == ("completed", "hook:claude-code", head)
     assert session["durationMinutes"] == 0 and session["endTime"] >= session["startTime"]
     # found by a new user: a hook session ended without a summary (imports take one from the turns);
-    # it is described by its first meaningful line, as its turn keeps it (redacted, ignored paths left out)
-    assert session["summary"] == first["body"].splitlines()[0] and GHP not in session["summary"]
+    # it is described by its first meaningful line — never one that held a secret (its redaction
+    # marker would go on a client's invoice): the next turn's
+    assert "[REDACTED:github-token]" in first["body"].splitlines()[0]
+    assert session["summary"] == "Now add the tests" and GHP not in session["summary"]
     listed = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)
     assert listed["total"] == 2  # the index has them: the same path as the MCP tool
 

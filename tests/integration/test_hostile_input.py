@@ -147,11 +147,12 @@ def test_a_start_in_the_future_is_refused(tmp_path):
     (["prompt", "list", "--all", "--until", "9999-12-31"], "1 prompt (showing 1–1)", ""),
     (["activity", "--all", "--until", "9999-12-31"], "Total billable: 0:00 (0.00 h) · prompts: 1",
      "note: no session in this period and scope\n"),  # a prompt outside any session
-    (["prompt", "list", "--all", "--offset", "99999999999999999999"], "No prompts match.", ""),
+    (["prompt", "list", "--all", "--offset", str(2**53)], "No prompts on this page: 1 match", ""),
 ])
 def test_extreme_bounds_do_not_crash(tmp_path, args, shown, said):
-    """A date at the end of the calendar and an offset beyond any integer column are bounds
-    like any other: the command answers (exit 0, no warning) with what they select."""
+    """A date at the end of the calendar and the largest offset are bounds like any other: the
+    command answers (exit 0, no warning) with what they select (an offset beyond 2^53 is refused:
+    test_an_offset_past_the_last_prompt_says_so_and_one_past_2_53_is_refused)."""
     vault = tmp_path / "v"
     memo("prompt", "record", "--body", "x", "--project", "p", vault=vault)
     proc = memo(*args, vault=vault, check=False)
