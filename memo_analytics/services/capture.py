@@ -341,17 +341,22 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         if event.kind in ("prompt", "session_end") and existing is not None and existing[0].get("status") == "active":
             gap = timedelta(minutes=store.settings.idle_gap_minutes)
             last, seen = _last_activity(store, project, session_id, existing[0], event)
-            turnless = not seen and index.last_turn_created(store.conn, project, session_id) is None
+            asked = index.last_turn_created(store.conn, project, session_id) is not None
+            turnless = not seen and not asked
             if turnless and event.kind == "prompt" and event.at - last > gap:
                 # opened long ago and nothing asked since (the agent left open): the work starts now
                 meta, body = existing
                 meta = {**meta, "startTime": to_iso(event.at), "updated": to_iso(datetime.now(timezone.utc))}
                 store.upsert(RecordKind.SESSION, meta, body)
                 existing = (meta, body)
-            elif turnless and event.kind == "session_end":  # opened and closed with nothing asked: nothing to bill
+            elif not asked and event.kind == "session_end":
+                # opened and closed with nothing asked: nothing to bill — whatever its transcript's file
+                # says (the agent writes it at its start); a baton it took goes back, unread by any work
                 end_session(store, EndSessionRequest(session_id=session_id, project=project, owner=owner,
                                                      until=existing[0]["startTime"]))
-                return f"session {session_id} ended with no turn: 0 minutes"
+                returned = _give_back_baton(store, project, session_id, existing[0].get("handoffClaimed"))
+                return f"session {session_id} ended with no turn: 0 minutes" + (
+                    f"; the hand-off {returned} it took is pending again" if returned else "")
             elif event.at - last > gap:
                 # the agent stood idle longer than the idle gap (a night): the work interval ended at its
                 # last sign of work, as an import splits a transcript; a prompt after it opens the next one.
@@ -494,6 +499,24 @@ def _conversation_project(store: VaultStore, base: str, project: str, owner: Any
                 max((str(meta.get("updated") or "") for meta in chain), default=""))
 
     return max(sorted(projects), key=latest)
+
+
+def _give_back_baton(store: VaultStore, project: str, session_id: str, baton_id: Any) -> str | None:
+    """The baton ``baton_id`` a session claimed, pending again: the session ended with no turn
+    (a conversation opened and closed at once), so no work took it up. Its id, or None when
+    there was none to give back (another session's claim, or no longer claimed)."""
+    if not isinstance(baton_id, str) or not baton_id:
+        return None
+    found = store.read(project, RecordKind.HANDOFF, baton_id)
+    if found is None or found[0].get("status") != "claimed" or found[0].get("claimedBy") != session_id:
+        return None
+    now = to_iso(datetime.now(timezone.utc))
+    store.upsert(RecordKind.HANDOFF, {**found[0], "status": "pending", "claimedBy": None, "claimedAt": None,
+                                      "updated": now}, found[1])
+    session = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+    if session is not None:
+        store.upsert(RecordKind.SESSION, {**session[0], "handoffClaimed": None, "updated": now}, session[1])
+    return baton_id
 
 
 def _leave_project(store: VaultStore, project: str, base: str, event: HookEvent, owner: str | None) -> None:

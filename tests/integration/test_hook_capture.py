@@ -1319,3 +1319,44 @@ def test_a_prompt_said_again_after_the_hooks_conversation_ended_is_a_turn_of_its
                                           "cwd": str(repo)}])
     assert not error and "duplicateOf" not in json.loads(text)
     assert (json.loads(text)["id"], json.loads(text)["sessionId"]) == ("prompt-mcp-s2-t1", "mcp-s2")
+
+
+def test_a_conversation_closed_without_a_prompt_bills_nothing_and_gives_back_its_baton(tmp_path, repo):
+    """Found by an operator: a Claude Code conversation opened and closed without a prompt billed
+    its whole span (25 minutes to Acme) when its transcript file existed — the agent writes it at
+    its start — and a pending hand-off it took at its start was claimed for good, its next steps
+    read by no work. It bills 0 minutes and the baton is pending again."""
+    import os
+    from datetime import datetime, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.requests import EndSessionRequest, HandoffInput, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+    from memo_analytics.services.store import VaultStore
+
+    transcript = tmp_path / "cc-r.jsonl"
+    transcript.write_text('{"type":"summary"}\n')
+    began = datetime(2026, 12, 5, 10, 0, tzinfo=timezone.utc)
+    os.utime(transcript, (began.timestamp() + 5, began.timestamp() + 5))
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    try:
+        start_session(store, StartSessionRequest(session_id="h1", project="product", client="Acme Corp",
+                                                 start_time="2026-12-05T08:00:00Z"))
+        end_session(store, EndSessionRequest(session_id="h1", project="product", until="2026-12-05T09:00:00Z",
+                                             handoff=HandoffInput(next_steps=["roll out CSRF"])))
+        batons: list = []
+        said = [apply_event(store, HookEvent("claude-code", kind, "cc-r", when, cwd=str(repo),
+                                             transcript_path=str(transcript)), f"c{n}", replayed=False,
+                            batons=batons if kind == "session_start" else None)
+                for n, (kind, when) in enumerate((("session_start", began),
+                                                  ("session_end", began.replace(minute=25))))]
+    finally:
+        store.close()
+    assert [b["id"] for b in batons] == ["handoff-h1"]  # it had taken it at its start
+    assert said[1] == ("session claude-code-cc-r ended with no turn: 0 minutes; the hand-off handoff-h1 it took is "
+                       "pending again")
+    session = read_record(tmp_path / "v/projects/product/sessions/session-claude-code-cc-r.md")[0]
+    assert (session["durationMinutes"], session["handoffClaimed"]) == (0, None)
+    baton = read_record(tmp_path / "v/projects/product/handoffs/handoff-h1.md")[0]
+    assert (baton["status"], baton["claimedBy"]) == ("pending", None)

@@ -10,6 +10,7 @@ from typing import Any, List, Optional
 import typer
 
 from ...domain.errors import InvalidFieldError, MemoError
+from ...domain.wire import counted
 from ...services import prompts as prompt_service
 from ...services import sessions as session_service
 from ...services.stories import export_story
@@ -134,7 +135,7 @@ def session_end(
                       + ("; its hand-off is written anew and pending (memo session handoff --cancel takes it back)"
                          if handoff else ""))
         else:
-            out.print(f"ended session {r['sessionId']}: {r['durationMinutes']} minutes ({span})")
+            out.print(f"ended session {r['sessionId']}: {counted(r['durationMinutes'], 'minute')} ({span})")
         for warning in r.get("warnings", []):
             err.print(_safe(f"warning: {warning}"))
 
