@@ -248,9 +248,11 @@ class DashboardData:
         InvalidFieldError, ReportError, UnpricedClientError
             As :func:`~memo_analytics.reports.issuing.issue_invoice` (no client, no complete period too).
         """
+        from .analytics.activity import INTERNAL_CLIENT
         from .reports.issuing import issue_invoice
 
-        document, _ = issue_invoice(self.store, self.settings, lambda: self.activity(client, since, until))
+        document, _ = issue_invoice(self.store, self.settings, lambda: self.activity(client, since, until),
+                                    unfiled=lambda: self.activity(INTERNAL_CLIENT, since, until))
         return document
 
     def _invoiced(self) -> dict[tuple[str, str], str]:

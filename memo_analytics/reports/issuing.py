@@ -43,11 +43,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..analytics.activity import ActivityReport
+from ..analytics.activity import INTERNAL_CLIENT, ActivityReport
 from ..config import Settings
 from ..domain.billing import ClientBilling, Issuer, due_date
 from ..domain.clock import from_iso, to_iso, utcnow, zone_name
 from ..domain.errors import InvalidFieldError, MemoError, ReportError
+from ..domain.shell import shell_word
 from ..domain.rounding import ROUNDING_POLICY_PRINTED
 from ..services.store import VaultStore
 from ..vault import ledger
@@ -245,16 +246,38 @@ def export_copy(document: ledger.Document, output: Path, forbidden: tuple[Path, 
     return target
 
 
+def _with_unfiled_work(exc: ReportError, client: str, unfiled: Callable[[], ActivityReport] | None) -> ReportError:
+    """A "nothing to invoice" refusal with the period's billable work filed under ``internal``
+    said beside it, and how to file it (found by a billing person: the refusal named none of it)."""
+    if unfiled is None or not str(exc).startswith("Nothing to invoice") or client.strip().lower() == INTERNAL_CLIENT:
+        return exc
+    try:
+        sessions = [s for s in unfiled().sessions if s["billable"] and s["durationMinutes"]]
+    except MemoError:
+        return exc
+    if not sessions:
+        return exc
+    projects, name = sorted({s["project"] for s in sessions}), client.strip()
+    return ReportError(f"{exc}; {len(sessions)} billable session{'' if len(sessions) == 1 else 's'} of this period "
+                       f"bill{'s' if len(sessions) == 1 else ''} internal (no client), in {', '.join(projects[:5])}"
+                       f"{', …' if len(projects) > 5 else ''}: if {name}'s, file them (memo project client "
+                       f"{projects[0]} {shell_word(name)}, or memo session edit ID --client {shell_word(name)})")
+
+
 def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], ActivityReport] | ActivityReport, *,
                   lines: str = "project",
                   issued: date | None = None, zero_minutes: bool = False, output: Path | None = None,
                   overwrite: bool = False, user_templates: Path | None = None, config: str = "the config file",
-                  replaces: str | None = None, now: datetime | None = None) -> tuple[ledger.Document, Path | None]:
+                  replaces: str | None = None, now: datetime | None = None,
+                  unfiled: Callable[[], ActivityReport] | None = None) -> tuple[ledger.Document, Path | None]:
     """Issue the invoice of ``report`` (one client): number it, store it, and copy its PDF to
     ``output`` when given. ``replaces``: the number of the invoice this one corrects, which a
     credit note cancelled; the invoice names it (printed, and as its preceding invoice, BG-3).
     ``report`` is best a callable that builds the activity report: it is then built under the
-    vault lock, so a session edited meanwhile is billed as it is.
+    vault lock, so a session edited meanwhile is billed as it is. ``unfiled``: the report of the
+    same scope and period for ``internal`` (no client): a "nothing to invoice" refusal then says
+    how much billable work of the period is filed there (often the client's own, of a project no
+    ``projectClients`` maps).
     A copy that cannot be written after the invoice was stored does not undo it: the second
     value is then the error (the stored PDF can be copied with ``memo invoice show -o``).
 
@@ -300,8 +323,11 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
                                     "an issued invoice bills a period with both dates")
         docs = ledger.documents(store.root)
         replaced = _replaced(store, docs, replaces) if replaces is not None else None  # before "nothing to invoice"
-        invoice = build_invoice(report, settings.billing_for, lines, config,
-                                invoiced=ledger.invoiced_sessions(docs), zero_minutes=zero_minutes)
+        try:
+            invoice = build_invoice(report, settings.billing_for, lines, config,
+                                    invoiced=ledger.invoiced_sessions(docs), zero_minutes=zero_minutes)
+        except ReportError as exc:
+            raise _with_unfiled_work(exc, report.client, unfiled) from None
         if len(invoice.sections) != 1:
             names = ", ".join(s.client for s in invoice.sections)
             raise InvalidFieldError("client", f"an issued invoice bills one client; these filters bill {names}: "

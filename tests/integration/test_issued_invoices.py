@@ -1132,3 +1132,19 @@ def test_nothing_to_invoice_names_the_periods_billable_work_filed_under_internal
         "error: Nothing to invoice: no billable session with a duration for these filters; 1 billable session of this "
         "period bills internal (no client), in globex-etl: if Globex's, file them (memo project client globex-etl "
         "Globex, or memo session edit ID --client Globex)"), ran.stderr
+
+
+def test_the_dashboards_nothing_to_invoice_names_the_work_filed_under_internal_too(billing, monkeypatch):
+    """The dashboard issues through the same service as the CLI: its refusal says the same."""
+    from memo_analytics.dashboard_data import DashboardData
+    from memo_analytics.domain.errors import ReportError
+
+    monkeypatch.setenv("MEMO_CONFIG", str(billing["config"]))
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    try:
+        _session(store, "g-apr", "globex-etl", None, "2026-04-01T09:00:00Z", "2026-04-01T10:07:00Z")
+        with pytest.raises(ReportError, match=r"1 billable session of this period bills internal \(no client\), in "
+                                              r"globex-etl: if Globex's, file them"):
+            DashboardData(store).issue_invoice("Globex", date(2026, 4, 1), date(2026, 4, 30))
+    finally:
+        store.close()

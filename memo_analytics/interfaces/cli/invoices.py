@@ -10,8 +10,8 @@ from typing import Iterator, Optional
 import typer
 
 from ...config import config_path
-from ...domain.errors import InvalidDateError, InvalidFieldError, MemoError, ReportError
-from ...domain.shell import shell_word
+from ...analytics.activity import INTERNAL_CLIENT
+from ...domain.errors import InvalidDateError, InvalidFieldError
 from .common import (_emit, _grouped, _safe, _zone, app, err, left_off_note, out,
                      say_duplicate_invoices, state)
 from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
@@ -78,30 +78,6 @@ def _shared_numbering(offline: bool) -> Iterator[dict]:
         err.print(_safe(f"note: issued and stored, not pushed yet ({shared['error']}); memo sync git pushes it"))
 
 
-def _with_internal_work(exc: ReportError, project: Optional[str], all_projects: bool, since: str, until: str,
-                        client: str, tz: Optional[str]) -> ReportError:
-    """A "nothing to invoice" refusal, with the billable work of the period filed under
-    ``internal`` (no client) said beside it: often the client's own, of a project no
-    ``projectClients`` maps (found by a billing person: the refusal named none of it)."""
-    from ...analytics.activity import INTERNAL_CLIENT
-
-    if not str(exc).startswith("Nothing to invoice") or client.strip().lower() == INTERNAL_CLIENT:
-        return exc
-    try:
-        unfiled = [s for s in _activity_report(project, all_projects, since, until, INTERNAL_CLIENT, tz).sessions
-                   if s["billable"] and s["durationMinutes"]]
-    except MemoError:
-        return exc
-    if not unfiled:
-        return exc
-    projects = sorted({s["project"] for s in unfiled})
-    return ReportError(f"{exc}; {len(unfiled)} billable session{'' if len(unfiled) == 1 else 's'} of this period "
-                       f"bill{'s' if len(unfiled) == 1 else ''} internal (no client), in {', '.join(projects[:5])}"
-                       f"{', …' if len(projects) > 5 else ''}: if {client.strip()}'s, file them (memo project client "
-                       f"{projects[0]} {shell_word(client.strip())}, or memo session edit ID --client "
-                       f"{shell_word(client.strip())})")
-
-
 @invoice_app.command("issue")
 def invoice_issue(
     since: Optional[str] = _REPORT_FILTERS["since"], until: Optional[str] = _REPORT_FILTERS["until"],
@@ -133,15 +109,14 @@ def invoice_issue(
         raise InvalidFieldError("lines", f"{lines!r} is not one of {', '.join(LINE_MODES)}")
     issued_on = _date(issued, "issued")
     with _shared_numbering(offline) as shared:
-        try:
-            document, copy = issue_invoice(state.store, state.settings,
-                                           lambda: _activity_report(project, all_projects, since, until, client, tz),
-                                           lines=lines, issued=issued_on,
-                                           zero_minutes=zero_minutes, output=output, overwrite=force,
-                                           user_templates=_user_templates(templates), config=str(config_path()),
-                                           replaces=replaces)
-        except ReportError as exc:
-            raise _with_internal_work(exc, project, all_projects, since, until, client, tz) from None
+        document, copy = issue_invoice(state.store, state.settings,
+                                       lambda: _activity_report(project, all_projects, since, until, client, tz),
+                                       lines=lines, issued=issued_on,
+                                       zero_minutes=zero_minutes, output=output, overwrite=force,
+                                       user_templates=_user_templates(templates), config=str(config_path()),
+                                       replaces=replaces,
+                                       unfiled=lambda: _activity_report(project, all_projects, since, until,
+                                                                        INTERNAL_CLIENT, tz))
     document = stored_now(state.store.root, document)
     from ...vault import ledger
 
