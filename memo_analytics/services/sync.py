@@ -702,12 +702,10 @@ def _session_here(store: VaultStore, project: str, session_id: str) -> tuple[boo
 def _base_owner(store: VaultStore, project: str, session_id: str) -> tuple[bool, str | None]:
     """Whether a push brought the session ``session_id`` here (its base copy, :func:`_keep_base`),
     and the ``owner`` that push named."""
-    try:
-        meta, _ = parse_record_text(_base_path(store, project, f"session-{session_id}").read_text(encoding="utf-8"),
-                                    f"session-{session_id}")
-    except (OSError, CorruptRecordError, ValueError):
+    kept = _kept_version(_base_path(store, project, f"session-{session_id}"), f"session-{session_id}")
+    if kept is None:
         return False, None
-    owner = meta.get("owner")
+    owner = kept[0].get("owner")
     return True, owner if isinstance(owner, str) and owner.strip() else None
 
 
@@ -944,6 +942,15 @@ def _base_path(store: VaultStore, project: str, record_id: str) -> Path:
     return _dir(store) / "base" / project / f"{record_id}.md"
 
 
+def _kept_version(path: Path, record_id: str) -> tuple[dict[str, Any], str] | None:
+    """``(frontmatter, body)`` of a session version kept at ``path`` (a base copy, a served
+    version), or None when there is none that reads."""
+    try:
+        return parse_record_text(path.read_text(encoding="utf-8"), record_id)
+    except (OSError, CorruptRecordError, ValueError):
+        return None
+
+
 def _changed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any], local_text: str) -> bool:
     """Whether this vault's session differs from the version a push brought (its base): a file
     edited here by hand keeps its ``updated``, so the version alone reads as the pusher's own."""
@@ -995,21 +1002,13 @@ def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_b
     (then the newer version wins whole, the other kept as a conflict file)."""
     if kind is not RecordKind.SESSION:
         return None
-    base = None
-    try:
-        kept, kept_body = parse_record_text(_base_path(store, theirs["project"], theirs["id"]).read_text(encoding="utf-8"),
-                                            str(theirs["id"]))
-        if kept.get("updated") in ancestors:  # the version the pusher pushed
-            base, base_body = kept, kept_body
-    except (OSError, CorruptRecordError, ValueError):
-        pass
-    for version in sorted(ancestors) if base is None else ():  # … or one a pull served it
-        served = _served(store, theirs["project"], str(theirs["id"]), version)
-        if served is not None:
-            base, base_body = served
-            break
-    if base is None:
+    pushed = _kept_version(_base_path(store, theirs["project"], theirs["id"]), str(theirs["id"]))
+    kept = pushed if pushed is not None and pushed[0].get("updated") in ancestors else next(
+        (one for one in (_served(store, theirs["project"], str(theirs["id"]), version) for version in sorted(ancestors))
+         if one is not None), None)  # the version the pusher pushed, or one a pull served it
+    if kept is None:
         return None  # the pusher built on another version than the ones kept
+    base, base_body = kept
     if (theirs, their_body) == (base, base_body):
         return ours, our_body, [], []  # nothing new from the pusher (its answer was lost): ours stays
     newer_theirs = (theirs.get("updated") or "") > (ours.get("updated") or "")
@@ -1177,11 +1176,7 @@ def _served_dir(store: VaultStore, project: str, record_id: str) -> Path:
 def _keep_served(store: VaultStore, project: str, record_id: str, meta: dict[str, Any], text: str) -> None:
     """Keep ``text`` (the version of ``meta``) among the served versions of the session, the
     :data:`MAX_SERVED_VERSIONS` newest kept."""
-    import hashlib
-
-    folder = _served_dir(store, project, record_id)
-    name = hashlib.sha256(str(meta.get("updated")).encode("utf-8")).hexdigest()[:32] + ".md"
-    path = folder / name
+    path = _served_path(store, project, record_id, meta.get("updated"))
     if path.is_file() and path.read_bytes() == text.encode("utf-8"):
         return
     atomic_write_bytes(path, text.encode("utf-8"), durable=False)
@@ -1195,15 +1190,17 @@ def _served_versions(store: VaultStore, project: str, record_id: str) -> list[Pa
                   reverse=True)
 
 
-def _served(store: VaultStore, project: str, record_id: str, updated: Any) -> tuple[dict[str, Any], str] | None:
-    """The version of the session a pull served with this ``updated``, or None."""
+def _served_path(store: VaultStore, project: str, record_id: str, updated: Any) -> Path:
+    """The file of the version of the session with this ``updated`` that a pull served."""
     import hashlib
 
-    path = _served_dir(store, project, record_id) / (hashlib.sha256(str(updated).encode("utf-8")).hexdigest()[:32] + ".md")
-    try:
-        return parse_record_text(path.read_text(encoding="utf-8"), record_id)
-    except (OSError, CorruptRecordError, ValueError):
-        return None
+    return _served_dir(store, project, record_id) / (hashlib.sha256(str(updated).encode("utf-8")).hexdigest()[:32]
+                                                     + ".md")
+
+
+def _served(store: VaultStore, project: str, record_id: str, updated: Any) -> tuple[dict[str, Any], str] | None:
+    """The version of the session a pull served with this ``updated``, or None."""
+    return _kept_version(_served_path(store, project, record_id, updated), record_id)
 
 
 def _as_the_laptops(meta: dict[str, Any], text: str, bases: list[str]) -> dict[str, Any]:
