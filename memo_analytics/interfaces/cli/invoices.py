@@ -10,7 +10,6 @@ from typing import Iterator, Optional
 import typer
 
 from ...config import config_path
-from ...analytics.activity import INTERNAL_CLIENT
 from ...domain.errors import InvalidDateError, InvalidFieldError
 from .common import (_emit, _grouped, _safe, _zone, app, err, left_off_note, out,
                      say_duplicate_invoices, state)
@@ -96,6 +95,7 @@ def invoice_issue(
 ) -> None:
     """Issue the invoice of one client: the next number, stored with its Factur-X PDF in the vault."""
     from ...reports.invoice import LINE_MODES
+    from ...analytics.activity import INTERNAL_CLIENT  # the analytics (polars) only when it runs: not for --help
     from ...reports.issuing import document_summary, issue_invoice, same_period_invoices, stored_now
 
     if client is None or not client.strip():  # never issued by elimination: a number cannot be taken back
