@@ -169,3 +169,18 @@ def test_under_json_every_stderr_line_is_json_notes_and_warnings_too(tmp_path):
     late = memo("--json", "prompt", "record", "--session-id", "s1", "--project", "p", "--body", "late", vault=vault)
     assert late.stderr == ""  # its warning is in the answer itself
     assert json.loads(late.stdout)["warnings"][0].startswith("session s1 ended at")
+
+
+def test_json_as_another_options_value_leaves_stderr_plain(tmp_path):
+    """``--client --json`` names a client called ``--json``: the run is not under ``--json``, so
+    its error and notes are the plain lines (they were JSON objects while stdout was a table)."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "p", "--start-time", "2026-03-02T08:00:00Z", vault=vault)
+    ran = memo("activity", "--all", "--client", "--json", vault=vault, check=False)
+    assert ran.returncode == 1
+    assert ran.stderr.startswith("error: Invalid client: ") and "'--json'" in ran.stderr
+    (vault / ".memo" / "index.sqlite").unlink()
+    ran = memo("prompt", "list", "--all", "--model", "--json", vault=vault)
+    assert ran.stderr.startswith("note: rebuilding the index ")
+    asked = memo("activity", "--all", "--client", "nobody", "--json", vault=vault, check=False)
+    assert json.loads(asked.stderr)["field"] == "client"  # the option itself still switches

@@ -87,7 +87,7 @@ class _ErrorConsole(_TerminalConsole):
     and other renderables are left to rich."""
 
     def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
-        if len(objects) == 1 and isinstance(objects[0], str) and (state.json or _json_asked(sys.argv[1:])):
+        if len(objects) == 1 and isinstance(objects[0], str) and _json_output():
             kind, sep, rest = objects[0].partition(": ")
             body = {kind: rest} if sep and kind in _STDERR_KEYS else {"message": objects[0]}
             sys.stderr.write(json.dumps({k: terminal_text(v) for k, v in body.items()}, ensure_ascii=False) + "\n")
@@ -144,8 +144,13 @@ def _add_global_options(command: Any, options: list[Any]) -> None:
 
 
 def _late_json(ctx: Any, param: Any, value: bool) -> bool:
-    if value and not ctx.resilient_parsing:
-        state.json = True
+    if not ctx.resilient_parsing:
+        if value:
+            state.json = True
+        if not getattr(ctx.command, "commands", None):
+            # the command's own options are parsed: a `--json` in argv not taken as the option was
+            # another option's value (`--client --json`), and no longer switches stderr to JSON
+            state.json_parsed = True
     return value
 
 
@@ -179,6 +184,8 @@ class State:
     """What one ``memo`` run works with: the global options and its :class:`Runtime`."""
 
     json: bool = False
+    #: the command's options are parsed: ``json`` says all (before, :func:`_json_asked` guesses from argv)
+    json_parsed: bool = False
     #: ``--vault-root`` (or ``MEMO_VAULT``) as given; ``memo config`` builds its settings itself
     vault_root: str | None = None
     runtime: Runtime | None = None
@@ -247,6 +254,7 @@ def _apply_globals(vault_root: Optional[str], json_output: bool, command: Option
         raise MemoError(f"Invalid vaultRoot: {vault_root!r} is an option, not a folder; give the folder right "
                         "after --vault-root")
     state.json = json_output
+    state.json_parsed = False
     state.vault_root = vault_root
     state.config_error = None
     state.use(None)
@@ -538,7 +546,7 @@ def _fail(message: str, code: int = 1, exc: BaseException | None = None) -> None
     (plus ``field`` when the error names one, as an invalid date or id does) — secrets in the
     message redacted either way."""
     message = redact_secrets(message)[0]
-    if state.json or _json_asked(sys.argv[1:]):
+    if _json_output():
         body: dict[str, Any] = {"error": message, "errorType": type(exc).__name__ if exc is not None else "Error",
                                 "exitCode": code}
         field = getattr(exc, "field", None)
@@ -548,6 +556,12 @@ def _fail(message: str, code: int = 1, exc: BaseException | None = None) -> None
     else:
         err.print(f"error: {message}")
     sys.exit(code)
+
+
+def _json_output() -> bool:
+    """Whether this run speaks JSON on stderr: ``--json`` as parsed, or before the command's options
+    are parsed (an error of the config, of the vault root) ``--json`` among the words of argv."""
+    return state.json or (not state.json_parsed and _json_asked(sys.argv[1:]))
 
 
 def _json_asked(argv: Sequence[str]) -> bool:
