@@ -652,7 +652,7 @@ def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: li
         return
     echo = {"project": meta["project"]}
     try:
-        stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner", _UNSAID))
+        stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner", _UNSAID), body)
         outcome = _apply_one(store, stored_id, kind, meta, body, item, stamp, claims)
         results.append({**outcome, "id": record_id, **echo, **apart})
     except MemoError as exc:  # e.g. the id is another kind's record in that project: this record only
@@ -709,8 +709,26 @@ def _base_owner(store: VaultStore, project: str, session_id: str) -> tuple[bool,
     return True, owner if isinstance(owner, str) and owner.strip() else None
 
 
+#: What a laptop changes of a baton it holds but whose session it does not (one a pull gave it):
+#: its claim, its cancel, or its claim given back.
+_BATON_STATE = frozenset({"status", "claimedBy", "claimedAt", "cancelledAt", "updated"})
+
+
+def _a_batons_state_only(store: VaultStore, meta: dict[str, Any], body: str) -> bool:
+    """Whether a pushed hand-off differs from the one here only in its state (:data:`_BATON_STATE`):
+    a claim or cancel of a baton a pull gave the laptop, which holds none of its session."""
+    try:
+        found = store.read(meta["project"], RecordKind.HANDOFF, meta["id"])
+    except MemoError:
+        return False
+    if found is None or found[1].strip() != body.strip():
+        return False
+    here = found[0]
+    return all(here.get(key) == meta.get(key) for key in set(here) | set(meta) if key not in _BATON_STATE)
+
+
 def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
-                pushed_owner: Any) -> tuple[str, dict[str, Any], dict[str, str]]:
+                pushed_owner: Any, body: str = "") -> tuple[str, dict[str, Any], dict[str, str]]:
     """Where a pushed record goes: its own id, unless it belongs to a session whose id is
     another person's session in this vault — two people who both named a session
     ``fix-login``. Then the pusher's session, its turns and its hand-off are kept under
@@ -720,7 +738,9 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
     ``owner``, for a turn or a hand-off the ``owner`` the push names for its session; owners
     compare in any case, and no owner is one too (a laptop without a git identity). A session a
     push brought here under this owner is the same session, whoever it names now (a lead
-    corrected its owner here: the push merges, :func:`_merged`). Returns ``(stored id,
+    corrected its owner here: the push merges, :func:`_merged`). A turn or hand-off pushed without
+    an ``owner`` is of no owner (a session of a person's here keeps it apart) — but for the claim,
+    cancel or give-back of a baton here, which a laptop sends of a baton a pull gave it. Returns ``(stored id,
     frontmatter, {"storedAs": id, "heldBy": owner}`` when moved, else ``{}``)``.
 
     Raises
@@ -729,9 +749,12 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
         ``id``: the id it would be kept under is a third person's session here.
     """
     session_id = _session_of(kind, meta)
-    if session_id is None or (kind is not RecordKind.SESSION and pushed_owner is _UNSAID):
-        return meta["id"], meta, {}  # a pusher that names no owner for it: where its id says
-    owner = meta.get("owner") if kind is RecordKind.SESSION else pushed_owner
+    if session_id is None or (kind is RecordKind.HANDOFF and pushed_owner is _UNSAID
+                              and _a_batons_state_only(store, meta, body)):
+        return meta["id"], meta, {}  # no session, or a claim of a baton a pull gave: where its id says
+    # a turn or hand-off pushed naming no owner is no one's: kept apart from a person's session
+    # (a token holder left the owner out, and rewrote the person's turns)
+    owner = meta.get("owner") if kind is RecordKind.SESSION else None if pushed_owner is _UNSAID else pushed_owner
     owner = owner if isinstance(owner, str) and owner.strip() else None
     held, holder = _session_here(store, meta["project"], session_id)
     if not held or same_person(holder, owner):

@@ -5,6 +5,7 @@ push killed mid-batch and restarted; session_end syncing; remote mode writing no
 from __future__ import annotations
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -1103,16 +1104,48 @@ def test_owners_alike_as_slugs_none_and_a_corrected_owner_each_keep_their_minute
     assert sync.status(alice)["pending"] >= 1  # Alice's work waits on her laptop, nothing lost
 
 
-def test_a_pusher_that_names_no_owner_for_a_turn_leaves_it_where_its_id_says(tmp_path, daemon):
-    """A laptop of an earlier memo sends no ``owner`` with a turn: the turn goes to its own id, as
-    before (it was not moved away from its own session)."""
+def test_a_push_that_names_no_owner_for_a_turn_never_rewrites_a_persons_session(tmp_path, daemon):
+    """Found by an attacker: a token holder pushed turns of Bob's session with no ``owner`` in the
+    push — Bob's turn was rewritten (his text only a conflict file) and a turn added to his
+    session. A turn that names no owner is no one's: kept apart from a person's session."""
+    from memo_analytics.domain.clock import to_iso, utcnow
+
     team, server = daemon
     mine = _client(tmp_path, server.base)
     _own_session(mine, "t1", "bob@x.com", 10)
-    text = (mine.root / "projects/web/prompts/prompt-t1-t1.md").read_text().replace("bob@x.com's turn", "edited")
+    sync.push(mine)
+    text = (mine.root / "projects/web/prompts/prompt-t1-t1.md").read_text()
+    forged = re.sub(r"updated: '[^']*'", f"updated: '{to_iso(utcnow())}'", text.replace("bob@x.com's turn", "REWRITTEN"))
+    added = forged.replace("prompt-t1-t1", "prompt-t1-t2").replace("turn: 1", "turn: 2")
     again = json.loads(server.request("/api/sync/records", data={"records": [
-        {"id": "prompt-t1-t1", "project": "web", "text": text, "base": None}]})[2])
+        {"id": "prompt-t1-t1", "project": "web", "text": forged, "base": text},
+        {"id": "prompt-t1-t2", "project": "web", "text": added, "base": None}]})[2])
+    apart = sync.apart_session_id("t1", None)
+    assert [(r.get("storedAs"), r.get("heldBy")) for r in again["results"]] == [
+        (f"prompt-{apart}-t1", "bob@x.com"), (f"prompt-{apart}-t2", "bob@x.com")]
+    assert "bob@x.com's turn of t1" in _team_file(team, "prompt-t1-t1").read_text()
+    assert not _team_file(team, "prompt-t1-t2").exists()
+    assert not list(team.glob("projects/web/*/*.conflict-*"))
+    # with its owner named, Bob's own laptop still edits his turn in place
+    mine_edit = re.sub(r"updated: '[^']*'", f"updated: '{to_iso(utcnow())}'", text.replace("bob@x.com's turn", "bob's edit"))
+    again = json.loads(server.request("/api/sync/records", data={"records": [
+        {"id": "prompt-t1-t1", "project": "web", "text": mine_edit, "base": text, "owner": "bob@x.com"}]})[2])
     assert [r.get("storedAs") for r in again["results"]] == [None]
+    assert "bob's edit" in _team_file(team, "prompt-t1-t1").read_text()
+    # a hand-off likewise: its next steps rewritten with no owner named stay apart; a claim goes in
+    _ana_leaves_a_baton(team, owner="bob@x.com")
+    baton = (team / "projects/shop/handoffs/handoff-cart-v2.md").read_text()
+    stamp = f"updated: '{to_iso(utcnow())}'"
+    rewritten = re.sub(r"updated: '[^']*'", stamp, baton.replace("finish the checkout button", "wire the money"))
+    claimed = re.sub(r"updated: '[^']*'", stamp, baton.replace("status: pending", "status: claimed")
+                     .replace("claimedBy: null", "claimedBy: b1"))
+    answers = [json.loads(server.request("/api/sync/records", data={"records": [
+        {"id": "handoff-cart-v2", "project": "shop", "text": text, "base": baton}]})[2])["results"][0]
+        for text in (rewritten, claimed)]
+    assert answers[0]["storedAs"] == f"handoff-{sync.apart_session_id('cart-v2', None)}"
+    assert "storedAs" not in answers[1] and answers[1]["outcome"].startswith("applied"), answers[1]
+    kept = (team / "projects/shop/handoffs/handoff-cart-v2.md").read_text()
+    assert "finish the checkout button" in kept and "claimedBy: b1" in kept
 
 
 def test_a_start_naming_its_person_never_takes_over_anothers_open_session(tmp_path):
