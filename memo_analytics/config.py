@@ -46,6 +46,7 @@ import os
 import re
 import tomllib
 import types
+import unicodedata
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -484,11 +485,12 @@ class _SettingsData(NoFlagNumbers):
                 # a name is matched against sessions' clients, which never hold these: it would match none
                 raise ValueError(f"{name!r} is no client name (one line of at most 200 characters, without control "
                                  "or invisible characters)")
-            key = name.strip().lower()
+            key = unicodedata.normalize("NFC", name).strip().lower()
             if key in seen:
                 raise ValueError(f"{seen[key]!r} and {name!r} are one client (names match in any case); keep one")
             seen[key] = name
-        return value
+        # one spelling of a name: "Café" typed on a Mac (e + U+0301) is the client the sessions name
+        return {unicodedata.normalize("NFC", name): terms for name, terms in value.items()}
 
     @field_validator("project_clients")
     @classmethod
@@ -503,7 +505,7 @@ class _SettingsData(NoFlagNumbers):
             problem = client_name_problem(client.strip())  # one rule for every client name (a U+200B too)
             if problem is not None:
                 raise ValueError(f"{project}: the client {problem}")
-        return {project: client.strip() for project, client in value.items()}
+        return {project: unicodedata.normalize("NFC", client.strip()) for project, client in value.items()}
 
     def client_of_project(self, project: str) -> str | None:
         """The client ``projectClients`` maps ``project`` to, else None (``internal``)."""

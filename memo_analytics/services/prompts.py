@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -55,6 +56,7 @@ def clean_client(value: str | None) -> str | None:
     text = clean_text(value, "client")
     if not text:
         return None
+    text = unicodedata.normalize("NFC", text)  # one spelling: "Café" typed on a Mac (e + U+0301) is one client
     problem = client_name_problem(text)  # a name is matched: nothing invisible either
     if problem is not None:
         raise InvalidFieldError("client", problem)
@@ -74,6 +76,7 @@ def canonical_client(store: VaultStore, client: str | None) -> str | None:
     None stays None."""
     if not client:
         return client
+    client = unicodedata.normalize("NFC", client)
     if client in store.settings.clients:
         return client
     wanted = client.strip().lower()
@@ -91,6 +94,7 @@ def canonical_client(store: VaultStore, client: str | None) -> str | None:
 def is_new_client(store: VaultStore, client: str) -> bool:
     """Whether neither the config's ``[clients]`` nor any session of the vault has ``client`` (any
     case): a misspelt name, or a client without billing terms yet (``internal`` is never new)."""
+    client = unicodedata.normalize("NFC", client)
     wanted = client.strip().lower()
     return bool(wanted) and wanted != "internal" and all(name.strip().lower() != wanted for name in store.settings.clients) \
         and index.client_spelling(store.conn, client) is None

@@ -9,6 +9,8 @@ import re
 from datetime import datetime
 from typing import Any, Literal
 
+import unicodedata
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
@@ -25,6 +27,10 @@ class Request(BaseModel):
     def _utf8_text(self):
         for name in type(self).model_fields:
             value = getattr(self, name)
+            if name == "client" and isinstance(value, str):
+                # one spelling of a name: "Café" typed on a Mac (e + U+0301) is the configured client
+                value = unicodedata.normalize("NFC", value)
+                setattr(self, name, value)
             values = value if isinstance(value, list) else [value]
             for item in values:
                 if isinstance(item, str):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from pydantic import ValidationError
@@ -598,7 +599,7 @@ def check_client(store: VaultStore, client: str) -> None:
     """
     known = {name.strip().lower(): name for name in known_clients(store)}
     known.update((name.strip().lower(), name) for name in store.settings.clients)  # the config's spelling first
-    if client.strip().lower() in known:
+    if unicodedata.normalize("NFC", client).strip().lower() in known:
         return
     names = ", ".join(sorted(known.values(), key=str.lower)) or "none yet"
     raise InvalidFieldError("client", f"no session and no [clients] entry of the config has the client {client!r} "

@@ -332,3 +332,29 @@ def test_the_draft_line_groups_thousands_as_the_pdf_does(vault, config, tmp_path
     said = memo("report", "invoice", "--all", "--since", "2026-03-01", "--until", "2026-03-31", "--tz", "UTC",
                 "-o", str(tmp_path / "i.pdf"), vault=vault, env=config).stdout
     assert "JPY 3,780" in said and "3,780" in pdf_text(tmp_path / "i.pdf")
+
+
+def test_a_client_name_in_decomposed_unicode_is_the_configured_client(tmp_path):
+    """Found by a billing person: "Café Müller" typed on a Mac (e + U+0301, NFD) was a new client
+    beside the configured one that prints identically: the draft refused it for want of terms
+    that were set. Every spelling of a name in Unicode is one client (NFC), in the config too."""
+    import unicodedata
+
+    composed, decomposed = "Café Müller SARL", unicodedata.normalize("NFD", "Café Müller SARL")
+    assert composed != decomposed
+    path = tmp_path / "config.toml"
+    path.write_text(f'[clients."{decomposed}"]\nhourlyRate = "95.50"\ncurrency = "EUR"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(path)}
+    vault = tmp_path / "v"
+    started = memo("session", "start", "s1", "--project", "p", "--client", decomposed, "--start-time",
+                   "2026-02-03T09:00:00Z", vault=vault, env=env)
+    assert "new client" not in started.stderr
+    memo("session", "end", "s1", "--until", "2026-02-03T10:00:00Z", vault=vault, env=env)
+    memo("session", "start", "s2", "--project", "p", "--client", composed, "--start-time",
+         "2026-02-04T09:00:00Z", vault=vault, env=env)
+    memo("session", "end", "s2", "--until", "2026-02-04T10:00:00Z", vault=vault, env=env)
+    assert "client: Café Müller SARL\n" in (vault / "projects/p/sessions/session-s1.md").read_text(encoding="utf-8")
+    report = json.loads(memo("--json", "activity", "--all", "--client", decomposed, vault=vault, env=env).stdout)
+    assert report["totalSessions"] == 2 and list(report["byClient"]) == [composed]
+    draft = memo("report", "invoice", "--all", "--since", "2026-02-01", "--until", "2026-02-28", vault=vault, env=env)
+    assert "2.00 h × 95.50 = EUR 191.00" in draft.stdout
