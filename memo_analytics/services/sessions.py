@@ -104,6 +104,8 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
     with store.lock():
         store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         existing = store.read(project, RecordKind.SESSION, record_id)
+        if existing is None:
+            _refuse_a_batons_session_id(store, project, session_id)
         old = existing[0] if existing else {}
         # another person's first: "it is completed" read as one's own session's state
         refuse_anothers(old, request.owner, session_id, "start yours under another id (or without one for a new "
@@ -125,6 +127,26 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
         store.upsert(RecordKind.SESSION, meta, body)
     remember_root(store, project, product_root)
     return {**meta, "body": body, "handoff": baton}
+
+
+def _refuse_a_batons_session_id(store: VaultStore, project: str, session_id: str) -> None:
+    """A new session never takes the id of another session whose pending hand-off waits here (a
+    teammate's, pulled from the team daemon): its own hand-off would replace that baton, and the
+    start would not claim it (a session never takes its own).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``sessionId``: the id of a pending hand-off's session, which this vault does not hold.
+    """
+    from .handoffs import handoff_id
+
+    baton = store.read(project, RecordKind.HANDOFF, handoff_id(session_id))
+    if baton is not None and baton[0].get("status") == "pending":
+        addressed = f" for {baton[0]['owner']}" if baton[0].get("owner") else ""
+        raise InvalidFieldError("sessionId", f"{session_id} is the session of the pending hand-off "
+                                             f"{handoff_id(session_id)}{addressed}, left by another session of that "
+                                             "id: start yours under another id (a start without one claims the baton)")
 
 
 def client_of_session(store: VaultStore, project: str, session_id: object) -> str | None:

@@ -1381,6 +1381,10 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
             return {**result, "outcome": "unchanged"}
         if local is None and kind is not RecordKind.HANDOFF:
             return {**result, "outcome": "left", "reason": f"not a {kind.value} of this vault"}
+        if kind is RecordKind.HANDOFF and _anothers_baton_of_a_session_here(store, meta, local):
+            # two people named a session alike: the daemon's baton is not this laptop's session's
+            return {**result, "outcome": "left", "reason": f"session {meta.get('fromSessionId')} of this vault is "
+                    "another session of that id; the baton stays on the daemon (a start there claims it)"}
         if kind is RecordKind.HANDOFF and meta.get("status") != "pending" and local is None:
             # claimed or cancelled there: news only for a laptop that holds it as pending
             return {**result, "outcome": "left", "reason": f"{meta.get('status')} on the daemon, not held here"}
@@ -1400,6 +1404,20 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
         pushed[key] = meta.get("updated")  # before the write: its outbox line is a version the daemon has
         store.upsert(kind, meta, body)
     return {**result, "outcome": "pulled"}
+
+
+def _anothers_baton_of_a_session_here(store: VaultStore, meta: dict[str, Any],
+                                      local: tuple[dict[str, Any], str] | None) -> bool:
+    """Whether a pulled hand-off is another session's of the id of a session this vault holds —
+    two people who named a session alike (the daemon keeps theirs apart): none here, or one left
+    at another time than the one here (this session's own). Its own baton's news passes."""
+    if local is not None and local[0].get("created") == meta.get("created"):
+        return False
+    session_id = str(meta.get("fromSessionId") or "")
+    try:
+        return bool(session_id) and store.read(meta["project"], RecordKind.SESSION, f"session-{session_id}") is not None
+    except MemoError:
+        return True  # a session file here that cannot be read: its baton is not overwritten either
 
 
 def pull_before_start(store: VaultStore, cwd: str | None, owner: str | None = None) -> str | None:

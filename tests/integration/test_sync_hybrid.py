@@ -2112,3 +2112,54 @@ def test_on_a_daemon_off_loopback_anothers_conversation_of_the_id_in_another_pro
     for project, person in (("shop", "alice@team.test"), ("bobapi", "bob@team.test")):
         meta = read_record(tmp_path / "team/projects" / project / "sessions/session-claude-code-same1.md")[0]
         assert (meta["owner"], meta["status"]) == (person, "active")
+
+
+def test_two_people_who_named_a_session_alike_keep_each_others_hand_offs(tmp_path, daemon):
+    """Found by a team lead: Ana's fix-login left Bob a baton; Bob's laptop pulled it, Bob started
+    his own fix-login (it claimed nothing: a session never takes its own id's baton), his end's
+    hand-off to the lead replaced Ana's on his laptop, the next pull put Ana's back over his, and
+    his next start's claim overwrote his baton on the daemon — the lead's "check prod logs" left
+    only in a conflict file, Ana's baton pending there for good."""
+    from memo_analytics.domain.errors import InvalidFieldError
+    from memo_analytics.domain.records import RecordKind
+    from memo_analytics.services.requests import HandoffInput
+
+    team, server = daemon
+    ana, bob, carl = (_client(tmp_path, server.base, name) for name in ("ana", "bob", "carl"))
+    try:
+        _persons_session(ana, "ana@team.test", 60, ["Ana: fix the redirect"],
+                         handoff=HandoffInput(next_steps=["deploy to staging"], owner="bob@team.test"))
+        sync.push(ana)
+        sync.pull(bob, ["bob@team.test"])
+        assert read_record(bob.root / "projects/web/handoffs/handoff-fix-login.md")[0]["owner"] == "bob@team.test"
+        with pytest.raises(InvalidFieldError, match="fix-login is the session of the pending hand-off "
+                                                    "handoff-fix-login for bob@team.test"):
+            start_session(bob, StartSessionRequest(session_id="fix-login", project="web", owner="bob@team.test"))
+        assert not (bob.root / "projects/web/sessions/session-fix-login.md").exists()
+        started = start_session(bob, StartSessionRequest(session_id="fix-2", project="web", owner="bob@team.test"))
+        assert started["handoff"]["id"] == "handoff-fix-login"  # Ana's baton, claimed by Bob's own start
+        sync.push(bob)
+        assert read_record(_team_file(team, "handoff-fix-login", "handoffs"))[0]["claimedBy"] == "fix-2"
+
+        # Carl worked a fix-login of his own (and left the lead a baton) before he pulled Ana's next one
+        _persons_session(carl, "carl@team.test", 30, ["Carl: rate limit"],
+                         handoff=HandoffInput(next_steps=["check prod logs"], owner="lead@team.test"))
+        sync.push(carl)
+        # on the daemon, Ana's fix-login baton is given back and addressed to Carl
+        path = _team_file(team, "handoff-fix-login", "handoffs")
+        edited = path.with_name("handoff.tmp")
+        edited.write_text(path.read_text().replace("status: claimed", "status: pending")
+                          .replace("owner: bob@team.test", "owner: carl@team.test").replace("claimedBy: fix-2", "claimedBy: null"))
+        os.replace(edited, path)
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            lead.ensure_indexed(RecordKind.HANDOFF, "web", "handoff-fix-login")
+        finally:
+            lead.close()
+        [result] = [r for r in sync.pull(carl, ["carl@team.test"])["results"] if r["id"] == "handoff-fix-login"]
+        assert result["outcome"] == "left", result
+        kept = read_record(carl.root / "projects/web/handoffs/handoff-fix-login.md")[0]
+        assert (kept["owner"], kept["nextSteps"]) == ("lead@team.test", ["check prod logs"])
+    finally:
+        for laptop in (ana, bob, carl):
+            laptop.close()
