@@ -397,8 +397,8 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
     (:func:`source_of`, as ``memo watch`` tells them) — each folder and importer with its own
     counts: ``[{source, path, files, sessions, turns, skipped, …}]``; the first item of a given folder
     also counts its files no importer tells (``untold``, the first five in ``untoldFiles``), and its
-    Claude Code item the sub-agent files it leaves out (``subAgentFiles``: ``<session>/subagents/``,
-    a sub-agent's brief and tool traffic, as ``~/.claude/projects`` is read).
+    Claude Code item the sub-agent files it reads with their session, for their calls' tokens only
+    (``subAgentFiles``: ``<session>/subagents/``, a sub-agent's brief and tool traffic, no turn).
 
     Raises
     ------

@@ -368,3 +368,36 @@ def test_a_turn_split_into_many_model_parts_counts_no_more_than_a_turn_can(tmp_p
 
     assert 0 < cost_with(3, 1000) < 1  # a turn answered by three models: priced part by part
     assert cost_with(300, 999_999_999) == 0  # 3 × 10**11 input tokens in one turn: no turn has them
+
+
+def test_a_claude_code_sessions_sub_agent_calls_count_in_its_tokens(realdata, tmp_path):
+    """Found by an analyst: newer Claude Code keeps each sub-agent's model calls in
+    ``<session>/subagents/agent-*.jsonl``; memo counted only those the transcript relayed
+    (``agent_progress``), so 0ccf1a04's five sub-agents (10 calls) cost nothing and 4b2030ed's
+    second call was dropped. Each call counts once (per message id, its last record), for the
+    session's prompts, as ccusage counts them."""
+    import memo_analytics as memo_api
+    import polars as pl
+
+    folder = realdata / "claude-code-jsonl" / "moredip-session-share" / "samples" / "claude-code-projects"
+    vault = tmp_path / "v"
+    memo("import", "claude-code", str(folder), vault=vault)
+    usage = memo_api.open_vault(str(vault)).usage()
+    for session in ("0ccf1a04", "4b2030ed"):
+        calls: dict[str, dict] = {}
+        files = [folder / f"{session_file.name}" for session_file in folder.glob(f"{session}*.jsonl")]
+        files += sorted(folder.glob(f"{session}*/subagents/*.jsonl"))
+        for path in files:
+            for line in path.read_text(encoding="utf-8").splitlines():
+                record = json.loads(line)
+                message = record.get("message") if record.get("type") == "assistant" else (
+                    ((record.get("data") or {}).get("message") or {}).get("message")
+                    if record.get("type") == "progress" else None)
+                if isinstance(message, dict) and isinstance(message.get("usage"), dict) and message.get("id"):
+                    calls[message["id"]] = message["usage"]
+        expected = {name: sum(int(call.get(field) or 0) for call in calls.values()) for name, field in (
+            ("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+            ("cache_read_tokens", "cache_read_input_tokens"), ("cache_write_tokens", "cache_creation_input_tokens"))}
+        got = usage.filter(pl.col("session_id").str.contains(session)).select(list(expected)).sum().row(0, named=True)
+        assert got == expected, session
+    assert expected["cache_write_tokens"] > 11560 + 6682  # 4b2030ed: the main file's and both sub-agent calls

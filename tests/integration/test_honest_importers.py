@@ -310,7 +310,7 @@ def test_import_auto_leaves_claude_code_sub_agent_files_out_and_says_so(realdata
     told = memo("import", "auto", str(folder), vault=tmp_path / "v")
     assert "no importer tells" not in told.stderr
     n = len(subs)
-    assert f"note: {folder}: {n} Claude Code sub-agent file{'s' if n > 1 else ''} (<session>/subagents/) left out" \
+    assert f"note: {folder}: {n} Claude Code sub-agent file{'s' if n > 1 else ''} (<session>/subagents/) read for their model calls' tokens only" \
         in " ".join(told.stderr.split())
     [item] = json.loads(memo("--json", "import", "auto", str(folder), vault=tmp_path / "v2").stdout)["sources"]
     assert (item["source"], item["subAgentFiles"], item.get("untold")) == ("claude-code", n, None)

@@ -547,16 +547,19 @@ def test_token_use_is_kept_per_turn(realdata, tmp_path):
     rows = index.rows_of_kind(store.conn, "prompt")
     first = json.loads(next(r for r in rows if r["body"].startswith("Spaw sub-agents"))["meta"])
     assert first["model"] == "claude-opus-4-5-20251101"
-    assert first["tokens"] == {"input": 16, "output": 4, "cacheRead": 37199, "cacheWrite": 1691,
-                               "cacheWrite5m": 1691, "cacheWrite1h": 0}
+    # the transcript's own calls (16, 4, 37,199, 1,691) and its three sub-agents' six (subagents/ beside it)
+    assert first["tokens"] == {"input": 16 + 6, "output": 4 + 7, "cacheRead": 37199 + 3 * 10923 + 3 * 11306,
+                               "cacheWrite": 1691 + 3 * 383 + 1240 + 1205 + 1269,
+                               "cacheWrite5m": 1691 + 3 * 383 + 1240 + 1205 + 1269, "cacheWrite1h": 0}
     on_disk = read_record(next((tmp_path / "v").rglob(f"{next(r['id'] for r in rows if r['body'].startswith('Spaw'))}.md")))
     assert on_disk[0]["tokens"] == first["tokens"]
 
 
 def test_a_sub_agents_responses_relayed_as_progress_count_for_the_turn_once(realdata, tmp_path):
-    """moredip 4b2030ed: the Task sub-agent's API response reaches the parent transcript only as
-    an ``agent_progress`` record (relayed in two records); its tokens (11,560 written to the
-    cache) are spent for the turn and count once — the file's totals are ccusage's."""
+    """moredip 4b2030ed: the Task sub-agent's first API response reaches the parent transcript as
+    an ``agent_progress`` record (relayed in two records) and is in its own file
+    (``subagents/agent-a2018e5.jsonl``, with its second call: 1 in, 7 out, 11,560 read, 1,115
+    written); both are spent for the turn and count once — the totals of the session's files."""
     store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
     source = realdata / CC / "moredip-session-share/samples/claude-code-projects/4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl"
     run_import(store, [source], claude_code.parse, ImportOptions())
@@ -564,7 +567,7 @@ def test_a_sub_agents_responses_relayed_as_progress_count_for_the_turn_once(real
     store.close()
     totals = {key: sum(json.loads(r["meta"]).get("tokens", {}).get(key, 0) for r in rows)
               for key in ("input", "output", "cacheRead", "cacheWrite")}
-    assert totals == {"input": 21, "output": 5, "cacheRead": 32772, "cacheWrite": 18242}
+    assert totals == {"input": 21 + 1, "output": 5 + 7, "cacheRead": 32772 + 11560, "cacheWrite": 18242 + 1115}
 
 
 @pytest.mark.parametrize("zone", ["UTC", "America/Los_Angeles", "Asia/Tokyo"])

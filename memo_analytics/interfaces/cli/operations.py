@@ -157,7 +157,8 @@ def import_auto_command(
         if item.get("subAgentFiles"):
             n = item["subAgentFiles"]
             err.print(_safe(f"note: {item['path']}: {n} Claude Code sub-agent file{'s' if n > 1 else ''} "
-                            "(<session>/subagents/) left out: a sub-agent's brief and tool traffic, no turn of yours"))
+                            "(<session>/subagents/) read for their model calls' tokens only: a sub-agent's brief and "
+                            "tool traffic are no turn of yours"))
 
     def human(items) -> None:
         for item in items:
