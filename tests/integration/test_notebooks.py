@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = REPO / "notebooks"
@@ -126,17 +127,19 @@ def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
             assert "AI usage" in shown  # the line is there, its hours empty (the checks of the hours held)
 
 
-def test_the_invoicing_notebook_on_a_vault_without_terms_stops_with_what_to_set(realdata, tmp_path):
+@pytest.mark.parametrize("client", ["Acme Corp", None])
+def test_the_invoicing_notebook_on_a_vault_without_terms_stops_with_what_to_set(realdata, tmp_path, client):
     """Found by a new user: on a vault whose clients have no billing terms the invoicing notebook
-    ended in a ReportError traceback; it stops with one line saying what to set, where."""
+    ended in a ReportError traceback; it stops with one line saying what to set, where. (An
+    analyst's: on a vault of no client at all it named nothing to set.)"""
     import nbclient
 
     from tests.inprocess import environment, memo
 
     vault, config = tmp_path / "vault", tmp_path / "config.toml"
     config.write_text('timezone = "UTC"\n', encoding="utf-8")
-    memo("import", "claude-code", str(realdata / "claude-code-jsonl"), "--client", "Acme Corp", vault=vault,
-         env={"MEMO_CONFIG": str(config)})
+    memo("import", "claude-code", str(realdata / "claude-code-jsonl"), *(["--client", client] if client else []),
+         vault=vault, env={"MEMO_CONFIG": str(config)})
     notebook = nbformat.read(NOTEBOOKS / "invoicing.ipynb", as_version=4)
     [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
     parameters.source = parameters.source.replace("VAULT = None", f"VAULT = {str(vault)!r}")
@@ -145,6 +148,6 @@ def test_the_invoicing_notebook_on_a_vault_without_terms_stops_with_what_to_set(
                                 resources={"metadata": {"path": str(tmp_path)}}).execute()
     errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert [e["ename"] for e in errors][:1] == ["SystemExit"], errors
-    assert errors[0]["evalue"].startswith("Nothing to invoice: ") and \
-        f'set hourlyRate and currency under [clients."Acme Corp"] in {config}; then run the notebook again' \
-        in errors[0]["evalue"]
+    assert errors[0]["evalue"].startswith("Nothing to invoice: ")
+    assert (f'set hourlyRate and currency under [clients."Acme Corp"] in {config}; then run the notebook again'
+            if client else "memo project client PROJECT NAME); then run the notebook again") in errors[0]["evalue"]
