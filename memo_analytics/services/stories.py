@@ -16,7 +16,8 @@ from typing import Any
 from ..domain.clock import from_iso
 from ..domain.wire import printable_text
 from ..domain.errors import InvalidFieldError, RecordNotFoundError
-from ..domain.ids import validate_session_id
+from ..domain.ids import session_record_id, validate_session_id
+from ..domain.records import RecordKind
 from ..index import store as index
 from ..index.query import PromptFilter
 from ..vault.io import atomic_write_bytes, output_target
@@ -43,6 +44,8 @@ def story_data(store: VaultStore, session_id: str, project: str | None = None,
         ``session_id`` is not a safe id.
     RecordNotFoundError
         Neither a session record nor any turn has this id (in ``project``, when given).
+    CorruptRecordError
+        The session's file is there but cannot be parsed (its turns are: the story would be wrong).
     AmbiguousIdError
         Without ``project``, several projects hold the session and ``cwd`` chooses none.
     """
@@ -53,6 +56,10 @@ def story_data(store: VaultStore, session_id: str, project: str | None = None,
         "turn-asc")
     if row is None and total == 0:
         raise RecordNotFoundError(session_id, project)
+    if row is None:  # turns without an indexed session: a session file that cannot be parsed is said, not
+        # passed over (the story printed "no session record" and the client as internal)
+        for holder in {project} if project else {r["project"] for r in rows}:
+            store.read(holder, RecordKind.SESSION, session_record_id(session_id))
     session = row_to_record(row) if row is not None else None
 
     def handoff(record_id: str | None) -> dict[str, Any] | None:

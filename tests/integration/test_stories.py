@@ -236,3 +236,22 @@ def test_a_summary_and_a_deliverables_link_stay_text_in_a_viewer_that_renders_ht
     end_session(store, EndSessionRequest(session_id="h1", project="web", summary="\\<img src=x onerror=alert(3)\\>"))
     page = MarkdownIt("commonmark").render(export_story(store, ExportStoryRequest(session_id="h1"))["markdown"])
     assert "<img" not in page and "\\&lt;img src=x onerror=alert(3)\\&gt;" in page
+
+
+def test_a_story_of_a_session_whose_file_cannot_be_parsed_is_refused_naming_it(tmp_path):
+    """Found by a tester: a session file with broken YAML gave a story of its turns saying
+    "no session record" and the client as internal (Acme's work), exit 0 — `session show` names
+    the file. The story names it too, and writes nothing."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "p1", "--client", "Acme", "--start-time", "2026-03-02T09:00:00Z",
+         vault=vault)
+    memo("prompt", "record", "--session-id", "s1", "--project", "p1", "--body", "first prompt alpha", vault=vault)
+    memo("session", "end", "s1", "--until", "2026-03-02T10:30:00Z", vault=vault)
+    path = vault / "projects/p1/sessions/session-s1.md"
+    path.write_text(path.read_text().replace("client: Acme\n", "client: [Acme\n"))
+    memo("reindex", vault=vault)
+    for args in (["session", "export", "s1"], ["report", "story", "s1", "-o", str(tmp_path / "story.md")]):
+        ran = memo(*args, vault=vault, check=False)
+        assert ran.returncode == 1 and ran.stderr.startswith(f"error: Cannot parse {path}: broken frontmatter"), ran
+        assert ran.stdout == ""
+    assert not (tmp_path / "story.md").exists()
