@@ -445,3 +445,19 @@ def test_a_folder_that_cannot_be_read_is_said_and_the_rest_is_still_followed(tmp
     [warning] = [json.loads(x)["warning"] for x in stderr.splitlines() if x.startswith('{"warning"')]
     assert "locked" in warning and "Permission denied" in warning and "looking at the readable files" in warning
     assert turns(tmp_path / "v") == ["Add the CSV export"]
+
+
+def test_a_file_named_that_no_importer_tells_is_refused_not_passed_over_as_unchanged(tmp_path):
+    """Found by a tester: ``memo watch --once --only FILE`` of a Gemini chat cut in half, or of a
+    file of NUL bytes, said "done: 0 imports (nothing changed since the last run)", exit 0, on a new
+    vault. A file named that no importer tells is refused naming it (left running: a warning)."""
+    vault, env = tmp_path / "v", {"HOME": str(tmp_path / "home")}
+    cut = tmp_path / "chat.json"
+    cut.write_text('{"sessionId": "g1", "projectHash": "ab", "messages": [{"type": "user", "content": "hal')
+    zeros = tmp_path / "zeros.jsonl"
+    zeros.write_bytes(b"\0" * 5000)
+    for given in (cut, zeros):
+        ran = memo("watch", "--once", "--only", str(given), vault=vault, env=env, check=False)
+        assert ran.returncode == 1 and ran.stderr.startswith(f"error: Invalid path: {given}: no importer tells it "
+                                                             "as a transcript"), ran
+    assert not vault.exists()
