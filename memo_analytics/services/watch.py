@@ -283,7 +283,8 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
     Raises
     ------
     InvalidFieldError
-        A root does not exist or is a file no importer reads (``path``), or a root's source is not an importer's.
+        A root does not exist or is a file no importer reads (``path``; with ``once``, also a file of such a
+        name that no importer tells as its transcript), or a root's source is not an importer's.
     """
     for root in roots:
         if root.awaited:
@@ -296,6 +297,14 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
                                             "folders)")
         if root.source is not None and root.source not in IMPORTERS:
             raise InvalidFieldError("source", f"{root.source!r} is not one of {', '.join(IMPORTERS)}")
+        if root.path.is_file() and root.source is None and source_of(root.path) is None:
+            # a file named that no importer tells was passed over: "nothing changed since the last run"
+            why = (f"{root.path}: no importer tells it as a transcript (not a whole JSON document of an agent, or no "
+                   "agent's line first); memo import SOURCE FILE reads it as that agent's and says what is wrong")
+            if once:
+                raise InvalidFieldError("path", why)
+            if on_warning is not None:
+                on_warning(f"{why}; followed: imported once it reads as one")
     if all(root.awaited for root in roots):
         raise InvalidFieldError("path", "nothing to watch: no known transcript folder on this machine "
                                         f"({', '.join('~/' + f for _, f in KNOWN_LOCATIONS)}); give folders")

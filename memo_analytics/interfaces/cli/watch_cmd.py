@@ -13,7 +13,6 @@ from typing import List, Optional
 import typer
 
 from ...domain.clock import resolve_zone
-from ...domain.errors import InvalidFieldError
 import json
 from .common import _safe, app, err, out, state
 
@@ -36,16 +35,8 @@ def watch_command(
     """Follow the agents' transcript folders and import each transcript as it grows; one line
     per import that took something in (every import with --json). Stops cleanly on Ctrl-C or SIGTERM."""
     from ...services.importers.common import ImportOptions
-    from ...services.watch import RETRY_AFTER_SECONDS, WatchedRoot, known_roots, source_of, watch
+    from ...services.watch import RETRY_AFTER_SECONDS, WatchedRoot, known_roots, watch
 
-    for given in paths or []:  # a file named that is no transcript was passed over: "nothing changed"
-        file = Path(given).expanduser()
-        if file.is_file() and source_of(file) is None:
-            why = (f"{given}: no importer tells it as a transcript (not a whole JSON document of an agent, or no "
-                   "agent's line first); memo import SOURCE FILE reads it as that agent's and says what is wrong")
-            if once:
-                raise InvalidFieldError("path", why)
-            err.print(_safe(f"warning: {why}; followed: imported once it reads as one"))
     roots = [] if only else known_roots(awaited=not once)  # left running: an agent used for the first time later too
     roots += [WatchedRoot(Path(p).expanduser()) for p in paths or []]
     gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
