@@ -87,13 +87,17 @@ def compact(value: Any, whole_bodies: bool = False, _top: bool = True) -> Any:
     characters; a page's fields that every item holds alike given once, as ``shared`` (an item
     is ``{**shared, **item}``). Key order kept. ``whole_bodies``: bodies as they are (the answer
     to ``get``: the record asked for, whose whole text a page's snippet sends an agent to);
-    an empty ``body`` and token counts that are all 0 are left out too."""
+    an empty ``body`` and token counts that are all 0 are left out too. An empty page keeps
+    its ``items: []``."""
     if isinstance(value, list):
         return [compact(item, whole_bodies, False) for item in value]
     if not isinstance(value, dict):
         return value
     out: dict[str, Any] = {}
     for key, item in value.items():
+        if _top and key == "items" and item == []:
+            out[key] = item  # an empty page still has its items: an agent reads page["items"]
+            continue
         # the policies of the answer itself: a client named "overlapPolicy" deeper down is data
         if item is None or item == [] or item == {} or _is_default(key, item) or (_top and key in _POLICY_PROSE):
             continue

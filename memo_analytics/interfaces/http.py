@@ -472,7 +472,8 @@ class ActionHandler(ApiHandler):
     """``POST /api/actions/{action}``: one call of the MCP tool ``prompt`` (the JSON body holds
     its camelCase fields without ``action``): what a client in remote mode sends (SPEC §2.7).
     The daemon owns its filesystem: ``vaultRoot``, ``cwd``, ``output`` and ``promote`` are
-    refused (:func:`~memo_analytics.actions.refuse_server_paths`)."""
+    refused (:func:`~memo_analytics.actions.refuse_server_paths`). ``compact: true`` answers as
+    the MCP tool does (:func:`~memo_analytics.domain.wire.compact`)."""
 
     async def post(self, action: str) -> None:
         def work():
@@ -484,7 +485,12 @@ class ActionHandler(ApiHandler):
                 data["projectId"] = data.pop("project")
             arguments = PromptToolInput.model_validate({**data, "action": action})
             with self.callers_own():
-                return call_tool(self.store, arguments)
+                result = call_tool(self.store, arguments)
+            if arguments.compact:  # sized for an agent's context, as the MCP tool answers it
+                from ..domain.wire import compact
+
+                return compact(result, whole_bodies=action in ("get", "prompt_detail"))
+            return result
 
         await self.run(work)
 

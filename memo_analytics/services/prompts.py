@@ -21,7 +21,7 @@ from ..domain.ids import (
 from ..domain.records import Prompt, RecordKind, Session
 from ..domain.wire import DIRECTION_CONTROLS
 from ..index import store as index
-from ..index.query import PromptFilter, clamp_page, fts_match_expression
+from ..index.query import PromptFilter, clamp_note, clamp_page, fts_match_expression
 from ..vault.redact import (
     IGNORED_PATH,
     looks_like_secret,
@@ -575,12 +575,21 @@ def envelope(total: int, limit: int, offset: int, items: list[dict[str, Any]]) -
     return {"total": total, "limit": limit, "offset": offset, "hasMore": offset + len(items) < total, "items": items}
 
 
+def noted_clamp(page: dict[str, Any], request: Any) -> dict[str, Any]:
+    """``page`` with a ``note`` when the request's ``limit`` or ``offset`` was brought into range
+    (SPEC §2.6 clamps them; the caller is told what was used)."""
+    said = clamp_note(request.limit, request.offset)
+    if said:
+        page["note"] = f"{page['note']}; {said}" if page.get("note") else said
+    return page
+
+
 def list_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
     """Prompt records matching the filters, newest first (SPEC §2.6)."""
     flt = filter_from_request(store, request)
     limit, offset = clamp_page(request.limit, request.offset)
     total, rows = index.count_and_page(store.conn, "prompt", flt, limit, offset, request.sort)
-    return envelope(total, limit, offset, [row_to_record(r) for r in rows])
+    return noted_clamp(envelope(total, limit, offset, [row_to_record(r) for r in rows]), request)
 
 
 def searchable(query: str | None) -> bool:
@@ -596,9 +605,10 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
     flt = filter_from_request(store, request)
     limit, offset = clamp_page(request.limit, request.offset)
     if not searchable(request.query):
-        return {**envelope(0, limit, offset, []),
-                "note": "the query holds no words to search for (letters or digits; every word must match, a "
-                        "trailing * asks for a prefix): nothing was searched; the action list lists without one"}
+        return noted_clamp({**envelope(0, limit, offset, []),
+                            "note": "the query holds no words to search for (letters or digits; every word must "
+                                    "match, a trailing * asks for a prefix): nothing was searched; the action list "
+                                    "lists without one"}, request)
     total, rows = index.search_page(store.conn, request.query or "", flt, limit, offset, request.sort)
     page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
     if total == 0:  # an agent could not tell "never asked" from "asked in other words"
@@ -607,7 +617,7 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
                         + " in this scope: every word must match (OR and AND are searched as words); fewer or other "
                           "words, or word* for a prefix, find more"
                         + ("" if request.cross_project else "; crossProject: true (memo: --all) searches every project"))
-    return page
+    return noted_clamp(page, request)
 
 
 def get_record(store: VaultStore, record_id: str, project: str | None = None,

@@ -53,6 +53,7 @@ from .prompts import (
     same_person,
     clean_text,
     envelope,
+    noted_clamp,
     optional_slug,
     row_to_record,
     stored_summary,
@@ -557,7 +558,7 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
         if row is None and total == 0:
             _refuse_with_the_hook_session(store, session_id, request.project or None)
             raise RecordNotFoundError(session_id, request.project or None)
-        page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
+        page = noted_clamp(envelope(total, limit, offset, [row_to_record(r) for r in rows]), request)
         return {"session": row_to_record(row) if row is not None else None, **page}
     flt = PromptFilter(
         projects=store.scope(request.project, request.cross_project, request.cwd),
@@ -567,8 +568,8 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
     total, rows = index.count_and_page(store.conn, "session", flt, limit, offset, "date-desc")
     items = [row_to_record(r) for r in rows]
     counts = index.turn_counts(store.conn, [(item["project"], item["sessionId"]) for item in items])
-    return envelope(total, limit, offset, [{**item, "turns": counts.get((item["project"], item["sessionId"]), 0)}
-                                           for item in items])
+    return noted_clamp(envelope(total, limit, offset, [{**item, "turns": counts.get((item["project"], item["sessionId"]), 0)}
+                                                      for item in items]), request)
 
 
 def _refuse_with_the_hook_session(store: VaultStore, session_id: str, project: str | None) -> None:

@@ -594,3 +594,19 @@ def test_a_server_stopped_by_a_signal_says_so_and_exits_0(tmp_path, sig, said):
     assert server.proc.wait(20) == 0, rest
     server.proc.stderr.close()
     assert rest.strip().splitlines()[-1] == f"memo serve: stopped ({said})"
+
+
+def test_a_page_out_of_range_is_told_and_compact_answers_alike_over_http(seeded):
+    """Found by an operator and a tester: ``limit: -3``/``offset: -1`` were answered ``limit: 1``,
+    ``offset: 0`` without a word (the CLI refuses them); ``POST /api/actions/list`` took
+    ``compact: true`` and answered in full; a compact empty page had no ``items``."""
+    _, server = seeded
+    status, page = server.get_json("/api/prompts?crossProject=true&limit=-3&offset=-1")
+    assert status == 200 and (page["limit"], page["offset"]) == (1, 0)
+    assert page["note"] == "limit -3 is out of range (1–100): 1 was used; offset -1 is out of range (0 or more): 0 was used"
+    status, full = server.get_json("/api/actions/list", data={"crossProject": True, "limit": 2})
+    status, small = server.get_json("/api/actions/list", data={"crossProject": True, "limit": 2, "compact": True})
+    assert status == 200 and "note" not in full and len(small["items"]) == len(full["items"]) == 2
+    assert "status" in full["items"][0] and "status" not in small["items"][0]  # compact leaves the defaults out
+    status, empty = server.get_json("/api/actions/list", data={"projectId": "web", "sessionId": "nope", "compact": True})
+    assert status == 200 and empty["items"] == [] and empty["total"] == 0
