@@ -201,8 +201,9 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         try:
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK TO memo_step")
-            conn.execute("RELEASE memo_step")
+            if conn.in_transaction:  # SQLite ends it by itself on some errors (a full disk)
+                conn.execute("ROLLBACK TO memo_step")
+                conn.execute("RELEASE memo_step")
             raise
         conn.execute("RELEASE memo_step")
         return
@@ -210,7 +211,10 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     try:
         yield conn
     except BaseException:
-        conn.execute("ROLLBACK")
+        # SQLite ends the transaction by itself on some errors (SQLITE_FULL: a full disk); a
+        # ROLLBACK then failed with "no transaction is active", hiding the error that happened
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
 
