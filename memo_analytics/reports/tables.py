@@ -10,8 +10,9 @@ timesheet rows to its grand total, line amounts to each currency's net.
   (a reader that splits on ``;`` keeps ``a;=b`` one cell), numbers as plain decimals
   (``1.33``, ``159.60``), no total rows (sums are the reader's).
 - **XLSX** (``openpyxl``): the same rows on a first sheet with numeric cells (two-decimal
-  formats), then the totals below them (the grand total; per currency net, VAT and gross for
-  invoices), bold.
+  formats) and a filter on its header — nothing else on it, so a spreadsheet's or pandas'
+  sum of a column is the total —, and the totals on a second sheet, ``Totals``, under the same
+  column names (the grand total; per currency net, VAT and gross for invoices).
 - **Text is data, never a formula**: a cell that would start with ``=``, ``+``, ``-``, ``@``,
   a tab or a carriage return (a prompt or summary a hostile transcript wrote) is written with a
   leading apostrophe in CSV and as a string cell in XLSX, so no spreadsheet evaluates it.
@@ -118,8 +119,10 @@ def csv_bytes(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> bytes:
 
 def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
                totals: list[tuple[str, dict[str, Any]]]) -> bytes:
-    """The rows as an XLSX workbook: a header, the rows (numbers as numbers), then each
-    ``(label, {column: value})`` of ``totals`` in bold. Text cells are strings, never formulas."""
+    """The rows as an XLSX workbook: a header and the rows (numbers as numbers) on the first sheet,
+    ``title``; each ``(label, {column: value})`` of ``totals`` on the second, ``Totals`` (a total
+    among the rows was summed twice by ``pandas.read_excel(...).sum()``). Text cells are
+    strings, never formulas."""
     from openpyxl import Workbook
     from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
     from openpyxl.styles import Font
@@ -127,11 +130,13 @@ def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
     book = Workbook()
     sheet = book.active
     sheet.title = title[:31]
-    sheet.append(list(columns))
-    for cell in sheet[1]:
-        cell.font = Font(bold=True)
+    summed = book.create_sheet("Totals")
+    for each in (sheet, summed):
+        each.append(list(columns))
+        for cell in each[1]:
+            cell.font = Font(bold=True)
 
-    def put(row_number: int, values: dict[str, Any], bold: bool = False) -> None:
+    def put(row_number: int, values: dict[str, Any], bold: bool = False, sheet: Any = sheet) -> None:
         for index, column in enumerate(columns, 1):
             value = values.get(column)
             if value is None:
@@ -158,20 +163,21 @@ def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
 
     for number, row in enumerate(rows, 2):
         put(number, row)
-    start = len(rows) + 3
-    for offset, (label, values) in enumerate(totals):
-        put(start + offset, {columns[0]: label, **values}, bold=True)
+    sheet.auto_filter.ref = sheet.dimensions  # the bookkeeper filters by client, project, day
+    for number, (label, values) in enumerate(totals, 2):
+        put(number, {columns[0]: label, **values}, bold=True, sheet=summed)
     for index, column in enumerate(columns, 1):
         width = max([len(column)] + [len(str(r.get(column) or "")) for r in rows[:500]])
-        sheet.column_dimensions[sheet.cell(row=1, column=index).column_letter].width = min(60, width + 2)
+        for each in (sheet, summed):
+            each.column_dimensions[each.cell(row=1, column=index).column_letter].width = min(60, width + 2)
     buffer = io.BytesIO()
     book.save(buffer)
     return buffer.getvalue()
 
 
 def timesheet_table(report: ActivityReport, fmt: str) -> bytes:
-    """The timesheet as ``csv`` or ``xlsx`` bytes (below the XLSX rows the grand total: the
-    sessions' worked minutes, the billed minutes and billable hours)."""
+    """The timesheet as ``csv`` or ``xlsx`` bytes (the XLSX's ``Totals`` sheet: the grand total of
+    the sessions' worked minutes, the billed minutes and billable hours)."""
     rows = timesheet_rows(report)
     if fmt == "csv":
         return csv_bytes(TIMESHEET_COLUMNS, rows)
@@ -182,8 +188,8 @@ def timesheet_table(report: ActivityReport, fmt: str) -> bytes:
 
 
 def invoice_table(invoice: Invoice, fmt: str) -> bytes:
-    """The invoice lines as ``csv`` or ``xlsx`` bytes (per currency net, VAT and gross below
-    the XLSX rows)."""
+    """The invoice lines as ``csv`` or ``xlsx`` bytes (per currency net, VAT and gross on the
+    XLSX's ``Totals`` sheet)."""
     rows = invoice_rows(invoice)
     if fmt == "csv":
         return csv_bytes(INVOICE_COLUMNS, rows)
