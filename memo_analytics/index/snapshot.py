@@ -68,6 +68,22 @@ def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     return sessions
 
 
+def unfiled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Billable ended sessions of more than 0 minutes without a client in projects where no
+    session names a client (a project new to billing: a repository started lately, a checkout in
+    a folder of another name) — :func:`unbilled_sessions` has those of projects that bill one."""
+    return _records(
+        conn,
+        "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND status NOT IN ('superseded', 'active') "
+        "AND coalesce(duration_minutes, 0) > 0 AND project NOT IN "
+        f"(SELECT DISTINCT project FROM records WHERE {_BILLS_A_CLIENT})")
+
+
+def bills_a_client(conn: sqlite3.Connection) -> bool:
+    """Whether any session of the vault names a client (not ``internal``)."""
+    return conn.execute(f"SELECT 1 FROM records WHERE {_BILLS_A_CLIENT} LIMIT 1").fetchone() is not None
+
+
 def long_sessions(conn: sqlite3.Connection, minutes: int) -> list[dict[str, Any]]:
     """Billable ended sessions of more than ``minutes`` (a session left running bills the night;
     an absurd span pulled from another machine bills years)."""

@@ -22,8 +22,10 @@ reports and invoices here come to other amounts; one item per client), ``session
 billable ended session longer than ``openTooLongHours``, not yet invoiced), ``retainer_projection``
 (a client's ``monthlyHoursCap`` is used up, or the month's pace would use it up before the
 month ends; one item per client), ``session_unreadable`` (a session file that cannot be read:
-reports leave it out, documents of it are refused); dropped: ``session_stalled``, ``client_missing``, ``sync_conflict`` (a version
-a sync kept beside a record, SPEC §2.7).
+reports leave it out, documents of it are refused); dropped: ``session_stalled``, ``client_missing``,
+``project_unbilled`` (a project none of whose sessions names a client, while the person bills
+clients: a new repository, a checkout in a folder of another name; one item per project, over
+its sessions of the horizon), ``sync_conflict`` (a version a sync kept beside a record, SPEC §2.7).
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ KIND_LANE = {
     "session_unreadable": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
+    "project_unbilled": "dropped",
     "sync_conflict": "dropped",
 }
 
@@ -75,6 +78,8 @@ class Snapshot:
     pull_request_sessions: list[dict[str, Any]] = field(default_factory=list)
     rule_traps: list[dict[str, Any]] = field(default_factory=list)
     unbilled_sessions: list[dict[str, Any]] = field(default_factory=list)
+    #: billable sessions under no client in projects that bill none, when the person bills clients
+    unfiled_sessions: list[dict[str, Any]] = field(default_factory=list)
     sync_conflicts: list[dict[str, Any]] = field(default_factory=list)
     #: ``{number, refs, client, created}`` of each invoice number two uncredited invoices carry
     duplicate_invoices: list[dict[str, Any]] = field(default_factory=list)
@@ -151,6 +156,7 @@ class Item:
 #: The commands a digest item's ``action`` runs: ``memo`` and these words after it (every
 #: action :func:`build_items` writes starts so, but a sync conflict's ``diff A B``).
 DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"), ("session", "start"), ("session", "handoff"),
+                   ("project", "client"),
                    ("session", "export"), ("report", "rules"), ("invoice", "credit"), ("invoice", "show"),
                    ("digest", "apply"), ("activity",), ("reindex",))
 
@@ -390,6 +396,23 @@ def _client_missing(session: dict[str, Any], now: datetime) -> Item:
                 fingerprint(session["id"], session.get("updated"), only), proposal)
 
 
+def _project_unbilled(project: str, sessions: list[dict[str, Any]], now: datetime) -> Item:
+    """Billable work of ``project`` (``sessions``, of the horizon, oldest first) filed under no
+    client, where no session of the project names one (``client_missing`` asks of projects that
+    do): one item for the project — one cause, one decision (a client, or ``internal`` on purpose)."""
+    first, last = from_iso(sessions[0]["startTime"]), from_iso(sessions[-1]["startTime"])
+    minutes = sum(int(s.get("durationMinutes") or 0) for s in sessions)
+    many = f"{len(sessions)} sessions" if len(sessions) > 1 else "a session"
+    return Item("project_unbilled", KIND_LANE["project_unbilled"], project, project, "a client, or internal",
+                f"{_hours(minutes)} billable in {many} of {project}, which bills no client: a new project (a "
+                "repository, or a checkout in a folder of another name, is a project of its folder's name)",
+                _age(first, now), minutes,
+                f"memo project client {_q(project)} NAME  # files its sessions under NAME (the sessions to come: "
+                f"memo config set projectClients.{project} NAME); work of no client: memo config set "
+                f"projectClients.{project} internal", to_iso(last),
+                fingerprint(project, *((s["id"], s.get("updated")) for s in sessions)))
+
+
 def _too_long(session: dict[str, Any], now: datetime) -> Item:
     """A billable ended session longer than ``openTooLongHours``: left running over a night, or
     times pulled from another machine that span years; it bills all of it until its times are
@@ -507,6 +530,13 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
             items.append((item, live))
     for session in snapshot.unbilled_sessions:
         items.append((_client_missing(session, now), session))
+    unfiled: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+    horizon = to_iso(now - timedelta(days=policy.horizon_days))
+    for session in sorted(snapshot.unfiled_sessions, key=lambda s: s.get("startTime") or ""):
+        unfiled.setdefault((session["project"], session.get("_vault")), []).append(session)
+    for (project, _), sessions in unfiled.items():  # over the horizon's sessions; older ones counted beyond it
+        recent = [s for s in sessions if (s.get("startTime") or "") >= horizon] or sessions[-1:]
+        items.append((_project_unbilled(project, recent, now), recent[-1]))
     for session in snapshot.long_sessions:
         items.append((_too_long(session, now), session))
     for retainer in snapshot.retainers:  # one row per client: its cap is one agreement

@@ -103,7 +103,7 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
     snapshot = take_snapshot(store, moment) if store.exists else Snapshot()
     cutoff = to_iso(moment)
     for name in ("open_sessions", "pending_handoffs", "pull_request_sessions", "rule_traps", "unbilled_sessions",
-                 "sync_conflicts", "duplicate_invoices", "invoiced_changed", "terms_differ", "long_sessions",
+                 "unfiled_sessions", "sync_conflicts", "duplicate_invoices", "invoiced_changed", "terms_differ", "long_sessions",
                  "unreadable_sessions"):
         # records made after the moment did not exist yet
         setattr(snapshot, name, [r for r in getattr(snapshot, name) if (r.get("created") or "") <= cutoff])

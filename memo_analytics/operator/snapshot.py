@@ -121,6 +121,7 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
                     "path": str(path), "recordPath": str(record_path), **({"_vault": source.vault} if further else {}),
                     "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
                 })
+    snapshot.unfiled_sessions = _unfiled_sessions(store)
     snapshot.terms_differ = _terms_differ(store)
     snapshot.retainers = _retainers(store, moment)
     snapshot.unreadable_sessions = _unreadable_sessions(store, snapshot)
@@ -181,6 +182,19 @@ def _live_conversations(conn: Any, moment: datetime) -> list[dict[str, Any]]:
                       "startTime": newest["startTime"], "lastActivityAt": to_iso(max(moments)),
                       "created": hook.get("created"), "billable": newest.get("billable", True)})
     return found
+
+
+def _unfiled_sessions(store: VaultStore) -> list[dict[str, Any]]:
+    """This vault's billable sessions filed under no client in projects that bill none
+    (:func:`~memo_analytics.index.snapshot.unfiled_sessions`) — when the person bills clients (a
+    session names one, or the config has ``[clients]``), and but for projects ``projectClients``
+    maps (to a client, or to ``internal``: a decision made). A person who bills no one is not asked."""
+    if not store.exists:
+        return []
+    if not store.settings.clients and not rows.bills_a_client(store.conn):
+        return []
+    mapped = set(store.settings.project_clients)
+    return [session for session in rows.unfiled_sessions(store.conn) if session.get("project") not in mapped]
 
 
 def _unreadable_sessions(store: VaultStore, snapshot: Snapshot) -> list[dict[str, Any]]:

@@ -404,3 +404,49 @@ def test_a_session_of_no_minutes_raises_no_client_missing_item(store):
                                              until=(T0 + timedelta(minutes=minutes)).isoformat()), now=LATER)
     items = [i["id"] for i in current_digest(store, now=LATER, force=True)["items"] if i["kind"] == "client_missing"]
     assert items == ["client_missing:forgot"]
+
+
+def test_billable_work_of_a_project_that_bills_no_client_is_one_item_of_its_project(tmp_path):
+    """Found by an operator and a team lead: a teammate's checkout in a folder of another name
+    (``shop-bob``) or a new repository is a project of its own; its sessions billed ``internal``
+    and the digest said nothing (``client_missing`` asks only of projects that bill a client).
+    When the person bills clients, such a project is one item — one cause, one decision."""
+    from memo_analytics.services.session_edit import set_project_client
+
+    def seed(store):
+        for sid, project, client, minutes in (("s1", "shop", "Acme", 60), ("b1", "shop-bob", None, 30),
+                                              ("b2", "shop-bob", None, 45), ("z0", "shop-bob", None, 0)):
+            start = T0 + timedelta(minutes={"s1": 0, "b1": 70, "b2": 120, "z0": 200}[sid])
+            start_session(store, StartSessionRequest(session_id=sid, project=project, client=client,
+                                                     start_time=start.isoformat()), now=start)
+            end_session(store, EndSessionRequest(session_id=sid, project=project,
+                                                 until=(start + timedelta(minutes=minutes)).isoformat()), now=LATER)
+
+    now = T0 + timedelta(hours=5)
+    store = VaultStore(Settings(vault_root=tmp_path / "vault", timezone="UTC"))
+    try:
+        seed(store)
+        [item] = [i for i in current_digest(store, now=now, force=True)["items"] if i["kind"] == "project_unbilled"]
+        assert (item["id"], item["lane"], item["minutesAtStake"]) == ("project_unbilled:shop-bob", "dropped", 75)
+        assert item["action"].startswith("memo project client shop-bob NAME  # ")
+        assert "memo config set projectClients.shop-bob internal" in item["action"]
+        assert not [i for i in current_digest(store, now=now, force=True)["items"] if i["kind"] == "client_missing"]
+        set_project_client(store, "shop-bob", "Acme", every=True)
+        assert not [i for i in current_digest(store, now=now, force=True)["items"] if i["kind"] == "project_unbilled"]
+    finally:
+        store.close()
+    # mapped to internal on purpose, or a person who bills no one: not asked
+    mapped = VaultStore(Settings(vault_root=tmp_path / "mapped", timezone="UTC",
+                                 project_clients={"shop-bob": "internal"}))
+    alone = VaultStore(Settings(vault_root=tmp_path / "alone", timezone="UTC"))
+    try:
+        seed(mapped)
+        for sid in ("b1", "b2"):
+            start_session(alone, StartSessionRequest(session_id=sid, project="tools", start_time=T0.isoformat()), now=T0)
+            end_session(alone, EndSessionRequest(session_id=sid, project="tools",
+                                                 until=(T0 + timedelta(minutes=30)).isoformat()), now=LATER)
+        for each in (mapped, alone):
+            assert [i["kind"] for i in current_digest(each, now=now, force=True)["items"]] == []
+    finally:
+        mapped.close()
+        alone.close()
