@@ -229,6 +229,13 @@ def _pushed_owner(store: VaultStore, meta: dict[str, Any],
     return {"owner": owner} if held else {}
 
 
+def _unsettled(kept: Any, settled: set[tuple[Any, str]]) -> list[dict[str, Any]]:
+    """The ``keptOnDaemon`` entries but those of records whose versions now agree (``settled``:
+    ``(project, id)``; the laptop took the daemon's, or the daemon took the laptop's as it is)."""
+    return [item for item in (kept or []) if isinstance(item, dict)
+            and (item.get("project"), item.get("id")) not in settled and (None, item.get("id")) not in settled]
+
+
 def _newest(new: list[dict[str, Any]], earlier: Any, key: str) -> list[dict[str, Any]]:
     """The 20 latest entries of a push state list: ``new`` first, then those of ``earlier`` that
     none of them replaces (by ``key``)."""
@@ -438,10 +445,13 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                        **({"invoice": str(r["invoice"])[:60]} if isinstance(r.get("invoice"), str) else {})}
                       for r in answer.get("results", []) if isinstance(r.get("id"), str)
                       and isinstance(r.get("keptHere"), list) and r["keptHere"]]
+        # a version the daemon took as it is (a fast-forward, or one it held): nothing is kept there any more
+        settled = {(r.get("project"), r["id"]) for r in answer.get("results", []) if isinstance(r.get("id"), str)
+                   and r.get("outcome") in ("applied", "unchanged") and not r.get("storedAs")}
         state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None,
                      refused=refused[:20], conflicts=(conflicts + list(state.get("conflicts") or []))[:20],
                      keptApart=_newest(apart, state.get("keptApart"), "storedAs"),
-                     keptOnDaemon=_newest(kept_there, state.get("keptOnDaemon"), "id"))
+                     keptOnDaemon=_newest(kept_there, _unsettled(state.get("keptOnDaemon"), settled), "id"))
         _save(store, "state.json", state)
         return {"pushed": len(done) - len(mismatched), "results": answer.get("results", []) + [
                     {**item, "outcome": "refused"} for item in mismatched],
@@ -1320,8 +1330,11 @@ def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PU
                 atomic_write_bytes(_dir(store) / "outbox.jsonl",
                                    "".join(json.dumps(e) + "\n" for e in held).encode("utf-8"))
         state = _load(store, "state.json")
+        taken = [r for r in results if r["outcome"] == "pulled"]
         state.update(lastPullAt=to_iso(now), lastPullError=None, lastPullErrorAt=None, pullRetryAt=None,
-                     pulled=_newest([r for r in results if r["outcome"] == "pulled"], state.get("pulled"), "id"))
+                     pulled=_newest(taken, state.get("pulled"), "id"),  # the daemon's version is this vault's now:
+                     keptOnDaemon=_unsettled(state.get("keptOnDaemon"),  # nothing is kept apart from it there
+                                             {(r.get("project"), r["id"]) for r in taken}))
         _save(store, "state.json", state)
     finally:
         lock.release()

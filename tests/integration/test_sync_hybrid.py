@@ -2163,3 +2163,28 @@ def test_two_people_who_named_a_session_alike_keep_each_others_hand_offs(tmp_pat
     finally:
         for laptop in (ana, bob, carl):
             laptop.close()
+
+
+def test_a_merge_note_goes_once_the_laptop_holds_the_daemons_version(tmp_path, daemon):
+    """Found by a team lead: after Ana's laptop pulled the lead's correction (the daemon's
+    version was hers), ``memo sync status`` still said "merged on the daemon: … keeps its client
+    there (this vault still has its own)" after every later push."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        start_session(bob, StartSessionRequest(session_id="c2", project="web", client="Acme", owner="bob@x.com",
+                                               start_time="2026-03-02T09:00:00Z"))
+        end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        _lead_edits(team, client="Globex")
+        edit_session(bob, EditSessionRequest(session_id="c2", project="web", summary="refunds"))
+        sync.push(bob)
+        assert [m["id"] for m in sync.status(bob)["keptOnDaemon"]] == ["session-c2"]
+        [pulled] = [r for r in sync.pull(bob, ["bob@x.com"])["results"] if r["id"] == "session-c2"]
+        assert pulled["outcome"] == "pulled"
+        assert read_record(bob.root / "projects/web/sessions/session-c2.md")[0]["client"] == "Globex"
+        assert sync.status(bob)["keptOnDaemon"] == []
+    finally:
+        bob.close()
