@@ -280,7 +280,9 @@ def parse_bounds(since: object = None, until: object = None, tz: tzinfo | None =
             ):
                 end = _next_local_midnight(end, tz or UTC)
             else:
-                end = end + timedelta(microseconds=1)
+                # records are stored to the millisecond: "at or before" is "before the next millisecond"
+                # (1 µs later read "untilExclusive": "…T08:00:00.000Z", the instant itself)
+                end = end.replace(microsecond=end.microsecond // 1000 * 1000) + timedelta(milliseconds=1)
         except (OverflowError, ValueError):
             end = None  # past the last representable instant: no upper bound
     if start is not None and end is not None and end <= start:

@@ -59,3 +59,15 @@ def test_hours_round_half_up_to_two_decimals():
     assert hours_2dp(35) == 0.58
     assert hours_2dp(980) == 16.33
     assert hours_2dp(3) == 0.05
+
+
+def test_an_until_with_a_time_is_exclusive_from_the_next_millisecond():
+    """Found by a billing person: ``--until …T09:00`` (Berlin) read ``"untilExclusive":
+    "…T08:00:00.000Z"`` and yet held a session starting at 08:00:00.000Z (the bound was 1 µs
+    later). Records are stored to the millisecond: the exclusive bound is the next one."""
+    from zoneinfo import ZoneInfo
+
+    bounds = parse_bounds("2026-02-01T12:00", "2026-02-10T09:00", ZoneInfo("Europe/Berlin"))
+    assert bounds.until_iso == "2026-02-10T08:00:00.001Z"
+    assert parse_bounds(None, "2026-02-10T08:00:00.0004Z").until_iso == "2026-02-10T08:00:00.001Z"
+    assert parse_bounds(None, "2026-02-10").until_iso == "2026-02-11T00:00:00.000Z"
