@@ -221,6 +221,13 @@ def test_a_command_a_person_reaches_for_points_to_the_one_that_does_it(tmp_path)
             "memo invoice credit NUMBER; see --help"))
     other = memo("invoice", "frob", vault=tmp_path / "v", check=False)
     assert other.stderr.strip() == "error: No such command 'frob'. (memo invoice); see --help"
+    # found by a billing person: the README names --skip-unpriced right after `memo invoice issue`
+    option = memo("invoice", "issue", "--skip-unpriced", "--client", "x", vault=tmp_path / "v", check=False)
+    assert (option.returncode, option.stderr.strip()) == (2, (
+        "error: No such option: --skip-unpriced (Possible options: --since) (memo invoice issue); --skip-unpriced is "
+        "an option of memo report invoice; see --help"))
+    nowhere = memo("activity", "--frob", vault=tmp_path / "v", check=False)
+    assert nowhere.stderr.strip() == "error: No such option: --frob (memo activity); see --help"
 
 
 def test_reads_outside_a_repository_cover_every_project_and_inside_one_only_its_own(tmp_path):

@@ -137,9 +137,26 @@ _SYNONYMS = {"invoice": dict.fromkeys(("void", "cancel", "delete", "remove", "re
 
 def _instead(exc: Exception, context: Any) -> str:
     """``; an issued invoice is cancelled by a credit note: memo invoice credit NUMBER`` for a
-    command that does not exist under that name ('memo invoice void')."""
+    command that does not exist under that name ('memo invoice void'); ``; --skip-unpriced is an
+    option of memo report invoice`` for an option another command has (the README names it
+    beside this one)."""
+    if context is None:
+        return ""
+    option = re.match(r"No such option: (--[\w-]+)", exc.format_message())  # type: ignore[attr-defined]
+    if option is not None:
+        found = []
+
+        def walk(command: Any, path: str) -> None:
+            if any(option.group(1) in getattr(param, "opts", ()) for param in command.params) \
+                    and path != context.command_path:
+                found.append(path)
+            for name, sub in sorted(getattr(command, "commands", {}).items()):
+                walk(sub, f"{path} {name}")
+
+        walk(typer.main.get_command(load_commands()), "memo")  # every command: a run loads only its own
+        return f"; {option.group(1)} is an option of {', '.join(found[:3])}" if found else ""
     typed = re.match(r"No such command '([^']*)'", exc.format_message())  # type: ignore[attr-defined]
-    if typed is None or context is None:
+    if typed is None:
         return ""
     hint = _SYNONYMS.get(context.command_path.split()[-1], {}).get(typed.group(1).lower())
     return f"; {hint}" if hint else ""
