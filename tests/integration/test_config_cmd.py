@@ -245,3 +245,16 @@ def test_a_flag_for_a_number_in_the_file_is_refused_not_read_as_one(config, line
     ran = memo(config, "activity", "--all")
     assert ran.returncode == 1 and ran.stderr.startswith(f"error: Invalid {key} (") and \
         ran.stderr.rstrip().endswith(" is not a number"), ran.stderr
+
+
+@pytest.mark.parametrize("value, said", [("42", "must be a folder path"), ('""', "must not be empty")])
+def test_a_refused_vault_root_in_the_file_names_the_file_and_its_repair(config, value, said):
+    """Found by a tester: ``vaultRoot = 42`` said only "Invalid vaultRoot: must be a folder path"
+    while every other key named the config file and how to repair it."""
+    config.parent.mkdir(parents=True)
+    config.write_text(f"vaultRoot = {value}\n", encoding="utf-8")
+    overrides: dict[str, str | None] = {name: None for name in os.environ if name.startswith("MEMO_")}
+    refused = run_memo("activity", "--all", env={**overrides, "MEMO_CONFIG": str(config)}, check=False)
+    assert (refused.returncode, refused.stderr.strip()) == (1, (
+        f"error: Invalid vaultRoot ({config}; repair: memo config set vaultRoot VALUE, or memo config unset "
+        f"vaultRoot): {said}"))

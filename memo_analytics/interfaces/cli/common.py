@@ -533,8 +533,13 @@ def _settings(**fields: Any) -> Settings:
         said = "not a key memo knows (a misspelling, or a key of another section?)" if unknown else \
             first["msg"].removeprefix("Value error, ") + refused_value(key, first)
         raise MemoError(f"Invalid {field} ({source}): {said}") from None
-    except InvalidFieldError as exc:  # refused by a rule of the field itself: name the variable that set it
-        env = env_name(re.sub(r"(?<!^)(?=[A-Z])", "_", exc.field).lower())
+    except InvalidFieldError as exc:  # refused by a rule of the field itself: name the variable or file that set it
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", exc.field).lower()
+        env = env_name(snake)
+        if env is None and snake not in fields and snake in Settings.model_fields and config_path().is_file():
+            word = shell_word(exc.field)
+            raise MemoError(f"Invalid {exc.field} ({config_path()}; repair: memo config set {word} VALUE, or memo "
+                            f"config unset {word}): {exc.reason}") from None
         if env is None or env in str(exc):
             raise
         raise MemoError(f"Invalid {exc.field} ({env}): {exc.reason}") from None
