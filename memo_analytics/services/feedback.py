@@ -20,7 +20,7 @@ from ..domain.clock import to_iso, utcnow
 from ..domain.errors import InvalidFieldError, RecordNotFoundError
 from ..domain.ids import validate_slug
 from ..domain.records import RecordKind
-from .prompts import clean_text
+from .prompts import clean_text, refuse_unreadable_record
 from .requests import FeedbackRequest
 from .store import VaultStore
 
@@ -43,6 +43,7 @@ def _find(store: VaultStore, record_id: str, project: str | None, cwd: str | Non
         if row is not None and candidate == record_id:
             raise InvalidFieldError("id", f"{record_id} is a {row['kind']}; feedback is for prompts, sessions, "
                                           "traps and decisions")
+    refuse_unreadable_record(store, record_id, project)
     raise RecordNotFoundError(record_id, project or None)
 
 

@@ -631,6 +631,8 @@ def get_record(store: VaultStore, record_id: str, project: str | None = None,
     ------
     RecordNotFoundError
         When neither exists (in ``project``).
+    CorruptRecordError
+        Its file is there but cannot be read (torn YAML, a hand edit a record rule refuses).
     AmbiguousIdError
         Several projects hold the id and none is chosen; the message lists them.
     """
@@ -645,4 +647,21 @@ def get_record(store: VaultStore, record_id: str, project: str | None = None,
         row = store.locate(candidate, kind, project, cwd)
         if row is not None:
             return row_to_record(row)
+    refuse_unreadable_record(store, record_id, project)
     raise RecordNotFoundError(record_id, project or None)
+
+
+def refuse_unreadable_record(store: VaultStore, record_id: str, project: str | None) -> None:
+    """Before "not found": raise :class:`CorruptRecordError` naming the file of ``record_id`` (a
+    turn, a session — also as ``session-<id>`` — or a hand-off, in ``project`` when given) when
+    it is there but cannot be read (torn YAML, bytes that are not UTF-8). A listing of the record
+    folders: only on the path of a record not found."""
+    if not store.exists:
+        return
+    names = {f"{record_id}.md", f"{session_record_id(record_id)}.md"}
+    for kind in (RecordKind.PROMPT, RecordKind.SESSION, RecordKind.HANDOFF):
+        for path, reason, _ in store.left_out(kind, say=False):
+            parts = path.replace("\\", "/").split("/")
+            if parts[-1] in names and (not project or project in parts[:-2]):
+                raise CorruptRecordError(path, f"{reason}; fix the file (`memo reindex` lists every file it cannot "
+                                               "read)")

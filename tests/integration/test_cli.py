@@ -628,3 +628,22 @@ def test_a_timesheet_says_the_open_sessions_it_leaves_out(tmp_path):
     memo("session", "start", "open", "--project", "p", "--start-time", "2026-03-03T09:00:00Z", vault=vault)
     ran = memo("report", "timesheet", "--all", "-o", str(tmp_path / "t.csv"), vault=vault)
     assert "note: 1 open session is not on it (a session is listed once it ends)" in ran.stderr
+
+
+def test_a_turn_whose_file_cannot_be_read_is_named_not_called_not_found(tmp_path):
+    """Found by a tester: ``memo prompt get`` and ``memo prompt feedback`` of a turn whose file had
+    bytes that are not UTF-8 said "Record not found" (``session show`` names such a file)."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s2", "--project", "p1", "--start-time", "2026-03-03T09:00:00Z", vault=vault)
+    memo("prompt", "record", "--session-id", "s2", "--project", "p1", "--body", "gamma", vault=vault)
+    path = vault / "projects/p1/prompts/prompt-s2-t1.md"
+    path.write_bytes(path.read_bytes() + b"\xff\xfe")
+    memo("reindex", vault=vault)
+    for args in (["prompt", "get", "prompt-s2-t1"], ["prompt", "feedback", "prompt-s2-t1", "--helpful"]):
+        ran = memo(*args, vault=vault, check=False)
+        assert (ran.returncode, ran.stderr.strip()) == (1, (
+            "error: Cannot parse projects/p1/prompts/prompt-s2-t1.md: not UTF-8 (invalid start byte); fix the file "
+            "(`memo reindex` lists every file it cannot read)")), args
+    assert path.read_bytes().endswith(b"\xff\xfe")  # left as it was
+    assert memo("prompt", "get", "prompt-s2-t9", vault=vault, check=False).stderr.strip() == \
+        "error: Record not found: prompt-s2-t9"
