@@ -644,11 +644,16 @@ def test_a_pipe_named_like_a_transcript_inside_a_folder_is_named_not_passed_over
     folder, _, vault = _two_turns_imported(tmp_path, "fifo", "first", "second")
     os.mkfifo(folder / "stuck.jsonl")
     os.symlink(tmp_path / "gone.jsonl", folder / "dangling.jsonl")
+    os.symlink(folder / "loop2.jsonl", folder / "loop1.jsonl")  # found by a tester: links in a loop said nothing
+    os.symlink(folder / "loop1.jsonl", folder / "loop2.jsonl")
     ran = memo("import", "claude-code", str(folder), vault=vault)
     assert ran.returncode == 0
     left = sorted(line for line in ran.stderr.splitlines() if line.startswith("left out: "))
     assert left == [f"left out: {folder / name}: not a regular file (a pipe, a device or a link to nothing): not read"
-                    for name in ("dangling.jsonl", "stuck.jsonl")]
+                    for name in ("dangling.jsonl",)] + [
+        f"left out: {folder / name}: not read (Too many levels of symbolic links)" for name in ("loop1.jsonl",
+                                                                                             "loop2.jsonl")] + [
+        f"left out: {folder / 'stuck.jsonl'}: not a regular file (a pipe, a device or a link to nothing): not read"]
 
 
 def test_times_a_person_corrected_are_kept_when_the_transcript_grows_and_is_read_again(tmp_path):

@@ -426,8 +426,9 @@ def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: t
                     elif entry.name.endswith(suffixes) and left_out is not None and not entry.is_dir():
                         left_out.append(f"{entry.path}: not a regular file (a pipe, a device or a link to "
                                         "nothing): not read")
-                except OSError:
-                    continue
+                except OSError as exc:  # a link in a loop: said, as a link to nothing is
+                    if entry.name.endswith(suffixes) and left_out is not None:
+                        left_out.append(f"{entry.path}: not read ({exc.strerror or type(exc).__name__})")
         yield from (Path(path) for path in sorted(found, key=lambda path: Path(path).parts))
 
 
