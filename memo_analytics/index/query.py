@@ -31,9 +31,9 @@ def clamp_note(limit: object = None, offset: object = None) -> str | None:
     """What :func:`clamp_page` brought into range, said for the answer's ``note`` (an agent that
     asked ``limit: 0`` was answered one item without a word), or None."""
     said = []
-    for field, value, used in zip(("limit", "offset"), (limit, offset), clamp_page(limit, offset)):
-        if value is not None and value != "" and _whole(value, field, used, -(2**63), 2**63) != used:
-            said.append(f"{field} {value} is out of range ({'1–100' if field == 'limit' else '0 or more'}): {used} was used")
+    for name, value, used in zip(("limit", "offset"), (limit, offset), clamp_page(limit, offset)):
+        if value is not None and value != "" and _whole(value, name, used, -(2**63), 2**63) != used:
+            said.append(f"{name} {value} is out of range ({'1–100' if name == 'limit' else '0 or more'}): {used} was used")
     return "; ".join(said) or None
 
 
