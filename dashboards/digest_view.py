@@ -4,6 +4,7 @@ apply of its proposed action. A proposal made on state that changed since is ref
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any
 
 import panel as pn
@@ -165,6 +166,10 @@ class DigestView:
             label = APPLY_LABELS.get(proposal["actionClass"], "Apply the proposal")
             if proposal["actionClass"] == "set_client":  # Bokeh shows a label as text, never HTML
                 label = f"File under {proposal['params']['client'][:40]}"
+            elif proposal["actionClass"] == "promote_rule" and proposal["params"].get("repository"):
+                # which checkout it writes into: the one whose turn came last ("…/bob/shop/CLAUDE.md")
+                tail = "/".join(PurePath(proposal["params"]["repository"]).parts[-2:])
+                label = f"Promote into …/{tail[-40:]}/{proposal['params'].get('destination') or 'CLAUDE.md'}"
             elif proposal["actionClass"] == "end_stale_session" and proposal["params"].get("until"):
                 # the moment it ends at, as the proposal has it: "at its last activity" was said of an
                 # end an idle gap after the last prompt (its answer unseen)

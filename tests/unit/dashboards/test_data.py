@@ -308,3 +308,25 @@ def test_the_export_button_says_where_the_story_went_and_a_second_click_writes_n
         assert [p.name for p in stories.iterdir()] == ["pr-2.md"]
     finally:
         store.close()
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_promote_button_names_the_checkout_it_writes_into(store, tmp_path):
+    """Found by an operator: the proposal writes into the checkout whose turn came last (Bob's
+    clone, then Ana's), and the button said only "Promote into CLAUDE.md"."""
+    import subprocess
+
+    from memo_analytics.dashboards.digest_view import DigestView
+    from memo_analytics.services.requests import DeriveRulesRequest
+    from memo_analytics.services.rules import derive_rules
+
+    repo = tmp_path / "bob" / "shop"
+    repo.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    record_prompt(store, RecordPromptRequest(project="shop", session_id="r1", body="Never commit to main.",
+                                             cwd=str(repo)))
+    derive_rules(store, DeriveRulesRequest(project="shop", save_traps=True))
+    view = DigestView(DashboardData(store))
+    [row] = [r for r in view.items.objects if "rule" in str(r.objects[0].object)]
+    [buttons] = [o for o in row.objects if hasattr(o, "objects")]
+    assert buttons.objects[0].label == "▶ Promote into …/bob/shop/CLAUDE.md"
