@@ -510,7 +510,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         more = f" and {len(traps) - 3} more" if len(traps) > 3 else ""
         count = f"{len(traps)} rules" if len(traps) > 1 else "a rule"
         items.append((Item("rule_ready", KIND_LANE["rule_ready"], project, project, "your review and promotion",
-                          f"{count} said often enough to promote: {said}{more}", _age(since, now), 0,
+                          f"{count} ready to promote (confidence ≥ 0.8): {said}{more}", _age(since, now), 0,
                           # it writes into the repository it runs in: the one memo knows is named (pasted in
                           # another checkout, the rules went into that repository's instructions)
                           f"{command}  # in {repository}" if isinstance(repository, str) else command if known

@@ -73,7 +73,7 @@ def test_a_derived_rule_trap_at_08_or_more_is_rule_ready():
     [item] = compute_digest(Snapshot(rule_traps=[trap]), NOW, POLICY)["items"]
     assert (item["kind"], item["subject"], item["project"]) == ("rule_ready", "web", "web")
     assert "--promote" in item["action"] and item["proposal"]["params"]["trapIds"] == [trap["id"]]
-    assert item["why"] == "a rule said often enough to promote: “Never commit to main” (2×, 0.90)"
+    assert item["why"] == "a rule ready to promote (confidence ≥ 0.8): “Never commit to main” (2×, 0.90)"
     assert kinds(Snapshot(rule_traps=[{**trap, "confidence": 0.75}])) == []
 
 
@@ -96,7 +96,7 @@ def test_a_projects_ready_rules_are_one_item_so_they_never_bury_the_rest():
         ("session_stalled", "s1", None)]
     web = items[2]
     assert web["proposal"]["params"]["trapIds"] == ["trap-derived-r6", *(f"trap-derived-r{n}" for n in range(1, 6))]
-    assert web["why"] == ("6 rules said often enough to promote: “rule 6” (1×, 0.95); “rule 1” (1×, 0.85); "
+    assert web["why"] == ("6 rules ready to promote (confidence ≥ 0.8): “rule 6” (1×, 0.95); “rule 1” (1×, 0.85); "
                           "“rule 2” (1×, 0.85) and 3 more")
     assert web["ageMinutes"] == 60 and items[0]["proposal"] is None  # since the newest; a further vault: no action
     changed = compute_digest(Snapshot(rule_traps=[{**traps[0], "updated": ago(minutes=5)}, *traps[1:]],
