@@ -283,8 +283,13 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
         return Item("session_open_too_long", KIND_LANE["session_open_too_long"], sid, project,
                     "you to end it", why, open_minutes, at_stake, end_command, to_iso(start), state, proposal)
     if now - last >= timedelta(minutes=policy.stalled_minutes):
+        turned = from_iso(session["lastTurnAt"]) if session.get("lastTurnAt") else None
+        # the agent's answers moved after its last turn: the quiet counts from them, and says so
+        why = (f"no activity for {_since(idle_minutes)} (its last turn {_since(_age(turned, now))} ago; its agent "
+               "wrote its transcript since)" if turned is not None and start < turned < last
+               else f"no turn for {_since(idle_minutes)}")
         return Item("session_stalled", KIND_LANE["session_stalled"], sid, project,
-                    "a turn or an end", f"no turn for {_since(idle_minutes)}", idle_minutes,
+                    "a turn or an end", why, idle_minutes,
                     idle_minutes if billable else 0, f"memo session show {_q(sid)} --project {_q(project)}  # resume, or: {end_command}",
                     to_iso(last), state, proposal)
     return None

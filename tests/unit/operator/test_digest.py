@@ -364,3 +364,14 @@ def test_a_session_whose_end_would_make_it_last_over_a_week_has_no_proposal_but_
     assert item["proposal"] is None
     assert item["action"].startswith("memo session edit w6 --project web --start TIME  # it would last 238.0")
     assert is_digest_command(item["action"])
+
+
+def test_a_stall_counted_from_the_agents_answers_says_so():
+    """Found by an operator: "no turn for 4 min" of a session whose last turn was 7 minutes
+    before (the quiet counts from the agent's last transcript write): said as activity."""
+    answered = session("s1", ago(hours=3), ago(minutes=150), lastActivityAt=ago(minutes=90))
+    [item] = compute_digest(Snapshot(open_sessions=[answered]), NOW, POLICY)["items"]
+    assert item["why"] == "no activity for 1.5 h (its last turn 2.5 h ago; its agent wrote its transcript since)"
+    [plain] = compute_digest(Snapshot(open_sessions=[session("s2", ago(hours=3), ago(minutes=90))]), NOW,
+                             POLICY)["items"]
+    assert plain["why"] == "no turn for 1.5 h"
