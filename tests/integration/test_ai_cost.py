@@ -401,3 +401,21 @@ def test_a_claude_code_sessions_sub_agent_calls_count_in_its_tokens(realdata, tm
         got = usage.filter(pl.col("session_id").str.contains(session)).select(list(expected)).sum().row(0, named=True)
         assert got == expected, session
     assert expected["cache_write_tokens"] > 11560 + 6682  # 4b2030ed: the main file's and both sub-agent calls
+
+
+def test_an_answer_written_before_a_sessions_first_prompt_counts_for_it(realdata, tmp_path):
+    """Found by an analyst beside ccusage: a resumed Claude Code session replays the answer its
+    last run did not write (msg_015oywKF9VvNjAdXTg7S4ZDm: 40,088 tokens read from the cache, 1,004
+    written) before its first human prompt; memo billed the session from that moment but dropped
+    its tokens. It counts for the session's first prompt: the file's totals are ccusage's."""
+    import memo_analytics as memo_api
+
+    fixture = realdata / "multi-agent/Mai0313-VibeCodingTracker/tests/fixtures/sessions/claude_code.jsonl"
+    folder = tmp_path / "projects" / "p"
+    folder.mkdir(parents=True)
+    (folder / "claude_code.jsonl").write_bytes(fixture.read_bytes())
+    vault = tmp_path / "v"
+    memo("import", "claude-code", str(folder.parent), vault=vault)
+    usage = memo_api.open_vault(str(vault)).usage()
+    totals = usage.select("cache_read_tokens", "cache_write_tokens", "output_tokens").sum().row(0, named=True)
+    assert totals == {"cache_read_tokens": 1_093_509, "cache_write_tokens": 99_004, "output_tokens": 3_860}

@@ -154,27 +154,32 @@ class PromptSieve:
 
 def _count_usage(session: "_Session", message: dict, at: datetime | None = None) -> None:
     """Note an assistant message's ``usage`` for the prompt it answers (the last one so far; with
-    ``at``, a sub-agent's call read after the transcript: the last prompt at or before it).
+    ``at``, a sub-agent's call read after the transcript: the last prompt at or before it; before
+    any, the session's first prompt, :func:`_settle_usage`).
     Claude Code writes each content block of a message as its own record, each with the
     message's usage so far: per message id the last one counts (:func:`_settle_usage`)."""
     usage = message.get("usage")
     prompts = session.sieve.prompts
-    if not isinstance(usage, dict) or not prompts:
+    if not isinstance(usage, dict):
         return
     key = message.get("id") if isinstance(message.get("id"), str) and message.get("id") else f"#{len(session.usage)}"
-    if at is not None:
-        known = session.usage.get(key)
-        before = [prompt for prompt in prompts if prompt.at is not None and prompt.at <= at]
-        if known is None and not before:
-            return  # made before the first prompt: answered none of them
-        prompts = [known[0] if known is not None else before[-1]]
     model = message.get("model")
     tiers = usage.get("cache_creation") if isinstance(usage.get("cache_creation"), dict) else {}
     get = usage.get
     counts = (get("input_tokens"), get("output_tokens"), get("cache_read_input_tokens"),  # _USAGE_FIELDS
               get("cache_creation_input_tokens"), tiers.get("ephemeral_5m_input_tokens"),  # then _TIER_FIELDS
               tiers.get("ephemeral_1h_input_tokens"))
-    session.usage[key] = (prompts[-1], counts, model if isinstance(model, str) and model != "<synthetic>" else None)
+    model = model if isinstance(model, str) and model != "<synthetic>" else None
+    if at is not None:
+        known = session.usage.get(key)
+        before = [prompt for prompt in prompts if prompt.at is not None and prompt.at <= at]
+        prompts = [known[0]] if known is not None else before[-1:]
+    if not prompts or prompts[-1] is None:
+        # an answer before the session's first prompt here (a resumed session replays the answer
+        # its last run did not write): a call billed like any other, counted for the first prompt
+        session.usage[key] = (None, counts, model)
+        return
+    session.usage[key] = (prompts[-1], counts, model)
     if prompts[-1].model is None and isinstance(model, str) and model and model != "<synthetic>":
         prompts[-1].model = model
 
@@ -199,9 +204,12 @@ _TOKEN_NAMES = ("input", "output", "cacheRead", "cacheWrite", "cacheWrite5m", "c
 
 
 def _settle_usage(session: "_Session") -> None:
-    """Each prompt's tokens: the sum over the messages that answered it."""
+    """Each prompt's tokens: the sum over the messages that answered it (those made before the
+    session's first prompt counted for it)."""
+    first = session.sieve.prompts[0] if session.sieve.prompts else None
     for prompt, counts, model in session.usage.values():
-        add_tokens(prompt, dict(zip(_TOKEN_NAMES, counts)), model)
+        if (prompt or first) is not None:
+            add_tokens(prompt or first, dict(zip(_TOKEN_NAMES, counts)), model)
 
 
 @dataclass
