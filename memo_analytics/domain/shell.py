@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 
 
@@ -59,7 +60,8 @@ def is_plain_command(text: str) -> bool:
         if char == " ":
             i += 1
         elif char == "#" and (i == 0 or text[i - 1] == " "):
-            return one_line(text) == text  # the rest is a comment, on this line
+            # the rest is a comment, on this line — words only, or quoted (zsh may not read it as one)
+            return one_line(text) == text and is_inert_hint(text[i + 1:].strip())
         elif char in _BARE:
             i += 1
         elif char == "'":
@@ -83,11 +85,88 @@ def is_plain_command(text: str) -> bool:
     return one_line(text) == text
 
 
+#: A hint after ``#`` that any shell reads as words only, even one that does not take ``#`` for a
+#: comment (zsh's default ``interactive_comments`` off): letters, digits, spaces, prose's ``.,:``.
+_INERT = re.compile(r"[\w .,:/@%+=-]*")
+
+
+def split_hint(line: str) -> tuple[str, str | None]:
+    """``line`` split at the ``#`` that begins its comment (at a word's start, outside quotes):
+    ``(command, hint)``, the hint None when there is none."""
+    i, n, quote = 0, len(line), ""
+    while i < n:
+        char = line[i]
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif quote:  # "…" or $'…': a backslash escapes the next character
+            if char == "\\":
+                i += 1
+            elif char == quote[-1]:
+                quote = ""
+        elif char == "\\":
+            i += 1
+        elif line.startswith("$'", i):
+            quote, i = "$'", i + 1
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i].rstrip(), line[i + 1:].strip()
+        i += 1
+    return line, None
+
+
+def _quoted_hint(hint: str) -> str:
+    """``hint`` as one quoted word: in single quotes; one holding an apostrophe (prose: "an
+    agent's") in double quotes when nothing in it is special there (``$``, backquote, ``\\``,
+    ``!``, ``"``); else as :func:`shlex.quote` writes it."""
+    if "'" not in hint:
+        return f"'{hint}'"
+    if not any(char in hint for char in '"$`\\!'):
+        return f'"{hint}"'
+    return shlex.quote(hint)
+
+
+def _one_quoted_word(text: str) -> bool:
+    try:
+        words = shlex.split(text)
+    except ValueError:
+        return False
+    return len(words) == 1 and _quoted_hint(words[0]) == text
+
+
+def hint_text(hint: str) -> str:
+    """A hint as a person reads it (the text of :func:`inert_hint`'s quotes)."""
+    return shlex.split(hint)[0] if _one_quoted_word(hint) else hint
+
+
+def inert_hint(line: str) -> str:
+    """``line`` with the hint after its ``#`` in single quotes unless it is words only: zsh, by
+    default, reads ``#`` as a word, not a comment — a client's name ``Acme; touch x`` or a pull
+    request's ``…#$(id)`` in the hint ran when the line was pasted there."""
+    command, hint = split_hint(line)
+    if hint is None or _INERT.fullmatch(hint) or _one_quoted_word(hint):
+        return line
+    return f"{command}  # {_quoted_hint(hint)}"
+
+
+def is_inert_hint(hint: str) -> bool:
+    """Whether a hint is what :func:`inert_hint` writes: words only, or one single-quoted word."""
+    return bool(_INERT.fullmatch(hint)) or _one_quoted_word(hint)
+
+
 def with_vault_root(command: str, root: str) -> str:
     """``command`` (one or more ``memo …`` commands, hints after ``#``) with ``--vault-root
-    ROOT`` after each ``memo`` that starts a command (outside quotes): printed by ``memo
-    --vault-root X digest``, a pasted command acted on the configured vault instead."""
+    ROOT`` after each ``memo`` that starts a command (outside quotes; in a hint, in its text):
+    printed by ``memo --vault-root X digest``, a pasted command acted on the configured vault
+    instead."""
     option = f"memo --vault-root {shell_word(root)} "
+    head, hint = split_hint(command)
+    if hint is None:
+        return _rooted(command, option)
+    return inert_hint(f"{_rooted(head, option)}  # {_rooted(hint_text(hint), option)}")
+
+
+def _rooted(command: str, option: str) -> str:
     parts, quote, closed, i = [], "", False, 0
     while i < len(command):
         char, after = command[i], command[i - 1] if i else " "

@@ -38,7 +38,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from ..config import OperatorPolicy, config_key_text
-from ..domain.shell import is_plain_command, one_line, shell_word
+from ..domain.shell import inert_hint, is_plain_command, one_line, shell_word, split_hint
 from ..domain.clock import format_minutes, from_iso, minutes_between, to_iso
 from ..domain.errors import InvalidDateError
 from ..domain.rounding import hours_cents
@@ -130,6 +130,8 @@ class Item:
         # one line each: a line end in a title or a client's name made a pasted command two, the
         # second of the record's choosing; and a webhook's text one line per item
         self.action, self.why, self.waiting_for = one_line(self.action), one_line(self.why), one_line(self.waiting_for)
+        # its hint quoted unless words only: zsh takes ``#`` for a word, and ran what a name held there
+        self.action = inert_hint(self.action)
 
     @property
     def id(self) -> str:
@@ -172,7 +174,7 @@ def is_digest_command(action: str) -> bool:
     (:func:`~memo_analytics.domain.shell.is_plain_command`) and one of :data:`DIGEST_COMMANDS`
     (``memo session end …``). A team daemon's item is shown to be pasted only then: plain words
     alone let "bash -c '… | sh'" or "memo config set remote.url …" through."""
-    command = action.split(" #", 1)[0]
+    command = split_hint(action)[0]
     # no ANSI-C word: shlex reads $'-o' as "$-o", bash as the option -o (the records a digest
     # names are one plain line: it writes none)
     if not is_plain_command(action) or "$'" in command:

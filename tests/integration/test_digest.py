@@ -241,8 +241,8 @@ def test_a_reviewed_pull_request_leaves_the_digest(tmp_path):
     later = json.loads(memo("--json", "digest", "--as-of", "2026-03-14T10:00", vault=vault).stdout)["items"]
     assert [i["why"] for i in later if i["kind"] == "pr_awaiting_review"] == [
         "finished 4.0 d ago with https://github.com/acme/web/pull/3"]  # in days, as the age column (it said 96.0 h)
-    assert item["action"].endswith("# then review https://github.com/acme/web/pull/3; once reviewed: memo session "
-                                   "edit w1 --project web --reviewed")
+    assert item["action"].endswith("# 'then review https://github.com/acme/web/pull/3; once reviewed: memo session "
+                                   "edit w1 --project web --reviewed'")
     edited = json.loads(memo("--json", "session", "edit", "w1", "--reviewed", vault=vault).stdout)
     assert edited["changed"] == ["reviewedAt"] and edited["reviewedAt"]
     assert awaiting() == []
@@ -311,9 +311,11 @@ def test_the_vault_root_goes_after_each_memo_that_starts_a_command_and_never_int
     from memo_analytics.domain.shell import with_vault_root
 
     hostile = shlex.quote("it's: memo x")  # a session id that reads like a command
-    assert with_vault_root(f"memo session show {hostile} --project p  # resume, or: memo session end {hostile}",
-                           "/v y") == (f"memo --vault-root '/v y' session show {hostile} --project p  # resume, or: "
-                                       f"memo --vault-root '/v y' session end {hostile}")
+    rooted = with_vault_root(f"memo session show {hostile} --project p  # resume, or: memo session end {hostile}",
+                             "/v y")
+    assert rooted.startswith(f"memo --vault-root '/v y' session show {hostile} --project p  # ")
+    # the hint quoted as one word (zsh does not take # for a comment), its text rooted too
+    assert shlex.split(rooted.split("  # ", 1)[1]) == [f"resume, or: memo --vault-root '/v y' session end {hostile}"]
     assert with_vault_root("in a checkout of web's repository: memo report rules --project web (memo knows no "
                            "repository of it on this machine)", "/v") == (
         "in a checkout of web's repository: memo --vault-root /v report rules --project web (memo knows no "
@@ -461,8 +463,8 @@ def test_a_billable_session_far_longer_than_a_day_of_work_is_asked_about_until_c
     assert (item["id"], item["lane"], item["minutesAtStake"]) == ("session_too_long:s1", "waiting on you", 1560)
     assert item["why"] == ("it bills 26.0 h (2026-03-09 09:00 – 2026-03-10 11:00 UTC): a session left running bills "
                            "the time nobody worked")
-    assert item["action"] == ("memo session show s1 --project web  # its turns; then memo session edit s1 --project "
-                              "web --end TIME (or --minutes N)")
+    assert item["action"] == ("memo session show s1 --project web  # 'its turns; then memo session edit s1 --project "
+                              "web --end TIME (or --minutes N)'")
     memo("session", "edit", "s1", "--project", "web", "--end", "2026-03-09T17:00:00Z", vault=vault)
     assert items("2026-03-11T09:00") == []  # 8 h: within a day's work (openTooLongHours = 10)
 
@@ -593,3 +595,29 @@ def test_memo_digest_takes_all_as_the_listings_do(tmp_path):
     plain = json.loads(memo("--json", "digest", "--as-of", "2026-01-05T18:00:00Z", vault=vault).stdout)
     every = json.loads(memo("--json", "digest", "--all", "--as-of", "2026-01-05T18:00:00Z", vault=vault).stdout)
     assert every["items"] == plain["items"] and any(i["kind"] == "session_stalled" for i in every["items"])
+
+
+def test_a_pasted_action_runs_nothing_a_name_holds_even_where_hash_is_no_comment(tmp_path):
+    """Found by an attacker: zsh (macOS' shell) takes ``#`` for a word unless ``interactive_comments``
+    is set, so the hint after it was shell text — a client ``Acme; touch …`` or a pull request's
+    ``…#$(id>…)`` ran when the line was pasted. Each hint is words only or one quoted word: read
+    without comments, an action holds no operator (``;``, ``|``, ``&``, ``(``, redirection)."""
+    vault = tmp_path / "v"
+    for sid, client, day in (("s-a", "Acme; touch /tmp/PWNED", "01"), ("s-b", "Beta $(touch /tmp/PWNED)", "02"),
+                             ("s-d", None, "04")):
+        memo("session", "start", sid, "--project", "web", *(["--client", client] if client else []),
+             "--start-time", f"2026-12-{day}T09:00:00Z", vault=vault)
+        memo("session", "end", sid, "--project", "web", "--until", f"2026-12-{day}T10:00:00Z", vault=vault)
+    memo("session", "start", "s-pr", "--project", "api", "--start-time", "2026-12-04T14:00:00Z", vault=vault)
+    memo("session", "end", "s-pr", "--project", "api", "--until", "2026-12-04T16:00:00Z",
+         "--pr", "https://github.com/acme/api/pull/9#$(id>/tmp/PWNED_PR)", vault=vault)
+    items = json.loads(memo("--json", "digest", "--as-of", "2026-12-05T12:00", vault=vault).stdout)["items"]
+    assert {i["kind"] for i in items} >= {"client_missing", "pr_awaiting_review"}
+    for item in items:
+        lexer = shlex.shlex(item["action"], posix=True, punctuation_chars=True)
+        lexer.commenters = ""  # zsh's default: no comments on the command line
+        words = list(lexer)
+        assert not [w for w in words if set(w) <= set("();<>|&")], item["action"]
+        assert words[0] == "memo" and "#" in words, item["action"]
+    [missing] = [i for i in items if i["kind"] == "client_missing"]
+    assert missing["action"].endswith("# 'its turns follow; web bills Acme; touch /tmp/PWNED, Beta $(touch /tmp/PWNED)'")

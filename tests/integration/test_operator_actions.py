@@ -241,7 +241,7 @@ def test_a_rule_of_a_project_whose_repository_is_unknown_here_is_not_proposed_fo
     derive_rules(store, DeriveRulesRequest(project="imported", save_traps=True))
     [item] = [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"]
     assert item["proposal"] is None
-    assert item["action"].startswith("memo report rules --project imported") and "# in a checkout of imported's" in item["action"]
+    assert item["action"].startswith("memo report rules --project imported") and '# "in a checkout of imported\'s' in item["action"]
     repo = tmp_path / "imported"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", str(repo)], check=True)

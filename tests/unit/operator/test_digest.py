@@ -48,9 +48,9 @@ def test_an_old_pending_handoff_is_handoff_unclaimed():
     [item] = compute_digest(Snapshot(pending_handoffs=[baton]), NOW, POLICY)["items"]
     assert (item["kind"], item["subject"], item["ageMinutes"]) == ("handoff_unclaimed", "handoff-s9", 300)
     # read it; an agent's start takes it (a person's "memo session start" opened an empty session that stalled)
-    assert item["action"] == ("memo session handoff s9 --project web  # an agent's next session on branch main by ana "
+    assert item["action"] == ("memo session handoff s9 --project web  # \"an agent's next session on branch main by ana "
                               "in the project takes it (its session_start tool, or the session-start hook of Claude "
-                              "Code, Codex or Gemini CLI); or add --cancel")
+                              "Code, Codex or Gemini CLI); or add --cancel\"")
     assert item["proposal"]["actionClass"] == "cancel_handoff"
     fresh = {**baton, "created": ago(hours=3)}
     assert kinds(Snapshot(pending_handoffs=[fresh])) == []
@@ -124,13 +124,13 @@ def test_client_missing_proposes_the_client_when_its_project_bills_only_one():
                                 "params": {"sessionId": "u1", "project": "web", "client": "Acme"},
                                 "summary": "file u1 under Acme, the client web bills"}
     # found by a new user: one item per session, one by one; the lasting fix is named beside it
-    assert item["action"] == ("memo session edit u1 --project web --client Acme  # its turns follow; every internal "
+    assert item["action"] == ("memo session edit u1 --project web --client Acme  # 'its turns follow; every internal "
                               "session of web: memo project client web Acme; the sessions to come: memo "
-                              "config set projectClients.web Acme")
+                              "config set projectClients.web Acme'")
     assert item["why"] == "45 min billable filed under internal in a project that bills Acme"
     [two] = compute_digest(Snapshot(unbilled_sessions=[{**unbilled, "_projectClients": ["Acme", "Beta Ltd"]}]),
                            NOW, POLICY)["items"]
-    assert two["proposal"] is None and two["action"].endswith("web bills Acme, Beta Ltd")
+    assert two["proposal"] is None and two["action"].endswith("web bills Acme, Beta Ltd'")
     assert two["fingerprint"] != item["fingerprint"]  # a proposal made before a second client came is refused
 
 
