@@ -659,7 +659,8 @@ def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]],
         baton = answer.get("handoff")
         fields = ("id", "sessionId", "project", "fromSessionId", "body")
         if batons is not None and isinstance(baton, dict) and all(isinstance(baton.get(k), str) for k in fields):
-            batons.append({k: baton[k] for k in fields})  # read as text only, as any answer of the daemon
+            batons.append({k: baton[k] for k in fields}  # read as text only, as any answer of the daemon
+                          | ({"leftBy": baton["leftBy"][:200]} if isinstance(baton.get("leftBy"), str) else {}))
         return f"sent to the daemon: {answer.get('outcome')}"
 
     return send
@@ -871,8 +872,11 @@ def hook_answer(batons: list[dict[str, Any]]) -> str | None:
     body = baton.get("body") or ""
     if len(body) > MAX_HANDOFF_SHOWN:  # an agent's context is no place for a book: the rest is a command away
         body = body[:MAX_HANDOFF_SHOWN].rsplit("\n", 1)[0] + "\n…"
+    # whose words they are: a teammate's session, or one this vault does not hold (a team daemon's baton)
+    whose = (f" ({baton['leftBy']}'s)" if baton.get("leftBy") else
+             " (not in this vault: the baton came from the team daemon)" if baton.get("leftElsewhere") else "")
     context = (f"memo: this session ({baton['sessionId']}) takes over the hand-off {baton['id']} that session "
-               f"{baton.get('fromSessionId')} left in project {baton['project']}. Carry on from it:\n\n"
+               f"{baton.get('fromSessionId')}{whose} left in project {baton['project']}. Carry on from it:\n\n"
                f"{body}\n\n(`memo session handoff {baton.get('fromSessionId')} --project "
                f"{baton['project']}` shows it {'whole' if body.endswith('…') else 'again'}.)")
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..domain.clock import to_iso
-from ..domain.errors import InvalidFieldError, RecordNotFoundError
+from ..domain.errors import InvalidFieldError, MemoError, RecordNotFoundError
 from ..domain.ids import validate_session_id, validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
@@ -107,8 +107,22 @@ def claim_handoff(store: VaultStore, project: str, session_id: str, branch: str 
         if _eligible(meta, session_id, branch, owner):
             meta.update(status="claimed", claimedBy=session_id, claimedAt=to_iso(now), updated=to_iso(now))
             store.upsert(RecordKind.HANDOFF, meta, body)
-            return {**meta, "body": body}
+            return {**meta, "body": body, **_left_by(store, project, meta.get("fromSessionId"))}
     return None
+
+
+def _left_by(store: VaultStore, project: str, session_id: Any) -> dict[str, Any]:
+    """``{leftBy}``: whose session left a baton (its owner; None when it names none), or
+    ``{leftBy: None, leftElsewhere: True}`` when this vault does not hold that session (a baton a
+    team daemon gave): what the agent reading its steps is told of where they come from."""
+    try:
+        found = store.read(project, RecordKind.SESSION, f"session-{session_id}") if session_id else None
+    except MemoError:
+        found = None
+    if found is None:
+        return {"leftBy": None, "leftElsewhere": True}
+    owner = found[0].get("owner")
+    return {"leftBy": owner if isinstance(owner, str) and owner.strip() else None}
 
 
 def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -> dict[str, Any]:

@@ -663,10 +663,35 @@ def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: li
     echo = {"project": meta["project"]}
     try:
         stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner", _UNSAID), body)
+        if kind is RecordKind.HANDOFF:
+            _refuse_a_baton_of_no_session(store, stored_id, meta)
         outcome = _apply_one(store, stored_id, kind, meta, body, item, stamp, claims)
         results.append({**outcome, "id": record_id, **echo, **apart})
     except MemoError as exc:  # e.g. the id is another kind's record in that project: this record only
         results.append({"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:500]})
+
+
+def _refuse_a_baton_of_no_session(store: VaultStore, record_id: str, meta: dict[str, Any]) -> None:
+    """A pushed hand-off comes with the session that left it (the laptop pushes a session end's
+    records together, the session first): one of a session this vault does not hold, that is
+    not here already, is refused — a token holder's made-up baton put its "next steps" before a
+    teammate's agent, as left by a session that never was.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``fromSessionId``: neither the session nor the baton is here.
+    """
+    session_id = str(meta.get("fromSessionId") or "")
+    if _session_here(store, meta["project"], session_id)[0]:
+        return
+    try:
+        here = store.read(meta["project"], RecordKind.HANDOFF, record_id)
+    except MemoError:
+        here = None
+    if here is None:
+        raise InvalidFieldError("fromSessionId", f"session {session_id} is not on the daemon: a hand-off comes with "
+                                                 "the session that left it (push the session first)")
 
 
 def _session_of(kind: RecordKind, meta: dict[str, Any]) -> str | None:
