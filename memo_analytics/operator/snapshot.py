@@ -121,7 +121,8 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
                     "path": str(path), "recordPath": str(record_path), **({"_vault": source.vault} if further else {}),
                     "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
                 })
-    snapshot.unfiled_sessions = _unfiled_sessions(store)
+    snapshot.unfiled_sessions, mapped = _unfiled_sessions(store)
+    snapshot.unbilled_sessions += mapped
     snapshot.terms_differ = _terms_differ(store)
     snapshot.retainers = _retainers(store, moment)
     snapshot.unreadable_sessions = _unreadable_sessions(store, snapshot)
@@ -184,17 +185,25 @@ def _live_conversations(conn: Any, moment: datetime) -> list[dict[str, Any]]:
     return found
 
 
-def _unfiled_sessions(store: VaultStore) -> list[dict[str, Any]]:
+def _unfiled_sessions(store: VaultStore) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """This vault's billable sessions filed under no client in projects that bill none
     (:func:`~memo_analytics.index.snapshot.unfiled_sessions`) — when the person bills clients (a
-    session names one, or the config has ``[clients]``), and but for projects ``projectClients``
-    maps (to a client, or to ``internal``: a decision made). A person who bills no one is not asked."""
-    if not store.exists:
-        return []
-    if not store.settings.clients and not rows.bills_a_client(store.conn):
-        return []
-    mapped = set(store.settings.project_clients)
-    return [session for session in rows.unfiled_sessions(store.conn) if session.get("project") not in mapped]
+    session names one, or the config has ``[clients]`` or ``projectClients``); a person who bills
+    no one is not asked. Returns ``(unfiled, mapped)``: those of projects ``projectClients`` does
+    not map (``project_unbilled``), and those of projects it maps to a client — work filed before
+    the mapping, or moved into the project by a rename — each with ``_projectClients`` naming it
+    (``client_missing`` proposes it). A project mapped to ``internal`` is a decision made."""
+    settings = store.settings
+    if not store.exists or not (settings.clients or settings.project_clients or rows.bills_a_client(store.conn)):
+        return [], []
+    unfiled, mapped = [], []
+    for session in rows.unfiled_sessions(store.conn):
+        project = session.get("project")
+        if project not in settings.project_clients:
+            unfiled.append(session)
+        elif settings.client_of_project(project):
+            mapped.append({**session, "_projectClients": [settings.client_of_project(project)]})
+    return unfiled, mapped
 
 
 def _unreadable_sessions(store: VaultStore, snapshot: Snapshot) -> list[dict[str, Any]]:

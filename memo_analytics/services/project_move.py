@@ -26,8 +26,8 @@ from ..domain.records import RecordKind
 from ..index import store as index
 from ..vault import ledger
 from ..vault.io import read_json_state, write_json_state
-from .projects import move_seen_root, project_file
-from .store import VaultStore
+from .projects import last_seen_root, move_seen_root, project_file
+from .store import VaultStore, project_from_cwd
 
 #: A rename under way (``{source, target}`` in ``<vault>/.memo/``): a run cut short is finished by
 #: running the same rename again.
@@ -48,7 +48,9 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
     Returns
     -------
     dict
-        ``{source, target, moved: {kind: n}, alreadyThere (int)}``.
+        ``{source, target, moved: {kind: n}, alreadyThere (int)[, checkout, checkoutProject]}`` —
+        ``checkout``: the repository this machine saw ``source`` in, whose folder's name still files
+        what is recorded there under ``checkoutProject``, not ``target``.
 
     Raises
     ------
@@ -112,7 +114,11 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
         _clear_folder(store, source, target)
         if not merge:
             marker.unlink(missing_ok=True)
-    return {"source": source, "target": target, "moved": moved, "alreadyThere": already}
+    # the checkout this machine saw it in still bears the old name: what it records next goes there
+    root = last_seen_root(store, target)
+    named = project_from_cwd(root) if root is not None else None
+    again = {"checkout": str(root), "checkoutProject": named} if named and named != target else {}
+    return {"source": source, "target": target, "moved": moved, "alreadyThere": already, **again}
 
 
 def _move_records(store: VaultStore, rows, source: str, target: str, target_ids: set[str], moved: dict[str, int],

@@ -450,3 +450,26 @@ def test_billable_work_of_a_project_that_bills_no_client_is_one_item_of_its_proj
     finally:
         mapped.close()
         alone.close()
+
+
+def test_internal_work_of_a_project_mapped_to_a_client_is_proposed_for_it(tmp_path):
+    """Found by a freelancer: after ``memo project rename portal-checkout initech-portal`` (a
+    project ``projectClients`` maps to Initech) its session stayed internal and the digest said
+    "Nothing needs you now". Internal work of a project mapped to a client is proposed for it."""
+    before = VaultStore(Settings(vault_root=tmp_path / "vault", timezone="UTC"))  # filed before the mapping
+    for sid, project in (("s1", "initech-portal"), ("t1", "tools")):
+        start_session(before, StartSessionRequest(session_id=sid, project=project, start_time=T0.isoformat()), now=T0)
+        end_session(before, EndSessionRequest(session_id=sid, project=project,
+                                              until=(T0 + timedelta(minutes=90)).isoformat()), now=LATER)
+    before.close()
+    store = VaultStore(Settings(vault_root=tmp_path / "vault", timezone="UTC",
+                                project_clients={"initech-portal": "Initech", "tools": "internal"}))
+    try:
+        items = current_digest(store, now=LATER, force=True)["items"]
+        assert [(i["id"], i["minutesAtStake"]) for i in items] == [("client_missing:s1", 90)]
+        assert items[0]["proposal"]["params"]["client"] == "Initech"
+        apply_item(store, items[0]["id"], items[0]["fingerprint"], now=LATER)
+        assert store.read("initech-portal", RecordKind.SESSION, "session-s1")[0]["client"] == "Initech"
+        assert current_digest(store, now=LATER, force=True)["items"] == []
+    finally:
+        store.close()

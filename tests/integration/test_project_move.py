@@ -139,3 +139,22 @@ def test_a_rename_killed_after_its_last_record_moved_is_finished_too(realdata, t
     memo("project", "rename", project, "acme-web", vault=vault)
     assert not (vault / "projects" / project).exists() and (vault / "projects" / "acme-web" / "project.toml").is_file()
     assert not (vault / ".memo" / "renaming.json").exists()
+
+
+def test_a_rename_says_a_checkout_of_the_old_name_still_files_under_it(tmp_path):
+    """Found by a freelancer: after ``memo project rename portal-checkout initech-portal`` the next
+    session in the checkout folder made the project portal-checkout again, without a word."""
+    import subprocess
+
+    checkout = tmp_path / "portal-checkout"
+    checkout.mkdir()
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--start-time", "2026-12-01T09:00:00Z", vault=vault, cwd=checkout)
+    memo("session", "end", "s1", "--until", "2026-12-01T10:00:00Z", vault=vault, cwd=checkout)
+    ran = memo("project", "rename", "portal-checkout", "initech-portal", vault=vault)
+    assert ran.stderr == (f"note: what is recorded from now on in {checkout.resolve()} goes to portal-checkout again (a "
+                          "project is its repository folder's name): rename that folder to initech-portal, or merge "
+                          "it in again later (memo project merge portal-checkout initech-portal)\n")
+    again = json.loads(memo("--json", "project", "rename", "initech-portal", "portal", vault=vault).stdout)
+    assert (again["checkout"], again["checkoutProject"]) == (str(checkout.resolve()), "portal-checkout")

@@ -28,7 +28,16 @@ def project_rename(
     """Rename a project: every turn, session, trap, decision and hand-off moves to the new id."""
     from ...services.project_move import move_project
 
-    _emit(move_project(state.store, old, new), lambda r: out.print(_said(r)))
+    _moved(move_project(state.store, old, new))
+
+
+def _moved(result: dict) -> None:
+    _emit(result, lambda r: out.print(_said(r)))
+    if result.get("checkout"):  # found by a freelancer: the next session from that folder made the old project again
+        err.print(_safe(f"note: what is recorded from now on in {result['checkout']} goes to "
+                        f"{result['checkoutProject']} again (a project is its repository folder's name): rename that "
+                        f"folder to {result['target']}, or merge it in again later (memo project merge "
+                        f"{result['checkoutProject']} {result['target']})"))
 
 
 @project_app.command("merge")
@@ -39,7 +48,7 @@ def project_merge(
     """Merge a project into another; refused before anything moves when the two hold different records of one id."""
     from ...services.project_move import move_project
 
-    _emit(move_project(state.store, source, into, merge=True), lambda r: out.print(_said(r)))
+    _moved(move_project(state.store, source, into, merge=True))
 
 
 @project_app.command("client")
@@ -64,7 +73,7 @@ def project_client(
                   + (f"; {r['kept']} of another client kept (--every files them too)" if r["kept"] else "")
                   + (f"; left on issued invoices: {', '.join(r['onInvoice'])}" if r["onInvoice"] else ""))
 
-    _emit(result, human)
+    _emit(result, human if result["sessions"] else lambda r: None)  # nothing filed: said below, once
     mapped = state.store.settings.client_of_project(result["project"])
     if (mapped or "internal").casefold() != result["client"].casefold():  # else every new session is one more to file
         err.print(_safe(f"note: sessions recorded from now on in {result['project']} still bill "
