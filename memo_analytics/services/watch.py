@@ -27,7 +27,7 @@ from typing import Callable, Iterable
 from ..domain.errors import InvalidFieldError, MemoError, full_disk_error
 from ..vault.io import file_identity, open_regular, read_json_state, write_json_state
 from ..vault.redact import redact_secrets
-from .importers import IMPORTERS, load_importer, opencode
+from .importers import IMPORTERS, claude_code, load_importer, opencode
 from .importers.common import ImportOptions, ImportResult, format_of, run_import, walk_files, with_imported_siblings
 from .store import VaultStore
 
@@ -370,6 +370,7 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
         for change, raw in sorted(changes, key=lambda c: c[1]):
             path = Path(raw.removesuffix("-wal"))  # a database's log changed: the database did
             path = opencode.session_of(path) or path  # an OpenCode message or part: its session
+            path = claude_code.session_of(path) or path  # a Claude Code sub-agent's file: its session's transcript
             if change == watchfiles.Change.deleted or not path.is_file():
                 continue
             root = next((r for base, r in by_root.items() if path.resolve().is_relative_to(base)), None)

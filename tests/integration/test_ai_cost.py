@@ -419,3 +419,36 @@ def test_an_answer_written_before_a_sessions_first_prompt_counts_for_it(realdata
     usage = memo_api.open_vault(str(vault)).usage()
     totals = usage.select("cache_read_tokens", "cache_write_tokens", "output_tokens").sum().row(0, named=True)
     assert totals == {"cache_read_tokens": 1_093_509, "cache_write_tokens": 99_004, "output_tokens": 3_860}
+
+
+def test_a_sub_agent_file_written_after_its_transcript_was_imported_is_counted_at_the_next_import(tmp_path):
+    """Found by an attacker: a transcript imported before its ``subagents/`` file existed (or was
+    complete) stayed "unchanged" — its sub-agent's tokens never counted, by import or ``memo watch``.
+    What the importer reads beside a transcript is part of what "unchanged" compares."""
+    import memo_analytics as memo_api
+
+    session = "cccccccc-1111-2222-3333-444444444444"
+    folder = tmp_path / "projects" / "p"
+    folder.mkdir(parents=True)
+    lines = [{"type": "user", "sessionId": session, "uuid": "u1", "timestamp": "2026-03-02T09:00:00Z",
+              "message": {"role": "user", "content": "fix the login"}},
+             {"type": "assistant", "sessionId": session, "uuid": "a1", "timestamp": "2026-03-02T09:01:00Z",
+              "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-5", "content": [],
+                          "usage": {"input_tokens": 100, "output_tokens": 50}}}]
+    (folder / f"{session}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    vault = tmp_path / "v"
+    memo("import", "claude-code", str(folder.parent), vault=vault)
+
+    def tokens():
+        return memo_api.open_vault(str(vault)).usage().select("input_tokens", "output_tokens").sum().row(0)
+
+    assert tokens() == (100, 50)
+    sub = folder / session / "subagents"
+    sub.mkdir(parents=True)
+    (sub / "agent-a1.jsonl").write_text(json.dumps(
+        {"type": "assistant", "sessionId": session, "uuid": "s1", "timestamp": "2026-03-02T09:05:00Z", "isSidechain": True,
+         "message": {"id": "sub1", "model": "claude-sonnet-4-5", "content": [],
+                     "usage": {"input_tokens": 7777, "output_tokens": 3333}}}) + "\n")
+    again = json.loads(memo("--json", "import", "claude-code", str(folder.parent), vault=vault).stdout)
+    assert tokens() == (7877, 3383), again
+    assert "unchanged" in memo("import", "claude-code", str(folder.parent), vault=vault).stdout  # and then it is

@@ -461,3 +461,19 @@ def test_a_file_named_that_no_importer_tells_is_refused_not_passed_over_as_uncha
         assert ran.returncode == 1 and ran.stderr.startswith(f"error: Invalid path: {given}: no importer tells it "
                                                              "as a transcript"), ran
     assert not vault.exists()
+
+
+def test_a_sub_agents_file_is_its_sessions_transcript_to_the_watcher(tmp_path):
+    """A Claude Code sub-agent's file (``<session>/subagents/``) changing is its session's
+    transcript changing: the watcher imports the transcript, and the sub-agent's tokens count."""
+    from memo_analytics.services.importers import claude_code
+
+    transcript = tmp_path / "p" / f"{SESSION}.jsonl"
+    sub = tmp_path / "p" / SESSION / "subagents" / "agent-a1.jsonl"
+    sub.parent.mkdir(parents=True)
+    transcript.write_text("")
+    sub.write_text("")
+    assert claude_code.session_of(sub) == transcript
+    assert claude_code.session_of(transcript) is None
+    transcript.unlink()
+    assert claude_code.session_of(sub) is None  # a sub-agent's file whose transcript is not there

@@ -50,6 +50,7 @@ are not Claude Code records at all yield nothing (and count no bad lines).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
@@ -414,6 +415,28 @@ class _Fold:
 
 #: The largest sub-agent file whose calls are counted (a larger one is left out of the tokens).
 MAX_SUBAGENT_BYTES = 64 << 20
+
+
+def session_of(path: Path) -> Path | None:
+    """The transcript a sub-agent's file (``<session>/subagents/agent-*.jsonl``) belongs to, when
+    it is there (``memo watch`` reads it again when its sub-agents write), else None."""
+    if path.suffix != ".jsonl" or path.parent.name != "subagents":
+        return None
+    transcript = path.parent.parent.with_name(path.parent.parent.name + ".jsonl")
+    return transcript if transcript.is_file() else None
+
+
+def companions(path: Path) -> tuple[int, ...] | None:
+    """What the parse reads beside the transcript (:func:`_count_subagents`), summed up for the
+    import's "unchanged" test: ``(files, bytes, newest mtime ns)`` of ``<session>/subagents/*.jsonl``,
+    or None when there is no such folder (one ``stat``). A sub-agent file written after the
+    transcript was imported makes it read again (its tokens were never counted)."""
+    folder = path.parent / path.stem / "subagents"
+    try:
+        entries = [entry.stat() for entry in os.scandir(folder) if entry.name.endswith(".jsonl") and entry.is_file()]
+    except OSError:
+        return None
+    return (len(entries), sum(e.st_size for e in entries), max((e.st_mtime_ns for e in entries), default=0))
 
 
 def _count_subagents(path: Path, sessions: dict[str, "_Session"]) -> None:

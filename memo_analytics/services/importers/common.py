@@ -1384,7 +1384,9 @@ def run_import(
     # and checkpoint, so whatever a stale or damaged one held is gone after it
     state = ImportState.load(store.layout.meta_dir) if _reads_one_file(source) else None
     fingerprint = options_key(options, source)
-    stamps = {path: Stamp.of(path) for path in files} if state is not None else {}
+    # what an importer reads beside a file (a Claude Code transcript's sub-agents) is part of its stamp
+    companions = getattr(load_importer(source), "companions", None) if state is not None else None
+    stamps = {path: Stamp.of(path, companions) for path in files} if state is not None else {}
     kept: list[Path] = []
     if state is not None and incremental:
         kept = [path for path in files if state.unchanged(path, source, fingerprint, stamps.get(path))]

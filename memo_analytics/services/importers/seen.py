@@ -23,6 +23,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import orjson
 
@@ -52,14 +53,18 @@ class Stamp:
     mtime_ns: int
     ctime_ns: int = 0
     inode: int = 0
+    #: what the importer reads beside the file (a Claude Code transcript's ``subagents/`` files),
+    #: as its ``companions(path)`` sums them up; None: nothing
+    companions: tuple[int, ...] | None = None
 
     @classmethod
-    def of(cls, path: Path) -> "Stamp | None":
+    def of(cls, path: Path, companions: Callable[[Path], tuple[int, ...] | None] | None = None) -> "Stamp | None":
         try:
             stat = os.stat(path)
         except OSError:
             return None
-        return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino)
+        return cls(stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino,
+                   companions(path) if companions is not None else None)
 
 
 class ImportState:
@@ -89,7 +94,8 @@ class ImportState:
         entry = self.entries.get(self.key(path, source))
         return (stamp is not None and isinstance(entry, dict) and entry.get("options") == options
                 and entry.get("size") == stamp.size and entry.get("mtimeNs") == stamp.mtime_ns
-                and entry.get("ctimeNs") == stamp.ctime_ns and entry.get("inode") == stamp.inode)
+                and entry.get("ctimeNs") == stamp.ctime_ns and entry.get("inode") == stamp.inode
+                and entry.get("companions") == (list(stamp.companions) if stamp.companions else None))
 
     def sessions(self, path: Path, source: str) -> list[str]:
         """The record ids of the first sessions the file's transcripts gave (checked to be in
@@ -123,6 +129,8 @@ class ImportState:
                  "sessions": sorted(set(sessions))}
         if resume is not None:
             entry["resume"] = resume
+        if stamp.companions:
+            entry["companions"] = list(stamp.companions)
         self.entries[key] = self._updates[key] = entry
         self.changed = True
 
