@@ -2239,3 +2239,31 @@ def test_a_made_up_baton_of_a_session_that_never_was_is_refused_and_a_claimed_on
         assert "that session cart-v2 (ana@team.test's) left in project shop" in context
     finally:
         lead.close()
+
+
+def test_a_pulled_correction_no_edit_could_make_is_not_taken(tmp_path):
+    """Found by an attacker: a daemon served Alice's own session back, its start set to 1971 and
+    its minutes to match — the laptop took it, and billed 490,281 h. No edit makes a session last
+    more than a week; a pull takes no such "correction"."""
+    from memo_analytics.vault.io import dump_record
+
+    alice = _client(tmp_path, "http://127.0.0.1:9", "alice")
+    try:
+        _own_session(alice, "fix-login", "alice@x.com", 30)
+        path = alice.root / "projects/web/sessions/session-fix-login.md"
+        mine = path.read_text()
+        meta, body = read_record(path)
+        forged = dump_record({**meta, "startTime": "1971-01-01T09:00:00.000Z",
+                              "durationMinutes": 29_014_590, "updated": "2026-12-01T10:00:00.000Z"}, body)
+    finally:
+        alice.close()
+    with _hostile_daemon([{"records": [{"id": "session-fix-login", "project": "web", "kind": "session",
+                                        "text": forged, "baseText": mine, "baseTexts": [mine]}]}]) as url:
+        alice = _client(tmp_path, url, "alice")
+        try:
+            [result] = sync.pull(alice, ["alice@x.com"])["results"]
+        finally:
+            alice.close()
+    assert result["outcome"] == "refused" and result["reason"].startswith(
+        "Invalid durationMinutes: 29014590 minutes is more than a week of work")
+    assert path.read_text() == mine
