@@ -15,10 +15,10 @@ its bundled LiteLLM table. Where they differ the script says by how much, per da
 Known remainder (measured with ccusage 20.0.24): all of it on 2025-06-14, the hand-written
 fixtures of daaain-claude-code-log. Their lines are JSON with a space after each colon
 (``"type": "assistant"``), which ccusage's line filter does not take (the same lines written
-compactly, as Claude Code writes them, are counted), and one message (``msg_004``/``req_004``)
-appears in two fixture files, which ccusage counts once across files and we once per session.
-Every other day, real Claude Code output, agrees to the token and to the cent: a sub-agent's
-responses relayed into the parent transcript as ``agent_progress`` records count for the turn.
+compactly, as Claude Code writes them, are counted). Every other day, real Claude Code output,
+agrees to the token and to the cent: the sub-agents' files (``<session>/subagents/``, copied as
+they lie) and their responses relayed into the parent transcript as ``agent_progress`` records
+count once for the turn.
 
 Usage: ``python benchmarks/bench_cost.py [--realdata PATH] [--ccusage-version 20.0.24]``
 """
@@ -43,19 +43,14 @@ CCUSAGE_KEYS = {"input": "inputTokens", "output": "outputTokens", "cacheRead": "
 
 
 def stage(realdata: Path, folder: Path) -> list[Path]:
-    """The Claude Code JSONL files copied under ``folder/projects/<repo>/`` (as ~/.claude keeps them)."""
-    files = []
-    for source in sorted((realdata / "claude-code-jsonl").rglob("*.jsonl")):
-        if "subagents" in source.parts:
-            continue
-        repo = source.relative_to(realdata / "claude-code-jsonl").parts[0]
-        target = folder / "projects" / repo / source.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists():  # two files of one name in one repository: keep both
-            target = target.with_name(f"{target.stem}-{len(files)}{target.suffix}")
-        shutil.copy2(source, target)
-        files.append(target)
-    return files
+    """The Claude Code JSONL files copied under ``folder/projects/<repo>/`` as they lie there (a
+    session's ``<session>/subagents/`` beside its transcript, as ~/.claude keeps them: both
+    tools count the sub-agents' calls); the transcripts, without the sub-agents' files."""
+    root = realdata / "claude-code-jsonl"
+    target = folder / "projects"
+    shutil.copytree(root, target, ignore=lambda where, names: [n for n in names if (Path(where) / n).is_file()
+                                                                and not n.endswith(".jsonl")])
+    return sorted(p for p in target.rglob("*.jsonl") if "subagents" not in p.parts)
 
 
 def ccusage_daily(folder: Path, version: str) -> dict[str, dict] | None:
@@ -104,11 +99,14 @@ def ours_daily(files: list[Path], vault: Path) -> dict[str, dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--realdata", type=Path, default=REPO.parent / "shared" / "realdata")
+    parser.add_argument("--realdata", type=Path,
+                        default=Path(os.environ.get("MEMO_REALDATA") or REPO.parent / "shared" / "realdata"))
     parser.add_argument("--ccusage-version", default="20.0.24")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="memo-bench-cost-") as tmp:
         folder = Path(tmp) / "claude"
+        if not (args.realdata / "claude-code-jsonl").is_dir():
+            raise SystemExit(f"no Claude Code transcripts under {args.realdata}: give --realdata (or MEMO_REALDATA)")
         files = stage(args.realdata, folder)
         ours = ours_daily(files, Path(tmp) / "vault")
         theirs = ccusage_daily(folder, args.ccusage_version)
