@@ -340,7 +340,9 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         for entry in entries:
             latest.pop(_key(entry), None)
             latest[_key(entry)] = entry
-        batch = list(latest.values())[: store.settings.hybrid.batch_size]
+        # sessions first: a hand-off is taken with the session that left it, never in a batch before it
+        batch = sorted(latest.values(), key=lambda entry: not str(entry.get("id", "")).startswith("session-"))[
+            : store.settings.hybrid.batch_size]
         pushed_versions = _rekey(store, _load(store, "pushed.json"))
         unconfirmed = _rekey(store, _load(store, "sent.json"))  # versions sent whose answer never came
         records, mismatched = [], []

@@ -2267,3 +2267,27 @@ def test_a_pulled_correction_no_edit_could_make_is_not_taken(tmp_path):
     assert result["outcome"] == "refused" and result["reason"].startswith(
         "Invalid durationMinutes: 29014590 minutes is more than a week of work")
     assert path.read_text() == mine
+
+
+def test_a_hand_off_is_never_pushed_in_a_batch_before_its_session(tmp_path, daemon):
+    """A hand-off of a session the daemon does not hold is refused (a made-up baton): with small
+    batches, a session end's baton must not go ahead of its session, or it was refused for good."""
+    from memo_analytics.services.requests import HandoffInput
+
+    team, server = daemon
+    laptop = Runtime(Settings(vault_root=tmp_path / "ana", timezone="UTC", mode="hybrid",
+                              hybrid=HybridSync(remote_url=server.base, debounce_ms=0, batch_size=1))).store()
+    try:
+        start_session(laptop, StartSessionRequest(session_id="s1", project="shop", owner="ana@team.test",
+                                                  start_time="2026-03-02T09:00:00Z"))
+        _record(laptop, session="s1", body="the checkout", project="shop")
+        end_session(laptop, EndSessionRequest(session_id="s1", project="shop", until="2026-03-02T10:00:00Z",
+                                              handoff=HandoffInput(next_steps=["ship it"], owner="bob@team.test")))
+        for _ in range(6):
+            if sync.status(laptop)["pending"] == 0:
+                break
+            sync.push(laptop, force=True)
+        assert sync.status(laptop)["pending"] == 0 and sync.status(laptop)["refused"] == []
+        assert read_record(team / "projects/shop/handoffs/handoff-s1.md")[0]["nextSteps"] == ["ship it"]
+    finally:
+        laptop.close()
