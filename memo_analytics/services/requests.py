@@ -6,10 +6,9 @@ Fields are snake_case in Python and camelCase on the wire (``sessionId``, ``task
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime
 from typing import Any, Literal
-
-import unicodedata
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
