@@ -861,7 +861,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
             store.upsert(kind, held, body)  # the daemon holds a version the pusher sent: fast-forward
             _keep_base(store, kind, meta, incoming, (held, body))
             return {"id": record_id, "outcome": "applied", **invoiced}
-        merged = _merged(store, kind, meta, body, local_meta, local_body, ancestors) \
+        merged = _merged(store, kind, meta, body, local_meta, local_body, ancestors, item.get("base")) \
             if local_body is not None else None
         if merged is not None and merged[0] is local_meta:
             return {"id": record_id, "outcome": "unchanged"}
@@ -1049,12 +1049,16 @@ def _keep_base(store: VaultStore, kind: RecordKind, meta: dict[str, Any], text: 
 
 
 def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_body: str, ours: dict[str, Any],
-            our_body: str, ancestors: set[str]) -> tuple[dict[str, Any], str, list[str], list[str]] | None:
+            our_body: str, ancestors: set[str],
+            built_on: Any = None) -> tuple[dict[str, Any], str, list[str], list[str]] | None:
     """A session both the pusher and this daemon changed since the version the pusher last
     pushed (its base, :func:`_keep_base`), merged key by key: what only one side changed is
     taken from it; what both changed alike is kept; what both changed otherwise goes to the
     newer ``updated``. The times (:data:`_TIME_KEYS`) merge as one. A lead's correction here
     (the client, the minutes) is no longer undone by a later edit of the summary on the laptop.
+
+    ``built_on``: the ``updated`` of the version the pusher says it built on (its ``base``), the
+    base when kept here; else one of ``ancestors`` (versions it sent).
 
     Returns ``(frontmatter, body, keys kept from here, keys both changed)``, or None: not a
     session, no base of the version the push builds on (the one it pushed, or the one a pull
@@ -1063,9 +1067,16 @@ def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_b
     if kind is not RecordKind.SESSION:
         return None
     pushed = _kept_version(_base_path(store, theirs["project"], theirs["id"]), str(theirs["id"]))
-    kept = pushed if pushed is not None and pushed[0].get("updated") in ancestors else next(
-        (one for one in (_served(store, theirs["project"], str(theirs["id"]), version) for version in sorted(ancestors))
-         if one is not None), None)  # the version the pusher pushed, or one a pull served it
+    # the version the pusher says it built on (``base``: what it pushed, or what a pull served it) —
+    # a version it pushed before a pull took the daemon's filing (its projectClients) is not: the
+    # daemon's client read as the laptop's change, and a lead's correction since lost to it
+    served_on = _served(store, theirs["project"], str(theirs["id"]), built_on) if isinstance(built_on, str) else None
+    # a served version first: the daemon's filing of a push keeps its ``updated``, so the version
+    # pushed and the one a pull then served can share it
+    kept = served_on or (pushed if pushed is not None and pushed[0].get("updated") == built_on else None) or (
+        pushed if pushed is not None and pushed[0].get("updated") in ancestors else next(
+            (one for one in (_served(store, theirs["project"], str(theirs["id"]), version)
+                             for version in sorted(ancestors)) if one is not None), None))
     if kept is None:
         return None  # the pusher built on another version than the ones kept
     base, base_body = kept

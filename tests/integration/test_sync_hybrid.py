@@ -2291,3 +2291,38 @@ def test_a_hand_off_is_never_pushed_in_a_batch_before_its_session(tmp_path, daem
         assert read_record(team / "projects/shop/handoffs/handoff-s1.md")[0]["nextSteps"] == ["ship it"]
     finally:
         laptop.close()
+
+
+def test_a_leads_correction_holds_against_a_laptop_that_pulled_the_daemons_filing(tmp_path, monkeypatch):
+    """Found by a team lead: the daemon filed Ana's pushed session under Globex (its
+    projectClients) and her laptop pulled that; the lead then moved it to Initech, and Ana's later
+    summary edit was merged against the version she had *pushed* (no client; the filing kept its
+    ``updated``) — Globex read as her change, a clash, Initech left in a conflict file. The merge
+    builds on the version a pull served her."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    config = tmp_path / "team.toml"
+    config.write_text('[projectClients]\nweb = "Globex"\n')
+    monkeypatch.setenv("MEMO_CONFIG", str(config))
+    server = Server(tmp_path / "team-vault", "--mcp-port", "0")
+    monkeypatch.delenv("MEMO_CONFIG")
+    team = tmp_path / "team-vault"
+    ana = _client(tmp_path, server.base, "ana")
+    try:
+        start_session(ana, StartSessionRequest(session_id="c2", project="web", owner="ana@team.test",
+                                               start_time="2026-03-02T09:00:00Z"))
+        end_session(ana, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
+        assert read_record(_team_file(team, "session-c2", "sessions"))[0]["client"] == "Globex"
+        sync.pull(ana, ["ana@team.test"])
+        assert read_record(ana.root / "projects/web/sessions/session-c2.md")[0]["client"] == "Globex"
+        _lead_edits(team, client="Initech")  # the lead's correction, not pulled yet
+        edit_session(ana, EditSessionRequest(session_id="c2", project="web", summary="refunds"))
+        [pushed] = sync.push(ana)["results"]
+        assert pushed["outcome"] == "merged" and pushed["keptHere"] == ["client"], pushed
+        on_daemon = read_record(_team_file(team, "session-c2", "sessions"))[0]
+        assert (on_daemon["client"], on_daemon["summary"]) == ("Initech", "refunds")
+        assert not list(team.glob("projects/web/sessions/*.conflict-*"))
+    finally:
+        ana.close()
+        server.stop()
