@@ -609,6 +609,11 @@ def admit_record(store: VaultStore, record_id: str, text: Any) -> tuple[RecordKi
     validate_slug(meta["project"], "project")
     if looks_like_secret(meta["project"]):
         raise InvalidFieldError("project", "looks like a secret (token or key)")
+    if kind is RecordKind.HANDOFF and record_id != f"handoff-{meta.get('fromSessionId')}":
+        # a baton is its session's (``handoff-<session>``): one under an id of its own passed every
+        # check of its session (kept apart, travels with it) and was shown as that session's
+        raise InvalidFieldError("id", f"a hand-off's id is handoff-<fromSessionId> "
+                                      f"(handoff-{meta.get('fromSessionId')}), not {record_id}")
     check_record(meta, body, utcnow())
     rules = IgnoreRules.for_root(None, store.settings.capture_ignore)  # the configured globs: no product root here
     cleaned = {key: value for key, value in meta.items() if key in _IDENTITY_FIELDS}
@@ -1457,9 +1462,12 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
         if local is not None and not unchanged_since_push:
             return {**result, "outcome": "kept yours",
                     "reason": "changed here since your push: the next push merges it with the daemon's change"}
+        # what an issued invoice of this vault billed of the session stays as it billed it: an edit
+        # here is refused, and the daemon's "correction" of an invoiced client or times was taken
+        meta, invoiced = _as_invoiced(store, kind, local[0] if local is not None else {}, meta)
         pushed[key] = meta.get("updated")  # before the write: its outbox line is a version the daemon has
         store.upsert(kind, meta, body)
-    return {**result, "outcome": "pulled"}
+    return {**result, "outcome": "pulled", **invoiced}
 
 
 def _anothers_baton_of_a_session_here(store: VaultStore, meta: dict[str, Any],

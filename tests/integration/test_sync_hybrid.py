@@ -29,6 +29,7 @@ from memo_analytics.services.store import VaultStore
 from memo_analytics.vault.io import read_record
 from tests.inprocess import mcp_client, memo, tool_calls
 from tests.integration.test_http_api import Server, refused_port
+from tests.integration.test_issued_invoices import billing, issue  # noqa: F401 - the fixture
 
 
 @pytest.fixture
@@ -2217,6 +2218,13 @@ def test_a_made_up_baton_of_a_session_that_never_was_is_refused_and_a_claimed_on
     assert not (team / "projects/shop/handoffs/handoff-setup-ci.md").exists()
     # a teammate's real baton reaches Alice's laptop; her agent is told where it comes from
     _ana_leaves_a_baton(team, owner="alice@team.test")
+    # found by a later attacker: under an id of its own, a made-up baton naming Ana's real session
+    # passed as hers (kept apart by id only, checked by the session its id names)
+    evil = forged.replace("handoff-setup-ci", "handoff-evil").replace("fromSessionId: setup-ci", "fromSessionId: cart-v2")
+    answer = json.loads(server.request("/api/sync/records", data={"records": [
+        {"id": "handoff-evil", "project": "shop", "text": evil}]})[2])["results"][0]
+    assert answer["outcome"] == "refused" and answer["reason"] == (
+        "Invalid id: a hand-off's id is handoff-<fromSessionId> (handoff-cart-v2), not handoff-evil")
     alice = _client(tmp_path, server.base, "alice")
     try:
         sync.pull(alice, ["alice@team.test"])
@@ -2326,3 +2334,34 @@ def test_a_leads_correction_holds_against_a_laptop_that_pulled_the_daemons_filin
     finally:
         ana.close()
         server.stop()
+
+
+def test_a_pull_keeps_what_an_issued_invoice_billed_of_a_session(billing):
+    """Found by an attacker: ``memo session edit`` refuses to move an invoiced session to another
+    client, but a daemon's "correction" that did so (and moved its times) was pulled as it came —
+    the laptop's record then disagreed with its own issued invoice. What the invoice billed stays."""
+    from memo_analytics.vault.io import dump_record
+
+    issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    path = billing["vault"] / "projects/web/sessions/session-a1.md"
+    mine = path.read_text()
+    meta, body = read_record(path)
+    forged = dump_record({**meta, "client": "Globex", "startTime": "2026-05-29T09:00:00.000Z",
+                          "endTime": "2026-06-05T09:00:00.000Z", "durationMinutes": 10080,
+                          "summary": "the daemon's words", "updated": "2026-12-01T10:00:00.000Z"}, body)
+    sync_dir = billing["vault"] / ".memo" / "sync"
+    sync_dir.mkdir(parents=True, exist_ok=True)
+    (sync_dir / "pushed.json").write_text(json.dumps({"web/session-a1": meta["updated"]}))
+    with _hostile_daemon([{"records": [{"id": "session-a1", "project": "web", "kind": "session", "text": forged,
+                                        "baseText": mine, "baseTexts": [mine]}]}]) as url:
+        laptop = Runtime(Settings(vault_root=billing["vault"], timezone="UTC", mode="hybrid",
+                                  hybrid=HybridSync(remote_url=url, debounce_ms=0))).store()
+        try:
+            [result] = sync.pull(laptop, ["ana@team.test"])["results"]
+        finally:
+            laptop.close()
+    assert result["outcome"] == "pulled" and result["invoice"] == "2026-0001", result
+    assert set(result["keptHere"]) >= {"client", "startTime", "endTime", "durationMinutes"}
+    kept = read_record(path)[0]
+    assert (kept["client"], kept["startTime"], kept["durationMinutes"], kept["summary"]) == (
+        "Acme Corp", meta["startTime"], meta["durationMinutes"], "the daemon's words")

@@ -413,8 +413,10 @@ class _Fold:
         return ParseResult(transcripts=transcripts, skipped_lines=len(self.problems), problems=self.problems)
 
 
-#: The largest sub-agent file whose calls are counted (a larger one is left out of the tokens).
+#: The largest sub-agent file whose calls are counted (a larger one is left out of the tokens), and
+#: the most bytes of sub-agent files read for one transcript (links are never followed).
 MAX_SUBAGENT_BYTES = 64 << 20
+MAX_SUBAGENTS_BYTES = 256 << 20
 
 
 def session_of(path: Path) -> Path | None:
@@ -431,12 +433,22 @@ def companions(path: Path) -> tuple[int, ...] | None:
     import's "unchanged" test: ``(files, bytes, newest mtime ns)`` of ``<session>/subagents/*.jsonl``,
     or None when there is no such folder (one ``stat``). A sub-agent file written after the
     transcript was imported makes it read again (its tokens were never counted)."""
-    folder = path.parent / path.stem / "subagents"
-    try:
-        entries = [entry.stat() for entry in os.scandir(folder) if entry.name.endswith(".jsonl") and entry.is_file()]
-    except OSError:
+    entries = [entry.stat(follow_symlinks=False) for entry in _subagent_files(path)]
+    if not entries and not (path.parent / path.stem / "subagents").is_dir():
         return None
     return (len(entries), sum(e.st_size for e in entries), max((e.st_mtime_ns for e in entries), default=0))
+
+
+def _subagent_files(path: Path) -> list[os.DirEntry]:
+    """The sub-agents' files beside the transcript ``path``: regular ``*.jsonl`` files of
+    ``<session>/subagents/`` (a link is not followed: forty links to one big file were read forty
+    times), sorted by name."""
+    try:
+        with os.scandir(path.parent / path.stem / "subagents") as found:
+            return sorted((entry for entry in found if entry.name.endswith(".jsonl")
+                           and entry.is_file(follow_symlinks=False)), key=lambda entry: entry.name)
+    except OSError:
+        return []
 
 
 def _count_subagents(path: Path, sessions: dict[str, "_Session"]) -> None:
@@ -446,17 +458,18 @@ def _count_subagents(path: Path, sessions: dict[str, "_Session"]) -> None:
     its ``timestamp``). A call the transcript relayed already (``agent_progress``, the same message
     id) counts once. A file that cannot be read, or a line that is not a record, adds nothing:
     the sub-agent's brief and tool traffic are no turn of the person's (SPEC §7)."""
-    folder = path.parent / path.stem / "subagents"
-    if not sessions or not folder.is_dir():
+    if not sessions:
         return
-    for file in sorted(folder.glob("*.jsonl")):
+    budget = MAX_SUBAGENTS_BYTES
+    for file in _subagent_files(path):
         try:
-            with open_regular(file) as handle:
-                data = handle.read(MAX_SUBAGENT_BYTES + 1)
+            with open_regular(Path(file.path)) as handle:
+                data = handle.read(min(MAX_SUBAGENT_BYTES, budget) + 1)
         except OSError:
             continue
-        if len(data) > MAX_SUBAGENT_BYTES:
+        if len(data) > min(MAX_SUBAGENT_BYTES, budget):
             continue
+        budget -= len(data)
         for line in data.decode("utf-8", "replace").splitlines():
             if '"usage"' not in line:
                 continue
