@@ -610,8 +610,9 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                            f"{client} on other terms than this machine's config: {'; '.join(latest['differences'])}; "
                            "reports and invoices here come to other amounts",
                            _age(since, now), 0,
+                           # the key as text: the hint is quoted whole, a quoted word inside it read badly
                            f"memo invoice show {_q(latest['invoice'])}  # its terms; then memo config set "
-                           f"{_q(key)} … as on the machine that issued it", to_iso(since),
+                           f"{key}.… as on the machine that issued it", to_iso(since),
                            fingerprint(*((i["invoice"], i["differences"]) for i in invoices))), latest))
     for conflict in snapshot.sync_conflicts:
         since = from_iso(conflict["created"])

@@ -1055,7 +1055,7 @@ def test_a_billed_session_whose_record_is_gone_is_a_digest_item_until_it_is_back
     assert (item["id"], item["lane"], item["minutesAtStake"]) == ("invoice_session_changed:g1", "waiting on you", 90)
     assert item["why"] == (f"on invoice {doc['number']}, its record is gone from the vault (its file deleted, or one "
                            "memo reindex cannot read): reports leave out the 1.5 h the client was billed")
-    assert item["action"].startswith(f"memo invoice show {doc['number']}  # then put back "
+    assert item["action"].startswith(f"memo invoice show {doc['number']}  # 'then put back "
                                      "projects/etl/sessions/session-g1.md")
     path.write_bytes(kept[:40])  # a torn file: reindex skips it; one item names the file and its invoice
     run(billing, "reindex")

@@ -787,8 +787,8 @@ def test_a_pulled_invoice_billed_on_other_terms_than_this_machines_config_is_sai
     assert (terms["id"], terms["lane"], terms["project"]) == ("billing_terms_differ:Acme Corp", "waiting on you", "web")
     assert terms["why"].startswith("invoice 2026-0001, issued on another machine, billed Acme Corp on other terms than "
                                    "this machine's config: hourlyRate web 95.00 (the invoice: 120.00); rounding: ")
-    assert terms["action"] == ("memo invoice show 2026-0001  # its terms; then memo config set "
-                               "'clients.\"Acme Corp\"' … as on the machine that issued it")
+    assert terms["action"] == ("memo invoice show 2026-0001  # 'its terms; then memo config set "
+                               "clients.\"Acme Corp\".… as on the machine that issued it'")
     agreed = json.loads(memo("--json", "sync", "status", vault=tmp_path / "b", env=env).stdout)["vaultGit"]
     assert agreed["termsDiffer"] == []
     digest = json.loads(memo("--json", "digest", vault=tmp_path / "b", env=env).stdout)  # the terms set right
