@@ -15,8 +15,10 @@ its ``durationMinutes``, first raised by its client's terms (``roundingMinutes``
   covers no known owner's session (sessions of no known owner bill their union, as one
   person's do). Sessions
   on an issued invoice come first and keep the minutes the invoice billed (the invoice was
-  sent); every other session, in start order, bills the minutes of its span that no session
-  before it covered. The minutes of one person's sessions add up to the length of their union
+  sent), covering the parts of their spans they billed (the parts the same sessions bill without
+  any invoice, when those come to what the invoice billed; else the whole span: a session
+  recorded after the invoice never bills its minutes again); every other session, in start
+  order, bills the minutes of its span that no session before it covered. The minutes of one person's sessions add up to the length of their union
   exactly (plus nothing for the frozen ones: they covered their spans).
 - ``"sum"``: every session bills its whole (rounded) duration.
 
@@ -39,6 +41,19 @@ class _Covered:
     def __init__(self) -> None:
         self.starts: list[int] = []
         self.ends: list[int] = []
+
+    def uncovered(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The parts of ``[start, end)`` not yet covered, in order."""
+        parts, at = [], start
+        i = bisect_left(self.ends, start + 1)
+        while i < len(self.starts) and self.starts[i] < end:
+            if self.starts[i] > at:
+                parts.append((at, self.starts[i]))
+            at = max(at, self.ends[i])
+            i += 1
+        if at < end:
+            parts.append((at, end))
+        return parts
 
     def new_minutes(self, start: int, end: int) -> int:
         """Minutes of ``[start, end)`` not yet covered."""
@@ -121,11 +136,22 @@ def _union_per_person(spans: list[tuple], frozen: dict[Key, int]) -> dict[Key, i
     of: dict[str, _Covered] = {}  # each owner's sessions
     known = [(key, start, end, owner) for key, start, end, _, owner in spans if owner is not None]
     unknown = [(key, start, end) for key, start, end, _, owner in spans if owner is None]
+    # what an invoiced session covers: the minutes it billed — the parts the same sessions bill
+    # without any invoice, when they come to what it billed (its invoice was made of them); else its
+    # whole span (a session recorded after the invoice must not bill its minutes again). It
+    # covered its whole span, and an earlier session overlapping it lost the minutes it had billed.
+    claims = _claims(known, unknown) if frozen else {}
+
+    def covers(key: Key, start: int, end: int) -> list[tuple[int, int]]:
+        parts = claims.get(key)
+        return parts if parts is not None and sum(b - a for a, b in parts) == frozen[key] else [(start, end)]
+
     for key, start, end, owner in known:  # what was invoiced stays as it was invoiced
         if key in frozen:
             out[key] = frozen[key]
-            of.setdefault(owner, _Covered()).add(start, end)
-            everyone.add(start, end)
+            for a, b in covers(key, start, end):
+                of.setdefault(owner, _Covered()).add(a, b)
+                everyone.add(a, b)
     invoiced_unknown = [(key, start, end) for key, start, end in unknown if key in frozen]
     if invoiced_unknown:
         whole: dict[str, _Covered] = {}  # each owner's every session, to find whose an invoiced one may be
@@ -133,12 +159,15 @@ def _union_per_person(spans: list[tuple], frozen: dict[Key, int]) -> dict[Key, i
             whole.setdefault(owner, _Covered()).add(start, end)
         for key, start, end in invoiced_unknown:
             out[key] = frozen[key]
-            everyone.add(start, end)
+            parts = covers(key, start, end)
+            for a, b in parts:
+                everyone.add(a, b)
             overlaps = [(-((end - start) - spans_of.new_minutes(start, end)), owner)
                         for owner, spans_of in whole.items()]
             most, owner = min(overlaps, default=(0, ""))
             if most < 0:
-                of.setdefault(owner, _Covered()).add(start, end)
+                for a, b in parts:
+                    of.setdefault(owner, _Covered()).add(a, b)
     for key, start, end, owner in known:
         if key not in frozen:
             mine = of.setdefault(owner, _Covered())
@@ -150,3 +179,20 @@ def _union_per_person(spans: list[tuple], frozen: dict[Key, int]) -> dict[Key, i
             out[key] = everyone.new_minutes(start, end)
             everyone.add(start, end)
     return out
+
+
+def _claims(known: list[tuple], unknown: list[tuple]) -> dict[Key, list[tuple[int, int]]]:
+    """The minute intervals each session bills under the union policy with no invoice at all
+    (:func:`_union_per_person`'s order: known owners' sessions in start order against their
+    owner's, then those of no known owner against every session)."""
+    claims: dict[Key, list[tuple[int, int]]] = {}
+    everyone, of = _Covered(), {}
+    for key, start, end, owner in known:
+        mine = of.setdefault(owner, _Covered())
+        claims[key] = mine.uncovered(start, end)
+        mine.add(start, end)
+        everyone.add(start, end)
+    for key, start, end in unknown:
+        claims[key] = everyone.uncovered(start, end)
+        everyone.add(start, end)
+    return claims

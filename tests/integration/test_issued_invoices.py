@@ -1148,3 +1148,25 @@ def test_the_dashboards_nothing_to_invoice_names_the_work_filed_under_internal_t
             DashboardData(store).issue_invoice("Globex", date(2026, 4, 1), date(2026, 4, 30))
     finally:
         store.close()
+
+
+def test_an_invoice_never_takes_minutes_an_earlier_overlapping_session_bills(billing):
+    """Found by a bookkeeper: ``early`` (23:50–00:20) and ``late`` (00:00–00:30) of one client bill
+    30 and 10 minutes (their union, 40); once March's invoice billed ``late`` its 10, ``late``
+    covered its whole span and ``early`` billed 10 — 20 minutes billed by no one. An invoiced
+    session covers the minutes it billed."""
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    _session(store, "early", "ovl", "Acme Corp", "2026-08-31T23:50:00Z", "2026-09-01T00:20:00Z")
+    _session(store, "late", "ovl", "Acme Corp", "2026-09-01T00:00:00Z", "2026-09-01T00:30:00Z")
+    store.close()
+
+    def billed():
+        report = json.loads(run(billing, "--json", "activity", "--project", "ovl").stdout)
+        return {s["sessionId"]: s["billedMinutes"] for s in report["sessions"]}
+
+    assert billed() == {"early": 30, "late": 10}
+    issue(billing, "--client", "Acme Corp", "--since", "2026-09-01", "--until", "2026-09-30", "--tz", "UTC")
+    assert billed() == {"early": 30, "late": 10}
+    draft = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-08-01", "--until",
+                "2026-08-31", "--tz", "UTC")
+    assert "Acme Corp · Work on ovl: 1 session: 0.50 h × 120.00 = EUR 60.00" in draft.stdout, draft
