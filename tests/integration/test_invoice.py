@@ -358,3 +358,16 @@ def test_a_client_name_in_decomposed_unicode_is_the_configured_client(tmp_path):
     assert report["totalSessions"] == 2 and list(report["byClient"]) == [composed]
     draft = memo("report", "invoice", "--all", "--since", "2026-02-01", "--until", "2026-02-28", vault=vault, env=env)
     assert "2.00 h × 95.50 = EUR 191.00" in draft.stdout
+
+
+def test_config_show_names_the_file_as_the_source_of_a_client_spelled_in_nfd(tmp_path):
+    """Found by a bookkeeper: every value of a client whose key the file spells in NFD was shown
+    as ``[default]`` (the settings hold the name in NFC)."""
+    import unicodedata
+
+    path = tmp_path / "config.toml"
+    path.write_text(f'[clients."{unicodedata.normalize("NFD", "Café Müller")}"]\nhourlyRate = "95.50"\n'
+                    'currency = "EUR"\n', encoding="utf-8")
+    shown = memo("config", "show", vault=tmp_path / "v", env={"MEMO_CONFIG": str(path)}).stdout
+    [line] = [line for line in shown.splitlines() if "hourlyRate" in line and "Caf" in line]
+    assert line.rstrip().endswith("[config file]"), line

@@ -35,6 +35,7 @@ import json
 from contextlib import contextmanager
 import re
 import tomllib
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,8 @@ def _source(parts: list[str], file_data: dict[str, Any], settings: Settings, ref
         return f"environment ({env})"
     node: Any = file_data
     for part in parts:
+        if isinstance(node, dict) and part not in node:  # a client's name the file spells in NFD (as a Mac types it)
+            node = {unicodedata.normalize("NFC", key): value for key, value in node.items()}
         if not isinstance(node, dict) or part not in node:
             break
         node = node[part]
