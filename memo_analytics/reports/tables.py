@@ -43,8 +43,8 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 TIMESHEET_COLUMNS = ("client", "date", "project", "sessionId", "owner", "description", "task", "summary", "start",
                      "end", "workedMinutes",
                      "billedMinutes", "billableHours", "note", "deliverables", "startTime", "endTime")
-INVOICE_COLUMNS = ("client", "currency", "date", "project", "description", "sessions", "durationMinutes", "hours",
-                   "rate", "amount")
+INVOICE_COLUMNS = ("client", "currency", "date", "from", "to", "project", "description", "sessions", "durationMinutes",
+                   "hours", "rate", "amount")
 
 
 def output_format(output: Path, forbidden: tuple[Path, ...] = ()) -> str:
@@ -86,8 +86,10 @@ def timesheet_rows(report: ActivityReport) -> list[dict[str, Any]]:
 
 def invoice_rows(invoice: Invoice) -> list[dict[str, Any]]:
     """One row per printed invoice line, keyed by :data:`INVOICE_COLUMNS` (hours, rate and
-    amount as Decimal; the date column as printed, its line break a space)."""
+    amount as Decimal; the date column as printed, its line break a space; ``from``/``to`` the
+    line's first and last day, ``YYYY-MM-DD``: a day, or a span of days, alike)."""
     return [{"client": section.client, "currency": section.currency, "date": " ".join(line.date.split()),
+             "from": (line.period or _one_day(line.date))[0], "to": (line.period or _one_day(line.date))[1],
              "project": line.project, "description": line.description, "sessions": line.sessions,
              "durationMinutes": line.duration_minutes, "hours": line.hours if line.unit == "HUR" else None,
              "rate": line.rate, "amount": line.amount}
@@ -96,6 +98,12 @@ def invoice_rows(invoice: Invoice) -> list[dict[str, Any]]:
 
 #: A day as the rows print it; a span of days or a day with times stays text.
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _one_day(printed: str) -> tuple[str | None, str | None]:
+    """``(day, day)`` of a line printed with one day (the AI usage line), else ``(None, None)``."""
+    day = printed.split()[0] if printed.split() else ""
+    return (day, day) if _DAY.fullmatch(day) else (None, None)
 
 
 def _safe_text(value: str) -> str:
@@ -118,7 +126,7 @@ def csv_bytes(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> bytes:
 
 
 def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
-               totals: list[tuple[str, dict[str, Any]]]) -> bytes:
+               totals: list[tuple[str, dict[str, Any]]], dates: tuple[str, ...] = ("date",)) -> bytes:
     """The rows as an XLSX workbook: a header and the rows (numbers as numbers) on the first sheet,
     ``title``; each ``(label, {column: value})`` of ``totals`` on the second, ``Totals`` (a total
     among the rows was summed twice by ``pandas.read_excel(...).sum()``). Text cells are
@@ -142,7 +150,7 @@ def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
             if value is None:
                 continue
             cell = sheet.cell(row=row_number, column=index)
-            if column == "date" and isinstance(value, str) and _DAY.fullmatch(value):
+            if column in dates and isinstance(value, str) and _DAY.fullmatch(value):
                 cell.value = date.fromisoformat(value)  # a date the bookkeeper can filter and sort by
                 cell.number_format = "yyyy-mm-dd"
             elif isinstance(value, str):
@@ -198,7 +206,9 @@ def invoice_table(invoice: Invoice, fmt: str) -> bytes:
         totals += [(f"Net {total.currency}", {"currency": total.currency, "hours": total.hours, "amount": total.amount}),
                    (f"VAT {total.currency}", {"currency": total.currency, "amount": total.tax}),
                    (f"Total {total.currency}", {"currency": total.currency, "amount": total.gross})]
-    return xlsx_bytes("Invoice lines", INVOICE_COLUMNS, rows, totals)
+    # the printed date stays text in every row (a day, a span of days, a day with times): one type
+    # a column; from/to are the dates to filter and sort by
+    return xlsx_bytes("Invoice lines", INVOICE_COLUMNS, rows, totals, dates=("from", "to"))
 
 
 def export_timesheet(report: ActivityReport, output: Path, user_templates: Path | None = None,

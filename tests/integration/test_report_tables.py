@@ -194,3 +194,22 @@ def test_the_timesheet_table_says_whose_each_row_is_and_what_the_pdf_calls_it(tm
     memo("report", "timesheet", "--all", "--tz", "UTC", "-o", str(tmp_path / "t.csv"), vault=root)
     assert [(r["sessionId"], r["owner"], r["description"], r["task"]) for r in rows_of_csv(tmp_path / "t.csv")] == [
         ("s1", "ana@team.test", "Work on web", ""), ("s2", "ben@team.test", "Work on web", "")]
+
+
+def test_each_invoice_xlsx_column_holds_one_type_with_its_days_as_dates(vault, config, tmp_path):
+    """Found by a bookkeeper: the invoice lines' ``date`` column held a date where a line was one
+    day and the text "2025-09-03 – 2025-09-07" where it spanned days (pandas: dtype object, a
+    filter by date broke). ``date`` is the printed text in every row; ``from``/``to`` the days."""
+    import datetime as dt
+
+    memo("report", "invoice", *FILTERS, "-o", str(tmp_path / "i.xlsx"), vault=vault, env=config)
+    sheet = load_workbook(tmp_path / "i.xlsx")["Invoice lines"]
+    header = [c.value for c in sheet[1]]
+    rows = [dict(zip(header, (c.value for c in row))) for row in sheet.iter_rows(min_row=2)]
+    assert {type(r["date"]) for r in rows} == {str} and any(" – " in r["date"] for r in rows)
+    assert all(isinstance(r["from"], dt.datetime) and isinstance(r["to"], dt.datetime) and r["from"] <= r["to"]
+               for r in rows)
+    spanned = next(r for r in rows if " – " in r["date"])
+    assert spanned["date"] == f"{spanned['from']:%Y-%m-%d} – {spanned['to']:%Y-%m-%d}"
+    as_csv = memo("report", "invoice", *FILTERS, "-o", str(tmp_path / "i.csv"), vault=vault, env=config)
+    assert as_csv.returncode == 0 and rows_of_csv(tmp_path / "i.csv")[0]["from"] == f"{rows[0]['from']:%Y-%m-%d}"
