@@ -46,9 +46,20 @@ def _version(store: VaultStore) -> str:
             # and the delegations: a new grant acts on the next pass, not after the next write
             grants = policy.delegations_stamp(store)
             return "|".join(f"{rows.version(source.conn)}@{mtime}" for source, mtime in zip(sources, folders)) \
-                + f"|d{grants}"
+                + f"|d{grants}|c{_config_stamp(store)}"
     except Exception:  # a broken further vault: the recompute reports it
-        return rows.version(store.conn) + f"|?|d{policy.delegations_stamp(store)}"
+        return rows.version(store.conn) + f"|?|d{policy.delegations_stamp(store)}|c{_config_stamp(store)}"
+
+
+def _config_stamp(store: VaultStore) -> str:
+    """What of the config the digest reads (clients, projectClients, the operator's thresholds):
+    ``memo config set projectClients.P internal``, the command an item gives, took a minute to
+    clear it (the cached digest was of the vault's version only)."""
+    import hashlib
+
+    settings = store.settings
+    said = settings.model_dump_json(include={"clients", "project_clients", "operator", "timezone"})
+    return hashlib.blake2b(said.encode("utf-8"), digest_size=6).hexdigest()
 
 
 def _cache_path(store: VaultStore) -> Path:

@@ -621,3 +621,26 @@ def test_a_pasted_action_runs_nothing_a_name_holds_even_where_hash_is_no_comment
         assert words[0] == "memo" and "#" in words, item["action"]
     [missing] = [i for i in items if i["kind"] == "client_missing"]
     assert missing["action"].endswith("# 'its turns follow; web bills Acme; touch /tmp/PWNED, Beta $(touch /tmp/PWNED)'")
+
+
+def test_a_config_change_an_item_asks_for_clears_it_at_once(tmp_path):
+    """Found by an operator: after ``memo config set projectClients.newthing internal`` (the
+    command the item gives) ``memo digest`` still listed ``project_unbilled:newthing`` — the cached
+    digest was keyed by the vault only — until ``--refresh``."""
+    vault, config = tmp_path / "v", tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n')
+    env = {"MEMO_CONFIG": str(config)}
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    for sid, project, client in (("a1", "web", "Acme"), ("n1", "newthing", None)):
+        start = (now - timedelta(hours=3)).isoformat()
+        memo("session", "start", sid, "--project", project, *(["--client", client] if client else []),
+             "--start-time", start, vault=vault, env=env)
+        memo("session", "end", sid, "--project", project, "--until", (now - timedelta(hours=2)).isoformat(),
+             vault=vault, env=env)
+
+    def kinds():
+        return [i["id"] for i in json.loads(memo("--json", "digest", vault=vault, env=env).stdout)["items"]]
+
+    assert kinds() == ["project_unbilled:newthing"]
+    memo("config", "set", "projectClients.newthing", "internal", vault=vault, env=env)
+    assert kinds() == []
