@@ -202,7 +202,7 @@ def _unfiled_sessions(store: VaultStore) -> tuple[list[dict[str, Any]], list[dic
         if project not in settings.project_clients:
             unfiled.append(session)
         elif settings.client_of_project(project):
-            mapped.append({**session, "_projectClients": [settings.client_of_project(project)]})
+            mapped.append({**session, "_projectClients": [settings.client_of_project(project)], "_mapped": True})
     return unfiled, mapped
 
 

@@ -57,6 +57,8 @@ def clean_client(value: str | None) -> str | None:
     if not text:
         return None
     text = unicodedata.normalize("NFC", text)  # one spelling: "Café" typed on a Mac (e + U+0301) is one client
+    if text == "NAME":  # a digest's command pasted as printed filed real hours under a client called NAME
+        raise InvalidFieldError("client", "NAME stands for the client's name in the command: give the name")
     problem = client_name_problem(text)  # a name is matched: nothing invisible either
     if problem is not None:
         raise InvalidFieldError("client", problem)

@@ -429,6 +429,11 @@ def test_billable_work_of_a_project_that_bills_no_client_is_one_item_of_its_proj
         [item] = [i for i in current_digest(store, now=now, force=True)["items"] if i["kind"] == "project_unbilled"]
         assert (item["id"], item["lane"], item["minutesAtStake"]) == ("project_unbilled:shop-bob", "dropped", 75)
         assert item["action"].startswith("memo project client shop-bob NAME  # ")
+        # pasted as printed, the placeholder files nothing (it filed the hours under a client called NAME)
+        from memo_analytics.domain.errors import InvalidFieldError
+
+        with pytest.raises(InvalidFieldError, match="NAME stands for the client's name"):
+            set_project_client(store, "shop-bob", "NAME")
         assert "memo config set projectClients.shop-bob internal" in item["action"]
         assert not [i for i in current_digest(store, now=now, force=True)["items"] if i["kind"] == "client_missing"]
         set_project_client(store, "shop-bob", "Acme", every=True)
@@ -468,6 +473,7 @@ def test_internal_work_of_a_project_mapped_to_a_client_is_proposed_for_it(tmp_pa
         items = current_digest(store, now=LATER, force=True)["items"]
         assert [(i["id"], i["minutesAtStake"]) for i in items] == [("client_missing:s1", 90)]
         assert items[0]["proposal"]["params"]["client"] == "Initech"
+        assert "projectClients" not in items[0]["action"]  # mapped already: no command to map it again
         apply_item(store, items[0]["id"], items[0]["fingerprint"], now=LATER)
         assert store.read("initech-portal", RecordKind.SESSION, "session-s1")[0]["client"] == "Initech"
         assert current_digest(store, now=LATER, force=True)["items"] == []
