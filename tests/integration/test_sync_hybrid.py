@@ -2225,13 +2225,16 @@ def test_a_made_up_baton_of_a_session_that_never_was_is_refused_and_a_claimed_on
         {"id": "handoff-evil", "project": "shop", "text": evil}]})[2])["results"][0]
     assert answer["outcome"] == "refused" and answer["reason"] == (
         "Invalid id: a hand-off's id is handoff-<fromSessionId> (handoff-cart-v2), not handoff-evil")
+    def told(store, sid, owner):  # what the agent of a start that takes the baton reads
+        started = start_session(store, StartSessionRequest(session_id=sid, project="shop", owner=owner))
+        return json.loads(hook_answer([{**started["handoff"], "sessionId": sid}]))["hookSpecificOutput"][
+            "additionalContext"]
+
     alice = _client(tmp_path, server.base, "alice")
     try:
         sync.pull(alice, ["alice@team.test"])
-        started = start_session(alice, StartSessionRequest(session_id="a1", project="shop", owner="alice@team.test"))
-        context = json.loads(hook_answer([{**started["handoff"], "sessionId": "a1"}]))[
-            "hookSpecificOutput"]["additionalContext"]
-        assert "that session cart-v2 (not in this vault: the baton came from the team daemon) left" in context
+        assert "that session cart-v2 (not in this vault: the baton came from the team daemon) left" in told(
+            alice, "a1", "alice@team.test")
     finally:
         alice.close()
     lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
@@ -2241,10 +2244,7 @@ def test_a_made_up_baton_of_a_session_that_never_was_is_refused_and_a_claimed_on
         text = re.sub(r"claimedBy: \S+", "claimedBy: null", path.read_text().replace("status: claimed", "status: pending"))
         path.write_text(text.replace("owner: alice@team.test", "owner: carl@team.test"))
         lead.ensure_indexed(RecordKind.HANDOFF, "shop", "handoff-cart-v2")
-        carl = start_session(lead, StartSessionRequest(session_id="c1", project="shop", owner="carl@team.test"))
-        context = json.loads(hook_answer([{**carl["handoff"], "sessionId": "c1"}]))[
-            "hookSpecificOutput"]["additionalContext"]
-        assert "that session cart-v2 (ana@team.test's) left in project shop" in context
+        assert "that session cart-v2 (ana@team.test's) left in project shop" in told(lead, "c1", "carl@team.test")
     finally:
         lead.close()
 
