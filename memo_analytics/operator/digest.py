@@ -389,7 +389,7 @@ def _client_missing(session: dict[str, Any], now: datetime) -> Item:
     edit = f"memo session edit {_q(sid)} --project {_q(project)} --client"
     # the lasting fix beside the one session's: every internal session of the project at once
     # the sessions to come are filed already when projectClients maps the project (it is why it is asked)
-    to_come = "" if session.get("_mapped") else \
+    to_come = "" if session.get("_mapped") or not only else \
         f"; the sessions to come: memo config set projectClients.{project} {_q(only)}"
     action = (f"{edit} {_q(only)}  # its turns follow; every internal session of {project}: memo project client "
               f"{_q(project)} {_q(only)}{to_come}") if only else (
