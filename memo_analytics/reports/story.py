@@ -4,7 +4,6 @@ passed through the nh3 allow-list sanitizer (a turn's text can hold any HTML).""
 from __future__ import annotations
 
 import json
-import re
 
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from markupsafe import Markup
 
 from ..domain.errors import InvalidFieldError
 from ..services.stories import render_story, story_data, story_destination
-from ..vault.redact import redact_secrets
+from ..vault.redact import REDACTED_MARKER, redact_secrets
 from ..services.prompts import get_record
 from ..services.requests import GetRequest
 from ..domain.wire import without_direction_controls
@@ -83,9 +82,6 @@ def write_story(session_id: str, output: Path, store: VaultStore, cwd: str | Non
     return result
 
 
-_REDACTED = re.compile(r"\[REDACTED:[a-z-]+\]")
-
-
 def prompt_detail(store: VaultStore, request: GetRequest) -> dict:
     """``prompt_detail``: the record ``get`` answers plus ``renderedHtml`` (its body as
     sanitized HTML, as the story shows it) and ``secretsRedacted`` (how many secrets the
@@ -98,4 +94,4 @@ def prompt_detail(store: VaultStore, request: GetRequest) -> dict:
     """
     record = get_record(store, request.id, request.project, request.cwd)
     return {**record, "renderedHtml": story_html_fragment(record.get("body") or ""),
-            "secretsRedacted": len(_REDACTED.findall(json.dumps(record, ensure_ascii=False)))}
+            "secretsRedacted": len(REDACTED_MARKER.findall(json.dumps(record, ensure_ascii=False)))}

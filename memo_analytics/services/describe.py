@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from ..vault.redact import REDACTED_MARKER
+
 
 def first_line(text: str, limit: int = 120) -> str:
     """The first non-empty line of ``text``, cut to ``limit`` characters."""
@@ -20,16 +22,12 @@ continue cont next thanks thank you thx ty great good nice perfect cool lgtm ple
 fine right correct agreed approve approved ship it sounds good looks good go on keep going""".replace("\n", " ").split(" "))
 
 
-#: A redaction marker (:data:`~memo_analytics.vault.redact.REDACTION`).
-_REDACTED = re.compile(r"\[REDACTED:[a-z0-9-]+\]")
-
-
 def _meaningful(line: str) -> bool:
     """Whether ``line`` describes work: not a placeholder, not a bare slash command, not an
     acknowledgement (a known one, or an ASCII line of at most two short words)."""
     if not line or _PLACEHOLDER.match(line) or re.fullmatch(r"/[\w:.-]+", line):
         return False
-    if _REDACTED.search(line) or "[REDACTED]" in line:  # it held a secret: no line for a client's invoice
+    if REDACTED_MARKER.search(line) or "[REDACTED]" in line:  # it held a secret: no line for a client's invoice
         return False
     plain = re.sub(r"[^\w\s]", " ", line.lower()).split()
     if not plain:

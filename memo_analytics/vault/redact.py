@@ -183,7 +183,9 @@ _MIN_DETECTED_LENGTH = 6
 #: the square of such a run (``_secret_`` × 25,000: 82 s for one turn). The detector sees a space
 #: in its place.
 _LONG_WORD = re.compile(r"\w{101,}")
-_ALREADY = re.compile(r"\[REDACTED:[a-z-]+\]")
+#: A redaction marker as :data:`REDACTION` writes it (in a text: a secret was there).
+REDACTED_MARKER = re.compile(r"\[REDACTED:[a-z-]+\]")
+_ALREADY = REDACTED_MARKER
 
 
 @lru_cache(maxsize=1)
