@@ -1074,14 +1074,17 @@ def _merged(store: VaultStore, kind: RecordKind, theirs: dict[str, Any], their_b
     pushed = _kept_version(_base_path(store, theirs["project"], theirs["id"]), str(theirs["id"]))
     # the version the pusher says it built on (``base``: what it pushed, or what a pull served it) —
     # a version it pushed before a pull took the daemon's filing (its projectClients) is not: the
-    # daemon's client read as the laptop's change, and a lead's correction since lost to it
-    served_on = _served(store, theirs["project"], str(theirs["id"]), built_on) if isinstance(built_on, str) else None
-    # a served version first: the daemon's filing of a push keeps its ``updated``, so the version
-    # pushed and the one a pull then served can share it
-    kept = served_on or (pushed if pushed is not None and pushed[0].get("updated") == built_on else None) or (
-        pushed if pushed is not None and pushed[0].get("updated") in ancestors else next(
-            (one for one in (_served(store, theirs["project"], str(theirs["id"]), version)
-                             for version in sorted(ancestors)) if one is not None), None))
+    # daemon's client read as the laptop's change, and a lead's correction since lost to it.
+    # A served version first: the daemon's filing of a push keeps its ``updated``, so the version
+    # pushed and the one a pull then served can share it; then the pushed one; then any it sent
+    pushed_at = pushed[0].get("updated") if pushed is not None else None
+
+    def served(version: Any) -> tuple[dict[str, Any], str] | None:
+        return _served(store, theirs["project"], str(theirs["id"]), version) if isinstance(version, str) else None
+
+    candidates = (served(built_on), pushed if pushed_at == built_on else None,
+                  pushed if pushed_at in ancestors else None, *(served(v) for v in sorted(ancestors)))
+    kept = next((one for one in candidates if one is not None), None)
     if kept is None:
         return None  # the pusher built on another version than the ones kept
     base, base_body = kept
