@@ -653,15 +653,17 @@ def get_record(store: VaultStore, record_id: str, project: str | None = None,
     raise RecordNotFoundError(record_id, project or None)
 
 
-def refuse_unreadable_record(store: VaultStore, record_id: str, project: str | None) -> None:
+def refuse_unreadable_record(store: VaultStore, record_id: str, project: str | None,
+                             kinds: tuple[RecordKind, ...] = (RecordKind.PROMPT, RecordKind.SESSION,
+                                                              RecordKind.HANDOFF)) -> None:
     """Before "not found": raise :class:`CorruptRecordError` naming the file of ``record_id`` (a
-    turn, a session — also as ``session-<id>`` — or a hand-off, in ``project`` when given) when
-    it is there but cannot be read (torn YAML, bytes that are not UTF-8). A listing of the record
-    folders: only on the path of a record not found."""
+    record of ``kinds`` — a turn, a session, also as ``session-<id>``, or a hand-off — in
+    ``project`` when given) when it is there but cannot be read (torn YAML, bytes that are not
+    UTF-8). A listing of the record folders: only on the path of a record not found."""
     if not store.exists:
         return
     names = {f"{record_id}.md", f"{session_record_id(record_id)}.md"}
-    for kind in (RecordKind.PROMPT, RecordKind.SESSION, RecordKind.HANDOFF):
+    for kind in kinds:
         for path, reason, _ in store.left_out(kind, say=False):
             parts = path.replace("\\", "/").split("/")
             if parts[-1] in names and (not project or project in parts[:-2]):

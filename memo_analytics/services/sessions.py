@@ -19,7 +19,6 @@ from ..domain.clock import (
     utcnow,
 )
 from ..domain.errors import (
-    CorruptRecordError,
     InvalidFieldError,
     MemoError,
     RecordNotFoundError,
@@ -50,6 +49,7 @@ from .prompts import (
     clean_line,
     clean_owner,
     refuse_anothers,
+    refuse_unreadable_record,
     same_person,
     clean_text,
     envelope,
@@ -596,11 +596,7 @@ def _refuse_unreadable(store: VaultStore, session_id: str, project: str | None) 
     """Raise :class:`CorruptRecordError` naming the session's record file when it is there but
     cannot be read (torn YAML, a hand edit a record rule refuses): not "not found", nor its
     turns under a blank header."""
-    name = f"{session_record_id(session_id)}.md"
-    for path, reason, _ in store.left_out(RecordKind.SESSION, say=False):
-        parts = path.replace("\\", "/").split("/")
-        if parts[-1] == name and (project is None or project in parts[:-2]):
-            raise CorruptRecordError(path, f"{reason}; fix the file (`memo reindex` lists every file it cannot read)")
+    refuse_unreadable_record(store, session_record_id(session_id), project, (RecordKind.SESSION,))
 
 
 def known_clients(store: VaultStore) -> list[str]:
