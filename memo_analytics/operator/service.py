@@ -55,11 +55,8 @@ def _config_stamp(store: VaultStore) -> str:
     """What of the config the digest reads (clients, projectClients, the operator's thresholds):
     ``memo config set projectClients.P internal``, the command an item gives, took a minute to
     clear it (the cached digest was of the vault's version only)."""
-    import hashlib
-
-    settings = store.settings
-    said = settings.model_dump_json(include={"clients", "project_clients", "operator", "timezone"})
-    return hashlib.blake2b(said.encode("utf-8"), digest_size=6).hexdigest()
+    said = store.settings.model_dump_json(include={"clients", "project_clients", "operator", "timezone"})
+    return fingerprint(said)
 
 
 def _cache_path(store: VaultStore) -> Path:
