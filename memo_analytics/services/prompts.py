@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import unicodedata
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from ..config import MAX_BODY_BYTES
 from ..domain.billing import client_name_problem
 from ..domain.clock import from_iso, parse_bounds, parse_record_instant, resolve_zone, to_iso, utcnow
-from ..domain.errors import CorruptRecordError, InvalidFieldError, RecordNotFoundError
+from ..domain.errors import CorruptRecordError, InvalidFieldError, MemoError, RecordNotFoundError
 from ..domain.ids import (
     MAX_TURN,
     prompt_id,
@@ -29,6 +30,7 @@ from ..vault.redact import (
     redact_secrets,
     redact_value,
 )
+from ..vault.io import read_record
 from .requests import ListRequest, RecordPromptRequest
 from .projects import remember_root
 from .store import VaultStore, from_another_machine, git_head, repository_root
@@ -659,13 +661,33 @@ def refuse_unreadable_record(store: VaultStore, record_id: str, project: str | N
     """Before "not found": raise :class:`CorruptRecordError` naming the file of ``record_id`` (a
     record of ``kinds`` — a turn, a session, also as ``session-<id>``, or a hand-off — in
     ``project`` when given) when it is there but cannot be read (torn YAML, bytes that are not
-    UTF-8). A listing of the record folders: only on the path of a record not found."""
+    UTF-8) — or when a file of another name holds it (renamed by hand, as a note in an editor
+    is: a new record of the id would be a second one, and the renamed file's work left out of
+    every report). A listing of the record folders: only on the path of a record not found."""
     if not store.exists:
         return
-    names = {f"{record_id}.md", f"{session_record_id(record_id)}.md"}
+    ids = {record_id, session_record_id(record_id)}
+    names = {f"{name}.md" for name in ids}
     for kind in kinds:
-        for path, reason, _ in store.left_out(kind, say=False):
+        for path, reason, root in store.left_out(kind, say=False):
             parts = path.replace("\\", "/").split("/")
-            if parts[-1] in names and (not project or project in parts[:-2]):
+            if project and project not in parts[:-2]:
+                continue
+            if parts[-1] in names:
                 raise CorruptRecordError(path, f"{reason}; fix the file (`memo reindex` lists every file it cannot "
                                                "read)")
+            held = _id_held(root / path)
+            if held in ids:
+                raise CorruptRecordError(path, f"it holds {held} under another name; rename it to {held}.md (a "
+                                               f"second {held} would leave its work out of every report)")
+
+
+def _id_held(path: Path) -> str | None:
+    """The ``id`` the frontmatter of a record file left out of the index names, or None when it
+    cannot be read at all."""
+    try:
+        meta, _ = read_record(path)
+    except (MemoError, OSError):
+        return None
+    held = meta.get("id")
+    return held if isinstance(held, str) else None

@@ -35,7 +35,7 @@ from ..domain.ids import prompt_id, session_record_id, validate_session_id, vali
 from ..domain.records import RecordKind
 from ..index import store as index
 from ..vault import ledger
-from .prompts import canonical_client, clean_client, clean_text, is_new_client
+from .prompts import canonical_client, clean_client, clean_text, is_new_client, refuse_unreadable_record
 
 from .requests import EditSessionRequest
 from .sessions import MAX_SESSION_MINUTES
@@ -118,6 +118,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                             sorted(p.name for p in store.layout.projects_dir.glob("*") if p.is_dir())):
                 if store.path_for(project, RecordKind.SESSION, record_id).is_file():
                     store.read(project, RecordKind.SESSION, record_id)  # a file the index left out: why (Cannot parse …)
+            refuse_unreadable_record(store, record_id, request.project or None, (RecordKind.SESSION,))  # renamed
             raise InvalidFieldError("session", f"no session {session_id} in the vault (memo session show lists them)")
         project = row["project"]
         meta, body = store.read(project, RecordKind.SESSION, record_id) or ({}, "")

@@ -107,6 +107,7 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
         existing = store.read(project, RecordKind.SESSION, record_id)
         if existing is None:
             _refuse_a_batons_session_id(store, project, session_id)
+            refuse_unreadable_record(store, record_id, project, (RecordKind.SESSION,))  # renamed by hand
         old = existing[0] if existing else {}
         # another person's first: "it is completed" read as one's own session's state
         refuse_anothers(old, request.owner, session_id, "start yours under another id (or without one for a new "
@@ -313,6 +314,7 @@ def end_session(store: VaultStore, request: EndSessionRequest, now=None,
         project = _session_project(store, request.project, record_id, request.cwd)
         existing = store.read(project, RecordKind.SESSION, record_id) if project else None
         if existing is None:
+            refuse_unreadable_record(store, record_id, project or request.project or None, (RecordKind.SESSION,))
             raise SessionNotStartedError(session_id)
         store.index_session_turns(project, session_id)  # turns a killed writer left unindexed
         meta, body = existing

@@ -425,3 +425,24 @@ def test_an_end_that_makes_a_session_last_over_a_week_is_refused_naming_its_last
     ended = json.loads(memo("--json", "session", "end", "old", "--project", "p3", "--until", "2026-11-01T10:30:00Z",
                             vault=vault).stdout)
     assert ended["durationMinutes"] == 90
+
+
+def test_a_session_file_renamed_by_hand_is_named_not_started_again(tmp_path):
+    """Found in the left-over list: a session file renamed by hand (as an editor renames a note)
+    is left out of the index, and ``memo session start`` of its id wrote a second
+    ``session-s1.md`` — the renamed file's minutes then out of every report for good. A start,
+    an end and an edit of the id name the renamed file and write nothing."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    folder = vault / "projects/web/sessions"
+    (folder / "session-s1.md").rename(folder / "my notes.md")
+    for args in (["session", "start", "s1", "--project", "web"], ["session", "end", "s1", "--project", "web"],
+                 ["session", "end", "s1"], ["session", "edit", "s1", "--summary", "x"]):
+        ran = memo(*args, vault=vault, check=False)
+        last = ran.stderr.strip().splitlines()[-1]
+        assert ran.returncode == 1 and last == (
+            "error: Cannot parse projects/web/sessions/my notes.md: it holds session-s1 under another name; "
+            "rename it to session-s1.md (a second session-s1 would leave its work out of every report)"), (args, ran.stderr)
+        assert sorted(p.name for p in folder.iterdir()) == ["my notes.md"]
+    other = memo("session", "start", "s2", "--project", "web", vault=vault)
+    assert other.returncode == 0 and (folder / "session-s2.md").exists()
