@@ -368,6 +368,9 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                 mismatched.append({"id": entry["id"], "project": key.split("/", 1)[0],
                                    "reason": f"it cannot be parsed ({exc.reason}); not pushed"})
                 continue
+            if local.get("kind") == RecordKind.TRAP.value:  # the laptop's rules: never pushed (NO_PUSHED_TRAPS)
+                held.add(key)
+                continue
             if local.get("project") not in (None, key.split("/", 1)[0]):  # edited by hand to name another project
                 mismatched.append({"id": entry["id"], "project": key.split("/", 1)[0],
                                    "reason": f"its frontmatter names project {local.get('project')!r}; not pushed"})
@@ -653,6 +656,14 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
     return results
 
 
+#: Why the daemon takes no trap: a trap's rule goes into a repository's agent instructions (a
+#: promotion writes every promoted trap's text into CLAUDE.md, and a delegated ``promote_rule``
+#: acts on saved traps by itself) — a token holder's pushed "rule" became an instruction to every
+#: agent of the repository. The daemon derives the team's rules from the turns it holds.
+NO_PUSHED_TRAPS = ("a trap stays on its laptop (its rule is written into agents' instructions); the daemon derives "
+                   "the team's rules from the turns it holds")
+
+
 def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: list[dict], claims: bool = True) -> None:
     """Admit and apply one pushed record; its result appended to ``results``."""
     record_id = str(item.get("id", ""))[:200]
@@ -666,6 +677,9 @@ def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: li
         results.append({"id": record_id, **echo, "outcome": "refused",
                         "reason": f"the push names project {echo['project']} but the record's frontmatter names "
                                   f"{meta['project']}"})
+        return
+    if kind is RecordKind.TRAP:
+        results.append({"id": record_id, **echo, "outcome": "refused", "reason": NO_PUSHED_TRAPS})
         return
     echo = {"project": meta["project"]}
     try:
@@ -841,6 +855,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
             _refuse_moved(store, kind, meta)
             filed = _filed_here(store, kind, meta)
             filed, baton = _takes_a_baton(store, kind, filed, claims)
+            filed = _a_version_here(filed, meta)
             store.upsert(kind, filed, body)
             _keep_base(store, kind, meta, incoming, (filed, body))
             return {"id": record_id, "outcome": "applied", **({"handoff": baton} if baton else {})}
@@ -863,6 +878,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
                 and (not _changed_here(store, kind, meta, local_text) or _pulled_since(store, meta, local_meta,
                                                                                         local_body)):
             held, invoiced = _as_invoiced(store, kind, local_meta, meta)
+            held = _a_version_here(held, meta)
             store.upsert(kind, held, body)  # the daemon holds a version the pusher sent: fast-forward
             _keep_base(store, kind, meta, incoming, (held, body))
             return {"id": record_id, "outcome": "applied", **invoiced}
@@ -886,6 +902,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         if (meta.get("updated") or "") > (local_meta.get("updated") or ""):
             kept = keep_conflict(path, local_text.encode("utf-8"), stamp)
             held, invoiced = _as_invoiced(store, kind, local_meta, meta)
+            held = _a_version_here(held, meta)
             store.upsert(kind, held, body)
             _keep_base(store, kind, meta, incoming, (held, body))
             return {"id": record_id, "outcome": "applied, older kept as conflict",
@@ -893,6 +910,18 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
         return {"id": record_id, "outcome": "kept ours, theirs kept as conflict",
                 "conflict": str(kept.relative_to(store.root))}
+
+
+def _a_version_here(written: dict[str, Any], pushed: dict[str, Any]) -> dict[str, Any]:
+    """``written`` (what this daemon writes of a pushed record: filed under the client its
+    ``projectClients`` maps, a baton's client, what an issued invoice billed) under an ``updated``
+    of its own when it differs from the push's: a version is known by its ``updated``, and the
+    pusher's version and the daemon's filing of it shared one — a laptop that pulled the filing
+    but kept its own edit then pushed as if it had taken it, and the filing was undone."""
+    if written == pushed or written.get("updated") is None:
+        return written
+    stamp = max(to_iso(utcnow()), to_iso(from_iso(written["updated"]) + timedelta(milliseconds=1)))
+    return normalize_meta({**written, "updated": stamp})
 
 
 def _refuse_moved(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> None:
