@@ -119,13 +119,15 @@ def notebook_vault(named: str | Path | None, scratch: str | Path) -> tuple[Path,
 
     ``named`` given (``~`` expanded): that vault, or an error — a typo never falls back to the
     sample, whose numbers would pass for the analyst's. None: the configured vault
-    (``MEMO_VAULT``, the config file's ``vaultRoot``) when it holds an index, else the sample
-    vault of :func:`sample_vault`, built in ``scratch/vault``.
+    (``MEMO_VAULT``, the config file's ``vaultRoot``) — an error when one is named and holds no
+    vault —, else the default vault when it holds an index, else the sample vault of
+    :func:`sample_vault`, built in ``scratch/vault``.
 
     Raises
     ------
     InvalidFieldError
-        ``Invalid VAULT: … holds no vault`` (neither a ``projects/`` folder nor ``.memo/index.sqlite``).
+        ``Invalid VAULT: … holds no vault`` (neither a ``projects/`` folder nor ``.memo/index.sqlite``),
+        of ``named`` or of the vault ``MEMO_VAULT``/``vaultRoot`` names.
     """
     if named is not None and str(named).strip():
         root = Path(named).expanduser().resolve()
@@ -135,9 +137,15 @@ def notebook_vault(named: str | Path | None, scratch: str | Path) -> tuple[Path,
                                              "folder `memo demo --out` or your vaultRoot names, or None for the "
                                              "configured vault")
         return root, False
-    configured = Settings().vault_root
+    settings = Settings()
+    configured = settings.vault_root
     if (configured / ".memo" / "index.sqlite").is_file():
         return configured, False
+    if "vault_root" in settings.model_fields_set and (configured / "projects").is_dir():
+        return configured, False  # a vault of files whose index is built on open
+    if "vault_root" in settings.model_fields_set:  # MEMO_VAULT or vaultRoot named one: a typo is no sample
+        raise InvalidFieldError("VAULT", f"{configured} (MEMO_VAULT or the config's vaultRoot) holds no vault (no "
+                                         "projects/ folder nor index); correct it, or unset it for the sample vault")
     return sample_vault(Path(scratch) / "vault"), True
 
 

@@ -200,7 +200,12 @@ def test_a_notebooks_vault_parameter_takes_a_home_path_and_a_typo_is_an_error(tm
     (home / ".memo").mkdir()  # the config's folder: `~` for `~/.memo/vault` is no vault either
     with pytest.raises(InvalidFieldError, match=r"Invalid VAULT: .*/home holds no vault"):
         memo_analytics.notebook_vault("~", tmp_path / "scratch")
+    # found by a later analyst: `MEMO_VAULT=<typo> jupyter execute …` (the README's way) ran on the sample
+    with pytest.raises(InvalidFieldError, match=r"Invalid VAULT: .*/no-vault \(MEMO_VAULT or the config's vaultRoot\) "
+                                                r"holds no vault"):
+        memo_analytics.notebook_vault(None, tmp_path / "scratch")
     assert not (tmp_path / "scratch").exists()  # no sample was built
+    monkeypatch.delenv("MEMO_VAULT")
     root, on_sample = memo_analytics.notebook_vault(None, tmp_path / "scratch")  # nothing configured: the sample
     assert (root, on_sample) == (tmp_path / "scratch" / "vault", True)
     assert {"notebook_vault", "open_vault", "sample_vault"} <= set(dir(memo_analytics))

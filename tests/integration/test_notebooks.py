@@ -33,9 +33,9 @@ def nbval(paths: list[Path], tmp_path: Path) -> subprocess.CompletedProcess:
     # nor does this run's pytest (its options, or the xdist worker it may be)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     # and the notebooks' default vault is the sample, not one this machine has configured
-    env.update(MEMO_CONFIG=str(tmp_path / "no-config.toml"), TMPDIR=str(tmp_path),
-               MEMO_VAULT=str(tmp_path / "no-vault"))
-    for name in ("MEMO_TIMEZONE", "MEMO_PROJECT"):
+    # (a named vault that holds none is an error: the default vault of a home that has none)
+    env.update(MEMO_CONFIG=str(tmp_path / "no-config.toml"), TMPDIR=str(tmp_path), HOME=str(tmp_path / "home"))
+    for name in ("MEMO_TIMEZONE", "MEMO_PROJECT", "MEMO_VAULT"):
         env.pop(name, None)
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
 
@@ -151,3 +151,42 @@ def test_the_invoicing_notebook_on_a_vault_without_terms_stops_with_what_to_set(
     assert errors[0]["evalue"].startswith("Nothing to invoice: ")
     assert (f'set hourlyRate and currency under [clients."Acme Corp"] in {config}; then run the notebook again'
             if client else "memo project client PROJECT NAME); then run the notebook again") in errors[0]["evalue"]
+
+
+@pytest.mark.parametrize("name", ["activity.ipynb", "rules_review.ipynb"])
+def test_a_period_without_work_runs_every_cell_and_the_period_bounds_what_is_shown(realdata, tmp_path, name):
+    """Found by an analyst: ``activity.ipynb`` stopped with ``ColumnNotFoundError:
+    "durationMinutes"`` on a month without sessions (and on an empty vault), ``rules_review.ipynb``
+    with ``OutOfBoundsError`` where no turn gave an instruction — and it listed the candidates of
+    every period whatever SINCE/UNTIL said, as the activity notebook's "bills nothing" table did."""
+    import nbclient
+
+    from tests.inprocess import environment, memo
+
+    vault, config = tmp_path / "vault", tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n', encoding="utf-8")
+    memo("import", "specstory", str(realdata / "specstory-md"), vault=vault, env={"MEMO_CONFIG": str(config)})
+
+    def run(since: str, until: str) -> str:
+        notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+        [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+        parameters.source = (parameters.source.replace("VAULT = None", f"VAULT = {str(vault)!r}")
+                             .replace("SINCE = None", f"SINCE = {since!r}").replace("UNTIL = None", f"UNTIL = {until!r}"))
+        with environment({"MEMO_CONFIG": str(config), "MEMO_VAULT": None}):
+            nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                                    resources={"metadata": {"path": str(tmp_path)}}).execute()
+        errors = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+        assert not errors, (name, since, errors)
+        return "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
+                       for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
+
+    empty = run("2024-01-01", "2024-01-31")
+    if name == "activity.ipynb":
+        assert "sessions selected    : 0" in empty and "billable minutes     : 0" in empty
+        assert "shape: (0, 6)" in empty  # the "bills nothing" table: none of the period either
+    else:
+        assert "0 candidates from the turns of 2024-01-01 to 2024-01-31" in empty
+        assert "no candidate: no turn of the period gives an instruction" in empty
+        everything = run("2000-01-01", "2099-12-31")
+        count = int(re.search(r"(\d+) candidates from the turns", everything).group(1))
+        assert count > 0
