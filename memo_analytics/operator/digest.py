@@ -469,13 +469,14 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         # no "memo session start": it took the baton into an empty session of the person's that stalled;
         # an agent's next session takes it (its session_start, or the session-start hook of Claude
         # Code, Codex or Gemini CLI, which puts it into the agent's context)
-        read = f"memo session handoff {_q(baton.get('fromSessionId') or '')} --project {_q(baton['project'])}"
+        # a baton written by hand or another tool may name no fromSessionId: its own id names it
+        read = f"memo session handoff {_q(baton.get('fromSessionId') or baton['id'])} --project {_q(baton['project'])}"
         taker = "any agent's next session in the project" if baton.get("shared") else \
             "an agent's next session" + (f" on branch {baton['branch']}" if baton.get("branch") else "") \
             + (f" by {baton['owner']}" if baton.get("owner") else "") + " in the project"
         items.append((Item("handoff_unclaimed", KIND_LANE["handoff_unclaimed"], baton["id"], baton["project"],
                           "a session to pick it up" + (f" ({target})" if target else ""),
-                          f"{counted(len(baton.get('nextSteps') or []), 'next step')} left by {baton.get('fromSessionId')} "
+                          f"{counted(len(baton.get('nextSteps') or []), 'next step')} left by {baton.get('fromSessionId') or baton.get('sessionId') or 'a session'} "
                           f"{_since(age)} ago", age, 0,
                           f"{read}  # {one_line(taker)} takes it (its session_start tool, or the session-start "
                           f"hook of Claude Code, Codex or Gemini CLI); or add --cancel",

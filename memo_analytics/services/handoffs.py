@@ -32,6 +32,19 @@ def handoff_id(session_id: str) -> str:
     return f"handoff-{session_id}"
 
 
+def _named_handoff(store: VaultStore, given: str, project: str | None, cwd: str | None) -> tuple[str, Any]:
+    """``(record id, index row or None)`` of the baton ``given`` names: the session that wrote
+    it, or the hand-off's own id as listings print it (``handoff-fx`` was read as the session
+    ``handoff-fx``: "Record not found: handoff-handoff-fx")."""
+    record_id = handoff_id(validate_session_id(given))
+    row = store.locate(record_id, RecordKind.HANDOFF, project, cwd)
+    if row is None and given.startswith("handoff-"):
+        own = store.locate(validate_slug(given, "id"), RecordKind.HANDOFF, project, cwd)
+        if own is not None:
+            return given, own
+    return record_id, row
+
+
 def _as_list(value: list[str] | str, field: str) -> list[str]:
     return clean_list([value] if isinstance(value, str) else list(value), field)
 
@@ -140,14 +153,14 @@ def cancel_handoff(store: VaultStore, request: CancelHandoffRequest, now=None) -
     from ..domain.clock import utcnow
 
     now = now or utcnow()
-    if request.id:
-        record_id = validate_slug(request.id, "id")
-    elif request.session_id:
-        record_id = handoff_id(validate_session_id(request.session_id))
-    else:
+    if not request.id and not request.session_id:
         return _cancel_mine(store, request, now)
     with store.lock():
-        row = store.locate(record_id, RecordKind.HANDOFF, request.project, request.cwd)
+        if request.id:
+            record_id = validate_slug(request.id, "id")
+            row = store.locate(record_id, RecordKind.HANDOFF, request.project, request.cwd)
+        else:
+            record_id, row = _named_handoff(store, request.session_id, request.project, request.cwd)
         if row is None:
             raise RecordNotFoundError(record_id, request.project or None)
         meta, body = store.read(row["project"], RecordKind.HANDOFF, record_id) or ({}, "")
@@ -181,8 +194,8 @@ def _refuse_a_strangers_cancel(store: VaultStore, project: str, meta: dict[str, 
 
 
 def get_handoff(store: VaultStore, session_id: str, project: str | None = None, cwd: str | None = None) -> dict[str, Any]:
-    """The hand-off session ``session_id`` wrote (``handoff-<sessionId>``), in ``project`` when
-    given, else where it is (:meth:`VaultStore.locate`).
+    """The hand-off session ``session_id`` wrote (``handoff-<sessionId>``) — or the hand-off of
+    that id (``handoff-…``) —, in ``project`` when given, else where it is (:meth:`VaultStore.locate`).
 
     Raises
     ------
@@ -191,8 +204,7 @@ def get_handoff(store: VaultStore, session_id: str, project: str | None = None, 
     AmbiguousIdError, InvalidFieldError
         As :meth:`VaultStore.locate`; an unsafe session id.
     """
-    record_id = handoff_id(validate_session_id(session_id))
-    row = store.locate(record_id, RecordKind.HANDOFF, project, cwd)
+    record_id, row = _named_handoff(store, session_id, project, cwd)
     if row is None:
         raise RecordNotFoundError(record_id, project or None)
     return row_to_record(row)

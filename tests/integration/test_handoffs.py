@@ -123,3 +123,30 @@ def test_ending_an_ended_session_again_with_a_hand_off_says_the_hand_off_is_pend
         " ".join(again.stdout.split())
     pending = json.loads(run("--json", "session", "handoff", "--all", vault=vault).stdout)
     assert [h["nextSteps"] for h in pending["items"]] == [["ship again"]]
+
+
+def test_a_hand_off_is_named_by_its_own_id_too_and_one_of_no_from_session_is_listed(tmp_path):
+    """Found by a team moving from spec-memo: ``memo session handoff handoff-fx --cancel`` (the id
+    the listing prints first) said "Record not found: handoff-handoff-fx"; a baton written by
+    another tool with ``sessionId`` but no ``fromSessionId`` stopped the listing with a
+    ``KeyError`` traceback, and the digest said "left by None" and printed ``memo session handoff ''``."""
+    from tests.inprocess import memo
+
+    vault = tmp_path / "v"
+    memo("session", "start", "fx", "--project", "shop", vault=vault)
+    memo("session", "end", "fx", "--project", "shop", "--next-step", "do it", vault=vault)
+    shown = memo("session", "handoff", "handoff-fx", "--project", "shop", vault=vault)
+    assert shown.stdout.startswith("handoff-fx · pending")
+    cancelled = memo("session", "handoff", "handoff-fx", "--project", "shop", "--cancel", vault=vault)
+    assert cancelled.stdout.strip() == "cancelled handoff-fx"
+    (vault / "projects/shop/handoffs/handoff-zz-123.md").write_text(
+        "---\nid: handoff-zz-123\nkind: handoff\nproject: shop\nstatus: pending\ncreated: '2026-03-03T09:00:00.000Z'\n"
+        "updated: '2026-03-03T09:00:00.000Z'\nsessionId: zz\nnextSteps:\n- a\n---\nbody\n", encoding="utf-8")
+    listed = memo("session", "handoff", "--all", vault=vault)
+    assert listed.returncode == 0 and listed.stdout.startswith("handoff-zz-123 (shop, from zz):\nbody")
+    digest = memo("--json", "digest", "--as-of", "2026-03-05T09:00", vault=vault)
+    [item] = [i for i in __import__("json").loads(digest.stdout)["items"] if i["kind"] == "handoff_unclaimed"]
+    assert item["why"].startswith("1 next step left by zz ")
+    assert item["action"].startswith("memo session handoff handoff-zz-123 --project shop  #")
+    assert memo("session", "handoff", "handoff-zz-123", "--project", "shop", "--cancel", vault=vault).stdout.strip() \
+        == "cancelled handoff-zz-123"

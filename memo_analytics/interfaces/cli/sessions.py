@@ -205,7 +205,8 @@ def session_edit(
 
 @session_app.command("handoff")
 def session_handoff(
-    session_id: Optional[str] = typer.Argument(None, help="The session whose end wrote the hand-off; without it, list."),
+    session_id: Optional[str] = typer.Argument(None, help="The session whose end wrote the hand-off (or the "
+                                               "hand-off's own id, handoff-…); without it, list."),
     project: Optional[str] = typer.Option(None, "--project", help="Project id (listing)."),
     all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
     cancel: bool = typer.Option(False, "--cancel", help="Cancel this pending hand-off (without a session id: "
@@ -234,7 +235,7 @@ def session_handoff(
     result = handoff_list(store, _build(HandoffListRequest, project=project, cross_project=all_projects,
                                         cwd=str(Path.cwd())))
     _emit(result, lambda r: out.print(
-        "\n\n".join(_safe(f"{h['id']} ({h['project']}, from {h['fromSessionId']}"
+        "\n\n".join(_safe(f"{h['id']} ({h['project']}, from {h.get('fromSessionId') or h.get('sessionId') or 'a session'}"
                              f"{', branch ' + h['branch'] if h.get('branch') else ''}"
                              f"{', owner ' + h['owner'] if h.get('owner') else ''}):\n{h['body']}")
                       for h in r["items"]) or "No pending hand-offs."))
