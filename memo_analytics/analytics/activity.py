@@ -400,6 +400,8 @@ def activity_report(store: VaultStore, request: ActivityRequest, say_left_out: b
         left_out = store.left_out(RecordKind.SESSION, say=say_left_out,
                                   further=[(s.vault, s.conn) for s in sources if s.conn is not store.conn]) \
             if store.exists else []
+        if store.exists and say_left_out:  # turns left out: the report's prompts and AI cost are short
+            store.left_out(RecordKind.PROMPT, say=True)
         sessions = sessions_frame(sources, request.projects)
         # billed minutes are a session's own, whatever the report selects: worked out over the whole vault
         everything = sessions if request.projects is None else sessions_frame(sources, None)

@@ -102,7 +102,13 @@ def not_indexed(conn: sqlite3.Connection, layout: VaultLayout, subdir: str) -> l
     for project in projects:
         key = f"{project}/{subdir}"
         rows = folder_rows(conn, project, kind)
-        for record_id, (path, _) in sorted(folder_files(layout, key).items()):
+        try:
+            files = folder_files(layout, key)
+        except OSError as exc:  # a folder that cannot be listed: every record of it is left out
+            found.append(CorruptRecordError(str(layout.projects_dir / key), f"the folder cannot be read "
+                                            f"({exc.strerror or type(exc).__name__}): its records are left out"))
+            continue
+        for record_id, (path, _) in sorted(files.items()):
             if record_id not in rows:
                 parsed = parse_for_index(path, redact=False)
                 found.append(parsed if isinstance(parsed, CorruptRecordError) else

@@ -139,6 +139,9 @@ def rebuild(
             if progress:
                 progress(number, len(files))
         insert_fresh(conn, batch)
+        result.skipped += [CorruptRecordError(str(folder), f"the folder cannot be read ({reason}): its records are "
+                                                           "left out of the index and every report")
+                           for folder, reason in layout.unreadable_folders()]
         create_secondary_indexes(conn)
         recount(conn)
         set_folder_stamps(conn, dict(stamps))

@@ -91,6 +91,29 @@ class VaultLayout:
                          if ".conflict-" not in p.name)  # kept sync conflict versions are not records
         return sorted(files)
 
+    def unreadable_folders(self) -> list[tuple[Path, str]]:
+        """``(folder, reason)`` of each project folder and record folder under ``projects/`` that
+        cannot be listed (its permissions): :meth:`record_files` cannot see its records, and a
+        rebuilt index without them billed and counted less without a word."""
+        found: list[tuple[Path, str]] = []
+        subdirs = [subdir_for_kind(kind) for kind in RecordKind]
+        try:
+            projects = sorted(entry.path for entry in os.scandir(self.projects_dir) if entry.is_dir())
+        except OSError:
+            return found
+        for project in projects:
+            for folder in [Path(project), *(Path(project) / subdir for subdir in subdirs)]:
+                try:
+                    with os.scandir(folder):
+                        pass
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                except OSError as exc:
+                    found.append((folder, exc.strerror or type(exc).__name__))
+                    if folder == Path(project):
+                        break  # its record folders cannot be reached either
+        return found
+
     def temp_files(self, folders: list[str] | None = None):
         """Temporary files an interrupted atomic write of memo left in record folders: every
         record folder's, or those of ``folders`` (``<project>/<subdir>`` keys) alone.

@@ -216,3 +216,22 @@ def test_a_lead_reports_and_timesheets_one_persons_work(tmp_path):
                                                            "the option out")
     long = memo("activity", "--all", "--owner", "x" * 5000, vault=vault, check=False)
     assert long.returncode == 1 and len(long.stderr) < 400 and "x" * 100 + "…'s" in long.stderr
+
+
+def test_a_turn_file_that_cannot_be_read_is_named_by_the_activity_report(tmp_path):
+    """Found by a tester of bad files: a turn file with ``turn`` twice (or emptied) lowered
+    ``memo activity``'s prompts and AI cost without a word (a session file is named)."""
+    from tests.inprocess import memo
+
+    vault = tmp_path / "v"
+    memo("session", "start", "s", "--project", "web", vault=vault)
+    for turn in (1, 2):
+        memo("prompt", "record", "--body", f"turn {turn}", "--session-id", "s", "--project", "web", vault=vault)
+    memo("session", "end", "s", "--project", "web", vault=vault)
+    path = vault / "projects/web/prompts/prompt-s-t2.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("turn: 2\n", "turn: 2\nturn: 3\n"), encoding="utf-8")
+    memo("reindex", vault=vault, check=False)
+    report = memo("activity", "--all", vault=vault)
+    assert "prompts: 1" in report.stdout
+    assert ("note: 1 prompt file cannot be read and is left out: projects/web/prompts/prompt-s-t2.md: frontmatter "
+            "names 'turn' twice") in report.stderr, report.stderr

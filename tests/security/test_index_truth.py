@@ -348,3 +348,23 @@ def test_stored_text_reaches_a_terminal_without_control_characters_and_json_stay
     record = as_json(vault, "prompt", "get", "prompt-e-t1")
     assert record["body"] == f"body {HOSTILE} tail".replace("\r", "\n")
     assert as_json(vault, "session", "show", "e")["session"]["summary"] == f"done {HOSTILE}".strip()
+
+
+def test_a_record_folder_that_cannot_be_read_is_named_by_reindex_and_activity(tmp_path):
+    """Found by a tester of bad files: with ``chmod 000 projects/ccp/prompts`` reindex said
+    "indexed 3 records, skipped 0 files" and ``memo activity`` "prompts: 0" (39 before), the AI
+    cost gone, without a word. The folder is named as left out, by both."""
+    vault = tmp_path / "v"
+    for turn in (1, 2):
+        ok(vault, "prompt", "record", "--body", f"turn {turn}", "--session-id", "s", "--project", "ccp")
+    folder = vault / "projects/ccp/prompts"
+    folder.chmod(0)
+    try:
+        rebuilt = _unprivileged(vault, "reindex")
+        assert rebuilt.stdout.strip() == "indexed 0 records, skipped 1 files", rebuilt
+        assert f"skipped: Cannot parse {folder}: the folder cannot be read (Permission denied): its records are left " \
+               "out of the index and every report" in rebuilt.stderr
+        report = _unprivileged(vault, "activity", "--all")  # refused, or a note: the folder named either way
+        assert "projects/ccp/prompts" in report.stderr and "Permission denied" in report.stderr, report
+    finally:
+        folder.chmod(0o755)
