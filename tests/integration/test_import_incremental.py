@@ -872,3 +872,31 @@ def test_an_end_written_into_a_session_file_by_hand_is_kept_by_the_next_import(t
     minutes = {root.name: json.loads(memo("--json", "activity", "--all", vault=root).stdout)["totalDurationMinutes"]
                for root in (vault, other)}
     assert minutes == {"v": 180, "other": 20}  # the person's end kept; the untouched session followed its file
+
+
+def test_a_prompts_line_that_cannot_be_read_later_never_moves_the_turns_after_it(realdata, tmp_path):
+    """Found by a tester of bad files: one byte that is not UTF-8 in line 263 of an imported Codex
+    rollout (a prompt's line) and the next import rewrote 17 turns — t6 took t7's text, t7 t8's …
+    — and marked t23, still in the file, rewound. The transcript is left as the vault holds it,
+    refused with the line; the file put back imports as before."""
+    source = realdata / "codex-rollouts/7567491-Feishu_ClaudeCode/.codex/sessions/2025/11/28"
+    [original] = sorted(source.glob("rollout-*bdaa.jsonl"))
+    folder, vault = tmp_path / "rollouts", tmp_path / "v"
+    folder.mkdir()
+    copy = folder / original.name
+    shutil.copyfile(original, copy)
+    memo("import", "codex", str(folder), vault=vault)
+    before = {p.relative_to(vault): p.read_bytes() for p in (vault / "projects").rglob("*.md")}
+    lines = copy.read_bytes().split(b"\n")
+    assert b'"message":"' in lines[262]
+    lines[262] = lines[262].replace(b'"message":"', b'"message":"\xff', 1)
+    copy.write_bytes(b"\n".join(lines))
+    again = memo("import", "codex", str(folder), vault=vault, check=False)
+    assert again.returncode == 1
+    assert ("line 263: not UTF-8 text (byte 0xff at column 104); the line is left out — and the turns after it would "
+            "stand at other numbers than the vault holds them (session codex-019acae2-56c7-73c2-a045-02820622bdaa-1): "
+            "left as the vault holds it") in again.stderr, again.stderr
+    assert {p.relative_to(vault): p.read_bytes() for p in (vault / "projects").rglob("*.md")} == before
+    shutil.copyfile(original, copy)  # put back: as before, nothing to change
+    assert json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)["turns"] == 0
+    assert {p.relative_to(vault): p.read_bytes() for p in (vault / "projects").rglob("*.md")} == before

@@ -207,6 +207,9 @@ class Transcript:
     #: ``gitBranch``, a Codex rollout's ``session_meta.git``), else None
     branch: str | None = None
     git_sha: str | None = None
+    #: the problems of lines of its file that were left out (not UTF-8, not JSON …): turns after
+    #: such a line may stand at other numbers than an earlier read of the file gave them
+    lines_left_out: list[str] = field(default_factory=list)
 
 
 def take_git(transcript: Transcript, branch: object, sha: object = None) -> None:
@@ -547,6 +550,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         transcript, kept = _with_lost_beginning(store, transcript, base, home, options.idle_gap)
     intervals = work_intervals(transcript, options.idle_gap)
     homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
+    if transcript.lines_left_out and first is not None:
+        _refuse_shifted_turns(store, transcript, base, intervals, homes)
     fresh = True
     begins_earlier: set[int] = set()
     for number, interval in enumerate(intervals, 1):
@@ -879,6 +884,35 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
         if changed:
             store.upsert(RecordKind.PROMPT, {**meta, **changed}, text if rewritten else body)
     return outcome
+
+
+def _refuse_shifted_turns(store: VaultStore, transcript: Transcript, base: str, intervals: list,
+                          homes: dict[int, str]) -> None:
+    """Refuse a transcript read with lines left out (:attr:`Transcript.lines_left_out`) when it
+    would change the text of a turn the vault holds from an earlier read, or take turns back: a
+    line of a prompt that cannot be read now moves every later prompt one turn up — t6 took t7's
+    text, and so on, and the last turn was marked rewound. Left as the vault holds it.
+
+    Raises
+    ------
+    MemoError
+        The first line left out, and what to do.
+    """
+    for number, interval in enumerate(intervals, 1):
+        project, session_id = homes[number], f"{base}-{number}"
+        held = index.last_current_turn(store.conn, project, session_id)
+        shifted = held > len(interval.prompts)
+        for turn, prompt in enumerate(interval.prompts[:held], 1):
+            if shifted:
+                break
+            row = index.get_row(store.conn, project, f"prompt-{session_id}-t{turn}", RecordKind.PROMPT.value)
+            known = json.loads(row["meta"]) if row is not None else {}
+            shifted = row is not None and row["status"] != "superseded" and "promptHash" in known \
+                and known["promptHash"] != prompt_hash(prompt.text)
+        if shifted:
+            raise MemoError(f"{transcript.lines_left_out[0]} — and the turns after it would stand at other numbers "
+                            f"than the vault holds them (session {session_id}): left as the vault holds it; repair "
+                            "the line (or put the file back as it was), then import again")
 
 
 def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> int:
@@ -1262,6 +1296,7 @@ def _count_parse(result: ImportResult, path: Path, parsed: ParseResult, source: 
     result.pending += 1 if parsed.pending_lines else 0
     result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
     for transcript in parsed.transcripts:
+        transcript.lines_left_out = list(parsed.problems)
         transcript.path = path  # as given now (a checkpoint keeps the spelling of its first read)
         where.setdefault((transcript.source, transcript.transcript_id), path)
 
