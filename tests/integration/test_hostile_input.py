@@ -193,9 +193,16 @@ def test_a_vault_inside_a_repository_or_an_empty_path_is_refused(tmp_path):
 
 
 def test_reads_never_create_a_vault_at_a_mistyped_path(tmp_path):
-    listed = memo("prompt", "list", "--all", vault=tmp_path / "typo")
-    assert "No prompts match" in listed.stdout and "there is no vault at" in listed.stderr
-    assert json.loads(memo("--json", "activity", "--all", vault=tmp_path / "typo").stdout)["totalPrompts"] == 0
+    """And (found by a tester of bad files) a report of a mistyped vault is refused: it printed an
+    empty activity, "Nothing needs you now" and wrote an empty timesheet, exit 0."""
+    refused = (f"error: No vault at {tmp_path / 'typo'}: nothing is recorded or imported there (check --vault-root "
+               "and MEMO_VAULT; an agent's hooks or `memo import auto` fill one)")
+    for args in (["prompt", "list", "--all"], ["activity", "--all"], ["digest"],
+                 ["report", "timesheet", "--all", "-o", str(tmp_path / "t.csv")]):
+        one_line_error(memo(*args, vault=tmp_path / "typo", check=False), refused)
+    assert json.loads(memo("--json", "activity", "--all", vault=tmp_path / "typo", check=False).stderr)["error"] \
+        == refused.removeprefix("error: ")
+    assert not (tmp_path / "t.csv").exists()
     one_line_error(memo("prompt", "get", "x", vault=tmp_path / "typo", check=False), "error: Record not found: x")
     assert not (tmp_path / "typo").exists()
 

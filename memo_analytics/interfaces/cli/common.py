@@ -279,9 +279,17 @@ def _emit(value: Any, human: Callable[[Any], None]) -> None:
         human(value)
 
 
-def _note_missing_vault() -> None:
+def _refuse_missing_vault() -> None:
+    """A read of a vault that is not there is refused (a mistyped ``--vault-root`` or
+    ``MEMO_VAULT`` printed an empty report, "Nothing needs you now" or an empty timesheet, exit 0).
+
+    Raises
+    ------
+    MemoError
+        ``No vault at …``, and where a vault comes from."""
     if on_remote() is None and not state.store.exists:
-        err.print(f"note: there is no vault at {state.store.root} yet (nothing recorded or imported there)")
+        raise MemoError(f"No vault at {state.store.root}: nothing is recorded or imported there (check --vault-root "
+                        "and MEMO_VAULT; an agent's hooks or `memo import auto` fill one)")
 
 
 def _scope_line(projects: list[str] | None, explicit: bool) -> str:

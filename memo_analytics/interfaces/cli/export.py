@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from ...domain.ids import validate_slug
-from .common import _emit, _note_missing_vault, app, out, state
+from .common import _emit, _refuse_missing_vault, app, out, state
 
 export_app = typer.Typer(help="Export the vault's records for other tools.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
@@ -24,7 +24,7 @@ def export_parquet_command(
     DuckDB, Spark or Trino; every project of the vault and of every further configured vault."""
     from ...analytics.parquet import export_parquet
 
-    _note_missing_vault()
+    _refuse_missing_vault()
     projects = [validate_slug(p, "project") for p in project] if project else None
     result = export_parquet(state.store, directory, projects=projects, body=body).wire()
 

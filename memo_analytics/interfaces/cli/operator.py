@@ -18,7 +18,7 @@ from ...operator.audit import read as read_audit
 from ...operator.digest import is_digest_command, moving_of
 from ...operator.policy import ACTION_CLASSES, allow, revoke, set_off
 from ...services.requests import DigestApplyRequest, DigestRequest
-from .common import _build, _emit, _local, _safe, _short, _zone, _zone_label, app, err, out, state
+from .common import _build, _emit, _local, _refuse_missing_vault, _safe, _short, _zone, _zone_label, app, err, out, state
 
 
 def utc_stamp() -> str:
@@ -97,6 +97,7 @@ def digest(
         result = remote.post(state.settings, "/api/actions/digest",
                              {"refresh": True, **({"asOf": as_of} if as_of else {})})
     else:
+        _refuse_missing_vault()
         # a person asking once gets the digest of now, not one a minute old (pollers get the cache)
         result = run_digest(state.store, _build(DigestRequest, refresh=refresh, as_of=as_of,
                                                 max_age_seconds=PERSON_MAX_AGE_SECONDS))

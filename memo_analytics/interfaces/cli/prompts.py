@@ -23,7 +23,7 @@ from .common import (
     _check_scope,
     _emit,
     _local,
-    _note_missing_vault,
+    _refuse_missing_vault,
     _safe,
     _scope_line,
     _short,
@@ -105,7 +105,7 @@ def _list_request(**kwargs: Any) -> ListRequest:
 
 
 def _print_page(page: dict[str, Any], request: ListRequest) -> None:
-    _note_missing_vault()
+    _refuse_missing_vault()
     scope = _scope_line(read_scope(request.project, request.cross_project, request.cwd), bool(request.project))
     if not page["items"] and page["total"]:  # they match; the page begins after the last of them
         out.print(f"No prompts on this page: {page['total']} match, and --offset {request.offset} skips past the "

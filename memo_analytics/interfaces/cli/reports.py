@@ -21,7 +21,7 @@ from .common import (
     _check_scope,
     _emit,
     _grouped,
-    _note_missing_vault,
+    _refuse_missing_vault,
     _safe,
     _scope_line,
     _short,
@@ -87,7 +87,6 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
     """The human tables of an activity report (its wire form: this machine's or a team daemon's)."""
     from ...domain.clock import format_minutes, resolve_zone
 
-    _note_missing_vault()
     zone = resolve_zone(data["timezone"], "timezone")
     out.print(_scope_line(None if data["projects"] == "all" else data["projects"], explicit_project)
               + (f" · client: {data['client']}" if data["client"] else "")
@@ -178,6 +177,7 @@ def activity(
     from ...analytics.activity import report_for
 
     request = _activity_request(project, all_projects, since, until, client, tz, owner)
+    _refuse_missing_vault()
     data = answer_of("activity_report", request, lambda: report_for(state.store, request).wire())
     _emit(data, lambda data: _print_activity(data, explicit_project=bool(project) or all_projects))
 
@@ -197,6 +197,7 @@ def report_timesheet(
     from ...reports.tables import export_timesheet, output_format
 
     output_format(output, (state.store.root,))  # a bad suffix or place is refused before the report runs
+    _refuse_missing_vault()
     report = _activity_report(project, all_projects, since, until, client, tz, owner)
     path = export_timesheet(report, output, _user_templates(templates), vault_root=state.store.root, overwrite=force)
     result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
