@@ -421,6 +421,35 @@ def test_an_answer_written_before_a_sessions_first_prompt_counts_for_it(realdata
     assert totals == {"cache_read_tokens": 1_093_509, "cache_write_tokens": 99_004, "output_tokens": 3_860}
 
 
+def test_a_transcript_cut_from_the_top_counts_no_answer_twice(realdata, tmp_path):
+    """Found by an operator leaving ``memo watch`` running: a Claude Code transcript cut from the
+    top (its first 219 lines gone, turn 1's answers going on after the cut) kept its turns and
+    minutes, but the answers left before the file's first prompt counted again — for turn 2 —
+    and the AI cost rose from USD 2.3932 to 3.5846. They are turn 1's, counted already."""
+    import memo_analytics as memo_api
+
+    source = realdata / ("claude-code-jsonl/d-kimuson-claude-code-viewer/mock-global-claude-dir/projects/"
+                         "sample-project/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl")
+    folder, vault = tmp_path / "projects" / "p", tmp_path / "v"
+    folder.mkdir(parents=True)
+    copy = folder / source.name
+    copy.write_bytes(source.read_bytes())
+
+    def totals() -> dict:
+        report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+        usage = memo_api.open_vault(str(vault)).usage()
+        return {"minutes": report["totalDurationMinutes"], "prompts": report["totalPrompts"],
+                "cost": report["totalCostUsd"],
+                **usage.select("input_tokens", "output_tokens", "cache_read_tokens").sum().row(0, named=True)}
+
+    memo("import", "claude-code", str(folder.parent), vault=vault)
+    before = totals()
+    assert before["cost"] == "2.3932"
+    copy.write_bytes(b"".join(source.read_bytes().splitlines(keepends=True)[219:]))
+    memo("import", "claude-code", str(folder.parent), vault=vault)
+    assert totals() == before
+
+
 def test_a_sub_agent_file_written_after_its_transcript_was_imported_is_counted_at_the_next_import(tmp_path):
     """Found by an attacker: a transcript imported before its ``subagents/`` file existed (or was
     complete) stayed "unchanged" — its sub-agent's tokens never counted, by import or ``memo watch``.

@@ -211,6 +211,8 @@ def _settle_usage(session: "_Session") -> None:
     for prompt, counts, model in session.usage.values():
         if (prompt or first) is not None:
             add_tokens(prompt or first, dict(zip(_TOKEN_NAMES, counts)), model)
+        if prompt is None and first is not None:  # a file cut from the top takes them back (the turn before)
+            first.answered_before.append((dict(zip(_TOKEN_NAMES, counts)), model))
 
 
 @dataclass

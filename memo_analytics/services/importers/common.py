@@ -64,6 +64,10 @@ class HumanPrompt:
     #: the same counts split by the model that spent them, when more than one model answered
     #: (a main model and a small one for titles or sub-tasks): each part is priced at its own model
     tokens_by_model: dict[str, dict[str, int]] | None = None
+    #: the model calls made before it that its ``tokens`` count (``(usage, model)``: a transcript's
+    #: answers before its first prompt) — a file cut from the top starts with the answers of a
+    #: turn the vault holds, which counts them already
+    answered_before: list[tuple[dict[str, int], str | None]] = field(default_factory=list)
 
 
 #: How each agent's transcript opens: ``(source, what it is called, test of its first JSON record)``.
@@ -750,8 +754,27 @@ def _with_lost_beginning(store: VaultStore, transcript: Transcript, base: str, h
         number += 1
     if not lost:
         return transcript, set()
-    return replace(transcript, prompts=[*lost, *transcript.prompts],
+    prompts = list(transcript.prompts)
+    if prompts and prompts[0].answered_before:  # the answers of the last turn put back: counted there
+        prompts[0] = _without_calls(prompts[0], prompts[0].answered_before)
+    return replace(transcript, prompts=[*lost, *prompts],
                    activity=sorted({*transcript.activity, *activity})), {id(prompt) for prompt in lost}
+
+
+def _without_calls(prompt: HumanPrompt, calls: list[tuple[dict[str, int], str | None]]) -> HumanPrompt:
+    """``prompt`` with the tokens of ``calls`` (as :func:`add_tokens` added them) taken out."""
+    tokens = dict(prompt.tokens or {})
+    parts = {model: dict(part) for model, part in (prompt.tokens_by_model or {}).items()}
+    for usage, model in calls:
+        counts = {k: v for k, v in usage.items() if plausible_tokens(v)}
+        for key, value in counts.items():
+            tokens[key] = tokens.get(key, 0) - value
+            if model and model in parts:
+                parts[model][key] = parts[model].get(key, 0) - value
+    tokens = {k: v for k, v in tokens.items() if v}
+    parts = {m: {k: v for k, v in part.items() if v} for m, part in parts.items()}
+    return replace(prompt, tokens=tokens or None, tokens_by_model={m: p for m, p in parts.items() if p} or None,
+                   answered_before=[])
 
 
 def times_written_by_hand(meta: dict[str, Any]) -> bool:
