@@ -589,7 +589,11 @@ def noted_clamp(page: dict[str, Any], request: Any) -> dict[str, Any]:
 
 
 def list_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
-    """Prompt records matching the filters, newest first (SPEC §2.6)."""
+    """Prompt records matching the filters, newest first (SPEC §2.6); with a ``query``, those
+    that hold its words (:func:`search_prompts`), as ``GET /api/prompts?query=`` filters — the
+    MCP action listed every turn and dropped the query without a word."""
+    if (request.query or "").strip():
+        return search_prompts(store, request)
     flt = filter_from_request(store, request)
     limit, offset = clamp_page(request.limit, request.offset)
     total, rows = index.count_and_page(store.conn, "prompt", flt, limit, offset, request.sort)

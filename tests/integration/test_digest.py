@@ -102,9 +102,13 @@ def test_handoffs_rules_and_open_sessions_through_the_cli(tmp_path):
     assert refused.returncode == 1 and "Invalid asOf date" in refused.stderr
 
 
-def test_an_empty_or_missing_vault_has_an_empty_digest(tmp_path):
-    result = json.loads(memo("--json", "digest", vault=tmp_path / "none").stdout)
-    assert result["items"] == [] and not (tmp_path / "none").exists()
+def test_an_empty_vault_has_an_empty_digest_and_a_missing_one_is_refused(tmp_path):
+    """A missing vault (a mistyped --vault-root) said "Nothing needs you now", exit 0: refused."""
+    (tmp_path / "empty" / "projects").mkdir(parents=True)
+    assert json.loads(memo("--json", "digest", vault=tmp_path / "empty").stdout)["items"] == []
+    missing = memo("digest", vault=tmp_path / "none", check=False)
+    assert missing.returncode == 1 and missing.stderr.startswith(f"error: No vault at {tmp_path / 'none'}: ")
+    assert not (tmp_path / "none").exists()
 
 
 def test_cli_apply_allow_revoke_and_audit(tmp_path):

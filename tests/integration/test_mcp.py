@@ -488,3 +488,17 @@ def test_memo_mcp_http_refuses_caller_chosen_paths_and_stdio_takes_them(tmp_path
 
     asyncio.run(scenario())
     assert not other.exists() and not (tmp_path / "s.md").exists()
+
+
+def test_list_with_a_query_lists_the_turns_that_hold_it_as_the_http_listing_does(tmp_path):
+    """Found by a team moving from spec-memo: ``{"action": "list", "query": "regression"}`` listed
+    every turn of the project (5) and named ``query`` neither applied nor ignored, while ``GET
+    /api/prompts?query=regression`` gave the one turn that holds it (SPEC §2.6: list filters by
+    query)."""
+    vault = tmp_path / "v"
+    for body in ("fix the regression in checkout", "add a test", "rename the module"):
+        memo("prompt", "record", "--body", body, "--session-id", "s", "--project", "web", vault=vault)
+    [(error, text)] = tool_calls(vault, [{"action": "list", "projectId": "web", "query": "regression"}])
+    page = json.loads(text)
+    assert not error and page["total"] == 1 and page["items"][0]["body"] == "fix the regression in checkout"
+    assert "query" not in page.get("ignored", [])
