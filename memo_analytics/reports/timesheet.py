@@ -99,16 +99,21 @@ def printed_span(item: dict[str, Any], zone) -> tuple[datetime, datetime]:
 
 
 def _billed_note(report: ActivityReport, client: str, worked: int, billed: int | None,
-                 session: tuple[str, str] | None = None) -> str:
+                 session: tuple[str, str] | None = None, invoice: str | None = None) -> str:
     """Why a row bills other minutes than the session's span (minutes): an issued invoice that
-    billed the session before it was changed, the client's rounding, parallel sessions of the
-    client counted once (after the rounding), or both; "" when it bills them as they are."""
+    billed it so (``invoice``: its number) — the session changed since, or the client's terms —,
+    the client's rounding, parallel sessions of the client counted once (after the rounding), or
+    both; "" when it bills them as they are."""
     if billed is None or billed == worked:
         return ""
-    if session is not None and report.invoiced_minutes.get(session) == billed \
-            and report.invoiced_durations.get(session, worked) != worked:
-        return f"billed {billed} minutes as its issued invoice did (the session was changed since: {worked} now)"
     rounded = report.rounded_minutes(client, worked)
+    if session is not None and report.invoiced_minutes.get(session) == billed:
+        said = f"invoice {invoice}" if invoice else "its issued invoice"
+        if report.invoiced_durations.get(session, worked) != worked:
+            return f"billed {billed} minutes as {said} did (the session was changed since: {worked} now)"
+        # the terms of then: a rounding changed since had the row explained by the terms of now
+        # ("raised to 120 minutes by the client's rounding, then parallel to another session")
+        return f"billed {billed} minutes as {said} did" + (" (the client's rounding)" if billed == rounded else "")
     if billed < rounded and rounded > worked:
         return (f"raised to {rounded} minutes by the client's rounding, then parallel to another session of this "
                 f"client: {billed} billed")
@@ -130,7 +135,7 @@ def timesheet_sections(report: ActivityReport) -> list[ClientSection]:
         began, ended = span_clock(start, end)
         billed = item.get("billedMinutes", item["durationMinutes"])
         note = _billed_note(report, item["client"], item["durationMinutes"], billed,
-                            (item["project"], item["sessionId"]))
+                            (item["project"], item["sessionId"]), item.get("invoice"))
         key = item["client"].lower()
         section = sections.setdefault(key, ClientSection(names.get(key, item["client"])))
         section.rows.append(

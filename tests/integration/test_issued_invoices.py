@@ -838,8 +838,28 @@ def test_a_timesheet_says_an_invoiced_session_bills_what_its_invoice_billed_afte
     assert ran.returncode == 0, ran.stderr
     rows = {row["sessionId"]: row for row in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
     assert (rows["a1"]["workedMinutes"], rows["a1"]["billedMinutes"]) == ("110", "80")
-    assert rows["a1"]["note"] == "billed 80 minutes as its issued invoice did (the session was changed since: 110 now)"
+    assert rows["a1"]["note"] == "billed 80 minutes as invoice 2026-0001 did (the session was changed since: 110 now)"
     assert rows["a2"]["note"] == ""  # invoiced and unchanged: nothing to say
+
+
+def test_a_timesheet_of_an_invoiced_month_explains_its_rows_by_the_invoice_after_the_terms_changed(billing, tmp_path):
+    """Found by a billing person: after Acme's rounding went from 15 to 60 minutes, the timesheet of
+    the month invoice 2026-0001 billed in 15-minute steps kept the invoiced minutes (right) but
+    explained a row as "raised to 60 minutes by the client's rounding, then parallel to another
+    session of this client: 30 billed" — there was no parallel session: the invoice billed it so."""
+    import csv
+
+    billing["config"].write_text(ISSUER + ACME + "roundingMinutes = 15\n" + GLOBEX, encoding="utf-8")
+    issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    billing["config"].write_text(ISSUER + ACME + "roundingMinutes = 60\n" + GLOBEX, encoding="utf-8")
+    out = tmp_path / "ts.csv"
+    ran = run(billing, "report", "timesheet", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+              "--until", "2026-06-30", "--tz", "UTC", "-o", str(out))
+    assert ran.returncode == 0, ran.stderr
+    rows = {row["sessionId"]: row for row in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
+    assert (rows["a2"]["workedMinutes"], rows["a2"]["billedMinutes"]) == ("25", "30")
+    assert rows["a2"]["note"] == "billed 30 minutes as invoice 2026-0001 did"
+    assert (rows["a1"]["billedMinutes"], rows["a1"]["note"]) == ("90", "billed 90 minutes as invoice 2026-0001 did")
 
 
 def test_a_session_line_carries_its_day_summary_and_deliverables_into_the_factur_x_xml(billing):
