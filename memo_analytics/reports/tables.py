@@ -211,6 +211,42 @@ def invoice_table(invoice: Invoice, fmt: str) -> bytes:
     return xlsx_bytes("Invoice lines", INVOICE_COLUMNS, rows, totals, dates=("from", "to"))
 
 
+#: The columns of an issued document's lines (:func:`issued_table`): the document, then its lines
+#: as :data:`INVOICE_COLUMNS` has them.
+ISSUED_COLUMNS = ("number", "kind", "issued", "due", *INVOICE_COLUMNS)
+
+
+def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per line of an issued invoice or credit note (its stored ``meta``), keyed by
+    :data:`ISSUED_COLUMNS`: the figures it was issued with (hours, rate and amount as Decimal;
+    ``issued``/``due`` and ``from``/``to`` ``YYYY-MM-DD``), whatever the vault says since."""
+    rows = []
+    for line in meta["lines"]:
+        printed = " ".join(str(line.get("date") or "").split())
+        first, last = (line["periodStart"], line["periodEnd"]) if line.get("periodStart") else _one_day(printed)
+        rows.append({"number": meta["number"], "kind": meta["kind"], "issued": meta["issued"], "due": meta.get("due"),
+                     "client": meta["client"], "currency": meta["currency"], "date": printed, "from": first, "to": last,
+                     "project": line["project"], "description": line["description"], "sessions": line.get("sessions"),
+                     "durationMinutes": line.get("durationMinutes"),
+                     "hours": Decimal(line["hours"]) if line.get("unit", "HUR") == "HUR" else None,
+                     "rate": Decimal(line["rate"]), "amount": Decimal(line["amount"])})
+    return rows
+
+
+def issued_table(meta: dict[str, Any], fmt: str) -> bytes:
+    """An issued document's lines as ``csv`` or ``xlsx`` bytes (:func:`issued_rows`; the XLSX's
+    ``Totals`` sheet: its net, VAT and gross as issued) — for the bookkeeper, beside its PDF."""
+    rows = issued_rows(meta)
+    if fmt == "csv":
+        return csv_bytes(ISSUED_COLUMNS, rows)
+    currency = meta["currency"]
+    totals = [(f"Net {currency}", {"currency": currency, "hours": Decimal(meta["billableHours"]),
+                                   "amount": Decimal(meta["net"])}),
+              (f"VAT {currency}", {"currency": currency, "amount": Decimal(meta["tax"])}),
+              (f"Total {currency}", {"currency": currency, "amount": Decimal(meta["gross"])})]
+    return xlsx_bytes(f"{meta['number']} lines", ISSUED_COLUMNS, rows, totals, dates=("issued", "due", "from", "to"))
+
+
 def export_timesheet(report: ActivityReport, output: Path, user_templates: Path | None = None,
                      vault_root: Path | None = None, overwrite: bool = False) -> Path:
     """The timesheet of ``report`` written to ``output`` in the format its suffix names (PDF,

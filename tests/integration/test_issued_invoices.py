@@ -1190,3 +1190,34 @@ def test_an_invoice_never_takes_minutes_an_earlier_overlapping_session_bills(bil
     draft = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-08-01", "--until",
                 "2026-08-31", "--tz", "UTC")
     assert "Acme Corp · Work on ovl: 1 session: 0.50 h × 120.00 = EUR 60.00" in draft.stdout, draft
+
+
+def test_an_issued_invoices_lines_come_as_csv_and_xlsx_as_issued(billing, tmp_path):
+    """Found by a bookkeeper: an issued invoice had no CSV or XLSX (``memo invoice show 2026-0001 -o
+    issued.csv`` said "must end with .pdf") — only the draft made before issuing, which the vault
+    can change since. ``invoice show -o FILE.csv|.xlsx`` writes its lines as issued; ``issue -o
+    FILE.csv`` is refused before a number is taken, naming that command."""
+    import csv
+
+    import pandas as pd
+
+    refused = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                  "--until", "2026-06-30", "-o", str(tmp_path / "june.csv"))
+    assert refused.returncode == 1 and "memo invoice show NUMBER -o june.csv once it is issued" in refused.stderr
+    issued = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert issued["number"] == "2026-0001"  # the refusal took no number
+    path = billing["vault"] / "projects" / "web" / "sessions" / "session-a1.md"  # changed since: the rows stay
+    path.write_text(path.read_text(encoding="utf-8").replace("summary: null", "summary: changed"), encoding="utf-8")
+    out = tmp_path / "issued.csv"
+    assert run(billing, "invoice", "show", "2026-0001", "-o", str(out)).returncode == 0
+    rows = list(csv.DictReader(out.read_text(encoding="utf-8-sig").splitlines()))
+    assert [(r["number"], r["kind"], r["project"], r["hours"], r["rate"], r["amount"]) for r in rows] == [
+        ("2026-0001", "invoice", "api", "0.42", "140.00", "58.80"), ("2026-0001", "invoice", "web", "1.33", "120.00",
+                                                                      "159.60")]
+    assert round(sum(float(r["amount"]) for r in rows), 2) == float(issued["net"])
+    book = tmp_path / "issued.xlsx"
+    assert run(billing, "invoice", "show", "2026-0001", "-o", str(book)).returncode == 0
+    lines = pd.read_excel(book, sheet_name=0)
+    totals = pd.read_excel(book, sheet_name="Totals")
+    assert str(lines["issued"].dtype).startswith("datetime64") and round(lines["amount"].sum(), 2) == float(issued["net"])
+    assert totals["amount"].tolist() == [float(issued["net"]), float(issued["tax"]), float(issued["gross"])]

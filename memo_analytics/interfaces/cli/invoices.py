@@ -107,6 +107,10 @@ def invoice_issue(
                                           "(e.g. --since 2026-06-01 --until 2026-06-30)")
     if lines not in LINE_MODES:
         raise InvalidFieldError("lines", f"{lines!r} is not one of {', '.join(LINE_MODES)}")
+    if output is not None and output.suffix.lower() in (".csv", ".xlsx"):  # before a number is taken
+        raise InvalidFieldError("output", f"{output}: an issue writes the invoice's PDF (-o FILE.pdf); its lines as "
+                                          f"issued, for a spreadsheet: memo invoice show NUMBER -o {output.name} "
+                                          "once it is issued")
     issued_on = _date(issued, "issued")
     with _shared_numbering(offline) as shared:
         document, copy = issue_invoice(state.store, state.settings,
@@ -189,17 +193,24 @@ def invoice_list() -> None:
 @invoice_app.command("show")
 def invoice_show(
     number: str = typer.Argument(..., help="Invoice or credit note number (or ref)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a copy of its PDF here."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a copy of its PDF here (FILE.pdf), or "
+                                          "its lines as issued (FILE.csv or FILE.xlsx)."),
     force: bool = _FORCE,
 ) -> None:
-    """One issued document: its figures, lines and sessions (-o FILE: a copy of its PDF)."""
+    """One issued document: its figures, lines and sessions (-o FILE.pdf: a copy of its PDF; -o FILE.csv or
+    FILE.xlsx: its lines as issued, for the bookkeeper)."""
     from ...reports.issuing import document_summary, export_copy
     from ...vault import ledger
 
     document = ledger.document(state.store.root, number)
     summary = {**document_summary(document, ledger.documents(state.store.root)),
                "lines": document.meta["lines"], "sessionIds": document.meta["sessions"]}
-    if output is not None:
+    if output is not None and output.suffix.lower() in (".csv", ".xlsx"):
+        from ...reports.tables import issued_table, output_format, write_table
+
+        fmt = output_format(output, (state.store.root,))
+        summary["output"] = str(write_table(issued_table(document.meta, fmt), output, (state.store.root,), force))
+    elif output is not None:
         summary["output"] = str(export_copy(document, output, (state.store.root,), force))
 
     def human(s: dict) -> None:
