@@ -129,6 +129,7 @@ def test_a_period_whose_until_is_before_its_since_is_refused_by_name(tmp_path):
     ran = memo("activity", "--all", "--since", "2026-03-31", "--until", "2026-03-01", vault=tmp_path / "v", check=False)
     assert (ran.returncode, ran.stderr) == (1, "error: Invalid until: 2026-03-01 is before since 2026-03-31: the "
                                                "period would be empty (swap them?)\n")
+    (tmp_path / "v" / "projects").mkdir(parents=True)  # a vault of nothing yet (a missing one is refused)
     same_day = memo("--json", "activity", "--all", "--since", "2026-03-02", "--until", "2026-03-02", vault=tmp_path / "v")
     assert json.loads(same_day.stdout)["totalSessions"] == 0  # one day is a period
 

@@ -97,10 +97,10 @@ def digest(
         result = remote.post(state.settings, "/api/actions/digest",
                              {"refresh": True, **({"asOf": as_of} if as_of else {})})
     else:
-        _refuse_missing_vault()
         # a person asking once gets the digest of now, not one a minute old (pollers get the cache)
         result = run_digest(state.store, _build(DigestRequest, refresh=refresh, as_of=as_of,
                                                 max_age_seconds=PERSON_MAX_AGE_SECONDS))
+        _refuse_missing_vault()
 
     def human(r: dict[str, Any]) -> None:
         if r.get("error"):

@@ -177,8 +177,8 @@ def activity(
     from ...analytics.activity import report_for
 
     request = _activity_request(project, all_projects, since, until, client, tz, owner)
-    _refuse_missing_vault()
     data = answer_of("activity_report", request, lambda: report_for(state.store, request).wire())
+    _refuse_missing_vault()  # after the request's own checks: a bad date is named first
     _emit(data, lambda data: _print_activity(data, explicit_project=bool(project) or all_projects))
 
 
@@ -197,8 +197,8 @@ def report_timesheet(
     from ...reports.tables import export_timesheet, output_format
 
     output_format(output, (state.store.root,))  # a bad suffix or place is refused before the report runs
-    _refuse_missing_vault()
     report = _activity_report(project, all_projects, since, until, client, tz, owner)
+    _refuse_missing_vault()
     path = export_timesheet(report, output, _user_templates(templates), vault_root=state.store.root, overwrite=force)
     result = {"output": str(path), "totalDurationMinutes": report.total_duration_minutes,
               "totalBillableHours": report.total_billable_hours, "timezone": report.wire()["timezone"]}
