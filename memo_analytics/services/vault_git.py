@@ -627,16 +627,26 @@ def check_tracked(git: _Git, root: Path) -> None:
     Raises
     ------
     VaultGitError
-        ``sync``: the first such path, and how to untrack it.
+        ``sync``: every such path (the first few named, with why), and one command that untracks
+        them all — a vault kept in git before memo (its compiled views committed) was told one
+        file a run, five runs a project.
     """
     listing = git.run("ls-files", "-s", "-z").stdout.decode("utf-8", "surrogateescape").split("\0")
+    found = []
     for entry in filter(None, listing):
         info, path = entry.split("\t", 1)
         why = _not_synced(path, info.split()[0])
         if why:
-            raise VaultGitError("sync", f"the vault repository tracks {path!r}, {why}; nothing was synced: "
-                                        f"git -C {shell_word(str(root))} rm -r --cached -- {shell_word(path)} && git -C {shell_word(str(root))} commit -m untrack, "
-                                        f"after checking the file")
+            found.append((path, why))
+    if found:
+        named = "; ".join(f"{path!r}, {why}" for path, why in found[:3])
+        more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+        where = shell_word(str(root))
+        paths = " ".join(shell_word(path) for path, _ in found)
+        files = "the file" if len(found) == 1 else f"the {len(found)} files"
+        raise VaultGitError("sync", f"the vault repository tracks {named}{more}; nothing was synced: git -C {where} "
+                                    f"rm -r --cached -- {paths} && git -C {where} commit -m untrack, after checking "
+                                    f"{files}")
 
 
 def _pulled_documents(store: VaultStore, result: dict[str, Any], added: list[str],

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import subprocess
 from datetime import UTC, datetime
@@ -536,6 +537,33 @@ def test_a_clone_of_a_repository_holding_a_machines_own_files_is_not_synced(remo
     assert refused["error"].startswith("Vault-git sync failed (git sync): the vault repository tracks "
                                        "'.memo/delegations.json', a hidden file or folder")
     assert "rm -r --cached" in refused["error"]
+
+
+def test_a_repository_that_tracks_compiled_views_is_told_every_one_and_one_command(remote, tmp_path):
+    """Found by a team moving from spec-memo (whose vault repository held its compiled views): each
+    sync named one view — five runs a project, one ``git rm --cached`` each. Every path is named
+    (the first three, and how many more) with one command that untracks them all."""
+    a = clone(remote, tmp_path / "a")
+    record(a, "seed", "s1")
+    sync(a, "manual", now=T0)
+
+    def views(bob: Path) -> list[str]:
+        names = ["PROMPTS.md", "SESSIONS.md", "INDEX.md", "TRAPS.md", "DECISIONS.md"]
+        for name in names:
+            (bob / "projects" / "shop" / name).write_text(f"# {name}\n")
+        return [f"projects/shop/{name}" for name in names]
+
+    _push_as_teammate(remote, tmp_path, views)
+    c = clone(remote, tmp_path / "c")
+    refused = sync(c, "manual", now=T0)["error"]
+    assert refused.startswith("Vault-git sync failed (git sync): the vault repository tracks 'projects/shop/DECISIONS.md'"
+                              ", a compiled view (each machine compiles its own); 'projects/shop/INDEX.md', ")
+    assert "; and 2 more; nothing was synced: " in refused and refused.endswith(", after checking the 5 files")
+    command = refused.split("nothing was synced: ", 1)[1].rsplit(", after checking", 1)[0]
+    subprocess.run(command, shell=True, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "c", "GIT_AUTHOR_EMAIL": "c@example.com",
+                        "GIT_COMMITTER_NAME": "c", "GIT_COMMITTER_EMAIL": "c@example.com"})
+    assert sync(c, "manual", now=T0)["error"] is None
 
 
 def test_a_pulled_last_seen_root_never_chooses_where_a_rule_is_promoted(remote, tmp_path):
