@@ -647,3 +647,20 @@ def test_a_turn_whose_file_cannot_be_read_is_named_not_called_not_found(tmp_path
     assert path.read_bytes().endswith(b"\xff\xfe")  # left as it was
     assert memo("prompt", "get", "prompt-s2-t9", vault=vault, check=False).stderr.strip() == \
         "error: Record not found: prompt-s2-t9"
+
+
+@pytest.mark.parametrize("typed, said", [
+    ("derive-rules", "the derive_rules action is memo report rules (--save-traps, --promote FILE, --format)"),
+    ("export_story", "the export_story action is memo report story SESSION -o FILE"),
+    ("activity_report", "the activity_report action is memo activity"),
+    ("session", "the session action is memo session show [SESSION]"),
+])
+def test_an_mcp_action_typed_under_memo_prompt_names_the_command_that_does_it(tmp_path, typed, said):
+    """Found by a team moving from spec-memo, whose CLI is ``memo prompt <action>``: ``memo prompt
+    derive-rules`` said only "No such command"; it names the command that does it here."""
+    ran = memo("prompt", typed, vault=tmp_path / "v", check=False)
+    assert (ran.returncode, ran.stderr.strip()) == (2, f"error: No such command '{typed}'. (memo prompt); {said}; "
+                                                       "see --help")
+    # the commands named exist
+    command = said.split(" is ", 1)[1].split(" (")[0].replace(" SESSION", "").replace(" [SESSION]", "").split(" -o")[0]
+    assert memo(*command.split()[1:], "--help", vault=tmp_path / "v").returncode == 0

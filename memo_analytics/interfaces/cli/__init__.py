@@ -132,7 +132,17 @@ def _remote_daemon() -> str | None:
 
 #: words a person reaches for under a command group → what does it there
 _CREDIT = "an issued invoice is cancelled by a credit note: memo invoice credit NUMBER"
-_SYNONYMS = {"invoice": dict.fromkeys(("void", "cancel", "delete", "remove", "refund", "revoke", "storno"), _CREDIT)}
+#: the MCP tool's actions (spec-memo's ``memo prompt <action>``) → the command that does each here
+_ACTIONS = {"derive-rules": "memo report rules (--save-traps, --promote FILE, --format)",
+            "activity-report": "memo activity", "export-story": "memo report story SESSION -o FILE",
+            "session": "memo session show [SESSION]", "session-start": "memo session start",
+            "session-end": "memo session end", "cancel-handoff": "memo session handoff SESSION --cancel",
+            "handoffs": "memo session handoff", "digest": "memo digest", "prompt-detail": "memo prompt show ID"}
+_SYNONYMS = {"invoice": dict.fromkeys(("void", "cancel", "delete", "remove", "refund", "revoke", "storno"), _CREDIT),
+             **{group: {**{name: f"the {name.replace('-', '_')} action is {command}" for name, command in _ACTIONS.items()},
+                        **{name.replace("-", "_"): f"the {name.replace('-', '_')} action is {command}"
+                           for name, command in _ACTIONS.items()}}
+                for group in ("prompt", "prompts")}}
 
 
 def _instead(exc: Exception, context: Any) -> str:
