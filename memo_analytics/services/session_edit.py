@@ -26,11 +26,12 @@ pull had brought it otherwise) is taken.
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 
 from ..domain.clock import from_iso, local_text, minutes_between, parse_record_instant, to_iso, utcnow
-from ..domain.errors import AmbiguousIdError, InvalidFieldError
+from ..domain.errors import AmbiguousIdError, CorruptRecordError, InvalidFieldError
 from ..domain.ids import prompt_id, session_record_id, validate_session_id, validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
@@ -282,7 +283,8 @@ def set_project_client(store: VaultStore, project: str, client: str, every: bool
     dict
         ``{project, client, sessions (changed), turnsUpdated, kept (sessions with another
         client, left without every), onInvoice [session ids left: on an issued invoice], newClient
-        (as :func:`edit_session`)}``.
+        (as :func:`edit_session`), unreadable ["<path>: <reason>" of each session file of the
+        project that cannot be read: not filed]}``.
 
     Raises
     ------
@@ -301,7 +303,8 @@ def set_project_client(store: VaultStore, project: str, client: str, every: bool
         raise InvalidFieldError("project", f"no session in project {project} (memo session show --all lists them)")
     invoiced = ledger.invoiced_in(store.root)
     changed = turns = kept = 0
-    on_invoice = []
+    on_invoice: list[str] = []
+    unreadable: list[str] = []
     for row in rows:
         has = (row["client"] or "").strip()
         if has == (wanted or "") or (not every and has and has.lower() != "internal"):
@@ -311,12 +314,20 @@ def set_project_client(store: VaultStore, project: str, client: str, every: bool
         if (project, session_id) in invoiced:
             on_invoice.append(session_id)
             continue
-        result = edit_session(store, EditSessionRequest(session_id=session_id, project=project,
-                                                        client=wanted or "internal"), now=now)
+        try:
+            result = edit_session(store, EditSessionRequest(session_id=session_id, project=project,
+                                                            client=wanted or "internal"), now=now)
+        except CorruptRecordError as exc:  # edited by hand since it was indexed: named below with the others
+            unreadable.append(f"{os.path.relpath(str(exc.path), store.root)}: {exc.reason}")
+            continue
         changed += bool(result["changed"])
         turns += result["turnsUpdated"]
+    # the project's session files that cannot be read: not filed, and said (they billed internal after)
+    unreadable += [f"{path}: {reason}" for path, reason, _ in store.left_out(RecordKind.SESSION, say=False)
+                   if path.replace("\\", "/").split("/")[1:2] == [project]
+                   and not any(line.startswith(f"{path}: ") for line in unreadable)]
     return {"project": project, "client": wanted or "internal", "sessions": changed, "turnsUpdated": turns,
-            "kept": kept, "onInvoice": on_invoice, "newClient": new_client and changed > 0}
+            "kept": kept, "onInvoice": on_invoice, "newClient": new_client and changed > 0, "unreadable": unreadable}
 
 
 #: What a daemon's answer to an edit must hold, by type (it is printed and a new client is noted).

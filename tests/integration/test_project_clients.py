@@ -41,3 +41,22 @@ def test_a_bad_map_is_one_line_naming_the_key(tmp_path):
     assert ran.returncode == 1
     [line] = ran.stderr.strip().splitlines()
     assert line.startswith("error: Invalid projectClients")
+
+
+def test_project_client_names_the_session_files_it_could_not_read_and_file(tmp_path):
+    """Found by a tester of bad files: with ``billable: maybe`` in 5 of a project's 9 session files,
+    ``memo project client P "Acme Corp"`` said "4 sessions now bill Acme Corp" and nothing of the
+    other 5, which stayed internal after they were mended. They are named, not filed."""
+    vault = tmp_path / "v"
+    for sid in ("s1", "s2", "s3"):
+        memo("session", "start", sid, "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+        memo("session", "end", sid, "--project", "web", "--until", "2026-03-02T10:00:00Z", vault=vault)
+    path = vault / "projects/web/sessions/session-s2.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("billable: true", "billable: maybe"), encoding="utf-8")
+    ran = memo("project", "client", "web", "Acme Corp", vault=vault)
+    assert ran.stdout.startswith("web: 2 sessions now bill Acme Corp")
+    assert ("note: 1 session file of web cannot be read and was not filed: projects/web/sessions/session-s2.md: "
+            "billable: Input should be a valid boolean, unable to interpret input; mend them, then run this again") \
+        in ran.stderr
+    shown = json.loads(memo("--json", "project", "client", "web", "Acme Corp", vault=vault, check=False).stdout)
+    assert [line.split(":")[0] for line in shown["unreadable"]] == ["projects/web/sessions/session-s2.md"]

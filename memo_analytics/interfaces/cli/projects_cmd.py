@@ -74,6 +74,12 @@ def project_client(
                   + (f"; left on issued invoices: {', '.join(r['onInvoice'])}" if r["onInvoice"] else ""))
 
     _emit(result, human if result["sessions"] else lambda r: None)  # nothing filed: said below, once
+    if result["unreadable"]:  # not filed: they bill what they billed once mended
+        n = len(result["unreadable"])
+        err.print(_safe(f"note: {n} session file{'s' if n != 1 else ''} of {result['project']} cannot be read and "
+                        f"{'were' if n != 1 else 'was'} not filed: {'; '.join(result['unreadable'][:3])}"
+                        + (f"; and {n - 3} more (memo reindex lists them)" if n > 3 else "")
+                        + "; mend them, then run this again"))
     mapped = state.store.settings.client_of_project(result["project"])
     if (mapped or "internal").casefold() != result["client"].casefold():  # else every new session is one more to file
         err.print(_safe(f"note: sessions recorded from now on in {result['project']} still bill "
