@@ -67,6 +67,24 @@ def slugify(text: str, max_length: int = 64) -> str:
     return slug[:max_length].strip("-._") or "untitled"
 
 
+def project_slug(name: str) -> str:
+    """The project id of a folder (a repository's, a transcript's working folder): :func:`slugify`
+    of its name written in ASCII (``anyascii``: ``café`` → ``cafe``, ``飞书项目`` →
+    ``feishuxiangmu``, ``проект`` → ``proekt``) — letters outside ASCII were dropped, and every
+    Chinese or Japanese folder was the one project ``untitled`` (their clients' work merged); a
+    name of nothing that reads as letters: ``project-<8 hex of its SHA-256>``, one per name."""
+    if not name.isascii():
+        from anyascii import anyascii
+
+        name = anyascii(name)
+    slug = slugify(name)
+    if slug == "untitled" and name.strip() and name.strip().lower() != "untitled":
+        import hashlib
+
+        slug = "project-" + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return slug
+
+
 def prompt_id(session_id: str | None, turn: int | None, now: datetime) -> str:
     """Prompt record id (SPEC §2.2).
 

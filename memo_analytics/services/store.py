@@ -41,7 +41,7 @@ from ..domain.errors import (
     VaultBusyError,
     disk_full,
 )
-from ..domain.ids import prompt_id, session_record_id, slugify, validate_slug
+from ..domain.ids import project_slug, prompt_id, session_record_id, validate_slug
 from ..domain.records import RecordKind, normalize_meta, subdir_for_kind
 from ..index import freshness
 from ..index import store as index
@@ -257,12 +257,12 @@ def project_from_cwd(cwd: str | Path | None) -> str | None:
     try:
         own, common = _git_dirs(root)
     except OSError:
-        return slugify(root.name)
+        return project_slug(root.name)
     if own == common or common.parent.name == "modules":  # a checkout, a submodule, a separate git dir
-        return slugify(root.name)
+        return project_slug(root.name)
     if common.name == ".git":
-        return slugify(common.parent.name)
-    return slugify(common.name.removesuffix(".git") or root.name)  # a worktree of a bare repository
+        return project_slug(common.parent.name)
+    return project_slug(common.name.removesuffix(".git") or root.name)  # a worktree of a bare repository
 
 
 def _turn_id(session_id: str, turn: int) -> str:

@@ -900,3 +900,17 @@ def test_a_prompts_line_that_cannot_be_read_later_never_moves_the_turns_after_it
     shutil.copyfile(original, copy)  # put back: as before, nothing to change
     assert json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)["turns"] == 0
     assert {p.relative_to(vault): p.read_bytes() for p in (vault / "projects").rglob("*.md")} == before
+
+
+def test_transcripts_of_folders_named_outside_ascii_keep_apart_projects(tmp_path):
+    """Found by a tester of bad files: transcripts of /home/u/飞书项目 and /home/u/日本語 were both
+    imported into project ``untitled``, café and cafè into ``caf`` — without a note."""
+    folder, vault = tmp_path / "projects" / "p", tmp_path / "v"
+    folder.mkdir(parents=True)
+    for number, name in enumerate(("飞书项目", "日本語", "ünï cödé"), 1):
+        line = {"type": "user", "timestamp": "2026-11-03T09:00:00Z", "cwd": f"/home/u/{name}",
+                "sessionId": f"bbbb000{number}-2222-3333-4444-555566667777", "uuid": f"u{number}",
+                "message": {"role": "user", "content": f"kiwi {number}"}}
+        (folder / f"bbbb000{number}-2222-3333-4444-555566667777.jsonl").write_text(json.dumps(line) + "\n")
+    memo("import", "claude-code", str(folder.parent), vault=vault)
+    assert sorted(p.name for p in (vault / "projects").iterdir()) == ["feishuxiangmu", "ribenyu", "uni-code"]

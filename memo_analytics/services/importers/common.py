@@ -29,7 +29,7 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator
 
 from ...domain.clock import from_iso, minutes_between, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
-from ...domain.ids import session_record_id, slugify
+from ...domain.ids import project_slug, session_record_id, slugify
 from ...domain.records import RecordKind
 from ...domain.wire import valid_text
 from ...index import store as index
@@ -522,7 +522,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     if invoiced is None:
         invoiced = invoiced_in(store.root)
     base = transcript_session_base(transcript)
-    default = store.resolve_project(options.project or (slugify(transcript.project_hint)
+    default = store.resolve_project(options.project or (project_slug(transcript.project_hint)
                                                          if transcript.project_hint else None))
 
     def home(session_id: str) -> str:

@@ -41,3 +41,23 @@ def test_unsafe_ids_are_refused_naming_the_field(bad):
 @pytest.mark.parametrize("good", ["abc", "A-1_b.c", "019ac364-f0dc-7043", "x" * 200])
 def test_safe_ids_pass(good):
     assert validate_slug(good, "project") == good
+
+
+@pytest.mark.parametrize("folder, project", [
+    ("飞书项目", "feishuxiangmu"), ("日本語", "ribenyu"), ("café", "cafe"), ("ünï cödé", "uni-code"),
+    ("проект", "proekt"), ("my-repo", "my-repo"), ("Shop API", "shop-api"),
+])
+def test_a_folder_name_outside_ascii_is_written_in_ascii_not_dropped(folder, project):
+    """Found by a tester of bad files: 飞书项目 and 日本語 were both the project ``untitled`` and café
+    ``caf`` — two clients' folders one project, their work billed together."""
+    from memo_analytics.domain.ids import project_slug
+
+    assert project_slug(folder) == project
+
+
+def test_a_folder_name_of_no_letters_is_a_project_of_its_own():
+    from memo_analytics.domain.ids import project_slug
+
+    assert project_slug("???") != project_slug("!!!")
+    assert project_slug("???").startswith("project-") and validate_slug(project_slug("???"), "project")
+    assert project_slug("untitled") == "untitled"
