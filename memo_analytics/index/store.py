@@ -645,6 +645,21 @@ def session_turn_numbers(conn: sqlite3.Connection, project: str, session_id: str
         (session_id, project))}
 
 
+def turns_at_odds(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Sessions whose turns bill another client (or billable) than the session does — an edit of
+    its client cut short between its turns and its session (killed, a folder it could not write):
+    ``{project, sessionId, client, billable, turns}``, the session's values and how many of its
+    (current) turns differ, by project and session."""
+    rows = conn.execute(
+        "SELECT s.project, s.session_id, s.client, s.billable, count(*) FROM records s "
+        "JOIN records p ON p.kind = 'prompt' AND p.project = s.project AND p.session_id = s.session_id "
+        "AND COALESCE(p.status, '') != 'superseded' "
+        "WHERE s.kind = 'session' AND (COALESCE(p.client, '') != COALESCE(s.client, '') OR p.billable != s.billable) "
+        "GROUP BY s.project, s.session_id ORDER BY s.project, s.session_id").fetchall()
+    return [{"project": r[0], "sessionId": r[1], "client": r[2], "billable": bool(r[3]), "turns": int(r[4])}
+            for r in rows]
+
+
 def turn_counts(conn: sqlite3.Connection, sessions: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
     """How many turns each ``(project, sessionId)`` of ``sessions`` holds, superseded ones left
     out (a transcript import replaced them); a session without turns is absent."""

@@ -134,6 +134,9 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
             wanted.pop("reviewedAt")  # reviewed already: it keeps when
         changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
         billing = sorted(set(changed) & {"client", "billable", "project"})
+        # the session says it already, its turns do not (an edit cut short between them): they follow it
+        lagging = {k: wanted[k] for k in ("client", "billable") if k in wanted and k not in changed
+                   and _turns_differ(store, project, session_id, k, wanted[k])}
         sent = [k for k in ("client", "billable", "project", "startTime", "endTime", "durationMinutes") if k in changed]
         if sent:
             invoiced = ledger.invoiced_items(ledger.documents(store.root)).get((project, session_id))
@@ -145,6 +148,9 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                 raise InvalidFieldError(asked, f"session {session_id} is on invoice {invoice}, which was issued "
                                                f"with its {'times' if timed else _BILLED_AS[sent[0]]}; credit it first (memo "
                                                f"invoice credit {invoice})")
+        if not changed and lagging:
+            turns = _turns_follow(store, project, session_id, lagging, now)
+            return {**meta, "changed": [], "turnsUpdated": turns, "turnsOutside": 0, "newClient": False}
         if not changed:
             return {**meta, "changed": [], "turnsUpdated": 0, "turnsOutside": 0, "newClient": False}
         target = changed.get("project")
@@ -187,6 +193,29 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         if times and meta.get("endTime") else 0
     return {**meta, "changed": sorted(changed), "turnsUpdated": turns, "turnsOutside": outside,
             "newClient": new_client and "client" in changed}
+
+
+def _turns_differ(store: VaultStore, project: str, session_id: str, key: str, value: Any) -> bool:
+    """Whether a current turn of the session holds another ``key`` (client, billable) than ``value``."""
+    column = {"client": "COALESCE(client, '')", "billable": "billable"}[key]
+    said = (value or "") if key == "client" else int(bool(value))
+    return store.conn.execute(f"SELECT 1 FROM records WHERE kind = 'prompt' AND project = ? AND session_id = ? "
+                              f"AND COALESCE(status, '') != 'superseded' AND {column} != ? LIMIT 1",
+                              (project, session_id, said)).fetchone() is not None
+
+
+def _turns_follow(store: VaultStore, project: str, session_id: str, values: dict[str, Any], now) -> int:
+    """Write ``values`` into the session's turns that hold others (under the vault lock); how many."""
+    turns = 0
+    for turn in sorted(index.session_turn_numbers(store.conn, project, session_id)):
+        found = store.read(project, RecordKind.PROMPT, prompt_id(session_id, turn, now))
+        if found is None:
+            continue
+        update = {k: v for k, v in values.items() if found[0].get(k) != v}
+        if update:
+            store.upsert(RecordKind.PROMPT, {**found[0], **update, "updated": to_iso(now)}, found[1])
+            turns += 1
+    return turns
 
 
 def _moving(store: VaultStore, record_id: str, target: str | None):

@@ -446,3 +446,26 @@ def test_a_session_file_renamed_by_hand_is_named_not_started_again(tmp_path):
         assert sorted(p.name for p in folder.iterdir()) == ["my notes.md"]
     other = memo("session", "start", "s2", "--project", "web", vault=vault)
     assert other.returncode == 0 and (folder / "session-s2.md").exists()
+
+
+def test_an_edit_cut_short_between_turns_and_session_is_named_by_reindex_and_put_in_line(tmp_path):
+    """Found by a tester of bad files: ``memo session edit S --client Beta`` that stopped after the
+    turns (a sessions folder it could not write, a kill) left the turns billing Beta and the session
+    internal — ``prompt list --client Beta`` listed them, ``activity --client Beta`` knew no such
+    client, and nothing said so. Reindex names it with the command that puts the turns in line;
+    that command, on a session already so, updates the turns (it said "nothing changed")."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s1", "--project", "web", vault=vault)
+    for turn in (1, 2):
+        memo("prompt", "record", "--body", f"turn {turn}", "--session-id", "s1", "--project", "web", vault=vault)
+    for turn in (1, 2):  # what the edit wrote before it was cut short
+        path = vault / f"projects/web/prompts/prompt-s1-t{turn}.md"
+        path.write_text(path.read_text(encoding="utf-8").replace("client: null", "client: Beta"), encoding="utf-8")
+    ran = memo("reindex", vault=vault)
+    assert ("note: 2 turns of session s1 (web) bill another client than the session (internal): an edit cut short? "
+            "memo session edit s1 --project web --client internal puts them in line") in ran.stderr, ran.stderr
+    fixed = memo("session", "edit", "s1", "--project", "web", "--client", "internal", vault=vault)
+    assert fixed.stdout.strip() == "session s1: already so; 2 of its turns said otherwise and now follow it"
+    assert "bill another client" not in memo("reindex", vault=vault).stderr
+    again = memo("session", "edit", "s1", "--project", "web", "--client", "internal", vault=vault, check=False)
+    assert (again.returncode, again.stdout.strip()) == (1, "session s1: already so, nothing changed")

@@ -185,6 +185,16 @@ def reindex() -> None:
         result = reindex_vault(store, progress=lambda n, t: advance())
     for error in result.skipped:
         err.print(f"skipped: {error}")
+    from ...index.store import turns_at_odds
+
+    for odd in turns_at_odds(store.conn):  # an edit of a session's client cut short: its turns say another
+        billed = shell_word(odd["client"]) if odd["client"] else "internal"
+        flag = "" if odd["billable"] else " --no-billable"
+        err.print(_safe(f"note: {odd['turns']} turn{'s' if odd['turns'] != 1 else ''} of session {odd['sessionId']} "
+                        f"({odd['project']}) bill another client than the session ({odd['client'] or 'internal'}"
+                        f"{'' if odd['billable'] else ', not billable'}): an edit cut short? memo session edit "
+                        f"{shell_word(odd['sessionId'])} --project {odd['project']} --client {billed}{flag} puts them "
+                        "in line (or run the edit that was cut short again)"))
     _emit(result.wire(), lambda r: out.print(
         f"indexed {r['indexed']} records, skipped {len(r['skipped'])} files"
         + (f", removed {r['removedTempFiles']} stale temporary files" if r["removedTempFiles"] else "")))

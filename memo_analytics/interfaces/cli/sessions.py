@@ -180,6 +180,10 @@ def session_edit(
         note_new_client(record["client"])
 
     def human(r: dict[str, Any]) -> None:
+        if not r["changed"] and r["turnsUpdated"]:  # an edit cut short before: its turns follow the session now
+            n = r["turnsUpdated"]
+            out.print(f"session {r['sessionId']}: already so; {n} of its turns said otherwise and now follow it")
+            return
         if not r["changed"]:
             out.print(f"session {r['sessionId']}: already so, nothing changed")
             return
@@ -199,7 +203,7 @@ def session_edit(
                       f"{r['sessionId']} lists them); the session bills only from its start to its end")
 
     _emit(record, human)
-    if not record["changed"]:
+    if not record["changed"] and not record["turnsUpdated"]:
         raise typer.Exit(1)
 
 
