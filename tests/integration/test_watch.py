@@ -477,3 +477,29 @@ def test_a_sub_agents_file_is_its_sessions_transcript_to_the_watcher(tmp_path):
     assert claude_code.session_of(transcript) is None
     transcript.unlink()
     assert claude_code.session_of(sub) is None  # a sub-agent's file whose transcript is not there
+
+
+def test_a_file_that_fails_alike_on_every_retry_is_said_once_until_it_fails_otherwise(tmp_path, monkeypatch):
+    """Found by an operator: with the vault's disk full, ``memo watch`` printed one line per waiting
+    file every 30 s (8 lines a minute here; a weekend, ~23,000). A failure is said once per file
+    until the file imports or fails otherwise. (The watcher's passes are replayed: a disk full
+    for a minute is not a test.)"""
+    from memo_analytics.services import watch as watching
+    from memo_analytics.services.importers.common import ImportResult
+
+    full = "No space left on the disk of the vault: nothing is damaged"
+    passes = [[("a.jsonl", full), ("b.jsonl", full)], [("a.jsonl", full), ("b.jsonl", full)],
+              [("a.jsonl", "the vault is busy")], [("a.jsonl", None)], [("a.jsonl", full)]]
+
+    def replay(store, roots, options, on_import, stop, **_):
+        for one in passes:
+            for name, error in one:
+                on_import(watching.Imported(tmp_path / name, "claude-code", ImportResult(), error=error))
+
+    monkeypatch.setattr(watching, "watch", replay)
+    (tmp_path / "v" / "projects").mkdir(parents=True)
+    ran = memo("watch", "--only", str(tmp_path), vault=tmp_path / "v")
+    said = [line.split(" ", 1)[1] for line in ran.stderr.splitlines() if "not imported" in line]
+    assert [line.split(": not imported: ")[0].rsplit("/", 1)[1] + ": " + line.split(": not imported: ")[1].split(" (")[0]
+            for line in said] == [f"a.jsonl: {full}", f"b.jsonl: {full}", "a.jsonl: the vault is busy",
+                                  f"a.jsonl: {full}"]

@@ -46,17 +46,24 @@ def watch_command(
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     count = quiet = failed = 0
     told: dict[Path, set[str]] = {}  # the reasons of skipped lines already printed, per file: each once
+    failing: dict[Path, str] = {}  # the failure last said of each file: a retry that fails alike is not said again
 
     def on_import(item) -> None:
         nonlocal count, quiet, failed
         count += 1
         failed += 1 if item.error else 0
+        if not item.error:
+            failing.pop(item.path, None)  # imported: a later failure is news again
         at = datetime.now(timezone.utc).astimezone(state.store.zone).strftime("%H:%M:%S")
         if state.json:
             sys.stdout.write(json.dumps(item.wire(), ensure_ascii=False) + "\n")  # one JSON object per line
         elif item.error:
+            if failing.get(item.path) == item.error:  # a full disk said every 30 s for every file waiting: once
+                return
+            failing[item.path] = item.error
             err.print(_safe(f"{at} {item.source} {item.path}: not imported: {item.error}"
-                            + ("" if once else f" (tried again at its next change, or in {RETRY_AFTER_SECONDS:.0f} s)")))
+                            + ("" if once else f" (tried again at its next change, or every {RETRY_AFTER_SECONDS:.0f} s"
+                                               "; said again when it fails otherwise)")))
             return
         elif not item.result.news(told.get(item.path, set())):
             quiet += 1  # only the agent's own lines (the session stretched), half a line, a bad line told of before
