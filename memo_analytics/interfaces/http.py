@@ -656,7 +656,9 @@ class BrowserBoundary:
         self.token = token
         bound = host.strip("[]").lower()
         self.wildcard = bound in ("0.0.0.0", "::", "")
-        names = {"localhost", "127.0.0.1", "[::1]", f"[{bound}]" if ":" in bound else bound}
+        self.port = port
+        # ``[::1]`` only where the server listens on IPv6: a request to 127.0.0.1 never names it
+        names = {"localhost", "127.0.0.1", f"[{bound}]" if ":" in bound else bound}
         self.hosts = {f"{name}:{port}" for name in names} | (names if port == 80 else set())
 
     def refusal(self, method: str, path: str, headers: Any, query: str = "") -> tuple[int, str] | None:
@@ -670,6 +672,9 @@ class BrowserBoundary:
         host = (headers.get("Host") or "").strip().lower()
         if not self.wildcard and host not in self.hosts:
             return 421, "Misdirected request: the Host header does not name this server"
+        if host.startswith("[") and not path.startswith(("/api/", "/mcp")):
+            # the dashboard (Panel) cannot read a bracketed address: it answered 500 with a traceback
+            return 421, f"Misdirected request: open the dashboard at http://localhost:{self.port}/"
         origin = headers.get("Origin")
         if origin is not None and origin.strip().lower() not in (f"http://{host}", f"https://{host}"):
             return 403, "Forbidden: cross-origin request"

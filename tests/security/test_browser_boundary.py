@@ -230,6 +230,8 @@ HEADER_ATTACKS = {
     "foreign Host": ({"Host": "evil.example:{port}"}, 421),
     "foreign Host, no port": ({"Host": "evil.example"}, 421),
     "loopback address, other port": ({"Host": "127.0.0.1:{other}"}, 421),
+    # found by an attacker: taken on a 127.0.0.1 bind, the dashboard answered it 500 with a traceback
+    "IPv6 loopback on an IPv4 bind": ({"Host": "[::1]:{port}"}, 421),
     "foreign Origin": ({"Origin": "http://evil.example"}, 403),
     "Origin null": ({"Origin": "null"}, 403),
     "Origin of another local port": ({"Origin": "http://127.0.0.1:{other}"}, 403),
@@ -790,3 +792,17 @@ def test_the_attack_writes_sent_as_the_product_sends_them_change_the_vault(serve
     assert PLANTED_TURN in bodies and REPLACED_BODY in bodies and SECRET_TURN not in bodies
     assert after["audit"] is not None
     assert after["files"] != served.before["files"]
+
+
+def test_on_an_ipv6_bind_the_dashboard_at_a_bracketed_address_names_where_to_open_it():
+    """Found by an attacker: ``memo serve --host ::1`` printed ``http://::1:PORT/`` (no URL) and its
+    dashboard at ``http://[::1]:PORT/`` answered 500 with a traceback (Panel cannot read a bracketed
+    host); the API there works."""
+    from memo_analytics.interfaces.http import BrowserBoundary
+
+    boundary = BrowserBoundary("::1", 8123)
+    assert boundary.refusal("GET", "/", {"Host": "[::1]:8123"}) == (
+        421, "Misdirected request: open the dashboard at http://localhost:8123/")
+    assert boundary.refusal("GET", "/api/health", {"Host": "[::1]:8123"}) is None
+    assert boundary.refusal("GET", "/", {"Host": "localhost:8123"}) is None
+    assert BrowserBoundary("127.0.0.1", 8123).refusal("GET", "/api/health", {"Host": "[::1]:8123"})[0] == 421

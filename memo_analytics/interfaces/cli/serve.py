@@ -82,7 +82,8 @@ def serve(
     for sig, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")):
         loop.add_signal_handler(sig, stop, name)
     try:
-        err.print(f"memo serve: http://{host}:{server.port}/ (API under /api/: GET /api/health lists it){mcp_line} "
+        shown = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL is bracketed
+        err.print(f"memo serve: http://{shown}:{server.port}/ (API under /api/: GET /api/health lists it){mcp_line} "
                   "— Ctrl-C to stop")
         server.start()
         server.io_loop.start()
