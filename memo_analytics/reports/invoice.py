@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any, Callable, Collection, Literal
@@ -412,8 +412,18 @@ def _session_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
             project=item["project"], description=task, notes=tuple(notes), sessions=1,
             duration_minutes=_billed(item), hours=hours, rate=_rate(billing, item["project"]),
             amount=line_amount(hours, billing.rate_for(item["project"]), billing.currency),
-            period=(f"{start.date()}", f"{end.date()}")))
+            period=_within(report, start.date(), end.date())))
     return out
+
+
+def _within(report: ActivityReport, first, last) -> tuple[str, str]:
+    """A line's ``(first day, last day)`` (``YYYY-MM-DD``) within the report's period: a session
+    of the last evening that runs past midnight ended the line on a day after the period (the
+    CSV's ``to`` said 2026-12-01 of a November invoice; its Factur-X line said 2026-11-30)."""
+    if report.bounds.until_exclusive is not None:
+        end = (report.bounds.until_exclusive - timedelta(microseconds=1)).astimezone(report.zone).date()
+        last = max(first, min(last, end))
+    return f"{first}", f"{last}"
 
 
 def _ai_cost_line(items: list[dict[str, Any]], report: ActivityReport, billing: ClientBilling) -> list[InvoiceLine]:
@@ -460,7 +470,7 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
             notes=((f"Tasks: {listed}",) if tasks else ()) + ((worked,) if work else ()), sessions=n,
             duration_minutes=sum(_billed(i) for i in mine), hours=hours,
             rate=_rate(billing, project), amount=line_amount(hours, billing.rate_for(project), billing.currency),
-            period=(f"{first}", f"{max(last, ended)}")))
+            period=_within(report, first, max(last, ended))))
     return out
 
 

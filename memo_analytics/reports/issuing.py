@@ -100,7 +100,7 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
 
     if client.vat_id and compact(client.vat_id) == compact(issuer.vat_id):  # a copy-paste: an invoice to oneself
         raise InvalidFieldError(f"{key}.vatId", f"{client.vat_id} is the issuer's own VAT id (invoice.vatId); set "
-                                                "the client's")
+                                                "the client's own VAT id there")
     category, _ = client.tax_category()
     if category == "AE" and not (client.vat_id and issuer.vat_id):
         raise InvalidFieldError(f"{key}.vatId" if not client.vat_id else "invoice.vatId",

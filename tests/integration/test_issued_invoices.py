@@ -901,7 +901,8 @@ def test_a_project_line_period_ends_the_day_its_last_session_ended_within_the_in
     ended (a session across midnight at the month's end ends on 1 July), though the page prints the
     days they began. In the XML it stays within the invoice's period (found by a billing person:
     20260602–20260701 on an invoice of June; Peppol's R110/R111 refuse a line period outside the
-    invoice period), while the stored line keeps the day the work ended."""
+    invoice period); and (found by a bookkeeper and a freelancer) so does the stored line, the CSV's
+    ``to`` and the ``invoice show`` table: ``to`` 2026-07-01 of a June invoice was filtered out."""
     store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
     _session(store, "m1", "web", "Acme Corp", "2026-06-30T21:10:00Z", "2026-06-30T23:20:00Z")
     store.close()
@@ -912,7 +913,21 @@ def test_a_project_line_period_ends_the_day_its_last_session_ended_within_the_in
     assert periods == [["20260603", "20260603"], ["20260602", "20260630"]]  # api, then web
     shown = json.loads(run(billing, "--json", "invoice", "show", doc["number"]).stdout)
     assert [(line["date"], line["periodStart"], line["periodEnd"]) for line in shown["lines"]] == [
-        ("2026-06-03", "2026-06-03", "2026-06-03"), ("2026-06-02 – 2026-06-30", "2026-06-02", "2026-07-01")]
+        ("2026-06-03", "2026-06-03", "2026-06-03"), ("2026-06-02 – 2026-06-30", "2026-06-02", "2026-06-30")]
+    table = billing["vault"].parent / "issued.csv"
+    assert run(billing, "invoice", "show", doc["number"], "-o", str(table)).returncode == 0
+    import csv
+
+    rows = list(csv.DictReader(table.read_text(encoding="utf-8-sig").splitlines()))
+    assert [(r["from"], r["to"]) for r in rows] == [("2026-06-03", "2026-06-03"), ("2026-06-02", "2026-06-30")]
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))  # a draft's too
+    _session(store, "m2", "web", "Acme Corp", "2026-07-31T21:10:00Z", "2026-07-31T23:20:00Z")
+    store.close()
+    draft = billing["vault"].parent / "july.csv"
+    assert run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-07-01", "--until",
+               "2026-07-31", "-o", str(draft)).returncode == 0
+    rows = list(csv.DictReader(draft.read_text(encoding="utf-8-sig").splitlines()))
+    assert [(r["date"], r["from"], r["to"]) for r in rows] == [("2026-07-01 – 2026-07-31", "2026-07-01", "2026-07-31")]
 
 
 def test_a_line_period_is_read_from_every_printed_date_form():
