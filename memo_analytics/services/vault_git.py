@@ -217,6 +217,13 @@ def _commit_changes(git: _Git, trigger: str, held: list[str] | None = None) -> l
     document changed or deleted here since it was committed (an invoice edited by hand) is left
     out — every other machine refuses to merge it, and stops syncing — and its path added to ``held``."""
     git.run("add", "-A", "--", ".")
+    # what a vault never holds (a hidden file an OS or editor left, a link) is never committed: it was,
+    # and every later sync — on every machine — refused the repository that tracked it
+    staged = git.run("ls-files", "-s", "-z").stdout.decode("utf-8", "surrogateescape").split("\0")
+    for entry in filter(None, staged):
+        info, path = entry.split("\t", 1)
+        if _not_synced(path, info.split()[0]) and not git.ok("cat-file", "-e", f"HEAD:{path}"):
+            git.run("--literal-pathspecs", "rm", "-q", "--cached", "--", path)
     raw = git.run("diff", "--cached", "--name-status", "-z", "--no-renames").stdout.decode("utf-8", "surrogateescape")
     fields = raw.split("\0")
     for status, path in zip(fields[0::2], fields[1::2]):
@@ -226,7 +233,9 @@ def _commit_changes(git: _Git, trigger: str, held: list[str] | None = None) -> l
                 held.append(path)
     paths = git.names("diff", "--cached", "--name-only", "--no-renames")
     if paths:
-        git.run("commit", "-q", "--no-verify", "-F", "-", input=commit_message(trigger, paths).encode("utf-8"))
+        # a file name of bytes that are not UTF-8 (kept as surrogates) goes into the message as those bytes
+        git.run("commit", "-q", "--no-verify", "-F", "-",
+                input=commit_message(trigger, paths).encode("utf-8", "surrogateescape"))
     return paths
 
 
@@ -644,9 +653,10 @@ def check_tracked(git: _Git, root: Path) -> None:
         where = shell_word(str(root))
         paths = " ".join(shell_word(path) for path, _ in found)
         files = "the file" if len(found) == 1 else f"the {len(found)} files"
+        # --literal-pathspecs: a name is that file, never a pattern (':!x/.y' untracked the whole vault)
         raise VaultGitError("sync", f"the vault repository tracks {named}{more}; nothing was synced: git -C {where} "
-                                    f"rm -r --cached -- {paths} && git -C {where} commit -m untrack, after checking "
-                                    f"{files}")
+                                    f"--literal-pathspecs rm -r --cached -- {paths} && git -C {where} commit -m "
+                                    f"untrack, after checking {files}")
 
 
 def _pulled_documents(store: VaultStore, result: dict[str, Any], added: list[str],

@@ -688,7 +688,9 @@ def write_json_state(path: Path, data: dict[str, Any]) -> None:
     import json
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(Path(path), json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+    # a file name of bytes that are not UTF-8 (kept as surrogates): its JSON escape, \udcff, which reads back
+    atomic_write_bytes(Path(path), json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False).encode(
+        "utf-8", "backslashreplace"))
 
 
 def file_identity(path: Path) -> tuple[int, int] | None:

@@ -566,6 +566,45 @@ def test_a_repository_that_tracks_compiled_views_is_told_every_one_and_one_comma
     assert sync(c, "manual", now=T0)["error"] is None
 
 
+def test_a_hidden_file_in_the_vault_is_never_committed_and_a_name_of_any_bytes_syncs(remote, tmp_path):
+    """Found by an attacker (round five): the sync's ``git add -A`` committed a ``.DS_Store`` and
+    pushed it; every later sync, on every machine, refused the repository that tracked it (the
+    printed untrack command did not hold: the next sync committed it again). And a file name of a
+    byte that is not UTF-8 stopped every sync with a traceback (its commit message)."""
+    a = clone(remote, tmp_path / "a")
+    record(a, "seed", "s1")
+    assert sync(a, "manual", now=T0)["error"] is None
+    (a.root / "projects/shop/.DS_Store").write_bytes(b"junk")
+    (a.root / os.fsdecode(b"projects/shop/notes-\xff.txt")).write_bytes(b"n")
+    record(a, "second", "s1")
+    for _ in range(2):
+        assert sync(a, "manual", now=T0)["error"] is None
+    tracked = git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", "main")
+    assert "projects/shop/.DS_Store" not in tracked and "notes-" in tracked
+    assert sync(clone(remote, tmp_path / "b"), "manual", now=T0)["error"] is None
+
+
+def test_the_untrack_command_takes_each_name_as_that_file_never_a_pattern(remote, tmp_path):
+    """Found by an attacker (round five): a tracked ``:!x/.y`` (a teammate's push) made the printed
+    ``git rm -r --cached -- ':!x/.y'`` untrack every file of the vault (a pathspec)."""
+    c = clone(remote, tmp_path / "c")
+    record(c, "seed", "s1")
+    sync(c, "manual", now=T0)
+    (c.root / ":!x").mkdir()
+    (c.root / ":!x/.y").write_text("n")  # committed by hand (git add -f)
+    git("--literal-pathspecs", "add", "-f", "--", ":!x/.y", cwd=c.root)
+    git("-c", "user.email=c@example.com", "-c", "user.name=c", "commit", "-q", "-m", "odd", cwd=c.root)
+    refused = sync(c, "manual", now=T0)["error"]
+    command = refused.split("nothing was synced: ", 1)[1].rsplit(", after checking", 1)[0]
+    assert "--literal-pathspecs rm -r --cached -- ':!x/.y'" in command
+    subprocess.run(command, shell=True, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "c", "GIT_AUTHOR_EMAIL": "c@example.com",
+                        "GIT_COMMITTER_NAME": "c", "GIT_COMMITTER_EMAIL": "c@example.com"})
+    assert git("ls-files", cwd=c.root).split() == [".gitattributes", ".gitignore"] + sorted(
+        record_files(c))  # only that file went
+    assert sync(c, "manual", now=T0)["error"] is None
+
+
 def test_a_pulled_last_seen_root_never_chooses_where_a_rule_is_promoted(remote, tmp_path):
     """`project.toml` is synced; its `lastSeenRoot` is a path of whichever machine wrote it last."""
     from memo_analytics.services.projects import last_seen_root
