@@ -645,6 +645,16 @@ def session_turn_numbers(conn: sqlite3.Connection, project: str, session_id: str
         (session_id, project))}
 
 
+def turn_differs(conn: sqlite3.Connection, project: str, session_id: str, key: str, value: Any) -> bool:
+    """Whether a current (not superseded) turn of the session holds another ``key`` (``client``
+    or ``billable``) than ``value``."""
+    column = {"client": "COALESCE(client, '')", "billable": "billable"}[key]
+    said = (value or "") if key == "client" else int(bool(value))
+    return conn.execute(f"SELECT 1 FROM records WHERE kind = 'prompt' AND project = ? AND session_id = ? "
+                        f"AND COALESCE(status, '') != 'superseded' AND {column} != ? LIMIT 1",
+                        (project, session_id, said)).fetchone() is not None
+
+
 def turns_at_odds(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Sessions whose turns bill another client (or billable) than the session does — an edit of
     its client cut short between its turns and its session (killed, a folder it could not write):

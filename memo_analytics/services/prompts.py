@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import unicodedata
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -11,7 +13,7 @@ from typing import Any
 from ..config import MAX_BODY_BYTES
 from ..domain.billing import client_name_problem
 from ..domain.clock import from_iso, parse_bounds, parse_record_instant, resolve_zone, to_iso, utcnow
-from ..domain.errors import CorruptRecordError, InvalidFieldError, MemoError, RecordNotFoundError
+from ..domain.errors import CorruptRecordError, InvalidFieldError, RecordNotFoundError
 from ..domain.ids import (
     MAX_TURN,
     prompt_id,
@@ -19,7 +21,7 @@ from ..domain.ids import (
     validate_session_id,
     validate_slug,
 )
-from ..domain.records import Prompt, RecordKind, Session
+from ..domain.records import Prompt, RecordKind, Session, subdir_for_kind
 from ..domain.wire import DIRECTION_CONTROLS
 from ..index import store as index
 from ..index.query import PromptFilter, clamp_note, clamp_page, fts_match_expression
@@ -30,7 +32,8 @@ from ..vault.redact import (
     redact_secrets,
     redact_value,
 )
-from ..vault.io import read_record
+from ..index.folders import folder_files
+from ..vault.io import read_placed_record
 from .requests import ListRequest, RecordPromptRequest
 from .projects import remember_root
 from .store import VaultStore, from_another_machine, git_head, repository_root
@@ -662,36 +665,58 @@ def get_record(store: VaultStore, record_id: str, project: str | None = None,
 def refuse_unreadable_record(store: VaultStore, record_id: str, project: str | None,
                              kinds: tuple[RecordKind, ...] = (RecordKind.PROMPT, RecordKind.SESSION,
                                                               RecordKind.HANDOFF)) -> None:
-    """Before "not found": raise :class:`CorruptRecordError` naming the file of ``record_id`` (a
-    record of ``kinds`` — a turn, a session, also as ``session-<id>``, or a hand-off — in
-    ``project`` when given) when it is there but cannot be read (torn YAML, bytes that are not
-    UTF-8) — or when a file of another name holds it (renamed by hand, as a note in an editor
-    is: a new record of the id would be a second one, and the renamed file's work left out of
-    every report). A listing of the record folders: only on the path of a record not found."""
+    """Before "not found" (and before a new record of the id): raise :class:`CorruptRecordError`
+    naming the file of ``record_id`` (a record of ``kinds`` — a turn, a session, also as
+    ``session-<id>``, or a hand-off — in ``project`` when given) when it is there but cannot be
+    read (torn YAML, bytes that are not UTF-8) — or when a file of another name holds it (renamed
+    by hand, as a note in an editor is: a new record of the id would be a second one, and the
+    renamed file's work left out of every report). A listing of the kind's folder of each project
+    and the first bytes of its files the index does not hold: no other record is parsed (a session
+    start read every left-out file of the vault: seconds with thousands of them)."""
     if not store.exists:
         return
     ids = {record_id, session_record_id(record_id)}
-    names = {f"{name}.md" for name in ids}
+    try:
+        projects = [validate_slug(project, "project")] if project else sorted(
+            entry.name for entry in os.scandir(store.layout.projects_dir) if entry.is_dir())
+    except OSError:
+        return
     for kind in kinds:
-        for path, reason, root in store.left_out(kind, say=False):
-            parts = path.replace("\\", "/").split("/")
-            if project and project not in parts[:-2]:
-                continue
-            if parts[-1] in names:
-                raise CorruptRecordError(path, f"{reason}; fix the file (`memo reindex` lists every file it cannot "
-                                               "read)")
-            held = _id_held(root / path)
-            if held in ids:
-                raise CorruptRecordError(path, f"it holds {held} under another name; rename it to {held}.md (a "
-                                               f"second {held} would leave its work out of every report)")
+        subdir = subdir_for_kind(kind)
+        for where in projects:
+            try:
+                files = folder_files(store.layout, f"{where}/{subdir}")
+            except OSError:
+                continue  # a folder that cannot be listed is named by the reports' check of left-out files
+            rows = index.folder_rows(store.conn, where, kind.value)
+            for held_id, (path, _) in sorted(files.items()):
+                if held_id in rows:
+                    continue
+                said = os.path.relpath(path, store.root)
+                if held_id in ids:
+                    try:
+                        read_placed_record(path)
+                    except CorruptRecordError as exc:
+                        raise CorruptRecordError(said, f"{exc.reason}; fix the file (`memo reindex` lists every "
+                                                       "file it cannot read)") from None
+                    continue
+                held = _id_held(path)
+                if held in ids:
+                    raise CorruptRecordError(said, f"it holds {held} under another name; rename it to {held}.md (a "
+                                                   f"second {held} would leave its work out of every report)")
+
+
+#: The ``id:`` line of a record file's frontmatter, as memo writes it (and a hand keeps it).
+_ID_LINE = re.compile(rb"^id:[ \t]*['\"]?([A-Za-z0-9._-]+)['\"]?[ \t]*\r?$", re.MULTILINE)
 
 
 def _id_held(path: Path) -> str | None:
-    """The ``id`` the frontmatter of a record file left out of the index names, or None when it
-    cannot be read at all."""
+    """The ``id`` the frontmatter of a record file names (from its first 4 kB: no YAML parse),
+    or None."""
     try:
-        meta, _ = read_record(path)
-    except (MemoError, OSError):
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
         return None
-    held = meta.get("id")
-    return held if isinstance(held, str) else None
+    found = _ID_LINE.search(head)
+    return found.group(1).decode("ascii") if found else None

@@ -197,11 +197,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
 
 def _turns_differ(store: VaultStore, project: str, session_id: str, key: str, value: Any) -> bool:
     """Whether a current turn of the session holds another ``key`` (client, billable) than ``value``."""
-    column = {"client": "COALESCE(client, '')", "billable": "billable"}[key]
-    said = (value or "") if key == "client" else int(bool(value))
-    return store.conn.execute(f"SELECT 1 FROM records WHERE kind = 'prompt' AND project = ? AND session_id = ? "
-                              f"AND COALESCE(status, '') != 'superseded' AND {column} != ? LIMIT 1",
-                              (project, session_id, said)).fetchone() is not None
+    return index.turn_differs(store.conn, project, session_id, key, value)
 
 
 def _turns_follow(store: VaultStore, project: str, session_id: str, values: dict[str, Any], now) -> int:
