@@ -60,6 +60,9 @@ def output_format(output: Path, forbidden: tuple[Path, ...] = ()) -> str:
     if forbidden:
         check_output_path(output, forbidden, suffixes=(), overwrite=True)
     suffix = Path(output).suffix.lower()
+    if Path(output).name.lower() in SUFFIXES:  # `.csv` is a hidden file of no suffix: it read "must end with .csv"
+        raise ReportError(f"Invalid output: {output} has no name before its suffix: give one, e.g. "
+                          f"june{Path(output).name.lower()}")
     if suffix not in SUFFIXES:
         raise ReportError(f"Invalid output: {output} must end with .pdf, .csv or .xlsx (the suffix picks the format)")
     return suffix[1:]

@@ -1236,3 +1236,12 @@ def test_an_issued_invoices_lines_come_as_csv_and_xlsx_as_issued(billing, tmp_pa
     totals = pd.read_excel(book, sheet_name="Totals")
     assert str(lines["issued"].dtype).startswith("datetime64") and round(lines["amount"].sum(), 2) == float(issued["net"])
     assert totals["amount"].tolist() == [float(issued["net"]), float(issued["tax"]), float(issued["gross"])]
+
+
+def test_an_output_of_a_suffix_alone_is_told_to_give_a_name(billing, tmp_path):
+    """Found by an attacker: ``memo invoice show 2026-0001 -o .csv`` said "must end with .pdf"."""
+    issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    ran = run(billing, "invoice", "show", "2026-0001", "-o", str(tmp_path / ".csv"))
+    assert ran.returncode == 1 and ran.stderr.strip().endswith("has no name before its suffix: give one, e.g. june.csv")
+    ran = run(billing, "report", "timesheet", "--all", "-o", str(tmp_path / ".XLSX"))
+    assert ran.returncode == 1 and "has no name before its suffix: give one, e.g. june.xlsx" in ran.stderr

@@ -205,7 +205,7 @@ def invoice_show(
     document = ledger.document(state.store.root, number)
     summary = {**document_summary(document, ledger.documents(state.store.root)),
                "lines": document.meta["lines"], "sessionIds": document.meta["sessions"]}
-    if output is not None and output.suffix.lower() in (".csv", ".xlsx"):
+    if output is not None and output.name.lower().endswith((".csv", ".xlsx")):  # `.csv` alone has no suffix
         from ...reports.tables import issued_table, output_format, write_table
 
         fmt = output_format(output, (state.store.root,))
