@@ -98,10 +98,20 @@ class EditSessionRequest(Request):
 
     session_id: str | None = Field(None, description="Session id (required)")
     project: str | None = Field(None, description="Project id (default: where the session lives)")
-    client: str | None = Field(None, description="The client billed ('internal' or empty: none)")
+    client: str | None = Field(None, description="The client billed ('internal': none)")
     billable: bool | None = Field(None, description="Whether the session is billed")
     summary: str | None = Field(None, description="What the session did (its invoice and timesheet description)")
     to_project: str | None = Field(None, description="Move the session and its turns to this project")
+
+    @field_validator("client", "to_project")
+    @classmethod
+    def _not_blank(cls, value: str | None, info) -> str | None:
+        """An empty client is refused, as the command line refuses it: ``"client": ""`` from a form
+        left blank made a billed session internal, without a word (``internal`` says so)."""
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("is empty: give the client's name ('internal' for none)" if info.field_name == "client"
+                             else "is empty: give the project to move it to")
+        return value
     start_time: datetime | str | None = Field(None, description="Correct when the session started, ISO 8601 "
                                                                 "(completed sessions)")
     end_time: datetime | str | None = Field(None, description="Correct when the session ended, ISO 8601")
@@ -219,6 +229,8 @@ class ListRequest(ZonedRequest):
         refused with ``Invalid query: …``."""
         if value is None:
             return value
+        if "\x00" in value:  # FTS5 stops the query at it ("unterminated string"): an internal error
+            raise ValueError("contains a NUL character")
         words = len(value.split())
         if words > MAX_QUERY_WORDS or len(value) > MAX_QUERY_CHARS:
             raise ValueError(f"{words:,} words, {len(value):,} characters; at most {MAX_QUERY_WORDS} words and "

@@ -208,6 +208,10 @@ def test_story_download_is_markdown_with_a_safe_file_name(seeded):
     # an edit over HTTP names what it takes by the wire names (it listed the CLI's options)
     ("/api/sessions/s1/edit", {"project": "web"}, 400, "Invalid session: nothing to change: give client, billable, "
      "summary, toProject, startTime, endTime, minutes or reviewed"),
+    # found by a tester of bad input: an empty client (a form left blank) made a billed session internal
+    ("/api/sessions/s1/edit", {"project": "web", "client": " "}, 400,
+     "Invalid client: is empty: give the client's name ('internal' for none)"),
+    ("/api/actions/search", {"query": "a\u0000b", "crossProject": True}, 400, "Invalid query: contains a NUL character"),
     # a misspelt client is refused as by memo activity (not an empty report), naming those known
     ("/api/activity?crossProject=true&client=acme%20corp", None, 400,
      "Invalid client: no session and no [clients] entry of the config has the client 'acme corp' (exact name, any "

@@ -153,6 +153,9 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
         (dict(action="activity_report", crossProject=True, client="acme"),  # misspelt: refused as by memo activity
          "Invalid client: no session and no [clients] entry of the config has the client 'acme' (exact name, any case); "
          "clients known: none yet"),
+        # found by a tester of bad input: FTS5 stopped at the NUL ("unterminated string"), a message-less error
+        (dict(action="search", query="a\u0000b", crossProject=True), "Invalid query: contains a NUL character"),
+        (dict(action="list", query="a\u0000b", crossProject=True), "Invalid query: contains a NUL character"),
         (dict(action="activity_report", crossProject=True, client=TOKEN),  # a pasted secret is not echoed
          "Invalid client: no session and no [clients] entry of the config has the client '[REDACTED:github-token]'"),
     ],
