@@ -268,12 +268,15 @@ def parse_bounds(since: object = None, until: object = None, tz: tzinfo | None =
     InvalidDateError
         ``Invalid since date`` / ``Invalid until date``.
     InvalidFieldError
-        ``until`` is before ``since`` (``Invalid until: … is before since …``).
+        ``until`` is before ``since`` (``Invalid until: … is before since …``); a time without
+        offset that did not exist in ``tz``, or happened twice there (:func:`parse_instant`).
     """
-    start = parse_instant(since, "since", tz) if since not in (None, "") else None
+    # a time a person typed: one a daylight-saving change skipped, or made happen twice, is refused
+    # (a report "since 02:30" of the day the clocks went forward began at 03:30 without a word)
+    start = parse_instant(since, "since", tz, wall_clock=True) if since not in (None, "") else None
     end = None
     if until not in (None, ""):
-        end = parse_instant(until, "until", tz)
+        end = parse_instant(until, "until", tz, wall_clock=True)
         try:
             if isinstance(until, date) and not isinstance(until, datetime) or (
                 isinstance(until, str) and _DATE_ONLY.match(until.strip())

@@ -71,3 +71,19 @@ def test_an_until_with_a_time_is_exclusive_from_the_next_millisecond():
     assert bounds.until_iso == "2026-02-10T08:00:00.001Z"
     assert parse_bounds(None, "2026-02-10T08:00:00.0004Z").until_iso == "2026-02-10T08:00:00.001Z"
     assert parse_bounds(None, "2026-02-10").until_iso == "2026-02-11T00:00:00.000Z"
+
+
+def test_a_period_bound_in_a_skipped_or_repeated_hour_is_refused_by_name():
+    """Found by a tester of bad input: ``--since 2026-03-29T02:30`` in Europe/Berlin (an hour the
+    clocks skipped) began the report at 01:30 UTC without a word, as a session's start is refused."""
+    from zoneinfo import ZoneInfo
+
+    from memo_analytics.domain.errors import InvalidFieldError
+
+    berlin = ZoneInfo("Europe/Berlin")
+    with pytest.raises(InvalidFieldError, match=r"Invalid since: 2026-03-29T02:30 did not exist in Europe/Berlin"):
+        parse_bounds("2026-03-29T02:30", None, berlin)
+    with pytest.raises(InvalidFieldError, match=r"Invalid until: 2026-10-25T02:30 happened twice in Europe/Berlin"):
+        parse_bounds(None, "2026-10-25T02:30", berlin)
+    assert parse_bounds("2026-03-29", "2026-10-25", berlin).since.isoformat() == "2026-03-28T23:00:00+00:00"
+    assert parse_bounds("2026-10-25T02:30+02:00", None, berlin).since.isoformat() == "2026-10-25T00:30:00+00:00"
