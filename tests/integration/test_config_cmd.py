@@ -208,7 +208,7 @@ def test_an_unknown_key_is_repaired_by_removing_it_not_by_a_value(config):
     """Found by a new user: ``operator.timezone`` in the file was refused with "Extra inputs are not
     permitted, not 'Mars/Olympus'" and the repair ``memo config set operator.timezone VALUE``, which
     no value can make right."""
-    config.parent.mkdir(parents=True)
+    (config.parent / "vault" / "projects").mkdir(parents=True)  # a vault of nothing yet (a missing one is refused)
     config.write_text('[operator]\ntimezone = "Mars/Olympus"\n', encoding="utf-8")
     ran = memo(config, "activity", "--all")
     assert (ran.returncode, ran.stderr.strip()) == (1, f"error: Invalid operator.timezone ({config}; repair: memo "

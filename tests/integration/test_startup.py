@@ -79,6 +79,7 @@ def test_the_quick_commands_load_no_heavy_library(tmp_path):
 
 def test_a_report_command_still_loads_what_it_needs(tmp_path):
     """The analytics load on first use: ``memo activity`` works and has polars loaded."""
+    (tmp_path / "vault" / "projects").mkdir(parents=True)  # a vault of nothing yet (a missing one is refused)
     probe, stderr = _probe(["--json", "activity", "--all"], tmp_path / "vault", tmp_path)
     assert probe["code"] == 0, stderr
     assert "polars" in probe["loaded"]

@@ -117,6 +117,7 @@ def test_config_set_checks_a_relative_path_against_the_config_files_folder(confi
 # 2. repairing a broken file --------------------------------------------------------------
 
 def test_unset_removes_a_bad_templates_dir_that_blocks_every_other_command(config, tmp_path):
+    (tmp_path / "v" / "projects").mkdir(parents=True)  # a vault of nothing yet (a missing one is refused)
     config.write_text('timezone = "UTC"\ntemplatesDir = "/no/such/folder"\n')
     blocked = memo("--vault-root", str(tmp_path / "v"), "activity", "--all")
     assert one_error_line(blocked).startswith("error: Invalid templatesDir (")
@@ -134,6 +135,7 @@ def test_unset_removes_a_bad_templates_dir_that_blocks_every_other_command(confi
 
 
 def test_unset_works_whatever_else_is_wrong_and_says_what_still_is(config, tmp_path):
+    (tmp_path / "v" / "projects").mkdir(parents=True)  # a vault of nothing yet (a missing one is refused)
     config.write_text('timezone = "Factory"\ntemplatesDir = "/no/such/folder"\ncolour = "blue"\n'
                       '[operator]\nstalledMinutes = 0\nhorizonDays = 3\n')
 
