@@ -516,6 +516,9 @@ def _give_back_baton(store: VaultStore, project: str, session_id: str, baton_id:
     session = store.read(project, RecordKind.SESSION, session_record_id(session_id))
     if session is not None:
         store.upsert(RecordKind.SESSION, {**session[0], "handoffClaimed": None, "updated": now}, session[1])
+    from .sync import push_a_claim
+
+    push_a_claim(store)  # a hybrid laptop tells the team daemon at once: its claim there is no longer so
     return baton_id
 
 

@@ -869,8 +869,9 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
             _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "unchanged"}
         if kind is RecordKind.HANDOFF and local_meta.get("status") == "claimed" and meta.get("status") == "claimed" \
-                and local_meta.get("claimedBy") != meta.get("claimedBy"):
-            # a baton is taken once: a second claim (a laptop that had not heard of the first) never replaces it
+                and local_meta.get("claimedBy") != meta.get("claimedBy") and local_meta.get("updated") not in ancestors:
+            # a baton is taken once: a second claim (a laptop that had not heard of the first) never replaces it;
+            # one built on the first (its session gave it back, empty, and the next one took it) does
             kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
             return {"id": record_id, "outcome": f"kept ours: already claimed by {local_meta.get('claimedBy')}",
                     "conflict": str(kept.relative_to(store.root))}

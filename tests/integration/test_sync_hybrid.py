@@ -2407,6 +2407,41 @@ def test_a_pushed_trap_never_becomes_the_daemons_rule(tmp_path, daemon):
         laptop.close()
 
 
+def test_a_baton_an_empty_session_gave_back_is_taken_by_the_next_on_the_daemon_too(tmp_path, daemon):
+    """Found by a team lead: Bob's session b7 took Ana's baton and ended with no turn — the laptop
+    gave it back (pending), the daemon kept it claimed by b7 (the give-back waited in the outbox),
+    and b8's claim was refused there ("already claimed by claude-code-b7") as a second one: conflict
+    files, and status lines that never cleared. The give-back goes at once; a claim built on the
+    first is taken."""
+    team, server = daemon
+    _ana_leaves_a_baton(team, owner="bob@team.test")
+    repo = _person_repo(tmp_path, "bob").rename(tmp_path / "shop")
+    config = tmp_path / "bob.toml"
+    config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "{server.base}"\n')
+    env = {"MEMO_CONFIG": str(config), "MEMO_TIMEZONE": "UTC"}
+    laptop = tmp_path / "bob"
+
+    def hook(session: str, event: str, **more) -> None:
+        payload = {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": str(repo),
+                   "hook_event_name": event, **more}
+        assert memo("hook", "claude-code", vault=laptop, input=json.dumps(payload), env=env, check=False).returncode == 0
+
+    def baton(root: Path) -> tuple:
+        meta = read_record(root / "projects/shop/handoffs/handoff-cart-v2.md")[0]
+        return meta["status"], meta["claimedBy"]
+
+    hook("b7", "SessionStart", source="startup")
+    assert baton(laptop) == baton(team) == ("claimed", "claude-code-b7")
+    hook("b7", "SessionEnd", reason="exit")  # nothing asked: the baton goes back
+    assert baton(laptop) == baton(team) == ("pending", None)
+    hook("b8", "SessionStart", source="startup")
+    hook("b8", "UserPromptSubmit", prompt="finish the checkout button")
+    hook("b8", "SessionEnd", reason="exit")
+    assert baton(laptop) == baton(team) == ("claimed", "claude-code-b8")
+    assert not list((team / "projects/shop/handoffs").glob("*.conflict-*"))
+    assert "conflict" not in memo("sync", "status", vault=laptop, env=env).stdout
+
+
 def test_a_pull_keeps_what_an_issued_invoice_billed_of_a_session(billing):
     """Found by an attacker: ``memo session edit`` refuses to move an invoiced session to another
     client, but a daemon's "correction" that did so (and moved its times) was pulled as it came —
