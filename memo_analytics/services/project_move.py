@@ -111,6 +111,9 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
         with store.deferred_views():
             _move_records(store, rows, source, target, target_ids, moved, now)
             already = sum(1 for kind in _ORDER for r in rows[kind] if r["id"] in target_ids)
+        from .sync import rekey_project
+
+        rekey_project(store, source, target)  # what the team daemon holds of them: their versions follow
         _clear_folder(store, source, target)
         if not merge:
             marker.unlink(missing_ok=True)

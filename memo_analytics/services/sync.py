@@ -151,6 +151,74 @@ def _rekey(store: VaultStore, state: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def rekey_project(store: VaultStore, source: str, target: str) -> None:
+    """After ``memo project rename|merge`` here: the versions the daemon holds of the records that
+    moved (``pushed.json``, ``sent.json``) are theirs under ``target`` too, so their next push builds on
+    them — the daemon follows the rename (:func:`_follow_a_rename`) instead of keeping a second
+    copy of each session under the old name (billed twice once the lead filed one of them)."""
+    for name in ("pushed.json", "sent.json"):
+        state = _load(store, name)
+        moved = {f"{target}/{key.split('/', 1)[1]}": value for key, value in state.items()
+                 if key.startswith(f"{source}/")}
+        if moved:
+            _save(store, name, {**{k: v for k, v in state.items() if not k.startswith(f"{source}/")},
+                                **{k: v for k, v in moved.items() if k not in state}})
+
+
+def _follow_a_rename(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> None:
+    """A pushed session new to its project that this daemon holds in another — brought by a push of
+    the same person (its base copy there) — was moved on the laptop (``memo project rename``):
+    the daemon's session, its turns and its baton move with it, each as it is (its ``updated``
+    kept: the push builds on it), with its base and served versions. The old project kept a second
+    copy of each session, and the daemon billed both once the lead filed one of them.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``project``: the session is on an issued invoice here, which names its project.
+    """
+    if kind is not RecordKind.SESSION or not isinstance(meta.get("sessionId"), str):
+        return
+    session_id, record_id, target = meta["sessionId"], str(meta["id"]), meta["project"]
+    elsewhere = sorted({row["project"] for row in index.rows_with_id(store.conn, record_id, RecordKind.SESSION.value)}
+                       - {target})
+    if len(elsewhere) != 1:
+        return
+    source = elsewhere[0]
+    pushed_here, owner = _base_owner(store, source, session_id)
+    if not pushed_here or not owner or not isinstance(meta.get("owner"), str) or not same_person(owner, meta["owner"]):
+        return  # another person's session of that id, or the daemon's own: kept apart as ever
+    from ..vault import ledger
+
+    invoiced = ledger.invoiced_in(store.root).get((source, session_id))
+    if invoiced:
+        raise InvalidFieldError("project", f"session {session_id} is on invoice {invoiced} in project {source} here, "
+                                           f"which names its project; it stays there (credit the invoice first)")
+    moving = [(RecordKind.PROMPT, f"prompt-{session_id}-t{turn}")
+              for turn in sorted(index.session_turn_numbers(store.conn, source, session_id))]
+    moving += [(RecordKind.HANDOFF, f"handoff-{session_id}"), (RecordKind.SESSION, record_id)]
+    for moved_kind, moved_id in moving:  # the session last: a move cut short is followed again by the next push
+        found = store.read(source, moved_kind, moved_id)
+        if found is None or store.read_text(target, moved_kind, moved_id) is not None:
+            continue
+        store.upsert(moved_kind, normalize_meta({**found[0], "project": target}), found[1])
+        store.remove(moved_kind, source, moved_id)
+    for old, new in ((_base_path(store, source, record_id), _base_path(store, target, record_id)),
+                     (_served_dir(store, source, record_id), _served_dir(store, target, record_id))):
+        if old.exists() and not new.exists():
+            new.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(old, new)
+    for version in [_base_path(store, target, record_id), *_served_versions(store, target, record_id)]:
+        try:  # each version kept of it names its new project: the merge reads no change of project
+            kept, body = parse_record_text(version.read_text(encoding="utf-8"), record_id)
+            stamp = version.stat().st_mtime_ns
+            atomic_write_bytes(version, dump_record(normalize_meta({**kept, "project": target}), body).encode("utf-8"),
+                               durable=False)
+            os.utime(version, ns=(stamp, stamp))  # its time tells a base written since from one before
+        except (OSError, CorruptRecordError, ValueError):
+            continue
+
+
 def _outbox(store: VaultStore) -> list[dict[str, Any]]:
     try:
         lines = (_dir(store) / "outbox.jsonl").read_text(encoding="utf-8").splitlines()
@@ -851,6 +919,9 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
     incoming = dump_record(meta, body)
     with store.lock():
         local_text = store.read_text(meta["project"], kind, record_id)
+        if local_text is None and kind is RecordKind.SESSION:
+            _follow_a_rename(store, kind, meta)
+            local_text = store.read_text(meta["project"], kind, record_id)
         if local_text is None:
             _refuse_moved(store, kind, meta)
             filed = _filed_here(store, kind, meta)
@@ -875,6 +946,10 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
             kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
             return {"id": record_id, "outcome": f"kept ours: already claimed by {local_meta.get('claimedBy')}",
                     "conflict": str(kept.relative_to(store.root))}
+        if kind is RecordKind.PROMPT and local_body is not None and local_meta.get("updated") not in ancestors \
+                and _only_billing_differs((local_meta, local_body), (meta, body)):
+            # the turn as here but for its client or billable: its session's correction here (a lead's) moved it
+            return _turn_follows_its_session(store, record_id, local_meta, local_body)
         if local_meta.get("updated") is not None and local_meta.get("updated") in ancestors \
                 and (not _changed_here(store, kind, meta, local_text) or _pulled_since(store, meta, local_meta,
                                                                                         local_body)):
@@ -911,6 +986,20 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
         return {"id": record_id, "outcome": "kept ours, theirs kept as conflict",
                 "conflict": str(kept.relative_to(store.root))}
+
+
+def _turn_follows_its_session(store: VaultStore, record_id: str, local_meta: dict[str, Any],
+                              local_body: str) -> dict[str, Any]:
+    """A pushed turn that differs from this vault's only in its client or billable: this vault's,
+    with its session's client and billable here — a lead's correction of the session moved its turns
+    here, and the laptop's turn (renamed, or pushed again) won whole as the newer, its session's
+    correction lost and the lead's version kept as a conflict file. The outcome."""
+    session = store.read(local_meta["project"], RecordKind.SESSION, f"session-{local_meta.get('sessionId')}")
+    follow = {key: session[0].get(key) for key in ("client", "billable")} if session else {}
+    if not follow or all(local_meta.get(key) == value for key, value in follow.items()):
+        return {"id": record_id, "outcome": "unchanged", "keptHere": sorted(follow)}
+    store.upsert(RecordKind.PROMPT, normalize_meta({**local_meta, **follow, "updated": to_iso(utcnow())}), local_body)
+    return {"id": record_id, "outcome": "merged", "keptHere": sorted(follow)}
 
 
 def _a_version_here(written: dict[str, Any], pushed: dict[str, Any]) -> dict[str, Any]:
@@ -952,7 +1041,18 @@ def _filed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> di
     """A pushed session new to this vault that names no client, filed under the client this
     vault's ``projectClients`` maps its project to (the team's mapping: each laptop had to copy
     it, or its sessions billed ``internal`` on the daemon); a project mapped to ``internal``
-    stays so."""
+    stays so. A pushed turn new here takes its session's client and billable here."""
+    if kind is RecordKind.PROMPT and isinstance(meta.get("sessionId"), str):
+        # a turn new here bills as its session here bills: filed by this daemon, or corrected by its lead
+        # before the turn came (the session's turns followed it; one pushed after stayed behind)
+        try:
+            session = store.read(str(meta["project"]), RecordKind.SESSION, f"session-{meta['sessionId']}")
+        except (MemoError, ValueError):
+            session = None
+        follow = {key: session[0].get(key) for key in ("client", "billable")} if session else {}
+        if follow and any(meta.get(key) != value for key, value in follow.items()):
+            return normalize_meta({**meta, **follow})
+        return meta
     if kind is not RecordKind.SESSION or (isinstance(meta.get("client"), str) and meta["client"].strip()):
         return meta
     client = canonical_client(store, store.settings.client_of_project(str(meta["project"])))

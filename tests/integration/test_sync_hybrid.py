@@ -2442,6 +2442,74 @@ def test_a_baton_an_empty_session_gave_back_is_taken_by_the_next_on_the_daemon_t
     assert "conflict" not in memo("sync", "status", vault=laptop, env=env).stdout
 
 
+def test_a_project_renamed_on_a_laptop_is_followed_on_the_daemon_not_copied(tmp_path, daemon):
+    """Found by a team lead: Bob renamed project shop to webshop on his laptop; the daemon kept
+    every session of his under shop and took the pushed ones under webshop beside them — once the
+    lead filed one copy under another client, the daemon billed 886 minutes against the laptops'
+    706, and the lead's later corrections of the shop copies never reached Bob. The daemon follows
+    the rename: the session, its turns and its baton move, the lead's correction kept."""
+    from memo_analytics.services.project_move import move_project
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        start_session(bob, StartSessionRequest(session_id="search", project="shop", owner="bob@team.test",
+                                               start_time="2026-03-02T09:00:00Z"))
+        _record(bob, session="search", body="add the search box", project="shop")
+        end_session(bob, EndSessionRequest(session_id="search", project="shop", until="2026-03-02T10:00:00Z"))
+        sync.push(bob)
+        assert _team_file(team, "session-search", "sessions", "shop").is_file()
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:  # the lead files it under Globex on the daemon
+            edit_session(lead, EditSessionRequest(session_id="search", project="shop", client="Globex"))
+        finally:
+            lead.close()
+        move_project(bob, "shop", "webshop")
+        results = sync.push(bob)["results"]
+        assert all(r["outcome"] in ("applied", "merged", "unchanged") for r in results), results
+        assert not (team / "projects" / "shop" / "sessions").exists() or not list(
+            (team / "projects/shop/sessions").glob("*.md"))
+        moved = read_record(_team_file(team, "session-search", "sessions", "webshop"))[0]
+        assert (moved["project"], moved["client"], moved["durationMinutes"]) == ("webshop", "Globex", 60)
+        assert _team_file(team, "prompt-search-t1", "prompts", "webshop").is_file()
+        assert not list(team.glob("projects/*/*/*.conflict-*"))
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            report = json.loads(memo("--json", "activity", "--all", vault=team).stdout)
+        finally:
+            lead.close()
+        assert (report["totalDurationMinutes"], list(report["byProject"])) == (60, ["webshop"])
+    finally:
+        bob.close()
+
+
+def test_a_turn_pushed_to_a_session_the_daemon_filed_bills_as_its_session(tmp_path, monkeypatch):
+    """Found by a team lead: the daemon filed Ana's pushed sessions under Acme Corp (its
+    projectClients), and their turns stayed ``client: null`` on the daemon — ``activity --client
+    Globex`` counted a session of no prompt, and per-client prompt counts were off."""
+    config = tmp_path / "team.toml"
+    config.write_text('[projectClients]\nweb = "Acme Corp"\n')
+    monkeypatch.setenv("MEMO_CONFIG", str(config))
+    server = Server(tmp_path / "team-vault", "--mcp-port", "0")
+    monkeypatch.delenv("MEMO_CONFIG")
+    team = tmp_path / "team-vault"
+    ana = _client(tmp_path, server.base, "ana")
+    try:
+        start_session(ana, StartSessionRequest(session_id="pay", project="web", owner="ana@team.test"))
+        _record(ana, session="pay", body="the payment flow")
+        sync.push(ana)
+        assert read_record(_team_file(team, "session-pay", "sessions"))[0]["client"] == "Acme Corp"
+        assert read_record(_team_file(team, "prompt-pay-t1"))[0]["client"] == "Acme Corp"
+        _record(ana, session="pay", body="and its receipt")  # a turn pushed after the filing too
+        sync.push(ana)
+        assert read_record(_team_file(team, "prompt-pay-t2"))[0]["client"] == "Acme Corp"
+    finally:
+        ana.close()
+        server.stop()
+
+
 def test_a_pull_keeps_what_an_issued_invoice_billed_of_a_session(billing):
     """Found by an attacker: ``memo session edit`` refuses to move an invoiced session to another
     client, but a daemon's "correction" that did so (and moved its times) was pulled as it came —
