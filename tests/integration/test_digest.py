@@ -648,3 +648,21 @@ def test_a_config_change_an_item_asks_for_clears_it_at_once(tmp_path):
     assert kinds() == ["project_unbilled:newthing"]
     memo("config", "set", "projectClients.newthing", "internal", vault=vault, env=env)
     assert kinds() == []
+
+
+def test_a_digest_action_pasted_into_zsh_runs_as_it_reads(tmp_path):
+    """Found by a new user on a Mac: ``memo session show S --project P  # resume, or: memo session
+    end …`` pasted into zsh (no ``interactive_comments``) failed with "Got unexpected extra
+    argument(s) (# resume, or: …)": memo takes a lone ``#`` and what follows as the comment."""
+    vault = tmp_path / "v"
+    start = (datetime.now(timezone.utc) - timedelta(hours=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    memo("session", "start", "w1", "--project", "web", "--client", "Acme", "--start-time", start, vault=vault)
+    items = json.loads(memo("--json", "digest", vault=vault).stdout)["items"]
+    [stalled] = [i for i in items if i["kind"] == "session_stalled"]
+    lexer = shlex.shlex(stalled["action"], posix=True)
+    lexer.commenters = ""  # zsh's default: `#` is a word
+    lexer.whitespace_split = True
+    words = list(lexer)
+    assert "#" in words and words[0] == "memo"
+    ran = memo(*words[1:], vault=vault)
+    assert ran.returncode == 0 and ran.stdout.startswith("session w1 · web"), ran.stderr
