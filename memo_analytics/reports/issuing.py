@@ -264,6 +264,24 @@ def _with_unfiled_work(exc: ReportError, client: str, unfiled: Callable[[], Acti
                        f"{projects[0]} {shell_word(name)}, or memo session edit ID --client {shell_word(name)})")
 
 
+def unfiled_of_client(settings: Settings, client: str, unfiled: ActivityReport) -> tuple[int, list[str]]:
+    """``(minutes, projects)`` of the billable work of ``unfiled`` (the same period's report for
+    ``internal``) in projects the config's ``projectClients`` files under ``client``: work recorded
+    before the mapping, left internal — an invoice of the period without it bills too little."""
+    wanted = client.strip().casefold()
+    sessions = [s for s in unfiled.sessions if s["billable"] and s["durationMinutes"]
+                and (settings.client_of_project(s["project"]) or "").strip().casefold() == wanted]
+    return sum(int(s.get("billedMinutes", s["durationMinutes"]) or 0) for s in sessions), \
+        sorted({s["project"] for s in sessions})
+
+
+def unfiled_note(client: str, minutes: int, projects: list[str]) -> str:
+    """What :func:`unfiled_of_client` found, and the command that files it."""
+    return (f"{minutes / 60:.2f} h of the period's billable work in {', '.join(projects)} bill internal, while the "
+            f"config's projectClients files {'it' if len(projects) == 1 else 'them'} under {client}: file it first "
+            f"(memo project client {projects[0]} {shell_word(client)}), or it is never billed")
+
+
 def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], ActivityReport] | ActivityReport, *,
                   lines: str = "project",
                   issued: date | None = None, zero_minutes: bool = False, output: Path | None = None,
@@ -277,7 +295,8 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
     vault lock, so a session edited meanwhile is billed as it is. ``unfiled``: the report of the
     same scope and period for ``internal`` (no client): a "nothing to invoice" refusal then says
     how much billable work of the period is filed there (often the client's own, of a project no
-    ``projectClients`` maps).
+    ``projectClients`` maps), and an issue is refused while work of the period in a project
+    ``projectClients`` files under the client bills ``internal`` (:func:`unfiled_of_client`).
     A copy that cannot be written after the invoice was stored does not undo it: the second
     value is then the error (the stored PDF can be copied with ``memo invoice show -o``).
 
@@ -336,6 +355,14 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         client = settings.billing_for(section.client)
         assert client is not None
         _check_sendable(settings.invoice, section.client, client)
+        if unfiled is not None and settings.project_clients:  # before a number is taken: a period short of its work
+            try:
+                minutes, projects = unfiled_of_client(settings, section.client, unfiled())
+            except InvalidFieldError:  # no session bills internal at all ("no session has the client")
+                minutes, projects = 0, []
+            if minutes:
+                raise InvalidFieldError("client", unfiled_note(section.client, minutes, projects) + "; nothing was "
+                                                                                                   "issued")
         if replaced is not None:
             _check_correction(replaced, replaces, section)
         period = billing_period(report, section.sessions)

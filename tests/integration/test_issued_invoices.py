@@ -1245,3 +1245,26 @@ def test_an_output_of_a_suffix_alone_is_told_to_give_a_name(billing, tmp_path):
     assert ran.returncode == 1 and ran.stderr.strip().endswith("has no name before its suffix: give one, e.g. june.csv")
     ran = run(billing, "report", "timesheet", "--all", "-o", str(tmp_path / ".XLSX"))
     assert ran.returncode == 1 and "has no name before its suffix: give one, e.g. june.xlsx" in ran.stderr
+
+
+def test_an_invoice_is_not_issued_while_work_of_a_project_mapped_to_the_client_bills_internal(billing, tmp_path):
+    """Found by a freelancer: sessions recorded before ``projectClients`` filed the project under
+    the client stayed internal (the digest listed only the last 14 days); the invoice of the month
+    was issued for 1.00 h while 3.17 h of the same project stayed unbilled, without a word. The
+    draft warns, the issue is refused before a number is taken, naming the command that files it."""
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    _session(store, "u1", "web", None, "2026-06-10T09:00:00Z", "2026-06-10T11:00:00Z")
+    store.close()
+    billing["config"].write_text(ISSUER + ACME + GLOBEX + '[projectClients]\nweb = "Acme Corp"\n', encoding="utf-8")
+    said = ("2.00 h of the period's billable work in web bill internal, while the config's projectClients files it "
+            "under Acme Corp: file it first (memo project client web 'Acme Corp'), or it is never billed")
+    draft = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
+                "2026-06-30", "-o", str(tmp_path / "june.pdf"))
+    assert draft.returncode == 0 and f"warning: {said}; memo invoice issue refuses it until then" in draft.stderr
+    refused = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
+                  "2026-06-30")
+    assert (refused.returncode, refused.stderr.strip()) == (1, f"error: Invalid client: {said}; nothing was issued")
+    assert run(billing, "project", "client", "web", "Acme Corp").returncode == 0
+    issued = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert issued["number"] == "2026-0001" and "u1" in {s["sessionId"] for s in json.loads(
+        run(billing, "--json", "invoice", "show", "2026-0001").stdout)["sessionIds"]}
