@@ -31,6 +31,8 @@ def test_rows_of_twenty_minutes_add_up_to_the_subtotal_and_the_total(store, tmp_
     assert "Subtotal Globex (1 session) 0:20 0.33" in text
     assert "Subtotal internal (1 session) 0:20 0.33" in text
     assert "Grand total 1:40 · Total billable hours: 1.66" in text
+    # found by a bookkeeper and a freelancer: "Duration" beside a span of 72 minutes read 1:15 (billed)
+    assert "Project Task / summary / deliverables Billed Hours" in text and "Duration" not in text
     assert report.total_billable_hours == 1.66 and report.total_duration_minutes == 100
     assert "Rounding: Each session counts its whole minutes (end − start)." in text  # as a client reads it
     sections = timesheet_sections(report)
