@@ -692,14 +692,17 @@ def rank_key(item: Item) -> tuple:
 
 def compute_digest(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> dict[str, Any]:
     """The ranked digest (wire dict): ``items`` within the horizon, ``beyondHorizon``
-    counts per kind for older ones, ``counts`` per kind listed, ``computedAt``; ``moving``
+    counts per kind for older ones (``beyondHorizonAsOf``: an instant whose digest lists the oldest
+    of them), ``counts`` per kind listed, ``computedAt``; ``moving``
     (:func:`moving`, at most :data:`MOVING_LISTED`) and ``movingCount`` (all of them)."""
     horizon = now - timedelta(days=policy.horizon_days)
     listed, beyond = [], {}
+    oldest: datetime | None = None
     for item in sorted(build_items(snapshot, now, policy), key=rank_key):
         # a cap is about this month, however long ago its last session ended
         if from_iso(item.since) < horizon and item.kind != "retainer_projection":
             beyond[item.kind] = beyond.get(item.kind, 0) + 1
+            oldest = min(oldest or from_iso(item.since), from_iso(item.since))
         else:
             listed.append(item)
     counts: dict[str, int] = {}
@@ -713,6 +716,8 @@ def compute_digest(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) ->
         "movingCount": len(moved),
         "counts": dict(sorted(counts.items())),
         "beyondHorizon": dict(sorted(beyond.items())),
+        # an --as-of that lists the oldest of them (a day after it began): "--as-of DATE" named no date
+        **({"beyondHorizonAsOf": to_iso(oldest + timedelta(days=1))} if oldest is not None else {}),
         "horizonDays": policy.horizon_days,
         "ranking": "lane (waiting on you, dropped), billable minutes at stake, age, kind, subject",
     }

@@ -4,6 +4,7 @@ a threshold falls due, debounced, a failed recompute keeps the last answer; CLI 
 from __future__ import annotations
 
 import json
+import re
 import os
 import shlex
 import sqlite3
@@ -179,7 +180,7 @@ def test_the_sample_digest_as_of_its_week_can_be_applied(tmp_path):
     vault = tmp_path / "d" / "vault"
     now_view = memo("digest", vault=vault).stdout
     # the sample's week is months old: nothing recent, its items counted past the horizon
-    assert "Nothing of the last 14 days needs you now." in now_view and "memo digest --as-of DATE" in now_view
+    assert "Nothing of the last 14 days needs you now." in now_view and "see them with `memo digest --as-of 2026-03-03`" in now_view
     past = json.loads(memo("--json", "digest", "--as-of", "2026-03-07T08:00", vault=vault).stdout)
     assert past["items"][0]["id"] == "session_open_too_long:demo-open-acme-web"
     # the table says when in the person's zone, as every other table (it said UTC)
@@ -666,3 +667,21 @@ def test_a_digest_action_pasted_into_zsh_runs_as_it_reads(tmp_path):
     assert "#" in words and words[0] == "memo"
     ran = memo(*words[1:], vault=vault)
     assert ran.returncode == 0 and ran.stdout.startswith("session w1 · web"), ran.stderr
+
+
+def test_work_beyond_the_horizon_is_counted_with_the_date_that_lists_it(tmp_path):
+    """Found by a new user: "older than 14 days (counted, not listed): 2 client_missing — see them
+    with `memo digest --as-of DATE`" left the date to guess; it is named, and that digest lists them."""
+    vault = tmp_path / "v"
+    memo("session", "start", "old", "--project", "web", "--client", "Acme", "--start-time", "2026-01-05T09:00:00Z",
+         vault=vault)
+    memo("session", "end", "old", "--project", "web", "--until", "2026-01-05T10:00:00Z", vault=vault)
+    memo("session", "start", "o2", "--project", "web", "--start-time", "2026-01-06T09:00:00Z", vault=vault)
+    memo("session", "end", "o2", "--project", "web", "--until", "2026-01-06T10:00:00Z", vault=vault)
+    shown = memo("digest", vault=vault, env={"MEMO_TIMEZONE": "UTC"}).stdout
+    said = re.search(r"counted, not listed\): 1 client_missing — see them with `memo digest --as-of "
+                     r"(\d{4}-\d\d-\d\d)`", shown)
+    assert said and said.group(1) == "2026-01-07", shown
+    listed = json.loads(memo("--json", "digest", "--as-of", said.group(1), vault=vault,
+                             env={"MEMO_TIMEZONE": "UTC"}).stdout)["items"]
+    assert [i["id"] for i in listed] == ["client_missing:o2"]

@@ -152,8 +152,9 @@ def digest(
                 out.print(f"  … and {count - MOVING_SHOWN} more (memo --json digest lists {len(moved)})")
         if r["beyondHorizon"]:
             older = ", ".join(f"{n} {kind}" for kind, n in r["beyondHorizon"].items())
+            day = _local(r["beyondHorizonAsOf"])[:10] if r.get("beyondHorizonAsOf") else "DATE"
             out.print(f"older than {r['horizonDays']} days (counted, not listed): {older} — see them with "
-                      "`memo digest --as-of DATE`, or raise operator.horizonDays (`memo config set`)")
+                      f"`memo digest --as-of {day}`, or raise operator.horizonDays (`memo config set`)")
 
     _emit(result, human)
 
