@@ -527,7 +527,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                      keptOnDaemon=_newest(kept_there, _unsettled(state.get("keptOnDaemon"), settled), "id"))
         _save(store, "state.json", state)
         return {"pushed": len(done) - len(mismatched), "results": answer.get("results", []) + [
-                    {**item, "outcome": "refused"} for item in mismatched],
+                    {**item, "outcome": "refused", "here": True} for item in mismatched],
                 "pending": len({_key(e) for e in remaining}), "error": None}
 
 

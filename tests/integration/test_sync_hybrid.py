@@ -2510,6 +2510,27 @@ def test_a_turn_pushed_to_a_session_the_daemon_filed_bills_as_its_session(tmp_pa
         server.stop()
 
 
+def test_sync_push_says_why_the_daemon_refused_what_still_waits(tmp_path, daemon):
+    """Found by a team lead: after a rename, ``memo sync push`` said "pushed 0 records; 4 waiting"
+    for good, and only --json held why (a hand-off of a session the daemon does not hold)."""
+    team, server = daemon
+    laptop = _client(tmp_path, server.base, "bob")
+    try:
+        laptop.upsert(RecordKind.HANDOFF, {
+            "id": "handoff-ghost", "kind": "handoff", "project": "web", "status": "pending",
+            "created": "2026-03-03T09:00:00.000Z", "updated": "2026-03-03T09:00:00.000Z", "fromSessionId": "ghost",
+            "owner": "bob@team.test", "nextSteps": ["x"]}, "x\n")
+    finally:
+        laptop.close()
+    config = tmp_path / "bob.toml"
+    config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "{server.base}"\n')
+    ran = memo("sync", "push", vault=tmp_path / "bob", env={"MEMO_CONFIG": str(config)})
+    assert ran.stdout.strip() == "pushed 0 records; 1 waiting"
+    assert ("note: handoff-ghost refused by the daemon: Invalid fromSessionId: session ghost is not on the daemon: a "
+            "hand-off comes with the session that left it (push the session first) (it waits in the outbox: the next "
+            "push sends it again)") in ran.stderr, ran.stderr
+
+
 def test_a_pull_keeps_what_an_issued_invoice_billed_of_a_session(billing):
     """Found by an attacker: ``memo session edit`` refuses to move an invoiced session to another
     client, but a daemon's "correction" that did so (and moved its times) was pulled as it came —

@@ -106,6 +106,10 @@ def sync_push() -> None:
         if isinstance(item.get("storedAs"), str):
             err.print(_safe(f"note: {item.get('id')} is kept on the daemon as {item['storedAs']} (its session's id "
                             f"there is {item.get('heldBy')}'s session)"))
+        if item.get("outcome") == "refused":  # "4 waiting" said nothing of why
+            err.print(_safe(f"note: {item.get('id')}: {item.get('reason')}" if item.get("here") else
+                            f"note: {item.get('id')} refused by the daemon: {item.get('reason')} (it waits in the "
+                            "outbox: the next push sends it again)"))
     _emit(result, lambda r: out.print(_safe(f"pushed {r['pushed']} record{'' if r['pushed'] == 1 else 's'}; {r['pending']} waiting"
                                             + (f"; error: {r['error']}" if r["error"] else ""))))
     if result["error"]:  # hybrid off too: nothing was pushed
