@@ -409,7 +409,9 @@ def end_session_answer(store: VaultStore, request: EndSessionRequest) -> dict[st
             warnings.append(f"{outside} of its turns {'lies' if outside == 1 else 'lie'} outside its times (before its "
                             "start or after its end): their time bills nothing")
     addressed = (request.handoff.owner or "").strip() if request.handoff is not None else ""
-    if addressed:
+    if addressed and not (store.settings.mode == "hybrid" and store.settings.hybrid.remote_url):
+        # (a hybrid laptop holds its own person's sessions only: a teammate is no one it knows, and the
+        # team daemon hands the baton on — the warning fired on every hand-off to a teammate)
         known = sorted(index.session_owners(store.conn, 2000), key=str.casefold)
         if known and not any(same_person(addressed, owner) for owner in known):  # "ana" for ana@team.example
             warnings.append(f"no session of the vault is {addressed[:100]}'s (owners: "

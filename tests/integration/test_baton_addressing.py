@@ -91,3 +91,12 @@ def test_a_hand_off_addressed_to_no_one_the_vault_knows_says_so(tmp_path):
     ran = memo("session", "end", "a1", "--project", "web", "--next-step", "ship it", "--handoff-owner",
                "LEAD@team.example", vault=vault)
     assert "no session of the vault is" not in ran.stderr  # a known person, in any case
+    # found by a team lead: a hybrid laptop holds its own person's sessions only — a teammate is no
+    # one it knows, and the team daemon hands the baton on: no warning on every hand-off
+    config = tmp_path / "hybrid.toml"
+    config.write_text('mode = "hybrid"\n[hybrid]\nremoteUrl = "http://127.0.0.1:9"\n')
+    ran = memo("session", "start", "b1", "--project", "web", "--owner", "bob@team.example", vault=tmp_path / "bob",
+               env={"MEMO_CONFIG": str(config)})
+    ran = memo("session", "end", "b1", "--project", "web", "--next-step", "review", "--handoff-owner",
+               "ana@team.example", vault=tmp_path / "bob", env={"MEMO_CONFIG": str(config)})
+    assert ran.returncode == 0 and "no session of the vault is" not in ran.stderr, ran.stderr
