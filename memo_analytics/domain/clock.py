@@ -322,8 +322,8 @@ def parse_record_instant(value: object, field: str, tz: tzinfo | None = None, wa
         Unparseable, or outside 1970-01-01 … 9000-01-01 (UTC).
     """
     instant = parse_instant(value, field, tz, wall_clock)
-    if not EARLIEST_RECORD <= instant < LATEST_RECORD:
-        raise InvalidDateError(field, value)
+    if not EARLIEST_RECORD <= instant < LATEST_RECORD:  # a date of the right form: said so, not its form again
+        raise InvalidDateError(field, value, "a record's time lies between 1970 and 9000")
     return instant
 
 

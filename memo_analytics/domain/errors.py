@@ -50,11 +50,11 @@ DATE_FORMS = "give a date as YYYY-MM-DD or a time as YYYY-MM-DDTHH:MM, ISO 8601"
 class InvalidDateError(InvalidFieldError):
     """A date or timestamp could not be parsed (SPEC §2.6: ``Invalid since date``)."""
 
-    def __init__(self, field: str, value: object) -> None:
+    def __init__(self, field: str, value: object, reason: str | None = None) -> None:
         self.field = field
         self.value = value
-        self.reason = f"cannot parse {value!r}"
-        MemoError.__init__(self, f"Invalid {field} date: {_short(value)!r} ({DATE_FORMS})")
+        self.reason = reason or f"cannot parse {value!r}"
+        MemoError.__init__(self, f"Invalid {field} date: {_short(value)!r} ({reason or DATE_FORMS})")
 
 
 class RecordNotFoundError(MemoError):

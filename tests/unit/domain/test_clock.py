@@ -87,3 +87,16 @@ def test_a_period_bound_in_a_skipped_or_repeated_hour_is_refused_by_name():
         parse_bounds(None, "2026-10-25T02:30", berlin)
     assert parse_bounds("2026-03-29", "2026-10-25", berlin).since.isoformat() == "2026-03-28T23:00:00+00:00"
     assert parse_bounds("2026-10-25T02:30+02:00", None, berlin).since.isoformat() == "2026-10-25T00:30:00+00:00"
+
+
+def test_a_record_time_out_of_range_says_the_range_not_the_form():
+    """Found by a tester of bad input: ``--start-time 1900-01-01T00:00:00Z`` said "give a date as
+    YYYY-MM-DD or a time as YYYY-MM-DDTHH:MM" of a value in that very form."""
+    from memo_analytics.domain.clock import parse_record_instant
+    from memo_analytics.domain.errors import InvalidDateError
+
+    with pytest.raises(InvalidDateError, match=r"^Invalid startTime date: '1900-01-01T00:00:00Z' \(a record's time "
+                                                r"lies between 1970 and 9000\)$"):
+        parse_record_instant("1900-01-01T00:00:00Z", "startTime")
+    with pytest.raises(InvalidDateError, match=r"\(give a date as YYYY-MM-DD"):
+        parse_record_instant("nope", "startTime")
