@@ -190,3 +190,29 @@ def test_a_period_without_work_runs_every_cell_and_the_period_bounds_what_is_sho
         everything = run("2000-01-01", "2099-12-31")
         count = int(re.search(r"(\d+) candidates from the turns", everything).group(1))
         assert count > 0
+
+
+def test_the_invoicing_notebook_names_sessions_of_no_minutes_it_leaves_off(tmp_path):
+    """Found by an analyst: the notebook's line said ``sessions 19`` for Acme Corp where ``memo
+    activity`` said 22 — three sessions of 0 minutes left off without a word (the draft names them)."""
+    import nbclient
+
+    from tests.inprocess import environment, memo
+
+    vault, config = tmp_path / "vault", tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n[clients."Acme Corp"]\nhourlyRate = "100"\ncurrency = "EUR"\n',
+                      encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    for sid, end in (("a1", "2026-06-02T10:00:00Z"), ("z1", "2026-06-03T09:00:10Z")):
+        memo("session", "start", sid, "--project", "web", "--client", "Acme Corp", "--start-time",
+             f"{end[:10]}T09:00:00Z", vault=vault, env=env)
+        memo("session", "end", sid, "--project", "web", "--until", end, vault=vault, env=env)
+    notebook = nbformat.read(NOTEBOOKS / "invoicing.ipynb", as_version=4)
+    [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+    parameters.source = (parameters.source.replace("VAULT = None", f"VAULT = {str(vault)!r}")
+                         .replace("SINCE = None", "SINCE = '2026-06-01'").replace("UNTIL = None", "UNTIL = '2026-06-30'"))
+    with environment({"MEMO_CONFIG": str(config), "MEMO_VAULT": None}):
+        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    shown = "".join(str(o.get("text", "")) for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
+    assert "sessions of 0 minutes left out: 1 (vault.invoice(..., zero_minutes=True) bills them)" in shown
