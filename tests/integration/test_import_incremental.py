@@ -914,3 +914,21 @@ def test_transcripts_of_folders_named_outside_ascii_keep_apart_projects(tmp_path
         (folder / f"bbbb000{number}-2222-3333-4444-555566667777.jsonl").write_text(json.dumps(line) + "\n")
     memo("import", "claude-code", str(folder.parent), vault=vault)
     assert sorted(p.name for p in (vault / "projects").iterdir()) == ["feishuxiangmu", "ribenyu", "uni-code"]
+
+
+def test_a_new_transcript_of_its_snapshot_line_alone_is_no_other_format(realdata, tmp_path):
+    """Found by an operator: Claude Code writes a ``file-history-snapshot`` line first; a watcher
+    that read the file before the first message said "skipped: … not a claude-code transcript (no
+    line holds a Claude Code record …)" of a conversation just begun."""
+    source = realdata / ("claude-code-jsonl/moredip-session-share/samples/claude-code-projects/"
+                         "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl")
+    lines = source.read_bytes().splitlines(keepends=True)
+    assert b'"file-history-snapshot"' in lines[0]
+    folder, vault = tmp_path / "projects" / "p", tmp_path / "v"
+    folder.mkdir(parents=True)
+    copy = folder / source.name
+    copy.write_bytes(lines[0])
+    first = memo("watch", "--once", "--only", str(folder.parent), vault=vault, check=False)
+    assert "not a claude-code transcript" not in first.stderr and "skipped" not in first.stderr, first.stderr
+    copy.write_bytes(b"".join(lines))
+    assert json.loads(memo("--json", "import", "claude-code", str(folder.parent), vault=vault).stdout)["turns"] == 7

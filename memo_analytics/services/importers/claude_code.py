@@ -251,6 +251,11 @@ def _content_text(content: object) -> tuple[str, bool]:
 
 
 
+#: Record types Claude Code writes beside the conversation's messages (a file-history snapshot is
+#: a new transcript's first line, before the person's first message).
+_BOOKKEEPING = frozenset({"file-history-snapshot"})
+
+
 def _valid(record: object) -> bool:
     if not isinstance(record, dict) or not isinstance(record.get("type"), str) or not record["type"]:
         return False
@@ -357,6 +362,8 @@ class _Fold:
         self.problems: list[str] = []
         #: what the file looks like, by its first line (said when no line is a Claude Code record)
         self.looks: str | None = None
+        #: lines of Claude Code's own bookkeeping (:data:`_BOOKKEEPING`), none of them a message
+        self.bookkeeping = 0
 
     def problem(self, number: int, text: str) -> None:
         self.problems.append(text)
@@ -373,6 +380,8 @@ class _Fold:
             return
         if {"sessionId", "uuid", "leafUuid", "message"} & record.keys():
             self.recognised += 1  # a record, whatever its time (one out of range was said "no record" in a file of one)
+        elif record["type"] in _BOOKKEEPING:
+            self.bookkeeping += 1
         try:
             at = _stamp(record, options.zone)
         except InvalidDateError:
@@ -399,6 +408,10 @@ class _Fold:
         _take(session, record, at, self.uuid_session)
 
     def finish(self) -> ParseResult:
+        if not self.recognised and self.bookkeeping and not self.problems:
+            # Claude Code's own first lines (a file-history snapshot) before the first message: a
+            # conversation just started, read again when it grows — not "not a claude-code transcript"
+            return ParseResult(transcripts=[], recognised=True)
         if not self.recognised:
             return ParseResult(recognised=False, why=self.looks or "the file is empty")
         for leaf, summary in self.titles:
