@@ -820,23 +820,28 @@ def test_an_invoice_for_a_period_not_yet_over_is_refused(billing):
     assert issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")["number"]
 
 
+def _june_timesheet_rows(billing, tmp_path) -> dict[str, dict[str, str]]:
+    """Acme Corp's June timesheet (UTC) as CSV rows by session id."""
+    import csv
+
+    out = tmp_path / "ts.csv"
+    ran = run(billing, "report", "timesheet", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+              "--until", "2026-06-30", "--tz", "UTC", "-o", str(out), "--force")
+    assert ran.returncode == 0, ran.stderr
+    return {row["sessionId"]: row for row in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
+
+
 def test_a_timesheet_says_an_invoiced_session_bills_what_its_invoice_billed_after_a_change(billing, tmp_path):
     """Found by a billing person: a session changed (through git, by hand) after its invoice was
     issued bills the invoice's minutes — right — but its timesheet row said "parallel to another
     session of this client", which there was none of."""
-    import csv
-
     issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
     path = billing["vault"] / "projects" / "web" / "sessions" / "session-a1.md"
     text = path.read_text(encoding="utf-8")
     text = re.sub(r"endTime: .*", "endTime: '2026-06-02T10:50:00.000Z'", text)
     path.write_text(re.sub(r"durationMinutes: .*", "durationMinutes: 110", text), encoding="utf-8")
     run(billing, "reindex")
-    out = tmp_path / "ts.csv"
-    ran = run(billing, "report", "timesheet", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
-              "--until", "2026-06-30", "--tz", "UTC", "-o", str(out))
-    assert ran.returncode == 0, ran.stderr
-    rows = {row["sessionId"]: row for row in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
+    rows = _june_timesheet_rows(billing, tmp_path)
     assert (rows["a1"]["workedMinutes"], rows["a1"]["billedMinutes"]) == ("110", "80")
     assert rows["a1"]["note"] == "billed 80 minutes as invoice 2026-0001 did (the session was changed since: 110 now)"
     assert rows["a2"]["note"] == ""  # invoiced and unchanged: nothing to say
@@ -847,16 +852,10 @@ def test_a_timesheet_of_an_invoiced_month_explains_its_rows_by_the_invoice_after
     the month invoice 2026-0001 billed in 15-minute steps kept the invoiced minutes (right) but
     explained a row as "raised to 60 minutes by the client's rounding, then parallel to another
     session of this client: 30 billed" — there was no parallel session: the invoice billed it so."""
-    import csv
-
     billing["config"].write_text(ISSUER + ACME + "roundingMinutes = 15\n" + GLOBEX, encoding="utf-8")
     issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
     billing["config"].write_text(ISSUER + ACME + "roundingMinutes = 60\n" + GLOBEX, encoding="utf-8")
-    out = tmp_path / "ts.csv"
-    ran = run(billing, "report", "timesheet", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
-              "--until", "2026-06-30", "--tz", "UTC", "-o", str(out))
-    assert ran.returncode == 0, ran.stderr
-    rows = {row["sessionId"]: row for row in csv.DictReader(out.read_text(encoding="utf-8").splitlines())}
+    rows = _june_timesheet_rows(billing, tmp_path)
     assert (rows["a2"]["workedMinutes"], rows["a2"]["billedMinutes"]) == ("25", "30")
     assert rows["a2"]["note"] == "billed 30 minutes as invoice 2026-0001 did"
     assert (rows["a1"]["billedMinutes"], rows["a1"]["note"]) == ("90", "billed 90 minutes as invoice 2026-0001 did")

@@ -1386,6 +1386,16 @@ def _bobs_session_pushed(bob: VaultStore) -> None:
     end_session(bob, EndSessionRequest(session_id="c2", project="web", until="2026-03-02T10:00:00Z"))
 
 
+def _daemon_filing_web_under(tmp_path: Path, monkeypatch, client: str) -> tuple[Path, Server]:
+    """A team daemon whose config's projectClients files project web under ``client``."""
+    config = tmp_path / "team.toml"
+    config.write_text(f'[projectClients]\nweb = "{client}"\n')
+    monkeypatch.setenv("MEMO_CONFIG", str(config))
+    server = Server(tmp_path / "team-vault", "--mcp-port", "0")
+    monkeypatch.delenv("MEMO_CONFIG")
+    return tmp_path / "team-vault", server
+
+
 def _ana_leaves_a_baton(team: Path, **address) -> dict:
     """Ana's session on the team daemon (client Acme Corp) ends with a hand-off ``address``ed."""
     from datetime import datetime, timezone
@@ -2310,12 +2320,7 @@ def test_a_leads_correction_holds_against_a_laptop_that_pulled_the_daemons_filin
     from memo_analytics.services.requests import EditSessionRequest
     from memo_analytics.services.session_edit import edit_session
 
-    config = tmp_path / "team.toml"
-    config.write_text('[projectClients]\nweb = "Globex"\n')
-    monkeypatch.setenv("MEMO_CONFIG", str(config))
-    server = Server(tmp_path / "team-vault", "--mcp-port", "0")
-    monkeypatch.delenv("MEMO_CONFIG")
-    team = tmp_path / "team-vault"
+    team, server = _daemon_filing_web_under(tmp_path, monkeypatch, "Globex")
     ana = _client(tmp_path, server.base, "ana")
     try:
         start_session(ana, StartSessionRequest(session_id="c2", project="web", owner="ana@team.test",
@@ -2344,12 +2349,7 @@ def test_a_pull_a_laptop_did_not_take_never_undoes_the_daemons_filing(tmp_path, 
     from memo_analytics.services.requests import EditSessionRequest
     from memo_analytics.services.session_edit import edit_session
 
-    config = tmp_path / "team.toml"
-    config.write_text('[projectClients]\nweb = "Globex"\n')
-    monkeypatch.setenv("MEMO_CONFIG", str(config))
-    server = Server(tmp_path / "team-vault", "--mcp-port", "0")
-    monkeypatch.delenv("MEMO_CONFIG")
-    team = tmp_path / "team-vault"
+    team, server = _daemon_filing_web_under(tmp_path, monkeypatch, "Globex")
     ana = _client(tmp_path, server.base, "ana")
     try:  # a session under way: its turns pushed by `memo sync push` (or memo serve's debounced push)
         start_session(ana, StartSessionRequest(session_id="c3", project="web", owner="ana@team.test"))
@@ -2489,12 +2489,7 @@ def test_a_turn_pushed_to_a_session_the_daemon_filed_bills_as_its_session(tmp_pa
     """Found by a team lead: the daemon filed Ana's pushed sessions under Acme Corp (its
     projectClients), and their turns stayed ``client: null`` on the daemon — ``activity --client
     Globex`` counted a session of no prompt, and per-client prompt counts were off."""
-    config = tmp_path / "team.toml"
-    config.write_text('[projectClients]\nweb = "Acme Corp"\n')
-    monkeypatch.setenv("MEMO_CONFIG", str(config))
-    server = Server(tmp_path / "team-vault", "--mcp-port", "0")
-    monkeypatch.delenv("MEMO_CONFIG")
-    team = tmp_path / "team-vault"
+    team, server = _daemon_filing_web_under(tmp_path, monkeypatch, "Acme Corp")
     ana = _client(tmp_path, server.base, "ana")
     try:
         start_session(ana, StartSessionRequest(session_id="pay", project="web", owner="ana@team.test"))
