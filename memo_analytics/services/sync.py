@@ -994,12 +994,21 @@ def _turn_follows_its_session(store: VaultStore, record_id: str, local_meta: dic
     with its session's client and billable here — a lead's correction of the session moved its turns
     here, and the laptop's turn (renamed, or pushed again) won whole as the newer, its session's
     correction lost and the lead's version kept as a conflict file. The outcome."""
-    session = store.read(local_meta["project"], RecordKind.SESSION, f"session-{local_meta.get('sessionId')}")
-    follow = {key: session[0].get(key) for key in ("client", "billable")} if session else {}
+    follow = _session_billing(store, local_meta["project"], local_meta.get("sessionId"))
     if not follow or all(local_meta.get(key) == value for key, value in follow.items()):
         return {"id": record_id, "outcome": "unchanged", "keptHere": sorted(follow)}
     store.upsert(RecordKind.PROMPT, normalize_meta({**local_meta, **follow, "updated": to_iso(utcnow())}), local_body)
     return {"id": record_id, "outcome": "merged", "keptHere": sorted(follow)}
+
+
+def _session_billing(store: VaultStore, project: str, session_id: Any) -> dict[str, Any]:
+    """``{client, billable}`` of the session ``session_id`` of ``project`` here, or ``{}`` when
+    this vault holds none that reads."""
+    try:
+        session = store.read(project, RecordKind.SESSION, f"session-{session_id}")
+    except (MemoError, ValueError):
+        return {}
+    return {key: session[0].get(key) for key in ("client", "billable")} if session else {}
 
 
 def _a_version_here(written: dict[str, Any], pushed: dict[str, Any]) -> dict[str, Any]:
@@ -1045,11 +1054,7 @@ def _filed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> di
     if kind is RecordKind.PROMPT and isinstance(meta.get("sessionId"), str):
         # a turn new here bills as its session here bills: filed by this daemon, or corrected by its lead
         # before the turn came (the session's turns followed it; one pushed after stayed behind)
-        try:
-            session = store.read(str(meta["project"]), RecordKind.SESSION, f"session-{meta['sessionId']}")
-        except (MemoError, ValueError):
-            session = None
-        follow = {key: session[0].get(key) for key in ("client", "billable")} if session else {}
+        follow = _session_billing(store, str(meta["project"]), meta["sessionId"])
         if follow and any(meta.get(key) != value for key, value in follow.items()):
             return normalize_meta({**meta, **follow})
         return meta
