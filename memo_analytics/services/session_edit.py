@@ -136,7 +136,7 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         billing = sorted(set(changed) & {"client", "billable", "project"})
         # the session says it already, its turns do not (an edit cut short between them): they follow it
         lagging = {k: wanted[k] for k in ("client", "billable") if k in wanted and k not in changed
-                   and _turns_differ(store, project, session_id, k, wanted[k])}
+                   and index.turn_differs(store.conn, project, session_id, k, wanted[k])}
         sent = [k for k in ("client", "billable", "project", "startTime", "endTime", "durationMinutes") if k in changed]
         if sent:
             invoiced = ledger.invoiced_items(ledger.documents(store.root)).get((project, session_id))
@@ -193,11 +193,6 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
         if times and meta.get("endTime") else 0
     return {**meta, "changed": sorted(changed), "turnsUpdated": turns, "turnsOutside": outside,
             "newClient": new_client and "client" in changed}
-
-
-def _turns_differ(store: VaultStore, project: str, session_id: str, key: str, value: Any) -> bool:
-    """Whether a current turn of the session holds another ``key`` (client, billable) than ``value``."""
-    return index.turn_differs(store.conn, project, session_id, key, value)
 
 
 def _turns_follow(store: VaultStore, project: str, session_id: str, values: dict[str, Any], now) -> int:
