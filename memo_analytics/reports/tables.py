@@ -216,18 +216,21 @@ def invoice_table(invoice: Invoice, fmt: str) -> bytes:
 
 #: The columns of an issued document's lines (:func:`issued_table`): the document, then its lines
 #: as :data:`INVOICE_COLUMNS` has them.
-ISSUED_COLUMNS = ("number", "kind", "issued", "due", *INVOICE_COLUMNS)
+ISSUED_COLUMNS = ("number", "kind", "credits", "issued", "due", *INVOICE_COLUMNS)
 
 
 def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per line of an issued invoice or credit note (its stored ``meta``), keyed by
     :data:`ISSUED_COLUMNS`: the figures it was issued with (hours, rate and amount as Decimal;
-    ``issued``/``due`` and ``from``/``to`` ``YYYY-MM-DD``), whatever the vault says since."""
+    ``issued``/``due`` and ``from``/``to`` ``YYYY-MM-DD``), whatever the vault says since. A credit
+    note's rows name the invoice it cancels (``credits``; its amounts are as on its PDF and in its
+    Factur-X XML, positive: ``kind`` says they cancel)."""
     rows = []
     for line in meta["lines"]:
         printed = " ".join(str(line.get("date") or "").split())
         first, last = (line["periodStart"], line["periodEnd"]) if line.get("periodStart") else _one_day(printed)
-        rows.append({"number": meta["number"], "kind": meta["kind"], "issued": meta["issued"], "due": meta.get("due"),
+        rows.append({"number": meta["number"], "kind": meta["kind"], "credits": meta.get("credits"),
+                     "issued": meta["issued"], "due": meta.get("due"),
                      "client": meta["client"], "currency": meta["currency"], "date": printed, "from": first, "to": last,
                      "project": line["project"], "description": line["description"], "sessions": line.get("sessions"),
                      "durationMinutes": line.get("durationMinutes"),

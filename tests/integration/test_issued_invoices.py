@@ -1235,6 +1235,15 @@ def test_an_issued_invoices_lines_come_as_csv_and_xlsx_as_issued(billing, tmp_pa
     totals = pd.read_excel(book, sheet_name="Totals")
     assert str(lines["issued"].dtype).startswith("datetime64") and round(lines["amount"].sum(), 2) == float(issued["net"])
     assert totals["amount"].tolist() == [float(issued["net"]), float(issued["tax"]), float(issued["gross"])]
+    # found by a later bookkeeper: a credit note's rows named no invoice, and -o x.txt said "must end with .pdf"
+    wrong = run(billing, "invoice", "show", "2026-0001", "-o", str(tmp_path / "x.txt"))
+    assert wrong.returncode == 1 and "must end with .pdf (a copy of its PDF), .csv or .xlsx (its lines as issued)" \
+        in wrong.stderr
+    assert run(billing, "invoice", "credit", "2026-0001", "--reason", "wrong rate").returncode == 0
+    note = tmp_path / "credit.csv"
+    assert run(billing, "invoice", "show", "2026-0002", "-o", str(note)).returncode == 0
+    rows = list(csv.DictReader(note.read_text(encoding="utf-8-sig").splitlines()))
+    assert {(r["number"], r["kind"], r["credits"]) for r in rows} == {("2026-0002", "creditNote", "2026-0001")}
 
 
 def test_an_output_of_a_suffix_alone_is_told_to_give_a_name(billing, tmp_path):
@@ -1260,6 +1269,13 @@ def test_an_invoice_is_not_issued_while_work_of_a_project_mapped_to_the_client_b
     draft = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
                 "2026-06-30", "-o", str(tmp_path / "june.pdf"))
     assert draft.returncode == 0 and f"warning: {said}; memo invoice issue refuses it until then" in draft.stderr
+    # found by a billing person: the draft printed here, and its --json, said nothing of it
+    shown = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
+                "2026-06-30")
+    assert shown.returncode == 0 and f"warning: {said}; memo invoice issue refuses it until then" in shown.stderr
+    answered = json.loads(run(billing, "--json", "report", "invoice", "--all", "--client", "Acme Corp", "--since",
+                              "2026-06-01", "--until", "2026-06-30").stdout)
+    assert f"{said}; memo invoice issue refuses it until then" in answered["warnings"]
     refused = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until",
                   "2026-06-30")
     assert (refused.returncode, refused.stderr.strip()) == (1, f"error: Invalid client: {said}; nothing was issued")

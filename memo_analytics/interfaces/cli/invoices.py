@@ -211,6 +211,9 @@ def invoice_show(
         fmt = output_format(output, (state.store.root,))
         summary["output"] = str(write_table(issued_table(document.meta, fmt), output, (state.store.root,), force))
     elif output is not None:
+        if not output.name.lower().endswith(".pdf"):  # it said "must end with .pdf" of the table formats too
+            raise InvalidFieldError("output", f"{output} must end with .pdf (a copy of its PDF), .csv or .xlsx (its "
+                                              "lines as issued)")
         summary["output"] = str(export_copy(document, output, (state.store.root,), force))
 
     def human(s: dict) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 from rich.table import Table
@@ -214,7 +214,8 @@ def report_timesheet(
 
 
 
-def _invoice_preview(report: ActivityReport, lines: str, zero_minutes: bool, skip_unpriced: bool) -> None:
+def _invoice_preview(report: ActivityReport, lines: str, zero_minutes: bool, skip_unpriced: bool,
+                     unfiled: Callable[[Any], list[str]]) -> None:
     """``memo report invoice`` without ``-o``: the draft's lines and totals printed, nothing written
     (a billing person looked before writing a file: the command had required one)."""
     from ...config import config_path
@@ -225,6 +226,7 @@ def _invoice_preview(report: ActivityReport, lines: str, zero_minutes: bool, ski
                             invoiced=invoiced_in(state.store.root), zero_minutes=zero_minutes,
                             skip_unpriced=skip_unpriced)
     result = invoice_summary(invoice, report)
+    result["warnings"] = warnings = [*invoice.warnings, *unfiled(invoice)]  # printed or --json, as written
 
     def human(r: dict[str, Any]) -> None:
         for item in r["items"]:
@@ -237,7 +239,7 @@ def _invoice_preview(report: ActivityReport, lines: str, zero_minutes: bool, ski
                   "numbered one")
 
     _emit(result, human)
-    _say_draft_notes(result, invoice.warnings)
+    _say_draft_notes(result, warnings)
 
 
 def _say_draft_notes(result: dict[str, Any], warnings: list[str]) -> None:
@@ -280,9 +282,12 @@ def report_invoice(
                         "(the next of its sequence, stored in the vault, its sessions marked invoiced)")
     if lines not in LINE_MODES:
         raise MemoError(f"Invalid lines: {lines!r} is not one of {', '.join(LINE_MODES)}")
+    def unfiled(invoice: Any) -> list[str]:
+        return _unfiled_warnings(invoice, project, all_projects, since, until, tz)
+
     if output is None:  # a look at the draft before a file is written
         _invoice_preview(_activity_report(project, all_projects, since, until, client, tz), lines, zero_minutes,
-                         skip_unpriced)
+                         skip_unpriced, unfiled)
         return
     output_format(output, (state.store.root,))  # a bad suffix or place is refused before the report runs
     report = _activity_report(project, all_projects, since, until, client, tz)
@@ -292,10 +297,11 @@ def report_invoice(
                                    config=str(config_path()), overwrite=force, invoiced=invoiced_in(state.store.root),
                                    zero_minutes=zero_minutes, skip_unpriced=skip_unpriced)
     result = invoice_summary(invoice, report, path)
+    result["warnings"] = warnings = [*invoice.warnings, *unfiled(invoice)]
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
         + "; ".join(f"{c} {_grouped(v['amount'])}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))
-    _say_draft_notes(result, [*invoice.warnings, *_unfiled_warnings(invoice, project, all_projects, since, until, tz)])
+    _say_draft_notes(result, warnings)
 
 
 def _unfiled_warnings(invoice: Any, project: Optional[str], all_projects: bool, since: Optional[str],
