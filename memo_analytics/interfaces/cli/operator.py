@@ -153,8 +153,8 @@ def digest(
         if r["beyondHorizon"]:
             older = ", ".join(f"{n} {kind}" for kind, n in r["beyondHorizon"].items())
             day = _local(r["beyondHorizonAsOf"])[:10] if r.get("beyondHorizonAsOf") else "DATE"
-            out.print(f"older than {r['horizonDays']} days (counted, not listed): {older} — see them with "
-                      f"`memo digest --as-of {day}`, or raise operator.horizonDays (`memo config set`)")
+            out.print(f"older than {r['horizonDays']} days (counted, not listed): {older} — the oldest of them: "
+                      f"`memo digest --as-of {day}`; all of them: raise operator.horizonDays (`memo config set`)")
 
     _emit(result, human)
 
