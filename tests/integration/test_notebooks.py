@@ -216,3 +216,31 @@ def test_the_invoicing_notebook_names_sessions_of_no_minutes_it_leaves_off(tmp_p
                                 resources={"metadata": {"path": str(tmp_path)}}).execute()
     shown = "".join(str(o.get("text", "")) for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
     assert "sessions of 0 minutes left out: 1 (vault.invoice(..., zero_minutes=True) bills them)" in shown
+
+
+def test_the_invoicing_notebook_on_a_period_of_no_work_asks_for_no_terms(tmp_path):
+    """Found by a billing person: on a month already invoiced, or one with no work, the notebook
+    stopped with "to bill a client, give it terms … and file its work under it" — both clients had
+    terms and every session was filed."""
+    import nbclient
+
+    from tests.inprocess import environment, memo
+
+    vault, config = tmp_path / "vault", tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n[clients."Acme Corp"]\nhourlyRate = "100"\ncurrency = "EUR"\n',
+                      encoding="utf-8")
+    memo("session", "start", "a1", "--project", "web", "--client", "Acme Corp", "--start-time",
+         "2026-06-02T09:00:00Z", vault=vault, env={"MEMO_CONFIG": str(config)})
+    memo("session", "end", "a1", "--project", "web", "--until", "2026-06-02T10:00:00Z", vault=vault,
+         env={"MEMO_CONFIG": str(config)})
+    notebook = nbformat.read(NOTEBOOKS / "invoicing.ipynb", as_version=4)
+    [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+    parameters.source = (parameters.source.replace("VAULT = None", f"VAULT = {str(vault)!r}")
+                         .replace("SINCE = None", "SINCE = '2026-10-01'").replace("UNTIL = None", "UNTIL = '2026-10-31'"))
+    with environment({"MEMO_CONFIG": str(config), "MEMO_VAULT": None}):
+        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    error = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"][0]
+    assert error["ename"] == "SystemExit" and error["evalue"].startswith("Nothing to invoice: no billable session with a duration for these filters; "
+                                      "then run the notebook again"), error["evalue"]
+    assert "give it terms" not in error["evalue"]
