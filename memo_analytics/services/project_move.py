@@ -16,6 +16,7 @@ names their project (``memo invoice credit`` first).
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -66,6 +67,9 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
     with store.lock():
         conn = store.conn
         rows = {kind: index.rows_of_kind(conn, kind.value, project=source) for kind in _ORDER}
+        # a baton of a session this vault does not hold (a teammate's, pulled from the team daemon) is the
+        # daemon's project's: it stays (moved, the daemon refused it, and it was claimed twice here)
+        rows[RecordKind.HANDOFF] = [row for row in rows[RecordKind.HANDOFF] if _its_session_here(store, source, row)]
         marker = store.layout.meta_dir / RENAMING_FILE
         under_way = read_json_state(marker)
         cut_short = under_way == {"source": source, "target": target}
@@ -136,6 +140,17 @@ def _move_records(store: VaultStore, rows, source: str, target: str, target_ids:
                 store.upsert(kind, {**meta, "project": target, "updated": to_iso(now)}, body)
                 moved[kind.value] = moved.get(kind.value, 0) + 1
             store.remove(kind, source, row["id"])
+
+
+def _its_session_here(store: VaultStore, project: str, row) -> bool:
+    """Whether the session a hand-off of ``project`` was left by is in this vault's ``project``."""
+    try:
+        meta = json.loads(row["meta"]) if row["meta"] else {}
+    except ValueError:
+        return True
+    left_by = meta.get("fromSessionId")
+    return not isinstance(left_by, str) or index.get_row(store.conn, project, f"session-{left_by}",
+                                                         RecordKind.SESSION.value) is not None
 
 
 def _clear_folder(store: VaultStore, source: str, target: str) -> None:

@@ -426,8 +426,11 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                 continue
             try:
                 text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:  # removed since (moved by a rename, a merge): nothing to push, ever
+                held.add(key)  # out of the outbox ("1 waiting" for good); the record's new place has its own line
+                continue
             except OSError:
-                continue  # removed since: nothing to push
+                continue  # cannot be read now: tried again with the next push
             try:
                 local, body = parse_record_text(text, entry["id"])
                 updated = local.get("updated")

@@ -2526,6 +2526,38 @@ def test_sync_push_says_why_the_daemon_refused_what_still_waits(tmp_path, daemon
             "push sends it again)") in ran.stderr, ran.stderr
 
 
+def test_a_rename_leaves_no_line_waiting_and_a_teammates_baton_where_the_daemon_has_it(tmp_path, daemon):
+    """Found by a team lead (round two): an edit queued before ``memo project rename`` stayed "1
+    waiting" for good (its line named the old path); and the rename moved a teammate's pulled
+    baton too — the daemon refused it (its session is not in the new project there) and the laptop
+    handed it to a second session."""
+    from memo_analytics.services.project_move import move_project
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    _ana_leaves_a_baton(team, owner="bob@team.test")  # cart-v2's baton, in shop, for Bob
+    bob = _client(tmp_path, server.base, "bob")
+    try:
+        start_session(bob, StartSessionRequest(session_id="b1", project="shop", owner="bob@team.test",
+                                               start_time="2026-03-04T09:00:00Z"))
+        end_session(bob, EndSessionRequest(session_id="b1", project="shop", until="2026-03-04T10:00:00Z"))
+        sync.push(bob)
+        sync.pull(bob, ["bob@team.test"])
+        assert (bob.root / "projects/shop/handoffs/handoff-cart-v2.md").is_file()
+        edit_session(bob, EditSessionRequest(session_id="b1", project="shop", summary="before the rename"))
+        moved = move_project(bob, "shop", "storefront")
+        assert moved["moved"].get("handoff", 0) == 0  # Ana's baton is the daemon's project's
+        assert (bob.root / "projects/shop/handoffs/handoff-cart-v2.md").is_file()
+        pushed = sync.push(bob)
+        assert not [r for r in pushed["results"] if r["outcome"] == "refused"], pushed
+        assert pushed["pending"] == 0 and sync.push(bob)["pending"] == 0
+        on_daemon = read_record(_team_file(team, "session-b1", "sessions", "storefront"))[0]
+        assert on_daemon["summary"] == "before the rename"
+    finally:
+        bob.close()
+
+
 def test_a_pull_keeps_what_an_issued_invoice_billed_of_a_session(billing):
     """Found by an attacker: ``memo session edit`` refuses to move an invoiced session to another
     client, but a daemon's "correction" that did so (and moved its times) was pulled as it came —
