@@ -405,6 +405,17 @@ def run_hook(agent: str, payload: str | None, event_name: str | None, vault_root
         opened.append(Runtime(settings, overrides))
         return opened[-1].store()
 
+    import logging
+
+    # the hook prints nothing but the hand-off: a sync push that failed ("memo sync push failed …; 3
+    # records wait in the outbox") went to stderr, which an agent shows; `memo sync status` says it
+    logger = logging.getLogger("memo_analytics")
+    quiet = not os.environ.get("MEMO_HOOK_DEBUG")
+    kept = logger.propagate
+    silencer = logging.NullHandler()
+    if quiet:
+        logger.addHandler(silencer)
+        logger.propagate = False
     try:
         send = remote_sender(settings) if settings is not None and settings.mode == "remote" else None
         batons: list[dict] = []
@@ -419,3 +430,6 @@ def run_hook(agent: str, payload: str | None, event_name: str | None, vault_root
     finally:
         for runtime in opened:
             runtime.close()
+        if quiet:
+            logger.removeHandler(silencer)
+            logger.propagate = kept

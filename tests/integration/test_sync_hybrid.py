@@ -2587,3 +2587,20 @@ def test_a_pull_keeps_what_an_issued_invoice_billed_of_a_session(billing):
     kept = read_record(path)[0]
     assert (kept["client"], kept["startTime"], kept["durationMinutes"], kept["summary"]) == (
         "Acme Corp", meta["startTime"], meta["durationMinutes"], "the daemon's words")
+
+
+def test_a_hook_says_nothing_of_a_push_that_failed(tmp_path):
+    """Found by a team lead: with the daemon down, a hook's session end printed "memo sync push
+    failed (URLError …); 3 records wait in the outbox" on stderr — a hook prints the hand-off only
+    (an agent shows its stderr); `memo sync status` says it."""
+    repo = _person_repo(tmp_path, "bob").rename(tmp_path / "shop")
+    config = tmp_path / "bob.toml"
+    config.write_text('mode = "hybrid"\n[hybrid]\nremoteUrl = "http://127.0.0.1:9"\n')
+    env = {"MEMO_CONFIG": str(config)}
+    for event in ({"hook_event_name": "SessionStart", "source": "startup"},
+                  {"hook_event_name": "UserPromptSubmit", "prompt": "fix it"},
+                  {"hook_event_name": "SessionEnd", "reason": "exit"}):
+        ran = memo("hook", "claude-code", vault=tmp_path / "bob", env=env, check=False,
+                   input=json.dumps({"session_id": "q1", "cwd": str(repo), **event}))
+        assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", ""), ran.stderr
+    assert "Connection refused" in memo("sync", "status", vault=tmp_path / "bob", env=env, check=False).stdout
