@@ -33,7 +33,7 @@ from ..vault.redact import (
     redact_value,
 )
 from ..index.folders import folder_files
-from ..vault.io import read_placed_record
+from ..vault.io import open_regular, read_placed_record
 from .requests import ListRequest, RecordPromptRequest
 from .projects import remember_root
 from .store import VaultStore, from_another_machine, git_head, repository_root
@@ -714,7 +714,7 @@ def _id_held(path: Path) -> str | None:
     """The ``id`` the frontmatter of a record file names (from its first 4 kB: no YAML parse),
     or None."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path) as handle:  # a named pipe among the records held a session start for good
             head = handle.read(4096)
     except OSError:
         return None

@@ -165,7 +165,7 @@ def rekey_project(store: VaultStore, source: str, target: str) -> None:
                                 **{k: v for k, v in moved.items() if k not in state}})
 
 
-def _follow_a_rename(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> None:
+def _follow_a_rename(store: VaultStore, kind: RecordKind, meta: dict[str, Any], ancestors: set[str]) -> None:
     """A pushed session new to its project that this daemon holds in another — brought by a push of
     the same person (its base copy there) — was moved on the laptop (``memo project rename``):
     the daemon's session, its turns and its baton move with it, each as it is (its ``updated``
@@ -177,8 +177,8 @@ def _follow_a_rename(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) 
     InvalidFieldError
         ``project``: the session is on an issued invoice here, which names its project.
     """
-    if kind is not RecordKind.SESSION or not isinstance(meta.get("sessionId"), str):
-        return
+    if kind is not RecordKind.SESSION or not isinstance(meta.get("sessionId"), str) or not ancestors:
+        return  # a push that builds on no version sent before is a session of its own (the same id elsewhere)
     session_id, record_id, target = meta["sessionId"], str(meta["id"]), meta["project"]
     elsewhere = sorted({row["project"] for row in index.rows_with_id(store.conn, record_id, RecordKind.SESSION.value)}
                        - {target})
@@ -188,6 +188,10 @@ def _follow_a_rename(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) 
     pushed_here, owner = _base_owner(store, source, session_id)
     if not pushed_here or not owner or not isinstance(meta.get("owner"), str) or not same_person(owner, meta["owner"]):
         return  # another person's session of that id, or the daemon's own: kept apart as ever
+    kept = _kept_version(_base_path(store, source, record_id), record_id)
+    here = store.read(source, RecordKind.SESSION, record_id)
+    if not ancestors & {kept[0].get("updated") if kept else None, here[0].get("updated") if here else None}:
+        return  # the push does not build on the session there: the same id used again in another project
     from ..vault import ledger
 
     invoiced = ledger.invoiced_in(store.root).get((source, session_id))
@@ -923,7 +927,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
     with store.lock():
         local_text = store.read_text(meta["project"], kind, record_id)
         if local_text is None and kind is RecordKind.SESSION:
-            _follow_a_rename(store, kind, meta)
+            _follow_a_rename(store, kind, meta, ancestors)
             local_text = store.read_text(meta["project"], kind, record_id)
         if local_text is None:
             _refuse_moved(store, kind, meta)
@@ -1053,13 +1057,14 @@ def _filed_here(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> di
     """A pushed session new to this vault that names no client, filed under the client this
     vault's ``projectClients`` maps its project to (the team's mapping: each laptop had to copy
     it, or its sessions billed ``internal`` on the daemon); a project mapped to ``internal``
-    stays so. A pushed turn new here takes its session's client and billable here."""
+    stays so. A pushed turn new here that names no client takes its session's client here."""
     if kind is RecordKind.PROMPT and isinstance(meta.get("sessionId"), str):
         # a turn new here bills as its session here bills: filed by this daemon, or corrected by its lead
         # before the turn came (the session's turns followed it; one pushed after stayed behind)
         follow = _session_billing(store, str(meta["project"]), meta["sessionId"])
-        if follow and any(meta.get(key) != value for key, value in follow.items()):
-            return normalize_meta({**meta, **follow})
+        named = isinstance(meta.get("client"), str) and meta["client"].strip()
+        if follow.get("client") and not named:  # a client a turn names of its own (prompt record --client) stays
+            return normalize_meta({**meta, "client": follow["client"]})
         return meta
     if kind is not RecordKind.SESSION or (isinstance(meta.get("client"), str) and meta["client"].strip()):
         return meta

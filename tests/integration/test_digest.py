@@ -667,6 +667,10 @@ def test_a_digest_action_pasted_into_zsh_runs_as_it_reads(tmp_path):
     assert "#" in words and words[0] == "memo"
     ran = memo(*words[1:], vault=vault)
     assert ran.returncode == 0 and ran.stdout.startswith("session w1 · web"), ran.stderr
+    # found by an attacker: an option's value that is `#` is a value, not a comment
+    memo("prompt", "record", "--session-id", "w1", "--project", "web", "--body", "#", vault=vault)
+    assert json.loads(memo("--json", "prompt", "get", "prompt-w1-t1", "--project", "web", vault=vault).stdout)[
+        "body"] == "#"
 
 
 def test_work_beyond_the_horizon_is_counted_with_the_date_that_lists_it(tmp_path):

@@ -469,3 +469,20 @@ def test_an_edit_cut_short_between_turns_and_session_is_named_by_reindex_and_put
     assert "bill another client" not in memo("reindex", vault=vault).stderr
     again = memo("session", "edit", "s1", "--project", "web", "--client", "internal", vault=vault, check=False)
     assert (again.returncode, again.stdout.strip()) == (1, "session s1: already so, nothing changed")
+
+
+def test_a_named_pipe_among_the_session_files_holds_no_start(tmp_path):
+    """Found by an attacker (round six): the check for a renamed session file opened a FIFO in
+    ``sessions/`` and waited for a writer: every later session start (a hook's too) hung."""
+    import os
+    import threading
+
+    vault = tmp_path / "v"
+    memo("session", "start", "a1", "--project", "shop", vault=vault)
+    os.mkfifo(vault / "projects/shop/sessions/notes.md")
+    done = []
+    runner = threading.Thread(target=lambda: done.append(memo("session", "start", "a2", "--project", "shop",
+                                                              vault=vault, check=False)), daemon=True)
+    runner.start()
+    runner.join(30)
+    assert done and done[0].returncode == 0 and "started session a2" in done[0].stdout

@@ -2558,6 +2558,31 @@ def test_a_rename_leaves_no_line_waiting_and_a_teammates_baton_where_the_daemon_
         bob.close()
 
 
+def test_one_session_id_in_two_projects_is_two_sessions_on_the_daemon_not_a_rename(tmp_path, daemon):
+    """Found by an attacker (round six): the rename-following took the same person's ``standup`` of
+    p2 for a move of p1's (ids are a project's own): the daemon dropped p1's session into a conflict
+    file and billed 90 minutes against the laptop's 150. A push follows a rename only when it builds
+    on the version the daemon holds; and (a token holder) one that builds on none moves nothing."""
+    team, server = daemon
+    alice = _client(tmp_path, server.base, "alice")
+    try:
+        for project, start, end in (("p1", "2026-11-04T09:00:00Z", "2026-11-04T10:00:00Z"),
+                                    ("p2", "2026-11-04T14:00:00Z", "2026-11-04T15:30:00Z")):
+            start_session(alice, StartSessionRequest(session_id="standup", project=project, owner="alice@team.test",
+                                                     start_time=start))
+            end_session(alice, EndSessionRequest(session_id="standup", project=project, until=end))
+            sync.push(alice)
+    finally:
+        alice.close()
+    assert read_record(_team_file(team, "session-standup", "sessions", "p1"))[0]["durationMinutes"] == 60
+    assert read_record(_team_file(team, "session-standup", "sessions", "p2"))[0]["durationMinutes"] == 90
+    assert not list(team.glob("projects/*/sessions/*.conflict-*"))
+    moved = _team_file(team, "session-standup", "sessions", "p1").read_text().replace("project: p1", "project: hidden")
+    answer = json.loads(server.request("/api/sync/records", data={"records": [
+        {"id": "session-standup", "project": "hidden", "text": moved}]})[2])["results"][0]
+    assert answer["outcome"] == "applied" and _team_file(team, "session-standup", "sessions", "p1").is_file()
+
+
 def test_a_pull_keeps_what_an_issued_invoice_billed_of_a_session(billing):
     """Found by an attacker: ``memo session edit`` refuses to move an invoiced session to another
     client, but a daemon's "correction" that did so (and moved its times) was pulled as it came —

@@ -178,11 +178,14 @@ def main() -> None:
     Every expected failure ends as one line ``error: <message>`` on stderr (secrets in the
     message redacted) and a non-zero exit: 1 for a refused request, 2 for a usage error.
     """
-    if "#" in sys.argv[1:]:
+    comment = next((n for n, word in enumerate(sys.argv) if n > 1 and word == "#"
+                    and not sys.argv[n - 1].startswith("-")), None)
+    if comment is not None:
         # a command pasted with its comment into zsh (macOS's shell), where `#` starts no comment
         # unless `setopt interactive_comments`: the digest's "memo session show S  # resume, or: …"
-        # failed with "unexpected extra argument(s)". A lone `#` and what follows is the comment.
-        del sys.argv[sys.argv.index("#", 1):]
+        # failed with "unexpected extra argument(s)". A lone `#` and what follows is the comment —
+        # but not an option's value (`--body '#'` records the text #)
+        del sys.argv[comment:]
     app = load_commands(sys.argv[1:])
     if _command_name(sys.argv[1:]) == "hook":
         _run_hook(app)
