@@ -275,6 +275,20 @@ def unfiled_of_client(settings: Settings, client: str, unfiled: ActivityReport) 
         sorted({s["project"] for s in sessions})
 
 
+def unfiled_notes(settings: Settings, clients: list[str], unfiled: Callable[[], ActivityReport]) -> list[str]:
+    """:func:`unfiled_note` of each of ``clients`` whose mapped projects hold work of the period
+    billed internal (``unfiled``: builds the period's report for ``internal``, once); ``[]`` when no
+    project is mapped or no session bills internal at all. What a draft warns of and an issue refuses."""
+    if not clients or not settings.project_clients:
+        return []
+    try:
+        report = unfiled()
+    except InvalidFieldError:  # no session bills internal at all ("no session has the client")
+        return []
+    found = [(client, *unfiled_of_client(settings, client, report)) for client in clients]
+    return [unfiled_note(client, minutes, projects) for client, minutes, projects in found if minutes]
+
+
 def unfiled_note(client: str, minutes: int, projects: list[str]) -> str:
     """What :func:`unfiled_of_client` found, and the command that files it."""
     return (f"{minutes / 60:.2f} h of the period's billable work in {', '.join(projects)} bill internal, while the "
@@ -355,14 +369,9 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         client = settings.billing_for(section.client)
         assert client is not None
         _check_sendable(settings.invoice, section.client, client)
-        if unfiled is not None and settings.project_clients:  # before a number is taken: a period short of its work
-            try:
-                minutes, projects = unfiled_of_client(settings, section.client, unfiled())
-            except InvalidFieldError:  # no session bills internal at all ("no session has the client")
-                minutes, projects = 0, []
-            if minutes:
-                raise InvalidFieldError("client", unfiled_note(section.client, minutes, projects) + "; nothing was "
-                                                                                                   "issued")
+        short = unfiled_notes(settings, [section.client], unfiled) if unfiled is not None else []
+        if short:  # before a number is taken: a period short of its work
+            raise InvalidFieldError("client", short[0] + "; nothing was issued")
         if replaced is not None:
             _check_correction(replaced, replaces, section)
         period = billing_period(report, section.sessions)

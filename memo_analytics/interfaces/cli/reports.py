@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ...config import config_path
 from ...domain.clock import from_iso, printed_span, span_clock
-from ...domain.errors import InvalidFieldError, MemoError
+from ...domain.errors import MemoError
 from ...domain.wire import counted
 from ...services.requests import ActivityReportRequest
 from .common import (
@@ -307,17 +307,10 @@ def report_invoice(
 def _unfiled_warnings(invoice: Any, project: Optional[str], all_projects: bool, since: Optional[str],
                       until: Optional[str], tz: Optional[str]) -> list[str]:
     """What the draft's clients' mapped projects billed internal in the period (an issue refuses
-    it): :func:`~memo_analytics.reports.issuing.unfiled_of_client`."""
+    it): :func:`~memo_analytics.reports.issuing.unfiled_notes`."""
     from ...analytics.activity import INTERNAL_CLIENT
-    from ...reports.issuing import unfiled_of_client, unfiled_note
+    from ...reports.issuing import unfiled_notes
 
     clients = [s.client for s in invoice.sections if s.client.strip().lower() != INTERNAL_CLIENT]
-    if not clients or not state.settings.project_clients:
-        return []
-    try:
-        unfiled = _activity_report(project, all_projects, since, until, INTERNAL_CLIENT, tz)
-    except InvalidFieldError:  # no session bills internal at all
-        return []
-    found = [(client, *unfiled_of_client(state.settings, client, unfiled)) for client in clients]
-    return [unfiled_note(client, minutes, projects) + "; memo invoice issue refuses it until then"
-            for client, minutes, projects in found if minutes]
+    return [note + "; memo invoice issue refuses it until then" for note in unfiled_notes(
+        state.settings, clients, lambda: _activity_report(project, all_projects, since, until, INTERNAL_CLIENT, tz))]
