@@ -232,6 +232,10 @@ def timesheet_context(report: ActivityReport, title: str = "Timesheet", now: dat
         "issuer": report.issuer,
         "client_names": report.client_names,
         "client_rounding": report.client_rounding,
+        # clients a row of which an issued invoice billed: their terms now may not be the ones
+        # those rows were billed by (a footer of today's rounding under a month billed by another)
+        "client_invoiced": sorted({item["client"] for item in report.sessions
+                                   if item["billable"] and item.get("invoice")}),
         "total_minutes": report.total_duration_minutes,
         "total_duration": format_minutes(report.total_duration_minutes),
         "total_hours": f"{report.total_billable_hours:.2f}",

@@ -859,6 +859,14 @@ def test_a_timesheet_of_an_invoiced_month_explains_its_rows_by_the_invoice_after
     assert (rows["a2"]["workedMinutes"], rows["a2"]["billedMinutes"]) == ("25", "30")
     assert rows["a2"]["note"] == "billed 30 minutes as invoice 2026-0001 did"
     assert (rows["a1"]["billedMinutes"], rows["a1"]["note"]) == ("90", "billed 90 minutes as invoice 2026-0001 did")
+    # its foot gives the terms of now, and says the invoiced rows are billed by the invoice's
+    out = tmp_path / "ts.pdf"
+    assert run(billing, "report", "timesheet", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+               "--until", "2026-06-30", "--tz", "UTC", "-o", str(out), "--force").returncode == 0
+    foot = " ".join(pdf_text(out).split())
+    assert ("in steps of 60 minutes; then a session beside an earlier one of the client bills only the minutes that "
+            "one did not cover (the client's terms now: a row an issued invoice billed is as that invoice billed "
+            "it); the duration and hours of each row are those billed.") in foot
 
 
 def test_a_session_line_carries_its_day_summary_and_deliverables_into_the_factur_x_xml(billing):
