@@ -322,10 +322,17 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
         try:
             _follow(store, present, roots, options, on_import, stop, states, debounce_ms)
             told = None
-        except PermissionError as exc:
+        except (PermissionError, RuntimeError) as exc:
             # a folder inside that this user cannot read: no events for the root at all (it followed
-            # nothing more, and said nothing); what can be read is looked at instead, for a while
-            reason = f"{exc.filename or exc}: {exc.strerror or 'permission denied'}"
+            # nothing more, and said nothing); a file whose name is not UTF-8 (the event library
+            # cannot decode it: the watcher died with a traceback at each change of it). What can be
+            # read is looked at instead, for a while
+            if isinstance(exc, PermissionError):
+                reason = f"{exc.filename or exc}: {exc.strerror or 'permission denied'}"
+            elif "decode path" in str(exc):
+                reason = f"a file name that is not UTF-8 ({str(exc).removeprefix('Unable to decode path ')})"
+            else:
+                raise
             if on_warning is not None and reason != told:
                 on_warning(f"cannot follow changes under {', '.join(str(r.path) for r in present)} ({reason}): "
                            f"looking at the readable files every {WAKE_MS / 1000:g} s instead")

@@ -503,3 +503,38 @@ def test_a_file_that_fails_alike_on_every_retry_is_said_once_until_it_fails_othe
     assert [line.split(": not imported: ")[0].rsplit("/", 1)[1] + ": " + line.split(": not imported: ")[1].split(" (")[0]
             for line in said] == [f"a.jsonl: {full}", f"b.jsonl: {full}", "a.jsonl: the vault is busy",
                                   f"a.jsonl: {full}"]
+
+
+def test_a_file_name_that_is_not_utf8_is_said_once_and_the_watch_goes_on(tmp_path):
+    """Found by a tester of bad files: a transcript named with bytes that are not UTF-8 killed a
+    running ``memo watch`` with a traceback from the event library ("Unable to decode path"), and
+    again after each restart once the file changed. The watcher says so once and looks at the
+    files instead; such a file is imported, and so are the others. Its ``--json`` line is UTF-8
+    (the name's bytes escaped, as ``json`` and ``os.fsencode`` read them back)."""
+    folder = tmp_path / "claude" / ".claude" / "projects" / "shop"
+    folder.mkdir(parents=True)
+    odd = os.path.join(os.fsencode(folder), b"x\xff\xfey.jsonl")
+    proc = watcher(tmp_path, folder)
+    try:
+        time.sleep(2)
+        with open(odd, "w") as handle:
+            handle.write(line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export")
+                         + line("assistant", "a1", "2026-11-30T09:03:00.000Z", "Done."))
+        [first] = wait_for(proc, lambda seen: len(seen) >= 1, timeout=20)
+        assert os.fsencode(first["path"]) == odd
+        time.sleep(1)
+        with open(odd, "a") as handle:  # it changes again: the watcher goes on
+            handle.write(line("user", "u2", "2026-11-30T09:05:00.000Z", "Now the PDF"))
+        time.sleep(1)
+        (folder / "other.jsonl").write_text(line("user", "v1", "2026-11-30T10:00:00.000Z", "Fix the login")
+                                            .replace(SESSION, "1d3c5b1a-7e2f-4a6b-9c8d-1e2f3a4b5c6d"))
+        wait_for(proc, lambda seen: any(s["path"].endswith("other.jsonl") for s in seen), timeout=30)
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        stderr = ended(proc)
+    assert "Traceback" not in stderr
+    warnings = [json.loads(x)["warning"] for x in stderr.splitlines() if x.startswith('{"warning"')]
+    assert len(warnings) == 1 and "not UTF-8" in warnings[0], stderr
+    assert sorted(turns(tmp_path / "v")) == ["Add the CSV export", "Fix the login", "Now the PDF"]

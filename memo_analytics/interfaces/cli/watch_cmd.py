@@ -56,7 +56,7 @@ def watch_command(
             failing.pop(item.path, None)  # imported: a later failure is news again
         at = datetime.now(timezone.utc).astimezone(state.store.zone).strftime("%H:%M:%S")
         if state.json:
-            sys.stdout.write(json.dumps(item.wire(), ensure_ascii=False) + "\n")  # one JSON object per line
+            sys.stdout.write(_json_line(item.wire()))  # one JSON object per line
         elif item.error:
             if failing.get(item.path) == item.error:  # a full disk said every 30 s for every file waiting: once
                 return
@@ -84,7 +84,7 @@ def watch_command(
                             + (f" (and {', '.join(awaited)} once made)" if awaited else "") + " (Ctrl-C stops)"))
         def on_warning(line: str) -> None:
             if state.json:
-                sys.stderr.write(json.dumps({"warning": line}, ensure_ascii=False) + "\n")
+                sys.stderr.write(_json_line({"warning": line}))
             else:
                 err.print(_safe(f"warning: {line}"))
 
@@ -99,3 +99,16 @@ def watch_command(
     err.print(f"{'stopped' if not once else 'done'}: {count} import{'s' if count != 1 else ''}{noted}")  # stderr: --json keeps stdout JSON lines
     if once and failed:
         raise typer.Exit(1)
+
+
+def _json_line(value: dict) -> str:
+    """One JSON line of the watcher, UTF-8 text — a path of bytes that are not UTF-8 (a lone
+    surrogate of ``os.fsdecode``) escaped as ``\\udcXX``, as Python's ``json`` reads it back and
+    ``os.fsencode`` gives the name's bytes (written raw, the line was not UTF-8 and a reader of
+    the watcher's output died on it)."""
+    text = json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value)
+    return text + "\n"
