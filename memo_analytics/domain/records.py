@@ -99,6 +99,16 @@ class Prompt(WireModel):
     tags: list[str] = Field(default_factory=list)
     body: str = Field(default="", exclude=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _updated_when_created(cls, data: Any) -> Any:
+        """A record that names no ``updated`` (a spec-memo vault's, written by hand) was last
+        changed when it was made: it reads as ``updated = created`` (it was skipped whole — its
+        turn left out of search, counts and rules)."""
+        if isinstance(data, dict) and data.get("updated") is None and data.get("created") is not None:
+            return {**data, "updated": data["created"]}
+        return data
+
     @field_validator("id", "project", "session_id", "task_slug")
     @classmethod
     def _safe_ids(cls, value: str | None, info) -> str | None:
@@ -175,9 +185,11 @@ class Session(Prompt):
                 raise ValueError("endTime: missing on a completed session; write its endTime (or status: active), "
                                  "then memo reindex")
             if self.end_time is not None and self.duration_minutes is None:
-                raise ValueError("durationMinutes: missing on a session that ended; write durationMinutes: "
-                                 f"{minutes_between(from_iso(self.start_time), from_iso(self.end_time))}, then "
-                                 "memo reindex")
+                # SPEC §2.5: computed from endTime − startTime (a spec-memo session written without
+                # it, or with ``null``, was skipped: its minutes billed nothing)
+                end = from_iso(self.end_time)
+                if end >= from_iso(self.start_time):
+                    self.duration_minutes = minutes_between(from_iso(self.start_time), end)
             if self.end_time is None and self.duration_minutes is not None:
                 raise ValueError("durationMinutes: given for a session without an endTime; remove it (or write its "
                                  "endTime), then memo reindex")

@@ -444,8 +444,6 @@ def test_branch_and_commit_default_to_the_cwd_repository_head(tmp_path):
     # without an end billed its minutes on an invoice; one without minutes billed 0 and was called open
     (("id: session-d1", "id: session-d9"), "id: session-d9 is not the id of session d1 (session-d1)"),
     (("endTime: '2026-03-06T08:20:00.000Z'", "endTime: null"), "endTime: missing on a completed session"),
-    (("durationMinutes: 20", "durationMinutes: null"), "durationMinutes: missing on a session that ended; write "
-                                                      "durationMinutes: 20"),
     # found by a later attacker: an unquoted time without a zone was read as UTC (two hours off in Berlin)
     (("startTime: '2026-03-06T08:00:00.000Z'", "startTime: 2026-03-06 08:00"), "startTime: 2026-03-06 08:00 has "
                                                                              "no zone: write it with Z (UTC)"),
@@ -505,3 +503,34 @@ def test_a_record_file_that_names_a_key_twice_is_refused_naming_the_key_and_its_
         f"{two.read_text().splitlines().index('billable: false') + 1}): keep the one that is right, then memo reindex"]
     assert "Evil Corp" not in report["byClient"]
     assert [s["sessionId"] for s in report["sessions"]] == ["s3"]
+
+
+def test_a_spec_memo_record_without_updated_or_duration_minutes_is_read_as_the_spec_says(tmp_path):
+    """Found by a team moving from spec-memo: a turn written without ``updated`` was skipped whole
+    ("updated: Field required": left out of search, counts and derived rules), and an ended
+    session without ``durationMinutes`` billed nothing (SPEC §2.5: it is computed from endTime −
+    startTime). The turn reads as updated when created, the session bills its 90 minutes; the
+    files are left as they are."""
+    from tests.inprocess import memo
+
+    vault = tmp_path / "v"
+    (vault / "projects" / "web" / "prompts").mkdir(parents=True)
+    (vault / "projects" / "web" / "sessions").mkdir(parents=True)
+    turn = vault / "projects" / "web" / "prompts" / "prompt-s-w-t1.md"
+    turn.write_text("---\nid: prompt-s-w-t1\nkind: prompt\nproject: web\nstatus: active\n"
+                    "created: 2026-03-04T13:20:00.000Z\nsessionId: s-w\nturn: 1\nclient: Initech\n---\n"
+                    "Always run the pricing integration tests before pushing\n")
+    session = vault / "projects" / "web" / "sessions" / "session-s-w.md"
+    session.write_text("---\nid: session-s-w\nkind: session\nproject: web\nstatus: completed\n"
+                       "created: 2026-03-04T13:00:00.000Z\nupdated: 2026-03-04T14:30:00.000Z\nsessionId: s-w\n"
+                       "startTime: 2026-03-04T13:00:00.000Z\nendTime: 2026-03-04T14:30:00.000Z\nclient: Initech\n"
+                       "---\n")
+    before = (turn.read_bytes(), session.read_bytes())
+    found = json.loads(memo("--json", "prompt", "search", "pricing integration", "--all", vault=vault).stdout)
+    assert [item["id"] for item in found["items"]] == ["prompt-s-w-t1"]
+    assert found["items"][0]["updated"] == "2026-03-04T13:20:00.000Z"
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert (report["totalDurationMinutes"], report["totalPrompts"]) == (90, 1)
+    rules = json.loads(memo("--json", "report", "rules", "--all", vault=vault).stdout)
+    assert [item["text"] for item in rules["items"]] == ["Always run the pricing integration tests before pushing"]
+    assert (turn.read_bytes(), session.read_bytes()) == before
