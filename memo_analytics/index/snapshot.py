@@ -36,8 +36,12 @@ def sessions_with_pull_requests(conn: sqlite3.Connection) -> list[dict[str, Any]
 
 
 def derived_rule_traps(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Traps saved from derived rules that are still ``active`` (not promoted)."""
-    return _records(conn, "kind = 'trap' AND status = 'active' AND tags LIKE '%derived-rule%'")
+    """Traps saved from derived rules that are still ``active`` (not promoted), each with its
+    ``_body`` (a trap may keep its rule there alone)."""
+    import json
+
+    return [{**json.loads(meta), "_path": path, "_body": body} for meta, path, body in conn.execute(
+        "SELECT meta, path, body FROM records WHERE kind = 'trap' AND status = 'active' AND tags LIKE '%derived-rule%'")]
 
 
 #: A session that names a client (not ``internal``) and counts (not superseded): what makes its

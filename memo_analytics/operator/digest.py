@@ -43,6 +43,7 @@ from ..domain.clock import format_minutes, from_iso, minutes_between, to_iso
 from ..domain.errors import InvalidDateError
 from ..domain.rounding import hours_cents
 from ..domain.wire import counted
+from ..services.rules.extract import trap_text
 from ..services.sessions import MAX_SESSION_MINUTES
 
 LANES = ("waiting on you", "dropped")
@@ -502,7 +503,10 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
                            "summary": f"export the story of {session['sessionId']} for the reviewer"}), session))
     ready: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for trap in snapshot.rule_traps:
-        if float(trap.get("confidence") or 0) >= 0.8:
+        # a trap that keeps its rule in its body alone (spec-memo's) is said by it; one holding no
+        # rule is none to promote (it was offered as “”, and promoted as an empty line)
+        trap = {**trap, "summary": trap_text(trap, trap.get("_body") or "")}
+        if float(trap.get("confidence") or 0) >= 0.8 and trap["summary"]:
             ready.setdefault((trap.get("_vault") or "", trap["project"]), []).append(trap)
     for (_, project), traps in sorted(ready.items()):
         # one item per project: promotion writes all of a project's rules into one file, and a

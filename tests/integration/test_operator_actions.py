@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from memo_analytics.domain.clock import to_iso, utcnow
 from memo_analytics.domain.errors import InvalidFieldError
 from memo_analytics.domain.records import RecordKind
 from memo_analytics.config import OperatorPolicy, Settings
@@ -210,6 +211,37 @@ def test_promote_rule_proposal_writes_claude_md_and_keeps_the_persons_text(store
     assert [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"] == []
     assert {read_record(store.root / "projects" / "web" / "traps" / f"{t}.md")[0]["status"] for t in saved} == {
         "promoted"}
+
+
+def test_a_spec_memo_trap_keeps_its_rule_in_its_body_and_is_not_saved_twice(store, tmp_path):
+    """Found by a team moving from spec-memo: its derived traps keep the rule in the body (no
+    ``summary``) and a suffix of their own. The digest offered “” and the one-click promotion wrote
+    an empty ``-`` line into CLAUDE.md; saving the same rule again made a second trap (two lines in
+    the digest, TRAPS.md and the promoted file). The body is the rule; the trap saved before is
+    updated."""
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    traps = store.root / "projects" / "shop" / "traps"
+    traps.mkdir(parents=True)
+    migrated = "trap-derived-never-commit-directly-to-the-mai-1a2b3c4d"
+    (traps / f"{migrated}.md").write_text(
+        f"---\nid: {migrated}\nkind: trap\nproject: shop\nstatus: active\ncreated: {to_iso(utcnow())}\n"
+        f"updated: {to_iso(utcnow())}\nseverity: high\ntags: [derived-rule, constraint]\nconfidence: 0.9\n---\n"
+        "Never commit directly to the main branch.\n", encoding="utf-8")
+    store.close()
+    store = VaultStore(Settings(vault_root=store.root, timezone="UTC"))
+    record_prompt(store, RecordPromptRequest(project="shop", session_id="s1", cwd=str(repo),
+                                             body="Never commit directly to the main branch."))
+    [item] = [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"]
+    assert "“Never commit directly to the main branch.” (1×, 0.90)" in item["why"]
+    assert apply_item(store, item["id"], item["fingerprint"])["result"]["rules"] == 1
+    text = (repo / "CLAUDE.md").read_text(encoding="utf-8")
+    assert "- Never commit directly to the main branch." in text and "\n-\n" not in text and "- \n" not in text
+    saved = derive_rules(store, DeriveRulesRequest(project="shop", save_traps=True))["savedTraps"]
+    assert saved == [migrated] and sorted(p.name for p in traps.iterdir()) == [f"{migrated}.md"]
+    assert read_record(traps / f"{migrated}.md")[0]["status"] == "promoted"  # saved again, still promoted
+    store.close()
 
 
 def test_a_promotion_proposed_for_one_repository_is_never_written_into_another(store, tmp_path):

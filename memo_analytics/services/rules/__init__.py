@@ -18,7 +18,7 @@ from ...index.query import PromptFilter, clamp_page
 from ..projects import last_seen_root
 from ..requests import DeriveRulesRequest
 from ..store import VaultStore, repository_root
-from .extract import Candidate, extract, trap_id
+from .extract import Candidate, extract, normalized_key, trap_id, trap_text
 from .formats import FORMATS, rules_body
 from .promote import allowed_destination, plan_promotion, write_promotion
 
@@ -56,7 +56,7 @@ def save_traps(store: VaultStore, candidates: list[Candidate], now=None) -> list
             if candidate.confidence < TRAP_THRESHOLD:
                 continue
             project = _home_project(candidate)
-            record_id = trap_id(candidate)
+            record_id = _saved_as(store, project, candidate)
             existing = store.read(project, RecordKind.TRAP, record_id)
             kept = {key: existing[0][key] for key in ("status", "promotedTo") if existing and key in existing[0]}
             meta = {
@@ -72,6 +72,20 @@ def save_traps(store: VaultStore, candidates: list[Candidate], now=None) -> list
     return saved
 
 
+def _saved_as(store: VaultStore, project: str, candidate: Candidate) -> str:
+    """The id the candidate's trap has in ``project``: that of a trap saved before with the same
+    rule (its slug and normalized text — spec-memo's suffix is not our hash: a migrated vault got
+    a second trap of each rule, and two lines of it in the digest and the promoted file), else
+    :func:`~.extract.trap_id`."""
+    record_id = trap_id(candidate)
+    prefix = record_id.rsplit("-", 1)[0] + "-"
+    for row in index.rows_of_kind(store.conn, RecordKind.TRAP.value, project):
+        if row["id"] != record_id and row["id"].startswith(prefix) \
+                and normalized_key(trap_text({"summary": row["summary"]}, row["body"])) == candidate.key:
+            return row["id"]
+    return record_id
+
+
 def _home_project(candidate: Candidate) -> str:
     projects = Counter(e.project for e in candidate.evidence)
     return min(projects, key=lambda p: (-projects[p], p))
@@ -83,14 +97,14 @@ def _mark_promoted(store: VaultStore, candidates: list[Candidate], written, now=
     marked = []
     with store.lock(), store.deferred_views():
         for candidate in candidates:
-            project, record_id = _home_project(candidate), trap_id(candidate)
-            found = store.read(project, RecordKind.TRAP, record_id)
+            project = _home_project(candidate)
+            found = store.read(project, RecordKind.TRAP, _saved_as(store, project, candidate))
             if found is None or found[0].get("status") == "promoted":
                 continue
             meta, body = found
             meta.update(status="promoted", promotedTo=str(written), updated=to_iso(now or utcnow()))
             store.upsert(RecordKind.TRAP, meta, body)
-            marked.append(record_id)
+            marked.append(meta["id"])
     return marked
 
 
@@ -109,10 +123,10 @@ def promoted_rules(store: VaultStore, project: str, target, leave: set[str] = fr
         into = found[0].get("promotedTo")
         if into != str(target) and not (into is None and row["project"] == project):
             continue
-        meta = found[0]
-        if (meta.get("summary") or "") in {rule["text"] for rule in rules}:
+        meta, text = found[0], trap_text(*found)
+        if not text or text in {rule["text"] for rule in rules}:
             continue  # said in two projects, promoted from both: one line
-        rules.append({"text": meta.get("summary") or "", "category": (meta.get("tags") or ["", "rule"])[-1],
+        rules.append({"text": text, "category": (meta.get("tags") or ["", "rule"])[-1],
                       "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)})
     return rules
 

@@ -294,6 +294,21 @@ def extract(turns: Iterable[dict[str, Any]], naive: bool = False) -> list[Candid
     return sorted(groups.values(), key=lambda c: (-c.confidence, -c.occurrences, c.key))
 
 
+def trap_text(meta: dict[str, Any], body: str = "") -> str:
+    """A trap's rule: its ``summary``, else the first paragraph of its body (a spec-memo trap
+    keeps the rule in its body alone: it was promoted as an empty ``-`` line), without the
+    Markdown marks that open it (``#``, ``-``, ``*``, ``>``); "" when it holds none."""
+    summary = meta.get("summary")
+    if isinstance(summary, str) and summary.strip():
+        return summary.strip()
+    paragraph = []
+    for line in (body or "").strip().splitlines():
+        if not line.strip():
+            break
+        paragraph.append(line.strip())
+    return re.sub(r"^(?:[#>*+-]+\s+)+", "", " ".join(paragraph)).strip()
+
+
 def trap_id(candidate: Candidate) -> str:
     """``trap-derived-{slug32}-{suffix8}`` (SPEC §5.3): the first 32 characters of the
     text's slug and 8 hex of the key's SHA-256, so re-saving a rule updates its trap."""
