@@ -221,6 +221,12 @@ _NORMATIVE = re.compile(r"\b(?:should|must|shall|has\s+to|have\s+to|needs?\s+to)
 _INHERENTLY_NORMATIVE = re.compile(r"(?:must|mustn" + _APOS + r"t|should\s+never|strictly\s+required|mandatory|"
                                    r"under\s+no\s+circumstances)\b", re.I)
 _MAKE_SURE = re.compile(r"^(?:make\s+sure|ensure|be\s+sure)\b", re.I)
+# A team's norm: "we always squash …", "we never push …", "we cannot use the staging database …" —
+# not what happens to it ("we always get this error", "we cannot reproduce it", "we never got …").
+_TEAM_NORM = re.compile(r"^we\s+(?:always|never|must(?:\s+not)?|mustn" + _APOS + r"t|cannot|can" + _APOS
+                        + r"t|should\s+(?:always|never))\s+(?!(?:get|gets|got|see|saw|seen|hit|end|ended|seem|seemed|"
+                        r"know|knew|find|found|reproduce|figure|figured|manage|managed|had|have|been|run\s+into|"
+                        r"ran\s+into|tell|told|notice|noticed|understand|remember|say|said|hear|heard)\b)[a-z]", re.I)
 # After "don't": a pronoun makes a question ("don't we want ..."), a verb of opinion or
 # perception a statement with its subject dropped ("don't think ...", "don't like ...").
 _NOT_AN_ORDER = re.compile(r"^\s*(?:we|you|i|they|it|he|she|u|think|like|know|understand|see|remember|believe|"
@@ -231,7 +237,8 @@ def is_instruction(sentence: str, phrase_start: int) -> bool:
     """True when the sentence gives an instruction rather than narrating: it starts with the
     signal phrase (an imperative, after fillers such as "ok, from now on,"), addresses the
     agent ("you must ...", "you don't need to ..."), states a norm ("results should always
-    be ...", "rules MUST be created in ..."), or asks to make sure of something. "I don't
+    be ...", "rules MUST be created in ...", the team's "we never push to main"), or asks to
+    make sure of something. "I don't
     think ...", "we don't know ...", "it never gets to 0" are narration."""
     if _INHERENTLY_NORMATIVE.match(sentence, phrase_start):
         return True
@@ -243,7 +250,8 @@ def is_instruction(sentence: str, phrase_start: int) -> bool:
     if not head:
         return True
     rest = _FILLER.sub("", sentence).strip(" ,:;*_`\"'")
-    return bool(_ADDRESSED.match(rest) or _MAKE_SURE.match(rest) or _NORMATIVE.search(sentence))
+    return bool(_ADDRESSED.match(rest) or _MAKE_SURE.match(rest) or _TEAM_NORM.match(rest)
+                or _NORMATIVE.search(sentence))
 
 
 def classify(sentence: str, strict: bool = True) -> tuple[str, float, str] | None:

@@ -77,6 +77,10 @@ def test_code_logs_quotes_tags_tables_and_pasted_documents_are_not_instructions(
     "no, don't like the optional capability.",
     "so then don't we want go.work at all.",
     "Should we always use tabs?",
+    # what happens to a team is not its norm
+    "We always get this error when the build runs.",
+    "we cannot reproduce it on my machine anyway.",
+    "We never got a response from the API server.",
 ])
 def test_narration_opinions_and_questions_are_not_instructions(sentence):
     assert extract(turns(sentence)) == []
@@ -88,6 +92,10 @@ def test_narration_opinions_and_questions_are_not_instructions(sentence):
     "FTS search results should always be in reverse chronological order.",
     "mention that rules MUST always be created in the rules directory.",
     "Please don't rename public functions.",
+    # a team's norm, found by a team moving from spec-memo (SPEC §5.3 lists "cannot", "always")
+    "We cannot use the staging database for load tests.",
+    "We always squash commits before merging a pull request.",
+    "ok, we never push directly to the main branch.",
 ])
 def test_instructions_after_fillers_addressed_or_normative_are_kept(sentence):
     assert len(extract(turns(sentence))) == 1
