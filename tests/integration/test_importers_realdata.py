@@ -117,6 +117,21 @@ def test_human_prompt_counts(realdata, parser, relative, expected):
         assert transcript.activity and all(s.utcoffset() == timedelta(0) for s in transcript.activity)
 
 
+def test_a_transcript_whose_lines_were_written_twice_has_its_turns_once(realdata, tmp_path):
+    """Found by a tester of bad files: a Claude Code transcript whose lines were written again
+    (``cat a a``) had three turns twice — the messages typed while the agent worked
+    (``queue-operation``, which carry no ``uuid``) counted at each copy. The same operation at the
+    same instant with the same text is one."""
+    source = realdata / case("0ccf1a04")
+    doubled = tmp_path / source.name
+    doubled.write_bytes(source.read_bytes() * 2)
+    once = claude_code.parse(source, ImportOptions())
+    twice = claude_code.parse(doubled, ImportOptions())
+    assert [[(p.text, p.at) for p in t.prompts] for t in twice.transcripts] == \
+        [[(p.text, p.at) for p in t.prompts] for t in once.transcripts]
+    assert sum(len(t.prompts) for t in twice.transcripts) == 7
+
+
 def case(name: str) -> str:
     """The relative path of the CASES file whose name starts with ``name``."""
     [relative] = [c[1] for c in CASES if Path(c[1]).name.startswith(name)]

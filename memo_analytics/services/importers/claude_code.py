@@ -40,7 +40,7 @@ is not UTF-8 is left out (that line only) and named with its number and reason.
 
 A record is read once: a line whose ``uuid`` an earlier line of the same session already had
 (Claude Code sometimes writes a record twice) is skipped, so a prompt written twice is one
-turn. The same ``uuid`` under another ``sessionId`` (a record a resumed session copied) is
+turn; a ``queue-operation`` (no ``uuid``) is the same one when its operation, instant and text are. The same ``uuid`` under another ``sessionId`` (a record a resumed session copied) is
 that session's record.
 
 A file may hold several ``sessionId`` values: one :class:`Transcript` per id, in order of
@@ -396,6 +396,10 @@ class _Fold:
             return
         session_id = session_id or self.path.stem
         uuid = record.get("uuid")
+        if record["type"] == "queue-operation" and not uuid and isinstance(record.get("timestamp"), str):
+            # a queued message has no uuid: the same one written again (its file's lines written
+            # twice) is the same operation at the same instant — it was a second turn
+            uuid = f"queue:{record.get('operation')}:{record['timestamp']}:{record.get('content')}"
         if isinstance(uuid, str) and uuid:
             if (session_id, uuid) in self.seen_uuids:
                 return  # the same record written again: counted once
