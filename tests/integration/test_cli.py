@@ -664,3 +664,30 @@ def test_an_mcp_action_typed_under_memo_prompt_names_the_command_that_does_it(tm
     # the commands named exist
     command = said.split(" is ", 1)[1].split(" (")[0].replace(" SESSION", "").replace(" [SESSION]", "").split(" -o")[0]
     assert memo(*command.split()[1:], "--help", vault=tmp_path / "v").returncode == 0
+
+
+def test_prompt_list_search_and_session_show_take_the_zone_of_their_days_as_mcp_does(tmp_path):
+    """Found by an analyst: MCP ``list``/``search``/``session`` take ``tz`` for date-only bounds,
+    the CLI commands refused ``--tz`` — the same day gave 35 turns on one side and 23 on the other.
+    28 November in Shanghai (UTC+8) ends at 16:00 UTC."""
+    from tests.inprocess import memo, tool_calls
+
+    vault = tmp_path / "v"
+    env = {"MEMO_TIMEZONE": "UTC"}
+    for sid, at in (("early", "2025-11-28T10:00:00Z"), ("late", "2025-11-28T17:00:00Z")):
+        memo("session", "start", sid, "--project", "web", "--start-time", at, vault=vault, env=env)
+        memo("prompt", "record", "--session-id", sid, "--project", "web", "--created", at, "--body",
+             f"Fix the parser {sid}", vault=vault, env=env)
+    day = ("--all", "--since", "2025-11-28", "--until", "2025-11-28")
+
+    def total(*args):
+        return json.loads(memo("--json", *args, *day, vault=vault, env=env).stdout)["total"]
+
+    assert [total("prompt", "list"), total("prompt", "search", "parser"), total("session", "show")] == [2, 2, 2]
+    shanghai = [json.loads(memo("--json", *command, *day, "--tz", "Asia/Shanghai", vault=vault, env=env).stdout)
+                for command in (("prompt", "list"), ("prompt", "search", "parser"), ("session", "show"))]
+    assert [page["total"] for page in shanghai] == [1, 1, 1]
+    assert shanghai[0]["items"][0]["sessionId"] == "early"
+    [(failed, text)] = tool_calls(vault, [{"action": "list", "crossProject": True, "since": "2025-11-28",
+                                           "until": "2025-11-28", "tz": "Asia/Shanghai"}], env=env)
+    assert not failed and json.loads(text)["total"] == 1

@@ -139,6 +139,8 @@ _FILTERS = dict(
     tag=typer.Option([], "--tag", help="Tag that must be present (repeatable)."),
     since=typer.Option(None, "--since", help="Created at or after (ISO date or time)."),
     until=typer.Option(None, "--until", help="Created at or before (a date covers the whole day)."),
+    tz=typer.Option(None, "--tz", help="IANA time zone of the days --since/--until name (default: the config's "
+                                       "timezone, else the machine's)."),
     limit=typer.Option(20, "--limit", help="Page size, 1–100."),
     offset=typer.Option(0, "--offset", help="Items to skip."),
     sort=typer.Option(None, "--sort", metavar="ORDER",
@@ -155,7 +157,7 @@ def prompt_list(
     task_slug: Optional[str] = _FILTERS["task_slug"], client: Optional[str] = _FILTERS["client"],
     billable: Optional[bool] = _FILTERS["billable"], tag: List[str] = _FILTERS["tag"],
     since: Optional[str] = _FILTERS["since"], until: Optional[str] = _FILTERS["until"],
-    limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"], sort: Optional[str] = _FILTERS["sort"],
+    tz: Optional[str] = _FILTERS["tz"], limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"], sort: Optional[str] = _FILTERS["sort"],
 ) -> None:
     """List prompt turns, newest first (--sort date-asc: oldest first), as {total, limit, offset, hasMore, items}."""
     request = _list_request(**{k: v for k, v in locals().items()})
@@ -173,7 +175,7 @@ def prompt_search(
     task_slug: Optional[str] = _FILTERS["task_slug"], client: Optional[str] = _FILTERS["client"],
     billable: Optional[bool] = _FILTERS["billable"], tag: List[str] = _FILTERS["tag"],
     since: Optional[str] = _FILTERS["since"], until: Optional[str] = _FILTERS["until"],
-    limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"], sort: Optional[str] = _FILTERS["sort"],
+    tz: Optional[str] = _FILTERS["tz"], limit: int = _FILTERS["limit"], offset: int = _FILTERS["offset"], sort: Optional[str] = _FILTERS["sort"],
 ) -> None:
     """Full-text search (FTS5, bm25 ranking; --sort orders the matches by date) over prompt turns."""
     args = {k: v for k, v in locals().items() if k != "text"}
