@@ -31,7 +31,7 @@ DISABLED_LOOK = ".bk-btn:disabled, .bk-btn[disabled] { opacity: .45; filter: gra
 #: Renders the PDF downloads off the event loop, one at a time (WeasyPrint is not meant to lay
 #: out several documents at once in one process; a thread is started on the first download).
 PDF_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memo-pdf")
-SHEET_COLUMNS = ["Client", "Date", "Project", "Task", "Start", "End", "Duration", "Hours"]
+SHEET_COLUMNS = ["Client", "Date", "Project", "Task", "Start", "End", "Billed", "Hours"]
 #: The timesheet's group header. The group value is "NAME · n sessions · h:mm" — the client's
 #: figures for the whole period, not the rows of the page on screen (the table pages on the
 #: server). Tabulator's own header inserts the value as HTML; this one puts it in a text node,
@@ -111,8 +111,8 @@ class ActivityView:
             pd.DataFrame(columns=SHEET_COLUMNS), show_index=False, disabled=True, selectable=False,
             pagination="remote", page_size=25, groupby=["Client"], layout="fit_columns",
             sizing_mode="stretch_width", css_classes=["memo-timesheet"], header_align="left", hidden_columns=["Client"],
-            text_align={"Duration": "right", "Hours": "right"}, configuration={"groupHeader": GROUP_HEADER},
-            widths={"Date": 104, "Project": 140, "Start": 74, "End": 104, "Duration": 96, "Hours": 80},
+            text_align={"Billed": "right", "Hours": "right"}, configuration={"groupHeader": GROUP_HEADER},
+            widths={"Date": 104, "Project": 140, "Start": 74, "End": 104, "Billed": 96, "Hours": 80},
             formatters={"Task": {"type": "textarea"}},
         )
         for widget in (self.period, self.since, self.until, self.client):
@@ -189,7 +189,7 @@ class ActivityView:
         self.chart.visible = bool(report.by_day)
         rows = [[name, bucket["sessions"], format_minutes(bucket["durationMinutes"]), f"{bucket['billableHours']:.2f}"]
                 for name, bucket in report.by_client.items()]
-        self.by_client.object = grid(["Client", "Sessions", "Duration", "Hours"], rows, numeric={1, 2, 3},
+        self.by_client.object = grid(["Client", "Sessions", "Billed", "Hours"], rows, numeric={1, 2, 3},
                                      total=["Total", len(billable), format_minutes(report.total_duration_minutes),
                                             f"{report.total_billable_hours:.2f}"]) if rows else \
             '<span class="muted">No billable session in this period.</span>'

@@ -153,8 +153,10 @@ def test_the_xlsx_shows_each_currencys_amounts_as_the_pdf_prints_them(vault, con
     keep two."""
     from openpyxl import load_workbook
 
-    memo("report", "invoice", "--all", "--since", "2026-03-01", "--until", "2026-03-31", "--tz", "UTC",
-         "-o", str(tmp_path / "i.xlsx"), vault=vault, env=config)
+    wrote = memo("report", "invoice", "--all", "--since", "2026-03-01", "--until", "2026-03-31", "--tz", "UTC",
+                 "-o", str(tmp_path / "i.xlsx"), vault=vault, env=config)
+    # found by a freelancer: the line said "EUR 831.25" — the net, read as the amount due
+    assert re.search(r"EUR net [\d,.]+, total [\d,.]+", wrote.stdout), wrote.stdout
     sheet = load_workbook(tmp_path / "i.xlsx").active
     header = [c.value for c in sheet[1]]
     shown = {(row[header.index("currency")].value, header[n]): cell.number_format

@@ -300,7 +300,8 @@ def report_invoice(
     result["warnings"] = warnings = [*invoice.warnings, *unfiled(invoice)]
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
-        + "; ".join(f"{c} {_grouped(v['amount'])}" for c, v in r["totals"].items()) + f" (times in {r['timezone']})"))
+        + "; ".join(f"{c} net {_grouped(v['amount'])}, total {_grouped(v['gross'])}" for c, v in r["totals"].items())
+        + f" (times in {r['timezone']})"))
     _say_draft_notes(result, warnings)
 
 

@@ -95,6 +95,9 @@ def test_a_refused_period_leaves_nothing_of_the_last_one_to_read_or_download(sto
     end_session(store, EndSessionRequest(session_id="s1", project="web", until="2026-03-02T10:00:00Z"))
     view = ActivityView(DashboardData(store))
     assert view.report is not None and view.chart.visible and not view.timesheet.disabled and len(view.sheet.value) == 1
+    # the minutes a row bills are headed as the PDF heads them (a freelancer read "Duration 1:15"
+    # beside a 67-minute span)
+    assert list(view.sheet.value.columns)[-2:] == ["Billed", "Hours"] and ">Billed<" in view.by_client.object
     view.period.value = "custom"
     view.since.value = "04/12/2026"
     assert "Invalid since date" in view.summary.object and view.report is None
