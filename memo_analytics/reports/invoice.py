@@ -344,6 +344,11 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
     if not billed:
         why = (f"; {len(ended) - len(fresh)} already invoiced (memo invoice list)" if len(fresh) < len(ended) else "")
         why += (f"; {len(fresh) - len(billed)} of 0 minutes" if len(billed) < len(fresh) else "")
+        # a month still running: its sessions not ended yet bill nothing (a freelancer was told of none)
+        still_open = [s for s in report.sessions if s["billable"] and s["durationMinutes"] is None]
+        why += (f"; {len(still_open)} still open ({', '.join(s['sessionId'] for s in still_open[:3])}"
+                f"{' …' if len(still_open) > 3 else ''}): they bill once they end (memo session end ID)"
+                if still_open else "")
         raise ReportError(f"Nothing to invoice: no billable session with a duration for these filters{why}")
     by_client: dict[str, list[dict[str, Any]]] = {}
     for item in billed:

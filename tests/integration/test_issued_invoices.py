@@ -1291,3 +1291,18 @@ def test_an_invoice_is_not_issued_while_work_of_a_project_mapped_to_the_client_b
     issued = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
     assert issued["number"] == "2026-0001" and "u1" in {s["sessionId"] for s in json.loads(
         run(billing, "--json", "invoice", "show", "2026-0001").stdout)["sessionIds"]}
+
+
+def test_nothing_to_invoice_names_the_sessions_of_the_period_still_open(billing):
+    """Found by a freelancer: invoicing a month still running said "Nothing to invoice" and no
+    word of the two sessions of the client still open (they bill once they end)."""
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    for sid in ("o1", "o2"):
+        start_session(store, StartSessionRequest(session_id=sid, project="web", client="Acme Corp",
+                                                 start_time="2026-08-03T09:00:00Z"))
+    store.close()
+    refused = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-08-01",
+                  "--until", "2026-08-31")
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == ("error: Nothing to invoice: no billable session with a duration for these "
+                                      "filters; 2 still open (o1, o2): they bill once they end (memo session end ID)")
