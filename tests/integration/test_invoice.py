@@ -333,7 +333,7 @@ def test_the_draft_line_groups_thousands_as_the_pdf_does(vault, config, tmp_path
     """Initech bills 0.42 h × 9000 = 3780 JPY: the PDF prints 3,780, the command line printed 3780."""
     said = memo("report", "invoice", "--all", "--since", "2026-03-01", "--until", "2026-03-31", "--tz", "UTC",
                 "-o", str(tmp_path / "i.pdf"), vault=vault, env=config).stdout
-    assert "JPY 3,780" in said and "3,780" in pdf_text(tmp_path / "i.pdf")
+    assert "JPY net 3,780, total 3,780" in said and "3,780" in pdf_text(tmp_path / "i.pdf")
 
 
 def test_a_client_name_in_decomposed_unicode_is_the_configured_client(tmp_path):
