@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ..domain.clock import from_iso, parse_record_instant, to_iso
 from ..domain.errors import InvalidFieldError, MemoError, SessionCompletedError
-from ..domain.ids import session_record_id, validate_session_id
+from ..domain.ids import project_slug, session_record_id, validate_session_id
 from ..domain.records import RecordKind
 from ..domain.wire import counted, valid_text
 from ..index import store as index
@@ -245,7 +245,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     """Record ``event`` in ``store``; a one-line outcome.
 
     ``prompt``: the turn (``source: hook:<agent>``, ``created`` = ``event.at``) in the session
-    ``{agent}-{session}`` of the project of ``event.cwd`` (else the default project), started
+    ``{agent}-{session}`` of the project of ``event.cwd`` (its repository's, else the folder's name as an
+    import of the transcript files it, else a configured default project), started
     first when it has no record — a conversation the agent resumed after its end goes on in
     ``{agent}-{session}.2`` (``.3`` …), a new work interval (a prompt made before that end, which
     waited in the spool, is recorded in the ended session); ``agentTurnId``/``captureId`` go into its frontmatter, and a
@@ -284,6 +285,12 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     base_id = session_id = hook_session_id(event.agent, event.session)
     cwd = event.cwd if event.cwd and Path(event.cwd).is_dir() else None
     named = project  # a remote caller's: the project of its own cwd
+    if project is None and cwd is not None and repository_root(cwd) is None \
+            and "default_project" not in store.settings.model_fields_set:
+        # a folder of no repository: its name, as the import of the agent's transcript files the
+        # same conversation (a hook filed it under ``default``, its import under the folder: work of
+        # a checkout not yet ``git init``-ed billed internal, out of reach of projectClients)
+        project = project_slug(Path(os.path.realpath(cwd)).name) if Path(os.path.realpath(cwd)).name else None
     project = store.resolve_project(project, cwd)
     # a folder of a repository (a remote caller's project counts as one): a turn from there is work of that project
     in_a_repository = (cwd is not None and repository_root(cwd) is not None) or \

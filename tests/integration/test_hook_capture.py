@@ -1360,3 +1360,22 @@ def test_a_conversation_closed_without_a_prompt_bills_nothing_and_gives_back_its
     assert (session["durationMinutes"], session["handoffClaimed"]) == (0, None)
     baton = read_record(tmp_path / "v/projects/product/handoffs/handoff-h1.md")[0]
     assert (baton["status"], baton["claimedBy"]) == ("pending", None)
+
+
+def test_a_hook_in_a_folder_of_no_repository_files_under_the_folders_name_as_its_import_does(tmp_path):
+    """Found by a freelancer: a prompt sent from a checkout not yet ``git init``-ed was filed under
+    ``default`` (silently: hooks print nothing), while the import of the same transcript files it
+    under the folder's name — ``projectClients.portal`` never matched, and the work billed
+    internal. A configured default project still takes it."""
+    from tests.inprocess import memo
+
+    folder = tmp_path / "portal"
+    folder.mkdir()
+    payload = {"session_id": "th-1", "hook_event_name": "UserPromptSubmit", "cwd": str(folder),
+               "prompt": "Add rate limiting"}
+    memo("hook", "claude-code", vault=tmp_path / "v", input=json.dumps(payload))
+    listed = json.loads(memo("--json", "prompt", "list", "--all", vault=tmp_path / "v").stdout)
+    assert [(item["project"], item["body"]) for item in listed["items"]] == [("portal", "Add rate limiting")]
+    memo("hook", "claude-code", vault=tmp_path / "w", input=json.dumps(payload), env={"MEMO_PROJECT": "scratch"})
+    listed = json.loads(memo("--json", "prompt", "list", "--all", vault=tmp_path / "w").stdout)
+    assert [item["project"] for item in listed["items"]] == ["scratch"]

@@ -206,7 +206,8 @@ def test_an_imported_cursor_chat_supersedes_the_session_its_hook_captured(tmp_pa
     assert ran.returncode == 0 and ran.stdout == ""
     result = imported(vault, "cursor", db)
     assert result["superseded"] == 2  # the hook's session and its one turn
-    hook = session(vault, "default", f"cursor-{COMPOSER}")  # the hook's cwd is no repository: default
+    # the hook's cwd is no repository: the folder's name, as the import files the chat (it was `default`)
+    hook = session(vault, "shop-api", f"cursor-{COMPOSER}")
     assert (hook["status"], hook["supersededBy"]) == ("superseded", [f"shop-api/cursor-{COMPOSER}-1"])
 
 
