@@ -419,7 +419,8 @@ def run_hook(agent: str, payload: str | None, event_name: str | None, vault_root
     try:
         send = remote_sender(settings) if settings is not None and settings.mode == "remote" else None
         batons: list[dict] = []
-        lines = capture(open_store, root, agent, raw, event_name, send=send, batons=batons)
+        lines = capture(open_store, root, agent, raw, event_name, send=send, batons=batons,
+                        unconfigured=settings is None)
         answer = hook_answer(batons)
         if answer is not None:  # the hand-off the session start claimed, into the agent's context
             sys.stdout.write(answer + "\n")

@@ -747,7 +747,7 @@ def _spool(vault_root: Path, entry: dict[str, Any]) -> Path:
     except Exception:  # noqa: BLE001 — text the detectors cannot read (a lone surrogate): kept as it came
         payload = entry["payload"]
     data = json.dumps({**entry, "payload": payload}).encode("ascii")
-    name = f"{time.time_ns():020d}-{os.getpid()}-{entry['captureId'][:8]}.json"
+    name = f"{time.time_ns():020d}-{os.getpid()}-{entry['captureId'][:8]}{UNCONFIGURED if entry.get('unconfigured') else ''}.json"
     failure: OSError | None = None
     for folder in _spool_dirs(vault_root):
         try:
@@ -795,12 +795,26 @@ def _count_failure(vault_root: Path, agent: str, path: Path, entry: dict[str, An
     note(f"{agent}: spooled {path.name} failed again ({attempts} of {SPOOL_ATTEMPTS}; other events go on): {reason}")
 
 
+#: The end of a spool file's name of an event that came while the config file could not be read:
+#: it waits beside the vault the environment names (the config's own ``vaultRoot`` unknown then),
+#: and the vault the config names takes it in once it reads again (it waited there for good).
+UNCONFIGURED = "-nocfg"
+
+
 def spooled(vault_root: Path) -> list[Path]:
-    """The spooled events of the vault (its own spool and the person's for it), oldest first."""
+    """The spooled events of the vault (its own spool and the person's for it) — and those that
+    came while the config file could not be read (:data:`UNCONFIGURED`, spooled beside the vault
+    ``MEMO_VAULT`` or the default names) —, oldest first."""
+    from ..config import default_vault_root
+
     found: list[Path] = []
-    for folder in _spool_dirs(vault_root):
+    folders = [(folder, "*.json") for folder in _spool_dirs(vault_root)]
+    fallback = fallback_vault(os.environ.get("MEMO_VAULT") or str(default_vault_root()))
+    if fallback is not None and fallback.absolute() != Path(vault_root).expanduser().absolute():
+        folders += [(folder, f"*{UNCONFIGURED}.json") for folder in _spool_dirs(fallback)]
+    for folder, pattern in folders:
         try:
-            found += folder.glob("*.json") if folder.is_dir() else []
+            found += folder.glob(pattern) if folder.is_dir() else []
         except OSError:
             continue
     return sorted(found, key=lambda path: path.name)  # the name starts with the instant it was spooled
@@ -896,7 +910,7 @@ def hook_answer(batons: list[dict[str, Any]]) -> str | None:
 def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, raw: bytes | str,
             event_name: str | None = None, received: datetime | None = None,
             send: Callable[[HookEvent, dict[str, Any]], str] | None = None,
-            batons: list[dict[str, Any]] | None = None) -> list[str]:
+            batons: list[dict[str, Any]] | None = None, unconfigured: bool = False) -> list[str]:
     """Apply the hook event ``raw`` of ``agent`` (and first every spooled one); never raises.
 
     Returns the outcome lines (also appended to the spool's log). The vault is opened with
@@ -906,7 +920,9 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
     :class:`MemoError` when it cannot be reached (spooled under ``vault_root``).
     ``batons``: the caller shows the agent what a session start claims (:func:`apply_event`);
     only the new event of an agent of :data:`BATON_AGENTS` claims — in remote mode on the
-    daemon, which answers the hand-off (``send(event, entry, batons)``).
+    daemon, which answers the hand-off (``send(event, entry, batons)``). ``unconfigured``: the
+    config file cannot be read (``vault_root`` is the vault the environment names): a spooled
+    event waits there for the vault the config names (:data:`UNCONFIGURED`).
     """
     received = received or datetime.now(timezone.utc)
     outcomes: list[str] = []
@@ -930,7 +946,7 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
         note(f"{agent}: event dropped: {str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__}")
         return outcomes
     entry = {"agent": agent, "event": event_name, "receivedAt": to_iso(received), "payload": payload,
-             "captureId": secrets.token_hex(8)}
+             "captureId": secrets.token_hex(8), **({"unconfigured": True} if unconfigured else {})}
     waiting = spooled(vault_root)
     if event.kind in ("stop", "other") and not waiting:
         # nothing to record, nothing to replay: the vault is not even opened (said to MEMO_HOOK_DEBUG,

@@ -162,6 +162,25 @@ def test_a_broken_config_file_costs_the_agent_nothing(tmp_path, repo):
     assert [t["body"] for t in turns(vault, "product")] == ["kept for later"]
 
 
+def test_an_event_spooled_while_the_config_was_broken_lands_in_the_vault_the_config_names(tmp_path, repo):
+    """Found by an operator: a prompt sent while the config file (which names the vault) could not
+    be read was spooled beside the default vault; once the config was mended, `memo hooks replay`
+    said "nothing waits" (it looked in the configured vault's spool) and the turn was lost for
+    good. The configured vault takes in what waited for it."""
+    config, vault = tmp_path / "config.toml", tmp_path / "work-vault"
+    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path / "home"), "MEMO_VAULT": None}
+    config.write_text(f'vaultRoot = "{vault}"\ntimezone = "Europe/Berlin\n')  # an unclosed string
+    ran = memo("hook", "claude-code", input=claude("UserPromptSubmit", repo, prompt="sent while broken"),
+               check=False, env=env)
+    assert (ran.returncode, ran.stdout) == (0, "")
+    config.write_text(f'vaultRoot = "{vault}"\ntimezone = "Europe/Berlin"\n')
+    assert "1 hook events wait in the spool" in memo("hooks", "status", env=env).stdout
+    replayed = memo("hooks", "replay", env=env, check=False)
+    assert replayed.returncode == 0, replayed.stderr
+    assert [t["body"] for t in turns(vault, "product")] == ["sent while broken"]
+    assert capture.spooled(vault) == []
+
+
 @pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", json.dumps({"hook_event_name": "UserPromptSubmit",
                                                                          "prompt": "no session id"})])
 def test_an_unusable_event_is_dropped_with_a_line_in_the_log_and_exit_0(tmp_path, stdin):
