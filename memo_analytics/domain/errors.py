@@ -193,6 +193,15 @@ class VaultBusyError(MemoError):
         super().__init__(f"The vault {path} is busy: another memo process held its lock for {timeout_s:.0f} s")
 
 
+class VaultMovedError(MemoError):
+    """The vault a long-running process opened was moved or removed under it (its folder is
+    gone, or another one is at its path)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"The vault {path} was moved or removed while memo ran: nothing more is imported there; "
+                         "start memo again (with the vault's new place in vaultRoot or MEMO_VAULT)")
+
+
 class ReportError(MemoError):
     """A report could not be rendered (template missing, output not writable ...)."""
 

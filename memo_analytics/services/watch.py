@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..domain.errors import InvalidFieldError, MemoError, full_disk_error
+from ..domain.errors import InvalidFieldError, MemoError, VaultMovedError, full_disk_error
 from ..vault.io import file_identity, open_regular, read_json_state, write_json_state
 from ..vault.redact import redact_secrets
 from .importers import IMPORTERS, claude_code, load_importer, opencode
@@ -148,6 +148,23 @@ class FileStates:
         #: files whose last import failed (a full disk, a vault busy too long): ``{path: (source,
         #: when)}`` (``time.monotonic``), tried again after :data:`RETRY_AFTER_SECONDS` (:meth:`due`)
         self.failed: dict[str, tuple[str, float]] = {}
+        #: the vault folder's identity (device, inode) when the watch began (None: not made yet)
+        self.root = Path(vault_root)
+        self.vault = file_identity(self.root)
+
+    def same_vault(self) -> None:
+        """Refuse to go on when the vault folder is no longer the one the watch began with (moved
+        with ``mv`` or removed): an import made a second, empty vault at the old path, and the index
+        still open in the moved one was brought in line with that empty folder — its sessions
+        billed ``internal`` until a reindex.
+
+        Raises
+        ------
+        VaultMovedError
+            The vault's folder is gone or another one.
+        """
+        if self.vault is not None and file_identity(self.root) != self.vault:
+            raise VaultMovedError(str(self.root))
 
     @staticmethod
     def stamp(path: Path) -> list[int] | None:
@@ -237,6 +254,7 @@ def import_changed(store: VaultStore, files: Iterable[tuple[Path, str]], options
     nor the watcher: it is an :class:`Imported` with ``error``, tried again later (:meth:`FileStates.due`)."""
     done = []
     for path, source in files:
+        states.same_vault()
         if not states.changed(path):
             states.failed.pop(str(path), None)
             continue
@@ -254,6 +272,8 @@ def import_changed(store: VaultStore, files: Iterable[tuple[Path, str]], options
         done.append(Imported(path, source, result))
     if done:
         states.save()
+    if states.vault is None:  # the first import made the vault: the one this watch follows on
+        states.vault = file_identity(states.root)
     return done
 
 

@@ -538,3 +538,29 @@ def test_a_file_name_that_is_not_utf8_is_said_once_and_the_watch_goes_on(tmp_pat
     warnings = [json.loads(x)["warning"] for x in stderr.splitlines() if x.startswith('{"warning"')]
     assert len(warnings) == 1 and "not UTF-8" in warnings[0], stderr
     assert sorted(turns(tmp_path / "v")) == ["Add the CSV export", "Fix the login", "Now the PDF"]
+
+
+def test_a_vault_moved_while_the_watch_runs_stops_it_and_makes_no_second_vault(tmp_path):
+    """Found by an operator: ``mv ~/.memo/vault /elsewhere`` while ``memo watch`` ran — its next
+    import made a second, empty vault at the old path, and the index still open in the moved vault
+    was brought in line with that empty folder ("6 removed"): the moved vault's sessions billed
+    ``internal`` until a reindex. The watcher stops and says so; the moved vault is as it was."""
+    folder = tmp_path / "claude" / ".claude" / "projects" / "shop"
+    folder.mkdir(parents=True)
+    transcript = folder / f"{SESSION}.jsonl"
+    transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export")
+                          + line("assistant", "a1", "2026-11-30T09:03:00.000Z", "Done."))
+    proc = watcher(tmp_path, folder)
+    try:
+        wait_for(proc, lambda seen: len(seen) >= 1, timeout=20)
+        (tmp_path / "v").rename(tmp_path / "moved")
+        with transcript.open("a") as handle:
+            handle.write(line("user", "u2", "2026-11-30T09:05:00.000Z", "Now the PDF"))
+        assert proc.wait(20) == 1
+    finally:
+        stderr = ended(proc)
+    assert "was moved or removed while memo ran" in stderr and "Traceback" not in stderr
+    assert not (tmp_path / "v").exists()
+    assert turns(tmp_path / "moved") == ["Add the CSV export"]
+    shown = json.loads(memo("--json", "activity", "--all", vault=tmp_path / "moved").stdout)
+    assert shown["totalSessions"] == 1 and shown["totalPrompts"] == 1
