@@ -290,7 +290,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         # a folder of no repository: its name, as the import of the agent's transcript files the
         # same conversation (a hook filed it under ``default``, its import under the folder: work of
         # a checkout not yet ``git init``-ed billed internal, out of reach of projectClients)
-        project = project_slug(Path(os.path.realpath(cwd)).name) if Path(os.path.realpath(cwd)).name else None
+        name = Path(os.path.realpath(cwd)).name
+        project = project_slug(name) if name else None  # the root folder has none: the default project
     project = store.resolve_project(project, cwd)
     # a folder of a repository (a remote caller's project counts as one): a turn from there is work of that project
     in_a_repository = (cwd is not None and repository_root(cwd) is not None) or \
