@@ -930,7 +930,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
             _follow_a_rename(store, kind, meta, ancestors)
             local_text = store.read_text(meta["project"], kind, record_id)
         if local_text is None:
-            _refuse_moved(store, kind, meta)
+            _refuse_moved(store, kind, meta, ancestors)
             filed = _filed_here(store, kind, meta)
             filed, baton = _takes_a_baton(store, kind, filed, claims)
             filed = _a_version_here(filed, meta)
@@ -1030,10 +1030,14 @@ def _a_version_here(written: dict[str, Any], pushed: dict[str, Any]) -> dict[str
     return normalize_meta({**written, "updated": stamp})
 
 
-def _refuse_moved(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> None:
+def _refuse_moved(store: VaultStore, kind: RecordKind, meta: dict[str, Any], ancestors: set[str] = frozenset()) -> None:
     """Refuse a pushed session, or a turn of it, that a push brought here before and that was
     moved to another project here since (``memo session edit --to-project`` on the daemon): applied
-    where its project says, the session would be here twice and bill twice.
+    where its project says, the session would be here twice and bill twice. So too when the laptop
+    renamed the project it was pushed in since (``memo project rename``): the push under the new
+    name builds on the version brought before (``ancestors``), or is a turn of such a session —
+    the lead's move was not followed by the rename: the session was in both projects, billed on
+    two invoices once the lead filed one copy under another client.
 
     Raises
     ------
@@ -1041,12 +1045,21 @@ def _refuse_moved(store: VaultStore, kind: RecordKind, meta: dict[str, Any]) -> 
         ``project``: where it is now, and how to move it on the laptop too.
     """
     session_id = _session_of(kind, meta)
-    if session_id is None or kind is RecordKind.HANDOFF \
-            or not _base_path(store, meta["project"], f"session-{session_id}").is_file() \
-            or _session_here(store, meta["project"], session_id)[0]:
-        return  # not a session a push brought here, or still where it was
-    elsewhere = sorted({row["project"] for row in index.rows_with_id(store.conn, f"session-{session_id}",
-                                                                     RecordKind.SESSION.value)} - {meta["project"]})
+    if session_id is None or kind is RecordKind.HANDOFF or _session_here(store, meta["project"], session_id)[0]:
+        return  # no session's record, or the session is where the push says
+    record_id = f"session-{session_id}"
+    pushed_from = [meta["project"]] if _base_path(store, meta["project"], record_id).is_file() else []
+    if not pushed_from:  # pushed under another name before: a rename on the laptop
+        for base in sorted((_dir(store) / "base").glob(f"*/{record_id}.md")):
+            kept = _kept_version(base, record_id)
+            if kept is not None and base.parent.name != meta["project"] \
+                    and not _session_here(store, base.parent.name, session_id)[0] \
+                    and (kind is not RecordKind.SESSION or kept[0].get("updated") in ancestors):
+                pushed_from.append(base.parent.name)
+    if not pushed_from:
+        return  # not a session a push brought here, or still where it was (a rename the daemon follows)
+    elsewhere = sorted({row["project"] for row in index.rows_with_id(store.conn, record_id, RecordKind.SESSION.value)}
+                       - {meta["project"], *pushed_from})
     if elsewhere:
         raise InvalidFieldError("project", f"session {session_id} was moved to project {elsewhere[0]} on the "
                                            f"daemon: move it on this laptop too (memo session edit {session_id} "

@@ -2442,6 +2442,46 @@ def test_a_baton_an_empty_session_gave_back_is_taken_by_the_next_on_the_daemon_t
     assert "conflict" not in memo("sync", "status", vault=laptop, env=env).stdout
 
 
+def test_a_session_the_lead_moved_is_not_copied_by_the_laptops_rename_of_its_old_project(tmp_path, daemon):
+    """Found by a team lead: the lead moved Ana's session to project web on the daemon; Ana renamed
+    shop to storefront on her laptop and pushed — the session came in under storefront beside the
+    lead's copy in web, and once the lead filed that copy under another client, one hour was on two
+    issued invoices. The push of it under the new name is refused as a push under the old one is,
+    with the command that moves it on the laptop too; nothing of it lands in storefront."""
+    from memo_analytics.services.project_move import move_project
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    ana = _client(tmp_path, server.base, "ana")
+    try:
+        _own_session(ana, "nov29", "ana@team.test", 60, project="shop")
+        sync.push(ana)
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            edit_session(lead, EditSessionRequest(session_id="nov29", project="shop", to_project="web"))
+        finally:
+            lead.close()
+        move_project(ana, "shop", "storefront")
+        results = sync.push(ana)["results"]
+        refused = [r for r in results if r["outcome"] == "refused"]
+        assert [r["id"] for r in refused] == ["session-nov29", "prompt-nov29-t1"], results
+        assert refused[0]["reason"] == (
+            "Invalid project: session nov29 was moved to project web on the daemon: move it on this laptop too "
+            "(memo session edit nov29 --project storefront --to-project web)")
+        assert not list(team.glob("projects/storefront/*/*nov29*"))
+        report = json.loads(memo("--json", "activity", "--all", vault=team).stdout)
+        assert (report["totalDurationMinutes"], list(report["byProject"])) == (60, ["web"])
+        # done as said, the next push goes through to the lead's copy
+        edit_session(ana, EditSessionRequest(session_id="nov29", project="storefront", to_project="web"))
+        results = sync.push(ana)["results"]
+        assert all(r["outcome"] != "refused" for r in results), results
+        report = json.loads(memo("--json", "activity", "--all", vault=team).stdout)
+        assert (report["totalDurationMinutes"], list(report["byProject"])) == (60, ["web"])
+    finally:
+        ana.close()
+
+
 def test_a_project_renamed_on_a_laptop_is_followed_on_the_daemon_not_copied(tmp_path, daemon):
     """Found by a team lead: Bob renamed project shop to webshop on his laptop; the daemon kept
     every session of his under shop and took the pushed ones under webshop beside them — once the
