@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..analytics.frames import vault_sources
 from ..domain.clock import to_iso
@@ -15,6 +15,7 @@ from ..domain.errors import MemoError
 from ..domain.records import RecordKind
 from ..index import snapshot as rows
 from ..services.store import VaultStore
+from ..services.sync import pushed_here
 from ..vault import ledger
 from ..vault.conflicts import conflict_files, conflict_record_id
 from .digest import Snapshot
@@ -102,7 +103,8 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
                 getattr(snapshot, name).extend({**record, **({"_vault": source.vault} if further else {})}
                                                for record in query(source.conn, recent))
             if not further:  # a further vault's transcripts are another machine's files
-                snapshot.live_conversations += _live_conversations(source.conn, moment)
+                snapshot.live_conversations += _live_conversations(
+                    source.conn, moment, lambda project, sid: pushed_here(store, project, sid))
             root = Path(source.vault)
             docs = _invoices(root)
             snapshot.duplicate_invoices += [{**twice, **({"_vault": source.vault} if further else {})}
@@ -126,11 +128,13 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
     snapshot.terms_differ = _terms_differ(store)
     snapshot.retainers = _retainers(store, moment)
     snapshot.unreadable_sessions = _unreadable_sessions(store, snapshot)
-    _with_transcript_activity(snapshot.open_sessions, store.settings.idle_gap_minutes)
+    _with_transcript_activity(snapshot.open_sessions, store.settings.idle_gap_minutes,
+                              lambda project, sid: pushed_here(store, project, sid))
     return snapshot
 
 
-def _with_transcript_activity(sessions: list[dict[str, Any]], idle_gap_minutes: int) -> None:
+def _with_transcript_activity(sessions: list[dict[str, Any]], idle_gap_minutes: int,
+                              pushed: Callable[[str, str], bool] = lambda project, sid: False) -> None:
     """``lastActivityAt`` on each open hook session whose agent's transcript was written after its
     last turn: the agent works on after a prompt (an hour alone is an hour of work), and a session
     judged by its prompts alone was ended as stalled, 0 minutes billed, while the agent wrote.
@@ -146,7 +150,9 @@ def _with_transcript_activity(sessions: list[dict[str, Any]], idle_gap_minutes: 
     for session in sessions:
         if session.get("_vault"):
             continue  # a further vault's paths are another machine's
-        written = transcript_written(session.get("transcriptPath"), now)
+        # a session a laptop pushed here names a file of that laptop: never read here
+        mine = not pushed(str(session.get("project")), str(session.get("sessionId")))
+        written = transcript_written(session.get("transcriptPath"), now) if mine else None
         last = session.get("lastTurnAt") or session.get("startTime")
         if written is not None and last and written > from_iso(str(last)):
             session["lastActivityAt"] = to_iso(written)
@@ -155,7 +161,8 @@ def _with_transcript_activity(sessions: list[dict[str, Any]], idle_gap_minutes: 
             session["answeredUntil"] = to_iso(answered)
 
 
-def _live_conversations(conn: Any, moment: datetime) -> list[dict[str, Any]]:
+def _live_conversations(conn: Any, moment: datetime,
+                        pushed: Callable[[str, str], bool] = lambda project, sid: False) -> list[dict[str, Any]]:
     """Each conversation an import took in while its hook session was open and whose agent has
     not ended it (:func:`~memo_analytics.index.snapshot.live_imported_conversations`), as
     ``{sessionId, project, owner, hookSessionId, startTime, lastActivityAt}``: ``sessionId`` the
@@ -175,7 +182,8 @@ def _live_conversations(conn: Any, moment: datetime) -> list[dict[str, Any]]:
         moments = [from_iso(str(newest["endTime"]))]
         turn = last_turn_created(conn, str(hook.get("project")), str(hook.get("sessionId")))
         moments += [from_iso(turn)] if turn else []
-        written = transcript_written(hook.get("transcriptPath"), moment)
+        written = None if pushed(str(hook.get("project")), str(hook.get("sessionId"))) \
+            else transcript_written(hook.get("transcriptPath"), moment)  # a laptop's file is not read here
         moments += [written] if written is not None else []
         found.append({"id": hook["id"], "sessionId": newest["sessionId"], "project": newest["project"],
                       "imported": [[str(s["project"]), str(s["sessionId"])] for s in imported],

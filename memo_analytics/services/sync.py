@@ -1158,6 +1158,14 @@ _TIME_KEYS = ("startTime", "endTime", "durationMinutes", "status", "timesEdited"
 _STAMP_KEYS = ("updated",)
 
 
+def pushed_here(store: VaultStore, project: str, session_id: str) -> bool:
+    """Whether a laptop's push brought the session ``session_id`` of ``project`` to this vault (a
+    team daemon keeps its base copy): its ``transcriptPath`` names a file of that laptop, which this
+    machine must not read (a token holder learned of the daemon's files, and moved the proposed end
+    of the session, by naming one)."""
+    return _base_path(store, project, f"session-{session_id}").is_file()
+
+
 def _base_path(store: VaultStore, project: str, record_id: str) -> Path:
     """Where the base copy of a pushed session is kept (:func:`_keep_base`)."""
     return _dir(store) / "base" / project / f"{record_id}.md"

@@ -2669,3 +2669,40 @@ def test_a_hook_says_nothing_of_a_push_that_failed(tmp_path):
                    input=json.dumps({"session_id": "q1", "cwd": str(repo), **event}))
         assert (ran.returncode, ran.stdout, ran.stderr) == (0, "", ""), ran.stderr
     assert "Connection refused" in memo("sync", "status", vault=tmp_path / "bob", env=env, check=False).stdout
+
+
+def test_the_daemon_never_reads_a_transcript_path_a_laptop_pushed(tmp_path, daemon):
+    """Found by an attacker (a token holder): a pushed open session naming ``transcriptPath:
+    /some/file.json`` had the daemon's digest read that file's time — whether any ``.json`` file
+    existed on the daemon's machine and when it was last written, shown as "end it at its last
+    activity <mtime>", which also moved what the proposed end billed. A laptop's path is not read
+    on the daemon: the session is judged by its turns."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.operator.service import current_digest
+
+    team, server = daemon
+    ana = _client(tmp_path, server.base, "ana")
+    start = datetime.now(timezone.utc) - timedelta(hours=30)
+    probe = tmp_path / "secret-probe.json"
+    probe.write_text("{}")
+    written = (start + timedelta(hours=2)).replace(microsecond=0)
+    os.utime(probe, (written.timestamp(), written.timestamp()))
+    try:
+        start_session(ana, StartSessionRequest(session_id="probe", project="p1", owner="ana@team.test",
+                                               start_time=start.isoformat()))
+        record_prompt(ana, RecordPromptRequest(session_id="probe", project="p1", body="look at the parser"),
+                      now=start + timedelta(minutes=5))
+        meta, body = ana.read("p1", RecordKind.SESSION, "session-probe")
+        ana.upsert(RecordKind.SESSION, {**meta, "source": "hook:claude-code", "transcriptPath": str(probe)}, body)
+        sync.push(ana)
+    finally:
+        ana.close()
+    assert "transcriptPath" in _team_file(team, "session-probe", "sessions", "p1").read_text()
+    lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    try:
+        [item] = [i for i in current_digest(lead, force=True)["items"] if i["subject"] == "probe"]
+    finally:
+        lead.close()
+    said = json.dumps(item)
+    assert written.strftime("%Y-%m-%dT%H:%M:%S") not in said and "its last activity" not in said, said
