@@ -15,7 +15,8 @@ Kinds
 -----
 waiting on you: ``session_open_too_long``, ``handoff_unclaimed``, ``pr_awaiting_review``,
 ``rule_ready``, ``invoice_number_twice`` (two machines of a vault-git vault issued one invoice
-number: a credit note must cancel one), ``invoice_session_changed`` (a session on an issued
+number: a credit note must cancel one), ``invoice_credited_twice`` (two credit notes cancel one
+invoice: the client was credited twice), ``invoice_session_changed`` (a session on an issued
 invoice now differs from it: a pull or a hand edit changed it afterwards), ``billing_terms_differ``
 (an invoice another machine issued billed a client on other terms than this machine's config:
 reports and invoices here come to other amounts; one item per client), ``session_too_long`` (a
@@ -58,6 +59,7 @@ KIND_LANE = {
     "pr_awaiting_review": "waiting on you",
     "rule_ready": "waiting on you",
     "invoice_number_twice": "waiting on you",
+    "invoice_credited_twice": "waiting on you",
     "invoice_session_changed": "waiting on you",
     "billing_terms_differ": "waiting on you",
     "session_too_long": "waiting on you",
@@ -573,6 +575,16 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
     for twice in snapshot.duplicate_invoices:
         since = from_iso(twice["created"])
         later = twice["refs"][-1]
+        if twice.get("creditedTwice"):  # a credit note cannot be cancelled: the person settles it with the client
+            items.append((Item("invoice_credited_twice", KIND_LANE["invoice_credited_twice"], twice["number"],
+                               twice["client"], "you to settle a second credit with the client",
+                               f"invoice {twice['number']} is cancelled by {len(twice['refs'])} credit notes "
+                               f"({', '.join(twice['refs'])}, issued on two machines): the client was credited more "
+                               "than once" + (f" ({twice['currency']} {twice['gross']} too much)" if twice.get("gross")
+                                              else ""),
+                               _age(since, now), 0, f"memo invoice show {_q(later)}  # not to be sent: if it was, "
+                               "the client owes its amount back", to_iso(since), fingerprint(*twice["refs"])), twice))
+            continue
         items.append((Item("invoice_number_twice", KIND_LANE["invoice_number_twice"], twice["number"],
                            twice["client"], "you to cancel one of two invoices", f"invoice number {twice['number']} "
                            f"was issued on two machines ({', '.join(twice['refs'])}): a number must be issued once",

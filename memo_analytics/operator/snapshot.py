@@ -32,11 +32,19 @@ def _invoices(root: Path) -> list[ledger.Document]:
 
 def _duplicate_invoices(docs: list[ledger.Document]) -> list[dict[str, Any]]:
     """``{number, refs, client, created}`` of each invoice number two uncredited invoices of the
-    vault carry (:func:`~memo_analytics.vault.ledger.duplicate_numbers`)."""
+    vault carry (:func:`~memo_analytics.vault.ledger.duplicate_numbers`), and of each invoice two
+    credit notes cancel (``creditedTwice``; ``refs`` the notes, with the last one's ``gross``,
+    ``currency``: :func:`~memo_analytics.vault.ledger.credited_twice`)."""
     by_ref = {doc.ref: doc for doc in docs}
     return [{"number": number, "refs": refs, "client": str(by_ref[refs[-1]].meta.get("client") or ""),
              "created": str(by_ref[refs[-1]].meta.get("createdAt") or to_iso(datetime.now(timezone.utc)))}
-            for number, refs in ledger.duplicate_numbers(docs).items()]
+            for number, refs in ledger.duplicate_numbers(docs).items()] + [
+        # an invoice two credit notes cancel (two machines credited it before they synced): the
+        # client was credited twice — said by `memo invoice list` only, the digest was silent
+        {"number": invoice, "refs": notes, "creditedTwice": True, "client": str(by_ref[notes[-1]].meta.get("client") or ""),
+         "gross": str(by_ref[notes[-1]].meta.get("gross") or ""), "currency": str(by_ref[notes[-1]].meta.get("currency") or ""),
+         "created": str(by_ref[notes[-1]].meta.get("createdAt") or to_iso(datetime.now(timezone.utc)))}
+        for invoice, notes in ledger.credited_twice(docs).items()]
 
 
 def _invoiced_changed(conn: Any, docs: list[ledger.Document]) -> list[dict[str, Any]]:

@@ -995,6 +995,16 @@ def test_a_session_on_two_standing_invoices_and_an_invoice_credited_twice_are_sa
     assert said["2026-0003"] == said["2026-0004"] == [
         "invoice 2026-0002 is cancelled by 2 credit notes (2026-0003, 2026-0004): the client was credited more "
         "than once"]
+    # found by two freelancers sharing a vault: the digest said nothing of it (no item, "[]")
+    from tests.inprocess import memo
+
+    memo("session", "start", "s07", "--project", "web", vault=tmp_path)  # a vault: it records work
+    digest = json.loads(memo("--json", "digest", vault=tmp_path).stdout)
+    [item] = [i for i in digest["items"] if i["kind"] == "invoice_credited_twice"]
+    assert (item["subject"], item["lane"], item["action"]) == (
+        "2026-0002", "waiting on you", "memo invoice show 2026-0004  # not to be sent: if it was, the client owes its "
+                                       "amount back")
+    assert item["why"].startswith("invoice 2026-0002 is cancelled by 2 credit notes (2026-0003, 2026-0004")
     for name in ("2026-0003", "2026-0004"):
         (folder / f"{name}.md").unlink()
     docs = ledger.documents(tmp_path)
