@@ -305,15 +305,22 @@ def invoiced_items(docs: list[Document]) -> dict[tuple[str, str], tuple[str, str
     """``{(project, sessionId): (invoice number, client, session item)}`` of every session on an
     invoice no credit note cancels: the item as issued (``startTime``, ``endTime``,
     ``durationMinutes``, ``billedMinutes`` …) and the client the invoice billed."""
-    invoiced = invoiced_sessions(docs)
     items: dict[tuple[str, str], tuple[str, str, dict[str, Any]]] = {}
-    for doc in (d for d in docs if d.kind == INVOICE):
+    for doc in _standing_invoices(docs):
         for item in doc.meta.get("sessions") or []:
             if isinstance(item, dict):
                 key = (str(item.get("project")), str(item.get("sessionId")))
-                if invoiced.get(key) == doc.number:
-                    items[key] = (doc.number, str(doc.meta.get("client") or ""), item)
+                items.setdefault(key, (doc.number, str(doc.meta.get("client") or ""), item))
     return items
+
+
+def _standing_invoices(docs: list[Document]) -> list[Document]:
+    """The invoices no credit note cancels, in the order of ``docs`` (the one created first of a
+    number issued twice before its duplicate). Told apart by their ref: two machines' invoices of
+    one number matched each other's sessions by the number, and the credited duplicate's minutes
+    were the ones reports billed."""
+    cancelled = credited(docs)
+    return [d for d in docs if d.kind == INVOICE and d.ref not in cancelled]
 
 
 def differs_from_invoice(session: dict[str, Any], client: str, item: dict[str, Any]) -> list[str]:
@@ -349,14 +356,13 @@ def invoiced_minutes(docs: list[Document]) -> dict[tuple[str, str], int]:
     """``{(project, sessionId): minutes}`` each session on an uncredited invoice was billed
     there (``billedMinutes`` as issued; ``durationMinutes`` for documents issued before it was
     kept)."""
-    invoiced = invoiced_sessions(docs)
     minutes: dict[tuple[str, str], int] = {}
-    for doc in (d for d in docs if d.kind == INVOICE):
+    for doc in _standing_invoices(docs):
         for item in doc.meta.get("sessions") or []:
             key = (str(item["project"]), str(item["sessionId"]))
             value = item.get("billedMinutes", item.get("durationMinutes"))
-            if invoiced.get(key) == doc.number and isinstance(value, int) and not isinstance(value, bool):
-                minutes[key] = value
+            if isinstance(value, int) and not isinstance(value, bool):
+                minutes.setdefault(key, value)
     return minutes
 
 

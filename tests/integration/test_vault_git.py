@@ -1294,3 +1294,35 @@ def test_a_field_merge_whose_times_break_the_session_rule_keeps_the_newer_versio
     merged = _merged_record("projects/p1/sessions/session-m1.md", texts[0], dump_record(ours_summary, "").encode(),
                             texts[2], datetime(2026, 11, 3, tzinfo=timezone.utc))
     assert merged is not None and b"summary: Release" in merged[0] and b"durationMinutes: 120" in merged[0]
+
+
+def test_a_session_billed_by_a_credited_duplicate_bills_what_the_standing_invoice_billed(tmp_path):
+    """Found by two freelancers sharing a vault: offline, A set s1 to 120 minutes and invoiced it
+    as 2026-0001; B invoiced it at 150 as 2026-0001 too (its duplicate after the sync). Once the
+    duplicate was credited, reports still billed s1 150 minutes "as invoice 2026-0001" (which billed
+    120), and the digest proposed putting the record back to 150: the two invoices of one number
+    matched each other's sessions by the number. The standing invoice's minutes count."""
+    from memo_analytics.vault import ledger
+
+    folder = tmp_path / "invoices"
+    folder.mkdir()
+
+    def doc(name: str | None, kind: str, number: str, created: str, minutes: int | None = None, **extra: str) -> str:
+        sessions = (f"\n- {{project: web, sessionId: s1, durationMinutes: {minutes}, billedMinutes: {minutes}}}"
+                    if minutes else " []")
+        more = "".join(f"{key}: {value}\n" for key, value in extra.items())
+        text = (f"---\nkind: {kind}\nnumber: {number}\nsequence: 1\nissued: '2026-12-01'\nclient: Acme\n"
+                f"createdAt: '{created}'\nsessions:{sessions}\n{more}---\nissued\n")
+        name = name or ledger.duplicate_ref(number, text.encode("utf-8"))  # as a merge names it
+        (folder / f"{name}.md").write_text(text)
+        return name
+
+    doc("2026-0001", "invoice", "2026-0001", "2026-12-01T10:00:00.000Z", 120)
+    duplicate = doc(None, "invoice", "2026-0001", "2026-12-01T10:00:05.000Z", 150)
+    doc("2026-0002", "creditNote", "2026-0002", "2026-12-02T09:00:00.000Z", credits="2026-0001",
+        creditsRef=duplicate)
+    docs = ledger.documents(tmp_path)
+    assert ledger.credited(docs) == {duplicate: "2026-0002"}
+    assert ledger.invoiced_minutes(docs) == {("web", "s1"): 120}
+    number, client, item = ledger.invoiced_items(docs)[("web", "s1")]
+    assert (number, client, item["billedMinutes"]) == ("2026-0001", "Acme", 120)
