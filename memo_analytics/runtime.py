@@ -419,8 +419,11 @@ def run_hook(agent: str, payload: str | None, event_name: str | None, vault_root
     try:
         send = remote_sender(settings) if settings is not None and settings.mode == "remote" else None
         batons: list[dict] = []
+        # the vault the config would name is unknown only when nothing else names one (a vault given
+        # by --vault-root or MEMO_VAULT is the event's whatever the config says)
+        unconfigured = settings is None and vault_root is None and not os.environ.get("MEMO_VAULT")
         lines = capture(open_store, root, agent, raw, event_name, send=send, batons=batons,
-                        unconfigured=settings is None)
+                        unconfigured=unconfigured)
         answer = hook_answer(batons)
         if answer is not None:  # the hand-off the session start claimed, into the agent's context
             sys.stdout.write(answer + "\n")

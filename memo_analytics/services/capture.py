@@ -290,7 +290,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         # a folder of no repository: its name, as the import of the agent's transcript files the
         # same conversation (a hook filed it under ``default``, its import under the folder: work of
         # a checkout not yet ``git init``-ed billed internal, out of reach of projectClients)
-        name = Path(os.path.realpath(cwd)).name
+        # its name as the agent gave it, as the import reads it from the transcript (a link's own name)
+        name = Path(os.path.normpath(cwd)).name
         project = project_slug(name) if name else None  # the root folder has none: the default project
     project = store.resolve_project(project, cwd)
     # a folder of a repository (a remote caller's project counts as one): a turn from there is work of that project
@@ -804,13 +805,14 @@ UNCONFIGURED = "-nocfg"
 
 def spooled(vault_root: Path) -> list[Path]:
     """The spooled events of the vault (its own spool and the person's for it) — and those that
-    came while the config file could not be read (:data:`UNCONFIGURED`, spooled beside the vault
-    ``MEMO_VAULT`` or the default names) —, oldest first."""
+    came while the config file, which names the vault, could not be read (:data:`UNCONFIGURED`,
+    spooled beside the default vault; an event whose vault ``--vault-root`` or ``MEMO_VAULT``
+    named is not one of them: it is that vault's) —, oldest first."""
     from ..config import default_vault_root
 
     found: list[Path] = []
     folders = [(folder, "*.json") for folder in _spool_dirs(vault_root)]
-    fallback = fallback_vault(os.environ.get("MEMO_VAULT") or str(default_vault_root()))
+    fallback = fallback_vault(str(default_vault_root()))
     if fallback is not None and fallback.absolute() != Path(vault_root).expanduser().absolute():
         folders += [(folder, f"*{UNCONFIGURED}.json") for folder in _spool_dirs(fallback)]
     for folder, pattern in folders:

@@ -179,6 +179,17 @@ def test_an_event_spooled_while_the_config_was_broken_lands_in_the_vault_the_con
     assert replayed.returncode == 0, replayed.stderr
     assert [t["body"] for t in turns(vault, "product")] == ["sent while broken"]
     assert capture.spooled(vault) == []
+    # found by an attacker: an event whose vault the hook named (--vault-root, as `memo --vault-root X
+    # hooks install` writes it) is that vault's, broken config or not — another vault never takes it in
+    named = tmp_path / "home" / ".memo" / "vault"
+    config.write_text(f'vaultRoot = "{vault}"\ntimezone = "Europe/Berlin\n')
+    ran = memo("hook", "claude-code", input=claude("UserPromptSubmit", repo, prompt="meant for the named vault"),
+               vault=named, check=False, env=env)
+    assert (ran.returncode, ran.stdout) == (0, "") and len(capture.spooled(named)) == 1
+    config.write_text(f'vaultRoot = "{vault}"\ntimezone = "Europe/Berlin"\n')
+    memo("hooks", "replay", env=env, check=False)
+    assert [t["body"] for t in turns(vault, "product")] == ["sent while broken"]
+    assert len(capture.spooled(named)) == 1
 
 
 @pytest.mark.parametrize("stdin", ["", "not json", "[1, 2]", json.dumps({"hook_event_name": "UserPromptSubmit",
@@ -1395,6 +1406,11 @@ def test_a_hook_in_a_folder_of_no_repository_files_under_the_folders_name_as_its
     memo("hook", "claude-code", vault=tmp_path / "v", input=json.dumps(payload))
     listed = json.loads(memo("--json", "prompt", "list", "--all", vault=tmp_path / "v").stdout)
     assert [(item["project"], item["body"]) for item in listed["items"]] == [("portal", "Add rate limiting")]
+    # reached through a link: the link's name, as the import of its transcript (which names that cwd) files it
+    (tmp_path / "linky").symlink_to(folder)
+    memo("hook", "claude-code", vault=tmp_path / "l", input=json.dumps({**payload, "cwd": str(tmp_path / "linky")}))
+    listed = json.loads(memo("--json", "prompt", "list", "--all", vault=tmp_path / "l").stdout)
+    assert [item["project"] for item in listed["items"]] == ["linky"]
     memo("hook", "claude-code", vault=tmp_path / "w", input=json.dumps(payload), env={"MEMO_PROJECT": "scratch"})
     listed = json.loads(memo("--json", "prompt", "list", "--all", vault=tmp_path / "w").stdout)
     assert [item["project"] for item in listed["items"]] == ["scratch"]
