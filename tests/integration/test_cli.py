@@ -688,6 +688,11 @@ def test_prompt_list_search_and_session_show_take_the_zone_of_their_days_as_mcp_
                 for command in (("prompt", "list"), ("prompt", "search", "parser"), ("session", "show"))]
     assert [page["total"] for page in shanghai] == [1, 1, 1]
     assert shanghai[0]["items"][0]["sessionId"] == "early"
+    # the times shown are of that zone too (rows asked for 28 November read "2025-11-28 18:00", not 10:00 UTC)
+    shown = memo("prompt", "list", *day, "--tz", "Asia/Shanghai", vault=vault, env=env).stdout
+    assert "2025-11-28 18:00" in shown and "Asia/Shanghai" in shown, shown
+    one = memo("session", "show", "early", "--project", "web", "--tz", "Asia/Shanghai", vault=vault, env=env).stdout
+    assert "2025-11-28 18:00" in one and "Asia/Shanghai" in one, one
     [(failed, text)] = tool_calls(vault, [{"action": "list", "crossProject": True, "since": "2025-11-28",
                                            "until": "2025-11-28", "tz": "Asia/Shanghai"}], env=env)
     assert not failed and json.loads(text)["total"] == 1

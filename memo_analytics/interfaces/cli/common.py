@@ -191,6 +191,8 @@ class State:
     runtime: Runtime | None = None
     #: why the config file could not be read, for a command that goes on without it (memo hooks status)
     config_error: MemoError | None = None
+    #: the zone a command's ``--tz`` names: its times are shown in it too (None: the configured zone)
+    shown_zone: str | None = None
 
     @property
     def settings(self) -> Settings | None:
@@ -257,6 +259,7 @@ def _apply_globals(vault_root: Optional[str], json_output: bool, command: Option
     state.json_parsed = False
     state.vault_root = vault_root
     state.config_error = None
+    state.shown_zone = None
     state.use(None)
     if command in ("config", "doctor", "hook"):
         # memo config reads (and repairs) the config file itself, valid or not; memo doctor checks it; a
@@ -496,11 +499,11 @@ def _grouped(amount: object) -> str:
 
 
 def _zone():
-    """The zone a person's tables and lines show times in: the configured ``timezone``, else the
-    machine's (the zone of every report's dates)."""
+    """The zone a person's tables and lines show times in: the command's ``--tz``, else the
+    configured ``timezone``, else the machine's (the zone of every report's dates)."""
     from ...domain.clock import resolve_zone
 
-    return resolve_zone(state.settings.timezone if state.settings else None)
+    return resolve_zone(state.shown_zone or (state.settings.timezone if state.settings else None))
 
 
 def _zone_label() -> str:

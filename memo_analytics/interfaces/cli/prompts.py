@@ -101,7 +101,9 @@ def _list_request(**kwargs: Any) -> ListRequest:
     kwargs["cross_project"] = kwargs.pop("all_projects")
     kwargs["tags"] = kwargs.pop("tag")
     kwargs["cwd"] = str(Path.cwd())
-    return _build(ListRequest, **kwargs)
+    request = _build(ListRequest, **kwargs)
+    state.shown_zone = request.tz  # the days it names are the days its times are shown in
+    return request
 
 
 def _print_page(page: dict[str, Any], request: ListRequest) -> None:
@@ -139,8 +141,8 @@ _FILTERS = dict(
     tag=typer.Option([], "--tag", help="Tag that must be present (repeatable)."),
     since=typer.Option(None, "--since", help="Created at or after (ISO date or time)."),
     until=typer.Option(None, "--until", help="Created at or before (a date covers the whole day)."),
-    tz=typer.Option(None, "--tz", help="IANA time zone of the days --since/--until name (default: the config's "
-                                       "timezone, else the machine's)."),
+    tz=typer.Option(None, "--tz", help="IANA time zone of the days --since/--until name and of the times shown "
+                                       "(default: the config's timezone, else the machine's)."),
     limit=typer.Option(20, "--limit", help="Page size, 1–100."),
     offset=typer.Option(0, "--offset", help="Items to skip."),
     sort=typer.Option(None, "--sort", metavar="ORDER",

@@ -254,8 +254,9 @@ def session_show(
     client: Optional[str] = typer.Option(None, "--client", help="Client, exact (listing)."),
     since: Optional[str] = typer.Option(None, "--since", help="Sessions starting at or after (listing)."),
     until: Optional[str] = typer.Option(None, "--until", help="Sessions starting at or before (listing)."),
-    tz: Optional[str] = typer.Option(None, "--tz", help="IANA time zone of the days --since/--until name "
-                                                        "(default: the config's timezone, else the machine's)."),
+    tz: Optional[str] = typer.Option(None, "--tz", help="IANA time zone of the days --since/--until name and of "
+                                                        "the times shown (default: the config's timezone, else the "
+                                                        "machine's)."),
     limit: int = typer.Option(20, "--limit", help="Page size, 1–100."),
     offset: int = typer.Option(0, "--offset", help="Items to skip."),
 ) -> None:
@@ -263,6 +264,7 @@ def session_show(
     _check_scope(project, all_projects)
     request = _build(SessionRequest, session_id=session_id, project=project, cross_project=all_projects,
                      client=client, since=since, until=until, tz=tz, limit=limit, offset=offset, cwd=str(Path.cwd()))
+    state.shown_zone = request.tz  # its times are shown in the zone of the days it names
     result = answer_of("session", request, lambda: session_service.session_view(state.store, request))
 
     def human(r: dict[str, Any]) -> None:
