@@ -28,6 +28,8 @@ from pydantic import ValidationError
 from ..actions import ACTIONS, AGENT_ACTIONS, PromptToolInput, call_tool, refuse_server_paths
 from ..domain.errors import (
     DiskFullError,
+    IndexDamagedError,
+    IndexReadOnlyError,
     InvalidFieldError,
     MemoError,
     RecordNotFoundError,
@@ -90,8 +92,8 @@ def _status_for(exc: MemoError) -> int:
         return 404
     if isinstance(exc, (SessionCompletedError, SessionNotStartedError)):
         return 409
-    if isinstance(exc, VaultBusyError):
-        return 503
+    if isinstance(exc, (VaultBusyError, IndexReadOnlyError, IndexDamagedError)):
+        return 503  # the server cannot answer now (a read-only or damaged index answered 400, the caller's fault)
     if isinstance(exc, DiskFullError):
         return 507  # Insufficient Storage
     return 400

@@ -614,3 +614,22 @@ def test_a_page_out_of_range_is_told_and_compact_answers_alike_over_http(seeded)
     assert "status" in full["items"][0] and "status" not in small["items"][0]  # compact leaves the defaults out
     status, empty = server.get_json("/api/actions/list", data={"projectId": "web", "sessionId": "nope", "compact": True})
     assert status == 200 and empty["items"] == [] and empty["total"] == 0
+
+
+def test_a_damaged_index_answers_503_not_a_callers_error(tmp_path):
+    """Found by an operator: an index the server cannot use (read-only, damaged) answered HTTP 400,
+    a caller's error, to every request; it is the server's: 503, with the one-line reason."""
+    vault = tmp_path / "vault"
+    memo("session", "start", "s1", "--project", "web", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    server = Server(vault)
+    try:
+        index = vault / ".memo" / "index.sqlite"
+        for suffix in ("-wal", "-shm"):
+            Path(f"{index}{suffix}").unlink(missing_ok=True)
+        index.unlink()
+        index.write_bytes(b"this is not a database" * 100)  # another file at its path: opened again
+        time.sleep(2.5)  # past the server's recheck interval (RECHECK_SECONDS)
+        status, body = server.get_json("/api/sessions?crossProject=true")
+        assert status == 503 and "is damaged" in body["error"], (status, body)
+    finally:
+        server.stop()
