@@ -78,6 +78,10 @@ def test_show_lists_the_effective_settings_with_their_sources(config):
     ("mode", "cloud", "error: Invalid config mode: Input should be 'local', 'hybrid' or 'remote'"),
     ("timezone", "Mars/Olympus", "error: Invalid config timezone: unknown time zone"),
     ("not a key", "1", "error: Invalid config key: 'not a key' is not a dotted key"),
+    # found by a freelancer: a client's name with a space was refused without saying how to give it
+    ("clients.Acme GmbH.roundingMinutes", "15", "error: Invalid config key: 'clients.Acme GmbH.roundingMinutes' is not "
+                                                "a dotted key such as vaultGit.enabled (a name with a space or a dot in "
+                                                "quotes: 'clients.\"Acme GmbH\".roundingMinutes')"),
     ('clients."G"', '{hourlyRate = "95", currency = "XYZ"}',
      "error: Invalid config clients.G.currency: 'XYZ' is not an ISO 4217 currency code in capitals (EUR, USD, JPY …)"),
     ('clients."G"', '{hourlyRate = "95", currency = "usd"}',

@@ -205,7 +205,10 @@ def config_show(
 def _parse_key(key: str, present: dict[str, Any] | None = None) -> list[str]:
     """``key`` split into its parts; an unknown top-level key is refused unless it is one of
     ``present`` (the file's, so that ``unset`` can remove it)."""
-    refused = InvalidFieldError("config key", f"{key!r} is not a dotted key such as vaultGit.enabled")
+    # a client's name with a space, a dot or an accent is a quoted part (a freelancer typed
+    # clients.Acme GmbH.roundingMinutes and was not told how)
+    refused = InvalidFieldError("config key", f"{key!r} is not a dotted key such as vaultGit.enabled (a name with a "
+                                              "space or a dot in quotes: 'clients.\"Acme GmbH\".roundingMinutes')")
     bare = re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', "", key)  # outside quoted parts: no "=", "#" nor line break
     if "\n" in key or "\r" in key or "=" in bare or "#" in bare:
         raise refused
