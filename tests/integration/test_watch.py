@@ -28,6 +28,12 @@ def line(kind: str, uuid: str, at: str, text: str, cwd: str = "/home/ana/code/sh
                        "uuid": uuid, "timestamp": at}) + "\n"
 
 
+#: A conversation's first exchange: the person's prompt at 09:00 and the agent's answer at 09:03.
+def first_exchange() -> str:
+    return (line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export")
+            + line("assistant", "a1", "2026-11-30T09:03:00.000Z", "Done."))
+
+
 def watcher(tmp_path: Path, folder: Path, *args: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
     env.update(HOME=str(tmp_path / "home"), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
@@ -35,6 +41,16 @@ def watcher(tmp_path: Path, folder: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "memo_analytics", "--json", "watch", "--only", str(folder),
                              "--debounce-ms", "100", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def watching_a_transcript(tmp_path: Path, folder_name: str) -> tuple[Path, subprocess.Popen]:
+    """A Claude Code transcript of :func:`first_exchange` in ``projects/<folder_name>``, and a
+    watcher of that folder."""
+    folder = tmp_path / "claude" / ".claude" / "projects" / folder_name
+    folder.mkdir(parents=True)
+    transcript = folder / f"{SESSION}.jsonl"
+    transcript.write_text(first_exchange())
+    return transcript, watcher(tmp_path, folder)
 
 
 def wait_for(proc: subprocess.Popen, predicate, timeout: float = 30.0) -> list[dict]:
@@ -83,12 +99,8 @@ def turns(vault: Path) -> list[str]:
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
 def test_a_growing_transcript_is_imported_as_it_grows_and_the_watcher_stops_cleanly(tmp_path, how):
-    folder = tmp_path / "claude" / ".claude" / "projects" / "-home-ana-code-shop"
-    folder.mkdir(parents=True)
-    transcript = folder / f"{SESSION}.jsonl"
-    transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export")
-                          + line("assistant", "a1", "2026-11-30T09:03:00.000Z", "Done."))
-    proc = watcher(tmp_path, folder)
+    transcript, proc = watching_a_transcript(tmp_path, "-home-ana-code-shop")
+    folder = transcript.parent
     try:
         first = wait_for(proc, lambda seen: len(seen) >= 1)
         assert (first[0]["turns"], first[0]["sessions"], first[0]["source"]) == (1, 1, "claude-code")
@@ -432,9 +444,7 @@ def test_a_folder_that_cannot_be_read_is_said_and_the_rest_is_still_followed(tmp
                              "--debounce-ms", "100"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         time.sleep(2)
-        (folder / "open" / f"{SESSION}.jsonl").write_text(
-            line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export")
-            + line("assistant", "a1", "2026-11-30T09:03:00.000Z", "Done."))
+        (folder / "open" / f"{SESSION}.jsonl").write_text(first_exchange())
         [item] = wait_for(proc, lambda seen: len(seen) >= 1, timeout=20)
         assert item["turns"] == 1 and item["path"].endswith(f"open/{SESSION}.jsonl")
         proc.send_signal(signal.SIGTERM)
@@ -518,8 +528,7 @@ def test_a_file_name_that_is_not_utf8_is_said_once_and_the_watch_goes_on(tmp_pat
     try:
         time.sleep(2)
         with open(odd, "w") as handle:
-            handle.write(line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export")
-                         + line("assistant", "a1", "2026-11-30T09:03:00.000Z", "Done."))
+            handle.write(first_exchange())
         [first] = wait_for(proc, lambda seen: len(seen) >= 1, timeout=20)
         assert os.fsencode(first["path"]) == odd
         time.sleep(1)
@@ -545,12 +554,7 @@ def test_a_vault_moved_while_the_watch_runs_stops_it_and_makes_no_second_vault(t
     import made a second, empty vault at the old path, and the index still open in the moved vault
     was brought in line with that empty folder ("6 removed"): the moved vault's sessions billed
     ``internal`` until a reindex. The watcher stops and says so; the moved vault is as it was."""
-    folder = tmp_path / "claude" / ".claude" / "projects" / "shop"
-    folder.mkdir(parents=True)
-    transcript = folder / f"{SESSION}.jsonl"
-    transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export")
-                          + line("assistant", "a1", "2026-11-30T09:03:00.000Z", "Done."))
-    proc = watcher(tmp_path, folder)
+    transcript, proc = watching_a_transcript(tmp_path, "shop")
     try:
         wait_for(proc, lambda seen: len(seen) >= 1, timeout=20)
         (tmp_path / "v").rename(tmp_path / "moved")
