@@ -36,7 +36,7 @@ from ..domain.records import RecordKind
 from ..domain.wire import counted, valid_text
 from ..index import store as index
 from .agent_ids import AGENTS, hook_session_id
-from .store import VaultStore, from_another_machine, repository_root
+from .store import VaultStore, from_another_machine, project_of_folder, repository_root
 
 if TYPE_CHECKING:
     from ..config import Settings
@@ -291,7 +291,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         # same conversation (a hook filed it under ``default``, its import under the folder: work of
         # a checkout not yet ``git init``-ed billed internal, out of reach of projectClients)
         # its name as the agent gave it, as the import reads it from the transcript (a link's own name)
-        name = Path(os.path.normpath(cwd)).name
+        name = project_of_folder(os.path.normpath(cwd))
         project = project_slug(name) if name else None  # the root folder has none: the default project
     project = store.resolve_project(project, cwd)
     # a folder of a repository (a remote caller's project counts as one): a turn from there is work of that project

@@ -38,6 +38,7 @@ from ..domain.errors import (
     IndexDamagedError,
     IndexReadOnlyError,
     InvalidFieldError,
+    MemoError,
     VaultBusyError,
     disk_full,
 )
@@ -263,6 +264,27 @@ def project_from_cwd(cwd: str | Path | None) -> str | None:
     if common.name == ".git":
         return project_slug(common.parent.name)
     return project_slug(common.name.removesuffix(".git") or root.name)  # a worktree of a bare repository
+
+
+def project_of_folder(path: object) -> str | None:
+    """The project a working folder the transcript names stands for, or None: where the folder
+    is on this machine inside a git repository, that repository's project as a hook names it
+    (:func:`project_from_cwd` — a subfolder, a link to the
+    repository or a linked worktree of it is the repository), else the folder's last name
+    (POSIX or Windows paths), as it was where the agent ran."""
+    from pathlib import PurePosixPath, PureWindowsPath
+
+    if not isinstance(path, str) or not path.strip():
+        return None
+    pure = PureWindowsPath(path) if "\\" in path and "/" not in path else PurePosixPath(path)
+    if isinstance(pure, PurePosixPath) and pure.is_absolute() and "\x00" not in path:
+        try:
+            found = project_from_cwd(path) if os.path.isdir(path) else None
+        except (OSError, ValueError, MemoError):
+            found = None
+        if found:
+            return found
+    return pure.name or None
 
 
 def _turn_id(session_id: str, turn: int) -> str:

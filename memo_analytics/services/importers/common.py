@@ -41,7 +41,7 @@ from ..pricing import PriceCache, stored_turn_cost
 from ..prompts import body_refusal, clean_client, record_prompt, stored_summary
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, record_whole_session, start_session
-from ..store import VaultStore
+from ..store import VaultStore, project_of_folder
 
 _UTC = timezone.utc
 _EPOCH = datetime(1970, 1, 1, tzinfo=_UTC)
@@ -109,29 +109,6 @@ def json_kind(value: object) -> str:
     if value is None:
         return "null"
     return "a list" if isinstance(value, list) else "an object"
-
-
-def project_of_folder(path: object) -> str | None:
-    """The project a working folder the transcript names stands for, or None: where the folder
-    is on this machine inside a git repository, that repository's project as a hook names it
-    (:func:`~memo_analytics.services.store.project_from_cwd` — a subfolder, a link to the
-    repository or a linked worktree of it is the repository), else the folder's last name
-    (POSIX or Windows paths), as it was where the agent ran."""
-    from pathlib import PurePosixPath, PureWindowsPath
-
-    if not isinstance(path, str) or not path.strip():
-        return None
-    pure = PureWindowsPath(path) if "\\" in path and "/" not in path else PurePosixPath(path)
-    if isinstance(pure, PurePosixPath) and pure.is_absolute() and "\x00" not in path:
-        from ..store import project_from_cwd
-
-        try:
-            found = project_from_cwd(path) if os.path.isdir(path) else None
-        except (OSError, ValueError, MemoError):
-            found = None
-        if found:
-            return found
-    return pure.name or None
 
 
 def take_working_folder(transcript: "Transcript", path: object) -> None:
