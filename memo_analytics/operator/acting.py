@@ -23,7 +23,7 @@ from ..services.handoffs import cancel_handoff
 from ..services.projects import last_seen_root
 from ..services.requests import CancelHandoffRequest, EditSessionRequest, EndSessionRequest
 from ..services.rules import promoted_rules
-from ..services.rules.extract import trap_text
+from ..services.rules.extract import trap_rule
 from ..services.rules.formats import rules_body
 from ..services.rules.promote import allowed_destination, promote
 from ..services.session_edit import edit_session
@@ -68,9 +68,7 @@ def _promote_rule(store: VaultStore, params: dict[str, Any], now: datetime) -> d
     destination = params.get("destination", "CLAUDE.md")
     target, _ = allowed_destination(root, destination)
     rules = promoted_rules(store, project, target, {meta["id"] for meta, _ in found}) + [
-        {"text": trap_text(meta, body), "category": (meta.get("tags") or ["", "rule"])[-1],
-         "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)}
-        for meta, body in found if trap_text(meta, body)]
+        rule for rule in (trap_rule(meta, body) for meta, body in found) if rule["text"]]
     written = promote(root, destination, rules_body(rules, "claude"), store.root)
     for meta, body in found:
         meta.update(status="promoted", promotedTo=str(written), updated=to_iso(now))

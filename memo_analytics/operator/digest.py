@@ -44,7 +44,7 @@ from ..domain.clock import format_minutes, from_iso, minutes_between, to_iso
 from ..domain.errors import InvalidDateError
 from ..domain.rounding import hours_cents
 from ..domain.wire import counted
-from ..services.rules.extract import trap_text
+from ..services.rules.extract import trap_rule
 from ..services.sessions import MAX_SESSION_MINUTES
 
 LANES = ("waiting on you", "dropped")
@@ -507,13 +507,14 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
     for trap in snapshot.rule_traps:
         # a trap that keeps its rule in its body alone (spec-memo's) is said by it; one holding no
         # rule is none to promote (it was offered as “”, and promoted as an empty line)
-        trap = {**trap, "summary": trap_text(trap, trap.get("_body") or "")}
-        if float(trap.get("confidence") or 0) >= 0.8 and trap["summary"]:
+        rule = trap_rule(trap, trap.get("_body") or "")
+        trap = {**trap, "summary": rule["text"], "confidence": rule["confidence"], "occurrences": rule["occurrences"]}
+        if trap["confidence"] >= 0.8 and trap["summary"]:
             ready.setdefault((trap.get("_vault") or "", trap["project"]), []).append(trap)
     for (_, project), traps in sorted(ready.items()):
         # one item per project: promotion writes all of a project's rules into one file, and a
         # dozen single instructions must not bury a stalled session (one row, one owner)
-        traps.sort(key=lambda t: (-float(t.get("confidence") or 0), t["id"]))
+        traps.sort(key=lambda t: (-t["confidence"], t["id"]))
         since = max(from_iso(t.get("updated") or t["created"]) for t in traps)
         command = f"memo report rules --project {_q(project)} --promote CLAUDE.md"
         # promotion writes into the project's repository: proposed only where this machine knows it,
@@ -522,7 +523,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         known = bool(repository)
         where = f"{repository}/CLAUDE.md" if isinstance(repository, str) else "CLAUDE.md of the project's repository"
         said = "; ".join(f"“{(t.get('summary') or '')[:80]}” ({t.get('occurrences', 1)}×, "
-                         f"{float(t.get('confidence') or 0):.2f})" for t in traps[:3])
+                         f"{t['confidence']:.2f})" for t in traps[:3])
         more = f" and {len(traps) - 3} more" if len(traps) > 3 else ""
         count = f"{len(traps)} rules" if len(traps) > 1 else "a rule"
         items.append((Item("rule_ready", KIND_LANE["rule_ready"], project, project, "your review and promotion",

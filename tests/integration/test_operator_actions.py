@@ -244,6 +244,44 @@ def test_a_spec_memo_trap_keeps_its_rule_in_its_body_and_is_not_saved_twice(stor
     store.close()
 
 
+def test_the_digests_promote_command_promotes_a_trap_written_by_hand(store, tmp_path):
+    """Found by an attacker of the spec-memo trap change: a trap written or migrated by hand
+    (its turns are not in this vault) was offered by the digest, and the command it proposed
+    (``memo report rules --promote``, which derives from turns) said "nothing to promote": the rule
+    never reached CLAUDE.md. The command promotes what the digest offers, as its one click does."""
+    from tests.inprocess import memo
+
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    record_prompt(store, RecordPromptRequest(project="shop", session_id="s1", cwd=str(repo), body="look at the parser"))
+    traps = store.root / "projects" / "shop" / "traps"
+    traps.mkdir(parents=True)
+    trap = "trap-derived-run-the-linter-before-pushing-9f8e7d6c"
+    (traps / f"{trap}.md").write_text(
+        f"---\nid: {trap}\nkind: trap\nproject: shop\nstatus: active\ncreated: {to_iso(utcnow())}\n"
+        "severity: high\ntags: [derived-rule, workflow]\nconfidence: 0.85\n---\n"
+        "Always run the linter before pushing.\n", encoding="utf-8")
+    # a hand-written trap's confidence in words made the digest fail for everyone (ValueError)
+    (traps / "trap-derived-words-1.md").write_text(
+        f"---\nid: trap-derived-words-1\nkind: trap\nproject: shop\nstatus: active\ncreated: {to_iso(utcnow())}\n"
+        "tags: derived-rule\nconfidence: high\noccurrences: many\n---\nNever push on Fridays.\n", encoding="utf-8")
+    store.close()
+    store = VaultStore(Settings(vault_root=store.root, timezone="UTC"))
+    [item] = [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"]
+    assert "“Always run the linter before pushing.”" in item["why"]
+    command = item["action"].split("  #")[0].split()
+    assert command[:3] == ["memo", "report", "rules"]
+    store.close()
+    ran = memo(*command[1:], vault=store.root, cwd=repo)
+    assert ran.returncode == 0, ran.stderr
+    assert "- Always run the linter before pushing." in (repo / "CLAUDE.md").read_text(encoding="utf-8")
+    assert read_record(traps / f"{trap}.md")[0]["status"] == "promoted"
+    store = VaultStore(Settings(vault_root=store.root, timezone="UTC"))
+    assert not [i for i in current_digest(store, force=True)["items"] if i["kind"] == "rule_ready"]
+    store.close()
+
+
 def test_a_promotion_proposed_for_one_repository_is_never_written_into_another(store, tmp_path):
     """Found by an attacker: a turn recorded for ``web`` from another repository moved web's
     repository (lastSeenRoot) there, and the one-click promotion the person had reviewed — the

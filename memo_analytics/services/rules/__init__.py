@@ -18,7 +18,7 @@ from ...index.query import PromptFilter, clamp_page
 from ..projects import last_seen_root
 from ..requests import DeriveRulesRequest
 from ..store import VaultStore, repository_root
-from .extract import Candidate, extract, normalized_key, trap_id, trap_text
+from .extract import Candidate, extract, normalized_key, trap_id, trap_rule, trap_text
 from .formats import FORMATS, rules_body
 from .promote import allowed_destination, plan_promotion, write_promotion
 
@@ -123,11 +123,10 @@ def promoted_rules(store: VaultStore, project: str, target, leave: set[str] = fr
         into = found[0].get("promotedTo")
         if into != str(target) and not (into is None and row["project"] == project):
             continue
-        meta, text = found[0], trap_text(*found)
-        if not text or text in {rule["text"] for rule in rules}:
+        rule = trap_rule(*found)
+        if not rule["text"] or rule["text"] in {r["text"] for r in rules}:
             continue  # said in two projects, promoted from both: one line
-        rules.append({"text": text, "category": (meta.get("tags") or ["", "rule"])[-1],
-                      "confidence": float(meta.get("confidence") or 0), "occurrences": int(meta.get("occurrences") or 1)})
+        rules.append(rule)
     return rules
 
 
@@ -177,7 +176,11 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
     confident = [c.wire(evidence_limit=0) for c in candidates if c.confidence >= TRAP_THRESHOLD]
     result["confident"] = len(confident)
     plan = None
+    ready: list[tuple[dict[str, Any], str]] = []
     if request.promote is not None:  # every check of the promotion before anything is written
+        ready = _ready_traps(store, store.resolve_project(request.project, request.cwd),
+                            {normalized_key(rule["text"]) for rule in confident})
+        confident += [trap_rule(meta, body) for meta, body in ready]
         if not confident:
             project = store.resolve_project(request.project, request.cwd)
             raise InvalidFieldError("promote", f"no rule of project {project} reaches {TRAP_THRESHOLD} "
@@ -200,7 +203,36 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
     if plan is not None:
         plan = planned()  # read the file again just before writing: an edit made meanwhile is kept
         written = write_promotion(plan)
-        result["promoted"] = {"path": str(written), "format": fmt, "rules": len(confident),
-                              "traps": _mark_promoted(store, [c for c in candidates if c.confidence >= TRAP_THRESHOLD],
-                                                      written)}
+        marked = _mark_promoted(store, [c for c in candidates if c.confidence >= TRAP_THRESHOLD], written)
+        marked += _mark_traps(store, ready, written)
+        result["promoted"] = {"path": str(written), "format": fmt, "rules": len(confident), "traps": marked}
     return result
+
+
+def _ready_traps(store: VaultStore, project: str, said: set[str]) -> list[tuple[dict[str, Any], str]]:
+    """The project's derived-rule traps the digest offers (``rule_ready``: active, confidence ≥
+    :data:`TRAP_THRESHOLD`, holding a rule) whose rule no candidate says now — one written or
+    migrated by hand, or whose turns are gone: ``--promote`` (the digest's command) promotes them
+    too, as its one-click action does. ``(meta, body)`` pairs, oldest first."""
+    found = []
+    for row in index.rows_of_kind(store.conn, RecordKind.TRAP.value, project, "active"):
+        if "derived-rule" not in (row["tags"] or ""):
+            continue
+        record = store.read(project, RecordKind.TRAP, row["id"])
+        rule = trap_rule(*record) if record is not None else None
+        if rule is None or rule["confidence"] < TRAP_THRESHOLD or not rule["text"]:
+            continue
+        key = normalized_key(rule["text"])
+        if key not in said:
+            said.add(key)
+            found.append(record)
+    return found
+
+
+def _mark_traps(store: VaultStore, traps: list[tuple[dict[str, Any], str]], written, now=None) -> list[str]:
+    """``traps`` become ``promoted`` into ``written``. Returns their ids."""
+    with store.lock(), store.deferred_views():
+        for meta, body in traps:
+            meta.update(status="promoted", promotedTo=str(written), updated=to_iso(now or utcnow()))
+            store.upsert(RecordKind.TRAP, meta, body)
+    return [meta["id"] for meta, _ in traps]

@@ -317,6 +317,26 @@ def trap_text(meta: dict[str, Any], body: str = "") -> str:
     return re.sub(r"^(?:[#>*+-]+\s+)+", "", " ".join(paragraph)).strip()
 
 
+def trap_rule(meta: dict[str, Any], body: str = "") -> dict[str, Any]:
+    """A saved trap as a rule ``{text, category, confidence, occurrences}`` (what
+    :func:`~.formats.rules_body` takes and the digest shows): :func:`trap_text`, the last of its
+    ``tags``, and its numbers — a hand-written trap's ``confidence: high`` or ``occurrences: many``
+    read as 0 and 1 (they made the digest fail for every one)."""
+    tags = meta.get("tags")
+    tags = [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else []
+
+    def number(value: Any, kind: type, default: Any) -> Any:
+        try:
+            read = kind(value)
+        except (TypeError, ValueError, OverflowError):
+            return default
+        return read if read == read and abs(read) != float("inf") else default
+
+    return {"text": trap_text(meta, body), "category": tags[-1] if tags else "rule",
+            "confidence": number(meta.get("confidence") or 0, float, 0.0),
+            "occurrences": number(meta.get("occurrences") or 1, int, 1)}
+
+
 def trap_id(candidate: Candidate) -> str:
     """``trap-derived-{slug32}-{suffix8}`` (SPEC §5.3): the first 32 characters of the
     text's slug and 8 hex of the key's SHA-256, so re-saving a rule updates its trap."""
