@@ -13,10 +13,16 @@ def _records(conn: sqlite3.Connection, where: str, params: tuple = ()) -> list[d
             for row in conn.execute(f"SELECT meta, path FROM records WHERE {where}", params)]
 
 
+#: An open session: ``active`` and no ``endTime`` — one written ``active`` with an ``endTime`` (by
+#: hand) bills its minutes as ended (the activity's rule), so it is not called open: the digest
+#: proposed ``memo session end`` for it, which would have billed it to now.
+OPEN_SESSION = "(status = 'active' AND coalesce(end_time, '') = '')"
+
+
 def open_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every session record still ``active``, each with ``lastTurnAt`` (the newest turn's
+    """Every open session record (:data:`OPEN_SESSION`), each with ``lastTurnAt`` (the newest turn's
     ``created`` in the session's project, or None)."""
-    sessions = _records(conn, "kind = 'session' AND status = 'active'")
+    sessions = _records(conn, f"kind = 'session' AND {OPEN_SESSION}")
     for session in sessions:
         row = conn.execute("SELECT max(created) FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ?",
                            (session.get("sessionId"), session.get("project"))).fetchone()
@@ -57,7 +63,8 @@ def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     the most billed first (then by name)."""
     sessions = _records(
         conn,
-        "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND status NOT IN ('superseded', 'active') "
+        "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND status <> 'superseded' "
+        f"AND NOT {OPEN_SESSION} "
         "AND coalesce(duration_minutes, 0) > 0 AND project IN "
         f"(SELECT DISTINCT project FROM records WHERE {_BILLS_A_CLIENT})")
     if not sessions:
@@ -78,7 +85,8 @@ def unfiled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     a folder of another name) — :func:`unbilled_sessions` has those of projects that bill one."""
     return _records(
         conn,
-        "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND status NOT IN ('superseded', 'active') "
+        "kind = 'session' AND billable = 1 AND coalesce(trim(client), '') = '' AND status <> 'superseded' "
+        f"AND NOT {OPEN_SESSION} "
         "AND coalesce(duration_minutes, 0) > 0 AND project NOT IN "
         f"(SELECT DISTINCT project FROM records WHERE {_BILLS_A_CLIENT})")
 
@@ -91,8 +99,8 @@ def bills_a_client(conn: sqlite3.Connection) -> bool:
 def long_sessions(conn: sqlite3.Connection, minutes: int) -> list[dict[str, Any]]:
     """Billable ended sessions of more than ``minutes`` (a session left running bills the night;
     an absurd span pulled from another machine bills years)."""
-    return _records(conn, "kind = 'session' AND status = 'completed' AND billable = 1 AND duration_minutes > ?",
-                    (minutes,))
+    return _records(conn, "kind = 'session' AND status <> 'superseded' AND coalesce(end_time, '') <> '' "
+                          "AND billable = 1 AND duration_minutes > ?", (minutes,))
 
 
 def live_imported_conversations(conn: sqlite3.Connection) -> list[dict[str, Any]]:

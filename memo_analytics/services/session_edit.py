@@ -252,9 +252,11 @@ def _check_move_target(store: VaultStore, project: str, target: str, session_id:
                                                f"{session_id} ({turn_id}); nothing was moved")
 
 def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str, Any], now) -> dict[str, Any]:
-    """``startTime``, ``endTime`` and ``durationMinutes`` a time edit gives a completed session."""
+    """``startTime``, ``endTime`` and ``durationMinutes`` a time edit gives an ended session (one with
+    an ``endTime``: one written ``active`` with it by hand bills as ended, and the digest asks to
+    correct its times — an edit then makes it ``completed``)."""
     field = "minutes" if request.minutes is not None else "endTime" if request.end_time is not None else "startTime"
-    if meta.get("status") != "completed" or not meta.get("endTime"):  # named as given: minutes too
+    if meta.get("status") not in ("completed", "active") or not meta.get("endTime"):  # named as given: minutes too
         raise InvalidFieldError(field, f"session {meta.get('sessionId')} is still open; end it first "
                                        f"(memo session end {meta.get('sessionId')} --until TIME)")
     start = parse_record_instant(request.start_time, "startTime", store.zone, wall_clock=True) if request.start_time is not None \
@@ -280,7 +282,8 @@ def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str
     if end - start > timedelta(minutes=MAX_EDITED_MINUTES):
         raise InvalidFieldError(field, f"the session would last {minutes_between(start, end)} minutes; a session "
                                        f"lasts at most a week ({MAX_EDITED_MINUTES} minutes)")
-    return {"startTime": to_iso(start), "endTime": to_iso(end), "durationMinutes": minutes_between(start, end)}
+    return {"startTime": to_iso(start), "endTime": to_iso(end), "durationMinutes": minutes_between(start, end),
+            "status": "completed"}
 
 
 def _back_as_invoiced(invoiced: tuple[str, str, dict[str, Any]], edited: dict[str, Any]) -> bool:

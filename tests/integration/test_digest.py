@@ -474,6 +474,38 @@ def test_a_billable_session_far_longer_than_a_day_of_work_is_asked_about_until_c
     assert items("2026-03-11T09:00") == []  # 8 h: within a day's work (openTooLongHours = 10)
 
 
+def test_a_session_written_active_with_an_end_is_asked_about_as_the_ended_session_it_bills(tmp_path):
+    """Found by an attacker: a session file written ``status: active`` with an ``endTime`` billed
+    its minutes (the activity reads it as ended) while the digest called it open and proposed
+    ``memo session end``, which bills it to now. It is asked about as the ended session it bills:
+    26 h is too long, and the edit the digest names corrects it (``memo session edit`` had refused
+    it as still open)."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s0", "--project", "web", "--client", "Acme", "--start-time", "2026-03-09T08:00:00Z",
+         vault=vault)
+    memo("session", "end", "s0", "--project", "web", "--until", "2026-03-09T08:30:00Z", vault=vault)
+    (vault / "projects" / "web" / "sessions" / "session-s1.md").write_text(
+        "---\nid: session-s1\nkind: session\nproject: web\nstatus: active\ncreated: 2026-03-09T09:00:00Z\n"
+        "sessionId: s1\nclient: Acme\nstartTime: 2026-03-09T09:00:00Z\nendTime: 2026-03-10T11:00:00Z\n---\n", encoding="utf-8")
+    memo("reindex", vault=vault)
+    billed = json.loads(memo("--json", "activity", "--all", "--since", "2026-03-09", "--until", "2026-03-10",
+                             vault=vault).stdout)
+    assert [s["durationMinutes"] for s in billed["sessions"]] == [30, 1560]
+
+    def items(as_of: str) -> list[dict]:
+        return json.loads(memo("--json", "digest", "--as-of", as_of, vault=vault).stdout)["items"]
+
+    found = items("2026-03-11T09:00")
+    assert [i["id"] for i in found] == ["session_too_long:s1"]
+    command = shlex.split(found[0]["action"].split("'its turns; then ")[1].rstrip("'").replace("TIME", "2026-03-09T17:00:00Z")
+                          .replace(" (or --minutes N)", ""))
+    assert command[:3] == ["memo", "session", "edit"]
+    memo(*command[1:], vault=vault)
+    meta = read_record(vault / "projects" / "web" / "sessions" / "session-s1.md")[0]
+    assert (meta["status"], meta["durationMinutes"]) == ("completed", 480)
+    assert items("2026-03-11T09:00") == []
+
+
 def test_an_item_without_a_proposal_names_its_command_for_the_vault_it_was_asked_of(tmp_path):
     """Found by an attacker: ``memo --vault-root X digest apply session_too_long:s1`` answered
     "by hand: memo session show …" without ``--vault-root`` (``memo digest`` names it)."""
