@@ -51,10 +51,13 @@ def subdir_for_kind(kind: RecordKind | str) -> str:
 
 
 class WireModel(BaseModel):
-    """Base model: snake_case in Python, camelCase on the wire; unknown keys are kept."""
+    """Base model: snake_case in Python, camelCase on the wire; unknown keys are kept. A number
+    where text is meant is its text: YAML reads an unquoted ``gitSha: 1234567`` (a short SHA of
+    digits alone) or ``branch: 2026`` as a number, and the whole record was refused."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="allow", use_enum_values=True
+        alias_generator=to_camel, populate_by_name=True, extra="allow", use_enum_values=True,
+        coerce_numbers_to_str=True,
     )
 
     def wire(self) -> dict[str, Any]:
@@ -155,7 +158,8 @@ class Session(Prompt):
     """One work interval with lifecycle and deliverables (SPEC §2.3, §2.5).
 
     ``status`` is ``active`` until ``session_end`` makes it ``completed``.
-    ``duration_minutes`` is whole minutes of ``endTime − startTime``.
+    ``duration_minutes`` is whole minutes of ``endTime − startTime`` — or fewer, as spec-memo keeps
+    a session's duration when it is ended again and its ``endTime`` moves (SPEC §2.5).
     """
 
     kind: RecordKind = RecordKind.SESSION
@@ -200,8 +204,10 @@ class Session(Prompt):
         if end < start:
             raise ValueError(f"endTime: {self.end_time} is before startTime {self.start_time}; correct one of "
                              "them in the file, then memo reindex")
-        if self.duration_minutes is not None and self.duration_minutes != minutes_between(start, end):
-            raise ValueError(f"durationMinutes: {self.duration_minutes} is not endTime − startTime "
+        # fewer minutes than its times span are what spec-memo writes when a session is ended again:
+        # its endTime moves, its duration is kept (SPEC §2.5) — billed as stated; more are refused
+        if self.duration_minutes is not None and self.duration_minutes > minutes_between(start, end):
+            raise ValueError(f"durationMinutes: {self.duration_minutes} is more than endTime − startTime "
                              f"({minutes_between(start, end)} minutes); write durationMinutes: "
                              f"{minutes_between(start, end)} in the file (or the endTime it should have), then "
                              "memo reindex")

@@ -9,13 +9,13 @@ from typing import Any
 
 from ..config import MAX_BODY_BYTES
 from ..domain.billing import client_name_problem
-from ..domain.clock import from_iso
+from ..domain.clock import from_iso, minutes_between
 from ..domain.errors import InvalidFieldError
 from ..domain.ids import LONE_PROMPT_ID, prompt_id, validate_slug
 from ..domain.records import RecordKind, normalize_meta
 from ..domain.wire import is_one_plain_line
 from .prompts import MAX_CLOCK_SKEW, clean_owner
-from .sessions import is_web_url
+from .sessions import MAX_SESSION_MINUTES, is_web_url
 
 
 def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
@@ -91,3 +91,10 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     # (:class:`~memo_analytics.domain.records.Session`: refused wherever a record is read)
     if end is None and minutes is not None:
         raise InvalidFieldError("durationMinutes", "given for a session without an endTime")
+    if minutes is None and end is not None and meta.get("startTime"):
+        minutes = minutes_between(from_iso(meta["startTime"]), from_iso(end))  # as the record model reads it
+    if isinstance(minutes, int) and minutes > MAX_SESSION_MINUTES:
+        # as a local end or edit refuses it: a session pushed from 2020 to now billed 52,632 h,
+        # and was issued on an invoice
+        raise InvalidFieldError("durationMinutes", f"{minutes} minutes: a session lasts at most a week "
+                                                   f"({MAX_SESSION_MINUTES} minutes)")

@@ -50,7 +50,7 @@ from filelock import FileLock, Timeout
 
 from ..domain.shell import shell_word
 from ..config import MAX_BODY_BYTES
-from ..domain.clock import EARLIEST_RECORD, parse_instant, to_iso, utcnow
+from ..domain.clock import EARLIEST_RECORD, from_iso, minutes_between, parse_instant, to_iso, utcnow
 from ..domain.errors import CorruptRecordError, MemoError
 from ..domain.records import RecordKind, subdir_for_kind
 from ..index import snapshot as snapshot_rows
@@ -295,6 +295,9 @@ def _merged_record(path: str, base: bytes | None, ours: bytes, theirs: bytes,
         if len(parts) > 2 and parts[0] == "projects" and meta.get("project") not in (None, parts[1]):
             meta["project"] = parts[1]  # where the merge put it (git followed a move of the file)
         check_record(meta, body, now)
+        if meta.get("kind") == "session" and meta.get("endTime") and meta.get("durationMinutes") != minutes_between(
+                from_iso(meta["startTime"]), from_iso(meta["endTime"])):
+            return None  # one side's start, the other's end and minutes: times neither machine wrote
         return dump_record(meta, body).encode("utf-8"), (older if apart else None)
     except Exception:  # noqa: BLE001 - any doubt: the newer version whole, as before
         return None

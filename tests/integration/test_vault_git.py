@@ -640,14 +640,14 @@ def test_a_pulled_session_whose_minutes_are_not_its_times_is_refused(remote, tmp
     def forge(bob: Path) -> list[str]:
         path = bob / "projects/shop/sessions/session-s1.md"
         text = path.read_text()
-        path.write_text(re.sub(r"endTime: .*", "endTime: '2026-01-05T15:00:00.000Z'", text))
+        path.write_text(re.sub(r"endTime: .*", "endTime: '2026-01-05T09:30:00.000Z'", text))
         return ["projects/shop/sessions/session-s1.md"]
 
     _push_as_teammate(remote, tmp_path, forge)
     refused = sync(a, "manual", now=T0.replace(day=6))
     # refused where any record is read now (a hand edit too): a record memo cannot read
     assert "origin/main holds 'projects/shop/sessions/session-s1.md', which is no record memo can read " \
-        "(Cannot parse projects/shop/sessions/session-s1.md: durationMinutes: 60 is not endTime − startTime (360 " \
+        "(Cannot parse projects/shop/sessions/session-s1.md: durationMinutes: 60 is more than endTime − startTime (30 " \
         "minutes); " in refused["error"]
     assert a.read("shop", RecordKind.SESSION, "session-s1")[0]["endTime"] == "2026-01-05T10:00:00.000Z"
 

@@ -439,7 +439,7 @@ def test_branch_and_commit_default_to_the_cwd_repository_head(tmp_path):
 
 
 @pytest.mark.parametrize("edit, said", [
-    (("durationMinutes: 20", "durationMinutes: 99999"), "durationMinutes: 99999 is not endTime − startTime (20 minutes)"),
+    (("durationMinutes: 20", "durationMinutes: 99999"), "durationMinutes: 99999 is more than endTime − startTime (20 minutes)"),
     # found by a later attacker: a copy under another id billed one session twice; a completed session
     # without an end billed its minutes on an invoice; one without minutes billed 0 and was called open
     (("id: session-d1", "id: session-d9"), "id: session-d9 is not the id of session d1 (session-d1)"),
@@ -534,3 +534,36 @@ def test_a_spec_memo_record_without_updated_or_duration_minutes_is_read_as_the_s
     rules = json.loads(memo("--json", "report", "rules", "--all", vault=vault).stdout)
     assert [item["text"] for item in rules["items"]] == ["Always run the pricing integration tests before pushing"]
     assert (turn.read_bytes(), session.read_bytes()) == before
+
+
+def test_a_spec_memo_session_ended_again_and_a_sha_of_digits_are_read(tmp_path):
+    """Found by a team moving from spec-memo (round two): a session ended a second time keeps its
+    duration while its ``endTime`` moves (SPEC §2.5), and a turn whose short ``gitSha`` is digits
+    alone (``gitSha: 1234567``, a number to YAML) — each was refused whole ("is not endTime −
+    startTime", "gitSha: Input should be a valid string"): out of reports, search, and every MCP
+    call on the session. The session bills its stated 90 minutes; the sha is text; the files are
+    left as they are. More minutes than the times span are still refused."""
+    from tests.inprocess import memo
+
+    vault = tmp_path / "v"
+    (vault / "projects" / "web" / "prompts").mkdir(parents=True)
+    (vault / "projects" / "web" / "sessions").mkdir(parents=True)
+    turn = vault / "projects" / "web" / "prompts" / "prompt-re-t1.md"
+    turn.write_text("---\nid: prompt-re-t1\nkind: prompt\nproject: web\nstatus: recorded\n"
+                    "created: '2026-03-02T09:05:00.000Z'\nupdated: '2026-03-02T09:05:00.000Z'\nsessionId: re\nturn: 1\n"
+                    "gitSha: 1234567\n---\nA turn whose commit sha is all digits\n")
+    session = vault / "projects" / "web" / "sessions" / "session-re.md"
+    session.write_text("---\nid: session-re\nkind: session\nproject: web\nstatus: completed\n"
+                       "created: 2026-03-02T09:00:00.000Z\nupdated: 2026-03-02T12:00:00.000Z\nsessionId: re\n"
+                       "startTime: 2026-03-02T09:00:00.000Z\nendTime: 2026-03-02T12:00:00.000Z\ndurationMinutes: 90\n"
+                       "---\n")
+    before = (turn.read_bytes(), session.read_bytes())
+    found = json.loads(memo("--json", "prompt", "search", "digits", "--all", vault=vault).stdout)
+    assert [(item["id"], item["gitSha"]) for item in found["items"]] == [("prompt-re-t1", "1234567")]
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert (report["totalDurationMinutes"], report["totalPrompts"]) == (90, 1)
+    assert (turn.read_bytes(), session.read_bytes()) == before
+    session.write_text(session.read_text(encoding="utf-8").replace("durationMinutes: 90", "durationMinutes: 181"),
+                       encoding="utf-8")
+    memo("reindex", vault=vault)
+    assert json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["totalDurationMinutes"] == 0

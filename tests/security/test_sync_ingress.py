@@ -434,13 +434,19 @@ durationMinutes: {minutes}
 
 
 @pytest.mark.parametrize("start, end, minutes, reason", [
-    ("2026-11-30T09:00:00.000Z", "2026-11-30T09:30:00.000Z", 1380, "durationMinutes: 1380 is not endTime − startTime"),
+    ("2026-11-30T09:00:00.000Z", "2026-11-30T09:30:00.000Z", 1380, "durationMinutes: 1380 is more than endTime − startTime"),
     ("2026-11-30T09:30:00.000Z", "2026-11-30T09:00:00.000Z", 0, "endTime: 2026-11-30T09:00:00.000Z is before"),
     ("2099-01-01T09:00:00.000Z", "2099-01-01T09:30:00.000Z", 30, "startTime: 2099-01-01T09:00:00.000Z is in the future"),
+    # a span of years, its minutes its times: 52,632 h pushed and issued on an invoice (a local end
+    # or edit refuses more than a week)
+    ("2020-03-01T00:00:00.000Z", "2026-03-03T00:00:00.000Z", 3157920, "a session lasts at most a week"),
+    ("2026-11-01T00:00:00.000Z", "2026-11-09T00:00:00.000Z", None, "11520 minutes: a session lasts at most a week"),
 ])
 def test_a_pushed_session_cannot_claim_billable_minutes_it_did_not_work(tmp_path, start, end, minutes, reason):
     store = VaultStore(Settings(vault_root=tmp_path / "team"))
     text = SESSION.format(start=start, end=end, minutes=minutes)
+    if minutes is None:  # read as its times say (SPEC §2.5)
+        text = text.replace("durationMinutes: None\n", "")
     [result] = sync.apply_incoming(store, [{"id": "session-s9", "text": text, "base": None}])
     assert result["outcome"] == "refused" and reason in result["reason"]
     assert not (store.root / "projects/web/sessions/session-s9.md").exists()
