@@ -233,7 +233,7 @@ def normalize_meta(meta: dict[str, Any]) -> dict[str, Any]:
     Prompt and session frontmatter goes through :class:`Prompt` / :class:`Session`
     (safe ids, turn 1–1,000,000, whole non-negative minutes, deliverable objects, UTC ``Z``
     timestamps); unknown keys are kept after the known ones. Other kinds need a known
-    ``kind`` and safe ``id`` and ``project``.
+    ``kind``, safe ``id`` and ``project``, and ``created`` (ISO 8601 with a zone).
 
     Raises
     ------
@@ -247,6 +247,18 @@ def normalize_meta(meta: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"kind: unknown record kind {kind!r}")
         validate_slug(meta.get("id"), "id")
         validate_slug(meta.get("project"), "project")
+        # every reader sorts, dates and ages a record by it: a pushed decision without one failed
+        # every later push (the views' listing) and every reindex
+        created = meta.get("created")
+        if created is None:
+            raise ValueError("created: missing; write when the record was made (created: 2026-01-31T09:00:00Z), "
+                             "then memo reindex")
+        if not isinstance(created, str) or _without_zone(created):
+            raise ValueError(f"created: {str(created)[:40]} is not an ISO 8601 timestamp with Z or an offset")
+        try:
+            parse_record_instant(created, "created")
+        except MemoError:
+            raise ValueError(f"created: {created[:40]} is not an ISO 8601 timestamp between 1970 and 9000") from None
         for key in SCALAR_KEYS:  # what the index keeps in a column of its own: one value, not a table
             value = meta.get(key)
             if isinstance(value, (dict, list)):

@@ -1576,7 +1576,6 @@ def _only_billing_differs(local: tuple[dict[str, Any], str], pulled: tuple[dict[
 
 def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], people: list[str]) -> dict[str, Any]:
     """Write one pulled record when this vault may take it (see :func:`pull`); its result."""
-    from .sessions import MAX_SESSION_MINUTES  # sessions leans on sync: read when used
     record_id = str(item.get("id", ""))[:200]
     echo = _echo_project(item.get("project"))
     try:
@@ -1588,10 +1587,6 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
                 and any(same_person(meta.get("owner"), name) for name in people if meta.get("owner"))):
             raise InvalidFieldError("handoff", "a pull takes a pending baton addressed to one of this laptop's "
                                                "people, not a shared or someone else's one")
-        if kind is RecordKind.SESSION and int(meta.get("durationMinutes") or 0) > MAX_SESSION_MINUTES:
-            # no edit makes a session bill more than a week; a daemon's "correction" of 490,281 h was taken
-            raise InvalidFieldError("durationMinutes", f"{meta.get('durationMinutes')} minutes is more than a week "
-                                                       "of work: a correction no edit can make, not taken")
     except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
         return {"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:300]}
     result = {"id": record_id, "project": meta["project"], "kind": kind.value}

@@ -1355,10 +1355,11 @@ def test_a_pushed_session_takes_the_hand_off_its_start_would_have_taken_on_the_d
     bob = VaultStore(Settings(vault_root=tmp_path / "bob", timezone="UTC"))  # a laptop of a memo that does not pull
     # work Bob did before the baton was left takes none of it
     for sid, start, end in (("earlier", "2026-03-02T13:00:00Z", "2026-03-02T14:00:00Z"),
-                            ("seen-none", baton["created"], None), ("finish", baton["created"], None)):
+                            ("seen-none", baton["created"], "2026-03-03T12:00:00Z"),
+                            ("finish", baton["created"], "2026-03-03T12:00:00Z")):
         start_session(bob, StartSessionRequest(session_id=sid, project="shop", owner="bob@team.test", branch="main",
                                                start_time=start))
-        end_session(bob, EndSessionRequest(session_id=sid, project="shop", until=end))  # None: now
+        end_session(bob, EndSessionRequest(session_id=sid, project="shop", until=end))
     bob.close()
 
     def pushed(sid, **flags):
@@ -2283,7 +2284,7 @@ def test_a_pulled_correction_no_edit_could_make_is_not_taken(tmp_path):
         finally:
             alice.close()
     assert result["outcome"] == "refused" and result["reason"].startswith(
-        "Invalid durationMinutes: 29014590 minutes is more than a week of work")
+        "Invalid durationMinutes: 29014590 minutes: a session lasts at most a week")
     assert path.read_text() == mine
 
 

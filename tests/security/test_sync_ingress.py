@@ -452,3 +452,19 @@ def test_a_pushed_session_cannot_claim_billable_minutes_it_did_not_work(tmp_path
     assert not (store.root / "projects/web/sessions/session-s9.md").exists()
     good = SESSION.format(start="2026-11-30T09:00:00.000Z", end="2026-11-30T09:30:00.000Z", minutes=30)
     assert sync.apply_incoming(store, [{"id": "session-s9", "text": good, "base": None}])[0]["outcome"] == "applied"
+
+
+def test_a_pushed_record_without_created_is_refused_and_the_next_push_goes_through(tmp_path):
+    """Found by a token holder: a pushed ``decision`` without ``created`` was stored, and every
+    later push of anyone answered 500 (the project's listing read its ``created``), the lead's own
+    commands failed, and ``memo reindex`` too, until the file was deleted by hand. A record of any
+    kind names when it was made."""
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    [refused] = sync.apply_incoming(store, [{"id": "decision-x", "text": "---\nid: decision-x\nkind: decision\n"
+                                             "project: shop\n---\nhi\n", "base": None}])
+    assert refused["outcome"] == "refused" and "created: missing" in refused["reason"]
+    text = SESSION.format(start="2026-11-30T09:00:00.000Z", end="2026-11-30T09:30:00.000Z", minutes=30)
+    [applied] = sync.apply_incoming(store, [{"id": "session-s9", "text": text, "base": None}])
+    assert applied["outcome"] == "applied"
+    assert not (tmp_path / "team" / "projects" / "shop" / "decisions").exists()
+    store.close()
