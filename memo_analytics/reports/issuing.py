@@ -53,6 +53,7 @@ from ..domain.rounding import ROUNDING_POLICY_PRINTED
 from ..services.store import VaultStore
 from ..vault import ledger
 from ..vault.io import atomic_write_bytes
+from ..vault.redact import redact_secrets
 from .facturx_xml import facturx_pdf
 from .invoice import Invoice, build_invoice, format_money, format_rate, minor_unit, number_column_mm
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir
@@ -463,7 +464,8 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
                    reason: str | None = None, output: Path | None = None, overwrite: bool = False,
                    user_templates: Path | None = None, now: datetime | None = None) -> tuple[ledger.Document, Path | None]:
     """Cancel invoice ``number`` with a credit note of the same lines and amounts (type 381,
-    preceding reference ``number``); its sessions can be invoiced again.
+    preceding reference ``number``); its sessions can be invoiced again. ``reason`` is stored
+    with its secrets redacted (SPEC §2.4).
 
     Raises
     ------
@@ -477,6 +479,8 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
     forbidden = (store.root,)
     if output is not None:
         check_output_path(output, forbidden, overwrite=overwrite)
+    if reason is not None:  # an issued document is kept for good (and pushed by vault-git): no secret in it
+        reason = redact_secrets(reason)[0]
     with store.lock():
         now = now or utcnow()
         docs = ledger.documents(store.root)

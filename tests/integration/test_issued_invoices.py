@@ -1306,3 +1306,18 @@ def test_nothing_to_invoice_names_the_sessions_of_the_period_still_open(billing)
     assert refused.returncode == 1
     assert refused.stderr.strip() == ("error: Nothing to invoice: no billable session with a duration for these "
                                       "filters; 2 still open (o1, o2): they bill once they end (memo session end ID)")
+
+
+def test_a_secret_in_a_credit_notes_reason_never_reaches_the_vault(billing, tmp_path):
+    """Found by two freelancers sharing a vault through git: ``memo invoice credit --reason "wrong
+    key npm_…"`` stored the key in the credit note (its Markdown, its PDF's XML), pushed for good —
+    an issued document is never changed. The reason is redacted as every other text is."""
+    first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30",
+                  "--issued", "2026-06-30")
+    key = "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    credit = json.loads(run(billing, "--json", "invoice", "credit", first["number"], "--reason",
+                            f"wrong key {key}", "--issued", "2026-07-01").stdout)
+    stored = [p for p in (billing["vault"] / "invoices").iterdir() if p.name.startswith(credit["number"])]
+    assert stored and not any(key.encode() in p.read_bytes() for p in stored)
+    assert text(xml_of(Path(credit["pdf"])), "//rsm:ExchangedDocument/ram:IncludedNote/ram:Content")[0].startswith(
+        "wrong key [REDACTED:")
