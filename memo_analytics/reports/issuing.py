@@ -106,6 +106,8 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
     if category == "AE" and not (client.vat_id and issuer.vat_id):
         raise InvalidFieldError(f"{key}.vatId" if not client.vat_id else "invoice.vatId",
                                 "reverse charge needs the VAT ids of both the issuer and the client")
+    if category == "AE":
+        _check_reverse_charge(key, issuer, client, compact)
     if category == "E" and not client.tax_exemption_reason:
         # EN 16931 BR-E-10: no VAT needs its reason; a forgotten taxRate was issued as 0 % without a word
         if client.tax_rate is not None:
@@ -120,6 +122,39 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
     if category == "S" and not (issuer.vat_id or issuer.tax_id):  # EN 16931 BR-S-02: VAT id or tax number
         raise InvalidFieldError("invoice.vatId", "charging VAT needs the issuer's VAT id or tax number "
                                                  "(invoice.vatId or invoice.taxId)")
+
+
+def _eu_states() -> set[str]:
+    """EU member states by ISO 3166-1 code: the intra-EU reverse charge (Art. 196 of Directive
+    2006/112/EC) applies between two of them (python-stdnum's list, less Northern Ireland's ``XI``,
+    in the EU's VAT area for goods only)."""
+    from stdnum.eu import vat
+
+    return {code.upper() for code in vat.MEMBER_STATES} - {"XI"}
+
+
+def _check_reverse_charge(key: str, issuer: Issuer, client: ClientBilling, compact: Callable[[str | None], str]) -> None:
+    """``reverseCharge`` is the intra-EU B2B reverse charge: issuer and client in two EU member
+    states, the client's VAT id of its own country. A German issuer's invoice to a German client
+    (or to one in the USA with any VAT id) was issued at 0 % VAT citing Art. 196 — VAT the issuer
+    still owed, on an invoice that passes every EN 16931 check."""
+    states = _eu_states()
+    if issuer.country not in states:
+        raise InvalidFieldError(f"{key}.reverseCharge", f"the EU reverse charge is for an issuer in the EU, and "
+                                                        f"invoice.country is {issuer.country}")
+    if client.country not in states:
+        raise InvalidFieldError(f"{key}.reverseCharge", f"the EU reverse charge is for a business client in another EU "
+                                                        f"country, and the client's country is {client.country}: set "
+                                                        f"taxExemptionReason instead (why no VAT is due, e.g. a "
+                                                        f"service whose place of supply is outside the EU)")
+    if client.country == issuer.country:
+        raise InvalidFieldError(f"{key}.reverseCharge", f"the EU reverse charge is for a client in another EU country, "
+                                                        f"and the client is in {client.country} as the issuer is: "
+                                                        f"set taxRate (the VAT you charge)")
+    prefix = {"EL": "GR"}.get(compact(client.vat_id)[:2], compact(client.vat_id)[:2])
+    if prefix != client.country:
+        raise InvalidFieldError(f"{key}.vatId", f"{client.vat_id} is a VAT id of {prefix}, and the client's country "
+                                                f"is {client.country}: the reverse charge needs its VAT id there")
 
 
 def _check_in_order(issued: date, latest: date | None, today: date) -> None:

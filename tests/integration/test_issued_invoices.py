@@ -261,6 +261,27 @@ def test_reverse_charge_bills_no_vat_and_says_why(billing):
         "VATEX-EU-AE"]
 
 
+@pytest.mark.parametrize("country, vat_id, field, said", [
+    ("DE", "DE811907980", "reverseCharge", "the client is in DE as the issuer is: set taxRate"),
+    ("US", "GB980780684", "reverseCharge", "the client's country is US: set taxExemptionReason instead"),
+    ("NL", "FR40303265045", "vatId", "FR40303265045 is a VAT id of FR, and the client's country is NL"),
+])
+def test_reverse_charge_is_refused_outside_the_eus_cross_border_trade(billing, country, vat_id, field, said):
+    """Found by a freelancer on day one: ``reverseCharge = true`` for a German client of a German
+    issuer (or a US client given any VAT id) issued a 0 % invoice citing Art. 196 — VAT still owed,
+    on an invoice every EN 16931 check passes. The reverse charge is between two EU countries, with
+    the client's VAT id of its own."""
+    config = billing["config"]
+    config.write_text(config.read_text(encoding="utf-8").replace('country = "NL"\nvatId = "NL004495445B01"',
+                                                                 f'country = "{country}"\nvatId = "{vat_id}"'),
+                      encoding="utf-8")
+    ran = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
+              "2026-06-30")
+    assert ran.returncode == 1 and ran.stderr.startswith(f"error: Invalid clients.\"Globex\".{field}: ") \
+        and said in ran.stderr, ran.stderr
+    assert json.loads(run(billing, "--json", "invoice", "list").stdout)["items"] == []  # nothing issued
+
+
 def test_an_invoice_to_a_client_with_the_issuers_own_vat_id_is_refused(billing):
     """Found by a billing person: the issuer's VAT id pasted as a client's printed on both invoices
     without a word (an invoice to oneself, as the tax office reads it)."""
