@@ -864,7 +864,9 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         machine's config bills otherwise, see :func:`_terms_differ`), issuedChangedHere
         (vault-relative paths of issued documents changed or deleted on this machine: not
         committed — the other machines refuse them — until put back), reindexed (records the index
-        took in), error (one line or None), skipped (why nothing ran, or None)}``. Never raises for a
+        took in), error (one line or None), skipped (why nothing ran, or None)}``, and
+        ``recovered`` (one line) when the sync before was stopped mid-run and what it left in git
+        was cleared (:func:`_take_over`). Never raises for a
         git, network or vault problem: it is in ``error`` (and logged).
     """
     now = now or utcnow()
@@ -881,7 +883,10 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
     try:
         store.layout.meta_dir.joinpath("sync").mkdir(parents=True, exist_ok=True)
         with FileLock(str(store.layout.meta_dir / "sync" / "git.lock"), timeout=GIT_TIMEOUT_SECONDS * 3):
-            _sync(store, trigger, now, result)
+            try:
+                _sync(store, trigger, now, result)
+            finally:
+                _running(store).unlink(missing_ok=True)
     except Timeout:
         result["error"] = "Vault-git sync failed: another sync of this vault is still running"
     except (MemoError, OSError) as exc:
@@ -892,6 +897,36 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
             log.warning("memo sync (%s): %s", trigger, result["error"])
     _save_state(store, result)
     return result
+
+
+def _running(store: VaultStore) -> Path:
+    """The mark a sync leaves while it runs (under its lock): found by the next one, the sync
+    before it was killed (``kill -9``, a power cut) mid-run."""
+    return store.layout.meta_dir / "sync" / "git-running"
+
+
+def _take_over(store: VaultStore, git: _Git, result: dict[str, Any]) -> None:
+    """Clear what a sync killed mid-run left in the repository — git's ``index.lock`` and a merge
+    not committed (its own: memo merges no other way) — and mark this one running. A merge or an
+    ``index.lock`` memo did not leave (a ``git pull`` by hand) is the person's to finish: refused
+    with the commands that do. After a kill during the merge, every later sync failed ("Unable to
+    create …/index.lock: File exists") until the file was deleted by hand."""
+    gitdir = Path(git.out("rev-parse", "--absolute-git-dir"))
+    lock, merging = gitdir / "index.lock", (gitdir / "MERGE_HEAD").exists()
+    where = shell_word(str(store.root))
+    if _running(store).exists():
+        lock.unlink(missing_ok=True)
+        if merging:
+            git.run("merge", "--abort", check=False)
+        result["recovered"] = "the sync before this one was stopped mid-run; what it left in git was cleared"
+        log.warning("vault-git: %s", result["recovered"])
+    elif lock.exists():
+        raise VaultGitError("git", f"{lock} exists: a git command is running in the vault, or one was killed; if "
+                                   f"none runs, remove it (rm {shell_word(str(lock))}), then sync again")
+    elif merging:
+        raise VaultGitError("git", f"a merge started by hand in the vault is not finished: finish it (git -C {where} "
+                                   f"commit) or abort it (git -C {where} merge --abort), then sync again")
+    _running(store).write_text(f"{os.getpid()}\n", encoding="utf-8")
 
 
 def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]) -> None:
@@ -913,6 +948,7 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
     with store.lock():
         store.conn  # the index is checked against the files now: what the pull changes, it indexes itself
         ensure_repository(store, git)
+        _take_over(store, git, result)
         check_tracked(git, store.root)
         git.use_identity()
         commit()

@@ -1326,3 +1326,44 @@ def test_a_session_billed_by_a_credited_duplicate_bills_what_the_standing_invoic
     assert ledger.invoiced_minutes(docs) == {("web", "s1"): 120}
     number, client, item = ledger.invoiced_items(docs)[("web", "s1")]
     assert (number, client, item["billedMinutes"]) == ("2026-0001", "Acme", 120)
+
+
+def test_a_sync_killed_mid_merge_is_taken_over_by_the_next_and_a_hand_merge_is_left_to_its_person(remote, tmp_path):
+    """Found by two freelancers: ``kill -9`` of a sync during its ``git merge`` left
+    ``.git/index.lock`` (and the merge unfinished), and every later sync failed with git's "Unable
+    to create …/index.lock: File exists" — at each session's end too — until the file was deleted
+    by hand. The next sync clears what the killed one left and goes on; a merge or a lock memo did
+    not leave is refused with the commands that finish it."""
+    a = clone(remote, tmp_path / "a")
+    record(a, "from a", "s1")
+    assert sync(a, "manual", now=T0)["error"] is None
+    b = clone(remote, tmp_path / "b")
+    record(a, "again from a", "s1")
+    assert sync(a, "manual", now=T0)["error"] is None
+    record(b, "from b", "s2")
+    git("add", "-A", cwd=b.root)
+    git("-c", "user.name=b", "-c", "user.email=b@x", "commit", "-qm", "b's turn", cwd=b.root)
+    git("fetch", "-q", "origin", cwd=b.root)
+
+    # by hand: a merge not concluded, then a lock of a git the person killed
+    git("-c", "user.name=b", "-c", "user.email=b@x", "merge", "--no-commit", "--no-ff", "origin/main", cwd=b.root)
+    refused = sync(b, "manual", now=T0)["error"]
+    assert "a merge started by hand in the vault is not finished: finish it (git -C" in refused
+    assert (b.root / ".git" / "MERGE_HEAD").exists()  # the person's merge is theirs
+    git("merge", "--abort", cwd=b.root)
+    (b.root / ".git" / "index.lock").write_text("")
+    assert "index.lock exists: a git command is running in the vault, or one was killed; if none runs, remove " \
+        "it (rm " in sync(b, "manual", now=T0)["error"]
+
+    # a sync killed mid-merge: its mark, the merge and git's lock left as they were
+    (b.root / ".git" / "index.lock").unlink()
+    git("-c", "user.name=b", "-c", "user.email=b@x", "merge", "--no-commit", "--no-ff", "origin/main", cwd=b.root)
+    (b.root / ".git" / "index.lock").write_text("")
+    (b.root / ".memo" / "sync" / "git-running").write_text("12345\n")
+    taken = sync(b, "manual", now=T0)
+    assert taken["error"] is None and taken["pulled"] is True and taken["pushed"] is True, taken
+    assert taken["recovered"].startswith("the sync before this one was stopped mid-run")
+    assert not (b.root / ".git" / "index.lock").exists() and not (b.root / ".memo" / "sync" / "git-running").exists()
+    assert sync(a, "manual", now=T0)["error"] is None
+    assert {r["body"].strip() for r in a.conn.execute("SELECT body FROM records WHERE kind = 'prompt'")} == {
+        "from a", "again from a", "from b"}

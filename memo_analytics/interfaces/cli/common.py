@@ -622,6 +622,8 @@ def note_client_spelling(client: str | None, found: int) -> None:
 def say_duplicate_invoices(result: dict) -> None:
     """A warning for each document of a vault-git sync's ``duplicateInvoices`` and
     ``duplicateCreditNotes``, and for each of its ``invoicedSessionsChanged``."""
+    if result.get("recovered"):
+        err.print(_safe(f"note: {result['recovered']}"))
     here = set(result.get("renamedHere", []))
     for ref in [*result.get("duplicateInvoices", []), *result.get("duplicateCreditNotes", [])]:
         if ref in here:  # this machine's own document lost its number's file to the other machine's
