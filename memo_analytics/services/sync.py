@@ -1052,9 +1052,12 @@ def _refuse_moved(store: VaultStore, kind: RecordKind, meta: dict[str, Any], anc
     if not pushed_from:  # pushed under another name before: a rename on the laptop
         for base in sorted((_dir(store) / "base").glob(f"*/{record_id}.md")):
             kept = _kept_version(base, record_id)
+            # the push builds on the version brought here, or on one a pull served (this daemon's filing
+            # of it under projectClients' client, pulled by the laptop: its rename then came in as new)
             if kept is not None and base.parent.name != meta["project"] \
                     and not _session_here(store, base.parent.name, session_id)[0] \
-                    and (kind is not RecordKind.SESSION or kept[0].get("updated") in ancestors):
+                    and (kind is not RecordKind.SESSION or kept[0].get("updated") in ancestors
+                         or any(_served_path(store, base.parent.name, record_id, a).is_file() for a in ancestors)):
                 pushed_from.append(base.parent.name)
     if not pushed_from:
         return  # not a session a push brought here, or still where it was (a rename the daemon follows)

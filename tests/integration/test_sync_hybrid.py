@@ -2483,6 +2483,43 @@ def test_a_session_the_lead_moved_is_not_copied_by_the_laptops_rename_of_its_old
         ana.close()
 
 
+def test_a_project_the_lead_and_a_laptop_renamed_apart_is_not_copied_by_the_laptops_push(tmp_path, monkeypatch):
+    """Found by a team lead (round four): the daemon filed Ana's session under Globex (its
+    projectClients) and her laptop pulled that filing; the lead set its client to Acme and renamed
+    web to globex-web; Ana renamed web to backend and pushed — the session came in under backend
+    beside the lead's copy, billed to Globex and to Acme (on two invoices), without a word: the push
+    built on the filing a pull served her, not on the version she pushed. It is refused as the
+    push of a session the lead moved is, with the command that moves it on the laptop too."""
+    from memo_analytics.services.project_move import move_project
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = _daemon_filing_web_under(tmp_path, monkeypatch, "Globex")
+    ana = _client(tmp_path, server.base, "ana")
+    try:
+        _own_session(ana, "c3", "ana@team.test", 45)
+        sync.push(ana)
+        sync.pull(ana, ["ana@team.test"])
+        assert read_record(ana.root / "projects/web/sessions/session-c3.md")[0]["client"] == "Globex"
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            edit_session(lead, EditSessionRequest(session_id="c3", project="web", client="Acme Corp"))
+            move_project(lead, "web", "globex-web")
+        finally:
+            lead.close()
+        move_project(ana, "web", "backend")
+        results = sync.push(ana)["results"]
+        refused = [r for r in results if r["outcome"] == "refused"]
+        assert [r["id"] for r in refused] == ["session-c3", "prompt-c3-t1"], results
+        assert refused[0]["reason"].endswith("(memo session edit c3 --project backend --to-project globex-web)")
+        assert not list(team.glob("projects/backend/*/*c3*"))
+        report = json.loads(memo("--json", "activity", "--all", vault=team).stdout)
+        assert {name: c["durationMinutes"] for name, c in report["byClient"].items()} == {"Acme Corp": 45}
+    finally:
+        ana.close()
+        server.stop()
+
+
 def test_a_project_renamed_on_a_laptop_is_followed_on_the_daemon_not_copied(tmp_path, daemon):
     """Found by a team lead: Bob renamed project shop to webshop on his laptop; the daemon kept
     every session of his under shop and took the pushed ones under webshop beside them — once the
