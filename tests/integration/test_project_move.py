@@ -158,3 +158,29 @@ def test_a_rename_says_a_checkout_of_the_old_name_still_files_under_it(tmp_path)
                           "it in again later (memo project merge portal-checkout initech-portal)\n")
     again = json.loads(memo("--json", "project", "rename", "initech-portal", "portal", vault=vault).stdout)
     assert (again["checkout"], again["checkoutProject"]) == (str(checkout.resolve()), "portal-checkout")
+
+
+def test_a_renamed_projects_client_follows_it_in_the_config(tmp_path):
+    """Found by a team lead: ``projectClients.api = "Globex"`` stayed on the old name after
+    ``memo project rename api globex-api``, without a word — every session recorded in globex-api
+    from then on billed internal. The config maps the new name too (the old kept: a checkout of
+    that name still records there); a config with comments is not rewritten: the command is said."""
+    from tests.inprocess import memo as run
+
+    vault, config = tmp_path / "v", tmp_path / "config.toml"
+    config.write_text('[projectClients]\napi = "Globex"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    run("session", "start", "s1", "--project", "api", "--start-time", "2026-03-02T09:00:00Z", vault=vault, env=env)
+    run("session", "end", "s1", "--project", "api", "--until", "2026-03-02T10:00:00Z", vault=vault, env=env)
+    ran = run("project", "rename", "api", "globex-api", vault=vault, env=env)
+    assert f"note: projectClients.globex-api = 'Globex' added in {config}, as projectClients.api" in ran.stderr
+    run("session", "start", "s2", "--project", "globex-api", "--start-time", "2026-03-03T09:00:00Z", vault=vault, env=env)
+    run("session", "end", "s2", "--project", "globex-api", "--until", "2026-03-03T10:00:00Z", vault=vault, env=env)
+    report = json.loads(run("--json", "activity", "--all", vault=vault, env=env).stdout)
+    assert {name: c["durationMinutes"] for name, c in report["byClient"].items()} == {"Globex": 120}
+    config.write_text('# the team\'s clients\n[projectClients]\nweb = "Acme"\n', encoding="utf-8")
+    run("session", "start", "s3", "--project", "web", "--start-time", "2026-03-04T09:00:00Z", vault=vault, env=env)
+    ran = run("project", "rename", "web", "shop", vault=vault, env=env)
+    assert "sessions of shop bill internal until it maps shop too (memo config set projectClients.shop Acme)" \
+        in ran.stderr
+    assert config.read_text(encoding="utf-8").startswith("# the team's clients\n")

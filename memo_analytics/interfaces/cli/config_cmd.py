@@ -367,6 +367,34 @@ def _set(path: Path, key: str, value: str) -> None:
     _note_problems(path, remaining, "still has")
 
 
+def follow_rename(old: str, new: str) -> str | None:
+    """After ``memo project rename old new``: the config file's ``projectClients.<old>`` is given to
+    ``<new>`` too (kept for ``old``: a checkout of that name still records there) — the sessions of
+    the renamed project billed ``internal`` from then on. Written only when the file maps ``old``
+    and not ``new`` and holds no comment (a rewrite would drop them): else the command is said. The
+    note to print, or None when the file maps nothing of it."""
+    path = config_path()
+    with _editing(path):
+        original = _file(path) if path.is_file() else {}
+        mapped = original.get("projectClients")
+        if not isinstance(mapped, dict) or old not in mapped or new in mapped:
+            return None
+        command = f"memo config set projectClients.{new} {shell_word(str(mapped[old]))}"
+        old_text = _old_text(path)
+        if re.search(r"(?m)^\s*#|\s#", old_text):
+            return (f"projectClients.{old} = {mapped[old]!r} in {path}: sessions of {new} bill internal until it "
+                    f"maps {new} too ({command})")
+        data = copy.deepcopy(original)
+        data["projectClients"][new] = mapped[old]
+        try:
+            _changed(path, original, data, ["projectClients", new], f"projectClients.{new}")
+        except MemoError:
+            return f"sessions of {new} bill internal until the config maps it ({command})"
+        _write(path, data, old_text)
+        return (f"projectClients.{new} = {mapped[old]!r} added in {path}, as projectClients.{old} (kept: a checkout "
+                f"named {old} still records there)")
+
+
 @config_app.command("unset")
 def config_unset(key: str = typer.Argument(..., help="Dotted camelCase key, e.g. hybrid.remoteUrl.")) -> None:
     """Remove one key from the config file (even an unknown or refused one), so its default (or

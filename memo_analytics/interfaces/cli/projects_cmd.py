@@ -27,8 +27,12 @@ def project_rename(
 ) -> None:
     """Rename a project: every turn, session, trap, decision and hand-off moves to the new id."""
     from ...services.project_move import move_project
+    from .config_cmd import follow_rename
 
     _moved(move_project(state.store, old, new))
+    said = follow_rename(old, new)  # the project's client follows it
+    if said:
+        err.print(_safe(f"note: {said}"))
 
 
 def _moved(result: dict) -> None:
