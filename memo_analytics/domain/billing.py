@@ -86,6 +86,8 @@ MAX_CLIENT_CHARS = 200
 #: Invisible characters no client name holds (a name is matched in any case: one holding them
 #: would match no session), beside the control and direction characters.
 _INVISIBLE_IN_NAMES = "\u200b\u200e\u200f\ufeff\u2028\u2029"
+#: Letters that show as nothing (Hangul fillers, the combining grapheme joiner).
+_BLANK_LETTERS = "\u034f\u115f\u1160\u3164\uffa0"
 
 
 def client_name_problem(name: str) -> str | None:
@@ -95,7 +97,16 @@ def client_name_problem(name: str) -> str | None:
         return f"is {len(name)} characters; at most {MAX_CLIENT_CHARS}"
     bad = next((c for c in name if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in DIRECTION_CONTROLS
                 or c in _INVISIBLE_IN_NAMES), None)
-    return None if bad is None else f"holds the control character U+{ord(bad):04X}; write plain text"
+    if bad is not None:
+        return f"holds the control character U+{ord(bad):04X}; write plain text"
+    # a name that reads as another: "Acme Corp" + U+200D billed apart from "Acme Corp", left off its
+    # invoice — every format character (joiners, a soft hyphen, direction marks), a filler that
+    # shows as nothing, a variation selector
+    import unicodedata
+
+    hidden = next((c for c in name if unicodedata.category(c) == "Cf" or c in _BLANK_LETTERS
+                   or 0xFE00 <= ord(c) <= 0xFE0F or 0xE0100 <= ord(c) <= 0xE01EF), None)
+    return None if hidden is None else f"holds the invisible character U+{ord(hidden):04X}; write plain text"
 
 
 def _plain_text(value: str, what: str = "") -> str:

@@ -468,3 +468,18 @@ def test_a_pushed_record_without_created_is_refused_and_the_next_push_goes_throu
     assert applied["outcome"] == "applied"
     assert not (tmp_path / "team" / "projects" / "shop" / "decisions").exists()
     store.close()
+
+
+@pytest.mark.parametrize("hidden", ["\u200d", "\u2060", "\u00ad", "\u061c", "\u3164", "\u034f", "\ufe0f"])
+def test_a_pushed_client_name_that_reads_as_another_is_refused(tmp_path, hidden):
+    """Found by a token holder: "Acme Corp" with a zero-width joiner (a word joiner, a soft hyphen,
+    an Arabic letter mark, a Hangul filler …) was applied, and billed as a client of its own: four
+    rows that read "Acme Corp", the invoice of "Acme Corp" leaving three off. Only U+200B was
+    refused. Every character that shows as nothing is."""
+    store = VaultStore(Settings(vault_root=tmp_path / "team"))
+    text = SESSION.format(start="2026-11-30T09:00:00.000Z", end="2026-11-30T09:30:00.000Z", minutes=30).replace(
+        "client: Acme\n", f"client: Acme{hidden} Corp\n")
+    assert f"Acme{hidden} Corp" in text
+    [result] = sync.apply_incoming(store, [{"id": "session-s9", "text": text, "base": None}])
+    assert result["outcome"] == "refused" and f"holds the invisible character U+{ord(hidden):04X}" in result["reason"]
+    store.close()
