@@ -132,6 +132,23 @@ def test_a_transcript_whose_lines_were_written_twice_has_its_turns_once(realdata
     assert sum(len(t.prompts) for t in twice.transcripts) == 7
 
 
+@pytest.mark.parametrize("how", ["appended", "each line twice"])
+def test_a_codex_rollout_whose_lines_were_written_twice_has_its_turns_and_tokens_once(realdata, tmp_path, how):
+    """Found by a tester of bad files: a Codex rollout written again (``cat a a``, or each line
+    twice) had its 4 turns twice, and the copy appended counted its cost twice (0.3053 against
+    0.1575): rollout lines carry no id. The same user message at the same instant is one, and a
+    running token total below the last one is a line written again."""
+    [source] = sorted((realdata / FEISHU).rglob("rollout-2025-11-27T11-39-23-*.jsonl"))
+    lines = source.read_bytes().splitlines(keepends=True)
+    doubled = tmp_path / source.name
+    doubled.write_bytes(b"".join(lines) * 2 if how == "appended" else b"".join(line * 2 for line in lines))
+    once = codex.parse(source, ImportOptions())
+    twice = codex.parse(doubled, ImportOptions())
+    [first], [again] = once.transcripts, twice.transcripts
+    assert [(p.text, p.at, p.tokens) for p in again.prompts] == [(p.text, p.at, p.tokens) for p in first.prompts]
+    assert len(again.prompts) == 4 and any(p.tokens for p in again.prompts)
+
+
 def case(name: str) -> str:
     """The relative path of the CASES file whose name starts with ``name``."""
     [relative] = [c[1] for c in CASES if Path(c[1]).name.startswith(name)]

@@ -140,7 +140,7 @@ _ROLLOUT_NAME = re.compile(r"^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-([0-9a
                            r"[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 
 #: The format of :class:`_Fold`'s state (another value: a checkpoint is not used).
-FOLD_VERSION = "codex/1"
+FOLD_VERSION = "codex/2"
 
 
 class _Fold:
@@ -160,6 +160,9 @@ class _Fold:
         self.total: dict[str, int] = {}
         self.at_prompt: dict[str, int] = {}
         self.problems: list[str] = []
+        #: the user messages read (instant and text): one written again (a rollout's lines written
+        #: twice, ``cat a a``) is the same message — its turn and its cost were counted twice
+        self.said: set[str] = set()
         #: the first line's value, told when no line is a Codex record (its other format, if any)
         self.first_seen = False
         self.looks: str | None = None
@@ -199,20 +202,31 @@ class _Fold:
         elif kind == "event_msg" and payload.get("type") == "user_message":
             if payload.get("kind") in (None, "plain") and isinstance(payload.get("message"), str):
                 request = human_request(payload["message"])
-                if request:
+                if request and self._new("event", at, request):
                     self.events.append(HumanPrompt(request, at, model=self.model))
                     self.at_prompt = dict(self.total)  # the running total when this turn began
         elif kind == "event_msg" and payload.get("type") == "token_count":
             info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
             running = info.get("total_token_usage")
             if isinstance(running, dict):
-                self.total = {k: v for k, v in running.items() if isinstance(v, int) and not isinstance(v, bool)}
+                counts = {k: v for k, v in running.items() if isinstance(v, int) and not isinstance(v, bool)}
+                if sum(counts.values()) < sum(self.total.values()):
+                    return  # a running total below the last one: a line written again, not a new count
+                self.total = counts
                 if self.events:  # this turn's figures: the running total now minus where the turn began
                     self.events[-1].tokens = _turn_tokens(self.total, self.at_prompt)
         elif kind == "response_item" and payload.get("type") == "message" and payload.get("role") == "user":
             request = human_request(_message_text(payload.get("content")))
-            if request:
+            if request and self._new("item", at, request):
                 self.items.append(HumanPrompt(request, at))
+
+    def _new(self, kind: str, at: datetime | None, text: str) -> bool:
+        """Whether this user message (its kind, instant and text) was not read before."""
+        key = f"{kind}\x00{at.isoformat() if at else ''}\x00{text}"
+        if key in self.said:
+            return False
+        self.said.add(key)
+        return True
 
     def finish(self) -> ParseResult:
         if not self.recognised:
