@@ -570,12 +570,15 @@ def _raised(function, *args):
         return exc
 
 
-def test_a_transcript_whose_every_turn_is_refused_leaves_no_empty_session(tmp_path):
-    """Found by an attacker: a Claude Code transcript whose one prompt was 50 MB was said
-    skipped (over the size limit) and still written as a session of 0 turns and 0 minutes. A
-    work interval none of whose turns can be recorded writes no session; the import says so."""
+def test_a_transcript_turn_over_the_size_limit_is_kept_cut_with_its_session(tmp_path):
+    """Found by an attacker: a Claude Code transcript whose one prompt was 50 MB was written as a
+    session of 0 turns and 0 minutes; then (a tester of bad files) such a session was not recorded
+    at all — a pasted log or an image's data lost the session and its minutes, exit 0, and the
+    next import said nothing. The turn is kept cut to the limit, saying so; the import says how
+    many were cut."""
     import json as _json
 
+    from memo_analytics.vault.io import read_record
     from tests.inprocess import memo as run
 
     folder = tmp_path / "cc"
@@ -586,16 +589,20 @@ def test_a_transcript_whose_every_turn_is_refused_leaves_no_empty_session(tmp_pa
                             "message": {"role": "user", "content": text}}) + "\n"
 
     big = "11111111-2222-4333-8444-555555555555"
-    (folder / f"{big}.jsonl").write_text(line(big, "x" * 1_100_000, "2026-11-30T09:00:00.000Z"), encoding="utf-8")
+    (folder / f"{big}.jsonl").write_text(line(big, "é" * 550_000, "2026-11-30T09:00:00.000Z"), encoding="utf-8")
     fine = "66666666-7777-4888-8999-000000000000"
     (folder / f"{fine}.jsonl").write_text(line(fine, "a prompt", "2026-11-30T10:00:00.000Z"), encoding="utf-8")
     vault = tmp_path / "v"
-    ran = run("--json", "import", "claude-code", str(folder), "--project", "web", vault=vault, check=False)
+    ran = run("--json", "import", "claude-code", str(folder), "--project", "web", vault=vault)
     answer = _json.loads(ran.stdout)
-    assert (answer["sessions"], answer["turns"], answer["skipped"]) == (1, 1, 1), answer
-    assert any("turn 1 of claude-code-11111111" in e and "1100000 bytes" in e and "the session is not recorded" in e
-               for e in answer["errors"]), answer["errors"]
-    assert sorted(p.name for p in (vault / "projects/web/sessions").iterdir()) == [f"session-claude-code-{fine}-1.md"]
+    assert (answer["sessions"], answer["turns"], answer["skipped"], answer["cut"]) == (2, 2, 0, 1), answer
+    [turn] = (vault / "projects/web/prompts").glob("prompt-claude-code-11111111-*")
+    body = read_record(turn)[1]
+    assert body.startswith("éé") and body.rstrip().endswith(
+        "[… cut on import: the turn held 1,100,000 bytes; a turn keeps at most 1,000,000]")
+    assert len(body.encode("utf-8")) <= 1_000_000
+    again = run("import", "claude-code", str(folder), "--project", "web", vault=vault)
+    assert "turns 0" in again.stdout
 
 
 @pytest.mark.parametrize("item", [{"type": "commit", "sha": "abc1234", "url": "javascript:alert(1)"},

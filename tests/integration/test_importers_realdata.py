@@ -478,8 +478,9 @@ def test_a_bad_line_or_prompt_never_stops_the_run(tmp_path, store):
                                        + cc_line("2026-01-01T12:01:00Z", "user", "small", "5e55a0a1-0000-4000-8000-0000000000dd"))
     result = run_import(store, list(walk_files([folder], claude_code.SUFFIXES)), claude_code.parse, ImportOptions())
     bodies = sorted(r[0] for r in store.conn.execute("SELECT body FROM records WHERE kind = 'prompt'"))
-    assert bodies == ["broken \ufffd text", "kept", "small"]
-    assert result.skipped >= 2  # the too-deep line and the oversized prompt
+    assert bodies[:3] == ["broken \ufffd text", "kept", "small"] and len(bodies) == 4
+    assert bodies[3].startswith("xxx") and bodies[3].endswith("a turn keeps at most 1,000,000]")  # kept cut
+    assert result.skipped >= 1 and result.cut == 1  # the too-deep line; the oversized prompt cut
     open_sessions = store.conn.execute("SELECT count(*) FROM records WHERE kind = 'session' AND status != 'completed'")
     assert open_sessions.fetchone()[0] == 0
 

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable, Iterator
 
+from ...config import MAX_BODY_BYTES
 from ...domain.clock import from_iso, minutes_between, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
 from ...domain.ids import project_slug, session_record_id, slugify
@@ -310,6 +311,8 @@ class ImportResult:
     untimed: int = 0
     #: conversations read that hold at least one turn (recorded now or before)
     prompted: int = 0
+    #: turns longer than a turn's limit (a pasted log, an image's data), kept cut to it
+    cut: int = 0
 
     def took_nothing_in(self) -> bool:
         """Whether conversations were refused or lines left out, and nothing else was taken in
@@ -351,6 +354,8 @@ class ImportResult:
                  if hook else "")
         line += (f", {self.copies} records of a SpecStory export superseded by the agent's own transcript of the "
                  f"same session") if self.copies else ""
+        line += (f", {self.cut} turn{'s' if self.cut != 1 else ''} longer than {MAX_BODY_BYTES:,} bytes kept cut "
+                 f"to that (the rest left out)") if self.cut else ""
         return line + (f", {self.rewound} turn{'s' if self.rewound != 1 else ''} the transcript no longer holds "
                        f"marked superseded" if self.rewound else "")
 
@@ -372,7 +377,8 @@ class ImportResult:
                 "unrecognised": self.unrecognised, "unchanged": self.unchanged,
                 "resumed": self.resumed, "rewound": self.rewound, "copies": self.copies,
                 "heldBack": len(self.held_back),
-                "pending": self.pending, "empty": self.empty, "refused": self.refused, "untimed": self.untimed}
+                "pending": self.pending, "empty": self.empty, "refused": self.refused, "untimed": self.untimed,
+                "cut": self.cut}
 
 
 def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: tuple[str, ...] = (),
@@ -498,6 +504,11 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     """
     if invoiced is None:
         invoiced = invoiced_in(store.root)
+    for prompt in transcript.prompts:
+        fitted = fit_body(prompt.text)
+        if fitted is not prompt.text:
+            prompt.text = fitted
+            result.cut += 1
     base = transcript_session_base(transcript)
     default = store.resolve_project(options.project or (project_slug(transcript.project_hint)
                                                          if transcript.project_hint else None))
@@ -1144,6 +1155,19 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
 def _article(source: str) -> str:
     name = source or "a known"
     return ("an " if name[:1] in "aeio" else "a ") + name
+
+
+def fit_body(text: str) -> str:
+    """``text`` as a turn's body can hold it: one over :data:`MAX_BODY_BYTES` (a pasted log, an
+    image's base64 in a SpecStory file) is cut to the limit — whole characters — and says so at its
+    end; else ``text`` itself. A session whose every turn was over the limit was not recorded at
+    all: its minutes lost, and a second import said nothing of it."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_BODY_BYTES:
+        return text
+    said = f"\n\n[… cut on import: the turn held {len(data):,} bytes; a turn keeps at most {MAX_BODY_BYTES:,}]"
+    room = MAX_BODY_BYTES - len(said.encode("utf-8"))
+    return data[:room].decode("utf-8", "ignore") + said
 
 
 def _refused_body(text: str) -> str | None:
