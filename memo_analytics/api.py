@@ -22,6 +22,8 @@ opened read-only). Frames are read afresh on every call.
 
 from __future__ import annotations
 
+import os
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -107,6 +109,10 @@ def open_vault(path: str | Path | None = None, *, vaults: Sequence[str | Path] |
     if timezone is not None:
         update["timezone"] = timezone
     settings = settings.model_copy(update=update)
+    given = os.environ.get("MEMO_CONFIG")
+    if config and given and given.strip() and not config_path().exists():
+        warnings.warn(f"MEMO_CONFIG names {config_path()}, which does not exist: no config file is read (no client "
+                      "terms, rounding or zone of it)", stacklevel=2)
     store = VaultStore(settings)
     if not store.exists:
         raise InvalidFieldError("path", f"{store.root} holds no vault (no projects/ or .memo/ folder)")
@@ -337,10 +343,17 @@ class Vault:
         InvalidDateError
             ``Invalid since date`` / ``Invalid until date``.
         InvalidFieldError
-            ``Invalid tz``; a further vault without an index (``Invalid vaults``).
+            ``Invalid tz``; a further vault without an index (``Invalid vaults``); a client no
+            session of the vault and no client of the config has (``Invalid client``: a typo
+            read as 0 hours, as ``memo activity --client`` refuses it).
         """
-        return activity_report(self._store, ActivityRequest(projects=projects, since=since, until=until,
-                                                            client=client, tz=tz, cross_project=cross_project))
+        report = activity_report(self._store, ActivityRequest(projects=projects, since=since, until=until,
+                                                              client=client, tz=tz, cross_project=cross_project))
+        if report.client and not report.sessions and not (cross_project and self._store.settings.vaults):
+            from .services.sessions import check_client
+
+            check_client(self._store, report.client)
+        return report
 
     def invoice(self, report: ActivityReport, lines: str = "project", *, skip_unpriced: bool = False,
                 zero_minutes: bool = False) -> Invoice:

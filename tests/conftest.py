@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,11 @@ REPO = Path(__file__).resolve().parents[1]
 # MEMO_TIMEZONE …) are cleared, and ~/.memo/config.toml is not read (tests that need one write their own)
 for _name in [n for n in os.environ if n.startswith("MEMO_") and n != "MEMO_REALDATA"]:
     del os.environ[_name]
-os.environ["MEMO_CONFIG"] = str(REPO / "tests" / "no-such-config.toml")
+# an empty config file of the run's own (a missing one is said by every command: a note in every output)
+_CONFIG_DIR = tempfile.mkdtemp(prefix="memo-tests-config-")
+atexit.register(shutil.rmtree, _CONFIG_DIR, True)
+os.environ["MEMO_CONFIG"] = str(Path(_CONFIG_DIR) / "config.toml")
+Path(os.environ["MEMO_CONFIG"]).write_text("", encoding="utf-8")
 
 
 def realdata_root() -> Path:

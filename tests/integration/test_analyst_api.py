@@ -237,3 +237,28 @@ def test_the_sessions_frame_and_duckdb_bill_the_minutes_the_reports_bill(tmp_pat
     assert {s["sessionId"]: s["billedMinutes"] for s in report.sessions} == {"a": 60, "b": 30, "c": 30, "open": None}
     assert frame["billed_minutes"].sum() == in_sql == report.total_duration_minutes == 120
     assert frame["duration_minutes"].sum() == 124  # what a sum of durations says
+
+
+def test_an_unknown_client_is_refused_by_the_api_as_by_the_cli(tmp_path, monkeypatch):
+    """Found by an analyst: ``vault.activity(client='Nobody')`` gave an empty report (0 hours, no
+    error) where ``memo activity --client Nobody`` refuses the name: a typo in a notebook read as a
+    client without work. Both refuse it, naming the clients known; a known client without work in
+    the period is no error. And a ``MEMO_CONFIG`` naming a missing file is said (CLI and API)."""
+    from tests.inprocess import memo as run
+
+    monkeypatch.delenv("MEMO_CONFIG", raising=False)
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    work(store, "s1", datetime(2026, 3, 2, 9, tzinfo=timezone.utc), datetime(2026, 3, 2, 10, tzinfo=timezone.utc),
+         client="Acme Corp")
+    store.close()
+    vault = memo_analytics.open_vault(tmp_path / "v", timezone="UTC")
+    with pytest.raises(InvalidFieldError, match="no session and no \\[clients\\] entry of the config has the client "
+                                                "'Nobody'.*clients known: Acme Corp"):
+        vault.activity(client="Nobody")
+    assert vault.activity(client="acme corp", since="2026-04-01").total_duration_minutes == 0
+    missing = tmp_path / "gone.toml"
+    monkeypatch.setenv("MEMO_CONFIG", str(missing))
+    with pytest.warns(UserWarning, match=f"MEMO_CONFIG names {missing}, which does not exist"):
+        memo_analytics.open_vault(tmp_path / "v")
+    ran = run("activity", "--all", vault=tmp_path / "v", env={"MEMO_CONFIG": str(missing)})
+    assert ran.stderr.count(f"note: MEMO_CONFIG names {missing}, which does not exist") == 1

@@ -244,3 +244,32 @@ def test_the_invoicing_notebook_on_a_period_of_no_work_asks_for_no_terms(tmp_pat
     assert error["ename"] == "SystemExit" and error["evalue"].startswith("Nothing to invoice: no billable session with a duration for these filters; "
                                       "then run the notebook again"), error["evalue"]
     assert "give it terms" not in error["evalue"]
+
+
+def test_the_invoicing_notebook_on_the_sample_leaves_the_kernel_reading_your_config_again(tmp_path):
+    """Found by an analyst: on the sample the invoicing notebook points MEMO_CONFIG at a config
+    file of its own, and its last cell removes that file — the kernel's later ``open_vault`` read
+    no config at all, without a word (client rounding and zone gone). MEMO_CONFIG is put back; and
+    one naming a missing file is said (a warning from ``open_vault``)."""
+    import nbclient
+
+    from tests.inprocess import environment
+
+    mine = tmp_path / "mine.toml"
+    mine.write_text('timezone = "UTC"\n', encoding="utf-8")
+    (tmp_path / "home").mkdir()  # no vault there: the notebook runs on the sample
+    notebook = nbformat.read(NOTEBOOKS / "invoicing.ipynb", as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell(
+        "import os, warnings\nprint('config:', os.environ.get('MEMO_CONFIG'))\n"
+        "os.environ['MEMO_CONFIG'] = os.path.join(os.path.dirname(os.environ['MEMO_CONFIG']), 'gone.toml')\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        f"    memo.open_vault(memo.sample_vault({str(tmp_path / 'sample')!r}))\n"
+        "print('warned:', [str(w.message) for w in caught])"))
+    with environment({"MEMO_CONFIG": str(mine), "MEMO_VAULT": None, "HOME": str(tmp_path / "home")}):
+        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    shown = "".join(str(o.get("text", "")) for o in notebook.cells[-1].outputs)
+    assert f"config: {mine}\n" in shown
+    assert f"warned: ['MEMO_CONFIG names {tmp_path / 'gone.toml'}, which does not exist: no config file is read" \
+        in shown

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -237,6 +238,7 @@ def _global(
                                  help="Print memo's version and exit."),
 ) -> None:
     """Global options (also accepted after the command: ``memo activity --all --json``)."""
+    _CONFIG_SAID.clear()  # a new run (one process runs many in tests and the operator)
     _apply_globals(vault_root, json_output, ctx.invoked_subcommand)
 
 
@@ -265,6 +267,7 @@ def _apply_globals(vault_root: Optional[str], json_output: bool, command: Option
         # memo config reads (and repairs) the config file itself, valid or not; memo doctor checks it; a
         # hook must record (or spool) whatever the config file says
         return
+    _note_missing_config()
     overrides = {"vault_root": vault_root} if vault_root is not None else {}
     if command == "hooks":  # memo hooks status says what the agents run also while the config is broken
         try:
@@ -273,6 +276,24 @@ def _apply_globals(vault_root: Optional[str], json_output: bool, command: Option
             state.config_error = exc
         return
     state.use(_settings(**overrides), overrides)
+
+
+_CONFIG_SAID: set[str] = set()
+
+
+def _note_missing_config() -> None:
+    """Say (once a run) that ``MEMO_CONFIG`` names a file that is not there: its defaults applied
+    without a word — no client's terms, rounding or zone (a notebook had removed its own config
+    and left the variable set)."""
+    given = os.environ.get("MEMO_CONFIG")
+    if not given or not given.strip():
+        return
+
+    path = config_path()
+    if not path.exists() and str(path) not in _CONFIG_SAID:
+        _CONFIG_SAID.add(str(path))
+        err.print(_safe(f"note: MEMO_CONFIG names {path}, which does not exist: no config file is read (defaults "
+                        "apply; memo config set creates it)"))
 
 
 def _emit(value: Any, human: Callable[[Any], None]) -> None:
