@@ -244,8 +244,9 @@ class Vault:
             (``Datetime(us, UTC)``; null while open), ``duration_minutes`` (Int64, whole
             minutes; null while open), ``task_slug, summary, deliverables`` (JSON list),
             ``ide, model, agent, branch, git_sha``, ``owner`` (String: the git identity of the
-            person who worked it; null when unknown), ``billed_minutes`` (Int64: the minutes it
-            bills, as ``memo activity``'s ``billedMinutes`` — the client's rounding and the
+            person who worked it; null when unknown) — then, after those, ``billed_minutes``
+            (Int64, not in ``SESSION_SCHEMA``: the minutes it bills, as ``memo activity``'s
+            ``billedMinutes`` — the client's rounding and the
             overlap policy over the whole vault, an invoiced session as invoiced; 0 when it bills
             nothing: open, not billable, superseded). Sum ``billed_minutes``, not
             ``duration_minutes``, to reproduce the reports' billed time.

@@ -106,7 +106,10 @@ class ActivityReport:
     cost_by_model : dict[str, dict]
         A model → ``{costUsd, inputTokens, …, unpricedTurns}``; ``costUsd`` is decimal text in
         USD with 4 places (``"0.0000"`` for a model without a price: see ``unpricedTurns``
-        and ``unpriced_models``), for JSON without float rounding — ``Decimal(x)`` reads it.
+        and ``unpriced_models``), for JSON without float rounding — ``Decimal(x)`` reads it. What
+        one model cost in one session is rounded to 0.0001 USD first, and every figure is a sum
+        of those parts (:func:`~memo_analytics.analytics.cost.session_costs`): pricing
+        ``usage()``'s rows and summing them unrounded can differ in the last place.
     cost_by_client : dict[str, str]
         A client → its turns' AI cost in USD, decimal text as above.
     unpriced_models : list[str]

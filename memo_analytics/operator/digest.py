@@ -236,6 +236,12 @@ def _hours(minutes: int) -> str:
     return f"{minutes / 60:.1f} h" if minutes >= 60 else f"{minutes} min"
 
 
+def _cut(text: str, most: int) -> str:
+    """``text`` in at most ``most`` characters: cut with an ellipsis ("…100% coverag" read as the
+    rule's own text)."""
+    return text if len(text) <= most else text[:most - 1].rstrip() + "…"
+
+
 def _since(minutes: int) -> str:
     """How long ago, as the age column says it: days from two days on (``111.5 h`` beside
     ``4 d`` read as two figures); time billed stays in hours (:func:`_hours`)."""
@@ -522,7 +528,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         repository = traps[0].get("_repository", True)
         known = bool(repository)
         where = f"{repository}/CLAUDE.md" if isinstance(repository, str) else "CLAUDE.md of the project's repository"
-        said = "; ".join(f"“{(t.get('summary') or '')[:80]}” ({t.get('occurrences', 1)}×, "
+        said = "; ".join(f"“{_cut(t.get('summary') or '', 80)}” ({t.get('occurrences', 1)}×, "
                          f"{t['confidence']:.2f})" for t in traps[:3])
         more = f" and {len(traps) - 3} more" if len(traps) > 3 else ""
         count = f"{len(traps)} rules" if len(traps) > 1 else "a rule"

@@ -345,9 +345,14 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
         existing = store.read(project, RecordKind.PROMPT, record_id)
         if existing is not None:
             store.ensure_indexed(RecordKind.PROMPT, project, record_id)  # the file is there: so is its row
+            meta, old_body = existing
             if request.skip_existing:
-                meta, old_body = existing
                 return {**meta, "body": old_body}
+            if request.turn is not None and old_body == body:
+                # an agent's retry (its answer lost): the same turn, answered again — spec-memo's writes of a
+                # deterministic id are re-entrant (SPEC §2.4); another text is refused, never overwritten
+                return {**meta, "body": old_body, "note": f"turn {turn} of session {session_id} was recorded "
+                                                          "already with this text: not written again"}
             raise InvalidFieldError("turn", f"turn {turn} of session {session_id} is already recorded; leave the turn out to append one")
         meta = turn_meta(_known_client(store, request, session_meta), record_id, project, session_id, turn, created, now,
                          session_meta, rules, (head_branch, head_sha), task_slug)

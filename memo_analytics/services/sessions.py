@@ -501,16 +501,18 @@ def is_web_url(value: object) -> bool:
 
 
 def merge_deliverables(existing: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Merge ``new`` into ``existing``, de-duplicated by ``(url, sha, type)`` (SPEC §2.5)."""
-    merged: list[dict[str, Any]] = []
-    seen: set[tuple] = set()
+    """Merge ``new`` into ``existing``, de-duplicated by ``(url, sha, type)`` (SPEC §2.5); of two
+    items of one key, the first keeps its place and takes the fields only the other has (a
+    ``--pr`` beside the same pull request in ``deliverables`` lost its title)."""
+    merged: dict[tuple, dict[str, Any]] = {}
     for item in [*existing, *new]:
         key = (item.get("url"), item.get("sha"), item.get("type"))
-        if key in seen:
+        if key in merged:
+            merged[key] = {**{k: v for k, v in item.items() if v is not None}, **{
+                k: v for k, v in merged[key].items() if v is not None}}
             continue
-        seen.add(key)
-        merged.append(item)
-    return merged
+        merged[key] = item
+    return list(merged.values())
 
 
 def _session_project(store: VaultStore, project: str | None, record_id: str, cwd: str | None = None) -> str | None:

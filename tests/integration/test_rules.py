@@ -286,7 +286,7 @@ def test_rules_printed_in_a_format_are_alone_on_stdout_a_cursor_rule_whole(tmp_p
     assert ran.stdout.startswith("---\ndescription: Rules derived by memo") and "alwaysApply: true" in ran.stdout
     assert "- Never commit directly to main, open a PR." in ran.stdout
     assert "candidate" not in ran.stdout and "confidence" not in ran.stdout and "saved" not in ran.stdout
-    assert "1 rule candidate; the rules as cursor on stdout" in ran.stderr and "saved 1 traps" in ran.stderr
+    assert "1 rule candidate; the rules as cursor on stdout" in ran.stderr and "saved 1 trap\n" in ran.stderr
     plain = memo("report", "rules", "--all", "--format", "claude", vault=vault).stdout
     assert plain.startswith("## Rules derived from your prompts")
 

@@ -249,6 +249,17 @@ def test_reending_a_completed_session_keeps_its_duration_and_merges_deliverables
     assert again["deliverables"][1]["title"] == "Pull request 1"
 
 
+def test_a_pr_given_twice_keeps_its_title(store):
+    """Found by a team moving from spec-memo: ``pr`` and the same pull request in ``deliverables``
+    (no title) merged by ``(url, sha, type)`` into the untitled one — the title ``--pr`` adds
+    (SPEC §2.3) was lost. One item, with every field either gave."""
+    start_session(store, StartSessionRequest(session_id="s2", project="p1", start_time=T0))
+    ended = end_session(store, EndSessionRequest(session_id="s2", until="2026-01-05T09:45:00Z",
+                                                 pr="https://x/pull/43",
+                                                 deliverables=[{"type": "pr", "url": "https://x/pull/43"}]))
+    assert ended["deliverables"] == [{"type": "pr", "url": "https://x/pull/43", "title": "Pull request 43"}]
+
+
 def test_session_end_before_start_is_refused(store):
     start_session(store, StartSessionRequest(session_id="s1", project="p1", start_time=T0))
     with pytest.raises(InvalidFieldError, match="^Invalid until:"):
@@ -283,6 +294,13 @@ def test_an_explicit_turn_never_replaces_a_recorded_one(store):
     with pytest.raises(InvalidFieldError, match="^Invalid turn: turn 1 of session s1 is already recorded"):
         rec(store, session_id="s1", turn=1, body="replacement")
     assert read_record(store.root / "projects/p1/prompts/prompt-s1-t1.md")[1] == "original"
+    # found by a team moving from spec-memo: an agent's retry of the same turn (its answer lost) was
+    # refused; writes of a deterministic id are re-entrant (SPEC §2.4): the turn is answered again
+    path = store.root / "projects/p1/prompts/prompt-s1-t1.md"
+    before = path.read_bytes()
+    again = rec(store, session_id="s1", turn=1, body="original")
+    assert (again["id"], again["body"]) == ("prompt-s1-t1", "original") and "not written again" in again["note"]
+    assert path.read_bytes() == before
 
 
 def test_list_returns_the_envelope_newest_first(store):

@@ -153,8 +153,10 @@ def digest(
         if r["beyondHorizon"]:
             older = ", ".join(f"{n} {kind}" for kind, n in r["beyondHorizon"].items())
             day = _local(r["beyondHorizonAsOf"])[:10] if r.get("beyondHorizonAsOf") else "DATE"
-            out.print(f"older than {r['horizonDays']} days (counted, not listed): {older} — the oldest of them: "
-                      f"`memo digest --as-of {day}`; all of them: raise operator.horizonDays (`memo config set`)")
+            # for this vault (a daemon's lead pasted it and read their own empty vault)
+            out.print(_safe(f"older than {r['horizonDays']} days (counted, not listed): {older} — the oldest of them: "
+                            f"`{_on_this_vault(f'memo digest --as-of {day}')}`; all of them: raise "
+                            "operator.horizonDays (`memo config set`)"))
 
     _emit(result, human)
 

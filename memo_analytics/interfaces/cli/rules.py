@@ -71,7 +71,7 @@ def report_rules(
         if "formatted" in r:
             sys.stdout.write(_safe((CURSOR_FRONT_MATTER + "\n" if fmt == "cursor" else "") + r["formatted"]))
         if "savedTraps" in r:
-            said.print(f"saved {len(r['savedTraps'])} traps")
+            said.print(f"saved {len(r['savedTraps'])} trap{'s' if len(r['savedTraps']) != 1 else ''}")
         if "promoted" in r:
             said.print(_safe(f"promoted {r['promoted']['rules']} rules into {r['promoted']['path']}"))
 
