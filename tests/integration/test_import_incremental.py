@@ -932,3 +932,22 @@ def test_a_new_transcript_of_its_snapshot_line_alone_is_no_other_format(realdata
     assert "not a claude-code transcript" not in first.stderr and "skipped" not in first.stderr, first.stderr
     copy.write_bytes(b"".join(lines))
     assert json.loads(memo("--json", "import", "claude-code", str(folder.parent), vault=vault).stdout)["turns"] == 7
+
+
+def test_a_file_that_gave_nothing_but_problems_is_said_and_refused_again(realdata, tmp_path):
+    """Found by a tester of bad files: a Gemini chat whose one message had an out-of-range
+    timestamp was refused ("nothing imported: 1 line left out", exit 1); the next import of the
+    same file said "files 1 (1 unchanged) … skipped 0" and exited 0 — a cron job saw success, and
+    the line was never named again. Such a file is read again, its problems said again."""
+    source = realdata / "multi-agent/Mai0313-VibeCodingTracker/examples/test_conversation_gemini.json"
+    chat = json.loads(source.read_text(encoding="utf-8"))
+    for message in chat["messages"]:
+        message["timestamp"] = 12345678901234567890
+    folder = tmp_path / "chats"
+    folder.mkdir()
+    (folder / "session-legacy.json").write_text(json.dumps(chat), encoding="utf-8")
+    vault = tmp_path / "v"
+    for _ in range(2):
+        ran = memo("import", "gemini", str(folder), vault=vault, check=False)
+        assert ran.returncode == 1 and "error: nothing imported" in ran.stderr, ran.stderr
+        assert "unreadable or out-of-range timestamp" in ran.stderr and "unchanged" not in ran.stdout

@@ -1487,6 +1487,8 @@ def run_import(
             result.refused -= 1
             failed.discard(key)
 
+    troubled: set[Path] = set()  # files whose lines gave nothing but problems
+
     def take(path: Path, parsed: "ParseResult | str", checkpoint: object, resumed: bool) -> list[Transcript]:
         """Count one file's parse into ``result``; the transcripts it holds."""
         result.files += 1
@@ -1499,6 +1501,8 @@ def run_import(
         else:
             found = parsed.transcripts
             _count_parse(result, path, parsed, source, held, where)
+            if parsed.problems and not found:
+                troubled.add(path)
         transcripts.extend(found)
         if progress:
             progress(path)
@@ -1581,7 +1585,10 @@ def run_import(
                 checkpoint = checkpoints.get(path)
                 if path in starts and checkpoint is None:
                     remove_quietly(cache)  # its checkpoint no longer holds
-                if stamp is None or any((by_id[i].source if i in by_id else source, i) in not_noted for i in ids):
+                if stamp is None or path in troubled or any((by_id[i].source if i in by_id else source, i) in not_noted
+                                                              for i in ids):
+                    # (a file that gave nothing but its problems is read again, and they are said again: the
+                    # next import said "1 unchanged" and exited 0 after a first that refused it)
                     state.forget(path, source)
                     continue
                 if checkpoint is not None:
