@@ -951,3 +951,20 @@ def test_a_file_that_gave_nothing_but_problems_is_said_and_refused_again(realdat
         ran = memo("import", "gemini", str(folder), vault=vault, check=False)
         assert ran.returncode == 1 and "error: nothing imported" in ran.stderr, ran.stderr
         assert "unreadable or out-of-range timestamp" in ran.stderr and "unchanged" not in ran.stdout
+
+
+def test_a_rollout_whose_every_timestamp_is_unreadable_names_its_lines(realdata, tmp_path):
+    """Found by a tester of bad files: a Codex rollout (a Copilot session alike) whose every
+    timestamp was an epoch number was "not a codex transcript (no line is a Codex record …)" —
+    every line was one; only their instants were unreadable. Each line is named with its value."""
+    [source] = sorted((realdata / "codex-rollouts").rglob("rollout-2025-11-27T11-39-23-*.jsonl"))
+    folder = tmp_path / "rollouts"
+    folder.mkdir()
+    lines = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for line in lines:
+        line["timestamp"] = 1764214763
+    (folder / source.name).write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    ran = memo("import", "codex", str(folder), vault=tmp_path / "v", check=False)
+    assert ran.returncode == 1 and "not a codex transcript" not in ran.stderr, ran.stderr
+    assert "line 1: unreadable or out-of-range timestamp '1764214763'" in ran.stderr
+    assert f"error: nothing imported: {len(lines)} lines left out" in ran.stderr

@@ -178,13 +178,15 @@ class _Fold:
             self.problems.append(f"line {number}: " + ("not JSON" if record is NOT_JSON else "not a Codex record"))
             return
         kind, payload = shaped
+        self.recognised += 1  # a Codex record, whatever its instant: one every line of which is unreadable is said so
         try:
             at = _stamp(record.get("timestamp"), options)
             inner_at = _stamp(payload.get("timestamp"), options) if kind == "session_meta" and payload is not record else None
         except InvalidDateError:
-            self.problems.append(f"line {number}: unreadable or out-of-range timestamp (a record's instant lies in 1970–9000)")
+            shown = str(record.get("timestamp"))[:40]
+            self.problems.append(f"line {number}: unreadable or out-of-range timestamp {shown!r} (a record's instant "
+                                 "lies in 1970–9000, ISO 8601)")
             return
-        self.recognised += 1
         transcript = self.transcript
         transcript.activity.extend(stamp for stamp in (at, inner_at) if stamp is not None)
         if kind == "session_meta":

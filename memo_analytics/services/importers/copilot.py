@@ -179,6 +179,7 @@ class _Fold:
                                                        "not a Copilot event (a dotted type and a data object)"))
             return
         kind, data = event["type"], event["data"]
+        self.recognised += 1  # a Copilot event, whatever its instant: one every line of which is unreadable is said so
         inner_key = "startTime" if kind == "session.start" else "resumeTime" if kind == "session.resume" else None
         stamps: list[datetime | None] = []
         for name, value in (("timestamp", event.get("timestamp")), (f"data.{inner_key}", data.get(inner_key))):
@@ -194,7 +195,6 @@ class _Fold:
                                      f"record's instant lies in 1970–9000); the rest of the event is read")
                 stamps.append(None)
         at, inner = stamps
-        self.recognised += 1
         transcript, prompts = self.transcript, self.prompts
         event_id = event.get("id") if isinstance(event.get("id"), str) else None
         if event_id is not None:
