@@ -9,9 +9,16 @@ import json
 import os
 import shutil
 
+import pytest
+
 from tests.inprocess import memo
 
 CC = "claude-code-jsonl/moredip-session-share/samples/claude-code-projects"
+
+
+def imported_json(vault, source, *args) -> dict:
+    """``memo --json import SOURCE ARGS``'s answer (any exit code)."""
+    return json.loads(memo("--json", "import", source, *args, vault=vault, check=False).stdout)
 
 
 def imported(vault, *args, env=None) -> dict:
@@ -968,3 +975,25 @@ def test_a_rollout_whose_every_timestamp_is_unreadable_names_its_lines(realdata,
     assert ran.returncode == 1 and "not a codex transcript" not in ran.stderr, ran.stderr
     assert "line 1: unreadable or out-of-range timestamp '1764214763'" in ran.stderr
     assert f"error: nothing imported: {len(lines)} lines left out" in ran.stderr
+
+
+@pytest.mark.parametrize("count", [-5000000, "12345", 10 ** 30])
+def test_a_rollouts_token_count_that_is_no_count_is_said(realdata, tmp_path, count):
+    """Found by a tester of bad files: token counts of text, below 0 or beyond reason were
+    dropped (or priced) without a word: skipped 0, the cost 16× too low. Each such line is named
+    and its counts left out; the turns are imported."""
+    [source] = sorted((realdata / "codex-rollouts").rglob("rollout-2025-11-27T11-39-23-*.jsonl"))
+    folder = tmp_path / "rollouts"
+    folder.mkdir()
+    lines = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines() if line.strip()]
+    bad = 0
+    for line in lines:
+        info = line.get("payload", {}).get("info") if line.get("type") == "event_msg" else None
+        if isinstance(info, dict) and isinstance(info.get("total_token_usage"), dict):
+            info["total_token_usage"]["input_tokens"] = count
+            bad += 1
+    assert bad
+    (folder / source.name).write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    answer = imported_json(tmp_path / "v", "codex", str(folder))
+    assert answer["turns"] == 4 and answer["skipped"] == bad
+    assert any("total_token_usage.input_tokens is" in e and "not a token count" in e for e in answer["errors"])

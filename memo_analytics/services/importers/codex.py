@@ -46,6 +46,8 @@ SOURCE = "codex"
 _IDE_HEADER = "# Context from my IDE setup"
 _IDE_REQUEST = re.compile(r"^## My request for Codex:?[ \t]*\n?", re.M)
 _WRAPPER = re.compile(r"^(?:<(?:environment_context|user_instructions|user_shell_command|INSTRUCTIONS)\b|# AGENTS\.md instructions)")
+#: The most tokens a conversation's running total counts (a count beyond it is no count).
+_MAX_RUNNING_TOKENS = 10 ** 12
 _ENVELOPE_TYPES = {"session_meta", "turn_context", "response_item", "event_msg", "compacted"}
 _BARE_ITEM_TYPES = {"message", "reasoning", "function_call", "function_call_output", "local_shell_call",
                     "custom_tool_call", "custom_tool_call_output", "web_search_call"}
@@ -202,6 +204,9 @@ class _Fold:
             self.model = _text(payload.get("model")) or self.model
             take_working_folder(transcript, payload.get("cwd"))
         elif kind == "event_msg" and payload.get("type") == "user_message":
+            if payload.get("kind") in (None, "plain") and not isinstance(payload.get("message"), (str, type(None))):
+                self.problems.append(f"line {number}: user_message's message is {type(payload['message']).__name__}, "
+                                     "not text; left out")
             if payload.get("kind") in (None, "plain") and isinstance(payload.get("message"), str):
                 request = human_request(payload["message"])
                 if request and self._new("event", at, request):
@@ -211,7 +216,13 @@ class _Fold:
             info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
             running = info.get("total_token_usage")
             if isinstance(running, dict):
-                counts = {k: v for k, v in running.items() if isinstance(v, int) and not isinstance(v, bool)}
+                bad = next(((k, v) for k, v in running.items() if not (isinstance(v, int) and not isinstance(v, bool)
+                                                                      and 0 <= v <= _MAX_RUNNING_TOKENS)), None)
+                if bad is not None:  # a count of text, below 0 or beyond reason: said, never priced (16× too low)
+                    self.problems.append(f"line {number}: total_token_usage.{str(bad[0])[:40]} is {str(bad[1])[:40]!r}, "
+                                         "not a token count; the line's counts are left out")
+                    return
+                counts = dict(running)
                 if sum(counts.values()) < sum(self.total.values()):
                     return  # a running total below the last one: a line written again, not a new count
                 self.total = counts
