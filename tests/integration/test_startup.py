@@ -50,7 +50,8 @@ sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "loaded": sorted(m for 
 
 def _probe(args: list[str], vault: Path, cwd: Path) -> tuple[dict, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
-    env.update(MEMO_VAULT=str(vault), MEMO_CONFIG=str(vault.parent / "none.toml"), MEMO_TIMEZONE="UTC",
+    (vault.parent / "empty.toml").write_text("", encoding="utf-8")  # (a missing one is said by every command)
+    env.update(MEMO_VAULT=str(vault), MEMO_CONFIG=str(vault.parent / "empty.toml"), MEMO_TIMEZONE="UTC",
                PYTHONPATH=str(Path(cli.__file__).parents[3]))
     proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=60)

@@ -300,6 +300,7 @@ def test_memo_sync_git_runs_a_sync_and_refuses_when_vault_git_is_off(remote, tmp
     a = clone(remote, tmp_path / "a")
     record(a, "from the command line")
     config = tmp_path / "config.toml"
+    config.write_text("", encoding="utf-8")
     env = {"MEMO_CONFIG": str(config)}
 
     off = memo("sync", "git", vault=a.root, env=env, check=False)

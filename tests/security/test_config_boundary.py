@@ -197,6 +197,7 @@ def test_a_zone_reports_cannot_use_is_refused_at_config_set_and_at_the_files_loa
 
 @pytest.mark.parametrize("zone", BAD_ZONES)
 def test_a_zone_reports_cannot_use_is_refused_at_tz_of_every_command(config, tmp_path, zone):
+    config.write_text("", encoding="utf-8")  # (a missing one is said by every command, a line of its own)
     vault = str(tmp_path / "v")
     assert memo("--vault-root", vault, "session", "start", "s", "--project", "p", "--start-time",
                 "2026-03-02T09:00:00Z").code == 0
