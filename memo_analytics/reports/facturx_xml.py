@@ -41,6 +41,8 @@ def _party(stored: dict[str, Any]) -> dict[str, Any]:
         party["postcode"] = stored["postcode"]
     if stored.get("city"):
         party["city"] = stored["city"]
+    if stored.get("region"):  # a state, province or county (BT-39 / BT-54)
+        party["country_subdivision"] = stored["region"]
     if stored.get("vatId"):
         party["vat_identifier"] = stored["vatId"]
     if stored.get("taxId"):

@@ -282,6 +282,25 @@ def test_reverse_charge_is_refused_outside_the_eus_cross_border_trade(billing, c
     assert json.loads(run(billing, "--json", "invoice", "list").stdout)["items"] == []  # nothing issued
 
 
+def test_a_us_clients_address_is_printed_in_its_countrys_order_with_its_state(billing):
+    """Found by a freelancer billing a client in the USA: its address printed ``CA 94105 San
+    Francisco`` (postcode first, European order), and the e-invoice had no state. The town line
+    follows the country's format (``San Francisco, CA 94105``), the state is ``region``, and the
+    XML carries it (CountrySubDivisionName)."""
+    config = billing["config"]
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        'reverseCharge = true\naddress = ["Keizersgracht 1"]\ncity = "Amsterdam"\ncountry = "NL"\nvatId = "NL004495445B01"',
+        'taxExemptionReason = "Place of supply outside the EU"\naddress = ["1 Market St", "Suite 200"]\n'
+        'city = "San Francisco"\nregion = "CA"\npostcode = "94105"\ncountry = "US"'), encoding="utf-8")
+    doc = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    shown = pdf_text(Path(doc["pdf"]))
+    assert "San Francisco, CA 94105" in shown and "94105 San Francisco" not in shown
+    assert "10115 Berlin" in shown  # the issuer's, in Germany's order
+    root = xml_of(Path(doc["pdf"]))
+    assert text(root, "//ram:BuyerTradeParty/ram:PostalTradeAddress/ram:CountrySubDivisionName") == ["CA"]
+    assert text(root, "//ram:BuyerTradeParty/ram:PostalTradeAddress/ram:PostcodeCode") == ["94105"]
+
+
 def test_an_invoice_to_a_client_with_the_issuers_own_vat_id_is_refused(billing):
     """Found by a billing person: the issuer's VAT id pasted as a client's printed on both invoices
     without a word (an invoice to oneself, as the tax office reads it)."""
