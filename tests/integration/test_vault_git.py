@@ -1368,3 +1368,28 @@ def test_a_sync_killed_mid_merge_is_taken_over_by_the_next_and_a_hand_merge_is_l
     assert sync(a, "manual", now=T0)["error"] is None
     assert {r["body"].strip() for r in a.conn.execute("SELECT body FROM records WHERE kind = 'prompt'")} == {
         "from a", "again from a", "from b"}
+
+
+def test_an_invoice_billing_the_same_sessions_as_another_machines_is_not_called_late_work(remote, tmp_path):
+    """Found by two freelancers issuing at the same moment: the second machine's issue pulled the
+    first's invoice of the same sessions and noted "2026-0003 already billed Acme Corp for part of
+    this period; 2026-0003 bills only sessions none of them did" — false: both billed the very same
+    sessions. Such an invoice is told apart from late work (a warning naming the credit to make)."""
+    from memo_analytics.interfaces.cli.invoices import _billing_the_same
+    from memo_analytics.reports.issuing import same_period_invoices
+    from memo_analytics.vault import ledger
+
+    a, env = _billing_machine(remote, tmp_path)
+    assert sync(a, "manual", now=T0)["error"] is None
+    b = clone(remote, tmp_path / "b")
+    a.close(), b.close()
+    bill = ["--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--offline", "--since", "2026-01-05",
+            "--until", "2026-01-06"]
+    memo(*bill, vault=tmp_path / "a", env=env)
+    memo("sync", "git", vault=tmp_path / "a", env=env)
+    memo(*bill, vault=tmp_path / "b", env=env)
+    memo("sync", "git", vault=tmp_path / "b", env=env)
+    first, second = ledger.documents(tmp_path / "b")  # one number, both issued: the second as a duplicate
+    assert (first.ref, second.number) == ("2026-0001", "2026-0001") and second.ref.startswith("2026-0001.duplicate-")
+    others = same_period_invoices([first, second], second)
+    assert others == [first.ref] and _billing_the_same([first, second], second, others) == [(first.ref, 2)]

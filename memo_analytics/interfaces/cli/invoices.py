@@ -131,11 +131,32 @@ def invoice_issue(
     _emit(summary, _said_issued)
     if not state.json:
         left_off_note(summary["leftOff"])
-        if overlapping:  # late work of a billed month: a second invoice the client should expect
-            err.print(_safe(f"note: {', '.join(overlapping)} already billed {document.meta.get('client')} for part of "
+        twice = _billing_the_same(ledger.documents(state.store.root), document, overlapping)
+        for ref, count in twice:  # issued on another machine at the same moment (vault-git): said as it is
+            err.print(_safe(f"warning: {ref} bills {count} of the same sessions (issued on another machine meanwhile): "
+                            f"cancel one with memo invoice credit {ref} (or {document.ref}) before either is sent"))
+        late = [ref for ref in overlapping if ref not in dict(twice)]
+        if late:  # late work of a billed month: a second invoice the client should expect
+            err.print(_safe(f"note: {', '.join(late)} already billed {document.meta.get('client')} for part of "
                             f"this period; {document.number} bills only sessions none of them did"))
     _warn_copy(summary)
 
+
+
+def _billing_the_same(docs: list, document, refs: list[str]) -> list[tuple[str, int]]:
+    """Of the invoices ``refs``, those that bill sessions ``document`` bills too, with how many:
+    two machines issuing at once (found by two freelancers: the note said the new invoice "bills
+    only sessions none of them did" of an invoice billing the very same sessions)."""
+    mine = {(str(i.get("project")), str(i.get("sessionId"))) for i in document.meta.get("sessions") or []
+            if isinstance(i, dict)}
+    found = []
+    for other in docs:
+        if other.ref in refs:
+            theirs = {(str(i.get("project")), str(i.get("sessionId"))) for i in other.meta.get("sessions") or []
+                      if isinstance(i, dict)}
+            if mine & theirs:
+                found.append((other.ref, len(mine & theirs)))
+    return found
 
 
 @invoice_app.command("credit")
