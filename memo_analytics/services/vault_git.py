@@ -529,8 +529,14 @@ def check_incoming(git: _Git, ref: str, where: str) -> None:
             if len(parts) != 5:
                 continue
             if _INVOICE_FILE.match(path) and parts[4] in ("D", "M") and parts[2] not in issued:
-                # an issued document is never deleted or changed: only made a duplicate by a merge
-                refuse(path, "which deletes or changes an issued document (its sessions would be billed again)")
+                # an issued document is never deleted or changed: only made a duplicate by a merge (a
+                # deletion is no file to remove: what puts it back is said — found by two freelancers)
+                deleted = parts[4] == "D"
+                raise VaultGitError("merge", f"{where} {'deletes' if deleted else 'changes'} the issued document "
+                                             f"{path!r} (its sessions would be billed again); nothing was merged "
+                                             f"({'put it back on' if deleted else 'put it back as issued on'} {where} — "
+                                             f"git revert the commit that {'deleted' if deleted else 'changed'} it "
+                                             "on the machine that made it, and push —, then sync again)")
             if parts[4] != "D":
                 adds[path] = (parts[1], parts[3])
     changed = [(mode, blob, path) for path, (mode, blob) in sorted(adds.items())]

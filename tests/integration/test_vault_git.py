@@ -945,7 +945,9 @@ def test_a_pull_that_deletes_or_changes_an_issued_document_is_refused(remote, tm
     before = git("rev-parse", "HEAD", cwd=a.root)
     _push_as_teammate(remote, tmp_path, lambda bob: (bob / "invoices" / "2026-0001.md").unlink())
     refused = sync(a, "manual", now=T0)
-    assert "holds 'invoices/2026-0001.md', which deletes or changes an issued document" in refused["error"]
+    # (found by two freelancers: it said "remove it from origin/main" of a file the remote no longer held)
+    assert "origin/main deletes the issued document 'invoices/2026-0001.md' (its sessions would be billed again); " \
+        "nothing was merged (put it back on origin/main — git revert the commit that deleted it" in refused["error"]
     assert git("rev-parse", "HEAD", cwd=a.root) == before and (a.root / "invoices" / "2026-0001.md").is_file()
 
 
