@@ -528,8 +528,12 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         # a version the daemon took as it is (a fast-forward, or one it held): nothing is kept there any more
         settled = {(r.get("project"), r["id"]) for r in answer.get("results", []) if isinstance(r.get("id"), str)
                    and r.get("outcome") in ("applied", "unchanged") and not r.get("storedAs")}
+        # a record pushed again and taken without a conflict: the one said before is behind it (the lead
+        # settled it there; `memo sync status` kept saying it — found by a team lead)
+        past = {(r.get("project"), r["id"]) for r in answer.get("results", []) if isinstance(r.get("id"), str)
+                and r.get("outcome") != "refused" and not isinstance(r.get("conflict"), str)}
         state.update(lastSuccessAt=to_iso(now), attempts=0, nextRetryAt=None, lastError=None, lastErrorAt=None,
-                     refused=refused[:20], conflicts=(conflicts + list(state.get("conflicts") or []))[:20],
+                     refused=refused[:20], conflicts=(conflicts + _unsettled(state.get("conflicts"), past))[:20],
                      keptApart=_newest(apart, state.get("keptApart"), "storedAs"),
                      keptOnDaemon=_newest(kept_there, _unsettled(state.get("keptOnDaemon"), settled), "id"))
         _save(store, "state.json", state)

@@ -250,6 +250,17 @@ def test_the_digest_lists_a_kept_conflict(tmp_path, daemon):
     kinds = [(i["kind"], i["subject"]) for i in current_digest(theirs, force=True)["items"]]
     assert "sync_conflict" not in before and ("sync_conflict", "session-d1") in kinds
     theirs.close()
+    assert [c["id"] for c in sync.status(mine)["conflicts"]] == ["session-d1"]
+    # pushed again and taken as it is: the conflict said is behind it (found by a team lead: `memo sync
+    # status` kept saying one the lead had settled, after later pushes went through)
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    edit_session(mine, EditSessionRequest(session_id="d1", project="web", summary="export done"))
+    results = sync.push(mine)["results"]
+    assert [(r["id"], r["outcome"]) for r in results] == [("session-d1", "applied")], results
+    assert sync.status(mine)["conflicts"] == []
+    mine.close()
 
 
 def test_two_daemons_a_hybrid_one_pushes_to_the_team_one_after_the_debounce(tmp_path, daemon, monkeypatch):
