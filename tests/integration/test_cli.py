@@ -124,6 +124,8 @@ def test_demo_builds_the_sample_and_its_pdf_total_matches_activity(tmp_path):
     proc = memo("demo", "--out", str(out))
     assert "timesheet PDF" in proc.stdout and str(out / "timesheet.pdf") in proc.stdout
     assert f"try          : memo --vault-root '{out / 'vault'}' prompt search invoices --all" in proc.stdout
+    # and the way to one's own agents' work (found by a new user: every line was the sample's)
+    assert "your own      : memo import auto      # what your agents already left on this machine" in proc.stdout
     vault = out / "vault"
     report = json.loads(memo("--json", "activity", "--all", "--tz", "Europe/Berlin", vault=vault).stdout)
     text = pdf_text(out / "timesheet.pdf")

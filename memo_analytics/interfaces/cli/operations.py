@@ -264,5 +264,9 @@ def demo(
     out.print(f"               memo --vault-root {root} digest --as-of 2026-03-07T08:00   # what needed you")
     out.print(f"               memo --vault-root {root} report rules --all                # rules you repeat")
     out.print(f"               memo --vault-root {root} serve                             # the dashboard")
+    # the way from the sample to one's own agents' work (found by a new user: every line above is the sample's)
+    out.print("your own      : memo import auto      # what your agents already left on this machine")
+    out.print("               memo hooks install     # every turn from now on (Claude Code, Codex, Gemini CLI …)")
+    out.print("               memo prompt list --all # what you asked (memo activity --all: how long you worked)")
 
 
