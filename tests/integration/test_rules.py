@@ -368,3 +368,20 @@ def test_one_projects_promotion_keeps_another_projects_rules_in_the_same_file(st
     text = (repo / "CLAUDE.md").read_text(encoding="utf-8")
     for rule in ("Never commit directly to main.", "Always run the tests first.", "Always squash commits"):
         assert text.count(rule) == 1, text
+
+
+def test_a_cut_or_empty_list_of_candidates_says_so(tmp_path):
+    """Found by a new user: "21 rule candidates" above 20 rows said nothing of the 21st (listings
+    say ``more: --offset 20``), and in a repository without turns the empty table gave no hint
+    that only its project was read."""
+    from tests.inprocess import memo as run
+
+    sample = tmp_path / "d"
+    run("demo", "--out", str(sample))
+    shown = run("report", "rules", "--all", vault=sample / "vault").stdout
+    assert "21 rule candidates" in shown and "… and 1 more: --limit 21" in shown
+    repo = tmp_path / "fresh"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    empty = run("report", "rules", vault=sample / "vault", cwd=repo).stdout
+    assert "0 rule candidates" in empty and "Projects: fresh (the current repository; --all for every project)" in empty

@@ -68,6 +68,10 @@ def report_rules(
                 table.add_row(f"{item['confidence']:.2f}", item["category"], str(item["occurrences"]),
                               _short(item["text"], 90))
             out.print(table)
+            if r["total"] > len(r["items"]):  # 21 candidates, 20 rows: the rest said, as listings say it
+                out.print(f"… and {r['total'] - len(r['items'])} more: --limit {min(r['total'], 100)}")
+            elif not r["total"] and not project and not all_projects:
+                out.print(_safe(_scope_line(state.store.scope(None, False, Path.cwd()), False)))
         if "formatted" in r:
             sys.stdout.write(_safe((CURSOR_FRONT_MATTER + "\n" if fmt == "cursor" else "") + r["formatted"]))
         if "savedTraps" in r:
