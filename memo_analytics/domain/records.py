@@ -50,6 +50,11 @@ def subdir_for_kind(kind: RecordKind | str) -> str:
     return _SUBDIRS[RecordKind(kind)]
 
 
+#: Longest session a person's or an agent's end makes, or an edit sets: a week, in minutes (a
+#: start a year off, or a session left open for days and ended now, is refused, not billed).
+MAX_SESSION_MINUTES = 7 * 24 * 60
+
+
 class WireModel(BaseModel):
     """Base model: snake_case in Python, camelCase on the wire; unknown keys are kept. A number
     where text is meant is its text: YAML reads an unquoted ``gitSha: 1234567`` (a short SHA of
@@ -206,7 +211,13 @@ class Session(Prompt):
                              "them in the file, then memo reindex")
         # fewer minutes than its times span are what spec-memo writes when a session is ended again:
         # its endTime moves, its duration is kept (SPEC §2.5) — billed as stated; more are refused
-        if self.duration_minutes is not None and self.duration_minutes > minutes_between(start, end):
+        span = minutes_between(start, end)
+        if self.duration_minutes is not None and self.duration_minutes < span > MAX_SESSION_MINUTES:
+            # a re-end moves the end by hours or days; fewer minutes over years spread 60 minutes over
+            # 20,518 days of the activity, and a push of such a span was taken
+            raise ValueError(f"durationMinutes: {self.duration_minutes} is fewer than endTime − startTime ({span} "
+                             "minutes, more than a week): write the endTime it should have, then memo reindex")
+        if self.duration_minutes is not None and self.duration_minutes > span:
             raise ValueError(f"durationMinutes: {self.duration_minutes} is more than endTime − startTime "
                              f"({minutes_between(start, end)} minutes); write durationMinutes: "
                              f"{minutes_between(start, end)} in the file (or the endTime it should have), then "

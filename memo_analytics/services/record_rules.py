@@ -91,10 +91,11 @@ def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
     # (:class:`~memo_analytics.domain.records.Session`: refused wherever a record is read)
     if end is None and minutes is not None:
         raise InvalidFieldError("durationMinutes", "given for a session without an endTime")
-    if minutes is None and end is not None and meta.get("startTime"):
-        minutes = minutes_between(from_iso(meta["startTime"]), from_iso(end))  # as the record model reads it
-    if isinstance(minutes, int) and minutes > MAX_SESSION_MINUTES:
-        # as a local end or edit refuses it: a session pushed from 2020 to now billed 52,632 h,
-        # and was issued on an invoice
-        raise InvalidFieldError("durationMinutes", f"{minutes} minutes: a session lasts at most a week "
-                                                   f"({MAX_SESSION_MINUTES} minutes)")
+    span = minutes_between(from_iso(meta["startTime"]), from_iso(end)) if end is not None and meta.get("startTime") \
+        else None
+    if span is not None and span > MAX_SESSION_MINUTES:
+        # as a local end or edit refuses it: a session pushed from 2020 to now billed 52,632 h, and was
+        # issued on an invoice; with fewer minutes stated, it billed them years back, past every period
+        raise InvalidFieldError("durationMinutes" if minutes is None or minutes == span else "endTime",
+                                f"{span} minutes from startTime to endTime: a session lasts at most a week "
+                                f"({MAX_SESSION_MINUTES} minutes)")

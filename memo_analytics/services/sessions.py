@@ -33,7 +33,7 @@ from ..domain.ids import (
     validate_session_id,
     validate_slug,
 )
-from ..domain.records import Deliverable, RecordKind, Session
+from ..domain.records import MAX_SESSION_MINUTES, Deliverable, RecordKind, Session
 from ..domain.wire import counted, is_one_plain_line
 from ..index import store as index
 from ..index.query import PromptFilter, clamp_page
@@ -62,9 +62,6 @@ from .requests import EndSessionRequest, RecordPromptRequest, SessionRequest, St
 from .projects import remember_root
 from .store import VaultStore, git_head, git_identity, repository_root
 
-#: Longest session a person's or an agent's end makes, or an edit sets: a week, in minutes (a
-#: start a year off, or a session left open for days and ended now, is refused, not billed).
-MAX_SESSION_MINUTES = 7 * 24 * 60
 
 
 #: Fields that ``session_start`` keeps from an existing record (SPEC §2.5).

@@ -2295,7 +2295,7 @@ def test_a_pulled_correction_no_edit_could_make_is_not_taken(tmp_path):
         finally:
             alice.close()
     assert result["outcome"] == "refused" and result["reason"].startswith(
-        "Invalid durationMinutes: 29014590 minutes: a session lasts at most a week")
+        "Invalid durationMinutes: 29014590 minutes from startTime to endTime: a session lasts at most a week")
     assert path.read_text() == mine
 
 

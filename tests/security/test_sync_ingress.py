@@ -440,7 +440,9 @@ durationMinutes: {minutes}
     # a span of years, its minutes its times: 52,632 h pushed and issued on an invoice (a local end
     # or edit refuses more than a week)
     ("2020-03-01T00:00:00.000Z", "2026-03-03T00:00:00.000Z", 3157920, "a session lasts at most a week"),
-    ("2026-11-01T00:00:00.000Z", "2026-11-09T00:00:00.000Z", None, "11520 minutes: a session lasts at most a week"),
+    ("2026-11-01T00:00:00.000Z", "2026-11-09T00:00:00.000Z", None, "11520 minutes from startTime to endTime: a session lasts at most a week"),
+    # fewer minutes stated over years (found by an attacker: taken, and billed in 2020, past every period)
+    ("2020-01-01T00:00:00.000Z", "2026-03-02T09:00:00.000Z", 10080, "is fewer than endTime − startTime"),
 ])
 def test_a_pushed_session_cannot_claim_billable_minutes_it_did_not_work(tmp_path, start, end, minutes, reason):
     store = VaultStore(Settings(vault_root=tmp_path / "team"))
