@@ -87,8 +87,13 @@ MAX_CLIENT_CHARS = 200
 #: Invisible characters no client name holds (a name is matched in any case: one holding them
 #: would match no session), beside the control and direction characters.
 _INVISIBLE_IN_NAMES = "\u200b\u200e\u200f\ufeff\u2028\u2029"
-#: Letters that show as nothing (Hangul fillers, the combining grapheme joiner).
-_BLANK_LETTERS = "\u034f\u115f\u1160\u3164\uffa0"
+#: Letters that show as nothing (Hangul fillers, the combining grapheme joiner, the Braille blank).
+_BLANK_LETTERS = "\u034f\u115f\u1160\u3164\uffa0\u2800"
+#: Unicode's Default_Ignorable_Code_Point ranges beyond the format characters (Cf): what a font
+#: draws as nothing — Khmer inherent vowels, Mongolian selectors, variation selectors, Unicode's
+#: reserved ignorables (found by an attacker: "Acme\u17b4Corp" was taken as a client of its own).
+_IGNORABLE = ((0x17B4, 0x17B5), (0x180B, 0x180F), (0xFE00, 0xFE0F), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+              (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
 
 
 def client_name_problem(name: str) -> str | None:
@@ -106,7 +111,7 @@ def client_name_problem(name: str) -> str | None:
     import unicodedata
 
     hidden = next((c for c in name if unicodedata.category(c) == "Cf" or c in _BLANK_LETTERS
-                   or 0xFE00 <= ord(c) <= 0xFE0F or 0xE0100 <= ord(c) <= 0xE01EF), None)
+                   or any(low <= ord(c) <= high for low, high in _IGNORABLE)), None)
     return None if hidden is None else f"holds the invisible character U+{ord(hidden):04X}; write plain text"
 
 

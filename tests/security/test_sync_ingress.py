@@ -472,7 +472,8 @@ def test_a_pushed_record_without_created_is_refused_and_the_next_push_goes_throu
     store.close()
 
 
-@pytest.mark.parametrize("hidden", ["\u200d", "\u2060", "\u00ad", "\u061c", "\u3164", "\u034f", "\ufe0f"])
+@pytest.mark.parametrize("hidden", ["\u200d", "\u2060", "\u00ad", "\u061c", "\u3164", "\u034f", "\ufe0f",
+                                    "\u17b4", "\u2800", "\U000e0041"])
 def test_a_pushed_client_name_that_reads_as_another_is_refused(tmp_path, hidden):
     """Found by a token holder: "Acme Corp" with a zero-width joiner (a word joiner, a soft hyphen,
     an Arabic letter mark, a Hangul filler …) was applied, and billed as a client of its own: four
