@@ -407,6 +407,9 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                          existing[1])
         if event.kind == "prompt" and _imported_already(store, project, event):
             return f"turn of {session_id}: already imported from the agent's transcript"
+        twin = _recorded_over_mcp(store, project, event) if event.kind == "prompt" else None
+        if twin is not None:
+            return f"turn of {session_id}: the agent recorded it over MCP already ({twin})"
         if existing is None:
             # a new conversation: not one memo has a session of, nor one the agent says it resumed or
             # compacted (its hook was installed later, its transcript alone was imported)
@@ -608,6 +611,22 @@ def _imported_already(store: VaultStore, project: str, event: HookEvent) -> bool
         return False
     return index.hook_turn_with_body(store.conn, project, body, to_iso(event.at - IMPORTED_WINDOW),
                                      to_iso(event.at + IMPORTED_WINDOW), origin="import") is not None
+
+
+def _recorded_over_mcp(store: VaultStore, project: str, event: HookEvent) -> str | None:
+    """The id of the turn the agent itself recorded over MCP with this prompt's text (in the
+    project, within :data:`~.prompts.HOOK_TWIN_WINDOW`, the agent named as the hook's), or None:
+    the MCP record came first (the hook's event spooled while the vault was busy, or the agent
+    records before its hook fires) — one turn, however it arrived, as the MCP side keeps it."""
+    from .prompts import HOOK_TWIN_WINDOW, same_agent, stored_body
+
+    try:
+        body = stored_body(store, event.prompt, event.cwd if event.cwd and Path(event.cwd).is_dir() else None)
+    except MemoError:
+        return None
+    row = index.hook_turn_with_body(store.conn, project, body, to_iso(event.at - HOOK_TWIN_WINDOW),
+                                    to_iso(event.at + HOOK_TWIN_WINDOW), origin="mcp")
+    return row["id"] if row is not None and same_agent(row["agent"], event.agent) else None
 
 
 def _captured(store: VaultStore, project: str, session_id: str, capture_id: str) -> bool:

@@ -116,6 +116,18 @@ def _ended_before(store: VaultStore, project: str, session_id: str | None, at: d
     return isinstance(end, str) and from_iso(end) < at
 
 
+def same_agent(named: str | None, hooked: str) -> bool:
+    """Whether an agent named over MCP (``agent``) is the agent whose hook is ``hooked``
+    (``claude-code``, ``gemini``, ``copilot`` …): none named, ``generic``, or the same name in any
+    spelling — "Claude Code", "gemini-cli", "Copilot CLI" were another agent, and the turn was
+    counted twice."""
+    def plain(text: str | None) -> str:
+        return re.sub(r"[^0-9a-z]+", "", str(text or "").casefold())
+
+    mine, theirs = plain(named), plain(hooked)
+    return mine in ("", "generic") or bool(theirs) and (mine.startswith(theirs) or theirs.startswith(mine))
+
+
 def refuse_anothers(session: dict[str, Any], owner: str | None, session_id: str | None, instead: str) -> None:
     """A call that names its person (``owner``: a team daemon's caller, a hook) never acts on
     another person's session of the same id — it would bill their time as the caller's, or
@@ -313,9 +325,8 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
                                          to_iso(created_at + HOOK_TWIN_WINDOW))
         # … of the same agent: a turn naming another agent is another conversation's (an ide names
         # where an agent runs — Claude Code in Cursor says cursor —, not which agent it is)
-        named = str(request.agent or "").strip().casefold()
-        hooked = str(twin["source"] or "").split(":", 1)[-1].casefold() if twin is not None else ""
-        if twin is not None and named in ("", "generic", hooked) and \
+        hooked = str(twin["source"] or "").split(":", 1)[-1] if twin is not None else ""
+        if twin is not None and same_agent(request.agent, hooked) and \
                 not _ended_before(store, project, twin["session_id"], created_at):
             return {**row_to_record(twin), "duplicateOf": twin["id"],
                     "note": f"not recorded again: the {hooked or 'agent'} hook captured the same text as turn "

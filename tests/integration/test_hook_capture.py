@@ -306,6 +306,28 @@ def test_a_prompt_the_hook_captured_and_the_agent_records_over_mcp_is_one_turn(t
     assert sorted(i["body"] for i in listed["items"]) == ["Fix the flaky upload test", "Something the hook never saw"]
 
 
+def test_a_prompt_the_agent_recorded_over_mcp_before_its_hook_fired_is_one_turn(tmp_path, repo):
+    """Found by an agent over MCP: the hook's event of a prompt the agent had recorded over MCP
+    first — the hook spooled while the vault was busy and replayed later, or simply fired after —
+    was a second turn (only an MCP record after the hook's was recognised); and an agent naming
+    itself "Claude Code" or "gemini-cli" was taken for another agent both ways."""
+    from tests.inprocess import tool_calls
+
+    vault = tmp_path / "v"
+    [(error, text)] = tool_calls(vault, [{"action": "record", "sessionId": "agent-own-2", "agent": "Claude Code",
+                                          "body": "Write the migration for the payments table", "cwd": str(repo)}])
+    assert not error
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Write the migration for the payments table"))
+    listed = json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)
+    assert [(i["id"], i["source"]) for i in listed["items"]] == [("prompt-agent-own-2-t1", "mcp")]
+    # and the other way, an agent naming itself in its own words
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Bump the version to 2.1"))
+    [(error, text)] = tool_calls(vault, [{"action": "record", "agent": "Claude Code", "body": "Bump the version to 2.1",
+                                          "cwd": str(repo)}])
+    assert json.loads(text)["duplicateOf"] == f"prompt-claude-code-{SESSION}-t1"
+    assert json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)["total"] == 2
+
+
 def test_another_agent_recording_the_text_a_hook_just_captured_gets_its_own_turn(tmp_path, repo):
     """Found by a new user: an agent's MCP turn naming its own agent was answered with a Claude
     Code hook turn of the same text — another conversation's — and its own session kept no turn.
