@@ -248,6 +248,19 @@ def body_refusal(value: str) -> str | None:
     return None
 
 
+def fit_body(text: str) -> str:
+    """``text`` as a turn's body can hold it: one over :data:`MAX_BODY_BYTES` (a pasted log, an
+    image's base64 in a SpecStory file, a hook's prompt) is cut to the limit — whole characters — and says so at its
+    end; else ``text`` itself. A session whose every turn was over the limit was not recorded at
+    all: its minutes lost, and a second import said nothing of it."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_BODY_BYTES:
+        return text
+    said = f"\n\n[… cut by memo: the turn held {len(data):,} bytes; a turn keeps at most {MAX_BODY_BYTES:,}]"
+    room = MAX_BODY_BYTES - len(said.encode("utf-8"))
+    return data[:room].decode("utf-8", "ignore") + said
+
+
 def body_problem(value: str | None) -> str | None:
     """Why ``value`` cannot be a turn's body — ``must not be empty`` (nothing but whitespace or
     invisible characters), or :func:`body_refusal`'s reason — else None; cheap, no redaction (a

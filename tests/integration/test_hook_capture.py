@@ -379,8 +379,8 @@ def test_a_usage_error_still_exits_0_with_nothing_on_stdout(tmp_path, args):
     assert (ran.returncode, ran.stdout) == (0, "") and ran.stderr.startswith("memo hook:")
 
 
-@pytest.mark.parametrize("stdin", ["[" * 100_000, '{"hook_event_name":"UserPromptSubmit","session_id":"s","prompt":"'
-                                   + "x" * (1024 * 1024 + 1) + '"}'])
+@pytest.mark.parametrize("stdin", ["[" * 100_000, '{"hook_event_name":"UserPromptSubmit","session_id":"s","prompt":'
+                                   '"   \\u200b  "}'])  # (a prompt over the size limit is kept cut: below)
 def test_an_event_that_cannot_be_read_or_recorded_is_dropped_and_exits_0(tmp_path, stdin):
     vault = tmp_path / "v"
     hook(vault, "claude-code", stdin)
@@ -1436,3 +1436,17 @@ def test_a_hook_in_a_folder_of_no_repository_files_under_the_folders_name_as_its
     memo("hook", "claude-code", vault=tmp_path / "w", input=json.dumps(payload), env={"MEMO_PROJECT": "scratch"})
     listed = json.loads(memo("--json", "prompt", "list", "--all", vault=tmp_path / "w").stdout)
     assert [item["project"] for item in listed["items"]] == ["scratch"]
+
+
+def test_a_hooks_prompt_over_the_size_limit_is_kept_cut(tmp_path, repo):
+    """Found by an agent over MCP: a prompt of 1.1 MB (a pasted log) sent by a hook was dropped
+    whole ("event dropped: Invalid body"), the person's turn lost but for a line of the hook's log.
+    It is kept cut to the limit, saying so, as an import keeps it."""
+    from memo_analytics.vault.io import read_record
+
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Here is the log:\n" + "y" * 1_100_000))
+    [turn] = (vault / "projects" / "product" / "prompts").glob("*.md")
+    body = read_record(turn)[1]
+    assert body.startswith("Here is the log:") and body.rstrip().endswith(
+        "[… cut by memo: the turn held 1,100,017 bytes; a turn keeps at most 1,000,000]")

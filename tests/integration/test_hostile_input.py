@@ -599,7 +599,7 @@ def test_a_transcript_turn_over_the_size_limit_is_kept_cut_with_its_session(tmp_
     [turn] = (vault / "projects/web/prompts").glob("prompt-claude-code-11111111-*")
     body = read_record(turn)[1]
     assert body.startswith("éé") and body.rstrip().endswith(
-        "[… cut on import: the turn held 1,100,000 bytes; a turn keeps at most 1,000,000]")
+        "[… cut by memo: the turn held 1,100,000 bytes; a turn keeps at most 1,000,000]")
     assert len(body.encode("utf-8")) <= 1_000_000
     again = run("import", "claude-code", str(folder), "--project", "web", vault=vault)
     assert "turns 0" in again.stdout

@@ -39,7 +39,7 @@ from ...vault.redact import redact_secrets, warm as warm_redaction
 from ..describe import session_description
 from ..pricing import plausible_tokens
 from ..pricing import PriceCache, stored_turn_cost
-from ..prompts import body_refusal, clean_client, record_prompt, stored_summary
+from ..prompts import body_refusal, clean_client, fit_body, record_prompt, stored_summary
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, record_whole_session, start_session
 from ..store import VaultStore, project_of_folder
@@ -1155,19 +1155,6 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
 def _article(source: str) -> str:
     name = source or "a known"
     return ("an " if name[:1] in "aeio" else "a ") + name
-
-
-def fit_body(text: str) -> str:
-    """``text`` as a turn's body can hold it: one over :data:`MAX_BODY_BYTES` (a pasted log, an
-    image's base64 in a SpecStory file) is cut to the limit — whole characters — and says so at its
-    end; else ``text`` itself. A session whose every turn was over the limit was not recorded at
-    all: its minutes lost, and a second import said nothing of it."""
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= MAX_BODY_BYTES:
-        return text
-    said = f"\n\n[… cut on import: the turn held {len(data):,} bytes; a turn keeps at most {MAX_BODY_BYTES:,}]"
-    room = MAX_BODY_BYTES - len(said.encode("utf-8"))
-    return data[:room].decode("utf-8", "ignore") + said
 
 
 def _refused_body(text: str) -> str | None:
