@@ -365,6 +365,13 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
             if turn > MAX_TURN:
                 raise InvalidFieldError("sessionId", f"session {session_id} holds turn {MAX_TURN:,}, the last a session "
                                                      "can have; record this turn in a new session")
+        if session_id and request.turn is None and request.created is not None and turn > 1:
+            # an agent's retry after a lost answer, stamped as it was (its `created`): the turn answered
+            # again — a second, identical turn was written (a prompt said again has another instant)
+            last = store.read(project, RecordKind.PROMPT, prompt_id(session_id, turn - 1, now))
+            if last is not None and last[1] == body and last[0].get("created") == created:
+                return {**last[0], "body": last[1], "note": f"turn {turn - 1} of session {session_id} holds this text "
+                                                            "at this time already: not written again"}
         record_id = validate_slug(prompt_id(session_id, turn, now), "id")
         existing = store.read(project, RecordKind.PROMPT, record_id)
         if existing is not None:
