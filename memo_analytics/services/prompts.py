@@ -389,6 +389,11 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
                          session_meta, rules, (head_branch, head_sha), task_slug)
         store.upsert(RecordKind.PROMPT, meta, body)
     remember_root(store, project, product_root)
+    if session_id and not session_meta:
+        # a turn of a session never started: it counts, its time does not (nothing said it; an agent
+        # then found session_end refused with "Call session_start first")
+        return {**meta, "body": body, "note": f"session {session_id} has no record: its turns count, its time bills "
+                                              f"once it is started (session_start) and ended"}
     return {**meta, "body": body}
 
 

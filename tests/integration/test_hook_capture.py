@@ -1450,3 +1450,16 @@ def test_a_hooks_prompt_over_the_size_limit_is_kept_cut(tmp_path, repo):
     body = read_record(turn)[1]
     assert body.startswith("Here is the log:") and body.rstrip().endswith(
         "[… cut by memo: the turn held 1,100,017 bytes; a turn keeps at most 1,000,000]")
+
+
+def test_a_turn_recorded_over_mcp_into_a_session_never_started_says_so(tmp_path, repo):
+    """Found by an agent over MCP: ``record`` into a session it never started was taken without a
+    word — its turns counted, its time never did, and ``session_end`` then said "Call
+    session_start first". The answer says so."""
+    from tests.inprocess import tool_calls
+
+    [(error, text)] = tool_calls(tmp_path / "v", [{"action": "record", "sessionId": "never-started",
+                                                  "body": "an orphan turn", "cwd": str(repo)}])
+    assert not error and json.loads(text)["note"] == (
+        "session never-started has no record: its turns count, its time bills once it is started (session_start) "
+        "and ended")
