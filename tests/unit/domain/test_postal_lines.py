@@ -22,6 +22,13 @@ from memo_analytics.domain.billing import ClientBilling
     # Luxembourg's format writes "L-" itself: a postcode given with it is not printed L-L-2540
     ({"address": ["2 rue X"], "city": "Luxembourg", "postcode": "L-2540", "country": "LU"},
      ["2 rue X", "L-2540 Luxembourg", "Luxembourg"]),
+    # found by a billing person: a Japanese address printed "100-0005 千代田区 東京都" after the street
+    ({"address": ["丸の内1-9-1"], "city": "千代田区", "region": "東京都", "postcode": "100-0005", "country": "JP"},
+     ["〒100-0005", "東京都千代田区", "丸の内1-9-1", "Japan"]),
+    ({"address": ["1-9-1 Marunouchi"], "city": "Chiyoda-ku", "region": "Tokyo", "postcode": "100-0005",
+      "country": "JP"}, ["1-9-1 Marunouchi, Chiyoda-ku, Tokyo", "100-0005", "Japan"]),
+    ({"address": ["科苑路8号"], "city": "深圳市", "region": "广东省", "postcode": "518057", "country": "CN"},
+     ["518057", "广东省深圳市", "科苑路8号", "China"]),
     ({"address": ["x"], "city": "Somewhere", "postcode": "123"}, ["x", "123 Somewhere"]),
 ])
 def test_an_address_is_printed_in_its_countrys_order(fields, lines):
