@@ -997,3 +997,20 @@ def test_a_rollouts_token_count_that_is_no_count_is_said(realdata, tmp_path, cou
     answer = imported_json(tmp_path / "v", "codex", str(folder))
     assert answer["turns"] == 4 and answer["skipped"] == bad
     assert any("total_token_usage.input_tokens is" in e and "not a token count" in e for e in answer["errors"])
+
+
+@pytest.mark.parametrize("command", [["import", "claude-code"], ["import", "auto"], ["watch", "--once", "--only"]])
+def test_a_bad_project_is_refused_before_any_file_is_read(realdata, tmp_path, command):
+    """Found by a tester of bad input: ``memo watch --once --only DIR --project ../x`` said 200
+    "skipped: Invalid project" lines, then "done: 200 imports", exit 0 — and the next run took the
+    files as imported ("nothing changed"), so they never came in; ``memo import`` said the same
+    refusal once per file. One line, exit 1, nothing read."""
+    folder = tmp_path / "cc"
+    shutil.copytree(realdata / CC, folder)
+    vault = tmp_path / "v"
+    ran = memo(*command, str(folder), "--project", "../x", vault=vault, check=False)
+    assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid project: ") \
+        and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+    again = memo("watch", "--once", "--only", str(folder), vault=vault)
+    assert "done: 0 imports" not in again.stdout
+    assert json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["total"] > 0

@@ -30,7 +30,7 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator
 from ...config import MAX_BODY_BYTES
 from ...domain.clock import from_iso, minutes_between, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
-from ...domain.ids import project_slug, session_record_id, slugify
+from ...domain.ids import project_slug, session_record_id, slugify, validate_slug
 from ...domain.records import RecordKind
 from ...domain.wire import valid_text
 from ...index import store as index
@@ -251,13 +251,16 @@ class ImportOptions:
     zone: tzinfo | None = None  # zone of timestamps without an offset (None: UTC)
 
     def __post_init__(self) -> None:
-        """A client given is checked before any file is read (a blank one read as none, billing
-        the work to ``internal``; a bad one was said per conversation as "skipped").
+        """A client and a project given are checked before any file is read (a blank client read
+        as none, billing the work to ``internal``; a bad one was said per conversation as
+        "skipped" — and ``memo watch --once`` then took the files as imported, exit 0).
 
         Raises
         ------
         InvalidFieldError
-            ``client``: empty, a control character, too long."""
+            ``client``: empty, a control character, too long; ``project``: not a project id."""
+        if self.project is not None:
+            validate_slug(self.project, "project")
         if self.client is not None:
             if not self.client.strip():
                 raise InvalidFieldError("client", "is empty: give a value, or leave the option out")
