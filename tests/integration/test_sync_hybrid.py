@@ -233,6 +233,21 @@ def test_remote_mode_proxies_every_tool_call_and_writes_nothing_locally(tmp_path
     assert after == before and list(local.iterdir()) == []  # the local vault was not written at all
 
 
+def test_memo_sync_push_pushes_every_batch(tmp_path, daemon):
+    """Found by a tester: ``memo sync push`` sent one batch (hybrid.batchSize, 200) a run —
+    "pushed 200 records; 3800 waiting", 17 runs to drain an import. It pushes batch after batch."""
+    team, server = daemon
+    config = tmp_path / "laptop.toml"
+    config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "{server.base}"\nbatchSize = 2\n', encoding="utf-8")
+    mine = _client(tmp_path, "http://127.0.0.1:9", "mine")  # offline while it records: all 5 wait
+    for i in range(5):
+        record_prompt(mine, RecordPromptRequest(session_id="b1", project="web", body=f"turn {i}"))
+    mine.close()
+    ran = memo("sync", "push", vault=tmp_path / "mine", env={"MEMO_CONFIG": str(config)})
+    assert ran.stdout.strip() == "pushed 5 records; 0 waiting", ran.stdout + ran.stderr
+    assert status_of(server)["total"] == 5
+
+
 def test_the_digest_lists_a_kept_conflict(tmp_path, daemon):
     from datetime import datetime, timezone
 
