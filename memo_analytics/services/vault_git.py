@@ -897,6 +897,8 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         result["error"] = "Vault-git sync failed: another sync of this vault is still running"
     except (MemoError, OSError) as exc:
         result["error"] = str(exc) if isinstance(exc, MemoError) else f"Vault-git sync failed: {exc}"
+    if result.get("recovered") and trigger != "manual":  # `memo sync git` says it itself
+        log.warning("memo sync (%s): %s", trigger, result["recovered"])
     if result["error"]:
         result["error"] = redact_secrets(result["error"])[0]  # a token in a remote URL stays out of logs
         if trigger != "manual":  # a sync in the background tells its log; `memo sync git` says it itself
@@ -925,7 +927,6 @@ def _take_over(store: VaultStore, git: _Git, result: dict[str, Any]) -> None:
         if merging:
             git.run("merge", "--abort", check=False)
         result["recovered"] = "the sync before this one was stopped mid-run; what it left in git was cleared"
-        log.warning("vault-git: %s", result["recovered"])
     elif lock.exists():
         raise VaultGitError("git", f"{lock} exists: a git command is running in the vault, or one was killed; if "
                                    f"none runs, remove it (rm {shell_word(str(lock))}), then sync again")

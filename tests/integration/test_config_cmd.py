@@ -262,3 +262,15 @@ def test_a_refused_vault_root_in_the_file_names_the_file_and_its_repair(config, 
     assert (refused.returncode, refused.stderr.strip()) == (1, (
         f"error: Invalid vaultRoot ({config}; repair: memo config set vaultRoot VALUE, or memo config unset "
         f"vaultRoot): {said}"))
+
+
+def test_a_config_path_that_is_no_file_is_refused_before_a_lock_is_left_beside_it(tmp_path):
+    """Found by a tester of bad input: ``MEMO_CONFIG=/dev/null memo config set …`` was refused and
+    left ``/dev/.null.lock`` (a folder, a fifo, a file in the vault alike): nothing is written."""
+    from tests.inprocess import memo as run
+
+    folder = tmp_path / "conf"
+    folder.mkdir()
+    ran = run("config", "set", "timezone", "UTC", env={"MEMO_CONFIG": str(folder)}, check=False)
+    assert ran.returncode == 1 and "is not a regular file" in ran.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]

@@ -309,6 +309,8 @@ def _editing(path: Path):
     from filelock import FileLock, Timeout
 
     real = path.resolve()  # one lock for the file however it is reached (through a link or not)
+    if real.exists() and not real.is_file():  # /dev/null, a folder, a fifo: refused before a lock file is left beside it
+        raise InvalidFieldError("config", f"{path} is not a regular file (MEMO_CONFIG names the TOML file memo edits)")
     lock = real.with_name(f".{real.name}.lock")
     try:
         lock.parent.mkdir(parents=True, exist_ok=True)
