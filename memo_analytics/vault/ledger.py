@@ -429,6 +429,9 @@ def write_document(root: Path, meta: dict[str, Any], body: str, pdf: bytes) -> D
     """
     base = folder(root)
     base.mkdir(parents=True, exist_ok=True)
+    for stale in base.glob(f".*{TEMP_SUFFIX}"):  # an issue killed mid-write (under the lock: none is being written)
+        if ".orphan-" not in stale.name:  # a PDF set aside is kept
+            stale.unlink(missing_ok=True)
     number = validate_slug(meta["number"], "number")
     md, pdf_path = base / f"{number}.md", base / f"{number}.pdf"
     if md.exists() or md.is_symlink():

@@ -1361,3 +1361,15 @@ def test_a_secret_in_a_credit_notes_reason_never_reaches_the_vault(billing, tmp_
     assert stored and not any(key.encode() in p.read_bytes() for p in stored)
     assert text(xml_of(Path(credit["pdf"])), "//rsm:ExchangedDocument/ram:IncludedNote/ram:Content")[0].startswith(
         "wrong key [REDACTED:")
+
+
+def test_a_temporary_file_left_by_an_issue_killed_mid_write_goes_with_the_next_issue(billing):
+    """Found by a tester of bad input: ``memo invoice issue`` killed while it wrote the PDF left
+    ``.2026-0001.pdf.XXXX.tmp`` in the vault's invoices for good (pushed by vault-git too). The next
+    issue clears what a killed one left (a PDF set aside as an orphan is kept)."""
+    folder = billing["vault"] / "invoices"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / ".2026-0001.pdf._2g2tdqs.tmp").write_bytes(b"%PDF- half")
+    (folder / ".2026-0009.pdf.orphan-123.tmp").write_bytes(b"%PDF- kept aside")
+    issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30", "--issued", "2026-06-30")
+    assert sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp")) == [".2026-0009.pdf.orphan-123.tmp"]
