@@ -529,6 +529,22 @@ def test_a_record_file_that_names_a_key_twice_is_refused_naming_the_key_and_its_
     assert [s["sessionId"] for s in report["sessions"]] == ["s3"]
 
 
+def _spec_memo_files(tmp_path, sid: str, turn_rest: str, session_rest: str):
+    """A vault of project web written as spec-memo writes it, by hand: turn 1 of session ``sid``
+    (its frontmatter after ``turn: 1``, then its body) and the session (its frontmatter after
+    ``sessionId``). ``(vault, turn file, session file)``."""
+    vault = tmp_path / "v"
+    (vault / "projects" / "web" / "prompts").mkdir(parents=True)
+    (vault / "projects" / "web" / "sessions").mkdir(parents=True)
+    turn = vault / "projects" / "web" / "prompts" / f"prompt-{sid}-t1.md"
+    turn.write_text(f"---\nid: prompt-{sid}-t1\nkind: prompt\nproject: web\nsessionId: {sid}\nturn: 1\n{turn_rest}",
+                    encoding="utf-8")
+    session = vault / "projects" / "web" / "sessions" / f"session-{sid}.md"
+    session.write_text(f"---\nid: session-{sid}\nkind: session\nproject: web\nstatus: completed\nsessionId: {sid}\n"
+                       f"{session_rest}", encoding="utf-8")
+    return vault, turn, session
+
+
 def test_a_spec_memo_record_without_updated_or_duration_minutes_is_read_as_the_spec_says(tmp_path):
     """Found by a team moving from spec-memo: a turn written without ``updated`` was skipped whole
     ("updated: Field required": left out of search, counts and derived rules), and an ended
@@ -537,18 +553,11 @@ def test_a_spec_memo_record_without_updated_or_duration_minutes_is_read_as_the_s
     files are left as they are."""
     from tests.inprocess import memo
 
-    vault = tmp_path / "v"
-    (vault / "projects" / "web" / "prompts").mkdir(parents=True)
-    (vault / "projects" / "web" / "sessions").mkdir(parents=True)
-    turn = vault / "projects" / "web" / "prompts" / "prompt-s-w-t1.md"
-    turn.write_text("---\nid: prompt-s-w-t1\nkind: prompt\nproject: web\nstatus: active\n"
-                    "created: 2026-03-04T13:20:00.000Z\nsessionId: s-w\nturn: 1\nclient: Initech\n---\n"
-                    "Always run the pricing integration tests before pushing\n")
-    session = vault / "projects" / "web" / "sessions" / "session-s-w.md"
-    session.write_text("---\nid: session-s-w\nkind: session\nproject: web\nstatus: completed\n"
-                       "created: 2026-03-04T13:00:00.000Z\nupdated: 2026-03-04T14:30:00.000Z\nsessionId: s-w\n"
-                       "startTime: 2026-03-04T13:00:00.000Z\nendTime: 2026-03-04T14:30:00.000Z\nclient: Initech\n"
-                       "---\n")
+    vault, turn, session = _spec_memo_files(
+        tmp_path, "s-w", "status: active\ncreated: 2026-03-04T13:20:00.000Z\nclient: Initech\n---\n"
+                         "Always run the pricing integration tests before pushing\n",
+        "created: 2026-03-04T13:00:00.000Z\nupdated: 2026-03-04T14:30:00.000Z\nstartTime: 2026-03-04T13:00:00.000Z\n"
+        "endTime: 2026-03-04T14:30:00.000Z\nclient: Initech\n---\n")
     before = (turn.read_bytes(), session.read_bytes())
     found = json.loads(memo("--json", "prompt", "search", "pricing integration", "--all", vault=vault).stdout)
     assert [item["id"] for item in found["items"]] == ["prompt-s-w-t1"]
@@ -569,18 +578,11 @@ def test_a_spec_memo_session_ended_again_and_a_sha_of_digits_are_read(tmp_path):
     left as they are. More minutes than the times span are still refused."""
     from tests.inprocess import memo
 
-    vault = tmp_path / "v"
-    (vault / "projects" / "web" / "prompts").mkdir(parents=True)
-    (vault / "projects" / "web" / "sessions").mkdir(parents=True)
-    turn = vault / "projects" / "web" / "prompts" / "prompt-re-t1.md"
-    turn.write_text("---\nid: prompt-re-t1\nkind: prompt\nproject: web\nstatus: recorded\n"
-                    "created: '2026-03-02T09:05:00.000Z'\nupdated: '2026-03-02T09:05:00.000Z'\nsessionId: re\nturn: 1\n"
-                    "gitSha: 1234567\n---\nA turn whose commit sha is all digits\n")
-    session = vault / "projects" / "web" / "sessions" / "session-re.md"
-    session.write_text("---\nid: session-re\nkind: session\nproject: web\nstatus: completed\n"
-                       "created: 2026-03-02T09:00:00.000Z\nupdated: 2026-03-02T12:00:00.000Z\nsessionId: re\n"
-                       "startTime: 2026-03-02T09:00:00.000Z\nendTime: 2026-03-02T12:00:00.000Z\ndurationMinutes: 90\n"
-                       "---\n")
+    vault, turn, session = _spec_memo_files(
+        tmp_path, "re", "status: recorded\ncreated: '2026-03-02T09:05:00.000Z'\nupdated: '2026-03-02T09:05:00.000Z'\n"
+                        "gitSha: 1234567\n---\nA turn whose commit sha is all digits\n",
+        "created: 2026-03-02T09:00:00.000Z\nupdated: 2026-03-02T12:00:00.000Z\nstartTime: 2026-03-02T09:00:00.000Z\n"
+        "endTime: 2026-03-02T12:00:00.000Z\ndurationMinutes: 90\n---\n")
     before = (turn.read_bytes(), session.read_bytes())
     found = json.loads(memo("--json", "prompt", "search", "digits", "--all", vault=vault).stdout)
     assert [(item["id"], item["gitSha"]) for item in found["items"]] == [("prompt-re-t1", "1234567")]
