@@ -375,6 +375,8 @@ class VaultStore:
         #: ``{client name lowercased: the spelling the vault's sessions use}`` as
         #: :func:`~.prompts.canonical_client` found it (so a long import asks the index once per client)
         self.client_spellings: dict[str, str] = {}
+        #: the error every write raises while the index is read as it is (:meth:`_as_it_is`), else None
+        self.writes_refused: Exception | None = None
         #: Called with one line whenever the index was brought in line with the files on
         #: open (the CLI prints it as a note on stderr); the lines are kept in ``repairs``.
         self.on_repair: Callable[[str], None] | None = None
@@ -479,8 +481,12 @@ class VaultStore:
                 # and create nothing (a mistyped path must not sprout folders)
                 return index.connect_empty()
             existed = path.exists()
-            raw = self._open_index()
-            stale = self._check(raw)
+            try:
+                raw = self._open_index()
+                stale = self._check(raw)
+            except (DiskFullError, IndexReadOnlyError) as exc:  # reads go on from the index as it is
+                self._conn = self._as_it_is(exc)
+                return self._conn
             self._checked, self._identity = time.monotonic(), file_identity(path)
             if stale is not None and not existed:
                 stale = freshness.missing()
@@ -488,19 +494,59 @@ class VaultStore:
                 self._conn = raw
                 return raw
         # the vault lock is always taken before the connection guard, never inside it
-        with self.lock():
+        try:
+            with self.lock():
+                with self._conn_guard:
+                    if self._conn is not None:  # another thread repaired it meanwhile
+                        raw.close()
+                        return self._conn
+                again = self._check(raw)
+                stale = again if again is None or not stale.full else stale  # keep "there was none"
+                told = self._repair_and_tell(raw, stale) if stale is not None else None
+                with self._conn_guard:
+                    self._conn = raw
+                if told is not None:
+                    told()
+        except (DiskFullError, IndexReadOnlyError) as exc:  # the catch-up cannot be written: read as it is
+            if self._conn is raw:
+                raise
+            raw.close()
             with self._conn_guard:
-                if self._conn is not None:  # another thread repaired it meanwhile
-                    raw.close()
-                    return self._conn
-            again = self._check(raw)
-            stale = again if again is None or not stale.full else stale  # keep "there was none"
-            told = self._repair_and_tell(raw, stale) if stale is not None else None
-            with self._conn_guard:
-                self._conn = raw
-            if told is not None:
-                told()
+                self._conn = self._as_it_is(exc, behind=True)
+            return self._conn
         return raw
+
+    def _as_it_is(self, refused: Exception, behind: bool = False) -> sqlite3.Connection:
+        """A read-only connection to the index as it is on disk, for reads while it cannot be
+        written (a full disk, a read-only mount): every read had failed with the write's error —
+        the digest and the dashboard too, when the operator most needed them. Kept in ``repairs``;
+        ``writes_refused`` holds the error writes raise meanwhile. ``refused`` itself when the
+        index cannot be read either (none yet, damaged).
+
+        Raises
+        ------
+        DiskFullError, IndexReadOnlyError
+            ``refused``, when no read-only connection opens."""
+        path = self.layout.index_path
+        wal = path.with_name(path.name + "-wal")
+        # a WAL with pages another process wrote is read through the lock files (mode=ro); a
+        # closed index (no such pages) is read as a plain file (immutable: no lock file made)
+        queries = (["mode=ro"] if wal.exists() and wal.stat().st_size else []) + ["immutable=1"]
+        for query in queries if path.is_file() else []:
+            try:
+                conn = sqlite3.connect(f"{path.as_uri()}?{query}", uri=True, check_same_thread=False)
+                conn.row_factory = sqlite3.Row
+                conn.execute("SELECT count(*) FROM records").fetchone()
+            except sqlite3.DatabaseError:
+                continue
+            self.writes_refused = refused
+            why = "the disk is full" if isinstance(refused, DiskFullError) else "the index cannot be written"
+            # kept (``repairs``), not said on each read: a refused write says the error alone (one line)
+            self.repairs.append(f"{why}: reads answer from the index as it is"
+                                f"{' (files changed since are not in it)' if behind else ''}; writes are refused "
+                                "until it can be written again")
+            return conn
+        raise refused
 
     def _repair_and_tell(self, conn: sqlite3.Connection, stale: freshness.Staleness) -> Callable[[], None]:
         """:meth:`_repair` ``conn`` (under the vault lock); what tells of it — the listeners of
@@ -533,6 +579,12 @@ class VaultStore:
         """
         conn = self._conn
         now = time.monotonic()
+        if conn is not None and self.writes_refused is not None and not conn.in_transaction:
+            # read as it was while it could not be written: each request tries the index again (space freed)
+            with self._conn_guard:
+                self._conn, self.writes_refused = None, None
+            conn.close()
+            return
         if conn is None or now - self._checked < every or self._own_batch() is not None or conn.in_transaction:
             return
         self._checked = now
@@ -674,6 +726,8 @@ class VaultStore:
 
     @contextmanager
     def _vault_lock(self) -> Iterator[None]:
+        if self.writes_refused is not None:  # the index is read as it is: no write (said as the open said it)
+            raise self.writes_refused
         self._may_create = True
         try:
             lock = vault_lock(self.layout.lock_path)

@@ -160,3 +160,23 @@ def test_the_http_api_answers_507_insufficient_storage(disk):
         server.stop()
     assert (status, body["error"]) == (507, message(vault))
     assert again == 200 and recorded["turn"] == 1
+
+
+def test_reads_go_on_from_the_index_as_it_is_while_the_disk_is_full(disk):
+    """Found by an operator: with the disk full, every read failed as a write does — ``memo prompt
+    list``, ``memo digest``, the dashboard (a traceback) and the API (507) —, though nothing needed
+    writing: a command opens the index, and opening it writes its lock files. Reads answer from
+    the index as it is; writes are still refused, one line; once space is back, all is as before."""
+    vault = disk.root / "v"
+    memo("session", "start", "s1", "--project", "p", "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+    memo("prompt", "record", "--session-id", "s1", "--project", "p", "--body", "before the disk filled", vault=vault)
+    disk.fill()
+    listed = memo("--json", "prompt", "list", "--all", vault=vault)
+    assert [i["body"] for i in json.loads(listed.stdout)["items"]] == ["before the disk filled"]
+    assert memo("digest", vault=vault).returncode == 0
+    assert json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["totalPrompts"] == 1
+    refused = memo("prompt", "record", "--session-id", "s1", "--project", "p", "--body", "x", vault=vault, check=False)
+    assert (refused.returncode, refused.stderr) == (1, f"error: {message(vault)}\n")
+    disk.free()
+    memo("prompt", "record", "--session-id", "s1", "--project", "p", "--body", "after", vault=vault)
+    assert json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["total"] == 2
