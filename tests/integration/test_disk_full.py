@@ -177,6 +177,9 @@ def test_reads_go_on_from_the_index_as_it_is_while_the_disk_is_full(disk):
     assert json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["totalPrompts"] == 1
     refused = memo("prompt", "record", "--session-id", "s1", "--project", "p", "--body", "x", vault=vault, check=False)
     assert (refused.returncode, refused.stderr) == (1, f"error: {message(vault)}\n")
+    checked = json.loads(memo("--json", "doctor", vault=vault, check=False).stdout)  # it said "writable" and exit 0
+    [vault_check] = [c for c in checked["checks"] if c["name"] == "vault"]
+    assert not vault_check["ok"] and "KB free: writes fail" in vault_check["detail"], vault_check
     disk.free()
     memo("prompt", "record", "--session-id", "s1", "--project", "p", "--body", "after", vault=vault)
     assert json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["total"] == 2

@@ -310,6 +310,11 @@ def _config(vault_root: str | None, found: dict[str, Any]) -> Check:
     return Check("config", "config file", True, True, where)
 
 
+#: Below this much free space on the vault's disk, ``memo doctor`` says writes will fail (a turn's
+#: file, its index pages and their temporary copies).
+MIN_FREE_BYTES = 5 * 1024 * 1024
+
+
 def _vault(settings: Any, vault_root: str | None) -> Check:
     """Where the vault is, whether it is (or can be made) a writable folder and whether its
     index opens — read-only: nothing is created or changed."""
@@ -336,6 +341,10 @@ def _vault(settings: Any, vault_root: str | None) -> Check:
     for folder in (root, layout.meta_dir):
         if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
             return Check("vault", title, True, False, f"{folder} is not writable", [], f"chmod u+w {folder}")
+    free = shutil.disk_usage(root).free
+    if free < MIN_FREE_BYTES:  # found by an operator: "writable", on a full disk every write failed
+        return Check("vault", title, True, False, f"{root}: its disk has {free // 1024} KB free: writes fail (reads "
+                                                  "answer from the index as it is)", [], f"free some space on {root}'s disk")
     index = layout.index_path
     if not index.exists():
         return Check("vault", title, True, True, f"{root}: writable; no index yet (built on first use)")
