@@ -528,6 +528,10 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         repository = traps[0].get("_repository", True)
         known = bool(repository)
         where = f"{repository}/CLAUDE.md" if isinstance(repository, str) else "CLAUDE.md of the project's repository"
+        owner = traps[0].get("_repositoryProject")
+        if isinstance(repository, str) and owner and owner != project:
+            # another project's checkout (a monorepo's, or a --project named in the wrong folder): said
+            where += f" (the checkout of project {owner}, where {project}'s turns were last recorded)"
         said = "; ".join(f"“{_cut(t.get('summary') or '', 80)}” ({t.get('occurrences', 1)}×, "
                          f"{t['confidence']:.2f})" for t in traps[:3])
         more = f" and {len(traps) - 3} more" if len(traps) > 3 else ""

@@ -14,7 +14,7 @@ from ..domain.clock import to_iso
 from ..domain.errors import MemoError
 from ..domain.records import RecordKind
 from ..index import snapshot as rows
-from ..services.store import VaultStore
+from ..services.store import VaultStore, project_from_cwd
 from ..services.sync import pushed_here
 from ..vault import ledger
 from ..vault.conflicts import conflict_files, conflict_record_id
@@ -84,6 +84,7 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
     moment = moment or datetime.now(timezone.utc)
     snapshot = Snapshot()
     known: dict[str, str | None] = {}  # project → its repository on this machine (lastSeenRoot), if known
+    owners: dict[str, str | None] = {}  # project → the project whose checkout that repository is
     with vault_sources(store, further=True) as sources:
         for source in sources:
             further = source.conn is not store.conn
@@ -101,7 +102,11 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
                         if not further and project not in known:
                             root = last_seen_root(store, project)
                             known[project] = str(root) if root is not None else None
+                            # whose folder it is: a turn recorded with --project web in shop's checkout made
+                            # it web's, and web's rules (another client's) were proposed for shop's file
+                            owners[project] = project_from_cwd(root) if root is not None else None
                         record["_repository"] = None if further else known[project]
+                        record["_repositoryProject"] = None if further else owners.get(project)
                 getattr(snapshot, name).extend(found)
             # what moved in the last day (the "moving" lane: context, nothing to do), from two days
             # back as text: the digest compares the instants

@@ -299,7 +299,10 @@ def test_a_promotion_proposed_for_one_repository_is_never_written_into_another(s
     record_prompt(store, RecordPromptRequest(project="web", session_id="r2", body="look at the parser", cwd=str(other)))
     refused = apply_item(store, seen["id"], seen["fingerprint"])
     assert refused["applied"] is False and (other / "CLAUDE.md").read_text(encoding="utf-8") == "# Other team\n"
-    assert refused["item"]["proposal"]["summary"] == f"promote a rule into {other.resolve()}/CLAUDE.md"
+    # … and it says whose checkout that is (found by an operator: another client's rule was promoted
+    # into the CLAUDE.md of a repository web's turns were merely recorded in)
+    assert refused["item"]["proposal"]["summary"] == (f"promote a rule into {other.resolve()}/CLAUDE.md (the checkout "
+                                                      "of project other, where web's turns were last recorded)")
     assert not (repo / "CLAUDE.md").exists()
 
 
