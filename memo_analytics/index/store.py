@@ -87,6 +87,24 @@ _COLUMNS = {
 }
 
 
+def connect_as_it_is(path: Path) -> sqlite3.Connection | None:
+    """A read-only connection to the index at ``path`` as it is on disk, for reads while it cannot
+    be written (a full disk, a read-only mount), or None when none opens. A WAL holding pages
+    another process wrote is read through its lock files (``mode=ro``); a closed index (no such
+    pages) is read as a plain file (``immutable``: no lock file is made)."""
+    wal = path.with_name(path.name + "-wal")
+    queries = (["mode=ro"] if wal.exists() and wal.stat().st_size else []) + ["immutable=1"]
+    for query in queries if path.is_file() else []:
+        try:
+            conn = sqlite3.connect(f"{path.as_uri()}?{query}", uri=True, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            conn.execute("SELECT count(*) FROM records").fetchone()
+        except sqlite3.DatabaseError:
+            continue
+        return conn
+    return None
+
+
 def connect(path: Path) -> sqlite3.Connection:
     """Open (and create) the index at ``path``: WAL mode, 30 s busy timeout.
 

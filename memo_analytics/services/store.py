@@ -527,18 +527,8 @@ class VaultStore:
         ------
         DiskFullError, IndexReadOnlyError
             ``refused``, when no read-only connection opens."""
-        path = self.layout.index_path
-        wal = path.with_name(path.name + "-wal")
-        # a WAL with pages another process wrote is read through the lock files (mode=ro); a
-        # closed index (no such pages) is read as a plain file (immutable: no lock file made)
-        queries = (["mode=ro"] if wal.exists() and wal.stat().st_size else []) + ["immutable=1"]
-        for query in queries if path.is_file() else []:
-            try:
-                conn = sqlite3.connect(f"{path.as_uri()}?{query}", uri=True, check_same_thread=False)
-                conn.row_factory = sqlite3.Row
-                conn.execute("SELECT count(*) FROM records").fetchone()
-            except sqlite3.DatabaseError:
-                continue
+        conn = index.connect_as_it_is(self.layout.index_path)
+        if conn is not None:
             self.writes_refused = refused
             why = "the disk is full" if isinstance(refused, DiskFullError) else "the index cannot be written"
             # kept (``repairs``), not said on each read: a refused write says the error alone (one line)
