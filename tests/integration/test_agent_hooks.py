@@ -197,6 +197,27 @@ def test_gemini_hook_events_carry_their_own_iso_time(tmp_path, repo):
         T(0), T(35), 35)
 
 
+def test_a_gemini_chat_imported_after_its_hook_stays_in_the_hooks_project(tmp_path, repo):
+    """Found by an operator: a Gemini chat (it names no folder, only a hash of it) imported after
+    its hook had captured the live turn was filed under ``default`` — the hook's turn superseded,
+    the repository's view (``memo prompt list`` in it) left empty. It stays in the project its hook
+    filed it under."""
+    vault, chats = tmp_path / "v", tmp_path / "gemini" / "0123abcd" / "chats"
+    chats.mkdir(parents=True)
+    T = _base()
+    sid = "a5b6c7d8-0000-4000-8000-0000000000g5".replace("g", "e")
+    _hook(vault, "gemini", {"session_id": sid, "transcript_path": str(chats / f"session-{sid}.json"), "cwd": str(repo),
+                            "hook_event_name": "BeforeAgent", "prompt": "Gemini: add rate limiting", "timestamp": T(5)})
+    (chats / f"session-{sid}.json").write_text(json.dumps({
+        "sessionId": sid, "projectHash": "0123abcd", "startTime": T(5), "lastUpdated": T(6), "kind": "main",
+        "messages": [{"id": "1", "timestamp": T(5), "type": "user", "content": "Gemini: add rate limiting"},
+                     {"id": "2", "timestamp": T(6), "type": "gemini", "content": "ok"}]}), encoding="utf-8")
+    ran = memo("import", "gemini", str(tmp_path / "gemini"), vault=vault)
+    assert "superseded by the transcript" in ran.stdout, ran.stdout
+    listed = json.loads(memo("--json", "prompt", "list", vault=vault, cwd=repo).stdout)
+    assert [(i["body"], i["source"]) for i in listed["items"]] == [("Gemini: add rate limiting", "import:gemini")]
+
+
 def test_cursor_hook_events(tmp_path, repo):
     vault = tmp_path / "v"
     common = {"conversation_id": "afafb0bf-9b2e-4e2a-8857-88e522b364e6", "model": "claude-4.5-sonnet",

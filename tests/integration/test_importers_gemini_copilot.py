@@ -119,8 +119,9 @@ def test_an_imported_gemini_chat_supersedes_the_session_its_hook_captured(tmp_pa
     assert ran.returncode == 0 and ran.stdout == ""
     result = imported(vault, "gemini", realdata / GEMINI)
     assert (result["turns"], result["superseded"]) == (2, 2)  # the hook's session and its one turn
-    hook_session = session(vault, "work", f"gemini-{GEMINI_ID}")  # its folder (a chat names none: default)
-    assert (hook_session["status"], hook_session["supersededBy"]) == ("superseded", [f"default/gemini-{GEMINI_ID}-1"])
+    hook_session = session(vault, "work", f"gemini-{GEMINI_ID}")  # its folder
+    # a chat names none: the import stays in the hook's project (it went to default, out of the repository's view)
+    assert (hook_session["status"], hook_session["supersededBy"]) == ("superseded", [f"work/gemini-{GEMINI_ID}-1"])
 
 
 # ---------------------------------------------------------------- Gemini CLI, built from the documented shape

@@ -513,8 +513,11 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             prompt.text = fitted
             result.cut += 1
     base = transcript_session_base(transcript)
-    default = store.resolve_project(options.project or (project_slug(transcript.project_hint)
-                                                         if transcript.project_hint else None))
+    named = options.project or (project_slug(transcript.project_hint) if transcript.project_hint else None)
+    if named is None:  # a transcript that names no folder (a Gemini chat: a hash of it): where its hook filed it
+        hooked = _hook_sessions(store, transcript)
+        named = hooked[-1]["project"] if hooked else None
+    default = store.resolve_project(named)
 
     def home(session_id: str) -> str:
         """Where the interval's session lives now: moved since it was imported (memo session edit
