@@ -1014,3 +1014,27 @@ def test_a_bad_project_is_refused_before_any_file_is_read(realdata, tmp_path, co
     again = memo("watch", "--once", "--only", str(folder), vault=vault)
     assert "done: 0 imports" not in again.stdout
     assert json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["total"] > 0
+
+
+def test_a_transcript_read_as_it_grows_past_a_local_command_never_rewinds_a_turn(realdata, tmp_path):
+    """Found by an operator: a Claude Code transcript cut just after a ``/plugin`` line (a local
+    command whose output line was not written yet) counted it as a turn; the next import, the
+    output there, dropped it — "1 turn the transcript no longer holds marked superseded" and a
+    warning that the file was rewound — and a watcher flapped between the two as the agent wrote.
+    A slash command nothing has followed yet waits for the next record."""
+    source = realdata / CC / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    lines = source.read_bytes().splitlines(keepends=True)
+    folder = tmp_path / "p"
+    folder.mkdir()
+    growing = folder / source.name
+    vault = tmp_path / "v"
+    for n in (37, 38, 44, len(lines)):
+        growing.write_bytes(b"".join(lines[:n]))
+        answer = imported(vault, str(folder))
+        assert (answer["superseded"], answer["rewound"], answer["revised"]) == (0, 0, 0), (n, answer)
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    (whole / source.name).write_bytes(source.read_bytes())
+    once = imported(tmp_path / "v2", str(whole))
+    assert json.loads(memo("--json", "prompt", "list", "--all", "--limit", "100", vault=vault).stdout)["total"] == \
+        once["turns"]

@@ -152,6 +152,14 @@ class PromptSieve:
     def other(self) -> None:
         self._pending = None
 
+    def settled(self) -> list[HumanPrompt]:
+        """The prompts, but a slash command nothing has followed yet (a transcript read while its
+        agent writes it): whether it was a local command is told by the next record — counted
+        now, it was superseded by the next import as "rewound", and back, as the file grew."""
+        if self._pending is not None and self.prompts and self.prompts[-1] is self._pending:
+            return self.prompts[:-1]
+        return self.prompts
+
 
 def _count_usage(session: "_Session", message: dict, at: datetime | None = None) -> None:
     """Note an assistant message's ``usage`` for the prompt it answers (the last one so far; with
@@ -346,7 +354,7 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
 
 
 #: The format of :class:`_Fold`'s state (another value: a checkpoint is not used).
-FOLD_VERSION = "claude-code/1"
+FOLD_VERSION = "claude-code/2"
 
 
 class _Fold:
@@ -426,7 +434,7 @@ class _Fold:
         transcripts = []
         for session in self.sessions.values():
             _settle_usage(session)
-            session.transcript.prompts = session.sieve.prompts
+            session.transcript.prompts = session.sieve.settled()
             if session.transcript.prompts:
                 transcripts.append(session.transcript)
         return ParseResult(transcripts=transcripts, skipped_lines=len(self.problems), problems=self.problems)
@@ -529,6 +537,7 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
         model = message.get("model")
         if transcript.model is None and isinstance(model, str) and model and model != "<synthetic>":
             transcript.model = model
+        session.sieve.other()  # the agent answered: a slash command before it went to the model
         return
     if record["type"] == "queue-operation":
         # a message the person typed while the agent was busy: the agent takes it in later
