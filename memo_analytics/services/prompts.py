@@ -295,8 +295,12 @@ def clean_deliverables(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [redact_value(item) for item in items]  # type: ignore[misc]
 
 
-def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> dict[str, Any]:
+def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None, retries: bool = False) -> dict[str, Any]:
     """Record one turn (SPEC §2.2–§2.4).
+
+    ``retries`` (an agent's call, :func:`record_prompt_answer`): a turn without a number whose text
+    and ``created`` are the session's last turn's is that turn, answered again (a retry after a
+    lost answer), not a second one.
 
     With ``session_id`` and no ``turn`` the turn is ``max(existing) + 1``, allocated and
     written under the vault lock; turn files above the highest indexed turn (a writer
@@ -365,7 +369,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None) -> 
             if turn > MAX_TURN:
                 raise InvalidFieldError("sessionId", f"session {session_id} holds turn {MAX_TURN:,}, the last a session "
                                                      "can have; record this turn in a new session")
-        if session_id and request.turn is None and request.created is not None and turn > 1:
+        if retries and session_id and request.turn is None and request.created is not None and turn > 1:
             # an agent's retry after a lost answer, stamped as it was (its `created`): the turn answered
             # again — a second, identical turn was written (a prompt said again has another instant)
             last = store.read(project, RecordKind.PROMPT, prompt_id(session_id, turn - 1, now))
@@ -539,7 +543,7 @@ def record_prompt_answer(store: VaultStore, request: RecordPromptRequest) -> dic
     ``/api/actions``' ``record``): the turn's wire dict, with ``warnings`` (one-line texts) when its
     time lies outside its session's times (:func:`outside_its_session`). Raises as
     :func:`record_prompt`."""
-    record = record_prompt(store, request)
+    record = record_prompt(store, request, retries=True)
     warning = None if "duplicateOf" in record else outside_its_session(store, record)
     return {**record, "warnings": [warning]} if warning else record
 

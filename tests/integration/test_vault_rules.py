@@ -302,11 +302,15 @@ def test_an_explicit_turn_never_replaces_a_recorded_one(store):
     assert (again["id"], again["body"]) == ("prompt-s1-t1", "original") and "not written again" in again["note"]
     assert path.read_bytes() == before
     # … and without a turn number, stamped as it was (an agent over MCP: a second identical turn was written)
-    first = rec(store, session_id="s2", body="Retry me", created="2026-03-05T09:30:00+01:00")
-    retry = rec(store, session_id="s2", body="Retry me", created="2026-03-05T09:30:00+01:00")
+    from memo_analytics.services.prompts import record_prompt_answer
+
+    def answer(created: str) -> dict:  # as the MCP tool, the API and the CLI answer an agent's call
+        return record_prompt_answer(store, RecordPromptRequest(project="p1", session_id="s2", body="Retry me",
+                                                               created=created))
+
+    first, retry = answer("2026-03-05T09:30:00+01:00"), answer("2026-03-05T09:30:00+01:00")
     assert retry["id"] == first["id"] == "prompt-s2-t1" and "not written again" in retry["note"]
-    said_again = rec(store, session_id="s2", body="Retry me", created="2026-03-05T09:31:00+01:00")
-    assert said_again["id"] == "prompt-s2-t2"  # said again later: a turn of its own
+    assert answer("2026-03-05T09:31:00+01:00")["id"] == "prompt-s2-t2"  # said again later: a turn of its own
 
 
 def test_list_returns_the_envelope_newest_first(store):
