@@ -622,7 +622,7 @@ def _recorded_over_mcp(store: VaultStore, project: str, event: HookEvent) -> str
     project, within :data:`~.prompts.HOOK_TWIN_WINDOW`, the agent named as the hook's), or None:
     the MCP record came first (the hook's event spooled while the vault was busy, or the agent
     records before its hook fires) — one turn, however it arrived, as the MCP side keeps it."""
-    from .prompts import HOOK_TWIN_WINDOW, same_agent, stored_body
+    from .prompts import HOOK_TWIN_WINDOW, ended_before, same_agent, stored_body
 
     try:
         body = stored_body(store, event.prompt, event.cwd if event.cwd and Path(event.cwd).is_dir() else None)
@@ -630,7 +630,10 @@ def _recorded_over_mcp(store: VaultStore, project: str, event: HookEvent) -> str
         return None
     row = index.hook_turn_with_body(store.conn, project, body, to_iso(event.at - HOOK_TWIN_WINDOW),
                                     to_iso(event.at + HOOK_TWIN_WINDOW), origin="mcp")
-    return row["id"] if row is not None and same_agent(row["agent"], event.agent) else None
+    # … of a conversation still going: a session that ended before this prompt was another one
+    # ("deploy to staging" said again in a new conversation lost its turn and its session)
+    return row["id"] if row is not None and same_agent(row["agent"], event.agent) and \
+        not ended_before(store, project, row["session_id"], event.at) else None
 
 
 def _captured(store: VaultStore, project: str, session_id: str, capture_id: str) -> bool:

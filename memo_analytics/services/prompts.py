@@ -107,7 +107,7 @@ def is_new_client(store: VaultStore, client: str) -> bool:
         and index.client_spelling(store.conn, client) is None
 
 
-def _ended_before(store: VaultStore, project: str, session_id: str | None, at: datetime) -> bool:
+def ended_before(store: VaultStore, project: str, session_id: str | None, at: datetime) -> bool:
     """Whether the session ``session_id`` had ended before ``at``: its conversation was over, so a
     prompt of the same text recorded then is another conversation's turn ("run the tests" said
     again), not the hook's capture of this one."""
@@ -120,12 +120,13 @@ def same_agent(named: str | None, hooked: str) -> bool:
     """Whether an agent named over MCP (``agent``) is the agent whose hook is ``hooked``
     (``claude-code``, ``gemini``, ``copilot`` …): none named, ``generic``, or the same name in any
     spelling — "Claude Code", "gemini-cli", "Copilot CLI" were another agent, and the turn was
-    counted twice."""
+    counted twice; another product whose name begins alike ("Claude", "Copilot Chat") is not."""
     def plain(text: str | None) -> str:
         return re.sub(r"[^0-9a-z]+", "", str(text or "").casefold())
 
     mine, theirs = plain(named), plain(hooked)
-    return mine in ("", "generic") or bool(theirs) and (mine.startswith(theirs) or theirs.startswith(mine))
+    # the same name, or it with "cli" (Gemini CLI is gemini's hook; "Claude" or "Copilot Chat" are other products)
+    return mine in ("", "generic") or bool(theirs) and mine in (theirs, theirs + "cli") or theirs == mine + "cli"
 
 
 def refuse_anothers(session: dict[str, Any], owner: str | None, session_id: str | None, instead: str) -> None:
@@ -344,7 +345,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None, ret
         # where an agent runs — Claude Code in Cursor says cursor —, not which agent it is)
         hooked = str(twin["source"] or "").split(":", 1)[-1] if twin is not None else ""
         if twin is not None and same_agent(request.agent, hooked) and \
-                not _ended_before(store, project, twin["session_id"], created_at):
+                not ended_before(store, project, twin["session_id"], created_at):
             return {**row_to_record(twin), "duplicateOf": twin["id"],
                     "note": f"not recorded again: the {hooked or 'agent'} hook captured the same text as turn "
                             f"{twin['turn']} of session {twin['session_id']} (one turn, however it arrived); "

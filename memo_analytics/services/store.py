@@ -494,48 +494,44 @@ class VaultStore:
                 self._conn = raw
                 return raw
         # the vault lock is always taken before the connection guard, never inside it
-        try:
-            with self.lock():
-                with self._conn_guard:
-                    if self._conn is not None:  # another thread repaired it meanwhile
-                        raw.close()
-                        return self._conn
-                again = self._check(raw)
-                stale = again if again is None or not stale.full else stale  # keep "there was none"
-                told = self._repair_and_tell(raw, stale) if stale is not None else None
-                with self._conn_guard:
-                    self._conn = raw
-                if told is not None:
-                    told()
-        except (DiskFullError, IndexReadOnlyError) as exc:  # the catch-up cannot be written: read as it is
-            if self._conn is raw:
-                raise
-            raw.close()
+        # (an index behind its files that cannot be caught up is refused: read as it is, it billed a
+        # session deleted since, and listed none of those added)
+        with self.lock():
             with self._conn_guard:
-                self._conn = self._as_it_is(exc, behind=True)
-            return self._conn
+                if self._conn is not None:  # another thread repaired it meanwhile
+                    raw.close()
+                    return self._conn
+            again = self._check(raw)
+            stale = again if again is None or not stale.full else stale  # keep "there was none"
+            told = self._repair_and_tell(raw, stale) if stale is not None else None
+            with self._conn_guard:
+                self._conn = raw
+            if told is not None:
+                told()
         return raw
 
-    def _as_it_is(self, refused: Exception, behind: bool = False) -> sqlite3.Connection:
+    def _as_it_is(self, refused: Exception) -> sqlite3.Connection:
         """A read-only connection to the index as it is on disk, for reads while it cannot be
         written (a full disk, a read-only mount): every read had failed with the write's error —
-        the digest and the dashboard too, when the operator most needed them. Kept in ``repairs``;
-        ``writes_refused`` holds the error writes raise meanwhile. ``refused`` itself when the
-        index cannot be read either (none yet, damaged).
+        the digest and the dashboard too, when the operator most needed them — when it holds what
+        the files hold (one behind them is refused: it billed a session deleted since). Kept in
+        ``repairs``; ``writes_refused`` holds the error writes raise meanwhile. ``refused`` itself
+        when the index cannot be read either (none yet, damaged) or is behind its files.
 
         Raises
         ------
         DiskFullError, IndexReadOnlyError
             ``refused``, when no read-only connection opens."""
         conn = index.connect_as_it_is(self.layout.index_path)
-        if conn is not None:
+        if conn is not None and self._check(conn) is None:  # only an index that holds what the files hold
             self.writes_refused = refused
             why = "the disk is full" if isinstance(refused, DiskFullError) else "the index cannot be written"
             # kept (``repairs``), not said on each read: a refused write says the error alone (one line)
-            self.repairs.append(f"{why}: reads answer from the index as it is"
-                                f"{' (files changed since are not in it)' if behind else ''}; writes are refused "
-                                "until it can be written again")
+            self.repairs.append(f"{why}: reads answer from the index, which holds what the files hold; writes are "
+                                "refused until it can be written again")
             return conn
+        if conn is not None:
+            conn.close()
         raise refused
 
     def _repair_and_tell(self, conn: sqlite3.Connection, stale: freshness.Staleness) -> Callable[[], None]:

@@ -180,6 +180,14 @@ def test_reads_go_on_from_the_index_as_it_is_while_the_disk_is_full(disk):
     checked = json.loads(memo("--json", "doctor", vault=vault, check=False).stdout)  # it said "writable" and exit 0
     [vault_check] = [c for c in checked["checks"] if c["name"] == "vault"]
     assert not vault_check["ok"] and "KB free: writes fail" in vault_check["detail"], vault_check
+    # an index behind its files is not read as it is (found by an attacker: a session deleted since
+    # was billed by the timesheet and the draft invoice, one added since was not listed)
+    session = vault / "projects" / "p" / "sessions" / "session-s1.md"
+    kept = session.read_bytes()
+    session.unlink()
+    stale = memo("activity", "--all", vault=vault, check=False)
+    assert (stale.returncode, stale.stderr) == (1, f"error: {message(vault)}\n")
     disk.free()
+    session.write_bytes(kept)
     memo("prompt", "record", "--session-id", "s1", "--project", "p", "--body", "after", vault=vault)
     assert json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["total"] == 2

@@ -326,6 +326,21 @@ def test_a_prompt_the_agent_recorded_over_mcp_before_its_hook_fired_is_one_turn(
                                           "cwd": str(repo)}])
     assert json.loads(text)["duplicateOf"] == f"prompt-claude-code-{SESSION}-t1"
     assert json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)["total"] == 2
+    # found by an attacker: another product whose name begins alike ("Claude", "Copilot Chat") is not
+    # the hook's agent, and a turn of a conversation that ended before the hook's prompt is another's
+    from memo_analytics.services.prompts import same_agent
+
+    assert [same_agent(n, "claude-code") for n in ("Claude Code", "claude_code", "Claude", "claude-desktop")] == [
+        True, True, False, False]
+    assert [same_agent(n, h) for n, h in (("gemini-cli", "gemini"), ("Copilot CLI", "copilot"),
+                                          ("Copilot Chat", "copilot"))] == [True, True, False]
+    tool_calls(vault, [{"action": "session_start", "sessionId": "m6", "cwd": str(repo)},
+                       {"action": "record", "sessionId": "m6", "body": "deploy to staging", "cwd": str(repo)},
+                       {"action": "session_end", "sessionId": "m6", "cwd": str(repo)}])
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, session_id="another-conversation",
+                                      prompt="deploy to staging"))
+    listed = json.loads(memo("--json", "prompt", "search", "staging", "--project", "product", vault=vault).stdout)
+    assert sorted(i["sessionId"] for i in listed["items"]) == ["claude-code-another-conversation", "m6"]
 
 
 def test_another_agent_recording_the_text_a_hook_just_captured_gets_its_own_turn(tmp_path, repo):
