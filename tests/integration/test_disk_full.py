@@ -191,3 +191,26 @@ def test_reads_go_on_from_the_index_as_it_is_while_the_disk_is_full(disk):
     session.write_bytes(kept)
     memo("prompt", "record", "--session-id", "s1", "--project", "p", "--body", "after", vault=vault)
     assert json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["total"] == 2
+
+
+def test_a_vault_mounted_read_only_is_read_and_doctor_says_why_writes_fail(tmp_path):
+    """Found by an operator (a vault bind-mounted read-only refused every read) and an attacker
+    (`memo doctor` then proposed `chmod u+w`, which cannot help): reads answer, a write is refused
+    in one line, and doctor names the read-only mount."""
+    source, mounted = tmp_path / "v", tmp_path / "ro"
+    memo("session", "start", "s1", "--project", "p", "--start-time", "2026-03-02T09:00:00Z", vault=source)
+    mounted.mkdir()
+    bound = subprocess.run(["mount", "--bind", str(source), str(mounted)], capture_output=True, text=True)
+    if bound.returncode != 0:
+        pytest.skip(f"cannot bind-mount here (needs root): {bound.stderr.strip()}")
+    try:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(mounted)], check=True)
+        shown = json.loads(memo("--json", "session", "show", "--all", vault=mounted).stdout)
+        assert [s["sessionId"] for s in shown["items"]] == ["s1"]
+        refused = memo("session", "start", "s2", "--project", "p", vault=mounted, check=False)
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        checked = json.loads(memo("--json", "doctor", vault=mounted, check=False).stdout)
+        [vault_check] = [c for c in checked["checks"] if c["name"] == "vault"]
+        assert "mounted read-only" in vault_check["detail"] and "chmod" not in (vault_check["install"] or "")
+    finally:
+        subprocess.run(["umount", "-l", str(mounted)], check=False)

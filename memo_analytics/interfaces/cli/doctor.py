@@ -339,6 +339,10 @@ def _vault(settings: Any, vault_root: str | None) -> Check:
                          f"({parent} is not a writable folder)", [], "--vault-root DIR or MEMO_VAULT=DIR")
         return Check("vault", title, True, True, f"{root} is not there yet: the first record or import creates it")
     for folder in (root, layout.meta_dir):
+        if folder.is_dir() and os.statvfs(folder).f_flag & os.ST_RDONLY:  # chmod cannot help (found by an attacker)
+            return Check("vault", title, True, False, f"{folder} is on a file system mounted read-only: writes fail "
+                                                      "(reads answer from the index as it is)", [],
+                         f"mount it read-write (mount -o remount,rw …), or --vault-root a writable folder")
         if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
             return Check("vault", title, True, False, f"{folder} is not writable", [], f"chmod u+w {folder}")
     free = shutil.disk_usage(root).free
