@@ -223,8 +223,11 @@ def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per line of an issued invoice or credit note (its stored ``meta``), keyed by
     :data:`ISSUED_COLUMNS`: the figures it was issued with (hours, rate and amount as Decimal;
     ``issued``/``due`` and ``from``/``to`` ``YYYY-MM-DD``), whatever the vault says since. A credit
-    note's rows name the invoice it cancels (``credits``; its amounts are as on its PDF and in its
-    Factur-X XML, positive: ``kind`` says they cancel)."""
+    note's rows name the invoice it cancels (``credits``) and carry its hours and amounts negative —
+    what it takes back, as a bookkeeper adds exports up (on its PDF and in its Factur-X XML they are
+    positive, type 381 saying they cancel: stacked with the invoice's, a credit note's rows read as
+    revenue twice)."""
+    sign = -1 if meta["kind"] == "creditNote" else 1
     rows = []
     for line in meta["lines"]:
         printed = " ".join(str(line.get("date") or "").split())
@@ -234,8 +237,8 @@ def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
                      "client": meta["client"], "currency": meta["currency"], "date": printed, "from": first, "to": last,
                      "project": line["project"], "description": line["description"], "sessions": line.get("sessions"),
                      "durationMinutes": line.get("durationMinutes"),
-                     "hours": Decimal(line["hours"]) if line.get("unit", "HUR") == "HUR" else None,
-                     "rate": Decimal(line["rate"]), "amount": Decimal(line["amount"])})
+                     "hours": sign * Decimal(line["hours"]) if line.get("unit", "HUR") == "HUR" else None,
+                     "rate": Decimal(line["rate"]), "amount": sign * Decimal(line["amount"])})
     return rows
 
 
@@ -245,11 +248,11 @@ def issued_table(meta: dict[str, Any], fmt: str) -> bytes:
     rows = issued_rows(meta)
     if fmt == "csv":
         return csv_bytes(ISSUED_COLUMNS, rows)
-    currency = meta["currency"]
-    totals = [(f"Net {currency}", {"currency": currency, "hours": Decimal(meta["billableHours"]),
-                                   "amount": Decimal(meta["net"])}),
-              (f"VAT {currency}", {"currency": currency, "amount": Decimal(meta["tax"])}),
-              (f"Total {currency}", {"currency": currency, "amount": Decimal(meta["gross"])})]
+    currency, sign = meta["currency"], -1 if meta["kind"] == "creditNote" else 1
+    totals = [(f"Net {currency}", {"currency": currency, "hours": sign * Decimal(meta["billableHours"]),
+                                   "amount": sign * Decimal(meta["net"])}),
+              (f"VAT {currency}", {"currency": currency, "amount": sign * Decimal(meta["tax"])}),
+              (f"Total {currency}", {"currency": currency, "amount": sign * Decimal(meta["gross"])})]
     return xlsx_bytes(f"{meta['number']} lines", ISSUED_COLUMNS, rows, totals, dates=("issued", "due", "from", "to"))
 
 

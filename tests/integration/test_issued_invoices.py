@@ -1292,6 +1292,13 @@ def test_an_issued_invoices_lines_come_as_csv_and_xlsx_as_issued(billing, tmp_pa
     assert run(billing, "invoice", "show", "2026-0002", "-o", str(note)).returncode == 0
     rows = list(csv.DictReader(note.read_text(encoding="utf-8-sig").splitlines()))
     assert {(r["number"], r["kind"], r["credits"]) for r in rows} == {("2026-0002", "creditNote", "2026-0001")}
+    # found by a billing person: its amounts were positive, stacked with the invoice's they read as revenue
+    # twice; negative, the two add up to nothing
+    assert [(r["hours"], r["amount"]) for r in rows] == [("-0.42", "-58.80"), ("-1.33", "-159.60")]
+    book = tmp_path / "credit.xlsx"
+    assert run(billing, "invoice", "show", "2026-0002", "-o", str(book)).returncode == 0
+    assert pd.read_excel(book, sheet_name="Totals")["amount"].tolist() == [
+        -float(issued["net"]), -float(issued["tax"]), -float(issued["gross"])]
 
 
 def test_an_output_of_a_suffix_alone_is_told_to_give_a_name(billing, tmp_path):
