@@ -342,7 +342,7 @@ def _vault(settings: Any, vault_root: str | None) -> Check:
         if folder.is_dir() and os.statvfs(folder).f_flag & os.ST_RDONLY:  # chmod cannot help (found by an attacker)
             return Check("vault", title, True, False, f"{folder} is on a file system mounted read-only: writes fail "
                                                       "(reads answer from the index as it is)", [],
-                         f"mount it read-write (mount -o remount,rw …), or --vault-root a writable folder")
+                         "mount it read-write (mount -o remount,rw …), or --vault-root a writable folder")
         if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
             return Check("vault", title, True, False, f"{folder} is not writable", [], f"chmod u+w {folder}")
     free = shutil.disk_usage(root).free
