@@ -461,6 +461,10 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
         items.append(pr_deliverable(request.pr))
     cleaned = []
     for number, item in enumerate(items):
+        unknown = sorted(set(item) - {"type", "url", "sha", "title"}) if isinstance(item, dict) else []
+        if unknown:  # {type, url?, sha?, title?} (SPEC §2.3): another key was written into the session as given
+            raise InvalidFieldError(f"deliverables[{number}]", f"has {', '.join(map(repr, unknown))}: a deliverable "
+                                                               "is {type, url?, sha?, title?}")
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             if item.get("url") is None:  # no --pr gives none: an item of deliverables, named by its place
                 raise InvalidFieldError(f"deliverables[{number}].url", "a pull request needs its url, an http(s) URL")

@@ -86,7 +86,11 @@ def test_secrets_in_any_field_reach_neither_file_nor_index(tmp_path, args):
 def test_secrets_in_deliverables_are_redacted_in_every_value(tmp_path):
     vault = tmp_path / "v"
     memo("session", "start", "s1", "--project", "p", vault=vault)
-    deliverables = f'[{{"type":"commit","sha":"{TOKEN}","note":{{"deep":"password=Sup3rS3cretPw!"}}}}]'
+    # (a key of its own, nested, is refused now — without echoing its value)
+    nested = f'[{{"type":"commit","sha":"{TOKEN}","note":{{"deep":"password=Sup3rS3cretPw!"}}}}]'
+    refused = memo("session", "end", "s1", "--deliverables", nested, vault=vault, check=False)
+    assert refused.returncode == 1 and "Sup3rS3cretPw" not in refused.stderr and TOKEN not in refused.stderr
+    deliverables = f'[{{"type":"commit","sha":"{TOKEN}","title":"password=Sup3rS3cretPw!"}}]'
     memo("session", "end", "s1", "--deliverables", deliverables, "--pr", f"https://u:Pa55word9@host/{TOKEN}",
          vault=vault)
     data = vault_bytes(vault)
@@ -665,3 +669,19 @@ def test_an_offset_past_the_last_prompt_says_so_and_one_past_2_53_is_refused(tmp
     huge = memo("prompt", "list", "--all", "--offset", str(2**53 + 1), vault=vault, check=False)
     assert huge.returncode == 1 and huge.stderr.strip() == (
         f"error: Invalid offset: {2**53 + 1} is above {2**53}: the prompts to skip")
+
+
+def test_an_unknown_deliverable_key_and_an_empty_hand_off_owner_are_refused(tmp_path):
+    """Found by a tester of bad input: ``--deliverables '[{"type": "pr", "url": "https://a", "bogus": 1}]'``
+    wrote ``bogus`` into the session, and ``--handoff-owner ""`` was stored as no owner (every other
+    empty option is refused). Both refused, one line naming the field; nothing written."""
+    vault = tmp_path / "v"
+    memo("session", "start", "s8", "--project", "p1", vault=vault)
+    before = (vault / "projects/p1/sessions/session-s8.md").read_bytes()
+    for args, said in ((["--deliverables", '[{"type": "pr", "url": "https://a", "bogus": 1}]'],
+                        "error: Invalid deliverables[0]: has 'bogus': a deliverable is {type, url?, sha?, title?}"),
+                       (["--handoff-owner", "", "--next-step", "x"],
+                        "error: Invalid handoff.owner: is empty: give a value, or leave the option out")):
+        ran = memo("session", "end", "s8", "--project", "p1", *args, vault=vault, check=False)
+        assert (ran.returncode, ran.stderr.strip()) == (1, said)
+    assert (vault / "projects/p1/sessions/session-s8.md").read_bytes() == before

@@ -109,6 +109,9 @@ def session_end(
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
             raise MemoError("Invalid deliverables: expected a JSON list of objects")
     items.extend(session_service.pr_deliverable(url) for url in pr)
+    for name, value in (("handoff.branch", handoff_branch), ("handoff.owner", handoff_owner)):
+        if value is not None and not value.strip():  # stored as none, silently (every other option refuses it)
+            raise InvalidFieldError(name, "is empty: give a value, or leave the option out")
     handoff = None
     if next_step or failed or question or handoff_branch or handoff_owner or shared:
         if not next_step:
