@@ -535,6 +535,8 @@ class _SettingsData(NoFlagNumbers):
             path = Path(text).expanduser().resolve()
         except (RuntimeError, OSError) as exc:
             raise InvalidFieldError("vaultRoot", str(exc)) from None
+        if path.exists() and not path.is_dir():  # /dev/null, a file: refused where it is set, not by each command after
+            raise InvalidFieldError("vaultRoot", f"{path} is not a folder")
         repository = enclosing_repository(path)
         if repository is None and (path / ".git").exists() and not is_vault_repository(path):
             raise InvalidFieldError(

@@ -274,3 +274,14 @@ def test_a_config_path_that_is_no_file_is_refused_before_a_lock_is_left_beside_i
     ran = run("config", "set", "timezone", "UTC", env={"MEMO_CONFIG": str(folder)}, check=False)
     assert ran.returncode == 1 and "is not a regular file" in ran.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]
+
+
+def test_a_vault_root_that_is_no_folder_is_refused_where_it_is_set(tmp_path):
+    """Found by a tester of bad input: ``memo config set vaultRoot /dev/null`` was taken, and then
+    every command failed ("is not a folder") without the config's repair hint."""
+    from tests.inprocess import memo as run
+
+    config = tmp_path / "config.toml"
+    ran = run("config", "set", "vaultRoot", "/dev/null", env={"MEMO_CONFIG": str(config)}, check=False)
+    assert (ran.returncode, ran.stderr.strip()) == (1, "error: Invalid config vaultRoot: /dev/null is not a folder")
+    assert not config.exists()
