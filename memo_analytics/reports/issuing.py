@@ -557,6 +557,20 @@ def same_period_invoices(docs: list[ledger.Document], document: ledger.Document)
             and str(meta.get("periodStart")) <= str(other.meta.get("periodEnd"))]
 
 
+def billing_the_same(docs: list[ledger.Document], document: ledger.Document,
+                     refs: list[str]) -> list[tuple[str, int]]:
+    """Of the invoices ``refs`` (:func:`same_period_invoices`), those that bill sessions ``document``
+    bills too, with how many: two machines issuing at once (found by two freelancers: the note said
+    the new invoice "bills only sessions none of them did" of an invoice billing the very same
+    sessions)."""
+    def keys(doc: ledger.Document) -> set[tuple[str, str]]:
+        return {(str(i.get("project")), str(i.get("sessionId"))) for i in doc.meta.get("sessions") or []
+                if isinstance(i, dict)}
+
+    mine = keys(document)
+    return [(other.ref, len(mine & keys(other))) for other in docs if other.ref in refs and mine & keys(other)]
+
+
 def document_summary(document: ledger.Document, docs: list[ledger.Document] | None = None) -> dict[str, Any]:
     """One document as ``memo invoice list|show --json`` answers it (camelCase): number, kind,
     issued, due, period, client, currency, net, tax, gross (decimal text), billableHours,

@@ -1377,8 +1377,7 @@ def test_an_invoice_billing_the_same_sessions_as_another_machines_is_not_called_
     first's invoice of the same sessions and noted "2026-0003 already billed Acme Corp for part of
     this period; 2026-0003 bills only sessions none of them did" — false: both billed the very same
     sessions. Such an invoice is told apart from late work (a warning naming the credit to make)."""
-    from memo_analytics.interfaces.cli.invoices import _billing_the_same
-    from memo_analytics.reports.issuing import same_period_invoices
+    from memo_analytics.reports.issuing import billing_the_same, same_period_invoices
     from memo_analytics.vault import ledger
 
     a, env = _billing_machine(remote, tmp_path)
@@ -1394,4 +1393,4 @@ def test_an_invoice_billing_the_same_sessions_as_another_machines_is_not_called_
     first, second = ledger.documents(tmp_path / "b")  # one number, both issued: the second as a duplicate
     assert (first.ref, second.number) == ("2026-0001", "2026-0001") and second.ref.startswith("2026-0001.duplicate-")
     others = same_period_invoices([first, second], second)
-    assert others == [first.ref] and _billing_the_same([first, second], second, others) == [(first.ref, 2)]
+    assert others == [first.ref] and billing_the_same([first, second], second, others) == [(first.ref, 2)]

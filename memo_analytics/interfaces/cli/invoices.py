@@ -96,7 +96,7 @@ def invoice_issue(
     """Issue the invoice of one client: the next number, stored with its Factur-X PDF in the vault."""
     from ...reports.invoice import LINE_MODES
     from ...analytics.activity import INTERNAL_CLIENT  # the analytics (polars) only when it runs: not for --help
-    from ...reports.issuing import document_summary, issue_invoice, same_period_invoices, stored_now
+    from ...reports.issuing import billing_the_same, document_summary, issue_invoice, same_period_invoices, stored_now
 
     if client is None or not client.strip():  # never issued by elimination: a number cannot be taken back
         raise InvalidFieldError("client", "an issued invoice bills one client: give --client NAME "
@@ -131,7 +131,7 @@ def invoice_issue(
     _emit(summary, _said_issued)
     if not state.json:
         left_off_note(summary["leftOff"])
-        twice = _billing_the_same(ledger.documents(state.store.root), document, overlapping)
+        twice = billing_the_same(ledger.documents(state.store.root), document, overlapping)
         for ref, count in twice:  # issued on another machine at the same moment (vault-git): said as it is
             err.print(_safe(f"warning: {ref} bills {count} of the same sessions (issued on another machine meanwhile): "
                             f"cancel one with memo invoice credit {ref} (or {document.ref}) before either is sent"))
@@ -141,22 +141,6 @@ def invoice_issue(
                             f"this period; {document.number} bills only sessions none of them did"))
     _warn_copy(summary)
 
-
-
-def _billing_the_same(docs: list, document, refs: list[str]) -> list[tuple[str, int]]:
-    """Of the invoices ``refs``, those that bill sessions ``document`` bills too, with how many:
-    two machines issuing at once (found by two freelancers: the note said the new invoice "bills
-    only sessions none of them did" of an invoice billing the very same sessions)."""
-    mine = {(str(i.get("project")), str(i.get("sessionId"))) for i in document.meta.get("sessions") or []
-            if isinstance(i, dict)}
-    found = []
-    for other in docs:
-        if other.ref in refs:
-            theirs = {(str(i.get("project")), str(i.get("sessionId"))) for i in other.meta.get("sessions") or []
-                      if isinstance(i, dict)}
-            if mine & theirs:
-                found.append((other.ref, len(mine & theirs)))
-    return found
 
 
 @invoice_app.command("credit")
