@@ -384,6 +384,21 @@ def _releasing(lock: FileLock) -> Iterator[None]:
         lock.release()
 
 
+def push_every_batch(store: VaultStore) -> dict[str, Any]:
+    """:func:`push` now (``force``), batch after batch (``hybrid.batchSize`` each) until none waits,
+    one fails, or what is left is refused (it waits for the next push): ``{pushed, results, pending,
+    error}`` of them all (found by a tester: "pushed 200 records; 3800 waiting", 17 runs to drain
+    an import)."""
+    result = push(store, force=True)
+    while not result["error"] and result["pending"] and result["pushed"]:
+        waited = result["pending"]
+        more = push(store, force=True)
+        result = {**more, "pushed": result["pushed"] + more["pushed"], "results": result["results"] + more["results"]}
+        if more["pending"] >= waited:
+            break
+    return result
+
+
 def push(store: VaultStore, now: datetime | None = None, force: bool = False,
          timeout: float | None = None) -> dict[str, Any]:
     """Push the outbox to the daemon (SPEC §2.7). Returns ``{pushed, results, pending,

@@ -94,14 +94,7 @@ def sync_status() -> None:
 def sync_push() -> None:
     """Push the records waiting in the outbox to the hybrid daemon now (ignores the backoff), batch
     after batch (hybrid.batchSize each) until none waits or one fails."""
-    result = sync.push(state.store, force=True)
-    # every batch (found by a tester: "pushed 200 records; 3800 waiting", 17 runs to drain an import)
-    while not result["error"] and result["pending"] and result["pushed"]:
-        more = sync.push(state.store, force=True)
-        waited = result["pending"]
-        result = {**more, "pushed": result["pushed"] + more["pushed"], "results": result["results"] + more["results"]}
-        if more["pending"] >= waited:
-            break  # what is left is refused (it waits): sent again by the next push
+    result = sync.push_every_batch(state.store)
     for item in result["results"]:
         if isinstance(item.get("conflict"), str):
             err.print(_safe(f"note: {item.get('id')} met another version on the daemon: {item.get('outcome')} "
