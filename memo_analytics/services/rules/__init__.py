@@ -13,6 +13,7 @@ from ...domain.clock import parse_bounds, to_iso, utcnow
 from ...domain.errors import InvalidFieldError
 from ...domain.ids import validate_session_id
 from ...domain.records import RecordKind
+from ...index import snapshot as snapshot_rows
 from ...index import store as index
 from ...index.query import PromptFilter, clamp_page
 from ..projects import last_seen_root
@@ -210,22 +211,21 @@ def derive_rules(store: VaultStore, request: DeriveRulesRequest) -> dict[str, An
 
 
 def _ready_traps(store: VaultStore, project: str, said: set[str]) -> list[tuple[dict[str, Any], str]]:
-    """The project's derived-rule traps the digest offers (``rule_ready``: active, confidence ≥
-    :data:`TRAP_THRESHOLD`, holding a rule) whose rule no candidate says now — one written or
-    migrated by hand, or whose turns are gone: ``--promote`` (the digest's command) promotes them
-    too, as its one-click action does. ``(meta, body)`` pairs, oldest first."""
+    """The project's derived-rule traps the digest offers (``rule_ready``, the same query:
+    active, confidence ≥ :data:`TRAP_THRESHOLD`, holding a rule) whose rule no candidate says now —
+    one written or migrated by hand, or whose turns are gone: ``--promote`` (the digest's command)
+    promotes them too, as its one-click action does. ``(meta, body)`` pairs, in the index's order."""
     found = []
-    for row in index.rows_of_kind(store.conn, RecordKind.TRAP.value, project, "active"):
-        if "derived-rule" not in (row["tags"] or ""):
+    for trap in snapshot_rows.derived_rule_traps(store.conn):
+        if trap["project"] != project:
             continue
-        record = store.read(project, RecordKind.TRAP, row["id"])
-        rule = trap_rule(*record) if record is not None else None
-        if rule is None or rule["confidence"] < TRAP_THRESHOLD or not rule["text"]:
-            continue
+        body = trap.pop("_body") or ""
+        trap.pop("_path", None)
+        rule = trap_rule(trap, body)
         key = normalized_key(rule["text"])
-        if key not in said:
+        if rule["confidence"] >= TRAP_THRESHOLD and rule["text"] and key not in said:
             said.add(key)
-            found.append(record)
+            found.append((trap, body))
     return found
 
 
