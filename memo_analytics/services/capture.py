@@ -409,9 +409,10 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             # an event made before the end and sent late (a spool, a remote machine)
             store.upsert(RecordKind.SESSION, {k: v for k, v in existing[0].items() if k != "agentEndedAt"},
                          existing[1])
-        if event.kind == "prompt" and _imported_already(store, project, event):
+        body = _event_body(store, event) if event.kind == "prompt" else None  # redacted once for both looks
+        if body is not None and _imported_already(store, project, event, body):
             return f"turn of {session_id}: already imported from the agent's transcript"
-        twin = _recorded_over_mcp(store, project, event) if event.kind == "prompt" else None
+        twin = _recorded_over_mcp(store, project, event, body) if body is not None else None
         if twin is not None:
             return f"turn of {session_id}: the agent recorded it over MCP already ({twin})"
         if existing is None:
@@ -602,32 +603,33 @@ def _just_recorded(store: VaultStore, project: str, session_id: str, event: Hook
 IMPORTED_WINDOW = timedelta(seconds=30)
 
 
-def _imported_already(store: VaultStore, project: str, event: HookEvent) -> bool:
-    """Whether the watcher already imported this prompt from the agent's transcript (the hook
-    fired after the import): a turn of an import with the same text stamped within
-    :data:`IMPORTED_WINDOW`. The transcript is the truth; a second copy was kept until the
-    transcript next changed."""
+def _event_body(store: VaultStore, event: HookEvent) -> str | None:
+    """The prompt's text as a turn stores it (path and secret redaction), or None when it cannot be one."""
     from .prompts import stored_body
 
     try:
-        body = stored_body(store, event.prompt, event.cwd if event.cwd and Path(event.cwd).is_dir() else None)
+        return stored_body(store, event.prompt, event.cwd if event.cwd and Path(event.cwd).is_dir() else None)
     except MemoError:
-        return False
+        return None
+
+
+def _imported_already(store: VaultStore, project: str, event: HookEvent, body: str) -> bool:
+    """Whether the watcher already imported this prompt from the agent's transcript (the hook
+    fired after the import): a turn of an import with the same text stamped within
+    :data:`IMPORTED_WINDOW`. The transcript is the truth; a second copy was kept until the
+    transcript next changed. ``body``: :func:`_event_body`."""
     return index.hook_turn_with_body(store.conn, project, body, to_iso(event.at - IMPORTED_WINDOW),
                                      to_iso(event.at + IMPORTED_WINDOW), origin="import") is not None
 
 
-def _recorded_over_mcp(store: VaultStore, project: str, event: HookEvent) -> str | None:
+def _recorded_over_mcp(store: VaultStore, project: str, event: HookEvent, body: str) -> str | None:
     """The id of the turn the agent itself recorded over MCP with this prompt's text (in the
     project, within :data:`~.prompts.HOOK_TWIN_WINDOW`, the agent named as the hook's), or None:
     the MCP record came first (the hook's event spooled while the vault was busy, or the agent
-    records before its hook fires) — one turn, however it arrived, as the MCP side keeps it."""
-    from .prompts import HOOK_TWIN_WINDOW, ended_before, same_agent, stored_body
+    records before its hook fires) — one turn, however it arrived, as the MCP side keeps it.
+    ``body``: :func:`_event_body`."""
+    from .prompts import HOOK_TWIN_WINDOW, ended_before, same_agent
 
-    try:
-        body = stored_body(store, event.prompt, event.cwd if event.cwd and Path(event.cwd).is_dir() else None)
-    except MemoError:
-        return None
     row = index.hook_turn_with_body(store.conn, project, body, to_iso(event.at - HOOK_TWIN_WINDOW),
                                     to_iso(event.at + HOOK_TWIN_WINDOW), origin="mcp")
     # … of a conversation still going: a session that ended before this prompt was another one
