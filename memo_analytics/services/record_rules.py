@@ -12,10 +12,10 @@ from ..domain.billing import client_name_problem
 from ..domain.clock import from_iso, minutes_between
 from ..domain.errors import InvalidFieldError
 from ..domain.ids import LONE_PROMPT_ID, prompt_id, validate_slug
-from ..domain.records import RecordKind, normalize_meta
+from ..domain.records import MAX_SESSION_MINUTES, RecordKind, normalize_meta
 from ..domain.wire import is_one_plain_line
 from .prompts import MAX_CLOCK_SKEW, clean_owner
-from .sessions import MAX_SESSION_MINUTES, is_web_url
+from .sessions import is_web_url
 
 
 def check_record(meta: dict[str, Any], body: str, now: datetime) -> None:
