@@ -95,6 +95,11 @@ def test_under_json_an_error_is_one_json_line_on_stderr(vault):
     assert ran.returncode == 2
     assert json.loads(ran.stderr) == {"error": "No such option: --bogus (memo activity); see --help",
                                       "errorType": "NoSuchOption", "exitCode": 2}
+    typed = memo("prompt", "list", "--limit", "abc", "--json", vault=vault, check=False)
+    assert typed.returncode == 2 and json.loads(typed.stderr)["field"] == "limit"  # the parser's own refusal too
+    assert json.loads(typed.stderr)["errorType"] == "BadParameter"
+    choice = memo("report", "rules", "--min-confidence", "many", "--json", vault=vault, check=False)
+    assert choice.returncode == 2 and json.loads(choice.stderr)["field"] == "minConfidence"  # camelCase, as on the wire
     zone = memo("activity", "--all", "--tz", "Mars/X", "--json", vault=vault, check=False)
     assert json.loads(zone.stderr)["field"] == "tz"  # a request's refused field is named, as a date's is
     ran = memo("prompt", "get", "0" * 26, "--json", vault=vault, check=False)

@@ -587,6 +587,9 @@ def _fail(message: str, code: int = 1, exc: BaseException | None = None) -> None
         body: dict[str, Any] = {"error": message, "errorType": type(exc).__name__ if exc is not None else "Error",
                                 "exitCode": code}
         field = getattr(exc, "field", None)
+        param = getattr(exc, "param", None)  # a usage error of the parser names its option or argument
+        if not isinstance(field, str) and isinstance(getattr(param, "name", None), str):
+            field = to_camel(param.name)
         if isinstance(field, str):
             body["field"] = field
         sys.stderr.write(json.dumps(body, ensure_ascii=False) + "\n")  # one line, as the plain error
