@@ -411,6 +411,22 @@ def session_owners(conn: sqlite3.Connection, limit: int = 500) -> list[str]:
     return list(dict.fromkeys(r[0] for r in rows if isinstance(r[0], str) and r[0].strip()))
 
 
+def ownerless_sessions(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """``(project, record id)`` of every session that names no ``owner`` (none, or blank), by
+    project and id."""
+    rows = conn.execute("SELECT project, id FROM records WHERE kind = 'session' AND "
+                        "trim(coalesce(json_extract(meta, '$.owner'), '')) = '' ORDER BY project, id")
+    return [(r[0], r[1]) for r in rows]
+
+
+def record_places(conn: sqlite3.Connection) -> list[tuple[str, str, str, str | None]]:
+    """``(id, project, path, updated)`` of every record (``path`` relative to the vault root),
+    sessions first, then by project and id."""
+    rows = conn.execute("SELECT id, project, path, updated FROM records "
+                        "ORDER BY kind != 'session', project, id")
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
 def project_names(conn: sqlite3.Connection) -> list[str]:
     """The projects that hold at least one record, sorted."""
     return [r[0] for r in conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]

@@ -387,13 +387,14 @@ def _releasing(lock: FileLock) -> Iterator[None]:
 def push_every_batch(store: VaultStore) -> dict[str, Any]:
     """:func:`push` now (``force``), batch after batch (``hybrid.batchSize`` each) until none waits,
     one fails, or what is left is refused (it waits for the next push): ``{pushed, results, pending,
-    error}`` of them all (found by a tester: "pushed 200 records; 3800 waiting", 17 runs to drain
+    error}`` of them all, and ``owned`` (:func:`_own_ownerless`) when sessions of no owner were given one (found by a tester: "pushed 200 records; 3800 waiting", 17 runs to drain
     an import)."""
     result = push(store, force=True)
     while not result["error"] and result["pending"] and result["pushed"]:
         waited = result["pending"]
         more = push(store, force=True)
-        result = {**more, "pushed": result["pushed"] + more["pushed"], "results": result["results"] + more["results"]}
+        result = {**more, "pushed": result["pushed"] + more["pushed"], "results": result["results"] + more["results"],
+                  **({"owned": result["owned"]} if result.get("owned") else {})}
         if more["pending"] >= waited:
             break
     return result
@@ -422,6 +423,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         if not force and state.get("nextRetryAt") and now < from_iso(state["nextRetryAt"]):
             return {"pushed": 0, "results": [], "pending": status(store)["pending"],
                     "error": f"waiting until {state['nextRetryAt']} after: {state.get('lastError')}"}
+        owned = _own_ownerless(store, now)
+        _seed_outbox(store, state)
         entries = _outbox(store)
         latest: dict[str, dict[str, Any]] = {}
         for entry in entries:
@@ -554,7 +557,69 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         _save(store, "state.json", state)
         return {"pushed": len(done) - len(mismatched), "results": answer.get("results", []) + [
                     {**item, "outcome": "refused", "here": True} for item in mismatched],
-                "pending": len({_key(e) for e in remaining}), "error": None}
+                "pending": len({_key(e) for e in remaining}), "error": None, **({"owned": owned} if owned else {})}
+
+
+def _own_ownerless(store: VaultStore, now: datetime) -> dict[str, Any] | None:
+    """Before a push: the sessions here that name no ``owner`` (spec-memo writes none; a laptop
+    without a git identity) become this laptop's person's — their global git identity — as
+    ``memo session edit --owner`` would write it. The team vault tells people apart by it: a
+    migrated team's sessions of no owner were one person's there, their overlapping time billed
+    once (found by a team lead moving from spec-memo: 380 of 530 minutes). ``{owner, sessions}``
+    of what was done (``owner`` None: no git identity here, nothing written), or None when every
+    session names one."""
+    from .store import git_identity
+
+    found = index.ownerless_sessions(store.conn)
+    if not found:
+        return None
+    who = clean_owner_or_none(git_identity(None))
+    if who is None:
+        return {"owner": None, "sessions": len(found)}
+    done = 0
+    with store.batch():
+        for project, record_id in found:
+            try:
+                got = store.read(project, RecordKind.SESSION, record_id)
+                if got is None or (isinstance(got[0].get("owner"), str) and got[0]["owner"].strip()):
+                    continue
+                store.upsert(RecordKind.SESSION, {**got[0], "owner": who, "updated": to_iso(now)}, got[1])
+                done += 1
+            except MemoError:
+                continue  # a session that cannot be written as it is: it stays of no owner (said by its push)
+    return {"owner": who, "sessions": done} if done else None
+
+
+def clean_owner_or_none(value: Any) -> str | None:
+    """``value`` as a session's ``owner`` (:func:`~.prompts.clean_owner`), or None when it is none or cannot be one."""
+    from .prompts import clean_owner
+
+    try:
+        return clean_owner(value) if isinstance(value, str) else None
+    except InvalidFieldError:
+        return None
+
+
+def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:
+    """The first push to a daemon queues every record of the vault, not only those written since
+    hybrid mode was on (found by a team lead: a vault indexed in local mode, then switched to
+    hybrid, pushed "0 records; 0 waiting" for good while the daemon held none of it). A record
+    the daemon already holds in its version (``pushed.json``) is taken out of the outbox unsent."""
+    url = store.settings.hybrid.remote_url
+    if state.get("seededFor") == url:
+        return
+    pushed = _rekey(store, _load(store, "pushed.json"))
+    with store.lock():  # appends happen under this lock
+        queued = {_key(entry) for entry in _outbox(store)}
+        lines = [json.dumps({"id": record_id, "project": project, "path": path, "updated": updated}) + "\n"
+                 for record_id, project, path, updated in index.record_places(store.conn)
+                 if f"{project}/{record_id}" not in queued
+                 and (updated is None or pushed.get(f"{project}/{record_id}") != updated)]
+        if lines:
+            with open(_dir(store) / "outbox.jsonl", "a", encoding="utf-8") as handle:
+                handle.write("".join(lines))
+    state["seededFor"] = url
+    _save(store, "state.json", state)
 
 
 def dual_sync(store: VaultStore, trigger: str) -> dict[str, Any]:
@@ -777,7 +842,7 @@ def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: li
         return
     echo = {"project": meta["project"]}
     try:
-        stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner", _UNSAID), body)
+        stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner", _UNSAID), body, item.get("base"))
         if kind is RecordKind.HANDOFF:
             _refuse_a_baton_of_no_session(store, stored_id, meta)
         outcome = _apply_one(store, stored_id, kind, meta, body, item, stamp, claims)
@@ -877,8 +942,16 @@ def _a_batons_state_only(store: VaultStore, meta: dict[str, Any], body: str) -> 
     return all(here.get(key) == meta.get(key) for key in set(here) | set(meta) if key not in _BATON_STATE)
 
 
+def _its_pusher(store: VaultStore, meta: dict[str, Any], base: Any) -> bool:
+    """Whether a push of session ``meta`` builds on the very version a push brought here (its
+    ``base`` is that version's ``updated``): the laptop that pushed it, not another person's
+    session of the same id."""
+    kept = _kept_version(_base_path(store, meta["project"], meta["id"]), meta["id"])
+    return isinstance(base, str) and bool(base) and kept is not None and str(kept[0].get("updated") or "") == base
+
+
 def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
-                pushed_owner: Any, body: str = "") -> tuple[str, dict[str, Any], dict[str, str]]:
+                pushed_owner: Any, body: str = "", base: Any = None) -> tuple[str, dict[str, Any], dict[str, str]]:
     """Where a pushed record goes: its own id, unless it belongs to a session whose id is
     another person's session in this vault — two people who both named a session
     ``fix-login``. Then the pusher's session, its turns and its hand-off are kept under
@@ -888,7 +961,8 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
     ``owner``, for a turn or a hand-off the ``owner`` the push names for its session; owners
     compare in any case, and no owner is one too (a laptop without a git identity). A session a
     push brought here under this owner is the same session, whoever it names now (a lead
-    corrected its owner here: the push merges, :func:`_merged`). A turn or hand-off pushed without
+    corrected its owner here: the push merges, :func:`_merged`); so is one a push brought naming no
+    owner, pushed again on that version (``base``) naming one (:func:`_its_pusher`). A turn or hand-off pushed without
     an ``owner`` is of no owner (a session of a person's here keeps it apart) — but for the claim,
     cancel or give-back of a baton here, which a laptop sends of a baton a pull gave it. Returns ``(stored id,
     frontmatter, {"storedAs": id, "heldBy": owner}`` when moved, else ``{}``)``.
@@ -912,6 +986,9 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
     brought, pushed_as = _base_owner(store, meta["project"], session_id)
     if brought and same_person(pushed_as, owner):
         return meta["id"], meta, {}  # the session a push brought, its owner corrected here since
+    if brought and pushed_as is None and kind is RecordKind.SESSION and _its_pusher(store, meta, base):
+        # the laptop that pushed it naming no owner (spec-memo's) names its owner now: the same session
+        return meta["id"], meta, {}
     apart = apart_session_id(session_id, owner)
     there, its_owner = _session_here(store, meta["project"], apart)
     if there and not same_person(its_owner, owner):

@@ -1101,7 +1101,10 @@ def test_owners_alike_as_slugs_none_and_a_corrected_owner_each_keep_their_minute
     could land on a third person's session."""
     from memo_analytics.services import sessions as session_services
 
+    from memo_analytics.services import store as store_services
+
     monkeypatch.setattr(session_services, "git_identity", lambda root: None)  # a laptop without a git identity
+    monkeypatch.setattr(store_services, "git_identity", lambda root: None)  # (nor one its push could name)
     team, server = daemon
     laptops = {name: _client(tmp_path, server.base, name) for name in ("bob", "jorg", "jurg", "li", "han", "nobody")}
     for name, owner, minutes in (("bob", "bob@x.com", 30), ("jorg", "Jörg", 60), ("jurg", "Jürg", 90),
@@ -2770,3 +2773,68 @@ def test_the_daemon_never_reads_a_transcript_path_a_laptop_pushed(tmp_path, daem
         lead.close()
     said = json.dumps(item)
     assert written.strftime("%Y-%m-%dT%H:%M:%S") not in said and "its last activity" not in said, said
+
+
+def _spec_memo_laptop(tmp_path: Path, person: str | None, sid: str, minutes: int) -> tuple[Path, dict[str, str]]:
+    """A laptop whose vault spec-memo wrote (no ``owner`` anywhere), indexed in local mode: one
+    session of ``minutes`` from 2026-03-02 09:00 UTC with one turn; its git identity
+    ``person@team.example`` (none for None). ``(vault, env)``."""
+    home = tmp_path / (person or "nobody")
+    vault = home / "vault"
+    for kind in ("prompts", "sessions"):
+        (vault / "projects" / "shop" / kind).mkdir(parents=True)
+    end = f"2026-03-02T{9 + minutes // 60:02d}:{minutes % 60:02d}:00.000Z"
+    (vault / "projects/shop/prompts" / f"prompt-{sid}-t1.md").write_text(
+        f"---\nid: prompt-{sid}-t1\nkind: prompt\nproject: shop\nsessionId: {sid}\nturn: 1\nstatus: active\n"
+        f"created: 2026-03-02T09:05:00.000Z\nupdated: 2026-03-02T09:05:00.000Z\ngitSha: null\n---\n"
+        f"{person}'s work on the cart\n", encoding="utf-8")
+    (vault / "projects/shop/sessions" / f"session-{sid}.md").write_text(
+        f"---\nid: session-{sid}\nkind: session\nproject: shop\nstatus: completed\nsessionId: {sid}\n"
+        f"created: 2026-03-02T09:00:00.000Z\nupdated: {end}\nstartTime: 2026-03-02T09:00:00.000Z\n"
+        f"endTime: {end}\ndurationMinutes: {minutes}\nclient: Acme Corp\n---\n", encoding="utf-8")
+    gitconfig = home / "gitconfig"
+    gitconfig.write_text(f"[user]\n\temail = {person}@team.example\n" if person else "", encoding="utf-8")
+    config = home / "config.toml"
+    config.write_text(f'vaultRoot = "{vault}"\ntimezone = "UTC"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config), "GIT_CONFIG_GLOBAL": str(gitconfig)}
+    memo("reindex", env=env)
+    return vault, env
+
+
+def _goes_hybrid(env: dict[str, str], url: str) -> None:
+    with open(env["MEMO_CONFIG"], "a", encoding="utf-8") as handle:
+        handle.write(f'mode = "hybrid"\n\n[hybrid]\nremoteUrl = "{url}"\ndebounceMs = 0\n')
+
+
+def test_a_team_moving_from_spec_memo_keeps_each_persons_minutes_on_the_daemon(tmp_path, daemon):
+    """Found by a team lead moving three people from spec-memo: their vaults, indexed in local mode
+    then switched to hybrid, pushed "0 records; 0 waiting" while the daemon held nothing; pushed,
+    their sessions named no owner (spec-memo writes none), so the daemon took the three people for
+    one and billed their overlapping time once (380 of 530 minutes); an owner added afterwards left
+    each session twice there. The first push to a daemon sends the whole vault, and a session of no
+    owner becomes the laptop's person's (their git identity) as it is pushed."""
+    team, server = daemon
+    laptops = {person: _spec_memo_laptop(tmp_path, person, sid, minutes)
+               for person, sid, minutes in (("alice", "1772442000000-29406a", 90), ("bob", "1772442000000-7f3c21", 60))}
+    for person, (vault, env) in laptops.items():
+        _goes_hybrid(env, server.base)
+        pushed = memo("sync", "push", env=env)
+        assert pushed.stdout.startswith("pushed 2 records; 0 waiting"), pushed.stdout
+        assert pushed.stderr.startswith(f"note: 1 session named no owner (spec-memo writes none): it is "
+                                        f"{person}@team.example's now (your git identity)")
+    assert _by_owner(team) == {"alice@team.example": 90, "bob@team.example": 60}
+    assert memo("sync", "push", env=laptops["bob"][1]).stdout.startswith("pushed 0 records; 0 waiting")
+    # a laptop that pushed before it had a git identity: the owner it names later is the same session's
+    carol_vault, carol = _spec_memo_laptop(tmp_path, None, "1772442000000-c4r01e", 30)
+    _goes_hybrid(carol, server.base)
+    first = memo("sync", "push", env=carol)
+    assert "1 session name no owner and this machine has no git identity" in first.stderr
+    # (a session of no recorded owner may be anyone's: it bills what no other session covers — none)
+    assert _by_owner(team) == {"alice@team.example": 90, "bob@team.example": 60, "unknown": 0}
+    Path(carol["GIT_CONFIG_GLOBAL"]).write_text("[user]\n\temail = carol@team.example\n", encoding="utf-8")
+    again = memo("sync", "push", env=carol)
+    assert "it is carol@team.example's now" in again.stderr and "kept on the daemon as" not in again.stderr
+    assert _by_owner(team) == {"alice@team.example": 90, "bob@team.example": 60, "carol@team.example": 30}
+    assert len(list((team / "projects/shop/sessions").glob("session-1772442000000-c4r01e*.md"))) == 1
+    assert read_record(carol_vault / "projects/shop/sessions/session-1772442000000-c4r01e.md")[0]["owner"] \
+        == "carol@team.example"

@@ -95,6 +95,15 @@ def sync_push() -> None:
     """Push the records waiting in the outbox to the hybrid daemon now (ignores the backoff), batch
     after batch (hybrid.batchSize each) until none waits or one fails."""
     result = sync.push_every_batch(state.store)
+    owned = result.get("owned")
+    if owned and owned.get("owner"):
+        err.print(_safe(f"note: {owned['sessions']} session{'' if owned['sessions'] == 1 else 's'} named no owner "
+                        f"(spec-memo writes none): {'they are' if owned['sessions'] != 1 else 'it is'} "
+                        f"{owned['owner']}'s now (your git identity), as the team vault tells people apart by it"))
+    elif owned:
+        err.print(f"note: {owned['sessions']} session{'' if owned['sessions'] == 1 else 's'} name no owner and this "
+                  "machine has no git identity: the team vault counts them as one person's, their overlapping time "
+                  "billed once; set yours (git config --global user.email YOU@EXAMPLE) and push again")
     for item in result["results"]:
         if isinstance(item.get("conflict"), str):
             err.print(_safe(f"note: {item.get('id')} met another version on the daemon: {item.get('outcome')} "
