@@ -474,6 +474,19 @@ class _SettingsData(NoFlagNumbers):
             raise ValueError(problem)
         return str(value).strip()
 
+    @field_validator("default_project")
+    @classmethod
+    def _project_id(cls, value: str) -> str:
+        """A project id as every command takes one (SPEC §2.1): the project of a turn from outside
+        any repository — a hook's prompt there was dropped for good by a ``../x`` or ``My Shop``
+        the config took without a word (found by a tester)."""
+        from .domain.ids import validate_slug
+
+        try:
+            return validate_slug(value, "defaultProject")
+        except InvalidFieldError as exc:
+            raise ValueError(exc.reason) from None
+
     @field_validator("clients")
     @classmethod
     def _distinct_clients(cls, value: dict[str, ClientBilling]) -> dict[str, ClientBilling]:

@@ -285,3 +285,30 @@ def test_a_vault_root_that_is_no_folder_is_refused_where_it_is_set(tmp_path):
     ran = run("config", "set", "vaultRoot", "/dev/null", env={"MEMO_CONFIG": str(config)}, check=False)
     assert (ran.returncode, ran.stderr.strip()) == (1, "error: Invalid config vaultRoot: /dev/null is not a folder")
     assert not config.exists()
+
+
+def test_a_default_project_that_is_no_project_id_is_refused_and_a_hook_keeps_its_prompt(tmp_path):
+    """Found by a tester of bad input: ``memo config set defaultProject ../x`` (or ``My Shop``) was
+    taken, ``memo doctor`` said the config was valid, and every hook prompt from outside a
+    repository was then dropped for good ("event dropped: Invalid project"). It is refused where
+    it is set; written by hand, the hook keeps its event in the spool until the config is mended."""
+    from tests.inprocess import memo as run
+
+    config = tmp_path / "config.toml"
+    vault = tmp_path / "vault"
+    config.write_text(f'vaultRoot = "{vault}"\n', encoding="utf-8")
+    before = config.read_bytes()
+    env = {"MEMO_CONFIG": str(config)}
+    for value in ("../x", "My Shop", "a" * 300):
+        ran = run("config", "set", "defaultProject", value, env=env, check=False)
+        assert ran.returncode == 1 and ran.stderr.startswith("error: Invalid config defaultProject: "), ran.stderr
+        assert config.read_bytes() == before
+    config.write_text(f'vaultRoot = "{vault}"\ndefaultProject = "../x"\n', encoding="utf-8")
+    event = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "dp", "prompt": "hi from nowhere",
+                        "cwd": str(tmp_path)})
+    assert run("hook", "claude-code", env=env, input=event).returncode == 0
+    assert run("doctor", env=env, check=False).returncode != 0
+    config.write_text(f'vaultRoot = "{vault}"\ndefaultProject = "misc"\n', encoding="utf-8")
+    run("hooks", "replay", env=env)
+    found = json.loads(run("--json", "prompt", "search", "nowhere", "--all", env=env).stdout)
+    assert [(item["project"], item["body"]) for item in found["items"]] == [("misc", "hi from nowhere")]
