@@ -468,7 +468,8 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
         if isinstance(item, dict) and item.get("type") == "pr" and not is_web_url(item.get("url")):
             if item.get("url") is None:  # no --pr gives none: an item of deliverables, named by its place
                 raise InvalidFieldError(f"deliverables[{number}].url", "a pull request needs its url, an http(s) URL")
-            raise InvalidFieldError("pr", f"{item.get('url')!r} is not an http(s) URL")
+            given = "pr" if request.pr and number == len(items) - 1 else f"deliverables[{number}].url"
+            raise InvalidFieldError(given, f"{str(item.get('url'))[:100]!r} is not an http(s) URL")
         if isinstance(item, dict) and item.get("url") is not None and not is_web_url(item.get("url")):
             # a commit's or a file's link too: a javascript: or file: URL went into the story and its Markdown
             raise InvalidFieldError(f"deliverables[{number}].url", f"{str(item.get('url'))[:100]!r} is not an "
@@ -487,8 +488,38 @@ def _new_deliverables(request: EndSessionRequest) -> list[dict[str, Any]]:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "item"
             raise InvalidFieldError(f"deliverables[{number}].{where}", first["msg"].lower()) from None
+        _refuse_a_deliverable_of_no_shape(deliverable, number)
         cleaned.append({k: v for k, v in deliverable.wire().items() if v is not None})
     return clean_deliverables(cleaned)
+
+
+#: The longest ``type`` and ``title`` of a deliverable (characters): a kind's word, a PR's or a
+#: commit's one-line title — printed in stories, the digest and on invoices.
+MAX_DELIVERABLE_TYPE_CHARS, MAX_DELIVERABLE_TITLE_CHARS = 40, 500
+
+_COMMIT_SHA = re.compile(r"\S{1,100}")
+
+
+def _refuse_a_deliverable_of_no_shape(deliverable: Deliverable, number: int) -> None:
+    """A deliverable's ``type`` a word of at most :data:`MAX_DELIVERABLE_TYPE_CHARS` characters, its
+    ``sha`` one word of at most 100 characters (a commit's id, a tag), its ``title`` at most
+    :data:`MAX_DELIVERABLE_TITLE_CHARS` characters (SPEC §2.3) — a title of 100,000 characters went into the session
+    (found by a tester).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``deliverables[N].type`` / ``.sha`` / ``.title``."""
+    kind = deliverable.type.strip()
+    if not kind or len(kind) > MAX_DELIVERABLE_TYPE_CHARS:
+        raise InvalidFieldError(f"deliverables[{number}].type", f"is {'empty' if not kind else f'{len(kind)} characters'}: "
+                                                                f"a word such as pr, commit, doc (at most {MAX_DELIVERABLE_TYPE_CHARS})")
+    if deliverable.sha is not None and not _COMMIT_SHA.fullmatch(deliverable.sha.strip()):
+        raise InvalidFieldError(f"deliverables[{number}].sha",
+                                f"{deliverable.sha[:80]!r} is no commit id (one word of at most 100 characters)")
+    if deliverable.title is not None and len(deliverable.title) > MAX_DELIVERABLE_TITLE_CHARS:
+        raise InvalidFieldError(f"deliverables[{number}].title", f"is {len(deliverable.title)} characters; at most "
+                                                                 f"{MAX_DELIVERABLE_TITLE_CHARS} (one line)")
 
 
 def is_web_url(value: object) -> bool:

@@ -312,3 +312,16 @@ def test_a_default_project_that_is_no_project_id_is_refused_and_a_hook_keeps_its
     run("hooks", "replay", env=env)
     found = json.loads(run("--json", "prompt", "search", "nowhere", "--all", env=env).stdout)
     assert [(item["project"], item["body"]) for item in found["items"]] == [("misc", "hi from nowhere")]
+
+
+def test_a_value_nested_too_deeply_is_refused_in_one_line(tmp_path):
+    """Found by a tester of bad input: ``memo config set captureIgnore "[[[[…"`` ended in a
+    RecursionError traceback."""
+    from tests.inprocess import memo as run
+
+    config = tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n', encoding="utf-8")
+    ran = run("config", "set", "captureIgnore", "[" * 5000 + "]" * 5000, env={"MEMO_CONFIG": str(config)},
+              check=False)
+    assert (ran.returncode, ran.stderr) == (1, "error: Invalid config captureIgnore: the value is nested too deeply\n")
+    assert config.read_text(encoding="utf-8") == 'timezone = "UTC"\n'

@@ -681,7 +681,24 @@ def test_an_unknown_deliverable_key_and_an_empty_hand_off_owner_are_refused(tmp_
     for args, said in ((["--deliverables", '[{"type": "pr", "url": "https://a", "bogus": 1}]'],
                         "error: Invalid deliverables[0]: has 'bogus': a deliverable is {type, url?, sha?, title?}"),
                        (["--handoff-owner", "", "--next-step", "x"],
-                        "error: Invalid handoff.owner: is empty: give a value, or leave the option out")):
+                        "error: Invalid handoff.owner: is empty: give a value, or leave the option out"),
+                       # (a tester of bad input, round four: a traceback, a title of 100,000 characters taken,
+                       # a javascript: URL of --deliverables said to be --pr's)
+                       (["--deliverables", "[" * 5000],
+                        "error: Invalid deliverables: nested too deeply: expected a JSON list of objects"),
+                       (["--deliverables", "{"], "error: Invalid deliverables: not JSON (Expecting property name "
+                                                 "enclosed in double quotes)"),
+                       (["--deliverables", '[{"type": "pr", "url": "https://a", "title": "' + "t" * 600 + '"}]'],
+                        "error: Invalid deliverables[0].title: is 600 characters; at most 500 (one line)"),
+                       (["--deliverables", '[{"type": "commit", "sha": "a b"}]'],
+                        "error: Invalid deliverables[0].sha: 'a b' is no commit id (one word of at most 100 "
+                        "characters)"),
+                       (["--deliverables", '[{"type": " "}]'],
+                        "error: Invalid deliverables[0].type: is empty: a word such as pr, commit, doc (at most 40)"),
+                       (["--deliverables", '[{"type": "pr", "url": "javascript:alert(1)"}]'],
+                        "error: Invalid deliverables[0].url: 'javascript:alert(1)' is not an http(s) URL"),
+                       (["--pr", "javascript:alert(1)"], "error: Invalid pr: 'javascript:alert(1)' is not an http(s) "
+                                                         "URL")):
         ran = memo("session", "end", "s8", "--project", "p1", *args, vault=vault, check=False)
         assert (ran.returncode, ran.stderr.strip()) == (1, said)
     assert (vault / "projects/p1/sessions/session-s8.md").read_bytes() == before

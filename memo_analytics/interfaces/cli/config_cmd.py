@@ -230,12 +230,19 @@ def _parse_key(key: str, present: dict[str, Any] | None = None) -> list[str]:
     return parts
 
 
-def _parse_value(text: str) -> Any:
-    """``text`` as a TOML value when it is one, else the string itself."""
+def _parse_value(text: str, key: str) -> Any:
+    """``text`` as a TOML value when it is one, else the string itself.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``config <key>``: a value nested too deeply to parse (a traceback before)."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        raise InvalidFieldError(f"config {key}", "the value is nested too deeply") from None
 
 
 def _overlaps(a: tuple[str, ...] | list[str], b: tuple[str, ...] | list[str]) -> bool:
@@ -329,7 +336,7 @@ def _set(path: Path, key: str, value: str) -> None:
     old_text = _old_text(path)
     data = copy.deepcopy(original)
     parts = _parse_key(key)
-    parsed = _parse_value(value)
+    parsed = _parse_value(value, key)
     clients = original.get("clients") if isinstance(original.get("clients"), dict) else {}
     if parts[0] == "clients" and len(parts) >= 3 and parts[1] not in clients:
         spelled = next((name for name in clients if name.strip().lower() == parts[1].strip().lower()), None)

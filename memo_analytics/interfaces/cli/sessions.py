@@ -105,9 +105,14 @@ def session_end(
         try:
             items = json.loads(deliverables)
         except json.JSONDecodeError as exc:
-            raise MemoError(f"Invalid deliverables: not JSON ({exc.msg})") from None
+            raise InvalidFieldError("deliverables", f"not JSON ({exc.msg})") from None
+        except RecursionError:  # a traceback before
+            raise InvalidFieldError("deliverables", "nested too deeply: expected a JSON list of objects") from None
         if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-            raise MemoError("Invalid deliverables: expected a JSON list of objects")
+            raise InvalidFieldError("deliverables", "expected a JSON list of objects")
+    for url in pr:
+        if not session_service.is_web_url(url):  # named as given (an item of --deliverables names its place)
+            raise InvalidFieldError("pr", f"{url[:100]!r} is not an http(s) URL")
     items.extend(session_service.pr_deliverable(url) for url in pr)
     for name, value in (("handoff.branch", handoff_branch), ("handoff.owner", handoff_owner)):
         if value is not None and not value.strip():  # stored as none, silently (every other option refuses it)
