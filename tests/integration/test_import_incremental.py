@@ -1038,3 +1038,26 @@ def test_a_transcript_read_as_it_grows_past_a_local_command_never_rewinds_a_turn
     once = imported(tmp_path / "v2", str(whole))
     assert json.loads(memo("--json", "prompt", "list", "--all", "--limit", "100", vault=vault).stdout)["total"] == \
         once["turns"]
+
+
+def test_a_gemini_transcript_cut_from_the_top_keeps_the_turns_it_lost(realdata, tmp_path):
+    """Found by a tester of bad files: a Gemini chat (a Copilot events file alike) that lost its
+    first prompt had turn 1 rewritten with its second prompt and so on, the last marked
+    superseded — the first prompt's text was in no file of the vault any more. As for Claude Code
+    and Codex (whatever the agent), the turns recorded before the file's first prompt stay as they are."""
+    agent, fixture = "gemini", "gemini.jsonl"
+    source = realdata / "multi-agent/Mai0313-VibeCodingTracker/tests/fixtures/sessions" / fixture
+    folder = tmp_path / "chats"
+    folder.mkdir()
+    path = folder / f"session-{agent}.jsonl"
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines), encoding="utf-8")
+    vault = tmp_path / "v"
+    first = json.loads(memo("--json", "import", agent, str(folder), vault=vault).stdout)
+    assert first["turns"] >= 2, first
+    before = _turns(vault)
+    prompts = [n for n, line in enumerate(lines) if n and json.loads(line).get("type") in ("user", "user.message")]
+    path.write_text("".join(lines[:1] + lines[prompts[1]:]), encoding="utf-8")  # the first prompt cut away
+    ran = json.loads(memo("--json", "import", agent, str(folder), vault=vault).stdout)
+    assert (ran["turns"], ran["superseded"], ran["revised"]) == (0, 0, 0), ran
+    assert _turns(vault) == before

@@ -543,8 +543,11 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         )
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
     kept: set[int] = set()  # the prompts (by id()) the file lost and the vault holds: left as they are
-    if first is not None and transcript.source in APPEND_ONLY \
-            and first[0].get("transcriptId") == transcript.transcript_id:
+    # no agent takes back a conversation's first turns (a rewind, a restore, takes back its last): a
+    # file that no longer holds them was rotated or cut from the top, whatever its agent — the turns
+    # recorded before its first prompt are kept (a Gemini chat, a Copilot events file cut from the top
+    # had their turns rewritten with the later prompts, the first one's text lost — found by a tester)
+    if first is not None and first[0].get("transcriptId") == transcript.transcript_id:
         transcript, kept = _with_lost_beginning(store, transcript, base, home, options.idle_gap)
     intervals = work_intervals(transcript, options.idle_gap)
     homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
@@ -689,12 +692,6 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.copies += copies
     return Written(base, [(homes[n], f"{base}-{n}", len(interval.prompts)) for n, interval in enumerate(intervals, 1)],
                    fresh)
-
-
-#: Sources whose agent only ever appends to a transcript file (Claude Code, Codex): a file that no
-#: longer holds a conversation's first turns was rotated (renamed, and a new file goes on with the
-#: same session) or cut from the top — the agent did not take those turns back.
-APPEND_ONLY = frozenset({"claude-code", "codex"})
 
 
 def _with_lost_beginning(store: VaultStore, transcript: Transcript, base: str, home: Callable[[str], str],
