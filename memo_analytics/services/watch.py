@@ -441,10 +441,12 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
     ------
     InvalidFieldError
         None of the known folders exists; a given path does not exist, or holds no transcript
-        any importer reads (``path``).
+        any importer reads (``path``: told of every path before any is imported).
     """
     if paths:
-        found = []
+        # every path told first: one that holds no transcript is refused before any is imported (the
+        # others were imported, their counts never said — found by an analyst and a tester)
+        told = []
         for given in paths:
             if not given.exists():
                 raise InvalidFieldError("path", f"{given} does not exist")
@@ -464,9 +466,14 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                     raise InvalidFieldError("path", f"{given} holds no transcript memo can tell: {copy} is a Claude "
                                                     "Code session copied from the terminal, which holds no times "
                                                     "(no importer reads it): import the session's own .jsonl "
-                                                    "(~/.claude/projects), or memo prompt record --body-file FILE")
+                                                    "(~/.claude/projects), or memo prompt record --body-file FILE; "
+                                                    "nothing imported")
                 raise InvalidFieldError("path", f"{given} holds no transcript memo can tell (give its importer: "
-                                                f"memo import SOURCE {given}, SOURCE one of {', '.join(IMPORTERS)})")
+                                                f"memo import SOURCE {given}, SOURCE one of {', '.join(IMPORTERS)}); "
+                                                "nothing imported")
+            told.append((given, by_source, untold, sub_agents))
+        found = []
+        for given, by_source, untold, sub_agents in told:
             for number, (source, files) in enumerate(sorted(by_source.items())):
                 result = run_import(store, files, load_importer(source).parse, options, source=source,
                                     incremental=True)

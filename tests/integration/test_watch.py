@@ -181,6 +181,26 @@ def test_watch_refuses_a_folder_that_does_not_exist_and_import_auto_finds_the_kn
     assert [(s["source"], s["files"], s["turns"]) for s in found["sources"]] == [("claude-code", 1, 1)]
 
 
+def test_import_auto_refuses_a_folder_it_cannot_tell_before_it_imports_any(tmp_path):
+    """Found by an analyst and a tester of bad files: ``memo import auto GOOD BAD`` said only the
+    error on BAD, exit 1, having imported GOOD without its counts (a person reran it, believing it
+    failed). Every path is told first: nothing is imported, and the message says so."""
+    vault = tmp_path / "v"
+    good = tmp_path / "home" / ".claude" / "projects" / "-home-ana-code-shop"
+    good.mkdir(parents=True)
+    (good / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "from auto"))
+    bad = tmp_path / "notes"
+    bad.mkdir()
+    (bad / "readme.txt").write_text("no transcript here")
+    ran = memo("import", "auto", str(good), str(bad), vault=vault, check=False)
+    assert ran.returncode == 1 and ran.stderr.startswith(f"error: Invalid path: {bad} holds no transcript memo can "
+                                                         "tell"), ran.stderr
+    assert ran.stderr.strip().endswith("; nothing imported") and ran.stdout == ""
+    assert not (vault / "projects").exists()
+    found = json.loads(memo("--json", "import", "auto", str(good), vault=vault).stdout)
+    assert [(s["source"], s["files"], s["turns"]) for s in found["sources"]] == [("claude-code", 1, 1)]
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
