@@ -229,12 +229,12 @@ def parse_event(agent: str, payload: Any, received: datetime, event_name: str | 
         kind = {bool: "a boolean", int: "a number", float: "a number", dict: "an object", list: "an array",
                 type(None): "null"}.get(type(prompt), type(prompt).__name__)
         raise InvalidFieldError("prompt", f"is {kind}, not text")
-    from .prompts import body_problem, fit_body
+    from .prompts import body_problem, fit_body, without_nul
 
     if event.kind == "prompt" and event.prompt:
         # a pasted log, an image's data: the turn kept cut to a turn's limit, saying so (it was dropped
-        # whole, the person's turn lost but for a line of the hook's log)
-        event.prompt = fit_body(event.prompt)
+        # whole, the person's turn lost but for a line of the hook's log); a NUL kept as U+FFFD
+        event.prompt = fit_body(without_nul(event.prompt))
     if event.kind == "prompt" and (problem := body_problem(event.prompt)) is not None:
         # refused before anything is written: an empty prompt had opened a session of no turn,
         # which then stalled in the digest

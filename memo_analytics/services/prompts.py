@@ -249,6 +249,13 @@ def body_refusal(value: str) -> str | None:
     return None
 
 
+def without_nul(text: str) -> str:
+    """``text`` with each NUL character (which no record file holds) as U+FFFD: a hook's prompt
+    or a transcript's turn that holds one is kept, not dropped (a prompt asking about a file's
+    NUL bytes was lost whole, the hook exiting 0 — found by an agent's tester)."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
 def fit_body(text: str) -> str:
     """``text`` as a turn's body can hold it: one over :data:`MAX_BODY_BYTES` (a pasted log, an
     image's base64 in a SpecStory file, a hook's prompt) is cut to the limit — whole characters — and says so at its

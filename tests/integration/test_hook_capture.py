@@ -1039,8 +1039,6 @@ def test_an_end_stamped_before_the_last_prompt_ends_the_session_at_that_prompt(t
     ('{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":["a"]}', "Invalid prompt: is an array, not text"),
     ("not json", "the event is not JSON (Expecting value at line 1 column 1)"),
     ('{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":" \\u200b "}', "Invalid body: must not be empty"),
-    ('{"hook_event_name":"UserPromptSubmit","session_id":"s1","prompt":"a\\u0000b"}',
-     "Invalid body: contains a NUL character"),
 ])
 def test_a_dropped_event_is_logged_as_what_is_wrong_with_it(tmp_path, repo, stdin, said):
     """Found by an attacker: a prompt that was a number was dropped as "Invalid body: must not be
@@ -1465,6 +1463,18 @@ def test_a_hooks_prompt_over_the_size_limit_is_kept_cut(tmp_path, repo):
     body = read_record(turn)[1]
     assert body.startswith("Here is the log:") and body.rstrip().endswith(
         "[… cut by memo: the turn held 1,100,017 bytes; a turn keeps at most 1,000,000]")
+
+
+def test_a_hooks_prompt_holding_a_nul_character_is_kept(tmp_path, repo):
+    """Found by an agent's tester: a prompt asking about a file's NUL bytes (JSON ``\\u0000``) was
+    dropped whole ("event dropped: Invalid body: contains a NUL character"), exit 0. It is kept,
+    each NUL as U+FFFD."""
+    from memo_analytics.vault.io import read_record
+
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="why does this file start with \x00\x00 bytes?"))
+    [turn] = (vault / "projects" / "product" / "prompts").glob("*.md")
+    assert read_record(turn)[1].strip() == "why does this file start with \ufffd\ufffd bytes?"
 
 
 def test_a_turn_recorded_over_mcp_into_a_session_never_started_says_so(tmp_path, repo):

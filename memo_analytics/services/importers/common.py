@@ -39,7 +39,7 @@ from ...vault.redact import redact_secrets, warm as warm_redaction
 from ..describe import session_description
 from ..pricing import plausible_tokens
 from ..pricing import PriceCache, stored_turn_cost
-from ..prompts import body_refusal, clean_client, fit_body, record_prompt, stored_summary
+from ..prompts import body_refusal, clean_client, fit_body, record_prompt, stored_summary, without_nul
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, record_whole_session, start_session
 from ..store import VaultStore, project_of_folder
@@ -508,6 +508,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     if invoiced is None:
         invoiced = invoiced_in(store.root)
     for prompt in transcript.prompts:
+        prompt.text = without_nul(prompt.text)  # kept, as a hook keeps it
         fitted = fit_body(prompt.text)
         if fitted is not prompt.text:
             prompt.text = fitted
