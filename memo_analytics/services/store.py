@@ -362,7 +362,7 @@ class VaultStore:
         if self.layout.root.exists() and not self.layout.root.is_dir():
             raise InvalidFieldError("vaultRoot", f"{self.layout.root} is not a folder")
         self._conn: sqlite3.Connection | None = None
-        self._conn_guard = threading.Lock()
+        self._conn_guard = threading.RLock()  # re-entrant: a check inside it may drop the connection
         #: when (``time.monotonic``) the open index was last checked against the files, and the
         #: identity (device, inode) of its file then (:meth:`recheck`)
         self._checked = 0.0
@@ -645,8 +645,18 @@ class VaultStore:
         try:
             return freshness.check(conn, self.layout)
         except sqlite3.DatabaseError as exc:
-            conn.close()
+            self._drop(conn)
             raise self.index_error(exc) from None
+
+    def _drop(self, conn: sqlite3.Connection) -> None:
+        """Close ``conn`` after an error of the database, and forget it when it is this store's
+        connection: the next use opens the index again (a server kept the closed one — "Cannot
+        operate on a closed database" on every request, until restarted, after a full disk; found
+        by an attacker on loopback)."""
+        with self._conn_guard:
+            if self._conn is conn:
+                self._conn, self.writes_refused = None, None
+        conn.close()
 
     def _repair(self, conn: sqlite3.Connection,
                 stale: freshness.Staleness) -> tuple[set[str], freshness.ReconcileResult | None]:
@@ -665,7 +675,7 @@ class VaultStore:
             self._note(f"rebuilding the index {path} from the {counted(files, 'record file')}, because {stale.reason}")
             result = rebuild(conn, self.layout, redact=True)
         except sqlite3.DatabaseError as exc:
-            conn.close()
+            self._drop(conn)
             raise self.index_error(exc) from None
         if result.skipped:  # named, as a catch-up names them (and not said again by this run)
             named = "; ".join(f"{error.path}: {error.reason}" for error in result.skipped[:3])

@@ -214,3 +214,31 @@ def test_a_vault_mounted_read_only_is_read_and_doctor_says_why_writes_fail(tmp_p
         assert "mounted read-only" in vault_check["detail"] and "chmod" not in (vault_check["install"] or "")
     finally:
         subprocess.run(["umount", "-l", str(mounted)], check=False)
+
+
+def test_a_store_whose_check_met_a_database_error_opens_the_index_again(tmp_path, monkeypatch):
+    """Found by an attacker on loopback: after a full disk a server answered 500 to every request,
+    ``/api/health`` too, until restarted ("Cannot operate on a closed database"): the check of
+    the index against the files closed the store's connection on SQLite's error and the store
+    kept it. The error is said once; the next use opens the index again. (SQLite's error is
+    produced here by a fault put into the check: the server's failure could not be timed.)"""
+    from memo_analytics.index import freshness
+    from memo_analytics.services import store as store_module
+
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--session-id", "s1", "--project", "web", "--body", "kept", vault=vault)
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        assert store.conn.execute("SELECT count(*) FROM records").fetchone()[0] == 1
+        real = freshness.check
+
+        def failing(conn, layout):
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(store_module.freshness, "check", failing)
+        with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+            store.recheck(every=0)
+        monkeypatch.setattr(store_module.freshness, "check", real)
+        assert store.conn.execute("SELECT count(*) FROM records").fetchone()[0] == 1
+    finally:
+        store.close()
