@@ -284,7 +284,7 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
     if now - start >= timedelta(hours=policy.open_too_long_hours):
         # at stake: the minutes since its last turn, which ending it now would bill for nothing
         at_stake = idle_minutes if billable else 0
-        if not (session.get("lastTurnAt") and last > start):
+        if not session.get("lastTurnAt"):  # a first prompt that opened it is a turn (said "no turn" of it)
             why = f"open {_hours(open_minutes)} with no turn recorded; ending now would bill {_hours(open_minutes)}"
         else:
             why = (f"open {_hours(open_minutes)}, last turn {_since(idle_minutes)} ago; ending now would bill "

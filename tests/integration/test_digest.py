@@ -723,3 +723,14 @@ def test_work_beyond_the_horizon_is_counted_with_the_date_that_lists_it(tmp_path
     listed = json.loads(memo("--json", "digest", "--as-of", said.group(1), vault=vault,
                              env={"MEMO_TIMEZONE": "UTC"}).stdout)["items"]
     assert [i["id"] for i in listed] == ["client_missing:o2"]
+
+
+def test_a_session_its_first_prompt_opened_is_never_said_to_hold_no_turn(store):
+    """Found by an agent's tester: every hook session a first prompt opened (its turn at its very
+    start) was "open 11.7 h with no turn recorded" in the digest, though it held that turn."""
+    start_session(store, StartSessionRequest(session_id="s1", project="web", start_time=T0.isoformat()), now=T0)
+    record_prompt(store, RecordPromptRequest(session_id="s1", project="web", body="Add the CSV export",
+                                             created=T0.isoformat()), now=T0)
+    [item] = current_digest(store, now=T0 + timedelta(hours=12))["items"]
+    assert item["kind"] == "session_open_too_long"
+    assert item["why"] == "open 12.0 h, last turn 12.0 h ago; ending now would bill 12.0 h, 12.0 h of it after its last turn"
