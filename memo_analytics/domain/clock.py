@@ -23,6 +23,34 @@ from .errors import InvalidDateError, InvalidFieldError
 UTC = timezone.utc
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
+#: The ISO 8601 forms of a whole period, by what an ``until`` of that form covers: a year, a month,
+#: a week, a day (calendar, compact, week or ordinal date) — ``--until 2026-03`` was the instant
+#: 2026-03-01T00:00, the month empty (found by an analyst asking for March).
+_PERIODS = (("year", re.compile(r"^\d{4}$")), ("month", re.compile(r"^\d{4}-\d{2}$")),
+            ("week", re.compile(r"^\d{4}-?W\d{2}$")),
+            ("day", re.compile(r"^(\d{4}-\d{2}-\d{2}|\d{8}|\d{4}-?W\d{2}-?\d|\d{4}-?\d{3})$")))
+
+
+def period_of(text: str) -> str | None:
+    """``year``, ``month``, ``week`` or ``day`` when ``text`` names a whole one in ISO 8601
+    (``2026``, ``2026-03``, ``2026-W05``, ``2026-03-01``/``20260301``/``2026-W05-1``/``2026-060``),
+    else None (an instant)."""
+    stripped = text.strip()
+    return next((name for name, form in _PERIODS if form.match(stripped)), None)
+
+
+def _period_end(start: datetime, period: str, tz: tzinfo) -> datetime:
+    """The first instant after the ``period`` (``year``/``month``/``week``/``day``, local to ``tz``)
+    that begins at ``start``."""
+    local = start.astimezone(tz).date()
+    if period == "year":
+        after = local.replace(year=local.year + 1, month=1, day=1)
+    elif period == "month":
+        after = (local.replace(day=1) + timedelta(days=32)).replace(day=1)
+    else:
+        after = local + timedelta(days=7 if period == "week" else 1)
+    return datetime.combine(after, time(), tzinfo=tz).astimezone(UTC)
+
 
 def utcnow() -> datetime:
     """The current instant as an aware UTC datetime."""
@@ -260,8 +288,9 @@ class TimeBounds:
 def parse_bounds(since: object = None, until: object = None, tz: tzinfo | None = None) -> TimeBounds:
     """Parse ``since``/``until`` filters (SPEC §2.6).
 
-    ``since`` is inclusive. A date-only ``until`` covers that whole day (in ``tz``); an
-    ``until`` with a time is inclusive of that instant.
+    ``since`` is inclusive. A date-only ``until`` covers that whole day (in ``tz``) — a year
+    (``2026``), a month (``2026-03``) or a week (``2026-W05``) the whole of it (:func:`period_of`),
+    and ``since`` of one of them begins with it; an ``until`` with a time is inclusive of that instant.
 
     Raises
     ------
@@ -278,10 +307,11 @@ def parse_bounds(since: object = None, until: object = None, tz: tzinfo | None =
     if until not in (None, ""):
         end = parse_instant(until, "until", tz, wall_clock=True)
         try:
-            if isinstance(until, date) and not isinstance(until, datetime) or (
-                isinstance(until, str) and _DATE_ONLY.match(until.strip())
-            ):
+            period = period_of(until) if isinstance(until, str) else None
+            if isinstance(until, date) and not isinstance(until, datetime):
                 end = _next_local_midnight(end, tz or UTC)
+            elif period is not None:  # a year, a month, a week, a day: the whole of it
+                end = _period_end(end, period, tz or UTC)
             else:
                 # records are stored to the millisecond: "at or before" is "before the next millisecond"
                 # (1 µs later read "untilExclusive": "…T08:00:00.000Z", the instant itself)

@@ -41,6 +41,21 @@ def test_date_only_until_covers_the_whole_day_in_the_zone():
     assert not bounds.contains(datetime(2026, 1, 5, 23, 0, tzinfo=UTC))
 
 
+@pytest.mark.parametrize("given, since, until", [
+    ("2026-03", datetime(2026, 2, 28, 23, tzinfo=UTC), datetime(2026, 3, 31, 22, tzinfo=UTC)),  # CEST from 29 March
+    ("2026", datetime(2025, 12, 31, 23, tzinfo=UTC), datetime(2026, 12, 31, 23, tzinfo=UTC)),
+    ("2026-W05", datetime(2026, 1, 25, 23, tzinfo=UTC), datetime(2026, 2, 1, 23, tzinfo=UTC)),
+    ("20260301", datetime(2026, 2, 28, 23, tzinfo=UTC), datetime(2026, 3, 1, 23, tzinfo=UTC)),
+    ("2026-060", datetime(2026, 2, 28, 23, tzinfo=UTC), datetime(2026, 3, 1, 23, tzinfo=UTC)),
+    ("2026-W09-7", datetime(2026, 2, 28, 23, tzinfo=UTC), datetime(2026, 3, 1, 23, tzinfo=UTC)),
+])
+def test_an_until_naming_a_year_month_week_or_day_covers_the_whole_of_it(given, since, until):
+    """Found by an analyst: ``--since 2026-03 --until 2026-03`` was the instant 2026-03-01T00:00 (a
+    period of one millisecond, 0 minutes without a word); ``--until 20260301`` alike."""
+    bounds = parse_bounds(given, given, ZoneInfo("Europe/Berlin"))
+    assert (bounds.since, bounds.until_exclusive) == (since, until)
+
+
 def test_until_with_a_time_is_inclusive_of_that_instant():
     bounds = parse_bounds(None, "2026-01-05T10:00:00Z")
     assert bounds.contains(datetime(2026, 1, 5, 10, 0, tzinfo=UTC))
