@@ -227,13 +227,32 @@ class Vault:
         """Close the index connection (further vaults are opened per call)."""
         self._store.close()
 
+    def _projects(self, projects: list[str] | str | None) -> list[str] | None:
+        """``projects`` as a list (one id given as a string is that project: it matched none, each
+        of its letters taken for a project), each a project the vault holds something of — a typo
+        read as 0 minutes without a word (found by an analyst); with further vaults, as given.
+
+        Raises
+        ------
+        InvalidFieldError
+            ``Invalid project: the vault holds nothing of project …``."""
+        if projects is None:
+            return None
+        given = [projects] if isinstance(projects, str) else list(projects)
+        if not self._store.settings.vaults:  # further vaults' projects are not in this vault's index
+            from .services.sessions import check_projects
+
+            check_projects(self._store, given)
+        return given
+
     def sessions(self, projects: list[str] | None = None) -> pl.DataFrame:
         """One row per work session (SPEC §2.3, §2.5).
 
         Parameters
         ----------
         projects : list[str] | None
-            Project ids to keep (in every vault); None: every project.
+            Project ids to keep (in every vault; one id as a string is that one); None: every
+            project. A project the vault holds nothing of is refused (``Invalid project``).
 
         Returns
         -------
@@ -258,6 +277,7 @@ class Vault:
         """
         from .analytics.activity import with_billed_minutes
 
+        projects = self._projects(projects)
         with vault_sources(self._store, further=True) as sources:
             frame = sessions_frame(sources, projects)
             everything = frame if projects is None else sessions_frame(sources, None)
@@ -279,6 +299,7 @@ class Vault:
             transcript gave none); with ``body=True`` also ``body`` (the redacted text as stored).
             ``output_tokens`` is what the agent logged as output: Claude Code's and Codex's include the reasoning (``reasoning_tokens`` is then a part of it), Gemini CLI's and OpenCode's do not (their output is ``output + reasoning``); sum them per agent, not across.
         """
+        projects = self._projects(projects)
         with vault_sources(self._store, further=True) as sources:
             return prompts_frame(sources, projects, body=body)
 
@@ -297,6 +318,7 @@ class Vault:
             cache_write_tokens, output_tokens, reasoning_tokens`` (Int64, null where not given).
             ``output_tokens`` is what the agent logged as output: Claude Code's and Codex's include the reasoning (``reasoning_tokens`` is then a part of it), Gemini CLI's and OpenCode's do not (their output is ``output + reasoning``); sum them per agent, not across.
         """
+        projects = self._projects(projects)
         with vault_sources(self._store, further=True) as sources:
             return usage_frame(sources, projects)
 
@@ -346,8 +368,10 @@ class Vault:
         InvalidFieldError
             ``Invalid tz``; a further vault without an index (``Invalid vaults``); a client no
             session of the vault and no client of the config has (``Invalid client``: a typo
-            read as 0 hours, as ``memo activity --client`` refuses it).
+            read as 0 hours, as ``memo activity --client`` refuses it); a project the vault holds
+            nothing of (``Invalid project``).
         """
+        projects = self._projects(projects)
         report = activity_report(self._store, ActivityRequest(projects=projects, since=since, until=until,
                                                               client=client, tz=tz, cross_project=cross_project))
         if report.client and not report.sessions and not (cross_project and self._store.settings.vaults):

@@ -306,13 +306,18 @@ def report_for(store: VaultStore, request: ActivityReportRequest) -> ActivityRep
     Raises
     ------
     InvalidFieldError, InvalidDateError
-        As :func:`activity_report`; an invalid project id; a client no session of the vault and
+        As :func:`activity_report`; an invalid project id, or one the vault holds nothing of
+        (:func:`~memo_analytics.services.sessions.check_projects`); a client no session of the vault and
         no client of the config has (``Invalid client``, :func:`~memo_analytics.services.sessions.check_client`).
     """
     projects = store.scope(request.project, request.cross_project, request.cwd)
     report = activity_report(store, ActivityRequest(projects=projects, since=request.since, until=request.until,
                                                     client=request.client, tz=request.tz,
                                                     cross_project=request.cross_project, owner=request.owner))
+    if request.project and not report.sessions and not (request.cross_project and store.settings.vaults):
+        from ..services.sessions import check_projects
+
+        check_projects(store, [request.project])  # a typo read as 0 minutes
     if report.client and not report.sessions and not (request.cross_project and store.settings.vaults):
         from ..services.sessions import check_client
 

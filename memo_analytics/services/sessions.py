@@ -642,6 +642,21 @@ def known_clients(store: VaultStore) -> list[str]:
     return index.client_names(store.conn)
 
 
+def check_projects(store: VaultStore, projects: list[str]) -> None:
+    """Refuse a project filter naming a project the vault holds nothing of: a misspelt project
+    read as 0 minutes without a word, where a misspelt client is refused (found by an analyst).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid project: …`` with the projects the vault holds (the first 20)."""
+    known = index.project_names(store.conn) if store.exists else []
+    unknown = [project for project in projects if project not in known]
+    if unknown:
+        names = ", ".join(known[:20]) + (", …" if len(known) > 20 else "") if known else "none yet"
+        raise InvalidFieldError("project", f"the vault holds nothing of project {unknown[0]!r} (projects: {names})")
+
+
 def check_client(store: VaultStore, client: str) -> None:
     """Refuse a client filter that no session of the vault and no ``[clients]`` entry of the
     config has (any case): a misspelt name would otherwise give an empty report (a 0.00 h

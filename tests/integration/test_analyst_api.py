@@ -262,3 +262,28 @@ def test_an_unknown_client_is_refused_by_the_api_as_by_the_cli(tmp_path, monkeyp
         memo_analytics.open_vault(tmp_path / "v")
     ran = run("activity", "--all", vault=tmp_path / "v", env={"MEMO_CONFIG": str(missing)})
     assert ran.stderr.count(f"note: MEMO_CONFIG names {missing}, which does not exist") == 1
+
+
+def test_an_unknown_project_is_refused_and_one_given_as_a_string_is_that_project(tmp_path):
+    """Found by an analyst: ``vault.activity(projects=['specstory-clj'])`` (a typo) and
+    ``vault.sessions(projects='p1')`` (a string, each letter taken for a project) gave 0 rows
+    without a word, as ``memo activity --project specstory-clj`` did, where a misspelt client is
+    refused. A project the vault holds nothing of is refused, naming the projects it holds; one
+    given as a string is that project."""
+    from tests.inprocess import memo as run
+
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    work(store, "s1", datetime(2026, 3, 2, 9, tzinfo=timezone.utc), datetime(2026, 3, 2, 10, tzinfo=timezone.utc))
+    store.close()
+    vault = memo_analytics.open_vault(tmp_path / "v", timezone="UTC")
+    for call in (lambda: vault.activity(projects=["p2"]), lambda: vault.sessions(projects=["p1", "p2"]),
+                 lambda: vault.prompts(projects="p2"), lambda: vault.usage(projects=["p2"])):
+        with pytest.raises(InvalidFieldError, match="^Invalid project: the vault holds nothing of project 'p2' "
+                                                    "\\(projects: p1\\)$"):
+            call()
+    assert vault.sessions(projects="p1").height == 1 and vault.prompts(projects="p1").height == 1
+    assert vault.activity(projects="p1").total_duration_minutes == 60
+    assert vault.activity(projects=["p1"], since="2026-04-01").total_duration_minutes == 0  # known, no work: no error
+    ran = run("activity", "--project", "p2", vault=tmp_path / "v", check=False)
+    assert (ran.returncode, ran.stderr) == (1, "error: Invalid project: the vault holds nothing of project 'p2' "
+                                               "(projects: p1)\n")
