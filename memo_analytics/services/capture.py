@@ -433,9 +433,11 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             return f"turn of {session_id}: already recorded"
         if _just_recorded(store, project, session_id, event):
             return f"turn of {session_id}: the same prompt a moment ago (a second hook of the agent): recorded once"
+        size = _transcript_size(event.transcript_path)
         turn = record_prompt(store, RecordPromptRequest(
             body=event.prompt or "", session_id=session_id, created=event.at, owner=owner,
-            extra={**extra, "captureId": capture_id, **({"agentTurnId": event.turn_id} if event.turn_id else {})},
+            extra={**extra, "captureId": capture_id, **({"agentTurnId": event.turn_id} if event.turn_id else {}),
+                   **({"transcriptBytes": size} if size is not None else {})},
             **context))
         if late_end is not None:
             end_session(store, EndSessionRequest(session_id=session_id, project=project, owner=owner, until=late_end,
@@ -579,7 +581,8 @@ TWIN_WINDOW = timedelta(seconds=10)
 
 def _just_recorded(store: VaultStore, project: str, session_id: str, event: HookEvent) -> bool:
     """Whether the session's last turn is this same prompt, recorded within :data:`TWIN_WINDOW`
-    (and, where the agent numbers its turns, under the same number)."""
+    (and, where the agent numbers its turns, under the same number), with no answer of the agent
+    written into its transcript since (:func:`_answered_since`)."""
     from ..domain.ids import prompt_id
     from ..index import store as index
     from .prompts import stored_body
@@ -596,7 +599,44 @@ def _just_recorded(store: VaultStore, project: str, session_id: str, event: Hook
         body = stored_body(store, event.prompt, event.cwd if event.cwd and Path(event.cwd).is_dir() else None)
     except MemoError:
         return False
-    return row["body"] == body and abs(from_iso(row["created"]) - event.at) <= TWIN_WINDOW
+    if row["body"] != body or abs(from_iso(row["created"]) - event.at) > TWIN_WINDOW:
+        return False
+    recorded = (json.loads(row["meta"]) if row["meta"] else {}).get("transcriptBytes")
+    return not _answered_since(event.transcript_path, recorded)
+
+
+#: What a line of an agent's answer holds in its transcript (Claude Code, Codex, Gemini CLI, Copilot CLI).
+_ANSWER_MARKS = (b'"type":"assistant"', b'"type": "assistant"', b'"agent_message"', b'"type":"gemini"',
+                 b'"type": "gemini"', b'"assistant.message"', b'"role":"assistant"', b'"role": "assistant"')
+
+
+def _transcript_size(transcript: object) -> int | None:
+    """The size (bytes) of the agent's transcript file when it is a regular file of this machine
+    (not a remote caller's), else None: kept with a hook's turn (``transcriptBytes``)."""
+    if from_another_machine() or not isinstance(transcript, str) or not transcript.endswith((".jsonl", ".json")):
+        return None
+    try:
+        status = Path(transcript).stat()
+    except (OSError, ValueError):
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
+def _answered_since(transcript: object, recorded: object) -> bool:
+    """Whether the agent wrote an answer into its transcript since a turn was recorded at its
+    size ``recorded`` (``transcriptBytes``): the same short prompt again ("yes", "continue") is
+    then the person's next turn, not a second hook of the same one — it was recorded once (found
+    by an agent's tester: "yes" → "Push?" → "yes" within 10 s)."""
+    size = _transcript_size(transcript)
+    if not isinstance(recorded, int) or isinstance(recorded, bool) or size is None or size <= recorded:
+        return False
+    try:
+        with open(str(transcript), "rb") as handle:
+            handle.seek(recorded)
+            grown = handle.read(min(size - recorded, 4 * 1024 * 1024))
+    except OSError:
+        return False
+    return any(mark in grown for mark in _ANSWER_MARKS)
 
 
 #: How far apart an agent's transcript and its hook stamp one prompt (both when it was sent).

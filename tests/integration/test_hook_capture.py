@@ -808,6 +808,38 @@ def test_the_same_prompt_again_after_the_twin_window_is_another_turn_for_an_agen
         "16:00:00", "16:00:13", "16:00:43"]
 
 
+def test_the_same_short_prompt_after_the_agents_answer_is_another_turn_even_within_seconds(tmp_path, repo):
+    """Found by an agent's tester: "yes" → the agent asks "Push?" → "yes" again within 10 s was
+    recorded once ("the same prompt a moment ago"): the second "yes" lost. The agent's transcript
+    holds its answer since the first: another turn. Two hooks of one prompt (no answer between)
+    are still one."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    transcript = tmp_path / "cc98.jsonl"
+    transcript.write_text('{"type":"user","message":{"role":"user","content":"yes"}}\n', encoding="utf-8")
+    start = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+
+    def prompt(second: int, number: int) -> str:
+        return apply_event(store, HookEvent("claude-code", "prompt", "cc98", start + timedelta(seconds=second),
+                                            prompt="yes", cwd=str(repo), transcript_path=str(transcript)),
+                           f"{number:08x}")
+
+    try:
+        said = [prompt(0, 0), prompt(1, 1)]  # two hooks of one prompt: nothing answered between
+        with transcript.open("a", encoding="utf-8") as handle:
+            handle.write('{"type":"assistant","message":{"role":"assistant","content":"Push?"}}\n')
+        said += [prompt(3, 2), prompt(8, 3)]
+    finally:
+        store.close()
+    assert "recorded once" in said[1] and "recorded once" in said[3], said
+    assert [t["created"][11:19] for t in turns(tmp_path / "v", "product")] == ["10:00:00", "10:00:03"]
+
+
 def test_an_agent_opened_and_left_bills_from_its_first_prompt_and_one_closed_unasked_bills_nothing(tmp_path, repo):
     """Found by a new user: a session began at the agent's SessionStart, not at the first prompt as
     the README says — an agent opened at 08:00 and first asked at 10:00 billed the two hours (or,
