@@ -218,6 +218,33 @@ def test_codex_notify_takes_the_event_as_its_last_argument(tmp_path, repo):
     assert (turn["sessionId"], turn["agentTurnId"]) == ("codex-0199a213-81c0-7800-8aa1-bbab2a035a53", "12")
 
 
+def test_codex_legacy_notify_beside_its_prompt_hook_is_one_turn_however_late(tmp_path, repo):
+    """Found by an agent's tester: Codex's legacy ``notify = ["memo", "hook", "codex"]`` left in
+    ``config.toml`` beside the new hooks recorded each prompt twice — the prompt hook's turn, then
+    the notice at the turn's end 25 s later (past the 10 s of two hooks of one prompt). The same
+    text under the agent's own turn number is one turn, however late."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    start = datetime(2026, 11, 30, 10, 0, tzinfo=timezone.utc)
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    text = "Refactor the billing module into three files"
+    try:
+        apply_event(store, HookEvent("codex", "prompt", "cx9", start, prompt=text, cwd=str(repo), turn_id="1"),
+                    "00000001")
+        late = apply_event(store, HookEvent("codex", "prompt", "cx9", start + timedelta(seconds=25), prompt=text,
+                                            cwd=str(repo), turn_id="1"), "00000002")
+        again = apply_event(store, HookEvent("codex", "prompt", "cx9", start + timedelta(seconds=60), prompt=text,
+                                             cwd=str(repo), turn_id="2"), "00000003")
+    finally:
+        store.close()
+    assert "recorded once" in late and again == "turn 2 of codex-cx9 recorded", (late, again)
+    assert [t["agentTurnId"] for t in turns(tmp_path / "v", "product")] == ["1", "2"]
+
+
 def _transcript_line(kind: str, uuid: str, at: str, text: str, cwd: Path) -> str:
     message = {"role": kind, "content": text if kind == "user" else [{"type": "text", "text": text}]}
     return json.dumps({"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": str(cwd),
