@@ -70,6 +70,28 @@ def test_install_then_uninstall_gives_the_hand_written_file_back_byte_for_byte(t
         assert not path.exists() and removed["deleted"] is True
 
 
+def test_install_naming_no_agent_sets_up_every_agent_whose_folder_is_in_the_home(tmp_path):
+    """Found by a developer's first hour: the README and ``memo demo`` say ``memo hooks install``,
+    which ended "Missing argument 'AGENT'". Without an agent it installs for each agent whose
+    folder is in the home directory; run again it says each is in place and exits 1 (nothing
+    done); with none there it names the agents."""
+    home, vault = tmp_path / "home", tmp_path / "v"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".gemini").mkdir()
+    env = {"HOME": str(home)}
+    first = memo("hooks", "install", vault=vault, env=env)
+    assert first.stdout.count("memo's hooks for ") == 2 and "for codex" not in first.stdout
+    assert settings_file(home, "claude-code").is_file() and settings_file(home, "gemini").is_file()
+    assert not settings_file(home, "codex").exists()
+    again = memo("hooks", "install", vault=vault, env=env, check=False)
+    assert again.returncode == 1 and again.stderr.count("already in") == 2
+    assert again.stderr.strip().endswith("error: nothing to do: memo's hooks are in place for claude-code, gemini "
+                                         "(or could not be written: the notes above say why)")
+    bare = memo("hooks", "install", vault=vault, env={"HOME": str(tmp_path / "bare")}, check=False)
+    assert bare.returncode == 1 and "name one: memo hooks install AGENT (claude-code, codex, gemini, cursor, copilot)" \
+        in bare.stderr
+
+
 def test_uninstall_after_the_person_edited_the_file_removes_only_the_managed_entries(tmp_path):
     home, vault = tmp_path / "home", tmp_path / "v"
     path = settings_file(home, "claude-code")

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from ...domain.errors import InvalidFieldError
+from ...domain.errors import InvalidFieldError, MemoError
 from ...services import agent_hooks
 from ...services.store import repository_root
 from .common import _emit, _safe, app, err, on_path_command, out, state
@@ -66,10 +66,44 @@ def _vault(lenient: bool = False) -> Path:
 
 
 @hooks_app.command("install")
-def hooks_install(agent: str = typer.Argument(..., metavar="AGENT", help=_AGENT_HELP),
+def hooks_install(agent: Optional[str] = typer.Argument(None, metavar="[AGENT]", help=_AGENT_HELP + " Without it: "
+                                                        "every one of them whose folder is in your home (~/.claude, "
+                                                        "~/.codex, ~/.gemini, ~/.cursor, ~/.copilot)."),
                   project: bool = typer.Option(False, "--project", help=_PROJECT_HELP)) -> None:
     """Add memo's hook entries (prompt, session start, session end) to the agent's settings file;
     every other key, value, comment and the formatting stay as they were (a backup is kept in the vault)."""
+    if agent is None:
+        _install_every_agent_here(project)
+        return
+    _install_one(agent, project)
+
+
+def _install_every_agent_here(project: bool) -> None:
+    """``memo hooks install`` naming no agent (as the README's first lines and ``memo demo`` say it):
+    every agent whose folder is in the home directory — it had ended "Missing argument 'AGENT'"
+    (found by a developer's first hour). One already set up is said; none found, or none left to
+    do, exits non-zero."""
+    if project:
+        raise MemoError(f"Invalid agent: name the agent whose repository settings to write: memo hooks install "
+                        f"AGENT --project ({', '.join(agent_hooks.AGENT_HOOKS)})")
+    home = Path.home()
+    found = [name for name, spec in agent_hooks.AGENT_HOOKS.items() if (home / spec.user_file.split("/")[0]).is_dir()]
+    if not found:
+        raise MemoError(f"Invalid agent: no agent's folder in {home} (~/.claude, ~/.codex, ~/.gemini, ~/.cursor, "
+                        f"~/.copilot): name one: memo hooks install AGENT ({', '.join(agent_hooks.AGENT_HOOKS)})")
+    done = 0
+    for name in found:
+        try:
+            _install_one(name, project)
+            done += 1
+        except MemoError as exc:  # already there, a file memo cannot parse: said, the others go on
+            err.print(_safe(f"note: {exc}"))
+    if not done:
+        raise MemoError(f"nothing to do: memo's hooks are in place for {', '.join(found)} (or could not be written: "
+                        "the notes above say why)")
+
+
+def _install_one(agent: str, project: bool) -> None:
     chosen = Path(state.vault_root).expanduser().resolve() if state.vault_root else None
     result = agent_hooks.install(agent, _vault(), _root(project), hook_vault=chosen)
 
