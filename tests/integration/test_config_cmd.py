@@ -325,3 +325,21 @@ def test_a_value_nested_too_deeply_is_refused_in_one_line(tmp_path):
               check=False)
     assert (ran.returncode, ran.stderr) == (1, "error: Invalid config captureIgnore: the value is nested too deeply\n")
     assert config.read_text(encoding="utf-8") == 'timezone = "UTC"\n'
+
+
+def test_mapping_a_project_to_a_client_names_the_sessions_recorded_before_and_the_command_that_files_them(tmp_path):
+    """Found by a developer's first hour: ``memo config set projectClients.ccp "Acme Corp"`` after
+    an import said only the key it set, and ``memo activity --client "Acme Corp"`` then showed
+    nothing — the imported sessions still billed internal. It names them and the command."""
+    from tests.inprocess import memo as run
+
+    config, vault = tmp_path / "config.toml", tmp_path / "vault"
+    config.write_text(f'vaultRoot = "{vault}"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    for sid in ("s1", "s2"):
+        run("session", "start", sid, "--project", "ccp", env=env)
+    set_ = run("config", "set", "projectClients.ccp", "Acme Corp", env=env)
+    assert set_.stderr == ("note: 2 sessions of ccp recorded before bill another client or none; this setting files "
+                           "the sessions recorded from now on — memo project client ccp 'Acme Corp' files them\n")
+    run("project", "client", "ccp", "Acme Corp", env=env)
+    assert run("config", "set", "projectClients.ccp", "acme corp", env=env).stderr == ""  # they bill it: nothing to say

@@ -34,6 +34,7 @@ import copy
 import json
 from contextlib import contextmanager
 import re
+import sqlite3
 import tomllib
 import unicodedata
 from pathlib import Path
@@ -374,6 +375,44 @@ def _set(path: Path, key: str, value: str) -> None:
            "problems": [_clean(str(p)) for p in remaining]},
           lambda r: out.print(_safe(line)))
     _note_problems(path, remaining, "still has")
+    if len(parts) == 2 and parts[0] == "projectClients" and isinstance(parsed, str):
+        _note_recorded_before(parts[1], parsed)
+
+
+def _note_recorded_before(project: str, client: str) -> None:
+    """After ``config set projectClients.<project> NAME``: the sessions of ``project`` already
+    recorded that bill another client, and the command that files them — the setting files the
+    sessions recorded from now on, and ``memo activity --client NAME`` showed nothing, without a
+    word (found by a developer's first hour). Nothing when the vault cannot be read."""
+    from ...index import store as index
+    from ...services.store import VaultStore
+    from .common import _settings
+
+    store = None
+    try:
+        store = VaultStore(_settings(**({"vault_root": state.vault_root} if state.vault_root else {})))
+        if not store.exists:
+            return
+        rows = index.rows_of_kind(store.conn, "session", project)
+    except (MemoError, OSError, sqlite3.Error):
+        return
+    finally:
+        if store is not None:
+            store.close()
+    def bills(row: Any) -> str:  # "" for no client (internal)
+        name = (row["client"] or "").strip().lower()
+        return "" if name == "internal" else name
+
+    wanted = "" if client.strip().lower() == "internal" else client.strip().lower()
+    others = [row for row in rows if bills(row) != wanted]
+    if not others:
+        return
+    one = len(others) == 1
+    err.print(_safe(f"note: {len(others)} session{'' if one else 's'} of {project} recorded before "
+                    f"bill{'s' if one else ''} another client or none; this setting files the sessions recorded from "
+                    f"now on — memo project client {shell_word(project)} {shell_word(client.strip())}"
+                    f"{' --every' if any(bills(row) for row in others) else ''} files "
+                    f"{'it' if one else 'them'}"))
 
 
 def follow_rename(old: str, new: str) -> str | None:
