@@ -698,3 +698,16 @@ def test_prompt_list_search_and_session_show_take_the_zone_of_their_days_as_mcp_
     [(failed, text)] = tool_calls(vault, [{"action": "list", "crossProject": True, "since": "2025-11-28",
                                            "until": "2025-11-28", "tz": "Asia/Shanghai"}], env=env)
     assert not failed and json.loads(text)["total"] == 1
+
+
+def test_the_total_says_how_much_of_it_is_internal_work(tmp_path):
+    """Found by a developer's first hour: work of no client counts in "Total billable" (SPEC §4: a
+    session is billable unless marked not), which read as hours to bill someone. The total says
+    how much of it is internal."""
+    vault = tmp_path / "v"
+    for sid, client, end in (("s1", "Acme", "2026-01-05T10:00:00Z"), ("s2", None, "2026-01-05T11:30:00Z")):
+        memo("session", "start", sid, "--project", "web", *(["--client", client] if client else []),
+             "--start-time", "2026-01-05T09:00:00Z" if sid == "s1" else "2026-01-05T11:00:00Z", vault=vault)
+        memo("session", "end", sid, "--project", "web", "--until", end, vault=vault)
+    table = memo("activity", "--all", vault=vault).stdout
+    assert table.rstrip().endswith("Total billable: 1:30 (1.50 h) · prompts: 0 · 0.50 h of it internal (no client)")

@@ -150,7 +150,8 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
               f"({data['totalBillableHours']:.2f} h) · prompts: {data['totalPrompts']}"
               + (f" · {still_open} open session{'s' if still_open != 1 else ''} not counted until "
                  f"{'they end' if still_open != 1 else 'it ends'}" if still_open else "")
-              + (f" · {on_invoices} of the sessions on issued invoices" if on_invoices else ""))
+              + (f" · {on_invoices} of the sessions on issued invoices" if on_invoices else "")
+              + _internal_part(data))
     if data["costByModel"]:
         models = Table(title="AI cost by model (API-equivalent, USD, priced at each turn's date)")
         for column, justify in (("model", "left"), ("turns", "right"), ("input", "right"), ("cache read", "right"),
@@ -164,6 +165,16 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
         out.print(models)
         out.print(f"AI cost: USD {data['totalCostUsd']}"
                   + (f" (no price for {', '.join(data['unpricedModels'])})" if data["unpricedModels"] else ""))
+
+
+def _internal_part(data: dict) -> str:
+    """`` · H h of it internal (no client)`` when the total holds billable work of no client: SPEC
+    §4 counts it (a session is billable unless marked not), which read as hours to bill someone
+    (found by a developer's first hour); ``memo session edit ID --no-billable`` leaves one out."""
+    internal = next((row for name, row in data["byClient"].items() if name.lower() == "internal"), None)
+    if not internal or not internal.get("durationMinutes") or len(data["byClient"]) == 1:
+        return ""
+    return f" · {internal['billableHours']:.2f} h of it internal (no client)"
 
 
 @app.command("activity")
