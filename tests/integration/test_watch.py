@@ -199,6 +199,8 @@ def test_import_auto_refuses_a_folder_it_cannot_tell_before_it_imports_any(tmp_p
     assert not (vault / "projects").exists()
     found = json.loads(memo("--json", "import", "auto", str(good), vault=vault).stdout)
     assert [(s["source"], s["files"], s["turns"]) for s in found["sources"]] == [("claude-code", 1, 1)]
+    again = memo("import", "auto", str(good), vault=vault).stdout  # (a developer's first hour: the count said)
+    assert again == f"claude-code {good}: files 1 (1 unchanged), sessions 0, turns 0, skipped 0\n"
 
 
 def _cpu_seconds(pid: int) -> float:

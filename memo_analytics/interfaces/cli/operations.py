@@ -163,7 +163,11 @@ def import_auto_command(
     def human(items) -> None:
         for item in items:
             other = f", {item['unrecognised']} files of another format" if item["unrecognised"] else ""
-            out.print(f"{item['source']} {item['path']}: files {item['files']}, sessions {item['sessions']}, "
+            # as `memo import SOURCE` says them (the README's "files 680 (679 unchanged)")
+            told = [f"{item['unchanged']} unchanged"] if item.get("unchanged") else []
+            told += [f"{item['resumed']} read on from where the last import stopped"] if item.get("resumed") else []
+            unchanged = f" ({', '.join(told)})" if told else ""
+            out.print(f"{item['source']} {item['path']}: files {item['files']}{unchanged}, sessions {item['sessions']}, "
                       f"turns {item['turns']}, skipped {item['skipped']}{other}")
 
     _emit({"sources": found}, lambda r: human(r["sources"]))
