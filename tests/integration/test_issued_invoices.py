@@ -743,6 +743,25 @@ def test_a_re_import_leaves_a_session_on_an_issued_invoice_as_it_is_and_says_so(
     assert after["turns"] == 1 and session()["endTime"] == "2026-06-10T09:49:00.000Z"
 
 
+def test_an_invoiced_session_deleted_by_hand_comes_back_on_re_import_billed_to_the_invoices_client(tmp_path):
+    """Found by a billing person: the file of a session on an issued invoice was deleted by hand,
+    then the transcript imported again (``--rescan``, no ``--client``): the session came back as
+    ``internal`` — the client's hours short of what the invoice billed, and ``memo project
+    client`` refused to file it (on an issued invoice). It comes back billed to the invoice's client."""
+    env, vault, source, prompts = _billed_transcript(tmp_path)
+    memo("import", "claude-code", "--client", "Acme Corp", str(source), vault=vault, env=env)
+    memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30",
+         vault=vault, env=env)
+    [path] = (vault / "projects").glob("*/sessions/*.md")
+    path.unlink()
+    memo("reindex", vault=vault, env=env)
+    memo("import", "claude-code", "--rescan", str(source), vault=vault, env=env)
+    [back] = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)["sessions"]
+    assert (back["client"], back["durationMinutes"]) == ("Acme Corp", 29)
+    report = json.loads(memo("--json", "activity", "--all", "--client", "Acme Corp", vault=vault, env=env).stdout)
+    assert report["totalDurationMinutes"] == 29
+
+
 def test_a_session_rewound_before_its_invoice_is_not_reported_as_differing_by_a_re_import(tmp_path):
     """Turns a rewind superseded before the invoice are not the session's turns: a re-read of
     the unchanged transcript (``--rescan``) finds the session as the invoice billed it, says

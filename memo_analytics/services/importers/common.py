@@ -606,9 +606,14 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         if existing is None:
             if inherited is None:
                 inherited = (options.client,) if options.client is not None else (_hook_client(store, transcript),)
+            client = inherited[0]
+            if (project, session_id) in invoiced:
+                # its record deleted by hand, the invoice standing: back as the invoice billed it (it came
+                # back internal, the client's hours short of the invoice — found by a billing person)
+                client = _invoiced_client(store, project, session_id) or client
             start = StartSessionRequest(
                 session_id=session_id, project=project, ide=transcript.ide, model=transcript.model,
-                agent=transcript.agent, client=inherited[0], billable=options.billable, owner=transcript.owner,
+                agent=transcript.agent, client=client, billable=options.billable, owner=transcript.owner,
                 branch=transcript.branch, git_sha=transcript.git_sha,
                 start_time=interval.start, source=f"import:{transcript.source}", summary=described,
                 extra={**extra, "interval": number, "idleGapMinutes": gap_minutes,
@@ -693,6 +698,14 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.copies += copies
     return Written(base, [(homes[n], f"{base}-{n}", len(interval.prompts)) for n, interval in enumerate(intervals, 1)],
                    fresh)
+
+
+def _invoiced_client(store: VaultStore, project: str, session_id: str) -> str | None:
+    """The client the standing invoice of session ``session_id`` billed it to, or None."""
+    from ...vault import ledger
+
+    found = ledger.invoiced_items(ledger.documents(store.root)).get((project, session_id))
+    return found[1] if found and found[1] else None
 
 
 def _with_lost_beginning(store: VaultStore, transcript: Transcript, base: str, home: Callable[[str], str],
