@@ -43,6 +43,7 @@ import os
 import re
 import subprocess
 from datetime import datetime
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -212,10 +213,19 @@ def commit_message(trigger: str, paths: list[str]) -> str:
     return f"memo sync ({trigger}): {what}\n\n" + "\n".join(sorted(paths)) + "\n"
 
 
-def _commit_changes(git: _Git, trigger: str, held: list[str] | None = None) -> list[str]:
+_SESSION_FILE = re.compile(r"^projects/(?P<project>[^/]+)/sessions/session-(?P<session>[^/]+)\.md$")
+
+
+def _commit_changes(git: _Git, trigger: str, held: list[str] | None = None,
+                    invoiced: dict[tuple[str, str], str] | None = None,
+                    kept_back: list[dict[str, str]] | None = None) -> list[str]:
     """Stage everything that changed and commit it as one batch; the committed paths. An issued
     document changed or deleted here since it was committed (an invoice edited by hand) is left
-    out — every other machine refuses to merge it, and stops syncing — and its path added to ``held``."""
+    out — every other machine refuses to merge it, and stops syncing — and its path added to ``held``.
+    So is the deletion of a session an issued invoice (``invoiced``: ``{(project, sessionId):
+    number}``) bills, when no project holds it now (deleted by hand: it went to every machine
+    without a word, the billed minutes gone from every report — found by two freelancers):
+    ``{path, invoice}`` added to ``kept_back``."""
     git.run("add", "-A", "--", ".")
     # what a vault never holds (a hidden file an OS or editor left, a link) is never committed: it was,
     # and every later sync — on every machine — refused the repository that tracked it
@@ -231,6 +241,13 @@ def _commit_changes(git: _Git, trigger: str, held: list[str] | None = None) -> l
             git.run("reset", "-q", "HEAD", "--", path)
             if held is not None:
                 held.append(path)
+        session = _SESSION_FILE.match(path) if status == "D" and invoiced else None
+        key = (session["project"], session["session"]) if session else None
+        if key is not None and key in invoiced and not any(
+                git.root.glob(f"projects/*/sessions/session-{glob_escape(key[1])}.md")):
+            git.run("reset", "-q", "HEAD", "--", path)
+            if kept_back is not None:
+                kept_back.append({"path": path, "invoice": invoiced[key]})
     paths = git.names("diff", "--cached", "--name-only", "--no-renames")
     if paths:
         # a file name of bytes that are not UTF-8 (kept as surrogates) goes into the message as those bytes
@@ -869,7 +886,9 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         termsDiffer (``[{invoice, client, differences}]``: pulled invoices whose client this
         machine's config bills otherwise, see :func:`_terms_differ`), issuedChangedHere
         (vault-relative paths of issued documents changed or deleted on this machine: not
-        committed — the other machines refuse them — until put back), reindexed (records the index
+        committed — the other machines refuse them — until put back), invoicedDeletedHere (``[{path,
+        invoice}]``: session records an issued invoice bills, deleted on this machine and held in no
+        project: the deletion is not committed until put back), reindexed (records the index
         took in), error (one line or None), skipped (why nothing ran, or None)}``, and
         ``recovered`` (one line) when the sync before was stopped mid-run and what it left in git
         was cleared (:func:`_take_over`). Never raises for a
@@ -880,7 +899,7 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
                               "otherFiles": [], "invoicesPulled": [], "renumberedTurns": [],
                               "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
                               "duplicateCreditNotes": [], "renamedHere": [], "invoicedSessionsChanged": [],
-                              "termsDiffer": [], "issuedChangedHere": [],
+                              "termsDiffer": [], "issuedChangedHere": [], "invoicedDeletedHere": [],
                               "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
     if not settings.vault_git.enabled:
@@ -944,8 +963,11 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
 
     def commit() -> None:
         held: list[str] = []
-        paths = _commit_changes(git, trigger, held)
+        kept_back: list[dict[str, str]] = []
+        paths = _commit_changes(git, trigger, held, ledger.invoiced_in(store.root), kept_back)
         result["issuedChangedHere"] = sorted(set(result.get("issuedChangedHere", [])) | set(held))
+        result["invoicedDeletedHere"] = [*result.get("invoicedDeletedHere", []),
+                                         *(k for k in kept_back if k not in result.get("invoicedDeletedHere", []))]
         keys = [k for k in map(_record_key, paths) if k]
         result["records"] = sorted(set(result["records"]) | set(keys))
         result["committed"] = len(result["records"])

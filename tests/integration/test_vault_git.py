@@ -1394,3 +1394,24 @@ def test_an_invoice_billing_the_same_sessions_as_another_machines_is_not_called_
     assert (first.ref, second.number) == ("2026-0001", "2026-0001") and second.ref.startswith("2026-0001.duplicate-")
     others = same_period_invoices([first, second], second)
     assert others == [first.ref] and billing_the_same([first, second], second, others) == [(first.ref, 2)]
+
+
+def test_an_invoiced_session_deleted_by_hand_is_not_committed_and_the_sync_says_how_to_put_it_back(remote, tmp_path):
+    """Found by two freelancers: the record of a session on an issued invoice, deleted by hand, was
+    committed ("1 record") and pulled by the other machine — the billed minutes gone from every
+    report there too, without a word at the sync. The deletion stays out of the commit, said with
+    the command that puts the file back; a session moved to another project is no deletion."""
+    a, env = _billing_machine(remote, tmp_path)
+    a.close()
+    memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-01-05", "--until", "2026-01-05",
+         vault=tmp_path / "a", env=env)
+    memo("sync", "git", vault=tmp_path / "a", env=env)
+    gone = tmp_path / "a" / "projects/web/sessions/session-s5.md"
+    gone.unlink()
+    said = memo("sync", "git", vault=tmp_path / "a", env=env)
+    assert ("warning: projects/web/sessions/session-s5.md was deleted, and invoice 2026-0001 bills that session; the "
+            "deletion is not committed") in " ".join(said.stderr.split()), said.stderr
+    assert "checkout HEAD -- projects/web/sessions/session-s5.md" in " ".join(said.stderr.split())
+    assert git("ls-tree", "--name-only", "-r", "origin/main", cwd=tmp_path / "a").count("session-s5.md") == 1
+    git("checkout", "HEAD", "--", "projects/web/sessions/session-s5.md", cwd=tmp_path / "a")
+    assert "warning" not in memo("sync", "git", vault=tmp_path / "a", env=env).stderr

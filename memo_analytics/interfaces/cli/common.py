@@ -687,6 +687,11 @@ def say_duplicate_invoices(result: dict) -> None:
                         f"document never changes: the other machines would refuse it and stop syncing); put it back: "
                         f"git -C {shell_word(str(root))} checkout HEAD -- {shell_word(path)} (to bill otherwise: "
                         f"memo invoice credit, then issue again)"))
+    for item in result.get("invoicedDeletedHere", []):
+        err.print(_safe(f"warning: {item['path']} was deleted, and invoice {item['invoice']} bills that session; the "
+                        f"deletion is not committed (every machine's reports would lose what the invoice billed); put "
+                        f"it back: git -C {shell_word(str(root))} checkout HEAD -- {shell_word(item['path'])} (to bill "
+                        f"otherwise: memo invoice credit {item['invoice']}, then delete it)"))
     for ref in result.get("duplicateCreditNotes", []):
         if ref in here:
             continue
