@@ -57,7 +57,8 @@ def last_seen_root(store: VaultStore, project: str) -> Path | None:
 
 
 def remember_root(store: VaultStore, project: str, root: Path | None) -> None:
-    """Record ``root`` as the project's ``lastSeenRoot`` (when it changed). Never fails the
+    """Record ``root`` as the project's ``lastSeenRoot`` (when it changed): in this machine's
+    ``.memo/seen-roots.json``, and — vault-git off — in ``project.toml``. Never fails the
     caller: a hand-broken project file is left as it is."""
     if root is None:
         return
@@ -69,7 +70,9 @@ def remember_root(store: VaultStore, project: str, root: Path | None) -> None:
         data = read_project(store, project)
         if data is None:
             return
-        if data.get("lastSeenRoot") != value:
+        # with vault-git on, the shared file does not take this machine's path: each machine's first turn
+        # made project.toml conflict, a kept version no list ever named (found by two freelancers)
+        if data.get("lastSeenRoot") != value and not store.settings.vault_git.enabled:
             data = {"name": data.get("name", project), **data, "lastSeenRoot": value, "lastSeenAt": to_iso(utcnow())}
             path = project_file(store, project)
             path.parent.mkdir(parents=True, exist_ok=True)

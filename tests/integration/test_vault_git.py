@@ -624,6 +624,24 @@ def test_a_pulled_last_seen_root_never_chooses_where_a_rule_is_promoted(remote, 
     assert last_seen_root(a, "shop") == own  # … this machine's own record decides
 
 
+def test_two_machines_first_turns_in_a_project_make_no_conflict_of_its_project_file(remote, tmp_path):
+    """Found by two freelancers: each machine's first turn of a project wrote its own checkout's
+    path into the shared ``project.toml`` (``lastSeenRoot``): the merge kept a conflict version —
+    named ``.md``, listed by no digest nor status — for good. With vault-git on, where a project
+    was seen is each machine's own record only."""
+    a, b = clone(remote, tmp_path / "a"), clone(remote, tmp_path / "b")
+    for store, name in ((a, "laptop"), (b, "desktop")):
+        checkout = tmp_path / name / "shop"
+        checkout.mkdir(parents=True)
+        git("init", "-q", str(checkout))
+        record_prompt(store, RecordPromptRequest(body=f"from the {name}", project="shop", cwd=str(checkout)), now=T0)
+    for store in (a, b, a):
+        assert sync(store, "manual", now=T0)["conflicts"] == []
+    assert not list((a.root / "projects/shop").glob("*.conflict-*"))
+    assert "lastSeenRoot" not in (a.root / "projects/shop/project.toml").read_text() \
+        if (a.root / "projects/shop/project.toml").exists() else True
+
+
 def _synced_session(remote: Path, tmp_path: Path) -> VaultStore:
     """A clone holding session s1 of shop (09:00–10:00), synced: what a teammate's push then changes."""
     a = clone(remote, tmp_path / "a")
