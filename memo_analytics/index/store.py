@@ -704,6 +704,28 @@ def turns_at_odds(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             for r in rows]
 
 
+def stray_turns(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Turns left in a project that holds no session of their id while exactly one other project
+    holds that session (another machine renamed the project while this one recorded into it):
+    ``{project, sessionId, sessionProject, turns, projectSessions}`` — ``projectSessions`` the
+    sessions the turns' project still holds — by project and session."""
+    rows = conn.execute(
+        "SELECT p.project, p.session_id, min(s.project), count(DISTINCT p.id), count(DISTINCT s.project) "
+        "FROM records p JOIN records s ON s.kind = 'session' AND s.session_id = p.session_id AND s.project != p.project "
+        "WHERE p.kind = 'prompt' AND p.session_id IS NOT NULL AND COALESCE(p.status, '') != 'superseded' "
+        "AND NOT EXISTS (SELECT 1 FROM records h WHERE h.kind = 'session' AND h.project = p.project "
+        "AND h.session_id = p.session_id) "
+        "GROUP BY p.project, p.session_id ORDER BY p.project, p.session_id").fetchall()
+    out = []
+    for project, session_id, home, turns, homes in rows:
+        if homes != 1:
+            continue
+        held = conn.execute("SELECT count(*) FROM records WHERE kind = 'session' AND project = ?", (project,)).fetchone()
+        out.append({"project": project, "sessionId": session_id, "sessionProject": home, "turns": int(turns),
+                    "projectSessions": int(held[0])})
+    return out
+
+
 def turn_counts(conn: sqlite3.Connection, sessions: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
     """How many turns each ``(project, sessionId)`` of ``sessions`` holds, superseded ones left
     out (a transcript import replaced them); a session without turns is absent."""

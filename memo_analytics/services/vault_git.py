@@ -888,7 +888,10 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
         (vault-relative paths of issued documents changed or deleted on this machine: not
         committed — the other machines refuse them — until put back), invoicedDeletedHere (``[{path,
         invoice}]``: session records an issued invoice bills, deleted on this machine and held in no
-        project: the deletion is not committed until put back), reindexed (records the index
+        project: the deletion is not committed until put back), strayTurns (``[{project, sessionId,
+        sessionProject, turns, projectSessions}]`` after a merge: turns left in a project that holds
+        no session of theirs, their session now in another — the other machine renamed the project
+        while this one recorded into it; :func:`~memo_analytics.index.store.stray_turns`), reindexed (records the index
         took in), error (one line or None), skipped (why nothing ran, or None)}``, and
         ``recovered`` (one line) when the sync before was stopped mid-run and what it left in git
         was cleared (:func:`_take_over`). Never raises for a
@@ -899,7 +902,7 @@ def sync(store: VaultStore, trigger: str, now: datetime | None = None) -> dict[s
                               "otherFiles": [], "invoicesPulled": [], "renumberedTurns": [],
                               "pulled": False, "pushed": False, "conflicts": [], "duplicateInvoices": [],
                               "duplicateCreditNotes": [], "renamedHere": [], "invoicedSessionsChanged": [],
-                              "termsDiffer": [], "issuedChangedHere": [], "invoicedDeletedHere": [],
+                              "termsDiffer": [], "issuedChangedHere": [], "invoicedDeletedHere": [], "strayTurns": [],
                               "reindexed": 0, "error": None, "skipped": None}
     settings = store.settings
     if not settings.vault_git.enabled:
@@ -1002,6 +1005,8 @@ def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]
                 result["pulled"] = merged = True
             result["reindexed"] += _refresh_index(store, git)
             if merged:
+                # turns recorded here into a project the other machine renamed meanwhile: apart from their session
+                result["strayTurns"] = index.stray_turns(store.conn)
                 result["invoicedSessionsChanged"] += _invoiced_sessions_changed(store, git, before,
                                                                                 result["invoicesPulled"])
                 result["termsDiffer"] += _terms_differ(store, result["invoicesPulled"])

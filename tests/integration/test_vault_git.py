@@ -1433,3 +1433,32 @@ def test_an_invoiced_session_deleted_by_hand_is_not_committed_and_the_sync_says_
     assert git("ls-tree", "--name-only", "-r", "origin/main", cwd=tmp_path / "a").count("session-s5.md") == 1
     git("checkout", "HEAD", "--", "projects/web/sessions/session-s5.md", cwd=tmp_path / "a")
     assert "warning" not in memo("sync", "git", vault=tmp_path / "a", env=env).stderr
+
+
+def test_a_turn_recorded_into_a_project_the_other_machine_renamed_is_named_with_the_command_that_joins_it(
+        remote, tmp_path):
+    """Found by two freelancers: the laptop renamed shop to webshop while the desktop recorded turn 2
+    of a session into shop; after both synced, the session and its first turn were in webshop,
+    turn 2 alone in shop — counted apart, the digest and the sync silent. The sync names it with
+    the command that joins it."""
+    from memo_analytics.services.project_move import move_project
+
+    a = _synced_session(remote, tmp_path)
+    record_prompt(a, RecordPromptRequest(body="first", project="shop", session_id="s1"), now=T0.replace(minute=10))
+    sync(a, "manual", now=T0)
+    b = clone(remote, tmp_path / "b")
+    move_project(a, "shop", "webshop")
+    sync(a, "manual", now=T0)
+    record_prompt(b, RecordPromptRequest(body="late follow-up", project="shop", session_id="s1"),
+                  now=T0.replace(minute=50))
+    b.close()
+    config = tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n[vaultGit]\nenabled = true\n', encoding="utf-8")
+    said = memo("sync", "git", vault=tmp_path / "b", env={"MEMO_CONFIG": str(config)})
+    assert ("warning: 1 turn of session s1 stayed in project shop, while the session is in webshop now (renamed on "
+            "another machine meanwhile): they count apart from it; memo project merge shop webshop") \
+        in " ".join(said.stderr.split()), said.stderr
+    memo("project", "merge", "shop", "webshop", vault=tmp_path / "b", env={"MEMO_CONFIG": str(config)})
+    shown = json.loads(memo("--json", "session", "show", "s1", vault=tmp_path / "b",
+                            env={"MEMO_CONFIG": str(config)}).stdout)
+    assert [t["body"] for t in shown["items"]] == ["first", "late follow-up"]

@@ -687,6 +687,16 @@ def say_duplicate_invoices(result: dict) -> None:
                         f"document never changes: the other machines would refuse it and stop syncing); put it back: "
                         f"git -C {shell_word(str(root))} checkout HEAD -- {shell_word(path)} (to bill otherwise: "
                         f"memo invoice credit, then issue again)"))
+    for item in result.get("strayTurns", []):
+        move = (f"memo project merge {shell_word(item['project'])} {shell_word(item['sessionProject'])}"
+                if not item["projectSessions"] else
+                f"memo project merge {shell_word(item['project'])} {shell_word(item['sessionProject'])} (it moves "
+                f"the {item['projectSessions']} session{'s' if item['projectSessions'] != 1 else ''} of "
+                f"{item['project']} too)")
+        err.print(_safe(f"warning: {item['turns']} turn{'s' if item['turns'] != 1 else ''} of session "
+                        f"{item['sessionId']} stayed in project {item['project']}, while the session is in "
+                        f"{item['sessionProject']} now (renamed on another machine meanwhile): they count apart from "
+                        f"it; {move}"))
     for item in result.get("invoicedDeletedHere", []):
         err.print(_safe(f"warning: {item['path']} was deleted, and invoice {item['invoice']} bills that session; the "
                         f"deletion is not committed (every machine's reports would lose what the invoice billed); put "
