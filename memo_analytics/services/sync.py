@@ -14,6 +14,7 @@ remote memo daemon (``hybrid.remoteUrl``).
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import logging
@@ -88,7 +89,7 @@ def hybrid_listener(background: bool) -> Callable[..., None]:
     the push goes out ``hybrid.debounceMs`` after the last write and retries what the outbox
     still holds. ``memo_analytics.runtime`` subscribes it in hybrid mode with a remote URL."""
     def on_write(emitter: VaultStore, meta: dict[str, Any], path: Path, caught_up: bool = False) -> None:
-        if caught_up and _pushed_as_is(emitter, meta):
+        if caught_up and _pushed_as_is(emitter, meta) and not edited_since_push(emitter, meta, path):
             return  # the index caught up with a file the daemon already has in this version
         note_write(emitter, meta, path)
         if background:
@@ -115,6 +116,28 @@ def _pushed_as_is(store: VaultStore, meta: dict[str, Any]) -> bool:
     pushed = cached[1]
     version = pushed.get(f"{meta.get('project')}/{meta.get('id')}", pushed.get(str(meta.get("id"))))
     return version is not None and version == meta.get("updated")
+
+
+#: The SHA-256 of each record file as its last push read it (``project/id`` → hex): a file edited by
+#: hand since, its ``updated`` left as it was, is a new version to push (:func:`edited_since_push`).
+PUSHED_TEXTS = "pushed-texts.json"
+
+
+def _text_digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def edited_since_push(store: VaultStore, meta: dict[str, Any], path: Path) -> bool:
+    """Whether the record file at ``path`` differs from what its last push read though it names
+    the same ``updated`` — edited by hand, as spec-memo's users do (adding an ``owner``): it was
+    never pushed, the README saying it is (found by a team lead). False when no push read it."""
+    known = _load(store, PUSHED_TEXTS).get(f"{meta.get('project')}/{meta.get('id')}")
+    if not isinstance(known, str):
+        return False
+    try:
+        return _text_digest(path.read_bytes()) != known
+    except OSError:
+        return False
 
 
 def resume_pushes(store: VaultStore) -> None:
@@ -434,6 +457,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         batch = sorted(latest.values(), key=lambda entry: not str(entry.get("id", "")).startswith("session-"))[
             : store.settings.hybrid.batch_size]
         pushed_versions = _rekey(store, _load(store, "pushed.json"))
+        texts = _load(store, PUSHED_TEXTS)
+        read_here: dict[str, bytes] = {}  # the bytes of each record sent, as read (the next hand edit is told by them)
         unconfirmed = _rekey(store, _load(store, "sent.json"))  # versions sent whose answer never came
         records, mismatched = [], []
         held: set[str] = set()  # outbox lines of a version the daemon has: out of the outbox, not sent
@@ -447,7 +472,12 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                                              f"of the vault; not pushed"})
                 continue
             try:
-                text = path.read_text(encoding="utf-8")
+                raw = path.read_bytes()
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                mismatched.append({"id": str(entry.get("id")), "project": key.split("/", 1)[0],
+                                   "reason": "it is not UTF-8 text; not pushed"})
+                continue
             except FileNotFoundError:  # removed since (moved by a rename, a merge): nothing to push, ever
                 held.add(key)  # out of the outbox ("1 waiting" for good); the record's new place has its own line
                 continue
@@ -469,10 +499,19 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                                    "reason": f"its frontmatter names project {local.get('project')!r}; not pushed"})
                 continue
             base = pushed_versions.get(key)
+            if updated is not None and base == updated and isinstance(texts.get(key), str) \
+                    and texts[key] != _text_digest(raw):
+                # edited by hand since its push, its ``updated`` as it was: a new version, as memo's edit makes one
+                rewritten = _a_version_of_a_hand_edit(store, local, body, now)
+                if rewritten is not None:
+                    raw, (local, body) = rewritten, parse_record_text(rewritten.decode("utf-8"), entry["id"])
+                    updated, text = local.get("updated"), _as_sent(store, local, body, rewritten.decode("utf-8"))
+                    read_here[key] = raw
             if updated is not None and base == updated:  # the daemon holds this version (it was pulled)
                 held.add(key)
                 continue
             sent = [v for v in unconfirmed.get(key, []) if v != updated][-MAX_SENT_VERSIONS:]
+            read_here.setdefault(key, raw)
             records.append({"id": entry["id"], "project": key.split("/", 1)[0], "key": key, "text": text,
                             "base": base, "sent": sent, "updated": updated,
                             **_pushed_owner(store, local, owners)})
@@ -516,9 +555,11 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         for record in records:
             if record["key"] in done:
                 pushed_versions[record["key"]] = record["updated"]
+                texts[record["key"]] = _text_digest(read_here[record["key"]])
                 unconfirmed.pop(record["key"], None)
         _save(store, "sent.json", unconfirmed)
         _save(store, "pushed.json", pushed_versions)
+        _save(store, PUSHED_TEXTS, texts)
         with store.lock():  # appends happen under this lock: none is lost by the rewrite
             # every line read before the push is delivered with its record's newest version;
             # a write made while the push ran stays queued
@@ -558,6 +599,18 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         return {"pushed": len(done) - len(mismatched), "results": answer.get("results", []) + [
                     {**item, "outcome": "refused", "here": True} for item in mismatched],
                 "pending": len({_key(e) for e in remaining}), "error": None, **({"owned": owned} if owned else {})}
+
+
+def _a_version_of_a_hand_edit(store: VaultStore, meta: dict[str, Any], body: str, now: datetime) -> bytes | None:
+    """Write the record a person edited by hand as memo's own edit writes one — its ``updated``
+    now, validated and redacted as any write — and give its bytes; None when it cannot be (the
+    edit breaks a record rule: it is pushed as it is, and refused there with the reason)."""
+    try:
+        kind = RecordKind(meta.get("kind"))
+        path = store.upsert(kind, {**meta, "updated": to_iso(now)}, body)
+        return Path(path).read_bytes()
+    except (MemoError, ValueError, OSError):
+        return None
 
 
 def _own_ownerless(store: VaultStore, now: datetime) -> dict[str, Any] | None:

@@ -2838,3 +2838,36 @@ def test_a_team_moving_from_spec_memo_keeps_each_persons_minutes_on_the_daemon(t
     assert len(list((team / "projects/shop/sessions").glob("session-1772442000000-c4r01e*.md"))) == 1
     assert read_record(carol_vault / "projects/shop/sessions/session-1772442000000-c4r01e.md")[0]["owner"] \
         == "carol@team.example"
+
+
+def test_a_record_edited_by_hand_without_its_updated_is_pushed_as_a_new_version(tmp_path, daemon):
+    """Found by a team lead moving from spec-memo: a session file edited by hand (its summary, an
+    ``owner`` added) kept its ``updated``, and the push took the daemon for holding it ("0 records
+    waiting", also after ``memo reindex``) — the edit never reached the lead, though the README
+    says a record edited by hand is pushed. It goes as a new version, its ``updated`` moved on."""
+    team, server = daemon
+    mine = _client(tmp_path, server.base)
+    _own_session(mine, "s1", "bob@x.com", 30)
+    assert sync.push(mine)["error"] is None and sync.status(mine)["pending"] == 0
+    path = mine.root / "projects/web/sessions/session-s1.md"
+    before = read_record(path)[0]["updated"]
+    text = path.read_text(encoding="utf-8")
+    path.write_text(re.sub(r"(?m)^summary: .*$", "summary: edited by hand", text) if "\nsummary: " in text
+                    else text.replace("\n---\n", "\nsummary: edited by hand\n---\n", 1), encoding="utf-8")
+    memo("reindex", vault=mine.root, env={"MEMO_CONFIG": str(_hybrid_config(tmp_path, server.base, mine.root))})
+    mine.close()
+    mine = _client(tmp_path, server.base)
+    assert sync.status(mine)["pending"] == 1
+    pushed = sync.push(mine)
+    assert pushed["error"] is None and pushed["pushed"] == 1, pushed
+    local = read_record(path)[0]
+    assert local["updated"] != before and "edited by hand" in local["summary"]
+    assert "edited by hand" in read_record(team / "projects/web/sessions/session-s1.md")[0]["summary"]
+    assert sync.push(mine)["pushed"] == 0  # once
+
+
+def _hybrid_config(tmp_path: Path, url: str, vault: Path) -> Path:
+    config = tmp_path / "hybrid.toml"
+    config.write_text(f'vaultRoot = "{vault}"\ntimezone = "UTC"\nmode = "hybrid"\n\n[hybrid]\nremoteUrl = "{url}"\n'
+                      'debounceMs = 0\n', encoding="utf-8")
+    return config
