@@ -1399,3 +1399,23 @@ def test_a_temporary_file_left_by_an_issue_killed_mid_write_goes_with_the_next_i
     (folder / ".2026-0009.pdf.orphan-123.tmp").write_bytes(b"%PDF- kept aside")
     issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30", "--issued", "2026-06-30")
     assert sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp")) == [".2026-0009.pdf.orphan-123.tmp"]
+
+
+def test_every_page_of_an_issued_invoice_names_its_number_and_issuer(billing, tmp_path):
+    """Found by a billing person: pages 2–4 of a 25-line invoice carried neither the invoice's
+    number nor its issuer — a loose page could not be matched to its invoice. Each page's foot
+    names them beside "Page N of M"."""
+    from pypdf import PdfReader
+
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    for day in range(1, 31):
+        _session(store, f"m{day}", "web", "Acme Corp", f"2026-09-{day:02d}T09:00:00Z", f"2026-09-{day:02d}T10:00:00Z")
+    store.close()
+    issued = issue(billing, "--client", "Acme Corp", "--since", "2026-09-01", "--until", "2026-09-30",
+                   "--lines", "session")
+    pages = PdfReader(issued["pdf"]).pages
+    assert len(pages) >= 2
+    for number, page in enumerate(pages, 1):
+        text = " ".join(page.extract_text().split())
+        assert f"Invoice {issued['number']} · " in text and "Ana Dev GmbH" in text.split(issued["number"], 1)[1]
+        assert f"Page {number} of {len(pages)}" in text
