@@ -711,3 +711,7 @@ def test_the_total_says_how_much_of_it_is_internal_work(tmp_path):
         memo("session", "end", sid, "--project", "web", "--until", end, vault=vault)
     table = memo("activity", "--all", vault=vault).stdout
     assert table.rstrip().endswith("Total billable: 1:30 (1.50 h) · prompts: 0 · 0.50 h of it internal (no client)")
+    # the period asked for is named (a developer's first hour: a week or a month was said nowhere)
+    week = memo("activity", "--all", "--since", "2026-W02", "--until", "2026-W02", "--tz", "Europe/Berlin",
+                vault=vault).stdout
+    assert week.splitlines()[0] == "Projects: all · 2026-01-05 – 2026-01-11 · times in Europe/Berlin"

@@ -91,6 +91,7 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
     out.print(_scope_line(None if data["projects"] == "all" else data["projects"], explicit_project)
               + (f" · client: {data['client']}" if data["client"] else "")
               + (_safe(f" · person: {data['owner']}") if data.get("owner") else "")
+              + _period_part(data, zone)
               + f" · times in {data['timezone']}")
     if data["client"] and not data["sessions"]:
         err.print(_safe(f"note: the client {data['client']!r} has no session in this period and scope"))
@@ -165,6 +166,26 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
         out.print(models)
         out.print(f"AI cost: USD {data['totalCostUsd']}"
                   + (f" (no price for {', '.join(data['unpricedModels'])})" if data["unpricedModels"] else ""))
+
+
+def _period_part(data: dict, zone) -> str:
+    """`` · 2026-03-01 – 2026-03-31`` (local days; a bound with a time as that time): the period a
+    report covers — a week or a month asked for was named nowhere (found by a developer's first hour)."""
+    from datetime import timedelta
+
+    from ...domain.clock import from_iso
+
+    since, until = data.get("since"), data.get("untilExclusive")
+    if not since and not until:
+        return ""
+
+    def shown(moment: str, end: bool) -> str:
+        local = from_iso(moment).astimezone(zone)
+        if local.time() == local.time().min:  # a day's bound: the day itself (the last one, for an end)
+            return str(local.date() - timedelta(days=1) if end else local.date())
+        return local.strftime("%Y-%m-%d %H:%M")
+
+    return f" · {shown(since, False) if since else '…'} – {shown(until, True) if until else '…'}"
 
 
 def _internal_part(data: dict) -> str:
