@@ -641,3 +641,20 @@ def test_an_imported_session_keeps_the_git_branch_and_commit_its_transcript_name
     turns = [read_record(p)[0] for p in (tmp_path / "v" / "projects").glob("*/prompts/*.md")]
     assert turns and all(t["branch"] in ("master", "main") for t in turns)
     assert "github_pat" not in "".join(p.read_text() for p in (tmp_path / "v").rglob("*.md"))
+
+
+def test_another_agents_lines_in_a_claude_code_file_are_named_not_dropped_silently(realdata, tmp_path):
+    """Found by a tester of bad files: a Codex rollout appended to a Claude Code transcript
+    imported as Claude Code with "skipped 0" — the Codex prompts gone without a word (the Codex
+    importer names every line it cannot read). Each such line is named."""
+    claude = realdata / CC / "moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    [rollout] = sorted((realdata / "codex-rollouts").rglob("rollout-2025-11-27T11-39-23-*.jsonl"))
+    mixed = tmp_path / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    codex_lines = [line for line in rollout.read_text(encoding="utf-8").splitlines() if line.strip()]
+    mixed.write_text(claude.read_text(encoding="utf-8") + "\n".join(codex_lines) + "\n", encoding="utf-8")
+    parsed = claude_code.parse(mixed, ImportOptions())
+    alone = claude_code.parse(claude, ImportOptions())
+    assert len(parsed.transcripts[0].prompts) == len(alone.transcripts[0].prompts)
+    assert parsed.skipped_lines == alone.skipped_lines + len(codex_lines)
+    assert any("not a Claude Code record (a 'session_meta' line naming no session, message or uuid)" in p
+               for p in parsed.problems)

@@ -390,6 +390,12 @@ class _Fold:
             self.recognised += 1  # a record, whatever its time (one out of range was said "no record" in a file of one)
         elif record["type"] in _BOOKKEEPING:
             self.bookkeeping += 1
+        else:
+            # no record of a conversation (another agent's line in the file — a Codex rollout appended to
+            # it): said, not dropped without a word (found by a tester of bad files: its prompts lost, skipped 0)
+            self.problems.append(f"line {number}: not a Claude Code record (a {str(record['type'])[:40]!r} line "
+                                 "naming no session, message or uuid)")
+            return
         try:
             at = _stamp(record, options.zone)
         except InvalidDateError:
