@@ -238,7 +238,12 @@ class Vault:
             ``Invalid project: the vault holds nothing of project …``."""
         if projects is None:
             return None
-        given = [projects] if isinstance(projects, str) else list(projects)
+        try:
+            given = [projects] if isinstance(projects, str) else list(projects)
+        except TypeError:
+            given = [projects]
+        if not all(isinstance(project, str) for project in given):
+            raise InvalidFieldError("projects", f"{projects!r} is no list of project ids (a list of strings)")
         if not self._store.settings.vaults:  # further vaults' projects are not in this vault's index
             from .services.sessions import check_projects
 

@@ -212,6 +212,8 @@ def parse_instant(value: object, field: str, tz: tzinfo | None = None, wall_cloc
         try:
             parsed = datetime.fromisoformat(text.replace("z", "Z"))
         except ValueError:
+            if re.match(r"^\d{4}-?W", text):  # a week the year has not (2025-W53): refused, not next year's week 1
+                raise InvalidDateError(field, value) from None
             try:
                 parsed = _dateutil_parser.isoparse(text)
             except (ValueError, OverflowError):

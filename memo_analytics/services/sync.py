@@ -502,6 +502,11 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
             if updated is not None and base == updated and isinstance(texts.get(key), str) \
                     and texts[key] != _text_digest(raw):
                 # edited by hand since its push, its ``updated`` as it was: a new version, as memo's edit makes one
+                # — but not a change of what an issued invoice billed, which memo's edit refuses too
+                invoiced = _billed_otherwise(store, local)
+                if invoiced is not None:
+                    mismatched.append({"id": entry["id"], "project": key.split("/", 1)[0], "reason": invoiced})
+                    continue
                 rewritten = _a_version_of_a_hand_edit(store, local, body, now)
                 if rewritten is not None:
                     raw, (local, body) = rewritten, parse_record_text(rewritten.decode("utf-8"), entry["id"])
@@ -601,6 +606,26 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                 "pending": len({_key(e) for e in remaining}), "error": None, **({"owned": owned} if owned else {})}
 
 
+def _billed_otherwise(store: VaultStore, meta: dict[str, Any]) -> str | None:
+    """Why a session edited by hand is not pushed: its times, client or billable flag now differ
+    from what the issued invoice billing it says (``memo session edit`` refuses that edit: "credit
+    it first") — it went to the daemon as a new version, billed to another client there (found by
+    an attacker of the hand-edit push); else None."""
+    from ..vault import ledger
+
+    if meta.get("kind") != RecordKind.SESSION.value:
+        return None
+    found = ledger.invoiced_items(ledger.documents(store.root)).get((str(meta.get("project")),
+                                                                     str(meta.get("sessionId"))))
+    if found is None:
+        return None
+    fields = ledger.differs_from_invoice(meta, found[1], found[2])
+    if not fields:
+        return None
+    return (f"edited by hand, its {', '.join(fields)} no longer as invoice {found[0]} billed it: not pushed (an issued "
+            f"invoice's session changes only after a credit note: memo invoice credit {found[0]}); the digest lists it")
+
+
 def _a_version_of_a_hand_edit(store: VaultStore, meta: dict[str, Any], body: str, now: datetime) -> bytes | None:
     """Write the record a person edited by hand as memo's own edit writes one — its ``updated``
     now, validated and redacted as any write — and give its bytes; None when it cannot be (the
@@ -657,10 +682,16 @@ def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:
     """The first push to a daemon queues every record of the vault, not only those written since
     hybrid mode was on (found by a team lead: a vault indexed in local mode, then switched to
     hybrid, pushed "0 records; 0 waiting" for good while the daemon held none of it). A record
-    the daemon already holds in its version (``pushed.json``) is taken out of the outbox unsent."""
+    the daemon already holds in its version (``pushed.json``) is taken out of the outbox unsent;
+    re-pointed at another daemon, what the old one held is forgotten first."""
     url = store.settings.hybrid.remote_url
     if state.get("seededFor") == url:
         return
+    if state.get("seededFor"):
+        # re-pointed at another daemon: the versions the old one held say nothing of this one (it was sent
+        # nothing — found by an attacker); every record goes to it, each laptop's version its first
+        for name in ("pushed.json", "sent.json", PUSHED_TEXTS):
+            _save(store, name, {})
     pushed = _rekey(store, _load(store, "pushed.json"))
     with store.lock():  # appends happen under this lock
         queued = {_key(entry) for entry in _outbox(store)}

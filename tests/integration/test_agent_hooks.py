@@ -85,8 +85,13 @@ def test_install_naming_no_agent_sets_up_every_agent_whose_folder_is_in_the_home
     assert not settings_file(home, "codex").exists()
     again = memo("hooks", "install", vault=vault, env=env, check=False)
     assert again.returncode == 1 and again.stderr.count("already in") == 2
-    assert again.stderr.strip().endswith("error: nothing to do: memo's hooks are in place for claude-code, gemini "
-                                         "(or could not be written: the notes above say why)")
+    assert again.stderr.strip().endswith("error: nothing to do: memo's hooks are in place for claude-code, gemini")
+    (home / ".cursor").mkdir()
+    (home / ".cursor" / "hooks.json").write_text("{ broken", encoding="utf-8")  # (an attacker: it exited 0)
+    broken = memo("hooks", "install", vault=vault, env=env, check=False)
+    assert broken.returncode == 1 and broken.stderr.strip().endswith(
+        "error: memo's hooks could not be installed for cursor (the notes above say why); in place for claude-code, "
+        "gemini")
     bare = memo("hooks", "install", vault=vault, env={"HOME": str(tmp_path / "bare")}, check=False)
     assert bare.returncode == 1 and "name one: memo hooks install AGENT (claude-code, codex, gemini, cursor, copilot)" \
         in bare.stderr

@@ -281,6 +281,8 @@ def test_an_unknown_project_is_refused_and_one_given_as_a_string_is_that_project
         with pytest.raises(InvalidFieldError, match="^Invalid project: the vault holds nothing of project 'p2' "
                                                     "\\(projects: p1\\)$"):
             call()
+    with pytest.raises(InvalidFieldError, match="^Invalid projects: 123 is no list of project ids"):
+        vault.activity(projects=123)
     assert vault.sessions(projects="p1").height == 1 and vault.prompts(projects="p1").height == 1
     assert vault.activity(projects="p1").total_duration_minutes == 60
     assert vault.activity(projects=["p1"], since="2026-04-01").total_duration_minutes == 0  # known, no work: no error

@@ -2871,3 +2871,41 @@ def _hybrid_config(tmp_path: Path, url: str, vault: Path) -> Path:
     config.write_text(f'vaultRoot = "{vault}"\ntimezone = "UTC"\nmode = "hybrid"\n\n[hybrid]\nremoteUrl = "{url}"\n'
                       'debounceMs = 0\n', encoding="utf-8")
     return config
+
+
+def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed_and_a_new_daemon_gets_the_whole_vault(
+        tmp_path, daemon):
+    """Found by an attacker of the hand-edit push: a session on an invoice issued on the laptop,
+    its client and minutes edited by hand, went to the daemon as a new version — billed to
+    another client there. It is not pushed, said with the credit it needs. And a laptop
+    re-pointed at another daemon sent it nothing (the old daemon's versions counted as held)."""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    team, server = daemon
+    vault = tmp_path / "mine"
+    config = tmp_path / "laptop.toml"
+    config.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"\nmode = "hybrid"') + ACME
+                      + f'\n[hybrid]\nremoteUrl = "{server.base}"\ndebounceMs = 0\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    memo("session", "start", "s4", "--project", "shop", "--client", "Acme Corp", "--start-time", "2026-03-04T09:00:00Z",
+         vault=vault, env=env)
+    memo("session", "end", "s4", "--project", "shop", "--until", "2026-03-04T10:00:00Z", vault=vault, env=env)
+    memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
+         "--issued", "2026-04-01", vault=vault, env=env)
+    assert memo("sync", "push", vault=vault, env=env).stdout.startswith("pushed ")
+    path = vault / "projects/shop/sessions/session-s4.md"
+    path.write_text(re.sub(r"(?m)^client: .*$", "client: Other Co", path.read_text(encoding="utf-8")),
+                    encoding="utf-8")
+    memo("reindex", vault=vault, env=env)
+    pushed = memo("sync", "push", vault=vault, env=env)
+    assert ("note: session-s4: edited by hand, its client no longer as invoice 2026-0001 billed it: not pushed"
+            in pushed.stderr), pushed.stderr
+    assert read_record(team / "projects/shop/sessions/session-s4.md")[0]["client"] == "Acme Corp"
+    # re-pointed at another daemon: it gets the whole vault
+    other = Server(tmp_path / "team-2", "--mcp-port", "0")
+    try:
+        config.write_text(config.read_text(encoding="utf-8").replace(server.base, other.base), encoding="utf-8")
+        memo("sync", "push", vault=vault, env=env)
+        assert (tmp_path / "team-2/projects/shop/sessions/session-s4.md").is_file()
+    finally:
+        other.stop()

@@ -91,16 +91,19 @@ def _install_every_agent_here(project: bool) -> None:
     if not found:
         raise MemoError(f"Invalid agent: no agent's folder in {home} (~/.claude, ~/.codex, ~/.gemini, ~/.cursor, "
                         f"~/.copilot): name one: memo hooks install AGENT ({', '.join(agent_hooks.AGENT_HOOKS)})")
-    done = 0
+    done, in_place, failed = 0, [], []
     for name in found:
         try:
             _install_one(name, project)
             done += 1
         except MemoError as exc:  # already there, a file memo cannot parse: said, the others go on
             err.print(_safe(f"note: {exc}"))
+            (in_place if "nothing to do" in str(exc) else failed).append(name)
+    if failed:  # an agent left without memo's hooks is no success (found by an attacker: exit 0)
+        raise MemoError(f"memo's hooks could not be installed for {', '.join(failed)} (the notes above say why)"
+                        + (f"; in place for {', '.join(in_place)}" if in_place else ""))
     if not done:
-        raise MemoError(f"nothing to do: memo's hooks are in place for {', '.join(found)} (or could not be written: "
-                        "the notes above say why)")
+        raise MemoError(f"nothing to do: memo's hooks are in place for {', '.join(in_place)}")
 
 
 def _install_one(agent: str, project: bool) -> None:

@@ -21,7 +21,8 @@ def test_offset_wins_over_zone():
     assert parse_instant("2026-01-05T09:30:00+02:00", "x", ZoneInfo("Asia/Tokyo")) == datetime(2026, 1, 5, 7, 30, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("bad", ["2026-13-45", "yesterday", "2026-02-30", "12/01/2026", "   ", None])
+@pytest.mark.parametrize("bad", ["2026-13-45", "yesterday", "2026-02-30", "12/01/2026", "   ", None, "2025-W53",
+                                 "2026-W54"])
 def test_unparseable_since_raises_invalid_since_date(bad):
     with pytest.raises(InvalidDateError) as info:
         parse_bounds(since=bad if bad is not None else object())
