@@ -381,11 +381,13 @@ def _set(path: Path, key: str, value: str) -> None:
 
 def _note_recorded_before(project: str, client: str) -> None:
     """After ``config set projectClients.<project> NAME``: the sessions of ``project`` already
-    recorded that bill another client, and the command that files them — the setting files the
+    recorded that bill another client (but those an issued invoice bills: they stay as billed), and
+    the command that files them — the setting files the
     sessions recorded from now on, and ``memo activity --client NAME`` showed nothing, without a
     word (found by a developer's first hour). Nothing when the vault cannot be read."""
     from ...index import store as index
     from ...services.store import VaultStore
+    from ...vault import ledger
     from .common import _settings
 
     store = None
@@ -394,6 +396,7 @@ def _note_recorded_before(project: str, client: str) -> None:
         if not store.exists:
             return
         rows = index.rows_of_kind(store.conn, "session", project)
+        invoiced = ledger.invoiced_in(store.root)
     except (MemoError, OSError, sqlite3.Error):
         return
     finally:
@@ -404,7 +407,7 @@ def _note_recorded_before(project: str, client: str) -> None:
         return "" if name == "internal" else name
 
     wanted = "" if client.strip().lower() == "internal" else client.strip().lower()
-    others = [row for row in rows if bills(row) != wanted]
+    others = [row for row in rows if bills(row) != wanted and (project, row["session_id"]) not in invoiced]
     if not others:
         return
     one = len(others) == 1
