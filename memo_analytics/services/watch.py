@@ -325,7 +325,9 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
                 raise InvalidFieldError("path", why)
             if on_warning is not None:
                 on_warning(f"{why}; followed: imported once it reads as one")
-    if all(root.awaited for root in roots):
+    if all(root.awaited for root in roots) and (once or not roots):
+        # running, it waits for a known folder to be made (an agent run for the first time), as the README
+        # says — it exited at once on a machine where no agent had run yet (found by an operator)
         raise InvalidFieldError("path", "nothing to watch: no known transcript folder on this machine "
                                         f"({', '.join('~/' + f for _, f in KNOWN_LOCATIONS)}); give folders")
     states = FileStates(store.root)

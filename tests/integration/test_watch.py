@@ -590,3 +590,24 @@ def test_a_vault_moved_while_the_watch_runs_stops_it_and_makes_no_second_vault(t
     assert turns(tmp_path / "moved") == ["Add the CSV export"]
     shown = json.loads(memo("--json", "activity", "--all", vault=tmp_path / "moved").stdout)
     assert shown["totalSessions"] == 1 and shown["totalPrompts"] == 1
+
+
+def test_a_watcher_started_before_any_agent_ran_waits_for_its_folder(tmp_path):
+    """Found by an operator: ``memo watch`` on a machine where no agent had run yet said "watching
+    (and ~/.claude/projects, … once made)", then exited 1 ("nothing to watch") — the README says
+    a store made later is followed once it appears. It waits, and imports the first transcript."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(HOME=str(home), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
+               MEMO_TIMEZONE="UTC")
+    proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--json", "watch", "--debounce-ms", "100"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    with running(proc):
+        time.sleep(3)
+        assert proc.poll() is None, proc.stderr.read()
+        folder = home / ".claude" / "projects" / "-home-ana-code-shop"
+        folder.mkdir(parents=True)
+        (folder / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "the first prompt"))
+        wait_for(proc, lambda seen: any(item.get("turns") for item in seen), timeout=60)
+    assert turns(tmp_path / "v") == ["the first prompt"]

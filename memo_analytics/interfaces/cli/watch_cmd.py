@@ -80,8 +80,10 @@ def watch_command(
     try:
         if not once and not state.json:
             awaited = [str(r.path) for r in roots if r.awaited]
-            err.print(_safe("watching " + ", ".join(str(r.path) for r in roots if not r.awaited)
-                            + (f" (and {', '.join(awaited)} once made)" if awaited else "") + " (Ctrl-C stops)"))
+            present = ", ".join(str(r.path) for r in roots if not r.awaited)
+            err.print(_safe(("watching " + present + (f" (and {', '.join(awaited)} once made)" if awaited else "")
+                             if present else f"watching for {', '.join(awaited)}: none is made yet (an agent run for "
+                                             "the first time makes its folder)") + " (Ctrl-C stops)"))
         def on_warning(line: str) -> None:
             if state.json:
                 sys.stderr.write(_json_line({"warning": line}))
