@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 BATON_AGENTS = ("claude-code", "codex", "gemini")
 #: The most of a hand-off's text a session-start hook puts into the agent's context (characters).
 MAX_HANDOFF_SHOWN = 8_000
+#: The most of one line of it (a next step, a failed approach, a question) shown there (characters).
+MAX_HANDOFF_LINE = 1_000
 #: How long a hook waits for the vault lock before it spools its event instead (seconds).
 HOOK_LOCK_TIMEOUT_S = 2.0
 #: How long a hook's push (a session end) or pull waits for a hybrid daemon, in seconds: an agent
@@ -973,15 +975,22 @@ def hook_answer(batons: list[dict[str, Any]]) -> str | None:
         return None
     baton = batons[-1]
     body = baton.get("body") or ""
+    # each line cut on its own first: one long next step had taken the whole allowance — the agent got
+    # "- short step\n…", the failed approaches and questions after it never (found by an agent's tester)
+    lines = [line if len(line) <= MAX_HANDOFF_LINE else line[:MAX_HANDOFF_LINE].rstrip() + " …"
+             for line in body.split("\n")]
+    cut = any(line.endswith(" …") for line in lines) and lines != body.split("\n")
+    body = "\n".join(lines)
     if len(body) > MAX_HANDOFF_SHOWN:  # an agent's context is no place for a book: the rest is a command away
         body = body[:MAX_HANDOFF_SHOWN].rsplit("\n", 1)[0] + "\n…"
+        cut = True
     # whose words they are: a teammate's session, or one this vault does not hold (a team daemon's baton)
     whose = (f" ({baton['leftBy']}'s)" if baton.get("leftBy") else
              " (not in this vault: the baton came from the team daemon)" if baton.get("leftElsewhere") else "")
     context = (f"memo: this session ({baton['sessionId']}) takes over the hand-off {baton['id']} that session "
                f"{baton.get('fromSessionId')}{whose} left in project {baton['project']}. Carry on from it:\n\n"
                f"{body}\n\n(`memo session handoff {baton.get('fromSessionId')} --project "
-               f"{baton['project']}` shows it {'whole' if body.endswith('…') else 'again'}.)")
+               f"{baton['project']}` shows it {'whole' if cut else 'again'}.)")
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
                       ensure_ascii=False)
 

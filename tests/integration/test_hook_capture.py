@@ -1362,6 +1362,21 @@ def test_a_long_hand_off_is_cut_in_the_agents_context_and_names_the_command_for_
     assert context.endswith("(`memo session handoff agent-a --project product` shows it whole.)")
 
 
+def test_one_long_next_step_is_cut_alone_and_the_hand_offs_later_sections_reach_the_agent(tmp_path, repo):
+    """Found by an agent's tester: a hand-off with one next step of 9,000 characters reached the
+    agent as "- short step one\n…" — its failed approaches gone, the baton claimed all the same.
+    The long step is cut alone; the sections after it are there."""
+    vault = tmp_path / "v"
+    memo("session", "start", "agent-a", "--project", "product", vault=vault)
+    memo("session", "end", "agent-a", "--project", "product", "--next-step", "short step one", "--next-step",
+         "y" * 9_000, "--failed", "retrying the cache", "--shared", vault=vault)
+    ran = memo("hook", "claude-code", vault=vault, input=claude("SessionStart", repo, source="startup"))
+    context = json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "- short step one\n- " + "y" * 100 in context and "y" * 1_001 not in context
+    assert "## Failed approaches\n- retrying the cache" in context
+    assert context.endswith("(`memo session handoff agent-a --project product` shows it whole.)")
+
+
 def test_in_remote_mode_the_daemon_hands_the_agent_its_hand_off(tmp_path, repo):
     """Found by a team lead: on a laptop in remote mode the session-start hook printed nothing and
     the hand-off stayed pending on the daemon. The daemon claims it for a live start and answers
