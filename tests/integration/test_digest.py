@@ -723,6 +723,12 @@ def test_work_beyond_the_horizon_is_counted_with_the_date_that_lists_it(tmp_path
     listed = json.loads(memo("--json", "digest", "--as-of", said.group(1), vault=vault,
                              env={"MEMO_TIMEZONE": "UTC"}).stdout)["items"]
     assert [i["id"] for i in listed] == ["client_missing:o2"]
+    # all of them: the command with the horizon that reaches them (a first hour: no value, no command)
+    days = int(re.search(r"all of them: `memo config set operator.horizonDays (\d+)`", shown.replace("\n", "")).group(1))
+    config = tmp_path / "config.toml"
+    config.write_text(f'timezone = "UTC"\n[operator]\nhorizonDays = {days}\n', encoding="utf-8")
+    reaching = json.loads(memo("--json", "digest", vault=vault, env={"MEMO_CONFIG": str(config)}).stdout)
+    assert [i["id"] for i in reaching["items"]] == ["client_missing:o2"] and not reaching["beyondHorizon"]
 
 
 def test_a_session_its_first_prompt_opened_is_never_said_to_hold_no_turn(store):

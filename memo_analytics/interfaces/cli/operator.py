@@ -154,11 +154,27 @@ def digest(
             older = ", ".join(f"{n} {kind}" for kind, n in r["beyondHorizon"].items())
             day = _local(r["beyondHorizonAsOf"])[:10] if r.get("beyondHorizonAsOf") else "DATE"
             # for this vault (a daemon's lead pasted it and read their own empty vault)
+            # all of them: the horizon reaching back to the oldest (it gave no value nor command — a first hour)
+            days = _days_back(r, r["horizonDays"])
             out.print(_safe(f"older than {r['horizonDays']} days (counted, not listed): {older} — the oldest of them: "
-                            f"`{_on_this_vault(f'memo digest --as-of {day}')}`; all of them: raise "
-                            "operator.horizonDays (`memo config set`)"))
+                            f"`{_on_this_vault(f'memo digest --as-of {day}')}`; all of them: "
+                            f"`memo config set operator.horizonDays {days}`"))
 
     _emit(result, human)
+
+
+def _days_back(result: dict, horizon: int) -> int:
+    """The horizon (days) that reaches back to the oldest item the digest left beyond it, from when
+    it was computed (its ``beyondHorizonAsOf`` is the day after that item); ``horizon`` + 1 when
+    unknown."""
+    from ...domain.clock import from_iso
+
+    try:
+        oldest = from_iso(result["beyondHorizonAsOf"])
+        now = from_iso(result.get("asOf") or result["computedAt"])
+    except (KeyError, TypeError, ValueError):
+        return horizon + 1
+    return max(horizon + 1, (now - oldest).days + 2)
 
 
 operator_app = typer.Typer(help="The operator: watch the vault, notify, act within your delegations.",
