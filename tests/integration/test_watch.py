@@ -43,6 +43,15 @@ def watcher(tmp_path: Path, folder: Path, *args: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
+def home_watcher(tmp_path: Path, home: Path) -> subprocess.Popen:
+    """``memo --json watch`` of the known folders under ``home`` (its HOME), into ``tmp_path/v``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(HOME=str(home), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
+               MEMO_TIMEZONE="UTC")
+    return subprocess.Popen([sys.executable, "-m", "memo_analytics", "--json", "watch", "--debounce-ms", "100"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
 def watching_a_transcript(tmp_path: Path, folder_name: str) -> tuple[Path, subprocess.Popen]:
     """A Claude Code transcript of :func:`first_exchange` in ``projects/<folder_name>``, and a
     watcher of that folder."""
@@ -428,11 +437,7 @@ def test_a_watcher_left_running_follows_an_agent_used_for_the_first_time_after_i
     claude = home / ".claude" / "projects" / "p"
     claude.mkdir(parents=True)
     (claude / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
-    env.update(HOME=str(home), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
-               MEMO_TIMEZONE="UTC")
-    proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--json", "watch", "--debounce-ms", "100"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = home_watcher(tmp_path, home)
     with running(proc):
         wait_for(proc, lambda seen: any(s["source"] == "claude-code" for s in seen))
         [rollout] = sorted((realdata / "codex-rollouts").rglob("rollout-2025-11-27*.jsonl"))
@@ -598,11 +603,7 @@ def test_a_watcher_started_before_any_agent_ran_waits_for_its_folder(tmp_path):
     a store made later is followed once it appears. It waits, and imports the first transcript."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
-    env.update(HOME=str(home), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
-               MEMO_TIMEZONE="UTC")
-    proc = subprocess.Popen([sys.executable, "-m", "memo_analytics", "--json", "watch", "--debounce-ms", "100"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = home_watcher(tmp_path, home)
     with running(proc):
         time.sleep(3)
         assert proc.poll() is None, proc.stderr.read()
