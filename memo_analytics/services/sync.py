@@ -410,8 +410,8 @@ def _releasing(lock: FileLock) -> Iterator[None]:
 def push_every_batch(store: VaultStore) -> dict[str, Any]:
     """:func:`push` now (``force``), batch after batch (``hybrid.batchSize`` each) until none waits,
     one fails, or what is left is refused (it waits for the next push): ``{pushed, results, pending,
-    error}`` of them all, and ``owned`` (:func:`_own_ownerless`) when sessions of no owner were given one (found by a tester: "pushed 200 records; 3800 waiting", 17 runs to drain
-    an import)."""
+    error}`` of them all, and ``owned`` (:func:`_own_ownerless`) when sessions of no owner were
+    given one (found by a tester: "pushed 200 records; 3800 waiting", 17 runs to drain an import)."""
     result = push(store, force=True)
     while not result["error"] and result["pending"] and result["pushed"]:
         waited = result["pending"]
@@ -507,11 +507,16 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                 if invoiced is not None:
                     mismatched.append({"id": entry["id"], "project": key.split("/", 1)[0], "reason": invoiced})
                     continue
-                rewritten = _a_version_of_a_hand_edit(store, local, body, now)
-                if rewritten is not None:
-                    raw, (local, body) = rewritten, parse_record_text(rewritten.decode("utf-8"), entry["id"])
-                    updated, text = local.get("updated"), _as_sent(store, local, body, rewritten.decode("utf-8"))
-                    read_here[key] = raw
+                try:
+                    raw = _a_version_of_a_hand_edit(store, local, body, now)
+                    local, body = parse_record_text(raw.decode("utf-8"), entry["id"])
+                except (MemoError, ValueError, OSError) as exc:  # the edit breaks a record rule: said, not sent
+                    mismatched.append({"id": entry["id"], "project": key.split("/", 1)[0],
+                                       "reason": f"edited by hand, and it cannot be written so "
+                                                 f"({str(exc).splitlines()[0][:300]}); not pushed"})
+                    continue
+                updated, text = local.get("updated"), _as_sent(store, local, body, raw.decode("utf-8"))
+                read_here[key] = raw
             if updated is not None and base == updated:  # the daemon holds this version (it was pulled)
                 held.add(key)
                 continue
@@ -626,22 +631,22 @@ def _billed_otherwise(store: VaultStore, meta: dict[str, Any]) -> str | None:
             f"invoice's session changes only after a credit note: memo invoice credit {found[0]}); the digest lists it")
 
 
-def _a_version_of_a_hand_edit(store: VaultStore, meta: dict[str, Any], body: str, now: datetime) -> bytes | None:
+def _a_version_of_a_hand_edit(store: VaultStore, meta: dict[str, Any], body: str, now: datetime) -> bytes:
     """Write the record a person edited by hand as memo's own edit writes one — its ``updated``
-    now, validated and redacted as any write — and give its bytes; None when it cannot be (the
-    edit breaks a record rule: it is pushed as it is, and refused there with the reason)."""
-    try:
-        kind = RecordKind(meta.get("kind"))
-        path = store.upsert(kind, {**meta, "updated": to_iso(now)}, body)
-        return Path(path).read_bytes()
-    except (MemoError, ValueError, OSError):
-        return None
+    now, validated and redacted as any write — and give its bytes.
+
+    Raises
+    ------
+    MemoError, ValueError, OSError
+        The edit breaks a record rule (or its kind is none), or the file cannot be written."""
+    path = store.upsert(RecordKind(meta.get("kind")), {**meta, "updated": to_iso(now)}, body)
+    return Path(path).read_bytes()
 
 
 def _own_ownerless(store: VaultStore, now: datetime) -> dict[str, Any] | None:
     """Before a push: the sessions here that name no ``owner`` (spec-memo writes none; a laptop
-    without a git identity) become this laptop's person's — their global git identity — as
-    ``memo session edit --owner`` would write it. The team vault tells people apart by it: a
+    without a git identity) become this laptop's person's — their global git identity — written
+    as memo's own edit writes a record (``updated`` now). The team vault tells people apart by it: a
     migrated team's sessions of no owner were one person's there, their overlapping time billed
     once (found by a team lead moving from spec-memo: 380 of 530 minutes). ``{owner, sessions}``
     of what was done (``owner`` None: no git identity here, nothing written), or None when every
