@@ -711,7 +711,8 @@ def stray_turns(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     sessions the turns' project still holds — by project and session."""
     rows = conn.execute(
         "SELECT p.project, p.session_id, min(s.project), count(DISTINCT p.id), count(DISTINCT s.project) "
-        "FROM records p JOIN records s ON s.kind = 'session' AND s.session_id = p.session_id AND s.project != p.project "
+        "FROM records p JOIN records s ON s.kind = 'session' AND s.session_id = p.session_id "
+        "AND s.project != p.project "
         "WHERE p.kind = 'prompt' AND p.session_id IS NOT NULL AND COALESCE(p.status, '') != 'superseded' "
         "AND NOT EXISTS (SELECT 1 FROM records h WHERE h.kind = 'session' AND h.project = p.project "
         "AND h.session_id = p.session_id) "
@@ -720,7 +721,8 @@ def stray_turns(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     for project, session_id, home, turns, homes in rows:
         if homes != 1:
             continue
-        held = conn.execute("SELECT count(*) FROM records WHERE kind = 'session' AND project = ?", (project,)).fetchone()
+        held = conn.execute("SELECT count(*) FROM records WHERE kind = 'session' AND project = ?",
+                            (project,)).fetchone()
         out.append({"project": project, "sessionId": session_id, "sessionProject": home, "turns": int(turns),
                     "projectSessions": int(held[0])})
     return out

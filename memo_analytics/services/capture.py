@@ -979,7 +979,7 @@ def hook_answer(batons: list[dict[str, Any]]) -> str | None:
     # "- short step\n…", the failed approaches and questions after it never (found by an agent's tester)
     lines = [line if len(line) <= MAX_HANDOFF_LINE else line[:MAX_HANDOFF_LINE].rstrip() + " …"
              for line in body.split("\n")]
-    cut = any(line.endswith(" …") for line in lines) and lines != body.split("\n")
+    cut = lines != body.split("\n")
     body = "\n".join(lines)
     if len(body) > MAX_HANDOFF_SHOWN:  # an agent's context is no place for a book: the rest is a command away
         body = body[:MAX_HANDOFF_SHOWN].rsplit("\n", 1)[0] + "\n…"

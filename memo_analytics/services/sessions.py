@@ -512,8 +512,9 @@ def _refuse_a_deliverable_of_no_shape(deliverable: Deliverable, number: int) -> 
         ``deliverables[N].type`` / ``.sha`` / ``.title``."""
     kind = deliverable.type.strip()
     if not kind or len(kind) > MAX_DELIVERABLE_TYPE_CHARS:
-        raise InvalidFieldError(f"deliverables[{number}].type", f"is {'empty' if not kind else f'{len(kind)} characters'}: "
-                                                                f"a word such as pr, commit, doc (at most {MAX_DELIVERABLE_TYPE_CHARS})")
+        said = "empty" if not kind else f"{len(kind)} characters"
+        raise InvalidFieldError(f"deliverables[{number}].type",
+                                f"is {said}: a word such as pr, commit, doc (at most {MAX_DELIVERABLE_TYPE_CHARS})")
     if deliverable.sha is not None and not _COMMIT_SHA.fullmatch(deliverable.sha.strip()):
         raise InvalidFieldError(f"deliverables[{number}].sha",
                                 f"{deliverable.sha[:80]!r} is no commit id (one word of at most 100 characters)")

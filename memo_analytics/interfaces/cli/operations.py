@@ -167,8 +167,8 @@ def import_auto_command(
             told = [f"{item['unchanged']} unchanged"] if item.get("unchanged") else []
             told += [f"{item['resumed']} read on from where the last import stopped"] if item.get("resumed") else []
             unchanged = f" ({', '.join(told)})" if told else ""
-            out.print(f"{item['source']} {item['path']}: files {item['files']}{unchanged}, sessions {item['sessions']}, "
-                      f"turns {item['turns']}, skipped {item['skipped']}{other}")
+            out.print(f"{item['source']} {item['path']}: files {item['files']}{unchanged}, "
+                      f"sessions {item['sessions']}, turns {item['turns']}, skipped {item['skipped']}{other}")
 
     _emit({"sources": found}, lambda r: human(r["sources"]))
     if not any(item["recognised"] for item in found):
