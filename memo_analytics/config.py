@@ -559,6 +559,11 @@ class _SettingsData(NoFlagNumbers):
             raise InvalidFieldError(
                 "vaultRoot", f"{path} is inside the git repository {repository}; keep the vault outside product repositories"
             )
+        outer = next((parent for parent in path.parents if (parent / ".memo" / "index.sqlite").is_file()
+                      and (parent / "projects").is_dir()), None)
+        if outer is not None:  # its records and index beside the other vault's, never seen by it (found by a tester)
+            raise InvalidFieldError("vaultRoot", f"{path} is inside the vault {outer}; give that vault, or a folder "
+                                                 "outside it")
         return path
 
 

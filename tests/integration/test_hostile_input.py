@@ -702,3 +702,17 @@ def test_an_unknown_deliverable_key_and_an_empty_hand_off_owner_are_refused(tmp_
         ran = memo("session", "end", "s8", "--project", "p1", *args, vault=vault, check=False)
         assert (ran.returncode, ran.stderr.strip()) == (1, said)
     assert (vault / "projects/p1/sessions/session-s8.md").read_bytes() == before
+
+
+def test_a_vault_inside_another_vault_is_refused(tmp_path):
+    """Found by a tester of bad input: ``--vault-root`` naming a folder inside a vault
+    (``<vault>/projects/acme-web``) made a second index and records there that the outer vault
+    never sees (`memo reindex` skipped them, `memo doctor` said ok). Refused, naming the vault."""
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--session-id", "s1", "--project", "acme-web", "--body", "outer", vault=vault)
+    inner = vault / "projects" / "acme-web"
+    ran = memo("prompt", "record", "--session-id", "n1", "--project", "nest", "--body", "nested", vault=inner,
+               check=False)
+    assert (ran.returncode, ran.stderr) == (1, f"error: Invalid vaultRoot: {inner.resolve()} is inside the vault "
+                                               f"{vault.resolve()}; give that vault, or a folder outside it\n")
+    assert not (inner / ".memo").exists() and not (inner / "projects").exists()
