@@ -91,8 +91,9 @@ def load_config_toml(path: Path | None = None) -> dict[str, Any]:
     if not path.is_file():
         raise InvalidFieldError("config", f"{path} is not a regular file")
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        # a byte order mark (Windows Notepad writes one) is no statement: it read "Invalid statement
+        # (at line 1, column 1)" with no word of it (found by a tester)
+        return tomllib.loads(path.read_bytes().removeprefix(b"\xef\xbb\xbf").decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise InvalidFieldError("config", f"{path}: {exc}") from None
     except UnicodeDecodeError:

@@ -343,3 +343,14 @@ def test_mapping_a_project_to_a_client_names_the_sessions_recorded_before_and_th
                            "the sessions recorded from now on — memo project client ccp 'Acme Corp' files them\n")
     run("project", "client", "ccp", "Acme Corp", env=env)
     assert run("config", "set", "projectClients.ccp", "acme corp", env=env).stderr == ""  # they bill it: nothing to say
+
+
+def test_a_config_file_written_with_a_byte_order_mark_is_read(tmp_path):
+    """Found by a tester of bad input: a config saved by Windows Notepad (a UTF-8 byte order mark
+    first) was "Invalid statement (at line 1, column 1)", every command refused."""
+    from tests.inprocess import memo as run
+
+    config = tmp_path / "config.toml"
+    config.write_bytes(b'\xef\xbb\xbftimezone = "Asia/Tokyo"\n')
+    shown = json.loads(run("--json", "config", "show", env={"MEMO_CONFIG": str(config)}).stdout)
+    assert json.dumps(shown).count("Asia/Tokyo") >= 1
