@@ -353,4 +353,4 @@ def test_a_config_file_written_with_a_byte_order_mark_is_read(tmp_path):
     config = tmp_path / "config.toml"
     config.write_bytes(b'\xef\xbb\xbftimezone = "Asia/Tokyo"\n')
     shown = json.loads(run("--json", "config", "show", env={"MEMO_CONFIG": str(config)}).stdout)
-    assert json.dumps(shown).count("Asia/Tokyo") >= 1
+    assert (shown["settings"]["timezone"], shown["problems"]) == ("Asia/Tokyo", [])
