@@ -86,12 +86,18 @@ def test_install_naming_no_agent_sets_up_every_agent_whose_folder_is_in_the_home
     again = memo("hooks", "install", vault=vault, env=env, check=False)
     assert again.returncode == 1 and again.stderr.count("already in") == 2
     assert again.stderr.strip().endswith("error: nothing to do: memo's hooks are in place for claude-code, gemini")
+    # under --json one document for them all (an attacker: two objects back to back, no JSON)
+    codex = home / ".codex"
+    codex.mkdir()
+    listed = json.loads(memo("--json", "hooks", "install", vault=vault, env=env).stdout)
+    assert ([r["agent"] for r in listed["installed"]], listed["inPlace"], listed["failed"]) == (
+        ["codex"], ["claude-code", "gemini"], [])
     (home / ".cursor").mkdir()
     (home / ".cursor" / "hooks.json").write_text("{ broken", encoding="utf-8")  # (an attacker: it exited 0)
     broken = memo("hooks", "install", vault=vault, env=env, check=False)
     assert broken.returncode == 1 and broken.stderr.strip().endswith(
         "error: memo's hooks could not be installed for cursor (the notes above say why); in place for claude-code, "
-        "gemini")
+        "codex, gemini")
     bare = memo("hooks", "install", vault=vault, env={"HOME": str(tmp_path / "bare")}, check=False)
     assert bare.returncode == 1 and "name one: memo hooks install AGENT (claude-code, codex, gemini, cursor, copilot)" \
         in bare.stderr

@@ -715,3 +715,10 @@ def test_the_total_says_how_much_of_it_is_internal_work(tmp_path):
     week = memo("activity", "--all", "--since", "2026-W02", "--until", "2026-W02", "--tz", "Europe/Berlin",
                 vault=vault).stdout
     assert week.splitlines()[0] == "Projects: all · 2026-01-05 – 2026-01-11 · times in Europe/Berlin"
+    # (a breaker: a day whose midnight the clocks skip was a time; seconds were cut)
+    skipped = memo("activity", "--all", "--since", "2026-09-06", "--until", "2026-09-06", "--tz", "America/Santiago",
+                   vault=vault).stdout
+    assert skipped.splitlines()[0] == "Projects: all · 2026-09-06 – 2026-09-06 · times in America/Santiago"
+    timed = memo("activity", "--all", "--since", "2026-03-01T09:30:45", "--until", "2026-03-01T17:00:30", "--tz",
+                 "UTC", vault=vault).stdout
+    assert timed.splitlines()[0] == "Projects: all · 2026-03-01 09:30:45 – 2026-03-01 17:00:30 · times in UTC"

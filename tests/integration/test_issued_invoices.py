@@ -1411,10 +1411,18 @@ def test_every_page_of_an_issued_invoice_names_its_number_and_issuer(billing, tm
     for day in range(1, 31):
         _session(store, f"m{day}", "web", "Acme Corp", f"2026-09-{day:02d}T09:00:00Z", f"2026-09-{day:02d}T10:00:00Z")
     store.close()
+    # a report.css of one's own (copied before the footer was) keeps it: the issued document's own style
+    own = tmp_path / "own-templates"
+    own.mkdir()
+    from importlib.resources import files
+
+    (own / "report.css").write_text(files("memo_analytics.report_templates").joinpath("report.css").read_text(
+        encoding="utf-8"), encoding="utf-8")
     issued = issue(billing, "--client", "Acme Corp", "--since", "2026-09-01", "--until", "2026-09-30",
-                   "--lines", "session")
+                   "--lines", "session", "--templates", str(own))
     pages = PdfReader(issued["pdf"]).pages
     assert len(pages) >= 2
+    assert " ".join(pages[0].extract_text().split()).startswith("Ana Dev GmbH")  # not the footer's line atop
     for number, page in enumerate(pages, 1):
         text = " ".join(page.extract_text().split())
         assert f"Invoice {issued['number']} · " in text and "Ana Dev GmbH" in text.split(issued["number"], 1)[1]

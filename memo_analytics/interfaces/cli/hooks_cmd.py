@@ -92,13 +92,16 @@ def _install_every_agent_here(project: bool) -> None:
         raise MemoError(f"Invalid agent: no agent's folder in {home} (~/.claude, ~/.codex, ~/.gemini, ~/.cursor, "
                         f"~/.copilot): name one: memo hooks install AGENT ({', '.join(agent_hooks.AGENT_HOOKS)})")
     done, in_place, failed = 0, [], []
+    collected: list[dict[str, Any]] | None = [] if state.json else None  # one JSON document for them all
     for name in found:
         try:
-            _install_one(name, project)
+            _install_one(name, project, collected)
             done += 1
         except MemoError as exc:  # already there, a file memo cannot parse: said, the others go on
             err.print(_safe(f"note: {exc}"))
-            (in_place if "nothing to do" in str(exc) else failed).append(name)
+            (in_place if str(exc).endswith(": nothing to do") else failed).append(name)
+    if collected is not None:
+        _emit({"installed": collected, "inPlace": in_place, "failed": failed}, lambda r: None)
     if failed:  # an agent left without memo's hooks is no success (found by an attacker: exit 0)
         raise MemoError(f"memo's hooks could not be installed for {', '.join(failed)} (the notes above say why)"
                         + (f"; in place for {', '.join(in_place)}" if in_place else ""))
@@ -106,9 +109,14 @@ def _install_every_agent_here(project: bool) -> None:
         raise MemoError(f"nothing to do: memo's hooks are in place for {', '.join(in_place)}")
 
 
-def _install_one(agent: str, project: bool) -> None:
+def _install_one(agent: str, project: bool, collect: list[dict[str, Any]] | None = None) -> None:
+    """Install ``agent``'s hooks and say so — under ``--json`` into ``collect`` when given (the
+    caller prints one document for several agents: it printed one per agent, no JSON as a whole)."""
     chosen = Path(state.vault_root).expanduser().resolve() if state.vault_root else None
     result = agent_hooks.install(agent, _vault(), _root(project), hook_vault=chosen)
+    if collect is not None:
+        collect.append(result)
+        return
 
     def human(r: dict[str, Any]) -> None:
         updated = list(r.get("updated") or [])

@@ -171,7 +171,7 @@ def _print_activity(data: dict, explicit_project: bool = True) -> None:
 def _period_part(data: dict, zone) -> str:
     """`` · 2026-03-01 – 2026-03-31`` (local days; a bound with a time as that time): the period a
     report covers — a week or a month asked for was named nowhere (found by a developer's first hour)."""
-    from datetime import timedelta
+    from datetime import datetime, time, timedelta
 
     from ...domain.clock import from_iso
 
@@ -180,10 +180,15 @@ def _period_part(data: dict, zone) -> str:
         return ""
 
     def shown(moment: str, end: bool) -> str:
-        local = from_iso(moment).astimezone(zone)
-        if local.time() == local.time().min:  # a day's bound: the day itself (the last one, for an end)
+        instant = from_iso(moment)
+        local = instant.astimezone(zone)
+        # a day's bound — its first instant, 01:00 where the clocks skip midnight (America/Santiago) — is
+        # the day itself (the last one, for an end)
+        if instant == datetime.combine(local.date(), time(), tzinfo=zone).astimezone(instant.tzinfo):
             return str(local.date() - timedelta(days=1) if end else local.date())
-        return local.strftime("%Y-%m-%d %H:%M")
+        if end:  # an end given with a time is kept to the millisecond after it
+            local -= timedelta(milliseconds=1)
+        return local.strftime("%Y-%m-%d %H:%M" + (":%S" if local.second else ""))
 
     return f" · {shown(since, False) if since else '…'} – {shown(until, True) if until else '…'}"
 
