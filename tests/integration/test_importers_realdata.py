@@ -658,3 +658,25 @@ def test_another_agents_lines_in_a_claude_code_file_are_named_not_dropped_silent
     assert parsed.skipped_lines == alone.skipped_lines + len(codex_lines)
     assert any("not a Claude Code record (a 'session_meta' line naming no session, message or uuid)" in p
                for p in parsed.problems)
+
+
+def test_specstory_exports_in_a_subfolder_of_a_repository_are_the_repositorys_project(realdata, tmp_path):
+    """Found by a freelancer: the SpecStory exports of ``app/specstory-cli/.specstory`` (``app`` a
+    git repository) were filed under project ``specstory-cli``, billed internal — the README
+    says a subfolder of a repository is the repository's project, and ``memo prompt list`` there
+    named ``app``. They are ``app``'s; outside a repository, the folder's name as before."""
+    import shutil
+    import subprocess
+
+    from tests.inprocess import memo
+
+    app = tmp_path / "code" / "app"
+    shutil.copytree(realdata / SS / "specstoryai-getspecstory", app)
+    subprocess.run(["git", "init", "-q", str(app)], check=True)
+    vault = tmp_path / "v"
+    memo("import", "specstory", str(app / "specstory-cli" / ".specstory"), vault=vault)
+    assert sorted(p.name for p in (vault / "projects").iterdir()) == ["app"]
+    plain = tmp_path / "plain"
+    shutil.copytree(realdata / SS / "specstoryai-getspecstory" / "specstory-cli", plain / "specstory-cli")
+    memo("import", "specstory", str(plain / "specstory-cli" / ".specstory"), vault=tmp_path / "w")
+    assert sorted(p.name for p in (tmp_path / "w" / "projects").iterdir()) == ["specstory-cli"]

@@ -130,9 +130,15 @@ def _reconciled(path: Path, lines: list[str], options: ImportOptions) -> tuple[I
 
 
 def _project_hint(path: Path) -> str | None:
+    """The project of the folder that holds ``.specstory``: its git repository's where it lies in
+    one on this machine (a subfolder of a repository is the repository's project, as a hook and the
+    other importers name it — its exports were filed under the subfolder's name, found by a
+    freelancer), else the folder's name."""
+    from ..store import project_of_folder
+
     for folder in path.parents:
         if folder.name == ".specstory":
-            return folder.parent.name or None
+            return project_of_folder(str(folder.parent)) or folder.parent.name or None
     return None
 
 
