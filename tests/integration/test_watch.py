@@ -612,3 +612,14 @@ def test_a_watcher_started_before_any_agent_ran_waits_for_its_folder(tmp_path):
         (folder / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "the first prompt"))
         wait_for(proc, lambda seen: any(item.get("turns") for item in seen), timeout=60)
     assert turns(tmp_path / "v") == ["the first prompt"]
+
+
+def test_import_auto_says_the_new_sessions_bill_internal_as_an_importer_does(tmp_path):
+    """Found by a freelancer: ``memo import auto`` — the newcomer's first command — never said the
+    new sessions bill 'internal' (nor the way to file them), where ``memo import claude-code`` does."""
+    folder = tmp_path / "home" / ".claude" / "projects" / "-home-ana-code-shop"
+    folder.mkdir(parents=True)
+    (folder / f"{SESSION}.jsonl").write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "from auto"))
+    ran = memo("import", "auto", str(folder), vault=tmp_path / "v")
+    assert "note: the new sessions have no client, so they bill to 'internal'" in ran.stderr
+    assert "memo project client PROJECT NAME" in ran.stderr

@@ -170,6 +170,18 @@ def import_auto_command(
             out.print(f"{item['source']} {item['path']}: files {item['files']}{unchanged}, "
                       f"sessions {item['sessions']}, turns {item['turns']}, skipped {item['skipped']}{other}")
 
+    # the notes `memo import SOURCE` gives (found by a freelancer: the newcomer's first command said neither)
+    untimed = sum(item.get("untimed") or 0 for item in found)
+    new = sum(item.get("sessions") or 0 for item in found)
+    if untimed and not state.json:
+        err.print(f"note: {untimed} new session{'s are' if untimed != 1 else ' is'} 0 minutes: "
+                  f"{'their transcripts keep' if untimed != 1 else 'its transcript keeps'} one time for all its turns "
+                  "(or none per turn); give a session its time with memo session edit ID --minutes N (or --end TIME)")
+    if client is None and new and not state.json and not state.settings.project_clients:
+        err.print("note: the new sessions have no client, so they bill to 'internal'; to file a project's sessions "
+                  "under its client at once: memo project client PROJECT NAME (one session: memo session edit ID "
+                  "--client NAME, or --no-billable); for what comes next, map projects to clients with "
+                  "[projectClients] in the config, or import with --client NAME")
     _emit({"sources": found}, lambda r: human(r["sources"]))
     if not any(item["recognised"] for item in found):
         raise MemoError("nothing recognised: no transcript in " + ("the folders given" if paths else "the known folders")
