@@ -740,3 +740,18 @@ def test_a_session_its_first_prompt_opened_is_never_said_to_hold_no_turn(store):
     [item] = current_digest(store, now=T0 + timedelta(hours=12))["items"]
     assert item["kind"] == "session_open_too_long"
     assert item["why"] == "open 12.0 h, last turn 12.0 h ago; ending now would bill 12.0 h, 12.0 h of it after its last turn"
+
+
+def test_a_projects_unbilled_minutes_count_one_persons_overlapping_time_once(store):
+    """Found by a freelancer: the digest said "13 min billable in 4 sessions" of a project whose
+    activity report billed 9 — it added the sessions' lengths, where the report bills one person's
+    overlapping time once. It says what the report bills."""
+    spans = (("a", "web", None, T0, 60), ("b", "web", None, T0 + timedelta(minutes=30), 60),
+             ("c", "shop", "Acme", T0 - timedelta(days=1), 30))  # (the person bills a client)
+    for sid, project, client, start, minutes in spans:
+        start_session(store, StartSessionRequest(session_id=sid, project=project, client=client,
+                                                 start_time=start.isoformat()), now=start)
+        end = start + timedelta(minutes=minutes)
+        end_session(store, EndSessionRequest(session_id=sid, project=project, until=end.isoformat()), now=end)
+    [item] = [i for i in current_digest(store, now=T0 + timedelta(hours=3))["items"] if i["kind"] == "project_unbilled"]
+    assert item["why"].startswith("1.5 h billable in 2 sessions of web") and item["minutesAtStake"] == 90, item
