@@ -499,13 +499,15 @@ class ActionHandler(ApiHandler):
 
 class HookEventHandler(ApiHandler):
     """``POST /api/hooks/{agent}`` ``{payload, event?, receivedAt, captureId, project?, owner?,
-    branch?, gitSha?}``:
+    branch?, gitSha?, answeredSince?}``:
     a hook event captured on a machine in remote mode (issue 14), recorded here as ``memo hook``
     records it locally; ``project`` is the project of the caller's repository (its ``cwd`` means
     nothing on this machine), ``owner`` the person working there (their git identity; without it
     the session's owner is unknown, never this machine's), ``branch``/``gitSha`` its repository's
     HEAD; ``showsHandoff``: the event is a live session start whose hook answer the agent reads,
-    so a hand-off it claims is answered too (SPEC §2.5). ``{outcome, handoff?}``."""
+    so a hand-off it claims is answered too (SPEC §2.5); ``answeredSince``: the caller read in its
+    agent's transcript an answer since the session's previous prompt (the same short prompt again is
+    then another turn). ``{outcome, handoff?}``."""
 
     async def post(self, agent: str) -> None:
         def work():
@@ -524,6 +526,8 @@ class HookEventHandler(ApiHandler):
             # the caller's paths name its own machine: none may choose a folder here (the
             # repository a rule would be promoted into, its instruction files, its git branch)
             event.cwd = event.transcript_path = None
+            if data.get("answeredSince") is True:  # its agent answered since its last prompt (the caller read it)
+                event.extra["answeredSince"] = True
             owner = clean_owner(data["owner"]) if isinstance(data.get("owner"), str) else None
             # its branch and commit, as the caller's repository has them (text only, checked as typed ones are)
             head = tuple(data.get(key) if isinstance(data.get(key), str) else None for key in ("branch", "gitSha"))

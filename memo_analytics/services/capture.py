@@ -611,6 +611,8 @@ def _just_recorded(store: VaultStore, project: str, session_id: str, event: Hook
         return True
     if abs(from_iso(row["created"]) - event.at) > TWIN_WINDOW:
         return False
+    if event.extra.get("answeredSince") is True:  # a remote caller read its agent's answer since (remote mode)
+        return False
     recorded = (json.loads(row["meta"]) if row["meta"] else {}).get("transcriptBytes")
     return not _answered_since(event.transcript_path, recorded)
 
@@ -739,11 +741,13 @@ def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]],
             project, root = None, None
         owner = git_identity(root)  # this machine's person, not the daemon's
         branch, sha = git_head(root) if root is not None else (None, None)
+        answered = _answered_since_last_prompt(settings.vault_root, event) if event.kind == "prompt" else False
         try:
             answer = remote.post(settings, f"/api/hooks/{event.agent}", {
                 "payload": entry["payload"], "event": entry.get("event"), "receivedAt": entry["receivedAt"],
                 "captureId": entry["captureId"], "project": project, "owner": owner, "branch": branch,
-                "gitSha": sha, **({"showsHandoff": True} if batons is not None else {})})
+                "gitSha": sha, **({"showsHandoff": True} if batons is not None else {}),
+                **({"answeredSince": True} if answered else {})})
         except remote.DaemonRefusal as exc:  # the event itself: dropped, not kept to be sent again
             raise ValueError(f"the daemon refused it: {exc.said}") from None
         baton = answer.get("handoff")
@@ -754,6 +758,37 @@ def remote_sender(settings: "Settings") -> Callable[[HookEvent, dict[str, Any]],
         return f"sent to the daemon: {answer.get('outcome')}"
 
     return send
+
+
+#: Where a machine in remote mode keeps the size of each agent conversation's transcript at its last
+#: prompt (``<vault>/.memo/spool/remote-prompts.json``: ``"agent session"`` → bytes, the newest 200).
+REMOTE_PROMPTS = "remote-prompts.json"
+
+
+def _answered_since_last_prompt(vault_root: Path, event: HookEvent) -> bool:
+    """Remote mode: whether the agent answered in its transcript since this machine sent the
+    conversation's previous prompt — the daemon cannot read a transcript of this machine, and took
+    "yes" → "Push?" → "yes" for one turn (found by an attacker). The size now is kept for the next."""
+    from ..vault.io import atomic_write_bytes
+
+    size = _transcript_size(event.transcript_path)
+    if size is None or not event.session:
+        return False
+    path = spool_dir(vault_root).parent / REMOTE_PROMPTS
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+        known = known if isinstance(known, dict) else {}
+    except (OSError, ValueError):
+        known = {}
+    key = f"{event.agent} {event.session}"[:300]
+    answered = _answered_since(event.transcript_path, known.pop(key, None))
+    known[key] = size
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, json.dumps(dict(list(known.items())[-200:])).encode("utf-8"), durable=False)
+    except OSError:
+        pass  # a folder this machine cannot write: the daemon decides alone, as before
+    return answered
 
 
 # ---------------------------------------------------------------- the spool

@@ -1398,6 +1398,33 @@ def test_in_remote_mode_the_daemon_hands_the_agent_its_hand_off(tmp_path, repo):
     assert _pending(team) == []
 
 
+def test_in_remote_mode_the_same_short_prompt_after_the_agents_answer_is_another_turn(tmp_path, repo):
+    """Found by an attacker: in remote mode "yes" → the agent's "Push?" → "yes" was one turn on
+    the daemon ("the same prompt a moment ago"): the daemon cannot read the laptop's transcript.
+    The laptop reads it, and says the agent answered since."""
+    from .test_http_api import Server
+
+    team = tmp_path / "team"
+    transcript = tmp_path / "r1.jsonl"
+    transcript.write_text('{"type":"user","message":{"role":"user","content":"yes"}}\n', encoding="utf-8")
+    with _remote_mode(tmp_path) as (local, env, port):
+        pass
+    daemon = Server(team, "--mcp-port", "0", port=port)
+    try:
+        said = []
+        for answer in (None, None, '{"type":"assistant","message":{"role":"assistant","content":"Push?"}}\n'):
+            if answer:
+                with transcript.open("a", encoding="utf-8") as handle:
+                    handle.write(answer)
+            ran = memo("hook", "claude-code", vault=local, env={**env, "MEMO_HOOK_DEBUG": "1"},
+                       input=claude("UserPromptSubmit", repo, prompt="yes", transcript_path=str(transcript)))
+            said.append(ran.stderr)
+    finally:
+        daemon.stop()
+    assert "recorded once" in said[1] and "recorded once" not in said[2], said
+    assert len(list((team / "projects" / "product" / "prompts").glob("*.md"))) == 2
+
+
 def test_an_event_memo_does_not_record_is_said_to_the_debug_output_and_logs_nothing(tmp_path, repo):
     """Found by an operator: a hook wired to ``Stop`` instead of ``SessionEnd`` left no trace, even
     under ``MEMO_HOOK_DEBUG`` — every other drop is said. It is said there (not in ``hooks.log``:
