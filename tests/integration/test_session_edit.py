@@ -106,9 +106,10 @@ def test_a_projects_sessions_already_recorded_are_filed_under_a_client_at_once(b
     assert every.stderr.strip().splitlines()[-1] == ("error: nothing filed: shop's sessions already bill Acme Corp or "
                                                      "are on issued invoices")
     # found by a new user: every session recorded after it was one more client_missing item
-    assert every.stderr.splitlines()[0] == ("note: sessions recorded from now on in shop still bill internal (the "
-                                            "config's projectClients); to file them under Acme Corp too: memo config "
-                                            "set projectClients.shop 'Acme Corp'")
+    # (a freelancer: "(the config's projectClients)" read as if the config mapped it to internal)
+    assert every.stderr.splitlines()[0] == ("note: sessions recorded from now on in shop still bill internal (no "
+                                            "projectClients.shop in the config); to file them under Acme Corp too: "
+                                            "memo config set projectClients.shop 'Acme Corp'")
     run(billing, "config", "set", "projectClients.shop", "Acme Corp")
     assert "note:" not in run(billing, "project", "client", "shop", "Acme Corp", "--every").stderr
     assert run(billing, "project", "client", "nowhere", "Acme Corp").stderr.startswith(

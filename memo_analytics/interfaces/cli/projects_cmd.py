@@ -86,8 +86,10 @@ def project_client(
                         + "; mend them, then run this again"))
     mapped = state.store.settings.client_of_project(result["project"])
     if (mapped or "internal").casefold() != result["client"].casefold():  # else every new session is one more to file
+        why = (f"the config's projectClients.{result['project']}" if mapped else
+               f"no projectClients.{result['project']} in the config")
         err.print(_safe(f"note: sessions recorded from now on in {result['project']} still bill "
-                        f"{mapped or 'internal'} (the config's projectClients); to file them under {result['client']} "
+                        f"{mapped or 'internal'} ({why}); to file them under {result['client']} "
                         f"too: memo config set projectClients.{result['project']} {shell_word(result['client'])}"))
     if not result["sessions"]:
         left = [why for why, n in (("on issued invoices", result["onInvoice"]),
