@@ -107,6 +107,9 @@ def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
     memo("import", "claude-code", str(realdata / "claude-code-jsonl"), "--client", "Acme Corp", vault=vault,
          env={"MEMO_CONFIG": str(config)})
     memo("import", "codex", str(realdata / "codex-rollouts"), vault=vault, env={"MEMO_CONFIG": str(config)})
+    # a model no price is known for (a freelancer: the notebook's cost table said 0.0000 where the CLI says no price)
+    memo("import", "codex", str(realdata / "multi-agent/Mai0313-VibeCodingTracker/tests/fixtures/sessions/codex.jsonl"),
+         vault=vault, env={"MEMO_CONFIG": str(config)})
     memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2025-06-01", "--until", "2025-06-30",
          vault=vault, env={"MEMO_CONFIG": str(config)})
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
@@ -121,6 +124,9 @@ def test_every_notebook_runs_on_an_analysts_own_vault(realdata, tmp_path):
         shown = "".join(str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", ""))
                         for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
         assert f"Vault({str(vault)!r}" in shown  # the analyst's vault was opened, not the sample
+        if path.name == "activity.ipynb":  # the model without a price: null in the cost table, not 0
+            rows = [line for line in shown.splitlines() if line.startswith("│ aide-gpt-5 ")]
+            assert rows and all(row.rstrip().rstrip("│").rstrip().endswith("null") for row in rows), rows
         if path.name == "invoicing.ipynb":  # the codex sessions have no client: named, not billed
             assert "clients left out, no hourlyRate in the config: internal" in shown
             assert "sessions left out, already invoiced: 4" in shown
