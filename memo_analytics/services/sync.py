@@ -687,16 +687,13 @@ def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:
     """The first push to a daemon queues every record of the vault, not only those written since
     hybrid mode was on (found by a team lead: a vault indexed in local mode, then switched to
     hybrid, pushed "0 records; 0 waiting" for good while the daemon held none of it). A record
-    the daemon already holds in its version (``pushed.json``) is taken out of the outbox unsent;
-    re-pointed at another daemon, what the old one held is forgotten first."""
+    the daemon already holds in its version (``pushed.json``) is taken out of the outbox unsent —
+    also after ``hybrid.remoteUrl`` changed: the same daemon under another address (a proxy, a
+    name for its IP) converges on what it holds; a laptop re-pointed at another daemon sends it
+    the whole vault with :func:`push_everything` (``memo sync push --all``)."""
     url = store.settings.hybrid.remote_url
     if state.get("seededFor") == url:
         return
-    if state.get("seededFor"):
-        # re-pointed at another daemon: the versions the old one held say nothing of this one (it was sent
-        # nothing — found by an attacker); every record goes to it, each laptop's version its first
-        for name in ("pushed.json", "sent.json", PUSHED_TEXTS):
-            _save(store, name, {})
     pushed = _rekey(store, _load(store, "pushed.json"))
     with store.lock():  # appends happen under this lock
         queued = {_key(entry) for entry in _outbox(store)}
@@ -709,6 +706,20 @@ def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:
                 handle.write("".join(lines))
     state["seededFor"] = url
     _save(store, "state.json", state)
+
+
+def push_everything(store: VaultStore) -> dict[str, Any]:
+    """``memo sync push --all``: every record of the vault to the daemon, whatever this laptop
+    pushed before — for a laptop re-pointed at another daemon (a new team server), to which the
+    versions the old one held say nothing (it was sent nothing: found by an attacker). The
+    daemon takes a version it holds as unchanged. Then :func:`push_every_batch`."""
+    with store.lock():
+        for name in ("pushed.json", "sent.json", PUSHED_TEXTS):
+            _save(store, name, {})
+        state = _load(store, "state.json")
+        state.pop("seededFor", None)
+        _save(store, "state.json", state)
+    return push_every_batch(store)
 
 
 def dual_sync(store: VaultStore, trigger: str) -> dict[str, Any]:

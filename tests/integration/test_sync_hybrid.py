@@ -2873,12 +2873,11 @@ def _hybrid_config(tmp_path: Path, url: str, vault: Path) -> Path:
     return config
 
 
-def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed_and_a_new_daemon_gets_the_whole_vault(
+def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed(
         tmp_path, daemon):
     """Found by an attacker of the hand-edit push: a session on an invoice issued on the laptop,
     its client and minutes edited by hand, went to the daemon as a new version — billed to
-    another client there. It is not pushed, said with the credit it needs. And a laptop
-    re-pointed at another daemon sent it nothing (the old daemon's versions counted as held)."""
+    another client there. It is not pushed, said with the credit it needs."""
     from tests.integration.test_issued_invoices import ACME, ISSUER
 
     team, server = daemon
@@ -2901,11 +2900,12 @@ def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed_and_a_new_dae
     assert ("note: session-s4: edited by hand, its client no longer as invoice 2026-0001 billed it: not pushed"
             in pushed.stderr), pushed.stderr
     assert read_record(team / "projects/shop/sessions/session-s4.md")[0]["client"] == "Acme Corp"
-    # re-pointed at another daemon: it gets the whole vault
+    # re-pointed at another daemon (an attacker: it was sent nothing): `memo sync push --all` sends it the vault
     other = Server(tmp_path / "team-2", "--mcp-port", "0")
     try:
         config.write_text(config.read_text(encoding="utf-8").replace(server.base, other.base), encoding="utf-8")
-        memo("sync", "push", vault=vault, env=env)
+        assert memo("sync", "push", vault=vault, env=env).stdout.startswith("pushed 0 records")
+        memo("sync", "push", "--all", vault=vault, env=env, check=False)
         assert (tmp_path / "team-2/projects/shop/sessions/session-s4.md").is_file()
     finally:
         other.stop()

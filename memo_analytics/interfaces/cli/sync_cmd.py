@@ -91,10 +91,11 @@ def sync_status() -> None:
 
 
 @sync_app.command("push")
-def sync_push() -> None:
+def sync_push(every: bool = typer.Option(False, "--all", help="Every record of the vault, whatever was pushed before "
+                                                             "(a laptop pointed at another daemon).")) -> None:
     """Push the records waiting in the outbox to the hybrid daemon now (ignores the backoff), batch
     after batch (hybrid.batchSize each) until none waits or one fails."""
-    result = sync.push_every_batch(state.store)
+    result = sync.push_everything(state.store) if every else sync.push_every_batch(state.store)
     owned = result.get("owned")
     if owned and owned.get("owner"):
         err.print(_safe(f"note: {owned['sessions']} session{'' if owned['sessions'] == 1 else 's'} named no owner "
