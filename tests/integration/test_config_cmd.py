@@ -354,3 +354,24 @@ def test_a_config_file_written_with_a_byte_order_mark_is_read(tmp_path):
     config.write_bytes(b'\xef\xbb\xbftimezone = "Asia/Tokyo"\n')
     shown = json.loads(run("--json", "config", "show", env={"MEMO_CONFIG": str(config)}).stdout)
     assert (shown["settings"]["timezone"], shown["problems"]) == ("Asia/Tokyo", [])
+
+
+def test_mapping_a_project_counts_no_session_an_issued_invoice_bills(tmp_path):
+    """Found by a breaker: the note named "4 sessions … --every files them" where 3 were on an
+    issued invoice and stay as billed (the command then moved 1). It counts only those it files."""
+    from tests.inprocess import memo as run
+
+    from .test_issued_invoices import ACME, ISSUER
+
+    config, vault = tmp_path / "config.toml", tmp_path / "vault"
+    config.write_text(f'vaultRoot = "{vault}"\n' + ISSUER + ACME, encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    for day in (5, 6):
+        run("session", "start", f"s{day}", "--project", "ccp", "--client", "Acme Corp", "--start-time",
+            f"2026-01-0{day}T09:00:00Z", env=env)
+        run("session", "end", f"s{day}", "--project", "ccp", "--until", f"2026-01-0{day}T10:00:00Z", env=env)
+    run("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-01-05", "--until", "2026-01-05",
+        env=env)
+    said = run("config", "set", "projectClients.ccp", "Globex", env=env).stderr
+    assert said.startswith("note: 1 session of ccp recorded before bills another client or none;"), said
+    assert said.rstrip().endswith("memo project client ccp Globex --every files it")
