@@ -101,19 +101,25 @@ def hybrid_listener(background: bool) -> Callable[..., None]:
 _PUSHED_CACHE: dict[str, tuple[tuple[int, int], dict[str, Any]]] = {}
 
 
-def _pushed_as_is(store: VaultStore, meta: dict[str, Any]) -> bool:
-    """Whether the daemon confirmed this version of the record (``pushed.json`` holds its
-    ``updated``); the file is read again only when it changed (a rebuild asks for every record)."""
-    path = _dir(store) / "pushed.json"
+def _cached_state(store: VaultStore, name: str) -> dict[str, Any]:
+    """The push state file ``name``, read again only when it changed (a rebuild asks of every
+    record: read once per record, the whole file each time, it grew with the vault squared)."""
+    path = _dir(store) / name
     try:
         info = path.stat()
     except OSError:
-        return False
+        return {}
     cached = _PUSHED_CACHE.get(str(path))
     if cached is None or cached[0] != (info.st_mtime_ns, info.st_size):
-        cached = ((info.st_mtime_ns, info.st_size), _load(store, "pushed.json"))
+        cached = ((info.st_mtime_ns, info.st_size), _load(store, name))
         _PUSHED_CACHE[str(path)] = cached
-    pushed = cached[1]
+    return cached[1]
+
+
+def _pushed_as_is(store: VaultStore, meta: dict[str, Any]) -> bool:
+    """Whether the daemon confirmed this version of the record (``pushed.json`` holds its
+    ``updated``)."""
+    pushed = _cached_state(store, "pushed.json")
     version = pushed.get(f"{meta.get('project')}/{meta.get('id')}", pushed.get(str(meta.get("id"))))
     return version is not None and version == meta.get("updated")
 
@@ -131,7 +137,7 @@ def edited_since_push(store: VaultStore, meta: dict[str, Any], path: Path) -> bo
     """Whether the record file at ``path`` differs from what its last push read though it names
     the same ``updated`` — edited by hand, as spec-memo's users do (adding an ``owner``): it was
     never pushed, the README saying it is (found by a team lead). False when no push read it."""
-    known = _load(store, PUSHED_TEXTS).get(f"{meta.get('project')}/{meta.get('id')}")
+    known = _cached_state(store, PUSHED_TEXTS).get(f"{meta.get('project')}/{meta.get('id')}")
     if not isinstance(known, str):
         return False
     try:
