@@ -411,12 +411,15 @@ def session_owners(conn: sqlite3.Connection, limit: int = 500) -> list[str]:
     return list(dict.fromkeys(r[0] for r in rows if isinstance(r[0], str) and r[0].strip()))
 
 
-def ownerless_sessions(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+def ownerless_sessions(conn: sqlite3.Connection, among: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
     """``(project, record id)`` of every session that names no ``owner`` (none, or blank), by
-    project and id."""
-    rows = conn.execute("SELECT project, id FROM records WHERE kind = 'session' AND "
-                        "trim(coalesce(json_extract(meta, '$.owner'), '')) = '' ORDER BY project, id")
-    return [(r[0], r[1]) for r in rows]
+    project and id — or of those ``among`` the ``(project, record id)`` given (looked up one by one)."""
+    ownerless = "kind = 'session' AND trim(coalesce(json_extract(meta, '$.owner'), '')) = ''"
+    if among is None:
+        rows = conn.execute(f"SELECT project, id FROM records WHERE {ownerless} ORDER BY project, id")
+        return [(r[0], r[1]) for r in rows]
+    return sorted(key for key in set(among) if conn.execute(
+        f"SELECT 1 FROM records WHERE project = ? AND id = ? AND {ownerless}", key).fetchone())
 
 
 def record_places(conn: sqlite3.Connection) -> list[tuple[str, str, str, str | None]]:

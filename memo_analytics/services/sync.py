@@ -452,7 +452,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         if not force and state.get("nextRetryAt") and now < from_iso(state["nextRetryAt"]):
             return {"pushed": 0, "results": [], "pending": status(store)["pending"],
                     "error": f"waiting until {state['nextRetryAt']} after: {state.get('lastError')}"}
-        owned = _own_ownerless(store, now)
+        owned = _own_ownerless(store, now, state)
         _seed_outbox(store, state)
         entries = _outbox(store)
         latest: dict[str, dict[str, Any]] = {}
@@ -649,7 +649,7 @@ def _a_version_of_a_hand_edit(store: VaultStore, meta: dict[str, Any], body: str
     return Path(path).read_bytes()
 
 
-def _own_ownerless(store: VaultStore, now: datetime) -> dict[str, Any] | None:
+def _own_ownerless(store: VaultStore, now: datetime, state: dict[str, Any]) -> dict[str, Any] | None:
     """Before a push: the sessions here that name no ``owner`` (spec-memo writes none; a laptop
     without a git identity) become this laptop's person's — their global git identity — written
     as memo's own edit writes a record (``updated`` now). The team vault tells people apart by it: a
@@ -659,10 +659,17 @@ def _own_ownerless(store: VaultStore, now: datetime) -> dict[str, Any] | None:
     session names one."""
     from .store import git_identity
 
-    found = index.ownerless_sessions(store.conn)
+    who = _owner_or_none(git_identity(None))
+    # the whole vault once for this identity (``state["ownedAs"]``), then the sessions queued: a push
+    # must not grow with the vault
+    queued = None if who is None or state.get("ownedAs") != who else [
+        (_key(entry).split("/", 1)[0], str(entry.get("id"))) for entry in _outbox(store)
+        if str(entry.get("id", "")).startswith("session-")]
+    found = index.ownerless_sessions(store.conn, queued)
+    if who is not None:
+        state["ownedAs"] = who  # saved with the push's state
     if not found:
         return None
-    who = clean_owner_or_none(git_identity(None))
     if who is None:
         return {"owner": None, "sessions": len(found)}
     done = 0
@@ -679,7 +686,7 @@ def _own_ownerless(store: VaultStore, now: datetime) -> dict[str, Any] | None:
     return {"owner": who, "sessions": done} if done else None
 
 
-def clean_owner_or_none(value: Any) -> str | None:
+def _owner_or_none(value: Any) -> str | None:
     """``value`` as a session's ``owner`` (:func:`~.prompts.clean_owner`), or None when it is none or cannot be one."""
     from .prompts import clean_owner
 
