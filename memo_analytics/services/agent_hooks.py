@@ -70,6 +70,13 @@ AGENT_HOOKS: dict[str, AgentHooks] = {
 }
 
 
+def agents_at_home(home: Path | None = None) -> list[str]:
+    """The agents whose own folder is in the home directory (``~/.claude``, ``~/.codex``, …: each
+    agent makes it on its first run), in :data:`AGENT_HOOKS` order."""
+    home = home or Path.home()
+    return [name for name, spec in AGENT_HOOKS.items() if (home / spec.user_file.split("/")[0]).is_dir()]
+
+
 def spec_for(agent: str) -> AgentHooks:
     """The :class:`AgentHooks` of ``agent``.
 

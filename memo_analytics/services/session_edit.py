@@ -295,6 +295,21 @@ def _back_as_invoiced(invoiced: tuple[str, str, dict[str, Any]], edited: dict[st
             and not ledger.differs_from_invoice(edited, client, item))
 
 
+def sessions_to_file(store: VaultStore, project: str, client: str) -> tuple[int, bool]:
+    """How many sessions of ``project`` :func:`set_project_client` would file under ``client``
+    with ``every`` — those billing another client or none, not those an issued invoice bills — and
+    whether ``every`` is needed for some (they bill another client, not ``internal``)."""
+    def bills(row: Any) -> str:  # "" for no client (internal)
+        name = (row["client"] or "").strip().lower()
+        return "" if name == "internal" else name
+
+    wanted = "" if client.strip().lower() == "internal" else client.strip().lower()
+    invoiced = ledger.invoiced_in(store.root)
+    others = [row for row in index.rows_of_kind(store.conn, RecordKind.SESSION.value, project)
+              if bills(row) != wanted and (project, row["session_id"]) not in invoiced]
+    return len(others), any(bills(row) for row in others)
+
+
 def set_project_client(store: VaultStore, project: str, client: str, every: bool = False, now=None) -> dict[str, Any]:
     """``memo project client``: file a project's sessions already recorded under ``client`` — those
     billed to ``internal`` (no client), or with ``every`` all of them — as :func:`edit_session`

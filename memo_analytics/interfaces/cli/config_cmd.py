@@ -385,9 +385,8 @@ def _note_recorded_before(project: str, client: str) -> None:
     the command that files them — the setting files the
     sessions recorded from now on, and ``memo activity --client NAME`` showed nothing, without a
     word (found by a developer's first hour). Nothing when the vault cannot be read."""
-    from ...index import store as index
+    from ...services.session_edit import sessions_to_file
     from ...services.store import VaultStore
-    from ...vault import ledger
     from .common import _settings
 
     store = None
@@ -395,27 +394,19 @@ def _note_recorded_before(project: str, client: str) -> None:
         store = VaultStore(_settings(**({"vault_root": state.vault_root} if state.vault_root else {})))
         if not store.exists:
             return
-        rows = index.rows_of_kind(store.conn, "session", project)
-        invoiced = ledger.invoiced_in(store.root)
+        count, every = sessions_to_file(store, project, client)
     except (MemoError, OSError, sqlite3.Error):
         return
     finally:
         if store is not None:
             store.close()
-    def bills(row: Any) -> str:  # "" for no client (internal)
-        name = (row["client"] or "").strip().lower()
-        return "" if name == "internal" else name
-
-    wanted = "" if client.strip().lower() == "internal" else client.strip().lower()
-    others = [row for row in rows if bills(row) != wanted and (project, row["session_id"]) not in invoiced]
-    if not others:
+    if not count:
         return
-    one = len(others) == 1
-    err.print(_safe(f"note: {len(others)} session{'' if one else 's'} of {project} recorded before "
+    one = count == 1
+    err.print(_safe(f"note: {count} session{'' if one else 's'} of {project} recorded before "
                     f"bill{'s' if one else ''} another client or none; this setting files the sessions recorded from "
                     f"now on — memo project client {shell_word(project)} {shell_word(client.strip())}"
-                    f"{' --every' if any(bills(row) for row in others) else ''} files "
-                    f"{'it' if one else 'them'}"))
+                    f"{' --every' if every else ''} files {'it' if one else 'them'}"))
 
 
 def follow_rename(old: str, new: str) -> str | None:

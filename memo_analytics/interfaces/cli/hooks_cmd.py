@@ -87,7 +87,7 @@ def _install_every_agent_here(project: bool) -> None:
         raise MemoError(f"Invalid agent: name the agent whose repository settings to write: memo hooks install "
                         f"AGENT --project ({', '.join(agent_hooks.AGENT_HOOKS)})")
     home = Path.home()
-    found = [name for name, spec in agent_hooks.AGENT_HOOKS.items() if (home / spec.user_file.split("/")[0]).is_dir()]
+    found = agent_hooks.agents_at_home(home)
     if not found:
         raise MemoError(f"Invalid agent: no agent's folder in {home} (~/.claude, ~/.codex, ~/.gemini, ~/.cursor, "
                         f"~/.copilot): name one: memo hooks install AGENT ({', '.join(agent_hooks.AGENT_HOOKS)})")

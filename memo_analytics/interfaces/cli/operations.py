@@ -98,17 +98,7 @@ def _import_command(source: str) -> Callable[..., None]:
                       "vault; these files' sessions were "
                       "imported before and keep what they had (memo session edit ID --client NAME, --no-billable "
                       "or --to-project P changes one)")
-        if result.untimed and not state.json:
-            err.print(f"note: {result.untimed} new session{'s are' if result.untimed != 1 else ' is'} 0 minutes: "
-                      f"{'their transcripts keep' if result.untimed != 1 else 'its transcript keeps'} one time for "
-                      "all its turns (or none per turn); give a session its time with memo session edit ID "
-                      "--minutes N (or --end TIME)")
-        if client is None and billable is not False and result.sessions and not state.json and not (
-                state.settings.project_clients):
-            err.print("note: the new sessions have no client, so they bill to 'internal'; to file a project's "
-                      "sessions under its client at once: memo project client PROJECT NAME (one session: memo "
-                      "session edit ID --client NAME, or --no-billable); for what comes next, map projects to "
-                      "clients with [projectClients] in the config, or import with --client NAME")
+        _note_new_sessions(result.untimed, result.sessions if client is None and billable is not False else 0)
         _emit(result.wire(), lambda r: out.print(result.line()))
         if result.rewound and not state.json:
             err.print(f"warning: {result.rewound} imported turn{'s are' if result.rewound != 1 else ' is'} no longer "
@@ -171,21 +161,29 @@ def import_auto_command(
                       f"sessions {item['sessions']}, turns {item['turns']}, skipped {item['skipped']}{other}")
 
     # the notes `memo import SOURCE` gives (found by a freelancer: the newcomer's first command said neither)
-    untimed = sum(item.get("untimed") or 0 for item in found)
-    new = sum(item.get("sessions") or 0 for item in found)
-    if untimed and not state.json:
-        err.print(f"note: {untimed} new session{'s are' if untimed != 1 else ' is'} 0 minutes: "
-                  f"{'their transcripts keep' if untimed != 1 else 'its transcript keeps'} one time for all its turns "
-                  "(or none per turn); give a session its time with memo session edit ID --minutes N (or --end TIME)")
-    if client is None and new and not state.json and not state.settings.project_clients:
-        err.print("note: the new sessions have no client, so they bill to 'internal'; to file a project's sessions "
-                  "under its client at once: memo project client PROJECT NAME (one session: memo session edit ID "
-                  "--client NAME, or --no-billable); for what comes next, map projects to clients with "
-                  "[projectClients] in the config, or import with --client NAME")
+    _note_new_sessions(sum(item.get("untimed") or 0 for item in found),
+                       sum(item.get("sessions") or 0 for item in found) if client is None else 0)
     _emit({"sources": found}, lambda r: human(r["sources"]))
     if not any(item["recognised"] for item in found):
         raise MemoError("nothing recognised: no transcript in " + ("the folders given" if paths else "the known folders")
                         + " (" + ", ".join(item["path"] for item in found) + "); nothing was imported")
+
+
+def _note_new_sessions(untimed: int, without_client: int) -> None:
+    """What an import says of the sessions it made: ``untimed`` of 0 minutes (one time for all their
+    turns), and — ``without_client`` new sessions named no client and the config maps no project —
+    that they bill 'internal' and how to file them."""
+    if state.json:
+        return
+    if untimed:
+        err.print(f"note: {untimed} new session{'s are' if untimed != 1 else ' is'} 0 minutes: "
+                  f"{'their transcripts keep' if untimed != 1 else 'its transcript keeps'} one time for all its turns "
+                  "(or none per turn); give a session its time with memo session edit ID --minutes N (or --end TIME)")
+    if without_client and not state.settings.project_clients:
+        err.print("note: the new sessions have no client, so they bill to 'internal'; to file a project's sessions "
+                  "under its client at once: memo project client PROJECT NAME (one session: memo session edit ID "
+                  "--client NAME, or --no-billable); for what comes next, map projects to clients with "
+                  "[projectClients] in the config, or import with --client NAME")
 
 
 @app.command("reindex")
