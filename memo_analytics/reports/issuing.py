@@ -270,14 +270,41 @@ def export_copy(document: ledger.Document, output: Path, forbidden: tuple[Path, 
     ReportError
         The stored PDF is missing or not the one issued; a bad ``output``.
     """
+    render = f"memo invoice show {document.ref} -o FILE.pdf --render renders it anew from the stored document"
     try:
         pdf = document.pdf.read_bytes()
+    except FileNotFoundError:
+        raise ReportError(f"the PDF of {document.number} is missing from the vault; not copied ({render})") from None
     except OSError as exc:
         raise ReportError(f"the PDF of {document.number} cannot be read ({exc.strerror or exc})") from None
     recorded = (ledger.read_state(document.path.parent.parent).get("documents") or {}).get(document.ref, {})
     if hashlib.sha256(pdf).hexdigest() != (recorded.get("pdf") or document.meta.get("pdfSha256")):
-        raise ReportError(f"the PDF of {document.number} is not the one issued (its SHA-256 differs); not copied")
+        raise ReportError(f"the PDF of {document.number} is not the one issued (its SHA-256 differs); not copied "
+                          f"({render})")
     target = _export(pdf, output, forbidden, overwrite)
+    assert target is not None
+    return target
+
+
+def render_copy(document: ledger.Document, output: Path, forbidden: tuple[Path, ...], overwrite: bool = False,
+                user_templates: Path | None = None) -> Path:
+    """Render a stored document's PDF anew (Factur-X, PDF/A-3b) from what the vault stored of it —
+    its number, dates, issuer and client as they were, lines, sessions and every figure — and write
+    it to ``output``: the copy of an invoice whose PDF was lost (found by a billing person: a
+    deleted PDF could not be sent again). The figures are the ones issued; the bytes are not the
+    sent file's (a new render; today's templates). The vault's own files are left as they are.
+
+    Raises
+    ------
+    ReportError
+        The stored document was changed since it was issued (its figures are not the ones
+        issued); a bad ``output``.
+    """
+    if document.changed(ledger.read_state(document.path.parent.parent)):
+        raise ReportError(f"{document.path.name} was changed since {document.number} was issued: its figures are "
+                          "not the ones issued; not rendered")
+    check_issued_template(user_templates)
+    target = _export(_render(document.meta, user_templates), output, forbidden, overwrite)
     assert target is not None
     return target
 

@@ -362,6 +362,42 @@ def test_a_document_is_never_replaced_and_a_changed_pdf_is_not_passed_on(billing
         "error: Invoice not found: 2099-0001 (memo invoice list shows the issued ones)")
 
 
+def test_a_lost_pdf_is_rendered_anew_from_the_stored_invoice_with_the_figures_issued(billing, tmp_path):
+    """Found by a billing person: an issued invoice's PDF deleted by hand could not be sent again
+    (`memo invoice show -o` refused: "cannot be read"). ``--render`` makes it anew from the stored
+    document: the same number, dates, parties and figures, in its Factur-X XML too."""
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    sent = Path(doc["pdf"])
+    _, sent_xml = facturx.get_xml_from_pdf(sent.read_bytes(), check_xsd=False)
+    os.chmod(sent.parent, 0o755)
+    os.chmod(sent, 0o644)
+    sent.unlink()
+    lost = run(billing, "invoice", "show", doc["number"], "-o", str(tmp_path / "copy.pdf"))
+    assert lost.returncode == 1 and lost.stderr.strip() == (
+        f"error: the PDF of {doc['number']} is missing from the vault; not copied (memo invoice show {doc['number']} "
+        "-o FILE.pdf --render renders it anew from the stored document)")
+    assert "its PDF is missing" in run(billing, "invoice", "list").stdout
+    ran = run(billing, "--json", "invoice", "show", doc["number"], "-o", str(tmp_path / "copy.pdf"), "--render")
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["rendered"] is True and json.loads(ran.stdout)["output"] == str(tmp_path / "copy.pdf")
+    copy = (tmp_path / "copy.pdf").read_bytes()
+    _, xml = facturx.get_xml_from_pdf(copy, check_xsd=False)
+    assert facturx.xml_check_xsd(xml, flavor="factur-x", level="en16931") is True
+    assert xml == sent_xml  # the number, dates, parties, lines and totals issued
+    text = pdf_text(tmp_path / "copy.pdf")
+    assert doc["number"] in text and "Ana Dev GmbH" in text and doc["gross"] in text
+    assert not sent.exists()  # the vault's files are left as they are: the copy is the person's
+    assert run(billing, "invoice", "show", doc["number"], "--render").stderr.strip() == (
+        "error: Invalid render: --render writes a PDF: give -o FILE.pdf")
+    stored = Path(doc["pdf"]).with_suffix(".md")
+    os.chmod(stored, 0o644)
+    stored.write_text(stored.read_text(encoding="utf-8").replace(f"gross: '{doc['gross']}'", "gross: '1.00'"),
+                      encoding="utf-8")
+    changed = run(billing, "invoice", "show", doc["number"], "-o", str(tmp_path / "other.pdf"), "--render")
+    assert changed.returncode == 1 and "was changed since" in changed.stderr and "not rendered" in changed.stderr
+    assert not (tmp_path / "other.pdf").exists()
+
+
 @pytest.mark.parametrize("key, value, message", [
     ("invoice.iban", '"DE89 3704 0044 0532 0130 01"', "is not a valid IBAN: Invalid checksum digits"),
     ("invoice.bic", '"COBADEFF"', None),  # an 8-character BIC is valid

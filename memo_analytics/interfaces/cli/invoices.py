@@ -201,15 +201,20 @@ def invoice_show(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write a copy of its PDF here (FILE.pdf), or "
                                           "its lines as issued (FILE.csv or FILE.xlsx)."),
     force: bool = _FORCE,
+    render: bool = typer.Option(False, "--render", help="With -o FILE.pdf: render the PDF anew from the stored "
+                                "document (its PDF lost): the figures issued, not the sent file byte for byte."),
+    templates: Optional[Path] = typer.Option(None, "--templates", help=_TEMPLATES_HELP),
 ) -> None:
-    """One issued document: its figures, lines and sessions (-o FILE.pdf: a copy of its PDF; -o FILE.csv or
-    FILE.xlsx: its lines as issued, for the bookkeeper)."""
-    from ...reports.issuing import document_summary, export_copy
+    """One issued document: its figures, lines and sessions (-o FILE.pdf: a copy of its PDF, --render: made anew
+    from the stored document; -o FILE.csv or FILE.xlsx: its lines as issued, for the bookkeeper)."""
+    from ...reports.issuing import document_summary, export_copy, render_copy
     from ...vault import ledger
 
     document = ledger.document(state.store.root, number)
     summary = {**document_summary(document, ledger.documents(state.store.root)),
                "lines": document.meta["lines"], "sessionIds": document.meta["sessions"]}
+    if render and (output is None or not output.name.lower().endswith(".pdf")):
+        raise InvalidFieldError("render", "--render writes a PDF: give -o FILE.pdf")
     if output is not None and output.name.lower().endswith((".csv", ".xlsx")):  # `.csv` alone has no suffix
         from ...reports.tables import issued_table, output_format, write_table
 
@@ -219,7 +224,12 @@ def invoice_show(
         if not output.name.lower().endswith(".pdf"):  # it said "must end with .pdf" of the table formats too
             raise InvalidFieldError("output", f"{output} must end with .pdf (a copy of its PDF), .csv or .xlsx (its "
                                               "lines as issued)")
-        summary["output"] = str(export_copy(document, output, (state.store.root,), force))
+        if render:
+            summary["output"] = str(render_copy(document, output, (state.store.root,), force,
+                                                _user_templates(templates)))
+            summary["rendered"] = True
+        else:
+            summary["output"] = str(export_copy(document, output, (state.store.root,), force))
 
     def human(s: dict) -> None:
         out.print(_said(s))
@@ -237,7 +247,10 @@ def invoice_show(
                                       "%Y-%m-%d %H:%M")  # as every report prints it
             out.print(f"    session {item['sessionId']} ({item['project']}): {minutes} minute{'' if minutes == 1 else 's'}"
                       f" billed, {began} – {ended} {zone_name(zone)}")
-        if s.get("output"):
+        if s.get("rendered"):
+            out.print(f"  copy: {s['output']} (rendered anew from the stored document: the figures issued, "
+                      "not the file sent byte for byte)")
+        elif s.get("output"):
             out.print(f"  copy: {s['output']}")
 
     _emit(summary, human)
