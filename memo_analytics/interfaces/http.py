@@ -17,6 +17,7 @@ import concurrent.futures
 import hmac
 import json
 import re
+import sys
 import urllib.parse
 from typing import Any, Callable
 
@@ -644,7 +645,9 @@ class BrowserBoundary:
     - ``Origin``, when sent, must be this server's own (``http(s)://<Host>``); ``null`` and
       every other origin get 403, as do requests a browser marks ``Sec-Fetch-Site:
       cross-site|same-site`` (another page, another port) unless they are a top-level
-      navigation to the dashboard (a link the person clicks).
+      navigation to the dashboard's page or its sign-in (a link the person clicks).
+    - Panel's component resources (``/components/<module>/…``) only of a module already loaded:
+      Panel imports the module a URL names (404 otherwise).
     - A websocket upgrade must name a subprotocol (the dashboard's session token): 400.
     - A write to ``/api/`` (POST, PUT, PATCH, DELETE) must be ``Content-Type:
       application/json`` (415): a cross-site form or ``text/plain`` fetch cannot send that
@@ -655,6 +658,10 @@ class BrowserBoundary:
     """
 
     WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+    #: What a top-level navigation from another site may open: the dashboard and its sign-in.
+    PAGES = frozenset({"/", "/login"})
+    #: Panel's route of component resources (``/components/<module>/<class>/<attribute>/<path>``).
+    COMPONENTS = "/components/"
     #: The routes whose body may be :data:`MAX_REQUEST_BYTES` (every other: :data:`MAX_CALL_BYTES`).
     BIG_BODIES = ("/api/sync/",)
 
@@ -687,8 +694,15 @@ class BrowserBoundary:
         if marked_cross_site(headers.get("Sec-Fetch-Site")):
             navigation = (method == "GET" and (headers.get("Sec-Fetch-Mode") or "").lower() == "navigate"
                           and (headers.get("Sec-Fetch-Dest") or "document").lower() == "document")
-            if not navigation or path.startswith("/api/"):
+            if not navigation or path not in self.PAGES:  # a link opens the dashboard, no other route
                 return 403, "Forbidden: cross-site request"
+        if path.startswith(self.COMPONENTS):
+            # Panel's component resources import the module the URL names, before any check:
+            # `venv.__main__` ended the server (found by an attacker: one GET, no token). Only a
+            # module the dashboard has loaded serves its resources (importing it again does nothing).
+            module = urllib.parse.unquote(path[len(self.COMPONENTS):]).split("/", 1)[0]
+            if module not in sys.modules:
+                return 404, "Not found"
         if (headers.get("Upgrade") or "").strip().lower() == "websocket" and \
                 not (headers.get("Sec-WebSocket-Protocol") or "").strip():
             # the dashboard's websocket takes its session token as a subprotocol (Bokeh's page always
@@ -729,7 +743,7 @@ class _Refusal(httputil.HTTPMessageDelegate):
         headers = httputil.HTTPHeaders({"Content-Type": "application/json; charset=utf-8",
                                         "Content-Length": str(len(body)), "Cache-Control": "no-store",
                                         "X-Content-Type-Options": "nosniff", "Connection": "close"})
-        reason = {421: "Misdirected Request", 403: "Forbidden", 415: "Unsupported Media Type", 413: "Payload Too Large",
+        reason = {421: "Misdirected Request", 403: "Forbidden", 404: "Not Found", 415: "Unsupported Media Type", 413: "Payload Too Large",
                   411: "Length Required", 401: "Unauthorized", 400: "Bad Request"}[self.status]
         self.connection.write_headers(httputil.ResponseStartLine("HTTP/1.1", self.status, reason), headers, body)
         self.connection.finish()

@@ -16,6 +16,8 @@ CONFIG_CHECK_MS = 2000
 #: How long a connection may stay idle, or a request body take to arrive, before the server
 #: closes it (s): idle connections cost a file handle each (Tornado's default keeps them an hour).
 IDLE_CONNECTION_SECONDS = 60
+#: Request headers the dashboard's session never carries (the session token embeds the rest).
+SESSION_HIDDEN_HEADERS = ("Authorization", "Proxy-Authorization", "X-Memo-Token", "Cookie")
 
 
 def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = None, token: str | None = None,
@@ -53,6 +55,10 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
         start=start, title="memo", verbose=False,
         extra_patterns=api_patterns(runtime, token, confined=not is_loopback(host)),
         basic_auth=token if token else None, cookie_secret=token if token else None, threaded=False,
+        # the page's session token carries the request's headers and cookies, readable by any script
+        # in it (found by an attacker: the Authorization header and the HttpOnly sign-in cookies were
+        # there): none of them, the dashboard reads neither
+        exclude_headers=list(SESSION_HIDDEN_HEADERS), include_cookies=[],
         # our sign-in page: Panel's loads its logo from a CDN (a request out of loopback on every visit)
         login_template=str(templates_dir() / "dashboard_login.html.j2") if token else None,
         http_server_kwargs={"max_body_size": MAX_REQUEST_BYTES, "idle_connection_timeout": IDLE_CONNECTION_SECONDS,

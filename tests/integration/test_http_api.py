@@ -278,6 +278,25 @@ def test_with_a_token_requests_without_it_get_401(tmp_path):
         status, _, page = server.request("/login?error=%3Cscript%3Ealert(1)%3C/script%3E")
         assert status == 200 and "MEMO_TOKEN" in page and "&lt;script&gt;alert(1)" in page
         assert "<script>" not in page and not re.search(r"(src|href)=\"(https?:)?//", page)
+        # found by an attacker: the dashboard page's session token (readable by its scripts) carried
+        # the request's Authorization header and the HttpOnly sign-in cookies
+        import http.cookiejar
+        import urllib.parse
+
+        from bokeh.util.token import get_token_payload
+
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        form = urllib.parse.urlencode({"username": "me", "password": "s3cret-token-value"}).encode()
+        opener.open(urllib.request.Request(server.base + "/login", data=form), timeout=30).read()
+        assert {cookie.name for cookie in jar} >= {"user"}
+        signed_in = opener.open(urllib.request.Request(server.base + "/", headers={
+            "Authorization": "Bearer s3cret-token-value", "X-Memo-Token": "s3cret-token-value"}), timeout=30)
+        html = signed_in.read().decode("utf-8")
+        token = re.search(r'"token":\s*"([^"]+)"', html).group(1)
+        payload = get_token_payload(token)
+        assert "s3cret-token-value" not in json.dumps(payload) and payload.get("cookies", {}) == {}
+        assert not {"Authorization", "X-Memo-Token", "Cookie"} & set(payload.get("headers", {}))
         # refused from its headers, before a body (a sync push may be 64 MB) is read and kept: the
         # boundary's answer closes the connection
         import http.client

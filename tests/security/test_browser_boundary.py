@@ -347,6 +347,32 @@ def test_a_link_from_another_site_opens_the_dashboard_page(raw):
     assert status == 200 and "<title>memo</title>" in text
 
 
+def test_a_component_route_imports_no_module_and_a_link_opens_only_the_dashboard(tmp_path):
+    """Found by an attacker: Panel's ``/components/<module>/…`` imported whatever installed module
+    the URL named, before any check and through the navigation exception — ``venv.__main__`` ended
+    the server (one GET, no token: a link on any page did it). A module the dashboard did not load
+    is 404 and the server runs on; a link from another site opens the dashboard's page and sign-in,
+    no other route."""
+    server = Server(tmp_path / "vault")
+    try:
+        own = {"Host": f"127.0.0.1:{server.port}"}
+        for path in ("/components/venv.__main__/x/_css/y", "/components/venv%2E__main__/x/_css/y",
+                     "/components/memo_analytics.__main__/x/_css/y", "/components/this/x/_css/y"):
+            for headers in (own, {**own, **NAVIGATION}):
+                status, text = send(server.port, "GET", path, headers)
+                assert (status, json.loads(text)) == ((404, {"error": "Not found"}) if headers is own else
+                                                      (403, {"error": "Forbidden: cross-site request"})), path
+                assert server.proc.poll() is None, f"{path} ended the server"
+        assert send(server.port, "GET", "/api/health", own)[0] == 200
+        for path in ("/static/extensions/panel/css/loading.css", "/components/panel/x/_css/y", "/ws"):
+            assert send(server.port, "GET", path, {**own, **NAVIGATION})[0] == 403, path
+        assert send(server.port, "GET", "/", {**own, **NAVIGATION})[0] == 200
+        # a module the dashboard loaded still serves its listed resources (its import does nothing)
+        assert send(server.port, "GET", "/components/panel/x/_css/y", own)[0] == 404  # no such component: Panel's
+    finally:
+        server.stop()
+
+
 def test_other_spellings_of_an_api_path_are_refused_or_name_no_route(raw):
     got = {request: status for request, (status, _) in raw.spelled.items()}
     assert {request: status for request, status in got.items() if status not in (403, 404, 405, 415)} == {}
