@@ -129,7 +129,15 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                                                f"finish it first: memo session edit {session_id} --project {project} "
                                                f"--to-project {moving}")
         if times:
-            wanted.update(_edited_times(store, request, meta, now))
+            edited = _edited_times(store, request, meta, now)
+            if edited["startTime"] != meta.get("startTime"):  # an end alone took the start to the minute
+                invoiced = ledger.invoiced_items(ledger.documents(store.root)).get((project, session_id))
+                kept = _edited_times(store, request, meta, now, start_to_minute=False)
+                if invoiced and _back_as_invoiced(invoiced, {**meta, **wanted, **kept}):
+                    # the digest's --end that puts an invoiced session back: its start as invoiced, to the
+                    # millisecond (found by a billing person: refused as a change of its start)
+                    edited = kept
+            wanted.update(edited)
         if wanted.get("reviewedAt") and meta.get("reviewedAt"):
             wanted.pop("reviewedAt")  # reviewed already: it keeps when
         changed = {k: v for k, v in wanted.items() if meta.get(k) != v}
@@ -251,17 +259,19 @@ def _check_move_target(store: VaultStore, project: str, target: str, session_id:
             raise InvalidFieldError("project", f"project {target} already holds another turn {turn} of a session "
                                                f"{session_id} ({turn_id}); nothing was moved")
 
-def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str, Any], now) -> dict[str, Any]:
+def _edited_times(store: VaultStore, request: EditSessionRequest, meta: dict[str, Any], now,
+                  start_to_minute: bool = True) -> dict[str, Any]:
     """``startTime``, ``endTime`` and ``durationMinutes`` a time edit gives an ended session (one with
     an ``endTime``: one written ``active`` with it by hand bills as ended, and the digest asks to
-    correct its times — an edit then makes it ``completed``)."""
+    correct its times — an edit then makes it ``completed``). An end given alone runs from the start
+    to the minute (``start_to_minute``), as the reports print it."""
     field = "minutes" if request.minutes is not None else "endTime" if request.end_time is not None else "startTime"
     if meta.get("status") not in ("completed", "active") or not meta.get("endTime"):  # named as given: minutes too
         raise InvalidFieldError(field, f"session {meta.get('sessionId')} is still open; end it first "
                                        f"(memo session end {meta.get('sessionId')} --until TIME)")
     start = parse_record_instant(request.start_time, "startTime", store.zone, wall_clock=True) if request.start_time is not None \
         else from_iso(str(meta["startTime"]))
-    if request.start_time is None and request.end_time is not None:
+    if request.start_time is None and request.end_time is not None and start_to_minute:
         # an end set to the minute: the start the reports print (to the minute) is where it runs from
         # (a start at 21:56:41 and --end 22:30 billed 33 minutes, printed 21:56 – 22:29)
         start = start.replace(second=0, microsecond=0)

@@ -76,6 +76,14 @@ def _session(store, sid, project, client, start, end):
     end_session(store, EndSessionRequest(session_id=sid, project=project, until=end))
 
 
+def _session_at(billing, sid, project, client, start, end):
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    try:
+        _session(store, sid, project, client, start, end)
+    finally:
+        store.close()
+
+
 @pytest.fixture
 def billing(tmp_path) -> dict:
     """A June of Acme (web 80 min at 120, api 25 min at its own 140, one 0-minute session),
@@ -1203,6 +1211,34 @@ def test_a_billed_session_whose_record_is_gone_is_a_digest_item_until_it_is_back
     path.write_bytes(kept)
     run(billing, "reindex")
     assert items() == []
+
+
+def test_the_digests_edit_puts_back_an_invoiced_session_whose_times_hold_milliseconds(billing):
+    """Found by a billing person: an invoiced session's end changed by hand, the digest's
+    ``memo session edit ID --end <the invoiced end>`` was refused ("Invalid startTime: … credit it
+    first") when its start held milliseconds — as every imported session's does: an end given
+    alone took the start to the minute. The edit that puts it back as invoiced keeps the start."""
+    _session_at(billing, "m1", "web", "Acme Corp", "2026-06-10T07:00:00.414Z", "2026-06-10T08:00:08.925Z")
+    issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    path = billing["vault"] / "projects/web/sessions/session-m1.md"
+    kept = path.read_text(encoding="utf-8")
+    path.write_text(kept.replace("endTime: '2026-06-10T08:00:08.925Z'", "endTime: '2026-06-10T08:30:08.925Z'")
+                    .replace("durationMinutes: 60", "durationMinutes: 90"), encoding="utf-8")
+    [item] = [i for i in json.loads(run(billing, "--json", "digest").stdout)["items"]
+              if i["kind"] == "invoice_session_changed"]
+    command = item["action"].split("  #")[0]
+    assert command == "memo session edit m1 --project web --end 2026-06-10T08:00:08.925Z"
+    edited = run(billing, *command.split()[1:])
+    assert edited.returncode == 0, edited.stderr
+    assert [i for i in json.loads(run(billing, "--json", "digest").stdout)["items"]
+            if i["kind"] == "invoice_session_changed"] == []
+    after = path.read_text(encoding="utf-8")
+    assert "startTime: '2026-06-10T07:00:00.414Z'" in after and "endTime: '2026-06-10T08:00:08.925Z'" in after
+    # not invoiced, an end alone still runs from the start to the minute, as the reports print it
+    _session_at(billing, "m2", "web", "Acme Corp", "2026-07-10T07:00:00.414Z", "2026-07-10T08:00:08.925Z")
+    assert run(billing, "session", "edit", "m2", "--project", "web", "--end", "2026-07-10T07:30:00Z").returncode == 0
+    assert "startTime: '2026-07-10T07:00:00.000Z'" in (billing["vault"] / "projects/web/sessions/session-m2.md").read_text(
+        encoding="utf-8")
 
 
 def test_a_draft_invoice_without_an_output_is_printed_and_nothing_is_written(billing, tmp_path):
