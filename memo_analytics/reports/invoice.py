@@ -341,9 +341,16 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
     ended = [s for s in report.sessions if s["billable"] and s["durationMinutes"] is not None]
     fresh = [s for s in ended if (s["project"], s["sessionId"]) not in invoiced]
     billed = [s for s in fresh if zero_minutes or s["durationMinutes"] > 0]
+    # sessions wholly within the client's sessions billed already (one person's time counts once):
+    # alone they made an invoice of 0.00 that took a number (found by a billing person)
+    beside = [s for s in billed if s["durationMinutes"] > 0 and _billed(s) == 0]
+    if billed and len(beside) == len(billed):
+        billed = []
     if not billed:
         why = (f"; {len(ended) - len(fresh)} already invoiced (memo invoice list)" if len(fresh) < len(ended) else "")
-        why += (f"; {len(fresh) - len(billed)} of 0 minutes" if len(billed) < len(fresh) else "")
+        why += (f"; {len(fresh) - len(beside)} of 0 minutes" if len(fresh) > len(beside) else "")
+        why += (f"; {len(beside)} within time the client's other sessions bill already (each hour bills once: "
+                f"{', '.join(s['sessionId'] for s in beside[:3])}{' …' if len(beside) > 3 else ''})" if beside else "")
         # a month still running: its sessions not ended yet bill nothing (a freelancer was told of none)
         still_open = [s for s in report.sessions if s["billable"] and s["durationMinutes"] is None]
         why += (f"; {len(still_open)} still open ({', '.join(s['sessionId'] for s in still_open[:3])}"

@@ -1241,6 +1241,27 @@ def test_the_digests_edit_puts_back_an_invoiced_session_whose_times_hold_millise
         encoding="utf-8")
 
 
+def test_work_wholly_within_time_already_invoiced_is_nothing_to_invoice(billing):
+    """Found by a billing person: a session of the client wholly within one an issued invoice
+    billed (each hour bills once) bills 0 minutes; alone in the period it was issued as an
+    invoice of 0.00 (a number taken, a PDF saying "Please pay EUR 0.00"). It is nothing to invoice,
+    and the refusal names it; beside new work it is on the next invoice (its time covered)."""
+    first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    _session_at(billing, "w1", "api", "Acme Corp", "2026-06-02T09:10:00Z", "2026-06-02T09:50:00Z")
+    args = ("--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    for command in (("invoice", "issue"), ("report", "invoice")):
+        refused = run(billing, *command, *args)
+        assert refused.returncode == 1, refused.stdout
+        assert refused.stderr.strip().endswith(
+            "error: Nothing to invoice: no billable session with a duration for these filters; 2 already invoiced "
+            "(memo invoice list); 1 of 0 minutes; 1 within time the client's other sessions bill already (each hour bills once: w1)")
+    assert [d["number"] for d in json.loads(run(billing, "--json", "invoice", "list").stdout)["items"]] == [
+        first["number"]]
+    _session_at(billing, "n1", "api", "Acme Corp", "2026-06-20T09:00:00Z", "2026-06-20T09:30:00Z")
+    second = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert (second["billableHours"], second["sessions"]) == ("0.50", 2)
+
+
 def test_a_draft_invoice_without_an_output_is_printed_and_nothing_is_written(billing, tmp_path):
     """Found by a billing person: ``memo report invoice`` exited 2 without ``--output`` — no way
     to look at a draft before writing a file. Its lines and totals are printed; nothing is
