@@ -69,14 +69,21 @@ def unbilled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:
         f"(SELECT DISTINCT project FROM records WHERE {_BILLS_A_CLIENT})")
     if not sessions:
         return sessions
+    clients = clients_of_projects(conn)
+    for session in sessions:
+        session["_projectClients"] = clients.get(session.get("project"), [])
+    return sessions
+
+
+def clients_of_projects(conn: sqlite3.Connection) -> dict[str, list[str]]:
+    """Project → the clients its sessions name (not ``internal``), the most billed first (then by
+    name); a project whose sessions name none is not in it."""
     clients: dict[str, list[str]] = {}
     for project, client in conn.execute(
             f"SELECT project, trim(client) AS name FROM records WHERE {_BILLS_A_CLIENT} "
             "GROUP BY project, name ORDER BY project, count(*) DESC, name"):
         clients.setdefault(project, []).append(client)
-    for session in sessions:
-        session["_projectClients"] = clients.get(session.get("project"), [])
-    return sessions
+    return clients
 
 
 def unfiled_sessions(conn: sqlite3.Connection) -> list[dict[str, Any]]:

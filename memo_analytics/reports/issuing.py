@@ -50,6 +50,7 @@ from ..domain.clock import from_iso, to_iso, utcnow, zone_name
 from ..domain.errors import InvalidFieldError, MemoError, ReportError
 from ..domain.shell import shell_word
 from ..domain.rounding import ROUNDING_POLICY_PRINTED
+from ..index import snapshot
 from ..services.store import VaultStore
 from ..vault import ledger
 from ..vault.io import atomic_write_bytes
@@ -327,36 +328,53 @@ def _with_unfiled_work(exc: ReportError, client: str, unfiled: Callable[[], Acti
                        f"{projects[0]} {shell_word(name)}, or memo session edit ID --client {shell_word(name)})")
 
 
-def unfiled_of_client(settings: Settings, client: str, unfiled: ActivityReport) -> tuple[int, list[str]]:
-    """``(minutes, projects)`` of the billable work of ``unfiled`` (the same period's report for
-    ``internal``) in projects the config's ``projectClients`` files under ``client``: work recorded
-    before the mapping, left internal — an invoice of the period without it bills too little."""
+def unfiled_of_client(settings: Settings, client: str, unfiled: ActivityReport,
+                      named: dict[str, list[str]] | None = None) -> tuple[int, list[str], bool]:
+    """``(minutes, projects, mapped)`` of the billable work of ``unfiled`` (the same period's report
+    for ``internal``) in projects that bill ``client``: the config's ``projectClients`` files them
+    under it, or, of a project it does not map, every session naming a client names this one
+    (``named``: :func:`~memo_analytics.index.snapshot.clients_of_projects`; the digest's
+    ``client_missing``) — work recorded before it was filed, left internal: an invoice of the
+    period without it bills too little. ``mapped``: every such project is ``projectClients``'."""
     wanted = client.strip().casefold()
-    sessions = [s for s in unfiled.sessions if s["billable"] and s["durationMinutes"]
-                and (settings.client_of_project(s["project"]) or "").strip().casefold() == wanted]
-    return sum(int(s.get("billedMinutes", s["durationMinutes"]) or 0) for s in sessions), \
-        sorted({s["project"] for s in sessions})
+
+    def bills(project: str) -> bool:
+        mapped = settings.client_of_project(project)
+        if mapped:
+            return mapped.strip().casefold() == wanted
+        return {name.casefold() for name in (named or {}).get(project, [])} == {wanted}
+
+    sessions = [s for s in unfiled.sessions if s["billable"] and s["durationMinutes"] and bills(s["project"])]
+    projects = sorted({s["project"] for s in sessions})
+    return (sum(int(s.get("billedMinutes", s["durationMinutes"]) or 0) for s in sessions), projects,
+            all(settings.client_of_project(p) for p in projects))
 
 
-def unfiled_notes(settings: Settings, clients: list[str], unfiled: Callable[[], ActivityReport]) -> list[str]:
-    """:func:`unfiled_note` of each of ``clients`` whose mapped projects hold work of the period
-    billed internal (``unfiled``: builds the period's report for ``internal``, once); ``[]`` when no
-    project is mapped or no session bills internal at all. What a draft warns of and an issue refuses."""
-    if not clients or not settings.project_clients:
+def unfiled_notes(settings: Settings, clients: list[str], unfiled: Callable[[], ActivityReport],
+                  store: VaultStore | None = None) -> list[str]:
+    """:func:`unfiled_note` of each of ``clients`` whose projects (``projectClients``' or, with
+    ``store``, those whose sessions bill the client alone) hold work of the period billed internal
+    (``unfiled``: builds the period's report for ``internal``, once); ``[]`` when none does or no
+    session bills internal at all. What a draft warns of and an issue refuses."""
+    named = snapshot.clients_of_projects(store.conn) if store is not None else None
+    if not clients or not (settings.project_clients or named):
         return []
     try:
         report = unfiled()
     except InvalidFieldError:  # no session bills internal at all ("no session has the client")
         return []
-    found = [(client, *unfiled_of_client(settings, client, report)) for client in clients]
-    return [unfiled_note(client, minutes, projects) for client, minutes, projects in found if minutes]
+    found = [(client, *unfiled_of_client(settings, client, report, named)) for client in clients]
+    return [unfiled_note(client, minutes, projects, mapped) for client, minutes, projects, mapped in found if minutes]
 
 
-def unfiled_note(client: str, minutes: int, projects: list[str]) -> str:
+def unfiled_note(client: str, minutes: int, projects: list[str], mapped: bool = True) -> str:
     """What :func:`unfiled_of_client` found, and the command that files it."""
-    return (f"{minutes / 60:.2f} h of the period's billable work in {', '.join(projects)} bill internal, while the "
-            f"config's projectClients files {'it' if len(projects) == 1 else 'them'} under {client}: file it first "
-            f"(memo project client {projects[0]} {shell_word(client)}), or it is never billed")
+    them = "it" if len(projects) == 1 else "them"
+    why = (f"the config's projectClients files {them} under {client}" if mapped else
+           f"{'its' if len(projects) == 1 else 'their'} other sessions bill {client}")
+    return (f"{minutes / 60:.2f} h of the period's billable work in {', '.join(projects)} bill internal, while "
+            f"{why}: file it first (memo project client {projects[0]} {shell_word(client)}), or it is never billed"
+            + ("" if mapped else " (not to bill: memo session edit ID --no-billable)"))
 
 
 def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], ActivityReport] | ActivityReport, *,
@@ -432,7 +450,7 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         client = settings.billing_for(section.client)
         assert client is not None
         _check_sendable(settings.invoice, section.client, client)
-        short = unfiled_notes(settings, [section.client], unfiled) if unfiled is not None else []
+        short = unfiled_notes(settings, [section.client], unfiled, store) if unfiled is not None else []
         if short:  # before a number is taken: a period short of its work
             raise InvalidFieldError("client", short[0] + "; nothing was issued")
         if replaced is not None:

@@ -1422,6 +1422,36 @@ def test_an_output_of_a_suffix_alone_is_told_to_give_a_name(billing, tmp_path):
     assert ran.returncode == 1 and "has no name before its suffix: give one, e.g. june.xlsx" in ran.stderr
 
 
+def test_an_invoice_is_not_issued_while_work_of_a_project_whose_sessions_bill_the_client_bills_internal(billing):
+    """Found by a billing person: the digest listed a session of project web filed under internal
+    ("in a project that bills Acme Corp": its other sessions do), and the invoice of the month was
+    issued without it — the refusal held only for projects the config's ``projectClients`` maps.
+    It holds for a project whose sessions bill the client alone; one marked not billable, or a
+    project of several clients' sessions, is the person's call."""
+    _session_at(billing, "u1", "web", None, "2026-06-10T09:00:00Z", "2026-06-10T10:30:00Z")
+    args = ("--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    [item] = [i for i in json.loads(run(billing, "--json", "digest", "--as-of", "2026-06-20").stdout)["items"]
+              if i["kind"] == "client_missing"]
+    assert item["why"] == "1.5 h billable filed under internal in a project that bills Acme Corp"
+    said = ("1.50 h of the period's billable work in web bill internal, while its other sessions bill Acme Corp: "
+            "file it first (memo project client web 'Acme Corp'), or it is never billed (not to bill: memo session "
+            "edit ID --no-billable)")
+    refused = run(billing, "invoice", "issue", *args)
+    assert (refused.returncode, refused.stderr.strip()) == (1, f"error: Invalid client: {said}; nothing was issued")
+    assert f"warning: {said}; memo invoice issue refuses it until then" in run(billing, "report", "invoice",
+                                                                               *args).stderr
+    assert run(billing, "session", "edit", "u1", "--project", "web", "--no-billable").returncode == 0
+    assert issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")["billableHours"] \
+        == "1.75"  # a1 80 min and a2 25, nothing of u1
+    # a project of two clients' sessions: which client an internal one is for is not guessed
+    _session_at(billing, "u2", "etl", None, "2026-06-12T09:00:00Z", "2026-06-12T10:00:00Z")
+    _session_at(billing, "x1", "etl", "Acme Corp", "2026-06-13T09:00:00Z", "2026-06-13T10:00:00Z")
+    credit = run(billing, "invoice", "credit", "2026-0001", "--reason", "again")
+    assert credit.returncode == 0, credit.stderr
+    assert issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")["billableHours"] \
+        == "2.75"  # x1 too, not u2
+
+
 def test_an_invoice_is_not_issued_while_work_of_a_project_mapped_to_the_client_bills_internal(billing, tmp_path):
     """Found by a freelancer: sessions recorded before ``projectClients`` filed the project under
     the client stayed internal (the digest listed only the last 14 days); the invoice of the month

@@ -351,4 +351,5 @@ def _unfiled_warnings(invoice: Any, project: Optional[str], all_projects: bool, 
 
     clients = [s.client for s in invoice.sections if s.client.strip().lower() != INTERNAL_CLIENT]
     return [note + "; memo invoice issue refuses it until then" for note in unfiled_notes(
-        state.settings, clients, lambda: _activity_report(project, all_projects, since, until, INTERNAL_CLIENT, tz))]
+        state.settings, clients, lambda: _activity_report(project, all_projects, since, until, INTERNAL_CLIENT, tz),
+        state.store)]
