@@ -756,14 +756,18 @@ def turns_outside(conn: sqlite3.Connection, project: str, session_id: str, start
 
 
 def hook_turn_with_body(conn: sqlite3.Connection, project: str, body: str, since: str, until: str,
-                        origin: str = "hook") -> sqlite3.Row | None:
+                        origin: str = "hook", session_prefix: str | None = None) -> sqlite3.Row | None:
     """A turn ``origin`` recorded (``source`` ``hook:…``; ``import`` for ``import:…``; ``mcp``
     for an agent's own record over MCP) in ``project`` with exactly ``body``, created in
-    ``[since, until]`` (ISO UTC), not superseded; the newest, or None."""
+    ``[since, until]`` (ISO UTC), not superseded — of a session whose id begins with
+    ``session_prefix`` when given (one conversation's); the newest, or None."""
+    prefix = "" if session_prefix is None else " AND session_id LIKE ? ESCAPE '\\'"
+    like = [] if session_prefix is None else [
+        session_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"]
     return conn.execute(
         "SELECT * FROM records WHERE kind = 'prompt' AND project = ? AND body = ? AND source LIKE ? "
-        "AND created BETWEEN ? AND ? AND coalesce(status, '') <> 'superseded' ORDER BY created DESC LIMIT 1",
-        (project, body, origin if origin == "mcp" else f"{origin}:%", since, until)).fetchone()
+        f"AND created BETWEEN ? AND ? AND coalesce(status, '') <> 'superseded'{prefix} ORDER BY created DESC LIMIT 1",
+        (project, body, origin if origin == "mcp" else f"{origin}:%", since, until, *like)).fetchone()
 
 
 def texts_containing(conn: sqlite3.Connection, kind: str, flt: PromptFilter, words: list[str]) -> list[sqlite3.Row]:

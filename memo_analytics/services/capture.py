@@ -412,7 +412,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             store.upsert(RecordKind.SESSION, {k: v for k, v in existing[0].items() if k != "agentEndedAt"},
                          existing[1])
         body = _event_body(store, event) if event.kind == "prompt" else None  # redacted once for both looks
-        if body is not None and _imported_already(store, project, event, body):
+        if body is not None and _imported_already(store, project, event, body, base_id):
             return f"turn of {session_id}: already imported from the agent's transcript"
         twin = _recorded_over_mcp(store, project, event, body) if body is not None else None
         if twin is not None:
@@ -665,13 +665,17 @@ def _event_body(store: VaultStore, event: HookEvent) -> str | None:
         return None
 
 
-def _imported_already(store: VaultStore, project: str, event: HookEvent, body: str) -> bool:
+def _imported_already(store: VaultStore, project: str, event: HookEvent, body: str, base: str) -> bool:
     """Whether the watcher already imported this prompt from the agent's transcript (the hook
-    fired after the import): a turn of an import with the same text stamped within
-    :data:`IMPORTED_WINDOW`. The transcript is the truth; a second copy was kept until the
-    transcript next changed. ``body``: :func:`_event_body`."""
+    fired after the import): a turn of an import of this conversation (its sessions are
+    ``{base}-{n}``) with the same text stamped within :data:`IMPORTED_WINDOW`. The transcript is
+    the truth; a second copy was kept until the transcript next changed. Another conversation's or
+    agent's turn of the same text is not this one (found by an integrator: a Cursor prompt was
+    dropped, its session with it, for a Claude Code conversation's imported 18 s before).
+    ``body``: :func:`_event_body`."""
     return index.hook_turn_with_body(store.conn, project, body, to_iso(event.at - IMPORTED_WINDOW),
-                                     to_iso(event.at + IMPORTED_WINDOW), origin="import") is not None
+                                     to_iso(event.at + IMPORTED_WINDOW), origin="import",
+                                     session_prefix=f"{base}-") is not None
 
 
 def _recorded_over_mcp(store: VaultStore, project: str, event: HookEvent, body: str) -> str | None:

@@ -312,6 +312,21 @@ def test_a_hook_session_is_superseded_by_its_imported_transcript_one_turn_howeve
         store.close()
     assert said.endswith("already imported from the agent's transcript")
     assert json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)["total"] == 4
+    # found by an integrator: the same text sent in another conversation (Cursor's, another Claude Code
+    # one) within the window was dropped as "already imported", its whole session with it
+    store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+    try:
+        for agent, conversation in (("cursor", "cur-other-b"), ("claude-code", "0f0f0f0f-other-conversation")):
+            said = apply_event(store, HookEvent(agent, "prompt", conversation,
+                                                datetime(2026, 11, 30, 9, 25, 2, tzinfo=timezone.utc),
+                                                prompt="And the README", cwd=str(repo)), "0badc0de")
+            assert not said.endswith("already imported from the agent's transcript"), said
+    finally:
+        store.close()
+    mine = json.loads(memo("--json", "prompt", "search", "And the README", "--project", "product",
+                           vault=vault).stdout)["items"]
+    assert sorted(i["sessionId"] for i in mine) == sorted([f"claude-code-{SESSION}-1", "cursor-cur-other-b",
+                                                          "claude-code-0f0f0f0f-other-conversation"])
 
 
 def test_a_prompt_the_hook_captured_and_the_agent_records_over_mcp_is_one_turn(tmp_path, repo):
