@@ -353,6 +353,14 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                     return f"session {session_id} already recorded"
             else:  # the agent resumed a conversation it had ended (the same session id): a new work interval
                 session_id, existing = numbered(base_id, len(chain) + 1), None
+        elif event.kind == "prompt" and existing is not None and existing[0].get("status") == "superseded" and (
+                not existing[0].get("agentEndedAt") or event.at > from_iso(str(existing[0]["agentEndedAt"]))):
+            # its conversation was imported from the transcript while it went on: the imported sessions
+            # end where the transcript did, and this interval bills nothing any more — the work after the
+            # import is an interval of its own until the next import takes it in (found by an
+            # integrator: after a one-off import the rest of a live conversation billed 0 minutes); not a
+            # prompt made before the agent ended it, sent late
+            session_id, existing = numbered(base_id, len(chain) + 1), None
         if event.kind in ("prompt", "session_end") and existing is not None and existing[0].get("status") == "active":
             gap = timedelta(minutes=store.settings.idle_gap_minutes)
             last, seen = _last_activity(store, project, session_id, existing[0], event)

@@ -329,6 +329,56 @@ def test_a_hook_session_is_superseded_by_its_imported_transcript_one_turn_howeve
                                                           "claude-code-0f0f0f0f-other-conversation"])
 
 
+def test_after_a_one_off_import_the_rest_of_a_live_conversation_bills_until_the_agent_ends_it(tmp_path, repo):
+    """Found by an integrator: a transcript imported once while its conversation went on (``memo
+    import auto`` in another terminal) superseded the hook's session; the later prompts went into
+    it and billed nothing (the imported session ends where the transcript did), the agent's end
+    only said "its turns are imported". The work after the import is a work interval of its own;
+    the next import takes it in, billed once."""
+    from datetime import datetime, timezone
+
+    from memo_analytics.config import Settings
+    from memo_analytics.services.capture import HookEvent, apply_event
+    from memo_analytics.services.store import VaultStore
+
+    vault, folder = tmp_path / "v", tmp_path / "cc"
+    folder.mkdir()
+    transcript = folder / f"{SESSION}.jsonl"
+
+    def at(minute: int) -> datetime:
+        return datetime(2026, 11, 30, 9, minute, tzinfo=timezone.utc)
+
+    def event(kind: str, minute: int, prompt: str | None = None) -> str:
+        store = VaultStore(Settings(vault_root=vault, timezone="UTC"))
+        try:
+            return apply_event(store, HookEvent("claude-code", kind, SESSION, at(minute), prompt=prompt, cwd=str(repo),
+                                                transcript_path=str(transcript)), f"c{kind[:3]}{minute:04d}")
+        finally:
+            store.close()
+
+    def billed() -> tuple[int, int]:
+        report = json.loads(memo("--json", "activity", "--project", "product", vault=vault).stdout)
+        return report["totalDurationMinutes"], report["totalPrompts"]
+
+    event("session_start", 0)
+    event("prompt", 0, "Add the CSV export")
+    transcript.write_text("\n".join([_transcript_line("user", "u1", "2026-11-30T09:00:00.000Z", "Add the CSV export", repo),
+                                     _transcript_line("assistant", "a1", "2026-11-30T09:05:00.000Z", "Done.", repo)])
+                          + "\n", encoding="utf-8")
+    os.utime(transcript, (at(5).timestamp(), at(5).timestamp()))
+    memo("import", "claude-code", str(folder), "--project", "product", vault=vault)
+    assert billed() == (5, 1)
+    assert event("prompt", 10, "Now the tests") == f"turn 1 of claude-code-{SESSION}.2 recorded"
+    assert event("session_end", 30) == f"session claude-code-{SESSION}.2 ended"
+    assert billed() == (25, 2)  # 09:00–09:05 imported, 09:10–09:30 after the import (it billed 5 minutes)
+    with transcript.open("a", encoding="utf-8") as grown:
+        grown.write("\n".join([_transcript_line("user", "u2", "2026-11-30T09:10:00.000Z", "Now the tests", repo),
+                               _transcript_line("assistant", "a2", "2026-11-30T09:29:00.000Z", "Tests pass.", repo)])
+                    + "\n")
+    memo("import", "claude-code", str(folder), "--project", "product", vault=vault)
+    assert billed() == (29, 2)  # the transcript is the truth: 09:00–09:29 (a 5-minute pause is no idle gap), once
+
+
 def test_a_prompt_the_hook_captured_and_the_agent_records_over_mcp_is_one_turn(tmp_path, repo):
     from tests.inprocess import tool_calls
 
