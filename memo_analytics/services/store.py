@@ -741,11 +741,22 @@ class VaultStore:
 
     def resolve_project(self, project: str | None, cwd: str | Path | None = None) -> str:
         """The project id a record is filed under: explicit ``project``, else the repository
-        folder name of ``cwd``, else ``settings.default_project``; validated as a safe slug.
+        folder name of ``cwd``, else — a folder of no repository, when the config sets no
+        ``defaultProject`` — that folder's name, as a hook and an import file the agent's work
+        there (the CLI and the MCP tool filed it under ``default``: one prompt became two turns, a
+        hand-off left there never reached the folder's next session — found by an integrator),
+        else ``settings.default_project``; validated as a safe slug.
         """
         if project not in (None, ""):
             return validate_slug(project, "project")
-        return project_from_cwd(cwd) or validate_slug(self.settings.default_project, "project")
+        found = project_from_cwd(cwd)
+        if found:
+            return found
+        if cwd is not None and "default_project" not in self.settings.model_fields_set and os.path.isdir(cwd):
+            name = project_of_folder(os.path.normpath(str(cwd)))
+            if name:
+                return project_slug(name)
+        return validate_slug(self.settings.default_project, "project")
 
     def scope(self, project: str | None, cross_project: bool, cwd: str | Path | None = None) -> list[str] | None:
         """Projects a read covers (None = every project).

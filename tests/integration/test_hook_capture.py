@@ -1262,6 +1262,36 @@ def test_a_spooled_session_start_replayed_later_claims_nothing(tmp_path, repo):
     assert _pending(vault) == ["handoff-agent-a"]
 
 
+def test_in_a_folder_of_no_repository_hooks_the_tool_and_the_cli_file_work_under_its_name(tmp_path):
+    """Found by an integrator: in a folder not yet ``git init``-ed a hook filed the work under the
+    folder's name (as its import does) and the MCP tool and ``memo prompt record`` under
+    ``default``: the agent's own record of a hook's prompt became a second turn, and a hand-off
+    left over MCP never reached the folder's next session. All of them file it under its name."""
+    from tests.inprocess import tool_calls
+
+    vault, folder = tmp_path / "v", tmp_path / "Scraper Tool"
+    folder.mkdir()
+    hook(vault, "claude-code", claude("UserPromptSubmit", folder, prompt="Write the README for the scraper"))
+    [(error, text)] = tool_calls(vault, [{"action": "record", "body": "Write the README for the scraper",
+                                          "agent": "claude-code", "cwd": str(folder)}])
+    assert not error and json.loads(text)["duplicateOf"] == f"prompt-claude-code-{SESSION}-t1"
+    recorded = json.loads(memo("--json", "prompt", "record", "--session-id", "by-hand", "--body", "a note",
+                               vault=vault, cwd=folder).stdout)
+    assert recorded["project"] == "scraper-tool"
+    answers = tool_calls(vault, [
+        {"action": "session_start", "sessionId": "ng-work", "cwd": str(folder)},
+        {"action": "record", "sessionId": "ng-work", "body": "scrape the listing pages", "cwd": str(folder)},
+        {"action": "session_end", "sessionId": "ng-work", "cwd": str(folder),
+         "handoff": {"nextSteps": ["parse the detail pages"]}}])
+    assert [error for error, _ in answers] == [False, False, False], answers
+    ran = memo("hook", "claude-code", vault=vault, check=False, input=json.dumps(
+        {"session_id": "ng-next", "cwd": str(folder), "hook_event_name": "SessionStart", "source": "startup"}))
+    assert ran.returncode == 0, ran.stderr
+    assert "parse the detail pages" in json.loads(ran.stdout)["hookSpecificOutput"]["additionalContext"]
+    projects = {p.name for p in (vault / "projects").iterdir()}
+    assert projects == {"scraper-tool"}
+
+
 def test_the_installed_launcher_prints_the_hand_off_for_the_agent(tmp_path, repo):
     """The entry ``memo hooks install`` writes runs the launcher, not the command line: it
     prints the same answer (a process, as the agent runs it)."""
