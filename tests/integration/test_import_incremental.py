@@ -539,6 +539,66 @@ def test_an_import_that_only_refused_exits_non_zero_and_a_rewritten_turn_is_said
     assert "2 turns whose text the transcript changed, rewritten" in rewritten.stdout
 
 
+def _answer_line(session: str, cwd: str, at: str, uid: str, input_tokens: int, output_tokens: int) -> str:
+    return json.dumps({"type": "assistant", "sessionId": session, "uuid": uid, "timestamp": at, "cwd": cwd,
+                       "message": {"role": "assistant", "model": "claude-sonnet-4-5-20250929",
+                                   "content": [{"type": "text", "text": "Done."}],
+                                   "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens,
+                                             "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}}) + "\n"
+
+
+def test_a_turn_whose_text_the_transcript_changed_has_the_tokens_of_the_answer_there_now(tmp_path):
+    """Found by a tester: a turn rewritten (the conversation rewound, another prompt typed there)
+    kept the tokens of the earlier prompt's answer, gone from the file: the cost differed from a
+    clean import of the same file. It has the tokens the transcript gives it now (none yet)."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    transcript = folder / "s.jsonl"
+    first = (_prompt_line("tk", "/w/app", "2025-09-03T10:00:00.000Z", "alpha one", "u1")
+             + _answer_line("tk", "/w/app", "2025-09-03T10:01:00.000Z", "a1", 1000, 200))
+    transcript.write_text(first + _prompt_line("tk", "/w/app", "2025-09-03T10:05:00.000Z", "alpha two", "u2")
+                          + _answer_line("tk", "/w/app", "2025-09-03T10:06:00.000Z", "a2", 90000, 8000),
+                          encoding="utf-8")
+    vault, fresh = tmp_path / "v", tmp_path / "fresh"
+    assert imported(vault, str(folder))["turns"] == 2
+    transcript.write_text(first + _prompt_line("tk", "/w/app", "2025-09-03T10:05:00.000Z", "bravo two", "u3"),
+                          encoding="utf-8")
+    assert imported(vault, str(folder))["revised"] == 1
+    imported(fresh, str(folder))
+
+    def figures(root) -> tuple:
+        [session] = json.loads(memo("--json", "activity", "--all", vault=root).stdout)["sessions"]
+        turns = json.loads(memo("--json", "prompt", "list", "--all", "--sort", "date-asc", vault=root).stdout)["items"]
+        return session["costUsd"], session["tokens"], [(t["body"], t.get("tokens")) for t in turns]
+
+    assert figures(vault) == figures(fresh)
+    assert figures(vault)[2][1] == ("bravo two", None)
+
+
+def test_a_prompt_stamped_before_the_imported_work_is_left_out_and_later_turns_come_in(tmp_path):
+    """Found by a tester: a line appended with its clock set back (to 1970, or days) opened a work
+    interval before the imported ones, which would renumber them: the whole conversation was
+    refused on every import (and by ``memo watch`` on every change), each later turn lost. That
+    prompt is left out, named; the others come in."""
+    folder, transcript, vault = _two_turns_imported(tmp_path, "early", "alpha one", "alpha two")
+    with transcript.open("a", encoding="utf-8") as grown:
+        grown.write(_prompt_line("early", "/w/app", "1970-01-01T00:00:00.000Z", "dead clock", "u3")
+                    + _prompt_line("early", "/w/app", "2025-09-01T10:00:00.000Z", "days before", "u4")
+                    + _prompt_line("early", "/w/app", "2025-09-03T10:09:00.000Z", "real prompt after", "u5"))
+    for args in ((), ("--rescan",)):
+        ran = memo("--json", "import", "claude-code", str(folder), *args, vault=vault, check=False)
+        assert ran.returncode == 0, ran.stderr
+        result = json.loads(ran.stdout)
+        assert result["skipped"] == 2 and [e.split(": ", 1)[1] for e in result["errors"]] == [
+            "2 prompts stamped before the conversation's work the vault holds (from 2025-09-03T10:00:00.000Z), the "
+            "first at 1970-01-01T00:00:00.000Z (“dead clock”): left out — a work interval before the others would "
+            "renumber them; the other turns are imported (a clean import into a new vault takes it in)"]
+    listed = json.loads(memo("--json", "prompt", "list", "--all", "--sort", "date-asc", vault=vault).stdout)["items"]
+    assert [i["body"] for i in listed] == ["alpha one", "alpha two", "real prompt after"]
+    [session] = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"]
+    assert session["durationMinutes"] == 9
+
+
 def test_a_line_stamped_in_year_1_or_9999_is_left_out_and_the_other_turns_are_kept(tmp_path):
     """Such a line refused the whole conversation at the session's start (``Invalid startTime
     date``) or lost the turns after it; it is now one skipped line, named with its number."""

@@ -32,7 +32,7 @@ from ...domain.clock import from_iso, minutes_between, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
 from ...domain.ids import project_slug, session_record_id, slugify, validate_slug
 from ...domain.records import RecordKind
-from ...domain.wire import valid_text
+from ...domain.wire import counted, valid_text
 from ...index import store as index
 from ...vault.ledger import invoiced_in
 from ...vault.redact import redact_secrets, warm as warm_redaction
@@ -542,6 +542,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             f"transcript {transcript.transcript_id} was imported with --idle-gap {first[0]['idleGapMinutes']}; "
             f"re-import it with the same gap"
         )
+    if first is not None and not first[0].get("timesEdited"):
+        _leave_out_work_before(transcript, first[0], options.idle_gap, result)
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
     kept: set[int] = set()  # the prompts (by id()) the file lost and the vault holds: left as they are
     # no agent takes back a conversation's first turns (a rewind, a restore, takes back its last): a
@@ -798,6 +800,37 @@ def summary_digest(summary: str | None) -> str:
     return hashlib.blake2b((summary or "").encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
+def _leave_out_work_before(transcript: Transcript, first: dict[str, Any], idle_gap: timedelta,
+                           result: ImportResult) -> None:
+    """Leave out of ``transcript`` (an imported conversation read again) the prompts stamped more
+    than an idle gap before the first work interval the vault holds of it (``first``: its
+    session's frontmatter), each named in ``result``: a line written with a clock set back (to
+    1970, or days) would open a work interval before the others and renumber them all — the whole
+    conversation was refused, every later turn lost until the file was mended (found by a tester).
+    No prompt the vault holds is among them: the first interval begins with its first turn."""
+    try:
+        begun = from_iso(str(first.get("startTime")))
+    except (ValueError, TypeError):
+        return
+    early = {id(p) for p in transcript.prompts if p.at is not None and p.at < begun - idle_gap}
+    if not early:
+        return
+    left = [p for p in transcript.prompts if id(p) in early]
+    transcript.prompts = [p for p in transcript.prompts if id(p) not in early]
+    result.skipped += len(left)
+    where = redact_secrets(str(transcript.path))[0]
+    result.errors.append(
+        f"{where}: {counted(len(left), 'prompt')} stamped before the conversation's work the vault holds (from "
+        f"{to_iso(begun)}), the first at {to_iso(left[0].at)} (“{_cut_text(left[0].text)}”): left out — a work "
+        "interval before the others would renumber them; the other turns are imported (a clean import into a "
+        "new vault takes it in)")
+
+
+def _cut_text(text: str, limit: int = 40) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
 def _within(start: object, interval: Interval) -> bool:
     """Whether a session's recorded ``start`` (ISO text) lies inside ``interval`` after its
     start: the interval is that session's work, begun earlier than it was first imported."""
@@ -907,8 +940,11 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
         if rewritten:
             now = to_iso(datetime.now(tz=_UTC))
             changed.update(created=to_iso(at), updated=now, rewrittenAt=now, status="recorded",
-                           promptHash=prompt_hash(prompt.text))
-            meta = {k: v for k, v in meta.items() if k != "supersededBy"}
+                           promptHash=prompt_hash(prompt.text), **usage)
+            # the tokens of the answer to the prompt there now, none when it has none yet: the earlier
+            # prompt's answer is gone from the file (its tokens were kept, its cost counted — found by
+            # a tester: the cost differed from a clean import of the same file)
+            meta = {k: v for k, v in meta.items() if k not in ("supersededBy", "tokens", "tokensByModel")}
         if changed:
             store.upsert(RecordKind.PROMPT, {**meta, **changed}, text if rewritten else body)
     return outcome
