@@ -236,6 +236,7 @@ class Vault:
         ------
         InvalidFieldError
             ``Invalid project: the vault holds nothing of project …``."""
+        self._store.recheck(0)  # every read sees the files as they are now (the index rebuilt under it too)
         if projects is None:
             return None
         try:
@@ -377,6 +378,8 @@ class Vault:
             nothing of (``Invalid project``).
         """
         projects = self._projects(projects)
+        if client is not None and not str(client).strip():  # as `memo activity --client ""` refuses it
+            raise InvalidFieldError("client", "is empty: give a value, or leave it out (None: every client)")
         report = activity_report(self._store, ActivityRequest(projects=projects, since=since, until=until,
                                                               client=client, tz=tz, cross_project=cross_project))
         if report.client and not report.sessions and not (cross_project and self._store.settings.vaults):
@@ -462,8 +465,17 @@ class Vault:
         InvalidDateError
             ``Invalid since date`` / ``Invalid until date``.
         InvalidFieldError
-            An invalid project id.
+            An invalid project id, or one the vault holds nothing of (``Invalid project``);
+            ``min_confidence`` outside 0–1 (``Invalid min_confidence``).
         """
+        if project is not None:
+            self._projects([project])  # a misspelt project is refused, as by the frames (it gave 0 rows)
+        else:
+            self._store.recheck(0)
+        if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)) \
+                or not 0 <= min_confidence <= 1:
+            raise InvalidFieldError("min_confidence", f"{min_confidence!r} is not a confidence from 0 to 1 (0.8, not "
+                                                      "80)")
         request = DeriveRulesRequest(project=project, cross_project=project is None, since=since, until=until,
                                      min_confidence=min_confidence)
         rows = []
@@ -489,6 +501,7 @@ class Vault:
         """
         from .analytics.activity import with_billed_minutes
 
+        self._store.recheck(0)
         with vault_sources(self._store, further=True) as sources:
             sessions = sessions_frame(sources)
             frames = {"prompts": prompts_frame(sources, body=body),

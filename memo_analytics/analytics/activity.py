@@ -104,7 +104,8 @@ class ActivityReport:
     cost : Decimal
         The AI cost of the selected turns in USD (``totalCostUsd`` on the wire).
     cost_by_model : dict[str, dict]
-        A model → ``{costUsd, inputTokens, …, unpricedTurns}``; ``costUsd`` is decimal text in
+        A model → ``{costUsd, tokens: {input, cacheRead, cacheWrite, output, reasoning}, turns,
+        unpricedTurns}``; ``costUsd`` is decimal text in
         USD with 4 places (``"0.0000"`` for a model without a price: see ``unpricedTurns``
         and ``unpriced_models``), for JSON without float rounding — ``Decimal(x)`` reads it. What
         one model cost in one session is rounded to 0.0001 USD first, and every figure is a sum

@@ -289,3 +289,50 @@ def test_an_unknown_project_is_refused_and_one_given_as_a_string_is_that_project
     ran = run("activity", "--project", "p2", vault=tmp_path / "v", check=False)
     assert (ran.returncode, ran.stderr) == (1, "error: Invalid project: the vault holds nothing of project 'p2' "
                                                "(projects: p1)\n")
+
+
+def test_an_open_vault_reads_the_index_rebuilt_under_it(tmp_path):
+    """Found by an analyst: the index deleted under a notebook's open vault (and rebuilt by the
+    next ``memo`` command) left ``sessions()`` and ``prompts()`` answering from the old file —
+    one ``activity()`` gave fresh minutes beside a stale prompt count. Each read sees the files
+    as they are now."""
+    from tests.inprocess import memo as run
+
+    root = tmp_path / "v"
+    store = VaultStore(Settings(vault_root=root, timezone="UTC"))
+    work(store, "s1", datetime(2026, 3, 2, 9, tzinfo=UTC), datetime(2026, 3, 2, 10, tzinfo=UTC))
+    store.close()
+    vault = memo_analytics.open_vault(root, timezone="UTC")
+    assert (vault.prompts().height, int(vault.sessions()["billed_minutes"].sum())) == (1, 60)
+    for index_file in root.glob(".memo/index.sqlite*"):
+        index_file.unlink()
+    run("session", "start", "x1", "--project", "p1", "--start-time", "2026-03-03T09:00:00Z", vault=root)
+    run("prompt", "record", "--session-id", "x1", "--project", "p1", "--created", "2026-03-03T09:01:00Z",
+        "--body", "one more", vault=root)
+    run("session", "end", "x1", "--project", "p1", "--until", "2026-03-03T10:00:00Z", vault=root)
+    assert int(vault.sessions()["billed_minutes"].sum()) == 120
+    assert vault.prompts().height == 2
+    report = vault.activity()
+    assert (report.total_duration_minutes, report.total_prompts) == (120, 2)
+    assert vault.duckdb().sql("SELECT count(*) FROM prompts").fetchall() == [(2,)]
+    vault.close()
+
+
+def test_rule_candidates_refuse_a_misspelt_project_and_a_confidence_in_percent(tmp_path):
+    """Found by an analyst: ``rule_candidates(project='acme-wbe')`` gave 0 rows without a word
+    (the frames refuse it), ``min_confidence=80`` raised pydantic's ValidationError (no
+    MemoError), and ``activity(client='')`` was every client (``memo activity --client ''`` is
+    refused)."""
+    store = VaultStore(Settings(vault_root=tmp_path / "v", timezone="UTC"))
+    work(store, "s1", datetime(2026, 3, 2, 9, tzinfo=UTC), datetime(2026, 3, 2, 10, tzinfo=UTC))
+    store.close()
+    vault = memo_analytics.open_vault(tmp_path / "v", timezone="UTC")
+    with pytest.raises(InvalidFieldError, match="^Invalid project: the vault holds nothing of project 'p9'"):
+        vault.rule_candidates(project="p9")
+    assert vault.rule_candidates(project="p1").height == 0  # known, nothing said twice: no error
+    for wrong in (80, -0.1, "0.8", True):
+        with pytest.raises(InvalidFieldError, match="^Invalid min_confidence: .* is not a confidence from 0 to 1"):
+            vault.rule_candidates(min_confidence=wrong)
+    with pytest.raises(InvalidFieldError, match="^Invalid client: is empty"):
+        vault.activity(client="  ")
+    vault.close()
