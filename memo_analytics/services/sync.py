@@ -196,10 +196,14 @@ def rekey_project(store: VaultStore, source: str, target: str) -> None:
 
 def _follow_a_rename(store: VaultStore, kind: RecordKind, meta: dict[str, Any], ancestors: set[str]) -> None:
     """A pushed session new to its project that this daemon holds in another — brought by a push of
-    the same person (its base copy there) — was moved on the laptop (``memo project rename``):
-    the daemon's session, its turns and its baton move with it, each as it is (its ``updated``
-    kept: the push builds on it), with its base and served versions. The old project kept a second
-    copy of each session, and the daemon billed both once the lead filed one of them.
+    the same person (its base copy there), under its own id or kept apart from another person's
+    session of that id (:func:`apart_session_id`) — was moved on the laptop (``memo project
+    rename``): the daemon's session, its turns and its baton move with it, each as it is (its
+    ``updated`` kept: the push builds on it), with its base and served versions, under the
+    laptop's id. The old project kept a second copy of each session, and the daemon billed both
+    once the lead filed one of them (a team lead found it of a session kept apart: the rename left
+    it in the old project, the sessions and turns counted twice; and of a session whose id another
+    person's renamed session also held: the invoiced one was copied).
 
     Raises
     ------
@@ -209,47 +213,108 @@ def _follow_a_rename(store: VaultStore, kind: RecordKind, meta: dict[str, Any], 
     if kind is not RecordKind.SESSION or not isinstance(meta.get("sessionId"), str) or not ancestors:
         return  # a push that builds on no version sent before is a session of its own (the same id elsewhere)
     session_id, record_id, target = meta["sessionId"], str(meta["id"]), meta["project"]
-    elsewhere = sorted({row["project"] for row in index.rows_with_id(store.conn, record_id, RecordKind.SESSION.value)}
-                       - {target})
-    if len(elsewhere) != 1:
+    found = _renamed_copy(store, session_id, target, meta.get("owner"), ancestors)
+    if found is None:
         return
-    source = elsewhere[0]
-    pushed_here, owner = _base_owner(store, source, session_id)
-    if not pushed_here or not owner or not isinstance(meta.get("owner"), str) or not same_person(owner, meta["owner"]):
-        return  # another person's session of that id, or the daemon's own: kept apart as ever
-    kept = _kept_version(_base_path(store, source, record_id), record_id)
-    here = store.read(source, RecordKind.SESSION, record_id)
-    if not ancestors & {kept[0].get("updated") if kept else None, here[0].get("updated") if here else None}:
-        return  # the push does not build on the session there: the same id used again in another project
+    source, held = found
     from ..vault import ledger
 
-    invoiced = ledger.invoiced_in(store.root).get((source, session_id))
+    invoiced = ledger.invoiced_in(store.root).get((source, held))
     if invoiced:
-        raise InvalidFieldError("project", f"session {session_id} is on invoice {invoiced} in project {source} here, "
-                                           f"which names its project; it stays there (credit the invoice first)")
-    moving = [(RecordKind.PROMPT, f"prompt-{session_id}-t{turn}")
-              for turn in sorted(index.session_turn_numbers(store.conn, source, session_id))]
-    moving += [(RecordKind.HANDOFF, f"handoff-{session_id}"), (RecordKind.SESSION, record_id)]
-    for moved_kind, moved_id in moving:  # the session last: a move cut short is followed again by the next push
-        found = store.read(source, moved_kind, moved_id)
-        if found is None or store.read_text(target, moved_kind, moved_id) is not None:
+        raise InvalidFieldError("project", _stays_invoiced(session_id, invoiced, source, target))
+    held_record = f"session-{held}"
+    renamed = held != session_id  # kept apart there: here it is no other person's, under the laptop's id
+    moving = [(RecordKind.PROMPT, f"prompt-{held}-t{turn}", f"prompt-{session_id}-t{turn}", "sessionId")
+              for turn in sorted(index.session_turn_numbers(store.conn, source, held))]
+    moving += [(RecordKind.HANDOFF, f"handoff-{held}", f"handoff-{session_id}", "fromSessionId"),
+               (RecordKind.SESSION, held_record, record_id, "sessionId")]
+    for moved_kind, old_id, new_id, named in moving:  # the session last: a move cut short is followed again
+        found_record = store.read(source, moved_kind, old_id)
+        if found_record is None or store.read_text(target, moved_kind, new_id) is not None:
             continue
-        store.upsert(moved_kind, normalize_meta({**found[0], "project": target}), found[1])
-        store.remove(moved_kind, source, moved_id)
-    for old, new in ((_base_path(store, source, record_id), _base_path(store, target, record_id)),
-                     (_served_dir(store, source, record_id), _served_dir(store, target, record_id))):
+        moved = {**found_record[0], "project": target, **({"id": new_id, named: session_id} if renamed else {})}
+        store.upsert(moved_kind, normalize_meta(moved), found_record[1])
+        store.remove(moved_kind, source, old_id)
+    for old, new in ((_base_path(store, source, held_record), _base_path(store, target, record_id)),
+                     (_served_dir(store, source, held_record), _served_dir(store, target, record_id))):
         if old.exists() and not new.exists():
             new.parent.mkdir(parents=True, exist_ok=True)
             os.replace(old, new)
     for version in [_base_path(store, target, record_id), *_served_versions(store, target, record_id)]:
-        try:  # each version kept of it names its new project: the merge reads no change of project
-            kept, body = parse_record_text(version.read_text(encoding="utf-8"), record_id)
+        try:  # each version kept of it names its new project (and id): the merge reads no change of them
+            kept, body = parse_record_text(version.read_text(encoding="utf-8"), held_record)
             stamp = version.stat().st_mtime_ns
-            atomic_write_bytes(version, dump_record(normalize_meta({**kept, "project": target}), body).encode("utf-8"),
-                               durable=False)
+            atomic_write_bytes(version, dump_record(normalize_meta(
+                {**kept, "project": target, **({"id": record_id, "sessionId": session_id} if renamed else {})}),
+                body).encode("utf-8"), durable=False)
             os.utime(version, ns=(stamp, stamp))  # its time tells a base written since from one before
         except (OSError, CorruptRecordError, ValueError):
             continue
+
+
+def _renamed_copy(store: VaultStore, session_id: str, target: str, owner: Any,
+                  ancestors: set[str]) -> tuple[str, str] | None:
+    """``(project, session id there)`` of the one session in another project than ``target`` that a
+    push of ``owner`` brought here — under ``session_id`` or kept apart as theirs — and that the
+    push builds on (``ancestors``: its base copy's or its own ``updated``); None when there is none
+    or several."""
+    if not isinstance(owner, str) or not owner.strip():
+        return None
+    found = []
+    for held in dict.fromkeys([session_id, apart_session_id(session_id, owner)]):
+        held_record = f"session-{held}"
+        for source in sorted({row["project"] for row in index.rows_with_id(store.conn, held_record,
+                                                                             RecordKind.SESSION.value)} - {target}):
+            pushed_here, pushed_owner = _base_owner(store, source, held)
+            if not pushed_here or not pushed_owner or not same_person(pushed_owner, owner):
+                continue  # another person's session of that id, or the daemon's own: kept apart as ever
+            kept = _kept_version(_base_path(store, source, held_record), held_record)
+            here = store.read(source, RecordKind.SESSION, held_record)
+            if ancestors & {kept[0].get("updated") if kept else None, here[0].get("updated") if here else None}:
+                found.append((source, held))
+    return found[0] if len(found) == 1 else None
+
+
+def _stays_invoiced(session_id: str, invoice: str, source: str, target: str) -> str:
+    """Why a session renamed on a laptop stays in its project here, and how the laptop converges."""
+    return (f"session {session_id} is on invoice {invoice} in project {source} here, which names its project; it "
+            f"stays there: move it back on this laptop (memo session edit {session_id} --project {target} "
+            f"--to-project {source}), or credit the invoice first")
+
+
+def _refuse_turn_of_invoiced_elsewhere(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
+                                       pushed_owner: Any = None) -> None:
+    """Refuse a pushed turn new to its project whose session is not there but is on an issued
+    invoice in another project here, pushed by the turn's owner: the session's move was refused
+    (:func:`_follow_a_rename`), and its turn alone would be a second copy counted there (found by a
+    team lead: one turn, two on the daemon).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``project``: as :func:`_follow_a_rename` refuses the session.
+    """
+    session_id, owner = meta.get("sessionId"), meta.get("owner") or pushed_owner  # the push names its session's
+    if kind is not RecordKind.PROMPT or not isinstance(session_id, str) or not isinstance(owner, str) \
+            or not owner.strip() or _session_here(store, meta["project"], session_id)[0]:
+        return
+    theirs = []  # the owner's sessions of that id a push brought to other projects (an index lookup each)
+    for held in dict.fromkeys([session_id, apart_session_id(session_id, owner)]):
+        for source in sorted({row["project"] for row in index.rows_with_id(store.conn, f"session-{held}",
+                                                                             RecordKind.SESSION.value)}
+                             - {meta["project"]}):
+            pushed_here, pushed_owner = _base_owner(store, source, held)
+            if pushed_here and pushed_owner and same_person(pushed_owner, owner):
+                theirs.append((source, held))
+    if not theirs:
+        return
+    from ..vault import ledger
+
+    invoiced = ledger.invoiced_in(store.root)
+    for source, held in theirs:
+        if (source, held) in invoiced:
+            raise InvalidFieldError("project", _stays_invoiced(session_id, invoiced[(source, held)], source,
+                                                               meta["project"]))
 
 
 def _outbox(store: VaultStore) -> list[dict[str, Any]]:
@@ -1140,6 +1205,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
             local_text = store.read_text(meta["project"], kind, record_id)
         if local_text is None:
             _refuse_moved(store, kind, meta, ancestors)
+            _refuse_turn_of_invoiced_elsewhere(store, kind, meta, item.get("owner"))
             filed = _filed_here(store, kind, meta)
             filed, baton = _takes_a_baton(store, kind, filed, claims)
             filed = _a_version_here(filed, meta)

@@ -2909,3 +2909,74 @@ def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed(
         assert (tmp_path / "team-2/projects/shop/sessions/session-s4.md").is_file()
     finally:
         other.stop()
+
+
+def _fix_login(store, owner, project="shop", end="2026-03-02T10:00:00Z", client=None):
+    start_session(store, StartSessionRequest(session_id="fix-login", project=project, owner=owner, client=client,
+                                             start_time="2026-03-02T09:00:00Z"))
+    _record(store, session="fix-login", body=f"{owner}'s login fix", project=project)
+    end_session(store, EndSessionRequest(session_id="fix-login", project=project, until=end))
+
+
+def _sessions_on(team: Path) -> list[str]:
+    return sorted(str(p.relative_to(team / "projects")) for p in team.glob("projects/*/sessions/session-*.md"))
+
+
+def test_a_rename_on_a_laptop_moves_its_session_the_daemon_kept_apart_and_never_copies_an_invoiced_one(
+        tmp_path, daemon):
+    """Found by a team lead: Ana and Bob both named a session ``fix-login`` in shop; the daemon
+    kept Bob's apart. Bob renamed shop to webshop: the daemon took his push as a new session and
+    kept the apart copy too (his hour twice; billed twice under ``overlapPolicy = "sum"``). Then,
+    Ana's shop session invoiced there, Ana renamed shop to acme-shop: with Bob's webshop session
+    of the same id, her push was taken as new — the invoiced session copied, billable again. The
+    kept-apart session moves with the rename under Bob's id; Ana's invoiced one stays, her push
+    and its turn refused with the way back."""
+    from memo_analytics.services.project_move import move_project
+
+    from .test_issued_invoices import ACME, ISSUER
+
+    team, server = daemon
+    ana, bob = _client(tmp_path, server.base, "ana"), _client(tmp_path, server.base, "bob")
+    config = tmp_path / "lead.toml"
+    config.write_text(ISSUER + ACME + '[projectClients]\nshop = "Acme Corp"\n', encoding="utf-8")
+    try:
+        _fix_login(ana, "ana@team.test", client="Acme Corp")
+        _fix_login(bob, "bob@team.test", end="2026-03-02T09:50:00Z", client="Acme Corp")
+        sync.push(ana)
+        sync.push(bob)
+        apart = sync.apart_session_id("fix-login", "bob@team.test")
+        assert _sessions_on(team) == sorted(["shop/sessions/session-fix-login.md",
+                                             f"shop/sessions/session-{apart}.md"])
+        move_project(bob, "shop", "webshop")
+        results = sync.push(bob)["results"]
+        assert all(r["outcome"] in ("applied", "merged", "unchanged") for r in results), results
+        assert _sessions_on(team) == ["shop/sessions/session-fix-login.md", "webshop/sessions/session-fix-login.md"]
+        moved = read_record(_team_file(team, "session-fix-login", "sessions", "webshop"))[0]
+        assert (moved["sessionId"], moved["owner"], moved["durationMinutes"]) == ("fix-login", "bob@team.test", 50)
+        assert sorted(p.name for p in team.glob("projects/*/prompts/*.md")) == ["prompt-fix-login-t1.md"] * 2
+        report = json.loads(memo("--json", "activity", "--all", vault=team).stdout)
+        assert (report["totalSessions"], report["totalPrompts"]) == (2, 2)
+        assert {who: row["durationMinutes"] for who, row in report["byOwner"].items()} == {
+            "ana@team.test": 60, "bob@team.test": 50}
+        issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since",
+                                 "2026-03-01", "--until", "2026-03-31", vault=team,
+                                 env={"MEMO_CONFIG": str(config)}).stdout)
+        move_project(ana, "shop", "acme-shop")
+        refused = [r for r in sync.push(ana)["results"] if r["outcome"] == "refused"]
+        assert sorted(r["id"] for r in refused) == ["prompt-fix-login-t1", "session-fix-login"]
+        assert all(r["reason"] == (
+            f"Invalid project: session fix-login is on invoice {issued['number']} in project shop here, which names "
+            "its project; it stays there: move it back on this laptop (memo session edit fix-login --project "
+            "acme-shop --to-project shop), or credit the invoice first") for r in refused), refused
+        assert _sessions_on(team) == ["shop/sessions/session-fix-login.md", "webshop/sessions/session-fix-login.md"]
+        assert not (team / "projects" / "acme-shop").exists()
+        edit = memo("session", "edit", "fix-login", "--project", "acme-shop", "--to-project", "shop",
+                    vault=tmp_path / "ana", check=False)
+        assert edit.returncode == 0, edit.stderr
+        results = sync.push(ana)["results"]
+        assert not [r for r in results if r["outcome"] == "refused"], results
+        assert sync.status(ana)["pending"] == 0
+        assert _sessions_on(team) == ["shop/sessions/session-fix-login.md", "webshop/sessions/session-fix-login.md"]
+    finally:
+        ana.close()
+        bob.close()
