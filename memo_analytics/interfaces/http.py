@@ -54,7 +54,7 @@ from ..services.requests import (
 from ..runtime import Runtime
 from ..services.prompts import clean_owner
 from ..services.store import remote_caller
-from ..services.sync import apply_incoming, for_people
+from ..services.sync import apply_incoming, daemon_id, for_people
 from ..vault.redact import redact_secrets
 
 #: Largest request body, in bytes: a hybrid push of ``batchSize`` records near the record
@@ -557,7 +557,8 @@ class SyncRecordsHandler(ApiHandler):
             if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
                 raise InvalidFieldError("records", "must be a list of {id, text, base}")
             # a laptop that pulls claims its batons at its own start (the daemon claims none for it)
-            return {"results": apply_incoming(self.store, records, claims=data.get("pulls") is not True)}
+            return {"results": apply_incoming(self.store, records, claims=data.get("pulls") is not True),
+                    "daemonId": daemon_id(self.store)}  # a laptop tells this daemon from another by it
 
         await self.run(work)
 

@@ -517,6 +517,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         if not force and state.get("nextRetryAt") and now < from_iso(state["nextRetryAt"]):
             return {"pushed": 0, "results": [], "pending": status(store)["pending"],
                     "error": f"waiting until {state['nextRetryAt']} after: {state.get('lastError')}"}
+        _which_daemon(store, state, timeout or store.sync_timeout or PUSH_SECONDS)
         owned = _own_ownerless(store, now, state)
         _seed_outbox(store, state)
         entries = _outbox(store)
@@ -759,6 +760,76 @@ def _owner_or_none(value: Any) -> str | None:
         return clean_owner(value) if isinstance(value, str) else None
     except InvalidFieldError:
         return None
+
+
+#: The files of what one daemon holds of this laptop's records (kept per daemon, :func:`_which_daemon`).
+_PER_DAEMON = ("pushed.json", "sent.json", PUSHED_TEXTS)
+#: The file that names a daemon's vault (:func:`daemon_id`).
+DAEMON_ID = "daemon-id"
+
+
+def daemon_id(store: VaultStore) -> str:
+    """This vault's id as a team daemon (32 hex digits in ``.memo/sync/daemon-id``, made on first
+    use; its answer to every push names it): a laptop tells one daemon under two addresses (a
+    proxy, its IP) from another daemon by it, and a copy of the daemon's disk on a new machine is
+    the same daemon (it holds the same records)."""
+    import secrets
+
+    path = _dir(store) / DAEMON_ID
+    try:
+        known = path.read_text(encoding="ascii").strip()
+        if len(known) == 32 and all(c in "0123456789abcdef" for c in known):
+            return known
+    except (OSError, UnicodeDecodeError):
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with store.lock():  # two first pushes at once name one id
+        try:
+            known = path.read_text(encoding="ascii").strip()
+            if len(known) == 32 and all(c in "0123456789abcdef" for c in known):
+                return known
+        except (OSError, UnicodeDecodeError):
+            pass
+        made = secrets.token_hex(16)
+        atomic_write_bytes(path, made.encode("ascii"))
+        return made
+
+
+def _which_daemon(store: VaultStore, state: dict[str, Any], timeout: float) -> bool:
+    """Before a push to ``hybrid.remoteUrl`` not pushed to before: ask the daemon there which it is
+    (an empty push; its answer names :func:`daemon_id`). Another daemon than the one this laptop's
+    push state describes: that state is kept aside for it, this one's (kept from an earlier time,
+    else none) is taken up, and the outbox is seeded with what it lacks — a laptop re-pointed at
+    another daemon and back sent the first nothing it recorded meanwhile (found by a team lead;
+    ``memo sync push --all`` was needed each way). The same daemon under another address, or one
+    that names no id (an older memo), changes nothing. True when the daemon changed."""
+    url = store.settings.hybrid.remote_url
+    if state.get("daemonUrl") == url:
+        return False
+    try:
+        answer = _post(url.rstrip("/") + "/api/sync/records", {"records": [], "pulls": True},
+                       store.settings.hybrid.token, timeout)
+    except PUSH_FAILURES:
+        return False  # asked again with the next push; this one fails or succeeds as it would have
+    named = answer.get("daemonId") if isinstance(answer, dict) else None
+    if not (isinstance(named, str) and len(named) == 32 and all(c in "0123456789abcdef" for c in named)):
+        state["daemonUrl"] = url
+        _save(store, "state.json", state)
+        return False
+    known = state.get("daemonId")
+    changed = isinstance(known, str) and known != named
+    if changed:
+        with store.lock():
+            aside, back = _dir(store) / "daemons" / known, _dir(store) / "daemons" / named
+            aside.mkdir(parents=True, exist_ok=True)
+            for name in _PER_DAEMON:
+                write_json_state(aside / name, _load(store, name))
+                _save(store, name, read_json_state(back / name) or {})
+        state.pop("seededFor", None)  # seeded again: every record whose version this daemon lacks
+        log.info("memo sync: %s is another daemon than the last one pushed to: it is sent what it lacks", url)
+    state.update(daemonId=named, daemonUrl=url)
+    _save(store, "state.json", state)
+    return changed
 
 
 def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:

@@ -153,7 +153,14 @@ def test_a_push_killed_mid_batch_is_finished_by_the_next_one(tmp_path, daemon):
     class Relay(BaseHTTPRequestHandler):  # forwards the batch, then stalls until the pusher is killed
         def do_POST(self):  # noqa: N802
             body = self.rfile.read(int(self.headers["Content-Length"]))
-            server.request("/api/sync/records", data=json.loads(body))
+            status, _, text = server.request("/api/sync/records", data=json.loads(body))
+            if not json.loads(body)["records"]:  # the pusher asks which daemon this is first: answered
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(text.encode())))
+                self.end_headers()
+                self.wfile.write(text.encode())
+                return
             received.set()
             killed.wait(30)
 
@@ -345,7 +352,8 @@ def test_an_import_pushes_once_after_its_last_commit_not_once_per_session(tmp_pa
         files = list(walk_files([realdata / "claude-code-jsonl"], module.SUFFIXES, module.EXCLUDE_DIRS))
         result = run_import(mine, files, module.parse, ImportOptions(), source="claude-code")
         assert result.sessions > 5
-        pushes = [payload for payload in capture.received if "records" in payload]  # (then a pull asks)
+        # (then a pull asks; before it, the question which daemon this is: an empty push)
+        pushes = [payload for payload in capture.received if payload.get("records")]
         assert len(pushes) == 1  # one push for the whole import
         sent = pushes[0]["records"]
         assert len(sent) == min(mine.settings.hybrid.batch_size, result.sessions + result.turns)
@@ -2900,12 +2908,11 @@ def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed(
     assert ("note: session-s4: edited by hand, its client no longer as invoice 2026-0001 billed it: not pushed"
             in pushed.stderr), pushed.stderr
     assert read_record(team / "projects/shop/sessions/session-s4.md")[0]["client"] == "Acme Corp"
-    # re-pointed at another daemon (an attacker: it was sent nothing): `memo sync push --all` sends it the vault
+    # re-pointed at another daemon (an attacker: it was sent nothing): it is sent what it lacks, without --all
     other = Server(tmp_path / "team-2", "--mcp-port", "0")
     try:
         config.write_text(config.read_text(encoding="utf-8").replace(server.base, other.base), encoding="utf-8")
-        assert memo("sync", "push", vault=vault, env=env).stdout.startswith("pushed 0 records")
-        memo("sync", "push", "--all", vault=vault, env=env, check=False)
+        memo("sync", "push", vault=vault, env=env, check=False)
         assert (tmp_path / "team-2/projects/shop/sessions/session-s4.md").is_file()
     finally:
         other.stop()
@@ -2980,3 +2987,47 @@ def test_a_rename_on_a_laptop_moves_its_session_the_daemon_kept_apart_and_never_
     finally:
         ana.close()
         bob.close()
+
+
+def test_a_laptop_re_pointed_at_another_daemon_and_back_sends_each_what_it_lacks(tmp_path, daemon):
+    """Found by a team lead: a laptop pointed at another daemon sent it nothing it had pushed to
+    the first (``memo sync push --all`` was needed), and pointed back, the first was sent nothing
+    recorded meanwhile — 60 minutes missing from the team's totals, no word. Each daemon names
+    itself in its answer; the laptop keeps what each holds and sends each what it lacks. The same
+    daemon under another address is sent nothing again."""
+    team, server = daemon
+    other = Server(tmp_path / "team-2", "--mcp-port", "0")
+    vault = tmp_path / "mine"
+    config = _hybrid_config(tmp_path, server.base, vault)
+    env = {"MEMO_CONFIG": str(config)}
+
+    def session(sid: str, day: int) -> None:
+        memo("session", "start", sid, "--project", "web", "--start-time", f"2026-03-0{day}T09:00:00Z", vault=vault,
+             env=env)
+        memo("prompt", "record", "--session-id", sid, "--project", "web", "--body", f"work of {sid}", vault=vault,
+             env=env)
+        memo("session", "end", sid, "--project", "web", "--until", f"2026-03-0{day}T10:00:00Z", vault=vault, env=env)
+
+    def point_at(url: str) -> None:
+        config.write_text(_hybrid_config(tmp_path, url, vault).read_text(encoding="utf-8"), encoding="utf-8")
+
+    def minutes(root: Path) -> int:
+        return json.loads(memo("--json", "activity", "--all", vault=root).stdout)["totalDurationMinutes"]
+
+    try:
+        session("s1", 2)
+        memo("sync", "push", vault=vault, env=env)
+        assert minutes(team) == 60
+        point_at(other.base)
+        session("s2", 3)
+        memo("sync", "push", vault=vault, env=env)
+        assert minutes(tmp_path / "team-2") == 120  # s1 too, without --all
+        point_at(server.base)
+        pushed = json.loads(memo("--json", "sync", "push", vault=vault, env=env).stdout)
+        assert minutes(team) == 120 and pushed["pending"] == 0  # s2, recorded while pointed elsewhere
+        point_at(server.base.replace("127.0.0.1", "localhost"))  # the same daemon under another name
+        again = json.loads(memo("--json", "sync", "push", vault=vault, env=env).stdout)
+        assert again["pushed"] == 0 and minutes(team) == 120
+        assert not list(team.glob("projects/*/*/*.conflict-*"))
+    finally:
+        other.stop()
