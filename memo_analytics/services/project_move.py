@@ -38,6 +38,24 @@ RENAMING_FILE = "renaming.json"
 _ORDER = (RecordKind.PROMPT, RecordKind.TRAP, RecordKind.DECISION, RecordKind.HANDOFF, RecordKind.SESSION)
 
 
+def move_cut_short(store: VaultStore) -> dict[str, Any] | None:
+    """``{source, target[, merge]}`` of a ``memo project rename|merge`` cut short (killed) in this
+    vault, else None: until it is run again, records may be in both projects — counted twice by
+    reports, ids ambiguous (found by a reliability tester: nothing said so)."""
+    found = read_json_state(store.layout.meta_dir / RENAMING_FILE)
+    if not isinstance(found, dict) or not isinstance(found.get("source"), str) or not isinstance(found.get("target"), str):
+        return None
+    return found
+
+
+def cut_short_note(under_way: dict[str, Any]) -> str:
+    """What a cut-short move (:func:`move_cut_short`) means, and the command that finishes it."""
+    verb = "merge" if under_way.get("merge") else "rename"
+    return (f"a {verb} of project {under_way.get('source')} {'into' if verb == 'merge' else 'to'} "
+            f"{under_way.get('target')} was cut short: some records are in both (reports count them twice); finish "
+            f"it first: memo project {verb} {under_way.get('source')} {under_way.get('target')}")
+
+
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     ignore = {"project", "updated"}
     return {k: v for k, v in a.items() if k not in ignore} == {k: v for k, v in b.items() if k not in ignore}
@@ -72,11 +90,9 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
         rows[RecordKind.HANDOFF] = [row for row in rows[RecordKind.HANDOFF] if _its_session_here(store, source, row)]
         marker = store.layout.meta_dir / RENAMING_FILE
         under_way = read_json_state(marker)
-        cut_short = under_way == {"source": source, "target": target}
+        cut_short = under_way == {"source": source, "target": target, **({"merge": True} if merge else {})}
         if under_way and not cut_short and source in (under_way.get("source"), under_way.get("target")):
-            raise InvalidFieldError("project", f"a rename of {under_way.get('source')} to {under_way.get('target')} "
-                                               f"was cut short; finish it first: memo project rename "
-                                               f"{under_way.get('source')} {under_way.get('target')}")
+            raise InvalidFieldError("project", cut_short_note(under_way))
         if not any(rows.values()):
             if cut_short:  # every record had moved when it was cut short: what is left is the folder's
                 _clear_folder(store, source, target)
@@ -110,8 +126,8 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
                                           f"({shown}); nothing was moved")
         moved: dict[str, int] = {}
         already = 0
-        if not merge:  # said before the first record moves: running the rename again finishes it
-            write_json_state(marker, {"source": source, "target": target})
+        # said before the first record moves: running it again finishes it (every command says so until then)
+        write_json_state(marker, {"source": source, "target": target, **({"merge": True} if merge else {})})
         with store.deferred_views():
             _move_records(store, rows, source, target, target_ids, moved, now)
             already = sum(1 for kind in _ORDER for r in rows[kind] if r["id"] in target_ids)
@@ -119,8 +135,7 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
 
         rekey_project(store, source, target)  # what the team daemon holds of them: their versions follow
         _clear_folder(store, source, target)
-        if not merge:
-            marker.unlink(missing_ok=True)
+        marker.unlink(missing_ok=True)
     # the checkout this machine saw it in still bears the old name: what it records next goes there
     root = last_seen_root(store, target)
     named = project_from_cwd(root) if root is not None else None

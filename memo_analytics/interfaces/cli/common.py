@@ -194,6 +194,8 @@ class State:
     config_error: MemoError | None = None
     #: the zone a command's ``--tz`` names: its times are shown in it too (None: the configured zone)
     shown_zone: str | None = None
+    #: whether this run opened the vault (its end then says a move cut short, :func:`_say_a_move_cut_short`)
+    store_used: bool = False
 
     @property
     def settings(self) -> Settings | None:
@@ -218,15 +220,37 @@ class State:
         if store.on_repair is None:
             # the index was brought in line with the files on open: say so, on stderr
             store.on_repair = lambda line: err.print(f"note: {line}")
+        self.store_used = True
         return store
 
     def close(self) -> None:
-        """Close the stores this run opened (their SQLite connections), if any."""
+        """Close the stores this run opened (their SQLite connections), if any — first saying a
+        ``memo project rename|merge`` cut short in the vault it used (still so after this run)."""
+        if self.runtime is not None and self.store_used:
+            self.store_used = False
+            try:
+                _say_a_move_cut_short(self.runtime.store())
+            except MemoError:
+                pass
         if self.runtime is not None:
             self.runtime.close()
 
 
 state = State()
+
+
+def _say_a_move_cut_short(store: Any) -> None:
+    """A ``memo project rename|merge`` killed in this vault, said at the end of every command that
+    used the vault until it is run again (the run that finishes it says nothing): its records
+    are in both projects meanwhile."""
+    from ...services.project_move import cut_short_note, move_cut_short
+
+    try:
+        under_way = move_cut_short(store)
+    except (OSError, ValueError):
+        return
+    if under_way:
+        err.print(f"warning: {cut_short_note(under_way)}")
 
 
 @app.callback()
