@@ -122,15 +122,29 @@ class _Git:
         self.env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", "LANGUAGE": "C"}
         self.env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=15")
         self.identity: list[str] = []
+        #: the mark of a sync under way (:func:`_running`): each git it runs is named in it, so the next
+        #: sync after a kill waits for that git (left running) rather than take its lock away
+        self.marker: Path | None = None
 
     def run(self, *args: str, check: bool = True, input: bytes | None = None) -> subprocess.CompletedProcess:
         try:
-            proc = subprocess.run(["git", *self.identity, *args], cwd=self.root, env=self.env, input=input,
-                                  capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False)
+            child = subprocess.Popen(["git", *self.identity, *args], cwd=self.root, env=self.env,
+                                     stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except FileNotFoundError:
             raise VaultGitError(args[0], "git is not installed (no `git` on PATH)") from None
+        if self.marker is not None:
+            try:
+                self.marker.write_text(f"{os.getpid()}\n{child.pid}\n", encoding="utf-8")
+            except OSError:
+                pass
+        try:
+            out, err = child.communicate(input, timeout=GIT_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
             raise VaultGitError(args[0], f"no answer within {GIT_TIMEOUT_SECONDS} s") from None
+        proc = subprocess.CompletedProcess(child.args, child.returncode, out, err)
         if check and proc.returncode != 0:
             raise VaultGitError(args[0], _first_line(proc.stderr) or f"exit code {proc.returncode}")
         return proc
@@ -945,6 +959,7 @@ def _take_over(store: VaultStore, git: _Git, result: dict[str, Any]) -> None:
     lock, merging = gitdir / "index.lock", (gitdir / "MERGE_HEAD").exists()
     where = shell_word(str(store.root))
     if _running(store).exists():
+        _wait_for_its_git(_running(store), lock)
         lock.unlink(missing_ok=True)
         if merging:
             git.run("merge", "--abort", check=False)
@@ -956,6 +971,29 @@ def _take_over(store: VaultStore, git: _Git, result: dict[str, Any]) -> None:
         raise VaultGitError("git", f"a merge started by hand in the vault is not finished: finish it (git -C {where} "
                                    f"commit) or abort it (git -C {where} merge --abort), then sync again")
     _running(store).write_text(f"{os.getpid()}\n", encoding="utf-8")
+    git.marker = _running(store)
+
+
+def _wait_for_its_git(marker: Path, lock: Path) -> None:
+    """Wait (up to :data:`GIT_TIMEOUT_SECONDS`) for the git a killed sync left running (named in
+    its ``marker``) to end while it holds ``lock``: taking its lock away made the next sync fail
+    ("Unable to write new index file" — found by a reliability tester: a ``git add`` runs on
+    after its memo is killed)."""
+    import time
+
+    try:
+        pid = int(marker.read_text(encoding="utf-8").split()[1])
+    except (OSError, ValueError, IndexError):
+        return
+    deadline = time.monotonic() + GIT_TIMEOUT_SECONDS
+    while lock.exists() and time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)  # still there (a zombie of a memo killed is reaped by init soon)
+        except ProcessLookupError:
+            return
+        except OSError:  # another user's process of that number: not the git memo ran
+            return
+        time.sleep(0.05)
 
 
 def _sync(store: VaultStore, trigger: str, now: datetime, result: dict[str, Any]) -> None:

@@ -1390,6 +1390,28 @@ def test_a_sync_killed_mid_merge_is_taken_over_by_the_next_and_a_hand_merge_is_l
         "from a", "again from a", "from b"}
 
 
+def test_the_sync_after_a_kill_waits_for_the_git_the_killed_one_left_running(remote, tmp_path):
+    """Found by a reliability tester: ``kill -9`` of ``memo sync git`` during its ``git add`` left
+    that git running; the next sync took its ``index.lock`` away at once and failed ("Unable to
+    write new index file"). Each git a sync runs is named in its mark; the next waits for it."""
+    import subprocess
+    import sys
+
+    a = clone(remote, tmp_path / "a")
+    record(a, "from a", "s1")
+    lock = a.root / ".git" / "index.lock"
+    lock.write_text("")
+    # the git left running: it holds the lock a while, then puts its index in place (removes its lock)
+    left = subprocess.Popen([sys.executable, "-c", "import os, sys, time; time.sleep(1); os.remove(sys.argv[1])",
+                             str(lock)])
+    (a.root / ".memo" / "sync" / "git-running").parent.mkdir(parents=True, exist_ok=True)
+    (a.root / ".memo" / "sync" / "git-running").write_text(f"12345\n{left.pid}\n")
+    taken = sync(a, "manual", now=T0)
+    assert left.wait(30) == 0  # its lock was still there when it ended: the sync waited for it
+    assert taken["error"] is None and taken["recovered"].startswith("the sync before this one was stopped"), taken
+    assert not (a.root / ".memo" / "sync" / "git-running").exists()
+
+
 def test_an_invoice_billing_the_same_sessions_as_another_machines_is_not_called_late_work(remote, tmp_path):
     """Found by two freelancers issuing at the same moment: the second machine's issue pulled the
     first's invoice of the same sessions and noted "2026-0003 already billed Acme Corp for part of
