@@ -16,6 +16,8 @@ LOCK_FILE = "vault.lock"
 #: The name :func:`~memo_analytics.vault.io.write_temporary` gives a record's temporary file
 #: (``.<name>.`` + 8 hex digits + ``.tmp``; before, ``tempfile.mkstemp``'s 8 characters).
 _OWN_TEMPORARY = re.compile(r"\..+\.md\.[a-z0-9_]{8}\.tmp")
+#: The temporary file of a project's compiled view (``PROMPTS.md`` …) an interrupted write left.
+_VIEW_TEMPORARY = re.compile(r"\.(?:PROMPTS|SESSIONS|TRAPS|DECISIONS|INDEX)\.md\.[a-z0-9_]{8}\.tmp")
 
 
 class VaultLayout:
@@ -116,18 +118,28 @@ class VaultLayout:
 
     def temp_files(self, folders: list[str] | None = None):
         """Temporary files an interrupted atomic write of memo left in record folders: every
-        record folder's, or those of ``folders`` (``<project>/<subdir>`` keys) alone.
+        record folder's (and each project's compiled views'), or those of ``folders``
+        (``<project>/<subdir>`` keys) alone.
 
         Only memo's own temporary files (``.<record>.md.<8 random characters>.tmp``, as
         :func:`~memo_analytics.vault.io.write_temporary` names them) of real record folders under
         ``projects/``: no other dotfile (an editor's, a sync tool's), no folder reached through
         a symbolic link, no key that leads elsewhere (``..``)."""
         subdirs = {subdir_for_kind(kind) for kind in RecordKind}
+        found = []
         if folders is None:
             if not self.projects_dir.is_dir() or self.projects_dir.is_symlink():
                 return []
-            folders = [f"{project.name}/{subdir}" for project in self.projects_dir.iterdir() for subdir in subdirs]
-        found = []
+            projects = [project for project in self.projects_dir.iterdir()
+                        if project.is_dir() and not project.is_symlink()]
+            folders = [f"{project.name}/{subdir}" for project in projects for subdir in subdirs]
+            for project in projects:  # and a compiled view's (found by a reliability tester: never removed)
+                try:
+                    with os.scandir(project) as entries:
+                        found.extend(Path(entry.path) for entry in entries
+                                     if _VIEW_TEMPORARY.fullmatch(entry.name) and entry.is_file(follow_symlinks=False))
+                except OSError:
+                    continue
         for key in folders:
             project, _, subdir = key.partition("/")
             if subdir not in subdirs or project in ("", ".", "..") or "/" in project or "\\" in project:
