@@ -79,6 +79,18 @@ def known_roots(home: Path | None = None, awaited: bool = False) -> list[Watched
             for source, folder in KNOWN_LOCATIONS if awaited or (home / folder).is_dir()]
 
 
+def _cannot_read(path: Path) -> str | None:
+    """Why ``path`` cannot be opened for reading (``Permission denied``), or None when it can (or is
+    no regular file: a pipe, a folder — told apart elsewhere)."""
+    try:
+        with open_regular(path):
+            return None
+    except PermissionError as exc:
+        return exc.strerror or "Permission denied"
+    except OSError:
+        return None
+
+
 def source_of(path: Path) -> str | None:
     """Which importer reads ``path``: by where it lies (``.claude/``, ``.codex/``,
     ``.specstory/``, ``.gemini/``, ``.copilot/``) and, for JSON Lines elsewhere, by its first
@@ -454,14 +466,21 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                 raise InvalidFieldError("path", f"{given} does not exist")
             by_source: dict[str, list[Path]] = {}
             untold: list[Path] = []
+            unreadable: list[str] = []  # "path: reason" of a file that cannot be opened (no importer could tell it)
             sub_agents = 0
             for file in ([given] if given.is_file() else walk_files([given], (".jsonl", ".json", ".md", ".vscdb", ".db"))):
                 if (source := source_of(file)) is not None and source in IMPORTERS:
                     by_source.setdefault(source, []).append(file)
                 elif file.suffix == ".jsonl" and file.parent.name == "subagents":
                     sub_agents += 1  # a Claude Code sub-agent's brief and tool traffic: no turn of the person's
+                elif (reason := _cannot_read(file)) is not None:
+                    # named with why (found by a tester: "no importer tells" of a file of no read permission)
+                    unreadable.append(f"{file}: {reason}")
                 else:
                     untold.append(file)
+            if not by_source and unreadable:
+                more = f" and {len(unreadable) - 1} more" if len(unreadable) > 1 else ""
+                raise InvalidFieldError("path", f"{given}: {unreadable[0]}{more}; nothing imported")
             if not by_source:
                 copy = next((f for f in untold[:200] if _terminal_copy(f)), None)
                 if copy is not None:  # the importer hint would send the person to a refusal
@@ -473,9 +492,9 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                 raise InvalidFieldError("path", f"{given} holds no transcript memo can tell (give its importer: "
                                                 f"memo import SOURCE {given}, SOURCE one of {', '.join(IMPORTERS)}); "
                                                 "nothing imported")
-            told.append((given, by_source, untold, sub_agents))
+            told.append((given, by_source, untold, sub_agents, unreadable))
         found = []
-        for given, by_source, untold, sub_agents in told:
+        for given, by_source, untold, sub_agents, unreadable in told:
             for number, (source, files) in enumerate(sorted(by_source.items())):
                 result = run_import(store, files, load_importer(source).parse, options, source=source,
                                     incremental=True)
@@ -484,7 +503,10 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                     else {}
                 if sub_agents and source == "claude-code":
                     said["subAgentFiles"] = sub_agents
-                found.append({"source": source, "path": str(given), **result.wire(), **said})
+                item = {"source": source, "path": str(given), **result.wire(), **said}
+                if unreadable and not number:  # said once, with the folder's first importer, as skipped files
+                    item.update(errors=[*unreadable, *item["errors"]], skipped=item["skipped"] + len(unreadable))
+                found.append(item)
         return found
     roots = known_roots(home)
     if not roots:

@@ -623,3 +623,35 @@ def test_import_auto_says_the_new_sessions_bill_internal_as_an_importer_does(tmp
     ran = memo("import", "auto", str(folder), vault=tmp_path / "v")
     assert "note: the new sessions have no client, so they bill to 'internal'" in ran.stderr
     assert "memo project client PROJECT NAME" in ran.stderr
+
+
+def test_import_auto_names_a_file_it_cannot_read_with_why(tmp_path):
+    """Found by a tester: a transcript of no read permission in a folder given to ``memo import
+    auto`` was called "1 file no importer tells … give its importer" (``skipped 0``); it is named
+    with "Permission denied" and counted skipped, the readable one imported. (As root, memo runs
+    without the capabilities that pass over file permissions.)"""
+    import shutil
+
+    folder = tmp_path / "given"
+    folder.mkdir()
+    (folder / f"{SESSION}.jsonl").write_text(first_exchange())
+    locked = folder / "0000aaaa-1111-4222-8333-444455556666.jsonl"
+    locked.write_text(line("user", "u9", "2026-11-30T08:00:00.000Z", "hidden"))
+    locked.chmod(0)
+    prefix = []
+    if os.geteuid() == 0:
+        assert shutil.which("setpriv"), "util-linux setpriv runs memo as root without DAC override"
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(HOME=str(tmp_path / "home"), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
+               MEMO_TIMEZONE="UTC")
+    try:
+        ran = subprocess.run([*prefix, sys.executable, "-m", "memo_analytics", "--json", "import", "auto", str(folder)],
+                             capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        locked.chmod(0o644)
+    assert ran.returncode == 0, ran.stderr
+    assert "no importer tells" not in ran.stderr
+    assert f"{locked}: Permission denied" in ran.stderr, ran.stderr
+    assert '"skipped": 1' in ran.stdout, ran.stdout
+    assert turns(tmp_path / "v") == ["Add the CSV export"]
