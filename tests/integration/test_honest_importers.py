@@ -290,9 +290,11 @@ def test_an_empty_transcript_of_a_conversation_just_started_is_no_error(realdata
     real = sorted((realdata / "claude-code-jsonl").rglob("*.jsonl"))[0]
     (folder / real.name).write_bytes(real.read_bytes())
     (folder / "5f0c2b9e-1111-4222-8333-944455556667.jsonl").write_bytes(b"")
+    # blank lines alone are nothing written either (found by a tester: "a binary or UTF-16 file?")
+    (folder / "5f0c2b9e-1111-4222-8333-944455556668.jsonl").write_bytes(b"\n\n\r\n")
     ran = memo("--json", "import", "claude-code", str(folder), vault=tmp_path / "v")
     result = json.loads(ran.stdout)
-    assert (result["empty"], result["unrecognised"], result["errors"]) == (1, 0, [])
+    assert (result["empty"], result["unrecognised"], result["errors"]) == (2, 0, [])
     assert result["sessions"] >= 1 and "skipped" not in ran.stderr
     alone = memo("import", "claude-code", str(folder / "5f0c2b9e-1111-4222-8333-944455556667.jsonl"),
                  vault=tmp_path / "v2", check=False)

@@ -34,6 +34,7 @@ from ...domain.ids import project_slug, session_record_id, slugify, validate_slu
 from ...domain.records import RecordKind
 from ...domain.wire import counted, valid_text
 from ...index import store as index
+from ...vault.io import open_regular
 from ...vault.ledger import invoiced_in
 from ...vault.redact import redact_secrets, warm as warm_redaction
 from ..describe import session_description
@@ -1342,8 +1343,10 @@ def _count_parse(result: ImportResult, path: Path, parsed: ParseResult, source: 
     """Count one file's parse into ``result``: recognised or not, its bad lines; note the
     transcripts it holds (``held``: path → ids; ``where``: a conversation's first file)."""
     name = redact_secrets(str(path))[0]
-    if not parsed.recognised and not parsed.problems and not _size(path):
-        result.empty += 1  # a conversation just started (its agent made the file): nothing to read yet
+    if not parsed.recognised and not parsed.problems and (not _size(path) or _blank(path)):
+        # a conversation just started (its agent made the file): nothing to read yet; blank lines alone
+        # are nothing written either (found by a tester: called "a binary or UTF-16 file?")
+        result.empty += 1
         return
     if not parsed.recognised:
         result.unrecognised += 1
@@ -1363,6 +1366,16 @@ def _count_parse(result: ImportResult, path: Path, parsed: ParseResult, source: 
         transcript.lines_left_out = list(parsed.problems)
         transcript.path = path  # as given now (a checkpoint keeps the spelling of its first read)
         where.setdefault((transcript.source, transcript.transcript_id), path)
+
+
+def _blank(path: Path, limit: int = 1 << 20) -> bool:
+    """Whether ``path`` holds white space alone (blank lines), read up to ``limit`` bytes."""
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return False
+    return len(data) <= limit and not data.strip()
 
 
 def _size(path: Path) -> int:
