@@ -776,23 +776,28 @@ def daemon_id(store: VaultStore) -> str:
     import secrets
 
     path = _dir(store) / DAEMON_ID
-    try:
-        known = path.read_text(encoding="ascii").strip()
-        if len(known) == 32 and all(c in "0123456789abcdef" for c in known):
-            return known
-    except (OSError, UnicodeDecodeError):
-        pass
+    known = _daemon_id_in(path)
+    if known is not None:
+        return known
     path.parent.mkdir(parents=True, exist_ok=True)
     with store.lock():  # two first pushes at once name one id
-        try:
-            known = path.read_text(encoding="ascii").strip()
-            if len(known) == 32 and all(c in "0123456789abcdef" for c in known):
-                return known
-        except (OSError, UnicodeDecodeError):
-            pass
-        made = secrets.token_hex(16)
-        atomic_write_bytes(path, made.encode("ascii"))
-        return made
+        known = _daemon_id_in(path)
+        if known is None:
+            known = secrets.token_hex(16)
+            atomic_write_bytes(path, known.encode("ascii"))
+        return known
+
+
+def _daemon_id_in(path: Path) -> str | None:
+    try:
+        known = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return known if _a_daemon_id(known) else None
+
+
+def _a_daemon_id(value: Any) -> bool:
+    return isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
 
 
 def _which_daemon(store: VaultStore, state: dict[str, Any], timeout: float) -> bool:
@@ -812,7 +817,7 @@ def _which_daemon(store: VaultStore, state: dict[str, Any], timeout: float) -> b
     except PUSH_FAILURES:
         return False  # asked again with the next push; this one fails or succeeds as it would have
     named = answer.get("daemonId") if isinstance(answer, dict) else None
-    if not (isinstance(named, str) and len(named) == 32 and all(c in "0123456789abcdef" for c in named)):
+    if not _a_daemon_id(named):
         state["daemonUrl"] = url
         _save(store, "state.json", state)
         return False

@@ -20,6 +20,16 @@ _OWN_TEMPORARY = re.compile(r"\..+\.md\.[a-z0-9_]{8}\.tmp")
 _VIEW_TEMPORARY = re.compile(r"\.(?:PROMPTS|SESSIONS|TRAPS|DECISIONS|INDEX)\.md\.[a-z0-9_]{8}\.tmp")
 
 
+def _temporaries(folder: Path, named: re.Pattern[str]) -> list[Path]:
+    """The regular files of ``folder`` whose name ``named`` matches (none when it cannot be read)."""
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(entry.path) for entry in entries
+                    if named.fullmatch(entry.name) and entry.is_file(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
 class VaultLayout:
     """Paths of one vault rooted at ``root`` (an absolute folder)."""
 
@@ -134,12 +144,7 @@ class VaultLayout:
                         if project.is_dir() and not project.is_symlink()]
             folders = [f"{project.name}/{subdir}" for project in projects for subdir in subdirs]
             for project in projects:  # and a compiled view's (found by a reliability tester: never removed)
-                try:
-                    with os.scandir(project) as entries:
-                        found.extend(Path(entry.path) for entry in entries
-                                     if _VIEW_TEMPORARY.fullmatch(entry.name) and entry.is_file(follow_symlinks=False))
-                except OSError:
-                    continue
+                found += _temporaries(project, _VIEW_TEMPORARY)
         for key in folders:
             project, _, subdir = key.partition("/")
             if subdir not in subdirs or project in ("", ".", "..") or "/" in project or "\\" in project:
@@ -147,10 +152,5 @@ class VaultLayout:
             folder = self.projects_dir / project / subdir
             if folder.parent.is_symlink() or folder.is_symlink() or not folder.is_dir():
                 continue
-            try:
-                with os.scandir(folder) as entries:
-                    found.extend(Path(entry.path) for entry in entries
-                                 if _OWN_TEMPORARY.fullmatch(entry.name) and entry.is_file(follow_symlinks=False))
-            except OSError:
-                continue
+            found += _temporaries(folder, _OWN_TEMPORARY)
         return sorted(found)
