@@ -448,25 +448,32 @@ def test_a_watcher_left_running_follows_an_agent_used_for_the_first_time_after_i
     assert [s["path"] for s in seen if s["source"] == "codex"] == [str(day / rollout.name)]
 
 
+def _without_dac_override(tmp_path) -> tuple[list[str], dict[str, str]]:
+    """The command prefix and environment that run memo in a process of its own on ``tmp_path``
+    (vault ``v``, home ``home``) — as root without the capabilities that pass over file permissions."""
+    import shutil
+
+    prefix = []
+    if os.geteuid() == 0:
+        assert shutil.which("setpriv"), "util-linux setpriv runs memo as root without DAC override"
+        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(HOME=str(tmp_path / "home"), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
+               MEMO_TIMEZONE="UTC")
+    return prefix, env
+
+
 def test_a_folder_that_cannot_be_read_is_said_and_the_rest_is_still_followed(tmp_path):
     """Found by an attacker: one subfolder this user cannot read made the system's events fail
     for the whole root; the watcher re-subscribed every second, failed again, imported nothing
     more and said nothing. It says so once and looks at the readable files instead. (As root,
     the watcher runs without the capabilities that pass over file permissions.)"""
-    import shutil
-
     folder = tmp_path / "claude" / ".claude" / "projects"
     (folder / "open").mkdir(parents=True)
     (folder / "locked").mkdir()
     (folder / "locked" / "x.jsonl").write_text(line("user", "u0", "2026-11-30T08:00:00.000Z", "hidden"))
     (folder / "locked").chmod(0)
-    prefix = []
-    if os.geteuid() == 0:
-        assert shutil.which("setpriv"), "util-linux setpriv runs the watcher as root without DAC override"
-        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
-    env.update(HOME=str(tmp_path / "home"), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
-               MEMO_TIMEZONE="UTC")
+    prefix, env = _without_dac_override(tmp_path)
     proc = subprocess.Popen([*prefix, sys.executable, "-m", "memo_analytics", "--json", "watch", "--only", str(folder),
                              "--debounce-ms", "100"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -630,21 +637,13 @@ def test_import_auto_names_a_file_it_cannot_read_with_why(tmp_path):
     auto`` was called "1 file no importer tells … give its importer" (``skipped 0``); it is named
     with "Permission denied" and counted skipped, the readable one imported. (As root, memo runs
     without the capabilities that pass over file permissions.)"""
-    import shutil
-
     folder = tmp_path / "given"
     folder.mkdir()
     (folder / f"{SESSION}.jsonl").write_text(first_exchange())
     locked = folder / "0000aaaa-1111-4222-8333-444455556666.jsonl"
     locked.write_text(line("user", "u9", "2026-11-30T08:00:00.000Z", "hidden"))
     locked.chmod(0)
-    prefix = []
-    if os.geteuid() == 0:
-        assert shutil.which("setpriv"), "util-linux setpriv runs memo as root without DAC override"
-        prefix = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
-    env.update(HOME=str(tmp_path / "home"), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"),
-               MEMO_TIMEZONE="UTC")
+    prefix, env = _without_dac_override(tmp_path)
     try:
         ran = subprocess.run([*prefix, sys.executable, "-m", "memo_analytics", "--json", "import", "auto", str(folder)],
                              capture_output=True, text=True, env=env, timeout=120)
