@@ -484,6 +484,8 @@ def push_every_batch(store: VaultStore) -> dict[str, Any]:
     error}`` of them all, and ``owned`` (:func:`_own_ownerless`) when sessions of no owner were
     given one (found by a tester: "pushed 200 records; 3800 waiting", 17 runs to drain an import)."""
     result = push(store, force=True)
+    if result.get("daemonChanged"):  # another daemon answered at this address: it is sent what it lacks now
+        result = push(store, force=True)
     while not result["error"] and result["pending"] and result["pushed"]:
         waited = result["pending"]
         more = push(store, force=True)
@@ -517,7 +519,10 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         if not force and state.get("nextRetryAt") and now < from_iso(state["nextRetryAt"]):
             return {"pushed": 0, "results": [], "pending": status(store)["pending"],
                     "error": f"waiting until {state['nextRetryAt']} after: {state.get('lastError')}"}
-        _which_daemon(store, state, timeout or store.sync_timeout or PUSH_SECONDS)
+        try:
+            _which_daemon(store, state, timeout or store.sync_timeout or PUSH_SECONDS)
+        except PUSH_FAILURES as exc:
+            return _push_failed(store, state, now, exc, status(store)["pending"])
         owned = _own_ownerless(store, now, state)
         _seed_outbox(store, state)
         entries = _outbox(store)
@@ -612,14 +617,14 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                     or not all(isinstance(r, dict) for r in answer.get("results", [])):
                 raise ValueError("the answer is not a memo daemon's sync answer")
         except PUSH_FAILURES as exc:
-            reason = _failure(exc)
-            attempts = int(state.get("attempts", 0)) + 1
-            state.update(lastError=reason, lastErrorAt=to_iso(now), attempts=attempts,
-                         nextRetryAt=to_iso(now + timedelta(seconds=min(2 ** attempts, MAX_BACKOFF_SECONDS))))
-            _save(store, "state.json", state)
-            log.warning("memo sync push failed (%s); %d record%s wait%s in the outbox", reason, len(latest),
-                        "" if len(latest) == 1 else "s", "s" if len(latest) == 1 else "")
-            return {"pushed": 0, "results": [], "pending": len(latest), "error": reason}
+            return _push_failed(store, state, now, exc, len(latest))
+        named = answer.get("daemonId")
+        if _a_daemon_id(named) and _a_daemon_id(state.get("daemonId")) and named != state["daemonId"]:
+            # another daemon answers at this address (a new one put there, a backup restored): what it
+            # took is not filed as the other's; the next push sends it what it lacks (found by a breaker)
+            _now_pushing_to(store, state, named, store.settings.hybrid.remote_url)
+            return {"pushed": 0, "results": [], "pending": status(store)["pending"], "error": None,
+                    "daemonChanged": True}
         keys_of_id: dict[str, list[str]] = {}
         for record in records:
             keys_of_id.setdefault(record["id"], []).append(record["key"])
@@ -800,6 +805,19 @@ def _a_daemon_id(value: Any) -> bool:
     return isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
 
 
+def _push_failed(store: VaultStore, state: dict[str, Any], now: datetime, exc: Exception,
+                 pending: int) -> dict[str, Any]:
+    """A push the daemon did not answer: the error kept with a backoff, the records left waiting."""
+    reason = _failure(exc)
+    attempts = int(state.get("attempts", 0)) + 1
+    state.update(lastError=reason, lastErrorAt=to_iso(now), attempts=attempts,
+                 nextRetryAt=to_iso(now + timedelta(seconds=min(2 ** attempts, MAX_BACKOFF_SECONDS))))
+    _save(store, "state.json", state)
+    log.warning("memo sync push failed (%s); %d record%s wait%s in the outbox", reason, pending,
+                "" if pending == 1 else "s", "s" if pending == 1 else "")
+    return {"pushed": 0, "results": [], "pending": pending, "error": reason}
+
+
 def _which_daemon(store: VaultStore, state: dict[str, Any], timeout: float) -> bool:
     """Before a push to ``hybrid.remoteUrl`` not pushed to before: ask the daemon there which it is
     (an empty push; its answer names :func:`daemon_id`). Another daemon than the one this laptop's
@@ -807,22 +825,34 @@ def _which_daemon(store: VaultStore, state: dict[str, Any], timeout: float) -> b
     else none) is taken up, and the outbox is seeded with what it lacks — a laptop re-pointed at
     another daemon and back sent the first nothing it recorded meanwhile (found by a team lead;
     ``memo sync push --all`` was needed each way). The same daemon under another address, or one
-    that names no id (an older memo), changes nothing. True when the daemon changed."""
+    that names no id (an older memo), changes nothing. True when the daemon changed.
+
+    Raises
+    ------
+    urllib.error.URLError, OSError, ValueError, http.client.HTTPException
+        The daemon did not answer (:data:`PUSH_FAILURES`): the push fails as it would have.
+    """
     url = store.settings.hybrid.remote_url
     if state.get("daemonUrl") == url:
         return False
-    try:
-        answer = _post(url.rstrip("/") + "/api/sync/records", {"records": [], "pulls": True},
-                       store.settings.hybrid.token, timeout)
-    except PUSH_FAILURES:
-        return False  # asked again with the next push; this one fails or succeeds as it would have
+    # unanswered, the push fails as a push does (a push sent on meanwhile would have been filed as
+    # the other daemon's: found by a breaker — its records never reached the first daemon again)
+    answer = _post(url.rstrip("/") + "/api/sync/records", {"records": [], "pulls": True},
+                   store.settings.hybrid.token, timeout)
     named = answer.get("daemonId") if isinstance(answer, dict) else None
     if not _a_daemon_id(named):
         state["daemonUrl"] = url
         _save(store, "state.json", state)
         return False
+    return _now_pushing_to(store, state, named, url)
+
+
+def _now_pushing_to(store: VaultStore, state: dict[str, Any], named: str, url: str) -> bool:
+    """Record that ``url`` is the daemon ``named``; another daemon than the one the push state
+    describes: that state kept aside for it, this one's taken up (none: the outbox is seeded with
+    the whole vault). True when the daemon changed."""
     known = state.get("daemonId")
-    changed = isinstance(known, str) and known != named
+    changed = _a_daemon_id(known) and known != named
     if changed:
         with store.lock():
             aside, back = _dir(store) / "daemons" / known, _dir(store) / "daemons" / named

@@ -3031,3 +3031,49 @@ def test_a_laptop_re_pointed_at_another_daemon_and_back_sends_each_what_it_lacks
         assert not list(team.glob("projects/*/*/*.conflict-*"))
     finally:
         other.stop()
+
+
+def test_a_daemon_that_does_not_say_which_it_is_or_another_at_the_same_address_gets_what_it_lacks(tmp_path, daemon):
+    """Found by a breaker of the daemon's id: a push whose "which daemon?" question went unanswered
+    went on to the new address filed under the old daemon's state — back at the old one, what it
+    had been sent never reached it; and a new daemon put at the same address (the old one's vault
+    moved away) was never sent what the old one held ("pushed 0 records")."""
+    import shutil
+
+    team, server = daemon
+    vault = tmp_path / "mine"
+    config = _hybrid_config(tmp_path, server.base, vault)
+    env = {"MEMO_CONFIG": str(config)}
+
+    def session(sid: str, day: int) -> None:
+        memo("session", "start", sid, "--project", "web", "--start-time", f"2026-03-0{day}T09:00:00Z", vault=vault,
+             env=env)
+        memo("session", "end", sid, "--project", "web", "--until", f"2026-03-0{day}T10:00:00Z", vault=vault, env=env)
+
+    def sessions(root: Path) -> list[str]:
+        return sorted(p.name for p in root.glob("projects/web/sessions/*.md"))
+
+    session("s1", 2)
+    memo("sync", "push", vault=vault, env=env)
+    # an address that does not answer the question: nothing is pushed there, nothing filed wrongly
+    with refused_port() as port:
+        dead = f"http://127.0.0.1:{port}"
+        config.write_text(config.read_text(encoding="utf-8").replace(server.base, dead), encoding="utf-8")
+        session("s2", 3)
+        failed = json.loads(memo("--json", "sync", "push", vault=vault, env=env, check=False).stdout)
+    assert failed["error"] and failed["pending"] == 1
+    config.write_text(config.read_text(encoding="utf-8").replace(dead, server.base), encoding="utf-8")
+    memo("sync", "push", vault=vault, env=env)
+    assert sessions(team) == ["session-s1.md", "session-s2.md"]
+    # another daemon at the same address: its first answer says so; it is sent what it lacks
+    server.stop()
+    shutil.move(team, tmp_path / "old-team")
+    again = Server(team, "--mcp-port", "0", port=server.port)
+    try:
+        session("s3", 4)
+        pushed = json.loads(memo("--json", "sync", "push", vault=vault, env=env).stdout)
+        assert pushed["pending"] == 0, pushed
+        assert sessions(team) == ["session-s1.md", "session-s2.md", "session-s3.md"]
+    finally:
+        again.stop()
+        server.proc = again.proc  # the fixture stops what runs there
