@@ -480,6 +480,17 @@ def test_project_hooks_with_no_memo_on_the_path_say_so_and_doctor_names_the_fix(
     assert "this repository's hooks run `memo` from the agent's PATH" in said and link in said
     doctor = " ".join(memo("doctor", vault=vault, env=env, cwd=repo, check=False).stdout.split())
     assert "which is not there: nothing is captured" in doctor and link in doctor
+    # found by a new user: memo on the PATH only from the README's .venv (activated in this shell, not in the
+    # agent's) said nothing, and the agent ran `memo: not found`
+    venv = tmp_path / "proj" / ".venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "bin" / "memo").write_text("#!/bin/sh\n")
+    (venv / "bin" / "memo").chmod(0o755)
+    again = memo("hooks", "install", "codex", "--project", vault=vault, env={**env, "PATH": f"{venv / 'bin'}:/usr/bin:/bin"},
+                 cwd=repo)
+    said = " ".join(again.stderr.split())
+    assert f"this PATH has it only from a virtual environment ({venv / 'bin' / 'memo'})" in said and link in said
 
 
 def test_user_hooks_run_this_installs_memo_by_its_full_path_when_the_path_lacks_it(tmp_path):

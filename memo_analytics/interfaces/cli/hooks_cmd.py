@@ -135,15 +135,27 @@ def _install_one(agent: str, project: bool, collect: list[dict[str, Any]] | None
                             f"agent's environment, else the config's vaultRoot), not into {chosen}: the file is "
                             f"shared, so no path of this machine is written; for this vault install without "
                             f"--project (your own settings)"))
-        if r["level"] == "project" and shutil.which("memo") is None:  # hooks always exit 0: nothing said it
+        found = shutil.which("memo")
+        if r["level"] == "project" and (found is None or _of_a_virtual_environment(found)):
+            # hooks always exit 0: nothing said it (found by a new user: the README's .venv was on the shell's PATH
+            # alone, and the agent ran `memo: not found` — "Now just work" all the same)
+            where = ("this PATH has none" if found is None else
+                     f"this PATH has it only from a virtual environment ({found}), which an agent started "
+                     "elsewhere does not have")
             err.print(_safe(f"note: this repository's hooks run `memo` from the agent's PATH (the file is shared, "
-                            f"so no path of this machine is written), and this PATH has none: nothing would be "
-                            f"captured; put it there: {on_path_command()}"))
+                            f"so no path of this machine is written), and {where}: nothing would be captured; put "
+                            f"it on every PATH: {on_path_command()}"))
         out.print("Now just work: each prompt goes to the team daemon (its dashboard lists them; `memo doctor` "
                   "checks it takes this machine's token)." if state.settings.mode == "remote" else
                   "Now just work: each prompt lands in the vault (`memo prompt list`).")
 
     _emit(result, human)
+
+
+def _of_a_virtual_environment(program: str) -> bool:
+    """Whether ``program`` lies in a Python virtual environment's ``bin`` (a ``pyvenv.cfg`` beside
+    it): on the PATH of the shell that activated it, not of an agent started elsewhere."""
+    return (Path(program).parent.parent / "pyvenv.cfg").is_file()
 
 
 @hooks_app.command("uninstall")
