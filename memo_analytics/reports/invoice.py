@@ -288,6 +288,16 @@ class Invoice:
         return sum(s.minutes for s in self.sections)
 
 
+def _priced_ai_use(items: list[dict[str, Any]], terms: Callable[[str], ClientBilling | None]) -> bool:
+    """Whether a session of ``items`` bills AI usage (its client's ``aiCostMargin``, a cost): an
+    invoice line of its own, whatever its minutes."""
+    for item in items:
+        billing = terms(item["client"])
+        if billing is not None and billing.ai_cost_margin is not None and Decimal(str(item.get("costUsd") or 0)) > 0:
+            return True
+    return False
+
+
 def _billed(item: dict[str, Any]) -> int:
     """The minutes a session bills (its ``billedMinutes`` under the overlap policy)."""
     billed = item.get("billedMinutes")
@@ -344,8 +354,8 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
     # sessions wholly within the client's sessions billed already (one person's time counts once):
     # alone they made an invoice of 0.00 that took a number (found by a billing person)
     beside = [s for s in billed if s["durationMinutes"] > 0 and _billed(s) == 0]
-    if billed and len(beside) == len(billed):
-        billed = []
+    if billed and all(_billed(s) == 0 for s in billed) and not _priced_ai_use(billed, terms):
+        billed = []  # with --zero-minutes too: sessions of 0 minutes bill nothing either (found by a breaker)
     if not billed:
         why = (f"; {len(ended) - len(fresh)} already invoiced (memo invoice list)" if len(fresh) < len(ended) else "")
         why += (f"; {len(fresh) - len(beside)} of 0 minutes" if len(fresh) > len(beside) else "")

@@ -1255,6 +1255,9 @@ def test_work_wholly_within_time_already_invoiced_is_nothing_to_invoice(billing)
         assert refused.stderr.strip().endswith(
             "error: Nothing to invoice: no billable session with a duration for these filters; 2 already invoiced "
             "(memo invoice list); 1 of 0 minutes; 1 within time the client's other sessions bill already (each hour bills once: w1)")
+    # found by a breaker: with --zero-minutes (z0, a session of 0 minutes) it was issued as 0.00 all the same
+    zero = run(billing, "invoice", "issue", *args, "--zero-minutes")
+    assert zero.returncode == 1 and "error: Nothing to invoice" in zero.stderr, zero.stdout
     assert [d["number"] for d in json.loads(run(billing, "--json", "invoice", "list").stdout)["items"]] == [
         first["number"]]
     _session_at(billing, "n1", "api", "Acme Corp", "2026-06-20T09:00:00Z", "2026-06-20T09:30:00Z")
