@@ -329,8 +329,8 @@ def _with_unfiled_work(exc: ReportError, client: str, unfiled: Callable[[], Acti
 
 
 def unfiled_of_client(settings: Settings, client: str, unfiled: ActivityReport,
-                      named: dict[str, list[str]] | None = None) -> tuple[int, list[str], bool]:
-    """``(minutes, projects, mapped)`` of the billable work of ``unfiled`` (the same period's report
+                      named: dict[str, list[str]] | None = None) -> tuple[int, list[str], bool, list[str]]:
+    """``(minutes, projects, mapped, session ids)`` of the billable work of ``unfiled`` (the same period's report
     for ``internal``) in projects that bill ``client``: the config's ``projectClients`` files them
     under it, or, of a project it does not map, every session naming a client names this one
     (``named``: :func:`~memo_analytics.index.snapshot.clients_of_projects`; the digest's
@@ -347,7 +347,7 @@ def unfiled_of_client(settings: Settings, client: str, unfiled: ActivityReport,
     sessions = [s for s in unfiled.sessions if s["billable"] and s["durationMinutes"] and bills(s["project"])]
     projects = sorted({s["project"] for s in sessions})
     return (sum(int(s.get("billedMinutes", s["durationMinutes"]) or 0) for s in sessions), projects,
-            all(settings.client_of_project(p) for p in projects))
+            all(settings.client_of_project(p) for p in projects), [s["sessionId"] for s in sessions])
 
 
 def unfiled_notes(settings: Settings, clients: list[str], unfiled: Callable[[], ActivityReport],
@@ -364,17 +364,24 @@ def unfiled_notes(settings: Settings, clients: list[str], unfiled: Callable[[], 
     except InvalidFieldError:  # no session bills internal at all ("no session has the client")
         return []
     found = [(client, *unfiled_of_client(settings, client, report, named)) for client in clients]
-    return [unfiled_note(client, minutes, projects, mapped) for client, minutes, projects, mapped in found if minutes]
+    return [unfiled_note(client, minutes, projects, mapped, sessions)
+            for client, minutes, projects, mapped, sessions in found if minutes]
 
 
-def unfiled_note(client: str, minutes: int, projects: list[str], mapped: bool = True) -> str:
-    """What :func:`unfiled_of_client` found, and the command that files it."""
+def unfiled_note(client: str, minutes: int, projects: list[str], mapped: bool = True,
+                 sessions: list[str] = ()) -> str:
+    """What :func:`unfiled_of_client` found, and the command that files it (of a project whose
+    sessions bill the client, the sessions named: found by a breaker, "ID" named none)."""
     them = "it" if len(projects) == 1 else "them"
     why = (f"the config's projectClients files {them} under {client}" if mapped else
            f"{'its' if len(projects) == 1 else 'their'} other sessions bill {client}")
+    named = "" if mapped or not sessions else (
+        f" ({'session' if len(sessions) == 1 else 'sessions'} {', '.join(sessions[:3])}"
+        f"{' …' if len(sessions) > 3 else ''}; not to bill: memo session edit {shell_word(sessions[0])} "
+        f"--project {shell_word(projects[0])} --no-billable)")
     return (f"{minutes / 60:.2f} h of the period's billable work in {', '.join(projects)} bill internal, while "
             f"{why}: file it first (memo project client {projects[0]} {shell_word(client)}), or it is never billed"
-            + ("" if mapped else " (not to bill: memo session edit ID --no-billable)"))
+            + named)
 
 
 def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], ActivityReport] | ActivityReport, *,

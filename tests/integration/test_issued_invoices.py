@@ -1437,8 +1437,8 @@ def test_an_invoice_is_not_issued_while_work_of_a_project_whose_sessions_bill_th
               if i["kind"] == "client_missing"]
     assert item["why"] == "1.5 h billable filed under internal in a project that bills Acme Corp"
     said = ("1.50 h of the period's billable work in web bill internal, while its other sessions bill Acme Corp: "
-            "file it first (memo project client web 'Acme Corp'), or it is never billed (not to bill: memo session "
-            "edit ID --no-billable)")
+            "file it first (memo project client web 'Acme Corp'), or it is never billed (session u1; not to bill: "
+            "memo session edit u1 --project web --no-billable)")
     refused = run(billing, "invoice", "issue", *args)
     assert (refused.returncode, refused.stderr.strip()) == (1, f"error: Invalid client: {said}; nothing was issued")
     assert f"warning: {said}; memo invoice issue refuses it until then" in run(billing, "report", "invoice",
