@@ -266,6 +266,20 @@ def project_from_cwd(cwd: str | Path | None) -> str | None:
     return project_slug(common.name.removesuffix(".git") or root.name)  # a worktree of a bare repository
 
 
+def _as_the_shell_names_it(folder: str) -> str:
+    """``folder`` as the shell that ran memo names it (``$PWD``, when it is that very folder): the
+    process's own working folder has its links resolved, and a folder reached through a link was
+    filed under the link target's name by memo and under the link's by the agent's hook (found by a
+    breaker: two projects of one folder)."""
+    shown = os.environ.get("PWD")
+    if not shown or not os.path.isabs(shown) or os.path.normpath(shown) == os.path.normpath(folder):
+        return folder
+    try:
+        return shown if os.path.samefile(shown, folder) else folder
+    except OSError:
+        return folder
+
+
 def project_of_folder(path: object) -> str | None:
     """The project a working folder the transcript names stands for, or None: where the folder
     is on this machine inside a git repository, that repository's project as a hook names it
@@ -753,7 +767,7 @@ class VaultStore:
         if found:
             return found
         if cwd is not None and "default_project" not in self.settings.model_fields_set and os.path.isdir(cwd):
-            name = project_of_folder(os.path.normpath(str(cwd)))
+            name = project_of_folder(os.path.normpath(_as_the_shell_names_it(str(cwd))))
             if name:
                 return project_slug(name)
         return validate_slug(self.settings.default_project, "project")

@@ -1292,6 +1292,25 @@ def test_in_a_folder_of_no_repository_hooks_the_tool_and_the_cli_file_work_under
     assert projects == {"scraper-tool"}
 
 
+def test_in_a_folder_of_no_repository_reached_through_a_link_memo_names_it_as_the_hook_does(tmp_path):
+    """Found by a breaker: in a folder of no repository reached through a link, the hook filed the
+    work under the link's name (the agent's cwd) and ``memo`` under the target's (its working
+    folder resolved): two projects of one folder. memo names it as the shell does (``$PWD``)."""
+    vault, real = tmp_path / "v", tmp_path / "real-folder"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    hook(vault, "claude-code", claude("UserPromptSubmit", link, prompt="do the thing"))
+    recorded = json.loads(memo("--json", "prompt", "record", "--session-id", "by-hand", "--body", "a note",
+                               vault=vault, cwd=link, env={"PWD": str(link)}).stdout)
+    assert recorded["project"] == "link"
+    assert {p.name for p in (vault / "projects").iterdir()} == {"link"}
+    # a $PWD of another folder (stale, inherited) is not taken
+    other = json.loads(memo("--json", "prompt", "record", "--session-id", "by-hand-2", "--body", "b",
+                            vault=vault, cwd=real, env={"PWD": str(tmp_path)}).stdout)
+    assert other["project"] == "real-folder"
+
+
 def test_the_installed_launcher_prints_the_hand_off_for_the_agent(tmp_path, repo):
     """The entry ``memo hooks install`` writes runs the launcher, not the command line: it
     prints the same answer (a process, as the agent runs it)."""
