@@ -261,7 +261,7 @@ def _renamed_copy(store: VaultStore, session_id: str, target: str, owner: Any,
     if not isinstance(owner, str) or not owner.strip():
         return None
     found = []
-    for held in dict.fromkeys([session_id, apart_session_id(session_id, owner)]):
+    for held in _ids_of_a_session(session_id, owner):
         held_record = f"session-{held}"
         for source in sorted({row["project"] for row in index.rows_with_id(store.conn, held_record,
                                                                              RecordKind.SESSION.value)} - {target}):
@@ -299,7 +299,7 @@ def _refuse_turn_of_invoiced_elsewhere(store: VaultStore, kind: RecordKind, meta
             or not owner.strip() or _session_here(store, meta["project"], session_id)[0]:
         return
     theirs = []  # the owner's sessions of that id a push brought to other projects (an index lookup each)
-    for held in dict.fromkeys([session_id, apart_session_id(session_id, owner)]):
+    for held in _ids_of_a_session(session_id, owner):
         for source in sorted({row["project"] for row in index.rows_with_id(store.conn, f"session-{held}",
                                                                              RecordKind.SESSION.value)}
                              - {meta["project"]}):
@@ -1174,12 +1174,28 @@ def apart_session_id(session_id: str, owner: str | None) -> str:
     another person's session there: ``{sessionId}--{owner as a slug}-{6 hex of the owner}``
     (``unknown`` for none), within the session id's length. The hex tells apart owners whose
     slugs are alike (``Jörg`` and ``Jürg``, names in other scripts)."""
+    suffix = _apart_suffix(owner)
+    return session_id[: MAX_SESSION_ID_LENGTH - len(suffix)].rstrip("-._") + suffix
+
+
+def _apart_suffix(owner: str | None) -> str:
+    """What :func:`apart_session_id` adds to a session id of ``owner``'s."""
     import hashlib
 
     name = (owner or "").strip()
     digest = hashlib.blake2b(name.casefold().encode("utf-8", "surrogatepass"), digest_size=3).hexdigest()
-    suffix = f"--{slugify(name, 40) if name else 'unknown'}-{digest}"
-    return session_id[: MAX_SESSION_ID_LENGTH - len(suffix)].rstrip("-._") + suffix
+    return f"--{slugify(name, 40) if name else 'unknown'}-{digest}"
+
+
+def _ids_of_a_session(session_id: str, owner: str) -> list[str]:
+    """The ids ``owner``'s session ``session_id`` may have on this daemon: its own, kept apart from
+    another person's (:func:`apart_session_id`), and — when it is such an id — the laptop's own id
+    it stands for (a rename back into a project where another person holds that id)."""
+    ids = [session_id, apart_session_id(session_id, owner)]
+    suffix = _apart_suffix(owner)
+    if session_id.endswith(suffix) and len(session_id) > len(suffix):
+        ids.append(session_id[: -len(suffix)])
+    return list(dict.fromkeys(ids))
 
 
 #: A push item that names no ``owner`` (a pusher before owners were sent, or a turn whose

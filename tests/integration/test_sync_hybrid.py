@@ -3077,3 +3077,32 @@ def test_a_daemon_that_does_not_say_which_it_is_or_another_at_the_same_address_g
     finally:
         again.stop()
         server.proc = again.proc  # the fixture stops what runs there
+
+
+def test_a_project_renamed_there_and_back_leaves_one_copy_of_a_session_kept_apart(tmp_path, daemon):
+    """Found by a breaker: Bob's ``fix-login`` (kept apart from Ana's in shop) followed his rename
+    of shop to webshop; renamed back, the daemon kept his webshop copy and took the push as a new
+    session kept apart again — his session and turns twice. It moves back, kept apart as before."""
+    from memo_analytics.services.project_move import move_project
+
+    team, server = daemon
+    ana, bob = _client(tmp_path, server.base, "ana"), _client(tmp_path, server.base, "bob")
+    try:
+        _fix_login(ana, "ana@team.test")
+        _fix_login(bob, "bob@team.test", end="2026-03-02T09:50:00Z")
+        sync.push(ana)
+        sync.push(bob)
+        apart = sync.apart_session_id("fix-login", "bob@team.test")
+        move_project(bob, "shop", "webshop")
+        sync.push(bob)
+        move_project(bob, "webshop", "shop")
+        results = sync.push(bob)["results"]
+        assert all(r["outcome"] in ("applied", "merged", "unchanged") for r in results), results
+        assert _sessions_on(team) == sorted(["shop/sessions/session-fix-login.md", f"shop/sessions/session-{apart}.md"])
+        report = json.loads(memo("--json", "activity", "--all", vault=team).stdout)
+        assert (report["totalSessions"], report["totalPrompts"]) == (2, 2)
+        assert {who: row["durationMinutes"] for who, row in report["byOwner"].items()} == {
+            "ana@team.test": 60, "bob@team.test": 50}
+    finally:
+        ana.close()
+        bob.close()
