@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..domain.clock import from_iso
+from ..domain.clock import from_iso, printed_span
 from ..domain.wire import printable_text
 from ..domain.errors import InvalidFieldError, RecordNotFoundError
 from ..domain.ids import session_record_id, validate_session_id
@@ -78,6 +78,21 @@ def _when(value: str | None, zone) -> str:
     if not value:
         return "—"
     return from_iso(value).astimezone(zone).strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _span(session: dict[str, Any], zone) -> list[tuple[str, str]]:
+    """The story's Start and End rows: of an ended session as every report prints it — from its
+    start to the minute for its own minutes (:func:`~memo_analytics.domain.clock.printed_span`;
+    found by a new user: the story said 09:10 where the timesheet said 09:09 of the same 9
+    minutes); of an open one its start, and no end."""
+    start, end = session.get("startTime"), session.get("endTime")
+    if not start or not end or session.get("durationMinutes") is None:
+        return [("Start", _when(start, zone)), ("End", _when(end, zone))]
+    try:
+        began, ended = printed_span(start, session["durationMinutes"], zone)
+    except (ValueError, TypeError):
+        return [("Start", _when(start, zone)), ("End", _when(end, zone))]
+    return [("Start", began.strftime("%Y-%m-%d %H:%M %Z")), ("End", ended.strftime("%Y-%m-%d %H:%M %Z"))]
 
 
 def _cell(value: Any) -> str:
@@ -157,7 +172,7 @@ def render_story(data: dict[str, Any], zone, max_turn_chars: int | None = None) 
         ("Session", session_id), ("Project", session.get("project") or (turns[0]["project"] if turns else None)),
         ("Status", session.get("status", "no session record")), ("Client", session.get("client") or "internal"),
         ("Billable", "yes" if session.get("billable", True) else "no"), ("Task", session.get("taskSlug")),
-        ("Start", _when(session.get("startTime"), zone)), ("End", _when(session.get("endTime"), zone)),
+        *_span(session, zone),
         ("Duration (minutes)", session.get("durationMinutes")), ("IDE", session.get("ide")),
         ("Model", session.get("model")), ("Agent", session.get("agent")), ("Branch", session.get("branch")),
         ("Commit", session.get("gitSha")), ("Owner", session.get("owner")), ("Turns", len(turns)),

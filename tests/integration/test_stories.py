@@ -255,3 +255,15 @@ def test_a_story_of_a_session_whose_file_cannot_be_parsed_is_refused_naming_it(t
         assert ran.returncode == 1 and ran.stderr.startswith(f"error: Cannot parse {path}: broken frontmatter"), ran
         assert ran.stdout == ""
     assert not (tmp_path / "story.md").exists()
+
+
+def test_a_storys_start_and_end_are_the_ones_every_report_prints(store):
+    """Found by a new user: a session of 09:00:50 – 09:10:05 (9 minutes) was 09:00 – 09:09 in
+    ``memo activity`` and the timesheet, 09:00 – 09:10 in its story: the story prints its span
+    as the reports do (its start to the minute, plus its minutes)."""
+    start_session(store, StartSessionRequest(session_id="span", project="web", start_time="2026-12-01T08:00:50Z"))
+    record_prompt(store, RecordPromptRequest(session_id="span", project="web", body="span test"))
+    end_session(store, EndSessionRequest(session_id="span", project="web", until="2026-12-01T08:10:05Z"))
+    markdown = export_story(store, ExportStoryRequest(session_id="span"))["markdown"]
+    assert "| Start | 2026-12-01 08:00 UTC |" in markdown and "| End | 2026-12-01 08:09 UTC |" in markdown
+    assert "| Duration (minutes) | 9 |" in markdown
