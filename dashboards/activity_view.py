@@ -264,15 +264,26 @@ class ActivityView:
             parts.append("".join(c if c.isalnum() or c in "-_" else "_" for c in self.client.value)[:40])
         return "_".join(parts)
 
-    async def _timesheet_pdf(self) -> io.BytesIO:
+    async def _timesheet_pdf(self) -> io.BytesIO | None:
         return await self._pdf(self.data.timesheet_pdf)
 
-    async def _invoice_pdf(self) -> io.BytesIO:
-        return await self._pdf(self.data.invoice_pdf)
+    async def _invoice_pdf(self) -> io.BytesIO | None:
+        return await self._pdf(self.data.invoice_pdf, invoice=True)
 
-    async def _pdf(self, render: Callable[[ActivityReport], bytes]) -> io.BytesIO:
-        """The PDF of the report on screen, rendered in :data:`PDF_WORKER` (WeasyPrint takes
-        seconds on a long period; the server's event loop keeps serving every session)."""
+    async def _pdf(self, render: Callable[[ActivityReport], bytes], invoice: bool = False) -> io.BytesIO | None:
+        """The PDF of the view's client and period as the vault holds them now — read again at the
+        click, the figures on screen with it (found by an operator: a page left open drafted the
+        figures of when its filter last changed, and a draft whose sessions were invoiced since failed
+        without a word) — rendered in :data:`PDF_WORKER` (WeasyPrint takes seconds on a long period;
+        the server's event loop keeps serving every session). None when there is none to give: why is
+        said on the page."""
+        self._changed(None)
         report = self.report
-        assert report is not None
-        return io.BytesIO(await asyncio.get_running_loop().run_in_executor(PDF_WORKER, render, report))
+        if report is None or (invoice and self.invoice.disabled):
+            return None  # the period refused, or nothing to invoice now: the page says why
+        try:
+            return io.BytesIO(await asyncio.get_running_loop().run_in_executor(PDF_WORKER, render, report))
+        except MemoError as exc:
+            self.invoice_note.object = note("warn", f"Not downloaded: {exc}")
+            self.invoice_note.visible = True
+            return None
