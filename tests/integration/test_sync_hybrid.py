@@ -2989,6 +2989,15 @@ def test_a_rename_on_a_laptop_moves_its_session_the_daemon_kept_apart_and_never_
         bob.close()
 
 
+def _day_of_work(vault: Path, env: dict, sid: str, day: int, turn: bool = True) -> None:
+    """Session ``sid`` of project web, 09:00–10:00 on 2026-03-0``day`` (with a turn), through the CLI."""
+    memo("session", "start", sid, "--project", "web", "--start-time", f"2026-03-0{day}T09:00:00Z", vault=vault, env=env)
+    if turn:
+        memo("prompt", "record", "--session-id", sid, "--project", "web", "--body", f"work of {sid}", vault=vault,
+             env=env)
+    memo("session", "end", sid, "--project", "web", "--until", f"2026-03-0{day}T10:00:00Z", vault=vault, env=env)
+
+
 def test_a_laptop_re_pointed_at_another_daemon_and_back_sends_each_what_it_lacks(tmp_path, daemon):
     """Found by a team lead: a laptop pointed at another daemon sent it nothing it had pushed to
     the first (``memo sync push --all`` was needed), and pointed back, the first was sent nothing
@@ -3002,11 +3011,7 @@ def test_a_laptop_re_pointed_at_another_daemon_and_back_sends_each_what_it_lacks
     env = {"MEMO_CONFIG": str(config)}
 
     def session(sid: str, day: int) -> None:
-        memo("session", "start", sid, "--project", "web", "--start-time", f"2026-03-0{day}T09:00:00Z", vault=vault,
-             env=env)
-        memo("prompt", "record", "--session-id", sid, "--project", "web", "--body", f"work of {sid}", vault=vault,
-             env=env)
-        memo("session", "end", sid, "--project", "web", "--until", f"2026-03-0{day}T10:00:00Z", vault=vault, env=env)
+        _day_of_work(vault, env, sid, day)
 
     def point_at(url: str) -> None:
         config.write_text(_hybrid_config(tmp_path, url, vault).read_text(encoding="utf-8"), encoding="utf-8")
@@ -3046,9 +3051,7 @@ def test_a_daemon_that_does_not_say_which_it_is_or_another_at_the_same_address_g
     env = {"MEMO_CONFIG": str(config)}
 
     def session(sid: str, day: int) -> None:
-        memo("session", "start", sid, "--project", "web", "--start-time", f"2026-03-0{day}T09:00:00Z", vault=vault,
-             env=env)
-        memo("session", "end", sid, "--project", "web", "--until", f"2026-03-0{day}T10:00:00Z", vault=vault, env=env)
+        _day_of_work(vault, env, sid, day, turn=False)
 
     def sessions(root: Path) -> list[str]:
         return sorted(p.name for p in root.glob("projects/web/sessions/*.md"))
