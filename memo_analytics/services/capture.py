@@ -1084,10 +1084,16 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
              "captureId": secrets.token_hex(8), **({"unconfigured": True} if unconfigured else {})}
     waiting = spooled(vault_root)
     if event.kind in ("stop", "other") and not waiting:
-        # nothing to record, nothing to replay: the vault is not even opened (said to MEMO_HOOK_DEBUG,
-        # not logged: a Stop comes after every turn; a hook wired to it instead of the end is told)
-        outcomes.append(f"{agent}: {event.name or event.kind}: not an event memo records (it records the prompt, "
-                        "the session start and the session end)")
+        # nothing to record, nothing to replay: the vault is not even opened. A Stop (after every turn) is
+        # said to MEMO_HOOK_DEBUG alone; an event memo does not know — another agent's name for it, none —
+        # is logged too (found by a new user: a test prompt sent with Claude Code's event name to the
+        # Gemini hook left no line in hooks.log)
+        said = (f"{agent}: {event.name or 'an event naming no event'}: not an event memo records (it records the "
+                "prompt, the session start and the session end)")
+        if event.kind == "other":
+            note(said)
+        else:
+            outcomes.append(said)
         return outcomes
     store = None
     try:

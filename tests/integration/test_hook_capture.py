@@ -1539,7 +1539,7 @@ def test_in_remote_mode_the_same_short_prompt_after_the_agents_answer_is_another
     assert len(list((team / "projects" / "product" / "prompts").glob("*.md"))) == 2
 
 
-def test_an_event_memo_does_not_record_is_said_to_the_debug_output_and_logs_nothing(tmp_path, repo):
+def test_a_stop_is_said_to_the_debug_output_alone_and_an_event_memo_does_not_know_is_logged(tmp_path, repo):
     """Found by an operator: a hook wired to ``Stop`` instead of ``SessionEnd`` left no trace, even
     under ``MEMO_HOOK_DEBUG`` — every other drop is said. It is said there (not in ``hooks.log``:
     a Stop comes after every turn), and the vault is not opened."""
@@ -1551,6 +1551,17 @@ def test_an_event_memo_does_not_record_is_said_to_the_debug_output_and_logs_noth
     assert not vault.exists()
     quiet = hook(vault, "claude-code", json.dumps({"hook_event_name": "Stop", "session_id": "s1", "cwd": str(repo)}))
     assert quiet.stderr == ""
+    # found by a new user: an event memo does not know (Claude Code's name sent to the Gemini hook, or none)
+    # left no line in hooks.log either, where the README sends a person whose prompt went missing
+    from memo_analytics.services import capture
+
+    hook(vault, "gemini", json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "g9", "prompt": "x",
+                                      "cwd": str(repo)}))
+    hook(vault, "claude-code", json.dumps({"prompt": "y", "cwd": str(repo)}))
+    logged = capture.hook_log(vault).read_text(encoding="utf-8")
+    assert "gemini: UserPromptSubmit: not an event memo records" in logged
+    assert "claude-code: an event naming no event: not an event memo records" in logged
+    assert "Stop" not in logged
 
 
 def test_a_conversation_that_moves_between_repositories_bills_each_its_time_and_ends_whole(tmp_path, repo):
