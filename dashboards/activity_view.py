@@ -168,6 +168,13 @@ class ActivityView:
             return
         self.report = report
         with pn.io.hold():
+            # the clients the vault knows now (found by an operator: a client filed since the page opened
+            # could not be drafted or issued without a reload)
+            options = [ALL_CLIENTS, *self.data.clients()]
+            if self.client.value not in options:
+                options.append(self.client.value)
+            if options != list(self.client.options):
+                self.client.options = options
             self._show(report)
 
     def _show(self, report: ActivityReport) -> None:

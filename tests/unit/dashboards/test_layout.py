@@ -167,6 +167,13 @@ def test_a_download_reads_the_vault_at_the_click_and_says_why_there_is_none(stor
     text = " ".join(page.extract_text() for page in PdfReader(pdf).pages)
     assert "Total billable hours: 2.00" in " ".join(text.split())
     assert view.report.total_billable_hours == 2.0 and "2.00" in view.summary.object
+    # a client filed since the page opened is in the client list at the next read (no reload)
+    start_session(store, StartSessionRequest(session_id="s3", project="api", client="Initech",
+                                             start_time="2026-03-04T09:00:00Z"))
+    end_session(store, EndSessionRequest(session_id="s3", project="api", until="2026-03-04T10:00:00Z"))
+    assert "Initech" not in view.client.options
+    asyncio.run(ActivityView._timesheet_pdf(view))
+    assert "Initech" in view.client.options and view.client.value == "All clients"
     # Acme has no rate here: no draft to give, and the page says why
     assert asyncio.run(ActivityView._invoice_pdf(view)) is None
     assert view.invoice_note.visible and "a draft needs billing terms for Acme" in view.invoice_note.object
