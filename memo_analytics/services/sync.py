@@ -258,21 +258,30 @@ def _renamed_copy(store: VaultStore, session_id: str, target: str, owner: Any,
     push of ``owner`` brought here — under ``session_id`` or kept apart as theirs — and that the
     push builds on (``ancestors``: its base copy's or its own ``updated``); None when there is none
     or several."""
+    found = []
+    for source, held in _pushed_by(store, session_id, owner, target):
+        held_record = f"session-{held}"
+        kept = _kept_version(_base_path(store, source, held_record), held_record)
+        here = store.read(source, RecordKind.SESSION, held_record)
+        if ancestors & {kept[0].get("updated") if kept else None, here[0].get("updated") if here else None}:
+            found.append((source, held))
+    return found[0] if len(found) == 1 else None
+
+
+def _pushed_by(store: VaultStore, session_id: str, owner: Any, besides: str) -> list[tuple[str, str]]:
+    """``(project, session id there)`` of each session of :func:`_ids_of_a_session` in another project
+    than ``besides`` that a push of ``owner`` brought here (an index lookup per id; another person's
+    session of that id, or the daemon's own, is not one)."""
     if not isinstance(owner, str) or not owner.strip():
-        return None
+        return []
     found = []
     for held in _ids_of_a_session(session_id, owner):
-        held_record = f"session-{held}"
-        for source in sorted({row["project"] for row in index.rows_with_id(store.conn, held_record,
-                                                                             RecordKind.SESSION.value)} - {target}):
+        for source in sorted({row["project"] for row in index.rows_with_id(store.conn, f"session-{held}",
+                                                                             RecordKind.SESSION.value)} - {besides}):
             pushed_here, pushed_owner = _base_owner(store, source, held)
-            if not pushed_here or not pushed_owner or not same_person(pushed_owner, owner):
-                continue  # another person's session of that id, or the daemon's own: kept apart as ever
-            kept = _kept_version(_base_path(store, source, held_record), held_record)
-            here = store.read(source, RecordKind.SESSION, held_record)
-            if ancestors & {kept[0].get("updated") if kept else None, here[0].get("updated") if here else None}:
+            if pushed_here and pushed_owner and same_person(pushed_owner, owner):
                 found.append((source, held))
-    return found[0] if len(found) == 1 else None
+    return found
 
 
 def _stays_invoiced(session_id: str, invoice: str, source: str, target: str) -> str:
@@ -295,17 +304,10 @@ def _refuse_turn_of_invoiced_elsewhere(store: VaultStore, kind: RecordKind, meta
         ``project``: as :func:`_follow_a_rename` refuses the session.
     """
     session_id, owner = meta.get("sessionId"), meta.get("owner") or pushed_owner  # the push names its session's
-    if kind is not RecordKind.PROMPT or not isinstance(session_id, str) or not isinstance(owner, str) \
-            or not owner.strip() or _session_here(store, meta["project"], session_id)[0]:
+    if kind is not RecordKind.PROMPT or not isinstance(session_id, str) \
+            or _session_here(store, meta["project"], session_id)[0]:
         return
-    theirs = []  # the owner's sessions of that id a push brought to other projects (an index lookup each)
-    for held in _ids_of_a_session(session_id, owner):
-        for source in sorted({row["project"] for row in index.rows_with_id(store.conn, f"session-{held}",
-                                                                             RecordKind.SESSION.value)}
-                             - {meta["project"]}):
-            pushed_here, pushed_owner = _base_owner(store, source, held)
-            if pushed_here and pushed_owner and same_person(pushed_owner, owner):
-                theirs.append((source, held))
+    theirs = _pushed_by(store, session_id, owner, meta["project"])
     if not theirs:
         return
     from ..vault import ledger
