@@ -3058,16 +3058,41 @@ def test_a_daemon_that_does_not_say_which_it_is_or_another_at_the_same_address_g
 
     session("s1", 2)
     memo("sync", "push", vault=vault, env=env)
-    # an address that does not answer the question: nothing is pushed there, nothing filed wrongly
-    with refused_port() as port:
-        dead = f"http://127.0.0.1:{port}"
-        config.write_text(config.read_text(encoding="utf-8").replace(server.base, dead), encoding="utf-8")
+    # another daemon behind a proxy that fails the question alone (a 502) and forwards every push:
+    # nothing is pushed there, so nothing is filed as the first daemon's
+    other = Server(tmp_path / "team-2", "--mcp-port", "0")
+
+    class FailsTheQuestion(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            status, text = 502, '{"error": "bad gateway"}'
+            if json.loads(body)["records"]:
+                status, _, text = other.request("/api/sync/records", data=json.loads(body))
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(text.encode())))
+            self.end_headers()
+            self.wfile.write(text.encode())
+
+        def log_message(self, *args):
+            pass
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), FailsTheQuestion)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    behind = f"http://127.0.0.1:{proxy.server_address[1]}"
+    try:
+        config.write_text(config.read_text(encoding="utf-8").replace(server.base, behind), encoding="utf-8")
         session("s2", 3)
         failed = json.loads(memo("--json", "sync", "push", vault=vault, env=env, check=False).stdout)
-    assert failed["error"] and failed["pending"] == 1
-    config.write_text(config.read_text(encoding="utf-8").replace(dead, server.base), encoding="utf-8")
+        assert failed["error"] and failed["pending"] == 1
+        assert sessions(tmp_path / "team-2") == []
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        other.stop()
+    config.write_text(config.read_text(encoding="utf-8").replace(behind, server.base), encoding="utf-8")
     memo("sync", "push", vault=vault, env=env)
-    assert sessions(team) == ["session-s1.md", "session-s2.md"]
+    assert sessions(team) == ["session-s1.md", "session-s2.md"]  # s2 reaches the first daemon
     # another daemon at the same address: its first answer says so; it is sent what it lacks
     server.stop()
     shutil.move(team, tmp_path / "old-team")
