@@ -356,8 +356,10 @@ def unfiled_notes(settings: Settings, clients: list[str], unfiled: Callable[[], 
     ``store``, those whose sessions bill the client alone) hold work of the period billed internal
     (``unfiled``: builds the period's report for ``internal``, once); ``[]`` when none does or no
     session bills internal at all. What a draft warns of and an issue refuses."""
+    if not clients:
+        return []
     named = snapshot.clients_of_projects(store.conn) if store is not None else None
-    if not clients or not (settings.project_clients or named):
+    if not (settings.project_clients or named):
         return []
     try:
         report = unfiled()
