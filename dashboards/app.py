@@ -70,8 +70,9 @@ def create_app(store: VaultStore) -> pn.viewable.Viewable:
     vaults of its settings, read-only)."""
     data = DashboardData(store)
     digest = DigestView(data)
-    digest.auto_refresh(store.settings.operator.dashboard_refresh_seconds)
     prompts = PromptsView(data)
+    digest.followers.append(prompts.follow)  # ↻ and the periodic refresh show new turns in the table too
+    digest.auto_refresh(store.settings.operator.dashboard_refresh_seconds)
     digest.on_changed = lambda: prompts.go(prompts.page)  # an applied proposal changed records it may list
 
     def rules() -> pn.viewable.Viewable:

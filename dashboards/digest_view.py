@@ -63,7 +63,9 @@ class DigestView:
         self.moving = html_pane(sizing_mode="stretch_width", margin=(6, 10), visible=False)
         self.refresh_button = pn.widgets.Button(label="↻ Refresh", button_type="light", width=100,
                                                 css_classes=["memo-digest-refresh"])
-        self.refresh_button.on_click(lambda _: self.refresh(force=True))
+        self.refresh_button.on_click(lambda _: self._tick(force=True))
+        #: called after each ↻ and periodic refresh: other views that follow the vault (the Prompts table)
+        self.followers: list[Any] = []
         self._shown: tuple | None = None  # what the list shows (refresh rebuilds it only when this changes)
         #: called after a proposal was applied or a review marked: the app shows the records changed
         self.on_changed: Any = None
@@ -80,8 +82,14 @@ class DigestView:
         page is open: an operator who keeps the dashboard open sees a session stall without
         pressing ↻. The list is rebuilt only when what it shows changed."""
         if seconds > 0 and pn.state.curdoc is not None:
-            pn.state.add_periodic_callback(lambda: self.refresh(max_age_seconds=max(1, int(seconds))),
+            pn.state.add_periodic_callback(lambda: self._tick(max_age_seconds=max(1, int(seconds))),
                                            period=int(seconds * 1000))
+
+    def _tick(self, **how: Any) -> None:
+        """The digest again, then each follower (↻ and the periodic refresh)."""
+        self.refresh(**how)
+        for follow in self.followers:
+            follow()
 
     def refresh(self, force: bool = False, max_age_seconds: int | None = None) -> None:
         """Re-read the digest (``force``: recompute, not the cached answer; ``max_age_seconds``:

@@ -147,7 +147,9 @@ class PromptsView:
                  i.get("turn") if i.get("turn") is not None else "", i.get("ide") or "", i.get("model") or "",
                  i.get("client") or "internal", preview(i.get("body"))] for i in items]
         with pn.io.hold():
-            self.table.value = pd.DataFrame(rows, columns=COLUMNS)
+            frame = pd.DataFrame(rows, columns=COLUMNS)
+            if not frame.equals(self.table.value):  # the same rows stay as they are under the pointer
+                self.table.value = frame
             first = result["offset"] + 1 if items else 0
             searched = " · ranked by relevance" if (self.search.value or "").strip() else " · newest first"
             self.status.object = (f'<div class="memo-status">Page {page:,} of {self.pages:,} '
@@ -155,6 +157,28 @@ class PromptsView:
                                   f'{result["total"]:,} prompts{esc(searched)}</span></div>')
             self.first.disabled = self.prev.disabled = page <= 1
             self.next.disabled = self.last.disabled = not result["hasMore"]
+
+    def follow(self) -> None:
+        """Show what the vault holds now, under the same filters and page: the turns of a
+        running session recorded since, and an IDE or project first seen in the filters' lists
+        (a filter no longer offered falls back to all). The digest's ↻ and its periodic refresh
+        call it: an open tab follows the vault as the digest does. A page whose rows did not
+        change is left as it is."""
+        try:
+            facets = self.data.facets(self.vault.value)
+        except MemoError as exc:
+            self._say(str(exc))
+            return
+        with pn.io.hold():
+            for widget, every, offered in ((self.ides, ALL_IDES, facets.ides),
+                                           (self.project, ALL_PROJECTS, facets.projects)):
+                options = [every, *offered]
+                if list(widget.options) != options:
+                    chosen = widget.value
+                    widget.options = options
+                    if chosen not in options:
+                        widget.value = every  # watched: shows page 1 of all
+        self.go(self.page)
 
     def _say(self, message: str) -> None:
         self.message.object = note("error", message)

@@ -177,3 +177,33 @@ def test_a_download_reads_the_vault_at_the_click_and_says_why_there_is_none(stor
     # Acme has no rate here: no draft to give, and the page says why
     assert asyncio.run(ActivityView._invoice_pdf(view)) is None
     assert view.invoice_note.visible and "a draft needs billing terms for Acme" in view.invoice_note.object
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_prompts_tab_follows_new_turns_at_the_digests_refresh(store):
+    """Found by an operator keeping the dashboard open: the Prompts table never showed the turns
+    of a running session recorded since the page opened (its ↻ refreshed the digest only), nor a
+    project first seen since in its Project list. ↻ (and the periodic refresh) show them."""
+    import panel as pn
+
+    from memo_analytics.dashboards.app import create_app
+    from memo_analytics.services.prompts import record_prompt
+    from memo_analytics.services.requests import RecordPromptRequest
+
+    record_prompt(store, RecordPromptRequest(body="tidy the cart", project="web", created="2026-03-02T09:00:00Z"))
+    app = create_app(store)
+    [table] = [t for t in app.select(pn.widgets.Tabulator) if "memo-prompts-table" in t.css_classes]
+    [refresh] = [b for b in app.select(pn.widgets.Button) if "memo-digest-refresh" in b.css_classes]
+    [project] = [s for s in app.select(pn.widgets.Select) if "memo-project" in s.css_classes]
+    assert table.value["Prompt"].tolist() == ["tidy the cart"]
+    record_prompt(store, RecordPromptRequest(body="price the basket", project="shop", created="2026-03-02T10:00:00Z"))
+    unchanged = table.value
+    assert table.value["Prompt"].tolist() == ["tidy the cart"]
+    refresh.clicks += 1
+    assert table.value["Prompt"].tolist() == ["price the basket", "tidy the cart"]
+    assert "shop" in project.options
+    refresh.clicks += 1  # nothing new: the rows are the same object, left as they are
+    assert table.value is not unchanged and table.value["Prompt"].tolist() == ["price the basket", "tidy the cart"]
+    same = table.value
+    refresh.clicks += 1
+    assert table.value is same
