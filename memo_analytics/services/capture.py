@@ -286,7 +286,13 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                                                   "session and no folder")
         # an agent version whose payload names no session (Copilot CLI's first hooks: timestamp, cwd,
         # prompt): the agent's session of the repository, split at idle gaps like any other
+        # of the repository, not of the folder: Copilot moved to a subfolder (``/cwd src``) mid-way
+        # was two sessions, the first left open
         folder = os.path.realpath(event.cwd)
+        try:
+            folder = str(repository_root(folder) or folder) if os.path.isdir(folder) else folder
+        except MemoError:
+            pass
         event = replace(event, session="repo-" + hashlib.sha256(folder.encode("utf-8", "surrogateescape")).hexdigest()[:12])
     base_id = session_id = hook_session_id(event.agent, event.session)
     cwd = event.cwd if event.cwd and Path(event.cwd).is_dir() else None

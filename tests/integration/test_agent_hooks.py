@@ -305,6 +305,27 @@ def test_copilot_events_that_name_no_session_go_to_the_agents_session_of_the_rep
     assert ran.returncode == 0 and "names no session and no folder" in (vault / ".memo" / "spool" / "hooks.log").read_text()
 
 
+def test_copilot_events_that_name_no_session_from_a_subfolder_are_the_same_session(tmp_path, repo):
+    """Found by an agent's integrator: Copilot CLI moved to ``src`` (``/cwd src``) mid-conversation
+    split it in two sessions of the repository, and its end, sent from the subfolder, left the
+    first one open (the session was keyed on the folder, not the repository)."""
+    vault = tmp_path / "v"
+    T = _base()
+    (repo / "src").mkdir()
+    _hook(vault, "copilot", {"timestamp": _ms(T(0)), "cwd": str(repo), "source": "new"}, "--event", "sessionStart")
+    _hook(vault, "copilot", {"timestamp": _ms(T(1)), "cwd": str(repo), "prompt": "Fix the flaky test"},
+          "--event", "userPromptSubmitted")
+    _hook(vault, "copilot", {"timestamp": _ms(T(4)), "cwd": str(repo / "src"), "prompt": "Now the parser"},
+          "--event", "userPromptSubmitted")
+    _hook(vault, "copilot", {"timestamp": _ms(T(9)), "cwd": str(repo / "src"), "reason": "complete"},
+          "--event", "sessionEnd")
+    turns = _turns(vault, "product")
+    assert [(t["body"], t["turn"]) for t in turns] == [("Fix the flaky test", 1), ("Now the parser", 2)]
+    [session_id] = {t["sessionId"] for t in turns}
+    session = _session(vault, "product", session_id)
+    assert (session["status"], session["startTime"], session["durationMinutes"]) == ("completed", T(0), 9)
+
+
 def test_uninstall_removes_the_folders_install_created(tmp_path):
     home, vault = tmp_path / "home", tmp_path / "v"
     home.mkdir()
