@@ -125,7 +125,35 @@ def start_session(store: VaultStore, request: StartSessionRequest, now=None, cla
         body = existing[1] if existing else ""
         store.upsert(RecordKind.SESSION, meta, body)
     remember_root(store, project, product_root)
+    kept = _kept_on_restart(store, request, old, meta, start)
+    if kept:  # an agent told nothing believed its new client or start was taken
+        return {**meta, "body": body, "handoff": baton,
+                "note": f"session {session_id} was active: it keeps its {', '.join(kept)} (a restart changes none of "
+                        "them; memo session edit corrects a session's client, billable, summary and times)"}
     return {**meta, "body": body, "handoff": baton}
+
+
+def _kept_on_restart(store: VaultStore, request: StartSessionRequest, old: dict[str, Any], meta: dict[str, Any],
+                     start: str) -> list[str]:
+    """What a restart of an active session was given but did not take (``client Globex``,
+    ``startTime …``): the fields it keeps (SPEC §2.5) that the request named otherwise
+    (``start``: the request's start, normalized)."""
+    if not old:
+        return []
+    kept = []
+    if request.client is not None:
+        asked = canonical_client(store, clean_client(request.client)) if clean_client(request.client) else None
+        if (asked or None) != (meta.get("client") or None):
+            kept.append(f"client {meta.get('client') or 'internal'}")
+    if request.billable is not None and meta.get("billable") is not None and request.billable != meta["billable"]:
+        kept.append(f"billable {str(meta['billable']).lower()}")
+    if request.task_slug is not None and meta.get("taskSlug") and request.task_slug != meta["taskSlug"]:
+        kept.append(f"taskSlug {meta['taskSlug']}")
+    if request.summary is not None and meta.get("summary") and request.summary.strip() != str(meta["summary"]).strip():
+        kept.append("summary")
+    if request.start_time is not None and meta.get("startTime") and from_iso(start) != from_iso(meta["startTime"]):
+        kept.append(f"startTime {meta['startTime']}")
+    return kept
 
 
 def _refuse_a_batons_session_id(store: VaultStore, project: str, session_id: str) -> None:

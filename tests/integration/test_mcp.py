@@ -505,3 +505,26 @@ def test_list_with_a_query_lists_the_turns_that_hold_it_as_the_http_listing_does
     page = json.loads(text)
     assert not error and page["total"] == 1 and page["items"][0]["body"] == "fix the regression in checkout"
     assert "query" not in page.get("ignored", [])
+
+
+def test_a_restart_of_an_active_session_says_what_it_kept(tmp_path):
+    """Found by an agent's integrator: a second session_start of an active session with another
+    client, start and summary answered the first ones with no word (SPEC §2.5 keeps them): an
+    agent believed its new client was billed. The answer says what the session kept."""
+    start = {"action": "session_start", "projectId": "web", "sessionId": "e2"}
+    answers = tool_calls(tmp_path / "v", [
+        {**start, "client": "Globex", "startTime": "2026-03-02T09:00:00Z", "summary": "first"},
+        {**start, "client": "Initech", "startTime": "2026-03-02T10:00:00Z", "summary": "second"},
+        {**start, "client": "globex", "startTime": "2026-03-02T10:00:00+01:00"},  # the same, as written otherwise
+        {**start, "client": "internal"},
+    ])
+    assert [error for error, _ in answers] == [False] * 4
+    first, second, same, internal = (json.loads(text) for _, text in answers)
+    assert "note" not in first and "note" not in same
+    assert (second["client"], second["startTime"], second["summary"]) == ("Globex", "2026-03-02T09:00:00.000Z", "first")
+    assert second["note"].startswith("session e2 was active: it keeps its client Globex, summary, startTime "
+                                      "2026-03-02T09:00:00.000Z (")
+    assert "memo session edit" in second["note"]
+    assert internal["note"].startswith("session e2 was active: it keeps its client Globex (")
+    ran = memo("session", "start", "e2", "--project", "web", "--client", "Initech", vault=tmp_path / "v")
+    assert "note: session e2 was active: it keeps its client Globex (" in ran.stderr

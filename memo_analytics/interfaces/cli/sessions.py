@@ -78,6 +78,8 @@ def session_start(
     def human(r: dict[str, Any]) -> None:
         out.print(f"started session {r['sessionId']} in project {r['project']} at {_local(r['startTime'])} "
                   f"({_zone_label()})")
+        if r.get("note"):
+            err.print(_safe(f"note: {r['note']}"))
         if r.get("handoff"):
             out.print(_safe(f"\nhand-off claimed ({r['handoff']['id']}):\n{r['handoff']['body']}"))
 
