@@ -722,3 +722,25 @@ def test_the_total_says_how_much_of_it_is_internal_work(tmp_path):
     timed = memo("activity", "--all", "--since", "2026-03-01T09:30:45", "--until", "2026-03-01T17:00:30", "--tz",
                  "UTC", vault=vault).stdout
     assert timed.splitlines()[0] == "Projects: all · 2026-03-01 09:30:45 – 2026-03-01 17:00:30 · times in UTC"
+
+
+def test_an_option_of_one_value_given_twice_is_refused_not_the_last_taken(tmp_path):
+    """Found by an analyst: `memo activity --project ccp --project demo` reported demo alone (13
+    of 160 minutes) and exit 0 — Click keeps the last value; a timesheet too. An option of one
+    value given twice is a usage error; repeatable options and flags are as before."""
+    vault = tmp_path / "v"
+    for project, minutes in (("ccp", 147), ("demo", 13)):
+        memo("session", "start", f"s-{project}", "--project", project, "--start-time", "2026-03-02T09:00:00Z", vault=vault)
+        memo("session", "end", f"s-{project}", "--project", project, "--until", f"2026-03-02T{9 + minutes // 60:02d}:"
+             f"{minutes % 60:02d}:00Z", vault=vault)
+    ran = memo("--json", "activity", "--project", "ccp", "--project", "demo", vault=vault, check=False)
+    assert ran.returncode == 2 and ran.stdout == ""
+    assert json.loads(ran.stderr)["error"].startswith("Invalid value for '--project': given 2 times: it takes one "
+                                                      "value; --all takes every project")
+    ran = memo("report", "timesheet", "--project", "ccp", "--project", "demo", "-o", str(tmp_path / "t.csv"),
+               vault=vault, check=False)
+    assert ran.returncode == 2 and not (tmp_path / "t.csv").exists()
+    assert json.loads(memo("--json", "activity", "--project", "ccp", "--json", vault=vault).stdout)[
+        "totalDurationMinutes"] == 147
+    listed = memo("--json", "prompt", "list", "--all", "--tag", "a", "--tag", "b", vault=vault)  # repeatable
+    assert json.loads(listed.stdout)["total"] == 0

@@ -117,6 +117,39 @@ class _MemoGroup(TyperGroup):
         options = _command_global_options()
         for command in self.commands.values():
             _add_global_options(command, options)
+            _one_value_once(command)
+
+
+def _one_value_once(command: Any) -> None:
+    """An option of one value given twice is refused (``memo activity --project a --project
+    b`` reported b alone, without a word: Click keeps the last); repeatable options, flags and
+    the global ``--vault-root`` (the last wins, as before the command) are not concerned."""
+    for sub in getattr(command, "commands", {}).values():
+        _one_value_once(sub)
+    if getattr(command, "commands", None):
+        return
+    make_parser = command.make_parser
+
+    def checked_parser(ctx: Any) -> Any:
+        parser = make_parser(ctx)
+        parse = parser.parse_args
+
+        def parse_args(args: list[str]) -> Any:
+            opts, rest, order = parse(args=args)
+            if not ctx.resilient_parsing:
+                for param in dict.fromkeys(order):
+                    times = sum(1 for given in order if given is param)
+                    if times > 1 and getattr(param, "param_type_name", "") == "option" and param.expose_value \
+                            and not (param.multiple or param.count or param.is_flag):
+                        also = "; --all takes every project" if param.name == "project" else ""
+                        raise typer.BadParameter(f"given {times} times: it takes one value{also}", ctx=ctx,
+                                                 param=param)
+            return opts, rest, order
+
+        parser.parse_args = parse_args
+        return parser
+
+    command.make_parser = checked_parser
 
 
 def _command_global_options() -> list[Any]:
