@@ -32,7 +32,7 @@ from ..domain.wire import compact, dumps, dumps_compact
 from ..runtime import Runtime
 from ..services import remote
 from ..services.requests import validation_problem
-from ..services.store import VaultStore, remote_caller
+from ..services.store import VaultStore, remote_caller, shell_cwd
 from ..services.stories import export_remote_story
 from ..vault.redact import redact_secrets
 
@@ -245,7 +245,7 @@ def serve(settings: Settings | Runtime, http: bool = False, host: str = "127.0.0
         raise MemoError(f"Invalid host: {host} is not a loopback address; the MCP server listens on 127.0.0.1 only")
     # over stdio the agent starts the server in its working folder (Claude Code, Codex: the
     # repository); over HTTP the server's folder says nothing about a caller's
-    server = build_server(settings, launch_dir=None if http else os.getcwd(), over_http=http)
+    server = build_server(settings, launch_dir=None if http else shell_cwd(), over_http=http)
     if http:
         from ..domain.hosts import connection_cap, raise_open_files_limit
 

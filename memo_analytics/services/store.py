@@ -280,6 +280,14 @@ def _as_the_shell_names_it(folder: str) -> str:
         return folder
 
 
+def shell_cwd() -> str:
+    """The process's working folder as the shell that ran it names it (``$PWD``, when it is that
+    very folder): the ``cwd`` of what memo and the MCP tool over stdio record where no caller gave
+    one. A ``cwd`` a caller gives is taken as given (an MCP call's own ``cwd`` was swapped for the
+    server's ``$PWD`` and filed apart from the hook's turn of the same folder — found by a breaker)."""
+    return _as_the_shell_names_it(os.getcwd())
+
+
 def project_of_folder(path: object) -> str | None:
     """The project a working folder the transcript names stands for, or None: where the folder
     is on this machine inside a git repository, that repository's project as a hook names it
@@ -767,7 +775,7 @@ class VaultStore:
         if found:
             return found
         if cwd is not None and "default_project" not in self.settings.model_fields_set and os.path.isdir(cwd):
-            name = project_of_folder(os.path.normpath(_as_the_shell_names_it(str(cwd))))
+            name = project_of_folder(os.path.normpath(str(cwd)))
             if name:
                 return project_slug(name)
         return validate_slug(self.settings.default_project, "project")

@@ -18,7 +18,7 @@ import pytest
 
 from memo_analytics.services import capture
 from memo_analytics.vault.io import read_record
-from tests.inprocess import memo
+from tests.inprocess import memo, tool_calls
 
 SESSION = "8c35adc1-5b7e-4f0a-9d55-0a1b2c3d4e5f"
 GHP = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token shape (made up)
@@ -1309,6 +1309,13 @@ def test_in_a_folder_of_no_repository_reached_through_a_link_memo_names_it_as_th
     other = json.loads(memo("--json", "prompt", "record", "--session-id", "by-hand-2", "--body", "b",
                             vault=vault, cwd=real, env={"PWD": str(tmp_path)}).stdout)
     assert other["project"] == "real-folder"
+    # a cwd an MCP caller gives is taken as given, whatever the server's $PWD (it was swapped for it:
+    # the MCP turn filed under the link's name, the hook's of the same cwd under the folder's)
+    hook(vault, "claude-code", claude("UserPromptSubmit", real, session_id="h9", prompt="by its real path"))
+    [(error, text)] = tool_calls(vault, [{"action": "record", "sessionId": "m1", "body": "mcp, real path",
+                                          "cwd": str(real)}], env={"PWD": str(link)})
+    assert not error and json.loads(text)["project"] == "real-folder"
+    assert {p.name for p in (vault / "projects").iterdir()} == {"link", "real-folder"}
 
 
 def test_the_installed_launcher_prints_the_hand_off_for_the_agent(tmp_path, repo):

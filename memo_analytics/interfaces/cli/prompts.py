@@ -14,6 +14,7 @@ from ...domain.errors import InvalidFieldError, MemoError
 from ...services import prompts as prompt_service
 from ...index.query import MAX_OFFSET
 from ...services.requests import ListRequest, RecordPromptRequest
+from ...services.store import shell_cwd
 from .common import (
     answer_of,
     read_scope,
@@ -59,7 +60,7 @@ def prompt_record(
     body = _read_body(body, body_file)
     request = _build(RecordPromptRequest, body=body, session_id=session_id, turn=turn, project=project, ide=ide,
                      model=model, agent=agent, client=client, billable=billable, task_slug=task_slug,
-                     tags=tag, cwd=str(Path.cwd()), source="cli", created=created)
+                     tags=tag, cwd=shell_cwd(), source="cli", created=created)
     record = answer_of("record", request, lambda: prompt_service.record_prompt_answer(state.store, request))
     _emit(record, lambda r: out.print(f"recorded {r['id']} in project {r['project']}"))
     if not state.json:
@@ -100,7 +101,7 @@ def _list_request(**kwargs: Any) -> ListRequest:
     _check_scope(kwargs.get("project"), kwargs.get("all_projects", False))
     kwargs["cross_project"] = kwargs.pop("all_projects")
     kwargs["tags"] = kwargs.pop("tag")
-    kwargs["cwd"] = str(Path.cwd())
+    kwargs["cwd"] = shell_cwd()
     request = _build(ListRequest, **kwargs)
     state.shown_zone = request.tz  # the days it names are the days its times are shown in
     return request
@@ -196,7 +197,7 @@ def prompt_get(record_id: str = typer.Argument(..., metavar="ID", help="Prompt i
     """Show one record: a prompt, else a session."""
     from ...services.requests import GetRequest
 
-    request = _build(GetRequest, id=record_id, project=project, cwd=str(Path.cwd()))
+    request = _build(GetRequest, id=record_id, project=project, cwd=shell_cwd())
     record = answer_of("get", request, lambda: prompt_service.get_record(state.store, record_id, project, request.cwd))
 
     def human(r: dict[str, Any]) -> None:
@@ -229,7 +230,7 @@ def prompt_feedback(
     from ...services.requests import FeedbackRequest
 
     result = record_feedback(state.store, _build(FeedbackRequest, id=record_id, helpful=helpful, feedback=verdict,
-                                                 comment=comment, project=project, cwd=str(Path.cwd())))
+                                                 comment=comment, project=project, cwd=shell_cwd()))
 
     def human(r):
         f = r["feedback"]
@@ -247,7 +248,7 @@ def prompt_show(record_id: str = typer.Argument(..., metavar="ID", help="Prompt 
     from ...reports.story import prompt_detail
     from ...services.requests import GetRequest
 
-    request = _build(GetRequest, id=record_id, project=project, cwd=str(Path.cwd()))
+    request = _build(GetRequest, id=record_id, project=project, cwd=shell_cwd())
     record = answer_of("prompt_detail", request, lambda: prompt_detail(state.store, request))
 
     def human(r: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from ...domain.clock import from_iso, printed_span, span_clock
 from ...domain.errors import MemoError
 from ...domain.wire import counted
 from ...services.requests import ActivityReportRequest
+from ...services.store import shell_cwd
 from .common import (
     answer_of,
     _build,
@@ -51,7 +52,7 @@ def _activity_report(project: Optional[str], all_projects: bool, since: Optional
 def _activity_request(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
                       client: Optional[str], tz: Optional[str], owner: Optional[str] = None) -> ActivityReportRequest:
     _check_scope(project, all_projects)
-    return _build(ActivityReportRequest, project=project, cross_project=all_projects, cwd=str(Path.cwd()),
+    return _build(ActivityReportRequest, project=project, cross_project=all_projects, cwd=shell_cwd(),
                   since=since, until=until, client=client, tz=tz, owner=owner)
 
 

@@ -14,6 +14,7 @@ from ...services.requests import DeriveRulesRequest
 from ...services.rules import TRAP_THRESHOLD, derive_rules
 from ...services.rules.formats import CURSOR_FRONT_MATTER, FORMATS
 from ...vault.io import output_target
+from ...services.store import shell_cwd
 from .common import _build, _check_scope, _emit, _safe, _scope_line, _short, err, out, report_app, state
 
 
@@ -41,7 +42,7 @@ def report_rules(
     _check_scope(project, all_projects)
     if output is not None:  # refuse a bad review path before any trap is saved or file promoted
         output_target(output, (state.settings.vault_root,), (".pdf", ".html"), force, make_folders=True, only_check=True)
-    request = _build(DeriveRulesRequest, project=project, cross_project=all_projects, cwd=str(Path.cwd()),
+    request = _build(DeriveRulesRequest, project=project, cross_project=all_projects, cwd=shell_cwd(),
                      session_id=session_id, since=since, until=until, min_confidence=min_confidence, limit=limit,
                      save_traps=save_traps, format=fmt, promote=promote)
     result = derive_rules(state.store, request)
@@ -93,6 +94,6 @@ def report_story(
     """A session's intent story as a printable PDF (or HTML / Markdown)."""
     from ...reports.story import write_story
 
-    result = write_story(session_id, output, state.store, str(Path.cwd()), state.settings.templates_dir, force,
+    result = write_story(session_id, output, state.store, shell_cwd(), state.settings.templates_dir, force,
                          project=project)
     _emit(result, lambda r: out.print(_safe(f"wrote {r['path']} ({r['turns']} turn{'' if r['turns'] == 1 else 's'})")))

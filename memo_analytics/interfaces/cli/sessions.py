@@ -23,6 +23,7 @@ from ...services.requests import (
     SessionRequest,
     StartSessionRequest,
 )
+from ...services.store import shell_cwd
 from .common import (
     answer_of,
     note_client_spelling,
@@ -66,7 +67,7 @@ def session_start(
     request = _build(StartSessionRequest, session_id=session_id, project=project, ide=ide, model=model,
                      agent=agent, client=client, billable=billable, task_slug=task_slug, summary=summary,
                      branch=branch, start_time=start_time, owner=owner, objective=objective,
-                     cwd=str(Path.cwd()), source="cli")
+                     cwd=shell_cwd(), source="cli")
     # asked before it is written: a misspelt client ("Acme Crop") left the real client's invoice without a word
     new_client = bool(client) and on_remote() is None and prompt_service.is_new_client(state.store, client)
     from ...services.sync import start_after_pull
@@ -126,7 +127,7 @@ def session_end(
         handoff = {"next_steps": next_step, "failed_approaches": failed, "open_questions": question,
                    "branch": handoff_branch, "owner": handoff_owner, "shared": shared}
     request = _build(EndSessionRequest, session_id=session_id, summary=summary, deliverables=items,
-                     until=until, project=project, handoff=handoff, cwd=str(Path.cwd()))
+                     until=until, project=project, handoff=handoff, cwd=shell_cwd())
     was_completed = _is_completed(session_id, project)
     record = answer_of("session_end", request, lambda: session_service.end_session_answer(state.store, request))
 
@@ -184,7 +185,7 @@ def session_edit(
     else:
         request = _build(EditSessionRequest, session_id=session_id, project=project, client=client,
                          billable=billable, summary=summary, to_project=to_project, start_time=start, end_time=end,
-                         minutes=minutes, reviewed=reviewed, cwd=str(Path.cwd()))
+                         minutes=minutes, reviewed=reviewed, cwd=shell_cwd())
         record = edit_session(state.store, request)
     if record["newClient"]:
         note_new_client(record["client"])
@@ -231,7 +232,7 @@ def session_handoff(
     store = state.store
     if cancel:
         if not session_id:  # yours: the pending batons of this project for your owner and branch
-            mine = cancel_handoff(store, _build(CancelHandoffRequest, project=project, cwd=str(Path.cwd())))
+            mine = cancel_handoff(store, _build(CancelHandoffRequest, project=project, cwd=shell_cwd()))
             _emit(mine, lambda r: out.print(_safe(
                 f"cancelled {', '.join(r['cancelled'])}" if r["cancelled"] else
                 f"no pending hand-off of yours in {r['project']} (owner {r['owner'] or '-'}, branch "
@@ -243,11 +244,11 @@ def session_handoff(
         _emit(result, lambda r: out.print(f"cancelled {r['id']}"))
         return
     if session_id:
-        result = get_handoff(store, session_id, project, str(Path.cwd()))
+        result = get_handoff(store, session_id, project, shell_cwd())
         _emit(result, lambda r: out.print(_safe(f"{r['id']} · {r['status']}\n\n{r['body']}")))
         return
     result = handoff_list(store, _build(HandoffListRequest, project=project, cross_project=all_projects,
-                                        cwd=str(Path.cwd())))
+                                        cwd=shell_cwd()))
     _emit(result, lambda r: out.print(
         "\n\n".join(_safe(f"{h['id']} ({h['project']}, from {h.get('fromSessionId') or h.get('sessionId') or 'a session'}"
                              f"{', branch ' + h['branch'] if h.get('branch') else ''}"
@@ -273,7 +274,7 @@ def session_show(
     """Show one session with its turns in order, or list sessions newest first."""
     _check_scope(project, all_projects)
     request = _build(SessionRequest, session_id=session_id, project=project, cross_project=all_projects,
-                     client=client, since=since, until=until, tz=tz, limit=limit, offset=offset, cwd=str(Path.cwd()))
+                     client=client, since=since, until=until, tz=tz, limit=limit, offset=offset, cwd=shell_cwd())
     state.shown_zone = request.tz  # its times are shown in the zone of the days it names
     result = answer_of("session", request, lambda: session_service.session_view(state.store, request))
 
@@ -315,7 +316,7 @@ def _is_completed(session_id: Optional[str], project: Optional[str]) -> bool:
         return False
     from ...services.requests import GetRequest
 
-    request = GetRequest(id=session_id, project=project, cwd=str(Path.cwd()))
+    request = GetRequest(id=session_id, project=project, cwd=shell_cwd())
     try:  # in remote mode, as the team daemon holds it
         record = answer_of("get", request, lambda: prompt_service.get_record(state.store, session_id, project,
                                                                              request.cwd))
@@ -342,11 +343,11 @@ def session_export(
         from ...services.stories import export_remote_story
 
         validate_session_id(session_id)
-        arguments = {"sessionId": session_id, "cwd": str(Path.cwd()), **({"projectId": project} if project else {})}
+        arguments = {"sessionId": session_id, "cwd": shell_cwd(), **({"projectId": project} if project else {})}
         result = export_remote_story(state.settings, arguments, str(output) if output else None, force)
     else:
         request = _build(ExportStoryRequest, session_id=session_id, project=project,
-                         output=str(output) if output else None, cwd=str(Path.cwd()), overwrite=force)
+                         output=str(output) if output else None, cwd=shell_cwd(), overwrite=force)
         result = export_story(state.store, request)
 
     def human(r: dict[str, Any]) -> None:

@@ -10,6 +10,7 @@ from ...domain.errors import InvalidFieldError, MemoError
 from ...services import sync
 from ...services.vault_git import status as vault_git_status
 from ...services.vault_git import sync as vault_git_sync
+from ...services.store import shell_cwd
 from .common import _emit, _safe, app, err, out, say_duplicate_invoices, state
 
 sync_app = typer.Typer(help="Sync the vault: hybrid pushes to a team daemon, vault-git.", no_args_is_help=True)
@@ -132,9 +133,8 @@ def sync_pull() -> None:
     """Pull from the hybrid daemon what the team left this laptop's people: hand-offs addressed
     to them (your next session start claims one) and corrections of their sessions made there.
     A baton claimed here, or a session changed here since its push, keeps this vault's version."""
-    from pathlib import Path
 
-    result = sync.pull(state.store, cwd=str(Path.cwd()))  # this repository's person too
+    result = sync.pull(state.store, cwd=shell_cwd())  # this repository's person too
     for item in result["results"]:
         if item["outcome"] in ("kept yours", "refused"):  # "left": the daemon's news of nothing held here
             err.print(_safe(f"note: {item.get('id')}: {item['outcome']}: {item.get('reason')}"))
