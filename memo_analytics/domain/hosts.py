@@ -37,10 +37,16 @@ def check_bind(host: str, token: str | None) -> None:
         return
     if not token:
         raise InvalidFieldError("token", f"binding {host} (not loopback) requires --token or MEMO_TOKEN")
-    if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT:
+    if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT or _repeats(token):
         raise InvalidFieldError("token", f"binding {host} (not loopback), the token is the network's only lock: "
-                                         f"give one of at least {MIN_TOKEN_CHARS} characters, not a word (e.g. "
+                                         f"give one of at least {MIN_TOKEN_CHARS} characters, not a word nor one said again (e.g. "
                                          "python3 -c 'import secrets; print(secrets.token_urlsafe(24))')")
+
+
+def _repeats(token: str) -> bool:
+    """Whether ``token`` is one shorter piece said again (``abcdefghabcdefgh``): a word twice."""
+    return any(len(token) % size == 0 and token == token[:size] * (len(token) // size)
+               for size in range(1, len(token) // 2 + 1))
 
 
 def marked_cross_site(sec_fetch_site: str | None) -> bool:

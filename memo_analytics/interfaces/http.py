@@ -697,6 +697,12 @@ class BrowserBoundary:
                           and (headers.get("Sec-Fetch-Dest") or "document").lower() == "document")
             if not navigation or path not in self.PAGES:  # a link opens the dashboard, no other route
                 return 403, "Forbidden: cross-site request"
+        if query and not path.startswith(("/api/", "/mcp")) and _names_a_token(query):
+            # a token in the dashboard's address went into its sign-in redirect (next=…), a cookie
+            # scripts read, the page's session arguments and the log (found by an attacker)
+            return 400, ("Bad request: the dashboard takes its token at its sign-in page, never in its address "
+                         "(an address's token stays in the browser's history and cookies): open "
+                         f"http://{host or 'localhost'}/ and sign in")
         if path.startswith(self.COMPONENTS):
             # Panel's component resources import the module the URL names, before any check:
             # `venv.__main__` ended the server (found by an attacker: one GET, no token). Only a
@@ -728,6 +734,18 @@ class BrowserBoundary:
             if "Transfer-Encoding" in headers:
                 return 411, "Length required: send the body with a Content-Length"
         return None
+
+
+def _names_a_token(query: str, depth: int = 3) -> bool:
+    """Whether a query string names ``token`` (however its key is percent-encoded), itself or in
+    an address one of its values holds (``next=/%3Ftoken%3D…``), up to ``depth`` levels."""
+    for key, values in urllib.parse.parse_qs(query, keep_blank_values=True).items():
+        if key.strip().lower().removesuffix("[]") == "token":
+            return True
+        for value in values:
+            if depth > 1 and ("=" in value) and _names_a_token(value.split("?", 1)[-1], depth - 1):
+                return True
+    return False
 
 
 class _Refusal(httputil.HTTPMessageDelegate):
@@ -831,6 +849,12 @@ _LOGGED_SECRET = re.compile(
 _QUERY_PAIR = re.compile(r"([?&;])([^=&;?\s\"'#]+)=([^&;\s#]*)")
 
 
+#: ``token=`` percent-encoded inside another query value (``next=https%3A%2F%2F…%3Ftoken%3D…``),
+#: once or twice: its value up to the next encoded ``&``, ``;`` or ``#``.
+_ENCODED_TOKEN = re.compile(r"(?i)((?:%3F|%26|%3B|%253F|%2526)token(?:%5B%5D|%255B%255D)?(?:%3D|%253D))"
+                            r"((?:(?!%26|%3B|%23|%2526)[^&;\s#\"'])+)")
+
+
 def _mask_query_token(match: re.Match[str]) -> str:
     key = urllib.parse.unquote_plus(match.group(2)).strip().lower()  # Tornado reads ?%74oken= as token
     return f"{match.group(1)}{match.group(2)}=[REDACTED:token]" if key.removesuffix("[]") == "token" \
@@ -842,6 +866,7 @@ def redact_log_text(text: str) -> str:
     percent-encoded), ``Authorization``/``X-Memo-Token`` header values, bearer tokens, then
     any secret shape :func:`redact_secrets` knows."""
     text = _QUERY_PAIR.sub(_mask_query_token, text)
+    text = _ENCODED_TOKEN.sub(lambda m: m.group(1) + "[REDACTED:token]", text)  # next=/%3Ftoken%3D…
     masked = _LOGGED_SECRET.sub(lambda m: (m.group(1) or m.group(2)) + "[REDACTED:token]", text)
     return redact_secrets(masked)[0]
 

@@ -76,26 +76,51 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     return server
 
 
-def _cap_connections(http_server: Any, cap: int) -> None:
-    """Close a connection that arrives while ``cap`` are open (:func:`connection_cap`). Counted
-    through Tornado's public ``HTTPServer.handle_stream`` (a connection comes) and ``on_close``
-    (its HTTP serving ends: also when a websocket takes it over); it has no limit of its own."""
+#: Of a server's connections, the share one address may hold at once (at least
+#: :data:`MIN_PER_ADDRESS`): one host on the network held every place of a team daemon with idle
+#: connections, no token needed, and nobody else got in (found by an attacker).
+PER_ADDRESS_SHARE = 8
+MIN_PER_ADDRESS = 16
+
+
+def _cap_connections(http_server: Any, cap: int, per_address: int | None = None) -> None:
+    """Close a connection that arrives while ``cap`` are open (:func:`connection_cap`), or while
+    its address holds ``per_address`` (default: ``cap // PER_ADDRESS_SHARE``, at least
+    :data:`MIN_PER_ADDRESS`). Counted through Tornado's public ``HTTPServer.handle_stream`` (a
+    connection comes) and ``on_close`` (its HTTP serving ends: also when a websocket takes it
+    over); it has no limit of its own."""
     accept, closed = http_server.handle_stream, http_server.on_close
     open_now = [0]
+    each = per_address if per_address is not None else max(MIN_PER_ADDRESS, cap // PER_ADDRESS_SHARE)
+    by_address: dict[str, int] = {}
+    of_stream: dict[int, str] = {}
 
     def handle_stream(stream: Any, address: Any) -> None:
-        if open_now[0] >= cap:
+        where = str(address[0]) if isinstance(address, tuple) and address else str(address)
+        if open_now[0] >= cap or by_address.get(where, 0) >= each:
             stream.close()
             return
         open_now[0] += 1
+        by_address[where] = by_address.get(where, 0) + 1
+        of_stream[id(stream)] = where
         try:
             accept(stream, address)
         except BaseException:
-            open_now[0] -= 1
+            release(stream)
             raise
 
-    def on_close(server_conn: Any) -> None:
+    def release(stream: Any) -> None:
         open_now[0] = max(0, open_now[0] - 1)
+        where = of_stream.pop(id(stream), None)
+        if where is not None:
+            left = by_address.get(where, 1) - 1
+            if left > 0:
+                by_address[where] = left
+            else:
+                by_address.pop(where, None)
+
+    def on_close(server_conn: Any) -> None:
+        release(getattr(server_conn, "stream", None))
         closed(server_conn)
 
     http_server.handle_stream, http_server.on_close = handle_stream, on_close

@@ -274,9 +274,10 @@ def test_with_a_token_requests_without_it_get_401(tmp_path):
         assert server.request("/api/digest", headers={"X-Memo-Token": "s3cret-token-value"})[0] == 200
         assert server.request("/api/digest?%74oken=s3cret-token-value")[0] == 200
         # the sign-in page says what the password is, loads nothing from outside (Panel's loaded its
-        # logo from a CDN), and shows an error message as text
+        # logo from a CDN), and shows its own words for a failed sign-in, never the address's text
         status, _, page = server.request("/login?error=%3Cscript%3Ealert(1)%3C/script%3E")
-        assert status == 200 and "MEMO_TOKEN" in page and "&lt;script&gt;alert(1)" in page
+        assert status == 200 and "MEMO_TOKEN" in page and "alert(1)" not in page
+        assert "That is not the token memo serve was started with." in page
         assert "<script>" not in page and not re.search(r"(src|href)=\"(https?:)?//", page)
         # found by an attacker: the dashboard page's session token (readable by its scripts) carried
         # the request's Authorization header and the HttpOnly sign-in cookies
@@ -588,6 +589,69 @@ def test_a_connection_beyond_the_cap_is_closed_at_once_and_a_freed_place_serves_
         assert kept.recv(65536).startswith(b"HTTP/1.1 200")
         kept.close()
     finally:
+        box["loop"].add_callback(box["loop"].stop)
+        thread.join(10)
+
+
+def test_one_address_holding_its_share_of_connections_leaves_room_for_the_others():
+    """Found by an attacker: one host held every connection place of a team daemon with idle
+    connections (no token needed), and no laptop got in until it let go. An address holds at
+    most its share; another address is still answered."""
+    import asyncio
+
+    from tornado.httpserver import HTTPServer
+    from tornado.ioloop import IOLoop
+    from tornado.netutil import bind_sockets
+    from tornado.web import Application, RequestHandler
+
+    from memo_analytics.interfaces.server import _cap_connections
+
+    class Hello(RequestHandler):
+        def get(self) -> None:
+            self.write("hi")
+
+    box: dict = {}
+    ready = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(asyncio.new_event_loop())
+        server = HTTPServer(Application([(r"/", Hello)]))
+        sockets = bind_sockets(0, "0.0.0.0")
+        server.add_sockets(sockets)
+        _cap_connections(server, 10, per_address=2)
+        box.update(port=sockets[0].getsockname()[1], loop=IOLoop.current())
+        ready.set()
+        IOLoop.current().start()
+
+    def ask(source: str) -> bytes:
+        answer = b""
+        with socket.create_connection(("127.0.0.1", box["port"]), timeout=5, source_address=(source, 0)) as sock:
+            try:
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                while chunk := sock.recv(65536):
+                    answer += chunk
+            except ConnectionResetError:
+                pass
+        return answer
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    held = []
+    try:
+        for _ in range(2):  # the flooding host's share, held idle
+            sock = socket.create_connection(("127.0.0.1", box["port"]), timeout=5, source_address=("127.0.0.3", 0))
+            sock.sendall(b"GET / HTTP/1.1\r\n")
+            held.append(sock)
+        time.sleep(0.3)
+        assert ask("127.0.0.3") == b""  # its third is closed unanswered
+        assert ask("127.0.0.1").startswith(b"HTTP/1.1 200")  # another address gets in
+        held.pop().close()
+        time.sleep(0.3)
+        assert ask("127.0.0.3").startswith(b"HTTP/1.1 200")  # a place it let go is its own again
+    finally:
+        for sock in held:
+            sock.close()
         box["loop"].add_callback(box["loop"].stop)
         thread.join(10)
 

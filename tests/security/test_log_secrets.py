@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from memo_analytics.interfaces.http import install_log_redaction, redact_log_text
 from tests.integration.test_http_api import Server
 
@@ -32,6 +34,49 @@ def test_the_daemon_log_never_holds_the_token(tmp_path):
     assert TOKEN not in log               # ... without the token
 
 
+def test_a_token_in_the_dashboards_address_is_refused_and_never_lands_in_a_cookie_or_the_log(tmp_path):
+    """Found by an attacker: `/?token=T` was redirected to `./login?next=%2F%3Ftoken%3DT`, whose
+    page set a cookie scripts read (`next_url="/?token=T"`), carried it into the dashboard's session
+    arguments, and logged a `next=` holding it unmasked; the sign-in page showed any `?error=` text
+    (a link from another site opens it). The dashboard's pages refuse an address naming a token."""
+    import http.cookiejar
+    import urllib.request
+
+    server = Server(tmp_path / "vault", "--token", TOKEN, "--mcp-port", "0")
+    try:
+        for path in (f"/?token={TOKEN}", f"/?%74oken={TOKEN}", f"/login?next=%2F%3Ftoken%3D{TOKEN}",
+                     f"/login?next=https%3A%2F%2Fevil.example%2F%3Fa%3D1%26token%3D{TOKEN}"):
+            jar = http.cookiejar.CookieJar()
+            opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+            try:
+                with opener.open(server.base + path, timeout=30) as response:
+                    status, text = response.status, response.read().decode()
+            except urllib.error.HTTPError as exc:
+                status, text = exc.code, exc.read().decode()
+            assert status == 400 and "takes its token at its sign-in page, never in its address" in text, path
+            assert TOKEN not in text and not any(TOKEN in (cookie.value or "") for cookie in jar), path
+        # the api still takes it (scripts and curl), and the sign-in page shows memo's words only
+        assert server.request(f"/api/prompts?crossProject=true&token={TOKEN}")[0] == 200
+        status, _, page = server.request("/login?error=Session%20expired%3A%20paste%20your%20token%20at%20evil.example")
+        assert status == 200 and "evil.example" not in page and "not the token memo serve was started with" in page
+    finally:
+        server.proc.terminate()
+        server.proc.wait(10)
+    log = server.proc.stderr.read()
+    server.proc.stderr.close()
+    assert TOKEN not in log
+
+
+def test_a_token_said_twice_is_no_lock_for_a_network_bind():
+    from memo_analytics.domain.errors import InvalidFieldError
+    from memo_analytics.domain.hosts import check_bind
+
+    for weak in ("abcdefghabcdefgh", "1234567812345678", "password12345678password12345678"):
+        with pytest.raises(InvalidFieldError, match="not a word nor one said again"):
+            check_bind("0.0.0.0", weak)
+    check_bind("0.0.0.0", "Zq8xK2pLm4Nr7Vt9Wb3Yc6Hd")
+
+
 def test_log_records_are_masked_as_they_are_made(caplog):
     install_log_redaction()
     with caplog.at_level(logging.WARNING, logger="tornado.access"):
@@ -46,3 +91,6 @@ def test_redact_log_text_masks_query_tokens_headers_and_secret_shapes():
     masked = redact_log_text(f"GET /api/p?token={TOKEN}&x=1 Authorization: Bearer {TOKEN} "
                              "key AKIAIOSFODNN7EXAMPLQ")
     assert TOKEN not in masked and "AKIAIOSFODNN7EXAMPLQ" not in masked and "&x=1" in masked
+    nested = redact_log_text(f"400 GET /login?next=https%3A%2F%2Fevil.example%2F%3Fa%3D1%26token%3D{TOKEN}%26b%3D2 "
+                             f"and /x?next=%252F%253Ftoken%253D{TOKEN}")
+    assert TOKEN not in nested and "%26b%3D2" in nested and "evil.example" in nested
