@@ -54,7 +54,7 @@ from ..services.requests import (
 from ..runtime import Runtime
 from ..services.prompts import clean_owner
 from ..services.store import remote_caller
-from ..services.sync import apply_incoming, daemon_id, for_people
+from ..services.sync import apply_incoming, daemon_id, for_people, received_push
 from ..vault.redact import redact_secrets
 
 #: Largest request body, in bytes: a hybrid push of ``batchSize`` records near the record
@@ -556,9 +556,14 @@ class SyncRecordsHandler(ApiHandler):
             records = data.get("records")
             if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
                 raise InvalidFieldError("records", "must be a list of {id, text, base}")
+            # first: an id that cannot be kept refuses the push before anything is stored (it was a
+            # bare 500 after the records were, and the laptop sent them again and again)
+            ident = daemon_id(self.store)  # a laptop tells this daemon from another by it
+            # how many of the laptop's pushes this vault holds: fewer than it was answered, it was restored
+            had = received_push(self.store, data.get("vault"), data.get("seq")) if records else None
             # a laptop that pulls claims its batons at its own start (the daemon claims none for it)
             return {"results": apply_incoming(self.store, records, claims=data.get("pulls") is not True),
-                    "daemonId": daemon_id(self.store)}  # a laptop tells this daemon from another by it
+                    "daemonId": ident, **({"received": had} if had is not None else {})}
 
         await self.run(work)
 

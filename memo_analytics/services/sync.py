@@ -420,10 +420,17 @@ def _failure(exc: Exception) -> str:
     if not isinstance(exc, urllib.error.HTTPError):
         return _one_line(f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
     refused, moved = exc.code in (401, 403), 300 <= exc.code < 400
+    said = ""
+    if not refused and not moved:  # the daemon's own one line (a push it refused whole): "HTTP 400" said nothing
+        try:
+            error = json.loads(exc.read(8192) or b"{}").get("error")
+            said = f": the daemon says: {str(error)[:300]}" if isinstance(error, str) and error.strip() else ""
+        except (OSError, ValueError, AttributeError):
+            said = ""
     return _one_line(f"HTTP {exc.code}" + (": the daemon refused this machine's token; check hybrid.token "
                                            "(memo config set hybrid.token TOKEN, the daemon's MEMO_TOKEN)" if refused
                                            else ": a redirect; memo follows none (its token would go along): "
-                                           "set hybrid.remoteUrl to the daemon's own address" if moved else ""))
+                                           "set hybrid.remoteUrl to the daemon's own address" if moved else said))
 
 
 def check_daemon(settings: Any, timeout: float = 10.0) -> None:
@@ -487,7 +494,10 @@ def push_every_batch(store: VaultStore) -> dict[str, Any]:
     given one (found by a tester: "pushed 200 records; 3800 waiting", 17 runs to drain an import)."""
     result = push(store, force=True)
     if result.get("daemonChanged"):  # another daemon answered at this address: it is sent what it lacks now
+        forgot = result.get("daemonForgot")
         result = push(store, force=True)
+        if forgot:  # said once the whole vault went again
+            result["daemonForgot"] = forgot
     while not result["error"] and result["pending"] and result["pushed"]:
         waited = result["pending"]
         more = push(store, force=True)
@@ -610,9 +620,12 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                 unconfirmed[key] = sent
         _save(store, "sent.json", unconfirmed)  # before sending: a lost answer is remembered
         url = store.settings.hybrid.remote_url.rstrip("/") + "/api/sync/records"
+        receipts = _load(store, "receipts.json")
+        seq = (receipts.get("seq") if isinstance(receipts.get("seq"), int) else 0) + 1
         try:
             answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent", "owner") if k in r}
-                                             for r in records], "pulls": True},
+                                             for r in records], "pulls": True,
+                                 "vault": daemon_id(store), "seq": seq},
                            store.settings.hybrid.token, timeout or store.sync_timeout or PUSH_SECONDS) \
                 if records else {"results": []}
             if not isinstance(answer, dict) or not isinstance(answer.get("results", []), list) \
@@ -627,6 +640,19 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
             _now_pushing_to(store, state, named, store.settings.hybrid.remote_url)
             return {"pushed": 0, "results": [], "pending": status(store)["pending"], "error": None,
                     "daemonChanged": True}
+        if records:
+            _save(store, "receipts.json", {"seq": seq})
+        had = answer.get("received")
+        if records and isinstance(had, int) and not isinstance(had, bool) and 0 <= had < seq - 1:
+            # the daemon holds fewer of this laptop's pushes than it answered (its vault restored from a
+            # backup, a copy of an older disk): what was pushed since is gone there, and the laptop's
+            # push state said it held it — nothing was sent again, the team's totals short without a
+            # word (found by a team lead). Everything goes again: a version it holds is taken unchanged.
+            _forget_what_the_daemon_held(store, state)
+            log.warning("memo sync: the daemon at %s holds %d of this laptop's %d pushes (restored from a "
+                        "backup?): every record is sent again", store.settings.hybrid.remote_url, had, seq - 1)
+            return {"pushed": 0, "results": [], "pending": status(store)["pending"], "error": None,
+                    "daemonChanged": True, "daemonForgot": {"received": had, "sent": seq - 1}}
         keys_of_id: dict[str, list[str]] = {}
         for record in records:
             keys_of_id.setdefault(record["id"], []).append(record["key"])
@@ -770,7 +796,7 @@ def _owner_or_none(value: Any) -> str | None:
 
 
 #: The files of what one daemon holds of this laptop's records (kept per daemon, :func:`_which_daemon`).
-_PER_DAEMON = ("pushed.json", "sent.json", PUSHED_TEXTS)
+_PER_DAEMON = ("pushed.json", "sent.json", PUSHED_TEXTS, "receipts.json")
 #: The file that names a daemon's vault (:func:`daemon_id`).
 DAEMON_ID = "daemon-id"
 
@@ -791,8 +817,28 @@ def daemon_id(store: VaultStore) -> str:
         known = _daemon_id_in(path)
         if known is None:
             known = secrets.token_hex(16)
-            atomic_write_bytes(path, known.encode("ascii"))
+            try:
+                atomic_write_bytes(path, known.encode("ascii"))
+            except OSError as exc:
+                raise MemoError(f"the daemon's id file {path} cannot be written ({exc.strerror or exc}): move it "
+                                "away; nothing of this push was stored") from None
         return known
+
+
+def received_push(store: VaultStore, vault: Any, seq: Any) -> int | None:
+    """On the daemon: the number of the last push it holds of the laptop vault ``vault`` (its
+    :func:`daemon_id`), before the push ``seq`` (kept now, in ``.memo/sync/laptops/``): a laptop
+    whose number is higher was answered pushes this vault no longer holds (restored from a
+    backup). None for a push that names no vault or number (an older memo)."""
+    if not _a_daemon_id(vault) or not isinstance(seq, int) or isinstance(seq, bool) or not 0 < seq < 1 << 53:
+        return None
+    path = _dir(store) / "laptops" / f"{vault}.json"
+    with store.lock():
+        kept = read_json_state(path) or {}
+        had = kept.get("seq") if isinstance(kept.get("seq"), int) else 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_state(path, {"seq": seq})
+    return had
 
 
 def _daemon_id_in(path: Path) -> str | None:
@@ -894,6 +940,17 @@ def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:
     _save(store, "state.json", state)
 
 
+def _forget_what_the_daemon_held(store: VaultStore, state: dict[str, Any]) -> None:
+    """The daemon pushed to lost what this laptop sent it: its push state (the versions it held)
+    is forgotten and the outbox seeded with the whole vault, as ``memo sync push --all`` does."""
+    with store.lock():
+        for name in ("pushed.json", "sent.json", PUSHED_TEXTS):
+            _save(store, name, {})
+    state.pop("seededFor", None)
+    state["daemonForgotAt"] = to_iso(utcnow())
+    _save(store, "state.json", state)
+
+
 def push_everything(store: VaultStore) -> dict[str, Any]:
     """``memo sync push --all``: every record of the vault to the daemon, whatever this laptop
     pushed before — for a laptop re-pointed at another daemon (a new team server), to which the
@@ -942,6 +999,9 @@ def _schedule(store: VaultStore) -> None:
 
     def run() -> None:
         result = push(store)
+        if result.get("daemonChanged"):  # another daemon, or one that lost pushes: what it lacks goes now
+            _start(key, delay, run)
+            return
         if result["pending"] and result["error"]:
             state = _load(store, "state.json")
             wait = max((from_iso(state["nextRetryAt"]) - utcnow()).total_seconds(), delay) \

@@ -3134,3 +3134,61 @@ def test_a_project_renamed_there_and_back_leaves_one_copy_of_a_session_kept_apar
     finally:
         ana.close()
         bob.close()
+
+
+def test_a_daemon_restored_from_a_backup_is_sent_again_what_it_lost(tmp_path, daemon):
+    """Found by a team lead and a breaker: the daemon's vault restored from a backup (the same
+    daemon id) kept nothing pushed after the backup, and the laptop — whose push state said the
+    daemon held it — never sent it again: 75 minutes missing from the team's totals, no word
+    (only `memo sync push --all` on every laptop brought them back). The daemon says how many of
+    the laptop's pushes it holds; fewer than it was answered, the laptop sends everything again."""
+    import shutil
+
+    team, server = daemon
+    vault = tmp_path / "mine"
+    config = _hybrid_config(tmp_path, server.base, vault)
+    env = {"MEMO_CONFIG": str(config)}
+
+    def sessions(root: Path) -> list[str]:
+        return sorted(p.name for p in root.glob("projects/web/sessions/*.md"))
+
+    _day_of_work(vault, env, "s1", 2, turn=False)
+    memo("sync", "push", vault=vault, env=env)
+    server.stop()
+    shutil.copytree(team, tmp_path / "backup")
+    restarted = Server(team, "--mcp-port", "0", port=server.port)
+    try:
+        _day_of_work(vault, env, "s2", 3, turn=False)
+        memo("sync", "push", vault=vault, env=env)
+        assert sessions(team) == ["session-s1.md", "session-s2.md"]
+    finally:
+        restarted.stop()
+    shutil.rmtree(team)
+    shutil.copytree(tmp_path / "backup", team)  # the backup, taken before s2 was pushed
+    _day_of_work(vault, env, "s3", 4, turn=False)  # while it is down: s3 waits in the outbox
+    again = Server(team, "--mcp-port", "0", port=server.port)
+    try:
+        ran = memo("--json", "sync", "push", vault=vault, env=env)
+        assert json.loads(ran.stdout)["pending"] == 0
+        assert sessions(team) == ["session-s1.md", "session-s2.md", "session-s3.md"]
+        assert "the daemon holds 1 of the 2 pushes this laptop made to it" in ran.stderr
+        assert not list(team.glob("projects/*/*/*.conflict-*"))
+        quiet = memo("--json", "sync", "push", "--all", vault=vault, env=env)  # pushed in turn since: no word
+        assert "restored" not in quiet.stderr
+    finally:
+        again.stop()
+        server.proc = again.proc
+
+
+def test_a_daemon_whose_id_cannot_be_kept_refuses_the_push_before_storing_it(tmp_path, daemon):
+    """Found by a breaker: with the daemon's id file unusable (a folder there), every push failed
+    with a bare "HTTP 500" after the daemon had stored its records — sent again and again."""
+    team, server = daemon
+    vault = tmp_path / "mine"
+    env = {"MEMO_CONFIG": str(_hybrid_config(tmp_path, server.base, vault))}
+    (team / ".memo" / "sync" / "daemon-id").mkdir(parents=True)
+    _day_of_work(vault, env, "s1", 2, turn=False)
+    ran = memo("--json", "sync", "push", vault=vault, env=env, check=False)
+    assert ran.returncode == 1 and "daemon-id cannot be written" in json.loads(ran.stdout)["error"]
+    assert "nothing of this push was stored" in json.loads(ran.stdout)["error"]
+    assert not list(team.glob("projects/*/sessions/*.md"))

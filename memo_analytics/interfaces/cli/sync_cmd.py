@@ -97,6 +97,10 @@ def sync_push(every: bool = typer.Option(False, "--all", help="Every record of t
     """Push the records waiting in the outbox to the hybrid daemon now (ignores the backoff), batch
     after batch (hybrid.batchSize each) until none waits or one fails."""
     result = sync.push_everything(state.store) if every else sync.push_every_batch(state.store)
+    forgot = result.get("daemonForgot")
+    if forgot:
+        err.print(f"warning: the daemon holds {forgot['received']} of the {forgot['sent']} pushes this laptop made to "
+                  "it (its vault restored from a backup?): every record of this vault was sent again")
     owned = result.get("owned")
     if owned and owned.get("owner"):
         err.print(_safe(f"note: {owned['sessions']} session{'' if owned['sessions'] == 1 else 's'} named no owner "
