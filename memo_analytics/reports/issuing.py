@@ -445,6 +445,7 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
             raise InvalidFieldError("since" if report.bounds.since is None else "until",
                                     "an issued invoice bills a period with both dates")
         docs = ledger.documents(store.root)
+        ledger.refuse_lost_documents(store.root, docs)  # their sessions would be billed again
         replaced = _replaced(store, docs, replaces) if replaces is not None else None  # before "nothing to invoice"
         try:
             invoice = build_invoice(report, settings.billing_for, lines, config,

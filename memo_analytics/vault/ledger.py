@@ -215,6 +215,33 @@ def read_state(root: Path) -> dict[str, Any]:
     return {**data, "sequences": sequences, "documents": documents}
 
 
+def lost_documents(root: Path, docs: list[Document]) -> list[str]:
+    """The numbers the ledger state says were issued here whose document is gone from the folder
+    (deleted by mistake, lost in a copy): their sessions would read as never invoiced and be
+    billed again (found by a billing tester: the next invoice billed them, no word anywhere)."""
+    held = {doc.ref for doc in docs}
+    base = folder(root)
+    return sorted(number for number in (read_state(root).get("documents") or {})
+                  if number not in held and not (base / f"{number}.md").exists())
+
+
+def refuse_lost_documents(root: Path, docs: list[Document]) -> None:
+    """Refuse to bill while an issued document is lost (:func:`lost_documents`).
+
+    Raises
+    ------
+    MemoError
+        Naming each lost number and the way back.
+    """
+    lost = lost_documents(root, docs)
+    if lost:
+        names = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+        raise MemoError(f"Invoice {names} was issued here (the ledger keeps its digest) but its file "
+                        f"{FOLDER}/{lost[0]}.md is gone: its sessions would be billed again. Put it back (from a "
+                        f"backup, or the vault's git history) before billing; lost for good, remove its entry from "
+                        f"{FOLDER}/{STATE} (its sessions are then billable again)")
+
+
 def document(root: Path, number: str) -> Document:
     """The document ``number``.
 

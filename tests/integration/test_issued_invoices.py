@@ -659,9 +659,17 @@ def test_a_tampered_document_is_flagged_and_a_deleted_one_keeps_its_number(billi
     md.write_text(md.read_text(encoding="utf-8").replace("gross: '150.00'", "gross: '1.00'"), encoding="utf-8")
     [listed] = json.loads(run(billing, "--json", "invoice", "list").stdout)["items"]
     assert (listed["gross"], listed["changedOnDisk"]) == ("1.00", True)
-    md.unlink()  # the document is gone: its sessions can be billed again, but its number is never reused
+    md.unlink()  # the document is gone: nothing is issued until it is back, or its entry taken out of the ledger
+    refused = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01",
+                  "--until", "2026-06-30")
+    assert refused.returncode == 1 and "its sessions would be billed again" in refused.stderr
+    state = md.parent / ".ledger.json"
+    kept = json.loads(state.read_text(encoding="utf-8"))
+    del kept["documents"][first["number"]]  # lost for good, as the refusal says: its sessions bill again
+    os.chmod(state, 0o644)
+    state.write_text(json.dumps(kept), encoding="utf-8")
     again = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
-    assert again["number"] == "2026-0002"
+    assert again["number"] == "2026-0002"  # its number is never reused
 
 
 def test_the_sequence_continues_whatever_the_padding_of_the_format(billing):
@@ -1553,3 +1561,31 @@ def test_every_page_of_an_issued_invoice_names_its_number_and_issuer(billing, tm
         text = " ".join(page.extract_text().split())
         assert f"Invoice {issued['number']} · " in text and "Ana Dev GmbH" in text.split(issued["number"], 1)[1]
         assert f"Page {number} of {len(pages)}" in text
+
+
+def test_an_invoice_whose_file_is_lost_bills_its_sessions_to_nobody_again(billing):
+    """Found by a billing person: an issued invoice's files deleted by mistake took it off `memo
+    invoice list`, and the next invoice billed its sessions again ("never twice"), no word
+    anywhere. The ledger keeps each issued number's digest: while one is lost nothing is issued."""
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    pdf = Path(doc["pdf"])
+    os.chmod(pdf.parent, 0o755)
+    kept = {path.name: path.read_bytes() for path in (pdf, pdf.with_suffix(".md"))}
+    for name in kept:
+        os.chmod(pdf.parent / name, 0o644)
+        (pdf.parent / name).unlink()
+    listed = run(billing, "invoice", "list")
+    assert f"warning: invoice {doc['number']} was issued here but its file invoices/{doc['number']}.md is gone" \
+        in listed.stderr
+    again = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                "--until", "2026-06-30")
+    assert again.returncode == 1 and again.stderr.startswith(
+        f"error: Invoice {doc['number']} was issued here (the ledger keeps its digest) but its file "
+        f"invoices/{doc['number']}.md is gone: its sessions would be billed again. Put it back")
+    assert sorted(p.name for p in pdf.parent.iterdir() if not p.name.startswith(".")) == []
+    for name, data in kept.items():  # put back: billed once, as before
+        (pdf.parent / name).write_bytes(data)
+    assert run(billing, "invoice", "list").stderr == ""
+    twice = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                "--until", "2026-06-30")
+    assert twice.returncode == 1 and "already invoiced" in twice.stderr

@@ -185,6 +185,9 @@ def invoice_list() -> None:
 
     docs = ledger.documents(state.store.root)
     items = [document_summary(d, docs) for d in docs]
+    for number in ledger.lost_documents(state.store.root, docs):
+        err.print(f"warning: invoice {number} was issued here but its file invoices/{number}.md is gone: put it back "
+                  "(from a backup); until then no invoice is issued (its sessions would be billed again)")
 
     def human(found: dict) -> None:
         if not found["items"]:
