@@ -599,6 +599,40 @@ def test_a_prompt_stamped_before_the_imported_work_is_left_out_and_later_turns_c
     assert session["durationMinutes"] == 9
 
 
+def test_an_earlier_part_of_a_conversation_in_another_file_imported_after_the_later_one_comes_in(tmp_path):
+    """Found by a breaker: a conversation in two files, the later imported first — the earlier
+    file's prompts were left out for good (50 of 90 minutes missing, whatever was imported again;
+    before, the file was refused). The earlier part comes in as sessions of its own, the same on
+    every import; the vault's totals are those of a clean import of both files."""
+    def part(folder: Path, lines: list[tuple[str, str, str]]) -> Path:
+        folder.mkdir(parents=True)
+        text = ""
+        for n, (asked, answered, body) in enumerate(lines):
+            text += _prompt_line("conv", "/w/app", asked, body, f"{folder.name}-u{n}")
+            text += _answer_line("conv", "/w/app", answered, f"{folder.name}-a{n}", 10, 5)
+        (folder / f"{folder.name}.jsonl").write_text(text, encoding="utf-8")
+        return folder
+
+    morning = part(tmp_path / "a", [("2025-09-03T10:00:00.000Z", "2025-09-03T10:20:00.000Z", "morning one"),
+                                     ("2025-09-03T10:25:00.000Z", "2025-09-03T10:50:00.000Z", "morning two")])
+    afternoon = part(tmp_path / "b", [("2025-09-03T14:00:00.000Z", "2025-09-03T14:20:00.000Z", "afternoon one"),
+                                       ("2025-09-03T14:25:00.000Z", "2025-09-03T14:40:00.000Z", "afternoon two")])
+    vault = tmp_path / "v"
+    imported(vault, str(afternoon), "--project", "app")
+    result = imported(vault, str(morning), "--project", "app")
+    assert (result["sessions"], result["turns"], result["skipped"], result["errors"]) == (1, 2, 0, [])
+    for again in ((str(morning), str(afternoon), "--rescan"), (str(morning),)):
+        assert imported(vault, *again, "--project", "app")["turns"] == 0
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    clean = json.loads(memo("--json", "activity", "--all", vault=tmp_path / "clean").stdout) \
+        if imported(tmp_path / "clean", str(morning), str(afternoon), "--project", "app") else None
+    assert (report["totalDurationMinutes"], report["totalPrompts"]) == (90, 4)
+    assert (clean["totalDurationMinutes"], clean["totalPrompts"]) == (90, 4)
+    listed = json.loads(memo("--json", "prompt", "list", "--all", "--sort", "date-asc", vault=vault).stdout)["items"]
+    assert [i["body"] for i in listed] == ["morning one", "morning two", "afternoon one", "afternoon two"]
+    assert listed[0]["sessionId"] == "claude-code-conv-before-20250903t140000z-1"
+
+
 def test_a_line_stamped_in_year_1_or_9999_is_left_out_and_the_other_turns_are_kept(tmp_path):
     """Such a line refused the whole conversation at the session's start (``Invalid startTime
     date``) or lost the turns after it; it is now one skipped line, named with its number."""

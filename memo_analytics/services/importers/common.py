@@ -543,6 +543,10 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             f"transcript {transcript.transcript_id} was imported with --idle-gap {first[0]['idleGapMinutes']}; "
             f"re-import it with the same gap"
         )
+    earlier = _an_earlier_part(transcript, first[0], options.idle_gap) \
+        if first is not None and not first[0].get("timesEdited") else None
+    if earlier is not None:
+        return import_transcript(store, earlier, options, result, invoiced)
     if first is not None and not first[0].get("timesEdited"):
         _leave_out_work_before(transcript, first[0], options.idle_gap, result)
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
@@ -799,6 +803,25 @@ def summary_digest(summary: str | None) -> str:
     the session's summary still has it, nobody wrote another, and the import may describe the
     session anew as its transcript grows."""
     return hashlib.blake2b((summary or "").encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def _an_earlier_part(transcript: Transcript, first: dict[str, Any], idle_gap: timedelta) -> Transcript | None:
+    """``transcript`` as a conversation of its own when every prompt of it lies more than an idle
+    gap before the first work interval the vault holds of its conversation (``first``: that
+    session's frontmatter): an earlier part of the conversation in another file, imported after
+    the later one — its prompts were left out for good, 50 minutes missing whatever was imported
+    again (found by a breaker). Its id is the conversation's and the instant the held work begins,
+    the same on every import: its sessions are ``{source}-{id}-before-{instant}-{n}``. None when
+    some prompt of it lies in or after the held work (a line written with a clock set back:
+    :func:`_leave_out_work_before`)."""
+    try:
+        begun = from_iso(str(first.get("startTime")))
+    except (ValueError, TypeError):
+        return None
+    stamped = [p.at for p in transcript.prompts if p.at is not None]
+    if not stamped or len(stamped) != len(transcript.prompts) or max(stamped) >= begun - idle_gap:
+        return None
+    return replace(transcript, transcript_id=f"{transcript.transcript_id}-before-{begun:%Y%m%dT%H%M%SZ}")
 
 
 def _leave_out_work_before(transcript: Transcript, first: dict[str, Any], idle_gap: timedelta,
