@@ -9,6 +9,7 @@ this run's warnings-as-errors.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -279,3 +280,36 @@ def test_the_invoicing_notebook_on_the_sample_leaves_the_kernel_reading_your_con
     assert f"config: {mine}\n" in shown
     assert f"warned: ['MEMO_CONFIG names {tmp_path / 'gone.toml'}, which does not exist: no config file is read" \
         in shown
+
+
+def test_the_invoicing_notebook_bills_yen_and_dinars_in_their_own_places(tmp_path):
+    """Found by an analyst: with a client billed in JPY the notebook stopped at its check (it
+    rounded every amount to the cent: 24497.55 where the invoice bills 24498), and the tables cut
+    a BHD rate of 12.345 to 12.34 and an amount of 4.691 to 4.69."""
+    import nbclient
+
+    from tests.inprocess import environment, memo
+
+    vault, config = tmp_path / "vault", tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n[clients."Yen Co"]\nhourlyRate = "9999"\ncurrency = "JPY"\n'
+                      '[clients."Gulf"]\nhourlyRate = "12.345"\ncurrency = "BHD"\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    for sid, client, end in (("y1", "Yen Co", "2026-06-02T11:27:00Z"), ("g1", "Gulf", "2026-06-03T09:23:00Z")):
+        memo("session", "start", sid, "--project", sid, "--client", client, "--start-time",
+             f"{end[:10]}T09:00:00Z", vault=vault, env=env)
+        memo("session", "end", sid, "--project", sid, "--until", end, vault=vault, env=env)
+    notebook = nbformat.read(NOTEBOOKS / "invoicing.ipynb", as_version=4)
+    [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+    parameters.source = (parameters.source.replace("VAULT = None", f"VAULT = {str(vault)!r}")
+                         .replace("SINCE = None", "SINCE = '2026-06-01'").replace("UNTIL = None", "UNTIL = '2026-06-30'"))
+    with environment({"MEMO_CONFIG": str(config), "MEMO_VAULT": None}):
+        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    shown = "".join(str(o.get("text", "")) + str((o.get("data") or {}).get("text/plain", ""))
+                    for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
+    # 2.45 h × 9999 = 24497.55 → JPY 24498; 0.38 h × 12.345 = 4.6911 → BHD 4.691
+    assert "24498" in shown and "24497.55" not in shown
+    assert "12.345" in shown and "4.691" in shown
+    draft = memo("--json", "report", "invoice", "--all", "--since", "2026-06-01", "--until", "2026-06-30",
+                 vault=vault, env=env)
+    assert {c: t["amount"] for c, t in json.loads(draft.stdout)["totals"].items()} == {"JPY": "24498", "BHD": "4.691"}
