@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import subprocess
 import re
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
@@ -1337,6 +1338,32 @@ def test_nothing_to_invoice_names_the_periods_billable_work_filed_under_internal
         "error: Nothing to invoice: no billable session with a duration for these filters; 1 billable session of this "
         "period bills internal (no client), in globex-etl: if Globex's, file them (memo project client globex-etl "
         "Globex, or memo session edit ID --client Globex)"), ran.stderr
+
+
+def test_the_draft_says_what_the_issue_says_of_nothing_to_invoice_and_of_where_it_looked(billing, tmp_path):
+    """Found by a new user: the draft's "Nothing to invoice" named none of the client's work filed
+    under internal (the issue did), and in a terminal sitting in another client's repository the
+    draft, the issue and the timesheet read that repository alone and said nothing of it."""
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    _session(store, "g-apr", "globex-etl", None, "2026-04-01T09:00:00Z", "2026-04-01T10:07:00Z")
+    store.close()
+    draft = run(billing, "report", "invoice", "--all", "--client", "Globex", "--since", "2026-04-01",
+                "--until", "2026-04-30")
+    assert draft.returncode == 1 and "1 billable session of this period bills internal (no client), in globex-etl: " \
+        "if Globex's, file them (memo project client globex-etl Globex" in draft.stderr, draft.stderr
+    elsewhere = tmp_path / "web"  # the repository of project web, whose June bills Acme only
+    elsewhere.mkdir()
+    subprocess.run(["git", "init", "-q", str(elsewhere)], check=True)
+    said = "; only project web was read (the repository of the current folder): --all reads every project"
+    for args in (("report", "invoice"), ("report", "invoice", "-o", str(tmp_path / "d.pdf")), ("invoice", "issue")):
+        ran = memo(*args, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30",
+                   vault=billing["vault"], env=billing["env"], cwd=elsewhere, check=False)
+        assert ran.returncode == 1 and ran.stderr.strip().endswith(said), (args, ran.stderr)
+    sheet = memo("report", "timesheet", "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30",
+                 "-o", str(tmp_path / "t.csv"), vault=billing["vault"], env=billing["env"], cwd=elsewhere)
+    assert "(only project web was read, the repository of the current folder: --all reads every project)" in sheet.stderr
+    assert "bills internal" not in run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since",
+                                       "2026-06-01", "--until", "2026-06-30").stderr
 
 
 def test_the_dashboards_nothing_to_invoice_names_the_work_filed_under_internal_too(billing, monkeypatch):

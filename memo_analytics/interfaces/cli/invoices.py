@@ -13,7 +13,7 @@ from ...config import config_path
 from ...domain.errors import InvalidDateError, InvalidFieldError
 from .common import (_emit, _grouped, _safe, _zone, app, err, left_off_note, out,
                      say_duplicate_invoices, state)
-from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates
+from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates, said_scope
 
 invoice_app = typer.Typer(help="Issued invoices: numbered, stored in the vault, never billing a session twice; "
                                "credit notes cancel them.", no_args_is_help=True)
@@ -112,7 +112,7 @@ def invoice_issue(
                                           f"issued, for a spreadsheet: memo invoice show NUMBER -o {output.name} "
                                           "once it is issued")
     issued_on = _date(issued, "issued")
-    with _shared_numbering(offline) as shared:
+    with _shared_numbering(offline) as shared, said_scope(project, all_projects):
         document, copy = issue_invoice(state.store, state.settings,
                                        lambda: _activity_report(project, all_projects, since, until, client, tz),
                                        lines=lines, issued=issued_on,

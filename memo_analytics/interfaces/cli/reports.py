@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 from rich.table import Table
@@ -54,6 +55,39 @@ def _activity_request(project: Optional[str], all_projects: bool, since: Optiona
     _check_scope(project, all_projects)
     return _build(ActivityReportRequest, project=project, cross_project=all_projects, cwd=shell_cwd(),
                   since=since, until=until, client=client, tz=tz, owner=owner)
+
+
+def _implicit_scope(project: Optional[str], all_projects: bool) -> str | None:
+    """The one project a report was held to without ``--project`` or ``--all`` (the repository of
+    the current folder), else None."""
+    if project or all_projects:
+        return None
+    scope = state.store.scope(None, False, shell_cwd())
+    return scope[0] if scope and len(scope) == 1 else None
+
+
+@contextmanager
+def said_scope(project: Optional[str], all_projects: bool, client: Optional[str] = None,
+               unfiled: Optional[Callable[[], Any]] = None) -> Iterator[None]:
+    """"Nothing to invoice" of a report held to the current folder's repository says so, with
+    ``--all``: month-end invoicing from a terminal in another client's repository found nothing
+    and said nothing of where it looked (found by a new user); with ``client`` and ``unfiled``
+    (the period's report of internal work) a draft says the client's work filed under internal,
+    as the issue does."""
+    from ...domain.errors import ReportError
+    from ...reports.issuing import _with_unfiled_work
+
+    try:
+        yield
+    except ReportError as exc:
+        if not str(exc).startswith("Nothing to invoice"):
+            raise
+        said = _with_unfiled_work(exc, client, unfiled) if client and unfiled is not None else exc
+        held = _implicit_scope(project, all_projects)
+        if held is None:
+            raise said from None
+        raise ReportError(f"{said}; only project {held} was read (the repository of the current folder): --all "
+                          "reads every project") from None
 
 
 _REPORT_FILTERS = dict(
@@ -243,7 +277,10 @@ def report_timesheet(
     _emit(result, lambda r: out.print(f"wrote {r['output']}: total billable {r['totalBillableHours']:.2f} h "
                                       f"(times in {r['timezone']})"))
     if not any(item.get("billableHours") is not None for item in report.sessions):  # written, and said: empty
-        err.print("note: no billable session in this period and scope: the timesheet lists none")
+        held = _implicit_scope(project, all_projects)
+        err.print("note: no billable session in this period and scope: the timesheet lists none"
+                  + (f" (only project {held} was read, the repository of the current folder: --all reads every "
+                     "project)" if held else ""))
     still_open = sum(1 for item in report.sessions if item.get("durationMinutes") is None and item.get("billable"))
     if still_open:  # as the invoice says it: nothing of the period is left off without a word
         err.print(f"note: {still_open} open session{'s are' if still_open != 1 else ' is'} not on it "
@@ -323,17 +360,25 @@ def report_invoice(
     def unfiled(invoice: Any) -> list[str]:
         return _unfiled_warnings(invoice, project, all_projects, since, until, tz)
 
+    def internal() -> ActivityReport:
+        from ...analytics.activity import INTERNAL_CLIENT
+
+        return _activity_report(project, all_projects, since, until, INTERNAL_CLIENT, tz)
+
     if output is None:  # a look at the draft before a file is written
-        _invoice_preview(_activity_report(project, all_projects, since, until, client, tz), lines, zero_minutes,
-                         skip_unpriced, unfiled)
+        with said_scope(project, all_projects, client, internal):
+            _invoice_preview(_activity_report(project, all_projects, since, until, client, tz), lines, zero_minutes,
+                             skip_unpriced, unfiled)
         return
     output_format(output, (state.store.root,))  # a bad suffix or place is refused before the report runs
     report = _activity_report(project, all_projects, since, until, client, tz)
     dated = parse_issued(issued, report) if issued else None  # a draft is not issued: no date unless given
-    path, invoice = export_invoice(report, state.settings, output, lines=lines, issued=dated,
-                                   user_templates=_user_templates(templates), vault_root=state.store.root,
-                                   config=str(config_path()), overwrite=force, invoiced=invoiced_in(state.store.root),
-                                   zero_minutes=zero_minutes, skip_unpriced=skip_unpriced)
+    with said_scope(project, all_projects, client, internal):
+        path, invoice = export_invoice(report, state.settings, output, lines=lines, issued=dated,
+                                       user_templates=_user_templates(templates), vault_root=state.store.root,
+                                       config=str(config_path()), overwrite=force,
+                                       invoiced=invoiced_in(state.store.root), zero_minutes=zero_minutes,
+                                       skip_unpriced=skip_unpriced)
     result = invoice_summary(invoice, report, path)
     result["warnings"] = warnings = [*invoice.warnings, *unfiled(invoice)]
     _emit(result, lambda r: out.print(
