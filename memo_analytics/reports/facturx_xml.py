@@ -12,8 +12,8 @@ line's period = the first day its sessions began and the last day one ended, wit
 period (read from its printed day on a line stored before lines carried it), and a session line's printed day and
 clock span as its note); one VAT
 breakdown (the client's category: S with its rate, AE reverse charge or E exempt, each with
-its exemption sentence); payment means 58 (SEPA credit transfer) with the issuer's IBAN/BIC
-when set, else 1 (not defined); the due date and the payment terms as text; the invoicing
+its exemption sentence); payment means 58 (SEPA credit transfer) for euros, 30 (credit transfer) for
+another currency, with the issuer's IBAN/BIC when set, else 1 (not defined); the due date and the payment terms as text; the invoicing
 period; a party without a VAT id is identified (BT-29) by its tax number; a credit note is type 381 with the cancelled invoice as preceding reference (BG-3).
 """
 
@@ -143,7 +143,10 @@ def _business_terms(meta: dict[str, Any]) -> dict[str, Any]:
     if credit:
         pass  # no payment instruction: a credit note's amount is owed to the buyer (the IBAN read as money due)
     elif issuer.get("iban"):
-        terms.update({"BT-81": "58", "BT-84": issuer["iban"], "BT-85": issuer["name"]})
+        # SEPA credit transfer (58) is a euro payment: another currency's is a credit transfer (30) — accounting
+        # software started a SEPA payment of CHF (found by a billing person)
+        terms.update({"BT-81": "58" if meta["currency"] == "EUR" else "30", "BT-84": issuer["iban"],
+                      "BT-85": issuer["name"]})
         if issuer.get("bic"):
             terms["BT-86"] = issuer["bic"]
     else:

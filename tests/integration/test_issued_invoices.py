@@ -196,6 +196,7 @@ def test_an_issued_invoice_is_numbered_stored_priced_with_vat_and_a_valid_factur
     assert text(root, "//ram:PayeePartyCreditorFinancialAccount/ram:IBANID") == ["DE89370400440532013000"]
     assert text(root, "//ram:SpecifiedTradePaymentTerms/ram:DueDateDateTime/udt:DateTimeString") == [
         june["due"].replace("-", "")]
+    assert text(root, "//ram:SpecifiedTradeSettlementPaymentMeans/ram:TypeCode") == ["58"]  # SEPA: euros
 
 
 def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoice(billing, tmp_path):
@@ -1338,6 +1339,18 @@ def test_nothing_to_invoice_names_the_periods_billable_work_filed_under_internal
         "error: Nothing to invoice: no billable session with a duration for these filters; 1 billable session of this "
         "period bills internal (no client), in globex-etl: if Globex's, file them (memo project client globex-etl "
         "Globex, or memo session edit ID --client Globex)"), ran.stderr
+
+
+def test_an_invoice_in_another_currency_than_the_euro_is_paid_by_credit_transfer_not_sepa(billing):
+    """Found by a billing person: CHF, GBP, AUD and JPY invoices named SEPA credit transfer (58), a
+    euro payment, as their payment means: accounting software may start a SEPA payment of CHF."""
+    text_ = billing["config"].read_text(encoding="utf-8")
+    billing["config"].write_text(text_.replace('currency = "EUR"', 'currency = "CHF"', 1), encoding="utf-8")
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    root = xml_of(Path(doc["pdf"]))
+    assert text(root, "//ram:InvoiceCurrencyCode") == ["CHF"]
+    assert text(root, "//ram:SpecifiedTradeSettlementPaymentMeans/ram:TypeCode") == ["30"]
+    assert text(root, "//ram:PayeePartyCreditorFinancialAccount/ram:IBANID") == ["DE89370400440532013000"]
 
 
 def test_the_draft_says_what_the_issue_says_of_nothing_to_invoice_and_of_where_it_looked(billing, tmp_path):
