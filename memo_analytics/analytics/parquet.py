@@ -176,6 +176,14 @@ def export_parquet(store: VaultStore, directory: Path, *, projects: list[str] | 
         sessions = sessions_frame(sources, projects)
         frames = {"prompts": prompts_frame(sources, projects, body=body), "sessions": sessions,
                   "deliverables": deliverables_frame(sessions)}
+    if projects:  # a misspelt project wrote an empty export, exit 0 (found by an analyst); every read refuses it
+        held = set(frames["sessions"]["project"].to_list()) | set(frames["prompts"]["project"].to_list())
+        missing = [project for project in projects if project not in held]
+        if missing:
+            from ..services.sessions import check_projects
+
+            check_projects(store, missing)  # names the projects the vault holds
+            raise InvalidFieldError("project", f"no vault read holds anything of project {missing[0]!r}")
     staging = target.parent / f".{target.name}.memo-export-{secrets.token_hex(4)}"
     staging.mkdir()
     try:

@@ -700,7 +700,8 @@ def check_client(store: VaultStore, client: str) -> None:
     """
     known = {name.strip().lower(): name for name in known_clients(store)}
     known.update((name.strip().lower(), name) for name in store.settings.clients)  # the config's spelling first
-    if unicodedata.normalize("NFC", client).strip().lower() in known:
+    asked = unicodedata.normalize("NFC", client).strip().lower()
+    if asked in known or asked == "internal":  # the built-in client of no client: never a typo (an empty vault refused it)
         return
     names = ", ".join(sorted(known.values(), key=str.lower)) or "none yet"
     raise InvalidFieldError("client", f"no session and no [clients] entry of the config has the client {client!r} "

@@ -177,3 +177,21 @@ def test_the_api_refuses_a_folder_inside_a_further_vault(two_vaults, tmp_path):
     with pytest.raises(InvalidFieldError, match="^Invalid dir: .* is inside the vault .*team"):
         export_parquet(store, tmp_path / "team" / "lake")
     store.close()
+
+
+def test_a_project_the_vaults_hold_nothing_of_is_refused_not_exported_empty(two_vaults, tmp_path):
+    """Found by an analyst: `memo export parquet DIR --project nope` wrote an empty export and
+    exited 0, where every other read refuses a misspelt project."""
+    primary, _ = two_vaults
+    ran = memo("export", "parquet", str(tmp_path / "pq"), "--project", "nope", vault=primary, check=False)
+    assert ran.returncode == 1 and ran.stderr.startswith(
+        "error: Invalid project: the vault holds nothing of project 'nope' (projects: ")
+    assert not (tmp_path / "pq").exists()
+
+
+def test_the_client_internal_is_known_to_an_empty_vault(tmp_path):
+    """Found by an analyst: `memo activity --all --client internal` on an empty vault was refused
+    as a misspelt client; internal is the built-in client of work with none."""
+    (tmp_path / "ev" / ".memo").mkdir(parents=True)
+    ran = memo("--json", "activity", "--all", "--client", "internal", vault=tmp_path / "ev")
+    assert json.loads(ran.stdout)["totalDurationMinutes"] == 0

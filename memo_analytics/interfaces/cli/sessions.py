@@ -54,7 +54,7 @@ def session_start(
     ide: Optional[str] = typer.Option(None, "--ide", help="IDE or agent host."),
     model: Optional[str] = typer.Option(None, "--model", help="Model name."),
     agent: Optional[str] = typer.Option(None, "--agent", help="Agent name."),
-    client: Optional[str] = typer.Option(None, "--client", help="Client billed (default internal)."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client billed (default: the one projectClients maps the project to, else internal)."),
     billable: Optional[bool] = typer.Option(None, "--billable/--no-billable", help="Billable work (default yes)."),
     task_slug: Optional[str] = typer.Option(None, "--task-slug", "--slug", help="Task slug."),
     summary: Optional[str] = typer.Option(None, "--summary", help="What the session is about."),
