@@ -122,7 +122,7 @@ class ActivityView:
         self.layout = pn.Column(
             pn.Row(self.period, self.since, self.until, self.client, pn.layout.HSpacer(), self.timesheet,
                    self.invoice, self.issue, sizing_mode="stretch_width"),
-            self.question, self.invoice_note, self.issued, self.summary, self.chart,
+            self.question, self.issued, self.invoice_note, self.summary, self.chart,
             html_pane('<h3 class="section">Billable time by client</h3>'), self.by_client,
             html_pane('<h3 class="section">Timesheet</h3>'), self.sheet,
             sizing_mode="stretch_width", css_classes=["memo-activity"],

@@ -475,8 +475,8 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
             raise InvalidFieldError("issued", f"{issued} is before the period it bills ({period[0]} – {period[1]})")
         if period[1] > issued:  # the Factur-X delivery date and period end were months ahead of the issue date
             raise InvalidFieldError("until", f"the period it bills ends {period[1]}, after the invoice's date "
-                                             f"{issued}: an invoice bills work done; give --until {issued} (or issue "
-                                             "it once the period has ended)")
+                                             f"{issued}: an invoice bills work done; end the period on {issued} at the "
+                                             f"latest (--until {issued}), or issue it once the period has ended")
         _check_in_order(issued, latest, today)
         number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year,
                                                    ledger.read_state(store.root))

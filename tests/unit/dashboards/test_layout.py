@@ -207,3 +207,14 @@ def test_the_prompts_tab_follows_new_turns_at_the_digests_refresh(store):
     same = table.value
     refresh.clicks += 1
     assert table.value is same
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_an_issued_invoice_is_said_above_the_note_its_period_has_nothing_left(store):
+    """Found by a new user: after "Issue it" the amber "Nothing to invoice … already invoiced" of
+    the re-read period stood above the green "Issued invoice …": it read as if the issue failed."""
+    from memo_analytics.dashboards.activity_view import ActivityView
+
+    view = ActivityView(DashboardData(store))
+    shown = list(view.layout.objects)
+    assert shown.index(view.issued) < shown.index(view.invoice_note)
