@@ -1405,6 +1405,12 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
                 store.upsert(kind, meta, body)  # the file landed but its index row did not
             _keep_base(store, kind, meta, incoming)
             return {"id": record_id, "outcome": "unchanged"}
+        if local_body is not None and _only_updated_differs((local_meta, local_body), (meta, body)):
+            # the same record but for when it was last written (a move undone the way a refusal names, a push
+            # of a version held here after the pusher's push state was lost): nothing to compare, no conflict
+            # file and digest item (found by a team lead: two files differing only in ``updated``)
+            _keep_base(store, kind, meta, incoming)
+            return {"id": record_id, "outcome": "unchanged"}
         if kind is RecordKind.HANDOFF and local_meta.get("status") == "claimed" and meta.get("status") == "claimed" \
                 and local_meta.get("claimedBy") != meta.get("claimedBy") and local_meta.get("updated") not in ancestors:
             # a baton is taken once: a second claim (a laptop that had not heard of the first) never replaces it;
@@ -1452,6 +1458,11 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         kept = keep_conflict(path, incoming.encode("utf-8"), stamp)
         return {"id": record_id, "outcome": "kept ours, theirs kept as conflict",
                 "conflict": str(kept.relative_to(store.root))}
+
+
+def _only_updated_differs(ours: tuple[dict[str, Any], str], theirs: tuple[dict[str, Any], str]) -> bool:
+    """Whether two versions of a record are the same but for ``updated``."""
+    return dump_record({**ours[0], "updated": None}, ours[1]) == dump_record({**theirs[0], "updated": None}, theirs[1])
 
 
 def _turn_follows_its_session(store: VaultStore, record_id: str, local_meta: dict[str, Any],

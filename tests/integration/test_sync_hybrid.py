@@ -3192,3 +3192,23 @@ def test_a_daemon_whose_id_cannot_be_kept_refuses_the_push_before_storing_it(tmp
     assert ran.returncode == 1 and "daemon-id cannot be written" in json.loads(ran.stdout)["error"]
     assert "nothing of this push was stored" in json.loads(ran.stdout)["error"]
     assert not list(team.glob("projects/*/sessions/*.md"))
+
+
+def test_a_version_that_differs_only_in_when_it_was_written_is_no_conflict(tmp_path, daemon):
+    """Found by a team lead: a move undone the way the daemon's refusal names gave two conflict
+    files (and two digest items) whose versions differed only in `updated`. The same record
+    written again is unchanged: no conflict to compare."""
+    import re as _re
+
+    team, server = daemon
+    vault = tmp_path / "mine"
+    env = {"MEMO_CONFIG": str(_hybrid_config(tmp_path, server.base, vault))}
+    _day_of_work(vault, env, "s1", 2, turn=False)
+    memo("sync", "push", vault=vault, env=env)
+    (vault / ".memo" / "sync" / "pushed.json").unlink()  # the push state of that record lost (a rename, a move back)
+    mine = vault / "projects" / "web" / "sessions" / "session-s1.md"
+    mine.write_text(_re.sub(r"updated: '?[^\n']+'?", "updated: '2026-03-09T12:00:00.000Z'", mine.read_text()))
+    memo("reindex", vault=vault, env=env)
+    memo("sync", "push", "--all", vault=vault, env=env)
+    assert not list(team.glob("projects/*/*/*.conflict-*"))
+    assert json.loads(memo("--json", "activity", "--all", vault=team).stdout)["totalDurationMinutes"] == 60
