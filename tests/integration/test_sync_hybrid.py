@@ -3212,3 +3212,20 @@ def test_a_version_that_differs_only_in_when_it_was_written_is_no_conflict(tmp_p
     memo("sync", "push", "--all", vault=vault, env=env)
     assert not list(team.glob("projects/*/*/*.conflict-*"))
     assert json.loads(memo("--json", "activity", "--all", vault=team).stdout)["totalDurationMinutes"] == 60
+
+
+def test_a_conflict_is_said_from_the_laptops_side(tmp_path, daemon):
+    """Found by a team lead: the laptop said "kept ours, theirs kept as conflict" where the daemon
+    kept its own version (the lead's correction) and the laptop's went to the conflict file."""
+    team, server = daemon
+    vault = tmp_path / "mine"
+    env = {"MEMO_CONFIG": str(_hybrid_config(tmp_path, server.base, vault))}
+    _day_of_work(vault, env, "s1", 2, turn=False)
+    memo("sync", "push", vault=vault, env=env)
+    memo("session", "edit", "s1", "--summary", "the lead's summary", vault=team)
+    ran = memo("sync", "push", "--all", vault=vault, env=env)
+    assert len(list(team.glob("projects/*/*/*.conflict-*"))) == 1  # the daemon's newer version kept, the laptop's beside it
+    assert "kept ours" not in ran.stderr
+    assert "the daemon kept its version, yours is kept beside it as the conflict file" in ran.stderr
+    status = memo("sync", "status", vault=vault, env=env).stdout
+    assert "kept ours" not in status and "the daemon kept its version" in status

@@ -13,6 +13,19 @@ from ...services.vault_git import sync as vault_git_sync
 from ...services.store import shell_cwd
 from .common import _emit, _safe, app, err, out, say_duplicate_invoices, state
 
+#: The daemon's outcomes of a conflict, said from the laptop's side ("kept ours" was the daemon's own
+#: version: a person read their own as kept — found by a team lead).
+_LAPTOP_READS = {
+    "kept ours, theirs kept as conflict": "the daemon kept its version, yours is kept beside it as the conflict file",
+    "applied, older kept as conflict": "yours was applied, the daemon's older version is kept beside it as the "
+                                       "conflict file",
+}
+
+
+def _as_laptop_reads(outcome: object) -> str:
+    return _LAPTOP_READS.get(str(outcome), str(outcome))
+
+
 sync_app = typer.Typer(help="Sync the vault: hybrid pushes to a team daemon, vault-git.", no_args_is_help=True)
 app.add_typer(sync_app, name="sync")
 
@@ -58,7 +71,7 @@ def sync_status() -> None:
             for item in r.get("refused") or []:
                 out.print(_safe(f"  refused by the daemon: {item['id']}: {item['reason']}"))
             for item in r.get("conflicts") or []:
-                out.print(_safe(f"  conflict on the daemon: {item['id']}: {item['outcome']} ({item['conflict']} "
+                out.print(_safe(f"  conflict on the daemon: {item['id']}: {_as_laptop_reads(item['outcome'])} ({item['conflict']} "
                                 f"there; its digest lists it)"))
             for item in r.get("keptOnDaemon") or []:
                 why = (f"invoice {item['invoice']} billed them there; a credit note frees them" if item.get("invoice")
@@ -112,7 +125,7 @@ def sync_push(every: bool = typer.Option(False, "--all", help="Every record of t
                   "billed once; set yours (git config --global user.email YOU@EXAMPLE) and push again")
     for item in result["results"]:
         if isinstance(item.get("conflict"), str):
-            err.print(_safe(f"note: {item.get('id')} met another version on the daemon: {item.get('outcome')} "
+            err.print(_safe(f"note: {item.get('id')} met another version on the daemon: {_as_laptop_reads(item.get('outcome'))} "
                             f"({item['conflict']} there; its digest lists it)"))
         if isinstance(item.get("keptHere"), list) and item["keptHere"]:
             why = (f"is on invoice {item['invoice']} there" if isinstance(item.get("invoice"), str) else
