@@ -468,7 +468,9 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
             untold: list[Path] = []
             unreadable: list[str] = []  # "path: reason" of a file that cannot be opened (no importer could tell it)
             sub_agents = 0
-            for file in ([given] if given.is_file() else walk_files([given], (".jsonl", ".json", ".md", ".vscdb", ".db"))):
+            left_out: list[str] = []  # a FIFO, a link to nothing or in a loop: named as `memo import SOURCE` names them
+            for file in ([given] if given.is_file() else walk_files([given], (".jsonl", ".json", ".md", ".vscdb", ".db"),
+                                                                    left_out=left_out)):
                 if (source := source_of(file)) is not None and source in IMPORTERS:
                     by_source.setdefault(source, []).append(file)
                 elif file.suffix == ".jsonl" and file.parent.name == "subagents":
@@ -478,6 +480,7 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                     unreadable.append(f"{file}: {reason}")
                 else:
                     untold.append(file)
+            unreadable.extend(left_out)
             if not by_source and unreadable:
                 more = f" and {len(unreadable) - 1} more" if len(unreadable) > 1 else ""
                 raise InvalidFieldError("path", f"{given}: {unreadable[0]}{more}; nothing imported")
@@ -515,7 +518,11 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
     found = []
     for root in roots:
         module = load_importer(root.source or "")
-        files = list(walk_files([root.path], module.SUFFIXES, module.EXCLUDE_DIRS))
+        left_out = []
+        files = list(walk_files([root.path], module.SUFFIXES, module.EXCLUDE_DIRS, left_out))
         result = run_import(store, files, module.parse, options, source=root.source or "", incremental=True)
-        found.append({"source": root.source, "path": str(root.path), **result.wire()})
+        item = {"source": root.source, "path": str(root.path), **result.wire()}
+        if left_out:
+            item.update(errors=[*left_out, *item["errors"]], skipped=item["skipped"] + len(left_out))
+        found.append(item)
     return found

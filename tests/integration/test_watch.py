@@ -654,3 +654,22 @@ def test_import_auto_names_a_file_it_cannot_read_with_why(tmp_path):
     assert f"{locked}: Permission denied" in ran.stderr, ran.stderr
     assert '"skipped": 1' in ran.stdout, ran.stdout
     assert turns(tmp_path / "v") == ["Add the CSV export"]
+
+
+def test_import_auto_names_a_pipe_a_link_to_nothing_and_a_link_loop_it_left_out(tmp_path):
+    """Found by a tester: `memo import auto DIR` imported the one transcript and said nothing of a
+    FIFO, a link to nothing and two links in a loop beside it (`memo import claude-code` names each)."""
+    folder = tmp_path / "given"
+    folder.mkdir()
+    (folder / f"{SESSION}.jsonl").write_text(first_exchange())
+    os.mkfifo(folder / "pipe.jsonl")
+    (folder / "dangling.jsonl").symlink_to(folder / "nowhere.jsonl")
+    (folder / "a.jsonl").symlink_to(folder / "b.jsonl")
+    (folder / "b.jsonl").symlink_to(folder / "a.jsonl")
+    ran = memo("--json", "import", "auto", str(folder), vault=tmp_path / "v")
+    [item] = json.loads(ran.stdout)["sources"]
+    assert item["skipped"] == 4 and item["turns"] == 1
+    for name in ("pipe.jsonl", "dangling.jsonl", "a.jsonl", "b.jsonl"):
+        assert any(error.startswith(f"{folder / name}: ") for error in item["errors"]), name
+    human = memo("import", "auto", str(folder), vault=tmp_path / "v2")
+    assert f"skipped: {folder / 'pipe.jsonl'}: not a regular file" in human.stderr
