@@ -402,9 +402,6 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         sections.append(section)
         if billing.ai_cost_margin is not None:
             unpriced_turns += sum(int(i.get("unpricedTurns") or 0) for i in by_client[key])
-        if category == "AE" and not billing.vat_id:
-            warnings.append(f"{section.client} is billed under reverse charge without a VAT id "
-                            f"(clients.\"{section.client}\".vatId): memo invoice issue refuses it until it is set")
     def counted(items: list[dict[str, Any]]) -> int:  # a client skipped for want of terms: not counted as left off
         return sum(1 for item in items
                    if not (skip_unpriced and terms(names.get(item["client"].lower(), item["client"])) is None))

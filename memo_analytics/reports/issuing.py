@@ -85,6 +85,28 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
     if needed:
         raise InvalidFieldError(needed[0][0], "an issued invoice names its issuer: set "
                                 + "; ".join(text for _, text in needed) + " (memo config set KEY VALUE)")
+    _check_client_sendable(issuer, client_name, client)
+
+
+def draft_refusals(settings: Settings, invoice: Any) -> list[str]:
+    """What ``memo invoice issue`` would refuse of each client of a draft (its address, its tax
+    treatment, the reverse charge's conditions), one line each, for the draft to say beside its
+    figures: a draft printed "VAT 0 % — Reverse charge" for a client in the issuer's own country
+    without a word, where the issue refused it (found by a billing person)."""
+    said = []
+    for section in invoice.sections:
+        client = settings.billing_for(section.client)
+        if client is None:
+            continue
+        try:
+            _check_client_sendable(settings.invoice, section.client, client)
+        except InvalidFieldError as exc:
+            said.append(f"{section.client}: memo invoice issue refuses it: {exc}")
+    return said
+
+
+def _check_client_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> None:
+    """The client's part of :func:`_check_sendable`."""
     key = f'clients."{client_name}"'
     if minor_unit(client.currency) < Decimal("0.01"):  # BHD, KWD, OMR …: three decimals
         raise InvalidFieldError(f"{key}.currency", f"an issued invoice carries EN 16931 (Factur-X) amounts, which have "

@@ -911,15 +911,30 @@ def test_a_draft_under_reverse_charge_without_the_clients_vat_id_says_issue_will
     draft = run(billing, "report", "invoice", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
                 "2026-06-30", "-o", str(tmp_path / "d.pdf"))
     assert draft.returncode == 0
-    assert ('warning: Globex is billed under reverse charge without a VAT id (clients."Globex".vatId): memo invoice '
-            'issue refuses it until it is set') in " ".join(draft.stderr.split())
+    assert ('warning: Globex: memo invoice issue refuses it: Invalid clients."Globex".vatId: reverse charge needs the '
+            'VAT ids of both the issuer and the client') in " ".join(draft.stderr.split())
     said = json.loads(run(billing, "--json", "report", "invoice", "--all", "--client", "Globex", "--since",
                           "2026-06-01", "--until", "2026-06-30", "-o", str(tmp_path / "d.csv")).stdout)
-    assert said["warnings"] == ['Globex is billed under reverse charge without a VAT id (clients."Globex".vatId): '
-                                'memo invoice issue refuses it until it is set']
+    assert said["warnings"] == ['Globex: memo invoice issue refuses it: Invalid clients."Globex".vatId: reverse '
+                                'charge needs the VAT ids of both the issuer and the client']
     with_id = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
                   "--until", "2026-06-30", "-o", str(tmp_path / "a.pdf"))
     assert "warning" not in with_id.stderr
+
+
+def test_a_draft_says_each_client_setting_the_issue_would_refuse(billing, tmp_path):
+    """Found by a billing person: the draft printed "VAT 0 % — Reverse charge" for a client in the
+    issuer's own country, and a client without an address, without a word; the issue refused both."""
+    text_ = billing["config"].read_text(encoding="utf-8")
+    billing["config"].write_text(text_.replace('country = "NL"', 'country = "DE"').replace(
+        'address = ["1 rue de la Paix"]', 'address = []'), encoding="utf-8")
+    ran = run(billing, "--json", "report", "invoice", "--all", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert ran.returncode == 0, ran.stderr
+    warnings = json.loads(ran.stdout)["warnings"]
+    assert any(w.startswith('Globex: memo invoice issue refuses it: Invalid clients."Globex".reverseCharge: the EU '
+                            'reverse charge is for a client in another EU country') for w in warnings), warnings
+    assert any(w.startswith('Acme Corp: memo invoice issue refuses it: Invalid clients."Acme Corp".address: an issued '
+                            'invoice names the client\'s postal address') for w in warnings), warnings
 
 
 def test_an_invoice_for_a_period_not_yet_over_is_refused(billing):

@@ -295,13 +295,15 @@ def _invoice_preview(report: ActivityReport, lines: str, zero_minutes: bool, ski
     (a billing person looked before writing a file: the command had required one)."""
     from ...config import config_path
     from ...reports.invoice import build_invoice, invoice_summary
+    from ...reports.issuing import draft_refusals
     from ...vault.ledger import invoiced_in
 
     invoice = build_invoice(report, state.settings.billing_for, lines, str(config_path()),
                             invoiced=invoiced_in(state.store.root), zero_minutes=zero_minutes,
                             skip_unpriced=skip_unpriced)
     result = invoice_summary(invoice, report)
-    result["warnings"] = warnings = [*invoice.warnings, *unfiled(invoice)]  # printed or --json, as written
+    # printed or --json, as written; what an issue would refuse of a client said beside the figures
+    result["warnings"] = warnings = [*invoice.warnings, *draft_refusals(state.settings, invoice), *unfiled(invoice)]
 
     def human(r: dict[str, Any]) -> None:
         for item in r["items"]:
@@ -349,6 +351,7 @@ def report_invoice(
     """Draft PDF invoice: hours × each client's hourly rate (the config's clients."NAME".hourlyRate), one total per currency.
     A draft is never numbered: `memo invoice issue` issues one."""
     from ...reports.invoice import LINE_MODES, invoice_summary, parse_issued
+    from ...reports.issuing import draft_refusals
     from ...reports.tables import export_invoice, output_format
     from ...vault.ledger import invoiced_in
 
@@ -380,7 +383,7 @@ def report_invoice(
                                        invoiced=invoiced_in(state.store.root), zero_minutes=zero_minutes,
                                        skip_unpriced=skip_unpriced)
     result = invoice_summary(invoice, report, path)
-    result["warnings"] = warnings = [*invoice.warnings, *unfiled(invoice)]
+    result["warnings"] = warnings = [*invoice.warnings, *draft_refusals(state.settings, invoice), *unfiled(invoice)]
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
         + "; ".join(f"{c} net {_grouped(v['amount'])}, total {_grouped(v['gross'])}" for c, v in r["totals"].items())
