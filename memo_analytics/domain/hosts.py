@@ -39,8 +39,9 @@ def check_bind(host: str, token: str | None) -> None:
         raise InvalidFieldError("token", f"binding {host} (not loopback) requires --token or MEMO_TOKEN")
     if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT or _repeats(token):
         raise InvalidFieldError("token", f"binding {host} (not loopback), the token is the network's only lock: "
-                                         f"give one of at least {MIN_TOKEN_CHARS} characters, not a word nor one said again (e.g. "
-                                         "python3 -c 'import secrets; print(secrets.token_urlsafe(24))')")
+                                         f"give one of at least {MIN_TOKEN_CHARS} characters, not a word nor one "
+                                         "said again (e.g. python3 -c 'import secrets; "
+                                         "print(secrets.token_urlsafe(24))')")
 
 
 def _repeats(token: str) -> bool:

@@ -12,9 +12,9 @@ line's period = the first day its sessions began and the last day one ended, wit
 period (read from its printed day on a line stored before lines carried it), and a session line's printed day and
 clock span as its note); one VAT
 breakdown (the client's category: S with its rate, AE reverse charge or E exempt, each with
-its exemption sentence); payment means 58 (SEPA credit transfer) for euros, 30 (credit transfer) for
-another currency, with the issuer's IBAN/BIC when set, else 1 (not defined); the due date and the payment terms as text; the invoicing
-period; a party without a VAT id is identified (BT-29) by its tax number; a credit note is type 381 with the cancelled invoice as preceding reference (BG-3).
+its exemption sentence); payment means 58 (SEPA credit transfer) for euros, 30 (credit transfer)
+for another currency, with the issuer's IBAN/BIC when set, else 1 (not defined); the due date and
+the payment terms as text; the invoicing period; a party without a VAT id is identified (BT-29) by its tax number; a credit note is type 381 with the cancelled invoice as preceding reference (BG-3).
 """
 
 from __future__ import annotations

@@ -332,7 +332,7 @@ def render_copy(document: ledger.Document, output: Path, forbidden: tuple[Path, 
     return target
 
 
-def _with_unfiled_work(exc: ReportError, client: str, unfiled: Callable[[], ActivityReport] | None) -> ReportError:
+def with_unfiled_work(exc: ReportError, client: str, unfiled: Callable[[], ActivityReport] | None) -> ReportError:
     """A "nothing to invoice" refusal with the period's billable work filed under ``internal``
     said beside it, and how to file it (found by a billing person: the refusal named none of it)."""
     if unfiled is None or not str(exc).startswith("Nothing to invoice") or client.strip().lower() == INTERNAL_CLIENT:
@@ -473,7 +473,7 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
             invoice = build_invoice(report, settings.billing_for, lines, config,
                                     invoiced=ledger.invoiced_sessions(docs), zero_minutes=zero_minutes)
         except ReportError as exc:
-            raise _with_unfiled_work(exc, report.client, unfiled) from None
+            raise with_unfiled_work(exc, report.client, unfiled) from None
         if len(invoice.sections) != 1:
             names = ", ".join(s.client for s in invoice.sections)
             raise InvalidFieldError("client", f"an issued invoice bills one client; these filters bill {names}: "

@@ -285,9 +285,8 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             raise InvalidFieldError("session_id", f"the {event.agent} event {event.name or event.kind} names no "
                                                   "session and no folder")
         # an agent version whose payload names no session (Copilot CLI's first hooks: timestamp, cwd,
-        # prompt): the agent's session of the repository, split at idle gaps like any other
-        # of the repository, not of the folder: Copilot moved to a subfolder (``/cwd src``) mid-way
-        # was two sessions, the first left open
+        # prompt): the agent's session of the repository, split at idle gaps like any other — of the
+        # repository, not of the folder (Copilot moved to ``src`` mid-way was two sessions, one left open)
         folder = os.path.realpath(event.cwd)
         try:
             folder = str(repository_root(folder) or folder) if os.path.isdir(folder) else folder

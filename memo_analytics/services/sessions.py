@@ -142,8 +142,10 @@ def _kept_on_restart(store: VaultStore, request: StartSessionRequest, old: dict[
         return []
     kept = []
     if request.client is not None:
-        asked = canonical_client(store, clean_client(request.client)) if clean_client(request.client) else None
-        if (asked or None) != (meta.get("client") or None):
+        def billed(name: str | None) -> str | None:  # None, '' and 'internal' (any case) bill no client
+            return None if not name or name.strip().lower() == "internal" else canonical_client(store, name)
+
+        if billed(clean_client(request.client)) != billed(meta.get("client")):
             kept.append(f"client {meta.get('client') or 'internal'}")
     if request.billable is not None and meta.get("billable") is not None and request.billable != meta["billable"]:
         kept.append(f"billable {str(meta['billable']).lower()}")

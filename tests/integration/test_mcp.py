@@ -528,3 +528,11 @@ def test_a_restart_of_an_active_session_says_what_it_kept(tmp_path):
     assert internal["note"].startswith("session e2 was active: it keeps its client Globex (")
     ran = memo("session", "start", "e2", "--project", "web", "--client", "Initech", vault=tmp_path / "v")
     assert "note: session e2 was active: it keeps its client Globex (" in ran.stderr
+
+
+def test_a_restart_naming_the_client_a_session_already_bills_says_nothing_kept(tmp_path):
+    answers = tool_calls(tmp_path / "v", [
+        {"action": "session_start", "projectId": "web", "sessionId": "i1"},
+        {"action": "session_start", "projectId": "web", "sessionId": "i1", "client": "internal"}])
+    assert [error for error, _ in answers] == [False, False]
+    assert "note" not in json.loads(answers[1][1])

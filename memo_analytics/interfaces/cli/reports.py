@@ -75,14 +75,14 @@ def said_scope(project: Optional[str], all_projects: bool, client: Optional[str]
     (the period's report of internal work) a draft says the client's work filed under internal,
     as the issue does."""
     from ...domain.errors import ReportError
-    from ...reports.issuing import _with_unfiled_work
+    from ...reports.issuing import with_unfiled_work
 
     try:
         yield
     except ReportError as exc:
         if not str(exc).startswith("Nothing to invoice"):
             raise
-        said = _with_unfiled_work(exc, client, unfiled) if client and unfiled is not None else exc
+        said = with_unfiled_work(exc, client, unfiled) if client and unfiled is not None else exc
         held = _implicit_scope(project, all_projects)
         if held is None:
             raise said from None

@@ -71,8 +71,8 @@ def sync_status() -> None:
             for item in r.get("refused") or []:
                 out.print(_safe(f"  refused by the daemon: {item['id']}: {item['reason']}"))
             for item in r.get("conflicts") or []:
-                out.print(_safe(f"  conflict on the daemon: {item['id']}: {_as_laptop_reads(item['outcome'])} ({item['conflict']} "
-                                f"there; its digest lists it)"))
+                out.print(_safe(f"  conflict on the daemon: {item['id']}: {_as_laptop_reads(item['outcome'])} "
+                                f"({item['conflict']} there; its digest lists it)"))
             for item in r.get("keptOnDaemon") or []:
                 why = (f"invoice {item['invoice']} billed them there; a credit note frees them" if item.get("invoice")
                        else "corrected there since your push")
@@ -125,8 +125,8 @@ def sync_push(every: bool = typer.Option(False, "--all", help="Every record of t
                   "billed once; set yours (git config --global user.email YOU@EXAMPLE) and push again")
     for item in result["results"]:
         if isinstance(item.get("conflict"), str):
-            err.print(_safe(f"note: {item.get('id')} met another version on the daemon: {_as_laptop_reads(item.get('outcome'))} "
-                            f"({item['conflict']} there; its digest lists it)"))
+            err.print(_safe(f"note: {item.get('id')} met another version on the daemon: "
+                            f"{_as_laptop_reads(item.get('outcome'))} ({item['conflict']} there; its digest lists it)"))
         if isinstance(item.get("keptHere"), list) and item["keptHere"]:
             why = (f"is on invoice {item['invoice']} there" if isinstance(item.get("invoice"), str) else
                    "was corrected on the daemon since your last push")
