@@ -541,6 +541,11 @@ class HookEventHandler(ApiHandler):
         await self.run(work)
 
 
+#: Records one hybrid push may hold: the most a laptop sends (``hybrid.batchSize`` ≤ 10,000). The
+#: byte limit alone let a token holder push 150,001 small records at once (found by an attacker).
+MAX_PUSH_RECORDS = 10_000
+
+
 class SyncRecordsHandler(ApiHandler):
     """``POST /api/sync/records`` ``{records: [{id, project, text, base, sent, owner}], pulls?}``: the
     hybrid push of another vault, each record admitted by the rules of local writes
@@ -556,6 +561,9 @@ class SyncRecordsHandler(ApiHandler):
             records = data.get("records")
             if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
                 raise InvalidFieldError("records", "must be a list of {id, text, base}")
+            if len(records) > MAX_PUSH_RECORDS:  # 150,001 small records in 54 MB: 900 MB of files, minutes of writing
+                raise InvalidFieldError("records", f"{len(records):,} in one push; a push holds at most "
+                                                   f"{MAX_PUSH_RECORDS:,} (hybrid.batchSize): nothing was stored")
             # first: an id that cannot be kept refuses the push before anything is stored (it was a
             # bare 500 after the records were, and the laptop sent them again and again)
             ident = daemon_id(self.store)  # a laptop tells this daemon from another by it

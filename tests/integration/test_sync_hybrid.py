@@ -3229,3 +3229,14 @@ def test_a_conflict_is_said_from_the_laptops_side(tmp_path, daemon):
     assert "the daemon kept its version, yours is kept beside it as the conflict file" in ran.stderr
     status = memo("sync", "status", vault=vault, env=env).stdout
     assert "kept ours" not in status and "the daemon kept its version" in status
+
+
+def test_a_push_of_more_records_than_a_laptop_ever_sends_is_refused_whole(tmp_path, daemon):
+    """Found by an attacker: a token holder pushed 150,001 small records in one 54 MB request (the
+    byte limit allowed it): 900 MB of files and minutes of writing. A push holds at most what a
+    laptop sends (hybrid.batchSize ≤ 10,000); more is refused before anything is stored."""
+    team, server = daemon
+    record = {"id": "prompt-x-t1", "project": "web", "text": "x", "base": None}
+    status, _, text = server.request("/api/sync/records", data={"records": [record] * 10_001})
+    assert status == 400 and "10,001 in one push; a push holds at most 10,000" in json.loads(text)["error"]
+    assert not list(team.glob("projects/*/*/*.md"))
