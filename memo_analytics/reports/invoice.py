@@ -483,13 +483,16 @@ def _project_lines(items: list[dict[str, Any]], report: ActivityReport, billing:
                                   if i["summary"] and not i["taskSlug"] and shown(i["summary"], 120).rstrip(" .;,")))
         worked = "; ".join(work[:3]) + (f"; and {len(work) - 3} more" if len(work) > 3 else "")
         n = len(mine)
+        # the days printed are the line's period (its from/to in the CSV and the XML): a session past
+        # midnight ended the line a day later there than on the page (found by two billing people)
+        period = _within(report, first, max(last, ended))
         out.append(InvoiceLine(
-            date=f"{first}" if first == last else f"{first} – {last}",  # the PDF breaks it before the dash
+            date=period[0] if period[0] == period[1] else f"{period[0]} – {period[1]}",  # broken before the dash
             project=project, description=f"Work on {project}: {n} {'session' if n == 1 else 'sessions'}",
             notes=((f"Tasks: {listed}",) if tasks else ()) + ((worked,) if work else ()), sessions=n,
             duration_minutes=sum(_billed(i) for i in mine), hours=hours,
             rate=_rate(billing, project), amount=line_amount(hours, billing.rate_for(project), billing.currency),
-            period=_within(report, first, max(last, ended))))
+            period=period))
     return out
 
 

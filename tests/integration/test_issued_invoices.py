@@ -1644,3 +1644,18 @@ def test_an_invoice_whose_file_is_lost_bills_its_sessions_to_nobody_again(billin
     twice = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
                 "--until", "2026-06-30")
     assert twice.returncode == 1 and "already invoiced" in twice.stderr
+
+
+def test_a_lines_printed_days_are_its_period_when_a_session_runs_past_midnight(billing, tmp_path):
+    """Found by two billing people: a project line whose last session ran past midnight printed
+    2026-06-02 – 2026-06-10 while its CSV `to` (and its Factur-X line period) said 2026-06-11."""
+    import csv
+
+    _session_at(billing, "late", "web", "Acme Corp", "2026-06-10T21:10:00Z", "2026-06-10T23:05:00Z")  # 23:10–01:05 in Berlin
+    ran = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+              "--until", "2026-06-30", "-o", str(tmp_path / "d.csv"))
+    assert ran.returncode == 0, ran.stderr
+    rows = list(csv.DictReader((tmp_path / "d.csv").read_text(encoding="utf-8-sig").splitlines()))
+    [web] = [row for row in rows if row.get("project") == "web"]
+    dated = [value for value in web.values() if isinstance(value, str) and value.startswith("2026-06-02")]
+    assert "2026-06-02 – 2026-06-11" in dated and "2026-06-11" in web.values(), web
