@@ -511,13 +511,12 @@ def test_a_flood_of_idle_connections_leaves_the_mcp_endpoint_up(tmp_path, beside
     assert b'"serverInfo"' in _flooded(args, port, tmp_path, probe)
 
 
-def test_a_connection_beyond_the_cap_is_closed_at_once_and_a_freed_place_serves_again():
-    """The server holds at most its cap of HTTP connections: one more is closed as it arrives
-    (a flood of idle connections never takes the last file handles), and a connection that ends
-    — the caller hung up, or its answer closed it — frees its place."""
+@contextlib.contextmanager
+def _capped_server(cap: int, per_address: int | None = None, address: str = "127.0.0.1"):
+    """A Tornado server answering "hi" on a free port of ``address``, its connections capped as
+    ``memo serve`` caps them (:func:`~memo_analytics.interfaces.server._cap_connections`); yields
+    ``ask(source="127.0.0.1") -> bytes``: one whole request's answer (b"" when closed unanswered)."""
     import asyncio
-    import threading
-    import time
 
     from tornado.httpserver import HTTPServer
     from tornado.ioloop import IOLoop
@@ -536,30 +535,40 @@ def test_a_connection_beyond_the_cap_is_closed_at_once_and_a_freed_place_serves_
     def serve() -> None:
         asyncio.set_event_loop(asyncio.new_event_loop())
         server = HTTPServer(Application([(r"/", Hello)]))
-        sockets = bind_sockets(0, "127.0.0.1")
+        sockets = bind_sockets(0, address)
         server.add_sockets(sockets)
-        _cap_connections(server, 2)
-        box.update(port=sockets[0].getsockname()[1], loop=IOLoop.current(), server=server)
+        _cap_connections(server, cap, per_address=per_address)
+        box.update(port=sockets[0].getsockname()[1], loop=IOLoop.current())
         ready.set()
         IOLoop.current().start()
 
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    request = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-
-    def ask() -> bytes:
+    def ask(source: str = "127.0.0.1") -> bytes:
         answer = b""
-        with socket.create_connection(("127.0.0.1", box["port"]), timeout=5) as sock:
+        with socket.create_connection(("127.0.0.1", box["port"]), timeout=5, source_address=(source, 0)) as sock:
             try:
-                sock.sendall(request)
+                sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
                 while chunk := sock.recv(65536):
                     answer += chunk
             except ConnectionResetError:  # closed before the request was read
                 pass
         return answer
 
-    def served_within(seconds: float) -> bool:
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    ask.port = box["port"]
+    try:
+        yield ask
+    finally:
+        box["loop"].add_callback(box["loop"].stop)
+        thread.join(10)
+
+
+def test_a_connection_beyond_the_cap_is_closed_at_once_and_a_freed_place_serves_again():
+    """The server holds at most its cap of HTTP connections: one more is closed as it arrives
+    (a flood of idle connections never takes the last file handles), and a connection that ends
+    — the caller hung up, or its answer closed it — frees its place."""
+    def served_within(ask, seconds: float) -> bool:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if ask().startswith(b"HTTP/1.1 200"):
@@ -567,11 +576,11 @@ def test_a_connection_beyond_the_cap_is_closed_at_once_and_a_freed_place_serves_
             time.sleep(0.05)
         return False
 
-    try:
+    with _capped_server(2) as ask:
         assert ask().startswith(b"HTTP/1.1 200") and ask().startswith(b"HTTP/1.1 200")  # answered ones free their place
         deadline = time.monotonic() + 10
         while True:  # an answered connection leaves the count just after its caller saw it close
-            held = [socket.create_connection(("127.0.0.1", box["port"]), timeout=5) for _ in range(2)]
+            held = [socket.create_connection(("127.0.0.1", ask.port), timeout=5) for _ in range(2)]
             for sock in held:
                 sock.sendall(b"GET / HTTP/1.1\r\n")  # headers still arriving: the connection stays open
             time.sleep(0.2)
@@ -583,77 +592,33 @@ def test_a_connection_beyond_the_cap_is_closed_at_once_and_a_freed_place_serves_
             time.sleep(0.2)
         assert third == b""  # the third is closed without an answer
         held.pop().close()
-        assert served_within(5)  # the place a caller left is taken again
+        assert served_within(ask, 5)  # the place a caller left is taken again
         [kept] = held  # the one still held was never dropped: it is answered once its request is whole
         kept.sendall(b"Host: 127.0.0.1\r\nConnection: close\r\n\r\n")
         assert kept.recv(65536).startswith(b"HTTP/1.1 200")
         kept.close()
-    finally:
-        box["loop"].add_callback(box["loop"].stop)
-        thread.join(10)
 
 
 def test_one_address_holding_its_share_of_connections_leaves_room_for_the_others():
     """Found by an attacker: one host held every connection place of a team daemon with idle
     connections (no token needed), and no laptop got in until it let go. An address holds at
     most its share; another address is still answered."""
-    import asyncio
-
-    from tornado.httpserver import HTTPServer
-    from tornado.ioloop import IOLoop
-    from tornado.netutil import bind_sockets
-    from tornado.web import Application, RequestHandler
-
-    from memo_analytics.interfaces.server import _cap_connections
-
-    class Hello(RequestHandler):
-        def get(self) -> None:
-            self.write("hi")
-
-    box: dict = {}
-    ready = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(asyncio.new_event_loop())
-        server = HTTPServer(Application([(r"/", Hello)]))
-        sockets = bind_sockets(0, "0.0.0.0")
-        server.add_sockets(sockets)
-        _cap_connections(server, 10, per_address=2)
-        box.update(port=sockets[0].getsockname()[1], loop=IOLoop.current())
-        ready.set()
-        IOLoop.current().start()
-
-    def ask(source: str) -> bytes:
-        answer = b""
-        with socket.create_connection(("127.0.0.1", box["port"]), timeout=5, source_address=(source, 0)) as sock:
-            try:
-                sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-                while chunk := sock.recv(65536):
-                    answer += chunk
-            except ConnectionResetError:
-                pass
-        return answer
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert ready.wait(10)
     held = []
-    try:
-        for _ in range(2):  # the flooding host's share, held idle
-            sock = socket.create_connection(("127.0.0.1", box["port"]), timeout=5, source_address=("127.0.0.3", 0))
-            sock.sendall(b"GET / HTTP/1.1\r\n")
-            held.append(sock)
-        time.sleep(0.3)
-        assert ask("127.0.0.3") == b""  # its third is closed unanswered
-        assert ask("127.0.0.1").startswith(b"HTTP/1.1 200")  # another address gets in
-        held.pop().close()
-        time.sleep(0.3)
-        assert ask("127.0.0.3").startswith(b"HTTP/1.1 200")  # a place it let go is its own again
-    finally:
-        for sock in held:
-            sock.close()
-        box["loop"].add_callback(box["loop"].stop)
-        thread.join(10)
+    with _capped_server(10, per_address=2, address="0.0.0.0") as ask:
+        try:
+            for _ in range(2):  # the flooding host's share, held idle
+                sock = socket.create_connection(("127.0.0.1", ask.port), timeout=5, source_address=("127.0.0.3", 0))
+                sock.sendall(b"GET / HTTP/1.1\r\n")
+                held.append(sock)
+            time.sleep(0.3)
+            assert ask("127.0.0.3") == b""  # its third is closed unanswered
+            assert ask("127.0.0.1").startswith(b"HTTP/1.1 200")  # another address gets in
+            held.pop().close()
+            time.sleep(0.3)
+            assert ask("127.0.0.3").startswith(b"HTTP/1.1 200")  # a place it let go is its own again
+        finally:
+            for sock in held:
+                sock.close()
 
 
 def test_a_server_whose_hybrid_remote_is_itself_is_refused(tmp_path):

@@ -202,9 +202,7 @@ def test_a_period_without_work_runs_every_cell_and_the_period_bounds_what_is_sho
 def test_the_invoicing_notebook_names_sessions_of_no_minutes_it_leaves_off(tmp_path):
     """Found by an analyst: the notebook's line said ``sessions 19`` for Acme Corp where ``memo
     activity`` said 22 — three sessions of 0 minutes left off without a word (the draft names them)."""
-    import nbclient
-
-    from tests.inprocess import environment, memo
+    from tests.inprocess import memo
 
     vault, config = tmp_path / "vault", tmp_path / "config.toml"
     config.write_text('timezone = "UTC"\n[clients."Acme Corp"]\nhourlyRate = "100"\ncurrency = "EUR"\n',
@@ -214,13 +212,7 @@ def test_the_invoicing_notebook_names_sessions_of_no_minutes_it_leaves_off(tmp_p
         memo("session", "start", sid, "--project", "web", "--client", "Acme Corp", "--start-time",
              f"{end[:10]}T09:00:00Z", vault=vault, env=env)
         memo("session", "end", sid, "--project", "web", "--until", end, vault=vault, env=env)
-    notebook = nbformat.read(NOTEBOOKS / "invoicing.ipynb", as_version=4)
-    [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
-    parameters.source = (parameters.source.replace("VAULT = None", f"VAULT = {str(vault)!r}")
-                         .replace("SINCE = None", "SINCE = '2026-06-01'").replace("UNTIL = None", "UNTIL = '2026-06-30'"))
-    with environment({"MEMO_CONFIG": str(config), "MEMO_VAULT": None}):
-        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
-                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    notebook = _invoicing_of_june(vault, config, tmp_path)
     shown = "".join(str(o.get("text", "")) for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
     assert "sessions of 0 minutes left out: 1 (vault.invoice(..., zero_minutes=True) bills them)" in shown
 
@@ -286,9 +278,7 @@ def test_the_invoicing_notebook_bills_yen_and_dinars_in_their_own_places(tmp_pat
     """Found by an analyst: with a client billed in JPY the notebook stopped at its check (it
     rounded every amount to the cent: 24497.55 where the invoice bills 24498), and the tables cut
     a BHD rate of 12.345 to 12.34 and an amount of 4.691 to 4.69."""
-    import nbclient
-
-    from tests.inprocess import environment, memo
+    from tests.inprocess import memo
 
     vault, config = tmp_path / "vault", tmp_path / "config.toml"
     config.write_text('timezone = "UTC"\n[clients."Yen Co"]\nhourlyRate = "9999"\ncurrency = "JPY"\n'
@@ -298,13 +288,7 @@ def test_the_invoicing_notebook_bills_yen_and_dinars_in_their_own_places(tmp_pat
         memo("session", "start", sid, "--project", sid, "--client", client, "--start-time",
              f"{end[:10]}T09:00:00Z", vault=vault, env=env)
         memo("session", "end", sid, "--project", sid, "--until", end, vault=vault, env=env)
-    notebook = nbformat.read(NOTEBOOKS / "invoicing.ipynb", as_version=4)
-    [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
-    parameters.source = (parameters.source.replace("VAULT = None", f"VAULT = {str(vault)!r}")
-                         .replace("SINCE = None", "SINCE = '2026-06-01'").replace("UNTIL = None", "UNTIL = '2026-06-30'"))
-    with environment({"MEMO_CONFIG": str(config), "MEMO_VAULT": None}):
-        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
-                                resources={"metadata": {"path": str(tmp_path)}}).execute()
+    notebook = _invoicing_of_june(vault, config, tmp_path)
     shown = "".join(str(o.get("text", "")) + str((o.get("data") or {}).get("text/plain", ""))
                     for c in notebook.cells if c.cell_type == "code" for o in c.outputs)
     # 2.45 h × 9999 = 24497.55 → JPY 24498; 0.38 h × 12.345 = 4.6911 → BHD 4.691
@@ -313,3 +297,20 @@ def test_the_invoicing_notebook_bills_yen_and_dinars_in_their_own_places(tmp_pat
     draft = memo("--json", "report", "invoice", "--all", "--since", "2026-06-01", "--until", "2026-06-30",
                  vault=vault, env=env)
     assert {c: t["amount"] for c, t in json.loads(draft.stdout)["totals"].items()} == {"JPY": "24498", "BHD": "4.691"}
+
+
+def _invoicing_of_june(vault: Path, config: Path, folder: Path) -> "nbformat.NotebookNode":
+    """``invoicing.ipynb`` run on ``vault`` for June 2026 with the config file ``config``: the
+    executed notebook."""
+    import nbclient
+
+    from tests.inprocess import environment
+
+    notebook = nbformat.read(NOTEBOOKS / "invoicing.ipynb", as_version=4)
+    [parameters] = [c for c in notebook.cells if "parameters" in c.metadata.get("tags", [])]
+    parameters.source = (parameters.source.replace("VAULT = None", f"VAULT = {str(vault)!r}")
+                         .replace("SINCE = None", "SINCE = '2026-06-01'").replace("UNTIL = None", "UNTIL = '2026-06-30'"))
+    with environment({"MEMO_CONFIG": str(config), "MEMO_VAULT": None}):
+        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                                resources={"metadata": {"path": str(folder)}}).execute()
+    return notebook
