@@ -575,28 +575,58 @@ def test_a_turn_whose_text_the_transcript_changed_has_the_tokens_of_the_answer_t
     assert figures(vault)[2][1] == ("bravo two", None)
 
 
-def test_a_prompt_stamped_before_the_imported_work_is_left_out_and_later_turns_come_in(tmp_path):
+def test_a_prompt_stamped_before_the_imported_work_comes_in_apart_and_later_turns_come_in(tmp_path):
     """Found by a tester: a line appended with its clock set back (to 1970, or days) opened a work
     interval before the imported ones, which would renumber them: the whole conversation was
-    refused on every import (and by ``memo watch`` on every change), each later turn lost. That
-    prompt is left out, named; the others come in."""
+    refused on every import (and by ``memo watch`` on every change), each later turn lost. Such
+    prompts come in as sessions of their own (nothing of the file lost, none renumbered); the
+    others come in as before, the same on every import."""
     folder, transcript, vault = _two_turns_imported(tmp_path, "early", "alpha one", "alpha two")
     with transcript.open("a", encoding="utf-8") as grown:
         grown.write(_prompt_line("early", "/w/app", "1970-01-01T00:00:00.000Z", "dead clock", "u3")
                     + _prompt_line("early", "/w/app", "2025-09-01T10:00:00.000Z", "days before", "u4")
                     + _prompt_line("early", "/w/app", "2025-09-03T10:09:00.000Z", "real prompt after", "u5"))
-    for args in ((), ("--rescan",)):
+    for args, turns in (((), 3), (("--rescan",), 0)):
         ran = memo("--json", "import", "claude-code", str(folder), *args, vault=vault, check=False)
         assert ran.returncode == 0, ran.stderr
         result = json.loads(ran.stdout)
-        assert result["skipped"] == 2 and [e.split(": ", 1)[1] for e in result["errors"]] == [
-            "2 prompts stamped before the conversation's work the vault holds (from 2025-09-03T10:00:00.000Z), the "
-            "first at 1970-01-01T00:00:00.000Z (“dead clock”): left out — a work interval before the others would "
-            "renumber them; the other turns are imported (a clean import into a new vault takes it in)"]
+        assert (result["turns"], result["skipped"], result["errors"]) == (turns, 0, [])
     listed = json.loads(memo("--json", "prompt", "list", "--all", "--sort", "date-asc", vault=vault).stdout)["items"]
-    assert [i["body"] for i in listed] == ["alpha one", "alpha two", "real prompt after"]
-    [session] = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"]
-    assert session["durationMinutes"] == 9
+    assert [i["body"] for i in listed] == ["dead clock", "days before", "alpha one", "alpha two", "real prompt after"]
+    assert [i["sessionId"] for i in listed][:2] == ["claude-code-early-before-20250903t100000z-1",
+                                                     "claude-code-early-before-20250903t100000z-2"]
+    sessions = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"]
+    assert {s["sessionId"]: s["durationMinutes"] for s in sessions}["claude-code-early-1"] == 9
+
+
+def test_an_earlier_part_imported_with_the_later_file_grown_loses_none_of_its_prompts(tmp_path):
+    """Found by a breaker: the earlier file grown, both files read together (as `memo import auto`
+    and `memo watch` meet them), the earlier file's new prompt was left out for good ("left out …
+    a clean import takes it in"), its checkpoint past it; a re-import of both said prompts were
+    left out that the vault held."""
+    folder = tmp_path / "both"
+    folder.mkdir()
+    morning, afternoon = folder / "a.jsonl", folder / "b.jsonl"
+    afternoon.write_text(_prompt_line("conv", "/w/app", "2025-09-03T14:00:00.000Z", "afternoon one", "b1")
+                         + _answer_line("conv", "/w/app", "2025-09-03T14:20:00.000Z", "b1a", 10, 5), encoding="utf-8")
+    vault = tmp_path / "v"
+    imported(vault, str(afternoon), "--project", "app")
+    morning.write_text(_prompt_line("conv", "/w/app", "2025-09-03T10:00:00.000Z", "morning one", "a1")
+                       + _answer_line("conv", "/w/app", "2025-09-03T10:20:00.000Z", "a1a", 10, 5), encoding="utf-8")
+    imported(vault, str(morning), "--project", "app")
+    with morning.open("a", encoding="utf-8") as grown:
+        grown.write(_prompt_line("conv", "/w/app", "2025-09-03T10:55:00.000Z", "morning appended", "a2")
+                    + _answer_line("conv", "/w/app", "2025-09-03T11:05:00.000Z", "a2a", 10, 5))
+    for args in ((), ("--rescan",)):
+        result = imported(vault, str(folder), *args, "--project", "app")
+        assert (result["skipped"], result["errors"]) == (0, []), result
+    listed = json.loads(memo("--json", "prompt", "list", "--all", "--sort", "date-asc", vault=vault).stdout)["items"]
+    assert [i["body"] for i in listed] == ["morning one", "morning appended", "afternoon one"]
+    clean = tmp_path / "clean"
+    imported(clean, str(folder), "--project", "app")
+    totals = [json.loads(memo("--json", "activity", "--all", vault=v).stdout)["totalDurationMinutes"]
+              for v in (vault, clean)]
+    assert totals[0] == totals[1], totals
 
 
 def test_an_earlier_part_of_a_conversation_in_another_file_imported_after_the_later_one_comes_in(tmp_path):

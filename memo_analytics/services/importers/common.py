@@ -32,7 +32,7 @@ from ...domain.clock import from_iso, minutes_between, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
 from ...domain.ids import project_slug, session_record_id, slugify, validate_slug
 from ...domain.records import RecordKind
-from ...domain.wire import counted, valid_text
+from ...domain.wire import valid_text
 from ...index import store as index
 from ...vault.io import open_regular
 from ...vault.ledger import invoiced_in
@@ -543,12 +543,12 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             f"transcript {transcript.transcript_id} was imported with --idle-gap {first[0]['idleGapMinutes']}; "
             f"re-import it with the same gap"
         )
-    earlier = _an_earlier_part(transcript, first[0], options.idle_gap) \
+    earlier = _split_earlier_part(transcript, first[0], options.idle_gap) \
         if first is not None and not first[0].get("timesEdited") else None
     if earlier is not None:
-        return import_transcript(store, earlier, options, result, invoiced)
-    if first is not None and not first[0].get("timesEdited"):
-        _leave_out_work_before(transcript, first[0], options.idle_gap, result)
+        if not transcript.prompts:  # all of it earlier: a file of the conversation's earlier part
+            return import_transcript(store, earlier, options, result, invoiced)
+        import_transcript(store, earlier, options, result, invoiced)
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
     kept: set[int] = set()  # the prompts (by id()) the file lost and the vault holds: left as they are
     # no agent takes back a conversation's first turns (a rewind, a restore, takes back its last): a
@@ -805,54 +805,29 @@ def summary_digest(summary: str | None) -> str:
     return hashlib.blake2b((summary or "").encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
-def _an_earlier_part(transcript: Transcript, first: dict[str, Any], idle_gap: timedelta) -> Transcript | None:
-    """``transcript`` as a conversation of its own when every prompt of it lies more than an idle
-    gap before the first work interval the vault holds of its conversation (``first``: that
-    session's frontmatter): an earlier part of the conversation in another file, imported after
-    the later one — its prompts were left out for good, 50 minutes missing whatever was imported
-    again (found by a breaker). Its id is the conversation's and the instant the held work begins,
-    the same on every import: its sessions are ``{source}-{id}-before-{instant}-{n}``. None when
-    some prompt of it lies in or after the held work (a line written with a clock set back:
-    :func:`_leave_out_work_before`)."""
+def _split_earlier_part(transcript: Transcript, first: dict[str, Any], idle_gap: timedelta) -> Transcript | None:
+    """Take out of ``transcript`` (a conversation the vault holds work of) the prompts stamped more
+    than an idle gap before the first work interval it holds (``first``: that session's
+    frontmatter), with the activity before them, as a conversation of their own; None when there
+    are none. Such prompts would open a work interval before the held ones and renumber them all:
+    an earlier part of the conversation in another file imported after the later one (its turns
+    were left out for good — found by a breaker, also when both files were read together), or a
+    line written with a clock set back (the whole conversation was refused). Its id is the
+    conversation's and the instant the held work begins, the same on every import: its sessions
+    are ``{source}-{id}-before-{instant}-{n}``; the rest of ``transcript`` is imported as before."""
     try:
         begun = from_iso(str(first.get("startTime")))
     except (ValueError, TypeError):
         return None
-    stamped = [p.at for p in transcript.prompts if p.at is not None]
-    if not stamped or len(stamped) != len(transcript.prompts) or max(stamped) >= begun - idle_gap:
-        return None
-    return replace(transcript, transcript_id=f"{transcript.transcript_id}-before-{begun:%Y%m%dT%H%M%SZ}")
-
-
-def _leave_out_work_before(transcript: Transcript, first: dict[str, Any], idle_gap: timedelta,
-                           result: ImportResult) -> None:
-    """Leave out of ``transcript`` (an imported conversation read again) the prompts stamped more
-    than an idle gap before the first work interval the vault holds of it (``first``: its
-    session's frontmatter), each named in ``result``: a line written with a clock set back (to
-    1970, or days) would open a work interval before the others and renumber them all — the whole
-    conversation was refused, every later turn lost until the file was mended (found by a tester).
-    No prompt the vault holds is among them: the first interval begins with its first turn."""
-    try:
-        begun = from_iso(str(first.get("startTime")))
-    except (ValueError, TypeError):
-        return
-    early = {id(p) for p in transcript.prompts if p.at is not None and p.at < begun - idle_gap}
+    cut = begun - idle_gap
+    early = [p for p in transcript.prompts if p.at is not None and p.at < cut]
     if not early:
-        return
-    left = [p for p in transcript.prompts if id(p) in early]
-    transcript.prompts = [p for p in transcript.prompts if id(p) not in early]
-    result.skipped += len(left)
-    where = redact_secrets(str(transcript.path))[0]
-    result.errors.append(
-        f"{where}: {counted(len(left), 'prompt')} stamped before the conversation's work the vault holds (from "
-        f"{to_iso(begun)}), the first at {to_iso(left[0].at)} (“{_cut_text(left[0].text)}”): left out — a work "
-        "interval before the others would renumber them; the other turns are imported (a clean import into a "
-        "new vault takes it in)")
-
-
-def _cut_text(text: str, limit: int = 40) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+        return None
+    earlier = replace(transcript, transcript_id=f"{transcript.transcript_id}-before-{begun:%Y%m%dT%H%M%SZ}",
+                      prompts=early, activity=[at for at in transcript.activity if at < cut])
+    transcript.prompts = [p for p in transcript.prompts if not (p.at is not None and p.at < cut)]
+    transcript.activity = [at for at in transcript.activity if at >= cut]
+    return earlier
 
 
 def _within(start: object, interval: Interval) -> bool:
