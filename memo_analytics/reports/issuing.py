@@ -88,12 +88,18 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
     _check_client_sendable(issuer, client_name, client)
 
 
-def draft_refusals(settings: Settings, invoice: Any) -> list[str]:
+def draft_refusals(settings: Settings, invoice: Any, root: Path | None = None) -> list[str]:
     """What ``memo invoice issue`` would refuse of each client of a draft (its address, its tax
     treatment, the reverse charge's conditions), one line each, for the draft to say beside its
     figures: a draft printed "VAT 0 % — Reverse charge" for a client in the issuer's own country
-    without a word, where the issue refused it (found by a billing person)."""
+    without a word, where the issue refused it (found by a billing person); with the vault's
+    ``root``, an issued document whose file is lost (the draft may bill its sessions again)."""
     said = []
+    if root is not None:
+        try:
+            ledger.refuse_lost_documents(root, ledger.documents(root))
+        except MemoError as exc:
+            said.append(f"{exc} (this draft may bill them)")
     for section in invoice.sections:
         client = settings.billing_for(section.client)
         if client is None:
@@ -596,6 +602,7 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
     with store.lock():
         now = now or utcnow()
         docs = ledger.documents(store.root)
+        ledger.refuse_lost_documents(store.root, docs)  # a lost credit note: its invoice would be credited twice
         original = ledger.document(store.root, number)
         if original.kind != ledger.INVOICE:
             raise InvalidFieldError("number", f"{number} is a credit note; only an invoice can be credited")

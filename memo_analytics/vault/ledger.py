@@ -236,10 +236,11 @@ def refuse_lost_documents(root: Path, docs: list[Document]) -> None:
     lost = lost_documents(root, docs)
     if lost:
         names = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
-        raise MemoError(f"Invoice {names} was issued here (the ledger keeps its digest) but its file "
-                        f"{FOLDER}/{lost[0]}.md is gone: its sessions would be billed again. Put it back (from a "
-                        f"backup, or the vault's git history) before billing; lost for good, remove its entry from "
-                        f"{FOLDER}/{STATE} (its sessions are then billable again)")
+        raise MemoError(f"Document {names} was issued here (the ledger keeps its digest) but its file "
+                        f"{FOLDER}/{lost[0]}.md is gone: without it an invoice's sessions would be billed again, or "
+                        f"a credit note's invoice read as not cancelled and credited twice. Put it back (from a "
+                        f"backup, or the vault's git history) before issuing or crediting; lost for good, remove its "
+                        f"entry from {FOLDER}/{STATE} (what it billed or cancelled is then as if never issued)")
 
 
 def document(root: Path, number: str) -> Document:

@@ -664,7 +664,7 @@ def test_a_tampered_document_is_flagged_and_a_deleted_one_keeps_its_number(billi
     md.unlink()  # the document is gone: nothing is issued until it is back, or its entry taken out of the ledger
     refused = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01",
                   "--until", "2026-06-30")
-    assert refused.returncode == 1 and "its sessions would be billed again" in refused.stderr
+    assert refused.returncode == 1 and "an invoice's sessions would be billed again" in refused.stderr
     state = md.parent / ".ledger.json"
     kept = json.loads(state.read_text(encoding="utf-8"))
     del kept["documents"][first["number"]]  # lost for good, as the refusal says: its sessions bill again
@@ -1618,6 +1618,24 @@ def test_every_page_of_an_issued_invoice_names_its_number_and_issuer(billing, tm
         assert f"Page {number} of {len(pages)}" in text
 
 
+def test_a_lost_credit_note_never_lets_its_invoice_be_credited_twice(billing):
+    """Found by a breaker: with a credit note's files gone, `memo invoice credit` issued a second
+    credit note of the same invoice (the client credited twice once the file was back)."""
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    credited = run(billing, "--json", "invoice", "credit", doc["number"])
+    assert credited.returncode == 0, credited.stderr
+    note = json.loads(credited.stdout)["number"]
+    folder = Path(doc["pdf"]).parent
+    os.chmod(folder, 0o755)
+    for path in folder.glob(f"{note}.*"):
+        os.chmod(path, 0o644)
+        path.unlink()
+    again = run(billing, "invoice", "credit", doc["number"])
+    assert again.returncode == 1 and f"Document {note} was issued here" in again.stderr
+    assert "a credit note's invoice read as not cancelled and credited twice" in again.stderr
+    assert sorted(p.stem for p in folder.glob("*.md")) == [doc["number"]]
+
+
 def test_an_invoice_whose_file_is_lost_bills_its_sessions_to_nobody_again(billing):
     """Found by a billing person: an issued invoice's files deleted by mistake took it off `memo
     invoice list`, and the next invoice billed its sessions again ("never twice"), no word
@@ -1635,8 +1653,12 @@ def test_an_invoice_whose_file_is_lost_bills_its_sessions_to_nobody_again(billin
     again = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
                 "--until", "2026-06-30")
     assert again.returncode == 1 and again.stderr.startswith(
-        f"error: Invoice {doc['number']} was issued here (the ledger keeps its digest) but its file "
-        f"invoices/{doc['number']}.md is gone: its sessions would be billed again. Put it back")
+        f"error: Document {doc['number']} was issued here (the ledger keeps its digest) but its file "
+        f"invoices/{doc['number']}.md is gone: without it an invoice's sessions would be billed again"), again.stderr
+    draft = run(billing, "report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                "--until", "2026-06-30")  # the draft bills them: it says why that may be wrong
+    assert f"warning: Document {doc['number']} was issued here" in draft.stderr and "(this draft may bill them)" \
+        in draft.stderr
     assert sorted(p.name for p in pdf.parent.iterdir() if not p.name.startswith(".")) == []
     for name, data in kept.items():  # put back: billed once, as before
         (pdf.parent / name).write_bytes(data)

@@ -303,7 +303,7 @@ def _invoice_preview(report: ActivityReport, lines: str, zero_minutes: bool, ski
                             skip_unpriced=skip_unpriced)
     result = invoice_summary(invoice, report)
     # printed or --json, as written; what an issue would refuse of a client said beside the figures
-    result["warnings"] = warnings = [*invoice.warnings, *draft_refusals(state.settings, invoice), *unfiled(invoice)]
+    result["warnings"] = warnings = [*invoice.warnings, *draft_refusals(state.settings, invoice, state.store.root), *unfiled(invoice)]
 
     def human(r: dict[str, Any]) -> None:
         for item in r["items"]:
@@ -383,7 +383,7 @@ def report_invoice(
                                        invoiced=invoiced_in(state.store.root), zero_minutes=zero_minutes,
                                        skip_unpriced=skip_unpriced)
     result = invoice_summary(invoice, report, path)
-    result["warnings"] = warnings = [*invoice.warnings, *draft_refusals(state.settings, invoice), *unfiled(invoice)]
+    result["warnings"] = warnings = [*invoice.warnings, *draft_refusals(state.settings, invoice, state.store.root), *unfiled(invoice)]
     _emit(result, lambda r: out.print(
         f"wrote {r['output']}: {r['totalBillableHours']:.2f} h; "
         + "; ".join(f"{c} net {_grouped(v['amount'])}, total {_grouped(v['gross'])}" for c, v in r["totals"].items())
