@@ -714,8 +714,8 @@ class BrowserBoundary:
             # a token in the dashboard's address went into its sign-in redirect (next=…), a cookie
             # scripts read, the page's session arguments and the log (found by an attacker)
             return 400, ("Bad request: the dashboard takes its token at its sign-in page, never in its address "
-                         "(an address's token stays in the browser's history and cookies): open "
-                         f"http://{host or 'localhost'}/ and sign in")
+                         "(an address's token stays in the browser's history and cookies): open the dashboard's "
+                         "address without it and sign in")
         if path.startswith(self.COMPONENTS):
             # Panel's component resources import the module the URL names, before any check:
             # `venv.__main__` ended the server (found by an attacker: one GET, no token). Only a
@@ -755,8 +755,8 @@ def _names_a_token(query: str, depth: int = 3) -> bool:
     for key, values in urllib.parse.parse_qs(query, keep_blank_values=True).items():
         if key.strip().lower().removesuffix("[]") == "token":
             return True
-        for value in values:
-            if depth > 1 and ("=" in value) and _names_a_token(value.split("?", 1)[-1], depth - 1):
+        for value in values:  # an address (``/?token=…``), not any text holding "token=" (a search)
+            if depth > 1 and "?" in value and _names_a_token(value.split("?", 1)[1], depth - 1):
                 return True
     return False
 

@@ -620,12 +620,14 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                 unconfirmed[key] = sent
         _save(store, "sent.json", unconfirmed)  # before sending: a lost answer is remembered
         url = store.settings.hybrid.remote_url.rstrip("/") + "/api/sync/records"
-        receipts = _load(store, "receipts.json")
-        seq = (receipts.get("seq") if isinstance(receipts.get("seq"), int) else 0) + 1
+        receipts, pusher = _load(store, "receipts.json"), _pusher_id(store)
+        # another pusher's count (the vault copied here, or moved): this one starts from 1
+        seq = (receipts.get("seq") if isinstance(receipts.get("seq"), int) and receipts.get("pusher") == pusher
+               else 0) + 1
         try:
             answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent", "owner") if k in r}
                                              for r in records], "pulls": True,
-                                 "vault": daemon_id(store), "seq": seq},
+                                 "vault": pusher, "seq": seq},
                            store.settings.hybrid.token, timeout or store.sync_timeout or PUSH_SECONDS) \
                 if records else {"results": []}
             if not isinstance(answer, dict) or not isinstance(answer.get("results", []), list) \
@@ -640,10 +642,11 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
             _now_pushing_to(store, state, named, store.settings.hybrid.remote_url)
             return {"pushed": 0, "results": [], "pending": status(store)["pending"], "error": None,
                     "daemonChanged": True}
-        if records:
-            _save(store, "receipts.json", {"seq": seq})
         had = answer.get("received")
-        if records and isinstance(had, int) and not isinstance(had, bool) and 0 <= had < seq - 1:
+        counts = isinstance(had, int) and not isinstance(had, bool)
+        if records:  # numbered only with a daemon that counts them: one upgraded later starts from 1, as it does
+            _save(store, "receipts.json", {"seq": seq, "pusher": pusher} if counts else {})
+        if records and counts and 0 <= had < seq - 1:
             # the daemon holds fewer of this laptop's pushes than it answered (its vault restored from a
             # backup, a copy of an older disk): what was pushed since is gone there, and the laptop's
             # push state said it held it — nothing was sent again, the team's totals short without a
@@ -823,6 +826,17 @@ def daemon_id(store: VaultStore) -> str:
                 raise MemoError(f"the daemon's id file {path} cannot be written ({exc.strerror or exc}): move it "
                                 "away; nothing of this push was stored") from None
         return known
+
+
+def _pusher_id(store: VaultStore) -> str:
+    """Who pushes, for the daemon's count of pushes (:func:`received_push`): this vault's id
+    (:func:`daemon_id`) on this machine at this path — a vault copied to a second laptop (the same
+    id file) is another pusher: their numbers interleaved, and the daemon was said restored and sent
+    everything again at each push (found by a breaker)."""
+    import socket
+
+    where = f"{daemon_id(store)}\n{socket.gethostname()}\n{Path(store.root).resolve()}"
+    return hashlib.sha256(where.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def received_push(store: VaultStore, vault: Any, seq: Any) -> int | None:

@@ -515,7 +515,8 @@ def test_a_flood_of_idle_connections_leaves_the_mcp_endpoint_up(tmp_path, beside
 def _capped_server(cap: int, per_address: int | None = None, address: str = "127.0.0.1"):
     """A Tornado server answering "hi" on a free port of ``address``, its connections capped as
     ``memo serve`` caps them (:func:`~memo_analytics.interfaces.server._cap_connections`); yields
-    ``ask(source="127.0.0.1") -> bytes``: one whole request's answer (b"" when closed unanswered)."""
+    ``ask(source="127.0.0.1", to="127.0.0.1") -> bytes``: one whole request's answer (b"" when
+    closed unanswered)."""
     import asyncio
 
     from tornado.httpserver import HTTPServer
@@ -542,9 +543,9 @@ def _capped_server(cap: int, per_address: int | None = None, address: str = "127
         ready.set()
         IOLoop.current().start()
 
-    def ask(source: str = "127.0.0.1") -> bytes:
+    def ask(source: str = "127.0.0.1", to: str = "127.0.0.1") -> bytes:
         answer = b""
-        with socket.create_connection(("127.0.0.1", box["port"]), timeout=5, source_address=(source, 0)) as sock:
+        with socket.create_connection((to, box["port"]), timeout=5, source_address=(source, 0)) as sock:
             try:
                 sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
                 while chunk := sock.recv(65536):
@@ -599,23 +600,43 @@ def test_a_connection_beyond_the_cap_is_closed_at_once_and_a_freed_place_serves_
         kept.close()
 
 
+def _this_machines_address() -> str:
+    """This machine's address on its network (not loopback): the source of its own connections to it."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("203.0.113.1", 9))  # no packet is sent: the route names the address
+        return probe.getsockname()[0]
+    finally:
+        probe.close()
+
+
 def test_one_address_holding_its_share_of_connections_leaves_room_for_the_others():
     """Found by an attacker: one host held every connection place of a team daemon with idle
-    connections (no token needed), and no laptop got in until it let go. An address holds at
-    most its share; another address is still answered."""
+    connections (no token needed), and no laptop got in until it let go. An address of the network
+    holds at most its share; another address is still answered. Loopback — a TLS proxy on this
+    machine brings every laptop from it (found by a breaker: 32 idle connections locked the team
+    out) — holds only the cap."""
+    network = _this_machines_address()
+    assert not network.startswith("127."), network
     held = []
     with _capped_server(10, per_address=2, address="0.0.0.0") as ask:
         try:
             for _ in range(2):  # the flooding host's share, held idle
-                sock = socket.create_connection(("127.0.0.1", ask.port), timeout=5, source_address=("127.0.0.3", 0))
+                sock = socket.create_connection((network, ask.port), timeout=5, source_address=(network, 0))
                 sock.sendall(b"GET / HTTP/1.1\r\n")
                 held.append(sock)
             time.sleep(0.3)
-            assert ask("127.0.0.3") == b""  # its third is closed unanswered
+            assert ask(network, network) == b""  # its third is closed unanswered
             assert ask("127.0.0.1").startswith(b"HTTP/1.1 200")  # another address gets in
-            held.pop().close()
+            for _ in range(3):  # loopback (a proxy here) past the share: still answered
+                sock = socket.create_connection(("127.0.0.1", ask.port), timeout=5)
+                sock.sendall(b"GET / HTTP/1.1\r\n")
+                held.append(sock)
             time.sleep(0.3)
-            assert ask("127.0.0.3").startswith(b"HTTP/1.1 200")  # a place it let go is its own again
+            assert ask("127.0.0.1").startswith(b"HTTP/1.1 200")
+            held.pop(0).close()
+            time.sleep(0.3)
+            assert ask(network, network).startswith(b"HTTP/1.1 200")  # a place it let go is its own again
         finally:
             for sock in held:
                 sock.close()

@@ -3240,3 +3240,30 @@ def test_a_push_of_more_records_than_a_laptop_ever_sends_is_refused_whole(tmp_pa
     status, _, text = server.request("/api/sync/records", data={"records": [record] * 10_001})
     assert status == 400 and "10,001 in one push; a push holds at most 10,000" in json.loads(text)["error"]
     assert not list(team.glob("projects/*/*/*.md"))
+
+
+def test_a_laptop_vault_copied_to_a_second_laptop_never_says_the_daemon_was_restored(tmp_path, daemon):
+    """Found by a breaker: a laptop's vault copied to a second one (the same id file) made the two
+    laptops' push numbers interleave: after each push of one, the other said the daemon was
+    restored from a backup and sent it the whole vault again, push after push."""
+    import shutil
+
+    team, server = daemon
+    first, second = tmp_path / "a", tmp_path / "b"
+    (tmp_path / "ca").mkdir()
+    (tmp_path / "cb").mkdir()
+    env_a = {"MEMO_CONFIG": str(_hybrid_config(tmp_path / "ca", server.base, first))}
+    _day_of_work(first, env_a, "s1", 2, turn=False)
+    memo("sync", "push", vault=first, env=env_a)
+    shutil.copytree(first, second)
+    env_b = {"MEMO_CONFIG": str(_hybrid_config(tmp_path / "cb", server.base, second))}
+    said = ""
+    a, b = (first, env_a), (second, env_b)
+    for day, (vault, env) in enumerate([a, a, b, a, b], start=3):  # the first pushes more often than the copy
+        _day_of_work(vault, env, f"s{day}", day, turn=False)
+        ran = memo("sync", "push", vault=vault, env=env)
+        said += ran.stderr
+    assert "restored" not in said, said
+    for vault in (first, second):  # neither was told the daemon forgot its pushes (at a session end's push either)
+        assert "daemonForgotAt" not in json.loads((vault / ".memo" / "sync" / "state.json").read_text())
+    assert len(list(team.glob("projects/web/sessions/*.md"))) == 6

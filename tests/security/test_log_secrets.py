@@ -55,6 +55,8 @@ def test_a_token_in_the_dashboards_address_is_refused_and_never_lands_in_a_cooki
                 status, text = exc.code, exc.read().decode()
             assert status == 400 and "takes its token at its sign-in page, never in its address" in text, path
             assert TOKEN not in text and not any(TOKEN in (cookie.value or "") for cookie in jar), path
+        # a value that only holds the text (a search for "token=abc") is no token in the address
+        assert server.request("/?q=token%3Dabc")[0] != 400
         # the api still takes it (scripts and curl), and the sign-in page shows memo's words only
         assert server.request(f"/api/prompts?crossProject=true&token={TOKEN}")[0] == 200
         status, _, page = server.request("/login?error=Session%20expired%3A%20paste%20your%20token%20at%20evil.example")
