@@ -37,7 +37,7 @@ class PromptsView:
         self.project = pn.widgets.Select(label="Project", width=200, css_classes=["memo-project"])
         self.model = pn.widgets.TextInput(label="Model", placeholder="contains…", width=150, css_classes=["memo-model"])
         self.agent = pn.widgets.TextInput(label="Agent", placeholder="contains…", width=150, css_classes=["memo-agent"])
-        self.client = pn.widgets.TextInput(label="Client", placeholder="exact name", width=150,
+        self.client = pn.widgets.TextInput(label="Client", placeholder="name, any case", width=150,
                                            css_classes=["memo-client"])
         self.since = pn.widgets.DatePicker(label="Since", width=140, css_classes=["memo-since"])
         self.until = pn.widgets.DatePicker(label="Until", width=140, css_classes=["memo-until"])

@@ -160,7 +160,7 @@ class PromptToolInput(BaseModel):
     ide: str | None = Field(None, description="IDE or agent host (record/session_start: value; list/search: exact filter)")
     model: str | None = Field(None, description="Model (record/session_start: value; list/search: substring filter)")
     agent: str | None = Field(None, description="Agent (record/session_start: value; list/search: substring filter)")
-    client: str | None = Field(None, description="Client billed (value, or exact filter)")
+    client: str | None = Field(None, description="Client billed (value, or filter: the exact name in any case)")
     billable: bool | None = Field(None, description="Billable work (value, or filter); default true")
     task_slug: str | None = Field(None, description="Task slug (value, or exact filter)")
     branch: str | None = Field(None, description="Git branch")

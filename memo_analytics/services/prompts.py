@@ -608,7 +608,8 @@ def row_to_record(row) -> dict[str, Any]:
 
 
 def filter_from_request(store: VaultStore, request: ListRequest) -> PromptFilter:
-    """Validate a list/search request into a :class:`PromptFilter` (SPEC §2.6).
+    """Validate a list/search request into a :class:`PromptFilter` (SPEC §2.6): ``client`` is the
+    exact name in any case (the config's or the vault's spelling of it).
 
     Raises
     ------
@@ -623,7 +624,8 @@ def filter_from_request(store: VaultStore, request: ListRequest) -> PromptFilter
         agent=request.agent or None,
         session_id=request.session_id or None,
         task_slug=request.task_slug or None,
-        client=request.client or None,
+        # the exact name, in any case, as reports match it: "acme gmbh" listed 0 of 165 turns (found by four helpers)
+        client=canonical_client(store, request.client) if request.client else None,
         billable=request.billable,
         tags=[t for t in request.tags if t],
         bounds=parse_bounds(request.since, request.until, resolve_zone(request.tz) if request.tz else store.zone),

@@ -256,7 +256,7 @@ class SessionRequest(ZonedRequest):
     project: str | None = Field(None, description="Project id")
     cross_project: bool = Field(False, description="Every project")
     cwd: str | None = Field(None, description="The caller's working directory")
-    client: str | None = Field(None, description="Client, exact")
+    client: str | None = Field(None, description="Client, the exact name in any case")
     since: str | None = Field(None, description="Sessions starting at or after")
     until: str | None = Field(None, description="Sessions starting at or before (a date covers the day)")
     limit: int | str | None = Field(None, description="Page size, 1–100 (default 20)")

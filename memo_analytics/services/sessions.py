@@ -631,7 +631,7 @@ def session_view(store: VaultStore, request: SessionRequest) -> dict[str, Any]:
         return {"session": row_to_record(row) if row is not None else None, **page}
     flt = PromptFilter(
         projects=store.scope(request.project, request.cross_project, request.cwd),
-        client=request.client or None,
+        client=canonical_client(store, request.client) if request.client else None,  # in any case, as reports
         bounds=parse_bounds(request.since, request.until, resolve_zone(request.tz) if request.tz else store.zone),
     )
     total, rows = index.count_and_page(store.conn, "session", flt, limit, offset, "date-desc")

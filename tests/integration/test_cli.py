@@ -522,10 +522,11 @@ def test_a_search_without_words_is_refused_naming_the_query(tmp_path):
     assert json.loads(memo("--json", "prompt", "search", "login", "--all", vault=vault).stdout)["total"] == 1
 
 
-def test_a_client_filter_that_matches_no_name_exactly_says_the_spelling_that_does(tmp_path):
-    """``activity --client "acme corp"`` found the Acme Corp sessions; ``prompt list`` with the same
-    filter found none and said nothing. Listings match a client exactly (SPEC §2.6) — and now say
-    the spelling the vault uses when the one given matches nothing."""
+def test_a_client_filter_of_a_listing_matches_the_exact_name_in_any_case_as_reports_do(tmp_path):
+    """``activity --client "acme corp"`` found the Acme Corp sessions; ``prompt list`` (and search,
+    ``session show``, the API, the tool and the dashboard's Client box) with the same filter found
+    none (found by four helpers). A listing matches the client's exact name in any case, as every
+    report does; a part of the name matches nothing."""
     vault = tmp_path / "v"
     memo("session", "start", "a", "--project", "p", "--client", "Acme Corp", "--start-time", "2026-03-02T09:00:00Z",
          vault=vault)
@@ -534,12 +535,12 @@ def test_a_client_filter_that_matches_no_name_exactly_says_the_spelling_that_doe
     def listed(*args: str) -> list[str]:
         return [i.get("sessionId") for i in json.loads(memo("--json", *args, vault=vault).stdout)["items"]]
 
-    assert listed("prompt", "list", "--all", "--client", "Acme Corp") == ["a"]
-    assert listed("prompt", "list", "--all", "--client", "acme corp") == []  # exact, as SPEC §2.6 has it
     for args in (["prompt", "list", "--all"], ["prompt", "search", "cart", "--all"], ["session", "show", "--all"]):
-        said = memo(*args, "--client", "acme corp", vault=vault)
-        assert "note: listings match a client's name exactly: --client 'Acme Corp'" in said.stderr, args
-
+        for name in ("Acme Corp", "acme corp", "ACME CORP"):
+            assert listed(*args, "--client", name) == ["a"], (args, name)
+        assert listed(*args, "--client", "acme") == [], args  # the exact name, not a part of it
+    [(error, text)] = tool_calls(vault, [{"action": "list", "client": "acme corp", "crossProject": True}])
+    assert not error and json.loads(text)["total"] == 1
 
 
 def test_a_turn_of_a_session_the_project_does_not_hold_is_said_with_the_closest_ids(tmp_path):

@@ -686,20 +686,6 @@ def left_off_note(left: dict) -> None:
                   "(memo activity names them)")
 
 
-def note_client_spelling(client: str | None, found: int) -> None:
-    """A listing whose ``--client`` matched nothing: say the spelling the config or the vault
-    uses, when the name given is one of theirs in another case (listings match a client's name
-    exactly, SPEC §2.6; reports in any case)."""
-    if found or not client or on_remote() is not None:
-        return
-    from ...services.prompts import canonical_client
-
-    spelled = canonical_client(state.store, client.strip())
-    if spelled and spelled != client:
-        err.print(_safe(f"note: listings match a client's name exactly: --client {shell_word(spelled)} "
-                        f"(reports take it in any case)"))
-
-
 def say_duplicate_invoices(result: dict) -> None:
     """A warning for each document of a vault-git sync's ``duplicateInvoices`` and
     ``duplicateCreditNotes``, and for each of its ``invoicedSessionsChanged``."""

@@ -18,7 +18,6 @@ from ...services.store import shell_cwd
 from .common import (
     answer_of,
     read_scope,
-    note_client_spelling,
     print_listing,
     _build,
     _check_scope,
@@ -116,7 +115,6 @@ def _print_page(page: dict[str, Any], request: ListRequest) -> None:
         return
     if not page["items"]:
         out.print(f"No prompts match. {scope}")
-        note_client_spelling(request.client, page["total"])
         return
     print_listing(f"{page['total']} prompt{'' if page['total'] == 1 else 's'} (showing {page['offset'] + 1}–{page['offset'] + len(page['items'])})"
                   f" · {scope}", (f"created ({_zone_label()})", "project", "id", "ide", "prompt"), "id",
@@ -137,7 +135,7 @@ _FILTERS = dict(
     agent=typer.Option(None, "--agent", help="Agent, substring (case-insensitive)."),
     session_id=typer.Option(None, "--session-id", help="Session id, exact."),
     task_slug=typer.Option(None, "--task-slug", "--slug", help="Task slug, exact."),
-    client=typer.Option(None, "--client", help="Client, exact."),
+    client=typer.Option(None, "--client", help="Client, the exact name in any case."),
     billable=typer.Option(None, "--billable/--no-billable", help="Billable or not."),
     tag=typer.Option([], "--tag", help="Tag that must be present (repeatable)."),
     since=typer.Option(None, "--since", help="Created at or after (ISO date or time)."),

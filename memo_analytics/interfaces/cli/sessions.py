@@ -26,7 +26,6 @@ from ...services.requests import (
 from ...services.store import shell_cwd
 from .common import (
     answer_of,
-    note_client_spelling,
     print_listing,
     _build,
     _check_scope,
@@ -262,7 +261,7 @@ def session_show(
     project: Optional[str] = typer.Option(None, "--project", help="Project id (listing; with a session id, the "
                                           "session must belong to it)."),
     all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
-    client: Optional[str] = typer.Option(None, "--client", help="Client, exact (listing)."),
+    client: Optional[str] = typer.Option(None, "--client", help="Client, the exact name in any case (listing)."),
     since: Optional[str] = typer.Option(None, "--since", help="Sessions starting at or after (listing)."),
     until: Optional[str] = typer.Option(None, "--until", help="Sessions starting at or before (listing)."),
     tz: Optional[str] = typer.Option(None, "--tz", help="IANA time zone of the days --since/--until name and of "
@@ -294,7 +293,6 @@ def session_show(
             return
         if not r["items"]:
             out.print(f"No sessions from offset {r['offset']} ({r['total']} in all)." if r["total"] else "No sessions match.")
-            note_client_spelling(client, r["total"])
             return
         shown = f" (showing {r['offset'] + 1}–{r['offset'] + len(r['items'])})" if r["total"] > len(r["items"]) else ""
         print_listing(f"{r['total']} session{'' if r['total'] == 1 else 's'}{shown}",
