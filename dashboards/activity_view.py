@@ -147,9 +147,18 @@ class ActivityView:
         except ValueError:
             raise InvalidDateError(name, text) from None
 
+    def follow(self) -> None:
+        """Read the vault again for the client and period on screen (the digest's ↻ and periodic
+        refresh): the open sessions, prompts and hours of work recorded since the page opened
+        (found by a new user: the tab showed 0 open sessions while the digest listed one). Not
+        while the page asks whether to issue: the question is about the figures it showed."""
+        if self._asked is None:
+            self._changed(None)
+
     def _changed(self, _event: Any) -> None:
         if _event is not None:  # another client or period: the question asked was about the last one
             self._forget_asked()
+            self.issued.visible = False  # "Issued invoice … for Acme" stayed above Globex's figures
         custom = self.period.value == "custom"
         self.since.disabled = self.until.disabled = not custom
         client = None if self.client.value == ALL_CLIENTS else self.client.value
@@ -234,8 +243,10 @@ class ActivityView:
             return
         client = None if self.client.value == ALL_CLIENTS else self.client.value
         self._asked = (client, since, until)
+        billed = self.data.issue_preview(client, since, until)
         self.asking.object = note("warn", f"Issue a numbered invoice to {client or 'every client'} for {since} – "
-                                          f"{until}? It cannot be taken back: only a credit note cancels it.")
+                                          f"{until}{': ' + billed if billed else ''}? It cannot be taken back: only "
+                                          "a credit note cancels it.")
         self.question.visible = True
         self.issued.visible = False
 

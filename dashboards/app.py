@@ -81,7 +81,12 @@ def create_app(store: VaultStore) -> pn.viewable.Viewable:
         view.promote.on_click(lambda _: digest.refresh(force=True))
         return view.layout
 
-    activity_tab, build_activity = _lazy(lambda: ActivityView(data).layout)
+    def activity() -> pn.viewable.Viewable:
+        view = ActivityView(data)
+        digest.followers.append(view.follow)  # its figures follow the vault as the digest's do
+        return view.layout
+
+    activity_tab, build_activity = _lazy(activity)
     rules_tab, build_rules = _lazy(rules)
     tabs = pn.Tabs((TAB_NAMES[0], prompts.layout), (TAB_NAMES[1], activity_tab), (TAB_NAMES[2], rules_tab),
                    sizing_mode="stretch_width", css_classes=["memo-tabs"], margin=(0, 10))

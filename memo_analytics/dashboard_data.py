@@ -232,6 +232,24 @@ class DashboardData:
             return "warn", str(exc)
         return None
 
+    def issue_preview(self, client: str | None, since: date | None, until: date | None) -> str:
+        """What issuing the invoice of ``client`` for the period would bill, read from the vault now,
+        for the question asked before issuing: ``"2.50 h, EUR 357.00 due"`` and the sessions it
+        leaves off (open, already invoiced, of 0 minutes) — the question said none of it, and a
+        period partly invoiced was issued for 0.50 h where the page showed 1.25 (found by a new
+        user). '' when no invoice can be made (the issue then says why).
+        """
+        try:
+            invoice = build_invoice(self.activity(client, since, until), self.settings.billing_for,
+                                    invoiced=self._invoiced())
+        except MemoError:
+            return ""
+        due = "; ".join(f"{t.hours:.2f} h, {t.currency} {t.gross:,.2f} due" for t in invoice.totals)
+        left = [f"{n} {what}" for n, what in ((invoice.open_sessions, "still open"),
+                                              (invoice.already_invoiced, "already invoiced"),
+                                              (invoice.zero_minute_sessions, "of 0 minutes")) if n]
+        return due + (f" (left off: {', '.join(left)})" if left else "")
+
     def invoice_pdf(self, report: ActivityReport) -> bytes:
         """The draft invoice PDF of ``report`` (hours × each client's configured rate, one
         line per client and project): the one of ``memo report invoice`` without

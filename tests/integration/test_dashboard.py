@@ -492,7 +492,7 @@ def test_an_invoice_is_issued_from_the_activity_tab(served, page):
     # back); it asks first, and a cancel issues nothing
     issue.click()
     expect(page.locator(".memo-issue-question")).to_contain_text(
-        "Issue a numbered invoice to Globex for 2026-03-01 – 2026-03-31? It cannot be taken back", timeout=WAIT_MS)
+        "Issue a numbered invoice to Globex for 2026-03-01 – 2026-03-31: 7.42 h, EUR 890.40 due? It cannot be taken back", timeout=WAIT_MS)
     page.locator(".memo-issue-cancel button").click()
     expect(page.locator(".memo-issue-question")).to_be_hidden(timeout=WAIT_MS)
     assert not (served[1] / "invoices").exists() or not list((served[1] / "invoices").glob("*.md"))

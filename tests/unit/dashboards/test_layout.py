@@ -218,3 +218,48 @@ def test_an_issued_invoice_is_said_above_the_note_its_period_has_nothing_left(st
     view = ActivityView(DashboardData(store))
     shown = list(view.layout.objects)
     assert shown.index(view.issued) < shown.index(view.invoice_note)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_activity_tab_follows_new_work_and_its_question_says_what_the_issue_bills(tmp_path):
+    """Found by a new user: the Activity tab kept "0 open sessions" while the digest above it
+    listed one; its "Issue a numbered invoice …?" named no figure — a period partly invoiced was
+    issued for 0.50 h where the page showed 1.25 — nor the open session it left off; and "Issued
+    invoice … for Acme" stayed on screen over another client's figures."""
+    import panel as pn
+
+    from memo_analytics.config import Settings
+    from memo_analytics.dashboards.activity_view import ActivityView
+    from memo_analytics.dashboards.app import create_app
+    from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+    from memo_analytics.services.store import VaultStore
+
+    billed = VaultStore(Settings(vault_root=tmp_path / "billed", timezone="UTC",
+                                 clients={"Acme": {"hourlyRate": "100", "currency": "EUR"}}))
+    try:
+        start_session(billed, StartSessionRequest(session_id="s1", project="web", client="Acme",
+                                                  start_time="2026-03-02T09:00:00Z"))
+        end_session(billed, EndSessionRequest(session_id="s1", project="web", until="2026-03-02T10:30:00Z"))
+        app = create_app(billed)
+        [tabs] = app.select(pn.Tabs)
+        tabs.active = 1  # the Activity tab is built when opened: its figures follow the digest's ↻ from then on
+        [refresh] = [b for b in app.select(pn.widgets.Button) if "memo-digest-refresh" in b.css_classes]
+        [cards] = [p for p in tabs.select(pn.pane.HTML) if "Open sessions" in str(p.object)]
+        shown = str(cards.object)
+        start_session(billed, StartSessionRequest(session_id="s2", project="web", client="Acme",
+                                                  start_time="2026-03-03T09:00:00Z"))
+        assert str(cards.object) == shown
+        refresh.clicks += 1
+        assert str(cards.object) != shown  # the open session, counted at the refresh
+
+        view = ActivityView(DashboardData(billed))
+        view.client.value, view.period.value = "Acme", "custom"
+        view.since.value, view.until.value = "2026-03-01", "2026-03-31"
+        view.issue.clicks += 1
+        assert "for 2026-03-01 – 2026-03-31: 1.50 h, EUR 150.00 due (left off: 1 still open)?" in str(view.asking.object)
+        view.issued.visible = True  # an issue said, then another client chosen: said no more
+        view.client.value = "All clients"
+        assert not view.issued.visible
+    finally:
+        billed.close()
