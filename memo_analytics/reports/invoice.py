@@ -358,7 +358,10 @@ def build_invoice(report: ActivityReport, terms: Callable[[str], ClientBilling |
         billed = []  # with --zero-minutes too: sessions of 0 minutes bill nothing either (found by a breaker)
     if not billed:
         why = (f"; {len(ended) - len(fresh)} already invoiced (memo invoice list)" if len(fresh) < len(ended) else "")
-        why += (f"; {len(fresh) - len(beside)} of 0 minutes" if len(fresh) > len(beside) else "")
+        zero = [s for s in fresh if s not in beside]
+        # named, with the way to bill one (found by a new user: "1 of 0 minutes" said neither)
+        why += (f"; {len(zero)} of 0 minutes ({', '.join(s['sessionId'] for s in zero[:3])}"
+                f"{' …' if len(zero) > 3 else ''}: memo session edit ID --minutes N gives one its time)" if zero else "")
         why += (f"; {len(beside)} within time the client's other sessions bill already (each hour bills once: "
                 f"{', '.join(s['sessionId'] for s in beside[:3])}{' …' if len(beside) > 3 else ''})" if beside else "")
         # a month still running: its sessions not ended yet bill nothing (a freelancer was told of none)

@@ -206,7 +206,8 @@ def test_a_session_is_never_invoiced_twice_until_a_credit_note_cancels_its_invoi
                 "--until", "2026-06-30")
     assert again.returncode == 1
     assert again.stderr.strip() == ("error: Nothing to invoice: no billable session with a duration for these "
-                                    "filters; 2 already invoiced (memo invoice list); 1 of 0 minutes")
+                                    "filters; 2 already invoiced (memo invoice list); 1 of 0 minutes (z0: memo "
+                                    "session edit ID --minutes N gives one its time)")
     # a wider period bills only what is new: July's session
     wider = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-07-31",
                   "--issued", "2026-07-31")
@@ -1279,7 +1280,8 @@ def test_work_wholly_within_time_already_invoiced_is_nothing_to_invoice(billing)
         assert refused.returncode == 1, refused.stdout
         assert refused.stderr.strip().endswith(
             "error: Nothing to invoice: no billable session with a duration for these filters; 2 already invoiced "
-            "(memo invoice list); 1 of 0 minutes; 1 within time the client's other sessions bill already (each hour bills once: w1)")
+            "(memo invoice list); 1 of 0 minutes (z0: memo session edit ID --minutes N gives one its time); 1 within "
+            "time the client's other sessions bill already (each hour bills once: w1)")
     # found by a breaker: with --zero-minutes (z0, a session of 0 minutes) it was issued as 0.00 all the same
     zero = run(billing, "invoice", "issue", *args, "--zero-minutes")
     assert zero.returncode == 1 and "error: Nothing to invoice" in zero.stderr, zero.stdout
