@@ -1650,7 +1650,7 @@ def test_an_invoice_whose_file_is_lost_bills_its_sessions_to_nobody_again(billin
         os.chmod(pdf.parent / name, 0o644)
         (pdf.parent / name).unlink()
     listed = run(billing, "invoice", "list")
-    assert f"warning: invoice {doc['number']} was issued here but its file invoices/{doc['number']}.md is gone" \
+    assert f"warning: {doc['number']} was issued here but its file invoices/{doc['number']}.md is gone" \
         in listed.stderr
     again = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
                 "--until", "2026-06-30")

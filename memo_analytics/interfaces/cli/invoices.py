@@ -186,8 +186,9 @@ def invoice_list() -> None:
     docs = ledger.documents(state.store.root)
     items = [document_summary(d, docs) for d in docs]
     for number in ledger.lost_documents(state.store.root, docs):
-        err.print(f"warning: invoice {number} was issued here but its file invoices/{number}.md is gone: put it back "
-                  "(from a backup); until then no invoice is issued (its sessions would be billed again)")
+        err.print(f"warning: {number} was issued here but its file invoices/{number}.md is gone: put it back (from a "
+                  "backup); until then no invoice or credit note is issued (its sessions would be billed again, or "
+                  "its invoice credited twice)")
 
     def human(found: dict) -> None:
         if not found["items"]:
