@@ -375,3 +375,17 @@ def test_mapping_a_project_counts_no_session_an_issued_invoice_bills(tmp_path):
     said = run("config", "set", "projectClients.ccp", "Globex", env=env).stderr
     assert said.startswith("note: 1 session of ccp recorded before bills another client or none;"), said
     assert said.rstrip().endswith("memo project client ccp Globex --every files it")
+
+
+def test_an_amount_typed_without_quotes_is_kept_as_typed(config):
+    """Found by a new user: `memo config set 'clients."Acme GmbH".hourlyRate' 130.00` stored the
+    float 130.0 (and showed it so); a client's decimal terms keep the text typed."""
+    assert memo(config, "config", "set", 'clients."Acme GmbH"', '{hourlyRate = "120", currency = "EUR"}').returncode == 0
+    for key, value in (("hourlyRate", "130.00"), ("taxRate", "19.0"), ("projectRates.web", "140.50")):
+        done = memo(config, "config", "set", f'clients."Acme GmbH".{key}', value)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f'clients."Acme GmbH".{key} = "{value}" in {config}'
+    assert tomllib.loads(config.read_text(encoding="utf-8"))["clients"]["Acme GmbH"] == {
+        "currency": "EUR", "hourlyRate": "130.00", "taxRate": "19.0", "projectRates": {"web": "140.50"}}
+    assert memo(config, "config", "set", "operator.stalledMinutes", "45").returncode == 0  # other numbers as before
+    assert tomllib.loads(config.read_text(encoding="utf-8"))["operator"] == {"stalledMinutes": 45}

@@ -332,6 +332,10 @@ def _old_text(path: Path) -> str:
     return path.read_bytes().decode("utf-8", errors="replace") if path.is_file() else ""
 
 
+#: A client's terms read as decimal figures: a number typed for one is kept as the text typed.
+_DECIMAL_TERMS = frozenset({"hourlyRate", "taxRate", "aiCostMargin", "aiCostExchangeRate", "monthlyHoursCap"})
+
+
 def _set(path: Path, key: str, value: str) -> None:
     original = _file(path)  # a file that is not TOML or not UTF-8: one line, before anything
     old_text = _old_text(path)
@@ -353,6 +357,11 @@ def _set(path: Path, key: str, value: str) -> None:
             where = _key_text(parts[:depth])
             raise InvalidFieldError(f"config key {key}",
                                     f"{where} is a value, not a table (memo config unset {where} first)")
+    if isinstance(parsed, float) and parts[0] == "clients" and (
+            parts[-1] in _DECIMAL_TERMS or (len(parts) >= 2 and parts[-2] == "projectRates")):
+        # an amount typed without quotes (hourlyRate 130.00) was kept as the float 130.0 (found by a new
+        # user): as written, the text the README's examples quote
+        parsed = value.strip()
     node[parts[-1]] = parsed
     try:
         remaining = _changed(path, original, data, parts, key)
