@@ -651,7 +651,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
             # backup, a copy of an older disk): what was pushed since is gone there, and the laptop's
             # push state said it held it — nothing was sent again, the team's totals short without a
             # word (found by a team lead). Everything goes again: a version it holds is taken unchanged.
-            _forget_what_the_daemon_held(store, state)
+            _forget_what_the_daemon_held(store, state, forgot=True)
             log.warning("memo sync: the daemon at %s holds %d of this laptop's %d pushes (restored from a "
                         "backup?): every record is sent again", store.settings.hybrid.remote_url, had, seq - 1)
             return {"pushed": 0, "results": [], "pending": status(store)["pending"], "error": None,
@@ -840,10 +840,11 @@ def _pusher_id(store: VaultStore) -> str:
 
 
 def received_push(store: VaultStore, vault: Any, seq: Any) -> int | None:
-    """On the daemon: the number of the last push it holds of the laptop vault ``vault`` (its
-    :func:`daemon_id`), before the push ``seq`` (kept now, in ``.memo/sync/laptops/``): a laptop
-    whose number is higher was answered pushes this vault no longer holds (restored from a
-    backup). None for a push that names no vault or number (an older memo)."""
+    """On the daemon: the number of the last push it holds of the pusher ``vault`` (a laptop vault
+    on its machine: :func:`_pusher_id`), before the push ``seq`` (kept now, in
+    ``.memo/sync/laptops/``): a laptop whose number is higher was answered pushes this vault no
+    longer holds (restored from a backup). None for a push that names no pusher or number (an
+    older memo)."""
     if not _a_daemon_id(vault) or not isinstance(seq, int) or isinstance(seq, bool) or not 0 < seq < 1 << 53:
         return None
     path = _dir(store) / "laptops" / f"{vault}.json"
@@ -954,15 +955,17 @@ def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:
     _save(store, "state.json", state)
 
 
-def _forget_what_the_daemon_held(store: VaultStore, state: dict[str, Any]) -> None:
-    """The daemon pushed to lost what this laptop sent it: its push state (the versions it held)
-    is forgotten and the outbox seeded with the whole vault, as ``memo sync push --all`` does."""
+def _forget_what_the_daemon_held(store: VaultStore, state: dict[str, Any], forgot: bool = False) -> None:
+    """Forget the push state of the daemon pushed to (the versions it held): the next push seeds
+    the outbox with the whole vault — ``memo sync push --all``, and a daemon that lost what this
+    laptop sent it (``forgot``: noted as ``daemonForgotAt``)."""
     with store.lock():
         for name in ("pushed.json", "sent.json", PUSHED_TEXTS):
             _save(store, name, {})
-    state.pop("seededFor", None)
-    state["daemonForgotAt"] = to_iso(utcnow())
-    _save(store, "state.json", state)
+        state.pop("seededFor", None)
+        if forgot:
+            state["daemonForgotAt"] = to_iso(utcnow())
+        _save(store, "state.json", state)
 
 
 def push_everything(store: VaultStore) -> dict[str, Any]:
@@ -970,12 +973,7 @@ def push_everything(store: VaultStore) -> dict[str, Any]:
     pushed before — for a laptop re-pointed at another daemon (a new team server), to which the
     versions the old one held say nothing (it was sent nothing: found by an attacker). The
     daemon takes a version it holds as unchanged. Then :func:`push_every_batch`."""
-    with store.lock():
-        for name in ("pushed.json", "sent.json", PUSHED_TEXTS):
-            _save(store, name, {})
-        state = _load(store, "state.json")
-        state.pop("seededFor", None)
-        _save(store, "state.json", state)
+    _forget_what_the_daemon_held(store, _load(store, "state.json"))
     return push_every_batch(store)
 
 

@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from ..domain.errors import InvalidFieldError, MemoError, VaultMovedError, full_disk_error
 from ..vault.io import file_identity, open_regular, read_json_state, write_json_state
@@ -507,9 +507,8 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                 if sub_agents and source == "claude-code":
                     said["subAgentFiles"] = sub_agents
                 item = {"source": source, "path": str(given), **result.wire(), **said}
-                if unreadable and not number:  # said once, with the folder's first importer, as skipped files
-                    item.update(errors=[*unreadable, *item["errors"]], skipped=item["skipped"] + len(unreadable))
-                found.append(item)
+                # said once, with the folder's first importer, as skipped files
+                found.append(_with_left_out(item, unreadable if not number else []))
         return found
     roots = known_roots(home)
     if not roots:
@@ -521,8 +520,13 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
         left_out = []
         files = list(walk_files([root.path], module.SUFFIXES, module.EXCLUDE_DIRS, left_out))
         result = run_import(store, files, module.parse, options, source=root.source or "", incremental=True)
-        item = {"source": root.source, "path": str(root.path), **result.wire()}
-        if left_out:
-            item.update(errors=[*left_out, *item["errors"]], skipped=item["skipped"] + len(left_out))
-        found.append(item)
+        found.append(_with_left_out({"source": root.source, "path": str(root.path), **result.wire()}, left_out))
     return found
+
+
+def _with_left_out(item: dict[str, Any], left_out: list[str]) -> dict[str, Any]:
+    """An ``import auto`` item with the files of its folder left out unread (``path: why``) named
+    first among its errors and counted skipped."""
+    if left_out:
+        item.update(errors=[*left_out, *item["errors"]], skipped=item["skipped"] + len(left_out))
+    return item
