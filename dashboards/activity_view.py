@@ -222,6 +222,9 @@ class ActivityView:
             problem, label = ("warn", str(exc)), "Timesheet and invoice"
         self.timesheet.disabled = bool(report.left_out_in_scope)
         self.invoice.disabled = problem is not None
+        refusals = [] if problem else self.data.issue_refusals(report)  # the draft is given; the issue would refuse
+        if refusals:
+            problem = ("warn", "; ".join(refusals))
         self.invoice_note.object = note(problem[0], f"{label}: {problem[1]}") if problem else ""
         self.invoice_note.visible = problem is not None
         since, until = self.bounds()

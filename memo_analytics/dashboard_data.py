@@ -232,6 +232,20 @@ class DashboardData:
             return "warn", str(exc)
         return None
 
+    def issue_refusals(self, report: ActivityReport) -> list[str]:
+        """What ``memo invoice issue`` would refuse of the draft of ``report``, one line each
+        (:func:`~memo_analytics.reports.issuing.draft_refusals`: a client's address or tax
+        treatment, an issued document whose file is lost): the draft is still given, the page
+        says them beside it as ``memo report invoice`` does (the page said none: a click on
+        "Issue…" was the first word of them). ``[]`` when no draft can be made."""
+        from .reports.issuing import draft_refusals
+
+        try:
+            invoice = build_invoice(report, self.settings.billing_for, invoiced=self._invoiced())
+        except MemoError:
+            return []
+        return draft_refusals(self.settings, invoice, self.store.root if self.store.exists else None)
+
     def issue_preview(self, client: str | None, since: date | None, until: date | None) -> str:
         """What issuing the invoice of ``client`` for the period would bill, read from the vault now,
         for the question asked before issuing: ``"2.50 h, EUR 357.00 due"`` and the sessions it

@@ -938,6 +938,33 @@ def test_a_draft_says_each_client_setting_the_issue_would_refuse(billing, tmp_pa
                             'invoice names the client\'s postal address') for w in warnings), warnings
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_dashboards_draft_says_what_the_issue_would_refuse(billing, monkeypatch):
+    """The Activity tab gave a client's draft without a word of what issuing it would refuse (a
+    reverse charge in the issuer's own country): "Issue…" was the first word of it. The page
+    says it beside the draft, which is still given."""
+    from memo_analytics.dashboard_data import DashboardData
+    from memo_analytics.dashboards.activity_view import ActivityView
+
+    text_ = billing["config"].read_text(encoding="utf-8")
+    billing["config"].write_text(text_.replace('country = "NL"', 'country = "DE"'), encoding="utf-8")
+    monkeypatch.setenv("MEMO_CONFIG", str(billing["config"]))
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    try:
+        view = ActivityView(DashboardData(store))
+        view.period.value = "custom"
+        view.since.value, view.until.value = "2026-06-01", "2026-06-30"
+        view.client.value = "Globex"
+        assert view.invoice_note.visible, view.invoice_note.object
+        assert "Globex: memo invoice issue refuses it: Invalid clients.&quot;Globex&quot;.reverseCharge: the EU " \
+               "reverse charge is for a client in another EU country" in view.invoice_note.object
+        assert not view.invoice.disabled  # the draft is given
+        view.client.value = "Acme Corp"  # a client the issue takes: nothing said
+        assert not view.invoice_note.visible and not view.invoice.disabled
+    finally:
+        store.close()
+
+
 def test_an_invoice_for_a_period_not_yet_over_is_refused(billing):
     """Found by a billing person: ``--until 2027-03-31`` on 5 December issued an invoice whose
     Factur-X delivery date and period end lay four months after its own date."""
