@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CorruptRecordError", "IndexDamagedError", "InvalidDateError", "InvalidFieldError", "MemoError",
     "RecordNotFoundError", "ReportError", "SessionCompletedError", "SessionNotStartedError", "VaultBusyError",
-    "Vault", "__version__", "notebook_vault", "open_vault", "sample_vault",
+    "Lake", "Vault", "__version__", "notebook_vault", "open_lake", "open_vault", "sample_vault",
 ]
 
 
@@ -36,7 +36,7 @@ def __dir__() -> list[str]:
 
 def __getattr__(name: str):
     # the analyst API loads polars and DuckDB: imported on first use, not by every `memo` start
-    if name in ("open_vault", "Vault", "sample_vault", "notebook_vault"):
+    if name in ("open_vault", "Vault", "sample_vault", "notebook_vault", "open_lake", "Lake"):
         from . import api
 
         return getattr(api, name)

@@ -55,8 +55,8 @@ if TYPE_CHECKING:
 
     from .reports.invoice import Invoice
 
-__all__ = ["DELIVERABLE_SCHEMA", "PROMPT_SCHEMA", "RULE_SCHEMA", "SESSION_SCHEMA", "USAGE_SCHEMA", "Vault", "open_vault",
-           "sample_vault"]
+__all__ = ["DELIVERABLE_SCHEMA", "PROMPT_SCHEMA", "RULE_SCHEMA", "SESSION_SCHEMA", "USAGE_SCHEMA", "Lake", "Vault",
+           "open_lake", "open_vault", "sample_vault"]
 
 #: Columns and dtypes of :meth:`Vault.rule_candidates`.
 RULE_SCHEMA = {
@@ -508,3 +508,87 @@ class Vault:
                       "sessions": with_billed_minutes(self._store, sessions, sessions),
                       "deliverables": deliverables_frame(sessions), "usage": usage_frame(sources)}
         return duckdb_tables(frames)
+
+
+def open_lake(catalog: str | None = None, warehouse: str | None = None, *, timezone: str | None = None) -> Lake:
+    """Open the team's Iceberg tables (SPEC §10) that ``memo export iceberg`` writes from every
+    machine: the sessions, prompts, deliverables and invoices of every vault exported there.
+
+    Parameters
+    ----------
+    catalog, warehouse : str | None
+        The SQL catalog (an SQLite file, ``sqlite:////PATH.db``, ``postgresql://USER@HOST:PORT/DB``)
+        and the warehouse (a folder, ``s3://BUCKET/PREFIX``); None: the config's ``lake.catalog``
+        and ``lake.warehouse``.
+    timezone : str | None
+        IANA zone of :meth:`Lake.activity` by default (None: the configured zone, else the machine's).
+
+    Returns
+    -------
+    Lake
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid lake.catalog`` / ``Invalid lake.warehouse``: none given or configured, an
+        unknown scheme, a folder that does not exist; ``Invalid tz``.
+    """
+    from .analytics.lake import lake_target
+
+    settings = Settings()
+    if timezone is not None:
+        settings = settings.model_copy(update={"timezone": timezone})
+    resolve_zone(settings.timezone)
+    return Lake(lake_target(settings, catalog, warehouse), settings)
+
+
+class Lake:
+    """The team's Iceberg tables (:func:`open_lake`); every call reads them afresh. A record
+    exported by several vaults (a laptop's and the team daemon's) is read once: the row exported
+    last. Columns: :mod:`memo_analytics.analytics.lake` (the frames' columns without ``vault``,
+    plus ``vault_id``, ``machine``, ``exported_at`` ``Datetime(us, UTC)``)."""
+
+    def __init__(self, target, settings: Settings) -> None:
+        self._target = target
+        self._settings = settings
+
+    def _table(self, name: str) -> pl.DataFrame:
+        from .analytics.lake import lake_frames
+
+        return lake_frames(self._target, (name,))[name]
+
+    def sessions(self) -> pl.DataFrame:
+        """One row per session of every vault, with ``billed_minutes`` (Int64, minutes as its
+        vault bills it), ``cost_usd`` (Decimal(18, 4), USD), token counts, ``invoice``."""
+        return self._table("sessions")
+
+    def prompts(self) -> pl.DataFrame:
+        """One row per turn of every vault (``body`` when it was exported with it)."""
+        return self._table("prompts")
+
+    def deliverables(self) -> pl.DataFrame:
+        """One row per deliverable of every vault's sessions."""
+        return self._table("deliverables")
+
+    def invoices(self) -> pl.DataFrame:
+        """One row per issued invoice and credit note of every vault (amounts Decimal(18, 3) in
+        their ``currency``; ``issued``, ``due``, ``period_start``, ``period_end`` as ``Date``)."""
+        return self._table("invoices")
+
+    def activity(self, since: str | None = None, until: str | None = None, client: str | None = None,
+                 tz: str | None = None, projects: list[str] | None = None) -> ActivityReport:
+        """The activity report of every vault of the lake, as ``memo --json activity --lake``
+        gives it (:func:`memo_analytics.analytics.lake.lake_activity`: minutes as each vault
+        billed them; hours, days and shares as ``activity`` works them out).
+
+        Raises
+        ------
+        InvalidDateError
+            ``Invalid since date`` / ``Invalid until date``.
+        InvalidFieldError
+            ``Invalid tz``.
+        """
+        from .analytics.lake import lake_activity
+
+        return lake_activity(self._target, ActivityRequest(projects=projects, since=since, until=until,
+                                                           client=client, tz=tz), self._settings)

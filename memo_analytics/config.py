@@ -123,7 +123,8 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
 
 
 _CONFIG_KEYS = {"vaultRoot", "timezone", "defaultProject", "idleGapMinutes", "captureIgnore", "vaults", "clients",
-                "invoice", "projectClients", "overlapPolicy", "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode", "remote"}
+                "invoice", "projectClients", "overlapPolicy", "templatesDir", "ports", "operator", "hybrid", "vaultGit", "mode", "remote",
+                "lake"}
 
 
 def _file_path(value: object, folder: Path) -> object:
@@ -370,6 +371,21 @@ class VaultGit(NoFlagNumbers):
     branch: str = Field(default="main", pattern=r"^[A-Za-z0-9._/-]+$")
 
 
+class Lake(NoFlagNumbers):
+    """The team's Iceberg tables (config ``[lake]``, SPEC §10): ``catalog`` an SQL catalog
+    (an SQLite file's path or ``sqlite:////PATH.db``, or ``postgresql://USER@HOST:PORT/DB``),
+    ``warehouse`` where the data files go (a folder or ``s3://BUCKET/PREFIX``), the S3 endpoint
+    and region of an S3-compatible server (its keys from ``AWS_ACCESS_KEY_ID`` and
+    ``AWS_SECRET_ACCESS_KEY`` in the environment, never in the config)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+    catalog: str | None = None
+    warehouse: str | None = None
+    s3_endpoint: str | None = Field(default=None, pattern=r"^https?://[^\s/]+(?::\d+)?/?$")
+    s3_region: str | None = Field(default=None, pattern=r"^[a-z0-9-]{1,40}$")
+
+
 class _SettingsData(NoFlagNumbers):
     """The fields of :class:`Settings` and their rules, from the given data alone (no
     environment, no config file): the would-be config file of ``memo config set|unset`` and
@@ -417,6 +433,8 @@ class _SettingsData(NoFlagNumbers):
         ``remote`` (every tool call proxied to ``remote.url``; nothing written locally).
     hybrid, remote, vault_git
         The sync settings of each mode (SPEC §2.7).
+    lake : Lake
+        Where ``memo export iceberg`` writes and ``memo activity --lake`` reads (SPEC §10).
     """
 
     # built on first use (memo config set|show): other commands build only Settings' schema
@@ -443,6 +461,7 @@ class _SettingsData(NoFlagNumbers):
     hybrid: HybridSync = Field(default_factory=HybridSync)
     remote: RemoteDaemon = Field(default_factory=RemoteDaemon)
     vault_git: VaultGit = Field(default_factory=VaultGit)
+    lake: Lake = Field(default_factory=Lake)
 
     @field_validator("vaults", mode="before")
     @classmethod

@@ -244,14 +244,42 @@ def activity(
     client: Optional[str] = _REPORT_FILTERS["client"], project: Optional[str] = _REPORT_FILTERS["project"],
     all_projects: bool = _REPORT_FILTERS["all_projects"], tz: Optional[str] = _REPORT_FILTERS["tz"],
     owner: Optional[str] = _REPORT_FILTERS["owner"],
+    lake: bool = typer.Option(False, "--lake", help="Every vault exported into the team's Iceberg tables "
+                              "(memo export iceberg; lake.catalog and lake.warehouse), not this vault."),
 ) -> None:
     """Billable activity: totals by client and project, sessions, prompts."""
     from ...analytics.activity import report_for
 
+    if lake:
+        _lake_activity(project, all_projects, since, until, client, tz, owner)
+        return
     request = _activity_request(project, all_projects, since, until, client, tz, owner)
     data = answer_of("activity_report", request, lambda: report_for(state.store, request).wire())
     _refuse_missing_vault()  # after the request's own checks: a bad date is named first
     _emit(data, lambda data: _print_activity(data, explicit_project=bool(project) or all_projects))
+
+
+def _lake_activity(project: Optional[str], all_projects: bool, since: Optional[str], until: Optional[str],
+                   client: Optional[str], tz: Optional[str], owner: Optional[str]) -> None:
+    """``memo activity --lake``: the report of every vault of the lake (SPEC §10); every project
+    unless ``--project`` names one (the current folder's repository means nothing to a team's lake)."""
+    from ...analytics.activity import ActivityRequest
+    from ...analytics.lake import lake_activity, lake_target
+    from ...domain.ids import validate_slug
+
+    request = ActivityRequest(projects=[validate_slug(project, "project")] if project else None, since=since,
+                              until=until, client=client, tz=tz, owner=owner)
+    target = lake_target(state.settings)
+    report = lake_activity(target, request, state.settings)
+    # the lake keeps a session's cost, not its models': costByModel is empty, totalCostUsd adds the sessions'
+    data = {**report.wire(), "lake": target.shown(), "vaults": report.vaults}
+
+    def human(data: dict) -> None:
+        _print_activity(data, explicit_project=True)
+        out.print(_safe(f"AI cost: USD {data['totalCostUsd']} · read from {data['lake']['catalog']}: "
+                        f"{counted(len(data['vaults']), 'vault')} ({', '.join(data['vaults'])})"), soft_wrap=True)
+
+    _emit(data, human)
 
 
 @report_app.command("timesheet")

@@ -1,0 +1,266 @@
+"""The team's Iceberg tables (SPEC §10): ``memo export iceberg`` from several vaults into one SQL
+catalog (SQLite; a real PostgreSQL server; a warehouse on an S3-compatible server on loopback),
+incremental and idempotent, with vault and machine identity; ``memo activity --lake`` and
+``open_lake`` read them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from tests.inprocess import memo
+
+CLAUDE = "claude-code-jsonl/moredip-session-share/samples/claude-code-projects"
+
+
+def _config(folder: Path, catalog: str, warehouse: str, extra: str = "") -> Path:
+    config = folder / "config.toml"
+    config.write_text(f'timezone = "UTC"\n\n[lake]\ncatalog = "{catalog}"\nwarehouse = "{warehouse}"\n{extra}'
+                      '\n[clients."Acme Corp"]\nhourlyRate = "120.00"\ncurrency = "EUR"\nroundingMinutes = 15\n',
+                      encoding="utf-8")
+    return config
+
+
+def _team(tmp_path: Path, realdata: Path, catalog: str, warehouse: str, extra: str = "") -> dict:
+    """Two people's vaults: Ann's hand-recorded sessions for Acme Corp (15-minute steps), Bob's
+    import of a real Claude Code transcript (token counts: an AI cost)."""
+    config = _config(tmp_path, catalog, warehouse, extra)
+    env = {"MEMO_CONFIG": str(config), "HOME": str(tmp_path)}
+    ann, bob = tmp_path / "ann", tmp_path / "bob"
+    for sid, start, end in (("a1", "2026-06-02T09:00:00Z", "2026-06-02T09:50:00Z"),
+                            ("a2", "2026-06-03T14:00:00Z", "2026-06-03T15:05:00Z")):
+        memo("session", "start", sid, "--project", "web", "--client", "Acme Corp", "--start-time", start,
+             vault=ann, env=env)
+        memo("session", "end", sid, "--project", "web", "--until", end, vault=ann, env=env)
+    memo("prompt", "record", "--body", "tidy the cart", "--project", "web", "--session-id", "a1", "--created",
+         "2026-06-02T09:10:00Z", vault=ann, env=env)
+    source = realdata / CLAUDE / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
+    memo("import", "claude-code", str(source), "--project", "tracker", vault=bob, env=env)
+    return {"env": env, "ann": ann, "bob": bob, "config": config}
+
+
+def run(team, vault, *args, check=True):
+    return memo(*args, vault=team[vault], env=team["env"], check=check)
+
+
+def activity(team, vault, *args) -> dict:
+    return json.loads(run(team, vault, "--json", "activity", *args).stdout)
+
+
+def export(team, vault, *args) -> dict:
+    return json.loads(run(team, vault, "--json", "export", "iceberg", *args).stdout)
+
+
+def _snapshots(catalog_url: str, warehouse: str, table: str) -> int:
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    catalog = SqlCatalog("memo", uri=catalog_url, warehouse=warehouse)
+    return len(catalog.load_table(f"memo.{table}").snapshots())
+
+
+def _lake_equals_the_sum(team) -> tuple[dict, dict, dict]:
+    ann, bob, lake = activity(team, "ann", "--all"), activity(team, "bob", "--all"), activity(team, "ann", "--lake")
+    assert lake["totalDurationMinutes"] == ann["totalDurationMinutes"] + bob["totalDurationMinutes"]
+    assert lake["byProject"]["web"]["durationMinutes"] == ann["byProject"]["web"]["durationMinutes"]
+    assert lake["byProject"]["tracker"] == bob["byProject"]["tracker"]
+    assert lake["totalPrompts"] == ann["totalPrompts"] + bob["totalPrompts"]
+    assert Decimal(lake["totalCostUsd"]) == Decimal(ann["totalCostUsd"]) + Decimal(bob["totalCostUsd"])
+    assert {(s["project"], s["id"]): (s["billedMinutes"], s["costUsd"], s["tokens"]) for s in lake["sessions"]} == {
+        (s["project"], s["id"]): (s["billedMinutes"], s["costUsd"], s["tokens"])
+        for s in ann["sessions"] + bob["sessions"]}
+    return ann, bob, lake
+
+
+def test_two_vaults_export_into_one_lake_incrementally_and_activity_reads_them_once(tmp_path, realdata):
+    catalog = f"sqlite:///{tmp_path / 'lake' / 'catalog.db'}"
+    (tmp_path / "lake").mkdir()
+    warehouse = str(tmp_path / "lake" / "warehouse")
+    team = _team(tmp_path, realdata, catalog, warehouse)
+    first = export(team, "ann")
+    assert first["changed"] and first["tables"]["sessions"] == {"rows": 2, "written": 2, "deleted": 0}
+    assert first["tables"]["prompts"]["written"] == 1
+    bob = export(team, "bob")
+    assert bob["vaultId"] != first["vaultId"] and bob["tables"]["sessions"]["written"] >= 1
+    ann, _, lake = _lake_equals_the_sum(team)
+    # Ann's 50 and 65 minutes bill 60 and 75 (15-minute steps): her vault's rules travel with the rows
+    assert [s["billedMinutes"] for s in ann["sessions"]] == [60, 75]
+    assert lake["byClient"]["Acme Corp"]["durationMinutes"] == 135
+    assert Decimal(lake["totalCostUsd"]) > 0
+    assert sorted(lake["vaults"]) == sorted(f"{e['vaultId']}@{socket.gethostname()}" for e in (first, bob))
+
+    # nothing changed: nothing written, no snapshot
+    url = f"sqlite:///{tmp_path / 'lake' / 'catalog.db'}"
+    before = {t: _snapshots(url, f"file://{warehouse}", t) for t in ("sessions", "prompts")}
+    again = run(team, "ann", "export", "iceberg")
+    assert again.stdout.startswith("unchanged:"), again.stdout
+    assert {t: _snapshots(url, f"file://{warehouse}", t) for t in ("sessions", "prompts")} == before
+
+    # one session corrected: that row alone is written, and the lake bills it as corrected
+    run(team, "ann", "session", "edit", "a2", "--project", "web", "--minutes", "100")
+    changed = export(team, "ann")
+    assert changed["tables"]["sessions"] == {"rows": 2, "written": 1, "deleted": 0}
+    assert changed["tables"]["prompts"]["written"] == 0
+    _, _, lake = _lake_equals_the_sum(team)
+    assert lake["byClient"]["Acme Corp"]["durationMinutes"] == 60 + 105
+
+    # a project renamed: its rows under the old name are deleted, the new ones written
+    run(team, "ann", "project", "rename", "web", "shop")
+    moved = export(team, "ann")
+    assert moved["tables"]["sessions"] == {"rows": 2, "written": 2, "deleted": 2}
+    lake = activity(team, "ann", "--lake")
+    assert "web" not in lake["byProject"] and lake["byProject"]["shop"]["durationMinutes"] == 165
+
+
+def test_a_record_two_vaults_export_is_read_once(tmp_path, realdata):
+    """A laptop's vault and the team daemon's, which holds the laptop's pushes, both export: the
+    lake counts each session once (the row exported last)."""
+    (tmp_path / "lake").mkdir()
+    team = _team(tmp_path, realdata, str(tmp_path / "lake" / "c.db"), str(tmp_path / "lake" / "w"))
+    export(team, "ann")
+    daemon = tmp_path / "daemon"
+    shutil.copytree(team["ann"], daemon, ignore=shutil.ignore_patterns("daemon-id"))  # another vault, same records
+    team["daemon"] = daemon
+    assert export(team, "daemon")["vaultId"] != export(team, "ann")["vaultId"]
+    assert activity(team, "ann", "--lake")["totalDurationMinutes"] == activity(team, "ann", "--all")[
+        "totalDurationMinutes"] == 135
+
+
+def test_invoices_and_the_analyst_api_read_the_lake(tmp_path, realdata, monkeypatch):
+    import memo_analytics as memo_api
+
+    (tmp_path / "lake").mkdir()
+    team = _team(tmp_path, realdata, str(tmp_path / "lake" / "c.db"), str(tmp_path / "lake" / "w"))
+    from .test_issued_invoices import ISSUER
+
+    text = team["config"].read_text(encoding="utf-8").replace('timezone = "UTC"\n', "")
+    team["config"].write_text(ISSUER.replace('"Europe/Berlin"', '"UTC"') + text.replace(
+        '[clients."Acme Corp"]\n', '[clients."Acme Corp"]\naddress = ["1 rue de la Paix"]\npostcode = "75002"\n'
+        'city = "Paris"\ncountry = "FR"\nvatId = "FR40303265045"\ntaxRate = "20"\n'), encoding="utf-8")
+    issued = json.loads(run(team, "ann", "--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since",
+                            "2026-06-01", "--until", "2026-06-30").stdout)
+    export(team, "ann")
+    export(team, "bob")
+    monkeypatch.setenv("MEMO_CONFIG", str(team["config"]))
+    lake = memo_api.open_lake()
+    invoices = lake.invoices()
+    assert invoices.select("number", "kind", "status", "client", "currency").rows() == [
+        (issued["number"], "invoice", "issued", "Acme Corp", "EUR")]
+    assert invoices["gross"][0] == Decimal(issued["gross"]) and str(invoices["issued"].dtype) == "Date"
+    sessions = lake.sessions()
+    assert sorted(sessions.filter(sessions["project"] == "web")["invoice"].to_list()) == [issued["number"]] * 2
+    assert set(sessions["vault_id"].unique()) == {export(team, "ann")["vaultId"], export(team, "bob")["vaultId"]}
+    assert str(sessions["exported_at"].dtype) == "Datetime(time_unit='us', time_zone='UTC')"
+    assert lake.activity().wire()["totalDurationMinutes"] == activity(team, "ann", "--lake")["totalDurationMinutes"]
+    assert "body" in lake.prompts().columns and lake.deliverables().height == 0
+
+
+def test_a_lake_without_settings_or_in_a_repository_is_refused_naming_the_field(tmp_path, realdata):
+    team = _team(tmp_path, realdata, "", "")
+    ran = run(team, "ann", "export", "iceberg", check=False)
+    assert ran.returncode == 1 and "Invalid lake.catalog: no catalog" in ran.stderr, ran.stderr
+    ran = run(team, "ann", "activity", "--lake", check=False)
+    assert ran.returncode == 1 and "Invalid lake.catalog" in ran.stderr
+    repo = tmp_path / "product"
+    (repo / ".git").mkdir(parents=True)
+    ran = run(team, "ann", "export", "iceberg", "--catalog", str(tmp_path / "c.db"), "--warehouse",
+              str(repo / "lake"), check=False)
+    assert ran.returncode == 1 and "Invalid lake.warehouse:" in ran.stderr and "git repository" in ran.stderr
+    ran = run(team, "ann", "export", "iceberg", "--catalog", "mysql://x/y", "--warehouse", str(tmp_path / "w"),
+              check=False)
+    assert ran.returncode == 1 and "Invalid lake.catalog: mysql:// is not a catalog memo writes" in ran.stderr
+    ran = run(team, "ann", "export", "iceberg", "--catalog", "postgresql://memo:s3cret@127.0.0.1:1/lake",
+              "--warehouse", str(tmp_path / "w"), check=False)
+    assert ran.returncode == 1 and "Lake catalog postgresql+psycopg2://memo:" in ran.stderr, ran.stderr
+    assert "@127.0.0.1:1/lake cannot be opened: connection to server" in ran.stderr and "s3cret" not in ran.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _postgres_bin(name: str) -> str:
+    found = shutil.which(name) or next((str(p) for p in sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))),
+                                       None)
+    assert found, f"{name} not found: .ci/run installs Debian's postgresql"
+    return found
+
+
+@pytest.fixture
+def postgres():
+    """A PostgreSQL server of its own in a temporary folder, on a loopback port."""
+    import tempfile
+
+    # initdb refuses root: as root the server runs as nobody, in a folder of its own outside pytest's
+    # (whose folders only root may enter)
+    top = Path(tempfile.mkdtemp(prefix="memo-pg-"))
+    data, port, user = top / "pg", _free_port(), {}
+    if os.geteuid() == 0:
+        import pwd
+
+        nobody = pwd.getpwnam("nobody")
+        data.mkdir()
+        for folder in (top, data):
+            os.chown(folder, nobody.pw_uid, nobody.pw_gid)
+        user = {"user": nobody.pw_uid, "group": nobody.pw_gid}
+    subprocess.run([_postgres_bin("initdb"), "-D", str(data), "-U", "memo", "--auth=trust", "-E", "UTF8"],
+                   check=True, capture_output=True, **user)
+    subprocess.run([_postgres_bin("pg_ctl"), "-D", str(data), "-o", f"-p {port} -k {data} -c listen_addresses=127.0.0.1",
+                    "-l", str(data / "log"), "-w", "start"], check=True, capture_output=True, **user)
+    try:
+        subprocess.run([_postgres_bin("createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "memo", "lake"],
+                       check=True, capture_output=True)
+        yield f"postgresql://memo@127.0.0.1:{port}/lake"
+    finally:
+        subprocess.run([_postgres_bin("pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], capture_output=True,
+                       **user)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_a_postgresql_catalog_holds_the_team_lake(tmp_path, realdata, postgres):
+    (tmp_path / "lake").mkdir()
+    team = _team(tmp_path, realdata, postgres, str(tmp_path / "lake" / "w"))
+    assert export(team, "ann")["catalog"] == postgres.replace("postgresql://", "postgresql+psycopg2://")
+    export(team, "bob")
+    _lake_equals_the_sum(team)
+    assert run(team, "bob", "export", "iceberg").stdout.startswith("unchanged:")
+
+
+@pytest.fixture
+def s3(monkeypatch):
+    """An S3-compatible server on loopback (moto's server mode) with the bucket ``lake``."""
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
+    server.start()
+    for key, value in (("AWS_ACCESS_KEY_ID", "memo-test"), ("AWS_SECRET_ACCESS_KEY", "memo-test-secret")):
+        monkeypatch.setenv(key, value)
+    endpoint = f"http://127.0.0.1:{port}"
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    client.create_bucket(Bucket="lake")
+    try:
+        yield endpoint, client
+    finally:
+        server.stop()
+
+
+def test_a_warehouse_on_an_s3_compatible_server(tmp_path, realdata, s3):
+    endpoint, client = s3
+    team = _team(tmp_path, realdata, str(tmp_path / "c.db"), "s3://lake/team",
+                 extra=f's3Endpoint = "{endpoint}"\ns3Region = "us-east-1"\n')
+    team["env"].update({"AWS_ACCESS_KEY_ID": "memo-test", "AWS_SECRET_ACCESS_KEY": "memo-test-secret"})
+    export(team, "ann")
+    export(team, "bob")
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket="lake", Prefix="team/")["Contents"]]
+    assert any(k.startswith("team/memo/sessions/data/") and k.endswith(".parquet") for k in keys), keys
+    _lake_equals_the_sum(team)
