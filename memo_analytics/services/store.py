@@ -227,20 +227,21 @@ def git_head(root: Path | None) -> tuple[str | None, str | None]:
 
 def projects_read(project: str | None, cross_project: bool, cwd: str | Path | None,
                   default: str | None = None) -> list[str] | None:
-    """The projects a read covers (None = every project): ``cross_project`` → every project;
-    an explicit ``project`` → that one; else the repository of ``cwd``; else ``default`` (a
-    configured ``MEMO_PROJECT``); else every project (a reader outside any repository sees the
-    whole vault).
+    """The projects a read covers (None = every project): an explicit ``project`` → that one
+    (with ``cross_project``, in every vault read: ``?crossProject=true&project=web`` answered every
+    project's total without a word, found by an analyst); else ``cross_project`` → every project;
+    else the repository of ``cwd``; else ``default`` (a configured ``MEMO_PROJECT``); else every
+    project (a reader outside any repository sees the whole vault).
 
     Raises
     ------
     InvalidFieldError
         ``project`` or ``default`` is not a safe slug.
     """
-    if cross_project:
-        return None
     if project not in (None, ""):
         return [validate_slug(project, "project")]
+    if cross_project:
+        return None
     from_cwd = project_from_cwd(cwd)
     if from_cwd:
         return [from_cwd]

@@ -146,6 +146,21 @@ def test_every_endpoint_answers_the_same_json_as_the_cli(seeded, path, cli):
         assert answer == json.loads(memo("--json", *cli, vault=vault).stdout)
 
 
+def test_a_project_asked_for_with_cross_project_is_the_project_read(seeded):
+    """Found by an analyst: ``?crossProject=true&project=web`` answered every project's total
+    (and listed every project's sessions and turns) without a word; the Python API read the
+    project. The project named is read, in every vault read."""
+    vault, server = seeded
+    _, alone = server.get_json("/api/activity?project=api&tz=UTC")
+    _, both = server.get_json("/api/activity?crossProject=true&project=api&tz=UTC")
+    assert both["projects"] == ["api"] and both["totalSessions"] == alone["totalSessions"]
+    assert both["totalPrompts"] == 1
+    _, sessions = server.get_json("/api/sessions?crossProject=true&project=web")
+    assert {item["project"] for item in sessions["items"]} == {"web"}
+    _, prompts = server.get_json("/api/prompts?crossProject=true&projectId=api")
+    assert prompts["total"] == 1 and prompts["items"][0]["project"] == "api"
+
+
 def test_list_envelope_and_filters(seeded):
     _, server = seeded
     _, page = server.get_json("/api/prompts?crossProject=true&limit=2&offset=1")
