@@ -1423,6 +1423,31 @@ def test_the_draft_says_what_the_issue_says_of_nothing_to_invoice_and_of_where_i
                                        "2026-06-01", "--until", "2026-06-30").stderr
 
 
+def test_an_issue_held_to_the_current_repository_is_refused_while_the_client_has_more_to_bill(billing, tmp_path):
+    """Found by a billing person: ``memo invoice issue --client X`` in a terminal sitting in one of
+    X's repositories billed that project alone for the period, without a word of X's other projects
+    (the next draft with --all still showed them). Refused before a number is taken; --project
+    bills the one project, --all all of it."""
+    repo = tmp_path / "web"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    period = ("--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    ran = memo("invoice", "issue", *period, vault=billing["vault"], env=billing["env"], cwd=repo, check=False)
+    assert ran.returncode == 1, ran.stdout
+    assert ran.stderr.strip() == ("error: Invalid project: only project web was read (the repository of the current "
+                                  "folder), and Acme Corp has work of the period to bill in api too: --all issues "
+                                  "the invoice of all of it, --project web of this project alone"), ran.stderr
+    assert not (billing["vault"] / "invoices").exists() or not list((billing["vault"] / "invoices").glob("*.md"))
+    web = json.loads(memo("--json", "invoice", "issue", *period, "--project", "web", vault=billing["vault"],
+                          env=billing["env"], cwd=repo).stdout)
+    assert web["billableHours"] == "1.33"  # web's 80 minutes
+    # api is left to bill: from the repository of web, now the only work left is api's
+    ran = memo("--json", "invoice", "issue", *period, vault=billing["vault"], env=billing["env"], cwd=repo,
+               check=False)
+    assert ran.returncode == 1 and "Nothing to invoice" in ran.stderr, ran.stderr
+    assert issue(billing, *period)["billableHours"] == "0.42"  # api's 25 minutes
+
+
 def test_the_dashboards_nothing_to_invoice_names_the_work_filed_under_internal_too(billing, monkeypatch):
     """The dashboard issues through the same service as the CLI: its refusal says the same."""
     from memo_analytics.dashboard_data import DashboardData

@@ -13,7 +13,7 @@ from ...config import config_path
 from ...domain.errors import InvalidDateError, InvalidFieldError
 from .common import (_emit, _grouped, _safe, _zone, app, err, left_off_note, out,
                      say_duplicate_invoices, state)
-from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _user_templates, said_scope
+from .reports import _REPORT_FILTERS, _TEMPLATES_HELP, _activity_report, _implicit_scope, _user_templates, said_scope
 
 invoice_app = typer.Typer(help="Issued invoices: numbered, stored in the vault, never billing a session twice; "
                                "credit notes cancel them.", no_args_is_help=True)
@@ -112,6 +112,9 @@ def invoice_issue(
                                           f"issued, for a spreadsheet: memo invoice show NUMBER -o {output.name} "
                                           "once it is issued")
     issued_on = _date(issued, "issued")
+    held = _implicit_scope(project, all_projects)
+    if held is not None:
+        _refuse_part_of_the_clients_work(held, since, until, client, tz)
     with _shared_numbering(offline) as shared, said_scope(project, all_projects):
         document, copy = issue_invoice(state.store, state.settings,
                                        lambda: _activity_report(project, all_projects, since, until, client, tz),
@@ -141,6 +144,28 @@ def invoice_issue(
                             f"this period; {document.number} bills only sessions none of them did"))
     _warn_copy(summary)
 
+
+
+def _refuse_part_of_the_clients_work(held: str, since: Optional[str], until: Optional[str], client: str,
+                                     tz: Optional[str]) -> None:
+    """An issue held to the current folder's repository (no ``--project``, no ``--all``) while the
+    client has work of the period to bill in other projects is refused before a number is taken:
+    it billed the repository's project alone, "December" without a word of the rest (found by a
+    billing person issuing from a client's repository).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid project``: names the other projects and both ways on (``--all``, ``--project``).
+    """
+    everything = _activity_report(None, True, since, until, client, tz)
+    to_bill = [item for item in everything.sessions if item.get("billableHours") is not None and not item.get("invoice")]
+    others = sorted({item["project"] for item in to_bill if item["project"] != held})
+    if others and any(item["project"] == held for item in to_bill):
+        raise InvalidFieldError("project", f"only project {held} was read (the repository of the current folder), "
+                                           f"and {everything.client or client} has work of the period to bill in "
+                                           f"{', '.join(others)} too: --all issues the invoice of all of it, "
+                                           f"--project {held} of this project alone")
 
 
 @invoice_app.command("credit")
