@@ -49,6 +49,7 @@ from ..services.requests import (
     ExportStoryRequest,
     ListRequest,
     SessionRequest,
+    refuse_oversized,
     validation_problem,
 )
 from ..runtime import Runtime
@@ -483,6 +484,7 @@ class ActionHandler(ApiHandler):
             if action not in AGENT_ACTIONS:  # the MCP tool's actions (a remote-mode client sends its calls)
                 raise InvalidFieldError("action", f"{action!r} is not one of {', '.join(AGENT_ACTIONS)}")
             data = self.body_json()
+            refuse_oversized(data)  # before pydantic lists 300,000 unknown fields as errors
             refuse_server_paths(data)  # the daemon owns its filesystem
             if "project" in data and "projectId" not in data:  # the HTTP name of the field, as on every route
                 data["projectId"] = data.pop("project")

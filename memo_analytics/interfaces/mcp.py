@@ -31,7 +31,7 @@ from ..domain.hosts import host_port, is_loopback
 from ..domain.wire import compact, dumps, dumps_compact
 from ..runtime import Runtime
 from ..services import remote
-from ..services.requests import validation_problem
+from ..services.requests import refuse_oversized, validation_problem
 from ..services.store import VaultStore, remote_caller, shell_cwd
 from ..services.stories import export_remote_story
 from ..vault.redact import redact_secrets
@@ -91,6 +91,7 @@ class PromptTool:
                 raise ToolError(f"Invalid cwd: the folder memo mcp was started in ({self.launch_dir}) is gone, and "
                                 "a call without cwd is made there; give cwd or projectId (or start the server again)")
         try:
+            refuse_oversized(arguments)  # before pydantic lists 300,000 unknown fields as errors
             parsed = PromptToolInput.model_validate(arguments)
             if self.runtime.remote:
                 result = self._remote(parsed)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 from ..domain.clock import zone_name_problem
+from ..domain.errors import InvalidFieldError
 from ..domain.ids import MAX_TURN
 
 
@@ -399,6 +400,35 @@ def _fields_at(model: type[BaseModel] | None, path: tuple) -> type[BaseModel] | 
 
 def _wire_fields(model: type[BaseModel]) -> str:
     return ", ".join(to_camel(name) for name in model.model_fields)
+
+
+#: The most members (an object's fields, a list's items, counted through every level) the arguments
+#: of one call of the tool ``prompt`` may hold: a call needs a few dozen; 300,000 unknown fields in one
+#: 4 MB body took seconds of a worker to list as errors, and a few at once stalled the API (found by a
+#: security tester).
+MAX_TOOL_MEMBERS = 10_000
+
+
+def refuse_oversized(arguments: Any, limit: int = MAX_TOOL_MEMBERS) -> None:
+    """Refuse ``arguments`` holding more than ``limit`` members before they are validated.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``Invalid input: holds more than 10,000 fields and list items …``.
+    """
+    count, stack = 0, [arguments]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            count += len(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            count += len(item)
+            stack.extend(item)
+        if count > limit:
+            raise InvalidFieldError("input", f"holds more than {limit:,} fields and list items; a call of the tool "
+                                             "prompt needs far fewer")
 
 
 def validation_problem(exc: Any, model: type[BaseModel] | None = None,

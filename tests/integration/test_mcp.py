@@ -536,3 +536,11 @@ def test_a_restart_naming_the_client_a_session_already_bills_says_nothing_kept(t
         {"action": "session_start", "projectId": "web", "sessionId": "i1", "client": "internal"}])
     assert [error for error, _ in answers] == [False, False]
     assert "note" not in json.loads(answers[1][1])
+
+
+def test_a_call_holding_thousands_of_fields_is_refused_before_it_is_validated(tmp_path):
+    """Found by a security tester: 300,000 unknown fields in one call took seconds to list as errors."""
+    [(is_error, text)] = tool_calls(tmp_path / "vault", [{"action": "list", "crossProject": True,
+                                                           **{f"k{i}": 1 for i in range(10_001)}}])
+    assert is_error and text.endswith("Invalid input: holds more than 10,000 fields and list items; a call of the "
+                                      "tool prompt needs far fewer"), text
