@@ -624,6 +624,52 @@ class NotFoundHandler(ApiHandler):
         raise tornado.web.Finish()
 
 
+#: Where the dashboard's page loads :data:`DASHBOARD_SCRIPT` from (``memo serve``).
+DASHBOARD_SCRIPT_PATH = "/memo/dashboard.js"
+#: The dashboard page's own script: when its connection to the server is lost (``memo serve``
+#: stopped or restarted) it says so at the top of the page and, once the server answers again,
+#: loads the page afresh — a page left open kept showing the figures of before the restart, its ↻
+#: doing nothing, without a word (found by an operator).
+DASHBOARD_SCRIPT = """\
+(() => {
+  let lost = false
+  const say = () => {
+    const bar = document.createElement("div")
+    bar.id = "memo-connection-lost"
+    bar.setAttribute("role", "alert")
+    bar.textContent = "The dashboard lost its server (memo serve stopped or restarted): what it shows is " +
+      "not updated. It loads again by itself once the server answers."
+    bar.style.cssText = "position:fixed;top:0;left:0;right:0;z-index:10000;background:#b42318;color:#fff;" +
+      "padding:10px 16px;font:14px system-ui,sans-serif"
+    document.body.appendChild(bar)
+  }
+  const poll = () => fetch("/api/health", {cache: "no-store", credentials: "same-origin"})
+    .then(() => location.reload(), () => setTimeout(poll, 3000))
+  const watch = () => {
+    const docs = window.Bokeh && window.Bokeh.documents
+    if (!docs || !docs.length) { setTimeout(watch, 500); return }
+    docs[0].on_event("connection_lost", () => {
+      if (lost) return
+      lost = true
+      say()
+      setTimeout(poll, 2000)
+    })
+  }
+  watch()
+})()
+"""
+
+
+class DashboardScriptHandler(tornado.web.RequestHandler):
+    """``GET /memo/dashboard.js``: :data:`DASHBOARD_SCRIPT` (the same for everyone: no secret)."""
+
+    def get(self) -> None:
+        self.set_header("Content-Type", "text/javascript; charset=utf-8")
+        self.set_header("X-Content-Type-Options", "nosniff")
+        self.set_header("Cache-Control", "no-store")
+        self.finish(DASHBOARD_SCRIPT)
+
+
 def api_patterns(runtime: Runtime, token: str | None, confined: bool = False) -> list[tuple[str, type, dict[str, Any]]]:
     """The Tornado routes of the API, for ``extra_patterns`` of the Panel server; ``confined``:
     bound off loopback (other machines call it)."""
@@ -645,6 +691,7 @@ def api_patterns(runtime: Runtime, token: str | None, confined: bool = False) ->
         (r"/api/sync/pull", SyncPullHandler, args),
         (r"/api/hooks/([a-z-]{1,20})", HookEventHandler, args),
         (r"/api/.*", NotFoundHandler, args),
+        (DASHBOARD_SCRIPT_PATH.replace(".", r"\."), DashboardScriptHandler, {}),
     ]
 
 

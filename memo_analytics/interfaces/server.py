@@ -9,7 +9,14 @@ from tornado.ioloop import PeriodicCallback
 
 from ..domain.hosts import check_bind, connection_cap, host_port, is_loopback, raise_open_files_limit
 from ..runtime import Runtime
-from .http import MAX_REQUEST_BYTES, BrowserBoundary, GuardedApplication, api_patterns, install_log_redaction
+from .http import (
+    DASHBOARD_SCRIPT_PATH,
+    MAX_REQUEST_BYTES,
+    BrowserBoundary,
+    GuardedApplication,
+    api_patterns,
+    install_log_redaction,
+)
 
 #: How often ``memo serve`` looks whether the config file changed (milliseconds).
 CONFIG_CHECK_MS = 2000
@@ -49,6 +56,8 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     origins = [host_port(name, port) for name in names] + ["*"] if not is_loopback(host) \
         else sorted(host_port(name, port) for name in names)
     install_log_redaction()
+    # the page's own script: says a lost server and loads the page again once it answers
+    pn.config.js_files = {**pn.config.js_files, "memo_dashboard": DASHBOARD_SCRIPT_PATH}
     server = pn.serve(
         {"/": lambda: create_app(store)}, port=port, address=host, websocket_origin=origins, show=False,
         # verbose=False: `memo serve` says where it listens itself (Panel's line went to stdout)

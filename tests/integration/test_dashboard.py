@@ -503,3 +503,29 @@ def test_an_invoice_is_issued_from_the_activity_tab(served, page):
     page.locator(".memo-act-since input").first.fill("2026-13-01")
     page.locator(".memo-act-since input").first.press("Enter")
     expect(page.locator(".memo-activity-summary")).to_contain_text("Invalid since date", timeout=WAIT_MS)
+
+
+def test_a_page_whose_server_restarted_says_so_and_loads_again(tmp_path, browser):
+    """Found by an operator: after `memo serve` restarted, an open page kept the figures of before,
+    its ↻ did nothing, and nothing said so. It says the server is lost at its top, then loads itself
+    again once the server answers (the new turn shows)."""
+    vault = memo_analytics.sample_vault(tmp_path / "vault")
+    server = Server(vault)
+    port = server.port
+    context = browser.new_context(viewport={"width": 1300, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(server.base + "/")
+        page.wait_for_selector(".memo-prompts-table .tabulator-row", timeout=60_000)
+        server.stop()
+        expect(page.locator("#memo-connection-lost")).to_contain_text(
+            "The dashboard lost its server (memo serve stopped or restarted)", timeout=WAIT_MS)
+        memo("prompt", "record", "--project", "web", "--body", "Recorded while the server was down", vault=vault,
+             cwd=tmp_path)
+        server = Server(vault, port=port)
+        expect(page.locator(".memo-prompts-table")).to_contain_text("Recorded while the server was down",
+                                                                     timeout=60_000)
+        expect(page.locator("#memo-connection-lost")).to_have_count(0)
+    finally:
+        context.close()
+        server.stop()
