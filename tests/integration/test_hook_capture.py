@@ -123,6 +123,61 @@ def test_a_locked_vault_spools_the_event_and_the_next_run_replays_it_in_order(tm
     assert "spooled as" in log and "VaultBusyError" in log and "replayed" in log
 
 
+def test_a_spooled_event_the_busy_vault_could_not_replay_keeps_its_place_and_is_never_set_aside(
+        tmp_path, repo, monkeypatch):
+    """Found by an agent integrator: while another process held the vault a little longer than a
+    hook waits, the replay of a spooled prompt failed, the run's own later prompt was recorded
+    first (turns reversed, the session started at the later one: minutes lost), and after three
+    such runs the spooled prompt was set aside (.bad) — lost without a word. A busy vault is no
+    fault of the event: the run's event waits behind it, in order, and nothing is counted."""
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="first"))
+    monkeypatch.setattr(capture, "HOOK_LOCK_TIMEOUT_S", 0.2)
+    holders: list[subprocess.Popen] = []
+
+    def hold() -> None:  # another process holds the vault
+        holders.append(subprocess.Popen([sys.executable, "-c", (
+            "import sys; from filelock import FileLock; lock = FileLock(sys.argv[1]); lock.acquire(); "
+            "print('held', flush=True); sys.stdin.read()"), str(vault / ".memo" / "vault.lock")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        assert holders[-1].stdout.readline().strip() == "held"
+
+    def release() -> None:
+        for holder in holders:
+            if not holder.stdin.closed:
+                holder.stdin.close()
+                holder.wait(10)
+                holder.stdout.close()
+
+    real_replay = capture._replay
+
+    def replay_then_release(*args, **kwargs):  # the other process lets go right after the replay gave up
+        stuck = real_replay(*args, **kwargs)
+        release()
+        return stuck
+
+    try:
+        hold()
+        hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="second, while locked"))
+        monkeypatch.setattr(capture, "_replay", replay_then_release)
+        for n in range(3):  # three runs whose replay finds the vault busy
+            if n:
+                hold()
+            hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt=f"later {n}"))
+            assert [t["body"] for t in turns(vault, "product")] == ["first"]  # nothing jumps the queue
+        waiting = [json.loads(path.read_text()) for path in capture.spooled(vault)]
+        assert [w["payload"]["prompt"] for w in waiting] == ["second, while locked", "later 0", "later 1", "later 2"]
+        assert not any("attempts" in w for w in waiting)
+        assert not list(capture.spool_dir(vault).glob("*.bad"))
+    finally:
+        release()
+    monkeypatch.setattr(capture, "_replay", real_replay)
+    hook(vault, "claude-code", claude("Stop", repo))
+    recorded = turns(vault, "product")
+    assert [t["body"] for t in recorded] == ["first", "second, while locked", "later 0", "later 1", "later 2"]
+    assert [t["turn"] for t in recorded] == [1, 2, 3, 4, 5]
+
+
 def test_a_replayed_event_already_recorded_is_not_recorded_twice(tmp_path, repo):
     vault = tmp_path / "v"
     hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="once only"))
