@@ -1185,3 +1185,67 @@ def test_a_gemini_transcript_cut_from_the_top_keeps_the_turns_it_lost(realdata, 
     ran = json.loads(memo("--json", "import", agent, str(folder), vault=vault).stdout)
     assert (ran["turns"], ran["superseded"], ran["revised"]) == (0, 0, 0), ran
     assert _turns(vault) == before
+
+
+def _part_of(folder: Path, conversation: str, start: str, turns: int) -> Path:
+    """A file of ``turns`` prompts of ``conversation``, 5 minutes apart from ``start``, each answered
+    4 minutes later."""
+    from datetime import datetime, timedelta
+
+    folder.mkdir(parents=True, exist_ok=True)
+    at, text = datetime.fromisoformat(start), ""
+    stamp = lambda moment: moment.strftime("%Y-%m-%dT%H:%M:%S.000Z")  # noqa: E731
+    for n in range(turns):
+        text += _prompt_line(conversation, "/w/app", stamp(at), f"{folder.name} prompt {n}", f"{folder.name}-u{n}")
+        text += _answer_line(conversation, "/w/app", stamp(at + timedelta(minutes=4)), f"{folder.name}-a{n}", 10, 5)
+        at += timedelta(minutes=5)
+    (folder / f"{folder.name}.jsonl").write_text(text, encoding="utf-8")
+    return folder
+
+
+def _activity_totals(vault) -> tuple[int, int]:
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    return report["totalDurationMinutes"], report["totalPrompts"]
+
+
+@pytest.mark.parametrize("order", ["acb", "cab", "whole-after-ac"])
+def test_the_middle_part_of_a_conversation_imported_last_comes_in(tmp_path, order):
+    """Found by a breaker: a conversation in three files (09:00, 11:00, 14:00), the first and last
+    imported before the middle one — the middle part was refused ("work interval 2 starts at 11:00
+    but was imported starting 14:00"), for good: the whole conversation read together was refused
+    too. It comes in as sessions of their own; the totals are those of a clean import."""
+    parts = {"a": _part_of(tmp_path / "a", "conv", "2026-11-02T09:00:00", 8),
+             "b": _part_of(tmp_path / "b", "conv", "2026-11-02T11:00:00", 6),
+             "c": _part_of(tmp_path / "c", "conv", "2026-11-02T14:00:00", 10)}
+    whole = tmp_path / "whole"
+    whole.mkdir()
+    (whole / "all.jsonl").write_text("".join((parts[k] / f"{k}.jsonl").read_text(encoding="utf-8") for k in "abc"),
+                                     encoding="utf-8")
+    vault = tmp_path / "v"
+    steps = [parts[k] for k in order] if order != "whole-after-ac" else [parts["a"], parts["c"], whole]
+    for step in steps:
+        result = imported(vault, str(step), "--project", "app")
+        assert (result["skipped"], result["errors"]) == (0, []), result
+    imported(tmp_path / "clean", str(whole), "--project", "app")
+    assert _activity_totals(vault) == _activity_totals(tmp_path / "clean") == (39 + 29 + 49, 24)
+    again = imported(vault, str(whole), "--project", "app", "--rescan")  # read again: nothing new, nothing refused
+    assert (again["turns"], again["skipped"], again["errors"]) == (0, 0, [])
+    assert _activity_totals(vault) == (117, 24)
+
+
+def test_a_line_stamped_with_a_clock_set_back_in_a_later_file_refuses_no_earlier_file(tmp_path):
+    """Found by a breaker: one line of the last file stamped a month back, that file imported
+    first: every earlier file of the conversation was refused after it."""
+    parts = {"a": _part_of(tmp_path / "a", "conv", "2026-11-02T09:00:00", 8),
+             "b": _part_of(tmp_path / "b", "conv", "2026-11-02T11:00:00", 6),
+             "c": _part_of(tmp_path / "c", "conv", "2026-11-02T14:00:00", 10)}
+    late = parts["c"] / "c.jsonl"
+    lines = late.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert "2026-11-02T14:10:00.000Z" in lines[4]
+    lines[4] = lines[4].replace("2026-11-02T14:10:00.000Z", "2026-10-01T14:10:00.000Z")
+    late.write_text("".join(lines), encoding="utf-8")
+    vault = tmp_path / "v"
+    for step in ("c", "a", "b"):
+        result = imported(vault, str(parts[step]), "--project", "app")
+        assert (result["skipped"], result["errors"]) == (0, []), (step, result)
+    assert _activity_totals(vault)[1] == 24  # every turn is in

@@ -543,12 +543,12 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             f"transcript {transcript.transcript_id} was imported with --idle-gap {first[0]['idleGapMinutes']}; "
             f"re-import it with the same gap"
         )
-    earlier = _split_earlier_part(transcript, first[0], options.idle_gap) \
-        if first is not None and not first[0].get("timesEdited") else None
-    if earlier is not None:
-        if not transcript.prompts:  # all of it earlier: a file of the conversation's earlier part
-            return import_transcript(store, earlier, options, result, invoiced)
-        import_transcript(store, earlier, options, result, invoiced)
+    earlier = _split_earlier_parts(transcript, _held_intervals(store, base, home, first[0]), options.idle_gap) \
+        if first is not None and not first[0].get("timesEdited") else []
+    for part in earlier:
+        written = import_transcript(store, part, options, result, invoiced)
+        if not transcript.prompts and part is earlier[-1]:  # all of it earlier: a file of earlier parts
+            return written
     extra = {"transcriptId": transcript.transcript_id, "transcriptSource": transcript.source}
     kept: set[int] = set()  # the prompts (by id()) the file lost and the vault holds: left as they are
     # no agent takes back a conversation's first turns (a rewind, a restore, takes back its last): a
@@ -805,29 +805,66 @@ def summary_digest(summary: str | None) -> str:
     return hashlib.blake2b((summary or "").encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
-def _split_earlier_part(transcript: Transcript, first: dict[str, Any], idle_gap: timedelta) -> Transcript | None:
-    """Take out of ``transcript`` (a conversation the vault holds work of) the prompts stamped more
-    than an idle gap before the first work interval it holds (``first``: that session's
-    frontmatter), with the activity before them, as a conversation of their own; None when there
-    are none. Such prompts would open a work interval before the held ones and renumber them all:
-    an earlier part of the conversation in another file imported after the later one (its turns
-    were left out for good — found by a breaker, also when both files were read together), or a
-    line written with a clock set back (the whole conversation was refused). Its id is the
-    conversation's and the instant the held work begins, the same on every import: its sessions
-    are ``{source}-{id}-before-{instant}-{n}``; the rest of ``transcript`` is imported as before."""
-    try:
-        begun = from_iso(str(first.get("startTime")))
-    except (ValueError, TypeError):
-        return None
-    cut = begun - idle_gap
-    early = [p for p in transcript.prompts if p.at is not None and p.at < cut]
-    if not early:
-        return None
-    earlier = replace(transcript, transcript_id=f"{transcript.transcript_id}-before-{begun:%Y%m%dT%H%M%SZ}",
-                      prompts=early, activity=[at for at in transcript.activity if at < cut])
-    transcript.prompts = [p for p in transcript.prompts if not (p.at is not None and p.at < cut)]
-    transcript.activity = [at for at in transcript.activity if at >= cut]
-    return earlier
+def _held_intervals(store: VaultStore, base: str, home: Callable[[str], str],
+                    first: dict[str, Any]) -> list[tuple[datetime, datetime]]:
+    """The work intervals the vault holds of a conversation, in order: ``(start, end)`` of its
+    sessions ``{base}-1``, ``{base}-2`` … (``first``: the first one's frontmatter; an open one
+    ends at its start); they end at the first number the vault does not hold or cannot read."""
+    held: list[tuple[datetime, datetime]] = []
+    meta: dict[str, Any] | None = first
+    number = 1
+    while meta is not None and number <= MAX_HELD_INTERVALS:
+        try:
+            start = from_iso(str(meta.get("startTime")))
+            end = from_iso(str(meta["endTime"])) if meta.get("endTime") else start
+        except (ValueError, TypeError):
+            break
+        held.append((start, max(start, end)))
+        number += 1
+        try:
+            found = store.read(home(f"{base}-{number}"), RecordKind.SESSION, session_record_id(f"{base}-{number}"))
+        except MemoError:
+            break
+        meta = found[0] if found is not None else None
+    return held
+
+
+#: The most work intervals of one conversation :func:`_held_intervals` reads.
+MAX_HELD_INTERVALS = 10_000
+
+
+def _split_earlier_parts(transcript: Transcript, held: list[tuple[datetime, datetime]],
+                         idle_gap: timedelta) -> list[Transcript]:
+    """Take out of ``transcript`` (a conversation the vault holds the work intervals ``held`` of)
+    the prompts stamped more than an idle gap before a held interval and more than an idle gap
+    after the one before it, with the activity among them, as conversations of their own, one per
+    gap, in order; [] when there are none. Such prompts would open work intervals among the held
+    ones and renumber them: an earlier part of the conversation in another file imported after the
+    later one (its turns were left out for good — found by a breaker, also when both files were
+    read together), the middle part of a conversation in three files imported last (refused for
+    good, the whole conversation read together too — found by a breaker), or a line written with a
+    clock set back (the whole conversation was refused). A part's id is the conversation's and the
+    instant the held interval after it begins, the same on every import: its sessions are
+    ``{source}-{id}-before-{instant}-{n}``; the rest of ``transcript`` is imported as before."""
+    parts: list[Transcript] = []
+    gaps: list[tuple[datetime | None, datetime]] = []  # (after, before) of each gap a part was taken from
+    after: datetime | None = None  # the end of the held intervals so far, plus an idle gap
+
+    def within(at: datetime | None, gap: tuple[datetime | None, datetime]) -> bool:
+        return at is not None and at < gap[1] and (gap[0] is None or at > gap[0])
+
+    for start, end in held:
+        gap = (after, start - idle_gap)
+        early = [p for p in transcript.prompts if within(p.at, gap)]
+        if early:
+            gaps.append(gap)
+            parts.append(replace(transcript, transcript_id=f"{transcript.transcript_id}-before-{start:%Y%m%dT%H%M%SZ}",
+                                 prompts=early, activity=[at for at in transcript.activity if within(at, gap)]))
+        after = end + idle_gap if after is None or end + idle_gap > after else after
+    if parts:
+        transcript.prompts = [p for p in transcript.prompts if not any(within(p.at, gap) for gap in gaps)]
+        transcript.activity = [at for at in transcript.activity if not any(within(at, gap) for gap in gaps)]
+    return parts
 
 
 def _within(start: object, interval: Interval) -> bool:
