@@ -444,6 +444,29 @@ def _link_new(path: Path, data: bytes) -> None:
             pass
 
 
+def _keep_every_document(base: Path, known: dict[str, Any]) -> None:
+    """Add to the state's ``known`` documents each one the folder holds that it does not name: a
+    state rebuilt (deleted, a copy that left out dotfiles) named only the documents issued since,
+    and an earlier one lost next went unnoticed — its sessions billed again (found by a breaker)."""
+    try:
+        paths = _entries(base)
+    except (OSError, MemoError):
+        return
+    for path in paths:
+        if path.stem in known:
+            continue
+        try:
+            doc = _checked(path)
+        except (OSError, MemoError):
+            continue
+        entry = {"md": doc.digest}
+        try:
+            entry["pdf"] = hashlib.sha256(path.with_suffix(".pdf").read_bytes()).hexdigest()
+        except OSError:
+            pass
+        known[path.stem] = entry
+
+
 def write_document(root: Path, meta: dict[str, Any], body: str, pdf: bytes) -> Document:
     """Store an issued document: its PDF, then its ``.md`` (the commit), each written once.
     The caller holds the vault lock and took ``meta["number"]`` from :func:`next_number`.
@@ -473,8 +496,9 @@ def write_document(root: Path, meta: dict[str, Any], body: str, pdf: bytes) -> D
     sequences = state.setdefault("sequences", {})
     key = str(meta.get("sequenceKey", ""))
     sequences[key] = max(int(sequences.get(key) or 0), int(meta.get("sequence") or 0))
-    state.setdefault("documents", {})[number] = {"md": hashlib.sha256(text).hexdigest(),
-                                                 "pdf": hashlib.sha256(pdf).hexdigest()}
+    known = state.setdefault("documents", {})
+    known[number] = {"md": hashlib.sha256(text).hexdigest(), "pdf": hashlib.sha256(pdf).hexdigest()}
+    _keep_every_document(base, known)
     atomic_write_bytes(base / STATE, json.dumps(state, indent=1, sort_keys=True).encode("utf-8"))
     dir_fd = os.open(base, os.O_RDONLY)
     try:

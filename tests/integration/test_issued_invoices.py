@@ -1722,6 +1722,29 @@ def test_an_invoice_whose_file_is_lost_bills_its_sessions_to_nobody_again(billin
     assert twice.returncode == 1 and "already invoiced" in twice.stderr
 
 
+def test_a_ledger_state_rebuilt_keeps_the_documents_issued_before_it(billing):
+    """Found by a breaker: the ledger state deleted (a copy that left out dotfiles), the next issue
+    rebuilt it naming that invoice alone; an earlier invoice lost after that was billed again, no
+    word. The rebuilt state names every document the folder holds."""
+    first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    folder = Path(first["pdf"]).parent
+    os.chmod(folder, 0o755)
+    (folder / ".ledger.json").unlink()
+    issue(billing, "--client", "Acme Corp", "--since", "2026-07-01", "--until", "2026-07-31")
+    md = folder / f"{first['number']}.md"
+    os.chmod(md, 0o644)
+    kept = md.read_bytes()
+    md.unlink()
+    listed = run(billing, "invoice", "list")
+    assert f"warning: {first['number']} was issued here but its file invoices/{first['number']}.md is gone" \
+        in listed.stderr, listed.stderr
+    again = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                "--until", "2026-06-30")
+    assert again.returncode == 1 and f"Document {first['number']} was issued here" in again.stderr, again.stderr
+    md.write_bytes(kept)
+    assert run(billing, "invoice", "list").stderr == ""
+
+
 def test_a_lines_printed_days_are_its_period_when_a_session_runs_past_midnight(billing, tmp_path):
     """Found by two billing people: a project line whose last session ran past midnight printed
     2026-06-02 – 2026-06-10 while its CSV `to` (and its Factur-X line period) said 2026-06-11."""
