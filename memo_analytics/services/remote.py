@@ -52,7 +52,9 @@ def _localize(arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
     preferred = None
     root = repository_root(cwd) if cwd else None
     if cwd:
-        if not arguments.get("projectId"):
+        if not arguments.get("projectId") and not arguments.get("crossProject"):
+            # (a read of every project: the caller's repository names none — sent as projectId, it would
+            # narrow the read to that project, which a project named with crossProject now does)
             preferred = project_from_cwd(cwd)
         branch, sha = git_head(root)
         if arguments.get("action") in ("record", "session_start"):
