@@ -570,7 +570,8 @@ class SyncRecordsHandler(ApiHandler):
             # bare 500 after the records were, and the laptop sent them again and again)
             ident = daemon_id(self.store)  # a laptop tells this daemon from another by it
             # how many of the laptop's pushes this vault holds: fewer than it was answered, it was restored
-            had = received_push(self.store, data.get("vault"), data.get("seq")) if records else None
+            # (a push of no record asks it too: a laptop with nothing new learns the daemon lost its work)
+            had = received_push(self.store, data.get("vault"), data.get("seq"))
             # a laptop that pulls claims its batons at its own start (the daemon claims none for it)
             return {"results": apply_incoming(self.store, records, claims=data.get("pulls") is not True),
                     "daemonId": ident, **({"received": had} if had is not None else {})}

@@ -606,8 +606,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                     continue
                 updated, text = local.get("updated"), _as_sent(store, local, body, raw.decode("utf-8"))
                 read_here[key] = raw
-            if updated is not None and base == updated:  # the daemon holds this version (it was pulled)
-                held.add(key)
+            if updated is not None and base == updated and not state.get("resendAll"):
+                held.add(key)  # the daemon holds this version (it was pulled)
                 continue
             sent = [v for v in unconfirmed.get(key, []) if v != updated][-MAX_SENT_VERSIONS:]
             read_here.setdefault(key, raw)
@@ -622,14 +622,19 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         url = store.settings.hybrid.remote_url.rstrip("/") + "/api/sync/records"
         receipts, pusher = _load(store, "receipts.json"), _pusher_id(store)
         # another pusher's count (the vault copied here, or moved): this one starts from 1
-        seq = (receipts.get("seq") if isinstance(receipts.get("seq"), int) and receipts.get("pusher") == pusher
-               else 0) + 1
+        made = receipts.get("seq") if isinstance(receipts.get("seq"), int) and receipts.get("pusher") == pusher \
+            else 0
+        # with nothing to send, `memo sync push` still asks the daemon how many of this laptop's pushes it
+        # holds (the same number again): a daemon restored from a backup lost work of a laptop that had
+        # nothing new, and nothing ever said so (found by a team lead)
+        checks = not records and force and made > 0
+        seq = made + (0 if checks else 1)
         try:
             answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent", "owner") if k in r}
                                              for r in records], "pulls": True,
                                  "vault": pusher, "seq": seq},
                            store.settings.hybrid.token, timeout or store.sync_timeout or PUSH_SECONDS) \
-                if records else {"results": []}
+                if records or checks else {"results": []}
             if not isinstance(answer, dict) or not isinstance(answer.get("results", []), list) \
                     or not all(isinstance(r, dict) for r in answer.get("results", [])):
                 raise ValueError("the answer is not a memo daemon's sync answer")
@@ -646,16 +651,17 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         counts = isinstance(had, int) and not isinstance(had, bool)
         if records:  # numbered only with a daemon that counts them: one upgraded later starts from 1, as it does
             _save(store, "receipts.json", {"seq": seq, "pusher": pusher} if counts else {})
-        if records and counts and 0 <= had < seq - 1:
+        if counts and ((records and 0 <= had < seq - 1) or (checks and 0 <= had < seq)):
             # the daemon holds fewer of this laptop's pushes than it answered (its vault restored from a
             # backup, a copy of an older disk): what was pushed since is gone there, and the laptop's
             # push state said it held it — nothing was sent again, the team's totals short without a
             # word (found by a team lead). Everything goes again: a version it holds is taken unchanged.
             _forget_what_the_daemon_held(store, state, forgot=True)
+            sent_before = seq if checks else seq - 1
             log.warning("memo sync: the daemon at %s holds %d of this laptop's %d pushes (restored from a "
-                        "backup?): every record is sent again", store.settings.hybrid.remote_url, had, seq - 1)
+                        "backup?): every record is sent again", store.settings.hybrid.remote_url, had, sent_before)
             return {"pushed": 0, "results": [], "pending": status(store)["pending"], "error": None,
-                    "daemonChanged": True, "daemonForgot": {"received": had, "sent": seq - 1}}
+                    "daemonChanged": True, "daemonForgot": {"received": had, "sent": sent_before}}
         keys_of_id: dict[str, list[str]] = {}
         for record in records:
             keys_of_id.setdefault(record["id"], []).append(record["key"])
@@ -688,6 +694,8 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
                 or (_key(e) in done and sent_updated.get(_key(e)) is not None)))]
             atomic_write_bytes(_dir(store) / "outbox.jsonl",
                                "".join(json.dumps(e) + "\n" for e in remaining).encode("utf-8"))
+            if not remaining:  # everything went again (resendAll): pushes as usual from now (saved below)
+                state.pop("resendAll", None)
         refused = mismatched + [{"id": r.get("id"), **({"project": r["project"]} if r.get("project") else {}),
                                  "reason": r.get("reason")} for r in answer.get("results", [])
                                 if r.get("outcome") == "refused"]
@@ -941,7 +949,7 @@ def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:
     url = store.settings.hybrid.remote_url
     if state.get("seededFor") == url:
         return
-    pushed = _rekey(store, _load(store, "pushed.json"))
+    pushed = {} if state.get("resendAll") else _rekey(store, _load(store, "pushed.json"))
     with store.lock():  # appends happen under this lock
         queued = {_key(entry) for entry in _outbox(store)}
         lines = [json.dumps({"id": record_id, "project": project, "path": path, "updated": updated}) + "\n"
@@ -956,16 +964,20 @@ def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:
 
 
 def _forget_what_the_daemon_held(store: VaultStore, state: dict[str, Any], forgot: bool = False) -> None:
-    """Forget the push state of the daemon pushed to (the versions it held): the next push seeds
-    the outbox with the whole vault — ``memo sync push --all``, and a daemon that lost what this
-    laptop sent it (``forgot``: noted as ``daemonForgotAt``)."""
-    with store.lock():
-        for name in ("pushed.json", "sent.json", PUSHED_TEXTS):
-            _save(store, name, {})
-        state.pop("seededFor", None)
-        if forgot:
-            state["daemonForgotAt"] = to_iso(utcnow())
-        _save(store, "state.json", state)
+    """Send the daemon pushed to every record of the vault again — ``memo sync push --all``, and a
+    daemon that lost what this laptop sent it (``forgot``: noted as ``daemonForgotAt``): the outbox
+    is seeded with the whole vault now (``memo sync status`` counts it; a hook's short process that
+    found the loss left the rest to a push nobody made — found by a breaker), and each record goes
+    with the version it was built on (``base``), as a push of a change does, until the outbox is
+    empty (``resendAll``): sent without it, a record the laptop never changed met the lead's
+    correction on the daemon as a rival version — a conflict file, or the correction undone by
+    a laptop clock ahead of the daemon's (found by a team lead)."""
+    state.pop("seededFor", None)
+    state["resendAll"] = True
+    if forgot:
+        state["daemonForgotAt"] = to_iso(utcnow())
+    _save(store, "state.json", state)
+    _seed_outbox(store, state)
 
 
 def push_everything(store: VaultStore) -> dict[str, Any]:

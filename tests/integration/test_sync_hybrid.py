@@ -3180,6 +3180,57 @@ def test_a_daemon_restored_from_a_backup_is_sent_again_what_it_lost(tmp_path, da
         server.proc = again.proc
 
 
+def test_a_daemon_restored_from_a_backup_is_found_by_a_push_with_nothing_new(tmp_path, daemon):
+    """Found by a team lead and a breaker: a laptop with nothing new to push never learnt that the
+    restored daemon lost its session ("pushed 0 records; 0 waiting", 29 minutes missing from the
+    team's totals for good); and once a push found the loss, `memo sync status` counted only what
+    was new ("2 waiting") until another push. `memo sync push` asks the daemon all the same, and
+    the whole vault waits in the outbox from the moment the loss is known."""
+    import shutil
+
+    team, server = daemon
+    vault = tmp_path / "mine"
+    env = {"MEMO_CONFIG": str(_hybrid_config(tmp_path, server.base, vault))}
+    _day_of_work(vault, env, "s1", 2, turn=False)
+    memo("sync", "push", vault=vault, env=env)
+    server.stop()
+    shutil.copytree(team, tmp_path / "backup")
+    restarted = Server(team, "--mcp-port", "0", port=server.port)
+    try:
+        _day_of_work(vault, env, "s2", 3, turn=False)
+        memo("sync", "push", vault=vault, env=env)
+    finally:
+        restarted.stop()
+    shutil.rmtree(team)
+    shutil.copytree(tmp_path / "backup", team)
+    again = Server(team, "--mcp-port", "0", port=server.port)
+    try:
+        ran = memo("--json", "sync", "push", vault=vault, env=env)  # nothing new on the laptop
+        assert "the daemon holds 1 of the 2 pushes this laptop made to it" in ran.stderr, ran.stderr
+        assert sorted(p.name for p in team.glob("projects/web/sessions/*.md")) == ["session-s1.md", "session-s2.md"]
+        assert json.loads(ran.stdout)["pending"] == 0
+    finally:
+        again.stop()
+        server.proc = again.proc
+
+
+def test_once_a_push_finds_the_daemon_lost_work_the_whole_vault_waits(tmp_path):
+    """The loss found by a push whose process ends at once (a hook's): the rest was left to a push
+    nobody made, and `memo sync status` counted only the new records."""
+    from memo_analytics.services import sync as sync_service
+
+    store = _client(tmp_path, "http://127.0.0.1:9")
+    try:
+        for sid in ("s1", "s2", "s3"):
+            _record(store, session=sid)
+        (tmp_path / "mine" / ".memo" / "sync" / "outbox.jsonl").write_text("")  # as after they were pushed
+        assert sync.status(store)["pending"] == 0
+        sync_service._forget_what_the_daemon_held(store, sync_service._load(store, "state.json"), forgot=True)
+        assert sync.status(store)["pending"] == 3  # the three turns wait now
+    finally:
+        store.close()
+
+
 def test_a_daemon_whose_id_cannot_be_kept_refuses_the_push_before_storing_it(tmp_path, daemon):
     """Found by a breaker: with the daemon's id file unusable (a folder there), every push failed
     with a bare "HTTP 500" after the daemon had stored its records — sent again and again."""
@@ -3222,6 +3273,7 @@ def test_a_conflict_is_said_from_the_laptops_side(tmp_path, daemon):
     env = {"MEMO_CONFIG": str(_hybrid_config(tmp_path, server.base, vault))}
     _day_of_work(vault, env, "s1", 2, turn=False)
     memo("sync", "push", vault=vault, env=env)
+    (vault / ".memo" / "sync" / "pushed.json").write_text("{}")  # a laptop that lost its push state
     memo("session", "edit", "s1", "--summary", "the lead's summary", vault=team)
     ran = memo("sync", "push", "--all", vault=vault, env=env)
     assert len(list(team.glob("projects/*/*/*.conflict-*"))) == 1  # the daemon's newer version kept, the laptop's beside it
@@ -3229,6 +3281,26 @@ def test_a_conflict_is_said_from_the_laptops_side(tmp_path, daemon):
     assert "the daemon kept its version, yours is kept beside it as the conflict file" in ran.stderr
     status = memo("sync", "status", vault=vault, env=env).stdout
     assert "kept ours" not in status and "the daemon kept its version" in status
+
+
+def test_push_all_keeps_the_leads_correction_of_a_record_the_laptop_never_changed(tmp_path, daemon):
+    """Found by a team lead: `memo sync push --all` after the lead corrected a session on the daemon
+    (60 → 45 minutes) made a conflict file for a record the laptop never touched — and with the
+    laptop's clock ahead of the daemon's, put the 60 minutes back. Every record goes again with the
+    version it was built on: what only the lead changed is kept, no conflict."""
+    team, server = daemon
+    vault = tmp_path / "mine"
+    env = {"MEMO_CONFIG": str(_hybrid_config(tmp_path, server.base, vault))}
+    _day_of_work(vault, env, "s1", 2, turn=False)
+    memo("sync", "push", vault=vault, env=env)
+    memo("session", "edit", "s1", "--summary", "the lead's summary", vault=team)
+    path = next(team.glob("projects/*/sessions/session-s1.md"))
+    ran = memo("sync", "push", "--all", vault=vault, env=env)
+    assert not list(team.glob("projects/*/*/*.conflict-*")), ran.stderr
+    assert "summary: the lead's summary" in path.read_text(encoding="utf-8")
+    assert "conflict" not in ran.stderr
+    again = json.loads(memo("--json", "sync", "status", vault=vault, env=env).stdout)
+    assert again["pending"] == 0
 
 
 def test_a_push_of_more_records_than_a_laptop_ever_sends_is_refused_whole(tmp_path, daemon):
