@@ -331,3 +331,29 @@ def test_a_blank_or_bad_client_of_an_import_is_refused_before_any_file_is_read(r
         ran = memo(*args, "--client", client, vault=tmp_path / "v", check=False)
         assert ran.returncode == 1 and ran.stderr.startswith(said), ran.stderr
     assert not (tmp_path / "v" / "projects").exists()
+
+
+def test_a_transcript_no_line_of_which_carries_a_time_is_said_and_adds_no_turn(realdata, tmp_path):
+    """Found by a tester of bad files: a Claude Code file whose every timestamp is null imported
+    nothing without a word (exit 0); beside the real file, its copy came in as the same turns again,
+    stamped at the session's start. Said, left out; the real file's turns once."""
+    source = realdata / "claude-code-jsonl/d-kimuson-claude-code-viewer/mock-global-claude-dir/projects/sample-project"
+    original = source / "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
+    stripped = "".join(json.dumps({**json.loads(line), "timestamp": None}) + "\n"
+                       for line in original.read_text(encoding="utf-8").splitlines() if line.strip())
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "copy.jsonl").write_text(stripped, encoding="utf-8")
+    ran = memo("import", "claude-code", str(alone), vault=tmp_path / "v1", check=False)
+    assert ran.returncode == 1, ran.stdout
+    assert "transcript 1af7fc5e-8455-4414-9ccd-011d40f70b2a: no line of it carries a time, so no work session " \
+           "holds its 1 turn: not imported" in ran.stderr, ran.stderr
+    both = tmp_path / "both"
+    both.mkdir()
+    shutil.copy(original, both)
+    (both / "copy.jsonl").write_text(stripped, encoding="utf-8")
+    memo("import", "claude-code", str(both), vault=tmp_path / "v2", check=False)
+    memo("import", "claude-code", str(original), vault=tmp_path / "v3")
+    totals = [json.loads(memo("--json", "prompt", "list", "--all", vault=tmp_path / v).stdout)["total"]
+              for v in ("v2", "v3")]
+    assert totals[0] == totals[1] == 1

@@ -32,7 +32,7 @@ from ...domain.clock import from_iso, minutes_between, to_iso
 from ...domain.errors import CorruptRecordError, InvalidFieldError, MemoError, VaultBusyError
 from ...domain.ids import project_slug, session_record_id, slugify, validate_slug
 from ...domain.records import RecordKind
-from ...domain.wire import valid_text
+from ...domain.wire import counted, valid_text
 from ...index import store as index
 from ...vault.io import open_regular
 from ...vault.ledger import invoiced_in
@@ -1589,7 +1589,17 @@ def run_import(
         else:
             found = parsed.transcripts
             _count_parse(result, path, parsed, source, held, where)
-            if parsed.problems and not found:
+            # a conversation no line of which carries a time has no work interval: its turns vanished
+            # without a word (exit 0), or, beside a copy that had times, came in a second time at its
+            # start (found by a tester of bad files): said, left out
+            timeless = [t for t in found if t.prompts and not t.activity and not any(p.at for p in t.prompts)]
+            for transcript in timeless:
+                result.skipped += len(transcript.prompts)
+                result.errors.append(redact_secrets(str(path))[0] + f": transcript {transcript.transcript_id}: no "
+                                     f"line of it carries a time, so no work session holds its "
+                                     f"{counted(len(transcript.prompts), 'turn')}: not imported")
+            found = [t for t in found if t not in timeless]
+            if (parsed.problems or timeless) and not found:
                 troubled.add(path)
         transcripts.extend(found)
         if progress:
