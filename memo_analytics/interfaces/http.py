@@ -630,9 +630,16 @@ DASHBOARD_SCRIPT_PATH = "/memo/dashboard.js"
 #: The dashboard page's own script: when its connection to the server is lost (``memo serve``
 #: stopped or restarted) it says so at the top of the page and, once the server answers again,
 #: loads the page afresh — a page left open kept showing the figures of before the restart, its ↻
-#: doing nothing, without a word (found by an operator).
+#: doing nothing, without a word (found by an operator); and the page is laid out for the width
+#: of the device (Panel's page names no viewport: a phone showed it 980 px wide, zoomed out).
 DASHBOARD_SCRIPT = """\
 (() => {
+  if (!document.querySelector("meta[name=viewport]")) {  // a phone laid the page out 980 px wide, zoomed out
+    const meta = document.createElement("meta")
+    meta.name = "viewport"
+    meta.content = "width=device-width, initial-scale=1"
+    document.head.appendChild(meta)
+  }
   let lost = false
   const say = () => {
     const bar = document.createElement("div")

@@ -529,3 +529,20 @@ def test_a_page_whose_server_restarted_says_so_and_loads_again(tmp_path, browser
     finally:
         context.close()
         server.stop()
+
+
+def test_the_page_is_laid_out_for_a_phones_width(served, browser):
+    """Found by an operator: the dashboard named no viewport, so a phone laid it out 980 px wide,
+    zoomed out, its text tiny, the digest's lines cut at the screen's edge. The page is laid out
+    for the device's width (a table wider than it scrolls sideways)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto(served[0].base + "/")
+        page.wait_for_selector(".memo-app", timeout=60_000)
+        assert page.evaluate("() => document.querySelector('meta[name=viewport]').content") == \
+            "width=device-width, initial-scale=1"
+        title = page.get_by_text("Operator dashboard").bounding_box()
+        assert title["x"] + title["width"] <= 390 and title["height"] >= 18, title  # at the phone's scale
+    finally:
+        context.close()
