@@ -29,6 +29,7 @@ class PromptsView:
         self.ids: list[tuple[str, str]] = []  # (project, id) of each row: the key of a record
         self.page = 1
         self.pages = 1
+        self.shown: tuple[str, str | None] | None = None  # (id, project) of the record in the drawer
         vaults = data.vaults()
         self.vault = pn.widgets.Select(label="Vault", options=vaults, value=next(iter(vaults.values())), width=260,
                                        disabled=len(vaults) == 1, css_classes=["memo-vault"])
@@ -178,7 +179,12 @@ class PromptsView:
                     widget.options = options
                     if chosen not in options:
                         widget.value = every  # watched: shows page 1 of all
+            titles = {"When": f"When ({zone_name(self.data.store.zone)})"}
+            if self.table.titles != titles:  # the config's zone changed: the rows' times are in the new one
+                self.table.titles = titles
         self.go(self.page)
+        if self.drawer.visible and self.shown is not None:  # the record on show as the vault holds it now
+            self.open(*self.shown, following=True)
 
     def _say(self, message: str) -> None:
         self.message.object = note("error", message)
@@ -191,14 +197,21 @@ class PromptsView:
         project, record_id = self.ids[event.row]
         self.open(record_id, project)
 
-    def open(self, record_id: str, project: str | None = None) -> None:
+    def open(self, record_id: str, project: str | None = None, following: bool = False) -> None:
         """Show ``record_id`` (of ``project``: the same id may exist in several) in the drawer:
-        metadata, the rendered prompt, the story."""
+        metadata, the rendered prompt, the story. ``following``: read again at the digest's
+        refresh (:meth:`follow`) — a session edited since showed its old client and end beside the
+        table's new row (found by an operator); a record gone from there closes the drawer."""
         try:
             record = self.data.prompt_detail(self.vault.value, record_id, project)
         except MemoError as exc:
+            if following:
+                self.drawer.visible = False
+                self.shown = None
+                return
             self._say(str(exc))
             return
+        self.shown = (record_id, project)
         fields = [("Project", record.get("project")), ("Session", record.get("sessionId")),
                   ("Turn", record.get("turn")), ("When", self.data.local_time(record.get("created"))),
                   ("IDE", record.get("ide")), ("Model", record.get("model")), ("Agent", record.get("agent")),

@@ -128,6 +128,32 @@ def test_the_prompts_table_says_whose_clock_and_internal_for_no_client(store):
     assert view.table.value["Client"].tolist() == ["internal"]
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_open_drawer_and_the_clock_of_the_prompts_table_follow_the_vault(store):
+    """Found by an operator: after `memo session edit` the open drawer kept the session's old client
+    through the periodic refresh and ↻ (the row behind it had the new one), and after the config's
+    time zone changed the "When" column still named the old zone over times in the new."""
+    from memo_analytics.dashboards.prompts_view import PromptsView
+    from memo_analytics.services.prompts import record_prompt
+    from memo_analytics.services.requests import EditSessionRequest, RecordPromptRequest, StartSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+    from memo_analytics.services.sessions import start_session
+
+    start_session(store, StartSessionRequest(session_id="s1", project="web", client="Acme",
+                                             start_time="2026-03-02T08:55:00Z"))
+    record_prompt(store, RecordPromptRequest(body="tidy the cart", project="web", session_id="s1",
+                                             created="2026-03-02T09:00:00Z"))
+    view = PromptsView(DashboardData(store))
+    view.open("prompt-s1-t1", "web")
+    assert "Acme" in view.drawer_title.object
+    edit_session(store, EditSessionRequest(session_id="s1", project="web", client="Globex"))
+    store.reconfigure(store.settings.model_copy(update={"timezone": "America/New_York"}))
+    view.follow()
+    assert "Globex" in view.drawer_title.object and view.drawer.visible
+    assert view.table.titles["When"] == "When (America/New_York)"
+    assert view.table.value["When"].tolist() == ["2026-03-02 04:00"]
+
+
 def test_a_days_bar_stands_on_that_day_and_small_hours_keep_two_places():
     """Found by a new user: the bar of 5 December spanned 14:00 of the 4th to 10:00 of the 5th (it
     was centred on midnight), and every y tick of a day of 0.02 h read "0.0"."""
