@@ -102,6 +102,7 @@ class ActivityView:
         self.asking = html_pane(sizing_mode="stretch_width", css_classes=["memo-issue-question"])
         self.question = pn.Row(self.asking, self.confirm, self.cancel, visible=False, sizing_mode="stretch_width")
         self._asked: tuple[str | None, date | None, date | None] | None = None
+        self._refused = False  # the issue was refused: its "Not issued" goes at the next refresh
         self.issued = html_pane(sizing_mode="stretch_width", visible=False, css_classes=["memo-issued"])
         self.summary = html_pane(sizing_mode="stretch_width", css_classes=["memo-activity-summary"])
         self.invoice_note = html_pane(sizing_mode="stretch_width", visible=False)
@@ -153,6 +154,8 @@ class ActivityView:
         (found by a new user: the tab showed 0 open sessions while the digest listed one). Not
         while the page asks whether to issue: the question is about the figures it showed."""
         if self._asked is None:
+            if self._refused:  # "Not issued: …" of a cause fixed since stayed on screen (found by an operator)
+                self.issued.visible = self._refused = False
             self._changed(None)
 
     def _changed(self, _event: Any) -> None:
@@ -268,7 +271,7 @@ class ActivityView:
             document = self.data.issue_invoice(client, since, until)
         except MemoError as exc:
             self.issued.object = note("error", f"Not issued: {exc}")
-            self.issued.visible = True
+            self.issued.visible = self._refused = True
             return
         meta = document.meta
         self.issued.object = note("ok", f"Issued invoice {meta['number']} for {meta['client']}: {meta['currency']} "

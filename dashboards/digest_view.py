@@ -85,8 +85,13 @@ class DigestView:
             pn.state.add_periodic_callback(lambda: self._tick(max_age_seconds=max(1, int(seconds))),
                                            period=int(seconds * 1000))
 
-    def _tick(self, **how: Any) -> None:
-        """The digest again, then each follower (↻ and the periodic refresh)."""
+    def _tick(self, said: bool = False, **how: Any) -> None:
+        """The digest again, then each follower (↻ and the periodic refresh; after an action, so
+        the other tabs show what it changed at once — the Activity tab kept an ended session open
+        for half a minute, found by an operator). What the last action said goes at the next ↻ or
+        periodic refresh (``said``: keep it, the action's own refresh): "Applied …" stayed for good."""
+        if not said:
+            self.message.visible = False
         self.refresh(**how)
         for follow in self.followers:
             follow()
@@ -203,7 +208,7 @@ class DigestView:
             self._say("error", str(exc))
         else:
             self._say("ok", f"Marked reviewed: {item['subject']}")
-        self.refresh(force=True)
+        self._tick(said=True, force=True)
 
     def apply(self, item: dict[str, Any], shown_at: str | None = None) -> None:
         """Apply ``item``'s proposal with the fingerprint it was shown with, as of the digest it
@@ -212,7 +217,7 @@ class DigestView:
             result = self.data.apply(item["id"], item["fingerprint"], item.get("project"), as_of=shown_at)
         except MemoError as exc:
             self._say("error", str(exc))
-            self.refresh(force=True)
+            self._tick(said=True, force=True)
             return
         if result["applied"]:
             done = (result.get("result") or {}) if isinstance(result.get("result"), dict) else {}
@@ -225,7 +230,7 @@ class DigestView:
             new = result["item"].get("proposal") or {}
             self._say("warn", f"Not applied: {result['reason']}. New proposal: "
                               f"{local_instants(new.get('summary', 'none'), self.data.store.zone)}")
-        self.refresh(force=True)
+        self._tick(said=True, force=True)
 
     def _say(self, kind: str, message: str) -> None:
         self.message.object = note(kind, message)

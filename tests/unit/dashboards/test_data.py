@@ -330,3 +330,20 @@ def test_the_promote_button_names_the_checkout_it_writes_into(store, tmp_path):
     [row] = [r for r in view.items.objects if "rule" in str(r.objects[0].object)]
     [buttons] = [o for o in row.objects if hasattr(o, "objects")]
     assert buttons.objects[0].label == "▶ Promote into …/bob/shop/CLAUDE.md"
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_an_action_of_the_digest_shows_in_the_other_tabs_at_once_and_its_word_goes_at_the_next_refresh(store):
+    """Found by an operator: after "▶ End it" the Activity tab kept the session open for half a
+    minute (till the periodic refresh), and "Applied: …" stayed on screen for good."""
+    from datetime import datetime, timedelta, timezone
+
+    now = datetime.now(timezone.utc).replace(second=0, microsecond=0)
+    view, end = _stalled_end_button(store, now, None, timedelta(hours=2))
+    followed = []
+    view.followers.append(lambda: followed.append(store.read("web", "session", "session-s1")[0]["status"]))
+    end.clicks += 1
+    assert followed == ["completed"]  # the followers read the vault after the action
+    assert view.message.visible and "Applied: end s1 at" in view.message.object
+    view._tick(max_age_seconds=30)  # the periodic refresh
+    assert not view.message.visible

@@ -289,3 +289,25 @@ def test_the_activity_tab_follows_new_work_and_its_question_says_what_the_issue_
         assert not view.issued.visible
     finally:
         billed.close()
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_a_refused_issue_is_not_said_past_the_next_refresh(store):
+    """Found by an operator: "Not issued: …" stayed on the Activity tab after its cause was fixed
+    (the work filed under the client) and the figures had changed."""
+    from memo_analytics.dashboards.activity_view import ActivityView
+    from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+
+    start_session(store, StartSessionRequest(session_id="s1", project="web", client="Acme",
+                                             start_time="2026-03-02T09:00:00Z"))
+    end_session(store, EndSessionRequest(session_id="s1", project="web", until="2026-03-02T10:00:00Z"))
+    view = ActivityView(DashboardData(store))
+    view.period.value = "custom"
+    view.since.value, view.until.value = "2026-03-01", "2026-03-31"
+    view.client.value = "Acme"
+    view._asked = ("Acme", *view.bounds())
+    view._issue(None)  # Acme has no terms: refused
+    assert view.issued.visible and "Not issued" in view.issued.object
+    view.follow()
+    assert not view.issued.visible
