@@ -806,10 +806,12 @@ class BrowserBoundary:
         return None
 
 
-def _names_a_token(query: str, depth: int = 3) -> bool:
+def _names_a_token(query: str, depth: int = 12) -> bool:
     """Whether a query string names ``token`` (however its key is percent-encoded), itself or in
-    an address one of its values holds (``next=/%3Ftoken%3D…``), up to ``depth`` levels."""
-    for key, values in urllib.parse.parse_qs(query, keep_blank_values=True).items():
+    an address one of its values holds (``next=/%3Ftoken%3D…``), up to ``depth`` levels; a ``;``
+    parts pairs as ``&`` does (``/?a=1;token=…`` went into the sign-in's ``next_url`` cookie, and
+    four levels of ``next=`` got through: found by a breaker)."""
+    for key, values in urllib.parse.parse_qs(query.replace(";", "&"), keep_blank_values=True).items():
         if key.strip().lower().removesuffix("[]") == "token":
             return True
         for value in values:  # an address (``/?token=…``), not any text holding "token=" (a search)

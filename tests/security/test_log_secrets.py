@@ -40,12 +40,17 @@ def test_a_token_in_the_dashboards_address_is_refused_and_never_lands_in_a_cooki
     arguments, and logged a `next=` holding it unmasked; the sign-in page showed any `?error=` text
     (a link from another site opens it). The dashboard's pages refuse an address naming a token."""
     import http.cookiejar
+    import urllib.parse
     import urllib.request
 
     server = Server(tmp_path / "vault", "--token", TOKEN, "--mcp-port", "0")
     try:
+        deep = f"/?token={TOKEN}"
+        for _ in range(5):  # next= within next= … five levels down (four got through: found by a breaker)
+            deep = "/login?next=" + urllib.parse.quote(deep, safe="")
         for path in (f"/?token={TOKEN}", f"/?%74oken={TOKEN}", f"/login?next=%2F%3Ftoken%3D{TOKEN}",
-                     f"/login?next=https%3A%2F%2Fevil.example%2F%3Fa%3D1%26token%3D{TOKEN}"):
+                     f"/login?next=https%3A%2F%2Fevil.example%2F%3Fa%3D1%26token%3D{TOKEN}",
+                     f"/?a=1;token={TOKEN}", f"/login?next=%2F%3Fa%3D1%3Btoken%3D{TOKEN}", deep):
             jar = http.cookiejar.CookieJar()
             opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
             try:
