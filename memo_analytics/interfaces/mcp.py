@@ -387,7 +387,9 @@ STARTUP_SECONDS = 30
 class _CrossSiteGate:
     """ASGI wrapper: a request a browser marks ``Sec-Fetch-Site: cross-site`` or ``same-site``
     (a page of another origin) gets 403, as on the status port — with or without an ``Origin``
-    header, which the SDK's own check needs."""
+    header, which the SDK's own check needs; and so does one whose ``Origin`` is not the address
+    it was sent to (``http(s)://<Host>``), bound off loopback too, where the SDK's check is off
+    (a team daemon's endpoint took any Origin with the token: found by a security tester)."""
 
     def __init__(self, app) -> None:
         self.app = app
@@ -396,8 +398,13 @@ class _CrossSiteGate:
         if scope["type"] == "http":
             from ..domain.hosts import marked_cross_site
 
-            site = dict(scope.get("headers") or []).get(b"sec-fetch-site", b"")
-            if marked_cross_site(site.decode("latin-1")):
+            headers = dict(scope.get("headers") or [])
+            site = headers.get(b"sec-fetch-site", b"")
+            origin = headers.get(b"origin")
+            host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+            foreign = origin is not None and origin.decode("latin-1").strip().lower() not in (
+                f"http://{host}", f"https://{host}")
+            if marked_cross_site(site.decode("latin-1")) or foreign:
                 await send({"type": "http.response.start", "status": 403,
                             "headers": [(b"content-type", b"application/json")]})
                 await send({"type": "http.response.body", "body": b'{"error": "Forbidden: cross-site request"}'})

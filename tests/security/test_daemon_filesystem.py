@@ -265,3 +265,28 @@ def test_a_call_to_a_daemon_off_loopback_that_names_nobody_leaves_the_owner_unkn
         assert answer.status == 200
     meta = (hosts["vault"] / "projects" / "web" / "sessions" / "session-scripted.md").read_text()
     assert "owner:" not in meta or "owner: null" in meta, meta
+
+
+def test_the_off_loopback_mcp_endpoint_refuses_another_origin_with_the_token_too(hosts):
+    """Found by a security tester: the team daemon's MCP endpoint (bound off loopback, where the
+    SDK's Origin check is off) took a request of `Origin: http://evil.com` that carried the token;
+    the status port refused it. Both refuse another origin; a client sending none is served."""
+    import urllib.error
+    import urllib.request
+
+    initialize = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+
+    def status(**extra: str) -> int:
+        request = urllib.request.Request(hosts["mcp"], data=initialize, method="POST", headers={
+            "Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream", **extra})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    assert status(Origin="http://evil.com") == 403
+    assert status(Origin=hosts["mcp"].rsplit("/mcp", 1)[0]) == 200  # its own origin
+    assert status() == 200
