@@ -35,7 +35,7 @@ import hashlib
 import json
 import shlex
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..config import OperatorPolicy, config_key_text
@@ -581,7 +581,8 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
     for session in snapshot.unbilled_sessions:
         items.append((_client_missing(session, now), session))
     unfiled: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
-    horizon = to_iso(now - timedelta(days=policy.horizon_days))
+    # the sessions of the horizon — of last month on, work a month end bills (:data:`BILLING_GAPS`)
+    horizon = to_iso(min(now - timedelta(days=policy.horizon_days), _start_of_last_month(now)))
     for session in sorted(snapshot.unfiled_sessions, key=lambda s: s.get("startTime") or ""):
         unfiled.setdefault((session["project"], session.get("_vault")), []).append(session)
     for (project, _), sessions in unfiled.items():  # over the horizon's sessions; older ones counted beyond it
@@ -740,19 +741,37 @@ def rank_key(item: Item) -> tuple:
     return (LANES.index(item.lane), -item.minutes_at_stake, -item.age_minutes, item.kind, item.subject)
 
 
+#: The kinds about work not yet billed to anyone: listed from the first day of last month (UTC) on,
+#: however short the horizon (a month end bills them).
+BILLING_GAPS = frozenset({"project_unbilled", "client_missing"})
+
+
+def _start_of_last_month(now: datetime) -> datetime:
+    """00:00 UTC of the first day of the month before ``now``'s."""
+    first = now.astimezone(timezone.utc).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return (first - timedelta(days=1)).replace(day=1)
+
+
 def compute_digest(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> dict[str, Any]:
-    """The ranked digest (wire dict): ``items`` within the horizon, ``beyondHorizon``
+    """The ranked digest (wire dict): ``items`` within the horizon (work to bill —
+    :data:`BILLING_GAPS` — from the first day of last month on, if that is earlier), ``beyondHorizon``
     counts per kind for older ones (``beyondHorizonAsOf``: an instant whose digest lists the oldest
     of them), ``counts`` per kind listed, ``computedAt``; ``moving``
     (:func:`moving`, at most :data:`MOVING_LISTED`) and ``movingCount`` (all of them)."""
     horizon = now - timedelta(days=policy.horizon_days)
+    # work to bill of this month and the last is what a month end bills, the horizon notwithstanding:
+    # run a week into December, the digest said nothing needs you while November's work of a project
+    # filed under no client went unbilled (found by a billing person)
+    billing_horizon = min(horizon, _start_of_last_month(now))
     listed, beyond = [], {}
     oldest: datetime | None = None
     for item in sorted(build_items(snapshot, now, policy), key=rank_key):
         # a cap is about this month, however long ago its last session ended
-        if from_iso(item.since) < horizon and item.kind != "retainer_projection":
+        since = from_iso(item.since)
+        if item.kind != "retainer_projection" and (
+                since < billing_horizon or (since < horizon and item.kind not in BILLING_GAPS)):
             beyond[item.kind] = beyond.get(item.kind, 0) + 1
-            oldest = min(oldest or from_iso(item.since), from_iso(item.since))
+            oldest = min(oldest or since, since)
         else:
             listed.append(item)
     counts: dict[str, int] = {}

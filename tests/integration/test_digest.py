@@ -731,6 +731,25 @@ def test_work_beyond_the_horizon_is_counted_with_the_date_that_lists_it(tmp_path
     assert [i["id"] for i in reaching["items"]] == ["client_missing:o2"] and not reaching["beyondHorizon"]
 
 
+def test_work_to_bill_of_last_month_is_listed_at_a_month_end_whatever_the_horizon(tmp_path):
+    """Found by a billing person: run a week into December, `memo digest` said nothing needs you
+    while November's 5.1 h of a project filed under no client went unbilled (the 14-day horizon
+    counted it "older", pointing at a 2025 item). Work to bill of this month and the last is listed."""
+    vault = tmp_path / "v"
+    env = {"MEMO_TIMEZONE": "UTC"}
+    for sid, project, client, day in (("b1", "shop", "Acme", "09-21"), ("u1", "dd-web", None, "09-02"),
+                                      ("u2", "dd-web", None, "09-20")):
+        memo("session", "start", sid, "--project", project, *(("--client", client) if client else ()),
+             "--start-time", f"2026-{day}T10:00:00Z", vault=vault, env=env)
+        memo("session", "end", sid, "--project", project, "--until", f"2026-{day}T13:00:00Z", vault=vault, env=env)
+    early_october = json.loads(memo("--json", "digest", "--as-of", "2026-10-07T09:00:00Z", vault=vault, env=env).stdout)
+    [item] = [i for i in early_october["items"] if i["kind"] == "project_unbilled"]
+    assert item["id"] == "project_unbilled:dd-web" and item["why"].startswith("6.0 h billable in 2 sessions of dd-web")
+    november = json.loads(memo("--json", "digest", "--as-of", "2026-11-10T09:00:00Z", vault=vault, env=env).stdout)
+    assert not [i for i in november["items"] if i["kind"] == "project_unbilled"]
+    assert november["beyondHorizon"] == {"project_unbilled": 1}
+
+
 def test_a_session_its_first_prompt_opened_is_never_said_to_hold_no_turn(store):
     """Found by an agent's tester: every hook session a first prompt opened (its turn at its very
     start) was "open 11.7 h with no turn recorded" in the digest, though it held that turn."""
