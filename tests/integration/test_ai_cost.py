@@ -129,6 +129,9 @@ def test_an_invoice_passes_the_ai_cost_through_with_the_clients_margin(costed, t
     assert (draft["totals"]["EUR"]["amount"], draft["totalBillableHours"]) == ("51.89", 0.5)
     rows = (tmp_path / "d.csv").read_text(encoding="utf-8-sig")
     assert '"AI usage"' in rows and ',1.89' in rows
+    preview = memo("report", "invoice", "--all", "--client", "Acme", vault=costed, env=env).stdout
+    [usage] = [line for line in preview.splitlines() if "AI usage" in line]
+    assert usage.endswith(": 1 × 1.89 = EUR 1.89") and " h ×" not in usage, usage  # one item, not an hour (billing person)
     issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme", "--since", "2026-01-01",
                              "--until", "2026-01-31", vault=costed, env=env).stdout)
     assert (issued["net"], issued["billableHours"]) == ("51.89", "0.50")

@@ -335,7 +335,8 @@ def _invoice_preview(report: ActivityReport, lines: str, zero_minutes: bool, ski
 
     def human(r: dict[str, Any]) -> None:
         for item in r["items"]:
-            out.print(_safe(f"{item['client']} · {item['description']}: {item['hours']} h × {item['rate']} = "
+            quantity = f"{item['hours']} h" if item.get("unit", "HUR") == "HUR" else item["hours"]  # C62: one item
+            out.print(_safe(f"{item['client']} · {item['description']}: {quantity} × {item['rate']} = "
                             f"{item['currency']} {_grouped(item['amount'])}"))
         for currency, total in r["totals"].items():
             out.print(_safe(f"{currency}: {total['billableHours']:.2f} h, net {_grouped(total['amount'])}, tax "
