@@ -223,8 +223,9 @@ def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per line of an issued invoice or credit note (its stored ``meta``), keyed by
     :data:`ISSUED_COLUMNS`: the figures it was issued with (hours, rate and amount as Decimal;
     ``issued``/``due`` and ``from``/``to`` ``YYYY-MM-DD``), whatever the vault says since. A credit
-    note's rows name the invoice it cancels (``credits``) and carry its hours and amounts negative —
-    what it takes back, as a bookkeeper adds exports up (on its PDF and in its Factur-X XML they are
+    note's rows name the invoice it cancels (``credits``) and carry its minutes, hours and amounts
+    negative — what it takes back, as a bookkeeper adds exports up (its minutes were positive beside
+    negative hours: found by a billing person) (on its PDF and in its Factur-X XML they are
     positive, type 381 saying they cancel: stacked with the invoice's, a credit note's rows read as
     revenue twice)."""
     sign = -1 if meta["kind"] == "creditNote" else 1
@@ -236,7 +237,8 @@ def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
                      "issued": meta["issued"], "due": meta.get("due"),
                      "client": meta["client"], "currency": meta["currency"], "date": printed, "from": first, "to": last,
                      "project": line["project"], "description": line["description"], "sessions": line.get("sessions"),
-                     "durationMinutes": line.get("durationMinutes"),
+                     "durationMinutes": sign * line["durationMinutes"]
+                     if isinstance(line.get("durationMinutes"), int) else line.get("durationMinutes"),
                      "hours": sign * Decimal(line["hours"]) if line.get("unit", "HUR") == "HUR" else None,
                      "rate": Decimal(line["rate"]), "amount": sign * Decimal(line["amount"])})
     return rows

@@ -1527,6 +1527,7 @@ def test_an_issued_invoices_lines_come_as_csv_and_xlsx_as_issued(billing, tmp_pa
     # found by a billing person: its amounts were positive, stacked with the invoice's they read as revenue
     # twice; negative, the two add up to nothing
     assert [(r["hours"], r["amount"]) for r in rows] == [("-0.42", "-58.80"), ("-1.33", "-159.60")]
+    assert [r["durationMinutes"] for r in rows] == ["-25", "-80"]  # its minutes too (they summed as worked twice)
     book = tmp_path / "credit.xlsx"
     assert run(billing, "invoice", "show", "2026-0002", "-o", str(book)).returncode == 0
     assert pd.read_excel(book, sheet_name="Totals")["amount"].tolist() == [
