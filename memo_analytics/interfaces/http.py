@@ -669,13 +669,18 @@ DASHBOARD_SCRIPT = """\
 
 
 class DashboardScriptHandler(tornado.web.RequestHandler):
-    """``GET /memo/dashboard.js``: :data:`DASHBOARD_SCRIPT` (the same for everyone: no secret)."""
+    """``GET /memo/dashboard.js``: :data:`DASHBOARD_SCRIPT` (the same for everyone: no secret);
+    routed by ``memo serve`` beside the API (:data:`DASHBOARD_SCRIPT_ROUTE`)."""
 
     def get(self) -> None:
         self.set_header("Content-Type", "text/javascript; charset=utf-8")
         self.set_header("X-Content-Type-Options", "nosniff")
         self.set_header("Cache-Control", "no-store")
         self.finish(DASHBOARD_SCRIPT)
+
+
+#: The route of the dashboard page's script, for ``extra_patterns`` beside :func:`api_patterns`.
+DASHBOARD_SCRIPT_ROUTE = (DASHBOARD_SCRIPT_PATH.replace(".", r"\."), DashboardScriptHandler, {})
 
 
 def api_patterns(runtime: Runtime, token: str | None, confined: bool = False) -> list[tuple[str, type, dict[str, Any]]]:
@@ -699,7 +704,6 @@ def api_patterns(runtime: Runtime, token: str | None, confined: bool = False) ->
         (r"/api/sync/pull", SyncPullHandler, args),
         (r"/api/hooks/([a-z-]{1,20})", HookEventHandler, args),
         (r"/api/.*", NotFoundHandler, args),
-        (DASHBOARD_SCRIPT_PATH.replace(".", r"\."), DashboardScriptHandler, {}),
     ]
 
 

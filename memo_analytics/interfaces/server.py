@@ -11,6 +11,7 @@ from ..domain.hosts import check_bind, connection_cap, host_port, is_loopback, r
 from ..runtime import Runtime
 from .http import (
     DASHBOARD_SCRIPT_PATH,
+    DASHBOARD_SCRIPT_ROUTE,
     MAX_REQUEST_BYTES,
     BrowserBoundary,
     GuardedApplication,
@@ -62,7 +63,7 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
         {"/": lambda: create_app(store)}, port=port, address=host, websocket_origin=origins, show=False,
         # verbose=False: `memo serve` says where it listens itself (Panel's line went to stdout)
         start=start, title="memo", verbose=False,
-        extra_patterns=api_patterns(runtime, token, confined=not is_loopback(host)),
+        extra_patterns=[*api_patterns(runtime, token, confined=not is_loopback(host)), DASHBOARD_SCRIPT_ROUTE],
         basic_auth=token if token else None, cookie_secret=token if token else None, threaded=False,
         # the page's session token carries the request's headers and cookies, readable by any script
         # in it (found by an attacker: the Authorization header and the HttpOnly sign-in cookies were
