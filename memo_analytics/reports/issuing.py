@@ -54,7 +54,7 @@ from ..index import snapshot
 from ..services.store import VaultStore
 from ..vault import ledger
 from ..vault.io import atomic_write_bytes
-from ..vault.redact import redact_secrets
+from ..vault.redact import mask_url, redact_secrets
 from .facturx_xml import facturx_pdf
 from .invoice import Invoice, build_invoice, format_money, format_rate, minor_unit, number_column_mm
 from .render import check_output_path, render_html, render_pdf_bytes, templates_dir
@@ -419,7 +419,8 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
                   issued: date | None = None, zero_minutes: bool = False, output: Path | None = None,
                   overwrite: bool = False, user_templates: Path | None = None, config: str = "the config file",
                   replaces: str | None = None, now: datetime | None = None,
-                  unfiled: Callable[[], ActivityReport] | None = None) -> tuple[ledger.Document, Path | None]:
+                  unfiled: Callable[[], ActivityReport] | None = None,
+                  here: bool = False) -> tuple[ledger.Document, Path | None]:
     """Issue the invoice of ``report`` (one client): number it, store it, and copy its PDF to
     ``output`` when given. ``replaces``: the number of the invoice this one corrects, which a
     credit note cancelled; the invoice names it (printed, and as its preceding invoice, BG-3).
@@ -431,6 +432,8 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
     ``projectClients`` files under the client bills ``internal`` (:func:`unfiled_of_client`).
     A copy that cannot be written after the invoice was stored does not undo it: the second
     value is then the error (the stored PDF can be copied with ``memo invoice show -o``).
+    A laptop in hybrid mode issues only with ``here`` (its vault holds its own work; the team's is
+    on the daemon, where the team's invoices are issued).
 
     Returns
     -------
@@ -459,6 +462,13 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         The vault lock could not be taken.
     """
     check_issued_template(user_templates)
+    if settings.mode == "hybrid" and not here:
+        # a lead's laptop billed its own sessions alone, the daemon never heard of the invoice and billed
+        # them again under the same number (found by a team lead)
+        raise InvalidFieldError("mode", f"this laptop is in hybrid mode: its vault holds its own work, the team's is "
+                                        f"on the daemon ({mask_url(settings.hybrid.remote_url or '')}), where the "
+                                        "team's invoices are issued (memo invoice issue there); --here issues this "
+                                        "one from this laptop's work alone")
     forbidden = (store.root,)
     if output is not None:
         check_output_path(output, forbidden, overwrite=overwrite)

@@ -2897,8 +2897,14 @@ def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed(
     memo("session", "start", "s4", "--project", "shop", "--client", "Acme Corp", "--start-time", "2026-03-04T09:00:00Z",
          vault=vault, env=env)
     memo("session", "end", "s4", "--project", "shop", "--until", "2026-03-04T10:00:00Z", vault=vault, env=env)
+    # found by a team lead: a laptop's invoice billed its own sessions alone, the daemon never heard of it
+    refused = memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
+                   "--issued", "2026-04-01", vault=vault, env=env, check=False)
+    assert refused.returncode == 1 and refused.stderr.startswith(
+        "error: Invalid mode: this laptop is in hybrid mode: its vault holds its own work, the team's is on the daemon "
+        f"({server.base}), where the team's invoices are issued"), refused.stderr
     memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
-         "--issued", "2026-04-01", vault=vault, env=env)
+         "--issued", "2026-04-01", "--here", vault=vault, env=env)
     assert memo("sync", "push", vault=vault, env=env).stdout.startswith("pushed ")
     path = vault / "projects/shop/sessions/session-s4.md"
     path.write_text(re.sub(r"(?m)^client: .*$", "client: Other Co", path.read_text(encoding="utf-8")),

@@ -92,6 +92,8 @@ def invoice_issue(
     offline: bool = _OFFLINE,
     replaces: Optional[str] = typer.Option(None, "--replaces", help="The number of the invoice this one corrects "
                                            "(cancelled by a credit note first): the invoice names it."),
+    here: bool = typer.Option(False, "--here", help="On a laptop in hybrid mode: issue it from this laptop's own "
+                                                   "work (the team's invoices are issued on the daemon)."),
 ) -> None:
     """Issue the invoice of one client: the next number, stored with its Factur-X PDF in the vault."""
     from ...reports.invoice import LINE_MODES
@@ -121,7 +123,7 @@ def invoice_issue(
                                        lines=lines, issued=issued_on,
                                        zero_minutes=zero_minutes, output=output, overwrite=force,
                                        user_templates=_user_templates(templates), config=str(config_path()),
-                                       replaces=replaces,
+                                       replaces=replaces, here=here,
                                        unfiled=lambda: _activity_report(project, all_projects, since, until,
                                                                         INTERNAL_CLIENT, tz))
     document = stored_now(state.store.root, document)
