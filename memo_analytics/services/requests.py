@@ -415,20 +415,27 @@ def refuse_oversized(arguments: Any, limit: int = MAX_TOOL_MEMBERS) -> None:
     Raises
     ------
     InvalidFieldError
-        ``Invalid input: holds more than 10,000 fields and list items …``.
+        ``Invalid input: holds more than 10,000 fields and list items …`` (``Invalid tags: …``
+        when one field holds most of them).
     """
-    count, stack = 0, [arguments]
+    count, stack = 0, [(arguments, "input")]
+    held: dict[str, int] = {}
     while stack:
-        item = stack.pop()
+        item, field = stack.pop()
         if isinstance(item, dict):
             count += len(item)
-            stack.extend(item.values())
+            held[field] = held.get(field, 0) + len(item)
+            stack.extend((value, key if field == "input" and isinstance(key, str) else field)
+                         for key, value in item.items())
         elif isinstance(item, list):
             count += len(item)
-            stack.extend(item)
+            held[field] = held.get(field, 0) + len(item)
+            stack.extend((value, field) for value in item)
         if count > limit:
-            raise InvalidFieldError("input", f"holds more than {limit:,} fields and list items; a call of the tool "
-                                             "prompt needs far fewer")
+            most = max(held, key=held.__getitem__)
+            raise InvalidFieldError(most[:60] if held[most] * 2 > count else "input",
+                                    f"holds more than {limit:,} fields and list items; a call of the tool prompt "
+                                    "needs far fewer")
 
 
 def validation_problem(exc: Any, model: type[BaseModel] | None = None,
