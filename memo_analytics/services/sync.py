@@ -859,8 +859,13 @@ def received_push(store: VaultStore, vault: Any, seq: Any) -> int | None:
     with store.lock():
         kept = read_json_state(path) or {}
         had = kept.get("seq") if isinstance(kept.get("seq"), int) else 0
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json_state(path, {"seq": seq})
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_json_state(path, {"seq": seq})
+        except OSError as exc:  # every push got a bare "Internal error (FileExistsError)" (found by a breaker)
+            raise MemoError(f"the daemon's count of this laptop's pushes ({path}) cannot be written "
+                            f"({exc.strerror or exc}): move what is there away; nothing of this push was stored") \
+                from None
     return had
 
 

@@ -3251,6 +3251,21 @@ def test_a_daemon_whose_id_cannot_be_kept_refuses_the_push_before_storing_it(tmp
     assert not list(team.glob("projects/*/sessions/*.md"))
 
 
+def test_a_daemon_that_cannot_keep_its_count_of_pushes_says_which_file(tmp_path, daemon):
+    """Found by a breaker: with a file where the daemon keeps its count of each laptop's pushes
+    (`.memo/sync/laptops`), every push failed with "Internal error (FileExistsError)"."""
+    team, server = daemon
+    vault = tmp_path / "mine"
+    env = {"MEMO_CONFIG": str(_hybrid_config(tmp_path, server.base, vault))}
+    (team / ".memo" / "sync").mkdir(parents=True)
+    (team / ".memo" / "sync" / "laptops").write_text("x")
+    _day_of_work(vault, env, "s1", 2, turn=False)
+    ran = memo("--json", "sync", "push", vault=vault, env=env, check=False)
+    error = json.loads(ran.stdout)["error"]
+    assert ran.returncode == 1 and "count of this laptop's pushes" in error and "laptops" in error, error
+    assert "nothing of this push was stored" in error and not list(team.glob("projects/*/sessions/*.md"))
+
+
 def test_a_version_that_differs_only_in_when_it_was_written_is_no_conflict(tmp_path, daemon):
     """Found by a team lead: a move undone the way the daemon's refusal names gave two conflict
     files (and two digest items) whose versions differed only in `updated`. The same record
