@@ -15,6 +15,7 @@ from memo_analytics.domain.clock import zone_name
 from memo_analytics.dashboard_data import PAGE_SIZES, DashboardData, PromptQuery, page_count, preview
 from memo_analytics.dashboards.style import esc, html_pane, note
 from memo_analytics.domain.errors import MemoError
+from memo_analytics.services.prompts import left_out_said
 
 ALL_IDES = "All IDEs"
 ALL_PROJECTS = "All projects"
@@ -153,9 +154,10 @@ class PromptsView:
                 self.table.value = frame
             first = result["offset"] + 1 if items else 0
             searched = " · ranked by relevance" if (self.search.value or "").strip() else " · newest first"
+            left = (f' · {esc(left_out_said(result["leftOut"]))}' if result.get("leftOut") else "")  # said, as the CLI does
             self.status.object = (f'<div class="memo-status">Page {page:,} of {self.pages:,} '
                                   f'<span class="muted">· {first:,}–{result["offset"] + len(items):,} of '
-                                  f'{result["total"]:,} prompts{esc(searched)}</span></div>')
+                                  f'{result["total"]:,} prompts{esc(searched)}{left}</span></div>')
             self.first.disabled = self.prev.disabled = page <= 1
             self.next.disabled = self.last.disabled = not result["hasMore"]
 

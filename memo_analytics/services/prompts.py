@@ -646,6 +646,28 @@ def noted_clamp(page: dict[str, Any], request: Any) -> dict[str, Any]:
     return page
 
 
+def _with_left_out(store: VaultStore, page: dict[str, Any], projects: list[str] | None) -> dict[str, Any]:
+    """``page`` with a ``note`` naming the prompt files of ``projects`` (None: all) that cannot be
+    read, left out of it (and ``leftOut``: their paths in the vault): a turn hand-edited with a wrong type vanished from list, search, the API
+    and the dashboard without a word, where ``memo activity`` said it (found by a tester of bad files)."""
+    if not store.exists:
+        return page
+    left = [path for path, _, root in store.left_out(RecordKind.PROMPT, say=False)
+            if root == store.root and (projects is None or Path(path).parts[1:2] and Path(path).parts[1] in projects)]
+    if left:
+        said = left_out_said(left)
+        page["note"] = f"{page['note']}; {said}" if page.get("note") else said
+        page["leftOut"] = left
+    return page
+
+
+def left_out_said(paths: list[str]) -> str:
+    """What a listing says of the prompt files it left out (``paths``: as the vault names them)."""
+    return (f"{len(paths)} prompt file{'s' if len(paths) != 1 else ''} cannot be read and "
+            f"{'are' if len(paths) != 1 else 'is'} left out ({', '.join(paths[:3])}{', …' if len(paths) > 3 else ''}; "
+            "memo reindex says why)")
+
+
 def list_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
     """Prompt records matching the filters, newest first (SPEC §2.6); with a ``query``, those
     that hold its words (:func:`search_prompts`), as ``GET /api/prompts?query=`` filters — the
@@ -655,7 +677,8 @@ def list_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
     flt = filter_from_request(store, request)
     limit, offset = clamp_page(request.limit, request.offset)
     total, rows = index.count_and_page(store.conn, "prompt", flt, limit, offset, request.sort)
-    return noted_clamp(envelope(total, limit, offset, [row_to_record(r) for r in rows]), request)
+    page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
+    return noted_clamp(_with_left_out(store, page, flt.projects), request)
 
 
 def searchable(query: str | None) -> bool:
@@ -683,7 +706,7 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
                         + " in this scope: every word must match (OR and AND are searched as words); fewer or other "
                           "words, or word* for a prefix, find more"
                         + ("" if request.cross_project else "; crossProject: true (memo: --all) searches every project"))
-    return noted_clamp(page, request)
+    return noted_clamp(_with_left_out(store, page, flt.projects), request)
 
 
 def get_record(store: VaultStore, record_id: str, project: str | None = None,

@@ -745,3 +745,21 @@ def test_an_option_of_one_value_given_twice_is_refused_not_the_last_taken(tmp_pa
         "totalDurationMinutes"] == 147
     listed = memo("--json", "prompt", "list", "--all", "--tag", "a", "--tag", "b", vault=vault)  # repeatable
     assert json.loads(listed.stdout)["total"] == 0
+
+
+def test_a_listing_says_the_prompt_files_it_cannot_read(tmp_path):
+    """Found by a tester of bad files: a turn hand-edited with a wrong type vanished from `memo
+    prompt list`, search, the API and the dashboard without a word (`memo activity` said it)."""
+    import re as _re
+
+    vault = tmp_path / "v"
+    memo("prompt", "record", "--project", "web", "--session-id", "s1", "--body", "tidy the cart", vault=vault)
+    memo("prompt", "record", "--project", "web", "--session-id", "s1", "--body", "price the basket", vault=vault)
+    path = vault / "projects" / "web" / "prompts" / "prompt-s1-t1.md"
+    path.write_text(_re.sub(r"(?m)^turn: 1$", 'turn: "one"', path.read_text(encoding="utf-8")), encoding="utf-8")
+    memo("reindex", vault=vault, check=False)
+    said = "1 prompt file cannot be read and is left out (projects/web/prompts/prompt-s1-t1.md; memo reindex says why)"
+    listed = memo("prompt", "list", "--all", vault=vault)
+    assert f"note: {said}" in listed.stderr, listed.stderr
+    found = json.loads(memo("--json", "prompt", "search", "cart", "--all", vault=vault).stdout)
+    assert found["leftOut"] == ["projects/web/prompts/prompt-s1-t1.md"] and said in found["note"]

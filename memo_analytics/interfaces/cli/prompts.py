@@ -108,6 +108,8 @@ def _list_request(**kwargs: Any) -> ListRequest:
 
 def _print_page(page: dict[str, Any], request: ListRequest) -> None:
     _refuse_missing_vault()
+    if page.get("leftOut"):  # turns the listing could not read: said, as memo activity says them
+        err.print(_safe(f"note: {prompt_service.left_out_said(page['leftOut'])}"))
     scope = _scope_line(read_scope(request.project, request.cross_project, request.cwd), bool(request.project))
     if not page["items"] and page["total"]:  # they match; the page begins after the last of them
         out.print(f"No prompts on this page: {page['total']} match, and --offset {request.offset} skips past the "
