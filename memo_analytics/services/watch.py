@@ -346,6 +346,15 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
     told = None  # the last reason the events could not be followed, said once
     for item in import_changed(store, _candidates([r for r in roots if r.path.exists()]), options, states):
         on_import(item)
+    if once and on_warning is not None:
+        # a corrupt transcript of a folder went by without a word: "nothing changed since the last run"
+        # on a first run (found by a tester of bad files)
+        passed = [path for root in roots if root.source is None and root.path.is_dir()
+                  for path in walk_files([root.path], (".jsonl", ".json")) if source_of(path) is None]
+        if passed:
+            on_warning(f"{len(passed)} file{'s' if len(passed) != 1 else ''} no importer tells as a transcript "
+                       f"passed over ({', '.join(str(p) for p in passed[:3])}{', …' if len(passed) > 3 else ''}): "
+                       "memo import SOURCE FILE reads one as that agent's and says what is wrong")
     if once or stop.is_set():
         return
     while not stop.is_set():

@@ -673,3 +673,15 @@ def test_import_auto_names_a_pipe_a_link_to_nothing_and_a_link_loop_it_left_out(
         assert any(error.startswith(f"{folder / name}: ") for error in item["errors"]), name
     human = memo("import", "auto", str(folder), vault=tmp_path / "v2")
     assert f"skipped: {folder / 'pipe.jsonl'}: not a regular file" in human.stderr
+
+
+def test_a_folders_file_no_importer_tells_is_named_by_a_run_once(tmp_path):
+    """Found by a tester of bad files: `memo watch --once --only DIR` of a folder holding a corrupt
+    transcript said only "done: 0 imports (nothing changed since the last run)" on a new vault."""
+    folder = tmp_path / "u8"
+    folder.mkdir()
+    (folder / "bad.jsonl").write_bytes(b"\xff\xfe\n")
+    ran = memo("watch", "--once", "--only", str(folder), vault=tmp_path / "v", env={"HOME": str(tmp_path / "home")},
+               check=False)
+    assert f"warning: 1 file no importer tells as a transcript passed over ({folder / 'bad.jsonl'}): memo import " \
+           "SOURCE FILE reads one" in " ".join(ran.stderr.split()), ran.stderr
