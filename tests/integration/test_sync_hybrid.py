@@ -3142,21 +3142,10 @@ def test_a_project_renamed_there_and_back_leaves_one_copy_of_a_session_kept_apar
         bob.close()
 
 
-def test_a_daemon_restored_from_a_backup_is_sent_again_what_it_lost(tmp_path, daemon):
-    """Found by a team lead and a breaker: the daemon's vault restored from a backup (the same
-    daemon id) kept nothing pushed after the backup, and the laptop — whose push state said the
-    daemon held it — never sent it again: 75 minutes missing from the team's totals, no word
-    (only `memo sync push --all` on every laptop brought them back). The daemon says how many of
-    the laptop's pushes it holds; fewer than it was answered, the laptop sends everything again."""
+def _restored_after_a_push(tmp_path: Path, team: Path, server: Server, vault: Path, env: dict) -> None:
+    """The laptop pushes s1, the daemon's vault is backed up, the laptop pushes s2, and the daemon
+    (stopped) is restored from the backup: it holds s1 alone, its count says one push."""
     import shutil
-
-    team, server = daemon
-    vault = tmp_path / "mine"
-    config = _hybrid_config(tmp_path, server.base, vault)
-    env = {"MEMO_CONFIG": str(config)}
-
-    def sessions(root: Path) -> list[str]:
-        return sorted(p.name for p in root.glob("projects/web/sessions/*.md"))
 
     _day_of_work(vault, env, "s1", 2, turn=False)
     memo("sync", "push", vault=vault, env=env)
@@ -3166,11 +3155,28 @@ def test_a_daemon_restored_from_a_backup_is_sent_again_what_it_lost(tmp_path, da
     try:
         _day_of_work(vault, env, "s2", 3, turn=False)
         memo("sync", "push", vault=vault, env=env)
-        assert sessions(team) == ["session-s1.md", "session-s2.md"]
+        assert sorted(p.name for p in team.glob("projects/web/sessions/*.md")) == ["session-s1.md", "session-s2.md"]
     finally:
         restarted.stop()
     shutil.rmtree(team)
     shutil.copytree(tmp_path / "backup", team)  # the backup, taken before s2 was pushed
+
+
+def test_a_daemon_restored_from_a_backup_is_sent_again_what_it_lost(tmp_path, daemon):
+    """Found by a team lead and a breaker: the daemon's vault restored from a backup (the same
+    daemon id) kept nothing pushed after the backup, and the laptop — whose push state said the
+    daemon held it — never sent it again: 75 minutes missing from the team's totals, no word
+    (only `memo sync push --all` on every laptop brought them back). The daemon says how many of
+    the laptop's pushes it holds; fewer than it was answered, the laptop sends everything again."""
+    team, server = daemon
+    vault = tmp_path / "mine"
+    config = _hybrid_config(tmp_path, server.base, vault)
+    env = {"MEMO_CONFIG": str(config)}
+
+    def sessions(root: Path) -> list[str]:
+        return sorted(p.name for p in root.glob("projects/web/sessions/*.md"))
+
+    _restored_after_a_push(tmp_path, team, server, vault, env)
     _day_of_work(vault, env, "s3", 4, turn=False)  # while it is down: s3 waits in the outbox
     again = Server(team, "--mcp-port", "0", port=server.port)
     try:
@@ -3192,23 +3198,10 @@ def test_a_daemon_restored_from_a_backup_is_found_by_a_push_with_nothing_new(tmp
     team's totals for good); and once a push found the loss, `memo sync status` counted only what
     was new ("2 waiting") until another push. `memo sync push` asks the daemon all the same, and
     the whole vault waits in the outbox from the moment the loss is known."""
-    import shutil
-
     team, server = daemon
     vault = tmp_path / "mine"
     env = {"MEMO_CONFIG": str(_hybrid_config(tmp_path, server.base, vault))}
-    _day_of_work(vault, env, "s1", 2, turn=False)
-    memo("sync", "push", vault=vault, env=env)
-    server.stop()
-    shutil.copytree(team, tmp_path / "backup")
-    restarted = Server(team, "--mcp-port", "0", port=server.port)
-    try:
-        _day_of_work(vault, env, "s2", 3, turn=False)
-        memo("sync", "push", vault=vault, env=env)
-    finally:
-        restarted.stop()
-    shutil.rmtree(team)
-    shutil.copytree(tmp_path / "backup", team)
+    _restored_after_a_push(tmp_path, team, server, vault, env)
     again = Server(team, "--mcp-port", "0", port=server.port)
     try:
         ran = memo("--json", "sync", "push", vault=vault, env=env)  # nothing new on the laptop
