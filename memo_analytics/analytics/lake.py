@@ -476,7 +476,8 @@ def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
     Raises
     ------
     InvalidDateError, InvalidFieldError
-        As :func:`activity_report` (``Invalid since date``, ``Invalid tz`` …).
+        As :func:`activity_report` (``Invalid since date``, ``Invalid tz`` …); ``Invalid project``:
+        no vault of the lake holds anything of a project asked for.
     MemoError
         The catalog cannot be opened or read.
     """
@@ -504,6 +505,12 @@ def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
     if not sessions.height:
         sessions = pl.DataFrame(schema={**{c: d for c, d in _session_columns().items()}})
     if request.projects is not None:
+        held = set(sessions["project"].to_list()) | (set(frames["prompts"]["project"].to_list())
+                                                     if frames["prompts"].height else set())
+        missing = [project for project in request.projects if project not in held]
+        if missing:  # a misspelt project read as 0 minutes, as every other read refuses it
+            raise InvalidFieldError("project", f"no vault of the lake holds anything of project {missing[0]!r}"
+                                               + (f" (projects: {', '.join(sorted(held)[:20])})" if held else ""))
         sessions = sessions.filter(pl.col("project").is_in(request.projects))
     selected = _select(sessions, bounds, client, owner).with_columns(
         (pl.col("counts") & pl.col("billed_minutes").is_not_null()).alias("counts"),

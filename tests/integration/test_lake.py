@@ -116,6 +116,9 @@ def test_two_vaults_export_into_one_lake_incrementally_and_activity_reads_them_o
     assert moved["tables"]["sessions"] == {"rows": 2, "written": 2, "deleted": 2}
     lake = activity(team, "ann", "--lake")
     assert "web" not in lake["byProject"] and lake["byProject"]["shop"]["durationMinutes"] == 165
+    misspelt = run(team, "ann", "activity", "--lake", "--project", "shopp", check=False)
+    assert misspelt.returncode == 1 and "Invalid project: no vault of the lake holds anything of project 'shopp' " \
+        "(projects: shop, tracker)" in misspelt.stderr, misspelt.stderr
 
 
 def test_a_record_two_vaults_export_is_read_once(tmp_path, realdata):
@@ -162,6 +165,10 @@ def test_invoices_and_the_analyst_api_read_the_lake(tmp_path, realdata, monkeypa
 
 
 def test_a_lake_without_settings_or_in_a_repository_is_refused_naming_the_field(tmp_path, realdata):
+    empty = _team(tmp_path / "e", realdata, str(tmp_path / "c0.db"), str(tmp_path / "w0")) \
+        if (tmp_path / "e").mkdir() is None else None
+    said = run(empty, "ann", "activity", "--lake")
+    assert "note: no vault was exported into this lake yet: memo export iceberg writes this one's" in said.stderr
     team = _team(tmp_path, realdata, "", "")
     ran = run(team, "ann", "export", "iceberg", check=False)
     assert ran.returncode == 1 and "Invalid lake.catalog: no catalog" in ran.stderr, ran.stderr
