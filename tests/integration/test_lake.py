@@ -165,8 +165,8 @@ def test_invoices_and_the_analyst_api_read_the_lake(tmp_path, realdata, monkeypa
 
 
 def test_a_lake_without_settings_or_in_a_repository_is_refused_naming_the_field(tmp_path, realdata):
-    empty = _team(tmp_path / "e", realdata, str(tmp_path / "c0.db"), str(tmp_path / "w0")) \
-        if (tmp_path / "e").mkdir() is None else None
+    (tmp_path / "e").mkdir()
+    empty = _team(tmp_path / "e", realdata, str(tmp_path / "c0.db"), str(tmp_path / "w0"))  # nothing exported
     said = run(empty, "ann", "activity", "--lake")
     assert "note: no vault was exported into this lake yet: memo export iceberg writes this one's" in said.stderr
     team = _team(tmp_path, realdata, "", "")
