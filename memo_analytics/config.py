@@ -142,7 +142,8 @@ def _file_path(value: object, folder: Path) -> object:
 def resolve_config_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
     """A copy of the config file's ``data`` whose path values are absolute.
 
-    ``vaultRoot``, ``templatesDir``, every item of ``vaults`` and ``operator.storiesDir``:
+    ``vaultRoot``, ``templatesDir``, every item of ``vaults``, ``operator.storiesDir`` and
+    ``lake.catalog``/``lake.warehouse`` when they are paths, not URLs:
     ``~`` is the user's home, a relative path is read against ``folder`` (the config file's
     folder, never the current directory). Other keys are copied as they are.
     """
@@ -155,6 +156,11 @@ def resolve_config_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
     operator = resolved.get("operator")
     if isinstance(operator, dict) and "storiesDir" in operator:
         operator["storiesDir"] = _file_path(operator["storiesDir"], folder)
+    lake = resolved.get("lake")
+    if isinstance(lake, dict):  # a file's path, not a URL (sqlite:///…, postgresql://…, s3://…)
+        for key in ("catalog", "warehouse"):
+            if isinstance(lake.get(key), str) and "://" not in lake[key]:
+                lake[key] = _file_path(lake[key], folder)
     return resolved
 
 

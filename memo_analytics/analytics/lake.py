@@ -8,7 +8,7 @@ S3-compatible bucket::
     memo.sessions       one row per session record: SESSION_SCHEMA's columns (no ``vault``) and
                         ``billed_minutes`` (Int64, what the session bills under its vault's
                         rules: rounding terms, overlap policy, the minutes its invoice billed;
-                        null when it bills nothing), ``cost_usd`` (Decimal(18, 4), the
+                        0 when it bills nothing: open, not billable), ``cost_usd`` (Decimal(18, 4), the
                         API-equivalent AI cost of its turns; null when none could be priced),
                         its turns' ``input_tokens, cache_read_tokens, cache_write_tokens,
                         output_tokens, reasoning_tokens`` and ``unpriced_turns`` (Int64),
@@ -18,9 +18,11 @@ S3-compatible bucket::
     memo.deliverables   one row per deliverable: DELIVERABLE_SCHEMA's columns (no ``vault``)
     memo.invoices       one row per issued document (invoice or credit note): ``ref, number,
                         kind, status, client, issued, due, period_start, period_end, currency,
-                        net, tax, gross`` (Decimal(18, 3)), ``billable_hours`` (Float64),
-                        ``sessions`` (Int64), ``credits`` (the invoice a credit note cancels),
-                        ``pdf_sha256``
+                        net, tax, gross`` (Decimal(18, 3); a credit note's negative: what it
+                        takes back, so an invoice and its credit note sum to 0), ``billable_hours``
+                        (Float64, negative too), ``sessions`` (Int64), ``credits`` (the invoice a
+                        credit note cancels), ``pdf_sha256``; ``status`` ``issued`` or
+                        ``credited`` for an invoice, null for a credit note
 
 Each row also carries who wrote it: ``vault_id`` (the vault's id, ``.memo/sync/daemon-id``: it
 travels with the vault), ``machine`` (the host name of the export) and ``exported_at`` (UTC, the
@@ -30,8 +32,11 @@ its own vault id, writes those that changed or are new, deletes those its vault 
 A vault copied to a second machine is the same vault: the later export of the two replaces the
 earlier's rows.
 
-Readers (:func:`lake_frames`) see a record once: a record (its project and id) exported by several
-vaults — a laptop's and the team daemon's that holds its pushes — is the row exported last.
+Readers (:func:`lake_frames`) see a record once: a record exported by several vaults — a laptop's
+and the team daemon's that holds its pushes — is the row exported last (:data:`SHARED_KEYS`: its
+project, id, and whose it is). Another engine reads the same tables: the catalog's name is ``memo``
+(pyiceberg: ``SqlCatalog("memo", uri=…, warehouse=…)``, a PostgreSQL URL as
+``postgresql+psycopg2://…``), and it keeps a record once the same way.
 """
 
 from __future__ import annotations
@@ -61,9 +66,13 @@ TABLES = ("sessions", "prompts", "deliverables", "invoices")
 #: The columns that name a row within its vault (``record_key`` is them joined).
 KEYS = {"sessions": ("project", "id"), "prompts": ("project", "id"),
         "deliverables": ("project", "session_record_id", "position"), "invoices": ("ref",)}
-#: The columns a reader takes a record's identity from across vaults (a record kept once).
-SHARED_KEYS = {"sessions": ("project", "id"), "prompts": ("project", "id"),
-               "deliverables": ("project", "session_record_id", "position"), "invoices": ("ref", "pdf_sha256")}
+#: The columns a reader takes a record's identity from across vaults (a record kept once): its
+#: project and id, and whose it is — a session's ``owner`` (its start when none is recorded), a
+#: turn's ``created``, a deliverable's session's start — so that two people's sessions of one id
+#: (``fix-login``), each in a vault of its own, both count (the second vanished: found by a data lead).
+SHARED_KEYS = {"sessions": ("project", "id", "_whose"), "prompts": ("project", "id", "created"),
+               "deliverables": ("project", "session_record_id", "position", "session_start"),
+               "invoices": ("ref", "pdf_sha256")}
 _WHO = ("vault_id", "machine", "exported_at")
 _MONEY = pl.Decimal(18, 3)
 _COST = pl.Decimal(18, 4)
@@ -165,6 +174,10 @@ def _warehouse_url(text: str, vault_roots: list[Path]) -> str:
     if scheme == "s3":
         if not urlsplit(text).netloc:
             raise InvalidFieldError("lake.warehouse", f"{text} names no bucket (s3://BUCKET/PREFIX)")
+        missing = [key for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY") if not os.environ.get(key)]
+        if missing:  # an unsigned write left a lake no export or read could open again (found by a data lead)
+            raise InvalidFieldError("lake.warehouse", f"{text} is a bucket: give its keys in {' and '.join(missing)} "
+                                                      "(the environment; never the config)")
         return text.rstrip("/")
     if scheme not in ("", "file"):
         raise InvalidFieldError("lake.warehouse", f"{scheme}:// is not a warehouse memo writes: give a folder or "
@@ -256,7 +269,8 @@ def vault_tables(store: VaultStore, body: bool = True) -> dict[str, pl.DataFrame
         schema={"project": pl.String, "id": pl.String, "billed_minutes": pl.Int64, "cost_usd": pl.String,
                 "invoice": pl.String, **dict.fromkeys(_TOKEN_COLUMNS, pl.Int64), "unpriced_turns": pl.Int64},
         orient="row",
-    ).with_columns(pl.col("cost_usd").str.to_decimal(scale=4).cast(_COST))
+    ).with_columns(pl.col("cost_usd").str.to_decimal(scale=4).cast(_COST),
+                   pl.col("billed_minutes").fill_null(0))  # 0 when it bills nothing, as the vault's frames say
     sessions_out = sessions.join(billed, on=["project", "id"], how="left").drop("vault")
     return {
         "sessions": sessions_out,
@@ -278,13 +292,15 @@ def invoices_frame(store: VaultStore) -> pl.DataFrame:
     for doc in docs:
         meta = doc.meta
         credit = doc.kind == ledger.CREDIT_NOTE
+        sign = -1 if credit else 1  # what a credit note takes back, as its CSV says it (summed, the two net 0)
         rows.append({
             "ref": doc.ref, "number": doc.number, "kind": doc.kind,
             "status": None if credit else ("credited" if credited.get(doc.ref) else "issued"),
             "client": meta.get("client"), "issued": _day(meta.get("issued")), "due": _day(meta.get("due")),
             "period_start": _day(meta.get("periodStart")), "period_end": _day(meta.get("periodEnd")),
-            "currency": meta.get("currency"), "net": _money(meta.get("net")), "tax": _money(meta.get("tax")),
-            "gross": _money(meta.get("gross")), "billable_hours": _float(meta.get("billableHours")),
+            "currency": meta.get("currency"), "net": _money(meta.get("net"), sign),
+            "tax": _money(meta.get("tax"), sign), "gross": _money(meta.get("gross"), sign),
+            "billable_hours": _float(meta.get("billableHours"), sign),
             "sessions": len(meta.get("sessions") or []),
             "credits": (meta.get("creditsRef") or meta.get("credits")) if credit else None,
             "pdf_sha256": meta.get("pdfSha256"),
@@ -301,16 +317,16 @@ def _day(value: Any):
         return None
 
 
-def _money(value: Any) -> Decimal | None:
+def _money(value: Any, sign: int = 1) -> Decimal | None:
     try:
-        return Decimal(str(value)).quantize(Decimal("0.001")) if value is not None else None
+        return sign * Decimal(str(value)).quantize(Decimal("0.001")) if value is not None else None
     except ArithmeticError:
         return None
 
 
-def _float(value: Any) -> float | None:
+def _float(value: Any, sign: int = 1) -> float | None:
     try:
-        return float(value) if value is not None else None
+        return sign * float(value) if value is not None else None
     except (TypeError, ValueError):
         return None
 
@@ -367,7 +383,12 @@ def export_lake(store: VaultStore, target: LakeTarget, body: bool = True) -> Lak
         frame = _with_key(tables[name], name).with_columns(
             pl.lit(vault_id).alias("vault_id"), pl.lit(machine).alias("machine"),
             pl.lit(now).cast(UTC_DT).alias("exported_at"))
-        written, deleted = _merge(catalog, name, frame, vault_id)
+        try:
+            written, deleted = _merge(catalog, name, frame, vault_id)
+        except MemoError:
+            raise
+        except Exception as exc:  # noqa: BLE001 — the warehouse or catalog refused: one line, not a traceback
+            raise MemoError(f"Lake table {NAMESPACE}.{name} cannot be written: {_first_line(exc)}") from None
         result.written[name], result.deleted[name], result.rows[name] = written, deleted, frame.height
     return result
 
@@ -450,14 +471,33 @@ def lake_frames(target: LakeTarget, tables: tuple[str, ...] = TABLES) -> dict[st
         try:
             table = catalog.load_table(f"{NAMESPACE}.{name}")
         except (NoSuchTableError, NoSuchNamespaceError):
-            frames[name] = pl.DataFrame()
+            frames[name] = _empty(name)
             continue
-        frame = table.scan().to_polars() if table.current_snapshot() else pl.DataFrame()
+        try:
+            frame = table.scan().to_polars() if table.current_snapshot() else _empty(name)
+        except Exception as exc:  # noqa: BLE001 — a warehouse that cannot be read: one line, not a traceback
+            raise MemoError(f"Lake table {NAMESPACE}.{name} cannot be read: {_first_line(exc)}") from None
         if frame.height:
+            if name == "sessions":
+                frame = frame.with_columns(pl.coalesce(pl.col("owner"), pl.col("start_time").cast(pl.String))
+                                           .alias("_whose"))
             frame = frame.sort("exported_at", descending=True, maintain_order=True) \
-                .unique(subset=list(SHARED_KEYS[name]), keep="first", maintain_order=True).drop("record_key")
-        frames[name] = frame
+                .unique(subset=list(SHARED_KEYS[name]), keep="first", maintain_order=True) \
+                .drop("record_key", "_whose", strict=False)
+        frames[name] = frame.drop("record_key", strict=False)
     return frames
+
+
+def _empty(name: str) -> pl.DataFrame:
+    """A table no machine exported yet, or without rows: its columns and dtypes, no row."""
+    from .frames import DELIVERABLE_SCHEMA, PROMPT_SCHEMA
+
+    who = {"vault_id": pl.String, "machine": pl.String, "exported_at": UTC_DT}
+    columns = {"sessions": _session_columns(),
+               "prompts": {**{c: d for c, d in PROMPT_SCHEMA.items() if c != "vault"}, **who},
+               "deliverables": {**{c: d for c, d in DELIVERABLE_SCHEMA.items() if c != "vault"}, **who},
+               "invoices": {**INVOICE_SCHEMA, **who}}[name]
+    return pl.DataFrame(schema=columns)
 
 
 def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
@@ -502,8 +542,6 @@ def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
     owner = request.owner.strip() if request.owner and request.owner.strip() else None
     frames = lake_frames(target, ("sessions", "prompts"))
     sessions = frames["sessions"]
-    if not sessions.height:
-        sessions = pl.DataFrame(schema={**{c: d for c, d in _session_columns().items()}})
     if request.projects is not None:
         held = set(sessions["project"].to_list()) | (set(frames["prompts"]["project"].to_list())
                                                      if frames["prompts"].height else set())
@@ -512,9 +550,7 @@ def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
             raise InvalidFieldError("project", f"no vault of the lake holds anything of project {missing[0]!r}"
                                                + (f" (projects: {', '.join(sorted(held)[:20])})" if held else ""))
         sessions = sessions.filter(pl.col("project").is_in(request.projects))
-    selected = _select(sessions, bounds, client, owner).with_columns(
-        (pl.col("counts") & pl.col("billed_minutes").is_not_null()).alias("counts"),
-        pl.col("billed_minutes").fill_null(0))
+    selected = _select(sessions, bounds, client, owner).with_columns(pl.col("billed_minutes").fill_null(0))
     by_client, by_project = _group_totals(selected)
     rows = selected.sort("start_time", "id", nulls_last=True)
     client_cents = {key: hours_cents(int(minutes)) for _, key, minutes, _ in by_client}

@@ -271,3 +271,52 @@ def test_a_warehouse_on_an_s3_compatible_server(tmp_path, realdata, s3):
     keys = [o["Key"] for o in client.list_objects_v2(Bucket="lake", Prefix="team/")["Contents"]]
     assert any(k.startswith("team/memo/sessions/data/") and k.endswith(".parquet") for k in keys), keys
     _lake_equals_the_sum(team)
+
+
+def test_two_peoples_sessions_of_one_id_both_count_and_credit_notes_take_back(tmp_path, realdata, monkeypatch):
+    """Found by a data lead: Ben's and Cai's `fix-login` of project shop, each in a vault of its own,
+    were one row in the lake (Ben's hour gone); a credit note's row had positive amounts (an invoice
+    and its credit note summed to twice the work); an empty table was a frame of no columns; a
+    session that bills nothing had billed_minutes null where the vault's frames say 0; a relative
+    lake.warehouse of the config file was read against the current folder; an s3:// warehouse
+    without keys wrote a lake nothing could open again."""
+    import polars as pl
+
+    import memo_analytics as memo_api
+    from .test_issued_invoices import ISSUER
+
+    (tmp_path / "lake").mkdir()
+    team = _team(tmp_path, realdata, "lake/c.db", "lake/w")  # relative: to the config file's folder
+    monkeypatch.setenv("MEMO_CONFIG", str(team["config"]))
+    monkeypatch.chdir(realdata)  # another current folder
+    for vault, start, end in (("ann", "2026-06-20T09:00:00Z", "2026-06-20T10:00:00Z"),
+                              ("bob", "2026-06-21T14:00:00Z", "2026-06-21T16:00:00Z")):
+        run(team, vault, "session", "start", "fix-login", "--project", "shop", "--client", "Acme Corp",
+            "--start-time", start)
+        run(team, vault, "session", "end", "fix-login", "--project", "shop", "--until", end)
+    run(team, "ann", "session", "edit", "a2", "--project", "web", "--no-billable")
+    lake = memo_api.open_lake()
+    assert lake.invoices().columns[:3] == ["ref", "number", "kind"] and lake.invoices().height == 0
+    export(team, "ann")
+    export(team, "bob")
+    assert (tmp_path / "lake" / "w" / "memo").is_dir()
+    shop = activity(team, "ann", "--lake", "--project", "shop")
+    assert shop["byProject"]["shop"] == {**shop["byProject"]["shop"], "durationMinutes": 180, "sessions": 2}
+    sessions = lake.sessions()
+    assert sessions.filter(pl.col("id") == "session-a2")["billed_minutes"].to_list() == [0]
+    text = team["config"].read_text(encoding="utf-8").replace('timezone = "UTC"\n', "")
+    team["config"].write_text(ISSUER.replace('"Europe/Berlin"', '"UTC"') + text.replace(
+        '[clients."Acme Corp"]\n', '[clients."Acme Corp"]\naddress = ["1 rue de la Paix"]\npostcode = "75002"\n'
+        'city = "Paris"\ncountry = "FR"\nvatId = "FR40303265045"\ntaxRate = "20"\n'), encoding="utf-8")
+    issued = json.loads(run(team, "ann", "--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since",
+                            "2026-06-01", "--until", "2026-06-30").stdout)
+    run(team, "ann", "invoice", "credit", issued["number"], "--reason", "wrong rate")
+    export(team, "ann")
+    invoices = lake.invoices()
+    assert invoices["gross"].sum() == 0 and invoices.filter(pl.col("kind") == "creditNote")["gross"][0] == \
+        -Decimal(issued["gross"])
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+    keyless = run(team, "ann", "export", "iceberg", "--warehouse", "s3://lake/team", check=False)
+    assert keyless.returncode == 1 and "Invalid lake.warehouse: s3://lake/team is a bucket: give its keys in " \
+        "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in keyless.stderr, keyless.stderr
