@@ -517,7 +517,7 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
                                              f"latest (--until {issued}), or issue it once the period has ended")
         _check_in_order(issued, latest, today)
         number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year,
-                                                   ledger.read_state(store.root))
+                                                   ledger.read_state(store.root), store.root)
         # a backdated invoice (--issued before today) is not overdue when it arrives: its terms run from today
         meta = _document_meta(ledger.INVOICE, number, key, sequence, settings.invoice.number_format, issued,
                               due_date(max(issued, today), settings.invoice, client), period, zone_name(report.zone), invoice,
@@ -626,7 +626,8 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
             raise InvalidFieldError("issued", f"{issued} is before invoice {number} was issued "
                                               f"({original.meta['issued']})")
         fmt = settings.invoice.number_format
-        credit_number, key, sequence = ledger.next_number(docs, fmt, issued.year, ledger.read_state(store.root))
+        credit_number, key, sequence = ledger.next_number(docs, fmt, issued.year, ledger.read_state(store.root),
+                                                          store.root)
         meta = {**original.meta, "kind": ledger.CREDIT_NOTE, "number": credit_number, "numberFormat": fmt,
                 "sequenceKey": key, "sequence": sequence, "issued": issued.isoformat(), "due": issued.isoformat(),
                 "credits": original.number, "creditsIssued": original.meta["issued"],

@@ -1746,6 +1746,22 @@ def test_a_ledger_state_rebuilt_keeps_the_documents_issued_before_it(billing):
     assert run(billing, "invoice", "list").stderr == ""
 
 
+def test_a_number_whose_pdf_lies_in_the_vault_is_never_issued_again(billing):
+    """Found by a breaker: the ledger state and one invoice's .md lost, the next issue took that
+    number again (for another client) and set the sent invoice's PDF aside. A number whose PDF is
+    there is passed over."""
+    first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    folder = Path(first["pdf"]).parent
+    os.chmod(folder, 0o755)
+    sent = (folder / f"{first['number']}.pdf").read_bytes()
+    for name in (".ledger.json", f"{first['number']}.md"):
+        os.chmod(folder / name, 0o644)
+        (folder / name).unlink()
+    second = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert second["number"] != first["number"] and second["number"] == "2026-0002", second["number"]
+    assert (folder / f"{first['number']}.pdf").read_bytes() == sent
+
+
 def test_a_lines_printed_days_are_its_period_when_a_session_runs_past_midnight(billing, tmp_path):
     """Found by two billing people: a project line whose last session ran past midnight printed
     2026-06-02 – 2026-06-10 while its CSV `to` (and its Factur-X line period) said 2026-06-11."""
