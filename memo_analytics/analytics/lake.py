@@ -108,12 +108,19 @@ class LakeTarget:
     s3_region: str | None = None
 
     def shown(self) -> dict[str, str]:
-        """The target as said to a person: a catalog URL's password masked."""
+        """The target as said to a person: a catalog URL's password and query values masked (an
+        SQLite URL's ``?pw=…`` was printed as it is: found by a breaker)."""
+        from ..vault.redact import mask_url
+
         parts = urlsplit(self.catalog)
         catalog = self.catalog
         if parts.password:
             catalog = catalog.replace(f":{parts.password}@", ":***@", 1)
-        return {"catalog": catalog, "warehouse": self.warehouse}
+        if "?" in catalog:  # sqlite:////…?pw=… has no host: mask_url leaves it as it is
+            head, query = catalog.split("?", 1)
+            catalog = head + "?" + "&".join(f"{pair.split('=', 1)[0]}=***" if pair else pair
+                                            for pair in query.split("&"))
+        return {"catalog": mask_url(catalog), "warehouse": mask_url(self.warehouse)}
 
 
 def lake_target(settings: Any, catalog: str | None = None, warehouse: str | None = None,
@@ -142,26 +149,25 @@ def lake_target(settings: Any, catalog: str | None = None, warehouse: str | None
         raise InvalidFieldError("lake.warehouse", "no warehouse: set lake.warehouse to a folder or "
                                                   "s3://BUCKET/PREFIX (memo config set lake.warehouse …; "
                                                   "memo export iceberg also takes --warehouse)")
-    return LakeTarget(_catalog_url(str(catalog).strip()), _warehouse_url(str(warehouse).strip(), vault_roots or []),
-                      lake.s3_endpoint, lake.s3_region)
+    return LakeTarget(_catalog_url(str(catalog).strip(), vault_roots or []),
+                      _warehouse_url(str(warehouse).strip(), vault_roots or []), lake.s3_endpoint, lake.s3_region)
 
 
-def _catalog_url(text: str) -> str:
+def _catalog_url(text: str, vault_roots: list[Path]) -> str:
     scheme = urlsplit(text).scheme.lower() if "://" in text else ""
-    if not scheme:
-        path = Path(text).expanduser().absolute()
+    if scheme in ("", "sqlite"):
+        if scheme:  # as SQLAlchemy reads it: sqlite:////abs/file.db, sqlite:///relative.db
+            rest = text.split(":///", 1)[1] if ":///" in text else ""
+            if not rest:
+                raise InvalidFieldError("lake.catalog", f"{text} names no file: give sqlite:////ABSOLUTE/PATH.db")
+            path = Path(rest.split("?", 1)[0]).expanduser().absolute()
+        else:
+            path = Path(text).expanduser().absolute()
         if not path.parent.is_dir():
             raise InvalidFieldError("lake.catalog", f"folder {path.parent} does not exist")
         if path.is_dir():
             raise InvalidFieldError("lake.catalog", f"{text} is a folder; give the SQLite catalog's file")
-        return f"sqlite:///{path}"
-    if scheme == "sqlite":  # as SQLAlchemy reads it: sqlite:////abs/file.db, sqlite:///relative.db
-        rest = text.split(":///", 1)[1] if ":///" in text else ""
-        if not rest:
-            raise InvalidFieldError("lake.catalog", f"{text} names no file: give sqlite:////ABSOLUTE/PATH.db")
-        path = Path(rest).expanduser().absolute()
-        if not path.parent.is_dir():
-            raise InvalidFieldError("lake.catalog", f"folder {path.parent} does not exist")
+        _outside_vaults_and_repositories("lake.catalog", text, path, vault_roots)
         return f"sqlite:///{path}"
     if scheme in ("postgresql", "postgres", "postgresql+psycopg2"):
         return "postgresql+psycopg2://" + text.split("://", 1)[1]
@@ -188,16 +194,23 @@ def _warehouse_url(text: str, vault_roots: list[Path]) -> str:
         raise InvalidFieldError("lake.warehouse", f"folder {resolved.parent} does not exist")
     if resolved.exists() and not resolved.is_dir():
         raise InvalidFieldError("lake.warehouse", f"{text} exists and is not a folder")
+    _outside_vaults_and_repositories("lake.warehouse", text, resolved, vault_roots)
+    return f"file://{resolved}"
+
+
+def _outside_vaults_and_repositories(field: str, text: str, path: Path, vault_roots: list[Path]) -> None:
+    """Refuse a lake file or folder inside (or holding) a vault, or inside a git repository: the
+    catalog put in the vault's own index was wiped by the next ``memo reindex`` (found by a breaker),
+    and the vault's records must not land in a product's tree (SPEC §1)."""
+    resolved = path.resolve()
     for root in vault_roots:
         root = Path(root).resolve()
         if resolved.is_relative_to(root) or root.is_relative_to(resolved):
-            raise InvalidFieldError("lake.warehouse", f"{text} and the vault {root} overlap; keep the warehouse "
-                                                      "elsewhere")
+            raise InvalidFieldError(field, f"{text} and the vault {root} overlap; keep the lake elsewhere")
     for folder in (resolved, *resolved.parents):
         if (folder / ".git").exists():
-            raise InvalidFieldError("lake.warehouse", f"{text} is inside the git repository {folder}; keep the "
-                                                      "vault's records out of product repositories (SPEC §1)")
-    return f"file://{resolved}"
+            raise InvalidFieldError(field, f"{text} is inside the git repository {folder}; keep the vault's records "
+                                           "out of product repositories (SPEC §1)")
 
 
 def open_catalog(target: LakeTarget) -> "Catalog":
@@ -395,7 +408,7 @@ def export_lake(store: VaultStore, target: LakeTarget, body: bool = True) -> Lak
 
 def _merge(catalog: "Catalog", name: str, frame: pl.DataFrame, vault_id: str) -> tuple[int, int]:
     """Make the rows of ``vault_id`` in table ``name`` those of ``frame``: ``(written, deleted)``."""
-    from pyiceberg.exceptions import CommitFailedException
+    from pyiceberg.exceptions import CommitFailedException, ValidationException
     from pyiceberg.expressions import And, EqualTo, In
 
     arrow = _arrow(frame)
@@ -425,8 +438,10 @@ def _merge(catalog: "Catalog", name: str, frame: pl.DataFrame, vault_id: str) ->
                     tx.delete(And(EqualTo("vault_id", vault_id), In("record_key", sorted(stale))))
                 if writing.height:
                     tx.append(_arrow(writing))
-        except CommitFailedException:
-            time.sleep(0.2 * (attempt + 1))  # another machine committed to this table first: read it again
+        except (CommitFailedException, ValidationException):
+            # another machine (or another export of this vault) committed to this table first: its files
+            # the delete named are gone — read it again (two exports at once ended in a traceback)
+            time.sleep(0.2 * (attempt + 1))
             continue
         return writing.height, len(gone)
     raise MemoError(f"Lake table {identifier}: five commits failed (others are writing it at once); run "

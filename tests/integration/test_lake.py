@@ -179,6 +179,14 @@ def test_a_lake_without_settings_or_in_a_repository_is_refused_naming_the_field(
     ran = run(team, "ann", "export", "iceberg", "--catalog", str(tmp_path / "c.db"), "--warehouse",
               str(repo / "lake"), check=False)
     assert ran.returncode == 1 and "Invalid lake.warehouse:" in ran.stderr and "git repository" in ran.stderr
+    for catalog in (str(team["ann"] / ".memo" / "index.sqlite"), str(repo / "lake.db")):  # wiped by a reindex
+        ran = run(team, "ann", "export", "iceberg", "--catalog", catalog, "--warehouse", str(tmp_path / "w"),
+                  check=False)
+        assert ran.returncode == 1 and "Invalid lake.catalog:" in ran.stderr and (
+            "overlap" in ran.stderr or "git repository" in ran.stderr), ran.stderr
+    said = run(team, "ann", "export", "iceberg", "--catalog", f"sqlite:///{tmp_path / 'c.db'}?pw=Q5ecret",
+               "--warehouse", str(tmp_path / "w"))
+    assert "Q5ecret" not in said.stdout + said.stderr
     ran = run(team, "ann", "export", "iceberg", "--catalog", "mysql://x/y", "--warehouse", str(tmp_path / "w"),
               check=False)
     assert ran.returncode == 1 and "Invalid lake.catalog: mysql:// is not a catalog memo writes" in ran.stderr
@@ -235,7 +243,8 @@ def postgres():
 def test_a_postgresql_catalog_holds_the_team_lake(tmp_path, realdata, postgres):
     (tmp_path / "lake").mkdir()
     team = _team(tmp_path, realdata, postgres, str(tmp_path / "lake" / "w"))
-    assert export(team, "ann")["catalog"] == postgres.replace("postgresql://", "postgresql+psycopg2://")
+    # its user name masked, as a URL's lone user name is (often a token)
+    assert export(team, "ann")["catalog"] == postgres.replace("postgresql://memo@", "postgresql+psycopg2://***@")
     export(team, "bob")
     _lake_equals_the_sum(team)
     assert run(team, "bob", "export", "iceberg").stdout.startswith("unchanged:")
