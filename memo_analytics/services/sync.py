@@ -863,9 +863,8 @@ def received_push(store: VaultStore, vault: Any, seq: Any) -> int | None:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_json_state(path, {"seq": seq})
         except OSError as exc:  # every push got a bare "Internal error (FileExistsError)" (found by a breaker)
-            raise MemoError(f"the daemon's count of this laptop's pushes ({path}) cannot be written "
-                            f"({exc.strerror or exc}): move what is there away; nothing of this push was stored") \
-                from None
+            raise MemoError(f"nothing of this push was stored: the daemon's count of this laptop's pushes cannot be "
+                            f"written ({exc.strerror or exc}: {path}; move what is there away)") from None
     return had
 
 

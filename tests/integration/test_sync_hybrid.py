@@ -2903,8 +2903,10 @@ def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed(
     assert refused.returncode == 1 and refused.stderr.startswith(
         "error: Invalid mode: this laptop is in hybrid mode: its vault holds its own work, the team's is on the daemon "
         f"({server.base}), where the team's invoices are issued"), refused.stderr
-    memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
-         "--issued", "2026-04-01", "--here", vault=vault, env=env)
+    here = memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
+                "--issued", "2026-04-01", "--here", vault=vault, env=env)
+    assert "warning: the team daemon does not hear of 2026-0001: its sessions still read as not invoiced there" \
+        in here.stderr, here.stderr
     assert memo("sync", "push", vault=vault, env=env).stdout.startswith("pushed ")
     path = vault / "projects/shop/sessions/session-s4.md"
     path.write_text(re.sub(r"(?m)^client: .*$", "client: Other Co", path.read_text(encoding="utf-8")),

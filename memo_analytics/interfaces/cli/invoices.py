@@ -134,6 +134,9 @@ def invoice_issue(
                **({"samePeriodAs": overlapping} if overlapping else {}),
                **({"vaultGit": shared} if shared else {})}
     _emit(summary, _said_issued)
+    if here and state.settings.mode == "hybrid":  # the push carries no invoice: the daemon may bill them again
+        err.print(_safe(f"warning: the team daemon does not hear of {document.number}: its sessions still read as "
+                        "not invoiced there, and an invoice issued there may bill them again"))
     if not state.json:
         left_off_note(summary["leftOff"])
         twice = billing_the_same(ledger.documents(state.store.root), document, overlapping)
