@@ -46,6 +46,18 @@ def _team(tmp_path: Path, realdata: Path, catalog: str, warehouse: str, extra: s
     return {"env": env, "ann": ann, "bob": bob, "config": config}
 
 
+def _issue_june(team) -> dict:
+    """Ann's June invoice to Acme Corp (the issuer and the client's address set in the config)."""
+    from .test_issued_invoices import ISSUER
+
+    text = team["config"].read_text(encoding="utf-8").replace('timezone = "UTC"\n', "")
+    team["config"].write_text(ISSUER.replace('"Europe/Berlin"', '"UTC"') + text.replace(
+        '[clients."Acme Corp"]\n', '[clients."Acme Corp"]\naddress = ["1 rue de la Paix"]\npostcode = "75002"\n'
+        'city = "Paris"\ncountry = "FR"\nvatId = "FR40303265045"\ntaxRate = "20"\n'), encoding="utf-8")
+    return json.loads(run(team, "ann", "--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since",
+                          "2026-06-01", "--until", "2026-06-30").stdout)
+
+
 def run(team, vault, *args, check=True):
     return memo(*args, vault=team[vault], env=team["env"], check=check)
 
@@ -140,14 +152,7 @@ def test_invoices_and_the_analyst_api_read_the_lake(tmp_path, realdata, monkeypa
 
     (tmp_path / "lake").mkdir()
     team = _team(tmp_path, realdata, str(tmp_path / "lake" / "c.db"), str(tmp_path / "lake" / "w"))
-    from .test_issued_invoices import ISSUER
-
-    text = team["config"].read_text(encoding="utf-8").replace('timezone = "UTC"\n', "")
-    team["config"].write_text(ISSUER.replace('"Europe/Berlin"', '"UTC"') + text.replace(
-        '[clients."Acme Corp"]\n', '[clients."Acme Corp"]\naddress = ["1 rue de la Paix"]\npostcode = "75002"\n'
-        'city = "Paris"\ncountry = "FR"\nvatId = "FR40303265045"\ntaxRate = "20"\n'), encoding="utf-8")
-    issued = json.loads(run(team, "ann", "--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since",
-                            "2026-06-01", "--until", "2026-06-30").stdout)
+    issued = _issue_june(team)
     export(team, "ann")
     export(team, "bob")
     monkeypatch.setenv("MEMO_CONFIG", str(team["config"]))
@@ -292,7 +297,6 @@ def test_two_peoples_sessions_of_one_id_both_count_and_credit_notes_take_back(tm
     import polars as pl
 
     import memo_analytics as memo_api
-    from .test_issued_invoices import ISSUER
 
     (tmp_path / "lake").mkdir()
     team = _team(tmp_path, realdata, "lake/c.db", "lake/w")  # relative: to the config file's folder
@@ -313,12 +317,7 @@ def test_two_peoples_sessions_of_one_id_both_count_and_credit_notes_take_back(tm
     assert shop["byProject"]["shop"] == {**shop["byProject"]["shop"], "durationMinutes": 180, "sessions": 2}
     sessions = lake.sessions()
     assert sessions.filter(pl.col("id") == "session-a2")["billed_minutes"].to_list() == [0]
-    text = team["config"].read_text(encoding="utf-8").replace('timezone = "UTC"\n', "")
-    team["config"].write_text(ISSUER.replace('"Europe/Berlin"', '"UTC"') + text.replace(
-        '[clients."Acme Corp"]\n', '[clients."Acme Corp"]\naddress = ["1 rue de la Paix"]\npostcode = "75002"\n'
-        'city = "Paris"\ncountry = "FR"\nvatId = "FR40303265045"\ntaxRate = "20"\n'), encoding="utf-8")
-    issued = json.loads(run(team, "ann", "--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since",
-                            "2026-06-01", "--until", "2026-06-30").stdout)
+    issued = _issue_june(team)
     run(team, "ann", "invoice", "credit", issued["number"], "--reason", "wrong rate")
     export(team, "ann")
     invoices = lake.invoices()
