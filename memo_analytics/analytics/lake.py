@@ -295,8 +295,9 @@ def vault_tables(store: VaultStore, body: bool = True) -> dict[str, pl.DataFrame
 
 def invoices_frame(store: VaultStore) -> pl.DataFrame:
     """One row per issued document of the vault: :data:`INVOICE_SCHEMA` (dates as ``Date``,
-    amounts ``Decimal(18, 3)`` in the document's currency; ``status`` ``issued`` or ``credited``
-    for an invoice, null for a credit note; ``credits`` the invoice a credit note cancels)."""
+    amounts ``Decimal(18, 3)`` in the document's currency, a credit note's negative, as its hours;
+    ``status`` ``issued`` or ``credited`` for an invoice, null for a credit note; ``credits`` the
+    invoice a credit note cancels)."""
     from ..vault import ledger
 
     docs = ledger.documents(store.root) if store.exists else []
