@@ -119,7 +119,7 @@ def _current_items(store: VaultStore, now: datetime) -> dict[str, list[Item]]:
     """The digest's items by id (``kind:subject``); an id may stand for items of several
     projects (the same session id in two projects, SPEC §2.1)."""
     found: dict[str, list[Item]] = {}
-    for item in build_items(take_snapshot(store), now, store.settings.operator):
+    for item in build_items(take_snapshot(store), now, store.settings.operator, store.zone):
         found.setdefault(item.id, []).append(item)
     return found
 

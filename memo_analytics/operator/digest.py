@@ -35,7 +35,7 @@ import hashlib
 import json
 import shlex
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 from typing import Any
 
 from ..config import OperatorPolicy, config_key_text
@@ -470,11 +470,12 @@ def _too_long(session: dict[str, Any], now: datetime) -> Item:
                 fingerprint(session["id"], session.get("updated")))
 
 
-def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> list[Item]:
-    """Every item of ``snapshot`` at ``now`` (unranked, horizon not applied). Records of a
+def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy, zone: tzinfo | None = None) -> list[Item]:
+    """Every item of ``snapshot`` at ``now`` (unranked, horizon not applied; ``zone``: the vault's,
+    whose months the work to bill is counted in — UTC when None). Records of a
     further vault (``_vault`` set) are listed with that vault and without a proposal: the
     operator never writes to a vault it only reads."""
-    items = _build_items(snapshot, now, policy)
+    items = _build_items(snapshot, now, policy, zone)
     for item, record in items:
         # the same subject id may exist in several projects (SPEC §2.1): the project is part of the state
         item.fingerprint = fingerprint(item.project, item.fingerprint)
@@ -485,7 +486,8 @@ def build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> li
     return [item for item, _ in items]
 
 
-def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> list[tuple[Item, dict[str, Any]]]:
+def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
+                 zone: tzinfo | None = None) -> list[tuple[Item, dict[str, Any]]]:
     items: list[tuple[Item, dict[str, Any]]] = []
     for session in snapshot.open_sessions:
         item = _session_items(session, now, policy)
@@ -582,7 +584,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> l
         items.append((_client_missing(session, now), session))
     unfiled: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
     # the sessions of the horizon — of last month on, work a month end bills (:data:`BILLING_GAPS`)
-    horizon = to_iso(min(now - timedelta(days=policy.horizon_days), _start_of_last_month(now)))
+    horizon = to_iso(min(now - timedelta(days=policy.horizon_days), _start_of_last_month(now, zone)))
     for session in sorted(snapshot.unfiled_sessions, key=lambda s: s.get("startTime") or ""):
         unfiled.setdefault((session["project"], session.get("_vault")), []).append(session)
     for (project, _), sessions in unfiled.items():  # over the horizon's sessions; older ones counted beyond it
@@ -741,18 +743,23 @@ def rank_key(item: Item) -> tuple:
     return (LANES.index(item.lane), -item.minutes_at_stake, -item.age_minutes, item.kind, item.subject)
 
 
-#: The kinds about work not yet billed to anyone: listed from the first day of last month (UTC) on,
-#: however short the horizon (a month end bills them).
+#: The kinds about work not yet billed to anyone: listed from the first day of last month (in the
+#: vault's zone) on, however short the horizon (a month end bills them).
 BILLING_GAPS = frozenset({"project_unbilled", "client_missing"})
 
 
-def _start_of_last_month(now: datetime) -> datetime:
-    """00:00 UTC of the first day of the month before ``now``'s."""
-    first = now.astimezone(timezone.utc).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    return (first - timedelta(days=1)).replace(day=1)
+def _start_of_last_month(now: datetime, zone: tzinfo | None = None) -> datetime:
+    """00:00 in ``zone`` (UTC when None) of the first day of the month before ``now``'s there (a
+    session of 1 November 08:30 in Tokyo, 23:30 UTC the day before, is November's work there:
+    found by a breaker)."""
+    local = now.astimezone(zone or timezone.utc)
+    first = local.replace(day=1, hour=0, minute=0, second=0, microsecond=0, tzinfo=None)
+    previous = (first - timedelta(days=1)).replace(day=1)
+    return previous.replace(tzinfo=zone or timezone.utc)
 
 
-def compute_digest(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> dict[str, Any]:
+def compute_digest(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
+                   zone: tzinfo | None = None) -> dict[str, Any]:
     """The ranked digest (wire dict): ``items`` within the horizon (work to bill —
     :data:`BILLING_GAPS` — from the first day of last month on, if that is earlier), ``beyondHorizon``
     counts per kind for older ones (``beyondHorizonAsOf``: an instant whose digest lists the oldest
@@ -762,10 +769,10 @@ def compute_digest(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) ->
     # work to bill of this month and the last is what a month end bills, the horizon notwithstanding:
     # run a week into December, the digest said nothing needs you while November's work of a project
     # filed under no client went unbilled (found by a billing person)
-    billing_horizon = min(horizon, _start_of_last_month(now))
+    billing_horizon = min(horizon, _start_of_last_month(now, zone))
     listed, beyond = [], {}
     oldest: datetime | None = None
-    for item in sorted(build_items(snapshot, now, policy), key=rank_key):
+    for item in sorted(build_items(snapshot, now, policy, zone), key=rank_key):
         # a cap is about this month, however long ago its last session ended
         since = from_iso(item.since)
         if item.kind != "retainer_projection" and (

@@ -119,7 +119,7 @@ def digest_as_of(store: VaultStore, as_of: str) -> dict[str, Any]:
     for session in snapshot.open_sessions:  # the transcript's last write as of then is not known
         session.pop("lastActivityAt", None)
     snapshot.live_conversations = []  # nor whether a conversation was still open then
-    return {**compute_digest(snapshot, moment, store.settings.operator), "vaultVersion": None, "cached": False,
+    return {**compute_digest(snapshot, moment, store.settings.operator, store.zone), "vaultVersion": None, "cached": False,
             "stale": False, "asOf": to_iso(moment)}
 
 
@@ -170,7 +170,8 @@ def current_digest(store: VaultStore, now: datetime | None = None, force: bool =
     now = now or utcnow()
     policy = store.settings.operator
     if not store.exists:
-        return {**compute_digest(Snapshot(), now, policy), "vaultVersion": "empty", "cached": False, "stale": False}
+        return {**compute_digest(Snapshot(), now, policy, store.zone), "vaultVersion": "empty", "cached": False,
+                "stale": False}
     # session files edited in place since the index read them (an editor that rewrites a file keeps its
     # folder's time): taken in first, as billing reads do — a hand edit that broke one went unseen
     try:
@@ -179,7 +180,7 @@ def current_digest(store: VaultStore, now: datetime | None = None, force: bool =
         pass  # an index this process cannot write (a read-only copy): the digest of what it holds
     version = _version(store)
     settings = store.settings  # thresholds, and the billing terms billing_terms_differ compares
-    policy_print = fingerprint(settings.operator.model_dump(mode="json"), settings.overlap_policy,
+    policy_print = fingerprint(settings.operator.model_dump(mode="json"), settings.overlap_policy, settings.timezone,
                                {name: terms.model_dump(mode="json") for name, terms in settings.clients.items()})
     cache = _read_cache(store)
     if cache is not None and cache.get("policy") != policy_print:
@@ -193,7 +194,7 @@ def current_digest(store: VaultStore, now: datetime | None = None, force: bool =
             return {**cache["digest"], "vaultVersion": cache.get("version"), "cached": True, "stale": True}
     try:
         snapshot = take_snapshot(store)
-        digest = compute_digest(snapshot, now, policy)
+        digest = compute_digest(snapshot, now, policy, store.zone)
         due = next_due(snapshot, now, policy)
     except Exception as exc:  # keep the previous answer rather than blanking it
         if cache is None:

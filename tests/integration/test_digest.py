@@ -748,6 +748,15 @@ def test_work_to_bill_of_last_month_is_listed_at_a_month_end_whatever_the_horizo
     november = json.loads(memo("--json", "digest", "--as-of", "2026-11-10T09:00:00Z", vault=vault, env=env).stdout)
     assert not [i for i in november["items"] if i["kind"] == "project_unbilled"]
     assert november["beyondHorizon"] == {"project_unbilled": 1}
+    # the months of the vault's zone (found by a breaker): 30 September 23:30 UTC is 1 October in Tokyo
+    tokyo = {"MEMO_TIMEZONE": "Asia/Tokyo"}
+    memo("session", "edit", "u1", "--project", "dd-web", "--start", "2026-09-30T23:30:00Z", "--end",
+         "2026-10-01T01:30:00Z", vault=vault, env=tokyo)
+    memo("session", "edit", "u2", "--project", "dd-web", "--to-project", "later", vault=vault, env=tokyo)
+    listed = json.loads(memo("--json", "digest", "--as-of", "2026-11-10T09:00:00Z", vault=vault, env=tokyo).stdout)
+    assert [i["id"] for i in listed["items"] if i["kind"] == "project_unbilled"] == ["project_unbilled:dd-web"]
+    assert not [i for i in json.loads(memo("--json", "digest", "--as-of", "2026-11-10T09:00:00Z", vault=vault,
+                                           env=env).stdout)["items"] if i["kind"] == "project_unbilled"]
 
 
 def test_a_session_its_first_prompt_opened_is_never_said_to_hold_no_turn(store):
