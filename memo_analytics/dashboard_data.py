@@ -127,6 +127,8 @@ class DashboardData:
 
     main: VaultStore
     _further: dict[str, VaultStore] = field(default_factory=dict)
+    #: the last report drafted and its draft (or why none): :meth:`_draft`
+    _drafted: tuple[Any, Any] | None = field(default=None, repr=False)
 
     # ---------------------------------------------------------------- vaults
     @property
@@ -219,7 +221,7 @@ class DashboardData:
         from .reports.invoice import UnpricedClientError
 
         try:
-            build_invoice(report, self.settings.billing_for, invoiced=self._invoiced())
+            self._draft(report)
         except UnpricedClientError as exc:
             named = [c for c in exc.clients if c.lower() != "internal"]
             terms = (f"billing terms for {', '.join(named)}: hourlyRate and currency under "
@@ -241,7 +243,7 @@ class DashboardData:
         from .reports.issuing import draft_refusals
 
         try:
-            invoice = build_invoice(report, self.settings.billing_for, invoiced=self._invoiced())
+            invoice = self._draft(report)
         except MemoError:
             return []
         return draft_refusals(self.settings, invoice, self.store.root if self.store.exists else None)
@@ -286,6 +288,24 @@ class DashboardData:
         document, _ = issue_invoice(self.store, self.settings, lambda: self.activity(client, since, until),
                                     unfiled=lambda: self.activity(INTERNAL_CLIENT, since, until))
         return document
+
+    def _draft(self, report: ActivityReport):
+        """The draft invoice of ``report`` (:func:`build_invoice`), built once per report: the
+        Activity tab asks both what keeps it from being drafted and what issuing it would refuse.
+
+        Raises
+        ------
+        MemoError
+            As :func:`build_invoice` (each ask of the same report raises it again)."""
+        if self._drafted is None or self._drafted[0] is not report:
+            try:
+                self._drafted = (report, build_invoice(report, self.settings.billing_for, invoiced=self._invoiced()))
+            except MemoError as exc:
+                self._drafted = (report, exc)
+        drafted = self._drafted[1]
+        if isinstance(drafted, MemoError):
+            raise drafted
+        return drafted
 
     def _invoiced(self) -> dict[tuple[str, str], str]:
         """Sessions on issued invoices of the main vault: a draft leaves them off."""
