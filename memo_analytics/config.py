@@ -269,6 +269,8 @@ class OperatorPolicy(NoFlagNumbers):
     """Thresholds of the operator digest (config ``[operator]``, SPEC §6).
 
     ``stalled_minutes``: an open session with no turn for this long is stalled.
+    ``waiting_minutes``: an open session whose agent has waited this long for the person (a
+    tool's permission, a question: SPEC §8's waiting states) is listed (``agent_waiting``).
     ``open_too_long_hours``: an open session started this long ago would inflate a timesheet.
     ``handoff_unclaimed_hours``: a pending hand-off waits this long before it is listed.
     ``horizon_days``: items older than this are counted, not listed.
@@ -287,6 +289,7 @@ class OperatorPolicy(NoFlagNumbers):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
 
     stalled_minutes: int = Field(default=60, ge=1, le=100_000)
+    waiting_minutes: int = Field(default=5, ge=0, le=100_000)
     open_too_long_hours: float = Field(default=10.0, gt=0, le=10_000)
     handoff_unclaimed_hours: float = Field(default=4.0, ge=0, le=10_000)
     horizon_days: int = Field(default=14, ge=1, le=3650)

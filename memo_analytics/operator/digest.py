@@ -13,7 +13,9 @@ never authority: nothing a prompt or summary says changes an item or grants an a
 
 Kinds
 -----
-waiting on you: ``session_open_too_long``, ``handoff_unclaimed``, ``pr_awaiting_review``,
+waiting on you: ``agent_waiting`` (an open session's agent has waited ``waitingMinutes`` for the
+person: a tool's permission, a question — SPEC §8's waiting states, from its hooks),
+``session_open_too_long``, ``handoff_unclaimed``, ``pr_awaiting_review``,
 ``rule_ready``, ``invoice_number_twice`` (two machines of a vault-git vault issued one invoice
 number: a credit note must cancel one), ``invoice_credited_twice`` (two credit notes cancel one
 invoice: the client was credited twice), ``invoice_session_changed`` (a session on an issued
@@ -54,6 +56,7 @@ MOVING_LANE = "moving"
 #: How far back the moving lane looks, and how many of its rows a digest lists (newest first)
 MOVING_HOURS, MOVING_LISTED = 24, 20
 KIND_LANE = {
+    "agent_waiting": "waiting on you",
     "session_open_too_long": "waiting on you",
     "handoff_unclaimed": "waiting on you",
     "pr_awaiting_review": "waiting on you",
@@ -256,6 +259,17 @@ def _last_activity(session: dict[str, Any]) -> datetime:
     return max([start, *(from_iso(m) for m in moments if m)])
 
 
+def _waiting_since(session: dict[str, Any]) -> datetime | None:
+    """Since when an open session's agent waits for the person (``waitingSince``), or None."""
+    value = session.get("waitingSince")
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return from_iso(value)
+    except (ValueError, InvalidDateError):
+        return None
+
+
 def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolicy) -> Item | None:
     start, last = from_iso(session["startTime"]), _last_activity(session)
     open_minutes = _age(start, now)
@@ -279,6 +293,21 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
         proposal = None
         end_command = (f"memo session edit {_q(sid)} --project {_q(project)} --start TIME  # it would last "
                        f"{_hours(minutes_between(start, until))} to its last work: correct its start first")
+    waited = _waiting_since(session)
+    if waited is not None and now - waited >= timedelta(minutes=policy.waiting_minutes):
+        # the agent stopped for the person (a permission, a question): the most immediate of its reasons
+        age = _age(waited, now)
+        asked = str(session.get("waitingFor") or "permission")
+        said = _cut(str(session.get("waitingMessage") or ""), 160)
+        agent = str(session.get("agent") or session.get("ide") or "its agent")
+        branch = session.get("branch")
+        where = f"{agent} on branch {branch}" if isinstance(branch, str) and branch else agent
+        why = (f"its agent has waited for {asked} {_since(age)}" + (f": “{said}”" if said else "")
+               + "; the session bills on while it waits")
+        return Item("agent_waiting", KIND_LANE["agent_waiting"], sid, project, f"you to answer {where}",
+                    why + ("" if billable else " (not billable)"), age, age if billable else 0,
+                    f"memo session show {_q(sid)} --project {_q(project)}  # answer its agent, or: {end_command}",
+                    to_iso(waited), fingerprint(state, session.get("waitingSince")), None)
     # thresholds against the exact durations, as next_due schedules them: rounded minutes
     # counted 91 s as 2 minutes (a session "stalled" 29 s early)
     if now - start >= timedelta(hours=policy.open_too_long_hours):
@@ -806,6 +835,8 @@ def next_due(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> datet
     for session in snapshot.open_sessions:
         start, last = from_iso(session["startTime"]), _last_activity(session)
         due += [start + timedelta(hours=policy.open_too_long_hours), last + timedelta(minutes=policy.stalled_minutes)]
+        if (waited := _waiting_since(session)) is not None:
+            due.append(waited + timedelta(minutes=policy.waiting_minutes))
     for baton in snapshot.pending_handoffs:
         due.append(from_iso(baton["created"]) + timedelta(hours=policy.handoff_unclaimed_hours))
     for live in snapshot.live_conversations:  # a quiet conversation stalls, then is left alone

@@ -56,11 +56,13 @@ class AgentHooks:
 
 AGENT_HOOKS: dict[str, AgentHooks] = {
     "claude-code": AgentHooks("claude-code", ".claude/settings.json", ".claude/settings.json",
-                              ("SessionStart", "UserPromptSubmit", "SessionEnd"), grouped=True),
+                              ("SessionStart", "UserPromptSubmit", "Notification", "Stop", "SessionEnd"),
+                              grouped=True),
     "codex": AgentHooks("codex", ".codex/hooks.json", ".codex/hooks.json",
                         ("SessionStart", "UserPromptSubmit", "SessionEnd"), grouped=True),
     "gemini": AgentHooks("gemini", ".gemini/settings.json", ".gemini/settings.json",
-                         ("SessionStart", "BeforeAgent", "SessionEnd"), grouped=True, timeout=10_000,
+                         ("SessionStart", "BeforeAgent", "Notification", "AfterAgent", "SessionEnd"), grouped=True,
+                         timeout=10_000,
                          extra=(("name", "memo"),)),
     "cursor": AgentHooks("cursor", ".cursor/hooks.json", ".cursor/hooks.json",
                          ("sessionStart", "beforeSubmitPrompt", "sessionEnd"), grouped=False, version=True),

@@ -64,7 +64,9 @@ class HookEvent:
     """One agent event, in the product's terms.
 
     ``kind``: ``prompt`` (the person submitted a prompt: ``prompt`` holds its text),
-    ``session_start``, ``session_end``, ``stop`` (the agent finished a turn) or ``other``.
+    ``session_start``, ``session_end``, ``waiting`` (the agent waits for the person: a tool's
+    permission, a question; ``extra`` holds ``waitingFor`` and the agent's ``message``), ``stop``
+    (the agent finished a turn) or ``other``.
     ``session`` is the agent's own session (conversation, thread) id; ``turn_id`` the agent's
     own id of the prompt or turn when it gives one (Claude Code ``prompt_id``, Codex
     ``turn_id``, Cursor ``generation_id``). ``at`` is when it happened (UTC): the event's own
@@ -149,10 +151,40 @@ def _claude_shape(agent: str, payload: dict[str, Any], received: datetime, turn_
     """An event of Claude Code's hook shape (snake_case fields, PascalCase event names); the
     agent's own id of the prompt is ``turn_key``."""
     name = _text(payload, "hook_event_name") or ""
-    return HookEvent(agent, _CLAUDE_EVENTS.get(name, "other"), _text(payload, "session_id"), received,
+    kind, extra = _CLAUDE_EVENTS.get(name, "other"), _start_source(payload)
+    if name == "Notification" and (waiting := _waiting_for(payload, _CLAUDE_WAITING)) is not None:
+        kind, extra = "waiting", waiting
+    return HookEvent(agent, kind, _text(payload, "session_id"), received,
                      prompt=_text(payload, "prompt"), cwd=_text(payload, "cwd"),
                      transcript_path=_text(payload, "transcript_path"), turn_id=_text(payload, turn_key),
-                     model=_text(payload, "model"), name=name, extra=_start_source(payload))
+                     model=_text(payload, "model"), name=name, extra=extra)
+
+
+#: What each kind of Claude Code's ``Notification`` waits for: a tool's permission, an MCP server's
+#: question (an elicitation). ``idle_prompt`` (the agent answered and waits for the next prompt)
+#: and ``auth_success`` wait for nobody.
+_CLAUDE_WAITING = {"permission_prompt": "permission", "elicitation_dialog": "an answer"}
+#: Gemini CLI's ``Notification`` kinds (``ToolPermission``: a tool waits for the person's approval).
+_GEMINI_WAITING = {"ToolPermission": "permission"}
+#: The most of an agent's notification kept with its session (characters, one line).
+MAX_WAITING_MESSAGE = 200
+
+
+def _waiting_for(payload: dict[str, Any], kinds: dict[str, str]) -> dict[str, Any] | None:
+    """``{"waitingFor": …, "message": …}`` of a notification by which the agent waits for the
+    person (SPEC §8's waiting states), or None. A payload naming no kind (Claude Code before
+    ``notification_type``) waits for permission when its message asks for it."""
+    kind = _text(payload, "notification_type")
+    message = " ".join((_text(payload, "message") or "").split())
+    if kind is not None:
+        waiting = kinds.get(kind)
+    else:
+        waiting = "permission" if "permission" in message.casefold() else None
+    if waiting is None:
+        return None
+    if len(message) > MAX_WAITING_MESSAGE:
+        message = message[:MAX_WAITING_MESSAGE - 1].rstrip() + "…"
+    return {"waitingFor": waiting, "message": message}
 
 
 def _codex(payload: dict[str, Any], received: datetime) -> HookEvent:
@@ -170,10 +202,13 @@ def _gemini(payload: dict[str, Any], received: datetime) -> HookEvent:
     name = _text(payload, "hook_event_name") or ""
     kind = {"BeforeAgent": "prompt", "SessionStart": "session_start", "SessionEnd": "session_end",
             "AfterAgent": "stop"}.get(name, "other")
+    extra = _start_source(payload)
+    if name == "Notification" and (waiting := _waiting_for(payload, _GEMINI_WAITING)) is not None:
+        kind, extra = "waiting", waiting
     return HookEvent("gemini", kind, _text(payload, "session_id"), _when(payload, received, "timestamp"),
                      prompt=_text(payload, "prompt"), cwd=_text(payload, "cwd"),
                      transcript_path=_text(payload, "transcript_path"), model=_text(payload, "model"), name=name,
-                     extra=_start_source(payload))
+                     extra=extra)
 
 
 def _cursor(payload: dict[str, Any], received: datetime) -> HookEvent:
@@ -278,7 +313,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     from .requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
     from .sessions import end_session, start_session, summary_from_turns
 
-    if event.kind in ("stop", "other"):
+    if event.kind == "other" or (event.kind in ("waiting", "stop") and not event.session):
         return f"{event.name or event.kind}: nothing to record"
     if not event.session:
         if not event.cwd:
@@ -335,6 +370,12 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                 base_id = session_id = apart_session_id(session_id, owner)
                 chain = sorted(hook_sessions(store, project, session_id), key=lambda one: str(one[1][0].get("startTime")))
         session_id, existing = chain[-1] if chain else (session_id, None)
+        if event.kind in ("waiting", "stop"):
+            return _waiting_state(store, session_id, existing, event)
+        if event.kind in ("prompt", "session_end") and existing is not None:
+            since = waiting_since(existing[0])
+            if since is not None and event.at >= since:  # the person answered: the agent waits no more
+                existing = _no_longer_waiting(store, existing)
         earlier = _covering(chain, event) if event.kind == "prompt" else None
         late_end = None  # the end of a work interval made for a late prompt alone
         if earlier is not None:  # it waited (spooled) while later work went on: the interval of its time
@@ -458,6 +499,58 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             end_session(store, EndSessionRequest(session_id=session_id, project=project, owner=owner, until=late_end,
                                                  summary=summary_from_turns(store, project, session_id, cwd)))
     return f"turn {turn['turn']} of {session_id} recorded"
+
+
+#: A session's frontmatter while its agent waits for the person (SPEC §8's waiting states):
+#: since when (UTC), for what (``permission``, ``an answer``), and the agent's own words.
+WAITING_FIELDS = ("waitingSince", "waitingFor", "waitingMessage")
+
+
+def waiting_since(meta: dict[str, Any]) -> datetime | None:
+    """Since when the agent of the session ``meta`` waits for the person, or None (not waiting, or
+    a hand-edited value that is no instant)."""
+    value = meta.get("waitingSince")
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return from_iso(value)
+    except (ValueError, MemoError):
+        return None
+
+
+def _no_longer_waiting(store: VaultStore, existing: tuple[dict[str, Any], str]) -> tuple[dict[str, Any], str]:
+    """The session ``existing`` written without its waiting state."""
+    meta = {k: v for k, v in existing[0].items() if k not in WAITING_FIELDS}
+    meta["updated"] = to_iso(datetime.now(timezone.utc))
+    store.upsert(RecordKind.SESSION, meta, existing[1])
+    return meta, existing[1]
+
+
+def _waiting_state(store: VaultStore, session_id: str, existing: tuple[dict[str, Any], str] | None,
+                   event: HookEvent) -> str:
+    """A ``waiting`` event: the open session ``existing`` waits for the person since ``event.at``
+    (``waitingSince``, ``waitingFor``, ``waitingMessage`` redacted as a turn is); a ``stop`` (the
+    agent finished its turn: it was let go on) ends that. A session not open records nothing."""
+    what = event.name or event.kind
+    if existing is None or existing[0].get("status") != "active" or existing[0].get("endTime"):
+        return f"{what}: session {session_id} is not open, nothing to record"
+    since = waiting_since(existing[0])
+    if event.kind == "stop":
+        if since is None or event.at < since:
+            return f"{what}: nothing to record"
+        _no_longer_waiting(store, existing)
+        return f"session {session_id}: its agent no longer waits"
+    waiting = str(event.extra.get("waitingFor") or "permission")
+    if since is not None and existing[0].get("waitingFor") == waiting and since <= event.at:
+        return f"session {session_id}: its agent still waits for {waiting} since {to_iso(since)}"
+    try:
+        message = _event_body(store, replace(event, prompt=str(event.extra.get("message") or ""))) or ""
+    except InvalidFieldError:
+        message = ""
+    store.upsert(RecordKind.SESSION, {**existing[0], "waitingSince": to_iso(event.at), "waitingFor": waiting,
+                                      "waitingMessage": message, "updated": to_iso(datetime.now(timezone.utc))},
+                 existing[1])
+    return f"session {session_id}: its agent waits for {waiting}"
 
 
 def _last_activity(store: VaultStore, project: str, session_id: str, meta: dict[str, Any],
@@ -1047,6 +1140,26 @@ def hook_answer(batons: list[dict[str, Any]]) -> str | None:
                       ensure_ascii=False)
 
 
+def _waiting_marker(vault_root: Path, agent: str, session: str | None) -> Path | None:
+    """The file that says a conversation's agent was last heard waiting for the person (a Stop of
+    any other conversation — after every turn — never opens the vault), or None (no session id)."""
+    if not session:
+        return None
+    key = hashlib.sha256(f"{agent}\0{session}".encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return Path(vault_root) / ".memo" / "hooks" / "waiting" / key
+
+
+def _mark(marker: Path, on: bool) -> None:
+    try:
+        if on:
+            marker.parent.mkdir(parents=True, exist_ok=True)
+            marker.touch()
+        else:
+            marker.unlink(missing_ok=True)
+    except OSError:  # a vault folder that cannot be written: the event is spooled all the same
+        pass
+
+
 def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, raw: bytes | str,
             event_name: str | None = None, received: datetime | None = None,
             send: Callable[[HookEvent, dict[str, Any]], str] | None = None,
@@ -1088,13 +1201,17 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
     entry = {"agent": agent, "event": event_name, "receivedAt": to_iso(received), "payload": payload,
              "captureId": secrets.token_hex(8), **({"unconfigured": True} if unconfigured else {})}
     waiting = spooled(vault_root)
-    if event.kind in ("stop", "other") and not waiting:
+    marker = _waiting_marker(vault_root, agent, event.session)
+    if event.kind == "waiting" and marker is not None:
+        _mark(marker, True)  # a Stop of this conversation opens the vault, to say it waits no more
+    if event.kind in ("stop", "other") and not waiting and not (event.kind == "stop" and marker is not None
+                                                                and marker.exists()):
         # nothing to record, nothing to replay: the vault is not even opened. A Stop (after every turn) is
-        # said to MEMO_HOOK_DEBUG alone; an event memo does not know — another agent's name for it, none —
-        # is logged too (found by a new user: a test prompt sent with Claude Code's event name to the
-        # Gemini hook left no line in hooks.log)
+        # said to MEMO_HOOK_DEBUG alone — unless its agent was waiting for the person; an event memo does
+        # not know — another agent's name for it, none — is logged too (found by a new user: a test prompt
+        # sent with Claude Code's event name to the Gemini hook left no line in hooks.log)
         said = (f"{agent}: {event.name or 'an event naming no event'}: not an event memo records (it records the "
-                "prompt, the session start and the session end)")
+                "prompt, the session start and end, and when the agent waits for you)")
         if event.kind == "other":
             note(said)
         else:
@@ -1126,6 +1243,8 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
             # failing, was set aside after three such runs: found by an agent integrator)
             raise stuck[2]
         note(f"{agent}: {apply(event, entry, replayed=False)}")
+        if event.kind in ("stop", "prompt", "session_end") and marker is not None:
+            _mark(marker, False)
         if batons and store is not None:  # the start claimed a baton: the daemon hears of it before another laptop pulls
             from .sync import push_a_claim
 

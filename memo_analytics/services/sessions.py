@@ -473,6 +473,8 @@ def _end(store: VaultStore, meta: dict[str, Any], request: EndSessionRequest, no
         meta["computedEnd"] = meta["endTime"]  # that differs from it later was written by a person
     meta["status"] = "completed"
     meta["updated"] = to_iso(end) if request.recompute_duration else to_iso(now)
+    for key in ("waitingSince", "waitingFor", "waitingMessage"):  # an ended session's agent waits for nobody
+        meta.pop(key, None)
     if request.summary is not None:
         meta["summary"] = stored_summary(store, request.summary, request.cwd)
     meta["deliverables"] = merge_deliverables(meta.get("deliverables") or [], _new_deliverables(request))

@@ -421,10 +421,10 @@ def test_installing_again_for_a_moved_vault_points_the_entries_at_it_and_uninsta
     moved = memo("hooks", "install", "claude-code", vault=tmp_path / "new", env=env)
     # found by an operator: the events were said twice ("S, U, E; S, U, E ran another vault's … replaced")
     assert moved.stdout.splitlines()[0] == (f"memo's hooks for claude-code are in {settings}: SessionStart, "
-                                            "UserPromptSubmit, SessionEnd replaced (they ran another vault's or "
+                                            "UserPromptSubmit, Notification, Stop, SessionEnd replaced (they ran another vault's or "
                                             "another memo's command)")
     text = settings.read_text()
-    assert text.count(f"--vault-root {(tmp_path / 'new').resolve()}") == 3 and str(tmp_path / "old") not in text
+    assert text.count(f"--vault-root {(tmp_path / 'new').resolve()}") == 5 and str(tmp_path / "old") not in text
     again = memo("hooks", "install", "claude-code", vault=tmp_path / "new", env=env, check=False)
     assert again.returncode == 1 and "nothing to do" in again.stderr
     memo("hooks", "uninstall", "claude-code", vault=tmp_path / "new", env=env)
@@ -569,3 +569,32 @@ def test_a_comment_inside_an_empty_list_or_object_stays_and_an_item_on_one_line_
         memo("hooks", "uninstall", agent, vault=vault, env=env)
         assert path.read_text() != before and "memo hook" not in path.read_text()
     assert codex.read_text() == '{"hooks": {"UserPromptSubmit": [ // mine\n], "Other": { /* theirs */ }}}'
+
+
+def test_an_install_of_the_three_events_of_old_gets_the_waiting_states_by_installing_again(tmp_path):
+    """SPEC §8: the hook records the session's waiting states — for Claude Code its
+    ``Notification`` (a permission prompt) and ``Stop`` (it went on). An install made before they
+    were wanted (its start, prompt and end alone) is said to miss them, and installing again adds
+    exactly those two, keeping the three as they are."""
+    home, vault = tmp_path / "home", tmp_path / "v"
+    env = {"HOME": str(home)}
+    path = settings_file(home, "claude-code")
+    memo("hooks", "install", "claude-code", vault=vault, env=env)
+    data = json.loads(path.read_text())
+    assert list(data["hooks"]) == ["SessionStart", "UserPromptSubmit", "Notification", "Stop", "SessionEnd"]
+    old = {"hooks": {k: v for k, v in data["hooks"].items() if k not in ("Notification", "Stop")}}
+    path.write_text(json.dumps(old, indent=2) + "\n")
+    status = json.loads(memo("--json", "hooks", "status", "claude-code", vault=vault, env=env).stdout)
+    [item] = [i for i in status["items"] if i["level"] == "user"]
+    assert (item["installed"], item["missing"]) == (["SessionStart", "UserPromptSubmit", "SessionEnd"],
+                                                    ["Notification", "Stop"])
+    again = json.loads(memo("--json", "hooks", "install", "claude-code", vault=vault, env=env).stdout)
+    [done] = again if isinstance(again, list) else [again]
+    assert (done["added"], done["already"]) == (["Notification", "Stop"], ["SessionStart", "UserPromptSubmit",
+                                                                           "SessionEnd"])
+    now = json.loads(path.read_text())["hooks"]
+    assert now["SessionStart"] == old["hooks"]["SessionStart"] and sorted(now) == sorted(data["hooks"])
+    gemini = settings_file(home, "gemini")
+    memo("hooks", "install", "gemini", vault=vault, env=env)
+    assert list(json.loads(gemini.read_text())["hooks"]) == ["SessionStart", "BeforeAgent", "Notification",
+                                                             "AfterAgent", "SessionEnd"]

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -1609,7 +1610,7 @@ def test_a_stop_is_said_to_the_debug_output_alone_and_an_event_memo_does_not_kno
     ran = hook(vault, "claude-code", json.dumps({"hook_event_name": "Stop", "session_id": "s1", "cwd": str(repo)}),
                env={"MEMO_HOOK_DEBUG": "1"})
     assert ran.stderr.strip() == ("claude-code: Stop: not an event memo records (it records the prompt, the session "
-                                  "start and the session end)")
+                                  "start and end, and when the agent waits for you)")
     assert not vault.exists()
     quiet = hook(vault, "claude-code", json.dumps({"hook_event_name": "Stop", "session_id": "s1", "cwd": str(repo)}))
     assert quiet.stderr == ""
@@ -1776,3 +1777,78 @@ def test_a_turn_recorded_over_mcp_into_a_session_never_started_says_so(tmp_path,
     assert not error and json.loads(text)["note"] == (
         "session never-started has no record: its turns count, its time bills once it is started (session_start) "
         "and ended")
+
+
+def _waiting_digest(vault: Path, config: Path) -> list[dict]:
+    digest = json.loads(memo("--json", "digest", "--refresh", vault=vault, env={"MEMO_CONFIG": str(config)}).stdout)
+    return [item for item in digest["items"] if item["kind"] == "agent_waiting"]
+
+
+def test_an_agent_waiting_for_permission_is_what_needs_the_person_until_it_is_let_go_on(tmp_path, repo):
+    """SPEC §8: a hook records the session's waiting states. Claude Code's ``Notification`` of a
+    permission prompt puts the session's agent in the digest's "waiting on you" lane (its words
+    redacted as a turn is); the agent's ``Stop`` (it went on and finished) or the person's next
+    prompt ends it; an ``idle_prompt`` (an answered agent waiting for the next prompt) is no such state."""
+    vault, config = tmp_path / "v", tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n[operator]\nwaitingMinutes = 0\n')
+    env = {"MEMO_CONFIG": str(config)}
+    sid = f"claude-code-{SESSION}"
+    path = vault / "projects" / "product" / "sessions" / f"session-{sid}.md"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Deploy the site"), env=env)
+    hook(vault, "claude-code", claude("Notification", repo, notification_type="idle_prompt",
+                                      message="Claude is waiting for your input"), env=env)
+    assert "waitingSince" not in read_record(path)[0] and _waiting_digest(vault, config) == []
+    hook(vault, "claude-code", claude("Notification", repo, notification_type="permission_prompt",
+                                      message=f"Claude needs your permission to use Bash with {GHP}"), env=env)
+    session = read_record(path)[0]
+    assert session["waitingFor"] == "permission" and session["status"] == "active"
+    assert GHP not in session["waitingMessage"] and "needs your permission to use Bash" in session["waitingMessage"]
+    [item] = _waiting_digest(vault, config)
+    assert (item["lane"], item["subject"], item["project"]) == ("waiting on you", sid, "product")
+    assert item["since"] == session["waitingSince"] and "waited for permission" in item["why"]
+    assert GHP not in item["why"] and item["waitingFor"] == f"you to answer claude-code on branch {session['branch']}"
+    # a second notification of the same wait keeps its start
+    hook(vault, "claude-code", claude("Notification", repo, notification_type="permission_prompt",
+                                      message="Claude needs your permission to use Bash"), env=env)
+    assert read_record(path)[0]["waitingSince"] == session["waitingSince"]
+    hook(vault, "claude-code", claude("Stop", repo, stop_hook_active=False), env=env)
+    after = read_record(path)[0]
+    assert not {"waitingSince", "waitingFor", "waitingMessage"} & set(after) and after["status"] == "active"
+    assert _waiting_digest(vault, config) == []
+    # an elicitation waits for an answer; the person's next prompt ends it, and the turn is recorded
+    hook(vault, "claude-code", claude("Notification", repo, notification_type="elicitation_dialog",
+                                      message="The server asks which region"), env=env)
+    assert read_record(path)[0]["waitingFor"] == "an answer"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="eu-west, go on"), env=env)
+    assert "waitingSince" not in read_record(path)[0]
+    assert [t["body"] for t in turns(vault, "product")] == ["Deploy the site", "eu-west, go on"]
+
+
+def test_a_gemini_tool_permission_waits_and_a_session_end_or_another_conversation_does_what_it_should(tmp_path, repo):
+    """Gemini CLI's ``Notification`` (``ToolPermission``) is a waiting state too; its ``AfterAgent``
+    lets it go; a Stop of another conversation changes nothing of this one; the session's end
+    ends its wait (an ended session's agent waits for nobody)."""
+    vault, config = tmp_path / "v", tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n[operator]\nwaitingMinutes = 0\n')
+    env = {"MEMO_CONFIG": str(config)}
+
+    def gemini(event: str, session: str = "g-1", **fields) -> str:
+        return json.dumps({"session_id": session, "cwd": str(repo), "hook_event_name": event,
+                           "timestamp": datetime.now(timezone.utc).isoformat(), **fields})
+
+    path = vault / "projects" / "product" / "sessions" / "session-gemini-g-1.md"
+    hook(vault, "gemini", gemini("BeforeAgent", prompt="Refactor the parser"), env=env)
+    hook(vault, "gemini", gemini("BeforeAgent", session="g-2", prompt="Another window"), env=env)
+    hook(vault, "gemini", gemini("Notification", notification_type="ToolPermission",
+                                 message="Tool run_shell_command wants to run rm -rf build"), env=env)
+    assert read_record(path)[0]["waitingFor"] == "permission"
+    hook(vault, "gemini", gemini("AfterAgent", session="g-2"), env=env)  # another conversation's
+    assert read_record(path)[0]["waitingFor"] == "permission"
+    assert [i["subject"] for i in _waiting_digest(vault, config)] == ["gemini-g-1"]
+    hook(vault, "gemini", gemini("AfterAgent"), env=env)
+    assert "waitingSince" not in read_record(path)[0]
+    hook(vault, "gemini", gemini("Notification", notification_type="ToolPermission", message="again"), env=env)
+    hook(vault, "gemini", gemini("SessionEnd"), env=env)
+    ended = read_record(path)[0]
+    assert ended["status"] == "completed" and "waitingSince" not in ended
+    assert _waiting_digest(vault, config) == []
