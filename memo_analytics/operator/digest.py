@@ -47,7 +47,7 @@ from ..domain.errors import InvalidDateError
 from ..domain.rounding import hours_cents
 from ..domain.wire import counted
 from ..services.rules.extract import trap_rule
-from ..services.sessions import MAX_SESSION_MINUTES
+from ..services.sessions import MAX_SESSION_MINUTES, waiting_since
 
 LANES = ("waiting on you", "dropped")
 #: The lane of what moved in the last day: context for the person, nothing to do (OPERATOR.md);
@@ -259,17 +259,6 @@ def _last_activity(session: dict[str, Any]) -> datetime:
     return max([start, *(from_iso(m) for m in moments if m)])
 
 
-def _waiting_since(session: dict[str, Any]) -> datetime | None:
-    """Since when an open session's agent waits for the person (``waitingSince``), or None."""
-    value = session.get("waitingSince")
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return from_iso(value)
-    except (ValueError, InvalidDateError):
-        return None
-
-
 def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolicy) -> Item | None:
     start, last = from_iso(session["startTime"]), _last_activity(session)
     open_minutes = _age(start, now)
@@ -293,7 +282,7 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
         proposal = None
         end_command = (f"memo session edit {_q(sid)} --project {_q(project)} --start TIME  # it would last "
                        f"{_hours(minutes_between(start, until))} to its last work: correct its start first")
-    waited = _waiting_since(session)
+    waited = waiting_since(session)
     if waited is not None and now - waited >= timedelta(minutes=policy.waiting_minutes):
         # the agent stopped for the person (a permission, a question): the most immediate of its reasons
         age = _age(waited, now)
@@ -835,7 +824,7 @@ def next_due(snapshot: Snapshot, now: datetime, policy: OperatorPolicy) -> datet
     for session in snapshot.open_sessions:
         start, last = from_iso(session["startTime"]), _last_activity(session)
         due += [start + timedelta(hours=policy.open_too_long_hours), last + timedelta(minutes=policy.stalled_minutes)]
-        if (waited := _waiting_since(session)) is not None:
+        if (waited := waiting_since(session)) is not None:
             due.append(waited + timedelta(minutes=policy.waiting_minutes))
     for baton in snapshot.pending_handoffs:
         due.append(from_iso(baton["created"]) + timedelta(hours=policy.handoff_unclaimed_hours))

@@ -36,6 +36,7 @@ from ..domain.records import RecordKind
 from ..domain.wire import counted, valid_text
 from ..index import store as index
 from .agent_ids import AGENTS, hook_session_id
+from .sessions import WAITING_FIELDS, waiting_since
 from .store import VaultStore, from_another_machine, project_of_folder, repository_root
 
 if TYPE_CHECKING:
@@ -499,23 +500,6 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             end_session(store, EndSessionRequest(session_id=session_id, project=project, owner=owner, until=late_end,
                                                  summary=summary_from_turns(store, project, session_id, cwd)))
     return f"turn {turn['turn']} of {session_id} recorded"
-
-
-#: A session's frontmatter while its agent waits for the person (SPEC §8's waiting states):
-#: since when (UTC), for what (``permission``, ``an answer``), and the agent's own words.
-WAITING_FIELDS = ("waitingSince", "waitingFor", "waitingMessage")
-
-
-def waiting_since(meta: dict[str, Any]) -> datetime | None:
-    """Since when the agent of the session ``meta`` waits for the person, or None (not waiting, or
-    a hand-edited value that is no instant)."""
-    value = meta.get("waitingSince")
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return from_iso(value)
-    except (ValueError, MemoError):
-        return None
 
 
 def _no_longer_waiting(store: VaultStore, existing: tuple[dict[str, Any], str]) -> tuple[dict[str, Any], str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
@@ -309,6 +310,23 @@ def _started(store: VaultStore, request: StartSessionRequest, now, project: str,
     return meta
 
 
+#: A session's frontmatter while its agent waits for the person (SPEC §8's waiting states):
+#: since when (UTC), for what (``permission``, ``an answer``), and the agent's own words.
+WAITING_FIELDS = ("waitingSince", "waitingFor", "waitingMessage")
+
+
+def waiting_since(meta: dict[str, Any]) -> datetime | None:
+    """Since when the agent of the session ``meta`` waits for the person, or None (not waiting, or
+    a hand-edited value that is no instant)."""
+    value = meta.get("waitingSince")
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return from_iso(value)
+    except (ValueError, MemoError):
+        return None
+
+
 def end_session(store: VaultStore, request: EndSessionRequest, now=None,
                 by_person: bool = False) -> dict[str, Any]:
     """Close a session (SPEC §2.5).
@@ -473,7 +491,7 @@ def _end(store: VaultStore, meta: dict[str, Any], request: EndSessionRequest, no
         meta["computedEnd"] = meta["endTime"]  # that differs from it later was written by a person
     meta["status"] = "completed"
     meta["updated"] = to_iso(end) if request.recompute_duration else to_iso(now)
-    for key in ("waitingSince", "waitingFor", "waitingMessage"):  # an ended session's agent waits for nobody
+    for key in WAITING_FIELDS:  # an ended session's agent waits for nobody
         meta.pop(key, None)
     if request.summary is not None:
         meta["summary"] = stored_summary(store, request.summary, request.cwd)
