@@ -40,8 +40,30 @@ def check_bind(host: str, token: str | None) -> None:
     if len(token) < MIN_TOKEN_CHARS or len(set(token)) < MIN_TOKEN_DISTINCT or _repeats(token):
         raise InvalidFieldError("token", f"binding {host} (not loopback), the token is the network's only lock: "
                                          f"give one of at least {MIN_TOKEN_CHARS} characters, not a word nor one "
-                                         "said again (e.g. python3 -c 'import secrets; "
-                                         "print(secrets.token_urlsafe(24))')")
+                                         f"said again ({_A_TOKEN})")
+    guesses = _guesses_log10(token)
+    if guesses < MIN_TOKEN_GUESSES_LOG10:
+        # words, dates, keyboard runs and digits after them ("Password1234567!", "Summer2026Summer!") passed the
+        # length rule (found by an attacker)
+        raise InvalidFieldError("token", f"binding {host} (not loopback), the token is the network's only lock and "
+                                         f"this one is guessable in about 10^{guesses:.0f} tries (words, dates, "
+                                         f"runs): give a random one ({_A_TOKEN})")
+
+
+#: How to make a token a network bind takes.
+_A_TOKEN = "e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(24))'"
+#: The fewest guesses (log10, as ``zxcvbn`` estimates them: words, names, dates, keyboard runs and
+#: their common twists) a network-bound server's token must take: 10^14 tries at the server's
+#: 20 wrong tokens a minute per address is beyond any address's reach.
+MIN_TOKEN_GUESSES_LOG10 = 14.0
+
+
+def _guesses_log10(token: str) -> float:
+    """``zxcvbn``'s estimate of the guesses ``token`` takes (log10); its first 100 characters
+    (beyond them it slows down, and such a token is long enough)."""
+    from zxcvbn import zxcvbn
+
+    return float(zxcvbn(token[:100])["guesses_log10"]) + max(0, len(token) - 100)
 
 
 def _repeats(token: str) -> bool:
@@ -92,3 +114,59 @@ def raise_open_files_limit() -> int:
         return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     except (ImportError, ValueError, OSError):
         return -1
+
+
+#: Wrong tokens one address may give within :data:`WRONG_TOKEN_WINDOW_S` seconds before every
+#: request of it that needs the token is refused (429) until that many seconds pass without one:
+#: a team daemon took a thousand guesses a second from one address, and logged none.
+WRONG_TOKEN_LIMIT = 20
+WRONG_TOKEN_WINDOW_S = 60.0
+
+
+class WrongTokens:
+    """Wrong tokens per client address (a sign-in, an API or MCP call): once an address gave
+    :data:`WRONG_TOKEN_LIMIT` within :data:`WRONG_TOKEN_WINDOW_S` seconds, :meth:`wait` answers
+    how many seconds it must wait — every request of it needing the token is refused unread, the
+    right token too, so a guess learns nothing — until the window since its last wrong token
+    has passed. Refused requests count no further. :meth:`failed` answers the line to log when
+    it starts refusing an address (once per block), else None. Pure: ``now`` is given (seconds,
+    monotonic)."""
+
+    def __init__(self, limit: int = WRONG_TOKEN_LIMIT, window: float = WRONG_TOKEN_WINDOW_S) -> None:
+        self.limit, self.window = limit, window
+        self._failures: dict[str, list[float]] = {}
+
+    def wait(self, address: str, now: float) -> int | None:
+        """Whole seconds ``address`` must wait before its token is read again, or None."""
+        times = self._failures.get(address)
+        if not times or len(times) < self.limit:
+            return None
+        left = times[-1] + self.window - now
+        if left <= 0:
+            del self._failures[address]
+            return None
+        return max(1, int(left + 0.999))
+
+    def failed(self, address: str, now: float) -> str | None:
+        """Count a wrong token of ``address``; the line to log when this one starts its block."""
+        times = [t for t in self._failures.get(address, []) if now - t < self.window]
+        times.append(now)
+        self._failures[address] = times[-self.limit:]
+        if len(self._failures) > 10_000:  # a spray of addresses: the oldest are forgotten, not kept forever
+            for key in sorted(self._failures, key=lambda k: self._failures[k][-1])[:5_000]:
+                del self._failures[key]
+        if len(times) == self.limit:
+            return (f"{self.limit} wrong tokens from {address} within {int(self.window)} s: its requests that "
+                    f"need the token are refused for {int(self.window)} s")
+        return None
+
+
+def wrong_token(count: WrongTokens, address: str) -> None:
+    """Count a wrong token given from ``address`` in ``count`` (a server's :class:`WrongTokens`);
+    the server's log (``memo_analytics.serve``) says when an address starts being refused."""
+    import logging
+    import time
+
+    said = count.failed(address, time.monotonic())
+    if said:
+        logging.getLogger("memo_analytics.serve").warning(said)

@@ -18,6 +18,7 @@ import hmac
 import json
 import re
 import sys
+import time
 import urllib.parse
 from typing import Any, Callable
 
@@ -40,7 +41,7 @@ from ..domain.errors import (
     full_disk_error,
 )
 from ..domain.wire import dumps
-from ..domain.hosts import marked_cross_site
+from ..domain.hosts import WrongTokens, marked_cross_site, wrong_token
 from ..services.requests import (
     ActivityReportRequest,
     DeriveRulesRequest,
@@ -727,6 +728,9 @@ class BrowserBoundary:
     - A write to ``/api/`` (POST, PUT, PATCH, DELETE) must be ``Content-Type:
       application/json`` (415): a cross-site form or ``text/plain`` fetch cannot send that
       without a preflight, which gets no CORS answer.
+    - With a token: an address that gave :data:`~memo_analytics.domain.hosts.WRONG_TOKEN_LIMIT`
+      wrong ones (an API call, a sign-in) within a minute gets 429 for every request needing the
+      token, unread, until a minute passes without one (logged once per block).
     - A body over :data:`MAX_CALL_BYTES` is refused from its ``Content-Length`` (413), and one
       sent in chunks (411), on every route but the sync push (the dashboard's too), before it is read; a
       ``Content-Length`` that is not one number (``N,N``, two headers) on any route (400).
@@ -742,12 +746,36 @@ class BrowserBoundary:
 
     def __init__(self, host: str, port: int, token: str | None = None) -> None:
         self.token = token
+        self.wrong_tokens = WrongTokens()  # per address: past a limit, its requests needing the token get 429
+        self.signed_out: set[str] = set()  # sign-in cookies /logout revoked (until the server stops)
         bound = host.strip("[]").lower()
         self.wildcard = bound in ("0.0.0.0", "::", "")
         self.port = port
         # ``[::1]`` only where the server listens on IPv6: a request to 127.0.0.1 never names it
         names = {"localhost", "127.0.0.1", f"[{bound}]" if ":" in bound else bound}
         self.hosts = {f"{name}:{port}" for name in names} | (names if port == 80 else set())
+
+    #: The sign-in's cookies (Panel's): a signed-out one is dropped from every later request.
+    SIGN_IN_COOKIES = ("user", "id_token")
+
+    def screen_cookies(self, path: str, headers: Any) -> None:
+        """Drop from ``headers`` a sign-in cookie signed out here (``/logout`` revokes the one it
+        is sent: a copy another local server read — cookies go to every port of a host — no
+        longer signs in), and a ``next_url`` that is not a path of this server (one another
+        port's page planted made every sign-in fail with 400)."""
+        raw = "; ".join(headers.get_list("Cookie")) if hasattr(headers, "get_list") else headers.get("Cookie", "")
+        cookies = httputil.parse_cookie(raw)
+        if path == "/logout" and cookies.get("user"):
+            self.signed_out.add(cookies["user"])
+        drop = set(self.SIGN_IN_COOKIES) if cookies.get("user") in self.signed_out else set()
+        nxt = cookies.get("next_url")
+        if nxt is not None and not (nxt.startswith("/") and not nxt.startswith(("//", "/\\"))):
+            drop.add("next_url")
+        if drop:
+            kept = [part for part in raw.split(";") if part.split("=", 1)[0].strip() not in drop and part.strip()]
+            del headers["Cookie"]
+            if kept:
+                headers["Cookie"] = ";".join(kept).strip()
 
     def refusal(self, method: str, path: str, headers: Any, query: str = "") -> tuple[int, str] | None:
         """``(status, message)`` when the request is refused, else None."""
@@ -838,8 +866,9 @@ class _Refusal(httputil.HTTPMessageDelegate):
         headers = httputil.HTTPHeaders({"Content-Type": "application/json; charset=utf-8",
                                         "Content-Length": str(len(body)), "Cache-Control": "no-store",
                                         "X-Content-Type-Options": "nosniff", "Connection": "close"})
-        reason = {421: "Misdirected Request", 403: "Forbidden", 404: "Not Found", 415: "Unsupported Media Type", 413: "Payload Too Large",
-                  411: "Length Required", 401: "Unauthorized", 400: "Bad Request"}[self.status]
+        reason = httputil.responses.get(self.status, "Refused")
+        if self.status == 429:  # when to ask again, in seconds (the message says it too)
+            headers["Retry-After"] = (re.search(r"in (\d+) s", self.message) or re.search("()", "")).group(1) or "60"
         self.connection.write_headers(httputil.ResponseStartLine("HTTP/1.1", self.status, reason), headers, body)
         self.connection.finish()
 
@@ -877,19 +906,44 @@ class _Guarded(httputil.HTTPMessageDelegate):
         self.app, self.boundary, self.server_conn, self.request_conn = app, boundary, server_conn, request_conn
         self.inner: httputil.HTTPMessageDelegate | None = None
 
+    #: The sign-in form's body kept to read its token (a form of a few hundred bytes; more is not a sign-in).
+    SIGN_IN_BYTES = 64 * 1024
+
     def headers_received(self, start_line: Any, headers: httputil.HTTPHeaders):
         path, _, query = start_line.path.partition("?")
+        self.address = str(getattr(getattr(self.request_conn, "context", None), "remote_ip", "") or "")
+        self.sign_in: bytearray | None = None
+        if self.boundary.token and (path.startswith("/api/") or (start_line.method == "POST" and path == "/login")):
+            wait = self.boundary.wrong_tokens.wait(self.address, time.monotonic())
+            if wait is not None:  # unread, the right token too: a guess learns nothing
+                self.inner = _Refusal(self.request_conn, 429, f"Too many requests: too many wrong tokens from "
+                                                              f"this address; try again in {wait} s")
+                return None
+            if path == "/login" and (headers.get("Content-Type") or "").split(";")[0].strip().lower() == \
+                    "application/x-www-form-urlencoded":
+                self.sign_in = bytearray()
+        if self.boundary.token and "Cookie" in headers:
+            self.boundary.screen_cookies(path, headers)
         refused = self.boundary.refusal(start_line.method, path, headers, query)
         if refused:
+            if refused[0] == 401:
+                wrong_token(self.boundary.wrong_tokens, self.address)
             self.inner = _Refusal(self.request_conn, *refused)
             return None
         self.inner = self.app.start_request(self.server_conn, _Unframeable(self.request_conn))
         return self.inner.headers_received(start_line, headers)
 
     def data_received(self, chunk: bytes):
+        if self.sign_in is not None and len(self.sign_in) + len(chunk) <= self.SIGN_IN_BYTES:
+            self.sign_in += chunk
         return self.inner.data_received(chunk) if self.inner else None
 
     def finish(self) -> None:
+        if self.sign_in is not None and self.inner is not None and not isinstance(self.inner, _Refusal):
+            form = urllib.parse.parse_qs(bytes(self.sign_in).decode("utf-8", "replace"), keep_blank_values=True)
+            given = (form.get("password") or [""])[-1]
+            if not (given and hmac.compare_digest(given.encode(), str(self.boundary.token).encode())):
+                wrong_token(self.boundary.wrong_tokens, self.address)  # Panel's sign-in answers it as it does
         if self.inner:
             self.inner.finish()
 

@@ -413,18 +413,36 @@ class _CrossSiteGate:
 
 
 class _TokenGate:
-    """ASGI wrapper: HTTP requests without the bearer token get 401."""
+    """ASGI wrapper: HTTP requests without the bearer token get 401; an address that gave
+    :data:`~memo_analytics.domain.hosts.WRONG_TOKEN_LIMIT` wrong ones within a minute gets 429."""
 
     def __init__(self, app, token: str) -> None:
+        from ..domain.hosts import WrongTokens
+
         self.app, self.token = app, token.encode()
+        self.wrong_tokens = WrongTokens()  # per address: past a limit, its calls get 429, unread
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             import hmac
+            import time
 
+            from ..domain.hosts import wrong_token
+
+            client = scope.get("client")
+            address = str(client[0]) if client else ""
+            wait = self.wrong_tokens.wait(address, time.monotonic())
+            if wait is not None:  # unread, the right token too: a guess learns nothing
+                await send({"type": "http.response.start", "status": 429,
+                            "headers": [(b"content-type", b"application/json"), (b"retry-after", str(wait).encode())]})
+                await send({"type": "http.response.body", "body": json.dumps(
+                    {"error": f"Too many requests: too many wrong tokens from this address; try again in {wait} s"}
+                ).encode()})
+                return
             headers = dict(scope.get("headers") or [])
             given = headers.get(b"authorization", b"")
             if not (given.lower().startswith(b"bearer ") and hmac.compare_digest(given[7:].strip(), self.token)):
+                wrong_token(self.wrong_tokens, address)
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json")]})
                 await send({"type": "http.response.body", "body": b'{"error": "Unauthorized"}'})

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 from tornado.ioloop import PeriodicCallback
@@ -64,13 +65,18 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
         # verbose=False: `memo serve` says where it listens itself (Panel's line went to stdout)
         start=start, title="memo", verbose=False,
         extra_patterns=[*api_patterns(runtime, token, confined=not is_loopback(host)), DASHBOARD_SCRIPT_ROUTE],
-        basic_auth=token if token else None, cookie_secret=token if token else None, threaded=False,
+        # the sign-in cookie is signed with the token and a secret of this run: a copy of it (cookies go
+        # to every port of the host, another local server reads them) dies with the server, and with
+        # /logout (BrowserBoundary.screen_cookies); another `memo serve` of the same token takes none
+        basic_auth=token if token else None, cookie_secret=f"{token}:{secrets.token_hex(16)}" if token else None,
+        threaded=False,
         # the page's session token carries the request's headers and cookies, readable by any script
         # in it (found by an attacker: the Authorization header and the HttpOnly sign-in cookies were
         # there): none of them, the dashboard reads neither
         exclude_headers=list(SESSION_HIDDEN_HEADERS), include_cookies=[],
         # our sign-in page: Panel's loads its logo from a CDN (a request out of loopback on every visit)
         login_template=str(templates_dir() / "dashboard_login.html.j2") if token else None,
+        logout_template=str(templates_dir() / "dashboard_logout.html.j2") if token else None,
         http_server_kwargs={"max_body_size": MAX_REQUEST_BYTES, "idle_connection_timeout": IDLE_CONNECTION_SECONDS,
                             "body_timeout": IDLE_CONNECTION_SECONDS},
     )

@@ -187,15 +187,21 @@ def xlsx_bytes(title: str, columns: tuple[str, ...], rows: list[dict[str, Any]],
 
 
 def timesheet_table(report: ActivityReport, fmt: str) -> bytes:
-    """The timesheet as ``csv`` or ``xlsx`` bytes (the XLSX's ``Totals`` sheet: the grand total of
-    the sessions' worked minutes, the billed minutes and billable hours)."""
+    """The timesheet as ``csv`` or ``xlsx`` bytes (the XLSX's ``Totals`` sheet: with more than one
+    client, each client's subtotal as the PDF prints it — its name in the ``client`` column —, then
+    ``Total``: the grand total of the sessions' worked minutes, the billed minutes and billable hours)."""
     rows = timesheet_rows(report)
     if fmt == "csv":
         return csv_bytes(TIMESHEET_COLUMNS, rows)
+    sections = timesheet_sections(report)
+    subtotals = [(section.client, {"workedMinutes": sum(row.worked_minutes for row in section.rows),
+                                   "billedMinutes": section.minutes,
+                                   "billableHours": Decimal(f"{section.hours:.2f}")})
+                 for section in sections] if len(sections) > 1 else []
     total = {"workedMinutes": sum(int(row["workedMinutes"] or 0) for row in rows),
              "billedMinutes": report.total_duration_minutes,
              "billableHours": Decimal(f"{report.total_billable_hours:.2f}")}
-    return xlsx_bytes("Timesheet", TIMESHEET_COLUMNS, rows, [("Total", total)])
+    return xlsx_bytes("Timesheet", TIMESHEET_COLUMNS, rows, [*subtotals, ("Total", total)])
 
 
 def invoice_table(invoice: Invoice, fmt: str) -> bytes:
