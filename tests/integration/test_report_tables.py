@@ -51,8 +51,16 @@ def test_timesheet_csv_and_xlsx_rows_add_up_to_the_pdf_total(vault, config, tmp_
     assert sheet.max_row == 9 and sheet.auto_filter.ref == f"A1:{sheet.cell(row=9, column=len(header)).coordinate}"
     totals = load_workbook(tmp_path / "t.xlsx")["Totals"]
     assert [c.value for c in totals[1]] == header
-    total = dict(zip(header, (c.value for c in totals[2])))
+    summed = [dict(zip(header, (c.value for c in row))) for row in totals.iter_rows(min_row=2)]
+    *subtotals, total = summed
     assert (total["client"], total["billedMinutes"], Decimal(str(total["billableHours"]))) == ("Total", 247, pdf_hours)
+    # found by a billing person: the Totals sheet had the grand total alone, the PDF each client's subtotal too
+    assert [(r["client"], r["billedMinutes"]) for r in subtotals] == [("Acme Corp", 155), ("Globex", 67),
+                                                                      ("Initech", 25)]
+    by_client: dict[str, Decimal] = {}
+    for row in rows:
+        by_client[row["client"]] = by_client.get(row["client"], Decimal(0)) + Decimal(row["billableHours"])
+    assert {r["client"]: Decimal(str(r["billableHours"])) for r in subtotals} == by_client
     # found by a billing person: the worked minutes had no total (a bookkeeper summed them by hand)
     assert total["workedMinutes"] == sum(int(r["workedMinutes"]) for r in rows) > 0
 
