@@ -159,8 +159,19 @@ def resolve_config_paths(data: dict[str, Any], folder: Path) -> dict[str, Any]:
     lake = resolved.get("lake")
     if isinstance(lake, dict):  # a file's path, not a URL (sqlite:///…, postgresql://…, s3://…)
         for key in ("catalog", "warehouse"):
-            if isinstance(lake.get(key), str) and "://" not in lake[key]:
-                lake[key] = _file_path(lake[key], folder)
+            value = lake.get(key)
+            if isinstance(value, str) and "://" not in value:
+                lake[key] = _file_path(value, folder)
+            elif isinstance(value, str) and value.lower().startswith(("sqlite:///", "file://")) \
+                    and not value.lower().startswith(("sqlite:////", "file:///")):
+                # a relative path in a URL (sqlite:///lake/c.db, file://lake/w): the file's folder too, as
+                # the plain path is read (it was read against the current folder: a second catalog, found by a breaker)
+                scheme, rest = value.split("://", 1)
+                rest = rest[1:] if scheme.lower() == "sqlite" else rest
+                path, _, query = rest.partition("?")
+                resolved_path = _file_path(path, folder)
+                lake[key] = f"{scheme}:///{resolved_path}" + (f"?{query}" if query else "") \
+                    if scheme.lower() == "sqlite" else f"{scheme}://{resolved_path}"
     return resolved
 
 

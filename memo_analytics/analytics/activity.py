@@ -319,6 +319,16 @@ def report_for(store: VaultStore, request: ActivityReportRequest) -> ActivityRep
         from ..services.sessions import check_projects
 
         check_projects(store, [request.project])  # a typo read as 0 minutes
+    elif request.project and not report.sessions:  # every vault read: a project none of them holds
+        from ..index import store as index
+        from .frames import vault_sources
+
+        with vault_sources(store, further=True) as sources:
+            held = sorted({name for source in sources for name in index.project_names(source.conn)})
+        if request.project not in held:  # a typo read as 0 minutes in every vault (found by a breaker)
+            names = ", ".join(held[:20]) + (", …" if len(held) > 20 else "") if held else "none yet"
+            raise InvalidFieldError("project", f"no vault read holds anything of project {request.project!r} "
+                                               f"(projects: {names})")
     if report.client and not report.sessions and not (request.cross_project and store.settings.vaults):
         from ..services.sessions import check_client
 

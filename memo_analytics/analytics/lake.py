@@ -12,9 +12,10 @@ S3-compatible bucket::
                         API-equivalent AI cost of its turns; null when none could be priced),
                         its turns' ``input_tokens, cache_read_tokens, cache_write_tokens,
                         output_tokens, reasoning_tokens`` and ``unpriced_turns`` (Int64),
-                        ``invoice`` (the number of the issued, uncredited invoice billing it)
+                        ``invoice`` (the number of the issued, uncredited invoice billing it),
+                        ``record_created`` (Datetime(us, UTC): when its record was made)
     memo.prompts        one row per turn: PROMPT_SCHEMA's columns (no ``vault``), ``body`` unless
-                        ``--no-body``
+                        ``--no-body``, ``body_sha256`` (the SHA-256 of the text as stored, always)
     memo.deliverables   one row per deliverable: DELIVERABLE_SCHEMA's columns (no ``vault``)
     memo.invoices       one row per issued document (invoice or credit note): ``ref, number,
                         kind, status, client, issued, due, period_start, period_end, currency,
@@ -33,8 +34,10 @@ A vault copied to a second machine is the same vault: the later export of the tw
 earlier's rows.
 
 Readers (:func:`lake_frames`) see a record once: a record exported by several vaults — a laptop's
-and the team daemon's that holds its pushes — is the row exported last (:data:`SHARED_KEYS`: its
-project, id, and whose it is). Another engine reads the same tables: the catalog's name is ``memo``
+and the team daemon's that holds its pushes — is the row exported last (:data:`SHARED_KEYS`: a
+session's project, id, owner and start, or its owner and the instant its record was made; a turn's
+time and text). :func:`lake_activity` tells apart two sessions of one project and id (two people's,
+one person's on two laptops) as ``ID@OWNER``. Another engine reads the same tables: the catalog's name is ``memo``
 (pyiceberg: ``SqlCatalog("memo", uri=…, warehouse=…)``, a PostgreSQL URL as
 ``postgresql+psycopg2://…``), and it keeps a record once the same way.
 """
@@ -66,13 +69,19 @@ TABLES = ("sessions", "prompts", "deliverables", "invoices")
 #: The columns that name a row within its vault (``record_key`` is them joined).
 KEYS = {"sessions": ("project", "id"), "prompts": ("project", "id"),
         "deliverables": ("project", "session_record_id", "position"), "invoices": ("ref",)}
-#: The columns a reader takes a record's identity from across vaults (a record kept once): its
-#: project and id, and whose it is — a session's ``owner`` (its start when none is recorded), a
-#: turn's ``created``, a deliverable's session's start — so that two people's sessions of one id
-#: (``fix-login``), each in a vault of its own, both count (the second vanished: found by a data lead).
-SHARED_KEYS = {"sessions": ("project", "id", "_whose"), "prompts": ("project", "id", "created"),
+#: The columns a reader takes a record's identity from across vaults (a record kept once): a
+#: session's project, id (a team daemon's id for a session it keeps apart, ``fix--ann-1a2b3c``,
+#: read as the laptop's ``fix``), whose it is (``owner``, else none) and start — two people's
+#: sessions of one id (``fix-login``) both count, and so do one person's two of one id on two
+#: laptops (the second vanished: found by a data lead and a breaker); a turn's time and the hash
+#: of its text; a deliverable's session's start. A session is also the same record where its
+#: owner and the instant its record was made (``record_created``) are: a daemon's copy the lead
+#: moved to another project, or whose start the lead corrected (counted twice: found by a team lead).
+SHARED_KEYS = {"sessions": ("project", "_base_id", "_whose", "start_time"), "prompts": ("created", "body_sha256"),
                "deliverables": ("project", "session_record_id", "position", "session_start"),
                "invoices": ("ref", "pdf_sha256")}
+#: A second identity of a session record across vaults (:data:`SHARED_KEYS`): whose it is and when its record was made.
+SAME_RECORD = ("owner", "record_created")
 _WHO = ("vault_id", "machine", "exported_at")
 _MONEY = pl.Decimal(18, 3)
 _COST = pl.Decimal(18, 4)
@@ -285,12 +294,29 @@ def vault_tables(store: VaultStore, body: bool = True) -> dict[str, pl.DataFrame
     ).with_columns(pl.col("cost_usd").str.to_decimal(scale=4).cast(_COST),
                    pl.col("billed_minutes").fill_null(0))  # 0 when it bills nothing, as the vault's frames say
     sessions_out = sessions.join(billed, on=["project", "id"], how="left").drop("vault")
+    made = pl.DataFrame(store.conn.execute("SELECT project, id, json_extract(meta, '$.created') FROM records "
+                                           "WHERE kind = 'session'").fetchall(),
+                        schema={"project": pl.String, "id": pl.String, "record_created": pl.String}, orient="row")
+    sessions_out = sessions_out.join(made.with_columns(_instant("record_created")), on=["project", "id"], how="left")
+    prompts = prompts_frame(store, body=True)
+    prompts = prompts.with_columns(pl.col("body").map_elements(_sha256, return_dtype=pl.String).alias("body_sha256"))
     return {
         "sessions": sessions_out,
-        "prompts": prompts_frame(store, body=body).drop("vault"),
+        "prompts": (prompts if body else prompts.drop("body")).drop("vault"),
         "deliverables": deliverables_frame(sessions).drop("vault"),
         "invoices": invoices_frame(store),
     }
+
+
+def _sha256(text: str | None) -> str | None:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() if text is not None else None
+
+
+def _instant(column: str) -> pl.Expr:
+    """An ISO 8601 text column as ``Datetime(us, UTC)`` (null where it is none)."""
+    return pl.col(column).str.to_datetime(time_zone="UTC", strict=False).dt.cast_time_unit("us").alias(column)
 
 
 def invoices_frame(store: VaultStore) -> pl.DataFrame:
@@ -481,6 +507,10 @@ def lake_frames(target: LakeTarget, tables: tuple[str, ...] = TABLES) -> dict[st
     """
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
+    if target.catalog.startswith("sqlite:///") and not Path(target.catalog[len("sqlite:///"):].split("?", 1)[0]).exists():
+        # a read made the file (an empty lake, 0 hours, no word: a misspelt catalog path, found by an analyst)
+        raise InvalidFieldError("lake.catalog", f"{target.catalog[len('sqlite:///'):]} does not exist: no vault was "
+                                                "exported into that lake (memo export iceberg makes it)")
     catalog = open_catalog(target)
     frames = {}
     for name in tables:
@@ -489,19 +519,40 @@ def lake_frames(target: LakeTarget, tables: tuple[str, ...] = TABLES) -> dict[st
         except (NoSuchTableError, NoSuchNamespaceError):
             frames[name] = _empty(name)
             continue
+        except Exception as exc:  # noqa: BLE001 — its metadata cannot be read (a bucket not answering): one line
+            raise MemoError(f"Lake table {NAMESPACE}.{name} cannot be read: {_first_line(exc)}") from None
         try:
             frame = table.scan().to_polars() if table.current_snapshot() else _empty(name)
         except Exception as exc:  # noqa: BLE001 — a warehouse that cannot be read: one line, not a traceback
             raise MemoError(f"Lake table {NAMESPACE}.{name} cannot be read: {_first_line(exc)}") from None
         if frame.height:
+            frame = frame.sort("exported_at", descending=True, maintain_order=True)
             if name == "sessions":
-                frame = frame.with_columns(pl.coalesce(pl.col("owner"), pl.col("start_time").cast(pl.String))
-                                           .alias("_whose"))
-            frame = frame.sort("exported_at", descending=True, maintain_order=True) \
-                .unique(subset=list(SHARED_KEYS[name]), keep="first", maintain_order=True) \
-                .drop("record_key", "_whose", strict=False)
+                frame = _one_row_a_session(frame)
+            else:
+                keys = [k for k in SHARED_KEYS[name] if k in frame.columns] or list(KEYS[name])
+                if name == "prompts" and "body_sha256" not in frame.columns:  # rows of an earlier memo
+                    keys = ["project", "id", "created"]
+                frame = frame.unique(subset=keys, keep="first", maintain_order=True)
         frames[name] = frame.drop("record_key", strict=False)
     return frames
+
+
+def _one_row_a_session(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` (sessions, newest export first) with a record once (:data:`SHARED_KEYS`, then
+    :data:`SAME_RECORD` where both are known)."""
+    suffix = pl.col("id").str.extract(r"(--[a-z0-9-]*-[0-9a-f]{6})$", 1)
+    apart = suffix.is_not_null() & pl.col("owner").is_not_null()
+    frame = frame.with_columns(
+        pl.when(apart).then(pl.col("id").str.slice(0, pl.col("id").str.len_chars() - suffix.str.len_chars()))
+        .otherwise(pl.col("id")).alias("_base_id"),
+        pl.col("owner").fill_null("").alias("_whose"))
+    frame = frame.unique(subset=list(SHARED_KEYS["sessions"]), keep="first", maintain_order=True)
+    if "record_created" in frame.columns:
+        known = pl.col("owner").is_not_null() & pl.col("record_created").is_not_null()
+        frame = pl.concat([frame.filter(known).unique(subset=list(SAME_RECORD), keep="first", maintain_order=True),
+                           frame.filter(~known)]).sort("exported_at", descending=True, maintain_order=True)
+    return frame.drop("_base_id", "_whose")
 
 
 def _empty(name: str) -> pl.DataFrame:
@@ -510,7 +561,7 @@ def _empty(name: str) -> pl.DataFrame:
 
     who = {"vault_id": pl.String, "machine": pl.String, "exported_at": UTC_DT}
     columns = {"sessions": _session_columns(),
-               "prompts": {**{c: d for c, d in PROMPT_SCHEMA.items() if c != "vault"}, **who},
+               "prompts": {**{c: d for c, d in PROMPT_SCHEMA.items() if c != "vault"}, "body_sha256": pl.String, **who},
                "deliverables": {**{c: d for c, d in DELIVERABLE_SCHEMA.items() if c != "vault"}, **who},
                "invoices": {**INVOICE_SCHEMA, **who}}[name]
     return pl.DataFrame(schema=columns)
@@ -557,7 +608,15 @@ def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
     client = request.client.strip() if request.client and request.client.strip() else None
     owner = request.owner.strip() if request.owner and request.owner.strip() else None
     frames = lake_frames(target, ("sessions", "prompts"))
-    sessions = frames["sessions"]
+    sessions = _told_apart(frames["sessions"])
+    if client is not None and client.lower() != "internal":
+        known = {name.strip().lower() for name in sessions["client"].drop_nulls().to_list()} | \
+            {name.strip().lower() for name in settings.clients}
+        if client.lower() not in known:  # a misspelt client read as 0 hours, as the vault's report refuses it
+            names = sorted({*sessions["client"].drop_nulls().to_list(), *settings.clients}, key=str.lower)
+            raise InvalidFieldError("client", f"no session of the lake and no [clients] entry of the config has the "
+                                              f"client {client!r} (exact name, any case); clients known: "
+                                              f"{', '.join(names[:20]) or 'none yet'}")
     if request.projects is not None:
         held = set(sessions["project"].to_list()) | (set(frames["prompts"]["project"].to_list())
                                                      if frames["prompts"].height else set())
@@ -631,11 +690,26 @@ def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
     )
 
 
+def _told_apart(sessions: pl.DataFrame) -> pl.DataFrame:
+    """``sessions`` with each ``id`` that two records of one project share (two people's
+    ``fix-login``, one person's on two laptops) told apart as ``ID@OWNER`` (``ID@START`` where the
+    owner is shared too): a report keys a session by project and id, and the second person's
+    figures — hours, invoice, cost — went to the first's (found by a breaker)."""
+    if not sessions.height:
+        return sessions
+    shared = pl.struct("project", "id").is_duplicated()
+    by_owner = pl.concat_str([pl.col("id"), pl.lit("@"), pl.col("owner").fill_null("unknown")])
+    still = pl.struct("project", by_owner.alias("named")).is_duplicated()
+    by_start = pl.concat_str([pl.col("id"), pl.lit("@"), pl.col("start_time").dt.strftime("%Y-%m-%dT%H:%M:%S")])
+    return sessions.with_columns(pl.when(shared & still).then(by_start).when(shared).then(by_owner)
+                                 .otherwise(pl.col("id")).alias("id"))
+
+
 def _session_columns() -> dict[str, pl.DataType]:
     """The columns of the lake's ``sessions`` table (an empty lake reads as none of them)."""
     from .frames import SESSION_SCHEMA
 
     columns = {c: d for c, d in SESSION_SCHEMA.items() if c != "vault"}
     return {**columns, "billed_minutes": pl.Int64, "cost_usd": _COST, "invoice": pl.String,
-            **dict.fromkeys(_TOKEN_COLUMNS, pl.Int64), "unpriced_turns": pl.Int64,
+            **dict.fromkeys(_TOKEN_COLUMNS, pl.Int64), "unpriced_turns": pl.Int64, "record_created": UTC_DT,
             "vault_id": pl.String, "machine": pl.String, "exported_at": UTC_DT}

@@ -127,6 +127,14 @@ def test_the_mcp_action_reads_further_vaults_with_cross_project(vaults):
     assert run_action(store, "activity_report", request) == activity_report(
         store, ActivityRequest(cross_project=True)).wire()
     assert run_action(store, "activity_report", request)["totalDurationMinutes"] == 150
+    # found by a breaker: a misspelt project across every vault read answered 0 minutes, where one vault refuses it
+    typo = ACTIONS["activity_report"].request(cross_project=True, project="nope")
+    with pytest.raises(InvalidFieldError, match=r"^Invalid project: no vault read holds anything of project 'nope' "
+                                                r"\(projects: "):
+        run_action(store, "activity_report", typo)
+    projects = {row[0] for row in store.conn.execute("SELECT DISTINCT project FROM records")}
+    other = ACTIONS["activity_report"].request(cross_project=True, project=sorted(projects)[0])
+    assert run_action(store, "activity_report", other)["totalSessions"] >= 1
     store.close()
 
 

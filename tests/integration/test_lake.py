@@ -172,8 +172,17 @@ def test_invoices_and_the_analyst_api_read_the_lake(tmp_path, realdata, monkeypa
 def test_a_lake_without_settings_or_in_a_repository_is_refused_naming_the_field(tmp_path, realdata):
     (tmp_path / "e").mkdir()
     empty = _team(tmp_path / "e", realdata, str(tmp_path / "c0.db"), str(tmp_path / "w0"))  # nothing exported
-    said = run(empty, "ann", "activity", "--lake")
-    assert "note: no vault was exported into this lake yet: memo export iceberg writes this one's" in said.stderr
+    # found by an analyst: a read of a misspelt catalog made the file and answered 0 hours
+    said = run(empty, "ann", "activity", "--lake", check=False)
+    assert said.returncode == 1 and not (tmp_path / "c0.db").exists()
+    assert f"Invalid lake.catalog: {tmp_path / 'c0.db'} does not exist: no vault was exported into that lake " \
+           "(memo export iceberg makes it)" in said.stderr
+    from memo_analytics import open_lake
+    from memo_analytics.domain.errors import InvalidFieldError
+
+    with pytest.raises(InvalidFieldError, match="does not exist"):
+        open_lake(str(tmp_path / "c0.db"), str(tmp_path / "w0")).activity()
+    assert not (tmp_path / "c0.db").exists()
     team = _team(tmp_path, realdata, "", "")
     ran = run(team, "ann", "export", "iceberg", check=False)
     assert ran.returncode == 1 and "Invalid lake.catalog: no catalog" in ran.stderr, ran.stderr
@@ -309,8 +318,8 @@ def test_two_peoples_sessions_of_one_id_both_count_and_credit_notes_take_back(tm
         run(team, vault, "session", "end", "fix-login", "--project", "shop", "--until", end)
     run(team, "ann", "session", "edit", "a2", "--project", "web", "--no-billable")
     lake = memo_api.open_lake()
-    assert lake.invoices().columns[:3] == ["ref", "number", "kind"] and lake.invoices().height == 0
     export(team, "ann")
+    assert lake.invoices().columns[:3] == ["ref", "number", "kind"] and lake.invoices().height == 0
     export(team, "bob")
     assert (tmp_path / "lake" / "w" / "memo").is_dir()
     shop = activity(team, "ann", "--lake", "--project", "shop")
@@ -328,3 +337,58 @@ def test_two_peoples_sessions_of_one_id_both_count_and_credit_notes_take_back(tm
     keyless = run(team, "ann", "export", "iceberg", "--warehouse", "s3://lake/team", check=False)
     assert keyless.returncode == 1 and "Invalid lake.warehouse: s3://lake/team is a bucket: give its keys in " \
         "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in keyless.stderr, keyless.stderr
+
+
+def test_each_session_keeps_its_own_figures_and_a_daemons_copy_under_another_name_counts_once(tmp_path, realdata):
+    """Found by a breaker and a team lead: two people's `fix-login` were two rows of the lake, but
+    `activity --lake` gave each the other's hours and invoice (keyed by project and id); one
+    person's two `fix-login` on two laptops (other starts) were one row, an invoiced hour gone;
+    two people's turns of one id and time were one; a team daemon's copy of a laptop's session —
+    kept apart under `fix-login--…`, or moved by the lead to another project — counted twice; a
+    misspelt client read as 0 hours; `sqlite:///lake/c.db` in the config was read against the
+    current folder."""
+    import shutil
+
+    (tmp_path / "lake").mkdir()
+    team = _team(tmp_path, realdata, "sqlite:///lake/c.db", "lake/w")
+    team.update(ann2=tmp_path / "ann2", daemon=tmp_path / "daemon")
+    for vault, start, end, owner, body in (
+            ("ann", "2026-06-20T09:00:00Z", "2026-06-20T10:00:00Z", "ann@x.example", "ann's turn"),
+            ("bob", "2026-06-20T09:00:00Z", "2026-06-20T11:30:00Z", "bob@x.example", "bob's turn"),
+            ("ann2", "2026-06-25T13:00:00Z", "2026-06-25T13:30:00Z", "ann@x.example", "ann's other turn")):
+        run(team, vault, "session", "start", "fix-login", "--project", "shop", "--client", "Acme Corp",
+            "--start-time", start, "--owner", owner)
+        run(team, vault, "prompt", "record", "--session-id", "fix-login", "--project", "shop", "--body", body,
+            "--created", "2026-06-20T09:10:00Z" if vault != "ann2" else "2026-06-25T13:10:00Z")
+        run(team, vault, "session", "end", "fix-login", "--project", "shop", "--until", end)
+    issued = _issue_june(team)  # Ann's invoice bills her fix-login (and her a1, a2)
+    # the team daemon's copy of Bob's session: kept apart from Ann's of the same id, in the project the lead merged it into
+    bob_file = team["bob"] / "projects" / "shop" / "sessions" / "session-fix-login.md"
+    apart = "fix-login--bob-x-example-1a2b3c"
+    copy = team["daemon"] / "projects" / "webshop" / "sessions" / f"session-{apart}.md"
+    copy.parent.mkdir(parents=True)
+    shutil.copy(bob_file, copy)
+    copy.write_text(copy.read_text().replace("id: session-fix-login", f"id: session-{apart}")
+                    .replace("sessionId: fix-login", f"sessionId: {apart}").replace("project: shop", "project: webshop"))
+    run(team, "daemon", "reindex")
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    for vault in ("ann", "bob", "ann2", "daemon"):
+        memo("export", "iceberg", vault=team[vault], env=team["env"], cwd=other)
+    assert (tmp_path / "lake" / "c.db").exists() and not (other / "lake").exists()
+    lake = activity(team, "ann", "--lake", "--since", "2026-06-20", "--until", "2026-06-30")
+    fix = sorted(s["id"] for s in lake["sessions"] if s["id"].startswith("session-fix-login"))
+    # told apart, each with its own figures; Bob's once (the daemon's copy was exported last)
+    assert fix == ["session-fix-login--bob-x-example-1a2b3c", "session-fix-login@2026-06-20T09:00:00",
+                   "session-fix-login@2026-06-25T13:00:00"], fix
+    mine = [s for s in lake["sessions"] if s["owner"] == "ann@x.example"]
+    assert sorted((s["startTime"][:10], s["billedMinutes"], s["invoice"]) for s in mine) == [
+        ("2026-06-20", 60, issued["number"]), ("2026-06-25", 30, None)]
+    [bobs] = [s for s in lake["sessions"] if s["owner"] == "bob@x.example"]
+    assert (bobs["billedMinutes"], bobs["invoice"], bobs["billableHours"]) == (150, None, 2.5)
+    assert lake["totalDurationMinutes"] == 60 + 150 + 30
+    assert lake["totalPrompts"] == 3  # Ann's and Bob's turns of one id and time both count
+    assert sum(s["billableHours"] for s in lake["sessions"]) == lake["totalBillableHours"]
+    typo = run(team, "ann", "activity", "--lake", "--client", "Acme Corpp", check=False)
+    assert typo.returncode == 1 and "Invalid client: no session of the lake and no [clients] entry of the config " \
+        "has the client 'Acme Corpp'" in typo.stderr
