@@ -221,8 +221,15 @@ def lost_documents(root: Path, docs: list[Document]) -> list[str]:
     billed again (found by a billing tester: the next invoice billed them, no word anywhere)."""
     held = {doc.ref for doc in docs}
     base = folder(root)
-    return sorted(number for number in (read_state(root).get("documents") or {})
-                  if number not in held and not (base / f"{number}.md").exists())
+    recorded = {number for number in (read_state(root).get("documents") or {})
+                if number not in held and not (base / f"{number}.md").exists()}
+    # a PDF without its document: with the ledger state lost too, its sessions were billed again (found by a breaker)
+    try:
+        sent = {entry.stem for entry in base.iterdir() if entry.suffix == ".pdf" and entry.is_file()
+                and entry.stem not in held and not (base / f"{entry.stem}.md").exists()}
+    except OSError:
+        sent = set()
+    return sorted(recorded | sent)
 
 
 def refuse_lost_documents(root: Path, docs: list[Document]) -> None:
@@ -236,11 +243,16 @@ def refuse_lost_documents(root: Path, docs: list[Document]) -> None:
     lost = lost_documents(root, docs)
     if lost:
         names = ", ".join(lost[:5]) + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
-        raise MemoError(f"Document {names} was issued here (the ledger keeps its digest) but its file "
-                        f"{FOLDER}/{lost[0]}.md is gone: without it an invoice's sessions would be billed again, or "
-                        f"a credit note's invoice read as not cancelled and credited twice. Put it back (from a "
-                        f"backup, or the vault's git history) before issuing or crediting; lost for good, remove its "
-                        f"entry from {FOLDER}/{STATE} (what it billed or cancelled is then as if never issued)")
+        known = lost[0] in (read_state(root).get("documents") or {})
+        why = "the ledger keeps its digest" if known else f"its PDF lies in {FOLDER}/"
+        steps = ([f"remove its entry from {FOLDER}/{STATE}"] if known else []) + \
+            ([f"move {FOLDER}/{lost[0]}.pdf out of {FOLDER}/"] if (folder(root) / f"{lost[0]}.pdf").exists() else [])
+        undo = " and ".join(steps)
+        raise MemoError(f"Document {names} was issued here ({why}) but its file {FOLDER}/{lost[0]}.md is gone: "
+                        f"without it an invoice's sessions would be billed again, or a credit note's invoice read as "
+                        f"not cancelled and credited twice. Put it back (from a backup, or the vault's git history) "
+                        f"before issuing or crediting; lost for good, {undo} (what it billed or cancelled is then as "
+                        f"if never issued)")
 
 
 def document(root: Path, number: str) -> Document:

@@ -671,6 +671,10 @@ def test_a_tampered_document_is_flagged_and_a_deleted_one_keeps_its_number(billi
     del kept["documents"][first["number"]]  # lost for good, as the refusal says: its sessions bill again
     os.chmod(state, 0o644)
     state.write_text(json.dumps(kept), encoding="utf-8")
+    pdf = md.parent / f"{first['number']}.pdf"
+    assert f"and move invoices/{first['number']}.pdf out of invoices/" in refused.stderr
+    os.chmod(md.parent, 0o755)
+    pdf.rename(billing["vault"].parent / pdf.name)  # and its PDF, as the refusal says
     again = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
     assert again["number"] == "2026-0002"  # its number is never reused
 
@@ -1748,8 +1752,8 @@ def test_a_ledger_state_rebuilt_keeps_the_documents_issued_before_it(billing):
 
 def test_a_number_whose_pdf_lies_in_the_vault_is_never_issued_again(billing):
     """Found by a breaker: the ledger state and one invoice's .md lost, the next issue took that
-    number again (for another client) and set the sent invoice's PDF aside. A number whose PDF is
-    there is passed over."""
+    number again (for another client) and set the sent invoice's PDF aside; and billed its sessions
+    again. A PDF without its document is a lost document: nothing is issued until it is back."""
     first = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
     folder = Path(first["pdf"]).parent
     os.chmod(folder, 0o755)
@@ -1757,9 +1761,16 @@ def test_a_number_whose_pdf_lies_in_the_vault_is_never_issued_again(billing):
     for name in (".ledger.json", f"{first['number']}.md"):
         os.chmod(folder / name, 0o644)
         (folder / name).unlink()
-    second = issue(billing, "--client", "Globex", "--since", "2026-06-01", "--until", "2026-06-30")
-    assert second["number"] != first["number"] and second["number"] == "2026-0002", second["number"]
+    # found by the next breaker: the same client's next issue billed the lost invoice's sessions again; every
+    # issue waits until the document is back (or moved aside for good), as one the ledger names does
+    for client in ("Acme Corp", "Globex"):
+        refused = run(billing, "invoice", "issue", "--all", "--client", client, "--since", "2026-06-01",
+                      "--until", "2026-06-30")
+        assert refused.returncode == 1 and f"Document {first['number']} was issued here (its PDF lies in " \
+            f"invoices/) but its file invoices/{first['number']}.md is gone" in refused.stderr, refused.stderr
+        assert f"lost for good, move invoices/{first['number']}.pdf out of invoices/" in refused.stderr
     assert (folder / f"{first['number']}.pdf").read_bytes() == sent
+    assert sorted(p.name for p in folder.glob("*.md")) == []
 
 
 def test_a_lines_printed_days_are_its_period_when_a_session_runs_past_midnight(billing, tmp_path):
