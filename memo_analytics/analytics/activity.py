@@ -543,7 +543,10 @@ def _invoiced(store: VaultStore) -> tuple[dict[tuple[str, str], int], dict[tuple
     docs = ledger.documents(store.root)
     durations = {key: item["durationMinutes"] for key, (_, _, item) in ledger.invoiced_items(docs).items()
                  if isinstance(item.get("durationMinutes"), int)}
-    return ledger.invoiced_minutes(docs), durations, ledger.invoiced_sessions(docs)
+    team = ledger.team_invoiced(store.root)  # a hybrid laptop's sessions its team daemon invoiced (the last pull)
+    minutes = {**{key: billed for key, (_, billed) in team.items() if billed is not None},
+               **ledger.invoiced_minutes(docs)}
+    return minutes, durations, {**{key: number for key, (number, _) in team.items()}, **ledger.invoiced_sessions(docs)}
 
 
 def _frozen_minutes(store: VaultStore, invoiced: dict[tuple[str, str], int]) -> dict[tuple[str, str, str], int]:

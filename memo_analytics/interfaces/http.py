@@ -56,7 +56,7 @@ from ..services.requests import (
 from ..runtime import Runtime
 from ..services.prompts import clean_owner
 from ..services.store import remote_caller
-from ..services.sync import apply_incoming, daemon_id, for_people, received_push
+from ..services.sync import apply_incoming, daemon_id, for_people, invoiced_for_people, received_push
 from ..vault.redact import redact_secrets
 
 #: Largest request body, in bytes: a hybrid push of ``batchSize`` records near the record
@@ -583,12 +583,14 @@ class SyncRecordsHandler(ApiHandler):
 class SyncPullHandler(ApiHandler):
     """``POST /api/sync/pull`` ``{owners: [names]}``: what this team vault holds for a hybrid
     laptop's people — pending hand-offs addressed to them, and their sessions corrected here
-    since their push — as ``{records: [{id, project, kind, text, base?}]}``
-    (:func:`~memo_analytics.services.sync.for_people`)."""
+    since their push — as ``{records: [{id, project, kind, text, base?}], invoiced: [{project,
+    sessionId, invoice, billedMinutes}]}`` (:func:`~memo_analytics.services.sync.for_people`,
+    :func:`~memo_analytics.services.sync.invoiced_for_people`: their sessions invoiced here)."""
 
     async def post(self) -> None:
         def work():
-            return {"records": for_people(self.store, self.body_json().get("owners"))}
+            owners = self.body_json().get("owners")
+            return {"records": for_people(self.store, owners), "invoiced": invoiced_for_people(self.store, owners)}
 
         await self.run(work)
 

@@ -487,7 +487,8 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         replaced = _replaced(store, docs, replaces) if replaces is not None else None  # before "nothing to invoice"
         try:
             invoice = build_invoice(report, settings.billing_for, lines, config,
-                                    invoiced=ledger.invoiced_sessions(docs), zero_minutes=zero_minutes)
+                                    invoiced={**{key: number for key, (number, _) in ledger.team_invoiced(store.root).items()},
+                                              **ledger.invoiced_sessions(docs)}, zero_minutes=zero_minutes)
         except ReportError as exc:
             raise with_unfiled_work(exc, report.client, unfiled) from None
         if len(invoice.sections) != 1:

@@ -32,7 +32,7 @@ from filelock import FileLock, Timeout
 from ..domain.clock import from_iso, to_iso, utcnow
 from ..config import MAX_BODY_BYTES
 from ..domain.errors import CorruptRecordError, InvalidFieldError, MemoError
-from ..domain.ids import MAX_SESSION_ID_LENGTH, slugify, validate_slug
+from ..domain.ids import MAX_SESSION_ID_LENGTH, session_record_id, slugify, validate_slug
 from ..domain.records import RecordKind, normalize_meta
 from ..index import store as index
 from ..vault.conflicts import keep_conflict
@@ -1966,6 +1966,59 @@ def _as_the_laptops(meta: dict[str, Any], text: str, bases: list[str]) -> dict[s
     return {"id": str(meta["id"]), "text": text, "baseTexts": bases}
 
 
+#: The most invoiced sessions a pull names (a laptop's people's, of every invoice the daemon issued).
+MAX_PULL_INVOICED = 50_000
+
+
+def invoiced_for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
+    """The daemon's side of a pull, too: ``[{project, sessionId, invoice, billedMinutes}]`` of
+    each session of the people ``owners`` (:func:`for_people`'s check) on an issued, uncredited
+    invoice of this team vault — under the id their laptop gave it (a session kept apart here,
+    :func:`apart_session_id`, by its own). A laptop never heard its sessions were invoiced: its
+    draft billed them again, and ``--here`` issued them twice (found by a team lead)."""
+    from ..vault import ledger
+
+    if not isinstance(owners, list):
+        return []
+    docs = ledger.documents(store.root)
+    minutes = ledger.invoiced_minutes(docs)
+    found: list[dict[str, Any]] = []
+    for (project, session_id), (number, _, item) in sorted(ledger.invoiced_items(docs).items()):
+        rows = index.rows_with_id(store.conn, session_record_id(session_id), RecordKind.SESSION.value)
+        meta = next((json.loads(row["meta"]) for row in rows if row["project"] == project), None) if rows else None
+        owner = (meta or {}).get("owner") or item.get("owner")
+        if not (isinstance(owner, str) and any(same_person(owner, name) for name in owners if isinstance(name, str))):
+            continue
+        original = session_id.rsplit("--", 1)[0] if "--" in session_id else None
+        laptops = original if original and apart_session_id(original, owner) == session_id else session_id
+        found.append({"project": project, "sessionId": laptops, "invoice": number,
+                      "billedMinutes": minutes.get((project, session_id))})
+        if len(found) >= MAX_PULL_INVOICED:
+            break
+    return found
+
+
+def team_invoiced(store: VaultStore) -> dict[tuple[str, str], tuple[str, int | None]]:
+    """What the last pull said of this laptop's sessions the team daemon invoiced:
+    ``{(project, sessionId): (invoice number, billed minutes)}`` (empty off hybrid, before a pull)."""
+    from ..vault.ledger import team_invoiced as read
+
+    return read(store.root)
+
+
+def _keep_team_invoiced(store: VaultStore, answer: dict[str, Any]) -> None:
+    """Keep the pull's ``invoiced`` list (:func:`invoiced_for_people`) for the ledger to read."""
+    items = answer.get("invoiced")
+    if not isinstance(items, list):
+        return  # a daemon of an earlier memo: what was kept stays
+    kept = [{"project": item["project"], "sessionId": item["sessionId"], "invoice": item["invoice"],
+             "billedMinutes": item["billedMinutes"] if isinstance(item.get("billedMinutes"), int)
+             and not isinstance(item.get("billedMinutes"), bool) else None}
+            for item in items[:MAX_PULL_INVOICED] if isinstance(item, dict)
+            and all(isinstance(item.get(key), str) and item[key] for key in ("project", "sessionId", "invoice"))]
+    _save(store, "team-invoiced.json", {"items": kept, "pulledAt": to_iso(utcnow())})
+
+
 def laptop_people(store: VaultStore, cwd: str | None = None) -> list[str]:
     """Whose work this vault holds, for a pull: the git identity of the repository of ``cwd``
     (else the person's global one), then the owners of its latest sessions, at most
@@ -2031,6 +2084,7 @@ def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PU
         return {"pulled": 0, "results": [], "error": f"a push holds the sync state (over {timeout:g} s): nothing "
                                                       "pulled; the next pull brings it"}
     try:
+        _keep_team_invoiced(store, answer)
         pushed = _rekey(store, _load(store, "pushed.json"))
         for item in answer["records"][:MAX_PULL_RECORDS]:
             results.append(_pull_one(store, item, pushed, people))

@@ -337,8 +337,24 @@ def sequence_key(number_format: str, year: int) -> str:
 
 
 def invoiced_in(root: Path) -> dict[tuple[str, str], str]:
-    """:func:`invoiced_sessions` of the vault at ``root`` (none when it has no invoices folder)."""
-    return invoiced_sessions(documents(root))
+    """:func:`invoiced_sessions` of the vault at ``root`` (none when it has no invoices folder),
+    and the sessions a hybrid laptop's last pull said the team daemon invoiced (:func:`team_invoiced`)."""
+    return {**{key: number for key, (number, _) in team_invoiced(root).items()}, **invoiced_sessions(documents(root))}
+
+
+def team_invoiced(root: Path) -> dict[tuple[str, str], tuple[str, int | None]]:
+    """``{(project, sessionId): (invoice number, billed minutes)}`` of this vault's sessions that
+    its team daemon invoiced, as the last ``memo sync pull`` said (``.memo/sync/team-invoiced.json``;
+    empty when there is none): a hybrid laptop leaves them off its drafts and ``--here`` invoices."""
+    try:
+        data = json.loads((Path(root) / ".memo" / "sync" / "team-invoiced.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return {}
+    items = data.get("items") if isinstance(data, dict) else None
+    return {(item["project"], item["sessionId"]): (item["invoice"], item.get("billedMinutes")
+                                                   if isinstance(item.get("billedMinutes"), int) else None)
+            for item in (items if isinstance(items, list) else []) if isinstance(item, dict)
+            and all(isinstance(item.get(key), str) for key in ("project", "sessionId", "invoice"))}
 
 
 def invoiced_items(docs: list[Document]) -> dict[tuple[str, str], tuple[str, str, dict[str, Any]]]:

@@ -1546,7 +1546,7 @@ def test_a_shared_baton_stays_for_a_start_on_the_daemon_and_a_pull_needs_the_tok
         assert status == 401, text
         status, _, text = server.request("/api/sync/pull", data={"owners": ["bob@team.test"]},
                                          headers={"Authorization": "Bearer s3cret-team-token"})
-        assert (status, json.loads(text)) == (200, {"records": []})  # shared: not one laptop's to claim
+        assert (status, json.loads(text)) == (200, {"records": [], "invoiced": []})  # shared: not one laptop's to claim
         status, _, text = server.request("/api/sync/pull", data={"owners": "bob"},
                                          headers={"Authorization": "Bearer s3cret-team-token"})
         assert status == 400 and "owners" in json.loads(text)["error"]
@@ -3355,3 +3355,39 @@ def test_a_laptop_vault_copied_to_a_second_laptop_never_says_the_daemon_was_rest
     for vault in (first, second):  # neither was told the daemon forgot its pushes (at a session end's push either)
         assert "daemonForgotAt" not in json.loads((vault / ".memo" / "sync" / "state.json").read_text())
     assert len(list(team.glob("projects/web/sessions/*.md"))) == 6
+
+
+def test_a_laptop_hears_at_its_pull_which_of_its_sessions_the_daemon_invoiced(tmp_path, daemon):
+    """Found by a team lead: the lead issued the team's invoice on the daemon; the laptop never
+    heard of it — its activity said not invoiced, its draft billed the session again, and
+    ``--here`` issued it a second time. A pull says which of the laptop's sessions the daemon
+    invoiced (under the laptop's own ids): the laptop's reports name the invoice and leave them off."""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    team, server = daemon
+    vault = tmp_path / "mine"
+    config = tmp_path / "laptop.toml"
+    config.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"\nmode = "hybrid"') + ACME
+                      + f'\n[hybrid]\nremoteUrl = "{server.base}"\ndebounceMs = 0\n', encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    for sid, day in (("s4", "04"), ("s5", "05")):
+        memo("session", "start", sid, "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
+             "--start-time", f"2026-03-{day}T09:00:00Z", vault=vault, env=env)
+        memo("session", "end", sid, "--project", "shop", "--until", f"2026-03-{day}T10:00:00Z", vault=vault, env=env)
+    memo("sync", "push", vault=vault, env=env)
+    lead = tmp_path / "lead.toml"
+    lead.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"') + ACME, encoding="utf-8")
+    issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03-04",
+                             "--until", "2026-03-04", "--issued", "2026-04-01", vault=team,
+                             env={"MEMO_CONFIG": str(lead)}).stdout)
+    before = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)
+    assert {s["sessionId"]: s["invoice"] for s in before["sessions"]} == {"s4": None, "s5": None}
+    memo("sync", "pull", vault=vault, env=env)
+    after = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)
+    assert {s["sessionId"]: s["invoice"] for s in after["sessions"]} == {"s4": issued["number"], "s5": None}
+    draft = memo("report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
+                 "-o", str(tmp_path / "d.csv"), vault=vault, env=env)
+    assert draft.returncode == 0 and "1 already invoiced" in draft.stderr, draft.stderr
+    here = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03",
+                           "--until", "2026-03", "--issued", "2026-04-02", "--here", vault=vault, env=env).stdout)
+    assert here["sessions"] == 1 and here["billableHours"] == "1.00"  # s5 alone: s4 is on the daemon's invoice
