@@ -156,6 +156,11 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                 raise InvalidFieldError(asked, f"session {session_id} is on invoice {invoice}, which was issued "
                                                f"with its {'times' if timed else _BILLED_AS[sent[0]]}; credit it first (memo "
                                                f"invoice credit {invoice})")
+            team = ledger.team_invoiced(store.root).get((project, session_id)) if not invoiced else None
+            if team is not None:  # a hybrid laptop's session the team daemon invoiced (its last pull said so)
+                raise InvalidFieldError(sent[0], f"session {session_id} is on the team daemon's invoice {team[0]}; "
+                                                 "the daemon keeps what it billed: ask the person who issues the "
+                                                 f"team's invoices to credit {team[0]} first")
         if not changed and lagging:
             turns = _turns_follow(store, project, session_id, lagging, now)
             return {**meta, "changed": [], "turnsUpdated": turns, "turnsOutside": 0, "newClient": False}

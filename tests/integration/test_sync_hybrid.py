@@ -3391,3 +3391,6 @@ def test_a_laptop_hears_at_its_pull_which_of_its_sessions_the_daemon_invoiced(tm
     here = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03",
                            "--until", "2026-03", "--issued", "2026-04-02", "--here", vault=vault, env=env).stdout)
     assert here["sessions"] == 1 and here["billableHours"] == "1.00"  # s5 alone: s4 is on the daemon's invoice
+    # found by a billing person: an invoiced session's minutes were edited on the laptop without a word
+    edited = memo("session", "edit", "s4", "--project", "shop", "--minutes", "90", vault=vault, env=env, check=False)
+    assert edited.returncode == 1 and f"session s4 is on the team daemon's invoice {issued['number']}" in edited.stderr
