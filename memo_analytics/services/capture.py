@@ -373,6 +373,23 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         session_id, existing = chain[-1] if chain else (session_id, None)
         if event.kind in ("waiting", "stop"):
             return _waiting_state(store, session_id, existing, event)
+        joined = _joined_open(store, existing[0]) if existing is not None else None
+        if joined is not None and event.kind == "session_end":
+            return f"session {session_id}: its conversation went on in the agent's own session {joined[1]} (the agent ends it)"
+        if joined is not None and event.kind == "prompt":
+            # the agent records this conversation in its own session: its prompts go there, one turn however
+            # they arrive (the agent's record of the same text answers with this one)
+            project, session_id = joined
+            body = _event_body(store, event)
+            if body is not None and _recorded_over_mcp(store, project, event, body) is not None:
+                return f"turn of {session_id}: the agent recorded it over MCP already"
+            if replayed and _captured(store, project, session_id, capture_id):
+                return f"turn of {session_id}: already recorded"
+            turn = record_prompt(store, RecordPromptRequest(
+                body=event.prompt or "", session_id=session_id, created=event.at, owner=owner,
+                extra={**extra, "captureId": capture_id, **({"agentTurnId": event.turn_id} if event.turn_id else {})},
+                **{**context, "project": project}))
+            return f"turn {turn['turn']} of {session_id} recorded (the agent's own session)"
         if event.kind in ("prompt", "session_end") and existing is not None:
             since = waiting_since(existing[0])
             if since is not None and event.at >= since:  # the person answered: the agent waits no more
@@ -471,6 +488,11 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             return f"turn of {session_id}: already imported from the agent's transcript"
         twin = _recorded_over_mcp(store, project, event, body) if body is not None else None
         if twin is not None:
+            mcp_session = index.get_row(store.conn, project, twin, RecordKind.PROMPT.value)
+            if existing is not None and mcp_session is not None and mcp_session["session_id"] \
+                    and mcp_session["session_id"] != session_id:
+                # the agent records the conversation in its own session: the hook's gives way to it
+                join_agent_session(store, project, session_id, str(mcp_session["session_id"]))
             return f"turn of {session_id}: the agent recorded it over MCP already ({twin})"
         if existing is None:
             # a new conversation: not one memo has a session of, nor one the agent says it resumed or
@@ -780,8 +802,56 @@ def _recorded_over_mcp(store: VaultStore, project: str, event: HookEvent, body: 
                                     to_iso(event.at + HOOK_TWIN_WINDOW), origin="mcp")
     # … of a conversation still going: a session that ended before this prompt was another one
     # ("deploy to staging" said again in a new conversation lost its turn and its session)
-    return row["id"] if row is not None and same_agent(row["agent"], event.agent) and \
+    ide = row["ide"] if row is not None and "ide" in row.keys() else None
+    return row["id"] if row is not None and same_agent(row["agent"], event.agent, ide) and \
         not ended_before(store, project, row["session_id"], event.at) else None
+
+
+def join_agent_session(store: VaultStore, project: str, hook_session: str, agent_session: str,
+                       hook_turn: str | None = None) -> None:
+    """The conversation a hook captures as ``hook_session`` is one the agent records over MCP in
+    its own open session ``agent_session`` (spec-memo's agents): the hook's capture of a turn the
+    agent recorded (``hook_turn``) is superseded by it, the hook's session is joined to the agent's
+    (``joinedTo``: the hook's later prompts go there while it is open) and — with no turn of its own
+    left — superseded, billing nothing: the agent's session holds the turns and bills the time
+    (both billed it: found by an integrator)."""
+    by = [f"{project}/{agent_session}"]
+    now = to_iso(datetime.now(timezone.utc))
+    with store.lock():
+        if hook_turn:
+            found = store.read(project, RecordKind.PROMPT, hook_turn)
+            if found is not None and found[0].get("status") != "superseded":
+                store.upsert(RecordKind.PROMPT, {**found[0], "status": "superseded", "supersededBy": by,
+                                                 "updated": now}, found[1])
+        found = store.read(project, RecordKind.SESSION, session_record_id(hook_session))
+        if found is None or not str(found[0].get("source") or "").startswith("hook:"):
+            return
+        meta = {**found[0], "joinedTo": by[0], "updated": now}
+        if not _live_turns(store, project, hook_session) and meta.get("status") == "active":
+            meta.update(status="superseded", supersededBy=by)
+        store.upsert(RecordKind.SESSION, meta, found[1])
+
+
+def _live_turns(store: VaultStore, project: str, session_id: str) -> int:
+    """How many turns of the session are not superseded."""
+    from ..index.query import PromptFilter
+
+    total, _ = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project]),
+                                    1, 0, "date-asc")
+    return int(total)
+
+
+def _joined_open(store: VaultStore, meta: dict[str, Any]) -> tuple[str, str] | None:
+    """``(project, session id)`` of the agent's own session a hook session was joined to
+    (:func:`join_agent_session`), while it is open; else None."""
+    joined = meta.get("joinedTo")
+    if not isinstance(joined, str) or "/" not in joined:
+        return None
+    project, session_id = joined.split("/", 1)
+    found = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+    if found is None or found[0].get("status") != "active" or found[0].get("endTime"):
+        return None
+    return project, session_id
 
 
 def _captured(store: VaultStore, project: str, session_id: str, capture_id: str) -> bool:

@@ -116,17 +116,29 @@ def ended_before(store: VaultStore, project: str, session_id: str | None, at: da
     return isinstance(end, str) and from_iso(end) < at
 
 
-def same_agent(named: str | None, hooked: str) -> bool:
+def same_agent(named: str | None, hooked: str, ide: str | None = None) -> bool:
     """Whether an agent named over MCP (``agent``) is the agent whose hook is ``hooked``
     (``claude-code``, ``gemini``, ``copilot`` …): none named, ``generic``, or the same name in any
     spelling — "Claude Code", "gemini-cli", "Copilot CLI" were another agent, and the turn was
-    counted twice; another product whose name begins alike ("Claude", "Copilot Chat") is not."""
+    counted twice; another product whose name begins alike ("Claude", "Copilot Chat") is not,
+    unless the ``ide`` it runs in is the hooked agent ("claude" or "claude-code-agent" in
+    ``claude-code``: the turn was counted twice, found by an integrator)."""
     def plain(text: str | None) -> str:
         return re.sub(r"[^0-9a-z]+", "", str(text or "").casefold())
 
     mine, theirs = plain(named), plain(hooked)
     # the same name, or it with "cli" (Gemini CLI is gemini's hook; "Claude" or "Copilot Chat" are other products)
-    return mine in ("", "generic") or bool(theirs) and mine in (theirs, theirs + "cli") or theirs == mine + "cli"
+    if mine in ("", "generic") or bool(theirs) and mine in (theirs, theirs + "cli") or theirs == mine + "cli":
+        return True
+    where = plain(ide)
+    return bool(theirs) and where in (theirs, theirs + "cli") and (theirs.startswith(mine) or mine.startswith(theirs))
+
+
+def _open_session(store: VaultStore, project: str, session_id: str) -> bool:
+    """Whether ``session_id`` of ``project`` is an open session of the agent's own (not a hook's)."""
+    found = store.read(project, RecordKind.SESSION, f"session-{session_id}")
+    return found is not None and found[0].get("status") == "active" and not found[0].get("endTime") \
+        and not str(found[0].get("source") or "").startswith("hook:")
 
 
 def refuse_anothers(session: dict[str, Any], owner: str | None, session_id: str | None, instead: str) -> None:
@@ -344,6 +356,7 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None, ret
     now = now or utcnow()
     body, session_id, project, task_slug, created_at = _turn_fields(store, request, rules, now)
     created = to_iso(created_at)
+    joined = None  # the hook's capture of this turn, which gives way to the agent's own session
     if (request.source or "mcp") == "mcp" and not request.skip_existing:
         # an agent whose hooks already captured this prompt, recording it over MCP too: one turn (issue 14)
         twin = index.hook_turn_with_body(store.conn, project, body, to_iso(created_at - HOOK_TWIN_WINDOW),
@@ -351,12 +364,19 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None, ret
         # … of the same agent: a turn naming another agent is another conversation's (an ide names
         # where an agent runs — Claude Code in Cursor says cursor —, not which agent it is)
         hooked = str(twin["source"] or "").split(":", 1)[-1] if twin is not None else ""
-        if twin is not None and same_agent(request.agent, hooked) and \
+        if twin is not None and same_agent(request.agent, hooked, request.ide) and \
                 not ended_before(store, project, twin["session_id"], created_at):
-            return {**row_to_record(twin), "duplicateOf": twin["id"],
-                    "note": f"not recorded again: the {hooked or 'agent'} hook captured the same text as turn "
-                            f"{twin['turn']} of session {twin['session_id']} (one turn, however it arrived); "
-                            "another agent's turn names its agent"}
+            if session_id and twin["session_id"] and twin["session_id"] != session_id and \
+                    _open_session(store, project, session_id):
+                # the agent records the conversation in its own open session (spec-memo's agents): the turn is
+                # its session's, and the hook's capture of it gives way — its session too, billed no more
+                # (found by an integrator: both billed, 86 minutes for one hour, the agent's session 0 turns)
+                joined = twin
+            else:
+                return {**row_to_record(twin), "duplicateOf": twin["id"],
+                        "note": f"not recorded again: the {hooked or 'agent'} hook captured the same text as turn "
+                                f"{twin['turn']} of session {twin['session_id']} (one turn, however it arrived); "
+                                "another agent's turn names its agent"}
     with store.lock():
         session_meta = _session_meta(store, project, session_id)
         refuse_anothers(session_meta, request.owner, session_id, "record into a session of your own (start one)")
@@ -401,6 +421,10 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None, ret
                          session_meta, rules, (head_branch, head_sha), task_slug)
         store.upsert(RecordKind.PROMPT, meta, body)
     remember_root(store, project, product_root)
+    if joined is not None:
+        from .capture import join_agent_session
+
+        join_agent_session(store, project, str(joined["session_id"]), session_id, str(joined["id"]))
     if session_id and not session_meta:
         # a turn of a session never started: it counts, its time does not (nothing said it; an agent
         # then found session_end refused with "Call session_start first")

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -1852,3 +1852,58 @@ def test_a_gemini_tool_permission_waits_and_a_session_end_or_another_conversatio
     ended = read_record(path)[0]
     assert ended["status"] == "completed" and "waitingSince" not in ended
     assert _waiting_digest(vault, config) == []
+
+
+def test_an_agent_recording_its_conversation_over_mcp_beside_its_hook_bills_it_once_in_its_own_session(tmp_path, repo):
+    """Found by an integrator replacing spec-memo: a Claude Code conversation captured by the hook
+    while the agent recorded it over MCP in its own session (spec-memo's agents do) billed twice —
+    the hook's session (internal) and the agent's (its client): 86 minutes for one hour — and the
+    agent's session held none of its turns. The agent's session holds them and bills the time; the
+    hook's gives way (superseded), and its later prompts go to the agent's session while it is open.
+    An agent named "claude" in the ide claude-code is the hook's agent."""
+    vault = tmp_path / "v"
+    env = {"MEMO_CONFIG": str(tmp_path / "none.toml")}
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+
+    def hook_at(event: str, minutes: int, **fields) -> None:
+        stamp = (now - timedelta(minutes=60 - minutes)).isoformat().replace("+00:00", "Z")
+        hook(vault, "gemini", json.dumps({"session_id": "x1", "cwd": str(repo), "hook_event_name": event,
+                                          "timestamp": stamp, **fields}), env=env)
+
+    def mcp(arguments: dict) -> dict:
+        [(error, text)] = tool_calls(vault, [arguments], env=env)
+        assert not error, text
+        return json.loads(text)
+
+    def at(minutes: int) -> str:
+        return (now - timedelta(minutes=60 - minutes)).isoformat().replace("+00:00", "Z")
+
+    hook_at("SessionStart", 0, source="startup")
+    mcp({"action": "session_start", "sessionId": "dual", "client": "Acme Corp", "ide": "gemini", "cwd": str(repo),
+         "startTime": at(0)})
+    hook_at("BeforeAgent", 1, prompt="Add a dark mode toggle")
+    first = mcp({"action": "record", "sessionId": "dual", "body": "Add a dark mode toggle", "created": at(1),
+                 "agent": "gemini", "cwd": str(repo)})
+    assert first["sessionId"] == "dual" and "duplicateOf" not in first and first["client"] == "Acme Corp"
+    hook_at("BeforeAgent", 20, prompt="Now the settings page")  # goes to the agent's own session
+    second = mcp({"action": "record", "sessionId": "dual", "body": "Now the settings page", "created": at(20),
+                  "agent": "gemini", "cwd": str(repo)})
+    assert second["sessionId"] == "dual" and second.get("duplicateOf") == second["id"]
+    mcp({"action": "session_end", "sessionId": "dual", "summary": "dark mode", "until": at(55), "cwd": str(repo)})
+    hook_at("SessionEnd", 58)
+    report = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)
+    assert report["totalDurationMinutes"] == 55 and report["totalPrompts"] == 2, report
+    assert [(s["sessionId"], s["client"]) for s in report["sessions"]] == [("dual", "Acme Corp")]
+    hooked = read_record(vault / "projects" / "product" / "sessions" / "session-gemini-x1.md")[0]
+    assert (hooked["status"], hooked["supersededBy"]) == ("superseded", ["product/dual"])
+
+
+def test_an_agent_named_claude_in_claude_code_is_the_hooks_agent(tmp_path, repo):
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Prompt for agent claude"))
+    [(error, text)] = tool_calls(vault, [{"action": "record", "body": "Prompt for agent claude", "agent": "claude",
+                                          "ide": "claude-code", "cwd": str(repo)}])
+    assert not error and json.loads(text).get("duplicateOf") == f"prompt-claude-code-{SESSION}-t1", text
+    [(error, text)] = tool_calls(vault, [{"action": "record", "body": "Prompt for agent claude", "agent": "claude",
+                                          "cwd": str(repo)}])
+    assert not error and "duplicateOf" not in json.loads(text)  # Claude (the app) is another product
