@@ -112,7 +112,9 @@ class ActivityView:
             pd.DataFrame(columns=SHEET_COLUMNS), show_index=False, disabled=True, selectable=False,
             pagination="remote", page_size=25, groupby=["Client"], layout="fit_columns",
             sizing_mode="stretch_width", css_classes=["memo-timesheet"], header_align="left", hidden_columns=["Client"],
-            text_align={"Billed": "right", "Hours": "right"}, configuration={"groupHeader": GROUP_HEADER},
+            text_align={"Billed": "right", "Hours": "right"},
+            # no keybindings: Tabulator's took Tab (a keyboard user was held in the table for good: an operator)
+            configuration={"groupHeader": GROUP_HEADER, "keybindings": False},
             widths={"Date": 104, "Project": 140, "Start": 74, "End": 104, "Billed": 96, "Hours": 80},
             formatters={"Task": {"type": "textarea"}},
         )

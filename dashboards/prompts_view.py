@@ -59,6 +59,7 @@ class PromptsView:
             widths={"When": 160, "Project": 110, "Session": 150, "Turn": 66, "IDE": 86, "Model": 120, "Client": 100},
             header_align="left", text_align={"Turn": "right"},
             titles={"When": f"When ({zone_name(data.store.zone)})"},  # whose clock: the vault's zone
+            configuration={"keybindings": False},  # Tabulator's took Tab: a keyboard user was held in the table
         )
         self.table.on_click(self._open_row)
         self.drawer_title = html_pane(sizing_mode="stretch_width", css_classes=["memo-drawer-title"])

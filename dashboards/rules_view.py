@@ -45,6 +45,7 @@ class RulesView:
             layout="fit_data_stretch", sizing_mode="stretch_width", css_classes=["memo-rules-table"],
             pagination="local", page_size=15, header_align="left",
             text_align={"Confidence": "right", "Occurrences": "right"}, widths={"Rule": 520},
+            configuration={"keybindings": False},  # Tabulator's took Tab: a keyboard user was held in the table
         )
         self.table.on_click(self._select)
         self.evidence = html_pane(sizing_mode="stretch_width", css_classes=["memo-rules-evidence"])

@@ -333,14 +333,18 @@ def report_for(store: VaultStore, request: ActivityReportRequest) -> ActivityRep
         from ..services.sessions import check_client
 
         check_client(store, report.client)  # (further vaults' clients are not in this vault's index)
-    if report.owner and not report.sessions and report.owner.lower() != UNKNOWN_OWNER and store.exists \
-            and not (request.cross_project and store.settings.vaults):
-        owners = sorted({row[0] for row in store.conn.execute(
-            "SELECT DISTINCT json_extract(meta, '$.owner') FROM records WHERE kind = 'session'")
-            if isinstance(row[0], str) and row[0].strip()}, key=str.lower)
+    if report.owner and not report.sessions and report.owner.lower() != UNKNOWN_OWNER and store.exists:
+        from .frames import vault_sources
+
+        sql = "SELECT DISTINCT json_extract(meta, '$.owner') FROM records WHERE kind = 'session'"
+        # every vault read (a misspelt owner across further vaults gave an empty timesheet: found by a billing person)
+        with vault_sources(store, further=bool(request.cross_project and store.settings.vaults)) as sources:
+            owners = sorted({row[0] for source in sources for row in source.conn.execute(sql)
+                             if isinstance(row[0], str) and row[0].strip()}, key=str.lower)
         if report.owner.lower() not in {name.lower() for name in owners}:  # a typo read as "no work"
             asked = report.owner if len(report.owner) <= 100 else report.owner[:100] + "…"
-            raise InvalidFieldError("owner", f"no session of the vault is {asked}'s (owners: "
+            raise InvalidFieldError("owner", f"no session of the {'vaults read' if len(sources) > 1 else 'vault'} is "
+                                             f"{asked}'s (owners: "
                                              f"{', '.join(o[:100] for o in owners[:20]) or 'none recorded'}"
                                              f"{', …' if len(owners) > 20 else ''}; 'unknown' for none)")
     return report

@@ -667,6 +667,56 @@ DASHBOARD_SCRIPT = """\
     })
   }
   watch()
+  // the keyboard: a tab's header takes Enter or Space as a click, arrows move between the headers
+  // (Bokeh's tabs took a click alone: the Activity & Invoicing and Rules tabs were out of a
+  // keyboard user's reach), and Escape closes the open drawer or question (found by an operator)
+  document.addEventListener("keydown", (event) => {
+    const target = event.composedPath()[0]
+    if (!(target instanceof HTMLElement)) return
+    const table = event.key === "Tab" && event.composedPath().find((el) => el.classList && el.classList.contains("tabulator"))
+    if (table) {  // the browser took Tab out of a table to the page's body: on to the control before or after it
+      const order = ordered(FOCUSABLE).filter((el) => el.tabIndex >= 0 && !el.disabled && el.checkVisibility())
+      const within = (el) => el === table || table.contains(el)
+      const at = order.map((el, k) => within(el) ? k : -1).filter((k) => k >= 0)
+      if (!at.length) return
+      const next = event.shiftKey ? order.slice(0, at[0]).reverse().find((el) => !within(el))
+                                  : order.slice(at[at.length - 1] + 1).find((el) => !within(el))
+      if (next) { event.preventDefault(); next.focus() }
+      return
+    }
+    if (target.classList.contains("bk-tab")) {
+      const tabs = Array.from(target.parentElement.querySelectorAll(".bk-tab"))
+      const at = tabs.indexOf(target)
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault()
+        target.click()
+      } else if ((event.key === "ArrowRight" || event.key === "ArrowLeft") && at >= 0) {
+        event.preventDefault()
+        const next = tabs[(at + (event.key === "ArrowRight" ? 1 : tabs.length - 1)) % tabs.length]
+        next.focus()
+        next.click()
+      }
+    } else if (event.key === "Escape") {
+      const shown = deep(".memo-drawer-close, .memo-issue-cancel").find((host) => host.checkVisibility())
+      const button = shown && (shown.shadowRoot || shown).querySelector("button")
+      if (button) button.click()
+    }
+  }, true)
+  const FOCUSABLE = "button, input, select, textarea, a[href], [tabindex]"
+  // the page's widgets each live in a shadow root: queries that look into them all (in the page's order)
+  const ordered = (selector) => {
+    const found = []
+    const visit = (node) => {
+      for (const el of node.children) {
+        if (el.matches(selector)) found.push(el)
+        if (el.shadowRoot) visit(el.shadowRoot)
+        visit(el)
+      }
+    }
+    visit(document.body)
+    return found
+  }
+  const deep = ordered
 })()
 """
 

@@ -135,6 +135,9 @@ def test_the_mcp_action_reads_further_vaults_with_cross_project(vaults):
     projects = {row[0] for row in store.conn.execute("SELECT DISTINCT project FROM records")}
     other = ACTIONS["activity_report"].request(cross_project=True, project=sorted(projects)[0])
     assert run_action(store, "activity_report", other)["totalSessions"] >= 1
+    # found by a billing person: a misspelt owner across the vaults read gave an empty timesheet, no word
+    with pytest.raises(InvalidFieldError, match=r"^Invalid owner: no session of the vaults read is bobb's"):
+        run_action(store, "activity_report", ACTIONS["activity_report"].request(cross_project=True, owner="bobb"))
     store.close()
 
 

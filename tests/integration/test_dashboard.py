@@ -546,3 +546,30 @@ def test_the_page_is_laid_out_for_a_phones_width(served, browser):
         assert title["x"] + title["width"] <= 390 and title["height"] >= 18, title  # at the phone's scale
     finally:
         context.close()
+
+
+def test_the_tabs_and_the_tables_are_within_a_keyboards_reach(page):
+    """Found by an operator using the keyboard alone: a tab's header took focus but neither Enter
+    nor Space opened it (the Activity & Invoicing and Rules tabs were out of reach), and Tab into
+    a table held the focus there for good (it went to the page's body). Enter, Space and the
+    arrows open the tabs; Tab goes on past a table; Escape closes the drawer."""
+    activity = page.locator(".bk-tab", has_text="Activity & Invoicing")
+    activity.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".memo-activity-summary .card", timeout=WAIT_MS)
+    page.keyboard.press("ArrowLeft")  # back to the first tab, and it opens
+    page.wait_for_selector(".memo-prompts-table .tabulator-row", state="visible", timeout=WAIT_MS)
+    page.locator(".bk-tab", has_text="Prompts").focus()
+    page.keyboard.press(" ")
+    page.locator(".memo-prompts-table .tabulator-tableholder").focus()
+    stops = []
+    for _ in range(4):
+        page.keyboard.press("Tab")
+        stops.append(page.evaluate("() => { let el = document.activeElement; "
+                                   "while (el && el.shadowRoot && el.shadowRoot.activeElement) "
+                                   "el = el.shadowRoot.activeElement; return el ? el.tagName : null }"))
+    assert "BODY" not in stops, stops
+    page.locator(".memo-prompts-table .tabulator-row").first.click()
+    page.wait_for_selector(".memo-drawer", state="visible", timeout=WAIT_MS)
+    page.keyboard.press("Escape")
+    page.wait_for_selector(".memo-drawer", state="hidden", timeout=WAIT_MS)
