@@ -18,8 +18,9 @@ from memo_analytics.operator.digest import moving_of
 
 #: Items listed (the rest are counted); the list scrolls past about :data:`VISIBLE` items.
 SHOWN = 25
-#: Items the list shows before it scrolls (the header says when it does: three of fifteen looked like all).
-VISIBLE = 5
+#: Items the list shows before it scrolls (the header says when it does: three of fifteen looked like all;
+#: its 420 px hold three — at five, a fourth and fifth were hidden without a word, found by an operator).
+VISIBLE = 3
 #: How many rows of the moving lane the dashboard shows (what moved in the last day: context)
 MOVING_SHOWN = 5
 #: The label of the apply button per action class (the proposal's summary is its tooltip).

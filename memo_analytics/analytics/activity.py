@@ -557,9 +557,11 @@ def _frozen_minutes(store: VaultStore, invoiced: dict[tuple[str, str], int]) -> 
     """``invoiced`` (minutes of :func:`_invoiced`) keyed as the sessions frame is (vault, project, record id)."""
     from ..domain.ids import session_record_id
 
-    root = str(store.root)
+    # a session of a further vault an invoice of this one billed keeps those minutes too (edited there, it
+    # billed its new minutes under the old invoice: found by a billing person)
+    roots = [str(store.root)] + [str(Path(root).expanduser().resolve()) for root in store.settings.vaults]
     return {(root, project, session_record_id(session_id)): minutes
-            for (project, session_id), minutes in invoiced.items()}
+            for (project, session_id), minutes in invoiced.items() for root in roots}
 
 
 def _bucket(minutes: int, cents: int, sessions: int | None = None) -> dict[str, Any]:

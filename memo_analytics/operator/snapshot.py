@@ -47,15 +47,19 @@ def _duplicate_invoices(docs: list[ledger.Document]) -> list[dict[str, Any]]:
         for invoice, notes in ledger.credited_twice(docs).items()]
 
 
-def _invoiced_changed(conn: Any, docs: list[ledger.Document]) -> list[dict[str, Any]]:
+def _invoiced_changed(conns: list[Any], docs: list[ledger.Document]) -> list[dict[str, Any]]:
     """The session records that differ from the uncredited invoice that billed them
     (:func:`~memo_analytics.vault.ledger.differs_from_invoice`: a vault-git pull, or a hand edit,
     changed them after it was issued), each with ``invoice``, ``fields``, ``asInvoiced`` and
     ``created`` (the record's last write: when it began to differ); and those whose record the
-    index no longer holds, with ``missing`` true and ``fields`` ``["record"]``."""
+    index no longer holds, with ``missing`` true and ``fields`` ``["record"]``. ``conns``: the
+    indexes of every vault read (an invoice bills the sessions of further vaults too: each was
+    called gone from the vault, found by a billing person)."""
     items = ledger.invoiced_items(docs)
     found, seen = [], set()
-    for session in rows.sessions_keyed(conn, list(items)):
+    for session in [one for conn in conns for one in rows.sessions_keyed(conn, list(items))]:
+        if (str(session.get("project")), str(session.get("sessionId"))) in seen:
+            continue
         key = (str(session.get("project")), str(session.get("sessionId")))
         seen.add(key)
         number, client, item = items[key]
@@ -123,7 +127,9 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
             snapshot.duplicate_invoices += [{**twice, **({"_vault": source.vault} if further else {})}
                                             for twice in _duplicate_invoices(docs)]
             snapshot.invoiced_changed += [{**changed, **({"_vault": source.vault} if further else {})}
-                                          for changed in _invoiced_changed(source.conn, docs)]
+                                          for changed in _invoiced_changed(
+                                              [source.conn] + [other.conn for other in sources if other is not source],
+                                              docs)]
             billed = ledger.invoiced_items(docs)  # an invoiced long session was sent as it is: not asked again
             limit = round(store.settings.operator.open_too_long_hours * 60)
             snapshot.long_sessions += [{**session, **({"_vault": source.vault} if further else {})}

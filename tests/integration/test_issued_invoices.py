@@ -1786,3 +1786,27 @@ def test_a_lines_printed_days_are_its_period_when_a_session_runs_past_midnight(b
     [web] = [row for row in rows if row.get("project") == "web"]
     dated = [value for value in web.values() if isinstance(value, str) and value.startswith("2026-06-02")]
     assert "2026-06-02 – 2026-06-11" in dated and "2026-06-11" in web.values(), web
+
+
+def test_a_further_vaults_session_on_an_invoice_keeps_its_minutes_and_is_not_called_gone(billing, tmp_path):
+    """Found by a billing person billing a colleague's vault (``vaults``): the digest said the
+    colleague's invoiced session was gone from the vault (it was in theirs), and edited there
+    afterwards, reports billed its new minutes under the old invoice."""
+    ben = tmp_path / "ben"
+    store = VaultStore(Settings(vault_root=ben, timezone="UTC"))
+    _session(store, "b1", "web", "Acme Corp", "2026-06-10T09:00:00Z", "2026-06-10T10:00:00Z")
+    store.close()
+    billing["config"].write_text(f'vaults = ["{ben}"]\n' + billing["config"].read_text(encoding="utf-8"),
+                                 encoding="utf-8")
+    issued = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert issued["sessions"] == 3  # a1, a2 and Ben's b1 (z0 bills 0 minutes)
+    digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
+    assert [item for item in digest["items"] if item["kind"] == "invoice_session_changed"] == []
+    memo("session", "edit", "b1", "--project", "web", "--minutes", "120", vault=ben, env=billing["env"])
+    report = json.loads(run(billing, "--json", "activity", "--all", "--since", "2026-06-01", "--until",
+                            "2026-06-30").stdout)
+    [b1] = [s for s in report["sessions"] if s["sessionId"] == "b1"]
+    assert (b1["billedMinutes"], b1["invoice"]) == (60, issued["number"])  # as the invoice billed it
+    digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
+    [changed] = [item for item in digest["items"] if item["kind"] == "invoice_session_changed"]
+    assert changed["subject"] == "b1" and "gone" not in changed["why"]
