@@ -357,3 +357,49 @@ def test_a_transcript_no_line_of_which_carries_a_time_is_said_and_adds_no_turn(r
     totals = [json.loads(memo("--json", "prompt", "list", "--all", vault=tmp_path / v).stdout)["total"]
               for v in ("v2", "v3")]
     assert totals[0] == totals[1] == 1
+
+
+def _stretches(null_user_times: bool) -> str:
+    """A Claude Code conversation of four stretches (09:00, 11:00, 14:00, 16:00), two prompts each,
+    the answers 5–30 minutes after them; with ``null_user_times`` the prompts' lines carry no time."""
+    parts = {"A": ("09:00", "09:10", "09:20"), "B": ("11:00", "11:12", "11:30"), "C": ("14:00", "14:05", "14:15"),
+             "D": ("16:00", "16:30", "16:40")}
+    lines, parent = [], None
+    for key, (asked, answered, last) in parts.items():
+        for n, (kind, at, text) in enumerate((("user", asked, f"prompt {key}1"), ("assistant", answered, f"answer {key}1"),
+                                              ("user", answered, f"prompt {key}2"), ("assistant", last, f"answer {key}2"))):
+            uuid = f"{key}{n}-0000-4000-8000-000000000000"
+            line = {"parentUuid": parent, "isSidechain": False, "userType": "external", "cwd": "/home/ana/product",
+                    "sessionId": "5e55e55e-0000-4000-8000-000000000001", "uuid": uuid,
+                    "timestamp": None if kind == "user" and null_user_times else f"2026-11-03T{at}:00.000Z"}
+            if kind == "user":
+                line.update(type="user", message={"role": "user", "content": text})
+            else:
+                line.update(type="assistant", message={"model": "claude-opus-4-5-20251101", "id": f"msg_{key}{n}",
+                                                       "role": "assistant", "content": [{"type": "text", "text": text}],
+                                                       "usage": {"input_tokens": 100, "output_tokens": 50}})
+            lines.append(json.dumps(line))
+            parent = uuid
+    return "\n".join(lines) + "\n"
+
+
+def test_a_copy_whose_prompts_carry_no_time_and_its_timed_original_count_each_turn_once(tmp_path):
+    """Found by a breaker: a copy of a conversation whose user lines' timestamps were null was one
+    10-minute session of all its eight turns (each stamped at its interval's start); its timed
+    original imported after it counted every turn and its AI cost twice. A prompt without a time
+    takes its answer's: the copy alone is the conversation's four stretches, and with the original
+    each turn counts once."""
+    (tmp_path / "copy").mkdir()
+    copy, original = tmp_path / "copy" / "s.jsonl", tmp_path / "all.jsonl"
+    copy.write_text(_stretches(True), encoding="utf-8")
+    original.write_text(_stretches(False), encoding="utf-8")
+    memo("import", "claude-code", str(original), "--project", "product", vault=tmp_path / "clean")
+    clean = json.loads(memo("--json", "activity", "--all", vault=tmp_path / "clean").stdout)
+    assert (clean["totalPrompts"], clean["totalDurationMinutes"]) == (8, 105)
+    memo("import", "claude-code", str(copy), "--project", "product", vault=tmp_path / "both")
+    alone = json.loads(memo("--json", "activity", "--all", vault=tmp_path / "both").stdout)
+    assert alone["totalPrompts"] == 8 and len(alone["sessions"]) == 4  # four stretches, not one of 10 minutes
+    memo("import", "claude-code", str(original), "--project", "product", vault=tmp_path / "both")
+    both = json.loads(memo("--json", "activity", "--all", vault=tmp_path / "both").stdout)
+    assert (both["totalPrompts"], both["totalDurationMinutes"], both["totalCostUsd"]) == \
+        (8, 105, clean["totalCostUsd"])

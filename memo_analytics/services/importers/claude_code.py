@@ -524,6 +524,13 @@ def _take(session: _Session, record: dict, at: datetime | None, uuid_session: di
     transcript = session.transcript
     if at is not None:
         transcript.activity.append(at)
+        # a prompt whose own line carries no time takes the time of the next line that does (its
+        # answer): stamped at its interval's start, a conversation of 105 minutes was one of 10, and
+        # the same file with its times imported after it counted its turns and cost twice (found by a breaker)
+        for prompt in reversed(session.sieve.prompts):
+            if prompt.at is not None:
+                break
+            prompt.at, prompt.estimated = at, True
     if isinstance(record.get("uuid"), str):
         uuid_session[record["uuid"]] = transcript.transcript_id
     take_working_folder(transcript, record.get("cwd"))

@@ -63,6 +63,8 @@ class HumanPrompt:
     at: datetime | None
     tokens: dict[str, int] | None = None
     model: str | None = None
+    #: ``at`` is not the line's own (it carried none): the time of the next line that had one (its answer)
+    estimated: bool = False
     #: the same counts split by the model that spent them, when more than one model answered
     #: (a main model and a small one for titles or sub-tasks): each part is priced at its own model
     tokens_by_model: dict[str, dict[str, int]] | None = None
@@ -1230,6 +1232,7 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
                     order.append(prompt)
                 elif _spent(prompt) > _spent(order[kept[(key, seen[key])]]):
                     order[kept[(key, seen[key])]] = prompt  # the copy that holds more of what answering it cost
+        order = _without_estimated_twins(order)
         timed = sorted((p for p in order if p.at is not None), key=lambda p: p.at)
         untimed = [p for p in order if p.at is None]
         activity = sorted({stamp for t in group for stamp in t.activity})
@@ -1239,6 +1242,34 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
             agent=first.agent, title=next((t.title for t in group if t.title), None),
         ))
     return merged
+
+
+#: How long before the time it was given (its answer's) a prompt whose line carried no time may
+#: have been typed: the same text stamped by its own line within this is the same prompt.
+ESTIMATED_WINDOW = timedelta(minutes=30)
+
+
+def _without_estimated_twins(order: list[HumanPrompt]) -> list[HumanPrompt]:
+    """``order`` without each prompt whose time was estimated (:attr:`HumanPrompt.estimated`) that
+    another file of the conversation holds with its own time (the same text, at most
+    :data:`ESTIMATED_WINDOW` before): one prompt, its copy with the most spent on it giving the
+    tokens (a file with null times and its timed original counted every turn twice: found by a breaker)."""
+    own = {}
+    for prompt in order:
+        if not prompt.estimated and prompt.at is not None:
+            own.setdefault(prompt.text, []).append(prompt)
+    kept = []
+    for prompt in order:
+        if prompt.estimated and prompt.at is not None:
+            twin = next((other for other in own.get(prompt.text, [])
+                         if timedelta(0) <= prompt.at - other.at <= ESTIMATED_WINDOW), None)
+            if twin is not None:
+                if _spent(prompt) > _spent(twin):
+                    twin.tokens, twin.model = prompt.tokens, prompt.model or twin.model
+                own[prompt.text].remove(twin)  # one twin each
+                continue
+        kept.append(prompt)
+    return kept
 
 
 def _article(source: str) -> str:
