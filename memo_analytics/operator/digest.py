@@ -21,7 +21,8 @@ number: a credit note must cancel one), ``invoice_credited_twice`` (two credit n
 invoice: the client was credited twice), ``invoice_session_changed`` (a session on an issued
 invoice now differs from it: a pull or a hand edit changed it afterwards), ``billing_terms_differ``
 (an invoice another machine issued billed a client on other terms than this machine's config:
-reports and invoices here come to other amounts; one item per client), ``session_too_long`` (a
+reports and invoices here come to other amounts; one item per client), ``invoice_late_work`` (a billable
+session on no invoice in the period an issued invoice of its client billed: recorded after it), ``session_too_long`` (a
 billable ended session longer than ``openTooLongHours``, not yet invoiced), ``retainer_projection``
 (a client's ``monthlyHoursCap`` is used up, or the month's pace would use it up before the
 month ends; one item per client), ``session_unreadable`` (a session file that cannot be read:
@@ -66,6 +67,7 @@ KIND_LANE = {
     "invoice_session_changed": "waiting on you",
     "billing_terms_differ": "waiting on you",
     "session_too_long": "waiting on you",
+    "invoice_late_work": "waiting on you",
     "retainer_projection": "waiting on you",
     "session_unreadable": "waiting on you",
     "session_stalled": "dropped",
@@ -97,6 +99,9 @@ class Snapshot:
     terms_differ: list[dict[str, Any]] = field(default_factory=list)
     #: billable ended sessions longer than ``openTooLongHours``, not on an issued invoice
     long_sessions: list[dict[str, Any]] = field(default_factory=list)
+    #: billable ended sessions on no invoice in the period of an issued invoice of their client
+    #: (``invoice``, ``periodStart``, ``periodEnd``, ``invoiceClient``: :func:`~.snapshot._late_work`)
+    late_sessions: list[dict[str, Any]] = field(default_factory=list)
     #: ``{client, capHours, zone, sessions: [{sessionId, project, startTime, endTime,
     #: billedMinutes}]}`` of each client with a ``monthlyHoursCap``: its billed sessions of the month
     retainers: list[dict[str, Any]] = field(default_factory=list)
@@ -610,6 +615,17 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
         items.append((_project_unbilled(project, recent, now), recent[-1]))
     for session in snapshot.long_sessions:
         items.append((_too_long(session, now), session))
+    for late in snapshot.late_sessions:  # the period was billed, this work of it was not
+        minutes = int(late.get("durationMinutes") or 0)
+        recorded = from_iso(str(late.get("created") or late["endTime"]))
+        items.append((Item("invoice_late_work", KIND_LANE["invoice_late_work"], late["sessionId"], late["project"],
+                           "you to bill it",
+                           f"{late['invoiceClient']}'s {late['periodStart']} – {late['periodEnd']} is invoiced "
+                           f"({late['invoice']}) but this session of it, {_hours(minutes)}, is on no invoice (recorded "
+                           "after the invoice was issued)", _age(recorded, now), minutes,
+                           f"memo invoice issue --all --client {_q(late['invoiceClient'])} --since "
+                           f"{late['periodStart']} --until {late['periodEnd']}  # bills what {late['invoice']} left out",
+                           to_iso(recorded), fingerprint(late["id"], late.get("updated"), late["invoice"])), late))
     for retainer in snapshot.retainers:  # one row per client: its cap is one agreement
         item = _retainer(retainer, now)
         if item is not None:

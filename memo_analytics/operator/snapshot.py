@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..analytics.frames import vault_sources
-from ..domain.clock import to_iso
+from ..domain.clock import from_iso, to_iso
 from ..domain.errors import MemoError
 from ..domain.records import RecordKind
 from ..index import snapshot as rows
@@ -79,6 +79,44 @@ def _invoiced_changed(conns: list[Any], docs: list[ledger.Document]) -> list[dic
     return found
 
 
+#: How far back (days) an issued invoice's period is looked at for work recorded after it.
+LATE_WORK_DAYS = 62
+
+
+def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
+    """Billable ended sessions of the vault on no invoice whose start lies in the period of an
+    issued, uncredited invoice of their client that ended in the last :data:`LATE_WORK_DAYS` days
+    (recorded, pulled or imported after it was issued: the month was billed, this work was not,
+    and nothing said so — found by two billing people), each with ``invoice``, ``periodStart``,
+    ``periodEnd`` and ``invoiceClient``."""
+    from zoneinfo import ZoneInfo
+
+    docs = _invoices(store.root)
+    credited = ledger.credited(docs)
+    since = (moment - timedelta(days=LATE_WORK_DAYS)).date().isoformat()
+    invoices = [doc for doc in docs if doc.kind == ledger.INVOICE and doc.ref not in credited
+                and str(doc.meta.get("periodEnd") or "") >= since and doc.meta.get("periodStart")]
+    if not invoices:
+        return []
+    billed = set(ledger.invoiced_sessions(docs)) | set(ledger.team_invoiced(store.root))
+    zone = ZoneInfo(store.settings.timezone) if store.settings.timezone else timezone.utc
+    first = min(str(doc.meta["periodStart"]) for doc in invoices)
+    found = []
+    for session in rows.sessions_ended_since(store.conn, first):
+        client = str(session.get("client") or "").strip().casefold()
+        if session.get("billable") is False or not client or not session.get("durationMinutes") \
+                or (session.get("project"), session.get("sessionId")) in billed:
+            continue
+        day = from_iso(session["startTime"]).astimezone(zone).date().isoformat()
+        for doc in invoices:
+            if str(doc.meta.get("client") or "").strip().casefold() == client and \
+                    str(doc.meta["periodStart"]) <= day <= str(doc.meta["periodEnd"]):
+                found.append({**session, "invoice": doc.number, "periodStart": str(doc.meta["periodStart"]),
+                              "periodEnd": str(doc.meta["periodEnd"]), "invoiceClient": str(doc.meta.get("client"))})
+                break
+    return found
+
+
 def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot:
     """The records the digest joins, read from the index of ``store``'s vault and of every
     further configured vault (read-only; their records carry ``_vault``). ``moment`` (UTC; now
@@ -142,6 +180,7 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
                     "path": str(path), "recordPath": str(record_path), **({"_vault": source.vault} if further else {}),
                     "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
                 })
+    snapshot.late_sessions = _late_work(store, moment)
     snapshot.unfiled_sessions, mapped = _unfiled_sessions(store)
     snapshot.unbilled_sessions += mapped
     snapshot.terms_differ = _terms_differ(store)

@@ -300,6 +300,12 @@ def test_an_empty_transcript_of_a_conversation_just_started_is_no_error(realdata
                  vault=tmp_path / "v2", check=False)
     assert alone.returncode == 1 and alone.stderr.strip() == (
         "error: nothing to import: the file is empty (an agent writes its transcript as the conversation goes on)")
+    # found by a tester of bad files: an empty SpecStory history file was "files 1, sessions 0", exit 0
+    history = tmp_path / "site" / ".specstory" / "history"
+    history.mkdir(parents=True)
+    (history / "2026-01-01_00-00Z-x.md").write_bytes(b"")
+    empty = memo("import", "specstory", str(tmp_path / "site"), vault=tmp_path / "v3", check=False)
+    assert empty.returncode == 1 and "nothing to import: the file is empty" in empty.stderr, empty.stderr
 
 
 def test_import_auto_leaves_claude_code_sub_agent_files_out_and_says_so(realdata, tmp_path):

@@ -1810,3 +1810,28 @@ def test_a_further_vaults_session_on_an_invoice_keeps_its_minutes_and_is_not_cal
     digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
     [changed] = [item for item in digest["items"] if item["kind"] == "invoice_session_changed"]
     assert changed["subject"] == "b1" and "gone" not in changed["why"]
+
+
+def test_work_recorded_in_a_period_already_invoiced_is_a_digest_item_until_billed(billing):
+    """Found by two billing people: a session recorded after last month was invoiced (imported
+    late, pulled from a laptop) was billed by nothing, and the digest said nothing needed them. It
+    is an item of the "waiting on you" lane, its minutes at stake, until an invoice bills it."""
+    from datetime import date, datetime, timedelta, timezone
+
+    first = (datetime.now(timezone.utc).date().replace(day=1) - timedelta(days=1)).replace(day=1)  # last month
+    last = first.replace(day=28)
+    since, until = first.isoformat(), (date(first.year + first.month // 12, first.month % 12 + 1, 1)
+                                       - timedelta(days=1)).isoformat()
+    _session_at(billing, "done", "web", "Acme Corp", f"{first}T09:00:00Z", f"{first}T10:00:00Z")
+    issued = issue(billing, "--client", "Acme Corp", "--since", since, "--until", until)
+    _session_at(billing, "late", "web", "Acme Corp", f"{last}T09:00:00Z", f"{last}T10:30:00Z")
+    _session_at(billing, "other", "etl", "Globex", f"{last}T11:00:00Z", f"{last}T12:00:00Z")  # Globex: never invoiced
+    digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
+    [item] = [i for i in digest["items"] if i["kind"] == "invoice_late_work"]
+    assert (item["subject"], item["lane"], item["minutesAtStake"]) == ("late", "waiting on you", 90)
+    assert f"is invoiced ({issued['number']}) but this session of it, 1.5 h, is on no invoice" in item["why"]
+    assert item["action"].startswith(f"memo invoice issue --all --client 'Acme Corp' --since {since} --until {until}")
+    second = issue(billing, "--client", "Acme Corp", "--since", since, "--until", until)
+    assert second["sessions"] == 1
+    digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
+    assert [i for i in digest["items"] if i["kind"] == "invoice_late_work"] == []

@@ -230,6 +230,8 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
     if note:
         problems.append(note)
     preamble, turns, skipped = _scan(texts, options)
+    if not any(text.strip() for text in texts):  # said as every importer says it (it was "files 1", exit 0)
+        return ParseResult(recognised=False, why="the file is empty", problems=problems, skipped_lines=len(problems))
     if not turns and ".specstory" not in path.parts and not any(_SESSION_COMMENT.match(t.strip()) for t in preamble):
         return ParseResult(recognised=False, why="no SpecStory turn marker (_**User**_, _**Assistant**_ or _**Agent**_)",
                            problems=problems, skipped_lines=len(problems))
