@@ -1249,3 +1249,36 @@ def test_a_line_stamped_with_a_clock_set_back_in_a_later_file_refuses_no_earlier
         result = imported(vault, str(parts[step]), "--project", "app")
         assert (result["skipped"], result["errors"]) == (0, []), (step, result)
     assert _activity_totals(vault)[1] == 24  # every turn is in
+
+
+def _stretch_lines(parts: dict[str, tuple[str, str, str]]) -> str:
+    """A Claude Code conversation: per part two prompts and their answers at the part's three
+    clock times (2026-11-03, UTC)."""
+    lines = []
+    for key, (asked, answered, last) in parts.items():
+        for n, (kind, at, text) in enumerate((("user", asked, f"prompt {key}1"), ("assistant", answered, f"answer {key}1"),
+                                              ("user", answered, f"prompt {key}2"), ("assistant", last, f"answer {key}2"))):
+            line = {"sessionId": "5e55e55e-0000-4000-8000-000000000002", "uuid": f"{key}{n}-1111-4000-8000-000000000000",
+                    "cwd": "/home/ana/product", "timestamp": f"2026-11-03T{at}:00.000Z", "type": kind,
+                    "message": {"role": "user", "content": text} if kind == "user" else
+                    {"role": "assistant", "id": f"m{key}{n}", "model": "claude-opus-4-5-20251101",
+                     "content": [{"type": "text", "text": text}], "usage": {"input_tokens": 10, "output_tokens": 5}}}
+            lines.append(json.dumps(line))
+    return "\n".join(lines) + "\n"
+
+
+def test_lines_appended_with_a_clock_set_back_into_a_gap_join_the_interval_they_lead_into(tmp_path):
+    """Found by a breaker: a transcript grew by a part stamped 10:00–10:40 (the clock set back),
+    between its 09:00 and 11:00 parts; its prompt at 10:00 became an earlier part of 0 minutes, the
+    one at 10:30 stretched the 11:00 interval back — 95 minutes where the whole file imported at once
+    bills 125. Work that leads into an interval within idle gaps joins it, as a clean import joins it."""
+    first = {"A": ("09:00", "09:10", "09:20"), "B": ("11:00", "11:12", "11:30"), "C": ("14:00", "14:05", "14:15")}
+    grown = tmp_path / "grow.jsonl"
+    grown.write_text(_stretch_lines(first), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=tmp_path / "v")
+    grown.write_text(_stretch_lines({**first, "D": ("10:00", "10:30", "10:40")}), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=tmp_path / "v")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=tmp_path / "clean")
+    totals = [json.loads(memo("--json", "activity", "--all", vault=tmp_path / v).stdout) for v in ("v", "clean")]
+    assert [(t["totalDurationMinutes"], t["totalPrompts"]) for t in totals] == [(125, 8), (125, 8)]
+    assert [s["durationMinutes"] for s in totals[0]["sessions"]] == [20, 90, 15]

@@ -855,8 +855,16 @@ def _split_earlier_parts(transcript: Transcript, held: list[tuple[datetime, date
     def within(at: datetime | None, gap: tuple[datetime | None, datetime]) -> bool:
         return at is not None and at < gap[1] and (gap[0] is None or at > gap[0])
 
+    stamps = sorted({*transcript.activity, *(p.at for p in transcript.prompts if p.at is not None)}, reverse=True)
     for start, end in held:
-        gap = (after, start - idle_gap)
+        # the work that leads into a held interval, a line within an idle gap of the next, joins it as a
+        # clean import joins it (a prompt an hour before, 30 minutes before one 30 minutes before the
+        # interval, was a 0-minute part of its own: found by a breaker)
+        reach = start
+        for at in stamps:
+            if at < reach and at >= reach - idle_gap and (after is None or at > after):
+                reach = at
+        gap = (after, reach - idle_gap)
         early = [p for p in transcript.prompts if within(p.at, gap)]
         if early:
             gaps.append(gap)
