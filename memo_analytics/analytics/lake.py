@@ -413,6 +413,11 @@ def export_lake(store: VaultStore, target: LakeTarget, body: bool = True) -> Lak
 
     if not store.exists:
         raise InvalidFieldError("vault", f"no vault at {store.root}: nothing to export")
+    import logging
+
+    # pyiceberg says its retries of a lost commit race on stderr ("Commit failed due to a concurrent
+    # update, retrying"): not JSON under --json, and the export retries and says what it wrote itself
+    logging.getLogger("pyiceberg").setLevel(logging.ERROR)
     tables = vault_tables(store, body=body)
     vault_id, machine = daemon_id(store), socket.gethostname()
     catalog = open_catalog(target)

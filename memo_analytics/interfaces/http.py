@@ -218,16 +218,18 @@ class ApiHandler(tornado.web.RequestHandler):
         """
         if not self.request.body:
             return {}
+        # the request's body, named apart from the tool's own ``body`` field (a too-deep ``tags`` was
+        # said as "Invalid body: …": found by a breaker)
         try:
             data = json.loads(self.request.body)
         except (ValueError, UnicodeDecodeError):
-            raise InvalidFieldError("body", "is not JSON") from None
+            raise InvalidFieldError("request body", "is not JSON") from None
         except RecursionError:
-            raise InvalidFieldError("body", f"is nested deeper than {MAX_JSON_DEPTH} levels") from None
+            raise InvalidFieldError("request body", f"is nested deeper than {MAX_JSON_DEPTH} levels") from None
         if json_depth(data) > MAX_JSON_DEPTH:
-            raise InvalidFieldError("body", f"is nested deeper than {MAX_JSON_DEPTH} levels")
+            raise InvalidFieldError("request body", f"is nested deeper than {MAX_JSON_DEPTH} levels")
         if not isinstance(data, dict):
-            raise InvalidFieldError("body", "must be a JSON object")
+            raise InvalidFieldError("request body", "must be a JSON object")
         return data
 
     async def run(self, work: Callable[[], Any]) -> None:

@@ -275,6 +275,9 @@ def test_project_and_all_exclude_each_other(tmp_path):
         proc = memo(*args, "--all", "--project", "p", vault=vault, check=False)
         assert proc.returncode == 1
         assert proc.stderr.strip() == "error: Invalid project: --project and --all exclude each other"
+    # found by an analyst: said as a MemoError, no field, where the README promises the field named
+    wired = json.loads(memo("--json", "activity", "--all", "--project", "p", vault=vault, check=False).stderr)
+    assert (wired["errorType"], wired["field"]) == ("InvalidFieldError", "project")
 
 
 def test_a_misspelt_client_is_refused_naming_the_known_clients(tmp_path):

@@ -171,6 +171,12 @@ def test_a_call_of_300000_unknown_fields_is_refused_at_once(seeded):
                                                  "of the tool prompt needs far fewer"), answer
     status, answer = server.get_json("/api/actions/list", data={"crossProject": True, "nope": 1})
     assert status == 400 and answer["error"].startswith("Invalid nope: unknown field"), answer
+    # found by a breaker: a too-deep tags list was said as "Invalid body: …", the tool's own field
+    deep: list = []
+    for _ in range(40):
+        deep = [deep]
+    status, answer = server.get_json("/api/actions/record", data={"body": "x", "project": "web", "tags": deep})
+    assert status == 400 and answer["error"] == "Invalid request body: is nested deeper than 32 levels", answer
 
 
 def test_list_envelope_and_filters(seeded):

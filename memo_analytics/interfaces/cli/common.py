@@ -432,7 +432,7 @@ def answer_of(action: str, request: Any, here: Callable[[], dict[str, Any]]) -> 
 
 def _check_scope(project: Optional[str], all_projects: bool) -> None:
     if project and all_projects:
-        raise MemoError("Invalid project: --project and --all exclude each other")
+        raise InvalidFieldError("project", "--project and --all exclude each other")
 
 
 def note_new_client(client: str) -> None:
