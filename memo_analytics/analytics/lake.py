@@ -35,8 +35,8 @@ earlier's rows.
 
 Readers (:func:`lake_frames`) see a record once: a record exported by several vaults — a laptop's
 and the team daemon's that holds its pushes — is the row exported last (:data:`SHARED_KEYS`: a
-session's project, id, owner and start, or its owner and the instant its record was made; a turn's
-time and text). :func:`lake_activity` tells apart two sessions of one project and id (two people's,
+session's project, id, owner and start, or its id, owner and the instant its record was made; a
+turn's session, time and text). :func:`lake_activity` tells apart two sessions of one project and id (two people's,
 one person's on two laptops) as ``ID@OWNER``. Another engine reads the same tables: the catalog's name is ``memo``
 (pyiceberg: ``SqlCatalog("memo", uri=…, warehouse=…)``, a PostgreSQL URL as
 ``postgresql+psycopg2://…``), and it keeps a record once the same way.
@@ -77,11 +77,16 @@ KEYS = {"sessions": ("project", "id"), "prompts": ("project", "id"),
 #: of its text; a deliverable's session's start. A session is also the same record where its
 #: owner and the instant its record was made (``record_created``) are: a daemon's copy the lead
 #: moved to another project, or whose start the lead corrected (counted twice: found by a team lead).
-SHARED_KEYS = {"sessions": ("project", "_base_id", "_whose", "start_time"), "prompts": ("created", "body_sha256"),
+SHARED_KEYS = {"sessions": ("project", "_base_id", "_whose", "start_time"),
+               "prompts": ("_where", "created", "body_sha256"),
                "deliverables": ("project", "session_record_id", "position", "session_start"),
                "invoices": ("ref", "pdf_sha256")}
-#: A second identity of a session record across vaults (:data:`SHARED_KEYS`): whose it is and when its record was made.
-SAME_RECORD = ("owner", "record_created")
+#: A second identity of a session record across vaults (:data:`SHARED_KEYS`): its id (a kept-apart one read as
+#: the laptop's), whose it is and when its record was made — two sessions of one owner made at one instant
+#: (a start given by hand is its record's time) are two records (counted once: found by a breaker).
+SAME_RECORD = ("_base_id", "owner", "record_created")
+#: A team daemon's suffix of a session it keeps apart (``--ann-x-example-1a2b3c``).
+_APART = r"(--[a-z0-9-]*-[0-9a-f]{6})$"
 _WHO = ("vault_id", "machine", "exported_at")
 _MONEY = pl.Decimal(18, 3)
 _COST = pl.Decimal(18, 4)
@@ -534,9 +539,17 @@ def lake_frames(target: LakeTarget, tables: tuple[str, ...] = TABLES) -> dict[st
             frame = frame.sort("exported_at", descending=True, maintain_order=True)
             if name == "sessions":
                 frame = _one_row_a_session(frame)
+            elif name == "prompts" and "body_sha256" in frame.columns:
+                # a turn: its session (a kept-apart id read as the laptop's; a turn of no session: its
+                # project), time and text — "yes" said at one time in two projects is two turns (found by a breaker)
+                where = pl.when(pl.col("session_id").is_not_null()) \
+                    .then(pl.concat_str([pl.lit("s:"), pl.col("session_id").str.replace(_APART, "")])) \
+                    .otherwise(pl.concat_str([pl.lit("p:"), pl.col("project")]))
+                frame = frame.with_columns(where.alias("_where")) \
+                    .unique(subset=list(SHARED_KEYS[name]), keep="first", maintain_order=True).drop("_where")
             else:
                 keys = [k for k in SHARED_KEYS[name] if k in frame.columns] or list(KEYS[name])
-                if name == "prompts" and "body_sha256" not in frame.columns:  # rows of an earlier memo
+                if name == "prompts":  # rows of an earlier memo
                     keys = ["project", "id", "created"]
                 frame = frame.unique(subset=keys, keep="first", maintain_order=True)
         frames[name] = frame.drop("record_key", strict=False)
@@ -546,7 +559,7 @@ def lake_frames(target: LakeTarget, tables: tuple[str, ...] = TABLES) -> dict[st
 def _one_row_a_session(frame: pl.DataFrame) -> pl.DataFrame:
     """``frame`` (sessions, newest export first) with a record once (:data:`SHARED_KEYS`, then
     :data:`SAME_RECORD` where both are known)."""
-    suffix = pl.col("id").str.extract(r"(--[a-z0-9-]*-[0-9a-f]{6})$", 1)
+    suffix = pl.col("id").str.extract(_APART, 1)
     apart = suffix.is_not_null() & pl.col("owner").is_not_null()
     frame = frame.with_columns(
         pl.when(apart).then(pl.col("id").str.slice(0, pl.col("id").str.len_chars() - suffix.str.len_chars()))

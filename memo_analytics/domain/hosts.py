@@ -59,11 +59,12 @@ MIN_TOKEN_GUESSES_LOG10 = 14.0
 
 
 def _guesses_log10(token: str) -> float:
-    """``zxcvbn``'s estimate of the guesses ``token`` takes (log10); its first 100 characters
-    (beyond them it slows down, and such a token is long enough)."""
+    """``zxcvbn``'s estimate of the guesses ``token`` takes (log10): of its first 72 characters, the
+    most ``zxcvbn`` reads (a longer token raised ValueError: found by a breaker), each one beyond
+    counted as a digit of guesses more."""
     from zxcvbn import zxcvbn
 
-    return float(zxcvbn(token[:100])["guesses_log10"]) + max(0, len(token) - 100)
+    return float(zxcvbn(token[:72])["guesses_log10"]) + max(0, len(token) - 72)
 
 
 def _repeats(token: str) -> bool:
@@ -159,6 +160,11 @@ class WrongTokens:
             return (f"{self.limit} wrong tokens from {address} within {int(self.window)} s: its requests that "
                     f"need the token are refused for {int(self.window)} s")
         return None
+
+
+#: The process's count of wrong tokens: ``memo serve``'s routes and its MCP endpoint share it (each
+#: counting apart gave an address twice the guesses: found by a breaker).
+WRONG_TOKENS = WrongTokens()
 
 
 def wrong_token(count: WrongTokens, address: str) -> None:

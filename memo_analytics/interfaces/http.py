@@ -41,7 +41,7 @@ from ..domain.errors import (
     full_disk_error,
 )
 from ..domain.wire import dumps
-from ..domain.hosts import WrongTokens, marked_cross_site, wrong_token
+from ..domain.hosts import WRONG_TOKENS, marked_cross_site, wrong_token
 from ..services.requests import (
     ActivityReportRequest,
     DeriveRulesRequest,
@@ -800,7 +800,7 @@ class BrowserBoundary:
 
     def __init__(self, host: str, port: int, token: str | None = None) -> None:
         self.token = token
-        self.wrong_tokens = WrongTokens()  # per address: past a limit, its requests needing the token get 429
+        self.wrong_tokens = WRONG_TOKENS  # per address, with the MCP endpoint: past a limit 429 (README)
         self.signed_out: set[str] = set()  # sign-in cookies /logout revoked (until the server stops)
         bound = host.strip("[]").lower()
         self.wildcard = bound in ("0.0.0.0", "::", "")
@@ -936,10 +936,13 @@ class _Unframeable:
     a page that framed the dashboard could trick a click on Issue invoice or Promote —
     ``Sec-Fetch-Dest`` refuses such frames only in browsers that send it."""
 
-    def __init__(self, connection: Any) -> None:
+    def __init__(self, connection: Any, answered: Callable[[int, Any], None] | None = None) -> None:
         self._connection = connection
+        self._answered = answered  # told the status and headers of the answer (a sign-in's outcome)
 
     def write_headers(self, start_line: Any, headers: httputil.HTTPHeaders, chunk: bytes | None = None) -> Any:
+        if self._answered is not None and isinstance(start_line, httputil.ResponseStartLine):
+            self._answered(start_line.code, headers)
         if "X-Frame-Options" not in headers:
             headers["X-Frame-Options"] = "SAMEORIGIN"
         policy = headers.get("Content-Security-Policy")
@@ -960,22 +963,22 @@ class _Guarded(httputil.HTTPMessageDelegate):
         self.app, self.boundary, self.server_conn, self.request_conn = app, boundary, server_conn, request_conn
         self.inner: httputil.HTTPMessageDelegate | None = None
 
-    #: The sign-in form's body kept to read its token (a form of a few hundred bytes; more is not a sign-in).
-    SIGN_IN_BYTES = 64 * 1024
-
     def headers_received(self, start_line: Any, headers: httputil.HTTPHeaders):
         path, _, query = start_line.path.partition("?")
         self.address = str(getattr(getattr(self.request_conn, "context", None), "remote_ip", "") or "")
-        self.sign_in: bytearray | None = None
-        if self.boundary.token and (path.startswith("/api/") or (start_line.method == "POST" and path == "/login")):
+        signing_in = bool(self.boundary.token) and start_line.method == "POST" and path == "/login"
+        if self.boundary.token and (path.startswith("/api/") or signing_in):
             wait = self.boundary.wrong_tokens.wait(self.address, time.monotonic())
             if wait is not None:  # unread, the right token too: a guess learns nothing
                 self.inner = _Refusal(self.request_conn, 429, f"Too many requests: too many wrong tokens from "
                                                               f"this address; try again in {wait} s")
                 return None
-            if path == "/login" and (headers.get("Content-Type") or "").split(";")[0].strip().lower() == \
-                    "application/x-www-form-urlencoded":
-                self.sign_in = bytearray()
+        if signing_in and query:
+            # a token in the sign-in's address: Panel read it there, and sent it back in the address of its
+            # answer ("…?password=…?error=…": found by a breaker)
+            self.inner = _Refusal(self.request_conn, 400, "Bad request: sign in with the sign-in page's form; the "
+                                                          "token never goes into an address")
+            return None
         if self.boundary.token and "Cookie" in headers:
             self.boundary.screen_cookies(path, headers)
         refused = self.boundary.refusal(start_line.method, path, headers, query)
@@ -984,20 +987,18 @@ class _Guarded(httputil.HTTPMessageDelegate):
                 wrong_token(self.boundary.wrong_tokens, self.address)
             self.inner = _Refusal(self.request_conn, *refused)
             return None
-        self.inner = self.app.start_request(self.server_conn, _Unframeable(self.request_conn))
+        # a sign-in is counted by its answer — Panel sends a wrong token back to the sign-in page with an
+        # error — whatever form it came in (a multipart form was never counted: found by a breaker)
+        answered = (lambda code, found: wrong_token(self.boundary.wrong_tokens, self.address)
+                    if code in (301, 302, 303) and "error=" in (found.get("Location") or "") else None) \
+            if signing_in else None
+        self.inner = self.app.start_request(self.server_conn, _Unframeable(self.request_conn, answered))
         return self.inner.headers_received(start_line, headers)
 
     def data_received(self, chunk: bytes):
-        if self.sign_in is not None and len(self.sign_in) + len(chunk) <= self.SIGN_IN_BYTES:
-            self.sign_in += chunk
         return self.inner.data_received(chunk) if self.inner else None
 
     def finish(self) -> None:
-        if self.sign_in is not None and self.inner is not None and not isinstance(self.inner, _Refusal):
-            form = urllib.parse.parse_qs(bytes(self.sign_in).decode("utf-8", "replace"), keep_blank_values=True)
-            given = (form.get("password") or [""])[-1]
-            if not (given and hmac.compare_digest(given.encode(), str(self.boundary.token).encode())):
-                wrong_token(self.boundary.wrong_tokens, self.address)  # Panel's sign-in answers it as it does
         if self.inner:
             self.inner.finish()
 

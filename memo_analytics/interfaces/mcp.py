@@ -275,8 +275,10 @@ def capped_server(app: Any, host: str, port: int, cap: int) -> Any:
     (:func:`capped_protocol`), accepting :data:`ACCEPT_BACKLOG` at a time."""
     import uvicorn
 
+    # proxy_headers off: uvicorn took X-Forwarded-For from loopback as the client's address, and each
+    # guess of the token came from an address of its own choosing (found by a breaker)
     return uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", http=capped_protocol(cap),
-                                         backlog=ACCEPT_BACKLOG))
+                                         backlog=ACCEPT_BACKLOG, proxy_headers=False))
 
 
 #: How long a request may take to arrive whole — its header and its body — before the
@@ -417,10 +419,10 @@ class _TokenGate:
     :data:`~memo_analytics.domain.hosts.WRONG_TOKEN_LIMIT` wrong ones within a minute gets 429."""
 
     def __init__(self, app, token: str) -> None:
-        from ..domain.hosts import WrongTokens
+        from ..domain.hosts import WRONG_TOKENS
 
         self.app, self.token = app, token.encode()
-        self.wrong_tokens = WrongTokens()  # per address: past a limit, its calls get 429, unread
+        self.wrong_tokens = WRONG_TOKENS  # the process's, with memo serve's routes: per address, past a limit 429
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":

@@ -392,3 +392,24 @@ def test_each_session_keeps_its_own_figures_and_a_daemons_copy_under_another_nam
     typo = run(team, "ann", "activity", "--lake", "--client", "Acme Corpp", check=False)
     assert typo.returncode == 1 and "Invalid client: no session of the lake and no [clients] entry of the config " \
         "has the client 'Acme Corpp'" in typo.stderr
+
+
+def test_two_sessions_of_one_owner_begun_at_one_instant_and_one_words_turns_in_two_projects_all_count(tmp_path,
+                                                                                                      realdata):
+    """Found by a breaker: a session's second identity (its owner and its record's making) put two of
+    one owner begun at one instant (a start given by hand is its record's time) together — client
+    Beta's 2 hours gone; and "yes" said at one time in two projects was one turn."""
+    (tmp_path / "lake").mkdir()
+    team = _team(tmp_path, realdata, "lake/c.db", "lake/w")
+    for sid, project, client, end in (("fix-a", "shop", "Acme Corp", "10:00"), ("fix-b", "web2", "Beta", "11:00")):
+        run(team, "ann", "session", "start", sid, "--project", project, "--owner", "ann", "--client", client,
+            "--start-time", "2026-12-01T09:00:00Z")
+        run(team, "ann", "session", "end", sid, "--project", project, "--until", f"2026-12-01T{end}:00Z")
+    for project in ("alpha", "beta"):
+        run(team, "ann", "prompt", "record", "--project", project, "--body", "yes", "--created", "2026-12-01T10:00:00Z")
+    export(team, "ann")
+    vault = activity(team, "ann", "--all", "--since", "2026-12-01", "--until", "2026-12-01")
+    lake = activity(team, "ann", "--lake", "--since", "2026-12-01", "--until", "2026-12-01")
+    assert (lake["totalDurationMinutes"], lake["totalPrompts"]) == (vault["totalDurationMinutes"],
+                                                                    vault["totalPrompts"]) == (180, 2)
+    assert activity(team, "ann", "--lake", "--project", "beta")["totalPrompts"] == 1

@@ -133,3 +133,39 @@ def test_a_next_url_cookie_planted_by_another_port_does_not_break_the_sign_in(tm
         assert status == 302 and headers["location"] == "/?tab=activity"
     finally:
         server.stop()
+
+
+def test_the_throttle_has_no_way_round_and_a_long_token_is_taken(tmp_path):
+    """Found by a breaker: sign-ins as a multipart form were never counted, one with the token in the
+    address was read (and echoed back in the address of Panel's answer), the MCP endpoint took
+    X-Forwarded-For as the caller's address and counted apart from the API, and a token of over 72
+    characters ended `memo serve --host 0.0.0.0` in a traceback (zxcvbn's limit)."""
+    import secrets
+    import uuid
+
+    port, mcp_port = free_port(), free_port()
+    server = Server(tmp_path / "v", "--token", TOKEN, "--mcp-port", str(mcp_port), port=port)
+    try:
+        assert _post_form(port, f"/login?username=a&password={TOKEN}", {})[0] == 400
+        boundary = uuid.uuid4().hex
+        for n in range(WRONG_TOKEN_LIMIT // 2):  # half as multipart sign-ins
+            body = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"username\"\r\n\r\na\r\n"
+                    f"--{boundary}\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\nguess-{n}\r\n"
+                    f"--{boundary}--\r\n")
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("POST", "/login", body=body, headers={"Host": f"127.0.0.1:{port}", "Content-Type":
+                                                                f"multipart/form-data; boundary={boundary}"})
+            assert conn.getresponse().status == 302
+            conn.close()
+        for n in range(WRONG_TOKEN_LIMIT - WRONG_TOKEN_LIMIT // 2):  # half at the MCP endpoint, each "from" elsewhere
+            conn = http.client.HTTPConnection("127.0.0.1", mcp_port, timeout=30)
+            conn.request("POST", "/mcp", body="{}", headers={"Host": f"127.0.0.1:{mcp_port}", "Authorization":
+                                                             f"Bearer guess-{n}", "X-Forwarded-For": f"10.0.0.{n}",
+                                                             "Content-Type": "application/json"})
+            assert conn.getresponse().status == 401
+            conn.close()
+        assert _get(port, "/api/health", token=TOKEN)[0] == 429  # one count for the address, whatever route
+    finally:
+        server.stop()
+    check_bind("0.0.0.0", secrets.token_urlsafe(64))
+    check_bind("0.0.0.0", secrets.token_hex(48))
