@@ -675,15 +675,26 @@ DASHBOARD_SCRIPT = """\
   document.addEventListener("keydown", (event) => {
     const target = event.composedPath()[0]
     if (!(target instanceof HTMLElement)) return
-    const table = event.key === "Tab" && event.composedPath().find((el) => el.classList && el.classList.contains("tabulator"))
-    if (table) {  // the browser took Tab out of a table to the page's body: on to the control before or after it
-      const order = ordered(FOCUSABLE).filter((el) => el.tabIndex >= 0 && !el.disabled && el.checkVisibility())
-      const within = (el) => el === table || table.contains(el)
-      const at = order.map((el, k) => within(el) ? k : -1).filter((k) => k >= 0)
-      if (!at.length) return
-      const next = event.shiftKey ? order.slice(0, at[0]).reverse().find((el) => !within(el))
-                                  : order.slice(at[at.length - 1] + 1).find((el) => !within(el))
-      if (next) { event.preventDefault(); next.focus() }
+    if (event.key === "Tab") {
+      // Tab moves through the page's controls in its order, shadow roots and all: the browser took it into a
+      // table for good, or out to the page's body, where it stayed (found by an operator and a breaker)
+      // of a table: its body (one stop) and its pager's buttons — not each of its cells
+      const stop = (el) => !el.closest(".tabulator") || el.classList.contains("tabulator-tableholder") ||
+        el.tagName === "BUTTON"
+      const order = ordered(FOCUSABLE).filter((el) => el.tabIndex >= 0 && !el.disabled && stop(el) &&
+                                                      el.checkVisibility())
+      if (!order.length) return
+      const path = event.composedPath()
+      let at = -1
+      for (const el of path) {  // the control that has the focus, or the table a focused cell of it is in
+        const k = order.indexOf(el.classList && el.classList.contains("tabulator") ?
+                                el.querySelector(".tabulator-tableholder") : el)
+        if (k >= 0) { at = k; break }
+      }
+      const step = event.shiftKey ? -1 : 1
+      const next = at < 0 ? order[event.shiftKey ? order.length - 1 : 0] : order[(at + step + order.length) % order.length]
+      event.preventDefault()
+      next.focus()
       return
     }
     if (target.classList.contains("bk-tab")) {

@@ -371,9 +371,12 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                 base_id = session_id = apart_session_id(session_id, owner)
                 chain = sorted(hook_sessions(store, project, session_id), key=lambda one: str(one[1][0].get("startTime")))
         session_id, existing = chain[-1] if chain else (session_id, None)
-        if event.kind in ("waiting", "stop"):
-            return _waiting_state(store, session_id, existing, event)
         joined = _joined_open(store, existing[0]) if existing is not None else None
+        if event.kind in ("waiting", "stop"):
+            if joined is not None:  # the agent's own session holds the conversation: it waits there
+                found = store.read(joined[0], RecordKind.SESSION, session_record_id(joined[1]))
+                return _waiting_state(store, joined[1], found, event)
+            return _waiting_state(store, session_id, existing, event)
         if joined is not None and event.kind == "session_end":
             return f"session {session_id}: its conversation went on in the agent's own session {joined[1]} (the agent ends it)"
         if joined is not None and event.kind == "prompt":
@@ -542,7 +545,9 @@ def _waiting_state(store: VaultStore, session_id: str, existing: tuple[dict[str,
         return f"{what}: session {session_id} is not open, nothing to record"
     since = waiting_since(existing[0])
     if event.kind == "stop":
-        if since is None or event.at < since:
+        if since is not None and event.at < since:  # an earlier turn's end, sent late: it still waits
+            return f"{what}: session {session_id}: its agent still waits (since {to_iso(since)}, after this event)"
+        if since is None:
             return f"{what}: nothing to record"
         _no_longer_waiting(store, existing)
         return f"session {session_id}: its agent no longer waits"
@@ -1296,9 +1301,10 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
             # first, a later prompt took turn 1 and the session's start; and the spooled one, counted as
             # failing, was set aside after three such runs: found by an agent integrator)
             raise stuck[2]
-        note(f"{agent}: {apply(event, entry, replayed=False)}")
-        if event.kind in ("stop", "prompt", "session_end") and marker is not None:
-            _mark(marker, False)
+        said = apply(event, entry, replayed=False)
+        note(f"{agent}: {said}")
+        if event.kind in ("stop", "prompt", "session_end") and marker is not None and "still waits" not in said:
+            _mark(marker, False)  # (a stop older than the wait keeps it: the wait's own stop clears it — found by a breaker)
         if batons and store is not None:  # the start claimed a baton: the daemon hears of it before another laptop pulls
             from .sync import push_a_claim
 

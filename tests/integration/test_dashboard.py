@@ -548,6 +548,12 @@ def test_the_page_is_laid_out_for_a_phones_width(served, browser):
         context.close()
 
 
+#: The element that has the focus, inside every shadow root: its tag and text (``BODY`` when none has it).
+DEEPEST = ("() => { let el = document.activeElement; while (el && el.shadowRoot && el.shadowRoot.activeElement) "
+           "el = el.shadowRoot.activeElement; return el ? el.tagName + ':' + (el.textContent || '').slice(0, 30) + "
+           "':' + (el.className || '') : null }")
+
+
 def test_the_tabs_and_the_tables_are_within_a_keyboards_reach(page):
     """Found by an operator using the keyboard alone: a tab's header took focus but neither Enter
     nor Space opened it (the Activity & Invoicing and Rules tabs were out of reach), and Tab into
@@ -565,11 +571,20 @@ def test_the_tabs_and_the_tables_are_within_a_keyboards_reach(page):
     stops = []
     for _ in range(4):
         page.keyboard.press("Tab")
-        stops.append(page.evaluate("() => { let el = document.activeElement; "
-                                   "while (el && el.shadowRoot && el.shadowRoot.activeElement) "
-                                   "el = el.shadowRoot.activeElement; return el ? el.tagName : null }"))
-    assert "BODY" not in stops, stops
+        stops.append(page.evaluate(DEEPEST))
+    assert not any(stop.startswith("BODY") for stop in stops), stops
     page.locator(".memo-prompts-table .tabulator-row").first.click()
     page.wait_for_selector(".memo-drawer", state="visible", timeout=WAIT_MS)
     page.keyboard.press("Escape")
     page.wait_for_selector(".memo-drawer", state="hidden", timeout=WAIT_MS)
+    # found by a breaker: on the Activity tab Tab stayed in the timesheet's table, Shift+Tab went to the body
+    page.locator(".bk-tab", has_text="Activity & Invoicing").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".memo-timesheet .tabulator-tableholder", state="visible", timeout=WAIT_MS)
+    page.locator(".memo-timesheet .tabulator-tableholder").focus()
+    for key in ("Tab", "Shift+Tab"):
+        seen = []
+        for _ in range(6):
+            page.keyboard.press(key)
+            seen.append(page.evaluate(DEEPEST))
+        assert not any(stop.startswith("BODY") for stop in seen) and len(set(seen)) > 3, (key, seen)

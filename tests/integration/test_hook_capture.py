@@ -1907,3 +1907,44 @@ def test_an_agent_named_claude_in_claude_code_is_the_hooks_agent(tmp_path, repo)
     [(error, text)] = tool_calls(vault, [{"action": "record", "body": "Prompt for agent claude", "agent": "claude",
                                           "cwd": str(repo)}])
     assert not error and "duplicateOf" not in json.loads(text)  # Claude (the app) is another product
+
+
+def test_a_stop_older_than_the_wait_leaves_it_to_the_waits_own_stop(tmp_path, repo):
+    """Found by a breaker: Gemini's AfterAgent stamped before the permission notification (a turn's
+    end sent late) cleared nothing but took the marker away, so the real AfterAgent was never
+    looked at and the session waited for good in the digest."""
+    vault = tmp_path / "v"
+
+    def gemini(event: str, at: str, **fields) -> None:
+        hook(vault, "gemini", json.dumps({"session_id": "g1", "cwd": str(repo), "hook_event_name": event,
+                                          "timestamp": f"{now:%Y-%m-%d}T{at}Z", **fields}))
+
+    now = datetime.now(timezone.utc) - timedelta(hours=1)
+    path = vault / "projects" / "product" / "sessions" / "session-gemini-g1.md"
+    stamp = lambda minutes: (now + timedelta(minutes=minutes)).strftime("%H:%M:%S")  # noqa: E731
+    gemini("BeforeAgent", stamp(0), prompt="refactor")
+    gemini("Notification", stamp(2), notification_type="ToolPermission", message="Allow shell?")
+    gemini("AfterAgent", stamp(1))  # older than the wait
+    assert read_record(path)[0]["waitingFor"] == "permission"
+    gemini("AfterAgent", stamp(3))
+    assert "waitingSince" not in read_record(path)[0]
+
+
+def test_a_wait_of_a_conversation_the_agent_records_in_its_own_session_is_that_sessions(tmp_path, repo):
+    """Found by a breaker: with the hook's session joined to the agent's own (it records over MCP),
+    a permission prompt was "not open, nothing to record": the digest never said the agent waited."""
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("SessionStart", repo, source="startup"))
+    [(error, _)] = tool_calls(vault, [{"action": "session_start", "sessionId": "agent-1", "ide": "claude-code",
+                                        "cwd": str(repo)}])
+    assert not error
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Deploy it"))
+    [(error, _)] = tool_calls(vault, [{"action": "record", "sessionId": "agent-1", "body": "Deploy it",
+                                        "agent": "claude-code", "cwd": str(repo)}])
+    assert not error
+    hook(vault, "claude-code", claude("Notification", repo, notification_type="permission_prompt",
+                                      message="Claude needs your permission to use Bash"))
+    agent = read_record(vault / "projects" / "product" / "sessions" / "session-agent-1.md")[0]
+    assert agent["waitingFor"] == "permission"
+    hook(vault, "claude-code", claude("Stop", repo))
+    assert "waitingSince" not in read_record(vault / "projects" / "product" / "sessions" / "session-agent-1.md")[0]
