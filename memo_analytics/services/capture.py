@@ -310,7 +310,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
     MemoError, OSError, sqlite3.Error
         The vault cannot take it now (the caller spools it).
     """
-    from .prompts import record_prompt
+    from .prompts import join_agent_session, record_prompt
     from .requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
     from .sessions import end_session, start_session, summary_from_turns
 
@@ -810,40 +810,6 @@ def _recorded_over_mcp(store: VaultStore, project: str, event: HookEvent, body: 
     ide = row["ide"] if row is not None and "ide" in row.keys() else None
     return row["id"] if row is not None and same_agent(row["agent"], event.agent, ide) and \
         not ended_before(store, project, row["session_id"], event.at) else None
-
-
-def join_agent_session(store: VaultStore, project: str, hook_session: str, agent_session: str,
-                       hook_turn: str | None = None) -> None:
-    """The conversation a hook captures as ``hook_session`` is one the agent records over MCP in
-    its own open session ``agent_session`` (spec-memo's agents): the hook's capture of a turn the
-    agent recorded (``hook_turn``) is superseded by it, the hook's session is joined to the agent's
-    (``joinedTo``: the hook's later prompts go there while it is open) and — with no turn of its own
-    left — superseded, billing nothing: the agent's session holds the turns and bills the time
-    (both billed it: found by an integrator)."""
-    by = [f"{project}/{agent_session}"]
-    now = to_iso(datetime.now(timezone.utc))
-    with store.lock():
-        if hook_turn:
-            found = store.read(project, RecordKind.PROMPT, hook_turn)
-            if found is not None and found[0].get("status") != "superseded":
-                store.upsert(RecordKind.PROMPT, {**found[0], "status": "superseded", "supersededBy": by,
-                                                 "updated": now}, found[1])
-        found = store.read(project, RecordKind.SESSION, session_record_id(hook_session))
-        if found is None or not str(found[0].get("source") or "").startswith("hook:"):
-            return
-        meta = {**found[0], "joinedTo": by[0], "updated": now}
-        if not _live_turns(store, project, hook_session) and meta.get("status") == "active":
-            meta.update(status="superseded", supersededBy=by)
-        store.upsert(RecordKind.SESSION, meta, found[1])
-
-
-def _live_turns(store: VaultStore, project: str, session_id: str) -> int:
-    """How many turns of the session are not superseded."""
-    from ..index.query import PromptFilter
-
-    total, _ = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project]),
-                                    1, 0, "date-asc")
-    return int(total)
 
 
 def _joined_open(store: VaultStore, meta: dict[str, Any]) -> tuple[str, str] | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config import MAX_BODY_BYTES
 from ..domain.billing import client_name_problem
-from ..domain.clock import from_iso, parse_bounds, parse_record_instant, resolve_zone, to_iso, utcnow
+from ..domain.clock import from_iso, minutes_between, parse_bounds, parse_record_instant, resolve_zone, to_iso, utcnow
 from ..domain.errors import CorruptRecordError, InvalidFieldError, RecordNotFoundError
 from ..domain.ids import (
     MAX_TURN,
@@ -422,8 +422,6 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None, ret
         store.upsert(RecordKind.PROMPT, meta, body)
     remember_root(store, project, product_root)
     if joined is not None:
-        from .capture import join_agent_session
-
         join_agent_session(store, project, str(joined["session_id"]), session_id, str(joined["id"]))
     if session_id and not session_meta:
         # a turn of a session never started: it counts, its time does not (nothing said it; an agent
@@ -822,3 +820,43 @@ def _id_held(path: Path) -> str | None:
         return None
     found = _ID_LINE.search(head)
     return found.group(1).decode("ascii") if found else None
+
+
+def join_agent_session(store: VaultStore, project: str, hook_session: str, agent_session: str,
+                       hook_turn: str | None = None) -> None:
+    """The conversation a hook captures as ``hook_session`` is one the agent records over MCP in
+    its own open session ``agent_session`` (spec-memo's agents): the hook's capture of a turn the
+    agent recorded (``hook_turn``) is superseded by it, the hook's session is joined to the agent's
+    (``joinedTo``: the hook's later prompts go there while it is open) and — with no turn of its own
+    left — superseded, billing nothing, else ended where the agent's session begins: the agent's
+    session holds the turns and bills the time (both billed it: found by an integrator)."""
+    by = [f"{project}/{agent_session}"]
+    now = to_iso(utcnow())
+    with store.lock():
+        if hook_turn:
+            found = store.read(project, RecordKind.PROMPT, hook_turn)
+            if found is not None and found[0].get("status") != "superseded":
+                store.upsert(RecordKind.PROMPT, {**found[0], "status": "superseded", "supersededBy": by,
+                                                 "updated": now}, found[1])
+        found = store.read(project, RecordKind.SESSION, session_record_id(hook_session))
+        if found is None or not str(found[0].get("source") or "").startswith("hook:"):
+            return
+        meta = {**found[0], "joinedTo": by[0], "updated": now}
+        if meta.get("status") == "active" and not meta.get("endTime"):
+            if not _live_turns(store, project, hook_session):
+                meta.update(status="superseded", supersededBy=by)
+            else:  # turns of its own before the agent's session began: it ends where that one begins
+                agent = store.read(project, RecordKind.SESSION, session_record_id(agent_session))
+                start = from_iso(str(meta["startTime"]))
+                until = max(start, min(from_iso(str(agent[0]["startTime"])) if agent else utcnow(), utcnow()))
+                meta.update(status="completed", endTime=to_iso(until), durationMinutes=minutes_between(start, until))
+        store.upsert(RecordKind.SESSION, meta, found[1])
+
+
+def _live_turns(store: VaultStore, project: str, session_id: str) -> int:
+    """How many turns of the session are not superseded."""
+    from ..index.query import PromptFilter
+
+    total, _ = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=session_id, projects=[project]),
+                                    1, 0, "date-asc")
+    return int(total)

@@ -1948,3 +1948,33 @@ def test_a_wait_of_a_conversation_the_agent_records_in_its_own_session_is_that_s
     assert agent["waitingFor"] == "permission"
     hook(vault, "claude-code", claude("Stop", repo))
     assert "waitingSince" not in read_record(vault / "projects" / "product" / "sessions" / "session-agent-1.md")[0]
+
+
+def test_a_hook_session_with_turns_before_the_agents_own_session_ends_where_that_one_begins(tmp_path, repo):
+    """The agent began its own session (MCP) after a prompt the hook alone captured: that prompt's
+    time is the hook's session's, which ends where the agent's begins — it stayed open for good
+    (its end went to the agent's session), and billed the agent's hour a second time."""
+    vault = tmp_path / "v"
+    env = {"MEMO_CONFIG": str(tmp_path / "none.toml")}
+    now = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(hours=2)
+
+    def at(minutes: int) -> str:
+        return (now + timedelta(minutes=minutes)).isoformat().replace("+00:00", "Z")
+
+    def gemini(event: str, minutes: int, **fields) -> None:
+        hook(vault, "gemini", json.dumps({"session_id": "x2", "cwd": str(repo), "hook_event_name": event,
+                                          "timestamp": at(minutes), **fields}), env=env)
+
+    gemini("BeforeAgent", 0, prompt="Look around the code")
+    calls = [{"action": "session_start", "sessionId": "own", "client": "Acme Corp", "ide": "gemini", "cwd": str(repo),
+              "startTime": at(10)}]
+    assert not tool_calls(vault, calls, env=env)[0][0]
+    gemini("BeforeAgent", 11, prompt="Now fix the login")
+    calls = [{"action": "record", "sessionId": "own", "body": "Now fix the login", "created": at(11), "agent": "gemini",
+              "cwd": str(repo)},
+             {"action": "session_end", "sessionId": "own", "until": at(55), "cwd": str(repo)}]
+    assert not any(error for error, _ in tool_calls(vault, calls, env=env))
+    gemini("SessionEnd", 56)
+    report = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)
+    assert sorted((s["sessionId"], s["durationMinutes"]) for s in report["sessions"]) == [("gemini-x2", 10), ("own", 45)]
+    assert report["totalDurationMinutes"] == 55 and report["totalPrompts"] == 2

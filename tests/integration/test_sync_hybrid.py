@@ -2881,19 +2881,24 @@ def _hybrid_config(tmp_path: Path, url: str, vault: Path) -> Path:
     return config
 
 
+def _billing_laptop(tmp_path: Path, server) -> tuple[Path, Path, dict]:
+    """A hybrid laptop that bills Acme Corp (the issuer's and the client's terms in its config):
+    ``(vault, config, env)``."""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    config = tmp_path / "laptop.toml"
+    config.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"\nmode = "hybrid"') + ACME
+                      + f'\n[hybrid]\nremoteUrl = "{server.base}"\ndebounceMs = 0\n', encoding="utf-8")
+    return tmp_path / "mine", config, {"MEMO_CONFIG": str(config)}
+
+
 def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed(
         tmp_path, daemon):
     """Found by an attacker of the hand-edit push: a session on an invoice issued on the laptop,
     its client and minutes edited by hand, went to the daemon as a new version — billed to
     another client there. It is not pushed, said with the credit it needs."""
-    from tests.integration.test_issued_invoices import ACME, ISSUER
-
     team, server = daemon
-    vault = tmp_path / "mine"
-    config = tmp_path / "laptop.toml"
-    config.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"\nmode = "hybrid"') + ACME
-                      + f'\n[hybrid]\nremoteUrl = "{server.base}"\ndebounceMs = 0\n', encoding="utf-8")
-    env = {"MEMO_CONFIG": str(config)}
+    vault, config, env = _billing_laptop(tmp_path, server)
     memo("session", "start", "s4", "--project", "shop", "--client", "Acme Corp", "--start-time", "2026-03-04T09:00:00Z",
          vault=vault, env=env)
     memo("session", "end", "s4", "--project", "shop", "--until", "2026-03-04T10:00:00Z", vault=vault, env=env)
@@ -3365,11 +3370,7 @@ def test_a_laptop_hears_at_its_pull_which_of_its_sessions_the_daemon_invoiced(tm
     from tests.integration.test_issued_invoices import ACME, ISSUER
 
     team, server = daemon
-    vault = tmp_path / "mine"
-    config = tmp_path / "laptop.toml"
-    config.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"\nmode = "hybrid"') + ACME
-                      + f'\n[hybrid]\nremoteUrl = "{server.base}"\ndebounceMs = 0\n', encoding="utf-8")
-    env = {"MEMO_CONFIG": str(config)}
+    vault, config, env = _billing_laptop(tmp_path, server)
     for sid, day in (("s4", "04"), ("s5", "05")):
         memo("session", "start", sid, "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
              "--start-time", f"2026-03-{day}T09:00:00Z", vault=vault, env=env)
