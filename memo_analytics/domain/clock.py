@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from dateutil import parser as _dateutil_parser
 
-from .errors import InvalidDateError, InvalidFieldError
+from .errors import DATE_FORMS, InvalidDateError, InvalidFieldError
 
 UTC = timezone.utc
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -304,10 +304,10 @@ def parse_bounds(since: object = None, until: object = None, tz: tzinfo | None =
     """
     # a time a person typed: one a daylight-saving change skipped, or made happen twice, is refused
     # (a report "since 02:30" of the day the clocks went forward began at 03:30 without a word)
-    start = parse_instant(since, "since", tz, wall_clock=True) if since not in (None, "") else None
+    start = _bound(since, "since", tz) if since not in (None, "") else None
     end = None
     if until not in (None, ""):
-        end = parse_instant(until, "until", tz, wall_clock=True)
+        end = _bound(until, "until", tz)
         try:
             period = period_of(until) if isinstance(until, str) else None
             if isinstance(until, date) and not isinstance(until, datetime):
@@ -324,6 +324,22 @@ def parse_bounds(since: object = None, until: object = None, tz: tzinfo | None =
         raise InvalidFieldError("until", f"{str(until).strip()} is before since {str(since).strip()}: the period "
                                          "would be empty (swap them?)")
     return TimeBounds(start, end)
+
+
+#: What a period's bound may be given as: said with its refusal (the general one named dates and times
+#: alone, where a month, a year and a week are taken too: found by an analyst and a billing person).
+BOUND_FORMS = ("give a date as YYYY-MM-DD, a time as YYYY-MM-DDTHH:MM, a month YYYY-MM, a year YYYY or an "
+               "ISO week YYYY-Www, ISO 8601")
+
+
+def _bound(value: object, field: str, tz: tzinfo | None) -> datetime:
+    """``since``/``until`` as :func:`parse_instant` reads it, refused naming the forms a bound takes."""
+    try:
+        return parse_instant(value, field, tz, wall_clock=True)
+    except InvalidDateError as exc:
+        if DATE_FORMS in str(exc):
+            raise InvalidDateError(field, value, BOUND_FORMS) from None
+        raise
 
 
 def _next_local_midnight(instant: datetime, tz: tzinfo) -> datetime:

@@ -697,6 +697,26 @@ DASHBOARD_SCRIPT = """\
       next.focus()
       return
     }
+    if (target.classList.contains("tabulator-tableholder") &&
+        ["ArrowDown", "ArrowUp", "Enter", " "].includes(event.key)) {
+      // a table's rows by keyboard: the arrows move a marked row, Enter (or Space) opens it as a click does —
+      // the prompt drawer opened by a click alone (found by an operator)
+      const rows = Array.from(target.querySelectorAll(".tabulator-row")).filter((row) => row.checkVisibility())
+      if (!rows.length) return
+      event.preventDefault()
+      let at = Math.min(Number(target.dataset.memoRow || -1), rows.length - 1)
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        at = Math.max(0, Math.min(rows.length - 1, at + (event.key === "ArrowDown" ? 1 : -1)))
+        target.dataset.memoRow = String(at)
+        rows.forEach((row, k) => { row.style.outline = k === at ? "2px solid #2f5d8a" : "" })
+        rows[at].scrollIntoView({block: "nearest"})
+      } else {
+        // a cell of the row's own columns (not the frozen index column, which no click opens)
+        const cell = rows[Math.max(at, 0)].querySelector(".tabulator-cell:not(.tabulator-frozen)")
+        if (cell) cell.click()
+      }
+      return
+    }
     if (target.classList.contains("bk-tab")) {
       const tabs = Array.from(target.parentElement.querySelectorAll(".bk-tab"))
       const at = tabs.indexOf(target)

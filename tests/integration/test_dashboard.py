@@ -573,8 +573,14 @@ def test_the_tabs_and_the_tables_are_within_a_keyboards_reach(page):
         page.keyboard.press("Tab")
         stops.append(page.evaluate(DEEPEST))
     assert not any(stop.startswith("BODY") for stop in stops), stops
-    page.locator(".memo-prompts-table .tabulator-row").first.click()
+    # a row by keyboard: the arrows mark it, Enter opens its drawer, Escape closes it (a click alone opened it)
+    page.locator(".memo-prompts-table .tabulator-tableholder").focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
     page.wait_for_selector(".memo-drawer", state="visible", timeout=WAIT_MS)
+    second = page.locator(".memo-prompts-table .tabulator-row").nth(1).inner_text().split("\n")[-1][:20]
+    expect(page.locator(".memo-drawer")).to_contain_text(second, timeout=WAIT_MS)
     page.keyboard.press("Escape")
     page.wait_for_selector(".memo-drawer", state="hidden", timeout=WAIT_MS)
     # found by a breaker: on the Activity tab Tab stayed in the timesheet's table, Shift+Tab went to the body

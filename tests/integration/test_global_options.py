@@ -89,7 +89,7 @@ def test_under_json_an_error_is_one_json_line_on_stderr(vault):
         ran = memo(*args, vault=vault, check=False)
         assert ran.returncode == 1 and ran.stdout == ""
         assert ran.stderr.count("\n") == 1
-        assert json.loads(ran.stderr) == {"error": "Invalid since date: 'nope' (give a date as YYYY-MM-DD or a time as YYYY-MM-DDTHH:MM, ISO 8601)", "errorType": "InvalidDateError",
+        assert json.loads(ran.stderr) == {"error": "Invalid since date: 'nope' (give a date as YYYY-MM-DD, a time as YYYY-MM-DDTHH:MM, a month YYYY-MM, a year YYYY or an ISO week YYYY-Www, ISO 8601)", "errorType": "InvalidDateError",
                                           "exitCode": 1, "field": "since"}
     ran = memo("activity", "--bogus", "--json", vault=vault, check=False)
     assert ran.returncode == 2
@@ -105,7 +105,7 @@ def test_under_json_an_error_is_one_json_line_on_stderr(vault):
     ran = memo("prompt", "get", "0" * 26, "--json", vault=vault, check=False)
     assert json.loads(ran.stderr)["errorType"] == "RecordNotFoundError"
     plain = memo("activity", "--since", "nope", vault=vault, check=False)
-    assert plain.returncode == 1 and plain.stderr == "error: Invalid since date: 'nope' (give a date as YYYY-MM-DD or a time as YYYY-MM-DDTHH:MM, ISO 8601)\n"
+    assert plain.returncode == 1 and plain.stderr == "error: Invalid since date: 'nope' (give a date as YYYY-MM-DD, a time as YYYY-MM-DDTHH:MM, a month YYYY-MM, a year YYYY or an ISO week YYYY-Www, ISO 8601)\n"
     text = memo("prompt", "search", "--all", "--since", "nope", "--", "--json", vault=vault, check=False)
     assert text.stderr.startswith("error: ")  # after `--` it is the text searched for, not the option
 

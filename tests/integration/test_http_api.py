@@ -218,7 +218,7 @@ def test_story_download_is_markdown_with_a_safe_file_name(seeded):
 
 
 @pytest.mark.parametrize("path, data, status, message", [
-    ("/api/prompts?crossProject=true&since=2026-13-45", None, 400, "Invalid since date: '2026-13-45' (give a date as YYYY-MM-DD or a time as YYYY-MM-DDTHH:MM, ISO 8601)"),
+    ("/api/prompts?crossProject=true&since=2026-13-45", None, 400, "Invalid since date: '2026-13-45' (give a date as YYYY-MM-DD, a time as YYYY-MM-DDTHH:MM, a month YYYY-MM, a year YYYY or an ISO week YYYY-Www, ISO 8601)"),
     ("/api/prompts?crossProject=true&billable=maybe", None, 400, "Invalid billable"),
     ("/api/prompts/nothing-here", None, 404, "Record not found: nothing-here"),
     ("/api/prompts/sessions/s1", None, 400, "Invalid project: required"),

@@ -137,7 +137,7 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
     "arguments, message",
     [
         (dict(action="session_end", sessionId="ghost"), "No session record for ghost. Call session_start first"),
-        (dict(action="list", since="2026-13-45", crossProject=True), "Invalid since date: '2026-13-45' (give a date as YYYY-MM-DD or a time as YYYY-MM-DDTHH:MM, ISO 8601)"),
+        (dict(action="list", since="2026-13-45", crossProject=True), "Invalid since date: '2026-13-45' (give a date as YYYY-MM-DD, a time as YYYY-MM-DDTHH:MM, a month YYYY-MM, a year YYYY or an ISO week YYYY-Www, ISO 8601)"),
         (dict(action="record", body="   ", projectId="p"), "Invalid body: must not be empty"),
         (dict(action="record", body="x", sessionId="../etc", projectId="p"), "Invalid sessionId:"),
         (dict(action="get", id="nothing"), "Record not found: nothing"),
@@ -149,7 +149,7 @@ def test_a_whole_session_through_the_tool_matches_the_cli_json(tmp_path, transpo
          "Invalid owner: holds the control character U+001B"),
         (dict(action="session_start", sessionId="o2", projectId="p", owner="x" * 300_000),
          "Invalid owner: is 300000 characters; at most 200"),
-        (dict(action="list", since=TOKEN), "Invalid since date: '[REDACTED:github-token]' (give a date as YYYY-MM-DD or a time as YYYY-MM-DDTHH:MM, ISO 8601)"),
+        (dict(action="list", since=TOKEN), "Invalid since date: '[REDACTED:github-token]' (give a date as YYYY-MM-DD, a time as YYYY-MM-DDTHH:MM, a month YYYY-MM, a year YYYY or an ISO week YYYY-Www, ISO 8601)"),
         (dict(action="activity_report", crossProject=True, client="acme"),  # misspelt: refused as by memo activity
          "Invalid client: no session and no [clients] entry of the config has the client 'acme' (exact name, any case); "
          "clients known: none yet"),
