@@ -550,7 +550,7 @@ def _invoiced(store: VaultStore) -> tuple[dict[tuple[str, str], int], dict[tuple
     team = ledger.team_invoiced(store.root)  # a hybrid laptop's sessions its team daemon invoiced (the last pull)
     minutes = {**{key: billed for key, (_, billed) in team.items() if billed is not None},
                **ledger.invoiced_minutes(docs)}
-    return minutes, durations, {**{key: number for key, (number, _) in team.items()}, **ledger.invoiced_sessions(docs)}
+    return minutes, durations, ledger.invoiced_in(store.root, docs)
 
 
 def _frozen_minutes(store: VaultStore, invoiced: dict[tuple[str, str], int]) -> dict[tuple[str, str, str], int]:

@@ -89,8 +89,6 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
     (recorded, pulled or imported after it was issued: the month was billed, this work was not,
     and nothing said so — found by two billing people), each with ``invoice``, ``periodStart``,
     ``periodEnd`` and ``invoiceClient``."""
-    from zoneinfo import ZoneInfo
-
     docs = _invoices(store.root)
     credited = ledger.credited(docs)
     since = (moment - timedelta(days=LATE_WORK_DAYS)).date().isoformat()
@@ -98,8 +96,8 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
                 and str(doc.meta.get("periodEnd") or "") >= since and doc.meta.get("periodStart")]
     if not invoices:
         return []
-    billed = set(ledger.invoiced_sessions(docs)) | set(ledger.team_invoiced(store.root))
-    zone = ZoneInfo(store.settings.timezone) if store.settings.timezone else timezone.utc
+    billed = ledger.invoiced_in(store.root, docs)
+    zone = store.zone
     first = min(str(doc.meta["periodStart"]) for doc in invoices)
     found = []
     for session in rows.sessions_ended_since(store.conn, first):

@@ -487,8 +487,7 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         replaced = _replaced(store, docs, replaces) if replaces is not None else None  # before "nothing to invoice"
         try:
             invoice = build_invoice(report, settings.billing_for, lines, config,
-                                    invoiced={**{key: number for key, (number, _) in ledger.team_invoiced(store.root).items()},
-                                              **ledger.invoiced_sessions(docs)}, zero_minutes=zero_minutes)
+                                    invoiced=ledger.invoiced_in(store.root, docs), zero_minutes=zero_minutes)
         except ReportError as exc:
             raise with_unfiled_work(exc, report.client, unfiled) from None
         if len(invoice.sections) != 1:
@@ -518,7 +517,7 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
                                              f"latest (--until {issued}), or issue it once the period has ended")
         _check_in_order(issued, latest, today)
         number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year,
-                                                   ledger.read_state(store.root), store.root)
+                                                   ledger.read_state(store.root))
         # a backdated invoice (--issued before today) is not overdue when it arrives: its terms run from today
         meta = _document_meta(ledger.INVOICE, number, key, sequence, settings.invoice.number_format, issued,
                               due_date(max(issued, today), settings.invoice, client), period, zone_name(report.zone), invoice,
@@ -627,8 +626,7 @@ def credit_invoice(store: VaultStore, settings: Settings, number: str, *, issued
             raise InvalidFieldError("issued", f"{issued} is before invoice {number} was issued "
                                               f"({original.meta['issued']})")
         fmt = settings.invoice.number_format
-        credit_number, key, sequence = ledger.next_number(docs, fmt, issued.year, ledger.read_state(store.root),
-                                                          store.root)
+        credit_number, key, sequence = ledger.next_number(docs, fmt, issued.year, ledger.read_state(store.root))
         meta = {**original.meta, "kind": ledger.CREDIT_NOTE, "number": credit_number, "numberFormat": fmt,
                 "sequenceKey": key, "sequence": sequence, "issued": issued.isoformat(), "due": issued.isoformat(),
                 "credits": original.number, "creditsIssued": original.meta["issued"],

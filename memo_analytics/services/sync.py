@@ -1947,14 +1947,22 @@ def _served(store: VaultStore, project: str, record_id: str, updated: Any) -> tu
     return _kept_version(_served_path(store, project, record_id, updated), record_id)
 
 
+def laptops_id(session_id: str, owner: Any) -> str:
+    """The id ``owner``'s laptop gave a session this team vault keeps apart under ``session_id``
+    (:func:`apart_session_id`), else ``session_id`` itself."""
+    original = session_id.rsplit("--", 1)[0] if "--" in session_id else None
+    return original if original and isinstance(owner, str) and apart_session_id(original, owner) == session_id \
+        else session_id
+
+
 def _as_the_laptops(meta: dict[str, Any], text: str, bases: list[str]) -> dict[str, Any]:
     """``{id, text, baseTexts}`` of a session as its laptop names it (``bases``: the versions
     the laptop may hold as this vault's — the one it pushed, those pulls served it): a session
     kept apart here (:func:`apart_session_id`: another person's session had its id) goes back
     under the id its person's laptop gave it, so a correction reaches it."""
     session_id, owner = str(meta.get("sessionId") or ""), meta.get("owner")
-    original = session_id.rsplit("--", 1)[0] if "--" in session_id else None
-    if original and isinstance(owner, str) and apart_session_id(original, owner) == session_id:
+    original = laptops_id(session_id, owner)
+    if original != session_id:
         def renamed(version: str) -> str:
             theirs, body = parse_record_text(version, str(meta["id"]))
             return dump_record(normalize_meta({**theirs, "id": f"session-{original}", "sessionId": original}), body)
@@ -1989,9 +1997,7 @@ def invoiced_for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
         owner = (meta or {}).get("owner") or item.get("owner")
         if not (isinstance(owner, str) and any(same_person(owner, name) for name in owners if isinstance(name, str))):
             continue
-        original = session_id.rsplit("--", 1)[0] if "--" in session_id else None
-        laptops = original if original and apart_session_id(original, owner) == session_id else session_id
-        found.append({"project": project, "sessionId": laptops, "invoice": number,
+        found.append({"project": project, "sessionId": laptops_id(session_id, owner), "invoice": number,
                       "billedMinutes": minutes.get((project, session_id))})
         if len(found) >= MAX_PULL_INVOICED:
             break

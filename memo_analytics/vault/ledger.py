@@ -336,10 +336,12 @@ def sequence_key(number_format: str, year: int) -> str:
     return str(year) if "year" in fields else ""
 
 
-def invoiced_in(root: Path) -> dict[tuple[str, str], str]:
-    """:func:`invoiced_sessions` of the vault at ``root`` (none when it has no invoices folder),
-    and the sessions a hybrid laptop's last pull said the team daemon invoiced (:func:`team_invoiced`)."""
-    return {**{key: number for key, (number, _) in team_invoiced(root).items()}, **invoiced_sessions(documents(root))}
+def invoiced_in(root: Path, docs: list[Document] | None = None) -> dict[tuple[str, str], str]:
+    """:func:`invoiced_sessions` of the vault at ``root`` (none when it has no invoices folder;
+    ``docs``: its :func:`documents` when already read), and the sessions a hybrid laptop's last
+    pull said the team daemon invoiced (:func:`team_invoiced`): ``{(project, sessionId): number}``."""
+    return {**{key: number for key, (number, _) in team_invoiced(root).items()},
+            **invoiced_sessions(documents(root) if docs is None else docs)}
 
 
 def team_invoiced(root: Path) -> dict[tuple[str, str], tuple[str, int | None]]:
@@ -423,14 +425,12 @@ def invoiced_minutes(docs: list[Document]) -> dict[tuple[str, str], int]:
 
 
 def next_number(docs: list[Document], number_format: str, year: int,
-                state: dict[str, Any] | None = None, root: Path | None = None) -> tuple[str, str, int]:
+                state: dict[str, Any] | None = None) -> tuple[str, str, int]:
     """``(number, sequence key, sequence)`` of the next document: one more than the highest
     sequence issued under the same key — by any document, whatever its format, or recorded in
     the ledger ``state`` (a deleted document keeps its number) — so invoices and credit notes
-    share one gapless sequence, and changing the padding of the format continues it. A number
-    whose PDF lies in the vault's ``root`` without its ``.md`` is passed over: with the ledger
-    state and the ``.md`` both lost, the next issue took the number of a sent invoice again, its PDF
-    set aside (found by a breaker).
+    share one gapless sequence, and changing the padding of the format continues it. (A PDF
+    without its ``.md`` stops every issue before a number is taken: :func:`lost_documents`.)
 
     Raises
     ------
@@ -444,9 +444,6 @@ def next_number(docs: list[Document], number_format: str, year: int,
     sequence = 1 + max([recorded] + [int(d.meta.get("sequence") or 0) for d in docs
                                      if str(d.meta.get("sequenceKey", "")) == key])
     number = validate_slug(number_format.format(year=year, seq=sequence), "invoice.numberFormat")
-    while root is not None and (folder(root) / f"{number}.pdf").exists() and number not in taken:
-        sequence += 1
-        number = validate_slug(number_format.format(year=year, seq=sequence), "invoice.numberFormat")
     if number in taken or number in ((state or {}).get("documents") or {}):
         raise InvalidFieldError("invoice.numberFormat", f"the next number {number} is already taken by an issued "
                                                         "document; choose a format that does not repeat earlier numbers")
