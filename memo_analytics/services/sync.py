@@ -19,6 +19,7 @@ import http.client
 import json
 import logging
 import os
+import shutil
 import threading
 import urllib.error
 import urllib.request
@@ -235,6 +236,15 @@ def _follow_a_rename(store: VaultStore, kind: RecordKind, meta: dict[str, Any], 
         moved = {**found_record[0], "project": target, **({"id": new_id, named: session_id} if renamed else {})}
         store.upsert(moved_kind, normalize_meta(moved), found_record[1])
         store.remove(moved_kind, source, old_id)
+    _move_kept_versions(store, source, held_record, target, record_id,
+                        {"id": record_id, "sessionId": session_id} if renamed else {})
+
+
+def _move_kept_versions(store: VaultStore, source: str, held_record: str, target: str, record_id: str,
+                        renamed: dict[str, str]) -> None:
+    """Move the versions kept of a pushed session (its base, those pulls served) from ``source``
+    to ``target`` where it moved, each naming its new project (and id, ``renamed``): the next
+    push of it merges against them there."""
     for old, new in ((_base_path(store, source, held_record), _base_path(store, target, record_id)),
                      (_served_dir(store, source, held_record), _served_dir(store, target, record_id))):
         if old.exists() and not new.exists():
@@ -244,12 +254,34 @@ def _follow_a_rename(store: VaultStore, kind: RecordKind, meta: dict[str, Any], 
         try:  # each version kept of it names its new project (and id): the merge reads no change of them
             kept, body = parse_record_text(version.read_text(encoding="utf-8"), held_record)
             stamp = version.stat().st_mtime_ns
-            atomic_write_bytes(version, dump_record(normalize_meta(
-                {**kept, "project": target, **({"id": record_id, "sessionId": session_id} if renamed else {})}),
-                body).encode("utf-8"), durable=False)
+            atomic_write_bytes(version, dump_record(normalize_meta({**kept, "project": target, **renamed}),
+                                                    body).encode("utf-8"), durable=False)
             os.utime(version, ns=(stamp, stamp))  # its time tells a base written since from one before
         except (OSError, CorruptRecordError, ValueError):
             continue
+
+
+def _carry_a_moved_base(store: VaultStore, meta: dict[str, Any], builds_on_ours: bool) -> None:
+    """A push of a session into the project this vault moved it to (its laptop followed the
+    move, :func:`_follow_a_move`): the versions kept of it in the project it was pushed in
+    come along, so the push merges with what the lead changed (:func:`_merged`) instead of
+    replacing it — or, when the push builds on this vault's version (``builds_on_ours``: the
+    laptop took it at its pull), they are dropped: it is a fast-forward."""
+    record_id = str(meta["id"])
+    if _base_path(store, meta["project"], record_id).is_file():
+        return
+    for base in sorted((_dir(store) / "base").glob(f"*/{record_id}.md")):
+        source = base.parent.name
+        kept = _kept_version(base, record_id)
+        if source != meta["project"] and kept is not None and kept[0].get("sessionId") == meta.get("sessionId") \
+                and kept[0].get("created") == meta.get("created") \
+                and not store.path_for(source, RecordKind.SESSION, record_id).exists():
+            if builds_on_ours:
+                base.unlink(missing_ok=True)
+                shutil.rmtree(_served_dir(store, source, record_id), ignore_errors=True)
+            else:
+                _move_kept_versions(store, source, record_id, meta["project"], record_id, {})
+            return
 
 
 def _renamed_copy(store: VaultStore, session_id: str, target: str, owner: Any,
@@ -1415,6 +1447,9 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
         if local_text is None and kind is RecordKind.SESSION:
             _follow_a_rename(store, kind, meta, ancestors)
             local_text = store.read_text(meta["project"], kind, record_id)
+        elif kind is RecordKind.SESSION:
+            ours = _as_parsed(local_text, record_id)
+            _carry_a_moved_base(store, meta, ours is not None and ours[0].get("updated") in ancestors)
         if local_text is None:
             _refuse_moved(store, kind, meta, ancestors)
             _refuse_turn_of_invoiced_elsewhere(store, kind, meta, item.get("owner"))
@@ -1641,6 +1676,8 @@ def _as_invoiced(store: VaultStore, kind: RecordKind, ours: dict[str, Any],
     except MemoError:
         return theirs, {}  # a ledger that cannot be read: the daemon's digest says so
     differing = sorted(key for key in _INVOICED_KEYS if theirs.get(key) != ours.get(key))
+    if ours.get("status") == "completed" and theirs.get("status") != "completed":
+        differing.append("status")  # superseded or open again, it was left out of every report (a security tester)
     if invoiced is None or not differing:
         return theirs, {}
     held = {**theirs, **{key: ours.get(key) for key in _INVOICED_KEYS}}
@@ -1860,6 +1897,10 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
             break
         project, record_id = base_file.parent.name, base_file.stem
         live = store.path_for(project, RecordKind.SESSION, record_id)
+        if not live.exists():  # moved here since its push (a lead's project rename or merge, a session's move)
+            moved = _moved_here(store, project, record_id, base_file, theirs)
+            found += [moved] if moved is not None else []
+            continue
         try:
             if live.stat().st_mtime_ns < base_file.stat().st_mtime_ns:
                 continue  # not written since the push brought it as it is
@@ -1880,6 +1921,74 @@ def for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
             if any(meta.get(key) != base.get(key) for key in ("client", "billable")):
                 found += _its_turns(store, project, meta, laptops["id"])  # a correction moves its turns along
     return found[:MAX_PULL_RECORDS]
+
+
+def _moved_here(store: VaultStore, project: str, record_id: str, base_file: Path,
+                theirs: Callable[[Any], bool]) -> dict[str, Any] | None:
+    """A pull's news of a session a push brought into ``project`` that this vault moved since to
+    another project (``memo project rename|merge``, ``memo session edit --to-project`` on the
+    daemon): ``{id, project, kind: "session", text, movedFrom}`` as its laptop names it, so the
+    laptop moves it too (:func:`_follow_a_move`) — else each push of it is refused for good
+    (:func:`_refuse_moved`). None when it is not one of ``theirs``, is gone, is in several
+    projects, or a push of it came under its new project already (the laptop followed)."""
+    base = _kept_version(base_file, record_id)
+    if base is None or not theirs(base[0].get("owner")):
+        return None
+    found = []
+    for row in index.rows_with_id(store.conn, record_id, RecordKind.SESSION.value):
+        if row["project"] == project:
+            continue
+        if _base_path(store, row["project"], record_id).is_file():
+            return None  # pushed under its new project since: the laptop holds it there
+        text = store.read_text(row["project"], RecordKind.SESSION, record_id)
+        meta = _as_parsed(text, record_id)
+        if meta is not None and meta[0].get("created") == base[0].get("created") \
+                and meta[0].get("sessionId") == base[0].get("sessionId"):
+            found.append((row["project"], meta[0], text))
+    if len(found) != 1:
+        return None
+    target, meta, text = found[0]
+    laptops = _as_the_laptops(meta, str(text), [])
+    return {"id": laptops["id"], "project": target, "kind": "session", "text": laptops["text"], "movedFrom": project}
+
+
+def _follow_a_move(store: VaultStore, meta: dict[str, Any], body: str, moved_from: Any, result: dict[str, Any],
+                   pushed: dict[str, Any]) -> dict[str, Any]:
+    """Move a session of this laptop, and its turns, where the daemon moved it (a pull's item
+    with ``movedFrom``, :func:`_moved_here`), as ``memo session edit --to-project`` does; its
+    result (``moved``; ``left`` when this vault holds no such session there; ``kept yours``
+    when the move is refused here — on an issued invoice of this vault, say). A session not
+    changed here since its push takes the daemon's version, as a pull takes a correction (the
+    daemon holds it: the next push builds on it); one changed here is merged with it there."""
+    try:
+        source = validate_slug(str(moved_from), "movedFrom")
+    except InvalidFieldError as exc:
+        return {**result, "outcome": "refused", "reason": str(exc)}
+    session_id, target = str(meta.get("sessionId") or ""), meta["project"]
+    here = store.read(source, RecordKind.SESSION, str(meta["id"]))
+    if here is None:
+        there = store.read(target, RecordKind.SESSION, str(meta["id"])) is not None
+        return {**result, "outcome": "unchanged" if there else "left",
+                **({} if there else {"reason": f"no session {session_id} in project {source} here"})}
+    if here[0].get("created") != meta.get("created"):
+        return {**result, "outcome": "left", "reason": f"session {session_id} of project {source} here is another "
+                                                       "session of that id"}
+    from .requests import EditSessionRequest
+    from .session_edit import edit_session
+
+    try:
+        edit_session(store, EditSessionRequest(session_id=session_id, project=source, to_project=target))
+    except MemoError as exc:
+        return {**result, "outcome": "kept yours", "movedFrom": source,
+                "reason": f"the daemon moved it to project {target}; not here: {str(exc).splitlines()[0][:300]}"}
+    as_pushed = pushed.pop(f"{source}/{meta['id']}", None)
+    if as_pushed is not None and as_pushed == here[0].get("updated"):
+        with store.lock():
+            pushed[f"{target}/{meta['id']}"] = meta.get("updated")  # before the write: the daemon has this version
+            store.upsert(RecordKind.SESSION, meta, body)
+    elif as_pushed is not None:  # the next push builds on the version it pushed, kept there where it moved
+        pushed[f"{target}/{meta['id']}"] = as_pushed
+    return {**result, "outcome": "moved", "movedFrom": source}
 
 
 def _its_turns(store: VaultStore, project: str, meta: dict[str, Any], laptop_id: str) -> list[dict[str, Any]]:
@@ -2095,7 +2204,7 @@ def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PU
         for item in answer["records"][:MAX_PULL_RECORDS]:
             results.append(_pull_one(store, item, pushed, people))
         _save(store, "pushed.json", pushed)
-        if any(r["outcome"] == "pulled" for r in results):
+        if any(r["outcome"] in ("pulled", "moved") for r in results):
             with store.lock():  # a pulled version's outbox line: the daemon has it, nothing waits
                 held = [e for e in _outbox(store) if pushed.get(_key(e)) is None or pushed.get(_key(e)) != e.get("updated")]
                 atomic_write_bytes(_dir(store) / "outbox.jsonl",
@@ -2151,6 +2260,8 @@ def _pull_one(store: VaultStore, item: dict[str, Any], pushed: dict[str, Any], p
     except (CorruptRecordError, InvalidFieldError, ValueError) as exc:
         return {"id": record_id, **echo, "outcome": "refused", "reason": str(exc).splitlines()[0][:300]}
     result = {"id": record_id, "project": meta["project"], "kind": kind.value}
+    if kind is RecordKind.SESSION and item.get("movedFrom") is not None:
+        return _follow_a_move(store, meta, body, item["movedFrom"], result, pushed)
     key = f"{meta['project']}/{record_id}"
     with store.lock():
         try:

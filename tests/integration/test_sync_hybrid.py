@@ -3395,3 +3395,124 @@ def test_a_laptop_hears_at_its_pull_which_of_its_sessions_the_daemon_invoiced(tm
     # found by a billing person: an invoiced session's minutes were edited on the laptop without a word
     edited = memo("session", "edit", "s4", "--project", "shop", "--minutes", "90", vault=vault, env=env, check=False)
     assert edited.returncode == 1 and f"session s4 is on the team daemon's invoice {issued['number']}" in edited.stderr
+
+
+@pytest.mark.parametrize("how", ["rename", "merge", "session"])
+def test_a_move_the_lead_made_on_the_daemon_reaches_the_laptop_at_its_pull(tmp_path, daemon, how):
+    """Found by two team leads: the lead renamed or merged a project on the daemon, or moved one
+    session to another project; the laptops were never told — every push of the session was
+    refused for good, and the laptop's activity named the old project. A pull now moves it on the
+    laptop too (its turns along): the next push goes through, and both sides bill it once, under
+    the project the lead chose."""
+    from memo_analytics.services.project_move import move_project
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    ana = _client(tmp_path, server.base, "ana")
+    try:
+        _own_session(ana, "nov29", "ana@team.test", 60, project="shop")
+        if how == "merge":  # web holds a session of its own, the next hour
+            start_session(ana, StartSessionRequest(session_id="nov30", project="web", owner="ana@team.test",
+                                                   start_time="2026-03-02T10:00:00Z"))
+            _record(ana, session="nov30", body="the cart", project="web")
+            end_session(ana, EndSessionRequest(session_id="nov30", project="web", until="2026-03-02T10:30:00Z"))
+        assert all(r["outcome"] == "applied" for r in sync.push(ana)["results"])
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            if how == "rename":
+                move_project(lead, "shop", "web")
+            elif how == "merge":
+                move_project(lead, "shop", "web", merge=True)
+            else:
+                edit_session(lead, EditSessionRequest(session_id="nov29", project="shop", to_project="web"))
+        finally:
+            lead.close()
+        config = tmp_path / "ana.toml"
+        config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "{server.base}"\n')
+        ran = memo("sync", "pull", vault=ana.root, env={"MEMO_CONFIG": str(config)}, cwd=tmp_path)
+        assert ran.stdout.strip() == "pulled 0 records; moved 1 session where the daemon holds them", ran
+        assert "note: session-nov29: moved from project shop to web, as the daemon holds it" in ran.stderr
+        assert (ana.root / "projects/web/sessions/session-nov29.md").is_file()
+        assert (ana.root / "projects/web/prompts/prompt-nov29-t1.md").is_file()
+        assert not list(ana.root.glob("projects/shop/*/*nov29*"))
+        # an edit here since reaches the daemon's copy, where the lead put it: nothing refused, nothing twice
+        edit_session(ana, EditSessionRequest(session_id="nov29", project="web", summary="laptop summary"))
+        results = sync.push(ana)["results"]
+        assert all(r["outcome"] != "refused" for r in results), results
+        assert read_record(_team_file(team, "session-nov29", "sessions", "web"))[0]["summary"] == "laptop summary"
+        assert not list(team.glob("projects/shop/*/*nov29*"))
+        assert not list(team.glob("projects/*/*/*.conflict-*"))
+        expected = 90 if how == "merge" else 60
+        for vault in (team, ana.root):
+            report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+            assert (report["totalDurationMinutes"], list(report["byProject"])) == (expected, ["web"]), vault
+        again = sync.pull(ana, owners=["ana@team.test"])  # told once: a second pull moves nothing
+        assert not [r for r in again["results"] if r["outcome"] == "moved"], again
+    finally:
+        ana.close()
+
+
+def test_a_session_changed_on_both_sides_around_the_leads_move_keeps_both_changes(tmp_path, daemon):
+    """A move the lead made with a correction (another client) while the laptop changed the
+    session's summary: the pull moves it on the laptop, the next push merges the two — the
+    lead's client and the laptop's summary, in the lead's project, once."""
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    ana = _client(tmp_path, server.base, "ana")
+    try:
+        _own_session(ana, "nov29", "ana@team.test", 60, project="shop")
+        sync.push(ana)
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            edit_session(lead, EditSessionRequest(session_id="nov29", project="shop", to_project="web",
+                                                  client="Globex"))
+        finally:
+            lead.close()
+        edit_session(ana, EditSessionRequest(session_id="nov29", project="shop", summary="laptop summary"))
+        pulled = sync.pull(ana, owners=["ana@team.test"])
+        assert [r["outcome"] for r in pulled["results"] if r["kind"] == "session"] == ["moved"], pulled
+        results = sync.push(ana)["results"]
+        assert all(r["outcome"] != "refused" for r in results), results
+        held = read_record(_team_file(team, "session-nov29", "sessions", "web"))[0]
+        assert (held["summary"], held["client"], held["durationMinutes"]) == ("laptop summary", "Globex", 60)
+        assert not list(team.glob("projects/shop/*/*nov29*"))
+        report = json.loads(memo("--json", "activity", "--all", vault=team).stdout)
+        assert (report["totalDurationMinutes"], list(report["byProject"]), list(report["byClient"])) == (
+            60, ["web"], ["Globex"])
+    finally:
+        ana.close()
+
+
+def test_a_push_never_hides_an_invoiced_session_on_the_daemon_as_superseded(tmp_path, daemon):
+    """Found by a security tester: a push of an invoiced session with only ``status: superseded``
+    changed was applied — the daemon's reports and timesheets left out the 2 h its issued invoice
+    billed. The status stays ``completed``, as the invoice's client and times stay."""
+    from memo_analytics.domain.clock import to_iso, utcnow
+
+    from .test_issued_invoices import ACME, GLOBEX, ISSUER
+
+    team, server = daemon
+    config = tmp_path / "lead.toml"
+    config.write_text(ISSUER + ACME + GLOBEX, encoding="utf-8")
+    ana = _client(tmp_path, server.base, "ana")
+    try:
+        start_session(ana, StartSessionRequest(session_id="fix", project="web", client="Acme Corp",
+                                               start_time="2026-03-02T09:00:00Z"))
+        end_session(ana, EndSessionRequest(session_id="fix", project="web", until="2026-03-02T11:00:00Z"))
+        sync.push(ana)
+        issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since",
+                                 "2026-03-01", "--until", "2026-03-31", vault=team,
+                                 env={"MEMO_CONFIG": str(config)}).stdout)
+        meta, body = ana.read("web", RecordKind.SESSION, "session-fix")
+        ana.upsert(RecordKind.SESSION, {**meta, "status": "superseded", "updated": to_iso(utcnow())}, body)
+        [result] = [r for r in sync.push(ana)["results"] if r["id"] == "session-fix"]
+        assert (result.get("keptHere"), result.get("invoice")) == (["status"], issued["number"]), result
+        assert read_record(_team_file(team, "session-fix", "sessions"))[0]["status"] == "completed"
+        acme = json.loads(memo("--json", "activity", "--all", "--client", "Acme Corp", vault=team,
+                               env={"MEMO_CONFIG": str(config)}).stdout)
+        assert acme["totalBillableHours"] == 2.0
+    finally:
+        ana.close()

@@ -155,14 +155,20 @@ def sync_pull() -> None:
     for item in result["results"]:
         if item["outcome"] in ("kept yours", "refused"):  # "left": the daemon's news of nothing held here
             err.print(_safe(f"note: {item.get('id')}: {item['outcome']}: {item.get('reason')}"))
+        elif item["outcome"] == "moved":  # the lead's move: this vault's session went with it
+            err.print(_safe(f"note: {item.get('id')}: moved from project {item.get('movedFrom')} to "
+                            f"{item.get('project')}, as the daemon holds it"))
     if result.get("note"):
         err.print(_safe(f"note: {result['note']}"))
 
     def human(r: dict[str, Any]) -> None:
         taken = [item for item in r["results"] if item["outcome"] == "pulled"]
+        moved = sum(item["outcome"] == "moved" for item in r["results"])
         out.print(_safe(f"pulled {r['pulled']} record{'' if r['pulled'] == 1 else 's'}"
                         + (f" ({', '.join(item['id'] for item in taken[:8])}{', …' if len(taken) > 8 else ''})"
-                           if taken else "") + (f"; error: {r['error']}" if r["error"] else "")))
+                           if taken else "") + (f"; moved {moved} session{'' if moved == 1 else 's'} where the "
+                                                 "daemon holds them" if moved else "")
+                        + (f"; error: {r['error']}" if r["error"] else "")))
 
     _emit(result, human)
     if result["error"]:
