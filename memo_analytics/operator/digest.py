@@ -171,6 +171,7 @@ class Item:
 DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"), ("session", "start"), ("session", "handoff"),
                    ("project", "client"),
                    ("session", "export"), ("report", "rules"), ("invoice", "credit"), ("invoice", "show"),
+                   ("invoice", "issue"),
                    ("digest", "apply"), ("activity",), ("reindex",))
 
 
@@ -616,7 +617,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
     for session in snapshot.long_sessions:
         items.append((_too_long(session, now), session))
     for late in snapshot.late_sessions:  # the period was billed, this work of it was not
-        minutes = int(late.get("durationMinutes") or 0)
+        minutes = int(late.get("billedMinutes", late.get("durationMinutes")) or 0)  # as the invoice of it bills
         recorded = from_iso(str(late.get("created") or late["endTime"]))
         items.append((Item("invoice_late_work", KIND_LANE["invoice_late_work"], late["sessionId"], late["project"],
                            "you to bill it",
@@ -777,9 +778,12 @@ def rank_key(item: Item) -> tuple:
     return (LANES.index(item.lane), -item.minutes_at_stake, -item.age_minutes, item.kind, item.subject)
 
 
-#: The kinds about work not yet billed to anyone: listed from the first day of last month (in the
-#: vault's zone) on, however short the horizon (a month end bills them).
-BILLING_GAPS = frozenset({"project_unbilled", "client_missing"})
+#: The kinds about work not yet billed to anyone, or billed wrong: listed from the first day of last
+#: month (in the vault's zone) on, however short the horizon (a month end bills them) — a session
+#: left open over a weekend of last month, late work of an invoiced month, one of 48 hours too (a
+#: freelancer's month end said "Nothing of the last 14 days needs you now" of them).
+BILLING_GAPS = frozenset({"project_unbilled", "client_missing", "invoice_late_work", "session_open_too_long",
+                          "session_too_long"})
 
 
 def _start_of_last_month(now: datetime, zone: tzinfo | None = None) -> datetime:

@@ -1835,3 +1835,29 @@ def test_work_recorded_in_a_period_already_invoiced_is_a_digest_item_until_bille
     assert second["sessions"] == 1
     digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
     assert [i for i in digest["items"] if i["kind"] == "invoice_late_work"] == []
+
+
+def test_late_work_says_what_an_invoice_of_it_bills_and_its_command_is_printed(billing):
+    """Found by a freelancer: a late session overlapping an invoiced one was "1.0 h" at stake where
+    the invoice of it then billed 15 minutes (its overlap is billed already), and ``memo digest``
+    printed "(not shown: a command no digest writes …)" instead of the invoice to issue."""
+    from datetime import datetime, timedelta, timezone
+
+    first = (datetime.now(timezone.utc).date().replace(day=1) - timedelta(days=1)).replace(day=1)  # last month
+    since, until = first.isoformat(), (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+    _session_at(billing, "s1", "web", "Acme Corp", f"{first}T09:00:00Z", f"{first}T10:15:00Z")
+    # api's session was there when web's invoice was issued, and left out of it: no late work (a breaker)
+    _session_at(billing, "b1", "api", "Acme Corp", f"{first}T13:00:00Z", f"{first}T14:00:00Z")
+    ran = run(billing, "--json", "invoice", "issue", "--project", "web", "--client", "Acme Corp", "--since", since,
+              "--until", until.isoformat())
+    assert json.loads(ran.stdout)["sessions"] == 1, ran.stderr
+    _session_at(billing, "s2", "web", "Acme Corp", f"{first}T09:30:00Z", f"{first}T10:30:00Z")
+    digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
+    [item] = [i for i in digest["items"] if i["kind"] == "invoice_late_work"]
+    assert item["minutesAtStake"] == 15 and "this session of it, 15 min, is on no invoice" in item["why"], item
+    shown = run(billing, "digest").stdout
+    assert f"invoice issue --all --client 'Acme Corp' --since {since} --until {until}  # bills what" in shown, shown
+    assert "not shown" not in shown
+    ran = run(billing, "--json", "invoice", "issue", "--project", "web", "--client", "Acme Corp", "--since", since,
+              "--until", until.isoformat())
+    assert (json.loads(ran.stdout)["sessions"], json.loads(ran.stdout)["billableHours"]) == (1, "0.25"), ran.stderr

@@ -375,3 +375,29 @@ def test_a_stall_counted_from_the_agents_answers_says_so():
     [plain] = compute_digest(Snapshot(open_sessions=[session("s2", ago(hours=3), ago(minutes=90))]), NOW,
                              POLICY)["items"]
     assert plain["why"] == "no turn for 1.5 h"
+
+
+def test_a_month_ends_billing_gaps_are_listed_from_the_first_day_of_last_month_whatever_the_horizon():
+    """Found by a freelancer: run on 1 December with the 14 days' horizon, the digest said "Nothing
+    of the last 14 days needs you now" of a session of 6 November left open over a weekend, of a
+    session of 40 hours and of late work in invoiced November — all work the month end bills."""
+    now = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
+    snapshot = Snapshot(
+        open_sessions=[session("fri", "2026-11-06T14:00:00.000Z", "2026-11-06T14:01:00.000Z")],
+        long_sessions=[{"id": "session-l", "sessionId": "l", "project": "web", "startTime": "2026-11-03T09:00:00.000Z",
+                        "endTime": "2026-11-05T01:00:00.000Z", "durationMinutes": 2400, "billable": True,
+                        "updated": "2026-11-05T01:00:00.000Z"}],
+        late_sessions=[{"id": "session-s2", "sessionId": "s2", "project": "alpen", "durationMinutes": 60,
+                        "billedMinutes": 15, "created": "2026-11-10T09:00:00.000Z",
+                        "endTime": "2026-11-02T10:30:00.000Z", "updated": "2026-11-10T09:00:00.000Z",
+                        "invoice": "2026-0001", "periodStart": "2026-11-01", "periodEnd": "2026-11-30",
+                        "invoiceClient": "Alpenblick AG"}])
+    digest = compute_digest(snapshot, now, POLICY)
+    listed = {(i["kind"], i["subject"]): i for i in digest["items"]}
+    assert {("session_open_too_long", "fri"), ("session_too_long", "l"), ("invoice_late_work", "s2")} <= set(listed)
+    assert listed["invoice_late_work", "s2"]["minutesAtStake"] == 15  # what an invoice of it bills, not its 60
+    assert "1.0 h" not in listed["invoice_late_work", "s2"]["why"]
+    assert is_digest_command(listed["invoice_late_work", "s2"]["action"])
+    # October's are a month older: counted beyond the horizon, as before
+    older = Snapshot(open_sessions=[session("oct", "2026-10-20T14:00:00.000Z", "2026-10-20T14:01:00.000Z")])
+    assert compute_digest(older, now, POLICY)["beyondHorizon"] == {"session_open_too_long": 1}
