@@ -344,12 +344,26 @@ def invoiced_in(root: Path, docs: list[Document] | None = None) -> dict[tuple[st
             **invoiced_sessions(documents(root) if docs is None else docs)}
 
 
+#: Where a hybrid laptop keeps what its last pull said the team daemon invoiced (under the vault).
+TEAM_INVOICED_FILE = ".memo/sync/team-invoiced.json"
+
+
+def team_invoiced_known(root: Path) -> bool:
+    """Whether this vault holds a readable :data:`TEAM_INVOICED_FILE` (a pull wrote it): when
+    not, what the team daemon invoiced of its sessions is not known here."""
+    try:
+        data = json.loads((Path(root) / TEAM_INVOICED_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("items"), list)
+
+
 def team_invoiced(root: Path) -> dict[tuple[str, str], tuple[str, int | None]]:
     """``{(project, sessionId): (invoice number, billed minutes)}`` of this vault's sessions that
     its team daemon invoiced, as the last ``memo sync pull`` said (``.memo/sync/team-invoiced.json``;
     empty when there is none): a hybrid laptop leaves them off its drafts and ``--here`` invoices."""
     try:
-        data = json.loads((Path(root) / ".memo" / "sync" / "team-invoiced.json").read_text(encoding="utf-8"))
+        data = json.loads((Path(root) / TEAM_INVOICED_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return {}
     items = data.get("items") if isinstance(data, dict) else None

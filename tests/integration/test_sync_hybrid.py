@@ -3516,3 +3516,42 @@ def test_a_push_never_hides_an_invoiced_session_on_the_daemon_as_superseded(tmp_
         assert acme["totalBillableHours"] == 2.0
     finally:
         ana.close()
+
+
+@pytest.mark.parametrize("lost", ["corrupt", "deleted"])
+def test_a_here_invoice_pulls_first_and_is_refused_when_what_the_daemon_invoiced_is_unknown(tmp_path, daemon, lost):
+    """Found by a breaker: ``--here`` after an invoice issued on the daemon since the last pull
+    billed its session again, and so did any ``--here`` once ``team-invoiced.json`` was corrupt
+    or deleted — nothing said so. ``--here`` pulls first; when the daemon does not answer and what
+    it invoiced is not known here, the invoice is refused, naming the file and the pull."""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    team, server = daemon
+    vault, config, env = _billing_laptop(tmp_path, server)
+    for sid, day in (("s4", "04"), ("s5", "05")):
+        memo("session", "start", sid, "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
+             "--start-time", f"2026-03-{day}T09:00:00Z", vault=vault, env=env)
+        memo("session", "end", sid, "--project", "shop", "--until", f"2026-03-{day}T10:00:00Z", vault=vault, env=env)
+    memo("sync", "push", vault=vault, env=env)
+    lead = tmp_path / "lead.toml"
+    lead.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"') + ACME, encoding="utf-8")
+    memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03-04", "--until",
+         "2026-03-04", "--issued", "2026-04-01", vault=team, env={"MEMO_CONFIG": str(lead)})
+    args = ("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
+            "--issued", "2026-04-02", "--here")
+    here = json.loads(memo(*args, vault=vault, env=env).stdout)  # no pull by hand: the issue pulled
+    assert here["sessions"] == 1 and here["billableHours"] == "1.00"
+    memo("invoice", "credit", here["number"], vault=vault, env=env)
+    kept = vault / ".memo/sync/team-invoiced.json"
+    if lost == "corrupt":
+        kept.write_text('{"items": [ {"project": "shop", "sessionId": ', encoding="utf-8")
+    else:
+        kept.unlink()
+    server.stop()
+    refused = memo(*args, vault=vault, env=env, check=False)
+    assert refused.returncode == 1 and refused.stdout == "", refused
+    said = json.loads(refused.stderr)
+    assert said["field"] == "here" and said["error"].startswith(
+        "Invalid here: what the team daemon invoiced of this laptop's sessions is not known here "
+        "(.memo/sync/team-invoiced.json is missing or cannot be read) and the pull did not bring it ("), said
+    assert said["error"].endswith("issue once memo sync pull goes through")

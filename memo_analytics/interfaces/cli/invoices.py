@@ -65,6 +65,32 @@ _OFFLINE = typer.Option(False, "--offline", help="With vault-git: number it with
                                                  "invoices first (when the remote cannot be reached).")
 
 
+def _hear_what_the_daemon_invoiced() -> None:
+    """Before a ``--here`` invoice of a hybrid laptop: pull, so it leaves off what the team daemon
+    invoiced since the last pull (found by a breaker: billed twice).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``here``: the daemon did not answer and no readable record of what it invoiced is kept
+        (``.memo/sync/team-invoiced.json`` lost or broken: every session would read as not invoiced).
+    """
+    from ...services import sync
+    from ...vault import ledger
+    from ...services.store import shell_cwd
+
+    pulled = sync.pull(state.store, cwd=shell_cwd())
+    if pulled["error"] is None and not pulled.get("note"):
+        return
+    if not ledger.team_invoiced_known(state.store.root):
+        raise InvalidFieldError("here", f"what the team daemon invoiced of this laptop's sessions is not known here "
+                                        f"({ledger.TEAM_INVOICED_FILE} is missing or cannot be read) and the pull "
+                                        f"did not bring it ({pulled['error'] or pulled.get('note')}): issue once "
+                                        "memo sync pull goes through")
+    err.print(_safe(f"warning: the team daemon did not answer ({pulled['error'] or pulled.get('note')}): this "
+                    "invoice leaves off what it invoiced as of the last pull, not since"))
+
+
 @contextmanager
 def _shared_numbering(offline: bool) -> Iterator[dict]:
     """:func:`~memo_analytics.reports.issuing.vault_git_numbering` of this run, its warnings said."""
@@ -117,6 +143,8 @@ def invoice_issue(
     held = _implicit_scope(project, all_projects)
     if held is not None:
         _refuse_part_of_the_clients_work(held, since, until, client, tz)
+    if here and state.settings.mode == "hybrid":
+        _hear_what_the_daemon_invoiced()
     with _shared_numbering(offline) as shared, said_scope(project, all_projects):
         document, copy = issue_invoice(state.store, state.settings,
                                        lambda: _activity_report(project, all_projects, since, until, client, tz),
