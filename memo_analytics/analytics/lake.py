@@ -85,8 +85,9 @@ SHARED_KEYS = {"sessions": ("project", "_base_id", "_whose", "start_time"),
 #: the laptop's), whose it is and when its record was made — two sessions of one owner made at one instant
 #: (a start given by hand is its record's time) are two records (counted once: found by a breaker).
 SAME_RECORD = ("_base_id", "owner", "record_created")
-#: A team daemon's suffix of a session it keeps apart (``--ann-x-example-1a2b3c``).
-_APART = r"(--[a-z0-9-]*-[0-9a-f]{6})$"
+#: A team daemon's suffix of a session it keeps apart (``--ann-x.example-1a2b3c``: the owner as a slug,
+#: dots and all — without them, every owner of an e-mail address was missed and counted twice: a team lead).
+_APART = r"(--[a-z0-9._-]*-[0-9a-f]{6})$"
 _WHO = ("vault_id", "machine", "exported_at")
 _MONEY = pl.Decimal(18, 3)
 _COST = pl.Decimal(18, 4)

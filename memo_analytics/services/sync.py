@@ -1986,9 +1986,21 @@ def _follow_a_move(store: VaultStore, meta: dict[str, Any], body: str, moved_fro
         with store.lock():
             pushed[f"{target}/{meta['id']}"] = meta.get("updated")  # before the write: the daemon has this version
             store.upsert(RecordKind.SESSION, meta, body)
+            _turns_bill_as(store, target, session_id, meta)
     elif as_pushed is not None:  # the next push builds on the version it pushed, kept there where it moved
         pushed[f"{target}/{meta['id']}"] = as_pushed
     return {**result, "outcome": "moved", "movedFrom": source}
+
+
+def _turns_bill_as(store: VaultStore, project: str, session_id: str, session: dict[str, Any]) -> None:
+    """The turns of a session whose version the daemon corrected (client, billable) bill as it
+    does, as the daemon's turns do (the lead's correction moved them there)."""
+    for number in sorted(index.session_turn_numbers(store.conn, project, session_id)):
+        found = store.read(project, RecordKind.PROMPT, f"prompt-{session_id}-t{number}")
+        if found is not None and any(found[0].get(key) != session.get(key) for key in ("client", "billable")):
+            store.upsert(RecordKind.PROMPT, {**found[0], "client": session.get("client"),
+                                             "billable": session.get("billable"), "updated": session.get("updated")},
+                         found[1])
 
 
 def _its_turns(store: VaultStore, project: str, meta: dict[str, Any], laptop_id: str) -> list[dict[str, Any]]:

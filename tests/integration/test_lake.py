@@ -364,7 +364,9 @@ def test_each_session_keeps_its_own_figures_and_a_daemons_copy_under_another_nam
     issued = _issue_june(team)  # Ann's invoice bills her fix-login (and her a1, a2)
     # the team daemon's copy of Bob's session: kept apart from Ann's of the same id, in the project the lead merged it into
     bob_file = team["bob"] / "projects" / "shop" / "sessions" / "session-fix-login.md"
-    apart = "fix-login--bob-x-example-1a2b3c"
+    from memo_analytics.services.sync import apart_session_id
+
+    apart = apart_session_id("fix-login", "bob@x.example")  # as a daemon names it (a dot and all: a team lead)
     copy = team["daemon"] / "projects" / "webshop" / "sessions" / f"session-{apart}.md"
     copy.parent.mkdir(parents=True)
     shutil.copy(bob_file, copy)
@@ -379,7 +381,7 @@ def test_each_session_keeps_its_own_figures_and_a_daemons_copy_under_another_nam
     lake = activity(team, "ann", "--lake", "--since", "2026-06-20", "--until", "2026-06-30")
     fix = sorted(s["id"] for s in lake["sessions"] if s["id"].startswith("session-fix-login"))
     # told apart, each with its own figures; Bob's once (the daemon's copy was exported last)
-    assert fix == ["session-fix-login--bob-x-example-1a2b3c", "session-fix-login@2026-06-20T09:00:00",
+    assert fix == [f"session-{apart}", "session-fix-login@2026-06-20T09:00:00",
                    "session-fix-login@2026-06-25T13:00:00"], fix
     mine = [s for s in lake["sessions"] if s["owner"] == "ann@x.example"]
     assert sorted((s["startTime"][:10], s["billedMinutes"], s["invoice"]) for s in mine) == [

@@ -3420,6 +3420,7 @@ def test_a_move_the_lead_made_on_the_daemon_reaches_the_laptop_at_its_pull(tmp_p
         assert all(r["outcome"] == "applied" for r in sync.push(ana)["results"])
         lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
         try:
+            edit_session(lead, EditSessionRequest(session_id="nov29", project="shop", client="Globex"))
             if how == "rename":
                 move_project(lead, "shop", "web")
             elif how == "merge":
@@ -3436,6 +3437,8 @@ def test_a_move_the_lead_made_on_the_daemon_reaches_the_laptop_at_its_pull(tmp_p
         assert (ana.root / "projects/web/sessions/session-nov29.md").is_file()
         assert (ana.root / "projects/web/prompts/prompt-nov29-t1.md").is_file()
         assert not list(ana.root.glob("projects/shop/*/*nov29*"))
+        # the lead's filing came along, to its turns too (they bill as their session does)
+        assert read_record(ana.root / "projects/web/prompts/prompt-nov29-t1.md")[0]["client"] == "Globex"
         # an edit here since reaches the daemon's copy, where the lead put it: nothing refused, nothing twice
         edit_session(ana, EditSessionRequest(session_id="nov29", project="web", summary="laptop summary"))
         results = sync.push(ana)["results"]
@@ -3447,6 +3450,7 @@ def test_a_move_the_lead_made_on_the_daemon_reaches_the_laptop_at_its_pull(tmp_p
         for vault in (team, ana.root):
             report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
             assert (report["totalDurationMinutes"], list(report["byProject"])) == (expected, ["web"]), vault
+            assert report["byClient"]["Globex"]["durationMinutes"] == 60, vault
         again = sync.pull(ana, owners=["ana@team.test"])  # told once: a second pull moves nothing
         assert not [r for r in again["results"] if r["outcome"] == "moved"], again
     finally:
