@@ -1081,6 +1081,9 @@ def redact_log_text(text: str) -> str:
     """``text`` of a log line with tokens masked: ``?token=`` (however the key is
     percent-encoded), ``Authorization``/``X-Memo-Token`` header values, bearer tokens, then
     any secret shape :func:`redact_secrets` knows."""
+    for token in _KNOWN_TOKENS:  # the server's own token, wherever a caller put it (?tokn=, ?project=: a tester)
+        for shown in (token, urllib.parse.quote(token, safe=""), urllib.parse.quote_plus(token)):
+            text = text.replace(shown, "[REDACTED:token]")
     text = _QUERY_PAIR.sub(_mask_query_token, text)
     text = _ENCODED_TOKEN.sub(lambda m: m.group(1) + "[REDACTED:token]", text)  # next=/%3Ftoken%3D…
     masked = _LOGGED_SECRET.sub(lambda m: (m.group(1) or m.group(2)) + "[REDACTED:token]", text)
@@ -1088,13 +1091,18 @@ def redact_log_text(text: str) -> str:
 
 
 _installed = False
+#: The tokens of this process's servers: masked wherever they appear in a log line.
+_KNOWN_TOKENS: set[str] = set()
 
 
-def install_log_redaction() -> None:
+def install_log_redaction(token: str | None = None) -> None:
     """Mask tokens in every log record of this process (access and error logs of Tornado,
     uvicorn, Bokeh and ours): the record's message is formatted and masked as it is made,
-    tracebacks as they are formatted. Idempotent."""
+    tracebacks as they are formatted; ``token`` (the server's own) wherever it appears.
+    Idempotent."""
     global _installed
+    if token and len(token) >= 8:
+        _KNOWN_TOKENS.add(token)
     if _installed:
         return
     import logging

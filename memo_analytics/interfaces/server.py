@@ -57,7 +57,7 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     names = {name for name in ("localhost", "127.0.0.1", host) if ":" not in name}
     origins = [host_port(name, port) for name in names] + ["*"] if not is_loopback(host) \
         else sorted(host_port(name, port) for name in names)
-    install_log_redaction()
+    install_log_redaction(token)
     # the page's own script: says a lost server and loads the page again once it answers
     pn.config.js_files = {**pn.config.js_files, "memo_dashboard": DASHBOARD_SCRIPT_PATH}
     server = pn.serve(

@@ -25,6 +25,9 @@ def test_the_daemon_log_never_holds_the_token(tmp_path):
         assert server.request("/api/prompts/missing-id", headers=auth)[0] == 404
         assert server.request("/api/prompts/missing-id", headers={"X-Memo-Token": TOKEN})[0] == 404
         assert server.request(f"/api/actions/record?token={TOKEN}", data={"body": "x" * 4_200_000})[0] == 413
+        # found by a security tester: the token in another parameter than token= was logged in clear
+        assert server.request(f"/api/prompts?token={TOKEN}&bogus={TOKEN}")[0] == 400
+        assert server.request(f"/api/prompts?project={TOKEN}&tokn={TOKEN}", headers=auth)[0] == 400
     finally:
         server.proc.terminate()
         server.proc.wait(10)
