@@ -298,7 +298,7 @@ def _session_items(session: dict[str, Any], now: datetime, policy: OperatorPolic
         branch = session.get("branch")
         where = f"{agent} on branch {branch}" if isinstance(branch, str) and branch else agent
         why = (f"its agent has waited for {asked} {_since(age)}" + (f": “{said}”" if said else "")
-               + "; the session bills on while it waits")
+               + "; its work stops until you answer (a wait past the idle gap is not billed)")
         return Item("agent_waiting", KIND_LANE["agent_waiting"], sid, project, f"you to answer {where}",
                     why + ("" if billable else " (not billable)"), age, age if billable else 0,
                     f"memo session show {_q(sid)} --project {_q(project)}  # answer its agent, or: {end_command}",

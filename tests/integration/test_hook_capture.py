@@ -1806,6 +1806,8 @@ def test_an_agent_waiting_for_permission_is_what_needs_the_person_until_it_is_le
     [item] = _waiting_digest(vault, config)
     assert (item["lane"], item["subject"], item["project"]) == ("waiting on you", sid, "product")
     assert item["since"] == session["waitingSince"] and "waited for permission" in item["why"]
+    # a freelancer's 45 minutes of waiting went unbilled where the item said "the session bills on"
+    assert item["why"].endswith("its work stops until you answer (a wait past the idle gap is not billed)")
     assert GHP not in item["why"] and item["waitingFor"] == f"you to answer claude-code on branch {session['branch']}"
     # a second notification of the same wait keeps its start
     hook(vault, "claude-code", claude("Notification", repo, notification_type="permission_prompt",
