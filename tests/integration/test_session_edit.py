@@ -487,3 +487,16 @@ def test_a_named_pipe_among_the_session_files_holds_no_start(tmp_path):
     runner.start()
     runner.join(30)
     assert done and done[0].returncode == 0 and "started session a2" in done[0].stdout
+
+
+def test_a_session_moved_into_a_project_of_another_client_says_which_client_it_still_bills(billing):
+    """Found by a freelancer: a session moved into Globex's project kept billing Acme Corp, in
+    Acme's currency, without a word. The move says so and names the edit that files it there."""
+    billing["config"].write_text(billing["config"].read_text(encoding="utf-8") + '\n[projectClients]\nlab = "Globex"\n',
+                                 encoding="utf-8")
+    moved = run(billing, "session", "edit", "a1", "--to-project", "lab")
+    assert moved.returncode == 0, moved.stderr
+    assert ("note: it still bills Acme Corp; project lab's sessions bill Globex (projectClients): to file it there "
+            "too, memo session edit a1 --project lab --client Globex") in moved.stderr, moved.stderr
+    again = run(billing, "session", "edit", "a1", "--project", "lab", "--to-project", "web", "--client", "Acme Corp")
+    assert "note: it still bills" not in again.stderr

@@ -10,6 +10,7 @@ from typing import Any, List, Optional
 import typer
 
 from ...domain.errors import InvalidFieldError, MemoError
+from ...domain.shell import shell_word
 from ...domain.wire import counted
 from ...services import prompts as prompt_service
 from ...services import sessions as session_service
@@ -188,6 +189,13 @@ def session_edit(
         record = edit_session(state.store, request)
     if record["newClient"]:
         note_new_client(record["client"])
+    if to_project is not None and client is None and "project" in record["changed"]:
+        mapped = state.settings.client_of_project(record["project"])  # the project bills another client
+        if mapped is not None and mapped.casefold() != str(record.get("client") or "internal").casefold():
+            err.print(_safe(f"note: it still bills {record.get('client') or 'internal'}; project {record['project']}'s "
+                            f"sessions bill {mapped} (projectClients): to file it there too, memo session edit "
+                            f"{shell_word(record['sessionId'])} --project {record['project']} --client "
+                            f"{shell_word(mapped)}"))
 
     def human(r: dict[str, Any]) -> None:
         if not r["changed"] and r["turnsUpdated"]:  # an edit cut short before: its turns follow the session now
