@@ -1282,3 +1282,31 @@ def test_lines_appended_with_a_clock_set_back_into_a_gap_join_the_interval_they_
     totals = [json.loads(memo("--json", "activity", "--all", vault=tmp_path / v).stdout) for v in ("v", "clean")]
     assert [(t["totalDurationMinutes"], t["totalPrompts"]) for t in totals] == [(125, 8), (125, 8)]
     assert [s["durationMinutes"] for s in totals[0]["sessions"]] == [20, 90, 15]
+
+
+@pytest.mark.parametrize("change", ["bridged", "last_removed"])
+def test_an_interval_the_grown_or_cut_file_no_longer_has_bills_no_more(tmp_path, change):
+    """Found by a tester of bad files: lines appended at the end but stamped between two imported
+    intervals joined them into one — the first session took every turn, the second kept its three:
+    12 turns, 168 minutes under ``overlapPolicy = "sum"`` and the AI cost of three turns twice,
+    where a clean import gives 9. And a file that lost its whole last interval kept billing it. A
+    session of the conversation past the file's last interval is superseded, as a turn the file no
+    longer holds at its end is."""
+    first = {"A": ("09:00", "09:10", "09:20"), "B": ("11:00", "11:12", "11:30")}
+    if change == "last_removed":
+        first["C"] = ("14:00", "14:05", "14:15")
+    grown = tmp_path / "grow.jsonl"
+    grown.write_text(_stretch_lines(first), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=tmp_path / "v")
+    now = {**first, "D": ("09:45", "10:10", "10:35")} if change == "bridged" else \
+        {key: part for key, part in first.items() if key != "C"}
+    grown.write_text(_stretch_lines(now), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=tmp_path / "v")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=tmp_path / "clean")
+    for vault in ("v", "clean"):
+        memo("config", "set", "overlapPolicy", "sum", vault=tmp_path / vault)
+    totals = [json.loads(memo("--json", "activity", "--all", vault=tmp_path / v).stdout) for v in ("v", "clean")]
+    expected = (150, 6) if change == "bridged" else (50, 4)
+    assert [(t["totalDurationMinutes"], t["totalPrompts"]) for t in totals] == [expected, expected], totals
+    assert totals[0]["totalCostUsd"] == totals[1]["totalCostUsd"]
+    assert totals[0]["totalSessions"] == totals[1]["totalSessions"] == (1 if change == "bridged" else 2)

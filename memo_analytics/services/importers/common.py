@@ -701,6 +701,10 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 session_id=session_id, project=project, until=interval.end, recompute_duration=True,
             ))
     if intervals:
+        past = _past_the_last_interval(store, base, len(intervals), invoiced,
+                                       [f"{homes[n]}/{base}-{n}" for n in homes], result, transcript)
+        result.superseded += past
+        result.rewound += past
         result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
         copies = supersede_copies(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
         result.superseded += copies
@@ -1039,6 +1043,35 @@ def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> in
                 changed += 1
             turn += 1
     return changed
+
+
+def _past_the_last_interval(store: VaultStore, base: str, count: int, invoiced: dict[tuple[str, str], str],
+                            by: list[str], result: ImportResult, transcript: Transcript) -> int:
+    """Supersede the imported sessions of the conversation numbered past its ``count`` work
+    intervals (``{base}-{n}``, n > count) and their imported turns: lines appended at the end but
+    stamped between two intervals joined them (the first took every turn, the second kept its own:
+    counted twice — found by a tester of bad files), or the file lost its whole last interval (it
+    billed on). A session a person timed by hand, or one on an issued invoice (said, as a changed
+    one is), is left as it is. The number of records superseded."""
+    rows, n = [], count + 1
+    while found := index.where_is(store.conn, session_record_id(f"{base}-{n}"), RecordKind.SESSION.value):
+        rows += found
+        n += 1
+    kept = []
+    for row in rows:
+        found = store.read(row["project"], RecordKind.SESSION, row["id"])
+        if found is None or found[0].get("status") == "superseded" or found[0].get("timesEdited") \
+                or not str(found[0].get("source") or "").startswith("import:"):
+            continue
+        if (row["project"], row["session_id"]) in invoiced:
+            result.errors.append(f"{redact_secrets(str(transcript.path))[0]}: session {row['session_id']} is on "
+                                 f"invoice {invoiced[(row['project'], row['session_id'])]}, issued: left as it is "
+                                 "(the transcript no longer holds it apart; credit the invoice first to take that "
+                                 "in: memo invoice credit)")
+            result.held_back.add((transcript.source, transcript.transcript_id))
+            continue
+        kept.append(row)
+    return _supersede(store, kept, by) if kept else 0
 
 
 def _hook_sessions(store: VaultStore, transcript: Transcript) -> list:
