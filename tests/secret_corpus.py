@@ -112,6 +112,19 @@ SECRETS = [
     ("Cookie: session=abcdef0123456789abcdef; theme=dark", "abcdef0123456789abcdef"),
     ("Set-Cookie: sid=Zm9vYmFyYmF6cXV4; Path=/; HttpOnly", "Zm9vYmFyYmF6cXV4"),
     ("postgres://u:p/ss1@h.example.com/db", "p/ss1"),
+    # found by a security tester: a secret set by a command, its name and value apart (AWS's own way,
+    # a Dockerfile's ENV, fish's set -x, Windows' setx, gh secret set --body), and said in words
+    ("aws configure set aws_secret_access_key wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
+     "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"),
+    ("ENV AWS_SECRET_ACCESS_KEY wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"),
+    ("ENV API_TOKEN a8f5f167f44f4964e6c998dee827110c", "a8f5f167f44f4964e6c998dee827110c"),
+    ("set -x API_TOKEN a8f5f167f44f4964e6c998dee827110d", "a8f5f167f44f4964e6c998dee827110d"),
+    ("setx API_TOKEN a8f5f167f44f4964e6c998dee827110e", "a8f5f167f44f4964e6c998dee827110e"),
+    ("gh secret set DEPLOY_KEY --body a8f5f167f44f4964e6c998dee827110f", "a8f5f167f44f4964e6c998dee827110f"),
+    ("api key = 'a8f5f167f44f4964e6c998dee8271101'", "a8f5f167f44f4964e6c998dee8271101"),
+    ("aws secret access key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKE2", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKE2"),
+    ("the password for prod is Tr0ub4dor3xyz!", "Tr0ub4dor3xyz!"),
+    ("the token is 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
     *[(text, secret) for text, secret, _ in NEW_SHAPES],
 ]
 
@@ -180,4 +193,11 @@ LOOK_ALIKES = [
     "max_password_length = 100000 PASSWORD_MIN=123456 password_changed_at: 1712345678",
     "PWD=/home/me/projects OLDPWD=/tmp password=/run/secrets/db",
     "PWD=projects PASS=through PIN=disabled PASSWORD=example",
+    # the new command and prose forms leave names, variables and plain words alone
+    "ENV API_TOKEN $API_TOKEN",
+    "set -x PATH /usr/local/bin",
+    "the token is expired",
+    "the password for prod is required",
+    "aws configure set region eu-west-1",
+    "gh secret set DEPLOY_KEY --body \"$KEY\"",
 ]

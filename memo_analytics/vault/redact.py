@@ -122,6 +122,19 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
                                 r"access-key|auth-key|client-secret)(?:=|[ \t]+)[\"']?(?!-)(" + _VALUE + ")"), 1,
      ('passw', 'passphrase', 'secret', 'token', 'apikey', 'api-key', 'access-key', 'auth-key')),
     ("password", re.compile(r"\b(?i:password|passphrase|pin)\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1, ('password', 'passphrase', 'pin')),
+    # said in words: "the password for prod is …", "the token is …", "api key = '…'", "aws secret access key: …"
+    ("password", re.compile(r"\b(?i:password|passphrase|token|api[ _-]?key|secret(?:[ _-]access)?[ _-]key)"
+                            r"(?:\s+(?i:for|of)\s+[\w.-]{1,40})?\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1,
+     ('password', 'passphrase', 'token', 'key')),
+    ("secret-assignment", re.compile(r"\b(?i:api|secret|access|aws secret access|private|auth)[ ](?i:key|token)"
+                                     r"\s*[:=]\s*[\"']?(" + _VALUE + ")"), 1, ('key', 'token')),
+    # a secret set by a command, its name and value apart: `ENV NAME value` (a Dockerfile), `set -x NAME
+    # value` (fish), `setx NAME value` (Windows), `aws configure set aws_secret_access_key value`
+    ("secret-assignment", re.compile(r"(?:(?<![\w-])ENV|\bset[ \t]+-[gxU]+|\bsetx|\baws[ \t]+configure[ \t]+set)"
+                                     r"[ \t]+" + _SECRET_NAME + r"[ \t]+[\"']?(" + _VALUE + ")"), 1,
+     ('env', 'set', 'setx', 'configure')),
+    ("secret-assignment", re.compile(r"\bgh[ \t]+secret[ \t]+set\b[^\n]*?[ \t](?:-b|--body)(?:=|[ \t]+)[\"']?(" + _VALUE
+                                     + ")"), 1, ('gh',)),
     # an environment variable that names a secret (``DATABASE_PASSWORD=…``, ``DB_PASS=…``,
     # ``PIN=…``, as an .env file or a shell writes it): its value, even all letters or all digits
     # (an env file's value is no word of prose), but no $VAR, placeholder (``YOUR_PASSWORD``,
