@@ -1174,15 +1174,27 @@ def _waiting_marker(vault_root: Path, agent: str, session: str | None) -> Path |
     return Path(vault_root) / ".memo" / "hooks" / "waiting" / key
 
 
-def _mark(marker: Path, on: bool) -> None:
+def _mark(marker: Path, at: datetime | None) -> None:
+    """Mark the conversation waiting since ``at`` (its latest wait), or not waiting (None)."""
     try:
-        if on:
+        if at is not None:
             marker.parent.mkdir(parents=True, exist_ok=True)
-            marker.touch()
+            marker.write_text(to_iso(at), encoding="utf-8")
         else:
             marker.unlink(missing_ok=True)
     except OSError:  # a vault folder that cannot be written: the event is spooled all the same
         pass
+
+
+def _ends_the_wait(marker: Path, at: datetime) -> bool:
+    """Whether an event at ``at`` (a stop, a prompt, an end) comes after the wait ``marker``
+    says: one older than the wait (sent late) leaves it waiting — the wait's own stop clears it
+    (found by breakers: an older Stop, then an older prompt, dropped the mark, and the wait's
+    own AfterAgent was never heard). A mark of no readable time: any does."""
+    try:
+        return at >= from_iso(marker.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError, MemoError):
+        return True
 
 
 def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, raw: bytes | str,
@@ -1228,7 +1240,7 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
     waiting = spooled(vault_root)
     marker = _waiting_marker(vault_root, agent, event.session)
     if event.kind == "waiting" and marker is not None:
-        _mark(marker, True)  # a Stop of this conversation opens the vault, to say it waits no more
+        _mark(marker, event.at)  # a Stop of this conversation opens the vault, to say it waits no more
     if event.kind in ("stop", "other") and not waiting and not (event.kind == "stop" and marker is not None
                                                                 and marker.exists()):
         # nothing to record, nothing to replay: the vault is not even opened. A Stop (after every turn) is
@@ -1269,8 +1281,8 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
             raise stuck[2]
         said = apply(event, entry, replayed=False)
         note(f"{agent}: {said}")
-        if event.kind in ("stop", "prompt", "session_end") and marker is not None and "still waits" not in said:
-            _mark(marker, False)  # (a stop older than the wait keeps it: the wait's own stop clears it — found by a breaker)
+        if event.kind in ("stop", "prompt", "session_end") and marker is not None and _ends_the_wait(marker, event.at):
+            _mark(marker, None)
         if batons and store is not None:  # the start claimed a baton: the daemon hears of it before another laptop pulls
             from .sync import push_a_claim
 

@@ -1980,3 +1980,63 @@ def test_a_hook_session_with_turns_before_the_agents_own_session_ends_where_that
     report = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)
     assert sorted((s["sessionId"], s["durationMinutes"]) for s in report["sessions"]) == [("gemini-x2", 10), ("own", 45)]
     assert report["totalDurationMinutes"] == 55 and report["totalPrompts"] == 2
+
+
+def test_an_agent_waiting_stays_the_digests_item_when_its_transcript_is_imported(tmp_path, repo):
+    """Found by a breaker: with ``memo watch`` running, the import of the transcript superseded the
+    hook's session of a waiting agent — the digest's ``agent_waiting`` item went, and the next
+    Notification was "not open, nothing to record". The waiting session stays open (its turns
+    give way to the transcript's, counted once) until the wait ends; the next import supersedes it."""
+    from datetime import datetime, timedelta, timezone
+
+    vault, folder = tmp_path / "v", tmp_path / "cc"
+    config = tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n[operator]\nwaitingMinutes = 0\n')
+    env = {"MEMO_CONFIG": str(config)}
+    folder.mkdir()
+    transcript = folder / f"{SESSION}.jsonl"
+    now = datetime.now(timezone.utc)
+    transcript.write_text(json.dumps({
+        "type": "user", "sessionId": SESSION, "uuid": "u-1", "cwd": str(repo),
+        "timestamp": (now - timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "message": {"role": "user", "content": "Deploy the site"}}) + "\n", encoding="utf-8")
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Deploy the site",
+                                      transcript_path=str(transcript)), env=env)
+    hook(vault, "claude-code", claude("Notification", repo, notification_type="permission_prompt",
+                                      message="Claude needs your permission to use Bash",
+                                      transcript_path=str(transcript)), env=env)
+    memo("import", "claude-code", str(folder), vault=vault, env=env)  # what memo watch does as the file grows
+    assert [i["subject"] for i in _waiting_digest(vault, config)] == [f"claude-code-{SESSION}"]
+    report = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)
+    assert report["totalPrompts"] == 1  # the turn once: the transcript's
+    ran = hook(vault, "claude-code", claude("Notification", repo, notification_type="permission_prompt",
+                                            message="Claude needs your permission to use Edit",
+                                            transcript_path=str(transcript)), env=env)
+    assert [i["subject"] for i in _waiting_digest(vault, config)] == [f"claude-code-{SESSION}"], ran
+    hook(vault, "claude-code", claude("Stop", repo, stop_hook_active=False, transcript_path=str(transcript)), env=env)
+    assert _waiting_digest(vault, config) == []
+    memo("import", "claude-code", str(folder), "--rescan", vault=vault, env=env)
+    hooked = read_record(next((vault / "projects").glob(f"*/sessions/session-claude-code-{SESSION}.md")))[0]
+    assert hooked["status"] == "superseded"  # the wait over, the transcript's session is the one
+
+
+def test_a_prompt_sent_late_from_before_the_wait_leaves_the_wait_for_its_own_after_agent_to_end(tmp_path, repo):
+    """Found by a breaker: Gemini's prompt stamped before the permission wait but sent after it left
+    the session waiting (right) but dropped the conversation's waiting mark — the wait's own
+    ``AfterAgent`` then never opened the vault, and the digest said the agent waited for good."""
+    vault, config = tmp_path / "v", tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n[operator]\nwaitingMinutes = 0\n')
+    env = {"MEMO_CONFIG": str(config)}
+    now = datetime.now(timezone.utc)
+
+    def gemini(event: str, minutes_ago: int, **fields) -> str:
+        return json.dumps({"session_id": "g-1", "cwd": str(repo), "hook_event_name": event,
+                           "timestamp": (now - timedelta(minutes=minutes_ago)).isoformat(), **fields})
+
+    hook(vault, "gemini", gemini("SessionStart", 10), env=env)
+    hook(vault, "gemini", gemini("BeforeAgent", 9, prompt="first ask"), env=env)
+    hook(vault, "gemini", gemini("Notification", 5, notification_type="ToolPermission", message="run it?"), env=env)
+    hook(vault, "gemini", gemini("BeforeAgent", 6, prompt="second ask sent earlier"), env=env)
+    assert [i["subject"] for i in _waiting_digest(vault, config)] == ["gemini-g-1"]
+    hook(vault, "gemini", gemini("AfterAgent", 1), env=env)
+    assert _waiting_digest(vault, config) == []

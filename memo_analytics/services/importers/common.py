@@ -1114,7 +1114,22 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
     if not rows:
         return 0
     by = [f"{project}/{sid}" for project, sid in sessions]  # the imported sessions, (project, id) each
-    return _supersede(store, rows, by)
+    # an agent waiting for its person: the session stays open (the digest's agent_waiting, the hook's
+    # next Notification and Stop are its), its turns give way — the import after the wait supersedes it
+    # (found by a breaker: memo watch made the wait vanish)
+    waiting = [row for row in rows if _waits(store, row)]
+    changed = sum(_supersede(store, [row], by, only={turn for turn, _, _ in _session_turns(store, row)})
+                  for row in waiting)
+    return changed + _supersede(store, [row for row in rows if row not in waiting], by)
+
+
+def _waits(store: VaultStore, row: Any) -> bool:
+    """Whether the hook session of index ``row`` is open and its agent waits for the person."""
+    from ..sessions import waiting_since
+
+    found = store.read(row["project"], RecordKind.SESSION, row["id"])
+    return found is not None and found[0].get("status") == "active" and not found[0].get("endTime") \
+        and waiting_since(found[0]) is not None
 
 
 def _intervals(store: VaultStore, base: str, numbered: Callable[[str, int], str]) -> list:
