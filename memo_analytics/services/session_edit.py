@@ -147,7 +147,11 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
                    and index.turn_differs(store.conn, project, session_id, k, wanted[k])}
         sent = [k for k in ("client", "billable", "project", "startTime", "endTime", "durationMinutes") if k in changed]
         if sent:
-            invoiced = ledger.invoiced_items(ledger.documents(store.root)).get((project, session_id))
+            docs = ledger.documents(store.root)
+            # an issued document lost (its PDF kept, its .md gone): whether it bills this session is not
+            # known — the edit waits as an issue does (found by a breaker: edited, then put back, it differed)
+            ledger.refuse_lost_documents(store.root, docs)
+            invoiced = ledger.invoiced_items(docs).get((project, session_id))
             invoice = invoiced[0] if invoiced and not _back_as_invoiced(invoiced, {**meta, **changed}) else None
             if invoice:
                 timed = sent[0] in ("startTime", "endTime", "durationMinutes")

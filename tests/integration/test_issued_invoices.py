@@ -1771,6 +1771,10 @@ def test_a_number_whose_pdf_lies_in_the_vault_is_never_issued_again(billing):
         assert f"lost for good, move invoices/{first['number']}.pdf out of invoices/" in refused.stderr
     assert (folder / f"{first['number']}.pdf").read_bytes() == sent
     assert sorted(p.name for p in folder.glob("*.md")) == []
+    # found by a later breaker: the lost invoice's sessions could be edited meanwhile — put back, it differed
+    edited = run(billing, "session", "edit", "a1", "--minutes", "20")
+    assert edited.returncode == 1 and f"Document {first['number']} was issued here" in edited.stderr, edited.stderr
+    assert run(billing, "session", "edit", "a1", "--summary", "CSV export").returncode == 0  # text is not billing
 
 
 def test_a_lines_printed_days_are_its_period_when_a_session_runs_past_midnight(billing, tmp_path):
