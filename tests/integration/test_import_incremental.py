@@ -1310,3 +1310,27 @@ def test_an_interval_the_grown_or_cut_file_no_longer_has_bills_no_more(tmp_path,
     assert [(t["totalDurationMinutes"], t["totalPrompts"]) for t in totals] == [expected, expected], totals
     assert totals[0]["totalCostUsd"] == totals[1]["totalCostUsd"]
     assert totals[0]["totalSessions"] == totals[1]["totalSessions"] == (1 if change == "bridged" else 2)
+
+
+def test_a_codex_conversation_continued_in_a_second_file_counts_each_turns_tokens_once(realdata, tmp_path):
+    """Found by a tester of bad files: a rollout continued in a second file (its ``session_meta``
+    again, then the later turns) priced the second file's first turn with the conversation's whole
+    running total — the first half's cost counted twice (5.9027 USD for 4.5069). A file's first
+    count, come after its first prompt, takes that turn's own request (``last_token_usage``) from
+    the running total."""
+    source = next((realdata / CODEX).glob("*019acae2*.jsonl"))
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = next(n for n in range(404, len(lines)) if '"user_message"' in lines[n])
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    whole.mkdir()
+    split.mkdir()
+    (whole / source.name).write_text("".join(lines), encoding="utf-8")
+    (split / source.name).write_text("".join(lines[:cut]), encoding="utf-8")
+    (split / source.name.replace("T22-33-42", "T23-59-59")).write_text("".join(lines[:1] + lines[cut:]),
+                                                                        encoding="utf-8")
+    reports = []
+    for folder in (whole, split):
+        memo("import", "codex", str(folder), vault=tmp_path / f"v-{folder.name}")
+        reports.append(json.loads(memo("--json", "activity", "--all", vault=tmp_path / f"v-{folder.name}").stdout))
+    assert [(r["totalPrompts"], r["totalCostUsd"]) for r in reports] == [
+        (reports[0]["totalPrompts"], reports[0]["totalCostUsd"])] * 2, [r["totalCostUsd"] for r in reports]

@@ -161,6 +161,8 @@ class _Fold:
         self.model: str | None = None
         self.total: dict[str, int] = {}
         self.at_prompt: dict[str, int] = {}
+        #: whether the agent answered (reasoned, called a tool, wrote) since the last prompt read
+        self.answered = False
         self.problems: list[str] = []
         #: the user messages read (instant and text): one written again (a rollout's lines written
         #: twice, ``cat a a``) is the same message — its turn and its cost were counted twice
@@ -191,6 +193,9 @@ class _Fold:
             return
         transcript = self.transcript
         transcript.activity.extend(stamp for stamp in (at, inner_at) if stamp is not None)
+        if (kind == "response_item" and payload.get("type") != "ghost_snapshot" and payload.get("role") != "user") \
+                or (kind == "event_msg" and str(payload.get("type") or "").startswith("agent_")):
+            self.answered = True
         if kind == "session_meta":
             if not self.have_id and isinstance(payload.get("id"), str) and payload["id"].strip():
                 transcript.transcript_id, self.have_id = payload["id"].strip(), True
@@ -212,6 +217,7 @@ class _Fold:
                 if request and self._new("event", at, request):
                     self.events.append(HumanPrompt(request, at, model=self.model))
                     self.at_prompt = dict(self.total)  # the running total when this turn began
+                    self.answered = False
         elif kind == "event_msg" and payload.get("type") == "token_count":
             info = payload.get("info") if isinstance(payload.get("info"), dict) else {}
             running = info.get("total_token_usage")
@@ -225,6 +231,15 @@ class _Fold:
                 counts = dict(running)
                 if sum(counts.values()) < sum(self.total.values()):
                     return  # a running total below the last one: a line written again, not a new count
+                last = info.get("last_token_usage")
+                if not self.total and self.events and not self.at_prompt:
+                    # the file's first count, after its first prompt: a conversation continued from another
+                    # file, its running total the whole conversation's (its first half was priced twice: found
+                    # by a tester of bad files). Before any answer it restates the total the turn began at;
+                    # after one, the turn began where it stood before this request (``last_token_usage``)
+                    self.at_prompt = dict(counts) if not self.answered or not isinstance(last, dict) else {
+                        k: max(v - last.get(k, 0), 0) if isinstance(last.get(k, 0), int) else v
+                        for k, v in counts.items()}
                 self.total = counts
                 if self.events:  # this turn's figures: the running total now minus where the turn began
                     self.events[-1].tokens = _turn_tokens(self.total, self.at_prompt)
