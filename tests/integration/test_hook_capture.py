@@ -2040,3 +2040,45 @@ def test_a_prompt_sent_late_from_before_the_wait_leaves_the_wait_for_its_own_aft
     assert [i["subject"] for i in _waiting_digest(vault, config)] == ["gemini-g-1"]
     hook(vault, "gemini", gemini("AfterAgent", 1), env=env)
     assert _waiting_digest(vault, config) == []
+
+
+@pytest.mark.parametrize("with_hook", [False, True])
+def test_a_transcript_imported_after_the_agent_recorded_it_over_mcp_counts_once_in_the_agents_session(
+        tmp_path, repo, with_hook):
+    """Found by an integrator and a breaker: an agent recorded its conversation over MCP in its own
+    session (client Globex), and the import of its transcript (``memo watch``) made a second session
+    of the same turns under ``internal`` — four prompts for two, 49 minutes more, and the AI cost
+    under ``internal``. The imported turns give way to the agent's, their tokens carried there."""
+    from tests.inprocess import tool_calls
+
+    vault, folder = tmp_path / "v", tmp_path / "cc"
+    folder.mkdir()
+    transcript = folder / f"{SESSION}.jsonl"
+    day = "2026-12-05T"
+    lines = []
+    for n, (asked, answered, text) in enumerate((("09:01", "09:05", "Fix the checkout total rounding bug"),
+                                                 ("09:30", "09:50", "Add tests for the checkout rounding"))):
+        lines.append({"type": "user", "sessionId": SESSION, "uuid": f"u-{n}", "cwd": str(repo),
+                      "timestamp": f"{day}{asked}:00.000Z", "message": {"role": "user", "content": text}})
+        lines.append({"type": "assistant", "sessionId": SESSION, "uuid": f"a-{n}", "cwd": str(repo),
+                      "timestamp": f"{day}{answered}:00.000Z",
+                      "message": {"role": "assistant", "id": f"m{n}", "model": "claude-sonnet-4-20250514",
+                                  "content": [{"type": "text", "text": "done"}],
+                                  "usage": {"input_tokens": 1000, "output_tokens": 1000}}})
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    if with_hook:
+        hook(vault, "claude-code", claude("SessionStart", repo, source="startup", transcript_path=str(transcript)))
+    calls = [{"action": "session_start", "sessionId": "agentA", "projectId": "product", "client": "Globex",
+              "startTime": f"{day}09:00:00Z"}]
+    for created, text in (("09:02", "Fix the checkout total rounding bug"),
+                          ("09:31", "Add tests for the checkout rounding")):
+        calls.append({"action": "record", "sessionId": "agentA", "projectId": "product", "body": text,
+                      "created": f"{day}{created}:00Z"})
+    calls.append({"action": "session_end", "sessionId": "agentA", "projectId": "product", "until": f"{day}09:55:00Z"})
+    assert not any(error for error, _ in tool_calls(vault, calls))
+    for _ in range(2):  # memo watch imports it again as it grows: still once
+        memo("import", "claude-code", str(folder), vault=vault)
+        report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+        assert (report["totalPrompts"], report["totalDurationMinutes"], list(report["byClient"])) == (
+            2, 55, ["Globex"]), report
+        assert list(report["costByClient"]) == ["Globex"] and float(report["costByClient"]["Globex"]) > 0, report

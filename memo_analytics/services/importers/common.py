@@ -706,6 +706,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.superseded += past
         result.rewound += past
         result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
+        result.superseded += give_way_to_the_agents_session(store, [(homes[n], f"{base}-{n}") for n in homes])
         copies = supersede_copies(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
         result.superseded += copies
         result.copies += copies
@@ -1130,6 +1131,80 @@ def _waits(store: VaultStore, row: Any) -> bool:
     found = store.read(row["project"], RecordKind.SESSION, row["id"])
     return found is not None and found[0].get("status") == "active" and not found[0].get("endTime") \
         and waiting_since(found[0]) is not None
+
+
+#: How far apart a transcript's prompt and the agent's own record of it over MCP may lie (minutes).
+AGENT_RECORD_MINUTES = 15
+
+
+def give_way_to_the_agents_session(store: VaultStore, sessions: list[tuple[str, str]]) -> int:
+    """One turn, however it arrived (SPEC §8): the imported turns of ``sessions`` (``(project,
+    id)``) that the agent recorded itself over MCP in a session of its own (spec-memo's agents:
+    ``session_start``, ``record``) — the same text, within :data:`AGENT_RECORD_MINUTES` of it, in
+    the same project — are superseded by that session, their token counts and model carried to
+    the agent's turn (its AI cost bills under the agent's session's client); an imported session
+    left with no turn of its own is superseded too: the agent's session holds the conversation and
+    bills its time (found by an integrator and a breaker: turns twice, the cost and 49 minutes
+    under ``internal`` beside the agent's hour). The number of records superseded now."""
+    changed = 0
+    now = to_iso(datetime.now(tz=_UTC))
+    for project, session_id in sessions:
+        row = {"project": project, "session_id": session_id, "id": session_record_id(session_id)}
+        turns = _session_turns(store, row)
+        if not turns:
+            continue
+        agents: set[str] = set()
+        taken: set[str] = set()
+        with store.lock():
+            for turn_id, meta, body in turns:
+                twin = _agents_record(store, project, meta, body, taken)
+                if twin is None:
+                    continue
+                taken.add(twin[0]["id"])
+                agents.add(f"{project}/{twin[0]['sessionId']}")
+                carried = {key: meta[key] for key in ("tokens", "tokensByModel", "model") if meta.get(key)}
+                if carried and any(twin[0].get(key) != value for key, value in carried.items()):
+                    store.upsert(RecordKind.PROMPT, {**twin[0], **carried, "updated": now}, twin[1])
+                    changed += 1
+                by = [f"{project}/{twin[0]['sessionId']}"]
+                if meta.get("status") != "superseded":
+                    store.upsert(RecordKind.PROMPT, {**meta, "status": "superseded", "supersededBy": by,
+                                                     "updated": now}, body)
+                    changed += 1
+            found = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+            if agents and found is not None and found[0].get("status") != "superseded" and \
+                    not _live_turns_left(store, row):
+                store.upsert(RecordKind.SESSION, {**found[0], "status": "superseded", "supersededBy": sorted(agents),
+                                                  "updated": now}, found[1])
+                changed += 1
+    return changed
+
+
+def _live_turns_left(store: VaultStore, row: dict[str, Any]) -> bool:
+    return any(meta.get("status") != "superseded" for _, meta, _ in _session_turns(store, row))
+
+
+def _agents_record(store: VaultStore, project: str, meta: dict[str, Any], body: str,
+                   taken: set[str]) -> tuple[dict[str, Any], str] | None:
+    """The agent's own record over MCP of the imported turn ``meta`` (see
+    :func:`give_way_to_the_agents_session`), or None."""
+    try:
+        at = from_iso(str(meta.get("created")))
+    except (ValueError, MemoError):
+        return None
+    reach = timedelta(minutes=AGENT_RECORD_MINUTES)
+    said = _said(body)
+    rows = store.conn.execute(
+        "SELECT id FROM records WHERE kind = 'prompt' AND project = ? AND source = 'mcp' "
+        "AND coalesce(status, '') != 'superseded' AND created BETWEEN ? AND ? ORDER BY created",
+        (project, to_iso(at - reach), to_iso(at + reach))).fetchall()
+    for (record_id,) in rows:
+        if record_id in taken:
+            continue
+        found = store.read(project, RecordKind.PROMPT, record_id)
+        if found is not None and _said(found[1]) == said and found[0].get("sessionId"):
+            return found
+    return None
 
 
 def _intervals(store: VaultStore, base: str, numbered: Callable[[str, int], str]) -> list:
