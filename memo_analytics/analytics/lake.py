@@ -73,12 +73,13 @@ KEYS = {"sessions": ("project", "id"), "prompts": ("project", "id"),
 #: session's project, id (a team daemon's id for a session it keeps apart, ``fix--ann-1a2b3c``,
 #: read as the laptop's ``fix``), whose it is (``owner``, else none) and start — two people's
 #: sessions of one id (``fix-login``) both count, and so do one person's two of one id on two
-#: laptops (the second vanished: found by a data lead and a breaker); a turn's time and the hash
-#: of its text; a deliverable's session's start. A session is also the same record where its
+#: laptops (the second vanished: found by a data lead and a breaker); a turn's number, time and the
+#: hash of its text (one session's two turns of one text and time are two: an old SpecStory file
+#: stamps every turn alike — found by an analyst); a deliverable's session's start. A session is also the same record where its
 #: owner and the instant its record was made (``record_created``) are: a daemon's copy the lead
 #: moved to another project, or whose start the lead corrected (counted twice: found by a team lead).
 SHARED_KEYS = {"sessions": ("project", "_base_id", "_whose", "start_time"),
-               "prompts": ("_where", "created", "body_sha256"),
+               "prompts": ("_where", "turn", "created", "body_sha256"),
                "deliverables": ("project", "session_record_id", "position", "session_start"),
                "invoices": ("ref", "pdf_sha256")}
 #: A second identity of a session record across vaults (:data:`SHARED_KEYS`): its id (a kept-apart one read as
@@ -592,7 +593,8 @@ def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
     (``billed_minutes``: rounding terms, overlap policy, the minutes its invoice billed);
     hours, the days, the clients' and projects' shares are worked out as :func:`activity_report`
     works them out. ``totalCostUsd`` and ``costByClient`` add the sessions' ``cost_usd``;
-    ``costByModel`` is empty (the lake keeps a session's cost, not its models'). ``vaults`` names
+    ``costByModel`` is empty (the lake keeps a session's cost, not its models'); ``unpricedModels``
+    names the models without a price of the selected sessions' turns. ``vaults`` names
     each vault read as ``VAULT_ID@MACHINE``.
 
     Returns
@@ -684,6 +686,7 @@ def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
             keep &= pl.struct("project", "session_id").is_in(
                 rows.select(pl.struct("project", "session_id")).to_series().implode())
         total_prompts = prompts.filter(keep).height
+    unpriced_models = _unpriced_models(prompts, rows, unpriced)
     if client:
         client = next((name for name, _, _, _ in by_client if name.lower() == client.lower()), client)
     machines = sessions.select("vault_id", "machine").unique().sort("vault_id") if sessions.height else None
@@ -698,6 +701,7 @@ def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
         cost=total_cost,
         cost_by_client={name: str(client_cost.get(key, Decimal(0)).quantize(COST_PLACES))
                         for name, key, _, _ in by_client},
+        unpriced_models=unpriced_models,
         zone=zone,
         bounds=bounds,
         projects=request.projects,
@@ -707,6 +711,29 @@ def lake_activity(target: LakeTarget, request: Any, settings: Any) -> Any:
         overlap_policy=OVERLAP_POLICIES[settings.overlap_policy],
         issuer=settings.invoice.name,
     )
+
+
+def _unpriced_models(prompts: pl.DataFrame, rows: pl.DataFrame, unpriced: dict[tuple[Any, Any], Any]) -> list[str]:
+    """The models without a price of the turns of the selected sessions (``rows``) that hold
+    unpriced turns (``unpriced``: ``(project, id) → count``): the total cost leaves them out, and
+    says so as the vault's report does (found by an analyst: the lake's total read as complete)."""
+    from ..services.pricing import turn_cost
+
+    held = {(project, str(record_id).removeprefix("session-")) for (project, record_id), n in unpriced.items() if n}
+    if not held or not prompts.height or "model" not in prompts.columns:
+        return []
+    found: set[str] = set()
+    checked: set[str] = set()  # a model priced once has a price
+    wanted = prompts.filter(pl.col("model").is_not_null() & (pl.col("status").fill_null("") != "superseded"))
+    for project, session_id, model, created, *counts in wanted.select(
+            "project", "session_id", "model", "created", *_TOKEN_COLUMNS).iter_rows():
+        if model in checked or (project, session_id) not in held or not any(counts):
+            continue
+        checked.add(model)
+        tokens = {key: value for key, value in zip(_TOKEN_KEYS, counts) if value}
+        if turn_cost(tokens, model, created) is None:
+            found.add(model)
+    return sorted(found)
 
 
 def _told_apart(sessions: pl.DataFrame) -> pl.DataFrame:

@@ -409,9 +409,38 @@ def test_two_sessions_of_one_owner_begun_at_one_instant_and_one_words_turns_in_t
         run(team, "ann", "session", "end", sid, "--project", project, "--until", f"2026-12-01T{end}:00Z")
     for project in ("alpha", "beta"):
         run(team, "ann", "prompt", "record", "--project", project, "--body", "yes", "--created", "2026-12-01T10:00:00Z")
+    # found by an analyst: an old SpecStory file stamps every turn alike — "continue" said twice in one
+    # session at one time is two turns (the lake kept one)
+    for turn in (1, 2):
+        run(team, "ann", "prompt", "record", "--session-id", "fix-a", "--project", "shop", "--body", "continue",
+            "--created", "2026-12-01T09:30:00Z", "--turn", str(turn))
     export(team, "ann")
     vault = activity(team, "ann", "--all", "--since", "2026-12-01", "--until", "2026-12-01")
     lake = activity(team, "ann", "--lake", "--since", "2026-12-01", "--until", "2026-12-01")
     assert (lake["totalDurationMinutes"], lake["totalPrompts"]) == (vault["totalDurationMinutes"],
-                                                                    vault["totalPrompts"]) == (180, 2)
+                                                                    vault["totalPrompts"]) == (180, 4)
     assert activity(team, "ann", "--lake", "--project", "beta")["totalPrompts"] == 1
+
+
+def test_the_lakes_report_names_the_models_it_could_not_price(tmp_path, realdata):
+    """Found by an analyst: ``memo activity --lake`` gave the AI cost as complete where one model of
+    the turns had no price — the vault's report names it (``unpricedModels``), the lake's said nothing."""
+    (tmp_path / "lake").mkdir()
+    team = _team(tmp_path, realdata, "lake/c.db", "lake/w")
+    folder = tmp_path / "cc"
+    folder.mkdir()
+    lines = [{"type": "user", "sessionId": "c0ffee00-0000-4000-8000-000000000001", "uuid": "u-1", "cwd": "/w/labs",
+              "timestamp": "2026-06-10T09:00:00.000Z", "message": {"role": "user", "content": "try the new model"}},
+             {"type": "assistant", "sessionId": "c0ffee00-0000-4000-8000-000000000001", "uuid": "a-1",
+              "cwd": "/w/labs", "timestamp": "2026-06-10T09:05:00.000Z",
+              "message": {"role": "assistant", "id": "m1", "model": "acme-llm-9", "content": [{"type": "text",
+                          "text": "done"}], "usage": {"input_tokens": 100, "output_tokens": 50}}}]
+    (folder / "c0ffee00-0000-4000-8000-000000000001.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    run(team, "ann", "import", "claude-code", str(folder))
+    export(team, "ann")
+    vault = activity(team, "ann", "--all")
+    lake = activity(team, "ann", "--lake")
+    assert vault["unpricedModels"] == lake["unpricedModels"] == ["acme-llm-9"], (vault["unpricedModels"],
+                                                                                 lake["unpricedModels"])
+    assert "no price for acme-llm-9" in run(team, "ann", "activity", "--lake").stdout

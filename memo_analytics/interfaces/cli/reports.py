@@ -276,7 +276,8 @@ def _lake_activity(project: Optional[str], all_projects: bool, since: Optional[s
 
     def human(data: dict) -> None:
         _print_activity(data, explicit_project=True)
-        out.print(_safe(f"AI cost: USD {data['totalCostUsd']} · read from {data['lake']['catalog']}: "
+        unpriced = f" (no price for {', '.join(data['unpricedModels'])})" if data["unpricedModels"] else ""
+        out.print(_safe(f"AI cost: USD {data['totalCostUsd']}{unpriced} · read from {data['lake']['catalog']}: "
                         f"{counted(len(data['vaults']), 'vault')} ({', '.join(data['vaults'])})"), soft_wrap=True)
         if not data["vaults"]:
             err.print("note: no vault was exported into this lake yet: memo export iceberg writes this one's")
