@@ -723,7 +723,8 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
     total, rows = index.search_page(store.conn, request.query or "", flt, limit, offset, request.sort)
     page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
     if total == 0:  # an agent could not tell "never asked" from "asked in other words"
-        words = len((request.query or "").split())
+        # the words searched for: "workspace (" is one (punctuation is no word: an analyst read "all 2 words")
+        words = len([word for word in (request.query or "").split() if any(ch.isalnum() for ch in word)])
         page["note"] = ((f"no turn holds all {words} words" if words > 1 else "no turn holds this word")
                         + " in this scope: every word must match (OR and AND are searched as words); fewer or other "
                           "words, or word* for a prefix, find more"

@@ -459,7 +459,8 @@ def test_a_search_that_matched_nothing_says_every_word_must_match_and_a_huge_one
     answers = tool_calls(vault, [{"action": "search", "query": "rounding OR pagination", "crossProject": True},
                                  {"action": "search", "query": "rounding", "projectId": "web"},
                                  {"action": "search", "query": "pagination", "crossProject": True},
-                                 {"action": "search", "query": "a " * 20_000, "crossProject": True}])
+                                 {"action": "search", "query": "a " * 20_000, "crossProject": True},
+                                 {"action": "search", "query": "nosuchword ( - : ?", "crossProject": True}])
     page = json.loads(answers[0][1])
     assert page["total"] == 0 and page["note"] == (
         "no turn holds all 3 words in this scope: every word must match (OR and AND are searched as words); fewer "
@@ -468,6 +469,8 @@ def test_a_search_that_matched_nothing_says_every_word_must_match_and_a_huge_one
     assert json.loads(answers[1][1])["note"].endswith("; crossProject: true (memo: --all) searches every project")
     found = json.loads(answers[2][1])
     assert found["total"] == 1 and "note" not in found
+    # punctuation is no word to match (found by an analyst: "all 5 words")
+    assert json.loads(answers[4][1])["note"].startswith("no turn holds this word in this scope")
     error, text = answers[3]
     assert error and "Invalid query: 20,000 words, 40,000 characters; at most 100 words and 4,000 characters" in text
     refused = memo("prompt", "search", "--all", " ".join(["word"] * 101), vault=vault, check=False)
