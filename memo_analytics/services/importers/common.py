@@ -415,7 +415,11 @@ def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: t
             for entry in entries:
                 try:
                     # regular files only: a FIFO or a device named *.jsonl would block the read forever
-                    if entry.name.endswith(suffixes) and entry.is_file():
+                    if entry.name.endswith(suffixes) and entry.is_file() and entry.is_symlink() \
+                            and _leaves_its_history(entry.path):
+                        if left_out is not None:
+                            left_out.append(f"{entry.path}: a link out of its .specstory folder: not read")
+                    elif entry.name.endswith(suffixes) and entry.is_file():
                         found.append(entry.path)
                     elif entry.is_dir(follow_symlinks=False) and entry.name not in exclude_dirs:
                         folders.append(entry.path)
@@ -426,6 +430,20 @@ def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: t
                     if entry.name.endswith(suffixes) and left_out is not None:
                         left_out.append(f"{entry.path}: not read ({exc.strerror or type(exc).__name__})")
         yield from (Path(path) for path in sorted(found, key=lambda path: Path(path).parts))
+
+
+def _leaves_its_history(path: str) -> bool:
+    """Whether ``path``, a link under a ``.specstory`` folder (a repository's own, cloned from
+    anyone), leads out of that folder: a planted link to a file of the person's would be taken
+    into the vault (and pushed to a team daemon) as a conversation (found by a security tester)."""
+    parts = Path(path).parts
+    if ".specstory" not in parts:
+        return False
+    history = Path(*parts[:len(parts) - parts[::-1].index(".specstory")])
+    try:
+        return not Path(os.path.realpath(path)).is_relative_to(Path(os.path.realpath(history)))
+    except (OSError, ValueError):
+        return True
 
 
 @dataclass
