@@ -467,7 +467,11 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
                 if not existing[0].get("agentEndedAt"):
                     store.upsert(RecordKind.SESSION, {**existing[0], "agentEndedAt": to_iso(event.at),
                                                       "updated": to_iso(datetime.now(timezone.utc))}, existing[1])
-                return f"session {session_id}: its conversation ended (its turns are imported from the transcript)"
+                joined = existing[0].get("joinedTo")
+                where = (f"its turns are the agent's own session's, {joined}" if isinstance(joined, str) and joined
+                         and existing[0].get("supersededBy") == [joined]
+                         else "its turns are imported from the transcript")
+                return f"session {session_id}: its conversation ended ({where})"
             if existing is None or existing[0].get("status") != "active":  # completed, or superseded by an import
                 return f"session {session_id}: not open, nothing to end"
             newest = index.last_turn_created(store.conn, project, session_id)
@@ -1248,7 +1252,9 @@ def capture(open_store: Callable[[], VaultStore], vault_root: Path, agent: str, 
         # not know — another agent's name for it, none — is logged too (found by a new user: a test prompt
         # sent with Claude Code's event name to the Gemini hook left no line in hooks.log)
         said = (f"{agent}: {event.name or 'an event naming no event'}: not an event memo records (it records the "
-                "prompt, the session start and end, and when the agent waits for you)")
+                "prompt, the session start and end, and when the agent waits for you)") if event.kind == "other" else \
+            (f"{agent}: {event.name or 'Stop'}: nothing to record (it ends a wait for you, and none was open; the "
+             "session's end is its own event)")
         if event.kind == "other":
             note(said)
         else:

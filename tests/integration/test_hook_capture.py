@@ -1609,8 +1609,9 @@ def test_a_stop_is_said_to_the_debug_output_alone_and_an_event_memo_does_not_kno
     vault = tmp_path / "v"
     ran = hook(vault, "claude-code", json.dumps({"hook_event_name": "Stop", "session_id": "s1", "cwd": str(repo)}),
                env={"MEMO_HOOK_DEBUG": "1"})
-    assert ran.stderr.strip() == ("claude-code: Stop: not an event memo records (it records the prompt, the session "
-                                  "start and end, and when the agent waits for you)")
+    # found by an integrator: "not an event memo records" where the README says a Stop ends a wait
+    assert ran.stderr.strip() == ("claude-code: Stop: nothing to record (it ends a wait for you, and none was open; "
+                                  "the session's end is its own event)")
     assert not vault.exists()
     quiet = hook(vault, "claude-code", json.dumps({"hook_event_name": "Stop", "session_id": "s1", "cwd": str(repo)}))
     assert quiet.stderr == ""
@@ -1867,10 +1868,10 @@ def test_an_agent_recording_its_conversation_over_mcp_beside_its_hook_bills_it_o
     env = {"MEMO_CONFIG": str(tmp_path / "none.toml")}
     now = datetime.now(timezone.utc).replace(microsecond=0)
 
-    def hook_at(event: str, minutes: int, **fields) -> None:
+    def hook_at(event: str, minutes: int, **fields):
         stamp = (now - timedelta(minutes=60 - minutes)).isoformat().replace("+00:00", "Z")
-        hook(vault, "gemini", json.dumps({"session_id": "x1", "cwd": str(repo), "hook_event_name": event,
-                                          "timestamp": stamp, **fields}), env=env)
+        return hook(vault, "gemini", json.dumps({"session_id": "x1", "cwd": str(repo), "hook_event_name": event,
+                                                 "timestamp": stamp, **fields}), env={**env, "MEMO_HOOK_DEBUG": "1"})
 
     def mcp(arguments: dict) -> dict:
         [(error, text)] = tool_calls(vault, [arguments], env=env)
@@ -1892,7 +1893,9 @@ def test_an_agent_recording_its_conversation_over_mcp_beside_its_hook_bills_it_o
                   "agent": "gemini", "cwd": str(repo)})
     assert second["sessionId"] == "dual" and second.get("duplicateOf") == second["id"]
     mcp({"action": "session_end", "sessionId": "dual", "summary": "dark mode", "until": at(55), "cwd": str(repo)})
-    hook_at("SessionEnd", 58)
+    ended = hook_at("SessionEnd", 58)
+    # found by an integrator: the log said its turns "are imported from the transcript" (none was)
+    assert "its conversation ended (its turns are the agent's own session's, product/dual)" in ended.stderr, ended
     report = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)
     assert report["totalDurationMinutes"] == 55 and report["totalPrompts"] == 2, report
     assert [(s["sessionId"], s["client"]) for s in report["sessions"]] == [("dual", "Acme Corp")]
