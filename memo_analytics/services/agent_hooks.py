@@ -582,10 +582,21 @@ def status(agents: list[str], vault_root: Path, project_root: Path | None, home:
                     programs = {_program(command) for pointers in present.values() for pointer in pointers
                                 for command in _commands_at(settings, spec, pointer)}
                     item["notFound"] = sorted(p for p in programs if p and not _runnable(p))
+                    # a bare `memo` this PATH finds only in a virtual environment: an agent started elsewhere
+                    # runs `memo: not found` (found by a freelancer: doctor said all was well)
+                    item["onlyInAVirtualEnvironment"] = sorted(
+                        p for p in programs if p and "/" not in p and p not in item["notFound"]
+                        and (found := shutil.which(p)) and in_a_virtual_environment(found))
                 except MemoError as exc:
                     item["error"] = str(exc)
             items.append(item)
     return {"items": items, "spooled": len(spooled(vault_root))}
+
+
+def in_a_virtual_environment(program: str) -> bool:
+    """Whether ``program`` lies in a Python virtual environment's ``bin`` (a ``pyvenv.cfg`` beside
+    it): on the PATH of the shell that activated it, not of an agent started elsewhere."""
+    return (Path(program).parent.parent / "pyvenv.cfg").is_file()
 
 
 def _program(command: str) -> str | None:

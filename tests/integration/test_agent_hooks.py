@@ -512,6 +512,11 @@ def test_project_hooks_with_no_memo_on_the_path_say_so_and_doctor_names_the_fix(
                  cwd=repo)
     said = " ".join(again.stderr.split())
     assert f"this PATH has it only from a virtual environment ({venv / 'bin' / 'memo'})" in said and link in said
+    # found by a freelancer: doctor then said "each runs a memo that is there"
+    (repo / ".claude" / "settings.json").unlink()  # the codex hooks alone: memo only in the virtual environment
+    doctor = " ".join(memo("doctor", vault=vault, env={**env, "PATH": f"{venv / 'bin'}:/usr/bin:/bin"}, cwd=repo,
+                           check=False).stdout.split())
+    assert "run `memo`, which this PATH has only from a virtual environment" in doctor and link in doctor, doctor
 
 
 def test_user_hooks_run_this_installs_memo_by_its_full_path_when_the_path_lacks_it(tmp_path):

@@ -447,6 +447,13 @@ def _hooks(settings: Any) -> Check:
         return Check("hooks", title, False, False, f"{item['agent']}'s hooks in {item['path']} run {program}, which "
                      "is not there: nothing is captured" + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
                      [], again)
+    venv = [(i, program) for i in installed if i["level"] == "project"
+            for program in i.get("onlyInAVirtualEnvironment", [])]
+    if venv:
+        item, program = venv[0]
+        return Check("hooks", title, False, False, f"{item['agent']}'s hooks in {item['path']} run `{program}`, which "
+                     "this PATH has only from a virtual environment: an agent started elsewhere finds none, and "
+                     "nothing is captured", [], on_path_command())
     if not installed:
         return Check("hooks", title, False, True, "none installed (memo hooks install AGENT captures every turn)")
     return Check("hooks", title, False, True, "installed for " + ", ".join(sorted({i["agent"] for i in installed}))

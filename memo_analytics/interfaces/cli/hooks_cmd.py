@@ -136,7 +136,7 @@ def _install_one(agent: str, project: bool, collect: list[dict[str, Any]] | None
                             f"shared, so no path of this machine is written; for this vault install without "
                             f"--project (your own settings)"))
         found = shutil.which("memo")
-        if r["level"] == "project" and (found is None or _of_a_virtual_environment(found)):
+        if r["level"] == "project" and (found is None or agent_hooks.in_a_virtual_environment(found)):
             # hooks always exit 0: nothing said it (found by a new user: the README's .venv was on the shell's PATH
             # alone, and the agent ran `memo: not found` — "Now just work" all the same)
             where = ("this PATH has none" if found is None else
@@ -152,10 +152,6 @@ def _install_one(agent: str, project: bool, collect: list[dict[str, Any]] | None
     _emit(result, human)
 
 
-def _of_a_virtual_environment(program: str) -> bool:
-    """Whether ``program`` lies in a Python virtual environment's ``bin`` (a ``pyvenv.cfg`` beside
-    it): on the PATH of the shell that activated it, not of an agent started elsewhere."""
-    return (Path(program).parent.parent / "pyvenv.cfg").is_file()
 
 
 @hooks_app.command("uninstall")
