@@ -2133,17 +2133,21 @@ def team_invoiced(store: VaultStore) -> dict[tuple[str, str], tuple[str, int | N
     return read(store.root)
 
 
-def _keep_team_invoiced(store: VaultStore, answer: dict[str, Any]) -> None:
-    """Keep the pull's ``invoiced`` list (:func:`invoiced_for_people`) for the ledger to read."""
+def _keep_team_invoiced(store: VaultStore, answer: dict[str, Any]) -> list[str]:
+    """Keep the pull's ``invoiced`` list (:func:`invoiced_for_people`) for the ledger to read; the
+    invoice numbers the last pull named and this one no longer does (credited there — or a daemon
+    restored from a backup forgot an invoice its laptops had heard of: found by a team lead)."""
     items = answer.get("invoiced")
     if not isinstance(items, list):
-        return  # a daemon of an earlier memo: what was kept stays
+        return []  # a daemon of an earlier memo: what was kept stays
+    known = {number for number, _ in team_invoiced(store).values()}
     kept = [{"project": item["project"], "sessionId": item["sessionId"], "invoice": item["invoice"],
              "billedMinutes": item["billedMinutes"] if isinstance(item.get("billedMinutes"), int)
              and not isinstance(item.get("billedMinutes"), bool) else None}
             for item in items[:MAX_PULL_INVOICED] if isinstance(item, dict)
             and all(isinstance(item.get(key), str) and item[key] for key in ("project", "sessionId", "invoice"))]
     _save(store, "team-invoiced.json", {"items": kept, "pulledAt": to_iso(utcnow())})
+    return sorted(known - {item["invoice"] for item in kept})
 
 
 def laptop_people(store: VaultStore, cwd: str | None = None) -> list[str]:
@@ -2211,7 +2215,7 @@ def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PU
         return {"pulled": 0, "results": [], "error": f"a push holds the sync state (over {timeout:g} s): nothing "
                                                       "pulled; the next pull brings it"}
     try:
-        _keep_team_invoiced(store, answer)
+        forgotten = _keep_team_invoiced(store, answer)
         pushed = _rekey(store, _load(store, "pushed.json"))
         for item in answer["records"][:MAX_PULL_RECORDS]:
             results.append(_pull_one(store, item, pushed, people))
@@ -2230,7 +2234,8 @@ def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PU
         _save(store, "state.json", state)
     finally:
         lock.release()
-    return {"pulled": sum(r["outcome"] == "pulled" for r in results), "results": results, "error": None}
+    return {"pulled": sum(r["outcome"] == "pulled" for r in results), "results": results, "error": None,
+            **({"noLongerInvoiced": forgotten} if forgotten else {})}
 
 
 def _as_parsed(text: Any, record_id: str) -> tuple[dict[str, Any], str] | None:

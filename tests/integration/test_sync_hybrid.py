@@ -3395,6 +3395,13 @@ def test_a_laptop_hears_at_its_pull_which_of_its_sessions_the_daemon_invoiced(tm
     # found by a billing person: an invoiced session's minutes were edited on the laptop without a word
     edited = memo("session", "edit", "s4", "--project", "shop", "--minutes", "90", vault=vault, env=env, check=False)
     assert edited.returncode == 1 and f"session s4 is on the team daemon's invoice {issued['number']}" in edited.stderr
+    # found by a team lead: a daemon restored from a backup forgot the invoice, and the laptop dropped its marks
+    # without a word — credited or forgotten, the pull says the daemon no longer names it
+    memo("invoice", "credit", issued["number"], vault=team, env={"MEMO_CONFIG": str(lead)})
+    pulled = memo("sync", "pull", vault=vault, env=env)
+    assert (f"note: the team daemon no longer names invoice {issued['number']} as billing sessions of yours: "
+            "credited there, or the daemon was restored from a backup") in pulled.stderr, pulled.stderr
+    assert "no longer names" not in memo("sync", "pull", vault=vault, env=env).stderr  # said once
 
 
 @pytest.mark.parametrize("how", ["rename", "merge", "session"])

@@ -160,6 +160,10 @@ def sync_pull() -> None:
                             f"{item.get('project')}, as the daemon holds it"))
     if result.get("note"):
         err.print(_safe(f"note: {result['note']}"))
+    for number in result.get("noLongerInvoiced", []):  # credited there, or a daemon restored from a backup
+        err.print(_safe(f"note: the team daemon no longer names invoice {number} as billing sessions of yours: "
+                        "credited there, or the daemon was restored from a backup that predates it — if it was "
+                        "sent, tell the person who issues the team's invoices"))
 
     def human(r: dict[str, Any]) -> None:
         taken = [item for item in r["results"] if item["outcome"] == "pulled"]
