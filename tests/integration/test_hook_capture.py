@@ -2085,3 +2085,35 @@ def test_a_transcript_imported_after_the_agent_recorded_it_over_mcp_counts_once_
         assert (report["totalPrompts"], report["totalDurationMinutes"], list(report["byClient"])) == (
             2, 55, ["Globex"]), report
         assert list(report["costByClient"]) == ["Globex"] and float(report["costByClient"]["Globex"]) > 0, report
+
+
+@pytest.mark.parametrize("other", ["agent", "person"])
+def test_another_agents_or_persons_mcp_turn_of_the_same_words_is_not_the_transcripts(tmp_path, repo, other):
+    """Found by a breaker of the rule above: a Codex agent's own "continue" over MCP (another
+    person's too), 5 minutes from a Claude Code conversation's "continue", took the imported
+    conversation's whole session — 50 minutes of Acme's gone, its tokens on the Codex turn."""
+    from tests.inprocess import tool_calls
+
+    vault, folder = tmp_path / "v", tmp_path / "cc"
+    folder.mkdir()
+    transcript = folder / f"{SESSION}.jsonl"
+    lines = [{"type": "user", "sessionId": SESSION, "uuid": "u-0", "cwd": str(repo),
+              "timestamp": "2026-12-05T11:00:00.000Z", "message": {"role": "user", "content": "continue"}},
+             *[{"type": "assistant", "sessionId": SESSION, "uuid": f"a-{at}", "cwd": str(repo),
+                "timestamp": f"2026-12-05T11:{at}:00.000Z",
+                "message": {"role": "assistant", "id": f"m{at}", "model": "claude-sonnet-4-20250514",
+                            "content": [{"type": "text", "text": "working"}],
+                            "usage": {"input_tokens": 1000, "output_tokens": 1000}}} for at in ("20", "40", "50")]]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    named = {"agent": "codex", "ide": "codex"} if other == "agent" else {"owner": "bob@elsewhere.example"}
+    calls = [{"action": "session_start", "sessionId": "own", "projectId": "product", "client": "Beta Ltd",
+              "startTime": "2026-12-05T11:05:00Z", **named},
+             {"action": "record", "sessionId": "own", "projectId": "product", "body": "continue",
+              "created": "2026-12-05T11:10:00Z", **({"agent": "codex"} if other == "agent" else {})},
+             {"action": "session_end", "sessionId": "own", "projectId": "product", "until": "2026-12-05T11:15:00Z"}]
+    assert not any(error for error, _ in tool_calls(vault, calls))
+    ran = memo("import", "claude-code", str(folder), "--client", "Acme Corp", vault=vault,
+               env={"GIT_AUTHOR_EMAIL": "ana@x.example"})
+    assert "kept there" not in ran.stdout + ran.stderr and "hook-captured" not in ran.stdout + ran.stderr
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert report["totalPrompts"] == 2 and report["byClient"]["Acme Corp"]["durationMinutes"] == 50, report["sessions"]

@@ -300,6 +300,9 @@ class ImportResult:
     #: of ``superseded``, records of a SpecStory export whose agent's own transcript is imported
     #: too (one conversation: the agent's transcript counts, :func:`supersede_copies`)
     copies: int = 0
+    #: of ``superseded``, imported turns (and sessions) the agent recorded itself over MCP in a
+    #: session of its own (:func:`give_way_to_the_agents_session`)
+    agents: int = 0
     #: files whose last line is not finished yet (no newline, not JSON yet: an agent writing it
     #: now); not counted in ``skipped``: the next import reads it once it is finished
     pending: int = 0
@@ -355,9 +358,11 @@ class ImportResult:
                  f"rewritten") if self.revised else ""
         line += (f", {self.restored} turn{'s' if self.restored != 1 else ''} back in the transcript, counted again"
                  if self.restored else "")
-        hook = self.superseded - self.rewound - self.copies
+        hook = self.superseded - self.rewound - self.copies - self.agents
         line += (f", {hook} hook-captured record{'s' if hook != 1 else ''} superseded by the transcript"
                  if hook else "")
+        line += (f", {self.agents} record{'s' if self.agents != 1 else ''} the agent recorded itself over MCP in its "
+                 "own session kept there (the transcript's superseded)") if self.agents else ""
         line += (f", {self.copies} records of a SpecStory export superseded by the agent's own transcript of the "
                  f"same session") if self.copies else ""
         line += (f", {self.cut} turn{'s' if self.cut != 1 else ''} longer than {MAX_BODY_BYTES:,} bytes kept cut "
@@ -381,7 +386,7 @@ class ImportResult:
                 "superseded": self.superseded, "revised": self.revised, "restored": self.restored,
                 "recognised": self.recognised,
                 "unrecognised": self.unrecognised, "unchanged": self.unchanged,
-                "resumed": self.resumed, "rewound": self.rewound, "copies": self.copies,
+                "resumed": self.resumed, "rewound": self.rewound, "copies": self.copies, "agents": self.agents,
                 "heldBack": len(self.held_back),
                 "pending": self.pending, "empty": self.empty, "refused": self.refused, "untimed": self.untimed,
                 "cut": self.cut}
@@ -724,7 +729,9 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.superseded += past
         result.rewound += past
         result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
-        result.superseded += give_way_to_the_agents_session(store, [(homes[n], f"{base}-{n}") for n in homes])
+        agents = give_way_to_the_agents_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
+        result.superseded += agents
+        result.agents += agents
         copies = supersede_copies(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
         result.superseded += copies
         result.copies += copies
@@ -1155,11 +1162,12 @@ def _waits(store: VaultStore, row: Any) -> bool:
 AGENT_RECORD_MINUTES = 15
 
 
-def give_way_to_the_agents_session(store: VaultStore, sessions: list[tuple[str, str]]) -> int:
+def give_way_to_the_agents_session(store: VaultStore, transcript: Transcript, sessions: list[tuple[str, str]]) -> int:
     """One turn, however it arrived (SPEC §8): the imported turns of ``sessions`` (``(project,
     id)``) that the agent recorded itself over MCP in a session of its own (spec-memo's agents:
     ``session_start``, ``record``) — the same text, within :data:`AGENT_RECORD_MINUTES` of it, in
-    the same project — are superseded by that session, their token counts and model carried to
+    the same project, by this transcript's agent (:func:`~..prompts.same_agent`, the turn's and its
+    session's names) and its person (no other owner) — are superseded by that session, their token counts and model carried to
     the agent's turn (its AI cost bills under the agent's session's client); an imported session
     left with no turn of its own is superseded too: the agent's session holds the conversation and
     bills its time (found by an integrator and a breaker: turns twice, the cost and 49 minutes
@@ -1175,7 +1183,7 @@ def give_way_to_the_agents_session(store: VaultStore, sessions: list[tuple[str, 
         taken: set[str] = set()
         with store.lock():
             for turn_id, meta, body in turns:
-                twin = _agents_record(store, project, meta, body, taken)
+                twin = _agents_record(store, transcript, project, meta, body, taken)
                 if twin is None:
                     continue
                 taken.add(twin[0]["id"])
@@ -1202,10 +1210,18 @@ def _live_turns_left(store: VaultStore, row: dict[str, Any]) -> bool:
     return any(meta.get("status") != "superseded" for _, meta, _ in _session_turns(store, row))
 
 
-def _agents_record(store: VaultStore, project: str, meta: dict[str, Any], body: str,
+def _agents_record(store: VaultStore, transcript: Transcript, project: str, meta: dict[str, Any], body: str,
                    taken: set[str]) -> tuple[dict[str, Any], str] | None:
     """The agent's own record over MCP of the imported turn ``meta`` (see
-    :func:`give_way_to_the_agents_session`), or None."""
+    :func:`give_way_to_the_agents_session`), or None: another agent's turn of the same words
+    ("continue", "yes" — a Codex agent's, another person's) is not this conversation's (found by
+    a breaker: a whole imported session gave way to one)."""
+    from ..agent_ids import AGENTS
+    from ..prompts import same_agent, same_person
+
+    hooked = transcript.source if transcript.source in AGENTS else None
+    if hooked is None:
+        return None  # a transcript of no agent memo hooks: no agent of it records over MCP
     try:
         at = from_iso(str(meta.get("created")))
     except (ValueError, MemoError):
@@ -1220,8 +1236,16 @@ def _agents_record(store: VaultStore, project: str, meta: dict[str, Any], body: 
         if record_id in taken:
             continue
         found = store.read(project, RecordKind.PROMPT, record_id)
-        if found is not None and _said(found[1]) == said and found[0].get("sessionId"):
-            return found
+        if found is None or _said(found[1]) != said or not found[0].get("sessionId"):
+            continue
+        session = store.read(project, RecordKind.SESSION, f"session-{found[0]['sessionId']}")
+        named = [(one.get("agent"), one.get("ide")) for one in (found[0], session[0] if session else {})]
+        if not all(same_agent(agent if agent else None, hooked, ide) or (not agent and not ide) for agent, ide in named):
+            continue  # another agent's own words
+        owners = [one.get("owner") for one in (session[0] if session else {},) if one.get("owner")]
+        if owners and transcript.owner and not same_person(owners[0], transcript.owner):
+            continue  # another person's
+        return found
     return None
 
 
