@@ -357,13 +357,17 @@ def with_unfiled_work(exc: ReportError, client: str, unfiled: Callable[[], Activ
 
 
 def unfiled_of_client(settings: Settings, client: str, unfiled: ActivityReport,
-                      named: dict[str, list[str]] | None = None) -> tuple[int, list[str], bool, list[str]]:
+                      named: dict[str, list[str]] | None = None,
+                      filed_internal: set[tuple[str, str]] = frozenset()) -> tuple[int, list[str], bool, list[str]]:
     """``(minutes, projects, mapped, session ids)`` of the billable work of ``unfiled`` (the same period's report
     for ``internal``) in projects that bill ``client``: the config's ``projectClients`` files them
     under it, or, of a project it does not map, every session naming a client names this one
     (``named``: :func:`~memo_analytics.index.snapshot.clients_of_projects`; the digest's
     ``client_missing``) — work recorded before it was filed, left internal: an invoice of the
-    period without it bills too little. ``mapped``: every such project is ``projectClients``'."""
+    period without it bills too little. ``mapped``: every such project is ``projectClients``'.
+    ``filed_internal``: ``(project, session id)`` of sessions filed under ``internal`` by name (a
+    person's choice, not work recorded before the project was filed: the digest lists none of them,
+    and an invoice was refused for them — found by an operator)."""
     wanted = client.strip().casefold()
 
     def bills(project: str) -> bool:
@@ -372,7 +376,8 @@ def unfiled_of_client(settings: Settings, client: str, unfiled: ActivityReport,
             return mapped.strip().casefold() == wanted
         return {name.casefold() for name in (named or {}).get(project, [])} == {wanted}
 
-    sessions = [s for s in unfiled.sessions if s["billable"] and s["durationMinutes"] and bills(s["project"])]
+    sessions = [s for s in unfiled.sessions if s["billable"] and s["durationMinutes"] and bills(s["project"])
+                and (s["project"], s["sessionId"]) not in filed_internal]
     projects = sorted({s["project"] for s in sessions})
     return (sum(int(s.get("billedMinutes", s["durationMinutes"]) or 0) for s in sessions), projects,
             all(settings.client_of_project(p) for p in projects), [s["sessionId"] for s in sessions])
@@ -393,7 +398,10 @@ def unfiled_notes(settings: Settings, clients: list[str], unfiled: Callable[[], 
         report = unfiled()
     except InvalidFieldError:  # no session bills internal at all ("no session has the client")
         return []
-    found = [(client, *unfiled_of_client(settings, client, report, named)) for client in clients]
+    filed = {(project, sid) for project, sid in store.conn.execute(
+        "SELECT project, session_id FROM records WHERE kind = 'session' AND lower(trim(client)) = 'internal'")} \
+        if store is not None else set()
+    found = [(client, *unfiled_of_client(settings, client, report, named, filed)) for client in clients]
     return [unfiled_note(client, minutes, projects, mapped, sessions)
             for client, minutes, projects, mapped, sessions in found if minutes]
 

@@ -1865,3 +1865,18 @@ def test_late_work_says_what_an_invoice_of_it_bills_and_its_command_is_printed(b
     ran = run(billing, "--json", "invoice", "issue", "--project", "web", "--client", "Acme Corp", "--since", since,
               "--until", until.isoformat())
     assert (json.loads(ran.stdout)["sessions"], json.loads(ran.stdout)["billableHours"]) == (1, "0.25"), ran.stderr
+
+
+def test_a_session_filed_under_internal_by_name_does_not_stop_the_clients_invoice(billing):
+    """Found by an operator: a session started with ``--client internal`` in a project the config
+    files under Acme Corp (deliberate internal work) — the digest listed nothing, and the invoice of
+    Acme Corp was refused for it ("file it first"), which would have filed it under Acme. Work filed
+    under no client still stops it."""
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    _session(store, "x1", "web", "internal", "2026-06-10T09:00:00Z", "2026-06-10T10:00:00Z")
+    store.close()
+    billing["config"].write_text(ISSUER + ACME + GLOBEX + '[projectClients]\nweb = "Acme Corp"\n', encoding="utf-8")
+    digest = json.loads(run(billing, "--json", "digest", "--as-of", "2026-06-11").stdout)
+    assert [i for i in digest["items"] if i["kind"] == "client_missing"] == []
+    issued = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    assert issued["billableHours"] == "1.75"  # a1 and a2 (80 + 25 minutes); x1 stays internal
