@@ -125,6 +125,12 @@ SECRETS = [
     ("aws secret access key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKE2", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKE2"),
     ("the password for prod is Tr0ub4dor3xyz!", "Tr0ub4dor3xyz!"),
     ("the token is 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    # found by a breaker of those: a quoted value of words, Windows' system-wide setx, "secret is", a colon
+    ('ENV SECRET_KEY "quoted value here"', "quoted value here"),
+    ('export DB_PASSWORD="two words"', "two words"),
+    ("setx /M DB_PASSWORD Tr0ub4dor3x", "Tr0ub4dor3x"),
+    ("the secret is 8f14e45fceea167a5a36dedd4bea2543", "8f14e45fceea167a5a36dedd4bea2543"),
+    ("password for prod: Tr0ub4dor&3", "Tr0ub4dor&3"),
     *[(text, secret) for text, secret, _ in NEW_SHAPES],
 ]
 
@@ -200,4 +206,8 @@ LOOK_ALIKES = [
     "the password for prod is required",
     "aws configure set region eu-west-1",
     "gh secret set DEPLOY_KEY --body \"$KEY\"",
+    "the token is stored in localStorage",
+    'export API_TOKEN="$(cat token.txt)"',
+    "the secret is out",
+    "password for prod: required",
 ]

@@ -123,16 +123,22 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
      ('passw', 'passphrase', 'secret', 'token', 'apikey', 'api-key', 'access-key', 'auth-key')),
     ("password", re.compile(r"\b(?i:password|passphrase|pin)\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1, ('password', 'passphrase', 'pin')),
     # said in words: "the password for prod is …", "the token is …", "api key = '…'", "aws secret access key: …"
-    ("password", re.compile(r"\b(?i:password|passphrase|token|api[ _-]?key|secret(?:[ _-]access)?[ _-]key)"
-                            r"(?:\s+(?i:for|of)\s+[\w.-]{1,40})?\s+(?i:is|was)\s*:?\s*[\"']?(" + _VALUE + ")"), 1,
-     ('password', 'passphrase', 'token', 'key')),
+    ("password", re.compile(r"\b(?i:password|passphrase|token|secret|api[ _-]?key|secret(?:[ _-]access)?[ _-]key)"
+                            r"(?:\s+(?i:for|of)\s+[\w.-]{1,40})?(?:\s+(?i:is|was)\s*:?|(?<=[\w.-])\s*:)\s*[\"']?("
+                            + _VALUE + ")"), 1,
+     ('password', 'passphrase', 'token', 'secret', 'key')),
     ("secret-assignment", re.compile(r"\b(?i:api|secret|access|aws secret access|private|auth)[ ](?i:key|token)"
                                      r"\s*[:=]\s*[\"']?(" + _VALUE + ")"), 1, ('key', 'token')),
     # a secret set by a command, its name and value apart: `ENV NAME value` (a Dockerfile), `set -x NAME
     # value` (fish), `setx NAME value` (Windows), `aws configure set aws_secret_access_key value`
-    ("secret-assignment", re.compile(r"(?:(?<![\w-])ENV|\bset[ \t]+-[gxU]+|\bsetx|\baws[ \t]+configure[ \t]+set)"
-                                     r"[ \t]+" + _SECRET_NAME + r"[ \t]+[\"']?(" + _VALUE + ")"), 1,
+    ("secret-assignment", re.compile(r"(?:(?<![\w-])ENV|\bset[ \t]+-[gxU]+|\bsetx(?:[ \t]+/[Mm])?|\baws[ \t]+configure"
+                                     r"[ \t]+set)[ \t]+" + _SECRET_NAME + r"[ \t]+[\"']?(" + _VALUE + ")"), 1,
      ('env', 'set', 'setx', 'configure')),
+    # a quoted value of words (``ENV SECRET_KEY "two words here"``, ``export DB_PASSWORD="two words"``)
+    ("secret-assignment", re.compile(r"(?:(?<![\w-])ENV|\bexport|\bset[ \t]+-[gxU]+|\bsetx(?:[ \t]+/[Mm])?)[ \t]+"
+                                     r"(?:[A-Z0-9]+_)*[A-Z0-9]*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|"
+                                     r"ACCESS_KEY|PRIVATE_KEY|AUTH_KEY)[A-Z0-9_]*(?:[ \t]*=[ \t]*|[ \t]+)\"(?!\$)"
+                                     r"([^\"\n$]{6,200})\""), 1, ('env', 'export', 'set')),
     ("secret-assignment", re.compile(r"\bgh[ \t]+secret[ \t]+set\b[^\n]*?[ \t](?:-b|--body)(?:=|[ \t]+)[\"']?(" + _VALUE
                                      + ")"), 1, ('gh',)),
     # an environment variable that names a secret (``DATABASE_PASSWORD=…``, ``DB_PASS=…``,
