@@ -113,6 +113,12 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
         if on_invoice:
             raise InvalidFieldError("project", f"project {source} has sessions on invoice {', '.join(on_invoice)}, "
                                                "which names the project; credit it first (memo invoice credit)")
+        apart = _keep_peoples_sessions_apart(store, source, target, target_ids, now) \
+            if merge and target_ids & source_ids else []
+        if apart:  # the renamed sessions and turns no longer clash: read the source again
+            rows = {kind: index.rows_of_kind(conn, kind.value, project=source) for kind in _ORDER}
+            rows[RecordKind.HANDOFF] = [row for row in rows[RecordKind.HANDOFF]
+                                        if _its_session_here(store, source, row)]
         clashes = []
         for kind in _ORDER:
             for row in rows[kind]:
@@ -140,7 +146,53 @@ def move_project(store: VaultStore, source: str, target: str, merge: bool = Fals
     root = last_seen_root(store, target)
     named = project_from_cwd(root) if root is not None else None
     again = {"checkout": str(root), "checkoutProject": named} if named and named != target else {}
-    return {"source": source, "target": target, "moved": moved, "alreadyThere": already, **again}
+    return {"source": source, "target": target, "moved": moved, "alreadyThere": already, **again,
+            **({"keptApart": apart} if apart else {})}
+
+
+def _keep_peoples_sessions_apart(store: VaultStore, source: str, target: str, target_ids: set[str],
+                                 now) -> list[dict[str, str]]:
+    """Before a merge: each session of ``source`` whose id a session of ``target`` has, that is
+    another person's (both name an owner, not the same one), goes under the id a team daemon keeps
+    it apart by (:func:`~.sync.apart_session_id`), its turns and hand-off with it — two people's
+    ``fix`` refused the merge for good (found by a team lead). Not on a hybrid laptop: its sessions'
+    ids are the team daemon's too. ``[{owner, sessionId, keptAs}]``."""
+    from .prompts import same_person
+    from .sync import apart_session_id
+
+    if store.settings.mode == "hybrid":
+        return []
+    renamed = []
+    for row in index.rows_of_kind(store.conn, RecordKind.SESSION.value, project=source):
+        if row["id"] not in target_ids:
+            continue
+        mine, theirs = store.read(source, RecordKind.SESSION, row["id"]), store.read(target, RecordKind.SESSION, row["id"])
+        owner = mine[0].get("owner") if mine else None
+        other = theirs[0].get("owner") if theirs else None
+        if not (isinstance(owner, str) and owner.strip() and isinstance(other, str) and other.strip()) \
+                or same_person(owner, other):
+            continue
+        session_id = str(mine[0].get("sessionId"))
+        kept_as = apart_session_id(session_id, owner)
+        if any(store.read(project, RecordKind.SESSION, f"session-{kept_as}") is not None for project in (source, target)):
+            continue
+        stamp = to_iso(now)
+        for number in sorted(index.session_turn_numbers(store.conn, source, session_id)):
+            turn = store.read(source, RecordKind.PROMPT, f"prompt-{session_id}-t{number}")
+            if turn is not None:
+                store.upsert(RecordKind.PROMPT, {**turn[0], "id": f"prompt-{kept_as}-t{number}", "sessionId": kept_as,
+                                                 "updated": stamp}, turn[1])
+                store.remove(RecordKind.PROMPT, source, f"prompt-{session_id}-t{number}")
+        baton = store.read(source, RecordKind.HANDOFF, f"handoff-{session_id}")
+        if baton is not None:
+            store.upsert(RecordKind.HANDOFF, {**baton[0], "id": f"handoff-{kept_as}", "fromSessionId": kept_as,
+                                              "updated": stamp}, baton[1])
+            store.remove(RecordKind.HANDOFF, source, f"handoff-{session_id}")
+        store.upsert(RecordKind.SESSION, {**mine[0], "id": f"session-{kept_as}", "sessionId": kept_as, "updated": stamp},
+                     mine[1])
+        store.remove(RecordKind.SESSION, source, row["id"])
+        renamed.append({"owner": owner, "sessionId": session_id, "keptAs": kept_as})
+    return renamed
 
 
 def _move_records(store: VaultStore, rows, source: str, target: str, target_ids: set[str], moved: dict[str, int],

@@ -1935,16 +1935,22 @@ def _moved_here(store: VaultStore, project: str, record_id: str, base_file: Path
     if base is None or not theirs(base[0].get("owner")):
         return None
     found = []
-    for row in index.rows_with_id(store.conn, record_id, RecordKind.SESSION.value):
-        if row["project"] == project:
-            continue
-        if _base_path(store, row["project"], record_id).is_file():
-            return None  # pushed under its new project since: the laptop holds it there
-        text = store.read_text(row["project"], RecordKind.SESSION, record_id)
-        meta = _as_parsed(text, record_id)
-        if meta is not None and meta[0].get("created") == base[0].get("created") \
-                and meta[0].get("sessionId") == base[0].get("sessionId"):
-            found.append((row["project"], meta[0], text))
+    # under its id, or kept apart from another person's session of that id where it went (a lead's merge)
+    owner, session_id = base[0].get("owner"), str(base[0].get("sessionId") or "")
+    ids = [record_id] + ([f"session-{apart_session_id(session_id, owner)}"] if session_id and owner else [])
+    for held in dict.fromkeys(ids):
+        for row in index.rows_with_id(store.conn, held, RecordKind.SESSION.value):
+            if row["project"] == project and held == record_id:
+                continue
+            pushed_there = _kept_version(_base_path(store, row["project"], held), held)
+            if pushed_there is not None and (same_person(pushed_there[0].get("owner"), owner) if owner else True):
+                return None  # pushed under its new project since: the laptop holds it there
+            text = store.read_text(row["project"], RecordKind.SESSION, held)
+            meta = _as_parsed(text, held)
+            if meta is None or meta[0].get("created") != base[0].get("created"):
+                continue
+            if (same_person(meta[0].get("owner"), owner) if owner else meta[0].get("sessionId") == session_id):
+                found.append((row["project"], meta[0], text))
     if len(found) != 1:
         return None
     target, meta, text = found[0]
@@ -1966,6 +1972,13 @@ def _follow_a_move(store: VaultStore, meta: dict[str, Any], body: str, moved_fro
         return {**result, "outcome": "refused", "reason": str(exc)}
     session_id, target = str(meta.get("sessionId") or ""), meta["project"]
     here = store.read(source, RecordKind.SESSION, str(meta["id"]))
+    if here is None:  # followed to another project before (the lead's first move), not pushed since
+        for row in index.rows_with_id(store.conn, str(meta["id"]), RecordKind.SESSION.value):
+            found = store.read(row["project"], RecordKind.SESSION, str(meta["id"])) \
+                if row["project"] != target else None
+            if found is not None and found[0].get("created") == meta.get("created"):
+                source, here = row["project"], found  # a breaker: a second move was "left" and copied back
+                break
     if here is None:
         there = store.read(target, RecordKind.SESSION, str(meta["id"])) is not None
         return {**result, "outcome": "unchanged" if there else "left",
@@ -1973,6 +1986,12 @@ def _follow_a_move(store: VaultStore, meta: dict[str, Any], body: str, moved_fro
     if here[0].get("created") != meta.get("created"):
         return {**result, "outcome": "left", "reason": f"session {session_id} of project {source} here is another "
                                                        "session of that id"}
+    if here[0].get("status") == "active" and not here[0].get("endTime"):
+        # open here: its agent's next turns are recorded under the checkout's project (a breaker: a turn
+        # stranded beside the moved session, its end refused) — it follows the move once it ends
+        return {**result, "outcome": "kept yours", "movedFrom": source,
+                "reason": f"the daemon moved it to project {target}; it is open here: it moves at the first pull "
+                          "after it ends"}
     from .requests import EditSessionRequest
     from .session_edit import edit_session
 

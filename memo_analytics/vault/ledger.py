@@ -355,7 +355,10 @@ def team_invoiced_known(root: Path) -> bool:
         data = json.loads((Path(root) / TEAM_INVOICED_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return False
-    return isinstance(data, dict) and isinstance(data.get("items"), list)
+    items = data.get("items") if isinstance(data, dict) else None
+    # every item whole: {"items": [{}]} read as "nothing invoiced" (found by a breaker)
+    return isinstance(items, list) and all(isinstance(item, dict) and all(
+        isinstance(item.get(key), str) and item[key] for key in ("project", "sessionId", "invoice")) for item in items)
 
 
 def team_invoiced(root: Path) -> dict[tuple[str, str], tuple[str, int | None]]:

@@ -195,3 +195,31 @@ def test_a_renamed_projects_client_follows_it_in_the_config(tmp_path):
     assert "sessions of shop bill internal until it maps shop too (memo config set projectClients.shop Acme)" \
         in ran.stderr
     assert config.read_text(encoding="utf-8").startswith("# the team's clients\n")
+
+
+def test_a_merge_keeps_two_peoples_sessions_of_one_id_apart(tmp_path):
+    """Found by a team lead: Ana's ``fix`` in p2 and Cat's ``fix`` in p1 — ``memo project merge p1
+    p2`` was refused ("share an id but differ") and no command could rename a session: the two
+    projects could never be one. Two people's sessions of one id are kept apart, as a team daemon
+    keeps them: the one moved in goes under ``fix--<owner>-<6 hex>``, its turns with it; the same
+    person's two of one id still refuse the merge."""
+    from memo_analytics.services.sync import apart_session_id
+
+    vault = tmp_path / "v"
+    for project, owner, start, text in (("p2", "ana@x.test", "2026-11-02T09:00:00Z", "ana's fix"),
+                                        ("p1", "cat@x.test", "2026-11-03T09:00:00Z", "cat's fix")):
+        memo("session", "start", "fix", "--project", project, "--owner", owner, "--start-time", start, vault=vault)
+        memo("prompt", "record", "--session-id", "fix", "--project", project, "--body", text,
+             "--created", start.replace("09:00", "09:05"), vault=vault)
+        memo("session", "end", "fix", "--project", project, "--until", start.replace("09:00", "10:00"), vault=vault)
+    before = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    merged = memo("project", "merge", "p1", "p2", vault=vault, check=False)
+    assert merged.returncode == 0, merged.stderr
+    apart = apart_session_id("fix", "cat@x.test")
+    assert f"kept apart: cat@x.test's fix of p1 is {apart} in p2" in " ".join(merged.stderr.split()), merged.stderr
+    after = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert (after["totalDurationMinutes"], after["totalPrompts"], list(after["byProject"])) == (
+        before["totalDurationMinutes"], before["totalPrompts"], ["p2"]) == (120, 2, ["p2"])
+    assert sorted(s["sessionId"] for s in after["sessions"]) == sorted(["fix", apart])
+    turns = {r[1] for r in records(vault) if r[2] == "prompt"}
+    assert turns == {"prompt-fix-t1", f"prompt-{apart}-t1"}

@@ -3529,7 +3529,7 @@ def test_a_push_never_hides_an_invoiced_session_on_the_daemon_as_superseded(tmp_
         ana.close()
 
 
-@pytest.mark.parametrize("lost", ["corrupt", "deleted"])
+@pytest.mark.parametrize("lost", ["corrupt", "deleted", "hollow"])
 def test_a_here_invoice_pulls_first_and_is_refused_when_what_the_daemon_invoiced_is_unknown(tmp_path, daemon, lost):
     """Found by a breaker: ``--here`` after an invoice issued on the daemon since the last pull
     billed its session again, and so did any ``--here`` once ``team-invoiced.json`` was corrupt
@@ -3556,6 +3556,8 @@ def test_a_here_invoice_pulls_first_and_is_refused_when_what_the_daemon_invoiced
     kept = vault / ".memo/sync/team-invoiced.json"
     if lost == "corrupt":
         kept.write_text('{"items": [ {"project": "shop", "sessionId": ', encoding="utf-8")
+    elif lost == "hollow":  # JSON, but no item whole (a breaker: read as "nothing invoiced")
+        kept.write_text('{"items": [{}]}', encoding="utf-8")
     else:
         kept.unlink()
     server.stop()
@@ -3566,3 +3568,91 @@ def test_a_here_invoice_pulls_first_and_is_refused_when_what_the_daemon_invoiced
         "Invalid here: what the team daemon invoiced of this laptop's sessions is not known here "
         "(.memo/sync/team-invoiced.json is missing or cannot be read) and the pull did not bring it ("), said
     assert said["error"].endswith("issue once memo sync pull goes through")
+
+
+def test_a_leads_merge_that_keeps_two_peoples_fix_apart_reaches_the_laptop(tmp_path, daemon):
+    """The lead merges p1 into p2 on the daemon, where Ana's ``fix`` and Cat's ``fix`` both are:
+    Cat's is kept apart there (``fix--cat-…``); Cat's laptop hears of the move at its pull and
+    its ``fix`` goes to p2 too, its next push onto the daemon's kept-apart copy — once each."""
+    from memo_analytics.services.project_move import move_project
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    ana, cat = _client(tmp_path, server.base, "ana"), _client(tmp_path, server.base, "cat")
+    try:
+        _own_session(ana, "fix", "ana@team.test", 60, project="p2")
+        sync.push(ana)
+        start_session(cat, StartSessionRequest(session_id="fix", project="p1", owner="cat@team.test",
+                                               start_time="2026-03-03T09:00:00Z"))
+        _record(cat, session="fix", body="cat's turn", project="p1")
+        end_session(cat, EndSessionRequest(session_id="fix", project="p1", until="2026-03-03T09:30:00Z"))
+        sync.push(cat)
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            move_project(lead, "p1", "p2", merge=True)
+        finally:
+            lead.close()
+        pulled = sync.pull(cat, owners=["cat@team.test"])
+        assert [(r["outcome"], r["project"]) for r in pulled["results"] if r["kind"] == "session"] == [
+            ("moved", "p2")], pulled
+        edit_session(cat, EditSessionRequest(session_id="fix", project="p2", summary="cat's summary"))
+        results = sync.push(cat)["results"]
+        assert all(r["outcome"] != "refused" for r in results), results
+        report = json.loads(memo("--json", "activity", "--all", vault=team).stdout)
+        assert (report["totalDurationMinutes"], report["totalPrompts"], list(report["byProject"])) == (90, 2, ["p2"])
+        summaries = {s["owner"]: s["summary"] for s in report["sessions"]}
+        assert summaries["cat@team.test"] == "cat's summary", report["sessions"]
+        assert not list(team.glob("projects/*/*/*.conflict-*"))
+    finally:
+        ana.close()
+        cat.close()
+
+
+def test_a_second_move_reaches_the_laptop_and_an_open_session_moves_once_it_ends(tmp_path, daemon):
+    """Found by a breaker: the lead moved a session twice (rename s2 → p2, then the session to p3);
+    the laptop had followed the first, and the second was "left" (the news named s2) — its next push
+    made a second copy in p2. And a session still open on the laptop, moved there, stranded the
+    agent's next turn beside it (its end refused, the advice failing): an open one moves once it ends."""
+    from memo_analytics.services.project_move import move_project
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    team, server = daemon
+    ana = _client(tmp_path, server.base, "ana")
+    try:
+        _own_session(ana, "two", "ana@team.test", 60, project="s2")
+        start_session(ana, StartSessionRequest(session_id="live", project="s2", owner="ana@team.test",
+                                               start_time="2026-03-03T08:00:00Z"))
+        _record(ana, session="live", body="live work 1", project="s2")
+        sync.push(ana)
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            move_project(lead, "s2", "p2")
+        finally:
+            lead.close()
+        first = {r["id"]: r["outcome"] for r in sync.pull(ana, owners=["ana@team.test"])["results"]}
+        assert (first["session-two"], first["session-live"]) == ("moved", "kept yours"), first
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            edit_session(lead, EditSessionRequest(session_id="two", project="p2", to_project="p3"))
+        finally:
+            lead.close()
+        second = {r["id"]: r["outcome"] for r in sync.pull(ana, owners=["ana@team.test"])["results"]}
+        assert second["session-two"] == "moved", second
+        assert (ana.root / "projects/p3/sessions/session-two.md").is_file()
+        _record(ana, session="live", body="live work 2", project="s2")  # the agent goes on in the checkout's project
+        end_session(ana, EndSessionRequest(session_id="live", project="s2", until="2026-03-03T08:30:00Z"))
+        sync.push(ana)  # ended, it goes where the daemon holds it
+        sync.pull(ana, owners=["ana@team.test"])
+        edit_session(ana, EditSessionRequest(session_id="two", project="p3", summary="later fix"))
+        results = sync.push(ana)["results"]
+        assert all(r["outcome"] != "refused" for r in results), results
+        for vault in (team, ana.root):
+            report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+            assert (report["totalDurationMinutes"], report["totalPrompts"]) == (90, 3), (vault, report)
+            assert sorted(report["byProject"]) == ["p2", "p3"], (vault, report["byProject"])
+            assert report["byProject"]["p2"]["durationMinutes"] == 30
+        assert not list(team.glob("projects/*/*/*.conflict-*"))
+    finally:
+        ana.close()

@@ -37,6 +37,9 @@ def project_rename(
 
 def _moved(result: dict) -> None:
     _emit(result, lambda r: out.print(_said(r)))
+    for kept in result.get("keptApart", []):  # two people's sessions of one id: both kept
+        err.print(_safe(f"note: kept apart: {kept['owner']}'s {kept['sessionId']} of {result['source']} is "
+                        f"{kept['keptAs']} in {result['target']} (the session of that id there is another person's)"))
     if result.get("checkout"):  # found by a freelancer: the next session from that folder made the old project again
         err.print(_safe(f"note: what is recorded from now on in {result['checkout']} goes to "
                         f"{result['checkoutProject']} again (a project is its repository folder's name): rename that "
