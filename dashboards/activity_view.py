@@ -123,8 +123,8 @@ class ActivityView:
         # the table by client above the timesheet, which takes the whole width: every column of it
         # shows at 1366 px (the task text wraps in its column)
         self.layout = pn.Column(
-            pn.Row(self.period, self.since, self.until, self.client, pn.layout.HSpacer(), self.timesheet,
-                   self.invoice, self.issue, sizing_mode="stretch_width"),
+            pn.FlexBox(self.period, self.since, self.until, self.client, self.timesheet, self.invoice, self.issue,
+                       flex_wrap="wrap", align_items="end", sizing_mode="stretch_width"),  # wraps on a phone
             self.question, self.issued, self.invoice_note, self.summary, self.chart,
             html_pane('<h3 class="section">Billable time by client</h3>'), self.by_client,
             html_pane('<h3 class="section">Timesheet</h3>'), self.sheet,

@@ -71,7 +71,8 @@ class DigestView:
         #: called after a proposal was applied or a review marked: the app shows the records changed
         self.on_changed: Any = None
         self.layout = pn.Column(
-            pn.Row(self.header, pn.layout.HSpacer(), self.refresh_button, sizing_mode="stretch_width"),
+            pn.FlexBox(self.header, self.refresh_button, flex_wrap="wrap", justify_content="space-between",
+                       align_items="center", sizing_mode="stretch_width"),  # wraps on a phone
             self.message, self.items, self.moving, sizing_mode="stretch_width", css_classes=["memo-digest"],
             styles={"border": "1px solid #dfe5ec", "border-radius": "8px", "background": "#fbfcfd"},
             margin=(5, 10, 10, 10),

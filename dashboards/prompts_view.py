@@ -71,7 +71,10 @@ class PromptsView:
             pn.Row(self.drawer_title, self.close, sizing_mode="stretch_width"),
             html_pane('<h3 class="section">Prompt</h3>', margin=(0, 10)), self.drawer_prompt,
             html_pane('<h3 class="section">Session story</h3>', margin=(10, 10, 0, 10)), self.drawer_story,
-            width=500, visible=False, scroll=True, max_height=1100, css_classes=["memo-drawer"],
+            # up to 500 px beside the table, narrower on a narrow screen: its fixed 500 px, hidden, held a
+            # phone's page 520 px wide (an operator on a phone)
+            sizing_mode="stretch_width", max_width=500, visible=False, scroll=True, max_height=1100,
+            css_classes=["memo-drawer"],
             styles={"border-left": "3px solid #1f5f8b", "background": "#fbfcfd", "box-shadow": "-4px 0 12px #0001"},
         )
         self.message = html_pane(sizing_mode="stretch_width", visible=False)
@@ -90,8 +93,9 @@ class PromptsView:
                        self.until, self.clear, sizing_mode="stretch_width"),
             self.ides, sizing_mode="stretch_width",
         )
-        pager = pn.Row(self.page_size, pn.Spacer(width=10), self.first, self.prev, self.status, self.next, self.last,
-                       align="center")
+        # wraps on a narrow screen: at 390 px a row of them made the page scroll sideways (an operator on a phone)
+        pager = pn.FlexBox(self.page_size, self.first, self.prev, self.status, self.next, self.last,
+                           flex_wrap="wrap", align_items="center", sizing_mode="stretch_width")
         master = pn.Column(filters, self.message, self.table, pager, sizing_mode="stretch_width")
         self.layout = pn.Row(master, self.drawer, sizing_mode="stretch_width", css_classes=["memo-prompts"])
         self.go(1)

@@ -54,8 +54,8 @@ class RulesView:
         self.save.on_click(lambda _: self._save())
         self.promote.on_click(lambda _: self._promote())
         self.layout = pn.Column(
-            pn.Row(self.project, self.min_confidence, self.save, pn.layout.HSpacer(), self.destination, self.promote,
-                   sizing_mode="stretch_width"),
+            pn.FlexBox(self.project, self.min_confidence, self.save, self.destination, self.promote,
+                       flex_wrap="wrap", align_items="end", sizing_mode="stretch_width"),  # wraps on a phone
             self.message, self.summary, self.table,
             html_pane('<h3 class="section">Evidence</h3>', margin=(10, 10, 0, 10)), self.evidence,
             sizing_mode="stretch_width", css_classes=["memo-rules"],

@@ -675,6 +675,7 @@ DASHBOARD_SCRIPT = """\
   document.addEventListener("keydown", (event) => {
     const target = event.composedPath()[0]
     if (!(target instanceof HTMLElement)) return
+    if (["Enter", " ", "Escape"].includes(event.key)) keyed = Date.now()
     if (event.key === "Tab") {
       // Tab moves through the page's controls in its order, shadow roots and all: the browser took it into a
       // table for good, or out to the page's body, where it stayed (found by an operator and a breaker)
@@ -713,6 +714,7 @@ DASHBOARD_SCRIPT = """\
       } else {
         // a cell of the row's own columns (not the frozen index column, which no click opens)
         const cell = rows[Math.max(at, 0)].querySelector(".tabulator-cell:not(.tabulator-frozen)")
+        opened = target  // the drawer's close gives the focus back to this table
         if (cell) cell.click()
       }
       return
@@ -736,6 +738,30 @@ DASHBOARD_SCRIPT = """\
     }
   }, true)
   const FOCUSABLE = "button, input, select, textarea, a[href], [tabindex]"
+  // after an action by keyboard the page builds anew what held the focus, and the focus fell to the
+  // page's body: the next Tab began at the top (found by an operator). It goes back to the table a
+  // drawer was opened from, else to the control of the same name, else to where the acted one was
+  let keyed = 0, acted = null, opened = null
+  const reachable = () => ordered(FOCUSABLE).filter((el) => el.tabIndex >= 0 && !el.disabled && el.checkVisibility())
+  document.addEventListener("click", (event) => {
+    const holder = event.composedPath().find((node) => node instanceof HTMLElement && node.matches(".tabulator"))
+    if (holder) opened = holder.querySelector(".tabulator-tableholder")  // a row clicked: its drawer's table
+    if (Date.now() - keyed > 500) return  // a mouse's click: the focus is the mouse user's own
+    const el = event.composedPath().find((node) => node instanceof HTMLElement && node.matches(FOCUSABLE))
+    if (!el) return
+    acted = {label: (el.textContent || "").trim(), at: reachable().indexOf(el), when: Date.now(),
+             table: el.closest(".memo-drawer-close") || (el.getRootNode().host || el).closest(".memo-drawer-close") ?
+                    opened : null}
+  }, true)
+  setInterval(() => {
+    if (!acted || Date.now() - acted.when > 4000) return
+    if (document.activeElement && document.activeElement !== document.body) return
+    const order = reachable()
+    const back = acted.table && acted.table.isConnected && acted.table.checkVisibility() ? acted.table : null
+    const same = acted.label ? order.find((el) => (el.textContent || "").trim() === acted.label) : null
+    const target = back || same || (order.length ? order[Math.min(Math.max(acted.at, 0), order.length - 1)] : null)
+    if (target && Date.now() - acted.when > 150) { target.focus(); acted = null }
+  }, 100)
   // the page's widgets each live in a shadow root: queries that look into them all (in the page's order)
   const ordered = (selector) => {
     const found = []

@@ -544,6 +544,17 @@ def test_the_page_is_laid_out_for_a_phones_width(served, browser):
             "width=device-width, initial-scale=1"
         title = page.get_by_text("Operator dashboard").bounding_box()
         assert title["x"] + title["width"] <= 390 and title["height"] >= 18, title  # at the phone's scale
+        # found by two operators: the page scrolled sideways (849 px, 1190 on Activity) — the hidden drawer's
+        # fixed 500 px held it wide, and rows of controls did not wrap: Refresh, Next ›, Issue invoice off-screen
+        page.wait_for_selector(".memo-prompts-table .tabulator-row", timeout=60_000)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 430
+        nxt = page.locator(".memo-next").bounding_box()
+        assert nxt["x"] + nxt["width"] <= 390, nxt
+        page.locator(".bk-tab", has_text="Activity & Invoicing").click()
+        page.wait_for_selector(".memo-activity-summary .card", timeout=WAIT_MS)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 430
+        issue = page.get_by_role("button", name="Issue invoice").bounding_box()
+        assert issue["x"] + issue["width"] <= 390, issue
     finally:
         context.close()
 
@@ -583,6 +594,20 @@ def test_the_tabs_and_the_tables_are_within_a_keyboards_reach(page):
     expect(page.locator(".memo-drawer")).to_contain_text(second, timeout=WAIT_MS)
     page.keyboard.press("Escape")
     page.wait_for_selector(".memo-drawer", state="hidden", timeout=WAIT_MS)
+    # found by an operator: the focus fell to the page's body after every action — a row clicked open, Escape
+    # gives it back to the table; Enter on a control that the page builds anew leaves it on that control
+    page.locator(".memo-prompts-table .tabulator-row").nth(0).locator(".tabulator-cell:not(.tabulator-frozen)").first.click()
+    page.wait_for_selector(".memo-drawer", state="visible", timeout=WAIT_MS)
+    page.keyboard.press("Escape")
+    page.wait_for_selector(".memo-drawer", state="hidden", timeout=WAIT_MS)
+    page.wait_for_function("() => document.activeElement && document.activeElement !== document.body",
+                           timeout=WAIT_MS)
+    assert "tabulator-tableholder" in page.evaluate(DEEPEST), page.evaluate(DEEPEST)
+    refresh = page.get_by_role("button", name="↻ Refresh")
+    refresh.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(1500)  # the digest built anew
+    assert "Refresh" in page.evaluate(DEEPEST), page.evaluate(DEEPEST)
     # found by a breaker: on the Activity tab Tab stayed in the timesheet's table, Shift+Tab went to the body
     page.locator(".bk-tab", has_text="Activity & Invoicing").focus()
     page.keyboard.press("Enter")
