@@ -776,6 +776,16 @@ DASHBOARD_SCRIPT = """\
     return found
   }
   const deep = ordered
+  // the tabs said as tabs to a screen reader (Bokeh's headers carry no role: found by an operator)
+  setInterval(() => {
+    for (const tab of ordered(".bk-tab")) {
+      if (tab.getAttribute("role") !== "tab") tab.setAttribute("role", "tab")
+      const selected = tab.classList.contains("bk-active") ? "true" : "false"
+      if (tab.getAttribute("aria-selected") !== selected) tab.setAttribute("aria-selected", selected)
+      const list = tab.parentElement
+      if (list && list.getAttribute("role") !== "tablist") list.setAttribute("role", "tablist")
+    }
+  }, 500)
 })()
 """
 

@@ -574,6 +574,10 @@ def test_the_tabs_and_the_tables_are_within_a_keyboards_reach(page):
     activity.focus()
     page.keyboard.press("Enter")
     page.wait_for_selector(".memo-activity-summary .card", timeout=WAIT_MS)
+    # said as tabs to a screen reader, the open one selected (found by an operator: no role at all)
+    expect(page.get_by_role("tab", name="Activity & Invoicing")).to_have_attribute("aria-selected", "true",
+                                                                                   timeout=WAIT_MS)
+    expect(page.get_by_role("tab", name="Prompts & Intent Stories")).to_have_attribute("aria-selected", "false")
     page.keyboard.press("ArrowLeft")  # back to the first tab, and it opens
     page.wait_for_selector(".memo-prompts-table .tabulator-row", state="visible", timeout=WAIT_MS)
     page.locator(".bk-tab", has_text="Prompts").focus()
