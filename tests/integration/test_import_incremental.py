@@ -1334,3 +1334,23 @@ def test_a_codex_conversation_continued_in_a_second_file_counts_each_turns_token
         reports.append(json.loads(memo("--json", "activity", "--all", vault=tmp_path / f"v-{folder.name}").stdout))
     assert [(r["totalPrompts"], r["totalCostUsd"]) for r in reports] == [
         (reports[0]["totalPrompts"], reports[0]["totalCostUsd"])] * 2, [r["totalCostUsd"] for r in reports]
+
+
+def test_a_file_that_joins_an_earlier_interval_to_an_invoiced_one_is_refused_not_counted_twice(tmp_path):
+    """Found by a breaker of the rule above: the later interval was on an issued invoice (or timed by
+    hand), so it stayed — and the earlier one took its turns too: 8 prompts for 6, their cost twice.
+    The conversation is refused whole, naming the session and what holds it."""
+    vault = tmp_path / "v"
+    first = {"A": ("09:00", "09:10", "09:20"), "B": ("11:00", "11:12", "11:30")}
+    grown = tmp_path / "grow.jsonl"
+    grown.write_text(_stretch_lines(first), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+    listed = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    second = [s["sessionId"] for s in listed["sessions"] if s["startTime"].startswith("2026-11-03T11:00")][0]
+    memo("session", "edit", second, "--project", "product", "--minutes", "25", vault=vault)
+    grown.write_text(_stretch_lines({**first, "D": ("09:45", "10:10", "10:35")}), encoding="utf-8")
+    ran = memo("import", "claude-code", str(grown), "--project", "product", vault=vault, check=False)
+    assert ran.returncode == 1 and f"the part imported as session {second}, which has times a person set" in \
+        " ".join(ran.stderr.split()), ran.stderr
+    after = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert after["totalPrompts"] == listed["totalPrompts"] == 4

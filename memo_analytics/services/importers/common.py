@@ -583,6 +583,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     if first is not None and first[0].get("transcriptId") == transcript.transcript_id:
         transcript, kept = _with_lost_beginning(store, transcript, base, home, options.idle_gap)
     intervals = work_intervals(transcript, options.idle_gap)
+    if first is not None and intervals:
+        _refuse_joining_a_held_session(store, transcript, base, len(intervals), invoiced)
     homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
     if transcript.lines_left_out and first is not None:
         _refuse_shifted_turns(store, transcript, base, intervals, homes)
@@ -1069,6 +1071,34 @@ def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> in
                 changed += 1
             turn += 1
     return changed
+
+
+def _refuse_joining_a_held_session(store: VaultStore, transcript: Transcript, base: str, count: int,
+                                   invoiced: dict[tuple[str, str], str]) -> None:
+    """Refuse the conversation whole when its file now has fewer work intervals than the vault
+    holds sessions of it (lines stamped between two joined them) and a session past its last
+    interval is on an issued invoice or was timed by a person: that session stays as it is, and
+    its turns, taken into the earlier one as well, were counted twice (found by a breaker).
+
+    Raises
+    ------
+    MemoError
+        Naming the session, why it stays, and how to take the file in.
+    """
+    n = count + 1
+    while rows := index.where_is(store.conn, session_record_id(f"{base}-{n}"), RecordKind.SESSION.value):
+        for row in rows:
+            found = store.read(row["project"], RecordKind.SESSION, row["id"])
+            if found is None or found[0].get("status") == "superseded":
+                continue
+            number = invoiced.get((row["project"], row["session_id"]))
+            if number or found[0].get("timesEdited"):
+                why = (f"is on invoice {number}, issued (credit it first: memo invoice credit {number})" if number
+                       else "has times a person set (memo session edit): they are kept")
+                raise MemoError(f"transcript {transcript.transcript_id}: its work now runs on without a pause into "
+                                f"the part imported as session {row['session_id']}, which {why}; the file is not "
+                                "taken in, lest its turns count twice")
+        n += 1
 
 
 def _past_the_last_interval(store: VaultStore, base: str, count: int, invoiced: dict[tuple[str, str], str],
