@@ -3367,17 +3367,7 @@ def test_a_laptop_hears_at_its_pull_which_of_its_sessions_the_daemon_invoiced(tm
     heard of it — its activity said not invoiced, its draft billed the session again, and
     ``--here`` issued it a second time. A pull says which of the laptop's sessions the daemon
     invoiced (under the laptop's own ids): the laptop's reports name the invoice and leave them off."""
-    from tests.integration.test_issued_invoices import ACME, ISSUER
-
-    team, server = daemon
-    vault, config, env = _billing_laptop(tmp_path, server)
-    for sid, day in (("s4", "04"), ("s5", "05")):
-        memo("session", "start", sid, "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
-             "--start-time", f"2026-03-{day}T09:00:00Z", vault=vault, env=env)
-        memo("session", "end", sid, "--project", "shop", "--until", f"2026-03-{day}T10:00:00Z", vault=vault, env=env)
-    memo("sync", "push", vault=vault, env=env)
-    lead = tmp_path / "lead.toml"
-    lead.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"') + ACME, encoding="utf-8")
+    team, server, vault, env, lead = _laptop_with_two_sessions_pushed(tmp_path, daemon)
     issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03-04",
                              "--until", "2026-03-04", "--issued", "2026-04-01", vault=team,
                              env={"MEMO_CONFIG": str(lead)}).stdout)
@@ -3535,17 +3525,7 @@ def test_a_here_invoice_pulls_first_and_is_refused_when_what_the_daemon_invoiced
     billed its session again, and so did any ``--here`` once ``team-invoiced.json`` was corrupt
     or deleted — nothing said so. ``--here`` pulls first; when the daemon does not answer and what
     it invoiced is not known here, the invoice is refused, naming the file and the pull."""
-    from tests.integration.test_issued_invoices import ACME, ISSUER
-
-    team, server = daemon
-    vault, config, env = _billing_laptop(tmp_path, server)
-    for sid, day in (("s4", "04"), ("s5", "05")):
-        memo("session", "start", sid, "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
-             "--start-time", f"2026-03-{day}T09:00:00Z", vault=vault, env=env)
-        memo("session", "end", sid, "--project", "shop", "--until", f"2026-03-{day}T10:00:00Z", vault=vault, env=env)
-    memo("sync", "push", vault=vault, env=env)
-    lead = tmp_path / "lead.toml"
-    lead.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"') + ACME, encoding="utf-8")
+    team, server, vault, env, lead = _laptop_with_two_sessions_pushed(tmp_path, daemon)
     memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03-04", "--until",
          "2026-03-04", "--issued", "2026-04-01", vault=team, env={"MEMO_CONFIG": str(lead)})
     args = ("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
@@ -3656,3 +3636,20 @@ def test_a_second_move_reaches_the_laptop_and_an_open_session_moves_once_it_ends
         assert not list(team.glob("projects/*/*/*.conflict-*"))
     finally:
         ana.close()
+
+
+def _laptop_with_two_sessions_pushed(tmp_path, daemon):
+    """A hybrid laptop's s4 and s5 (Acme Corp, 4 and 5 March, an hour each) pushed to the team
+    daemon, and the lead's config there: ``(team, server, vault, env, lead config)``."""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    team, server = daemon
+    vault, config, env = _billing_laptop(tmp_path, server)
+    for sid, day in (("s4", "04"), ("s5", "05")):
+        memo("session", "start", sid, "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
+             "--start-time", f"2026-03-{day}T09:00:00Z", vault=vault, env=env)
+        memo("session", "end", sid, "--project", "shop", "--until", f"2026-03-{day}T10:00:00Z", vault=vault, env=env)
+    memo("sync", "push", vault=vault, env=env)
+    lead = tmp_path / "lead.toml"
+    lead.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"') + ACME, encoding="utf-8")
+    return team, server, vault, env, lead
