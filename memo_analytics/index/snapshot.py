@@ -146,3 +146,9 @@ def version(conn: sqlite3.Connection) -> str:
     row = conn.execute("SELECT count(*), coalesce(max(updated), ''), coalesce(max(rowid), 0), "
                        "coalesce(sum(length(updated)), 0) FROM records").fetchone()
     return f"{row[0]}:{row[1]}:{row[2]}:{row[3]}"
+
+
+def sessions_filed_internal(conn: sqlite3.Connection) -> set[tuple[str, str]]:
+    """``(project, session id)`` of the sessions filed under ``internal`` by name (not of no client)."""
+    return {(project, session_id) for project, session_id in conn.execute(
+        "SELECT project, session_id FROM records WHERE kind = 'session' AND lower(trim(client)) = 'internal'")}

@@ -782,3 +782,12 @@ def texts_containing(conn: sqlite3.Connection, kind: str, flt: PromptFilter, wor
     return conn.execute(
         f"SELECT r.id, r.project, r.session_id, r.turn, r.created, r.body FROM records r WHERE {where} "
         "ORDER BY r.created ASC, r.id ASC", params).fetchall()
+
+
+def agent_turns_between(conn: sqlite3.Connection, project: str, since: str, until: str) -> list[str]:
+    """Ids of the live turns of ``project`` an agent recorded over MCP (``source: mcp``) created
+    from ``since`` to ``until`` (UTC ISO text, inclusive), oldest first."""
+    return [record_id for (record_id,) in conn.execute(
+        "SELECT id FROM records WHERE kind = 'prompt' AND project = ? AND source = 'mcp' "
+        "AND coalesce(status, '') != 'superseded' AND created BETWEEN ? AND ? ORDER BY created",
+        (project, since, until))]

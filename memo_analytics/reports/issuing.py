@@ -398,9 +398,7 @@ def unfiled_notes(settings: Settings, clients: list[str], unfiled: Callable[[], 
         report = unfiled()
     except InvalidFieldError:  # no session bills internal at all ("no session has the client")
         return []
-    filed = {(project, sid) for project, sid in store.conn.execute(
-        "SELECT project, session_id FROM records WHERE kind = 'session' AND lower(trim(client)) = 'internal'")} \
-        if store is not None else set()
+    filed = snapshot.sessions_filed_internal(store.conn) if store is not None else set()
     found = [(client, *unfiled_of_client(settings, client, report, named, filed)) for client in clients]
     return [unfiled_note(client, minutes, projects, mapped, sessions)
             for client, minutes, projects, mapped, sessions in found if minutes]

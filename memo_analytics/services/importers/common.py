@@ -1258,11 +1258,7 @@ def _agents_record(store: VaultStore, transcript: Transcript, project: str, meta
         return None
     reach = timedelta(minutes=AGENT_RECORD_MINUTES)
     said = _said(body)
-    rows = store.conn.execute(
-        "SELECT id FROM records WHERE kind = 'prompt' AND project = ? AND source = 'mcp' "
-        "AND coalesce(status, '') != 'superseded' AND created BETWEEN ? AND ? ORDER BY created",
-        (project, to_iso(at - reach), to_iso(at + reach))).fetchall()
-    for (record_id,) in rows:
+    for record_id in index.agent_turns_between(store.conn, project, to_iso(at - reach), to_iso(at + reach)):
         if record_id in taken:
             continue
         found = store.read(project, RecordKind.PROMPT, record_id)
