@@ -1204,8 +1204,17 @@ def give_way_to_the_agents_session(store: VaultStore, transcript: Transcript, se
     under ``internal`` beside the agent's hour). The number of records superseded now."""
     changed = 0
     now = to_iso(datetime.now(tz=_UTC))
+    reach = timedelta(minutes=AGENT_RECORD_MINUTES)
     for project, session_id in sessions:
         row = {"project": project, "session_id": session_id, "id": session_record_id(session_id)}
+        held = index.get_row(store.conn, project, row["id"], RecordKind.SESSION.value)
+        try:  # one index lookup when no agent recorded over MCP then and there (every import passes here)
+            since, until = from_iso(str(held["start_time"])) - reach, from_iso(str(held["end_time"] or
+                                                                                 held["start_time"])) + reach
+        except (TypeError, ValueError, MemoError):
+            continue
+        if held is None or not index.agent_turns_between(store.conn, project, to_iso(since), to_iso(until)):
+            continue
         turns = _session_turns(store, row)
         if not turns:
             continue
