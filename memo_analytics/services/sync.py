@@ -1035,6 +1035,10 @@ def dual_sync(store: VaultStore, trigger: str) -> dict[str, Any]:
             outcome["hybrid"] = push(store, force=True)
             if outcome["hybrid"]["error"] is None:  # the daemon answers: what the team left this laptop
                 outcome["pulled"] = pull(store, timeout=store.sync_timeout or PUSH_SECONDS)
+                if any(r.get("outcome") == "moved" for r in outcome["pulled"]["results"]):
+                    # a session the lead moved while it was open, moved here now it ended: its push, refused
+                    # a moment ago, goes where the daemon holds it (a breaker: it waited for the next end)
+                    outcome["hybrid"] = push(store, force=True)
         if store.settings.vault_git.enabled:
             from .vault_git import sync as git_sync
 

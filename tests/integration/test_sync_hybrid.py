@@ -3623,8 +3623,10 @@ def test_a_second_move_reaches_the_laptop_and_an_open_session_moves_once_it_ends
         assert (ana.root / "projects/p3/sessions/session-two.md").is_file()
         _record(ana, session="live", body="live work 2", project="s2")  # the agent goes on in the checkout's project
         end_session(ana, EndSessionRequest(session_id="live", project="s2", until="2026-03-03T08:30:00Z"))
-        sync.push(ana)  # ended, it goes where the daemon holds it
-        sync.pull(ana, owners=["ana@team.test"])
+        # its end's push was refused, its pull moved it here: the push after it takes it there — no manual
+        # push needed (found by a breaker: the daemon's copy stayed open, its second turn missing)
+        held = read_record(_team_file(team, "session-live", "sessions", "p2"))[0]
+        assert held["status"] == "completed" and _team_file(team, "prompt-live-t2", "prompts", "p2").is_file()
         edit_session(ana, EditSessionRequest(session_id="two", project="p3", summary="later fix"))
         results = sync.push(ana)["results"]
         assert all(r["outcome"] != "refused" for r in results), results
