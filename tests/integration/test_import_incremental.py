@@ -1350,7 +1350,28 @@ def test_a_file_that_joins_an_earlier_interval_to_an_invoiced_one_is_refused_not
     memo("session", "edit", second, "--project", "product", "--minutes", "25", vault=vault)
     grown.write_text(_stretch_lines({**first, "D": ("09:45", "10:10", "10:35")}), encoding="utf-8")
     ran = memo("import", "claude-code", str(grown), "--project", "product", vault=vault, check=False)
-    assert ran.returncode == 1 and f"the part imported as session {second}, which has times a person set" in \
+    assert ran.returncode == 1 and f"the part imported as session {second}), which has times a person set" in \
         " ".join(ran.stderr.split()), ran.stderr
     after = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
     assert after["totalPrompts"] == listed["totalPrompts"] == 4
+
+
+def test_a_file_whose_intervals_moved_along_past_a_session_timed_by_hand_is_refused(tmp_path):
+    """Found by a breaker of the rule above: the refusal looked only past the file's last interval;
+    once the file grew again (a part joining two, then a later part) the hand-timed session's number
+    was another part's — its turns went into it (billing nothing) and one turn was kept twice."""
+    vault = tmp_path / "v"
+    parts = {"A": ("09:00", "09:10", "09:20"), "B": ("11:00", "11:12", "11:30"), "C": ("14:00", "14:05", "14:15")}
+    grown = tmp_path / "grow.jsonl"
+    grown.write_text(_stretch_lines(parts), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+    before = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    third = [s["sessionId"] for s in before["sessions"] if s["startTime"].startswith("2026-11-03T14:00")][0]
+    memo("session", "edit", third, "--project", "product", "--minutes", "20", vault=vault)
+    # a part joins A and B, a later one comes after C: the intervals' numbers move along
+    grown.write_text(_stretch_lines({**parts, "D": ("09:45", "10:10", "10:35"), "F": ("16:00", "16:05", "16:20")}),
+                     encoding="utf-8")
+    ran = memo("import", "claude-code", str(grown), "--project", "product", vault=vault, check=False)
+    assert ran.returncode == 1 and f"as session {third}), which has times a person set" in " ".join(ran.stderr.split())
+    after = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert (after["totalPrompts"], after["totalDurationMinutes"]) == (before["totalPrompts"], before["totalDurationMinutes"] - 15 + 20)

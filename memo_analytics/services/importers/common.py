@@ -584,7 +584,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         transcript, kept = _with_lost_beginning(store, transcript, base, home, options.idle_gap)
     intervals = work_intervals(transcript, options.idle_gap)
     if first is not None and intervals:
-        _refuse_joining_a_held_session(store, transcript, base, len(intervals), invoiced)
+        _refuse_joining_a_held_session(store, transcript, base, intervals, invoiced)
     homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
     if transcript.lines_left_out and first is not None:
         _refuse_shifted_turns(store, transcript, base, intervals, homes)
@@ -1073,32 +1073,48 @@ def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> in
     return changed
 
 
-def _refuse_joining_a_held_session(store: VaultStore, transcript: Transcript, base: str, count: int,
+def _refuse_joining_a_held_session(store: VaultStore, transcript: Transcript, base: str, intervals: list,
                                    invoiced: dict[tuple[str, str], str]) -> None:
-    """Refuse the conversation whole when its file now has fewer work intervals than the vault
-    holds sessions of it (lines stamped between two joined them) and a session past its last
-    interval is on an issued invoice or was timed by a person: that session stays as it is, and
-    its turns, taken into the earlier one as well, were counted twice (found by a breaker).
+    """Refuse the conversation whole when a session of it on an issued invoice or timed by a
+    person no longer is the work interval of its number — the file has fewer intervals now (lines
+    stamped between two joined them), or its intervals moved along (a part joined, then the file
+    grew): that session stays as it is, and the turns of it taken into another, or another part's
+    written into it, were counted twice or billed nothing (found by two breakers).
 
     Raises
     ------
     MemoError
         Naming the session, why it stays, and how to take the file in.
     """
-    n = count + 1
+    n = 1
     while rows := index.where_is(store.conn, session_record_id(f"{base}-{n}"), RecordKind.SESSION.value):
         for row in rows:
+            number = invoiced.get((row["project"], row["session_id"]))
+            if not number and not _timed_by_hand(index.get_row(store.conn, row["project"], row["id"],
+                                                               RecordKind.SESSION.value)):
+                continue
             found = store.read(row["project"], RecordKind.SESSION, row["id"])
             if found is None or found[0].get("status") == "superseded":
                 continue
-            number = invoiced.get((row["project"], row["session_id"]))
-            if number or found[0].get("timesEdited"):
-                why = (f"is on invoice {number}, issued (credit it first: memo invoice credit {number})" if number
-                       else "has times a person set (memo session edit): they are kept")
-                raise MemoError(f"transcript {transcript.transcript_id}: its work now runs on without a pause into "
-                                f"the part imported as session {row['session_id']}, which {why}; the file is not "
-                                "taken in, lest its turns count twice")
+            first = index.get_row(store.conn, row["project"], f"prompt-{row['session_id']}-t1", RecordKind.PROMPT.value)
+            if n <= len(intervals) and (first is None or not intervals[n - 1].prompts or intervals[n - 1].prompts[0].at
+                                        is None or first["created"] == to_iso(intervals[n - 1].prompts[0].at)):
+                continue  # still the interval of its number (its first turn where it was)
+            why = (f"is on invoice {number}, issued (credit it first: memo invoice credit {number})" if number
+                   else "has times a person set (memo session edit): they are kept")
+            raise MemoError(f"transcript {transcript.transcript_id}: its work intervals no longer fall as they did "
+                            f"(work now runs on without a pause into the part imported as session "
+                            f"{row['session_id']}), which {why}; the file is not taken in, lest its turns count twice")
         n += 1
+
+
+def _timed_by_hand(row: Any) -> bool:
+    """Whether the session of the index's ``row`` (its record's ``meta``) carries times a person
+    set (``timesEdited``)."""
+    try:
+        return bool(json.loads(row["meta"]).get("timesEdited")) if row is not None and row["meta"] else False
+    except (ValueError, TypeError, IndexError, KeyError):
+        return False
 
 
 def _past_the_last_interval(store: VaultStore, base: str, count: int, invoiced: dict[tuple[str, str], str],
