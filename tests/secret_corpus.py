@@ -131,6 +131,13 @@ SECRETS = [
     ("setx /M DB_PASSWORD Tr0ub4dor3x", "Tr0ub4dor3x"),
     ("the secret is 8f14e45fceea167a5a36dedd4bea2543", "8f14e45fceea167a5a36dedd4bea2543"),
     ("password for prod: Tr0ub4dor&3", "Tr0ub4dor&3"),
+    # and of those: single quotes, quoted words said in prose, gh secret set -b with words
+    ("export SECRET_KEY='my very secret phrase'", "my very secret phrase"),
+    ("ENV API_TOKEN='correct horse battery staple'", "correct horse battery staple"),
+    ("set -x DB_PASSWORD 'two words'", "two words"),
+    ('the secret is "swordfish"', "swordfish"),
+    ('The password is "correct horse"', "correct horse"),
+    ('gh secret set API_KEY -b "x y z"', "x y z"),
     *[(text, secret) for text, secret, _ in NEW_SHAPES],
 ]
 
@@ -210,4 +217,6 @@ LOOK_ALIKES = [
     'export API_TOKEN="$(cat token.txt)"',
     "the secret is out",
     "password for prod: required",
+    "ENV TOKEN_URL https://auth.example.com/token",
+    'the password is "$DB_PASSWORD"',
 ]

@@ -127,18 +127,24 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
                             r"(?:\s+(?i:for|of)\s+[\w.-]{1,40})?(?:\s+(?i:is|was)\s*:?|(?<=[\w.-])\s*:)\s*[\"']?("
                             + _VALUE + ")"), 1,
      ('password', 'passphrase', 'token', 'secret', 'key')),
+    # a quoted value said in words: "the password is \"correct horse\"", "the secret for prod is 'open sesame'"
+    ("password", re.compile(r"\b(?i:password|passphrase|secret)(?:\s+(?i:for|of)\s+[\w.-]{1,40})?\s+(?i:is|was)\s*:?\s*"
+                            r"([\"'])(?!\$|\[REDACTED)([^\"'\n]{4,100})\1"), 2, ('password', 'passphrase', 'secret')),
     ("secret-assignment", re.compile(r"\b(?i:api|secret|access|aws secret access|private|auth)[ ](?i:key|token)"
                                      r"\s*[:=]\s*[\"']?(" + _VALUE + ")"), 1, ('key', 'token')),
     # a secret set by a command, its name and value apart: `ENV NAME value` (a Dockerfile), `set -x NAME
     # value` (fish), `setx NAME value` (Windows), `aws configure set aws_secret_access_key value`
-    ("secret-assignment", re.compile(r"(?:(?<![\w-])ENV|\bset[ \t]+-[gxU]+|\bsetx(?:[ \t]+/[Mm])?|\baws[ \t]+configure"
-                                     r"[ \t]+set)[ \t]+" + _SECRET_NAME + r"[ \t]+[\"']?(" + _VALUE + ")"), 1,
-     ('env', 'set', 'setx', 'configure')),
-    # a quoted value of words (``ENV SECRET_KEY "two words here"``, ``export DB_PASSWORD="two words"``)
+    # a quoted value of words (``ENV SECRET_KEY "two words here"``, ``export DB_PASSWORD='two words'``):
+    # before the unquoted form below, which took its first word alone
     ("secret-assignment", re.compile(r"(?:(?<![\w-])ENV|\bexport|\bset[ \t]+-[gxU]+|\bsetx(?:[ \t]+/[Mm])?)[ \t]+"
                                      r"(?:[A-Z0-9]+_)*[A-Z0-9]*(?:PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|API_?KEY|"
-                                     r"ACCESS_KEY|PRIVATE_KEY|AUTH_KEY)[A-Z0-9_]*(?:[ \t]*=[ \t]*|[ \t]+)\"(?!\$)"
-                                     r"([^\"\n$]{6,200})\""), 1, ('env', 'export', 'set')),
+                                     r"ACCESS_KEY|PRIVATE_KEY|AUTH_KEY)[A-Z0-9_]*(?:[ \t]*=[ \t]*|[ \t]+)([\"'])(?!\$)"
+                                     r"([^\"'\n$]{6,200})\1"), 2, ('env', 'export', 'set')),
+    ("secret-assignment", re.compile(r"(?:(?<![\w-])ENV|\bset[ \t]+-[gxU]+|\bsetx(?:[ \t]+/[Mm])?|\baws[ \t]+configure"
+                                     r"[ \t]+set)[ \t]+" + _SECRET_NAME + r"[ \t]+[\"']?(?![a-z]+://)(" + _VALUE + ")"), 1,
+     ('env', 'set', 'setx', 'configure')),
+    ("secret-assignment", re.compile(r"\bgh[ \t]+secret[ \t]+set\b[^\n]*?[ \t](?:-b|--body)(?:=|[ \t]+)([\"'])(?!\$)"
+                                     r"([^\"'\n$]{3,200})\1"), 2, ('gh',)),
     ("secret-assignment", re.compile(r"\bgh[ \t]+secret[ \t]+set\b[^\n]*?[ \t](?:-b|--body)(?:=|[ \t]+)[\"']?(" + _VALUE
                                      + ")"), 1, ('gh',)),
     # an environment variable that names a secret (``DATABASE_PASSWORD=…``, ``DB_PASS=…``,
