@@ -676,6 +676,7 @@ DASHBOARD_SCRIPT = """\
     const target = event.composedPath()[0]
     if (!(target instanceof HTMLElement)) return
     if (["Enter", " ", "Escape"].includes(event.key)) keyed = Date.now()
+    if (event.key === "Tab" || event.key === "Escape") closeCalendars()
     if (event.key === "Tab") {
       // Tab moves through the page's controls in its order, shadow roots and all: the browser took it into a
       // table for good, or out to the page's body, where it stayed (found by an operator and a breaker)
@@ -738,6 +739,14 @@ DASHBOARD_SCRIPT = """\
     }
   }, true)
   const FOCUSABLE = "button, input, select, textarea, a[href], [tabindex]"
+  // a date field's calendar opens as the focus passes by, and stayed open over the page once it went on
+  // (on a phone two of them made it scroll sideways: found by a breaker): leaving it, or Escape, closes it
+  const closeCalendars = () => {
+    for (const input of ordered("input")) {
+      const picker = input._flatpickr
+      if (picker && picker.isOpen) picker.close()
+    }
+  }
   // after an action by keyboard the page builds anew what held the focus, and the focus fell to the
   // page's body: the next Tab began at the top (found by an operator). It goes back to the table a
   // drawer was opened from, else to the control of the same name, else to where the acted one was
