@@ -245,6 +245,12 @@ def _hours(minutes: int) -> str:
     return f"{minutes / 60:.1f} h" if minutes >= 60 else f"{minutes} min"
 
 
+def _billed(minutes: int) -> str:
+    """Billable minutes as the reports say them: ``45 min``, else hours with two decimals
+    (147 billable minutes read "2.5 h" where the invoice said 2.45 h: found by a newcomer)."""
+    return _hours_text(minutes) if minutes >= 60 else f"{minutes} min"
+
+
 def _cut(text: str, most: int) -> str:
     """``text`` in at most ``most`` characters: cut with an ellipsis ("…100% coverag" read as the
     rule's own text)."""
@@ -433,7 +439,7 @@ def _client_missing(session: dict[str, Any], now: datetime) -> Item:
         "summary": f"file {sid} under {only}, the client {project} bills"}
     minutes = int(session.get("durationMinutes") or 0)
     return Item("client_missing", KIND_LANE["client_missing"], sid, project, "a client",
-                f"{_hours(minutes)} billable filed under internal in a project that bills "
+                f"{_billed(minutes)} billable filed under internal in a project that bills "
                 + (only if only else "clients"), _age(start, now), minutes, action, to_iso(start),
                 fingerprint(session["id"], session.get("updated"), only), proposal)
 
@@ -469,7 +475,7 @@ def _project_unbilled(project: str, sessions: list[dict[str, Any]], now: datetim
     minutes = _once_per_person(sessions)
     many = f"{len(sessions)} sessions" if len(sessions) > 1 else "a session"
     return Item("project_unbilled", KIND_LANE["project_unbilled"], project, project, "a client, or internal",
-                f"{_hours(minutes)} billable in {many} of {project}, which bills no client: a new project (a "
+                f"{_billed(minutes)} billable in {many} of {project}, which bills no client: a new project (a "
                 "repository, or a checkout in a folder of another name, is a project of its folder's name)",
                 _age(first, now), minutes,
                 f"memo project client {_q(project)} NAME  # files its sessions under NAME (the sessions to come: "
@@ -622,7 +628,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
         items.append((Item("invoice_late_work", KIND_LANE["invoice_late_work"], late["sessionId"], late["project"],
                            "you to bill it",
                            f"{late['invoiceClient']}'s {late['periodStart']} – {late['periodEnd']} is invoiced "
-                           f"({late['invoice']}) but this session of it, {_hours(minutes)}, is on no invoice (recorded "
+                           f"({late['invoice']}) but this session of it, {_billed(minutes)}, is on no invoice (recorded "
                            "after the invoice was issued)", _age(recorded, now), minutes,
                            f"memo invoice issue --all --client {_q(late['invoiceClient'])} --since "
                            f"{late['periodStart']} --until {late['periodEnd']}  # bills what {late['invoice']} left out",
@@ -633,7 +639,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
             items.append((item, retainer))
     for broken in snapshot.unreadable_sessions:
         since = from_iso(broken["created"])
-        billed = f"; it is on invoice {broken['invoice']}, which billed {_hours(broken['billedMinutes'])}" \
+        billed = f"; it is on invoice {broken['invoice']}, which billed {_billed(broken['billedMinutes'])}" \
             if broken.get("invoice") else ""
         items.append((Item("session_unreadable", KIND_LANE["session_unreadable"], broken["sessionId"],
                            broken["project"], "you to mend its file",
@@ -670,7 +676,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
             items.append((Item("invoice_session_changed", KIND_LANE["invoice_session_changed"], sid, project,
                                "you to restore a session its invoice billed",
                                f"on invoice {number}, its record is gone from the vault (its file deleted, or one "
-                               f"memo reindex cannot read): reports leave out the {_hours(minutes)} the client was billed",
+                               f"memo reindex cannot read): reports leave out the {_billed(minutes)} the client was billed",
                                _age(since, now), minutes,
                                f"memo invoice show {_q(number)}  # then put back projects/{project}/sessions/"
                                f"session-{sid}.md (memo reindex names a file it cannot read), or memo invoice credit "

@@ -744,7 +744,7 @@ def test_work_to_bill_of_last_month_is_listed_at_a_month_end_whatever_the_horizo
         memo("session", "end", sid, "--project", project, "--until", f"2026-{day}T13:00:00Z", vault=vault, env=env)
     early_october = json.loads(memo("--json", "digest", "--as-of", "2026-10-07T09:00:00Z", vault=vault, env=env).stdout)
     [item] = [i for i in early_october["items"] if i["kind"] == "project_unbilled"]
-    assert item["id"] == "project_unbilled:dd-web" and item["why"].startswith("6.0 h billable in 2 sessions of dd-web")
+    assert item["id"] == "project_unbilled:dd-web" and item["why"].startswith("6.00 h billable in 2 sessions of dd-web")
     november = json.loads(memo("--json", "digest", "--as-of", "2026-11-10T09:00:00Z", vault=vault, env=env).stdout)
     assert not [i for i in november["items"] if i["kind"] == "project_unbilled"]
     assert november["beyondHorizon"] == {"project_unbilled": 1}
@@ -782,4 +782,4 @@ def test_a_projects_unbilled_minutes_count_one_persons_overlapping_time_once(sto
         end = start + timedelta(minutes=minutes)
         end_session(store, EndSessionRequest(session_id=sid, project=project, until=end.isoformat()), now=end)
     [item] = [i for i in current_digest(store, now=T0 + timedelta(hours=3))["items"] if i["kind"] == "project_unbilled"]
-    assert item["why"].startswith("1.5 h billable in 2 sessions of web") and item["minutesAtStake"] == 90, item
+    assert item["why"].startswith("1.50 h billable in 2 sessions of web") and item["minutesAtStake"] == 90, item

@@ -1256,7 +1256,7 @@ def test_a_billed_session_whose_record_is_gone_is_a_digest_item_until_it_is_back
     [item] = items()
     assert (item["id"], item["lane"], item["minutesAtStake"]) == ("invoice_session_changed:g1", "waiting on you", 90)
     assert item["why"] == (f"on invoice {doc['number']}, its record is gone from the vault (its file deleted, or one "
-                           "memo reindex cannot read): reports leave out the 1.5 h the client was billed")
+                           "memo reindex cannot read): reports leave out the 1.50 h the client was billed")
     assert item["action"].startswith(f"memo invoice show {doc['number']}  # 'then put back "
                                      "projects/etl/sessions/session-g1.md")
     path.write_bytes(kept[:40])  # a torn file: reindex skips it; one item names the file and its invoice
@@ -1264,7 +1264,7 @@ def test_a_billed_session_whose_record_is_gone_is_a_digest_item_until_it_is_back
     [torn] = items()
     assert (torn["id"], torn["minutesAtStake"], torn["action"]) == (
         "session_unreadable:g1", 90, "memo reindex  # once projects/etl/sessions/session-g1.md is mended as said")
-    assert f"it is on invoice {doc['number']}, which billed 1.5 h" in torn["why"]
+    assert f"it is on invoice {doc['number']}, which billed 1.50 h" in torn["why"]
     path.write_bytes(kept)
     run(billing, "reindex")
     assert items() == []
@@ -1557,7 +1557,7 @@ def test_an_invoice_is_not_issued_while_work_of_a_project_whose_sessions_bill_th
     args = ("--all", "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
     [item] = [i for i in json.loads(run(billing, "--json", "digest", "--as-of", "2026-06-20").stdout)["items"]
               if i["kind"] == "client_missing"]
-    assert item["why"] == "1.5 h billable filed under internal in a project that bills Acme Corp"
+    assert item["why"] == "1.50 h billable filed under internal in a project that bills Acme Corp"
     said = ("1.50 h of the period's billable work in web bill internal, while its other sessions bill Acme Corp: "
             "file it first (memo project client web 'Acme Corp'), or it is never billed (session u1; not to bill: "
             "memo session edit u1 --project web --no-billable)")
@@ -1833,7 +1833,7 @@ def test_work_recorded_in_a_period_already_invoiced_is_a_digest_item_until_bille
     digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
     [item] = [i for i in digest["items"] if i["kind"] == "invoice_late_work"]
     assert (item["subject"], item["lane"], item["minutesAtStake"]) == ("late", "waiting on you", 90)
-    assert f"is invoiced ({issued['number']}) but this session of it, 1.5 h, is on no invoice" in item["why"]
+    assert f"is invoiced ({issued['number']}) but this session of it, 1.50 h, is on no invoice" in item["why"]
     assert item["action"].startswith(f"memo invoice issue --all --client 'Acme Corp' --since {since} --until {until}")
     second = issue(billing, "--client", "Acme Corp", "--since", since, "--until", until)
     assert second["sessions"] == 1
