@@ -785,9 +785,11 @@ def texts_containing(conn: sqlite3.Connection, kind: str, flt: PromptFilter, wor
 
 
 def agent_turns_between(conn: sqlite3.Connection, project: str, since: str, until: str) -> list[str]:
-    """Ids of the live turns of ``project`` an agent recorded over MCP (``source: mcp``) created
-    from ``since`` to ``until`` (UTC ISO text, inclusive), oldest first."""
+    """Ids of the live turns of ``project`` created from ``since`` to ``until`` (UTC ISO text,
+    inclusive) that an agent recorded over MCP (``source: mcp``) or that are in a session an agent
+    opened over MCP (a hook's prompt goes there while it is open), oldest first."""
     return [record_id for (record_id,) in conn.execute(
-        "SELECT id FROM records WHERE kind = 'prompt' AND project = ? AND source = 'mcp' "
-        "AND coalesce(status, '') != 'superseded' AND created BETWEEN ? AND ? ORDER BY created",
-        (project, since, until))]
+        "SELECT p.id FROM records p WHERE p.kind = 'prompt' AND p.project = ? "
+        "AND coalesce(p.status, '') != 'superseded' AND p.created BETWEEN ? AND ? AND (p.source = 'mcp' OR EXISTS "
+        "(SELECT 1 FROM records s WHERE s.kind = 'session' AND s.project = p.project AND s.session_id = p.session_id "
+        "AND s.source = 'mcp')) ORDER BY p.created", (project, since, until))]

@@ -2069,21 +2069,41 @@ def test_a_transcript_imported_after_the_agent_recorded_it_over_mcp_counts_once_
                                   "content": [{"type": "text", "text": "done"}],
                                   "usage": {"input_tokens": 1000, "output_tokens": 1000}}})
     transcript.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    if with_hook:
-        hook(vault, "claude-code", claude("SessionStart", repo, source="startup", transcript_path=str(transcript)))
+    def hooked(kind: str, at: str, prompt: str | None = None) -> None:
+        # Claude Code's payload carries no time: the hook's event as it came at that time
+        from memo_analytics.config import Settings
+        from memo_analytics.services.capture import HookEvent, apply_event
+        from memo_analytics.services.store import VaultStore
+
+        store = VaultStore(Settings(vault_root=vault))
+        try:
+            apply_event(store, HookEvent("claude-code", kind, SESSION, datetime.fromisoformat(f"{day}{at}+00:00"),
+                                         prompt=prompt, cwd=str(repo), transcript_path=str(transcript)),
+                        f"c{kind[:3]}{at.replace(':', '')}")
+        finally:
+            store.close()
+
+    if with_hook:  # the hook captures the first prompt before the agent records it: the two join
+        hooked("session_start", "09:00:30")
+        hooked("prompt", "09:01:00", "Fix the checkout total rounding bug")
     calls = [{"action": "session_start", "sessionId": "agentA", "projectId": "product", "client": "Globex",
               "startTime": f"{day}09:00:00Z"}]
     for created, text in (("09:02", "Fix the checkout total rounding bug"),
                           ("09:31", "Add tests for the checkout rounding")):
+        if with_hook and created == "09:31":  # found by a newcomer: a prompt the hook took into the agent's session
+            continue
         calls.append({"action": "record", "sessionId": "agentA", "projectId": "product", "body": text,
                       "created": f"{day}{created}:00Z"})
-    calls.append({"action": "session_end", "sessionId": "agentA", "projectId": "product", "until": f"{day}09:55:00Z"})
     assert not any(error for error, _ in tool_calls(vault, calls))
+    if with_hook:  # the hook's later prompt of the conversation goes to the agent's open session
+        hooked("prompt", "09:30:00", "Add tests for the checkout rounding")
+    assert not any(error for error, _ in tool_calls(vault, [
+        {"action": "session_end", "sessionId": "agentA", "projectId": "product", "until": f"{day}09:55:00Z"}]))
     for _ in range(2):  # memo watch imports it again as it grows: still once
         memo("import", "claude-code", str(folder), vault=vault)
         report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
         assert (report["totalPrompts"], report["totalDurationMinutes"], list(report["byClient"])) == (
-            2, 55, ["Globex"]), report
+            2, 55, ["Globex"]), [(x["sessionId"], x["status"], x["startTime"], x["endTime"], x["client"]) for x in report["sessions"]]
         assert list(report["costByClient"]) == ["Globex"] and float(report["costByClient"]["Globex"]) > 0, report
 
 
