@@ -2148,6 +2148,29 @@ def invoiced_for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
     return found
 
 
+def own_invoices_note(store: VaultStore) -> str | None:
+    """Once per vault (then None): what to do with the invoices this laptop issued before it
+    pushed to a team daemon — the daemon never hears of them (a push carries no invoice), so an
+    invoice issued there billed their sessions again, under a number already sent (found by a
+    newcomer). None when this vault issued none."""
+    from ..vault import ledger
+
+    state = _load(store, "state.json")
+    if state.get("ownInvoicesSaid"):
+        return None
+    billed = ledger.invoiced_in(store.root)
+    if not billed:
+        return None
+    _save(store, "state.json", {**state, "ownInvoicesSaid": to_iso(utcnow())})
+    numbers = sorted(set(billed.values()))
+    shown = ", ".join(numbers[:5]) + (" …" if len(numbers) > 5 else "")
+    return (f"this vault issued {len(numbers)} invoice{'s' if len(numbers) != 1 else ''} ({shown}) billing "
+            f"{len(billed)} session{'s' if len(billed) != 1 else ''} the team daemon now holds, and it does not hear "
+            "of them: an invoice issued there bills them again, its numbers starting over. Before the team's next "
+            "invoice, copy this vault's invoices/ folder into the daemon's vault (while it has none of its own), "
+            "or credit them here and issue them there")
+
+
 def team_invoiced(store: VaultStore) -> dict[tuple[str, str], tuple[str, int | None]]:
     """What the last pull said of this laptop's sessions the team daemon invoiced:
     ``{(project, sessionId): (invoice number, billed minutes)}`` (empty off hybrid, before a pull)."""

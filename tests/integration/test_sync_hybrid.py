@@ -3655,3 +3655,29 @@ def _laptop_with_two_sessions_pushed(tmp_path, daemon):
     lead = tmp_path / "lead.toml"
     lead.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"') + ACME, encoding="utf-8")
     return team, server, vault, env, lead
+
+
+def test_a_laptop_that_issued_invoices_before_hybrid_is_told_once_at_its_push(tmp_path, daemon):
+    """Found by a newcomer: a laptop that had issued invoices in local mode switched to hybrid and
+    pushed; the daemon, hearing of none, issued an invoice of the same sessions under the same
+    number — and nothing said so. The push says it once, with what to do."""
+    from tests.integration.test_issued_invoices import ACME, ISSUER
+
+    team, server = daemon
+    vault = tmp_path / "ana"
+    config = tmp_path / "ana.toml"
+    config.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"') + ACME, encoding="utf-8")
+    env = {"MEMO_CONFIG": str(config)}
+    memo("session", "start", "s1", "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
+         "--start-time", "2026-03-04T09:00:00Z", vault=vault, env=env)
+    memo("session", "end", "s1", "--project", "shop", "--until", "2026-03-04T10:00:00Z", vault=vault, env=env)
+    issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03",
+                             "--until", "2026-03", "--issued", "2026-04-01", vault=vault, env=env).stdout)
+    config.write_text(config.read_text(encoding="utf-8").replace(
+        'timezone = "UTC"', f'timezone = "UTC"\nmode = "hybrid"\n[hybrid]\nremoteUrl = "{server.base}"', 1),
+        encoding="utf-8")
+    pushed = memo("sync", "push", vault=vault, env=env)
+    said = " ".join(pushed.stderr.split())
+    assert f"warning: this vault issued 1 invoice ({issued['number']}) billing 1 session the team daemon now holds" \
+        in said and "copy this vault's invoices/ folder into the daemon's vault" in said, pushed.stderr
+    assert "this vault issued" not in memo("sync", "push", vault=vault, env=env).stderr  # said once

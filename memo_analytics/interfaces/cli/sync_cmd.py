@@ -110,6 +110,9 @@ def sync_push(every: bool = typer.Option(False, "--all", help="Every record of t
     """Push the records waiting in the outbox to the hybrid daemon now (ignores the backoff), batch
     after batch (hybrid.batchSize each) until none waits or one fails."""
     result = sync.push_everything(state.store) if every else sync.push_every_batch(state.store)
+    said = sync.own_invoices_note(state.store) if not result.get("error") else None
+    if said:
+        err.print(_safe(f"warning: {said}"))
     forgot = result.get("daemonForgot")
     if forgot:
         err.print(f"warning: the daemon holds {forgot['received']} of the {forgot['sent']} pushes this laptop made to "
