@@ -13,7 +13,7 @@ from typing import Any
 from ..config import MAX_BODY_BYTES
 from ..domain.billing import client_name_problem
 from ..domain.clock import from_iso, minutes_between, parse_bounds, parse_record_instant, resolve_zone, to_iso, utcnow
-from ..domain.errors import CorruptRecordError, InvalidFieldError, RecordNotFoundError
+from ..domain.errors import CorruptRecordError, InvalidFieldError, MemoError, RecordNotFoundError
 from ..domain.ids import (
     MAX_TURN,
     prompt_id,
@@ -846,12 +846,28 @@ def join_agent_session(store: VaultStore, project: str, hook_session: str, agent
         if meta.get("status") == "active" and not meta.get("endTime"):
             if not _live_turns(store, project, hook_session):
                 meta.update(status="superseded", supersededBy=by)
+                _begins_with_the_conversation(store, project, agent_session, meta.get("startTime"), now)
             else:  # turns of its own before the agent's session began: it ends where that one begins
                 agent = store.read(project, RecordKind.SESSION, session_record_id(agent_session))
                 start = from_iso(str(meta["startTime"]))
                 until = max(start, min(from_iso(str(agent[0]["startTime"])) if agent else utcnow(), utcnow()))
                 meta.update(status="completed", endTime=to_iso(until), durationMinutes=minutes_between(start, until))
         store.upsert(RecordKind.SESSION, meta, found[1])
+
+
+def _begins_with_the_conversation(store: VaultStore, project: str, agent_session: str, began: Any, now: str) -> None:
+    """The agent's open session, which takes over the hook's whole capture of the conversation,
+    begins when the conversation did (the hook's session's start), when that is earlier: the work
+    before the agent's ``session_start`` was billed by neither (found by a newcomer: 0 minutes)."""
+    found = store.read(project, RecordKind.SESSION, session_record_id(agent_session))
+    if found is None or found[0].get("status") != "active" or found[0].get("endTime") or not isinstance(began, str):
+        return
+    try:
+        if from_iso(began) >= from_iso(str(found[0].get("startTime"))):
+            return
+    except (ValueError, MemoError):
+        return
+    store.upsert(RecordKind.SESSION, {**found[0], "startTime": began, "updated": now}, found[1])
 
 
 def _live_turns(store: VaultStore, project: str, session_id: str) -> int:

@@ -2137,3 +2137,32 @@ def test_another_agents_or_persons_mcp_turn_of_the_same_words_is_not_the_transcr
     assert "kept there" not in ran.stdout + ran.stderr and "hook-captured" not in ran.stdout + ran.stderr
     report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
     assert report["totalPrompts"] == 2 and report["byClient"]["Acme Corp"]["durationMinutes"] == 50, report["sessions"]
+
+
+
+def test_the_agents_session_begins_when_its_conversation_did(tmp_path, repo):
+    """Found by a newcomer: the hook captured the first prompt at 11:34; the agent explored, called
+    ``session_start`` at 11:36 and recorded that prompt — the hook's session gave way (superseded) and
+    the agent's began at 11:36: the first two minutes were billed by nobody. The agent's session
+    begins when the conversation did."""
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    vault = tmp_path / "v"
+    env = {"MEMO_CONFIG": str(tmp_path / "none.toml")}
+
+    def stamp(minutes_ago: int) -> str:
+        return (now - timedelta(minutes=minutes_ago)).isoformat().replace("+00:00", "Z")
+
+    def gemini(event: str, minutes_ago: int, **fields) -> None:
+        hook(vault, "gemini", json.dumps({"session_id": "x2", "cwd": str(repo), "hook_event_name": event,
+                                          "timestamp": stamp(minutes_ago), **fields}), env=env)
+
+    gemini("SessionStart", 2, source="startup")
+    gemini("BeforeAgent", 2, prompt="Refactor the auth middleware into its own module")
+    answers = tool_calls(vault, [
+        {"action": "session_start", "sessionId": "auth", "client": "Acme Corp", "ide": "gemini", "cwd": str(repo)},
+        {"action": "record", "sessionId": "auth", "body": "Refactor the auth middleware into its own module",
+         "agent": "gemini", "cwd": str(repo)},
+        {"action": "session_end", "sessionId": "auth", "cwd": str(repo)}], env=env)
+    assert not any(error for error, _ in answers), answers
+    report = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)
+    assert [(s["sessionId"], s["durationMinutes"]) for s in report["sessions"]] == [("auth", 2)], report["sessions"]
