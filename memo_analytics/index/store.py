@@ -793,3 +793,8 @@ def agent_turns_between(conn: sqlite3.Connection, project: str, since: str, unti
         "AND coalesce(p.status, '') != 'superseded' AND p.created BETWEEN ? AND ? AND (p.source = 'mcp' OR EXISTS "
         "(SELECT 1 FROM records s WHERE s.kind = 'session' AND s.project = p.project AND s.session_id = p.session_id "
         "AND s.source = 'mcp')) ORDER BY p.created", (project, since, until))]
+
+
+def holds_agent_sessions(conn: sqlite3.Connection) -> bool:
+    """Whether the index holds a session an agent opened over MCP (``source: mcp``)."""
+    return conn.execute("SELECT 1 FROM records WHERE kind = 'session' AND source = 'mcp' LIMIT 1").fetchone() is not None

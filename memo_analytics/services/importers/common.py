@@ -303,6 +303,10 @@ class ImportResult:
     #: of ``superseded``, imported turns (and sessions) the agent recorded itself over MCP in a
     #: session of its own (:func:`give_way_to_the_agents_session`)
     agents: int = 0
+    #: whether the vault held a session an agent opened over MCP when this import began (None: not
+    #: looked yet): an import looks for their records only then (a first import paid a second per
+    #: thousand sessions looking)
+    agent_sessions: bool | None = None
     #: files whose last line is not finished yet (no newline, not JSON yet: an agent writing it
     #: now); not counted in ``skipped``: the next import reads it once it is finished
     pending: int = 0
@@ -731,9 +735,12 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.superseded += past
         result.rewound += past
         result.superseded += supersede_hook_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
-        agents = give_way_to_the_agents_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
-        result.superseded += agents
-        result.agents += agents
+        if result.agent_sessions is None:
+            result.agent_sessions = index.holds_agent_sessions(store.conn)
+        if result.agent_sessions:
+            agents = give_way_to_the_agents_session(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
+            result.superseded += agents
+            result.agents += agents
         copies = supersede_copies(store, transcript, [(homes[n], f"{base}-{n}") for n in homes])
         result.superseded += copies
         result.copies += copies
