@@ -1303,9 +1303,10 @@ def test_an_interval_the_grown_or_cut_file_no_longer_has_bills_no_more(tmp_path,
     grown.write_text(_stretch_lines(now), encoding="utf-8")
     memo("import", "claude-code", str(grown), "--project", "product", vault=tmp_path / "v")
     memo("import", "claude-code", str(grown), "--project", "product", vault=tmp_path / "clean")
-    for vault in ("v", "clean"):
-        memo("config", "set", "overlapPolicy", "sum", vault=tmp_path / vault)
-    totals = [json.loads(memo("--json", "activity", "--all", vault=tmp_path / v).stdout) for v in ("v", "clean")]
+    summed = {"MEMO_CONFIG": str(tmp_path / "sum.toml")}  # this test's own config: the suite's is shared
+    memo("config", "set", "overlapPolicy", "sum", env=summed)
+    totals = [json.loads(memo("--json", "activity", "--all", vault=tmp_path / v, env=summed).stdout)
+              for v in ("v", "clean")]
     expected = (150, 6) if change == "bridged" else (50, 4)
     assert [(t["totalDurationMinutes"], t["totalPrompts"]) for t in totals] == [expected, expected], totals
     assert totals[0]["totalCostUsd"] == totals[1]["totalCostUsd"]
