@@ -1341,14 +1341,8 @@ def test_a_file_that_joins_an_earlier_interval_to_an_invoiced_one_is_refused_not
     """Found by a breaker of the rule above: the later interval was on an issued invoice (or timed by
     hand), so it stayed — and the earlier one took its turns too: 8 prompts for 6, their cost twice.
     The conversation is refused whole, naming the session and what holds it."""
-    vault = tmp_path / "v"
     first = {"A": ("09:00", "09:10", "09:20"), "B": ("11:00", "11:12", "11:30")}
-    grown = tmp_path / "grow.jsonl"
-    grown.write_text(_stretch_lines(first), encoding="utf-8")
-    memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
-    listed = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
-    second = [s["sessionId"] for s in listed["sessions"] if s["startTime"].startswith("2026-11-03T11:00")][0]
-    memo("session", "edit", second, "--project", "product", "--minutes", "25", vault=vault)
+    vault, grown, listed, second = _imported_with_a_part_timed_by_hand(tmp_path, first, "11:00", 25)
     grown.write_text(_stretch_lines({**first, "D": ("09:45", "10:10", "10:35")}), encoding="utf-8")
     ran = memo("import", "claude-code", str(grown), "--project", "product", vault=vault, check=False)
     assert ran.returncode == 1 and f"the part imported as session {second}), which has times a person set" in \
@@ -1361,14 +1355,8 @@ def test_a_file_whose_intervals_moved_along_past_a_session_timed_by_hand_is_refu
     """Found by a breaker of the rule above: the refusal looked only past the file's last interval;
     once the file grew again (a part joining two, then a later part) the hand-timed session's number
     was another part's — its turns went into it (billing nothing) and one turn was kept twice."""
-    vault = tmp_path / "v"
     parts = {"A": ("09:00", "09:10", "09:20"), "B": ("11:00", "11:12", "11:30"), "C": ("14:00", "14:05", "14:15")}
-    grown = tmp_path / "grow.jsonl"
-    grown.write_text(_stretch_lines(parts), encoding="utf-8")
-    memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
-    before = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
-    third = [s["sessionId"] for s in before["sessions"] if s["startTime"].startswith("2026-11-03T14:00")][0]
-    memo("session", "edit", third, "--project", "product", "--minutes", "20", vault=vault)
+    vault, grown, before, third = _imported_with_a_part_timed_by_hand(tmp_path, parts, "14:00", 20)
     # a part joins A and B, a later one comes after C: the intervals' numbers move along
     grown.write_text(_stretch_lines({**parts, "D": ("09:45", "10:10", "10:35"), "F": ("16:00", "16:05", "16:20")}),
                      encoding="utf-8")
@@ -1376,3 +1364,15 @@ def test_a_file_whose_intervals_moved_along_past_a_session_timed_by_hand_is_refu
     assert ran.returncode == 1 and f"as session {third}), which has times a person set" in " ".join(ran.stderr.split())
     after = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
     assert (after["totalPrompts"], after["totalDurationMinutes"]) == (before["totalPrompts"], before["totalDurationMinutes"] - 15 + 20)
+
+
+def _imported_with_a_part_timed_by_hand(tmp_path, parts: dict, start: str, minutes: int):
+    """A conversation of ``parts`` (:func:`_stretch_lines`) imported, then its part begun at
+    ``start`` timed by hand to ``minutes``: ``(vault, file, activity before, that session's id)``."""
+    vault, grown = tmp_path / "v", tmp_path / "grow.jsonl"
+    grown.write_text(_stretch_lines(parts), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+    before = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    held = [s["sessionId"] for s in before["sessions"] if s["startTime"].startswith(f"2026-11-03T{start}")][0]
+    memo("session", "edit", held, "--project", "product", "--minutes", str(minutes), vault=vault)
+    return vault, grown, before, held
