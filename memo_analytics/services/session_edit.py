@@ -212,6 +212,21 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
             "newClient": new_client and "client" in changed}
 
 
+def project_bills_elsewhere(settings: Any, edited: dict[str, Any], asked_client: str | None) -> str | None:
+    """The client ``projectClients`` files the project a session was just moved to under, when
+    the move kept another client (``asked_client`` None: the edit named none), else None — said
+    by every surface beside the edit (``projectBills`` on the wire), with the edit that files it
+    there (found by a freelancer: the old client billed on without a word).
+
+    ``edited``: what :func:`edit_session` returned (``changed``, ``project``, ``client``)."""
+    if asked_client is not None or "project" not in edited.get("changed", ()):
+        return None
+    mapped = settings.client_of_project(edited["project"])
+    if mapped is None or mapped.casefold() == str(edited.get("client") or "internal").casefold():
+        return None
+    return mapped
+
+
 def _turns_follow(store: VaultStore, project: str, session_id: str, values: dict[str, Any], now) -> int:
     """Write ``values`` into the session's turns that hold others (under the vault lock); how many."""
     turns = 0

@@ -500,3 +500,25 @@ def test_a_session_moved_into_a_project_of_another_client_says_which_client_it_s
             "too, memo session edit a1 --project lab --client Globex") in moved.stderr, moved.stderr
     again = run(billing, "session", "edit", "a1", "--project", "lab", "--to-project", "web", "--client", "Acme Corp")
     assert "note: it still bills" not in again.stderr
+
+
+def test_a_move_over_the_json_api_says_which_client_the_project_bills(billing, monkeypatch):
+    """The note of a move into a project of another client was the CLI's alone: the JSON API's
+    edit (what a laptop in remote mode calls) and ``--json`` name it as ``projectBills``."""
+    from .test_http_api import Server
+
+    billing["config"].write_text(billing["config"].read_text(encoding="utf-8") + '\n[projectClients]\nlab = "Globex"\n',
+                                 encoding="utf-8")
+    moved = run(billing, "--json", "session", "edit", "a1", "--to-project", "lab")
+    assert json.loads(moved.stdout)["projectBills"] == "Globex", moved.stdout
+    monkeypatch.setenv("MEMO_CONFIG", str(billing["config"]))
+    server = Server(billing["vault"])
+    try:
+        status, answer = server.get_json("/api/sessions/a1/edit", data={"project": "lab", "toProject": "web"})
+        assert (status, answer["project"], answer.get("projectBills")) == (200, "web", None), answer
+        status, answer = server.get_json("/api/sessions/a1/edit", data={"project": "web", "toProject": "lab"})
+        assert (status, answer["client"], answer["projectBills"]) == (200, "Acme Corp", "Globex"), answer
+        status, answer = server.get_json("/api/sessions/a1/edit", data={"project": "lab", "client": "Globex"})
+        assert (status, answer["client"], answer.get("projectBills")) == (200, "Globex", None), answer
+    finally:
+        server.stop()

@@ -173,7 +173,7 @@ def session_edit(
 ) -> None:
     """Correct a session's client, billable flag, summary, project (its turns follow) or times."""
     from ...services.requests import EditSessionRequest
-    from ...services.session_edit import edit_remote_session, edit_session
+    from ...services.session_edit import edit_remote_session, edit_session, project_bills_elsewhere
 
     if all(value is None for value in (client, billable, summary, to_project, start, end, minutes, reviewed)):
         raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable, --summary, "
@@ -189,13 +189,13 @@ def session_edit(
         record = edit_session(state.store, request)
     if record["newClient"]:
         note_new_client(record["client"])
-    if to_project is not None and client is None and "project" in record["changed"]:
-        mapped = state.settings.client_of_project(record["project"])  # the project bills another client
-        if mapped is not None and mapped.casefold() != str(record.get("client") or "internal").casefold():
-            err.print(_safe(f"note: it still bills {record.get('client') or 'internal'}; project {record['project']}'s "
-                            f"sessions bill {mapped} (projectClients): to file it there too, memo session edit "
-                            f"{shell_word(record['sessionId'])} --project {record['project']} --client "
-                            f"{shell_word(mapped)}"))
+    elsewhere = record.get("projectBills") or project_bills_elsewhere(state.settings, record, client)
+    if elsewhere:  # the project bills another client: the daemon's config says so in remote mode
+        record["projectBills"] = elsewhere
+        err.print(_safe(f"note: it still bills {record.get('client') or 'internal'}; project {record['project']}'s "
+                        f"sessions bill {elsewhere} (projectClients): to file it there too, memo session edit "
+                        f"{shell_word(record['sessionId'])} --project {record['project']} --client "
+                        f"{shell_word(elsewhere)}"))
 
     def human(r: dict[str, Any]) -> None:
         if not r["changed"] and r["turnsUpdated"]:  # an edit cut short before: its turns follow the session now
