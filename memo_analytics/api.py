@@ -558,21 +558,50 @@ class Lake:
         return lake_frames(self._target, (name,))[name]
 
     def sessions(self) -> pl.DataFrame:
-        """One row per session of every vault, with ``billed_minutes`` (Int64, minutes as its
-        vault bills it), ``cost_usd`` (Decimal(18, 4), USD), token counts, ``invoice``."""
+        """One row per session of every vault.
+
+        Columns: ``id``, ``session_id``, ``project``, ``status``, ``client``, ``task_slug``,
+        ``summary``, ``deliverables`` (JSON text), ``ide``, ``model``, ``agent``, ``branch``,
+        ``git_sha``, ``owner``, ``invoice`` (its number, null when on none) — String;
+        ``billable`` Boolean; ``start_time``, ``end_time``, ``record_created`` Datetime(us, UTC);
+        ``duration_minutes`` Int64 (minutes between start and end); ``billed_minutes`` Int64
+        (minutes as its vault bills it: rounding terms, overlap policy, its invoice; 0 when it
+        bills nothing — open, not billable, superseded); ``cost_usd`` Decimal(18, 4) (USD, null
+        when no report bills it); ``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
+        ``output_tokens``, ``reasoning_tokens``, ``unpriced_turns`` Int64; ``vault_id``,
+        ``machine`` String and ``exported_at`` Datetime(us, UTC): who exported the row, when."""
         return self._table("sessions")
 
     def prompts(self) -> pl.DataFrame:
-        """One row per turn of every vault (``body`` when it was exported with it)."""
+        """One row per turn of every vault.
+
+        Columns: ``id``, ``session_id``, ``project``, ``client``, ``ide``, ``model``, ``agent``,
+        ``task_slug``, ``status``, ``branch``, ``git_sha`` — String; ``turn`` Int64; ``billable``
+        Boolean; ``created`` Datetime(us, UTC); ``tags`` List(String); ``input_tokens``,
+        ``cache_read_tokens``, ``cache_write_tokens``, ``output_tokens``, ``reasoning_tokens``
+        Int64; ``body`` String (null when exported without bodies) and ``body_sha256`` String
+        (hex SHA-256 of the redacted body); ``vault_id``, ``machine`` String, ``exported_at``
+        Datetime(us, UTC)."""
         return self._table("prompts")
 
     def deliverables(self) -> pl.DataFrame:
-        """One row per deliverable of every vault's sessions."""
+        """One row per deliverable of every vault's sessions.
+
+        Columns: ``session_id``, ``session_record_id``, ``project``, ``client``,
+        ``session_status``, ``type``, ``url``, ``sha``, ``title`` — String; ``position`` Int64
+        (its place in the session's list); ``billable`` Boolean; ``session_start``,
+        ``session_end`` Datetime(us, UTC); ``vault_id``, ``machine`` String, ``exported_at``
+        Datetime(us, UTC)."""
         return self._table("deliverables")
 
     def invoices(self) -> pl.DataFrame:
-        """One row per issued invoice and credit note of every vault (amounts Decimal(18, 3) in
-        their ``currency``; ``issued``, ``due``, ``period_start``, ``period_end`` as ``Date``)."""
+        """One row per issued invoice and credit note of every vault.
+
+        Columns: ``ref``, ``number``, ``kind``, ``status``, ``client``, ``currency``, ``credits``
+        (the number a credit note cancels), ``pdf_sha256`` — String; ``issued``, ``due``,
+        ``period_start``, ``period_end`` Date; ``net``, ``tax``, ``gross`` Decimal(18, 3) in the
+        invoice's ``currency``; ``billable_hours`` Float64 (hours); ``sessions`` Int64 (sessions
+        billed); ``vault_id``, ``machine`` String, ``exported_at`` Datetime(us, UTC)."""
         return self._table("invoices")
 
     def activity(self, since: str | None = None, until: str | None = None, client: str | None = None,

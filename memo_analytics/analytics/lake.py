@@ -300,7 +300,9 @@ def vault_tables(store: VaultStore, body: bool = True) -> dict[str, pl.DataFrame
         orient="row",
     ).with_columns(pl.col("cost_usd").str.to_decimal(scale=4).cast(_COST),
                    pl.col("billed_minutes").fill_null(0))  # 0 when it bills nothing, as the vault's frames say
-    sessions_out = sessions.join(billed, on=["project", "id"], how="left").drop("vault")
+    # a session no report bills (superseded) bills 0 minutes, as the vault's frames say
+    sessions_out = sessions.join(billed, on=["project", "id"], how="left").drop("vault").with_columns(
+        pl.col("billed_minutes").fill_null(0))
     made = pl.DataFrame(store.conn.execute("SELECT project, id, json_extract(meta, '$.created') FROM records "
                                            "WHERE kind = 'session'").fetchall(),
                         schema={"project": pl.String, "id": pl.String, "record_created": pl.String}, orient="row")

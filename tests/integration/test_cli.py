@@ -84,7 +84,7 @@ def test_session_start_end_and_activity_json_keys(tmp_path):
         (["prompt", "list", "--since", "2026-13-45"], "error: Invalid since date: '2026-13-45' (give a date as YYYY-MM-DD, a time as YYYY-MM-DDTHH:MM, a month YYYY-MM, a year YYYY or an ISO week YYYY-Www, ISO 8601)"),
         (["activity", "--all", "--until", "soon"], "error: Invalid until date: 'soon' (give a date as YYYY-MM-DD, a time as YYYY-MM-DDTHH:MM, a month YYYY-MM, a year YYYY or an ISO week YYYY-Www, ISO 8601)"),
         (["activity", "--all", "--tz", "Mars/Olympus"], "error: Invalid tz: unknown time zone 'Mars/Olympus'"),
-        (["session", "end", "ghost"], "error: No session record for ghost. Call session_start first"),
+        (["session", "end", "ghost"], "error: No session record for ghost: memo session start ghost --project PROJECT starts it"),
         (["prompt", "get", "nothing-here"], "error: Record not found: nothing-here"),
         (["session", "end", "s", "--deliverables", "{bad"], "error: Invalid deliverables: not JSON"),
     ],

@@ -444,3 +444,29 @@ def test_the_lakes_report_names_the_models_it_could_not_price(tmp_path, realdata
     assert vault["unpricedModels"] == lake["unpricedModels"] == ["acme-llm-9"], (vault["unpricedModels"],
                                                                                  lake["unpricedModels"])
     assert "no price for acme-llm-9" in run(team, "ann", "activity", "--lake").stdout
+
+
+def test_a_superseded_session_bills_0_minutes_in_the_lake_as_in_the_vaults_frame(tmp_path, realdata, monkeypatch):
+    """Found by an analyst: a superseded session's ``billed_minutes`` was null in the lake, 0 in
+    ``open_vault().sessions()`` (its docstring: 0 when it bills nothing) — ``== 0`` and
+    ``is_null()`` picked other rows. The lake's docstrings name every column of its frames."""
+    import memo_analytics as memo_api
+
+    (tmp_path / "lake").mkdir()
+    team = _team(tmp_path, realdata, str(tmp_path / "lake" / "c.db"), str(tmp_path / "lake" / "w"))
+    path = team["ann"] / "projects" / "web" / "sessions" / "session-a2.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("status: completed", "status: superseded"),
+                    encoding="utf-8")
+    run(team, "ann", "reindex")
+    export(team, "ann")
+    monkeypatch.setenv("MEMO_CONFIG", str(team["config"]))
+    sessions = memo_api.open_lake().sessions()
+    assert sessions.filter(sessions["id"] == "session-a2").select("status", "billed_minutes").rows() == [("superseded", 0)], \
+        sessions.select("id", "status", "billed_minutes").rows()
+    vault = memo_api.open_vault(team["ann"]).sessions()
+    assert vault.filter(vault["id"] == "session-a2")["billed_minutes"].to_list() == [0]
+    lake = memo_api.open_lake()
+    for name in ("sessions", "prompts", "deliverables", "invoices"):
+        frame = getattr(lake, name)()
+        told = getattr(memo_api.Lake, name).__doc__
+        assert not [c for c in frame.columns if f"``{c}``" not in told], (name, frame.columns)

@@ -28,7 +28,8 @@ gc.disable()
 try:
     import typer
 
-    from ...domain.errors import MemoError, full_disk_error
+    from ...domain.errors import MemoError, SessionNotStartedError, full_disk_error
+    from ...domain.shell import shell_word
     from ...runtime import RemoteModeError
     from .common import _fail, state
     from .common import app as _app
@@ -199,6 +200,10 @@ def main() -> None:
             sys.exit(code)  # a command that ended with typer.Exit(code)
     except RemoteModeError as exc:
         _fail(str(exc.for_command(_command_words(sys.argv[1:]))), exc=exc)
+    except SessionNotStartedError as exc:  # the wire's words name the MCP tool: here, its command
+        what = f"No session record for {exc.session_id}" if exc.session_id else "sessionId is required"
+        start = f"memo session start {shell_word(exc.session_id)}" if exc.session_id else "memo session start ID"
+        _fail(f"{what}: {start} --project PROJECT starts it", exc=exc)
     except MemoError as exc:
         _fail(str(exc), exc=exc)
     except typer.Exit as exc:
