@@ -729,7 +729,16 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
                         + " in this scope: every word must match (OR and AND are searched as words); fewer or other "
                           "words, or word* for a prefix, find more"
                         + ("" if request.cross_project else "; crossProject: true (memo: --all) searches every project"))
+        joined = _JOINED_WORDS.search(request.query or "")
+        if joined:  # "project:web" read as a column filter, "lexer:now" as two words (found by an analyst)
+            page["note"] += (f"; {joined.group(0)} is searched as one phrase, its words in that order (a "
+                             "mark between words joins them; no column filter: the project and client filters "
+                             "choose those)")
     return noted_clamp(_with_left_out(store, page, flt.projects), request)
+
+
+#: Two words joined by a mark (``project:web``, ``lexer-now``): FTS5 reads them as one phrase.
+_JOINED_WORDS = re.compile(r"[^\W_]+(?:[^\w\s*\"]+[^\W_]+)+")
 
 
 def get_record(store: VaultStore, record_id: str, project: str | None = None,

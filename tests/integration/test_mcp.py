@@ -460,7 +460,9 @@ def test_a_search_that_matched_nothing_says_every_word_must_match_and_a_huge_one
                                  {"action": "search", "query": "rounding", "projectId": "web"},
                                  {"action": "search", "query": "pagination", "crossProject": True},
                                  {"action": "search", "query": "a " * 20_000, "crossProject": True},
-                                 {"action": "search", "query": "nosuchword ( - : ?", "crossProject": True}])
+                                 {"action": "search", "query": "nosuchword ( - : ?", "crossProject": True},
+                                 {"action": "search", "query": "pagination:add", "crossProject": True},
+                                 {"action": "search", "query": "project:web", "crossProject": True}])
     page = json.loads(answers[0][1])
     assert page["total"] == 0 and page["note"] == (
         "no turn holds all 3 words in this scope: every word must match (OR and AND are searched as words); fewer "
@@ -471,6 +473,12 @@ def test_a_search_that_matched_nothing_says_every_word_must_match_and_a_huge_one
     assert found["total"] == 1 and "note" not in found
     # punctuation is no word to match (found by an analyst: "all 5 words")
     assert json.loads(answers[4][1])["note"].startswith("no turn holds this word in this scope")
+    assert not json.loads(answers[4][1])["note"].endswith("choose those)")
+    # words joined by a mark are one phrase in that order; no column filter (found by an analyst)
+    for number, joined in ((5, "pagination:add"), (6, "project:web")):
+        assert json.loads(answers[number][1])["note"].endswith(
+            f"; {joined} is searched as one phrase, its words in that order (a mark between words joins them; no "
+            "column filter: the project and client filters choose those)"), answers[number]
     error, text = answers[3]
     assert error and "Invalid query: 20,000 words, 40,000 characters; at most 100 words and 4,000 characters" in text
     refused = memo("prompt", "search", "--all", " ".join(["word"] * 101), vault=vault, check=False)
