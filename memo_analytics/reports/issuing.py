@@ -75,6 +75,17 @@ def billing_period(report: ActivityReport, sessions: list[dict[str, Any]]) -> tu
     return first, last
 
 
+def worked_until(report: ActivityReport, sessions: list[dict[str, Any]], period: tuple[date, date]) -> date | None:
+    """The last day (in the report's zone) a session of ``sessions`` ended on, when after the
+    period's last day — a session begun on the period's last evening that ran past midnight —
+    else None. An invoice bills a session by its start; its service period (§14 UStG: the time
+    of supply; Factur-X BT-72/BT-74) ends when the work did (found by a bookkeeper: 1.62 h of
+    1 January stated as supplied in December)."""
+    ends = [from_iso(s["endTime"]).astimezone(report.zone).date() for s in sessions if s.get("endTime")]
+    last = max(ends, default=None)
+    return last if last is not None and last > period[1] else None
+
+
 def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> None:
     # every setting of the issuer that is missing, in one message (not one per attempt)
     needed = [(f"invoice.{m}", f"invoice.{m}") for m in issuer.missing_for_sending()]
@@ -510,6 +521,7 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         if replaced is not None:
             _check_correction(replaced, replaces, section)
         period = billing_period(report, section.sessions)
+        worked = worked_until(report, section.sessions, period)
         latest = ledger.last_issued(docs)
         # today is the issuer's (the configured zone), whatever zone the report reads the period in:
         # one calendar for every document of the sequence, as a credit note has it
@@ -521,6 +533,9 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
             raise InvalidFieldError("until", f"the period it bills ends {period[1]}, after the invoice's date "
                                              f"{issued}: an invoice bills work done; end the period on {issued} at the "
                                              f"latest (--until {issued}), or issue it once the period has ended")
+        if worked is not None and worked > issued:
+            raise InvalidFieldError("issued", f"{issued} is before the end of the work it bills (a session ended "
+                                              f"{worked}): an invoice bills work done; date it {worked} or later")
         _check_in_order(issued, latest, today)
         number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year,
                                                    ledger.read_state(store.root))
@@ -528,6 +543,8 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         meta = _document_meta(ledger.INVOICE, number, key, sequence, settings.invoice.number_format, issued,
                               due_date(max(issued, today), settings.invoice, client), period, zone_name(report.zone), invoice,
                               settings.invoice, section.client, client, now)
+        if worked is not None:
+            meta["workedUntil"] = worked.isoformat()
         if replaced is not None:
             meta.update(replaced.fields)
         pdf = _render(meta, user_templates)

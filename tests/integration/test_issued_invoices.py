@@ -1880,3 +1880,25 @@ def test_a_session_filed_under_internal_by_name_does_not_stop_the_clients_invoic
     assert [i for i in digest["items"] if i["kind"] == "client_missing"] == []
     issued = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
     assert issued["billableHours"] == "1.75"  # a1 and a2 (80 + 25 minutes); x1 stays internal
+
+
+def test_a_session_past_the_years_last_midnight_ends_the_service_period_when_the_work_did(billing):
+    """Found by a bookkeeper: a session of 31 December 22:00 – 1 January 01:37 (Berlin) was billed
+    on the December invoice (by its start) with the service period and the Factur-X delivery date
+    ending 31 December — 1.62 h supplied in the new year stated as supplied in the old (§14 (4)
+    no. 6 UStG: the time of supply). The period it bills stays December; the service period
+    (printed, BT-73/74) and the delivery date (BT-72) end on 1 January; backdating it before
+    that day is refused."""
+    _session_at(billing, "nye", "web", "Acme Corp", "2025-12-31T21:00:00Z", "2026-01-01T00:37:00Z")
+    backdated = run(billing, "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2025-12-01",
+                    "--until", "2025-12-31", "--issued", "2025-12-31")
+    assert backdated.returncode == 1 and backdated.stderr.strip().endswith(
+        "error: Invalid issued: 2025-12-31 is before the end of the work it bills (a session ended 2026-01-01): an "
+        "invoice bills work done; date it 2026-01-01 or later"), backdated.stderr
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2025-12-01", "--until", "2025-12-31")
+    assert (doc["periodStart"], doc["periodEnd"], doc["sessions"]) == ("2025-12-01", "2025-12-31", 1)
+    root = xml_of(Path(doc["pdf"]))
+    assert text(root, "//ram:ApplicableHeaderTradeSettlement/ram:BillingSpecifiedPeriod//udt:DateTimeString") == [
+        "20251201", "20260101"]
+    assert text(root, "//ram:ActualDeliverySupplyChainEvent//udt:DateTimeString") == ["20260101"]
+    assert "Service period 2025-12-01 – 2026-01-01" in " ".join(pdf_text(Path(doc["pdf"])).split())
