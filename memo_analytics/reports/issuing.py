@@ -143,9 +143,6 @@ def _check_client_sendable(issuer: Issuer, client_name: str, client: ClientBilli
         raise InvalidFieldError(f"{key}.vatId", f"{client.vat_id} is the issuer's own VAT id (invoice.vatId); set "
                                                 "the client's own VAT id there")
     category, _ = client.tax_category()
-    if category == "AE" and not (client.vat_id and issuer.vat_id):
-        raise InvalidFieldError(f"{key}.vatId" if not client.vat_id else "invoice.vatId",
-                                "reverse charge needs the VAT ids of both the issuer and the client")
     if category == "AE":
         _check_reverse_charge(key, issuer, client, compact)
     if category == "E" and not client.tax_exemption_reason:
@@ -191,6 +188,9 @@ def _check_reverse_charge(key: str, issuer: Issuer, client: ClientBilling, compa
         raise InvalidFieldError(f"{key}.reverseCharge", f"the EU reverse charge is for a client in another EU country, "
                                                         f"and the client is in {client.country} as the issuer is: "
                                                         f"set taxRate (the VAT you charge)")
+    if not (client.vat_id and issuer.vat_id):  # after the countries: a US client has no VAT id to give
+        raise InvalidFieldError(f"{key}.vatId" if not client.vat_id else "invoice.vatId",
+                                "reverse charge needs the VAT ids of both the issuer and the client")
     prefix = {"EL": "GR"}.get(compact(client.vat_id)[:2], compact(client.vat_id)[:2])
     if prefix != client.country:
         raise InvalidFieldError(f"{key}.vatId", f"{client.vat_id} is a VAT id of {prefix}, and the client's country "

@@ -276,6 +276,8 @@ def test_reverse_charge_bills_no_vat_and_says_why(billing):
     ("DE", "DE811907980", "reverseCharge", "the client is in DE as the issuer is: set taxRate"),
     ("US", "GB980780684", "reverseCharge", "the client's country is US: set taxExemptionReason instead"),
     ("NL", "FR40303265045", "vatId", "FR40303265045 is a VAT id of FR, and the client's country is NL"),
+    # found by a bookkeeper: a US client without one was told to set its VAT id, which it cannot have
+    ("US", None, "reverseCharge", "the client's country is US: set taxExemptionReason instead"),
 ])
 def test_reverse_charge_is_refused_outside_the_eus_cross_border_trade(billing, country, vat_id, field, said):
     """Found by a freelancer on day one: ``reverseCharge = true`` for a German client of a German
@@ -284,7 +286,8 @@ def test_reverse_charge_is_refused_outside_the_eus_cross_border_trade(billing, c
     the client's VAT id of its own."""
     config = billing["config"]
     config.write_text(config.read_text(encoding="utf-8").replace('country = "NL"\nvatId = "NL004495445B01"',
-                                                                 f'country = "{country}"\nvatId = "{vat_id}"'),
+                                                                 f'country = "{country}"\n' +
+                                                                 (f'vatId = "{vat_id}"' if vat_id else "")),
                       encoding="utf-8")
     ran = run(billing, "invoice", "issue", "--all", "--client", "Globex", "--since", "2026-06-01", "--until",
               "2026-06-30")
