@@ -309,9 +309,15 @@ class Issuer(_Party):
         except (ValueError, KeyError, IndexError, AttributeError) as exc:
             reason = str(exc) if "must use" in str(exc) else f"{value!r} is not a number format ({exc})"
             raise ValueError(f"{reason}; e.g. \"{DEFAULT_NUMBER_FORMAT}\"") from None
+        from .errors import InvalidFieldError
         from .ids import validate_slug
 
-        validate_slug(sample, "invoice.numberFormat")
+        try:
+            validate_slug(sample, "invoice.numberFormat")
+        except InvalidFieldError:  # said as this key's (it named the table "invoice": found by a bookkeeper)
+            raise ValueError(f"{value!r} gives numbers such as {sample!r}: a number names the invoice's files, so "
+                             "it holds only letters, digits, '.', '_' and '-' (no '/', no spaces) and starts with a "
+                             "letter or digit; e.g. \"RE-{year}-{seq:04d}\"") from None
         # a number is issued once: the format must give each number of the sequence its own text
         # ("{seq:0<4}" printed 1 and 10 alike as 1000), and every one a valid id ("{seq:c}")
         numbers = [value.format(year=2026, seq=seq) for seq in (*range(1, 1001), 9999, 10000, 10001, 99999, 100000)]

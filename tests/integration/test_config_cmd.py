@@ -151,7 +151,12 @@ def test_unset_removes_a_key_and_its_emptied_table(config):
     assert removed.returncode == 0
     assert tomllib.loads(config.read_text(encoding="utf-8")) == {"mode": "hybrid"}
     assert again.returncode == 1 and again.stderr.strip() == (
-        f"error: Invalid config key hybrid.remoteUrl: not set in {config}")
+        f"error: hybrid.remoteUrl is not set in {config}: nothing to unset (its default applies)")
+    # found by a bookkeeper: a number format of '/' was refused naming the table, not the key
+    refused = memo(config, "config", "set", "invoice.numberFormat", "RE-{year}/{seq:04d}")
+    assert refused.returncode == 1 and refused.stderr.startswith(
+        "error: Invalid config invoice.numberFormat: 'RE-{year}/{seq:04d}' gives numbers such as 'RE-2026/0001'"), \
+        refused.stderr
 
 
 def test_the_config_commands_have_help_text(config):

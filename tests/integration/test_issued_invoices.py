@@ -419,10 +419,14 @@ def test_a_lost_pdf_is_rendered_anew_from_the_stored_invoice_with_the_figures_is
     ("invoice.vatId", '"DE123"', "is not a valid VAT identification number"),
     ("invoice.country", '"XX"', "is not an ISO 3166-1 alpha-2 country code"),
     ("invoice.numberFormat", '"INV-{n}"', "must use {seq} and may use {year}, nothing else"),
-    ("invoice.numberFormat", '"../{seq}"', "must start with a letter"),
+    ("invoice.numberFormat", '"../{seq}"', "a number names the invoice's files, so it holds only letters"),
+    # found by a bookkeeper: RE-2026/0001, common in Germany, was refused naming the table "invoice"
+    ("invoice.numberFormat", '"RE-{year}/{seq:04d}"', "gives numbers such as 'RE-2026/0001': a number names the "
+                                                      "invoice's files, so it holds only letters, digits, '.', '_' "
+                                                      "and '-' (no '/', no spaces)"),
     # found by an attacker: accepted, it printed 1 and 10 alike as 2026-1000 (issuing stopped at the 10th)
     ("invoice.numberFormat", '"{year}-{seq:0<4}"', "gives two numbers of the sequence the same text ('2026-1000')"),
-    ("invoice.numberFormat", '"{seq:c}"', "must start with a letter"),  # a character per number: no id
+    ("invoice.numberFormat", '"{seq:c}"', "starts with a letter or digit"),  # a character per number: no id
     ('clients."Acme Corp".vatId', '"FR00000000000"', "is not a valid VAT identification number"),
     # found by a new user: "invalid length … DE123456789" for a Swiss UID given without its VAT suffix
     ('clients."Acme Corp".vatId', '"CHE-116.281.710"', "is a Swiss company number (UID); its VAT number ends in MWST"),

@@ -467,7 +467,8 @@ def _unset(path: Path, key: str) -> None:
             break
         trail.append(nxt)
     if len(trail) != len(parts) or parts[-1] not in trail[-1]:
-        raise InvalidFieldError(f"config key {key}", f"not set in {path}")
+        # not an invalid key (found by a bookkeeper): nothing was done, said as such
+        raise MemoError(f"{key} is not set in {path}: nothing to unset (its default applies)")
     del trail[-1][parts[-1]]
     for parent, part, child in reversed(list(zip(trail[:-1], parts, trail[1:]))):
         if not child:
