@@ -75,3 +75,20 @@ def test_ids_of_hex_digits_and_hyphens_are_passed_by_one_strip_and_could_hold_no
         assert redact.redact_secrets(text) == (text, 0) == redact._redact(text)
     token = "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
     assert redact.redact_secrets(token) == ("[REDACTED:github-token]", 1)
+
+
+def test_a_long_run_of_words_joined_by_underscores_before_a_password_name_takes_no_quadratic_time():
+    """Found by a security tester: ``a_a_a_…pwd=`` of 40 KB took 33 s in one pattern (each ``_``
+    a new start scanning to the end), 100 KB 167 s — one prompt froze the team daemon (the regex
+    holds the GIL), the hook (under the vault lock) and an import of a planted transcript. The
+    name's words before the keyword are bounded; its digits are still hidden. (A replayed
+    attack, not a speed figure: the bound is a hundred times what the pass now takes.)"""
+    import time
+
+    for text in ("a_" * 50_000 + "pwd=", "A_" * 50_000 + "PASSWORD", "aa_" * 30_000 + "password: 1"):
+        began = time.perf_counter()
+        redact_secrets(text)
+        assert time.perf_counter() - began < 10, text[-20:]
+    assert redact_secrets("a_" * 5_000 + "db_pwd=58302719")[0].endswith("db_pwd=[REDACTED:secret-assignment]")
+    assert redact_secrets("x_y_z_a_b_c_d_e_f_g_password: 12345678")[0] == \
+        "x_y_z_a_b_c_d_e_f_g_password: [REDACTED:secret-assignment]"
