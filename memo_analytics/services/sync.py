@@ -2158,7 +2158,9 @@ def own_invoices_note(store: VaultStore) -> str | None:
     state = _load(store, "state.json")
     if state.get("ownInvoicesSaid"):
         return None
-    billed = ledger.invoiced_in(store.root)
+    # its own invoices only: what the daemon invoiced (team-invoiced.json) is no invoice of this vault's
+    # (found by a breaker and a team lead: "this vault issued 2026-0001", which it could not credit)
+    billed = ledger.invoiced_sessions(ledger.documents(store.root))
     if not billed:
         return None
     _save(store, "state.json", {**state, "ownInvoicesSaid": to_iso(utcnow())})

@@ -3681,3 +3681,16 @@ def test_a_laptop_that_issued_invoices_before_hybrid_is_told_once_at_its_push(tm
     assert f"warning: this vault issued 1 invoice ({issued['number']}) billing 1 session the team daemon now holds" \
         in said and "copy this vault's invoices/ folder into the daemon's vault" in said, pushed.stderr
     assert "this vault issued" not in memo("sync", "push", vault=vault, env=env).stderr  # said once
+
+
+def test_a_laptop_that_issued_nothing_is_not_told_it_issued_the_daemons_invoice(tmp_path, daemon):
+    """Found by a breaker and a team lead: after a pull that heard of the daemon's invoice, the
+    laptop's next push said "this vault issued 1 invoice (2026-0001) … credit them here" — a
+    laptop with no invoices/ folder, whose credit of that number is refused."""
+    team, server, vault, env, lead = _laptop_with_two_sessions_pushed(tmp_path, daemon)
+    memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03-04", "--until", "2026-03-04",
+         "--issued", "2026-04-01", vault=team, env={"MEMO_CONFIG": str(lead)})
+    memo("sync", "pull", vault=vault, env=env)
+    memo("session", "edit", "s5", "--project", "shop", "--summary", "after the pull", vault=vault, env=env)
+    pushed = memo("sync", "push", vault=vault, env=env)
+    assert pushed.returncode == 0 and "this vault issued" not in pushed.stderr, pushed.stderr
