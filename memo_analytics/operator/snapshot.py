@@ -109,14 +109,18 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
         day = from_iso(session["startTime"]).astimezone(zone).date().isoformat()
         # written after the invoice was made: one there as it is when it was issued was left out of it on
         # purpose (another project's, under an invoice of one project: found by a breaker). A session
-        # started by hand carries its start as ``created``: its last write tells when it was recorded
-        recorded = str(session.get("updated") or "")
+        # started by hand carries its start as ``created``: its last write tells when it was recorded —
+        # the later of its ``updated`` and when this vault wrote its file (an import's ``updated`` is the
+        # transcript's last time, a laptop's clock may run slow: found by an integrator and a team lead)
+        recorded = _written_at(store.root, session)
         for doc in invoices:
             if str(doc.meta.get("client") or "").strip().casefold() == client and \
                     str(doc.meta["periodStart"]) <= day <= str(doc.meta["periodEnd"]) and \
                     _written_after(recorded, doc.meta, zone):
                 found.append({**session, "invoice": doc.number, "periodStart": str(doc.meta["periodStart"]),
-                              "periodEnd": str(doc.meta["periodEnd"]), "invoiceClient": str(doc.meta.get("client"))})
+                              "periodEnd": str(doc.meta["periodEnd"]), "invoiceClient": str(doc.meta.get("client")),
+                              "recordedAt": recorded or None,
+                              "hybridLaptop": getattr(store.settings, "mode", None) == "hybrid"})
                 break
     billed_now: dict[tuple[str, str, str], dict[tuple[Any, Any], Any]] = {}
     for late in found:
@@ -127,6 +131,22 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
         if minutes is not None:
             late["billedMinutes"] = minutes
     return [late for late in found if late.get("billedMinutes") != 0]  # within invoiced work: nothing to bill
+
+
+def _written_at(root: Any, session: dict[str, Any]) -> str:
+    """When ``session`` was last written here (UTC ISO, ``""`` unknown): the later of its
+    ``updated`` and its file's modification time (``_path``, under ``root``)."""
+    written = str(session.get("updated") or "")
+    try:
+        stamp = datetime.fromtimestamp((root / session["_path"]).stat().st_mtime, tz=timezone.utc)
+    except (KeyError, TypeError, OSError, ValueError, OverflowError):
+        return written
+    try:
+        if written and from_iso(written) >= stamp:
+            return written
+    except ValueError:
+        pass
+    return to_iso(stamp)
 
 
 def _written_after(written: str, invoice: dict[str, Any], zone: Any) -> bool:

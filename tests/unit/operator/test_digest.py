@@ -398,6 +398,12 @@ def test_a_month_ends_billing_gaps_are_listed_from_the_first_day_of_last_month_w
     assert listed["invoice_late_work", "s2"]["minutesAtStake"] == 15  # what an invoice of it bills, not its 60
     assert "1.0 h" not in listed["invoice_late_work", "s2"]["why"]
     assert is_digest_command(listed["invoice_late_work", "s2"]["action"])
+    # a hybrid laptop issues its own work with --here: the command without it was refused (a breaker)
+    snapshot.late_sessions[0]["hybridLaptop"] = True
+    [here] = [i for i in compute_digest(snapshot, now, POLICY)["items"] if i["kind"] == "invoice_late_work"]
+    assert here["action"].startswith("memo invoice issue --project alpen --client 'Alpenblick AG' --since 2026-11-01 "
+                                     "--until 2026-11-30 --here  # bills what 2026-0001 left out"), here["action"]
+    assert is_digest_command(here["action"])
     # October's are a month older: counted beyond the horizon, as before
     older = Snapshot(open_sessions=[session("oct", "2026-10-20T14:00:00.000Z", "2026-10-20T14:01:00.000Z")])
     assert compute_digest(older, now, POLICY)["beyondHorizon"] == {"session_open_too_long": 1}
