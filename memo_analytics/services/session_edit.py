@@ -88,7 +88,11 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     if request.client is not None:  # "" or "internal": no client
         client = clean_client(request.client)
         new_client = bool(client) and is_new_client(store, client)  # asked before it is written
-        wanted["client"] = None if not client or client.lower() == "internal" else canonical_client(store, client)
+        # "internal" by name is deliberate, as a start's --client internal writes it: an invoice of the
+        # project's client is not stopped by it, nor does memo project client re-file it (a breaker);
+        # "" is no client
+        wanted["client"] = None if not client else "internal" if client.lower() == "internal" else \
+            canonical_client(store, client)
     if request.billable is not None:
         wanted["billable"] = bool(request.billable)
     if request.summary is not None:
@@ -333,14 +337,14 @@ def sessions_to_file(store: VaultStore, project: str, client: str) -> tuple[int,
     """How many sessions of ``project`` :func:`set_project_client` would file under ``client``
     with ``every`` — those billing another client or none, not those an issued invoice bills — and
     whether ``every`` is needed for some (they bill another client, not ``internal``)."""
-    def bills(row: Any) -> str:  # "" for no client (internal)
-        name = (row["client"] or "").strip().lower()
-        return "" if name == "internal" else name
+    def bills(row: Any) -> str:  # "" for no client; "internal" by name is a client of its own here
+        return (row["client"] or "").strip().lower()
 
-    wanted = "" if client.strip().lower() == "internal" else client.strip().lower()
+    wanted = client.strip().lower()
     invoiced = ledger.invoiced_in(store.root)
     others = [row for row in index.rows_of_kind(store.conn, RecordKind.SESSION.value, project)
-              if bills(row) != wanted and (project, row["session_id"]) not in invoiced]
+              if bills(row) != wanted and (project, row["session_id"]) not in invoiced
+              and not (wanted == "internal" and not bills(row))]
     return len(others), any(bills(row) for row in others)
 
 
@@ -379,8 +383,10 @@ def set_project_client(store: VaultStore, project: str, client: str, every: bool
     unreadable: list[str] = []
     for row in rows:
         has = (row["client"] or "").strip()
-        if has == (wanted or "") or (not every and has and has.lower() != "internal"):
-            kept += bool(has) and has != (wanted or "")
+        # a session filed internal by name was filed so on purpose: --every files it too
+        if has.casefold() == (wanted or "internal").casefold() or (wanted is None and not has) \
+                or (not every and has):
+            kept += bool(has) and has.casefold() != (wanted or "internal").casefold()
             continue
         session_id = row["session_id"]
         if (project, session_id) in invoiced:

@@ -466,7 +466,8 @@ def test_an_edit_cut_short_between_turns_and_session_is_named_by_reindex_and_put
     assert ("note: 2 turns of session s1 (web) bill another client than the session (internal): an edit cut short? "
             "memo session edit s1 --project web --client internal puts them in line") in ran.stderr, ran.stderr
     fixed = memo("session", "edit", "s1", "--project", "web", "--client", "internal", vault=vault)
-    assert fixed.stdout.strip() == "session s1: already so; 2 of its turns said otherwise and now follow it"
+    # internal by name now (deliberate, as a start's --client internal): a change, its turns follow
+    assert fixed.stdout.strip() == "session s1 (web): client (now internal) changed; its 2 turns updated too"
     assert "bill another client" not in memo("reindex", vault=vault).stderr
     again = memo("session", "edit", "s1", "--project", "web", "--client", "internal", vault=vault, check=False)
     assert (again.returncode, again.stdout.strip()) == (1, "session s1: already so, nothing changed")
@@ -522,3 +523,28 @@ def test_a_move_over_the_json_api_says_which_client_the_project_bills(billing, m
         assert (status, answer["client"], answer.get("projectBills")) == (200, "Globex", None), answer
     finally:
         server.stop()
+
+
+def test_a_session_edited_internal_by_name_is_filed_so_on_purpose_as_one_started_so(billing):
+    """Found by a breaker: ``memo session edit z --client internal`` stored no client, so Acme's
+    invoice was refused over it, and the advice it gave (``memo project client p1 'Acme Corp'``)
+    filed under Acme a session started ``--client internal`` on purpose too. Internal by name is
+    deliberate whichever command wrote it: the invoice goes; ``project client`` leaves it (kept)."""
+    for sid, start, client in (("z", "2026-06-05T09:00:00Z", None), ("y", "2026-06-06T09:00:00Z", "internal")):
+        memo("session", "start", sid, "--project", "lab", *(("--client", client) if client else ()), "--start-time",
+             start, vault=billing["vault"], env=billing["env"])
+        memo("session", "end", sid, "--project", "lab", "--until", start.replace("T09", "T10"), vault=billing["vault"],
+             env=billing["env"])
+    memo("session", "start", "x", "--project", "lab", "--client", "Acme Corp", "--start-time", "2026-06-07T09:00:00Z",
+         vault=billing["vault"], env=billing["env"])
+    memo("session", "end", "x", "--project", "lab", "--until", "2026-06-07T10:00:00Z", vault=billing["vault"],
+         env=billing["env"])
+    edited = run(billing, "session", "edit", "z", "--project", "lab", "--client", "internal")
+    assert edited.returncode == 0 and "client (now internal) changed" in edited.stdout, edited.stdout
+    assert "client: internal" in (billing["vault"] / "projects/lab/sessions/session-z.md").read_text(encoding="utf-8")
+    filed = json.loads(run(billing, "--json", "project", "client", "lab", "Acme Corp").stdout)
+    assert (filed["sessions"], filed["kept"]) == (0, 2), filed
+    ran = run(billing, "--json", "invoice", "issue", "--client", "Acme Corp", "--project", "lab", "--since",
+              "2026-06-05", "--until", "2026-06-07")
+    assert ran.returncode == 0, ran.stderr
+    assert (json.loads(ran.stdout)["sessions"], json.loads(ran.stdout)["billableHours"]) == (1, "1.00"), ran.stdout
