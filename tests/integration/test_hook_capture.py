@@ -2105,6 +2105,26 @@ def test_a_transcript_imported_after_the_agent_recorded_it_over_mcp_counts_once_
         assert (report["totalPrompts"], report["totalDurationMinutes"], list(report["byClient"])) == (
             2, 55, ["Globex"]), [(x["sessionId"], x["status"], x["startTime"], x["endTime"], x["client"]) for x in report["sessions"]]
         assert list(report["costByClient"]) == ["Globex"] and float(report["costByClient"]["Globex"]) > 0, report
+    # found by a breaker: the person makes the agent's session non-billable, the transcript grows by
+    # a prompt the agent did not record — the imported session came back from 09:01, billing the 55
+    # minutes again; it bills from its first turn of its own, and is no longer called superseded
+    memo("session", "edit", "agentA", "--project", "product", "--no-billable", vault=vault)
+    lines += [{"type": "user", "sessionId": SESSION, "uuid": "u-2", "cwd": str(repo),
+               "timestamp": f"{day}10:00:00.000Z", "message": {"role": "user", "content": "Now the invoice totals"}},
+              {"type": "assistant", "sessionId": SESSION, "uuid": "a-2", "cwd": str(repo),
+               "timestamp": f"{day}10:04:00.000Z",
+               "message": {"role": "assistant", "id": "m2", "model": "claude-sonnet-4-20250514",
+                           "content": [{"type": "text", "text": "done"}], "usage": {"input_tokens": 10,
+                                                                                    "output_tokens": 10}}}]
+    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    memo("import", "claude-code", str(folder), vault=vault)
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    imported = [x for x in report["sessions"] if x["sessionId"] != "agentA"]
+    assert [(x["startTime"][11:16], x["endTime"][11:16], x["status"]) for x in imported] == [
+        ("10:00", "10:04", "completed")], imported
+    assert (report["totalPrompts"], report["totalDurationMinutes"]) == (3, 4), report["sessions"]
+    [path] = (vault / "projects" / "product" / "sessions").glob(f"session-claude-code-{SESSION}-1.md")
+    assert "supersededBy" not in path.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("other", ["agent", "person"])

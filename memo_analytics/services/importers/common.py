@@ -1260,16 +1260,71 @@ def give_way_to_the_agents_session(store: VaultStore, transcript: Transcript, se
                                                      "updated": now}, body)
                     changed += 1
             found = store.read(project, RecordKind.SESSION, session_record_id(session_id))
-            if agents and found is not None and found[0].get("status") != "superseded" and \
-                    not _live_turns_left(store, row):
-                store.upsert(RecordKind.SESSION, {**found[0], "status": "superseded", "supersededBy": sorted(agents),
-                                                  "updated": now}, found[1])
+            if found is None or found[0].get("status") == "superseded":
+                continue
+            # superseded by the agent's session before, and back with a turn of its own (the transcript grew)
+            before = found[0].get("supersededBy")
+            if not (agents or _names_agent_sessions(store, before)):
+                continue
+            live = _live_turns(store, row)
+            if not live:
+                store.upsert(RecordKind.SESSION, {**found[0], "status": "superseded",
+                                                  "supersededBy": sorted(agents) or before, "updated": now}, found[1])
                 changed += 1
+            else:
+                changed += _begin_at_its_own_turns(store, project, session_id, found, live, now)
     return changed
 
 
-def _live_turns_left(store: VaultStore, row: dict[str, Any]) -> bool:
-    return any(meta.get("status") != "superseded" for _, meta, _ in _session_turns(store, row))
+def _names_agent_sessions(store: VaultStore, named: Any) -> bool:
+    """Whether ``named`` (a ``supersededBy``) lists sessions an agent opened itself over MCP
+    (``project/sessionId``, not an import's): what an imported session gave way to."""
+    if not isinstance(named, list) or not named:
+        return False
+    for by in named:
+        project, _, session_id = str(by).partition("/")
+        try:
+            found = store.read(project, RecordKind.SESSION, session_record_id(session_id)) if session_id else None
+        except (MemoError, ValueError):
+            return False
+        if found is None or str(found[0].get("source") or "").startswith("import:"):
+            return False
+    return True
+
+
+def _live_turns(store: VaultStore, row: dict[str, Any]) -> list[dict[str, Any]]:
+    return [meta for _, meta, _ in _session_turns(store, row) if meta.get("status") != "superseded"]
+
+
+def _begin_at_its_own_turns(store: VaultStore, project: str, session_id: str, found: tuple[dict[str, Any], str],
+                            live: list[dict[str, Any]], now: str) -> int:
+    """An imported session some of whose turns gave way to the agent's own session bills from its
+    first turn of its own: the time before it is the agent's session's (found by a breaker: a
+    prompt appended after the agent's session brought the imported session back from the
+    conversation's start, billing the agent's 55 minutes again — made non-billable by the person).
+    Its ``supersededBy`` of before goes. Times set by hand, or on an issued invoice, stay. The
+    number of records changed (0 or 1)."""
+    meta, body = found
+    changes: dict[str, Any] = {}
+    if "supersededBy" in meta:  # back: it holds turns of its own (completed and superseded read as both)
+        changes["supersededBy"] = None
+    try:
+        first = min(from_iso(str(turn["created"])) for turn in live)
+        start = from_iso(str(meta["startTime"]))
+    except (KeyError, TypeError, ValueError):
+        first = start = None
+    if first is not None and start is not None and first > start and not (
+            meta.get("timesEdited") or times_written_by_hand(meta) or (project, session_id) in invoiced_in(store.root)):
+        changes["startTime"] = to_iso(first)
+        if meta.get("endTime"):
+            end = max(first, from_iso(str(meta["endTime"])))
+            changes.update(endTime=to_iso(end), durationMinutes=minutes_between(first, end))
+    if not changes:
+        return 0
+    updated = {key: value for key, value in {**meta, **changes, "updated": now}.items()
+               if not (key == "supersededBy" and value is None)}
+    store.upsert(RecordKind.SESSION, updated, body)
+    return 1
 
 
 def _agents_record(store: VaultStore, transcript: Transcript, project: str, meta: dict[str, Any], body: str,
