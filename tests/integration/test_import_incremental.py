@@ -1376,3 +1376,27 @@ def _imported_with_a_part_timed_by_hand(tmp_path, parts: dict, start: str, minut
     held = [s["sessionId"] for s in before["sessions"] if s["startTime"].startswith(f"2026-11-03T{start}")][0]
     memo("session", "edit", held, "--project", "product", "--minutes", str(minutes), vault=vault)
     return vault, grown, before, held
+
+
+def test_a_transcript_cut_then_put_back_brings_its_work_back(tmp_path):
+    """Found by a breaker: a transcript cut to its first part superseded the others (said: "if a
+    file was cut or cleared by mistake, put it back and import again — they come back"); put back,
+    its import said "sessions 0, turns 0" and the vault stayed at 20 minutes and 2 prompts of 65
+    and 6. Put back, the work comes back, as a clean import of the file gives it."""
+    parts = {"A": ("09:00", "09:10", "09:20"), "B": ("11:00", "11:12", "11:30"), "C": ("14:00", "14:05", "14:15")}
+    grown = tmp_path / "g.jsonl"
+    vault = tmp_path / "v"
+
+    def totals() -> tuple[int, int]:
+        report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+        return report["totalDurationMinutes"], report["totalPrompts"]
+
+    grown.write_text(_stretch_lines(parts), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+    assert totals() == (65, 6)
+    grown.write_text(_stretch_lines({"A": parts["A"]}), encoding="utf-8")
+    cut = memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+    assert totals() == (20, 2) and "put it back and import again" in cut.stderr, cut.stderr
+    grown.write_text(_stretch_lines(parts), encoding="utf-8")
+    back = memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+    assert totals() == (65, 6), (back.stdout, back.stderr)

@@ -622,6 +622,14 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         if existing is not None and store.ensure_indexed(RecordKind.SESSION, project, session_record_id(session_id),
                                                          meta=existing[0]):
             result.reindexed += 1
+        if existing is not None and existing[0].get("status") == "superseded" and \
+                existing[0].get("supersededBy") == [REWOUND]:
+            # the file lost this interval, and holds it again (put back): the session comes back
+            back = {key: value for key, value in existing[0].items() if key != "supersededBy"}
+            back.update(status="completed" if back.get("endTime") else "active", updated=to_iso(datetime.now(tz=_UTC)))
+            store.upsert(RecordKind.SESSION, back, existing[1])
+            existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
+            result.restored += 1
         if existing is not None and (project, session_id) in invoiced:
             moved = not existing[0].get("timesEdited") and (existing[0].get("endTime") != to_iso(interval.end)
                                                               or number in begins_earlier)
@@ -1064,6 +1072,11 @@ def _refuse_shifted_turns(store: VaultStore, transcript: Transcript, base: str, 
                             "the line (or put the file back as it was), then import again")
 
 
+#: ``supersededBy`` of an imported record its transcript no longer holds (rewound, cut short):
+#: the import of a file that holds it again brings it back.
+REWOUND = "rewound"
+
+
 def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> int:
     """Turns of an imported session from number ``first`` on that its transcript no longer
     holds (the agent rewound the conversation): ``status: superseded``, kept in the vault,
@@ -1150,7 +1163,9 @@ def _past_the_last_interval(store: VaultStore, base: str, count: int, invoiced: 
             result.held_back.add((transcript.source, transcript.transcript_id))
             continue
         kept.append(row)
-    return _supersede(store, kept, by) if kept else 0
+    # marked as a rewound turn is: the file put back (cut by mistake), its import brings them back
+    # (found by a breaker: "put it back and import again — they come back", and they did not)
+    return _supersede(store, kept, [REWOUND]) if kept else 0
 
 
 def _hook_sessions(store: VaultStore, transcript: Transcript) -> list:
