@@ -685,3 +685,30 @@ def test_a_folders_file_no_importer_tells_is_named_by_a_run_once(tmp_path):
                check=False)
     assert f"warning: 1 file no importer tells as a transcript passed over ({folder / 'bad.jsonl'}): memo import " \
            "SOURCE FILE reads one" in " ".join(ran.stderr.split()), ran.stderr
+
+
+def test_a_file_refused_over_a_broken_session_file_is_taken_in_once_that_file_is_mended(tmp_path):
+    """Found by a tester of bad files: with the session's file broken by hand, the watcher's import
+    of the grown transcript was refused (rightly) but the file was noted as taken in — mended and
+    reindexed, ``memo watch --once`` said "nothing changed since the last run", exit 0, and the
+    third turn stayed missing until a ``memo import``. It fails (exit 1) and is tried again."""
+    folder = tmp_path / "t" / ".claude" / "projects" / "p"
+    folder.mkdir(parents=True)
+    transcript = folder / f"{SESSION}.jsonl"
+    transcript.write_text(line("user", "u1", "2026-11-30T09:00:00.000Z", "first")
+                          + line("user", "u2", "2026-11-30T09:10:00.000Z", "second"))
+    vault = tmp_path / "v"
+    env = {"HOME": str(tmp_path / "home")}
+    memo("watch", "--only", "--once", str(folder), vault=vault, env=env)
+    [session] = (vault / "projects").glob("*/sessions/*.md")
+    good = session.read_text(encoding="utf-8")
+    session.write_text(good.replace("status: completed", "status: [completed"), encoding="utf-8")
+    with transcript.open("a") as grown:
+        grown.write(line("user", "u3", "2026-11-30T09:20:00.000Z", "third"))
+    refused = memo("watch", "--only", "--once", str(folder), vault=vault, env=env, check=False)
+    assert refused.returncode == 1 and "not imported" in refused.stderr, refused.stderr
+    session.write_text(good, encoding="utf-8")
+    memo("reindex", vault=vault, env=env)
+    mended = memo("watch", "--only", "--once", str(folder), vault=vault, env=env)
+    assert "nothing changed" not in mended.stderr, mended.stderr
+    assert turns(vault) == ["first", "second", "third"]
