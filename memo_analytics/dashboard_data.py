@@ -246,7 +246,26 @@ class DashboardData:
             invoice = self._draft(report)
         except MemoError:
             return []
-        return draft_refusals(self.settings, invoice, self.store.root if self.store.exists else None)
+        refusals = draft_refusals(self.settings, invoice, self.store.root if self.store.exists else None)
+        return refusals + self._unfiled_refusals(report)
+
+    def _unfiled_refusals(self, report: ActivityReport) -> list[str]:
+        """The issue's refusal of a client's period whose billable work in its projects bills
+        ``internal`` (:func:`~memo_analytics.reports.issuing.unfiled_notes`), foreseen: the page
+        offered "Issue it?" and only the click said it (found by an operator)."""
+        from .analytics.activity import INTERNAL_CLIENT
+        from .reports.issuing import unfiled_notes
+
+        client, bounds = getattr(report, "client", None), report.bounds
+        if not client or client == INTERNAL_CLIENT or bounds.since is None or bounds.until_exclusive is None:
+            return []
+        since = bounds.since.astimezone(report.zone).date()
+        until = (bounds.until_exclusive - timedelta(microseconds=1)).astimezone(report.zone).date()
+        try:
+            return unfiled_notes(self.settings, [client], lambda: self.activity(INTERNAL_CLIENT, since, until),
+                                 self.store if self.store.exists else None)
+        except MemoError:
+            return []
 
     def issue_preview(self, client: str | None, since: date | None, until: date | None) -> str:
         """What issuing the invoice of ``client`` for the period would bill, read from the vault now,

@@ -977,6 +977,29 @@ def test_the_dashboards_draft_says_what_the_issue_would_refuse(billing, monkeypa
         store.close()
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_dashboard_foresees_the_refusal_of_work_of_the_clients_project_billed_internal(billing, monkeypatch):
+    """Found by an operator: with an hour of Acme's web project filed under no client, the page's
+    "Issue invoice" was enabled and asked "Issue it? … due"; only the click said the issue refuses
+    it. The page says it beside the draft, and issuing waits."""
+    from memo_analytics.dashboard_data import DashboardData
+    from memo_analytics.dashboards.activity_view import ActivityView
+
+    _session_at(billing, "loose", "web", None, "2026-06-20T09:00:00Z", "2026-06-20T10:00:00Z")
+    monkeypatch.setenv("MEMO_CONFIG", str(billing["config"]))
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    try:
+        view = ActivityView(DashboardData(store))
+        view.period.value = "custom"
+        view.since.value, view.until.value = "2026-06-01", "2026-06-30"
+        view.client.value = "Acme Corp"
+        assert view.invoice_note.visible and "1.00 h of the period&#x27;s billable work in web bill internal" in \
+            view.invoice_note.object, view.invoice_note.object
+        assert view.issue.disabled
+    finally:
+        store.close()
+
+
 def test_an_invoice_for_a_period_not_yet_over_is_refused(billing):
     """Found by a billing person: ``--until 2027-03-31`` on 5 December issued an invoice whose
     Factur-X delivery date and period end lay four months after its own date."""
