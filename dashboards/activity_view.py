@@ -103,6 +103,7 @@ class ActivityView:
         self.question = pn.Row(self.asking, self.confirm, self.cancel, visible=False, sizing_mode="stretch_width")
         self._asked: tuple[str | None, date | None, date | None] | None = None
         self._refused = False  # the issue was refused: its "Not issued" goes at the next refresh
+        self._issued_ref: str | None = None  # the invoice the "Issued …" note names: said when credited since
         self.issued = html_pane(sizing_mode="stretch_width", visible=False, css_classes=["memo-issued"])
         self.summary = html_pane(sizing_mode="stretch_width", css_classes=["memo-activity-summary"])
         self.invoice_note = html_pane(sizing_mode="stretch_width", visible=False)
@@ -158,6 +159,12 @@ class ActivityView:
         if self._asked is None:
             if self._refused:  # "Not issued: …" of a cause fixed since stayed on screen (found by an operator)
                 self.issued.visible = self._refused = False
+            if self._issued_ref is not None and self.issued.visible:
+                credit = self.data.credit_of(self._issued_ref)
+                if credit is not None:  # "Issued invoice …" stayed beside an enabled Issue (found by an operator)
+                    self.issued.object = note("info", f"Invoice {self._issued_ref}, issued here, is cancelled since "
+                                                      f"by credit note {credit}")
+                    self._issued_ref = None
             self._changed(None)
 
     def _changed(self, _event: Any) -> None:
@@ -280,6 +287,7 @@ class ActivityView:
                                         f"{meta['gross']} (net {meta['net']}, VAT {meta['tax']}), due {meta['due']}; "
                                         f"stored as {document.pdf}")
         self.issued.visible = True
+        self._issued_ref = document.ref
         self._changed(None)
 
     def _stamp(self) -> str:

@@ -249,6 +249,12 @@ class DashboardData:
         refusals = draft_refusals(self.settings, invoice, self.store.root if self.store.exists else None)
         return refusals + self._unfiled_refusals(report)
 
+    def credit_of(self, ref: str) -> str | None:
+        """The number of the credit note that cancels the issued invoice ``ref``, or None."""
+        from .vault import ledger
+
+        return ledger.credited(ledger.documents(self.store.root)).get(ref) if self.store.exists else None
+
     def _unfiled_refusals(self, report: ActivityReport) -> list[str]:
         """The issue's refusal of a client's period whose billable work in its projects bills
         ``internal`` (:func:`~memo_analytics.reports.issuing.unfiled_notes`), foreseen: the page

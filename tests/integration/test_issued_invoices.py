@@ -1000,6 +1000,33 @@ def test_the_dashboard_foresees_the_refusal_of_work_of_the_clients_project_bille
         store.close()
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning",
+                            "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
+def test_the_dashboards_issued_note_says_when_its_invoice_was_credited_since(billing, monkeypatch):
+    """Found by an operator: "Issued invoice 2026-0001 …" stayed on the page after the invoice was
+    credited on the command line, beside an Issue button enabled again. The next refresh says it."""
+    from memo_analytics.dashboard_data import DashboardData
+    from memo_analytics.dashboards.activity_view import ActivityView
+
+    monkeypatch.setenv("MEMO_CONFIG", str(billing["config"]))
+    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
+    try:
+        view = ActivityView(DashboardData(store))
+        view.period.value = "custom"
+        view.since.value, view.until.value = "2026-06-01", "2026-06-30"
+        view.client.value = "Acme Corp"
+        view._ask_to_issue(None)
+        view._issue(None)
+        assert view.issued.visible and "Issued invoice 2026-0001 for Acme Corp" in view.issued.object
+        assert run(billing, "invoice", "credit", "2026-0001", "--reason", "wrong rate").returncode == 0
+        view.follow()
+        assert view.issued.visible and "Invoice 2026-0001, issued here, is cancelled since by credit note 2026-0002" \
+            in view.issued.object, view.issued.object
+        assert not view.issue.disabled
+    finally:
+        store.close()
+
+
 def test_an_invoice_for_a_period_not_yet_over_is_refused(billing):
     """Found by a billing person: ``--until 2027-03-31`` on 5 December issued an invoice whose
     Factur-X delivery date and period end lay four months after its own date."""
