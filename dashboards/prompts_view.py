@@ -147,7 +147,9 @@ class PromptsView:
         if page > self.pages and result["total"]:
             return self.go(self.pages)
         self.page = page
-        self.message.visible = False
+        # a search of no words, or that matched nothing, says why (the page showed 0 rows silently: an operator)
+        self.message.object = note("info", result["note"]) if result.get("note") else ""
+        self.message.visible = bool(result.get("note"))
         items = result["items"]
         self.ids = [(item["project"], item["id"]) for item in items]
         rows = [[self.data.local_time(i.get("created")), i.get("project") or "", i.get("sessionId") or "",

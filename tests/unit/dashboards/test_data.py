@@ -213,6 +213,13 @@ def test_a_search_over_the_word_limit_is_said_on_the_page(store):
     view = PromptsView(DashboardData(store))
     view.search.value = " ".join(["word"] * 101)
     assert "Invalid query: 101 words" in view.message.object and view.message.visible
+    # found by an operator: a search of no words, or of words no turn holds, showed 0 rows and nothing else
+    view.search.value = '"'
+    assert view.message.visible and "the query holds no words to search for" in view.message.object
+    view.search.value = "nosuchword"
+    assert view.message.visible and "no turn holds this word" in view.message.object
+    view.search.value = "hello"
+    assert not view.message.visible
 
 
 def _stalled_end_button(store, now, source, prompt_ago):
