@@ -560,6 +560,17 @@ def last_current_turn(conn: sqlite3.Connection, project: str, session_id: str) -
     return int(row[0] or 0)
 
 
+def last_turn_before(conn: sqlite3.Connection, project: str, session_id: str, before: str, turn_id: str) -> str | None:
+    """``created`` (UTC ISO text) of the latest turn of ``session_id`` in ``project`` before the
+    instant ``before`` (ISO text, compared as text: both written by memo in UTC), other than
+    ``turn_id`` and not superseded; None when none."""
+    row = conn.execute(
+        "SELECT MAX(created) FROM records WHERE kind = 'prompt' AND session_id = ? AND project = ? AND id != ? "
+        "AND created < ? AND COALESCE(status, '') != 'superseded'", (session_id, project, turn_id, before)
+    ).fetchone()
+    return row[0] if row and row[0] else None
+
+
 def count_and_page(
     conn: sqlite3.Connection, kind: str, flt: PromptFilter, limit: int, offset: int, sort: str = "date-desc"
 ) -> tuple[int, list[sqlite3.Row]]:

@@ -565,7 +565,26 @@ def outside_its_session(store: VaultStore, turn: dict[str, Any]) -> str | None:
     if start and created < from_iso(str(start)):
         return (f"session {turn['sessionId']} started at {start}; this turn comes before its start, so its time "
                 f"bills nothing (the session keeps its times: memo session edit --start moves it)")
+    if start and not end:
+        return _after_a_long_pause(store, turn, meta, created)
     return None
+
+
+def _after_a_long_pause(store: VaultStore, turn: dict[str, Any], meta: dict[str, Any], created) -> str | None:
+    """A warning when a turn of an open session comes more than the idle gap after the session's
+    last activity (its previous turn, else its start): its minutes are end − start (SPEC §2.5),
+    so the pause will be billed — an agent's session resumed the next morning billed the night
+    (found by an integrator: 990 minutes, nothing said)."""
+    before = index.last_turn_before(store.conn, turn["project"], turn["sessionId"], to_iso(created),
+                                    str(turn.get("id") or ""))
+    last = max(from_iso(str(meta["startTime"])), from_iso(before)) if before else from_iso(str(meta["startTime"]))
+    gap = int(getattr(store.settings, "idle_gap_minutes", 30) or 30)
+    paused = int((created - last).total_seconds() // 60)
+    if paused <= gap:
+        return None
+    return (f"session {turn['sessionId']} was idle {paused // 60} h {paused % 60:02d} min before this turn (its last "
+            f"activity {to_iso(last)}); a session bills from its start to its end, the pause too: end it at its last "
+            f"activity (session_end with until {to_iso(last)}) and start a new one for this work")
 
 
 def record_prompt_answer(store: VaultStore, request: RecordPromptRequest) -> dict[str, Any]:

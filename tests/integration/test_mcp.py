@@ -555,3 +555,24 @@ def test_a_call_holding_thousands_of_fields_is_refused_before_it_is_validated(tm
                                                            **{f"k{i}": 1 for i in range(10_001)}}])
     assert is_error and text.endswith("Invalid input: holds more than 10,000 fields and list items; a call of the "
                                       "tool prompt needs far fewer"), text
+
+
+def test_a_turn_after_a_pause_longer_than_the_idle_gap_warns_that_the_pause_bills(tmp_path):
+    """Found by an integrator: an agent's session resumed the next morning billed the night (990
+    minutes) and no answer said so. The record after a pause longer than the idle gap warns, with
+    the end that would leave the pause out; a turn within the gap warns of nothing."""
+    vault = tmp_path / "v"
+    answers = tool_calls(vault, [
+        {"action": "session_start", "sessionId": "night", "projectId": "web", "startTime": "2026-12-05T17:00:00Z"},
+        {"action": "record", "sessionId": "night", "projectId": "web", "body": "Finish the report export",
+         "created": "2026-12-05T17:05:00Z"},
+        {"action": "record", "sessionId": "night", "projectId": "web", "body": "Continue the export",
+         "created": "2026-12-06T09:00:00Z"},
+        {"action": "record", "sessionId": "night", "projectId": "web", "body": "And its tests",
+         "created": "2026-12-06T09:20:00Z"}])
+    assert not any(error for error, _ in answers)
+    assert "warnings" not in json.loads(answers[1][1]) and "warnings" not in json.loads(answers[3][1])
+    assert json.loads(answers[2][1])["warnings"] == [
+        "session night was idle 15 h 55 min before this turn (its last activity 2026-12-05T17:05:00.000Z); a "
+        "session bills from its start to its end, the pause too: end it at its last activity (session_end with "
+        "until 2026-12-05T17:05:00.000Z) and start a new one for this work"]
