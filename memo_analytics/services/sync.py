@@ -409,8 +409,12 @@ def _post(url: str, payload: dict[str, Any], token: str | None, timeout: float) 
     return exchange(request, timeout)  # within the time, following no redirect (the token stays with the daemon)
 
 
+#: What a push sends of each outbox item (``sessionStart``: its session's start, for a turn or a hand-off).
+_PUSHED_KEYS = ("id", "project", "text", "base", "sent", "owner", "sessionStart")
+
+
 def _pushed_owner(store: VaultStore, meta: dict[str, Any],
-                  owners: dict[tuple[str, str], tuple[bool, str | None]]) -> dict[str, str | None]:
+                  owners: dict[tuple[str, str], tuple[bool, str | None, str | None]]) -> dict[str, str | None]:
     """``{"owner": …}`` for a pushed turn or hand-off: the ``owner`` of its session here (None:
     the session names none), so the daemon keeps two people's sessions of one id apart
     (:func:`_kept_apart`); ``{}`` when its session is not here, or for another record (the
@@ -424,9 +428,10 @@ def _pushed_owner(store: VaultStore, meta: dict[str, Any],
         return {}  # a session names its own owner
     key = (str(meta.get("project")), session_id)
     if key not in owners:
-        owners[key] = _session_here(store, *key)
-    held, owner = owners[key]
-    return {"owner": owner} if held else {}
+        owners[key] = (*_session_here(store, *key), _start_here(store, *key))
+    held, owner, start = owners[key]
+    # its session's start: the daemon tells one person's two sessions of one id apart by it (two laptops)
+    return ({"owner": owner, **({"sessionStart": start} if start else {})}) if held else {}
 
 
 def _unsettled(kept: Any, settled: set[tuple[Any, str]]) -> list[dict[str, Any]]:
@@ -662,8 +667,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
         checks = not records and force and made > 0
         seq = made + (0 if checks else 1)
         try:
-            answer = _post(url, {"records": [{k: r[k] for k in ("id", "project", "text", "base", "sent", "owner") if k in r}
-                                             for r in records], "pulls": True,
+            answer = _post(url, {"records": [{k: r[k] for k in _PUSHED_KEYS if k in r} for r in records], "pulls": True,
                                  "vault": pusher, "seq": seq},
                            store.settings.hybrid.token, timeout or store.sync_timeout or PUSH_SECONDS) \
                 if records or checks else {"results": []}
@@ -1252,7 +1256,10 @@ def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: li
         return
     echo = {"project": meta["project"]}
     try:
-        stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner", _UNSAID), body, item.get("base"))
+        sent = item.get("sent") if isinstance(item.get("sent"), list) else []
+        stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner", _UNSAID), body, item.get("base"),
+                                             ancestry=bool(item.get("base")) or bool(sent),
+                                             session_start=item.get("sessionStart"))
         if kind is RecordKind.HANDOFF:
             _refuse_a_baton_of_no_session(store, stored_id, meta)
         outcome = _apply_one(store, stored_id, kind, meta, body, item, stamp, claims)
@@ -1340,6 +1347,52 @@ def _session_here(store: VaultStore, project: str, session_id: str) -> tuple[boo
     return found is not None, owner if isinstance(owner, str) and owner.strip() else None
 
 
+def _start_here(store: VaultStore, project: str, session_id: str) -> str | None:
+    """The ``startTime`` of the session ``session_id`` of ``project`` here (None: none held, or
+    none readable)."""
+    try:
+        found = store.read(project, RecordKind.SESSION, f"session-{session_id}")
+    except (MemoError, ValueError):
+        return None
+    start = found[0].get("startTime") if found else None
+    return str(start) if start else None
+
+
+def _same_instant(one: Any, other: Any) -> bool:
+    """Whether two ``startTime`` texts name one instant (None never does)."""
+    try:
+        return bool(one) and bool(other) and from_iso(str(one)) == from_iso(str(other))
+    except ValueError:
+        return False
+
+
+def _another_of_the_same_persons(store: VaultStore, kind: RecordKind, meta: dict[str, Any], session_id: str,
+                                 owner: str | None, ancestry: bool, session_start: Any) -> str | None:
+    """The id under which this daemon keeps ``owner``'s other session of id ``session_id`` — one
+    person's two sessions of one id from two of their machines (a second laptop, a laptop
+    replaced: ``standup`` on each) — when the pushed record is of that other session, else None.
+    A session is the other one when it was never pushed on the held one's version (``ancestry``
+    False) and begins at another instant than the held one; a turn or hand-off when its session's
+    start (``sessionStart`` of the push) is that other session's (found by a team lead: the second
+    ``standup`` replaced the first, kept only as a conflict file no report counts)."""
+    if not owner:
+        return None
+    held_start = _start_here(store, meta["project"], session_id)
+    apart = apart_session_id(session_id, owner)
+    there, its_owner = _session_here(store, meta["project"], apart)
+    mine = there and same_person(its_owner, owner)
+    if there and not mine:
+        return None  # a third person's: as before (refused there, where another person's is apart)
+    apart_start = _start_here(store, meta["project"], apart) if mine else None
+    if kind is RecordKind.SESSION:
+        start = meta.get("startTime")
+        if mine:
+            return apart if _same_instant(start, apart_start) else None
+        return apart if not ancestry and start and held_start and not _same_instant(start, held_start) else None
+    return apart if mine and _same_instant(session_start, apart_start) and not _same_instant(
+        session_start, held_start) else None
+
+
 def _base_owner(store: VaultStore, project: str, session_id: str) -> tuple[bool, str | None]:
     """Whether a push brought the session ``session_id`` here (its base copy, :func:`_keep_base`),
     and the ``owner`` that push named."""
@@ -1377,7 +1430,8 @@ def _its_pusher(store: VaultStore, meta: dict[str, Any], base: Any) -> bool:
 
 
 def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
-                pushed_owner: Any, body: str = "", base: Any = None) -> tuple[str, dict[str, Any], dict[str, str]]:
+                pushed_owner: Any, body: str = "", base: Any = None, ancestry: bool | None = None,
+                session_start: Any = None) -> tuple[str, dict[str, Any], dict[str, str]]:
     """Where a pushed record goes: its own id, unless it belongs to a session whose id is
     another person's session in this vault — two people who both named a session
     ``fix-login``. Then the pusher's session, its turns and its hand-off are kept under
@@ -1407,7 +1461,19 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
     owner = meta.get("owner") if kind is RecordKind.SESSION else None if pushed_owner is _UNSAID else pushed_owner
     owner = owner if isinstance(owner, str) and owner.strip() else None
     held, holder = _session_here(store, meta["project"], session_id)
-    if not held or same_person(holder, owner):
+    ancestry = bool(base) if ancestry is None else ancestry
+    if not held:
+        # this person's session kept apart here under its other id, moved here by the lead: the laptop's
+        # id stands for it (found by a breaker: the laptop's next push made a second copy beside it)
+        apart = apart_session_id(session_id, owner)
+        there, its_owner = _session_here(store, meta["project"], apart) if owner else (False, None)
+        if there and same_person(its_owner, owner):
+            return _stored_apart(kind, meta, apart, its_owner or "")
+        return meta["id"], meta, {}
+    if same_person(holder, owner):
+        other = _another_of_the_same_persons(store, kind, meta, session_id, owner, ancestry, session_start)
+        if other is not None:
+            return _stored_apart(kind, meta, other, f"another session of {holder or 'yours'} of that id")
         return meta["id"], meta, {}
     brought, pushed_as = _base_owner(store, meta["project"], session_id)
     if brought and same_person(pushed_as, owner):
@@ -1420,6 +1486,13 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
     if there and not same_person(its_owner, owner):
         raise InvalidFieldError("id", f"session {session_id} is {holder or 'another session'}'s here, and {apart} "
                                       f"is {its_owner or 'another session'}'s: start the session under another id")
+    return _stored_apart(kind, meta, apart, holder or "a session of no recorded owner")
+
+
+def _stored_apart(kind: RecordKind, meta: dict[str, Any], apart: str,
+                  held_by: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+    """``meta`` of a session, turn or hand-off kept under the session id ``apart``, as
+    :func:`_kept_apart` returns it."""
     moved = dict(meta)
     if kind is RecordKind.SESSION:
         moved.update(id=f"session-{apart}", sessionId=apart)
@@ -1427,8 +1500,7 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
         moved.update(id=f"handoff-{apart}", fromSessionId=apart)
     else:
         moved.update(id=f"prompt-{apart}-t{meta['turn']}", sessionId=apart)
-    return moved["id"], normalize_meta(moved), {"storedAs": moved["id"],
-                                                "heldBy": holder or "a session of no recorded owner"}
+    return moved["id"], normalize_meta(moved), {"storedAs": moved["id"], "heldBy": held_by}
 
 
 def _echo_project(named: Any) -> dict[str, str]:

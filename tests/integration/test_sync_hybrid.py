@@ -1100,6 +1100,39 @@ def _by_owner(team: Path) -> dict:
     return {who: row["durationMinutes"] for who, row in report["byOwner"].items()}
 
 
+def test_one_persons_two_sessions_of_one_id_from_two_laptops_both_count_on_the_daemon(tmp_path, daemon):
+    """Found by a team lead: Ana's second laptop recorded ``standup`` on 4 March, her first on the
+    3rd; the second push replaced the first on the daemon, kept only as a conflict file no report
+    counts (25 minutes where 45 were worked; a replaced laptop's ``fix-login`` did the same to 50
+    billable minutes). One person's two sessions of one id and other starts are kept apart as two
+    people's are, their turns with them, and each laptop's later changes reach its own."""
+    from datetime import datetime, timedelta, timezone
+
+    team, server = daemon
+    laptops = {name: _client(tmp_path, server.base, name) for name in ("ana1", "ana2")}
+    for name, day, minutes in (("ana1", 3, 20), ("ana2", 4, 25)):
+        start = datetime(2026, 3, day, 9, 0, tzinfo=timezone.utc)
+        start_session(laptops[name], StartSessionRequest(session_id="standup", project="web", owner="ana@x.example",
+                                                         start_time=start.isoformat()))
+        record_prompt(laptops[name], RecordPromptRequest(session_id="standup", project="web",
+                                                         body=f"the standup of the {day}th",
+                                                         created=(start + timedelta(minutes=5)).isoformat()))
+        end_session(laptops[name], EndSessionRequest(session_id="standup", project="web",
+                                                     until=(start + timedelta(minutes=minutes)).isoformat()),
+                    now=start + timedelta(minutes=minutes))
+    end_session(laptops["ana2"], EndSessionRequest(session_id="standup", project="web", summary="the 4th's notes"))
+    report = json.loads(memo("--json", "activity", "--all", "--since", "2026-03-01", "--until", "2026-03-05",
+                             vault=team).stdout)
+    assert (report["totalDurationMinutes"], report["totalPrompts"], report["totalSessions"]) == (45, 2, 2), \
+        report["sessions"]
+    assert not list(team.glob("projects/web/*/*.conflict-*"))
+    kept = {s["startTime"][:10]: s for s in report["sessions"]}
+    assert kept["2026-03-03"]["sessionId"] == "standup" and kept["2026-03-04"]["summary"] == "the 4th's notes"
+    assert kept["2026-03-04"]["sessionId"] == sync.apart_session_id("standup", "ana@x.example")
+    for store in laptops.values():
+        store.close()
+
+
 def test_owners_alike_as_slugs_none_and_a_corrected_owner_each_keep_their_minutes_once(tmp_path, daemon,
                                                                                       monkeypatch):
     """Found by an attacker of the first version: Jörg's and Jürg's sessions both went to
@@ -3584,6 +3617,23 @@ def test_a_leads_merge_that_keeps_two_peoples_fix_apart_reaches_the_laptop(tmp_p
         summaries = {s["owner"]: s["summary"] for s in report["sessions"]}
         assert summaries["cat@team.test"] == "cat's summary", report["sessions"]
         assert not list(team.glob("projects/*/*/*.conflict-*"))
+        # found by a breaker: the lead moves Cat's kept-apart session on to p3; Cat's laptop follows, and
+        # its next push of `fix` there (where no `fix` is, only its kept-apart one) made a second copy
+        apart = sync.apart_session_id("fix", "cat@team.test")
+        lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+        try:
+            edit_session(lead, EditSessionRequest(session_id=apart, project="p2", to_project="p3"))
+        finally:
+            lead.close()
+        sync.pull(cat, owners=["cat@team.test"])
+        edit_session(cat, EditSessionRequest(session_id="fix", project="p3", summary="cat's note in p3"))
+        results = sync.push(cat)["results"]
+        assert all(r["outcome"] != "refused" for r in results), results
+        report = json.loads(memo("--json", "activity", "--all", vault=team).stdout)
+        assert (report["totalDurationMinutes"], report["totalPrompts"], report["totalSessions"]) == (90, 2, 2), \
+            report["sessions"]
+        assert sorted(p.name for p in (team / "projects/p3/sessions").iterdir()) == [f"session-{apart}.md"]
+        assert read_record(team / f"projects/p3/sessions/session-{apart}.md")[0]["summary"] == "cat's note in p3"
     finally:
         ana.close()
         cat.close()
