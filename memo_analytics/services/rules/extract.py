@@ -264,10 +264,11 @@ def classify(sentence: str, strict: bool = True) -> tuple[str, float, str] | Non
     if strict and _ABOUT_THE_MODEL.search(sentence):
         return None  # "the assistant must …": a template's words about the model
     for category, confidence, pattern in SIGNALS:
-        match = pattern.search(sentence)
-        if match:
+        for match in pattern.finditer(sentence):
+            # a signal within the sentence that is no instruction there ("…, and never push") leaves the
+            # others to be tried: "Always run the tests …, and never push to main" gave no rule (an operator)
             if strict and not is_instruction(sentence, match.start()):
-                return None
+                continue
             return category, confidence, match.group(0).lower()
     return None
 

@@ -183,3 +183,15 @@ def test_sentences_about_the_assistant_in_the_third_person_are_not_instructions(
 def test_placeholders_in_code_one_mark_alone_or_the_persons_model_class_keep_the_instruction(body, rule):
     assert [c.text for c in extract(turns(body))] == [rule]
     assert not is_pasted_template(body)
+
+
+def test_a_sentence_with_an_order_and_a_later_signal_within_it_is_one_rule():
+    """Found by an operator: "Always run the tests before committing, and never push to main
+    directly" gave no rule — its first signal tried ("never", mid-sentence) is no order there, and
+    the sentence was dropped; each half alone gave one. The other signals are tried."""
+    from memo_analytics.services.rules.extract import classify
+
+    assert classify("Always run the tests before committing, and never push to main directly") == (
+        "process", 0.85, "always")
+    assert classify("I don't think it never works") is None  # narration stays narration
+    assert classify("we always get this error, never mind") is None
