@@ -1400,3 +1400,21 @@ def test_a_transcript_cut_then_put_back_brings_its_work_back(tmp_path):
     grown.write_text(_stretch_lines(parts), encoding="utf-8")
     back = memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
     assert totals() == (65, 6), (back.stdout, back.stderr)
+
+
+def test_lines_that_join_two_earlier_intervals_are_refused_saying_so_not_naming_another_zone(tmp_path):
+    """Found by a breaker: a part stamped 09:45–10:35 written into a conversation of parts at 09:00,
+    11:00 and 14:00 joins the first two into one interval; its import was refused with "re-import
+    with the same --tz and all files of the conversation together" — one file, one zone. The
+    refusal says what happened; nothing of it is written."""
+    parts = {"A": ("09:00", "09:10", "09:20"), "B": ("11:00", "11:12", "11:30"), "C": ("14:00", "14:05", "14:15")}
+    grown = tmp_path / "g.jsonl"
+    vault = tmp_path / "v"
+    grown.write_text(_stretch_lines(parts), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+    grown.write_text(_stretch_lines({**parts, "D": ("09:45", "10:10", "10:35")}), encoding="utf-8")
+    ran = memo("import", "claude-code", str(grown), "--project", "product", vault=vault, check=False)
+    assert ran.returncode == 1 and "now join the work imported as session" in ran.stderr and "--tz" not in ran.stderr, \
+        ran.stderr
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert (report["totalDurationMinutes"], report["totalPrompts"]) == (65, 6)

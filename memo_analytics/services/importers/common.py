@@ -609,6 +609,14 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 continue
             # the same ids would now mean other work (another --tz, another file of the same
             # conversation imported alone): refuse rather than stretch or overlap sessions
+            joined = next((n for n, earlier in enumerate(intervals[:number - 1], 1)
+                           if _within(existing[0].get("startTime"), earlier)), None)
+            if joined is not None:  # lines written between two intervals made one of them (found by a breaker)
+                raise MemoError(
+                    f"transcript {transcript.transcript_id}: lines stamped between its work intervals now join the "
+                    f"work imported as session {session_id} ({existing[0].get('startTime')}) into interval {joined}: "
+                    f"the sessions imported of it cannot be renumbered, so nothing of it was imported (they stay as "
+                    f"they were); the turns of those lines are not in the vault")
             raise MemoError(
                 f"transcript {transcript.transcript_id}: work interval {number} starts at {to_iso(interval.start)} "
                 f"but was imported starting {existing[0].get('startTime')}; re-import with the same --tz and all "
