@@ -197,6 +197,24 @@ def _check_reverse_charge(key: str, issuer: Issuer, client: ClientBilling, compa
                                                 f"is {client.country}: the reverse charge needs its VAT id there")
 
 
+def _refuse_the_daemons_number(store: VaultStore, number: str, number_format: str) -> None:
+    """A hybrid laptop's own invoice (``--here``) under a number its team daemon issued is refused
+    before it is taken: two invoices of one number (found by a breaker: the laptop's 2026-0001 beside
+    the daemon's, its activity naming the daemon's for both).
+
+    Raises
+    ------
+    InvalidFieldError
+        ``invoice.numberFormat``: the number is one the last pull named as the daemon's.
+    """
+    named = {invoice for invoice, _ in ledger.team_invoiced(store.root).values()}
+    if number in named:
+        raise InvalidFieldError("invoice.numberFormat", f"the next number here, {number}, is one the team daemon "
+                                                        "issued: this laptop's own invoices need a sequence of their "
+                                                        f"own — set invoice.numberFormat to one the daemon does not use "
+                                                        f"(e.g. \"ANA-{{year}}-{{seq:04d}}\"; it is {number_format!r})")
+
+
 def _check_in_order(issued: date, latest: date | None, today: date) -> None:
     if issued > today:
         raise InvalidFieldError("issued", f"{issued} is after today ({today}); a document is dated the day it is "
@@ -539,6 +557,8 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         _check_in_order(issued, latest, today)
         number, key, sequence = ledger.next_number(docs, settings.invoice.number_format, issued.year,
                                                    ledger.read_state(store.root))
+        if settings.mode == "hybrid":
+            _refuse_the_daemons_number(store, number, settings.invoice.number_format)
         # a backdated invoice (--issued before today) is not overdue when it arrives: its terms run from today
         meta = _document_meta(ledger.INVOICE, number, key, sequence, settings.invoice.number_format, issued,
                               due_date(max(issued, today), settings.invoice, client), period, zone_name(report.zone), invoice,

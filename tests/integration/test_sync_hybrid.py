@@ -2920,7 +2920,9 @@ def _billing_laptop(tmp_path: Path, server) -> tuple[Path, Path, dict]:
     from tests.integration.test_issued_invoices import ACME, ISSUER
 
     config = tmp_path / "laptop.toml"
-    config.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"\nmode = "hybrid"') + ACME
+    # its own invoices (--here) numbered apart from the daemon's
+    config.write_text(ISSUER.replace('timezone = "Europe/Berlin"', 'timezone = "UTC"\nmode = "hybrid"')
+                      .replace("[invoice]\n", '[invoice]\nnumberFormat = "ANA-{year}-{seq:04d}"\n', 1) + ACME
                       + f'\n[hybrid]\nremoteUrl = "{server.base}"\ndebounceMs = 0\n', encoding="utf-8")
     return tmp_path / "mine", config, {"MEMO_CONFIG": str(config)}
 
@@ -2943,7 +2945,7 @@ def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed(
         f"({server.base}), where the team's invoices are issued"), refused.stderr
     here = memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
                 "--issued", "2026-04-01", "--here", vault=vault, env=env)
-    assert "warning: the team daemon does not hear of 2026-0001: its sessions still read as not invoiced there" \
+    assert "warning: the team daemon does not hear of ANA-2026-0001: its sessions still read as not invoiced there" \
         in here.stderr, here.stderr
     assert memo("sync", "push", vault=vault, env=env).stdout.startswith("pushed ")
     path = vault / "projects/shop/sessions/session-s4.md"
@@ -2951,7 +2953,7 @@ def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed(
                     encoding="utf-8")
     memo("reindex", vault=vault, env=env)
     pushed = memo("sync", "push", vault=vault, env=env)
-    assert ("note: session-s4: edited by hand, its client no longer as invoice 2026-0001 billed it: not pushed"
+    assert ("note: session-s4: edited by hand, its client no longer as invoice ANA-2026-0001 billed it: not pushed"
             in pushed.stderr), pushed.stderr
     assert read_record(team / "projects/shop/sessions/session-s4.md")[0]["client"] == "Acme Corp"
     # re-pointed at another daemon (an attacker: it was sent nothing): it is sent what it lacks, without --all
@@ -3412,8 +3414,17 @@ def test_a_laptop_hears_at_its_pull_which_of_its_sessions_the_daemon_invoiced(tm
     draft = memo("report", "invoice", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
                  "-o", str(tmp_path / "d.csv"), vault=vault, env=env)
     assert draft.returncode == 0 and "1 already invoiced" in draft.stderr, draft.stderr
+    # found by a breaker: numbered as the daemon numbers, the laptop's own invoice took the daemon's 2026-0001
+    same = tmp_path / "same-format.toml"
+    same.write_text(Path(env["MEMO_CONFIG"]).read_text(encoding="utf-8").replace(
+        'numberFormat = "ANA-{year}-{seq:04d}"\n', ""), encoding="utf-8")
+    twice = memo("invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03", "--until", "2026-03",
+                 "--issued", "2026-04-02", "--here", vault=vault, env={"MEMO_CONFIG": str(same)}, check=False)
+    assert twice.returncode == 1 and (f"error: Invalid invoice.numberFormat: the next number here, {issued['number']}, "
+                                      "is one the team daemon issued") in twice.stderr, twice.stderr
     here = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03",
                            "--until", "2026-03", "--issued", "2026-04-02", "--here", vault=vault, env=env).stdout)
+    assert here["number"] == "ANA-2026-0001"
     assert here["sessions"] == 1 and here["billableHours"] == "1.00"  # s5 alone: s4 is on the daemon's invoice
     # found by a billing person: an invoiced session's minutes were edited on the laptop without a word
     edited = memo("session", "edit", "s4", "--project", "shop", "--minutes", "90", vault=vault, env=env, check=False)
