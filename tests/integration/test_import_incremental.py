@@ -1418,3 +1418,29 @@ def test_lines_that_join_two_earlier_intervals_are_refused_saying_so_not_naming_
         ran.stderr
     report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
     assert (report["totalDurationMinutes"], report["totalPrompts"]) == (65, 6)
+
+
+def test_a_session_file_moved_by_hand_into_another_projects_folder_is_not_imported_twice(tmp_path):
+    """Found by a tester of bad files: a session's file moved with ``mv`` into another project's
+    folder (its ``project:`` left as it was) could not be read there; the next import of its grown
+    transcript wrote the session anew in the old project — once the file was mended, one id billed
+    in two projects. The import refuses the conversation, naming the file; nothing is written."""
+    parts = {"A": ("09:00", "09:10", "09:20")}
+    grown = tmp_path / "g.jsonl"
+    vault = tmp_path / "v"
+    grown.write_text(_stretch_lines(parts), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+    [session] = (vault / "projects/product/sessions").glob("*.md")
+    (vault / "projects/other/sessions").mkdir(parents=True)
+    moved = vault / "projects/other/sessions" / session.name
+    session.rename(moved)
+    grown.write_text(_stretch_lines({**parts, "B": ("09:25", "09:30", "09:40")}), encoding="utf-8")
+    ran = memo("import", "claude-code", str(grown), "--project", "product", vault=vault, check=False)
+    assert ran.returncode == 1 and f"is in the vault as projects/other/sessions/{session.name}, which cannot be read" \
+        in ran.stderr, ran.stderr
+    assert not list((vault / "projects/product/sessions").glob("*.md"))
+    moved.rename(session)  # put back where it belongs: the import takes the conversation in, once
+    memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+    assert (report["totalSessions"], report["totalPrompts"], list(report["byProject"])) == (1, 4, ["product"]), \
+        sorted(str(p.relative_to(vault)) for p in vault.glob("projects/*/*/*.md"))

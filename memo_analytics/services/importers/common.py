@@ -326,6 +326,8 @@ class ImportResult:
     prompted: int = 0
     #: turns longer than a turn's limit (a pasted log, an image's data), kept cut to it
     cut: int = 0
+    #: session files of the vault it cannot read, by record id: ``(path, why)`` (None: not looked yet)
+    unreadable_sessions: dict[str, tuple[str, str]] | None = field(default=None, repr=False, compare=False)
 
     def took_nothing_in(self) -> bool:
         """Whether conversations were refused or lines left out, and nothing else was taken in
@@ -590,6 +592,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     if first is not None and intervals:
         _refuse_joining_a_held_session(store, transcript, base, intervals, invoiced)
     homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
+    _refuse_a_session_file_it_cannot_read(store, base, homes, result)
     if transcript.lines_left_out and first is not None:
         _refuse_shifted_turns(store, transcript, base, intervals, homes)
     fresh = True
@@ -762,6 +765,34 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         result.copies += copies
     return Written(base, [(homes[n], f"{base}-{n}", len(interval.prompts)) for n, interval in enumerate(intervals, 1)],
                    fresh)
+
+
+def _refuse_a_session_file_it_cannot_read(store: VaultStore, base: str, homes: dict[int, str],
+                                          result: ImportResult) -> None:
+    """Refuse a conversation one of whose sessions the vault holds in a file it cannot read (moved
+    by hand into another project's folder, its YAML torn): written anew, the session would stand
+    twice once the file is mended (found by a tester of bad files: one id billed in two projects).
+
+    Raises
+    ------
+    MemoError
+        Naming the file and why it cannot be read; nothing of the conversation is written.
+    """
+    if result.unreadable_sessions is None:  # one look per import, at its first conversation
+        from ...index.freshness import not_indexed
+
+        result.unreadable_sessions = {Path(str(error.path)).stem: (os.path.relpath(str(error.path), store.root),
+                                                                   error.reason)
+                                      for error in not_indexed(store.conn, store.layout, "sessions")}
+    if not result.unreadable_sessions:
+        return
+    for number, project in homes.items():
+        record_id = session_record_id(f"{base}-{number}")
+        if record_id in result.unreadable_sessions and not store.record_exists(project, RecordKind.SESSION,
+                                                                              record_id):
+            path, reason = result.unreadable_sessions[record_id]
+            raise MemoError(f"its session {base}-{number} is in the vault as {path}, which cannot be read ({reason}): "
+                            "mend it (memo reindex says why), then import again; nothing of it was imported")
 
 
 def _invoiced_client(store: VaultStore, project: str, session_id: str) -> str | None:
