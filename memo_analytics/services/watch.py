@@ -420,7 +420,8 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
     first = True
     for changes in watchfiles.watch(*[r.path for r in present], stop_event=stop, debounce=debounce_ms,
                                     raise_interrupt=False, yield_on_timeout=True, rust_timeout=WAKE_MS,
-                                    watch_filter=lambda change, p, suffixes=_watched_suffixes(): p.endswith(suffixes)):
+                                    watch_filter=lambda change, p, suffixes=_watched_suffixes(): p.endswith(suffixes)
+                                    or (change == watchfiles.Change.added and os.path.isdir(p))):
         if first:  # now subscribed: what changed between the last pass and the subscription
             first = False
             for item in import_changed(store, _candidates(present), options, states):
@@ -430,6 +431,11 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
             path = Path(raw.removesuffix("-wal"))  # a database's log changed: the database did
             path = opencode.session_of(path) or path  # an OpenCode message or part: its session
             path = claude_code.session_of(path) or path  # a Claude Code sub-agent's file: its session's transcript
+            if change != watchfiles.Change.deleted and path.is_dir():
+                # a folder moved in whole (mv): one event for the folder, none for its files (found by a tester)
+                root = next((r for base, r in by_root.items() if path.resolve().is_relative_to(base)), None)
+                touched += _candidates([WatchedRoot(path, root.source if root is not None else None)])
+                continue
             if change == watchfiles.Change.deleted or not path.is_file():
                 continue
             root = next((r for base, r in by_root.items() if path.resolve().is_relative_to(base)), None)

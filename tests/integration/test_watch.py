@@ -712,3 +712,23 @@ def test_a_file_refused_over_a_broken_session_file_is_taken_in_once_that_file_is
     mended = memo("watch", "--only", "--once", str(folder), vault=vault, env=env)
     assert "nothing changed" not in mended.stderr, mended.stderr
     assert turns(vault) == ["first", "second", "third"]
+
+
+def test_a_folder_moved_in_whole_is_imported_by_the_running_watcher(tmp_path):
+    """Found by a tester of bad files: a project folder moved into ``~/.claude/projects`` with
+    ``mv`` (one event, for the folder) was never imported by a running ``memo watch``; a file
+    moved in, or a folder copied in, was."""
+    home = tmp_path / "home"
+    projects = home / ".claude" / "projects"
+    (projects / "-home-ana-code-shop").mkdir(parents=True)
+    (projects / "-home-ana-code-shop" / f"{SESSION}.jsonl").write_text(first_exchange())
+    proc = home_watcher(tmp_path, home)  # the known folders, as memo watch follows them
+    with running(proc):
+        wait_for(proc, lambda seen: len(seen) >= 1)
+        outside = tmp_path / "elsewhere" / "-home-ana-code-web"
+        outside.mkdir(parents=True)
+        (outside / "moved.jsonl").write_text(line("user", "u9", "2026-11-30T10:00:00.000Z", "Moved in whole")
+                                             .replace(SESSION, "11111111-2222-4333-8444-555555555555"))
+        outside.rename(projects / outside.name)
+        moved = wait_for(proc, lambda seen: any(s["path"].endswith("moved.jsonl") for s in seen))
+        assert [s["turns"] for s in moved if s["path"].endswith("moved.jsonl")] == [1]
