@@ -22,7 +22,8 @@ from ..domain.errors import InvalidFieldError, MemoError, RecordNotFoundError
 from ..domain.ids import validate_session_id, validate_slug
 from ..domain.records import RecordKind
 from ..index import store as index
-from .prompts import clean_line, clean_list, clean_owner, clean_text, row_to_record, same_person
+from ..index.query import clamp_page
+from .prompts import clean_line, clean_list, clean_owner, clean_text, envelope, noted_clamp, row_to_record, same_person
 from .requests import CancelHandoffRequest, HandoffInput, HandoffListRequest
 from .store import VaultStore, from_another_machine
 
@@ -218,7 +219,8 @@ def list_handoffs(store: VaultStore, project: str | None, status: str | None = "
 
 
 def handoff_list(store: VaultStore, request: HandoffListRequest) -> dict[str, Any]:
-    """``handoffs``: ``{items, total}`` — the hand-offs of the request's scope (a project,
+    """``handoffs``: ``{total, limit, offset, hasMore, items}`` (SPEC §2.6's envelope; every one
+    unless ``limit`` or ``offset`` is given) — the hand-offs of the request's scope (a project,
     the cwd's repository, or every project), oldest first, with ``status`` (pending by
     default). Each item is the hand-off record (``fromSessionId``, ``branch``, ``owner``,
     ``shared``, ``status``, ``body``, …).
@@ -230,7 +232,11 @@ def handoff_list(store: VaultStore, request: HandoffListRequest) -> dict[str, An
     """
     scope = store.scope(request.project, request.cross_project, request.cwd)
     items = [h for project in (scope or [None]) for h in list_handoffs(store, project, request.status)]
-    return {"items": items, "total": len(items)}
+    if request.limit is None and request.offset is None:  # every one, as before; the envelope of a list
+        return envelope(len(items), len(items), 0, items)
+    # paged as list and search page (found by an integrator: limit was ignored, no hasMore)
+    limit, offset = clamp_page(request.limit, request.offset)
+    return noted_clamp(envelope(len(items), limit, offset, items[offset:offset + limit]), request)
 
 
 def _cancel_mine(store: VaultStore, request: CancelHandoffRequest, now) -> dict[str, Any]:

@@ -576,3 +576,22 @@ def test_a_turn_after_a_pause_longer_than_the_idle_gap_warns_that_the_pause_bill
         "session night was idle 15 h 55 min before this turn (its last activity 2026-12-05T17:05:00.000Z); a "
         "session bills from its start to its end, the pause too: end it at its last activity (session_end with "
         "until 2026-12-05T17:05:00.000Z) and start a new one for this work"]
+
+
+def test_the_handoffs_action_pages_as_list_and_search_do(tmp_path):
+    """Found by an integrator: ``handoffs`` with ``limit`` answered ``ignored: ['limit']`` and every
+    baton, with no ``limit``, ``offset`` or ``hasMore``: it pages in the envelope of every list."""
+    vault = tmp_path / "v"
+    calls = []
+    for n, project in enumerate(("web", "api", "ops")):  # one baton pending in each (a start claims its project's)
+        calls += [{"action": "session_start", "sessionId": f"h{n}", "projectId": project},
+                  {"action": "session_end", "sessionId": f"h{n}", "projectId": project,
+                   "handoff": {"nextSteps": [f"step {n}"]}}]
+    assert not any(error for error, _ in tool_calls(vault, calls))
+    every = {"action": "handoffs", "crossProject": True}
+    answers = tool_calls(vault, [{**every, "limit": 2}, {**every, "limit": 2, "offset": 2}, every])
+    first, second, every = (json.loads(text) for _, text in answers)
+    assert (first["total"], first["limit"], first["offset"], first["hasMore"], len(first["items"])) == (3, 2, 0, True, 2)
+    assert (second["offset"], second["hasMore"], len(second["items"])) == (2, False, 1)
+    assert "ignored" not in first and (every["total"], len(every["items"]), every["hasMore"]) == (3, 3, False)
+    assert {i["id"] for i in first["items"] + second["items"]} == {i["id"] for i in every["items"]}
