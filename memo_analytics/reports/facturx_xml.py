@@ -115,15 +115,16 @@ def business_terms(meta: dict[str, Any]) -> dict[str, Any]:
 def _business_terms(meta: dict[str, Any]) -> dict[str, Any]:
     credit = meta["kind"] == "creditNote"
     category, rate = meta["taxCategory"], meta["taxRate"]
-    issued, period_end = date.fromisoformat(meta["issued"]), date.fromisoformat(meta["periodEnd"])
-    # the service period and delivery date end when the work did: a session past the period's last midnight
+    issued = date.fromisoformat(meta["issued"])
+    # the service period, the delivery date and the lines' periods end when the work did: a session past the
+    # period's last midnight (each line within the header's period, as Peppol's R110/R111 ask)
     worked_until = date.fromisoformat(meta.get("workedUntil") or meta["periodEnd"])
     terms: dict[str, Any] = {
         "BT-1": meta["number"], "BT-2": issued, "BT-3": CREDIT_NOTE_TYPE if credit else INVOICE_TYPE,
         "BT-5": meta["currency"], "BT-24": "urn:cen.eu:en16931:2017",
         "BT-72": worked_until, "BT-73": date.fromisoformat(meta["periodStart"]), "BT-74": worked_until,
         "BG-4": _party(meta["issuer"]), "BG-7": _party(meta["buyer"]),
-        "BG-25": [_line(n, line, category, rate, (date.fromisoformat(meta["periodStart"]), period_end))
+        "BG-25": [_line(n, line, category, rate, (date.fromisoformat(meta["periodStart"]), worked_until))
                   for n, line in enumerate(meta["lines"], 1)],
         "BG-23": [{"BT-116": meta["net"], "BT-117": meta["tax"], "BT-118": category, "BT-119": rate,
                    **({"BT-120": meta["taxNote"]} if category != "S" and meta.get("taxNote") else {}),

@@ -720,6 +720,8 @@ def document_summary(document: ledger.Document, docs: list[ledger.Document] | No
     meta = document.meta
     summary = {key: meta.get(key) for key in ("number", "kind", "issued", "due", "periodStart", "periodEnd", "client",
                                               "currency", "net", "tax", "gross", "billableHours")}
+    if meta.get("workedUntil"):  # its service period ends later than the period it bills (a session past midnight)
+        summary["workedUntil"] = meta["workedUntil"]
     if document.ref != document.number:
         summary["ref"] = document.ref  # the second document of its number: memo invoice show|credit take the ref
     summary["sessions"] = len(meta.get("sessions") or [])

@@ -584,7 +584,8 @@ def _after_a_long_pause(store: VaultStore, turn: dict[str, Any], meta: dict[str,
         return None
     return (f"session {turn['sessionId']} was idle {paused // 60} h {paused % 60:02d} min before this turn (its last "
             f"activity {to_iso(last)}); a session bills from its start to its end, the pause too: end it at its last "
-            f"activity (session_end with until {to_iso(last)}) and start a new one for this work")
+            f"activity (memo session end {turn['sessionId']} --project {turn['project']} --until {to_iso(last)}; over "
+            f"MCP session_end with until) and start a new one for this work")
 
 
 def record_prompt_answer(store: VaultStore, request: RecordPromptRequest) -> dict[str, Any]:

@@ -1136,6 +1136,10 @@ def test_a_project_line_period_ends_the_day_its_last_session_ended_within_the_in
     periods = [[n.text for n in item.xpath(".//ram:BillingSpecifiedPeriod//udt:DateTimeString", namespaces=NS)]
                for item in items]
     assert periods == [["20260603", "20260603"], ["20260602", "20260630"]]  # api, then web
+    # the service period ends when the work did: said beside the period it bills (found by an accountant:
+    # invoice list said 30 June, the PDF 1 July)
+    assert doc["workedUntil"] == "2026-07-01" and f"{doc['number']} for Acme Corp: 2026-06-01 – 2026-06-30 (work until " \
+        "2026-07-01)" in run(billing, "invoice", "list").stdout
     shown = json.loads(run(billing, "--json", "invoice", "show", doc["number"]).stdout)
     assert [(line["date"], line["periodStart"], line["periodEnd"]) for line in shown["lines"]] == [
         ("2026-06-03", "2026-06-03", "2026-06-03"), ("2026-06-02 – 2026-06-30", "2026-06-02", "2026-06-30")]
@@ -1985,7 +1989,8 @@ def test_a_session_past_the_years_last_midnight_ends_the_service_period_when_the
         "error: Invalid issued: 2025-12-31 is before the end of the work it bills (a session ended 2026-01-01): an "
         "invoice bills work done; date it 2026-01-01 or later"), backdated.stderr
     doc = issue(billing, "--client", "Acme Corp", "--since", "2025-12-01", "--until", "2025-12-31")
-    assert (doc["periodStart"], doc["periodEnd"], doc["sessions"]) == ("2025-12-01", "2025-12-31", 1)
+    assert (doc["periodStart"], doc["periodEnd"], doc["sessions"], doc["workedUntil"]) == (
+        "2025-12-01", "2025-12-31", 1, "2026-01-01")
     root = xml_of(Path(doc["pdf"]))
     assert text(root, "//ram:ApplicableHeaderTradeSettlement/ram:BillingSpecifiedPeriod//udt:DateTimeString") == [
         "20251201", "20260101"]

@@ -35,7 +35,8 @@ def _date(value: Optional[str], name: str) -> Optional[date]:
 def _said(summary: dict) -> str:
     kind = "credit note" if summary["kind"] == "creditNote" else "invoice"
     named = summary["number"] + (f" (ref {summary['ref']})" if summary.get("ref") else "")
-    line = (f"{kind} {named} for {summary['client']}: {summary['periodStart']} – {summary['periodEnd']}, "
+    worked = f" (work until {summary['workedUntil']})" if summary.get("workedUntil") else ""  # the service period's end
+    line = (f"{kind} {named} for {summary['client']}: {summary['periodStart']} – {summary['periodEnd']}{worked}, "
             f"{summary['billableHours']} h, net {summary['currency']} {_grouped(summary['net'])}, VAT "
             f"{_grouped(summary['tax'])}, total {_grouped(summary['gross'])}; issued {summary['issued']}")
     changed = "; its file was changed since it was issued" if summary.get("changedOnDisk") else ""
