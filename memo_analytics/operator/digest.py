@@ -178,7 +178,7 @@ DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"),
 #: The options those commands carry in a digest (``--promote`` with a file name of the repository's root).
 DIGEST_OPTIONS = frozenset({"--project", "--until", "--client", "--fingerprint", "--as-of", "--start", "--end",
                             "--minutes", "--promote", "--reviewed", "--branch", "--owner", "--billable",
-                            "--since", "--all", "--here"})
+                            "--since", "--all", "--here", "--replaces"})
 
 
 def is_digest_command(action: str) -> bool:
@@ -627,14 +627,18 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
         recorded = from_iso(str(late.get("recordedAt") or late.get("created") or late["endTime"]))
         # the late session's project alone: --all billed another project's work the invoice left out on
         # purpose (found by a breaker); a hybrid laptop issues its own with --here (the team's: the daemon)
+        why = (f"{late['invoiceClient']}'s invoice {late['invoice']} of {late['periodStart']} – {late['periodEnd']} "
+               f"is cancelled by credit note {late['creditedBy']}, and this session it billed, {_billed(minutes)}, is "
+               "on no invoice now" if late.get("creditedBy") else
+               f"{late['invoiceClient']}'s {late['periodStart']} – {late['periodEnd']} is invoiced ({late['invoice']}) "
+               f"but this session of it, {_billed(minutes)}, is on no invoice (recorded after the invoice was issued)")
         items.append((Item("invoice_late_work", KIND_LANE["invoice_late_work"], late["sessionId"], late["project"],
-                           "you to bill it",
-                           f"{late['invoiceClient']}'s {late['periodStart']} – {late['periodEnd']} is invoiced "
-                           f"({late['invoice']}) but this session of it, {_billed(minutes)}, is on no invoice (recorded "
-                           "after the invoice was issued)", _age(recorded, now), minutes,
+                           "you to bill it", why, _age(recorded, now), minutes,
                            f"memo invoice issue --project {_q(late['project'])} --client {_q(late['invoiceClient'])} "
                            f"--since {late['periodStart']} --until {late['periodEnd']}"
-                           f"{' --here' if late.get('hybridLaptop') else ''}  # bills what {late['invoice']} left out",
+                           f"{' --here' if late.get('hybridLaptop') else ''}"
+                           + (f" --replaces {late['invoice']}  # bills it again" if late.get("creditedBy") else
+                              f"  # bills what {late['invoice']} left out"),
                            to_iso(recorded), fingerprint(late["id"], late.get("updated"), late["invoice"])), late))
     for retainer in snapshot.retainers:  # one row per client: its cap is one agreement
         item = _retainer(retainer, now)

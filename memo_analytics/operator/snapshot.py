@@ -95,6 +95,13 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
     since = (moment - timedelta(days=LATE_WORK_DAYS)).date().isoformat()
     invoices = [doc for doc in docs if doc.kind == ledger.INVOICE and doc.ref not in credited
                 and str(doc.meta.get("periodEnd") or "") >= since and doc.meta.get("periodStart")]
+    # a credited invoice's sessions now on no invoice: its credit note took them back, nothing bills them
+    # until an invoice is issued again (found by an accountant: the digest said nothing after a credit)
+    taken_back = [doc for doc in docs if doc.kind == ledger.INVOICE and doc.ref in credited
+                  and str(doc.meta.get("periodEnd") or "") >= since and doc.meta.get("periodStart")]
+    was_billed = {doc.ref: {(s.get("project"), s.get("sessionId")) for s in doc.meta.get("sessions") or []}
+                  for doc in taken_back}
+    invoices += taken_back
     if not invoices:
         return []
     billed = ledger.invoiced_in(store.root, docs)
@@ -113,15 +120,22 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
         # the later of its ``updated`` and when this vault wrote its file (an import's ``updated`` is the
         # transcript's last time, a laptop's clock may run slow: found by an integrator and a team lead)
         recorded = _written_at(store.root, session)
-        for doc in invoices:
-            if str(doc.meta.get("client") or "").strip().casefold() == client and \
-                    str(doc.meta["periodStart"]) <= day <= str(doc.meta["periodEnd"]) and \
-                    _written_after(recorded, doc.meta, zone):
-                found.append({**session, "invoice": doc.number, "periodStart": str(doc.meta["periodStart"]),
-                              "periodEnd": str(doc.meta["periodEnd"]), "invoiceClient": str(doc.meta.get("client")),
-                              "recordedAt": recorded or None,
-                              "hybridLaptop": getattr(store.settings, "mode", None) == "hybrid"})
-                break
+        key = (session.get("project"), session.get("sessionId"))
+        matching = [doc for doc in invoices
+                    if str(doc.meta.get("client") or "").strip().casefold() == client
+                    and str(doc.meta["periodStart"]) <= day <= str(doc.meta["periodEnd"])
+                    and (key in was_billed.get(doc.ref, ()) or _written_after(recorded, doc.meta, zone))]
+        if matching:
+            # the invoice of its project, else the latest (found by an accountant: the item named a 0.25 h
+            # invoice of another project, issued before the month's own)
+            doc = max(matching, key=lambda d: (session.get("project") in {s.get("project") for s in
+                                                                       d.meta.get("sessions") or []},
+                                               str(d.meta.get("createdAt") or d.meta.get("issued") or "")))
+            found.append({**session, "invoice": doc.number, "periodStart": str(doc.meta["periodStart"]),
+                          "periodEnd": str(doc.meta["periodEnd"]), "invoiceClient": str(doc.meta.get("client")),
+                          "recordedAt": recorded or None,
+                          **({"creditedBy": credited[doc.ref]} if doc.ref in credited else {}),
+                          "hybridLaptop": getattr(store.settings, "mode", None) == "hybrid"})
     billed_now: dict[tuple[str, str, str], dict[tuple[Any, Any], Any]] = {}
     for late in found:
         period = (late["invoiceClient"], late["periodStart"], late["periodEnd"])

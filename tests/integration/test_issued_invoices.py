@@ -1933,6 +1933,31 @@ def test_a_transcript_imported_after_the_invoice_is_late_work_though_its_times_a
     assert item["ageMinutes"] < 60, item  # recorded now, not on the 3rd of last month (a breaker)
 
 
+def test_a_credited_invoices_sessions_are_a_digest_item_until_an_invoice_bills_them_again(billing):
+    """Found by an accountant: after ``memo invoice credit``, the digest said "Nothing needs you
+    now" of the November work the credit note took back — easy to credit and forget the re-issue.
+    Its sessions are items, with the command that issues the correction (``--replaces``), until
+    an invoice bills them; an item names the invoice of its own project (it named another's)."""
+    from datetime import datetime, timedelta, timezone
+
+    first = (datetime.now(timezone.utc).date().replace(day=1) - timedelta(days=1)).replace(day=1)  # last month
+    since, until = first.isoformat(), (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
+    _session_at(billing, "s1", "web", "Acme Corp", f"{first}T09:00:00Z", f"{first}T10:00:00Z")
+    issued = issue(billing, "--client", "Acme Corp", "--since", since, "--until", until.isoformat())
+    assert run(billing, "invoice", "credit", issued["number"], "--reason", "wrong rate").returncode == 0
+    digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
+    [item] = [i for i in digest["items"] if i["kind"] == "invoice_late_work"]
+    assert item["subject"] == "s1" and item["minutesAtStake"] == 60, item
+    assert f"invoice {issued['number']} of {since} – {until} is cancelled by credit note" in item["why"], item
+    command = f"invoice issue --project web --client 'Acme Corp' --since {since} --until {until} --replaces " \
+              f"{issued['number']}"
+    assert item["action"].startswith(f"memo {command}  # bills it again"), item["action"]
+    again = run(billing, "--json", *shlex.split(command))
+    assert again.returncode == 0 and json.loads(again.stdout)["sessions"] == 1, again.stderr
+    digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
+    assert [i for i in digest["items"] if i["kind"] == "invoice_late_work"] == []
+
+
 def test_late_work_says_what_an_invoice_of_it_bills_and_its_command_is_printed(billing):
     """Found by a freelancer: a late session overlapping an invoiced one was "1.0 h" at stake where
     the invoice of it then billed 15 minutes (its overlap is billed already), and ``memo digest``
