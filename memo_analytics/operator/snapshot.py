@@ -148,9 +148,13 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
 
 
 def _written_at(root: Any, session: dict[str, Any]) -> str:
-    """When ``session`` was last written here (UTC ISO, ``""`` unknown): the later of its
-    ``updated`` and its file's modification time (``_path``, under ``root``)."""
+    """When ``session`` was last written here (UTC ISO, ``""`` unknown): its ``updated``, and for
+    an imported session the later of that and its file's modification time (``_path``, under
+    ``root``: its ``updated`` is the transcript's last time) — not for another (a vault copied or
+    restored has every file new: found by a breaker)."""
     written = str(session.get("updated") or "")
+    if not str(session.get("source") or "").startswith("import:"):
+        return written
     try:
         stamp = datetime.fromtimestamp((root / session["_path"]).stat().st_mtime, tz=timezone.utc)
     except (KeyError, TypeError, OSError, ValueError, OverflowError):

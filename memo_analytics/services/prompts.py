@@ -583,9 +583,9 @@ def _after_a_long_pause(store: VaultStore, turn: dict[str, Any], meta: dict[str,
     if paused <= gap:
         return None
     return (f"session {turn['sessionId']} was idle {paused // 60} h {paused % 60:02d} min before this turn (its last "
-            f"activity {to_iso(last)}); a session bills from its start to its end, the pause too: end it at its last "
-            f"activity (memo session end {turn['sessionId']} --project {turn['project']} --until {to_iso(last)}; over "
-            f"MCP session_end with until) and start a new one for this work")
+            f"activity {to_iso(last)}); a session bills from its start to its end, the pause too: for work after such a "
+            f"pause start a new session (this turn is recorded in this one; memo session edit "
+            f"{turn['sessionId']} --project {turn['project']} --minutes N bills less of it)")
 
 
 def record_prompt_answer(store: VaultStore, request: RecordPromptRequest) -> dict[str, Any]:

@@ -1366,31 +1366,27 @@ def _same_instant(one: Any, other: Any) -> bool:
         return False
 
 
-def _another_of_the_same_persons(store: VaultStore, kind: RecordKind, meta: dict[str, Any], session_id: str,
-                                 owner: str | None, ancestry: bool, session_start: Any) -> str | None:
-    """The id under which this daemon keeps ``owner``'s other session of id ``session_id`` — one
-    person's two sessions of one id from two of their machines (a second laptop, a laptop
-    replaced: ``standup`` on each) — when the pushed record is of that other session, else None.
-    A session is the other one when it was never pushed on the held one's version (``ancestry``
-    False) and begins at another instant than the held one; a turn or hand-off when its session's
-    start (``sessionStart`` of the push) is that other session's (found by a team lead: the second
-    ``standup`` replaced the first, kept only as a conflict file no report counts)."""
-    if not owner:
-        return None
+def _another_session_of_yours(store: VaultStore, kind: RecordKind, meta: dict[str, Any], session_id: str,
+                              ancestry: bool, session_start: Any) -> str | None:
+    """Why a pushed record is refused when it is of another session of the same person's than the
+    one held here under its id — one person's two sessions of one id on two machines (``standup``
+    on a second laptop, a laptop replaced) — else None. A session is another one when it was never
+    pushed on the held one's version (``ancestry`` False) and begins at another instant; a turn or
+    hand-off when its session's start (``sessionStart`` of the push) is not the held one's. Applied,
+    it replaced the held session, kept only as a conflict file no report counts (found by a team
+    lead); kept apart, news of the two could not be told apart on the laptops (found by a breaker)."""
     held_start = _start_here(store, meta["project"], session_id)
-    apart = apart_session_id(session_id, owner)
-    there, its_owner = _session_here(store, meta["project"], apart)
-    mine = there and same_person(its_owner, owner)
-    if there and not mine:
-        return None  # a third person's: as before (refused there, where another person's is apart)
-    apart_start = _start_here(store, meta["project"], apart) if mine else None
     if kind is RecordKind.SESSION:
         start = meta.get("startTime")
-        if mine:
-            return apart if _same_instant(start, apart_start) else None
-        return apart if not ancestry and start and held_start and not _same_instant(start, held_start) else None
-    return apart if mine and _same_instant(session_start, apart_start) and not _same_instant(
-        session_start, held_start) else None
+        other = not ancestry and start and held_start and not _same_instant(start, held_start)
+    else:
+        start = session_start
+        other = bool(session_start) and bool(held_start) and not _same_instant(session_start, held_start)
+    if not other:
+        return None
+    return (f"session {session_id} here is another session of yours, begun {held_start} (recorded on another of "
+            f"your machines), and this one began {start}: the daemon keeps that one; this one stays on this "
+            "machine — record its next work under another session id")
 
 
 def _base_owner(store: VaultStore, project: str, session_id: str) -> tuple[bool, str | None]:
@@ -1471,9 +1467,10 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
             return _stored_apart(kind, meta, apart, its_owner or "")
         return meta["id"], meta, {}
     if same_person(holder, owner):
-        other = _another_of_the_same_persons(store, kind, meta, session_id, owner, ancestry, session_start)
-        if other is not None:
-            return _stored_apart(kind, meta, other, f"another session of {holder or 'yours'} of that id")
+        refused = _another_session_of_yours(store, kind, meta, session_id, ancestry, session_start) \
+            if owner else None
+        if refused is not None:
+            raise InvalidFieldError("id", refused)
         return meta["id"], meta, {}
     brought, pushed_as = _base_owner(store, meta["project"], session_id)
     if brought and same_person(pushed_as, owner):

@@ -1976,6 +1976,13 @@ def test_late_work_says_what_an_invoice_of_it_bills_and_its_command_is_printed(b
     digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
     [item] = [i for i in digest["items"] if i["kind"] == "invoice_late_work"]
     assert item["minutesAtStake"] == 15 and "this session of it, 15 min, is on no invoice" in item["why"], item
+    # a copy of the vault (every file new) makes api's b1, left out on purpose, no late work (a breaker)
+    import shutil
+
+    copied = billing["vault"].parent / "copied"
+    shutil.copytree(billing["vault"], copied)
+    again = json.loads(memo("--json", "digest", "--refresh", vault=copied, env=billing["env"]).stdout)
+    assert [i["subject"] for i in again["items"] if i["kind"] == "invoice_late_work"] == ["s2"], again["items"]
     shown = run(billing, "digest").stdout
     # the late session's project alone: --all billed api's b1 too, left out on purpose (found by a breaker)
     command = f"invoice issue --project web --client 'Acme Corp' --since {since} --until {until}"

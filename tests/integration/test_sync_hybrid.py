@@ -1100,12 +1100,12 @@ def _by_owner(team: Path) -> dict:
     return {who: row["durationMinutes"] for who, row in report["byOwner"].items()}
 
 
-def test_one_persons_two_sessions_of_one_id_from_two_laptops_both_count_on_the_daemon(tmp_path, daemon):
+def test_one_persons_second_session_of_one_id_from_another_laptop_is_refused_not_put_over_the_first(tmp_path,
+                                                                                                       daemon):
     """Found by a team lead: Ana's second laptop recorded ``standup`` on 4 March, her first on the
     3rd; the second push replaced the first on the daemon, kept only as a conflict file no report
-    counts (25 minutes where 45 were worked; a replaced laptop's ``fix-login`` did the same to 50
-    billable minutes). One person's two sessions of one id and other starts are kept apart as two
-    people's are, their turns with them, and each laptop's later changes reach its own."""
+    counts (25 minutes where 45 were worked). The daemon keeps the first and refuses the second,
+    its turn too, saying why (kept apart, a breaker found news of the two mixed on the laptops)."""
     from datetime import datetime, timedelta, timezone
 
     team, server = daemon
@@ -1120,15 +1120,17 @@ def test_one_persons_two_sessions_of_one_id_from_two_laptops_both_count_on_the_d
         end_session(laptops[name], EndSessionRequest(session_id="standup", project="web",
                                                      until=(start + timedelta(minutes=minutes)).isoformat()),
                     now=start + timedelta(minutes=minutes))
-    end_session(laptops["ana2"], EndSessionRequest(session_id="standup", project="web", summary="the 4th's notes"))
+    results = sync.push(laptops["ana2"])["results"]
+    refused = [r for r in results if r["outcome"] == "refused"]
+    assert {r["id"] for r in refused} == {"session-standup", "prompt-standup-t1"}, results
+    assert all("here is another session of yours, begun 2026-03-03T09:00:00" in r["reason"] for r in refused), refused
     report = json.loads(memo("--json", "activity", "--all", "--since", "2026-03-01", "--until", "2026-03-05",
                              vault=team).stdout)
-    assert (report["totalDurationMinutes"], report["totalPrompts"], report["totalSessions"]) == (45, 2, 2), \
+    assert (report["totalDurationMinutes"], report["totalPrompts"], report["totalSessions"]) == (20, 1, 1), \
         report["sessions"]
     assert not list(team.glob("projects/web/*/*.conflict-*"))
-    kept = {s["startTime"][:10]: s for s in report["sessions"]}
-    assert kept["2026-03-03"]["sessionId"] == "standup" and kept["2026-03-04"]["summary"] == "the 4th's notes"
-    assert kept["2026-03-04"]["sessionId"] == sync.apart_session_id("standup", "ana@x.example")
+    end_session(laptops["ana1"], EndSessionRequest(session_id="standup", project="web", summary="the 3rd's notes"))
+    assert read_record(team / "projects/web/sessions/session-standup.md")[0]["summary"] == "the 3rd's notes"
     for store in laptops.values():
         store.close()
 

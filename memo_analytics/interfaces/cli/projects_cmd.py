@@ -77,7 +77,8 @@ def project_client(
         out.print(f"{r['project']}: {r['sessions']} session{'s' if r['sessions'] != 1 else ''} now "
                   f"bill{'' if r['sessions'] != 1 else 's'} {r['client']} ({r['turnsUpdated']} "
                   f"turn{'s' if r['turnsUpdated'] != 1 else ''} updated)"
-                  + (f"; {r['kept']} of another client kept (--every files them too)" if r["kept"] else "")
+                  + (f"; {r['kept']} of another client or filed internal by name kept (--every files them too)"
+                     if r["kept"] else "")
                   + (f"; left on issued invoices: {', '.join(r['onInvoice'])}" if r["onInvoice"] else ""))
 
     _emit(result, human if result["sessions"] else lambda r: None)  # nothing filed: said below, once
@@ -96,7 +97,7 @@ def project_client(
                         f"too: memo config set projectClients.{result['project']} {shell_word(result['client'])}"))
     if not result["sessions"]:
         left = [why for why, n in (("on issued invoices", result["onInvoice"]),
-                                   ("of another client (--every files them too)", result["kept"])) if n]
+                                   ("of another client or filed internal by name (--every files them too)", result["kept"])) if n]
         err.print(f"error: nothing filed: {result['project']}'s sessions already bill {result['client']}"
                   + (f" or are {' or '.join(left)}" if left else ""))
         raise typer.Exit(1)

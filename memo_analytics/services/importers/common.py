@@ -604,6 +604,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         if existing is not None and existing[0].get("timesEdited"):
             continue  # a person set its times (memo session edit): the import does not compare them
         if existing is not None and existing[0].get("startTime") != to_iso(interval.start):
+            if existing[0].get("gaveWayTo") and _within(existing[0].get("startTime"), interval):
+                continue  # begins at its first turn of its own: what came before is the agent's session's
             if _within(existing[0].get("startTime"), interval):
                 # a line stamped before the interval's first (a clock set back, a line written
                 # late): the same work, begun earlier — the session starts at it, as a whole read
@@ -1317,7 +1319,7 @@ def give_way_to_the_agents_session(store: VaultStore, transcript: Transcript, se
             if found is None or found[0].get("status") == "superseded":
                 continue
             # superseded by the agent's session before, and back with a turn of its own (the transcript grew)
-            before = found[0].get("supersededBy")
+            before = found[0].get("supersededBy") or found[0].get("gaveWayTo")
             if not (agents or _names_agent_sessions(store, before)):
                 continue
             live = _live_turns(store, row)
@@ -1360,8 +1362,10 @@ def _begin_at_its_own_turns(store: VaultStore, project: str, session_id: str, fo
     number of records changed (0 or 1)."""
     meta, body = found
     changes: dict[str, Any] = {}
-    if "supersededBy" in meta:  # back: it holds turns of its own (completed and superseded read as both)
-        changes["supersededBy"] = None
+    if "supersededBy" in meta:  # back: it holds turns of its own (completed and superseded read as both); whom
+        # it gave way to is kept (``gaveWayTo``): the next import keeps its start (it billed from the
+        # conversation's start again at the next growth — found by a breaker)
+        changes.update(supersededBy=None, gaveWayTo=meta["supersededBy"])
     try:
         first = min(from_iso(str(turn["created"])) for turn in live)
         start = from_iso(str(meta["startTime"]))
