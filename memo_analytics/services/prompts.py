@@ -738,8 +738,8 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
     if not searchable(request.query):
         return noted_clamp({**envelope(0, limit, offset, []),
                             "note": "the query holds no words to search for (letters or digits; every word must "
-                                    "match, a trailing * asks for a prefix): nothing was searched; the action list "
-                                    "lists without one"}, request)
+                                    "match, a trailing * asks for a prefix): nothing was searched; a list without "
+                                    "a query lists every turn"}, request)
     total, rows = index.search_page(store.conn, request.query or "", flt, limit, offset, request.sort)
     page = envelope(total, limit, offset, [row_to_record(r) for r in rows])
     if total == 0:  # an agent could not tell "never asked" from "asked in other words"

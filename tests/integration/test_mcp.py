@@ -481,6 +481,8 @@ def test_a_search_that_matched_nothing_says_every_word_must_match_and_a_huge_one
             "column filter: the project and client filters choose those)"), answers[number]
     error, text = answers[3]
     assert error and "Invalid query: 20,000 words, 40,000 characters; at most 100 words and 4,000 characters" in text
+    shown = memo("prompt", "search", "--all", "pagination:add", vault=vault)  # the table says why too (a breaker)
+    assert "note: no turn holds this word" in shown.stderr and "is searched as one phrase" in shown.stderr, shown
     refused = memo("prompt", "search", "--all", " ".join(["word"] * 101), vault=vault, check=False)
     assert refused.returncode == 1 and refused.stderr.startswith("error: Invalid query: 101 words")
 

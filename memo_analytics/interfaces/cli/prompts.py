@@ -117,6 +117,8 @@ def _print_page(page: dict[str, Any], request: ListRequest) -> None:
         return
     if not page["items"]:
         out.print(f"No prompts match. {scope}")
+        if page.get("note") and not page.get("leftOut"):  # why (every word must match, a joined phrase): as --json says
+            err.print(_safe(f"note: {page['note']}"))
         return
     print_listing(f"{page['total']} prompt{'' if page['total'] == 1 else 's'} (showing {page['offset'] + 1}–{page['offset'] + len(page['items'])})"
                   f" · {scope}", (f"created ({_zone_label()})", "project", "id", "ide", "prompt"), "id",
