@@ -409,8 +409,8 @@ def _post(url: str, payload: dict[str, Any], token: str | None, timeout: float) 
     return exchange(request, timeout)  # within the time, following no redirect (the token stays with the daemon)
 
 
-#: What a push sends of each outbox item (``sessionStart``: its session's start, for a turn or a hand-off).
-_PUSHED_KEYS = ("id", "project", "text", "base", "sent", "owner", "sessionStart")
+#: What a push sends of each outbox item (``sessionCreated``: when its session was made, for a turn or a hand-off).
+_PUSHED_KEYS = ("id", "project", "text", "base", "sent", "owner", "sessionCreated")
 
 
 def _pushed_owner(store: VaultStore, meta: dict[str, Any],
@@ -428,10 +428,11 @@ def _pushed_owner(store: VaultStore, meta: dict[str, Any],
         return {}  # a session names its own owner
     key = (str(meta.get("project")), session_id)
     if key not in owners:
-        owners[key] = (*_session_here(store, *key), _start_here(store, *key))
-    held, owner, start = owners[key]
-    # its session's start: the daemon tells one person's two sessions of one id apart by it (two laptops)
-    return ({"owner": owner, **({"sessionStart": start} if start else {})}) if held else {}
+        owners[key] = (*_session_here(store, *key), _created_here(store, *key))
+    held, owner, made = owners[key]
+    # when its session was made: the daemon tells one person's two sessions of one id apart by it (two
+    # laptops); a correction of its times changes it on neither side
+    return ({"owner": owner, **({"sessionCreated": made} if made else {})}) if held else {}
 
 
 def _unsettled(kept: Any, settled: set[tuple[Any, str]]) -> list[dict[str, Any]]:
@@ -1259,7 +1260,7 @@ def _apply_item(store: VaultStore, item: dict[str, Any], stamp: str, results: li
         sent = item.get("sent") if isinstance(item.get("sent"), list) else []
         stored_id, meta, apart = _kept_apart(store, kind, meta, item.get("owner", _UNSAID), body, item.get("base"),
                                              ancestry=bool(item.get("base")) or bool(sent),
-                                             session_start=item.get("sessionStart"))
+                                             session_created=item.get("sessionCreated"))
         if kind is RecordKind.HANDOFF:
             _refuse_a_baton_of_no_session(store, stored_id, meta)
         outcome = _apply_one(store, stored_id, kind, meta, body, item, stamp, claims)
@@ -1347,19 +1348,19 @@ def _session_here(store: VaultStore, project: str, session_id: str) -> tuple[boo
     return found is not None, owner if isinstance(owner, str) and owner.strip() else None
 
 
-def _start_here(store: VaultStore, project: str, session_id: str) -> str | None:
-    """The ``startTime`` of the session ``session_id`` of ``project`` here (None: none held, or
+def _created_here(store: VaultStore, project: str, session_id: str) -> str | None:
+    """The ``created`` of the session ``session_id`` of ``project`` here (None: none held, or
     none readable)."""
     try:
         found = store.read(project, RecordKind.SESSION, f"session-{session_id}")
     except (MemoError, ValueError):
         return None
-    start = found[0].get("startTime") if found else None
-    return str(start) if start else None
+    made = found[0].get("created") if found else None
+    return str(made) if made else None
 
 
 def _same_instant(one: Any, other: Any) -> bool:
-    """Whether two ``startTime`` texts name one instant (None never does)."""
+    """Whether two instants as text name one instant (None never does)."""
     try:
         return bool(one) and bool(other) and from_iso(str(one)) == from_iso(str(other))
     except ValueError:
@@ -1367,26 +1368,23 @@ def _same_instant(one: Any, other: Any) -> bool:
 
 
 def _another_session_of_yours(store: VaultStore, kind: RecordKind, meta: dict[str, Any], session_id: str,
-                              ancestry: bool, session_start: Any) -> str | None:
+                              ancestry: bool, session_created: Any) -> str | None:
     """Why a pushed record is refused when it is of another session of the same person's than the
     one held here under its id — one person's two sessions of one id on two machines (``standup``
-    on a second laptop, a laptop replaced) — else None. A session is another one when it was never
-    pushed on the held one's version (``ancestry`` False) and begins at another instant; a turn or
-    hand-off when its session's start (``sessionStart`` of the push) is not the held one's. Applied,
-    it replaced the held session, kept only as a conflict file no report counts (found by a team
-    lead); kept apart, news of the two could not be told apart on the laptops (found by a breaker)."""
-    held_start = _start_here(store, meta["project"], session_id)
-    if kind is RecordKind.SESSION:
-        start = meta.get("startTime")
-        other = not ancestry and start and held_start and not _same_instant(start, held_start)
-    else:
-        start = session_start
-        other = bool(session_start) and bool(held_start) and not _same_instant(session_start, held_start)
+    on a second laptop, a laptop replaced) — else None. A session is another one when it was made
+    (``created``) at another instant than the held one; a turn or hand-off when its session's
+    ``created`` (``sessionCreated`` of the push) is not the held one's (``ancestry`` is not asked:
+    a refused push is retried as "sent"). Applied, it replaced the held session, kept only as a conflict file no
+    report counts (found by a team lead); kept apart, news of the two could not be told apart on
+    the laptops (found by a breaker). A correction of a session's times changes no ``created``."""
+    held = _created_here(store, meta["project"], session_id)
+    made = meta.get("created") if kind is RecordKind.SESSION else session_created
+    other = bool(made) and bool(held) and not _same_instant(made, held)
     if not other:
         return None
-    return (f"session {session_id} here is another session of yours, begun {held_start} (recorded on another of "
-            f"your machines), and this one began {start}: the daemon keeps that one; this one stays on this "
-            "machine — record its next work under another session id")
+    return (f"session {session_id} here is another session of yours, made {held} (recorded on another of your "
+            f"machines), and this one was made {made}: the daemon keeps that one; this one stays on this machine — "
+            "record its next work under another session id")
 
 
 def _base_owner(store: VaultStore, project: str, session_id: str) -> tuple[bool, str | None]:
@@ -1427,7 +1425,7 @@ def _its_pusher(store: VaultStore, meta: dict[str, Any], base: Any) -> bool:
 
 def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
                 pushed_owner: Any, body: str = "", base: Any = None, ancestry: bool | None = None,
-                session_start: Any = None) -> tuple[str, dict[str, Any], dict[str, str]]:
+                session_created: Any = None) -> tuple[str, dict[str, Any], dict[str, str]]:
     """Where a pushed record goes: its own id, unless it belongs to a session whose id is
     another person's session in this vault — two people who both named a session
     ``fix-login``. Then the pusher's session, its turns and its hand-off are kept under
@@ -1467,7 +1465,7 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
             return _stored_apart(kind, meta, apart, its_owner or "")
         return meta["id"], meta, {}
     if same_person(holder, owner):
-        refused = _another_session_of_yours(store, kind, meta, session_id, ancestry, session_start) \
+        refused = _another_session_of_yours(store, kind, meta, session_id, ancestry, session_created) \
             if owner else None
         if refused is not None:
             raise InvalidFieldError("id", refused)

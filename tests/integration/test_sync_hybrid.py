@@ -1123,7 +1123,7 @@ def test_one_persons_second_session_of_one_id_from_another_laptop_is_refused_not
     results = sync.push(laptops["ana2"])["results"]
     refused = [r for r in results if r["outcome"] == "refused"]
     assert {r["id"] for r in refused} == {"session-standup", "prompt-standup-t1"}, results
-    assert all("here is another session of yours, begun 2026-03-03T09:00:00" in r["reason"] for r in refused), refused
+    assert all("here is another session of yours, made 2026-03-03T09:00:00" in r["reason"] for r in refused), refused
     report = json.loads(memo("--json", "activity", "--all", "--since", "2026-03-01", "--until", "2026-03-05",
                              vault=team).stdout)
     assert (report["totalDurationMinutes"], report["totalPrompts"], report["totalSessions"]) == (20, 1, 1), \
@@ -1131,6 +1131,26 @@ def test_one_persons_second_session_of_one_id_from_another_laptop_is_refused_not
     assert not list(team.glob("projects/web/*/*.conflict-*"))
     end_session(laptops["ana1"], EndSessionRequest(session_id="standup", project="web", summary="the 3rd's notes"))
     assert read_record(team / "projects/web/sessions/session-standup.md")[0]["summary"] == "the 3rd's notes"
+    # the second laptop's start corrected: still its own session, refused (a breaker: it replaced the first)
+    from memo_analytics.services.requests import EditSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+
+    edit_session(laptops["ana2"], EditSessionRequest(session_id="standup", project="web",
+                                                     start_time="2026-03-04T08:50:00Z"))
+    assert {r["outcome"] for r in sync.push(laptops["ana2"])["results"] if r["id"] == "session-standup"} == {"refused"}
+    # the lead corrects the first one's start on the daemon: the first laptop's next turn still goes there
+    lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    try:
+        edit_session(lead, EditSessionRequest(session_id="standup", project="web", start_time="2026-03-03T08:55:00Z"))
+    finally:
+        lead.close()
+    record_prompt(laptops["ana1"], RecordPromptRequest(session_id="standup", project="web", body="one more note",
+                                                       created="2026-03-03T09:15:00Z"))
+    results = sync.push(laptops["ana1"])["results"]
+    assert all(r["outcome"] != "refused" for r in results), results
+    report = json.loads(memo("--json", "activity", "--all", "--since", "2026-03-01", "--until", "2026-03-05",
+                             vault=team).stdout)
+    assert (report["totalPrompts"], report["totalSessions"]) == (2, 1), report["sessions"]
     for store in laptops.values():
         store.close()
 
