@@ -89,7 +89,8 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
     (recorded, pulled or imported after it was issued: the month was billed, this work was not,
     and nothing said so — found by two billing people), each with ``invoice``, ``periodStart``,
     ``periodEnd``, ``invoiceClient`` and ``billedMinutes`` (what an invoice of that period bills
-    of it now: rounded, its overlap with invoiced work left out, as ``memo activity``)."""
+    of it now: rounded, its overlap with invoiced work left out, as ``memo activity``); and the
+    sessions of a credited invoice that no invoice bills now (``creditedBy``: its credit note)."""
     docs = _invoices(store.root)
     credited = ledger.credited(docs)
     since = (moment - timedelta(days=LATE_WORK_DAYS)).date().isoformat()
@@ -117,8 +118,8 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
         # written after the invoice was made: one there as it is when it was issued was left out of it on
         # purpose (another project's, under an invoice of one project: found by a breaker). A session
         # started by hand carries its start as ``created``: its last write tells when it was recorded —
-        # the later of its ``updated`` and when this vault wrote its file (an import's ``updated`` is the
-        # transcript's last time, a laptop's clock may run slow: found by an integrator and a team lead)
+        # for an import, when this vault wrote its file (its ``updated`` is the transcript's last time:
+        # found by an integrator). A session a credited invoice billed is on no invoice now, whenever written
         recorded = _written_at(store.root, session)
         key = (session.get("project"), session.get("sessionId"))
         matching = [doc for doc in invoices
