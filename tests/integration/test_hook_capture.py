@@ -2109,34 +2109,28 @@ def test_a_transcript_imported_after_the_agent_recorded_it_over_mcp_counts_once_
     # a prompt the agent did not record — the imported session came back from 09:01, billing the 55
     # minutes again; it bills from its first turn of its own, and is no longer called superseded
     memo("session", "edit", "agentA", "--project", "product", "--no-billable", vault=vault)
-    lines += [{"type": "user", "sessionId": SESSION, "uuid": "u-2", "cwd": str(repo),
-               "timestamp": f"{day}10:00:00.000Z", "message": {"role": "user", "content": "Now the invoice totals"}},
-              {"type": "assistant", "sessionId": SESSION, "uuid": "a-2", "cwd": str(repo),
-               "timestamp": f"{day}10:04:00.000Z",
-               "message": {"role": "assistant", "id": "m2", "model": "claude-sonnet-4-20250514",
-                           "content": [{"type": "text", "text": "done"}], "usage": {"input_tokens": 10,
-                                                                                    "output_tokens": 10}}}]
-    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    memo("import", "claude-code", str(folder), vault=vault)
-    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
-    imported = [x for x in report["sessions"] if x["sessionId"] != "agentA"]
+
+    def grown(n: int, asked: str, answered: str, text: str) -> tuple[list, dict]:
+        lines.extend([{"type": "user", "sessionId": SESSION, "uuid": f"u-{n}", "cwd": str(repo),
+                       "timestamp": f"{day}{asked}:00.000Z", "message": {"role": "user", "content": text}},
+                      {"type": "assistant", "sessionId": SESSION, "uuid": f"a-{n}", "cwd": str(repo),
+                       "timestamp": f"{day}{answered}:00.000Z",
+                       "message": {"role": "assistant", "id": f"m{n}", "model": "claude-sonnet-4-20250514",
+                                   "content": [{"type": "text", "text": "done"}],
+                                   "usage": {"input_tokens": 10, "output_tokens": 10}}}])
+        transcript.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        memo("import", "claude-code", str(folder), vault=vault)
+        report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
+        return [x for x in report["sessions"] if x["sessionId"] != "agentA"], report
+
+    imported, report = grown(2, "10:00", "10:04", "Now the invoice totals")
     assert [(x["startTime"][11:16], x["endTime"][11:16], x["status"]) for x in imported] == [
         ("10:00", "10:04", "completed")], imported
     assert (report["totalPrompts"], report["totalDurationMinutes"]) == (3, 4), report["sessions"]
     [path] = (vault / "projects" / "product" / "sessions").glob(f"session-claude-code-{SESSION}-1.md")
     assert "supersededBy" not in path.read_text(encoding="utf-8")
     # and as it grows once more (memo watch): still from its own first turn (a breaker: from 09:01 again)
-    lines += [{"type": "user", "sessionId": SESSION, "uuid": "u-3", "cwd": str(repo),
-               "timestamp": f"{day}10:10:00.000Z", "message": {"role": "user", "content": "And the credit notes"}},
-              {"type": "assistant", "sessionId": SESSION, "uuid": "a-3", "cwd": str(repo),
-               "timestamp": f"{day}10:15:00.000Z",
-               "message": {"role": "assistant", "id": "m3", "model": "claude-sonnet-4-20250514",
-                           "content": [{"type": "text", "text": "done"}], "usage": {"input_tokens": 10,
-                                                                                    "output_tokens": 10}}}]
-    transcript.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    memo("import", "claude-code", str(folder), vault=vault)
-    report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
-    imported = [x for x in report["sessions"] if x["sessionId"] != "agentA"]
+    imported, report = grown(3, "10:10", "10:15", "And the credit notes")
     assert [(x["startTime"][11:16], x["endTime"][11:16]) for x in imported] == [("10:00", "10:15")], imported
     assert (report["totalPrompts"], report["totalDurationMinutes"]) == (4, 15), report["sessions"]
 

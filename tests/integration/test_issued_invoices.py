@@ -5,6 +5,7 @@ official EN 16931 schema accepts."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import shlex
@@ -950,31 +951,38 @@ def test_a_draft_says_each_client_setting_the_issue_would_refuse(billing, tmp_pa
                             'invoice names the client\'s postal address') for w in warnings), warnings
 
 
-@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
-def test_the_dashboards_draft_says_what_the_issue_would_refuse(billing, monkeypatch):
-    """The Activity tab gave a client's draft without a word of what issuing it would refuse (a
-    reverse charge in the issuer's own country): "Issue…" was the first word of it. The page
-    says it beside the draft, which is still given."""
+@contextlib.contextmanager
+def _june_view(billing, monkeypatch, client: str):
+    """The dashboard's Activity tab over June for ``client`` (the billing fixture's config)."""
     from memo_analytics.dashboard_data import DashboardData
     from memo_analytics.dashboards.activity_view import ActivityView
 
-    text_ = billing["config"].read_text(encoding="utf-8")
-    billing["config"].write_text(text_.replace('country = "NL"', 'country = "DE"'), encoding="utf-8")
     monkeypatch.setenv("MEMO_CONFIG", str(billing["config"]))
     store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
     try:
         view = ActivityView(DashboardData(store))
         view.period.value = "custom"
         view.since.value, view.until.value = "2026-06-01", "2026-06-30"
-        view.client.value = "Globex"
+        view.client.value = client
+        yield view
+    finally:
+        store.close()
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_dashboards_draft_says_what_the_issue_would_refuse(billing, monkeypatch):
+    """The Activity tab gave a client's draft without a word of what issuing it would refuse (a
+    reverse charge in the issuer's own country): "Issue…" was the first word of it. The page
+    says it beside the draft, which is still given."""
+    text_ = billing["config"].read_text(encoding="utf-8")
+    billing["config"].write_text(text_.replace('country = "NL"', 'country = "DE"'), encoding="utf-8")
+    with _june_view(billing, monkeypatch, "Globex") as view:
         assert view.invoice_note.visible, view.invoice_note.object
         assert "Globex: memo invoice issue refuses it: Invalid clients.&quot;Globex&quot;.reverseCharge: the EU " \
                "reverse charge is for a client in another EU country" in view.invoice_note.object
         assert not view.invoice.disabled  # the draft is given
         view.client.value = "Acme Corp"  # a client the issue takes: nothing said
         assert not view.invoice_note.visible and not view.invoice.disabled
-    finally:
-        store.close()
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
@@ -982,22 +990,11 @@ def test_the_dashboard_foresees_the_refusal_of_work_of_the_clients_project_bille
     """Found by an operator: with an hour of Acme's web project filed under no client, the page's
     "Issue invoice" was enabled and asked "Issue it? … due"; only the click said the issue refuses
     it. The page says it beside the draft, and issuing waits."""
-    from memo_analytics.dashboard_data import DashboardData
-    from memo_analytics.dashboards.activity_view import ActivityView
-
     _session_at(billing, "loose", "web", None, "2026-06-20T09:00:00Z", "2026-06-20T10:00:00Z")
-    monkeypatch.setenv("MEMO_CONFIG", str(billing["config"]))
-    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
-    try:
-        view = ActivityView(DashboardData(store))
-        view.period.value = "custom"
-        view.since.value, view.until.value = "2026-06-01", "2026-06-30"
-        view.client.value = "Acme Corp"
+    with _june_view(billing, monkeypatch, "Acme Corp") as view:
         assert view.invoice_note.visible and "1.00 h of the period&#x27;s billable work in web bill internal" in \
             view.invoice_note.object, view.invoice_note.object
         assert view.issue.disabled
-    finally:
-        store.close()
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning",
@@ -1005,16 +1002,7 @@ def test_the_dashboard_foresees_the_refusal_of_work_of_the_clients_project_bille
 def test_the_dashboards_issued_note_says_when_its_invoice_was_credited_since(billing, monkeypatch):
     """Found by an operator: "Issued invoice 2026-0001 …" stayed on the page after the invoice was
     credited on the command line, beside an Issue button enabled again. The next refresh says it."""
-    from memo_analytics.dashboard_data import DashboardData
-    from memo_analytics.dashboards.activity_view import ActivityView
-
-    monkeypatch.setenv("MEMO_CONFIG", str(billing["config"]))
-    store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))
-    try:
-        view = ActivityView(DashboardData(store))
-        view.period.value = "custom"
-        view.since.value, view.until.value = "2026-06-01", "2026-06-30"
-        view.client.value = "Acme Corp"
+    with _june_view(billing, monkeypatch, "Acme Corp") as view:
         view._ask_to_issue(None)
         view._issue(None)
         assert view.issued.visible and "Issued invoice 2026-0001 for Acme Corp" in view.issued.object
@@ -1023,8 +1011,6 @@ def test_the_dashboards_issued_note_says_when_its_invoice_was_credited_since(bil
         assert view.issued.visible and "Invoice 2026-0001, issued here, is cancelled since by credit note 2026-0002" \
             in view.issued.object, view.issued.object
         assert not view.issue.disabled
-    finally:
-        store.close()
 
 
 def test_an_invoice_for_a_period_not_yet_over_is_refused(billing):
