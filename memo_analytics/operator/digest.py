@@ -357,6 +357,15 @@ def _hours_text(minutes: float) -> str:
     return f"{hours_cents(round(minutes)) / 100:.2f} h"
 
 
+def _late_scope(late: dict[str, Any]) -> str:
+    """The scope of the invoice a late-work item proposes: the late session's project, or — for
+    a credited invoice of several projects, re-issued whole — ``--all`` (a breaker: after the first
+    project's ``--replaces``, the others' commands were refused, replaced already)."""
+    if late.get("creditedBy") and len(late.get("invoiceProjects") or ()) > 1:
+        return "--all"
+    return f"--project {_q(late['project'])}"
+
+
 def _retainer(retainer: dict[str, Any], now: datetime) -> Item | None:
     """A client's ``monthlyHoursCap`` used up, or the month's pace running past it
     (``retainer_projection``); None while the pace stays within it.
@@ -634,11 +643,11 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
                f"but this session of it, {_billed(minutes)}, is on no invoice (recorded after the invoice was issued)")
         items.append((Item("invoice_late_work", KIND_LANE["invoice_late_work"], late["sessionId"], late["project"],
                            "you to bill it", why, _age(recorded, now), minutes,
-                           f"memo invoice issue --project {_q(late['project'])} --client {_q(late['invoiceClient'])} "
+                           f"memo invoice issue {_late_scope(late)} --client {_q(late['invoiceClient'])} "
                            f"--since {late['periodStart']} --until {late['periodEnd']}"
                            f"{' --here' if late.get('hybridLaptop') else ''}"
-                           + (f" --replaces {late['invoice']}  # bills it again" if late.get("creditedBy") else
-                              f"  # bills what {late['invoice']} left out"),
+                           + (f" --replaces {late['invoice']}  # bills it again" if late.get("creditedBy")
+                              and not late.get("replaced") else f"  # bills what {late['invoice']} left out"),
                            to_iso(recorded), fingerprint(late["id"], late.get("updated"), late["invoice"])), late))
     for retainer in snapshot.retainers:  # one row per client: its cap is one agreement
         item = _retainer(retainer, now)

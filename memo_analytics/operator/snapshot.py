@@ -102,6 +102,7 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
                   and str(doc.meta.get("periodEnd") or "") >= since and doc.meta.get("periodStart")]
     was_billed = {doc.ref: {(s.get("project"), s.get("sessionId")) for s in doc.meta.get("sessions") or []}
                   for doc in taken_back}
+    replaced = {str(doc.meta.get("replaces")) for doc in docs if doc.meta.get("replaces")}
     invoices += taken_back
     if not invoices:
         return []
@@ -125,7 +126,9 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
         matching = [doc for doc in invoices
                     if str(doc.meta.get("client") or "").strip().casefold() == client
                     and str(doc.meta["periodStart"]) <= day <= str(doc.meta["periodEnd"])
-                    and (key in was_billed.get(doc.ref, ()) or _written_after(recorded, doc.meta, zone))]
+                    # a credited invoice: only the sessions it billed (a breaker: "this session it billed" of another)
+                    and (key in was_billed[doc.ref] if doc.ref in was_billed else _written_after(recorded, doc.meta,
+                                                                                                  zone))]
         if matching:
             # the invoice of its project, else the latest (found by an accountant: the item named a 0.25 h
             # invoice of another project, issued before the month's own)
@@ -135,7 +138,9 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
             found.append({**session, "invoice": doc.number, "periodStart": str(doc.meta["periodStart"]),
                           "periodEnd": str(doc.meta["periodEnd"]), "invoiceClient": str(doc.meta.get("client")),
                           "recordedAt": recorded or None,
-                          **({"creditedBy": credited[doc.ref]} if doc.ref in credited else {}),
+                          **({"creditedBy": credited[doc.ref], "replaced": doc.number in replaced,
+                              "invoiceProjects": sorted({str(s.get("project")) for s in doc.meta.get("sessions") or []})}
+                             if doc.ref in credited else {}),
                           "hybridLaptop": getattr(store.settings, "mode", None) == "hybrid"})
     billed_now: dict[tuple[str, str, str], dict[tuple[Any, Any], Any]] = {}
     for late in found:

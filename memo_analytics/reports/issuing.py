@@ -81,7 +81,9 @@ def worked_until(report: ActivityReport, sessions: list[dict[str, Any]], period:
     else None. An invoice bills a session by its start; its service period (§14 UStG: the time
     of supply; Factur-X BT-72/BT-74) ends when the work did (found by a bookkeeper: 1.62 h of
     1 January stated as supplied in December)."""
-    ends = [from_iso(s["endTime"]).astimezone(report.zone).date() for s in sessions if s.get("endTime")]
+    # the last instant worked: a session ending at midnight worked none of the next day (a breaker)
+    ends = [(from_iso(s["endTime"]) - timedelta(microseconds=1)).astimezone(report.zone).date()
+            for s in sessions if s.get("endTime")]
     last = max(ends, default=None)
     return last if last is not None and last > period[1] else None
 

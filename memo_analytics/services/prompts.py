@@ -584,7 +584,7 @@ def _after_a_long_pause(store: VaultStore, turn: dict[str, Any], meta: dict[str,
         return None
     return (f"session {turn['sessionId']} was idle {paused // 60} h {paused % 60:02d} min before this turn (its last "
             f"activity {to_iso(last)}); a session bills from its start to its end, the pause too: for work after such a "
-            f"pause start a new session (this turn is recorded in this one; memo session edit "
+            f"pause start a new session (this turn is recorded in this one; once it ends, memo session edit "
             f"{turn['sessionId']} --project {turn['project']} --minutes N bills less of it)")
 
 

@@ -2209,7 +2209,9 @@ def invoiced_for_people(store: VaultStore, owners: Any) -> list[dict[str, Any]]:
         if not (isinstance(owner, str) and any(same_person(owner, name) for name in owners if isinstance(name, str))):
             continue
         found.append({"project": project, "sessionId": laptops_id(session_id, owner), "invoice": number,
-                      "billedMinutes": minutes.get((project, session_id))})
+                      "billedMinutes": minutes.get((project, session_id)),
+                      # when it was made: the person's other session of that id on another laptop is not it
+                      **({"created": meta["created"]} if meta and isinstance(meta.get("created"), str) else {})})
         if len(found) >= MAX_PULL_INVOICED:
             break
     return found
@@ -2260,9 +2262,21 @@ def _keep_team_invoiced(store: VaultStore, answer: dict[str, Any]) -> list[str]:
              "billedMinutes": item["billedMinutes"] if isinstance(item.get("billedMinutes"), int)
              and not isinstance(item.get("billedMinutes"), bool) else None}
             for item in items[:MAX_PULL_INVOICED] if isinstance(item, dict)
-            and all(isinstance(item.get(key), str) and item[key] for key in ("project", "sessionId", "invoice"))]
+            and all(isinstance(item.get(key), str) and item[key] for key in ("project", "sessionId", "invoice"))
+            and not _another_of_mine(store, item)]
     _save(store, "team-invoiced.json", {"items": kept, "pulledAt": to_iso(utcnow())})
     return sorted(known - {item["invoice"] for item in kept})
+
+
+def _another_of_mine(store: VaultStore, item: dict[str, Any]) -> bool:
+    """Whether the daemon's news ``item`` (``{project, sessionId, created}``) is of another session
+    than this laptop's of that id — the person's other session, made on another machine (found by
+    a breaker: the daemon's invoice of one marked the other invoiced, its move refused)."""
+    made = item.get("created")
+    if not isinstance(made, str) or not made:
+        return False
+    here = _created_here(store, str(item["project"]), str(item["sessionId"]))
+    return bool(here) and not _same_instant(here, made)
 
 
 def laptop_people(store: VaultStore, cwd: str | None = None) -> list[str]:

@@ -1929,17 +1929,19 @@ def test_a_credited_invoices_sessions_are_a_digest_item_until_an_invoice_bills_t
     first = (datetime.now(timezone.utc).date().replace(day=1) - timedelta(days=1)).replace(day=1)  # last month
     since, until = first.isoformat(), (first.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
     _session_at(billing, "s1", "web", "Acme Corp", f"{first}T09:00:00Z", f"{first}T10:00:00Z")
+    _session_at(billing, "s2", "api", "Acme Corp", f"{first}T11:00:00Z", f"{first}T11:30:00Z")
     issued = issue(billing, "--client", "Acme Corp", "--since", since, "--until", until.isoformat())
     assert run(billing, "invoice", "credit", issued["number"], "--reason", "wrong rate").returncode == 0
+    _session_at(billing, "s3", "ops", "Acme Corp", f"{first}T14:00:00Z", f"{first}T14:30:00Z")  # it never billed
     digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
-    [item] = [i for i in digest["items"] if i["kind"] == "invoice_late_work"]
-    assert item["subject"] == "s1" and item["minutesAtStake"] == 60, item
-    assert f"invoice {issued['number']} of {since} – {until} is cancelled by credit note" in item["why"], item
-    command = f"invoice issue --project web --client 'Acme Corp' --since {since} --until {until} --replaces " \
-              f"{issued['number']}"
-    assert item["action"].startswith(f"memo {command}  # bills it again"), item["action"]
+    items = {i["subject"]: i for i in digest["items"] if i["kind"] == "invoice_late_work"}
+    assert sorted(items) == ["s1", "s2"] and items["s1"]["minutesAtStake"] == 60, items
+    assert f"invoice {issued['number']} of {since} – {until} is cancelled by credit note" in items["s1"]["why"]
+    # the invoice of two projects is issued again whole: the second project's command was refused after the first's
+    command = f"invoice issue --all --client 'Acme Corp' --since {since} --until {until} --replaces {issued['number']}"
+    assert {i["action"] for i in items.values()} == {f"memo {command}  # bills it again"}, items
     again = run(billing, "--json", *shlex.split(command))
-    assert again.returncode == 0 and json.loads(again.stdout)["sessions"] == 1, again.stderr
+    assert again.returncode == 0 and json.loads(again.stdout)["sessions"] == 3, again.stderr
     digest = json.loads(run(billing, "--json", "digest", "--refresh").stdout)
     assert [i for i in digest["items"] if i["kind"] == "invoice_late_work"] == []
 
@@ -2009,6 +2011,10 @@ def test_a_session_past_the_years_last_midnight_ends_the_service_period_when_the
     doc = issue(billing, "--client", "Acme Corp", "--since", "2025-12-01", "--until", "2025-12-31")
     assert (doc["periodStart"], doc["periodEnd"], doc["sessions"], doc["workedUntil"]) == (
         "2025-12-01", "2025-12-31", 1, "2026-01-01")
+    # a session that ends at midnight worked none of the next day (a breaker: "work until" the 1st)
+    _session_at(billing, "eve", "web", "Acme Corp", "2025-11-30T21:00:00Z", "2025-11-30T23:00:00Z")  # 00:00 Berlin
+    november = issue(billing, "--client", "Acme Corp", "--since", "2025-11-01", "--until", "2025-11-30")
+    assert "workedUntil" not in november, november
     root = xml_of(Path(doc["pdf"]))
     assert text(root, "//ram:ApplicableHeaderTradeSettlement/ram:BillingSpecifiedPeriod//udt:DateTimeString") == [
         "20251201", "20260101"]

@@ -1151,6 +1151,13 @@ def test_one_persons_second_session_of_one_id_from_another_laptop_is_refused_not
     report = json.loads(memo("--json", "activity", "--all", "--since", "2026-03-01", "--until", "2026-03-05",
                              vault=team).stdout)
     assert (report["totalPrompts"], report["totalSessions"]) == (2, 1), report["sessions"]
+    # the daemon's news of its session (an invoice of it) names when it was made: not the second laptop's
+    # (a breaker: the daemon's invoice of the first marked the second's invoiced, its move refused)
+    made = read_record(team / "projects/web/sessions/session-standup.md")[0]["created"]
+    answer = {"invoiced": [{"project": "web", "sessionId": "standup", "invoice": "2026-0001", "created": made}]}
+    for name, heard in (("ana1", {("web", "standup"): ("2026-0001", None)}), ("ana2", {})):
+        sync._keep_team_invoiced(laptops[name], answer)
+        assert sync.team_invoiced(laptops[name]) == heard, name
     for store in laptops.values():
         store.close()
 
