@@ -147,10 +147,26 @@ class DiskFullError(MemoError):
     written is not in the vault (every write is atomic); nothing is damaged — the person frees
     space and runs the command again (:func:`disk_full`)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, limit: int | None = None) -> None:
         self.path = path
+        if limit is not None:  # a file-size limit of the process (ulimit -f), not the disk (found by a tester)
+            super().__init__(f"A file of {path} could not grow past this process's file-size limit ({limit:,} bytes, "
+                             "ulimit -f): nothing is damaged (what could not be written is not in the vault); raise "
+                             "the limit and run the command again")
+            return
         super().__init__(f"No space left on the disk of {path}: nothing is damaged (what could not be written is "
                          "not in the vault); free some space and run the command again")
+
+
+def file_size_limit() -> int | None:
+    """This process's soft file-size limit in bytes (``ulimit -f``), or None when there is none."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    except (ImportError, OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY or soft < 0 else int(soft)
 
 
 def disk_full(exc: BaseException, path: str | os.PathLike) -> bool:
@@ -181,9 +197,14 @@ def full_disk_error(exc: BaseException, vault_root: str | os.PathLike | None) ->
     ``vault_root``), or None: what every interface answers for an error no layer below turned
     into a product error."""
     where = vault_root if vault_root is not None else (getattr(exc, "filename", None) or ".")
+    named = str(vault_root) if vault_root is not None else "the vault"
     if not disk_full(exc, where):
-        return None
-    return DiskFullError(str(vault_root) if vault_root is not None else "the vault")
+        limit = file_size_limit()
+        code = getattr(exc, "sqlite_errorcode", None)
+        too_large = (isinstance(exc, OSError) and exc.errno == errno.EFBIG) or (
+            isinstance(code, int) and code & 0xFF == 10)  # SQLITE_IOERR
+        return DiskFullError(named, limit) if limit is not None and too_large else None
+    return DiskFullError(named)
 
 
 class VaultBusyError(MemoError):

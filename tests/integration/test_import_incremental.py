@@ -1444,3 +1444,26 @@ def test_a_session_file_moved_by_hand_into_another_projects_folder_is_not_import
     report = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
     assert (report["totalSessions"], report["totalPrompts"], list(report["byProject"])) == (1, 4, ["product"]), \
         sorted(str(p.relative_to(vault)) for p in vault.glob("projects/*/*/*.md"))
+
+
+def test_a_file_size_limit_is_said_as_such_not_as_a_damaged_index(tmp_path):
+    """Found by a tester of bad files: under ``ulimit -f`` an import said "The index … is damaged
+    (disk I/O error); run memo reindex" — nothing was damaged (the next command caught up). It
+    says the process's file-size limit, and that nothing is damaged. (The process boundary is what
+    is tested: the limit is the process's.)"""
+    import resource
+    import subprocess
+    import sys
+
+    lines = [json.dumps({"type": "user", "sessionId": "big-1", "uuid": f"u{n}", "cwd": "/w/p",
+                         "timestamp": f"2026-11-0{1 + n % 5}T{9 + n % 8:02d}:{n % 60:02d}:00.000Z",
+                         "message": {"role": "user", "content": "x" * 300 + str(n)}}) for n in range(3000)]
+    big = tmp_path / "big.jsonl"
+    big.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    limit = 1_500_000 if hard == resource.RLIM_INFINITY else min(1_500_000, hard)
+    ran = subprocess.run([sys.executable, "-m", "memo_analytics", "--vault-root", str(tmp_path / "v"), "import",
+                          "claude-code", str(big)], capture_output=True, text=True, timeout=300,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard)))
+    assert ran.returncode == 1 and "could not grow past this process's file-size limit" in ran.stderr \
+        and "index" not in ran.stderr, ran.stderr
