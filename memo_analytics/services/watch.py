@@ -470,7 +470,8 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
     """``memo import auto``: every :data:`KNOWN_LOCATIONS` folder on this machine imported by its
     importer — or, given ``paths`` (folders or files), each file by the importer that reads it
     (:func:`source_of`, as ``memo watch`` tells them) — each folder and importer with its own
-    counts: ``[{source, path, files, sessions, turns, skipped, …}]``; the first item of a given folder
+    counts: ``[{source, path, files, sessions, turns, skipped, …, summary}]`` (``summary``: the line
+    ``memo import SOURCE`` prints of them, its notes included); the first item of a given folder
     also counts its files no importer tells (``untold``, the first five in ``untoldFiles``), and its
     Claude Code item the sub-agent files it reads with their session, for their calls' tokens only
     (``subAgentFiles``: ``<session>/subagents/``, a sub-agent's brief and tool traffic, no turn).
@@ -530,7 +531,7 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                     else {}
                 if sub_agents and source == "claude-code":
                     said["subAgentFiles"] = sub_agents
-                item = {"source": source, "path": str(given), **result.wire(), **said}
+                item = {"source": source, "path": str(given), **result.wire(), "summary": result.line(), **said}
                 # said once, with the folder's first importer, as skipped files
                 found.append(_with_left_out(item, unreadable if not number else []))
         return found
@@ -544,7 +545,8 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
         left_out = []
         files = list(walk_files([root.path], module.SUFFIXES, module.EXCLUDE_DIRS, left_out))
         result = run_import(store, files, module.parse, options, source=root.source or "", incremental=True)
-        found.append(_with_left_out({"source": root.source, "path": str(root.path), **result.wire()}, left_out))
+        found.append(_with_left_out({"source": root.source, "path": str(root.path), **result.wire(),
+                                     "summary": result.line()}, left_out))
     return found
 
 

@@ -1467,3 +1467,17 @@ def test_a_file_size_limit_is_said_as_such_not_as_a_damaged_index(tmp_path):
                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard)))
     assert ran.returncode == 1 and "could not grow past this process's file-size limit" in ran.stderr \
         and "index" not in ran.stderr, ran.stderr
+
+
+def test_import_auto_says_the_notes_memo_import_says(tmp_path):
+    """Found by a tester of bad files: ``memo import auto FILE`` of a transcript whose last line was
+    still being written said "files 1, sessions 1, turns 1, skipped 0" — ``memo import claude-code``
+    says "1 file with a last line still being written". Each folder's line is the import's own."""
+    grown = tmp_path / "cc" / "g.jsonl"
+    grown.parent.mkdir()
+    whole = _stretch_lines({"A": ("09:00", "09:10", "09:20")})
+    grown.write_text(whole + whole.splitlines()[0][:40], encoding="utf-8")  # half a line at the end
+    ran = memo("import", "auto", str(grown.parent), vault=tmp_path / "v")
+    assert "1 file with a last line still being written" in ran.stdout, ran.stdout
+    said = json.loads(memo("--json", "import", "auto", str(grown.parent), vault=tmp_path / "v2").stdout)
+    assert said["sources"][0]["summary"].startswith("files 1, sessions 1, turns 2"), said

@@ -151,14 +151,8 @@ def import_auto_command(
                             "tool traffic are no turn of yours"))
 
     def human(items) -> None:
-        for item in items:
-            other = f", {item['unrecognised']} files of another format" if item["unrecognised"] else ""
-            # as `memo import SOURCE` says them (the README's "files 680 (679 unchanged)")
-            told = [f"{item['unchanged']} unchanged"] if item.get("unchanged") else []
-            told += [f"{item['resumed']} read on from where the last import stopped"] if item.get("resumed") else []
-            unchanged = f" ({', '.join(told)})" if told else ""
-            out.print(f"{item['source']} {item['path']}: files {item['files']}{unchanged}, "
-                      f"sessions {item['sessions']}, turns {item['turns']}, skipped {item['skipped']}{other}")
+        for item in items:  # as `memo import SOURCE` says them, its notes too (a tester: a line still being written)
+            out.print(_safe(f"{item['source']} {item['path']}: {item['summary']}"), soft_wrap=True)
 
     # the notes `memo import SOURCE` gives (found by a freelancer: the newcomer's first command said neither)
     _note_new_sessions(sum(item.get("untimed") or 0 for item in found),
