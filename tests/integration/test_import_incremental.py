@@ -1481,3 +1481,16 @@ def test_import_auto_says_the_notes_memo_import_says(tmp_path):
     assert "1 file with a last line still being written" in ran.stdout, ran.stdout
     said = json.loads(memo("--json", "import", "auto", str(grown.parent), vault=tmp_path / "v2").stdout)
     assert said["sources"][0]["summary"].startswith("files 1, sessions 1, turns 2"), said
+
+
+def test_a_user_line_of_neither_session_nor_time_is_said_not_dropped(tmp_path):
+    """Found by a tester of bad files: a Claude Code user line with neither ``sessionId`` nor
+    ``timestamp`` was dropped without a word (turns 1, skipped 0): it is skipped, and said."""
+    lines = [{"type": "user", "message": {"role": "user", "content": "no ts no sid"}},
+             {"type": "user", "sessionId": "one", "timestamp": "2026-01-06T10:00:00Z", "cwd": "/x/p",
+              "message": {"role": "user", "content": "timed"}}]
+    source = tmp_path / "one.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    said = json.loads(memo("--json", "import", "claude-code", str(source), vault=tmp_path / "v").stdout)
+    assert (said["turns"], said["skipped"]) == (1, 1), said
+    assert any("line 1: a user message with neither sessionId nor timestamp" in e for e in said["errors"]), said

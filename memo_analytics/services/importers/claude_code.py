@@ -407,6 +407,9 @@ class _Fold:
             return
         session_id = record.get("sessionId") if isinstance(record.get("sessionId"), str) else None
         if not session_id and at is None:
+            if record.get("type") == "user" and "message" in record:  # a prompt: said, not dropped (a tester)
+                self.problems.append(f"line {number}: a user message with neither sessionId nor timestamp: no "
+                                     "session or time to file it under")
             return
         session_id = session_id or self.path.stem
         uuid = record.get("uuid")
