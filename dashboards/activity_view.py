@@ -148,8 +148,8 @@ class ActivityView:
             return None
         try:
             return date.fromisoformat(text.strip())
-        except ValueError:
-            raise InvalidDateError(name, text) from None
+        except ValueError:  # the field takes a day: a time offered by the message was refused (an operator)
+            raise InvalidDateError(name, text, "give a day as YYYY-MM-DD") from None
 
     def follow(self) -> None:
         """Read the vault again for the client and period on screen (the digest's ↻ and periodic

@@ -100,6 +100,9 @@ def test_a_refused_period_leaves_nothing_of_the_last_one_to_read_or_download(sto
     # beside a 67-minute span)
     assert list(view.sheet.value.columns)[-2:] == ["Billed", "Hours"] and ">Billed<" in view.by_client.object
     view.period.value = "custom"
+    view.since.value = "2026-12-04T13:00"  # the field takes a day: the message offered a time (an operator)
+    assert "Invalid since date: &#x27;2026-12-04T13:00&#x27; (give a day as YYYY-MM-DD)" in view.summary.object, \
+        view.summary.object
     view.since.value = "04/12/2026"
     assert "Invalid since date" in view.summary.object and view.report is None
     assert (view.chart.visible, view.by_client.object, len(view.sheet.value)) == (False, "", 0)
