@@ -153,6 +153,22 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
     return [late for late in found if late.get("billedMinutes") != 0]  # within invoiced work: nothing to bill
 
 
+def _conflict_owner(conn: Any, path: Path) -> dict[str, str]:
+    """``{"owner": …}`` of a conflict file: its record's, else its session's (a turn names none),
+    else ``{}`` — the digest's item named nobody (found by a team lead)."""
+    from ..vault.io import parse_record_text
+
+    try:
+        meta, _ = parse_record_text(path.read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, MemoError, ValueError):
+        return {}
+    owner = meta.get("owner")
+    if not (isinstance(owner, str) and owner.strip()) and isinstance(meta.get("sessionId"), str):
+        found = rows.sessions_keyed(conn, [(path.parent.parent.name, meta["sessionId"])])
+        owner = found[0].get("owner") if found else None
+    return {"owner": owner} if isinstance(owner, str) and owner.strip() else {}
+
+
 def _written_at(root: Any, session: dict[str, Any]) -> str:
     """When ``session`` was last written here (UTC ISO, ``""`` unknown): its ``updated``, and for
     an imported session the later of that and its file's modification time (``_path``, under
@@ -262,6 +278,7 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
                     "recordId": conflict_record_id(path), "project": path.parent.parent.name,
                     "path": str(path), "recordPath": str(record_path), **({"_vault": source.vault} if further else {}),
                     "created": to_iso(datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)),
+                    **_conflict_owner(source.conn, path),
                 })
     snapshot.late_sessions = _late_work(store, moment)
     snapshot.unfiled_sessions, mapped = _unfiled_sessions(store)

@@ -262,15 +262,17 @@ def test_the_digest_lists_a_kept_conflict(tmp_path, daemon):
 
     team, server = daemon
     mine = _client(tmp_path, server.base)
-    start_session(mine, StartSessionRequest(session_id="d1", project="web", start_time="2026-03-02T09:00:00Z"))
+    start_session(mine, StartSessionRequest(session_id="d1", project="web", start_time="2026-03-02T09:00:00Z",
+                                            owner="ana@x.example"))
     sync.push(mine)
     theirs = VaultStore(Settings(vault_root=team, timezone="UTC"))
     before = [i["kind"] for i in current_digest(theirs)["items"]]
     end_session(theirs, EndSessionRequest(session_id="d1", project="web", until="2026-03-02T10:00:00Z"),
                 now=datetime(2026, 3, 2, 10, 0, tzinfo=timezone.utc))
     end_session(mine, EndSessionRequest(session_id="d1", project="web", until="2026-03-02T11:00:00Z"))
-    kinds = [(i["kind"], i["subject"]) for i in current_digest(theirs, force=True)["items"]]
-    assert "sync_conflict" not in before and ("sync_conflict", "session-d1") in kinds
+    listed = {(i["kind"], i["subject"]): i for i in current_digest(theirs, force=True)["items"]}
+    assert "sync_conflict" not in before and ("sync_conflict", "session-d1") in listed
+    assert listed["sync_conflict", "session-d1"]["owner"] == "ana@x.example"  # whose (a team lead: nobody's)
     theirs.close()
     assert [c["id"] for c in sync.status(mine)["conflicts"]] == ["session-d1"]
     # pushed again and taken as it is: the conflict said is behind it (found by a team lead: `memo sync
