@@ -2250,14 +2250,16 @@ def team_invoiced(store: VaultStore) -> dict[tuple[str, str], tuple[str, int | N
     return read(store.root)
 
 
-def _keep_team_invoiced(store: VaultStore, answer: dict[str, Any]) -> list[str]:
+def _keep_team_invoiced(store: VaultStore, answer: dict[str, Any]) -> list[tuple[str, list[str]]]:
     """Keep the pull's ``invoiced`` list (:func:`invoiced_for_people`) for the ledger to read; the
     invoice numbers the last pull named and this one no longer does (credited there — or a daemon
-    restored from a backup forgot an invoice its laptops had heard of: found by a team lead)."""
+    restored from a backup forgot an invoice its laptops had heard of: found by a team lead), each
+    with the numbers that bill its sessions now (an invoice credited and issued again)."""
     items = answer.get("invoiced")
     if not isinstance(items, list):
         return []  # a daemon of an earlier memo: what was kept stays
-    known = {number for number, _ in team_invoiced(store).values()}
+    before = team_invoiced(store)
+    known = {number for number, _ in before.values()}
     kept = [{"project": item["project"], "sessionId": item["sessionId"], "invoice": item["invoice"],
              "billedMinutes": item["billedMinutes"] if isinstance(item.get("billedMinutes"), int)
              and not isinstance(item.get("billedMinutes"), bool) else None}
@@ -2265,7 +2267,12 @@ def _keep_team_invoiced(store: VaultStore, answer: dict[str, Any]) -> list[str]:
             and all(isinstance(item.get(key), str) and item[key] for key in ("project", "sessionId", "invoice"))
             and not _another_of_mine(store, item)]
     _save(store, "team-invoiced.json", {"items": kept, "pulledAt": to_iso(utcnow())})
-    return sorted(known - {item["invoice"] for item in kept})
+    gone = known - {item["invoice"] for item in kept}
+    now_on = {(item["project"], item["sessionId"]): item["invoice"] for item in kept}
+    # an invoice credited and issued again: its sessions on the new one (said as such, not as an alarm)
+    again = {number: sorted({now_on[key] for key, (was, _) in before.items() if was == number and key in now_on})
+             for number in gone}
+    return [(number, again[number]) for number in sorted(gone)]
 
 
 def _another_of_mine(store: VaultStore, item: dict[str, Any]) -> bool:
@@ -2364,7 +2371,10 @@ def pull(store: VaultStore, owners: list[str] | None = None, timeout: float = PU
     finally:
         lock.release()
     return {"pulled": sum(r["outcome"] == "pulled" for r in results), "results": results, "error": None,
-            **({"noLongerInvoiced": forgotten} if forgotten else {})}
+            **({"noLongerInvoiced": [number for number, again in forgotten if not again]}
+               if any(not again for _, again in forgotten) else {}),
+            **({"invoicedAgain": {number: again for number, again in forgotten if again}}
+               if any(again for _, again in forgotten) else {})}
 
 
 def _as_parsed(text: Any, record_id: str) -> tuple[dict[str, Any], str] | None:

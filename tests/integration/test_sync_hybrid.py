@@ -3469,6 +3469,24 @@ def test_a_laptop_hears_at_its_pull_which_of_its_sessions_the_daemon_invoiced(tm
     assert "no longer names" not in memo("sync", "pull", vault=vault, env=env).stderr  # said once
 
 
+def test_a_routine_credit_and_re_issue_on_the_daemon_is_said_as_one_at_the_pull(tmp_path, daemon):
+    """Found by a team lead: after a credit note and its re-issue on the daemon, every laptop's pull
+    said "the daemon no longer names invoice … or the daemon was restored from a backup … tell the
+    person who issues the team's invoices" — an alarm for routine work. It says where they are billed now."""
+    team, server, vault, env, lead = _laptop_with_two_sessions_pushed(tmp_path, daemon)
+    lead_env = {"MEMO_CONFIG": str(lead)}
+    period = ("--client", "Acme Corp", "--since", "2026-03-04", "--until", "2026-03-04")
+    first = json.loads(memo("--json", "invoice", "issue", "--all", *period, "--issued", "2026-04-01", vault=team,
+                            env=lead_env).stdout)
+    memo("sync", "pull", vault=vault, env=env)
+    memo("invoice", "credit", first["number"], "--reason", "wrong rate", vault=team, env=lead_env)
+    again = json.loads(memo("--json", "invoice", "issue", "--all", *period, "--replaces", first["number"], vault=team,
+                            env=lead_env).stdout)
+    pulled = memo("sync", "pull", vault=vault, env=env)
+    assert (f"note: invoice {first['number']} is credited on the team daemon; its sessions of yours are billed on "
+            f"{again['number']} now") in pulled.stderr and "no longer names" not in pulled.stderr, pulled.stderr
+
+
 @pytest.mark.parametrize("how", ["rename", "merge", "session"])
 def test_a_move_the_lead_made_on_the_daemon_reaches_the_laptop_at_its_pull(tmp_path, daemon, how):
     """Found by two team leads: the lead renamed or merged a project on the daemon, or moved one

@@ -163,6 +163,9 @@ def sync_pull() -> None:
                             f"{item.get('project')}, as the daemon holds it"))
     if result.get("note"):
         err.print(_safe(f"note: {result['note']}"))
+    for number, again in (result.get("invoicedAgain") or {}).items():  # a routine correction: said as one
+        err.print(_safe(f"note: invoice {number} is credited on the team daemon; its sessions of yours are billed "
+                        f"on {', '.join(again)} now"))
     for number in result.get("noLongerInvoiced", []):  # credited there, or a daemon restored from a backup
         err.print(_safe(f"note: the team daemon no longer names invoice {number} as billing sessions of yours: "
                         "credited there, or the daemon was restored from a backup that predates it — if it was "
