@@ -1358,8 +1358,8 @@ def _begin_at_its_own_turns(store: VaultStore, project: str, session_id: str, fo
     first turn of its own: the time before it is the agent's session's (found by a breaker: a
     prompt appended after the agent's session brought the imported session back from the
     conversation's start, billing the agent's 55 minutes again — made non-billable by the person).
-    Its ``supersededBy`` of before goes. Times set by hand, or on an issued invoice, stay. The
-    number of records changed (0 or 1)."""
+    Its ``supersededBy`` of before becomes ``gaveWayTo``. Times set by hand, or on an issued
+    invoice, stay. The number of records changed (0 or 1)."""
     meta, body = found
     changes: dict[str, Any] = {}
     if "supersededBy" in meta:  # back: it holds turns of its own (completed and superseded read as both); whom
