@@ -1522,7 +1522,7 @@ def _apply_one(store: VaultStore, record_id: str, kind: RecordKind, meta: dict[s
             ours = _as_parsed(local_text, record_id)
             _carry_a_moved_base(store, meta, ours is not None and ours[0].get("updated") in ancestors)
         if local_text is None:
-            _refuse_moved(store, kind, meta, ancestors)
+            _refuse_moved(store, kind, meta, ancestors, item.get("sessionCreated"))
             _refuse_turn_of_invoiced_elsewhere(store, kind, meta, item.get("owner"))
             filed = _filed_here(store, kind, meta)
             filed, baton = _takes_a_baton(store, kind, filed, claims)
@@ -1634,7 +1634,8 @@ def _a_version_here(written: dict[str, Any], pushed: dict[str, Any]) -> dict[str
     return normalize_meta({**written, "updated": stamp})
 
 
-def _refuse_moved(store: VaultStore, kind: RecordKind, meta: dict[str, Any], ancestors: set[str] = frozenset()) -> None:
+def _refuse_moved(store: VaultStore, kind: RecordKind, meta: dict[str, Any], ancestors: set[str] = frozenset(),
+                  session_created: Any = None) -> None:
     """Refuse a pushed session, or a turn of it, that a push brought here before and that was
     moved to another project here since (``memo session edit --to-project`` on the daemon): applied
     where its project says, the session would be here twice and bill twice. So too when the laptop
@@ -1668,6 +1669,13 @@ def _refuse_moved(store: VaultStore, kind: RecordKind, meta: dict[str, Any], anc
     elsewhere = sorted({row["project"] for row in index.rows_with_id(store.conn, record_id, RecordKind.SESSION.value)}
                        - {meta["project"], *pushed_from})
     if elsewhere:
+        made = meta.get("created") if kind is RecordKind.SESSION else session_created
+        there = _created_here(store, elsewhere[0], session_id)
+        if made and there and not _same_instant(made, there):  # the person's other session of that id was moved
+            raise InvalidFieldError("id", f"session {session_id} of project {elsewhere[0]} is another session of "
+                                          f"yours, made {there} (recorded on another of your machines), and this "
+                                          f"one was made {made}: the daemon keeps that one; this one stays on this "
+                                          "machine — record its next work under another session id")
         raise InvalidFieldError("project", f"session {session_id} was moved to project {elsewhere[0]} on the "
                                            f"daemon: move it on this laptop too (memo session edit {session_id} "
                                            f"--project {meta['project']} --to-project {elsewhere[0]})")

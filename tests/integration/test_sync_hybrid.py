@@ -1160,6 +1160,18 @@ def test_one_persons_second_session_of_one_id_from_another_laptop_is_refused_not
     for name, heard in (("ana1", {("web", "standup"): ("2026-0001", None)}), ("ana2", {})):
         sync._keep_team_invoiced(laptops[name], answer)
         assert sync.team_invoiced(laptops[name]) == heard, name
+    # the lead renames the project: the second laptop's session is still another one, not one to move there
+    # (a breaker: told to move it into the first's project, where the refusal met it again)
+    from memo_analytics.services.project_move import move_project
+
+    lead = VaultStore(Settings(vault_root=team, timezone="UTC"))
+    try:
+        move_project(lead, "web", "web2")
+    finally:
+        lead.close()
+    end_session(laptops["ana2"], EndSessionRequest(session_id="standup", project="web", summary="the 4th, again"))
+    [result] = [r for r in sync.push(laptops["ana2"])["results"] if r["id"] == "session-standup"]
+    assert result["outcome"] == "refused" and "of project web2 is another session of yours" in result["reason"], result
     for store in laptops.values():
         store.close()
 
