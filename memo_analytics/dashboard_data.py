@@ -260,13 +260,12 @@ class DashboardData:
         ``internal`` (:func:`~memo_analytics.reports.issuing.unfiled_notes`), foreseen: the page
         offered "Issue it?" and only the click said it (found by an operator)."""
         from .analytics.activity import INTERNAL_CLIENT
-        from .reports.issuing import unfiled_notes
+        from .reports.issuing import billing_period, unfiled_notes
 
         client, bounds = getattr(report, "client", None), report.bounds
         if not client or client == INTERNAL_CLIENT or bounds.since is None or bounds.until_exclusive is None:
             return []
-        since = bounds.since.astimezone(report.zone).date()
-        until = (bounds.until_exclusive - timedelta(microseconds=1)).astimezone(report.zone).date()
+        since, until = billing_period(report, report.sessions)  # the period's days, as the issue reads them
         try:
             return unfiled_notes(self.settings, [client], lambda: self.activity(INTERNAL_CLIENT, since, until),
                                  self.store if self.store.exists else None)

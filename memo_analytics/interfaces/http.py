@@ -398,7 +398,7 @@ class SessionEditHandler(ApiHandler):
 
     async def post(self, session_id: str) -> None:
         def work():
-            from ..services.session_edit import edit_session, project_bills_elsewhere
+            from ..services.session_edit import edit_session
 
             data = self.body_json()
             refuse_server_paths(data)  # no cwd: it names a folder of the caller's machine
@@ -413,9 +413,7 @@ class SessionEditHandler(ApiHandler):
             # strict: billed minutes never come from true, "5" or 1 for billable
             request = EditSessionRequest.model_validate({**data, "sessionId": session_id}, strict=True)
             with self.callers_own():
-                edited = edit_session(self.store, request)
-            elsewhere = project_bills_elsewhere(self.runtime.settings, edited, request.client)
-            return {**edited, **({"projectBills": elsewhere} if elsewhere else {})}
+                return edit_session(self.store, request)
 
         await self.run(work)
 

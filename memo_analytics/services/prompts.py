@@ -578,7 +578,7 @@ def _after_a_long_pause(store: VaultStore, turn: dict[str, Any], meta: dict[str,
     before = index.last_turn_before(store.conn, turn["project"], turn["sessionId"], to_iso(created),
                                     str(turn.get("id") or ""))
     last = max(from_iso(str(meta["startTime"])), from_iso(before)) if before else from_iso(str(meta["startTime"]))
-    gap = int(getattr(store.settings, "idle_gap_minutes", 30) or 30)
+    gap = store.settings.idle_gap_minutes
     paused = int((created - last).total_seconds() // 60)
     if paused <= gap:
         return None

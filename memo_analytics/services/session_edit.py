@@ -64,8 +64,10 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
     dict
         The session's frontmatter after the edit, with ``changed`` (the wire names that
         changed), ``turnsUpdated`` (int) and ``turnsOutside`` (int: after a time edit, the
-        session's turns that now lie outside its start and end — said, not refused) and
-        ``newClient`` (the client set is known to neither the config nor the vault: said, not refused).
+        session's turns that now lie outside its start and end — said, not refused),
+        ``newClient`` (the client set is known to neither the config nor the vault: said, not refused)
+        and, after a move into a project ``projectClients`` files under another client than the
+        session's, ``projectBills`` (that client: :func:`project_bills_elsewhere`).
 
     Raises
     ------
@@ -212,8 +214,10 @@ def edit_session(store: VaultStore, request: EditSessionRequest, now=None) -> di
             store.refresh_views(project)
     outside = index.turns_outside(store.conn, target or project, session_id, meta["startTime"], meta["endTime"]) \
         if times and meta.get("endTime") else 0
-    return {**meta, "changed": sorted(changed), "turnsUpdated": turns, "turnsOutside": outside,
-            "newClient": new_client and "client" in changed}
+    edited = {**meta, "changed": sorted(changed), "turnsUpdated": turns, "turnsOutside": outside,
+              "newClient": new_client and "client" in changed}
+    elsewhere = project_bills_elsewhere(store.settings, edited, request.client)
+    return {**edited, "projectBills": elsewhere} if elsewhere else edited
 
 
 def project_bills_elsewhere(settings: Any, edited: dict[str, Any], asked_client: str | None) -> str | None:

@@ -431,14 +431,12 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
             path = Path(raw.removesuffix("-wal"))  # a database's log changed: the database did
             path = opencode.session_of(path) or path  # an OpenCode message or part: its session
             path = claude_code.session_of(path) or path  # a Claude Code sub-agent's file: its session's transcript
-            if change != watchfiles.Change.deleted and path.is_dir():
-                # a folder moved in whole (mv): one event for the folder, none for its files (found by a tester)
-                root = next((r for base, r in by_root.items() if path.resolve().is_relative_to(base)), None)
-                touched += _candidates([WatchedRoot(path, root.source if root is not None else None)])
-                continue
-            if change == watchfiles.Change.deleted or not path.is_file():
+            if change == watchfiles.Change.deleted or not (path.is_file() or path.is_dir()):
                 continue
             root = next((r for base, r in by_root.items() if path.resolve().is_relative_to(base)), None)
+            if path.is_dir():  # a folder moved in whole (mv): one event for it, none for its files (a tester)
+                touched += _candidates([WatchedRoot(path, root.source if root is not None else None)])
+                continue
             source = root.source if root is not None and root.source else source_of(path)
             if source is not None and source in IMPORTERS:
                 module = load_importer(source)

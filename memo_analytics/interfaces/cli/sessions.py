@@ -173,7 +173,7 @@ def session_edit(
 ) -> None:
     """Correct a session's client, billable flag, summary, project (its turns follow) or times."""
     from ...services.requests import EditSessionRequest
-    from ...services.session_edit import edit_remote_session, edit_session, project_bills_elsewhere
+    from ...services.session_edit import edit_remote_session, edit_session
 
     if all(value is None for value in (client, billable, summary, to_project, start, end, minutes, reviewed)):
         raise InvalidFieldError("session", "nothing to change: give --client, --billable/--no-billable, --summary, "
@@ -189,9 +189,8 @@ def session_edit(
         record = edit_session(state.store, request)
     if record["newClient"]:
         note_new_client(record["client"])
-    elsewhere = record.get("projectBills") or project_bills_elsewhere(state.settings, record, client)
-    if elsewhere:  # the project bills another client: the daemon's config says so in remote mode
-        record["projectBills"] = elsewhere
+    elsewhere = record.get("projectBills")  # the edit's own (the daemon's, in remote mode)
+    if elsewhere:  # the project bills another client
         err.print(_safe(f"note: it still bills {record.get('client') or 'internal'}; project {record['project']}'s "
                         f"sessions bill {elsewhere} (projectClients): to file it there too, memo session edit "
                         f"{shell_word(record['sessionId'])} --project {record['project']} --client "

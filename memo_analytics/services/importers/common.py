@@ -780,7 +780,11 @@ def _refuse_a_session_file_it_cannot_read(store: VaultStore, base: str, homes: d
     MemoError
         Naming the file and why it cannot be read; nothing of the conversation is written.
     """
-    if result.unreadable_sessions is None:  # one look per import, at its first conversation
+    missing = [(number, project) for number, project in homes.items()
+               if not store.record_exists(project, RecordKind.SESSION, session_record_id(f"{base}-{number}"))]
+    if not missing:  # every session of it where the index says: nothing to look for (a grown file's path)
+        return
+    if result.unreadable_sessions is None:  # one look per import, at its first conversation with a new session
         from ...index.freshness import not_indexed
 
         result.unreadable_sessions = {Path(str(error.path)).stem: (os.path.relpath(str(error.path), store.root),
@@ -788,10 +792,9 @@ def _refuse_a_session_file_it_cannot_read(store: VaultStore, base: str, homes: d
                                       for error in not_indexed(store.conn, store.layout, "sessions")}
     if not result.unreadable_sessions:
         return
-    for number, project in homes.items():
+    for number, _ in missing:
         record_id = session_record_id(f"{base}-{number}")
-        if record_id in result.unreadable_sessions and not store.record_exists(project, RecordKind.SESSION,
-                                                                              record_id):
+        if record_id in result.unreadable_sessions:
             path, reason = result.unreadable_sessions[record_id]
             raise MemoError(f"its session {base}-{number} is in the vault as {path}, which cannot be read ({reason}): "
                             "mend it (memo reindex says why), then import again; nothing of it was imported")
