@@ -743,11 +743,26 @@ class VaultStore:
         with self._vault_lock():
             yield
 
+    def _make_root(self) -> None:
+        """Create a missing vault folder for this user alone (``0700``, as ``~/.ssh``): what
+        people asked their agents, and what the agents answered, is nobody else's to read on a
+        shared machine, whatever the umask gives the files inside (the folders above it are made
+        as usual)."""
+        root = self.layout.root
+        if root.is_dir():
+            return
+        root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(root, 0o700)
+        except FileExistsError:
+            pass  # made meanwhile by another process; a file there is refused where it is used
+
     @contextmanager
     def _vault_lock(self) -> Iterator[None]:
         if self.writes_refused is not None:  # the index is read as it is: no write (said as the open said it)
             raise self.writes_refused
         self._may_create = True
+        self._make_root()
         try:
             lock = vault_lock(self.layout.lock_path)
             lock.acquire(timeout=self.lock_timeout, poll_interval=LOCK_POLL_SECONDS)

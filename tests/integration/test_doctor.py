@@ -10,6 +10,7 @@ Python version) is given to :func:`run_checks` as a :class:`Probe`.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,6 +203,27 @@ def test_the_vault_and_its_index_are_only_read(tmp_path):
     assert damaged.code == 1
     assert "does not open" in damaged.line("vault") and damaged.line("vault").endswith("→ memo reindex")
     assert tree(vault) == before  # reported, not repaired
+
+
+def test_a_new_vault_is_for_its_user_alone_and_an_older_shared_one_is_said(tmp_path):
+    vault = tmp_path / "deeper" / "vault"
+    env = env_for(tmp_path, MEMO_VAULT=str(vault))
+    old = os.umask(0o022)  # the usual umask: files and folders others can read
+    try:
+        recorded = memo("prompt", "record", "--body", "the key is in the wiki", "--project", "p1",
+                        "--session-id", "s1", env=env)
+    finally:
+        os.umask(old)
+    assert recorded.code == 0, recorded.stderr
+    assert vault.stat().st_mode & 0o777 == 0o700  # nobody else lists or reads the turns
+    assert (tmp_path / "deeper").stat().st_mode & 0o777 == 0o755  # the folders above it as the umask gives
+    ran = memo("doctor", env=env)
+    assert ran.code == 0 and "other users" not in ran.line("vault")
+
+    vault.chmod(0o755)  # a vault made before, or copied
+    shared = memo("doctor", env=env)
+    assert shared.code == 0, shared.stderr  # said, not a failure
+    assert shared.line("vault").endswith(f"(mode 755): chmod 700 {vault} keeps it yours")
 
 
 def test_an_index_a_writer_holds_open_is_read_without_new_files(tmp_path):

@@ -33,6 +33,7 @@ from typing import Any, Callable, Optional
 from pydantic.alias_generators import to_camel
 
 from ...domain.errors import MemoError
+from ...domain.shell import shell_word
 from .common import _emit, _safe, _settings, app, on_path_command, out, state
 
 #: Debian's Chromium, which the browser tests drive through Playwright
@@ -360,7 +361,20 @@ def _vault(settings: Any, vault_root: str | None) -> Check:
     if problem:
         return Check("vault", title, True, True, f"{root}: writable; index {problem}: rebuilt from the files on next use")
     shown = ", ".join(f"{n} {kind}{'' if n == 1 else 's'}" for kind, n in sorted(counts.items())) or "empty"
-    return Check("vault", title, True, True, f"{root}: writable; index opens ({shown})")
+    return Check("vault", title, True, True, f"{root}: writable; index opens ({shown}){_shared(root)}")
+
+
+def _shared(root: Path) -> str:
+    """A note when other users of this machine can list or read the vault (a vault made
+    before memo made it ``0700``, or copied): the turns hold what people asked their agents."""
+    try:
+        mode = root.stat().st_mode
+    except OSError:
+        return ""
+    if not mode & 0o077:
+        return ""
+    return (f"; other users of this machine can read it (mode {mode & 0o777:o}): "
+            f"chmod 700 {shell_word(str(root))} keeps it yours")
 
 
 def _daemon(settings: Any, pushes: bool = False) -> Check:
