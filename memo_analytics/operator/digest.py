@@ -26,7 +26,8 @@ session on no invoice in the period an issued invoice of its client billed: reco
 billable ended session longer than ``openTooLongHours``, not yet invoiced), ``retainer_projection``
 (a client's ``monthlyHoursCap`` is used up, or the month's pace would use it up before the
 month ends; one item per client), ``session_unreadable`` (a session file that cannot be read:
-reports leave it out, documents of it are refused); dropped: ``session_stalled``, ``client_missing``,
+reports leave it out, documents of it are refused), ``import_held_back`` (a transcript holds work of a
+session past what its issued invoice billed: an import left it out, no report counts it); dropped: ``session_stalled``, ``client_missing``,
 ``project_unbilled`` (a project none of whose sessions names a client, while the person bills
 clients: a new repository, a checkout in a folder of another name; one item per project, over
 its sessions of the horizon), ``sync_conflict`` (a version a sync kept beside a record, SPEC §2.7).
@@ -70,6 +71,7 @@ KIND_LANE = {
     "invoice_late_work": "waiting on you",
     "retainer_projection": "waiting on you",
     "session_unreadable": "waiting on you",
+    "import_held_back": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
     "project_unbilled": "dropped",
@@ -108,6 +110,10 @@ class Snapshot:
     #: ``{id, sessionId, project, path, reason, invoice, billedMinutes, created}`` of each session file
     #: of the vault that cannot be read (:func:`~memo_analytics.operator.snapshot._unreadable_sessions`)
     unreadable_sessions: list[dict[str, Any]] = field(default_factory=list)
+    #: ``{path, source, since, project, sessionId, invoice, turns, minutes, standing}`` of each session
+    #: whose transcript holds work an import left out because an issued invoice billed the session
+    #: (``standing``: the invoice is not credited yet; :func:`~.snapshot._held_back`)
+    held_back: list[dict[str, Any]] = field(default_factory=list)
     #: conversations imported from their transcripts while their hook session was open, not ended
     #: by their agent (:func:`~memo_analytics.operator.snapshot._live_conversations`)
     live_conversations: list[dict[str, Any]] = field(default_factory=list)
@@ -666,6 +672,25 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
                             f"memo reindex  # of that vault: memo --vault-root {_q(broken['_vault'])} reindex, once "
                             f"{broken['path']} is mended as said"), to_iso(since),
                            fingerprint(broken["path"], broken["reason"])), broken))
+    for held in snapshot.held_back:  # a transcript grew after its session was invoiced
+        since = from_iso(held["since"])
+        grown = ", ".join(part for part in (counted(held["turns"], "turn") if held["turns"] else "",
+                                            _billed(held["minutes"]) if held["minutes"] else "") if part)
+        what = f"work ({grown})" if grown else "work"
+        importing = f"memo import {held['source']} {_q(held['path'])}"
+        items.append((Item("import_held_back", KIND_LANE["import_held_back"], held["sessionId"], held["project"],
+                           "you to bill or leave work after its invoice",
+                           (f"{held['path']} holds {what} of this session past what invoice {held['invoice']} billed: "
+                            "an import leaves a session on an issued invoice as it was billed, so no report counts it"
+                            if held["standing"] else
+                            f"{held['path']} holds {what} of this session that an import left out while invoice "
+                            f"{held['invoice']} billed it; that invoice is credited now: the next import takes it in"),
+                           _age(since, now), int(held["minutes"]),
+                           (f"memo invoice credit {_q(held['invoice'])}  # then {importing} takes it in; bill the "
+                            "session again (or mark this reviewed to leave it unbilled)" if held["standing"] else
+                            f"{importing}  # takes in what {held['invoice']} held back"),
+                           to_iso(since), fingerprint(held["path"], held["sessionId"], held["invoice"],
+                                                      held["standing"], held["turns"], held["minutes"])), held))
     for twice in snapshot.duplicate_invoices:
         since = from_iso(twice["created"])
         later = twice["refs"][-1]

@@ -286,6 +286,7 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
     snapshot.terms_differ = _terms_differ(store)
     snapshot.retainers = _retainers(store, moment)
     snapshot.unreadable_sessions = _unreadable_sessions(store, snapshot)
+    snapshot.held_back = _held_back(store)
     _with_transcript_activity(snapshot.open_sessions, store.settings.idle_gap_minutes,
                               lambda project, sid: pushed_here(store, project, sid))
     return snapshot
@@ -401,6 +402,31 @@ def _unreadable_sessions(store: VaultStore, snapshot: Snapshot) -> list[dict[str
     snapshot.invoiced_changed = [c for c in snapshot.invoiced_changed
                                  if not (c.get("missing") and not c.get("_vault")
                                          and (c["project"], c["id"]) not in missing)]
+    return found
+
+
+def _held_back(store: VaultStore) -> list[dict[str, Any]]:
+    """One row per session whose transcript an import held back for its issued invoice
+    (:mod:`~memo_analytics.services.importers.held`): ``{path, source, since, project, sessionId,
+    invoice, turns, minutes, standing}``; ``invoice`` is the standing invoice that bills the session
+    now (the one held for when it was credited since: ``standing`` False, the next import takes
+    the work in)."""
+    from ..services.importers.held import held_files
+
+    if not store.exists:
+        return []
+    files = held_files(store.layout.meta_dir)
+    if not files:
+        return []
+    standing = ledger.invoiced_in(store.root)
+    found = []
+    for entry in files:
+        for held in entry["sessions"]:
+            number = standing.get((held["project"], held["sessionId"]))
+            found.append({"path": entry["path"], "source": entry["source"], "since": entry["since"],
+                          "project": held["project"], "sessionId": held["sessionId"],
+                          "invoice": number or held["invoice"], "standing": number is not None,
+                          "turns": int(held.get("turns") or 0), "minutes": int(held.get("minutes") or 0)})
     return found
 
 

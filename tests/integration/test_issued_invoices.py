@@ -811,6 +811,43 @@ def test_a_re_import_leaves_a_session_on_an_issued_invoice_as_it_is_and_says_so(
     assert after["turns"] == 1 and session()["endTime"] == "2026-06-10T09:49:00.000Z"
 
 
+def test_work_an_import_holds_back_for_an_issued_invoice_is_a_digest_item_until_taken_in(tmp_path):
+    """Found by an operator: a transcript grew after its session was invoiced; the import said
+    once (a watcher's line scrolls away) that it left the new work out, and the digest was silent:
+    20 minutes no report counted. The digest lists it with the credit note that lets it in, then
+    with the import that takes it in, and drops it once taken in."""
+    env, vault, source, prompts = _billed_transcript(tmp_path)
+    memo("import", "claude-code", "--client", "Acme Corp", str(source), vault=vault, env=env)
+    ran = memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+               "--until", "2026-06-30", vault=vault, env=env)
+    number = json.loads(ran.stdout)["number"]
+
+    def held() -> list[dict]:
+        digest = json.loads(memo("--json", "digest", "--as-of", "2026-06-11", vault=vault, env=env).stdout)
+        return [i for i in digest["items"] if i["kind"] == "import_held_back"]
+
+    assert held() == []
+    _transcript(source, [*prompts, ("2026-06-10T09:40:00Z", "one more: remember me")])  # grown, same interval
+    assert json.loads(memo("--json", "import", "claude-code", str(source), vault=vault, env=env).stdout)["heldBack"] == 1
+    [item] = held()
+    assert (item["lane"], item["project"], item["minutesAtStake"]) == ("waiting on you", "web", 20)
+    assert item["why"].startswith(f"{source} holds work (1 turn, 20 min) of this session past what invoice "
+                                  f"{number} billed")
+    assert item["action"].startswith(f"memo invoice credit {number}  # 'then memo import claude-code {source} takes")
+    memo("import", "claude-code", str(source), vault=vault, env=env)  # held again: one item, not two
+    assert len(held()) == 1
+
+    memo("invoice", "credit", number, vault=vault, env=env)
+    [after] = held()
+    assert "that invoice is credited now" in after["why"]
+    assert after["action"].startswith(f"memo import claude-code {source}  #")
+    command = after["action"].split("  #")[0].split()
+    assert memo(*command[1:], vault=vault, env=env).code == 0  # the printed command, as printed
+    assert held() == []
+    [session] = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)["sessions"]
+    assert session["durationMinutes"] == 49  # the 20 held-back minutes counted now
+
+
 def test_an_invoiced_session_deleted_by_hand_comes_back_on_re_import_billed_to_the_invoices_client(tmp_path):
     """Found by a billing person: the file of a session on an issued invoice was deleted by hand,
     then the transcript imported again (``--rescan``, no ``--client``): the session came back as

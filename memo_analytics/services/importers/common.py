@@ -316,6 +316,11 @@ class ImportResult:
     #: ``(source, transcriptId)`` of transcripts with a session left as an issued invoice billed it
     #: although the transcript differs: their files are read again by the next import
     held_back: set[tuple[str, str]] = field(default_factory=set)
+    #: of ``held_back``, each transcript's sessions held: ``{"project", "sessionId", "invoice",
+    #: "turns", "minutes"}`` (turns the transcript holds beyond the invoiced ones; minutes its work
+    #: now ends later), kept for the digest (:mod:`.held`)
+    held_sessions: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict, repr=False,
+                                                                        compare=False)
     #: conversations refused whole (named in ``errors``; counted in ``skipped``)
     refused: int = 0
     #: new sessions of 0 minutes because their transcript keeps one instant for them (no time per
@@ -646,7 +651,13 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         if existing is not None and (project, session_id) in invoiced:
             moved = not existing[0].get("timesEdited") and (existing[0].get("endTime") != to_iso(interval.end)
                                                               or number in begins_earlier)
-            if moved or index.last_current_turn(store.conn, project, session_id) != len(interval.prompts):
+            last_turn = index.last_current_turn(store.conn, project, session_id)
+            if moved or last_turn != len(interval.prompts):
+                billed_end = from_iso(str(existing[0].get("endTime"))) if existing[0].get("endTime") else None
+                result.held_sessions.setdefault((transcript.source, transcript.transcript_id), []).append(
+                    {"project": project, "sessionId": session_id, "invoice": invoiced[(project, session_id)],
+                     "turns": max(0, len(interval.prompts) - (last_turn or 0)),
+                     "minutes": max(0, minutes_between(billed_end, interval.end)) if billed_end else 0})
                 result.errors.append(f"{redact_secrets(str(transcript.path))[0]}: session {session_id} is on invoice "
                                      f"{invoiced[(project, session_id)]}, issued: left as it is (the transcript now "
                                      f"differs; credit the invoice first to take that in: memo invoice credit)")
@@ -1205,6 +1216,9 @@ def _past_the_last_interval(store: VaultStore, base: str, count: int, invoiced: 
                                  "(the transcript no longer holds it apart; credit the invoice first to take that "
                                  "in: memo invoice credit)")
             result.held_back.add((transcript.source, transcript.transcript_id))
+            result.held_sessions.setdefault((transcript.source, transcript.transcript_id), []).append(
+                {"project": row["project"], "sessionId": row["session_id"],
+                 "invoice": invoiced[(row["project"], row["session_id"])], "turns": 0, "minutes": 0})
             continue
         kept.append(row)
     # marked as a rewound turn is: the file put back (cut by mistake), its import brings them back
@@ -2044,6 +2058,7 @@ def run_import(
             with store.deferred_views(), batch:  # views after the last commit
                 for transcript in merge_transcripts(transcripts):
                     write(transcript)
+        _note_held(store, source, transcripts, result)
         if prices:  # the first report after the import finds them (issue 16)
             cache = PriceCache(store.layout.meta_dir / "cost-cache.json")
             cache.add(prices)
@@ -2080,6 +2095,24 @@ def run_import(
             except (OSError, MemoError):
                 pass  # a cache: the next import reads the files again
     return result
+
+
+def _note_held(store: VaultStore, source: str, transcripts: list[Transcript], result: ImportResult) -> None:
+    """Keep which files of this import held work back for an issued invoice, and drop the files
+    it took in whole (:mod:`.held`): the digest says the work no report counts."""
+    from .held import HELD_FILE, note_held
+
+    files: dict[str, list[dict[str, Any]]] = {}
+    for transcript in transcripts:
+        held = result.held_sessions.get((transcript.source, transcript.transcript_id), [])
+        files.setdefault(str(Path(transcript.path).absolute()), []).extend(held)
+    if not result.held_sessions and not (store.layout.meta_dir / HELD_FILE).exists():
+        return  # nothing held now nor before: no file to write (the common case)
+    try:
+        with store.lock():
+            note_held(store.layout.meta_dir, source, files)
+    except (OSError, MemoError):
+        pass  # the digest's note only; the import said it
 
 
 def with_imported_siblings(store: VaultStore, files: list[Path], source: str) -> list[Path]:
