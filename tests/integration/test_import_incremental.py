@@ -1402,6 +1402,37 @@ def test_a_transcript_cut_then_put_back_brings_its_work_back(tmp_path):
     assert totals() == (65, 6), (back.stdout, back.stderr)
 
 
+def test_a_transcript_cut_then_gone_on_with_other_work_imports_the_new_work(tmp_path):
+    """Found by a breaker: a transcript cut to its first part (the later sessions marked rewound),
+    then gone on with work at 16:00, was refused for good ("work interval 2 starts at … but was
+    imported starting 11:00; re-import with the same --tz"): the new work was never imported, the
+    watcher failed on every pass. The new work takes the rewound session's place, as a clean import
+    of the file gives it; the turn counts say turns (the session was counted as one)."""
+    parts = {"A": ("09:00", "09:10", "09:20"), "B": ("11:00", "11:12", "11:30"), "C": ("14:00", "14:05", "14:15")}
+    grown = tmp_path / "g.jsonl"
+    vault = tmp_path / "v"
+
+    def totals(where: Path) -> tuple[int, int]:
+        report = json.loads(memo("--json", "activity", "--all", vault=where).stdout)
+        return report["totalDurationMinutes"], report["totalPrompts"]
+
+    grown.write_text(_stretch_lines(parts), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+    grown.write_text(_stretch_lines({"A": parts["A"]}), encoding="utf-8")
+    cut = json.loads(memo("--json", "import", "claude-code", str(grown), "--project", "product", vault=vault).stdout)
+    assert cut["rewound"] == 4  # B's and C's turns; not their sessions
+    went_on = {"A": parts["A"], "D": ("16:00", "16:10", "16:25")}
+    grown.write_text(_stretch_lines(went_on), encoding="utf-8")
+    ran = memo("--json", "import", "claude-code", str(grown), "--project", "product", vault=vault)
+    assert (json.loads(ran.stdout)["sessions"], json.loads(ran.stdout)["turns"]) == (1, 2), ran.stderr
+    clean = tmp_path / "clean"
+    memo("import", "claude-code", str(grown), "--project", "product", vault=clean)
+    assert totals(vault) == totals(clean) == (20 + 25, 4)  # A, then D
+    listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["items"]
+    assert sorted((t["created"][11:16], t["body"]) for t in listed) == [
+        ("09:00", "prompt A1"), ("09:10", "prompt A2"), ("16:00", "prompt D1"), ("16:10", "prompt D2")]
+
+
 def test_lines_that_join_two_earlier_intervals_are_refused_saying_so_not_naming_another_zone(tmp_path):
     """Found by a breaker: a part stamped 09:45–10:35 written into a conversation of parts at 09:00,
     11:00 and 14:00 joins the first two into one interval; its import was refused with "re-import

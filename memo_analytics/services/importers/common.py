@@ -602,6 +602,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         _refuse_shifted_turns(store, transcript, base, intervals, homes)
     fresh = True
     begins_earlier: set[int] = set()
+    reborn: set[int] = set()  # sessions marked rewound whose number other work holds now
     for number, interval in enumerate(intervals, 1):
         session_id = f"{base}-{number}"
         existing = store.read(homes[number], RecordKind.SESSION, session_record_id(session_id))
@@ -611,6 +612,15 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         if existing is not None and existing[0].get("startTime") != to_iso(interval.start):
             if existing[0].get("gaveWayTo") and _within(existing[0].get("startTime"), interval):
                 continue  # begins at its first turn of its own: what came before is the agent's session's
+            if existing[0].get("status") == "superseded" and existing[0].get("supersededBy") == [REWOUND] \
+                    and (homes[number], session_id) not in invoiced:
+                # the file lost this interval (rewound, cut) and the agent went on: other work at its
+                # place, which the session becomes (its turns marked rewound take the new prompts'
+                # text, as a turn rewound and typed again does) — refused, no later turn came in
+                # (found by a breaker)
+                reborn.add(number)
+                begins_earlier.add(number)
+                continue
             if _within(existing[0].get("startTime"), interval):
                 # a line stamped before the interval's first (a clock set back, a line written
                 # late): the same work, begun earlier — the session starts at it, as a whole read
@@ -647,7 +657,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
             back.update(status="completed" if back.get("endTime") else "active", updated=to_iso(datetime.now(tz=_UTC)))
             store.upsert(RecordKind.SESSION, back, existing[1])
             existing = store.read(project, RecordKind.SESSION, session_record_id(session_id))
-            result.restored += 1
+            result.sessions += number in reborn  # new work under the number: a session again, not one put back
         if existing is not None and (project, session_id) in invoiced:
             moved = not existing[0].get("timesEdited") and (existing[0].get("endTime") != to_iso(interval.end)
                                                               or number in begins_earlier)
@@ -716,8 +726,11 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                     result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
                     followed = _follow_transcript(store, project, f"prompt-{session_id}-t{turn}", prompt,
                                                   prompt.at or interval.start, prompt.model or transcript.model)
-                    result.revised += followed == "rewritten"
-                    result.restored += followed == "restored"
+                    if number in reborn:  # the new work's turns, at the places of the ones taken back
+                        result.turns += followed is not None
+                    else:
+                        result.revised += followed == "rewritten"
+                        result.restored += followed == "restored"
                 except CorruptRecordError as exc:
                     result.skipped += 1
                     result.errors.append(f"{transcript.path}: turn {turn} of {session_id}: {_one_line(exc)}")
@@ -1223,7 +1236,7 @@ def _past_the_last_interval(store: VaultStore, base: str, count: int, invoiced: 
         kept.append(row)
     # marked as a rewound turn is: the file put back (cut by mistake), its import brings them back
     # (found by a breaker: "put it back and import again — they come back", and they did not)
-    return _supersede(store, kept, [REWOUND]) if kept else 0
+    return _supersede(store, kept, [REWOUND], turns_only=True) if kept else 0
 
 
 def _hook_sessions(store: VaultStore, transcript: Transcript) -> list:
@@ -1458,10 +1471,12 @@ def _session_turns(store: VaultStore, row: Any) -> list[tuple[str, dict[str, Any
     return [(turn_id, record[0], record[1]) for turn_id, record in found if record is not None]
 
 
-def _supersede(store: VaultStore, rows: list, by: list[str], only: set[str] | None = None) -> int:
+def _supersede(store: VaultStore, rows: list, by: list[str], only: set[str] | None = None,
+               turns_only: bool = False) -> int:
     """Mark the sessions of ``rows`` (index rows) and their turns ``status: superseded`` with
     ``supersededBy`` = ``by`` (``project/sessionId`` each); with ``only``, just those turns (by
-    id), the sessions left as they are. The number of records changed."""
+    id), the sessions left as they are. The number of records changed (``turns_only``: of turns,
+    as a line that says "N turns … superseded" counts them)."""
     changed = 0
     now = to_iso(datetime.now(tz=_UTC))
     with store.lock():
@@ -1473,7 +1488,7 @@ def _supersede(store: VaultStore, rows: list, by: list[str], only: set[str] | No
             if only is None and (meta.get("status") != "superseded" or meta.get("supersededBy") != by):
                 store.upsert(RecordKind.SESSION, {**meta, "status": "superseded", "supersededBy": by, "updated": now},
                              body)
-                changed += 1
+                changed += not turns_only
             for turn_id, turn_meta, turn_body in _session_turns(store, row):
                 if only is not None and turn_id not in only:
                     continue
