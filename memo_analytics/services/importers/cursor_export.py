@@ -62,7 +62,9 @@ from ...domain.errors import InvalidDateError
 from .common import HumanPrompt, ImportOptions, MarkdownTurn, ParseResult, Transcript
 from .lines import read_lines
 
-_TITLE = re.compile(r"^#\s+(?P<title>.*?)\s*$")
+# (the title's trailing white space not a lazy run before ``\s*$``: that took the square of a
+# planted title line's length — found by a security tester)
+_TITLE = re.compile(r"^#\s+(?P<title>(?:.*\S)?)\s*$")
 _EXPORTED = re.compile(r"^_Exported on (?P<stamp>.+?) from Cursor(?: \((?P<version>[^)]*)\)| via (?P<via>[^_]+))?_\s*$")
 _HEADER = re.compile(r"^\*\*(?P<role>User|Cursor)\*\*\s*$")
 _SPECSTORY = re.compile(r"^_\*\*(User|Assistant|Agent)\b")

@@ -61,7 +61,10 @@ SOURCE = "specstory"
 _HEADER = re.compile(r"^_\*\*(User|Assistant|Agent)(?:\s*\((?P<arg>[^)]*)\))?\*\*_\s*$")
 _STAMP = r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"
 _STAMP_AT_END = re.compile(rf"(?:^|\s)(?P<stamp>{_STAMP})$")
-_SESSION_COMMENT = re.compile(r"^<!--\s*(?P<agent>.*?)\s+Session\s+(?P<id>[A-Za-z0-9._-]+)\s*(?:\((?P<stamp>[^)]*)\))?\s*-->")
+# (each run bounded: three overlapping runs of white space took the cube of a planted line's
+# length — 4,000 spaces after "<!--" held an import 52 s; found by a security tester)
+_SESSION_COMMENT = re.compile(r"^<!--\s{0,40}(?P<agent>\S[^\n]{0,200}?)\s{1,40}Session\s{1,40}(?P<id>[A-Za-z0-9._-]{1,200})"
+                              r"\s{0,40}(?:\((?P<stamp>[^)]{0,200})\))?\s{0,40}-->")
 _TITLE_STAMP = re.compile(rf"\((?P<stamp>{_STAMP})\)$")
 
 

@@ -72,7 +72,7 @@ _INLINE_CODE = re.compile(r"(`+)[^`\n]*?\1")
 # Placeholders a template is filled through: Claude Code's $ARGUMENTS (and the "ARGUMENTS:"
 # line its expansion ends with), ${VAR}, Mustache/Jinja {{ … }} and {% … %}.
 _PLACEHOLDER = re.compile(r"\$ARGUMENTS\b|\$\{[A-Za-z_]\w*\}|\{\{[^{}\n]{1,100}\}\}|\{%[^%\n]{1,100}%\}|"
-                          r"^\s*ARGUMENTS:\s", re.M)
+                          r"^[ \t]*ARGUMENTS:\s", re.M)  # (blank lines not crossed: quadratic in them)
 # Text about the model in the third person: "The assistant **MUST** …", "Claude should …"
 # (words that name a model only; "the model" and "the agent" are often the person's code).
 _ABOUT_THE_MODEL = re.compile(
@@ -81,7 +81,7 @@ _ABOUT_THE_MODEL = re.compile(
     r"do(?:es)?\s+not)\b", re.I)
 # A role opening addressed to a model: "You are Claude Code, …", "You are an expert Go reviewer."
 _ROLE_OPENING = re.compile(
-    r"^[\s#>*_-]*you\s+are\s+(?:now\s+)?(?:(?:a|an|the)\s+)?(?:[\w-]+\s+){0,4}?"
+    r"^[ \t#>*_-]*you\s+are\s+(?:now\s+)?(?:(?:a|an|the)\s+)?(?:[\w-]+\s+){0,4}?"
     r"(?:assistant|ai|model|llm|agent|chatbot|bot|claude|expert|engineer|developer|programmer|specialist|reviewer|"
     r"architect|analyst|writer|consultant|gpt|gemini|copilot|codex)\b", re.I | re.M)
 
