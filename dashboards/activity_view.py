@@ -18,7 +18,7 @@ from bokeh.plotting import figure
 from panel.io.model import JSCode
 
 from memo_analytics.analytics.activity import ActivityReport
-from memo_analytics.dashboard_data import DashboardData, period_bounds
+from memo_analytics.dashboard_data import DashboardData, FiguresChangedError, period_bounds
 from memo_analytics.dashboards.style import ACCENT, cards, esc, grid, html_pane, note
 from memo_analytics.domain.errors import MemoError
 from memo_analytics.reports.timesheet import format_minutes, period_text, require_whole, timesheet_sections
@@ -101,7 +101,7 @@ class ActivityView:
         self.cancel.on_click(lambda _event: self._forget_asked())
         self.asking = html_pane(sizing_mode="stretch_width", css_classes=["memo-issue-question"])
         self.question = pn.Row(self.asking, self.confirm, self.cancel, visible=False, sizing_mode="stretch_width")
-        self._asked: tuple[str | None, date | None, date | None] | None = None
+        self._asked: tuple[str | None, date | None, date | None, str] | None = None
         self._refused = False  # the issue was refused: its "Not issued" goes at the next refresh
         self._issued_ref: str | None = None  # the invoice the "Issued …" note names: said when credited since
         self.issued = html_pane(sizing_mode="stretch_width", visible=False, css_classes=["memo-issued"])
@@ -257,11 +257,16 @@ class ActivityView:
             self.issued.visible = True
             return
         client = None if self.client.value == ALL_CLIENTS else self.client.value
-        self._asked = (client, since, until)
-        billed = self.data.issue_preview(client, since, until)
-        self.asking.object = note("warn", f"Issue a numbered invoice to {client or 'every client'} for {since} – "
-                                          f"{until}{': ' + billed if billed else ''}? It cannot be taken back: only "
-                                          "a credit note cancels it.")
+        self._ask(client, since, until, self.data.issue_preview(client, since, until))
+
+    def _ask(self, client: str | None, since: date | None, until: date | None, billed: str,
+             changed: bool = False) -> None:
+        """Put the question of issuing, about the figures ``billed`` (what the issue must still bill)."""
+        self._asked = (client, since, until, billed)
+        self.asking.object = note("warn", ("The figures changed since you were asked. " if changed else "")
+                                  + f"Issue a numbered invoice to {client or 'every client'} for {since} – "
+                                  f"{until}{': ' + billed if billed else ''}? It cannot be taken back: only "
+                                  "a credit note cancels it.")
         self.question.visible = True
         self.issued.visible = False
 
@@ -271,16 +276,23 @@ class ActivityView:
 
     def _issue(self, _event: Any) -> None:
         """Issue the invoice asked about (:meth:`_ask_to_issue`: its client and period, even when
-        the filters changed since; ``memo invoice issue``)."""
+        the filters changed since; ``memo invoice issue``) — only while it bills the figures the
+        question showed: other figures now (a session edited, a rate changed meanwhile) are asked
+        about again, nothing issued."""
         if self._asked is None:
             return
-        client, since, until = self._asked
+        client, since, until, billed = self._asked
         self._forget_asked()
         try:
-            document = self.data.issue_invoice(client, since, until)
+            document = self.data.issue_invoice(client, since, until, expected=billed)
+        except FiguresChangedError as exc:
+            self._changed(None)  # the view shows the vault as it is now, the question beside it
+            self._ask(client, since, until, exc.preview, changed=True)
+            return
         except MemoError as exc:
             self.issued.object = note("error", f"Not issued: {exc}")
             self.issued.visible = self._refused = True
+            self._changed(None)  # open work the refusal names as invoiced elsewhere no longer shown (an operator)
             return
         meta = document.meta
         self.issued.object = note("ok", f"Issued invoice {meta['number']} for {meta['client']}: {meta['currency']} "

@@ -51,6 +51,16 @@ PROMOTE_TARGETS = ("CLAUDE.md", "AGENTS.md", "GEMINI.md", ".github/copilot-instr
 PREVIEW_CHARS = 160
 
 
+class FiguresChangedError(MemoError):
+    """An invoice the person confirmed would bill other figures now (:meth:`DashboardData.issue_invoice`):
+    ``preview`` is what it would bill ('' when none could be made)."""
+
+    def __init__(self, preview: str) -> None:
+        self.preview = preview
+        super().__init__("the figures changed since you were asked" + (f": it would bill {preview} now" if preview
+                                                                       else "; no invoice can be made of it now"))
+
+
 @dataclass
 class PromptQuery:
     """The prompt filters of the dashboard (wire semantics of SPEC §2.6)."""
@@ -280,8 +290,14 @@ class DashboardData:
         user). '' when no invoice can be made (the issue then says why).
         """
         try:
-            invoice = build_invoice(self.activity(client, since, until), self.settings.billing_for,
-                                    invoiced=self._invoiced())
+            return self._preview(self.activity(client, since, until))
+        except MemoError:
+            return ""
+
+    def _preview(self, report: ActivityReport) -> str:
+        """:meth:`issue_preview` of a report built ('' when no invoice can be made of it)."""
+        try:
+            invoice = build_invoice(report, self.settings.billing_for, invoiced=self._invoiced())
         except MemoError:
             return ""
         due = "; ".join(f"{t.hours:.2f} h, {t.currency} {t.gross:,.2f} due" for t in invoice.totals)
@@ -297,19 +313,31 @@ class DashboardData:
         return invoice_pdf_bytes(report, self.settings, user_templates=self.settings.templates_dir,
                                  invoiced=self._invoiced())[0]
 
-    def issue_invoice(self, client: str | None, since: date | None, until: date | None):
+    def issue_invoice(self, client: str | None, since: date | None, until: date | None,
+                      expected: str | None = None):
         """Issue the invoice of ``client`` for the period (``memo invoice issue``): the report is
-        built under the vault lock; the stored document is returned.
+        built under the vault lock; the stored document is returned. ``expected``: the
+        :meth:`issue_preview` the person confirmed — an invoice that would bill otherwise now (a
+        session edited, imported or invoiced elsewhere, a rate changed since the question) is not
+        issued (found by an operator: EUR 158.27 confirmed, EUR 396.27 issued).
 
         Raises
         ------
         InvalidFieldError, ReportError, UnpricedClientError
             As :func:`~memo_analytics.reports.issuing.issue_invoice` (no client, no complete period too).
+        FiguresChangedError
+            It would not bill ``expected`` now; ``preview`` says what it would bill.
         """
         from .analytics.activity import INTERNAL_CLIENT
         from .reports.issuing import issue_invoice
 
-        document, _ = issue_invoice(self.store, self.settings, lambda: self.activity(client, since, until),
+        def report() -> ActivityReport:
+            built = self.activity(client, since, until)
+            if expected is not None and (now := self._preview(built)) != expected:
+                raise FiguresChangedError(now)
+            return built
+
+        document, _ = issue_invoice(self.store, self.settings, report,
                                     unfiled=lambda: self.activity(INTERNAL_CLIENT, since, until))
         return document
 

@@ -309,8 +309,49 @@ def test_a_refused_issue_is_not_said_past_the_next_refresh(store):
     view.period.value = "custom"
     view.since.value, view.until.value = "2026-03-01", "2026-03-31"
     view.client.value = "Acme"
-    view._asked = ("Acme", *view.bounds())
+    view._asked = ("Acme", *view.bounds(), "")
     view._issue(None)  # Acme has no terms: refused
     assert view.issued.visible and "Not issued" in view.issued.object
     view.follow()
     assert not view.issued.visible
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning",
+                            "ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
+def test_issue_it_issues_only_the_figures_the_question_showed(tmp_path):
+    """Found by an operator: asked "1.33 h, EUR 158.27 due?", the session edited meanwhile on the
+    CLI, "Issue it" issued EUR 396.27 — a numbered invoice only a credit note takes back. Figures
+    that changed are asked about again, nothing issued; the figures asked about are issued."""
+    from memo_analytics.config import Settings
+    from memo_analytics.dashboards.activity_view import ActivityView
+    from memo_analytics.services.requests import EditSessionRequest, EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.session_edit import edit_session
+    from memo_analytics.services.sessions import end_session, start_session
+    from memo_analytics.services.store import VaultStore
+
+    issuer = {"name": "Ana Dev", "address": ["Hauptstraße 1"], "postcode": "10115", "city": "Berlin",
+              "country": "DE", "vatId": "DE136695976", "iban": "DE89 3704 0044 0532 0130 00"}
+    billed = VaultStore(Settings(vault_root=tmp_path / "billed", timezone="UTC", invoice=issuer,
+                                 clients={"Globex": {"hourlyRate": "100", "currency": "EUR", "taxRate": "19",
+                                                     "address": ["1 Main St"], "city": "Köln", "postcode": "50667",
+                                                     "country": "DE"}}))
+    try:
+        start_session(billed, StartSessionRequest(session_id="glx", project="shop", client="Globex",
+                                                  start_time="2026-12-01T08:00:00Z"))
+        end_session(billed, EndSessionRequest(session_id="glx", project="shop", until="2026-12-01T09:20:00Z"))
+        view = ActivityView(DashboardData(billed))
+        view.period.value = "custom"
+        view.since.value, view.until.value = "2026-12-01", "2026-12-07"
+        view.client.value = "Globex"
+        view.issue.clicks += 1
+        assert "1.33 h, EUR 158.27 due?" in str(view.asking.object)
+        edit_session(billed, EditSessionRequest(session_id="glx", project="shop", minutes=200))
+        view.confirm.clicks += 1
+        assert not (tmp_path / "billed" / "invoices").exists() or not list((tmp_path / "billed" / "invoices").glob("*.md"))
+        assert view.question.visible
+        assert str(view.asking.object).count("The figures changed since you were asked. Issue a numbered invoice to "
+                                             "Globex for 2026-12-01 – 2026-12-07: 3.33 h, EUR 396.27 due?") == 1
+        view.confirm.clicks += 1  # the figures asked about now
+        assert "Issued invoice 2026-0001 for Globex: EUR 396.27" in str(view.issued.object)
+    finally:
+        billed.close()
