@@ -13,6 +13,7 @@ from memo_analytics.dashboard_data import DashboardData
 from memo_analytics.dashboards.style import esc, html_pane, note
 from memo_analytics.domain.clock import local_instants
 from memo_analytics.domain.errors import MemoError
+from memo_analytics.operator.acting import ItemGoneError
 from memo_analytics.domain.shell import with_vault_root
 from memo_analytics.operator.digest import moving_of
 
@@ -217,6 +218,11 @@ class DigestView:
         was shown in (``shown_at``): the end it names, not one a minute later."""
         try:
             result = self.data.apply(item["id"], item["fingerprint"], item.get("project"), as_of=shown_at)
+        except ItemGoneError:  # handled meanwhile (another tab, the CLI): news, not a mistake (an operator)
+            self._say("info", f"Nothing to do: {item['id']} was handled meanwhile (in another tab, or on the "
+                              "command line), or is no longer due")
+            self._tick(said=True, force=True)
+            return
         except MemoError as exc:
             self._say("error", str(exc))
             self._tick(said=True, force=True)

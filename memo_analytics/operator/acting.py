@@ -36,6 +36,11 @@ from . import audit, policy
 from .digest import Item, build_items
 from .snapshot import take_snapshot
 
+
+class ItemGoneError(InvalidFieldError):
+    """The item applied is no longer in the digest: handled meanwhile (another tab, the CLI) or
+    no longer due — nothing was done, nothing is wrong (a page says so as news, not an error)."""
+
 def _end_stale_session(store: VaultStore, params: dict[str, Any], now: datetime) -> dict[str, Any]:
     found = store.read(params["project"], RecordKind.SESSION, session_record_id(params["sessionId"]))
     summary = None if found is None or found[0].get("summary") else summary_from_turns(
@@ -163,7 +168,7 @@ def apply_item(store: VaultStore, item_id: str, fingerprint: str | None, now: da
     with store.lock():
         item = _pick(_current_items(store, as_of or now).get(item_id, []), item_id, project, fingerprint)
         if item is None:
-            raise InvalidFieldError("item", f"{item_id} is not in the digest now (already handled, or not due)")
+            raise ItemGoneError("item", f"{item_id} is not in the digest now (already handled, or not due)")
         if item.proposal is None:
             raise InvalidFieldError("item", f"{item_id} has no action to apply; by hand: {item.action}")
         cls, params = item.proposal["actionClass"], item.proposal["params"]

@@ -161,6 +161,30 @@ def test_billable_work_without_a_client_has_a_button_naming_the_projects_client(
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_an_item_handled_in_another_tab_is_news_not_an_error(store):
+    """Found by an operator: the second of two tabs applying one item said, as an error,
+    "Invalid item: … is not in the digest now" — as if the operator had made a mistake."""
+    from datetime import datetime, timedelta, timezone
+
+    from memo_analytics.dashboards.digest_view import DigestView
+    from memo_analytics.services.requests import EndSessionRequest, StartSessionRequest
+    from memo_analytics.services.sessions import end_session, start_session
+
+    start = datetime.now(timezone.utc) - timedelta(hours=5)
+    for sid, client in (("billed", "Acme Corp"), ("forgot", None)):
+        start_session(store, StartSessionRequest(session_id=sid, project="web", client=client, start_time=start))
+        end_session(store, EndSessionRequest(session_id=sid, project="web", until=start + timedelta(hours=1)))
+    first, second = DigestView(DashboardData(store)), DigestView(DashboardData(store))
+    for view in (first, second):
+        [row] = view.items.objects
+        [buttons] = [o for o in row.objects if hasattr(o, "objects")]
+        buttons.objects[0].clicks += 1
+    assert "Applied: file forgot under Acme Corp" in first.message.object
+    assert second.message.object.startswith('<div class="note info">Nothing to do: client_missing:forgot was '
+                                            "handled meanwhile"), second.message.object
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
 def test_a_summary_in_the_moving_lane_is_shown_as_text(store):
     from datetime import datetime, timedelta, timezone
 
