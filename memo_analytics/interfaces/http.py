@@ -1140,6 +1140,29 @@ _installed = False
 _KNOWN_TOKENS: set[str] = set()
 
 
+def _not_a_closed_tab(record: Any) -> bool:
+    """Whether a log record is more than a browser tab closed while the dashboard wrote to it
+    (Tornado's ``WebSocketClosedError`` / ``StreamClosedError``, logged by asyncio as "Task
+    exception was never retrieved" with a 50-line traceback: an operator read an ERROR for every
+    tab closed)."""
+    exc = record.exc_info[1] if record.exc_info else None
+    if exc is None and hasattr(record, "msg"):
+        text = str(record.msg)
+        return not ("WebSocketClosedError" in text or "StreamClosedError" in text)
+    return type(exc).__name__ not in ("WebSocketClosedError", "StreamClosedError")
+
+
+def quiet_closed_tabs() -> None:
+    """Leave out of ``memo serve``'s log the traceback of each browser tab closed (:func:`_not_a_closed_tab`);
+    every other error stays. Idempotent."""
+    import logging
+
+    for name in ("asyncio", "tornado.application", "bokeh.server.protocol_handler"):
+        logger = logging.getLogger(name)
+        if _not_a_closed_tab not in logger.filters:
+            logger.addFilter(_not_a_closed_tab)
+
+
 def install_log_redaction(token: str | None = None) -> None:
     """Mask tokens in every log record of this process (access and error logs of Tornado,
     uvicorn, Bokeh and ours): the record's message is formatted and masked as it is made,

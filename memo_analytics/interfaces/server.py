@@ -18,6 +18,7 @@ from .http import (
     GuardedApplication,
     api_patterns,
     install_log_redaction,
+    quiet_closed_tabs,
 )
 
 #: How often ``memo serve`` looks whether the config file changed (milliseconds).
@@ -58,6 +59,7 @@ def build_server(runtime: Runtime, host: str = "127.0.0.1", port: int | None = N
     origins = [host_port(name, port) for name in names] + ["*"] if not is_loopback(host) \
         else sorted(host_port(name, port) for name in names)
     install_log_redaction(token)
+    quiet_closed_tabs()
     # the page's own script: says a lost server and loads the page again once it answers
     pn.config.js_files = {**pn.config.js_files, "memo_dashboard": DASHBOARD_SCRIPT_PATH}
     server = pn.serve(

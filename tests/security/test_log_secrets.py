@@ -104,3 +104,26 @@ def test_redact_log_text_masks_query_tokens_headers_and_secret_shapes():
     nested = redact_log_text(f"400 GET /login?next=https%3A%2F%2Fevil.example%2F%3Fa%3D1%26token%3D{TOKEN}%26b%3D2 "
                              f"and /x?next=%252F%253Ftoken%253D{TOKEN}")
     assert TOKEN not in nested and "%26b%3D2" in nested and "evil.example" in nested
+
+
+def test_a_browser_tab_closed_logs_no_traceback_and_other_errors_stay(caplog):
+    """Found by an operator: each dashboard tab closed wrote a 50-line ERROR traceback
+    (WebSocketClosedError, "Task exception was never retrieved") into `memo serve`'s log."""
+    import logging
+
+    from tornado.iostream import StreamClosedError
+    from tornado.websocket import WebSocketClosedError
+
+    from memo_analytics.interfaces.http import quiet_closed_tabs
+
+    quiet_closed_tabs()
+    quiet_closed_tabs()  # once is enough: no second filter
+    logger = logging.getLogger("asyncio")
+    assert len(logger.filters) == len(set(map(id, logger.filters)))
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        for exc in (WebSocketClosedError(), StreamClosedError(), RuntimeError("the index is damaged")):
+            try:
+                raise exc
+            except Exception:  # noqa: BLE001 - logged as asyncio logs a task's exception
+                logger.error("Task exception was never retrieved", exc_info=True)
+    assert [r.exc_info[1].__class__.__name__ for r in caplog.records] == ["RuntimeError"]
