@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 
 import pytest
@@ -521,6 +522,30 @@ def test_a_line_stamped_before_the_first_takes_the_session_back_to_it_and_later_
     assert imported(vault, str(folder), "--rescan")["skipped"] == 0
 
 
+def test_a_transcript_keeps_its_idle_gap_when_the_configs_changes(tmp_path):
+    """Found by an integrator: after `memo config set idleGapMinutes 45` every transcript imported
+    before was refused ("was imported with --idle-gap 30; re-import it with the same gap") — by
+    `memo watch` on every pass, with no option to give — and its new turns were never imported.
+    A transcript keeps the gap of its first import; new ones take the config's."""
+    folder, transcript, vault = _two_turns_imported(tmp_path, "gap", "alpha one", "alpha two")
+    with transcript.open("a", encoding="utf-8") as grown:
+        grown.write(_prompt_line("gap", "/w/app", "2025-09-03T10:20:00.000Z", "alpha three", "u3"))
+    other = folder / "new.jsonl"
+    other.write_text(_prompt_line("new", "/w/app", "2025-09-04T09:00:00.000Z", "beta one", "n1")
+                     + _prompt_line("new", "/w/app", "2025-09-04T09:40:00.000Z", "beta two", "n2"), encoding="utf-8")
+    ran = memo("--json", "import", "claude-code", str(folder), vault=vault, env={"MEMO_IDLE_GAP_MINUTES": "45"})
+    assert (json.loads(ran.stdout)["turns"], json.loads(ran.stdout)["skipped"]) == (3, 0), ran.stderr
+    sessions = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"]
+    # one session each: the new one's 40-minute pause is within the config's 45 minutes
+    assert sorted((s["startTime"], s["endTime"]) for s in sessions) == [
+        ("2025-09-03T10:00:00.000Z", "2025-09-03T10:20:00.000Z"), ("2025-09-04T09:00:00.000Z", "2025-09-04T09:40:00.000Z")]
+    gaps = {f.name: re.search(r"(?m)^idleGapMinutes: (\d+)$", f.read_text(encoding="utf-8")).group(1)
+            for f in vault.glob("projects/*/sessions/*.md")}
+    assert sorted(gaps.values()) == ["30", "45"], gaps  # the first transcript's own; the config's for the new one
+    listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["items"]
+    assert "alpha three" in {t["body"] for t in listed}
+
+
 def test_an_import_that_only_refused_exits_non_zero_and_a_rewritten_turn_is_said(tmp_path):
     """A re-import with another idle gap is refused whole: the summary says so and the command
     exits 1 (it exited 0 with ``sessions 0, turns 0, skipped 1``). A transcript rewritten in
@@ -528,7 +553,7 @@ def test_an_import_that_only_refused_exits_non_zero_and_a_rewritten_turn_is_said
     folder, transcript, vault = _two_turns_imported(tmp_path, "gap", "alpha one", "alpha two")
     refused = memo("import", "claude-code", "--rescan", "--idle-gap", "10", str(folder), vault=vault, check=False)
     assert refused.returncode == 1
-    assert "re-import it with the same gap" in refused.stderr
+    assert "import it with --idle-gap 30 (a transcript keeps the gap of its first import)" in refused.stderr
     assert refused.stderr.strip().splitlines()[-1] == "error: nothing imported: 1 conversation refused (the lines above say why)"
     assert "files 1, sessions 0, turns 0, skipped 1" in refused.stdout
     transcript.write_text(_prompt_line("gap", "/w/app", "2025-09-03T10:00:00.000Z", "bravo one", "u1")

@@ -428,9 +428,14 @@ def test_reimport_with_another_idle_gap_is_refused_instead_of_double_billing(tmp
                     + cc_line("2026-01-05T10:05:00Z", "user", "second") + cc_line("2026-01-05T10:15:00Z", "assistant"))
     first = run_import(store, [path], claude_code.parse, ImportOptions(idle_gap=timedelta(minutes=30)))
     assert (first.sessions, first.turns) == (2, 2)
-    again = run_import(store, [path], claude_code.parse, ImportOptions(idle_gap=timedelta(minutes=60)))
+    again = run_import(store, [path], claude_code.parse, ImportOptions(idle_gap=timedelta(minutes=60),
+                                                                       idle_gap_given=True))
     assert (again.sessions, again.turns, again.skipped) == (0, 0, 1)
-    assert "re-import it with the same gap" in again.errors[0] and "--idle-gap 30" in again.errors[0]
+    assert again.errors[0].endswith("was imported with --idle-gap 30; import it with --idle-gap 30 (a transcript "
+                                    "keeps the gap of its first import)")
+    # the config's gap changed (not asked for on the command line): the transcript keeps its own
+    kept = run_import(store, [path], claude_code.parse, ImportOptions(idle_gap=timedelta(minutes=60)))
+    assert (kept.sessions, kept.turns, kept.skipped, kept.errors) == (0, 0, 0, [])
     minutes = store.conn.execute("SELECT sum(duration_minutes) FROM records WHERE kind = 'session'").fetchone()[0]
     assert minutes == 20 + 10
 

@@ -53,7 +53,7 @@ def _import_command(source: str) -> Callable[..., None]:
             raise MemoError("Invalid path: must not be empty")
         gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
         options = ImportOptions(project=project, client=client, billable=billable,
-                                idle_gap=timedelta(minutes=gap), zone=resolve_zone(tz or state.settings.timezone))
+                                idle_gap=timedelta(minutes=gap), idle_gap_given=idle_gap is not None, zone=resolve_zone(tz or state.settings.timezone))
         for given in paths:
             if not Path(given).exists():
                 if os.path.lexists(given):
@@ -133,7 +133,7 @@ def import_auto_command(
     from ...services.watch import import_auto
 
     gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
-    options = ImportOptions(project=project, client=client, idle_gap=timedelta(minutes=gap),
+    options = ImportOptions(project=project, client=client, idle_gap=timedelta(minutes=gap), idle_gap_given=idle_gap is not None,
                             zone=resolve_zone(tz or state.settings.timezone))
     found = import_auto(state.store, options, paths=list(paths or []) or None)
     for item in found:

@@ -40,7 +40,7 @@ def watch_command(
     roots = [] if only else known_roots(awaited=not once)  # left running: an agent used for the first time later too
     roots += [WatchedRoot(Path(p).expanduser()) for p in paths or []]
     gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
-    options = ImportOptions(project=project, client=client, idle_gap=timedelta(minutes=gap),
+    options = ImportOptions(project=project, client=client, idle_gap=timedelta(minutes=gap), idle_gap_given=idle_gap is not None,
                             zone=resolve_zone(tz or state.settings.timezone))
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -252,6 +252,9 @@ class ImportOptions:
     billable: bool | None = None
     idle_gap: timedelta = timedelta(minutes=30)
     zone: tzinfo | None = None  # zone of timestamps without an offset (None: UTC)
+    #: whether the person asked for ``idle_gap`` (``--idle-gap``): when not (the config's, the
+    #: default), a transcript imported before under another gap keeps its own
+    idle_gap_given: bool = False
 
     def __post_init__(self) -> None:
         """A client and a project given are checked before any file is read (a blank client read
@@ -575,10 +578,17 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         first = store.read(project, RecordKind.SESSION, session_record_id(f"{base}-1"))
     if first is not None and first[0].get("idleGapMinutes", gap_minutes) != gap_minutes:
         # another gap would cut other intervals under the same ids: overlapping sessions, double billing
-        raise MemoError(
-            f"transcript {transcript.transcript_id} was imported with --idle-gap {first[0]['idleGapMinutes']}; "
-            f"re-import it with the same gap"
-        )
+        kept_gap = first[0]["idleGapMinutes"]
+        if options.idle_gap_given or not isinstance(kept_gap, int) or isinstance(kept_gap, bool) \
+                or not 1 <= kept_gap <= 525_600:
+            raise MemoError(
+                f"transcript {transcript.transcript_id} was imported with --idle-gap {kept_gap}; import it with "
+                f"--idle-gap {kept_gap} (a transcript keeps the gap of its first import)"
+            )
+        # the config's gap changed since (idleGapMinutes): new transcripts take it, this one keeps its
+        # own — it was refused for good, its new turns never imported (found by an integrator)
+        options = replace(options, idle_gap=timedelta(minutes=kept_gap))
+        gap_minutes = kept_gap
     earlier = _split_earlier_parts(transcript, _held_intervals(store, base, home, first[0]), options.idle_gap) \
         if first is not None and not first[0].get("timesEdited") else []
     for part in earlier:
