@@ -546,6 +546,17 @@ def test_a_transcript_keeps_its_idle_gap_when_the_configs_changes(tmp_path):
     assert "alpha three" in {t["body"] for t in listed}
 
 
+def test_import_auto_exits_non_zero_when_a_conversation_is_refused(tmp_path):
+    """Found by a breaker: `memo import claude-code DIR` exited 1 over a refused conversation,
+    `memo import auto DIR` 0 for the same line — a cron job never noticed."""
+    folder, transcript, vault = _two_turns_imported(tmp_path, "gap", "alpha one", "alpha two")
+    ran = memo("import", "auto", "--idle-gap", "10", str(folder), vault=vault, check=False)
+    assert ran.returncode == 1, (ran.stdout, ran.stderr)
+    assert ran.stderr.strip().splitlines()[-1] == \
+        "error: 1 conversation refused (the lines above say why); the rest was imported"
+    assert "import it with --idle-gap 30" in ran.stderr
+
+
 def test_an_import_that_only_refused_exits_non_zero_and_a_rewritten_turn_is_said(tmp_path):
     """A re-import with another idle gap is refused whole: the summary says so and the command
     exits 1 (it exited 0 with ``sessions 0, turns 0, skipped 1``). A transcript rewritten in

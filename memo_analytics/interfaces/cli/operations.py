@@ -161,6 +161,10 @@ def import_auto_command(
     if not any(item["recognised"] for item in found):
         raise MemoError("nothing recognised: no transcript in " + ("the folders given" if paths else "the known folders")
                         + " (" + ", ".join(item["path"] for item in found) + "); nothing was imported")
+    refused = sum(item.get("refused") or 0 for item in found)
+    if refused:  # a cron job of `import auto` saw exit 0 while a conversation stayed out (found by a breaker)
+        raise MemoError(f"{refused} conversation{'s' if refused != 1 else ''} refused (the lines above say why); "
+                        "the rest was imported")
 
 
 def _note_new_sessions(untimed: int, without_client: int) -> None:
