@@ -142,7 +142,7 @@ _ROLLOUT_NAME = re.compile(r"^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-([0-9a
                            r"[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 
 #: The format of :class:`_Fold`'s state (another value: a checkpoint is not used).
-FOLD_VERSION = "codex/2"
+FOLD_VERSION = "codex/3"  # 3: a turn takes the model of the context written after its message
 
 
 class _Fold:
@@ -207,6 +207,11 @@ class _Fold:
         elif kind == "turn_context":
             transcript.model = transcript.model or _text(payload.get("model"))
             self.model = _text(payload.get("model")) or self.model
+            if self.events and not self.answered and self.model:
+                # Codex writes a turn's context after its user message: the turn just asked runs on
+                # this model (after a /model switch its tokens were priced at the model before —
+                # found by a tester of other agents' files)
+                self.events[-1].model = self.model
             take_working_folder(transcript, payload.get("cwd"))
         elif kind == "event_msg" and payload.get("type") == "user_message":
             if payload.get("kind") in (None, "plain") and not isinstance(payload.get("message"), (str, type(None))):

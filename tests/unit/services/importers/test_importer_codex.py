@@ -148,3 +148,24 @@ def test_a_file_that_is_not_a_rollout_yields_nothing(tmp_path):
 def test_a_rollout_without_prompts_yields_no_transcript(tmp_path):
     path = write(tmp_path, META, user_item("2026-01-05T09:30:01Z", "<environment_context/>"))
     assert codex.parse(path, ImportOptions()).transcripts == []
+
+
+def test_a_turn_runs_on_the_model_of_the_context_written_after_its_message(tmp_path):
+    """Found by a tester of other agents' files: Codex writes a turn's ``turn_context`` after its
+    ``user_message``; after a ``/model`` switch the first turn on the new model was priced at the
+    model before it (each turn took the model of the turn before)."""
+    path = write(
+        tmp_path,
+        META,
+        user_event("2026-01-05T09:31:00Z", "阅读readme"),
+        line("2026-01-05T09:31:00.050Z", "turn_context", {"cwd": "/home/ccp/shop-api", "model": "gpt-5.1-codex-max"}),
+        line("2026-01-05T09:31:12Z", "event_msg", {"type": "agent_message", "message": "读完了"}),
+        user_event("2026-01-05T09:40:00Z", "写入AGENTS.md"),
+        line("2026-01-05T09:40:00.050Z", "turn_context", {"cwd": "/home/ccp/shop-api", "model": "gpt-5-mini"}),
+        line("2026-01-05T09:40:09Z", "event_msg", {"type": "agent_message", "message": "好"}),
+        line("2026-01-05T09:41:00.050Z", "turn_context", {"cwd": "/home/ccp/shop-api", "model": "gpt-5.1-codex-max"}),
+        user_event("2026-01-05T09:45:00Z", "再来"),
+    )
+    [transcript] = codex.parse(path, ImportOptions()).transcripts
+    assert [(p.text, p.model) for p in transcript.prompts] == [
+        ("阅读readme", "gpt-5.1-codex-max"), ("写入AGENTS.md", "gpt-5-mini"), ("再来", "gpt-5.1-codex-max")]
