@@ -60,8 +60,9 @@ def test_a_bad_byte_in_a_codex_rollout_costs_one_line(realdata, tmp_path):
     broken.parent.mkdir()
     broken.write_bytes(b"\n".join(lines))
     result = json.loads(memo("--json", "import", "codex", str(broken), vault=tmp_path / "v").stdout)
-    assert result["turns"] == 4 and result["skipped"] == 1  # the four prompts are all there
-    assert result["errors"][0].endswith("line 1: not UTF-8 text (byte 0xc3 at column 11); the line is left out")
+    assert result["turns"] == 4 and result["skipped"] == 0  # the four prompts are all there, the line read
+    assert result["errors"][0].endswith("line 1: byte 0xc3 at column 11 is not UTF-8 (replaced by U+FFFD; the line "
+                                        "is read)")
 
 
 def test_a_fifo_named_like_a_transcript_is_passed_over_not_waited_for(realdata, tmp_path):
@@ -220,7 +221,7 @@ def test_random_bytes_and_utf16_are_named_for_what_they_are_not_as_being_written
         assert "empty" not in why["random.jsonl"], (source, why)
         assert "still being written" in why["writing.jsonl"], (source, why)
     one = memo("import", "claude-code", str(folder / "random.jsonl"), vault=tmp_path / "v", check=False)
-    assert "(no line of it is UTF-8 text: a binary or UTF-16 file?)" in one.stderr
+    assert "(its bytes are not UTF-8 text: a binary or UTF-16 file?)" in one.stderr
     assert "error: nothing recognised: the file is not a claude-code transcript" in one.stderr
 
 

@@ -1056,17 +1056,30 @@ def test_a_prompts_line_that_cannot_be_read_later_never_moves_the_turns_after_it
     before = {p.relative_to(vault): p.read_bytes() for p in (vault / "projects").rglob("*.md")}
     lines = copy.read_bytes().split(b"\n")
     assert b'"message":"' in lines[262]
-    lines[262] = lines[262].replace(b'"message":"', b'"message":"\xff', 1)
+    lines[262] = lines[262].replace(b'"message":"', b'"message":', 1)  # no longer JSON
     copy.write_bytes(b"\n".join(lines))
     again = memo("import", "codex", str(folder), vault=vault, check=False)
     assert again.returncode == 1
-    assert ("line 263: not UTF-8 text (byte 0xff at column 104); the line is left out — and the turns after it would "
+    assert ("line 263: not JSON — and the turns after it would "
             "stand at other numbers than the vault holds them (session codex-019acae2-56c7-73c2-a045-02820622bdaa-1): "
             "left as the vault holds it") in again.stderr, again.stderr
     assert {p.relative_to(vault): p.read_bytes() for p in (vault / "projects").rglob("*.md")} == before
     shutil.copyfile(original, copy)  # put back: as before, nothing to change
     assert json.loads(memo("--json", "import", "codex", str(folder), vault=vault).stdout)["turns"] == 0
     assert {p.relative_to(vault): p.read_bytes() for p in (vault / "projects").rglob("*.md")} == before
+    # a byte that is not UTF-8 in the prompt: the line is read, the byte replaced — that turn's text
+    # follows the file, no other turn moves (found by a tester: one byte cost the whole prompt)
+    lines[262] = copy.read_bytes().split(b"\n")[262].replace(b'"message":"', b'"message":"\xff', 1)
+    copy.write_bytes(b"\n".join(lines))
+    replaced = memo("import", "codex", str(folder), vault=vault)
+    assert "note: " in replaced.stderr and "line 263: byte 0xff at column 104 is not UTF-8 (replaced by U+FFFD; " \
+        "the line is read)" in replaced.stderr, replaced.stderr
+    after = {p.relative_to(vault): p.read_bytes() for p in (vault / "projects").rglob("*.md")}
+    changed = {path for path in after if after[path] != before.get(path)}
+    assert {path.name for path in changed if "/prompts/" in str(path)} == {
+        "prompt-codex-019acae2-56c7-73c2-a045-02820622bdaa-1-t6.md"}, changed
+    [turn] = [path for path in changed if path.name.endswith("-t6.md")]
+    assert "\ufffd" in after[turn].decode("utf-8")
 
 
 def test_transcripts_of_folders_named_outside_ascii_keep_apart_projects(tmp_path):

@@ -312,7 +312,7 @@ def test_a_file_of_another_agent_is_refused_by_name(tmp_path, realdata):
 
 def test_every_bad_gemini_or_copilot_line_is_named_and_costs_only_itself(tmp_path):
     """Built from the documented shapes: one line of each is not JSON, one has a byte that
-    is not UTF-8, one a timestamp that cannot be read; the prompts around them are kept."""
+    is not UTF-8 (read, the byte replaced), one a timestamp that cannot be read; the prompts around them are kept."""
     vault = tmp_path / "v"
     chat = tmp_path / "chats" / "session-bad.jsonl"
     chat.parent.mkdir()
@@ -324,9 +324,9 @@ def test_every_bad_gemini_or_copilot_line_is_named_and_costs_only_itself(tmp_pat
     ).encode() + b'{"id": "u3", "type": "user", "content": "\xff"}\n{not json\n' + lines(
         {"id": "u4", "timestamp": "2026-01-05T09:02:00.000Z", "type": "user", "content": "second"}).encode())
     result = imported(vault, "gemini", chat)
-    assert counts(result) == (1, 1, 2, 3)
+    assert counts(result) == (1, 1, 3, 2)  # the line of a byte not UTF-8 is read, the byte replaced
     assert [e.split(": line ", 1)[1] for e in result["errors"]] == [
-        "4: not UTF-8 text (byte 0xff at column 42); the line is left out", "3: unreadable or out-of-range timestamp 'yesterday' (a record's instant lies in 1970–9000)",
+        "4: byte 0xff at column 42 is not UTF-8 (replaced by U+FFFD; the line is read)", "3: unreadable or out-of-range timestamp 'yesterday' (a record's instant lies in 1970–9000)",
         "5: not JSON"]
     events = tmp_path / "session-state" / "c0b11e7a-0000-4000-8000-000000000002" / "events.jsonl"
     events.parent.mkdir(parents=True)

@@ -557,14 +557,14 @@ def test_an_agent_printing_its_own_history_again_and_again_stores_each_prompt_on
     assert [(p.text, p.at) for p in transcript.prompts] == expected
 
 
-def test_a_bad_byte_costs_its_line_not_the_file(realdata, tmp_path):
+def test_a_bad_byte_is_replaced_and_its_line_read(realdata, tmp_path):
     source = realdata / CC / "moredip-session-share/samples/claude-code-projects/0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
     lines = source.read_bytes().split(b"\n")
     lines[5] = lines[5][:40] + b"\xff\xfe" + lines[5][40:]  # an assistant record, broken
     broken = tmp_path / "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl"
     broken.write_bytes(b"\n".join(lines))
     parsed = claude_code.parse(broken, ImportOptions())
-    assert parsed.problems == ["line 6: not UTF-8 text (byte 0xff at column 41); the line is left out"]
+    assert parsed.problems == ["line 6: byte 0xff at column 41 is not UTF-8 (replaced by U+FFFD; the line is read)"]
     assert len(parsed.transcripts[0].prompts) == 7
 
 

@@ -81,6 +81,14 @@ class _TerminalConsole(Console):
 _STDERR_KEYS = ("note", "warning", "skipped", "error")
 
 
+def _told_as(line: str) -> str:
+    """How an import's line is said on stderr: ``note`` for a line read with a byte replaced
+    (nothing left out), else ``skipped``."""
+    from ...services.importers.lines import is_replacement_note
+
+    return "note" if is_replacement_note(line) else "skipped"
+
+
 class _ErrorConsole(_TerminalConsole):
     """stderr. Under ``--json`` each line said is one JSON object, as a refused command's error
     is: ``note: …`` → ``{"note": "…"}``, likewise ``warning``, ``skipped`` and ``error``, any

@@ -22,6 +22,7 @@ from .common import (
     _emit,
     _progress,
     _safe,
+    _told_as,
     app,
     err,
     import_app,
@@ -78,7 +79,7 @@ def _import_command(source: str) -> Callable[..., None]:
             result = run_import(store, files, module.parse, options, progress=lambda _p: advance(), source=source,
                                 incremental=not rescan)
         for line in result.errors[:20]:
-            err.print(_safe(f"skipped: {line}"))
+            err.print(_safe(f"{_told_as(line)}: {line}"))
         if len(result.errors) > 20:
             err.print(f"skipped: … and {len(result.errors) - 20} more (--json lists them all)")
         if not result.recognised and result.empty and result.empty == result.files - result.unchanged:
@@ -138,7 +139,7 @@ def import_auto_command(
     found = import_auto(state.store, options, paths=list(paths or []) or None)
     for item in found:
         for line in item["errors"][:20]:
-            err.print(f"skipped: {line}")
+            err.print(f"{_told_as(line)}: {line}")
         if item.get("untold"):
             more = f" and {item['untold'] - 5} more" if item["untold"] > 5 else ""
             err.print(_safe(f"skipped: {item['path']}: {item['untold']} file{'s' if item['untold'] > 1 else ''} no "

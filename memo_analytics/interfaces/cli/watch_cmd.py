@@ -14,7 +14,7 @@ import typer
 
 from ...domain.clock import resolve_zone
 import json
-from .common import _safe, app, err, out, state
+from .common import _safe, _told_as, app, err, out, state
 
 
 @app.command("watch")
@@ -75,7 +75,7 @@ def watch_command(
         fresh = [line for line in item.result.errors if line not in before]
         before.update(item.result.errors)
         for line in fresh[:5]:
-            err.print(_safe(f"skipped: {line}"))
+            err.print(_safe(f"{_told_as(line)}: {line}"))
 
     try:
         if not once and not state.json:

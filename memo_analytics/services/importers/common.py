@@ -44,6 +44,7 @@ from ..prompts import body_refusal, clean_client, fit_body, record_prompt, store
 from ..requests import EndSessionRequest, RecordPromptRequest, StartSessionRequest
 from ..sessions import end_session, record_whole_session, start_session
 from ..store import VaultStore, project_of_folder
+from .lines import is_replacement_note
 
 _UTC = timezone.utc
 _EPOCH = datetime(1970, 1, 1, tzinfo=_UTC)
@@ -1800,22 +1801,25 @@ def _count_parse(result: ImportResult, path: Path, parsed: ParseResult, source: 
         # are nothing written either (found by a tester: called "a binary or UTF-16 file?")
         result.empty += 1
         return
+    notes = [problem for problem in parsed.problems if is_replacement_note(problem)]  # lines read, a byte replaced
     if not parsed.recognised:
         result.unrecognised += 1
         why = parsed.why
         if parsed.pending_lines and not parsed.problems:
             why = "its only line is still being written: no newline, not JSON yet"
-        elif why == "the file is empty" and _size(path):
-            why = "no line of it is UTF-8 text: a binary or UTF-16 file?"  # every line was left out
+        elif (not why or why == "the file is empty" or "not JSON" in why) and _not_utf8(path):
+            # (an importer that knows the binary file for what it is, a database, says so itself)
+            why = "its bytes are not UTF-8 text: a binary or UTF-16 file?"
         result.errors.append(f"{name}: not {_article(source)} transcript" + (f" ({why})" if why else ""))
     else:
         result.recognised += 1
         held[path] = [t.transcript_id for t in parsed.transcripts]
-    result.skipped += max(parsed.skipped_lines, len(parsed.problems))
+    left_out = [problem for problem in parsed.problems if not is_replacement_note(problem)]
+    result.skipped += max(parsed.skipped_lines - len(notes), len(left_out), 0)
     result.pending += 1 if parsed.pending_lines else 0
     result.errors.extend(f"{name}: {redact_secrets(problem)[0]}" for problem in parsed.problems)
     for transcript in parsed.transcripts:
-        transcript.lines_left_out = list(parsed.problems)
+        transcript.lines_left_out = left_out
         transcript.path = path  # as given now (a checkpoint keeps the spelling of its first read)
         where.setdefault((transcript.source, transcript.transcript_id), path)
 
@@ -1828,6 +1832,21 @@ def _blank(path: Path, limit: int = 1 << 20) -> bool:
     except OSError:
         return False
     return len(data) <= limit and not data.strip()
+
+
+def _not_utf8(path: Path, limit: int = 1 << 16) -> bool:
+    """Whether the first ``limit`` bytes of ``path`` are not UTF-8 text (a character cut at the
+    limit aside): a file no importer recognised, named for what it likely is."""
+    try:
+        with open_regular(path) as handle:
+            data = handle.read(limit)
+    except OSError:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start < len(data) - 3 or len(data) < limit
+    return False
 
 
 def _size(path: Path) -> int:

@@ -63,14 +63,27 @@ def json_records(lines: list[tuple[int, str]]) -> Iterator[tuple[int, object]]:
             yield number, parse_json_line(line)
 
 
+#: How the note of a line read with a byte that is not UTF-8 ends (:func:`decode_line`): said, not
+#: a line left out (:func:`is_replacement_note`).
+REPLACED = "(replaced by U+FFFD; the line is read)"
+
+
+def is_replacement_note(problem: str) -> bool:
+    """Whether a parse's problem is the note of a byte replaced in a line read whole (not a line
+    left out: it counts in no ``skipped``)."""
+    return problem.endswith(REPLACED)
+
+
 def decode_line(raw: bytes, number: int) -> tuple[str, str | None]:
-    """Line ``number`` (bytes without its newline) as text (``\\r`` cut), or ``("", problem)``
-    when a byte is not UTF-8: one bad byte costs its line, never the file."""
+    """Line ``number`` (bytes without its newline) as text (``\\r`` cut), and a note when a byte
+    is not UTF-8: each such byte is replaced by U+FFFD and the line read — one bad byte cost a
+    person's whole prompt (and with it, at times, its session: found by a tester of other agents'
+    files), as a Gemini chat of JSON keeps it."""
     try:
         return raw.decode("utf-8").removesuffix("\r"), None
     except UnicodeDecodeError as exc:
-        return "", (f"line {number}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                    "the line is left out")
+        return raw.decode("utf-8", "replace").removesuffix("\r"), (
+            f"line {number}: byte 0x{raw[exc.start]:02x} at column {exc.start + 1} is not UTF-8 {REPLACED}")
 
 
 def may_be_unfinished(tail: bytes) -> bool:
@@ -82,8 +95,8 @@ def may_be_unfinished(tail: bytes) -> bool:
 
 def read_lines(path: Path) -> tuple[list[tuple[int, str]], list[str]]:
     """The lines of a text file as ``(line number, text)``, each decoded as UTF-8 on its own:
-    a line with a byte that is not UTF-8 is left out and named in the second list (``line N:
-    …``, :func:`decode_line`).
+    a byte that is not UTF-8 is replaced by U+FFFD, its line read and named in the second list
+    (``line N: …``, :func:`decode_line`).
 
     Raises
     ------
@@ -125,9 +138,8 @@ def _split(data: bytes) -> tuple[list[tuple[int, str]], list[str]]:
     lines, problems = [], []
     for number, raw in enumerate(data.split(b"\n"), 1):
         text, problem = decode_line(raw, number)
-        if problem is None:
-            lines.append((number, text))
-        else:
+        lines.append((number, text))
+        if problem is not None:
             problems.append(problem)
     if lines and lines[-1][1] == "" and data.endswith(b"\n"):
         lines.pop()
@@ -155,5 +167,6 @@ def read_jsonl_lines(path: Path) -> tuple[list[tuple[int, str]], list[str], bool
     if lines and lines[-1][0] == last:
         if not lines[-1][1].strip() or parse_json_line(lines[-1][1]) is not NOT_JSON:
             return lines, problems, False  # whole (a writer that has not put the newline yet)
-        return lines[:-1], problems, True
-    return lines, [p for p in problems if not p.startswith(f"line {last}: ")], True  # cut inside a character
+        # not JSON yet (cut inside a character too): being written, said by no note
+        return lines[:-1], [p for p in problems if not p.startswith(f"line {last}: ")], True
+    return lines, problems, True

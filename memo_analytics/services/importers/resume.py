@@ -425,16 +425,13 @@ def _feed_last(fold, tail: bytes, number: int, options) -> bool:
     bad line (:attr:`.common.ParseResult.pending_lines`)."""
     text, problem = decode_line(tail, number)
     unfinished = may_be_unfinished(tail)
-    if problem is not None:  # cut inside a character, or not text at all
-        if unfinished:
-            return False
-        fold.problem(number, problem)
-        return True
     if not text.strip():
         return True
     record = parse_json_line(text)
     if record is NOT_JSON and unfinished:
-        return False
+        return False  # being written (cut inside a character too)
+    if problem is not None:  # a byte that is not UTF-8, replaced: said, the line read
+        fold.problem(number, problem)
     fold.feed(number, record, options)
     return True
 
@@ -522,9 +519,9 @@ def _feed(fold: LineFold, data: bytes, begin: int, end: int, number: int, option
         raw = data[position:stop]
         position = stop + 1
         text, problem = decode_line(raw, number)
-        if problem is not None:
+        if problem is not None:  # a byte that is not UTF-8, replaced: said, the line read
             fold.problem(number, problem)
-        elif text.strip():
+        if text.strip():
             fold.feed(number, parse_json_line(text), options)
     return number
 
