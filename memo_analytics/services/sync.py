@@ -375,7 +375,9 @@ def _save(store: VaultStore, name: str, data: dict[str, Any]) -> None:
 
 def status(store: VaultStore) -> dict[str, Any]:
     """``{mode, remoteUrl, pending, lastSuccessAt, lastError, lastErrorAt, attempts, nextRetryAt,
-    refused, conflicts, keptApart, keptOnDaemon, lastPullAt, lastPullError, pulled}``: ``refused`` lists the records (id, one-line reason) the daemon refused in
+    refused, conflicts, keptApart, keptOnDaemon, lastPullAt, lastPullError, pulled}``, and before
+    the first push to the daemon ``firstPush`` (``{project: records}``: the whole vault it sends,
+    counted in ``pending``): ``refused`` lists the records (id, one-line reason) the daemon refused in
     the last push (they stay queued); ``conflicts`` the latest 20 pushes that met another version on
     the daemon (``{id, project, outcome, conflict}``: which won, and the file the daemon keeps
     the other in — its digest lists it); ``keptOnDaemon`` the latest 20 sessions a push merged
@@ -386,7 +388,15 @@ def status(store: VaultStore) -> dict[str, Any]:
     baton for this laptop's people, a session corrected on the daemon, :func:`pull`)."""
     state = _load(store, "state.json")
     pending = len({_key(entry) for entry in _outbox(store)})
-    return {"mode": store.settings.mode, "remoteUrl": mask_url(store.settings.hybrid.remote_url or "") or None, "pending": pending,
+    first: dict[str, int] = {}
+    if hybrid_enabled(store) and state.get("seededFor") != store.settings.hybrid.remote_url and store.exists:
+        # before the first push to this daemon: it sends the whole vault, which "0 records waiting" hid
+        # (found by a team lead: a person joining sent every project of their own, private clients too)
+        for _, project, _, _ in _to_seed(store, state):
+            first[project] = first.get(project, 0) + 1
+        pending += sum(first.values())
+    return {"mode": store.settings.mode, "remoteUrl": mask_url(store.settings.hybrid.remote_url or "") or None,
+            "pending": pending, **({"firstPush": dict(sorted(first.items()))} if first else {}),
             "lastSuccessAt": state.get("lastSuccessAt"), "lastError": state.get("lastError"),
             "lastErrorAt": state.get("lastErrorAt"), "attempts": state.get("attempts", 0),
             "nextRetryAt": state.get("nextRetryAt"), "refused": state.get("refused") or [],
@@ -990,18 +1000,24 @@ def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:
     url = store.settings.hybrid.remote_url
     if state.get("seededFor") == url:
         return
-    pushed = {} if state.get("resendAll") else _rekey(store, _load(store, "pushed.json"))
     with store.lock():  # appends happen under this lock
-        queued = {_key(entry) for entry in _outbox(store)}
         lines = [json.dumps({"id": record_id, "project": project, "path": path, "updated": updated}) + "\n"
-                 for record_id, project, path, updated in index.record_places(store.conn)
-                 if f"{project}/{record_id}" not in queued
-                 and (updated is None or pushed.get(f"{project}/{record_id}") != updated)]
+                 for record_id, project, path, updated in _to_seed(store, state)]
         if lines:
             with open(_dir(store) / "outbox.jsonl", "a", encoding="utf-8") as handle:
                 handle.write("".join(lines))
     state["seededFor"] = url
     _save(store, "state.json", state)
+
+
+def _to_seed(store: VaultStore, state: dict[str, Any]) -> list[tuple[str, str, str, str | None]]:
+    """``(id, project, path, updated)`` of each record :func:`_seed_outbox` queues: not queued yet,
+    and not held by the daemon in its version."""
+    pushed = {} if state.get("resendAll") else _rekey(store, _load(store, "pushed.json"))
+    queued = {_key(entry) for entry in _outbox(store)}
+    return [(record_id, project, path, updated) for record_id, project, path, updated in index.record_places(store.conn)
+            if f"{project}/{record_id}" not in queued
+            and (updated is None or pushed.get(f"{project}/{record_id}") != updated)]
 
 
 def _forget_what_the_daemon_held(store: VaultStore, state: dict[str, Any], forgot: bool = False) -> None:

@@ -2902,8 +2902,15 @@ def test_a_team_moving_from_spec_memo_keeps_each_persons_minutes_on_the_daemon(t
                for person, sid, minutes in (("alice", "1772442000000-29406a", 90), ("bob", "1772442000000-7f3c21", 60))}
     for person, (vault, env) in laptops.items():
         _goes_hybrid(env, server.base)
+        # before it: what the first push sends (a team lead read "0 records waiting" while it was the whole vault)
+        before = memo("--json", "sync", "status", env=env)
+        assert (json.loads(before.stdout)["pending"], json.loads(before.stdout)["firstPush"]) == (2, {"shop": 2}), \
+            before.stdout
+        assert "  the first push sends the whole vault, every project of it: shop (2)" in \
+            memo("sync", "status", env=env).stdout
         pushed = memo("sync", "push", env=env)
         assert pushed.stdout.startswith("pushed 2 records; 0 waiting"), pushed.stdout
+        assert "firstPush" not in json.loads(memo("--json", "sync", "status", env=env).stdout)
         assert pushed.stderr.startswith(f"note: 1 session named no owner (spec-memo writes none): it is "
                                         f"{person}@team.example's now (your git identity)")
     assert _by_owner(team) == {"alice@team.example": 90, "bob@team.example": 60}

@@ -65,6 +65,9 @@ def sync_status() -> None:
         if r["remoteUrl"] or r["mode"] != "local" or r["pending"]:
             out.print(_safe(f"hybrid push (mode {r['mode']}) · daemon {r['remoteUrl'] or '—'} · "
                             f"{r['pending']} record{'' if r['pending'] == 1 else 's'} waiting · last success: {r['lastSuccessAt'] or 'never'}"))
+            if r.get("firstPush"):
+                shown = ", ".join(f"{project} ({n})" for project, n in r["firstPush"].items())
+                out.print(_safe(f"  the first push sends the whole vault, every project of it: {shown}"))
             if r["lastError"]:
                 out.print(_safe(f"  last error: {r['lastError']} at {r['lastErrorAt']} (attempt {r['attempts']}; "
                                 f"next retry {r['nextRetryAt'] or 'now'})"))
