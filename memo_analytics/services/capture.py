@@ -323,12 +323,7 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
         # an agent version whose payload names no session (Copilot CLI's first hooks: timestamp, cwd,
         # prompt): the agent's session of the repository, split at idle gaps like any other — of the
         # repository, not of the folder (Copilot moved to ``src`` mid-way was two sessions, one left open)
-        folder = os.path.realpath(event.cwd)
-        try:
-            folder = str(repository_root(folder) or folder) if os.path.isdir(folder) else folder
-        except MemoError:
-            pass
-        event = replace(event, session="repo-" + hashlib.sha256(folder.encode("utf-8", "surrogateescape")).hexdigest()[:12])
+        event = replace(event, session=folder_session(event.cwd))
     base_id = session_id = hook_session_id(event.agent, event.session)
     cwd = event.cwd if event.cwd and Path(event.cwd).is_dir() else None
     named = project  # a remote caller's: the project of its own cwd
@@ -608,6 +603,18 @@ def _covering(chain: list[tuple[str, tuple[dict[str, Any], str]]],
         return None
     n = max([k for k, start in enumerate(starts) if start <= event.at], default=0)
     return chain[n], starts[n + 1]
+
+
+def folder_session(cwd: str) -> str:
+    """The session an agent's hook events that name no session belong to (Copilot CLI's first
+    hooks: timestamp, cwd, prompt): ``repo-<12 hex>`` of the repository holding ``cwd`` (else of
+    the folder) — the agent's session of the repository, split at idle gaps like any other."""
+    folder = os.path.realpath(cwd)
+    try:
+        folder = str(repository_root(folder) or folder) if os.path.isdir(folder) else folder
+    except MemoError:
+        pass
+    return "repo-" + hashlib.sha256(folder.encode("utf-8", "surrogateescape")).hexdigest()[:12]
 
 
 def numbered(base: str, n: int) -> str:

@@ -550,3 +550,47 @@ def test_a_copilot_start_time_that_cannot_be_read_is_quoted_with_its_field(tmp_p
     assert turn["created"] == "2026-04-23T17:11:16.238Z"
     # the session is the one session.start names (its id, not the file's folder), with its project
     assert turn["sessionId"] == f"copilot-{start['data']['sessionId']}-1"
+
+
+def test_a_copilot_conversation_its_hooks_captured_without_a_session_id_counts_once(tmp_path):
+    """Found by a tester of other agents' files: Copilot CLI's documented hook input names no
+    session (``cwd``, ``timestamp``, ``prompt``), so its hook turns go to the repository's session
+    (``copilot-repo-…``); the import of the same conversation's ``events.jsonl`` left them beside its
+    own — every prompt twice, 40 minutes where the transcript says 38. The hook's turns the
+    transcript holds give way to it; a turn of another conversation of the repository stays."""
+    import subprocess
+
+    repo = tmp_path / "shop"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    vault = tmp_path / "v"
+    from datetime import datetime, timedelta, timezone
+
+    began = (datetime.now(timezone.utc) - timedelta(hours=3)).replace(second=0, microsecond=0)  # a hook's time is recent
+    ms = lambda minute: int((began + timedelta(minutes=minute)).timestamp() * 1000)  # noqa: E731
+    at = lambda minute: (began + timedelta(minutes=minute)).isoformat(timespec="milliseconds").replace(  # noqa: E731
+        "+00:00", "Z")
+    events = [("sessionStart", {"cwd": str(repo), "timestamp": ms(0)})]
+    events += [("userPromptSubmitted", {"cwd": str(repo), "timestamp": ms(minute), "prompt": text})
+               for minute, text in ((1, "plan the refactor"), (15, "now write tests"), (28, "fix the failing one"))]
+    events += [("userPromptSubmitted", {"cwd": str(repo), "timestamp": ms(33), "prompt": "another window: bump the version"}),
+               ("sessionEnd", {"cwd": str(repo), "timestamp": ms(40)})]
+    for name, payload in events:
+        ran = memo("hook", "copilot", "--event", name, vault=vault, input=json.dumps(payload), check=False)
+        assert ran.returncode == 0, ran.stderr
+    state = tmp_path / "session-state" / "aaaabbbb-0000-4000-8000-000000000002" / "events.jsonl"
+    state.parent.mkdir(parents=True)
+    state.write_text(lines(
+        copilot_event(1, "session.start", {"sessionId": "aaaabbbb-0000-4000-8000-000000000002",
+                                           "context": {"cwd": str(repo), "gitRoot": str(repo)}}, timestamp=at(0)),
+        *(copilot_event(n, "user.message", {"content": text}, timestamp=at(minute))
+          for n, (minute, text) in enumerate(((1, "plan the refactor"), (15, "now write tests"),
+                                              (28, "fix the failing one")), 2)),
+        copilot_event(5, "assistant.message", {"content": "ok", "model": "claude-sonnet-4.6"}, timestamp=at(38))),
+        encoding="utf-8")
+    result = imported(vault, "copilot", state)
+    assert result["superseded"] == 3, result  # the hook's three turns of it; its session keeps the other
+    listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["items"]
+    assert sorted((t["body"], t["sessionId"].split("-")[1]) for t in listed) == [
+        ("another window: bump the version", "repo"), ("fix the failing one", "aaaabbbb"),
+        ("now write tests", "aaaabbbb"), ("plan the refactor", "aaaabbbb")]

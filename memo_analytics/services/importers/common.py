@@ -125,6 +125,7 @@ def take_working_folder(transcript: "Transcript", path: object) -> None:
     if transcript.project_hint is not None:
         return
     transcript.project_hint = project_of_folder(path)
+    transcript.folder = path if isinstance(path, str) and path.startswith("/") and "\x00" not in path else None
     if isinstance(path, str) and path.startswith("/") and "\x00" not in path:
         from ..store import git_identity, repository_root
 
@@ -193,6 +194,8 @@ class Transcript:
     #: ``gitBranch``, a Codex rollout's ``session_meta.git``), else None
     branch: str | None = None
     git_sha: str | None = None
+    #: the first working folder it names (absolute), as :func:`take_working_folder` took it, else None
+    folder: str | None = None
     #: the problems of lines of its file that were left out (not UTF-8, not JSON …): turns after
     #: such a line may stand at other numbers than an earlier read of the file gave them
     lines_left_out: list[str] = field(default_factory=list)
@@ -1288,7 +1291,7 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
     of records superseded now."""
     rows = _hook_sessions(store, transcript)
     if not rows:
-        return 0
+        return _supersede_folder_hook_turns(store, transcript, sessions)
     by = [f"{project}/{sid}" for project, sid in sessions]  # the imported sessions, (project, id) each
     # an agent waiting for its person: the session stays open (the digest's agent_waiting, the hook's
     # next Notification and Stop are its), its turns give way — the import after the wait supersedes it
@@ -1297,6 +1300,59 @@ def supersede_hook_session(store: VaultStore, transcript: Transcript, sessions: 
     changed = sum(_supersede(store, [row], by, only={turn for turn, _, _ in _session_turns(store, row)})
                   for row in waiting)
     return changed + _supersede(store, [row for row in rows if row not in waiting], by)
+
+
+#: Agents whose hook events may name no session: their hooks record the repository's session
+#: (:func:`~..capture.folder_session`), which holds every conversation of it
+FOLDER_HOOK_AGENTS = ("copilot",)
+
+
+def _supersede_folder_hook_turns(store: VaultStore, transcript: Transcript, sessions: list[tuple[str, str]]) -> int:
+    """The turns a hook recorded of this conversation in its repository's session — an agent
+    whose hook events name no session (Copilot CLI: timestamp, cwd, prompt; found by a tester of
+    other agents: every turn counted twice, the hook's minutes beside the transcript's) — are
+    superseded by the imported sessions: each of the repository session's turns whose text this
+    import holds, within the conversation's time; a repository session all of whose turns it
+    holds is superseded whole. Turns of other conversations of the repository stay. The number
+    of records superseded now."""
+    from ..agent_ids import hook_session_id
+    from ..capture import folder_session, numbered
+
+    if transcript.source not in FOLDER_HOOK_AGENTS or not transcript.folder or not transcript.prompts:
+        return 0
+    try:
+        base = hook_session_id(transcript.source, folder_session(transcript.folder))
+    except (InvalidFieldError, OSError, ValueError):
+        return 0
+    repository = _intervals(store, base, numbered)
+    if not repository:
+        return 0
+    stamps = [p.at for p in transcript.prompts if p.at is not None] + list(transcript.activity)
+    if not stamps:
+        return 0
+    reach = timedelta(minutes=AGENT_RECORD_MINUTES)
+    first, last = min(stamps) - reach, max(stamps) + reach
+    mine = [row for project, sid in sessions
+            for row in index.where_is(store.conn, session_record_id(sid), RecordKind.SESSION.value)
+            if row["project"] == project]
+    said = {_said(body) for row in mine for _, _, body in _session_turns(store, row)}
+    by = [f"{row['project']}/{row['session_id']}" for row in mine]
+    changed = 0
+    for row in repository:
+        turns = _session_turns(store, row)
+        held = {turn_id for turn_id, meta, body in turns if _said(body) in said
+                and meta.get("status") != "superseded" and _within_reach(meta.get("created"), first, last)}
+        if held:
+            whole = len(held) == len(turns) and not _waits(store, row)
+            changed += _supersede(store, [row], by, only=None if whole else held)
+    return changed
+
+
+def _within_reach(created: object, first: datetime, last: datetime) -> bool:
+    try:
+        return first <= from_iso(str(created)) <= last
+    except (ValueError, InvalidFieldError):
+        return False
 
 
 def _waits(store: VaultStore, row: Any) -> bool:

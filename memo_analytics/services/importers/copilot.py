@@ -148,7 +148,7 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
 
 
 #: The format of :class:`_Fold`'s state (another value: a checkpoint is not used).
-FOLD_VERSION = "copilot/1"
+FOLD_VERSION = "copilot/2"  # 2: a transcript keeps its working folder
 
 
 class _Fold:
@@ -209,6 +209,9 @@ class _Fold:
             if isinstance(context, dict):
                 transcript.project_hint = (project_of_folder(context.get("gitRoot"))
                                            or project_of_folder(context.get("cwd")))
+                folder = context.get("cwd") or context.get("gitRoot")  # the hook's session of it (no id)
+                transcript.folder = folder if isinstance(folder, str) and folder.startswith("/") \
+                    and "\x00" not in folder else None
         named = (_text(data.get("selectedModel")) if kind in ("session.start", "session.resume") else
                  _text(data.get("newModel")) if kind == "session.model_change" else None)
         if named:
