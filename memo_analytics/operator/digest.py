@@ -27,7 +27,9 @@ billable ended session longer than ``openTooLongHours``, not yet invoiced), ``re
 (a client's ``monthlyHoursCap`` is used up, or the month's pace would use it up before the
 month ends; one item per client), ``session_unreadable`` (a session file that cannot be read:
 reports leave it out, documents of it are refused), ``import_held_back`` (a transcript holds work of a
-session past what its issued invoice billed: an import left it out, no report counts it); dropped: ``session_stalled``, ``client_missing``,
+session past what its issued invoice billed: an import left it out, no report counts it),
+``session_billed_twice`` (a hybrid laptop's own invoice and the team daemon's both bill one
+session, as the last pull said); dropped: ``session_stalled``, ``client_missing``,
 ``project_unbilled`` (a project none of whose sessions names a client, while the person bills
 clients: a new repository, a checkout in a folder of another name; one item per project, over
 its sessions of the horizon), ``sync_conflict`` (a version a sync kept beside a record, SPEC §2.7).
@@ -72,6 +74,7 @@ KIND_LANE = {
     "retainer_projection": "waiting on you",
     "session_unreadable": "waiting on you",
     "import_held_back": "waiting on you",
+    "session_billed_twice": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
     "project_unbilled": "dropped",
@@ -114,6 +117,9 @@ class Snapshot:
     #: whose transcript holds work an import left out because an issued invoice billed the session
     #: (``standing``: the invoice is not credited yet; :func:`~.snapshot._held_back`)
     held_back: list[dict[str, Any]] = field(default_factory=list)
+    #: ``{project, sessionId, invoice, teamInvoice, client, billedMinutes, created}`` of each session
+    #: this vault's own invoice and the team daemon's both bill (:func:`~.snapshot._team_billed_too`)
+    team_billed_too: list[dict[str, Any]] = field(default_factory=list)
     #: conversations imported from their transcripts while their hook session was open, not ended
     #: by their agent (:func:`~memo_analytics.operator.snapshot._live_conversations`)
     live_conversations: list[dict[str, Any]] = field(default_factory=list)
@@ -691,6 +697,17 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
                             f"{importing}  # takes in what {held['invoice']} held back"),
                            to_iso(since), fingerprint(held["path"], held["sessionId"], held["invoice"],
                                                       held["standing"], held["turns"], held["minutes"])), held))
+    for both in snapshot.team_billed_too:  # a hybrid laptop's own invoice and the team's bill one session
+        since = from_iso(both["created"])
+        items.append((Item("session_billed_twice", KIND_LANE["session_billed_twice"], both["sessionId"],
+                           both["project"], "you to cancel one of two invoices of one session",
+                           f"invoice {both['invoice']}, issued here, and the team daemon's {both['teamInvoice']} both "
+                           f"bill this session, {_billed(both['billedMinutes'])}: {both['client'] or 'the client'} "
+                           "is billed twice", _age(since, now), both["billedMinutes"],
+                           f"memo invoice credit {_q(both['invoice'])}  # then bill what else it billed again "
+                           f"(--here), or have {both['teamInvoice']} credited on the daemon",
+                           to_iso(since), fingerprint(both["project"], both["sessionId"], both["invoice"],
+                                                      both["teamInvoice"])), both))
     for twice in snapshot.duplicate_invoices:
         since = from_iso(twice["created"])
         later = twice["refs"][-1]

@@ -287,6 +287,7 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
     snapshot.retainers = _retainers(store, moment)
     snapshot.unreadable_sessions = _unreadable_sessions(store, snapshot)
     snapshot.held_back = _held_back(store)
+    snapshot.team_billed_too = _team_billed_too(store)
     _with_transcript_activity(snapshot.open_sessions, store.settings.idle_gap_minutes,
                               lambda project, sid: pushed_here(store, project, sid))
     return snapshot
@@ -402,6 +403,27 @@ def _unreadable_sessions(store: VaultStore, snapshot: Snapshot) -> list[dict[str
     snapshot.invoiced_changed = [c for c in snapshot.invoiced_changed
                                  if not (c.get("missing") and not c.get("_vault")
                                          and (c["project"], c["id"]) not in missing)]
+    return found
+
+
+def _team_billed_too(store: VaultStore) -> list[dict[str, Any]]:
+    """``{project, sessionId, invoice, teamInvoice, client, billedMinutes, created}`` of each
+    session a standing invoice of this vault bills (a hybrid laptop's own, ``--here``) that the
+    team daemon's invoice ``teamInvoice`` bills too, as the last pull said: the client was billed
+    twice (found by a breaker: the laptop's late-work invoice and the lead's month on the daemon
+    both billed one session, and nothing said so)."""
+    team = ledger.team_invoiced(store.root)
+    if not team:
+        return []
+    found = []
+    for doc in ledger.standing_invoices(_invoices(store.root)):
+        for item in doc.meta.get("sessions") or []:
+            key = (item.get("project"), item.get("sessionId"))
+            if key in team and team[key][0] != doc.number:
+                found.append({"project": key[0], "sessionId": key[1], "invoice": doc.number,
+                              "teamInvoice": team[key][0], "client": str(doc.meta.get("client") or ""),
+                              "billedMinutes": int(item.get("billedMinutes", item.get("durationMinutes")) or 0),
+                              "created": str(doc.meta.get("createdAt") or to_iso(datetime.now(timezone.utc)))})
     return found
 
 

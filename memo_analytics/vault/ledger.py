@@ -381,7 +381,7 @@ def invoiced_items(docs: list[Document]) -> dict[tuple[str, str], tuple[str, str
     invoice no credit note cancels: the item as issued (``startTime``, ``endTime``,
     ``durationMinutes``, ``billedMinutes`` …) and the client the invoice billed."""
     items: dict[tuple[str, str], tuple[str, str, dict[str, Any]]] = {}
-    for doc in _standing_invoices(docs):
+    for doc in standing_invoices(docs):
         for item in doc.meta.get("sessions") or []:
             if isinstance(item, dict):
                 key = (str(item.get("project")), str(item.get("sessionId")))
@@ -389,7 +389,7 @@ def invoiced_items(docs: list[Document]) -> dict[tuple[str, str], tuple[str, str
     return items
 
 
-def _standing_invoices(docs: list[Document]) -> list[Document]:
+def standing_invoices(docs: list[Document]) -> list[Document]:
     """The invoices no credit note cancels, in the order of ``docs`` (the one created first of a
     number issued twice before its duplicate). Told apart by their ref: two machines' invoices of
     one number matched each other's sessions by the number, and the credited duplicate's minutes
@@ -432,7 +432,7 @@ def invoiced_minutes(docs: list[Document]) -> dict[tuple[str, str], int]:
     there (``billedMinutes`` as issued; ``durationMinutes`` for documents issued before it was
     kept)."""
     minutes: dict[tuple[str, str], int] = {}
-    for doc in _standing_invoices(docs):
+    for doc in standing_invoices(docs):
         for item in doc.meta.get("sessions") or []:
             key = (str(item["project"]), str(item["sessionId"]))
             value = item.get("billedMinutes", item.get("durationMinutes"))

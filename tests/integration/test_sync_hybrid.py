@@ -3786,6 +3786,32 @@ def _laptop_with_two_sessions_pushed(tmp_path, daemon):
     return team, server, vault, env, lead
 
 
+def test_a_session_the_laptops_own_invoice_and_the_teams_both_bill_is_a_digest_item(tmp_path, daemon):
+    """Found by a breaker: the laptop's late-work command (``--here``) billed a session the lead's
+    month on the daemon billed too; after the pull the laptop knew both invoices, and its digest
+    said "Nothing needs you now". It lists the session billed twice, with the credit note."""
+    team, server, vault, env, lead = _laptop_with_two_sessions_pushed(tmp_path, daemon)
+    mine = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03-04",
+                           "--until", "2026-03-04", "--issued", "2026-04-01", "--here", vault=vault, env=env).stdout)
+    theirs = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03",
+                             "--until", "2026-03", "--issued", "2026-04-02", vault=team,
+                             env={"MEMO_CONFIG": str(lead)}).stdout)
+
+    def twice() -> list[dict]:
+        digest = json.loads(memo("--json", "digest", "--as-of", "2026-04-03", vault=vault, env=env).stdout)
+        return [i for i in digest["items"] if i["kind"] == "session_billed_twice"]
+
+    assert twice() == []  # not known here before the pull
+    memo("sync", "pull", vault=vault, env=env)
+    [item] = twice()
+    assert (item["subject"], item["project"], item["minutesAtStake"]) == ("s4", "shop", 60)
+    assert item["why"] == (f"invoice {mine['number']}, issued here, and the team daemon's {theirs['number']} both bill "
+                           "this session, 1.00 h: Acme Corp is billed twice")
+    assert item["action"].startswith(f"memo invoice credit {mine['number']}  #")
+    memo("invoice", "credit", mine["number"], vault=vault, env=env)
+    assert twice() == []
+
+
 def test_a_laptop_that_issued_invoices_before_hybrid_is_told_once_at_its_push(tmp_path, daemon):
     """Found by a newcomer: a laptop that had issued invoices in local mode switched to hybrid and
     pushed; the daemon, hearing of none, issued an invoice of the same sessions under the same
