@@ -132,6 +132,8 @@ def _business_terms(meta: dict[str, Any]) -> dict[str, Any]:
         "BT-106": meta["net"], "BT-109": meta["net"], "BT-110": meta["tax"], "BT-112": meta["gross"],
         "BT-115": meta["gross"],
     }
+    if meta.get("taxCurrency"):  # VAT charged in another currency, stated in the national one too
+        terms["BT-6"], terms["BT-111"] = meta["taxCurrency"], meta["taxInTaxCurrency"]
     if credit:
         terms["BG-3"] = [{"BT-25": meta["credits"], "BT-26": date.fromisoformat(meta["creditsIssued"])}]
         terms["BG-1"] = [{"BT-22": meta.get("reason") or f"Cancels invoice {meta['credits']}"}]

@@ -261,6 +261,56 @@ def _document_meta(kind: str, number: str, key: str, sequence: int, number_forma
     }
 
 
+def national_currency(country: str | None, on: date) -> str | None:
+    """The currency of ``country`` (ISO 3166 alpha-2) on the day ``on``, as the CLDR knows it
+    (Babel): ``GBP`` for ``GB``, ``EUR`` for ``DE`` (and for ``BG`` from 2026); None when unknown."""
+    if not country:
+        return None
+    from babel.numbers import get_territory_currencies
+
+    try:
+        found = get_territory_currencies(country.upper(), start_date=on, end_date=on, tender=True)
+    except Exception:  # noqa: BLE001 - an unknown territory
+        return None
+    return found[0] if found else None
+
+
+def tax_currency_fields(country: str | None, currency: str, tax: Decimal, issued: date,
+                        exchange_rate: Decimal | None) -> dict[str, str]:
+    """``{taxCurrency, exchangeRate, taxInTaxCurrency}`` of an invoice that charges VAT in a
+    currency other than the issuer's national one: EU VAT law (Directive 2006/112/EC Art. 230,
+    §16 (6) UStG) and HMRC (VAT Notice 700 §16.3) want the VAT stated in the national currency too
+    (found by a UK billing person: USD 30.42 of VAT, no GBP figure). Empty when none is charged,
+    or in the national currency.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``exchangeRate``: needed and not given (or not above 0), or given and not needed.
+    """
+    national = national_currency(country, issued)
+    needed = national is not None and tax != 0 and currency.upper() != national
+    if exchange_rate is None:
+        if needed:
+            raise InvalidFieldError("exchangeRate", f"the invoice charges VAT in {currency}, and an invoice of an "
+                                                    f"issuer in {country} states its VAT in {national} too: give the "
+                                                    f"rate of its tax point, --exchange-rate N ({national} for 1 "
+                                                    f"{currency}); nothing was issued")
+        return {}
+    if not needed:
+        own = national or "the issuer's"
+        charged = f"its VAT in {currency}" if tax != 0 else "no VAT"
+        raise InvalidFieldError("exchangeRate", f"is for VAT charged in a currency other than {own}; this invoice "
+                                                f"charges {charged}: leave it out; nothing was issued")
+    if not exchange_rate.is_finite() or exchange_rate <= 0 or exchange_rate.as_tuple().exponent < -6:
+        raise InvalidFieldError("exchangeRate", f"{exchange_rate} is not a rate: give a number above 0 with at most "
+                                                "6 decimals; nothing was issued")
+    from decimal import ROUND_HALF_UP
+
+    return {"taxCurrency": national, "exchangeRate": str(exchange_rate.normalize()),
+            "taxInTaxCurrency": str((tax * exchange_rate).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))}
+
+
 def document_html(meta: dict[str, Any], user_templates: Path | None = None) -> str:
     """The HTML of an issued document (``issued.html.j2``), rendered from its stored meta only."""
     currency, iban = meta["currency"], meta["issuer"].get("iban") or ""
@@ -270,6 +320,7 @@ def document_html(meta: dict[str, Any], user_templates: Path | None = None) -> s
 
     context = {
         "title": f"{_TITLES[meta['kind']]} {meta['number']}", "doc": meta, "money": money,
+        "money_in": lambda text, unit: format_money(Decimal(text), unit),
         "rate": lambda text: format_rate(Decimal(text), currency), "rounding_policy": ROUNDING_POLICY_PRINTED,
         "iban": " ".join(iban[i:i + 4] for i in range(0, len(iban), 4)),
         "widths": number_column_mm([format_rate(Decimal(line["rate"]), currency) for line in meta["lines"]],
@@ -457,9 +508,11 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
                   overwrite: bool = False, user_templates: Path | None = None, config: str = "the config file",
                   replaces: str | None = None, now: datetime | None = None,
                   unfiled: Callable[[], ActivityReport] | None = None,
-                  here: bool = False) -> tuple[ledger.Document, Path | None]:
+                  here: bool = False, exchange_rate: Decimal | None = None) -> tuple[ledger.Document, Path | None]:
     """Issue the invoice of ``report`` (one client): number it, store it, and copy its PDF to
-    ``output`` when given. ``replaces``: the number of the invoice this one corrects, which a
+    ``output`` when given. ``exchange_rate``: units of the issuer's national currency per unit of
+    the invoice's, for an invoice that charges VAT in another currency — its VAT is stated in the
+    national currency too (printed; Factur-X BT-6/BT-111: :func:`tax_currency_fields`). ``replaces``: the number of the invoice this one corrects, which a
     credit note cancelled; the invoice names it (printed, and as its preceding invoice, BG-3).
     ``report`` is best a callable that builds the activity report: it is then built under the
     vault lock, so a session edited meanwhile is billed as it is. ``unfiled``: the report of the
@@ -490,7 +543,9 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
         document or after today (``issued``); a period that ends after the issue date (``until``); a
         template folder without ``issued.html.j2`` beside its ``invoice.html.j2`` (``templates``,
         :func:`check_issued_template`); ``replaces`` that is no invoice of this client cancelled by
-        a credit note, or one another invoice replaces already (``replaces``).
+        a credit note, or one another invoice replaces already (``replaces``); VAT charged in a
+        currency not the issuer's national one without ``exchange_rate``, or a rate given for an
+        invoice that needs none (``exchangeRate``).
     InvoiceNotFoundError
         No document has the number ``replaces``.
     UnpricedClientError
@@ -567,6 +622,8 @@ def issue_invoice(store: VaultStore, settings: Settings, report: Callable[[], Ac
                               settings.invoice, section.client, client, now)
         if worked is not None:
             meta["workedUntil"] = worked.isoformat()
+        meta.update(tax_currency_fields(settings.invoice.country, meta["currency"], Decimal(meta["tax"]), issued,
+                                        exchange_rate))
         if replaced is not None:
             meta.update(replaced.fields)
         pdf = _render(meta, user_templates)

@@ -1479,11 +1479,46 @@ def test_an_invoice_in_another_currency_than_the_euro_is_paid_by_credit_transfer
     euro payment, as their payment means: accounting software may start a SEPA payment of CHF."""
     text_ = billing["config"].read_text(encoding="utf-8")
     billing["config"].write_text(text_.replace('currency = "EUR"', 'currency = "CHF"', 1), encoding="utf-8")
-    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30",
+                "--exchange-rate", "1.0625")
     root = xml_of(Path(doc["pdf"]))
     assert text(root, "//ram:InvoiceCurrencyCode") == ["CHF"]
     assert text(root, "//ram:SpecifiedTradeSettlementPaymentMeans/ram:TypeCode") == ["30"]
     assert text(root, "//ram:PayeePartyCreditorFinancialAccount/ram:IBANID") == ["DE89370400440532013000"]
+
+
+def test_vat_charged_in_another_currency_is_stated_in_the_issuers_too(billing):
+    """Found by a UK billing person: VAT charged in USD was printed and embedded in USD alone — an
+    EU or UK VAT invoice states its VAT in the national currency too (Art. 230 of the VAT
+    Directive, §16 (6) UStG; HMRC's VAT Notice 700). The issue asks for the rate of the tax point,
+    prints the VAT in euros beside it, and the Factur-X XML carries it (BT-6, BT-111); a credit
+    note of it states the same; a rate given where none is needed is refused."""
+    text_ = billing["config"].read_text(encoding="utf-8")
+    billing["config"].write_text(text_.replace('currency = "EUR"', 'currency = "USD"', 1), encoding="utf-8")
+    period = ("--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    refused = run(billing, "invoice", "issue", "--all", *period)
+    assert refused.returncode == 1 and refused.stderr.strip() == (
+        "error: Invalid exchangeRate: the invoice charges VAT in USD, and an invoice of an issuer in DE states its VAT "
+        "in EUR too: give the rate of its tax point, --exchange-rate N (EUR for 1 USD); nothing was issued")
+    assert not list((billing["vault"] / "invoices").glob("*.md")) if (billing["vault"] / "invoices").exists() else True
+    assert run(billing, "invoice", "issue", "--all", *period, "--exchange-rate", "0").returncode == 1
+    doc = issue(billing, *period, "--exchange-rate", "0,92")  # a decimal comma read as a point
+    tax = Decimal(doc["tax"])
+    euros = (tax * Decimal("0.92")).quantize(Decimal("0.01"))
+    root = xml_of(Path(doc["pdf"]))
+    assert text(root, "//ram:TaxCurrencyCode") == ["EUR"]
+    assert sorted(text(root, "//ram:SpecifiedTradeSettlementHeaderMonetarySummation/ram:TaxTotalAmount")) == \
+        sorted([f"{tax:.2f}", f"{euros:.2f}"])
+    printed = pdf_text(Path(doc["pdf"]))
+    assert f"VAT in EUR (1 USD = 0.92 EUR)" in printed and f"{euros:,.2f}" in printed, printed
+    credit = json.loads(run(billing, "--json", "invoice", "credit", doc["number"]).stdout)
+    assert f"VAT in EUR (1 USD = 0.92 EUR)" in pdf_text(Path(credit["pdf"]))
+    assert text(xml_of(Path(credit["pdf"])), "//ram:TaxCurrencyCode") == ["EUR"]
+    billing["config"].write_text(text_, encoding="utf-8")  # in euros: no rate to give
+    needless = run(billing, "invoice", "issue", "--all", *period, "--exchange-rate", "1.1", "--replaces",
+                   doc["number"])
+    assert needless.returncode == 1 and "Invalid exchangeRate: is for VAT charged in a currency other than EUR; " \
+        "this invoice charges its VAT in EUR: leave it out" in needless.stderr, needless.stderr
 
 
 def test_the_draft_says_what_the_issue_says_of_nothing_to_invoice_and_of_where_it_looked(billing, tmp_path):

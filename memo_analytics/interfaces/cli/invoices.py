@@ -121,6 +121,9 @@ def invoice_issue(
                                            "(cancelled by a credit note first): the invoice names it."),
     here: bool = typer.Option(False, "--here", help="On a laptop in hybrid mode: issue it from this laptop's own "
                                                    "work (the team's invoices are issued on the daemon)."),
+    exchange_rate: Optional[str] = typer.Option(None, "--exchange-rate", help="For VAT charged in a currency other "
+                                                "than your country's: how much of your currency one unit of the "
+                                                "invoice's is worth at its tax point (its VAT is stated in yours too)."),
 ) -> None:
     """Issue the invoice of one client: the next number, stored with its Factur-X PDF in the vault."""
     from ...reports.invoice import LINE_MODES
@@ -141,6 +144,14 @@ def invoice_issue(
                                           f"issued, for a spreadsheet: memo invoice show NUMBER -o {output.name} "
                                           "once it is issued")
     issued_on = _date(issued, "issued")
+    rate = None
+    if exchange_rate is not None:
+        from decimal import Decimal, InvalidOperation
+
+        try:
+            rate = Decimal(exchange_rate.strip().replace(",", "."))
+        except InvalidOperation:
+            raise InvalidFieldError("exchangeRate", f"{exchange_rate!r} is not a number (e.g. 0.7912)") from None
     held = _implicit_scope(project, all_projects)
     if held is not None:
         _refuse_part_of_the_clients_work(held, since, until, client, tz)
@@ -152,7 +163,7 @@ def invoice_issue(
                                        lines=lines, issued=issued_on,
                                        zero_minutes=zero_minutes, output=output, overwrite=force,
                                        user_templates=_user_templates(templates), config=str(config_path()),
-                                       replaces=replaces, here=here,
+                                       replaces=replaces, here=here, exchange_rate=rate,
                                        unfiled=lambda: _activity_report(project, all_projects, since, until,
                                                                         INTERNAL_CLIENT, tz))
     document = stored_now(state.store.root, document)
