@@ -769,7 +769,8 @@ def billing_the_same(docs: list[ledger.Document], document: ledger.Document,
 
 def document_summary(document: ledger.Document, docs: list[ledger.Document] | None = None) -> dict[str, Any]:
     """One document as ``memo invoice list|show --json`` answers it (camelCase): number, kind,
-    issued, due, period, client, currency, net, tax, gross (decimal text), billableHours,
+    issued, due, period, client, currency, taxRate (percent), net, tax, gross (decimal text), billableHours,
+    ``taxCurrency``/``exchangeRate``/``taxInTaxCurrency`` when its VAT is stated in the issuer's currency too,
     sessions (count), status (``issued``, ``credited`` with ``creditedBy``, or for a credit
     note ``credits``), ``replaces`` (the cancelled invoice a corrected one replaces), pdf (its
     path in the vault); ``ref`` for the second document of a number
@@ -778,7 +779,9 @@ def document_summary(document: ledger.Document, docs: list[ledger.Document] | No
     pulled without one was never issued by memo)."""
     meta = document.meta
     summary = {key: meta.get(key) for key in ("number", "kind", "issued", "due", "periodStart", "periodEnd", "client",
-                                              "currency", "net", "tax", "gross", "billableHours")}
+                                              "currency", "taxRate", "net", "tax", "gross", "billableHours")}
+    if meta.get("taxCurrency"):  # its VAT in the issuer's currency too (--exchange-rate)
+        summary.update({key: meta[key] for key in ("taxCurrency", "exchangeRate", "taxInTaxCurrency")})
     if meta.get("workedUntil"):  # its service period ends later than the period it bills (a session past midnight)
         summary["workedUntil"] = meta["workedUntil"]
     if document.ref != document.number:

@@ -222,13 +222,16 @@ def invoice_table(invoice: Invoice, fmt: str) -> bytes:
 
 #: The columns of an issued document's lines (:func:`issued_table`): the document, then its lines
 #: as :data:`INVOICE_COLUMNS` has them.
-ISSUED_COLUMNS = ("number", "kind", "credits", "issued", "due", *INVOICE_COLUMNS)
+ISSUED_COLUMNS = ("number", "kind", "credits", "issued", "due", *INVOICE_COLUMNS, "taxRate", "invoiceNet",
+                  "invoiceTax", "invoiceGross")
 
 
 def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per line of an issued invoice or credit note (its stored ``meta``), keyed by
     :data:`ISSUED_COLUMNS`: the figures it was issued with (hours, rate and amount as Decimal;
-    ``issued``/``due`` and ``from``/``to`` ``YYYY-MM-DD``), whatever the vault says since. A credit
+    ``issued``/``due`` and ``from``/``to`` ``YYYY-MM-DD``), whatever the vault says since, and on
+    each row the document's ``taxRate`` (percent) and totals (``invoiceNet``, ``invoiceTax``,
+    ``invoiceGross``: the VAT as issued, computed on the net, not a sum of lines). A credit
     note's rows name the invoice it cancels (``credits``) and carry its minutes, hours and amounts
     negative — what it takes back, as a bookkeeper adds exports up (its minutes were positive beside
     negative hours: found by a billing person) (on its PDF and in its Factur-X XML they are
@@ -246,7 +249,11 @@ def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
                      "durationMinutes": sign * line["durationMinutes"]
                      if isinstance(line.get("durationMinutes"), int) else line.get("durationMinutes"),
                      "hours": sign * Decimal(line["hours"]) if line.get("unit", "HUR") == "HUR" else None,
-                     "rate": Decimal(line["rate"]), "amount": sign * Decimal(line["amount"])})
+                     "rate": Decimal(line["rate"]), "amount": sign * Decimal(line["amount"]),
+                     # the document's VAT rate and totals on each row, as its number and dates are: a CSV of
+                     # lines alone gave a bookkeeper no VAT to post (found by a UK billing person)
+                     "taxRate": Decimal(meta["taxRate"]), "invoiceNet": sign * Decimal(meta["net"]),
+                     "invoiceTax": sign * Decimal(meta["tax"]), "invoiceGross": sign * Decimal(meta["gross"])})
     return rows
 
 

@@ -1172,6 +1172,10 @@ def test_a_project_line_period_ends_the_day_its_last_session_ended_within_the_in
 
     rows = list(csv.DictReader(table.read_text(encoding="utf-8-sig").splitlines()))
     assert [(r["from"], r["to"]) for r in rows] == [("2026-06-03", "2026-06-03"), ("2026-06-02", "2026-06-30")]
+    # the document's VAT on each row (found by a UK billing person: a bookkeeper could not post it)
+    assert {(r["taxRate"], r["invoiceNet"], r["invoiceTax"], r["invoiceGross"]) for r in rows} == {
+        (doc["taxRate"], doc["net"], doc["tax"], doc["gross"])}
+    assert sum(Decimal(r["amount"]) for r in rows) == Decimal(doc["net"])
     store = VaultStore(Settings(vault_root=billing["vault"], timezone="UTC"))  # a draft's too
     _session(store, "m2", "web", "Acme Corp", "2026-07-31T21:10:00Z", "2026-07-31T23:20:00Z")
     store.close()
