@@ -544,9 +544,10 @@ def open_lake(catalog: str | None = None, warehouse: str | None = None, *, timez
 
 class Lake:
     """The team's Iceberg tables (:func:`open_lake`); every call reads them afresh. A record
-    exported by several vaults (a laptop's and the team daemon's) is read once: the row exported
-    last. Columns: :mod:`memo_analytics.analytics.lake` (the frames' columns without ``vault``,
-    plus ``vault_id``, ``machine``, ``exported_at`` ``Datetime(us, UTC)``)."""
+    exported by several vaults (a laptop's and the team daemon's) is read once: the team
+    daemon's row (any vault's not a hybrid laptop's), else the row exported last. Columns:
+    :mod:`memo_analytics.analytics.lake` (the frames' columns without ``vault``, plus
+    ``vault_id``, ``machine``, ``exported_at`` ``Datetime(us, UTC)``, ``exported_by_laptop`` Boolean)."""
 
     def __init__(self, target, settings: Settings) -> None:
         self._target = target
@@ -569,7 +570,8 @@ class Lake:
         bills nothing — open, not billable, superseded); ``cost_usd`` Decimal(18, 4) (USD, null
         when no report bills it); ``input_tokens``, ``cache_read_tokens``, ``cache_write_tokens``,
         ``output_tokens``, ``reasoning_tokens``, ``unpriced_turns`` Int64; ``vault_id``,
-        ``machine`` String and ``exported_at`` Datetime(us, UTC): who exported the row, when."""
+        ``machine`` String and ``exported_at`` Datetime(us, UTC): who exported the row, when;
+        ``exported_by_laptop`` Boolean (a hybrid laptop's export: a row the team daemon's replaces)."""
         return self._table("sessions")
 
     def prompts(self) -> pl.DataFrame:
@@ -581,7 +583,7 @@ class Lake:
         ``cache_read_tokens``, ``cache_write_tokens``, ``output_tokens``, ``reasoning_tokens``
         Int64; ``body`` String (null when exported without bodies) and ``body_sha256`` String
         (hex SHA-256 of the redacted body); ``vault_id``, ``machine`` String, ``exported_at``
-        Datetime(us, UTC)."""
+        Datetime(us, UTC), ``exported_by_laptop`` Boolean."""
         return self._table("prompts")
 
     def deliverables(self) -> pl.DataFrame:
@@ -591,7 +593,7 @@ class Lake:
         ``session_status``, ``type``, ``url``, ``sha``, ``title`` — String; ``position`` Int64
         (its place in the session's list); ``billable`` Boolean; ``session_start``,
         ``session_end`` Datetime(us, UTC); ``vault_id``, ``machine`` String, ``exported_at``
-        Datetime(us, UTC)."""
+        Datetime(us, UTC), ``exported_by_laptop`` Boolean."""
         return self._table("deliverables")
 
     def invoices(self) -> pl.DataFrame:
@@ -601,7 +603,8 @@ class Lake:
         (the number a credit note cancels), ``pdf_sha256`` — String; ``issued``, ``due``,
         ``period_start``, ``period_end`` Date; ``net``, ``tax``, ``gross`` Decimal(18, 3) in the
         invoice's ``currency``; ``billable_hours`` Float64 (hours); ``sessions`` Int64 (sessions
-        billed); ``vault_id``, ``machine`` String, ``exported_at`` Datetime(us, UTC)."""
+        billed); ``vault_id``, ``machine`` String, ``exported_at`` Datetime(us, UTC),
+        ``exported_by_laptop`` Boolean."""
         return self._table("invoices")
 
     def activity(self, since: str | None = None, until: str | None = None, client: str | None = None,

@@ -26,15 +26,16 @@ S3-compatible bucket::
                         ``credited`` for an invoice, null for a credit note
 
 Each row also carries who wrote it: ``vault_id`` (the vault's id, ``.memo/sync/daemon-id``: it
-travels with the vault), ``machine`` (the host name of the export) and ``exported_at`` (UTC, the
-export that last wrote the row). An export is incremental and idempotent: it reads the rows of
+travels with the vault), ``machine`` (the host name of the export), ``exported_at`` (UTC, the
+export that last wrote the row) and ``exported_by_laptop`` (Boolean: a hybrid laptop's export). An export is incremental and idempotent: it reads the rows of
 its own vault id, writes those that changed or are new, deletes those its vault no longer holds
 (one Iceberg commit per table: a delete and an append), and commits nothing when nothing changed.
 A vault copied to a second machine is the same vault: the later export of the two replaces the
 earlier's rows.
 
 Readers (:func:`lake_frames`) see a record once: a record exported by several vaults — a laptop's
-and the team daemon's that holds its pushes — is the row exported last (:data:`SHARED_KEYS`: a
+and the team daemon's that holds its pushes — is the team daemon's row (any vault's not a hybrid
+laptop's: the daemon bills the team), else the row exported last (:data:`SHARED_KEYS`: a
 session's project, id, owner and start, or its id, owner and the instant its record was made; a
 turn's session, time and text). :func:`lake_activity` tells apart two sessions of one project and id (two people's,
 one person's on two laptops) as ``ID@OWNER``. Another engine reads the same tables: the catalog's name is ``memo``
@@ -89,7 +90,7 @@ SAME_RECORD = ("_base_id", "owner", "record_created")
 #: A team daemon's suffix of a session it keeps apart (``--ann-x.example-1a2b3c``: the owner as a slug,
 #: dots and all — without them, every owner of an e-mail address was missed and counted twice: a team lead).
 _APART = r"(--[a-z0-9._-]*-[0-9a-f]{6})$"
-_WHO = ("vault_id", "machine", "exported_at")
+_WHO = ("vault_id", "machine", "exported_at", "exported_by_laptop")
 _MONEY = pl.Decimal(18, 3)
 _COST = pl.Decimal(18, 4)
 UTC_DT = pl.Datetime("us", "UTC")
@@ -429,6 +430,7 @@ def export_lake(store: VaultStore, target: LakeTarget, body: bool = True) -> Lak
     logging.getLogger("pyiceberg").setLevel(logging.ERROR)
     tables = vault_tables(store, body=body)
     vault_id, machine = daemon_id(store), socket.gethostname()
+    laptop = getattr(store.settings, "mode", None) == "hybrid"  # its rows yield to the team daemon's
     catalog = open_catalog(target)
     catalog.create_namespace_if_not_exists(NAMESPACE)
     result = LakeExport(target, vault_id, machine)
@@ -436,7 +438,7 @@ def export_lake(store: VaultStore, target: LakeTarget, body: bool = True) -> Lak
     for name in TABLES:
         frame = _with_key(tables[name], name).with_columns(
             pl.lit(vault_id).alias("vault_id"), pl.lit(machine).alias("machine"),
-            pl.lit(now).cast(UTC_DT).alias("exported_at"))
+            pl.lit(now).cast(UTC_DT).alias("exported_at"), pl.lit(laptop).alias("exported_by_laptop"))
         try:
             written, deleted = _merge(catalog, name, frame, vault_id)
         except MemoError:
@@ -509,9 +511,10 @@ def _table(catalog: "Catalog", identifier: str, schema) -> "Table":
 
 
 def lake_frames(target: LakeTarget, tables: tuple[str, ...] = TABLES) -> dict[str, pl.DataFrame]:
-    """The lake's tables as polars frames, a record once (:data:`SHARED_KEYS`: the row exported
-    last when several vaults exported it); columns as the module's docstring gives them, plus
-    ``vault_id``, ``machine``, ``exported_at`` (``Datetime(us, UTC)``). A table no machine
+    """The lake's tables as polars frames, a record once (:data:`SHARED_KEYS`: when several vaults
+    exported it, the row of a vault not a hybrid laptop's, else the one exported last); columns as
+    the module's docstring gives them, plus ``vault_id``, ``machine``, ``exported_at``
+    (``Datetime(us, UTC)``), ``exported_by_laptop`` (Boolean; null in rows of an earlier memo). A table no machine
     exported yet is an empty frame.
 
     Raises
@@ -540,7 +543,13 @@ def lake_frames(target: LakeTarget, tables: tuple[str, ...] = TABLES) -> dict[st
         except Exception as exc:  # noqa: BLE001 — a warehouse that cannot be read: one line, not a traceback
             raise MemoError(f"Lake table {NAMESPACE}.{name} cannot be read: {_first_line(exc)}") from None
         if frame.height:
-            frame = frame.sort("exported_at", descending=True, maintain_order=True)
+            # the team daemon's row of a record before a laptop's, whenever each exported: the daemon bills the
+            # team (its rounding, overlap policy, invoices); a laptop's export under its own config changed the
+            # team's figures until the daemon issued (found by a team lead)
+            laptop = (pl.col("exported_by_laptop").fill_null(False) if "exported_by_laptop" in frame.columns
+                      else pl.lit(False))
+            frame = frame.with_columns(laptop.alias("_laptop")).sort(
+                ["_laptop", "exported_at"], descending=[False, True], maintain_order=True).drop("_laptop")
             if name == "sessions":
                 frame = _one_row_a_session(frame)
             elif name == "prompts" and "body_sha256" in frame.columns:
@@ -581,7 +590,7 @@ def _empty(name: str) -> pl.DataFrame:
     """A table no machine exported yet, or without rows: its columns and dtypes, no row."""
     from .frames import DELIVERABLE_SCHEMA, PROMPT_SCHEMA
 
-    who = {"vault_id": pl.String, "machine": pl.String, "exported_at": UTC_DT}
+    who = {"vault_id": pl.String, "machine": pl.String, "exported_at": UTC_DT, "exported_by_laptop": pl.Boolean}
     columns = {"sessions": _session_columns(),
                "prompts": {**{c: d for c, d in PROMPT_SCHEMA.items() if c != "vault"}, "body_sha256": pl.String, **who},
                "deliverables": {**{c: d for c, d in DELIVERABLE_SCHEMA.items() if c != "vault"}, **who},
@@ -760,4 +769,4 @@ def _session_columns() -> dict[str, pl.DataType]:
     columns = {c: d for c, d in SESSION_SCHEMA.items() if c != "vault"}
     return {**columns, "billed_minutes": pl.Int64, "cost_usd": _COST, "invoice": pl.String,
             **dict.fromkeys(_TOKEN_COLUMNS, pl.Int64), "unpriced_turns": pl.Int64, "record_created": UTC_DT,
-            "vault_id": pl.String, "machine": pl.String, "exported_at": UTC_DT}
+            "vault_id": pl.String, "machine": pl.String, "exported_at": UTC_DT, "exported_by_laptop": pl.Boolean}

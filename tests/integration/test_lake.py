@@ -470,3 +470,39 @@ def test_a_superseded_session_bills_0_minutes_in_the_lake_as_in_the_vaults_frame
         frame = getattr(lake, name)()
         told = getattr(memo_api.Lake, name).__doc__
         assert not [c for c in frame.columns if f"``{c}``" not in told], (name, frame.columns)
+
+
+def test_the_team_daemons_row_of_a_session_wins_over_a_laptops_whenever_each_exported(tmp_path):
+    """Found by a team lead: a session bills 15 minutes on the team daemon (the client's 15-minute
+    steps in its config) and 10 on the laptop whose config has none; the laptop's export, made
+    after the daemon's, changed the team's figures in the lake (`activity --lake`: 10), and the
+    daemon's export again said "unchanged". The daemon's row counts, whichever exported last."""
+    import shutil
+
+    (tmp_path / "lake").mkdir()
+    lake = f'\n[lake]\ncatalog = "sqlite:///{tmp_path}/lake/c.db"\nwarehouse = "{tmp_path}/lake/w"\n'
+    acme = '\n[clients."Acme Corp"]\nhourlyRate = "120.00"\ncurrency = "EUR"\n'
+    laptop_config, daemon_config = tmp_path / "laptop.toml", tmp_path / "daemon.toml"
+    laptop_config.write_text('timezone = "UTC"\nmode = "hybrid"\n' + lake + acme
+                             + '\n[hybrid]\nremoteUrl = "http://127.0.0.1:9"\n', encoding="utf-8")
+    daemon_config.write_text('timezone = "UTC"\n' + lake + acme + 'roundingMinutes = 15\n', encoding="utf-8")
+    laptop, daemon = tmp_path / "laptop", tmp_path / "daemon"
+    on_laptop, on_daemon = {"MEMO_CONFIG": str(laptop_config)}, {"MEMO_CONFIG": str(daemon_config)}
+    memo("session", "start", "s1", "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
+         "--start-time", "2026-06-02T09:00:00Z", vault=laptop, env=on_laptop)
+    memo("session", "end", "s1", "--project", "shop", "--until", "2026-06-02T09:10:00Z", vault=laptop, env=on_laptop)
+    pushed = daemon / "projects" / "shop" / "sessions" / "session-s1.md"  # as a push leaves it there
+    pushed.parent.mkdir(parents=True)
+    shutil.copy(laptop / "projects" / "shop" / "sessions" / "session-s1.md", pushed)
+    memo("reindex", vault=daemon, env=on_daemon)
+
+    def billed(env, where) -> int:
+        [session] = json.loads(memo("--json", "activity", "--lake", vault=where, env=env).stdout)["sessions"]
+        return session["billedMinutes"]
+
+    memo("export", "iceberg", vault=daemon, env=on_daemon)
+    memo("export", "iceberg", vault=laptop, env=on_laptop)  # exported last
+    assert billed(on_daemon, daemon) == billed(on_laptop, laptop) == 15  # the daemon's figure, read anywhere
+    frames = __import__("memo_analytics").open_lake(f"sqlite:///{tmp_path}/lake/c.db", f"{tmp_path}/lake/w")
+    [row] = frames.sessions().rows(named=True)
+    assert (row["billed_minutes"], row["exported_by_laptop"]) == (15, False)
