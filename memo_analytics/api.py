@@ -531,15 +531,18 @@ def open_lake(catalog: str | None = None, warehouse: str | None = None, *, timez
     ------
     InvalidFieldError
         ``Invalid lake.catalog`` / ``Invalid lake.warehouse``: none given or configured, an
-        unknown scheme, a folder that does not exist; ``Invalid tz``.
+        unknown scheme, an SQLite catalog file or a warehouse folder that does not exist (no
+        vault exported there); ``Invalid tz``.
     """
-    from .analytics.lake import lake_target
+    from .analytics.lake import check_readable, lake_target
 
     settings = Settings()
     if timezone is not None:
         settings = settings.model_copy(update={"timezone": timezone})
     resolve_zone(settings.timezone)
-    return Lake(lake_target(settings, catalog, warehouse), settings)
+    target = lake_target(settings, catalog, warehouse)
+    check_readable(target)  # at the open, as said (an analyst: a misspelt lake opened, failed at the first read)
+    return Lake(target, settings)
 
 
 class Lake:

@@ -510,6 +510,24 @@ def _table(catalog: "Catalog", identifier: str, schema) -> "Table":
     return table
 
 
+def check_readable(target: LakeTarget) -> None:
+    """Refuse to read a lake whose SQLite catalog or local warehouse folder is not there: a read
+    made the catalog file (an empty lake, 0 hours, no word: a misspelt catalog path, found by an
+    analyst), and a misspelt warehouse read as well as the right one.
+
+    Raises
+    ------
+    InvalidFieldError
+        ``lake.catalog`` or ``lake.warehouse``, naming the path that does not exist.
+    """
+    if target.catalog.startswith("sqlite:///") and not Path(target.catalog[len("sqlite:///"):].split("?", 1)[0]).exists():
+        raise InvalidFieldError("lake.catalog", f"{target.catalog[len('sqlite:///'):]} does not exist: no vault was "
+                                                "exported into that lake (memo export iceberg makes it)")
+    if target.warehouse.startswith("file://") and not Path(target.warehouse[len("file://"):]).is_dir():
+        raise InvalidFieldError("lake.warehouse", f"{target.warehouse[len('file://'):]} does not exist: no vault was "
+                                                  "exported into that warehouse (memo export iceberg makes it)")
+
+
 def lake_frames(target: LakeTarget, tables: tuple[str, ...] = TABLES) -> dict[str, pl.DataFrame]:
     """The lake's tables as polars frames, a record once (:data:`SHARED_KEYS`: when several vaults
     exported it, the row of a vault not a hybrid laptop's, else the one exported last); columns as
@@ -524,10 +542,7 @@ def lake_frames(target: LakeTarget, tables: tuple[str, ...] = TABLES) -> dict[st
     """
     from pyiceberg.exceptions import NoSuchNamespaceError, NoSuchTableError
 
-    if target.catalog.startswith("sqlite:///") and not Path(target.catalog[len("sqlite:///"):].split("?", 1)[0]).exists():
-        # a read made the file (an empty lake, 0 hours, no word: a misspelt catalog path, found by an analyst)
-        raise InvalidFieldError("lake.catalog", f"{target.catalog[len('sqlite:///'):]} does not exist: no vault was "
-                                                "exported into that lake (memo export iceberg makes it)")
+    check_readable(target)
     catalog = open_catalog(target)
     frames = {}
     for name in tables:

@@ -506,3 +506,20 @@ def test_the_team_daemons_row_of_a_session_wins_over_a_laptops_whenever_each_exp
     frames = __import__("memo_analytics").open_lake(f"sqlite:///{tmp_path}/lake/c.db", f"{tmp_path}/lake/w")
     [row] = frames.sessions().rows(named=True)
     assert (row["billed_minutes"], row["exported_by_laptop"]) == (15, False)
+
+
+def test_open_lake_refuses_a_catalog_or_warehouse_that_is_not_there_at_the_open(tmp_path, realdata):
+    """Found by an analyst: `open_lake` of a misspelt catalog returned a Lake (the error came at
+    the first read), and one of a misspelt warehouse read the right one's rows without a word —
+    its docstring said both are refused."""
+    from memo_analytics import open_lake
+    from memo_analytics.domain.errors import InvalidFieldError
+
+    (tmp_path / "lake").mkdir()
+    team = _team(tmp_path, realdata, f"sqlite:///{tmp_path}/lake/c.db", f"{tmp_path}/lake/w")
+    export(team, "ann")
+    assert open_lake(f"sqlite:///{tmp_path}/lake/c.db", f"{tmp_path}/lake/w").sessions().height == 2
+    with pytest.raises(InvalidFieldError, match=r"Invalid lake.catalog: .*/lake/nope.db does not exist"):
+        open_lake(f"sqlite:///{tmp_path}/lake/nope.db", f"{tmp_path}/lake/w")
+    with pytest.raises(InvalidFieldError, match=r"Invalid lake.warehouse: .*/lake/ww does not exist"):
+        open_lake(f"sqlite:///{tmp_path}/lake/c.db", f"{tmp_path}/lake/ww")
