@@ -463,10 +463,40 @@ def _terminal_copy(path: Path) -> bool:
     return "\u23fa" in head and any(line.startswith("> ") for line in head.splitlines())
 
 
+def specstory_roots(store: VaultStore, cwd: Path | None = None) -> list[WatchedRoot]:
+    """The SpecStory histories (``.specstory/history``: SpecStory keeps them in each repository,
+    not in the home) of the repository ``cwd`` lies in and of each repository a project of the
+    vault was last seen in on this machine (:func:`~.projects.last_seen_root`) — found by a
+    newcomer: ``memo import auto`` in a repository holding one left its 275 turns out without a word."""
+    from ..index import store as index
+    from .projects import last_seen_root
+    from .store import repository_root
+
+    repositories: set[Path] = set()
+    try:
+        here = repository_root(cwd or Path.cwd())
+    except (OSError, MemoError):
+        here = None
+    if here is not None:
+        repositories.add(Path(here))
+    if store.exists:
+        try:
+            projects = index.project_names(store.conn)
+        except (sqlite3.Error, MemoError):
+            projects = []
+        for project in projects:
+            root = last_seen_root(store, project)
+            if root is not None:
+                repositories.add(root)
+    return [WatchedRoot(repository / ".specstory" / "history", "specstory")
+            for repository in sorted(repositories) if (repository / ".specstory" / "history").is_dir()]
+
+
 def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = None,
-                paths: list[Path] | None = None) -> list[dict]:
-    """``memo import auto``: every :data:`KNOWN_LOCATIONS` folder on this machine imported by its
-    importer — or, given ``paths`` (folders or files), each file by the importer that reads it
+                paths: list[Path] | None = None, cwd: Path | None = None) -> list[dict]:
+    """``memo import auto``: every :data:`KNOWN_LOCATIONS` folder on this machine and every
+    SpecStory history of this repository and of the repositories memo knows
+    (:func:`specstory_roots`) imported by its importer — or, given ``paths`` (folders or files), each file by the importer that reads it
     (:func:`source_of`, as ``memo watch`` tells them) — each folder and importer with its own
     counts: ``[{source, path, files, sessions, turns, skipped, …, summary}]`` (``summary``: the line
     ``memo import SOURCE`` prints of them, its notes included); the first item of a given folder
@@ -533,10 +563,11 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
                 # said once, with the folder's first importer, as skipped files
                 found.append(_with_left_out(item, unreadable if not number else []))
         return found
-    roots = known_roots(home)
+    roots = known_roots(home) + specstory_roots(store, cwd)
     if not roots:
         raise InvalidFieldError("path", "no known transcript folder on this machine (looked in "
-                                        f"{', '.join('~/' + f for _, f in KNOWN_LOCATIONS)})")
+                                        f"{', '.join('~/' + f for _, f in KNOWN_LOCATIONS)}, and for .specstory/history "
+                                        "in this repository and those memo knows)")
     found = []
     for root in roots:
         module = load_importer(root.source or "")

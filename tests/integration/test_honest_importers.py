@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 from datetime import datetime, timedelta
 
@@ -410,3 +411,31 @@ def test_a_copy_whose_prompts_carry_no_time_and_its_timed_original_count_each_tu
     both = json.loads(memo("--json", "activity", "--all", vault=tmp_path / "both").stdout)
     assert (both["totalPrompts"], both["totalDurationMinutes"], both["totalCostUsd"]) == \
         (8, 105, clean["totalCostUsd"])
+
+def test_import_auto_takes_the_specstory_history_of_this_repository_and_of_those_memo_knows(realdata, tmp_path):
+    """Found by a newcomer: `memo import auto`, run in a repository holding `.specstory/history`,
+    read the agents' home folders alone — 275 turns left out without a word (SpecStory keeps its
+    histories in each repository). It takes this repository's, and those of the repositories the
+    vault's projects were last seen in."""
+    home, vault = tmp_path / "home", tmp_path / "v"
+    home.mkdir()
+    histories = sorted((realdata / "specstory-md").rglob(".specstory/history"))
+    assert histories
+    repos = []
+    for name, history in zip(("shop", "api"), histories[:2]):
+        repo = tmp_path / name
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+        shutil.copytree(history, repo / ".specstory" / "history")
+        repos.append(repo)
+    env = {"HOME": str(home)}
+    ran = memo("--json", "import", "auto", vault=vault, env=env, cwd=repos[0])
+    [item] = json.loads(ran.stdout)["sources"]
+    assert (item["source"], item["path"]) == ("specstory", str(repos[0] / ".specstory" / "history"))
+    assert item["turns"] > 0
+    # a repository the vault knows (a turn recorded there), from anywhere
+    memo("prompt", "record", "--body", "hello", "--session-id", "s1", vault=vault, env=env, cwd=repos[1])
+    again = json.loads(memo("--json", "import", "auto", vault=vault, env=env, cwd=tmp_path).stdout)["sources"]
+    assert [Path(i["path"]).parent.parent.name for i in again] == ["api"]  # shop's was imported from it, not seen
+    nothing = memo("import", "auto", vault=tmp_path / "empty", env=env, cwd=tmp_path, check=False)
+    assert nothing.returncode == 1 and "and for .specstory/history in this repository and those memo knows" \
+        in nothing.stderr

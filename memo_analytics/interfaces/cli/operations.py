@@ -128,8 +128,9 @@ def import_auto_command(
     tz: Optional[str] = typer.Option(None, "--tz", help="Zone of timestamps without an offset (default: the config's timezone, else the machine's)."),
 ) -> None:
     """Find every known transcript store on this machine (~/.claude/projects, ~/.codex/sessions,
-    ~/.gemini/tmp, ~/.copilot/session-state, Cursor's globalStorage, ~/.local/share/opencode) — or
-    the folders given — and import each with its own importer; one line of counts per folder."""
+    ~/.gemini/tmp, ~/.copilot/session-state, Cursor's globalStorage, ~/.local/share/opencode, and
+    the .specstory/history of this repository and of those memo knows) — or the folders given —
+    and import each with its own importer; one line of counts per folder."""
     from ...services.importers.common import ImportOptions
     from ...services.watch import import_auto
 
