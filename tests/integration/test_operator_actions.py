@@ -552,3 +552,24 @@ def test_internal_work_of_a_project_mapped_to_a_client_is_proposed_for_it(tmp_pa
         assert current_digest(store, now=LATER, force=True)["items"] == []
     finally:
         store.close()
+
+
+def test_the_cli_apply_of_a_story_export_says_the_item_waits_for_the_review(tmp_path):
+    """Found by a newcomer: `memo digest apply pr_awaiting_review:…` printed "applied export the
+    story …" and the item stayed, nothing saying what ends it."""
+    import json
+
+    from tests.inprocess import memo
+
+    vault = tmp_path / "vault"
+    home = {"HOME": str(tmp_path)}  # the story goes to ~/.memo/stories
+    start = (utcnow() - timedelta(hours=6)).replace(microsecond=0)
+    memo("session", "start", "cart-1", "--project", "shop", "--start-time", to_iso(start), vault=vault, cwd=tmp_path, env=home)
+    memo("session", "end", "cart-1", "--project", "shop", "--until", to_iso(start + timedelta(hours=2)),
+         "--pr", "https://github.com/acme/shop/pull/7", vault=vault, cwd=tmp_path, env=home)
+    [item] = [i for i in json.loads(memo("--json", "digest", "--refresh", vault=vault, cwd=tmp_path, env=home).stdout)["items"]
+              if i["kind"] == "pr_awaiting_review"]
+    ran = memo("digest", "apply", item["id"], "--fingerprint", item["fingerprint"], vault=vault, cwd=tmp_path, env=home)
+    assert ran.stdout.startswith("applied export the story of cart-1")
+    assert f"note: the item stays until the review is done: memo --vault-root {vault} session edit cart-1 " \
+        "--reviewed" in " ".join(ran.stderr.split()), ran.stderr

@@ -312,6 +312,10 @@ def digest_apply(
         if r["applied"]:
             written = r.get("result", {}).get("path")
             out.print(_safe(f"applied {_read_here(r['item']['proposal']['summary'])}" + (f" → {written}" if written else "")))
+            if r["item"]["kind"] == "pr_awaiting_review":  # the story is for the review; the item waits for it
+                session = r["item"]["subject"]
+                err.print(_safe(f"note: the item stays until the review is done: "
+                                f"{_on_this_vault(f'memo session edit {shell_word(session)} --reviewed')}"))
         else:
             out.print(_safe(f"not applied: {one_line(r['reason'])}. New proposal: "
                             f"{one_line(_read_here(r['item']['proposal']['summary']))}; "
