@@ -89,6 +89,11 @@ def worked_until(report: ActivityReport, sessions: list[dict[str, Any]], period:
 
 
 def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> None:
+    _check_issuer_sendable(issuer)
+    _check_client_sendable(issuer, client_name, client)
+
+
+def _check_issuer_sendable(issuer: Issuer) -> None:
     # every setting of the issuer that is missing, in one message (not one per attempt)
     needed = [(f"invoice.{m}", f"invoice.{m}") for m in issuer.missing_for_sending()]
     if not (issuer.vat_id or issuer.tax_id):
@@ -98,7 +103,6 @@ def _check_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> 
     if needed:
         raise InvalidFieldError(needed[0][0], "an issued invoice names its issuer: set "
                                 + "; ".join(text for _, text in needed) + " (memo config set KEY VALUE)")
-    _check_client_sendable(issuer, client_name, client)
 
 
 def draft_refusals(settings: Settings, invoice: Any, root: Path | None = None) -> list[str]:
@@ -113,19 +117,39 @@ def draft_refusals(settings: Settings, invoice: Any, root: Path | None = None) -
             ledger.refuse_lost_documents(root, ledger.documents(root))
         except MemoError as exc:
             said.append(f"{exc} (this draft may bill them)")
-    for section in invoice.sections:
-        client = settings.billing_for(section.client)
-        if client is None:
-            continue
-        try:
-            _check_client_sendable(settings.invoice, section.client, client)
+    priced = [(section.client, settings.billing_for(section.client)) for section in invoice.sections]
+    priced = [(name, client) for name, client in priced if client is not None]
+    if priced:
+        try:  # the issuer's keys too: a newcomer mended the client's address, then met the issuer's, then the tax
+            _check_issuer_sendable(settings.invoice)
         except InvalidFieldError as exc:
-            said.append(f"{section.client}: memo invoice issue refuses it: {exc}")
+            said.append(f"memo invoice issue refuses every client's: {exc}")
+    for name, client in priced:
+        said += [f"{name}: memo invoice issue refuses it: {problem}"
+                 for problem in _client_problems(settings.invoice, name, client)]
     return said
+
+
+def _client_problems(issuer: Issuer, client_name: str, client: ClientBilling) -> list[str]:
+    """Every refusal of :func:`_check_client_sendable` at once (its currency, name and address,
+    its tax treatment), for a draft to say them in one pass, not one per attempt."""
+    problems = []
+    for check in (_check_client_party, _check_client_tax):
+        try:
+            check(issuer, client_name, client)
+        except InvalidFieldError as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def _check_client_sendable(issuer: Issuer, client_name: str, client: ClientBilling) -> None:
     """The client's part of :func:`_check_sendable`."""
+    _check_client_party(issuer, client_name, client)
+    _check_client_tax(issuer, client_name, client)
+
+
+def _check_client_party(issuer: Issuer, client_name: str, client: ClientBilling) -> None:
+    """The client's currency, name and postal address (:func:`_check_client_sendable`)."""
     key = f'clients."{client_name}"'
     if minor_unit(client.currency) < Decimal("0.01"):  # BHD, KWD, OMR …: three decimals
         raise InvalidFieldError(f"{key}.currency", f"an issued invoice carries EN 16931 (Factur-X) amounts, which have "
@@ -138,9 +162,16 @@ def _check_client_sendable(issuer: Issuer, client_name: str, client: ClientBilli
     if missing:
         raise InvalidFieldError(f"{key}.{missing[0]}", "an issued invoice names the client's postal address: set "
                                 + ", ".join(f"{key}.{m}" for m in missing))
-    def compact(vat_id: str | None) -> str:
-        return "".join(ch for ch in (vat_id or "") if ch.isalnum()).upper()
 
+
+def _compact_vat_id(vat_id: str | None) -> str:
+    return "".join(ch for ch in (vat_id or "") if ch.isalnum()).upper()
+
+
+def _check_client_tax(issuer: Issuer, client_name: str, client: ClientBilling) -> None:
+    """The client's VAT treatment (:func:`_check_client_sendable`)."""
+    key = f'clients."{client_name}"'
+    compact = _compact_vat_id
     if client.vat_id and compact(client.vat_id) == compact(issuer.vat_id):  # a copy-paste: an invoice to oneself
         raise InvalidFieldError(f"{key}.vatId", f"{client.vat_id} is the issuer's own VAT id (invoice.vatId); set "
                                                 "the client's own VAT id there")

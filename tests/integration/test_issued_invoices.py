@@ -986,6 +986,14 @@ def test_a_draft_says_each_client_setting_the_issue_would_refuse(billing, tmp_pa
                             'reverse charge is for a client in another EU country') for w in warnings), warnings
     assert any(w.startswith('Acme Corp: memo invoice issue refuses it: Invalid clients."Acme Corp".address: an issued '
                             'invoice names the client\'s postal address') for w in warnings), warnings
+    # found by a newcomer: one refusal a run (issuer, then address, then tax): the draft says them all at once
+    billing["config"].write_text(text_.replace('address = ["1 rue de la Paix"]', 'address = []')
+                                 .replace('iban = "DE89 3704 0044 0532 0130 00"\n', "")
+                                 .replace('taxRate = "19"\n', ""), encoding="utf-8")
+    warnings = json.loads(run(billing, "--json", "report", "invoice", "--all", "--since", "2026-06-01", "--until",
+                              "2026-06-30").stdout)["warnings"]
+    said = [w.split(": Invalid ", 1)[1].split(":")[0] for w in warnings if "memo invoice issue refuses" in w]
+    assert {"invoice.iban", 'clients."Acme Corp".address', 'clients."Acme Corp".taxRate'} <= set(said), warnings
 
 
 @contextlib.contextmanager
