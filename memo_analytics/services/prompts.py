@@ -584,8 +584,8 @@ def _after_a_long_pause(store: VaultStore, turn: dict[str, Any], meta: dict[str,
         return None
     return (f"session {turn['sessionId']} was idle {paused // 60} h {paused % 60:02d} min before this turn (its last "
             f"activity {to_iso(last)}); a session bills from its start to its end, the pause too: for work after such a "
-            f"pause start a new session (this turn is recorded in this one; once it ends, memo session edit "
-            f"{turn['sessionId']} --project {turn['project']} --minutes N bills less of it)")
+            f"pause start a new session (this turn is recorded in this one, and with it the pause: --minutes N, "
+            f"which ends a session N minutes after its start, would leave out the work after it, not the pause)")
 
 
 def record_prompt_answer(store: VaultStore, request: RecordPromptRequest) -> dict[str, Any]:

@@ -577,8 +577,8 @@ def test_a_turn_after_a_pause_longer_than_the_idle_gap_warns_that_the_pause_bill
     assert json.loads(answers[2][1])["warnings"] == [
         "session night was idle 15 h 55 min before this turn (its last activity 2026-12-05T17:05:00.000Z); a "
         "session bills from its start to its end, the pause too: for work after such a pause start a new session "
-        "(this turn is recorded in this one; once it ends, memo session edit night --project web --minutes N bills "
-        "less of it)"]
+        "(this turn is recorded in this one, and with it the pause: --minutes N, which ends a session N minutes "
+        "after its start, would leave out the work after it, not the pause)"]
 
 
 def test_the_handoffs_action_pages_as_list_and_search_do(tmp_path):
