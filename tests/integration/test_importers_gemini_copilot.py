@@ -594,3 +594,18 @@ def test_a_copilot_conversation_its_hooks_captured_without_a_session_id_counts_o
     assert sorted((t["body"], t["sessionId"].split("-")[1]) for t in listed) == [
         ("another window: bump the version", "repo"), ("fix the failing one", "aaaabbbb"),
         ("now write tests", "aaaabbbb"), ("plan the refactor", "aaaabbbb")]
+
+
+def test_a_gemini_chat_read_in_the_middle_of_its_rewrite_is_taken_in_once_whole(tmp_path, realdata):
+    """Found by a tester of other agents' files: Gemini rewrites its chat's JSON whole; read in the
+    middle of a rewrite it was "not a gemini transcript" (and `memo watch` said a skipped file at
+    each rewrite). It is a chat still being written, taken in once whole."""
+    source = realdata / "multi-agent/Mai0313-VibeCodingTracker/examples/test_conversation_gemini.json"
+    chat = tmp_path / "chats" / "session.json"
+    chat.parent.mkdir()
+    chat.write_bytes(source.read_bytes()[:95_000])
+    vault = tmp_path / "v"
+    cut = memo("--json", "import", "gemini", str(chat.parent), vault=vault)
+    assert (json.loads(cut.stdout)["pending"], json.loads(cut.stdout)["errors"]) == (1, []), cut.stderr
+    chat.write_bytes(source.read_bytes())
+    assert counts(imported(vault, "gemini", chat.parent))[1:3] == (1, 1)

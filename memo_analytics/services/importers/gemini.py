@@ -380,9 +380,20 @@ def _read(path: Path, options: ImportOptions) -> tuple[_Chat | None, object, boo
         return chat, None, pending
     if path.suffix == ".jsonl":
         return None, _first_value(lines), pending
+    if broken is not None and _a_chat_cut_short(text):
+        # Gemini rewrites its chat whole: read in the middle of a rewrite, it is a chat still being
+        # written, taken in once whole — it was "not a gemini transcript" (found by a tester)
+        return None, None, True
     if broken is not None:
         raise ValueError(broken)
     return None, document, False
+
+
+def _a_chat_cut_short(text: str) -> bool:
+    """Whether ``text``, no complete JSON document, is the beginning of a Gemini chat (its header's
+    ``sessionId`` among its first bytes)."""
+    head = text.lstrip()[:4096]
+    return head.startswith("{") and '"sessionId"' in head
 
 
 def _gemini_side_file(value: object) -> bool:
@@ -437,6 +448,8 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         bad byte costs only its line).
     """
     chat, first, pending = _read(path, options)
+    if chat is None and first is None and pending and path.suffix != ".jsonl":
+        return ParseResult(pending_lines=1)  # a chat cut short while Gemini rewrites it: read once whole
     if chat is None:
         return ParseResult() if _gemini_side_file(first) else ParseResult(recognised=False, why=_looks_like(first),
                                                                           pending_lines=int(pending))
