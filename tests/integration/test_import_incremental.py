@@ -1574,3 +1574,23 @@ def test_a_user_line_of_neither_session_nor_time_is_said_not_dropped(tmp_path):
     said = json.loads(memo("--json", "import", "claude-code", str(source), vault=tmp_path / "v").stdout)
     assert (said["turns"], said["skipped"]) == (1, 1), said
     assert any("line 1: a user message with neither sessionId nor timestamp" in e for e in said["errors"]), said
+
+
+def test_a_prompt_stamped_in_the_future_is_left_out_and_the_rest_imported(tmp_path):
+    """Found by a tester of other agents' files: one prompt line stamped a year ahead refused the
+    whole conversation ("Invalid startTime: … is in the future", naming no line, and no field of
+    the file). That prompt is left out, said, and the rest imported."""
+    from datetime import datetime, timedelta, timezone
+
+    ahead = (datetime.now(timezone.utc) + timedelta(days=400)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    (folder / "s.jsonl").write_text(_prompt_line("fut", "/w/app", "2025-09-03T10:00:00.000Z", "first", "u1")
+                                    + _prompt_line("fut", "/w/app", ahead, "from a clock ahead", "u2")
+                                    + _prompt_line("fut", "/w/app", "2025-09-03T10:05:00.000Z", "second", "u3"),
+                                    encoding="utf-8")
+    ran = memo("--json", "import", "claude-code", str(folder), vault=tmp_path / "v")
+    result = json.loads(ran.stdout)
+    assert (result["turns"], result["skipped"]) == (2, 1), ran.stderr
+    assert any(f"transcript fut: 1 prompt stamped in the future ({ahead}: the clock of the machine that wrote it "
+               "ahead?) left out; the rest imported" in e for e in result["errors"]), result["errors"]

@@ -2091,7 +2091,9 @@ def run_import(
                                      f"line of it carries a time, so no work session holds its "
                                      f"{counted(len(transcript.prompts), 'turn')}: not imported")
             found = [t for t in found if t not in timeless]
-            if (parsed.problems or timeless) and not found:
+            ahead = _left_out_ahead(found, result, redact_secrets(str(path))[0])
+            found = [t for t in found if t not in ahead]
+            if (parsed.problems or timeless or ahead) and not found:
                 troubled.add(path)
         transcripts.extend(found)
         if progress:
@@ -2195,6 +2197,32 @@ def run_import(
             except (OSError, MemoError):
                 pass  # a cache: the next import reads the files again
     return result
+
+
+def _left_out_ahead(transcripts: list[Transcript], result: ImportResult, name: str) -> list[Transcript]:
+    """Leave out of ``transcripts`` the prompts (and instants) stamped more than a day ahead of
+    now — a clock set ahead on the machine that wrote them — each said once per transcript and
+    counted skipped; the rest is imported (one such line refused the whole conversation, "Invalid
+    startTime: … is in the future", naming neither the line nor its field: found by a tester).
+    The transcripts left with no prompt, to be left out whole."""
+    from ..prompts import MAX_CLOCK_SKEW
+
+    limit = datetime.now(tz=_UTC) + MAX_CLOCK_SKEW
+    emptied = []
+    for transcript in transcripts:
+        ahead = [p for p in transcript.prompts if p.at is not None and p.at > limit]
+        transcript.activity = [at for at in transcript.activity if at <= limit]
+        if not ahead:
+            continue
+        late = {id(p) for p in ahead}
+        transcript.prompts = [p for p in transcript.prompts if id(p) not in late]
+        result.skipped += len(ahead)
+        result.errors.append(f"{name}: transcript {transcript.transcript_id}: {counted(len(ahead), 'prompt')} "
+                             f"stamped in the future ({to_iso(min(p.at for p in ahead))}: the clock of the machine "
+                             "that wrote it ahead?) left out; the rest imported")
+        if not transcript.prompts:
+            emptied.append(transcript)
+    return emptied
 
 
 def _note_held(store: VaultStore, source: str, transcripts: list[Transcript], result: ImportResult) -> None:
