@@ -120,6 +120,8 @@ class Snapshot:
     #: ``{project, sessionId, invoice, teamInvoice, client, billedMinutes, created}`` of each session
     #: this vault's own invoice and the team daemon's both bill (:func:`~.snapshot._team_billed_too`)
     team_billed_too: list[dict[str, Any]] = field(default_factory=list)
+    #: whether this vault is a laptop in hybrid mode (a shared baton is taken by a start on the team daemon)
+    hybrid_laptop: bool = False
     #: conversations imported from their transcripts while their hook session was open, not ended
     #: by their agent (:func:`~memo_analytics.operator.snapshot._live_conversations`)
     live_conversations: list[dict[str, Any]] = field(default_factory=list)
@@ -559,12 +561,16 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
         taker = "any agent's next session in the project" if baton.get("shared") else \
             "an agent's next session" + (f" on branch {baton['branch']}" if baton.get("branch") else "") \
             + (f" by {baton['owner']}" if baton.get("owner") else "") + " in the project"
+        hint = (f"{taker} takes it (its session_start tool, or the session-start hook of Claude Code, Codex or "
+                "Gemini CLI); or add --cancel")
+        if baton.get("shared") and snapshot.hybrid_laptop:  # it stays for a start on the daemon (a team lead)
+            hint = ("a session started on the team daemon takes it (an agent's session_start there, or a laptop in "
+                    "remote mode): a start on this laptop takes no shared baton; or add --cancel")
         items.append((Item("handoff_unclaimed", KIND_LANE["handoff_unclaimed"], baton["id"], baton["project"],
                           "a session to pick it up" + (f" ({target})" if target else ""),
                           f"{counted(len(baton.get('nextSteps') or []), 'next step')} left by {baton.get('fromSessionId') or baton.get('sessionId') or 'a session'} "
                           f"{_since(age)} ago", age, 0,
-                          f"{read}  # {one_line(taker)} takes it (its session_start tool, or the session-start "
-                          f"hook of Claude Code, Codex or Gemini CLI); or add --cancel",
+                          f"{read}  # {one_line(hint)}",
                           to_iso(created), fingerprint(baton["id"], baton.get("updated"), baton.get("status")),
                           {"actionClass": "cancel_handoff", "params": {"id": baton["id"], "project": baton["project"]},
                            "summary": f"cancel {baton['id']}, unclaimed for {_since(age)}"}), baton))
