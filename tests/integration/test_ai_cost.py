@@ -242,7 +242,8 @@ def test_a_session_of_0_minutes_left_off_an_invoice_is_said_with_its_ai_cost(cos
     memo(*args, "--zero-minutes", "-o", str(tmp_path / "z.csv"), vault=costed, env=env)
     assert ',2.11' in (tmp_path / "z.csv").read_text(encoding="utf-8-sig")
     issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme", "--since", "2026-01-01",
-                             "--until", "2026-01-31", "--zero-minutes", vault=costed, env=env).stdout)
+                             "--until", "2026-01-31", "--zero-minutes", "--exchange-rate", "0.92",  # VAT in USD
+                             vault=costed, env=env).stdout)
     assert (issued["net"], issued["leftOff"]["zeroMinutes"]) == ("52.11", 0)
 
 

@@ -1477,6 +1477,21 @@ def test_a_transcript_cut_then_gone_on_with_other_work_imports_the_new_work(tmp_
     clean = tmp_path / "clean"
     memo("import", "claude-code", str(grown), "--project", "product", vault=clean)
     assert totals(vault) == totals(clean) == (20 + 25, 4)  # A, then D
+    # cut and gone on between two imports (a cron job's): the same (found by a breaker: refused for good)
+    once = tmp_path / "once"
+    grown.write_text(_stretch_lines(parts), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=once)
+    grown.write_text(_stretch_lines(went_on), encoding="utf-8")
+    both = memo("import", "claude-code", str(grown), "--project", "product", vault=once, check=False)
+    assert both.returncode == 0, both.stderr
+    assert totals(once) == (45, 4)
+    # cut again, then put back whole: as a clean import of each file (found by a breaker: D counted twice)
+    grown.write_text(_stretch_lines({"A": parts["A"]}), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=once)
+    assert totals(once) == (20, 2)
+    grown.write_text(_stretch_lines(went_on), encoding="utf-8")
+    memo("import", "claude-code", str(grown), "--project", "product", vault=once)
+    assert totals(once) == (45, 4)
     listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["items"]
     assert sorted((t["created"][11:16], t["body"]) for t in listed) == [
         ("09:00", "prompt A1"), ("09:10", "prompt A2"), ("16:00", "prompt D1"), ("16:10", "prompt D2")]
@@ -1594,3 +1609,29 @@ def test_a_prompt_stamped_in_the_future_is_left_out_and_the_rest_imported(tmp_pa
     assert (result["turns"], result["skipped"]) == (2, 1), ran.stderr
     assert any(f"transcript fut: 1 prompt stamped in the future ({ahead}: the clock of the machine that wrote it "
                "ahead?) left out; the rest imported" in e for e in result["errors"]), result["errors"]
+
+
+def test_a_transcript_cut_gone_on_before_the_cut_work_cut_again_and_put_back_counts_as_a_clean_import(tmp_path):
+    """Found by a breaker: A and B imported; cut to A; gone on with D (before where B began) and F;
+    cut to A again; put back — D came in as an "earlier part" beside B's place, was not marked
+    when cut, and was counted twice when put back (7 prompts where a clean import has 5)."""
+    a, b = ("09:00", "09:10", "09:20"), ("11:00", "11:12", "11:30")
+    d, f = ("10:00", "10:10", "10:25"), ("16:00", "16:05", "16:15")
+    grown, vault = tmp_path / "g.jsonl", tmp_path / "v"
+
+    def step(parts: dict) -> tuple[int, int]:
+        grown.write_text(_stretch_lines(parts), encoding="utf-8")
+        memo("import", "claude-code", str(grown), "--project", "product", vault=vault)
+        clean = tmp_path / f"clean-{len(list(tmp_path.iterdir()))}"
+        memo("import", "claude-code", str(grown), "--project", "product", vault=clean)
+        report = lambda where: json.loads(memo("--json", "activity", "--all", vault=where).stdout)  # noqa: E731
+        mine, theirs = report(vault), report(clean)
+        assert (mine["totalDurationMinutes"], mine["totalPrompts"]) == (
+            theirs["totalDurationMinutes"], theirs["totalPrompts"]), parts.keys()
+        return mine["totalDurationMinutes"], mine["totalPrompts"]
+
+    assert step({"A": a, "B": b}) == (50, 4)
+    assert step({"A": a}) == (20, 2)
+    assert step({"A": a, "D": d, "F": f}) == (20 + 25 + 15, 6)
+    assert step({"A": a}) == (20, 2)
+    assert step({"A": a, "D": d, "F": f}) == (60, 6)

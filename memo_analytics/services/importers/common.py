@@ -617,6 +617,10 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     fresh = True
     begins_earlier: set[int] = set()
     reborn: set[int] = set()  # sessions marked rewound whose number other work holds now
+    # the first interval where the vault holds it: a later one whose work the file no longer holds was
+    # cut (another --tz moves every interval, the first too)
+    steady = first is not None and bool(intervals) and (first[0].get("startTime") == to_iso(intervals[0].start)
+                                                        or bool(first[0].get("timesEdited")))
     for number, interval in enumerate(intervals, 1):
         session_id = f"{base}-{number}"
         existing = store.read(homes[number], RecordKind.SESSION, session_record_id(session_id))
@@ -626,8 +630,14 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         if existing is not None and existing[0].get("startTime") != to_iso(interval.start):
             if existing[0].get("gaveWayTo") and _within(existing[0].get("startTime"), interval):
                 continue  # begins at its first turn of its own: what came before is the agent's session's
-            if existing[0].get("status") == "superseded" and existing[0].get("supersededBy") == [REWOUND] \
-                    and (homes[number], session_id) not in invoiced:
+            lost = (existing[0].get("status") == "superseded" and existing[0].get("supersededBy") == [REWOUND]) or (
+                # cut and gone on, both seen by this import (a cron job's, one without a watcher): the earlier
+                # intervals as imported, this one's work in none of the file's intervals now (another --tz
+                # moves every interval, the first too — refused below) (found by a breaker)
+                steady and number > 1 and existing[0].get("status") != "superseded"
+                and str(existing[0].get("source") or "").startswith("import:")
+                and not any(_within(existing[0].get("startTime"), iv) for iv in intervals))
+            if lost and (homes[number], session_id) not in invoiced:
                 # the file lost this interval (rewound, cut) and the agent went on: other work at its
                 # place, which the session becomes (its turns marked rewound take the new prompts'
                 # text, as a turn rewound and typed again does) — refused, no later turn came in
@@ -945,6 +955,8 @@ def _held_intervals(store: VaultStore, base: str, home: Callable[[str], str],
     meta: dict[str, Any] | None = first
     number = 1
     while meta is not None and number <= MAX_HELD_INTERVALS:
+        if meta.get("status") == "superseded" and meta.get("supersededBy") == [REWOUND]:
+            break  # the file lost it (cut, rewound): new work there takes its place, it is no earlier part
         try:
             start = from_iso(str(meta.get("startTime")))
             end = from_iso(str(meta["endTime"])) if meta.get("endTime") else start
