@@ -50,6 +50,7 @@ from ..domain.clock import format_minutes, from_iso, minutes_between, to_iso
 from ..domain.errors import InvalidDateError
 from ..domain.rounding import hours_cents
 from ..domain.wire import counted
+from ..services.importers import IMPORTERS
 from ..services.rules.extract import trap_rule
 from ..services.sessions import MAX_SESSION_MINUTES, waiting_since
 
@@ -186,7 +187,9 @@ DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"),
                    ("project", "client"),
                    ("session", "export"), ("report", "rules"), ("invoice", "credit"), ("invoice", "show"),
                    ("invoice", "issue"),
-                   ("digest", "apply"), ("activity",), ("reindex",))
+                   ("digest", "apply"), ("activity",), ("reindex",),
+                   # the import that takes in what an invoice held back (import_held_back): a transcript's path
+                   *(("import", source) for source in IMPORTERS))
 
 
 #: The options those commands carry in a digest (``--promote`` with a file name of the repository's root).
@@ -649,7 +652,12 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
         items.append((_project_unbilled(project, recent, now), recent[-1]))
     for session in snapshot.long_sessions:
         items.append((_too_long(session, now), session))
+    # a credited session whose transcript holds work an import held back: the import first (its own item),
+    # the invoice after — re-issued first, it billed without that work, and a credit again (found by a breaker)
+    importing_first = {(h["project"], h["sessionId"]) for h in snapshot.held_back if not h["standing"]}
     for late in snapshot.late_sessions:  # the period was billed, this work of it was not
+        if (late.get("project"), late.get("sessionId")) in importing_first:
+            continue
         minutes = int(late.get("billedMinutes", late.get("durationMinutes")) or 0)  # as the invoice of it bills
         recorded = from_iso(str(late.get("recordedAt") or late.get("created") or late["endTime"]))
         # the late session's project alone: --all billed another project's work the invoice left out on
@@ -699,7 +707,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
                             f"{held['invoice']} billed it; that invoice is credited now: the next import takes it in"),
                            _age(since, now), int(held["minutes"]),
                            (f"memo invoice credit {_q(held['invoice'])}  # then {importing} takes it in; bill the "
-                            "session again (or mark this reviewed to leave it unbilled)" if held["standing"] else
+                            "session again (or leave it: that work stays out of every report)" if held["standing"] else
                             f"{importing}  # takes in what {held['invoice']} held back"),
                            to_iso(since), fingerprint(held["path"], held["sessionId"], held["invoice"],
                                                       held["standing"], held["turns"], held["minutes"])), held))

@@ -841,6 +841,12 @@ def test_work_an_import_holds_back_for_an_issued_invoice_is_a_digest_item_until_
     [after] = held()
     assert "that invoice is credited now" in after["why"]
     assert after["action"].startswith(f"memo import claude-code {source}  #")
+    # the import first: no item re-issuing the credited invoice before it (found by a breaker: re-issued
+    # without the held work, then asked to credit that one too); and the CLI prints its command
+    digest = json.loads(memo("--json", "digest", "--as-of", "2026-06-11", vault=vault, env=env).stdout)
+    assert not [i for i in digest["items"] if i["kind"] == "invoice_late_work"], digest["items"]
+    printed = memo("digest", "--as-of", "2026-06-11", vault=vault, env=env).stdout
+    assert f"memo --vault-root {vault} import claude-code {source}" in " ".join(printed.split()), printed
     command = after["action"].split("  #")[0].split()
     assert memo(*command[1:], vault=vault, env=env).code == 0  # the printed command, as printed
     assert held() == []
