@@ -555,6 +555,13 @@ def test_import_auto_exits_non_zero_when_a_conversation_is_refused(tmp_path):
     assert ran.stderr.strip().splitlines()[-1] == \
         "error: 1 conversation refused (the lines above say why); the rest was imported"
     assert "import it with --idle-gap 30" in ran.stderr
+    # so does `memo import SOURCE`, when another conversation came in (it exited 0: found by a breaker)
+    (folder / "other.jsonl").write_text(_prompt_line("other", "/w/app", "2025-09-05T10:00:00.000Z", "beta", "o1"),
+                                        encoding="utf-8")
+    mixed = memo("import", "claude-code", "--idle-gap", "10", str(folder), vault=vault, check=False)
+    assert mixed.returncode == 1 and "sessions 1, turns 1" in mixed.stdout, (mixed.stdout, mixed.stderr)
+    assert mixed.stderr.strip().splitlines()[-1] == \
+        "error: 1 conversation refused (the lines above say why); the rest was imported"
 
 
 def test_an_import_that_only_refused_exits_non_zero_and_a_rewritten_turn_is_said(tmp_path):

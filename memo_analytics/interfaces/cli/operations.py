@@ -108,6 +108,9 @@ def _import_command(source: str) -> Callable[..., None]:
                       "by mistake, put it back and import again — they come back")
         if result.took_nothing_in():
             raise MemoError(f"nothing imported: {result.nothing_taken()} (the lines above say why)")
+        if result.refused:  # the rest imported, one conversation out: a cron job saw exit 0 (found by a breaker)
+            raise MemoError(f"{result.refused} conversation{'s' if result.refused != 1 else ''} refused (the lines "
+                            "above say why); the rest was imported")
 
     command.__doc__ = f"Import {source} transcripts: one session per work interval, one turn per human prompt."
     return command
