@@ -574,6 +574,8 @@ def test_a_copilot_conversation_its_hooks_captured_without_a_session_id_counts_o
     events += [("userPromptSubmitted", {"cwd": str(repo), "timestamp": ms(minute), "prompt": text})
                for minute, text in ((1, "plan the refactor"), (15, "now write tests"), (28, "fix the failing one"))]
     events += [("userPromptSubmitted", {"cwd": str(repo), "timestamp": ms(33), "prompt": "another window: bump the version"}),
+               # another window typed a prompt of the same text (found by a breaker: the import took it too)
+               ("userPromptSubmitted", {"cwd": str(repo), "timestamp": ms(20), "prompt": "now write tests"}),
                ("sessionEnd", {"cwd": str(repo), "timestamp": ms(40)})]
     for name, payload in events:
         ran = memo("hook", "copilot", "--event", name, vault=vault, input=json.dumps(payload), check=False)
@@ -593,7 +595,9 @@ def test_a_copilot_conversation_its_hooks_captured_without_a_session_id_counts_o
     listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["items"]
     assert sorted((t["body"], t["sessionId"].split("-")[1]) for t in listed) == [
         ("another window: bump the version", "repo"), ("fix the failing one", "aaaabbbb"),
-        ("now write tests", "aaaabbbb"), ("plan the refactor", "aaaabbbb")]
+        ("now write tests", "aaaabbbb"), ("now write tests", "repo"), ("plan the refactor", "aaaabbbb")]
+    again = json.loads(memo("--json", "import", "copilot", "--rescan", str(state), vault=vault).stdout)
+    assert again["superseded"] == 0  # read again, it takes no other window's turn
 
 
 def test_a_gemini_chat_read_in_the_middle_of_its_rewrite_is_taken_in_once_whole(tmp_path, realdata):

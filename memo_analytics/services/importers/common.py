@@ -1347,24 +1347,41 @@ def _supersede_folder_hook_turns(store: VaultStore, transcript: Transcript, sess
     mine = [row for project, sid in sessions
             for row in index.where_is(store.conn, session_record_id(sid), RecordKind.SESSION.value)
             if row["project"] == project]
-    said = {_said(body) for row in mine for _, _, body in _session_turns(store, row)}
+    ours = [(_said(body), _instant(meta.get("created"))) for row in mine for _, meta, body in _session_turns(store, row)]
     by = [f"{row['project']}/{row['session_id']}" for row in mine]
+    turns_of = {row["id"]: _session_turns(store, row, superseded=True) for row in repository}
+    # each imported turn takes one hook turn of its text, the nearest in time: "run the tests" typed in two
+    # windows of one repository is two turns, one of each conversation (found by a breaker)
+    pairs = sorted((abs((created - at).total_seconds()), n, turn_id)
+                   for n, (said, at) in enumerate(ours) if at is not None
+                   for turns in turns_of.values() for turn_id, meta, body in turns
+                   # (one this import's sessions took before still claims its match: a grown file read again)
+                   if _said(body) == said and (meta.get("status") != "superseded"
+                                               or set(meta.get("supersededBy") or []) & set(by))
+                   and (created := _instant(meta.get("created"))) is not None and first <= created <= last
+                   and abs((created - at).total_seconds()) <= reach.total_seconds())
+    taken: set[str] = set()
+    matched: set[int] = set()
+    for _, n, turn_id in pairs:
+        if n not in matched and turn_id not in taken:
+            matched.add(n)
+            taken.add(turn_id)
     changed = 0
     for row in repository:
-        turns = _session_turns(store, row)
-        held = {turn_id for turn_id, meta, body in turns if _said(body) in said
-                and meta.get("status") != "superseded" and _within_reach(meta.get("created"), first, last)}
+        turns = turns_of[row["id"]]
+        held = {turn_id for turn_id, _, _ in turns if turn_id in taken}
         if held:
             whole = len(held) == len(turns) and not _waits(store, row)
             changed += _supersede(store, [row], by, only=None if whole else held)
     return changed
 
 
-def _within_reach(created: object, first: datetime, last: datetime) -> bool:
+def _instant(value: object) -> datetime | None:
     try:
-        return first <= from_iso(str(created)) <= last
+        return from_iso(str(value))
     except (ValueError, InvalidFieldError):
-        return False
+        return None
+
 
 
 def _waits(store: VaultStore, row: Any) -> bool:
@@ -1539,12 +1556,14 @@ def _intervals(store: VaultStore, base: str, numbered: Callable[[str, int], str]
     return rows
 
 
-def _session_turns(store: VaultStore, row: Any) -> list[tuple[str, dict[str, Any], str]]:
-    """``(id, frontmatter, body)`` of every turn of the session of index ``row``, in order."""
+def _session_turns(store: VaultStore, row: Any, superseded: bool = False) -> list[tuple[str, dict[str, Any], str]]:
+    """``(id, frontmatter, body)`` of every turn of the session of index ``row``, in order (with
+    ``superseded``, its superseded turns too)."""
     from ...index.query import PromptFilter
 
     _, turns = index.count_and_page(store.conn, "prompt", PromptFilter(session_id=row["session_id"],
-                                                                       projects=[row["project"]]),
+                                                                       projects=[row["project"]],
+                                                                       superseded=superseded),
                                     1_000_000, 0, "turn-asc")
     found = [(turn["id"], store.read(row["project"], RecordKind.PROMPT, turn["id"])) for turn in turns]
     return [(turn_id, record[0], record[1]) for turn_id, record in found if record is not None]
