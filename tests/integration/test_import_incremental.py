@@ -1642,3 +1642,25 @@ def test_a_transcript_cut_gone_on_before_the_cut_work_cut_again_and_put_back_cou
     assert step({"A": a, "D": d, "F": f}) == (20 + 25 + 15, 6)
     assert step({"A": a}) == (20, 2)
     assert step({"A": a, "D": d, "F": f}) == (60, 6)
+
+
+def test_a_byte_not_utf8_in_a_session_id_leaves_its_turn_out_until_mended_and_never_counts_it_twice(tmp_path):
+    """Found by a breaker: a byte that is not UTF-8 inside one line's ``sessionId`` (read with
+    U+FFFD since) filed that turn under another conversation; mended, the turn came in again in
+    its own — listed twice."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    transcript = folder / "s.jsonl"
+    lines = [_prompt_line("sid1", "/w/app", "2025-09-03T10:00:00.000Z", "first", "u1"),
+             _prompt_line("sid1", "/w/app", "2025-09-03T10:05:00.000Z", "second", "u2"),
+             _prompt_line("sid1", "/w/app", "2025-09-03T10:09:00.000Z", "third", "u3")]
+    broken = lines[1].encode("utf-8").replace(b'"sid1"', b'"sid\xff1"')
+    transcript.write_bytes(lines[0].encode() + broken + lines[2].encode())
+    vault = tmp_path / "v"
+    ran = memo("--json", "import", "claude-code", str(folder), vault=vault, check=False)
+    assert json.loads(ran.stdout)["turns"] == 2
+    assert "its id holds a byte that is not UTF-8, so its 1 turn cannot be told to be of its conversation" in ran.stderr
+    transcript.write_text("".join(lines), encoding="utf-8")  # mended
+    memo("import", "claude-code", str(folder), vault=vault)
+    listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["items"]
+    assert sorted(t["body"] for t in listed) == ["first", "second", "third"]

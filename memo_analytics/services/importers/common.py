@@ -2123,6 +2123,7 @@ def run_import(
                                      f"{counted(len(transcript.prompts), 'turn')}: not imported")
             found = [t for t in found if t not in timeless]
             ahead = _left_out_ahead(found, result, redact_secrets(str(path))[0])
+            ahead += _left_out_unreadable_ids(found, result, redact_secrets(str(path))[0])
             found = [t for t in found if t not in ahead]
             if (parsed.problems or timeless or ahead) and not found:
                 troubled.add(path)
@@ -2254,6 +2255,19 @@ def _left_out_ahead(transcripts: list[Transcript], result: ImportResult, name: s
         if not transcript.prompts:
             emptied.append(transcript)
     return emptied
+
+
+def _left_out_unreadable_ids(transcripts: list[Transcript], result: ImportResult, name: str) -> list[Transcript]:
+    """The transcripts whose id holds a byte that was not UTF-8 (U+FFFD since, :func:`~.lines.decode_line`):
+    said and left out until the file is mended — imported under that id, their turns stood beside
+    the conversation's own, and counted twice once the byte was mended (found by a breaker)."""
+    broken = [t for t in transcripts if "\ufffd" in t.transcript_id]
+    for transcript in broken:
+        result.skipped += len(transcript.prompts)
+        result.errors.append(f"{name}: transcript {transcript.transcript_id!r}: its id holds a byte that is not "
+                             f"UTF-8, so its {counted(len(transcript.prompts), 'turn')} cannot be told to be of its "
+                             "conversation: not imported until the file is mended")
+    return broken
 
 
 def _note_held(store: VaultStore, source: str, transcripts: list[Transcript], result: ImportResult) -> None:
