@@ -1383,7 +1383,6 @@ def _instant(value: object) -> datetime | None:
         return None
 
 
-
 def _waits(store: VaultStore, row: Any) -> bool:
     """Whether the hook session of index ``row`` is open and its agent waits for the person."""
     from ..sessions import waiting_since
@@ -2124,7 +2123,8 @@ def run_import(
             found = [t for t in found if t not in timeless]
             ahead = _left_out_ahead(found, result, redact_secrets(str(path))[0])
             ahead += _left_out_unreadable_ids(found, result, redact_secrets(str(path))[0])
-            found = [t for t in found if t not in ahead]
+            gone = {id(t) for t in ahead}
+            found = [t for t in found if id(t) not in gone]
             if (parsed.problems or timeless or ahead) and not found:
                 troubled.add(path)
         transcripts.extend(found)
