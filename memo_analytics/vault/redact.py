@@ -112,9 +112,18 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
                                 r"((?!\d+/)[^\s/\[\]@]{1,64}/[^\s\[\]@]{0,64})@[A-Za-z0-9][^\s/@]{0,253}"), 1, ('://',)),
     ("authorization", re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([A-Za-z0-9+/=._~-]{8,})"), 1, ('authorization',)),
     ("bearer-token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/-]{20,}=*"), 0, ('bearer ',)),
-    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]{0,500}?\s(?:-u|--user)\s+[\"']?[^\s:\"']+:([^\s\"']+)"), 1, ('-u',)),
+    # a quoted user:password of words (``curl -u 'admin:two words'``), before the unquoted form took the first
+    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]{0,500}?\s(?:-u[ \t]*|--user(?:[ \t]+|=))"
+                                r"([\"'])[^\s:\"']+:([^\"'\n]{1,200})\1"), 2, ('-u',)),
+    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]{0,500}?\s(?:-u[ \t]*|--user(?:[ \t]+|=))[\"']?"
+                                r"[^\s:\"']+:([^\s\"']+)"), 1, ('-u',)),
+    ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,500}?\s-p([\"'])([^\"'\n]{1,200})\1"),
+     2, ('mysql', 'mariadb')),
     ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,500}?\s-p([^\s\"'-][^\s\"']*)"), 1, ('mysql', 'mariadb')),
-    ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]{0,500}?\s(?:-p|--password)\s+[\"']?([^\s\"']+)"), 1, ('docker',)),
+    ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]{0,500}?\s(?:-p|--password)(?:\s+|=)[\"']?([^\s\"']+)"), 1, ('docker',)),
+    # htpasswd -b[c] FILE USER PASSWORD: the password on the command line
+    ("cli-password", re.compile(r"\bhtpasswd[ \t]+(?:-[A-Za-z]+[ \t]+)*?-[A-Za-z]*b[A-Za-z]*[ \t]+(?:-[A-Za-z]+[ \t]+)*"
+                                r"[^\s-][^\s]*[ \t]+[^\s]+[ \t]+([\"']?)([^\s\"']+)\1"), 2, ('htpasswd',)),
     ("cli-password", re.compile(r"\bsshpass\s+-p\s*[\"']?([^\s\"']+)"), 1, ('sshpass',)),
     # a command's option that takes a secret (--password X, --db-password=X, --api-key X): the
     # option's name ends in the secret word (--token-file names a file)
@@ -143,7 +152,7 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     ("secret-assignment", re.compile(r"(?:(?<![\w-])ENV|\bset[ \t]+-[gxU]+|\bsetx(?:[ \t]+/[Mm])?|\baws[ \t]+configure"
                                      r"[ \t]+set)[ \t]+" + _SECRET_NAME + r"[ \t]+[\"']?(?![a-z]+://)(" + _VALUE + ")"), 1,
      ('env', 'set', 'setx', 'configure')),
-    ("secret-assignment", re.compile(r"\bgh[ \t]+secret[ \t]+set\b[^\n]{0,500}?[ \t](?:-b|--body)(?:=|[ \t]+)([\"'])(?!\$)"
+    ("secret-assignment", re.compile(r"\bgh[ \t]+secret[ \t]+set\b[^\n]{0,500}?[ \t](?:-b|--body)(?:=|[ \t]*)([\"'])(?!\$)"
                                      r"([^\"'\n$]{3,200})\1"), 2, ('gh',)),
     ("secret-assignment", re.compile(r"\bgh[ \t]+secret[ \t]+set\b[^\n]{0,500}?[ \t](?:-b|--body)(?:=|[ \t]+)[\"']?(" + _VALUE
                                      + ")"), 1, ('gh',)),

@@ -31,6 +31,8 @@ def _quick(work, *args) -> object:
     "mysql " * 17_000,
     "docker login " * 8_000,
     "gh secret set " * 7_200,  # 51 s of a hook before
+    "htpasswd -b " * 8_000,
+    "curl x -u'" * 10_000,
 ])
 def test_redaction_of_many_command_words_on_one_line(text):
     _quick(redact_secrets, text)
@@ -44,6 +46,18 @@ def test_the_command_forms_are_still_redacted():
         "docker login -u ana --password [REDACTED:cli-password] registry.example"
     assert redact_secrets("gh secret set FOO --body hunter2hunter")[0] == \
         "gh secret set FOO --body [REDACTED:secret-assignment]"
+    # forms that leaked (found by a breaker): no space after -u, a quoted password of words, -p'…', -p=…, -b"…",
+    # htpasswd -b
+    for said, hidden in (("curl -uadmin:S3cretPw https://x", "curl -uadmin:[REDACTED:cli-password] https://x"),
+                         ("curl -u 'admin:Quoted Passw0rd' https://x",
+                          "curl -u 'admin:[REDACTED:cli-password]' https://x"),
+                         ("mysql -h db -p'QuotedDbPassw0rd' shop", "mysql -h db -p'[REDACTED:cli-password]' shop"),
+                         ("docker login -p=S3cretPw registry", "docker login -p=[REDACTED:cli-password] registry"),
+                         ('gh secret set K -b"hunter2hunter"', 'gh secret set K -b"[REDACTED:secret-assignment]"'),
+                         ("htpasswd -b /etc/nginx/.htpasswd bob S3cretPw",
+                          "htpasswd -b /etc/nginx/.htpasswd bob [REDACTED:cli-password]")):
+        assert redact_secrets(said)[0] == hidden
+    assert redact_secrets("htpasswd -c file bob")[0] == "htpasswd -c file bob"  # asks for it: nothing on the line
 
 
 def test_rules_read_a_prompt_of_many_blank_lines():
