@@ -1478,7 +1478,9 @@ def _kept_apart(store: VaultStore, kind: RecordKind, meta: dict[str, Any],
         apart = apart_session_id(session_id, owner)
         there, its_owner = _session_here(store, meta["project"], apart) if owner else (False, None)
         if there and same_person(its_owner, owner):
-            return _stored_apart(kind, meta, apart, its_owner or "")
+            # held by nobody else here: kept apart since its first push, where another's session had its id
+            # (the note named the pusher as the holder: found by a breaker)
+            return _stored_apart(kind, meta, apart, "")
         return meta["id"], meta, {}
     if same_person(holder, owner):
         refused = _another_session_of_yours(store, kind, meta, session_id, ancestry, session_created) \

@@ -3708,6 +3708,8 @@ def test_a_leads_merge_that_keeps_two_peoples_fix_apart_reaches_the_laptop(tmp_p
         edit_session(cat, EditSessionRequest(session_id="fix", project="p3", summary="cat's note in p3"))
         results = sync.push(cat)["results"]
         assert all(r["outcome"] != "refused" for r in results), results
+        # the note named Cat as the holder of the id there (found by a breaker): nobody holds it in p3
+        assert {r.get("heldBy") for r in results if r.get("storedAs")} == {""}, results
         report = json.loads(memo("--json", "activity", "--all", vault=team).stdout)
         assert (report["totalDurationMinutes"], report["totalPrompts"], report["totalSessions"]) == (90, 2, 2), \
             report["sessions"]

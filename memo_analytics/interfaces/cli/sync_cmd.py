@@ -87,8 +87,9 @@ def sync_status() -> None:
             for item in r.get("pulled") or []:
                 out.print(_safe(f"  pulled from the daemon: {item['id']} ({item.get('kind')} of {item.get('project')})"))
             for item in r.get("keptApart") or []:
-                out.print(_safe(f"  kept apart on the daemon: {item['id']} is {item['storedAs']} there (its "
-                                f"session's id there is {item['heldBy']}'s session)"))
+                out.print(_safe(f"  kept apart on the daemon: {item['id']} is {item['storedAs']} there "
+                                + (f"(its session's id there is {item['heldBy']}'s session)" if item.get("heldBy")
+                                   else "(since its first push, where another's session had its id)")))
         else:
             out.print(f"hybrid push: off (mode {r['mode']}, no daemon)")
         if "vaultGit" in r:
@@ -139,8 +140,9 @@ def sync_push(every: bool = typer.Option(False, "--all", help="Every record of t
             err.print(_safe(f"note: {item.get('id')} {why}: it keeps its {', '.join(map(str, item['keptHere']))} "
                             "there, your other changes merged"))
         if isinstance(item.get("storedAs"), str):
-            err.print(_safe(f"note: {item.get('id')} is kept on the daemon as {item['storedAs']} (its session's id "
-                            f"there is {item.get('heldBy')}'s session)"))
+            err.print(_safe(f"note: {item.get('id')} is kept on the daemon as {item['storedAs']} "
+                            + (f"(its session's id there is {item['heldBy']}'s session)" if item.get("heldBy") else
+                               "(kept apart there since its first push, where another's session had its id)")))
         if item.get("outcome") == "refused":  # "4 waiting" said nothing of why
             err.print(_safe(f"note: {item.get('id')}: {item.get('reason')}" if item.get("here") else
                             f"note: {item.get('id')} refused by the daemon: {item.get('reason')} (it waits in the "
