@@ -3315,6 +3315,8 @@ def test_once_a_push_finds_the_daemon_lost_work_the_whole_vault_waits(tmp_path):
         for sid in ("s1", "s2", "s3"):
             _record(store, session=sid)
         (tmp_path / "mine" / ".memo" / "sync" / "outbox.jsonl").write_text("")  # as after they were pushed
+        state = sync_service._load(store, "state.json")
+        sync_service._save(store, "state.json", {**state, "seededFor": "http://127.0.0.1:9"})  # its first push made
         assert sync.status(store)["pending"] == 0
         sync_service._forget_what_the_daemon_held(store, sync_service._load(store, "state.json"), forgot=True)
         assert sync.status(store)["pending"] == 3  # the three turns wait now
