@@ -127,6 +127,12 @@ def draft_refusals(settings: Settings, invoice: Any, root: Path | None = None) -
     for name, client in priced:
         said += [f"{name}: memo invoice issue refuses it: {problem}"
                  for problem in _client_problems(settings.invoice, name, client)]
+    national = national_currency(settings.invoice.country, date.today())
+    for section in invoice.sections:  # the issue asks for a rate (found by a breaker: said only at the click)
+        if national and section.tax != 0 and section.currency.upper() != national:
+            said.append(f"{section.client}: memo invoice issue asks for the rate of its tax point: it charges VAT in "
+                        f"{section.currency}, stated in {national} too (--exchange-rate N, {national} for 1 "
+                        f"{section.currency}: on the command line, the dashboard cannot give it)")
     return said
 
 
@@ -333,12 +339,14 @@ def tax_currency_fields(country: str | None, currency: str, tax: Decimal, issued
         charged = f"its VAT in {currency}" if tax != 0 else "no VAT"
         raise InvalidFieldError("exchangeRate", f"is for VAT charged in a currency other than {own}; this invoice "
                                                 f"charges {charged}: leave it out; nothing was issued")
-    if not exchange_rate.is_finite() or exchange_rate <= 0 or exchange_rate.as_tuple().exponent < -6:
+    if not exchange_rate.is_finite() or exchange_rate <= 0 or exchange_rate.normalize().as_tuple().exponent < -6:
         raise InvalidFieldError("exchangeRate", f"{exchange_rate} is not a rate: give a number above 0 with at most "
                                                 "6 decimals; nothing was issued")
     from decimal import ROUND_HALF_UP
 
-    return {"taxCurrency": national, "exchangeRate": str(exchange_rate.normalize()),
+    # as written, its zeros cut (0.79120000 → 0.7912; 400 stays 400, never 4E+2: found by a breaker)
+    text = format(exchange_rate.normalize(), "f")
+    return {"taxCurrency": national, "exchangeRate": text,
             "taxInTaxCurrency": str((tax * exchange_rate).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))}
 
 

@@ -223,7 +223,7 @@ def invoice_table(invoice: Invoice, fmt: str) -> bytes:
 #: The columns of an issued document's lines (:func:`issued_table`): the document, then its lines
 #: as :data:`INVOICE_COLUMNS` has them.
 ISSUED_COLUMNS = ("number", "kind", "credits", "issued", "due", *INVOICE_COLUMNS, "taxRate", "invoiceNet",
-                  "invoiceTax", "invoiceGross")
+                  "invoiceTax", "invoiceGross", "taxCurrency", "exchangeRate", "invoiceTaxInTaxCurrency")
 
 
 def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
@@ -231,7 +231,9 @@ def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
     :data:`ISSUED_COLUMNS`: the figures it was issued with (hours, rate and amount as Decimal;
     ``issued``/``due`` and ``from``/``to`` ``YYYY-MM-DD``), whatever the vault says since, and on
     each row the document's ``taxRate`` (percent) and totals (``invoiceNet``, ``invoiceTax``,
-    ``invoiceGross``: the VAT as issued, computed on the net, not a sum of lines). A credit
+    ``invoiceGross``: the VAT as issued, computed on the net, not a sum of lines) and, for VAT
+    charged in another currency than the issuer's, ``taxCurrency``, ``exchangeRate`` and
+    ``invoiceTaxInTaxCurrency`` (empty otherwise). A credit
     note's rows name the invoice it cancels (``credits``) and carry its minutes, hours and amounts
     negative — what it takes back, as a bookkeeper adds exports up (its minutes were positive beside
     negative hours: found by a billing person) (on its PDF and in its Factur-X XML they are
@@ -253,7 +255,12 @@ def issued_rows(meta: dict[str, Any]) -> list[dict[str, Any]]:
                      # the document's VAT rate and totals on each row, as its number and dates are: a CSV of
                      # lines alone gave a bookkeeper no VAT to post (found by a UK billing person)
                      "taxRate": Decimal(meta["taxRate"]), "invoiceNet": sign * Decimal(meta["net"]),
-                     "invoiceTax": sign * Decimal(meta["tax"]), "invoiceGross": sign * Decimal(meta["gross"])})
+                     "invoiceTax": sign * Decimal(meta["tax"]), "invoiceGross": sign * Decimal(meta["gross"]),
+                     # its VAT in the issuer's currency, when charged in another (--exchange-rate): what is posted
+                     "taxCurrency": meta.get("taxCurrency"),
+                     "exchangeRate": Decimal(meta["exchangeRate"]) if meta.get("exchangeRate") else None,
+                     "invoiceTaxInTaxCurrency": sign * Decimal(meta["taxInTaxCurrency"])
+                     if meta.get("taxInTaxCurrency") else None})
     return rows
 
 

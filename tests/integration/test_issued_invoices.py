@@ -1021,6 +1021,21 @@ def _june_view(billing, monkeypatch, client: str):
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
+def test_the_draft_and_the_dashboard_say_an_issue_needs_an_exchange_rate_before_the_click(billing, monkeypatch):
+    """Found by a breaker: the dashboard asked "Issue … USD 237.99 due?" and only the click said
+    "Not issued: … give --exchange-rate" — a flag the page has not; the draft said nothing."""
+    text_ = billing["config"].read_text(encoding="utf-8")
+    billing["config"].write_text(text_.replace('currency = "EUR"', 'currency = "USD"', 1), encoding="utf-8")
+    drafted = json.loads(run(billing, "--json", "report", "invoice", "--all", "--client", "Acme Corp", "--since",
+                             "2026-06-01", "--until", "2026-06-30").stdout)
+    needs = "Acme Corp: memo invoice issue asks for the rate of its tax point: it charges VAT in USD, stated in EUR too"
+    assert any(w.startswith(needs) for w in drafted["warnings"]), drafted["warnings"]
+    with _june_view(billing, monkeypatch, "Acme Corp") as view:
+        assert view.invoice_note.visible and "the dashboard cannot give it" in view.invoice_note.object
+        assert view.issue.disabled
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
 def test_the_dashboards_draft_says_what_the_issue_would_refuse(billing, monkeypatch):
     """The Activity tab gave a client's draft without a word of what issuing it would refuse (a
     reverse charge in the issuer's own country): "Issue…" was the first word of it. The page
@@ -1529,10 +1544,25 @@ def test_vat_charged_in_another_currency_is_stated_in_the_issuers_too(billing):
         sorted([f"{tax:.2f}", f"{euros:.2f}"])
     printed = pdf_text(Path(doc["pdf"]))
     assert f"VAT in EUR (1 USD = 0.92 EUR)" in printed and f"{euros:,.2f}" in printed, printed
+    import csv
+
+    table = billing["vault"].parent / "usd.csv"
+    assert run(billing, "invoice", "show", doc["number"], "-o", str(table)).returncode == 0
+    rows = list(csv.DictReader(table.read_text(encoding="utf-8-sig").splitlines()))
+    assert {(r["taxCurrency"], r["exchangeRate"], r["invoiceTaxInTaxCurrency"]) for r in rows} == {
+        ("EUR", "0.92", f"{euros:.2f}")}  # the VAT a German bookkeeper posts
     credit = json.loads(run(billing, "--json", "invoice", "credit", doc["number"]).stdout)
     assert f"VAT in EUR (1 USD = 0.92 EUR)" in pdf_text(Path(credit["pdf"]))
     assert text(xml_of(Path(credit["pdf"])), "//ram:TaxCurrencyCode") == ["EUR"]
     billing["config"].write_text(text_, encoding="utf-8")  # in euros: no rate to give
+    from memo_analytics.reports.issuing import tax_currency_fields
+
+    # a rate of whole hundreds as written, never 4E+2; zeros after the point cut (found by a breaker)
+    assert tax_currency_fields("HU", "EUR", Decimal("27.00"), date(2026, 6, 30), Decimal("400"))["exchangeRate"] == "400"
+    assert tax_currency_fields("GB", "USD", Decimal("1"), date(2026, 6, 30), Decimal("0.79120000"))[
+        "exchangeRate"] == "0.7912"
+    assert run(billing, "invoice", "issue", "--all", *period, "--exchange-rate", "1_0").returncode == 1
+
     needless = run(billing, "invoice", "issue", "--all", *period, "--exchange-rate", "1.1", "--replaces",
                    doc["number"])
     assert needless.returncode == 1 and "Invalid exchangeRate: is for VAT charged in a currency other than EUR; " \

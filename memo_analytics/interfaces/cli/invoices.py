@@ -148,8 +148,11 @@ def invoice_issue(
     if exchange_rate is not None:
         from decimal import Decimal, InvalidOperation
 
+        written = exchange_rate.strip().replace(",", ".")
         try:
-            rate = Decimal(exchange_rate.strip().replace(",", "."))
+            if "_" in written:  # Decimal reads 1_0 as 10
+                raise InvalidOperation
+            rate = Decimal(written)
         except InvalidOperation:
             raise InvalidFieldError("exchangeRate", f"{exchange_rate!r} is not a number (e.g. 0.7912)") from None
     held = _implicit_scope(project, all_projects)
