@@ -1616,6 +1616,10 @@ def test_a_prompt_stamped_in_the_future_is_left_out_and_the_rest_imported(tmp_pa
     assert (result["turns"], result["skipped"]) == (2, 1), ran.stderr
     assert any(f"transcript fut: 1 prompt stamped in the future ({ahead}: the clock of the machine that wrote it "
                "ahead?) left out; the rest imported" in e for e in result["errors"]), result["errors"]
+    # a conversation all of whose prompts are ahead is refused whole: the command exits 1 (found by a breaker)
+    (folder / "all.jsonl").write_text(_prompt_line("all", "/w/app", ahead, "only ahead", "a1"), encoding="utf-8")
+    whole = memo("import", "claude-code", str(folder), vault=tmp_path / "v", check=False)
+    assert whole.returncode == 1 and "1 conversation refused" in whole.stderr, whole.stderr
 
 
 def test_a_transcript_cut_gone_on_before_the_cut_work_cut_again_and_put_back_counts_as_a_clean_import(tmp_path):

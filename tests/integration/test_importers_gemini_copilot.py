@@ -611,5 +611,8 @@ def test_a_gemini_chat_read_in_the_middle_of_its_rewrite_is_taken_in_once_whole(
     vault = tmp_path / "v"
     cut = memo("--json", "import", "gemini", str(chat.parent), vault=vault)
     assert (json.loads(cut.stdout)["pending"], json.loads(cut.stdout)["errors"]) == (1, []), cut.stderr
+    # said again the next time, not "1 unchanged"; no note of sessions "imported before" (found by a breaker)
+    again = memo("import", "gemini", "--project", "g", str(chat.parent), vault=vault)
+    assert "1 file with a last line still being written" in again.stdout and "imported before" not in again.stderr
     chat.write_bytes(source.read_bytes())
     assert counts(imported(vault, "gemini", chat.parent))[1:3] == (1, 1)

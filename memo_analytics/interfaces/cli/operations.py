@@ -94,7 +94,8 @@ def _import_command(source: str) -> Callable[..., None]:
                                            ("--billable/--no-billable", billable)) if value is not None]
         # not when every turn was skipped and nothing was there before (a fresh vault: no session "imported before")
         if chosen and not result.sessions and not state.json and not (
-                result.skipped and not (result.unchanged or result.reindexed or result.revised or result.turns)):
+                result.skipped and not (result.unchanged or result.reindexed or result.revised or result.turns)) \
+                and (result.unchanged or result.prompted):  # (a file still being written holds none yet)
             err.print(f"note: {', '.join(chosen)} appl{'ies' if len(chosen) == 1 else 'y'} to sessions new to the "
                       "vault; these files' sessions were "
                       "imported before and keep what they had (memo session edit ID --client NAME, --no-billable "

@@ -2125,8 +2125,8 @@ def run_import(
             ahead += _left_out_unreadable_ids(found, result, redact_secrets(str(path))[0])
             gone = {id(t) for t in ahead}
             found = [t for t in found if id(t) not in gone]
-            if (parsed.problems or timeless or ahead) and not found:
-                troubled.add(path)
+            if (parsed.problems or timeless or ahead or parsed.pending_lines) and not found:
+                troubled.add(path)  # (a chat cut short in a rewrite: read again whole, said again)
         transcripts.extend(found)
         if progress:
             progress(path)
@@ -2236,7 +2236,7 @@ def _left_out_ahead(transcripts: list[Transcript], result: ImportResult, name: s
     now — a clock set ahead on the machine that wrote them — each said once per transcript and
     counted skipped; the rest is imported (one such line refused the whole conversation, "Invalid
     startTime: … is in the future", naming neither the line nor its field: found by a tester).
-    The transcripts left with no prompt, to be left out whole."""
+    The transcripts left with no prompt, to be left out whole (each counted refused)."""
     from ..prompts import MAX_CLOCK_SKEW
 
     limit = datetime.now(tz=_UTC) + MAX_CLOCK_SKEW
@@ -2254,6 +2254,7 @@ def _left_out_ahead(transcripts: list[Transcript], result: ImportResult, name: s
                              "that wrote it ahead?) left out; the rest imported")
         if not transcript.prompts:
             emptied.append(transcript)
+            result.refused += 1  # none of it imported: the command exits 1 (found by a breaker)
     return emptied
 
 
@@ -2264,6 +2265,7 @@ def _left_out_unreadable_ids(transcripts: list[Transcript], result: ImportResult
     broken = [t for t in transcripts if "\ufffd" in t.transcript_id]
     for transcript in broken:
         result.skipped += len(transcript.prompts)
+        result.refused += 1
         result.errors.append(f"{name}: transcript {transcript.transcript_id!r}: its id holds a byte that is not "
                              f"UTF-8, so its {counted(len(transcript.prompts), 'turn')} cannot be told to be of its "
                              "conversation: not imported until the file is mended")
