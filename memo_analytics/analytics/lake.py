@@ -523,9 +523,14 @@ def check_readable(target: LakeTarget) -> None:
     if target.catalog.startswith("sqlite:///") and not Path(target.catalog[len("sqlite:///"):].split("?", 1)[0]).exists():
         raise InvalidFieldError("lake.catalog", f"{target.catalog[len('sqlite:///'):]} does not exist: no vault was "
                                                 "exported into that lake (memo export iceberg makes it)")
-    if target.warehouse.startswith("file://") and not Path(target.warehouse[len("file://"):]).is_dir():
-        raise InvalidFieldError("lake.warehouse", f"{target.warehouse[len('file://'):]} does not exist: no vault was "
-                                                  "exported into that warehouse (memo export iceberg makes it)")
+    if target.warehouse.startswith("file://"):
+        folder = Path(target.warehouse[len("file://"):])
+        if not folder.is_dir():
+            raise InvalidFieldError("lake.warehouse", f"{folder} does not exist: no vault was exported into that "
+                                                      "warehouse (memo export iceberg makes it)")
+        if not (folder / NAMESPACE).is_dir():  # a folder that exists, of no lake (the catalog read another's files)
+            raise InvalidFieldError("lake.warehouse", f"{folder} holds no memo tables ({NAMESPACE}/): no vault was "
+                                                      "exported into that warehouse")
 
 
 def lake_frames(target: LakeTarget, tables: tuple[str, ...] = TABLES) -> dict[str, pl.DataFrame]:

@@ -654,10 +654,10 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
         items.append((_too_long(session, now), session))
     # a credited session whose transcript holds work an import held back: the import first (its own item),
     # the invoice after — re-issued first, it billed without that work, and a credit again (found by a breaker)
-    importing_first = {(h["project"], h["sessionId"]) for h in snapshot.held_back if not h["standing"]}
+    importing_first = {h["invoice"] for h in snapshot.held_back if not h["standing"]}
     for late in snapshot.late_sessions:  # the period was billed, this work of it was not
-        if (late.get("project"), late.get("sessionId")) in importing_first:
-            continue
+        if late.get("creditedBy") and late.get("invoice") in importing_first:
+            continue  # its re-issue waits for the import that takes in what the credited invoice held back
         minutes = int(late.get("billedMinutes", late.get("durationMinutes")) or 0)  # as the invoice of it bills
         recorded = from_iso(str(late.get("recordedAt") or late.get("created") or late["endTime"]))
         # the late session's project alone: --all billed another project's work the invoice left out on

@@ -488,8 +488,32 @@ def specstory_roots(store: VaultStore, cwd: Path | None = None) -> list[WatchedR
             root = last_seen_root(store, project)
             if root is not None:
                 repositories.add(root)
+        # the repositories whose history an import auto took in before (found by a breaker: run elsewhere,
+        # it read them no more — imports record no repository of a project)
+        known = read_json_state(store.layout.meta_dir / SPECSTORY_ROOTS, "roots") or {"roots": {}}
+        repositories.update(Path(path) for path in known["roots"] if isinstance(path, str) and path.startswith("/"))
     return [WatchedRoot(repository / ".specstory" / "history", "specstory")
             for repository in sorted(repositories) if (repository / ".specstory" / "history").is_dir()]
+
+
+#: The repositories whose SpecStory history ``memo import auto`` took in (under the vault's ``.memo``).
+SPECSTORY_ROOTS = "specstory-roots.json"
+
+
+def _remember_specstory_roots(store: VaultStore, roots: list[WatchedRoot]) -> None:
+    """Keep the repositories of the SpecStory histories just imported, for the next import auto."""
+    found = [str(root.path.parent.parent) for root in roots if root.source == "specstory"]
+    if not found:
+        return
+    path = store.layout.meta_dir / SPECSTORY_ROOTS
+    known = read_json_state(path, "roots") or {"roots": {}}
+    if all(repository in known["roots"] for repository in found):
+        return
+    try:
+        with store.lock():
+            write_json_state(path, {"roots": {**known["roots"], **dict.fromkeys(found, True)}})
+    except (OSError, MemoError):
+        pass  # a list of places to look: the next import in that repository finds it again
 
 
 def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = None,
@@ -576,6 +600,7 @@ def import_auto(store: VaultStore, options: ImportOptions, home: Path | None = N
         result = run_import(store, files, module.parse, options, source=root.source or "", incremental=True)
         found.append(_with_left_out({"source": root.source, "path": str(root.path), **result.wire(),
                                      "summary": result.line()}, left_out))
+    _remember_specstory_roots(store, roots)
     return found
 
 

@@ -1401,7 +1401,7 @@ def test_a_file_that_joins_an_earlier_interval_to_an_invoiced_one_is_refused_not
     vault, grown, listed, second = _imported_with_a_part_timed_by_hand(tmp_path, first, "11:00", 25)
     grown.write_text(_stretch_lines({**first, "D": ("09:45", "10:10", "10:35")}), encoding="utf-8")
     ran = memo("import", "claude-code", str(grown), "--project", "product", vault=vault, check=False)
-    assert ran.returncode == 1 and f"the part imported as session {second}), which has times a person set" in \
+    assert ran.returncode == 1 and f"the part imported as session {second} is not the interval of its number now), which has times a person set" in \
         " ".join(ran.stderr.split()), ran.stderr
     after = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
     assert after["totalPrompts"] == listed["totalPrompts"] == 4
@@ -1417,7 +1417,7 @@ def test_a_file_whose_intervals_moved_along_past_a_session_timed_by_hand_is_refu
     grown.write_text(_stretch_lines({**parts, "D": ("09:45", "10:10", "10:35"), "F": ("16:00", "16:05", "16:20")}),
                      encoding="utf-8")
     ran = memo("import", "claude-code", str(grown), "--project", "product", vault=vault, check=False)
-    assert ran.returncode == 1 and f"as session {third}), which has times a person set" in " ".join(ran.stderr.split())
+    assert ran.returncode == 1 and f"as session {third} is not the interval of its number now), which has times a person set" in " ".join(ran.stderr.split())
     after = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)
     assert (after["totalPrompts"], after["totalDurationMinutes"]) == (before["totalPrompts"], before["totalDurationMinutes"] - 15 + 20)
 

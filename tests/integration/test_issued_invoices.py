@@ -854,6 +854,36 @@ def test_work_an_import_holds_back_for_an_issued_invoice_is_a_digest_item_until_
     assert session["durationMinutes"] == 49  # the 20 held-back minutes counted now
 
 
+def test_an_invoiced_interval_the_file_lost_is_a_digest_item_and_the_import_after_the_credit_takes_the_new_work(
+        tmp_path):
+    """Found by a breaker: a transcript's invoiced second interval cut, then the agent went on; the
+    import was refused ("credit it first"), the digest said nothing, and after the credit it
+    proposed only a re-issue billing the interval the file no longer holds, the new work never in."""
+    env, vault, source, _ = _billed_transcript(tmp_path)
+    first, second = ("2026-06-10T09:00:00Z", "plan the login"), ("2026-06-10T11:00:00Z", "the login form")
+    _transcript(source, [first, second])
+    memo("import", "claude-code", "--client", "Acme Corp", str(source), vault=vault, env=env)
+    number = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-06-01",
+                             "--until", "2026-06-30", vault=vault, env=env).stdout)["number"]
+    _transcript(source, [first, ("2026-06-10T14:00:00Z", "the password rule")])  # the second cut, gone on
+    assert memo("import", "claude-code", str(source), vault=vault, env=env, check=False).returncode == 1
+
+    def held() -> list[dict]:
+        digest = json.loads(memo("--json", "digest", "--as-of", "2026-06-11", vault=vault, env=env).stdout)
+        return [i for i in digest["items"] if i["kind"] in ("import_held_back", "invoice_late_work")]
+
+    [item] = held()
+    assert (item["kind"], item["subject"]) == ("import_held_back", "claude-code-5e55a0e1-0000-4000-8000-00000000000a-2")
+    assert item["action"].startswith(f"memo invoice credit {number}  #")
+    memo("invoice", "credit", number, vault=vault, env=env)
+    [after] = held()  # the import first, not a re-issue of what the file no longer holds
+    assert after["kind"] == "import_held_back" and after["action"].startswith("memo import claude-code")
+    memo(*after["action"].split("  #")[0].split()[1:], vault=vault, env=env)
+    bodies = sorted(t["body"] for t in json.loads(memo("--json", "prompt", "list", "--all", vault=vault,
+                                                       env=env).stdout)["items"])
+    assert bodies == ["plan the login", "the password rule"]
+
+
 def test_an_invoiced_session_deleted_by_hand_comes_back_on_re_import_billed_to_the_invoices_client(tmp_path):
     """Found by a billing person: the file of a session on an issued invoice was deleted by hand,
     then the transcript imported again (``--rescan``, no ``--client``): the session came back as

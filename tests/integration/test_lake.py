@@ -523,3 +523,6 @@ def test_open_lake_refuses_a_catalog_or_warehouse_that_is_not_there_at_the_open(
         open_lake(f"sqlite:///{tmp_path}/lake/nope.db", f"{tmp_path}/lake/w")
     with pytest.raises(InvalidFieldError, match=r"Invalid lake.warehouse: .*/lake/ww does not exist"):
         open_lake(f"sqlite:///{tmp_path}/lake/c.db", f"{tmp_path}/lake/ww")
+    (tmp_path / "lake" / "empty").mkdir()  # a folder that is there, of no lake (found by a breaker)
+    with pytest.raises(InvalidFieldError, match=r"Invalid lake.warehouse: .*/lake/empty holds no memo tables"):
+        open_lake(f"sqlite:///{tmp_path}/lake/c.db", f"{tmp_path}/lake/empty")

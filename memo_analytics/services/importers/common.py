@@ -609,7 +609,7 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         transcript, kept = _with_lost_beginning(store, transcript, base, home, options.idle_gap)
     intervals = work_intervals(transcript, options.idle_gap)
     if first is not None and intervals:
-        _refuse_joining_a_held_session(store, transcript, base, intervals, invoiced)
+        _refuse_joining_a_held_session(store, transcript, base, intervals, invoiced, result)
     homes = {number: home(f"{base}-{number}") if number > 1 else project for number in range(1, len(intervals) + 1)}
     _refuse_a_session_file_it_cannot_read(store, base, homes, result)
     if transcript.lines_left_out and first is not None:
@@ -1188,7 +1188,7 @@ def _rewound(store: VaultStore, project: str, session_id: str, first: int) -> in
 
 
 def _refuse_joining_a_held_session(store: VaultStore, transcript: Transcript, base: str, intervals: list,
-                                   invoiced: dict[tuple[str, str], str]) -> None:
+                                   invoiced: dict[tuple[str, str], str], result: ImportResult | None = None) -> None:
     """Refuse the conversation whole when a session of it on an issued invoice or timed by a
     person no longer is the work interval of its number — the file has fewer intervals now (lines
     stamped between two joined them), or its intervals moved along (a part joined, then the file
@@ -1216,9 +1216,14 @@ def _refuse_joining_a_held_session(store: VaultStore, transcript: Transcript, ba
                 continue  # still the interval of its number (its first turn where it was)
             why = (f"is on invoice {number}, issued (credit it first: memo invoice credit {number})" if number
                    else "has times a person set (memo session edit): they are kept")
+            if number and result is not None:  # the digest says it (import_held_back): it was silent (a breaker)
+                result.held_sessions.setdefault((transcript.source, transcript.transcript_id), []).append(
+                    {"project": row["project"], "sessionId": row["session_id"], "invoice": number, "turns": 0,
+                     "minutes": 0})
             raise MemoError(f"transcript {transcript.transcript_id}: its work intervals no longer fall as they did "
-                            f"(work now runs on without a pause into the part imported as session "
-                            f"{row['session_id']}), which {why}; the file is not taken in, lest its turns count twice")
+                            f"(the file was cut there, or lines stamped between two intervals joined them: the part "
+                            f"imported as session {row['session_id']} is not the interval of its number now), which "
+                            f"{why}; the file is not taken in, lest its turns count twice")
         n += 1
 
 
