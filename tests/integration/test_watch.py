@@ -732,3 +732,20 @@ def test_a_folder_moved_in_whole_is_imported_by_the_running_watcher(tmp_path):
         outside.rename(projects / outside.name)
         moved = wait_for(proc, lambda seen: any(s["path"].endswith("moved.jsonl") for s in seen))
         assert [s["turns"] for s in moved if s["path"].endswith("moved.jsonl")] == [1]
+
+
+def test_a_known_folder_named_again_is_watched_once(tmp_path):
+    """Found by a breaker: `memo watch ~/.claude/projects` said "watching …/.claude/projects,
+    …/.claude/projects" (the known folder, and the one named)."""
+    home = tmp_path / "home"
+    projects = home / ".claude" / "projects"
+    projects.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMO_")}
+    env.update(HOME=str(home), MEMO_VAULT=str(tmp_path / "v"), MEMO_CONFIG=str(tmp_path / "none.toml"))
+    said = ""
+    with running(subprocess.Popen([sys.executable, "-m", "memo_analytics", "watch", str(projects)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)) as proc:
+        deadline = time.monotonic() + 30
+        while "watching" not in said and time.monotonic() < deadline:
+            said += proc.stderr.readline()
+    assert "watching" in said and said.count(str(projects)) == 1, said

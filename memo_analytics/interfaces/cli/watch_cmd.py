@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -38,7 +39,11 @@ def watch_command(
     from ...services.watch import RETRY_AFTER_SECONDS, WatchedRoot, known_roots, watch
 
     roots = [] if only else known_roots(awaited=not once)  # left running: an agent used for the first time later too
-    roots += [WatchedRoot(Path(p).expanduser()) for p in paths or []]
+    known = {os.path.realpath(root.path) for root in roots}  # a known folder named again: watched once (a breaker)
+    for given in dict.fromkeys(Path(p).expanduser() for p in paths or []):
+        if os.path.realpath(given) not in known:
+            known.add(os.path.realpath(given))
+            roots.append(WatchedRoot(given))
     gap = idle_gap if idle_gap is not None else state.settings.idle_gap_minutes
     options = ImportOptions(project=project, client=client, idle_gap=timedelta(minutes=gap), idle_gap_given=idle_gap is not None,
                             zone=resolve_zone(tz or state.settings.timezone))
