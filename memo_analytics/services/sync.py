@@ -373,6 +373,13 @@ def _save(store: VaultStore, name: str, data: dict[str, Any]) -> None:
     write_json_state(_dir(store) / name, data)
 
 
+def _outbox_pending(store: VaultStore) -> int:
+    """The records the outbox holds now: what a push's answer counts (one read of the outbox — not
+    :func:`status`'s count of a first push, which reads every record of the vault: a hook's push
+    each turn, the daemon down, grew with the vault)."""
+    return len({_key(entry) for entry in _outbox(store)})
+
+
 def status(store: VaultStore) -> dict[str, Any]:
     """``{mode, remoteUrl, pending, lastSuccessAt, lastError, lastErrorAt, attempts, nextRetryAt,
     refused, conflicts, keptApart, keptOnDaemon, lastPullAt, lastPullError, pulled}``, and before
@@ -387,7 +394,7 @@ def status(store: VaultStore) -> dict[str, Any]:
     have there); ``pulled`` the latest 20 records a pull wrote here (``{id, project, kind}``: a
     baton for this laptop's people, a session corrected on the daemon, :func:`pull`)."""
     state = _load(store, "state.json")
-    pending = len({_key(entry) for entry in _outbox(store)})
+    pending = _outbox_pending(store)
     first: dict[str, int] = {}
     if hybrid_enabled(store) and state.get("seededFor") != store.settings.hybrid.remote_url and store.exists:
         # before the first push to this daemon: it sends the whole vault, which "0 records waiting" hid
@@ -565,24 +572,24 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
     push under way (else 60 s): past it nothing is sent now, the records wait."""
     now = now or utcnow()
     if not hybrid_enabled(store):
-        return {"pushed": 0, "results": [], "pending": status(store)["pending"], "error": "hybrid sync is off"}
+        return {"pushed": 0, "results": [], "pending": _outbox_pending(store), "error": "hybrid sync is off"}
     _dir(store).mkdir(parents=True, exist_ok=True)
     wait = timeout or store.sync_timeout  # a hook's or a start's push waits no longer for another push either
     lock = FileLock(str(_dir(store) / "push.lock"), timeout=wait or 60)
     try:
         lock.acquire()
     except Timeout:
-        return {"pushed": 0, "results": [], "pending": status(store)["pending"],
+        return {"pushed": 0, "results": [], "pending": _outbox_pending(store),
                 "error": f"another push is under way (over {wait or 60:g} s): the records wait for the next push"}
     with _releasing(lock):
         state = _load(store, "state.json")
         if not force and state.get("nextRetryAt") and now < from_iso(state["nextRetryAt"]):
-            return {"pushed": 0, "results": [], "pending": status(store)["pending"],
+            return {"pushed": 0, "results": [], "pending": _outbox_pending(store),
                     "error": f"waiting until {state['nextRetryAt']} after: {state.get('lastError')}"}
         try:
             _which_daemon(store, state, timeout or store.sync_timeout or PUSH_SECONDS)
         except PUSH_FAILURES as exc:
-            return _push_failed(store, state, now, exc, status(store)["pending"])
+            return _push_failed(store, state, now, exc, _outbox_pending(store))
         owned = _own_ownerless(store, now, state)
         _seed_outbox(store, state)
         entries = _outbox(store)
@@ -692,7 +699,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
             # another daemon answers at this address (a new one put there, a backup restored): what it
             # took is not filed as the other's; the next push sends it what it lacks (found by a breaker)
             _now_pushing_to(store, state, named, store.settings.hybrid.remote_url)
-            return {"pushed": 0, "results": [], "pending": status(store)["pending"], "error": None,
+            return {"pushed": 0, "results": [], "pending": _outbox_pending(store), "error": None,
                     "daemonChanged": True}
         had = answer.get("received")
         counts = isinstance(had, int) and not isinstance(had, bool)
@@ -707,7 +714,7 @@ def push(store: VaultStore, now: datetime | None = None, force: bool = False,
             sent_before = seq if checks else seq - 1
             log.warning("memo sync: the daemon at %s holds %d of this laptop's %d pushes (restored from a "
                         "backup?): every record is sent again", store.settings.hybrid.remote_url, had, sent_before)
-            return {"pushed": 0, "results": [], "pending": status(store)["pending"], "error": None,
+            return {"pushed": 0, "results": [], "pending": _outbox_pending(store), "error": None,
                     "daemonChanged": True, "daemonForgot": {"received": had, "sent": sent_before}}
         keys_of_id: dict[str, list[str]] = {}
         for record in records:
