@@ -558,8 +558,9 @@ def _remove_empty(folders: list[str]) -> None:
 
 def status(agents: list[str], vault_root: Path, project_root: Path | None, home: Path | None = None) -> dict[str, Any]:
     """What is installed where: ``{items: [{agent, level, path, exists, installed: [events],
-    missing: [events], error, notFound: [programs]}], spooled}`` for the user level and, inside
-    a repository, the repository's level; ``notFound`` the programs installed entries run that
+    missing: [events], error, notFound: [programs], coveredByUserLevel}], spooled}`` for the user
+    level and, inside a repository, the repository's level (its ``missing`` is empty and
+    ``coveredByUserLevel`` true when it has none of memo's hooks and the user level has them all); ``notFound`` the programs installed entries run that
     are not there (a virtual environment moved or made again: the agent's hook fails, nothing is
     captured); ``spooled`` is how many hook events wait in the vault's spool."""
     from .capture import spooled
@@ -590,7 +591,23 @@ def status(agents: list[str], vault_root: Path, project_root: Path | None, home:
                 except MemoError as exc:
                     item["error"] = str(exc)
             items.append(item)
+    _covered_by_the_user_level(items)
     return {"items": items, "spooled": len(spooled(vault_root))}
+
+
+def _covered_by_the_user_level(items: list[dict[str, Any]]) -> None:
+    """A repository's level with none of memo's hooks, where the user level has every event and
+    runs a program that is there: nothing is missing (the user level's hooks run in every
+    repository); ``coveredByUserLevel`` says so. Listing every event as missing there sent a
+    newcomer who had run ``memo hooks install`` to install them twice."""
+    whole = {i["agent"] for i in items if i["level"] == "user" and not i["missing"] and not i["notFound"]
+             and not i["error"]}
+    for item in items:
+        covered = item["level"] == "project" and item["agent"] in whole and not item["installed"] \
+            and not item["error"]
+        item["coveredByUserLevel"] = covered
+        if covered:
+            item["missing"] = []
 
 
 def in_a_virtual_environment(program: str) -> bool:

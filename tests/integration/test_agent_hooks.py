@@ -603,3 +603,24 @@ def test_an_install_of_the_three_events_of_old_gets_the_waiting_states_by_instal
     memo("hooks", "install", "gemini", vault=vault, env=env)
     assert list(json.loads(gemini.read_text())["hooks"]) == ["SessionStart", "BeforeAgent", "Notification",
                                                              "AfterAgent", "SessionEnd"]
+
+
+def test_status_in_a_repository_does_not_call_the_project_level_missing_when_the_user_level_runs_there(tmp_path, repo):
+    """A newcomer ran ``memo hooks install``, then ``memo hooks status`` in a repository listed
+    every event missing at the project level and sent them to install again: the user level's
+    hooks run in every repository."""
+    home, vault = tmp_path / "home", tmp_path / "v"
+    (home / ".claude").mkdir(parents=True)
+    env = {"HOME": str(home)}
+    memo("hooks", "install", "claude-code", vault=vault, env=env, cwd=repo)
+    status = json.loads(memo("--json", "hooks", "status", "claude-code", vault=vault, env=env, cwd=repo).stdout)
+    user, project = status["items"]
+    assert (user["level"], user["missing"], user["coveredByUserLevel"]) == ("user", [], False)
+    assert (project["level"], project["installed"], project["missing"], project["coveredByUserLevel"]) == \
+        ("project", [], [], True)
+    shown = memo("hooks", "status", "claude-code", vault=vault, env=env, cwd=repo).stdout
+    assert "the user level's run here" in shown and "UserPromptSubmit" not in shown.split("project")[-1]
+    # the user level without its hooks: the repository's level is missing them, as before
+    memo("hooks", "uninstall", "claude-code", vault=vault, env=env, cwd=repo)
+    status = json.loads(memo("--json", "hooks", "status", "claude-code", vault=vault, env=env, cwd=repo).stdout)
+    assert [(i["coveredByUserLevel"], bool(i["missing"])) for i in status["items"]] == [(False, True), (False, True)]

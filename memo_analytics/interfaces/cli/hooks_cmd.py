@@ -182,6 +182,8 @@ def hooks_status(agent: Optional[str] = typer.Argument(None, metavar="[AGENT]", 
             table.add_column(column, overflow="fold")
         for item in r["items"]:
             installed = ", ".join(item["installed"]) or ("—" if item["exists"] else "no file")
+            if item.get("coveredByUserLevel"):
+                installed = "— (the user level's run here)"
             table.add_row(item["agent"], item["level"], _safe(item["path"]), _safe(item["error"] or installed),
                           ", ".join(item["missing"]) or "—")
         out.print(table)
