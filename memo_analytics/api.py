@@ -227,10 +227,11 @@ class Vault:
         """Close the index connection (further vaults are opened per call)."""
         self._store.close()
 
-    def _projects(self, projects: list[str] | str | None) -> list[str] | None:
+    def _projects(self, projects: list[str] | str | None, further: bool = True) -> list[str] | None:
         """``projects`` as a list (one id given as a string is that project: it matched none, each
         of its letters taken for a project), each a project the vault holds something of — a typo
-        read as 0 minutes without a word (found by an analyst); with further vaults, as given.
+        read as 0 minutes without a word (found by an analyst); with further vaults, one of them holds
+        something of (an empty list is refused: None is every project).
 
         Raises
         ------
@@ -245,10 +246,11 @@ class Vault:
             given = [projects]
         if not all(isinstance(project, str) for project in given):
             raise InvalidFieldError("projects", f"{projects!r} is no list of project ids (a list of strings)")
-        if not self._store.settings.vaults:  # further vaults' projects are not in this vault's index
-            from .services.sessions import check_projects
+        if not given:  # "no project" read as 0 minutes: None is every project
+            raise InvalidFieldError("projects", "is empty: name at least one project, or give None (every project)")
+        from .analytics.activity import check_names
 
-            check_projects(self._store, given)
+        check_names(self._store, given, None, further=further)  # every vault the read covers
         return given
 
     def sessions(self, projects: list[str] | None = None) -> pl.DataFrame:
@@ -377,15 +379,17 @@ class Vault:
             read as 0 hours, as ``memo activity --client`` refuses it); a project the vault holds
             nothing of (``Invalid project``).
         """
-        projects = self._projects(projects)
+        projects = self._projects(projects, further=cross_project)
         if client is not None and not str(client).strip():  # as `memo activity --client ""` refuses it
             raise InvalidFieldError("client", "is empty: give a value, or leave it out (None: every client)")
+        if tz is not None and not str(tz).strip():  # as `memo activity --tz ""` refuses it
+            raise InvalidFieldError("tz", "is empty: give an IANA zone, or leave it out (None: the vault's zone)")
         report = activity_report(self._store, ActivityRequest(projects=projects, since=since, until=until,
                                                               client=client, tz=tz, cross_project=cross_project))
-        if report.client and not report.sessions and not (cross_project and self._store.settings.vaults):
-            from .services.sessions import check_client
+        if report.client and not report.sessions:
+            from .analytics.activity import check_names
 
-            check_client(self._store, report.client)
+            check_names(self._store, None, report.client, further=cross_project)
         return report
 
     def invoice(self, report: ActivityReport, lines: str = "project", *, skip_unpriced: bool = False,
@@ -417,7 +421,8 @@ class Vault:
         Raises
         ------
         InvalidFieldError
-            ``lines`` is not ``project`` or ``session``.
+            ``lines`` is not ``project`` or ``session``; ``report`` is not an
+            :class:`ActivityReport` (``Invalid report``).
         UnpricedClientError
             A billed client has no terms (not with ``skip_unpriced``).
         ReportError
@@ -426,6 +431,10 @@ class Vault:
         """
         from .reports.invoice import build_invoice
         from .vault.ledger import invoiced_in
+
+        if not isinstance(report, ActivityReport):  # an AttributeError deep inside (found by an analyst)
+            raise InvalidFieldError("report", f"a {type(report).__name__} is no activity report: give "
+                                              "vault.activity(…)'s (vault.invoice(vault.activity(since=…, until=…)))")
 
         return build_invoice(report, self.settings.billing_for, lines, str(config_path()),
                              invoiced=invoiced_in(self.root),
@@ -465,13 +474,17 @@ class Vault:
         InvalidDateError
             ``Invalid since date`` / ``Invalid until date``.
         InvalidFieldError
-            An invalid project id, or one the vault holds nothing of (``Invalid project``);
+            A project that is no string, or one the vault holds nothing of (``Invalid project``);
             ``min_confidence`` outside 0–1 (``Invalid min_confidence``).
         """
+        self._store.recheck(0)
         if project is not None:
-            self._projects([project])  # a misspelt project is refused, as by the frames (it gave 0 rows)
-        else:
-            self._store.recheck(0)
+            if not isinstance(project, str):  # a list named "projects" in the refusal (found by an analyst)
+                raise InvalidFieldError("project", f"{project!r} is no project id (one id, a string; None: every project)")
+            from .analytics.activity import check_names
+
+            # a misspelt project is refused, as by the frames (it gave 0 rows); this vault's alone, as read
+            check_names(self._store, [project], None, further=False)
         if isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float)) \
                 or not 0 <= min_confidence <= 1:
             raise InvalidFieldError("min_confidence", f"{min_confidence!r} is not a confidence from 0 to 1 (0.8, not "
@@ -615,6 +628,11 @@ class Lake:
         """The activity report of every vault of the lake, as ``memo --json activity --lake``
         gives it (:func:`memo_analytics.analytics.lake.lake_activity`: minutes as each vault
         billed them; hours, days and shares as ``activity`` works them out).
+
+        The lake keeps each session's cost (USD), not its models': ``cost`` and
+        ``cost_by_client`` add the sessions' costs, ``cost_by_model`` is empty (a vault's
+        :meth:`Vault.activity` gives cost by model, and :meth:`prompts` the tokens of each turn
+        under its model).
 
         Raises
         ------

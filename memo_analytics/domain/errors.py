@@ -54,7 +54,9 @@ class InvalidDateError(InvalidFieldError):
         self.field = field
         self.value = value
         self.reason = reason or f"cannot parse {value!r}"
-        MemoError.__init__(self, f"Invalid {field} date: {_short(value)!r} ({reason or DATE_FORMS})")
+        # a value that is no text shown as it is (2026 as '2026' read as a refusal of a valid year: found by an analyst)
+        shown = repr(_short(value)) if isinstance(value, str) else f"{_short(value)} (a {type(value).__name__}, not text)"
+        MemoError.__init__(self, f"Invalid {field} date: {shown} ({reason or DATE_FORMS})")
 
 
 class RecordNotFoundError(MemoError):

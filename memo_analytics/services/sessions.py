@@ -693,26 +693,31 @@ def known_clients(store: VaultStore) -> list[str]:
     return index.client_names(store.conn)
 
 
-def check_projects(store: VaultStore, projects: list[str]) -> None:
+def check_projects(store: VaultStore, projects: list[str], known: list[str] | None = None) -> None:
     """Refuse a project filter naming a project the vault holds nothing of: a misspelt project
     read as 0 minutes without a word, where a misspelt client is refused (found by an analyst).
+    ``known``: the projects of every vault a read covers (further vaults), when not this vault's.
 
     Raises
     ------
     InvalidFieldError
         ``Invalid project: …`` with the projects the vault holds (the first 20)."""
-    known = index.project_names(store.conn) if store.exists else []
+    everywhere = known is not None
+    if known is None:
+        known = index.project_names(store.conn) if store.exists else []
     unknown = [project for project in projects if project not in known]
     if unknown:
         names = ", ".join(known[:20]) + (", …" if len(known) > 20 else "") if known else "none yet"
-        raise InvalidFieldError("project", f"the vault holds nothing of project {unknown[0]!r} (projects: {names})")
+        holder = "no vault read holds anything" if everywhere else "the vault holds nothing"
+        raise InvalidFieldError("project", f"{holder} of project {unknown[0]!r} (projects: {names})")
 
 
-def check_client(store: VaultStore, client: str) -> None:
+def check_client(store: VaultStore, client: str, known_elsewhere: list[str] | None = None) -> None:
     """Refuse a client filter that no session of the vault and no ``[clients]`` entry of the
     config has (any case): a misspelt name would otherwise give an empty report (a 0.00 h
     timesheet) that looks like a client with no work. A known client with nothing in the period
     is no error. Every interface's report checks it (:func:`~memo_analytics.analytics.activity.report_for`).
+    ``known_elsewhere``: the clients of the further vaults a read covers too.
 
     Raises
     ------
@@ -720,7 +725,7 @@ def check_client(store: VaultStore, client: str) -> None:
         ``Invalid client: …`` with the names the vault and the config know (the config's
         spelling where both have a name).
     """
-    known = {name.strip().lower(): name for name in known_clients(store)}
+    known = {name.strip().lower(): name for name in [*(known_elsewhere or []), *known_clients(store)]}
     known.update((name.strip().lower(), name) for name in store.settings.clients)  # the config's spelling first
     asked = unicodedata.normalize("NFC", client).strip().lower()
     if asked in known or asked == "internal":  # the built-in client of no client: never a typo (an empty vault refused it)

@@ -347,3 +347,38 @@ def test_rule_candidates_refuse_a_misspelt_project_and_a_confidence_in_percent(t
     with pytest.raises(InvalidFieldError, match="^Invalid client: is empty"):
         vault.activity(client="  ")
     vault.close()
+
+
+def test_a_misspelt_client_or_project_is_refused_across_further_vaults_too(vaults):
+    """Found by an analyst: with further vaults a misspelt client or project read as 0 hours
+    (the check ran on a single vault alone); a name only a further vault holds is no typo."""
+    with memo_analytics.open_vault(vaults[0], vaults=[vaults[1]]) as vault:
+        with pytest.raises(InvalidFieldError, match=r"^Invalid client: .*'Acme Crop'.*clients known: Acme, Globex"):
+            vault.activity(client="Acme Crop")
+        with pytest.raises(InvalidFieldError, match=r"^Invalid project: no vault read holds anything of project 'p9'"):
+            vault.sessions(["p9"])
+        with pytest.raises(InvalidFieldError, match=r"^Invalid projects: is empty"):
+            vault.activity(projects=[])
+        assert vault.sessions(["shared"])["session_id"].to_list() == ["t1"]  # only the team vault's
+        assert vault.activity(client="acme", since="2026-01-05", until="2026-01-05").total_duration_minutes == 110
+        # a client only the team vault's sessions have is known; read from the primary vault alone it is a typo
+        assert vault.activity(client="Acme", projects=["shared"]).total_duration_minutes == 20
+    with memo_analytics.open_vault(vaults[0], vaults=[vaults[1]]) as vault:
+        with pytest.raises(InvalidFieldError, match=r"^Invalid project: the vault holds nothing of project 'shared'"):
+            vault.activity(projects=["shared"], cross_project=False)
+
+
+def test_the_api_refuses_what_the_cli_refuses_naming_the_field(vaults):
+    """Found by an analyst: ``tz=""`` was taken for the default, ``since=2026`` was refused as
+    ``'2026'`` (a valid year), a list for ``rule_candidates``' one project named ``projects``, and
+    ``invoice("x")`` raised an AttributeError."""
+    with memo_analytics.open_vault(vaults[0]) as vault:
+        with pytest.raises(InvalidFieldError, match=r"^Invalid tz: is empty"):
+            vault.activity(tz="")
+        with pytest.raises(InvalidFieldError, match=r"^Invalid since date: 2026 \(a int, not text\)"):
+            vault.activity(since=2026)
+        assert vault.activity(since="2026").total_duration_minutes == 130
+        with pytest.raises(InvalidFieldError, match=r"^Invalid project: \['p1'\] is no project id"):
+            vault.rule_candidates(project=["p1"])
+        with pytest.raises(InvalidFieldError, match=r"^Invalid report: a str is no activity report"):
+            vault.invoice("x")

@@ -279,6 +279,9 @@ def _lake_activity(project: Optional[str], all_projects: bool, since: Optional[s
         unpriced = f" (no price for {', '.join(data['unpricedModels'])})" if data["unpricedModels"] else ""
         out.print(_safe(f"AI cost: USD {data['totalCostUsd']}{unpriced} · read from {data['lake']['catalog']}: "
                         f"{counted(len(data['vaults']), 'vault')} ({', '.join(data['vaults'])})"), soft_wrap=True)
+        if data["vaults"]:  # (an analyst looked for the table of a vault's report)
+            out.print("AI cost by model: the lake keeps each session's cost, not its models' (memo activity on a "
+                      "vault gives it by model)", soft_wrap=True)
         if not data["vaults"]:
             err.print("note: no vault was exported into this lake yet: memo export iceberg writes this one's")
 
