@@ -361,9 +361,11 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
         TransportSecuritySettings(enable_dns_rebinding_protection=False)  # off loopback the token guards it
     app = build_server(settings, confined=not loopback, over_http=True).streamable_http_app(host=host, max_sessions=MAX_MCP_SESSIONS,
                                                                                    transport_security=security)
-    app = _CrossSiteGate(app)
     if token:
         app = _TokenGate(app, token)
+    # outermost: a page's cross-site request is refused before its (missing) token is read — read
+    # first, twenty of them locked the person's right token out of every port (found by a security tester)
+    app = _CrossSiteGate(app)
     from ..domain.hosts import connection_cap, raise_open_files_limit
 
     # beside the status server, in one process: half the file handles each
@@ -416,7 +418,8 @@ class _CrossSiteGate:
 
 class _TokenGate:
     """ASGI wrapper: HTTP requests without the bearer token get 401; an address that gave
-    :data:`~memo_analytics.domain.hosts.WRONG_TOKEN_LIMIT` wrong ones within a minute gets 429."""
+    :data:`~memo_analytics.domain.hosts.WRONG_TOKEN_LIMIT` wrong ones within a minute gets 429
+    (a request of no token is not counted)."""
 
     def __init__(self, app, token: str) -> None:
         from ..domain.hosts import WRONG_TOKENS
@@ -444,7 +447,8 @@ class _TokenGate:
             headers = dict(scope.get("headers") or [])
             given = headers.get(b"authorization", b"")
             if not (given.lower().startswith(b"bearer ") and hmac.compare_digest(given[7:].strip(), self.token)):
-                wrong_token(self.wrong_tokens, address)
+                if given.strip():  # a request of no token guesses nothing: not counted
+                    wrong_token(self.wrong_tokens, address)
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json")]})
                 await send({"type": "http.response.body", "body": b'{"error": "Unauthorized"}'})

@@ -64,6 +64,37 @@ def test_wrong_tokens_past_the_limit_are_refused_unread_the_right_one_too_and_lo
     assert log.count(f"{WRONG_TOKEN_LIMIT} wrong tokens from 127.0.0.1 within 60 s") == 1 and TOKEN not in log
 
 
+def _post(port: int, path: str, headers: dict) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("POST", path, body=b"x", headers={"Host": f"127.0.0.1:{port}", **headers})
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
+def test_a_web_pages_requests_and_requests_of_no_token_never_lock_the_right_token_out(tmp_path):
+    """Found by a security tester: any page's cross-site posts to the MCP port had their token read
+    before their site, each counted a wrong token: twenty locked the person's right token out of
+    the API, the sign-in and MCP (429) for as long as the tab stayed open. The MCP port refuses a
+    cross-site request first (403, as the status port does), and a request of no token at all
+    (a page's, an agent configured without it) guesses nothing and is not counted."""
+    port, mcp_port = free_port(), free_port()
+    server = Server(tmp_path / "v", "--token", TOKEN, "--mcp-port", str(mcp_port), port=port)
+    try:
+        page = {"Origin": "http://localhost:8000", "Sec-Fetch-Site": "cross-site", "Content-Type": "text/plain"}
+        assert {_post(mcp_port, "/mcp", page) for _ in range(WRONG_TOKEN_LIMIT + 5)} == {403}
+        bare = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        assert {_post(mcp_port, "/mcp", bare) for _ in range(WRONG_TOKEN_LIMIT + 5)} == {401}
+        assert {_get(port, "/api/health")[0] for _ in range(WRONG_TOKEN_LIMIT + 5)} == {401}
+        assert _get(port, "/api/health", token=TOKEN)[0] == 200
+        # a wrong token given is counted, on either port
+        assert {_post(mcp_port, "/mcp", {**bare, "Authorization": f"Bearer guess-{n}"})
+                for n in range(WRONG_TOKEN_LIMIT)} == {401}
+        assert _get(port, "/api/health", token=TOKEN)[0] == 429
+    finally:
+        server.stop()
+
+
 def test_wrong_sign_ins_count_as_wrong_tokens(tmp_path):
     server = Server(tmp_path / "v", "--token", TOKEN)
     try:
