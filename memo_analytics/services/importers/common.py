@@ -438,10 +438,10 @@ def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: t
             for entry in entries:
                 try:
                     # regular files only: a FIFO or a device named *.jsonl would block the read forever
-                    if entry.name.endswith(suffixes) and entry.is_file() and entry.is_symlink() \
-                            and _leaves_its_history(entry.path):
+                    if entry.name.endswith(suffixes) and entry.is_file() and _leaves_its_history(entry.path):
                         if left_out is not None:
-                            left_out.append(f"{entry.path}: a link out of its .specstory folder: not read")
+                            left_out.append(f"{entry.path}: a link out of its .specstory folder (the file's, or a "
+                                            "folder's on the way to it): not read")
                     elif entry.name.endswith(suffixes) and entry.is_file():
                         found.append(entry.path)
                     elif entry.is_dir(follow_symlinks=False) and entry.name not in exclude_dirs:
@@ -456,15 +456,19 @@ def walk_files(paths: Iterable[Path], suffixes: tuple[str, ...], exclude_dirs: t
 
 
 def _leaves_its_history(path: str) -> bool:
-    """Whether ``path``, a link under a ``.specstory`` folder (a repository's own, cloned from
-    anyone), leads out of that folder: a planted link to a file of the person's would be taken
-    into the vault (and pushed to a team daemon) as a conversation (found by a security tester)."""
+    """Whether ``path``, a file under a ``.specstory`` folder (a repository's own, cloned from
+    anyone), lies out of that folder once links are followed — the file a link, or the
+    ``.specstory`` folder or one below it a link: a planted link to a file or a folder of the
+    person's (another repository's private history) would be taken into the vault (and pushed
+    to a team daemon) as this repository's conversation (found by security testers)."""
     parts = Path(path).parts
     if ".specstory" not in parts:
         return False
-    history = Path(*parts[:len(parts) - parts[::-1].index(".specstory")])
+    at = len(parts) - 1 - parts[::-1].index(".specstory")
+    # the repository's own .specstory folder, its own links followed no further than its parent
+    own = Path(os.path.realpath(Path(*parts[:at]) if at else Path(parts[0]))) / ".specstory"
     try:
-        return not Path(os.path.realpath(path)).is_relative_to(Path(os.path.realpath(history)))
+        return not Path(os.path.realpath(path)).is_relative_to(own)
     except (OSError, ValueError):
         return True
 
