@@ -113,18 +113,51 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     ("authorization", re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([A-Za-z0-9+/=._~-]{8,})"), 1, ('authorization',)),
     ("bearer-token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/-]{20,}=*"), 0, ('bearer ',)),
     # a quoted user:password of words (``curl -u 'admin:two words'``), before the unquoted form took the first
-    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]{0,500}?\s(?:-u[ \t]*|--user(?:[ \t]+|=))"
-                                r"([\"'])[^\s:\"']+:([^\"'\n]{1,200})\1"), 2, ('-u',)),
-    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]{0,500}?\s(?:-u[ \t]*|--user(?:[ \t]+|=))[\"']?"
-                                r"[^\s:\"']+:([^\s\"']+)"), 1, ('-u',)),
+    # (-u among other short flags too: ``curl -su``, ``-Lu``)
+    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]{0,500}?\s(?:-[A-Za-z]{0,8}u[ \t]*|--user(?:[ \t]+|=))"
+                                r"([\"'])[^\s:\"']+:([^\"'\n]{1,200})\1"), 2, ('curl', 'wget', 'http')),
+    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]{0,500}?\s(?:-[A-Za-z]{0,8}u[ \t]*|--user(?:[ \t]+|=))"
+                                r"[\"']?[^\s:\"']+:([^\s\"']+)"), 1, ('curl', 'wget', 'http')),
     ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,500}?\s-p([\"'])([^\"'\n]{1,200})\1"),
      2, ('mysql', 'mariadb')),
     ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,500}?\s-p([^\s\"'-][^\s\"']*)"), 1, ('mysql', 'mariadb')),
-    ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]{0,500}?\s(?:-p|--password)(?:\s+|=)[\"']?([^\s\"']+)"), 1, ('docker',)),
+    # (quoted words; -pVALUE without a space; --password-stdin takes none)
+    ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]{0,500}?\s(?:-p|--password)(?:[ \t]+|=)?([\"'])([^\"'\n]{1,200})\1"),
+     2, ('docker',)),
+    ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]{0,500}?\s(?:-p|--password)(?:[ \t]+|=)?(?![-\"'])([^\s\"']+)"), 1,
+     ('docker',)),
     # htpasswd -b[c] FILE USER PASSWORD: the password on the command line
-    ("cli-password", re.compile(r"\bhtpasswd[ \t]+(?:-[A-Za-z]+[ \t]+)*?-[A-Za-z]*b[A-Za-z]*[ \t]+(?:-[A-Za-z]+[ \t]+)*"
-                                r"[^\s-][^\s]*[ \t]+[^\s]+[ \t]+([\"']?)([^\s\"']+)\1"), 2, ('htpasswd',)),
+    # (-b among other flags: -nb, -bB, -B -C 12 -b; the password is the command's last word, quoted words too)
+    ("cli-password", re.compile(r"\bhtpasswd(?=[^\n;|&]{0,500}?[ \t]-[A-Za-z]{0,8}b)[ \t][^\n;|&]{0,500}?[ \t]"
+                                r"([\"'])([^\"'\n]{1,200})\1(?=[ \t]*(?:[\n;|&>)]|\Z))"), 2, ('htpasswd',)),
+    ("cli-password", re.compile(r"\bhtpasswd(?=[^\n;|&]{0,500}?[ \t]-[A-Za-z]{0,8}b)[ \t][^\n;|&]{0,500}?[ \t]"
+                                r"(?![-\"'])([^\s\"';|&>]{1,200})(?=[ \t]*(?:[\n;|&>)]|\Z))"), 1, ('htpasswd',)),
+    ("cli-password", re.compile(r"\bsshpass\s+-p[ \t]*([\"'])([^\"'\n]{1,200})\1"), 2, ('sshpass',)),
     ("cli-password", re.compile(r"\bsshpass\s+-p\s*[\"']?([^\s\"']+)"), 1, ('sshpass',)),
+    # a .netrc's entry: machine HOST login USER password PASSWORD
+    ("netrc-password", re.compile(r"\b(?:machine[ \t]+[^\s]{1,253}|default)(?:\s+(?:login|account)[ \t]+[^\s]{1,200}){0,2}"
+                                  r"\s+password[ \t]+(?!\[REDACTED)([^\s]{1,200})"), 1, ('machine', 'default')),
+    # a .pgpass line: host:port:database:user:password
+    ("pgpass-password", re.compile(r"(?m)^[ \t]*[^:\s#]{1,253}:(?:\d{1,5}|\*):[^:\s]{1,100}:[^:\s]{1,100}:"
+                                   r"(?!\[REDACTED)([^\s]{1,200})[ \t]*$"), 1, (':5432:', ':*:', ':6432:', 'pgpass')),
+    # an XML element naming a secret: <password>…</password>, <db:apiKey>…</db:apiKey>
+    ("xml-secret", re.compile(r"<((?:[\w.-]{1,64}:)?[\w.-]{0,64}" + r"(?i:password|passwd|passphrase|secret|token|api[_-]?key|"
+                              r"access[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?key|credentials?)[\w.-]{0,64})>"
+                              r"(?!\$\{|\{\{|\[REDACTED)([^<\n]{4,200})</\1>"), 2, ('</',)),
+    # a JSON value escaped in a string (a curl body, a log line): {\"password\": \"…\"}
+    ("secret-assignment", re.compile(r'\\"[A-Za-z0-9_.-]{0,64}' + _SECRET_WORD + r'[A-Za-z0-9_.-]{0,64}\\"[ \t]*:[ \t]*\\"'
+                                     r'(?!\$|\{|<|\[REDACTED)((?:[^"\\\n]|\\[^"\n]){6,200})\\"'), 1, ('\\"',)),
+    # a token as a URL's user (``https://<40 hex>@github.com/…``, a Sentry DSN): long, of hex, or mixed
+    ("url-token", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://([0-9a-f]{32,64}|(?=[A-Za-z0-9_-]{0,200}\d)"
+                             r"(?=[A-Za-z0-9_-]{0,200}[A-Z])(?=[A-Za-z0-9_-]{0,200}[a-z])[A-Za-z0-9_-]{30,200})@[A-Za-z0-9]"),
+     1, ('://',)),
+    # an Azure shared access signature's sig=, an Azure AD (Entra) client secret
+    ("azure-sas", re.compile(r"(?i)[?&]sig=([A-Za-z0-9%+/=]{20,200})"), 1, ('sig=',)),
+    ("azure-client-secret", re.compile(r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,40}(?![A-Za-z0-9_~.-])"),
+     0, ('q~',)),
+    # a PuTTY key file's private lines
+    ("private-key", re.compile(r"Private-Lines:[ \t]*\d{1,4}[ \t]*\r?\n((?:[A-Za-z0-9+/=]{4,100}\r?\n){0,399}[A-Za-z0-9+/=]{4,100}(?=\r?\n|\Z))"), 1,
+     ('private-lines:',)),
     # a command's option that takes a secret (--password X, --db-password=X, --api-key X): the
     # option's name ends in the secret word (--token-file names a file)
     ("cli-password", re.compile(r"(?i)(?<![\w-])--(?:[a-z0-9]+-)*(?:password|passwd|passphrase|secret|token|api-?key|"
@@ -154,7 +187,7 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
      ('env', 'set', 'setx', 'configure')),
     ("secret-assignment", re.compile(r"\bgh[ \t]+secret[ \t]+set\b[^\n]{0,500}?[ \t](?:-b|--body)(?:=|[ \t]*)([\"'])(?!\$)"
                                      r"([^\"'\n$]{3,200})\1"), 2, ('gh',)),
-    ("secret-assignment", re.compile(r"\bgh[ \t]+secret[ \t]+set\b[^\n]{0,500}?[ \t](?:-b|--body)(?:=|[ \t]+)[\"']?(" + _VALUE
+    ("secret-assignment", re.compile(r"\bgh[ \t]+secret[ \t]+set\b[^\n]{0,500}?[ \t](?:-b|--body)(?:=|[ \t]*)[\"']?(?!-)(" + _VALUE
                                      + ")"), 1, ('gh',)),
     # an environment variable that names a secret (``DATABASE_PASSWORD=…``, ``DB_PASS=…``,
     # ``PIN=…``, as an .env file or a shell writes it): its value, even all letters or all digits

@@ -33,6 +33,16 @@ def _quick(work, *args) -> object:
     "gh secret set " * 7_200,  # 51 s of a hook before
     "htpasswd -b " * 8_000,
     "curl x -u'" * 10_000,
+    "curl -su " * 11_000,
+    "docker login -p '" * 6_000,
+    "htpasswd -b x" + " y" * 50_000,
+    "sshpass -p '" * 8_000,
+    "<password>" * 10_000,
+    '\\"password\\": \\"' * 6_000,
+    "a://" * 25_000,
+    "Private-Lines: 1\n" + "AAAA\n" * 20_000,
+    "a:5432:b:c:" * 9_000,
+    "machine h login u " * 6_000,
 ])
 def test_redaction_of_many_command_words_on_one_line(text):
     _quick(redact_secrets, text)
@@ -84,3 +94,47 @@ def test_specstory_session_comment_and_cursor_title_lines():
     assert _quick(_TITLE.match, "# a" + " " * 100_000 + "b").group("title").endswith("b")
     assert _TITLE.match("#   Fix the login  ").group("title") == "Fix the login"
     assert re.fullmatch(r"", _TITLE.match("# ").group("title"))
+
+
+@pytest.mark.parametrize("said, hidden", [
+    # found by a breaker: short flags run together, a value without a space, htpasswd's usual -nb,
+    # -b after another option, quoted words after docker's -p and sshpass's -p
+    ("curl -su admin:hunter2hunter https://x", "curl -su admin:[REDACTED:cli-password] https://x"),
+    ("curl -Lu admin:hunter2hunter https://x", "curl -Lu admin:[REDACTED:cli-password] https://x"),
+    ("docker login -u me -p 'correct horse battery'", "docker login -u me -p '[REDACTED:cli-password]'"),
+    ("docker login -pHunter2pass -u me", "docker login -p[REDACTED:cli-password] -u me"),
+    ("docker login --password-stdin -u me", "docker login --password-stdin -u me"),
+    ("gh secret set API -bs3cr3tvalue", "gh secret set API -b[REDACTED:secret-assignment]"),
+    ("gh secret set API --body-file x.txt", "gh secret set API --body-file x.txt"),
+    ("htpasswd -nb alice Hunter2pw", "htpasswd -nb alice [REDACTED:cli-password]"),
+    ("htpasswd -nbB alice Hunter2pw", "htpasswd -nbB alice [REDACTED:cli-password]"),
+    ("htpasswd -B -C 12 -b .htpasswd alice Hunter2pw", "htpasswd -B -C 12 -b .htpasswd alice [REDACTED:cli-password]"),
+    ("htpasswd -bB .htpasswd alice 'two words'", "htpasswd -bB .htpasswd alice '[REDACTED:cli-password]'"),
+    ("htpasswd -b f bob Hunter2pw | tee x", "htpasswd -b f bob [REDACTED:cli-password] | tee x"),
+    ("htpasswd -c file bob", "htpasswd -c file bob"),
+    ("sshpass -p 'two words' ssh host", "sshpass -p '[REDACTED:cli-password]' ssh host"),
+    # found by a security tester: shapes of no command
+    ('curl -d "{\\"user\\": \\"admin\\", \\"password\\": \\"Hunter2Prod!x\\"}" https://x',
+     'curl -d "{\\"user\\": \\"admin\\", \\"password\\": \\"[REDACTED:secret-assignment]\\"}" https://x'),
+    ('{\\"api_key\\":\\"a8f7d6s5a4d3f2g1h0\\"}', '{\\"api_key\\":\\"[REDACTED:secret-assignment]\\"}'),
+    ("machine api.example.com login ana password Hunter3Prod9x",
+     "machine api.example.com login ana password [REDACTED:netrc-password]"),
+    ("config is <password>Hunter4Prod9x</password> in web.xml",
+     "config is <password>[REDACTED:xml-secret]</password> in web.xml"),
+    ("<token>${TOKEN}</token>", "<token>${TOKEN}</token>"),
+    ("git clone https://0123456789abcdef0123456789abcdef01234567@github.com/acme/private.git",
+     "git clone https://[REDACTED:url-token]@github.com/acme/private.git"),
+    ("https://0123456789abcdef0123456789abcdef@o123.ingest.sentry.io/456",
+     "https://[REDACTED:url-token]@o123.ingest.sentry.io/456"),
+    ("git clone ssh://git@github.com/a/b", "git clone ssh://git@github.com/a/b"),
+    ("git+ssh://deploy-user-production-01@host/x", "git+ssh://deploy-user-production-01@host/x"),
+    ("https://acct.blob.core.windows.net/c?sv=2021&sig=abcdEFGH1234abcdEFGH1234%3D",
+     "https://acct.blob.core.windows.net/c?sv=2021&sig=[REDACTED:azure-sas]"),
+    ("AZURE_X Q7U8Q~abcdefghijklmnopqrstuv1234567890abc", "AZURE_X [REDACTED:azure-client-secret]"),
+    ("PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 2\nAAAAIGh0dHBzOi8vZXhhbXBsZS5jb20=\nAAAAIGh0\nPrivate-MAC: ab",
+     "PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 2\n[REDACTED:private-key]\nPrivate-MAC: ab"),
+    ("db:5432:mydb:admin:S3cretPw!x", "db:5432:mydb:admin:[REDACTED:pgpass-password]"),
+    ("at 10:30:00:12:5 we met", "at 10:30:00:12:5 we met"),
+])
+def test_the_forms_breakers_and_testers_found_are_redacted(said, hidden):
+    assert redact_secrets(said)[0] == hidden
