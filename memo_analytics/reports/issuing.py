@@ -312,6 +312,10 @@ def national_currency(country: str | None, on: date) -> str | None:
     return found[0] if found else None
 
 
+#: The largest exchange rate an invoice states (national units for one of its currency), not reached.
+MAX_EXCHANGE_RATE = Decimal(1_000_000_000)
+
+
 def tax_currency_fields(country: str | None, currency: str, tax: Decimal, issued: date,
                         exchange_rate: Decimal | None) -> dict[str, str]:
     """``{taxCurrency, exchangeRate, taxInTaxCurrency}`` of an invoice that charges VAT in a
@@ -339,9 +343,11 @@ def tax_currency_fields(country: str | None, currency: str, tax: Decimal, issued
         charged = f"its VAT in {currency}" if tax != 0 else "no VAT"
         raise InvalidFieldError("exchangeRate", f"is for VAT charged in a currency other than {own}; this invoice "
                                                 f"charges {charged}: leave it out; nothing was issued")
-    if not exchange_rate.is_finite() or exchange_rate <= 0 or exchange_rate.normalize().as_tuple().exponent < -6:
-        raise InvalidFieldError("exchangeRate", f"{exchange_rate} is not a rate: give a number above 0 with at most "
-                                                "6 decimals; nothing was issued")
+    # below a billion national units for one (a typo such as 1e26 ended in a traceback: found by a breaker)
+    if not exchange_rate.is_finite() or exchange_rate <= 0 or exchange_rate.normalize().as_tuple().exponent < -6 \
+            or exchange_rate >= MAX_EXCHANGE_RATE:
+        raise InvalidFieldError("exchangeRate", f"{exchange_rate} is not a rate: give a number above 0 and below "
+                                                f"{MAX_EXCHANGE_RATE:,} with at most 6 decimals; nothing was issued")
     from decimal import ROUND_HALF_UP
 
     # as written, its zeros cut (0.79120000 → 0.7912; 400 stays 400, never 4E+2: found by a breaker)

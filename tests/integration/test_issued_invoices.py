@@ -1565,6 +1565,10 @@ def test_vat_charged_in_another_currency_is_stated_in_the_issuers_too(billing):
         "in EUR too: give the rate of its tax point, --exchange-rate N (EUR for 1 USD); nothing was issued")
     assert not list((billing["vault"] / "invoices").glob("*.md")) if (billing["vault"] / "invoices").exists() else True
     assert run(billing, "invoice", "issue", "--all", *period, "--exchange-rate", "0").returncode == 1
+    huge = run(billing, "invoice", "issue", "--all", *period, "--exchange-rate", "1e26")  # a traceback (a breaker)
+    assert huge.returncode == 1 and huge.stderr.strip() == (
+        "error: Invalid exchangeRate: 1E+26 is not a rate: give a number above 0 and below 1,000,000,000 with at most "
+        "6 decimals; nothing was issued"), huge.stderr
     doc = issue(billing, *period, "--exchange-rate", "0,92")  # a decimal comma read as a point
     tax = Decimal(doc["tax"])
     euros = (tax * Decimal("0.92")).quantize(Decimal("0.01"))
