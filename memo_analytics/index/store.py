@@ -422,11 +422,13 @@ def ownerless_sessions(conn: sqlite3.Connection, among: list[tuple[str, str]] | 
         f"SELECT 1 FROM records WHERE project = ? AND id = ? AND {ownerless}", key).fetchone())
 
 
-def record_places(conn: sqlite3.Connection) -> list[tuple[str, str, str, str | None]]:
-    """``(id, project, path, updated)`` of every record (``path`` relative to the vault root),
-    sessions first, then by project and id."""
+def record_places(conn: sqlite3.Connection, left_out_kinds: tuple[str, ...] = ()) -> list[tuple[str, str, str, str | None]]:
+    """``(id, project, path, updated)`` of every record (``path`` relative to the vault root) but
+    those of ``left_out_kinds``, sessions first, then by project and id."""
+    marks = ", ".join("?" for _ in left_out_kinds)
     rows = conn.execute("SELECT id, project, path, updated FROM records "
-                        "ORDER BY kind != 'session', project, id")
+                        + (f"WHERE kind NOT IN ({marks}) " if left_out_kinds else "")
+                        + "ORDER BY kind != 'session', project, id", left_out_kinds)
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 

@@ -1019,10 +1019,12 @@ def _seed_outbox(store: VaultStore, state: dict[str, Any]) -> None:
 
 def _to_seed(store: VaultStore, state: dict[str, Any]) -> list[tuple[str, str, str, str | None]]:
     """``(id, project, path, updated)`` of each record :func:`_seed_outbox` queues: not queued yet,
-    and not held by the daemon in its version."""
+    not held by the daemon in its version, and no trap (never pushed)."""
     pushed = {} if state.get("resendAll") else _rekey(store, _load(store, "pushed.json"))
     queued = {_key(entry) for entry in _outbox(store)}
-    return [(record_id, project, path, updated) for record_id, project, path, updated in index.record_places(store.conn)
+    # a trap is never pushed (NO_PUSHED_TRAPS): neither queued nor counted in a first push's projects
+    return [(record_id, project, path, updated) for record_id, project, path, updated
+            in index.record_places(store.conn, (RecordKind.TRAP.value,))
             if f"{project}/{record_id}" not in queued
             and (updated is None or pushed.get(f"{project}/{record_id}") != updated)]
 

@@ -2901,6 +2901,13 @@ def test_a_team_moving_from_spec_memo_keeps_each_persons_minutes_on_the_daemon(t
     laptops = {person: _spec_memo_laptop(tmp_path, person, sid, minutes)
                for person, sid, minutes in (("alice", "1772442000000-29406a", 90), ("bob", "1772442000000-7f3c21", 60))}
     for person, (vault, env) in laptops.items():
+        # a rule of the person's own, in a project of no record else: never pushed, never counted (a breaker)
+        (vault / "projects/private/traps").mkdir(parents=True)
+        (vault / "projects/private/traps/trap-mine.md").write_text(
+            "---\nid: trap-mine\nkind: trap\nproject: private\ncreated: '2026-03-03T09:00:00.000Z'\n"
+            "updated: '2026-03-03T09:00:00.000Z'\nstatus: active\nsummary: use pnpm\nconfidence: 0.9\n---\nuse pnpm\n",
+            encoding="utf-8")
+        memo("reindex", env=env)
         _goes_hybrid(env, server.base)
         # before it: what the first push sends (a team lead read "0 records waiting" while it was the whole vault)
         before = memo("--json", "sync", "status", env=env)
