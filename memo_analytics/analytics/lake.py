@@ -397,8 +397,14 @@ def _arrow(frame: pl.DataFrame):
 
 
 def _row_hashes(frame: pl.DataFrame) -> pl.DataFrame:
-    """``record_key`` and a hash of every column but those of who wrote the row."""
+    """``record_key`` and a hash of every column but those of who wrote the row — and of whether a
+    hybrid laptop wrote it (``exported_by_laptop``, null as False): a laptop that joined the team
+    exports its rows again as a laptop's, and the daemon's rows take their place (a row kept as
+    it was first written stayed "not a laptop's" and beat the daemon's: found by a breaker)."""
     columns = sorted(c for c in frame.columns if c not in _WHO and c != "record_key")
+    if "exported_by_laptop" in frame.columns:
+        return frame.select("record_key", pl.struct(
+            [*columns, pl.col("exported_by_laptop").fill_null(False)]).hash(seed=7).alias("row_hash"))
     return frame.select("record_key", pl.struct(columns).hash(seed=7).alias("row_hash"))
 
 

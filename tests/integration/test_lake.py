@@ -506,6 +506,19 @@ def test_the_team_daemons_row_of_a_session_wins_over_a_laptops_whenever_each_exp
     frames = __import__("memo_analytics").open_lake(f"sqlite:///{tmp_path}/lake/c.db", f"{tmp_path}/lake/w")
     [row] = frames.sessions().rows(named=True)
     assert (row["billed_minutes"], row["exported_by_laptop"]) == (15, False)
+    # a laptop that exported in local mode, then joined the team (found by a breaker: its row, unchanged,
+    # stayed "not a laptop's" and beat the daemon's — 10 minutes, and both exports said "unchanged")
+    local_text = laptop_config.read_text(encoding="utf-8")
+    laptop_config.write_text(local_text.replace('mode = "hybrid"\n', "").split("\n[hybrid]")[0], encoding="utf-8")
+    shutil.rmtree(tmp_path / "lake")
+    (tmp_path / "lake").mkdir()
+    memo("export", "iceberg", vault=daemon, env=on_daemon)
+    memo("export", "iceberg", vault=laptop, env=on_laptop)  # in local mode: a vault of its own
+    assert billed(on_daemon, daemon) == 10
+    laptop_config.write_text(local_text, encoding="utf-8")  # joins the team
+    memo("export", "iceberg", vault=laptop, env=on_laptop)
+    memo("export", "iceberg", vault=daemon, env=on_daemon)
+    assert billed(on_daemon, daemon) == billed(on_laptop, laptop) == 15
 
 
 def test_open_lake_refuses_a_catalog_or_warehouse_that_is_not_there_at_the_open(tmp_path, realdata):
