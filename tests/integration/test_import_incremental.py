@@ -1668,3 +1668,28 @@ def test_a_byte_not_utf8_in_a_session_id_leaves_its_turn_out_until_mended_and_ne
     memo("import", "claude-code", str(folder), vault=vault)
     listed = json.loads(memo("--json", "prompt", "list", "--all", vault=vault).stdout)["items"]
     assert sorted(t["body"] for t in listed) == ["first", "second", "third"]
+
+
+def test_a_byte_not_utf8_in_a_working_folder_leaves_the_conversation_out_until_mended(tmp_path):
+    """Found by a breaker: a byte that is not UTF-8 in the ``cwd`` of a conversation's first line
+    filed its work under a garbled project (``pr-duct``) for good; the mended file changed nothing."""
+    folder = tmp_path / "projects"
+    folder.mkdir()
+    transcript = folder / "g.jsonl"
+    lines = [_prompt_line("sid1", "/home/ana/product", f"2025-09-03T10:0{n}:00.000Z", f"turn {n}", f"u{n}")
+             for n in range(3)]
+    transcript.write_bytes(lines[0].encode().replace(b"/product", b"/pr\xffduct") + "".join(lines[1:]).encode())
+    vault = tmp_path / "v"
+    ran = memo("--json", "import", "claude-code", str(folder), vault=vault, check=False)
+    assert ran.returncode == 1 and json.loads(ran.stdout)["turns"] == 0
+    assert "its working folder holds a byte that is not UTF-8, so the project of its 3 turns cannot be told" in \
+        ran.stderr, ran.stderr
+    transcript.write_text("".join(lines), encoding="utf-8")  # mended
+    memo("import", "claude-code", str(folder), vault=vault)
+    clean = tmp_path / "clean"
+    memo("import", "claude-code", str(folder), vault=clean)
+    listed = [(t["project"], t["body"]) for t in json.loads(memo("--json", "prompt", "list", "--all",
+                                                                  vault=vault).stdout)["items"]]
+    assert sorted(listed) == [("product", "turn 0"), ("product", "turn 1"), ("product", "turn 2")]
+    assert sorted((p.relative_to(vault).as_posix() for p in vault.joinpath("projects").rglob("*.md"))) == \
+        sorted(p.relative_to(clean).as_posix() for p in clean.joinpath("projects").rglob("*.md"))

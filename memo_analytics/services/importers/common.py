@@ -2268,16 +2268,22 @@ def _left_out_ahead(transcripts: list[Transcript], result: ImportResult, name: s
 
 
 def _left_out_unreadable_ids(transcripts: list[Transcript], result: ImportResult, name: str) -> list[Transcript]:
-    """The transcripts whose id holds a byte that was not UTF-8 (U+FFFD since, :func:`~.lines.decode_line`):
-    said and left out until the file is mended — imported under that id, their turns stood beside
+    """The transcripts whose id, or working folder (its project), holds a byte that was not UTF-8
+    (U+FFFD since, :func:`~.lines.decode_line`): said and left out until the file is mended — imported under that id, their turns stood beside
     the conversation's own, and counted twice once the byte was mended (found by a breaker)."""
-    broken = [t for t in transcripts if "\ufffd" in t.transcript_id]
+    broken = [t for t in transcripts if "\ufffd" in t.transcript_id
+              or "\ufffd" in (t.project_hint or "") or "\ufffd" in (t.folder or "")]
     for transcript in broken:
         result.skipped += len(transcript.prompts)
         result.refused += 1
-        result.errors.append(f"{name}: transcript {transcript.transcript_id!r}: its id holds a byte that is not "
-                             f"UTF-8, so its {counted(len(transcript.prompts), 'turn')} cannot be told to be of its "
-                             "conversation: not imported until the file is mended")
+        if "\ufffd" in transcript.transcript_id:
+            why = "its id holds a byte that is not UTF-8, so its {turns} cannot be told to be of its conversation"
+        else:  # filed under a garbled project for good, and twice once mended (found by a breaker)
+            why = ("its working folder holds a byte that is not UTF-8, so the project of its {turns} cannot be "
+                   "told")
+        result.errors.append(f"{name}: transcript {transcript.transcript_id!r}: "
+                             + why.format(turns=counted(len(transcript.prompts), 'turn'))
+                             + ": not imported until the file is mended")
     return broken
 
 
