@@ -465,7 +465,8 @@ def _terminal_copy(path: Path) -> bool:
 
 def specstory_roots(store: VaultStore, cwd: Path | None = None) -> list[WatchedRoot]:
     """The SpecStory histories (``.specstory/history``: SpecStory keeps them in each repository,
-    not in the home) of the repository ``cwd`` lies in and of each repository a project of the
+    not in the home) of the repository ``cwd`` lies in, of ``cwd`` and each folder between it and
+    that repository's root (``cwd`` alone outside a repository), and of each repository a project of the
     vault was last seen in on this machine (:func:`~.projects.last_seen_root`) — found by a
     newcomer: ``memo import auto`` in a repository holding one left its 275 turns out without a word."""
     from ..index import store as index
@@ -473,12 +474,20 @@ def specstory_roots(store: VaultStore, cwd: Path | None = None) -> list[WatchedR
     from .store import repository_root
 
     repositories: set[Path] = set()
+    start = Path(cwd or Path.cwd()).absolute()
     try:
-        here = repository_root(cwd or Path.cwd())
+        here = repository_root(start)
     except (OSError, MemoError):
         here = None
     if here is not None:
         repositories.add(Path(here))
+    # SpecStory writes its history in the folder opened as the workspace: the folder memo runs in, or
+    # one between it and its repository's root, in no repository too (found by a breaker: a subfolder's
+    # 149 turns left out without a word)
+    for folder in (start, *start.parents):
+        repositories.add(folder)
+        if here is None or folder == Path(here) or not folder.is_relative_to(Path(here)):
+            break
     if store.exists:
         try:
             projects = index.project_names(store.conn)

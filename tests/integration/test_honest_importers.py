@@ -440,3 +440,27 @@ def test_import_auto_takes_the_specstory_history_of_this_repository_and_of_those
     nothing = memo("import", "auto", vault=tmp_path / "empty", env=env, cwd=tmp_path, check=False)
     assert nothing.returncode == 1 and "and for .specstory/history in this repository and those memo knows" \
         in nothing.stderr
+
+
+def test_import_auto_takes_the_specstory_history_of_the_folder_it_runs_in_below_a_repository_or_in_none(
+        realdata, tmp_path):
+    """Found by a breaker: SpecStory writes its history in the folder opened as the workspace —
+    a repository's subfolder, or a folder of no repository —, and `memo import auto` run there
+    read only the repository root's (149 turns left out without a word) or refused."""
+    home = tmp_path / "home"
+    home.mkdir()
+    histories = sorted((realdata / "specstory-md").rglob(".specstory/history"))
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    shutil.copytree(histories[0], repo / ".specstory" / "history")
+    shutil.copytree(histories[1], repo / "cli" / ".specstory" / "history")
+    (repo / "cli" / "src").mkdir()
+    ran = json.loads(memo("--json", "import", "auto", vault=tmp_path / "v", env={"HOME": str(home)},
+                          cwd=repo / "cli" / "src").stdout)["sources"]
+    assert sorted(Path(i["path"]).relative_to(tmp_path).as_posix() for i in ran) == [
+        "repo/.specstory/history", "repo/cli/.specstory/history"]
+    alone = tmp_path / "notes"
+    shutil.copytree(histories[1], alone / ".specstory" / "history")
+    ran = json.loads(memo("--json", "import", "auto", vault=tmp_path / "w", env={"HOME": str(home)},
+                          cwd=alone).stdout)["sources"]
+    assert [Path(i["path"]) for i in ran] == [alone / ".specstory" / "history"] and ran[0]["turns"] > 0
