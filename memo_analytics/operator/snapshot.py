@@ -108,6 +108,9 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
         return []
     billed = ledger.invoiced_in(store.root, docs)
     zone = store.zone
+    from ..services.sync import received_sessions
+
+    arrived = received_sessions(store)  # a team daemon's: when each pushed session came
     first = min(str(doc.meta["periodStart"]) for doc in invoices)
     found = []
     for session in rows.sessions_ended_since(store.conn, first):
@@ -121,7 +124,7 @@ def _late_work(store: VaultStore, moment: datetime) -> list[dict[str, Any]]:
         # started by hand carries its start as ``created``: its last write tells when it was recorded —
         # for an import, when this vault wrote its file (its ``updated`` is the transcript's last time:
         # found by an integrator). A session a credited invoice billed is on no invoice now, whenever written
-        recorded = _written_at(store.root, session)
+        recorded = _written_at(store.root, session, arrived)
         key = (session.get("project"), session.get("sessionId"))
         matching = [doc for doc in invoices
                     if str(doc.meta.get("client") or "").strip().casefold() == client
@@ -169,12 +172,20 @@ def _conflict_owner(conn: Any, path: Path) -> dict[str, str]:
     return {"owner": owner} if isinstance(owner, str) and owner.strip() else {}
 
 
-def _written_at(root: Any, session: dict[str, Any]) -> str:
+def _written_at(root: Any, session: dict[str, Any], arrived: dict[str, str] | None = None) -> str:
     """When ``session`` was last written here (UTC ISO, ``""`` unknown): its ``updated``, and for
     an imported session the later of that and its file's modification time (``_path``, under
     ``root``: its ``updated`` is the transcript's last time) — not for another (a vault copied or
-    restored has every file new: found by a breaker)."""
+    restored has every file new: found by a breaker); on a team daemon, the later of that and
+    when its last pushed version arrived (``arrived``: its ``updated`` is the laptop's clock)."""
     written = str(session.get("updated") or "")
+    came = (arrived or {}).get(f"{session.get('project')}/{session.get('id')}")
+    if came:
+        try:
+            if not written or from_iso(came) > from_iso(written):
+                written = came
+        except ValueError:
+            pass
     if not str(session.get("source") or "").startswith("import:"):
         return written
     try:

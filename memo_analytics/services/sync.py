@@ -1252,7 +1252,41 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
     with store.batch():  # one group commit for the request (issue 16)
         for item in ordered:
             _apply_item(store, item, stamp, results, claims)
+        _note_received(store, results, now)
     return results
+
+
+#: On the daemon (under ``.memo/sync/``): when each session pushed to it arrived, last version.
+RECEIVED_FILE = "received-sessions.json"
+
+
+def _note_received(store: VaultStore, results: list[dict[str, Any]], now: datetime) -> None:
+    """Keep when this push's sessions arrived (``project/session-<id>`` → UTC ISO): a session
+    recorded on a laptop before an invoice and pushed after it (offline, or its clock behind)
+    is late work the invoice left out — its ``updated`` is the laptop's clock, the daemon's
+    digest took it for work the invoice saw (found by a team lead)."""
+    arrived = [f"{r['project']}/{r.get('storedAs') or r['id']}" for r in results
+               if str(r.get("outcome") or "").startswith("applied") and str(r.get("id") or "").startswith("session-")
+               and isinstance(r.get("project"), str)]
+    if not arrived:
+        return
+    path = _dir(store) / RECEIVED_FILE
+    kept = read_json_state(path, "sessions") or {"sessions": {}}
+    sessions = kept["sessions"] if isinstance(kept.get("sessions"), dict) else {}
+    sessions.update(dict.fromkeys(arrived, to_iso(now)))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_state(path, {"sessions": sessions})
+    except OSError:
+        pass  # the digest's hint only: the records are stored
+
+
+def received_sessions(store: VaultStore) -> dict[str, str]:
+    """On the daemon: ``project/session-<id>`` → when its last pushed version arrived (UTC ISO);
+    empty elsewhere (:func:`_note_received`)."""
+    kept = read_json_state(_dir(store) / RECEIVED_FILE, "sessions") or {}
+    sessions = kept.get("sessions") if isinstance(kept, dict) else None
+    return {k: v for k, v in sessions.items() if isinstance(v, str)} if isinstance(sessions, dict) else {}
 
 
 #: Why the daemon takes no trap: a trap's rule goes into a repository's agent instructions (a

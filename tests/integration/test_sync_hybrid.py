@@ -3860,3 +3860,32 @@ def test_a_laptop_that_issued_nothing_is_not_told_it_issued_the_daemons_invoice(
     memo("session", "edit", "s5", "--project", "shop", "--summary", "after the pull", vault=vault, env=env)
     pushed = memo("sync", "push", vault=vault, env=env)
     assert pushed.returncode == 0 and "this vault issued" not in pushed.stderr, pushed.stderr
+
+
+def test_a_session_recorded_before_the_teams_invoice_and_pushed_after_it_is_late_work_on_the_daemon(
+        tmp_path, daemon):
+    """Found by a team lead: a laptop offline (or its clock behind) recorded a session of an
+    invoiced period before the lead's invoice and pushed it after: its ``updated`` (the laptop's
+    clock) read as written before the invoice, and the daemon's digest said nothing — the work
+    never billed. When it arrived counts."""
+    team, server, vault, env, lead = _laptop_with_two_sessions_pushed(tmp_path, daemon)
+    config = Path(env["MEMO_CONFIG"])
+    hybrid = config.read_text(encoding="utf-8")
+    config.write_text(hybrid.replace(server.base, "http://127.0.0.1:9"), encoding="utf-8")  # offline
+    memo("session", "start", "s6", "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
+         "--start-time", "2026-03-06T09:00:00Z", vault=vault, env=env)
+    memo("session", "end", "s6", "--project", "shop", "--until", "2026-03-06T10:00:00Z", vault=vault, env=env)
+    lead_env = {"MEMO_CONFIG": str(lead)}
+    issued = json.loads(memo("--json", "invoice", "issue", "--all", "--client", "Acme Corp", "--since", "2026-03",
+                             "--until", "2026-03", "--issued", "2026-04-01", vault=team, env=lead_env).stdout)
+    assert issued["sessions"] == 2, issued
+
+    def late() -> list[dict]:
+        digest = json.loads(memo("--json", "digest", "--as-of", "2026-04-03", vault=team, env=lead_env).stdout)
+        return [i for i in digest["items"] if i["kind"] == "invoice_late_work"]
+
+    assert late() == []
+    config.write_text(hybrid, encoding="utf-8")  # back online
+    assert memo("sync", "push", vault=vault, env=env).stdout.startswith("pushed 1 record; 0 waiting")
+    [item] = late()
+    assert (item["subject"], item["project"], item["minutesAtStake"]) == ("s6", "shop", 60)
