@@ -29,7 +29,8 @@ month ends; one item per client), ``session_unreadable`` (a session file that ca
 reports leave it out, documents of it are refused), ``import_held_back`` (a transcript holds work of a
 session past what its issued invoice billed: an import left it out, no report counts it),
 ``session_billed_twice`` (a hybrid laptop's own invoice and the team daemon's both bill one
-session, as the last pull said); dropped: ``session_stalled``, ``client_missing``,
+session, as the last pull said), ``sync_push_failing`` (a hybrid laptop's records wait: pushes to
+the team daemon fail), ``sync_refused`` (a record the daemon refused waits in the outbox); dropped: ``session_stalled``, ``client_missing``,
 ``project_unbilled`` (a project none of whose sessions names a client, while the person bills
 clients: a new repository, a checkout in a folder of another name; one item per project, over
 its sessions of the horizon), ``sync_conflict`` (a version a sync kept beside a record, SPEC §2.7).
@@ -76,6 +77,8 @@ KIND_LANE = {
     "session_unreadable": "waiting on you",
     "import_held_back": "waiting on you",
     "session_billed_twice": "waiting on you",
+    "sync_push_failing": "waiting on you",
+    "sync_refused": "waiting on you",
     "session_stalled": "dropped",
     "client_missing": "dropped",
     "project_unbilled": "dropped",
@@ -123,6 +126,9 @@ class Snapshot:
     team_billed_too: list[dict[str, Any]] = field(default_factory=list)
     #: whether this vault is a laptop in hybrid mode (a shared baton is taken by a start on the team daemon)
     hybrid_laptop: bool = False
+    #: a hybrid laptop's records that wait because pushes fail or the daemon refused them
+    #: (:func:`~memo_analytics.services.sync.push_trouble`), else None
+    push_trouble: dict[str, Any] | None = None
     #: conversations imported from their transcripts while their hook session was open, not ended
     #: by their agent (:func:`~memo_analytics.operator.snapshot._live_conversations`)
     live_conversations: list[dict[str, Any]] = field(default_factory=list)
@@ -183,7 +189,7 @@ class Item:
 
 #: The commands a digest item's ``action`` runs: ``memo`` and these words after it (every
 #: action :func:`build_items` writes starts so, but a sync conflict's ``diff A B``).
-DIGEST_COMMANDS = (("session", "edit"), ("session", "end"), ("session", "show"), ("session", "start"), ("session", "handoff"),
+DIGEST_COMMANDS = (("sync", "status"), ("sync", "push"), ("session", "edit"), ("session", "end"), ("session", "show"), ("session", "start"), ("session", "handoff"),
                    ("project", "client"),
                    ("session", "export"), ("report", "rules"), ("invoice", "credit"), ("invoice", "show"),
                    ("invoice", "issue"),
@@ -227,6 +233,42 @@ def is_digest_command(action: str) -> bool:
         if option == "--promote" and (not value.endswith(".md") or "/" in value or value.startswith(".")):
             return False
     return True
+
+
+def _push_trouble(trouble: dict[str, Any] | None, now: datetime) -> list[tuple[Item, dict[str, Any]]]:
+    """A hybrid laptop's records that do not reach the team daemon: one ``sync_push_failing`` item
+    while pushes fail (records waiting since the last push that went through), one
+    ``sync_refused`` item per record the daemon refused (it waits, refused again at each push)."""
+    if not trouble:
+        return []
+    items = []
+    if trouble.get("lastError"):
+        try:
+            since = from_iso(str(trouble.get("lastSuccessAt") or trouble.get("lastErrorAt")))
+        except ValueError:
+            since = now
+        waiting = counted(trouble["pending"], "record")
+        items.append((Item("sync_push_failing", KIND_LANE["sync_push_failing"], "outbox", "",
+                           "you to mend the push to the team daemon",
+                           f"{waiting} of this laptop wait{'s' if trouble['pending'] == 1 else ''} in its outbox: "
+                           f"pushes to the team daemon fail ({trouble['lastError']}), so the team's reports and "
+                           "invoices lack them", _age(since, now), 0,
+                           "memo sync status  # then memo sync push", to_iso(since),
+                           fingerprint("sync_push_failing", trouble.get("lastSuccessAt"))), trouble))
+    for refused in trouble.get("refused") or []:
+        try:
+            since = from_iso(str(trouble.get("lastSuccessAt") or trouble.get("lastErrorAt")))
+        except ValueError:
+            since = now
+        record = str(refused["id"])
+        items.append((Item("sync_refused", KIND_LANE["sync_refused"], record, str(refused.get("project") or ""),
+                           "you to file the record so the team daemon takes it",
+                           f"the team daemon refused {record}: {refused.get('reason')}; it waits in this laptop's "
+                           "outbox, refused again at each push, and the team's reports lack it",
+                           _age(since, now), 0, "memo sync status  # lists each refused record with its reason",
+                           to_iso(since), fingerprint("sync_refused", refused.get("project"), record,
+                                                      refused.get("reason"))), refused))
+    return items
 
 
 def fingerprint(*parts: Any) -> str:
@@ -711,6 +753,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
                             f"{importing}  # takes in what {held['invoice']} held back"),
                            to_iso(since), fingerprint(held["path"], held["sessionId"], held["invoice"],
                                                       held["standing"], held["turns"], held["minutes"])), held))
+    items += _push_trouble(snapshot.push_trouble, now)
     for both in snapshot.team_billed_too:  # a hybrid laptop's own invoice and the team's bill one session
         since = from_iso(both["created"])
         items.append((Item("session_billed_twice", KIND_LANE["session_billed_twice"], both["sessionId"],

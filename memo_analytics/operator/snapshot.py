@@ -299,6 +299,12 @@ def take_snapshot(store: VaultStore, moment: datetime | None = None) -> Snapshot
     snapshot.unreadable_sessions = _unreadable_sessions(store, snapshot)
     snapshot.held_back = _held_back(store)
     snapshot.team_billed_too = _team_billed_too(store)
+    from ..services.sync import push_trouble
+
+    try:
+        snapshot.push_trouble = push_trouble(store)
+    except (OSError, MemoError, ValueError):
+        snapshot.push_trouble = None
     snapshot.hybrid_laptop = getattr(store.settings, "mode", None) == "hybrid"
     _with_transcript_activity(snapshot.open_sessions, store.settings.idle_gap_minutes,
                               lambda project, sid: pushed_here(store, project, sid))

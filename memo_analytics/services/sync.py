@@ -380,6 +380,38 @@ def _outbox_pending(store: VaultStore) -> int:
     return len({_key(entry) for entry in _outbox(store)})
 
 
+def state_stamp(store: VaultStore) -> int:
+    """When this laptop's push state last changed (ns; 0 none): a push that failed or went through
+    changes the digest (:func:`push_trouble`) while no record changes."""
+    try:
+        return (_dir(store) / "state.json").stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def push_trouble(store: VaultStore) -> dict[str, Any] | None:
+    """On a hybrid laptop, what the operator digest says of its pushes (one read of the state and
+    the outbox): ``{pending, lastError, lastErrorAt, lastSuccessAt, refused}`` when records wait
+    and the last push failed, or the daemon refused records of it (they wait, sent again at each
+    push); else None. A push failing for days, or refused for good, said only by ``memo sync
+    status``: the work never reached the team's invoices (found by a team lead)."""
+    if not hybrid_enabled(store):
+        return None
+    state = _load(store, "state.json")
+    refused = [r for r in state.get("refused") or [] if isinstance(r, dict) and isinstance(r.get("id"), str)]
+    failing = bool(state.get("lastError"))
+    if not failing and not refused:
+        return None
+    waiting = {_key(entry) for entry in _outbox(store)}
+    # those still waiting (one not pushed for a reason of this laptop's left the outbox: its own item says it)
+    refused = [r for r in refused if f"{r.get('project')}/{r['id']}" in waiting]
+    pending = len(waiting)
+    if not pending or not (failing or refused):
+        return None
+    return {"pending": pending, "lastError": state.get("lastError") if failing else None,
+            "lastErrorAt": state.get("lastErrorAt"), "lastSuccessAt": state.get("lastSuccessAt"), "refused": refused}
+
+
 def status(store: VaultStore) -> dict[str, Any]:
     """``{mode, remoteUrl, pending, lastSuccessAt, lastError, lastErrorAt, attempts, nextRetryAt,
     refused, conflicts, keptApart, keptOnDaemon, lastPullAt, lastPullError, pulled}``, and before

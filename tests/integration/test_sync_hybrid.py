@@ -2710,8 +2710,8 @@ def test_sync_push_says_why_the_daemon_refused_what_still_waits(tmp_path, daemon
         laptop.close()
     config = tmp_path / "bob.toml"
     config.write_text(f'mode = "hybrid"\n[hybrid]\nremoteUrl = "{server.base}"\n')
-    ran = memo("sync", "push", vault=tmp_path / "bob", env={"MEMO_CONFIG": str(config)})
-    assert ran.stdout.strip() == "pushed 0 records; 1 waiting"
+    ran = memo("sync", "push", vault=tmp_path / "bob", env={"MEMO_CONFIG": str(config)}, check=False)
+    assert ran.stdout.strip() == "pushed 0 records; 1 waiting" and ran.returncode == 1  # refused: it waits
     assert ("note: handoff-ghost refused by the daemon: Invalid fromSessionId: session ghost is not on the daemon: a "
             "hand-off comes with the session that left it (push the session first) (it waits in the outbox: the next "
             "push sends it again)") in ran.stderr, ran.stderr
@@ -3009,9 +3009,9 @@ def test_a_hand_edit_of_an_invoiced_sessions_billing_is_not_pushed(
     path.write_text(re.sub(r"(?m)^client: .*$", "client: Other Co", path.read_text(encoding="utf-8")),
                     encoding="utf-8")
     memo("reindex", vault=vault, env=env)
-    pushed = memo("sync", "push", vault=vault, env=env)
+    pushed = memo("sync", "push", vault=vault, env=env, check=False)
     assert ("note: session-s4: edited by hand, its client no longer as invoice ANA-2026-0001 billed it: not pushed"
-            in pushed.stderr), pushed.stderr
+            in pushed.stderr) and pushed.returncode == 1, pushed.stderr
     assert read_record(team / "projects/shop/sessions/session-s4.md")[0]["client"] == "Acme Corp"
     # re-pointed at another daemon (an attacker: it was sent nothing): it is sent what it lacks, without --all
     other = Server(tmp_path / "team-2", "--mcp-port", "0")
@@ -3889,3 +3889,43 @@ def test_a_session_recorded_before_the_teams_invoice_and_pushed_after_it_is_late
     assert memo("sync", "push", vault=vault, env=env).stdout.startswith("pushed 1 record; 0 waiting")
     [item] = late()
     assert (item["subject"], item["project"], item["minutesAtStake"]) == ("s6", "shop", 60)
+
+
+def test_pushes_that_fail_and_records_the_daemon_refused_are_digest_items_and_the_push_exits_1(tmp_path, daemon):
+    """Found by a team lead: a wrong token, a daemon down, a second laptop's session of an id the
+    person already pushed — `memo sync status` said it, the session end and the digest said
+    nothing ("Nothing needs you now"), and `memo sync push` of refused records exited 0."""
+    team, server = daemon
+    vault, config, env = _billing_laptop(tmp_path, server)
+    hybrid = config.read_text(encoding="utf-8")
+    config.write_text(hybrid.replace(server.base, "http://127.0.0.1:9"), encoding="utf-8")  # the daemon down
+    memo("session", "start", "s1", "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
+         "--start-time", "2026-03-04T09:00:00Z", vault=vault, env=env)
+    memo("session", "end", "s1", "--project", "shop", "--until", "2026-03-04T10:00:00Z", vault=vault, env=env)
+
+    def items() -> list[dict]:
+        digest = json.loads(memo("--json", "digest", vault=vault, env=env).stdout)
+        return [i for i in digest["items"] if i["kind"].startswith("sync_")]
+
+    [failing] = items()
+    assert (failing["kind"], failing["subject"], failing["action"]) == (
+        "sync_push_failing", "outbox", "memo sync status  # then memo sync push")
+    assert failing["why"].startswith("1 record of this laptop waits in its outbox: pushes to the team daemon fail (")
+    assert memo("sync", "push", vault=vault, env=env, check=False).returncode == 1
+    config.write_text(hybrid, encoding="utf-8")
+    assert memo("sync", "push", vault=vault, env=env).stdout.startswith("pushed 1 record; 0 waiting")
+    assert items() == []
+    # the same person's session of that id on a second laptop: refused by the daemon, waits
+    second = tmp_path / "second"
+    memo("session", "start", "s1", "--project", "shop", "--client", "Acme Corp", "--owner", "ana@x.example",
+         "--start-time", "2026-03-05T09:00:00Z", vault=second, env={"MEMO_CONFIG": str(config)})
+    memo("session", "end", "s1", "--project", "shop", "--until", "2026-03-05T10:00:00Z", vault=second,
+         env={"MEMO_CONFIG": str(config)})
+    pushed = memo("sync", "push", vault=second, env={"MEMO_CONFIG": str(config)}, check=False)
+    assert pushed.returncode == 1 and "refused by the daemon" in pushed.stderr, pushed
+    digest = json.loads(memo("--json", "digest", vault=second, env={"MEMO_CONFIG": str(config)}).stdout)
+    [refused] = [i for i in digest["items"] if i["kind"] == "sync_refused"]
+    assert (refused["subject"], refused["project"]) == ("session-s1", "shop")
+    assert refused["why"].startswith("the team daemon refused session-s1: Invalid id: ") and \
+        refused["why"].endswith("it waits in this laptop's outbox, refused again at each push, and the team's reports "
+                                "lack it"), refused["why"]

@@ -112,7 +112,8 @@ def sync_status() -> None:
 def sync_push(every: bool = typer.Option(False, "--all", help="Every record of the vault, whatever was pushed before "
                                                              "(a laptop pointed at another daemon).")) -> None:
     """Push the records waiting in the outbox to the hybrid daemon now (ignores the backoff), batch
-    after batch (hybrid.batchSize each) until none waits or one fails."""
+    after batch (hybrid.batchSize each) until none waits or one fails. Exits 1 when a push failed
+    or the daemon refused a record (it waits in the outbox; the operator digest lists it)."""
     result = sync.push_everything(state.store) if every else sync.push_every_batch(state.store)
     said = sync.own_invoices_note(state.store) if not result.get("error") else None
     if said:
@@ -150,6 +151,8 @@ def sync_push(every: bool = typer.Option(False, "--all", help="Every record of t
     _emit(result, lambda r: out.print(_safe(f"pushed {r['pushed']} record{'' if r['pushed'] == 1 else 's'}; {r['pending']} waiting"
                                             + (f"; error: {r['error']}" if r["error"] else ""))))
     if result["error"]:  # hybrid off too: nothing was pushed
+        raise typer.Exit(1)
+    if any(item.get("outcome") == "refused" for item in result["results"]):  # they wait: not pushed (a team lead)
         raise typer.Exit(1)
 
 
