@@ -819,7 +819,7 @@ def _recorded_over_mcp(store: VaultStore, project: str, event: HookEvent, body: 
     # … of a conversation still going: a session that ended before this prompt was another one
     # ("deploy to staging" said again in a new conversation lost its turn and its session)
     ide = row["ide"] if row is not None and "ide" in row.keys() else None
-    return row["id"] if row is not None and same_agent(row["agent"], event.agent, ide) and \
+    return row["id"] if row is not None and same_agent(row["agent"], event.agent, ide, body) and \
         not ended_before(store, project, row["session_id"], event.at) else None
 
 

@@ -116,21 +116,54 @@ def ended_before(store: VaultStore, project: str, session_id: str | None, at: da
     return isinstance(end, str) and from_iso(end) < at
 
 
-def same_agent(named: str | None, hooked: str, ide: str | None = None) -> bool:
+#: Vendors an agent's name may begin with ("anthropic/claude-code", "openai-codex", "google-gemini-cli").
+_VENDORS = ("anthropic", "openai", "google", "github")
+#: Of each hooked agent, the short names an agent gives itself ("claude": the command Claude Code runs as).
+_SHORT_NAMES = {"claudecode": ("claude",), "codex": ("openai",), "gemini": ("google",), "copilot": ("github",)}
+#: A model's name (``claude-opus-4-1``, ``gpt-5-codex``, ``gemini-2.5-pro``, ``o3``), its punctuation gone:
+#: an agent naming its model names no agent.
+_MODEL_NAME = re.compile(r"(?:claude(?:opus|sonnet|haiku|instant)|claude\d|gpt\d|gpt4o|o\d|gemini\d|codexmini|"
+                         r"chatgpt)[0-9a-z]*")
+
+
+def specific_text(body: str | None) -> bool:
+    """Whether a prompt says enough to be told apart: four words or more, or 30 characters — "yes",
+    "continue", "run the tests" are said in every conversation, a twin of one of them proves nothing."""
+    text = str(body or "").strip()
+    return len(text.split()) >= 4 or len(text) >= 30
+
+
+def same_agent(named: str | None, hooked: str, ide: str | None = None, body: str | None = None) -> bool:
     """Whether an agent named over MCP (``agent``) is the agent whose hook is ``hooked``
     (``claude-code``, ``gemini``, ``copilot`` …): none named, ``generic``, or the same name in any
     spelling — "Claude Code", "gemini-cli", "Copilot CLI" were another agent, and the turn was
     counted twice; another product whose name begins alike ("Claude", "Copilot Chat") is not,
     unless the ``ide`` it runs in is the hooked agent ("claude" or "claude-code-agent" in
-    ``claude-code``: the turn was counted twice, found by an integrator)."""
+    ``claude-code``: the turn was counted twice, found by an integrator).
+
+    ``body``, the prompt both recorded: a prompt of substance (:func:`specific_text`) is the same
+    agent's when the name is the hooked agent's with its vendor ("anthropic/claude-code",
+    "openai-codex"), its short name ("claude"), or a model's ("claude-opus-4-1", "gpt-5-codex") —
+    each counted every turn twice (found by an integrator); a short one ("yes") of no agent named
+    is not when its ``ide`` names another agent (a Cursor agent's "yes" took over a Claude Code
+    conversation, billed to the Cursor agent's client: found by an integrator)."""
     def plain(text: str | None) -> str:
         return re.sub(r"[^0-9a-z]+", "", str(text or "").casefold())
 
-    mine, theirs = plain(named), plain(hooked)
+    mine, theirs, where = plain(named), plain(hooked), plain(ide)
+    specific = body is not None and specific_text(body)
+    if mine in ("", "generic"):
+        # a short prompt, its agent naming another agent's ide: another conversation's "yes"
+        return specific or body is None or not where or where in (theirs, theirs + "cli") \
+            or bool(theirs) and where.startswith(theirs)
     # the same name, or it with "cli" (Gemini CLI is gemini's hook; "Claude" or "Copilot Chat" are other products)
-    if mine in ("", "generic") or bool(theirs) and mine in (theirs, theirs + "cli") or theirs == mine + "cli":
+    if bool(theirs) and mine in (theirs, theirs + "cli") or theirs == mine + "cli":
         return True
-    where = plain(ide)
+    if specific and theirs:
+        bare = next((mine[len(v):] for v in _VENDORS if mine.startswith(v) and len(mine) > len(v)), mine)
+        if bare in (theirs, theirs + "cli") or theirs == bare + "cli" or mine in _SHORT_NAMES.get(theirs, ()) \
+                or bare in _SHORT_NAMES.get(theirs, ()) or _MODEL_NAME.fullmatch(mine):
+            return True
     return bool(theirs) and where in (theirs, theirs + "cli") and (theirs.startswith(mine) or mine.startswith(theirs))
 
 
@@ -364,9 +397,14 @@ def record_prompt(store: VaultStore, request: RecordPromptRequest, now=None, ret
         # … of the same agent: a turn naming another agent is another conversation's (an ide names
         # where an agent runs — Claude Code in Cursor says cursor —, not which agent it is)
         hooked = str(twin["source"] or "").split(":", 1)[-1] if twin is not None else ""
-        if twin is not None and same_agent(request.agent, hooked, request.ide) and \
+        if twin is not None and same_agent(request.agent, hooked, request.ide, body) and \
                 not ended_before(store, project, twin["session_id"], created_at):
+            named = bool(request.agent) and str(request.agent).strip().casefold() != "generic" and \
+                same_agent(request.agent, hooked)  # the hook's agent named as such
             if session_id and twin["session_id"] and twin["session_id"] != session_id and \
+                    _open_session(store, project, session_id) and not specific_text(body) and not named:
+                pass  # a "yes" of the agent's own session: its own turn, never the hook's conversation taken over
+            elif session_id and twin["session_id"] and twin["session_id"] != session_id and \
                     _open_session(store, project, session_id):
                 # the agent records the conversation in its own open session (spec-memo's agents): the turn is
                 # its session's, and the hook's capture of it gives way — its session too, billed no more

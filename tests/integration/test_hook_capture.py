@@ -1909,8 +1909,13 @@ def test_an_agent_named_claude_in_claude_code_is_the_hooks_agent(tmp_path, repo)
     [(error, text)] = tool_calls(vault, [{"action": "record", "body": "Prompt for agent claude", "agent": "claude",
                                           "ide": "claude-code", "cwd": str(repo)}])
     assert not error and json.loads(text).get("duplicateOf") == f"prompt-claude-code-{SESSION}-t1", text
+    # found by an integrator: "claude" alone (the command Claude Code runs as) with a prompt of substance is the
+    # hook's agent too (each turn was counted twice); Claude's desktop app names itself otherwise
     [(error, text)] = tool_calls(vault, [{"action": "record", "body": "Prompt for agent claude", "agent": "claude",
                                           "cwd": str(repo)}])
+    assert not error and json.loads(text).get("duplicateOf") == f"prompt-claude-code-{SESSION}-t1", text
+    [(error, text)] = tool_calls(vault, [{"action": "record", "body": "Prompt for agent claude",
+                                          "agent": "claude-desktop", "cwd": str(repo)}])
     assert not error and "duplicateOf" not in json.loads(text)  # Claude (the app) is another product
 
 
@@ -2194,3 +2199,51 @@ def test_the_agents_session_begins_when_its_conversation_did(tmp_path, repo):
     assert not any(error for error, _ in answers), answers
     report = json.loads(memo("--json", "activity", "--all", vault=vault, env=env).stdout)
     assert [(s["sessionId"], s["durationMinutes"]) for s in report["sessions"]] == [("auth", 2)], report["sessions"]
+
+
+@pytest.mark.parametrize("named", ["claude", "claude-opus-4-1", "anthropic/claude-code", "Claude Code"])
+def test_an_agent_naming_itself_by_its_short_name_vendor_or_model_records_a_hooked_prompt_once(tmp_path, repo,
+                                                                                                named):
+    """Found by an integrator: an agent with hooks naming itself over MCP by its model
+    ("claude-opus-4-1"), its command ("claude") or with its vendor ("anthropic/claude-code") was
+    taken for another agent: every turn counted twice. A prompt of substance both recorded is one
+    turn; a short one ("yes") proves nothing, and another agent's product stays another."""
+    from memo_analytics.services.prompts import same_agent
+    from tests.inprocess import tool_calls
+
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Build the invoice PDF export"))
+    [(error, text)] = tool_calls(vault, [{"action": "record", "agent": named, "body": "Build the invoice PDF export",
+                                          "cwd": str(repo)}])
+    assert not error and json.loads(text)["duplicateOf"] == f"prompt-claude-code-{SESSION}-t1"
+    assert json.loads(memo("--json", "prompt", "list", "--project", "product", vault=vault).stdout)["total"] == 1
+    body = "Build the invoice PDF export"
+    assert [same_agent(n, h, None, body) for n, h in (("gpt-5-codex", "codex"), ("openai-codex", "codex"),
+                                                      ("google-gemini-cli", "gemini"), ("gemini-2.5-pro", "gemini"),
+                                                      ("claude-desktop", "claude-code"), ("codex", "claude-code"),
+                                                      ("Copilot Chat", "copilot"))] == [True] * 4 + [False] * 3
+    assert same_agent("claude", "claude-code", None, "yes") is False
+
+
+def test_another_agents_short_prompt_never_takes_over_a_hooked_conversation(tmp_path, repo):
+    """Found by an integrator: a Cursor agent (over MCP, no agent named) recorded "yes" in its own
+    session while a hooked Claude Code conversation had just said "yes": that conversation was
+    joined to the Cursor agent's session — its later prompts billed to the Cursor agent's client,
+    Claude Code's session closed."""
+    from tests.inprocess import tool_calls
+
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("SessionStart", repo, source="startup"))
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Refactor the cart service"))
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="yes"))
+    results = tool_calls(vault, [{"action": "session_start", "sessionId": "cursor-chat-9", "ide": "cursor",
+                                  "client": "Beta GmbH", "cwd": str(repo)},
+                                 {"action": "record", "sessionId": "cursor-chat-9", "ide": "cursor", "body": "yes",
+                                  "cwd": str(repo)}])
+    assert not any(error for error, _ in results)
+    assert "duplicateOf" not in json.loads(results[1][1])
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Now profile the slow checkout query"))
+    sessions = {s["sessionId"]: s for s in json.loads(memo("--json", "session", "show", "--all", vault=vault,
+                                                             cwd=repo).stdout)["items"]}
+    assert (sessions[f"claude-code-{SESSION}"]["status"], sessions[f"claude-code-{SESSION}"]["turns"]) == ("active", 3)
+    assert (sessions["cursor-chat-9"]["client"], sessions["cursor-chat-9"]["turns"]) == ("Beta GmbH", 1)

@@ -1545,7 +1545,8 @@ def _agents_record(store: VaultStore, transcript: Transcript, project: str, meta
             continue
         session = store.read(project, RecordKind.SESSION, f"session-{found[0]['sessionId']}")
         named = [(one.get("agent"), one.get("ide")) for one in (found[0], session[0] if session else {})]
-        if not all(same_agent(agent if agent else None, hooked, ide) or (not agent and not ide) for agent, ide in named):
+        if not all(same_agent(agent if agent else None, hooked, ide, found[1]) or (not agent and not ide)
+                   for agent, ide in named):
             continue  # another agent's own words
         owners = [one.get("owner") for one in (session[0] if session else {},) if one.get("owner")]
         if owners and transcript.owner and not same_person(owners[0], transcript.owner):
