@@ -53,6 +53,21 @@ def item_html(item: dict[str, Any], root: str | None = None) -> str:
             f'<span class="muted small">by hand:</span> <code>{esc(command)}</code></div>')
 
 
+#: In the page, at a click of an item's button: it is disabled and says so at once (on a slow link the
+#: click showed nothing for seconds), and loses the focus — the list rebuilt under it put the focus on
+#: the next item's button, and a second Enter ended a session nobody chose (found by an operator).
+#: How long the periodic refresh leaves what an action said (seconds).
+SAID_SECONDS = 60
+
+APPLYING_JS = """
+cb_obj.disabled = true;
+cb_obj.label = "… applying";
+let focused = document.activeElement;
+while (focused && focused.shadowRoot && focused.shadowRoot.activeElement) focused = focused.shadowRoot.activeElement;
+if (focused && focused.blur) focused.blur();
+"""
+
+
 class DigestView:
     """The digest panel; :attr:`layout` is what the app shows."""
 
@@ -69,6 +84,7 @@ class DigestView:
         #: called after each ↻ and periodic refresh: other views that follow the vault (the Prompts table)
         self.followers: list[Any] = []
         self._shown: tuple | None = None  # what the list shows (refresh rebuilds it only when this changes)
+        self._said_at = 0.0  # when an action's outcome was said (time.monotonic())
         #: called after a proposal was applied or a review marked: the app shows the records changed
         self.on_changed: Any = None
         self.layout = pn.Column(
@@ -93,7 +109,11 @@ class DigestView:
         the other tabs show what it changed at once — the Activity tab kept an ended session open
         for half a minute, found by an operator). What the last action said goes at the next ↻ or
         periodic refresh (``said``: keep it, the action's own refresh): "Applied …" stayed for good."""
-        if not said:
+        import time
+
+        # the periodic refresh leaves what an action said for a while (it went within seconds, a story's
+        # path with it: found by an operator); ↻ takes it away at once
+        if not said and (how.get("force") or time.monotonic() - self._said_at > SAID_SECONDS):
             self.message.visible = False
         self.refresh(**how)
         for follow in self.followers:
@@ -193,12 +213,14 @@ class DigestView:
             button = pn.widgets.Button(label=f"▶ {label}", button_type="primary", width=260, margin=(0, 10, 6, 10),
                                        css_classes=["memo-digest-apply"], description=proposal["summary"])
             button.on_click(lambda _event, item=item: self.apply(item, shown_at))
+            button.js_on_click(code=APPLYING_JS)  # says it is under way, and is pressed once
             buttons.append(button)
         if item["kind"] == "pr_awaiting_review" and not item.get("vault"):  # the review is the person's, done elsewhere
             reviewed = pn.widgets.Button(label="✓ Mark reviewed", button_type="light", width=160,
                                          margin=(0, 10, 6, 10), css_classes=["memo-digest-reviewed"],
                                          description="Its pull request was reviewed: record it (reviewedAt)")
             reviewed.on_click(lambda _event, item=item: self.mark_reviewed(item))
+            reviewed.js_on_click(code=APPLYING_JS)
             buttons.append(reviewed)
         return pn.Column(text, *([pn.Row(*buttons, margin=0)] if buttons else []), sizing_mode="stretch_width",
                          css_classes=["memo-digest-item"], styles=style)
@@ -211,7 +233,7 @@ class DigestView:
             self._say("error", str(exc))
         else:
             self._say("ok", f"Marked reviewed: {item['subject']}")
-        self._tick(said=True, force=True)
+        self._tick_after_action()
 
     def apply(self, item: dict[str, Any], shown_at: str | None = None) -> None:
         """Apply ``item``'s proposal with the fingerprint it was shown with, as of the digest it
@@ -221,11 +243,11 @@ class DigestView:
         except ItemGoneError:  # handled meanwhile (another tab, the CLI): news, not a mistake (an operator)
             self._say("info", f"Nothing to do: {item['id']} was handled meanwhile (in another tab, or on the "
                               "command line), or is no longer due")
-            self._tick(said=True, force=True)
+            self._tick_after_action()
             return
         except MemoError as exc:
             self._say("error", str(exc))
-            self._tick(said=True, force=True)
+            self._tick_after_action()
             return
         if result["applied"]:
             done = (result.get("result") or {}) if isinstance(result.get("result"), dict) else {}
@@ -238,8 +260,17 @@ class DigestView:
             new = result["item"].get("proposal") or {}
             self._say("warn", f"Not applied: {result['reason']}. New proposal: "
                               f"{local_instants(new.get('summary', 'none'), self.data.store.zone)}")
+        self._tick_after_action()
+
+    def _tick_after_action(self) -> None:
+        """The digest again after an action, its list rebuilt whatever it holds (the button
+        pressed was disabled in the page: one left as it was stayed so)."""
+        self._shown = None
         self._tick(said=True, force=True)
 
     def _say(self, kind: str, message: str) -> None:
+        import time
+
         self.message.object = note(kind, message)
         self.message.visible = True
+        self._said_at = time.monotonic()

@@ -62,8 +62,10 @@ def html_pane(text: str = "", **kwargs: Any) -> pn.pane.HTML:
 
 
 def note(kind: str, message: str) -> str:
-    """A one-line notice (``ok``, ``info``, ``warn`` or ``error``); ``message`` is escaped."""
-    return f'<div class="note {esc(kind)}">{esc(message)}</div>'
+    """A one-line notice (``ok``, ``info``, ``warn`` or ``error``); ``message`` is escaped. A live
+    region: a screen reader says it when it appears (an error at once, the others when idle)."""
+    role = "alert" if kind == "error" else "status"
+    return f'<div class="note {esc(kind)}" role="{role}">{esc(message)}</div>'
 
 
 def cards(items: Iterable[tuple[str, Any]]) -> str:

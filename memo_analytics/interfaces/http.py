@@ -766,7 +766,11 @@ DASHBOARD_SCRIPT = """\
     if (Date.now() - keyed > 500) return  // a mouse's click: the focus is the mouse user's own
     const el = event.composedPath().find((node) => node instanceof HTMLElement && node.matches(FOCUSABLE))
     if (!el) return
-    acted = {label: (el.textContent || "").trim(), at: reachable().indexOf(el), when: Date.now(),
+    // a digest item's button: its item leaves the list, and the place it held is the next item's button,
+    // whose Enter acted on an item nobody chose (found by an operator): the focus goes to the digest's ↻
+    const item = (el.getRootNode().host || el).closest(".memo-digest-apply, .memo-digest-reviewed")
+    acted = {label: item ? "↻ Refresh" : (el.textContent || "").trim(), at: item ? -1 : reachable().indexOf(el),
+             when: Date.now(),
              table: el.closest(".memo-drawer-close") || (el.getRootNode().host || el).closest(".memo-drawer-close") ?
                     opened : null}
   }, true)

@@ -59,7 +59,7 @@ def served(tmp_path_factory):
     outside.mkdir()
     memo("prompt", "record", "--project", "web", "--session-id", "xss-1", "--ide", "cursor", "--body", XSS_BODY,
          vault=vault, cwd=outside)
-    for sid in ("stale-1", "stale-2"):  # open, no turn for hours: stalled, with a proposal to end them
+    for sid in ("stale-1", "stale-2", "stale-3", "stale-4"):  # open, no turn for hours: stalled, with a proposal
         memo("session", "start", sid, "--project", "acme-web", "--client", "Acme Corp",
              "--start-time", _iso(now - timedelta(hours=3)), vault=vault, cwd=outside)
     product = base / "product"  # a repository the "product" project was seen in: promotion can write there
@@ -303,6 +303,27 @@ def test_applying_a_proposal_ends_the_session_and_it_leaves_the_digest(served, p
     assert "stale-1" not in {i["subject"] for i in digest["items"]}
     session = api(served, "/api/prompts/sessions/stale-1?project=acme-web")["session"]
     assert session["status"] == "completed" and session["durationMinutes"] == 0
+
+
+def test_a_keyboard_apply_leaves_no_focus_on_the_next_items_button(served, page):
+    """Found by an operator: after Enter on an item's button the list was rebuilt with the focus on
+    the next item's button, and a second Enter ended a session nobody chose. The button pressed
+    says it is under way and gives the focus up; the result is a live region."""
+    item = _digest_item(page, "stale-3")
+    expect(item).to_contain_text("session stalled", timeout=WAIT_MS)
+    expect(_digest_item(page, "stale-4")).to_contain_text("session stalled")
+    item.locator(".memo-digest-apply button").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".memo-digest")).to_contain_text("Applied: end stale-3", timeout=WAIT_MS)
+    expect(_digest_item(page, "stale-3")).to_have_count(0, timeout=WAIT_MS)
+    focused = page.evaluate("""() => { let a = document.activeElement;
+        while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+        return a ? a.tagName + ' ' + (a.textContent || '') : ''; }""")
+    assert "End it" not in focused and "apply" not in focused, focused  # the digest's ↻, or nothing
+    expect(page.get_by_role("status")).to_contain_text("Applied: end stale-3")  # said to a screen reader
+    page.keyboard.press("Enter")
+    page.wait_for_timeout(1500)
+    assert "stale-4" in {i["subject"] for i in api(served, "/api/digest?refresh=true")["items"]}
 
 
 def test_a_proposal_made_on_changed_state_is_refused_and_the_new_one_shown(served, page):

@@ -180,7 +180,7 @@ def test_an_item_handled_in_another_tab_is_news_not_an_error(store):
         [buttons] = [o for o in row.objects if hasattr(o, "objects")]
         buttons.objects[0].clicks += 1
     assert "Applied: file forgot under Acme Corp" in first.message.object
-    assert second.message.object.startswith('<div class="note info">Nothing to do: client_missing:forgot was '
+    assert second.message.object.startswith('<div class="note info" role="status">Nothing to do: client_missing:forgot was '
                                             "handled meanwhile"), second.message.object
 
 
@@ -377,5 +377,11 @@ def test_an_action_of_the_digest_shows_in_the_other_tabs_at_once_and_its_word_go
     end.clicks += 1
     assert followed == ["completed"]  # the followers read the vault after the action
     assert view.message.visible and "Applied: end s1 at" in view.message.object
-    view._tick(max_age_seconds=30)  # the periodic refresh
+    view._tick(max_age_seconds=30)  # the periodic refresh, at once: the word stays (an operator lost it in seconds)
+    assert view.message.visible
+    view._said_at -= 61  # a minute on
+    view._tick(max_age_seconds=30)
+    assert not view.message.visible
+    view._say("ok", "again")
+    view._tick(force=True)  # ↻: gone at once
     assert not view.message.visible
