@@ -1693,3 +1693,39 @@ def test_a_byte_not_utf8_in_a_working_folder_leaves_the_conversation_out_until_m
     assert sorted(listed) == [("product", "turn 0"), ("product", "turn 1"), ("product", "turn 2")]
     assert sorted((p.relative_to(vault).as_posix() for p in vault.joinpath("projects").rglob("*.md"))) == \
         sorted(p.relative_to(clean).as_posix() for p in clean.joinpath("projects").rglob("*.md"))
+
+
+@pytest.mark.parametrize("broken", ["timestamp", "cut"])
+def test_a_prompt_line_left_out_then_mended_costs_what_a_clean_import_costs(realdata, tmp_path, broken):
+    """Found by a tester: a prompt's line unreadable (its timestamp) gave its answer's tokens to the
+    turn before it, split by model; the file mended, that turn kept the split — the cost counted
+    twice (0.2739 USD where a clean import has 0.2455), ``--rescan`` and ``reindex`` kept it. A line
+    cut in half (a prompt of the same words as a later one): the turn kept the later one's time
+    and both answers (0.3748)."""
+    source = realdata / ("claude-code-jsonl/moredip-session-share/samples/claude-code-projects/"
+                         "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl")
+    folder = tmp_path / "t"
+    folder.mkdir()
+    transcript = folder / "s.jsonl"
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert "2026-01-22T21:21:07.551Z" in lines[73]
+    clean, vault = tmp_path / "clean", tmp_path / "v"
+    transcript.write_text("".join(lines), encoding="utf-8")
+    memo("import", "claude-code", str(transcript), vault=clean)
+    at = 73 if broken == "timestamp" else 43
+    bad = lines[73].replace("2026-01-22T21:21:07.551Z", "not-a-time") if broken == "timestamp" else \
+        lines[43][:100] + "\n"
+    transcript.write_text("".join(lines[:at] + [bad] + lines[at + 1:]), encoding="utf-8")
+    memo("import", "claude-code", str(transcript), vault=vault, check=False)
+    transcript.write_text("".join(lines), encoding="utf-8")  # mended
+    memo("import", "claude-code", str(transcript), vault=vault)
+
+    def cost(where):
+        report = json.loads(memo("--json", "activity", "--all", vault=where).stdout)
+        return report["totalCostUsd"], {m: t["tokens"] for m, t in report["costByModel"].items()}
+
+    def turns(where):
+        listed = json.loads(memo("--json", "prompt", "list", "--all", vault=where).stdout)["items"]
+        return sorted((t["id"], t["created"], t.get("tokens")) for t in listed)
+
+    assert cost(vault) == cost(clean) and turns(vault) == turns(clean)

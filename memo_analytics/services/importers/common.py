@@ -753,7 +753,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 try:
                     result.reindexed += store.ensure_indexed(RecordKind.PROMPT, project, f"prompt-{session_id}-t{turn}")
                     followed = _follow_transcript(store, project, f"prompt-{session_id}-t{turn}", prompt,
-                                                  prompt.at or interval.start, prompt.model or transcript.model)
+                                                  prompt.at or interval.start, prompt.model or transcript.model,
+                                                  answered=prompt is not transcript.prompts[-1])
                     if number in reborn:  # the new work's turns, at the places of the ones taken back
                         result.turns += followed is not None
                     else:
@@ -1090,7 +1091,7 @@ def prompt_hash(text: str) -> str:
 
 
 def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: HumanPrompt,
-                       at: datetime, model: str | None = None) -> str | None:
+                       at: datetime, model: str | None = None, answered: bool = False) -> str | None:
     """An imported turn follows its transcript: the token counts (``tokens``, ``tokensByModel``)
     and the ``model`` of an answer that was still being written (a live transcript: Claude Code
     writes the prompt's line before the answer that names the model — a turn imported between
@@ -1098,15 +1099,20 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
     person typed something else at this place (Gemini ``$rewindTo``, a Copilot rewind) — the
     text and time of the prompt that is there now (``rewrittenAt`` says when). ``"rewritten"``
     when its text changed, ``"restored"`` when a turn marked rewound is in the transcript again
-    as it was (a file cut short put back), else None."""
+    as it was (a file cut short put back), else None. ``answered``: a prompt follows this one in
+    the transcript, so its answer is whole — of no tokens, a turn keeps none (a line left out gave
+    it the next prompt's answer; mended, it kept those tokens: found by a tester); the last
+    prompt's answer may be still being written, and keeps what it had."""
     from ..prompts import stored_body
 
     row = index.get_row(store.conn, project, record_id, RecordKind.PROMPT.value)
     known = json.loads(row["meta"]) if row is not None else {}
     usage = _usage(prompt)
+    whole = bool(prompt.tokens) or answered  # what the file says of its answer is all it will say
     if known.get("promptHash") == prompt_hash(prompt.text) and known.get("supersededBy") != ["rewound"] \
-            and (not prompt.tokens or known.get("tokens") == prompt.tokens) \
-            and known.get("tokensByModel") == usage.get("tokensByModel", known.get("tokensByModel")) \
+            and (not whole or known.get("tokens") == (prompt.tokens or None)) \
+            and (not whole or known.get("tokensByModel") == usage.get("tokensByModel")) \
+            and _same_instant(known.get("created"), at) \
             and (model is None or known.get("model") == model):
         return None  # the same prompt as imported, the same counts: one index lookup, no file read, no redaction
     with store.lock():
@@ -1123,8 +1129,23 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
             changed["tokens"] = prompt.tokens
         if "tokensByModel" in usage and meta.get("tokensByModel") != usage["tokensByModel"]:
             changed["tokensByModel"] = usage["tokensByModel"]
+        if whole and not prompt.tokens and ("tokens" in meta or "tokensByModel" in meta):
+            meta = {k: v for k, v in meta.items() if k not in ("tokens", "tokensByModel")}  # it has none
+            changed["updated"] = meta.get("updated")
+        elif prompt.tokens and "tokensByModel" not in usage and "tokensByModel" in meta:
+            # one model answers it now: the split of an answer the file no longer gives it goes (a line of
+            # the next prompt left out gave this turn that prompt's answer; mended, its cost was counted
+            # twice — found by a tester: 0.2739 where a clean import has 0.2455)
+            meta = {k: v for k, v in meta.items() if k != "tokensByModel"}
+            changed["tokens"] = prompt.tokens
         if model is not None and meta.get("model") != model:
             changed["model"] = model
+        if not _same_instant(meta.get("created"), at) and meta.get("status") != "superseded":
+            # the same words at this place, said at another time: another prompt of that text (a line left out
+            # before moved a later "/publish-session" here; mended, the turn kept that one's time and answer,
+            # the cost counted twice — found by a tester). Its time and its answer's tokens are the file's.
+            meta = {k: v for k, v in meta.items() if k not in ("tokens", "tokensByModel")}
+            changed.update(created=to_iso(at), **usage)
         revived = meta.get("status") == "superseded" and meta.get("supersededBy") == ["rewound"]
         rewritten = revived or (text != body and meta.get("status") != "superseded")
         outcome = ("rewritten" if text != body else "restored") if rewritten else None
@@ -1139,6 +1160,14 @@ def _follow_transcript(store: VaultStore, project: str, record_id: str, prompt: 
         if changed:
             store.upsert(RecordKind.PROMPT, {**meta, **changed}, text if rewritten else body)
     return outcome
+
+
+def _same_instant(recorded: Any, at: datetime) -> bool:
+    """Whether a record's ``created`` (ISO text) is the instant ``at`` (to the millisecond)."""
+    try:
+        return isinstance(recorded, str) and abs(from_iso(recorded) - at) < timedelta(milliseconds=1)
+    except ValueError:
+        return False
 
 
 def _refuse_shifted_turns(store: VaultStore, transcript: Transcript, base: str, intervals: list,
