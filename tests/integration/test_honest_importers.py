@@ -464,3 +464,30 @@ def test_import_auto_takes_the_specstory_history_of_the_folder_it_runs_in_below_
     ran = json.loads(memo("--json", "import", "auto", vault=tmp_path / "w", env={"HOME": str(home)},
                           cwd=alone).stdout)["sources"]
     assert [Path(i["path"]) for i in ran] == [alone / ".specstory" / "history"] and ran[0]["turns"] > 0
+
+
+def test_a_specstory_file_of_cr_line_ends_imports_its_turns(realdata, tmp_path):
+    """Found by a tester: a SpecStory file whose lines end in CR alone imported 0 turns, exit 0,
+    without a word (its LF and CRLF copies import 4)."""
+    source = realdata / "specstory-md/hpm27-agente-bsc-rag/.specstory/history/2025-10-15_00-22Z-me-ajude-a-resolver.md"
+    counts = []
+    for name, ends in (("lf", "\n"), ("cr", "\r"), ("crlf", "\r\n")):
+        copy = tmp_path / name / source.name
+        copy.parent.mkdir()
+        copy.write_bytes(source.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", ends.encode()))
+        counts.append(json.loads(memo("--json", "import", "specstory", str(copy), vault=tmp_path / f"v-{name}").stdout)
+                      ["turns"])
+    assert counts[0] > 0 and counts == [counts[0]] * 3
+
+
+def test_a_gemini_chat_nested_too_deep_is_named_not_waited_for(realdata, tmp_path):
+    """Found by a tester: a whole chat file nested 1,100 deep was said to be "still being written"
+    at every import, exit 0, for good."""
+    source = realdata / "multi-agent/Mai0313-VibeCodingTracker/examples/test_conversation_gemini.json"
+    data = source.read_bytes().rstrip()
+    chat = tmp_path / "chats" / "chat.json"
+    chat.parent.mkdir()
+    chat.write_bytes(data[:-1] + b', "extra": ' + b"[" * 1100 + b"]" * 1100 + b"}\n")
+    ran = memo("import", "gemini", str(chat), vault=tmp_path / "v", check=False)
+    assert ran.returncode == 1 and "nested too deep to parse" in ran.stderr and "still being written" not in \
+        ran.stdout + ran.stderr, ran

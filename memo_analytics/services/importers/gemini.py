@@ -365,8 +365,8 @@ def _read(path: Path, options: ImportOptions) -> tuple[_Chat | None, object, boo
                 notes.append(f"byte 0x{data[exc.start]:02x} at offset {exc.start} is not UTF-8 "
                              "(replaced by U+FFFD; the rest of the chat is read)")
             document = _loads(text)
-        except RecursionError:
-            document, broken = _NOT_JSON, "nested too deep to parse"
+        except RecursionError:  # whole, not cut short: never "still being written" (found by a tester)
+            document, broken = _NOT_JSON, "nested too deep to parse (a chat Gemini writes is not)"
         except ValueError as exc:
             document, broken = _NOT_JSON, f"not a complete JSON document ({exc})"
         else:
@@ -380,7 +380,7 @@ def _read(path: Path, options: ImportOptions) -> tuple[_Chat | None, object, boo
         return chat, None, pending
     if path.suffix == ".jsonl":
         return None, _first_value(lines), pending
-    if broken is not None and _a_chat_cut_short(text):
+    if broken is not None and not broken.startswith("nested too deep") and _a_chat_cut_short(text):
         # Gemini rewrites its chat whole: read in the middle of a rewrite, it is a chat still being
         # written, taken in once whole — it was "not a gemini transcript" (found by a tester)
         return None, None, True

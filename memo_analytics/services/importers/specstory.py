@@ -228,7 +228,9 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         The file cannot be read as UTF-8 text.
     """
     lines, problems = read_lines(path)
-    texts = [text for _, text in lines]
+    # a Markdown file's lines end in CR alone too (an old Mac editor's): every prompt was one line, none
+    # found, and the file imported nothing without a word (found by a tester)
+    texts = [part for _, text in lines for part in (text.split("\r") if "\r" in text.rstrip("\r") else [text])]
     options, note = _reconciled(path, texts, options)
     if note:
         problems.append(note)
