@@ -407,6 +407,11 @@ class ClientBilling(_Party):
     @field_validator("hourly_rate", "tax_rate")
     @classmethod
     def _fixed_point(cls, value: Decimal | None, info) -> Decimal | None:
+        if info.field_name == "tax_rate" and value is not None and 0 < value < 1:
+            # a fraction for a percentage: 0.19 issued 0.19 % of VAT (found by a billing person)
+            percent = format((value * 100).normalize(), "f")
+            raise ValueError(f"{value} is a rate in percent ({value} %, no VAT rate of a country): give "
+                             f"{percent} for {percent} %")
         return None if value is None else _fixed(value, trim=info.field_name == "tax_rate")
 
     @field_validator("tax_exemption_reason")

@@ -62,7 +62,23 @@ def environment(user_templates: Path | None = None) -> jinja2.Environment:
         finalize=_printed,
     )
     env.globals["stylesheet"] = lambda name="report.css": _stylesheet(env, name)
+    env.filters["vat_id"] = printed_vat_id
     return env
+
+
+def printed_vat_id(value: Any) -> Any:
+    """A VAT id as a document prints it: a Swiss one in its official form (``CHE-116.281.710
+    MWST``: the compact form kept for the e-invoice read as a typo to a client — found by a
+    billing person), another as kept (EU ids are printed compact)."""
+    text = str(value or "")
+    if text.upper().startswith("CHE"):
+        try:
+            from stdnum.ch import vat
+
+            return vat.format(text)
+        except Exception:  # noqa: BLE001 - a form stdnum does not know: printed as kept
+            return value
+    return value
 
 
 def _stylesheet(env: jinja2.Environment, name: str) -> Markup:

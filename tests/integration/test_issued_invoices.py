@@ -433,6 +433,9 @@ def test_a_lost_pdf_is_rendered_anew_from_the_stored_invoice_with_the_figures_is
     # found by a new user: "invalid length … DE123456789" for a Swiss UID given without its VAT suffix
     ('clients."Acme Corp".vatId', '"CHE-116.281.710"', "is a Swiss company number (UID); its VAT number ends in MWST"),
     ('clients."Acme Corp".taxRate', '"101"', "less than or equal to 100"),
+    # found by a billing person: a fraction for a percentage issued 0.19 % of VAT
+    ('clients."Acme Corp".taxRate', '"0.19"', "0.19 is a rate in percent (0.19 %, no VAT rate of a country): give 19 "
+                                               "for 19 %"),
 ])
 def test_profiles_are_validated_and_a_bad_value_is_one_line_naming_its_key(billing, key, value, message):
     section, _, name = key.rpartition(".")
@@ -2174,3 +2177,18 @@ def test_a_session_past_the_years_last_midnight_ends_the_service_period_when_the
         "20251201", "20260101"]
     assert text(root, "//ram:ActualDeliverySupplyChainEvent//udt:DateTimeString") == ["20260101"]
     assert "Service period 2025-12-01 – 2026-01-01" in " ".join(pdf_text(Path(doc["pdf"])).split())
+
+
+def test_a_swiss_vat_id_is_printed_in_its_official_form(billing):
+    """Found by a billing person: typed and asked for as "CHE-116.281.710 MWST", the PDF printed
+    "CHE116281710MWST" (the e-invoice keeps the compact form)."""
+    text_ = billing["config"].read_text(encoding="utf-8").replace(
+        'country = "FR"\nvatId = "FR40303265045"',
+        'country = "CH"\nvatId = "CHE-116.281.710 MWST"\ntaxExemptionReason = "Not taxable in Germany (place of '
+        'supply abroad)"', 1).replace('taxRate = "19"\n', "", 1).replace('postcode = "75002"', 'postcode = "8001"', 1)
+    billing["config"].write_text(text_, encoding="utf-8")
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    printed = pdf_text(Path(doc["pdf"]))
+    assert "VAT id CHE-116.281.710 MWST" in printed, printed
+    assert text(xml_of(Path(doc["pdf"])), "//ram:BuyerTradeParty/ram:SpecifiedTaxRegistration/ram:ID") == [
+        "CHE116281710MWST"]
