@@ -2192,3 +2192,14 @@ def test_a_swiss_vat_id_is_printed_in_its_official_form(billing):
     assert "VAT id CHE-116.281.710 MWST" in printed, printed
     assert text(xml_of(Path(doc["pdf"])), "//ram:BuyerTradeParty/ram:SpecifiedTaxRegistration/ram:ID") == [
         "CHE116281710MWST"]
+
+
+def test_a_number_format_that_begins_another_sequence_is_said_when_set(billing):
+    """Found by a billing person: ``numberFormat "{seq}"`` after 2026-0001 issued 1, then
+    ``{year}-{seq:04d}`` went on at 2026-0002: the numbering went 1 → 1 → 2 without a word."""
+    doc = issue(billing, "--client", "Acme Corp", "--since", "2026-06-01", "--until", "2026-06-30")
+    changed = run(billing, "config", "set", "invoice.numberFormat", "{seq}")
+    assert changed.returncode == 0 and f"the next document is 1, after 1 numbered in another (the last " \
+        f"{doc['number']})" in changed.stderr, changed.stderr
+    same = run(billing, "config", "set", "invoice.numberFormat", "RE-{year}-{seq:05d}")  # the year's: it goes on
+    assert same.returncode == 0 and "sequence of its own" not in same.stderr, same.stderr

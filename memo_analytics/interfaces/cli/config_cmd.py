@@ -386,6 +386,38 @@ def _set(path: Path, key: str, value: str) -> None:
     _note_problems(path, remaining, "still has")
     if len(parts) == 2 and parts[0] == "projectClients" and isinstance(parsed, str):
         _note_recorded_before(parts[1], parsed)
+    if parts == ["invoice", "numberFormat"] and isinstance(parsed, str):
+        _note_new_sequence(parsed)
+
+
+def _note_new_sequence(number_format: str) -> None:
+    """After ``config set invoice.numberFormat``: when the vault's documents were numbered in
+    another sequence (a format with ``{year}`` for one without, or the other way), the next
+    number begins one of its own — 2026-0012, then 1, then 2026-0013, and nothing said so (found
+    by a billing person). Nothing when the vault cannot be read or holds no document."""
+    from datetime import datetime, timezone
+
+    from ...services.store import VaultStore
+    from ...vault import ledger
+    from .common import _settings
+
+    try:
+        store = VaultStore(_settings(**({"vault_root": state.vault_root} if state.vault_root else {})))
+        try:
+            docs = ledger.documents(store.root) if store.exists else []
+            year = datetime.now(timezone.utc).astimezone(store.zone).year
+        finally:
+            store.close()
+        key = ledger.sequence_key(number_format, year)
+        if not docs or any(str(d.meta.get("sequenceKey", "")) == key for d in docs):
+            return
+        first = number_format.format(year=year, seq=1)
+    except (MemoError, OSError, sqlite3.Error, ValueError, KeyError, IndexError):
+        return
+    last = max(docs, key=lambda d: (str(d.meta.get("issued") or ""), int(d.meta.get("sequence") or 0)))
+    err.print(_safe(f"note: {number_format} numbers in a sequence of its own: the next document is {first}, after "
+                    f"{len(docs)} numbered in another (the last {last.number}) — a numbering that begins again reads "
+                    "as a gap to a tax auditor; keep the format's {year} (or its absence) to go on from there"))
 
 
 def _note_recorded_before(project: str, client: str) -> None:
