@@ -71,7 +71,7 @@ def test_legacy_gemini_chat_is_one_session_with_its_one_user_message(tmp_path, r
     # the 3 gemini messages' tokens: input 11894+20960+43494 minus cached 7900+11834+20092,
     # output 68+8960+297, thoughts 344+10849+423, tool 0
     assert turn["tokens"] == {"input": 36522, "cacheRead": 39826, "output": 9325, "reasoning": 11616}
-    meta = session(vault, "default", f"gemini-{LEGACY_ID}-1")  # a chat names only a project hash
+    meta = session(vault, "gemini-ab14fe39", f"gemini-{LEGACY_ID}-1")  # a chat names only its folder's hash
     assert (meta["startTime"], meta["endTime"], meta["transcriptId"]) == (
         "2026-03-27T10:19:12.584Z", "2026-03-27T10:22:00.022Z", LEGACY_ID)
 
@@ -95,7 +95,7 @@ def test_gemini_jsonl_keeps_the_typed_slash_command_and_drops_what_gemini_inject
     assert [(t["model"], t["tokens"]) for t in turns(vault)] == [
         ("gemini-3-flash-preview", {"input": 113397, "cacheRead": 48951, "output": 1886, "reasoning": 1689}),
         ("gemini-3.1-pro-preview", {"input": 40238, "cacheRead": 0, "output": 266, "reasoning": 452})]
-    meta = session(vault, "default", f"gemini-{GEMINI_ID}-1")
+    meta = session(vault, "gemini-9da8b3df", f"gemini-{GEMINI_ID}-1")
     assert (meta["startTime"], meta["endTime"], meta["model"]) == (
         "2026-04-23T12:52:52.759Z", "2026-04-23T12:58:35.591Z", "gemini-3-flash-preview")
 
@@ -175,7 +175,7 @@ def test_gemini_rewind_drops_later_messages_and_a_repeated_id_is_one_message(tmp
     assert [(t["created"], t["body"]) for t in turns(vault)] == [
         ("2026-01-05T09:00:05.000Z", "plan the cart fix"),
         ("2026-01-05T09:10:00.000Z", "only fix the rounding of the total")]
-    meta = session(vault, "default", f"gemini-{sid}-1")
+    meta = session(vault, "gemini-abababab", f"gemini-{sid}-1")
     # the rewound work still happened: activity runs from the header to the last info message
     assert (meta["startTime"], meta["endTime"], meta["durationMinutes"], meta["summary"]) == (
         "2026-01-05T09:00:00.000Z", "2026-01-05T09:14:00.000Z", 14, "Cart total rounding")
@@ -616,3 +616,32 @@ def test_a_gemini_chat_read_in_the_middle_of_its_rewrite_is_taken_in_once_whole(
     assert "1 file with a last line still being written" in again.stdout and "imported before" not in again.stderr
     chat.write_bytes(source.read_bytes())
     assert counts(imported(vault, "gemini", chat.parent))[1:3] == (1, 1)
+
+
+def test_a_gemini_chat_of_no_project_root_is_filed_by_its_folders_hash(realdata, tmp_path):
+    """Found by a newcomer: Gemini chats of two projects (hash folders, no ``.project_root``) went
+    to one project, ``default``, without a word — one client billed for both. A chat's
+    ``projectHash`` is the SHA-256 of its folder's path: the folder memo runs in (or above), or a
+    repository the vault knows, names the project; another is filed under ``gemini-<hash>``, said."""
+    import hashlib
+    import shutil
+
+    source = realdata / "multi-agent/Mai0313-VibeCodingTracker/tests/fixtures/sessions/gemini.jsonl"
+    shop = tmp_path / "work" / "shop"
+    (shop / "src").mkdir(parents=True)
+    ours = hashlib.sha256(str(shop).encode()).hexdigest()
+    chats = tmp_path / "gemini" / "tmp"
+    text = source.read_text(encoding="utf-8")
+    theirs = json.loads(text.splitlines()[0])["projectHash"]
+    for folder, digest, session in ((ours[:8], ours, "s-ours"), (theirs[:8], theirs, "s-theirs")):
+        (chats / folder / "chats").mkdir(parents=True)
+        first = json.loads(text.splitlines()[0])
+        (chats / folder / "chats" / f"{session}.jsonl").write_text(
+            text.replace(first["projectHash"], digest).replace(first["sessionId"], session), encoding="utf-8")
+    ran = memo("import", "gemini", str(chats), vault=tmp_path / "v", cwd=shop / "src")
+    assert f"filed under gemini-{theirs[:8]} (a Gemini chat names only a hash of its folder, not found here: " \
+           f"memo project rename gemini-{theirs[:8]} NAME)" in ran.stdout, ran.stdout
+    listed = json.loads(memo("--json", "session", "show", "--all", vault=tmp_path / "v").stdout)["items"]
+    assert sorted((s["project"], s["sessionId"]) for s in listed) == [
+        (f"gemini-{theirs[:8]}", "gemini-s-theirs-1"), ("shop", "gemini-s-ours-1")]
+    shutil.rmtree(chats / theirs[:8])

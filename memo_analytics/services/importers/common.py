@@ -196,6 +196,9 @@ class Transcript:
     git_sha: str | None = None
     #: the first working folder it names (absolute), as :func:`take_working_folder` took it, else None
     folder: str | None = None
+    #: a hash of its project's folder, where the transcript names only that (a Gemini chat's
+    #: ``projectHash``: SHA-256 of the folder's path), else None
+    project_hash: str | None = None
     #: the problems of lines of its file that were left out (not UTF-8, not JSON …): turns after
     #: such a line may stand at other numbers than an earlier read of the file gave them
     lines_left_out: list[str] = field(default_factory=list)
@@ -338,6 +341,8 @@ class ImportResult:
     prompted: int = 0
     #: turns longer than a turn's limit (a pasted log, an image's data), kept cut to it
     cut: int = 0
+    #: projects named after a hash of a folder not found here (a Gemini chat's ``gemini-<hash>``)
+    unknown_folders: set[str] = field(default_factory=set)
     #: session files of the vault it cannot read, by record id: ``(path, why)`` (None: not looked yet)
     unreadable_sessions: dict[str, tuple[str, str]] | None = field(default=None, repr=False, compare=False)
 
@@ -385,6 +390,10 @@ class ImportResult:
                  f"same session") if self.copies else ""
         line += (f", {self.cut} turn{'s' if self.cut != 1 else ''} longer than {MAX_BODY_BYTES:,} bytes kept cut "
                  f"to that (the rest left out)") if self.cut else ""
+        if self.unknown_folders:
+            names = sorted(self.unknown_folders)
+            line += (f", filed under {', '.join(names[:3])}{' …' if len(names) > 3 else ''} (a Gemini chat names only a "
+                     f"hash of its folder, not found here: memo project rename {names[0]} NAME)")
         return line + (f", {self.rewound} turn{'s' if self.rewound != 1 else ''} the transcript no longer holds "
                        f"marked superseded" if self.rewound else "")
 
@@ -566,6 +575,13 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     if named is None:  # a transcript that names no folder (a Gemini chat: a hash of it): where its hook filed it
         hooked = _hook_sessions(store, transcript)
         named = hooked[-1]["project"] if hooked else None
+    if named is None and transcript.project_hash:
+        # the folder whose path the hash is of, among those this machine and the vault know; else a project of
+        # the hash's own (every Gemini project went to one "default", billed to one client: a newcomer)
+        folder = _folder_of_hash(store, transcript.project_hash)
+        named = project_slug(folder.name) if folder is not None else f"gemini-{transcript.project_hash[:8].lower()}"
+        if folder is None:
+            result.unknown_folders.add(named)
     default = store.resolve_project(named)
 
     def home(session_id: str) -> str:
@@ -1752,6 +1768,7 @@ def merge_transcripts(transcripts: list[Transcript]) -> list[Transcript]:
             transcript_id=first.transcript_id, source=first.source, path=first.path, prompts=timed + untimed,
             activity=activity, project_hint=first.project_hint, owner=first.owner, ide=first.ide, model=first.model,
             agent=first.agent, title=next((t.title for t in group if t.title), None),
+            project_hash=next((t.project_hash for t in group if t.project_hash), None),
         ))
     return merged
 
@@ -1782,6 +1799,35 @@ def _without_estimated_twins(order: list[HumanPrompt]) -> list[HumanPrompt]:
                 continue
         kept.append(prompt)
     return kept
+
+
+def _folder_of_hash(store: VaultStore, digest: str) -> Path | None:
+    """The folder whose path's SHA-256 is ``digest`` (how Gemini CLI names a project), among the
+    folder memo runs in and those above it, and the repositories the vault's projects were last
+    seen in; None when none is (hashed once per import and store)."""
+    import hashlib
+
+    from ..projects import last_seen_root
+
+    known = getattr(store, "_folder_hashes", None)
+    if known is None:
+        folders: set[Path] = set()
+        try:
+            here = Path.cwd()
+            folders.update([here, *here.parents])
+        except OSError:
+            pass
+        try:
+            for project in index.project_names(store.conn) if store.exists else []:
+                root = last_seen_root(store, project)
+                if root is not None:
+                    folders.add(Path(root))
+        except (MemoError, sqlite3.Error):
+            pass
+        known = {hashlib.sha256(str(folder).encode("utf-8", "surrogateescape")).hexdigest(): folder
+                 for folder in folders}
+        store._folder_hashes = known  # type: ignore[attr-defined]
+    return known.get(digest.strip().lower())
 
 
 def _article(source: str) -> str:

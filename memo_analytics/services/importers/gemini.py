@@ -58,6 +58,7 @@ not the person's words: it yields nothing, and so do Gemini's own ``logs.json`` 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -459,6 +460,9 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
         return ParseResult(skipped_lines=len(chat.problems), problems=chat.problems, pending_lines=int(pending))
     transcript = Transcript(transcript_id=chat.session_id, source=SOURCE, path=path, ide="gemini", agent="gemini",
                             activity=chat.activity, project_hint=project_root_name(path))
+    digest = chat.meta.get("projectHash")
+    if transcript.project_hint is None and isinstance(digest, str) and re.fullmatch(r"[0-9a-fA-F]{16,128}", digest):
+        transcript.project_hash = digest.lower()  # its folder found by the import, where this machine has it
     answering: HumanPrompt | None = None
     for message in chat.messages.values():
         record = message.record
