@@ -830,8 +830,15 @@ def test_work_an_import_holds_back_for_an_issued_invoice_is_a_digest_item_until_
         return [i for i in digest["items"] if i["kind"] == "import_held_back"]
 
     assert held() == []
+
+    def cached() -> list[str]:  # the digest of now, a cached one when the vault did not change
+        digest = json.loads(memo("--json", "digest", vault=vault, env=env).stdout)
+        return [i["kind"] for i in digest["items"] if i["kind"] == "import_held_back"]
+
+    assert cached() == []
     _transcript(source, [*prompts, ("2026-06-10T09:40:00Z", "one more: remember me")])  # grown, same interval
     assert json.loads(memo("--json", "import", "claude-code", str(source), vault=vault, env=env).stdout)["heldBack"] == 1
+    assert cached() == ["import_held_back"]  # at once, not a minute later (found by an operator)
     [item] = held()
     assert (item["lane"], item["project"], item["minutesAtStake"]) == ("waiting on you", "web", 20)
     assert item["why"].startswith(f"{source} holds work (1 turn, 20 min) of this session past what invoice "
