@@ -235,6 +235,18 @@ def is_digest_command(action: str) -> bool:
     return True
 
 
+def _changed_stake(changed: dict[str, Any]) -> int:
+    """The minutes an invoiced session's change puts at stake: the difference from what the
+    invoice billed when only its times changed (120 invoiced, 180 now: 60 — it said 180, found by
+    an operator), else what it billed (another client, no longer billable: the whole of it)."""
+    now = int(changed.get("durationMinutes") or 0)
+    billed = (changed.get("asInvoiced") or {}).get("durationMinutes")
+    if isinstance(billed, int) and not isinstance(billed, bool) and \
+            set(changed.get("fields") or ()) <= {"startTime", "endTime", "durationMinutes"}:
+        return abs(now - billed)
+    return int(billed) if isinstance(billed, int) and not isinstance(billed, bool) else now
+
+
 def _push_trouble(trouble: dict[str, Any] | None, now: datetime) -> list[tuple[Item, dict[str, Any]]]:
     """A hybrid laptop's records that do not reach the team daemon: one ``sync_push_failing`` item
     while pushes fail (records waiting since the last push that went through), one
@@ -804,7 +816,7 @@ def _build_items(snapshot: Snapshot, now: datetime, policy: OperatorPolicy,
                            "invoice's: reports show the record and bill the invoice's minutes, as the client was "
                            "billed",
                            _age(since, now),
-                           int(changed.get("durationMinutes") or 0),
+                           _changed_stake(changed),
                            f"{back_as_invoiced(changed)}  # or memo invoice credit {_q(changed['invoice'])} and bill "
                            "it again", to_iso(since),
                            fingerprint(changed["id"], changed.get("updated"), changed["invoice"])), changed))

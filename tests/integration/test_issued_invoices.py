@@ -1441,6 +1441,7 @@ def test_the_digests_edit_puts_back_an_invoiced_session_whose_times_hold_millise
                     .replace("durationMinutes: 60", "durationMinutes: 90"), encoding="utf-8")
     [item] = [i for i in json.loads(run(billing, "--json", "digest").stdout)["items"]
               if i["kind"] == "invoice_session_changed"]
+    assert item["minutesAtStake"] == 30  # 90 now, 60 billed (it said 90: found by an operator)
     command = item["action"].split("  #")[0]
     assert command == "memo session edit m1 --project web --end 2026-06-10T08:00:08.925Z"
     edited = run(billing, *command.split()[1:])

@@ -1214,7 +1214,7 @@ def test_a_pull_that_leaves_an_invoiced_session_differing_from_its_invoice_is_na
     [item] = [i for i in json.loads(memo("--json", "digest", "--as-of", "2026-01-06T09:00", vault=a.root, env=env).stdout)["items"]
               if i["kind"] == "invoice_session_changed"]
     assert (item["id"], item["lane"], item["minutesAtStake"], item["why"], item["action"]) == (
-        "invoice_session_changed:work1", "waiting on you", 150, "on invoice 2026-0501, its endTime, durationMinutes now "
+        "invoice_session_changed:work1", "waiting on you", 30, "on invoice 2026-0501, its endTime, durationMinutes now "
         "differ from the invoice's: reports show the record and bill the invoice's minutes, as the client was billed",
         'memo session edit work1 --project shop --end 2026-01-05T11:00:00Z  # or memo invoice credit 2026-0501 and '
         "bill it again")
