@@ -117,6 +117,16 @@ class Prompt(WireModel):
             return {**data, "updated": data["created"]}
         return data
 
+    @field_validator("linked_paths", "tags", "deliverables", mode="before", check_fields=False)
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        """A list written as none (``linkedPaths: null``) or as its one item (``tags: billing``), as
+        spec-memo vaults and hand edits hold them: read as a list, never the turn skipped whole
+        (found by an integrator)."""
+        if value is None:
+            return []
+        return [value] if isinstance(value, str) else value
+
     @field_validator("id", "project", "session_id", "task_slug")
     @classmethod
     def _safe_ids(cls, value: str | None, info) -> str | None:
