@@ -232,8 +232,10 @@ def session_handoff(
     all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
     cancel: bool = typer.Option(False, "--cancel", help="Cancel this pending hand-off (without a session id: "
                                 "your pending ones of the project, for your git identity and branch)."),
+    limit: int = typer.Option(20, "--limit", help="Page size of the listing, 1–100."),
+    offset: int = typer.Option(0, "--offset", help="Hand-offs to skip (listing)."),
 ) -> None:
-    """Show pending hand-offs, show one, or cancel one (--cancel)."""
+    """Show pending hand-offs (oldest first, a page at a time), show one, or cancel one (--cancel)."""
     _check_scope(project, all_projects)
     store = state.store
     if cancel:
@@ -254,12 +256,14 @@ def session_handoff(
         _emit(result, lambda r: out.print(_safe(f"{r['id']} · {r['status']}\n\n{r['body']}")))
         return
     result = handoff_list(store, _build(HandoffListRequest, project=project, cross_project=all_projects,
-                                        cwd=shell_cwd()))
+                                        cwd=shell_cwd(), limit=limit, offset=offset))
     _emit(result, lambda r: out.print(
-        "\n\n".join(_safe(f"{h['id']} ({h['project']}, from {h.get('fromSessionId') or h.get('sessionId') or 'a session'}"
-                             f"{', branch ' + h['branch'] if h.get('branch') else ''}"
-                             f"{', owner ' + h['owner'] if h.get('owner') else ''}):\n{h['body']}")
-                      for h in r["items"]) or "No pending hand-offs."))
+        ("\n\n".join(_safe(f"{h['id']} ({h['project']}, from {h.get('fromSessionId') or h.get('sessionId') or 'a session'}"
+                              f"{', branch ' + h['branch'] if h.get('branch') else ''}"
+                              f"{', owner ' + h['owner'] if h.get('owner') else ''}):\n{h['body']}")
+                       for h in r["items"]) or "No pending hand-offs.")
+        + (f"\n\n({len(r['items'])} of {r['total']}: --offset {r['offset'] + len(r['items'])} for the next)"
+           if r.get("hasMore") else "")))
 
 
 @session_app.command("show")
