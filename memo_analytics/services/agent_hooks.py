@@ -558,9 +558,11 @@ def _remove_empty(folders: list[str]) -> None:
 
 def status(agents: list[str], vault_root: Path, project_root: Path | None, home: Path | None = None) -> dict[str, Any]:
     """What is installed where: ``{items: [{agent, level, path, exists, installed: [events],
-    missing: [events], error, notFound: [programs], coveredByUserLevel}], spooled}`` for the user
+    missing: [events], error, notFound: [programs], coveredByUserLevel, agentHere}], spooled}`` for the user
     level and, inside a repository, the repository's level (its ``missing`` is empty and
-    ``coveredByUserLevel`` true when it has none of memo's hooks and the user level has them all); ``notFound`` the programs installed entries run that
+    ``coveredByUserLevel`` true when it has none of memo's hooks and the user level has them all;
+    ``agentHere`` false, and nothing missing, for an agent whose folder is not in the home and
+    whose settings file is not there: ``memo hooks install`` skips it); ``notFound`` the programs installed entries run that
     are not there (a virtual environment moved or made again: the agent's hook fails, nothing is
     captured); ``spooled`` is how many hook events wait in the vault's spool."""
     from .capture import spooled
@@ -592,6 +594,11 @@ def status(agents: list[str], vault_root: Path, project_root: Path | None, home:
                     item["error"] = str(exc)
             items.append(item)
     _covered_by_the_user_level(items)
+    here = set(agents_at_home(home or Path.home()))
+    for item in items:  # an agent not on this machine misses nothing: install said it was skipped (a newcomer)
+        item["agentHere"] = item["agent"] in here or item["exists"]
+        if not item["agentHere"]:
+            item["missing"] = []
     return {"items": items, "spooled": len(spooled(vault_root))}
 
 

@@ -624,3 +624,22 @@ def test_status_in_a_repository_does_not_call_the_project_level_missing_when_the
     memo("hooks", "uninstall", "claude-code", vault=vault, env=env, cwd=repo)
     status = json.loads(memo("--json", "hooks", "status", "claude-code", vault=vault, env=env, cwd=repo).stdout)
     assert [(i["coveredByUserLevel"], bool(i["missing"])) for i in status["items"]] == [(False, True), (False, True)]
+
+
+def test_status_says_an_agent_not_on_this_machine_misses_nothing(tmp_path):
+    """Found by a newcomer: ``memo hooks install`` skipped Cursor and Copilot (no folder in the
+    home), then ``memo hooks status`` listed every event of theirs as missing: it read as a failed
+    install."""
+    home, vault = tmp_path / "home", tmp_path / "v"
+    (home / ".claude").mkdir(parents=True)
+    env = {"HOME": str(home)}
+    memo("hooks", "install", vault=vault, env=env, cwd=tmp_path)
+    status = json.loads(memo("--json", "hooks", "status", vault=vault, env=env, cwd=tmp_path).stdout)
+    rows = {i["agent"]: (i["agentHere"], bool(i["installed"]), i["missing"]) for i in status["items"]}
+    assert rows["claude-code"] == (True, True, [])
+    assert rows["cursor"] == (False, False, []) and rows["copilot"] == (False, False, [])
+    shown = memo("hooks", "status", vault=vault, env=env, cwd=tmp_path).stdout
+    assert "the agent is not on this machine" in shown
+    (home / ".cursor").mkdir()  # the agent ran once: its hooks are missing now
+    status = json.loads(memo("--json", "hooks", "status", "cursor", vault=vault, env=env, cwd=tmp_path).stdout)
+    assert status["items"][0]["agentHere"] and status["items"][0]["missing"]

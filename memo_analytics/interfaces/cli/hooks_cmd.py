@@ -184,6 +184,8 @@ def hooks_status(agent: Optional[str] = typer.Argument(None, metavar="[AGENT]", 
             installed = ", ".join(item["installed"]) or ("—" if item["exists"] else "no file")
             if item.get("coveredByUserLevel"):
                 installed = "— (the user level's run here)"
+            elif not item.get("agentHere", True):
+                installed = "— (the agent is not on this machine)"
             table.add_row(item["agent"], item["level"], _safe(item["path"]), _safe(item["error"] or installed),
                           ", ".join(item["missing"]) or "—")
         out.print(table)
