@@ -786,7 +786,9 @@ def search_prompts(store: VaultStore, request: ListRequest) -> dict[str, Any]:
         page["note"] = ((f"no turn holds all {words} words" if words > 1 else "no turn holds this word")
                         + " in this scope: every word must match (OR and AND are searched as words); fewer or other "
                           "words, or word* for a prefix, find more"
-                        + ("" if request.cross_project else "; crossProject: true (memo: --all) searches every project"))
+                        # (a search of every project already, outside a repository: the hint said nothing new)
+                        + ("" if request.cross_project or not flt.projects else
+                           "; crossProject: true (memo: --all) searches every project"))
         joined = _JOINED_WORDS.search(request.query or "")
         if joined:  # "project:web" read as a column filter, "lexer:now" as two words (found by an analyst)
             page["note"] += (f"; {joined.group(0)} is searched as one phrase, its words in that order (a "

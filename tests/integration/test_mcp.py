@@ -469,6 +469,9 @@ def test_a_search_that_matched_nothing_says_every_word_must_match_and_a_huge_one
         "or other words, or word* for a prefix, find more")
     # in one project: how to search every project (a new user's agent found the imported turns only so)
     assert json.loads(answers[1][1])["note"].endswith("; crossProject: true (memo: --all) searches every project")
+    # outside a repository, no project named: every project searched already, no such hint (a newcomer)
+    outside = memo("--json", "prompt", "search", "nosuchword", vault=vault, cwd=tmp_path)
+    assert "searches every project" not in json.loads(outside.stdout)["note"]
     found = json.loads(answers[2][1])
     assert found["total"] == 1 and "note" not in found
     # punctuation is no word to match (found by an analyst: "all 5 words")
