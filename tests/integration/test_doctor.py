@@ -280,3 +280,20 @@ def test_in_hybrid_mode_doctor_checks_the_daemon_the_push_goes_to(tmp_path):
         assert not (tmp_path / "team" / "projects").exists()  # the empty push wrote nothing there
     finally:
         daemon.stop()
+
+
+def test_the_vault_count_says_how_many_records_lists_and_reports_leave_out(tmp_path):
+    """Found by a newcomer: doctor said 58 prompts and 14 sessions where every list and report
+    said 56 and 12 — hook captures an import superseded, counted without a word."""
+    vault = tmp_path / "vault"
+    env = env_for(tmp_path, MEMO_VAULT=str(vault))
+    for n in (1, 2):
+        assert memo("prompt", "record", "--body", f"turn {n}", "--project", "p1", "--session-id", "s1",
+                    env=env).code == 0
+    path = vault / "projects/p1/prompts/prompt-s1-t2.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("status: recorded", "status: superseded"),
+                    encoding="utf-8")
+    assert memo("reindex", env=env).code == 0
+    line = memo("doctor", env=env).line("vault")
+    assert "index opens (2 prompts; 1 of them superseded — a hook's capture by its transcript's " \
+           "import, and the like — and left out of lists and reports)" in line, line

@@ -360,7 +360,13 @@ def _vault(settings: Any, vault_root: str | None) -> Check:
                      "memo reindex")
     if problem:
         return Check("vault", title, True, True, f"{root}: writable; index {problem}: rebuilt from the files on next use")
+    from ...index.store import SUPERSEDED_COUNT
+
+    superseded = counts.pop(SUPERSEDED_COUNT, 0)
     shown = ", ".join(f"{n} {kind}{'' if n == 1 else 's'}" for kind, n in sorted(counts.items())) or "empty"
+    if superseded:  # lists and reports count fewer: said why (found by a newcomer)
+        shown += (f"; {superseded} of them superseded — a hook's capture by its transcript's import, and the like — "
+                  "and left out of lists and reports")
     return Check("vault", title, True, True, f"{root}: writable; index opens ({shown}){_shared(root)}")
 
 
