@@ -949,6 +949,10 @@ def received_push(store: VaultStore, vault: Any, seq: Any) -> int | None:
             path.parent.mkdir(parents=True, exist_ok=True)
             write_json_state(path, {"seq": seq})
         except OSError as exc:  # every push got a bare "Internal error (FileExistsError)" (found by a breaker)
+            from ..domain.errors import DiskFullError, disk_full
+
+            if disk_full(exc, path):  # said as a full disk (HTTP 507), not "move what is there away" (a team lead)
+                raise DiskFullError(str(store.root)) from None
             raise MemoError(f"nothing of this push was stored: the daemon's count of this laptop's pushes cannot be "
                             f"written ({exc.strerror or exc}: {path}; move what is there away)") from None
     return had
