@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import sqlite3
 import threading
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
@@ -1823,7 +1824,7 @@ def _folder_of_hash(store: VaultStore, digest: str) -> Path | None:
                 if root is not None:
                     folders.add(Path(root))
         except (MemoError, sqlite3.Error):
-            pass
+            pass  # (a broken index: the import says it elsewhere)
         known = {hashlib.sha256(str(folder).encode("utf-8", "surrogateescape")).hexdigest(): folder
                  for folder in folders}
         store._folder_hashes = known  # type: ignore[attr-defined]
