@@ -24,7 +24,7 @@ import threading
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -1288,6 +1288,7 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
     with store.batch():  # one group commit for the request (issue 16)
         for item in ordered:
             _apply_item(store, item, stamp, results, claims)
+    with store.lock():  # the batch's records indexed: when each session says it was written
         _note_received(store, results, now)
     return results
 
@@ -1296,19 +1297,46 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
 RECEIVED_FILE = "received-sessions.json"
 
 
+#: A pushed session whose ``updated`` is older than its arrival by more than this came late (a
+#: laptop offline, or its clock behind): its arrival is kept. One that came at once is not (its
+#: ``updated`` says when it came: a file of every session rewritten at each push grew with the vault).
+LATE_ARRIVAL = timedelta(minutes=5)
+#: How long a late arrival is kept (the digest's late-work items look back less far).
+ARRIVALS_KEPT = timedelta(days=120)
+
+
 def _note_received(store: VaultStore, results: list[dict[str, Any]], now: datetime) -> None:
-    """Keep when this push's sessions arrived (``project/session-<id>`` → UTC ISO): a session
-    recorded on a laptop before an invoice and pushed after it (offline, or its clock behind)
-    is late work the invoice left out — its ``updated`` is the laptop's clock, the daemon's
-    digest took it for work the invoice saw (found by a team lead)."""
-    arrived = [f"{r['project']}/{r.get('storedAs') or r['id']}" for r in results
-               if str(r.get("outcome") or "").startswith("applied") and str(r.get("id") or "").startswith("session-")
-               and isinstance(r.get("project"), str)]
+    """Keep when this push's sessions arrived, for those that came late — written on the laptop
+    before a document was last issued here, or long before they came (``project/session-<id>``
+    → UTC ISO): a session recorded on a laptop before an invoice and pushed after it (offline,
+    or its clock behind) is late work the invoice left out — its ``updated`` is the laptop's
+    clock, the daemon's digest took it for work the invoice saw (found by a team lead)."""
+    from ..vault import ledger
+
+    try:  # when a document was last issued here: a session written before it and arriving after it came late
+        issued = datetime.fromtimestamp(ledger.folder(store.root).stat().st_mtime, tz=timezone.utc)
+    except (OSError, ValueError, OverflowError):
+        issued = None
+    arrived = []
+    for r in results:
+        if not (str(r.get("outcome") or "").startswith("applied") and str(r.get("id") or "").startswith("session-")
+                and isinstance(r.get("project"), str)):
+            continue
+        record_id = str(r.get("storedAs") or r["id"])
+        row = index.get_row(store.conn, r["project"], record_id, RecordKind.SESSION.value)
+        try:
+            updated = from_iso(str(row["updated"])) if row is not None else None
+        except (ValueError, TypeError, IndexError):
+            updated = None
+        if updated is None or now - updated > LATE_ARRIVAL or (issued is not None and updated <= issued):
+            arrived.append(f"{r['project']}/{record_id}")
+    path = _dir(store) / RECEIVED_FILE
     if not arrived:
         return
-    path = _dir(store) / RECEIVED_FILE
     kept = read_json_state(path, "sessions") or {"sessions": {}}
     sessions = kept["sessions"] if isinstance(kept.get("sessions"), dict) else {}
+    oldest = to_iso(now - ARRIVALS_KEPT)
+    sessions = {k: v for k, v in sessions.items() if isinstance(v, str) and v >= oldest}
     sessions.update(dict.fromkeys(arrived, to_iso(now)))
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
