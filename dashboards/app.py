@@ -40,10 +40,12 @@ from memo_analytics.runtime import Runtime
 from memo_analytics.services.store import VaultStore
 
 HEADER_CSS = f"""
-.bar {{ display: flex; align-items: baseline; gap: 14px; background: {ACCENT}; color: #fff; padding: 12px 20px; }}
+.bar {{ display: flex; flex-wrap: wrap; align-items: baseline; gap: 4px 14px; background: {ACCENT}; color: #fff;
+        padding: 12px 20px; }}
 .brand {{ font-weight: 700; font-size: 20px; letter-spacing: .02em; }}
 .title {{ font-size: 18px; }}
-.root {{ margin-left: auto; font-size: 12px; opacity: .8; font-family: ui-monospace, monospace; }}
+.root {{ margin-left: auto; font-size: 12px; opacity: .8; font-family: ui-monospace, monospace; min-width: 0;
+         overflow-wrap: anywhere; }}
 """
 
 pn.extension("tabulator", notifications=False)

@@ -44,8 +44,12 @@ class PromptsView:
         self.since = pn.widgets.DatePicker(label="Since", width=140, css_classes=["memo-since"])
         self.until = pn.widgets.DatePicker(label="Until", width=140, css_classes=["memo-until"])
         self.clear = pn.widgets.Button(label="Clear filters", button_type="light", width=110, margin=(24, 10, 10, 10))
+        # the chips wrap: six IDEs (as real imports give) ran past a phone's edge, the page scrolled sideways
+        # (found by an operator)
         self.ides = pn.widgets.RadioButtonGroup(label="IDE", button_type="primary", button_style="outline",
-                                                css_classes=["memo-ide-chips"])
+                                                css_classes=["memo-ide-chips"], sizing_mode="stretch_width",
+                                                stylesheets=[".bk-btn-group { flex-wrap: wrap; row-gap: 4px; } "
+                                                             ".bk-btn-group > .bk-btn { flex: 0 0 auto; }"])
         self.page_size = pn.widgets.Select(label="Rows per page", options=list(PAGE_SIZES), value=20, width=110,
                                            css_classes=["memo-page-size"])
         self.first = pn.widgets.Button(label="« First", width=80, css_classes=["memo-first"])

@@ -797,8 +797,20 @@ DASHBOARD_SCRIPT = """\
     return found
   }
   const deep = ordered
-  // the tabs said as tabs to a screen reader (Bokeh's headers carry no role: found by an operator)
+  // the tabs said as tabs to a screen reader (Bokeh's headers carry no role: found by an operator); a chip
+  // chosen said as pressed (shown by its colour alone), a date field named by its label (its label's `for`
+  // named nothing: found by an operator)
   setInterval(() => {
+    for (const chip of ordered(".memo-ide-chips .bk-btn, .bk-btn-group .bk-btn")) {
+      const pressed = chip.classList.contains("bk-active") ? "true" : "false"
+      if (chip.getAttribute("aria-pressed") !== pressed) chip.setAttribute("aria-pressed", pressed)
+    }
+    for (const input of ordered("input")) {
+      if (input.getAttribute("aria-label") || input.labels && input.labels.length) continue
+      const label = input.getRootNode().querySelector && input.getRootNode().querySelector("label")
+      const text = label && (label.textContent || "").trim()
+      if (text) input.setAttribute("aria-label", text)
+    }
     for (const tab of ordered(".bk-tab")) {
       if (tab.getAttribute("role") !== "tab") tab.setAttribute("role", "tab")
       const selected = tab.classList.contains("bk-active") ? "true" : "false"

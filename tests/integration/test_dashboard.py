@@ -644,3 +644,33 @@ def test_the_tabs_and_the_tables_are_within_a_keyboards_reach(page):
             page.keyboard.press(key)
             seen.append(page.evaluate(DEEPEST))
         assert not any(stop.startswith("BODY") for stop in seen) and len(set(seen)) > 3, (key, seen)
+
+
+def test_six_ide_chips_wrap_on_a_phone_and_say_which_is_chosen(tmp_path, browser):
+    """Found by an operator: with the six IDEs real imports give, the chips ran past a 390 px
+    phone's edge (gemini cut, generic off-screen) and the page scrolled sideways; the chosen chip
+    was told by its colour alone, and the date fields had no name for a screen reader."""
+    vault = tmp_path / "vault"
+    for n, ide in enumerate(("claude-code", "codex", "cursor", "gemini", "copilot", "generic")):
+        memo("prompt", "record", "--project", "web", "--session-id", f"s{n}", "--ide", ide, "--body", f"turn of {ide}",
+             vault=vault, cwd=tmp_path)
+    config = tmp_path / "config.toml"
+    config.write_text('timezone = "UTC"\n', encoding="utf-8")
+    server = serve_with_config(vault, config)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        page = context.new_page()
+        page.goto(server.base + "/")
+        page.wait_for_selector(".memo-prompts-table .tabulator-row", timeout=60_000)
+        chips = page.locator(".memo-ide-chips").get_by_role("button")
+        expect(chips).to_have_count(7, timeout=WAIT_MS)  # All IDEs and the six
+        edges = [box["x"] + box["width"] for box in (chips.nth(k).bounding_box() for k in range(7))]
+        assert max(edges) <= 390, edges
+        assert page.evaluate("document.documentElement.scrollWidth") <= 430
+        chips.filter(has_text="gemini").click()
+        expect(page.locator(".memo-ide-chips").get_by_role("button", name="gemini", pressed=True)).to_have_count(
+            1, timeout=WAIT_MS)
+        expect(page.get_by_role("textbox", name="Since")).to_have_count(1, timeout=WAIT_MS)
+    finally:
+        context.close()
+        server.stop()
