@@ -176,6 +176,13 @@ class ActivityView:
         client = None if self.client.value == ALL_CLIENTS else self.client.value
         try:
             since, until = self.bounds()
+            if not custom:  # the greyed fields show the period's days, not the custom ones of before beside
+                # an Issue of this period (found by a newcomer); they are the custom dates' start
+                import param
+
+                with param.parameterized.discard_events(self.since), param.parameterized.discard_events(self.until):
+                    self.since.value = since.isoformat() if since else ""
+                    self.until.value = until.isoformat() if until else ""
             report = self.data.activity(client, since, until)
         except MemoError as exc:
             # nothing of the last period stays on screen, nor can be downloaded as this one

@@ -115,6 +115,13 @@ def test_a_refused_period_leaves_nothing_of_the_last_one_to_read_or_download(sto
     assert (x_range.start.date().isoformat(), x_range.end.date().isoformat()) == ("2026-03-01", "2026-04-01")  # the whole days
     view.period.value = "all"
     assert view.timesheet.filename == "timesheet-all-time.pdf"
+    # found by a newcomer: the greyed fields kept the custom days of before beside an Issue of this month
+    assert (view.since.value, view.until.value, view.since.disabled) == ("", "", True)
+    view.period.value = "this-month"
+    first, last = view.bounds()
+    assert (view.since.value, view.until.value) == (first.isoformat(), last.isoformat())
+    view.period.value = "custom"  # the days of the period before, to change
+    assert (view.since.value, view.until.value, view.since.disabled) == (first.isoformat(), last.isoformat(), False)
 
 
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning", "ignore::DeprecationWarning")
