@@ -1729,3 +1729,24 @@ def test_a_prompt_line_left_out_then_mended_costs_what_a_clean_import_costs(real
         return sorted((t["id"], t["created"], t.get("tokens")) for t in listed)
 
     assert cost(vault) == cost(clean) and turns(vault) == turns(clean)
+
+
+def test_a_half_read_file_is_said_at_every_import_while_it_stays_so(realdata, tmp_path):
+    """Found by a tester: a transcript with a line cut in half said "line 44: not JSON" at its first
+    import; every later one said "1 unchanged", and a cron job that missed the first never knew."""
+    source = realdata / ("claude-code-jsonl/moredip-session-share/samples/claude-code-projects/"
+                         "0ccf1a04-1b4c-43b6-8aa5-79e41db43a68.jsonl")
+    folder = tmp_path / "t"
+    folder.mkdir()
+    lines = source.read_bytes().split(b"\n")
+    lines[43] = lines[43][:100]
+    (folder / "s.jsonl").write_bytes(b"\n".join(lines))
+    vault = tmp_path / "v"
+    first = memo("import", "claude-code", str(folder), vault=vault)
+    assert f"{folder / 's.jsonl'}: line 44: not JSON" in first.stderr
+    again = memo("import", "claude-code", str(folder), vault=vault)
+    assert "(1 unchanged)" in again.stdout
+    assert f"{folder / 's.jsonl'}: line 44: not JSON (as its import said: the file is unchanged)" in again.stderr
+    (folder / "s.jsonl").write_bytes(source.read_bytes())  # mended: read, and said no more
+    memo("import", "claude-code", str(folder), vault=vault)
+    assert "not JSON" not in memo("import", "claude-code", str(folder), vault=vault).stderr

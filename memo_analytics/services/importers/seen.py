@@ -119,16 +119,26 @@ class ImportState:
         found = entry.get("resume")
         return found if isinstance(found, dict) else None
 
+    def left_out(self, path: Path, source: str) -> list[str]:
+        """What the import of ``path`` left out of it (its lines that could not be read …), as it
+        said it without the path: said again while the file is unchanged."""
+        entry = self.entries.get(self.key(path, source))
+        found = entry.get("leftOut") if isinstance(entry, dict) else None
+        return [t for t in found if isinstance(t, str)][:10] if isinstance(found, list) else []
+
     def record(self, path: Path, source: str, options: str, stamp: Stamp, transcripts: list[str],
-               sessions: list[str], resume: dict | None = None) -> None:
+               sessions: list[str], resume: dict | None = None, left_out: list[str] | None = None) -> None:
         """Note that ``path`` (as ``stamp`` saw it before it was read) is imported whole, and where
-        to read it on from (``resume``: a checkpoint's meta) when it grows."""
+        to read it on from (``resume``: a checkpoint's meta) when it grows; ``left_out``: what its
+        import said it left out (without the path: a file's name may hold a secret)."""
         key = self.key(path, source)
         entry = {"size": stamp.size, "mtimeNs": stamp.mtime_ns, "ctimeNs": stamp.ctime_ns, "inode": stamp.inode,
                  "options": options, "transcripts": sorted({transcript_digest(t) for t in transcripts}),
                  "sessions": sorted(set(sessions))}
         if resume is not None:
             entry["resume"] = resume
+        if left_out:
+            entry["leftOut"] = [line[:300] for line in left_out[:10]]
         if stamp.companions:
             entry["companions"] = list(stamp.companions)
         self.entries[key] = self._updates[key] = entry
