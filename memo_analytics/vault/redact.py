@@ -35,6 +35,26 @@ _SECRET_WORD = r"(?i:password|passwd|passphrase|pwd|secret|token|api[_-]?key|acc
 #: Bounded: unbounded runs on each side backtracked in the square of a long run of name
 #: characters (``_secret_`` × 25,000: 82 s for one turn).
 _SECRET_NAME = r"[A-Za-z0-9_.-]{0,64}" + _SECRET_WORD + r"[A-Za-z0-9_.-]{0,64}"
+#: A command that takes a user and its password (``curl -u USER:PW``), up to the option, within the
+#: command (bounded; a line continuation goes on with it).
+_ARG_GAP = r"(?:[ \t]+|[ \t]*\\\n[ \t]*)"
+_CLI_USER = (r"(?i:\bcurl|\bwget|(?<![\w/.-])https?|(?<![\w/.-])xh)(?:" + _ARG_GAP + r"[^\s;|&]+){0,40}?" + _ARG_GAP
+             + r"(?:-[A-Za-z]{0,8}[uUa][ \t]*|--(?:proxy-)?user(?:[ \t]+|=)|--auth(?:[ \t]+|=))")
+#: A registry's login with its password option (docker, podman, nerdctl, helm registry; global options
+#: before ``login``), up to the option.
+_REGISTRY_LOGIN = (r"\b(?:docker|podman|nerdctl|buildah|skopeo|helm[ \t]+registry|oras)(?:[ \t]+-[^\n;|&]{0,200}?)?"
+                   r"[ \t]+login\b[^\n;|&]{0,500}?\s(?:-p|--password)")
+#: ``htpasswd`` with ``-b`` among its flags (none of them ``-n``), then its FILE USER PASSWORD; with ``-n``,
+#: USER PASSWORD. A flag's number (``-C 12``, ``-r 5``) goes with it.
+_HTP_FLAG = r"-[A-Za-mo-z25]{1,8}(?:[ \t]+\d{1,4})?[ \t]+"
+_HTPASSWD = r"\bhtpasswd[ \t]+(?:" + _HTP_FLAG + r"){0,6}-[A-Za-mo-z]{0,7}b[A-Za-mo-z]{0,7}[ \t]+(?:" + _HTP_FLAG + r"){0,6}"
+_HTPASSWD_N = (r"\bhtpasswd[ \t]+(?=(?:-[A-Za-z25]{1,8}(?:[ \t]+\d{1,4})?[ \t]+){0,7}-[A-Za-z]{0,7}n)"
+               r"(?=(?:-[A-Za-z25]{1,8}(?:[ \t]+\d{1,4})?[ \t]+){0,7}-[A-Za-z]{0,7}b)"
+               r"(?:-[A-Za-z25]{1,8}(?:[ \t]+\d{1,4})?[ \t]+){1,8}")
+#: A value of letters and a digit or symbol, no placeholder (``$VAR``, ``${…}``, ``<…>``), up to an
+#: escaped quote (``\"``) or a markup's ``<``: what an escaped JSON value or an XML element holds.
+_MARKED_VALUE = (r"(?!\$|\{|<|\[REDACTED)(?=[^\s\"\\<]{0,200}[A-Za-z])(?=[^\s\"\\<]{0,200}[0-9!#$%&*+,./:;=?@^_|~-])"
+                 r"[^\s\"\\<]{4,200}")
 
 # (kind, pattern, group to replace: 0 = whole match, anchors). Order matters: specific shapes
 # first. ``anchors`` are lower-case substrings of which every match holds at least one: a
@@ -113,40 +133,44 @@ _OWN_PATTERNS: list[tuple[str, re.Pattern[str], int, tuple[str, ...]]] = [
     ("authorization", re.compile(r"(?i)\bauthorization\s*[:=]\s*[\"']?(?:basic|bearer|token|digest)\s+([A-Za-z0-9+/=._~-]{8,})"), 1, ('authorization',)),
     ("bearer-token", re.compile(r"(?i)(?<=\bBearer )[A-Za-z0-9._~+/-]{20,}=*"), 0, ('bearer ',)),
     # a quoted user:password of words (``curl -u 'admin:two words'``), before the unquoted form took the first
-    # (-u among other short flags too: ``curl -su``, ``-Lu``)
-    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]{0,500}?\s(?:-[A-Za-z]{0,8}u[ \t]*|--user(?:[ \t]+|=))"
-                                r"([\"'])[^\s:\"']+:([^\"'\n]{1,200})\1"), 2, ('curl', 'wget', 'http')),
-    ("cli-password", re.compile(r"(?:\bcurl\b|\bwget\b|\bhttp\b)[^\n]{0,500}?\s(?:-[A-Za-z]{0,8}u[ \t]*|--user(?:[ \t]+|=))"
-                                r"[\"']?[^\s:\"']+:([^\s\"']+)"), 1, ('curl', 'wget', 'http')),
+    # (-u among other short flags too: ``curl -su``, ``-Lu``; -U and --proxy-user a proxy's; HTTPie's and xh's
+    # -a; a command, not a URL's "http", and within it: ``http://x … sort -u a:b`` is no password)
+    # (one pattern: 'user:two words', user:"its password" and user:password; a scan per pattern held the GIL)
+    ("cli-password", re.compile(_CLI_USER + r"(?:([\"']))?[^\s:\"']+:(?:([\"']))?((?(1)[^\"'\n]{1,200}|(?(2)[^\"'\n]{1,200}|"
+                                r"[^\s\"']+)))(?(1)\1)(?(2)\2)"), 3, ('curl', 'wget', 'http', 'xh')),
     ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,500}?\s-p([\"'])([^\"'\n]{1,200})\1"),
      2, ('mysql', 'mariadb')),
     ("cli-password", re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n]{0,500}?\s-p([^\s\"'-][^\s\"']*)"), 1, ('mysql', 'mariadb')),
     # (quoted words; -pVALUE without a space; --password-stdin takes none)
-    ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]{0,500}?\s(?:-p|--password)(?:[ \t]+|=)?([\"'])([^\"'\n]{1,200})\1"),
-     2, ('docker',)),
-    ("cli-password", re.compile(r"\bdocker\s+login\b[^\n]{0,500}?\s(?:-p|--password)(?:[ \t]+|=)?(?![-\"'])([^\s\"']+)"), 1,
-     ('docker',)),
-    # htpasswd -b[c] FILE USER PASSWORD: the password on the command line
-    # (-b among other flags: -nb, -bB, -B -C 12 -b; the password is the command's last word, quoted words too)
-    ("cli-password", re.compile(r"\bhtpasswd(?=[^\n;|&]{0,500}?[ \t]-[A-Za-z]{0,8}b)[ \t][^\n;|&]{0,500}?[ \t]"
-                                r"([\"'])([^\"'\n]{1,200})\1(?=[ \t]*(?:[\n;|&>)]|\Z))"), 2, ('htpasswd',)),
-    ("cli-password", re.compile(r"\bhtpasswd(?=[^\n;|&]{0,500}?[ \t]-[A-Za-z]{0,8}b)[ \t][^\n;|&]{0,500}?[ \t]"
-                                r"(?![-\"'])([^\s\"';|&>]{1,200})(?=[ \t]*(?:[\n;|&>)]|\Z))"), 1, ('htpasswd',)),
-    ("cli-password", re.compile(r"\bsshpass\s+-p[ \t]*([\"'])([^\"'\n]{1,200})\1"), 2, ('sshpass',)),
-    ("cli-password", re.compile(r"\bsshpass\s+-p\s*[\"']?([^\s\"']+)"), 1, ('sshpass',)),
+    ("cli-password", re.compile(_REGISTRY_LOGIN + r"(?:[ \t]+|=)?([\"'])([^\"'\n]{1,200})\1"),
+     2, ('login',)),
+    # (-p VALUE, -pVALUE, --password=VALUE; --password-stdin takes none)
+    ("cli-password", re.compile(_REGISTRY_LOGIN + r"(?:(?:[ \t]+|=)(?=[^\s\"'])|(?![-\s\"']))([^\s\"']+)"), 1,
+     ('login',)),
+    # htpasswd -b[c] FILE USER PASSWORD (-n: USER PASSWORD, no file): the password on the command line, its
+    # place among the arguments (-b among other flags: -bB, -B -C 12 -b; a redirection or comment after it)
+    ("cli-password", re.compile(_HTPASSWD + r"(?:[^\s\-\"'][^\s]*[ \t]+){2}([\"'])([^\"'\n]{1,200})\1"), 2, ('htpasswd',)),
+    ("cli-password", re.compile(_HTPASSWD + r"(?:[^\s\-\"'][^\s]*[ \t]+){2}(?![\"'])([^\s\"']{1,200})"), 1, ('htpasswd',)),
+    ("cli-password", re.compile(_HTPASSWD_N + r"[^\s\-\"'][^\s]*[ \t]+([\"'])([^\"'\n]{1,200})\1"), 2, ('htpasswd',)),
+    ("cli-password", re.compile(_HTPASSWD_N + r"[^\s\-\"'][^\s]*[ \t]+(?![\"'])([^\s\"']{1,200})"), 1, ('htpasswd',)),
+    ("cli-password", re.compile(r"\bsshpass(?:[ \t]+-[A-Za-oq-z]{1,4}){0,4}[ \t]+-p[ \t]*([\"'])([^\"'\n]{1,200})\1"), 2,
+     ('sshpass',)),
+    ("cli-password", re.compile(r"\bsshpass(?:[ \t]+-[A-Za-oq-z]{1,4}){0,4}[ \t]+-p[ \t]*[\"']?([^\s\"']+)"), 1, ('sshpass',)),
     # a .netrc's entry: machine HOST login USER password PASSWORD
-    ("netrc-password", re.compile(r"\b(?:machine[ \t]+[^\s]{1,253}|default)(?:\s+(?:login|account)[ \t]+[^\s]{1,200}){0,2}"
-                                  r"\s+password[ \t]+(?!\[REDACTED)([^\s]{1,200})"), 1, ('machine', 'default')),
+    # (its login named: "the default password is …" is said in words, "machine learning password manager" prose)
+    ("netrc-password", re.compile(r"\b(?:machine[ \t]+[^\s]{1,253}|default)\s+login[ \t]+[^\s]{1,200}"
+                                  r"(?:\s+account[ \t]+[^\s]{1,200})?\s+password[ \t]+(?!\[REDACTED)([^\s]{1,200})"), 1,
+     ('machine', 'default')),
     # a .pgpass line: host:port:database:user:password
-    ("pgpass-password", re.compile(r"(?m)^[ \t]*[^:\s#]{1,253}:(?:\d{1,5}|\*):[^:\s]{1,100}:[^:\s]{1,100}:"
-                                   r"(?!\[REDACTED)([^\s]{1,200})[ \t]*$"), 1, (':5432:', ':*:', ':6432:', 'pgpass')),
+    ("pgpass-password", re.compile(r"(?m)^[ \t]*[^:\s#/]{1,253}:(?:\d{1,5}|\*):[^:\s/]{1,100}:[^:\s/]{1,100}:"
+                                   r"(?!\[REDACTED)((?:[^\s:\\]|\\.){1,200})[ \t]*$"), 1, (':5432:', ':*:', ':6432:', 'pgpass')),
     # an XML element naming a secret: <password>…</password>, <db:apiKey>…</db:apiKey>
     ("xml-secret", re.compile(r"<((?:[\w.-]{1,64}:)?[\w.-]{0,64}" + r"(?i:password|passwd|passphrase|secret|token|api[_-]?key|"
                               r"access[_-]?key|private[_-]?key|client[_-]?secret|auth[_-]?key|credentials?)[\w.-]{0,64})>"
-                              r"(?!\$\{|\{\{|\[REDACTED)([^<\n]{4,200})</\1>"), 2, ('</',)),
+                              r"(" + _MARKED_VALUE + r")</\1>"), 2, ('</',)),
     # a JSON value escaped in a string (a curl body, a log line): {\"password\": \"…\"}
     ("secret-assignment", re.compile(r'\\"[A-Za-z0-9_.-]{0,64}' + _SECRET_WORD + r'[A-Za-z0-9_.-]{0,64}\\"[ \t]*:[ \t]*\\"'
-                                     r'(?!\$|\{|<|\[REDACTED)((?:[^"\\\n]|\\[^"\n]){6,200})\\"'), 1, ('\\"',)),
+                                     r'(' + _MARKED_VALUE + r')\\"'), 1, ('\\"',)),
     # a token as a URL's user (``https://<40 hex>@github.com/…``, a Sentry DSN): long, of hex, or mixed
     ("url-token", re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,20}://([0-9a-f]{32,64}|(?=[A-Za-z0-9_-]{0,200}\d)"
                              r"(?=[A-Za-z0-9_-]{0,200}[A-Z])(?=[A-Za-z0-9_-]{0,200}[a-z])[A-Za-z0-9_-]{30,200})@[A-Za-z0-9]"),

@@ -43,6 +43,12 @@ def _quick(work, *args) -> object:
     "Private-Lines: 1\n" + "AAAA\n" * 20_000,
     "a:5432:b:c:" * 9_000,
     "machine h login u " * 6_000,
+    "curl \\\n" * 14_000,
+    "xh -a " * 16_000,
+    "docker -H " * 10_000 + "login",
+    "htpasswd -nb " * 7_000,
+    "htpasswd -C 1 " * 7_000,
+    "sshpass -v " * 9_000,
 ])
 def test_redaction_of_many_command_words_on_one_line(text):
     _quick(redact_secrets, text)
@@ -135,6 +141,31 @@ def test_specstory_session_comment_and_cursor_title_lines():
      "PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 2\n[REDACTED:private-key]\nPrivate-MAC: ab"),
     ("db:5432:mydb:admin:S3cretPw!x", "db:5432:mydb:admin:[REDACTED:pgpass-password]"),
     ("at 10:30:00:12:5 we met", "at 10:30:00:12:5 we met"),
+    # found by a security tester in the forms above: a secret said in words hidden again, a redirection or a
+    # comment after htpasswd's password, a line continuation, a quoted password, other registries' logins
+    ("The default password is Hunter2xyz9", "The default password is [REDACTED:password]"),
+    ("Keep the default password policy for now", "Keep the default password policy for now"),
+    ("a machine with password authentication disabled", "a machine with password authentication disabled"),
+    ("htpasswd -b .htpasswd alice Hunter2pw 2>/dev/null", "htpasswd -b .htpasswd alice [REDACTED:cli-password] 2>/dev/null"),
+    ("htpasswd -b .htpasswd alice Hunter2pw # add alice", "htpasswd -b .htpasswd alice [REDACTED:cli-password] # add alice"),
+    ("htpasswd -b .htpasswd alice Hunter2pw\r\n", "htpasswd -b .htpasswd alice [REDACTED:cli-password]\r\n"),
+    ("htpasswd -nbB alice Hunter2pw 2>&1", "htpasswd -nbB alice [REDACTED:cli-password] 2>&1"),
+    ("docker login -u me -p -Hunter2Prod9x", "docker login -u me -p [REDACTED:cli-password]"),
+    ("podman login -u me -p Hunter2Prod9x quay.io", "podman login -u me -p [REDACTED:cli-password] quay.io"),
+    ("docker -H tcp://x login -u me -p Hunter2Prod9x", "docker -H tcp://x login -u me -p [REDACTED:cli-password]"),
+    ("sshpass -v -p Hunter2Prod9x ssh host", "sshpass -v -p [REDACTED:cli-password] ssh host"),
+    ("curl \\\n  -u admin:Hunter2Prod9x https://x", "curl \\\n  -u admin:[REDACTED:cli-password] https://x"),
+    ('curl -u admin:"Hunter2Prod9x" https://x', 'curl -u admin:"[REDACTED:cli-password]" https://x'),
+    ("curl --proxy-user bob:Hunter2Prod9x x", "curl --proxy-user bob:[REDACTED:cli-password] x"),
+    ("http -a admin:Hunter2Prod9x x", "http -a admin:[REDACTED:cli-password] x"),
+    ("See http://example.com for details; sort -u a:b", "See http://example.com for details; sort -u a:b"),
+    ("wget http://x && uniq -cu file:1", "wget http://x && uniq -cu file:1"),
+    ('{\\"token_type\\": \\"Bearer\\"}', '{\\"token_type\\": \\"Bearer\\"}'),
+    ('\\"max_tokens\\": \\"4096000\\"', '\\"max_tokens\\": \\"4096000\\"'),
+    ("<TokenType>Bearer</TokenType>", "<TokenType>Bearer</TokenType>"),
+    ("<PasswordField>Enter your password</PasswordField>", "<PasswordField>Enter your password</PasswordField>"),
+    ("See .pgpass docs.\nsrc/app.py:120:foo:bar:baz", "See .pgpass docs.\nsrc/app.py:120:foo:bar:baz"),
+    ("see ~/.pgpass\nfe80:0000:0000:0000:0204:61ff:fe9d:f156", "see ~/.pgpass\nfe80:0000:0000:0000:0204:61ff:fe9d:f156"),
 ])
 def test_the_forms_breakers_and_testers_found_are_redacted(said, hidden):
     assert redact_secrets(said)[0] == hidden
