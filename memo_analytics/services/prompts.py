@@ -119,11 +119,17 @@ def ended_before(store: VaultStore, project: str, session_id: str | None, at: da
 #: Vendors an agent's name may begin with ("anthropic/claude-code", "openai-codex", "google-gemini-cli").
 _VENDORS = ("anthropic", "openai", "google", "github")
 #: Of each hooked agent, the short names an agent gives itself ("claude": the command Claude Code runs as).
-_SHORT_NAMES = {"claudecode": ("claude",), "codex": ("openai",), "gemini": ("google",), "copilot": ("github",)}
-#: A model's name (``claude-opus-4-1``, ``gpt-5-codex``, ``gemini-2.5-pro``, ``o3``), its punctuation gone:
-#: an agent naming its model names no agent.
-_MODEL_NAME = re.compile(r"(?:claude(?:opus|sonnet|haiku|instant)|claude\d|gpt\d|gpt4o|o\d|gemini\d|codexmini|"
-                         r"chatgpt)[0-9a-z]*")
+_SHORT_NAMES = {"claudecode": ("claude", "anthropic"), "codex": ("openai",), "gemini": ("google",),
+                "copilot": ("github",)}
+#: The models each hooked agent answers with (``claude-opus-4-1``, ``gpt-5-codex``, ``gemini-2.5-pro``,
+#: ``o3``), their punctuation gone: an agent naming its model names the agent of that model — Cursor and
+#: Copilot answer with any (another vendor's model is another agent's: a Codex agent's "gpt-5-codex"
+#: turn was taken for a Claude Code hook's, found by a breaker).
+_ANY_MODEL = r"(?:claude(?:opus|sonnet|haiku|instant|\d)|gpt\d|gpt4o|o\d|gemini\d|codexmini|chatgpt)[0-9a-z]*"
+_MODEL_NAME = {"claudecode": re.compile(r"claude(?:opus|sonnet|haiku|instant|\d)[0-9a-z]*"),
+               "codex": re.compile(r"(?:gpt\d|gpt4o|o\d|codexmini|chatgpt)[0-9a-z]*"),
+               "gemini": re.compile(r"gemini\d[0-9a-z]*"),
+               "cursor": re.compile(_ANY_MODEL), "copilot": re.compile(_ANY_MODEL)}
 
 
 def specific_text(body: str | None) -> bool:
@@ -143,26 +149,26 @@ def same_agent(named: str | None, hooked: str, ide: str | None = None, body: str
 
     ``body``, the prompt both recorded: a prompt of substance (:func:`specific_text`) is the same
     agent's when the name is the hooked agent's with its vendor ("anthropic/claude-code",
-    "openai-codex"), its short name ("claude"), or a model's ("claude-opus-4-1", "gpt-5-codex") —
-    each counted every turn twice (found by an integrator); a short one ("yes") of no agent named
-    is not when its ``ide`` names another agent (a Cursor agent's "yes" took over a Claude Code
-    conversation, billed to the Cursor agent's client: found by an integrator)."""
+    "openai-codex"), its short name ("claude"), or a model it answers with ("claude-opus-4-1" of
+    ``claude-code``, "gpt-5-codex" of ``codex``) — each counted every turn twice (found by an
+    integrator); another vendor's model is another agent's. (A short prompt of the agent's own
+    open session never takes the hook's conversation over: :func:`record_prompt`.)"""
     def plain(text: str | None) -> str:
         return re.sub(r"[^0-9a-z]+", "", str(text or "").casefold())
 
     mine, theirs, where = plain(named), plain(hooked), plain(ide)
     specific = body is not None and specific_text(body)
     if mine in ("", "generic"):
-        # a short prompt, its agent naming another agent's ide: another conversation's "yes"
-        return specific or body is None or not where or where in (theirs, theirs + "cli") \
-            or bool(theirs) and where.startswith(theirs)
+        # (a short prompt's agent may not take the hook's conversation over: record_prompt keeps it apart)
+        return True
     # the same name, or it with "cli" (Gemini CLI is gemini's hook; "Claude" or "Copilot Chat" are other products)
     if bool(theirs) and mine in (theirs, theirs + "cli") or theirs == mine + "cli":
         return True
     if specific and theirs:
         bare = next((mine[len(v):] for v in _VENDORS if mine.startswith(v) and len(mine) > len(v)), mine)
+        model = _MODEL_NAME.get(theirs)
         if bare in (theirs, theirs + "cli") or theirs == bare + "cli" or mine in _SHORT_NAMES.get(theirs, ()) \
-                or bare in _SHORT_NAMES.get(theirs, ()) or _MODEL_NAME.fullmatch(mine):
+                or bare in _SHORT_NAMES.get(theirs, ()) or model is not None and model.fullmatch(bare):
             return True
     return bool(theirs) and where in (theirs, theirs + "cli") and (theirs.startswith(mine) or mine.startswith(theirs))
 

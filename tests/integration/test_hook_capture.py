@@ -2220,9 +2220,16 @@ def test_an_agent_naming_itself_by_its_short_name_vendor_or_model_records_a_hook
     body = "Build the invoice PDF export"
     assert [same_agent(n, h, None, body) for n, h in (("gpt-5-codex", "codex"), ("openai-codex", "codex"),
                                                       ("google-gemini-cli", "gemini"), ("gemini-2.5-pro", "gemini"),
+                                                      ("openai/gpt-5", "codex"), ("anthropic", "claude-code"),
                                                       ("claude-desktop", "claude-code"), ("codex", "claude-code"),
-                                                      ("Copilot Chat", "copilot"))] == [True] * 4 + [False] * 3
+                                                      ("Copilot Chat", "copilot"))] == [True] * 6 + [False] * 3
     assert same_agent("claude", "claude-code", None, "yes") is False
+    # another vendor's model is another agent's (found by a breaker: a Codex agent's turn taken for Claude Code's)
+    assert [same_agent(n, h, None, body) for n, h in (("gpt-5-codex", "claude-code"), ("claude-opus-4-1", "codex"),
+                                                      ("o3", "claude-code"), ("gemini-2.5-pro", "claude-code"))] == \
+        [False] * 4
+    # no agent named, an editor named: Claude Code in VS Code or Cursor (found by a breaker: its "yes" counted twice)
+    assert same_agent(None, "claude-code", "vscode", "yes") and same_agent(None, "claude-code", "cursor", "yes")
 
 
 def test_another_agents_short_prompt_never_takes_over_a_hooked_conversation(tmp_path, repo):
