@@ -120,12 +120,13 @@ class Prompt(WireModel):
     @field_validator("linked_paths", "tags", "deliverables", mode="before", check_fields=False)
     @classmethod
     def _lists(cls, value: Any) -> Any:
-        """A list written as none (``linkedPaths: null``) or as its one item (``tags: billing``), as
-        spec-memo vaults and hand edits hold them: read as a list, never the turn skipped whole
-        (found by an integrator)."""
-        if value is None:
+        """A list written as none (``linkedPaths: null``, ``tags: ""``) or as its one item (``tags:
+        billing``, a session's one deliverable as a mapping), as spec-memo vaults and hand edits
+        hold them: read as a list, never the record skipped whole (found by an integrator; a
+        session's hour left every report: a breaker)."""
+        if value is None or isinstance(value, str) and not value.strip():
             return []
-        return [value] if isinstance(value, str) else value
+        return [value] if isinstance(value, (str, dict)) else value
 
     @field_validator("id", "project", "session_id", "task_slug")
     @classmethod

@@ -22,11 +22,21 @@ def test_a_list_written_as_none_or_as_its_one_item_is_read_as_a_list(given, read
     assert (meta["linkedPaths"], meta["tags"]) == read
 
 
-def test_a_sessions_deliverables_written_as_none_are_none():
+@pytest.mark.parametrize("written, read", [
+    (None, []), ("", []),
+    # its one deliverable as a mapping (found by a breaker: the session skipped, its billable hour in no report)
+    ({"type": "pr", "url": "https://github.com/o/r/pull/1"}, [{"type": "pr", "url": "https://github.com/o/r/pull/1"}]),
+])
+def test_a_sessions_deliverables_written_as_none_or_as_its_one_item(written, read):
     meta = normalize_meta({"id": "session-s", "kind": "session", "project": "legacy-app", "sessionId": "s",
                            "created": "2025-03-02T09:00:00.000Z", "startTime": "2025-03-02T09:00:00.000Z",
-                           "deliverables": None})
-    assert meta.get("deliverables", []) == []
+                           "endTime": "2025-03-02T10:00:00.000Z", "deliverables": written})
+    assert meta.get("deliverables", []) == read and meta["durationMinutes"] == 60
+
+
+def test_a_list_written_as_an_empty_text_is_empty():
+    meta = normalize_meta({**BASE, "linkedPaths": "", "tags": " "})
+    assert (meta["linkedPaths"], meta["tags"]) == ([], [])
 
 
 def test_a_list_of_another_kind_is_still_refused_naming_the_field():
