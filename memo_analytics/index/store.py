@@ -432,6 +432,14 @@ def record_places(conn: sqlite3.Connection, left_out_kinds: tuple[str, ...] = ()
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 
+def project_of_hash(conn: sqlite3.Connection, digest: str) -> str | None:
+    """The project of the latest session imported from a chat that named the folder hash
+    ``digest`` (its ``projectHash``: a Gemini chat's), or None."""
+    row = conn.execute("SELECT project FROM records WHERE kind = 'session' AND json_extract(meta, '$.projectHash') = ? "
+                       "AND coalesce(status, '') <> 'superseded' ORDER BY created DESC LIMIT 1", (digest,)).fetchone()
+    return row[0] if row else None
+
+
 def project_names(conn: sqlite3.Connection) -> list[str]:
     """The projects that hold at least one record, sorted."""
     return [r[0] for r in conn.execute("SELECT DISTINCT project FROM records ORDER BY project")]

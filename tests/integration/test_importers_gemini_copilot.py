@@ -626,10 +626,14 @@ def test_a_gemini_chat_of_no_project_root_is_filed_by_its_folders_hash(realdata,
     import hashlib
     import shutil
 
+    import subprocess
+
     source = realdata / "multi-agent/Mai0313-VibeCodingTracker/tests/fixtures/sessions/gemini.jsonl"
     shop = tmp_path / "work" / "shop"
     (shop / "src").mkdir(parents=True)
-    ours = hashlib.sha256(str(shop).encode()).hexdigest()
+    subprocess.run(["git", "init", "-q", str(shop)], check=True)
+    # started in the repository's subfolder: the repository's project (found by a breaker: "src")
+    ours = hashlib.sha256(str(shop / "src").encode()).hexdigest()
     chats = tmp_path / "gemini" / "tmp"
     text = source.read_text(encoding="utf-8")
     theirs = json.loads(text.splitlines()[0])["projectHash"]
@@ -644,4 +648,23 @@ def test_a_gemini_chat_of_no_project_root_is_filed_by_its_folders_hash(realdata,
     listed = json.loads(memo("--json", "session", "show", "--all", vault=tmp_path / "v").stdout)["items"]
     assert sorted((s["project"], s["sessionId"]) for s in listed) == [
         (f"gemini-{theirs[:8]}", "gemini-s-theirs-1"), ("shop", "gemini-s-ours-1")]
+    # renamed as the import says: the next chat of that folder goes there too (a breaker: a new gemini-… again)
+    memo("project", "rename", f"gemini-{theirs[:8]}", "api", vault=tmp_path / "v")
+    first = json.loads(text.splitlines()[0])
+    (chats / theirs[:8] / "chats" / "s-next.jsonl").write_text(
+        text.replace(first["sessionId"], "s-next"), encoding="utf-8")
+    again = memo("import", "gemini", str(chats), vault=tmp_path / "v", cwd=tmp_path)
+    assert "filed under" not in again.stdout, again.stdout
+    listed = json.loads(memo("--json", "session", "show", "--all", vault=tmp_path / "v").stdout)["items"]
+    assert ("api", "gemini-s-next-1") in {(s["project"], s["sessionId"]) for s in listed}
+    # a chat kept under another hash's folder than the hash it names: the folder Gemini named it by (a planted
+    # chat named a repository's hash to be filed and billed there: found by a security tester)
+    planted = chats / "aaaaaaaa" / "chats"
+    planted.mkdir(parents=True)
+    (planted / "s-planted.jsonl").write_text(text.replace(first["projectHash"], ours).replace(first["sessionId"],
+                                                                                              "s-planted"),
+                                             encoding="utf-8")
+    memo("import", "gemini", str(chats), vault=tmp_path / "v", cwd=shop)
+    listed = json.loads(memo("--json", "session", "show", "--all", vault=tmp_path / "v").stdout)["items"]
+    assert ("gemini-aaaaaaaa", "gemini-s-planted-1") in {(s["project"], s["sessionId"]) for s in listed}
     shutil.rmtree(chats / theirs[:8])

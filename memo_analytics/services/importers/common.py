@@ -576,13 +576,17 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
     if named is None:  # a transcript that names no folder (a Gemini chat: a hash of it): where its hook filed it
         hooked = _hook_sessions(store, transcript)
         named = hooked[-1]["project"] if hooked else None
+    unknown_folder = None
     if named is None and transcript.project_hash:
-        # the folder whose path the hash is of, among those this machine and the vault know; else a project of
-        # the hash's own (every Gemini project went to one "default", billed to one client: a newcomer)
-        folder = _folder_of_hash(store, transcript.project_hash)
-        named = project_slug(folder.name) if folder is not None else f"gemini-{transcript.project_hash[:8].lower()}"
-        if folder is None:
-            result.unknown_folders.add(named)
+        # the project another chat of this folder went to (renamed since: followed, found by a breaker); the
+        # repository of the folder whose path the hash is of, among those this machine and the vault know; else a
+        # project of the hash's own (every Gemini project went to one "default", billed to one client: a newcomer)
+        named = index.project_of_hash(store.conn, transcript.project_hash) if store.exists else None
+        folder = _folder_of_hash(store, transcript.project_hash) if named is None else None
+        if named is None and folder is not None:
+            named = project_of_folder(str(folder))
+        if named is None:
+            named = unknown_folder = f"gemini-{transcript.project_hash[:8].lower()}"
     default = store.resolve_project(named)
 
     def home(session_id: str) -> str:
@@ -594,6 +598,8 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
         return homes.pop() if len(homes) == 1 else default
 
     project = home(f"{base}-1")
+    if unknown_folder is not None and project == default:  # (a session of it elsewhere: followed there, not said)
+        result.unknown_folders.add(default)
     gap_minutes = int(options.idle_gap.total_seconds() // 60)
     first = store.read(project, RecordKind.SESSION, session_record_id(f"{base}-1"))
     if first is not None and first[0].get("transcriptId", transcript.transcript_id) != transcript.transcript_id:
@@ -742,7 +748,9 @@ def import_transcript(store: VaultStore, transcript: Transcript, options: Import
                 branch=transcript.branch, git_sha=transcript.git_sha,
                 start_time=interval.start, source=f"import:{transcript.source}", summary=described,
                 extra={**extra, "interval": number, "idleGapMinutes": gap_minutes,
-                       "summaryDigest": summary_digest(described)},
+                       "summaryDigest": summary_digest(described),
+                       # the folder's hash a Gemini chat names: the next chat of it goes where this session is
+                       **({"projectHash": transcript.project_hash} if transcript.project_hash else {})},
             )
             end = EndSessionRequest(session_id=session_id, project=project, until=interval.end,
                                     recompute_duration=True)
@@ -1815,7 +1823,7 @@ def _folder_of_hash(store: VaultStore, digest: str) -> Path | None:
         folders: set[Path] = set()
         try:
             here = Path.cwd()
-            folders.update([here, *here.parents])
+            folders.update(folder for folder in (here, *here.parents) if folder.name)  # never "/" (no name)
         except OSError:
             pass
         try:

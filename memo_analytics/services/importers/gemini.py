@@ -462,7 +462,11 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
                             activity=chat.activity, project_hint=project_root_name(path))
     digest = chat.meta.get("projectHash")
     if transcript.project_hint is None and isinstance(digest, str) and re.fullmatch(r"[0-9a-fA-F]{16,128}", digest):
-        transcript.project_hash = digest.lower()  # its folder found by the import, where this machine has it
+        # its folder found by the import, where this machine has it — unless Gemini keeps the chat under another
+        # hash's folder: that one (a planted chat's hash filed it under any repository it named: a security tester)
+        folder = path.parent.parent.name.lower() if path.parent.name == "chats" else ""
+        kept_under = re.fullmatch(r"[0-9a-f]{8,128}", folder) is not None
+        transcript.project_hash = digest.lower() if not kept_under or digest.lower().startswith(folder) else folder
     answering: HumanPrompt | None = None
     for message in chat.messages.values():
         record = message.record
