@@ -364,8 +364,10 @@ def serve_http_in_thread(settings: Settings | Runtime, host: str, port: int, tok
     if token:
         app = _TokenGate(app, token)
     # outermost: a page's cross-site request is refused before its (missing) token is read — read
-    # first, twenty of them locked the person's right token out of every port (found by a security tester)
-    app = _CrossSiteGate(app)
+    # first, twenty of them locked the person's right token out of every port (found by a security tester);
+    # on loopback so is a Host of another name (a DNS-rebinding page's requests are "same-origin" and carry
+    # tokens it guesses: the SDK's own Host check came after the token's count — a security tester)
+    app = _CrossSiteGate(app, {authority.lower() for authority in security.allowed_hosts} if loopback else None)
     from ..domain.hosts import connection_cap, raise_open_files_limit
 
     # beside the status server, in one process: half the file handles each
@@ -395,8 +397,8 @@ class _CrossSiteGate:
     it was sent to (``http(s)://<Host>``), bound off loopback too, where the SDK's check is off
     (a team daemon's endpoint took any Origin with the token: found by a security tester)."""
 
-    def __init__(self, app) -> None:
-        self.app = app
+    def __init__(self, app, hosts: set[str] | None = None) -> None:
+        self.app, self.hosts = app, hosts  # hosts: the Host names it answers to (loopback), None: any
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
@@ -406,6 +408,12 @@ class _CrossSiteGate:
             site = headers.get(b"sec-fetch-site", b"")
             origin = headers.get(b"origin")
             host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+            if self.hosts is not None and host not in self.hosts:
+                await send({"type": "http.response.start", "status": 421,
+                            "headers": [(b"content-type", b"application/json")]})
+                await send({"type": "http.response.body", "body": b'{"error": "Misdirected request: this endpoint '
+                                                                  b'answers to its own loopback address only"}'})
+                return
             foreign = origin is not None and origin.decode("latin-1").strip().lower() not in (
                 f"http://{host}", f"https://{host}")
             if marked_cross_site(site.decode("latin-1")) or foreign:

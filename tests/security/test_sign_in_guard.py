@@ -64,6 +64,19 @@ def test_wrong_tokens_past_the_limit_are_refused_unread_the_right_one_too_and_lo
     assert log.count(f"{WRONG_TOKEN_LIMIT} wrong tokens from 127.0.0.1 within 60 s") == 1 and TOKEN not in log
 
 
+def _post_as(port: int, path: str, headers: dict) -> int:
+    """A POST whose headers (its Host too) are ``headers``."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.putrequest("POST", path, skip_host=True)
+    for name, value in headers.items():
+        conn.putheader(name, value)
+    conn.putheader("Content-Length", "1")
+    conn.endheaders(b"x")
+    status = conn.getresponse().status
+    conn.close()
+    return status
+
+
 def _post(port: int, path: str, headers: dict) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     conn.request("POST", path, body=b"x", headers={"Host": f"127.0.0.1:{port}", **headers})
@@ -86,6 +99,13 @@ def test_a_web_pages_requests_and_requests_of_no_token_never_lock_the_right_toke
         bare = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
         assert {_post(mcp_port, "/mcp", bare) for _ in range(WRONG_TOKEN_LIMIT + 5)} == {401}
         assert {_get(port, "/api/health")[0] for _ in range(WRONG_TOKEN_LIMIT + 5)} == {401}
+        assert _get(port, "/api/health", token=TOKEN)[0] == 200
+        # a DNS-rebinding page: its Host and Origin another name's, "same-origin", tokens it guesses — refused for
+        # its Host before any is counted (found by a security tester: 20 of them locked the right token out)
+        rebound = {**bare, "Host": f"rebind.attacker.example:{mcp_port}", "Sec-Fetch-Site": "same-origin",
+                   "Origin": f"http://rebind.attacker.example:{mcp_port}"}
+        assert {_post_as(mcp_port, "/mcp", {**rebound, "Authorization": f"Bearer guess-{n}"})
+                for n in range(WRONG_TOKEN_LIMIT + 5)} == {421}
         assert _get(port, "/api/health", token=TOKEN)[0] == 200
         # a wrong token given is counted, on either port
         assert {_post(mcp_port, "/mcp", {**bare, "Authorization": f"Bearer guess-{n}"})
