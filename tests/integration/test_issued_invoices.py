@@ -2211,3 +2211,13 @@ def test_a_number_format_that_begins_another_sequence_is_said_when_set(billing):
         f"{doc['number']})" in changed.stderr, changed.stderr
     same = run(billing, "config", "set", "invoice.numberFormat", "RE-{year}-{seq:05d}")  # the year's: it goes on
     assert same.returncode == 0 and "sequence of its own" not in same.stderr, same.stderr
+    # documents of last year's sequence only: a yearly format goes on by the year (a breaker: said after New Year)
+    ledger = billing["vault"] / "invoices"
+    for path in ledger.glob("*.md"):
+        path.write_text(path.read_text(encoding="utf-8").replace("sequenceKey: '2026'", "sequenceKey: '2025'")
+                        .replace('sequenceKey: "2026"', 'sequenceKey: "2025"'), encoding="utf-8")
+    keys = [line for path in ledger.glob("*.md") for line in path.read_text(encoding="utf-8").splitlines()
+            if line.startswith("sequenceKey")]
+    assert keys and all("2025" in line for line in keys), keys
+    yearly = run(billing, "config", "set", "invoice.numberFormat", "{year}-{seq:05d}")
+    assert "sequence of its own" not in yearly.stderr, yearly.stderr

@@ -409,7 +409,9 @@ def _note_new_sequence(number_format: str) -> None:
         finally:
             store.close()
         key = ledger.sequence_key(number_format, year)
-        if not docs or any(str(d.meta.get("sequenceKey", "")) == key for d in docs):
+        # a yearly sequence after a yearly one (each year begins at 1 by design), or the one sequence after it:
+        # it goes on (found by a breaker: said of any {year} format once the year had turned)
+        if not docs or any(bool(str(d.meta.get("sequenceKey", ""))) == bool(key) for d in docs):
             return
         first = number_format.format(year=year, seq=1)
     except (MemoError, OSError, sqlite3.Error, ValueError, KeyError, IndexError):
