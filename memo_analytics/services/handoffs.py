@@ -220,7 +220,7 @@ def list_handoffs(store: VaultStore, project: str | None, status: str | None = "
 
 def handoff_list(store: VaultStore, request: HandoffListRequest) -> dict[str, Any]:
     """``handoffs``: ``{total, limit, offset, hasMore, items}`` (SPEC §2.6's envelope: ``limit``
-    1–100, 20 by default, as every list pages) — the hand-offs of the request's scope (a project,
+    1–100, 100 by default) — the hand-offs of the request's scope (a project,
     the cwd's repository, or every project), oldest first, with ``status`` (pending by
     default). Each item is the hand-off record (``fromSessionId``, ``branch``, ``owner``,
     ``shared``, ``status``, ``body``, …).
@@ -233,8 +233,11 @@ def handoff_list(store: VaultStore, request: HandoffListRequest) -> dict[str, An
     scope = store.scope(request.project, request.cross_project, request.cwd)
     items = [h for project in (scope or [None]) for h in list_handoffs(store, project, request.status)]
     # paged as list and search page (found by integrators: limit was ignored, no hasMore; without one it
-    # answered "limit": 0 of an empty page, the number of items of another)
-    limit, offset = clamp_page(request.limit, request.offset)
+    # answered "limit": 0 of an empty page, the number of items of another) — by default the largest page:
+    # an agent that asks once gets every baton of a project, the newest too (found by a breaker)
+    from ..index.query import MAX_LIMIT
+
+    limit, offset = clamp_page(MAX_LIMIT if request.limit is None else request.limit, request.offset)
     return noted_clamp(envelope(len(items), limit, offset, items[offset:offset + limit]), request)
 
 

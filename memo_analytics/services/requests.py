@@ -381,7 +381,7 @@ class HandoffListRequest(Request):
     cwd: str | None = Field(None, description="The caller's working directory")
     status: Literal["pending", "claimed", "cancelled"] | None = Field(
         "pending", description="Only hand-offs with this status (pending by default)")
-    limit: int | str | None = Field(None, description="At most this many (1–100; default 20)")
+    limit: int | str | None = Field(None, description="At most this many (1–100; default 100)")
     offset: int | str | None = Field(None, description="Skip this many first")
 
 

@@ -600,5 +600,5 @@ def test_the_handoffs_action_pages_as_list_and_search_do(tmp_path):
     assert (first["total"], first["limit"], first["offset"], first["hasMore"], len(first["items"])) == (3, 2, 0, True, 2)
     assert (second["offset"], second["hasMore"], len(second["items"])) == (2, False, 1)
     assert "ignored" not in first and (every["total"], every["limit"], len(every["items"]), every["hasMore"]) == (
-        3, 20, 3, False)  # the spec's default page (it said "limit": 3, and 0 of an empty page)
+        3, 100, 3, False)  # the largest page (it said "limit": 3, and 0 of an empty page)
     assert {i["id"] for i in first["items"] + second["items"]} == {i["id"] for i in every["items"]}

@@ -232,7 +232,7 @@ def session_handoff(
     all_projects: bool = typer.Option(False, "--all", "--cross-project", help="Every project (listing)."),
     cancel: bool = typer.Option(False, "--cancel", help="Cancel this pending hand-off (without a session id: "
                                 "your pending ones of the project, for your git identity and branch)."),
-    limit: int = typer.Option(20, "--limit", help="Page size of the listing, 1–100."),
+    limit: int = typer.Option(100, "--limit", help="Page size of the listing, 1–100."),
     offset: int = typer.Option(0, "--offset", help="Hand-offs to skip (listing)."),
 ) -> None:
     """Show pending hand-offs (oldest first, a page at a time), show one, or cancel one (--cancel)."""
@@ -261,7 +261,8 @@ def session_handoff(
         ("\n\n".join(_safe(f"{h['id']} ({h['project']}, from {h.get('fromSessionId') or h.get('sessionId') or 'a session'}"
                               f"{', branch ' + h['branch'] if h.get('branch') else ''}"
                               f"{', owner ' + h['owner'] if h.get('owner') else ''}):\n{h['body']}")
-                       for h in r["items"]) or "No pending hand-offs.")
+                       for h in r["items"]) or (f"No pending hand-offs at --offset {r['offset']} (of {r['total']})"
+                                                if r["total"] else "No pending hand-offs."))
         + (f"\n\n({len(r['items'])} of {r['total']}: --offset {r['offset'] + len(r['items'])} for the next)"
            if r.get("hasMore") else "")))
 
