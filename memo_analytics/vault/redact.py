@@ -259,6 +259,9 @@ _SECRET_VALUE = re.compile(_VALUE)
 _MIN_SECRET_TEXT = 8
 _CHUNK = 4_000
 _OVERLAP = 200
+#: Of a long line, at most this many distinct values the detector found are looked for in the whole
+#: line (beyond it, in the windows they were found in: a line of thousands is a planted text).
+_VALUES_EVERYWHERE = 64
 
 # detect-secrets plugins that look for a known shape (no entropy guessing). The IBM plugins
 # are left out: on real transcripts they flag Go test output ("--- PASS: TestX (0.00s)").
@@ -281,6 +284,10 @@ REDACTED_MARKER = re.compile(r"\[REDACTED:[a-z-]+\]")
 _ALREADY = REDACTED_MARKER
 
 
+#: detect-secrets' filter of lines that carry its "allowlist" pragma: not used here.
+_ALLOWLIST_FILTER = "detect_secrets.filters.allowlist.is_line_allowlisted"
+
+
 @lru_cache(maxsize=1)
 def _detector_config() -> dict:
     return {"plugins_used": [{"name": name} for name in _DETECTOR_PLUGINS]}
@@ -292,8 +299,12 @@ def _use_detector_settings() -> None:
     something else in the process changed the detector's settings."""
     from detect_secrets.settings import configure_settings_from_baseline, get_settings
 
-    if set(get_settings().plugins) != set(_DETECTOR_PLUGINS):
+    settings = get_settings()
+    if set(settings.plugins) != set(_DETECTOR_PLUGINS) or _ALLOWLIST_FILTER in settings.filters:
         configure_settings_from_baseline(_detector_config())
+        # a "pragma: allowlist secret" comment in a text kept its secret in the vault, and the filter read the
+        # whole line again for every secret found (1 MB of keys: 20 s — found by a security tester)
+        get_settings().disable_filters(_ALLOWLIST_FILTER)
 
 
 def warm() -> None:
@@ -404,15 +415,40 @@ def _redact(text: str) -> tuple[str, int]:
         lowered = line.lower()
         if not line.strip() or not any(hint in lowered for hint in _DETECTOR_HINTS):
             continue
-        # long lines are scanned in overlapping windows so that nothing escapes by length
-        windows = [line] if len(line) <= _CHUNK else [
-            line[start : start + _CHUNK + _OVERLAP] for start in range(0, len(line), _CHUNK)
-        ]
-        for window in windows:
+        # long lines are scanned in overlapping windows so that nothing escapes by length; what a detector finds
+        # in a window is looked for in that window alone, and the line rebuilt once (a replace of the whole line
+        # per value found took the square of its length — 1 MB of keys a detector knows held a worker 30 s:
+        # found by a security tester); every window a value is in finds it there
+        spans: list[tuple[int, int, str]] = []
+        found: dict[str, str] = {}  # each value found, and the kind it was found as first
+        for at in range(0, max(len(line), 1), _CHUNK):
+            window = line[at : at + _CHUNK + _OVERLAP]
             for kind, value in _detector_secrets(_LONG_WORD.sub(" ", window)):
-                if value in line:
-                    line = line.replace(value, REDACTION.format(kind=kind))
-                    count += 1
+                where = window.find(value)
+                while where >= 0:
+                    spans.append((at + where, at + where + len(value), kind))
+                    found.setdefault(value, kind)
+                    where = window.find(value, where + len(value))
+            if len(line) <= _CHUNK:
+                break
+        if len(line) > _CHUNK and len(found) <= _VALUES_EVERYWHERE:
+            # a few values: each looked for in the whole line too (a password said once beside its name, again
+            # alone in another window), as a replace of the line did
+            for value, kind in found.items():
+                where = line.find(value)
+                while where >= 0:
+                    spans.append((where, where + len(value), kind))
+                    where = line.find(value, where + len(value))
+        if spans:
+            spans.sort(key=lambda span: (span[0], -span[1]))
+            parts, done = [], 0
+            for begin, finish, kind in spans:
+                if begin < done:
+                    continue  # inside one replaced already (the longest at a place first)
+                parts += [line[done:begin], REDACTION.format(kind=kind)]
+                done = finish
+            line = "".join(parts) + line[done:]
+            count += len(found)
         lines[index] = line
     return "\n".join(lines), count
 
