@@ -615,17 +615,21 @@ ENDPOINTS = (
 
 
 class HealthHandler(ApiHandler):
-    """``GET /api/health``: ``{status: "ok", version, mode, endpoints}`` — the server answers and
-    its vault's index opens (a monitor's probe; a broken index is a 500 with the reason)."""
+    """``GET /api/health``: ``{status, version, mode, endpoints}`` — the server answers and its
+    vault's index opens (a monitor's probe; a broken index is a 500 with the reason); ``status``
+    is ``ok``, or ``degraded`` with ``problems`` (one line each) while writes into the vault
+    fail — read-only, not writable, its disk full: reads answer, every push and record is refused."""
 
     async def get(self) -> None:
         from .. import __version__
         from ..index.store import answers
+        from ..services.maintenance import write_problems
 
         def work():
             answers(self.store.conn)  # the index opens and reads
-            return {"status": "ok", "version": __version__, "mode": self.runtime.settings.mode,
-                    "endpoints": list(ENDPOINTS)}
+            problems = write_problems(self.store.root)
+            return {"status": "degraded" if problems else "ok", **({"problems": problems} if problems else {}),
+                    "version": __version__, "mode": self.runtime.settings.mode, "endpoints": list(ENDPOINTS)}
 
         await self.run(work)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from pathlib import Path
 from typing import Callable
 
 from ..domain.clock import utcnow
@@ -63,3 +64,37 @@ def _set_aside(store: VaultStore) -> None:
         damaged = index.with_name(index.name + suffix)
         if damaged.exists():
             os.replace(damaged, damaged.with_name(f"{index.name}.damaged-{stamp}{suffix}"))
+
+
+#: Free bytes below which a vault's disk is said to be full (a write of a session, its index pages).
+MIN_FREE_BYTES = 5 * 1024 * 1024
+
+
+def write_problems(root: Path) -> list[str]:
+    """Why writes into the vault at ``root`` fail now, one line each (empty: none seen): a file
+    system mounted read-only, a folder this process cannot write, a disk (almost) full. Read-only
+    checks (``statvfs``, ``access``): nothing is written. A team daemon answered its health probe
+    "ok" while every push was refused (found by a team lead)."""
+    import shutil
+
+    problems = []
+    for folder in (root, root / ".memo"):
+        try:
+            if not folder.is_dir():
+                continue
+            if os.statvfs(folder).f_flag & os.ST_RDONLY:
+                problems.append(f"{folder} is on a file system mounted read-only: writes fail")
+                break
+            if not os.access(folder, os.W_OK | os.X_OK):
+                problems.append(f"{folder} is not writable by this process: writes fail")
+                break
+        except OSError as exc:
+            problems.append(f"{folder} cannot be looked at ({exc.strerror or exc})")
+            break
+    try:
+        free = shutil.disk_usage(root).free if root.is_dir() else None
+    except OSError:
+        free = None
+    if free is not None and free < MIN_FREE_BYTES:
+        problems.append(f"the disk of {root} has {free // 1024} KB free: writes fail")
+    return problems

@@ -34,6 +34,7 @@ from pydantic.alias_generators import to_camel
 
 from ...domain.errors import MemoError
 from ...domain.shell import shell_word
+from ...services.maintenance import MIN_FREE_BYTES  # below it writes fail (as /api/health says)
 from .common import _emit, _safe, _settings, app, on_path_command, out, state
 
 #: Debian's Chromium, which the browser tests drive through Playwright
@@ -311,9 +312,6 @@ def _config(vault_root: str | None, found: dict[str, Any]) -> Check:
     return Check("config", "config file", True, True, where)
 
 
-#: Below this much free space on the vault's disk, ``memo doctor`` says writes will fail (a turn's
-#: file, its index pages and their temporary copies).
-MIN_FREE_BYTES = 5 * 1024 * 1024
 
 
 def _vault(settings: Any, vault_root: str | None) -> Check:
