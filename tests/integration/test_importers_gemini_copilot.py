@@ -668,3 +668,17 @@ def test_a_gemini_chat_of_no_project_root_is_filed_by_its_folders_hash(realdata,
     listed = json.loads(memo("--json", "session", "show", "--all", vault=tmp_path / "v").stdout)["items"]
     assert ("gemini-aaaaaaaa", "gemini-s-planted-1") in {(s["project"], s["sessionId"]) for s in listed}
     shutil.rmtree(chats / theirs[:8])
+
+
+def test_a_copilot_events_file_that_lost_its_beginning_is_said_not_passed_over(realdata, tmp_path):
+    """Found by a tester: an ``events.jsonl`` whose first lines (the session's start and the
+    person's prompts) were gone held 4 answers and 6 tool runs: "files 1, sessions 0", exit 0."""
+    source = realdata / "multi-agent/Mai0313-VibeCodingTracker/tests/fixtures/sessions/copilot.jsonl"
+    folder = tmp_path / "copilot" / "96ef38f0"
+    folder.mkdir(parents=True)
+    (folder / "events.jsonl").write_text("".join(source.read_text(encoding="utf-8").splitlines(keepends=True)[27:]),
+                                         encoding="utf-8")
+    ran = memo("import", "copilot", str(tmp_path / "copilot"), vault=tmp_path / "v", check=False)
+    assert ran.returncode == 1
+    assert "4 answers of the agent and no prompt of the person's: nothing to import (the file lost its beginning" \
+        in ran.stderr, ran.stderr

@@ -42,6 +42,7 @@ from pathlib import Path
 
 from ...domain.clock import parse_record_instant
 from ...domain.errors import InvalidDateError
+from ...domain.wire import counted
 from .common import HumanPrompt, ImportOptions, ParseResult, Transcript, json_kind, other_format, project_of_folder
 from .lines import NOT_JSON
 from .resume import FoldReader, allow
@@ -148,7 +149,7 @@ def parse(path: Path, options: ImportOptions) -> ParseResult:
 
 
 #: The format of :class:`_Fold`'s state (another value: a checkpoint is not used).
-FOLD_VERSION = "copilot/2"  # 2: a transcript keeps its working folder
+FOLD_VERSION = "copilot/3"  # 2: a transcript keeps its working folder; 3: answers before any prompt counted
 
 
 class _Fold:
@@ -165,6 +166,8 @@ class _Fold:
         self.model: str | None = None
         self.first_model: str | None = None
         self.answered = False
+        #: the agent's answers before any prompt of the person's (a file that lost its beginning)
+        self.unasked = 0
         #: what the first line looks like, told when no line is a Copilot event
         self.looks: str | None = None
 
@@ -231,6 +234,8 @@ class _Fold:
                 self.answered = False
             elif (problem := malformed(event)) is not None:
                 self.problems.append(f"line {number}: {problem}")
+        elif kind == "assistant.message" and not prompts:
+            self.unasked += 1
         elif kind == "assistant.message" and prompts and not self.answered and not event.get("agentId"):
             self.answered = True  # the model that wrote the first answer, when the event names it
             prompts[-1][1].model = _text(data.get("model")) or prompts[-1][1].model
@@ -241,8 +246,13 @@ class _Fold:
         transcript = self.transcript
         transcript.prompts = [prompt for _, prompt in self.prompts]
         transcript.model = transcript.model or self.first_model
-        return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(self.problems),
-                           problems=self.problems)
+        problems = list(self.problems)
+        if not transcript.prompts and getattr(self, "unasked", 0):
+            # answered work of no prompt: the file lost its beginning (found by a tester: "sessions 0", exit 0)
+            problems.append(f"{counted(self.unasked, 'answer')} of the agent and no prompt of the person's: nothing to "
+                            "import (the file lost its beginning, where the prompts were?)")
+        return ParseResult(transcripts=[transcript] if transcript.prompts else [], skipped_lines=len(problems),
+                           problems=problems)
 
 
 def _looks_like(first: object) -> str:
