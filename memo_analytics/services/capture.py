@@ -422,6 +422,14 @@ def apply_event(store: VaultStore, event: HookEvent, capture_id: str, project: s
             # import is an interval of its own until the next import takes it in (found by an
             # integrator: after a one-off import the rest of a live conversation billed 0 minutes); not a
             # prompt made before the agent ended it, sent late
+            joined_to = existing[0].get("joinedTo")
+            if isinstance(joined_to, str) and "/" in joined_to and existing[0].get("supersededBy") == [joined_to]:
+                # the conversation went on after the agent ended the session it recorded it in: it keeps the
+                # client (and billing) the agent named there — it billed "internal" (found by an integrator)
+                agents = store.read(joined_to.split("/", 1)[0], RecordKind.SESSION,
+                                    session_record_id(joined_to.split("/", 1)[1]))
+                if agents is not None and agents[0].get("client"):
+                    context.update(client=agents[0]["client"], billable=agents[0].get("billable", True))
             session_id, existing = numbered(base_id, len(chain) + 1), None
         if event.kind in ("prompt", "session_end") and existing is not None and existing[0].get("status") == "active":
             gap = timedelta(minutes=store.settings.idle_gap_minutes)

@@ -2254,3 +2254,23 @@ def test_another_agents_short_prompt_never_takes_over_a_hooked_conversation(tmp_
                                                              cwd=repo).stdout)["items"]}
     assert (sessions[f"claude-code-{SESSION}"]["status"], sessions[f"claude-code-{SESSION}"]["turns"]) == ("active", 3)
     assert (sessions["cursor-chat-9"]["client"], sessions["cursor-chat-9"]["turns"]) == ("Beta GmbH", 1)
+
+
+def test_a_conversation_going_on_after_the_agent_ended_its_own_session_keeps_its_client(tmp_path, repo):
+    """Found by an integrator: the agent recorded the hooked conversation in its own session (client
+    Acme Corp) and ended it; the conversation went on, and its next interval billed "internal"."""
+    from tests.inprocess import tool_calls
+
+    vault = tmp_path / "v"
+    hook(vault, "claude-code", claude("SessionStart", repo, source="startup"))
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Set up the CI pipeline for the shop"))
+    results = tool_calls(vault, [{"action": "session_start", "sessionId": "ag-1", "client": "Acme Corp", "cwd": str(repo)},
+                                 {"action": "record", "sessionId": "ag-1", "body": "Set up the CI pipeline for the shop",
+                                  "cwd": str(repo)},
+                                 {"action": "session_end", "sessionId": "ag-1", "cwd": str(repo)}])
+    assert not any(error for error, _ in results)
+    hook(vault, "claude-code", claude("UserPromptSubmit", repo, prompt="Thanks, now also cache the pip downloads in CI"))
+    hook(vault, "claude-code", claude("SessionEnd", repo, reason="other"))
+    sessions = json.loads(memo("--json", "activity", "--all", vault=vault).stdout)["sessions"]
+    assert sorted((s["sessionId"], s["client"]) for s in sessions) == [
+        ("ag-1", "Acme Corp"), (f"claude-code-{SESSION}.2", "Acme Corp")]
