@@ -366,13 +366,14 @@ def watch(store: VaultStore, roots: list[WatchedRoot], options: ImportOptions, o
                        "memo import SOURCE FILE reads one as that agent's and says what is wrong")
     if once or stop.is_set():
         return
+    passed_over: set[Path] = set()  # the files no importer tells, said once each
     while not stop.is_set():
         present = [r for r in roots if r.path.exists()]
         if not present:  # every followed folder is gone: wait for one to come back
             stop.wait(WAKE_MS / 1000)
             continue
         try:
-            _follow(store, present, roots, options, on_import, stop, states, debounce_ms)
+            _follow(store, present, roots, options, on_import, stop, states, debounce_ms, on_warning, passed_over)
             told = None
         except (PermissionError, RuntimeError) as exc:
             # a folder inside that this user cannot read: no events for the root at all (it followed
@@ -407,10 +408,13 @@ def _stat(path: Path):
 
 def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRoot], options: ImportOptions,
             on_import: Callable[[Imported], None], stop: threading.Event, states: FileStates,
-            debounce_ms: int) -> None:
+            debounce_ms: int, on_warning: Callable[[str], None] | None = None,
+            passed_over: set[Path] | None = None) -> None:
     """One subscription to the file-system events of ``present``; it ends (for the caller to
     subscribe again) when a followed folder or file is no longer the one subscribed to —
-    deleted and made again, replaced by a rename — or when one that was missing is back."""
+    deleted and made again, replaced by a rename — or when one that was missing is back. A
+    transcript-named file no importer tells (UTF-16, another format) is said once through
+    ``on_warning`` (it went by without a word: found by a tester of bad files)."""
     import watchfiles
 
     by_root = {root.path.resolve(): root for root in present}
@@ -442,6 +446,11 @@ def _follow(store: VaultStore, present: list[WatchedRoot], roots: list[WatchedRo
                 module = load_importer(source)
                 if path.suffix in module.SUFFIXES and not set(module.EXCLUDE_DIRS) & set(path.parts):
                     touched.append((path, source))
+            elif source is None and on_warning is not None and passed_over is not None \
+                    and path.suffix in (".jsonl", ".json") and path not in passed_over and path.stat().st_size:
+                passed_over.add(path)
+                on_warning(f"{path}: no importer tells it as a transcript: passed over (memo import SOURCE FILE "
+                           "reads it as that agent's and says what is wrong)")
         named = {path for path, _ in touched}
         touched += [due for due in states.due() if due[0] not in named]  # failed before: tried again
         for item in import_changed(store, touched, options, states):

@@ -749,3 +749,27 @@ def test_a_known_folder_named_again_is_watched_once(tmp_path):
         while "watching" not in said and time.monotonic() < deadline:
             said += proc.stderr.readline()
     assert "watching" in said and said.count(str(projects)) == 1, said
+
+
+def test_a_running_watcher_names_a_file_no_importer_tells_once(tmp_path):
+    """Found by a tester of bad files: a transcript written as UTF-16 into a watched folder went by
+    without a word ("stopped: 0 imports"); a run once named it, a running watcher did not. (A folder
+    of no agent's: each file told by its first line.)"""
+    folder = tmp_path / "p"
+    folder.mkdir(parents=True)
+    (folder / f"{SESSION}.jsonl").write_text(first_exchange())
+    proc = watcher(tmp_path, folder)
+    try:
+        wait_for(proc, lambda seen: any(item.get("turns") for item in seen))  # following the folder now
+        bad = folder / "a.jsonl"
+        bad.write_bytes(first_exchange().encode("utf-16"))
+        time.sleep(1.5)
+        bad.write_bytes(first_exchange().encode("utf-16") * 2)  # changed again: said once
+        time.sleep(1.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(15) == 0
+    finally:
+        stderr = ended(proc)
+    said = [json.loads(line)["warning"] for line in stderr.splitlines() if line.startswith('{"warning"')]
+    assert said.count(f"{bad}: no importer tells it as a transcript: passed over (memo import SOURCE FILE reads it "
+                      "as that agent's and says what is wrong)") == 1, stderr
