@@ -53,12 +53,12 @@ def item_html(item: dict[str, Any], root: str | None = None) -> str:
             f'<span class="muted small">by hand:</span> <code>{esc(command)}</code></div>')
 
 
-#: In the page, at a click of an item's button: it is disabled and says so at once (on a slow link the
-#: click showed nothing for seconds), and loses the focus — the list rebuilt under it put the focus on
-#: the next item's button, and a second Enter ended a session nobody chose (found by an operator).
 #: How long the periodic refresh leaves what an action said (seconds).
 SAID_SECONDS = 60
 
+#: In the page, at a click of an item's button: it is disabled and says so at once (on a slow link the
+#: click showed nothing for seconds), and loses the focus — the list rebuilt under it put the focus on
+#: the next item's button, and a second Enter ended a session nobody chose (found by an operator).
 APPLYING_JS = """
 cb_obj.disabled = true;
 cb_obj.label = "… applying";

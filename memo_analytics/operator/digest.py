@@ -254,11 +254,11 @@ def _push_trouble(trouble: dict[str, Any] | None, now: datetime) -> list[tuple[I
     if not trouble:
         return []
     items = []
+    try:  # waiting since the last push that went through
+        since = from_iso(str(trouble.get("lastSuccessAt") or trouble.get("lastErrorAt")))
+    except ValueError:
+        since = now
     if trouble.get("lastError"):
-        try:
-            since = from_iso(str(trouble.get("lastSuccessAt") or trouble.get("lastErrorAt")))
-        except ValueError:
-            since = now
         waiting = counted(trouble["pending"], "record")
         items.append((Item("sync_push_failing", KIND_LANE["sync_push_failing"], "outbox", "",
                            "you to mend the push to the team daemon",
@@ -268,10 +268,6 @@ def _push_trouble(trouble: dict[str, Any] | None, now: datetime) -> list[tuple[I
                            "memo sync status  # then memo sync push", to_iso(since),
                            fingerprint("sync_push_failing", trouble.get("lastSuccessAt"))), trouble))
     for refused in trouble.get("refused") or []:
-        try:
-            since = from_iso(str(trouble.get("lastSuccessAt") or trouble.get("lastErrorAt")))
-        except ValueError:
-            since = now
         record = str(refused["id"])
         items.append((Item("sync_refused", KIND_LANE["sync_refused"], record, str(refused.get("project") or ""),
                            "you to file the record so the team daemon takes it",

@@ -1288,8 +1288,10 @@ def apply_incoming(store: VaultStore, records: list[dict[str, Any]], now: dateti
     with store.batch():  # one group commit for the request (issue 16)
         for item in ordered:
             _apply_item(store, item, stamp, results, claims)
-    with store.lock():  # the batch's records indexed: when each session says it was written
-        _note_received(store, results, now)
+    if any(str(r.get("id") or "").startswith("session-") and str(r.get("outcome") or "").startswith("applied")
+           for r in results):
+        with store.lock():  # the batch's records indexed: when each session says it was written
+            _note_received(store, results, now)
     return results
 
 

@@ -467,6 +467,14 @@ def next_number(docs: list[Document], number_format: str, year: int,
     return number, key, sequence
 
 
+def begins_a_sequence(docs: list[Document], number_format: str, year: int) -> bool:
+    """Whether ``number_format`` numbers ``docs``' successors in a sequence of its own: the
+    documents were numbered in a yearly sequence and it has no ``{year}``, or the other way (a
+    yearly format after a yearly one goes on, each year beginning at 1 by design)."""
+    yearly = bool(sequence_key(number_format, year))
+    return bool(docs) and not any(bool(str(d.meta.get("sequenceKey", ""))) == yearly for d in docs)
+
+
 def last_issued(docs: list[Document]) -> date | None:
     """The latest issue date of any document: a new one may not be dated before it (numbers
     follow issue dates)."""

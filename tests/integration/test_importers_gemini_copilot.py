@@ -624,8 +624,6 @@ def test_a_gemini_chat_of_no_project_root_is_filed_by_its_folders_hash(realdata,
     ``projectHash`` is the SHA-256 of its folder's path: the folder memo runs in (or above), or a
     repository the vault knows, names the project; another is filed under ``gemini-<hash>``, said."""
     import hashlib
-    import shutil
-
     import subprocess
 
     source = realdata / "multi-agent/Mai0313-VibeCodingTracker/tests/fixtures/sessions/gemini.jsonl"
@@ -667,7 +665,6 @@ def test_a_gemini_chat_of_no_project_root_is_filed_by_its_folders_hash(realdata,
     memo("import", "gemini", str(chats), vault=tmp_path / "v", cwd=shop)
     listed = json.loads(memo("--json", "session", "show", "--all", vault=tmp_path / "v").stdout)["items"]
     assert ("gemini-aaaaaaaa", "gemini-s-planted-1") in {(s["project"], s["sessionId"]) for s in listed}
-    shutil.rmtree(chats / theirs[:8])
 
 
 def test_a_copilot_events_file_that_lost_its_beginning_is_said_not_passed_over(realdata, tmp_path):

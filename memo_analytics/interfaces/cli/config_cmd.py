@@ -408,10 +408,7 @@ def _note_new_sequence(number_format: str) -> None:
             year = datetime.now(timezone.utc).astimezone(store.zone).year
         finally:
             store.close()
-        key = ledger.sequence_key(number_format, year)
-        # a yearly sequence after a yearly one (each year begins at 1 by design), or the one sequence after it:
-        # it goes on (found by a breaker: said of any {year} format once the year had turned)
-        if not docs or any(bool(str(d.meta.get("sequenceKey", ""))) == bool(key) for d in docs):
+        if not ledger.begins_a_sequence(docs, number_format, year):
             return
         first = number_format.format(year=year, seq=1)
     except (MemoError, OSError, sqlite3.Error, ValueError, KeyError, IndexError):

@@ -1813,30 +1813,40 @@ def _without_estimated_twins(order: list[HumanPrompt]) -> list[HumanPrompt]:
 def _folder_of_hash(store: VaultStore, digest: str) -> Path | None:
     """The folder whose path's SHA-256 is ``digest`` (how Gemini CLI names a project), among the
     folder memo runs in and those above it, and the repositories the vault's projects were last
-    seen in; None when none is (hashed once per import and store)."""
-    import hashlib
-
+    seen in; None when none is. Hashed once per folder memo runs in and set of the vault's
+    projects (a running watcher hashes again when a project is new)."""
     from ..projects import last_seen_root
 
-    known = getattr(store, "_folder_hashes", None)
+    try:
+        here = Path.cwd()
+    except OSError:
+        here = None
+    try:
+        projects = tuple(index.project_names(store.conn)) if store.exists else ()
+    except (MemoError, sqlite3.Error):
+        projects = ()
+    key = (str(store.root), str(here), projects)
+    known = _FOLDER_HASHES.get(key)
     if known is None:
         folders: set[Path] = set()
-        try:
-            here = Path.cwd()
+        if here is not None:
             folders.update(folder for folder in (here, *here.parents) if folder.name)  # never "/" (no name)
-        except OSError:
-            pass
-        try:
-            for project in index.project_names(store.conn) if store.exists else []:
+        for project in projects:
+            try:
                 root = last_seen_root(store, project)
-                if root is not None:
-                    folders.add(Path(root))
-        except (MemoError, sqlite3.Error):
-            pass  # (a broken index: the import says it elsewhere)
+            except (MemoError, sqlite3.Error):
+                root = None
+            if root is not None:
+                folders.add(Path(root))
         known = {hashlib.sha256(str(folder).encode("utf-8", "surrogateescape")).hexdigest(): folder
                  for folder in folders}
-        store._folder_hashes = known  # type: ignore[attr-defined]
+        _FOLDER_HASHES.clear()  # one vault's, of now: the last asked
+        _FOLDER_HASHES[key] = known
     return known.get(digest.strip().lower())
+
+
+#: :func:`_folder_of_hash`'s hashes, of the last vault, folder and projects asked.
+_FOLDER_HASHES: dict[tuple, dict[str, Path]] = {}
 
 
 def _article(source: str) -> str:
